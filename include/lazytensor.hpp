@@ -1,0 +1,25 @@
+// lazytensor: lazy tensor expressions in C++17, fused into kernels and run on a SIMD host
+// interpreter (and, in later builds, OpenCL devices).
+//
+//   #include <lazytensor.hpp>
+//   namespace lt = lazytensor;
+//   lt::Tensor<float> a = lt::tensor<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+//   lt::Tensor<float> c = lt::exp(a) * 0.5f + 1.0f;   // lazy
+//   std::vector<float> v = c.to_vector();             // scheduled, fused, run
+#pragma once
+
+#define LAZYTENSOR_VERSION_MAJOR 0
+#define LAZYTENSOR_VERSION_MINOR 1
+#define LAZYTENSOR_VERSION_PATCH 0
+
+#include "lazytensor/core/config.hpp"
+#include "lazytensor/core/dtype.hpp"
+#include "lazytensor/core/error.hpp"
+#include "lazytensor/core/shape.hpp"
+#include "lazytensor/frontend/creation.hpp"
+#include "lazytensor/frontend/expr.hpp"
+#include "lazytensor/frontend/functions.hpp"
+#include "lazytensor/frontend/print.hpp"
+#include "lazytensor/frontend/tensor.hpp"
+#include "lazytensor/runtime/device.hpp"
+#include "lazytensor/runtime/realize.hpp"

@@ -1,0 +1,76 @@
+// The backend interface (Rune's shape): a device, buffers on it, copies to and from the host,
+// kernels compiled from the IR (cached by the IR's key) and launched on buffers.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "../core/device.hpp"
+#include "../ir/kernel.hpp"
+
+namespace lazytensor::detail {
+
+/// A kernel ready to launch on one backend.
+class CompiledKernel {
+public:
+    virtual ~CompiledKernel() = default;
+};
+
+class Backend : public BufferAllocator {
+public:
+    virtual Device device() const = 0;
+    /// A human-readable name of the device ("host (2 threads, avx512bw)", an OpenCL device name).
+    virtual std::string name() const = 0;
+
+    virtual BufferPtr allocate(DType dtype, std::int64_t numel) = 0;
+    /// Copies `bytes` from host memory into the buffer at byte offset `at`.
+    virtual void write(Buffer& dst, std::size_t at, const void* src, std::size_t bytes) = 0;
+    /// Copies `bytes` from the buffer at byte offset `at` into host memory.
+    virtual void read(const Buffer& src, std::size_t at, void* dst, std::size_t bytes) = 0;
+
+    /// Runs a compiled kernel; `params` follow the kernel's parameter order.
+    virtual void launch(CompiledKernel& kernel, const std::vector<Buffer*>& params) = 0;
+    /// Waits until every launched kernel has finished.
+    virtual void synchronize() = 0;
+
+    /// The compiled form of `kernel`, from the cache when a kernel of the same structure was
+    /// compiled before. `compiled` tells whether this call compiled it.
+    std::shared_ptr<CompiledKernel> get_kernel(const ir::Kernel& kernel, bool* compiled = nullptr) {
+        std::string k = ir::key(kernel);
+        {
+            std::lock_guard<std::mutex> lock(cache_mutex_);
+            auto it = cache_.find(k);
+            if (it != cache_.end()) {
+                if (compiled) *compiled = false;
+                return it->second;
+            }
+        }
+        std::shared_ptr<CompiledKernel> fresh = compile(kernel);
+        std::lock_guard<std::mutex> lock(cache_mutex_);
+        auto [it, inserted] = cache_.emplace(std::move(k), std::move(fresh));
+        if (compiled) *compiled = inserted;
+        return it->second;
+    }
+
+    std::size_t cached_kernels() const {
+        std::lock_guard<std::mutex> lock(cache_mutex_);
+        return cache_.size();
+    }
+
+    void clear_cache() {
+        std::lock_guard<std::mutex> lock(cache_mutex_);
+        cache_.clear();
+    }
+
+protected:
+    virtual std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel) = 0;
+
+private:
+    mutable std::mutex cache_mutex_;
+    std::unordered_map<std::string, std::shared_ptr<CompiledKernel>> cache_;
+};
+
+}  // namespace lazytensor::detail

@@ -1,0 +1,627 @@
+// The host interpreter: runs kernel IR on blocks of elements with xsimd (the reference
+// semantics for every other backend).
+//
+// Each instruction is evaluated for a whole block of lanes at once (a vectorized interpreter,
+// like numexpr), so dispatch costs once per block and the inner loops are SIMD loops over
+// cache-resident registers. Contiguous loads read the input buffer in place, and the last
+// operation before a contiguous store writes straight into the output.
+//
+// The domain's axes split into the outer space O (kept) and the reduced space A. Lanes run
+// along one of them:
+//   - VecOuter: lanes are a block of outer indices; the reduced space is walked one index at a
+//     time and folded lane by lane (column sums, element-wise kernels);
+//   - VecReduce: for each outer index, lanes are blocks of the reduced space, folded into a
+//     lane accumulator and then pairwise (row sums, softmax rows).
+// Instructions that do not depend on the reduced index (slots, constants, broadcast loads) are
+// hoisted: evaluated once per block of outer indices. Work is split across the thread pool by
+// blocks of outer indices, and a reduction with few outputs is also split along its reduced
+// space, in chunks of a fixed size so that results do not depend on the thread count.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "../../core/config.hpp"
+#include "../../ir/kernel.hpp"
+#include "../backend.hpp"
+#include "simd_ops.hpp"
+#include "thread_pool.hpp"
+
+namespace lazytensor::detail::host {
+
+inline constexpr std::int64_t kBlock = LAZYTENSOR_HOST_BLOCK;
+inline constexpr std::int64_t kSplitChunk = 16 * kBlock;  // reduced elements per split work item
+
+/// A set of domain axes walked as one row-major linear index.
+struct Space {
+    SmallVector<int, 6> axes;
+    Shape extents;
+    std::int64_t total = 1;
+};
+
+/// A load or store, with its strides split between the outer and the reduced space.
+struct AccessPlan {
+    std::int64_t offset = 0;
+    Strides o_strides, a_strides;
+    bool a_invariant = true;  // the same element for every reduced index
+};
+
+struct PInstr {
+    ir::Op op = ir::Op::Const;
+    DType dtype = DType::Float32;
+    std::size_t esize = 4;
+    int a = -1, b = -1, c = -1;
+    bool invariant = true;  // does not depend on the reduced index
+    bool broadcast = false; // invariant, but read per reduced index (needs a per-outer-index fill)
+    int param = -1;
+    AccessPlan access;
+    int slot = -1;
+    UnaryFn unary = nullptr;
+    BinaryFn binary = nullptr;
+    WhereFn where = nullptr;
+    UnaryFn fill = nullptr;
+    alignas(8) unsigned char value[8] = {};  // Const, in dtype
+    std::size_t own = 0, shadow = 0;         // arena offsets: value registers (own) and broadcast copy
+    int forward_store = -1;                  // store that may receive this value in place
+};
+
+struct PStore {
+    int param = -1;
+    int value = -1;
+    AccessPlan access;
+    bool variant = false;  // runs once per reduced index
+    std::size_t esize = 4;
+};
+
+struct PPhase {
+    ir::Phase::Kind kind = ir::Phase::Kind::Store;
+    bool outer = false;
+    std::vector<PInstr> instrs;
+    std::vector<int> hoisted, inner;  // instruction indices by class, in program order
+    std::vector<PStore> stores;
+    int reduce_value = -1;
+    DType reduce_dtype = DType::Float32;
+    ReduceFns reduce;
+    std::size_t acc = 0, slot = 0;  // arena offsets
+    std::size_t ptr_base = 0;       // first entry of this phase in the pointer tables
+};
+
+/// Lanes of a block: a linear range of one space, cut into runs along its last axis.
+struct Segment {
+    std::int64_t lane = 0, len = 0;
+    SmallVector<std::int64_t, 6> index;  // multi-index over the space at the run's start
+};
+
+struct BlockCtx {
+    std::int64_t n = 0;
+    const std::vector<Segment>* segments = nullptr;
+    bool lanes_outer = true;                     // lanes walk O (else A)
+    const SmallVector<std::int64_t, 6>* fixed;   // multi-index of the other space
+};
+
+inline void cut_segments(const Space& space, std::int64_t start, std::int64_t n, std::vector<Segment>& out) {
+    out.clear();
+    if (space.axes.empty()) {
+        out.push_back(Segment{0, n, {}});
+        return;
+    }
+    const std::size_t d = space.extents.size();
+    Segment seg;
+    seg.index.resize(d, 0);
+    std::int64_t rest = start;
+    for (std::size_t k = d; k-- > 0;) {
+        seg.index[k] = space.extents[k] ? rest % space.extents[k] : 0;
+        rest = space.extents[k] ? rest / space.extents[k] : 0;
+    }
+    std::int64_t lane = 0;
+    while (lane < n) {
+        seg.lane = lane;
+        seg.len = std::min(space.extents[d - 1] - seg.index[d - 1], n - lane);
+        out.push_back(seg);
+        lane += seg.len;
+        // Advance the multi-index past this run.
+        seg.index[d - 1] += seg.len;
+        for (std::size_t k = d; k-- > 1 && seg.index[k] >= space.extents[k];) {
+            seg.index[k] = 0;
+            ++seg.index[k - 1];
+        }
+    }
+}
+
+inline std::int64_t dot(const SmallVector<std::int64_t, 6>& idx, const Strides& strides) {
+    std::int64_t s = 0;
+    for (std::size_t k = 0; k < idx.size(); ++k) s += idx[k] * strides[k];
+    return s;
+}
+
+template <class E>
+inline void gather(void* dst, const char* src, std::int64_t stride, std::int64_t len) {
+    E* d = static_cast<E*>(dst);
+    const E* s = reinterpret_cast<const E*>(src);
+    for (std::int64_t t = 0; t < len; ++t) std::memcpy(d + t, s + t * stride, sizeof(E));
+}
+
+template <class E>
+inline void scatter(char* dst, const void* src, std::int64_t stride, std::int64_t len) {
+    E* d = reinterpret_cast<E*>(dst);
+    const E* s = static_cast<const E*>(src);
+    for (std::int64_t t = 0; t < len; ++t) std::memcpy(d + t * stride, s + t, sizeof(E));
+}
+
+inline void strided_copy(void* dst, const char* src, std::int64_t stride, std::int64_t len, std::size_t esize) {
+    switch (esize) {
+        case 1: gather<std::uint8_t>(dst, src, stride, len); break;
+        case 4: gather<std::uint32_t>(dst, src, stride, len); break;
+        default: gather<std::uint64_t>(dst, src, stride, len); break;
+    }
+}
+
+inline void strided_store(char* dst, const void* src, std::int64_t stride, std::int64_t len, std::size_t esize) {
+    switch (esize) {
+        case 1: scatter<std::uint8_t>(dst, src, stride, len); break;
+        case 4: scatter<std::uint32_t>(dst, src, stride, len); break;
+        default: scatter<std::uint64_t>(dst, src, stride, len); break;
+    }
+}
+
+/// Per-thread scratch memory, grown on demand and kept between launches.
+inline char* thread_arena(std::size_t bytes) {
+    struct Arena {
+        char* data = nullptr;
+        std::size_t size = 0;
+        ~Arena() { std::free(data); }
+    };
+    static thread_local Arena arena;
+    if (arena.size < bytes) {
+        std::free(arena.data);
+        arena.size = (bytes + 63) / 64 * 64;
+        arena.data = static_cast<char*>(std::aligned_alloc(64, arena.size));
+        if (!arena.data) {
+            arena.size = 0;
+            throw BackendError("host backend: out of memory allocating kernel scratch");
+        }
+    }
+    return arena.data;
+}
+
+class HostKernel final : public CompiledKernel {
+public:
+    HostKernel(const ir::Kernel& k, int threads) : domain_(k.domain), n_params_(k.params.size()), threads_(threads) {
+        for (std::size_t j = 0; j < k.domain.size(); ++j) {
+            Space& s = k.reduced[j] ? a_ : o_;
+            s.axes.push_back(static_cast<int>(j));
+            s.extents.push_back(k.domain[j]);
+            s.total *= k.domain[j];
+        }
+        choose_mode();
+        std::size_t arena = 0, ptrs = 0;
+        auto reserve = [&](std::size_t bytes) {
+            const std::size_t at = arena;
+            arena += (bytes + 63) / 64 * 64;
+            return at;
+        };
+        for (const ir::Phase& ph : k.phases) {
+            PPhase p;
+            p.kind = ph.kind;
+            p.outer = ph.outer || a_.axes.empty();
+            p.ptr_base = ptrs;
+            ptrs += ph.instrs.size();
+            for (const ir::Instr& in : ph.instrs) p.instrs.push_back(prepare(in, p));
+            for (const ir::Store& st : ph.stores) {
+                PStore s;
+                s.param = st.param;
+                s.value = st.value;
+                s.access = split(st.access);
+                s.esize = dtype_size(k.params[static_cast<std::size_t>(st.param)].dtype);
+                s.variant = !p.outer && (!s.access.a_invariant || !p.instrs[static_cast<std::size_t>(st.value)].invariant);
+                p.stores.push_back(std::move(s));
+            }
+            if (ph.kind == ir::Phase::Kind::Reduce) {
+                p.reduce_value = ph.reduce_value;
+                p.reduce_dtype = p.instrs[static_cast<std::size_t>(ph.reduce_value)].dtype;
+                p.reduce = reduce_fns(ph.reduce_op, p.reduce_dtype);
+                p.acc = reserve(static_cast<std::size_t>(kBlock) * dtype_size(p.reduce_dtype));
+                p.slot = reserve(static_cast<std::size_t>(kBlock) * dtype_size(p.reduce_dtype));
+            }
+            classify(p);
+            for (std::size_t i = 0; i < p.instrs.size(); ++i) {
+                PInstr& in = p.instrs[i];
+                if (in.op != ir::Op::Slot) in.own = reserve(static_cast<std::size_t>(kBlock) * in.esize);
+                if (in.broadcast && in.op != ir::Op::Const) in.shadow = reserve(static_cast<std::size_t>(kBlock) * in.esize);
+            }
+            phases_.push_back(std::move(p));
+        }
+        arena_bytes_ = arena;
+        ptr_count_ = ptrs;
+        split_ = can_split();
+    }
+
+    void run(const std::vector<Buffer*>& params, ThreadPool& pool) const {
+        std::vector<char*> base(n_params_);
+        for (std::size_t i = 0; i < n_params_; ++i) base[i] = static_cast<char*>(params[i]->handle());
+        if (o_.total == 0) return;
+        const std::int64_t items = (o_.total + oblock_ - 1) / oblock_;
+        const bool parallel = numel(domain_) * static_cast<std::int64_t>(phases_.size()) >= LAZYTENSOR_HOST_PARALLEL_MIN;
+        if (split_ && parallel) return run_split(base, pool);
+        std::vector<std::unique_ptr<Frame>> frames(static_cast<std::size_t>(pool.size()));
+        auto body = [&](std::int64_t item, int thread) {
+            auto& slot = frames[static_cast<std::size_t>(thread)];
+            if (!slot) slot = std::make_unique<Frame>(*this, base);
+            Frame& f = *slot;
+            const std::int64_t start = item * oblock_;
+            f.set_oblock(start, std::min(oblock_, o_.total - start));
+            for (std::size_t p = 0; p < phases_.size(); ++p) run_phase(p, f, 0, a_.total);
+        };
+        if (parallel)
+            pool.parallel_for(items, body);
+        else
+            for (std::int64_t i = 0; i < items; ++i) body(i, 0);
+    }
+
+private:
+    enum class Mode { VecOuter, VecReduce };
+
+    // Per-thread state of one launch: register pointers into the thread's arena.
+    struct Frame {
+        const HostKernel& k;
+        const std::vector<char*>& base;
+        char* arena;
+        std::vector<void*> hoisted_ptr, inner_ptr;
+        std::vector<void*> forward;  // per store of the current phase: destination written in place
+        std::vector<Segment> osegs, asegs;
+        SmallVector<std::int64_t, 6> oindex, aindex, zero_o, zero_a;
+        std::int64_t olen = 0, ostart = 0;
+
+        Frame(const HostKernel& kernel, const std::vector<char*>& bases)
+            : k(kernel), base(bases), arena(thread_arena(kernel.arena_bytes_)),
+              hoisted_ptr(kernel.ptr_count_, nullptr), inner_ptr(kernel.ptr_count_, nullptr) {
+            zero_o.resize(k.o_.axes.size(), 0);
+            zero_a.resize(k.a_.axes.size(), 0);
+            oindex = zero_o;
+            aindex = zero_a;
+            for (const PPhase& p : k.phases_)
+                for (std::size_t i = 0; i < p.instrs.size(); ++i) {
+                    const PInstr& in = p.instrs[i];
+                    if (in.op == ir::Op::Const) {
+                        in.fill(arena + in.own, in.value, kBlock);
+                        hoisted_ptr[p.ptr_base + i] = inner_ptr[p.ptr_base + i] = arena + in.own;
+                    } else if (in.op == ir::Op::Slot) {
+                        hoisted_ptr[p.ptr_base + i] = arena + k.phases_[static_cast<std::size_t>(in.slot)].slot;
+                    }
+                }
+        }
+
+        void set_oblock(std::int64_t start, std::int64_t len) {
+            ostart = start;
+            olen = len;
+            cut_segments(k.o_, start, len, osegs);
+        }
+    };
+
+    void choose_mode() {
+        if (a_.axes.empty()) {
+            mode_ = Mode::VecOuter;
+        } else {
+            mode_ = a_.axes.back() == static_cast<int>(domain_.size()) - 1 ? Mode::VecReduce : Mode::VecOuter;
+            if (mode_ == Mode::VecOuter && o_.total < 256 && a_.total >= 4096) mode_ = Mode::VecReduce;
+            if (mode_ == Mode::VecReduce && a_.total < 64 && o_.total >= 64) mode_ = Mode::VecOuter;
+        }
+        if (mode_ == Mode::VecOuter) {
+            oblock_ = kBlock;
+        } else {
+            // Outer indices per block: their rows should stay in cache from one phase to the next.
+            const std::int64_t row_bytes = std::max<std::int64_t>(1, a_.total) * 8;
+            oblock_ = std::clamp<std::int64_t>((256 << 10) / row_bytes, 1, kBlock);
+            const std::int64_t want_items = 4 * threads_;
+            oblock_ = std::max<std::int64_t>(1, std::min(oblock_, (o_.total + want_items - 1) / want_items));
+        }
+    }
+
+    AccessPlan split(const Access& a) const {
+        AccessPlan p;
+        p.offset = a.offset;
+        for (int j : o_.axes) p.o_strides.push_back(a.strides[static_cast<std::size_t>(j)]);
+        for (int j : a_.axes) {
+            p.a_strides.push_back(a.strides[static_cast<std::size_t>(j)]);
+            if (a.strides[static_cast<std::size_t>(j)] != 0) p.a_invariant = false;
+        }
+        return p;
+    }
+
+    PInstr prepare(const ir::Instr& in, const PPhase& phase) const {
+        PInstr p;
+        p.op = in.op;
+        p.dtype = in.dtype;
+        p.esize = dtype_size(in.dtype);
+        p.a = in.a;
+        p.b = in.b;
+        p.c = in.c;
+        auto operand_invariant = [&](int i) { return i < 0 || phase.instrs[static_cast<std::size_t>(i)].invariant; };
+        switch (in.op) {
+            case ir::Op::Load:
+                p.param = in.arg;
+                p.access = split(in.access);
+                p.invariant = phase.outer || p.access.a_invariant;
+                break;
+            case ir::Op::Const: {
+                const Scalar v = in.value.cast(in.dtype);
+                visit_dtype(in.dtype, [&](auto tag) {
+                    using T = typename decltype(tag)::type;
+                    const T x = v.as<T>();
+                    std::memcpy(p.value, &x, sizeof(T));
+                });
+                break;
+            }
+            case ir::Op::Slot: p.slot = in.arg; break;
+            case ir::Op::Unary:
+                p.unary = unary_fn(in.unary, in.dtype);
+                p.invariant = operand_invariant(in.a);
+                break;
+            case ir::Op::Binary:
+                p.binary = binary_fn(in.binary, phase.instrs[static_cast<std::size_t>(in.a)].dtype);
+                p.invariant = operand_invariant(in.a) && operand_invariant(in.b);
+                break;
+            case ir::Op::Where:
+                p.where = where_fn(in.dtype);
+                p.invariant = operand_invariant(in.a) && operand_invariant(in.b) && operand_invariant(in.c);
+                break;
+            case ir::Op::Cast:
+                p.unary = cast_fn(in.dtype, phase.instrs[static_cast<std::size_t>(in.a)].dtype);
+                p.invariant = operand_invariant(in.a);
+                break;
+        }
+        if ((in.op == ir::Op::Unary || in.op == ir::Op::Binary || in.op == ir::Op::Cast) && !p.unary && !p.binary)
+            fail<BackendError>("host backend: no implementation of this op for ", in.dtype);
+        p.fill = fill_fn(in.dtype);
+        return p;
+    }
+
+    // Splits instructions into hoisted and inner lists; marks values read across the split,
+    // and values that a store may receive in place.
+    void classify(PPhase& p) const {
+        auto read_inner = [&](int i) {
+            if (i >= 0 && p.instrs[static_cast<std::size_t>(i)].invariant) p.instrs[static_cast<std::size_t>(i)].broadcast = true;
+        };
+        for (std::size_t i = 0; i < p.instrs.size(); ++i) {
+            PInstr& in = p.instrs[i];
+            (in.invariant ? p.hoisted : p.inner).push_back(static_cast<int>(i));
+            if (!in.invariant) {
+                read_inner(in.a);
+                read_inner(in.b);
+                read_inner(in.c);
+            }
+        }
+        if (p.kind == ir::Phase::Kind::Reduce && !p.outer) read_inner(p.reduce_value);
+        for (std::size_t s = 0; s < p.stores.size(); ++s) {
+            const PStore& st = p.stores[s];
+            PInstr& v = p.instrs[static_cast<std::size_t>(st.value)];
+            if (st.variant) read_inner(st.value);
+            const bool computed = v.op == ir::Op::Unary || v.op == ir::Op::Binary || v.op == ir::Op::Where || v.op == ir::Op::Cast;
+            if (computed && v.invariant != st.variant && v.forward_store < 0) v.forward_store = static_cast<int>(s);
+        }
+    }
+
+    bool can_split() const {
+        // One reduction over a long reduced space with few outputs, then per-output stores.
+        if (mode_ != Mode::VecReduce || o_.total > kBlock || a_.total < 2 * kSplitChunk) return false;
+        if ((o_.total + oblock_ - 1) / oblock_ >= 2 * threads_) return false;
+        if (phases_.empty() || phases_[0].kind != ir::Phase::Kind::Reduce || phases_[0].outer) return false;
+        if (!phases_[0].stores.empty()) return false;
+        for (std::size_t p = 1; p < phases_.size(); ++p)
+            if (!phases_[p].outer) return false;
+        return true;
+    }
+
+    // --------------------------------------------------------------------------- evaluation
+
+    void load(const PInstr& in, const BlockCtx& ctx, const std::vector<char*>& base, void*& ptr, char* own) const {
+        const Strides& vs = ctx.lanes_outer ? in.access.o_strides : in.access.a_strides;
+        const Strides& fs = ctx.lanes_outer ? in.access.a_strides : in.access.o_strides;
+        const std::int64_t fixed = in.access.offset + dot(*ctx.fixed, fs);
+        const std::int64_t step = vs.empty() ? 0 : vs[vs.size() - 1];
+        const char* src = base[static_cast<std::size_t>(in.param)];
+        const auto& segs = *ctx.segments;
+        if (segs.size() == 1 && step == 1) {  // contiguous: read in place
+            ptr = const_cast<char*>(src) + (fixed + dot(segs[0].index, vs)) * static_cast<std::int64_t>(in.esize);
+            return;
+        }
+        for (const Segment& s : segs) {
+            const char* from = src + (fixed + dot(s.index, vs)) * static_cast<std::int64_t>(in.esize);
+            char* to = own + s.lane * static_cast<std::int64_t>(in.esize);
+            if (step == 1)
+                std::memcpy(to, from, static_cast<std::size_t>(s.len) * in.esize);
+            else if (step == 0)
+                in.fill(to, from, s.len);
+            else
+                strided_copy(to, from, step, s.len, in.esize);
+        }
+        ptr = own;
+    }
+
+    /// Where a store writes its segment-0 run, if the block is one contiguous run (else null).
+    void* contiguous_target(const PStore& st, const BlockCtx& ctx, const std::vector<char*>& base) const {
+        const Strides& vs = ctx.lanes_outer ? st.access.o_strides : st.access.a_strides;
+        const Strides& fs = ctx.lanes_outer ? st.access.a_strides : st.access.o_strides;
+        const std::int64_t step = vs.empty() ? 0 : vs[vs.size() - 1];
+        const auto& segs = *ctx.segments;
+        if (segs.size() != 1 || step != 1) return nullptr;
+        const std::int64_t at = st.access.offset + dot(*ctx.fixed, fs) + dot(segs[0].index, vs);
+        return base[static_cast<std::size_t>(st.param)] + at * static_cast<std::int64_t>(st.esize);
+    }
+
+    void store(const PStore& st, const BlockCtx& ctx, const std::vector<char*>& base, const void* value) const {
+        const Strides& vs = ctx.lanes_outer ? st.access.o_strides : st.access.a_strides;
+        const Strides& fs = ctx.lanes_outer ? st.access.a_strides : st.access.o_strides;
+        const std::int64_t fixed = st.access.offset + dot(*ctx.fixed, fs);
+        const std::int64_t step = vs.empty() ? 0 : vs[vs.size() - 1];
+        char* dst = base[static_cast<std::size_t>(st.param)];
+        const auto es = static_cast<std::int64_t>(st.esize);
+        for (const Segment& s : *ctx.segments) {
+            char* to = dst + (fixed + dot(s.index, vs)) * es;
+            const char* from = static_cast<const char*>(value) + s.lane * es;
+            if (to == from) continue;  // computed in place
+            if (step == 1)
+                std::memcpy(to, from, static_cast<std::size_t>(s.len) * st.esize);
+            else if (step == 0 && s.len > 0)
+                std::memcpy(to, from + (s.len - 1) * es, st.esize);  // every lane writes one element: the last wins
+            else
+                strided_store(to, from, step, s.len, st.esize);
+        }
+    }
+
+    /// Evaluates the listed instructions of a phase over one block.
+    void eval(const PPhase& p, const std::vector<int>& list, std::vector<void*>& ptr, Frame& f, const BlockCtx& ctx) const {
+        void** reg = ptr.data() + p.ptr_base;
+        for (int i : list) {
+            const PInstr& in = p.instrs[static_cast<std::size_t>(i)];
+            char* own = f.arena + in.own;
+            void* out = own;
+            if (in.forward_store >= 0 && f.forward[static_cast<std::size_t>(in.forward_store)])
+                out = f.forward[static_cast<std::size_t>(in.forward_store)];
+            switch (in.op) {
+                case ir::Op::Load: load(in, ctx, f.base, reg[i], own); continue;
+                case ir::Op::Const:
+                case ir::Op::Slot: continue;
+                case ir::Op::Unary:
+                case ir::Op::Cast: in.unary(out, reg[in.a], ctx.n); break;
+                case ir::Op::Binary: in.binary(out, reg[in.a], reg[in.b], ctx.n); break;
+                case ir::Op::Where: in.where(out, reg[in.a], reg[in.b], reg[in.c], ctx.n); break;
+            }
+            reg[i] = out;
+        }
+    }
+
+    void prepare_forwarding(const PPhase& p, Frame& f, const BlockCtx& ctx, bool variant) const {
+        f.forward.assign(p.stores.size(), nullptr);
+        for (std::size_t s = 0; s < p.stores.size(); ++s)
+            if (p.stores[s].variant == variant) f.forward[s] = contiguous_target(p.stores[s], ctx, f.base);
+    }
+
+    void run_stores(const PPhase& p, Frame& f, const BlockCtx& ctx, bool variant, const std::vector<void*>& ptr) const {
+        for (const PStore& st : p.stores)
+            if (st.variant == variant) store(st, ctx, f.base, ptr[p.ptr_base + static_cast<std::size_t>(st.value)]);
+    }
+
+    // Runs phase p for the frame's block of outer indices, over reduced indices [a0, a1).
+    // A split work item passes a chunk; it then leaves the per-lane result in the accumulator.
+    void run_phase(std::size_t pi, Frame& f, std::int64_t a0, std::int64_t a1) const {
+        const PPhase& p = phases_[pi];
+        BlockCtx octx{f.olen, &f.osegs, true, &f.zero_a};
+        prepare_forwarding(p, f, octx, false);
+        eval(p, p.hoisted, f.hoisted_ptr, f, octx);
+        run_stores(p, f, octx, false, f.hoisted_ptr);
+        if (p.outer) {
+            if (p.kind == ir::Phase::Kind::Reduce)  // nothing to reduce over: the value itself
+                std::memcpy(f.arena + p.slot, f.hoisted_ptr[p.ptr_base + static_cast<std::size_t>(p.reduce_value)],
+                            static_cast<std::size_t>(f.olen) * dtype_size(p.reduce_dtype));
+            return;
+        }
+        const bool reduce = p.kind == ir::Phase::Kind::Reduce;
+        const std::size_t rsize = dtype_size(p.reduce_dtype);
+        char* acc = f.arena + p.acc;
+        if (mode_ == Mode::VecOuter) {
+            for (int i : p.hoisted) f.inner_ptr[p.ptr_base + static_cast<std::size_t>(i)] = f.hoisted_ptr[p.ptr_base + static_cast<std::size_t>(i)];
+            if (reduce) p.reduce.init(acc, f.olen);
+            unravel(a_, a0, f.aindex);
+            BlockCtx ctx{f.olen, &f.osegs, true, &f.aindex};
+            for (std::int64_t a = a0; a < a1; ++a) {
+                prepare_forwarding(p, f, ctx, true);
+                eval(p, p.inner, f.inner_ptr, f, ctx);
+                if (reduce) p.reduce.fold(acc, f.inner_ptr[p.ptr_base + static_cast<std::size_t>(p.reduce_value)], f.olen);
+                run_stores(p, f, ctx, true, f.inner_ptr);
+                increment(a_, f.aindex);
+            }
+            if (reduce) std::memcpy(f.arena + p.slot, acc, static_cast<std::size_t>(f.olen) * rsize);
+            return;
+        }
+        // VecReduce: one outer index at a time, lanes along the reduced space.
+        for (std::int64_t l = 0; l < f.olen; ++l) {
+            unravel(o_, f.ostart + l, f.oindex);
+            for (int i : p.hoisted) {
+                const PInstr& in = p.instrs[static_cast<std::size_t>(i)];
+                void*& dst = f.inner_ptr[p.ptr_base + static_cast<std::size_t>(i)];
+                if (!in.broadcast || in.op == ir::Op::Const) continue;
+                const char* v = static_cast<const char*>(f.hoisted_ptr[p.ptr_base + static_cast<std::size_t>(i)]) +
+                                l * static_cast<std::int64_t>(in.esize);
+                dst = f.arena + in.shadow;
+                in.fill(dst, v, std::min(kBlock, a1 - a0));
+            }
+            if (reduce) p.reduce.init(acc, kBlock);
+            for (std::int64_t start = a0; start < a1; start += kBlock) {
+                const std::int64_t n = std::min(kBlock, a1 - start);
+                cut_segments(a_, start, n, f.asegs);
+                BlockCtx ctx{n, &f.asegs, false, &f.oindex};
+                prepare_forwarding(p, f, ctx, true);
+                eval(p, p.inner, f.inner_ptr, f, ctx);
+                if (reduce) p.reduce.fold(acc, f.inner_ptr[p.ptr_base + static_cast<std::size_t>(p.reduce_value)], n);
+                run_stores(p, f, ctx, true, f.inner_ptr);
+            }
+            if (reduce) p.reduce.horizontal(acc, std::min(kBlock, std::max<std::int64_t>(a1 - a0, 0)), f.arena + p.slot + l * static_cast<std::int64_t>(rsize));
+        }
+    }
+
+    // A reduction with few outputs: items are (outer block, chunk of the reduced space); the
+    // chunk results are folded in chunk order, then the per-output phases run.
+    void run_split(const std::vector<char*>& base, ThreadPool& pool) const {
+        const PPhase& red = phases_[0];
+        const std::size_t rsize = dtype_size(red.reduce_dtype);
+        const std::int64_t oblocks = (o_.total + oblock_ - 1) / oblock_;
+        const std::int64_t chunks = (a_.total + kSplitChunk - 1) / kSplitChunk;
+        std::vector<char> partial(static_cast<std::size_t>(chunks * o_.total) * rsize);
+        std::vector<std::unique_ptr<Frame>> frames(static_cast<std::size_t>(pool.size()));
+        pool.parallel_for(oblocks * chunks, [&](std::int64_t item, int thread) {
+            auto& slot = frames[static_cast<std::size_t>(thread)];
+            if (!slot) slot = std::make_unique<Frame>(*this, base);
+            Frame& f = *slot;
+            const std::int64_t ob = item / chunks, chunk = item % chunks;
+            const std::int64_t start = ob * oblock_;
+            f.set_oblock(start, std::min(oblock_, o_.total - start));
+            const std::int64_t a0 = chunk * kSplitChunk;
+            run_phase(0, f, a0, std::min(a_.total, a0 + kSplitChunk));
+            std::memcpy(partial.data() + static_cast<std::size_t>(chunk * o_.total + start) * rsize, f.arena + red.slot,
+                        static_cast<std::size_t>(f.olen) * rsize);
+        });
+        frames.clear();  // this thread's frame is rebuilt below; its arena is the same memory
+        Frame f(*this, base);
+        for (std::int64_t ob = 0; ob < oblocks; ++ob) {
+            const std::int64_t start = ob * oblock_;
+            f.set_oblock(start, std::min(oblock_, o_.total - start));
+            char* slot = f.arena + red.slot;
+            std::memcpy(slot, partial.data() + static_cast<std::size_t>(start) * rsize, static_cast<std::size_t>(f.olen) * rsize);
+            for (std::int64_t chunk = 1; chunk < chunks; ++chunk)
+                red.reduce.fold(slot, partial.data() + static_cast<std::size_t>(chunk * o_.total + start) * rsize, f.olen);
+            for (std::size_t p = 1; p < phases_.size(); ++p) run_phase(p, f, 0, a_.total);
+        }
+    }
+
+    static void unravel(const Space& s, std::int64_t linear, SmallVector<std::int64_t, 6>& index) {
+        for (std::size_t k = s.extents.size(); k-- > 0;) {
+            index[k] = s.extents[k] ? linear % s.extents[k] : 0;
+            linear = s.extents[k] ? linear / s.extents[k] : 0;
+        }
+    }
+
+    static void increment(const Space& s, SmallVector<std::int64_t, 6>& index) {
+        for (std::size_t k = s.extents.size(); k-- > 0;) {
+            if (++index[k] < s.extents[k]) return;
+            index[k] = 0;
+        }
+    }
+
+    Shape domain_;
+    std::size_t n_params_;
+    int threads_;
+    Space o_, a_;
+    Mode mode_ = Mode::VecOuter;
+    std::int64_t oblock_ = kBlock;
+    std::vector<PPhase> phases_;
+    std::size_t arena_bytes_ = 0;
+    std::size_t ptr_count_ = 0;
+    bool split_ = false;
+};
+
+}  // namespace lazytensor::detail::host

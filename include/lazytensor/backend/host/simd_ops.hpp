@@ -1,0 +1,425 @@
+// The host backend's element-wise arithmetic: one functor per op in ir/ops.hpp, each with a
+// scalar form (every dtype the op allows) and an xsimd form (float and double). The loops run
+// over a block of elements; a tail shorter than a SIMD batch is padded into one batch, so every
+// element of a float tensor goes through the same SIMD code wherever it sits.
+//
+// Integer arithmetic wraps (it is done in unsigned types: no undefined behaviour), floating
+// maximum/minimum propagate NaN like NumPy, and float-to-integer casts saturate.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+// GCC 12 reports its own AVX-512 intrinsics (_mm512_undefined_*) as uninitialized once they are
+// inlined (GCC bug 105593); silence that for the xsimd code only.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <xsimd/xsimd.hpp>
+
+#include "../../core/dtype.hpp"
+#include "../../ir/ops.hpp"
+
+namespace lazytensor::detail::host {
+
+template <class T>
+using batch = xsimd::batch<T>;
+
+template <class T>
+inline constexpr bool is_simd_float = std::is_same_v<T, float> || std::is_same_v<T, double>;
+
+template <class T>
+using wrap_t = std::make_unsigned_t<decltype(T{} + T{})>;
+
+template <class T, class F>
+inline T wrapping(T a, T b, F f) {
+    return static_cast<T>(f(static_cast<wrap_t<T>>(a), static_cast<wrap_t<T>>(b)));
+}
+
+template <class T>
+inline bool is_nan(T x) {
+    if constexpr (std::is_floating_point_v<T>)
+        return x != x;
+    else
+        return false;
+}
+
+// -------------------------------------------------------------------------------- unary functors
+
+struct Neg {
+    template <class T>
+    static T scalar(T x) {
+        if constexpr (std::is_integral_v<T>) return wrapping<T>(T(0), x, [](auto a, auto b) { return a - b; });
+        else return -x;
+    }
+    template <class B>
+    static B simd(const B& x) { return -x; }
+};
+struct Abs {
+    template <class T>
+    static T scalar(T x) {
+        if constexpr (std::is_unsigned_v<T>) return x;
+        else if constexpr (std::is_integral_v<T>) return x < 0 ? Neg::scalar(x) : x;
+        else return std::fabs(x);
+    }
+    template <class B>
+    static B simd(const B& x) { return xsimd::abs(x); }
+};
+struct Relu {
+    template <class T>
+    static T scalar(T x) { return x < T(0) ? T(0) : x; }  // NaN stays NaN
+    template <class B>
+    static B simd(const B& x) { return xsimd::select(x < B(0), B(0), x); }
+};
+struct Exp {
+    template <class T>
+    static T scalar(T x) { return std::exp(x); }
+    template <class B>
+    static B simd(const B& x) { return xsimd::exp(x); }
+};
+struct Log {
+    template <class T>
+    static T scalar(T x) { return std::log(x); }
+    template <class B>
+    static B simd(const B& x) { return xsimd::log(x); }
+};
+struct Sqrt {
+    template <class T>
+    static T scalar(T x) { return std::sqrt(x); }
+    template <class B>
+    static B simd(const B& x) { return xsimd::sqrt(x); }
+};
+struct Sin {
+    template <class T>
+    static T scalar(T x) { return std::sin(x); }
+    template <class B>
+    static B simd(const B& x) { return xsimd::sin(x); }
+};
+struct Cos {
+    template <class T>
+    static T scalar(T x) { return std::cos(x); }
+    template <class B>
+    static B simd(const B& x) { return xsimd::cos(x); }
+};
+struct Tanh {
+    template <class T>
+    static T scalar(T x) { return std::tanh(x); }
+    template <class B>
+    static B simd(const B& x) { return xsimd::tanh(x); }
+};
+struct Sigmoid {
+    template <class T>
+    static T scalar(T x) { return T(1) / (T(1) + std::exp(-x)); }
+    template <class B>
+    static B simd(const B& x) { return B(1) / (B(1) + xsimd::exp(-x)); }
+};
+
+// ------------------------------------------------------------------------------- binary functors
+
+struct Add {
+    template <class T>
+    static T scalar(T a, T b) {
+        if constexpr (std::is_integral_v<T>) return wrapping(a, b, [](auto x, auto y) { return x + y; });
+        else return a + b;
+    }
+    template <class B>
+    static B simd(const B& a, const B& b) { return a + b; }
+};
+struct Sub {
+    template <class T>
+    static T scalar(T a, T b) {
+        if constexpr (std::is_integral_v<T>) return wrapping(a, b, [](auto x, auto y) { return x - y; });
+        else return a - b;
+    }
+    template <class B>
+    static B simd(const B& a, const B& b) { return a - b; }
+};
+struct Mul {
+    template <class T>
+    static T scalar(T a, T b) {
+        if constexpr (std::is_integral_v<T>) return wrapping(a, b, [](auto x, auto y) { return x * y; });
+        else return a * b;
+    }
+    template <class B>
+    static B simd(const B& a, const B& b) { return a * b; }
+};
+struct Div {
+    template <class T>
+    static T scalar(T a, T b) { return a / b; }  // floating only (true division)
+    template <class B>
+    static B simd(const B& a, const B& b) { return a / b; }
+};
+struct Pow {
+    template <class T>
+    static T scalar(T a, T b) {
+        if constexpr (std::is_floating_point_v<T>) {
+            return std::pow(a, b);
+        } else {
+            // Integer power by squaring, wrapping; negative exponents give 0 (1 and -1 excepted).
+            if constexpr (std::is_signed_v<T>) {
+                if (b < 0) return a == 1 ? T(1) : a == -1 ? ((b & 1) ? T(-1) : T(1)) : T(0);
+            }
+            T result = 1;
+            for (T base = a; b; b = static_cast<T>(b >> 1)) {
+                if (b & 1) result = Mul::scalar(result, base);
+                base = Mul::scalar(base, base);
+            }
+            return result;
+        }
+    }
+    template <class B>
+    static B simd(const B& a, const B& b) { return xsimd::pow(a, b); }
+};
+struct Maximum {
+    template <class T>
+    static T scalar(T a, T b) { return (a > b || is_nan(a)) ? a : b; }
+    template <class B>
+    static B simd(const B& a, const B& b) { return xsimd::select((a > b) || xsimd::isnan(a), a, b); }  // xsimd != is ordered
+};
+struct Minimum {
+    template <class T>
+    static T scalar(T a, T b) { return (a < b || is_nan(a)) ? a : b; }
+    template <class B>
+    static B simd(const B& a, const B& b) { return xsimd::select((a < b) || xsimd::isnan(a), a, b); }
+};
+struct Lt { template <class T> static bool scalar(T a, T b) { return a < b; } };
+struct Le { template <class T> static bool scalar(T a, T b) { return a <= b; } };
+struct Gt { template <class T> static bool scalar(T a, T b) { return a > b; } };
+struct Ge { template <class T> static bool scalar(T a, T b) { return a >= b; } };
+struct Eq { template <class T> static bool scalar(T a, T b) { return a == b; } };
+struct Ne { template <class T> static bool scalar(T a, T b) { return a != b; } };
+
+/// Whether an op is defined for element type T (its TypeRule, applied to the computed type).
+template <class T>
+constexpr bool rule_allows(TypeRule rule) {
+    switch (rule) {
+        case TypeRule::Numeric:
+        case TypeRule::Arith: return !std::is_same_v<T, bool>;
+        case TypeRule::Floating:
+        case TypeRule::TrueDiv: return std::is_floating_point_v<T>;
+        case TypeRule::Ordered:
+        case TypeRule::Compare: return true;
+    }
+    return false;
+}
+
+// -------------------------------------------------------------------------------------- loops
+
+using UnaryFn = void (*)(void* dst, const void* a, std::int64_t n);
+using BinaryFn = void (*)(void* dst, const void* a, const void* b, std::int64_t n);
+using WhereFn = void (*)(void* dst, const void* c, const void* a, const void* b, std::int64_t n);
+
+template <class T, class Op>
+void unary_loop(void* dst, const void* src, std::int64_t n) {
+    T* d = static_cast<T*>(dst);
+    const T* x = static_cast<const T*>(src);
+    if constexpr (is_simd_float<T>) {
+        constexpr std::int64_t W = batch<T>::size;
+        std::int64_t i = 0;
+        for (; i + W <= n; i += W) Op::simd(batch<T>::load_unaligned(x + i)).store_unaligned(d + i);
+        if (i < n) {
+            alignas(64) T tmp[W] = {};
+            std::copy(x + i, x + n, tmp);
+            Op::simd(batch<T>::load_aligned(tmp)).store_aligned(tmp);
+            std::copy(tmp, tmp + (n - i), d + i);
+        }
+    } else {
+        for (std::int64_t i = 0; i < n; ++i) d[i] = Op::scalar(x[i]);
+    }
+}
+
+template <class T, class Op, bool Compare>
+void binary_loop(void* dst, const void* lhs, const void* rhs, std::int64_t n) {
+    const T* a = static_cast<const T*>(lhs);
+    const T* b = static_cast<const T*>(rhs);
+    if constexpr (Compare) {
+        bool* d = static_cast<bool*>(dst);
+        for (std::int64_t i = 0; i < n; ++i) d[i] = Op::scalar(a[i], b[i]);
+    } else if constexpr (is_simd_float<T>) {
+        T* d = static_cast<T*>(dst);
+        constexpr std::int64_t W = batch<T>::size;
+        std::int64_t i = 0;
+        for (; i + W <= n; i += W)
+            Op::simd(batch<T>::load_unaligned(a + i), batch<T>::load_unaligned(b + i)).store_unaligned(d + i);
+        if (i < n) {
+            alignas(64) T ta[W] = {};
+            alignas(64) T tb[W] = {};
+            std::copy(a + i, a + n, ta);
+            std::copy(b + i, b + n, tb);
+            Op::simd(batch<T>::load_aligned(ta), batch<T>::load_aligned(tb)).store_aligned(ta);
+            std::copy(ta, ta + (n - i), d + i);
+        }
+    } else {
+        T* d = static_cast<T*>(dst);
+        for (std::int64_t i = 0; i < n; ++i) d[i] = Op::scalar(a[i], b[i]);
+    }
+}
+
+template <class T>
+void where_loop(void* dst, const void* cond, const void* lhs, const void* rhs, std::int64_t n) {
+    T* d = static_cast<T*>(dst);
+    const bool* c = static_cast<const bool*>(cond);
+    const T* a = static_cast<const T*>(lhs);
+    const T* b = static_cast<const T*>(rhs);
+    for (std::int64_t i = 0; i < n; ++i) d[i] = c[i] ? a[i] : b[i];
+}
+
+template <class To, class From>
+void cast_loop(void* dst, const void* src, std::int64_t n) {
+    To* d = static_cast<To*>(dst);
+    const From* x = static_cast<const From*>(src);
+    for (std::int64_t i = 0; i < n; ++i) d[i] = convert<To>(x[i]);
+}
+
+template <class T>
+void fill_loop(void* dst, const void* value, std::int64_t n) {
+    T v;
+    std::memcpy(&v, value, sizeof(T));
+    std::fill(static_cast<T*>(dst), static_cast<T*>(dst) + n, v);
+}
+
+// ------------------------------------------------------------------------------ function tables
+
+inline UnaryFn unary_fn(UnaryOp op, DType t) {
+    UnaryFn fn = nullptr;
+    visit_dtype(t, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        switch (op) {
+#define LAZYTENSOR_X(name, text, rule)                                                  \
+    case UnaryOp::name:                                                                 \
+        if constexpr (rule_allows<T>(TypeRule::rule)) fn = &unary_loop<T, host::name>; \
+        break;
+            LAZYTENSOR_UNARY_OPS(LAZYTENSOR_X)
+#undef LAZYTENSOR_X
+        }
+    });
+    return fn;
+}
+
+inline BinaryFn binary_fn(BinaryOp op, DType t) {
+    BinaryFn fn = nullptr;
+    visit_dtype(t, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        switch (op) {
+#define LAZYTENSOR_X(name, text, rule)                                                         \
+    case BinaryOp::name:                                                                       \
+        if constexpr (rule_allows<T>(TypeRule::rule))                                          \
+            fn = &binary_loop<T, host::name, TypeRule::rule == TypeRule::Compare>;             \
+        break;
+            LAZYTENSOR_BINARY_OPS(LAZYTENSOR_X)
+#undef LAZYTENSOR_X
+        }
+    });
+    return fn;
+}
+
+inline WhereFn where_fn(DType t) {
+    return visit_dtype(t, [](auto tag) -> WhereFn { return &where_loop<typename decltype(tag)::type>; });
+}
+
+inline UnaryFn cast_fn(DType to, DType from) {
+    return visit_dtype(to, [&](auto to_tag) {
+        return visit_dtype(from, [&](auto from_tag) -> UnaryFn {
+            return &cast_loop<typename decltype(to_tag)::type, typename decltype(from_tag)::type>;
+        });
+    });
+}
+
+inline UnaryFn fill_fn(DType t) {
+    return visit_dtype(t, [](auto tag) -> UnaryFn { return &fill_loop<typename decltype(tag)::type>; });
+}
+
+// ---------------------------------------------------------------------------------- reductions
+
+template <class T, ReduceOp R>
+struct Reducer {
+    static T identity() {
+        if constexpr (R == ReduceOp::Sum) return T(0);
+        else if constexpr (R == ReduceOp::Max)
+            return std::is_floating_point_v<T> ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+        else
+            return std::is_floating_point_v<T> ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
+    }
+    static T scalar(T acc, T v) {
+        if constexpr (R == ReduceOp::Sum) return std::is_same_v<T, bool> ? T(acc || v) : Add::scalar(acc, v);
+        else if constexpr (R == ReduceOp::Max) return Maximum::scalar(acc, v);
+        else return Minimum::scalar(acc, v);
+    }
+    template <class B>
+    static B simd(const B& acc, const B& v) {
+        if constexpr (R == ReduceOp::Sum) return acc + v;
+        else if constexpr (R == ReduceOp::Max) return Maximum::simd(acc, v);
+        else return Minimum::simd(acc, v);
+    }
+};
+
+/// The reduction primitives of one (op, dtype): fill with identity, fold lanes, fold a vector.
+struct ReduceFns {
+    void (*init)(void* acc, std::int64_t n) = nullptr;
+    void (*fold)(void* acc, const void* v, std::int64_t n) = nullptr;              // acc[i] op= v[i]
+    void (*fold_broadcast)(void* acc, const void* v, std::int64_t n) = nullptr;    // acc[i] op= v[0]
+    void (*horizontal)(void* acc, std::int64_t n, void* out) = nullptr;            // *out = op over acc[0..n)
+};
+
+template <class T, ReduceOp R>
+ReduceFns reduce_fns_for() {
+    using Red = Reducer<T, R>;
+    ReduceFns f;
+    f.init = [](void* acc, std::int64_t n) { std::fill_n(static_cast<T*>(acc), n, Red::identity()); };
+    f.fold = [](void* accp, const void* vp, std::int64_t n) {
+        T* acc = static_cast<T*>(accp);
+        const T* v = static_cast<const T*>(vp);
+        std::int64_t i = 0;
+        if constexpr (is_simd_float<T>) {
+            constexpr std::int64_t W = batch<T>::size;
+            for (; i + W <= n; i += W)
+                Red::simd(batch<T>::load_unaligned(acc + i), batch<T>::load_unaligned(v + i)).store_unaligned(acc + i);
+        }
+        for (; i < n; ++i) acc[i] = Red::scalar(acc[i], v[i]);
+    };
+    f.fold_broadcast = [](void* accp, const void* vp, std::int64_t n) {
+        T* acc = static_cast<T*>(accp);
+        const T v = *static_cast<const T*>(vp);
+        for (std::int64_t i = 0; i < n; ++i) acc[i] = Red::scalar(acc[i], v);
+    };
+    f.horizontal = [](void* accp, std::int64_t n, void* out) {
+        // Pairwise: halves the rounding error growth of a running sum.
+        T* acc = static_cast<T*>(accp);
+        if (n <= 0) {
+            *static_cast<T*>(out) = Red::identity();
+            return;
+        }
+        while (n > 1) {
+            const std::int64_t half = n / 2;
+            for (std::int64_t i = 0; i < half; ++i) acc[i] = Red::scalar(acc[i], acc[n - half + i]);
+            n -= half;
+        }
+        *static_cast<T*>(out) = acc[0];
+    };
+    return f;
+}
+
+inline ReduceFns reduce_fns(ReduceOp op, DType t) {
+    return visit_dtype(t, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        switch (op) {
+#define LAZYTENSOR_X(name, text) \
+    case ReduceOp::name: return reduce_fns_for<T, ReduceOp::name>();
+            LAZYTENSOR_REDUCE_OPS(LAZYTENSOR_X)
+#undef LAZYTENSOR_X
+        }
+        return ReduceFns{};
+    });
+}
+
+}  // namespace lazytensor::detail::host
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif

@@ -1,0 +1,13 @@
+// Configuration macros, with their defaults, in one place. Define them before including
+// <lazytensor.hpp> to change them. Environment variables are read at run time (runtime/env.hpp).
+#pragma once
+
+/// Lanes the host interpreter evaluates per instruction at once (a multiple of the SIMD width).
+#ifndef LAZYTENSOR_HOST_BLOCK
+#define LAZYTENSOR_HOST_BLOCK 1024
+#endif
+
+/// Kernels with fewer domain points than this run on the calling thread alone.
+#ifndef LAZYTENSOR_HOST_PARALLEL_MIN
+#define LAZYTENSOR_HOST_PARALLEL_MIN 32768
+#endif

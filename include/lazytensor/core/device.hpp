@@ -1,0 +1,72 @@
+// Devices and buffers as plain data: which device a tensor lives on, and an owned allocation on
+// it. The backends that allocate and run on devices live in backend/ and runtime/.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <string>
+
+#include "dtype.hpp"
+
+namespace lazytensor {
+
+/// A device tensors can live on: the host (SIMD interpreter on all cores) or an OpenCL device.
+struct Device {
+    enum class Kind : std::uint8_t { Host, OpenCL };
+    Kind kind = Kind::Host;
+    int index = 0;
+
+    static Device host() { return Device{Kind::Host, 0}; }
+    static Device opencl(int index = 0) { return Device{Kind::OpenCL, index}; }
+
+    /// "host" or "opencl:N", the spelling LAZYTENSOR_DEVICE accepts.
+    std::string str() const { return kind == Kind::Host ? "host" : "opencl:" + std::to_string(index); }
+
+    friend bool operator==(const Device& a, const Device& b) { return a.kind == b.kind && a.index == b.index; }
+    friend bool operator!=(const Device& a, const Device& b) { return !(a == b); }
+};
+
+inline std::ostream& operator<<(std::ostream& out, const Device& d) { return out << d.str(); }
+
+namespace detail {
+
+/// Frees what an allocator handed out; implemented by each backend.
+class BufferAllocator {
+public:
+    virtual ~BufferAllocator() = default;
+    virtual void release(void* handle, std::size_t bytes) noexcept = 0;
+};
+
+}  // namespace detail
+
+/// An owned allocation of `numel` elements of `dtype` on a device. Freed when the last tensor
+/// (or schedule) holding it lets go.
+class Buffer {
+public:
+    Buffer(Device device, DType dtype, std::int64_t numel, void* handle, detail::BufferAllocator* owner)
+        : device_(device), dtype_(dtype), numel_(numel), handle_(handle), owner_(owner) {}
+    Buffer(const Buffer&) = delete;
+    Buffer& operator=(const Buffer&) = delete;
+    ~Buffer() {
+        if (owner_) owner_->release(handle_, bytes());
+    }
+
+    Device device() const { return device_; }
+    DType dtype() const { return dtype_; }
+    std::int64_t numel() const { return numel_; }
+    std::size_t bytes() const { return static_cast<std::size_t>(numel_) * dtype_size(dtype_); }
+    /// Host pointer for host buffers; the backend's handle (e.g. cl_mem) otherwise.
+    void* handle() const { return handle_; }
+
+private:
+    Device device_;
+    DType dtype_;
+    std::int64_t numel_;
+    void* handle_;
+    detail::BufferAllocator* owner_;
+};
+
+using BufferPtr = std::shared_ptr<Buffer>;
+
+}  // namespace lazytensor

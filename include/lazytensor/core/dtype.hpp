@@ -1,0 +1,222 @@
+// Element types: the runtime tag (DType), the C++ type behind it, and the promotion rules.
+// Promotion follows PyTorch: a tensor of a higher category (bool < integer < floating) wins,
+// within a category the wider type wins, and a scalar never widens a tensor of its own
+// category (int32 tensor + int64 scalar -> int32; int32 tensor + 2.5 -> float32).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <ostream>
+#include <string>
+#include <type_traits>
+
+#include "error.hpp"
+
+namespace lazytensor {
+
+// The dtype list, defined once: X(enumerator, C++ type, name). Order is promotion order.
+#define LAZYTENSOR_DTYPES(X)        \
+    X(Bool, bool, "bool")           \
+    X(UInt8, std::uint8_t, "uint8") \
+    X(Int32, std::int32_t, "int32") \
+    X(Int64, std::int64_t, "int64") \
+    X(Float32, float, "float32")    \
+    X(Float64, double, "float64")
+
+enum class DType : std::uint8_t {
+#define LAZYTENSOR_X(name, type, text) name,
+    LAZYTENSOR_DTYPES(LAZYTENSOR_X)
+#undef LAZYTENSOR_X
+};
+
+inline constexpr int dtype_count = 0
+#define LAZYTENSOR_X(name, type, text) +1
+    LAZYTENSOR_DTYPES(LAZYTENSOR_X)
+#undef LAZYTENSOR_X
+    ;
+
+inline const char* dtype_name(DType t) {
+    switch (t) {
+#define LAZYTENSOR_X(name, type, text) \
+    case DType::name: return text;
+        LAZYTENSOR_DTYPES(LAZYTENSOR_X)
+#undef LAZYTENSOR_X
+    }
+    return "?";
+}
+
+inline std::ostream& operator<<(std::ostream& out, DType t) { return out << dtype_name(t); }
+
+inline std::size_t dtype_size(DType t) {
+    switch (t) {
+#define LAZYTENSOR_X(name, type, text) \
+    case DType::name: return sizeof(type);
+        LAZYTENSOR_DTYPES(LAZYTENSOR_X)
+#undef LAZYTENSOR_X
+    }
+    return 0;
+}
+
+constexpr bool is_floating(DType t) { return t == DType::Float32 || t == DType::Float64; }
+constexpr bool is_integral(DType t) { return t == DType::UInt8 || t == DType::Int32 || t == DType::Int64; }
+
+/// Category used by promotion: 0 bool, 1 integer, 2 floating.
+constexpr int dtype_category(DType t) { return t == DType::Bool ? 0 : is_floating(t) ? 2 : 1; }
+
+namespace detail {
+
+template <class T>
+struct dtype_traits {
+    static constexpr bool supported = false;
+};
+#define LAZYTENSOR_X(name, type, text)                  \
+    template <>                                         \
+    struct dtype_traits<type> {                         \
+        static constexpr bool supported = true;         \
+        static constexpr DType value = DType::name;     \
+    };
+LAZYTENSOR_DTYPES(LAZYTENSOR_X)
+#undef LAZYTENSOR_X
+
+template <DType D>
+struct dtype_type;
+#define LAZYTENSOR_X(name, type_, text) \
+    template <>                         \
+    struct dtype_type<DType::name> {    \
+        using type = type_;             \
+    };
+LAZYTENSOR_DTYPES(LAZYTENSOR_X)
+#undef LAZYTENSOR_X
+
+template <class T>
+struct type_tag {
+    using type = T;
+};
+
+/// Calls f(type_tag<T>{}) with the C++ type of a runtime dtype.
+template <class F>
+decltype(auto) visit_dtype(DType t, F&& f) {
+    switch (t) {
+#define LAZYTENSOR_X(name, type, text) \
+    case DType::name: return f(type_tag<type>{});
+        LAZYTENSOR_DTYPES(LAZYTENSOR_X)
+#undef LAZYTENSOR_X
+    }
+    return f(type_tag<float>{});
+}
+
+/// Converts one element type to another. Floating to integer saturates and maps NaN to 0
+/// (like OpenCL's convert_*_sat), so that no conversion is undefined behaviour.
+template <class To, class From>
+inline To convert(From x) {
+    if constexpr (std::is_same_v<To, bool>) {
+        return x != From(0);
+    } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+        if (std::isnan(x)) return To(0);
+        if (x <= static_cast<From>(std::numeric_limits<To>::min())) return std::numeric_limits<To>::min();
+        if (x >= static_cast<From>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
+        return static_cast<To>(x);
+    } else {
+        return static_cast<To>(x);
+    }
+}
+
+}  // namespace detail
+
+/// The runtime dtype of a C++ element type.
+template <class T>
+constexpr DType dtype_of() {
+    static_assert(detail::dtype_traits<T>::supported,
+                  "lazytensor: unsupported element type; use bool, uint8_t, int32_t, int64_t, float or double");
+    return detail::dtype_traits<T>::value;
+}
+
+/// Promotion of two tensor dtypes (PyTorch's rule).
+constexpr DType promote(DType a, DType b) {
+    const int ca = dtype_category(a), cb = dtype_category(b);
+    if (ca != cb) return ca > cb ? a : b;
+    return static_cast<int>(a) >= static_cast<int>(b) ? a : b;
+}
+
+/// Promotion over the operands of one op: tensors promote among themselves; scalars only
+/// change the result when they are of a higher category (then: float32 or int64).
+struct Promotion {
+    bool has_tensor = false;
+    DType tensor = DType::Bool;
+    int scalar_category = -1;
+
+    constexpr Promotion with_tensor(DType t) const {
+        Promotion p = *this;
+        p.tensor = has_tensor ? promote(tensor, t) : t;
+        p.has_tensor = true;
+        return p;
+    }
+    constexpr Promotion with_scalar(DType t) const {
+        Promotion p = *this;
+        if (dtype_category(t) > p.scalar_category) p.scalar_category = dtype_category(t);
+        return p;
+    }
+    constexpr DType result() const {
+        if (has_tensor && scalar_category <= dtype_category(tensor)) return tensor;
+        return scalar_category == 2 ? DType::Float32 : scalar_category == 1 ? DType::Int64 : DType::Bool;
+    }
+};
+
+template <DType D>
+using dtype_type_t = typename detail::dtype_type<D>::type;
+
+/// Promotion of two tensor element types (PyTorch's rule).
+template <class A, class B>
+using promote_t = dtype_type_t<promote(dtype_of<A>(), dtype_of<B>())>;
+
+/// Result element type of `tensor<T> op scalar<S>`: a scalar does not widen a tensor's type.
+template <class T, class S>
+using scalar_promote_t = dtype_type_t<Promotion{}.with_tensor(dtype_of<T>()).with_scalar(dtype_of<S>()).result()>;
+
+/// A constant of any dtype, as it appears in the graph and the kernel IR.
+struct Scalar {
+    DType dtype = DType::Float32;
+    double f = 0;        // floating dtypes
+    std::int64_t i = 0;  // integer and bool dtypes
+
+    template <class T>
+    static Scalar of(T value) {
+        Scalar s;
+        s.dtype = dtype_of<T>();
+        if constexpr (std::is_floating_point_v<T>)
+            s.f = static_cast<double>(value);
+        else
+            s.i = static_cast<std::int64_t>(value);
+        return s;
+    }
+
+    template <class T>
+    T as() const {
+        return is_floating(dtype) ? detail::convert<T>(f) : detail::convert<T>(i);
+    }
+
+    /// The same value converted to another dtype (C++ conversion rules).
+    Scalar cast(DType to) const {
+        return detail::visit_dtype(to, [&](auto tag) {
+            using T = typename decltype(tag)::type;
+            return Scalar::of<T>(as<T>());
+        });
+    }
+
+    friend bool operator==(const Scalar& a, const Scalar& b) {
+        if (a.dtype != b.dtype) return false;
+        // Compare the bits of floating values so that NaN constants share a cache entry.
+        if (is_floating(a.dtype)) return std::memcmp(&a.f, &b.f, sizeof(double)) == 0;
+        return a.i == b.i;
+    }
+};
+
+inline std::ostream& operator<<(std::ostream& out, const Scalar& s) {
+    if (s.dtype == DType::Bool) return out << (s.i ? "true" : "false");
+    if (is_floating(s.dtype)) return out << s.f;
+    return out << s.i;
+}
+
+}  // namespace lazytensor

@@ -1,0 +1,63 @@
+// Error types. Every message names the operation and the user's values (shapes, axes, dtypes,
+// devices) so that the mistake can be found without a debugger.
+#pragma once
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace lazytensor {
+
+/// Base of every error lazytensor throws. Catch this to catch them all.
+class Error : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+/// Shapes that do not fit together: broadcasting, reshape, creation from data.
+class ShapeError : public Error {
+public:
+    using Error::Error;
+};
+
+/// An axis outside the tensor's dimensions, or given twice.
+class AxisError : public Error {
+public:
+    using Error::Error;
+};
+
+/// A value that is not valid for the operation (item() of a big tensor, a bad argument).
+class ValueError : public Error {
+public:
+    using Error::Error;
+};
+
+/// A device that is unknown, unavailable, or mixed with another in one expression.
+class DeviceError : public Error {
+public:
+    using Error::Error;
+};
+
+/// A failure inside a backend (allocation, compilation, launch).
+class BackendError : public Error {
+public:
+    using Error::Error;
+};
+
+namespace detail {
+
+template <class... Parts>
+std::string concat(Parts&&... parts) {
+    std::ostringstream out;
+    (out << ... << std::forward<Parts>(parts));
+    return out.str();
+}
+
+template <class E = Error, class... Parts>
+[[noreturn]] void fail(Parts&&... parts) {
+    throw E(concat(std::forward<Parts>(parts)...));
+}
+
+}  // namespace detail
+}  // namespace lazytensor

@@ -1,0 +1,106 @@
+// The free functions and operators of the public API. Element-wise functions are generated
+// from the op list (ir/ops.hpp); reductions and views have a free form next to the members.
+#pragma once
+
+#include <optional>
+
+#include "expr.hpp"
+
+namespace lazytensor {
+
+// Element-wise unary functions: lt::exp(x), lt::relu(x), ... (one per entry of the op list).
+#define LAZYTENSOR_X(name, fn, rule)                                                      \
+    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>            \
+    auto fn(E&& x) {                                                                      \
+        return detail::make_unary<UnaryOp::name>(std::forward<E>(x));                     \
+    }
+LAZYTENSOR_UNARY_OPS(LAZYTENSOR_X)
+#undef LAZYTENSOR_X
+
+// Element-wise binary functions: lt::maximum(a, b), lt::pow(a, 2.0f), lt::add(a, b), ...
+#define LAZYTENSOR_X(name, fn, rule)                                                      \
+    template <class L, class R, class = std::enable_if_t<detail::is_binary_operands_v<L, R>>> \
+    auto fn(L&& a, R&& b) {                                                               \
+        return detail::make_binary<BinaryOp::name>(std::forward<L>(a), std::forward<R>(b)); \
+    }
+LAZYTENSOR_BINARY_OPS(LAZYTENSOR_X)
+#undef LAZYTENSOR_X
+
+// Operators: the same ops, NumPy broadcasting, a tensor or a scalar on either side.
+#define LAZYTENSOR_OPERATORS(X) \
+    X(+, Add)                   \
+    X(-, Sub)                   \
+    X(*, Mul)                   \
+    X(/, Div)                   \
+    X(<, Lt)                    \
+    X(<=, Le)                   \
+    X(>, Gt)                    \
+    X(>=, Ge)                   \
+    X(==, Eq)                   \
+    X(!=, Ne)
+#define LAZYTENSOR_X(symbol, name)                                                        \
+    template <class L, class R, class = std::enable_if_t<detail::is_binary_operands_v<L, R>>> \
+    auto operator symbol(L&& a, R&& b) {                                                  \
+        return detail::make_binary<BinaryOp::name>(std::forward<L>(a), std::forward<R>(b)); \
+    }
+LAZYTENSOR_OPERATORS(LAZYTENSOR_X)
+#undef LAZYTENSOR_X
+#undef LAZYTENSOR_OPERATORS
+
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto operator-(E&& x) {
+    return detail::make_unary<UnaryOp::Neg>(std::forward<E>(x));
+}
+
+/// x where cond is true, y elsewhere (broadcast together; x and y may be scalars).
+template <class C, class X, class Y,
+          class = std::enable_if_t<detail::is_tensor_like_v<C> || detail::is_tensor_like_v<X> || detail::is_tensor_like_v<Y>>>
+auto where(C&& cond, X&& x, Y&& y) {
+    return detail::WhereExpr<detail::wrapped_t<C>, detail::wrapped_t<X>, detail::wrapped_t<Y>>(
+        detail::wrap(std::forward<C>(cond)), detail::wrap(std::forward<X>(x)), detail::wrap(std::forward<Y>(y)));
+}
+
+/// Element-wise conversion to U (float to integer saturates; NaN becomes 0).
+template <class U, class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto cast(const E& x) {
+    return x.template cast<U>();
+}
+
+// Reductions over all axes, or over a list of axes (negative axes count from the end).
+#define LAZYTENSOR_REDUCTION(fn)                                                           \
+    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>             \
+    auto fn(const E& x) {                                                                  \
+        return x.fn();                                                                     \
+    }                                                                                      \
+    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>             \
+    auto fn(const E& x, const Axes& axes, bool keepdim = false) {                         \
+        return x.fn(axes, keepdim);                                                        \
+    }                                                                                      \
+    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>             \
+    auto fn(const E& x, int axis, bool keepdim = false) {                                 \
+        return x.fn(Axes{axis}, keepdim);                                                  \
+    }
+LAZYTENSOR_REDUCTION(sum)
+LAZYTENSOR_REDUCTION(max)
+LAZYTENSOR_REDUCTION(min)
+LAZYTENSOR_REDUCTION(mean)
+#undef LAZYTENSOR_REDUCTION
+
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto reshape(const E& x, const Shape& shape) {
+    return x.reshape(shape);
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto permute(const E& x, const Axes& perm) {
+    return x.permute(perm);
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto transpose(const E& x, int a, int b) {
+    return x.transpose(a, b);
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto expand(const E& x, const Shape& shape) {
+    return x.expand(shape);
+}
+
+}  // namespace lazytensor

@@ -1,0 +1,302 @@
+// Tensor<T>: a cheap shared handle to a lazy graph node, and TensorBase, the member API that
+// tensors and expressions share (shape, reductions, views, realize, to_vector, item, cast).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "../ir/graph.hpp"
+#include "../runtime/realize.hpp"
+
+namespace lazytensor {
+
+template <class T>
+class Tensor;
+
+namespace detail {
+
+/// Base of everything that is a tensor value: Tensor<T> and the expression types.
+struct TensorTag {};
+
+template <class E>
+inline constexpr bool is_tensor_like_v = std::is_base_of_v<TensorTag, std::decay_t<E>>;
+
+/// C++ arithmetic types usable as scalars next to tensors.
+template <class S>
+inline constexpr bool is_scalar_v = std::is_arithmetic_v<std::decay_t<S>>;
+
+/// The dtype a C++ scalar contributes to promotion (only its category matters).
+template <class S>
+constexpr DType scalar_dtype() {
+    if constexpr (std::is_same_v<S, bool>) return DType::Bool;
+    else if constexpr (std::is_floating_point_v<S>) return DType::Float64;
+    else return DType::Int64;
+}
+
+template <class S>
+Scalar make_scalar(S value) {
+    if constexpr (std::is_same_v<S, bool>) return Scalar::of<bool>(value);
+    else if constexpr (std::is_floating_point_v<S>) return Scalar::of<double>(static_cast<double>(value));
+    else return Scalar::of<std::int64_t>(static_cast<std::int64_t>(value));
+}
+
+/// Result element type of a reduction.
+template <ReduceOp Op, class T>
+using reduce_t = std::conditional_t<Op == ReduceOp::Sum && !std::is_floating_point_v<T>, std::int64_t, T>;
+template <class T>
+using mean_t = std::conditional_t<std::is_floating_point_v<T>, T, float>;
+
+}  // namespace detail
+
+/// The member API shared by Tensor<T> and every expression whose element type is T.
+template <class T, class Derived>
+class TensorBase : public detail::TensorTag {
+public:
+    using value_type = T;
+
+    /// The element type as a runtime tag.
+    static constexpr DType dtype() { return dtype_of<T>(); }
+    /// Number of elements.
+    std::int64_t numel() const { return lazytensor::numel(self().shape()); }
+    /// Number of dimensions (0 for a scalar tensor).
+    std::size_t ndim() const { return self().shape().size(); }
+
+    /// Computes the value (and everything it needs) now, on the tensor's device.
+    Tensor<T> realize() const;
+    /// The elements in row-major order; realizes first if needed.
+    std::vector<T> to_vector() const;
+    /// The single element of a one-element tensor; realizes first if needed.
+    T item() const;
+
+    /// Sum over all axes, or over `axes` (negative axes count from the end).
+    Tensor<detail::reduce_t<ReduceOp::Sum, T>> sum() const;
+    Tensor<detail::reduce_t<ReduceOp::Sum, T>> sum(const Axes& axes, bool keepdim = false) const;
+    Tensor<detail::reduce_t<ReduceOp::Sum, T>> sum(int axis, bool keepdim = false) const { return sum(Axes{axis}, keepdim); }
+    /// Largest element over all axes, or over `axes`; NaN if any is NaN.
+    Tensor<T> max() const;
+    Tensor<T> max(const Axes& axes, bool keepdim = false) const;
+    Tensor<T> max(int axis, bool keepdim = false) const { return max(Axes{axis}, keepdim); }
+    /// Smallest element over all axes, or over `axes`; NaN if any is NaN.
+    Tensor<T> min() const;
+    Tensor<T> min(const Axes& axes, bool keepdim = false) const;
+    Tensor<T> min(int axis, bool keepdim = false) const { return min(Axes{axis}, keepdim); }
+    /// Arithmetic mean (integers are averaged in float32).
+    Tensor<detail::mean_t<T>> mean() const;
+    Tensor<detail::mean_t<T>> mean(const Axes& axes, bool keepdim = false) const;
+    Tensor<detail::mean_t<T>> mean(int axis, bool keepdim = false) const { return mean(Axes{axis}, keepdim); }
+
+    /// The same elements in another shape; one extent may be -1. Zero-copy when the layout allows.
+    Tensor<T> reshape(const Shape& shape) const;
+    /// Reorders the axes: result axis i is input axis perm[i].
+    Tensor<T> permute(const Axes& perm) const;
+    /// Swaps two axes.
+    Tensor<T> transpose(int a, int b) const;
+    /// Broadcasts to a larger shape (NumPy rules; -1 keeps an extent). Never copies.
+    Tensor<T> expand(const Shape& shape) const;
+
+    /// Element-wise conversion to U (float to integer saturates; NaN becomes 0).
+    template <class U>
+    auto cast() const;
+
+protected:
+    const Derived& self() const { return static_cast<const Derived&>(*this); }
+};
+
+/// A tensor: a shared handle to a lazy (or realized) value. Copying a Tensor is cheap and
+/// shares the value; operations on it build new lazy values and leave it unchanged.
+template <class T>
+class Tensor : public TensorBase<T, Tensor<T>> {
+    static_assert(detail::dtype_traits<T>::supported,
+                  "lazytensor: Tensor<T> supports T = bool, uint8_t, int32_t, int64_t, float, double");
+
+public:
+    /// An empty handle; assign a value before use.
+    Tensor() = default;
+    explicit Tensor(detail::NodePtr node) : node_(std::move(node)) {}
+
+    /// Captures an expression as a lazy graph node (nothing is computed).
+    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E> && !std::is_same_v<std::decay_t<E>, Tensor>>>
+    Tensor(const E& expr) : node_(expr.build()) {
+        static_assert(std::is_same_v<typename std::decay_t<E>::value_type, T>,
+                      "lazytensor: the expression's element type differs from the Tensor's; convert with "
+                      "lt::cast<T>(expr) or declare the tensor with `auto`");
+    }
+
+    const Shape& shape() const { return node().shape; }
+    Device device() const { return node().device; }
+    /// True once the value has been computed into a buffer.
+    bool is_realized() const { return node_ && node_->realized(); }
+
+    /// The graph node (library internals and tests).
+    const detail::NodePtr& node_ptr() const { return node_; }
+    detail::NodePtr build() const {
+        node();
+        return node_;
+    }
+
+private:
+    const detail::Node& node() const {
+        if (!node_) detail::fail<ValueError>("use of an empty lt::Tensor (default-constructed and never assigned)");
+        return *node_;
+    }
+
+    detail::NodePtr node_;
+};
+
+/// A type-erased reference to a tensor of any element type (lt::realize, lt::schedule).
+class TensorRef {
+public:
+    template <class T>
+    TensorRef(const Tensor<T>& t) : node_(t.build()) {}
+    detail::Node* node() const { return node_.get(); }
+
+private:
+    detail::NodePtr node_;
+};
+
+// ------------------------------------------------------------------ TensorBase implementation
+
+namespace detail {
+
+template <class T>
+std::vector<T> read_elements(const Node& n) {
+    // Copies out the smallest region of the buffer that holds the view, then walks it.
+    const std::int64_t count = lazytensor::numel(n.shape);
+    std::vector<T> out(static_cast<std::size_t>(count));
+    if (count == 0) return out;
+    std::int64_t lo = n.offset, hi = n.offset;
+    for (std::size_t k = 0; k < n.shape.size(); ++k) {
+        const std::int64_t span = (n.shape[k] - 1) * n.strides[k];
+        (span < 0 ? lo : hi) += span;
+    }
+    using Stored = std::conditional_t<std::is_same_v<T, bool>, std::uint8_t, T>;
+    std::vector<Stored> region(static_cast<std::size_t>(hi - lo + 1));
+    backend_for(n.device).read(*n.buffer, static_cast<std::size_t>(lo) * sizeof(Stored), region.data(),
+                               region.size() * sizeof(Stored));
+    if (is_contiguous_layout(n.shape, n.strides, n.offset - lo)) {
+        for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(region[i]);
+        return out;
+    }
+    SmallVector<std::int64_t, 6> index(n.shape.size(), 0);
+    std::int64_t at = n.offset - lo;
+    for (std::int64_t i = 0; i < count; ++i) {
+        out[static_cast<std::size_t>(i)] = static_cast<T>(region[static_cast<std::size_t>(at)]);
+        for (std::size_t k = n.shape.size(); k-- > 0;) {
+            at += n.strides[k];
+            if (++index[k] < n.shape[k]) break;
+            at -= n.strides[k] * n.shape[k];
+            index[k] = 0;
+        }
+    }
+    return out;
+}
+
+}  // namespace detail
+
+template <class T, class D>
+Tensor<T> TensorBase<T, D>::realize() const {
+    Tensor<T> t(self().build());
+    detail::realize_nodes({t.node_ptr().get()});
+    return t;
+}
+
+template <class T, class D>
+std::vector<T> TensorBase<T, D>::to_vector() const {
+    Tensor<T> t = realize();
+    return detail::read_elements<T>(*t.node_ptr());
+}
+
+template <class T, class D>
+T TensorBase<T, D>::item() const {
+    const std::int64_t n = numel();
+    if (n != 1)
+        detail::fail<ValueError>("item(): the tensor has shape ", self().shape(), " (", n,
+                         " elements); item() needs exactly one element");
+    return to_vector()[0];
+}
+
+template <class T, class D>
+Tensor<detail::reduce_t<ReduceOp::Sum, T>> TensorBase<T, D>::sum() const {
+    return Tensor<detail::reduce_t<ReduceOp::Sum, T>>(detail::graph::reduce(ReduceOp::Sum, self().build(), std::nullopt, false, "sum"));
+}
+template <class T, class D>
+Tensor<detail::reduce_t<ReduceOp::Sum, T>> TensorBase<T, D>::sum(const Axes& axes, bool keepdim) const {
+    return Tensor<detail::reduce_t<ReduceOp::Sum, T>>(detail::graph::reduce(ReduceOp::Sum, self().build(), axes, keepdim, "sum"));
+}
+template <class T, class D>
+Tensor<T> TensorBase<T, D>::max() const {
+    return Tensor<T>(detail::graph::reduce(ReduceOp::Max, self().build(), std::nullopt, false, "max"));
+}
+template <class T, class D>
+Tensor<T> TensorBase<T, D>::max(const Axes& axes, bool keepdim) const {
+    return Tensor<T>(detail::graph::reduce(ReduceOp::Max, self().build(), axes, keepdim, "max"));
+}
+template <class T, class D>
+Tensor<T> TensorBase<T, D>::min() const {
+    return Tensor<T>(detail::graph::reduce(ReduceOp::Min, self().build(), std::nullopt, false, "min"));
+}
+template <class T, class D>
+Tensor<T> TensorBase<T, D>::min(const Axes& axes, bool keepdim) const {
+    return Tensor<T>(detail::graph::reduce(ReduceOp::Min, self().build(), axes, keepdim, "min"));
+}
+template <class T, class D>
+Tensor<detail::mean_t<T>> TensorBase<T, D>::mean() const {
+    return Tensor<detail::mean_t<T>>(detail::graph::mean(self().build(), std::nullopt, false));
+}
+template <class T, class D>
+Tensor<detail::mean_t<T>> TensorBase<T, D>::mean(const Axes& axes, bool keepdim) const {
+    return Tensor<detail::mean_t<T>>(detail::graph::mean(self().build(), axes, keepdim));
+}
+
+template <class T, class D>
+Tensor<T> TensorBase<T, D>::reshape(const Shape& shape) const {
+    return Tensor<T>(detail::graph::reshape(self().build(), shape));
+}
+template <class T, class D>
+Tensor<T> TensorBase<T, D>::permute(const Axes& perm) const {
+    return Tensor<T>(detail::graph::permute(self().build(), perm));
+}
+template <class T, class D>
+Tensor<T> TensorBase<T, D>::transpose(int a, int b) const {
+    return Tensor<T>(detail::graph::transpose(self().build(), a, b));
+}
+template <class T, class D>
+Tensor<T> TensorBase<T, D>::expand(const Shape& shape) const {
+    return Tensor<T>(detail::graph::expand(self().build(), shape));
+}
+
+/// Computes several tensors in one schedule; parts they share are computed once.
+inline void realize(std::initializer_list<TensorRef> tensors) {
+    std::vector<detail::Node*> nodes;
+    for (const TensorRef& t : tensors) nodes.push_back(t.node());
+    detail::realize_nodes(nodes);
+}
+inline void realize(const std::vector<TensorRef>& tensors) {
+    std::vector<detail::Node*> nodes;
+    for (const TensorRef& t : tensors) nodes.push_back(t.node());
+    detail::realize_nodes(nodes);
+}
+
+/// The schedule realize() would run for these tensors: one item per kernel (or zero-copy view).
+inline std::vector<ScheduleItem> schedule(std::initializer_list<TensorRef> tensors) {
+    std::vector<detail::Node*> nodes;
+    for (const TensorRef& t : tensors) nodes.push_back(t.node());
+    return detail::schedule_items(nodes);
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+std::vector<ScheduleItem> schedule(const E& expr) {
+    detail::NodePtr node = expr.build();
+    return detail::schedule_items({node.get()});
+}
+
+/// Number of kernels in a schedule (views that need no kernel are not counted).
+inline std::size_t kernel_count(const std::vector<ScheduleItem>& items) {
+    std::size_t n = 0;
+    for (const auto& item : items) n += item.kind == "kernel";
+    return n;
+}
+
+}  // namespace lazytensor

@@ -1,0 +1,272 @@
+// Building graph nodes, with every check a user can trip over: broadcasting, axes, reshape
+// sizes, devices and dtypes. The typed front end calls these; so does any untyped caller.
+// Binary ops and `where` make broadcasting and type promotion explicit here (expand and cast
+// nodes), so that every later stage sees operands of one shape and one dtype.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "../core/error.hpp"
+#include "node.hpp"
+
+namespace lazytensor::detail::graph {
+
+/// An operand of an element-wise op: a node, or a C++ scalar (which does not widen a tensor).
+struct Operand {
+    NodePtr node;
+    Scalar scalar;
+
+    Operand(NodePtr n) : node(std::move(n)) {}
+    Operand(Scalar s) : scalar(s) {}
+    bool is_scalar() const { return !node; }
+    DType dtype() const { return node ? node->dtype : scalar.dtype; }
+};
+
+inline NodePtr make(NodeKind kind, DType dtype, Device device, Shape shape) {
+    auto n = std::make_shared<Node>();
+    n->kind = kind;
+    n->dtype = dtype;
+    n->device = device;
+    n->shape = std::move(shape);
+    return n;
+}
+
+inline NodePtr with_sources(NodePtr n, std::initializer_list<NodePtr> sources) {
+    for (auto& s : sources) n->src[n->nsrc++] = s;
+    return n;
+}
+
+inline NodePtr buffer(BufferPtr buf, Shape shape, Strides strides, std::int64_t offset) {
+    auto n = make(NodeKind::Buffer, buf->dtype(), buf->device(), std::move(shape));
+    make_realized(*n, std::move(buf), offset, std::move(strides));
+    return n;
+}
+
+inline NodePtr constant(Scalar value, DType dtype, Shape shape, Device device) {
+    auto n = make(NodeKind::Const, dtype, device, std::move(shape));
+    n->value = value.cast(dtype);
+    return n;
+}
+
+// ---------------------------------------------------------------------------------------- views
+
+inline NodePtr reshape(const NodePtr& x, Shape shape, const char* op = "lt::reshape") {
+    std::int64_t known = 1;
+    int infer = -1;
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+        if (shape[i] == -1) {
+            if (infer >= 0) fail<ShapeError>(op, ": only one extent may be -1 in ", shape);
+            infer = static_cast<int>(i);
+        } else if (shape[i] < 0) {
+            fail<ShapeError>(op, ": invalid extent ", shape[i], " in ", shape);
+        } else {
+            known *= shape[i];
+        }
+    }
+    const std::int64_t total = numel(x->shape);
+    if (infer >= 0) {
+        if (known == 0 || total % known != 0)
+            fail<ShapeError>(op, ": cannot reshape tensor of shape ", x->shape, " (", total, " elements) into ", shape,
+                             ": the -1 extent cannot be inferred");
+        shape[static_cast<std::size_t>(infer)] = total / known;
+    }
+    if (numel(shape) != total)
+        fail<ShapeError>(op, ": cannot reshape tensor of shape ", x->shape, " (", total, " elements) into shape ",
+                         shape, " (", numel(shape), " elements)");
+    if (shape == x->shape) return x;
+    if (x->kind == NodeKind::Const) return constant(x->value, x->dtype, std::move(shape), x->device);
+    // A reshape of a reshape reads the same elements in the same order: keep one.
+    const NodePtr& base = x->kind == NodeKind::Reshape ? x->src[0] : x;
+    if (shape == base->shape) return base;
+    return with_sources(make(NodeKind::Reshape, x->dtype, x->device, std::move(shape)), {base});
+}
+
+inline NodePtr permute(const NodePtr& x, const Axes& perm, const char* op = "lt::permute") {
+    const std::size_t n = x->shape.size();
+    if (perm.size() != n)
+        fail<AxisError>(op, ": permutation ", perm, " has ", perm.size(), " axes but the tensor has ", n,
+                        " (shape ", x->shape, ")");
+    Axes norm;
+    std::vector<bool> seen(n, false);
+    bool identity = true;
+    for (std::size_t i = 0; i < n; ++i) {
+        int a = normalize_axis(perm[i], n, op, x->shape);
+        if (seen[static_cast<std::size_t>(a)])
+            fail<AxisError>(op, ": axis ", perm[i], " appears twice in permutation ", perm, " (shape ", x->shape, ")");
+        seen[static_cast<std::size_t>(a)] = true;
+        norm.push_back(a);
+        identity = identity && a == static_cast<int>(i);
+    }
+    if (identity) return x;
+    Shape shape;
+    for (int a : norm) shape.push_back(x->shape[static_cast<std::size_t>(a)]);
+    if (x->kind == NodeKind::Const) return constant(x->value, x->dtype, std::move(shape), x->device);
+    auto node = with_sources(make(NodeKind::Permute, x->dtype, x->device, std::move(shape)), {x});
+    node->axes = std::move(norm);
+    return node;
+}
+
+inline NodePtr transpose(const NodePtr& x, int a, int b) {
+    const std::size_t n = x->shape.size();
+    a = normalize_axis(a, n, "lt::transpose", x->shape);
+    b = normalize_axis(b, n, "lt::transpose", x->shape);
+    Axes perm = all_axes(n);
+    std::swap(perm[static_cast<std::size_t>(a)], perm[static_cast<std::size_t>(b)]);
+    return permute(x, perm, "lt::transpose");
+}
+
+/// Broadcasts x to `shape` (NumPy rules; -1 keeps an extent). Adds leading axes as a reshape.
+inline NodePtr expand(const NodePtr& x, Shape shape, const char* op = "lt::expand") {
+    if (shape.size() < x->shape.size())
+        fail<ShapeError>(op, ": cannot expand shape ", x->shape, " to ", shape, ", which has fewer dimensions");
+    const std::size_t lead = shape.size() - x->shape.size();
+    Shape padded(lead, 1);
+    for (auto e : x->shape) padded.push_back(e);
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+        if (shape[i] == -1) {
+            if (i < lead) fail<ShapeError>(op, ": -1 is not allowed for the new leading dimension ", i, " in ", shape);
+            shape[i] = padded[i];
+        }
+        if (padded[i] != shape[i] && padded[i] != 1)
+            fail<ShapeError>(op, ": cannot expand shape ", x->shape, " to ", shape, " (dimension ", i, " is ",
+                             padded[i], ", not 1)");
+    }
+    if (shape == x->shape) return x;
+    if (x->kind == NodeKind::Const) return constant(x->value, x->dtype, std::move(shape), x->device);
+    NodePtr base = reshape(x, padded, op);
+    return with_sources(make(NodeKind::Expand, x->dtype, x->device, std::move(shape)), {base});
+}
+
+// ---------------------------------------------------------------------------------- element-wise
+
+inline NodePtr cast(const NodePtr& x, DType to) {
+    if (x->dtype == to) return x;
+    if (x->kind == NodeKind::Const) return constant(x->value, to, x->shape, x->device);
+    return with_sources(make(NodeKind::Cast, to, x->device, x->shape), {x});
+}
+
+/// The dtype operands meet in, by PyTorch's rule: scalars do not widen tensors of their category.
+inline DType promote_operands(std::initializer_list<const Operand*> operands) {
+    Promotion p;
+    for (const Operand* o : operands) p = o->is_scalar() ? p.with_scalar(o->scalar.dtype) : p.with_tensor(o->node->dtype);
+    return p.result();
+}
+
+/// The common device of the node operands, or an error naming both devices.
+inline Device common_device(std::initializer_list<const Operand*> operands, const char* op) {
+    std::optional<Device> device;
+    for (const Operand* o : operands) {
+        if (o->is_scalar()) continue;
+        if (device && *device != o->node->device)
+            fail<DeviceError>(op, ": operands are on different devices (", *device, " and ", o->node->device,
+                              "); move one with .to(device)");
+        device = o->node->device;
+    }
+    if (!device) fail<ValueError>(op, ": at least one operand must be a tensor");
+    return *device;
+}
+
+inline Shape common_shape(std::initializer_list<const Operand*> operands, const char* op) {
+    std::optional<Shape> shape;
+    for (const Operand* o : operands)
+        if (!o->is_scalar()) shape = shape ? broadcast_shapes(*shape, o->node->shape, op) : o->node->shape;
+    return *shape;
+}
+
+/// The operand as a node of the given dtype and shape (cast, reshape and expand as needed).
+inline NodePtr conform(const Operand& o, DType dtype, const Shape& shape, Device device, const char* op) {
+    if (o.is_scalar()) return constant(o.scalar, dtype, shape, device);
+    return expand(cast(o.node, dtype), shape, op);
+}
+
+inline void check_not_bool(DType t, const char* op) {
+    if (t == DType::Bool)
+        fail<ValueError>(op, ": not defined for bool tensors; cast to a numeric type first, e.g. lt::cast<float>(x)");
+}
+
+inline NodePtr unary(UnaryOp uop, const NodePtr& x) {
+    const char* op = op_name(uop);
+    check_not_bool(x->dtype, op);
+    const DType t = compute_dtype(type_rule(uop), x->dtype);
+    auto node = with_sources(make(NodeKind::Unary, t, x->device, x->shape), {cast(x, t)});
+    node->unary_op = uop;
+    return node;
+}
+
+inline NodePtr binary(BinaryOp bop, const Operand& a, const Operand& b) {
+    const char* op = op_name(bop);
+    const TypeRule rule = type_rule(bop);
+    const Device device = common_device({&a, &b}, op);
+    const Shape shape = common_shape({&a, &b}, op);
+    const DType promoted = promote_operands({&a, &b});
+    if (rule == TypeRule::Arith && a.dtype() == DType::Bool && b.dtype() == DType::Bool)
+        fail<ValueError>(op, ": not defined for two bool operands; cast one to a numeric type first");
+    const DType t = compute_dtype(rule, promoted);
+    auto node = make(NodeKind::Binary, result_dtype(rule, t), device, shape);
+    node->binary_op = bop;
+    return with_sources(node, {conform(a, t, shape, device, op), conform(b, t, shape, device, op)});
+}
+
+inline NodePtr where(const Operand& cond, const Operand& x, const Operand& y) {
+    const char* op = "where";
+    const Device device = common_device({&cond, &x, &y}, op);
+    const Shape shape = common_shape({&cond, &x, &y}, op);
+    const DType t = promote_operands({&x, &y});
+    auto node = make(NodeKind::Where, t, device, shape);
+    return with_sources(node, {conform(cond, DType::Bool, shape, device, op), conform(x, t, shape, device, op),
+                               conform(y, t, shape, device, op)});
+}
+
+// ------------------------------------------------------------------------------------ reductions
+
+/// Drops the reduced axes of a keepdim-shaped result.
+inline NodePtr squeeze_axes(const NodePtr& x, const Axes& axes) {
+    Shape shape;
+    for (std::size_t i = 0, k = 0; i < x->shape.size(); ++i) {
+        if (k < axes.size() && axes[k] == static_cast<int>(i)) {
+            ++k;
+            continue;
+        }
+        shape.push_back(x->shape[i]);
+    }
+    return reshape(x, shape);
+}
+
+/// The dtype a reduction accumulates and returns: integer and bool sums give int64 (PyTorch).
+inline DType reduce_dtype(ReduceOp rop, DType in) {
+    return rop == ReduceOp::Sum && !is_floating(in) ? DType::Int64 : in;
+}
+
+/// reduce(x) over `axes` (empty = all axes).
+inline NodePtr reduce(ReduceOp rop, const NodePtr& x, const std::optional<Axes>& user_axes, bool keepdim,
+                      const char* op) {
+    const Axes axes = user_axes ? normalize_axes(*user_axes, x->shape.size(), op, x->shape) : all_axes(x->shape.size());
+    // Nothing to reduce (a 0-d tensor, or NumPy's axis=()): the values themselves.
+    if (axes.empty()) return cast(x, reduce_dtype(rop, x->dtype));
+    Shape out = x->shape;
+    for (int a : axes) {
+        if (x->shape[static_cast<std::size_t>(a)] == 0 && rop != ReduceOp::Sum)
+            fail<ValueError>(op, ": cannot reduce over axis ", a, " of extent 0 (shape ", x->shape,
+                             "): the reduction has no identity");
+        out[static_cast<std::size_t>(a)] = 1;
+    }
+    const DType t = reduce_dtype(rop, x->dtype);
+    auto node = with_sources(make(NodeKind::Reduce, t, x->device, std::move(out)), {cast(x, t)});
+    node->reduce_op = rop;
+    node->axes = axes;
+    return keepdim ? node : squeeze_axes(node, axes);
+}
+
+/// Arithmetic mean; integer inputs are averaged in float32.
+inline NodePtr mean(const NodePtr& x, const std::optional<Axes>& user_axes, bool keepdim) {
+    const char* op = "mean";
+    const Axes axes = user_axes ? normalize_axes(*user_axes, x->shape.size(), op, x->shape) : all_axes(x->shape.size());
+    std::int64_t count = 1;
+    for (int a : axes) count *= x->shape[static_cast<std::size_t>(a)];
+    const NodePtr input = is_floating(x->dtype) ? x : cast(x, DType::Float32);
+    NodePtr total = reduce(ReduceOp::Sum, input, axes, keepdim, op);
+    return binary(BinaryOp::Div, total, Scalar::of(static_cast<double>(count)));
+}
+
+}  // namespace lazytensor::detail::graph

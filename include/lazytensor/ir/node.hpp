@@ -1,0 +1,106 @@
+// The lazy graph. A Node is one operation on whole tensors; a Tensor is a shared handle to one.
+// Once realized, a node turns into a Buffer node (a strided view of a device buffer) and drops
+// its sources, so the graph behind it can be freed.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "../core/device.hpp"
+#include "../core/dtype.hpp"
+#include "../core/shape.hpp"
+#include "ops.hpp"
+
+namespace lazytensor::detail {
+
+// The node kinds: a small closed set (ug's LazyBuffer ops). Views are nodes too; they cost
+// nothing at run time and are folded into the index math of the loads that read through them.
+#define LAZYTENSOR_NODE_KINDS(X) \
+    X(Buffer, "buffer")          \
+    X(Const, "const")            \
+    X(Unary, "unary")            \
+    X(Binary, "binary")          \
+    X(Where, "where")            \
+    X(Cast, "cast")              \
+    X(Reduce, "reduce")          \
+    X(Reshape, "reshape")        \
+    X(Permute, "permute")        \
+    X(Expand, "expand")
+
+enum class NodeKind : std::uint8_t {
+#define LAZYTENSOR_X(name, text) name,
+    LAZYTENSOR_NODE_KINDS(LAZYTENSOR_X)
+#undef LAZYTENSOR_X
+};
+
+inline const char* kind_name(NodeKind k) {
+    switch (k) {
+#define LAZYTENSOR_X(name, text) \
+    case NodeKind::name: return text;
+        LAZYTENSOR_NODE_KINDS(LAZYTENSOR_X)
+#undef LAZYTENSOR_X
+    }
+    return "?";
+}
+
+inline bool is_view(NodeKind k) { return k == NodeKind::Reshape || k == NodeKind::Permute || k == NodeKind::Expand; }
+
+struct Node;
+using NodePtr = std::shared_ptr<Node>;
+
+struct Node : std::enable_shared_from_this<Node> {
+    NodeKind kind = NodeKind::Const;
+    DType dtype = DType::Float32;
+    Device device;
+    Shape shape;
+    std::array<NodePtr, 3> src;
+    std::uint8_t nsrc = 0;
+    // Payload of the op.
+    UnaryOp unary_op = UnaryOp::Neg;
+    BinaryOp binary_op = BinaryOp::Add;
+    ReduceOp reduce_op = ReduceOp::Sum;
+    Scalar value;  // Const
+    Axes axes;     // Reduce: reduced axes, sorted; Permute: the permutation
+    // Realized state (kind == Buffer): element (offset, strides) of this tensor in `buffer`.
+    BufferPtr buffer;
+    std::int64_t offset = 0;
+    Strides strides;
+    // A stable number for debug output.
+    std::uint64_t id = next_id();
+
+    bool realized() const { return kind == NodeKind::Buffer; }
+    /// How many shared handles (tensors, expressions, consumer nodes) hold this node.
+    long holders() const { return weak_from_this().use_count(); }
+    const NodePtr& input(int i) const { return src[static_cast<std::size_t>(i)]; }
+
+    static std::uint64_t next_id() {
+        static std::atomic<std::uint64_t> counter{0};
+        return ++counter;
+    }
+};
+
+/// Makes `node` a realized view of `buffer`; drops its sources.
+inline void make_realized(Node& node, BufferPtr buffer, std::int64_t offset, Strides strides) {
+    node.buffer = std::move(buffer);
+    node.offset = offset;
+    node.strides = std::move(strides);
+    node.kind = NodeKind::Buffer;
+    for (auto& s : node.src) s.reset();
+    node.nsrc = 0;
+    node.axes.clear();
+}
+
+/// True when the layout is the row-major layout of its shape starting at element 0.
+inline bool is_contiguous_layout(const Shape& shape, const Strides& strides, std::int64_t offset) {
+    if (offset != 0) return false;
+    std::int64_t expected = 1;
+    for (std::size_t i = shape.size(); i-- > 0;) {
+        if (shape[i] != 1 && strides[i] != expected) return false;
+        expected *= shape[i];
+    }
+    return true;
+}
+
+}  // namespace lazytensor::detail

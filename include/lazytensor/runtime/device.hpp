@@ -1,0 +1,112 @@
+// Devices at run time: the backend behind each device, the default device, and the
+// environment variables (LAZYTENSOR_DEVICE, LAZYTENSOR_THREADS, LAZYTENSOR_DEBUG).
+#pragma once
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../backend/host/host_backend.hpp"
+#include "../core/device.hpp"
+#include "../core/error.hpp"
+
+namespace lazytensor {
+
+namespace detail {
+
+inline const char* env(const char* name) {
+    const char* v = std::getenv(name);
+    return v && *v ? v : nullptr;
+}
+
+/// LAZYTENSOR_THREADS, default: all cores.
+inline int host_threads() {
+    if (const char* v = env("LAZYTENSOR_THREADS")) {
+        char* end = nullptr;
+        const long n = std::strtol(v, &end, 10);
+        if (*end || n < 1 || n > 4096)
+            fail<ValueError>("LAZYTENSOR_THREADS=", v, " is not a thread count (a whole number from 1 to 4096)");
+        return static_cast<int>(n);
+    }
+    const unsigned hw = std::thread::hardware_concurrency();
+    return hw ? static_cast<int>(hw) : 1;
+}
+
+inline host::HostBackend& host_backend() {
+    // Never destroyed: buffers held by static tensors may outlive any destruction order.
+    static host::HostBackend* backend = new host::HostBackend(host_threads());
+    return *backend;
+}
+
+inline Backend& backend_for(Device d) {
+    if (d.kind == Device::Kind::Host) return host_backend();
+    fail<DeviceError>("device ", d, " is not available: this build of lazytensor has the host backend only");
+}
+
+inline Device parse_device(const std::string& text) {
+    if (text == "host") return Device::host();
+    if (text == "opencl") return Device::opencl(0);
+    if (text.rfind("opencl:", 0) == 0) {
+        const std::string n = text.substr(7);
+        if (!n.empty() && n.find_first_not_of("0123456789") == std::string::npos) return Device::opencl(std::stoi(n));
+    }
+    fail<DeviceError>("unknown device \"", text, "\"; expected host, opencl or opencl:N");
+}
+
+inline std::atomic<int>& debug_level_ref() {
+    static std::atomic<int> level{env("LAZYTENSOR_DEBUG") ? std::atoi(env("LAZYTENSOR_DEBUG")) : 0};
+    return level;
+}
+
+struct DefaultDevice {
+    std::mutex mutex;
+    bool set = false;
+    Device device;
+};
+
+inline DefaultDevice& default_device_state() {
+    static DefaultDevice state;
+    return state;
+}
+
+}  // namespace detail
+
+/// A device and what it is, as listed by lt::devices().
+struct DeviceInfo {
+    Device device;
+    std::string name;
+};
+
+/// Every device this build can run on; the host is always first.
+inline std::vector<DeviceInfo> devices() { return {DeviceInfo{Device::host(), detail::host_backend().name()}}; }
+
+/// The device new tensors are created on: LAZYTENSOR_DEVICE (host, opencl, opencl:N), else host.
+inline Device default_device() {
+    auto& s = detail::default_device_state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (!s.set) {
+        s.device = detail::env("LAZYTENSOR_DEVICE") ? detail::parse_device(detail::env("LAZYTENSOR_DEVICE")) : Device::host();
+        detail::backend_for(s.device);  // fails now, naming the device, if it is unavailable
+        s.set = true;
+    }
+    return s.device;
+}
+
+/// Makes `d` the device new tensors are created on.
+inline void set_default_device(Device d) {
+    detail::backend_for(d);
+    auto& s = detail::default_device_state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.device = d;
+    s.set = true;
+}
+
+/// 0 silent; 1 prints each schedule; 2 adds kernel IR; 3 adds each kernel's time. Starts at
+/// LAZYTENSOR_DEBUG.
+inline int debug_level() { return detail::debug_level_ref().load(); }
+inline void set_debug_level(int level) { detail::debug_level_ref().store(level); }
+
+}  // namespace lazytensor

@@ -1,0 +1,318 @@
+// The scheduler: cuts the lazy graph behind a set of outputs into kernels (ug's rule).
+//
+// Uses are counted over the unrealized graph reachable from the outputs. Walking from the
+// outputs towards the inputs, each node joins the kernel of its consumers when they all sit
+// in one kernel (a single use is inlined; several uses inside one kernel are computed there);
+// otherwise it is materialized: computed once, into its own buffer, by a kernel of its own.
+// Views and constants cost nothing and join every kernel that reads them. A reduction joins
+// its consumer's kernel when the consumer reads it element-wise over the reduced shape, or
+// broadcasts it back over exactly the reduced axes (softmax, layer norm: one kernel per row).
+// Every kernel records why its output is materialized.
+//
+// Lowering (codegen/lower.hpp) can still find a node that cannot be read in place (a reshape
+// that the index math cannot follow, a reduction read through a transposing view); it names
+// the node, which is then materialized, and the schedule is made again.
+#pragma once
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "../ir/index_map.hpp"
+#include "../ir/kernel.hpp"
+#include "../ir/node.hpp"
+
+namespace lazytensor::detail {
+
+/// Where a loadable node's elements are: a base node that owns (or will own) a buffer, and
+/// the node's layout in that buffer.
+struct Source {
+    Node* base = nullptr;
+    std::int64_t offset = 0;
+    Strides strides;
+};
+
+/// One schedule item: a kernel that materializes `root`, or a zero-copy view of another buffer.
+struct Group {
+    Node* root = nullptr;
+    std::string reason;
+    bool view_only = false;
+    Source view;  // view_only: the layout of root in its base's buffer
+    // Filled in by lowering:
+    ir::Kernel kernel;
+    std::vector<Node*> inputs;  // per input parameter: the base node whose buffer is read
+    std::vector<std::string> ops;
+    // Domain chosen while grouping (reductions that joined the kernel must agree on it).
+    bool has_domain = false;
+    Shape domain;
+    Axes reduced;
+    Node* domain_reduce = nullptr;  // the reduction that set the domain
+};
+
+struct Schedule {
+    std::vector<Node*> outputs;
+    std::vector<Group> groups;  // execution order
+    std::unordered_map<Node*, int> group_of_root;
+    std::unordered_map<Node*, int> topo_index;
+    std::unordered_map<Node*, int> uses;  // consumer edges inside the graph
+
+    bool is_loadable(Node* n, const Group* current) const {
+        if (n->realized()) return true;
+        auto it = group_of_root.find(n);
+        return it != group_of_root.end() && &groups[static_cast<std::size_t>(it->second)] != current;
+    }
+
+    /// Where a loadable node's elements are.
+    Source source(Node* n) const {
+        if (n->realized()) return Source{n, n->offset, n->strides};
+        const Group& g = groups[static_cast<std::size_t>(group_of_root.at(n))];
+        if (g.view_only) return g.view;
+        return Source{n, 0, contiguous_strides(n->shape)};
+    }
+};
+
+/// Thrown by lowering: `node` must get its own buffer before its consumers can read it.
+struct NeedsMaterialization {
+    Node* node;
+    std::string reason;
+};
+
+/// Strips reshapes from a kernel's output: a contiguous buffer is the same memory in both shapes.
+inline Node* peel_reshapes(Node* n) {
+    while (n->kind == NodeKind::Reshape && !n->realized()) n = n->src[0].get();
+    return n;
+}
+
+namespace schedule_detail {
+
+struct Graph {
+    std::vector<Node*> topo;  // sources before consumers
+    std::unordered_map<Node*, std::vector<Node*>> consumers;
+    std::unordered_map<Node*, int> edges;
+};
+
+inline Graph collect(const std::vector<Node*>& outputs) {
+    Graph g;
+    std::unordered_set<Node*> seen;
+    std::vector<std::pair<Node*, bool>> stack;
+    for (Node* out : outputs) stack.push_back({out, false});
+    while (!stack.empty()) {
+        auto [n, expanded] = stack.back();
+        stack.pop_back();
+        if (expanded) {
+            g.topo.push_back(n);
+            continue;
+        }
+        if (!seen.insert(n).second) continue;
+        stack.push_back({n, true});
+        if (n->realized()) continue;
+        for (int i = 0; i < n->nsrc; ++i) {
+            Node* s = n->src[static_cast<std::size_t>(i)].get();
+            auto& cons = g.consumers[s];
+            if (std::find(cons.begin(), cons.end(), n) == cons.end()) cons.push_back(n);
+            ++g.edges[s];
+            if (!seen.count(s)) stack.push_back({s, false});
+        }
+    }
+    return g;
+}
+
+/// Whether reduction r may join group g (same domain and reduced axes); fixes g's domain.
+inline bool reduction_fits(Group& g, Node* r) {
+    const Shape& in = r->src[0]->shape;
+    if (!g.has_domain) {
+        Node* root = peel_reshapes(g.root);
+        if (in != root->shape && numel(r->shape) != numel(root->shape)) return false;
+        g.has_domain = true;
+        g.domain = in;
+        g.reduced = r->axes;
+        g.domain_reduce = r;
+        return true;
+    }
+    return in == g.domain && r->axes == g.reduced;
+}
+
+inline Group new_group(Node* root, std::string reason) {
+    Group g;
+    g.root = root;
+    g.reason = std::move(reason);
+    Node* base = peel_reshapes(root);
+    if (base->kind == NodeKind::Reduce) {
+        g.has_domain = true;
+        g.domain = base->src[0]->shape;
+        g.reduced = base->axes;
+        g.domain_reduce = base;
+    }
+    return g;
+}
+
+}  // namespace schedule_detail
+
+inline bool has_contiguous_strides(const Shape& shape, const Strides& strides) {
+    return is_contiguous_layout(shape, strides, 0);
+}
+
+/// What a read of node `n` at index map `map` reaches after following views.
+struct Reached {
+    Node* node = nullptr;    // a computed node (read at `map`), or the base node of a load
+    IndexMap map;
+    bool load = false;       // `node` is a base buffer read at `access`
+    Access access;
+    Node* failed = nullptr;  // a reshape the map cannot follow (`map` is the map at it)
+    ReshapeResult split;     // Split: the domain must be refined first
+};
+
+/// Follows views from `n` until a loadable node (a load) or a computed node. A reshape of a
+/// contiguous loadable node reads it through the linear index, so it never fails.
+inline Reached walk_views(const Schedule& s, const Group* current, Node* n, IndexMap map) {
+    Reached r;
+    for (;;) {
+        if (s.is_loadable(n, current)) {
+            Source src = s.source(n);
+            r.load = true;
+            r.node = src.base;
+            r.access = map.access(src.offset, src.strides);
+            return r;
+        }
+        if (!is_view(n->kind)) {
+            r.node = n;
+            r.map = std::move(map);
+            return r;
+        }
+        Node* below = n->src[0].get();
+        if (n->kind == NodeKind::Reshape && s.is_loadable(below, current)) {
+            Source src = s.source(below);
+            if (has_contiguous_strides(below->shape, src.strides)) {
+                r.load = true;
+                r.node = src.base;
+                r.access = map.access(src.offset, contiguous_strides(n->shape));
+                return r;
+            }
+        }
+        ReshapeResult step = map.through_view(*n);
+        if (step.kind == ReshapeResult::Kind::Split) {
+            r.split = step;
+            return r;
+        }
+        if (step.kind == ReshapeResult::Kind::Fail) {
+            r.failed = n;
+            r.map = std::move(map);  // at the reshape's own index
+            return r;
+        }
+        n = below;
+    }
+}
+
+/// A kernel domain refined for reshapes: each axis of the coarse (node) shape may be split
+/// into several iteration axes, so that reshapes which merge axes stay affine.
+struct Refinement {
+    Shape fine;
+    std::vector<std::size_t> coarse_of;  // per fine axis
+
+    explicit Refinement(const Shape& coarse) : fine(coarse) {
+        for (std::size_t k = 0; k < coarse.size(); ++k) coarse_of.push_back(k);
+    }
+    void split(std::size_t axis, std::int64_t factor) {
+        const std::int64_t extent = fine[axis];
+        fine[axis] = extent / factor;
+        fine.insert(axis + 1, factor);
+        coarse_of.insert(coarse_of.begin() + static_cast<std::ptrdiff_t>(axis) + 1, coarse_of[axis]);
+    }
+    /// Merges strides over the fine axes back into strides over the coarse axes, if every
+    /// coarse axis is walked by its parts as one.
+    bool merge(const Strides& fine_strides, std::size_t coarse_rank, Strides& out) const {
+        out = Strides(coarse_rank, 0);
+        std::vector<std::size_t> last(coarse_rank, fine.size());  // last part of extent > 1 seen
+        for (std::size_t j = 0; j < fine.size(); ++j) {
+            const std::size_t c = coarse_of[j];
+            if (fine[j] == 1) continue;
+            if (last[c] != fine.size() && fine_strides[last[c]] != fine_strides[j] * fine[j]) return false;
+            last[c] = j;
+            out[c] = fine_strides[j];
+        }
+        return true;
+    }
+};
+
+/// Groups the graph behind `outputs` into schedule items (lowering is done separately).
+/// `forced` names nodes that lowering found must be materialized, with the reason.
+inline Schedule assign_groups(const std::vector<Node*>& outputs,
+                              const std::unordered_map<Node*, std::string>& forced) {
+    using namespace schedule_detail;
+    Schedule s;
+    s.outputs = outputs;
+    Graph g = collect(outputs);
+    for (std::size_t i = 0; i < g.topo.size(); ++i) s.topo_index[g.topo[i]] = static_cast<int>(i);
+    s.uses = g.edges;
+    std::unordered_set<Node*> is_output(outputs.begin(), outputs.end());
+
+    std::vector<Group> groups;  // in creation order (outputs first)
+    std::unordered_map<Node*, SmallVector<int, 2>> groups_of;
+    for (std::size_t t = g.topo.size(); t-- > 0;) {
+        Node* n = g.topo[t];
+        if (n->realized()) continue;
+        std::string reason;
+        if (is_output.count(n)) {
+            reason = "output";
+        } else if (auto f = forced.find(n); f != forced.end()) {
+            reason = f->second;
+        } else {
+            SmallVector<int, 2> cons;
+            for (Node* c : g.consumers[n])
+                for (int id : groups_of[c])
+                    if (std::find(cons.begin(), cons.end(), id) == cons.end()) cons.push_back(id);
+            if (n->kind == NodeKind::Const || is_view(n->kind)) {
+                groups_of[n] = cons;  // free to recompute in every kernel that reads it
+                continue;
+            }
+            if (cons.size() == 1) {
+                Group& target = groups[static_cast<std::size_t>(cons[0])];
+                if (n->kind != NodeKind::Reduce || reduction_fits(target, n)) {
+                    groups_of[n] = cons;
+                    continue;
+                }
+                reason = concat("reduction over ", n->src[0]->shape, " axes ", n->axes,
+                                " does not match the domain of its consumer's kernel");
+            } else {
+                reason = concat("used by ", g.consumers[n].size(), " consumers in ", cons.size(), " kernels");
+            }
+        }
+        groups_of[n] = {static_cast<int>(groups.size())};
+        groups.push_back(new_group(n, std::move(reason)));
+    }
+
+    // Execution order: a kernel's inputs are its root's ancestors, so topological order of roots.
+    std::sort(groups.begin(), groups.end(),
+              [&](const Group& a, const Group& b) { return s.topo_index[a.root] < s.topo_index[b.root]; });
+    s.groups = std::move(groups);
+    for (std::size_t i = 0; i < s.groups.size(); ++i) s.group_of_root[s.groups[i].root] = static_cast<int>(i);
+
+    // A group whose root is only a view of a buffer needs no kernel: zero-copy when the layout
+    // allows (the same rule as PyTorch's view: merged axes must be walked as one).
+    for (Group& grp : s.groups) {
+        if (!is_view(grp.root->kind)) continue;
+        Refinement ref(grp.root->shape);
+        for (;;) {
+            IndexMap map = IndexMap::identity(ref.fine);
+            if (!map.reshape(grp.root->shape)) break;
+            Reached r = walk_views(s, &grp, grp.root, std::move(map));
+            if (r.split.kind == ReshapeResult::Kind::Split) {
+                ref.split(r.split.axis, r.split.factor);
+                continue;
+            }
+            Strides strides;
+            if (r.load && ref.merge(r.access.strides, grp.root->shape.size(), strides)) {
+                grp.view_only = true;
+                grp.view = Source{r.node, r.access.offset, std::move(strides)};
+            }
+            break;
+        }
+    }
+    return s;
+}
+
+}  // namespace lazytensor::detail

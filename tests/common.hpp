@@ -1,0 +1,189 @@
+// Shared test helpers: the device loop, random data, and a plain double-precision reference
+// (no scheduler, no fusion) that results are compared against.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <lazytensor.hpp>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace lt = lazytensor;
+
+/// The devices tests run on: all that lt::devices() lists, or LAZYTENSOR_TEST_DEVICES
+/// (a comma-separated list such as "host,opencl:0").
+inline std::vector<lt::Device> test_devices() {
+    std::vector<lt::Device> out;
+    if (const char* env = std::getenv("LAZYTENSOR_TEST_DEVICES")) {
+        std::stringstream s(env);
+        for (std::string item; std::getline(s, item, ',');)
+            out.push_back(lt::detail::parse_device(item));
+        return out;
+    }
+    for (const auto& info : lt::devices()) out.push_back(info.device);
+    return out;
+}
+
+/// Runs body(device) once per test device, with that device as the default.
+template <class F>
+void for_each_device(F&& body) {
+    for (lt::Device d : test_devices()) {
+        lt::set_default_device(d);
+        INFO("device: " << d.str());
+        body(d);
+    }
+    lt::set_default_device(lt::Device::host());
+}
+
+// ------------------------------------------------------------------------------ reference arrays
+
+/// A row-major array of doubles: the reference every result is checked against.
+struct Ref {
+    lt::Shape shape;
+    std::vector<double> v;
+
+    std::int64_t size() const { return lt::numel(shape); }
+    double at(const std::vector<std::int64_t>& index) const {
+        std::int64_t linear = 0;
+        for (std::size_t k = 0; k < shape.size(); ++k) linear = linear * shape[k] + index[k];
+        return v[static_cast<std::size_t>(linear)];
+    }
+};
+
+inline std::vector<std::int64_t> unravel(std::int64_t linear, const lt::Shape& shape) {
+    std::vector<std::int64_t> index(shape.size());
+    for (std::size_t k = shape.size(); k-- > 0;) {
+        index[k] = linear % shape[k];
+        linear /= shape[k];
+    }
+    return index;
+}
+
+/// Random values in [lo, hi] (integers for integer element types), never all zero.
+template <class T>
+Ref random_ref(const lt::Shape& shape, unsigned seed, double lo = -2.0, double hi = 2.0) {
+    std::mt19937 gen(seed);
+    std::uniform_real_distribution<double> dist(lo, hi);
+    Ref r{shape, std::vector<double>(static_cast<std::size_t>(lt::numel(shape)))};
+    for (auto& x : r.v) {
+        x = dist(gen);
+        if constexpr (std::is_same_v<T, bool>) x = x > (lo + hi) / 2 ? 1.0 : 0.0;
+        else if constexpr (std::is_integral_v<T>) x = std::round(x);
+        else x = static_cast<double>(static_cast<T>(x));  // exactly representable in T
+    }
+    bool all_zero = true;
+    for (double x : r.v) all_zero = all_zero && x == 0;
+    if (all_zero && !r.v.empty()) r.v[0] = 1;
+    return r;
+}
+
+template <class T>
+lt::Tensor<T> make_tensor(const Ref& r) {
+    std::vector<T> data(r.v.size());
+    for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<T>(r.v[i]);
+    return lt::tensor<T>(data, r.shape);
+}
+
+/// Broadcasts a reference array to `shape` (NumPy rules).
+inline Ref broadcast(const Ref& a, const lt::Shape& shape) {
+    Ref out{shape, std::vector<double>(static_cast<std::size_t>(lt::numel(shape)))};
+    const std::size_t lead = shape.size() - a.shape.size();
+    for (std::int64_t i = 0; i < out.size(); ++i) {
+        auto idx = unravel(i, shape);
+        std::vector<std::int64_t> src(a.shape.size());
+        for (std::size_t k = 0; k < a.shape.size(); ++k) src[k] = a.shape[k] == 1 ? 0 : idx[k + lead];
+        out.v[static_cast<std::size_t>(i)] = a.at(src);
+    }
+    return out;
+}
+
+inline Ref map(const Ref& a, const std::function<double(double)>& f) {
+    Ref out = a;
+    for (auto& x : out.v) x = f(x);
+    return out;
+}
+
+inline Ref zip(const Ref& a, const Ref& b, const std::function<double(double, double)>& f) {
+    const lt::Shape shape = lt::detail::broadcast_shapes(a.shape, b.shape, "reference");
+    Ref x = broadcast(a, shape), y = broadcast(b, shape);
+    for (std::size_t i = 0; i < x.v.size(); ++i) x.v[i] = f(x.v[i], y.v[i]);
+    return x;
+}
+
+/// Folds `f` over `axes` (all when empty), starting from `init`.
+inline Ref reduce(const Ref& a, std::vector<int> axes, bool keepdim, double init,
+                  const std::function<double(double, double)>& f) {
+    const std::size_t n = a.shape.size();
+    if (axes.empty())
+        for (std::size_t k = 0; k < n; ++k) axes.push_back(static_cast<int>(k));
+    std::vector<bool> reduced(n, false);
+    for (int ax : axes) reduced[static_cast<std::size_t>(ax < 0 ? ax + static_cast<int>(n) : ax)] = true;
+    lt::Shape keep;
+    for (std::size_t k = 0; k < n; ++k) keep.push_back(reduced[k] ? 1 : a.shape[k]);
+    Ref out{keep, std::vector<double>(static_cast<std::size_t>(lt::numel(keep)), init)};
+    for (std::int64_t i = 0; i < a.size(); ++i) {
+        auto idx = unravel(i, a.shape);
+        std::int64_t linear = 0;
+        for (std::size_t k = 0; k < n; ++k) linear = linear * keep[k] + (reduced[k] ? 0 : idx[k]);
+        double& acc = out.v[static_cast<std::size_t>(linear)];
+        acc = f(acc, a.v[static_cast<std::size_t>(i)]);
+    }
+    if (!keepdim) {
+        lt::Shape squeezed;
+        for (std::size_t k = 0; k < n; ++k)
+            if (!reduced[k]) squeezed.push_back(a.shape[k]);
+        out.shape = squeezed;
+    }
+    return out;
+}
+
+inline Ref permute(const Ref& a, const std::vector<int>& perm) {
+    lt::Shape shape;
+    for (int p : perm) shape.push_back(a.shape[static_cast<std::size_t>(p)]);
+    Ref out{shape, std::vector<double>(a.v.size())};
+    for (std::int64_t i = 0; i < out.size(); ++i) {
+        auto idx = unravel(i, shape);
+        std::vector<std::int64_t> src(perm.size());
+        for (std::size_t k = 0; k < perm.size(); ++k) src[static_cast<std::size_t>(perm[k])] = idx[k];
+        out.v[static_cast<std::size_t>(i)] = a.at(src);
+    }
+    return out;
+}
+
+inline double ref_max(double a, double b) { return (a > b || std::isnan(a)) ? a : (std::isnan(b) ? b : b); }
+inline double ref_min(double a, double b) { return (a < b || std::isnan(a)) ? a : b; }
+
+/// Checks shape and every element against the reference, within rtol * |ref| + atol.
+/// NaN must match NaN, infinities must match exactly.
+template <class E>
+void check_close(const E& actual, const Ref& expected, double rtol = 1e-5, double atol = 1e-6) {
+    using T = typename E::value_type;
+    lt::Tensor<T> t = actual;
+    REQUIRE(t.shape() == expected.shape);
+    const std::vector<T> got = t.to_vector();
+    REQUIRE(got.size() == expected.v.size());
+    int failures = 0;
+    for (std::size_t i = 0; i < got.size() && failures < 5; ++i) {
+        const double g = static_cast<double>(got[i]);
+        const double e = expected.v[i];
+        bool ok;
+        if (std::isnan(e)) ok = std::isnan(g);
+        else if (std::isinf(e)) ok = g == e;
+        else ok = std::fabs(g - e) <= rtol * std::fabs(e) + atol;
+        if (!ok) {
+            ++failures;
+            FAIL_CHECK("element " << i << " of shape " << expected.shape << ": got " << g << ", expected " << e);
+        }
+    }
+}
+
+/// The tolerance to use for a floating type.
+template <class T>
+constexpr double tol() {
+    return std::is_same_v<T, float> ? 2e-5 : 1e-12;
+}

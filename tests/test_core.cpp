@@ -1,0 +1,238 @@
+// Creation, element types and promotion, item/to_vector, printing, and bad input.
+#include <sstream>
+
+#include "common.hpp"
+
+TEST_CASE("creation from data, constants and ranges") {
+    for_each_device([](lt::Device d) {
+        lt::Tensor<float> a = lt::tensor<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+        CHECK(a.shape() == lt::Shape{2, 3});
+        CHECK(a.numel() == 6);
+        CHECK(a.ndim() == 2);
+        CHECK(a.dtype() == lt::DType::Float32);
+        CHECK(a.device() == d);
+        CHECK(a.to_vector() == std::vector<float>{1, 2, 3, 4, 5, 6});
+
+        lt::Tensor<int32_t> v = lt::tensor<int32_t>({7, -8, 9});
+        CHECK(v.shape() == lt::Shape{3});
+        CHECK(v.to_vector() == std::vector<int32_t>{7, -8, 9});
+
+        CHECK(lt::zeros<double>({2, 2}).to_vector() == std::vector<double>(4, 0.0));
+        CHECK(lt::ones<int64_t>({3}).to_vector() == std::vector<int64_t>(3, 1));
+        CHECK(lt::full<uint8_t>({2}, 200).to_vector() == std::vector<uint8_t>{200, 200});
+        CHECK(lt::full<bool>({2}, true).to_vector() == std::vector<bool>{true, true});
+
+        CHECK(lt::arange<int32_t>(5).to_vector() == std::vector<int32_t>{0, 1, 2, 3, 4});
+        CHECK(lt::arange<float>(1, 2, 0.25).to_vector() == std::vector<float>{1, 1.25f, 1.5f, 1.75f});
+        CHECK(lt::arange<int64_t>(10, 0, -3).to_vector() == std::vector<int64_t>{10, 7, 4, 1});
+        CHECK(lt::arange<float>(3, 1).numel() == 0);
+
+        lt::Tensor<bool> mask = lt::tensor<bool>({true, false, true}, {3});
+        CHECK(mask.to_vector() == std::vector<bool>{true, false, true});
+    });
+}
+
+TEST_CASE("0-d, size-1 and size-0 tensors") {
+    for_each_device([](lt::Device) {
+        lt::Tensor<float> s = lt::tensor<float>(std::vector<float>{2.5f}, {});
+        CHECK(s.shape() == lt::Shape{});
+        CHECK(s.ndim() == 0);
+        CHECK(s.numel() == 1);
+        CHECK(s.item() == 2.5f);
+        CHECK((s * 2.0f + 1.0f).item() == 6.0f);
+        CHECK(lt::full<int32_t>({}, 4).item() == 4);
+
+        lt::Tensor<double> one = lt::tensor<double>({3.0}, {1, 1});
+        CHECK(lt::exp(one).item() == doctest::Approx(std::exp(3.0)));
+
+        lt::Tensor<float> empty = lt::zeros<float>({0, 3});
+        CHECK(empty.numel() == 0);
+        CHECK((empty + 1.0f).to_vector().empty());
+        CHECK((empty + 1.0f).shape() == lt::Shape{0, 3});
+        lt::Tensor<float> empty_data = lt::tensor<float>(std::vector<float>{}, {2, 0});
+        CHECK(empty_data.to_vector().empty());
+    });
+}
+
+// ----------------------------------------------------------------------------------- promotion
+
+template <class A, class B>
+void check_promotion_pair() {
+    // Compile-time type of the expression equals the dtype the graph computes at run time.
+    lt::Tensor<A> a = lt::ones<A>({2});
+    lt::Tensor<B> b = lt::ones<B>({2});
+    if constexpr (!(std::is_same_v<A, bool> && std::is_same_v<B, bool>)) {
+        auto sum = a + b;
+        using R = typename decltype(sum)::value_type;
+        static_assert(std::is_same_v<R, lt::promote_t<A, B>>);
+        lt::Tensor<R> t = sum;
+        CHECK(t.node_ptr()->dtype == lt::dtype_of<R>());
+    }
+    auto cmp = a < b;
+    static_assert(std::is_same_v<typename decltype(cmp)::value_type, bool>);
+    auto m = lt::maximum(a, b);
+    lt::Tensor<typename decltype(m)::value_type> mt = m;
+    CHECK(mt.node_ptr()->dtype == lt::dtype_of<lt::promote_t<A, B>>());
+}
+
+template <class A>
+void check_promotion_row() {
+    check_promotion_pair<A, bool>();
+    check_promotion_pair<A, uint8_t>();
+    check_promotion_pair<A, int32_t>();
+    check_promotion_pair<A, int64_t>();
+    check_promotion_pair<A, float>();
+    check_promotion_pair<A, double>();
+}
+
+TEST_CASE("type promotion follows PyTorch, at compile time and run time alike") {
+    static_assert(std::is_same_v<lt::promote_t<int32_t, float>, float>);
+    static_assert(std::is_same_v<lt::promote_t<int64_t, float>, float>);
+    static_assert(std::is_same_v<lt::promote_t<uint8_t, int32_t>, int32_t>);
+    static_assert(std::is_same_v<lt::promote_t<bool, uint8_t>, uint8_t>);
+    static_assert(std::is_same_v<lt::promote_t<float, double>, double>);
+    // A scalar does not widen a tensor of its own category.
+    static_assert(std::is_same_v<lt::scalar_promote_t<int32_t, int64_t>, int32_t>);
+    static_assert(std::is_same_v<lt::scalar_promote_t<float, double>, float>);
+    static_assert(std::is_same_v<lt::scalar_promote_t<int32_t, double>, float>);
+    static_assert(std::is_same_v<lt::scalar_promote_t<bool, int>, int64_t>);
+    static_assert(std::is_same_v<lt::scalar_promote_t<uint8_t, int>, uint8_t>);
+    check_promotion_row<bool>();
+    check_promotion_row<uint8_t>();
+    check_promotion_row<int32_t>();
+    check_promotion_row<int64_t>();
+    check_promotion_row<float>();
+    check_promotion_row<double>();
+
+    for_each_device([](lt::Device) {
+        lt::Tensor<int32_t> i = lt::tensor<int32_t>({1, 2, 3});
+        auto half = i * 2.5;  // int tensor * floating scalar -> float32
+        static_assert(std::is_same_v<typename decltype(half)::value_type, float>);
+        CHECK(half.to_vector() == std::vector<float>{2.5f, 5.0f, 7.5f});
+        auto same = i + int64_t(1);  // int64 scalar does not widen int32
+        static_assert(std::is_same_v<typename decltype(same)::value_type, int32_t>);
+        CHECK(same.to_vector() == std::vector<int32_t>{2, 3, 4});
+        auto quotient = i / 2;  // true division
+        static_assert(std::is_same_v<typename decltype(quotient)::value_type, float>);
+        CHECK(quotient.to_vector() == std::vector<float>{0.5f, 1.0f, 1.5f});
+        lt::Tensor<uint8_t> u = lt::tensor<uint8_t>({250, 3});
+        CHECK((u + 10).to_vector() == std::vector<uint8_t>{4, 13});  // uint8 arithmetic wraps
+        lt::Tensor<bool> mask = lt::tensor<bool>({true, false});
+        auto counted = mask + 1;
+        static_assert(std::is_same_v<typename decltype(counted)::value_type, int64_t>);
+        CHECK(counted.to_vector() == std::vector<int64_t>{2, 1});
+        auto exp_int = lt::exp(i);  // floating functions of integers compute in float32
+        static_assert(std::is_same_v<typename decltype(exp_int)::value_type, float>);
+        CHECK(exp_int.to_vector()[1] == doctest::Approx(std::exp(2.0)));
+    });
+}
+
+TEST_CASE("casts convert like C++, saturating float to integer and mapping NaN to 0") {
+    for_each_device([](lt::Device) {
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        const float inf = std::numeric_limits<float>::infinity();
+        lt::Tensor<float> f = lt::tensor<float>({-1.75f, 2.5f, 300.0f, -1e20f, nan, inf});
+        CHECK(lt::cast<int32_t>(f).to_vector() ==
+              std::vector<int32_t>{-1, 2, 300, std::numeric_limits<int32_t>::min(), 0, std::numeric_limits<int32_t>::max()});
+        CHECK(f.cast<uint8_t>().to_vector() == std::vector<uint8_t>{0, 2, 255, 0, 0, 255});
+        CHECK(f.cast<bool>().to_vector() == std::vector<bool>{true, true, true, true, true, true});
+        lt::Tensor<int64_t> big = lt::tensor<int64_t>({(int64_t(1) << 40) + 1, -3});
+        CHECK(big.cast<double>().to_vector() == std::vector<double>{double((int64_t(1) << 40) + 1), -3.0});
+        CHECK(big.cast<int32_t>().to_vector()[1] == -3);
+        lt::Tensor<bool> b = lt::tensor<bool>({true, false});
+        CHECK(b.cast<float>().to_vector() == std::vector<float>{1.0f, 0.0f});
+        CHECK(lt::cast<double>(lt::tensor<uint8_t>({255})).item() == 255.0);
+    });
+}
+
+TEST_CASE("printing shows values, shape, dtype and device") {
+    lt::Tensor<float> a = lt::tensor<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+    std::ostringstream out;
+    out << a;
+    CHECK(out.str() == "tensor([[1, 2, 3],\n        [4, 5, 6]], shape=[2, 3], dtype=float32, device=host)");
+    std::ostringstream big;
+    big << lt::arange<int32_t>(5000);
+    CHECK(big.str().find("[0, 1, 2, ..., 4997, 4998, 4999]") != std::string::npos);
+    std::ostringstream flag;
+    flag << (a > 3.0f);
+    CHECK(flag.str().find("[[false, false, false],") != std::string::npos);
+    CHECK(flag.str().find("dtype=bool") != std::string::npos);
+}
+
+// ----------------------------------------------------------------------------------- bad input
+
+template <class E>
+std::string message_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const E& e) {
+        return e.what();
+    }
+    return "(no exception)";
+}
+
+TEST_CASE("bad input throws lazytensor errors that name the operation and the values") {
+    lt::Tensor<float> a = lt::tensor<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+    lt::Tensor<float> b = lt::tensor<float>({1, 2, 3, 4}, {4});
+
+    std::string m = message_of<lt::ShapeError>([&] { auto e = a + b; });
+    CHECK(m.find("add") != std::string::npos);
+    CHECK(m.find("[2, 3]") != std::string::npos);
+    CHECK(m.find("[4]") != std::string::npos);
+
+    m = message_of<lt::AxisError>([&] { auto s = a.sum({2}); });
+    CHECK(m.find("sum") != std::string::npos);
+    CHECK(m.find("axis 2") != std::string::npos);
+    CHECK(m.find("[2, 3]") != std::string::npos);
+    CHECK(message_of<lt::AxisError>([&] { auto s = lt::max(a, {-3}); }).find("axis -3") != std::string::npos);
+    CHECK(message_of<lt::AxisError>([&] { auto s = a.mean({1, -1}); }).find("twice") != std::string::npos);
+    CHECK(message_of<lt::AxisError>([&] { auto p = a.permute({0, 0}); }).find("twice") != std::string::npos);
+    CHECK(message_of<lt::AxisError>([&] { auto p = a.transpose(0, 5); }).find("transpose") != std::string::npos);
+
+    m = message_of<lt::ShapeError>([&] { auto r = a.reshape({4}); });
+    CHECK(m.find("reshape") != std::string::npos);
+    CHECK(m.find("[2, 3]") != std::string::npos);
+    CHECK(m.find("[4]") != std::string::npos);
+    CHECK(message_of<lt::ShapeError>([&] { auto r = a.reshape({-1, -1}); }).find("only one") != std::string::npos);
+    CHECK(message_of<lt::ShapeError>([&] { auto r = a.reshape({4, -1}); }).find("-1") != std::string::npos);
+    CHECK(message_of<lt::ShapeError>([&] { auto r = a.expand({4, 3}); }).find("expand") != std::string::npos);
+
+    m = message_of<lt::ValueError>([&] { a.item(); });
+    CHECK(m.find("item()") != std::string::npos);
+    CHECK(m.find("[2, 3]") != std::string::npos);
+    CHECK(m.find("6 elements") != std::string::npos);
+
+    m = message_of<lt::ShapeError>([&] { lt::tensor<float>({1, 2, 3, 4, 5}, {2, 3}); });
+    CHECK(m.find("lt::tensor") != std::string::npos);
+    CHECK(m.find("5 values") != std::string::npos);
+    CHECK(m.find("[2, 3]") != std::string::npos);
+
+    CHECK(message_of<lt::ValueError>([&] { lt::zeros<float>({0, 2}).max().realize(); }).find("extent 0") != std::string::npos);
+    CHECK(message_of<lt::ValueError>([&] { lt::arange<float>(0, 1, 0); }).find("arange") != std::string::npos);
+    CHECK(message_of<lt::ValueError>([&] { lt::Tensor<float> empty; empty.shape(); }).find("empty") != std::string::npos);
+    CHECK(message_of<lt::DeviceError>([&] { lt::detail::parse_device("gpu"); }).find("gpu") != std::string::npos);
+
+    // Every error derives from lt::Error and std::exception.
+    CHECK_THROWS_AS(a + b, lt::Error);
+    CHECK_THROWS_AS(a.reshape({5}), std::exception);
+
+    // After the throws, the tensors are untouched and usable.
+    CHECK(a.to_vector() == std::vector<float>{1, 2, 3, 4, 5, 6});
+    CHECK((a * 2.0f).sum().item() == 42.0f);
+    CHECK(b.to_vector() == std::vector<float>{1, 2, 3, 4});
+}
+
+TEST_CASE("a failed realize leaves every tensor usable") {
+    for_each_device([](lt::Device) {
+        lt::Tensor<float> a = lt::tensor<float>({1, 2, 3});
+        lt::Tensor<float> small = a * 2.0f;
+        // Far more memory than any machine has: allocation fails after `small` may have run.
+        lt::Tensor<float> huge = lt::full<float>({int64_t(1) << 44}, 1.0f) + 1.0f;
+        CHECK_THROWS_AS(lt::realize({small, huge}), lt::Error);
+        CHECK_FALSE(small.is_realized());
+        CHECK_FALSE(huge.is_realized());
+        CHECK(small.to_vector() == std::vector<float>{2, 4, 6});
+        CHECK(a.to_vector() == std::vector<float>{1, 2, 3});
+        CHECK(huge.shape() == lt::Shape{int64_t(1) << 44});
+    });
+}

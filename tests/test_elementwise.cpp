@@ -1,0 +1,188 @@
+// Element-wise ops against a double-precision reference: every op, every dtype it allows,
+// broadcasting, scalars on either side, non-contiguous inputs, NaN and Inf.
+#include "common.hpp"
+
+namespace {
+
+// Shapes that exercise: a scalar, a tail shorter than a SIMD batch, several blocks, threads.
+const std::vector<lt::Shape> kShapes = {{}, {1}, {7}, {3, 5}, {2, 3, 4}, {1031}, {300, 401}};
+
+double sigmoid_ref(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+template <class T, class F>
+void check_unary(F&& op, const std::function<double(double)>& ref, double lo, double hi, unsigned seed) {
+    for (const lt::Shape& shape : kShapes) {
+        INFO("shape " << shape);
+        Ref x = random_ref<T>(shape, seed, lo, hi);
+        lt::Tensor<T> t = make_tensor<T>(x);
+        check_close(op(t), map(x, ref), tol<T>(), tol<T>());
+    }
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("floating unary functions", T, float, double) {
+    for_each_device([](lt::Device) {
+        check_unary<T>([](const auto& x) { return lt::exp(x); }, [](double v) { return std::exp(v); }, -5, 5, 1);
+        check_unary<T>([](const auto& x) { return lt::log(x); }, [](double v) { return std::log(v); }, 0.01, 50, 2);
+        check_unary<T>([](const auto& x) { return lt::sqrt(x); }, [](double v) { return std::sqrt(v); }, 0, 50, 3);
+        check_unary<T>([](const auto& x) { return lt::sin(x); }, [](double v) { return std::sin(v); }, -10, 10, 4);
+        check_unary<T>([](const auto& x) { return lt::cos(x); }, [](double v) { return std::cos(v); }, -10, 10, 5);
+        check_unary<T>([](const auto& x) { return lt::tanh(x); }, [](double v) { return std::tanh(v); }, -6, 6, 6);
+        check_unary<T>([](const auto& x) { return lt::sigmoid(x); }, sigmoid_ref, -20, 20, 7);
+        check_unary<T>([](const auto& x) { return lt::abs(x); }, [](double v) { return std::fabs(v); }, -3, 3, 8);
+        check_unary<T>([](const auto& x) { return lt::relu(x); }, [](double v) { return v < 0 ? 0.0 : v; }, -3, 3, 9);
+        check_unary<T>([](const auto& x) { return -x; }, [](double v) { return -v; }, -3, 3, 10);
+    });
+}
+
+TEST_CASE_TEMPLATE("integer unary functions", T, uint8_t, int32_t, int64_t) {
+    for_each_device([](lt::Device) {
+        const double lo = std::is_unsigned_v<T> ? 0 : -100, hi = 100;
+        check_unary<T>([](const auto& x) { return lt::abs(x); }, [](double v) { return std::fabs(v); }, lo, hi, 11);
+        check_unary<T>([](const auto& x) { return lt::relu(x); }, [](double v) { return v < 0 ? 0.0 : v; }, lo, hi, 12);
+        if constexpr (std::is_signed_v<T>)
+            check_unary<T>([](const auto& x) { return -x; }, [](double v) { return -v; }, lo, hi, 13);
+        // Floating functions of integers compute in float32.
+        Ref x = random_ref<T>({50}, 14, 0, 20);
+        check_close(lt::sqrt(make_tensor<T>(x)), map(x, [](double v) { return std::sqrt(v); }), 1e-6, 1e-6);
+    });
+}
+
+TEST_CASE_TEMPLATE("arithmetic with broadcasting, tensors and scalars on either side", T, float, double, int32_t, int64_t) {
+    for_each_device([](lt::Device) {
+        const std::vector<std::pair<lt::Shape, lt::Shape>> pairs = {
+            {{3, 4}, {3, 4}}, {{3, 4}, {4}}, {{3, 1}, {1, 4}}, {{}, {2, 3}}, {{5, 1, 3}, {4, 1}}, {{257, 129}, {129}}};
+        unsigned seed = 20;
+        for (const auto& [sa, sb] : pairs) {
+            INFO("shapes " << sa << " and " << sb);
+            Ref a = random_ref<T>(sa, ++seed, -9, 9);
+            Ref b = random_ref<T>(sb, ++seed, -9, 9);
+            lt::Tensor<T> ta = make_tensor<T>(a), tb = make_tensor<T>(b);
+            const double t = std::is_floating_point_v<T> ? tol<T>() : 0;
+            check_close(ta + tb, zip(a, b, [](double x, double y) { return x + y; }), t, t);
+            check_close(ta - tb, zip(a, b, [](double x, double y) { return x - y; }), t, t);
+            check_close(ta * tb, zip(a, b, [](double x, double y) { return x * y; }), t, t);
+            check_close(lt::maximum(ta, tb), zip(a, b, ref_max), 0, 0);
+            check_close(lt::minimum(ta, tb), zip(a, b, ref_min), 0, 0);
+            // Division by non-zero values (true division: integers give float32).
+            Ref nz = map(b, [](double v) { return v == 0 ? 3.0 : v; });
+            lt::Tensor<T> tnz = make_tensor<T>(nz);
+            check_close(ta / tnz, zip(a, nz, [](double x, double y) { return x / y; }), 2e-6, 1e-6);
+            // Scalars on either side.
+            check_close(ta * T(3), map(a, [](double v) { return v * 3; }), t, t);
+            check_close(T(2) - ta, map(a, [](double v) { return 2 - v; }), t, t);
+            check_close(ta + 1, map(a, [](double v) { return v + 1; }), t, t);
+        }
+    });
+}
+
+TEST_CASE_TEMPLATE("pow", T, float, double, int32_t, int64_t) {
+    for_each_device([](lt::Device) {
+        if constexpr (std::is_floating_point_v<T>) {
+            Ref a = random_ref<T>({4, 33}, 40, 0.1, 4);
+            Ref b = random_ref<T>({33}, 41, -3, 3);
+            check_close(lt::pow(make_tensor<T>(a), make_tensor<T>(b)), zip(a, b, [](double x, double y) { return std::pow(x, y); }),
+                        1e-5, 1e-6);
+            check_close(lt::pow(make_tensor<T>(a), T(2)), map(a, [](double x) { return x * x; }), 1e-5, 1e-6);
+        } else {
+            lt::Tensor<T> base = lt::tensor<T>({2, -3, 5, 1, -1, 7, 0});
+            lt::Tensor<T> exps = lt::tensor<T>({10, 3, 0, -4, -3, -1, 0});
+            CHECK(lt::pow(base, exps).to_vector() == std::vector<T>{1024, -27, 1, 1, -1, 0, 1});
+        }
+    });
+}
+
+TEST_CASE_TEMPLATE("comparisons give bool tensors", T, float, int32_t, uint8_t, bool) {
+    for_each_device([](lt::Device) {
+        Ref a = random_ref<T>({6, 7}, 50, 0, 5);
+        Ref b = random_ref<T>({7}, 51, 0, 5);
+        lt::Tensor<T> ta = make_tensor<T>(a), tb = make_tensor<T>(b);
+        auto as_bool = [](const std::function<bool(double, double)>& f) {
+            return [f](double x, double y) { return f(x, y) ? 1.0 : 0.0; };
+        };
+        auto lt_ = ta < tb;
+        static_assert(std::is_same_v<typename decltype(lt_)::value_type, bool>);
+        check_close(lt_, zip(a, b, as_bool([](double x, double y) { return x < y; })), 0, 0);
+        check_close(ta <= tb, zip(a, b, as_bool([](double x, double y) { return x <= y; })), 0, 0);
+        check_close(ta > tb, zip(a, b, as_bool([](double x, double y) { return x > y; })), 0, 0);
+        check_close(ta >= tb, zip(a, b, as_bool([](double x, double y) { return x >= y; })), 0, 0);
+        check_close(ta == tb, zip(a, b, as_bool([](double x, double y) { return x == y; })), 0, 0);
+        check_close(ta != tb, zip(a, b, as_bool([](double x, double y) { return x != y; })), 0, 0);
+        check_close(ta > T(1), map(a, [](double x) { return x > 1 ? 1.0 : 0.0; }), 0, 0);
+    });
+}
+
+TEST_CASE("where selects with broadcasting; tensors or scalars") {
+    for_each_device([](lt::Device) {
+        Ref c = random_ref<bool>({4, 5}, 60);
+        Ref x = random_ref<float>({5}, 61);
+        Ref y = random_ref<float>({4, 1}, 62);
+        lt::Tensor<bool> tc = make_tensor<bool>(c);
+        lt::Tensor<float> tx = make_tensor<float>(x), ty = make_tensor<float>(y);
+        Ref xb = broadcast(x, {4, 5}), yb = broadcast(y, {4, 5});
+        Ref expected = xb;
+        for (std::size_t i = 0; i < expected.v.size(); ++i) expected.v[i] = c.v[i] != 0 ? xb.v[i] : yb.v[i];
+        check_close(lt::where(tc, tx, ty), expected, 0, 0);
+
+        Ref clipped = map(x, [](double v) { return v > 0 ? v : -1.0; });
+        check_close(lt::where(tx > 0.0f, tx, -1.0f), clipped, 0, 0);
+        auto from_scalars = lt::where(tx > 0.0f, 1.0, 0.0);  // two scalars: float32
+        static_assert(std::is_same_v<typename decltype(from_scalars)::value_type, float>);
+        check_close(from_scalars, map(x, [](double v) { return v > 0 ? 1.0 : 0.0; }), 0, 0);
+        // An integer condition is converted to bool.
+        lt::Tensor<int32_t> ic = lt::tensor<int32_t>({0, 2, -1});
+        CHECK(lt::where(ic, 1, 0).to_vector() == std::vector<int64_t>{0, 1, 1});
+    });
+}
+
+TEST_CASE("NaN and Inf are values, propagated as IEEE says") {
+    for_each_device([](lt::Device) {
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        const float inf = std::numeric_limits<float>::infinity();
+        lt::Tensor<float> a = lt::tensor<float>({nan, 1.0f, inf, -inf, 0.0f, 2.0f});
+        lt::Tensor<float> b = lt::tensor<float>({1.0f, nan, 1.0f, 1.0f, 0.0f, -inf});
+        std::vector<float> mx = lt::maximum(a, b).to_vector();
+        CHECK(std::isnan(mx[0]));
+        CHECK(std::isnan(mx[1]));
+        CHECK(mx[2] == inf);
+        CHECK(mx[3] == 1.0f);
+        std::vector<float> mn = lt::minimum(a, b).to_vector();
+        CHECK(std::isnan(mn[0]));
+        CHECK(std::isnan(mn[1]));
+        CHECK(mn[5] == -inf);
+        std::vector<float> q = (a / b).to_vector();
+        CHECK(std::isnan(q[4]));  // 0 / 0
+        CHECK(q[5] == -0.0f);
+        CHECK(lt::exp(lt::tensor<float>({inf, -inf})).to_vector() == std::vector<float>{inf, 0.0f});
+        CHECK(lt::log(lt::tensor<float>({0.0f})).item() == -inf);
+        CHECK(std::isnan(lt::sqrt(lt::tensor<float>({-1.0f})).item()));
+        CHECK(std::isnan(lt::relu(lt::tensor<float>({nan})).item()));
+        CHECK(lt::sigmoid(lt::tensor<float>({-inf, inf})).to_vector() == std::vector<float>{0.0f, 1.0f});
+        CHECK((a == a).to_vector() == std::vector<bool>{false, true, true, true, true, true});
+    });
+}
+
+TEST_CASE("non-contiguous and broadcast inputs") {
+    for_each_device([](lt::Device) {
+        Ref a = random_ref<float>({37, 53}, 70);
+        Ref b = random_ref<float>({53, 37}, 71);
+        lt::Tensor<float> ta = make_tensor<float>(a), tb = make_tensor<float>(b);
+        Ref bt = permute(b, {1, 0});
+        check_close(ta + tb.transpose(0, 1), zip(a, bt, [](double x, double y) { return x + y; }), tol<float>(), tol<float>());
+        check_close(lt::exp(tb.permute({1, 0})), map(bt, [](double v) { return std::exp(v); }), tol<float>(), tol<float>());
+    });
+}
+
+TEST_CASE("the issue's chain: exp(a)*b + c*0.5 - tanh(a)") {
+    for_each_device([](lt::Device) {
+        for (const lt::Shape& shape : {lt::Shape{5}, lt::Shape{100003}, lt::Shape{129, 1031}}) {
+            Ref a = random_ref<float>(shape, 80), b = random_ref<float>(shape, 81), c = random_ref<float>(shape, 82);
+            lt::Tensor<float> ta = make_tensor<float>(a), tb = make_tensor<float>(b), tc = make_tensor<float>(c);
+            Ref expected = a;
+            for (std::size_t i = 0; i < a.v.size(); ++i)
+                expected.v[i] = std::exp(a.v[i]) * b.v[i] + c.v[i] * 0.5 - std::tanh(a.v[i]);
+            check_close(lt::exp(ta) * tb + tc * 0.5f - lt::tanh(ta), expected, 1e-5, 1e-5);
+        }
+    });
+}

@@ -1,0 +1,213 @@
+// Reductions against a double-precision reference: every axis set, keepdim, negative axes,
+// every dtype, empty and 0-d inputs, long rows and columns, NaN, and fused producers.
+#include <cstring>
+
+#include "common.hpp"
+
+namespace {
+
+const double kInf = std::numeric_limits<double>::infinity();
+
+std::vector<std::vector<int>> axis_sets(std::size_t ndim) {
+    std::vector<std::vector<int>> sets = {{}};  // {} = all axes
+    for (int a = 0; a < static_cast<int>(ndim); ++a) sets.push_back({a});
+    if (ndim >= 2) sets.push_back({0, static_cast<int>(ndim) - 1});
+    if (ndim >= 3) sets.push_back({-1, -2});
+    return sets;
+}
+
+template <class T>
+void check_all_reductions(const lt::Shape& shape, unsigned seed) {
+    Ref x = random_ref<T>(shape, seed, std::is_unsigned_v<T> ? 0 : -50, 50);
+    lt::Tensor<T> t = make_tensor<T>(x);
+    for (const auto& axes : axis_sets(shape.size())) {
+        for (bool keepdim : {false, true}) {
+            INFO("shape " << shape << " axes " << lt::Axes(axes) << " keepdim " << keepdim);
+            const lt::Axes ax(axes);
+            const bool all = axes.empty();
+            std::int64_t count = 1;
+            for (std::size_t k = 0; k < shape.size(); ++k) {
+                bool r = all;
+                for (int a : axes) r = r || (a < 0 ? a + static_cast<int>(shape.size()) : a) == static_cast<int>(k);
+                if (r) count *= shape[k];
+            }
+            Ref sum = reduce(x, axes, keepdim || false, 0.0, [](double a, double b) { return a + b; });
+            if (all && !keepdim) sum.shape = {};
+            const double stol = std::is_floating_point_v<T> ? 1e-5 : 0;
+            if (all && !keepdim) {
+                check_close(t.sum(), sum, stol, stol * 10);
+            } else {
+                check_close(t.sum(all ? lt::detail::all_axes(shape.size()) : ax, keepdim), sum, stol, stol * 10);
+            }
+            if (count == 0) continue;
+            Ref mx = reduce(x, axes, keepdim, -kInf, ref_max);
+            Ref mn = reduce(x, axes, keepdim, kInf, ref_min);
+            Ref mean = map(sum, [count](double v) { return v / static_cast<double>(count); });
+            if (all && !keepdim) mx.shape = mn.shape = mean.shape = {};
+            if (all && !keepdim) {
+                check_close(t.max(), mx, 0, 0);
+                check_close(lt::min(t), mn, 0, 0);
+                check_close(lt::mean(t), mean, 1e-5, 1e-5);
+            } else {
+                const lt::Axes use = all ? lt::detail::all_axes(shape.size()) : ax;
+                check_close(lt::max(t, use, keepdim), mx, 0, 0);
+                check_close(t.min(use, keepdim), mn, 0, 0);
+                check_close(t.mean(use, keepdim), mean, 1e-5, 1e-5);
+            }
+        }
+    }
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("sum, max, min and mean over every axis set", T, float, double, int32_t, int64_t, uint8_t) {
+    for_each_device([](lt::Device) {
+        unsigned seed = 100;
+        for (const lt::Shape& shape : {lt::Shape{}, lt::Shape{1}, lt::Shape{9}, lt::Shape{5, 7}, lt::Shape{1, 6},
+                                       lt::Shape{3, 4, 5}, lt::Shape{2, 1, 3, 2}})
+            check_all_reductions<T>(shape, ++seed);
+    });
+}
+
+TEST_CASE("long rows, long columns and long vectors (threads, blocks, split reductions)") {
+    for_each_device([](lt::Device) {
+        for (const lt::Shape& shape : {lt::Shape{3, 70001}, lt::Shape{70001, 3}, lt::Shape{517, 1029}, lt::Shape{1000003},
+                                       lt::Shape{64, 65536}, lt::Shape{65536, 64}}) {
+            INFO("shape " << shape);
+            Ref x = random_ref<float>(shape, 7);
+            lt::Tensor<float> t = make_tensor<float>(x);
+            for (int axis = 0; axis < static_cast<int>(shape.size()); ++axis) {
+                check_close(t.sum(axis), reduce(x, {axis}, false, 0.0, [](double a, double b) { return a + b; }), 1e-4, 1e-3);
+                check_close(t.max(axis), reduce(x, {axis}, false, -kInf, ref_max), 0, 0);
+            }
+            Ref total = reduce(x, {}, false, 0.0, [](double a, double b) { return a + b; });
+            total.shape = {};
+            check_close(t.sum(), total, 1e-4, 1e-2);
+            Ref lo = reduce(x, {}, false, kInf, ref_min);
+            lo.shape = {};
+            check_close(t.min(), lo, 0, 0);
+        }
+    });
+}
+
+TEST_CASE("sums of integers and bools accumulate in int64") {
+    for_each_device([](lt::Device) {
+        lt::Tensor<bool> mask = lt::tensor<bool>({true, false, true, true}, {2, 2});
+        auto count = lt::sum(mask);
+        static_assert(std::is_same_v<typename decltype(count)::value_type, int64_t>);
+        CHECK(count.item() == 3);
+        CHECK(mask.sum(1).to_vector() == std::vector<int64_t>{1, 2});
+        CHECK(lt::max(mask, {0}).to_vector() == std::vector<bool>{true, true});
+        lt::Tensor<int32_t> big = lt::full<int32_t>({4, 1000}, 2000000000);
+        CHECK(big.sum().item() == int64_t(8000) * 1000000000);
+        lt::Tensor<uint8_t> bytes = lt::full<uint8_t>({300}, 255);
+        CHECK(bytes.sum().item() == 300 * 255);
+        auto avg = lt::mean(lt::tensor<int32_t>({1, 2}));
+        static_assert(std::is_same_v<typename decltype(avg)::value_type, float>);
+        CHECK(avg.item() == 1.5f);
+    });
+}
+
+TEST_CASE("empty reductions and NaN") {
+    for_each_device([](lt::Device) {
+        lt::Tensor<float> empty = lt::zeros<float>({0, 4});
+        CHECK(empty.sum().item() == 0.0f);
+        CHECK(empty.sum(0).to_vector() == std::vector<float>(4, 0.0f));
+        CHECK(empty.sum(1).shape() == lt::Shape{0});
+        CHECK(std::isnan(empty.mean().item()));
+        CHECK(empty.max(1).shape() == lt::Shape{0});  // nothing to reduce per row: no rows
+        CHECK_THROWS_AS(empty.max(0), lt::ValueError);
+
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        lt::Tensor<float> x = lt::tensor<float>({1, nan, 3, 4, 5, 6}, {2, 3});
+        std::vector<float> mx = x.max(1).to_vector();
+        CHECK(std::isnan(mx[0]));
+        CHECK(mx[1] == 6.0f);
+        CHECK(std::isnan(x.min().item()));
+        CHECK(std::isnan(x.sum(0).to_vector()[1]));
+    });
+}
+
+TEST_CASE("reductions of permuted and broadcast inputs") {
+    for_each_device([](lt::Device) {
+        Ref x = random_ref<float>({3, 4, 5}, 200);
+        lt::Tensor<float> t = make_tensor<float>(x);
+        Ref p = permute(x, {2, 0, 1});
+        check_close(t.permute({2, 0, 1}).sum({0, 2}), reduce(p, {0, 2}, false, 0.0, [](double a, double b) { return a + b; }),
+                    1e-5, 1e-5);
+        check_close(t.transpose(0, 2).max(-1, true), reduce(permute(x, {2, 1, 0}), {-1}, true, -kInf, ref_max), 0, 0);
+        lt::Tensor<float> row = lt::tensor<float>({1, 2, 3});
+        CHECK(row.expand({4, 3}).sum(0).to_vector() == std::vector<float>{4, 8, 12});
+        CHECK(row.reshape({3, 1}).expand({3, 5}).sum().item() == 30.0f);
+    });
+}
+
+TEST_CASE("fused producers and consumers: sum(exp(a) * b), mean, softmax, layer norm") {
+    for_each_device([](lt::Device) {
+        Ref a = random_ref<float>({33, 129}, 300), b = random_ref<float>({33, 129}, 301);
+        lt::Tensor<float> ta = make_tensor<float>(a), tb = make_tensor<float>(b);
+        Ref prod = zip(map(a, [](double v) { return std::exp(v); }), b, [](double x, double y) { return x * y; });
+        Ref total = reduce(prod, {}, false, 0.0, [](double x, double y) { return x + y; });
+        total.shape = {};
+        check_close(lt::sum(lt::exp(ta) * tb), total, 1e-5, 1e-4);
+        check_close(lt::sum(lt::exp(ta) * tb, {1}, true) / 3.0f,
+                    map(reduce(prod, {1}, true, 0.0, [](double x, double y) { return x + y; }), [](double v) { return v / 3; }),
+                    1e-5, 1e-5);
+
+        // Softmax over rows, written with primitives.
+        auto softmax = [](const lt::Tensor<float>& x, int axis) {
+            lt::Tensor<float> e = lt::exp(x - x.max(axis, true));
+            return lt::Tensor<float>(e / e.sum(axis, true));
+        };
+        for (int axis : {1, 0}) {
+            Ref mx = reduce(a, {axis}, true, -kInf, ref_max);
+            Ref e = map(zip(a, mx, [](double x, double m) { return x - m; }), [](double v) { return std::exp(v); });
+            Ref s = reduce(e, {axis}, true, 0.0, [](double x, double y) { return x + y; });
+            check_close(softmax(ta, axis), zip(e, s, [](double x, double y) { return x / y; }), 1e-5, 1e-7);
+        }
+
+        // Layer norm over the last axis.
+        lt::Tensor<float> mean = ta.mean(1, true);
+        lt::Tensor<float> centered = ta - mean;
+        lt::Tensor<float> var = (centered * centered).mean(1, true);
+        lt::Tensor<float> norm = centered / lt::sqrt(var + 1e-5f);
+        Ref m = map(reduce(a, {1}, true, 0.0, [](double x, double y) { return x + y; }), [](double v) { return v / 129; });
+        Ref c = zip(a, m, [](double x, double y) { return x - y; });
+        Ref v = map(reduce(map(c, [](double x) { return x * x; }), {1}, true, 0.0, [](double x, double y) { return x + y; }),
+                    [](double x) { return x / 129; });
+        check_close(norm, zip(c, v, [](double x, double y) { return x / std::sqrt(y + 1e-5); }), 1e-4, 1e-5);
+    });
+}
+
+TEST_CASE("index math is 64-bit: a tensor of more than 2^31 elements") {
+    // 2^31 + 1024 bytes with position-dependent values: any offset that wraps at 2^31 changes
+    // the sums below.
+    const int64_t rows = (int64_t(1) << 21) + 1, cols = 1024, n = rows * cols;
+    auto value = [](int64_t i) { return int64_t(i % 251) + 1; };
+    for_each_device([&](lt::Device) {
+        lt::Tensor<uint8_t> x;
+        {
+            std::vector<uint8_t> data(static_cast<std::size_t>(n));
+            for (int64_t i = 0; i < 251 * 64; ++i) data[static_cast<std::size_t>(i)] = static_cast<uint8_t>(i % 251);
+            for (int64_t done = 251 * 64; done < n; done *= 2)
+                std::memcpy(data.data() + done, data.data(), static_cast<std::size_t>(std::min(done, n - done)));
+            x = lt::tensor<uint8_t>(data, {n});
+        }
+        lt::Tensor<uint8_t> y = (x + uint8_t(1)).realize();
+        x = lt::Tensor<uint8_t>();
+        const int64_t q = n / 251, r = n % 251;
+        CHECK(y.sum().item() == q * (251 * 252 / 2) + r * (r + 1) / 2);
+
+        lt::Tensor<int64_t> row_sums = y.reshape({rows, cols}).sum(1);
+        int64_t last_row = 0;
+        for (int64_t i = n - cols; i < n; ++i) last_row += value(i);
+        std::vector<int64_t> rs = row_sums.to_vector();
+        REQUIRE(rs.size() == static_cast<std::size_t>(rows));
+        CHECK(rs.back() == last_row);
+
+        std::vector<int64_t> cs = y.reshape({rows, cols}).sum(0).to_vector();
+        int64_t last_col = 0;
+        for (int64_t row = 0; row < rows; ++row) last_col += value(row * cols + cols - 1);
+        CHECK(cs.back() == last_col);
+    });
+}

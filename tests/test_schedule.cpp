@@ -1,0 +1,198 @@
+// The scheduler: how many kernels a graph becomes and why each ends, shared nodes computed
+// once, several outputs in one schedule, the kernel cache, debug output, buffer lifetimes.
+#include <iostream>
+#include <sstream>
+
+#include "common.hpp"
+
+namespace {
+
+lt::Tensor<float> rand_tensor(const lt::Shape& shape, unsigned seed) { return make_tensor<float>(random_ref<float>(shape, seed)); }
+
+/// Captures what realize() prints at a debug level.
+template <class F>
+std::string debug_output(int level, F&& f) {
+    std::ostringstream captured;
+    std::streambuf* old = std::cerr.rdbuf(captured.rdbuf());
+    const int before = lt::debug_level();
+    lt::set_debug_level(level);
+    try {
+        f();
+    } catch (...) {
+        std::cerr.rdbuf(old);
+        lt::set_debug_level(before);
+        throw;
+    }
+    std::cerr.rdbuf(old);
+    lt::set_debug_level(before);
+    return captured.str();
+}
+
+}  // namespace
+
+TEST_CASE("element-wise chains and a reduction with its producers are one kernel") {
+    for_each_device([](lt::Device) {
+        lt::Tensor<float> a = rand_tensor({64, 32}, 1), b = rand_tensor({64, 32}, 2), c = rand_tensor({32}, 3);
+        CHECK(lt::kernel_count(lt::schedule(lt::exp(a) * b + c * 0.5f - lt::tanh(a))) == 1);
+        CHECK(lt::kernel_count(lt::schedule(lt::sum(lt::exp(a) * b))) == 1);
+        CHECK(lt::kernel_count(lt::schedule(lt::mean(a * b, {1}))) == 1);
+        CHECK(lt::kernel_count(lt::schedule(a.sum({1}, true) / 3.0f + 1.0f)) == 1);
+        CHECK(lt::kernel_count(lt::schedule(lt::where(a > 0.0f, a, b.transpose(0, 1).transpose(0, 1)))) == 1);
+        CHECK(lt::kernel_count(lt::schedule(lt::cast<int32_t>(a * 10.0f).cast<float>())) == 1);
+
+        auto items = lt::schedule(lt::sum(lt::exp(a) * b));
+        REQUIRE(items.size() == 1);
+        CHECK(items[0].kind == "kernel");
+        CHECK(items[0].reason == "output");
+        CHECK(items[0].ops == std::vector<std::string>{"exp", "mul", "sum"});
+        CHECK(items[0].inputs == std::vector<std::string>{"float32[64, 32]", "float32[64, 32]"});
+        CHECK(items[0].output == "float32[]");
+    });
+}
+
+TEST_CASE("softmax and layer norm from primitives are one kernel each (one pass per row)") {
+    for_each_device([](lt::Device) {
+        lt::Tensor<float> x = rand_tensor({16, 100}, 4);
+        lt::Tensor<float> e = lt::exp(x - x.max(1, true));
+        lt::Tensor<float> softmax = e / e.sum(1, true);
+        auto items = lt::schedule(softmax);
+        CHECK(lt::kernel_count(items) == 1);
+        CHECK(items[0].phases == 3);  // max, sum, store
+
+        lt::Tensor<float> centered = x - x.mean(-1, true);
+        lt::Tensor<float> norm = centered / lt::sqrt((centered * centered).mean(-1, true) + 1e-5f);
+        CHECK(lt::kernel_count(lt::schedule(norm)) == 1);
+
+        // Column softmax: the reduced axis is not the innermost one.
+        lt::Tensor<float> ec = lt::exp(x - x.max(0, true));
+        CHECK(lt::kernel_count(lt::schedule(ec / ec.sum(0, true))) == 1);
+    });
+}
+
+TEST_CASE("a node used by several kernels is computed once into its own buffer") {
+    for_each_device([](lt::Device) {
+        lt::Tensor<float> a = rand_tensor({8, 16}, 5);
+        lt::Tensor<float> shared = lt::exp(a) + 1.0f;
+        lt::Tensor<float> s = shared.sum(0);         // reduces over axis 0
+        lt::Tensor<float> t = shared.max(1, true);   // reduces over axis 1
+        auto items = lt::schedule({s, t});
+        REQUIRE(lt::kernel_count(items) == 3);
+        CHECK(items[0].ops == std::vector<std::string>{"exp", "add"});
+        CHECK(items[0].reason.find("used by 2 consumers in 2 kernels") != std::string::npos);
+        lt::realize({s, t});
+        CHECK(s.is_realized());
+        CHECK(t.is_realized());
+        Ref ra = random_ref<float>({8, 16}, 5);
+        Ref rs = map(ra, [](double v) { return std::exp(v) + 1; });
+        check_close(s, reduce(rs, {0}, false, 0.0, [](double x, double y) { return x + y; }), 1e-5, 1e-5);
+        check_close(t, reduce(rs, {1}, true, -INFINITY, ref_max), 1e-6, 1e-6);
+
+        // Used twice inside one kernel: computed once there, no extra kernel.
+        lt::Tensor<float> u = a + 2.0f;
+        CHECK(lt::kernel_count(lt::schedule(u * u - u)) == 1);
+        // A reduction whose result is read with a different domain gets its own kernel.
+        lt::Tensor<float> colmax = a.max(0, true);
+        auto mixed = lt::schedule(a.sum(1, true) + colmax.sum());
+        CHECK(lt::kernel_count(mixed) == 3);
+    });
+}
+
+TEST_CASE("realize of several outputs shares one schedule") {
+    for_each_device([](lt::Device) {
+        lt::Tensor<float> a = rand_tensor({10, 10}, 6);
+        lt::Tensor<float> base = lt::exp(a);
+        lt::Tensor<float> x = base * 2.0f, y = base + 1.0f;
+        auto items = lt::schedule({x, y});
+        CHECK(lt::kernel_count(items) == 3);  // base once, then x and y
+        lt::realize({x, y, x});
+        std::vector<float> xv = x.to_vector(), yv = y.to_vector(), av = a.to_vector();
+        for (std::size_t i = 0; i < av.size(); ++i) {
+            CHECK(xv[i] == doctest::Approx(2 * std::exp(av[i])).epsilon(1e-6));
+            CHECK(yv[i] == doctest::Approx(std::exp(av[i]) + 1).epsilon(1e-6));
+        }
+        // The user still holds `base`: it was computed in this schedule, so it is kept.
+        CHECK(base.is_realized());
+        // Already realized outputs schedule nothing.
+        CHECK(lt::schedule({x, y}).empty());
+    });
+}
+
+TEST_CASE("kernels of the same structure share one compiled form") {
+    for_each_device([](lt::Device d) {
+        auto& backend = lt::detail::backend_for(d);
+        auto run = [](unsigned seed) {
+            lt::Tensor<float> a = rand_tensor({33, 17}, seed), b = rand_tensor({33, 17}, seed + 1);
+            return (a * b + 3.0f).realize();
+        };
+        run(10);
+        const std::size_t cached = backend.cached_kernels();
+        lt::Tensor<float> r = run(20);
+        CHECK(backend.cached_kernels() == cached);
+        Ref ra = random_ref<float>({33, 17}, 20), rb = random_ref<float>({33, 17}, 21);
+        check_close(r, zip(ra, rb, [](double x, double y) { return x * y + 3; }), 1e-6, 1e-6);
+        // Contiguous tensors of another shape with the same element count normalize to the same kernel.
+        lt::Tensor<float> a = rand_tensor({561}, 30), b = rand_tensor({561}, 31);
+        (a * b + 3.0f).realize();
+        CHECK(backend.cached_kernels() == cached);
+        // A different constant is a different kernel.
+        (a * b + 4.0f).realize();
+        CHECK(backend.cached_kernels() == cached + 1);
+    });
+}
+
+TEST_CASE("LAZYTENSOR_DEBUG prints the schedule, the IR and kernel times") {
+    lt::Tensor<float> x = rand_tensor({4, 8}, 7);
+    lt::Tensor<float> shared = x * 2.0f;
+    lt::Tensor<float> out1 = shared.sum(0), out2 = shared.sum(1);
+    std::string one = debug_output(1, [&] { lt::realize({out1, out2}); });
+    CHECK(one.find("schedule: 3 kernels for 2 outputs") != std::string::npos);
+    CHECK(one.find("used by 2 consumers in 2 kernels") != std::string::npos);
+    CHECK(one.find("(ends: output)") != std::string::npos);
+    CHECK(one.find("float32[4, 8]") != std::string::npos);
+    CHECK(one.find("phase") == std::string::npos);
+
+    std::string two = debug_output(2, [&] { (x + 1.0f).realize(); });
+    CHECK(two.find("phase 0: store") != std::string::npos);
+    CHECK(two.find("load p0") != std::string::npos);
+
+    std::string three = debug_output(3, [&] { (x - 1.0f).realize(); });
+    CHECK(three.find(" ms") != std::string::npos);
+    CHECK(debug_output(0, [&] { (x * 5.0f).realize(); }).empty());
+}
+
+TEST_CASE("intermediate buffers are freed once no longer needed") {
+    for_each_device([](lt::Device) {
+        lt::Tensor<float> a = rand_tensor({32, 32}, 8);
+        std::weak_ptr<lt::detail::Node> inner;
+        std::weak_ptr<lt::Buffer> inner_buffer;
+        lt::Tensor<float> out;
+        {
+            lt::Tensor<float> shared = lt::exp(a);  // read by two kernels: materialized
+            inner = shared.node_ptr();
+            out = shared.sum(0, true) + shared.max(1, true);
+        }
+        out.realize();
+        CHECK(out.is_realized());
+        CHECK(inner.expired());  // nobody holds it any more: node and buffer are gone
+        // A realized tensor's buffer goes with its last handle.
+        lt::Tensor<float> b = (a + 1.0f).realize();
+        std::weak_ptr<lt::Buffer> buf = b.node_ptr()->buffer;
+        lt::Tensor<float> view = b.transpose(0, 1).realize();
+        b = lt::Tensor<float>();
+        CHECK_FALSE(buf.expired());  // the view still uses it
+        view = lt::Tensor<float>();
+        CHECK(buf.expired());
+    });
+}
+
+TEST_CASE("realizing a realized tensor, and a constant") {
+    for_each_device([](lt::Device) {
+        lt::Tensor<float> c = lt::full<float>({3, 2}, 1.5f);
+        CHECK(lt::kernel_count(lt::schedule(c)) == 1);
+        c.realize();
+        CHECK(c.is_realized());
+        CHECK(c.to_vector() == std::vector<float>(6, 1.5f));
+        c.realize();  // nothing left to do
+        CHECK(lt::schedule({c}).empty());
+    });
+}
