@@ -11,3 +11,9 @@
 #ifndef LAZYTENSOR_HOST_PARALLEL_MIN
 #define LAZYTENSOR_HOST_PARALLEL_MIN 32768
 #endif
+
+/// Outputs of at least this many bytes are written with non-temporal (streaming) stores on the
+/// host: they would not stay in cache anyway, and streaming saves reading them first.
+#ifndef LAZYTENSOR_HOST_STREAM_MIN
+#define LAZYTENSOR_HOST_STREAM_MIN (std::int64_t(16) << 20)
+#endif

@@ -35,9 +35,20 @@ inline int host_threads() {
     return hw ? static_cast<int>(hw) : 1;
 }
 
+/// LAZYTENSOR_HOST_CACHE_MB: how much freed host memory is kept for reuse (default 1024).
+inline std::size_t host_cache_bytes() {
+    if (const char* v = env("LAZYTENSOR_HOST_CACHE_MB")) {
+        char* end = nullptr;
+        const long long mb = std::strtoll(v, &end, 10);
+        if (*end || mb < 0) fail<ValueError>("LAZYTENSOR_HOST_CACHE_MB=", v, " is not a size in MiB (a whole number >= 0)");
+        return static_cast<std::size_t>(mb) << 20;
+    }
+    return std::size_t(1024) << 20;
+}
+
 inline host::HostBackend& host_backend() {
     // Never destroyed: buffers held by static tensors may outlive any destruction order.
-    static host::HostBackend* backend = new host::HostBackend(host_threads());
+    static host::HostBackend* backend = new host::HostBackend(host_threads(), host_cache_bytes());
     return *backend;
 }
 

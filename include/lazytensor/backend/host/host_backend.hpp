@@ -1,13 +1,24 @@
-// The host backend: buffers in host memory (64-byte aligned), kernels run by the interpreter on
-// a thread pool of LAZYTENSOR_THREADS threads (default: all cores).
+// The host backend: buffers in host memory, kernels run by the interpreter on a thread pool of
+// LAZYTENSOR_THREADS threads (default: all cores).
+//
+// Large buffers come from a cache of freed blocks (like PyTorch's caching allocator): a fresh
+// 64 MB buffer costs 16k page faults on first touch, more than the kernel that fills it. Blocks
+// of 2 MB and more are 2 MB aligned and advised as huge pages where Linux allows it.
 #pragma once
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <xsimd/xsimd.hpp>
 
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
+
+#include "../../core/config.hpp"
 #include "../backend.hpp"
 #include "interpreter.hpp"
 
@@ -15,7 +26,8 @@ namespace lazytensor::detail::host {
 
 class HostBackend final : public Backend {
 public:
-    explicit HostBackend(int threads) : pool_(threads) {}
+    HostBackend(int threads, std::size_t cache_bytes) : pool_(threads), cache_limit_(cache_bytes) {}
+    ~HostBackend() override { release_cached(); }
 
     Device device() const override { return Device::host(); }
     std::string name() const override {
@@ -26,13 +38,38 @@ public:
 
     BufferPtr allocate(DType dtype, std::int64_t numel) override {
         const std::size_t bytes = static_cast<std::size_t>(numel) * dtype_size(dtype);
-        void* p = std::aligned_alloc(64, std::max<std::size_t>(64, (bytes + 63) / 64 * 64));
+        void* p = take_block(block_size(bytes));
         if (!p)
             fail<BackendError>("host: out of memory allocating ", numel, " elements of ", dtype, " (", bytes,
                                " bytes)");
         return std::make_shared<Buffer>(device(), dtype, numel, p, this);
     }
-    void release(void* handle, std::size_t) noexcept override { std::free(handle); }
+
+    void release(void* handle, std::size_t bytes) noexcept override {
+        const std::size_t size = block_size(bytes);
+        if (size >= kCachedMin) {
+            std::lock_guard<std::mutex> lock(cache_mutex_);
+            if (cached_bytes_ + size <= cache_limit_) {
+                cached_.emplace(size, handle);
+                cached_bytes_ += size;
+                return;
+            }
+        }
+        std::free(handle);
+    }
+
+    /// Returns every cached free block to the system.
+    void release_cached() noexcept {
+        std::lock_guard<std::mutex> lock(cache_mutex_);
+        for (auto& [size, p] : cached_) std::free(p);
+        cached_.clear();
+        cached_bytes_ = 0;
+    }
+
+    std::size_t cached_bytes() const {
+        std::lock_guard<std::mutex> lock(cache_mutex_);
+        return cached_bytes_;
+    }
 
     void write(Buffer& dst, std::size_t at, const void* src, std::size_t bytes) override {
         if (bytes) std::memcpy(static_cast<char*>(dst.handle()) + at, src, bytes);
@@ -52,7 +89,41 @@ protected:
     }
 
 private:
+    static constexpr std::size_t kHuge = std::size_t(2) << 20;
+    static constexpr std::size_t kCachedMin = std::size_t(1) << 20;
+
+    static std::size_t block_size(std::size_t bytes) {
+        const std::size_t align = bytes >= kHuge ? kHuge : 64;
+        return std::max<std::size_t>(64, (bytes + align - 1) / align * align);
+    }
+
+    void* take_block(std::size_t size) {
+        if (size >= kCachedMin) {
+            std::lock_guard<std::mutex> lock(cache_mutex_);
+            auto it = cached_.find(size);
+            if (it != cached_.end()) {
+                void* p = it->second;
+                cached_bytes_ -= size;
+                cached_.erase(it);
+                return p;
+            }
+        }
+        void* p = std::aligned_alloc(size >= kHuge ? kHuge : 64, size);
+        if (!p && size >= kCachedMin) {  // retry once the cache has given its memory back
+            release_cached();
+            p = std::aligned_alloc(size >= kHuge ? kHuge : 64, size);
+        }
+#ifdef __linux__
+        if (p && size >= kHuge) madvise(p, size, MADV_HUGEPAGE);
+#endif
+        return p;
+    }
+
     ThreadPool pool_;
+    mutable std::mutex cache_mutex_;
+    std::multimap<std::size_t, void*> cached_;
+    std::size_t cached_bytes_ = 0;
+    std::size_t cache_limit_;
 };
 
 }  // namespace lazytensor::detail::host

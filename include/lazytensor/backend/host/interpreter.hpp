@@ -29,6 +29,10 @@
 #include "../../ir/kernel.hpp"
 #include "../backend.hpp"
 #include "simd_ops.hpp"
+
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 #include "thread_pool.hpp"
 
 namespace lazytensor::detail::host {
@@ -74,6 +78,7 @@ struct PStore {
     int value = -1;
     AccessPlan access;
     bool variant = false;  // runs once per reduced index
+    bool stream = false;   // a large output: written with non-temporal stores
     std::size_t esize = 4;
 };
 
@@ -160,6 +165,28 @@ inline void strided_copy(void* dst, const char* src, std::int64_t stride, std::i
     }
 }
 
+/// Copies into memory that will not be read soon, bypassing the caches (no read-for-ownership
+/// of the destination, which is a third of the traffic of a streaming kernel). Needs a fence.
+inline void stream_copy(char* to, const char* from, std::size_t bytes) {
+#if defined(__SSE2__)
+    std::size_t head = (16 - reinterpret_cast<std::uintptr_t>(to) % 16) % 16;
+    if (head > bytes) head = bytes;
+    std::memcpy(to, from, head);
+    to += head;
+    from += head;
+    bytes -= head;
+    for (; bytes >= 16; bytes -= 16, to += 16, from += 16)
+        _mm_stream_si128(reinterpret_cast<__m128i*>(to), _mm_loadu_si128(reinterpret_cast<const __m128i*>(from)));
+#endif
+    std::memcpy(to, from, bytes);
+}
+
+inline void stream_fence() {
+#if defined(__SSE2__)
+    _mm_sfence();
+#endif
+}
+
 inline void strided_store(char* dst, const void* src, std::int64_t stride, std::int64_t len, std::size_t esize) {
     switch (esize) {
         case 1: scatter<std::uint8_t>(dst, src, stride, len); break;
@@ -199,9 +226,12 @@ public:
         }
         choose_mode();
         std::size_t arena = 0, ptrs = 0;
+        std::size_t registers = 0;
         auto reserve = [&](std::size_t bytes) {
+            // Stagger registers by a few cache lines: blocks of 4 KiB multiples would otherwise
+            // all map to the same L1 sets (and alias each other's loads and stores).
             const std::size_t at = arena;
-            arena += (bytes + 63) / 64 * 64;
+            arena += (bytes + 63) / 64 * 64 + 64 * (1 + (registers++ % 13));
             return at;
         };
         for (const ir::Phase& ph : k.phases) {
@@ -218,6 +248,8 @@ public:
                 s.access = split(st.access);
                 s.esize = dtype_size(k.params[static_cast<std::size_t>(st.param)].dtype);
                 s.variant = !p.outer && (!s.access.a_invariant || !p.instrs[static_cast<std::size_t>(st.value)].invariant);
+                const std::int64_t written = s.variant ? o_.total * a_.total : o_.total;
+                s.stream = written * static_cast<std::int64_t>(s.esize) >= LAZYTENSOR_HOST_STREAM_MIN;
                 p.stores.push_back(std::move(s));
             }
             if (ph.kind == ir::Phase::Kind::Reduce) {
@@ -255,6 +287,7 @@ public:
             const std::int64_t start = item * oblock_;
             f.set_oblock(start, std::min(oblock_, o_.total - start));
             for (std::size_t p = 0; p < phases_.size(); ++p) run_phase(p, f, 0, a_.total);
+            stream_fence();
         };
         if (parallel)
             pool.parallel_for(items, body);
@@ -401,7 +434,7 @@ private:
             PInstr& v = p.instrs[static_cast<std::size_t>(st.value)];
             if (st.variant) read_inner(st.value);
             const bool computed = v.op == ir::Op::Unary || v.op == ir::Op::Binary || v.op == ir::Op::Where || v.op == ir::Op::Cast;
-            if (computed && v.invariant != st.variant && v.forward_store < 0) v.forward_store = static_cast<int>(s);
+            if (computed && !st.stream && v.invariant != st.variant && v.forward_store < 0) v.forward_store = static_cast<int>(s);
         }
     }
 
@@ -464,7 +497,9 @@ private:
             char* to = dst + (fixed + dot(s.index, vs)) * es;
             const char* from = static_cast<const char*>(value) + s.lane * es;
             if (to == from) continue;  // computed in place
-            if (step == 1)
+            if (step == 1 && st.stream)
+                stream_copy(to, from, static_cast<std::size_t>(s.len) * st.esize);
+            else if (step == 1)
                 std::memcpy(to, from, static_cast<std::size_t>(s.len) * st.esize);
             else if (step == 0 && s.len > 0)
                 std::memcpy(to, from + (s.len - 1) * es, st.esize);  // every lane writes one element: the last wins
@@ -596,6 +631,7 @@ private:
                 red.reduce.fold(slot, partial.data() + static_cast<std::size_t>(chunk * o_.total + start) * rsize, f.olen);
             for (std::size_t p = 1; p < phases_.size(); ++p) run_phase(p, f, 0, a_.total);
         }
+        stream_fence();
     }
 
     static void unravel(const Space& s, std::int64_t linear, SmallVector<std::int64_t, 6>& index) {
