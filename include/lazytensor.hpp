@@ -20,6 +20,7 @@
 #include "lazytensor/frontend/expr.hpp"
 #include "lazytensor/frontend/functions.hpp"
 #include "lazytensor/frontend/print.hpp"
+#include "lazytensor/frontend/static_kernel.hpp"
 #include "lazytensor/frontend/tensor.hpp"
 #include "lazytensor/runtime/device.hpp"
 #include "lazytensor/runtime/realize.hpp"

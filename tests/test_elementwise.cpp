@@ -1,11 +1,13 @@
 // Element-wise ops against a double-precision reference: every op, every dtype it allows,
 // broadcasting, scalars on either side, non-contiguous inputs, NaN and Inf.
+#include <cstring>
+
 #include "common.hpp"
 
 namespace {
 
 // Shapes that exercise: a scalar, a tail shorter than a SIMD batch, several blocks, threads.
-const std::vector<lt::Shape> kShapes = {{}, {1}, {7}, {3, 5}, {2, 3, 4}, {1031}, {300, 401}};
+const std::vector<lt::Shape> kShapes = {{}, {0}, {1}, {7}, {3, 5}, {2, 0, 3}, {2, 3, 4}, {1031}, {300, 401}};
 
 double sigmoid_ref(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
@@ -184,5 +186,71 @@ TEST_CASE("the issue's chain: exp(a)*b + c*0.5 - tanh(a)") {
                 expected.v[i] = std::exp(a.v[i]) * b.v[i] + c.v[i] * 0.5 - std::tanh(a.v[i]);
             check_close(lt::exp(ta) * tb + tc * 0.5f - lt::tanh(ta), expected, 1e-5, 1e-5);
         }
+    });
+}
+
+namespace {
+
+/// Realizes `make()` with compiled loops on and off; both must agree bit for bit.
+template <class F>
+void check_compiled_matches_interpreted(F&& make, bool expect_compiled) {
+    const bool before = lt::static_kernels_enabled();
+    lt::set_static_kernels_enabled(true);
+    auto compiled_expr = make();
+    auto items = lt::schedule(compiled_expr);
+    REQUIRE(items.size() == 1);
+    CHECK(items[0].compiled_loop == expect_compiled);
+    auto with_loop = compiled_expr.to_vector();
+    lt::set_static_kernels_enabled(false);
+    auto interpreted_expr = make();
+    CHECK_FALSE(lt::schedule(interpreted_expr)[0].compiled_loop);
+    auto without = interpreted_expr.to_vector();
+    lt::set_static_kernels_enabled(before);
+    REQUIRE(with_loop.size() == without.size());
+    for (std::size_t i = 0; i < with_loop.size(); ++i) {
+        // NaN payloads and signs are not specified by IEEE; every other bit must match.
+        const bool same = std::memcmp(&with_loop[i], &without[i], sizeof(with_loop[i])) == 0 ||
+                          (std::isnan(with_loop[i]) && std::isnan(without[i]));
+        if (!same) FAIL_CHECK("element " << i << ": compiled " << with_loop[i] << ", interpreted " << without[i]);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("compiled loops of float expressions agree bit for bit with the interpreter") {
+    for_each_device([](lt::Device) {
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        Ref ra = random_ref<float>({67, 131}, 90), rb = random_ref<float>({131}, 91), rc = random_ref<float>({131, 67}, 92);
+        ra.v[5] = nan;
+        lt::Tensor<float> a = make_tensor<float>(ra), b = make_tensor<float>(rb), c = make_tensor<float>(rc);
+        lt::Tensor<double> d = make_tensor<double>(random_ref<double>({1000}, 93));
+        check_compiled_matches_interpreted([&] { return lt::exp(a) * b + c.transpose(0, 1) * 0.5f - lt::tanh(a); }, true);
+        check_compiled_matches_interpreted([&] { return lt::where(a > b, lt::sqrt(lt::abs(a)), -b) / 3; }, true);
+        check_compiled_matches_interpreted([&] { return lt::maximum(a, 0.25f) + lt::minimum(1.0f, b) * lt::pow(lt::abs(a), 1.5f); }, true);
+        check_compiled_matches_interpreted([&] { return lt::where(a != a, 0.0f, lt::sigmoid(a)) + lt::log(lt::relu(a) + 1); }, true);
+        check_compiled_matches_interpreted([&] { return lt::sin(d) * lt::cos(d) - d; }, true);
+        // Mixed types are interpreted.
+        lt::Tensor<int32_t> i = lt::arange<int32_t>(131);
+        check_compiled_matches_interpreted([&] { return lt::exp(a) * i; }, false);
+    });
+}
+
+TEST_CASE("float tanh is within 5 ulp everywhere (the accuracy OpenCL requires)") {
+    for_each_device([](lt::Device) {
+        std::vector<float> xs;
+        for (double v = -12; v < 12; v += 1.7e-5) xs.push_back(static_cast<float>(v));
+        for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-40f, 9.0f, -9.0f, 1e30f, INFINITY, -INFINITY}) xs.push_back(v);
+        const auto n = static_cast<int64_t>(xs.size());
+        std::vector<float> got = lt::tanh(lt::tensor<float>(xs, {n})).to_vector();
+        double worst = 0;
+        for (std::size_t i = 0; i < xs.size(); ++i) {
+            const double ref = std::tanh(static_cast<double>(xs[i]));
+            const float rf = static_cast<float>(ref);
+            const double ulp = std::max(double(std::nextafter(std::fabs(rf), 2.0f)) - std::fabs(rf), 1e-45);
+            worst = std::max(worst, std::fabs(got[i] - ref) / ulp);
+            if (xs[i] == 0) CHECK(std::signbit(got[i]) == std::signbit(xs[i]));
+        }
+        CHECK(worst <= 5.0);
+        CHECK(std::isnan(lt::tanh(lt::tensor<float>({NAN})).item()));
     });
 }

@@ -16,6 +16,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "../core/config.hpp"
 #include "../ir/graph.hpp"
 #include "../schedule/schedule.hpp"
 
@@ -87,6 +88,7 @@ private:
             kernel.params.push_back(ir::Param{L.g_.root->dtype, true});
             pb.phase.stores.push_back(ir::Store{out, value, store});
             kernel.phases.push_back(std::move(pb.phase));
+            if (static_kernels_enabled()) kernel.candidate = L.root_->static_kernel;
             ir::normalize(kernel);
         }
 

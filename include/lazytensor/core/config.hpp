@@ -2,6 +2,10 @@
 // <lazytensor.hpp> to change them. Environment variables are read at run time (runtime/env.hpp).
 #pragma once
 
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+
 /// Lanes the host interpreter evaluates per instruction at once (a multiple of the SIMD width).
 #ifndef LAZYTENSOR_HOST_BLOCK
 #define LAZYTENSOR_HOST_BLOCK 1024
@@ -17,3 +21,18 @@
 #ifndef LAZYTENSOR_HOST_STREAM_MIN
 #define LAZYTENSOR_HOST_STREAM_MIN (std::int64_t(16) << 20)
 #endif
+
+namespace lazytensor {
+namespace detail {
+inline std::atomic<bool>& static_kernels_flag() {
+    static std::atomic<bool> enabled{!(std::getenv("LAZYTENSOR_STATIC_KERNELS") &&
+                                       std::getenv("LAZYTENSOR_STATIC_KERNELS")[0] == '0')};
+    return enabled;
+}
+}  // namespace detail
+
+/// Whether element-wise float expressions run as compiled loops (ir/static_kernel.hpp) rather
+/// than interpreted. On by default; LAZYTENSOR_STATIC_KERNELS=0 turns it off.
+inline bool static_kernels_enabled() { return detail::static_kernels_flag().load(); }
+inline void set_static_kernels_enabled(bool on) { detail::static_kernels_flag().store(on); }
+}  // namespace lazytensor

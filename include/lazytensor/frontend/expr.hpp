@@ -9,9 +9,21 @@
 #include <type_traits>
 #include <utility>
 
+#include "../ir/static_kernel.hpp"
 #include "tensor.hpp"
 
 namespace lazytensor::detail {
+
+/// The compiled loop of expression type E, or null (frontend/static_kernel.hpp).
+template <class E>
+const StaticKernel* static_kernel_of();
+
+/// Marks a node built from expression E with E's compiled loop.
+template <class E>
+NodePtr with_static_kernel(NodePtr n) {
+    n->static_kernel = static_kernel_of<E>();
+    return n;
+}
 
 /// A C++ scalar operand.
 template <class S>
@@ -84,7 +96,7 @@ public:
     explicit UnaryExpr(A a) : a_(std::move(a)) {}
     const Shape& shape() const { return a_.shape(); }
     Device device() const { return a_.device(); }
-    NodePtr build() const { return graph::unary(Op, a_.build()); }
+    NodePtr build() const { return with_static_kernel<UnaryExpr>(graph::unary(Op, a_.build())); }
 
 private:
     A a_;
@@ -104,7 +116,7 @@ public:
     }
     const Shape& shape() const { return shape_; }
     Device device() const { return device_; }
-    NodePtr build() const { return graph::binary(Op, operand(l_), operand(r_)); }
+    NodePtr build() const { return with_static_kernel<BinaryExpr>(graph::binary(Op, operand(l_), operand(r_))); }
 
 private:
     L l_;
@@ -128,7 +140,9 @@ public:
     }
     const Shape& shape() const { return shape_; }
     Device device() const { return device_; }
-    NodePtr build() const { return graph::where(operand(c_), operand(x_), operand(y_)); }
+    NodePtr build() const {
+        return with_static_kernel<WhereExpr>(graph::where(operand(c_), operand(x_), operand(y_)));
+    }
 
 private:
     C c_;

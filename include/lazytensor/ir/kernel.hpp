@@ -24,6 +24,10 @@
 #include "index_map.hpp"
 #include "ops.hpp"
 
+namespace lazytensor::detail {
+class StaticKernel;
+}
+
 namespace lazytensor::detail::ir {
 
 #define LAZYTENSOR_IR_OPS(X) \
@@ -79,6 +83,9 @@ struct Kernel {
     std::vector<bool> reduced;  // per domain axis
     std::vector<Param> params;
     std::vector<Phase> phases;
+    // A compiled loop that may compute this kernel (ir/static_kernel.hpp); kernels with one
+    // are cached apart from kernels without, which stay interpreted.
+    const StaticKernel* candidate = nullptr;
 
     bool has_reduction() const {
         for (bool r : reduced)
@@ -147,6 +154,7 @@ private:
 /// A byte string equal for kernels of equal structure: the compilation cache key.
 inline std::string key(const Kernel& k) {
     KeyWriter w;
+    w.put(k.candidate != nullptr);
     w.put_list(k.domain);
     for (bool r : k.reduced) w.put(r);
     w.put(static_cast<std::uint32_t>(k.params.size()));

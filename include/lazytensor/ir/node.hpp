@@ -49,6 +49,7 @@ inline bool is_view(NodeKind k) { return k == NodeKind::Reshape || k == NodeKind
 
 struct Node;
 using NodePtr = std::shared_ptr<Node>;
+class StaticKernel;
 
 struct Node : std::enable_shared_from_this<Node> {
     NodeKind kind = NodeKind::Const;
@@ -67,6 +68,8 @@ struct Node : std::enable_shared_from_this<Node> {
     BufferPtr buffer;
     std::int64_t offset = 0;
     Strides strides;
+    // The compiled loop of the expression template this node was built from, if any.
+    const StaticKernel* static_kernel = nullptr;
     // A stable number for debug output.
     std::uint64_t id = next_id();
 
@@ -90,6 +93,7 @@ inline void make_realized(Node& node, BufferPtr buffer, std::int64_t offset, Str
     for (auto& s : node.src) s.reset();
     node.nsrc = 0;
     node.axes.clear();
+    node.static_kernel = nullptr;
 }
 
 /// True when the layout is the row-major layout of its shape starting at element 0.

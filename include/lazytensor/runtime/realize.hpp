@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "../codegen/lower.hpp"
+#include "../ir/static_kernel.hpp"
 #include "../schedule/schedule.hpp"
 #include "device.hpp"
 
@@ -29,6 +30,7 @@ struct ScheduleItem {
     std::vector<std::string> inputs;  // "float32[2, 3]" per input buffer
     std::string output;
     int phases = 0;                   // reduce and store phases of the kernel
+    bool compiled_loop = false;       // runs as the expression's compiled loop, not interpreted
     std::string ir;                   // the kernel IR listing
 };
 
@@ -66,6 +68,8 @@ inline ScheduleItem describe(const Group& g) {
     for (const Node* in : g.inputs) item.inputs.push_back(describe(in));
     item.output = describe(g.root);
     item.phases = static_cast<int>(g.kernel.phases.size());
+    StaticBinding binding;
+    item.compiled_loop = !g.view_only && g.kernel.candidate && g.kernel.candidate->match(g.kernel, binding);
     if (!g.view_only) item.ir = ir::to_string(g.kernel);
     return item;
 }
@@ -79,6 +83,7 @@ inline void print_item(std::ostream& out, std::size_t i, const Group& g, int lev
     }
     for (std::size_t k = 0; k < item.ops.size(); ++k) out << (k ? ", " : "") << item.ops[k];
     if (item.ops.empty()) out << "copy";
+    if (item.compiled_loop) out << " (compiled loop)";
     out << "  [";
     for (std::size_t k = 0; k < item.inputs.size(); ++k) out << (k ? ", " : "") << item.inputs[k];
     out << "] -> " << item.output << "  (ends: " << item.reason << ")\n";

@@ -22,23 +22,22 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <vector>
 
 #include "../../core/config.hpp"
 #include "../../ir/kernel.hpp"
+#include "../../ir/static_kernel.hpp"
 #include "../backend.hpp"
 #include "simd_ops.hpp"
-
-#if defined(__SSE2__)
-#include <immintrin.h>
-#endif
 #include "thread_pool.hpp"
 
 namespace lazytensor::detail::host {
 
 inline constexpr std::int64_t kBlock = LAZYTENSOR_HOST_BLOCK;
 inline constexpr std::int64_t kSplitChunk = 16 * kBlock;  // reduced elements per split work item
+inline constexpr std::size_t kRowCacheBytes = std::size_t(1) << 20;  // per thread, for values reused across phases
 
 /// A set of domain axes walked as one row-major linear index.
 struct Space {
@@ -71,6 +70,9 @@ struct PInstr {
     alignas(8) unsigned char value[8] = {};  // Const, in dtype
     std::size_t own = 0, shadow = 0;         // arena offsets: value registers (own) and broadcast copy
     int forward_store = -1;                  // store that may receive this value in place
+    bool live = true;                        // needed by the phase's fold or stores
+    int cache_write = -1;                    // a later phase reads this value: keep it in this cache
+    int cache_read = -1;                     // an earlier phase computed this value: read this cache
 };
 
 struct PStore {
@@ -106,6 +108,7 @@ struct BlockCtx {
     const std::vector<Segment>* segments = nullptr;
     bool lanes_outer = true;                     // lanes walk O (else A)
     const SmallVector<std::int64_t, 6>* fixed;   // multi-index of the other space
+    std::int64_t cache_at = 0;                   // element offset of these lanes in a row cache
 };
 
 inline void cut_segments(const Space& space, std::int64_t start, std::int64_t n, std::vector<Segment>& out) {
@@ -165,28 +168,6 @@ inline void strided_copy(void* dst, const char* src, std::int64_t stride, std::i
     }
 }
 
-/// Copies into memory that will not be read soon, bypassing the caches (no read-for-ownership
-/// of the destination, which is a third of the traffic of a streaming kernel). Needs a fence.
-inline void stream_copy(char* to, const char* from, std::size_t bytes) {
-#if defined(__SSE2__)
-    std::size_t head = (16 - reinterpret_cast<std::uintptr_t>(to) % 16) % 16;
-    if (head > bytes) head = bytes;
-    std::memcpy(to, from, head);
-    to += head;
-    from += head;
-    bytes -= head;
-    for (; bytes >= 16; bytes -= 16, to += 16, from += 16)
-        _mm_stream_si128(reinterpret_cast<__m128i*>(to), _mm_loadu_si128(reinterpret_cast<const __m128i*>(from)));
-#endif
-    std::memcpy(to, from, bytes);
-}
-
-inline void stream_fence() {
-#if defined(__SSE2__)
-    _mm_sfence();
-#endif
-}
-
 inline void strided_store(char* dst, const void* src, std::int64_t stride, std::int64_t len, std::size_t esize) {
     switch (esize) {
         case 1: scatter<std::uint8_t>(dst, src, stride, len); break;
@@ -225,15 +206,7 @@ public:
             s.total *= k.domain[j];
         }
         choose_mode();
-        std::size_t arena = 0, ptrs = 0;
-        std::size_t registers = 0;
-        auto reserve = [&](std::size_t bytes) {
-            // Stagger registers by a few cache lines: blocks of 4 KiB multiples would otherwise
-            // all map to the same L1 sets (and alias each other's loads and stores).
-            const std::size_t at = arena;
-            arena += (bytes + 63) / 64 * 64 + 64 * (1 + (registers++ % 13));
-            return at;
-        };
+        std::size_t ptrs = 0;
         for (const ir::Phase& ph : k.phases) {
             PPhase p;
             p.kind = ph.kind;
@@ -256,43 +229,45 @@ public:
                 p.reduce_value = ph.reduce_value;
                 p.reduce_dtype = p.instrs[static_cast<std::size_t>(ph.reduce_value)].dtype;
                 p.reduce = reduce_fns(ph.reduce_op, p.reduce_dtype);
-                p.acc = reserve(static_cast<std::size_t>(kBlock) * dtype_size(p.reduce_dtype));
-                p.slot = reserve(static_cast<std::size_t>(kBlock) * dtype_size(p.reduce_dtype));
-            }
-            classify(p);
-            for (std::size_t i = 0; i < p.instrs.size(); ++i) {
-                PInstr& in = p.instrs[i];
-                if (in.op != ir::Op::Slot) in.own = reserve(static_cast<std::size_t>(kBlock) * in.esize);
-                if (in.broadcast && in.op != ir::Op::Const) in.shadow = reserve(static_cast<std::size_t>(kBlock) * in.esize);
             }
             phases_.push_back(std::move(p));
         }
-        arena_bytes_ = arena;
         ptr_count_ = ptrs;
         split_ = can_split();
+        if (mode_ == Mode::VecReduce && !split_) plan_row_caches(k);
+        for (PPhase& p : phases_) classify(p);
+        lay_out_arena();
+        if (k.candidate && mode_ == Mode::VecOuter && k.candidate->match(k, binding_)) static_ = k.candidate;
     }
 
     void run(const std::vector<Buffer*>& params, ThreadPool& pool) const {
         std::vector<char*> base(n_params_);
         for (std::size_t i = 0; i < n_params_; ++i) base[i] = static_cast<char*>(params[i]->handle());
         if (o_.total == 0) return;
-        const std::int64_t items = (o_.total + oblock_ - 1) / oblock_;
+        const std::int64_t blocks = (o_.total + oblock_ - 1) / oblock_;
         const bool parallel = numel(domain_) * static_cast<std::int64_t>(phases_.size()) >= LAZYTENSOR_HOST_PARALLEL_MIN;
         if (split_ && parallel) return run_split(base, pool);
+        // Work items are runs of consecutive blocks: a few per thread balance the load without
+        // contending for the item counter, and streaming stores are fenced once per run.
+        const std::int64_t runs = parallel ? std::min<std::int64_t>(blocks, 8 * pool.size()) : 1;
         std::vector<std::unique_ptr<Frame>> frames(static_cast<std::size_t>(pool.size()));
-        auto body = [&](std::int64_t item, int thread) {
+        auto body = [&](std::int64_t run, int thread) {
             auto& slot = frames[static_cast<std::size_t>(thread)];
             if (!slot) slot = std::make_unique<Frame>(*this, base);
             Frame& f = *slot;
-            const std::int64_t start = item * oblock_;
-            f.set_oblock(start, std::min(oblock_, o_.total - start));
-            for (std::size_t p = 0; p < phases_.size(); ++p) run_phase(p, f, 0, a_.total);
+            const std::int64_t last = blocks * (run + 1) / runs;
+            for (std::int64_t b = blocks * run / runs; b < last; ++b) {
+                const std::int64_t start = b * oblock_;
+                if (mode_ == Mode::VecReduce && b + 1 < last) prefetch_rows(f, start + oblock_);
+                f.set_oblock(start, std::min(oblock_, o_.total - start));
+                if (static_)
+                    run_static(f);
+                else
+                    for (std::size_t p = 0; p < phases_.size(); ++p) run_phase(p, f, 0, a_.total);
+            }
             stream_fence();
         };
-        if (parallel)
-            pool.parallel_for(items, body);
-        else
-            for (std::int64_t i = 0; i < items; ++i) body(i, 0);
+        pool.parallel_for(runs, body);
     }
 
 private:
@@ -413,16 +388,124 @@ private:
         return p;
     }
 
+    // Values a later phase recomputes (the exp of softmax: summed in one phase, divided in the
+    // next) are kept in a per-thread row cache instead, when the rows of a block fit. Found by
+    // numbering the values of every phase; a cached value cuts the code below it in later phases.
+    void plan_row_caches(const ir::Kernel& k) {
+        std::map<std::vector<std::int64_t>, int> numbers;
+        std::map<int, std::pair<std::size_t, int>> first_computed;  // value -> (phase, instr)
+        std::vector<std::vector<int>> value(k.phases.size());
+        for (std::size_t q = 0; q < k.phases.size(); ++q) {
+            const ir::Phase& ph = k.phases[q];
+            for (std::size_t i = 0; i < ph.instrs.size(); ++i) {
+                const ir::Instr& in = ph.instrs[i];
+                std::vector<std::int64_t> sig{static_cast<std::int64_t>(in.op), static_cast<std::int64_t>(in.dtype),
+                                              static_cast<std::int64_t>(in.unary), static_cast<std::int64_t>(in.binary), in.arg};
+                for (int o : {in.a, in.b, in.c}) sig.push_back(o < 0 ? -1 : value[q][static_cast<std::size_t>(o)]);
+                if (in.op == ir::Op::Load) {
+                    sig.push_back(in.access.offset);
+                    for (auto st : in.access.strides) sig.push_back(st);
+                }
+                if (in.op == ir::Op::Const) {
+                    sig.push_back(static_cast<std::int64_t>(in.value.i));
+                    std::int64_t bits;
+                    std::memcpy(&bits, &in.value.f, sizeof(bits));
+                    sig.push_back(bits);
+                }
+                const int v = numbers.emplace(std::move(sig), static_cast<int>(numbers.size())).first->second;
+                value[q].push_back(v);
+                PInstr& pi = phases_[q].instrs[i];
+                const bool computed = in.op == ir::Op::Unary || in.op == ir::Op::Binary || in.op == ir::Op::Where || in.op == ir::Op::Cast;
+                if (!computed || pi.invariant || phases_[q].outer) continue;
+                auto first = first_computed.find(v);
+                if (first == first_computed.end()) first_computed.emplace(v, std::make_pair(q, static_cast<int>(i)));
+                else pi.cache_read = v;  // provisional: the value number
+            }
+            mark_live(phases_[q]);
+        }
+        // Give each value that a live reader needs one cache, written where it is first computed.
+        const std::int64_t row_elems = oblock_ * std::max<std::int64_t>(a_.total, 1);
+        std::map<int, int> cache_of;
+        std::size_t bytes = 0;
+        for (PPhase& p : phases_)
+            for (PInstr& in : p.instrs) {
+                if (in.cache_read < 0) continue;
+                if (!in.live) {
+                    in.cache_read = -1;
+                    continue;
+                }
+                auto it = cache_of.find(in.cache_read);
+                if (it == cache_of.end()) {
+                    const std::size_t need = static_cast<std::size_t>(row_elems) * in.esize;
+                    if (bytes + need > kRowCacheBytes) {  // does not fit: recompute instead
+                        in.cache_read = -1;
+                        continue;
+                    }
+                    bytes += need;
+                    const auto [q, i] = first_computed.at(in.cache_read);
+                    it = cache_of.emplace(in.cache_read, static_cast<int>(cache_bytes_.size())).first;
+                    phases_[q].instrs[static_cast<std::size_t>(i)].cache_write = it->second;
+                    cache_bytes_.push_back(need);
+                }
+                in.cache_read = it->second;
+            }
+        for (PPhase& p : phases_) mark_live(p);
+    }
+
+    // Marks what the phase's fold and stores need; values read from a row cache need nothing.
+    static void mark_live(PPhase& p) {
+        for (PInstr& in : p.instrs) in.live = false;
+        auto need = [&](int i) {
+            if (i >= 0) p.instrs[static_cast<std::size_t>(i)].live = true;
+        };
+        need(p.reduce_value);
+        for (const PStore& st : p.stores) need(st.value);
+        for (std::size_t i = p.instrs.size(); i-- > 0;) {
+            const PInstr& in = p.instrs[i];
+            if (!in.live || in.cache_read >= 0) continue;
+            need(in.a);
+            need(in.b);
+            need(in.c);
+        }
+    }
+
+    // Places registers, accumulators, slots and row caches in the per-thread arena.
+    void lay_out_arena() {
+        std::size_t arena = 0, registers = 0;
+        auto reserve = [&](std::size_t bytes) {
+            // Stagger registers by a few cache lines: blocks of 4 KiB multiples would otherwise
+            // all map to the same L1 sets (and alias each other's loads and stores).
+            const std::size_t at = arena;
+            arena += (bytes + 63) / 64 * 64 + 64 * (1 + (registers++ % 13));
+            return at;
+        };
+        for (PPhase& p : phases_) {
+            if (p.kind == ir::Phase::Kind::Reduce) {
+                p.acc = reserve(static_cast<std::size_t>(kBlock) * dtype_size(p.reduce_dtype));
+                p.slot = reserve(static_cast<std::size_t>(kBlock) * dtype_size(p.reduce_dtype));
+            }
+            for (PInstr& in : p.instrs) {
+                if (!in.live || in.op == ir::Op::Slot || in.cache_read >= 0) continue;
+                in.own = reserve(static_cast<std::size_t>(kBlock) * in.esize);
+                if (in.broadcast && in.op != ir::Op::Const) in.shadow = reserve(static_cast<std::size_t>(kBlock) * in.esize);
+            }
+        }
+        for (std::size_t bytes : cache_bytes_) cache_at_.push_back(reserve(bytes));
+        arena_bytes_ = arena;
+    }
+
     // Splits instructions into hoisted and inner lists; marks values read across the split,
     // and values that a store may receive in place.
     void classify(PPhase& p) const {
         auto read_inner = [&](int i) {
             if (i >= 0 && p.instrs[static_cast<std::size_t>(i)].invariant) p.instrs[static_cast<std::size_t>(i)].broadcast = true;
         };
+        if (mode_ != Mode::VecReduce || split_) mark_live(p);
         for (std::size_t i = 0; i < p.instrs.size(); ++i) {
             PInstr& in = p.instrs[i];
+            if (!in.live) continue;
             (in.invariant ? p.hoisted : p.inner).push_back(static_cast<int>(i));
-            if (!in.invariant) {
+            if (!in.invariant && in.cache_read < 0) {
                 read_inner(in.a);
                 read_inner(in.b);
                 read_inner(in.c);
@@ -515,6 +598,11 @@ private:
             const PInstr& in = p.instrs[static_cast<std::size_t>(i)];
             char* own = f.arena + in.own;
             void* out = own;
+            if (in.cache_read >= 0) {
+                reg[i] = row_cache(f, in.cache_read, in.esize, ctx);
+                continue;
+            }
+            if (in.cache_write >= 0) out = row_cache(f, in.cache_write, in.esize, ctx);
             if (in.forward_store >= 0 && f.forward[static_cast<std::size_t>(in.forward_store)])
                 out = f.forward[static_cast<std::size_t>(in.forward_store)];
             switch (in.op) {
@@ -528,6 +616,10 @@ private:
             }
             reg[i] = out;
         }
+    }
+
+    char* row_cache(Frame& f, int cache, std::size_t esize, const BlockCtx& ctx) const {
+        return f.arena + cache_at_[static_cast<std::size_t>(cache)] + ctx.cache_at * static_cast<std::int64_t>(esize);
     }
 
     void prepare_forwarding(const PPhase& p, Frame& f, const BlockCtx& ctx, bool variant) const {
@@ -589,13 +681,50 @@ private:
             for (std::int64_t start = a0; start < a1; start += kBlock) {
                 const std::int64_t n = std::min(kBlock, a1 - start);
                 cut_segments(a_, start, n, f.asegs);
-                BlockCtx ctx{n, &f.asegs, false, &f.oindex};
+                BlockCtx ctx{n, &f.asegs, false, &f.oindex, l * a_.total + start};
                 prepare_forwarding(p, f, ctx, true);
                 eval(p, p.inner, f.inner_ptr, f, ctx);
                 if (reduce) p.reduce.fold(acc, f.inner_ptr[p.ptr_base + static_cast<std::size_t>(p.reduce_value)], n);
                 run_stores(p, f, ctx, true, f.inner_ptr);
             }
             if (reduce) p.reduce.horizontal(acc, std::min(kBlock, std::max<std::int64_t>(a1 - a0, 0)), f.arena + p.slot + l * static_cast<std::int64_t>(rsize));
+        }
+    }
+
+    // Rows of the next block are requested while this block computes: the first phase would
+    // otherwise wait for memory with nothing else to do.
+    void prefetch_rows(Frame& f, std::int64_t start) const {
+        if (a_.axes.size() != 1 || phases_.empty()) return;
+        const std::int64_t end = std::min(o_.total, start + oblock_);
+        for (int i : phases_[0].inner) {
+            const PInstr& in = phases_[0].instrs[static_cast<std::size_t>(i)];
+            if (in.op != ir::Op::Load || in.access.a_strides[0] != 1) continue;
+            const auto bytes = a_.total * static_cast<std::int64_t>(in.esize);
+            for (std::int64_t o = start; o < end; ++o) {
+                unravel(o_, o, f.oindex);
+                const char* row = f.base[static_cast<std::size_t>(in.param)] +
+                                  (in.access.offset + dot(f.oindex, in.access.o_strides)) * static_cast<std::int64_t>(in.esize);
+                for (std::int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(row + b, 0, 1);
+            }
+        }
+    }
+
+    // The expression's compiled loop, run of lanes by run of lanes.
+    void run_static(Frame& f) const {
+        const PPhase& p = phases_[0];
+        const PStore& st = p.stores[0];
+        SmallVector<LeafView, 16> leaves(binding_.leaf_loads.size());
+        auto at = [&](int param, const AccessPlan& a, std::size_t esize, const Segment& seg) {
+            return f.base[static_cast<std::size_t>(param)] + (a.offset + dot(seg.index, a.o_strides)) * static_cast<std::int64_t>(esize);
+        };
+        for (const Segment& seg : f.osegs) {
+            for (std::size_t i = 0; i < leaves.size(); ++i) {
+                const PInstr& in = p.instrs[static_cast<std::size_t>(binding_.leaf_loads[i])];
+                leaves[i].ptr = at(in.param, in.access, in.esize, seg);
+                leaves[i].step = in.access.o_strides.empty() ? 0 : in.access.o_strides.back();
+            }
+            const std::int64_t out_step = st.access.o_strides.empty() ? 0 : st.access.o_strides.back();
+            static_->run(binding_, leaves.data(), at(st.param, st.access, st.esize, seg), out_step, seg.len, st.stream);
         }
     }
 
@@ -658,6 +787,9 @@ private:
     std::size_t arena_bytes_ = 0;
     std::size_t ptr_count_ = 0;
     bool split_ = false;
+    const StaticKernel* static_ = nullptr;  // the expression's compiled loop, when it matches
+    StaticBinding binding_;
+    std::vector<std::size_t> cache_bytes_, cache_at_;  // row caches: size and arena offset
 };
 
 }  // namespace lazytensor::detail::host
