@@ -196,3 +196,20 @@ TEST_CASE("realizing a realized tensor, and a constant") {
         CHECK(lt::schedule({c}).empty());
     });
 }
+
+TEST_CASE("very deep lazy chains realize and free without deep recursion") {
+    for_each_device([](lt::Device) {
+        lt::Tensor<float> x = lt::tensor<float>({1.0f, 2.0f});
+        lt::Tensor<float> y = x;
+        for (int i = 0; i < 20000; ++i) y = y + 1.0f;
+        auto items = lt::schedule(y);
+        CHECK(lt::kernel_count(items) == 20000 / 256 + 1);
+        CHECK(items[0].reason.find("256 fused operations") != std::string::npos);
+        CHECK(y.to_vector() == std::vector<float>{20001.0f, 20002.0f});
+        // A million-node lazy chain is released without realizing it.
+        lt::Tensor<float> z = x;
+        for (int i = 0; i < 1000000; ++i) z = z * 1.0f;
+        z = lt::Tensor<float>();
+        CHECK(x.to_vector() == std::vector<float>{1.0f, 2.0f});
+    });
+}

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "../core/device.hpp"
 #include "../core/dtype.hpp"
@@ -73,10 +74,29 @@ struct Node : std::enable_shared_from_this<Node> {
     // A stable number for debug output.
     std::uint64_t id = next_id();
 
+    Node() = default;
+    Node(const Node&) = default;
+    Node& operator=(const Node&) = delete;
+
+    // A lazy chain (x = x + 1 in a loop) can be millions of nodes deep: release it with a
+    // loop, not with one nested destructor call per node.
+    ~Node() {
+        static thread_local std::vector<NodePtr> pending;
+        static thread_local bool draining = false;
+        for (auto& s : src)
+            if (s) pending.push_back(std::move(s));
+        if (draining) return;
+        draining = true;
+        while (!pending.empty()) {
+            NodePtr n = std::move(pending.back());
+            pending.pop_back();
+        }  // n is released here; its own sources land in `pending`
+        draining = false;
+    }
+
     bool realized() const { return kind == NodeKind::Buffer; }
     /// How many shared handles (tensors, expressions, consumer nodes) hold this node.
     long holders() const { return weak_from_this().use_count(); }
-    const NodePtr& input(int i) const { return src[static_cast<std::size_t>(i)]; }
 
     static std::uint64_t next_id() {
         static std::atomic<std::uint64_t> counter{0};

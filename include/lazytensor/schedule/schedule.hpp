@@ -87,6 +87,9 @@ inline Node* peel_reshapes(Node* n) {
     return n;
 }
 
+/// The longest chain of operations fused into one kernel.
+inline constexpr int kMaxFusedDepth = 256;
+
 namespace schedule_detail {
 
 struct Graph {
@@ -250,6 +253,24 @@ inline Schedule assign_groups(const std::vector<Node*>& outputs,
     s.uses = g.edges;
     std::unordered_set<Node*> is_output(outputs.begin(), outputs.end());
 
+    // Lowering walks a kernel's graph recursively, so a fused chain may not be arbitrarily deep.
+    std::unordered_map<Node*, std::string> cuts;
+    {
+        std::vector<int> depth(g.topo.size(), 0);
+        for (std::size_t i = 0; i < g.topo.size(); ++i) {
+            Node* n = g.topo[i];
+            if (n->realized()) continue;
+            int d = 0;
+            for (int k = 0; k < n->nsrc; ++k)
+                d = std::max(d, depth[static_cast<std::size_t>(s.topo_index[n->src[static_cast<std::size_t>(k)].get()])]);
+            depth[i] = d + 1;
+            if (depth[i] > kMaxFusedDepth && !forced.count(n)) {
+                cuts[n] = concat("a chain of more than ", kMaxFusedDepth, " fused operations ends here");
+                depth[i] = 0;
+            }
+        }
+    }
+
     std::vector<Group> groups;  // in creation order (outputs first)
     std::unordered_map<Node*, SmallVector<int, 2>> groups_of;
     for (std::size_t t = g.topo.size(); t-- > 0;) {
@@ -260,6 +281,8 @@ inline Schedule assign_groups(const std::vector<Node*>& outputs,
             reason = "output";
         } else if (auto f = forced.find(n); f != forced.end()) {
             reason = f->second;
+        } else if (auto c = cuts.find(n); c != cuts.end()) {
+            reason = c->second;
         } else {
             SmallVector<int, 2> cons;
             for (Node* c : g.consumers[n])
