@@ -127,6 +127,22 @@ TEST_CASE("type promotion follows PyTorch, at compile time and run time alike") 
     });
 }
 
+TEST_CASE("compound assignment builds a new lazy value") {
+    for_each_device([](lt::Device) {
+        lt::Tensor<float> x = lt::tensor<float>({1, 2, 3});
+        lt::Tensor<float> original = x;
+        x += 1.0f;
+        x *= x;
+        x -= lt::tensor<float>({1, 1, 1});
+        x /= 2;
+        CHECK(x.to_vector() == std::vector<float>{1.5f, 4.0f, 7.5f});
+        CHECK(original.to_vector() == std::vector<float>{1, 2, 3});
+        lt::Tensor<int32_t> i = lt::tensor<int32_t>({1, 2});
+        i += 5;
+        CHECK(i.to_vector() == std::vector<int32_t>{6, 7});
+    });
+}
+
 TEST_CASE("casts convert like C++, saturating float to integer and mapping NaN to 0") {
     for_each_device([](lt::Device) {
         const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -235,4 +251,21 @@ TEST_CASE("a failed realize leaves every tensor usable") {
         CHECK(a.to_vector() == std::vector<float>{1, 2, 3});
         CHECK(huge.shape() == lt::Shape{int64_t(1) << 44});
     });
+}
+
+// A lazy tensor in static storage is destroyed after the main thread's thread_locals.
+lt::Tensor<float> g_lazy_until_exit;
+
+TEST_CASE("regressions: sizes that overflow, negative extents, lazy tensors alive at exit") {
+    CHECK_THROWS_AS(lt::full<float>({int64_t(1) << 32, int64_t(1) << 32}, 1.0f), lt::ShapeError);
+    CHECK_THROWS_AS(lt::tensor<float>({1.0f}).expand({-2}), lt::ShapeError);
+    CHECK_THROWS_AS(lt::tensor<float>({1.0f}).reshape({int64_t(1) << 40, int64_t(1) << 40}), lt::ShapeError);
+    lt::Tensor<float> wide = lt::full<float>({int64_t(1) << 32, 1}, 1.0f);
+    CHECK_THROWS_AS(wide + lt::full<float>({1, int64_t(1) << 32}, 1.0f), lt::ShapeError);
+    lt::Tensor<float> huge = lt::full<float>({int64_t(1) << 62}, 1.0f) + 1.0f;
+    CHECK_THROWS_AS(huge.realize(), lt::BackendError);
+    lt::Tensor<float> a = lt::tensor<float>({1, 2, 3});
+    g_lazy_until_exit = lt::exp(a) + 1.0f;
+    { lt::Tensor<float> tmp = a * 2.0f; }
+    CHECK(a.to_vector() == std::vector<float>{1, 2, 3});
 }

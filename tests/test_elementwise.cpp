@@ -254,3 +254,46 @@ TEST_CASE("float tanh is within 5 ulp everywhere (the accuracy OpenCL requires)"
         CHECK(std::isnan(lt::tanh(lt::tensor<float>({NAN})).item()));
     });
 }
+
+TEST_CASE("regressions: arithmetic on comparison results") {
+    for_each_device([](lt::Device) {
+        lt::Tensor<float> a = lt::tensor<float>({1, 5, 3}), b = lt::tensor<float>({2, 2, 3});
+        lt::Tensor<float> c = (a < b) * 2.0f;
+        CHECK(c.to_vector() == std::vector<float>{2, 0, 0});
+        lt::Tensor<float> d = (a < b) + a;
+        CHECK(d.to_vector() == std::vector<float>{2, 5, 3});
+        lt::Tensor<float> e = lt::where((a < b) == (b < a), a, -a);
+        CHECK(e.to_vector() == std::vector<float>{-1, -5, 3});
+    });
+}
+
+TEST_CASE_TEMPLATE("pow and exp follow C's special cases", T, float, double) {
+    for_each_device([](lt::Device) {
+        const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
+        const std::vector<T> base = {0, -0.0, nan, inf, 1, 0, -2, -2, 2, -inf, 0.5, 3};
+        const std::vector<T> expo = {0, 0, 0, 0, nan, -1, 3, 0.5, -inf, 3, inf, 2};
+        const auto n = static_cast<int64_t>(base.size());
+        for (bool scalar_exponent : {false, true}) {
+            std::vector<T> got;
+            if (scalar_exponent) {
+                for (std::size_t i = 0; i < base.size(); ++i) got.push_back(lt::pow(lt::tensor<T>({base[i]}), expo[i]).item());
+            } else {
+                got = lt::pow(lt::tensor<T>(base, {n}), lt::tensor<T>(expo, {n})).to_vector();
+            }
+            for (std::size_t i = 0; i < base.size(); ++i) {
+                const T want = std::pow(base[i], expo[i]);
+                INFO("pow(" << base[i] << ", " << expo[i] << ") scalar exponent " << scalar_exponent);
+                if (std::isnan(want)) CHECK(std::isnan(got[i]));
+                else CHECK(got[i] == want);
+            }
+        }
+        const T big = std::is_same_v<T, float> ? T(88.5) : T(709.5);
+        const T tiny = std::is_same_v<T, float> ? T(-88) : T(-720);
+        std::vector<T> ex = lt::exp(lt::tensor<T>({big, tiny, inf, -inf})).to_vector();
+        CHECK(ex[0] == doctest::Approx(std::exp(big)).epsilon(1e-6));
+        CHECK(ex[1] == doctest::Approx(std::exp(tiny)).epsilon(1e-4));
+        CHECK(ex[1] > 0);
+        CHECK(ex[2] == inf);
+        CHECK(ex[3] == 0);
+    });
+}

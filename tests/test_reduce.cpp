@@ -211,3 +211,28 @@ TEST_CASE("index math is 64-bit: a tensor of more than 2^31 elements") {
         CHECK(cs.back() == last_col);
     });
 }
+
+TEST_CASE("regressions: two reductions broadcast in one phase; rows too long for the row cache") {
+    for_each_device([](lt::Device) {
+        lt::Tensor<float> x = lt::tensor<float>({1, 2, 3, 4});
+        lt::Tensor<float> y = (x - x.max(0, true)) * x.sum(0, true);
+        CHECK(y.to_vector() == std::vector<float>{-30, -20, -10, 0});
+        for (int64_t rows : {1, 2}) {
+            std::vector<float> big(static_cast<std::size_t>(rows * 300000));
+            for (std::size_t i = 0; i < big.size(); ++i) big[i] = float(i % 7) / 7;
+            lt::Tensor<float> r = lt::tensor<float>(big, {rows, 300000});
+            lt::Tensor<float> e = lt::exp(r - r.max(1, true));
+            std::vector<float> s = (e / e.sum(1, true)).sum(1).to_vector();
+            for (float v : s) CHECK(v == doctest::Approx(1.0).epsilon(1e-4));
+        }
+    });
+}
+
+TEST_CASE("regressions: integer means are exact before the division") {
+    for_each_device([](lt::Device) {
+        lt::Tensor<int32_t> ii = lt::tensor<int32_t>({INT32_MIN, -7, -1, 0, 1, 7, INT32_MAX});
+        CHECK(ii.mean().item() == doctest::Approx(-1.0 / 7).epsilon(1e-6));
+        lt::Tensor<int64_t> big = lt::tensor<int64_t>({(int64_t(1) << 40) + 1, (int64_t(1) << 40) + 3}, {2});
+        CHECK(big.mean().item() == static_cast<float>(double((int64_t(1) << 40) + 2)));
+    });
+}

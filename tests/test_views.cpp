@@ -127,3 +127,16 @@ TEST_CASE("to_vector of strided realized views walks them in logical order") {
               std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
     });
 }
+
+TEST_CASE("regressions: reshapes moved below element-wise ops that still need a copy") {
+    for_each_device([](lt::Device) {
+        Ref m = random_ref<float>({3, 4}, 40);
+        lt::Tensor<float> tm = make_tensor<float>(m);
+        lt::Tensor<float> z = lt::exp(tm.transpose(0, 1)).reshape({3, 4}) * tm;
+        check_close(z, zip(reshape_ref(map(permute(m, {1, 0}), [](double v) { return std::exp(v); }), {3, 4}), m,
+                           [](double x, double y) { return x * y; }),
+                    1e-6, 1e-6);
+        lt::Tensor<float> a = lt::tensor<float>({1, 2, 3});
+        CHECK((a.expand({4, 3}) + 0.0f).reshape({3, 4}).sum(1).to_vector() == std::vector<float>{7, 8, 9});
+    });
+}

@@ -2,6 +2,7 @@
 // kernels compiled from the IR (cached by the IR's key) and launched on buffers.
 #pragma once
 
+#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -37,40 +38,68 @@ public:
     virtual void synchronize() = 0;
 
     /// The compiled form of `kernel`, from the cache when a kernel of the same structure was
-    /// compiled before. `compiled` tells whether this call compiled it.
+    /// compiled before. `compiled` tells whether this call compiled it. The cache keeps the
+    /// most recently used kernels (cache_capacity()); workloads whose shapes keep changing do
+    /// not grow it without bound.
     std::shared_ptr<CompiledKernel> get_kernel(const ir::Kernel& kernel, bool* compiled = nullptr) {
         std::string k = ir::key(kernel);
         {
             std::lock_guard<std::mutex> lock(cache_mutex_);
             auto it = cache_.find(k);
             if (it != cache_.end()) {
+                order_.splice(order_.begin(), order_, it->second.age);
                 if (compiled) *compiled = false;
-                return it->second;
+                return it->second.kernel;
             }
         }
         std::shared_ptr<CompiledKernel> fresh = compile(kernel);
         std::lock_guard<std::mutex> lock(cache_mutex_);
-        auto [it, inserted] = cache_.emplace(std::move(k), std::move(fresh));
+        auto [it, inserted] = cache_.emplace(std::move(k), Entry{std::move(fresh), {}});
         if (compiled) *compiled = inserted;
-        return it->second;
+        if (inserted) {
+            order_.push_front(&it->first);
+            it->second.age = order_.begin();
+            while (cache_.size() > capacity_) {
+                cache_.erase(*order_.back());
+                order_.pop_back();
+            }
+            return it->second.kernel;
+        }
+        return it->second.kernel;
     }
 
     std::size_t cached_kernels() const {
         std::lock_guard<std::mutex> lock(cache_mutex_);
         return cache_.size();
     }
+    std::size_t cache_capacity() const { return capacity_; }
+    void set_cache_capacity(std::size_t kernels) {
+        std::lock_guard<std::mutex> lock(cache_mutex_);
+        capacity_ = kernels < 1 ? 1 : kernels;
+        while (cache_.size() > capacity_) {
+            cache_.erase(*order_.back());
+            order_.pop_back();
+        }
+    }
 
     void clear_cache() {
         std::lock_guard<std::mutex> lock(cache_mutex_);
         cache_.clear();
+        order_.clear();
     }
 
 protected:
     virtual std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel) = 0;
 
 private:
+    struct Entry {
+        std::shared_ptr<CompiledKernel> kernel;
+        std::list<const std::string*>::iterator age;
+    };
     mutable std::mutex cache_mutex_;
-    std::unordered_map<std::string, std::shared_ptr<CompiledKernel>> cache_;
+    std::unordered_map<std::string, Entry> cache_;
+    std::list<const std::string*> order_;  // keys, most recently used first
+    std::size_t capacity_ = 4096;
 };
 
 }  // namespace lazytensor::detail

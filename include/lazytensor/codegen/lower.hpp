@@ -130,7 +130,9 @@ private:
             if (r.split.kind == ReshapeResult::Kind::Split) throw r.split;
             if (r.failed) {
                 if (Node* pushed = push_reshape(r.failed)) return emit(pb, pushed, std::move(r.map));
-                materialize(r.failed, "reshape of a layout the index math cannot follow");
+                // A reshape made by push_reshape is not in the graph: materialize the one it came from.
+                auto o = origin.find(r.failed);
+                materialize(o == origin.end() ? r.failed : o->second, "reshape of a layout the index math cannot follow");
             }
             ir::Instr in;
             if (r.load) {
@@ -197,8 +199,13 @@ private:
             auto clone = std::make_shared<Node>(*src);
             clone->shape = view->shape;
             clone->id = Node::next_id();
-            for (int i = 0; i < src->nsrc; ++i)
-                clone->src[static_cast<std::size_t>(i)] = graph::reshape(src->src[static_cast<std::size_t>(i)], view->shape);
+            auto o = origin.find(view);
+            Node* from = o == origin.end() ? view : o->second;
+            for (int i = 0; i < src->nsrc; ++i) {
+                NodePtr moved = graph::reshape(src->src[static_cast<std::size_t>(i)], view->shape);
+                if (moved != src->src[static_cast<std::size_t>(i)]) origin[moved.get()] = from;
+                clone->src[static_cast<std::size_t>(i)] = std::move(moved);
+            }
             return (pushed[view] = std::move(clone)).get();
         }
 
@@ -232,6 +239,7 @@ private:
         std::vector<std::string> ops;
         std::unordered_set<const Node*> described;
         std::unordered_map<Node*, NodePtr> pushed;  // reshapes moved below element-wise nodes
+        std::unordered_map<Node*, Node*> origin;    // a moved reshape -> the graph's reshape it came from
     };
 
     const Schedule& s_;

@@ -74,9 +74,14 @@ inline Strides contiguous_strides(const Shape& shape) {
 
 namespace detail {
 
+/// Rejects negative extents and shapes whose element count does not fit in 64 bits.
 inline void check_extents(const Shape& shape, const char* op) {
-    for (auto e : shape)
+    std::int64_t n = 1;
+    for (auto e : shape) {
         if (e < 0) fail<ShapeError>(op, ": negative extent in shape ", shape);
+        if (__builtin_mul_overflow(n, e, &n))
+            fail<ShapeError>(op, ": shape ", shape, " has more elements than a 64-bit count can hold");
+    }
 }
 
 /// NumPy broadcasting of two shapes; names the op and both shapes when they do not fit.
@@ -91,6 +96,7 @@ inline Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
                              static_cast<long long>(i) - static_cast<long long>(n), " is ", ea, " vs ", eb, ")");
         out[i] = ea == 1 ? eb : ea;
     }
+    check_extents(out, op);
     return out;
 }
 

@@ -47,6 +47,18 @@ LAZYTENSOR_OPERATORS(LAZYTENSOR_X)
 #undef LAZYTENSOR_X
 #undef LAZYTENSOR_OPERATORS
 
+// Compound assignment: x += y is x = x + y (a new lazy value; the result type must be T).
+#define LAZYTENSOR_COMPOUND(X) X(+=, Add) X(-=, Sub) X(*=, Mul) X(/=, Div)
+#define LAZYTENSOR_X(symbol, name)                                                                   \
+    template <class T, class R, class = std::enable_if_t<detail::is_tensor_like_v<R> || detail::is_scalar_v<R>>> \
+    Tensor<T>& operator symbol(Tensor<T>& x, R&& y) {                                                \
+        x = detail::make_binary<BinaryOp::name>(x, std::forward<R>(y));                              \
+        return x;                                                                                    \
+    }
+LAZYTENSOR_COMPOUND(LAZYTENSOR_X)
+#undef LAZYTENSOR_X
+#undef LAZYTENSOR_COMPOUND
+
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 auto operator-(E&& x) {
     return detail::make_unary<UnaryOp::Neg>(std::forward<E>(x));

@@ -60,18 +60,18 @@ struct StaticMatcher {
     }
 };
 
-// StaticExpr<E, T>: `ok` when E can be compiled for T; then `eval` computes a batch and
-// `match` checks an IR instruction (and its operands) against E. Leaves and scalars are
-// numbered in depth-first order, starting at L and C.
+// StaticExpr<E, T>: `ok` when E can be compiled for T; then `eval` computes a batch (a mask
+// when `boolean`, i.e. for comparisons) and `match` checks an IR instruction (and its
+// operands) against E. Leaves and scalars are numbered in depth-first order, from L and C.
 template <class E, class T>
 struct StaticExpr {
-    static constexpr bool ok = false;
+    static constexpr bool ok = false, boolean = false;
     static constexpr int leaves = 0, consts = 0;
 };
 
 template <class T>
 struct StaticExpr<Tensor<T>, T> {
-    static constexpr bool ok = std::is_floating_point_v<T>;
+    static constexpr bool ok = std::is_floating_point_v<T>, boolean = false;
     static constexpr int leaves = 1, consts = 0;
     template <int L, int C>
     static host::batch<T> eval(const StaticLanes<T>& lanes) { return lanes.load(L); }
@@ -85,7 +85,7 @@ struct StaticExpr<Tensor<T>, T> {
 
 template <class S, class T>
 struct StaticExpr<ScalarLeaf<S>, T> {
-    static constexpr bool ok = std::is_floating_point_v<T>;
+    static constexpr bool ok = std::is_floating_point_v<T>, boolean = false;
     static constexpr int leaves = 0, consts = 1;
     template <int L, int C>
     static host::batch<T> eval(const StaticLanes<T>& lanes) { return host::batch<T>(lanes.consts[C]); }
@@ -117,7 +117,8 @@ LAZYTENSOR_BINARY_OPS(LAZYTENSOR_X)
 template <UnaryOp Op, class A, class T>
 struct StaticExpr<UnaryExpr<Op, A>, T> {
     using Sub = StaticExpr<A, T>;
-    static constexpr bool ok = Sub::ok && std::is_same_v<typename A::value_type, T>;
+    static constexpr bool ok = Sub::ok && !Sub::boolean && std::is_same_v<typename A::value_type, T>;
+    static constexpr bool boolean = false;
     static constexpr int leaves = Sub::leaves, consts = Sub::consts;
     template <int L, int C>
     static host::batch<T> eval(const StaticLanes<T>& lanes) {
@@ -135,8 +136,8 @@ struct StaticExpr<BinaryExpr<Op, L_, R_>, T> {
     using Left = StaticExpr<L_, T>;
     using Right = StaticExpr<R_, T>;
     static constexpr bool compare = type_rule(Op) == TypeRule::Compare;
-    static constexpr bool ok = Left::ok && Right::ok && (type_rule(Op) == TypeRule::Arith || type_rule(Op) == TypeRule::TrueDiv ||
-                                                         type_rule(Op) == TypeRule::Ordered || compare);
+    static constexpr bool ok = Left::ok && Right::ok && !Left::boolean && !Right::boolean;
+    static constexpr bool boolean = compare;
     static constexpr int leaves = Left::leaves + Right::leaves, consts = Left::consts + Right::consts;
     template <int L, int C>
     static auto eval(const StaticLanes<T>& lanes) {
@@ -167,12 +168,8 @@ struct StaticExpr<WhereExpr<C_, X, Y>, T> {
     using Cond = StaticExpr<C_, T>;
     using Then = StaticExpr<X, T>;
     using Else = StaticExpr<Y, T>;
-    template <class E>
-    static constexpr bool is_compare() {
-        if constexpr (std::is_base_of_v<TensorTag, E>) return std::is_same_v<typename E::value_type, bool>;
-        else return false;
-    }
-    static constexpr bool ok = Cond::ok && is_compare<C_>() && Then::ok && Else::ok;
+    static constexpr bool ok = Cond::ok && Cond::boolean && Then::ok && !Then::boolean && Else::ok && !Else::boolean;
+    static constexpr bool boolean = false;
     static constexpr int leaves = Cond::leaves + Then::leaves + Else::leaves;
     static constexpr int consts = Cond::consts + Then::consts + Else::consts;
     template <int L, int C>
@@ -248,7 +245,7 @@ private:
 template <class E>
 const StaticKernel* static_kernel_of() {
     using T = typename E::value_type;
-    if constexpr (StaticExpr<E, T>::ok) {
+    if constexpr (StaticExpr<E, T>::ok && !StaticExpr<E, T>::boolean) {
         static const StaticKernelOf<E, T> kernel;
         return &kernel;
     } else {

@@ -52,6 +52,12 @@ inline NodePtr constant(Scalar value, DType dtype, Shape shape, Device device) {
 // ---------------------------------------------------------------------------------------- views
 
 inline NodePtr reshape(const NodePtr& x, Shape shape, const char* op = "lt::reshape") {
+    {
+        Shape known_part = shape;
+        for (auto& e : known_part)
+            if (e == -1) e = 1;
+        check_extents(known_part, op);
+    }
     std::int64_t known = 1;
     int infer = -1;
     for (std::size_t i = 0; i < shape.size(); ++i) {
@@ -128,10 +134,12 @@ inline NodePtr expand(const NodePtr& x, Shape shape, const char* op = "lt::expan
             if (i < lead) fail<ShapeError>(op, ": -1 is not allowed for the new leading dimension ", i, " in ", shape);
             shape[i] = padded[i];
         }
+        if (shape[i] < 0) fail<ShapeError>(op, ": invalid extent ", shape[i], " in ", shape);
         if (padded[i] != shape[i] && padded[i] != 1)
             fail<ShapeError>(op, ": cannot expand shape ", x->shape, " to ", shape, " (dimension ", i, " is ",
                              padded[i], ", not 1)");
     }
+    check_extents(shape, op);
     if (shape == x->shape) return x;
     if (x->kind == NodeKind::Const) return constant(x->value, x->dtype, std::move(shape), x->device);
     NodePtr base = reshape(x, padded, op);
@@ -258,15 +266,16 @@ inline NodePtr reduce(ReduceOp rop, const NodePtr& x, const std::optional<Axes>&
     return keepdim ? node : squeeze_axes(node, axes);
 }
 
-/// Arithmetic mean; integer inputs are averaged in float32.
+/// Arithmetic mean. Integers are summed exactly (int64), divided in float64, returned as float32.
 inline NodePtr mean(const NodePtr& x, const std::optional<Axes>& user_axes, bool keepdim) {
     const char* op = "mean";
     const Axes axes = user_axes ? normalize_axes(*user_axes, x->shape.size(), op, x->shape) : all_axes(x->shape.size());
     std::int64_t count = 1;
     for (int a : axes) count *= x->shape[static_cast<std::size_t>(a)];
-    const NodePtr input = is_floating(x->dtype) ? x : cast(x, DType::Float32);
-    NodePtr total = reduce(ReduceOp::Sum, input, axes, keepdim, op);
-    return binary(BinaryOp::Div, total, Scalar::of(static_cast<double>(count)));
+    NodePtr total = reduce(ReduceOp::Sum, x, axes, keepdim, op);
+    if (is_floating(x->dtype)) return binary(BinaryOp::Div, total, Scalar::of(static_cast<double>(count)));
+    NodePtr quotient = binary(BinaryOp::Div, cast(total, DType::Float64), Scalar::of(static_cast<double>(count)));
+    return cast(quotient, DType::Float32);
 }
 
 }  // namespace lazytensor::detail::graph

@@ -79,19 +79,25 @@ struct Node : std::enable_shared_from_this<Node> {
     Node& operator=(const Node&) = delete;
 
     // A lazy chain (x = x + 1 in a loop) can be millions of nodes deep: release it with a
-    // loop, not with one nested destructor call per node.
+    // loop, not with one nested destructor call per node. (The thread_local is a plain
+    // pointer, so nodes of static tensors can be destroyed after the thread's locals.)
     ~Node() {
-        static thread_local std::vector<NodePtr> pending;
-        static thread_local bool draining = false;
+        static thread_local std::vector<NodePtr>* draining = nullptr;
+        if (draining) {
+            for (auto& s : src)
+                if (s) draining->push_back(std::move(s));
+            return;
+        }
+        std::vector<NodePtr> pending;
         for (auto& s : src)
             if (s) pending.push_back(std::move(s));
-        if (draining) return;
-        draining = true;
+        if (pending.empty()) return;
+        draining = &pending;
         while (!pending.empty()) {
             NodePtr n = std::move(pending.back());
             pending.pop_back();
         }  // n is released here; its own sources land in `pending`
-        draining = false;
+        draining = nullptr;
     }
 
     bool realized() const { return kind == NodeKind::Buffer; }

@@ -48,7 +48,16 @@ inline std::size_t host_cache_bytes() {
 
 inline host::HostBackend& host_backend() {
     // Never destroyed: buffers held by static tensors may outlive any destruction order.
-    static host::HostBackend* backend = new host::HostBackend(host_threads(), host_cache_bytes());
+    static host::HostBackend* backend = [] {
+        auto* b = new host::HostBackend(host_threads(), host_cache_bytes());
+        if (const char* v = env("LAZYTENSOR_KERNEL_CACHE")) {
+            char* end = nullptr;
+            const long long n = std::strtoll(v, &end, 10);
+            if (*end || n < 1) fail<ValueError>("LAZYTENSOR_KERNEL_CACHE=", v, " is not a number of kernels (>= 1)");
+            b->set_cache_capacity(static_cast<std::size_t>(n));
+        }
+        return b;
+    }();
     return *backend;
 }
 

@@ -251,6 +251,7 @@ inline Schedule assign_groups(const std::vector<Node*>& outputs,
     Graph g = collect(outputs);
     for (std::size_t i = 0; i < g.topo.size(); ++i) s.topo_index[g.topo[i]] = static_cast<int>(i);
     s.uses = g.edges;
+
     std::unordered_set<Node*> is_output(outputs.begin(), outputs.end());
 
     // Lowering walks a kernel's graph recursively, so a fused chain may not be arbitrarily deep.
@@ -264,7 +265,9 @@ inline Schedule assign_groups(const std::vector<Node*>& outputs,
             for (int k = 0; k < n->nsrc; ++k)
                 d = std::max(d, depth[static_cast<std::size_t>(s.topo_index[n->src[static_cast<std::size_t>(k)].get()])]);
             depth[i] = d + 1;
-            if (depth[i] > kMaxFusedDepth && !forced.count(n)) {
+            if (is_output.count(n) || forced.count(n)) {
+                depth[i] = 0;  // materialized anyway: a chain starts again after it
+            } else if (depth[i] > kMaxFusedDepth) {
                 cuts[n] = concat("a chain of more than ", kMaxFusedDepth, " fused operations ends here");
                 depth[i] = 0;
             }

@@ -37,7 +37,10 @@ public:
     int threads() const { return pool_.size(); }
 
     BufferPtr allocate(DType dtype, std::int64_t numel) override {
-        const std::size_t bytes = static_cast<std::size_t>(numel) * dtype_size(dtype);
+        std::size_t bytes = 0;
+        if (numel < 0 || __builtin_mul_overflow(static_cast<std::size_t>(numel), dtype_size(dtype), &bytes) ||
+            bytes > (std::size_t(1) << 62))
+            fail<BackendError>("host: cannot allocate ", numel, " elements of ", dtype, ": the size does not fit in memory");
         void* p = take_block(block_size(bytes));
         if (!p)
             fail<BackendError>("host: out of memory allocating ", numel, " elements of ", dtype, " (", bytes,

@@ -294,6 +294,7 @@ private:
             for (const PPhase& p : k.phases_)
                 for (std::size_t i = 0; i < p.instrs.size(); ++i) {
                     const PInstr& in = p.instrs[i];
+                    if (!in.live) continue;  // has no register
                     if (in.op == ir::Op::Const) {
                         in.fill(arena + in.own, in.value, kBlock);
                         hoisted_ptr[p.ptr_base + i] = inner_ptr[p.ptr_base + i] = arena + in.own;
@@ -485,8 +486,8 @@ private:
                 p.slot = reserve(static_cast<std::size_t>(kBlock) * dtype_size(p.reduce_dtype));
             }
             for (PInstr& in : p.instrs) {
-                if (!in.live || in.op == ir::Op::Slot || in.cache_read >= 0) continue;
-                in.own = reserve(static_cast<std::size_t>(kBlock) * in.esize);
+                if (!in.live || in.cache_read >= 0) continue;
+                if (in.op != ir::Op::Slot) in.own = reserve(static_cast<std::size_t>(kBlock) * in.esize);  // slots live in p.slot
                 if (in.broadcast && in.op != ir::Op::Const) in.shadow = reserve(static_cast<std::size_t>(kBlock) * in.esize);
             }
         }

@@ -84,7 +84,19 @@ struct Exp {
     template <class T>
     static T scalar(T x) { return std::exp(x); }
     template <class B>
-    static B simd(const B& x) { return xsimd::exp(x); }
+    static B simd(const B& x) {
+        // xsimd::exp overflows to inf and flushes to 0 a little early (exp(88.5f) is finite);
+        // near the ends of the range, exp(x) = exp(x / 2)^2 keeps those lanes right.
+        using T = typename B::value_type;
+        const B hi(std::is_same_v<T, float> ? T(88) : T(709)), lo(std::is_same_v<T, float> ? T(-87) : T(-708));
+        B r = xsimd::exp(x);
+        const auto edge = (x > hi) || (x < lo);
+        if (xsimd::any(edge)) {
+            const B h = xsimd::exp(x * B(T(0.5)));
+            r = xsimd::select(edge, h * h, r);
+        }
+        return r;
+    }
 };
 struct Log {
     template <class T>
@@ -196,7 +208,28 @@ struct Pow {
         }
     }
     template <class B>
-    static B simd(const B& a, const B& b) { return xsimd::pow(a, b); }
+    static B simd(const B& a, const B& b) {
+        // xsimd::pow misses C's special cases (pow(x, 0) = 1, pow(1, y) = 1, zero, infinite and
+        // negative bases); lanes with such inputs take std::pow.
+        using T = typename B::value_type;
+        B r = xsimd::pow(a, b);
+        // The common exponents are exact (as std::pow is): squares, reciprocals, square roots.
+        r = xsimd::select(b == B(T(2)), a * a, r);
+        r = xsimd::select(b == B(T(1)), a, r);
+        r = xsimd::select(b == B(T(-1)), B(T(1)) / a, r);
+        r = xsimd::select(b == B(T(0.5)), xsimd::sqrt(a), r);
+        const auto special = (a <= B(T(0))) || (a == B(T(1))) || xsimd::isinf(a) || xsimd::isnan(a) ||
+                             (b == B(T(0))) || xsimd::isinf(b) || xsimd::isnan(b);
+        if (!xsimd::any(special)) return r;
+        alignas(64) T va[B::size], vb[B::size], vr[B::size];
+        a.store_aligned(va);
+        b.store_aligned(vb);
+        r.store_aligned(vr);
+        for (std::size_t i = 0; i < B::size; ++i)
+            if (!(va[i] > T(0)) || va[i] == T(1) || !std::isfinite(va[i]) || vb[i] == T(0) || !std::isfinite(vb[i]))
+                vr[i] = std::pow(va[i], vb[i]);
+        return B::load_aligned(vr);
+    }
 };
 struct Maximum {
     template <class T>

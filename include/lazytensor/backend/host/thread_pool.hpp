@@ -101,7 +101,7 @@ private:
     std::atomic<std::uint64_t> generation_{0};
     std::atomic<std::int64_t> next_{0};
     std::atomic<int> pending_{0};
-    bool stop_ = false;
+    std::atomic<bool> stop_{false};
     void (*job_)(void*, std::int64_t, int) = nullptr;
     void* ctx_ = nullptr;
     std::int64_t items_ = 0;
