@@ -213,3 +213,47 @@ TEST_CASE("very deep lazy chains realize and free without deep recursion") {
         CHECK(x.to_vector() == std::vector<float>{1.0f, 2.0f});
     });
 }
+
+TEST_CASE("realizing a graph of the same structure again reuses its plan") {
+    for_each_device([](lt::Device) {
+        auto& plans = lt::detail::plan_cache();
+        auto run = [](unsigned seed) {
+            lt::Tensor<float> a = rand_tensor({40, 30}, seed), b = rand_tensor({30}, seed + 1);
+            lt::Tensor<float> e = lt::exp(a - a.max(1, true));
+            return std::make_pair((e / e.sum(1, true) + b).realize(), std::make_pair(a, b));
+        };
+        run(50);
+        const std::size_t before = plans.size();
+        auto [result, inputs] = run(60);
+        CHECK(plans.size() == before);
+        Ref ra = random_ref<float>({40, 30}, 60), rb = random_ref<float>({30}, 61);
+        Ref mx = reduce(ra, {1}, true, -INFINITY, ref_max);
+        Ref e = map(zip(ra, mx, [](double x, double m) { return x - m; }), [](double v) { return std::exp(v); });
+        Ref sm = zip(e, reduce(e, {1}, true, 0.0, [](double x, double y) { return x + y; }), [](double x, double y) { return x / y; });
+        check_close(result, zip(sm, rb, [](double x, double y) { return x + y; }), 1e-5, 1e-6);
+        // Same structure, but an intermediate is now held by the caller: it is kept this time.
+        lt::Tensor<float> a = rand_tensor({40, 30}, 70);
+        lt::Tensor<float> shared = lt::exp(a);
+        lt::Tensor<float> s1 = shared.sum(0), s2 = shared.sum(1);
+        lt::realize({s1, s2});
+        CHECK(shared.is_realized());
+        lt::Tensor<float> a2 = rand_tensor({40, 30}, 71);
+        lt::Tensor<float> t1, t2;
+        {
+            lt::Tensor<float> unheld = lt::exp(a2);
+            t1 = unheld.sum(0);
+            t2 = unheld.sum(1);
+        }
+        const std::size_t plans_before = plans.size();
+        lt::realize({t1, t2});
+        CHECK(plans.size() == plans_before);
+        CHECK(t1.is_realized());
+        CHECK(t2.to_vector().size() == 40);
+        // A different layout of an input is a different plan.
+        lt::Tensor<float> c = rand_tensor({30, 40}, 72);
+        (lt::exp(c.transpose(0, 1)) * 2.0f).realize();
+        const std::size_t n = plans.size();
+        (lt::exp(rand_tensor({40, 30}, 73)) * 2.0f).realize();
+        CHECK(plans.size() == n + 1);
+    });
+}

@@ -1,24 +1,22 @@
-// realize(): schedule -> lower -> get compiled kernels (cached) -> launch -> commit.
+// realize(): plan (schedule and lower, or reuse the plan of a graph of the same structure) ->
+// get compiled kernels (cached) -> launch -> commit.
 //
 // Nothing is committed until every kernel has run: if any step throws, every tensor is left
 // as it was (still lazy, still usable). Buffers of intermediate results that nobody else holds
 // are released as soon as the last kernel reading them has run.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <iostream>
 #include <mutex>
 #include <sstream>
 #include <string>
-#include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
-#include "../codegen/lower.hpp"
 #include "../ir/static_kernel.hpp"
-#include "../schedule/schedule.hpp"
 #include "device.hpp"
+#include "plan.hpp"
 
 namespace lazytensor {
 
@@ -41,43 +39,25 @@ inline std::recursive_mutex& realize_mutex() {
     return m;
 }
 
-/// Schedules and lowers the graph behind `outputs`, materializing what lowering asks for.
-inline Schedule plan(const std::vector<Node*>& outputs) {
-    std::unordered_map<Node*, std::string> forced;
-    for (;;) {
-        Schedule s = assign_groups(outputs, forced);
-        try {
-            for (Group& g : s.groups)
-                if (!g.view_only) Lowering(s, g).run();
-            return s;
-        } catch (const NeedsMaterialization& m) {
-            if (!forced.emplace(m.node, m.reason).second)
-                fail<Error>("lazytensor internal error: scheduling did not converge at a ", kind_name(m.node->kind),
-                            " node (", m.reason, ")");
-        }
-    }
-}
-
 inline std::string describe(const Node* n) { return concat(n->dtype, n->shape); }
 
-inline ScheduleItem describe(const Group& g) {
+inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
     ScheduleItem item;
-    item.kind = g.view_only ? "view" : "kernel";
-    item.reason = g.reason;
-    item.ops = g.ops;
-    for (const Node* in : g.inputs) item.inputs.push_back(describe(in));
-    item.output = describe(g.root);
-    item.phases = static_cast<int>(g.kernel.phases.size());
+    item.kind = p.view_only ? "view" : "kernel";
+    item.reason = p.reason;
+    item.ops = p.ops;
+    for (int in : p.inputs) item.inputs.push_back(describe(w.nodes[static_cast<std::size_t>(in)]));
+    item.output = describe(w.nodes[static_cast<std::size_t>(p.root)]);
+    item.phases = static_cast<int>(p.kernel.phases.size());
     StaticBinding binding;
-    item.compiled_loop = !g.view_only && g.kernel.candidate && g.kernel.candidate->match(g.kernel, binding);
-    if (!g.view_only) item.ir = ir::to_string(g.kernel);
+    item.compiled_loop = !p.view_only && p.kernel.candidate && p.kernel.candidate->match(p.kernel, binding);
+    if (!p.view_only) item.ir = ir::to_string(p.kernel);
     return item;
 }
 
-inline void print_item(std::ostream& out, std::size_t i, const Group& g, int level) {
-    ScheduleItem item = describe(g);
+inline void print_item(std::ostream& out, std::size_t i, const ScheduleItem& item, int level) {
     out << "  " << item.kind << " " << i << ": ";
-    if (g.view_only) {
+    if (item.kind == "view") {
         out << "view of another buffer -> " << item.output << "  (" << item.reason << ")\n";
         return;
     }
@@ -92,9 +72,8 @@ inline void print_item(std::ostream& out, std::size_t i, const Group& g, int lev
 
 inline std::vector<Node*> unrealized(const std::vector<Node*>& nodes) {
     std::vector<Node*> out;
-    std::unordered_set<Node*> seen;
     for (Node* n : nodes)
-        if (!n->realized() && seen.insert(n).second) out.push_back(n);
+        if (!n->realized() && std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
     return out;
 }
 
@@ -103,72 +82,75 @@ inline void realize_nodes(const std::vector<Node*>& nodes) {
     std::lock_guard<std::recursive_mutex> lock(realize_mutex());
     const std::vector<Node*> outputs = unrealized(nodes);
     if (outputs.empty()) return;
-    Schedule s = plan(outputs);
+    const GraphWalk w = walk_graph(outputs);
+    const std::shared_ptr<const Plan> plan = plan_cache().get(w);
+    const std::vector<PlannedItem>& items = plan->items;
+    auto node = [&](int i) { return w.nodes[static_cast<std::size_t>(i)]; };
     const int level = debug_level();
     if (level >= 1) {
         std::ostringstream out;
         std::size_t kernels = 0;
-        for (const Group& g : s.groups) kernels += g.view_only ? 0 : 1;
+        for (const PlannedItem& p : items) kernels += p.view_only ? 0 : 1;
         out << "[lazytensor] schedule: " << kernels << " kernel" << (kernels == 1 ? "" : "s") << " for "
             << outputs.size() << " output" << (outputs.size() == 1 ? "" : "s") << "\n";
-        for (std::size_t i = 0; i < s.groups.size(); ++i) print_item(out, i, s.groups[i], level);
+        for (std::size_t i = 0; i < items.size(); ++i) print_item(out, i, describe(items[i], w), level);
         std::cerr << out.str();
     }
 
     // A result is kept (committed to its node) when it is an output or someone outside this
     // graph still holds its node; other intermediates go as soon as their last reader has run.
-    std::unordered_set<Node*> is_output(outputs.begin(), outputs.end());
-    std::unordered_set<Node*> kept;
+    std::vector<char> kept(w.nodes.size(), 0);
+    for (int o : w.outputs) kept[static_cast<std::size_t>(o)] = 1;
+    for (const PlannedItem& p : items)
+        if (node(p.root)->holders() > plan->uses[static_cast<std::size_t>(p.root)]) kept[static_cast<std::size_t>(p.root)] = 1;
+    std::vector<std::size_t> last_read(w.nodes.size(), 0);
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        for (int in : items[i].inputs) last_read[static_cast<std::size_t>(in)] = i;
+        if (items[i].view_only && kept[static_cast<std::size_t>(items[i].root)]) kept[static_cast<std::size_t>(items[i].view_base)] = 1;
+    }
     std::vector<NodePtr> hold;  // committing one node may free others that are committed later
-    for (const Group& g : s.groups) {
-        auto it = s.uses.find(g.root);
-        const long internal = it == s.uses.end() ? 0 : it->second;
-        if (is_output.count(g.root) || g.root->holders() > internal) kept.insert(g.root);
-    }
-    std::unordered_map<Node*, std::size_t> last_read;
-    for (std::size_t i = 0; i < s.groups.size(); ++i) {
-        for (Node* in : s.groups[i].inputs) last_read[in] = i;
-        if (s.groups[i].view_only && kept.count(s.groups[i].root)) kept.insert(s.groups[i].view.base);
-    }
-    for (Node* n : kept) hold.push_back(n->shared_from_this());
+    for (const PlannedItem& p : items)
+        if (kept[static_cast<std::size_t>(p.root)]) hold.push_back(node(p.root)->shared_from_this());
 
-    std::unordered_map<Node*, BufferPtr> produced;
+    std::vector<BufferPtr> produced(w.nodes.size());
+    auto buffer_of = [&](int i) { return node(i)->realized() ? node(i)->buffer : produced[static_cast<std::size_t>(i)]; };
     std::vector<Buffer*> params;
-    for (std::size_t i = 0; i < s.groups.size(); ++i) {
-        Group& g = s.groups[i];
-        if (g.view_only) continue;
-        Backend& backend = backend_for(g.root->device);
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        const PlannedItem& p = items[i];
+        if (p.view_only) continue;
+        Node* root = node(p.root);
+        Backend& backend = backend_for(root->device);
         const auto t0 = std::chrono::steady_clock::now();
         bool compiled = false;
-        auto kernel = backend.get_kernel(g.kernel, &compiled);
-        BufferPtr out = backend.allocate(g.root->dtype, numel(g.root->shape));
+        if (p.compiled_for != &backend) {  // first run of this plan on this device
+            p.compiled = backend.get_kernel(p.kernel, &compiled);
+            p.compiled_for = &backend;
+        }
+        CompiledKernel& kernel = *p.compiled;
+        BufferPtr out = backend.allocate(root->dtype, numel(root->shape));
         params.clear();
-        for (Node* in : g.inputs) params.push_back(in->realized() ? in->buffer.get() : produced.at(in).get());
+        for (int in : p.inputs) params.push_back(buffer_of(in).get());
         params.push_back(out.get());
-        backend.launch(*kernel, params);
+        backend.launch(kernel, params);
         if (level >= 3) {
             backend.synchronize();
             const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
             std::cerr << "  kernel " << i << ": " << ms << " ms" << (compiled ? " (compiled now)" : "") << "\n";
         }
-        produced[g.root] = std::move(out);
-        for (Node* in : g.inputs) {
-            auto it = produced.find(in);
-            if (it != produced.end() && last_read[in] == i && !kept.count(in)) produced.erase(it);
-        }
+        produced[static_cast<std::size_t>(p.root)] = std::move(out);
+        for (int in : p.inputs)
+            if (last_read[static_cast<std::size_t>(in)] == i && !kept[static_cast<std::size_t>(in)])
+                produced[static_cast<std::size_t>(in)].reset();
     }
 
     // Commit: every kernel has run.
-    for (Group& g : s.groups) {
-        Node* n = g.root;
-        if (!kept.count(n)) continue;
-        if (g.view_only) {
-            Node* base = g.view.base;
-            BufferPtr buf = base->realized() ? base->buffer : produced.at(base);
-            make_realized(*n, std::move(buf), g.view.offset, g.view.strides);
-        } else {
-            make_realized(*n, produced.at(n), 0, contiguous_strides(n->shape));
-        }
+    for (const PlannedItem& p : items) {
+        if (!kept[static_cast<std::size_t>(p.root)]) continue;
+        Node* n = node(p.root);
+        if (p.view_only)
+            make_realized(*n, buffer_of(p.view_base), p.view_offset, p.view_strides);
+        else
+            make_realized(*n, produced[static_cast<std::size_t>(p.root)], 0, contiguous_strides(n->shape));
     }
 }
 
@@ -178,8 +160,8 @@ inline std::vector<ScheduleItem> schedule_items(const std::vector<Node*>& nodes)
     const std::vector<Node*> outputs = unrealized(nodes);
     std::vector<ScheduleItem> items;
     if (outputs.empty()) return items;
-    Schedule s = plan(outputs);
-    for (const Group& g : s.groups) items.push_back(describe(g));
+    const GraphWalk w = walk_graph(outputs);
+    for (const PlannedItem& p : plan_cache().get(w)->items) items.push_back(describe(p, w));
     return items;
 }
 
