@@ -21,7 +21,7 @@
 
 namespace lazytensor::detail {
 
-/// One schedule item, with nodes named by their index in GraphWalk::nodes.
+/// One schedule item, with nodes named by their position in the GraphOrder.
 struct PlannedItem {
     int root = -1;
     std::string reason;
@@ -42,36 +42,23 @@ struct Plan {
     std::vector<int> uses;           // per node: consumer edges inside the graph
 };
 
-/// The unrealized graph behind some outputs, in depth-first post-order, and its signature.
+/// The graph behind some outputs, in the scheduler's order, and its signature.
 struct GraphWalk {
-    std::vector<Node*> nodes;
-    std::vector<int> outputs;  // indices into nodes
+    GraphOrder order;
+    std::vector<Node*> output_nodes;
+    std::vector<int> outputs;  // indices into order.nodes
     std::string signature;
+
+    Node* node(int i) const { return order.nodes[static_cast<std::size_t>(i)]; }
 };
 
 inline GraphWalk walk_graph(const std::vector<Node*>& outputs) {
     GraphWalk w;
-    std::unordered_map<const Node*, int> index;
+    w.order = order_graph(outputs);
+    w.output_nodes = outputs;
     ir::KeyWriter sig;
     sig.put(static_kernels_enabled());
-    std::vector<std::pair<Node*, bool>> stack;
-    for (auto it = outputs.rbegin(); it != outputs.rend(); ++it) stack.push_back({*it, false});
-    while (!stack.empty()) {
-        auto [n, expanded] = stack.back();
-        stack.pop_back();
-        if (!expanded) {
-            if (index.count(n)) continue;
-            index[n] = -1;  // in progress
-            stack.push_back({n, true});
-            if (!n->realized())
-                for (int k = n->nsrc; k-- > 0;) {
-                    Node* s = n->src[static_cast<std::size_t>(k)].get();
-                    if (!index.count(s)) stack.push_back({s, false});
-                }
-            continue;
-        }
-        index[n] = static_cast<int>(w.nodes.size());
-        w.nodes.push_back(n);
+    for (Node* n : w.order.nodes) {
         sig.put(n->kind);
         sig.put(n->dtype);
         sig.put(n->device.kind);
@@ -92,21 +79,21 @@ inline GraphWalk walk_graph(const std::vector<Node*>& outputs) {
         for (int a : n->axes) sig.put(a);
         sig.put(n->static_kernel);
         sig.put(n->nsrc);
-        for (int k = 0; k < n->nsrc; ++k) sig.put(index.at(n->src[static_cast<std::size_t>(k)].get()));
+        for (int k = 0; k < n->nsrc; ++k) sig.put(w.order.index.at(n->src[static_cast<std::size_t>(k)].get()));
     }
     for (Node* out : outputs) {
-        w.outputs.push_back(index.at(out));
+        w.outputs.push_back(w.order.index.at(out));
         sig.put(w.outputs.back());
     }
     w.signature = sig.take();
     return w;
 }
 
-/// Schedules and lowers the graph behind `outputs`, materializing what lowering asks for.
-inline Schedule schedule_and_lower(const std::vector<Node*>& outputs) {
+/// Schedules and lowers a graph, materializing what lowering asks for.
+inline Schedule schedule_and_lower(const GraphWalk& w) {
     std::unordered_map<Node*, std::string> forced;
     for (;;) {
-        Schedule s = assign_groups(outputs, forced);
+        Schedule s = assign_groups(w.order, w.output_nodes, forced);
         try {
             for (Group& g : s.groups)
                 if (!g.view_only) Lowering(s, g).run();
@@ -120,27 +107,22 @@ inline Schedule schedule_and_lower(const std::vector<Node*>& outputs) {
 }
 
 inline Plan make_plan(const GraphWalk& w) {
-    std::vector<Node*> outputs;
-    for (int o : w.outputs) outputs.push_back(w.nodes[static_cast<std::size_t>(o)]);
-    Schedule s = schedule_and_lower(outputs);
-    std::unordered_map<const Node*, int> index;
-    for (std::size_t i = 0; i < w.nodes.size(); ++i) index[w.nodes[i]] = static_cast<int>(i);
+    Schedule s = schedule_and_lower(w);
+    auto index = [&](const Node* n) { return w.order.index.at(n); };
     Plan p;
-    p.uses.assign(w.nodes.size(), 0);
-    for (const auto& [node, n] : s.uses)
-        if (auto it = index.find(node); it != index.end()) p.uses[static_cast<std::size_t>(it->second)] = n;
+    p.uses = std::move(s.uses);
     for (Group& g : s.groups) {
         PlannedItem item;
-        item.root = index.at(g.root);
+        item.root = index(g.root);
         item.reason = std::move(g.reason);
         item.view_only = g.view_only;
         if (g.view_only) {
-            item.view_base = index.at(g.view.base);
+            item.view_base = index(g.view.base);
             item.view_offset = g.view.offset;
             item.view_strides = g.view.strides;
         }
         item.kernel = std::move(g.kernel);
-        for (Node* in : g.inputs) item.inputs.push_back(index.at(in));
+        for (Node* in : g.inputs) item.inputs.push_back(index(in));
         item.ops = std::move(g.ops);
         p.items.push_back(std::move(item));
     }

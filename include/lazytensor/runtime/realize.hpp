@@ -46,8 +46,8 @@ inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
     item.kind = p.view_only ? "view" : "kernel";
     item.reason = p.reason;
     item.ops = p.ops;
-    for (int in : p.inputs) item.inputs.push_back(describe(w.nodes[static_cast<std::size_t>(in)]));
-    item.output = describe(w.nodes[static_cast<std::size_t>(p.root)]);
+    for (int in : p.inputs) item.inputs.push_back(describe(w.node(in)));
+    item.output = describe(w.node(p.root));
     item.phases = static_cast<int>(p.kernel.phases.size());
     StaticBinding binding;
     item.compiled_loop = !p.view_only && p.kernel.candidate && p.kernel.candidate->match(p.kernel, binding);
@@ -85,7 +85,7 @@ inline void realize_nodes(const std::vector<Node*>& nodes) {
     const GraphWalk w = walk_graph(outputs);
     const std::shared_ptr<const Plan> plan = plan_cache().get(w);
     const std::vector<PlannedItem>& items = plan->items;
-    auto node = [&](int i) { return w.nodes[static_cast<std::size_t>(i)]; };
+    auto node = [&](int i) { return w.node(i); };
     const int level = debug_level();
     if (level >= 1) {
         std::ostringstream out;
@@ -99,11 +99,11 @@ inline void realize_nodes(const std::vector<Node*>& nodes) {
 
     // A result is kept (committed to its node) when it is an output or someone outside this
     // graph still holds its node; other intermediates go as soon as their last reader has run.
-    std::vector<char> kept(w.nodes.size(), 0);
+    std::vector<char> kept(w.order.nodes.size(), 0);
     for (int o : w.outputs) kept[static_cast<std::size_t>(o)] = 1;
     for (const PlannedItem& p : items)
         if (node(p.root)->holders() > plan->uses[static_cast<std::size_t>(p.root)]) kept[static_cast<std::size_t>(p.root)] = 1;
-    std::vector<std::size_t> last_read(w.nodes.size(), 0);
+    std::vector<std::size_t> last_read(w.order.nodes.size(), 0);
     for (std::size_t i = 0; i < items.size(); ++i) {
         for (int in : items[i].inputs) last_read[static_cast<std::size_t>(in)] = i;
         if (items[i].view_only && kept[static_cast<std::size_t>(items[i].root)]) kept[static_cast<std::size_t>(items[i].view_base)] = 1;
@@ -112,7 +112,7 @@ inline void realize_nodes(const std::vector<Node*>& nodes) {
     for (const PlannedItem& p : items)
         if (kept[static_cast<std::size_t>(p.root)]) hold.push_back(node(p.root)->shared_from_this());
 
-    std::vector<BufferPtr> produced(w.nodes.size());
+    std::vector<BufferPtr> produced(w.order.nodes.size());
     auto buffer_of = [&](int i) { return node(i)->realized() ? node(i)->buffer : produced[static_cast<std::size_t>(i)]; };
     std::vector<Buffer*> params;
     for (std::size_t i = 0; i < items.size(); ++i) {

@@ -57,8 +57,7 @@ struct Schedule {
     std::vector<Node*> outputs;
     std::vector<Group> groups;  // execution order
     std::unordered_map<Node*, int> group_of_root;
-    std::unordered_map<Node*, int> topo_index;
-    std::unordered_map<Node*, int> uses;  // consumer edges inside the graph
+    std::vector<int> uses;  // per node of the GraphOrder: consumer edges inside the graph
 
     bool is_loadable(Node* n, const Group* current) const {
         if (n->realized()) return true;
@@ -90,39 +89,37 @@ inline Node* peel_reshapes(Node* n) {
 /// The longest chain of operations fused into one kernel.
 inline constexpr int kMaxFusedDepth = 256;
 
-namespace schedule_detail {
-
-struct Graph {
-    std::vector<Node*> topo;  // sources before consumers
-    std::unordered_map<Node*, std::vector<Node*>> consumers;
-    std::unordered_map<Node*, int> edges;
+/// The graph behind some outputs: every node reachable through unrealized nodes, sources
+/// before consumers (depth-first post-order, sources in order), each with its position.
+struct GraphOrder {
+    std::vector<Node*> nodes;
+    std::unordered_map<const Node*, int> index;
 };
 
-inline Graph collect(const std::vector<Node*>& outputs) {
-    Graph g;
-    std::unordered_set<Node*> seen;
+inline GraphOrder order_graph(const std::vector<Node*>& outputs) {
+    GraphOrder g;
     std::vector<std::pair<Node*, bool>> stack;
-    for (Node* out : outputs) stack.push_back({out, false});
+    for (auto it = outputs.rbegin(); it != outputs.rend(); ++it) stack.push_back({*it, false});
     while (!stack.empty()) {
         auto [n, expanded] = stack.back();
         stack.pop_back();
         if (expanded) {
-            g.topo.push_back(n);
+            g.index[n] = static_cast<int>(g.nodes.size());
+            g.nodes.push_back(n);
             continue;
         }
-        if (!seen.insert(n).second) continue;
+        if (!g.index.emplace(n, -1).second) continue;  // seen (-1 until placed)
         stack.push_back({n, true});
         if (n->realized()) continue;
-        for (int i = 0; i < n->nsrc; ++i) {
-            Node* s = n->src[static_cast<std::size_t>(i)].get();
-            auto& cons = g.consumers[s];
-            if (std::find(cons.begin(), cons.end(), n) == cons.end()) cons.push_back(n);
-            ++g.edges[s];
-            if (!seen.count(s)) stack.push_back({s, false});
+        for (int k = n->nsrc; k-- > 0;) {
+            Node* src = n->src[static_cast<std::size_t>(k)].get();
+            if (!g.index.count(src)) stack.push_back({src, false});
         }
     }
     return g;
 }
+
+namespace schedule_detail {
 
 /// Whether reduction r may join group g (same domain and reduced axes); fixes g's domain.
 inline bool reduction_fits(Group& g, Node* r) {
@@ -241,29 +238,38 @@ struct Refinement {
     }
 };
 
-/// Groups the graph behind `outputs` into schedule items (lowering is done separately).
-/// `forced` names nodes that lowering found must be materialized, with the reason.
-inline Schedule assign_groups(const std::vector<Node*>& outputs,
+/// Groups the graph behind `outputs` (ordered by order_graph) into schedule items; lowering
+/// is done separately. `forced` names nodes that lowering found must be materialized.
+inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& outputs,
                               const std::unordered_map<Node*, std::string>& forced) {
     using namespace schedule_detail;
     Schedule s;
     s.outputs = outputs;
-    Graph g = collect(outputs);
-    for (std::size_t i = 0; i < g.topo.size(); ++i) s.topo_index[g.topo[i]] = static_cast<int>(i);
-    s.uses = g.edges;
-
+    auto at = [&](const Node* n) { return static_cast<std::size_t>(g.index.at(n)); };
+    // Distinct consumers of every node, and the number of edges into it.
+    std::vector<SmallVector<int, 2>> consumers(g.nodes.size());
+    s.uses.assign(g.nodes.size(), 0);
+    for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+        Node* n = g.nodes[i];
+        if (n->realized()) continue;
+        for (int k = 0; k < n->nsrc; ++k) {
+            const std::size_t src = at(n->src[static_cast<std::size_t>(k)].get());
+            ++s.uses[src];
+            if (std::find(consumers[src].begin(), consumers[src].end(), static_cast<int>(i)) == consumers[src].end())
+                consumers[src].push_back(static_cast<int>(i));
+        }
+    }
     std::unordered_set<Node*> is_output(outputs.begin(), outputs.end());
 
     // Lowering walks a kernel's graph recursively, so a fused chain may not be arbitrarily deep.
     std::unordered_map<Node*, std::string> cuts;
     {
-        std::vector<int> depth(g.topo.size(), 0);
-        for (std::size_t i = 0; i < g.topo.size(); ++i) {
-            Node* n = g.topo[i];
+        std::vector<int> depth(g.nodes.size(), 0);
+        for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+            Node* n = g.nodes[i];
             if (n->realized()) continue;
             int d = 0;
-            for (int k = 0; k < n->nsrc; ++k)
-                d = std::max(d, depth[static_cast<std::size_t>(s.topo_index[n->src[static_cast<std::size_t>(k)].get()])]);
+            for (int k = 0; k < n->nsrc; ++k) d = std::max(d, depth[at(n->src[static_cast<std::size_t>(k)].get())]);
             depth[i] = d + 1;
             if (is_output.count(n) || forced.count(n)) {
                 depth[i] = 0;  // materialized anyway: a chain starts again after it
@@ -275,9 +281,9 @@ inline Schedule assign_groups(const std::vector<Node*>& outputs,
     }
 
     std::vector<Group> groups;  // in creation order (outputs first)
-    std::unordered_map<Node*, SmallVector<int, 2>> groups_of;
-    for (std::size_t t = g.topo.size(); t-- > 0;) {
-        Node* n = g.topo[t];
+    std::vector<SmallVector<int, 2>> groups_of(g.nodes.size());  // per node: the kernels it is computed in
+    for (std::size_t t = g.nodes.size(); t-- > 0;) {
+        Node* n = g.nodes[t];
         if (n->realized()) continue;
         std::string reason;
         if (is_output.count(n)) {
@@ -288,32 +294,32 @@ inline Schedule assign_groups(const std::vector<Node*>& outputs,
             reason = c->second;
         } else {
             SmallVector<int, 2> cons;
-            for (Node* c : g.consumers[n])
-                for (int id : groups_of[c])
+            for (int c : consumers[t])
+                for (int id : groups_of[static_cast<std::size_t>(c)])
                     if (std::find(cons.begin(), cons.end(), id) == cons.end()) cons.push_back(id);
             if (n->kind == NodeKind::Const || is_view(n->kind)) {
-                groups_of[n] = cons;  // free to recompute in every kernel that reads it
+                groups_of[t] = cons;  // free to recompute in every kernel that reads it
                 continue;
             }
             if (cons.size() == 1) {
                 Group& target = groups[static_cast<std::size_t>(cons[0])];
                 if (n->kind != NodeKind::Reduce || reduction_fits(target, n)) {
-                    groups_of[n] = cons;
+                    groups_of[t] = cons;
                     continue;
                 }
                 reason = concat("reduction over ", n->src[0]->shape, " axes ", n->axes,
                                 " does not match the domain of its consumer's kernel");
             } else {
-                reason = concat("used by ", g.consumers[n].size(), " consumers in ", cons.size(), " kernels");
+                reason = concat("used by ", consumers[t].size(), " consumers in ", cons.size(), " kernels");
             }
         }
-        groups_of[n] = {static_cast<int>(groups.size())};
+        groups_of[t] = {static_cast<int>(groups.size())};
         groups.push_back(new_group(n, std::move(reason)));
     }
 
     // Execution order: a kernel's inputs are its root's ancestors, so topological order of roots.
     std::sort(groups.begin(), groups.end(),
-              [&](const Group& a, const Group& b) { return s.topo_index[a.root] < s.topo_index[b.root]; });
+              [&](const Group& a, const Group& b) { return at(a.root) < at(b.root); });
     s.groups = std::move(groups);
     for (std::size_t i = 0; i < s.groups.size(); ++i) s.group_of_root[s.groups[i].root] = static_cast<int>(i);
 
