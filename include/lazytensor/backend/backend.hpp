@@ -2,14 +2,12 @@
 // kernels compiled from the IR (cached by the IR's key) and launched on buffers.
 #pragma once
 
-#include <list>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "../core/device.hpp"
+#include "../core/lru_cache.hpp"
 #include "../ir/kernel.hpp"
 
 namespace lazytensor::detail {
@@ -43,63 +41,25 @@ public:
     /// not grow it without bound.
     std::shared_ptr<CompiledKernel> get_kernel(const ir::Kernel& kernel, bool* compiled = nullptr) {
         std::string k = ir::key(kernel);
-        {
-            std::lock_guard<std::mutex> lock(cache_mutex_);
-            auto it = cache_.find(k);
-            if (it != cache_.end()) {
-                order_.splice(order_.begin(), order_, it->second.age);
-                if (compiled) *compiled = false;
-                return it->second.kernel;
-            }
+        if (auto hit = cache_.find(k)) {
+            if (compiled) *compiled = false;
+            return hit;
         }
-        std::shared_ptr<CompiledKernel> fresh = compile(kernel);
-        std::lock_guard<std::mutex> lock(cache_mutex_);
-        auto [it, inserted] = cache_.emplace(std::move(k), Entry{std::move(fresh), {}});
+        auto [value, inserted] = cache_.insert(std::move(k), compile(kernel));
         if (compiled) *compiled = inserted;
-        if (inserted) {
-            order_.push_front(&it->first);
-            it->second.age = order_.begin();
-            while (cache_.size() > capacity_) {
-                cache_.erase(*order_.back());
-                order_.pop_back();
-            }
-            return it->second.kernel;
-        }
-        return it->second.kernel;
+        return value;
     }
 
-    std::size_t cached_kernels() const {
-        std::lock_guard<std::mutex> lock(cache_mutex_);
-        return cache_.size();
-    }
-    std::size_t cache_capacity() const { return capacity_; }
-    void set_cache_capacity(std::size_t kernels) {
-        std::lock_guard<std::mutex> lock(cache_mutex_);
-        capacity_ = kernels < 1 ? 1 : kernels;
-        while (cache_.size() > capacity_) {
-            cache_.erase(*order_.back());
-            order_.pop_back();
-        }
-    }
-
-    void clear_cache() {
-        std::lock_guard<std::mutex> lock(cache_mutex_);
-        cache_.clear();
-        order_.clear();
-    }
+    std::size_t cached_kernels() const { return cache_.size(); }
+    std::size_t cache_capacity() const { return cache_.capacity(); }
+    void set_cache_capacity(std::size_t kernels) { cache_.set_capacity(kernels); }
+    void clear_cache() { cache_.clear(); }
 
 protected:
     virtual std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel) = 0;
 
 private:
-    struct Entry {
-        std::shared_ptr<CompiledKernel> kernel;
-        std::list<const std::string*>::iterator age;
-    };
-    mutable std::mutex cache_mutex_;
-    std::unordered_map<std::string, Entry> cache_;
-    std::list<const std::string*> order_;  // keys, most recently used first
-    std::size_t capacity_ = 4096;
+    LruCache<CompiledKernel> cache_{4096};
 };
 
 }  // namespace lazytensor::detail

@@ -6,10 +6,7 @@
 // repeat skips grouping and lowering: nodes are named by their position in that order.
 #pragma once
 
-#include <cstring>
-#include <list>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -17,6 +14,7 @@
 #include "../backend/backend.hpp"
 #include "../codegen/lower.hpp"
 #include "../core/config.hpp"
+#include "../core/lru_cache.hpp"
 #include "../schedule/schedule.hpp"
 
 namespace lazytensor::detail {
@@ -129,52 +127,18 @@ inline Plan make_plan(const GraphWalk& w) {
     return p;
 }
 
-/// The plans of recently realized graphs, most recently used first.
+/// The plans of recently realized graphs, by signature.
 class PlanCache {
 public:
     std::shared_ptr<const Plan> get(const GraphWalk& w) {
-        {
-            std::lock_guard<std::mutex> lock(mutex_);
-            auto it = plans_.find(w.signature);
-            if (it != plans_.end()) {
-                order_.splice(order_.begin(), order_, it->second.age);
-                return it->second.plan;
-            }
-        }
-        auto plan = std::make_shared<const Plan>(make_plan(w));
-        std::lock_guard<std::mutex> lock(mutex_);
-        auto [it, inserted] = plans_.emplace(w.signature, Entry{plan, {}});
-        if (inserted) {
-            order_.push_front(&it->first);
-            it->second.age = order_.begin();
-            while (plans_.size() > kCapacity) {
-                plans_.erase(*order_.back());
-                order_.pop_back();
-            }
-        }
-        return it->second.plan;
+        if (auto hit = plans_.find(w.signature)) return hit;
+        return plans_.insert(w.signature, std::make_shared<const Plan>(make_plan(w))).first;
     }
-
-    void clear() {
-        std::lock_guard<std::mutex> lock(mutex_);
-        plans_.clear();
-        order_.clear();
-    }
-
-    std::size_t size() {
-        std::lock_guard<std::mutex> lock(mutex_);
-        return plans_.size();
-    }
+    std::size_t size() const { return plans_.size(); }
+    void clear() { plans_.clear(); }
 
 private:
-    static constexpr std::size_t kCapacity = 1024;
-    struct Entry {
-        std::shared_ptr<const Plan> plan;
-        std::list<const std::string*>::iterator age;
-    };
-    std::mutex mutex_;
-    std::unordered_map<std::string, Entry> plans_;
-    std::list<const std::string*> order_;
+    LruCache<const Plan> plans_{1024};
 };
 
 inline PlanCache& plan_cache() {
