@@ -257,3 +257,21 @@ TEST_CASE("realizing a graph of the same structure again reuses its plan") {
         CHECK(plans.size() == n + 1);
     });
 }
+
+TEST_CASE("the kernel cache keeps the most recently used kernels") {
+    for_each_device([](lt::Device d) {
+        auto& backend = lt::detail::backend_for(d);
+        const std::size_t capacity = backend.cache_capacity();
+        backend.set_cache_capacity(2);
+        CHECK(backend.cached_kernels() <= 2);
+        lt::Tensor<float> a = rand_tensor({17}, 90);
+        for (int c = 0; c < 5; ++c) {
+            // Fresh shapes each time: new plans and new kernels.
+            lt::Tensor<float> x = rand_tensor({19 + c}, 91);
+            CHECK((x * 3.0f + 1.0f).sum().item() == doctest::Approx(3.0 * x.sum().item() + (19 + c)).epsilon(1e-5));
+        }
+        CHECK(backend.cached_kernels() == 2);
+        backend.set_cache_capacity(capacity);
+        CHECK((a + 1.0f).to_vector().size() == 17);
+    });
+}
