@@ -16,6 +16,10 @@
 // hoisted: evaluated once per block of outer indices. Work is split across the thread pool by
 // blocks of outer indices, and a reduction with few outputs is also split along its reduced
 // space, in chunks of a fixed size so that results do not depend on the thread count.
+//
+// Also here: values a later phase would compute again are kept in a per-thread row cache;
+// outputs of 16 MiB and more are written with streaming stores; and an element-wise kernel
+// whose expression template brought a compiled loop (ir/static_kernel.hpp) runs that loop.
 #pragma once
 
 #include <algorithm>
