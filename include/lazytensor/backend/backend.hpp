@@ -53,7 +53,6 @@ public:
     std::size_t cached_kernels() const { return cache_.size(); }
     std::size_t cache_capacity() const { return cache_.capacity(); }
     void set_cache_capacity(std::size_t kernels) { cache_.set_capacity(kernels); }
-    void clear_cache() { cache_.clear(); }
 
 protected:
     virtual std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel) = 0;

@@ -198,7 +198,6 @@ private:
             if (!elementwise || L.s_.is_loadable(src, &L.g_)) return nullptr;
             auto clone = std::make_shared<Node>(*src);
             clone->shape = view->shape;
-            clone->id = Node::next_id();
             auto o = origin.find(view);
             Node* from = o == origin.end() ? view : o->second;
             for (int i = 0; i < src->nsrc; ++i) {

@@ -1,5 +1,5 @@
 // Configuration macros, with their defaults, in one place. Define them before including
-// <lazytensor.hpp> to change them. Environment variables are read at run time (runtime/env.hpp).
+// <lazytensor.hpp> to change them. Environment variables are read at run time (runtime/device.hpp).
 #pragma once
 
 #include <atomic>
@@ -25,8 +25,10 @@
 namespace lazytensor {
 namespace detail {
 inline std::atomic<bool>& static_kernels_flag() {
-    static std::atomic<bool> enabled{!(std::getenv("LAZYTENSOR_STATIC_KERNELS") &&
-                                       std::getenv("LAZYTENSOR_STATIC_KERNELS")[0] == '0')};
+    static std::atomic<bool> enabled{[] {
+        const char* v = std::getenv("LAZYTENSOR_STATIC_KERNELS");
+        return !(v && v[0] == '0');
+    }()};
     return enabled;
 }
 }  // namespace detail

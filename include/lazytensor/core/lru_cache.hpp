@@ -51,11 +51,6 @@ public:
         capacity_ = capacity < 1 ? 1 : capacity;
         trim();
     }
-    void clear() {
-        std::lock_guard<std::mutex> lock(mutex_);
-        map_.clear();
-        order_.clear();
-    }
 
 private:
     struct Entry {

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <array>
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -71,8 +70,6 @@ struct Node : std::enable_shared_from_this<Node> {
     Strides strides;
     // The compiled loop of the expression template this node was built from, if any.
     const StaticKernel* static_kernel = nullptr;
-    // A stable number for debug output.
-    std::uint64_t id = next_id();
 
     Node() = default;
     Node(const Node&) = default;
@@ -103,11 +100,6 @@ struct Node : std::enable_shared_from_this<Node> {
     bool realized() const { return kind == NodeKind::Buffer; }
     /// How many shared handles (tensors, expressions, consumer nodes) hold this node.
     long holders() const { return weak_from_this().use_count(); }
-
-    static std::uint64_t next_id() {
-        static std::atomic<std::uint64_t> counter{0};
-        return ++counter;
-    }
 };
 
 /// Makes `node` a realized view of `buffer`; drops its sources.

@@ -135,7 +135,6 @@ public:
         return plans_.insert(w.signature, std::make_shared<const Plan>(make_plan(w))).first;
     }
     std::size_t size() const { return plans_.size(); }
-    void clear() { plans_.clear(); }
 
 private:
     LruCache<const Plan> plans_{1024};

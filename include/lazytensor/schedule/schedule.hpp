@@ -54,7 +54,6 @@ struct Group {
 };
 
 struct Schedule {
-    std::vector<Node*> outputs;
     std::vector<Group> groups;  // execution order
     std::unordered_map<Node*, int> group_of_root;
     std::vector<int> uses;  // per node of the GraphOrder: consumer edges inside the graph
@@ -152,10 +151,6 @@ inline Group new_group(Node* root, std::string reason) {
 
 }  // namespace schedule_detail
 
-inline bool has_contiguous_strides(const Shape& shape, const Strides& strides) {
-    return is_contiguous_layout(shape, strides, 0);
-}
-
 /// What a read of node `n` at index map `map` reaches after following views.
 struct Reached {
     Node* node = nullptr;    // a computed node (read at `map`), or the base node of a load
@@ -186,7 +181,7 @@ inline Reached walk_views(const Schedule& s, const Group* current, Node* n, Inde
         Node* below = n->src[0].get();
         if (n->kind == NodeKind::Reshape && s.is_loadable(below, current)) {
             Source src = s.source(below);
-            if (has_contiguous_strides(below->shape, src.strides)) {
+            if (is_contiguous_layout(below->shape, src.strides, 0)) {
                 r.load = true;
                 r.node = src.base;
                 r.access = map.access(src.offset, contiguous_strides(n->shape));
@@ -244,7 +239,6 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
                               const std::unordered_map<Node*, std::string>& forced) {
     using namespace schedule_detail;
     Schedule s;
-    s.outputs = outputs;
     auto at = [&](const Node* n) { return static_cast<std::size_t>(g.index.at(n)); };
     // Distinct consumers of every node, and the number of edges into it.
     std::vector<SmallVector<int, 2>> consumers(g.nodes.size());

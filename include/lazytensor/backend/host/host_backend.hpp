@@ -34,7 +34,6 @@ public:
         return concat("host (", pool_.size(), " thread", pool_.size() == 1 ? "" : "s", ", ",
                       xsimd::default_arch::name(), ")");
     }
-    int threads() const { return pool_.size(); }
 
     BufferPtr allocate(DType dtype, std::int64_t numel) override {
         std::size_t bytes = 0;
@@ -67,11 +66,6 @@ public:
         for (auto& [size, p] : cached_) std::free(p);
         cached_.clear();
         cached_bytes_ = 0;
-    }
-
-    std::size_t cached_bytes() const {
-        std::lock_guard<std::mutex> lock(cache_mutex_);
-        return cached_bytes_;
     }
 
     void write(Buffer& dst, std::size_t at, const void* src, std::size_t bytes) override {
@@ -123,7 +117,7 @@ private:
     }
 
     ThreadPool pool_;
-    mutable std::mutex cache_mutex_;
+    std::mutex cache_mutex_;
     std::multimap<std::size_t, void*> cached_;
     std::size_t cached_bytes_ = 0;
     std::size_t cache_limit_;

@@ -295,6 +295,7 @@ private:
             zero_a.resize(k.a_.axes.size(), 0);
             oindex = zero_o;
             aindex = zero_a;
+            if (k.static_) return;  // the compiled loop needs only the segments
             for (const PPhase& p : k.phases_)
                 for (std::size_t i = 0; i < p.instrs.size(); ++i) {
                     const PInstr& in = p.instrs[i];
