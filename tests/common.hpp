@@ -83,10 +83,10 @@ Ref random_ref(const lt::Shape& shape, unsigned seed, double lo = -2.0, double h
 }
 
 template <class T>
-lt::Tensor<T> make_tensor(const Ref& r) {
+lt::Tensor<T> make_tensor(const Ref& r, lt::Device device = lt::default_device()) {
     std::vector<T> data(r.v.size());
     for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<T>(r.v[i]);
-    return lt::tensor<T>(data, r.shape);
+    return lt::tensor<T>(data, r.shape, device);
 }
 
 /// Broadcasts a reference array to `shape` (NumPy rules).

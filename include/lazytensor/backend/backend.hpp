@@ -35,6 +35,15 @@ public:
     /// Waits until every launched kernel has finished.
     virtual void synchronize() = 0;
 
+    /// Device-side timing (LAZYTENSOR_DEBUG=3, benchmarks): while on, launch() records each
+    /// kernel's device time; backends without device timers record nothing.
+    virtual void set_record_times(bool) {}
+    virtual bool record_times() const { return false; }
+    /// The device times (ms) recorded since the last call, one per launch.
+    virtual std::vector<double> take_device_times_ms() { return {}; }
+    /// The generated source of a compiled kernel (LAZYTENSOR_DEBUG=2), if the backend has one.
+    virtual std::string kernel_source(const CompiledKernel&) const { return {}; }
+
     /// The compiled form of `kernel`, from the cache when a kernel of the same structure was
     /// compiled before. `compiled` tells whether this call compiled it. The cache keeps the
     /// most recently used kernels (cache_capacity()); workloads whose shapes keep changing do
@@ -53,6 +62,8 @@ public:
     std::size_t cached_kernels() const { return cache_.size(); }
     std::size_t cache_capacity() const { return cache_.capacity(); }
     void set_cache_capacity(std::size_t kernels) { cache_.set_capacity(kernels); }
+    /// Forgets every compiled kernel (they are compiled again on next use).
+    virtual void clear_kernel_cache() { cache_.clear(); }
 
 protected:
     virtual std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel) = 0;

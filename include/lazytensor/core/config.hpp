@@ -22,6 +22,12 @@
 #define LAZYTENSOR_HOST_STREAM_MIN (std::int64_t(16) << 20)
 #endif
 
+/// The OpenCL backend is compiled in when LAZYTENSOR_OPENCL is 1: then link the OpenCL ICD
+/// loader (CMake: the lazytensor::lazytensor target does both when OpenCL is found).
+#ifndef LAZYTENSOR_OPENCL
+#define LAZYTENSOR_OPENCL 0
+#endif
+
 namespace lazytensor {
 namespace detail {
 inline std::atomic<bool>& static_kernels_flag() {

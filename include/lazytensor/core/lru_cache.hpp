@@ -46,6 +46,11 @@ public:
         std::lock_guard<std::mutex> lock(mutex_);
         return capacity_;
     }
+    void clear() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        map_.clear();
+        order_.clear();
+    }
     void set_capacity(std::size_t capacity) {
         std::lock_guard<std::mutex> lock(mutex_);
         capacity_ = capacity < 1 ? 1 : capacity;

@@ -41,6 +41,14 @@ Tensor<T> tensor(const std::vector<T>& data, Shape shape, Device device = defaul
     }
 }
 
+template <class T, class D>
+Tensor<T> TensorBase<T, D>::to(Device device) const {
+    Tensor<T> t(self().build());
+    if (t.device() == device) return t;
+    detail::backend_for(device);  // an unavailable device fails before any work
+    return tensor<T>(t.to_vector(), t.shape(), device);
+}
+
 /// A 1-D tensor holding `data`, on the default device.
 template <class T>
 Tensor<T> tensor(std::initializer_list<T> data) {

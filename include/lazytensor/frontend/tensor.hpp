@@ -70,6 +70,9 @@ public:
     std::vector<T> to_vector() const;
     /// The single element of a one-element tensor; realizes first if needed.
     T item() const;
+    /// The value on `device` (realized there; copied through host memory). On the tensor's own
+    /// device, the tensor itself.
+    Tensor<T> to(Device device) const;
 
     /// Sum over all axes, or over `axes` (negative axes count from the end).
     Tensor<detail::reduce_t<ReduceOp::Sum, T>> sum() const;

@@ -10,8 +10,12 @@
 #include <vector>
 
 #include "../backend/host/host_backend.hpp"
+#include "../core/config.hpp"
 #include "../core/device.hpp"
 #include "../core/error.hpp"
+#if LAZYTENSOR_OPENCL
+#include "../backend/opencl/opencl_backend.hpp"
+#endif
 
 namespace lazytensor {
 
@@ -63,7 +67,12 @@ inline host::HostBackend& host_backend() {
 
 inline Backend& backend_for(Device d) {
     if (d.kind == Device::Kind::Host) return host_backend();
-    fail<DeviceError>("device ", d, " is not available: this build of lazytensor has the host backend only");
+#if LAZYTENSOR_OPENCL
+    return opencl::opencl_backend(d.index);
+#else
+    fail<DeviceError>("device ", d, " is not available: this build of lazytensor has the host backend only "
+                      "(build with LAZYTENSOR_OPENCL=1 and link OpenCL for OpenCL devices)");
+#endif
 }
 
 inline Device parse_device(const std::string& text) {
@@ -97,11 +106,30 @@ inline DefaultDevice& default_device_state() {
 /// A device and what it is, as listed by lt::devices().
 struct DeviceInfo {
     Device device;
-    std::string name;
+    std::string name;  // "host (16 threads, avx512bw)", "NVIDIA H100 80GB HBM3 (NVIDIA CUDA, gpu)"
+    std::string kind;  // "host", or the OpenCL device type: "gpu", "cpu" or "accelerator"
 };
 
-/// Every device this build can run on; the host is always first.
-inline std::vector<DeviceInfo> devices() { return {DeviceInfo{Device::host(), detail::host_backend().name()}}; }
+/// Every device this build can run on; the host is always first, then every OpenCL device of
+/// every platform (opencl:0, opencl:1, ...).
+inline std::vector<DeviceInfo> devices() {
+    std::vector<DeviceInfo> out{DeviceInfo{Device::host(), detail::host_backend().name(), "host"}};
+#if LAZYTENSOR_OPENCL
+    for (std::size_t i = 0; i < detail::opencl::opencl_device_ids().size(); ++i) {
+        try {
+            auto& b = detail::opencl::opencl_backend(static_cast<int>(i));
+            out.push_back(DeviceInfo{b.device(), b.name(), b.kind()});
+        } catch (const Error&) {
+            // A device whose driver cannot give it a context is not usable: leave it out.
+        }
+    }
+#endif
+    return out;
+}
+
+/// Waits until every kernel launched on `d` has finished (realize() only enqueues on OpenCL
+/// devices; reading a result waits by itself).
+inline void synchronize(Device d) { detail::backend_for(d).synchronize(); }
 
 /// The device new tensors are created on: LAZYTENSOR_DEVICE (host, opencl, opencl:N), else host.
 inline Device default_device() {

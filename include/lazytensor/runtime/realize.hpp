@@ -70,6 +70,30 @@ inline void print_item(std::ostream& out, std::size_t i, const ScheduleItem& ite
     if (level >= 2) out << item.ir;
 }
 
+/// LAZYTENSOR_DEBUG=3: a kernel's time (on the device's own clock where it has one) and the
+/// bandwidth of reading its inputs and writing its output once.
+inline void print_timing(std::size_t i, Backend& backend, const std::vector<Buffer*>& params,
+                         std::chrono::steady_clock::time_point start, std::chrono::steady_clock::time_point launch,
+                         bool compiled) {
+    using ms_t = std::chrono::duration<double, std::milli>;
+    const auto now = std::chrono::steady_clock::now();
+    const std::vector<double> device = backend.take_device_times_ms();
+    double bytes = 0;
+    for (Buffer* b : params) bytes += static_cast<double>(b->bytes());
+    std::ostringstream out;
+    out << "  kernel " << i << ": ";
+    double ms = ms_t(now - launch).count();
+    if (!device.empty()) {
+        ms = device.back();
+        out << ms << " ms on the device";
+    } else {
+        out << ms << " ms";
+    }
+    if (ms > 0) out << ", " << bytes / (ms * 1e-3) / 1e9 << " GB/s";
+    if (compiled) out << " (compiled now in " << ms_t(launch - start).count() << " ms)";
+    std::cerr << out.str() << "\n";
+}
+
 inline std::vector<Node*> unrealized(const std::vector<Node*>& nodes) {
     std::vector<Node*> out;
     for (Node* n : nodes)
@@ -127,15 +151,30 @@ inline void realize_nodes(const std::vector<Node*>& nodes) {
             p.compiled_for = &backend;
         }
         CompiledKernel& kernel = *p.compiled;
+        if (level >= 2 && compiled) {
+            const std::string source = backend.kernel_source(kernel);
+            if (!source.empty()) std::cerr << "  kernel " << i << " on " << root->device << ":\n" << source;
+        }
         BufferPtr out = backend.allocate(root->dtype, numel(root->shape));
         params.clear();
         for (int in : p.inputs) params.push_back(buffer_of(in).get());
         params.push_back(out.get());
-        backend.launch(kernel, params);
         if (level >= 3) {
-            backend.synchronize();
-            const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-            std::cerr << "  kernel " << i << ": " << ms << " ms" << (compiled ? " (compiled now)" : "") << "\n";
+            const auto t1 = std::chrono::steady_clock::now();
+            const bool was_recording = backend.record_times();
+            backend.set_record_times(true);
+            backend.take_device_times_ms();
+            try {
+                backend.launch(kernel, params);
+                backend.synchronize();
+            } catch (...) {
+                backend.set_record_times(was_recording);
+                throw;
+            }
+            backend.set_record_times(was_recording);
+            print_timing(i, backend, params, t0, t1, compiled);
+        } else {
+            backend.launch(kernel, params);
         }
         produced[static_cast<std::size_t>(p.root)] = std::move(out);
         for (int in : p.inputs)

@@ -1,0 +1,376 @@
+// The OpenCL backend: one context and one in-order queue per device; buffers from a caching
+// allocator; kernels rendered from the IR (renderer.hpp), built once per source (in memory, and
+// across processes through the disk cache, program_cache.hpp) and launched on the queue.
+//
+// Caches, from the outside in: Backend::get_kernel keys compiled kernels (program + cl_kernel
+// objects) by the normalized IR, so a hit costs neither a build nor clCreateKernel; below it,
+// programs are keyed by their source, and then by source, options, device and driver on disk.
+#pragma once
+
+#include <chrono>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "../../core/lru_cache.hpp"
+#include "../backend.hpp"
+#include "cl_api.hpp"
+#include "program_cache.hpp"
+#include "renderer.hpp"
+
+namespace lazytensor::detail::opencl {
+
+/// A kernel ready to launch: its program, one cl_kernel per stage, and how to launch them.
+class OpenCLKernel final : public CompiledKernel {
+public:
+    RenderedKernel rendered;
+    std::shared_ptr<ProgramOwner> program;
+    std::vector<KernelOwner> kernels;  // per stage
+};
+
+/// The source with line numbers, as build errors show it.
+inline std::string numbered(const std::string& source) {
+    std::ostringstream out;
+    std::istringstream in(source);
+    int n = 1;
+    for (std::string line; std::getline(in, line); ++n) out << (n < 10 ? "   " : n < 100 ? "  " : n < 1000 ? " " : "") << n << "  " << line << "\n";
+    return out.str();
+}
+
+class OpenCLBackend final : public Backend {
+public:
+    OpenCLBackend(int index, cl_platform_id platform, cl_device_id device)
+        : index_(index), platform_(platform), device_(device), disk_(default_cache_dir()) {
+        device_name_ = device_string(device, CL_DEVICE_NAME);
+        const auto type = device_value<cl_device_type>(device, CL_DEVICE_TYPE);
+        kind_ = (type & CL_DEVICE_TYPE_GPU) ? "gpu" : (type & CL_DEVICE_TYPE_CPU) ? "cpu" : "accelerator";
+        platform_name_ = platform_string(platform, CL_PLATFORM_NAME);
+        driver_ = device_string(device, CL_DRIVER_VERSION) + " / " + platform_string(platform, CL_PLATFORM_VERSION) +
+                  " / " + device_string(device, CL_DEVICE_VERSION);
+        const std::string ext = device_string(device, CL_DEVICE_EXTENSIONS);
+        fp64_ = ext.find("cl_khr_fp64") != std::string::npos;
+        traits_.max_work_group = device_value<std::size_t>(device, CL_DEVICE_MAX_WORK_GROUP_SIZE);
+        traits_.compute_units = device_value<cl_uint>(device, CL_DEVICE_MAX_COMPUTE_UNITS);
+        traits_.gpu = kind_ == "gpu";
+        max_alloc_ = device_value<cl_ulong>(device, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
+        const auto global = device_value<cl_ulong>(device, CL_DEVICE_GLOBAL_MEM_SIZE);
+        cache_limit_ = static_cast<std::size_t>(std::min<cl_ulong>(global / 4, cl_ulong(4) << 30));
+        options_ = "-cl-std=CL1.2";
+        if (device_value<cl_device_fp_config>(device, CL_DEVICE_SINGLE_FP_CONFIG) & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT)
+            options_ += " -cl-fp32-correctly-rounded-divide-sqrt";  // the same quotients as the host
+
+        cl_int err = CL_SUCCESS;
+        context_ = clCreateContext(nullptr, 1, &device_, nullptr, nullptr, &err);
+        check(err, "clCreateContext", "for", describe());
+        queue_ = clCreateCommandQueue(context_, device_, CL_QUEUE_PROFILING_ENABLE, &err);
+        if (err != CL_SUCCESS) {
+            clReleaseContext(context_);
+            check(err, "clCreateCommandQueue", "for", describe());
+        }
+    }
+
+    ~OpenCLBackend() override {
+        clFinish(queue_);
+        release_cached();
+        clReleaseCommandQueue(queue_);
+        clReleaseContext(context_);
+    }
+
+    Device device() const override { return Device::opencl(index_); }
+    std::string name() const override { return device_name_ + " (" + platform_name_ + ", " + kind_ + ")"; }
+    /// "gpu", "cpu" or "accelerator".
+    const std::string& kind() const { return kind_; }
+    bool supports_fp64() const { return fp64_; }
+    cl_context context() const { return context_; }
+    cl_command_queue queue() const { return queue_; }
+    cl_device_id device_id() const { return device_; }
+    const DeviceTraits& traits() const { return traits_; }
+    ProgramDiskCache& disk_cache() { return disk_; }
+    const std::string& build_options() const { return options_; }
+
+    // ------------------------------------------------------------------------------- memory
+
+    BufferPtr allocate(DType dtype, std::int64_t numel) override {
+        std::size_t bytes = 0;
+        if (numel < 0 || __builtin_mul_overflow(static_cast<std::size_t>(numel), dtype_size(dtype), &bytes) ||
+            bytes > max_alloc_)
+            fail<BackendError>(describe(), ": cannot allocate ", numel, " elements of ", dtype,
+                               ": the device's largest buffer is ", max_alloc_, " bytes");
+        const std::size_t size = block_size(bytes);
+        if (cl_mem m = take_cached(size)) return std::make_shared<Buffer>(device(), dtype, numel, m, this);
+        cl_int err = CL_SUCCESS;
+        cl_mem m = clCreateBuffer(context_, CL_MEM_READ_WRITE, size, nullptr, &err);
+        if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES || err == CL_OUT_OF_HOST_MEMORY) {
+            release_cached();  // give the cached blocks back, then try once more
+            m = clCreateBuffer(context_, CL_MEM_READ_WRITE, size, nullptr, &err);
+        }
+        check(err, "clCreateBuffer", concat("allocating ", numel, " elements of ", dtype, " (", bytes, " bytes) on ", describe()));
+        return std::make_shared<Buffer>(device(), dtype, numel, m, this);
+    }
+
+    void release(void* handle, std::size_t bytes) noexcept override {
+        const std::size_t size = block_size(bytes);
+        {
+            std::lock_guard<std::mutex> lock(cache_mutex_);
+            if (cached_bytes_ + size <= cache_limit_) {
+                cached_.emplace(size, static_cast<cl_mem>(handle));
+                cached_bytes_ += size;
+                return;
+            }
+        }
+        clReleaseMemObject(static_cast<cl_mem>(handle));
+    }
+
+    /// Returns every cached free buffer to the driver.
+    void release_cached() noexcept {
+        std::lock_guard<std::mutex> lock(cache_mutex_);
+        for (auto& [size, m] : cached_) clReleaseMemObject(m);
+        cached_.clear();
+        cached_bytes_ = 0;
+    }
+
+    void write(Buffer& dst, std::size_t at, const void* src, std::size_t bytes) override {
+        if (!bytes) return;
+        check(clEnqueueWriteBuffer(queue_, static_cast<cl_mem>(dst.handle()), CL_TRUE, at, bytes, src, 0, nullptr, nullptr),
+              "clEnqueueWriteBuffer", concat("copying ", bytes, " bytes to ", describe()));
+    }
+    void read(const Buffer& src, std::size_t at, void* dst, std::size_t bytes) override {
+        if (!bytes) return;
+        check(clEnqueueReadBuffer(queue_, static_cast<cl_mem>(src.handle()), CL_TRUE, at, bytes, dst, 0, nullptr, nullptr),
+              "clEnqueueReadBuffer", concat("copying ", bytes, " bytes from ", describe()));
+    }
+
+    // ------------------------------------------------------------------------------ running
+
+    void launch(CompiledKernel& compiled, const std::vector<Buffer*>& params) override {
+        auto& k = static_cast<OpenCLKernel&>(compiled);
+        if (k.rendered.stages.empty()) return;
+        BufferPtr scratch;
+        if (k.rendered.scratch_elems) scratch = allocate(k.rendered.scratch_dtype, k.rendered.scratch_elems);
+        double ms = 0;
+        for (std::size_t s = 0; s < k.rendered.stages.size(); ++s) {
+            const Stage& st = k.rendered.stages[s];
+            cl_kernel kernel = k.kernels[s].kernel;
+            cl_uint arg = 0;
+            for (Buffer* b : params) {
+                cl_mem m = static_cast<cl_mem>(b->handle());
+                check(clSetKernelArg(kernel, arg++, sizeof(cl_mem), &m), "clSetKernelArg");
+            }
+            if (scratch) {
+                cl_mem m = static_cast<cl_mem>(scratch->handle());
+                check(clSetKernelArg(kernel, arg++, sizeof(cl_mem), &m), "clSetKernelArg");
+            }
+            cl_event event = nullptr;
+            const cl_int err = clEnqueueNDRangeKernel(queue_, kernel, 2, nullptr, st.global, st.local, 0, nullptr,
+                                                      record_times_ ? &event : nullptr);
+            check(err, "clEnqueueNDRangeKernel", concat("launching ", st.name, " on ", describe()));
+            if (event) ms += event_ms(event);
+        }
+        if (record_times_) times_ms_.push_back(ms);
+    }
+
+    void synchronize() override { check(clFinish(queue_), "clFinish", "on", describe()); }
+
+    /// Makes launch() time every kernel with profiling events (waits for each kernel).
+    void set_record_times(bool on) override { record_times_ = on; }
+    bool record_times() const override { return record_times_; }
+    std::vector<double> take_device_times_ms() override { return std::exchange(times_ms_, {}); }
+
+    std::string kernel_source(const CompiledKernel& compiled) const override {
+        return static_cast<const OpenCLKernel&>(compiled).rendered.source;
+    }
+
+    // --------------------------------------------------------------------------- programs
+
+    /// A built program for `source` on this device: from memory, from the disk cache, or
+    /// compiled now. A failed build throws BackendError with the build log and the source.
+    std::shared_ptr<ProgramOwner> build_program(const std::string& source, bool* built = nullptr) {
+        if (built) *built = false;
+        if (auto hit = programs_.find(source)) return hit;
+        const std::string key = concat("lazytensor program cache 1\noptions: ", options_, "\ndevice: ",
+                                       device_name_, "\ndriver: ", driver_, "\nsource:\n", source);
+        std::shared_ptr<ProgramOwner> program;
+        if (auto binary = disk_.load(key)) program = from_binary(*binary, disk_.path_for(key));
+        if (!program) {
+            program = from_source(source);
+            if (built) *built = true;
+            disk_.store(key, binary_of(program->program));
+        }
+        return programs_.insert(source, std::move(program)).first;
+    }
+
+    /// Forgets compiled kernels and built programs held in memory (the disk cache stays).
+    void clear_kernel_cache() override {
+        Backend::clear_kernel_cache();
+        programs_.clear();
+    }
+
+    std::string describe() const { return concat(device().str(), " (", device_name_, ")"); }
+
+protected:
+    std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel) override {
+        DeviceTraits traits = traits_;
+        for (;;) {
+            auto k = std::make_shared<OpenCLKernel>();
+            k->rendered = render(kernel, traits);
+            if (k->rendered.stages.empty()) return k;
+            if (k->rendered.uses_fp64 && !fp64_)
+                fail<DeviceError>(describe(), " does not support float64 (the device lacks cl_khr_fp64); "
+                                  "use float32 tensors, or run this on the host");
+            k->program = build_program(k->rendered.source);
+            std::size_t fits = traits.max_work_group;
+            for (const Stage& st : k->rendered.stages) {
+                cl_int err = CL_SUCCESS;
+                cl_kernel h = clCreateKernel(k->program->program, st.name.c_str(), &err);
+                check(err, "clCreateKernel", concat("for ", st.name, " on ", describe()));
+                k->kernels.emplace_back(h);
+                std::size_t most = 0;
+                check(clGetKernelWorkGroupInfo(h, device_, CL_KERNEL_WORK_GROUP_SIZE, sizeof most, &most, nullptr),
+                      "clGetKernelWorkGroupInfo");
+                if (st.local[0] * st.local[1] > most) fits = std::min(fits, most);
+            }
+            if (fits == traits.max_work_group) return k;
+            // The compiled kernel needs too many registers for its work-group: render it for
+            // smaller work-groups.
+            std::size_t p = 1;
+            while (p * 2 <= fits) p *= 2;
+            if (p >= traits.max_work_group || p == 0)
+                fail<BackendError>("OpenCL: ", describe(), " cannot run the kernel with any work-group size");
+            traits.max_work_group = p;
+        }
+    }
+
+private:
+    static std::size_t block_size(std::size_t bytes) {
+        if (bytes <= 256) return 256;
+        if (bytes < (std::size_t(1) << 20)) {  // powers of two below 1 MiB, then whole MiB
+            std::size_t p = 256;
+            while (p < bytes) p *= 2;
+            return p;
+        }
+        const std::size_t mb = std::size_t(1) << 20;
+        return (bytes + mb - 1) / mb * mb;
+    }
+
+    cl_mem take_cached(std::size_t size) {
+        std::lock_guard<std::mutex> lock(cache_mutex_);
+        auto it = cached_.find(size);
+        if (it == cached_.end()) return nullptr;
+        cl_mem m = it->second;
+        cached_bytes_ -= size;
+        cached_.erase(it);
+        return m;
+    }
+
+    double event_ms(cl_event event) {
+        cl_ulong start = 0, end = 0;
+        cl_int err = clWaitForEvents(1, &event);
+        if (err == CL_SUCCESS) err = clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_START, sizeof start, &start, nullptr);
+        if (err == CL_SUCCESS) err = clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr);
+        clReleaseEvent(event);
+        check(err, "clGetEventProfilingInfo", "on", describe());
+        return static_cast<double>(end - start) * 1e-6;
+    }
+
+    std::string build_log(cl_program program) const {
+        std::size_t n = 0;
+        if (clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n) != CL_SUCCESS) return "";
+        std::string log(n, '\0');
+        clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
+        while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+        return log;
+    }
+
+    std::shared_ptr<ProgramOwner> from_source(const std::string& source) {
+        const char* text = source.c_str();
+        const std::size_t len = source.size();
+        cl_int err = CL_SUCCESS;
+        auto program = std::make_shared<ProgramOwner>(clCreateProgramWithSource(context_, 1, &text, &len, &err));
+        check(err, "clCreateProgramWithSource", "on", describe());
+        err = clBuildProgram(program->program, 1, &device_, options_.c_str(), nullptr, nullptr);
+        if (err != CL_SUCCESS)
+            fail<BackendError>("OpenCL: building a lazytensor kernel for ", describe(), " failed: ", status_name(err), " (",
+                               err, ")\n--- build log ---\n", build_log(program->program), "\n--- generated source (",
+                               "options: ", options_, ") ---\n", numbered(source));
+        return program;
+    }
+
+    std::shared_ptr<ProgramOwner> from_binary(const std::vector<unsigned char>& binary, const std::string& path) {
+        const unsigned char* data = binary.data();
+        const std::size_t len = binary.size();
+        cl_int status = CL_SUCCESS, err = CL_SUCCESS;
+        auto program = std::make_shared<ProgramOwner>(
+            clCreateProgramWithBinary(context_, 1, &device_, &len, &data, &status, &err));
+        if (err == CL_SUCCESS && status == CL_SUCCESS)
+            err = clBuildProgram(program->program, 1, &device_, options_.c_str(), nullptr, nullptr);
+        if (err == CL_SUCCESS && status == CL_SUCCESS) return program;
+        std::cerr << "[lazytensor] warning: OpenCL program cache: " << path << " was rejected by the driver ("
+                  << status_name(err != CL_SUCCESS ? err : status) << "); rebuilding it from source\n";
+        return nullptr;
+    }
+
+    std::vector<unsigned char> binary_of(cl_program program) const {
+        std::size_t size = 0;
+        if (clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr) != CL_SUCCESS || size == 0)
+            return {};
+        std::vector<unsigned char> binary(size);
+        unsigned char* ptr = binary.data();
+        if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof ptr, &ptr, nullptr) != CL_SUCCESS) return {};
+        return binary;
+    }
+
+    int index_;
+    cl_platform_id platform_;
+    cl_device_id device_;
+    cl_context context_ = nullptr;
+    cl_command_queue queue_ = nullptr;
+    std::string device_name_, platform_name_, kind_, driver_, options_;
+    bool fp64_ = false;
+    DeviceTraits traits_;
+    cl_ulong max_alloc_ = 0;
+
+    std::mutex cache_mutex_;
+    std::multimap<std::size_t, cl_mem> cached_;
+    std::size_t cached_bytes_ = 0;
+    std::size_t cache_limit_ = 0;
+
+    LruCache<ProgramOwner> programs_{1024};
+    ProgramDiskCache disk_;
+
+    bool record_times_ = false;
+    std::vector<double> times_ms_;
+};
+
+// ------------------------------------------------------------------------------------ registry
+
+/// The OpenCL devices of this machine, listed once.
+inline const std::vector<std::pair<cl_platform_id, cl_device_id>>& opencl_device_ids() {
+    static const auto ids = list_devices();
+    return ids;
+}
+
+/// The backend of opencl:N, created on first use and kept for the process's lifetime (buffers
+/// of static tensors may outlive any destruction order).
+inline OpenCLBackend& opencl_backend(int index) {
+    static std::mutex mutex;
+    static std::vector<OpenCLBackend*> backends;
+    const auto& ids = opencl_device_ids();
+    if (ids.empty())
+        fail<DeviceError>("device opencl:", index, " is not available: no OpenCL device was found (no OpenCL platform "
+                          "is installed; on Debian, `apt-get install pocl-opencl-icd` gives one on the CPU)");
+    if (index < 0 || static_cast<std::size_t>(index) >= ids.size())
+        fail<DeviceError>("device opencl:", index, " does not exist: this machine has ", ids.size(), " OpenCL device",
+                          ids.size() == 1 ? "" : "s", " (opencl:0 to opencl:", ids.size() - 1, ")");
+    std::lock_guard<std::mutex> lock(mutex);
+    if (backends.empty()) backends.resize(ids.size(), nullptr);
+    auto& b = backends[static_cast<std::size_t>(index)];
+    if (!b) b = new OpenCLBackend(index, ids[static_cast<std::size_t>(index)].first, ids[static_cast<std::size_t>(index)].second);
+    return *b;
+}
+
+}  // namespace lazytensor::detail::opencl

@@ -1,0 +1,675 @@
+// The renderer: kernel IR -> OpenCL C 1.2 source and the launch geometry to run it with.
+//
+// Two shapes of kernel:
+//   - element-wise (no reduce phase): one work-item per W consecutive elements of the domain's
+//     last axis. Accesses that are contiguous and aligned along it become one vector load or
+//     store (float4, ...); broadcast ones one scalar load; others a load per lane.
+//   - reducing: a work-group is LX outer indices x LY reduce lanes. Each lane folds a strided
+//     share of the reduced space (W consecutive elements at a time when the last axis is
+//     reduced and contiguous: "row" kernels; lanes over the outer index otherwise: "column"
+//     kernels), the LY lanes combine in local memory, and every lane reads the slot, so later
+//     phases (softmax's store, a variance's second pass) run in the same work-group. A kernel
+//     with one reduce phase and few outputs is split along the reduced space into G work-groups
+//     per outer index whose partials a second, small kernel folds before the outer store phase.
+//
+// Semantics follow the host interpreter (backend/host/simd_ops.hpp): integer arithmetic wraps
+// (done in unsigned types), floating max/min propagate NaN, float-to-integer casts saturate
+// (convert_*_sat), bool is stored as one byte.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "../../core/dtype.hpp"
+#include "../../ir/kernel.hpp"
+
+namespace lazytensor::detail::opencl {
+
+/// What the renderer needs to know of a device.
+struct DeviceTraits {
+    std::size_t max_work_group = 256;  // of the device, capped by what our kernels use
+    std::int64_t compute_units = 1;
+    bool gpu = true;
+};
+
+/// One NDRange launch of a rendered program.
+struct Stage {
+    std::string name;
+    std::size_t global[2] = {1, 1};
+    std::size_t local[2] = {1, 1};
+};
+
+struct RenderedKernel {
+    std::string source;
+    std::vector<Stage> stages;  // empty when the domain is empty: nothing to run
+    // Two-stage reductions: partial results, one per (outer index, split), passed to both
+    // stages after the kernel's own parameters.
+    std::int64_t scratch_elems = 0;
+    DType scratch_dtype = DType::Float32;
+    bool uses_fp64 = false;
+};
+
+// ------------------------------------------------------------------------------ type spellings
+
+/// The OpenCL C type of a value of `t` (private variables).
+inline const char* cl_value_type(DType t) {
+    switch (t) {
+        case DType::Bool: return "bool";
+        case DType::UInt8: return "uchar";
+        case DType::Int32: return "int";
+        case DType::Int64: return "long";
+        case DType::Float32: return "float";
+        case DType::Float64: return "double";
+    }
+    return "?";
+}
+
+/// The OpenCL C type of an element of a buffer of `t` (bool is a byte, as in C++).
+inline const char* cl_storage_type(DType t) { return t == DType::Bool ? "uchar" : cl_value_type(t); }
+
+/// The unsigned type integer arithmetic wraps in.
+inline const char* cl_wrap_type(DType t) {
+    switch (t) {
+        case DType::Int32: return "uint";
+        case DType::Int64: return "ulong";
+        default: return "uint";  // uchar: int promotion, truncated on assignment
+    }
+}
+
+inline std::string cl_literal(const Scalar& s, DType t) {
+    const Scalar v = s.dtype == t ? s : s.cast(t);
+    char buf[64];
+    switch (t) {
+        case DType::Bool: return v.i ? "true" : "false";
+        case DType::UInt8: return "(uchar)" + std::to_string(v.i);
+        case DType::Int32:
+            return v.i == INT32_MIN ? "(-2147483647 - 1)" : std::to_string(v.i);
+        case DType::Int64:
+            return v.i == INT64_MIN ? "(-9223372036854775807L - 1L)" : std::to_string(v.i) + "L";
+        case DType::Float32:
+        case DType::Float64: {
+            const bool f32 = t == DType::Float32;
+            if (std::isnan(v.f)) return f32 ? "NAN" : "((double)NAN)";
+            if (std::isinf(v.f)) return std::string(v.f < 0 ? "-" : "") + (f32 ? "INFINITY" : "((double)INFINITY)");
+            // Hexadecimal literals are exact.
+            std::snprintf(buf, sizeof buf, "%a", f32 ? static_cast<double>(static_cast<float>(v.f)) : v.f);
+            return std::string("(") + buf + (f32 ? "f)" : ")");
+        }
+    }
+    return "0";
+}
+
+// ------------------------------------------------------------------------------ op spellings
+
+inline std::string cl_unary(UnaryOp op, DType t, const std::string& x) {
+    const std::string T = cl_value_type(t);
+    const bool fp = is_floating(t);
+    switch (op) {
+        case UnaryOp::Neg:
+            if (fp) return "(-" + x + ")";
+            return "((" + T + ")(0u - (" + cl_wrap_type(t) + ")" + x + "))";
+        case UnaryOp::Abs:
+            if (fp) return "fabs(" + x + ")";
+            if (t == DType::UInt8) return x;
+            return "((" + T + ")abs(" + x + "))";
+        case UnaryOp::Relu: return "(" + x + " < (" + T + ")0 ? (" + T + ")0 : " + x + ")";
+        case UnaryOp::Exp: return "exp(" + x + ")";
+        case UnaryOp::Log: return "log(" + x + ")";
+        case UnaryOp::Sqrt: return "sqrt(" + x + ")";
+        case UnaryOp::Sin: return "sin(" + x + ")";
+        case UnaryOp::Cos: return "cos(" + x + ")";
+        case UnaryOp::Tanh: return "tanh(" + x + ")";
+        case UnaryOp::Sigmoid: return "((" + T + ")1 / ((" + T + ")1 + exp(-" + x + ")))";
+    }
+    return x;
+}
+
+inline std::string cl_maximum(DType t, const std::string& a, const std::string& b, const char* cmp) {
+    if (is_floating(t)) return "((" + a + cmp + b + " || isnan(" + a + ")) ? " + a + " : " + b + ")";
+    return "(" + a + cmp + b + " ? " + a + " : " + b + ")";
+}
+
+inline std::string cl_binary(BinaryOp op, DType t, const std::string& a, const std::string& b) {
+    const std::string T = cl_value_type(t);
+    auto wrapping = [&](const char* sym) {
+        if (is_floating(t)) return "(" + a + " " + sym + " " + b + ")";
+        const std::string U = cl_wrap_type(t);
+        return "((" + T + ")((" + U + ")" + a + " " + sym + " (" + U + ")" + b + "))";
+    };
+    switch (op) {
+        case BinaryOp::Add: return wrapping("+");
+        case BinaryOp::Sub: return wrapping("-");
+        case BinaryOp::Mul: return wrapping("*");
+        case BinaryOp::Div: return "(" + a + " / " + b + ")";
+        case BinaryOp::Pow:
+            if (is_floating(t)) return "pow(" + a + ", " + b + ")";
+            return std::string("lt_ipow_") + T + "(" + a + ", " + b + ")";
+        case BinaryOp::Maximum: return cl_maximum(t, a, b, " > ");
+        case BinaryOp::Minimum: return cl_maximum(t, a, b, " < ");
+        case BinaryOp::Lt: return "(" + a + " < " + b + ")";
+        case BinaryOp::Le: return "(" + a + " <= " + b + ")";
+        case BinaryOp::Gt: return "(" + a + " > " + b + ")";
+        case BinaryOp::Ge: return "(" + a + " >= " + b + ")";
+        case BinaryOp::Eq: return "(" + a + " == " + b + ")";
+        case BinaryOp::Ne: return "(" + a + " != " + b + ")";
+    }
+    return a;
+}
+
+inline std::string cl_cast(DType to, DType from, const std::string& x) {
+    if (to == from) return x;
+    if (to == DType::Bool) return "(" + x + " != 0)";
+    if (is_floating(from) && !is_floating(to)) return std::string("convert_") + cl_value_type(to) + "_sat(" + x + ")";
+    return std::string("((") + cl_value_type(to) + ")" + x + ")";
+}
+
+inline std::string cl_reduce_identity(ReduceOp op, DType t) {
+    if (t == DType::Bool) return op == ReduceOp::Min ? "true" : "false";
+    switch (op) {
+        case ReduceOp::Sum: return cl_literal(Scalar::of<std::int64_t>(0), t);
+        case ReduceOp::Max:
+            if (is_floating(t)) return t == DType::Float32 ? "(-INFINITY)" : "(-(double)INFINITY)";
+            return t == DType::UInt8 ? "(uchar)0" : t == DType::Int32 ? "(-2147483647 - 1)" : "(-9223372036854775807L - 1L)";
+        case ReduceOp::Min:
+            if (is_floating(t)) return t == DType::Float32 ? "INFINITY" : "((double)INFINITY)";
+            return t == DType::UInt8 ? "(uchar)255" : t == DType::Int32 ? "2147483647" : "9223372036854775807L";
+    }
+    return "0";
+}
+
+inline std::string cl_reduce_fold(ReduceOp op, DType t, const std::string& acc, const std::string& v) {
+    if (t == DType::Bool) return op == ReduceOp::Min ? "(" + acc + " && " + v + ")" : "(" + acc + " || " + v + ")";
+    switch (op) {
+        case ReduceOp::Sum: return cl_binary(BinaryOp::Add, t, acc, v);
+        case ReduceOp::Max: return cl_binary(BinaryOp::Maximum, t, acc, v);
+        case ReduceOp::Min: return cl_binary(BinaryOp::Minimum, t, acc, v);
+    }
+    return acc;
+}
+
+/// Integer power by squaring, wrapping; negative exponents give 0 except for bases 1 and -1
+/// (as the host's Pow).
+inline std::string cl_ipow_function(DType t) {
+    const std::string T = cl_value_type(t), U = cl_wrap_type(t);
+    std::string s = "inline " + T + " lt_ipow_" + T + "(" + T + " a, " + T + " b) {\n";
+    if (t != DType::UInt8)
+        s += "    if (b < 0) return a == 1 ? (" + T + ")1 : a == -1 ? ((b & 1) ? (" + T + ")-1 : (" + T + ")1) : (" + T + ")0;\n";
+    s += "    " + U + " r = 1, base = (" + U + ")a;\n";
+    s += "    for (" + U + " e = (" + U + ")b; e; e >>= 1) { if (e & 1) r *= base; base *= base; }\n";
+    s += "    return (" + T + ")r;\n}\n";
+    return s;
+}
+
+// ------------------------------------------------------------------------------------ renderer
+
+class Renderer {
+public:
+    Renderer(const ir::Kernel& kernel, const DeviceTraits& device) : k_(kernel), dev_(device) {}
+
+    RenderedKernel render() {
+        analyze();
+        RenderedKernel out;
+        if (outer_ == 0) return out;  // an empty output: nothing to compute
+        // (An empty reduced space still runs: every output is the reduction's identity.)
+        prelude();
+        if (reducing_)
+            render_reducing(out);
+        else
+            render_elementwise(out);
+        out.source = src_.str();
+        out.uses_fp64 = fp64_;
+        return out;
+    }
+
+private:
+    const ir::Kernel& k_;
+    DeviceTraits dev_;
+    std::ostringstream src_;
+    std::size_t n_ = 0;  // domain rank
+    std::int64_t numel_ = 0, outer_ = 1, reduced_ = 1;
+    std::vector<int> outer_axes_, reduced_axes_;
+    bool reducing_ = false;
+    bool wide_ = false;  // 64-bit index math
+    bool fp64_ = false;
+    std::string idx_;  // "int" or "long"
+    int width_ = 1;    // W: consecutive elements of the last axis per lane
+
+    static std::int64_t pow2_ceil(std::int64_t x) {
+        std::int64_t p = 1;
+        while (p < x) p <<= 1;
+        return p;
+    }
+    static std::int64_t pow2_floor(std::int64_t x) {
+        std::int64_t p = 1;
+        while (p * 2 <= x) p <<= 1;
+        return p;
+    }
+    std::int64_t target_threads() const { return dev_.compute_units * (dev_.gpu ? 2048 : 256); }
+    std::int64_t max_group() const { return std::min<std::int64_t>(static_cast<std::int64_t>(dev_.max_work_group), 256); }
+
+    void analyze() {
+        n_ = k_.domain.size();
+        numel_ = numel(k_.domain);
+        for (std::size_t j = 0; j < n_; ++j) {
+            if (k_.reduced[j]) {
+                reduced_axes_.push_back(static_cast<int>(j));
+                reduced_ *= k_.domain[j];
+            } else {
+                outer_axes_.push_back(static_cast<int>(j));
+                outer_ *= k_.domain[j];
+            }
+        }
+        for (auto& ph : k_.phases) reducing_ = reducing_ || ph.kind == ir::Phase::Kind::Reduce;
+        // 64-bit index math when any index or address could pass 2^31 (with room for a loop
+        // counter to step past the end).
+        std::int64_t reach = numel_;
+        auto widen = [&](const Access& a) {
+            std::int64_t hi = std::abs(a.offset);
+            for (std::size_t j = 0; j < n_; ++j) hi += (k_.domain[j] - 1) * std::abs(a.strides[j]);
+            reach = std::max(reach, hi);
+        };
+        for (auto& ph : k_.phases) {
+            for (auto& in : ph.instrs) {
+                if (in.op == ir::Op::Load) widen(in.access);
+                fp64_ = fp64_ || in.dtype == DType::Float64;
+            }
+            for (auto& st : ph.stores) widen(st.access);
+        }
+        for (auto& p : k_.params) fp64_ = fp64_ || p.dtype == DType::Float64;
+        wide_ = reach >= (std::int64_t(1) << 30);
+        idx_ = wide_ ? "long" : "int";
+    }
+
+    void prelude() {
+        if (fp64_) src_ << "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
+        bool ipow[dtype_count] = {};
+        for (auto& ph : k_.phases)
+            for (auto& in : ph.instrs)
+                if (in.op == ir::Op::Binary && in.binary == BinaryOp::Pow && !is_floating(in.dtype))
+                    ipow[static_cast<int>(in.dtype)] = true;
+        for (int t = 0; t < dtype_count; ++t)
+            if (ipow[t]) src_ << cl_ipow_function(static_cast<DType>(t));
+    }
+
+    std::string params(bool scratch, DType scratch_dtype) const {
+        std::string s;
+        for (std::size_t p = 0; p < k_.params.size(); ++p) {
+            s += p ? ", " : "";
+            s += std::string("__global ") + (k_.params[p].output ? "" : "const ") + cl_storage_type(k_.params[p].dtype) +
+                 "* restrict p" + std::to_string(p);
+        }
+        if (scratch) s += std::string(", __global ") + cl_value_type(scratch_dtype) + "* restrict scratch";
+        return s;
+    }
+
+    // ------------------------------------------------------------------ vector width, addresses
+
+    /// Whether an access can be one aligned vector load/store of W elements along the last axis.
+    bool vectorizable(const Access& a, int w) const {
+        if (a.strides[n_ - 1] != 1 || a.offset % w) return false;
+        for (std::size_t j = 0; j + 1 < n_; ++j)
+            if (a.strides[j] % w) return false;
+        return true;
+    }
+
+    /// W = 4 when the last axis splits into groups of 4 and some access is contiguous along it.
+    int choose_width(bool include_outer_phases) const {
+        constexpr int w = 4;
+        if (n_ == 0 || k_.domain[n_ - 1] % w) return 1;
+        bool any = false;
+        for (auto& ph : k_.phases) {
+            if (ph.outer && !include_outer_phases) continue;
+            for (auto& in : ph.instrs)
+                if (in.op == ir::Op::Load) any = any || vectorizable(in.access, w);
+            for (auto& st : ph.stores) any = any || vectorizable(st.access, w);
+        }
+        return any ? w : 1;
+    }
+
+    std::string address(const Access& a, const std::vector<std::string>& coord) const {
+        std::string s = std::to_string(a.offset);
+        for (std::size_t j = 0; j < n_; ++j) {
+            if (a.strides[j] == 0 || coord[j] == "0") continue;
+            s += " + " + coord[j] + (a.strides[j] == 1 ? "" : " * " + paren(a.strides[j]));
+        }
+        return s;
+    }
+    static std::string paren(std::int64_t v) { return v < 0 ? "(" + std::to_string(v) + ")" : std::to_string(v); }
+
+    /// Emits `const idx c<j> = ...` for `axes`, decomposing the flat index `flat` (row-major).
+    void decompose(const std::string& ind, const std::vector<int>& axes, const std::string& flat,
+                   std::vector<std::string>& coord) {
+        if (axes.empty()) return;
+        if (axes.size() == 1) {
+            const int j = axes[0];
+            src_ << ind << "const " << idx_ << " c" << j << " = " << flat << ";\n";
+            coord[static_cast<std::size_t>(j)] = "c" + std::to_string(j);
+            return;
+        }
+        src_ << ind << idx_ << " rest = " << flat << ";\n";
+        for (std::size_t q = axes.size(); q-- > 0;) {
+            const int j = axes[q];
+            const std::string c = "c" + std::to_string(j);
+            if (q == 0) {
+                src_ << ind << "const " << idx_ << " " << c << " = rest;\n";
+            } else {
+                src_ << ind << "const " << idx_ << " " << c << " = rest % " << k_.domain[static_cast<std::size_t>(j)]
+                     << "; rest /= " << k_.domain[static_cast<std::size_t>(j)] << ";\n";
+            }
+            coord[static_cast<std::size_t>(j)] = c;
+        }
+    }
+
+    // ----------------------------------------------------------------------------- phase bodies
+
+    /// Evaluates a phase's instructions for W lanes (consecutive along the last axis when
+    /// `lanes` > 1); names[i][lane] is the expression holding instruction i's value.
+    std::vector<std::vector<std::string>> body(const ir::Phase& ph, int lanes, const std::vector<std::string>& coord,
+                                               const std::string& ind) {
+        std::vector<std::vector<std::string>> name(ph.instrs.size());
+        for (std::size_t i = 0; i < ph.instrs.size(); ++i) {
+            const ir::Instr& in = ph.instrs[i];
+            const std::string T = cl_value_type(in.dtype);
+            const std::string v = "v" + std::to_string(i);
+            auto& out = name[i];
+            auto lane_name = [&](int l) { return lanes == 1 ? v : v + "_" + std::to_string(l); };
+            auto invariant = [&](std::int32_t op) { return op < 0 || name[static_cast<std::size_t>(op)].size() == 1; };
+            auto arg = [&](std::int32_t op, int l) {
+                const auto& n = name[static_cast<std::size_t>(op)];
+                return n.size() == 1 ? n[0] : n[static_cast<std::size_t>(l)];
+            };
+            switch (in.op) {
+                case ir::Op::Const: out.push_back(cl_literal(in.value, in.dtype)); continue;
+                case ir::Op::Slot: out.push_back("slot" + std::to_string(in.arg)); continue;
+                case ir::Op::Load: {
+                    const std::string p = "p" + std::to_string(in.arg);
+                    const std::string addr = address(in.access, coord);
+                    const bool is_bool = in.dtype == DType::Bool;
+                    auto read = [&](const std::string& e) { return is_bool ? "(" + e + " != 0)" : e; };
+                    const std::int64_t inner = n_ ? in.access.strides[n_ - 1] : 0;
+                    if (lanes == 1 || inner == 0) {
+                        src_ << ind << "const " << T << " " << v << " = " << read(p + "[" + addr + "]") << ";\n";
+                        out.push_back(v);
+                    } else if (vectorizable(in.access, lanes)) {
+                        const std::string V = std::string(cl_storage_type(in.dtype)) + std::to_string(lanes);
+                        src_ << ind << "const " << V << " " << v << " = *(__global const " << V << "*)(" << p << " + "
+                             << addr << ");\n";
+                        for (int l = 0; l < lanes; ++l) out.push_back(read(v + ".s" + std::to_string(l)));
+                    } else {
+                        for (int l = 0; l < lanes; ++l) {
+                            src_ << ind << "const " << T << " " << lane_name(l) << " = "
+                                 << read(p + "[" + addr + " + " + std::to_string(l * inner) + "]") << ";\n";
+                            out.push_back(lane_name(l));
+                        }
+                    }
+                    continue;
+                }
+                default: break;
+            }
+            const bool same = invariant(in.a) && invariant(in.b) && invariant(in.c);
+            for (int l = 0; l < (same ? 1 : lanes); ++l) {
+                std::string e;
+                switch (in.op) {
+                    case ir::Op::Unary: e = cl_unary(in.unary, in.dtype, arg(in.a, l)); break;
+                    case ir::Op::Binary: {
+                        const DType operand = ph.instrs[static_cast<std::size_t>(in.a)].dtype;
+                        e = cl_binary(in.binary, operand, arg(in.a, l), arg(in.b, l));
+                        break;
+                    }
+                    case ir::Op::Where: e = "(" + arg(in.a, l) + " ? " + arg(in.b, l) + " : " + arg(in.c, l) + ")"; break;
+                    case ir::Op::Cast: e = cl_cast(in.dtype, ph.instrs[static_cast<std::size_t>(in.a)].dtype, arg(in.a, l)); break;
+                    default: break;
+                }
+                const std::string nm = same ? v : lane_name(l);
+                src_ << ind << "const " << T << " " << nm << " = " << e << ";\n";
+                out.push_back(nm);
+            }
+        }
+        return name;
+    }
+
+    void stores(const ir::Phase& ph, const std::vector<std::vector<std::string>>& name, int lanes,
+                const std::vector<std::string>& coord, const std::string& ind) {
+        for (const ir::Store& st : ph.stores) {
+            const DType t = k_.params[static_cast<std::size_t>(st.param)].dtype;
+            const std::string p = "p" + std::to_string(st.param);
+            const std::string addr = address(st.access, coord);
+            const auto& v = name[static_cast<std::size_t>(st.value)];
+            auto value = [&](int l) {
+                const std::string& e = v.size() == 1 ? v[0] : v[static_cast<std::size_t>(l)];
+                return t == DType::Bool ? "(uchar)" + e : e;
+            };
+            if (lanes > 1 && vectorizable(st.access, lanes)) {
+                const std::string V = std::string(cl_storage_type(t)) + std::to_string(lanes);
+                src_ << ind << "*(__global " << V << "*)(" << p << " + " << addr << ") = (" << V << ")(";
+                for (int l = 0; l < lanes; ++l) src_ << (l ? ", " : "") << value(l);
+                src_ << ");\n";
+            } else {
+                const std::int64_t inner = n_ ? st.access.strides[n_ - 1] : 0;
+                for (int l = 0; l < lanes; ++l)
+                    src_ << ind << p << "[" << addr << (l ? " + " + std::to_string(l * inner) : "") << "] = " << value(l)
+                         << ";\n";
+            }
+        }
+    }
+
+    // ----------------------------------------------------------------------------- element-wise
+
+    void render_elementwise(RenderedKernel& out) {
+        width_ = choose_width(true);
+        const std::int64_t units = numel_ / width_;
+        const std::int64_t local = std::min<std::int64_t>(max_group(), pow2_ceil(units));
+        src_ << "__kernel __attribute__((reqd_work_group_size(" << local << ", 1, 1)))\n"
+             << "void lt_kernel(" << params(false, DType::Float32) << ") {\n";
+        src_ << "    const " << idx_ << " unit = (" << idx_ << ")get_global_id(0);\n";
+        src_ << "    if (unit >= " << units << ") return;\n";
+        std::vector<int> all(n_);
+        for (std::size_t j = 0; j < n_; ++j) all[j] = static_cast<int>(j);
+        std::vector<std::string> coord(n_, "0");
+        decompose("    ", all, width_ == 1 ? std::string("unit") : "unit * " + std::to_string(width_), coord);
+        for (const ir::Phase& ph : k_.phases) {
+            src_ << "    {\n";
+            auto names = body(ph, width_, coord, "        ");
+            stores(ph, names, width_, coord, "        ");
+            src_ << "    }\n";
+        }
+        src_ << "}\n";
+        Stage s;
+        s.name = "lt_kernel";
+        s.local[0] = static_cast<std::size_t>(local);
+        s.global[0] = static_cast<std::size_t>((units + local - 1) / local * local);
+        out.stages.push_back(s);
+    }
+
+    // --------------------------------------------------------------------------------- reducing
+
+    struct Geometry {
+        std::int64_t lx = 1, ly = 1, groups_x = 1, split = 1;  // split: G work-groups per outer tile
+    };
+
+    bool splittable() const {
+        // One reduce phase, then only the outer store phase: partials can be folded elsewhere.
+        if (k_.phases.size() != 2 || k_.phases[0].kind != ir::Phase::Kind::Reduce) return false;
+        return k_.phases[1].kind == ir::Phase::Kind::Store && k_.phases[1].outer;
+    }
+
+    Geometry geometry(std::int64_t reduce_units) const {
+        Geometry g;
+        const std::int64_t maxg = max_group(), target = target_threads();
+        const bool row = n_ > 0 && k_.reduced[n_ - 1];
+        if (row) {
+            g.ly = std::min(pow2_ceil(reduce_units), maxg);
+            g.lx = std::min(maxg / g.ly, pow2_ceil(outer_));
+        } else {
+            g.lx = std::min(pow2_ceil(outer_), outer_ >= target ? maxg : std::min<std::int64_t>(64, maxg));
+            const std::int64_t tiles = (outer_ + g.lx - 1) / g.lx;
+            const std::int64_t want = std::max<std::int64_t>(1, target / (tiles * g.lx));
+            g.ly = std::min({maxg / g.lx, pow2_ceil(reduce_units), pow2_floor(want)});
+        }
+        g.groups_x = (outer_ + g.lx - 1) / g.lx;
+        const std::int64_t threads = g.groups_x * g.lx * g.ly;
+        if (splittable() && threads * 2 < target) {
+            const std::int64_t by_work = reduce_units / (g.ly * 64);  // >= 64 units per lane
+            g.split = std::max<std::int64_t>(1, std::min((target + threads - 1) / threads, by_work));
+        }
+        return g;
+    }
+
+    void render_reducing(RenderedKernel& out) {
+        width_ = n_ > 0 && k_.reduced[n_ - 1] ? choose_width(false) : 1;
+        const std::int64_t reduce_units = reduced_ / width_;
+        const Geometry g = geometry(reduce_units);
+        const bool split = g.split > 1;
+        const ir::Phase& first = k_.phases[0];
+        const DType acc_t = first.instrs.empty() ? DType::Float32 : first.instrs[static_cast<std::size_t>(first.reduce_value)].dtype;
+
+        // Stage 1: every phase (or, split, the reduce phase into partials).
+        src_ << "__kernel __attribute__((reqd_work_group_size(" << g.lx << ", " << g.ly << ", 1)))\n"
+             << "void lt_kernel(" << params(split, acc_t) << ") {\n";
+        reduce_prologue(g.lx, g.ly);
+        if (split) src_ << "    const " << idx_ << " split = (" << idx_ << ")get_group_id(1);\n";
+        std::vector<std::string> coord(n_, "0");
+        decompose("    ", outer_axes_, "o", coord);
+        for (std::size_t p = 0; p < k_.phases.size(); ++p) {
+            const ir::Phase& ph = k_.phases[p];
+            if (split && p > 0) break;
+            if (ph.kind == ir::Phase::Kind::Reduce) {
+                const std::string first_unit = split ? "split * " + std::to_string(g.ly) + " + ly" : std::string("ly");
+                reduce_phase(p, g.lx, g.ly, reduce_units, first_unit, g.ly * g.split, coord);
+            } else {
+                store_phase(ph, g.ly, reduce_units, coord);
+            }
+        }
+        if (split)
+            src_ << "    if (active && ly == 0) scratch[o * " << g.split << " + split] = slot0;\n";
+        src_ << "}\n";
+        Stage s1;
+        s1.name = "lt_kernel";
+        s1.local[0] = static_cast<std::size_t>(g.lx);
+        s1.local[1] = static_cast<std::size_t>(g.ly);
+        s1.global[0] = static_cast<std::size_t>(g.groups_x * g.lx);
+        s1.global[1] = static_cast<std::size_t>(g.split * g.ly);
+        out.stages.push_back(s1);
+        if (!split) return;
+
+        // Stage 2: fold the G partials of each outer index, then the outer store phase.
+        out.scratch_elems = outer_ * g.split;
+        out.scratch_dtype = acc_t;
+        const std::int64_t ly2 = std::min(pow2_ceil(g.split), max_group());
+        const std::int64_t lx2 = std::min(max_group() / ly2, pow2_ceil(outer_));
+        src_ << "\n__kernel __attribute__((reqd_work_group_size(" << lx2 << ", " << ly2 << ", 1)))\n"
+             << "void lt_kernel_fold(" << params(true, acc_t) << ") {\n";
+        reduce_prologue(lx2, ly2);
+        std::vector<std::string> coord2(n_, "0");
+        decompose("    ", outer_axes_, "o", coord2);
+        const std::string T = cl_value_type(acc_t);
+        src_ << "    " << T << " acc0 = " << cl_reduce_identity(first.reduce_op, acc_t) << ";\n"
+             << "    if (active)\n"
+             << "        for (" << idx_ << " u = ly; u < " << g.split << "; u += " << ly2 << ")\n"
+             << "            acc0 = " << cl_reduce_fold(first.reduce_op, acc_t, "acc0", "scratch[o * " + std::to_string(g.split) + " + u]")
+             << ";\n";
+        combine(0, first.reduce_op, acc_t, lx2, ly2);
+        store_phase(k_.phases[1], ly2, 0, coord2);
+        src_ << "}\n";
+        Stage s2;
+        s2.name = "lt_kernel_fold";
+        s2.local[0] = static_cast<std::size_t>(lx2);
+        s2.local[1] = static_cast<std::size_t>(ly2);
+        s2.global[0] = static_cast<std::size_t>((outer_ + lx2 - 1) / lx2 * lx2);
+        s2.global[1] = static_cast<std::size_t>(ly2);
+        out.stages.push_back(s2);
+    }
+
+    void reduce_prologue(std::int64_t lx, std::int64_t ly) {
+        // Local arrays must be declared at kernel scope; one per reduce phase.
+        if (ly > 1)
+            for (std::size_t p = 0; p < k_.phases.size(); ++p)
+                if (k_.phases[p].kind == ir::Phase::Kind::Reduce) {
+                    const ir::Phase& ph = k_.phases[p];
+                    src_ << "    __local " << cl_value_type(ph.instrs[static_cast<std::size_t>(ph.reduce_value)].dtype)
+                         << " red" << p << "[" << lx * ly << "];\n";
+                }
+        src_ << "    const " << idx_ << " lx = (" << idx_ << ")get_local_id(0), ly = (" << idx_ << ")get_local_id(1);\n"
+             << "    const " << idx_ << " o = (" << idx_ << ")get_group_id(0) * " << lx << " + lx;\n"
+             << "    const bool active = o < " << outer_ << ";\n";
+    }
+
+    /// The loop over this lane's share of the reduced space, W elements a step. On a GPU lanes
+    /// interleave (neighbouring lanes read neighbouring addresses: coalesced); on a CPU each lane
+    /// walks a contiguous chunk (a CPU runs a work-group's lanes one after another).
+    void open_reduce_loop(const std::string& first_unit, std::int64_t step, std::int64_t units,
+                          std::vector<std::string>& coord) {
+        if (dev_.gpu) {
+            src_ << "        for (" << idx_ << " u = " << first_unit << "; u < " << units << "; u += " << step << ") {\n";
+        } else {
+            const std::int64_t chunk = (units + step - 1) / std::max<std::int64_t>(step, 1);
+            src_ << "        const " << idx_ << " u0 = (" << first_unit << ") * " << chunk << ";\n"
+                 << "        const " << idx_ << " u1 = u0 + " << chunk << " < " << units << " ? u0 + " << chunk << " : "
+                 << units << ";\n"
+                 << "        for (" << idx_ << " u = u0; u < u1; ++u) {\n";
+        }
+        decompose("            ", reduced_axes_, width_ == 1 ? std::string("u") : "u * " + std::to_string(width_), coord);
+    }
+
+    void reduce_phase(std::size_t p, std::int64_t lx, std::int64_t ly, std::int64_t units, const std::string& first_unit,
+                      std::int64_t step, std::vector<std::string> coord) {
+        const ir::Phase& ph = k_.phases[p];
+        const DType t = ph.instrs[static_cast<std::size_t>(ph.reduce_value)].dtype;
+        const std::string acc = "acc" + std::to_string(p);
+        src_ << "    " << cl_value_type(t) << " " << acc << " = " << cl_reduce_identity(ph.reduce_op, t) << ";\n";
+        src_ << "    if (active) {\n";
+        open_reduce_loop(first_unit, step, units, coord);
+        auto names = body(ph, width_, coord, "            ");
+        const auto& v = names[static_cast<std::size_t>(ph.reduce_value)];
+        for (int l = 0; l < width_; ++l)
+            src_ << "            " << acc << " = "
+                 << cl_reduce_fold(ph.reduce_op, t, acc, v.size() == 1 ? v[0] : v[static_cast<std::size_t>(l)]) << ";\n";
+        src_ << "        }\n    }\n";
+        combine(p, ph.reduce_op, t, lx, ly);
+    }
+
+    /// Folds acc<p> across the LY lanes of each outer index; every lane gets slot<p>.
+    void combine(std::size_t p, ReduceOp op, DType t, std::int64_t lx, std::int64_t ly) {
+        const std::string acc = "acc" + std::to_string(p), red = "red" + std::to_string(p);
+        const std::string T = cl_value_type(t);
+        if (ly == 1) {
+            src_ << "    const " << T << " slot" << p << " = " << acc << ";\n";
+            return;
+        }
+        src_ << "    " << red << "[ly * " << lx << " + lx] = " << acc << ";\n"
+             << "    barrier(CLK_LOCAL_MEM_FENCE);\n";
+        for (std::int64_t s = ly / 2; s > 0; s /= 2) {
+            const std::string a = red + "[ly * " + std::to_string(lx) + " + lx]";
+            const std::string b = red + "[(ly + " + std::to_string(s) + ") * " + std::to_string(lx) + " + lx]";
+            src_ << "    if (ly < " << s << ") " << a << " = " << cl_reduce_fold(op, t, a, b) << ";\n"
+                 << "    barrier(CLK_LOCAL_MEM_FENCE);\n";
+        }
+        src_ << "    const " << T << " slot" << p << " = " << red << "[lx];\n";
+    }
+
+    void store_phase(const ir::Phase& ph, std::int64_t ly, std::int64_t units, std::vector<std::string> coord) {
+        if (ph.outer) {
+            src_ << "    if (active && ly == 0) {\n";
+            auto names = body(ph, 1, coord, "        ");
+            stores(ph, names, 1, coord, "        ");
+            src_ << "    }\n";
+            return;
+        }
+        src_ << "    if (active) {\n";
+        open_reduce_loop("ly", ly, units, coord);
+        auto names = body(ph, width_, coord, "            ");
+        stores(ph, names, width_, coord, "            ");
+        src_ << "        }\n    }\n";
+    }
+};
+
+inline RenderedKernel render(const ir::Kernel& kernel, const DeviceTraits& device) {
+    return Renderer(kernel, device).render();
+}
+
+}  // namespace lazytensor::detail::opencl

@@ -1,0 +1,359 @@
+// The OpenCL backend's own behaviour: device listing and moves, mixed-device errors, the disk
+// cache of program binaries, build errors, debug output, and failures that leave tensors usable.
+// (Every other test program also runs on OpenCL: see tests/CMakeLists.txt.)
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <sstream>
+
+#include "common.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// The OpenCL devices under test (LAZYTENSOR_TEST_DEVICES, else every OpenCL device).
+std::vector<lt::Device> opencl_devices() {
+    std::vector<lt::Device> out;
+    for (lt::Device d : test_devices())
+        if (d.kind == lt::Device::Kind::OpenCL) out.push_back(d);
+    if (out.empty()) {
+        for (const auto& info : lt::devices())
+            if (info.device.kind == lt::Device::Kind::OpenCL) out.push_back(info.device);
+    }
+    if (out.empty()) FAIL("no OpenCL device found: install an OpenCL driver (on Debian: apt-get install pocl-opencl-icd)");
+    return out;
+}
+
+lt::detail::opencl::OpenCLBackend& backend_of(lt::Device d) { return lt::detail::opencl::opencl_backend(d.index); }
+
+/// A fresh, empty directory under the system temp dir, removed at scope exit.
+struct TempDir {
+    fs::path path;
+    TempDir() {
+        std::random_device rd;
+        path = fs::temp_directory_path() / ("lazytensor-test-" + std::to_string(rd()) + std::to_string(rd()));
+        fs::create_directories(path);
+    }
+    ~TempDir() {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+};
+
+/// Source no other test builds, so that the in-memory and disk caches start cold for it.
+std::string unique_source() {
+    static std::random_device rd;
+    return "// " + std::to_string(rd()) + std::to_string(rd()) +
+           "\n__kernel void probe(__global float* x) { x[get_global_id(0)] *= 2.0f; }\n";
+}
+
+/// Captures what lazytensor writes to std::cerr.
+struct CaptureCerr {
+    std::ostringstream text;
+    std::streambuf* old;
+    CaptureCerr() : old(std::cerr.rdbuf(text.rdbuf())) {}
+    ~CaptureCerr() { std::cerr.rdbuf(old); }
+};
+
+}  // namespace
+
+TEST_CASE("lt::devices lists the host first, then every OpenCL device with its kind") {
+    const auto list = lt::devices();
+    REQUIRE(!list.empty());
+    CHECK(list[0].device == lt::Device::host());
+    CHECK(list[0].kind == "host");
+    int index = 0;
+    for (std::size_t i = 1; i < list.size(); ++i) {
+        CHECK(list[i].device == lt::Device::opencl(index++));
+        CHECK(!list[i].name.empty());
+        CHECK((list[i].kind == "gpu" || list[i].kind == "cpu" || list[i].kind == "accelerator"));
+    }
+    for (lt::Device d : opencl_devices()) CHECK(d.index < index);
+
+    // A device that does not exist is an error naming it and what there is.
+    try {
+        lt::set_default_device(lt::Device::opencl(97));
+        FAIL("expected a DeviceError");
+    } catch (const lt::DeviceError& e) {
+        CHECK(std::string(e.what()).find("opencl:97") != std::string::npos);
+        CHECK(std::string(e.what()).find("OpenCL device") != std::string::npos);
+    }
+    CHECK_THROWS_AS(lt::tensor<float>({1.0f}).to(lt::Device::opencl(97)), lt::DeviceError);
+    CHECK(lt::detail::parse_device("opencl:3") == lt::Device::opencl(3));
+    CHECK(lt::detail::parse_device("opencl") == lt::Device::opencl(0));
+    CHECK_THROWS_AS(lt::detail::parse_device("cuda"), lt::DeviceError);
+}
+
+TEST_CASE("tensors move between devices with .to() and come back unchanged") {
+    for (lt::Device d : opencl_devices()) {
+        INFO("device: " << d.str());
+        const Ref r = random_ref<float>({5, 7}, 11);
+        lt::Tensor<float> h = make_tensor<float>(r, lt::Device::host());
+        lt::Tensor<float> g = h.to(d);
+        CHECK(g.device() == d);
+        CHECK(g.is_realized());
+        CHECK(g.to_vector() == h.to_vector());
+        CHECK(g.to(lt::Device::host()).to_vector() == h.to_vector());
+        CHECK(g.to(d).node_ptr() == g.node_ptr());  // already there: the same tensor
+
+        // Views and expressions move as their values.
+        lt::Tensor<float> t = g.transpose(0, 1).to(lt::Device::host());
+        check_close(t, permute(r, {1, 0}));
+        check_close((lt::exp(h) + 1.0f).to(d), map(r, [](double x) { return std::exp(x) + 1.0; }), 1e-5);
+
+        // Every dtype, including bool (one byte per element on every device).
+        lt::Tensor<bool> b = lt::tensor<bool>({true, false, true}).to(d);
+        CHECK(b.to_vector() == std::vector<bool>{true, false, true});
+        lt::Tensor<std::int64_t> i = lt::tensor<std::int64_t>({-(std::int64_t(1) << 40), 7}).to(d);
+        CHECK((i * 2).to_vector() == std::vector<std::int64_t>{-(std::int64_t(1) << 41), 14});
+        lt::Tensor<std::uint8_t> u = lt::tensor<std::uint8_t>({250, 3}).to(d);
+        CHECK((u + std::uint8_t(10)).to_vector() == std::vector<std::uint8_t>{4, 13});
+
+        // Results computed on the device equal the host's.
+        lt::Tensor<float> a = make_tensor<float>(random_ref<float>({64, 33}, 12), lt::Device::host());
+        auto on_host = (lt::tanh(a) * a).sum(1).to_vector();
+        auto on_device = (lt::tanh(a.to(d)) * a.to(d)).sum(1).to_vector();
+        REQUIRE(on_host.size() == on_device.size());
+        for (std::size_t k = 0; k < on_host.size(); ++k) CHECK(on_device[k] == doctest::Approx(on_host[k]).epsilon(1e-5));
+    }
+}
+
+TEST_CASE("combining tensors of different devices is an error naming both devices") {
+    for (lt::Device d : opencl_devices()) {
+        lt::Tensor<float> h = lt::tensor<float>({1, 2, 3}, {3}, lt::Device::host());
+        lt::Tensor<float> g = lt::tensor<float>({1, 2, 3}, {3}, d);
+        for (auto attempt : {0, 1, 2}) {
+            try {
+                if (attempt == 0) lt::Tensor<float> bad = h + g;
+                if (attempt == 1) lt::Tensor<float> bad = lt::where(h > 1.0f, g, h);
+                if (attempt == 2) lt::Tensor<float> bad = lt::maximum(g * 2.0f, h);
+                FAIL("expected a DeviceError");
+            } catch (const lt::DeviceError& e) {
+                const std::string msg = e.what();
+                CHECK(msg.find("host") != std::string::npos);
+                CHECK(msg.find(d.str()) != std::string::npos);
+                CHECK(msg.find(".to(") != std::string::npos);
+            }
+        }
+        // Both stay usable.
+        CHECK((h + g.to(lt::Device::host())).to_vector() == std::vector<float>{2, 4, 6});
+    }
+}
+
+TEST_CASE("the disk cache: a fresh directory is filled, a second build loads from it") {
+    for (lt::Device d : opencl_devices()) {
+        auto& be = backend_of(d);
+        auto& disk = be.disk_cache();
+        const std::string saved = disk.directory();
+        TempDir dir;
+        disk.set_directory((dir.path / "nested" / "cache").string());  // created on demand
+
+        const std::string source = unique_source();
+        const auto before = disk.stats();
+        bool built = false;
+        REQUIRE(be.build_program(source, &built));
+        CHECK(built);
+        CHECK(disk.stats().writes == before.writes + 1);
+        CHECK(disk.stats().misses == before.misses + 1);
+        std::size_t files = 0;
+        for (auto& f : fs::directory_iterator(dir.path / "nested" / "cache")) files += f.path().extension() == ".clbin";
+        CHECK(files == 1);
+
+        // In memory: no disk access at all.
+        REQUIRE(be.build_program(source, &built));
+        CHECK(!built);
+        CHECK(disk.stats().hits == before.hits);
+
+        // A new process is simulated by forgetting what is in memory: the binary comes from disk.
+        be.clear_kernel_cache();
+        REQUIRE(be.build_program(source, &built));
+        CHECK(!built);
+        CHECK(disk.stats().hits == before.hits + 1);
+
+        // And a kernel run through realize() still computes the right values from it.
+        be.clear_kernel_cache();
+        lt::Tensor<float> x = lt::tensor<float>({1, 2, 3, 4}, {4}, d);
+        CHECK((x * 3.0f - 1.0f).to_vector() == std::vector<float>{2, 5, 8, 11});
+        be.clear_kernel_cache();
+        CHECK((x * 3.0f - 1.0f).to_vector() == std::vector<float>{2, 5, 8, 11});
+        disk.set_directory(saved);
+    }
+}
+
+TEST_CASE("the disk cache: corrupt, truncated and foreign files are rebuilt with a warning") {
+    for (lt::Device d : opencl_devices()) {
+        auto& be = backend_of(d);
+        auto& disk = be.disk_cache();
+        const std::string saved = disk.directory();
+        TempDir dir;
+        disk.set_directory(dir.path.string());
+        const std::string source = unique_source();
+        REQUIRE(be.build_program(source));
+        fs::path file;
+        for (auto& f : fs::directory_iterator(dir.path)) file = f.path();
+        REQUIRE(fs::exists(file));
+        const auto good_size = fs::file_size(file);
+
+        auto rebuilds_with_warning = [&](const char* what) {
+            INFO(what);
+            be.clear_kernel_cache();
+            const auto before = disk.stats();
+            bool built = false;
+            CaptureCerr err;
+            REQUIRE(be.build_program(source, &built));
+            CHECK(built);
+            CHECK(disk.stats().warnings == before.warnings + 1);
+            CHECK(disk.stats().hits == before.hits);
+            CHECK(disk.stats().writes == before.writes + 1);  // replaced by a good entry
+            CHECK(fs::file_size(file) == good_size);
+        };
+
+        {  // flipped bytes in the middle
+            std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+            f.seekp(static_cast<std::streamoff>(good_size / 2));
+            f.write("\xde\xad\xbe\xef", 4);
+        }
+        rebuilds_with_warning("corrupt");
+        fs::resize_file(file, good_size / 3);
+        rebuilds_with_warning("truncated");
+        {
+            std::ofstream f(file, std::ios::binary | std::ios::trunc);
+            f << "not a cache entry at all";
+        }
+        rebuilds_with_warning("foreign");
+
+        // After the rebuilds the entry is good again.
+        be.clear_kernel_cache();
+        const auto before = disk.stats();
+        bool built = true;
+        REQUIRE(be.build_program(source, &built));
+        CHECK(!built);
+        CHECK(disk.stats().hits == before.hits + 1);
+        disk.set_directory(saved);
+    }
+}
+
+TEST_CASE("the disk cache: an unusable directory is a warning, never an error") {
+    for (lt::Device d : opencl_devices()) {
+        auto& be = backend_of(d);
+        auto& disk = be.disk_cache();
+        const std::string saved = disk.directory();
+        TempDir dir;
+        const fs::path blocker = dir.path / "a-file";
+        std::ofstream(blocker) << "x";
+        // A directory below a regular file can be neither created nor written (even by root).
+        disk.set_directory((blocker / "cache").string());
+        const auto before = disk.stats();
+        bool built = false;
+        {
+            CaptureCerr err;
+            REQUIRE(be.build_program(unique_source(), &built));
+            CHECK(err.text.str().find("warning") != std::string::npos);
+            CHECK(err.text.str().find("a-file") != std::string::npos);
+        }
+        CHECK(built);
+        CHECK(disk.stats().warnings == before.warnings + 1);
+        CHECK(disk.stats().writes == before.writes);
+        lt::Tensor<float> x = lt::tensor<float>({1, 2}, {2}, d);
+        be.clear_kernel_cache();
+        {
+            CaptureCerr err;  // the warning is given once per directory
+            CHECK((x + 1.0f).to_vector() == std::vector<float>{2, 3});
+            CHECK(err.text.str().empty());
+        }
+        disk.set_directory("");  // off
+        CHECK(be.build_program(unique_source()));
+        disk.set_directory(saved);
+    }
+}
+
+TEST_CASE("a kernel that does not build throws with the build log and the source") {
+    for (lt::Device d : opencl_devices()) {
+        auto& be = backend_of(d);
+        const std::string broken = "__kernel void broken(__global float* x) {\n    x[0] = no_such_variable_here;\n}\n";
+        try {
+            be.build_program(broken);
+            FAIL("expected a BackendError");
+        } catch (const lt::BackendError& e) {
+            const std::string msg = e.what();
+            CHECK(msg.find("CL_BUILD_PROGRAM_FAILURE") != std::string::npos);
+            CHECK(msg.find("build log") != std::string::npos);
+            CHECK(msg.find("no_such_variable_here") != std::string::npos);  // in the log and the listing
+            CHECK(msg.find("2      x[0] = no_such_variable_here;") != std::string::npos);  // numbered source
+            CHECK(msg.find(d.str()) != std::string::npos);
+        }
+        // The backend still works afterwards.
+        CHECK((lt::tensor<float>({1, 2}, {2}, d) * 2.0f).to_vector() == std::vector<float>{2, 4});
+    }
+}
+
+TEST_CASE("a failed realize on OpenCL leaves every tensor usable") {
+    for (lt::Device d : opencl_devices()) {
+        lt::Tensor<float> x = lt::tensor<float>({1, 2, 3}, {3}, d);
+        lt::Tensor<float> y = x * 2.0f;
+        // Far more than any device can hold in one buffer: allocation fails inside realize.
+        lt::Tensor<float> huge = lt::full<float>({std::int64_t(1) << 22, std::int64_t(1) << 22}, 1.0f, d) + 1.0f;
+        try {
+            huge.realize();
+            FAIL("expected a BackendError");
+        } catch (const lt::BackendError& e) {
+            CHECK(std::string(e.what()).find("cannot allocate") != std::string::npos);
+            CHECK(std::string(e.what()).find(d.str()) != std::string::npos);
+        }
+        CHECK(!huge.is_realized());
+        CHECK(!y.is_realized());
+        CHECK((y + 1.0f).to_vector() == std::vector<float>{3, 5, 7});
+    }
+}
+
+TEST_CASE("LAZYTENSOR_DEBUG=2 prints the generated OpenCL C; =3 the device time and bandwidth") {
+    for (lt::Device d : opencl_devices()) {
+        const int saved = lt::debug_level();
+        lt::Tensor<float> x = lt::tensor<float>(std::vector<float>(4096, 1.0f), {64, 64}, d);
+        backend_of(d).clear_kernel_cache();
+        std::string two, three;
+        {
+            CaptureCerr err;
+            lt::set_debug_level(2);
+            CHECK((lt::exp(x) * 3.0f).sum(1).to_vector().size() == 64);
+            two = err.text.str();
+        }
+        {
+            CaptureCerr err;
+            lt::set_debug_level(3);
+            CHECK((x - 7.0f).sum(0).to_vector().size() == 64);
+            three = err.text.str();
+        }
+        lt::set_debug_level(saved);
+        CHECK(two.find("__kernel") != std::string::npos);
+        CHECK(two.find("exp(") != std::string::npos);
+        CHECK(two.find("on " + d.str()) != std::string::npos);
+        CHECK(three.find("ms on the device") != std::string::npos);
+        CHECK(three.find("GB/s") != std::string::npos);
+    }
+}
+
+TEST_CASE("reductions of every shape class agree with the host: rows, columns, split, tiny") {
+    // Shapes picked to hit each launch geometry: long rows (work-group tree), short rows (many
+    // rows per group), columns (lanes over outputs), one output over many elements (two-stage),
+    // extents that are not multiples of the vector width, and an empty reduction.
+    const std::vector<std::pair<lt::Shape, int>> cases = {
+        {{3, 5000}, 1}, {{4096, 3}, 1}, {{5000, 3}, 0}, {{7, 6}, 0}, {{1 << 18}, 0},
+        {{300001}, 0},  {{2, 3, 4, 5}, 2}, {{2, 0, 3}, 1}, {{9, 1024}, 1},
+    };
+    for (lt::Device d : opencl_devices()) {
+        for (auto& [shape, axis] : cases) {
+            INFO("shape " << shape << " axis " << axis);
+            const Ref r = random_ref<float>(shape, 21);
+            lt::Tensor<float> x = make_tensor<float>(r, d);
+            auto add = [](double a, double b) { return a + b; };
+            check_close(x.sum(axis), reduce(r, {axis}, false, 0.0, add), 1e-4, 1e-4);
+            if (lt::numel(shape) > 0) check_close(x.max(axis), reduce(r, {axis}, false, -INFINITY, ref_max));
+            const Ref ri = random_ref<std::int32_t>(shape, 22, -100, 100);
+            check_close(make_tensor<std::int32_t>(ri, d).sum(axis), reduce(ri, {axis}, false, 0.0, add));
+        }
+    }
+}
