@@ -1,8 +1,10 @@
 // The OpenCL backend's own behaviour: device listing and moves, mixed-device errors, the disk
 // cache of program binaries, build errors, debug output, and failures that leave tensors usable.
 // (Every other test program also runs on OpenCL: see tests/CMakeLists.txt.)
+#include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <thread>
 #include <fstream>
 #include <iostream>
 #include <random>
@@ -268,6 +270,43 @@ TEST_CASE("the disk cache: an unusable directory is a warning, never an error") 
         CHECK(be.build_program(unique_source()));
         disk.set_directory(saved);
     }
+}
+
+TEST_CASE("the disk cache: concurrent writers of one entry never publish a torn file") {
+    // Two caches on one directory stand for two processes building the same kernel at once.
+    TempDir dir;
+    lt::detail::opencl::ProgramDiskCache one(dir.path.string()), two(dir.path.string());
+    const std::string key = "kernel source + options + device + driver";
+    std::vector<unsigned char> a(200000, 'a'), b(300000, 'b');
+    std::atomic<bool> wrong{false};
+    auto writer = [&](lt::detail::opencl::ProgramDiskCache& cache, const std::vector<unsigned char>& bin) {
+        for (int i = 0; i < 20; ++i) {
+            cache.store(key, bin);
+            auto got = cache.load(key);  // whichever writer won, a whole entry
+            if (!got || (*got != a && *got != b)) wrong = true;
+        }
+    };
+    std::thread t1(writer, std::ref(one), std::cref(a)), t2(writer, std::ref(two), std::cref(b));
+    t1.join();
+    t2.join();
+    CHECK(!wrong);
+    CHECK(one.stats().warnings + two.stats().warnings == 0);
+    const auto files = std::distance(fs::directory_iterator(dir.path), fs::directory_iterator());
+    CHECK(files == 1);  // no temporary files left behind
+    // A different key never loads this entry, even from the same file name.
+    CHECK(!one.load(key + " "));
+}
+
+TEST_CASE("LAZYTENSOR_DEVICE picks the default device") {
+    const char* env = std::getenv("LAZYTENSOR_DEVICE");
+    if (!env) {
+        MESSAGE("LAZYTENSOR_DEVICE is not set: ctest runs this case with it (test opencl_default_device)");
+        return;
+    }
+    CHECK(lt::default_device() == lt::detail::parse_device(env));
+    lt::Tensor<float> x = lt::tensor<float>({1, 2, 3});
+    CHECK(x.device() == lt::detail::parse_device(env));
+    CHECK((x * 2.0f).sum().item() == 12.0f);
 }
 
 TEST_CASE("a kernel that does not build throws with the build log and the source") {

@@ -197,6 +197,20 @@ TEST_CASE("realizing a realized tensor, and a constant") {
     });
 }
 
+TEST_CASE("a kernel reads at most 64 buffers: a sum of 200 tensors is several kernels") {
+    for_each_device([](lt::Device) {
+        std::vector<lt::Tensor<float>> xs;
+        for (int i = 0; i < 200; ++i) xs.push_back(lt::full<float>({3}, static_cast<float>(i)).realize());
+        lt::Tensor<float> total = xs[0];
+        for (int i = 1; i < 200; ++i) total = total + xs[static_cast<std::size_t>(i)] * 2.0f;
+        auto items = lt::schedule(total);
+        CHECK(lt::kernel_count(items) == 4);
+        for (auto& item : items) CHECK(item.inputs.size() <= 64);
+        CHECK(items[0].reason.find("at most 64 buffers") != std::string::npos);
+        CHECK(total.to_vector() == std::vector<float>(3, 2.0f * (199 * 200 / 2)));
+    });
+}
+
 TEST_CASE("very deep lazy chains realize and free without deep recursion") {
     for_each_device([](lt::Device) {
         lt::Tensor<float> x = lt::tensor<float>({1.0f, 2.0f});

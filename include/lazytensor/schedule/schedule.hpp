@@ -87,6 +87,9 @@ inline Node* peel_reshapes(Node* n) {
 
 /// The longest chain of operations fused into one kernel.
 inline constexpr int kMaxFusedDepth = 256;
+/// The most buffers one fused kernel reads: OpenCL promises only 1024 bytes of kernel
+/// arguments (128 pointers), so a sum of 200 tensors becomes several kernels.
+inline constexpr int kMaxFusedInputs = 64;
 
 /// The graph behind some outputs: every node reachable through unrealized nodes, sources
 /// before consumers (depth-first post-order, sources in order), each with its position.
@@ -255,21 +258,39 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
     }
     std::unordered_set<Node*> is_output(outputs.begin(), outputs.end());
 
-    // Lowering walks a kernel's graph recursively, so a fused chain may not be arbitrarily deep.
+    // Lowering walks a kernel's graph recursively, so a fused chain may not be arbitrarily deep;
+    // and a kernel's buffer arguments are limited. (Inputs are counted per path, an upper bound.)
     std::unordered_map<Node*, std::string> cuts;
     {
-        std::vector<int> depth(g.nodes.size(), 0);
+        std::vector<int> depth(g.nodes.size(), 0), inputs(g.nodes.size(), 1);
         for (std::size_t i = 0; i < g.nodes.size(); ++i) {
             Node* n = g.nodes[i];
             if (n->realized()) continue;
-            int d = 0;
-            for (int k = 0; k < n->nsrc; ++k) d = std::max(d, depth[at(n->src[static_cast<std::size_t>(k)].get())]);
+            int d = 0, in = 0;
+            for (int k = 0; k < n->nsrc; ++k) {
+                const std::size_t src = at(n->src[static_cast<std::size_t>(k)].get());
+                d = std::max(d, depth[src]);
+                in += inputs[src];
+            }
+            while (in > kMaxFusedInputs) {  // materialize the source that brings the most buffers
+                std::size_t widest = 0;
+                for (int k = 0; k < n->nsrc; ++k) {
+                    const std::size_t src = at(n->src[static_cast<std::size_t>(k)].get());
+                    if (k == 0 || inputs[src] > inputs[widest]) widest = src;
+                }
+                cuts[g.nodes[widest]] = concat("a kernel reads at most ", kMaxFusedInputs, " buffers; a new kernel starts here");
+                in -= inputs[widest] - 1;
+                inputs[widest] = 1;
+            }
             depth[i] = d + 1;
+            inputs[i] = in;
             if (is_output.count(n) || forced.count(n)) {
                 depth[i] = 0;  // materialized anyway: a chain starts again after it
+                inputs[i] = 1;
             } else if (depth[i] > kMaxFusedDepth) {
                 cuts[n] = concat("a chain of more than ", kMaxFusedDepth, " fused operations ends here");
                 depth[i] = 0;
+                inputs[i] = 1;
             }
         }
     }

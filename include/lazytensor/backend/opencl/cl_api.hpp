@@ -106,22 +106,25 @@ T device_value(cl_device_id d, cl_device_info what) {
     return v;
 }
 
-inline std::string device_string(cl_device_id d, cl_device_info what) {
+/// A string property through a clGet*Info call: `get(size, buffer, &size_needed)`.
+template <class Get>
+std::string info_string(Get get, const char* call) {
     std::size_t n = 0;
-    check(clGetDeviceInfo(d, what, 0, nullptr, &n), "clGetDeviceInfo");
+    check(get(0, nullptr, &n), call);
     std::string s(n, '\0');
-    check(clGetDeviceInfo(d, what, n, s.data(), nullptr), "clGetDeviceInfo");
+    check(get(n, s.data(), nullptr), call);
     while (!s.empty() && (s.back() == '\0' || s.back() == ' ')) s.pop_back();
     return s;
 }
 
+inline std::string device_string(cl_device_id d, cl_device_info what) {
+    return info_string([&](std::size_t n, void* v, std::size_t* r) { return clGetDeviceInfo(d, what, n, v, r); },
+                       "clGetDeviceInfo");
+}
+
 inline std::string platform_string(cl_platform_id p, cl_platform_info what) {
-    std::size_t n = 0;
-    check(clGetPlatformInfo(p, what, 0, nullptr, &n), "clGetPlatformInfo");
-    std::string s(n, '\0');
-    check(clGetPlatformInfo(p, what, n, s.data(), nullptr), "clGetPlatformInfo");
-    while (!s.empty() && s.back() == '\0') s.pop_back();
-    return s;
+    return info_string([&](std::size_t n, void* v, std::size_t* r) { return clGetPlatformInfo(p, what, n, v, r); },
+                       "clGetPlatformInfo");
 }
 
 /// Every OpenCL device of every platform, in platform order: the N of "opencl:N". An absent

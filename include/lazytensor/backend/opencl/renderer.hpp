@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -238,6 +239,13 @@ private:
     bool fp64_ = false;
     std::string idx_;  // "int" or "long"
     int width_ = 1;    // W: consecutive elements of the last axis per lane
+    // Row cache: when a lane's share of the reduced space is a few steps and several phases
+    // walk it (softmax), the steps are unrolled and values loaded by one phase are kept in
+    // registers for the next, instead of being read again.
+    int unrolled_steps_ = 0;  // 0: loops
+    int step_ = -1;           // the unrolled step being rendered
+    std::map<std::string, std::vector<std::string>> row_cache_;
+    std::string row_decls_;
 
     static std::int64_t pow2_ceil(std::int64_t x) {
         std::int64_t p = 1;
@@ -392,21 +400,39 @@ private:
                     const bool is_bool = in.dtype == DType::Bool;
                     auto read = [&](const std::string& e) { return is_bool ? "(" + e + " != 0)" : e; };
                     const std::int64_t inner = n_ ? in.access.strides[n_ - 1] : 0;
-                    if (lanes == 1 || inner == 0) {
-                        src_ << ind << "const " << T << " " << v << " = " << read(p + "[" + addr + "]") << ";\n";
-                        out.push_back(v);
-                    } else if (vectorizable(in.access, lanes)) {
-                        const std::string V = std::string(cl_storage_type(in.dtype)) + std::to_string(lanes);
-                        src_ << ind << "const " << V << " " << v << " = *(__global const " << V << "*)(" << p << " + "
-                             << addr << ");\n";
-                        for (int l = 0; l < lanes; ++l) out.push_back(read(v + ".s" + std::to_string(l)));
-                    } else {
-                        for (int l = 0; l < lanes; ++l) {
-                            src_ << ind << "const " << T << " " << lane_name(l) << " = "
-                                 << read(p + "[" + addr + " + " + std::to_string(l * inner) + "]") << ";\n";
-                            out.push_back(lane_name(l));
+                    // In an unrolled step, a value loaded by an earlier phase is reused; a new one
+                    // is kept in a variable declared at kernel scope for later phases.
+                    const std::string cache_key = std::to_string(step_) + "|" + p + "|" + addr;
+                    if (step_ >= 0) {
+                        if (auto hit = row_cache_.find(cache_key); hit != row_cache_.end()) {
+                            out = hit->second;
+                            continue;
                         }
                     }
+                    const std::string var = step_ >= 0 ? "rc" + std::to_string(row_cache_.size()) : v;
+                    auto define = [&](const std::string& type, const std::string& name, const std::string& value) {
+                        if (step_ >= 0) {
+                            row_decls_ += "    " + type + " " + name + ";\n";
+                            src_ << ind << name << " = " << value << ";\n";
+                        } else {
+                            src_ << ind << "const " << type << " " << name << " = " << value << ";\n";
+                        }
+                    };
+                    if (lanes == 1 || inner == 0) {
+                        define(T, var, read(p + "[" + addr + "]"));
+                        out.push_back(var);
+                    } else if (vectorizable(in.access, lanes)) {
+                        const std::string V = std::string(cl_storage_type(in.dtype)) + std::to_string(lanes);
+                        define(V, var, "*(__global const " + V + "*)(" + p + " + " + addr + ")");
+                        for (int l = 0; l < lanes; ++l) out.push_back(read(var + ".s" + std::to_string(l)));
+                    } else {
+                        for (int l = 0; l < lanes; ++l) {
+                            const std::string name = var + "_" + std::to_string(l);
+                            define(T, name, read(p + "[" + addr + " + " + std::to_string(l * inner) + "]"));
+                            out.push_back(name);
+                        }
+                    }
+                    if (step_ >= 0) row_cache_[cache_key] = out;
                     continue;
                 }
                 default: break;
@@ -535,6 +561,12 @@ private:
         if (split) src_ << "    const " << idx_ << " split = (" << idx_ << ")get_group_id(1);\n";
         std::vector<std::string> coord(n_, "0");
         decompose("    ", outer_axes_, "o", coord);
+        int walks = 0;  // phases that walk the reduced space
+        for (const ir::Phase& ph : k_.phases) walks += !ph.outer;
+        const std::int64_t steps = (reduce_units + g.ly - 1) / g.ly;
+        unrolled_steps_ = !split && walks >= 2 && steps >= 1 && steps <= 8 ? static_cast<int>(steps) : 0;
+        const std::string head = src_.str();  // row-cache variables are declared after it
+        src_.str("");
         for (std::size_t p = 0; p < k_.phases.size(); ++p) {
             const ir::Phase& ph = k_.phases[p];
             if (split && p > 0) break;
@@ -548,6 +580,10 @@ private:
         if (split)
             src_ << "    if (active && ly == 0) scratch[o * " << g.split << " + split] = slot0;\n";
         src_ << "}\n";
+        const std::string phases = src_.str();
+        src_.str("");
+        src_ << head << row_decls_ << phases;
+        unrolled_steps_ = 0;
         Stage s1;
         s1.name = "lt_kernel";
         s1.local[0] = static_cast<std::size_t>(g.lx);
@@ -599,9 +635,31 @@ private:
              << "    const bool active = o < " << outer_ << ";\n";
     }
 
-    /// The loop over this lane's share of the reduced space, W elements a step. On a GPU lanes
-    /// interleave (neighbouring lanes read neighbouring addresses: coalesced); on a CPU each lane
-    /// walks a contiguous chunk (a CPU runs a work-group's lanes one after another).
+    /// Renders `emit(coord)` for this lane's share of the reduced space, W elements a step:
+    /// unrolled (row cache), or a loop. On a GPU lanes interleave (neighbouring lanes read
+    /// neighbouring addresses: coalesced); on a CPU each lane walks a contiguous chunk (a CPU
+    /// runs a work-group's lanes one after another).
+    template <class Emit>
+    void for_each_share(const std::string& first_unit, std::int64_t step, std::int64_t units,
+                        std::vector<std::string> coord, Emit&& emit) {
+        if (unrolled_steps_) {
+            for (int j = 0; j < unrolled_steps_; ++j) {
+                src_ << "        {\n            const " << idx_ << " u = " << first_unit << " + " << j * step << ";\n";
+                const bool guard = (j + 1) * step > units;
+                if (guard) src_ << "            if (u < " << units << ") {\n";
+                decompose("            ", reduced_axes_, width_ == 1 ? std::string("u") : "u * " + std::to_string(width_), coord);
+                step_ = j;
+                emit(coord);
+                step_ = -1;
+                src_ << (guard ? "            }\n" : "") << "        }\n";
+            }
+            return;
+        }
+        open_reduce_loop(first_unit, step, units, coord);
+        emit(coord);
+        src_ << "        }\n";
+    }
+
     void open_reduce_loop(const std::string& first_unit, std::int64_t step, std::int64_t units,
                           std::vector<std::string>& coord) {
         if (dev_.gpu) {
@@ -623,13 +681,14 @@ private:
         const std::string acc = "acc" + std::to_string(p);
         src_ << "    " << cl_value_type(t) << " " << acc << " = " << cl_reduce_identity(ph.reduce_op, t) << ";\n";
         src_ << "    if (active) {\n";
-        open_reduce_loop(first_unit, step, units, coord);
-        auto names = body(ph, width_, coord, "            ");
-        const auto& v = names[static_cast<std::size_t>(ph.reduce_value)];
-        for (int l = 0; l < width_; ++l)
-            src_ << "            " << acc << " = "
-                 << cl_reduce_fold(ph.reduce_op, t, acc, v.size() == 1 ? v[0] : v[static_cast<std::size_t>(l)]) << ";\n";
-        src_ << "        }\n    }\n";
+        for_each_share(first_unit, step, units, std::move(coord), [&](const std::vector<std::string>& c) {
+            auto names = body(ph, width_, c, "            ");
+            const auto& v = names[static_cast<std::size_t>(ph.reduce_value)];
+            for (int l = 0; l < width_; ++l)
+                src_ << "            " << acc << " = "
+                     << cl_reduce_fold(ph.reduce_op, t, acc, v.size() == 1 ? v[0] : v[static_cast<std::size_t>(l)]) << ";\n";
+        });
+        src_ << "    }\n";
         combine(p, ph.reduce_op, t, lx, ly);
     }
 
@@ -661,10 +720,11 @@ private:
             return;
         }
         src_ << "    if (active) {\n";
-        open_reduce_loop("ly", ly, units, coord);
-        auto names = body(ph, width_, coord, "            ");
-        stores(ph, names, width_, coord, "            ");
-        src_ << "        }\n    }\n";
+        for_each_share("ly", ly, units, std::move(coord), [&](const std::vector<std::string>& c) {
+            auto names = body(ph, width_, c, "            ");
+            stores(ph, names, width_, c, "            ");
+        });
+        src_ << "    }\n";
     }
 };
 
