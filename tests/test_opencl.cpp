@@ -375,6 +375,36 @@ TEST_CASE("LAZYTENSOR_DEBUG=2 prints the generated OpenCL C; =3 the device time 
     }
 }
 
+TEST_CASE("the renderer keeps work-groups within the device's limit") {
+    // The backend renders again with a smaller limit when a compiled kernel cannot use the
+    // device's largest work-group (register pressure); every launch must respect the limit.
+    lt::Tensor<float> x = lt::tensor<float>(std::vector<float>(64 * 3000, 1.0f), {64, 3000});
+    lt::Tensor<float> row = lt::exp(x - x.max(1, true)), col = x.sum(0), all = (x * 2.0f).sum(), map = x * 3.0f;
+    for (auto* t : {&row, &col, &all, &map}) {
+        const auto w = lt::detail::walk_graph({t->node_ptr().get()});
+        const auto plan = lt::detail::plan_cache().get(w);
+        for (const auto& item : plan->items) {
+            for (std::size_t limit : {1, 2, 32, 64, 256, 1024}) {
+                lt::detail::opencl::DeviceTraits traits;
+                traits.max_work_group = limit;
+                traits.compute_units = 16;
+                for (bool gpu : {true, false}) {
+                    traits.gpu = gpu;
+                    const auto r = lt::detail::opencl::render(item.kernel, traits);
+                    REQUIRE(!r.stages.empty());
+                    for (const auto& st : r.stages) {
+                        CHECK(st.local[0] * st.local[1] <= limit);
+                        CHECK(st.global[0] % st.local[0] == 0);
+                        CHECK(st.global[1] % st.local[1] == 0);
+                        CHECK(r.source.find("reqd_work_group_size(" + std::to_string(st.local[0]) + ", " +
+                                            std::to_string(st.local[1]) + ", 1)") != std::string::npos);
+                    }
+                }
+            }
+        }
+    }
+}
+
 TEST_CASE("reductions of every shape class agree with the host: rows, columns, split, tiny") {
     // Shapes picked to hit each launch geometry: long rows (work-group tree), short rows (many
     // rows per group), columns (lanes over outputs), one output over many elements (two-stage),

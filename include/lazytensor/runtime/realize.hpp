@@ -151,7 +151,7 @@ inline void realize_nodes(const std::vector<Node*>& nodes) {
             p.compiled_for = &backend;
         }
         CompiledKernel& kernel = *p.compiled;
-        if (level >= 2 && compiled) {
+        if (level >= 2) {
             const std::string source = backend.kernel_source(kernel);
             if (!source.empty()) std::cerr << "  kernel " << i << " on " << root->device << ":\n" << source;
         }
