@@ -257,7 +257,9 @@ private:
         while (p * 2 <= x) p <<= 1;
         return p;
     }
-    std::int64_t target_threads() const { return dev_.compute_units * (dev_.gpu ? 2048 : 256); }
+    // Enough work-items to fill the device: 2048 resident per GPU compute unit; on a CPU, a few
+    // work-groups per core so that a reduction with few outputs still uses every core.
+    std::int64_t target_threads() const { return dev_.compute_units * (dev_.gpu ? 2048 : 1024); }
     std::int64_t max_group() const { return std::min<std::int64_t>(static_cast<std::int64_t>(dev_.max_work_group), 256); }
 
     void analyze() {
@@ -311,7 +313,7 @@ private:
             s += std::string("__global ") + (k_.params[p].output ? "" : "const ") + cl_storage_type(k_.params[p].dtype) +
                  "* restrict p" + std::to_string(p);
         }
-        if (scratch) s += std::string(", __global ") + cl_value_type(scratch_dtype) + "* restrict scratch";
+        if (scratch) s += std::string(", __global ") + cl_storage_type(scratch_dtype) + "* restrict scratch";
         return s;
     }
 
