@@ -239,6 +239,11 @@ private:
     bool fp64_ = false;
     std::string idx_;  // "int" or "long"
     int width_ = 1;    // W: consecutive elements of the last axis per lane
+    // Reducing kernels: whether the W lanes are W neighbouring outputs (the last axis is kept:
+    // "column" kernels, one accumulator per lane) or W neighbouring elements of the reduced
+    // space (the last axis is reduced: "row" kernels, folded into one accumulator).
+    bool lanes_outer_ = false;
+    int reduce_width_ = 1;  // elements of the reduced space per loop step
     // Row cache: when a lane's share of the reduced space is a few steps and several phases
     // walk it (softmax), the steps are unrolled and values loaded by one phase are kept in
     // registers for the next, instead of being read again.
@@ -395,7 +400,10 @@ private:
             };
             switch (in.op) {
                 case ir::Op::Const: out.push_back(cl_literal(in.value, in.dtype)); continue;
-                case ir::Op::Slot: out.push_back("slot" + std::to_string(in.arg)); continue;
+                case ir::Op::Slot:
+                    for (const std::string& l : (lanes > 1 ? lane_suffixes() : std::vector<std::string>{""}))
+                        out.push_back("slot" + std::to_string(in.arg) + l);
+                    continue;
                 case ir::Op::Load: {
                     const std::string p = "p" + std::to_string(in.arg);
                     const std::string addr = address(in.access, coord);
@@ -526,20 +534,20 @@ private:
         return k_.phases[1].kind == ir::Phase::Kind::Store && k_.phases[1].outer;
     }
 
-    Geometry geometry(std::int64_t reduce_units) const {
+    Geometry geometry(std::int64_t reduce_units, std::int64_t outer_units) const {
         Geometry g;
         const std::int64_t maxg = max_group(), target = target_threads();
         const bool row = n_ > 0 && k_.reduced[n_ - 1];
         if (row) {
             g.ly = std::min(pow2_ceil(reduce_units), maxg);
-            g.lx = std::min(maxg / g.ly, pow2_ceil(outer_));
+            g.lx = std::min(maxg / g.ly, pow2_ceil(outer_units));
         } else {
-            g.lx = std::min(pow2_ceil(outer_), outer_ >= target ? maxg : std::min<std::int64_t>(64, maxg));
-            const std::int64_t tiles = (outer_ + g.lx - 1) / g.lx;
+            g.lx = std::min(pow2_ceil(outer_units), outer_units >= target ? maxg : std::min<std::int64_t>(64, maxg));
+            const std::int64_t tiles = (outer_units + g.lx - 1) / g.lx;
             const std::int64_t want = std::max<std::int64_t>(1, target / (tiles * g.lx));
             g.ly = std::min({maxg / g.lx, pow2_ceil(reduce_units), pow2_floor(want)});
         }
-        g.groups_x = (outer_ + g.lx - 1) / g.lx;
+        g.groups_x = (outer_units + g.lx - 1) / g.lx;
         const std::int64_t threads = g.groups_x * g.lx * g.ly;
         if (splittable() && threads * 2 < target) {
             const std::int64_t by_work = reduce_units / (g.ly * 64);  // >= 64 units per lane
@@ -549,9 +557,13 @@ private:
     }
 
     void render_reducing(RenderedKernel& out) {
-        width_ = n_ > 0 && k_.reduced[n_ - 1] ? choose_width(false) : 1;
-        const std::int64_t reduce_units = reduced_ / width_;
-        const Geometry g = geometry(reduce_units);
+        const bool row = n_ > 0 && k_.reduced[n_ - 1];
+        width_ = n_ == 0 ? 1 : choose_width(!row);
+        lanes_outer_ = !row && width_ > 1;
+        reduce_width_ = row ? width_ : 1;
+        const std::int64_t reduce_units = reduced_ / reduce_width_;
+        const std::int64_t outer_units = outer_ / (lanes_outer_ ? width_ : 1);
+        const Geometry g = geometry(reduce_units, outer_units);
         const bool split = g.split > 1;
         const ir::Phase& first = k_.phases[0];
         const DType acc_t = first.instrs.empty() ? DType::Float32 : first.instrs[static_cast<std::size_t>(first.reduce_value)].dtype;
@@ -559,10 +571,10 @@ private:
         // Stage 1: every phase (or, split, the reduce phase into partials).
         src_ << "__kernel __attribute__((reqd_work_group_size(" << g.lx << ", " << g.ly << ", 1)))\n"
              << "void lt_kernel(" << params(split, acc_t) << ") {\n";
-        reduce_prologue(g.lx, g.ly);
+        reduce_prologue(g.lx, g.ly, outer_units);
         if (split) src_ << "    const " << idx_ << " split = (" << idx_ << ")get_group_id(1);\n";
         std::vector<std::string> coord(n_, "0");
-        decompose("    ", outer_axes_, "o", coord);
+        decompose("    ", outer_axes_, lanes_outer_ ? "o * " + std::to_string(width_) : std::string("o"), coord);
         int walks = 0;  // phases that walk the reduced space
         for (const ir::Phase& ph : k_.phases) walks += !ph.outer;
         const std::int64_t steps = (reduce_units + g.ly - 1) / g.ly;
@@ -580,7 +592,9 @@ private:
             }
         }
         if (split)
-            src_ << "    if (active && ly == 0) scratch[o * " << g.split << " + split] = slot0;\n";
+            for (const std::string& l : lane_suffixes())
+                src_ << "    if (active && ly == 0) scratch[(o" << (l.empty() ? "" : " * " + std::to_string(width_) + " + " + l.substr(1))
+                     << ") * " << g.split << " + split] = slot0" << l << ";\n";
         src_ << "}\n";
         const std::string phases = src_.str();
         src_.str("");
@@ -595,14 +609,17 @@ private:
         out.stages.push_back(s1);
         if (!split) return;
 
-        // Stage 2: fold the G partials of each outer index, then the outer store phase.
+        // Stage 2: fold the G partials of each output, then the outer store phase (one output
+        // per work-item).
+        lanes_outer_ = false;
+        width_ = reduce_width_ = 1;
         out.scratch_elems = outer_ * g.split;
         out.scratch_dtype = acc_t;
         const std::int64_t ly2 = std::min(pow2_ceil(g.split), max_group());
         const std::int64_t lx2 = std::min(max_group() / ly2, pow2_ceil(outer_));
         src_ << "\n__kernel __attribute__((reqd_work_group_size(" << lx2 << ", " << ly2 << ", 1)))\n"
              << "void lt_kernel_fold(" << params(true, acc_t) << ") {\n";
-        reduce_prologue(lx2, ly2);
+        reduce_prologue(lx2, ly2, outer_);
         std::vector<std::string> coord2(n_, "0");
         decompose("    ", outer_axes_, "o", coord2);
         const std::string T = cl_value_type(acc_t);
@@ -623,18 +640,27 @@ private:
         out.stages.push_back(s2);
     }
 
-    void reduce_prologue(std::int64_t lx, std::int64_t ly) {
-        // Local arrays must be declared at kernel scope; one per reduce phase.
+    /// "" for one accumulator per reduce phase; "_0" ... "_{W-1}" for one per output lane.
+    std::vector<std::string> lane_suffixes() const {
+        if (!lanes_outer_) return {""};
+        std::vector<std::string> out;
+        for (int l = 0; l < width_; ++l) out.push_back("_" + std::to_string(l));
+        return out;
+    }
+
+    void reduce_prologue(std::int64_t lx, std::int64_t ly, std::int64_t outer_units) {
+        // Local arrays must be declared at kernel scope; one per reduce phase (and lane).
         if (ly > 1)
             for (std::size_t p = 0; p < k_.phases.size(); ++p)
                 if (k_.phases[p].kind == ir::Phase::Kind::Reduce) {
                     const ir::Phase& ph = k_.phases[p];
-                    src_ << "    __local " << cl_value_type(ph.instrs[static_cast<std::size_t>(ph.reduce_value)].dtype)
-                         << " red" << p << "[" << lx * ly << "];\n";
+                    for (const std::string& l : lane_suffixes())
+                        src_ << "    __local " << cl_value_type(ph.instrs[static_cast<std::size_t>(ph.reduce_value)].dtype)
+                             << " red" << p << l << "[" << lx * ly << "];\n";
                 }
         src_ << "    const " << idx_ << " lx = (" << idx_ << ")get_local_id(0), ly = (" << idx_ << ")get_local_id(1);\n"
              << "    const " << idx_ << " o = (" << idx_ << ")get_group_id(0) * " << lx << " + lx;\n"
-             << "    const bool active = o < " << outer_ << ";\n";
+             << "    const bool active = o < " << outer_units << ";\n";
     }
 
     /// Renders `emit(coord)` for this lane's share of the reduced space, W elements a step:
@@ -649,7 +675,7 @@ private:
                 src_ << "        {\n            const " << idx_ << " u = " << first_unit << " + " << j * step << ";\n";
                 const bool guard = (j + 1) * step > units;
                 if (guard) src_ << "            if (u < " << units << ") {\n";
-                decompose("            ", reduced_axes_, width_ == 1 ? std::string("u") : "u * " + std::to_string(width_), coord);
+                decompose("            ", reduced_axes_, reduce_width_ == 1 ? std::string("u") : "u * " + std::to_string(reduce_width_), coord);
                 step_ = j;
                 emit(coord);
                 step_ = -1;
@@ -673,7 +699,7 @@ private:
                  << units << ";\n"
                  << "        for (" << idx_ << " u = u0; u < u1; ++u) {\n";
         }
-        decompose("            ", reduced_axes_, width_ == 1 ? std::string("u") : "u * " + std::to_string(width_), coord);
+        decompose("            ", reduced_axes_, reduce_width_ == 1 ? std::string("u") : "u * " + std::to_string(reduce_width_), coord);
     }
 
     void reduce_phase(std::size_t p, std::int64_t lx, std::int64_t ly, std::int64_t units, const std::string& first_unit,
@@ -681,14 +707,18 @@ private:
         const ir::Phase& ph = k_.phases[p];
         const DType t = ph.instrs[static_cast<std::size_t>(ph.reduce_value)].dtype;
         const std::string acc = "acc" + std::to_string(p);
-        src_ << "    " << cl_value_type(t) << " " << acc << " = " << cl_reduce_identity(ph.reduce_op, t) << ";\n";
+        const std::vector<std::string> lanes = lane_suffixes();
+        for (const std::string& l : lanes)
+            src_ << "    " << cl_value_type(t) << " " << acc << l << " = " << cl_reduce_identity(ph.reduce_op, t) << ";\n";
         src_ << "    if (active) {\n";
         for_each_share(first_unit, step, units, std::move(coord), [&](const std::vector<std::string>& c) {
             auto names = body(ph, width_, c, "            ");
             const auto& v = names[static_cast<std::size_t>(ph.reduce_value)];
-            for (int l = 0; l < width_; ++l)
-                src_ << "            " << acc << " = "
-                     << cl_reduce_fold(ph.reduce_op, t, acc, v.size() == 1 ? v[0] : v[static_cast<std::size_t>(l)]) << ";\n";
+            for (int l = 0; l < width_; ++l) {
+                const std::string a = acc + lanes[lanes.size() == 1 ? 0 : static_cast<std::size_t>(l)];
+                src_ << "            " << a << " = "
+                     << cl_reduce_fold(ph.reduce_op, t, a, v.size() == 1 ? v[0] : v[static_cast<std::size_t>(l)]) << ";\n";
+            }
         });
         src_ << "    }\n";
         combine(p, ph.reduce_op, t, lx, ly);
@@ -698,26 +728,31 @@ private:
     void combine(std::size_t p, ReduceOp op, DType t, std::int64_t lx, std::int64_t ly) {
         const std::string acc = "acc" + std::to_string(p), red = "red" + std::to_string(p);
         const std::string T = cl_value_type(t);
+        const std::vector<std::string> lanes = lane_suffixes();
         if (ly == 1) {
-            src_ << "    const " << T << " slot" << p << " = " << acc << ";\n";
+            for (const std::string& l : lanes) src_ << "    const " << T << " slot" << p << l << " = " << acc << l << ";\n";
             return;
         }
-        src_ << "    " << red << "[ly * " << lx << " + lx] = " << acc << ";\n"
-             << "    barrier(CLK_LOCAL_MEM_FENCE);\n";
+        for (const std::string& l : lanes) src_ << "    " << red << l << "[ly * " << lx << " + lx] = " << acc << l << ";\n";
+        src_ << "    barrier(CLK_LOCAL_MEM_FENCE);\n";
         for (std::int64_t s = ly / 2; s > 0; s /= 2) {
-            const std::string a = red + "[ly * " + std::to_string(lx) + " + lx]";
-            const std::string b = red + "[(ly + " + std::to_string(s) + ") * " + std::to_string(lx) + " + lx]";
-            src_ << "    if (ly < " << s << ") " << a << " = " << cl_reduce_fold(op, t, a, b) << ";\n"
-                 << "    barrier(CLK_LOCAL_MEM_FENCE);\n";
+            src_ << "    if (ly < " << s << ") {\n";
+            for (const std::string& l : lanes) {
+                const std::string a = red + l + "[ly * " + std::to_string(lx) + " + lx]";
+                const std::string b = red + l + "[(ly + " + std::to_string(s) + ") * " + std::to_string(lx) + " + lx]";
+                src_ << "        " << a << " = " << cl_reduce_fold(op, t, a, b) << ";\n";
+            }
+            src_ << "    }\n    barrier(CLK_LOCAL_MEM_FENCE);\n";
         }
-        src_ << "    const " << T << " slot" << p << " = " << red << "[lx];\n";
+        for (const std::string& l : lanes) src_ << "    const " << T << " slot" << p << l << " = " << red << l << "[lx];\n";
     }
 
     void store_phase(const ir::Phase& ph, std::int64_t ly, std::int64_t units, std::vector<std::string> coord) {
         if (ph.outer) {
+            const int lanes = lanes_outer_ ? width_ : 1;
             src_ << "    if (active && ly == 0) {\n";
-            auto names = body(ph, 1, coord, "        ");
-            stores(ph, names, 1, coord, "        ");
+            auto names = body(ph, lanes, coord, "        ");
+            stores(ph, names, lanes, coord, "        ");
             src_ << "    }\n";
             return;
         }
