@@ -166,6 +166,22 @@ std::vector<float> random_vector(std::size_t n, std::uint64_t seed, float lo = -
 }
 
 /// Largest difference, relative to the largest magnitude of the reference.
+/// The largest error of `sums` (one per line of a row-major R x C matrix, along `axis` 1 =
+/// rows or 0 = columns) against a double-precision sum, relative to the largest sum; about 64
+/// sampled lines.
+double sampled_line_sum_error(const std::vector<float>& m, std::int64_t R, std::int64_t C, int axis,
+                              const std::vector<float>& sums) {
+    const std::int64_t lines = axis == 1 ? R : C, length = axis == 1 ? C : R;
+    double worst = 0, scale = 0;
+    for (std::int64_t i = 0; i < lines; i += std::max<std::int64_t>(1, lines / 64)) {
+        double ref = 0;
+        for (std::int64_t j = 0; j < length; ++j) ref += m[static_cast<std::size_t>(axis == 1 ? i * C + j : j * C + i)];
+        worst = std::max(worst, std::fabs(sums[static_cast<std::size_t>(i)] - ref));
+        scale = std::max(scale, std::fabs(ref));
+    }
+    return worst / std::max(scale, 1e-30);
+}
+
 double max_rel_diff(const std::vector<float>& ours, const std::vector<float>& ref) {
     if (ours.size() != ref.size()) return INFINITY;
     double worst = 0, scale = 0;
@@ -696,14 +712,7 @@ int run(const Options& o, const char* argv0) {
                launches_note(ours.launches));
         const std::vector<float> got = s.to_vector(), want = peer.read(py, static_cast<std::size_t>(R));
         verify("row sum: lazytensor vs peer", max_rel_diff(got, want), 1e-3);
-        double worst = 0, scale = 0;
-        for (std::int64_t r = 0; r < R; r += std::max<std::int64_t>(1, R / 64)) {
-            double ref = 0;
-            for (std::int64_t j = 0; j < C; ++j) ref += vm[static_cast<std::size_t>(r * C + j)];
-            worst = std::max(worst, std::fabs(want[static_cast<std::size_t>(r)] - ref));
-            scale = std::max(scale, std::fabs(ref));
-        }
-        verify("row sum: peer vs host (sampled rows)", worst / std::max(scale, 1e-30), 1e-3);
+        verify("row sum: peer vs host (sampled rows)", sampled_line_sum_error(vm, R, C, 1, want), 1e-3);
     }
     {
         lt::Tensor<float> s;
@@ -720,14 +729,7 @@ int run(const Options& o, const char* argv0) {
                launches_note(ours.launches));
         const std::vector<float> got = s.to_vector(), want = peer.read(py, static_cast<std::size_t>(C));
         verify("column sum: lazytensor vs peer", max_rel_diff(got, want), 1e-3);
-        double worst = 0, scale = 0;
-        for (std::int64_t j = 0; j < C; j += std::max<std::int64_t>(1, C / 64)) {
-            double ref = 0;
-            for (std::int64_t r = 0; r < R; ++r) ref += vm[static_cast<std::size_t>(r * C + j)];
-            worst = std::max(worst, std::fabs(want[static_cast<std::size_t>(j)] - ref));
-            scale = std::max(scale, std::fabs(ref));
-        }
-        verify("column sum: peer vs host (sampled columns)", worst / std::max(scale, 1e-30), 1e-3);
+        verify("column sum: peer vs host (sampled columns)", sampled_line_sum_error(vm, R, C, 0, want), 1e-3);
     }
 
     // ------------------------------------------------------------------ 4. softmax
