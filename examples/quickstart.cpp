@@ -25,5 +25,16 @@ int main() {
     lt::Tensor<float> softmax = z / z.sum(1, true);
     std::cout << "softmax kernels: " << lt::kernel_count(lt::schedule(softmax)) << "\n";
     std::cout << "softmax = " << softmax << "\n";
+
+    // Devices: the host always; then every OpenCL device (a GPU, PoCL on the CPU, ...).
+    for (const lt::DeviceInfo& d : lt::devices()) std::cout << "device " << d.device << ": " << d.name << "\n";
+    for (const lt::DeviceInfo& d : lt::devices()) {
+        if (d.device.kind != lt::Device::Kind::OpenCL) continue;
+        lt::Tensor<float> xd = x.to(d.device);  // a copy on the device; the same code runs there
+        lt::Tensor<float> zd = lt::exp(xd - xd.max(1, true));
+        lt::Tensor<float> softmax_d = zd / zd.sum(1, true);  // one generated OpenCL kernel
+        std::cout << "softmax on " << d.device << " = " << softmax_d << "\n";
+        break;
+    }
     return 0;
 }
