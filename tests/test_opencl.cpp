@@ -45,6 +45,17 @@ struct TempDir {
     }
 };
 
+/// Points a disk cache at `dir` for a scope; the previous directory comes back even when a
+/// check fails half-way.
+struct UsingCacheDir {
+    lt::detail::opencl::ProgramDiskCache& disk;
+    std::string saved;
+    UsingCacheDir(lt::detail::opencl::ProgramDiskCache& d, const fs::path& dir) : disk(d), saved(d.directory()) {
+        disk.set_directory(dir.string());
+    }
+    ~UsingCacheDir() { disk.set_directory(saved); }
+};
+
 /// Source no other test builds, so that the in-memory and disk caches start cold for it.
 std::string unique_source() {
     static std::random_device rd;
@@ -149,9 +160,8 @@ TEST_CASE("the disk cache: a fresh directory is filled, a second build loads fro
     for (lt::Device d : opencl_devices()) {
         auto& be = backend_of(d);
         auto& disk = be.disk_cache();
-        const std::string saved = disk.directory();
         TempDir dir;
-        disk.set_directory((dir.path / "nested" / "cache").string());  // created on demand
+        UsingCacheDir use(disk, dir.path / "nested" / "cache");  // created on demand
 
         const std::string source = unique_source();
         const auto before = disk.stats();
@@ -181,7 +191,6 @@ TEST_CASE("the disk cache: a fresh directory is filled, a second build loads fro
         CHECK((x * 3.0f - 1.0f).to_vector() == std::vector<float>{2, 5, 8, 11});
         be.clear_kernel_cache();
         CHECK((x * 3.0f - 1.0f).to_vector() == std::vector<float>{2, 5, 8, 11});
-        disk.set_directory(saved);
     }
 }
 
@@ -189,9 +198,8 @@ TEST_CASE("the disk cache: corrupt, truncated and foreign files are rebuilt with
     for (lt::Device d : opencl_devices()) {
         auto& be = backend_of(d);
         auto& disk = be.disk_cache();
-        const std::string saved = disk.directory();
         TempDir dir;
-        disk.set_directory(dir.path.string());
+        UsingCacheDir use(disk, dir.path);
         const std::string source = unique_source();
         REQUIRE(be.build_program(source));
         fs::path file;
@@ -234,7 +242,6 @@ TEST_CASE("the disk cache: corrupt, truncated and foreign files are rebuilt with
         REQUIRE(be.build_program(source, &built));
         CHECK(!built);
         CHECK(disk.stats().hits == before.hits + 1);
-        disk.set_directory(saved);
     }
 }
 
@@ -242,12 +249,11 @@ TEST_CASE("the disk cache: an unusable directory is a warning, never an error") 
     for (lt::Device d : opencl_devices()) {
         auto& be = backend_of(d);
         auto& disk = be.disk_cache();
-        const std::string saved = disk.directory();
         TempDir dir;
         const fs::path blocker = dir.path / "a-file";
         std::ofstream(blocker) << "x";
         // A directory below a regular file can be neither created nor written (even by root).
-        disk.set_directory((blocker / "cache").string());
+        UsingCacheDir use(disk, blocker / "cache");
         const auto before = disk.stats();
         bool built = false;
         {
@@ -268,7 +274,6 @@ TEST_CASE("the disk cache: an unusable directory is a warning, never an error") 
         }
         disk.set_directory("");  // off
         CHECK(be.build_program(unique_source()));
-        disk.set_directory(saved);
     }
 }
 

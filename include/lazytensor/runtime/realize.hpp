@@ -70,6 +70,23 @@ inline void print_item(std::ostream& out, std::size_t i, const ScheduleItem& ite
     if (level >= 2) out << item.ir;
 }
 
+/// Turns a backend's device timers on for a scope (dropping earlier records), then back to
+/// what they were.
+class RecordingTimes {
+public:
+    explicit RecordingTimes(Backend& backend) : backend_(backend), was_(backend.record_times()) {
+        backend_.set_record_times(true);
+        backend_.take_device_times_ms();
+    }
+    RecordingTimes(const RecordingTimes&) = delete;
+    RecordingTimes& operator=(const RecordingTimes&) = delete;
+    ~RecordingTimes() { backend_.set_record_times(was_); }
+
+private:
+    Backend& backend_;
+    bool was_;
+};
+
 /// LAZYTENSOR_DEBUG=3: a kernel's time (on the device's own clock where it has one) and the
 /// bandwidth of reading its inputs and writing its output once.
 inline void print_timing(std::size_t i, Backend& backend, const std::vector<Buffer*>& params,
@@ -161,17 +178,11 @@ inline void realize_nodes(const std::vector<Node*>& nodes) {
         params.push_back(out.get());
         if (level >= 3) {
             const auto t1 = std::chrono::steady_clock::now();
-            const bool was_recording = backend.record_times();
-            backend.set_record_times(true);
-            backend.take_device_times_ms();
-            try {
+            {
+                RecordingTimes recording(backend);
                 backend.launch(kernel, params);
                 backend.synchronize();
-            } catch (...) {
-                backend.set_record_times(was_recording);
-                throw;
             }
-            backend.set_record_times(was_recording);
             print_timing(i, backend, params, t0, t1, compiled);
         } else {
             backend.launch(kernel, params);

@@ -235,9 +235,8 @@ private:
     std::int64_t numel_ = 0, outer_ = 1, reduced_ = 1;
     std::vector<int> outer_axes_, reduced_axes_;
     bool reducing_ = false;
-    bool wide_ = false;  // 64-bit index math
     bool fp64_ = false;
-    std::string idx_;  // "int" or "long"
+    std::string idx_;  // index type: "int", or "long" where an address may pass 2^31
     int width_ = 1;    // W: consecutive elements of the last axis per lane
     // Reducing kernels: whether the W lanes are W neighbouring outputs (the last axis is kept:
     // "column" kernels, one accumulator per lane) or W neighbouring elements of the reduced
@@ -296,8 +295,7 @@ private:
             for (auto& st : ph.stores) widen(st.access);
         }
         for (auto& p : k_.params) fp64_ = fp64_ || p.dtype == DType::Float64;
-        wide_ = reach >= (std::int64_t(1) << 30);
-        idx_ = wide_ ? "long" : "int";
+        idx_ = reach >= (std::int64_t(1) << 30) ? "long" : "int";
     }
 
     void prelude() {
@@ -670,26 +668,23 @@ private:
     template <class Emit>
     void for_each_share(const std::string& first_unit, std::int64_t step, std::int64_t units,
                         std::vector<std::string> coord, Emit&& emit) {
+        const std::string flat = reduce_width_ == 1 ? std::string("u") : "u * " + std::to_string(reduce_width_);
+        auto one_step = [&](int unrolled_step) {
+            decompose("            ", reduced_axes_, flat, coord);
+            step_ = unrolled_step;
+            emit(coord);
+            step_ = -1;
+        };
         if (unrolled_steps_) {
             for (int j = 0; j < unrolled_steps_; ++j) {
                 src_ << "        {\n            const " << idx_ << " u = " << first_unit << " + " << j * step << ";\n";
                 const bool guard = (j + 1) * step > units;
                 if (guard) src_ << "            if (u < " << units << ") {\n";
-                decompose("            ", reduced_axes_, reduce_width_ == 1 ? std::string("u") : "u * " + std::to_string(reduce_width_), coord);
-                step_ = j;
-                emit(coord);
-                step_ = -1;
+                one_step(j);
                 src_ << (guard ? "            }\n" : "") << "        }\n";
             }
             return;
         }
-        open_reduce_loop(first_unit, step, units, coord);
-        emit(coord);
-        src_ << "        }\n";
-    }
-
-    void open_reduce_loop(const std::string& first_unit, std::int64_t step, std::int64_t units,
-                          std::vector<std::string>& coord) {
         if (dev_.gpu) {
             src_ << "        for (" << idx_ << " u = " << first_unit << "; u < " << units << "; u += " << step << ") {\n";
         } else {
@@ -699,7 +694,8 @@ private:
                  << units << ";\n"
                  << "        for (" << idx_ << " u = u0; u < u1; ++u) {\n";
         }
-        decompose("            ", reduced_axes_, reduce_width_ == 1 ? std::string("u") : "u * " + std::to_string(reduce_width_), coord);
+        one_step(-1);
+        src_ << "        }\n";
     }
 
     void reduce_phase(std::size_t p, std::int64_t lx, std::int64_t ly, std::int64_t units, const std::string& first_unit,
