@@ -1,0 +1,141 @@
+// A matrix product as a schedule item: C[b..., m, n] = sum_k A[b..., m, k] * B[b..., k, n].
+//
+// The scheduler gives every matmul node an item of its own (as ug does). Its operands are
+// read in place through whatever strides their views have (a transposed operand is a
+// column-major matrix, a broadcast batch axis a zero stride); C is a fresh contiguous buffer.
+// Backends run it: the host with a packed GEMM, OpenCL with CLBlast.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "../core/dtype.hpp"
+#include "../core/shape.hpp"
+#include "kernel.hpp"
+
+namespace lazytensor::detail::ir {
+
+/// Where the elements of one operand are: element (i, j) of batch index (b_0, b_1, ...) is at
+/// offset + sum_t b_t * batch_strides[t] + i * row_stride + j * col_stride.
+struct MatrixLayout {
+    std::int64_t offset = 0;
+    std::int64_t row_stride = 0;
+    std::int64_t col_stride = 0;
+    Strides batch_strides;
+
+    friend bool operator==(const MatrixLayout& x, const MatrixLayout& y) {
+        return x.offset == y.offset && x.row_stride == y.row_stride && x.col_stride == y.col_stride &&
+               x.batch_strides == y.batch_strides;
+    }
+};
+
+struct Gemm {
+    DType dtype = DType::Float32;
+    Shape batch;  // batch extents; C is contiguous [batch..., m, n]
+    std::int64_t m = 0, n = 0, k = 0;
+    MatrixLayout a;  // m x k
+    MatrixLayout b;  // k x n
+
+    std::int64_t batch_count() const { return numel(batch); }
+
+    /// The element offsets of A and B for every batch index, in row-major order of `batch`
+    /// (C's batch i starts at i * m * n).
+    void batch_offsets(std::vector<std::int64_t>& a_offsets, std::vector<std::int64_t>& b_offsets) const {
+        const std::int64_t count = batch_count();
+        a_offsets.assign(static_cast<std::size_t>(count), a.offset);
+        b_offsets.assign(static_cast<std::size_t>(count), b.offset);
+        std::int64_t period = 1;  // how many consecutive batches share one index of axis t
+        for (std::size_t t = batch.size(); t-- > 0;) {
+            const std::int64_t extent = batch[t];
+            for (std::int64_t i = 0; i < count; ++i) {
+                const std::int64_t index = (i / period) % extent;
+                a_offsets[static_cast<std::size_t>(i)] += index * a.batch_strides[t];
+                b_offsets[static_cast<std::size_t>(i)] += index * b.batch_strides[t];
+            }
+            period *= extent;
+        }
+    }
+};
+
+/// How a BLAS library reads one operand: a row-major matrix with leading dimension `ld`, or
+/// (transposed) a column-major one.
+struct BlasOperand {
+    bool transposed = false;
+    std::int64_t ld = 1;
+};
+
+/// The BLAS form of a rows x cols operand, if it has one (one of its strides is 1 and the other
+/// at least the extent it steps over). The stride of an extent-1 axis is free.
+inline std::optional<BlasOperand> blas_operand(const MatrixLayout& l, std::int64_t rows, std::int64_t cols) {
+    const std::int64_t min_ld_rows = std::max<std::int64_t>(1, cols), min_ld_cols = std::max<std::int64_t>(1, rows);
+    if ((cols == 1 || l.col_stride == 1) && (rows == 1 || l.row_stride >= min_ld_rows))
+        return BlasOperand{false, rows == 1 ? min_ld_rows : l.row_stride};
+    if ((rows == 1 || l.row_stride == 1) && (cols == 1 || l.col_stride >= min_ld_cols))
+        return BlasOperand{true, cols == 1 ? min_ld_cols : l.col_stride};
+    return std::nullopt;
+}
+
+inline bool blas_readable(const Gemm& g) { return blas_operand(g.a, g.m, g.k) && blas_operand(g.b, g.k, g.n); }
+
+/// Simplifies the batch: drops extent-1 axes, merges axes that both operands walk as one, and
+/// folds the batch into the rows of A where B is shared by every batch (x[b, m, k] @ w[k, n]
+/// is one GEMM of b*m rows). With `blas`, a fold that BLAS could not read is not made.
+inline void normalize(Gemm& g, bool blas) {
+    for (std::size_t t = g.batch.size(); t-- > 0;) {
+        if (g.batch[t] != 1) continue;
+        g.batch.erase(t);
+        g.a.batch_strides.erase(t);
+        g.b.batch_strides.erase(t);
+    }
+    for (std::size_t t = g.batch.size(); t-- > 1;) {  // merge axis t-1 into t (C always allows it)
+        const std::int64_t e = g.batch[t];
+        if (g.a.batch_strides[t - 1] != g.a.batch_strides[t] * e || g.b.batch_strides[t - 1] != g.b.batch_strides[t] * e)
+            continue;
+        g.batch[t - 1] *= e;
+        g.batch.erase(t);
+        g.a.batch_strides.erase(t - 1);
+        g.b.batch_strides.erase(t - 1);
+    }
+    if (g.batch.size() != 1 || g.b.batch_strides[0] != 0) return;
+    const std::int64_t stride = g.a.batch_strides[0];
+    if (g.m != 1 && stride != g.m * g.a.row_stride) return;
+    Gemm folded = g;
+    folded.m = g.m * g.batch[0];
+    if (g.m == 1) folded.a.row_stride = stride;
+    folded.batch.clear();
+    folded.a.batch_strides.clear();
+    folded.b.batch_strides.clear();
+    if (!blas || blas_readable(folded) || !blas_readable(g)) g = std::move(folded);
+}
+
+/// A kernel copying one operand ([batch..., rows, cols] as `layout` says) into a contiguous
+/// buffer, and the operand's layout there: how a GEMM that needs BLAS layouts reads any other.
+inline Kernel contiguous_copy(DType dtype, const Shape& batch, std::int64_t rows, std::int64_t cols,
+                              MatrixLayout& layout) {
+    Kernel k;
+    k.domain = batch;
+    k.domain.push_back(rows);
+    k.domain.push_back(cols);
+    k.reduced.assign(k.domain.size(), false);
+    k.params = {Param{dtype, false}, Param{dtype, true}};
+    Instr load;
+    load.op = Op::Load;
+    load.dtype = dtype;
+    load.arg = 0;
+    load.access.offset = layout.offset;
+    load.access.strides = layout.batch_strides;
+    load.access.strides.push_back(layout.row_stride);
+    load.access.strides.push_back(layout.col_stride);
+    Phase store;
+    store.instrs.push_back(load);
+    const Strides dense = contiguous_strides(k.domain);
+    store.stores.push_back(Store{1, 0, Access{0, dense}});
+    k.phases.push_back(std::move(store));
+    normalize(k);
+    layout = MatrixLayout{0, cols, 1, Strides(dense.begin(), dense.end() - 2)};
+    return k;
+}
+
+}  // namespace lazytensor::detail::ir
