@@ -1,5 +1,6 @@
 // The backend interface (Rune's shape): a device, buffers on it, copies to and from the host,
-// kernels compiled from the IR (cached by the IR's key) and launched on buffers.
+// kernels compiled from the IR (cached by the IR's key) and launched on buffers, and matrix
+// products (a GEMM of the backend's own).
 #pragma once
 
 #include <memory>
@@ -8,6 +9,7 @@
 
 #include "../core/device.hpp"
 #include "../core/lru_cache.hpp"
+#include "../ir/gemm.hpp"
 #include "../ir/kernel.hpp"
 
 namespace lazytensor::detail {
@@ -32,6 +34,11 @@ public:
 
     /// Runs a compiled kernel; `params` follow the kernel's parameter order.
     virtual void launch(CompiledKernel& kernel, const std::vector<Buffer*>& params) = 0;
+    /// Runs a matrix product into `c` (contiguous [batch..., m, n]), reading `a` and `b` as the
+    /// layouts of `gemm` say. Its dtype is float32 or float64.
+    virtual void gemm(const ir::Gemm& gemm, const Buffer& a, const Buffer& b, Buffer& c) = 0;
+    /// How this backend runs `gemm` (LAZYTENSOR_DEBUG), e.g. "CLBlast GemmStridedBatched".
+    virtual std::string gemm_routine(const ir::Gemm&) const { return "GEMM"; }
     /// Waits until every launched kernel has finished.
     virtual void synchronize() = 0;
 

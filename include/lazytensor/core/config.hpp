@@ -28,6 +28,13 @@
 #define LAZYTENSOR_OPENCL 0
 #endif
 
+/// With LAZYTENSOR_CLBLAST 1 (and LAZYTENSOR_OPENCL), float and double matrix products on OpenCL
+/// devices run through CLBlast: link libclblast (CMake does when CLBlast is found). Without it,
+/// they run as a plain reduction kernel (correct, but far from a tuned GEMM).
+#ifndef LAZYTENSOR_CLBLAST
+#define LAZYTENSOR_CLBLAST 0
+#endif
+
 namespace lazytensor {
 namespace detail {
 inline std::atomic<bool>& static_kernels_flag() {
@@ -37,7 +44,16 @@ inline std::atomic<bool>& static_kernels_flag() {
     }()};
     return enabled;
 }
+inline std::atomic<int>& debug_level_ref() {
+    static std::atomic<int> level{std::getenv("LAZYTENSOR_DEBUG") ? std::atoi(std::getenv("LAZYTENSOR_DEBUG")) : 0};
+    return level;
+}
 }  // namespace detail
+
+/// 0 silent; 1 prints each schedule; 2 adds kernel IR; 3 adds each kernel's time. Starts at
+/// LAZYTENSOR_DEBUG.
+inline int debug_level() { return detail::debug_level_ref().load(); }
+inline void set_debug_level(int level) { detail::debug_level_ref().store(level); }
 
 /// Whether element-wise float expressions run as compiled loops (ir/static_kernel.hpp) rather
 /// than interpreted. On by default; LAZYTENSOR_STATIC_KERNELS=0 turns it off.

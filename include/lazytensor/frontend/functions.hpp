@@ -98,6 +98,24 @@ LAZYTENSOR_REDUCTION(min)
 LAZYTENSOR_REDUCTION(mean)
 #undef LAZYTENSOR_REDUCTION
 
+/// Matrix product with NumPy's rules. [m, k] x [k, n] -> [m, n]; batch axes broadcast
+/// ([8, 1, 64, 32] x [4, 32, 16] -> [8, 4, 64, 16]); a 1-d left operand is a row vector and a
+/// 1-d right operand a column vector, whose axis is dropped from the result (1-d x 1-d is a
+/// dot product, a 0-d tensor). Operands meet in their promoted type. Float and double run as
+/// a GEMM (host: packed SIMD GEMM on all cores; OpenCL: CLBlast) reading transposed and
+/// broadcast operands in place; other types as a fused reduction kernel.
+template <class A, class B, class = std::enable_if_t<detail::is_tensor_like_v<A> && detail::is_tensor_like_v<B>>>
+auto matmul(const A& a, const B& b) {
+    using R = promote_t<typename std::decay_t<A>::value_type, typename std::decay_t<B>::value_type>;
+    return Tensor<R>(detail::graph::matmul(a.build(), b.build()));
+}
+
+template <class T, class D>
+template <class E>
+auto TensorBase<T, D>::matmul(const E& other) const {
+    return lazytensor::matmul(self(), other);
+}
+
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 auto reshape(const E& x, const Shape& shape) {
     return x.reshape(shape);

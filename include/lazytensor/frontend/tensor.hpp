@@ -99,6 +99,15 @@ public:
     Tensor<T> transpose(int a, int b) const;
     /// Broadcasts to a larger shape (NumPy rules; -1 keeps an extent). Never copies.
     Tensor<T> expand(const Shape& shape) const;
+    /// The last two axes swapped: every matrix of a batch transposed (PyTorch's .mT). Never
+    /// copies; a matrix product reads it in place.
+    Tensor<T> mT() const;
+    /// The transpose of a matrix; 0-d and 1-d tensors are returned as they are (PyTorch's .t()).
+    Tensor<T> t() const;
+
+    /// Matrix product with NumPy's rules (see lt::matmul).
+    template <class E>
+    auto matmul(const E& other) const;
 
     /// Element-wise conversion to U (float to integer saturates; NaN becomes 0).
     template <class U>
@@ -271,6 +280,20 @@ Tensor<T> TensorBase<T, D>::expand(const Shape& shape) const {
     return Tensor<T>(detail::graph::expand(self().build(), shape));
 }
 
+template <class T, class D>
+Tensor<T> TensorBase<T, D>::mT() const {
+    if (ndim() < 2)
+        detail::fail<AxisError>("mT(): needs at least 2 dimensions, the tensor has shape ", self().shape());
+    return transpose(-2, -1);
+}
+template <class T, class D>
+Tensor<T> TensorBase<T, D>::t() const {
+    if (ndim() > 2)
+        detail::fail<AxisError>("t(): needs at most 2 dimensions, the tensor has shape ", self().shape(),
+                                "; use mT() to transpose the last two axes, or permute()");
+    return ndim() < 2 ? Tensor<T>(self().build()) : transpose(0, 1);
+}
+
 /// Computes several tensors in one schedule; parts they share are computed once.
 inline void realize(std::initializer_list<TensorRef> tensors) {
     std::vector<detail::Node*> nodes;
@@ -295,7 +318,8 @@ std::vector<ScheduleItem> schedule(const E& expr) {
     return detail::schedule_items({node.get()});
 }
 
-/// Number of kernels in a schedule (views that need no kernel are not counted).
+/// Number of kernels in a schedule (matmul items, which run the backend's GEMM, and views that
+/// need no kernel are not counted).
 inline std::size_t kernel_count(const std::vector<ScheduleItem>& items) {
     std::size_t n = 0;
     for (const auto& item : items) n += item.kind == "kernel";

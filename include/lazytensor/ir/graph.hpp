@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "node.hpp"
 
@@ -276,6 +277,85 @@ inline NodePtr mean(const NodePtr& x, const std::optional<Axes>& user_axes, bool
     if (is_floating(x->dtype)) return binary(BinaryOp::Div, total, Scalar::of(static_cast<double>(count)));
     NodePtr quotient = binary(BinaryOp::Div, cast(total, DType::Float64), Scalar::of(static_cast<double>(count)));
     return cast(quotient, DType::Float32);
+}
+
+// ---------------------------------------------------------------------------- matrix products
+
+/// Whether a product of `dtype` on `device` runs as a GEMM schedule item. Other products are
+/// sums of element-wise products, which the scheduler fuses into one reduction kernel.
+inline bool runs_as_gemm(DType dtype, Device device) {
+    if (dtype != DType::Float32 && dtype != DType::Float64) return false;
+    return device.kind == Device::Kind::Host || LAZYTENSOR_CLBLAST;
+}
+
+/// NumPy's matmul: 1-D x 1-D is a dot product; a 1-D operand is a row (left) or a column
+/// (right) vector whose unit axis is dropped from the result; batch axes broadcast.
+inline NodePtr matmul(const NodePtr& a, const NodePtr& b) {
+    const char* op = "matmul";
+    const Operand first(a), second(b);
+    const Device device = common_device({&first, &second}, op);
+    if (a->shape.empty() || b->shape.empty())
+        fail<ShapeError>(op, ": both operands need at least one dimension, got shapes ", a->shape, " and ", b->shape,
+                         "; multiply by a scalar with * instead");
+    Promotion promotion;
+    const DType t = promotion.with_tensor(a->dtype).with_tensor(b->dtype).result();
+    // Promote 1-D operands to matrices: [k] -> [1, k] on the left, [k] -> [k, 1] on the right.
+    const bool row_vector = a->shape.size() == 1, column_vector = b->shape.size() == 1;
+    NodePtr x = row_vector ? reshape(a, Shape{1, a->shape[0]}, op) : a;
+    NodePtr y = column_vector ? reshape(b, Shape{b->shape[0], 1}, op) : b;
+    const std::size_t xr = x->shape.size(), yr = y->shape.size();
+    const std::int64_t m = x->shape[xr - 2], k = x->shape[xr - 1], n = y->shape[yr - 1];
+    if (y->shape[yr - 2] != k)
+        fail<ShapeError>(op, ": shapes ", a->shape, " and ", b->shape, " cannot be multiplied: the contracted dimensions differ (",
+                         k, " columns in the first operand (its last dimension) vs ", y->shape[yr - 2],
+                         " rows in the second (", column_vector ? "its only" : "its second-to-last", " dimension))");
+    const Shape x_batch(x->shape.begin(), x->shape.end() - 2), y_batch(y->shape.begin(), y->shape.end() - 2);
+    Shape batch;
+    try {
+        batch = broadcast_shapes(x_batch, y_batch, op);
+    } catch (const ShapeError&) {
+        fail<ShapeError>(op, ": the batch dimensions of shapes ", a->shape, " and ", b->shape, " (", x_batch, " and ",
+                         y_batch, ") cannot be broadcast together");
+    }
+    auto with = [&](Shape s, std::int64_t r, std::int64_t c) {
+        s.push_back(r);
+        s.push_back(c);
+        return s;
+    };
+    x = expand(cast(x, t), with(batch, m, k), op);
+    y = expand(cast(y, t), with(batch, k, n), op);
+    Shape out = with(batch, m, n);
+    check_extents(out, op);
+
+    NodePtr product;
+    if (numel(out) == 0 || k == 0) {
+        product = constant(Scalar::of<std::int64_t>(0), t, out, device);  // an empty sum is 0
+    } else if (runs_as_gemm(t, device)) {
+        product = with_sources(make(NodeKind::Matmul, t, device, out), {x, y});
+    } else {
+        // out[..., i, j] = sum_k x[..., i, k] * y[..., k, j] over a [..., m, k, n] domain; bools
+        // give any(x && y), integers wrap in their own type like NumPy's.
+        Shape domain = with(batch, m, k);
+        domain.push_back(n);
+        Shape xs = with(batch, m, k), ys = with(batch, 1, k);
+        xs.push_back(1);
+        ys.push_back(n);
+        const NodePtr xe = expand(reshape(x, xs, op), domain, op);
+        const NodePtr ye = expand(reshape(y, ys, op), domain, op);
+        const Axes contracted{static_cast<int>(domain.size()) - 2};
+        if (t == DType::Bool)
+            product = reduce(ReduceOp::Max, binary(BinaryOp::Minimum, xe, ye), contracted, false, op);
+        else
+            product = cast(reduce(ReduceOp::Sum, binary(BinaryOp::Mul, xe, ye), contracted, false, op), t);
+    }
+    // Drop the axes that the promotion of 1-D operands added.
+    if (row_vector || column_vector) {
+        Shape shape = batch;
+        if (!row_vector) shape.push_back(m);
+        if (!column_vector) shape.push_back(n);
+        product = reshape(product, shape, op);
+    }
+    return product;
 }
 
 }  // namespace lazytensor::detail::graph

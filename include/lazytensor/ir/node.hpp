@@ -17,6 +17,8 @@ namespace lazytensor::detail {
 
 // The node kinds: a small closed set (ug's LazyBuffer ops). Views are nodes too; they cost
 // nothing at run time and are folded into the index math of the loads that read through them.
+// A matmul ([batch..., m, k] x [batch..., k, n], batch axes already broadcast) is always a
+// schedule item of its own, run by the backend's GEMM.
 #define LAZYTENSOR_NODE_KINDS(X) \
     X(Buffer, "buffer")          \
     X(Const, "const")            \
@@ -27,7 +29,8 @@ namespace lazytensor::detail {
     X(Reduce, "reduce")          \
     X(Reshape, "reshape")        \
     X(Permute, "permute")        \
-    X(Expand, "expand")
+    X(Expand, "expand")          \
+    X(Matmul, "matmul")
 
 enum class NodeKind : std::uint8_t {
 #define LAZYTENSOR_X(name, text) name,

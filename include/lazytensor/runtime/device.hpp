@@ -85,11 +85,6 @@ inline Device parse_device(const std::string& text) {
     fail<DeviceError>("unknown device \"", text, "\"; expected host, opencl or opencl:N");
 }
 
-inline std::atomic<int>& debug_level_ref() {
-    static std::atomic<int> level{env("LAZYTENSOR_DEBUG") ? std::atoi(env("LAZYTENSOR_DEBUG")) : 0};
-    return level;
-}
-
 struct DefaultDevice {
     std::mutex mutex;
     bool set = false;
@@ -151,10 +146,5 @@ inline void set_default_device(Device d) {
     s.device = d;
     s.set = true;
 }
-
-/// 0 silent; 1 prints each schedule; 2 adds kernel IR; 3 adds each kernel's time. Starts at
-/// LAZYTENSOR_DEBUG.
-inline int debug_level() { return detail::debug_level_ref().load(); }
-inline void set_debug_level(int level) { detail::debug_level_ref().store(level); }
 
 }  // namespace lazytensor

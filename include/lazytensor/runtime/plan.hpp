@@ -13,6 +13,7 @@
 
 #include "../backend/backend.hpp"
 #include "../codegen/lower.hpp"
+#include "../codegen/lower_gemm.hpp"
 #include "../core/config.hpp"
 #include "../core/lru_cache.hpp"
 #include "../schedule/schedule.hpp"
@@ -28,6 +29,8 @@ struct PlannedItem {
     std::int64_t view_offset = 0;
     Strides view_strides;
     ir::Kernel kernel;
+    bool gemm_item = false;   // a matrix product: `gemm` over the buffers of inputs[0] and inputs[1]
+    ir::Gemm gemm;
     std::vector<int> inputs;  // per input parameter
     std::vector<std::string> ops;
     // The compiled kernel, looked up on the first run (realize holds its lock meanwhile).
@@ -93,8 +96,13 @@ inline Schedule schedule_and_lower(const GraphWalk& w) {
     for (;;) {
         Schedule s = assign_groups(w.order, w.output_nodes, forced);
         try {
-            for (Group& g : s.groups)
-                if (!g.view_only) Lowering(s, g).run();
+            for (Group& g : s.groups) {
+                if (g.view_only) continue;
+                if (g.is_gemm())
+                    lower_gemm(s, g);
+                else
+                    Lowering(s, g).run();
+            }
             return s;
         } catch (const NeedsMaterialization& m) {
             if (!forced.emplace(m.node, m.reason).second)
@@ -120,6 +128,8 @@ inline Plan make_plan(const GraphWalk& w) {
             item.view_strides = g.view.strides;
         }
         item.kernel = std::move(g.kernel);
+        item.gemm_item = g.is_gemm();
+        item.gemm = std::move(g.gemm);
         for (Node* in : g.inputs) item.inputs.push_back(index(in));
         item.ops = std::move(g.ops);
         p.items.push_back(std::move(item));

@@ -22,14 +22,14 @@ namespace lazytensor {
 
 /// One item of a schedule, as lt::schedule() reports it.
 struct ScheduleItem {
-    std::string kind;                 // "kernel" or "view" (zero-copy, no kernel)
+    std::string kind;                 // "kernel", "matmul" (the backend's GEMM) or "view" (zero-copy)
     std::string reason;               // why its output is materialized
     std::vector<std::string> ops;     // the ops fused into it, in evaluation order
     std::vector<std::string> inputs;  // "float32[2, 3]" per input buffer
     std::string output;
     int phases = 0;                   // reduce and store phases of the kernel
     bool compiled_loop = false;       // runs as the expression's compiled loop, not interpreted
-    std::string ir;                   // the kernel IR listing
+    std::string ir;                   // the kernel IR listing, or the GEMM's shape and layouts
 };
 
 namespace detail {
@@ -41,9 +41,32 @@ inline std::recursive_mutex& realize_mutex() {
 
 inline std::string describe(const Node* n) { return concat(n->dtype, n->shape); }
 
+/// A GEMM's shape and operand layouts, as LAZYTENSOR_DEBUG=2 lists them.
+inline std::string describe(const ir::Gemm& g) {
+    std::ostringstream out;
+    auto layout = [&](const char* name, const ir::MatrixLayout& l) {
+        out << "    " << name << ": offset " << l.offset << ", row stride " << l.row_stride << ", column stride "
+            << l.col_stride;
+        if (!l.batch_strides.empty()) out << ", batch strides " << l.batch_strides;
+        out << "\n";
+    };
+    out << "    gemm " << g.dtype << ": batch " << g.batch << ", m " << g.m << ", n " << g.n << ", k " << g.k << "\n";
+    layout("A", g.a);
+    layout("B", g.b);
+    return out.str();
+}
+
 inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
     ScheduleItem item;
-    item.kind = p.view_only ? "view" : "kernel";
+    item.kind = p.view_only ? "view" : p.gemm_item ? "matmul" : "kernel";
+    if (p.gemm_item) {
+        item.reason = p.reason;
+        item.ops = p.ops;
+        for (int in : p.inputs) item.inputs.push_back(describe(w.node(in)));
+        item.output = describe(w.node(p.root));
+        item.ir = describe(p.gemm);
+        return item;
+    }
     item.reason = p.reason;
     item.ops = p.ops;
     for (int in : p.inputs) item.inputs.push_back(describe(w.node(in)));
@@ -55,7 +78,8 @@ inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
     return item;
 }
 
-inline void print_item(std::ostream& out, std::size_t i, const ScheduleItem& item, int level) {
+inline void print_item(std::ostream& out, std::size_t i, const ScheduleItem& item, int level,
+                       const std::string& routine = {}) {
     out << "  " << item.kind << " " << i << ": ";
     if (item.kind == "view") {
         out << "view of another buffer -> " << item.output << "  (" << item.reason << ")\n";
@@ -63,6 +87,7 @@ inline void print_item(std::ostream& out, std::size_t i, const ScheduleItem& ite
     }
     for (std::size_t k = 0; k < item.ops.size(); ++k) out << (k ? ", " : "") << item.ops[k];
     if (item.ops.empty()) out << "copy";
+    if (!routine.empty()) out << " (" << routine << ")";
     if (item.compiled_loop) out << " (compiled loop)";
     out << "  [";
     for (std::size_t k = 0; k < item.inputs.size(); ++k) out << (k ? ", " : "") << item.inputs[k];
@@ -88,8 +113,8 @@ private:
 };
 
 /// LAZYTENSOR_DEBUG=3: a kernel's time (on the device's own clock where it has one) and the
-/// bandwidth of reading its inputs and writing its output once.
-inline void print_timing(std::size_t i, Backend& backend, const std::vector<Buffer*>& params,
+/// bandwidth of reading its inputs and writing its output once; for a GEMM, its FLOP rate.
+inline void print_timing(std::size_t i, Backend& backend, const std::vector<Buffer*>& params, const PlannedItem& item,
                          std::chrono::steady_clock::time_point start, std::chrono::steady_clock::time_point launch,
                          bool compiled) {
     using ms_t = std::chrono::duration<double, std::milli>;
@@ -98,7 +123,7 @@ inline void print_timing(std::size_t i, Backend& backend, const std::vector<Buff
     double bytes = 0;
     for (Buffer* b : params) bytes += static_cast<double>(b->bytes());
     std::ostringstream out;
-    out << "  kernel " << i << ": ";
+    out << "  " << (item.gemm_item ? "matmul " : "kernel ") << i << ": ";
     double ms = ms_t(now - launch).count();
     if (!device.empty()) {
         ms = device.back();
@@ -106,7 +131,14 @@ inline void print_timing(std::size_t i, Backend& backend, const std::vector<Buff
     } else {
         out << ms << " ms";
     }
-    if (ms > 0) out << ", " << bytes / (ms * 1e-3) / 1e9 << " GB/s";
+    if (ms > 0 && item.gemm_item) {
+        const ir::Gemm& g = item.gemm;
+        const double flops = 2.0 * static_cast<double>(g.batch_count()) * static_cast<double>(g.m) *
+                             static_cast<double>(g.n) * static_cast<double>(g.k);
+        out << ", " << flops / (ms * 1e-3) / 1e9 << " GFLOP/s";
+    } else if (ms > 0) {
+        out << ", " << bytes / (ms * 1e-3) / 1e9 << " GB/s";
+    }
     if (compiled) out << " (compiled now in " << ms_t(launch - start).count() << " ms)";
     std::cerr << out.str() << "\n";
 }
@@ -130,11 +162,16 @@ inline void realize_nodes(const std::vector<Node*>& nodes) {
     const int level = debug_level();
     if (level >= 1) {
         std::ostringstream out;
-        std::size_t kernels = 0;
-        for (const PlannedItem& p : items) kernels += p.view_only ? 0 : 1;
-        out << "[lazytensor] schedule: " << kernels << " kernel" << (kernels == 1 ? "" : "s") << " for "
-            << outputs.size() << " output" << (outputs.size() == 1 ? "" : "s") << "\n";
-        for (std::size_t i = 0; i < items.size(); ++i) print_item(out, i, describe(items[i], w), level);
+        std::size_t kernels = 0, gemms = 0;
+        for (const PlannedItem& p : items) (p.gemm_item ? gemms : kernels) += p.view_only ? 0 : 1;
+        out << "[lazytensor] schedule: " << kernels << " kernel" << (kernels == 1 ? "" : "s");
+        if (gemms) out << ", " << gemms << " matmul" << (gemms == 1 ? "" : "s");
+        out << " for " << outputs.size() << " output" << (outputs.size() == 1 ? "" : "s") << "\n";
+        for (std::size_t i = 0; i < items.size(); ++i) {
+            const PlannedItem& p = items[i];
+            const std::string routine = p.gemm_item ? backend_for(node(p.root)->device).gemm_routine(p.gemm) : "";
+            print_item(out, i, describe(p, w), level, routine);
+        }
         std::cerr << out.str();
     }
 
@@ -163,29 +200,34 @@ inline void realize_nodes(const std::vector<Node*>& nodes) {
         Backend& backend = backend_for(root->device);
         const auto t0 = std::chrono::steady_clock::now();
         bool compiled = false;
-        if (p.compiled_for != &backend) {  // first run of this plan on this device
+        if (!p.gemm_item && p.compiled_for != &backend) {  // first run of this plan on this device
             p.compiled = backend.get_kernel(p.kernel, &compiled);
             p.compiled_for = &backend;
         }
-        CompiledKernel& kernel = *p.compiled;
-        if (level >= 2) {
-            const std::string source = backend.kernel_source(kernel);
+        if (level >= 2 && !p.gemm_item) {
+            const std::string source = backend.kernel_source(*p.compiled);
             if (!source.empty()) std::cerr << "  kernel " << i << " on " << root->device << ":\n" << source;
         }
         BufferPtr out = backend.allocate(root->dtype, numel(root->shape));
         params.clear();
         for (int in : p.inputs) params.push_back(buffer_of(in).get());
         params.push_back(out.get());
+        auto run = [&] {
+            if (p.gemm_item)
+                backend.gemm(p.gemm, *params[0], *params[1], *params[2]);
+            else
+                backend.launch(*p.compiled, params);
+        };
         if (level >= 3) {
             const auto t1 = std::chrono::steady_clock::now();
             {
                 RecordingTimes recording(backend);
-                backend.launch(kernel, params);
+                run();
                 backend.synchronize();
             }
-            print_timing(i, backend, params, t0, t1, compiled);
+            print_timing(i, backend, params, p, t0, t1, compiled);
         } else {
-            backend.launch(kernel, params);
+            run();
         }
         produced[static_cast<std::size_t>(p.root)] = std::move(out);
         for (int in : p.inputs)

@@ -7,7 +7,10 @@
 // Views and constants cost nothing and join every kernel that reads them. A reduction joins
 // its consumer's kernel when the consumer reads it element-wise over the reduced shape, or
 // broadcasts it back over exactly the reduced axes (softmax, layer norm: one kernel per row).
-// Every kernel records why its output is materialized.
+// A matmul is an item of its own, run by the backend's GEMM; what it reads must be in buffers
+// (through views it reads in place), so its non-view operands are materialized, and its
+// consumers read its result like any buffer (relu(x @ w + b) is one GEMM and one kernel).
+// Every item records why its output is materialized.
 //
 // Lowering (codegen/lower.hpp) can still find a node that cannot be read in place (a reshape
 // that the index math cannot follow, a reduction read through a transposing view); it names
@@ -22,6 +25,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "../ir/gemm.hpp"
 #include "../ir/index_map.hpp"
 #include "../ir/kernel.hpp"
 #include "../ir/node.hpp"
@@ -36,7 +40,8 @@ struct Source {
     Strides strides;
 };
 
-/// One schedule item: a kernel that materializes `root`, or a zero-copy view of another buffer.
+/// One schedule item: a kernel that materializes `root`, a matrix product (root is a matmul
+/// node), or a zero-copy view of another buffer.
 struct Group {
     Node* root = nullptr;
     std::string reason;
@@ -44,6 +49,7 @@ struct Group {
     Source view;  // view_only: the layout of root in its base's buffer
     // Filled in by lowering:
     ir::Kernel kernel;
+    ir::Gemm gemm;              // a matmul item: the product, over the buffers of `inputs`
     std::vector<Node*> inputs;  // per input parameter: the base node whose buffer is read
     std::vector<std::string> ops;
     // Domain chosen while grouping (reductions that joined the kernel must agree on it).
@@ -51,6 +57,8 @@ struct Group {
     Shape domain;
     Axes reduced;
     Node* domain_reduce = nullptr;  // the reduction that set the domain
+
+    bool is_gemm() const { return root->kind == NodeKind::Matmul; }
 };
 
 struct Schedule {
@@ -284,7 +292,7 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
             }
             depth[i] = d + 1;
             inputs[i] = in;
-            if (is_output.count(n) || forced.count(n)) {
+            if (is_output.count(n) || forced.count(n) || n->kind == NodeKind::Matmul) {
                 depth[i] = 0;  // materialized anyway: a chain starts again after it
                 inputs[i] = 1;
             } else if (depth[i] > kMaxFusedDepth) {
@@ -307,6 +315,8 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
             reason = f->second;
         } else if (auto c = cuts.find(n); c != cuts.end()) {
             reason = c->second;
+        } else if (n->kind == NodeKind::Matmul) {
+            reason = "matrix product (an item of its own, run by the GEMM)";
         } else {
             SmallVector<int, 2> cons;
             for (int c : consumers[t])
@@ -316,7 +326,9 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
                 groups_of[t] = cons;  // free to recompute in every kernel that reads it
                 continue;
             }
-            if (cons.size() == 1) {
+            if (cons.size() == 1 && groups[static_cast<std::size_t>(cons[0])].is_gemm()) {
+                reason = "operand of a matrix product";
+            } else if (cons.size() == 1) {
                 Group& target = groups[static_cast<std::size_t>(cons[0])];
                 if (n->kind != NodeKind::Reduce || reduction_fits(target, n)) {
                     groups_of[t] = cons;

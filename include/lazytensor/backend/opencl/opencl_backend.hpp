@@ -2,6 +2,8 @@
 // allocator; kernels rendered from the IR (renderer.hpp), built once per source (in memory, and
 // across processes through the disk cache, program_cache.hpp) and launched on the queue.
 //
+// Matrix products run through CLBlast (clblast_gemm.hpp) on the same queue.
+//
 // Caches, from the outside in: Backend::get_kernel keys compiled kernels (program + cl_kernel
 // objects) by the normalized IR, so a hit costs neither a build nor clCreateKernel; below it,
 // programs are keyed by their source, and then by source, options, device and driver on disk.
@@ -19,7 +21,9 @@
 
 #include "../../core/lru_cache.hpp"
 #include "../backend.hpp"
+#include "../../core/config.hpp"
 #include "cl_api.hpp"
+#include "clblast_gemm.hpp"
 #include "program_cache.hpp"
 #include "renderer.hpp"
 
@@ -176,6 +180,52 @@ public:
 
     void synchronize() override { check(clFinish(queue_), "clFinish", "on", describe()); }
 
+    void gemm(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c) override {
+#if LAZYTENSOR_CLBLAST
+        using ms_t = std::chrono::duration<double, std::milli>;
+        if (g.dtype == DType::Float64 && !fp64_)
+            fail<DeviceError>(describe(), " does not support float64 (the device lacks cl_khr_fp64): matmul of float64 ",
+                              "tensors cannot run there; use float32, or run it on the host");
+        ir::Gemm spec = g;
+        BufferPtr a_copy = blas_readable_copy(spec, a, spec.a, spec.m, spec.k);
+        BufferPtr b_copy = blas_readable_copy(spec, b, spec.b, spec.k, spec.n);
+        cl_mem ma = static_cast<cl_mem>((a_copy ? a_copy.get() : &a)->handle());
+        cl_mem mb = static_cast<cl_mem>((b_copy ? b_copy.get() : &b)->handle());
+        cl_mem mc = static_cast<cl_mem>(c.handle());
+        if (record_times_) synchronize();  // time the whole product: CLBlast may run several kernels
+        const auto start = std::chrono::steady_clock::now();
+        const clblast::StatusCode status = spec.dtype == DType::Float64
+                                               ? clblast_gemm<double>(spec, ma, mb, mc, queue_, nullptr)
+                                               : clblast_gemm<float>(spec, ma, mb, mc, queue_, nullptr);
+        const double enqueue_ms = ms_t(std::chrono::steady_clock::now() - start).count();
+        if (status != clblast::StatusCode::kSuccess)
+            fail<BackendError>("OpenCL: CLBlast ", gemm_routine(spec), " failed on ", describe(), ": ",
+                               clblast_status_name(status), " (", static_cast<int>(status), ") for ", spec.dtype,
+                               " batch ", spec.batch, ", m ", spec.m, ", n ", spec.n, ", k ", spec.k);
+        // Enqueueing takes microseconds; a slow call is CLBlast compiling its kernels.
+        if (enqueue_ms > 20 && debug_level() >= 1)
+            std::cerr << "[lazytensor] CLBlast compiled its " << (spec.dtype == DType::Float64 ? "d" : "s")
+                      << "gemm kernels for " << describe() << " on first use: " << enqueue_ms
+                      << " ms (once per process and kernel variant)\n";
+        if (record_times_) {
+            synchronize();
+            times_ms_.push_back(ms_t(std::chrono::steady_clock::now() - start).count());
+        }
+#else
+        (void)a, (void)b, (void)c;
+        fail<DeviceError>("matmul of ", g.dtype, " on ", describe(), " needs CLBlast: this build has "
+                          "LAZYTENSOR_CLBLAST off");
+#endif
+    }
+
+    std::string gemm_routine(const ir::Gemm& g) const override {
+#if LAZYTENSOR_CLBLAST
+        return std::string("CLBlast ") + clblast_routine(g);
+#else
+        return Backend::gemm_routine(g);
+#endif
+    }
+
     /// Makes launch() time every kernel with profiling events (waits for each kernel).
     void set_record_times(bool on) override { record_times_ = on; }
     bool record_times() const override { return record_times_; }
@@ -255,6 +305,17 @@ private:
         }
         const std::size_t mb = std::size_t(1) << 20;
         return (bytes + mb - 1) / mb * mb;
+    }
+
+    /// A contiguous copy of a gemm operand that BLAS cannot read in place (no unit stride), or
+    /// null; `layout` becomes the copy's.
+    BufferPtr blas_readable_copy(const ir::Gemm& g, const Buffer& operand, ir::MatrixLayout& layout,
+                                 std::int64_t rows, std::int64_t cols) {
+        if (ir::blas_operand(layout, rows, cols)) return nullptr;
+        const ir::Kernel copy = ir::contiguous_copy(g.dtype, g.batch, rows, cols, layout);
+        BufferPtr out = allocate(g.dtype, g.batch_count() * rows * cols);
+        launch(*get_kernel(copy), {const_cast<Buffer*>(&operand), out.get()});
+        return out;
     }
 
     cl_mem take_cached(std::size_t size) {
