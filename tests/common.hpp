@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <iostream>
 #include <lazytensor.hpp>
 #include <random>
 #include <sstream>
@@ -186,4 +187,23 @@ void check_close(const E& actual, const Ref& expected, double rtol = 1e-5, doubl
 template <class T>
 constexpr double tol() {
     return std::is_same_v<T, float> ? 2e-5 : 1e-12;
+}
+
+/// What realize() prints to std::cerr while f runs at a debug level.
+template <class F>
+std::string debug_output(int level, F&& f) {
+    std::ostringstream captured;
+    std::streambuf* old = std::cerr.rdbuf(captured.rdbuf());
+    const int before = lt::debug_level();
+    lt::set_debug_level(level);
+    try {
+        f();
+    } catch (...) {
+        std::cerr.rdbuf(old);
+        lt::set_debug_level(before);
+        throw;
+    }
+    std::cerr.rdbuf(old);
+    lt::set_debug_level(before);
+    return captured.str();
 }

@@ -9,25 +9,6 @@ namespace {
 
 lt::Tensor<float> rand_tensor(const lt::Shape& shape, unsigned seed) { return make_tensor<float>(random_ref<float>(shape, seed)); }
 
-/// Captures what realize() prints at a debug level.
-template <class F>
-std::string debug_output(int level, F&& f) {
-    std::ostringstream captured;
-    std::streambuf* old = std::cerr.rdbuf(captured.rdbuf());
-    const int before = lt::debug_level();
-    lt::set_debug_level(level);
-    try {
-        f();
-    } catch (...) {
-        std::cerr.rdbuf(old);
-        lt::set_debug_level(before);
-        throw;
-    }
-    std::cerr.rdbuf(old);
-    lt::set_debug_level(before);
-    return captured.str();
-}
-
 }  // namespace
 
 TEST_CASE("element-wise chains and a reduction with its producers are one kernel") {

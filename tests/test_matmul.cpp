@@ -1,0 +1,283 @@
+// Matrix products through the whole pipeline, on every test device: NumPy's matmul semantics
+// against a double-precision reference, transposed and broadcast operands read in place,
+// fusion around the product, integer products, and the errors users see.
+#include <algorithm>
+
+#include "common.hpp"
+
+namespace {
+
+/// A reference product with NumPy's rules, written out plainly, plus the sum of |a_ik * b_kj|
+/// per element (the scale of the rounding error a float product may carry).
+struct RefProduct {
+    Ref value, magnitude;
+};
+
+RefProduct ref_matmul(const Ref& a_in, const Ref& b_in) {
+    Ref a = a_in, b = b_in;
+    const bool row = a.shape.size() == 1, col = b.shape.size() == 1;
+    if (row) a.shape = lt::Shape{1, a.shape[0]};
+    if (col) b.shape = lt::Shape{b.shape[0], 1};
+    const std::size_t ra = a.shape.size(), rb = b.shape.size();
+    const std::int64_t m = a.shape[ra - 2], k = a.shape[ra - 1], n = b.shape[rb - 1];
+    REQUIRE(b.shape[rb - 2] == k);
+    const lt::Shape batch = lt::detail::broadcast_shapes(lt::Shape(a.shape.begin(), a.shape.end() - 2),
+                                                         lt::Shape(b.shape.begin(), b.shape.end() - 2), "ref");
+    lt::Shape as = batch, bs = batch;
+    as.push_back(m), as.push_back(k), bs.push_back(k), bs.push_back(n);
+    const Ref x = broadcast(a, as), y = broadcast(b, bs);
+    lt::Shape out = batch;
+    if (!row) out.push_back(m);
+    if (!col) out.push_back(n);
+    RefProduct r{Ref{out, {}}, Ref{out, {}}};
+    for (std::int64_t t = 0; t < lt::numel(batch); ++t)
+        for (std::int64_t i = 0; i < m; ++i)
+            for (std::int64_t j = 0; j < n; ++j) {
+                double sum = 0, mag = 0;
+                for (std::int64_t p = 0; p < k; ++p) {
+                    const double prod = x.v[static_cast<std::size_t>((t * m + i) * k + p)] *
+                                        y.v[static_cast<std::size_t>((t * k + p) * n + j)];
+                    sum += prod;
+                    mag += std::fabs(prod);
+                }
+                r.value.v.push_back(sum);
+                r.magnitude.v.push_back(mag);
+            }
+    return r;
+}
+
+/// Checks a floating product element by element against the bound of a k-term sum's rounding.
+template <class T>
+void check_product(const lt::Tensor<T>& got_tensor, const RefProduct& expected, std::int64_t k) {
+    REQUIRE(got_tensor.shape() == expected.value.shape);
+    const std::vector<T> got = got_tensor.to_vector();
+    const double eps = std::numeric_limits<T>::epsilon();
+    int failures = 0;
+    for (std::size_t i = 0; i < got.size() && failures < 5; ++i) {
+        const double bound = 2.0 * static_cast<double>(k + 2) * eps * expected.magnitude.v[i] + 1e-30;
+        const double diff = std::fabs(static_cast<double>(got[i]) - expected.value.v[i]);
+        if (!(diff <= bound)) {
+            ++failures;
+            FAIL_CHECK("element " << i << " of shape " << expected.value.shape << ": got " << got[i] << ", expected "
+                                  << expected.value.v[i] << " (bound " << bound << ")");
+        }
+    }
+}
+
+template <class T>
+void check_matmul(const lt::Shape& sa, const lt::Shape& sb, unsigned seed) {
+    INFO("shapes " << sa << " x " << sb);
+    const Ref a = random_ref<T>(sa, seed), b = random_ref<T>(sb, seed + 1);
+    const std::int64_t k = sa.back();
+    check_product(lt::matmul(make_tensor<T>(a), make_tensor<T>(b)), ref_matmul(a, b), k);
+}
+
+std::size_t items_of_kind(const std::vector<lt::ScheduleItem>& items, const std::string& kind) {
+    return static_cast<std::size_t>(std::count_if(items.begin(), items.end(), [&](auto& i) { return i.kind == kind; }));
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("square and rectangular products against a double reference", T, float, double) {
+    for_each_device([](lt::Device) {
+        unsigned seed = 1;
+        for (std::int64_t s : {1, 2, 7, 31, 64, 65, 127, 257}) check_matmul<T>({s, s}, {s, s}, seed += 2);
+        const std::int64_t shapes[][3] = {{7, 31, 65}, {65, 7, 1},  {1, 257, 2},  {127, 64, 31},
+                                          {257, 2, 127}, {2, 65, 257}, {31, 1, 7}, {64, 127, 64}};
+        for (auto& s : shapes) check_matmul<T>({s[0], s[1]}, {s[1], s[2]}, seed += 2);
+    });
+}
+
+TEST_CASE("transposed and permuted operands are read in place") {
+    for_each_device([](lt::Device device) {
+        INFO("device " << device.str());
+        const Ref a = random_ref<float>({65, 31}, 11), b = random_ref<float>({31, 127}, 12);
+        const Ref at = permute(a, {1, 0}), bt = permute(b, {1, 0});  // stored transposed
+        const auto ta = make_tensor<float>(at), tb = make_tensor<float>(bt);
+        const auto A = make_tensor<float>(a), B = make_tensor<float>(b);
+        const RefProduct expected = ref_matmul(a, b);
+        const lt::Tensor<float> products[] = {lt::matmul(ta.t(), B), lt::matmul(A, tb.t()), ta.mT().matmul(tb.mT()),
+                                              lt::matmul(tb, ta).t()};
+        for (const auto& p : products) {
+            const auto items = lt::schedule(p);
+            CHECK(items_of_kind(items, "matmul") == 1);
+            CHECK(lt::kernel_count(items) == 0);  // no copy of a transposed operand
+            check_product(p, expected, 31);
+        }
+        // A batch stored with its batch axis in the middle ([m, batch, k]) is read through strides.
+        const Ref x = random_ref<float>({7, 5, 31}, 13), w = random_ref<float>({5, 31, 9}, 14);
+        const auto xp = make_tensor<float>(x).permute({1, 0, 2});
+        const auto p = lt::matmul(xp, make_tensor<float>(w));
+        CHECK(lt::kernel_count(lt::schedule(p)) == 0);
+        check_product(p, ref_matmul(permute(x, {1, 0, 2}), w), 31);
+    });
+}
+
+TEST_CASE_TEMPLATE("batched products broadcast their batch axes", T, float, double) {
+    for_each_device([](lt::Device) {
+        check_matmul<T>({8, 1, 64, 32}, {4, 32, 16}, 21);  // the example: -> {8, 4, 64, 16}
+        check_matmul<T>({3, 5, 7}, {7, 2}, 23);            // a shared right operand: one GEMM of 15 rows
+        check_matmul<T>({5, 7}, {3, 7, 2}, 25);            // a shared left operand
+        check_matmul<T>({2, 1, 3, 4}, {1, 5, 4, 6}, 27);   // both broadcast: a general batch
+        check_matmul<T>({4, 1, 9}, {9, 3}, 29);            // m = 1 rows fold into one GEMM
+        check_matmul<T>({6, 33, 17}, {6, 17, 65}, 31);     // one strided batch
+        check_matmul<T>({1, 1, 5, 3}, {2, 2, 3, 4}, 33);
+    });
+    lt::Tensor<float> out = lt::matmul(lt::zeros<float>({8, 1, 64, 32}), lt::zeros<float>({4, 32, 16}));
+    CHECK(out.shape() == lt::Shape{8, 4, 64, 16});
+}
+
+TEST_CASE("one-dimensional operands follow NumPy") {
+    for_each_device([](lt::Device) {
+        check_matmul<float>({31}, {31}, 41);  // dot product: a 0-d result
+        check_matmul<float>({7}, {7, 5}, 43);
+        check_matmul<float>({6, 7}, {7}, 45);
+        check_matmul<float>({7}, {3, 7, 5}, 47);
+        check_matmul<float>({3, 6, 7}, {7}, 49);
+        CHECK(lt::matmul(lt::ones<float>({4}), lt::ones<float>({4})).shape() == lt::Shape{});
+        CHECK(lt::matmul(lt::ones<float>({4}), lt::ones<float>({4})).item() == 4.0f);
+    });
+}
+
+TEST_CASE("producers fuse into their own kernels, the consumer of the product into one after it") {
+    for_each_device([](lt::Device) {
+        const Ref x = random_ref<float>({33, 20}, 51), w = random_ref<float>({20, 17}, 52), bias = random_ref<float>({17}, 53);
+        const auto X = make_tensor<float>(x), W = make_tensor<float>(w), Bias = make_tensor<float>(bias);
+        lt::Tensor<float> y = lt::relu(lt::matmul(X, W) + Bias);
+        const auto items = lt::schedule(y);
+        CHECK(items_of_kind(items, "matmul") == 1);
+        CHECK(lt::kernel_count(items) == 1);
+        const Ref expected = map(zip(ref_matmul(x, w).value, bias, [](double p, double c) { return p + c; }),
+                                 [](double v) { return v > 0 ? v : 0; });
+        check_close(y, expected, 1e-4, 1e-4);
+
+        // exp(x) and w * 2 are computed by kernels of their own, then the GEMM reads them.
+        lt::Tensor<float> z = lt::matmul(lt::exp(X * 0.25f), W * 2.0f) - 1.0f;
+        const auto zi = lt::schedule(z);
+        CHECK(items_of_kind(zi, "matmul") == 1);
+        CHECK(lt::kernel_count(zi) == 3);
+        const Ref ex = map(x, [](double v) { return std::exp(static_cast<double>(static_cast<float>(v * 0.25))); });
+        const Ref w2 = map(w, [](double v) { return v * 2; });
+        check_close(z, map(ref_matmul(ex, w2).value, [](double v) { return v - 1; }), 1e-4, 1e-3);
+
+        // A product used twice is computed once; products chain.
+        const auto P = lt::matmul(X, W);
+        lt::Tensor<float> both = P * P + lt::matmul(lt::matmul(P, W.t()), W);
+        CHECK(items_of_kind(lt::schedule(both), "matmul") == 3);
+        const Ref pr = ref_matmul(x, w).value;
+        const Ref chained = ref_matmul(ref_matmul(pr, permute(w, {1, 0})).value, w).value;
+        const Ref expected_both = zip(zip(pr, pr, [](double a, double b) { return a * b; }), chained,
+                                      [](double a, double b) { return a + b; });
+        check_close(both, expected_both, 1e-4, 1e-3);
+        // The same tensor on both sides.
+        check_product(lt::matmul(X, X.t()), ref_matmul(x, permute(x, {1, 0})), 20);
+    });
+}
+
+TEST_CASE("operands in layouts BLAS cannot read, constants and realized views") {
+    for_each_device([](lt::Device) {
+        const Ref v = random_ref<float>({9}, 61), w = random_ref<float>({9, 4}, 62);
+        const auto V = make_tensor<float>(v), W = make_tensor<float>(w);
+        // Every row the same vector: a zero row stride.
+        const Ref rows = broadcast(v, {5, 9});
+        check_product(lt::matmul(V.expand({5, 9}), W), ref_matmul(rows, w), 9);
+        // The same, realized as a view first: the product reads a realized zero-stride layout.
+        lt::Tensor<float> realized = V.expand({5, 9}).realize();
+        check_product(lt::matmul(realized, W), ref_matmul(rows, w), 9);
+        // Every column the same: a zero column stride, on the right.
+        const Ref cols = broadcast(Ref{{9, 1}, v.v}, {9, 3});
+        check_product(lt::matmul(W.t(), V.reshape({9, 1}).expand({9, 3})), ref_matmul(permute(w, {1, 0}), cols), 9);
+        // Constant operands.
+        lt::Tensor<float> ones = lt::matmul(lt::ones<float>({3, 9}), W);
+        check_close(ones, ref_matmul(broadcast(Ref{{1}, {1.0}}, {3, 9}), w).value, 1e-5, 1e-5);
+    });
+}
+
+TEST_CASE("empty products: k = 0 gives zeros, m = 0 an empty result") {
+    for_each_device([](lt::Device) {
+        lt::Tensor<float> z = lt::matmul(lt::ones<float>({3, 0}), lt::ones<float>({0, 4}));
+        CHECK(z.shape() == lt::Shape{3, 4});
+        for (float v : z.to_vector()) CHECK(v == 0.0f);
+        lt::Tensor<float> e = lt::matmul(lt::ones<float>({0, 5}), lt::ones<float>({5, 4}));
+        CHECK(e.shape() == lt::Shape{0, 4});
+        CHECK(e.to_vector().empty());
+        CHECK(lt::matmul(lt::ones<int32_t>({2, 0}), lt::ones<int32_t>({0, 2})).to_vector() == std::vector<int32_t>(4, 0));
+    });
+}
+
+TEST_CASE_TEMPLATE("integer and bool products run as a fused reduction kernel", T, int32_t, int64_t, uint8_t, bool) {
+    for_each_device([](lt::Device) {
+        const Ref a = random_ref<T>({3, 7, 5}, 71, 0, 9), b = random_ref<T>({5, 6}, 72, 0, 9);
+        const auto p = lt::matmul(make_tensor<T>(a), make_tensor<T>(b));
+        static_assert(std::is_same_v<typename decltype(p)::value_type, T>);
+        const auto items = lt::schedule(p);
+        CHECK(items_of_kind(items, "matmul") == 0);
+        CHECK(lt::kernel_count(items) == 1);
+        Ref expected = ref_matmul(a, b).value;
+        for (double& e : expected.v) {
+            if constexpr (std::is_same_v<T, bool>) e = e != 0;
+            else if constexpr (std::is_same_v<T, uint8_t>) e = static_cast<double>(static_cast<std::uint8_t>(static_cast<std::int64_t>(e)));
+        }
+        check_close(p, expected, 0, 0);
+    });
+}
+
+TEST_CASE("operands of different types meet in the promoted type") {
+    for_each_device([](lt::Device) {
+        const Ref a = random_ref<float>({4, 6}, 81), b = random_ref<double>({6, 3}, 82);
+        lt::Tensor<double> p = lt::matmul(make_tensor<float>(a), make_tensor<double>(b));
+        check_product(p, ref_matmul(a, b), 6);
+        const Ref i = random_ref<int32_t>({4, 6}, 83);
+        lt::Tensor<float> q = lt::matmul(make_tensor<int32_t>(i), make_tensor<float>(a.shape == lt::Shape{4, 6} ? permute(a, {1, 0}) : a));
+        check_product(q, ref_matmul(i, permute(a, {1, 0})), 6);
+    });
+}
+
+TEST_CASE("the plan is reused for new data of the same structure") {
+    for_each_device([](lt::Device) {
+        for (unsigned seed = 90; seed < 93; ++seed) check_matmul<float>({2, 17, 9}, {9, 13}, seed);
+    });
+}
+
+TEST_CASE("shape errors name both shapes and the contracted dimensions") {
+    auto message = [](auto&& f) {
+        try {
+            f();
+        } catch (const lt::ShapeError& e) {
+            return std::string(e.what());
+        }
+        return std::string("no ShapeError");
+    };
+    const std::string m1 = message([] { lt::matmul(lt::ones<float>({2, 3}), lt::ones<float>({4, 5})); });
+    CHECK(m1.find("[2, 3]") != std::string::npos);
+    CHECK(m1.find("[4, 5]") != std::string::npos);
+    CHECK(m1.find("3 columns") != std::string::npos);
+    CHECK(m1.find("4 rows") != std::string::npos);
+    const std::string m2 = message([] { lt::matmul(lt::ones<float>({2, 3, 4}), lt::ones<float>({5, 4, 6})); });
+    CHECK(m2.find("batch dimensions") != std::string::npos);
+    CHECK(m2.find("[2]") != std::string::npos);
+    CHECK(m2.find("[5]") != std::string::npos);
+    const std::string m3 = message([] { lt::matmul(lt::ones<float>({}), lt::ones<float>({3})); });
+    CHECK(m3.find("at least one dimension") != std::string::npos);
+    const std::string m4 = message([] { lt::matmul(lt::ones<float>({3}), lt::ones<float>({4})); });
+    CHECK(m4.find("[3]") != std::string::npos);
+    CHECK_THROWS_AS(lt::ones<float>({2, 3, 4}).t(), lt::AxisError);
+    CHECK_THROWS_AS(lt::ones<float>({4}).mT(), lt::AxisError);
+    for (lt::Device d : test_devices())
+        if (d != lt::Device::host())
+            CHECK_THROWS_AS(lt::matmul(lt::ones<float>({2, 2}), lt::ones<float>({2, 2}, d)), lt::DeviceError);
+}
+
+TEST_CASE("LAZYTENSOR_DEBUG names the matmul item and how the backend runs it") {
+    for_each_device([](lt::Device device) {
+        const auto A = make_tensor<float>(random_ref<float>({4, 8}, 101));
+        const auto B = make_tensor<float>(random_ref<float>({8, 2}, 102));
+        const std::string one = debug_output(1, [&] { lt::relu(lt::matmul(A, B)).realize(); });
+        CHECK(one.find("1 kernel, 1 matmul") != std::string::npos);
+        CHECK(one.find(device == lt::Device::host() ? "packed SIMD GEMM" : "CLBlast Gemm") != std::string::npos);
+        const std::string two = debug_output(2, [&] { lt::matmul(A.t().t(), B * 3.0f).realize(); });
+        CHECK(two.find("gemm float32: batch [], m 4, n 2, k 8") != std::string::npos);
+        const std::string three = debug_output(3, [&] { lt::matmul(A, B * 2.0f).realize(); });
+        CHECK(three.find("GFLOP/s") != std::string::npos);
+    });
+}
