@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Builds lazytensor on the GPU machine, runs the OpenCL tests and bench_opencl on opencl:0.
+# Builds lazytensor on the GPU machine, runs the OpenCL tests, bench_opencl and
+# bench_gemm_opencl on opencl:0, and cuBLAS through PyTorch for the matrix-product gap.
 # Run from the repository root there, where .device/opencl-env.sh sets up OpenCL, CLBlast,
-# xsimd and doctest (from .deb files); results land in $OUT (tests.txt, bench_opencl.txt, ...).
+# xsimd and doctest (from .deb files); results land in $OUT (tests.txt, bench_opencl.txt,
+# bench_gemm_opencl.txt, cublas_peer.txt, ...).
 #
 #   bash bench/run_gpu.sh [bench_opencl options...]
 #
@@ -32,7 +34,18 @@ LAZYTENSOR_TEST_DEVICES=opencl:0 ctest --test-dir /tmp/b --output-on-failure --t
     tee "$OUT/tests.txt"
 echo "ctest exit status: $?" | tee -a "$OUT/tests.txt"
 
-/tmp/b/bench/bench_opencl "$@" 2>&1 | tee "$OUT/bench_opencl.txt"
-status=$?
-echo "bench_opencl exit status: $status" | tee -a "$OUT/bench_opencl.txt"
-exit "$status"
+status=0
+if [ "${RUN_BENCH_OPENCL:-1}" = 1 ]; then  # RUN_BENCH_OPENCL=0 runs the matrix products only
+    /tmp/b/bench/bench_opencl "$@" 2>&1 | tee "$OUT/bench_opencl.txt"
+    status=$?
+    echo "bench_opencl exit status: $status" | tee -a "$OUT/bench_opencl.txt"
+fi
+
+# Matrix products: lazytensor vs CLBlast called directly, and cuBLAS (PyTorch) for the gap.
+/tmp/b/bench/bench_gemm_opencl 2>&1 | tee "$OUT/bench_gemm_opencl.txt"
+gemm_status=$?
+echo "bench_gemm_opencl exit status: $gemm_status" | tee -a "$OUT/bench_gemm_opencl.txt"
+python3 bench/cublas_peer.py 2>&1 | tee "$OUT/cublas_peer.txt"
+
+[ "$status" -ne 0 ] && exit "$status"
+exit "$gemm_status"
