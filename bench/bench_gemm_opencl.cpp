@@ -2,6 +2,12 @@
 // one process and on one queue.
 //
 //   bench_gemm_opencl [--device N] [--small] [--sizes 1024,4096,8192] [--batch 64,512] [--rounds R]
+//                     [--xgemm-params "GEMMK=0 MWG=128 ..."] [--min-indirect N]
+//
+// The Xgemm parameters CLBlast uses are process-wide: lazytensor's shipped tuning
+// (backend/opencl/clblast_tuning.hpp; LAZYTENSOR_CLBLAST_TUNING=off for CLBlast's defaults) or
+// --xgemm-params apply to both sides alike, so the ratio measures lazytensor's overhead and the
+// TFLOP/s the tuning.
 //
 // Each case: the first lazytensor product is timed on its own (it includes CLBlast compiling
 // its kernels, once per process and kernel variant); then, in R alternating rounds, a burst of
@@ -36,12 +42,16 @@ struct Options {
     std::vector<std::int64_t> sizes{1024, 4096, 8192};
     std::int64_t batch = 64, batch_size = 512;
     int rounds = 7;
+    std::string xgemm;  // --xgemm-params: Xgemm parameters to try (overrides any shipped tuning)
+    std::int64_t min_indirect = 0;  // --min-indirect: CLBlast's XGEMM_MIN_INDIRECT_SIZE to try
 };
 
 [[noreturn]] void usage(const char* why) {
     std::fprintf(stderr,
                  "%s\nusage: bench_gemm_opencl [--device N] [--small] [--sizes 1024,4096,8192] [--batch 64,512] "
-                 "[--rounds R]\n",
+                 "[--rounds R]\n"
+                 "       [--xgemm-params \"GEMMK=0 MWG=128 ...\"]   (CLBlast Xgemm parameters to try, for both sides)\n"
+                 "       [--min-indirect N]   (CLBlast's XGEMM_MIN_INDIRECT_SIZE to try, for both sides)\n",
                  why);
     std::exit(2);
 }
@@ -74,6 +84,8 @@ Options parse(int argc, char** argv) {
             if (v.size() != 2) usage("--batch takes COUNT,SIZE");
             o.batch = v[0], o.batch_size = v[1];
         } else if (a == "--rounds") o.rounds = static_cast<int>(parse_list(value())[0]);
+        else if (a == "--xgemm-params") o.xgemm = value();
+        else if (a == "--min-indirect") o.min_indirect = parse_list(value())[0];
         else usage(("unknown option " + a).c_str());
     }
     return o;
@@ -209,6 +221,26 @@ int main(int argc, char** argv) {
     try {
         ocl::OpenCLBackend& be = ocl::opencl_backend(o.device);
         std::printf("device: %s\n", be.name().c_str());
+        if (!o.xgemm.empty()) {
+            const auto status = clblast::OverrideParameters(be.device_id(), "Xgemm", clblast::Precision::kSingle,
+                                                            ocl::parse_clblast_parameters(o.xgemm));
+            if (status != clblast::StatusCode::kSuccess) throw std::runtime_error("OverrideParameters failed");
+            std::printf("CLBlast Xgemm parameters (both sides): %s\n", o.xgemm.c_str());
+        } else {
+            std::printf("CLBlast Xgemm parameters: %s\n", std::getenv("LAZYTENSOR_CLBLAST_TUNING")
+                                                               ? "CLBlast's defaults (LAZYTENSOR_CLBLAST_TUNING=off)"
+                                                               : "lazytensor's tuning for this device, if it has one");
+        }
+        if (o.min_indirect) {
+            const auto status =
+                clblast::OverrideParameters(be.device_id(), "GemmRoutine", clblast::Precision::kSingle,
+                                            {{"XGEMM_MIN_INDIRECT_SIZE", static_cast<std::size_t>(o.min_indirect)}});
+            if (status != clblast::StatusCode::kSuccess)
+                throw std::runtime_error("OverrideParameters(GemmRoutine) failed: " + std::to_string(static_cast<int>(status)));
+            std::printf("CLBlast XGEMM_MIN_INDIRECT_SIZE (both sides): %lld\n", static_cast<long long>(o.min_indirect));
+        }
+        const lt::detail::ir::Gemm probe{};
+        std::printf("lazytensor runs a float GEMM as: %s\n", be.gemm_routine(probe).c_str());
         std::printf("%-30s %9s %9s %8s %8s %7s   %-8s %9s   %s\n", "case (float32)", "lt ms", "clblast", "lt TF/s",
                     "cb TF/s", "cb/lt", ">=0.97x", "first ms", "check");
         std::vector<Case> cases;

@@ -24,6 +24,7 @@
 #include "../../core/config.hpp"
 #include "cl_api.hpp"
 #include "clblast_gemm.hpp"
+#include "clblast_tuning.hpp"
 #include "program_cache.hpp"
 #include "renderer.hpp"
 
@@ -76,6 +77,9 @@ public:
             clReleaseContext(context_);
             check(err, "clCreateCommandQueue", "for", describe());
         }
+#if LAZYTENSOR_CLBLAST
+        clblast_tuned_ = apply_clblast_tuning(device_, device_name_);
+#endif
     }
 
     ~OpenCLBackend() override {
@@ -220,7 +224,8 @@ public:
 
     std::string gemm_routine(const ir::Gemm& g) const override {
 #if LAZYTENSOR_CLBLAST
-        return std::string("CLBlast ") + clblast_routine(g);
+        return std::string("CLBlast ") + clblast_routine(g) +
+               (clblast_tuned_.empty() || g.dtype != DType::Float32 ? "" : ", tuned " + clblast_tuned_);
 #else
         return Backend::gemm_routine(g);
 #endif
@@ -405,6 +410,7 @@ private:
 
     bool record_times_ = false;
     std::vector<double> times_ms_;
+    std::string clblast_tuned_;  // the CLBlast kernels given tuned parameters (clblast_tuning.hpp)
 };
 
 // ------------------------------------------------------------------------------------ registry
