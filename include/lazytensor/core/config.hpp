@@ -35,6 +35,18 @@
 #define LAZYTENSOR_CLBLAST 0
 #endif
 
+/// GCC 12 reports its own AVX-512 intrinsics (_mm512_undefined_*) as uninitialized once they are
+/// inlined (GCC bug 105593): the host backend's files that inline xsimd code are wrapped in these.
+#if defined(__GNUC__) && !defined(__clang__)
+#define LAZYTENSOR_XSIMD_WARNINGS_OFF                                   \
+    _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wuninitialized\"") \
+        _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"")
+#define LAZYTENSOR_XSIMD_WARNINGS_ON _Pragma("GCC diagnostic pop")
+#else
+#define LAZYTENSOR_XSIMD_WARNINGS_OFF
+#define LAZYTENSOR_XSIMD_WARNINGS_ON
+#endif
+
 namespace lazytensor {
 namespace detail {
 inline std::atomic<bool>& static_kernels_flag() {

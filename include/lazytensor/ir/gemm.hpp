@@ -24,11 +24,6 @@ struct MatrixLayout {
     std::int64_t row_stride = 0;
     std::int64_t col_stride = 0;
     Strides batch_strides;
-
-    friend bool operator==(const MatrixLayout& x, const MatrixLayout& y) {
-        return x.offset == y.offset && x.row_stride == y.row_stride && x.col_stride == y.col_stride &&
-               x.batch_strides == y.batch_strides;
-    }
 };
 
 struct Gemm {

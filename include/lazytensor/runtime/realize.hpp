@@ -59,18 +59,14 @@ inline std::string describe(const ir::Gemm& g) {
 inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
     ScheduleItem item;
     item.kind = p.view_only ? "view" : p.gemm_item ? "matmul" : "kernel";
-    if (p.gemm_item) {
-        item.reason = p.reason;
-        item.ops = p.ops;
-        for (int in : p.inputs) item.inputs.push_back(describe(w.node(in)));
-        item.output = describe(w.node(p.root));
-        item.ir = describe(p.gemm);
-        return item;
-    }
     item.reason = p.reason;
     item.ops = p.ops;
     for (int in : p.inputs) item.inputs.push_back(describe(w.node(in)));
     item.output = describe(w.node(p.root));
+    if (p.gemm_item) {
+        item.ir = describe(p.gemm);
+        return item;
+    }
     item.phases = static_cast<int>(p.kernel.phases.size());
     StaticBinding binding;
     item.compiled_loop = !p.view_only && p.kernel.candidate && p.kernel.candidate->match(p.kernel, binding);

@@ -26,13 +26,8 @@
 #include <type_traits>
 #include <vector>
 
-// GCC 12 reports its own AVX-512 intrinsics (_mm512_undefined_*) as uninitialized once they are
-// inlined (GCC bug 105593); silence that for the xsimd code only.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+#include "../../core/config.hpp"
+LAZYTENSOR_XSIMD_WARNINGS_OFF
 #include <xsimd/xsimd.hpp>
 #if XSIMD_WITH_AVX512F
 #include <immintrin.h>
@@ -452,6 +447,4 @@ void gemm(const ir::Gemm& g, const T* a, const T* b, T* c, ThreadPool& pool) {
 
 }  // namespace lazytensor::detail::host
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+LAZYTENSOR_XSIMD_WARNINGS_ON

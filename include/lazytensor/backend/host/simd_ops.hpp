@@ -14,13 +14,8 @@
 #include <limits>
 #include <type_traits>
 
-// GCC 12 reports its own AVX-512 intrinsics (_mm512_undefined_*) as uninitialized once they are
-// inlined (GCC bug 105593); silence that for the xsimd code only.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+#include "../../core/config.hpp"
+LAZYTENSOR_XSIMD_WARNINGS_OFF
 #include <xsimd/xsimd.hpp>
 #if defined(__SSE2__)
 #include <immintrin.h>
@@ -497,6 +492,4 @@ inline ReduceFns reduce_fns(ReduceOp op, DType t) {
 
 }  // namespace lazytensor::detail::host
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+LAZYTENSOR_XSIMD_WARNINGS_ON

@@ -312,6 +312,7 @@ private:
         return (bytes + mb - 1) / mb * mb;
     }
 
+
     /// A contiguous copy of a gemm operand that BLAS cannot read in place (no unit stride), or
     /// null; `layout` becomes the copy's.
     BufferPtr blas_readable_copy(const ir::Gemm& g, const Buffer& operand, ir::MatrixLayout& layout,
