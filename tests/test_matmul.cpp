@@ -125,6 +125,13 @@ TEST_CASE_TEMPLATE("batched products broadcast their batch axes", T, float, doub
     });
     lt::Tensor<float> out = lt::matmul(lt::zeros<float>({8, 1, 64, 32}), lt::zeros<float>({4, 32, 16}));
     CHECK(out.shape() == lt::Shape{8, 4, 64, 16});
+    // A right operand shared by the batch: one GEMM over all 15 rows, on every device.
+    for_each_device([](lt::Device) {
+        const auto x = make_tensor<T>(random_ref<T>({3, 5, 7}, 35)), w = make_tensor<T>(random_ref<T>({7, 2}, 36));
+        const auto items = lt::schedule(lt::matmul(x, w));
+        REQUIRE(items.size() == 1);
+        CHECK(items[0].ir.find("batch [], m 15, n 2, k 7") != std::string::npos);
+    });
 }
 
 TEST_CASE("one-dimensional operands follow NumPy") {
