@@ -82,8 +82,19 @@ private:
             PhaseBuilder pb;
             pb.phase.kind = ir::Phase::Kind::Store;
             pb.phase.outer = L.outer_rooted_;
-            const Access store = root_map.access(0, contiguous_strides(L.root_->shape));
-            const int value = emit(pb, L.root_, std::move(root_map));
+            // An assign stores into the target's memory, at its layout, what its value computes.
+            Node* computed = L.root_;
+            if (L.root_->kind == NodeKind::Assign) {
+                const auto& p = L.root_->params;
+                kernel.in_place = true;
+                target_buffer = L.root_->src[0]->buffer.get();
+                store_access = root_map.access(p[0], Strides(p.begin() + 1, p.end()));
+                computed = L.root_->src[1].get();
+            } else {
+                store_access = root_map.access(0, contiguous_strides(L.root_->shape));
+            }
+            const Access store = store_access;
+            const int value = emit(pb, computed, std::move(root_map));
             const int out = static_cast<int>(kernel.params.size());
             kernel.params.push_back(ir::Param{L.g_.root->dtype, true});
             pb.phase.stores.push_back(ir::Store{out, value, store});
@@ -92,9 +103,14 @@ private:
             ir::normalize(kernel);
         }
 
+        struct Memo {
+            IndexMap map;
+            int gate;  // the value is computed where this bool holds (-1: everywhere)
+            int id;
+        };
         struct PhaseBuilder {
             ir::Phase phase;
-            std::unordered_multimap<const Node*, std::pair<IndexMap, int>> memo;
+            std::unordered_multimap<const Node*, Memo> memo;
         };
 
         int param_for(Node* base_node) {
@@ -116,66 +132,69 @@ private:
             if (described.insert(n).second) ops.emplace_back(name);
         }
 
-        int emit(PhaseBuilder& pb, Node* n, IndexMap map) {
+        // Emits node n read at `map`. Under a gate (inside a pad), loads read only where the
+        // gate holds, so that positions in the padding never touch memory.
+        int emit(PhaseBuilder& pb, Node* n, IndexMap map, int gate = -1) {
             auto range = pb.memo.equal_range(n);
             for (auto it = range.first; it != range.second; ++it)
-                if (it->second.first == map) return it->second.second;
-            const int id = emit_uncached(pb, n, map);
-            pb.memo.emplace(n, std::make_pair(std::move(map), id));
+                if (it->second.gate == gate && it->second.map == map) return it->second.id;
+            const int id = emit_uncached(pb, n, map, gate);
+            pb.memo.emplace(n, Memo{std::move(map), gate, id});
             return id;
         }
 
-        int emit_uncached(PhaseBuilder& pb, Node* n, const IndexMap& map) {
+        int emit_uncached(PhaseBuilder& pb, Node* n, const IndexMap& map, int gate) {
             Reached r = walk_views(L.s_, &L.g_, n, map);
             if (r.split.kind == ReshapeResult::Kind::Split) throw r.split;
             if (r.failed) {
-                if (Node* pushed = push_reshape(r.failed)) return emit(pb, pushed, std::move(r.map));
+                if (Node* pushed = push_reshape(r.failed)) return emit(pb, pushed, std::move(r.map), gate);
                 // A reshape made by push_reshape is not in the graph: materialize the one it came from.
                 auto o = origin.find(r.failed);
                 materialize(o == origin.end() ? r.failed : o->second, "reshape of a layout the index math cannot follow");
             }
             ir::Instr in;
             if (r.load) {
+                check_overlap(r.node, r.access);
                 in.op = ir::Op::Load;
                 in.dtype = r.node->dtype;
                 in.arg = param_for(r.node);
                 in.access = std::move(r.access);
+                in.c = gate;
                 return push(pb, std::move(in));
             }
-            if (r.node != n) return emit(pb, r.node, std::move(r.map));  // memoize the node below the views
+            if (r.node != n) return emit(pb, r.node, std::move(r.map), gate);  // memoize the node below the views
             in.dtype = n->dtype;
             switch (n->kind) {
-                case NodeKind::Const:
-                    for (std::size_t i = 0; i < pb.phase.instrs.size(); ++i)  // one instruction per value
-                        if (pb.phase.instrs[i].op == ir::Op::Const && pb.phase.instrs[i].dtype == n->dtype &&
-                            pb.phase.instrs[i].value == n->value)
-                            return static_cast<int>(i);
-                    in.op = ir::Op::Const;
-                    in.value = n->value;
+                case NodeKind::Const: return constant(pb, n->value);
+                case NodeKind::Index:
+                    in.op = ir::Op::Index;
+                    in.access = map.access(0, Strides(n->params.begin(), n->params.end()));
                     return push(pb, std::move(in));
+                case NodeKind::Pad: return emit_pad(pb, n, map, gate);
+                case NodeKind::Gather: return emit_gather(pb, n, map, gate);
                 case NodeKind::Unary:
                     in.op = ir::Op::Unary;
                     in.unary = n->unary_op;
-                    in.a = emit(pb, n->src[0].get(), map);
+                    in.a = emit(pb, n->src[0].get(), map, gate);
                     note_op(n, op_name(n->unary_op));
                     return push(pb, std::move(in));
                 case NodeKind::Binary:
                     in.op = ir::Op::Binary;
                     in.binary = n->binary_op;
-                    in.a = emit(pb, n->src[0].get(), map);
-                    in.b = emit(pb, n->src[1].get(), map);
+                    in.a = emit(pb, n->src[0].get(), map, gate);
+                    in.b = emit(pb, n->src[1].get(), map, gate);
                     note_op(n, op_name(n->binary_op));
                     return push(pb, std::move(in));
                 case NodeKind::Where:
                     in.op = ir::Op::Where;
-                    in.a = emit(pb, n->src[0].get(), map);
-                    in.b = emit(pb, n->src[1].get(), map);
-                    in.c = emit(pb, n->src[2].get(), map);
+                    in.a = emit(pb, n->src[0].get(), map, gate);
+                    in.b = emit(pb, n->src[1].get(), map, gate);
+                    in.c = emit(pb, n->src[2].get(), map, gate);
                     note_op(n, "where");
                     return push(pb, std::move(in));
                 case NodeKind::Cast:
                     in.op = ir::Op::Cast;
-                    in.a = emit(pb, n->src[0].get(), map);
+                    in.a = emit(pb, n->src[0].get(), map, gate);
                     note_op(n, "cast");
                     return push(pb, std::move(in));
                 case NodeKind::Reduce:
@@ -185,6 +204,96 @@ private:
                 default: break;
             }
             fail<Error>("lazytensor internal error: cannot lower a ", kind_name(n->kind), " node");
+        }
+
+        // In an assign, a read of the memory being written is safe only where it reads the
+        // element the same thread writes, before writing it; anything else (x.assign(x.flip(0)))
+        // reads from a copy: the assigned value is computed into memory of its own first.
+        void check_overlap(const Node* base, const Access& read) const {
+            if (!target_buffer || !base->realized() || base->buffer.get() != target_buffer) return;
+            if (read != store_access) materialize(L.root_->src[1].get(), kCopyBeforeAssign);
+        }
+
+        int constant(PhaseBuilder& pb, Scalar value) {
+            for (std::size_t i = 0; i < pb.phase.instrs.size(); ++i)  // one instruction per value
+                if (pb.phase.instrs[i].op == ir::Op::Const && pb.phase.instrs[i].dtype == value.dtype &&
+                    pb.phase.instrs[i].value == value)
+                    return static_cast<int>(i);
+            ir::Instr in;
+            in.op = ir::Op::Const;
+            in.dtype = value.dtype;
+            in.value = value;
+            return push(pb, std::move(in));
+        }
+
+        int binary(PhaseBuilder& pb, BinaryOp op, DType result, int a, int b) {
+            ir::Instr in;
+            in.op = ir::Op::Binary;
+            in.binary = op;
+            in.dtype = result;
+            in.a = a;
+            in.b = b;
+            return push(pb, std::move(in));
+        }
+
+        // pad(x): where(inside, x read at the shifted index, value), with every load of x gated
+        // by `inside` (and any gate around the pad).
+        int emit_pad(PhaseBuilder& pb, Node* n, const IndexMap& map, int gate) {
+            const Node& src = *n->src[0];
+            SmallVector<std::int64_t, 12> starts_steps;
+            int inside = gate;
+            for (std::size_t k = 0; k < n->shape.size(); ++k) {
+                const std::int64_t before = n->params[k];
+                starts_steps.push_back(-before);
+                starts_steps.push_back(1);
+                if (before == 0 && n->shape[k] == src.shape[k]) continue;
+                Strides unit(n->shape.size(), 0);
+                unit[k] = 1;
+                ir::Instr idx;
+                idx.op = ir::Op::Index;
+                idx.dtype = DType::Int64;
+                idx.access = map.access(0, unit);
+                const int at = push(pb, std::move(idx));
+                const int lo = binary(pb, BinaryOp::Ge, DType::Bool, at, constant(pb, Scalar::of<std::int64_t>(before)));
+                const int hi = binary(pb, BinaryOp::Lt, DType::Bool, at,
+                                      constant(pb, Scalar::of<std::int64_t>(before + src.shape[k])));
+                const int both = binary(pb, BinaryOp::Minimum, DType::Bool, lo, hi);  // logical and
+                inside = inside < 0 ? both : binary(pb, BinaryOp::Minimum, DType::Bool, inside, both);
+            }
+            IndexMap inner = map;
+            inner.window(starts_steps, src.shape);
+            const int value = emit(pb, n->src[0].get(), std::move(inner), inside);
+            note_op(n, "pad");
+            ir::Instr in;
+            in.op = ir::Op::Where;
+            in.dtype = n->dtype;
+            in.a = inside;
+            in.b = value;
+            in.c = constant(pb, n->value);
+            return push(pb, std::move(in));
+        }
+
+        // gather(x, axis, index): one load of x whose address along `axis` comes from the index
+        // value. x must be readable in place (a buffer, through views); otherwise it gets one.
+        int emit_gather(PhaseBuilder& pb, Node* n, const IndexMap& map, int gate) {
+            Node* x = n->src[0].get();
+            const auto k = static_cast<std::size_t>(n->axes[0]);
+            const int position = emit(pb, n->src[1].get(), map, gate);
+            Reached r = walk_views(L.s_, &L.g_, x, map.with_axis_for_row(k, x->shape[k], x->shape));
+            if (!r.load) materialize(x, "read by gather (a gather reads a buffer in place)");
+            check_overlap(r.node, Access{});  // any gather from the memory being assigned
+            note_op(n, "gather");
+            ir::Instr in;
+            in.op = ir::Op::Load;
+            in.dtype = r.node->dtype;
+            in.arg = param_for(r.node);
+            in.dyn_stride = r.access.strides[r.access.strides.size() - 1];
+            in.dyn_extent = x->shape[k];
+            r.access.strides.pop_back();
+            in.access = std::move(r.access);
+            in.b = position;
+            in.c = gate;
+            return push(pb, std::move(in));
         }
 
         // reshape(f(x, y)) == f(reshape(x), reshape(y)) for an element-wise f: moving the reshape
@@ -239,6 +348,8 @@ private:
         std::unordered_set<const Node*> described;
         std::unordered_map<Node*, NodePtr> pushed;  // reshapes moved below element-wise nodes
         std::unordered_map<Node*, Node*> origin;    // a moved reshape -> the graph's reshape it came from
+        const Buffer* target_buffer = nullptr;      // an assign: the memory it writes
+        Access store_access;                        // where the output is stored
     };
 
     const Schedule& s_;

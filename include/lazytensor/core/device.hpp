@@ -2,10 +2,13 @@
 // it. The backends that allocate and run on devices live in backend/ and runtime/.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "dtype.hpp"
 
@@ -30,6 +33,8 @@ struct Device {
 inline std::ostream& operator<<(std::ostream& out, const Device& d) { return out << d.str(); }
 
 namespace detail {
+
+struct Node;
 
 /// Frees what an allocator handed out; implemented by each backend.
 class BufferAllocator {
@@ -59,7 +64,33 @@ public:
     /// Host pointer for host buffers; the backend's handle (e.g. cl_mem) otherwise.
     void* handle() const { return handle_; }
 
+    /// Records a lazy node that reads this buffer (directly or through views). An in-place
+    /// write (assign) first computes the readers that are still lazy, so that they see the
+    /// values they were built on.
+    void add_reader(const std::shared_ptr<detail::Node>& node) {
+        std::lock_guard<std::mutex> lock(readers_mutex_);
+        if (readers_.size() >= 2 * pruned_size_ + 16) {  // drop the dead ones now and then: amortized O(1)
+            readers_.erase(std::remove_if(readers_.begin(), readers_.end(), [](const auto& w) { return w.expired(); }),
+                           readers_.end());
+            pruned_size_ = readers_.size();
+        }
+        readers_.push_back(node);
+    }
+    /// The recorded readers still alive (some may have been realized since).
+    std::vector<std::shared_ptr<detail::Node>> live_readers() {
+        std::lock_guard<std::mutex> lock(readers_mutex_);
+        std::vector<std::shared_ptr<detail::Node>> out;
+        for (const auto& w : readers_)
+            if (auto n = w.lock()) out.push_back(std::move(n));
+        readers_.clear();
+        pruned_size_ = 0;
+        return out;
+    }
+
 private:
+    std::mutex readers_mutex_;
+    std::vector<std::weak_ptr<detail::Node>> readers_;
+    std::size_t pruned_size_ = 0;
     Device device_;
     DType dtype_;
     std::int64_t numel_;

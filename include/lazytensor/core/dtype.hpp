@@ -2,6 +2,7 @@
 // Promotion follows PyTorch: a tensor of a higher category (bool < integer < floating) wins,
 // within a category the wider type wins, and a scalar never widens a tensor of its own
 // category (int32 tensor + int64 scalar -> int32; int32 tensor + 2.5 -> float32).
+// float16 (lazytensor::half) is a floating type for promotion; kernels compute it in float32.
 #pragma once
 
 #include <cmath>
@@ -13,6 +14,7 @@
 #include <type_traits>
 
 #include "error.hpp"
+#include "half.hpp"
 
 namespace lazytensor {
 
@@ -22,6 +24,7 @@ namespace lazytensor {
     X(UInt8, std::uint8_t, "uint8") \
     X(Int32, std::int32_t, "int32") \
     X(Int64, std::int64_t, "int64") \
+    X(Float16, half, "float16")     \
     X(Float32, float, "float32")    \
     X(Float64, double, "float64")
 
@@ -59,11 +62,14 @@ inline std::size_t dtype_size(DType t) {
     return 0;
 }
 
-constexpr bool is_floating(DType t) { return t == DType::Float32 || t == DType::Float64; }
+constexpr bool is_floating(DType t) { return t == DType::Float16 || t == DType::Float32 || t == DType::Float64; }
 constexpr bool is_integral(DType t) { return t == DType::UInt8 || t == DType::Int32 || t == DType::Int64; }
 
 /// Category used by promotion: 0 bool, 1 integer, 2 floating.
 constexpr int dtype_category(DType t) { return t == DType::Bool ? 0 : is_floating(t) ? 2 : 1; }
+
+/// The dtype a kernel holds and computes values of `t` in: float16 is storage only (float32).
+constexpr DType value_dtype(DType t) { return t == DType::Float16 ? DType::Float32 : t; }
 
 namespace detail {
 
@@ -95,6 +101,10 @@ struct type_tag {
     using type = T;
 };
 
+/// Floating element types: float, double and half (std::is_floating_point_v is false for half).
+template <class T>
+inline constexpr bool is_floating_v = std::is_floating_point_v<T> || std::is_same_v<T, half>;
+
 /// Calls f(type_tag<T>{}) with the C++ type of a runtime dtype.
 template <class F>
 decltype(auto) visit_dtype(DType t, F&& f) {
@@ -107,11 +117,29 @@ decltype(auto) visit_dtype(DType t, F&& f) {
     return f(type_tag<float>{});
 }
 
+/// The C++ type kernels hold values of element type T in (half: float).
+template <class T>
+using value_type_t = std::conditional_t<std::is_same_v<T, half>, float, T>;
+
+/// visit_dtype over value_dtype(t): float16 visits float (f is never instantiated for half).
+template <class F>
+decltype(auto) visit_value_dtype(DType t, F&& f) {
+    switch (t) {
+#define LAZYTENSOR_X(name, type, text) \
+    case DType::name: return f(type_tag<value_type_t<type>>{});
+        LAZYTENSOR_DTYPES(LAZYTENSOR_X)
+#undef LAZYTENSOR_X
+    }
+    return f(type_tag<float>{});
+}
+
 /// Converts one element type to another. Floating to integer saturates and maps NaN to 0
 /// (like OpenCL's convert_*_sat), so that no conversion is undefined behaviour.
 template <class To, class From>
 inline To convert(From x) {
-    if constexpr (std::is_same_v<To, bool>) {
+    if constexpr (std::is_same_v<From, half> && !std::is_same_v<To, half>) {
+        return convert<To>(static_cast<float>(x));
+    } else if constexpr (std::is_same_v<To, bool>) {
         return x != From(0);
     } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
         if (std::isnan(x)) return To(0);
@@ -129,7 +157,7 @@ inline To convert(From x) {
 template <class T>
 constexpr DType dtype_of() {
     static_assert(detail::dtype_traits<T>::supported,
-                  "lazytensor: unsupported element type; use bool, uint8_t, int32_t, int64_t, float or double");
+                  "lazytensor: unsupported element type; use bool, uint8_t, int32_t, int64_t, lazytensor::half, float or double");
     return detail::dtype_traits<T>::value;
 }
 
@@ -185,7 +213,7 @@ struct Scalar {
     static Scalar of(T value) {
         Scalar s;
         s.dtype = dtype_of<T>();
-        if constexpr (std::is_floating_point_v<T>)
+        if constexpr (detail::is_floating_v<T>)
             s.f = static_cast<double>(value);
         else
             s.i = static_cast<std::int64_t>(value);

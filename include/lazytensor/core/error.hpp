@@ -33,6 +33,12 @@ public:
     using Error::Error;
 };
 
+/// An index outside the extent it indexes (gather, index_select, one_hot, cross_entropy labels).
+class IndexError : public Error {
+public:
+    using Error::Error;
+};
+
 /// A device that is unknown, unavailable, or mixed with another in one expression.
 class DeviceError : public Error {
 public:

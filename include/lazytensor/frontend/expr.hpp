@@ -55,7 +55,10 @@ constexpr DType unary_result() {
                     (type_rule(Op) == TypeRule::Numeric || type_rule(Op) == TypeRule::Floating)),
                   "lazytensor: this element-wise function is not defined for bool tensors; cast first, "
                   "e.g. lt::exp(lt::cast<float>(x))");
-    return compute_dtype(type_rule(Op), dtype_of<V>());
+    static_assert(!(type_rule(Op) == TypeRule::Bitwise && is_floating(dtype_of<V>())),
+                  "lazytensor: bitwise not (~) needs an integer or bool tensor, not a floating-point one; for "
+                  "x == 0 use !x (lt::logical_not), or cast first, e.g. ~lt::cast<int32_t>(x)");
+    return result_dtype(type_rule(Op), compute_dtype(type_rule(Op), dtype_of<V>()));
 }
 
 template <BinaryOp Op, class L, class R>
@@ -64,6 +67,13 @@ constexpr DType binary_result() {
                     operand_traits<R>::dtype == DType::Bool),
                   "lazytensor: arithmetic on two bool operands is not defined; cast one to a numeric type "
                   "first, e.g. lt::cast<int32_t>(mask)");
+    static_assert(!(type_rule(Op) == TypeRule::Bitwise && is_floating(promoted_dtype<L, R>())),
+                  "lazytensor: bitwise operations (&, |, ^) need integer or bool operands, not floating-point "
+                  "ones; for logical and/or use && and || (lt::logical_and, lt::logical_or), or cast first, "
+                  "e.g. lt::cast<int32_t>(x)");
+    static_assert(!(type_rule(Op) == TypeRule::Shift && !is_integral(promoted_dtype<L, R>())),
+                  "lazytensor: shifts (<<, >>) need integer operands, not floating-point or bool ones; cast "
+                  "first, e.g. lt::cast<int32_t>(x)");
     return result_dtype(type_rule(Op), compute_dtype(type_rule(Op), promoted_dtype<L, R>()));
 }
 
@@ -197,7 +207,7 @@ namespace lazytensor {
 template <class T, class D>
 template <class U>
 auto TensorBase<T, D>::cast() const {
-    static_assert(detail::dtype_traits<U>::supported, "lazytensor: cast<U> needs U = bool, uint8_t, int32_t, int64_t, float or double");
+    static_assert(detail::dtype_traits<U>::supported, "lazytensor: cast<U> needs U = bool, uint8_t, int32_t, int64_t, lazytensor::half, float or double");
     return detail::CastExpr<U, D>(self());
 }
 

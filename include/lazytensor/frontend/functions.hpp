@@ -26,18 +26,27 @@ LAZYTENSOR_UNARY_OPS(LAZYTENSOR_X)
 LAZYTENSOR_BINARY_OPS(LAZYTENSOR_X)
 #undef LAZYTENSOR_X
 
-// Operators: the same ops, NumPy broadcasting, a tensor or a scalar on either side.
+// Operators: the same ops, NumPy broadcasting, a tensor or a scalar on either side. % is
+// NumPy's remainder (the divisor's sign); && and || are element-wise (both sides are evaluated).
 #define LAZYTENSOR_OPERATORS(X) \
     X(+, Add)                   \
     X(-, Sub)                   \
     X(*, Mul)                   \
     X(/, Div)                   \
+    X(%, Remainder)             \
     X(<, Lt)                    \
     X(<=, Le)                   \
     X(>, Gt)                    \
     X(>=, Ge)                   \
     X(==, Eq)                   \
-    X(!=, Ne)
+    X(!=, Ne)                   \
+    X(&, BitAnd)                \
+    X(|, BitOr)                 \
+    X(^, BitXor)                \
+    X(<<, Shl)                  \
+    X(>>, Shr)                  \
+    X(&&, LogicalAnd)           \
+    X(||, LogicalOr)
 #define LAZYTENSOR_X(symbol, name)                                                        \
     template <class L, class R, class = std::enable_if_t<detail::is_binary_operands_v<L, R>>> \
     auto operator symbol(L&& a, R&& b) {                                                  \
@@ -48,7 +57,8 @@ LAZYTENSOR_OPERATORS(LAZYTENSOR_X)
 #undef LAZYTENSOR_OPERATORS
 
 // Compound assignment: x += y is x = x + y (a new lazy value; the result type must be T).
-#define LAZYTENSOR_COMPOUND(X) X(+=, Add) X(-=, Sub) X(*=, Mul) X(/=, Div)
+#define LAZYTENSOR_COMPOUND(X) \
+    X(+=, Add) X(-=, Sub) X(*=, Mul) X(/=, Div) X(%=, Remainder) X(&=, BitAnd) X(|=, BitOr) X(^=, BitXor) X(<<=, Shl) X(>>=, Shr)
 #define LAZYTENSOR_X(symbol, name)                                                                   \
     template <class T, class R, class = std::enable_if_t<detail::is_tensor_like_v<R> || detail::is_scalar_v<R>>> \
     Tensor<T>& operator symbol(Tensor<T>& x, R&& y) {                                                \
@@ -62,6 +72,25 @@ LAZYTENSOR_COMPOUND(LAZYTENSOR_X)
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 auto operator-(E&& x) {
     return detail::make_unary<UnaryOp::Neg>(std::forward<E>(x));
+}
+/// Bitwise not of integers; logical not of bool.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto operator~(E&& x) {
+    return detail::make_unary<UnaryOp::BitwiseNot>(std::forward<E>(x));
+}
+/// x == 0, for any dtype (bool result).
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto operator!(E&& x) {
+    return detail::make_unary<UnaryOp::LogicalNot>(std::forward<E>(x));
+}
+
+/// x limited to [lo, hi] (NumPy's clip): minimum(maximum(x, lo), hi), so NaN in any operand
+/// propagates and hi wins where lo > hi. lo and hi may be tensors (broadcast) or scalars.
+template <class E, class Lo, class Hi,
+          class = std::enable_if_t<detail::is_tensor_like_v<E> && (detail::is_tensor_like_v<Lo> || detail::is_scalar_v<Lo>) &&
+                                   (detail::is_tensor_like_v<Hi> || detail::is_scalar_v<Hi>)>>
+auto clamp(E&& x, Lo&& lo, Hi&& hi) {
+    return minimum(maximum(std::forward<E>(x), std::forward<Lo>(lo)), std::forward<Hi>(hi));
 }
 
 /// x where cond is true, y elsewhere (broadcast together; x and y may be scalars).
@@ -95,6 +124,9 @@ auto cast(const E& x) {
 LAZYTENSOR_REDUCTION(sum)
 LAZYTENSOR_REDUCTION(max)
 LAZYTENSOR_REDUCTION(min)
+LAZYTENSOR_REDUCTION(prod)
+LAZYTENSOR_REDUCTION(any)
+LAZYTENSOR_REDUCTION(all)
 LAZYTENSOR_REDUCTION(mean)
 #undef LAZYTENSOR_REDUCTION
 

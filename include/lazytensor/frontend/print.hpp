@@ -18,6 +18,7 @@ template <class T>
 void print_value(std::ostream& out, T v) {
     if constexpr (std::is_same_v<T, bool>) out << (v ? "true" : "false");
     else if constexpr (std::is_integral_v<T>) out << static_cast<long long>(v);
+    else if constexpr (std::is_same_v<T, half>) out << static_cast<float>(v);
     else out << v;
 }
 

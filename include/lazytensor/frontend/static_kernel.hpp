@@ -1,6 +1,6 @@
 // The static kernel of an expression template (see ir/static_kernel.hpp): the expression's
 // tree, compiled into one loop over SIMD batches, for expressions whose values are all of one
-// floating type T (comparisons may appear as where() conditions).
+// floating type T (comparisons and predicates may appear as where() conditions).
 #pragma once
 
 #include <cstring>
@@ -56,6 +56,7 @@ struct StaticMatcher {
     const ir::Instr* at(int i, ir::Op op, DType t) const {
         if (i < 0 || i >= static_cast<int>(phase.instrs.size())) return nullptr;
         const ir::Instr& in = phase.instrs[static_cast<std::size_t>(i)];
+        if (in.op == ir::Op::Load && !in.plain_load()) return nullptr;  // gathers and gated loads: interpreted
         return in.op == op && in.dtype == t ? &in : nullptr;
     }
 };
@@ -114,19 +115,23 @@ struct BinaryFunctor;
 LAZYTENSOR_BINARY_OPS(LAZYTENSOR_X)
 #undef LAZYTENSOR_X
 
+// A predicate (isnan, !x) of T values is a mask, like a comparison.
 template <UnaryOp Op, class A, class T>
 struct StaticExpr<UnaryExpr<Op, A>, T> {
     using Sub = StaticExpr<A, T>;
-    static constexpr bool ok = Sub::ok && !Sub::boolean && std::is_same_v<typename A::value_type, T>;
-    static constexpr bool boolean = false;
+    static constexpr bool predicate = returns_bool(type_rule(Op));
+    static constexpr bool ok =
+        Sub::ok && !Sub::boolean && std::is_same_v<typename A::value_type, T> && host::rule_allows<T>(type_rule(Op));
+    static constexpr bool boolean = predicate;
     static constexpr int leaves = Sub::leaves, consts = Sub::consts;
     template <int L, int C>
-    static host::batch<T> eval(const StaticLanes<T>& lanes) {
-        return rounded(UnaryFunctor<Op>::type::simd(Sub::template eval<L, C>(lanes)));
+    static auto eval(const StaticLanes<T>& lanes) {
+        if constexpr (predicate) return UnaryFunctor<Op>::type::mask(Sub::template eval<L, C>(lanes));
+        else return rounded(UnaryFunctor<Op>::type::simd(Sub::template eval<L, C>(lanes)));
     }
     template <int L, int C>
     static bool match(StaticMatcher& m, int i) {
-        const ir::Instr* in = m.at(i, ir::Op::Unary, m.dtype);
+        const ir::Instr* in = m.at(i, ir::Op::Unary, predicate ? DType::Bool : m.dtype);
         return in && in->unary == Op && Sub::template match<L, C>(m, in->a);
     }
 };
@@ -135,31 +140,47 @@ template <BinaryOp Op, class L_, class R_, class T>
 struct StaticExpr<BinaryExpr<Op, L_, R_>, T> {
     using Left = StaticExpr<L_, T>;
     using Right = StaticExpr<R_, T>;
-    static constexpr bool compare = type_rule(Op) == TypeRule::Compare;
-    static constexpr bool ok = Left::ok && Right::ok && !Left::boolean && !Right::boolean;
-    static constexpr bool boolean = compare;
+    static constexpr bool compare = returns_bool(type_rule(Op));  // comparisons, logical and/or
+    // Two masks (where((a < b) & (c < d), ...)) combine with and/or/xor into a mask.
+    static constexpr bool masks = Left::boolean && Right::boolean;
+    static constexpr bool mask_op = Op == BinaryOp::LogicalAnd || Op == BinaryOp::LogicalOr || Op == BinaryOp::BitAnd ||
+                                    Op == BinaryOp::BitOr || Op == BinaryOp::BitXor;
+    static constexpr bool ok = Left::ok && Right::ok &&
+                               (masks ? mask_op : !Left::boolean && !Right::boolean && host::rule_allows<T>(type_rule(Op)));
+    static constexpr bool boolean = compare || masks;
     static constexpr int leaves = Left::leaves + Right::leaves, consts = Left::consts + Right::consts;
     template <int L, int C>
     static auto eval(const StaticLanes<T>& lanes) {
         auto a = Left::template eval<L, C>(lanes);
         auto b = Right::template eval<L + Left::leaves, C + Left::consts>(lanes);
-        if constexpr (compare) return compare_batch(a, b);
-        else return rounded(BinaryFunctor<Op>::type::simd(a, b));
+        if constexpr (masks) {
+            if constexpr (Op == BinaryOp::LogicalAnd || Op == BinaryOp::BitAnd) return a & b;
+            else if constexpr (Op == BinaryOp::LogicalOr || Op == BinaryOp::BitOr) return a | b;
+            else return a ^ b;
+        } else if constexpr (compare) {
+            return compare_batch(a, b);
+        } else {
+            return rounded(BinaryFunctor<Op>::type::simd(a, b));
+        }
     }
     template <int L, int C>
     static bool match(StaticMatcher& m, int i) {
-        const ir::Instr* in = m.at(i, ir::Op::Binary, compare ? DType::Bool : m.dtype);
+        const ir::Instr* in = m.at(i, ir::Op::Binary, boolean ? DType::Bool : m.dtype);
         return in && in->binary == Op && Left::template match<L, C>(m, in->a) &&
                Right::template match<L + Left::leaves, C + Left::consts>(m, in->b);
     }
-    // IEEE comparisons: every one is false for NaN except !=, which is true.
+    // IEEE comparisons: every one is false for NaN except !=, which is true (so NaN is "true"
+    // for logical and/or, as in the interpreter).
     static auto compare_batch(const host::batch<T>& a, const host::batch<T>& b) {
+        using B = host::batch<T>;
         if constexpr (Op == BinaryOp::Lt) return a < b;
         else if constexpr (Op == BinaryOp::Le) return a <= b;
         else if constexpr (Op == BinaryOp::Gt) return a > b;
         else if constexpr (Op == BinaryOp::Ge) return a >= b;
         else if constexpr (Op == BinaryOp::Eq) return a == b;
-        else return !(a == b);
+        else if constexpr (Op == BinaryOp::Ne) return !(a == b);
+        else if constexpr (Op == BinaryOp::LogicalAnd) return !(a == B(T(0))) & !(b == B(T(0)));
+        else return !(a == B(T(0))) | !(b == B(T(0)));  // LogicalOr
     }
 };
 

@@ -24,30 +24,30 @@ struct TensorTag {};
 template <class E>
 inline constexpr bool is_tensor_like_v = std::is_base_of_v<TensorTag, std::decay_t<E>>;
 
-/// C++ arithmetic types usable as scalars next to tensors.
+/// C++ arithmetic types (and half) usable as scalars next to tensors.
 template <class S>
-inline constexpr bool is_scalar_v = std::is_arithmetic_v<std::decay_t<S>>;
+inline constexpr bool is_scalar_v = std::is_arithmetic_v<std::decay_t<S>> || std::is_same_v<std::decay_t<S>, half>;
 
 /// The dtype a C++ scalar contributes to promotion (only its category matters).
 template <class S>
 constexpr DType scalar_dtype() {
     if constexpr (std::is_same_v<S, bool>) return DType::Bool;
-    else if constexpr (std::is_floating_point_v<S>) return DType::Float64;
+    else if constexpr (is_floating_v<S>) return DType::Float64;
     else return DType::Int64;
 }
 
 template <class S>
 Scalar make_scalar(S value) {
     if constexpr (std::is_same_v<S, bool>) return Scalar::of<bool>(value);
-    else if constexpr (std::is_floating_point_v<S>) return Scalar::of<double>(static_cast<double>(value));
+    else if constexpr (is_floating_v<S>) return Scalar::of<double>(static_cast<double>(value));
     else return Scalar::of<std::int64_t>(static_cast<std::int64_t>(value));
 }
 
 /// Result element type of a reduction.
 template <ReduceOp Op, class T>
-using reduce_t = std::conditional_t<Op == ReduceOp::Sum && !std::is_floating_point_v<T>, std::int64_t, T>;
+using reduce_t = std::conditional_t<(Op == ReduceOp::Sum || Op == ReduceOp::Prod) && !is_floating_v<T>, std::int64_t, T>;
 template <class T>
-using mean_t = std::conditional_t<std::is_floating_point_v<T>, T, float>;
+using mean_t = std::conditional_t<is_floating_v<T>, T, float>;
 
 }  // namespace detail
 
@@ -86,6 +86,18 @@ public:
     Tensor<T> min() const;
     Tensor<T> min(const Axes& axes, bool keepdim = false) const;
     Tensor<T> min(int axis, bool keepdim = false) const { return min(Axes{axis}, keepdim); }
+    /// Product over all axes, or over `axes` (1 over an empty axis; integers and bool give int64).
+    Tensor<detail::reduce_t<ReduceOp::Prod, T>> prod() const;
+    Tensor<detail::reduce_t<ReduceOp::Prod, T>> prod(const Axes& axes, bool keepdim = false) const;
+    Tensor<detail::reduce_t<ReduceOp::Prod, T>> prod(int axis, bool keepdim = false) const { return prod(Axes{axis}, keepdim); }
+    /// Whether any element is non-zero (NaN counts), over all axes or `axes`; false over an empty axis.
+    Tensor<bool> any() const;
+    Tensor<bool> any(const Axes& axes, bool keepdim = false) const;
+    Tensor<bool> any(int axis, bool keepdim = false) const;
+    /// Whether every element is non-zero (NaN counts), over all axes or `axes`; true over an empty axis.
+    Tensor<bool> all() const;
+    Tensor<bool> all(const Axes& axes, bool keepdim = false) const;
+    Tensor<bool> all(int axis, bool keepdim = false) const;
     /// Arithmetic mean (integers are averaged in float32).
     Tensor<detail::mean_t<T>> mean() const;
     Tensor<detail::mean_t<T>> mean(const Axes& axes, bool keepdim = false) const;
@@ -105,6 +117,54 @@ public:
     /// The transpose of a matrix; 0-d and 1-d tensors are returned as they are (PyTorch's .t()).
     Tensor<T> t() const;
 
+    /// x[start:stop:step] along `axis` (Python's rules: negative indices count from the end,
+    /// bounds are clipped, a negative step walks backwards; `{}` for a default bound). A view.
+    Tensor<T> slice(int axis, std::optional<std::int64_t> start, std::optional<std::int64_t> stop,
+                    std::int64_t step = 1) const;
+    /// The element at `index` along `axis`, with that axis removed (negative counts from the end).
+    Tensor<T> select(int axis, std::int64_t index) const;
+    /// The elements in reverse order along `axes`. A view.
+    Tensor<T> flip(const Axes& axes) const;
+    Tensor<T> flip(int axis) const { return flip(Axes{axis}); }
+    /// Surrounded by `value`: widths[k] = {before, after} elements along axis k (NumPy's pad,
+    /// constant mode). Fused into the kernel that reads it; padding positions read no memory.
+    Tensor<T> pad(const std::vector<std::pair<std::int64_t, std::int64_t>>& widths, T value = T(0)) const;
+    /// Without the extent-1 axes (all of them, or those in `axes`, which must have extent 1).
+    Tensor<T> squeeze() const;
+    Tensor<T> squeeze(const Axes& axes) const;
+    /// With a new extent-1 axis at position `axis` of the result (negative counts from the end).
+    Tensor<T> unsqueeze(int axis) const;
+    /// Axes start..end (inclusive) merged into one.
+    Tensor<T> flatten(int start = 0, int end = -1) const;
+    /// The tensor repeated reps[k] times along axis k (NumPy's tile; PyTorch's repeat). When reps
+    /// has more entries than the tensor has axes, leading axes are added.
+    Tensor<T> tile(const Shape& reps) const;
+    /// PyTorch's Tensor.repeat: the same as tile.
+    Tensor<T> repeat(const Shape& reps) const { return tile(reps); }
+    /// Each element repeated `repeats` times along `axis` (NumPy's repeat, PyTorch's repeat_interleave).
+    Tensor<T> repeat_interleave(std::int64_t repeats, int axis) const;
+
+    /// Variance over `axes` (all when empty), divided by N - correction (1: the unbiased
+    /// estimate, PyTorch's default; 0: NumPy's default). Integers compute in float32.
+    Tensor<detail::mean_t<T>> var(const Axes& axes = {}, bool keepdim = false, int correction = 1) const;
+    Tensor<detail::mean_t<T>> var(int axis, bool keepdim = false, int correction = 1) const {
+        return var(Axes{axis}, keepdim, correction);
+    }
+    /// Standard deviation: sqrt(var(axes, keepdim, correction)).
+    Tensor<detail::mean_t<T>> std(const Axes& axes = {}, bool keepdim = false, int correction = 1) const;
+    Tensor<detail::mean_t<T>> std(int axis, bool keepdim = false, int correction = 1) const {
+        return std(Axes{axis}, keepdim, correction);
+    }
+    /// The position (int64) of the largest element along `axis`: the first on ties and the
+    /// first NaN if there is one (NumPy's argmax). One kernel.
+    Tensor<std::int64_t> argmax(int axis, bool keepdim = false) const;
+    /// The position of the smallest element along `axis` (first on ties, first NaN).
+    Tensor<std::int64_t> argmin(int axis, bool keepdim = false) const;
+    /// Running sum along `axis` (integers and bool accumulate in int64, as sum does).
+    Tensor<detail::reduce_t<ReduceOp::Sum, T>> cumsum(int axis) const;
+    /// Running product along `axis` (integers and bool accumulate in int64).
+    Tensor<detail::reduce_t<ReduceOp::Sum, T>> cumprod(int axis) const;
+
     /// Matrix product with NumPy's rules (see lt::matmul).
     template <class E>
     auto matmul(const E& other) const;
@@ -122,7 +182,7 @@ protected:
 template <class T>
 class Tensor : public TensorBase<T, Tensor<T>> {
     static_assert(detail::dtype_traits<T>::supported,
-                  "lazytensor: Tensor<T> supports T = bool, uint8_t, int32_t, int64_t, float, double");
+                  "lazytensor: Tensor<T> supports T = bool, uint8_t, int32_t, int64_t, lazytensor::half, float, double");
 
 public:
     /// An empty handle; assign a value before use.
@@ -141,6 +201,15 @@ public:
     Device device() const { return node().device; }
     /// True once the value has been computed into a buffer.
     bool is_realized() const { return node_ && node_->realized(); }
+
+    /// Writes `value` (a tensor, expression or scalar, broadcast to this shape and converted to
+    /// T) into this tensor's memory, now. Every tensor that shares the memory sees it: views
+    /// such as x.slice(...) write into x, as in PyTorch (x.slice(0, 1, 3).assign(0.0f)). Lazy
+    /// expressions built earlier on that memory keep the values they were built on (they are
+    /// computed first), and a value that reads the memory it overwrites at other positions
+    /// (x.assign(x.flip(0))) is computed into a copy first. Returns *this.
+    template <class V>
+    Tensor& assign(const V& value);
 
     /// The graph node (library internals and tests).
     const detail::NodePtr& node_ptr() const { return node_; }
@@ -253,6 +322,38 @@ Tensor<T> TensorBase<T, D>::min() const {
 template <class T, class D>
 Tensor<T> TensorBase<T, D>::min(const Axes& axes, bool keepdim) const {
     return Tensor<T>(detail::graph::reduce(ReduceOp::Min, self().build(), axes, keepdim, "min"));
+}
+template <class T, class D>
+Tensor<detail::reduce_t<ReduceOp::Prod, T>> TensorBase<T, D>::prod() const {
+    return Tensor<detail::reduce_t<ReduceOp::Prod, T>>(detail::graph::reduce(ReduceOp::Prod, self().build(), std::nullopt, false, "prod"));
+}
+template <class T, class D>
+Tensor<detail::reduce_t<ReduceOp::Prod, T>> TensorBase<T, D>::prod(const Axes& axes, bool keepdim) const {
+    return Tensor<detail::reduce_t<ReduceOp::Prod, T>>(detail::graph::reduce(ReduceOp::Prod, self().build(), axes, keepdim, "prod"));
+}
+template <class T, class D>
+Tensor<bool> TensorBase<T, D>::any() const {
+    return Tensor<bool>(detail::graph::any_all(false, self().build(), std::nullopt, false));
+}
+template <class T, class D>
+Tensor<bool> TensorBase<T, D>::any(const Axes& axes, bool keepdim) const {
+    return Tensor<bool>(detail::graph::any_all(false, self().build(), axes, keepdim));
+}
+template <class T, class D>
+Tensor<bool> TensorBase<T, D>::any(int axis, bool keepdim) const {
+    return any(Axes{axis}, keepdim);
+}
+template <class T, class D>
+Tensor<bool> TensorBase<T, D>::all() const {
+    return Tensor<bool>(detail::graph::any_all(true, self().build(), std::nullopt, false));
+}
+template <class T, class D>
+Tensor<bool> TensorBase<T, D>::all(const Axes& axes, bool keepdim) const {
+    return Tensor<bool>(detail::graph::any_all(true, self().build(), axes, keepdim));
+}
+template <class T, class D>
+Tensor<bool> TensorBase<T, D>::all(int axis, bool keepdim) const {
+    return all(Axes{axis}, keepdim);
 }
 template <class T, class D>
 Tensor<detail::mean_t<T>> TensorBase<T, D>::mean() const {

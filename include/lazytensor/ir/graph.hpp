@@ -4,6 +4,7 @@
 // nodes), so that every later stage sees operands of one shape and one dtype.
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -34,7 +35,13 @@ inline NodePtr make(NodeKind kind, DType dtype, Device device, Shape shape) {
 }
 
 inline NodePtr with_sources(NodePtr n, std::initializer_list<NodePtr> sources) {
-    for (auto& s : sources) n->src[n->nsrc++] = s;
+    for (auto& s : sources) {
+        n->src[n->nsrc++] = s;
+        // A read of a buffer, directly or through views, is recorded with it (see Buffer::add_reader).
+        const Node* base = s.get();
+        while (!base->realized() && is_view(base->kind)) base = base->src[0].get();
+        if (base->realized()) base->buffer->add_reader(n);
+    }
     return n;
 }
 
@@ -147,6 +154,107 @@ inline NodePtr expand(const NodePtr& x, Shape shape, const char* op = "lt::expan
     return with_sources(make(NodeKind::Expand, x->dtype, x->device, std::move(shape)), {base});
 }
 
+/// A window of x: per axis, result index i reads x at starts_steps[2k] + starts_steps[2k+1] * i.
+/// A window of a window is one window.
+inline NodePtr window(const NodePtr& x, SmallVector<std::int64_t, 12> starts_steps, Shape shape) {
+    bool identity = shape == x->shape;
+    for (std::size_t k = 0; k < shape.size(); ++k)
+        identity = identity && starts_steps[2 * k] == 0 && starts_steps[2 * k + 1] == 1;
+    if (identity) return x;
+    if (x->kind == NodeKind::Const) return constant(x->value, x->dtype, std::move(shape), x->device);
+    NodePtr base = x;
+    if (x->kind == NodeKind::Slice && !x->realized()) {
+        for (std::size_t k = 0; k < shape.size(); ++k) {
+            const std::int64_t start = x->params[2 * k], step = x->params[2 * k + 1];
+            starts_steps[2 * k] = start + step * starts_steps[2 * k];
+            starts_steps[2 * k + 1] *= step;
+        }
+        base = x->src[0];
+    }
+    auto node = with_sources(make(NodeKind::Slice, x->dtype, x->device, std::move(shape)), {base});
+    node->params = std::move(starts_steps);
+    return node;
+}
+
+/// x[start:stop:step] along `axis`, with Python's rules: negative start/stop count from the
+/// end, out-of-range bounds are clipped, a negative step walks backwards (defaults then run
+/// from the end to the beginning). step 0 is an error.
+inline NodePtr slice(const NodePtr& x, int axis, std::optional<std::int64_t> start, std::optional<std::int64_t> stop,
+                     std::int64_t step) {
+    const char* op = "slice";
+    const auto k = static_cast<std::size_t>(normalize_axis(axis, x->shape.size(), op, x->shape));
+    if (step == 0) fail<ValueError>(op, ": step must not be 0 (axis ", axis, ", shape ", x->shape, ")");
+    const std::int64_t n = x->shape[k];
+    const std::int64_t lower = step > 0 ? 0 : -1, upper = step > 0 ? n : n - 1;
+    auto bound = [&](std::optional<std::int64_t> v, std::int64_t fallback) {
+        if (!v) return fallback;
+        std::int64_t b = *v < 0 ? *v + n : *v;
+        return *v < 0 ? std::max(b, lower) : std::min(b, upper);
+    };
+    const std::int64_t from = bound(start, step > 0 ? lower : upper), to = bound(stop, step > 0 ? upper : lower);
+    const std::int64_t span = step > 0 ? to - from : from - to, pace = step > 0 ? step : -step;
+    const std::int64_t length = span > 0 ? (span + pace - 1) / pace : 0;
+    SmallVector<std::int64_t, 12> ss;
+    for (std::size_t j = 0; j < x->shape.size(); ++j) {
+        ss.push_back(j == k ? (length ? from : 0) : 0);
+        ss.push_back(j == k ? step : 1);
+    }
+    Shape shape = x->shape;
+    shape[k] = length;
+    return window(x, std::move(ss), std::move(shape));
+}
+
+/// x with the order of elements reversed along each of `axes`.
+inline NodePtr flip(const NodePtr& x, const Axes& axes) {
+    const Axes norm = normalize_axes(axes, x->shape.size(), "flip", x->shape);
+    SmallVector<std::int64_t, 12> ss;
+    for (std::size_t j = 0; j < x->shape.size(); ++j) {
+        const bool flipped = std::find(norm.begin(), norm.end(), static_cast<int>(j)) != norm.end();
+        ss.push_back(flipped && x->shape[j] > 0 ? x->shape[j] - 1 : 0);
+        ss.push_back(flipped ? -1 : 1);
+    }
+    return window(x, std::move(ss), x->shape);
+}
+
+/// x surrounded by `value`: before[k] elements before and after[k] after it along axis k.
+inline NodePtr pad(const NodePtr& x, const Shape& before, const Shape& after, Scalar value) {
+    const char* op = "pad";
+    if (before.size() != x->shape.size() || after.size() != x->shape.size())
+        fail<ShapeError>(op, ": needs one (before, after) width per axis: the tensor has shape ", x->shape, " (",
+                         x->shape.size(), " axes), got widths ", before, " and ", after);
+    Shape shape = x->shape;
+    bool any = false;
+    for (std::size_t k = 0; k < shape.size(); ++k) {
+        if (before[k] < 0 || after[k] < 0)
+            fail<ValueError>(op, ": widths must be >= 0, got ", before[k], " before and ", after[k], " after axis ", k,
+                             " (shape ", x->shape, "); use slice to crop");
+        shape[k] += before[k] + after[k];
+        any = any || before[k] || after[k];
+    }
+    check_extents(shape, op);
+    if (!any) return x;
+    auto node = with_sources(make(NodeKind::Pad, x->dtype, x->device, std::move(shape)), {x});
+    node->params = SmallVector<std::int64_t, 12>(before.begin(), before.end());
+    node->value = value.cast(x->dtype);
+    return node;
+}
+
+/// The int64 tensor whose value at index i is sum_k coefs[k] * i[k]: iota along an axis (one
+/// coefficient 1), or the row-major linear index (the contiguous strides).
+inline NodePtr index(const Shape& shape, const Strides& coefs, Device device) {
+    check_extents(shape, "index");
+    auto node = make(NodeKind::Index, DType::Int64, device, shape);
+    node->params = SmallVector<std::int64_t, 12>(coefs.begin(), coefs.end());
+    return node;
+}
+
+/// 0, 1, ..., shape[axis] - 1 along `axis`, broadcast over the others (int64).
+inline NodePtr iota(const Shape& shape, int axis, Device device) {
+    Strides coefs(shape.size(), 0);
+    coefs[static_cast<std::size_t>(normalize_axis(axis, shape.size(), "iota", shape))] = 1;
+    return index(shape, coefs, device);
+}
+
 // ---------------------------------------------------------------------------------- element-wise
 
 inline NodePtr cast(const NodePtr& x, DType to) {
@@ -189,16 +297,22 @@ inline NodePtr conform(const Operand& o, DType dtype, const Shape& shape, Device
     return expand(cast(o.node, dtype), shape, op);
 }
 
-inline void check_not_bool(DType t, const char* op) {
-    if (t == DType::Bool)
-        fail<ValueError>(op, ": not defined for bool tensors; cast to a numeric type first, e.g. lt::cast<float>(x)");
+/// What a rule that rejected some dtypes needs, for its error message.
+inline const char* rule_needs(TypeRule rule) {
+    switch (rule) {
+        case TypeRule::Bitwise: return "integer or bool operands; cast first, e.g. lt::cast<int32_t>(x)";
+        case TypeRule::Shift: return "integer operands; cast first, e.g. lt::cast<int32_t>(x)";
+        default: return "a numeric type; cast first, e.g. lt::cast<float>(x)";
+    }
 }
 
 inline NodePtr unary(UnaryOp uop, const NodePtr& x) {
     const char* op = op_name(uop);
-    check_not_bool(x->dtype, op);
-    const DType t = compute_dtype(type_rule(uop), x->dtype);
-    auto node = with_sources(make(NodeKind::Unary, t, x->device, x->shape), {cast(x, t)});
+    const TypeRule rule = type_rule(uop);
+    if (!rule_accepts(rule, x->dtype))
+        fail<ValueError>(op, ": not defined for ", x->dtype, " tensors; it needs ", rule_needs(rule));
+    const DType t = compute_dtype(rule, x->dtype);
+    auto node = with_sources(make(NodeKind::Unary, result_dtype(rule, t), x->device, x->shape), {cast(x, t)});
     node->unary_op = uop;
     return node;
 }
@@ -209,8 +323,12 @@ inline NodePtr binary(BinaryOp bop, const Operand& a, const Operand& b) {
     const Device device = common_device({&a, &b}, op);
     const Shape shape = common_shape({&a, &b}, op);
     const DType promoted = promote_operands({&a, &b});
-    if (rule == TypeRule::Arith && a.dtype() == DType::Bool && b.dtype() == DType::Bool)
+    if (rule == TypeRule::Arith && promoted == DType::Bool)
         fail<ValueError>(op, ": not defined for two bool operands; cast one to a numeric type first");
+    if (!rule_accepts(rule, promoted))
+        fail<ValueError>(op, ": not defined for ", a.dtype(), a.is_scalar() ? " scalar" : "", " and ", b.dtype(),
+                         b.is_scalar() ? " scalar" : "", " operands (they meet in ", promoted, "); it needs ",
+                         rule_needs(rule));
     const DType t = compute_dtype(rule, promoted);
     auto node = make(NodeKind::Binary, result_dtype(rule, t), device, shape);
     node->binary_op = bop;
@@ -225,6 +343,66 @@ inline NodePtr where(const Operand& cond, const Operand& x, const Operand& y) {
     auto node = make(NodeKind::Where, t, device, shape);
     return with_sources(node, {conform(cond, DType::Bool, shape, device, op), conform(x, t, shape, device, op),
                                conform(y, t, shape, device, op)});
+}
+
+// ------------------------------------------------------------------------------------- indexing
+
+/// out[i] = x[i with i[axis] replaced by index[i]] (PyTorch's gather): index has x's rank and,
+/// on every other axis, at most x's extent. Positions are clamped into range here; the front
+/// end checks them first and reports any out of range.
+inline NodePtr gather(const NodePtr& x, int axis, const NodePtr& idx) {
+    const char* op = "gather";
+    const int k = normalize_axis(axis, x->shape.size(), op, x->shape);
+    if (!is_integral(idx->dtype))
+        fail<ValueError>(op, ": the index must be an integer tensor, got ", idx->dtype);
+    if (idx->device != x->device)
+        fail<DeviceError>(op, ": the tensor is on ", x->device, " and the index on ", idx->device);
+    if (idx->shape.size() != x->shape.size())
+        fail<ShapeError>(op, ": the index (shape ", idx->shape, ") must have as many dimensions as the tensor (shape ",
+                         x->shape, ")");
+    for (std::size_t d = 0; d < x->shape.size(); ++d)
+        if (static_cast<int>(d) != k && idx->shape[d] > x->shape[d])
+            fail<ShapeError>(op, ": index shape ", idx->shape, " exceeds tensor shape ", x->shape, " in dimension ", d,
+                             " (only dimension ", k, ", the gathered axis, may differ)");
+    if (x->shape[static_cast<std::size_t>(k)] == 0 && numel(idx->shape) > 0)
+        fail<IndexError>(op, ": cannot gather from an empty axis ", k, " (shape ", x->shape, ")");
+    auto node = with_sources(make(NodeKind::Gather, x->dtype, x->device, idx->shape), {x, cast(idx, DType::Int64)});
+    node->axes = Axes{k};
+    return node;
+}
+
+// ------------------------------------------------------------------------------------- assign
+
+/// A copy of x that is its own node (an identity cast): lowering reads x into new memory.
+inline NodePtr copy(const NodePtr& x) {
+    return with_sources(make(NodeKind::Cast, x->dtype, x->device, x->shape), {x});
+}
+
+/// Writes `value` (broadcast to the target's shape, cast to its dtype) into the memory of
+/// `target`, a realized tensor whose elements are distinct memory locations.
+inline NodePtr assign(const NodePtr& target, const Operand& value) {
+    const char* op = "assign";
+    if (!target->realized()) fail<Error>("lazytensor internal error: assign to an unrealized tensor");
+    for (std::size_t k = 0; k < target->shape.size(); ++k)
+        if (target->strides[k] == 0 && target->shape[k] > 1)
+            fail<ValueError>(op, ": the target (shape ", target->shape, ") is a broadcast view: several of its elements "
+                             "are one memory location (axis ", k, "); assign into the tensor it was expanded from");
+    if (!value.is_scalar() && value.node->device != target->device)
+        fail<DeviceError>(op, ": the value is on ", value.node->device, " but the target is on ", target->device,
+                          "; move it with .to(device)");
+    if (!value.is_scalar() && value.node->shape != target->shape) {
+        try {
+            if (broadcast_shapes(value.node->shape, target->shape, op) != target->shape) throw ShapeError("");
+        } catch (const ShapeError&) {
+            fail<ShapeError>(op, ": a value of shape ", value.node->shape, " cannot be written into a target of shape ",
+                             target->shape);
+        }
+    }
+    NodePtr v = conform(value, target->dtype, target->shape, target->device, op);
+    auto node = with_sources(make(NodeKind::Assign, target->dtype, target->device, target->shape), {target, v});
+    node->params.push_back(target->offset);
+    for (auto s : target->strides) node->params.push_back(s);
+    return node;
 }
 
 // ------------------------------------------------------------------------------------ reductions
@@ -242,20 +420,22 @@ inline NodePtr squeeze_axes(const NodePtr& x, const Axes& axes) {
     return reshape(x, shape);
 }
 
-/// The dtype a reduction accumulates and returns: integer and bool sums give int64 (PyTorch).
+/// The dtype a reduction accumulates and returns: integer and bool sums and products give
+/// int64 (PyTorch).
 inline DType reduce_dtype(ReduceOp rop, DType in) {
-    return rop == ReduceOp::Sum && !is_floating(in) ? DType::Int64 : in;
+    return (rop == ReduceOp::Sum || rop == ReduceOp::Prod) && !is_floating(in) ? DType::Int64 : in;
 }
 
-/// reduce(x) over `axes` (empty = all axes).
+/// reduce(x) over `axes` (empty = all axes). `logical`: a max (any) or min (all) of bools,
+/// which, unlike max and min of numbers, has an identity for an empty axis (false, true).
 inline NodePtr reduce(ReduceOp rop, const NodePtr& x, const std::optional<Axes>& user_axes, bool keepdim,
-                      const char* op) {
+                      const char* op, bool logical = false) {
     const Axes axes = user_axes ? normalize_axes(*user_axes, x->shape.size(), op, x->shape) : all_axes(x->shape.size());
     // Nothing to reduce (a 0-d tensor, or NumPy's axis=()): the values themselves.
     if (axes.empty()) return cast(x, reduce_dtype(rop, x->dtype));
     Shape out = x->shape;
     for (int a : axes) {
-        if (x->shape[static_cast<std::size_t>(a)] == 0 && rop != ReduceOp::Sum)
+        if (x->shape[static_cast<std::size_t>(a)] == 0 && rop != ReduceOp::Sum && rop != ReduceOp::Prod && !logical)
             fail<ValueError>(op, ": cannot reduce over axis ", a, " of extent 0 (shape ", x->shape,
                              "): the reduction has no identity");
         out[static_cast<std::size_t>(a)] = 1;
@@ -267,12 +447,21 @@ inline NodePtr reduce(ReduceOp rop, const NodePtr& x, const std::optional<Axes>&
     return keepdim ? node : squeeze_axes(node, axes);
 }
 
+/// any (`all` false) or all of x != 0, over `axes` (empty = all axes); bool. NaN counts as true.
+inline NodePtr any_all(bool all, const NodePtr& x, const std::optional<Axes>& axes, bool keepdim) {
+    return reduce(all ? ReduceOp::Min : ReduceOp::Max, cast(x, DType::Bool), axes, keepdim, all ? "all" : "any", true);
+}
+
 /// Arithmetic mean. Integers are summed exactly (int64), divided in float64, returned as float32.
 inline NodePtr mean(const NodePtr& x, const std::optional<Axes>& user_axes, bool keepdim) {
     const char* op = "mean";
     const Axes axes = user_axes ? normalize_axes(*user_axes, x->shape.size(), op, x->shape) : all_axes(x->shape.size());
     std::int64_t count = 1;
     for (int a : axes) count *= x->shape[static_cast<std::size_t>(a)];
+    if (x->dtype == DType::Float16) {  // in float32 (a count past 65504 is no half), rounded once
+        NodePtr total = reduce(ReduceOp::Sum, cast(x, DType::Float32), axes, keepdim, op);
+        return cast(binary(BinaryOp::Div, total, Scalar::of(static_cast<double>(count))), DType::Float16);
+    }
     NodePtr total = reduce(ReduceOp::Sum, x, axes, keepdim, op);
     if (is_floating(x->dtype)) return binary(BinaryOp::Div, total, Scalar::of(static_cast<double>(count)));
     NodePtr quotient = binary(BinaryOp::Div, cast(total, DType::Float64), Scalar::of(static_cast<double>(count)));
@@ -298,7 +487,9 @@ inline NodePtr matmul(const NodePtr& a, const NodePtr& b) {
         fail<ShapeError>(op, ": both operands need at least one dimension, got shapes ", a->shape, " and ", b->shape,
                          "; multiply by a scalar with * instead");
     Promotion promotion;
-    const DType t = promotion.with_tensor(a->dtype).with_tensor(b->dtype).result();
+    const DType promoted = promotion.with_tensor(a->dtype).with_tensor(b->dtype).result();
+    // half is storage only: the product runs in float32 (a GEMM) and is rounded to half once.
+    const DType t = value_dtype(promoted);
     // Promote 1-D operands to matrices: [k] -> [1, k] on the left, [k] -> [k, 1] on the right.
     const bool row_vector = a->shape.size() == 1, column_vector = b->shape.size() == 1;
     NodePtr x = row_vector ? reshape(a, Shape{1, a->shape[0]}, op) : a;
@@ -348,6 +539,7 @@ inline NodePtr matmul(const NodePtr& a, const NodePtr& b) {
         else
             product = cast(reduce(ReduceOp::Sum, binary(BinaryOp::Mul, xe, ye), contracted, false, op), t);
     }
+    product = cast(product, promoted);
     // Drop the axes that the promotion of 1-D operands added.
     if (row_vector || column_vector) {
         Shape shape = batch;

@@ -82,10 +82,44 @@ public:
                 if (!r) return r;
                 break;
             }
+            case NodeKind::Slice: window(view.params, src); break;
             default: return ReshapeResult{ReshapeResult::Kind::Fail};
         }
         canonicalize();
         return {};
+    }
+
+    /// Moves the map to a source of shape `src` that this map's target is a window of: target
+    /// index i_k reads source index starts_steps[2k] + starts_steps[2k+1] * i_k. Pads use it
+    /// with step 1 and a negative start (the reads that fall outside are gated).
+    template <class List>
+    void window(const List& starts_steps, const Shape& src) {
+        for (std::size_t k = 0; k < m(); ++k) {
+            const std::int64_t start = starts_steps[2 * k], step = starts_steps[2 * k + 1];
+            offset_[k] = start + step * offset_[k];
+            for (std::size_t j = 0; j < n(); ++j) at(k, j) *= step;
+        }
+        target_ = src;
+        canonicalize();
+    }
+
+    /// The map onto `target` (same rank; every other row's indices fit it) over this domain
+    /// plus one new last axis of `extent`, with row k reading the new axis alone. A gather:
+    /// the new axis's stride in the access is the step of the data-dependent index.
+    IndexMap with_axis_for_row(std::size_t k, std::int64_t extent, const Shape& target) const {
+        Shape domain = domain_;
+        domain.push_back(extent);
+        IndexMap out = zero(domain, target);
+        for (std::size_t r = 0; r < m(); ++r) {
+            if (r == k) {
+                out.at(r, n()) = 1;
+                continue;
+            }
+            out.offset_[r] = offset_[r];
+            for (std::size_t j = 0; j < n(); ++j) out.at(r, j) = at(r, j);
+        }
+        out.canonicalize();
+        return out;
     }
 
     /// Reads the target through a reshape to `shape` (same element count).

@@ -32,6 +32,7 @@ namespace lazytensor::detail::ir {
 
 #define LAZYTENSOR_IR_OPS(X) \
     X(Load, "load")          \
+    X(Index, "index")        \
     X(Const, "const")        \
     X(Slot, "slot")          \
     X(Unary, "unary")        \
@@ -46,6 +47,10 @@ enum class Op : std::uint8_t {
 };
 
 /// One SSA instruction; operands are indices of earlier instructions of the same phase.
+///   - Load reads parameter `arg` at `access`. With b >= 0 it is a gather: the element index
+///     gains clamp(value of b, 0, dyn_extent - 1) * dyn_stride (b is int64). With c >= 0 it is
+///     gated: where the bool value of c is false it reads nothing and gives 0 (padding).
+///   - Index is the int64 value offset + sum_j strides[j] * d_j of `access` (no memory read).
 struct Instr {
     Op op = Op::Const;
     DType dtype = DType::Float32;
@@ -53,8 +58,11 @@ struct Instr {
     UnaryOp unary = UnaryOp::Neg;
     BinaryOp binary = BinaryOp::Add;
     std::int32_t arg = -1;  // Load: parameter index; Slot: index of the reduce phase
-    Access access;          // Load
+    Access access;          // Load, Index
+    std::int64_t dyn_stride = 0, dyn_extent = 0;  // Load with b >= 0
     Scalar value;           // Const
+
+    bool plain_load() const { return op == Op::Load && b < 0 && c < 0; }
 };
 
 struct Store {
@@ -83,6 +91,9 @@ struct Kernel {
     std::vector<bool> reduced;  // per domain axis
     std::vector<Param> params;
     std::vector<Phase> phases;
+    // The output is also read (an assign): no value may be written to it before the reads of
+    // its block are done, and its buffer may be passed as an input too (no restrict).
+    bool in_place = false;
     // A compiled loop that may compute this kernel (ir/static_kernel.hpp); kernels with one
     // are cached apart from kernels without, which stay interpreted.
     const StaticKernel* candidate = nullptr;
@@ -101,7 +112,7 @@ template <class F>
 void for_each_access(Kernel& k, F&& f) {
     for (auto& phase : k.phases) {
         for (auto& in : phase.instrs)
-            if (in.op == Op::Load) f(in.access);
+            if (in.op == Op::Load || in.op == Op::Index) f(in.access);
         for (auto& st : phase.stores) f(st.access);
     }
 }
@@ -141,7 +152,8 @@ public:
         static_assert(std::is_trivially_copyable_v<T>);
         out_.append(reinterpret_cast<const char*>(&v), sizeof(T));
     }
-    void put_list(const SmallVector<std::int64_t, 6>& list) {
+    template <std::size_t N>
+    void put_list(const SmallVector<std::int64_t, N>& list) {
         put(static_cast<std::uint32_t>(list.size()));
         for (auto v : list) put(v);
     }
@@ -155,6 +167,7 @@ private:
 inline std::string key(const Kernel& k) {
     KeyWriter w;
     w.put(k.candidate != nullptr);
+    w.put(k.in_place);
     w.put_list(k.domain);
     for (bool r : k.reduced) w.put(r);
     w.put(static_cast<std::uint32_t>(k.params.size()));
@@ -177,9 +190,11 @@ inline std::string key(const Kernel& k) {
             w.put(in.arg);
             if (in.op == Op::Unary) w.put(in.unary);
             if (in.op == Op::Binary) w.put(in.binary);
-            if (in.op == Op::Load) {
+            if (in.op == Op::Load || in.op == Op::Index) {
                 w.put(in.access.offset);
                 w.put_list(in.access.strides);
+                w.put(in.dyn_stride);
+                w.put(in.dyn_extent);
             }
             if (in.op == Op::Const) {
                 w.put(in.value.dtype);
@@ -237,7 +252,13 @@ inline std::string to_string(const Kernel& k) {
             const Instr& in = ph.instrs[i];
             out << "      %" << i << " = ";
             switch (in.op) {
-                case Op::Load: out << "load p" << in.arg << " "; print_access(out, in.access); break;
+                case Op::Load:
+                    out << "load p" << in.arg << " ";
+                    print_access(out, in.access);
+                    if (in.b >= 0) out << " + clamp(%" << in.b << ", 0, " << in.dyn_extent - 1 << ")*" << in.dyn_stride;
+                    if (in.c >= 0) out << " if %" << in.c;
+                    break;
+                case Op::Index: out << "index "; print_access(out, in.access); break;
                 case Op::Const: out << "const " << in.value; break;
                 case Op::Slot: out << "slot" << in.arg; break;
                 case Op::Unary: out << op_name(in.unary) << " %" << in.a; break;

@@ -19,6 +19,14 @@ namespace lazytensor::detail {
 // nothing at run time and are folded into the index math of the loads that read through them.
 // A matmul ([batch..., m, k] x [batch..., k, n], batch axes already broadcast) is always a
 // schedule item of its own, run by the backend's GEMM.
+//   - Slice: a strided window (per axis: source index = start + step * index); slices, flips
+//     and negative steps are views like the others.
+//   - Pad: the source surrounded by a constant; out-of-range reads are gated, never made.
+//   - Index: no sources; its value at an index i is sum_k params[k] * i[k] (an iota along one
+//     axis, or the linear index: counters for the random number generator).
+//   - Gather: src[0] read along axis axes[0] at the positions src[1] holds (int64, clamped).
+//   - Assign: writes src[1] into the buffer of src[0] (a realized tensor) in place, at the
+//     region params describe; the result is the whole updated tensor.
 #define LAZYTENSOR_NODE_KINDS(X) \
     X(Buffer, "buffer")          \
     X(Const, "const")            \
@@ -30,6 +38,11 @@ namespace lazytensor::detail {
     X(Reshape, "reshape")        \
     X(Permute, "permute")        \
     X(Expand, "expand")          \
+    X(Slice, "slice")            \
+    X(Pad, "pad")                \
+    X(Index, "index")            \
+    X(Gather, "gather")          \
+    X(Assign, "assign")          \
     X(Matmul, "matmul")
 
 enum class NodeKind : std::uint8_t {
@@ -48,7 +61,9 @@ inline const char* kind_name(NodeKind k) {
     return "?";
 }
 
-inline bool is_view(NodeKind k) { return k == NodeKind::Reshape || k == NodeKind::Permute || k == NodeKind::Expand; }
+inline bool is_view(NodeKind k) {
+    return k == NodeKind::Reshape || k == NodeKind::Permute || k == NodeKind::Expand || k == NodeKind::Slice;
+}
 
 struct Node;
 using NodePtr = std::shared_ptr<Node>;
@@ -66,7 +81,10 @@ struct Node : std::enable_shared_from_this<Node> {
     BinaryOp binary_op = BinaryOp::Add;
     ReduceOp reduce_op = ReduceOp::Sum;
     Scalar value;  // Const
-    Axes axes;     // Reduce: reduced axes, sorted; Permute: the permutation
+    Axes axes;     // Reduce: reduced axes, sorted; Permute: the permutation; Gather: the axis
+    // Slice: (start, step) per axis; Pad: padding before each axis; Index: coefficient per axis;
+    // Assign: offset, then one stride per axis of src[1] (the region written, in elements).
+    SmallVector<std::int64_t, 12> params;
     // Realized state (kind == Buffer): element (offset, strides) of this tensor in `buffer`.
     BufferPtr buffer;
     std::int64_t offset = 0;
@@ -114,6 +132,7 @@ inline void make_realized(Node& node, BufferPtr buffer, std::int64_t offset, Str
     for (auto& s : node.src) s.reset();
     node.nsrc = 0;
     node.axes.clear();
+    node.params.clear();
     node.static_kernel = nullptr;
 }
 

@@ -17,43 +17,77 @@ enum class TypeRule : std::uint8_t {
     TrueDiv,   // promoted type, integers divide into float32 (NumPy/PyTorch true division)
     Ordered,   // promoted type, bool allowed (maximum, minimum)
     Compare,   // computed in the promoted type, result bool
+    Predicate, // any dtype, computed in the promoted type, result bool (isnan, logical_and)
+    Bitwise,   // promoted type, integers or bool (on bool: logical and/or/xor/not)
+    Shift,     // promoted type, integers only
 };
 
 // X(enumerator, function name in namespace lazytensor, TypeRule)
-#define LAZYTENSOR_UNARY_OPS(X)  \
-    X(Neg, neg, Numeric)         \
-    X(Abs, abs, Numeric)         \
-    X(Relu, relu, Numeric)       \
-    X(Exp, exp, Floating)        \
-    X(Log, log, Floating)        \
-    X(Sqrt, sqrt, Floating)      \
-    X(Sin, sin, Floating)        \
-    X(Cos, cos, Floating)        \
-    X(Tanh, tanh, Floating)      \
-    X(Sigmoid, sigmoid, Floating)
+#define LAZYTENSOR_UNARY_OPS(X)             \
+    X(Neg, neg, Numeric)                    \
+    X(Abs, abs, Numeric)                    \
+    X(Relu, relu, Numeric)                  \
+    X(Exp, exp, Floating)                   \
+    X(Log, log, Floating)                   \
+    X(Sqrt, sqrt, Floating)                 \
+    X(Sin, sin, Floating)                   \
+    X(Cos, cos, Floating)                   \
+    X(Tanh, tanh, Floating)                 \
+    X(Sigmoid, sigmoid, Floating)           \
+    X(Sign, sign, Numeric)                  \
+    X(Exp2, exp2, Floating)                 \
+    X(Log2, log2, Floating)                 \
+    X(Rsqrt, rsqrt, Floating)               \
+    X(Reciprocal, reciprocal, Floating)     \
+    X(Tan, tan, Floating)                   \
+    X(Gelu, gelu, Floating)                 \
+    X(Silu, silu, Floating)                 \
+    X(Floor, floor, Numeric)                \
+    X(Ceil, ceil, Numeric)                  \
+    X(Round, round, Numeric)                \
+    X(Trunc, trunc, Numeric)                \
+    X(BitwiseNot, bitwise_not, Bitwise)     \
+    X(LogicalNot, logical_not, Predicate)   \
+    X(IsNan, isnan, Predicate)              \
+    X(IsInf, isinf, Predicate)
 
-// X(enumerator, function name, TypeRule). Operators (+ - * / < <= > >= == !=) map onto the
-// same enumerators in frontend/functions.hpp.
-#define LAZYTENSOR_BINARY_OPS(X) \
-    X(Add, add, Arith)           \
-    X(Sub, sub, Arith)           \
-    X(Mul, mul, Arith)           \
-    X(Div, div, TrueDiv)         \
-    X(Pow, pow, Arith)           \
-    X(Maximum, maximum, Ordered) \
-    X(Minimum, minimum, Ordered) \
-    X(Lt, lt, Compare)           \
-    X(Le, le, Compare)           \
-    X(Gt, gt, Compare)           \
-    X(Ge, ge, Compare)           \
-    X(Eq, eq, Compare)           \
-    X(Ne, ne, Compare)
+// X(enumerator, function name, TypeRule). Operators (+ - * / % < <= > >= == != & | ^ << >> &&
+// ||) map onto the same enumerators in frontend/functions.hpp.
+#define LAZYTENSOR_BINARY_OPS(X)            \
+    X(Add, add, Arith)                      \
+    X(Sub, sub, Arith)                      \
+    X(Mul, mul, Arith)                      \
+    X(Div, div, TrueDiv)                    \
+    X(Pow, pow, Arith)                      \
+    X(Maximum, maximum, Ordered)            \
+    X(Minimum, minimum, Ordered)            \
+    X(Lt, lt, Compare)                      \
+    X(Le, le, Compare)                      \
+    X(Gt, gt, Compare)                      \
+    X(Ge, ge, Compare)                      \
+    X(Eq, eq, Compare)                      \
+    X(Ne, ne, Compare)                      \
+    X(Fmod, fmod, Arith)                    \
+    X(Remainder, remainder, Arith)          \
+    X(FloorDivide, floor_divide, Arith)     \
+    X(BitAnd, bitwise_and, Bitwise)         \
+    X(BitOr, bitwise_or, Bitwise)           \
+    X(BitXor, bitwise_xor, Bitwise)         \
+    X(Shl, left_shift, Shift)               \
+    X(Shr, right_shift, Shift)              \
+    X(LogicalAnd, logical_and, Predicate)   \
+    X(LogicalOr, logical_or, Predicate)     \
+    X(Philox, philox, Shift)
+
+// philox(counter, key): 64 random bits (Philox 4x32-10, core/philox.hpp) for int64 operands;
+// lt::rand, randn and randint are built on it.
 
 // X(enumerator, function name); each backend gives every reduction an identity and a fold.
-#define LAZYTENSOR_REDUCE_OPS(X) \
-    X(Sum, sum)                  \
-    X(Max, max)                  \
-    X(Min, min)
+#define LAZYTENSOR_REDUCE_OPS(X)            \
+    X(Sum, sum)                             \
+    X(Max, max)                             \
+    X(Min, min)                             \
+    X(Prod, prod)
 
 enum class UnaryOp : std::uint8_t {
 #define LAZYTENSOR_X(name, text, rule) name,
@@ -129,7 +163,28 @@ constexpr DType compute_dtype(TypeRule rule, DType in) {
     return in;
 }
 
+/// Whether an op of this rule produces bool whatever it computes in.
+constexpr bool returns_bool(TypeRule rule) { return rule == TypeRule::Compare || rule == TypeRule::Predicate; }
+
 /// The dtype an op produces, given the dtype it computes in.
-constexpr DType result_dtype(TypeRule rule, DType computed) { return rule == TypeRule::Compare ? DType::Bool : computed; }
+constexpr DType result_dtype(TypeRule rule, DType computed) { return returns_bool(rule) ? DType::Bool : computed; }
+
+/// Whether an op of this rule is defined for operands whose promoted dtype is `in` (for a
+/// unary op: its input dtype). Arith rejects bool only when both operands are bool, which is
+/// when they promote to bool.
+constexpr bool rule_accepts(TypeRule rule, DType in) {
+    switch (rule) {
+        case TypeRule::Numeric:
+        case TypeRule::Floating:
+        case TypeRule::Arith: return in != DType::Bool;
+        case TypeRule::Bitwise: return !is_floating(in);
+        case TypeRule::Shift: return is_integral(in);
+        case TypeRule::TrueDiv:
+        case TypeRule::Ordered:
+        case TypeRule::Compare:
+        case TypeRule::Predicate: return true;
+    }
+    return false;
+}
 
 }  // namespace lazytensor

@@ -78,6 +78,7 @@ inline GraphWalk walk_graph(const std::vector<Node*>& outputs) {
         sig.put(n->reduce_op);
         sig.put(static_cast<std::uint32_t>(n->axes.size()));
         for (int a : n->axes) sig.put(a);
+        sig.put_list(n->params);
         sig.put(n->static_kernel);
         sig.put(n->nsrc);
         for (int k = 0; k < n->nsrc; ++k) sig.put(w.order.index.at(n->src[static_cast<std::size_t>(k)].get()));

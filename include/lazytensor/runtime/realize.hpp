@@ -204,7 +204,8 @@ inline void realize_nodes(const std::vector<Node*>& nodes) {
             const std::string source = backend.kernel_source(*p.compiled);
             if (!source.empty()) std::cerr << "  kernel " << i << " on " << root->device << ":\n" << source;
         }
-        BufferPtr out = backend.allocate(root->dtype, numel(root->shape));
+        // An assign writes into its target's memory; everything else into new memory.
+        BufferPtr out = root->kind == NodeKind::Assign ? root->src[0]->buffer : backend.allocate(root->dtype, numel(root->shape));
         params.clear();
         for (int in : p.inputs) params.push_back(buffer_of(in).get());
         params.push_back(out.get());
@@ -235,9 +236,12 @@ inline void realize_nodes(const std::vector<Node*>& nodes) {
     for (const PlannedItem& p : items) {
         if (!kept[static_cast<std::size_t>(p.root)]) continue;
         Node* n = node(p.root);
-        if (p.view_only)
+        if (p.view_only) {
             make_realized(*n, buffer_of(p.view_base), p.view_offset, p.view_strides);
-        else
+        } else if (n->kind == NodeKind::Assign) {
+            const Node& target = *n->src[0];
+            make_realized(*n, target.buffer, target.offset, target.strides);
+        } else
             make_realized(*n, produced[static_cast<std::size_t>(p.root)], 0, contiguous_strides(n->shape));
     }
 }

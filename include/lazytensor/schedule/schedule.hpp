@@ -81,6 +81,10 @@ struct Schedule {
     }
 };
 
+/// The reason lowering gives for computing an assigned value into memory of its own: it reads
+/// the memory being assigned at other positions. Such a group is a copy even when it is a view.
+inline const char* const kCopyBeforeAssign = "the assigned value reads the memory it overwrites: computed into a copy first";
+
 /// Thrown by lowering: `node` must get its own buffer before its consumers can read it.
 struct NeedsMaterialization {
     Node* node;
@@ -303,6 +307,32 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
         }
     }
 
+    // Per node: the reduction its value is computed from through element-wise ops and views
+    // alone (null: none; `mixed`: reductions over different domains). An element-wise node
+    // over reductions of another domain than its consumer's kernel is better materialized
+    // itself than each of its reductions apart: cross_entropy's per-row loss (a logsumexp and
+    // a picked logit) is then one kernel, not one per reduction.
+    Node* const mixed = reinterpret_cast<Node*>(&consumers);
+    std::vector<Node*> reduced_from(g.nodes.size(), nullptr);
+    auto same_domain = [](const Node* a, const Node* b) { return a->src[0]->shape == b->src[0]->shape && a->axes == b->axes; };
+    for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+        Node* n = g.nodes[i];
+        if (n->realized()) continue;
+        if (n->kind == NodeKind::Reduce) {
+            reduced_from[i] = n;
+            continue;
+        }
+        const bool elementwise = n->kind == NodeKind::Unary || n->kind == NodeKind::Binary || n->kind == NodeKind::Where ||
+                                 n->kind == NodeKind::Cast || is_view(n->kind);
+        if (!elementwise) continue;
+        for (int k = 0; k < n->nsrc; ++k) {
+            Node* below = reduced_from[at(n->src[static_cast<std::size_t>(k)].get())];
+            Node*& mine = reduced_from[i];
+            if (!below || mine == mixed) continue;
+            mine = !mine ? below : (below == mixed || !same_domain(mine, below)) ? mixed : mine;
+        }
+    }
+
     std::vector<Group> groups;  // in creation order (outputs first)
     std::vector<SmallVector<int, 2>> groups_of(g.nodes.size());  // per node: the kernels it is computed in
     for (std::size_t t = g.nodes.size(); t-- > 0;) {
@@ -322,7 +352,7 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
             for (int c : consumers[t])
                 for (int id : groups_of[static_cast<std::size_t>(c)])
                     if (std::find(cons.begin(), cons.end(), id) == cons.end()) cons.push_back(id);
-            if (n->kind == NodeKind::Const || is_view(n->kind)) {
+            if (n->kind == NodeKind::Const || n->kind == NodeKind::Index || is_view(n->kind)) {
                 groups_of[t] = cons;  // free to recompute in every kernel that reads it
                 continue;
             }
@@ -330,12 +360,20 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
                 reason = "operand of a matrix product";
             } else if (cons.size() == 1) {
                 Group& target = groups[static_cast<std::size_t>(cons[0])];
-                if (n->kind != NodeKind::Reduce || reduction_fits(target, n)) {
+                Node* below = reduced_from[t];
+                const bool other_domain = n->kind != NodeKind::Reduce && !is_view(n->kind) && target.has_domain && below &&
+                                          below != mixed &&
+                                          !(below->src[0]->shape == target.domain && below->axes == target.reduced);
+                if (other_domain) {
+                    reason = concat("computed from reductions over ", below->src[0]->shape, " axes ", below->axes,
+                                    ", not the domain of its consumer's kernel");
+                } else if (n->kind != NodeKind::Reduce || reduction_fits(target, n)) {
                     groups_of[t] = cons;
                     continue;
+                } else {
+                    reason = concat("reduction over ", n->src[0]->shape, " axes ", n->axes,
+                                    " does not match the domain of its consumer's kernel");
                 }
-                reason = concat("reduction over ", n->src[0]->shape, " axes ", n->axes,
-                                " does not match the domain of its consumer's kernel");
             } else {
                 reason = concat("used by ", consumers[t].size(), " consumers in ", cons.size(), " kernels");
             }
@@ -353,7 +391,7 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
     // A group whose root is only a view of a buffer needs no kernel: zero-copy when the layout
     // allows (the same rule as PyTorch's view: merged axes must be walked as one).
     for (Group& grp : s.groups) {
-        if (!is_view(grp.root->kind)) continue;
+        if (!is_view(grp.root->kind) || grp.reason == kCopyBeforeAssign) continue;
         Refinement ref(grp.root->shape);
         for (;;) {
             IndexMap map = IndexMap::identity(ref.fine);

@@ -59,13 +59,14 @@ struct AccessPlan {
 
 struct PInstr {
     ir::Op op = ir::Op::Const;
-    DType dtype = DType::Float32;
-    std::size_t esize = 4;
+    DType dtype = DType::Float32;  // of the IR; registers hold value_dtype(dtype) (float16: float)
+    std::size_t esize = 4;         // of a register element
     int a = -1, b = -1, c = -1;
     bool invariant = true;  // does not depend on the reduced index
     bool broadcast = false; // invariant, but read per reduced index (needs a per-outer-index fill)
     int param = -1;
     AccessPlan access;
+    std::int64_t dyn_stride = 0, dyn_extent = 0;  // a gathering load (b >= 0)
     int slot = -1;
     UnaryFn unary = nullptr;
     BinaryFn binary = nullptr;
@@ -85,6 +86,7 @@ struct PStore {
     AccessPlan access;
     bool variant = false;  // runs once per reduced index
     bool stream = false;   // a large output: written with non-temporal stores
+    bool half = false;     // a float16 output: the float value is rounded as it is stored
     std::size_t esize = 4;
 };
 
@@ -202,7 +204,8 @@ inline char* thread_arena(std::size_t bytes) {
 
 class HostKernel final : public CompiledKernel {
 public:
-    HostKernel(const ir::Kernel& k, int threads) : domain_(k.domain), n_params_(k.params.size()), threads_(threads) {
+    HostKernel(const ir::Kernel& k, int threads)
+        : domain_(k.domain), n_params_(k.params.size()), threads_(threads), in_place_(k.in_place) {
         for (std::size_t j = 0; j < k.domain.size(); ++j) {
             Space& s = k.reduced[j] ? a_ : o_;
             s.axes.push_back(static_cast<int>(j));
@@ -224,6 +227,7 @@ public:
                 s.value = st.value;
                 s.access = split(st.access);
                 s.esize = dtype_size(k.params[static_cast<std::size_t>(st.param)].dtype);
+                s.half = k.params[static_cast<std::size_t>(st.param)].dtype == DType::Float16;
                 s.variant = !p.outer && (!s.access.a_invariant || !p.instrs[static_cast<std::size_t>(st.value)].invariant);
                 const std::int64_t written = s.variant ? o_.total * a_.total : o_.total;
                 s.stream = written * static_cast<std::int64_t>(s.esize) >= LAZYTENSOR_HOST_STREAM_MIN;
@@ -231,7 +235,7 @@ public:
             }
             if (ph.kind == ir::Phase::Kind::Reduce) {
                 p.reduce_value = ph.reduce_value;
-                p.reduce_dtype = p.instrs[static_cast<std::size_t>(ph.reduce_value)].dtype;
+                p.reduce_dtype = value_dtype(p.instrs[static_cast<std::size_t>(ph.reduce_value)].dtype);
                 p.reduce = reduce_fns(ph.reduce_op, p.reduce_dtype);
             }
             phases_.push_back(std::move(p));
@@ -350,7 +354,7 @@ private:
         PInstr p;
         p.op = in.op;
         p.dtype = in.dtype;
-        p.esize = dtype_size(in.dtype);
+        p.esize = dtype_size(value_dtype(in.dtype));
         p.a = in.a;
         p.b = in.b;
         p.c = in.c;
@@ -359,11 +363,17 @@ private:
             case ir::Op::Load:
                 p.param = in.arg;
                 p.access = split(in.access);
+                p.dyn_stride = in.dyn_stride;
+                p.dyn_extent = in.dyn_extent;
+                p.invariant = (phase.outer || p.access.a_invariant) && operand_invariant(in.b) && operand_invariant(in.c);
+                break;
+            case ir::Op::Index:
+                p.access = split(in.access);
                 p.invariant = phase.outer || p.access.a_invariant;
                 break;
             case ir::Op::Const: {
-                const Scalar v = in.value.cast(in.dtype);
-                visit_dtype(in.dtype, [&](auto tag) {
+                const Scalar v = in.value.cast(in.dtype);  // float16: rounded, then held as float
+                visit_value_dtype(in.dtype, [&](auto tag) {
                     using T = typename decltype(tag)::type;
                     const T x = v.as<T>();
                     std::memcpy(p.value, &x, sizeof(T));
@@ -372,7 +382,7 @@ private:
             }
             case ir::Op::Slot: p.slot = in.arg; break;
             case ir::Op::Unary:
-                p.unary = unary_fn(in.unary, in.dtype);
+                p.unary = unary_fn(in.unary, phase.instrs[static_cast<std::size_t>(in.a)].dtype);  // a predicate returns bool
                 p.invariant = operand_invariant(in.a);
                 break;
             case ir::Op::Binary:
@@ -408,9 +418,10 @@ private:
                 std::vector<std::int64_t> sig{static_cast<std::int64_t>(in.op), static_cast<std::int64_t>(in.dtype),
                                               static_cast<std::int64_t>(in.unary), static_cast<std::int64_t>(in.binary), in.arg};
                 for (int o : {in.a, in.b, in.c}) sig.push_back(o < 0 ? -1 : value[q][static_cast<std::size_t>(o)]);
-                if (in.op == ir::Op::Load) {
+                if (in.op == ir::Op::Load || in.op == ir::Op::Index) {
                     sig.push_back(in.access.offset);
                     for (auto st : in.access.strides) sig.push_back(st);
+                    sig.push_back(in.dyn_stride);
                 }
                 if (in.op == ir::Op::Const) {
                     sig.push_back(static_cast<std::int64_t>(in.value.i));
@@ -523,7 +534,10 @@ private:
             PInstr& v = p.instrs[static_cast<std::size_t>(st.value)];
             if (st.variant) read_inner(st.value);
             const bool computed = v.op == ir::Op::Unary || v.op == ir::Op::Binary || v.op == ir::Op::Where || v.op == ir::Op::Cast;
-            if (computed && !st.stream && v.invariant != st.variant && v.forward_store < 0) v.forward_store = static_cast<int>(s);
+            // (A float16 output cannot receive the float register in place.)
+            // (Nor an assign's output: its block may still be read after the value is computed.)
+            if (computed && !st.stream && !st.half && !in_place_ && v.invariant != st.variant && v.forward_store < 0)
+                v.forward_store = static_cast<int>(s);
         }
     }
 
@@ -540,13 +554,40 @@ private:
 
     // --------------------------------------------------------------------------- evaluation
 
-    void load(const PInstr& in, const BlockCtx& ctx, const std::vector<char*>& base, void*& ptr, char* own) const {
+    void load(const PInstr& in, const BlockCtx& ctx, const std::vector<char*>& base, void** reg, void*& ptr,
+              char* own) const {
         const Strides& vs = ctx.lanes_outer ? in.access.o_strides : in.access.a_strides;
         const Strides& fs = ctx.lanes_outer ? in.access.a_strides : in.access.o_strides;
         const std::int64_t fixed = in.access.offset + dot(*ctx.fixed, fs);
         const std::int64_t step = vs.empty() ? 0 : vs[vs.size() - 1];
+        if (in.dtype == DType::Float16) {
+            load_half(in, ctx, fixed, step, base, reg, own);
+            ptr = own;
+            return;
+        }
         const char* src = base[static_cast<std::size_t>(in.param)];
         const auto& segs = *ctx.segments;
+        if (in.b >= 0 || in.c >= 0) {  // gathered or gated: element by element
+            const auto* position = in.b >= 0 ? static_cast<const std::int64_t*>(reg[in.b]) : nullptr;
+            const auto* inside = in.c >= 0 ? static_cast<const bool*>(reg[in.c]) : nullptr;
+            const auto es = static_cast<std::int64_t>(in.esize);
+            for (const Segment& s : segs) {
+                const std::int64_t first = fixed + dot(s.index, vs);
+                for (std::int64_t t = 0; t < s.len; ++t) {
+                    const std::int64_t lane = s.lane + t;
+                    char* to = own + lane * es;
+                    if (inside && !inside[lane]) {
+                        std::memset(to, 0, in.esize);
+                        continue;
+                    }
+                    std::int64_t at = first + t * step;
+                    if (position) at += std::clamp<std::int64_t>(position[lane], 0, in.dyn_extent - 1) * in.dyn_stride;
+                    std::memcpy(to, src + at * es, in.esize);
+                }
+            }
+            ptr = own;
+            return;
+        }
         if (segs.size() == 1 && step == 1) {  // contiguous: read in place
             ptr = const_cast<char*>(src) + (fixed + dot(segs[0].index, vs)) * static_cast<std::int64_t>(in.esize);
             return;
@@ -562,6 +603,47 @@ private:
                 strided_copy(to, from, step, s.len, in.esize);
         }
         ptr = own;
+    }
+
+    /// A float16 load widens every element into the float register (never read in place).
+    void load_half(const PInstr& in, const BlockCtx& ctx, std::int64_t fixed, std::int64_t step,
+                   const std::vector<char*>& base, void** reg, char* own) const {
+        const Strides& vs = ctx.lanes_outer ? in.access.o_strides : in.access.a_strides;
+        const auto* src = reinterpret_cast<const half*>(base[static_cast<std::size_t>(in.param)]);
+        auto* out = reinterpret_cast<float*>(own);
+        const auto* position = in.b >= 0 ? static_cast<const std::int64_t*>(reg[in.b]) : nullptr;
+        const auto* inside = in.c >= 0 ? static_cast<const bool*>(reg[in.c]) : nullptr;
+        for (const Segment& s : *ctx.segments) {
+            const std::int64_t first = fixed + dot(s.index, vs);
+            float* to = out + s.lane;
+            if (!position && !inside && step == 1) {
+                half_to_float(src + first, to, s.len);
+                continue;
+            }
+            for (std::int64_t t = 0; t < s.len; ++t) {
+                const std::int64_t lane = s.lane + t;
+                if (inside && !inside[lane]) {
+                    to[t] = 0.0f;
+                    continue;
+                }
+                std::int64_t at = first + t * step;
+                if (position) at += std::clamp<std::int64_t>(position[lane], 0, in.dyn_extent - 1) * in.dyn_stride;
+                to[t] = src[at];
+            }
+        }
+    }
+
+    /// The values of an Index instruction: offset + strides . index, for every lane.
+    void index_values(const PInstr& in, const BlockCtx& ctx, char* own) const {
+        const Strides& vs = ctx.lanes_outer ? in.access.o_strides : in.access.a_strides;
+        const Strides& fs = ctx.lanes_outer ? in.access.a_strides : in.access.o_strides;
+        const std::int64_t fixed = in.access.offset + dot(*ctx.fixed, fs);
+        const std::int64_t step = vs.empty() ? 0 : vs[vs.size() - 1];
+        auto* out = reinterpret_cast<std::int64_t*>(own);
+        for (const Segment& s : *ctx.segments) {
+            const std::int64_t first = fixed + dot(s.index, vs);
+            for (std::int64_t t = 0; t < s.len; ++t) out[s.lane + t] = first + t * step;
+        }
     }
 
     /// Where a store writes its segment-0 run, if the block is one contiguous run (else null).
@@ -580,6 +662,7 @@ private:
         const Strides& fs = ctx.lanes_outer ? st.access.a_strides : st.access.o_strides;
         const std::int64_t fixed = st.access.offset + dot(*ctx.fixed, fs);
         const std::int64_t step = vs.empty() ? 0 : vs[vs.size() - 1];
+        if (st.half) return store_half(st, ctx, fixed, step, base, static_cast<const float*>(value));
         char* dst = base[static_cast<std::size_t>(st.param)];
         const auto es = static_cast<std::int64_t>(st.esize);
         for (const Segment& s : *ctx.segments) {
@@ -594,6 +677,23 @@ private:
                 std::memcpy(to, from + (s.len - 1) * es, st.esize);  // every lane writes one element: the last wins
             else
                 strided_store(to, from, step, s.len, st.esize);
+        }
+    }
+
+    /// A float16 store rounds the float register to half (nearest even).
+    void store_half(const PStore& st, const BlockCtx& ctx, std::int64_t fixed, std::int64_t step,
+                    const std::vector<char*>& base, const float* value) const {
+        const Strides& vs = ctx.lanes_outer ? st.access.o_strides : st.access.a_strides;
+        auto* dst = reinterpret_cast<half*>(base[static_cast<std::size_t>(st.param)]);
+        for (const Segment& s : *ctx.segments) {
+            half* to = dst + fixed + dot(s.index, vs);
+            const float* from = value + s.lane;
+            if (step == 1)
+                float_to_half(from, to, s.len);
+            else if (step == 0 && s.len > 0)
+                to[0] = half(from[s.len - 1]);  // every lane writes one element: the last wins
+            else
+                for (std::int64_t t = 0; t < s.len; ++t) to[t * step] = half(from[t]);
         }
     }
 
@@ -612,7 +712,11 @@ private:
             if (in.forward_store >= 0 && f.forward[static_cast<std::size_t>(in.forward_store)])
                 out = f.forward[static_cast<std::size_t>(in.forward_store)];
             switch (in.op) {
-                case ir::Op::Load: load(in, ctx, f.base, reg[i], own); continue;
+                case ir::Op::Load: load(in, ctx, f.base, reg, reg[i], own); continue;
+                case ir::Op::Index:
+                    index_values(in, ctx, own);
+                    reg[i] = own;
+                    continue;
                 case ir::Op::Const:
                 case ir::Op::Slot: continue;
                 case ir::Op::Unary:
@@ -704,12 +808,13 @@ private:
         const std::int64_t end = std::min(o_.total, start + oblock_);
         for (int i : phases_[0].inner) {
             const PInstr& in = phases_[0].instrs[static_cast<std::size_t>(i)];
-            if (in.op != ir::Op::Load || in.access.a_strides[0] != 1) continue;
-            const auto bytes = a_.total * static_cast<std::int64_t>(in.esize);
+            if (in.op != ir::Op::Load || in.b >= 0 || in.c >= 0 || in.access.a_strides[0] != 1) continue;
+            const auto esize = static_cast<std::int64_t>(dtype_size(in.dtype));  // in memory (float16: 2)
+            const auto bytes = a_.total * esize;
             for (std::int64_t o = start; o < end; ++o) {
                 unravel(o_, o, f.oindex);
                 const char* row = f.base[static_cast<std::size_t>(in.param)] +
-                                  (in.access.offset + dot(f.oindex, in.access.o_strides)) * static_cast<std::int64_t>(in.esize);
+                                  (in.access.offset + dot(f.oindex, in.access.o_strides)) * esize;
                 for (std::int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(row + b, 0, 1);
             }
         }
@@ -786,6 +891,7 @@ private:
     Shape domain_;
     std::size_t n_params_;
     int threads_;
+    bool in_place_;
     Space o_, a_;
     Mode mode_ = Mode::VecOuter;
     std::int64_t oblock_ = kBlock;

@@ -22,6 +22,7 @@ LAZYTENSOR_XSIMD_WARNINGS_OFF
 #endif
 
 #include "../../core/dtype.hpp"
+#include "../../core/philox.hpp"
 #include "../../ir/ops.hpp"
 
 namespace lazytensor::detail::host {
@@ -97,7 +98,15 @@ struct Log {
     template <class T>
     static T scalar(T x) { return std::log(x); }
     template <class B>
-    static B simd(const B& x) { return xsimd::log(x); }
+    static B simd(const B& x) {
+        // xsimd::log is wrong for subnormal doubles (as log2): scale them into the normal range.
+        using T = typename B::value_type;
+        const T shift = std::is_same_v<T, float> ? T(24) : T(54);
+        B r = xsimd::log(x);
+        const auto tiny = (x > B(T(0))) && (x < B(std::numeric_limits<T>::min()));
+        if (xsimd::any(tiny)) r = xsimd::select(tiny, xsimd::log(x * B(std::exp2(shift))) - B(shift * T(0.693147180559945309417232121458176568)), r);
+        return r;
+    }
 };
 struct Sqrt {
     template <class T>
@@ -147,6 +156,166 @@ struct Sigmoid {
     static T scalar(T x) { return T(1) / (T(1) + std::exp(-x)); }
     template <class B>
     static B simd(const B& x) { return B(1) / (B(1) + xsimd::exp(-x)); }
+};
+struct Sign {
+    template <class T>
+    static T scalar(T x) {
+        if constexpr (std::is_unsigned_v<T>) return T(x != 0);
+        else if constexpr (std::is_integral_v<T>) return T((x > 0) - (x < 0));
+        else return x > T(0) ? T(1) : x < T(0) ? T(-1) : x == T(0) ? T(0) : x;  // NaN stays NaN; -0 gives 0
+    }
+    template <class B>
+    static B simd(const B& x) {
+        using T = typename B::value_type;
+        return xsimd::select(x > B(T(0)), B(T(1)), xsimd::select(x < B(T(0)), B(T(-1)), xsimd::select(x == B(T(0)), B(T(0)), x)));
+    }
+};
+struct Exp2 {
+    template <class T>
+    static T scalar(T x) { return std::exp2(x); }
+    template <class B>
+    static B simd(const B& x) {
+        // xsimd::exp2 overflows above 2^127 (2^1023) and flushes subnormal results to 0; near
+        // the ends of the range, exp2(x) = exp2(x / 2)^2 (as in Exp).
+        using T = typename B::value_type;
+        const B hi(std::is_same_v<T, float> ? T(127) : T(1023)), lo(std::is_same_v<T, float> ? T(-126) : T(-1022));
+        B r = xsimd::exp2(x);
+        const auto edge = (x > hi) || (x < lo);
+        if (xsimd::any(edge)) {
+            const B h = xsimd::exp2(x * B(T(0.5)));
+            r = xsimd::select(edge, h * h, r);
+        }
+        return r;
+    }
+};
+struct Log2 {
+    template <class T>
+    static T scalar(T x) { return std::log2(x); }
+    template <class B>
+    static B simd(const B& x) {
+        // xsimd::log2 is wrong for subnormal doubles: scale them into the normal range first.
+        using T = typename B::value_type;
+        const T shift = std::is_same_v<T, float> ? T(24) : T(54);
+        B r = xsimd::log2(x);
+        const auto tiny = (x > B(T(0))) && (x < B(std::numeric_limits<T>::min()));
+        if (xsimd::any(tiny)) r = xsimd::select(tiny, xsimd::log2(x * B(std::exp2(shift))) - B(shift), r);
+        return r;
+    }
+};
+struct Rsqrt {
+    // 1 / sqrt(x), not xsimd::rsqrt (an approximation to 14 bits).
+    template <class T>
+    static T scalar(T x) { return T(1) / std::sqrt(x); }
+    template <class B>
+    static B simd(const B& x) { return B(1) / xsimd::sqrt(x); }
+};
+struct Reciprocal {
+    template <class T>
+    static T scalar(T x) { return T(1) / x; }
+    template <class B>
+    static B simd(const B& x) { return B(1) / x; }
+};
+struct Tan {
+    template <class T>
+    static T scalar(T x) { return std::tan(x); }
+    template <class B>
+    static B simd(const B& x) { return xsimd::tan(x); }
+};
+/// erf, with xsimd's NaN for huge doubles (|x| > 1e154) fixed: erf rounds to +-1 from |x| = 6 on.
+template <class B>
+inline B erf_simd(const B& x) {
+    using T = typename B::value_type;
+    return xsimd::select(xsimd::abs(x) > B(T(6)), xsimd::copysign(B(T(1)), x), xsimd::erf(x));
+}
+struct Gelu {
+    // 0.5 x (1 + erf(x / sqrt(2))) (PyTorch's exact form); gelu(-inf) is its limit, -0, not -inf * 0.
+    template <class T>
+    static T scalar(T x) {
+        if (x == -std::numeric_limits<T>::infinity()) return T(-0.0);
+        return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440)));
+    }
+    template <class B>
+    static B simd(const B& x) {
+        using T = typename B::value_type;
+        const B r = B(T(0.5)) * x * (B(T(1)) + erf_simd(x * B(T(0.70710678118654752440))));
+        return xsimd::select(x == B(-std::numeric_limits<T>::infinity()), B(T(-0.0)), r);
+    }
+};
+struct Silu {
+    // x sigmoid(x); silu(-inf) is its limit, -0, not -inf * 0.
+    template <class T>
+    static T scalar(T x) { return x == -std::numeric_limits<T>::infinity() ? T(-0.0) : x * Sigmoid::scalar(x); }
+    template <class B>
+    static B simd(const B& x) {
+        using T = typename B::value_type;
+        return xsimd::select(x == B(-std::numeric_limits<T>::infinity()), B(T(-0.0)), x * Sigmoid::simd(x));
+    }
+};
+// Rounding: integers are already whole (identity); round is half to even (NumPy, PyTorch).
+struct Floor {
+    template <class T>
+    static T scalar(T x) {
+        if constexpr (std::is_integral_v<T>) return x;
+        else return std::floor(x);
+    }
+    template <class B>
+    static B simd(const B& x) { return xsimd::floor(x); }
+};
+struct Ceil {
+    template <class T>
+    static T scalar(T x) {
+        if constexpr (std::is_integral_v<T>) return x;
+        else return std::ceil(x);
+    }
+    template <class B>
+    static B simd(const B& x) { return xsimd::ceil(x); }
+};
+struct Round {
+    template <class T>
+    static T scalar(T x) {
+        if constexpr (std::is_integral_v<T>) return x;
+        else return std::nearbyint(x);  // the default rounding mode: to nearest, ties to even
+    }
+    template <class B>
+    static B simd(const B& x) { return xsimd::nearbyint(x); }
+};
+struct Trunc {
+    template <class T>
+    static T scalar(T x) {
+        if constexpr (std::is_integral_v<T>) return x;
+        else return std::trunc(x);
+    }
+    template <class B>
+    static B simd(const B& x) { return xsimd::trunc(x); }
+};
+struct BitwiseNot {
+    template <class T>
+    static T scalar(T x) {
+        if constexpr (std::is_same_v<T, bool>) return !x;
+        else return static_cast<T>(~static_cast<wrap_t<T>>(x));
+    }
+};
+// Predicates: bool results; `mask` is the SIMD form (static kernels' where() conditions).
+struct LogicalNot {
+    template <class T>
+    static bool scalar(T x) { return x == T(0); }
+    template <class B>
+    static auto mask(const B& x) { return x == B(0); }
+};
+struct IsNan {
+    template <class T>
+    static bool scalar(T x) { return is_nan(x); }
+    template <class B>
+    static auto mask(const B& x) { return xsimd::isnan(x); }
+};
+struct IsInf {
+    template <class T>
+    static bool scalar(T x) {
+        if constexpr (std::is_floating_point_v<T>) return std::isinf(x);
+        else return false;
+    }
+    template <class B>
+    static auto mask(const B& x) { return xsimd::isinf(x); }
 };
 
 // ------------------------------------------------------------------------------- binary functors
@@ -245,6 +414,135 @@ struct Ge { template <class T> static bool scalar(T a, T b) { return a >= b; } }
 struct Eq { template <class T> static bool scalar(T a, T b) { return a == b; } };
 struct Ne { template <class T> static bool scalar(T a, T b) { return a != b; } };
 
+/// A scalar function applied lane by lane (ops with no exact SIMD form).
+template <class B, class F>
+inline B lanewise(const B& a, const B& b, F f) {
+    using T = typename B::value_type;
+    alignas(64) T va[B::size], vb[B::size];
+    a.store_aligned(va);
+    b.store_aligned(vb);
+    for (std::size_t i = 0; i < B::size; ++i) va[i] = f(va[i], vb[i]);
+    return B::load_aligned(va);
+}
+
+// Integer division and remainder by 0 give 0 (NumPy's result; it only warns), and INT_MIN by
+// -1 wraps: neither is undefined behaviour.
+struct Fmod {
+    // C's fmod: the result has the dividend's sign (integers: C's truncated %).
+    template <class T>
+    static T scalar(T a, T b) {
+        if constexpr (std::is_floating_point_v<T>) return std::fmod(a, b);
+        else if constexpr (std::is_signed_v<T>) return b == 0 || b == T(-1) ? T(0) : static_cast<T>(a % b);
+        else return b == 0 ? T(0) : static_cast<T>(a % b);
+    }
+    template <class B>
+    static B simd(const B& a, const B& b) {
+        return lanewise(a, b, [](auto x, auto y) { return std::fmod(x, y); });
+    }
+};
+struct Remainder {
+    // NumPy's %: the result has the divisor's sign. Floats as NumPy's divmod: fmod (exact),
+    // plus b where the signs differ; a zero result takes b's sign.
+    template <class T>
+    static T scalar(T a, T b) {
+        T r = Fmod::scalar(a, b);
+        if constexpr (std::is_floating_point_v<T>) {
+            if (b == T(0)) return r;  // NaN
+            if (r == T(0)) return std::copysign(T(0), b);
+            return (r < T(0)) != (b < T(0)) ? r + b : r;
+        } else if constexpr (std::is_signed_v<T>) {
+            return r != 0 && (r < 0) != (b < 0) ? static_cast<T>(r + b) : r;  // |r| < |b|: no overflow
+        } else {
+            return r;
+        }
+    }
+    template <class B>
+    static B simd(const B& a, const B& b) {
+        return lanewise(a, b, [](auto x, auto y) { return scalar(x, y); });
+    }
+};
+struct FloorDivide {
+    // NumPy's //: the floor of the exact quotient. Floats as NumPy's divmod (and Python's //):
+    // (a - fmod(a, b)) / b is a whole number up to rounding, so 1 // 0.1 is 9, where
+    // floor(1 / 0.1) would be 10; a zero quotient keeps the sign of a / b.
+    template <class T>
+    static T scalar(T a, T b) {
+        if constexpr (std::is_floating_point_v<T>) {
+            if (b == T(0)) return a / b;
+            const T m = std::fmod(a, b);
+            T d = (a - m) / b;
+            if (m != T(0) && (b < T(0)) != (m < T(0))) d -= T(1);
+            if (d == T(0)) return std::copysign(T(0), a / b);
+            const T f = std::floor(d);
+            return d - f > T(0.5) ? f + T(1) : f;
+        } else if constexpr (std::is_signed_v<T>) {
+            if (b == 0) return T(0);
+            if (b == T(-1)) return Neg::scalar(a);
+            const T q = static_cast<T>(a / b);
+            return static_cast<T>(a % b) != 0 && (a < 0) != (b < 0) ? static_cast<T>(q - 1) : q;
+        } else {
+            return b == 0 ? T(0) : static_cast<T>(a / b);
+        }
+    }
+    template <class B>
+    static B simd(const B& a, const B& b) {
+        return lanewise(a, b, [](auto x, auto y) { return scalar(x, y); });
+    }
+};
+// Bitwise ops: integers, or bool (logical and, or, xor).
+struct BitAnd {
+    template <class T>
+    static T scalar(T a, T b) {
+        if constexpr (std::is_same_v<T, bool>) return a && b;
+        else return static_cast<T>(a & b);
+    }
+};
+struct BitOr {
+    template <class T>
+    static T scalar(T a, T b) {
+        if constexpr (std::is_same_v<T, bool>) return a || b;
+        else return static_cast<T>(a | b);
+    }
+};
+struct BitXor {
+    template <class T>
+    static T scalar(T a, T b) {
+        if constexpr (std::is_same_v<T, bool>) return a != b;
+        else return static_cast<T>(a ^ b);
+    }
+};
+// Shifts by a count outside [0, bits of T): << gives 0, >> gives 0 or -1 (the sign), as if
+// shifting one bit at a time. >> of a negative value is arithmetic.
+struct Shl {
+    template <class T>
+    static T scalar(T a, T b) {
+        const auto n = static_cast<std::int64_t>(b);
+        if (n < 0 || n >= std::int64_t(8 * sizeof(T))) return T(0);
+        return static_cast<T>(static_cast<wrap_t<T>>(a) << n);
+    }
+};
+struct Shr {
+    template <class T>
+    static T scalar(T a, T b) {
+        const auto n = static_cast<std::int64_t>(b);
+        if constexpr (std::is_signed_v<T>) {
+            if (n < 0 || n >= std::int64_t(8 * sizeof(T))) return a < 0 ? T(-1) : T(0);
+            return a < 0 ? static_cast<T>(~(~a >> n)) : static_cast<T>(a >> n);
+        } else {
+            return n < 0 || n >= std::int64_t(8 * sizeof(T)) ? T(0) : static_cast<T>(a >> n);
+        }
+    }
+};
+struct Philox {  // integers; the random generator uses it on int64
+    template <class T>
+    static T scalar(T a, T b) {
+        return static_cast<T>(philox_bits(static_cast<std::uint64_t>(a), static_cast<std::uint64_t>(b)));
+    }
+};
+// Logical ops: any dtype, x != 0 is true (NaN too), bool results.
+struct LogicalAnd { template <class T> static bool scalar(T a, T b) { return a != T(0) && b != T(0); } };
+struct LogicalOr { template <class T> static bool scalar(T a, T b) { return a != T(0) || b != T(0); } };
+
 /// Whether an op is defined for element type T (its TypeRule, applied to the computed type).
 template <class T>
 constexpr bool rule_allows(TypeRule rule) {
@@ -254,7 +552,10 @@ constexpr bool rule_allows(TypeRule rule) {
         case TypeRule::Floating:
         case TypeRule::TrueDiv: return std::is_floating_point_v<T>;
         case TypeRule::Ordered:
-        case TypeRule::Compare: return true;
+        case TypeRule::Compare:
+        case TypeRule::Predicate: return true;
+        case TypeRule::Bitwise: return std::is_integral_v<T>;  // bool included
+        case TypeRule::Shift: return std::is_integral_v<T> && !std::is_same_v<T, bool>;
     }
     return false;
 }
@@ -265,11 +566,12 @@ using UnaryFn = void (*)(void* dst, const void* a, std::int64_t n);
 using BinaryFn = void (*)(void* dst, const void* a, const void* b, std::int64_t n);
 using WhereFn = void (*)(void* dst, const void* c, const void* a, const void* b, std::int64_t n);
 
-template <class T, class Op>
+template <class T, class Op, bool Predicate>
 void unary_loop(void* dst, const void* src, std::int64_t n) {
-    T* d = static_cast<T*>(dst);
+    using Out = std::conditional_t<Predicate, bool, T>;
+    Out* d = static_cast<Out*>(dst);
     const T* x = static_cast<const T*>(src);
-    if constexpr (is_simd_float<T>) {
+    if constexpr (!Predicate && is_simd_float<T>) {
         constexpr std::int64_t W = batch<T>::size;
         std::int64_t i = 0;
         for (; i + W <= n; i += W) Op::simd(batch<T>::load_unaligned(x + i)).store_unaligned(d + i);
@@ -327,6 +629,14 @@ void cast_loop(void* dst, const void* src, std::int64_t n) {
     for (std::int64_t i = 0; i < n; ++i) d[i] = convert<To>(x[i]);
 }
 
+/// A cast to float16: rounds to half precision; the result stays a float register.
+template <class From>
+void round_to_half_loop(void* dst, const void* src, std::int64_t n) {
+    float* d = static_cast<float*>(dst);
+    const From* x = static_cast<const From*>(src);
+    for (std::int64_t i = 0; i < n; ++i) d[i] = static_cast<float>(half(x[i]));
+}
+
 template <class T>
 void fill_loop(void* dst, const void* value, std::int64_t n) {
     T v;
@@ -358,14 +668,17 @@ inline void stream_fence() {
 
 // ------------------------------------------------------------------------------ function tables
 
+// Tables are looked up by value dtype: float16 instructions compute on float registers.
+
 inline UnaryFn unary_fn(UnaryOp op, DType t) {
     UnaryFn fn = nullptr;
-    visit_dtype(t, [&](auto tag) {
+    visit_value_dtype(t, [&](auto tag) {
         using T = typename decltype(tag)::type;
         switch (op) {
 #define LAZYTENSOR_X(name, text, rule)                                                  \
     case UnaryOp::name:                                                                 \
-        if constexpr (rule_allows<T>(TypeRule::rule)) fn = &unary_loop<T, host::name>; \
+        if constexpr (rule_allows<T>(TypeRule::rule))                                   \
+            fn = &unary_loop<T, host::name, returns_bool(TypeRule::rule)>;              \
         break;
             LAZYTENSOR_UNARY_OPS(LAZYTENSOR_X)
 #undef LAZYTENSOR_X
@@ -376,13 +689,13 @@ inline UnaryFn unary_fn(UnaryOp op, DType t) {
 
 inline BinaryFn binary_fn(BinaryOp op, DType t) {
     BinaryFn fn = nullptr;
-    visit_dtype(t, [&](auto tag) {
+    visit_value_dtype(t, [&](auto tag) {
         using T = typename decltype(tag)::type;
         switch (op) {
 #define LAZYTENSOR_X(name, text, rule)                                                         \
     case BinaryOp::name:                                                                       \
         if constexpr (rule_allows<T>(TypeRule::rule))                                          \
-            fn = &binary_loop<T, host::name, TypeRule::rule == TypeRule::Compare>;             \
+            fn = &binary_loop<T, host::name, returns_bool(TypeRule::rule)>;                    \
         break;
             LAZYTENSOR_BINARY_OPS(LAZYTENSOR_X)
 #undef LAZYTENSOR_X
@@ -392,19 +705,21 @@ inline BinaryFn binary_fn(BinaryOp op, DType t) {
 }
 
 inline WhereFn where_fn(DType t) {
-    return visit_dtype(t, [](auto tag) -> WhereFn { return &where_loop<typename decltype(tag)::type>; });
+    return visit_value_dtype(t, [](auto tag) -> WhereFn { return &where_loop<typename decltype(tag)::type>; });
 }
 
 inline UnaryFn cast_fn(DType to, DType from) {
-    return visit_dtype(to, [&](auto to_tag) {
-        return visit_dtype(from, [&](auto from_tag) -> UnaryFn {
+    if (to == DType::Float16)
+        return visit_value_dtype(from, [](auto tag) -> UnaryFn { return &round_to_half_loop<typename decltype(tag)::type>; });
+    return visit_value_dtype(to, [&](auto to_tag) {
+        return visit_value_dtype(from, [&](auto from_tag) -> UnaryFn {
             return &cast_loop<typename decltype(to_tag)::type, typename decltype(from_tag)::type>;
         });
     });
 }
 
 inline UnaryFn fill_fn(DType t) {
-    return visit_dtype(t, [](auto tag) -> UnaryFn { return &fill_loop<typename decltype(tag)::type>; });
+    return visit_value_dtype(t, [](auto tag) -> UnaryFn { return &fill_loop<typename decltype(tag)::type>; });
 }
 
 // ---------------------------------------------------------------------------------- reductions
@@ -413,6 +728,7 @@ template <class T, ReduceOp R>
 struct Reducer {
     static T identity() {
         if constexpr (R == ReduceOp::Sum) return T(0);
+        else if constexpr (R == ReduceOp::Prod) return T(1);
         else if constexpr (R == ReduceOp::Max)
             return std::is_floating_point_v<T> ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
         else
@@ -420,12 +736,14 @@ struct Reducer {
     }
     static T scalar(T acc, T v) {
         if constexpr (R == ReduceOp::Sum) return std::is_same_v<T, bool> ? T(acc || v) : Add::scalar(acc, v);
+        else if constexpr (R == ReduceOp::Prod) return std::is_same_v<T, bool> ? T(acc && v) : Mul::scalar(acc, v);
         else if constexpr (R == ReduceOp::Max) return Maximum::scalar(acc, v);
         else return Minimum::scalar(acc, v);
     }
     template <class B>
     static B simd(const B& acc, const B& v) {
         if constexpr (R == ReduceOp::Sum) return acc + v;
+        else if constexpr (R == ReduceOp::Prod) return acc * v;
         else if constexpr (R == ReduceOp::Max) return Maximum::simd(acc, v);
         else return Minimum::simd(acc, v);
     }
@@ -478,7 +796,7 @@ ReduceFns reduce_fns_for() {
 }
 
 inline ReduceFns reduce_fns(ReduceOp op, DType t) {
-    return visit_dtype(t, [&](auto tag) {
+    return visit_value_dtype(t, [&](auto tag) {
         using T = typename decltype(tag)::type;
         switch (op) {
 #define LAZYTENSOR_X(name, text) \

@@ -14,7 +14,9 @@
 //
 // Semantics follow the host interpreter (backend/host/simd_ops.hpp): integer arithmetic wraps
 // (done in unsigned types), floating max/min propagate NaN, float-to-integer casts saturate
-// (convert_*_sat), bool is stored as one byte.
+// (convert_*_sat), bool is stored as one byte. float16 is storage only, as on the host: buffers
+// of `half` are read with vload_half(N) and written with vstore_half(N)_rte (core OpenCL 1.2,
+// no cl_khr_fp16), values in between are float, and a cast to float16 rounds through half.
 #pragma once
 
 #include <algorithm>
@@ -27,6 +29,7 @@
 #include <vector>
 
 #include "../../core/dtype.hpp"
+#include "../../core/philox.hpp"
 #include "../../ir/kernel.hpp"
 
 namespace lazytensor::detail::opencl {
@@ -64,6 +67,7 @@ inline const char* cl_value_type(DType t) {
         case DType::UInt8: return "uchar";
         case DType::Int32: return "int";
         case DType::Int64: return "long";
+        case DType::Float16: return "float";  // computed in float; only buffers hold half
         case DType::Float32: return "float";
         case DType::Float64: return "double";
     }
@@ -71,7 +75,9 @@ inline const char* cl_value_type(DType t) {
 }
 
 /// The OpenCL C type of an element of a buffer of `t` (bool is a byte, as in C++).
-inline const char* cl_storage_type(DType t) { return t == DType::Bool ? "uchar" : cl_value_type(t); }
+inline const char* cl_storage_type(DType t) {
+    return t == DType::Bool ? "uchar" : t == DType::Float16 ? "half" : cl_value_type(t);
+}
 
 /// The unsigned type integer arithmetic wraps in.
 inline const char* cl_wrap_type(DType t) {
@@ -92,9 +98,10 @@ inline std::string cl_literal(const Scalar& s, DType t) {
             return v.i == INT32_MIN ? "(-2147483647 - 1)" : std::to_string(v.i);
         case DType::Int64:
             return v.i == INT64_MIN ? "(-9223372036854775807L - 1L)" : std::to_string(v.i) + "L";
+        case DType::Float16:  // the value, rounded to half by the cast above, as a float
         case DType::Float32:
         case DType::Float64: {
-            const bool f32 = t == DType::Float32;
+            const bool f32 = t != DType::Float64;
             if (std::isnan(v.f)) return f32 ? "NAN" : "((double)NAN)";
             if (std::isinf(v.f)) return std::string(v.f < 0 ? "-" : "") + (f32 ? "INFINITY" : "((double)INFINITY)");
             // Hexadecimal literals are exact.
@@ -107,6 +114,7 @@ inline std::string cl_literal(const Scalar& s, DType t) {
 
 // ------------------------------------------------------------------------------ op spellings
 
+/// `op` of x, whose dtype is t (a predicate's result is bool, every other op's is t).
 inline std::string cl_unary(UnaryOp op, DType t, const std::string& x) {
     const std::string T = cl_value_type(t);
     const bool fp = is_floating(t);
@@ -126,6 +134,31 @@ inline std::string cl_unary(UnaryOp op, DType t, const std::string& x) {
         case UnaryOp::Cos: return "cos(" + x + ")";
         case UnaryOp::Tanh: return "tanh(" + x + ")";
         case UnaryOp::Sigmoid: return "((" + T + ")1 / ((" + T + ")1 + exp(-" + x + ")))";
+        case UnaryOp::Sign:  // not the built-in sign(), which gives 0 for NaN and -0 for -0
+            if (fp)
+                return "(" + x + " > (" + T + ")0 ? (" + T + ")1 : " + x + " < (" + T + ")0 ? (" + T + ")-1 : " + x +
+                       " == (" + T + ")0 ? (" + T + ")0 : " + x + ")";
+            if (t == DType::UInt8) return "((uchar)(" + x + " != 0))";
+            return "((" + T + ")((" + x + " > 0) - (" + x + " < 0)))";
+        case UnaryOp::Exp2: return "exp2(" + x + ")";
+        case UnaryOp::Log2: return "log2(" + x + ")";
+        case UnaryOp::Rsqrt: return "rsqrt(" + x + ")";
+        case UnaryOp::Reciprocal: return "((" + T + ")1 / " + x + ")";
+        case UnaryOp::Tan: return "tan(" + x + ")";
+        case UnaryOp::Gelu: return "lt_gelu_" + T + "(" + x + ")";
+        case UnaryOp::Silu: return "lt_silu_" + T + "(" + x + ")";
+        case UnaryOp::Floor: return fp ? "floor(" + x + ")" : x;
+        case UnaryOp::Ceil: return fp ? "ceil(" + x + ")" : x;
+        case UnaryOp::Round: return fp ? "rint(" + x + ")" : x;  // rint: ties to even (round() ties away)
+        case UnaryOp::Trunc: return fp ? "trunc(" + x + ")" : x;
+        case UnaryOp::BitwiseNot:
+            if (t == DType::Bool) return "(!" + x + ")";
+            return "((" + T + ")~" + x + ")";
+        case UnaryOp::LogicalNot:
+            if (t == DType::Bool) return "(!" + x + ")";
+            return "(" + x + " == (" + T + ")0)";
+        case UnaryOp::IsNan: return fp ? "isnan(" + x + ")" : "false";
+        case UnaryOp::IsInf: return fp ? "isinf(" + x + ")" : "false";
     }
     return x;
 }
@@ -158,11 +191,39 @@ inline std::string cl_binary(BinaryOp op, DType t, const std::string& a, const s
         case BinaryOp::Ge: return "(" + a + " >= " + b + ")";
         case BinaryOp::Eq: return "(" + a + " == " + b + ")";
         case BinaryOp::Ne: return "(" + a + " != " + b + ")";
+        case BinaryOp::Fmod:
+            if (is_floating(t)) return "fmod(" + a + ", " + b + ")";  // exact, as C's
+            return "lt_fmod_" + T + "(" + a + ", " + b + ")";
+        case BinaryOp::Remainder: return "lt_mod_" + T + "(" + a + ", " + b + ")";
+        case BinaryOp::FloorDivide: return "lt_floordiv_" + T + "(" + a + ", " + b + ")";
+        // On bool (0 or 1), & and | are the logical ops, and no compiler warns of a constant operand.
+        case BinaryOp::BitAnd:
+            if (t == DType::Bool) return "(" + a + " & " + b + ")";
+            return "((" + T + ")(" + a + " & " + b + "))";
+        case BinaryOp::BitOr:
+            if (t == DType::Bool) return "(" + a + " | " + b + ")";
+            return "((" + T + ")(" + a + " | " + b + "))";
+        case BinaryOp::BitXor:
+            if (t == DType::Bool) return "(" + a + " != " + b + ")";
+            return "((" + T + ")(" + a + " ^ " + b + "))";
+        case BinaryOp::Shl: return "lt_shl_" + T + "(" + a + ", " + b + ")";
+        case BinaryOp::Shr: return "lt_shr_" + T + "(" + a + ", " + b + ")";
+        case BinaryOp::Philox: return "((" + T + ")lt_philox((ulong)" + a + ", (ulong)" + b + "))";
+        case BinaryOp::LogicalAnd:
+            if (t == DType::Bool) return "(" + a + " & " + b + ")";
+            return "((" + a + " != (" + T + ")0) & (" + b + " != (" + T + ")0))";
+        case BinaryOp::LogicalOr:
+            if (t == DType::Bool) return "(" + a + " | " + b + ")";
+            return "((" + a + " != (" + T + ")0) | (" + b + " != (" + T + ")0))";
     }
     return a;
 }
 
 inline std::string cl_cast(DType to, DType from, const std::string& x) {
+    if (to == DType::Float16) {  // rounds to half precision (lt_round_half*, see cl_half_functions)
+        if (from == DType::Float64) return "lt_round_half_d(" + x + ")";
+        return "lt_round_half(" + (is_floating(from) ? x : "(float)" + x) + ")";
+    }
     if (to == from) return x;
     if (to == DType::Bool) return "(" + x + " != 0)";
     if (is_floating(from) && !is_floating(to)) return std::string("convert_") + cl_value_type(to) + "_sat(" + x + ")";
@@ -170,23 +231,26 @@ inline std::string cl_cast(DType to, DType from, const std::string& x) {
 }
 
 inline std::string cl_reduce_identity(ReduceOp op, DType t) {
-    if (t == DType::Bool) return op == ReduceOp::Min ? "true" : "false";
+    if (t == DType::Bool) return op == ReduceOp::Min || op == ReduceOp::Prod ? "true" : "false";
     switch (op) {
         case ReduceOp::Sum: return cl_literal(Scalar::of<std::int64_t>(0), t);
+        case ReduceOp::Prod: return std::string("((") + cl_value_type(t) + ")1)";
         case ReduceOp::Max:
-            if (is_floating(t)) return t == DType::Float32 ? "(-INFINITY)" : "(-(double)INFINITY)";
+            if (is_floating(t)) return t != DType::Float64 ? "(-INFINITY)" : "(-(double)INFINITY)";
             return t == DType::UInt8 ? "(uchar)0" : t == DType::Int32 ? "(-2147483647 - 1)" : "(-9223372036854775807L - 1L)";
         case ReduceOp::Min:
-            if (is_floating(t)) return t == DType::Float32 ? "INFINITY" : "((double)INFINITY)";
+            if (is_floating(t)) return t != DType::Float64 ? "INFINITY" : "((double)INFINITY)";
             return t == DType::UInt8 ? "(uchar)255" : t == DType::Int32 ? "2147483647" : "9223372036854775807L";
     }
     return "0";
 }
 
 inline std::string cl_reduce_fold(ReduceOp op, DType t, const std::string& acc, const std::string& v) {
-    if (t == DType::Bool) return op == ReduceOp::Min ? "(" + acc + " && " + v + ")" : "(" + acc + " || " + v + ")";
+    if (t == DType::Bool)
+        return op == ReduceOp::Min || op == ReduceOp::Prod ? "(" + acc + " && " + v + ")" : "(" + acc + " || " + v + ")";
     switch (op) {
         case ReduceOp::Sum: return cl_binary(BinaryOp::Add, t, acc, v);
+        case ReduceOp::Prod: return cl_binary(BinaryOp::Mul, t, acc, v);
         case ReduceOp::Max: return cl_binary(BinaryOp::Maximum, t, acc, v);
         case ReduceOp::Min: return cl_binary(BinaryOp::Minimum, t, acc, v);
     }
@@ -203,6 +267,90 @@ inline std::string cl_ipow_function(DType t) {
     s += "    " + U + " r = 1, base = (" + U + ")a;\n";
     s += "    for (" + U + " e = (" + U + ")b; e; e >>= 1) { if (e & 1) r *= base; base *= base; }\n";
     s += "    return (" + T + ")r;\n}\n";
+    return s;
+}
+
+/// Helper functions of the ops that are not one expression, with the host's semantics
+/// (backend/host/simd_ops.hpp); appended to `defs`, one function per entry.
+inline void cl_op_functions(const ir::Instr& in, DType t, std::vector<std::string>& defs) {
+    const std::string T = cl_value_type(t), U = cl_wrap_type(t);
+    const bool fp = is_floating(t), sign = t != DType::UInt8;
+    const std::string bits = std::to_string(8 * dtype_size(t));
+    auto fn = [&](const std::string& name, const std::string& args, const std::string& body) {
+        defs.push_back("inline " + T + " " + name + "_" + T + "(" + args + ") {\n" + body + "}\n");
+    };
+    const std::string ab = T + " a, " + T + " b";
+    // Integer division and remainder by 0 give 0; INT_MIN by -1 wraps.
+    auto int_fmod = [&] {
+        fn("lt_fmod", ab, sign ? "    return b == 0 || b == -1 ? (" + T + ")0 : (" + T + ")(a % b);\n"
+                               : "    return b == 0 ? (" + T + ")0 : (" + T + ")(a % b);\n");
+    };
+    if (in.op == ir::Op::Unary) {
+        const std::string half = "(" + T + ")0.5", one = "(" + T + ")1";
+        const std::string neg_zero = T == "double" ? "-0.0" : "-0.0f", neg_inf = "-(" + T + ")INFINITY";
+        if (in.unary == UnaryOp::Gelu)  // 0.5 x (1 + erf(x / sqrt(2))); the limit -0 at -inf
+            fn("lt_gelu", T + " x", "    return x == " + neg_inf + " ? " + neg_zero + " : " + half + " * x * (" + one +
+                                        " + erf(x * (" + T + ")0.70710678118654752440));\n");
+        if (in.unary == UnaryOp::Silu)  // x sigmoid(x); the limit -0 at -inf
+            fn("lt_silu", T + " x", "    return x == " + neg_inf + " ? " + neg_zero + " : x * (" + one + " / (" + one +
+                                        " + exp(-x)));\n");
+        return;
+    }
+    if (in.op != ir::Op::Binary) return;
+    switch (in.binary) {
+        case BinaryOp::Pow:
+            if (!fp) defs.push_back(cl_ipow_function(t));
+            break;
+        case BinaryOp::Fmod:
+            if (!fp) int_fmod();
+            break;
+        case BinaryOp::Remainder:  // the divisor's sign (NumPy's %)
+            if (fp) {
+                fn("lt_mod", ab, "    const " + T + " r = fmod(a, b);\n    if (b == 0) return r;\n    if (r == 0) return copysign((" +
+                                    T + ")0, b);\n    return (r < 0) != (b < 0) ? r + b : r;\n");
+            } else {
+                int_fmod();
+                fn("lt_mod", ab, "    const " + T + " r = lt_fmod_" + T + "(a, b);\n" +
+                                    (sign ? "    return r != 0 && (r < 0) != (b < 0) ? (" + T + ")(r + b) : r;\n" : "    return r;\n"));
+            }
+            break;
+        case BinaryOp::FloorDivide:  // the floor of the exact quotient (NumPy's //)
+            if (fp)
+                fn("lt_floordiv", ab, "    if (b == 0) return a / b;\n    const " + T + " m = fmod(a, b);\n    " + T +
+                                         " d = (a - m) / b;\n    if (m != 0 && (b < 0) != (m < 0)) d -= 1;\n"
+                                         "    if (d == 0) return copysign((" + T + ")0, a / b);\n    const " + T +
+                                         " f = floor(d);\n    return d - f > (" + T + ")0.5 ? f + 1 : f;\n");
+            else if (sign)
+                fn("lt_floordiv", ab, "    if (b == 0) return 0;\n    if (b == -1) return (" + T + ")(0u - (" + U + ")a);\n    const " + T +
+                                         " q = a / b;\n    return a % b != 0 && (a < 0) != (b < 0) ? (" + T + ")(q - 1) : q;\n");
+            else
+                fn("lt_floordiv", ab, "    return b == 0 ? (" + T + ")0 : (" + T + ")(a / b);\n");
+            break;
+        case BinaryOp::Philox: defs.push_back(philox_opencl_source()); break;
+        case BinaryOp::Shl:  // counts outside [0, bits) give 0 (OpenCL would take the count mod bits)
+            fn("lt_shl", ab, "    return " + std::string(sign ? "b < 0 || " : "") + "b >= " + bits + " ? (" + T + ")0 : (" + T +
+                                 ")((" + U + ")a << b);\n");
+            break;
+        case BinaryOp::Shr:  // arithmetic; counts outside [0, bits) give 0 or -1
+            if (sign)
+                fn("lt_shr", ab, "    if (b < 0 || b >= " + bits + ") return a < 0 ? (" + T + ")-1 : (" + T +
+                                     ")0;\n    return a < 0 ? (" + T + ")~(~a >> b) : (" + T + ")(a >> b);\n");
+            else
+                fn("lt_shr", ab, "    return b >= " + bits + " ? (" + T + ")0 : (" + T + ")(a >> b);\n");
+            break;
+        default: break;
+    }
+}
+
+/// Rounding a private float (or double) to half precision, through a private half slot
+/// (vstore_half_rte rounds to nearest even; no cl_khr_fp16 needed).
+inline std::string cl_half_functions(bool from_double) {
+    std::string s =
+        "inline float lt_round_half(float x) {\n"
+        "    ushort h;\n    vstore_half_rte(x, 0, (half*)&h);\n    return vload_half(0, (const half*)&h);\n}\n";
+    if (from_double)
+        s += "inline float lt_round_half_d(double x) {\n"
+             "    ushort h;\n    vstore_half_rte(x, 0, (half*)&h);\n    return vload_half(0, (const half*)&h);\n}\n";
     return s;
 }
 
@@ -282,14 +430,15 @@ private:
         // 64-bit index math when any index or address could pass 2^31 (with room for a loop
         // counter to step past the end).
         std::int64_t reach = numel_;
-        auto widen = [&](const Access& a) {
-            std::int64_t hi = std::abs(a.offset);
+        auto widen = [&](const Access& a, std::int64_t dynamic = 0) {
+            std::int64_t hi = std::abs(a.offset) + dynamic;
             for (std::size_t j = 0; j < n_; ++j) hi += (k_.domain[j] - 1) * std::abs(a.strides[j]);
             reach = std::max(reach, hi);
         };
         for (auto& ph : k_.phases) {
             for (auto& in : ph.instrs) {
-                if (in.op == ir::Op::Load) widen(in.access);
+                if (in.op == ir::Op::Load || in.op == ir::Op::Index)
+                    widen(in.access, in.b >= 0 ? (in.dyn_extent - 1) * std::abs(in.dyn_stride) : 0);
                 fp64_ = fp64_ || in.dtype == DType::Float64;
             }
             for (auto& st : ph.stores) widen(st.access);
@@ -300,13 +449,22 @@ private:
 
     void prelude() {
         if (fp64_) src_ << "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
-        bool ipow[dtype_count] = {};
+        std::vector<std::string> defs;
         for (auto& ph : k_.phases)
             for (auto& in : ph.instrs)
-                if (in.op == ir::Op::Binary && in.binary == BinaryOp::Pow && !is_floating(in.dtype))
-                    ipow[static_cast<int>(in.dtype)] = true;
-        for (int t = 0; t < dtype_count; ++t)
-            if (ipow[t]) src_ << cl_ipow_function(static_cast<DType>(t));
+                if (in.op == ir::Op::Unary || in.op == ir::Op::Binary)
+                    cl_op_functions(in, ph.instrs[static_cast<std::size_t>(in.a)].dtype, defs);
+        for (std::size_t i = 0; i < defs.size(); ++i)  // each once, in order of first use
+            if (std::find(defs.begin(), defs.begin() + static_cast<std::ptrdiff_t>(i), defs[i]) == defs.begin() + static_cast<std::ptrdiff_t>(i))
+                src_ << defs[i];
+        bool round_half = false, round_half_d = false;
+        for (auto& ph : k_.phases)
+            for (auto& in : ph.instrs)
+                if (in.op == ir::Op::Cast && in.dtype == DType::Float16) {
+                    round_half = true;
+                    round_half_d = round_half_d || ph.instrs[static_cast<std::size_t>(in.a)].dtype == DType::Float64;
+                }
+        if (round_half) src_ << cl_half_functions(round_half_d);
     }
 
     std::string params(bool scratch, DType scratch_dtype) const {
@@ -314,7 +472,7 @@ private:
         for (std::size_t p = 0; p < k_.params.size(); ++p) {
             s += p ? ", " : "";
             s += std::string("__global ") + (k_.params[p].output ? "" : "const ") + cl_storage_type(k_.params[p].dtype) +
-                 "* restrict p" + std::to_string(p);
+                 (k_.in_place ? "* p" : "* restrict p") + std::to_string(p);
         }
         if (scratch) s += std::string(", __global ") + cl_storage_type(scratch_dtype) + "* restrict scratch";
         return s;
@@ -338,7 +496,7 @@ private:
         for (auto& ph : k_.phases) {
             if (ph.outer && !include_outer_phases) continue;
             for (auto& in : ph.instrs)
-                if (in.op == ir::Op::Load) any = any || vectorizable(in.access, w);
+                if (in.plain_load()) any = any || vectorizable(in.access, w);
             for (auto& st : ph.stores) any = any || vectorizable(st.access, w);
         }
         return any ? w : 1;
@@ -402,12 +560,43 @@ private:
                     for (const std::string& l : (lanes > 1 ? lane_suffixes() : std::vector<std::string>{""}))
                         out.push_back("slot" + std::to_string(in.arg) + l);
                     continue;
+                case ir::Op::Index: {
+                    const std::string addr = address(in.access, coord);
+                    const std::int64_t inner = n_ ? in.access.strides[n_ - 1] : 0;
+                    const bool one = lanes == 1 || inner == 0;
+                    for (int l = 0; l < (one ? 1 : lanes); ++l) {
+                        const std::string nm = one ? v : lane_name(l);
+                        src_ << ind << "const long " << nm << " = (long)(" << addr << ")"
+                             << (l ? " + " + std::to_string(l * inner) : "") << ";\n";
+                        out.push_back(nm);
+                    }
+                    continue;
+                }
                 case ir::Op::Load: {
                     const std::string p = "p" + std::to_string(in.arg);
                     const std::string addr = address(in.access, coord);
-                    const bool is_bool = in.dtype == DType::Bool;
-                    auto read = [&](const std::string& e) { return is_bool ? "(" + e + " != 0)" : e; };
+                    const bool is_bool = in.dtype == DType::Bool, is_half = in.dtype == DType::Float16;
+                    // The element at address `a`, as a value (half widens to float).
+                    auto elem = [&](const std::string& a) {
+                        if (is_half) return "vload_half(" + a + ", " + p + ")";
+                        return is_bool ? "(" + p + "[" + a + "] != 0)" : p + "[" + a + "]";
+                    };
                     const std::int64_t inner = n_ ? in.access.strides[n_ - 1] : 0;
+                    if (!in.plain_load()) {  // gathered (clamped index) or gated (nothing read outside)
+                        const bool one = lanes == 1 || (inner == 0 && invariant(in.b) && invariant(in.c));
+                        for (int l = 0; l < (one ? 1 : lanes); ++l) {
+                            std::string a = addr + (l ? " + " + std::to_string(l * inner) : "");
+                            if (in.b >= 0)
+                                a += " + (" + idx_ + ")clamp(" + arg(in.b, l) + ", 0L, " + std::to_string(in.dyn_extent - 1) +
+                                     "L) * " + paren(in.dyn_stride);
+                            std::string e = elem(a);
+                            if (in.c >= 0) e = "(" + arg(in.c, l) + " ? " + e + " : (" + T + ")0)";
+                            const std::string nm = one ? v : lane_name(l);
+                            src_ << ind << "const " << T << " " << nm << " = " << e << ";\n";
+                            out.push_back(nm);
+                        }
+                        continue;
+                    }
                     // In an unrolled step, a value loaded by an earlier phase is reused; a new one
                     // is kept in a variable declared at kernel scope for later phases.
                     const std::string cache_key = std::to_string(step_) + "|" + p + "|" + addr;
@@ -427,16 +616,24 @@ private:
                         }
                     };
                     if (lanes == 1 || inner == 0) {
-                        define(T, var, read(p + "[" + addr + "]"));
+                        define(T, var, elem(addr));
                         out.push_back(var);
                     } else if (vectorizable(in.access, lanes)) {
-                        const std::string V = std::string(cl_storage_type(in.dtype)) + std::to_string(lanes);
-                        define(V, var, "*(__global const " + V + "*)(" + p + " + " + addr + ")");
-                        for (int l = 0; l < lanes; ++l) out.push_back(read(var + ".s" + std::to_string(l)));
+                        if (is_half) {
+                            define("float" + std::to_string(lanes), var,
+                                   "vload_half" + std::to_string(lanes) + "(0, " + p + " + " + addr + ")");
+                        } else {
+                            const std::string V = std::string(cl_storage_type(in.dtype)) + std::to_string(lanes);
+                            define(V, var, "*(__global const " + V + "*)(" + p + " + " + addr + ")");
+                        }
+                        for (int l = 0; l < lanes; ++l) {
+                            const std::string e = var + ".s" + std::to_string(l);
+                            out.push_back(is_bool ? "(" + e + " != 0)" : e);
+                        }
                     } else {
                         for (int l = 0; l < lanes; ++l) {
                             const std::string name = var + "_" + std::to_string(l);
-                            define(T, name, read(p + "[" + addr + " + " + std::to_string(l * inner) + "]"));
+                            define(T, name, elem(addr + " + " + std::to_string(l * inner)));
                             out.push_back(name);
                         }
                     }
@@ -449,7 +646,9 @@ private:
             for (int l = 0; l < (same ? 1 : lanes); ++l) {
                 std::string e;
                 switch (in.op) {
-                    case ir::Op::Unary: e = cl_unary(in.unary, in.dtype, arg(in.a, l)); break;
+                    case ir::Op::Unary:
+                        e = cl_unary(in.unary, ph.instrs[static_cast<std::size_t>(in.a)].dtype, arg(in.a, l));
+                        break;
                     case ir::Op::Binary: {
                         const DType operand = ph.instrs[static_cast<std::size_t>(in.a)].dtype;
                         e = cl_binary(in.binary, operand, arg(in.a, l), arg(in.b, l));
@@ -478,16 +677,25 @@ private:
                 const std::string& e = v.size() == 1 ? v[0] : v[static_cast<std::size_t>(l)];
                 return t == DType::Bool ? "(uchar)" + e : e;
             };
+            const bool is_half = t == DType::Float16;  // float values, rounded to nearest even
             if (lanes > 1 && vectorizable(st.access, lanes)) {
-                const std::string V = std::string(cl_storage_type(t)) + std::to_string(lanes);
-                src_ << ind << "*(__global " << V << "*)(" << p << " + " << addr << ") = (" << V << ")(";
+                const std::string n = std::to_string(lanes);
+                const std::string V = is_half ? "float" + n : std::string(cl_storage_type(t)) + n;
+                if (is_half)
+                    src_ << ind << "vstore_half" << n << "_rte((" << V << ")(";
+                else
+                    src_ << ind << "*(__global " << V << "*)(" << p << " + " << addr << ") = (" << V << ")(";
                 for (int l = 0; l < lanes; ++l) src_ << (l ? ", " : "") << value(l);
-                src_ << ");\n";
+                src_ << (is_half ? "), 0, " + p + " + " + addr + ");\n" : std::string(");\n"));
             } else {
                 const std::int64_t inner = n_ ? st.access.strides[n_ - 1] : 0;
-                for (int l = 0; l < lanes; ++l)
-                    src_ << ind << p << "[" << addr << (l ? " + " + std::to_string(l * inner) : "") << "] = " << value(l)
-                         << ";\n";
+                for (int l = 0; l < lanes; ++l) {
+                    const std::string a = addr + (l ? " + " + std::to_string(l * inner) : "");
+                    if (is_half)
+                        src_ << ind << "vstore_half_rte(" << value(l) << ", " << a << ", " << p << ");\n";
+                    else
+                        src_ << ind << p << "[" << a << "] = " << value(l) << ";\n";
+                }
             }
         }
     }
@@ -564,7 +772,9 @@ private:
         const Geometry g = geometry(reduce_units, outer_units);
         const bool split = g.split > 1;
         const ir::Phase& first = k_.phases[0];
-        const DType acc_t = first.instrs.empty() ? DType::Float32 : first.instrs[static_cast<std::size_t>(first.reduce_value)].dtype;
+        // (float16 accumulates in float: the scratch partials are float too.)
+        const DType acc_t =
+            first.instrs.empty() ? DType::Float32 : value_dtype(first.instrs[static_cast<std::size_t>(first.reduce_value)].dtype);
 
         // Stage 1: every phase (or, split, the reduce phase into partials).
         src_ << "__kernel __attribute__((reqd_work_group_size(" << g.lx << ", " << g.ly << ", 1)))\n"

@@ -1,0 +1,149 @@
+// Indexing by tensors of positions: gather, index_select, one_hot, scatter_add.
+//
+// Positions are checked before anything is computed: the index tensor is realized with its
+// minimum and maximum (one small schedule), and a position out of range is an IndexError
+// naming it. The kernels clamp positions as well, so no read ever leaves a buffer.
+#pragma once
+
+#include <vector>
+
+#include "tensor.hpp"
+
+namespace lazytensor {
+
+namespace detail {
+
+/// Realizes an integer tensor and checks that its values lie in [0, bound).
+inline void check_positions(const NodePtr& positions, std::int64_t bound, const char* op, const char* what,
+                            const std::string& range) {
+    if (!is_integral(positions->dtype))
+        fail<ValueError>(op, ": ", what, " must be an integer tensor, got ", positions->dtype);
+    if (numel(positions->shape) == 0) return;
+    const NodePtr wide = graph::cast(positions, DType::Int64);
+    const NodePtr lo = graph::reduce(ReduceOp::Min, wide, std::nullopt, false, op);
+    const NodePtr hi = graph::reduce(ReduceOp::Max, wide, std::nullopt, false, op);
+    realize_nodes({positions.get(), lo.get(), hi.get()});
+    const std::int64_t low = read_elements<std::int64_t>(*lo)[0], high = read_elements<std::int64_t>(*hi)[0];
+    if (low < 0 || high >= bound)
+        fail<IndexError>(op, ": ", what, " ", low < 0 ? low : high, " is out of range for ", range, " (valid: 0 to ",
+                         bound - 1, ")");
+}
+
+}  // namespace detail
+
+/// out[i] = x[i with i[axis] replaced by index[i]] (PyTorch's gather). index is an integer
+/// tensor with x's rank, at most x's extent on every other axis; the result has its shape.
+template <class E, class I, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I>>>
+auto gather(const E& x, int axis, const I& index) {
+    using T = typename E::value_type;
+    const detail::NodePtr data = x.build(), positions = index.build();
+    const auto k = static_cast<std::size_t>(detail::normalize_axis(axis, data->shape.size(), "gather", data->shape));
+    detail::graph::gather(data, axis, positions);  // shape, dtype and device checks first
+    detail::check_positions(positions, data->shape[k], "gather", "index",
+                            detail::concat("axis ", axis, " of extent ", data->shape[k], " (shape ", data->shape, ")"));
+    return Tensor<T>(detail::graph::gather(data, axis, positions));
+}
+
+/// The slices of x at `index` (a 1-d integer tensor) along `axis`, in that order.
+template <class E, class I, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I>>>
+auto index_select(const E& x, int axis, const I& index) {
+    using T = typename E::value_type;
+    const detail::NodePtr data = x.build(), positions = index.build();
+    const auto k = static_cast<std::size_t>(detail::normalize_axis(axis, data->shape.size(), "index_select", data->shape));
+    if (positions->shape.size() != 1)
+        detail::fail<ShapeError>("index_select: the index must be 1-dimensional, got shape ", positions->shape);
+    detail::check_positions(positions, data->shape[k], "index_select", "index",
+                            detail::concat("axis ", axis, " of extent ", data->shape[k], " (shape ", data->shape, ")"));
+    Shape spread(data->shape.size(), 1), out = data->shape;
+    spread[k] = positions->shape[0];
+    out[k] = positions->shape[0];
+    const detail::NodePtr expanded = detail::graph::expand(detail::graph::reshape(positions, spread), out);
+    return Tensor<T>(detail::graph::gather(data, static_cast<int>(k), expanded));
+}
+
+/// labels (integers in [0, num_classes)) as one-hot int64 vectors along a new last axis.
+/// num_classes = -1 takes the largest label + 1.
+template <class I, class = std::enable_if_t<detail::is_tensor_like_v<I>>>
+Tensor<std::int64_t> one_hot(const I& labels, std::int64_t num_classes = -1) {
+    const detail::NodePtr l = labels.build();
+    if (num_classes < -1) detail::fail<ValueError>("one_hot: num_classes must be >= 0 or -1, got ", num_classes);
+    if (num_classes == -1) {
+        if (!is_integral(l->dtype)) detail::fail<ValueError>("one_hot: labels must be integers, got ", l->dtype);
+        if (numel(l->shape) == 0)
+            detail::fail<ValueError>("one_hot: cannot infer num_classes from empty labels; pass it");
+        const detail::NodePtr hi = detail::graph::reduce(ReduceOp::Max, detail::graph::cast(l, DType::Int64), std::nullopt,
+                                                          false, "one_hot");
+        detail::realize_nodes({hi.get()});
+        num_classes = detail::read_elements<std::int64_t>(*hi)[0] + 1;
+    }
+    detail::check_positions(l, num_classes, "one_hot", "label", detail::concat(num_classes, " classes"));
+    Shape out = l->shape;
+    out.push_back(num_classes);
+    Shape spread = l->shape;
+    spread.push_back(1);
+    const detail::NodePtr classes = detail::graph::iota(out, -1, l->device);
+    const detail::NodePtr wide = detail::graph::expand(detail::graph::reshape(detail::graph::cast(l, DType::Int64), spread), out);
+    return Tensor<std::int64_t>(detail::graph::cast(detail::graph::binary(BinaryOp::Eq, wide, classes), DType::Int64));
+}
+
+/// x with src added at the positions index names along `axis` (PyTorch's scatter_add:
+/// out[i with i[axis] = index[j]] += src[j] for every j in index's shape). Deterministic:
+/// each output element sums its contributions in index order, on every backend. It is
+/// computed as a reduction over index's extent along `axis` for every output element, so it
+/// costs numel(x) * index.shape[axis] operations (fine for small index extents).
+template <class E, class I, class S,
+          class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I> && detail::is_tensor_like_v<S>>>
+auto scatter_add(const E& x, int axis, const I& index, const S& src) {
+    using T = typename E::value_type;
+    const char* op = "scatter_add";
+    const detail::NodePtr base = x.build(), positions = index.build(), values = detail::graph::cast(src.build(), dtype_of<T>());
+    const Shape& s = base->shape;
+    const auto r = s.size();
+    const auto k = static_cast<std::size_t>(detail::normalize_axis(axis, r, op, s));
+    if (positions->shape.size() != r || values->shape.size() != r)
+        detail::fail<ShapeError>(op, ": x (shape ", s, "), index (shape ", positions->shape, ") and src (shape ",
+                                 values->shape, ") must have the same number of dimensions");
+    for (std::size_t d = 0; d < r; ++d) {
+        if (positions->shape[d] > values->shape[d] || (d != k && positions->shape[d] > s[d]))
+            detail::fail<ShapeError>(op, ": index shape ", positions->shape, " must not exceed src shape ", values->shape,
+                                     ", nor x shape ", s, " outside axis ", k);
+    }
+    detail::check_positions(positions, s[k], op, "index", detail::concat("axis ", axis, " of extent ", s[k], " (shape ", s, ")"));
+    // Over [x's shape..., index extent along axis]: index and src read at (i with i[axis] = j),
+    // padded with -1 (never a position) and 0 outside index's other extents.
+    const std::int64_t count = positions->shape[k];
+    Shape window(positions->shape);
+    auto spread = [&](const detail::NodePtr& t, Scalar fill) {
+        detail::SmallVector<std::int64_t, 12> whole;  // t cut to index's shape (src may be larger)
+        Axes last;                            // `axis` moved last
+        Shape before(r, 0), after(r, 0), lifted;
+        for (std::size_t d = 0; d < r; ++d) {
+            whole.push_back(0);
+            whole.push_back(1);
+            if (d != k) {
+                after[last.size()] = s[d] - window[d];
+                last.push_back(static_cast<int>(d));
+                lifted.push_back(s[d]);
+            }
+        }
+        last.push_back(static_cast<int>(k));
+        lifted.insert(k, 1);
+        lifted.push_back(count);
+        detail::NodePtr part = detail::graph::permute(detail::graph::window(t, whole, window), last);
+        part = detail::graph::reshape(detail::graph::pad(part, before, after, fill), lifted);
+        Shape domain = s;
+        domain.push_back(count);
+        return detail::graph::expand(part, domain);
+    };
+    Shape domain = s;
+    domain.push_back(count);
+    const detail::NodePtr at = spread(detail::graph::cast(positions, DType::Int64), Scalar::of<std::int64_t>(-1));
+    const detail::NodePtr from = spread(values, Scalar::of<T>(T(0)));
+    const detail::NodePtr hit = detail::graph::binary(BinaryOp::Eq, at, detail::graph::iota(domain, static_cast<int>(k), base->device));
+    const detail::NodePtr picked = detail::graph::where(hit, from, Scalar::of<T>(T(0)));
+    const detail::NodePtr added =
+        detail::graph::cast(detail::graph::reduce(ReduceOp::Sum, picked, Axes{static_cast<int>(r)}, false, op), dtype_of<T>());
+    return Tensor<T>(detail::graph::binary(BinaryOp::Add, base, added));
+}
+
+}  // namespace lazytensor

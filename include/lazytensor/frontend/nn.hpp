@@ -1,0 +1,120 @@
+// Neural-network composites, built from primitives so that the scheduler fuses them: a row
+// softmax is one kernel (max, sum of exponentials and the normalized store are three phases of
+// it), logsumexp and layer_norm likewise; cross_entropy is one kernel per row plus the mean.
+#pragma once
+
+#include <optional>
+
+#include "indexing.hpp"
+#include "reductions.hpp"
+
+namespace lazytensor {
+
+namespace detail {
+
+inline NodePtr floating(const NodePtr& x) { return is_floating(x->dtype) ? x : graph::cast(x, DType::Float32); }
+
+/// log(sum(exp(x))) over `axes`, shifted by the maximum so that nothing overflows. An
+/// all-(-inf) row gives -inf and a +inf element gives +inf, as the exact value would.
+inline NodePtr log_sum_exp(const NodePtr& x, const Axes& axes, bool keepdim) {
+    const NodePtr v = floating(x);
+    const NodePtr m = graph::reduce(ReduceOp::Max, v, axes, true, "logsumexp");
+    const NodePtr infinite = graph::binary(BinaryOp::Eq, graph::unary(UnaryOp::Abs, m), Scalar::of<double>(INFINITY));
+    const NodePtr shift = graph::where(infinite, Scalar::of<double>(0.0), m);
+    const NodePtr sum = graph::reduce(ReduceOp::Sum, graph::unary(UnaryOp::Exp, graph::binary(BinaryOp::Sub, v, shift)),
+                                      axes, keepdim, "logsumexp");
+    const NodePtr kept = keepdim ? shift : graph::squeeze_axes(shift, normalize_axes(axes, x->shape.size(), "logsumexp", x->shape));
+    return graph::binary(BinaryOp::Add, graph::unary(UnaryOp::Log, sum), kept);
+}
+
+}  // namespace detail
+
+/// exp(x) / sum(exp(x)) along `axis` (shifted by the row maximum). One kernel per row block.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto softmax(const E& x, int axis = -1) {
+    using R = detail::mean_t<typename E::value_type>;
+    namespace g = detail::graph;
+    const detail::NodePtr v = detail::floating(x.build());
+    const Axes axes{axis};
+    const detail::NodePtr e =
+        g::unary(UnaryOp::Exp, g::binary(BinaryOp::Sub, v, g::reduce(ReduceOp::Max, v, axes, true, "softmax")));
+    return Tensor<R>(g::binary(BinaryOp::Div, e, g::reduce(ReduceOp::Sum, e, axes, true, "softmax")));
+}
+
+/// log(softmax(x, axis)), computed as x - logsumexp(x, axis) (no log of a rounded 0).
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto log_softmax(const E& x, int axis = -1) {
+    using R = detail::mean_t<typename E::value_type>;
+    const detail::NodePtr v = detail::floating(x.build());
+    return Tensor<R>(detail::graph::binary(BinaryOp::Sub, v, detail::log_sum_exp(v, Axes{axis}, true)));
+}
+
+/// log(sum(exp(x))) over `axes` (all when empty), without overflow.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto logsumexp(const E& x, const Axes& axes = {}, bool keepdim = false) {
+    using R = detail::mean_t<typename E::value_type>;
+    const detail::NodePtr v = x.build();
+    return Tensor<R>(detail::log_sum_exp(v, axes.empty() ? detail::all_axes(v->shape.size()) : axes, keepdim));
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto logsumexp(const E& x, int axis, bool keepdim = false) {
+    return logsumexp(x, Axes{axis}, keepdim);
+}
+
+/// (x - mean) / sqrt(var + eps) over `axes` (biased variance, as PyTorch's layer_norm), then
+/// times `weight` and plus `bias` when given (broadcast against x).
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto layer_norm(const E& x, const Axes& axes, double eps = 1e-5,
+                const std::optional<Tensor<detail::mean_t<typename E::value_type>>>& weight = std::nullopt,
+                const std::optional<Tensor<detail::mean_t<typename E::value_type>>>& bias = std::nullopt) {
+    using R = detail::mean_t<typename E::value_type>;
+    namespace g = detail::graph;
+    if (!(eps >= 0)) detail::fail<ValueError>("layer_norm: eps must be >= 0, got ", eps);
+    const detail::NodePtr v = detail::floating(x.build());
+    const Axes norm = detail::normalize_axes(axes, v->shape.size(), "layer_norm", v->shape);
+    const detail::NodePtr centered = g::binary(BinaryOp::Sub, v, g::mean(v, norm, true));
+    const detail::NodePtr var = g::mean(g::binary(BinaryOp::Mul, centered, centered), norm, true);
+    detail::NodePtr out = g::binary(BinaryOp::Div, centered,
+                                    g::unary(UnaryOp::Sqrt, g::binary(BinaryOp::Add, var, Scalar::of<double>(eps))));
+    if (weight) out = g::binary(BinaryOp::Mul, out, weight->build());
+    if (bias) out = g::binary(BinaryOp::Add, out, bias->build());
+    return Tensor<R>(out);
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto layer_norm(const E& x, int axis = -1, double eps = 1e-5) {
+    return layer_norm(x, Axes{axis}, eps);
+}
+
+/// How cross_entropy combines the per-sample losses.
+enum class Reduction { Mean, Sum, None };
+
+/// The negative log-likelihood of `labels` (integers in [0, C)) under softmax(logits) along
+/// the last axis: logsumexp(logits) - logits[label], per sample ([...]) or its mean or sum.
+/// logits have shape [..., C] and labels [...]; labels out of range are an IndexError.
+template <class E, class I, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I>>>
+auto cross_entropy(const E& logits, const I& labels, Reduction reduction = Reduction::Mean) {
+    using R = detail::mean_t<typename E::value_type>;
+    namespace g = detail::graph;
+    const char* op = "cross_entropy";
+    const detail::NodePtr x = detail::floating(logits.build()), l = labels.build();
+    if (x->shape.empty()) detail::fail<ShapeError>(op, ": logits need a class axis, got a 0-d tensor");
+    const Shape batch(x->shape.begin(), x->shape.end() - 1);
+    if (l->shape != batch)
+        detail::fail<ShapeError>(op, ": labels of shape ", l->shape, " do not match logits of shape ", x->shape,
+                                 " (expected labels of shape ", batch, ")");
+    const std::int64_t classes = x->shape[x->shape.size() - 1];
+    detail::check_positions(l, classes, op, "label", detail::concat(classes, " classes (logits shape ", x->shape, ")"));
+    Shape spread = batch;
+    spread.push_back(1);
+    const int last = static_cast<int>(batch.size());
+    const detail::NodePtr is_label =
+        g::binary(BinaryOp::Eq, g::iota(x->shape, last, x->device), g::reshape(g::cast(l, DType::Int64), spread));
+    const detail::NodePtr picked =
+        g::reduce(ReduceOp::Sum, g::where(is_label, x, Scalar::of<double>(0.0)), Axes{last}, false, op);
+    detail::NodePtr loss = g::binary(BinaryOp::Sub, detail::log_sum_exp(x, Axes{last}, false), picked);
+    if (reduction == Reduction::Mean) loss = g::mean(loss, std::nullopt, false);
+    if (reduction == Reduction::Sum) loss = g::reduce(ReduceOp::Sum, loss, std::nullopt, false, op);
+    return Tensor<R>(loss);
+}
+
+}  // namespace lazytensor

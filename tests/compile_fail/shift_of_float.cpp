@@ -1,0 +1,8 @@
+// Must not compile: a shift of a float tensor.
+#include <lazytensor.hpp>
+namespace lt = lazytensor;
+int main() {
+    lt::Tensor<float> x = lt::full<float>({3}, 1.0f);
+    auto e = x << 2;
+    (void)e;
+}
