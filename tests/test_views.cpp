@@ -140,3 +140,192 @@ TEST_CASE("regressions: reshapes moved below element-wise ops that still need a 
         CHECK((a.expand({4, 3}) + 0.0f).reshape({3, 4}).sum(1).to_vector() == std::vector<float>{7, 8, 9});
     });
 }
+
+// ---------------------------------------------------------------------------- movement ops
+
+namespace {
+
+/// out[i] = x[source(i)] (or `fill` where source gives an empty index): the reference of any
+/// movement op, written as the index function it is.
+Ref gather_ref(const Ref& x, const lt::Shape& shape, double fill,
+               const std::function<std::vector<std::int64_t>(const std::vector<std::int64_t>&)>& source) {
+    Ref out{shape, std::vector<double>(static_cast<std::size_t>(lt::numel(shape)))};
+    for (std::int64_t i = 0; i < out.size(); ++i) {
+        const auto from = source(unravel(i, shape));
+        out.v[static_cast<std::size_t>(i)] = from.empty() ? fill : x.at(from);
+    }
+    return out;
+}
+
+/// The reference array whose element at index i is f(i).
+Ref ref_of(const lt::Shape& shape, const std::function<double(const std::vector<std::int64_t>&)>& f) {
+    Ref out{shape, std::vector<double>(static_cast<std::size_t>(lt::numel(shape)))};
+    for (std::int64_t i = 0; i < out.size(); ++i) out.v[static_cast<std::size_t>(i)] = f(unravel(i, shape));
+    return out;
+}
+
+/// Python's slice semantics, written out independently: the indices start:stop:step selects.
+std::vector<std::int64_t> python_slice(std::int64_t n, std::optional<std::int64_t> start, std::optional<std::int64_t> stop,
+                                       std::int64_t step) {
+    std::vector<std::int64_t> out;
+    auto clip = [&](std::optional<std::int64_t> v, bool is_start) -> std::int64_t {
+        if (!v) return step > 0 ? (is_start ? 0 : n) : (is_start ? n - 1 : -1);
+        std::int64_t b = *v < 0 ? *v + n : *v;
+        if (step > 0) return std::clamp<std::int64_t>(b, 0, n);
+        return std::clamp<std::int64_t>(b, -1, n - 1);
+    };
+    const std::int64_t a = clip(start, true), b = clip(stop, false);
+    for (std::int64_t i = a; step > 0 ? i < b : i > b; i += step) out.push_back(i);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("slice follows Python's rules: negative indices and steps, clipping, empty results; zero-copy") {
+    for_each_device([](lt::Device) {
+        Ref x = random_ref<float>({5, 7}, 21);
+        lt::Tensor<float> t = make_tensor<float>(x);
+        using O = std::optional<std::int64_t>;
+        const std::vector<std::tuple<O, O, std::int64_t>> cases = {
+            {1, 4, 1}, {O{}, O{}, 2}, {-3, O{}, 1}, {O{}, O{}, -1}, {5, 1, -2}, {-1, -8, -3},
+            {10, 20, 1}, {-100, 3, 1}, {3, 3, 1}, {4, 1, 1}, {O{}, -5, -1}, {6, O{}, -3}};
+        for (const auto& [start, stop, step] : cases) {
+            const auto picked = python_slice(7, start, stop, step);
+            INFO("slice " << (start ? std::to_string(*start) : "none") << ":" << (stop ? std::to_string(*stop) : "none")
+                          << ":" << step);
+            lt::Tensor<float> s = t.slice(1, start, stop, step);
+            CHECK(lt::kernel_count(lt::schedule(s)) == 0);  // a view of t's buffer
+            check_close(s, gather_ref(x, {5, static_cast<std::int64_t>(picked.size())}, 0,
+                                      [&](const std::vector<std::int64_t>& i) {
+                                          return std::vector<std::int64_t>{i[0], picked[static_cast<std::size_t>(i[1])]};
+                                      }),
+                        0, 0);
+        }
+        // A slice of a slice, of a permuted view, and fused into arithmetic.
+        lt::Tensor<float> nested = t.slice(0, 1, {}, 1).slice(0, {}, {}, -2).transpose(0, 1).slice(0, 2, 6, 3);
+        check_close(nested, gather_ref(x, {2, 2}, 0, [](const std::vector<std::int64_t>& i) {
+                        return std::vector<std::int64_t>{4 - 2 * i[1], 2 + 3 * i[0]};
+                    }),
+                    0, 0);
+        lt::Tensor<float> fused = t.slice(0, {}, {}, -1) * 2.0f + t.flip(1);
+        CHECK(lt::kernel_count(lt::schedule(fused)) == 1);
+        check_close(fused, ref_of({5, 7}, [&](const std::vector<std::int64_t>& i) {
+                        return 2 * x.at({4 - i[0], i[1]}) + x.at({i[0], 6 - i[1]});
+                    }));
+        CHECK_THROWS_AS(t.slice(1, 0, 3, 0), lt::ValueError);
+        CHECK_THROWS_AS(t.slice(2, 0, 3), lt::AxisError);
+    });
+}
+
+TEST_CASE("select, flip, squeeze, unsqueeze and flatten") {
+    for_each_device([](lt::Device) {
+        Ref x = random_ref<float>({3, 1, 4}, 22);
+        lt::Tensor<float> t = make_tensor<float>(x);
+        check_close(t.select(2, -1), gather_ref(x, {3, 1}, 0, [](const std::vector<std::int64_t>& i) {
+                        return std::vector<std::int64_t>{i[0], i[1], 3};
+                    }),
+                    0, 0);
+        CHECK_THROWS_AS(t.select(0, 3), lt::IndexError);
+        check_close(lt::flip(t, {0, 2}), gather_ref(x, {3, 1, 4}, 0, [](const std::vector<std::int64_t>& i) {
+                        return std::vector<std::int64_t>{2 - i[0], i[1], 3 - i[2]};
+                    }),
+                    0, 0);
+        lt::Tensor<float> f = t.flip(-1);
+        f.realize();
+        CHECK(f.node_ptr()->buffer == t.node_ptr()->buffer);  // zero-copy, negative stride
+        CHECK(f.node_ptr()->strides[2] == -1);
+        CHECK(t.squeeze().shape() == lt::Shape{3, 4});
+        CHECK(t.squeeze({1}).shape() == lt::Shape{3, 4});
+        CHECK_THROWS_AS(t.squeeze({0}), lt::ShapeError);
+        CHECK(t.unsqueeze(0).shape() == lt::Shape{1, 3, 1, 4});
+        CHECK(t.unsqueeze(-1).shape() == lt::Shape{3, 1, 4, 1});
+        CHECK(t.flatten().shape() == lt::Shape{12});
+        CHECK(t.flatten(1).shape() == lt::Shape{3, 4});
+        CHECK(t.flatten(0, 1).shape() == lt::Shape{3, 4});
+        check_close(t.flip(0).flatten(), gather_ref(x, {12}, 0, [](const std::vector<std::int64_t>& i) {
+                        return std::vector<std::int64_t>{2 - i[0] / 4, 0, i[0] % 4};
+                    }),
+                    0, 0);
+    });
+}
+
+TEST_CASE("pad surrounds with a constant, reads no memory outside, and fuses") {
+    for_each_device([](lt::Device) {
+        Ref x = random_ref<float>({3, 4}, 23);
+        lt::Tensor<float> t = make_tensor<float>(x);
+        auto padded_ref = [&](std::int64_t b0, std::int64_t a0, std::int64_t b1, std::int64_t a1, double v) {
+            return gather_ref(x, {3 + b0 + a0, 4 + b1 + a1}, v, [=](const std::vector<std::int64_t>& i) {
+                const std::int64_t r = i[0] - b0, c = i[1] - b1;
+                if (r < 0 || r >= 3 || c < 0 || c >= 4) return std::vector<std::int64_t>{};
+                return std::vector<std::int64_t>{r, c};
+            });
+        };
+        check_close(t.pad({{1, 2}, {0, 3}}, -5.0f), padded_ref(1, 2, 0, 3, -5), 0, 0);
+        check_close(lt::pad(t, {{0, 0}, {2, 0}}), padded_ref(0, 0, 2, 0, 0), 0, 0);
+        // Fused with a view of the padded value and arithmetic: one kernel.
+        lt::Tensor<float> p = (t.transpose(0, 1).pad({{1, 1}, {1, 1}}, 1.0f) * 3.0f).transpose(0, 1);
+        CHECK(lt::kernel_count(lt::schedule(p)) == 1);
+        Ref expected = map(padded_ref(1, 1, 1, 1, 1), [](double v) { return 3 * v; });
+        check_close(p, expected, 1e-6, 0);
+        // A pad of a pad, of a lazy value, and of a broadcast.
+        lt::Tensor<float> twice = (t + 1.0f).pad({{1, 0}, {0, 0}}, 2.0f).pad({{0, 1}, {1, 0}}, 3.0f);
+        const auto got = twice.to_vector();
+        REQUIRE(twice.shape() == lt::Shape{5, 5});
+        for (std::int64_t r = 0; r < 5; ++r)
+            for (std::int64_t c = 0; c < 5; ++c) {
+                const double want = r == 4 || c == 0 ? 3.0 : r == 0 ? 2.0 : x.at({r - 1, c - 1}) + 1;
+                CHECK(got[static_cast<std::size_t>(r * 5 + c)] == doctest::Approx(want));
+            }
+        CHECK(lt::Tensor<std::int32_t>(lt::full<std::int32_t>({2}, 7).pad({{1, 1}}, -1)).to_vector() ==
+              std::vector<std::int32_t>{-1, 7, 7, -1});
+        CHECK_THROWS_AS(t.pad({{1, 0}}), lt::ShapeError);
+        CHECK_THROWS_AS(t.pad({{-1, 0}, {0, 0}}), lt::ValueError);
+        // A reduction over a padded value: the padding takes part.
+        CHECK(t.pad({{0, 0}, {0, 2}}, 10.0f).sum().item() == doctest::Approx(reduce(x, {}, false, 0, std::plus<double>()).v[0] + 60));
+    });
+}
+
+TEST_CASE("concat, stack, tile and repeat_interleave") {
+    for_each_device([](lt::Device) {
+        Ref a = random_ref<float>({2, 3}, 24), b = random_ref<float>({2, 1}, 25), c = random_ref<float>({2, 4}, 26);
+        lt::Tensor<float> ta = make_tensor<float>(a), tb = make_tensor<float>(b), tc = make_tensor<float>(c);
+        lt::Tensor<float> joined = lt::concat<float>({ta, tb, tc.transpose(0, 1).transpose(0, 1), lt::zeros<float>({2, 0})}, 1);
+        CHECK(lt::kernel_count(lt::schedule(joined)) == 1);
+        check_close(joined, ref_of({2, 8}, [&](const std::vector<std::int64_t>& i) {
+                        const std::int64_t r = i[0], k = i[1];
+                        return k < 3 ? a.at({r, k}) : k < 4 ? b.at({r, 0}) : c.at({r, k - 4});
+                    }),
+                    0, 0);
+        lt::Tensor<float> rows = lt::concat<float>({ta.slice(1, 0, 1), tb * 2.0f}, 0);
+        CHECK(rows.shape() == lt::Shape{4, 1});
+        const auto rv = rows.to_vector();
+        CHECK(rv == std::vector<float>{static_cast<float>(a.at({0, 0})), static_cast<float>(a.at({1, 0})),
+                                       static_cast<float>(2 * b.at({0, 0})), static_cast<float>(2 * b.at({1, 0}))});
+        CHECK_THROWS_AS(lt::concat<float>({ta, tc}, 0), lt::ShapeError);
+        CHECK_THROWS_AS(lt::concat<float>({}, 0), lt::ValueError);
+
+        lt::Tensor<float> st = lt::stack<float>({ta, ta * 2.0f}, 1);
+        CHECK(st.shape() == lt::Shape{2, 2, 3});
+        check_close(st, ref_of({2, 2, 3}, [&](const std::vector<std::int64_t>& i) { return (i[1] + 1) * a.at({i[0], i[2]}); }),
+                    0, 0);
+        CHECK_THROWS_AS(lt::stack<float>({ta, tc}, 0), lt::ShapeError);
+
+        check_close(ta.tile({2, 3}), gather_ref(a, {4, 9}, 0, [](const std::vector<std::int64_t>& i) {
+                        return std::vector<std::int64_t>{i[0] % 2, i[1] % 3};
+                    }),
+                    0, 0);
+        check_close(lt::tile(ta, {2, 1, 1}), gather_ref(a, {2, 2, 3}, 0, [](const std::vector<std::int64_t>& i) {
+                        return std::vector<std::int64_t>{i[1], i[2]};
+                    }),
+                    0, 0);
+        check_close(ta.repeat({1, 2}), gather_ref(a, {2, 6}, 0, [](const std::vector<std::int64_t>& i) {
+                        return std::vector<std::int64_t>{i[0], i[1] % 3};
+                    }),
+                    0, 0);
+        check_close(ta.repeat_interleave(3, 1), gather_ref(a, {2, 9}, 0, [](const std::vector<std::int64_t>& i) {
+                        return std::vector<std::int64_t>{i[0], i[1] / 3};
+                    }),
+                    0, 0);
+        CHECK(lt::kernel_count(lt::schedule(ta.tile({2, 3}) + 1.0f)) == 1);
+    });
+}

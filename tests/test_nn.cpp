@@ -1,0 +1,402 @@
+// Composite reductions (var, std, argmax, argmin, cumsum, cumprod), indexing (gather,
+// index_select, one_hot, scatter_add), random numbers, the neural-network composites and
+// in-place assignment: each against a double-precision reference written here, on every device.
+#include "common.hpp"
+
+namespace {
+
+Ref ref_of(const lt::Shape& shape, const std::function<double(const std::vector<std::int64_t>&)>& f) {
+    Ref out{shape, std::vector<double>(static_cast<std::size_t>(lt::numel(shape)))};
+    for (std::int64_t i = 0; i < out.size(); ++i) out.v[static_cast<std::size_t>(i)] = f(unravel(i, shape));
+    return out;
+}
+
+/// The elements of row `i` of a 2-d reference along `axis` (0: a column, 1: a row).
+std::vector<double> line(const Ref& x, int axis, std::int64_t i) {
+    std::vector<double> out;
+    const std::int64_t n = x.shape[static_cast<std::size_t>(axis)];
+    for (std::int64_t j = 0; j < n; ++j) out.push_back(axis == 1 ? x.at({i, j}) : x.at({j, i}));
+    return out;
+}
+
+template <class T>
+std::vector<T> values(const lt::Tensor<T>& t) {
+    return t.to_vector();
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------ composite reductions
+
+TEST_CASE("var and std with both corrections, on floats and integers, in one kernel") {
+    for_each_device([](lt::Device) {
+        Ref x = random_ref<float>({6, 9}, 31);
+        lt::Tensor<float> t = make_tensor<float>(x);
+        for (int axis : {0, 1})
+            for (int correction : {0, 1}) {
+                INFO("axis " << axis << ", correction " << correction);
+                const std::int64_t rows = x.shape[static_cast<std::size_t>(1 - axis)];
+                Ref var{{rows}, {}}, sd{{rows}, {}};
+                for (std::int64_t i = 0; i < rows; ++i) {
+                    const auto v = line(x, axis, i);
+                    double mean = 0, ss = 0;
+                    for (double e : v) mean += e / static_cast<double>(v.size());
+                    for (double e : v) ss += (e - mean) * (e - mean);
+                    var.v.push_back(ss / static_cast<double>(static_cast<std::int64_t>(v.size()) - correction));
+                    sd.v.push_back(std::sqrt(var.v.back()));
+                }
+                lt::Tensor<float> got = t.var(axis, false, correction);
+                CHECK(lt::kernel_count(lt::schedule(got)) == 1);
+                check_close(got, var, 1e-5, 1e-6);
+                check_close(lt::std(t, axis, false, correction), sd, 1e-5, 1e-6);
+            }
+        CHECK(t.var({0, 1}, true).shape() == lt::Shape{1, 1});
+        lt::Tensor<std::int32_t> ints = lt::tensor<std::int32_t>({1, 2, 3, 4}, {4});
+        lt::Tensor<float> iv = ints.var();
+        CHECK(iv.item() == doctest::Approx(5.0 / 3.0));
+        CHECK(std::isnan(lt::tensor<float>({2.0f}).var().item()));  // N - 1 = 0: 0 / 0
+    });
+}
+
+TEST_CASE("argmax and argmin: first index on ties, first NaN, any axis, keepdim") {
+    for_each_device([](lt::Device) {
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        lt::Tensor<float> t = lt::tensor<float>({3, 7, 7, 1,   //
+                                                 2, 2, 2, 2,   //
+                                                 nan, 5, nan, 9},
+                                                {3, 4});
+        CHECK(values(t.argmax(1)) == std::vector<std::int64_t>{1, 0, 0});
+        CHECK(values(t.argmin(1)) == std::vector<std::int64_t>{3, 0, 0});
+        CHECK(values(lt::argmax(t, 0)) == std::vector<std::int64_t>{2, 0, 2, 2});
+        CHECK(values(t.slice(0, 0, 2).argmin(0)) == std::vector<std::int64_t>{1, 1, 1, 0});
+        CHECK(t.argmax(-1, true).shape() == lt::Shape{3, 1});
+        CHECK(lt::kernel_count(lt::schedule(t.argmax(1))) == 1);
+        // Random data against the reference, integers and a permuted view.
+        Ref x = random_ref<std::int32_t>({5, 8}, 32, -3, 3);
+        lt::Tensor<std::int32_t> xi = make_tensor<std::int32_t>(x);
+        std::vector<std::int64_t> want;
+        for (std::int64_t c = 0; c < 8; ++c) {
+            const auto col = line(x, 0, c);
+            want.push_back(std::max_element(col.begin(), col.end()) - col.begin());  // first maximum
+        }
+        CHECK(values(xi.transpose(0, 1).argmax(1)) == want);
+        CHECK(values(lt::tensor<bool>({false, true, true}).argmax(0)) == std::vector<std::int64_t>{1});
+        CHECK_THROWS_AS(t.argmax(2), lt::AxisError);
+        CHECK_THROWS_AS(lt::zeros<float>({0, 3}).argmax(0), lt::ValueError);
+    });
+}
+
+TEST_CASE("cumsum and cumprod along any axis, short and long, floats and integers") {
+    for_each_device([](lt::Device) {
+        for (std::int64_t n : {1, 5, 32, 33, 100, 1500}) {
+            INFO("n = " << n);
+            Ref x = random_ref<float>({3, n}, 33);
+            lt::Tensor<float> t = make_tensor<float>(x);
+            Ref sums = ref_of({3, n}, [&](const std::vector<std::int64_t>& i) {
+                double s = 0;
+                for (std::int64_t j = 0; j <= i[1]; ++j) s += x.at({i[0], j});
+                return s;
+            });
+            check_close(t.cumsum(1), sums, 1e-5, 1e-4);
+            check_close(t.transpose(0, 1).cumsum(0).transpose(0, 1), sums, 1e-5, 1e-4);
+            Ref ints = random_ref<std::int64_t>({n}, 34, -100, 100);
+            std::vector<std::int64_t> want;
+            std::int64_t acc = 0;
+            for (double v : ints.v) want.push_back(acc += static_cast<std::int64_t>(v));
+            CHECK(values(make_tensor<std::int64_t>(ints).cumsum(0)) == want);
+        }
+        Ref x = random_ref<float>({4, 40}, 35, 0.5, 1.5);
+        Ref prods = ref_of({4, 40}, [&](const std::vector<std::int64_t>& i) {
+            double p = 1;
+            for (std::int64_t j = 0; j <= i[1]; ++j) p *= x.at({i[0], j});
+            return p;
+        });
+        check_close(lt::cumprod(make_tensor<float>(x), -1), prods, 1e-4, 1e-6);
+        lt::Tensor<std::int64_t> bools = lt::tensor<bool>({true, false, true, true}).cumsum(0);
+        CHECK(values(bools) == std::vector<std::int64_t>{1, 1, 2, 3});
+        CHECK(values(lt::tensor<std::int32_t>({2, 3, -1, 4}).cumprod(0)) == std::vector<std::int64_t>{2, 6, -6, -24});
+        CHECK(lt::zeros<float>({0, 3}).cumsum(0).shape() == lt::Shape{0, 3});
+        CHECK_THROWS_AS(lt::tensor<float>({1.0f}).cumsum(1), lt::AxisError);
+    });
+}
+
+// -------------------------------------------------------------------------------- composites
+
+TEST_CASE("softmax, log_softmax and logsumexp: reference values, extremes, one kernel") {
+    for_each_device([](lt::Device) {
+        Ref x = random_ref<float>({7, 33}, 36, -20, 20);
+        lt::Tensor<float> t = make_tensor<float>(x);
+        Ref lse{{7}, {}};
+        for (std::int64_t r = 0; r < 7; ++r) {
+            double s = 0;
+            for (double v : line(x, 1, r)) s += std::exp(v);
+            lse.v.push_back(std::log(s));
+        }
+        Ref sm = ref_of({7, 33}, [&](const std::vector<std::int64_t>& i) { return std::exp(x.at(i) - lse.v[static_cast<std::size_t>(i[0])]); });
+        Ref lsm = ref_of({7, 33}, [&](const std::vector<std::int64_t>& i) { return x.at(i) - lse.v[static_cast<std::size_t>(i[0])]; });
+        lt::Tensor<float> s = lt::softmax(t, 1);
+        CHECK(lt::kernel_count(lt::schedule(s)) == 1);
+        check_close(s, sm, 1e-5, 1e-7);
+        lt::Tensor<float> ls = lt::log_softmax(t, -1);
+        CHECK(lt::kernel_count(lt::schedule(ls)) == 1);
+        check_close(ls, lsm, 1e-5, 1e-4);
+        lt::Tensor<float> l = lt::logsumexp(t, 1);
+        CHECK(lt::kernel_count(lt::schedule(l)) == 1);
+        check_close(l, lse, 1e-5, 1e-4);
+        // The issue's own spelling, sum(exp(x - max(x, axis, keepdim)), axis): one kernel.
+        lt::Tensor<float> manual = lt::sum(lt::exp(t - lt::max(t, 1, true)), 1);
+        CHECK(lt::kernel_count(lt::schedule(manual)) == 1);
+        // Softmax along the first axis (a column reduction), and of a permuted view.
+        check_close(lt::softmax(t.transpose(0, 1), 0).transpose(0, 1), sm, 1e-5, 1e-7);
+        // Large values do not overflow; -inf rows give -inf; +inf gives +inf.
+        const float inf = std::numeric_limits<float>::infinity();
+        lt::Tensor<float> big = lt::tensor<float>({1000, 1000, -inf, -inf, -inf, -inf, 1, inf, 0}, {3, 3});
+        const auto lv = values(lt::logsumexp(big, 1));
+        CHECK(lv[0] == doctest::Approx(1000 + std::log(2.0)));
+        CHECK(lv[1] == -inf);
+        CHECK(lv[2] == inf);
+        const auto sv = values(lt::softmax(big.slice(0, 0, 1), 1));
+        CHECK(sv[0] == doctest::Approx(0.5));
+        CHECK(sv[2] == 0.0f);
+        // Integers are computed in float.
+        lt::Tensor<float> si = lt::softmax(lt::tensor<std::int32_t>({0, 0}, {1, 2}));
+        CHECK(values(si) == std::vector<float>{0.5f, 0.5f});
+    });
+}
+
+TEST_CASE("layer_norm with and without weight and bias, in at most 3 kernels") {
+    for_each_device([](lt::Device) {
+        Ref x = random_ref<float>({4, 6, 10}, 37);
+        lt::Tensor<float> t = make_tensor<float>(x);
+        Ref w = random_ref<float>({10}, 38), b = random_ref<float>({10}, 39);
+        auto reference = [&](bool affine, bool two_axes) {
+            return ref_of({4, 6, 10}, [&](const std::vector<std::int64_t>& i) {
+                double mean = 0, ss = 0, n = two_axes ? 60 : 10;
+                for (std::int64_t p = 0; p < (two_axes ? 6 : 1); ++p)
+                    for (std::int64_t q = 0; q < 10; ++q) mean += x.at({i[0], two_axes ? p : i[1], q}) / n;
+                for (std::int64_t p = 0; p < (two_axes ? 6 : 1); ++p)
+                    for (std::int64_t q = 0; q < 10; ++q) {
+                        const double d = x.at({i[0], two_axes ? p : i[1], q}) - mean;
+                        ss += d * d / n;
+                    }
+                const double y = (x.at(i) - mean) / std::sqrt(ss + 1e-5);
+                return affine ? y * w.at({i[2]}) + b.at({i[2]}) : y;
+            });
+        };
+        lt::Tensor<float> plain = lt::layer_norm(t, -1);
+        CHECK(lt::kernel_count(lt::schedule(plain)) <= 3);
+        CHECK(lt::kernel_count(lt::schedule(plain)) == 1);
+        check_close(plain, reference(false, false), 1e-4, 1e-5);
+        lt::Tensor<float> affine = lt::layer_norm(t, {-1}, 1e-5, make_tensor<float>(w), make_tensor<float>(b));
+        CHECK(lt::kernel_count(lt::schedule(affine)) <= 3);
+        check_close(affine, reference(true, false), 1e-4, 1e-5);
+        lt::Tensor<float> two = lt::layer_norm(t, {1, 2});
+        CHECK(lt::kernel_count(lt::schedule(two)) <= 3);
+        check_close(two, reference(false, true), 1e-4, 1e-5);
+        CHECK_THROWS_AS(lt::layer_norm(t, {3}), lt::AxisError);
+    });
+}
+
+TEST_CASE("cross_entropy against the reference, all reductions, label errors") {
+    for_each_device([](lt::Device) {
+        Ref x = random_ref<float>({8, 5}, 40, -4, 4);
+        lt::Tensor<float> logits = make_tensor<float>(x);
+        const std::vector<std::int64_t> labels = {0, 4, 2, 2, 1, 3, 0, 4};
+        lt::Tensor<std::int64_t> l = lt::tensor<std::int64_t>(labels, {8});
+        Ref per{{8}, {}};
+        double total = 0;
+        for (std::int64_t r = 0; r < 8; ++r) {
+            double s = 0;
+            for (double v : line(x, 1, r)) s += std::exp(v);
+            per.v.push_back(std::log(s) - x.at({r, labels[static_cast<std::size_t>(r)]}));
+            total += per.v.back();
+        }
+        check_close(lt::cross_entropy(logits, l, lt::Reduction::None), per, 1e-5, 1e-5);
+        CHECK(lt::cross_entropy(logits, l).item() == doctest::Approx(total / 8).epsilon(1e-5));
+        CHECK(lt::cross_entropy(logits, l, lt::Reduction::Sum).item() == doctest::Approx(total).epsilon(1e-5));
+        // Per row: one kernel; the mean over rows: a second.
+        CHECK(lt::kernel_count(lt::schedule(lt::cross_entropy(logits, l))) <= 2);
+        CHECK_THROWS_AS(lt::cross_entropy(logits, lt::tensor<std::int64_t>({0, 5, 0, 0, 0, 0, 0, 0}, {8})), lt::IndexError);
+        CHECK_THROWS_AS(lt::cross_entropy(logits, lt::tensor<std::int64_t>({0, 1}, {2})), lt::ShapeError);
+    });
+}
+
+// ---------------------------------------------------------------------------------- indexing
+
+TEST_CASE("gather and index_select read the named positions; out-of-range positions are errors") {
+    for_each_device([](lt::Device) {
+        Ref x = random_ref<float>({4, 6}, 41);
+        lt::Tensor<float> t = make_tensor<float>(x);
+        const std::vector<std::int64_t> idx = {5, 0, 0, 3, 1, 2, 2, 2, 4};
+        lt::Tensor<std::int64_t> i = lt::tensor<std::int64_t>(idx, {3, 3});
+        check_close(lt::gather(t, 1, i), ref_of({3, 3}, [&](const std::vector<std::int64_t>& p) {
+                        return x.at({p[0], idx[static_cast<std::size_t>(p[0] * 3 + p[1])]});
+                    }),
+                    0, 0);
+        const std::vector<std::int64_t> rows = {3, 0, 1, 3, 2, 0};
+        lt::Tensor<std::int32_t> r = lt::tensor<std::int32_t>({3, 0, 1, 3, 2, 0}, {2, 3});
+        check_close(lt::gather(t.transpose(0, 1), 1, r), ref_of({2, 3}, [&](const std::vector<std::int64_t>& p) {
+                        return x.at({rows[static_cast<std::size_t>(p[0] * 3 + p[1])], p[0]});
+                    }),
+                    0, 0);
+        // Gather from a computed value, with a computed index, fused with arithmetic.
+        lt::Tensor<float> g = lt::gather(t * 2.0f, 0, lt::Tensor<std::int64_t>(lt::tensor<std::int64_t>({1, 2}, {1, 2}) + std::int64_t(1))) + 1.0f;
+        CHECK(values(g) == std::vector<float>{static_cast<float>(2 * x.at({2, 0}) + 1), static_cast<float>(2 * x.at({3, 1}) + 1)});
+        check_close(lt::index_select(t, 0, lt::tensor<std::int64_t>({3, 3, 0})), ref_of({3, 6}, [&](const std::vector<std::int64_t>& p) {
+                        return x.at({p[0] < 2 ? 3 : 0, p[1]});
+                    }),
+                    0, 0);
+        check_close(lt::index_select(t, -1, lt::tensor<std::int64_t>({5, 1})), ref_of({4, 2}, [&](const std::vector<std::int64_t>& p) {
+                        return x.at({p[0], p[1] ? 1 : 5});
+                    }),
+                    0, 0);
+        CHECK_THROWS_AS(lt::gather(t, 1, lt::tensor<std::int64_t>({6}, {1, 1})), lt::IndexError);
+        CHECK_THROWS_AS(lt::gather(t, 1, lt::tensor<std::int64_t>({-1}, {1, 1})), lt::IndexError);
+        CHECK_THROWS_AS(lt::gather(t, 1, lt::tensor<std::int64_t>({0, 0, 0, 0, 0}, {5, 1})), lt::ShapeError);
+        CHECK_THROWS_AS(lt::gather(t, 1, lt::tensor<float>({0.0f}, {1, 1})), lt::ValueError);
+        CHECK_THROWS_AS(lt::index_select(t, 0, lt::tensor<std::int64_t>({4})), lt::IndexError);
+        try {
+            lt::gather(t, 0, lt::tensor<std::int64_t>({7}, {1, 1}));
+            FAIL("no error");
+        } catch (const lt::IndexError& e) {
+            CHECK(std::string(e.what()).find("index 7 is out of range for axis 0 of extent 4") != std::string::npos);
+        }
+    });
+}
+
+TEST_CASE("one_hot and scatter_add") {
+    for_each_device([](lt::Device) {
+        lt::Tensor<std::int64_t> labels = lt::tensor<std::int64_t>({2, 0, 3}, {3});
+        CHECK(values(lt::one_hot(labels, 4)) == std::vector<std::int64_t>{0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 1});
+        CHECK(lt::one_hot(labels).shape() == lt::Shape{3, 4});
+        CHECK(lt::one_hot(lt::tensor<std::int32_t>({1, 0, 1, 1}, {2, 2}), 2).shape() == lt::Shape{2, 2, 2});
+        CHECK_THROWS_AS(lt::one_hot(labels, 3), lt::IndexError);
+
+        Ref x = random_ref<float>({3, 5}, 42), src = random_ref<float>({4, 5}, 43);
+        const std::vector<std::int64_t> idx = {0, 2, 2, 1, 0, 1, 1, 0, 2, 2, 2, 0};  // shape [3, 4]: index < src's [4, 5]
+        // scatter along axis 0 with index shape [3, 4]: out[idx[i][j]][j] += src[i][j]
+        Ref want = x;
+        for (std::int64_t i = 0; i < 3; ++i)
+            for (std::int64_t j = 0; j < 4; ++j) {
+                const std::int64_t row = idx[static_cast<std::size_t>(i * 4 + j)];
+                want.v[static_cast<std::size_t>(row * 5 + j)] += src.at({i, j});
+            }
+        lt::Tensor<float> out = lt::scatter_add(make_tensor<float>(x), 0, lt::tensor<std::int64_t>(idx, {3, 4}), make_tensor<float>(src));
+        check_close(out, want, 1e-6, 1e-6);
+        // Along the last axis, with integers.
+        lt::Tensor<std::int32_t> counts = lt::scatter_add(lt::zeros<std::int32_t>({2, 3}), 1,
+                                                           lt::tensor<std::int64_t>({0, 2, 2, 1, 1, 1}, {2, 3}),
+                                                           lt::ones<std::int32_t>({2, 3}));
+        CHECK(values(counts) == std::vector<std::int32_t>{1, 0, 2, 0, 3, 0});
+        CHECK_THROWS_AS(lt::scatter_add(make_tensor<float>(x), 0, lt::tensor<std::int64_t>({3}, {1, 1}), make_tensor<float>(src)),
+                        lt::IndexError);
+    });
+}
+
+// ------------------------------------------------------------------------------------ random
+
+TEST_CASE("Philox 4x32-10 matches the published known-answer vectors") {
+    struct Case {
+        std::uint32_t ctr[4], key[2], out[4];
+    };
+    const Case cases[] = {
+        {{0, 0, 0, 0}, {0, 0}, {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}},
+        {{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}, {0xffffffff, 0xffffffff}, {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
+        {{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, {0xa4093822, 0x299f31d0}, {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}},
+    };
+    for (const Case& c : cases) {
+        std::uint32_t block[4] = {c.ctr[0], c.ctr[1], c.ctr[2], c.ctr[3]};
+        lt::detail::philox4x32_10(block, c.key[0], c.key[1]);
+        for (int i = 0; i < 4; ++i) CHECK(block[i] == c.out[i]);
+    }
+}
+
+TEST_CASE("rand, randn and randint: the same numbers on every device, the right distribution") {
+    for_each_device([](lt::Device) {
+        const std::uint64_t seed = 0x5eed1234abcdULL;
+        const lt::Shape shape{3, 1000};
+        // The exact values, from the generator's definition: element i uses philox(i, seed).
+        const auto u = values(lt::rand<float>(shape, seed));
+        const auto d = values(lt::rand<double>(shape, seed));
+        const auto k = values(lt::randint<std::int32_t>(-5, 7, shape, seed));
+        const auto n = values(lt::randn<float>(shape, seed));
+        for (std::size_t i = 0; i < u.size(); ++i) {
+            const std::uint64_t bits = lt::detail::philox_bits(i, seed);
+            REQUIRE(u[i] == static_cast<float>(std::ldexp(static_cast<double>(bits >> 40), -24)));
+            REQUIRE(d[i] == std::ldexp(static_cast<double>(bits >> 11), -53));
+            REQUIRE(k[i] == static_cast<std::int32_t>(-5 + static_cast<std::int64_t>((bits >> 1) % 12)));
+            const double u1 = std::ldexp(static_cast<double>(((bits >> 32) & 0xFFFFFF) + 1), -24);
+            const double u2 = std::ldexp(static_cast<double>(bits & 0xFFFFFF), -24);
+            REQUIRE(n[i] == doctest::Approx(std::sqrt(-2 * std::log(u1)) * std::cos(6.283185307179586 * u2)).epsilon(1e-5).scale(1));
+        }
+        // Statistics over a million values: mean, variance, range.
+        lt::Tensor<float> big = lt::rand<float>({1 << 20}, 7);
+        CHECK(big.mean().item() == doctest::Approx(0.5).epsilon(0.005));
+        CHECK(big.var().item() == doctest::Approx(1.0 / 12).epsilon(0.01));
+        CHECK(big.min().item() >= 0.0f);
+        CHECK(big.max().item() < 1.0f);
+        lt::Tensor<float> normal = lt::randn<float>({1 << 20}, 8);
+        CHECK(std::fabs(normal.mean().item()) < 0.005);
+        CHECK(normal.std().item() == doctest::Approx(1.0).epsilon(0.005));
+        lt::Tensor<std::int64_t> ints = lt::randint<std::int64_t>(0, 10, {1 << 16}, 9);
+        CHECK(ints.min().item() == 0);
+        CHECK(ints.max().item() == 9);
+        // Different seeds differ; the same seed repeats.
+        CHECK(values(lt::rand<float>({16}, 1)) != values(lt::rand<float>({16}, 2)));
+        CHECK(values(lt::rand<float>({16}, 1)) == values(lt::rand<float>({16}, 1)));
+        CHECK_THROWS_AS(lt::randint<std::int32_t>(3, 3, {2}, 1), lt::ValueError);
+        CHECK_THROWS_AS(lt::randint<std::uint8_t>(0, 300, {2}, 1), lt::ValueError);
+    });
+}
+
+// ------------------------------------------------------------------------------------ assign
+
+TEST_CASE("assign writes in place; slices write into their tensor; earlier lazy reads keep old values") {
+    for_each_device([](lt::Device) {
+        lt::Tensor<float> x = lt::tensor<float>({0, 1, 2, 3, 4, 5}, {2, 3});
+        x.realize();
+        const auto memory = x.node_ptr()->buffer;
+        lt::Tensor<float> before = x * 10.0f;  // lazy, built before the writes
+        lt::Tensor<float> row = x.select(0, 1);
+        x.assign(x + 1.0f);
+        CHECK(x.node_ptr()->buffer == memory);  // in place
+        CHECK(values(x) == std::vector<float>{1, 2, 3, 4, 5, 6});
+        x.slice(1, 0, 3, 2).assign(lt::full<float>({2, 1}, -1.0f));  // broadcast into a strided slice
+        CHECK(values(x) == std::vector<float>{-1, 2, -1, -1, 5, -1});
+        x.select(1, 1).assign(7);  // a scalar, converted
+        CHECK(values(x) == std::vector<float>{-1, 7, -1, -1, 7, -1});
+        CHECK(values(before) == std::vector<float>{0, 10, 20, 30, 40, 50});
+        CHECK(values(row) == std::vector<float>{-1, 7, -1});  // a view sees the memory
+        CHECK(x.node_ptr()->buffer == memory);
+        // A value that reads the memory it overwrites elsewhere is computed into a copy first.
+        lt::Tensor<float> v = lt::tensor<float>({1, 2, 3, 4, 5}, {5});
+        v.assign(v.flip(0));
+        CHECK(values(v) == std::vector<float>{5, 4, 3, 2, 1});
+        v.slice(0, 1, 5).assign(v.slice(0, 0, 4) * 10.0f);  // overlapping shift
+        CHECK(values(v) == std::vector<float>{5, 50, 40, 30, 20});
+        lt::Tensor<float> flipped = v.flip(0);
+        flipped.realize();  // a realized view of v's memory
+        v.assign(flipped);
+        CHECK(values(v) == std::vector<float>{20, 30, 40, 50, 5});
+        // Assigning a whole lazy tensor and integer targets.
+        lt::Tensor<std::int32_t> c = lt::zeros<std::int32_t>({4});
+        c.assign(lt::arange<std::int32_t>(4) * 3);
+        c.slice(0, 1, 3).assign(c.slice(0, 2, 4));
+        CHECK(values(c) == std::vector<std::int32_t>{0, 6, 9, 9});
+        // Errors: shapes, broadcast targets, devices.
+        CHECK_THROWS_AS(x.assign(lt::zeros<float>({3, 2})), lt::ShapeError);
+        CHECK_THROWS_AS(x.slice(0, 0, 1).expand({4, 3}).assign(0.0f), lt::ValueError);
+        CHECK(values(x) == std::vector<float>{-1, 7, -1, -1, 7, -1});  // a failed assign changes nothing
+    });
+}
+
+TEST_CASE("assign in a loop updates an accumulator without new memory") {
+    for_each_device([](lt::Device) {
+        lt::Tensor<double> acc = lt::zeros<double>({8});
+        acc.realize();
+        const auto memory = acc.node_ptr()->buffer;
+        for (int i = 1; i <= 10; ++i) acc.slice(0, i % 8, i % 8 + 1).assign(acc.slice(0, i % 8, i % 8 + 1) + double(i));
+        CHECK(acc.node_ptr()->buffer == memory);
+        CHECK(values(acc) == std::vector<double>{8, 1 + 9, 2 + 10, 3, 4, 5, 6, 7});
+    });
+}

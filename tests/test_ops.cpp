@@ -1,0 +1,706 @@
+// The rest of the element-wise op set (sign, exp2, log2, rsqrt, reciprocal, tan, gelu, silu,
+// rounding, integer division and remainders, bitwise and logical ops, shifts, predicates),
+// clamp, and the prod/any/all reductions: against double-precision references written here,
+// on every device, in every dtype each op allows, with broadcast and non-contiguous inputs, and
+// at the edges NumPy documents (signs of remainders, division by zero, ties, NaN and Inf).
+#include <cstring>
+#include <limits>
+
+#include "common.hpp"
+
+namespace {
+
+// A scalar, empty, a tail shorter than a SIMD batch, several blocks, threads.
+const std::vector<lt::Shape> kShapes = {{}, {0}, {7}, {3, 5}, {1031}, {300, 401}};
+
+constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// op(x) against ref(x) on random data in [lo, hi], for every shape and a permuted view.
+template <class T, class Op>
+void check_unary(Op&& op, const std::function<double(double)>& ref, double lo, double hi, unsigned seed,
+                 double rtol = tol<T>(), double atol = tol<T>()) {
+    for (const lt::Shape& shape : kShapes) {
+        INFO("shape " << shape);
+        Ref x = random_ref<T>(shape, seed, lo, hi);
+        check_close(op(make_tensor<T>(x)), map(x, ref), rtol, atol);
+    }
+    INFO("permuted view");
+    Ref x = random_ref<T>({5, 7, 3}, seed + 1, lo, hi);
+    check_close(op(make_tensor<T>(x).permute({2, 0, 1})), map(permute(x, {2, 0, 1}), ref), rtol, atol);
+}
+
+/// op(a, b) against ref: broadcast shapes, a transposed operand, a scalar on either side.
+template <class T, class Op>
+void check_binary(Op&& op, const std::function<double(double, double)>& ref, double lo_a, double hi_a, double lo_b,
+                  double hi_b, unsigned seed, double rtol = 0, double atol = 0) {
+    const std::vector<std::pair<lt::Shape, lt::Shape>> pairs = {
+        {{}, {}}, {{3, 4}, {3, 4}}, {{3, 1}, {1, 4}}, {{5, 1, 3}, {4, 1}}, {{257, 129}, {129}}};
+    for (const auto& [sa, sb] : pairs) {
+        INFO("shapes " << sa << " and " << sb);
+        Ref a = random_ref<T>(sa, ++seed, lo_a, hi_a), b = random_ref<T>(sb, ++seed, lo_b, hi_b);
+        check_close(op(make_tensor<T>(a), make_tensor<T>(b)), zip(a, b, ref), rtol, atol);
+    }
+    {
+        INFO("a transposed operand");
+        Ref a = random_ref<T>({6, 5}, ++seed, lo_a, hi_a), b = random_ref<T>({5, 6}, ++seed, lo_b, hi_b);
+        check_close(op(make_tensor<T>(a).t(), make_tensor<T>(b)), zip(permute(a, {1, 0}), b, ref), rtol, atol);
+    }
+    {
+        INFO("scalars on either side");
+        Ref a = random_ref<T>({37}, ++seed, lo_a, hi_a), b = random_ref<T>({37}, ++seed, lo_b, hi_b);
+        const T sa = static_cast<T>(a.v[3]), sb = static_cast<T>(b.v[5]);
+        check_close(op(make_tensor<T>(a), sb), map(a, [&](double x) { return ref(x, static_cast<double>(sb)); }), rtol, atol);
+        check_close(op(sa, make_tensor<T>(b)), map(b, [&](double y) { return ref(static_cast<double>(sa), y); }), rtol, atol);
+    }
+}
+
+/// Exactly these values, in T.
+template <class T>
+lt::Tensor<T> values(const std::vector<double>& v) {
+    return make_tensor<T>(Ref{{static_cast<std::int64_t>(v.size())}, v});
+}
+inline Ref ref_of(const std::vector<double>& v) { return Ref{{static_cast<std::int64_t>(v.size())}, v}; }
+
+/// Halves: random multiples of 0.5 (rounding ties), in T.
+template <class T>
+Ref halves(const lt::Shape& shape, unsigned seed) {
+    return map(random_ref<std::int32_t>(shape, seed, -20, 20), [](double v) { return v / 2; });
+}
+
+/// A reference value as T would hold it (overflow to inf, underflow to 0).
+template <class T>
+double as(double v) {
+    return static_cast<double>(static_cast<T>(v));
+}
+
+// Double-precision references, from the definitions (not from the library's formulas).
+double gelu_ref(double x) { return std::isinf(x) ? (x > 0 ? x : 0.0) : 0.5 * x * std::erfc(-x / std::sqrt(2.0)); }
+double silu_ref(double x) { return std::isinf(x) ? (x > 0 ? x : 0.0) : x / (1 + std::exp(-x)); }
+double sign_ref(double x) { return std::isnan(x) ? x : x > 0 ? 1 : x < 0 ? -1 : 0; }
+// Integers: division by zero gives 0 (NumPy).
+double floordiv_int(double a, double b) { return b == 0 ? 0 : std::floor(a / b); }
+double remainder_int(double a, double b) { return b == 0 ? 0 : a - b * std::floor(a / b); }
+double fmod_int(double a, double b) { return b == 0 ? 0 : std::fmod(a, b); }
+// Floats: NumPy's remainder is a - b * floor(a / b) computed exactly (fmod is exact), with the
+// divisor's sign; zero takes the divisor's sign too.
+double remainder_float(double a, double b) {
+    if (b == 0 || std::isnan(a) || std::isnan(b) || std::isinf(a)) return kNan;
+    if (std::isinf(b)) return (a == 0 || (a > 0) == (b > 0)) ? (a == 0 ? std::copysign(0.0, b) : a) : b;
+    double r = std::fmod(a, b);
+    if (r != 0 && (r < 0) != (b < 0)) r += b;
+    return r == 0 ? std::copysign(0.0, b) : r;
+}
+
+template <class T>
+constexpr int bits() {
+    return 8 * static_cast<int>(sizeof(T));
+}
+/// a << n: a times 2^n, wrapped to T; 0 for counts outside [0, bits).
+template <class T>
+double shl_ref(double a, double n) {
+    if (n < 0 || n >= bits<T>()) return 0;
+    const auto wrapped = static_cast<std::uint64_t>(static_cast<std::int64_t>(a)) * (std::uint64_t(1) << static_cast<int>(n));
+    return static_cast<double>(static_cast<T>(wrapped));
+}
+/// a >> n: floor(a / 2^n); the sign (0 or -1) for counts outside [0, bits).
+template <class T>
+double shr_ref(double a, double n) {
+    if (n < 0 || n >= bits<T>()) return a < 0 ? -1 : 0;
+    return std::floor(a / std::ldexp(1.0, static_cast<int>(n)));
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------- unary ops
+
+TEST_CASE_TEMPLATE("floating unary functions: exp2 log2 rsqrt reciprocal tan gelu silu", T, float, double) {
+    for_each_device([](lt::Device) {
+        check_unary<T>([](const auto& x) { return lt::exp2(x); }, [](double v) { return std::exp2(v); }, -20, 20, 1);
+        check_unary<T>([](const auto& x) { return lt::log2(x); }, [](double v) { return std::log2(v); }, 0.001, 1e4, 2);
+        check_unary<T>([](const auto& x) { return lt::rsqrt(x); }, [](double v) { return 1 / std::sqrt(v); }, 0.001, 1e4, 3);
+        check_unary<T>([](const auto& x) { return lt::reciprocal(x); }, [](double v) { return 1 / v; }, -50, 50, 4);
+        check_unary<T>([](const auto& x) { return lt::tan(x); }, [](double v) { return std::tan(v); }, -3, 3, 5);
+        check_unary<T>([](const auto& x) { return lt::gelu(x); }, gelu_ref, -8, 8, 6);
+        check_unary<T>([](const auto& x) { return lt::silu(x); }, silu_ref, -30, 30, 7);
+    });
+}
+
+TEST_CASE_TEMPLATE("floating unary functions at special values", T, float, double) {
+    for_each_device([](lt::Device) {
+        const double big = std::is_same_v<T, float> ? 1e30 : 1e300, tiny = std::numeric_limits<T>::denorm_min();
+        const std::vector<double> v = {0.0, -0.0, 1, -1, 0.5, -2.5, tiny, -tiny, big, -big, kInf, -kInf, kNan};
+        const Ref x = ref_of(v);
+        const lt::Tensor<T> t = values<T>(v);
+        auto ref = [&](double (*f)(double)) { return map(x, [&](double a) { return as<T>(f(a)); }); };
+        check_close(lt::exp2(t), ref([](double a) { return std::exp2(a); }), tol<T>(), 0);
+        check_close(lt::log2(t), ref([](double a) { return std::log2(a); }), tol<T>(), 0);
+        check_close(lt::rsqrt(t), ref([](double a) { return 1 / std::sqrt(a); }), 2 * tol<T>(), 0);
+        check_close(lt::reciprocal(t), ref([](double a) { return 1 / a; }), tol<T>(), 0);
+        check_close(lt::tan(lt::where(lt::abs(t) < T(2), t, T(0))),
+                    ref([](double a) { return std::fabs(a) < 2 ? std::tan(a) : 0.0; }), tol<T>(), 0);
+        check_close(lt::tan(values<T>({kInf, -kInf, kNan})), ref_of({kNan, kNan, kNan}));
+        check_close(lt::gelu(t), ref(gelu_ref), tol<T>(), 1e-300);
+        check_close(lt::silu(t), ref(silu_ref), tol<T>(), 1e-300);
+        check_close(lt::sign(t), ref(sign_ref), 0, 0);
+        // The ends of exp2's range: overflow exactly where T does, subnormal results kept.
+        const double top = std::is_same_v<T, float> ? 127.99 : 1023.99, bottom = std::is_same_v<T, float> ? -148.5 : -1073.5;
+        const std::vector<double> ends = {top, top + 0.02, bottom, bottom - 2, std::is_same_v<T, float> ? -127.25 : -1023.25};
+        std::vector<T> got = lt::exp2(values<T>(ends)).to_vector();
+        for (std::size_t i = 0; i < ends.size(); ++i) {
+            INFO("exp2(" << ends[i] << ")");
+            const double want = as<T>(std::exp2(static_cast<double>(static_cast<T>(ends[i]))));
+            if (std::isinf(want) || want == 0) CHECK(got[i] == want);
+            else CHECK(got[i] == doctest::Approx(want).epsilon(std::fabs(want) < std::numeric_limits<T>::min() ? 1e-2 : 1e-5));
+        }
+        // log2 of subnormals (xsimd gets these wrong for double) and of exact powers of two.
+        std::vector<T> l = lt::log2(values<T>({tiny, 4 * tiny, 0.25, 1024})).to_vector();
+        const double lt_ = std::log2(tiny);
+        CHECK(l[0] == doctest::Approx(lt_).epsilon(1e-6));
+        CHECK(l[1] == doctest::Approx(lt_ + 2).epsilon(1e-6));
+        CHECK(l[2] == -2);
+        CHECK(l[3] == 10);
+    });
+}
+
+TEST_CASE("floating functions of integers compute in float32") {
+    for_each_device([](lt::Device) {
+        Ref x = random_ref<std::int32_t>({50}, 10, -10, 10);
+        static_assert(std::is_same_v<decltype(lt::exp2(lt::Tensor<std::int32_t>()))::value_type, float>);
+        check_close(lt::exp2(make_tensor<std::int32_t>(x)), map(x, [](double v) { return std::exp2(v); }), 1e-6, 0);
+        Ref u = random_ref<std::uint8_t>({50}, 11, 1, 250);
+        check_close(lt::log2(make_tensor<std::uint8_t>(u)), map(u, [](double v) { return std::log2(v); }), 1e-6, 1e-6);
+        check_close(lt::reciprocal(make_tensor<std::uint8_t>(u)), map(u, [](double v) { return 1 / v; }), 1e-6, 0);
+        check_close(lt::gelu(make_tensor<std::int64_t>(x)), map(x, gelu_ref), 1e-5, 1e-6);
+    });
+}
+
+TEST_CASE_TEMPLATE("rounding: floor ceil trunc and round half to even", T, float, double) {
+    for_each_device([](lt::Device) {
+        for (const lt::Shape& shape : {lt::Shape{7}, lt::Shape{33, 17}}) {
+            INFO("shape " << shape);
+            const Ref x = halves<T>(shape, 20);  // every other value a tie
+            const lt::Tensor<T> t = make_tensor<T>(x);
+            check_close(lt::floor(t), map(x, [](double v) { return std::floor(v); }), 0, 0);
+            check_close(lt::ceil(t), map(x, [](double v) { return std::ceil(v); }), 0, 0);
+            check_close(lt::trunc(t), map(x, [](double v) { return std::trunc(v); }), 0, 0);
+            check_close(lt::round(t), map(x, [](double v) {
+                            const double f = std::floor(v), d = v - f;  // ties go to the even neighbour
+                            return d < 0.5 ? f : d > 0.5 ? f + 1 : (std::fmod(f, 2) == 0 ? f : f + 1);
+                        }), 0, 0);
+        }
+        check_unary<T>([](const auto& x) { return lt::floor(x); }, [](double v) { return std::floor(v); }, -1e3, 1e3, 21, 0, 0);
+        check_unary<T>([](const auto& x) { return lt::ceil(x); }, [](double v) { return std::ceil(v); }, -1e3, 1e3, 22, 0, 0);
+        check_unary<T>([](const auto& x) { return lt::trunc(x); }, [](double v) { return std::trunc(v); }, -1e3, 1e3, 23, 0, 0);
+        check_unary<T>([](const auto& x) { return lt::sign(x); }, sign_ref, -3, 3, 24, 0, 0);
+        // NumPy: round([0.5, 1.5, 2.5, -0.5, -1.5]) == [0, 2, 2, -0, -2]; 0.49999997 is not a tie.
+        const double below_half = std::nextafter(static_cast<T>(0.5), T(0));
+        const std::vector<double> edge = {0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.5, below_half, -below_half, 1e15 + 0.5 * !std::is_same_v<T, float>,
+                                          kInf, -kInf, kNan, -0.0};
+        const std::vector<double> want = {0, 2, 2, -0.0, -2, -2, 4, 0, -0.0, as<T>(1e15), kInf, -kInf, kNan, -0.0};
+        std::vector<T> got = lt::round(values<T>(edge)).to_vector();
+        check_close(lt::round(values<T>(edge)), ref_of(want), 0, 0);
+        CHECK(std::signbit(got[3]));  // -0.5 rounds to -0
+        CHECK(std::signbit(got[13]));
+        check_close(lt::floor(values<T>({-0.5, 0.5, kInf, -kInf, kNan})), ref_of({-1, 0, kInf, -kInf, kNan}), 0, 0);
+        check_close(lt::ceil(values<T>({-0.5, 0.5, kInf, -kInf, kNan})), ref_of({-0.0, 1, kInf, -kInf, kNan}), 0, 0);
+        check_close(lt::trunc(values<T>({-1.5, 1.5, kInf, -kInf, kNan})), ref_of({-1, 1, kInf, -kInf, kNan}), 0, 0);
+    });
+}
+
+TEST_CASE_TEMPLATE("integer sign and rounding (rounding is the identity on integers)", T, std::uint8_t, std::int32_t, std::int64_t) {
+    for_each_device([](lt::Device) {
+        const double lo = std::is_unsigned_v<T> ? 0 : -100;
+        static_assert(std::is_same_v<typename decltype(lt::floor(lt::Tensor<T>()))::value_type, T>);
+        check_unary<T>([](const auto& x) { return lt::sign(x); }, sign_ref, lo, 100, 30, 0, 0);
+        check_unary<T>([](const auto& x) { return lt::floor(x); }, [](double v) { return v; }, lo, 100, 31, 0, 0);
+        check_unary<T>([](const auto& x) { return lt::ceil(x); }, [](double v) { return v; }, lo, 100, 32, 0, 0);
+        check_unary<T>([](const auto& x) { return lt::round(x); }, [](double v) { return v; }, lo, 100, 33, 0, 0);
+        check_unary<T>([](const auto& x) { return lt::trunc(x); }, [](double v) { return v; }, lo, 100, 34, 0, 0);
+    });
+}
+
+TEST_CASE_TEMPLATE("bitwise not and logical not", T, std::uint8_t, std::int32_t, std::int64_t) {
+    for_each_device([](lt::Device) {
+        const double lo = std::is_unsigned_v<T> ? 0 : -1000, hi = std::is_unsigned_v<T> ? 255 : 1000;
+        // ~x == -x - 1 in two's complement; 255 - x for uint8.
+        check_unary<T>([](const auto& x) { return ~x; }, [](double v) { return std::is_unsigned_v<T> ? 255 - v : -v - 1; }, lo, hi,
+                       40, 0, 0);
+        check_unary<T>([](const auto& x) { return lt::bitwise_not(x); },
+                       [](double v) { return std::is_unsigned_v<T> ? 255 - v : -v - 1; }, lo, hi, 41, 0, 0);
+        check_unary<T>([](const auto& x) { return !x; }, [](double v) { return v == 0 ? 1.0 : 0.0; }, -3 * (lo < 0), 3, 42, 0, 0);
+        const T top = std::numeric_limits<T>::max(), bottom = std::numeric_limits<T>::min();
+        CHECK(lt::Tensor<T>(~lt::tensor<T>({top, bottom})).to_vector() == std::vector<T>{bottom, top});
+    });
+}
+
+TEST_CASE("bitwise and logical not of bool, logical not of floats") {
+    for_each_device([](lt::Device) {
+        const lt::Tensor<bool> m = lt::tensor<bool>({true, false, true});
+        static_assert(std::is_same_v<decltype(~m)::value_type, bool>);
+        CHECK(lt::Tensor<bool>(~m).to_vector() == std::vector<bool>{false, true, false});
+        CHECK(lt::Tensor<bool>(!m).to_vector() == std::vector<bool>{false, true, false});
+        check_unary<bool>([](const auto& x) { return ~x; }, [](double v) { return 1 - v; }, 0, 1, 43, 0, 0);
+        // NumPy: logical_not(nan) is False; -0.0 is zero.
+        check_close(!values<float>({0.0, -0.0, 1, kNan, kInf, -2}), ref_of({1, 1, 0, 0, 0, 0}), 0, 0);
+        check_close(lt::logical_not(values<double>({0.0, -0.0, 1, kNan})), ref_of({1, 1, 0, 0}), 0, 0);
+        check_unary<float>([](const auto& x) { return !lt::round(x); }, [](double v) { return std::nearbyint(v) == 0; }, -2, 2, 44, 0, 0);
+    });
+}
+
+TEST_CASE_TEMPLATE("isnan and isinf", T, float, double) {
+    for_each_device([](lt::Device) {
+        const std::vector<double> v = {0, -1, kNan, kInf, -kInf, 1e30, -kNan, std::numeric_limits<T>::max()};
+        static_assert(std::is_same_v<typename decltype(lt::isnan(lt::Tensor<T>()))::value_type, bool>);
+        check_close(lt::isnan(values<T>(v)), ref_of({0, 0, 1, 0, 0, 0, 1, 0}), 0, 0);
+        check_close(lt::isinf(values<T>(v)), ref_of({0, 0, 0, 1, 1, double(as<T>(1e30) == kInf), 0, 0}), 0, 0);
+        // Random data with NaN and Inf sprinkled in, through a permuted view.
+        Ref x = random_ref<T>({6, 4, 5}, 50);
+        for (std::size_t i = 0; i < x.v.size(); i += 7) x.v[i] = (i % 3 == 0) ? kNan : (i % 3 == 1) ? kInf : -kInf;
+        const lt::Tensor<T> t = make_tensor<T>(x).permute({1, 2, 0});
+        const Ref px = permute(x, {1, 2, 0});
+        check_close(lt::isnan(t), map(px, [](double a) { return double(std::isnan(a)); }), 0, 0);
+        check_close(lt::isinf(t), map(px, [](double a) { return double(std::isinf(a)); }), 0, 0);
+    });
+}
+
+TEST_CASE_TEMPLATE("isnan and isinf of integers and bool are false", T, bool, std::uint8_t, std::int32_t, std::int64_t) {
+    for_each_device([](lt::Device) {
+        const lt::Tensor<T> t = lt::tensor<T>({T(0), T(1), std::numeric_limits<T>::max(), std::numeric_limits<T>::min()});
+        CHECK(lt::Tensor<bool>(lt::isnan(t)).to_vector() == std::vector<bool>(4, false));
+        CHECK(lt::Tensor<bool>(lt::isinf(t)).to_vector() == std::vector<bool>(4, false));
+    });
+}
+
+// ------------------------------------------------------------------------------------ binary ops
+
+TEST_CASE_TEMPLATE("integer floor_divide, remainder (%) and fmod on random data, zeros included", T, std::int32_t,
+                   std::int64_t, std::uint8_t) {
+    for_each_device([](lt::Device) {
+        const double lo = std::is_unsigned_v<T> ? 0 : -50, hi = 50, blo = std::is_unsigned_v<T> ? 0 : -9;
+        check_binary<T>([](const auto& a, const auto& b) { return lt::floor_divide(a, b); }, floordiv_int, lo, hi, blo, 9, 60);
+        check_binary<T>([](const auto& a, const auto& b) { return a % b; }, remainder_int, lo, hi, blo, 9, 70);
+        check_binary<T>([](const auto& a, const auto& b) { return lt::remainder(a, b); }, remainder_int, lo, hi, blo, 9, 80);
+        check_binary<T>([](const auto& a, const auto& b) { return lt::fmod(a, b); }, fmod_int, lo, hi, blo, 9, 90);
+    });
+}
+
+TEST_CASE_TEMPLATE("integer division edges: signs, division by zero, the most negative value by -1", T, std::int32_t, std::int64_t) {
+    for_each_device([](lt::Device) {
+        const T lowest = std::numeric_limits<T>::min(), top = std::numeric_limits<T>::max();
+        // NumPy: -7 // 2 == -4, -7 % 2 == 1, 7 % -2 == -1, fmod(-7, 2) == -1, x // 0 == x % 0 == 0.
+        const lt::Tensor<T> a = lt::tensor<T>({-7, 7, -7, 7, -1, 5, -5, 0, lowest, lowest, lowest, top, top});
+        const lt::Tensor<T> b = lt::tensor<T>({2, -2, -2, 2, 2, 0, 0, 0, -1, 1, 0, -1, lowest});
+        CHECK(lt::Tensor<T>(lt::floor_divide(a, b)).to_vector() ==
+              std::vector<T>{-4, -4, 3, 3, -1, 0, 0, 0, lowest, lowest, 0, T(-top), -1});
+        CHECK(lt::Tensor<T>(a % b).to_vector() == std::vector<T>{1, -1, -1, 1, 1, 0, 0, 0, 0, 0, 0, 0, T(-1)});
+        CHECK(lt::Tensor<T>(lt::fmod(a, b)).to_vector() == std::vector<T>{-1, 1, -1, 1, -1, 0, 0, 0, 0, 0, 0, 0, top});
+        // Scalars: a divisor of 0 and of -1.
+        CHECK(lt::Tensor<T>(lt::floor_divide(a, 0)).to_vector() == std::vector<T>(13, 0));
+        CHECK(lt::Tensor<T>(a % -1).to_vector() == std::vector<T>(13, 0));
+        CHECK(lt::Tensor<T>(lt::floor_divide(lt::tensor<T>({lowest, 6}), T(-1))).to_vector() == std::vector<T>{lowest, -6});
+    });
+}
+
+TEST_CASE("uint8 division edges") {
+    for_each_device([](lt::Device) {
+        const lt::Tensor<std::uint8_t> a = lt::tensor<std::uint8_t>({200, 7, 255, 0});
+        const lt::Tensor<std::uint8_t> b = lt::tensor<std::uint8_t>({7, 0, 16, 0});
+        CHECK(lt::Tensor<std::uint8_t>(lt::floor_divide(a, b)).to_vector() == std::vector<std::uint8_t>{28, 0, 15, 0});
+        CHECK(lt::Tensor<std::uint8_t>(a % b).to_vector() == std::vector<std::uint8_t>{4, 0, 15, 0});
+        CHECK(lt::Tensor<std::uint8_t>(lt::fmod(a, b)).to_vector() == std::vector<std::uint8_t>{4, 0, 15, 0});
+    });
+}
+
+TEST_CASE_TEMPLATE("floating floor_divide, remainder (%) and fmod on random data", T, float, double) {
+    for_each_device([](lt::Device) {
+        // floor_divide is the floor of the exact quotient (long double holds it closely enough).
+        auto floordiv = [](double a, double b) { return static_cast<double>(std::floor(static_cast<long double>(a) / b)); };
+        check_binary<T>([](const auto& a, const auto& b) { return lt::floor_divide(a, b); }, floordiv, -20, 20, -4, 4, 100);
+        // Remainders are exact in T (fmod is; remainder adds b to a result of the other sign).
+        check_binary<T>([](const auto& a, const auto& b) { return a % b; }, remainder_float, -20, 20, -4, 4, 110,
+                        std::is_same_v<T, float> ? 1e-6 : 1e-15, 1e-6);
+        check_binary<T>([](const auto& a, const auto& b) { return lt::fmod(a, b); }, [](double a, double b) { return std::fmod(a, b); },
+                        -20, 20, -4, 4, 120);
+    });
+}
+
+TEST_CASE_TEMPLATE("floating division edges: signs, zero divisors, NaN and Inf", T, float, double) {
+    for_each_device([](lt::Device) {
+        // NumPy: remainder(-7.5, 2) == 0.5, remainder(7.5, -2) == -0.5, fmod(-7.5, 2) == -1.5,
+        // floor_divide(-7.5, 2) == -4, x % 0 and fmod(x, 0) are NaN, 1 // 0 == inf, 0 // 0 and
+        // inf // 2 are NaN, -1 // inf == -1, remainder(-1, inf) == inf, remainder(0, -2) == -0.
+        const std::vector<double> a = {-7.5, 7.5, -7.5, 7.5, 1, -1, 0, -1, 5, kInf, kNan, 0, 3};
+        const std::vector<double> b = {2, -2, -2, 2, 0, 0, 0, kInf, kInf, 2, 2, -2, kNan};
+        const lt::Tensor<T> ta = values<T>(a), tb = values<T>(b);
+        check_close(ta % tb, ref_of({0.5, -0.5, -1.5, 1.5, kNan, kNan, kNan, kInf, 5, kNan, kNan, -0.0, kNan}), 0, 0);
+        check_close(lt::fmod(ta, tb), ref_of({-1.5, 1.5, -1.5, 1.5, kNan, kNan, kNan, -1, 5, kNan, kNan, 0, kNan}), 0, 0);
+        check_close(lt::floor_divide(ta, tb), ref_of({-4, -4, 3, 3, kInf, -kInf, kNan, -1, 0, kNan, kNan, -0.0, kNan}), 0, 0);
+        std::vector<T> r = lt::Tensor<T>(ta % tb).to_vector();
+        CHECK(std::signbit(r[11]));  // the divisor's sign, also for 0
+        CHECK(std::signbit(lt::Tensor<T>(lt::floor_divide(ta, tb)).to_vector()[11]));
+        // The floor of the exact quotient, not of the rounded one: 1 / 0.1 rounds to 10, 1 // 0.1 is 9.
+        CHECK(lt::Tensor<T>(lt::floor_divide(values<T>({1, -1}), T(0.1))).to_vector() == std::vector<T>{9, -10});
+        CHECK(!std::signbit(lt::Tensor<T>(values<T>({-4}) % T(2)).item()));
+    });
+}
+
+TEST_CASE_TEMPLATE("bitwise and, or, xor", T, std::uint8_t, std::int32_t, std::int64_t) {
+    for_each_device([](lt::Device) {
+        const double lo = std::is_unsigned_v<T> ? 0 : -1000, hi = std::is_unsigned_v<T> ? 255 : 1000;
+        // The reference works on the bits of the two's complement int64 values.
+        auto bitwise = [](auto f) {
+            return [f](double a, double b) {
+                return static_cast<double>(static_cast<T>(f(static_cast<std::int64_t>(a), static_cast<std::int64_t>(b))));
+            };
+        };
+        check_binary<T>([](const auto& a, const auto& b) { return a & b; }, bitwise([](auto x, auto y) { return x & y; }), lo, hi, lo, hi, 130);
+        check_binary<T>([](const auto& a, const auto& b) { return a | b; }, bitwise([](auto x, auto y) { return x | y; }), lo, hi, lo, hi, 140);
+        check_binary<T>([](const auto& a, const auto& b) { return a ^ b; }, bitwise([](auto x, auto y) { return x ^ y; }), lo, hi, lo, hi, 150);
+        check_binary<T>([](const auto& a, const auto& b) { return lt::bitwise_xor(a, b); },
+                        bitwise([](auto x, auto y) { return x ^ y; }), lo, hi, lo, hi, 160);
+    });
+}
+
+TEST_CASE("bitwise ops of bool are logical; bool with an integer promotes") {
+    for_each_device([](lt::Device) {
+        check_binary<bool>([](const auto& a, const auto& b) { return a & b; }, [](double a, double b) { return double(a && b); }, 0, 1, 0, 1, 170);
+        check_binary<bool>([](const auto& a, const auto& b) { return a | b; }, [](double a, double b) { return double(a || b); }, 0, 1, 0, 1, 180);
+        check_binary<bool>([](const auto& a, const auto& b) { return a ^ b; }, [](double a, double b) { return double(a != b); }, 0, 1, 0, 1, 190);
+        const lt::Tensor<bool> m = lt::tensor<bool>({true, false, true});
+        const lt::Tensor<std::int32_t> i = lt::tensor<std::int32_t>({6, 6, -1});
+        static_assert(std::is_same_v<decltype(m & i)::value_type, std::int32_t>);
+        CHECK(lt::Tensor<std::int32_t>(m | i).to_vector() == std::vector<std::int32_t>{7, 6, -1});
+        CHECK(lt::Tensor<std::int32_t>(i & m).to_vector() == std::vector<std::int32_t>{0, 0, 1});
+    });
+}
+
+TEST_CASE_TEMPLATE("shifts, in range and out of range", T, std::uint8_t, std::int32_t, std::int64_t) {
+    for_each_device([](lt::Device) {
+        const double lo = std::is_unsigned_v<T> ? 0 : -1000, hi = std::is_unsigned_v<T> ? 255 : 1000;
+        const double clo = std::is_unsigned_v<T> ? 0 : -3, chi = bits<T>() + 3;  // counts outside [0, bits) too
+        check_binary<T>([](const auto& a, const auto& b) { return a << b; }, shl_ref<T>, lo, hi, clo, chi, 200);
+        check_binary<T>([](const auto& a, const auto& b) { return a >> b; }, shr_ref<T>, lo, hi, clo, chi, 210);
+        check_binary<T>([](const auto& a, const auto& b) { return lt::left_shift(a, b); }, shl_ref<T>, lo, hi, clo, chi, 220);
+        check_binary<T>([](const auto& a, const auto& b) { return lt::right_shift(a, b); }, shr_ref<T>, lo, hi, clo, chi, 230);
+        const T lowest = std::numeric_limits<T>::min(), top = std::numeric_limits<T>::max();
+        const T b = static_cast<T>(bits<T>());
+        // 1 << (bits - 1) is the sign bit; shifting by bits or more gives 0, or -1 for >> of a
+        // negative value (as if shifting one bit at a time).
+        const lt::Tensor<T> x = lt::tensor<T>({1, 1, 1, top, lowest, top, T(b - 1)});
+        const lt::Tensor<T> n = lt::tensor<T>({T(b - 1), b, T(b + 7), 1, T(b - 1), b, 1});
+        const T sign_bit = std::is_unsigned_v<T> ? T(128) : lowest;
+        CHECK(lt::Tensor<T>(x << n).to_vector() == std::vector<T>{sign_bit, 0, 0, T(std::is_unsigned_v<T> ? 254 : -2), 0, 0, T(2 * (b - 1))});
+        CHECK(lt::Tensor<T>(x >> n).to_vector() ==
+              std::vector<T>{0, 0, 0, T(top / 2), T(std::is_unsigned_v<T> ? 0 : -1), 0, T((b - 1) / 2)});
+        if constexpr (std::is_signed_v<T>) {
+            const lt::Tensor<T> neg = lt::tensor<T>({-8, -1, -1, -7, 5});
+            const lt::Tensor<T> cnt = lt::tensor<T>({1, 70, -1, 100, -2});
+            CHECK(lt::Tensor<T>(neg >> cnt).to_vector() == std::vector<T>{-4, -1, -1, -1, 0});
+            CHECK(lt::Tensor<T>(neg << cnt).to_vector() == std::vector<T>{-16, 0, 0, 0, 0});
+        }
+    });
+}
+
+TEST_CASE("logical and, or: any dtypes, bool results, NaN is true") {
+    for_each_device([](lt::Device) {
+        auto land = [](double a, double b) { return double(a != 0 && b != 0); };
+        auto lor = [](double a, double b) { return double(a != 0 || b != 0); };
+        check_binary<std::int32_t>([](const auto& a, const auto& b) { return a && b; }, land, -2, 2, -2, 2, 240);
+        check_binary<std::int32_t>([](const auto& a, const auto& b) { return a || b; }, lor, -2, 2, -2, 2, 250);
+        check_binary<bool>([](const auto& a, const auto& b) { return lt::logical_and(a, b); }, land, 0, 1, 0, 1, 260);
+        check_binary<std::uint8_t>([](const auto& a, const auto& b) { return lt::logical_or(a, b); }, lor, 0, 2, 0, 2, 270);
+        const lt::Tensor<float> f = values<float>({0.0, -0.0, kNan, kInf, 2, 0});
+        const lt::Tensor<std::uint8_t> u = lt::tensor<std::uint8_t>({1, 1, 1, 0, 0, 0});
+        static_assert(std::is_same_v<decltype(f && u)::value_type, bool>);
+        check_close(f && u, ref_of({0, 0, 1, 0, 0, 0}), 0, 0);
+        check_close(f || u, ref_of({1, 1, 1, 1, 1, 0}), 0, 0);
+        check_close(lt::logical_and(f, true), ref_of({0, 0, 1, 1, 1, 0}), 0, 0);
+        check_close((f > 1.0f) || (f < -1.0f), ref_of({0, 0, 0, 1, 1, 0}), 0, 0);
+    });
+}
+
+TEST_CASE("compound assignment with the new operators") {
+    for_each_device([](lt::Device) {
+        lt::Tensor<std::int32_t> x = lt::tensor<std::int32_t>({-7, 12, 5});
+        x %= 5;   // 3 2 0
+        x <<= 2;  // 12 8 0
+        x |= 1;   // 13 9 1
+        x ^= 3;   // 14 10 2
+        x &= 6;   // 6 2 2
+        x >>= 1;  // 3 1 1
+        CHECK(x.to_vector() == std::vector<std::int32_t>{3, 1, 1});
+    });
+}
+
+// ----------------------------------------------------------------------------------------- clamp
+
+TEST_CASE_TEMPLATE("clamp with scalar and tensor bounds; NaN propagates", T, float, double, std::int32_t) {
+    for_each_device([](lt::Device) {
+        Ref x = random_ref<T>({9, 8}, 280, -10, 10);
+        const lt::Tensor<T> t = make_tensor<T>(x);
+        check_close(lt::clamp(t, T(-3), T(4)), map(x, [](double v) { return std::min(std::max(v, -3.0), 4.0); }), 0, 0);
+        // Tensor bounds, broadcast: a lower bound per column, an upper bound per row.
+        Ref lo = random_ref<T>({8}, 281, -6, 0), hi = random_ref<T>({9, 1}, 282, 1, 6);
+        Ref want = zip(zip(x, lo, [](double v, double l) { return std::max(v, l); }), hi, [](double v, double h) { return std::min(v, h); });
+        check_close(lt::clamp(t, make_tensor<T>(lo), make_tensor<T>(hi)), want, 0, 0);
+        check_close(lt::clamp(t.t(), T(0), make_tensor<T>(hi).reshape({9})),
+                    zip(map(permute(x, {1, 0}), [](double v) { return std::max(v, 0.0); }), ref_of(hi.v), [](double v, double h) { return std::min(v, h); }), 0, 0);
+        if constexpr (std::is_floating_point_v<T>) {
+            check_close(lt::clamp(values<T>({kNan, 5, -5, kInf, -kInf, 0}), T(-1), T(1)), ref_of({kNan, 1, -1, 1, -1, 0}), 0, 0);
+            check_close(lt::clamp(values<T>({0, 2}), values<T>({kNan, 0}), T(1)), ref_of({kNan, 1}), 0, 0);
+            check_close(lt::clamp(values<T>({0, 2}), T(0), values<T>({1, kNan})), ref_of({0, kNan}), 0, 0);
+        }
+    });
+}
+
+// ------------------------------------------------------------------------------------ reductions
+
+TEST_CASE_TEMPLATE("prod over all axes and over axis lists", T, float, double, std::int32_t, std::int64_t, std::uint8_t, bool) {
+    for_each_device([](lt::Device) {
+        using R = std::conditional_t<std::is_floating_point_v<T>, T, std::int64_t>;
+        static_assert(std::is_same_v<decltype(lt::Tensor<T>().prod()), lt::Tensor<R>>);
+        const bool fp = std::is_floating_point_v<T>;
+        // Values near 1 for floats (long products stay in range); small integers, zeros included.
+        const double lo = fp ? 0.8 : std::is_signed_v<T> ? -3 : 0, hi = fp ? 1.25 : 3;
+        const double rtol = std::is_same_v<T, float> ? 2e-5 : std::is_same_v<T, double> ? 1e-12 : 0;
+        auto mul = [](double a, double b) { return a * b; };
+        const std::vector<std::pair<lt::Shape, std::vector<int>>> cases = {
+            {{}, {}}, {{7}, {}}, {{4, 5}, {1}}, {{4, 5}, {0}}, {{3, 4, 5}, {0, 2}}, {{2, 3, 4}, {-1}}};
+        unsigned seed = 300;
+        for (const auto& [shape, axes] : cases) {
+            for (bool keepdim : {false, true}) {
+                INFO("shape " << shape << " axes " << lt::Axes(axes.begin(), axes.end()) << " keepdim " << keepdim);
+                Ref x = random_ref<T>(shape, ++seed, lo, hi);
+                const lt::Tensor<T> t = make_tensor<T>(x);
+                if (axes.empty()) {
+                    check_close(t.prod(), reduce(x, {}, false, 1.0, mul), rtol, 0);
+                    check_close(lt::prod(t), reduce(x, {}, false, 1.0, mul), rtol, 0);
+                } else {
+                    const lt::Axes ax(axes.begin(), axes.end());
+                    check_close(t.prod(ax, keepdim), reduce(x, axes, keepdim, 1.0, mul), rtol, 0);
+                    check_close(lt::prod(t, ax, keepdim), reduce(x, axes, keepdim, 1.0, mul), rtol, 0);
+                }
+            }
+        }
+        // Through a permuted view, a long row (several blocks), a long column, a single axis.
+        Ref x = random_ref<T>({6, 5, 4}, 320, lo, hi);
+        check_close(make_tensor<T>(x).permute({2, 0, 1}).prod({1, 2}), reduce(permute(x, {2, 0, 1}), {1, 2}, false, 1.0, mul), rtol, 0);
+        if constexpr (fp) {
+            Ref row = random_ref<T>({3, 5000}, 321, 0.99, 1.01), col = random_ref<T>({5000, 3}, 322, 0.99, 1.01);
+            check_close(make_tensor<T>(row).prod(1), reduce(row, {1}, false, 1.0, mul), 50 * rtol, 0);
+            check_close(make_tensor<T>(col).prod(0), reduce(col, {0}, false, 1.0, mul), 50 * rtol, 0);
+            check_close(lt::prod(make_tensor<T>(row), 0, true), reduce(row, {0}, true, 1.0, mul), rtol, 0);
+        }
+    });
+}
+
+TEST_CASE("prod: NaN and Inf, integer products wrap in int64, fused producers") {
+    for_each_device([](lt::Device) {
+        check_close(values<float>({2, kNan, 3}).prod(), Ref{{}, {kNan}}, 0, 0);
+        check_close(values<double>({kInf, 0}).prod(), Ref{{}, {kNan}}, 0, 0);
+        check_close(values<double>({-kInf, 2}).prod(), Ref{{}, {-kInf}}, 0, 0);
+        // 3^50 and 7^30 * -1 wrap modulo 2^64, as int64 multiplication does (NumPy).
+        std::vector<std::int64_t> threes(50, 3), sevens(30, 7);
+        sevens[4] = -7;
+        std::uint64_t want3 = 1, want7 = 1;
+        for (auto v : threes) want3 *= static_cast<std::uint64_t>(v);
+        for (auto v : sevens) want7 *= static_cast<std::uint64_t>(v);
+        CHECK(lt::tensor<std::int64_t>(threes, {50}).prod().item() == static_cast<std::int64_t>(want3));
+        CHECK(lt::tensor<std::int64_t>(sevens, {5, 6}).prod().item() == static_cast<std::int64_t>(want7));
+        std::vector<std::int32_t> big(40, 100000);  // int32 values accumulate in int64, wrapping there
+        std::uint64_t want_big = 1;
+        for (auto v : big) want_big *= static_cast<std::uint64_t>(v);
+        CHECK(lt::tensor<std::int32_t>(big, {40}).prod().item() == static_cast<std::int64_t>(want_big));
+        // A producer fuses into the reduction: one kernel.
+        Ref x = random_ref<float>({6, 9}, 330, -1, 1);
+        auto e = (lt::abs(make_tensor<float>(x)) + 0.5f).prod(1);
+        CHECK(lt::kernel_count(lt::schedule(e)) == 1);
+        check_close(e, reduce(map(x, [](double v) { return std::fabs(v) + 0.5; }), {1}, false, 1.0,
+                              [](double a, double b) { return a * b; }), 2e-5, 0);
+    });
+}
+
+TEST_CASE_TEMPLATE("any and all", T, float, double, std::int32_t, std::uint8_t, bool) {
+    for_each_device([](lt::Device) {
+        static_assert(std::is_same_v<decltype(lt::Tensor<T>().any()), lt::Tensor<bool>>);
+        static_assert(std::is_same_v<decltype(lt::all(lt::Tensor<T>(), 0)), lt::Tensor<bool>>);
+        auto any = [](double a, double b) { return double(a != 0 || b != 0); };
+        auto all = [](double a, double b) { return double(a != 0 && b != 0); };
+        // Mostly zeros for any, mostly non-zeros for all, so that both answers occur per row.
+        auto sparse = [](const Ref& r) { return map(r, [](double v) { return v > 0.8 ? 1.0 : 0.0; }); };
+        auto dense = [](const Ref& r) { return map(r, [](double v) { return v < -0.8 ? 0.0 : 1.0; }); };
+        unsigned seed = 340;
+        for (const lt::Shape& shape : {lt::Shape{6}, lt::Shape{7, 5}, lt::Shape{3, 4, 5}}) {
+            for (const std::vector<int>& axes : {std::vector<int>{}, std::vector<int>{0}, std::vector<int>{-1}}) {
+                for (bool keepdim : {false, true}) {
+                    INFO("shape " << shape << " axes " << lt::Axes(axes.begin(), axes.end()) << " keepdim " << keepdim);
+                    Ref raw = random_ref<double>(shape, ++seed, -1, 1);
+                    Ref s = sparse(raw), d = dense(raw);
+                    const lt::Tensor<T> ts = make_tensor<T>(s), td = make_tensor<T>(d);
+                    if (axes.empty()) {
+                        check_close(ts.any(), reduce(s, {}, false, 0.0, any), 0, 0);
+                        check_close(lt::all(td), reduce(d, {}, false, 1.0, all), 0, 0);
+                    } else {
+                        const lt::Axes ax(axes.begin(), axes.end());
+                        check_close(ts.any(ax, keepdim), reduce(s, axes, keepdim, 0.0, any), 0, 0);
+                        check_close(lt::any(ts, ax, keepdim), reduce(s, axes, keepdim, 0.0, any), 0, 0);
+                        check_close(td.all(ax, keepdim), reduce(d, axes, keepdim, 1.0, all), 0, 0);
+                        check_close(lt::all(td, ax[0], keepdim), reduce(d, axes, keepdim, 1.0, all), 0, 0);
+                    }
+                }
+            }
+        }
+        // A permuted view, reduced over two axes.
+        Ref d = dense(random_ref<double>({4, 6, 5}, 360, -1, 1));
+        check_close(make_tensor<T>(d).permute({1, 2, 0}).all({0, 2}), reduce(permute(d, {1, 2, 0}), {0, 2}, false, 1.0, all), 0, 0);
+        if constexpr (std::is_floating_point_v<T>) {  // NaN is non-zero, -0 is zero
+            CHECK(values<T>({0, kNan}).any().item());
+            CHECK(values<T>({kNan, 1}).all().item());
+            CHECK_FALSE(values<T>({-0.0, 0}).any().item());
+        }
+    });
+}
+
+TEST_CASE("reductions over an empty axis: prod 1, any false, all true; max and min stay errors") {
+    for_each_device([](lt::Device) {
+        const lt::Tensor<float> empty = lt::zeros<float>({0, 4});
+        CHECK(empty.prod().item() == 1.0f);
+        CHECK(empty.prod(0).to_vector() == std::vector<float>(4, 1.0f));
+        CHECK(empty.prod(1).shape() == lt::Shape{0});
+        CHECK(lt::zeros<std::int32_t>({3, 0}).prod(1).to_vector() == std::vector<std::int64_t>(3, 1));
+        CHECK_FALSE(empty.any().item());
+        CHECK(empty.all().item());
+        CHECK(empty.any(0).to_vector() == std::vector<bool>(4, false));
+        CHECK(empty.all(0, true).to_vector() == std::vector<bool>(4, true));
+        CHECK(lt::zeros<bool>({2, 0, 3}).all({1}).to_vector() == std::vector<bool>(6, true));
+        CHECK_THROWS_AS(empty.max(0), lt::ValueError);
+        CHECK_THROWS_AS(lt::zeros<bool>({0}).max(), lt::ValueError);
+        CHECK_THROWS_AS(lt::zeros<bool>({0}).min(), lt::ValueError);
+    });
+}
+
+// ------------------------------------------------------------------------------- fusion, loops
+
+TEST_CASE("a chain of the new element-wise ops over views is one kernel") {
+    for_each_device([](lt::Device) {
+        Ref rx = random_ref<float>({6, 4}, 400, -3, 3), ry = random_ref<float>({4, 6}, 401, -3, 3);
+        const lt::Tensor<float> x = make_tensor<float>(rx), y = make_tensor<float>(ry);
+        auto e = lt::clamp(lt::floor_divide(lt::round(x.t() * 3.0f), 2.0f) + lt::fmod(y, 1.5f) * lt::sign(y) -
+                               lt::gelu(lt::silu(x.t())) % 0.75f + lt::trunc(lt::exp2(y)) * lt::ceil(lt::reciprocal(y)),
+                           -2.0f, 2.0f);
+        CHECK(lt::kernel_count(lt::schedule(e)) == 1);
+        const Ref xt = permute(rx, {1, 0});
+        Ref want = ry;
+        for (std::size_t i = 0; i < want.v.size(); ++i) {
+            const double a = xt.v[i], b = ry.v[i];
+            const double v = std::floor(std::nearbyint(static_cast<float>(a * 3)) / 2) + std::fmod(b, 1.5) * sign_ref(b) -
+                             remainder_float(static_cast<float>(gelu_ref(static_cast<float>(silu_ref(a)))), 0.75) +
+                             std::trunc(std::exp2(b)) * std::ceil(static_cast<float>(1 / b));
+            want.v[i] = std::min(std::max(v, -2.0), 2.0);
+        }
+        check_close(e, want, 1e-5, 1e-5);
+
+        Ref ri = random_ref<std::int32_t>({5, 3}, 402, -100, 100), rj = random_ref<std::int32_t>({3}, 403, -100, 100);
+        const lt::Tensor<std::int32_t> i = make_tensor<std::int32_t>(ri), j = make_tensor<std::int32_t>(rj);
+        auto k = lt::floor_divide((((i.t() << 2) ^ j.reshape({3, 1})) & 0x3c) | ((~j.reshape({3, 1}) % 5) >> 1), 3);
+        CHECK(lt::kernel_count(lt::schedule(k)) == 1);
+        Ref want_k{{3, 5}, {}};
+        for (int r = 0; r < 3; ++r)
+            for (int c = 0; c < 5; ++c) {
+                const auto a = static_cast<std::int64_t>(ri.v[static_cast<std::size_t>(c * 3 + r)]);
+                const auto b = static_cast<std::int64_t>(rj.v[static_cast<std::size_t>(r)]);
+                const std::int64_t v = (((a * 4) ^ b) & 0x3c) | (static_cast<std::int64_t>(remainder_int(double(-b - 1), 5)) >> 1);
+                want_k.v.push_back(std::floor(static_cast<double>(v) / 3));
+            }
+        check_close(k, want_k, 0, 0);
+
+        auto p = lt::where(lt::isnan(x) || lt::isinf(x) || !(x > 0.0f), 0.0f, lt::log2(x));
+        CHECK(lt::kernel_count(lt::schedule(p)) == 1);
+        check_close(p, map(rx, [](double v) { return v > 0 ? std::log2(v) : 0.0; }), 1e-5, 1e-6);
+        CHECK(lt::kernel_count(lt::schedule((x.t() > y).any(1))) == 1);
+    });
+}
+
+namespace {
+
+/// Realizes `make()` with compiled loops on and off; both must agree bit for bit.
+template <class F>
+void check_compiled_matches_interpreted(F&& make, bool expect_compiled) {
+    const bool before = lt::static_kernels_enabled();
+    lt::set_static_kernels_enabled(true);
+    auto compiled_expr = make();
+    auto items = lt::schedule(compiled_expr);
+    REQUIRE(items.size() == 1);
+    CHECK(items[0].compiled_loop == expect_compiled);
+    auto with_loop = compiled_expr.to_vector();
+    lt::set_static_kernels_enabled(false);
+    auto without = make().to_vector();
+    lt::set_static_kernels_enabled(before);
+    REQUIRE(with_loop.size() == without.size());
+    for (std::size_t i = 0; i < with_loop.size(); ++i) {
+        const bool same = std::memcmp(&with_loop[i], &without[i], sizeof(with_loop[i])) == 0 ||
+                          (std::isnan(with_loop[i]) && std::isnan(without[i]));
+        if (!same) FAIL_CHECK("element " << i << ": compiled " << with_loop[i] << ", interpreted " << without[i]);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("compiled loops of the new float ops agree bit for bit with the interpreter") {
+    for_each_device([](lt::Device) {
+        Ref ra = random_ref<float>({67, 131}, 410, -4, 4), rb = random_ref<float>({131}, 411, -4, 4);
+        ra.v[3] = static_cast<double>(NAN);
+        ra.v[7] = kInf;
+        ra.v[9] = -kInf;
+        const lt::Tensor<float> a = make_tensor<float>(ra), b = make_tensor<float>(rb);
+        const lt::Tensor<double> d = make_tensor<double>(random_ref<double>({1000}, 412, -4, 4));
+        check_compiled_matches_interpreted([&] { return lt::gelu(a) + lt::silu(b) * lt::tan(a) - lt::exp2(b) / lt::rsqrt(lt::abs(a)); }, true);
+        check_compiled_matches_interpreted([&] { return lt::floor(a) + lt::ceil(b) * lt::round(a) - lt::trunc(b) + lt::sign(a); }, true);
+        check_compiled_matches_interpreted([&] { return lt::fmod(a, b) + a % b - lt::floor_divide(a, 0.3f) + lt::log2(lt::abs(b)); }, true);
+        check_compiled_matches_interpreted([&] { return lt::where(lt::isnan(a) | lt::isinf(a), 1.0f, lt::reciprocal(a)); }, true);
+        check_compiled_matches_interpreted([&] { return lt::where((a > 0.0f) && !b, a, lt::clamp(b, -1.0f, 0.5f)); }, true);
+        check_compiled_matches_interpreted([&] { return lt::gelu(d) - lt::round(d * 2.0) % 3.0 + lt::where(lt::isnan(d), 0.0, d); }, true);
+    });
+}
+
+// ------------------------------------------------------------------------------------------ errors
+
+TEST_CASE("dtype errors of the untyped graph builders name the op and the dtypes") {
+    namespace g = lt::detail::graph;
+    auto message_of = [](auto&& f) -> std::string {
+        try {
+            f();
+        } catch (const lt::ValueError& e) {
+            return e.what();
+        }
+        return "(no ValueError)";
+    };
+    const lt::Tensor<float> f = lt::tensor<float>({1.5f, 2.0f});
+    const lt::Tensor<std::int32_t> i = lt::tensor<std::int32_t>({1, 2});
+    const lt::Tensor<bool> m = lt::tensor<bool>({true, false});
+    std::string msg = message_of([&] { g::binary(lt::BinaryOp::Shl, f.build(), i.build()); });
+    CHECK(msg.find("left_shift") != std::string::npos);
+    CHECK(msg.find("float32") != std::string::npos);
+    CHECK(msg.find("integer operands") != std::string::npos);
+    msg = message_of([&] { g::binary(lt::BinaryOp::Shr, m.build(), m.build()); });
+    CHECK(msg.find("right_shift") != std::string::npos);
+    CHECK(msg.find("bool") != std::string::npos);
+    msg = message_of([&] { g::binary(lt::BinaryOp::BitAnd, i.build(), lt::Scalar::of(2.5)); });
+    CHECK(msg.find("bitwise_and") != std::string::npos);
+    CHECK(msg.find("float64 scalar") != std::string::npos);
+    msg = message_of([&] { g::unary(lt::UnaryOp::BitwiseNot, f.build()); });
+    CHECK(msg.find("bitwise_not") != std::string::npos);
+    CHECK(msg.find("float32") != std::string::npos);
+    msg = message_of([&] { g::unary(lt::UnaryOp::Floor, m.build()); });
+    CHECK(msg.find("floor") != std::string::npos);
+    CHECK(msg.find("bool") != std::string::npos);
+    msg = message_of([&] { g::binary(lt::BinaryOp::Remainder, m.build(), m.build()); });
+    CHECK(msg.find("remainder") != std::string::npos);
+    CHECK(msg.find("two bool operands") != std::string::npos);
+    // What the rules do accept, untyped too.
+    CHECK(g::unary(lt::UnaryOp::IsNan, m.build())->dtype == lt::DType::Bool);
+    CHECK(g::binary(lt::BinaryOp::LogicalOr, f.build(), m.build())->dtype == lt::DType::Bool);
+    CHECK(g::binary(lt::BinaryOp::BitXor, m.build(), m.build())->dtype == lt::DType::Bool);
+    CHECK(g::binary(lt::BinaryOp::Shl, m.build(), i.build())->dtype == lt::DType::Int32);
+}
