@@ -189,33 +189,6 @@ TEST_CASE("the issue's chain: exp(a)*b + c*0.5 - tanh(a)") {
     });
 }
 
-namespace {
-
-/// Realizes `make()` with compiled loops on and off; both must agree bit for bit.
-template <class F>
-void check_compiled_matches_interpreted(F&& make, bool expect_compiled) {
-    const bool before = lt::static_kernels_enabled();
-    lt::set_static_kernels_enabled(true);
-    auto compiled_expr = make();
-    auto items = lt::schedule(compiled_expr);
-    REQUIRE(items.size() == 1);
-    CHECK(items[0].compiled_loop == expect_compiled);
-    auto with_loop = compiled_expr.to_vector();
-    lt::set_static_kernels_enabled(false);
-    auto interpreted_expr = make();
-    CHECK_FALSE(lt::schedule(interpreted_expr)[0].compiled_loop);
-    auto without = interpreted_expr.to_vector();
-    lt::set_static_kernels_enabled(before);
-    REQUIRE(with_loop.size() == without.size());
-    for (std::size_t i = 0; i < with_loop.size(); ++i) {
-        // NaN payloads and signs are not specified by IEEE; every other bit must match.
-        const bool same = std::memcmp(&with_loop[i], &without[i], sizeof(with_loop[i])) == 0 ||
-                          (std::isnan(with_loop[i]) && std::isnan(without[i]));
-        if (!same) FAIL_CHECK("element " << i << ": compiled " << with_loop[i] << ", interpreted " << without[i]);
-    }
-}
-
-}  // namespace
 
 TEST_CASE("compiled loops of float expressions agree bit for bit with the interpreter") {
     for_each_device([](lt::Device) {

@@ -378,12 +378,29 @@ TEST_CASE("assign writes in place; slices write into their tensor; earlier lazy 
         flipped.realize();  // a realized view of v's memory
         v.assign(flipped);
         CHECK(values(v) == std::vector<float>{20, 30, 40, 50, 5});
+        // The same graph shape with and without aliasing: the plan of one must not serve the other.
+        lt::Tensor<float> p = lt::tensor<float>({1, 2, 3}, {3}), q = lt::tensor<float>({7, 8, 9}, {3});
+        lt::Tensor<float> q_row = q.unsqueeze(0), p_row = p.unsqueeze(0);
+        lt::realize({q_row, p_row});  // zero-copy: p_row is a second node on p's memory
+        REQUIRE(p_row.node_ptr()->buffer == p.node_ptr()->buffer);
+        p.assign(q_row.reshape({3}).flip(0));
+        CHECK(values(p) == std::vector<float>{9, 8, 7});
+        p.assign(p_row.reshape({3}).flip(0));
+        CHECK(values(p) == std::vector<float>{7, 8, 9});
         // Assigning a whole lazy tensor and integer targets.
         lt::Tensor<std::int32_t> c = lt::zeros<std::int32_t>({4});
         c.assign(lt::arange<std::int32_t>(4) * 3);
         c.slice(0, 1, 3).assign(c.slice(0, 2, 4));
         CHECK(values(c) == std::vector<std::int32_t>{0, 6, 9, 9});
-        // Errors: shapes, broadcast targets, devices.
+        // A slice of a lazy value: the value gets memory first, and the write reaches it.
+        lt::Tensor<float> lazy = lt::arange<float>(4) * 2.0f;
+        lazy.slice(0, 1, 3).assign(-1.0f);
+        CHECK(values(lazy) == std::vector<float>{0, -1, -1, 6});
+        // A reshape that needs a copy cannot be written through.
+        lt::Tensor<float> m = lt::tensor<float>({0, 1, 2, 3, 4, 5}, {2, 3});
+        CHECK_THROWS_AS(m.transpose(0, 1).reshape({6}).assign(0.0f), lt::ValueError);
+        CHECK(values(m) == std::vector<float>{0, 1, 2, 3, 4, 5});
+        // Errors: shapes and broadcast targets.
         CHECK_THROWS_AS(x.assign(lt::zeros<float>({3, 2})), lt::ShapeError);
         CHECK_THROWS_AS(x.slice(0, 0, 1).expand({4, 3}).assign(0.0f), lt::ValueError);
         CHECK(values(x) == std::vector<float>{-1, 7, -1, -1, 7, -1});  // a failed assign changes nothing

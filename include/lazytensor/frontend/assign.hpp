@@ -14,13 +14,15 @@ template <class V>
 Tensor<T>& Tensor<T>::assign(const V& value) {
     using namespace detail;
     std::lock_guard<std::recursive_mutex> lock(realize_mutex());
+    // The target gets memory: the tensor it is a view of is computed first (so that the write
+    // reaches it), then the view, which must be that memory.
     Node* target = build().get();
     if (!target->realized()) {
-        const Node* base = target;
+        Node* base = target;
         while (!base->realized() && is_view(base->kind)) base = base->src[0].get();
-        const BufferPtr memory = base->realized() ? base->buffer : nullptr;
+        if (!base->realized()) realize_nodes({base});
         realize_nodes({target});
-        if (memory && target->buffer != memory)
+        if (target->buffer != base->buffer)
             fail<ValueError>("assign: the target (shape ", target->shape, ") is a reshape that the memory of its tensor "
                              "cannot express without a copy, so a write to it would not reach that tensor; assign "
                              "through slices, flips and permutations instead");

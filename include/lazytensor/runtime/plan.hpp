@@ -58,6 +58,7 @@ inline GraphWalk walk_graph(const std::vector<Node*>& outputs) {
     w.order = order_graph(outputs);
     w.output_nodes = outputs;
     ir::KeyWriter sig;
+    std::unordered_map<const Buffer*, int> memory;
     sig.put(static_kernels_enabled());
     for (Node* n : w.order.nodes) {
         sig.put(n->kind);
@@ -68,6 +69,9 @@ inline GraphWalk walk_graph(const std::vector<Node*>& outputs) {
         if (n->realized()) {
             sig.put(n->offset);
             sig.put_list(n->strides);
+            // Which realized nodes share memory matters to an assign (a read of the memory it
+            // writes is computed into a copy first): the first node with this buffer.
+            sig.put(memory.emplace(n->buffer.get(), static_cast<int>(memory.size())).first->second);
             continue;
         }
         sig.put(n->value.dtype);

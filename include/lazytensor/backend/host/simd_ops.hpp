@@ -51,6 +51,31 @@ inline bool is_nan(T x) {
 
 // -------------------------------------------------------------------------------- unary functors
 
+// xsimd's exp-like functions overflow and flush to 0 a little before C's do: lanes beyond
+// [lo, hi] take f(x) = f(x / 2)^2 instead. Its log-like functions are wrong for subnormal
+// doubles: those lanes take f(x * 2^s) - s * f(2).
+template <class B, class F>
+inline B exp_like_ends(const B& x, F f, typename B::value_type lo, typename B::value_type hi) {
+    using T = typename B::value_type;
+    B r = f(x);
+    const auto edge = (x > B(hi)) || (x < B(lo));
+    if (xsimd::any(edge)) {
+        const B h = f(x * B(T(0.5)));
+        r = xsimd::select(edge, h * h, r);
+    }
+    return r;
+}
+template <class B, class F>
+inline B log_like_subnormals(const B& x, F f) {
+    using T = typename B::value_type;
+    const T shift = std::is_same_v<T, float> ? T(24) : T(54);
+    B r = f(x);
+    const auto tiny = (x > B(T(0))) && (x < B(std::numeric_limits<T>::min()));
+    if (xsimd::any(tiny)) r = xsimd::select(tiny, f(x * B(std::exp2(shift))) - B(shift) * f(B(T(2))), r);
+    return r;
+}
+
+
 struct Neg {
     template <class T>
     static T scalar(T x) {
@@ -81,32 +106,16 @@ struct Exp {
     static T scalar(T x) { return std::exp(x); }
     template <class B>
     static B simd(const B& x) {
-        // xsimd::exp overflows to inf and flushes to 0 a little early (exp(88.5f) is finite);
-        // near the ends of the range, exp(x) = exp(x / 2)^2 keeps those lanes right.
         using T = typename B::value_type;
-        const B hi(std::is_same_v<T, float> ? T(88) : T(709)), lo(std::is_same_v<T, float> ? T(-87) : T(-708));
-        B r = xsimd::exp(x);
-        const auto edge = (x > hi) || (x < lo);
-        if (xsimd::any(edge)) {
-            const B h = xsimd::exp(x * B(T(0.5)));
-            r = xsimd::select(edge, h * h, r);
-        }
-        return r;
+        constexpr bool f32 = std::is_same_v<T, float>;  // exp(88.5f) is finite
+        return exp_like_ends(x, [](const B& v) { return xsimd::exp(v); }, f32 ? T(-87) : T(-708), f32 ? T(88) : T(709));
     }
 };
 struct Log {
     template <class T>
     static T scalar(T x) { return std::log(x); }
     template <class B>
-    static B simd(const B& x) {
-        // xsimd::log is wrong for subnormal doubles (as log2): scale them into the normal range.
-        using T = typename B::value_type;
-        const T shift = std::is_same_v<T, float> ? T(24) : T(54);
-        B r = xsimd::log(x);
-        const auto tiny = (x > B(T(0))) && (x < B(std::numeric_limits<T>::min()));
-        if (xsimd::any(tiny)) r = xsimd::select(tiny, xsimd::log(x * B(std::exp2(shift))) - B(shift * T(0.693147180559945309417232121458176568)), r);
-        return r;
-    }
+    static B simd(const B& x) { return log_like_subnormals(x, [](const B& v) { return xsimd::log(v); }); }
 };
 struct Sqrt {
     template <class T>
@@ -175,32 +184,16 @@ struct Exp2 {
     static T scalar(T x) { return std::exp2(x); }
     template <class B>
     static B simd(const B& x) {
-        // xsimd::exp2 overflows above 2^127 (2^1023) and flushes subnormal results to 0; near
-        // the ends of the range, exp2(x) = exp2(x / 2)^2 (as in Exp).
         using T = typename B::value_type;
-        const B hi(std::is_same_v<T, float> ? T(127) : T(1023)), lo(std::is_same_v<T, float> ? T(-126) : T(-1022));
-        B r = xsimd::exp2(x);
-        const auto edge = (x > hi) || (x < lo);
-        if (xsimd::any(edge)) {
-            const B h = xsimd::exp2(x * B(T(0.5)));
-            r = xsimd::select(edge, h * h, r);
-        }
-        return r;
+        constexpr bool f32 = std::is_same_v<T, float>;
+        return exp_like_ends(x, [](const B& v) { return xsimd::exp2(v); }, f32 ? T(-126) : T(-1022), f32 ? T(127) : T(1023));
     }
 };
 struct Log2 {
     template <class T>
     static T scalar(T x) { return std::log2(x); }
     template <class B>
-    static B simd(const B& x) {
-        // xsimd::log2 is wrong for subnormal doubles: scale them into the normal range first.
-        using T = typename B::value_type;
-        const T shift = std::is_same_v<T, float> ? T(24) : T(54);
-        B r = xsimd::log2(x);
-        const auto tiny = (x > B(T(0))) && (x < B(std::numeric_limits<T>::min()));
-        if (xsimd::any(tiny)) r = xsimd::select(tiny, xsimd::log2(x * B(std::exp2(shift))) - B(shift), r);
-        return r;
-    }
+    static B simd(const B& x) { return log_like_subnormals(x, [](const B& v) { return xsimd::log2(v); }); }
 };
 struct Rsqrt {
     // 1 / sqrt(x), not xsimd::rsqrt (an approximation to 14 bits).

@@ -226,7 +226,9 @@ inline std::string cl_cast(DType to, DType from, const std::string& x) {
     }
     if (to == from) return x;
     if (to == DType::Bool) return "(" + x + " != 0)";
-    if (is_floating(from) && !is_floating(to)) return std::string("convert_") + cl_value_type(to) + "_sat(" + x + ")";
+    // NaN gives 0 as on the host; NVIDIA's convert_long_sat(NaN) gives the minimum.
+    if (is_floating(from) && !is_floating(to))
+        return std::string("(isnan(") + x + ") ? (" + cl_value_type(to) + ")0 : convert_" + cl_value_type(to) + "_sat(" + x + "))";
     return std::string("((") + cl_value_type(to) + ")" + x + ")";
 }
 
@@ -448,6 +450,9 @@ private:
     }
 
     void prelude() {
+        // Every operation rounds on its own, as on the host: no multiply-add contracted into an
+        // FMA (NVIDIA's compiler does so by default), so results agree across devices.
+        src_ << "#pragma OPENCL FP_CONTRACT OFF\n";
         if (fp64_) src_ << "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
         std::vector<std::string> defs;
         for (auto& ph : k_.phases)
