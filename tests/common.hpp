@@ -91,6 +91,13 @@ lt::Tensor<T> make_tensor(const Ref& r, lt::Device device = lt::default_device()
     return lt::tensor<T>(data, r.shape, device);
 }
 
+/// The reference array whose element at index i is f(i).
+inline Ref ref_of(const lt::Shape& shape, const std::function<double(const std::vector<std::int64_t>&)>& f) {
+    Ref out{shape, std::vector<double>(static_cast<std::size_t>(lt::numel(shape)))};
+    for (std::int64_t i = 0; i < out.size(); ++i) out.v[static_cast<std::size_t>(i)] = f(unravel(i, shape));
+    return out;
+}
+
 /// Broadcasts a reference array to `shape` (NumPy rules).
 inline Ref broadcast(const Ref& a, const lt::Shape& shape) {
     Ref out{shape, std::vector<double>(static_cast<std::size_t>(lt::numel(shape)))};

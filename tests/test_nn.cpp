@@ -5,12 +5,6 @@
 
 namespace {
 
-Ref ref_of(const lt::Shape& shape, const std::function<double(const std::vector<std::int64_t>&)>& f) {
-    Ref out{shape, std::vector<double>(static_cast<std::size_t>(lt::numel(shape)))};
-    for (std::int64_t i = 0; i < out.size(); ++i) out.v[static_cast<std::size_t>(i)] = f(unravel(i, shape));
-    return out;
-}
-
 /// The elements of row `i` of a 2-d reference along `axis` (0: a column, 1: a row).
 std::vector<double> line(const Ref& x, int axis, std::int64_t i) {
     std::vector<double> out;
@@ -184,8 +178,7 @@ TEST_CASE("layer_norm with and without weight and bias, in at most 3 kernels") {
             });
         };
         lt::Tensor<float> plain = lt::layer_norm(t, -1);
-        CHECK(lt::kernel_count(lt::schedule(plain)) <= 3);
-        CHECK(lt::kernel_count(lt::schedule(plain)) == 1);
+        CHECK(lt::kernel_count(lt::schedule(plain)) == 1);  // the issue asks for at most 3
         check_close(plain, reference(false, false), 1e-4, 1e-5);
         lt::Tensor<float> affine = lt::layer_norm(t, {-1}, 1e-5, make_tensor<float>(w), make_tensor<float>(b));
         CHECK(lt::kernel_count(lt::schedule(affine)) <= 3);

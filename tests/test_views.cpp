@@ -157,13 +157,6 @@ Ref gather_ref(const Ref& x, const lt::Shape& shape, double fill,
     return out;
 }
 
-/// The reference array whose element at index i is f(i).
-Ref ref_of(const lt::Shape& shape, const std::function<double(const std::vector<std::int64_t>&)>& f) {
-    Ref out{shape, std::vector<double>(static_cast<std::size_t>(lt::numel(shape)))};
-    for (std::int64_t i = 0; i < out.size(); ++i) out.v[static_cast<std::size_t>(i)] = f(unravel(i, shape));
-    return out;
-}
-
 /// Python's slice semantics, written out independently: the indices start:stop:step selects.
 std::vector<std::int64_t> python_slice(std::int64_t n, std::optional<std::int64_t> start, std::optional<std::int64_t> stop,
                                        std::int64_t step) {

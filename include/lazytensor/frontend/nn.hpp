@@ -12,8 +12,6 @@ namespace lazytensor {
 
 namespace detail {
 
-inline NodePtr floating(const NodePtr& x) { return is_floating(x->dtype) ? x : graph::cast(x, DType::Float32); }
-
 /// log(sum(exp(x))) over `axes`, shifted by the maximum so that nothing overflows. An
 /// all-(-inf) row gives -inf and a +inf element gives +inf, as the exact value would.
 inline NodePtr log_sum_exp(const NodePtr& x, const Axes& axes, bool keepdim) {

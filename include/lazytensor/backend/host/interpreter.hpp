@@ -67,6 +67,7 @@ struct PInstr {
     int param = -1;
     AccessPlan access;
     std::int64_t dyn_stride = 0, dyn_extent = 0;  // a gathering load (b >= 0)
+    bool plain = true;                            // a load neither gathered nor gated
     int slot = -1;
     UnaryFn unary = nullptr;
     BinaryFn binary = nullptr;
@@ -365,6 +366,7 @@ private:
                 p.access = split(in.access);
                 p.dyn_stride = in.dyn_stride;
                 p.dyn_extent = in.dyn_extent;
+                p.plain = in.plain_load();
                 p.invariant = (phase.outer || p.access.a_invariant) && operand_invariant(in.b) && operand_invariant(in.c);
                 break;
             case ir::Op::Index:
@@ -554,115 +556,115 @@ private:
 
     // --------------------------------------------------------------------------- evaluation
 
-    void load(const PInstr& in, const BlockCtx& ctx, const std::vector<char*>& base, void** reg, void*& ptr,
-              char* own) const {
-        const Strides& vs = ctx.lanes_outer ? in.access.o_strides : in.access.a_strides;
-        const Strides& fs = ctx.lanes_outer ? in.access.a_strides : in.access.o_strides;
-        const std::int64_t fixed = in.access.offset + dot(*ctx.fixed, fs);
-        const std::int64_t step = vs.empty() ? 0 : vs[vs.size() - 1];
-        if (in.dtype == DType::Float16) {
-            load_half(in, ctx, fixed, step, base, reg, own);
-            ptr = own;
-            return;
-        }
-        const char* src = base[static_cast<std::size_t>(in.param)];
-        const auto& segs = *ctx.segments;
-        if (in.b >= 0 || in.c >= 0) {  // gathered or gated: element by element
-            const auto* position = in.b >= 0 ? static_cast<const std::int64_t*>(reg[in.b]) : nullptr;
-            const auto* inside = in.c >= 0 ? static_cast<const bool*>(reg[in.c]) : nullptr;
-            const auto es = static_cast<std::int64_t>(in.esize);
-            for (const Segment& s : segs) {
-                const std::int64_t first = fixed + dot(s.index, vs);
-                for (std::int64_t t = 0; t < s.len; ++t) {
-                    const std::int64_t lane = s.lane + t;
-                    char* to = own + lane * es;
-                    if (inside && !inside[lane]) {
-                        std::memset(to, 0, in.esize);
-                        continue;
-                    }
-                    std::int64_t at = first + t * step;
-                    if (position) at += std::clamp<std::int64_t>(position[lane], 0, in.dyn_extent - 1) * in.dyn_stride;
-                    std::memcpy(to, src + at * es, in.esize);
-                }
-            }
-            ptr = own;
-            return;
-        }
-        if (segs.size() == 1 && step == 1) {  // contiguous: read in place
-            ptr = const_cast<char*>(src) + (fixed + dot(segs[0].index, vs)) * static_cast<std::int64_t>(in.esize);
-            return;
-        }
-        for (const Segment& s : segs) {
-            const char* from = src + (fixed + dot(s.index, vs)) * static_cast<std::int64_t>(in.esize);
-            char* to = own + s.lane * static_cast<std::int64_t>(in.esize);
-            if (step == 1)
-                std::memcpy(to, from, static_cast<std::size_t>(s.len) * in.esize);
-            else if (step == 0)
-                in.fill(to, from, s.len);
-            else
-                strided_copy(to, from, step, s.len, in.esize);
-        }
-        ptr = own;
+    /// Where an access's lanes lie in this block: the element of lane s.lane + t of segment s
+    /// is fixed + dot(s.index, *vs) + t * step.
+    struct LaneWalk {
+        const Strides* vs;
+        std::int64_t fixed, step;
+    };
+    static LaneWalk lane_walk(const AccessPlan& a, const BlockCtx& ctx) {
+        const Strides& vs = ctx.lanes_outer ? a.o_strides : a.a_strides;
+        const Strides& fs = ctx.lanes_outer ? a.a_strides : a.o_strides;
+        return LaneWalk{&vs, a.offset + dot(*ctx.fixed, fs), vs.empty() ? 0 : vs[vs.size() - 1]};
     }
 
-    /// A float16 load widens every element into the float register (never read in place).
-    void load_half(const PInstr& in, const BlockCtx& ctx, std::int64_t fixed, std::int64_t step,
-                   const std::vector<char*>& base, void** reg, char* own) const {
-        const Strides& vs = ctx.lanes_outer ? in.access.o_strides : in.access.a_strides;
-        const auto* src = reinterpret_cast<const half*>(base[static_cast<std::size_t>(in.param)]);
-        auto* out = reinterpret_cast<float*>(own);
+    /// Calls f(lane, inside, element) for every lane of a gathered or gated load: `inside` is
+    /// false where the gate is off (nothing may be read there); a gather's position is clamped.
+    template <class F>
+    static void for_each_indexed_lane(const PInstr& in, const BlockCtx& ctx, const LaneWalk& w, void** reg, F&& f) {
         const auto* position = in.b >= 0 ? static_cast<const std::int64_t*>(reg[in.b]) : nullptr;
         const auto* inside = in.c >= 0 ? static_cast<const bool*>(reg[in.c]) : nullptr;
         for (const Segment& s : *ctx.segments) {
-            const std::int64_t first = fixed + dot(s.index, vs);
-            float* to = out + s.lane;
-            if (!position && !inside && step == 1) {
-                half_to_float(src + first, to, s.len);
-                continue;
-            }
+            const std::int64_t first = w.fixed + dot(s.index, *w.vs);
             for (std::int64_t t = 0; t < s.len; ++t) {
                 const std::int64_t lane = s.lane + t;
                 if (inside && !inside[lane]) {
-                    to[t] = 0.0f;
+                    f(lane, false, std::int64_t(0));
                     continue;
                 }
-                std::int64_t at = first + t * step;
+                std::int64_t at = first + t * w.step;
                 if (position) at += std::clamp<std::int64_t>(position[lane], 0, in.dyn_extent - 1) * in.dyn_stride;
-                to[t] = src[at];
+                f(lane, true, at);
             }
+        }
+    }
+
+    void load(const PInstr& in, const BlockCtx& ctx, const std::vector<char*>& base, void** reg, void*& ptr,
+              char* own) const {
+        const LaneWalk w = lane_walk(in.access, ctx);
+        ptr = own;
+        if (in.dtype == DType::Float16) return load_half(in, ctx, w, base, reg, own);
+        const char* src = base[static_cast<std::size_t>(in.param)];
+        const auto es = static_cast<std::int64_t>(in.esize);
+        if (!in.plain) {
+            for_each_indexed_lane(in, ctx, w, reg, [&](std::int64_t lane, bool inside, std::int64_t at) {
+                if (inside) std::memcpy(own + lane * es, src + at * es, in.esize);
+                else std::memset(own + lane * es, 0, in.esize);
+            });
+            return;
+        }
+        const auto& segs = *ctx.segments;
+        if (segs.size() == 1 && w.step == 1) {  // contiguous: read in place
+            ptr = const_cast<char*>(src) + (w.fixed + dot(segs[0].index, *w.vs)) * es;
+            return;
+        }
+        for (const Segment& s : segs) {
+            const char* from = src + (w.fixed + dot(s.index, *w.vs)) * es;
+            char* to = own + s.lane * es;
+            if (w.step == 1)
+                std::memcpy(to, from, static_cast<std::size_t>(s.len) * in.esize);
+            else if (w.step == 0)
+                in.fill(to, from, s.len);
+            else
+                strided_copy(to, from, w.step, s.len, in.esize);
+        }
+    }
+
+    /// A float16 load widens every element into the float register (never read in place).
+    void load_half(const PInstr& in, const BlockCtx& ctx, const LaneWalk& w, const std::vector<char*>& base, void** reg,
+                   char* own) const {
+        const auto* src = reinterpret_cast<const half*>(base[static_cast<std::size_t>(in.param)]);
+        auto* out = reinterpret_cast<float*>(own);
+        if (!in.plain) {
+            for_each_indexed_lane(in, ctx, w, reg, [&](std::int64_t lane, bool inside, std::int64_t at) {
+                out[lane] = inside ? float(src[at]) : 0.0f;
+            });
+            return;
+        }
+        for (const Segment& s : *ctx.segments) {
+            const half* from = src + w.fixed + dot(s.index, *w.vs);
+            if (w.step == 1) {
+                half_to_float(from, out + s.lane, s.len);
+                continue;
+            }
+            for (std::int64_t t = 0; t < s.len; ++t) out[s.lane + t] = from[t * w.step];
         }
     }
 
     /// The values of an Index instruction: offset + strides . index, for every lane.
     void index_values(const PInstr& in, const BlockCtx& ctx, char* own) const {
-        const Strides& vs = ctx.lanes_outer ? in.access.o_strides : in.access.a_strides;
-        const Strides& fs = ctx.lanes_outer ? in.access.a_strides : in.access.o_strides;
-        const std::int64_t fixed = in.access.offset + dot(*ctx.fixed, fs);
-        const std::int64_t step = vs.empty() ? 0 : vs[vs.size() - 1];
+        const LaneWalk w = lane_walk(in.access, ctx);
         auto* out = reinterpret_cast<std::int64_t*>(own);
         for (const Segment& s : *ctx.segments) {
-            const std::int64_t first = fixed + dot(s.index, vs);
-            for (std::int64_t t = 0; t < s.len; ++t) out[s.lane + t] = first + t * step;
+            const std::int64_t first = w.fixed + dot(s.index, *w.vs);
+            for (std::int64_t t = 0; t < s.len; ++t) out[s.lane + t] = first + t * w.step;
         }
     }
 
     /// Where a store writes its segment-0 run, if the block is one contiguous run (else null).
     void* contiguous_target(const PStore& st, const BlockCtx& ctx, const std::vector<char*>& base) const {
-        const Strides& vs = ctx.lanes_outer ? st.access.o_strides : st.access.a_strides;
-        const Strides& fs = ctx.lanes_outer ? st.access.a_strides : st.access.o_strides;
-        const std::int64_t step = vs.empty() ? 0 : vs[vs.size() - 1];
+        const LaneWalk w = lane_walk(st.access, ctx);
         const auto& segs = *ctx.segments;
-        if (segs.size() != 1 || step != 1) return nullptr;
-        const std::int64_t at = st.access.offset + dot(*ctx.fixed, fs) + dot(segs[0].index, vs);
+        if (segs.size() != 1 || w.step != 1) return nullptr;
+        const std::int64_t at = w.fixed + dot(segs[0].index, *w.vs);
         return base[static_cast<std::size_t>(st.param)] + at * static_cast<std::int64_t>(st.esize);
     }
 
     void store(const PStore& st, const BlockCtx& ctx, const std::vector<char*>& base, const void* value) const {
-        const Strides& vs = ctx.lanes_outer ? st.access.o_strides : st.access.a_strides;
-        const Strides& fs = ctx.lanes_outer ? st.access.a_strides : st.access.o_strides;
-        const std::int64_t fixed = st.access.offset + dot(*ctx.fixed, fs);
-        const std::int64_t step = vs.empty() ? 0 : vs[vs.size() - 1];
-        if (st.half) return store_half(st, ctx, fixed, step, base, static_cast<const float*>(value));
+        const LaneWalk w = lane_walk(st.access, ctx);
+        const Strides& vs = *w.vs;
+        const std::int64_t fixed = w.fixed, step = w.step;
+        if (st.half) return store_half(st, ctx, w, base, static_cast<const float*>(value));
         char* dst = base[static_cast<std::size_t>(st.param)];
         const auto es = static_cast<std::int64_t>(st.esize);
         for (const Segment& s : *ctx.segments) {
@@ -681,12 +683,12 @@ private:
     }
 
     /// A float16 store rounds the float register to half (nearest even).
-    void store_half(const PStore& st, const BlockCtx& ctx, std::int64_t fixed, std::int64_t step,
-                    const std::vector<char*>& base, const float* value) const {
-        const Strides& vs = ctx.lanes_outer ? st.access.o_strides : st.access.a_strides;
+    void store_half(const PStore& st, const BlockCtx& ctx, const LaneWalk& w, const std::vector<char*>& base,
+                    const float* value) const {
+        const std::int64_t step = w.step;
         auto* dst = reinterpret_cast<half*>(base[static_cast<std::size_t>(st.param)]);
         for (const Segment& s : *ctx.segments) {
-            half* to = dst + fixed + dot(s.index, vs);
+            half* to = dst + w.fixed + dot(s.index, *w.vs);
             const float* from = value + s.lane;
             if (step == 1)
                 float_to_half(from, to, s.len);
@@ -808,7 +810,7 @@ private:
         const std::int64_t end = std::min(o_.total, start + oblock_);
         for (int i : phases_[0].inner) {
             const PInstr& in = phases_[0].instrs[static_cast<std::size_t>(i)];
-            if (in.op != ir::Op::Load || in.b >= 0 || in.c >= 0 || in.access.a_strides[0] != 1) continue;
+            if (in.op != ir::Op::Load || !in.plain || in.access.a_strides[0] != 1) continue;
             const auto esize = static_cast<std::int64_t>(dtype_size(in.dtype));  // in memory (float16: 2)
             const auto bytes = a_.total * esize;
             for (std::int64_t o = start; o < end; ++o) {
