@@ -26,6 +26,7 @@ TEST_CASE("creation from data, constants and ranges") {
         CHECK(lt::arange<float>(1, 2, 0.25).to_vector() == std::vector<float>{1, 1.25f, 1.5f, 1.75f});
         CHECK(lt::arange<int64_t>(10, 0, -3).to_vector() == std::vector<int64_t>{10, 7, 4, 1});
         CHECK(lt::arange<float>(3, 1).numel() == 0);
+        CHECK_THROWS_AS(lt::arange<float>(0, 1e300), lt::ValueError);  // too many elements, not UB
 
         lt::Tensor<bool> mask = lt::tensor<bool>({true, false, true}, {3});
         CHECK(mask.to_vector() == std::vector<bool>{true, false, true});

@@ -339,6 +339,11 @@ TEST_CASE("rand, randn and randint: the same numbers on every device, the right 
         CHECK(values(lt::rand<float>({16}, 1)) == values(lt::rand<float>({16}, 1)));
         CHECK_THROWS_AS(lt::randint<std::int32_t>(3, 3, {2}, 1), lt::ValueError);
         CHECK_THROWS_AS(lt::randint<std::uint8_t>(0, 300, {2}, 1), lt::ValueError);
+        // The widest range that works is 2^63 - 1 values; one more is an error, not an overflow.
+        const std::int64_t lo = std::numeric_limits<std::int64_t>::min();
+        CHECK_THROWS_AS(lt::randint<std::int64_t>(lo, std::numeric_limits<std::int64_t>::max(), {2}, 1), lt::ValueError);
+        CHECK_THROWS_AS(lt::randint<std::int64_t>(lo, 0, {2}, 1), lt::ValueError);
+        CHECK(lt::randint<std::int64_t>(lo, -1, {64}, 1).max().item() < -1);
     });
 }
 

@@ -16,20 +16,27 @@ namespace lazytensor {
 
 /// A device tensors can live on: the host (SIMD interpreter on all cores) or an OpenCL device.
 struct Device {
+    /// Which backend runs the device.
     enum class Kind : std::uint8_t { Host, OpenCL };
     Kind kind = Kind::Host;
+    /// The OpenCL device's number, counting every device of every platform (0 for the host).
     int index = 0;
 
+    /// The host (always available).
     static Device host() { return Device{Kind::Host, 0}; }
+    /// OpenCL device `index` (counted over all platforms). Not checked here: using a device that
+    /// does not exist or is not built in throws DeviceError.
     static Device opencl(int index = 0) { return Device{Kind::OpenCL, index}; }
 
     /// "host" or "opencl:N", the spelling LAZYTENSOR_DEVICE accepts.
     std::string str() const { return kind == Kind::Host ? "host" : "opencl:" + std::to_string(index); }
 
+    /// Same kind and index.
     friend bool operator==(const Device& a, const Device& b) { return a.kind == b.kind && a.index == b.index; }
     friend bool operator!=(const Device& a, const Device& b) { return !(a == b); }
 };
 
+/// Writes d.str(): "host" or "opencl:N".
 inline std::ostream& operator<<(std::ostream& out, const Device& d) { return out << d.str(); }
 
 namespace detail {
@@ -49,6 +56,7 @@ public:
 /// (or schedule) holding it lets go.
 class Buffer {
 public:
+    /// Takes ownership of `handle` (allocated by a backend); `owner` releases it on destruction.
     Buffer(Device device, DType dtype, std::int64_t numel, void* handle, detail::BufferAllocator* owner)
         : device_(device), dtype_(dtype), numel_(numel), handle_(handle), owner_(owner) {}
     Buffer(const Buffer&) = delete;
@@ -57,9 +65,13 @@ public:
         if (owner_) owner_->release(handle_, bytes());
     }
 
+    /// The device the memory is on.
     Device device() const { return device_; }
+    /// The element type.
     DType dtype() const { return dtype_; }
+    /// Number of elements.
     std::int64_t numel() const { return numel_; }
+    /// Size in bytes: numel() * dtype_size(dtype()).
     std::size_t bytes() const { return static_cast<std::size_t>(numel_) * dtype_size(dtype_); }
     /// Host pointer for host buffers; the backend's handle (e.g. cl_mem) otherwise.
     void* handle() const { return handle_; }
@@ -98,6 +110,7 @@ private:
     detail::BufferAllocator* owner_;
 };
 
+/// Shared ownership of a Buffer (tensors, views and schedules hold these).
 using BufferPtr = std::shared_ptr<Buffer>;
 
 }  // namespace lazytensor

@@ -28,18 +28,22 @@ namespace lazytensor {
     X(Float32, float, "float32")    \
     X(Float64, double, "float64")
 
+/// The runtime tag of an element type: Bool, UInt8, Int32, Int64, Float16, Float32, Float64
+/// (in promotion order).
 enum class DType : std::uint8_t {
 #define LAZYTENSOR_X(name, type, text) name,
     LAZYTENSOR_DTYPES(LAZYTENSOR_X)
 #undef LAZYTENSOR_X
 };
 
+/// Number of dtypes.
 inline constexpr int dtype_count = 0
 #define LAZYTENSOR_X(name, type, text) +1
     LAZYTENSOR_DTYPES(LAZYTENSOR_X)
 #undef LAZYTENSOR_X
     ;
 
+/// The dtype's name: "bool", "uint8", "int32", "int64", "float16", "float32" or "float64".
 inline const char* dtype_name(DType t) {
     switch (t) {
 #define LAZYTENSOR_X(name, type, text) \
@@ -50,8 +54,10 @@ inline const char* dtype_name(DType t) {
     return "?";
 }
 
+/// Writes dtype_name(t).
 inline std::ostream& operator<<(std::ostream& out, DType t) { return out << dtype_name(t); }
 
+/// Bytes per element (bool: 1, float16: 2).
 inline std::size_t dtype_size(DType t) {
     switch (t) {
 #define LAZYTENSOR_X(name, type, text) \
@@ -62,7 +68,9 @@ inline std::size_t dtype_size(DType t) {
     return 0;
 }
 
+/// Whether t is float16, float32 or float64.
 constexpr bool is_floating(DType t) { return t == DType::Float16 || t == DType::Float32 || t == DType::Float64; }
+/// Whether t is uint8, int32 or int64 (bool is not).
 constexpr bool is_integral(DType t) { return t == DType::UInt8 || t == DType::Int32 || t == DType::Int64; }
 
 /// Category used by promotion: 0 bool, 1 integer, 2 floating.
@@ -175,23 +183,27 @@ struct Promotion {
     DType tensor = DType::Bool;
     int scalar_category = -1;
 
+    /// Adds a tensor operand of dtype t.
     constexpr Promotion with_tensor(DType t) const {
         Promotion p = *this;
         p.tensor = has_tensor ? promote(tensor, t) : t;
         p.has_tensor = true;
         return p;
     }
+    /// Adds a scalar operand of dtype t (only its category counts).
     constexpr Promotion with_scalar(DType t) const {
         Promotion p = *this;
         if (dtype_category(t) > p.scalar_category) p.scalar_category = dtype_category(t);
         return p;
     }
+    /// The dtype the operands meet in.
     constexpr DType result() const {
         if (has_tensor && scalar_category <= dtype_category(tensor)) return tensor;
         return scalar_category == 2 ? DType::Float32 : scalar_category == 1 ? DType::Int64 : DType::Bool;
     }
 };
 
+/// The C++ element type of a dtype (DType::Float32: float, DType::Float16: lazytensor::half).
 template <DType D>
 using dtype_type_t = typename detail::dtype_type<D>::type;
 
@@ -209,6 +221,7 @@ struct Scalar {
     double f = 0;        // floating dtypes
     std::int64_t i = 0;  // integer and bool dtypes
 
+    /// A scalar of T's dtype holding `value`.
     template <class T>
     static Scalar of(T value) {
         Scalar s;
@@ -220,12 +233,13 @@ struct Scalar {
         return s;
     }
 
+    /// The value converted to T (float to integer saturates, NaN gives 0; to bool: != 0).
     template <class T>
     T as() const {
         return is_floating(dtype) ? detail::convert<T>(f) : detail::convert<T>(i);
     }
 
-    /// The same value converted to another dtype (C++ conversion rules).
+    /// The same value converted to another dtype (as as<T>() converts).
     Scalar cast(DType to) const {
         return detail::visit_dtype(to, [&](auto tag) {
             using T = typename decltype(tag)::type;
@@ -233,6 +247,7 @@ struct Scalar {
         });
     }
 
+    /// Same dtype and value; floating values compare by their bits (so NaN equals NaN).
     friend bool operator==(const Scalar& a, const Scalar& b) {
         if (a.dtype != b.dtype) return false;
         // Compare the bits of floating values so that NaN constants share a cache entry.
@@ -241,6 +256,7 @@ struct Scalar {
     }
 };
 
+/// Writes the value (bool as true or false).
 inline std::ostream& operator<<(std::ostream& out, const Scalar& s) {
     if (s.dtype == DType::Bool) return out << (s.i ? "true" : "false");
     if (is_floating(s.dtype)) return out << s.f;

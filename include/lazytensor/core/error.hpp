@@ -27,13 +27,15 @@ public:
     using Error::Error;
 };
 
-/// A value that is not valid for the operation (item() of a big tensor, a bad argument).
+/// A value that is not valid for the operation: item() of a tensor that is not one element,
+/// a slice step of 0, max/min over an empty axis, a negative width or count, an empty Tensor.
 class ValueError : public Error {
 public:
     using Error::Error;
 };
 
-/// An index outside the extent it indexes (gather, index_select, one_hot, cross_entropy labels).
+/// An index outside the extent it indexes (select, gather, index_select, scatter_add, one_hot,
+/// cross_entropy labels).
 class IndexError : public Error {
 public:
     using Error::Error;

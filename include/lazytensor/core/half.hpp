@@ -88,17 +88,22 @@ inline float half_bits_to_float(std::uint16_t h) {
 /// IEEE 754 binary16. Trivially copyable; default construction leaves it uninitialized (like
 /// float), value initialization (half{}) makes +0.
 struct half {
+    /// The IEEE binary16 bit pattern.
     std::uint16_t bits;
 
+    /// Uninitialized, like float (half{} is +0).
     half() = default;
     /// Rounds to nearest even (integers: exactly, then rounded).
     template <class A, class = std::enable_if_t<std::is_arithmetic_v<A>>>
     explicit half(A x) : bits(convert(x)) {}
 
+    /// The half with bit pattern `b`.
     static constexpr half from_bits(std::uint16_t b) { return half(Bits{}, b); }
 
+    /// The exact float value (implicit).
     operator float() const { return detail::half_bits_to_float(bits); }
 
+    /// Computed in float, rounded back to half.
     half& operator+=(half o) { return *this = half(float(*this) + float(o)); }
     half& operator-=(half o) { return *this = half(float(*this) - float(o)); }
     half& operator*=(half o) { return *this = half(float(*this) * float(o)); }
@@ -122,6 +127,8 @@ private:
 
 static_assert(sizeof(half) == 2 && std::is_trivially_copyable_v<half> && std::is_trivially_default_constructible_v<half>);
 
+/// Arithmetic in float, rounded to half; negation flips the sign bit; comparisons in float
+/// (NaN compares unequal to everything).
 inline half operator+(half a, half b) { return half(float(a) + float(b)); }
 inline half operator-(half a, half b) { return half(float(a) - float(b)); }
 inline half operator*(half a, half b) { return half(float(a) * float(b)); }

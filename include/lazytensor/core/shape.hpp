@@ -49,12 +49,14 @@ using Strides = detail::IntList<std::int64_t>;
 /// A list of axes; negative axes count from the end.
 using Axes = detail::IntList<int>;
 
+/// The shape as text, e.g. "[2, 3]" ("[]" for a 0-d shape).
 inline std::string to_string(const Shape& shape) {
     std::ostringstream out;
     out << shape;
     return out.str();
 }
 
+/// Number of elements of a tensor of this shape: the product of the extents (1 for {}).
 inline std::int64_t numel(const Shape& shape) {
     std::int64_t n = 1;
     for (auto e : shape) n *= e;

@@ -24,7 +24,8 @@ Tensor<T> from_host(const T* data, std::int64_t count, Shape shape, Device devic
 
 }  // namespace detail
 
-/// A tensor holding `data` (row-major) with the given shape, on `device`.
+/// A tensor holding `data` (row-major) with the given shape, on `device`; copied there now.
+/// ShapeError if data.size() is not the shape's element count; DeviceError if `device` is unavailable.
 template <class T>
 Tensor<T> tensor(const std::vector<T>& data, Shape shape, Device device = default_device()) {
     detail::check_extents(shape, "lt::tensor");
@@ -49,13 +50,14 @@ Tensor<T> TensorBase<T, D>::to(Device device) const {
     return tensor<T>(t.to_vector(), t.shape(), device);
 }
 
-/// A 1-D tensor holding `data`, on the default device.
+/// A 1-D tensor holding `data`, on the default device (copied there now).
 template <class T>
 Tensor<T> tensor(std::initializer_list<T> data) {
     return tensor<T>(std::vector<T>(data), Shape{static_cast<std::int64_t>(data.size())});
 }
 
 /// A tensor of the given shape with every element equal to `value` (lazy: no memory until realized).
+/// ShapeError for a negative extent; DeviceError if `device` is unavailable.
 template <class T>
 Tensor<T> full(const Shape& shape, T value, Device device = default_device()) {
     detail::check_extents(shape, "lt::full");
@@ -63,30 +65,36 @@ Tensor<T> full(const Shape& shape, T value, Device device = default_device()) {
     return Tensor<T>(detail::graph::constant(Scalar::of<T>(value), dtype_of<T>(), shape, device));
 }
 
+/// full(shape, T(0), device).
 template <class T>
 Tensor<T> zeros(const Shape& shape, Device device = default_device()) {
     return full<T>(shape, T(0), device);
 }
 
+/// full(shape, T(1), device).
 template <class T>
 Tensor<T> ones(const Shape& shape, Device device = default_device()) {
     return full<T>(shape, T(1), device);
 }
 
-/// start, start + step, ... up to (not including) stop, like NumPy's arange.
+/// start, start + step, ... up to (not including) stop, like NumPy's arange (values computed in
+/// double, converted to T, copied to `device` now). ValueError for step 0 or a non-finite bound.
 template <class T>
 Tensor<T> arange(double start, double stop, double step = 1, Device device = default_device()) {
     if (step == 0 || !std::isfinite(step) || !std::isfinite(start) || !std::isfinite(stop))
         detail::fail<ValueError>("lt::arange: start, stop and step must be finite and step non-zero (got ", start,
                                  ", ", stop, ", ", step, ")");
     const double span = std::ceil((stop - start) / step);
+    if (span >= 9.0e15)  // beyond 2^53, consecutive values are no longer distinct doubles
+        detail::fail<ValueError>("lt::arange: [", start, ", ", stop, ") in steps of ", step, " has ", span,
+                                 " elements, too many");
     const std::int64_t count = span > 0 ? static_cast<std::int64_t>(span) : 0;
     std::vector<T> values(static_cast<std::size_t>(count));
     for (std::int64_t i = 0; i < count; ++i) values[static_cast<std::size_t>(i)] = static_cast<T>(start + static_cast<double>(i) * step);
     return tensor<T>(values, Shape{count}, device);
 }
 
-/// 0, 1, ..., n - 1.
+/// 0, 1, ..., n - 1 (empty for n <= 0).
 template <class T>
 Tensor<T> arange(std::int64_t n, Device device = default_device()) {
     return arange<T>(0.0, static_cast<double>(n), 1.0, device);

@@ -8,7 +8,9 @@
 
 namespace lazytensor {
 
-// Element-wise unary functions: lt::exp(x), lt::relu(x), ... (one per entry of the op list).
+/// Element-wise unary functions: lt::exp(x), lt::relu(x), ... (one per entry of the op list,
+/// ir/ops.hpp). Lazy, same shape. exp, log, sqrt, ... give float32 for integers; abs, floor, ...
+/// keep the type (neither kind compiles for bool); isnan, isinf, logical_not give bool.
 #define LAZYTENSOR_X(name, fn, rule)                                                      \
     template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>            \
     auto fn(E&& x) {                                                                      \
@@ -17,7 +19,9 @@ namespace lazytensor {
 LAZYTENSOR_UNARY_OPS(LAZYTENSOR_X)
 #undef LAZYTENSOR_X
 
-// Element-wise binary functions: lt::maximum(a, b), lt::pow(a, 2.0f), lt::add(a, b), ...
+/// Element-wise binary functions: lt::maximum(a, b), lt::pow(a, 2.0f), lt::add(a, b), ... A
+/// tensor or a C++ scalar on either side, broadcast (NumPy), types promoted (PyTorch). Lazy;
+/// ShapeError if the shapes do not broadcast, DeviceError for tensors on different devices.
 #define LAZYTENSOR_X(name, fn, rule)                                                      \
     template <class L, class R, class = std::enable_if_t<detail::is_binary_operands_v<L, R>>> \
     auto fn(L&& a, R&& b) {                                                               \
@@ -26,8 +30,9 @@ LAZYTENSOR_UNARY_OPS(LAZYTENSOR_X)
 LAZYTENSOR_BINARY_OPS(LAZYTENSOR_X)
 #undef LAZYTENSOR_X
 
-// Operators: the same ops, NumPy broadcasting, a tensor or a scalar on either side. % is
-// NumPy's remainder (the divisor's sign); && and || are element-wise (both sides are evaluated).
+/// Operators: the same ops, NumPy broadcasting, a tensor or a scalar on either side. % is
+/// NumPy's remainder (the divisor's sign); && and || are element-wise (both sides are evaluated).
+/// Comparisons, && and || give bool tensors. Lazy, and they throw as the functions above do.
 #define LAZYTENSOR_OPERATORS(X) \
     X(+, Add)                   \
     X(-, Sub)                   \
@@ -56,7 +61,8 @@ LAZYTENSOR_OPERATORS(LAZYTENSOR_X)
 #undef LAZYTENSOR_X
 #undef LAZYTENSOR_OPERATORS
 
-// Compound assignment: x += y is x = x + y (a new lazy value; the result type must be T).
+/// Compound assignment: x += y is x = x + y (a new lazy value; the result type must be T, or it
+/// does not compile). It rebinds x only: other handles and views keep the old value (see assign).
 #define LAZYTENSOR_COMPOUND(X) \
     X(+=, Add) X(-=, Sub) X(*=, Mul) X(/=, Div) X(%=, Remainder) X(&=, BitAnd) X(|=, BitOr) X(^=, BitXor) X(<<=, Shl) X(>>=, Shr)
 #define LAZYTENSOR_X(symbol, name)                                                                   \
@@ -69,6 +75,7 @@ LAZYTENSOR_COMPOUND(LAZYTENSOR_X)
 #undef LAZYTENSOR_X
 #undef LAZYTENSOR_COMPOUND
 
+/// Element-wise negation (not defined for bool: does not compile).
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 auto operator-(E&& x) {
     return detail::make_unary<UnaryOp::Neg>(std::forward<E>(x));
@@ -93,7 +100,8 @@ auto clamp(E&& x, Lo&& lo, Hi&& hi) {
     return minimum(maximum(std::forward<E>(x), std::forward<Lo>(lo)), std::forward<Hi>(hi));
 }
 
-/// x where cond is true, y elsewhere (broadcast together; x and y may be scalars).
+/// x where cond is true, y elsewhere (broadcast together; x and y may be scalars). cond of any
+/// dtype counts non-zero as true; the result has x and y's promoted type. Lazy.
 template <class C, class X, class Y,
           class = std::enable_if_t<detail::is_tensor_like_v<C> || detail::is_tensor_like_v<X> || detail::is_tensor_like_v<Y>>>
 auto where(C&& cond, X&& x, Y&& y) {
@@ -107,7 +115,8 @@ auto cast(const E& x) {
     return x.template cast<U>();
 }
 
-// Reductions over all axes, or over a list of axes (negative axes count from the end).
+/// Free forms of the reductions: lt::sum(x), lt::sum(x, axes, keepdim), lt::sum(x, axis, keepdim),
+/// and likewise max, min, prod, any, all, mean (see the members of TensorBase).
 #define LAZYTENSOR_REDUCTION(fn)                                                           \
     template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>             \
     auto fn(const E& x) {                                                                  \
@@ -135,7 +144,9 @@ LAZYTENSOR_REDUCTION(mean)
 /// 1-d right operand a column vector, whose axis is dropped from the result (1-d x 1-d is a
 /// dot product, a 0-d tensor). Operands meet in their promoted type. Float and double run as
 /// a GEMM (host: packed SIMD GEMM on all cores; OpenCL: CLBlast) reading transposed and
-/// broadcast operands in place; other types as a fused reduction kernel.
+/// broadcast operands in place; half multiplies in float. Other types (and OpenCL without
+/// CLBlast) run as a fused reduction kernel. Lazy. ShapeError for a 0-d operand, contracted
+/// extents that differ or batch axes that do not broadcast; DeviceError across devices.
 template <class A, class B, class = std::enable_if_t<detail::is_tensor_like_v<A> && detail::is_tensor_like_v<B>>>
 auto matmul(const A& a, const B& b) {
     using R = promote_t<typename std::decay_t<A>::value_type, typename std::decay_t<B>::value_type>;
@@ -148,6 +159,8 @@ auto TensorBase<T, D>::matmul(const E& other) const {
     return lazytensor::matmul(self(), other);
 }
 
+/// Free forms of the view members: lt::reshape(x, shape) is x.reshape(shape), and likewise
+/// permute, transpose and expand.
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 auto reshape(const E& x, const Shape& shape) {
     return x.reshape(shape);

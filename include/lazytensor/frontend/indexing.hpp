@@ -33,6 +33,7 @@ inline void check_positions(const NodePtr& positions, std::int64_t bound, const 
 
 /// out[i] = x[i with i[axis] replaced by index[i]] (PyTorch's gather). index is an integer
 /// tensor with x's rank, at most x's extent on every other axis; the result has its shape.
+/// Realizes index now to check it (IndexError naming a bad position); the gather stays lazy.
 template <class E, class I, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I>>>
 auto gather(const E& x, int axis, const I& index) {
     using T = typename E::value_type;
@@ -44,7 +45,9 @@ auto gather(const E& x, int axis, const I& index) {
     return Tensor<T>(detail::graph::gather(data, axis, positions));
 }
 
-/// The slices of x at `index` (a 1-d integer tensor) along `axis`, in that order.
+/// The slices of x at `index` (a 1-d integer tensor) along `axis`, in that order: x's shape
+/// with that extent replaced by index's. ShapeError unless index is 1-d; realizes index now to
+/// check it (IndexError for a position out of range).
 template <class E, class I, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I>>>
 auto index_select(const E& x, int axis, const I& index) {
     using T = typename E::value_type;
@@ -62,7 +65,8 @@ auto index_select(const E& x, int axis, const I& index) {
 }
 
 /// labels (integers in [0, num_classes)) as one-hot int64 vectors along a new last axis.
-/// num_classes = -1 takes the largest label + 1.
+/// num_classes = -1 takes the largest label + 1. Realizes labels now to check them (IndexError
+/// for a label out of range, ValueError for non-integer labels).
 template <class I, class = std::enable_if_t<detail::is_tensor_like_v<I>>>
 Tensor<std::int64_t> one_hot(const I& labels, std::int64_t num_classes = -1) {
     const detail::NodePtr l = labels.build();
@@ -90,7 +94,9 @@ Tensor<std::int64_t> one_hot(const I& labels, std::int64_t num_classes = -1) {
 /// out[i with i[axis] = index[j]] += src[j] for every j in index's shape). Deterministic:
 /// each output element sums its contributions in index order, on every backend. It is
 /// computed as a reduction over index's extent along `axis` for every output element, so it
-/// costs numel(x) * index.shape[axis] operations (fine for small index extents).
+/// costs numel(x) * index.shape[axis] operations (fine for small index extents). src is
+/// converted to x's type. Realizes index now to check it (IndexError); ShapeError for ranks or
+/// extents that do not fit.
 template <class E, class I, class S,
           class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I> && detail::is_tensor_like_v<S>>>
 auto scatter_add(const E& x, int axis, const I& index, const S& src) {

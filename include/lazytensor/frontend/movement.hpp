@@ -132,7 +132,8 @@ Tensor<T> TensorBase<T, D>::repeat_interleave(std::int64_t repeats, int axis) co
 }
 
 /// The tensors joined along `axis` (they must agree on every other extent, on dtype and device).
-/// One kernel: each output element reads only the part it lies in.
+/// Lazy; fused into the kernel that reads it, each output element reading only the part it lies
+/// in. ValueError for an empty list, ShapeError or DeviceError for parts that do not agree.
 template <class T>
 Tensor<T> concat(const std::vector<Tensor<T>>& parts, int axis = 0) {
     const char* op = "concat";
@@ -178,6 +179,7 @@ Tensor<T> concat(const std::vector<Tensor<T>>& parts, int axis = 0) {
 }
 
 /// The tensors (all of one shape) stacked along a new axis at position `axis` of the result.
+/// Lazy, as concat. ValueError for an empty list, ShapeError for differing shapes.
 template <class T>
 Tensor<T> stack(const std::vector<Tensor<T>>& parts, int axis = 0) {
     if (parts.empty()) detail::fail<ValueError>("stack: needs at least one tensor");
@@ -191,7 +193,8 @@ Tensor<T> stack(const std::vector<Tensor<T>>& parts, int axis = 0) {
     return lazytensor::concat<T>(spread, axis);
 }
 
-// Free forms of the members.
+/// Free forms of the members: lt::slice(x, ...) is x.slice(...), and likewise flip, pad,
+/// squeeze, unsqueeze, flatten, tile and repeat_interleave.
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 auto slice(const E& x, int axis, std::optional<std::int64_t> start, std::optional<std::int64_t> stop,
            std::int64_t step = 1) {

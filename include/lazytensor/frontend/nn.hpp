@@ -27,7 +27,8 @@ inline NodePtr log_sum_exp(const NodePtr& x, const Axes& axes, bool keepdim) {
 
 }  // namespace detail
 
-/// exp(x) / sum(exp(x)) along `axis` (shifted by the row maximum). One kernel per row block.
+/// exp(x) / sum(exp(x)) along `axis` (shifted by the maximum), same shape; integers compute in
+/// float32. Lazy; a softmax over rows is one kernel. AxisError for a bad axis.
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 auto softmax(const E& x, int axis = -1) {
     using R = detail::mean_t<typename E::value_type>;
@@ -39,7 +40,8 @@ auto softmax(const E& x, int axis = -1) {
     return Tensor<R>(g::binary(BinaryOp::Div, e, g::reduce(ReduceOp::Sum, e, axes, true, "softmax")));
 }
 
-/// log(softmax(x, axis)), computed as x - logsumexp(x, axis) (no log of a rounded 0).
+/// log(softmax(x, axis)), computed as x - logsumexp(x, axis) (no log of a rounded 0). Same
+/// shape; integers compute in float32. Lazy.
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 auto log_softmax(const E& x, int axis = -1) {
     using R = detail::mean_t<typename E::value_type>;
@@ -47,7 +49,8 @@ auto log_softmax(const E& x, int axis = -1) {
     return Tensor<R>(detail::graph::binary(BinaryOp::Sub, v, detail::log_sum_exp(v, Axes{axis}, true)));
 }
 
-/// log(sum(exp(x))) over `axes` (all when empty), without overflow.
+/// log(sum(exp(x))) over `axes` (all when empty), without overflow; integers compute in float32.
+/// Lazy.
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 auto logsumexp(const E& x, const Axes& axes = {}, bool keepdim = false) {
     using R = detail::mean_t<typename E::value_type>;
@@ -60,7 +63,8 @@ auto logsumexp(const E& x, int axis, bool keepdim = false) {
 }
 
 /// (x - mean) / sqrt(var + eps) over `axes` (biased variance, as PyTorch's layer_norm), then
-/// times `weight` and plus `bias` when given (broadcast against x).
+/// times `weight` and plus `bias` when given (broadcast against x). Integers compute in float32.
+/// Lazy. ValueError if eps is negative or NaN; AxisError for a bad axis.
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 auto layer_norm(const E& x, const Axes& axes, double eps = 1e-5,
                 const std::optional<Tensor<detail::mean_t<typename E::value_type>>>& weight = std::nullopt,
@@ -78,17 +82,20 @@ auto layer_norm(const E& x, const Axes& axes, double eps = 1e-5,
     if (bias) out = g::binary(BinaryOp::Add, out, bias->build());
     return Tensor<R>(out);
 }
+/// layer_norm over one axis (the last by default), without weight and bias.
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 auto layer_norm(const E& x, int axis = -1, double eps = 1e-5) {
     return layer_norm(x, Axes{axis}, eps);
 }
 
-/// How cross_entropy combines the per-sample losses.
+/// How cross_entropy combines the per-sample losses: their Mean or Sum (a 0-d tensor), or
+/// None (one loss per sample, in labels' shape).
 enum class Reduction { Mean, Sum, None };
 
 /// The negative log-likelihood of `labels` (integers in [0, C)) under softmax(logits) along
 /// the last axis: logsumexp(logits) - logits[label], per sample ([...]) or its mean or sum.
-/// logits have shape [..., C] and labels [...]; labels out of range are an IndexError.
+/// logits have shape [..., C] and labels [...] (ShapeError otherwise); labels are realized now
+/// and checked: one out of range is an IndexError.
 template <class E, class I, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I>>>
 auto cross_entropy(const E& logits, const I& labels, Reduction reduction = Reduction::Mean) {
     using R = detail::mean_t<typename E::value_type>;

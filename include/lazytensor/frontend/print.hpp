@@ -52,6 +52,8 @@ void print_dims(std::ostream& out, const std::vector<T>& values, const Shape& sh
 
 }  // namespace detail
 
+/// Writes `tensor([...], shape=[...], dtype=..., device=...)` with NumPy-style nested rows (over
+/// 1000 elements: only the first and last 3 along each axis longer than 6). Realizes x first.
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 std::ostream& operator<<(std::ostream& out, const E& x) {
     using T = typename E::value_type;

@@ -39,7 +39,7 @@ inline NodePtr unit_interval(const NodePtr& field, int width, DType t, bool open
 }  // namespace detail
 
 /// Uniform random numbers in [0, 1) (float, double or half; every value a multiple of 2^-24,
-/// 2^-53 or 2^-11 respectively), bit-identical on every device.
+/// 2^-53 or 2^-11 respectively), bit-identical on every device. Lazy (nothing stored until read).
 template <class T>
 Tensor<T> rand(const Shape& shape, std::uint64_t seed, Device device = default_device()) {
     static_assert(detail::is_floating_v<T>, "lazytensor: rand<T> needs a floating T (float, double, half)");
@@ -50,7 +50,7 @@ Tensor<T> rand(const Shape& shape, std::uint64_t seed, Device device = default_d
 }
 
 /// Standard normal random numbers (Box-Muller on two uniforms per element, computed in T; in
-/// float for half). The same on every device up to the rounding of log, sqrt and cos.
+/// float for half). The same on every device up to the rounding of log, sqrt and cos. Lazy.
 template <class T>
 Tensor<T> randn(const Shape& shape, std::uint64_t seed, Device device = default_device()) {
     static_assert(detail::is_floating_v<T>, "lazytensor: randn<T> needs a floating T (float, double, half)");
@@ -67,13 +67,16 @@ Tensor<T> randn(const Shape& shape, std::uint64_t seed, Device device = default_
 }
 
 /// Uniform random integers in [low, high) (bias below (high - low) / 2^63), bit-identical on
-/// every device.
+/// every device. Lazy. ValueError if high <= low, the range does not fit T or is wider than 2^63 - 1.
 template <class T>
 Tensor<T> randint(std::int64_t low, std::int64_t high, const Shape& shape, std::uint64_t seed,
                   Device device = default_device()) {
     static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>,
                   "lazytensor: randint<T> needs an integer T (uint8_t, int32_t, int64_t)");
     if (high <= low) detail::fail<ValueError>("randint: needs low < high, got [", low, ", ", high, ")");
+    // Values are low + (63 random bits) mod (high - low): the width must fit in int64.
+    if (static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low) > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+        detail::fail<ValueError>("randint: [", low, ", ", high, ") is wider than 2^63 - 1 values");
     if (low < static_cast<std::int64_t>(std::numeric_limits<T>::min()) ||
         high - 1 > static_cast<std::int64_t>(std::numeric_limits<T>::max()))
         detail::fail<ValueError>("randint: [", low, ", ", high, ") does not fit ", dtype_of<T>());

@@ -122,11 +122,12 @@ Tensor<detail::reduce_t<ReduceOp::Sum, T>> TensorBase<T, D>::cumsum(int axis) co
 }
 
 template <class T, class D>
-Tensor<detail::reduce_t<ReduceOp::Sum, T>> TensorBase<T, D>::cumprod(int axis) const {
-    return Tensor<detail::reduce_t<ReduceOp::Sum, T>>(detail::scan(ReduceOp::Prod, self().build(), axis, "cumprod"));
+Tensor<detail::reduce_t<ReduceOp::Prod, T>> TensorBase<T, D>::cumprod(int axis) const {
+    return Tensor<detail::reduce_t<ReduceOp::Prod, T>>(detail::scan(ReduceOp::Prod, self().build(), axis, "cumprod"));
 }
 
-// Free forms.
+/// Free forms of the members: lt::var(x, ...) is x.var(...), and likewise std, argmax, argmin,
+/// cumsum and cumprod.
 #define LAZYTENSOR_FREE_FORM(fn)                                           \
     template <class E, class... Args, class = std::enable_if_t<detail::is_tensor_like_v<E>>> \
     auto fn(const E& x, Args&&... args) {                                  \

@@ -51,10 +51,13 @@ using mean_t = std::conditional_t<is_floating_v<T>, T, float>;
 
 }  // namespace detail
 
-/// The member API shared by Tensor<T> and every expression whose element type is T.
+/// The member API shared by Tensor<T> and every expression whose element type is T. Unless
+/// said otherwise, methods returning a Tensor build a lazy value (nothing runs) and check
+/// shapes and axes at once.
 template <class T, class Derived>
 class TensorBase : public detail::TensorTag {
 public:
+    /// The C++ element type.
     using value_type = T;
 
     /// The element type as a runtime tag.
@@ -68,21 +71,22 @@ public:
     Tensor<T> realize() const;
     /// The elements in row-major order; realizes first if needed.
     std::vector<T> to_vector() const;
-    /// The single element of a one-element tensor; realizes first if needed.
+    /// The single element of a one-element tensor (ValueError otherwise); realizes first if needed.
     T item() const;
-    /// The value on `device` (realized there; copied through host memory). On the tensor's own
-    /// device, the tensor itself.
+    /// The value on `device` (realized, read back through host memory and copied there now).
+    /// On the tensor's own device, the tensor itself. DeviceError if `device` is unavailable.
     Tensor<T> to(Device device) const;
 
-    /// Sum over all axes, or over `axes` (negative axes count from the end).
+    /// Sum over all axes, or over `axes` (negative axes count from the end; keepdim keeps them
+    /// with extent 1). Integers and bool give int64; 0 over an empty axis. AxisError for a bad axis.
     Tensor<detail::reduce_t<ReduceOp::Sum, T>> sum() const;
     Tensor<detail::reduce_t<ReduceOp::Sum, T>> sum(const Axes& axes, bool keepdim = false) const;
     Tensor<detail::reduce_t<ReduceOp::Sum, T>> sum(int axis, bool keepdim = false) const { return sum(Axes{axis}, keepdim); }
-    /// Largest element over all axes, or over `axes`; NaN if any is NaN.
+    /// Largest element over all axes, or over `axes`; NaN if any is NaN. ValueError over an empty axis.
     Tensor<T> max() const;
     Tensor<T> max(const Axes& axes, bool keepdim = false) const;
     Tensor<T> max(int axis, bool keepdim = false) const { return max(Axes{axis}, keepdim); }
-    /// Smallest element over all axes, or over `axes`; NaN if any is NaN.
+    /// Smallest element over all axes, or over `axes`; NaN if any is NaN. ValueError over an empty axis.
     Tensor<T> min() const;
     Tensor<T> min(const Axes& axes, bool keepdim = false) const;
     Tensor<T> min(int axis, bool keepdim = false) const { return min(Axes{axis}, keepdim); }
@@ -98,50 +102,61 @@ public:
     Tensor<bool> all() const;
     Tensor<bool> all(const Axes& axes, bool keepdim = false) const;
     Tensor<bool> all(int axis, bool keepdim = false) const;
-    /// Arithmetic mean (integers are averaged in float32).
+    /// Arithmetic mean over all axes or `axes` (integers and bool are averaged in float32).
     Tensor<detail::mean_t<T>> mean() const;
     Tensor<detail::mean_t<T>> mean(const Axes& axes, bool keepdim = false) const;
     Tensor<detail::mean_t<T>> mean(int axis, bool keepdim = false) const { return mean(Axes{axis}, keepdim); }
 
     /// The same elements in another shape; one extent may be -1. Zero-copy when the layout allows.
+    /// ShapeError if the element counts differ.
     Tensor<T> reshape(const Shape& shape) const;
-    /// Reorders the axes: result axis i is input axis perm[i].
+    /// Reorders the axes: result axis i is input axis perm[i]. AxisError unless perm is a
+    /// permutation of the axes. A view.
     Tensor<T> permute(const Axes& perm) const;
-    /// Swaps two axes.
+    /// Swaps two axes (AxisError if out of range). A view.
     Tensor<T> transpose(int a, int b) const;
-    /// Broadcasts to a larger shape (NumPy rules; -1 keeps an extent). Never copies.
+    /// Broadcasts to a larger shape (NumPy rules; -1 keeps an extent). Never copies. ShapeError
+    /// if a non-1 extent would change or `shape` has fewer axes.
     Tensor<T> expand(const Shape& shape) const;
     /// The last two axes swapped: every matrix of a batch transposed (PyTorch's .mT). Never
-    /// copies; a matrix product reads it in place.
+    /// copies; a matrix product reads it in place. AxisError for fewer than 2 dimensions.
     Tensor<T> mT() const;
     /// The transpose of a matrix; 0-d and 1-d tensors are returned as they are (PyTorch's .t()).
+    /// AxisError for more than 2 dimensions.
     Tensor<T> t() const;
 
     /// x[start:stop:step] along `axis` (Python's rules: negative indices count from the end,
     /// bounds are clipped, a negative step walks backwards; `{}` for a default bound). A view.
+    /// ValueError for step 0.
     Tensor<T> slice(int axis, std::optional<std::int64_t> start, std::optional<std::int64_t> stop,
                     std::int64_t step = 1) const;
     /// The element at `index` along `axis`, with that axis removed (negative counts from the end).
+    /// IndexError if `index` is out of range.
     Tensor<T> select(int axis, std::int64_t index) const;
-    /// The elements in reverse order along `axes`. A view.
+    /// The elements in reverse order along `axes`. A view. AxisError for a bad or repeated axis.
     Tensor<T> flip(const Axes& axes) const;
     Tensor<T> flip(int axis) const { return flip(Axes{axis}); }
     /// Surrounded by `value`: widths[k] = {before, after} elements along axis k (NumPy's pad,
     /// constant mode). Fused into the kernel that reads it; padding positions read no memory.
+    /// ShapeError unless there is one pair per axis; ValueError for a negative width.
     Tensor<T> pad(const std::vector<std::pair<std::int64_t, std::int64_t>>& widths, T value = T(0)) const;
-    /// Without the extent-1 axes (all of them, or those in `axes`, which must have extent 1).
+    /// Without the extent-1 axes (all of them, or those in `axes`, which must have extent 1:
+    /// ShapeError otherwise).
     Tensor<T> squeeze() const;
     Tensor<T> squeeze(const Axes& axes) const;
     /// With a new extent-1 axis at position `axis` of the result (negative counts from the end).
     Tensor<T> unsqueeze(int axis) const;
-    /// Axes start..end (inclusive) merged into one.
+    /// Axes start..end (inclusive) merged into one; a 0-d tensor becomes shape [1]. AxisError
+    /// if start comes after end.
     Tensor<T> flatten(int start = 0, int end = -1) const;
     /// The tensor repeated reps[k] times along axis k (NumPy's tile; PyTorch's repeat). When reps
-    /// has more entries than the tensor has axes, leading axes are added.
+    /// has more entries than the tensor has axes, leading axes are added. ValueError for a
+    /// negative count.
     Tensor<T> tile(const Shape& reps) const;
     /// PyTorch's Tensor.repeat: the same as tile.
     Tensor<T> repeat(const Shape& reps) const { return tile(reps); }
     /// Each element repeated `repeats` times along `axis` (NumPy's repeat, PyTorch's repeat_interleave).
+    /// ValueError for a negative count.
     Tensor<T> repeat_interleave(std::int64_t repeats, int axis) const;
 
     /// Variance over `axes` (all when empty), divided by N - correction (1: the unbiased
@@ -156,14 +171,16 @@ public:
         return std(Axes{axis}, keepdim, correction);
     }
     /// The position (int64) of the largest element along `axis`: the first on ties and the
-    /// first NaN if there is one (NumPy's argmax). One kernel.
+    /// first NaN if there is one (NumPy's argmax). One kernel. ValueError over an empty axis.
     Tensor<std::int64_t> argmax(int axis, bool keepdim = false) const;
     /// The position of the smallest element along `axis` (first on ties, first NaN).
+    /// ValueError over an empty axis.
     Tensor<std::int64_t> argmin(int axis, bool keepdim = false) const;
-    /// Running sum along `axis` (integers and bool accumulate in int64, as sum does).
+    /// Running sum along `axis`, same shape (integers and bool accumulate in int64, as sum does).
+    /// AxisError for a 0-d tensor.
     Tensor<detail::reduce_t<ReduceOp::Sum, T>> cumsum(int axis) const;
-    /// Running product along `axis` (integers and bool accumulate in int64).
-    Tensor<detail::reduce_t<ReduceOp::Sum, T>> cumprod(int axis) const;
+    /// Running product along `axis`, same shape (integers and bool accumulate in int64).
+    Tensor<detail::reduce_t<ReduceOp::Prod, T>> cumprod(int axis) const;
 
     /// Matrix product with NumPy's rules (see lt::matmul).
     template <class E>
@@ -178,15 +195,17 @@ protected:
 };
 
 /// A tensor: a shared handle to a lazy (or realized) value. Copying a Tensor is cheap and
-/// shares the value; operations on it build new lazy values and leave it unchanged.
+/// shares the value; operations on it build new lazy values and leave it unchanged (only
+/// assign() writes into its memory).
 template <class T>
 class Tensor : public TensorBase<T, Tensor<T>> {
     static_assert(detail::dtype_traits<T>::supported,
                   "lazytensor: Tensor<T> supports T = bool, uint8_t, int32_t, int64_t, lazytensor::half, float, double");
 
 public:
-    /// An empty handle; assign a value before use.
+    /// An empty handle; give it a value with = before use (using it throws ValueError).
     Tensor() = default;
+    /// Wraps a graph node (library internals).
     explicit Tensor(detail::NodePtr node) : node_(std::move(node)) {}
 
     /// Captures an expression as a lazy graph node (nothing is computed).
@@ -197,7 +216,9 @@ public:
                       "lt::cast<T>(expr) or declare the tensor with `auto`");
     }
 
+    /// The extents, outermost first (ValueError for an empty handle).
     const Shape& shape() const { return node().shape; }
+    /// The device the value lives (or will be computed) on.
     Device device() const { return node().device; }
     /// True once the value has been computed into a buffer.
     bool is_realized() const { return node_ && node_->realized(); }
@@ -207,12 +228,15 @@ public:
     /// such as x.slice(...) write into x, as in PyTorch (x.slice(0, 1, 3).assign(0.0f)). Lazy
     /// expressions built earlier on that memory keep the values they were built on (they are
     /// computed first), and a value that reads the memory it overwrites at other positions
-    /// (x.assign(x.flip(0))) is computed into a copy first. Returns *this.
+    /// (x.assign(x.flip(0))) is computed into a copy first. Returns *this. Before writing:
+    /// ShapeError if value does not broadcast to this shape, DeviceError if it is on another
+    /// device, ValueError if this is a broadcast view or a reshape that needed a copy.
     template <class V>
     Tensor& assign(const V& value);
 
     /// The graph node (library internals and tests).
     const detail::NodePtr& node_ptr() const { return node_; }
+    /// The graph node, shared (library internals; ValueError for an empty handle).
     detail::NodePtr build() const {
         node();
         return node_;
@@ -230,8 +254,10 @@ private:
 /// A type-erased reference to a tensor of any element type (lt::realize, lt::schedule).
 class TensorRef {
 public:
+    /// Refers to `t`'s value (implicit, so {x, y} of different types works).
     template <class T>
     TensorRef(const Tensor<T>& t) : node_(t.build()) {}
+    /// The graph node (library internals).
     detail::Node* node() const { return node_.get(); }
 
 private:
@@ -407,7 +433,8 @@ inline void realize(const std::vector<TensorRef>& tensors) {
     detail::realize_nodes(nodes);
 }
 
-/// The schedule realize() would run for these tensors: one item per kernel (or zero-copy view).
+/// The schedule realize() would run for these tensors (or one expression), without running it:
+/// one item per kernel, matmul (GEMM) or zero-copy view.
 inline std::vector<ScheduleItem> schedule(std::initializer_list<TensorRef> tensors) {
     std::vector<detail::Node*> nodes;
     for (const TensorRef& t : tensors) nodes.push_back(t.node());

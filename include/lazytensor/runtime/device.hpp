@@ -123,10 +123,11 @@ inline std::vector<DeviceInfo> devices() {
 }
 
 /// Waits until every kernel launched on `d` has finished (realize() only enqueues on OpenCL
-/// devices; reading a result waits by itself).
+/// devices; reading a result waits by itself). DeviceError if `d` is not available.
 inline void synchronize(Device d) { detail::backend_for(d).synchronize(); }
 
-/// The device new tensors are created on: LAZYTENSOR_DEVICE (host, opencl, opencl:N), else host.
+/// The device new tensors are created on: set_default_device's, else LAZYTENSOR_DEVICE (host,
+/// opencl, opencl:N), else host. DeviceError if LAZYTENSOR_DEVICE is unknown or unavailable.
 inline Device default_device() {
     auto& s = detail::default_device_state();
     std::lock_guard<std::mutex> lock(s.mutex);
@@ -138,7 +139,8 @@ inline Device default_device() {
     return s.device;
 }
 
-/// Makes `d` the device new tensors are created on.
+/// Makes `d` the device new tensors are created on; DeviceError (and no change) if `d` is
+/// not available.
 inline void set_default_device(Device d) {
     detail::backend_for(d);
     auto& s = detail::default_device_state();

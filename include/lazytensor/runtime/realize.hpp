@@ -26,7 +26,7 @@ struct ScheduleItem {
     std::string reason;               // why its output is materialized
     std::vector<std::string> ops;     // the ops fused into it, in evaluation order
     std::vector<std::string> inputs;  // "float32[2, 3]" per input buffer
-    std::string output;
+    std::string output;               // the result, e.g. "float32[4, 8]"
     int phases = 0;                   // reduce and store phases of the kernel
     bool compiled_loop = false;       // runs as the expression's compiled loop, not interpreted
     std::string ir;                   // the kernel IR listing, or the GEMM's shape and layouts
