@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "../../core/config.hpp"
+#include "simd_arch.hpp"
 LAZYTENSOR_XSIMD_WARNINGS_OFF
 #include <xsimd/xsimd.hpp>
 #if XSIMD_WITH_AVX512F
@@ -43,7 +44,7 @@ namespace gemm_detail {
 // Whether xsimd's batches are AVX-512 ones: then a few AVX-512 intrinsics stand in where xsimd 8
 // has nothing (a fused multiply-add, transposes).
 #if XSIMD_WITH_AVX512F
-inline constexpr bool avx512 = std::is_base_of_v<xsimd::avx512f, xsimd::default_arch>;
+inline constexpr bool avx512 = std::is_base_of_v<xsimd::avx512f, simd_arch>;
 #else
 inline constexpr bool avx512 = false;
 #endif
@@ -54,7 +55,7 @@ inline constexpr bool wide_register_file = avx512 || XSIMD_WITH_NEON64;
 
 template <class T>
 struct Tiling {
-    using Vec = xsimd::batch<T>;
+    using Vec = xsimd::batch<T, simd_arch>;
     static constexpr int w = static_cast<int>(Vec::size);
     static constexpr int nv = 2;  // vectors per tile row
     static constexpr int nr = nv * w;
@@ -228,7 +229,8 @@ void pack_b(const Matrix<T>& b, std::int64_t p, std::int64_t j0, std::int64_t co
 /// x * y + z in one rounding. xsimd 8 has no AVX-512 fma: its generic x * y + z is left to the
 /// compiler to contract, which clang does not do by default.
 template <class T>
-xsimd::batch<T> multiply_add(const xsimd::batch<T>& x, const xsimd::batch<T>& y, const xsimd::batch<T>& z) {
+xsimd::batch<T, simd_arch> multiply_add(const xsimd::batch<T, simd_arch>& x, const xsimd::batch<T, simd_arch>& y,
+                                        const xsimd::batch<T, simd_arch>& z) {
 #if XSIMD_WITH_AVX512F
     if constexpr (avx512 && std::is_same_v<T, float>) return _mm512_fmadd_ps(x, y, z);
     if constexpr (avx512 && std::is_same_v<T, double>) return _mm512_fmadd_pd(x, y, z);

@@ -34,7 +34,7 @@ public:
     Device device() const override { return Device::host(); }
     std::string name() const override {
         return concat("host (", pool_.size(), " thread", pool_.size() == 1 ? "" : "s", ", ",
-                      xsimd::default_arch::name(), ")");
+                      simd_arch::name(), ")");
     }
 
     BufferPtr allocate(DType dtype, std::int64_t numel) override {

@@ -24,11 +24,12 @@ LAZYTENSOR_XSIMD_WARNINGS_OFF
 #include "../../core/dtype.hpp"
 #include "../../core/philox.hpp"
 #include "../../ir/ops.hpp"
+#include "simd_arch.hpp"
 
 namespace lazytensor::detail::host {
 
 template <class T>
-using batch = xsimd::batch<T>;
+using batch = xsimd::batch<T, simd_arch>;
 
 template <class T>
 inline constexpr bool is_simd_float = std::is_same_v<T, float> || std::is_same_v<T, double>;
