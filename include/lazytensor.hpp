@@ -1,5 +1,5 @@
 // lazytensor: lazy tensor expressions in C++17, fused into kernels and run on a SIMD host
-// interpreter (and, in later builds, OpenCL devices).
+// interpreter or as generated OpenCL C on OpenCL devices.
 //
 //   #include <lazytensor.hpp>
 //   namespace lt = lazytensor;
@@ -8,10 +8,7 @@
 //   std::vector<float> v = c.to_vector();             // scheduled, fused, run
 #pragma once
 
-#define LAZYTENSOR_VERSION_MAJOR 0
-#define LAZYTENSOR_VERSION_MINOR 1
-#define LAZYTENSOR_VERSION_PATCH 0
-
+#include "lazytensor/core/version.hpp"
 #include "lazytensor/core/config.hpp"
 #include "lazytensor/core/dtype.hpp"
 #include "lazytensor/core/error.hpp"

@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <lazytensor/backend/host/gemm.hpp>
+#include <lazytensor.hpp>  // the host GEMM (backend/host/gemm.hpp) is part of it
 #include <limits>
 #include <random>
 #include <string>

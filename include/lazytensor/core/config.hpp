@@ -23,15 +23,23 @@
 #endif
 
 /// The OpenCL backend is compiled in when LAZYTENSOR_OPENCL is 1: then link the OpenCL ICD
-/// loader (CMake: the lazytensor::lazytensor target does both when OpenCL is found).
-#ifndef LAZYTENSOR_OPENCL
+/// loader (CMake: the lazytensor::lazytensor target does both). LAZYTENSOR_NO_OPENCL forces a
+/// host-only library whatever else is defined (and needs no OpenCL headers or libraries).
+#if defined(LAZYTENSOR_NO_OPENCL)
+#undef LAZYTENSOR_OPENCL
+#define LAZYTENSOR_OPENCL 0
+#elif !defined(LAZYTENSOR_OPENCL)
 #define LAZYTENSOR_OPENCL 0
 #endif
 
 /// With LAZYTENSOR_CLBLAST 1 (and LAZYTENSOR_OPENCL), float and double matrix products on OpenCL
-/// devices run through CLBlast: link libclblast (CMake does when CLBlast is found). Without it,
-/// they run as a plain reduction kernel (correct, but far from a tuned GEMM).
-#ifndef LAZYTENSOR_CLBLAST
+/// devices run through CLBlast: link libclblast (CMake does when CLBlast is found). Without it
+/// (or with LAZYTENSOR_NO_CLBLAST), they run as a plain reduction kernel (correct, but far from a
+/// tuned GEMM).
+#if defined(LAZYTENSOR_NO_CLBLAST) || !LAZYTENSOR_OPENCL
+#undef LAZYTENSOR_CLBLAST
+#define LAZYTENSOR_CLBLAST 0
+#elif !defined(LAZYTENSOR_CLBLAST)
 #define LAZYTENSOR_CLBLAST 0
 #endif
 

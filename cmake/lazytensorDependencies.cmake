@@ -1,0 +1,53 @@
+# Finds what lazytensor needs and attaches it to an INTERFACE target. One macro for both ways the
+# library is consumed, so they cannot drift apart: this project's CMakeLists.txt calls it for
+# the build tree (add_subdirectory, FetchContent), and the installed lazytensorConfig.cmake
+# calls it for find_package. The links are wrapped in $<BUILD_INTERFACE:> so that the exported
+# target file carries none of them: the installed config adds them when it is loaded, finding
+# each dependency on the consumer's machine.
+#
+#   lazytensor_add_dependencies(<target> OPENCL <bool> CLBLAST <bool>)
+#
+# Sets lazytensor_DEPENDENCY_ERROR to a message naming what is missing (empty when all was found).
+macro(lazytensor_add_dependencies _lt_target)
+    cmake_parse_arguments(_lt "" "OPENCL;CLBLAST" "" ${ARGN})
+    set(lazytensor_DEPENDENCY_ERROR "")
+    find_package(Threads QUIET)
+    find_package(xsimd QUIET)
+    if(NOT Threads_FOUND)
+        set(lazytensor_DEPENDENCY_ERROR "lazytensor needs a threads library (pthreads)")
+    elseif(NOT xsimd_FOUND)
+        set(lazytensor_DEPENDENCY_ERROR "lazytensor needs xsimd (Debian: apt-get install libxsimd-dev xtl-dev)")
+    else()
+        # Debian's xsimd target names xtl as a link library: without xtl's target that would
+        # become a plain -lxtl and fail at link time, so find it whenever xsimd asks for it.
+        get_target_property(_lt_xsimd_links xsimd INTERFACE_LINK_LIBRARIES)
+        if(_lt_xsimd_links MATCHES "xtl")
+            find_package(xtl QUIET)
+            if(NOT xtl_FOUND)
+                set(lazytensor_DEPENDENCY_ERROR "xsimd links xtl, which was not found (Debian: apt-get install xtl-dev)")
+            endif()
+        endif()
+        target_link_libraries(${_lt_target} INTERFACE $<BUILD_INTERFACE:xsimd> $<BUILD_INTERFACE:Threads::Threads>)
+    endif()
+    if(_lt_OPENCL AND NOT lazytensor_DEPENDENCY_ERROR)
+        find_package(OpenCL QUIET)
+        if(NOT OpenCL_FOUND)
+            set(lazytensor_DEPENDENCY_ERROR
+                "the OpenCL backend needs an OpenCL ICD loader and headers (Debian: apt-get install ocl-icd-opencl-dev opencl-c-headers); for a host-only library use LAZYTENSOR_NO_OPENCL=ON (installed package) or -DLAZYTENSOR_OPENCL=OFF (source tree)")
+        else()
+            target_link_libraries(${_lt_target} INTERFACE $<BUILD_INTERFACE:OpenCL::OpenCL>)
+            target_compile_definitions(${_lt_target} INTERFACE
+                $<BUILD_INTERFACE:LAZYTENSOR_OPENCL=1> $<BUILD_INTERFACE:CL_TARGET_OPENCL_VERSION=120>)
+        endif()
+        if(_lt_CLBLAST AND NOT lazytensor_DEPENDENCY_ERROR)
+            find_package(CLBlast QUIET)
+            if(NOT CLBlast_FOUND)
+                set(lazytensor_DEPENDENCY_ERROR
+                    "OpenCL matrix products use CLBlast, which was not found (Debian: apt-get install libclblast-dev); without it use LAZYTENSOR_NO_CLBLAST=ON (installed package) or -DLAZYTENSOR_CLBLAST=OFF (source tree)")
+            else()
+                target_link_libraries(${_lt_target} INTERFACE $<BUILD_INTERFACE:clblast>)
+                target_compile_definitions(${_lt_target} INTERFACE $<BUILD_INTERFACE:LAZYTENSOR_CLBLAST=1>)
+            endif()
+        endif()
+    endif()
+endmacro()
