@@ -2569,6 +2569,7 @@ public:
 
 #ifdef __linux__
 #include <sys/mman.h>
+#include <sys/sysinfo.h>
 #endif
 
 // ---- lazytensor/backend/backend.hpp ----
@@ -5221,6 +5222,11 @@ public:
         if (numel < 0 || __builtin_mul_overflow(static_cast<std::size_t>(numel), dtype_size(dtype), &bytes) ||
             bytes > (std::size_t(1) << 62))
             fail<BackendError>("host: cannot allocate ", numel, " elements of ", dtype, ": the size does not fit in memory");
+        // Where the kernel overcommits memory, malloc of more than the machine has succeeds and
+        // the process is killed once the pages are touched: refuse such a buffer here instead.
+        if (const std::size_t total = memory_bytes(); total && bytes > total)
+            fail<BackendError>("host: out of memory allocating ", numel, " elements of ", dtype, " (", bytes,
+                               " bytes): more than this machine's ", total, " bytes of memory and swap");
         void* p = take_block(block_size(bytes));
         if (!p)
             fail<BackendError>("host: out of memory allocating ", numel, " elements of ", dtype, " (", bytes,
@@ -5283,6 +5289,19 @@ private:
     static std::size_t block_size(std::size_t bytes) {
         const std::size_t align = bytes >= kHuge ? kHuge : 64;
         return std::max<std::size_t>(64, (bytes + align - 1) / align * align);
+    }
+
+    // Physical memory plus swap (0 where unknown).
+    static std::size_t memory_bytes() {
+#ifdef __linux__
+        static const std::size_t total = [] {
+            struct sysinfo info {};
+            return sysinfo(&info) == 0 ? (std::size_t(info.totalram) + info.totalswap) * info.mem_unit : 0;
+        }();
+        return total;
+#else
+        return 0;
+#endif
     }
 
     void* take_block(std::size_t size) {
