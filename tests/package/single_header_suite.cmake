@@ -8,7 +8,10 @@ function(run)
         message(FATAL_ERROR "failed (${rc}): ${cmd}")
     endif()
 endfunction()
+# Release builds here use -O1 rather than -O3: the point is that the single header compiles and
+# behaves as include/ does, and each test program compiles the whole runtime (about 30 s at
+# -O1 against 60 s at -O3 on 2 cores), which would otherwise double CI's build time.
 run(${CMAKE_COMMAND} -S "${SOURCE_DIR}" -B "${WORK_DIR}" -DLAZYTENSOR_SINGLE_HEADER=ON -DLAZYTENSOR_BUILD_BENCH=OFF
-    -DLAZYTENSOR_PACKAGE_TESTS=OFF -DLAZYTENSOR_INSTALL=OFF ${CONFIGURE_ARGS})
+    -DLAZYTENSOR_PACKAGE_TESTS=OFF -DLAZYTENSOR_INSTALL=OFF ${CONFIGURE_ARGS} "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG")
 run(${CMAKE_COMMAND} --build "${WORK_DIR}" -j ${JOBS})
-run(${CMAKE_CTEST_COMMAND} --test-dir "${WORK_DIR}" -j ${JOBS} --output-on-failure)
+run(${CMAKE_CTEST_COMMAND} --test-dir "${WORK_DIR}" -j ${JOBS} --output-on-failure --no-tests=error)
