@@ -42,12 +42,8 @@ namespace lazytensor::detail::host {
 namespace gemm_detail {
 
 // Whether xsimd's batches are AVX-512 ones: then a few AVX-512 intrinsics stand in where xsimd 8
-// has nothing (a fused multiply-add, transposes).
-#if XSIMD_WITH_AVX512F
-inline constexpr bool avx512 = std::is_base_of_v<xsimd::avx512f, simd_arch>;
-#else
-inline constexpr bool avx512 = false;
-#endif
+// has nothing (transposes; the fused multiply-add is simd_arch.hpp's multiply_add).
+inline constexpr bool avx512 = simd_is_avx512;
 
 // 32 vector registers (AVX-512, AArch64) hold a 12 x 2-vector tile of accumulators plus the B
 // vectors; 16 (SSE, AVX2) hold 6 x 2.
@@ -224,18 +220,6 @@ void pack_b(const Matrix<T>& b, std::int64_t p, std::int64_t j0, std::int64_t co
     for (std::int64_t q = 0; q < panels; ++q)
         pack_interleaved<nr>(b.at(p, j0 + q * nr), b.cs, b.rs, static_cast<int>(std::min<std::int64_t>(nr, cols - q * nr)),
                              len, dst + q * nr * len);
-}
-
-/// x * y + z in one rounding. xsimd 8 has no AVX-512 fma: its generic x * y + z is left to the
-/// compiler to contract, which clang does not do by default.
-template <class T>
-xsimd::batch<T, simd_arch> multiply_add(const xsimd::batch<T, simd_arch>& x, const xsimd::batch<T, simd_arch>& y,
-                                        const xsimd::batch<T, simd_arch>& z) {
-#if XSIMD_WITH_AVX512F
-    if constexpr (avx512 && std::is_same_v<T, float>) return _mm512_fmadd_ps(x, y, z);
-    if constexpr (avx512 && std::is_same_v<T, double>) return _mm512_fmadd_pd(x, y, z);
-#endif
-    return xsimd::fma(x, y, z);
 }
 
 /// C[0:rows, 0:cols] (+)= (packed A micro-panel) x (packed B micro-panel) over kc. R (<= mr) rows
