@@ -187,6 +187,13 @@ TEST_CASE("layer_norm with and without weight and bias, in at most 3 kernels") {
         CHECK(lt::kernel_count(lt::schedule(two)) <= 3);
         check_close(two, reference(false, true), 1e-4, 1e-5);
         CHECK_THROWS_AS(lt::layer_norm(t, {3}), lt::AxisError);
+        // No axes means all of them, as for var, std and logsumexp: each [6, 10] slab normalized
+        // on its own is reference(false, true)'s slab.
+        lt::Tensor<float> slab = lt::layer_norm(t.select(0, 2), lt::Axes{});
+        const std::vector<double> all = reference(false, true).v;
+        const std::vector<float> got = slab.to_vector();
+        REQUIRE(got.size() == 60);
+        for (std::size_t k = 0; k < 60; ++k) CHECK(got[k] == doctest::Approx(all[120 + k]).epsilon(1e-4));
     });
 }
 

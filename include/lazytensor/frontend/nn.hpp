@@ -62,7 +62,7 @@ auto logsumexp(const E& x, int axis, bool keepdim = false) {
     return logsumexp(x, Axes{axis}, keepdim);
 }
 
-/// (x - mean) / sqrt(var + eps) over `axes` (biased variance, as PyTorch's layer_norm), then
+/// (x - mean) / sqrt(var + eps) over `axes` (all when empty; biased variance, as PyTorch's layer_norm), then
 /// times `weight` and plus `bias` when given (broadcast against x). Integers compute in float32.
 /// Lazy. ValueError if eps is negative or NaN; AxisError for a bad axis.
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
@@ -73,7 +73,8 @@ auto layer_norm(const E& x, const Axes& axes, double eps = 1e-5,
     namespace g = detail::graph;
     if (!(eps >= 0)) detail::fail<ValueError>("layer_norm: eps must be >= 0, got ", eps);
     const detail::NodePtr v = detail::floating(x.build());
-    const Axes norm = detail::normalize_axes(axes, v->shape.size(), "layer_norm", v->shape);
+    const Axes norm = axes.empty() ? detail::all_axes(v->shape.size())  // all, as var and logsumexp
+                                   : detail::normalize_axes(axes, v->shape.size(), "layer_norm", v->shape);
     const detail::NodePtr centered = g::binary(BinaryOp::Sub, v, g::mean(v, norm, true));
     const detail::NodePtr var = g::mean(g::binary(BinaryOp::Mul, centered, centered), norm, true);
     detail::NodePtr out = g::binary(BinaryOp::Div, centered,
