@@ -2893,8 +2893,13 @@ private:
 // ---- lazytensor/backend/host/simd_arch.hpp ----
 // The instruction set of the host backend's SIMD batches, chosen in one place.
 
+#include <type_traits>
+
 LAZYTENSOR_XSIMD_WARNINGS_OFF
 #include <xsimd/xsimd.hpp>
+#if XSIMD_WITH_AVX512F
+#include <immintrin.h>
+#endif
 LAZYTENSOR_XSIMD_WARNINGS_ON
 
 namespace lazytensor::detail::host {
@@ -2907,6 +2912,25 @@ using simd_arch = xsimd::avx512dq;
 #else
 using simd_arch = xsimd::default_arch;
 #endif
+
+#if XSIMD_WITH_AVX512F
+inline constexpr bool simd_is_avx512 = std::is_base_of_v<xsimd::avx512f, simd_arch>;
+#else
+inline constexpr bool simd_is_avx512 = false;
+#endif
+
+/// x * y + z in one rounding. xsimd 8 has no AVX-512 fma: its generic x * y + z is left to the
+/// compiler to contract, which clang does not do by default and GCC does only from -O2 on (a
+/// -O1 build computed float tanh to 5.4 ulp instead of 4.9).
+template <class T>
+xsimd::batch<T, simd_arch> multiply_add(const xsimd::batch<T, simd_arch>& x, const xsimd::batch<T, simd_arch>& y,
+                                        const xsimd::batch<T, simd_arch>& z) {
+#if XSIMD_WITH_AVX512F
+    if constexpr (simd_is_avx512 && std::is_same_v<T, float>) return _mm512_fmadd_ps(x, y, z);
+    if constexpr (simd_is_avx512 && std::is_same_v<T, double>) return _mm512_fmadd_pd(x, y, z);
+#endif
+    return xsimd::fma(x, y, z);
+}
 
 }  // namespace lazytensor::detail::host
 LAZYTENSOR_XSIMD_WARNINGS_OFF
@@ -3033,12 +3057,8 @@ namespace lazytensor::detail::host {
 namespace gemm_detail {
 
 // Whether xsimd's batches are AVX-512 ones: then a few AVX-512 intrinsics stand in where xsimd 8
-// has nothing (a fused multiply-add, transposes).
-#if XSIMD_WITH_AVX512F
-inline constexpr bool avx512 = std::is_base_of_v<xsimd::avx512f, simd_arch>;
-#else
-inline constexpr bool avx512 = false;
-#endif
+// has nothing (transposes; the fused multiply-add is simd_arch.hpp's multiply_add).
+inline constexpr bool avx512 = simd_is_avx512;
 
 // 32 vector registers (AVX-512, AArch64) hold a 12 x 2-vector tile of accumulators plus the B
 // vectors; 16 (SSE, AVX2) hold 6 x 2.
@@ -3215,18 +3235,6 @@ void pack_b(const Matrix<T>& b, std::int64_t p, std::int64_t j0, std::int64_t co
     for (std::int64_t q = 0; q < panels; ++q)
         pack_interleaved<nr>(b.at(p, j0 + q * nr), b.cs, b.rs, static_cast<int>(std::min<std::int64_t>(nr, cols - q * nr)),
                              len, dst + q * nr * len);
-}
-
-/// x * y + z in one rounding. xsimd 8 has no AVX-512 fma: its generic x * y + z is left to the
-/// compiler to contract, which clang does not do by default.
-template <class T>
-xsimd::batch<T, simd_arch> multiply_add(const xsimd::batch<T, simd_arch>& x, const xsimd::batch<T, simd_arch>& y,
-                                        const xsimd::batch<T, simd_arch>& z) {
-#if XSIMD_WITH_AVX512F
-    if constexpr (avx512 && std::is_same_v<T, float>) return _mm512_fmadd_ps(x, y, z);
-    if constexpr (avx512 && std::is_same_v<T, double>) return _mm512_fmadd_pd(x, y, z);
-#endif
-    return xsimd::fma(x, y, z);
 }
 
 /// C[0:rows, 0:cols] (+)= (packed A micro-panel) x (packed B micro-panel) over kc. R (<= mr) rows
@@ -3670,18 +3678,18 @@ struct Tanh {
     static B simd(const B& x) {
         if constexpr (std::is_same_v<typename B::value_type, float>) {
             // x P(x^2) / Q(x^2), a minimax fit of ours (relative error 6.6e-9 on [0, 9]); at
-            // most 5 ulp after float rounding, the accuracy OpenCL requires of tanh, at 2.4x
+            // most 5 ulp after float rounding (with fused multiply-adds: 5.4 without), the accuracy OpenCL requires of tanh, at 2.4x
             // the speed of xsimd::tanh. |x| >= 9 rounds to +-1 anyway.
             const B x2 = x * x;
-            B p = xsimd::fma(B(-8.48867189165813245519e-14f), x2, B(5.27793475621368267175e-11f));
-            p = xsimd::fma(p, x2, B(-2.02252015544119457764e-08f));
-            p = xsimd::fma(p, x2, B(1.11543035277132232787e-05f));
-            p = xsimd::fma(p, x2, B(3.10395585838538857354e-03f));
-            p = xsimd::fma(p, x2, B(1.30840098167550673993e-01f));
-            p = xsimd::fma(p, x2, B(9.99999993391046065536e-01f));
-            B q = xsimd::fma(B(2.54614463948461333483e-04f), x2, B(2.44951770869502727136e-02f));
-            q = xsimd::fma(q, x2, B(4.64173369197804130981e-01f));
-            q = xsimd::fma(q, x2, B(1.0f));
+            B p = multiply_add(B(-8.48867189165813245519e-14f), x2, B(5.27793475621368267175e-11f));
+            p = multiply_add(p, x2, B(-2.02252015544119457764e-08f));
+            p = multiply_add(p, x2, B(1.11543035277132232787e-05f));
+            p = multiply_add(p, x2, B(3.10395585838538857354e-03f));
+            p = multiply_add(p, x2, B(1.30840098167550673993e-01f));
+            p = multiply_add(p, x2, B(9.99999993391046065536e-01f));
+            B q = multiply_add(B(2.54614463948461333483e-04f), x2, B(2.44951770869502727136e-02f));
+            q = multiply_add(q, x2, B(4.64173369197804130981e-01f));
+            q = multiply_add(q, x2, B(1.0f));
             return xsimd::select(xsimd::abs(x) >= B(9.0f), xsimd::copysign(B(1.0f), x), x * p / q);
         } else {
             return xsimd::tanh(x);
@@ -10147,7 +10155,7 @@ auto logsumexp(const E& x, int axis, bool keepdim = false) {
     return logsumexp(x, Axes{axis}, keepdim);
 }
 
-/// (x - mean) / sqrt(var + eps) over `axes` (biased variance, as PyTorch's layer_norm), then
+/// (x - mean) / sqrt(var + eps) over `axes` (all when empty; biased variance, as PyTorch's layer_norm), then
 /// times `weight` and plus `bias` when given (broadcast against x). Integers compute in float32.
 /// Lazy. ValueError if eps is negative or NaN; AxisError for a bad axis.
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
@@ -10158,7 +10166,8 @@ auto layer_norm(const E& x, const Axes& axes, double eps = 1e-5,
     namespace g = detail::graph;
     if (!(eps >= 0)) detail::fail<ValueError>("layer_norm: eps must be >= 0, got ", eps);
     const detail::NodePtr v = detail::floating(x.build());
-    const Axes norm = detail::normalize_axes(axes, v->shape.size(), "layer_norm", v->shape);
+    const Axes norm = axes.empty() ? detail::all_axes(v->shape.size())  // all, as var and logsumexp
+                                   : detail::normalize_axes(axes, v->shape.size(), "layer_norm", v->shape);
     const detail::NodePtr centered = g::binary(BinaryOp::Sub, v, g::mean(v, norm, true));
     const detail::NodePtr var = g::mean(g::binary(BinaryOp::Mul, centered, centered), norm, true);
     detail::NodePtr out = g::binary(BinaryOp::Div, centered,
