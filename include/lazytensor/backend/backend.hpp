@@ -3,7 +3,9 @@
 // products (a GEMM of the backend's own).
 #pragma once
 
+#include <algorithm>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -11,6 +13,19 @@
 #include "../core/lru_cache.hpp"
 #include "../ir/gemm.hpp"
 #include "../ir/kernel.hpp"
+
+namespace lazytensor {
+
+/// The memory of one device's tensors, as lt::memory_stats reports it.
+struct MemoryStats {
+    std::size_t live_bytes = 0;    // in buffers that tensors (or a running schedule) hold now
+    std::size_t live_buffers = 0;  // how many such buffers
+    std::size_t peak_bytes = 0;    // the most live_bytes since the last lt::reset_peak_memory
+    std::size_t cached_bytes = 0;  // freed blocks the caching allocator keeps for reuse
+    std::size_t limit_bytes = 0;   // lt::set_memory_limit's limit on live_bytes; 0 for none
+};
+
+}  // namespace lazytensor
 
 namespace lazytensor::detail {
 
@@ -26,7 +41,61 @@ public:
     /// A human-readable name of the device ("host (2 threads, avx512bw)", an OpenCL device name).
     virtual std::string name() const = 0;
 
-    virtual BufferPtr allocate(DType dtype, std::int64_t numel) = 0;
+    /// A new buffer of `numel` elements (contents undefined). BackendError when no buffer that
+    /// large can exist on the device; OutOfMemoryError when memory runs out or the buffer would
+    /// pass the memory limit (set_memory_limit).
+    BufferPtr allocate(DType dtype, std::int64_t numel) {
+        std::size_t bytes = 0;
+        if (numel < 0 || __builtin_mul_overflow(static_cast<std::size_t>(numel), dtype_size(dtype), &bytes) ||
+            bytes > largest_buffer())
+            fail<BackendError>(device(), ": cannot allocate ", numel, " elements of ", dtype,
+                               ": the device's largest buffer is ", largest_buffer(), " bytes");
+        {
+            std::lock_guard<std::mutex> lock(memory_mutex_);
+            if (memory_.limit_bytes && memory_.live_bytes + bytes > memory_.limit_bytes)
+                fail<OutOfMemoryError>("out of memory on ", device(), ": allocating ", numel, " elements of ", dtype, " (",
+                                       bytes, " bytes) would pass the limit of ", memory_.limit_bytes,
+                                       " bytes set with lt::set_memory_limit (", memory_.live_bytes, " bytes in ",
+                                       memory_.live_buffers, " buffers are in use)");
+            account(bytes, +1);
+        }
+        void* handle = nullptr;
+        try {
+            handle = allocate_memory(bytes, numel, dtype);
+            return std::make_shared<Buffer>(device(), dtype, numel, handle, this);
+        } catch (...) {
+            if (handle) free_memory(handle, bytes);
+            std::lock_guard<std::mutex> lock(memory_mutex_);
+            account(bytes, -1);
+            throw;
+        }
+    }
+    /// Called by a Buffer's destructor.
+    void release(void* handle, std::size_t bytes) noexcept final {
+        {
+            std::lock_guard<std::mutex> lock(memory_mutex_);
+            account(bytes, -1);
+        }
+        free_memory(handle, bytes);
+    }
+
+    MemoryStats memory_stats() const {
+        std::lock_guard<std::mutex> lock(memory_mutex_);
+        MemoryStats s = memory_;
+        s.cached_bytes = cached_bytes();
+        return s;
+    }
+    void reset_peak_memory() {
+        std::lock_guard<std::mutex> lock(memory_mutex_);
+        memory_.peak_bytes = memory_.live_bytes;
+    }
+    /// Caps the bytes live buffers may hold (0: no cap). Buffers already live stay.
+    void set_memory_limit(std::size_t bytes) {
+        std::lock_guard<std::mutex> lock(memory_mutex_);
+        memory_.limit_bytes = bytes;
+    }
+    /// Gives the caching allocator's free blocks back to the system or driver.
+    virtual void release_cached() noexcept {}
     /// Copies `bytes` from host memory into the buffer at byte offset `at`.
     virtual void write(Buffer& dst, std::size_t at, const void* src, std::size_t bytes) = 0;
     /// Copies `bytes` from the buffer at byte offset `at` into host memory.
@@ -75,8 +144,31 @@ public:
 protected:
     virtual std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel) = 0;
 
+    /// The largest buffer the device can hold, in bytes.
+    virtual std::size_t largest_buffer() const = 0;
+    /// `bytes` of device memory (from the backend's cache, or new); OutOfMemoryError or
+    /// BackendError on failure.
+    virtual void* allocate_memory(std::size_t bytes, std::int64_t numel, DType dtype) = 0;
+    /// Frees (or caches) what allocate_memory returned.
+    virtual void free_memory(void* handle, std::size_t bytes) noexcept = 0;
+    /// Bytes held by the caching allocator.
+    virtual std::size_t cached_bytes() const { return 0; }
+
 private:
+    void account(std::size_t bytes, int sign) {
+        if (sign > 0) {
+            memory_.live_bytes += bytes;
+            ++memory_.live_buffers;
+            memory_.peak_bytes = std::max(memory_.peak_bytes, memory_.live_bytes);
+        } else {
+            memory_.live_bytes -= bytes;
+            --memory_.live_buffers;
+        }
+    }
+
     LruCache<CompiledKernel> cache_{4096};
+    mutable std::mutex memory_mutex_;
+    MemoryStats memory_;  // cached_bytes is filled in on request
 };
 
 }  // namespace lazytensor::detail

@@ -53,6 +53,13 @@ public:
     using Error::Error;
 };
 
+/// A device (or the host) ran out of memory, or an allocation would pass the limit set with
+/// lt::set_memory_limit. Tensors that exist stay usable; free some and try again.
+class OutOfMemoryError : public BackendError {
+public:
+    using BackendError::BackendError;
+};
+
 namespace detail {
 
 template <class... Parts>

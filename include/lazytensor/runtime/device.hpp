@@ -122,6 +122,22 @@ inline std::vector<DeviceInfo> devices() {
     return out;
 }
 
+/// How much memory the tensors on `d` hold (live, peak, cached by the allocator, the limit).
+/// DeviceError if `d` is not available.
+inline MemoryStats memory_stats(Device d) { return detail::backend_for(d).memory_stats(); }
+
+/// Starts a new peak: memory_stats(d).peak_bytes becomes the live bytes now.
+inline void reset_peak_memory(Device d) { detail::backend_for(d).reset_peak_memory(); }
+
+/// Caps the bytes that live buffers on `d` may hold (0: no cap, the default). An allocation past
+/// it throws OutOfMemoryError, as a full device does, and leaves every tensor usable. Tensors
+/// that already exist are kept even when they hold more.
+inline void set_memory_limit(Device d, std::size_t bytes) { detail::backend_for(d).set_memory_limit(bytes); }
+
+/// Gives the free blocks that the caching allocator keeps for reuse on `d` back to the system
+/// (the host) or the driver (OpenCL), as torch.cuda.empty_cache does.
+inline void empty_cache(Device d) { detail::backend_for(d).release_cached(); }
+
 /// Waits until every kernel launched on `d` has finished (realize() only enqueues on OpenCL
 /// devices; reading a result waits by itself). DeviceError if `d` is not available.
 inline void synchronize(Device d) { detail::backend_for(d).synchronize(); }

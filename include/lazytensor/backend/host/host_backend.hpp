@@ -38,38 +38,8 @@ public:
                       simd_arch::name(), ")");
     }
 
-    BufferPtr allocate(DType dtype, std::int64_t numel) override {
-        std::size_t bytes = 0;
-        if (numel < 0 || __builtin_mul_overflow(static_cast<std::size_t>(numel), dtype_size(dtype), &bytes) ||
-            bytes > (std::size_t(1) << 62))
-            fail<BackendError>("host: cannot allocate ", numel, " elements of ", dtype, ": the size does not fit in memory");
-        // Where the kernel overcommits memory, malloc of more than the machine has succeeds and
-        // the process is killed once the pages are touched: refuse such a buffer here instead.
-        if (const std::size_t total = memory_bytes(); total && bytes > total)
-            fail<BackendError>("host: out of memory allocating ", numel, " elements of ", dtype, " (", bytes,
-                               " bytes): more than this machine's ", total, " bytes of memory and swap");
-        void* p = take_block(block_size(bytes));
-        if (!p)
-            fail<BackendError>("host: out of memory allocating ", numel, " elements of ", dtype, " (", bytes,
-                               " bytes)");
-        return std::make_shared<Buffer>(device(), dtype, numel, p, this);
-    }
-
-    void release(void* handle, std::size_t bytes) noexcept override {
-        const std::size_t size = block_size(bytes);
-        if (size >= kCachedMin) {
-            std::lock_guard<std::mutex> lock(cache_mutex_);
-            if (cached_bytes_ + size <= cache_limit_) {
-                cached_.emplace(size, handle);
-                cached_bytes_ += size;
-                return;
-            }
-        }
-        std::free(handle);
-    }
-
     /// Returns every cached free block to the system.
-    void release_cached() noexcept {
+    void release_cached() noexcept override {
         std::lock_guard<std::mutex> lock(cache_mutex_);
         for (auto& [size, p] : cached_) std::free(p);
         cached_.clear();
@@ -101,6 +71,39 @@ public:
 protected:
     std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel) override {
         return std::make_shared<HostKernel>(kernel, pool_.size());
+    }
+
+    std::size_t largest_buffer() const override { return std::size_t(1) << 62; }
+
+    void* allocate_memory(std::size_t bytes, std::int64_t numel, DType dtype) override {
+        // Where the kernel overcommits memory, malloc of more than the machine has succeeds and
+        // the process is killed once the pages are touched: refuse such a buffer here instead.
+        if (const std::size_t total = memory_bytes(); total && bytes > total)
+            fail<OutOfMemoryError>("out of memory on host: allocating ", numel, " elements of ", dtype, " (", bytes,
+                                   " bytes), more than this machine's ", total, " bytes of memory and swap");
+        void* p = take_block(block_size(bytes));
+        if (!p)
+            fail<OutOfMemoryError>("out of memory on host: allocating ", numel, " elements of ", dtype, " (", bytes,
+                                   " bytes) failed; free tensors that are no longer needed and try again");
+        return p;
+    }
+
+    void free_memory(void* handle, std::size_t bytes) noexcept override {
+        const std::size_t size = block_size(bytes);
+        if (size >= kCachedMin) {
+            std::lock_guard<std::mutex> lock(cache_mutex_);
+            if (cached_bytes_ + size <= cache_limit_) {
+                cached_.emplace(size, handle);
+                cached_bytes_ += size;
+                return;
+            }
+        }
+        std::free(handle);
+    }
+
+    std::size_t cached_bytes() const override {
+        std::lock_guard<std::mutex> lock(cache_mutex_);
+        return cached_bytes_;
     }
 
 private:
@@ -148,7 +151,7 @@ private:
     }
 
     ThreadPool pool_;
-    std::mutex cache_mutex_;
+    mutable std::mutex cache_mutex_;
     std::multimap<std::size_t, void*> cached_;
     std::size_t cached_bytes_ = 0;
     std::size_t cache_limit_;

@@ -90,8 +90,14 @@ inline const char* status_name(cl_int status) {
 }
 
 /// Throws BackendError naming the call and the status ("clBuildProgram failed: CL_OUT_OF_RESOURCES (-5)").
+/// A failed allocation (drivers allocate device memory lazily, so any call that first touches
+/// a buffer may report it) is an OutOfMemoryError.
 template <class... Context>
 inline void check(cl_int status, const char* call, const Context&... context) {
+    if (status == CL_MEM_OBJECT_ALLOCATION_FAILURE)
+        fail<OutOfMemoryError>("OpenCL: out of device memory: ", call, " failed: ", status_name(status), " (", status,
+                               ")", (sizeof...(context) ? " " : ""), context...,
+                               "; free tensors that are no longer needed and try again");
     if (status != CL_SUCCESS)
         fail<BackendError>("OpenCL: ", call, " failed: ", status_name(status), " (", status, ")",
                            (sizeof...(context) ? " " : ""), context...);

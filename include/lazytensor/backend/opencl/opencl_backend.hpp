@@ -103,39 +103,8 @@ public:
 
     // ------------------------------------------------------------------------------- memory
 
-    BufferPtr allocate(DType dtype, std::int64_t numel) override {
-        std::size_t bytes = 0;
-        if (numel < 0 || __builtin_mul_overflow(static_cast<std::size_t>(numel), dtype_size(dtype), &bytes) ||
-            bytes > max_alloc_)
-            fail<BackendError>(describe(), ": cannot allocate ", numel, " elements of ", dtype,
-                               ": the device's largest buffer is ", max_alloc_, " bytes");
-        const std::size_t size = block_size(bytes);
-        if (cl_mem m = take_cached(size)) return std::make_shared<Buffer>(device(), dtype, numel, m, this);
-        cl_int err = CL_SUCCESS;
-        cl_mem m = clCreateBuffer(context_, CL_MEM_READ_WRITE, size, nullptr, &err);
-        if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES || err == CL_OUT_OF_HOST_MEMORY) {
-            release_cached();  // give the cached blocks back, then try once more
-            m = clCreateBuffer(context_, CL_MEM_READ_WRITE, size, nullptr, &err);
-        }
-        check(err, "clCreateBuffer", concat("allocating ", numel, " elements of ", dtype, " (", bytes, " bytes) on ", describe()));
-        return std::make_shared<Buffer>(device(), dtype, numel, m, this);
-    }
-
-    void release(void* handle, std::size_t bytes) noexcept override {
-        const std::size_t size = block_size(bytes);
-        {
-            std::lock_guard<std::mutex> lock(cache_mutex_);
-            if (cached_bytes_ + size <= cache_limit_) {
-                cached_.emplace(size, static_cast<cl_mem>(handle));
-                cached_bytes_ += size;
-                return;
-            }
-        }
-        clReleaseMemObject(static_cast<cl_mem>(handle));
-    }
-
     /// Returns every cached free buffer to the driver.
-    void release_cached() noexcept {
+    void release_cached() noexcept override {
         std::lock_guard<std::mutex> lock(cache_mutex_);
         for (auto& [size, m] : cached_) clReleaseMemObject(m);
         cached_.clear();
@@ -300,6 +269,43 @@ protected:
         }
     }
 
+    std::size_t largest_buffer() const override { return static_cast<std::size_t>(max_alloc_); }
+
+    void* allocate_memory(std::size_t bytes, std::int64_t numel, DType dtype) override {
+        const std::size_t size = block_size(bytes);
+        if (cl_mem m = take_cached(size)) return m;
+        cl_int err = CL_SUCCESS;
+        cl_mem m = clCreateBuffer(context_, CL_MEM_READ_WRITE, size, nullptr, &err);
+        if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES || err == CL_OUT_OF_HOST_MEMORY) {
+            release_cached();  // give the cached blocks back, then try once more
+            m = clCreateBuffer(context_, CL_MEM_READ_WRITE, size, nullptr, &err);
+        }
+        if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES || err == CL_OUT_OF_HOST_MEMORY)
+            fail<OutOfMemoryError>("out of memory on ", describe(), ": allocating ", numel, " elements of ", dtype, " (",
+                                   bytes, " bytes) failed: clCreateBuffer: ", status_name(err),
+                                   "; free tensors that are no longer needed and try again");
+        check(err, "clCreateBuffer", concat("allocating ", numel, " elements of ", dtype, " (", bytes, " bytes) on ", describe()));
+        return m;
+    }
+
+    void free_memory(void* handle, std::size_t bytes) noexcept override {
+        const std::size_t size = block_size(bytes);
+        {
+            std::lock_guard<std::mutex> lock(cache_mutex_);
+            if (cached_bytes_ + size <= cache_limit_) {
+                cached_.emplace(size, static_cast<cl_mem>(handle));
+                cached_bytes_ += size;
+                return;
+            }
+        }
+        clReleaseMemObject(static_cast<cl_mem>(handle));
+    }
+
+    std::size_t cached_bytes() const override {
+        std::lock_guard<std::mutex> lock(cache_mutex_);
+        return cached_bytes_;
+    }
+
 private:
     static std::size_t block_size(std::size_t bytes) {
         if (bytes <= 256) return 256;
@@ -401,7 +407,7 @@ private:
     DeviceTraits traits_;
     cl_ulong max_alloc_ = 0;
 
-    std::mutex cache_mutex_;
+    mutable std::mutex cache_mutex_;
     std::multimap<std::size_t, cl_mem> cached_;
     std::size_t cached_bytes_ = 0;
     std::size_t cache_limit_ = 0;
