@@ -221,7 +221,10 @@ public:
     /// The device the value lives (or will be computed) on.
     Device device() const { return node().device; }
     /// True once the value has been computed into a buffer.
-    bool is_realized() const { return node_ && node_->realized(); }
+    bool is_realized() const {
+        detail::GraphReadLock lock;  // another thread may be realizing it
+        return node_ && node_->realized();
+    }
 
     /// Writes `value` (a tensor, expression or scalar, broadcast to this shape and converted to
     /// T) into this tensor's memory, now. Every tensor that shares the memory sees it: views

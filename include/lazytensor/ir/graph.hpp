@@ -35,6 +35,7 @@ inline NodePtr make(NodeKind kind, DType dtype, Device device, Shape shape) {
 }
 
 inline NodePtr with_sources(NodePtr n, std::initializer_list<NodePtr> sources) {
+    GraphReadLock lock;  // a source may be realized by another thread meanwhile
     for (auto& s : sources) {
         n->src[n->nsrc++] = s;
         // A read of a buffer, directly or through views, is recorded with it (see Buffer::add_reader).
@@ -60,6 +61,7 @@ inline NodePtr constant(Scalar value, DType dtype, Shape shape, Device device) {
 // ---------------------------------------------------------------------------------------- views
 
 inline NodePtr reshape(const NodePtr& x, Shape shape, const char* op = "lt::reshape") {
+    GraphReadLock lock;  // x may be realized by another thread meanwhile
     {
         Shape known_part = shape;
         for (auto& e : known_part)
@@ -97,6 +99,7 @@ inline NodePtr reshape(const NodePtr& x, Shape shape, const char* op = "lt::resh
 }
 
 inline NodePtr permute(const NodePtr& x, const Axes& perm, const char* op = "lt::permute") {
+    GraphReadLock lock;  // x may be realized by another thread meanwhile
     const std::size_t n = x->shape.size();
     if (perm.size() != n)
         fail<AxisError>(op, ": permutation ", perm, " has ", perm.size(), " axes but the tensor has ", n,
@@ -132,6 +135,7 @@ inline NodePtr transpose(const NodePtr& x, int a, int b) {
 
 /// Broadcasts x to `shape` (NumPy rules; -1 keeps an extent). Adds leading axes as a reshape.
 inline NodePtr expand(const NodePtr& x, Shape shape, const char* op = "lt::expand") {
+    GraphReadLock lock;  // x may be realized by another thread meanwhile
     if (shape.size() < x->shape.size())
         fail<ShapeError>(op, ": cannot expand shape ", x->shape, " to ", shape, ", which has fewer dimensions");
     const std::size_t lead = shape.size() - x->shape.size();
@@ -157,6 +161,7 @@ inline NodePtr expand(const NodePtr& x, Shape shape, const char* op = "lt::expan
 /// A window of x: per axis, result index i reads x at starts_steps[2k] + starts_steps[2k+1] * i.
 /// A window of a window is one window.
 inline NodePtr window(const NodePtr& x, SmallVector<std::int64_t, 12> starts_steps, Shape shape) {
+    GraphReadLock lock;  // x may be realized by another thread meanwhile
     bool identity = shape == x->shape;
     for (std::size_t k = 0; k < shape.size(); ++k)
         identity = identity && starts_steps[2 * k] == 0 && starts_steps[2 * k + 1] == 1;
@@ -258,6 +263,7 @@ inline NodePtr iota(const Shape& shape, int axis, Device device) {
 // ---------------------------------------------------------------------------------- element-wise
 
 inline NodePtr cast(const NodePtr& x, DType to) {
+    GraphReadLock lock;  // x may be realized by another thread meanwhile
     if (x->dtype == to) return x;
     if (x->kind == NodeKind::Const) return constant(x->value, to, x->shape, x->device);
     return with_sources(make(NodeKind::Cast, to, x->device, x->shape), {x});

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <shared_mutex>
 #include <vector>
 
 #include "../core/device.hpp"
@@ -121,6 +122,35 @@ struct Node : std::enable_shared_from_this<Node> {
     bool realized() const { return kind == NodeKind::Buffer; }
     /// How many shared handles (tensors, expressions, consumer nodes) hold this node.
     long holders() const { return weak_from_this().use_count(); }
+};
+
+/// Realize turns lazy nodes into buffer nodes in place (make_realized) while other threads may
+/// be building on them: graph builders read a node's op, sources and payload under this lock
+/// shared (GraphReadLock), and realize commits its results under it exclusively. A node's
+/// dtype, shape and device never change, so they are read without it.
+inline std::shared_mutex& graph_mutex() {
+    static std::shared_mutex m;
+    return m;
+}
+
+/// The graph lock, shared, for this scope; nested scopes on one thread lock once (a builder
+/// calls other builders).
+class GraphReadLock {
+public:
+    GraphReadLock() {
+        if (depth()++ == 0) graph_mutex().lock_shared();
+    }
+    GraphReadLock(const GraphReadLock&) = delete;
+    GraphReadLock& operator=(const GraphReadLock&) = delete;
+    ~GraphReadLock() {
+        if (--depth() == 0) graph_mutex().unlock_shared();
+    }
+
+private:
+    static int& depth() {
+        static thread_local int d = 0;
+        return d;
+    }
 };
 
 /// Makes `node` a realized view of `buffer`; drops its sources.

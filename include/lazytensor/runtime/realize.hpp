@@ -232,7 +232,8 @@ inline void realize_nodes(const std::vector<Node*>& nodes) {
                 produced[static_cast<std::size_t>(in)].reset();
     }
 
-    // Commit: every kernel has run.
+    // Commit: every kernel has run. Other threads may be building on these nodes.
+    std::unique_lock<std::shared_mutex> commit(graph_mutex());
     for (const PlannedItem& p : items) {
         if (!kept[static_cast<std::size_t>(p.root)]) continue;
         Node* n = node(p.root);
