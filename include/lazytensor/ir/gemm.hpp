@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "../core/dtype.hpp"
@@ -131,6 +133,21 @@ inline Kernel contiguous_copy(DType dtype, const Shape& batch, std::int64_t rows
     normalize(k);
     layout = MatrixLayout{0, cols, 1, Strides(dense.begin(), dense.end() - 2)};
     return k;
+}
+
+/// A GEMM's shape and operand layouts, as LAZYTENSOR_DEBUG=2 lists them.
+inline std::string to_string(const Gemm& g) {
+    std::ostringstream out;
+    auto layout = [&](const char* name, const MatrixLayout& l) {
+        out << "    " << name << ": offset " << l.offset << ", row stride " << l.row_stride << ", column stride "
+            << l.col_stride;
+        if (!l.batch_strides.empty()) out << ", batch strides " << l.batch_strides;
+        out << "\n";
+    };
+    out << "    gemm " << g.dtype << ": batch " << g.batch << ", m " << g.m << ", n " << g.n << ", k " << g.k << "\n";
+    layout("A", g.a);
+    layout("B", g.b);
+    return out.str();
 }
 
 }  // namespace lazytensor::detail::ir

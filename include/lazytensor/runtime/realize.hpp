@@ -10,11 +10,13 @@
 #include <chrono>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "../ir/static_kernel.hpp"
+#include "check.hpp"
 #include "device.hpp"
 #include "plan.hpp"
 
@@ -41,21 +43,6 @@ inline std::recursive_mutex& realize_mutex() {
 
 inline std::string describe(const Node* n) { return concat(n->dtype, n->shape); }
 
-/// A GEMM's shape and operand layouts, as LAZYTENSOR_DEBUG=2 lists them.
-inline std::string describe(const ir::Gemm& g) {
-    std::ostringstream out;
-    auto layout = [&](const char* name, const ir::MatrixLayout& l) {
-        out << "    " << name << ": offset " << l.offset << ", row stride " << l.row_stride << ", column stride "
-            << l.col_stride;
-        if (!l.batch_strides.empty()) out << ", batch strides " << l.batch_strides;
-        out << "\n";
-    };
-    out << "    gemm " << g.dtype << ": batch " << g.batch << ", m " << g.m << ", n " << g.n << ", k " << g.k << "\n";
-    layout("A", g.a);
-    layout("B", g.b);
-    return out.str();
-}
-
 inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
     ScheduleItem item;
     item.kind = p.view_only ? "view" : p.gemm_item ? "matmul" : "kernel";
@@ -64,7 +51,7 @@ inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
     for (int in : p.inputs) item.inputs.push_back(describe(w.node(in)));
     item.output = describe(w.node(p.root));
     if (p.gemm_item) {
-        item.ir = describe(p.gemm);
+        item.ir = ir::to_string(p.gemm);
         return item;
     }
     item.phases = static_cast<int>(p.kernel.phases.size());
@@ -209,11 +196,15 @@ inline void realize_nodes(const std::vector<Node*>& nodes) {
         params.clear();
         for (int in : p.inputs) params.push_back(buffer_of(in).get());
         params.push_back(out.get());
+        std::optional<KernelCheck> check;
+        if (check_enabled() && KernelCheck::applies(p, backend)) check.emplace(p, params, root->kind == NodeKind::Assign);
         auto run = [&] {
             if (p.gemm_item)
                 backend.gemm(p.gemm, *params[0], *params[1], *params[2]);
             else
                 backend.launch(*p.compiled, params);
+            if (after_launch_hook()) after_launch_hook()(*out);
+            if (check) check->verify(i, items.size(), backend, *out);
         };
         if (level >= 3) {
             const auto t1 = std::chrono::steady_clock::now();

@@ -89,6 +89,13 @@ inline const char* status_name(cl_int status) {
     return "unknown OpenCL status";
 }
 
+/// What a status that means the device went away adds to an error message.
+inline const char* lost_device_hint(cl_int status) {
+    return status == CL_INVALID_COMMAND_QUEUE || status == CL_DEVICE_NOT_AVAILABLE
+               ? "; the device's queue is gone: the device may have been lost or reset"
+               : "";
+}
+
 /// Throws BackendError naming the call and the status ("clBuildProgram failed: CL_OUT_OF_RESOURCES (-5)").
 /// A failed allocation (drivers allocate device memory lazily, so any call that first touches
 /// a buffer may report it) is an OutOfMemoryError.
@@ -100,7 +107,7 @@ inline void check(cl_int status, const char* call, const Context&... context) {
                                "; free tensors that are no longer needed and try again");
     if (status != CL_SUCCESS)
         fail<BackendError>("OpenCL: ", call, " failed: ", status_name(status), " (", status, ")",
-                           (sizeof...(context) ? " " : ""), context...);
+                           (sizeof...(context) ? " " : ""), context..., lost_device_hint(status));
 }
 
 // ------------------------------------------------------------------------------------ queries

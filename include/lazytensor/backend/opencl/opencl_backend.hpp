@@ -174,7 +174,8 @@ public:
         if (status != clblast::StatusCode::kSuccess)
             fail<BackendError>("OpenCL: CLBlast ", gemm_routine(spec), " failed on ", describe(), ": ",
                                clblast_status_name(status), " (", static_cast<int>(status), ") for ", spec.dtype,
-                               " batch ", spec.batch, ", m ", spec.m, ", n ", spec.n, ", k ", spec.k);
+                               " batch ", spec.batch, ", m ", spec.m, ", n ", spec.n, ", k ", spec.k,
+                               lost_device_hint(static_cast<cl_int>(status)));  // CLBlast reuses OpenCL's codes
         // Enqueueing takes microseconds; a slow call is CLBlast compiling its kernels.
         if (enqueue_ms > 20 && debug_level() >= 1)
             std::cerr << "[lazytensor] CLBlast compiled its " << (spec.dtype == DType::Float64 ? "d" : "s")
@@ -235,6 +236,10 @@ public:
     }
 
     std::string describe() const { return concat(device().str(), " (", device_name_, ")"); }
+
+    /// Tests only: replaces the command queue and returns the old one. A null queue stands in
+    /// for a device that was lost mid-run (every call then fails with CL_INVALID_COMMAND_QUEUE).
+    cl_command_queue exchange_queue(cl_command_queue queue) { return std::exchange(queue_, queue); }
 
 protected:
     std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel) override {

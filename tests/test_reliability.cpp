@@ -1,0 +1,205 @@
+// Faults: check mode catching a wrong kernel, a device that runs out of memory, a device that
+// disappears mid-run. Each gives a clear error and loses nothing already realized. (A kernel
+// that fails to build and a corrupt or unwritable disk cache are in test_opencl.cpp.)
+#include "common.hpp"
+
+namespace {
+
+/// Turns check mode on for a scope, and the result-corrupting hook off at its end.
+struct CheckModeOn {
+    bool was = lt::check_enabled();
+    CheckModeOn() { lt::set_check_enabled(true); }
+    ~CheckModeOn() {
+        lt::detail::after_launch_hook() = nullptr;
+        lt::set_check_enabled(was);
+    }
+};
+
+/// Overwrites element `at` of every float32 output of `numel` elements: a miscompiled kernel.
+void corrupt_outputs(std::int64_t numel, std::size_t at, float value) {
+    lt::detail::after_launch_hook() = [=](lt::Buffer& out) {
+        if (out.dtype() == lt::DType::Float32 && out.numel() == numel)
+            lt::detail::backend_for(out.device()).write(out, at * sizeof(float), &value, sizeof value);
+    };
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("check mode: a kernel that disagrees with the host interpreter throws with its IR and source") {
+    for_each_device([](lt::Device d) {
+        // On the host, only compiled loops have a second implementation to compare with.
+        const bool checked = d != lt::Device::host() || lt::static_kernels_enabled();
+        CheckModeOn on;
+        lt::Tensor<float> a = lt::tensor<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+        lt::Tensor<float> e = lt::sin(a) * 2.0f + 3.0f;
+        corrupt_outputs(6, 4, 42.0f);
+        if (!checked) {
+            CHECK_NOTHROW(e.realize());
+            return;
+        }
+        try {
+            e.realize();
+            FAIL("check mode let a wrong result through");
+        } catch (const lt::BackendError& err) {
+            const std::string m = err.what();
+            INFO(m);
+            CHECK(contains(m, "LAZYTENSOR_CHECK: kernel 0 of 1 on " + d.str()));
+            CHECK(contains(m, "the host interpreter"));
+            CHECK(contains(m, "1 of 6 elements of its float32 output differ; the first is element 4: 42"));
+            CHECK(contains(m, "--- kernel IR ---"));
+            CHECK(contains(m, "sin"));
+            if (d != lt::Device::host()) CHECK(contains(m, "--- generated source ---\n"));
+        }
+        // Nothing was committed: the tensors are as they were and compute correctly.
+        lt::detail::after_launch_hook() = nullptr;
+        CHECK_FALSE(e.is_realized());
+        const std::vector<float> v = e.to_vector();
+        for (std::size_t i = 0; i < v.size(); ++i) CHECK(v[i] == doctest::Approx(std::sin(float(i + 1)) * 2 + 3));
+        CHECK(a.to_vector() == std::vector<float>{1, 2, 3, 4, 5, 6});
+    });
+}
+
+TEST_CASE("check mode: a matrix product that disagrees with the host's GEMM throws") {
+    for_each_device([](lt::Device d) {
+        if (d == lt::Device::host()) return;  // the host GEMM is the reference itself
+        CheckModeOn on;
+        const Ref ra = random_ref<float>({4, 5}, 1), rb = random_ref<float>({5, 3}, 2);
+        lt::Tensor<float> a = make_tensor<float>(ra), b = make_tensor<float>(rb);
+        lt::Tensor<float> c = lt::matmul(a, b);
+        corrupt_outputs(12, 0, 1e6f);
+        try {
+            c.realize();
+            FAIL("check mode let a wrong product through");
+        } catch (const lt::BackendError& err) {
+            const std::string m = err.what();
+            INFO(m);
+            CHECK(contains(m, "LAZYTENSOR_CHECK: matmul 0 of 1 on " + d.str()));
+            CHECK(contains(m, "the host's packed GEMM"));
+            CHECK(contains(m, "gemm float32: batch [], m 4, n 3, k 5"));
+        }
+        lt::detail::after_launch_hook() = nullptr;
+        CHECK_FALSE(c.is_realized());
+        check_close(c, ref_of({4, 3}, [&](const std::vector<std::int64_t>& i) {
+            double dot = 0;
+            for (std::size_t k = 0; k < 5; ++k) dot += ra.v[static_cast<std::size_t>(i[0]) * 5 + k] * rb.v[k * 3 + static_cast<std::size_t>(i[1])];
+            return dot;
+        }), 1e-5, 1e-5);
+    });
+}
+
+TEST_CASE("check mode passes a mixed workload: reductions, views, casts, integers, matmul, assign") {
+    for_each_device([](lt::Device) {
+        CheckModeOn on;
+        const Ref ra = random_ref<float>({6, 7}, 3), rb = random_ref<float>({7, 5}, 4);
+        lt::Tensor<float> a = make_tensor<float>(ra), b = make_tensor<float>(rb);
+        lt::Tensor<float> soft = lt::softmax(a, -1);
+        lt::Tensor<float> mixed = lt::tanh(lt::matmul(a, b)).sum(0) + b.flip(0).slice(0, 1, {}, 2).max(0);
+        lt::Tensor<std::int64_t> counts = (lt::cast<std::int32_t>(a * 3.0f) % 4).sum({1});
+        lt::Tensor<double> wide = lt::cast<double>(a.permute({1, 0}).pad({{1, 0}, {0, 2}}, 0.5f)).mean(1);
+        lt::Tensor<float> target = lt::zeros<float>({6, 7});
+        target.realize();
+        CHECK_NOTHROW(lt::realize({soft, mixed, counts, wide}));
+        CHECK_NOTHROW(target.slice(0, 2, 4).assign(a.slice(0, 0, 2) * 2.0f));
+        // The results themselves are right (check mode compared backends, not the truth).
+        for (std::int64_t r = 0; r < 6; ++r) {
+            double sum = 0;
+            for (std::int64_t c = 0; c < 7; ++c) sum += soft.to_vector()[static_cast<std::size_t>(r * 7 + c)];
+            CHECK(sum == doctest::Approx(1.0).epsilon(1e-5));
+        }
+        const std::vector<float> t = target.to_vector();
+        CHECK(t[2 * 7 + 3] == doctest::Approx(2 * ra.v[3]));
+        CHECK(t[0] == 0.0f);
+        std::int64_t count0 = 0;
+        for (std::size_t c = 0; c < 7; ++c)  // % is Python's: the sign of the divisor
+            count0 += (static_cast<std::int32_t>(static_cast<float>(ra.v[c]) * 3.0f) % 4 + 4) % 4;
+        CHECK(counts.to_vector()[0] == count0);
+        CHECK(wide.shape() == lt::Shape{8});
+        CHECK(mixed.shape() == lt::Shape{5});
+    });
+}
+
+TEST_CASE("a device that runs out of memory gives OutOfMemoryError and loses nothing") {
+    for_each_device([](lt::Device d) {
+        // Filling the host's memory (PoCL's too) would make this machine swap: only a GPU's
+        // memory is filled for real. A memory limit stands in for a full device elsewhere.
+        bool gpu = false;
+#if LAZYTENSOR_OPENCL
+        gpu = d != lt::Device::host() && lt::detail::opencl::opencl_backend(d.index).kind() == "gpu";
+#endif
+        if (!gpu) lt::set_memory_limit(d, 1 << 20);
+        const std::int64_t chunk = gpu ? std::int64_t(1) << 28 : 1 << 16;  // 1 GiB or 256 KiB of floats
+        lt::Tensor<float> keep = lt::tensor<float>({1, 2, 3});
+        lt::Tensor<float> lazy = lt::full<float>({chunk}, 1.0f) * keep.sum();  // needs a chunk too
+        std::vector<lt::Tensor<float>> hogs;
+        bool out_of_memory = false;
+        for (int i = 0; i < 4096 && !out_of_memory; ++i) {
+            try {
+                hogs.push_back(lt::full<float>({chunk}, float(i)));
+                hogs.back().realize();
+                lt::synchronize(d);  // drivers allocate lazily: the first use may be what fails
+            } catch (const lt::OutOfMemoryError& e) {
+                out_of_memory = true;
+                INFO(e.what());
+                CHECK(contains(e.what(), "out of memory"));
+                CHECK(contains(e.what(), d.str()));
+                hogs.pop_back();
+            }
+        }
+        REQUIRE(out_of_memory);
+        REQUIRE(!hogs.empty());
+        MESSAGE(d.str() << ": out of memory after " << hogs.size() << " buffers of " << chunk * 4 << " bytes");
+        // A realize that needs memory fails the same way, and leaves its tensors lazy.
+        CHECK_THROWS_AS(lazy.realize(), lt::OutOfMemoryError);
+        CHECK_FALSE(lazy.is_realized());
+        // Everything realized before is intact; after freeing, work goes on.
+        CHECK(hogs.front().to_vector()[0] == 0.0f);
+        CHECK(hogs.back().to_vector()[static_cast<std::size_t>(chunk - 1)] == float(hogs.size() - 1));
+        hogs.clear();
+        lt::set_memory_limit(d, 0);
+        CHECK(lazy.to_vector()[static_cast<std::size_t>(chunk - 1)] == 6.0f);
+        CHECK(keep.to_vector() == std::vector<float>{1, 2, 3});
+    });
+}
+
+#if LAZYTENSOR_OPENCL
+TEST_CASE("an OpenCL device lost mid-run (an invalid queue) gives a clear error and loses nothing") {
+    for_each_device([](lt::Device d) {
+        if (d == lt::Device::host()) return;
+        auto& backend = lt::detail::opencl::opencl_backend(d.index);
+        lt::Tensor<float> done = lt::tensor<float>({1, 2, 3, 4});
+        lt::Tensor<float> on_host = done.to(lt::Device::host());
+        lt::Tensor<float> lazy = lt::exp(done) + 1.0f;
+        lt::Tensor<float> product = lt::matmul(done.reshape({2, 2}), done.reshape({2, 2}));
+        lt::synchronize(d);
+        cl_command_queue queue = backend.exchange_queue(nullptr);
+        struct Restore {
+            lt::detail::opencl::OpenCLBackend& b;
+            cl_command_queue q;
+            ~Restore() { b.exchange_queue(q); }
+        } restore{backend, queue};
+        for (auto* attempt : {&lazy, &product}) {
+            try {
+                attempt->realize();
+                FAIL("a realize on a lost device succeeded");
+            } catch (const lt::BackendError& e) {
+                INFO(e.what());
+                CHECK(contains(e.what(), "CL_INVALID_COMMAND_QUEUE"));
+                CHECK(contains(e.what(), d.str()));
+                CHECK(contains(e.what(), "lost or reset"));
+            }
+            CHECK_FALSE(attempt->is_realized());
+        }
+        CHECK_THROWS_AS(done.to_vector(), lt::BackendError);  // reading needs the device too
+        CHECK(on_host.to_vector() == std::vector<float>{1, 2, 3, 4});
+        (on_host * 2.0f).realize();  // the host goes on
+        // The device comes back: what was realized there is intact, the lazy work runs.
+        backend.exchange_queue(queue);
+        restore.q = queue;
+        CHECK(done.to_vector() == std::vector<float>{1, 2, 3, 4});
+        CHECK(lazy.to_vector()[0] == doctest::Approx(std::exp(1.0f) + 1.0f));
+        CHECK(product.to_vector() == std::vector<float>{7, 10, 15, 22});
+    });
+}
+#endif
