@@ -166,6 +166,7 @@ inline Ref permute(const Ref& a, const std::vector<int>& perm) {
 
 inline double ref_max(double a, double b) { return (a > b || std::isnan(a)) ? a : (std::isnan(b) ? b : b); }
 inline double ref_min(double a, double b) { return (a < b || std::isnan(a)) ? a : b; }
+inline double ref_add(double a, double b) { return a + b; }
 
 /// Checks shape and every element against the reference, within rtol * |ref| + atol.
 /// NaN must match NaN, infinities must match exactly.
@@ -239,3 +240,33 @@ void check_compiled_matches_interpreted(F&& make, bool expect_compiled) {
         if (!same) FAIL_CHECK("element " << i << ": compiled " << with_loop[i] << ", interpreted " << without[i]);
     }
 }
+
+// ------------------------------------------------------------------------ scoped settings
+
+/// A device's kernel cache capacity for a scope, restored on exit (also when a test fails).
+class KernelCacheCapacity {
+public:
+    KernelCacheCapacity(lt::Device d, std::size_t capacity)
+        : backend_(lt::detail::backend_for(d)), before_(backend_.cache_capacity()) {
+        backend_.set_cache_capacity(capacity);
+    }
+    KernelCacheCapacity(const KernelCacheCapacity&) = delete;
+    KernelCacheCapacity& operator=(const KernelCacheCapacity&) = delete;
+    ~KernelCacheCapacity() { backend_.set_cache_capacity(before_); }
+
+private:
+    lt::detail::Backend& backend_;
+    std::size_t before_;
+};
+
+/// A memory limit on a device for a scope; removed (0) on exit, also when a test fails.
+class MemoryLimit {
+public:
+    MemoryLimit(lt::Device d, std::size_t bytes) : device_(d) { lt::set_memory_limit(d, bytes); }
+    MemoryLimit(const MemoryLimit&) = delete;
+    MemoryLimit& operator=(const MemoryLimit&) = delete;
+    ~MemoryLimit() { lt::set_memory_limit(device_, 0); }
+
+private:
+    lt::Device device_;
+};
