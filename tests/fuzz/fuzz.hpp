@@ -1,0 +1,1790 @@
+// Differential fuzzer: random expression graphs from a seed, evaluated by the library on each
+// device and by a plain double-precision reference (no scheduler, no fusion, one loop per op),
+// compared element by element within an error bound tracked per element.
+//
+// Sections: dtype rules (the fuzzer's own) | program | generator | reference | builder |
+// compare | minimize | print. The fuzzer computes every step's dtype and shape itself and
+// checks the library's nodes against them.
+#pragma once
+
+#include <lazytensor.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <iomanip>
+#include <limits>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fuzz {
+
+namespace lt = lazytensor;
+namespace graph = lazytensor::detail::graph;
+using lt::Axes;
+using lt::BinaryOp;
+using lt::Device;
+using lt::DType;
+using lt::Scalar;
+using lt::Shape;
+using lt::UnaryOp;
+using NodePtr = lazytensor::detail::NodePtr;
+using i64 = std::int64_t;
+using u64 = std::uint64_t;
+
+// =========================================================================== dtype rules
+// Written from the README (PyTorch promotion; op categories), not taken from ir/ops.hpp.
+
+inline const DType kDTypes[] = {DType::Bool,    DType::UInt8,   DType::Int32,  DType::Int64,
+                                DType::Float16, DType::Float32, DType::Float64};
+
+inline bool is_float(DType t) { return t == DType::Float16 || t == DType::Float32 || t == DType::Float64; }
+inline bool is_int(DType t) { return t == DType::UInt8 || t == DType::Int32 || t == DType::Int64; }
+inline int category(DType t) { return t == DType::Bool ? 0 : is_float(t) ? 2 : 1; }
+inline int rank_of(DType t) {
+    for (int k = 0; k < 7; ++k)
+        if (kDTypes[k] == t) return k;
+    return 0;
+}
+inline DType promote_types(DType a, DType b) {
+    if (category(a) != category(b)) return category(a) > category(b) ? a : b;
+    return rank_of(a) >= rank_of(b) ? a : b;
+}
+/// Tensor `t` meets a scalar of dtype `s`: the scalar only counts when of a higher category.
+inline DType promote_scalar(DType t, DType s) {
+    if (category(s) <= category(t)) return t;
+    return category(s) == 2 ? DType::Float32 : DType::Int64;
+}
+
+enum class URule { Numeric, Floating, Bitwise, Predicate };
+inline URule urule(UnaryOp op) {
+    switch (op) {
+        case UnaryOp::Neg: case UnaryOp::Abs: case UnaryOp::Relu: case UnaryOp::Sign:
+        case UnaryOp::Floor: case UnaryOp::Ceil: case UnaryOp::Round: case UnaryOp::Trunc: return URule::Numeric;
+        case UnaryOp::BitwiseNot: return URule::Bitwise;
+        case UnaryOp::LogicalNot: case UnaryOp::IsNan: case UnaryOp::IsInf: return URule::Predicate;
+        default: return URule::Floating;
+    }
+}
+enum class BRule { Arith, TrueDiv, Ordered, Compare, Predicate, Bitwise, Shift };
+inline BRule brule(BinaryOp op) {
+    switch (op) {
+        case BinaryOp::Div: return BRule::TrueDiv;
+        case BinaryOp::Maximum: case BinaryOp::Minimum: return BRule::Ordered;
+        case BinaryOp::Lt: case BinaryOp::Le: case BinaryOp::Gt: case BinaryOp::Ge: case BinaryOp::Eq:
+        case BinaryOp::Ne: return BRule::Compare;
+        case BinaryOp::LogicalAnd: case BinaryOp::LogicalOr: return BRule::Predicate;
+        case BinaryOp::BitAnd: case BinaryOp::BitOr: case BinaryOp::BitXor: return BRule::Bitwise;
+        case BinaryOp::Shl: case BinaryOp::Shr: case BinaryOp::Philox: return BRule::Shift;
+        default: return BRule::Arith;
+    }
+}
+inline bool unary_ok(UnaryOp op, DType in) {
+    switch (urule(op)) {
+        case URule::Numeric: case URule::Floating: return in != DType::Bool;
+        case URule::Bitwise: return !is_float(in);
+        case URule::Predicate: return true;
+    }
+    return false;
+}
+/// The dtype a unary op computes in and the dtype it returns.
+inline DType unary_compute(UnaryOp op, DType in) {
+    return urule(op) == URule::Floating && !is_float(in) ? DType::Float32 : in;
+}
+inline DType unary_result(UnaryOp op, DType in) {
+    return urule(op) == URule::Predicate ? DType::Bool : unary_compute(op, in);
+}
+inline bool binary_ok(BinaryOp op, DType p) {
+    switch (brule(op)) {
+        case BRule::Arith: return p != DType::Bool;
+        case BRule::Bitwise: return !is_float(p);
+        case BRule::Shift: return is_int(p);
+        default: return true;
+    }
+}
+inline DType binary_compute(BinaryOp op, DType p) {
+    return brule(op) == BRule::TrueDiv && !is_float(p) ? DType::Float32 : p;
+}
+inline DType binary_result(BinaryOp op, DType p) {
+    const BRule r = brule(op);
+    return r == BRule::Compare || r == BRule::Predicate ? DType::Bool : binary_compute(op, p);
+}
+
+inline i64 numel(const Shape& s) {
+    i64 n = 1;
+    for (auto e : s) n *= e;
+    return n;
+}
+/// NumPy broadcasting; nullopt if the shapes do not broadcast.
+inline std::optional<Shape> broadcast(const Shape& a, const Shape& b) {
+    const std::size_t n = std::max(a.size(), b.size());
+    Shape out(n, 1);
+    for (std::size_t k = 0; k < n; ++k) {
+        const i64 x = k + a.size() >= n ? a[k + a.size() - n] : 1;
+        const i64 y = k + b.size() >= n ? b[k + b.size() - n] : 1;
+        if (x != y && x != 1 && y != 1) return std::nullopt;
+        out[k] = x == 1 ? y : x;
+    }
+    return out;
+}
+inline std::string shape_str(const Shape& s) {
+    std::string out = "{";
+    for (std::size_t k = 0; k < s.size(); ++k) out += (k ? ", " : "") + std::to_string(s[k]);
+    return out + "}";
+}
+inline std::string axes_str(const Axes& s) {
+    std::string out = "{";
+    for (std::size_t k = 0; k < s.size(); ++k) out += (k ? ", " : "") + std::to_string(s[k]);
+    return out + "}";
+}
+
+// =============================================================================== program
+
+enum class Kind { Leaf, Unary, Binary, Where, Cast, Reduce, Reshape, Permute, Expand, Slice, Pad, Flip, Matmul };
+enum class Red { Sum, Max, Min, Prod, Mean, Any, All };
+inline const char* red_name(Red r) {
+    static const char* names[] = {"sum", "max", "min", "prod", "mean", "any", "all"};
+    return names[static_cast<int>(r)];
+}
+
+/// One op of a program; inputs are earlier steps, by index. dtype and shape are the fuzzer's
+/// own inference of the result.
+struct Step {
+    Kind kind = Kind::Leaf;
+    DType dtype = DType::Float32;
+    Shape shape;
+    int a = -1, b = -1, c = -1;
+    int scalar_side = 0;  // Binary: 1 if the first operand is `value`, 2 if the second is
+    Scalar value;         // a scalar operand, or the pad value
+    UnaryOp uop = UnaryOp::Neg;
+    BinaryOp bop = BinaryOp::Add;
+    Red red = Red::Sum;
+    bool all_axes = false;  // Reduce over every axis (no axis list)
+    Axes axes;              // Reduce axes, the Permute permutation, the Flip axes
+    bool keepdim = false;
+    Shape target;  // Reshape (may hold one -1), Expand (may hold -1)
+    int axis = 0;  // Slice
+    std::optional<i64> start, stop;
+    i64 step = 1;
+    Shape before, after;        // Pad
+    std::vector<double> data;   // Leaf values (exactly representable in dtype)
+    bool output = false;
+};
+
+struct Program {
+    u64 seed = 0;
+    std::vector<Step> steps;
+    bool together = true;  // realize all outputs with one lt::realize, else one by one
+};
+
+// ============================================================================= generator
+
+/// SplitMix64: a small, portable generator (std distributions differ between libraries).
+struct Rng {
+    u64 s;
+    explicit Rng(u64 seed) : s(seed * 0x9E3779B97F4A7C15ull + 0x1234567ull) {}
+    u64 next() {
+        u64 z = (s += 0x9E3779B97F4A7C15ull);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        return z ^ (z >> 31);
+    }
+    i64 below(i64 n) { return n <= 0 ? 0 : static_cast<i64>(next() % static_cast<u64>(n)); }
+    i64 range(i64 lo, i64 hi) { return lo + below(hi - lo + 1); }  // inclusive
+    double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+    bool chance(double p) { return uniform() < p; }
+    template <class T>
+    const T& pick(const std::vector<T>& v) { return v[static_cast<std::size_t>(below(static_cast<i64>(v.size())))]; }
+};
+
+/// Rounds v to what dtype t holds exactly.
+inline double to_dtype(DType t, double v) {
+    switch (t) {
+        case DType::Float16: return static_cast<float>(lt::half(v));
+        case DType::Float32: return static_cast<double>(static_cast<float>(v));
+        case DType::Float64: return v;
+        default: return v;
+    }
+}
+
+struct GenOptions {
+    bool specials = true;  // inf, nan, -0 in some float leaves
+    int min_steps = 3, max_steps = 15;
+    i64 max_numel = 4096;
+    double big_chance = 0.08;  // a graph with one large leaf (OpenCL multi-group paths)
+    i64 big_numel = 200000;
+};
+
+class Generator {
+public:
+    Generator(u64 seed, GenOptions opt) : rng(seed), opt(opt) { prog.seed = seed; }
+
+    Program run() {
+        big = rng.chance(opt.big_chance);
+        cap = big ? opt.big_numel : opt.max_numel;
+        const int target = static_cast<int>(rng.range(opt.min_steps, opt.max_steps));
+        add_leaf(random_dtype(), leaf_shape(big));
+        if (rng.chance(0.5)) add_leaf(random_dtype(), rng.chance(0.5) ? prog.steps[0].shape : leaf_shape(false));
+        int guard = 0;
+        while (static_cast<int>(prog.steps.size()) < target && guard++ < 400) try_step();
+        prog.steps.back().output = true;
+        for (std::size_t i = 0; i + 1 < prog.steps.size(); ++i)
+            if (prog.steps[i].kind != Kind::Leaf && rng.chance(0.2)) prog.steps[i].output = true;
+        prog.together = rng.chance(0.7);
+        return prog;
+    }
+
+private:
+    Rng rng;
+    GenOptions opt;
+    Program prog;
+    bool big = false;
+    i64 cap = 4096;
+
+    int count() const { return static_cast<int>(prog.steps.size()); }
+    const Step& at(int i) const { return prog.steps[static_cast<std::size_t>(i)]; }
+
+    DType random_dtype() {
+        // Float32 most often; every dtype now and then.
+        static const std::vector<DType> pool = {DType::Float32, DType::Float32, DType::Float32, DType::Float64,
+                                                DType::Float16, DType::Int32,   DType::Int64,   DType::UInt8,
+                                                DType::Bool,    DType::Float32};
+        return rng.pick(pool);
+    }
+    i64 extent() {
+        static const std::vector<i64> pool = {1, 1, 2, 2, 3, 3, 4, 4, 5, 7, 8, 16, 1, 2, 3, 9, 13, 32};
+        return rng.chance(0.03) ? 0 : rng.pick(pool);
+    }
+    Shape leaf_shape(bool large) {
+        if (large) {
+            static const std::vector<Shape> pool = {{200003}, {65537}, {3, 50000}, {50000, 3},   {300, 301},
+                                                    {7, 8, 1001}, {2, 65536}, {1, 131072}, {1024, 33}, {31000}};
+            return rng.pick(pool);
+        }
+        static const std::vector<int> ranks = {0, 1, 1, 2, 2, 2, 3, 3, 4};
+        for (;;) {
+            Shape s(static_cast<std::size_t>(rng.pick(ranks)));
+            for (auto& e : s) e = extent();
+            if (numel(s) <= opt.max_numel) return s;
+        }
+    }
+    int pick_input() {
+        // Recent steps most often (depth); any earlier step otherwise (shared subexpressions).
+        return rng.chance(0.45) ? count() - 1 : static_cast<int>(rng.below(count()));
+    }
+
+    int add_leaf(DType t, const Shape& shape) {
+        Step s;
+        s.kind = Kind::Leaf;
+        s.dtype = t;
+        s.shape = shape;
+        const i64 n = numel(shape);
+        s.data.resize(static_cast<std::size_t>(n));
+        const bool specials = opt.specials && is_float(t) && rng.chance(0.15);
+        const bool whole = is_float(t) && rng.chance(0.2);  // integers and halves: ties, exact sums
+        for (auto& x : s.data) {
+            if (t == DType::Bool) x = static_cast<double>(rng.below(2));
+            else if (t == DType::UInt8) x = static_cast<double>(rng.range(0, 10));
+            else if (is_int(t)) x = static_cast<double>(rng.range(-5, 5));
+            else if (whole) x = static_cast<double>(rng.range(-8, 8)) * 0.5;
+            else x = to_dtype(t, rng.uniform() * 4 - 2);
+            if (specials && rng.chance(0.05)) {
+                static const std::vector<double> sp = {INFINITY, -INFINITY, NAN, -0.0, 0.0, 1e4, -1e-3};
+                x = to_dtype(t, rng.pick(sp));
+            }
+        }
+        prog.steps.push_back(s);
+        return count() - 1;
+    }
+
+    // A shape that broadcasts against `s` (a suffix with some extents set to 1, sometimes
+    // with a new leading axis), within the size cap.
+    Shape broadcastable(const Shape& s) {
+        for (int tries = 0; tries < 10; ++tries) {
+            const std::size_t drop = static_cast<std::size_t>(rng.below(static_cast<i64>(s.size()) + 1));
+            Shape out(s.begin() + static_cast<std::ptrdiff_t>(rng.chance(0.6) ? 0 : drop), s.end());
+            for (auto& e : out)
+                if (rng.chance(0.3)) e = 1;
+            if (rng.chance(0.15)) out.insert(0, rng.range(1, 3));
+            auto b = broadcast(s, out);
+            if (b && numel(*b) <= cap) return out;
+        }
+        return s;
+    }
+    /// An earlier step of shape broadcastable with `s` (result within the cap), or a new leaf.
+    int partner(const Shape& s, std::optional<DType> dtype) {
+        if (rng.chance(0.6)) {
+            std::vector<int> ok;
+            for (int i = 0; i < count(); ++i) {
+                if (dtype && at(i).dtype != *dtype) continue;
+                auto b = broadcast(s, at(i).shape);
+                if (b && numel(*b) <= cap) ok.push_back(i);
+            }
+            if (!ok.empty()) return rng.pick(ok);
+        }
+        return add_leaf(dtype ? *dtype : random_dtype(), broadcastable(s));
+    }
+
+    Scalar random_scalar(int cat) {
+        if (cat == 0) return Scalar::of<bool>(rng.chance(0.5));
+        if (cat == 1) return Scalar::of<i64>(rng.range(-3, 6));
+        static const std::vector<double> pool = {0.5, -1.5, 2.0, 0.1, 3.0, -0.25, 1.0, 0.0, 1.75};
+        return Scalar::of<double>(rng.pick(pool));
+    }
+
+    void push(Step s) { prog.steps.push_back(std::move(s)); }
+
+    void try_step() {
+        static const std::vector<Kind> kinds = {
+            Kind::Unary,   Kind::Unary,   Kind::Unary,  Kind::Binary, Kind::Binary, Kind::Binary, Kind::Binary,
+            Kind::Where,   Kind::Cast,    Kind::Reduce, Kind::Reduce, Kind::Reduce, Kind::Reshape, Kind::Permute,
+            Kind::Expand,  Kind::Slice,   Kind::Slice,  Kind::Pad,    Kind::Flip,   Kind::Matmul, Kind::Matmul,
+            Kind::Leaf};
+        const Kind kind = rng.pick(kinds);
+        const int a = pick_input();
+        Step x;  // a copy: adding a leaf below may move the steps
+        x.dtype = at(a).dtype;
+        x.shape = at(a).shape;
+        Step s;
+        s.kind = kind;
+        s.a = a;
+        const std::size_t r = x.shape.size();
+        switch (kind) {
+            case Kind::Leaf: add_leaf(random_dtype(), leaf_shape(false)); return;
+            case Kind::Unary: {
+                const UnaryOp op = static_cast<UnaryOp>(rng.below(static_cast<int>(UnaryOp::IsInf) + 1));
+                if (!unary_ok(op, x.dtype)) return;
+                s.uop = op;
+                s.dtype = unary_result(op, x.dtype);
+                s.shape = x.shape;
+                break;
+            }
+            case Kind::Binary: {
+                BinaryOp op;
+                do op = static_cast<BinaryOp>(rng.below(static_cast<int>(BinaryOp::Philox) + 1));
+                while (op == BinaryOp::Philox);
+                s.bop = op;
+                DType p;
+                if (rng.chance(0.15)) {
+                    s.scalar_side = rng.chance(0.7) ? 2 : 1;
+                    s.value = random_scalar(static_cast<int>(rng.below(3)));
+                    p = promote_scalar(x.dtype, s.value.dtype);
+                    s.shape = x.shape;
+                    if (s.scalar_side == 1) std::swap(s.a, s.b), s.a = -1;
+                } else {
+                    s.b = partner(x.shape, rng.chance(0.5) ? std::optional<DType>(x.dtype) : std::nullopt);
+                    p = promote_types(x.dtype, at(s.b).dtype);
+                    s.shape = *broadcast(x.shape, at(s.b).shape);
+                    if (rng.chance(0.3)) std::swap(s.a, s.b);
+                }
+                if (!binary_ok(op, p)) return;
+                s.dtype = binary_result(op, p);
+                break;
+            }
+            case Kind::Where: {
+                s.c = partner(x.shape, DType::Bool);
+                const Shape cs = *broadcast(x.shape, at(s.c).shape);
+                s.b = partner(cs, rng.chance(0.5) ? std::optional<DType>(x.dtype) : std::nullopt);
+                s.shape = *broadcast(cs, at(s.b).shape);
+                s.dtype = promote_types(x.dtype, at(s.b).dtype);
+                const int xi = s.a;  // a: condition, b: x, c: y (x and y in either order)
+                s.a = s.c;
+                s.c = s.b;
+                s.b = xi;
+                if (rng.chance(0.5)) std::swap(s.b, s.c);
+                break;
+            }
+            case Kind::Cast: {
+                s.dtype = random_dtype();
+                if (s.dtype == x.dtype) return;
+                s.shape = x.shape;
+                break;
+            }
+            case Kind::Reduce: {
+                static const std::vector<Red> reds = {Red::Sum, Red::Sum, Red::Max, Red::Min, Red::Prod,
+                                                      Red::Mean, Red::Any, Red::All};
+                s.red = rng.pick(reds);
+                s.keepdim = rng.chance(0.4);
+                s.all_axes = r == 0 || rng.chance(0.25);
+                std::vector<bool> chosen(r, s.all_axes);
+                if (!s.all_axes) {
+                    for (std::size_t k = 0; k < r; ++k) chosen[k] = rng.chance(0.5);
+                    chosen[static_cast<std::size_t>(rng.below(static_cast<i64>(r)))] = true;
+                    for (std::size_t k = 0; k < r; ++k)
+                        if (chosen[k]) s.axes.push_back(rng.chance(0.3) ? static_cast<int>(k) - static_cast<int>(r) : static_cast<int>(k));
+                    if (rng.chance(0.3)) std::reverse(s.axes.begin(), s.axes.end());
+                }
+                i64 reduced = 1;
+                for (std::size_t k = 0; k < r; ++k) {
+                    if (!chosen[k]) continue;
+                    reduced *= x.shape[k];
+                    if (x.shape[k] == 0 && (s.red == Red::Max || s.red == Red::Min)) return;
+                }
+                if (s.red == Red::Prod && reduced > 64) s.red = Red::Sum;
+                for (std::size_t k = 0; k < r; ++k)
+                    if (!chosen[k]) s.shape.push_back(x.shape[k]);
+                    else if (s.keepdim) s.shape.push_back(1);
+                const DType t = x.dtype;
+                switch (s.red) {
+                    case Red::Sum: case Red::Prod: s.dtype = is_float(t) ? t : DType::Int64; break;
+                    case Red::Max: case Red::Min: s.dtype = t; break;
+                    case Red::Mean: s.dtype = is_float(t) ? t : DType::Float32; break;
+                    case Red::Any: case Red::All: s.dtype = DType::Bool; break;
+                }
+                break;
+            }
+            case Kind::Reshape: {
+                const i64 n = numel(x.shape);
+                const std::size_t nr = static_cast<std::size_t>(rng.range(0, 4));
+                Shape t(nr, 1);
+                if (n == 0) {
+                    if (nr == 0) return;
+                    for (auto& e : t) e = rng.range(0, 3);
+                    t[static_cast<std::size_t>(rng.below(static_cast<i64>(nr)))] = 0;
+                } else {
+                    i64 m = n;
+                    for (i64 f = 2; m > 1;) {  // spread the prime factors over the axes
+                        if (m % f == 0) {
+                            if (nr == 0) return;
+                            t[static_cast<std::size_t>(rng.below(static_cast<i64>(nr)))] *= f;
+                            m /= f;
+                        } else {
+                            ++f;
+                            if (f * f > m) f = m;
+                        }
+                    }
+                }
+                s.shape = t;
+                s.target = t;
+                if (n > 0 && nr > 0 && rng.chance(0.25)) s.target[static_cast<std::size_t>(rng.below(static_cast<i64>(nr)))] = -1;
+                s.dtype = x.dtype;
+                break;
+            }
+            case Kind::Permute: {
+                if (r < 2) return;
+                std::vector<int> p(r);
+                for (std::size_t k = 0; k < r; ++k) p[k] = static_cast<int>(k);
+                for (std::size_t k = r; k-- > 1;) std::swap(p[k], p[static_cast<std::size_t>(rng.below(static_cast<i64>(k) + 1))]);
+                for (int v : p) {
+                    s.axes.push_back(rng.chance(0.2) ? v - static_cast<int>(r) : v);
+                    s.shape.push_back(x.shape[static_cast<std::size_t>(v)]);
+                }
+                s.dtype = x.dtype;
+                break;
+            }
+            case Kind::Expand: {
+                const std::size_t lead = static_cast<std::size_t>(rng.chance(0.4) ? rng.range(1, 2) : 0);
+                if (r + lead > 5) return;
+                for (std::size_t k = 0; k < lead; ++k) s.target.push_back(rng.range(1, 3));
+                for (std::size_t k = 0; k < r; ++k) {
+                    i64 e = x.shape[k];
+                    if (e == 1 && rng.chance(0.6)) e = rng.chance(0.05) ? 0 : rng.range(2, 6);
+                    s.target.push_back(e == x.shape[k] && rng.chance(0.2) ? -1 : e);
+                    (void)e;
+                }
+                s.shape = s.target;
+                for (std::size_t k = 0; k < r; ++k)
+                    if (s.shape[lead + k] == -1) s.shape[lead + k] = x.shape[k];
+                if (numel(s.shape) > cap) return;
+                s.dtype = x.dtype;
+                break;
+            }
+            case Kind::Slice: {
+                if (r == 0) return;
+                const std::size_t k = static_cast<std::size_t>(rng.below(static_cast<i64>(r)));
+                s.axis = rng.chance(0.3) ? static_cast<int>(k) - static_cast<int>(r) : static_cast<int>(k);
+                static const std::vector<i64> steps = {1, 1, 1, 2, 3, -1, -1, -2, -3};
+                s.step = rng.pick(steps);
+                const i64 n = x.shape[k];
+                if (rng.chance(0.7)) s.start = rng.range(-n - 2, n + 2);
+                if (rng.chance(0.7)) s.stop = rng.range(-n - 2, n + 2);
+                s.shape = x.shape;
+                s.shape[k] = slice_indices(n, s.start, s.stop, s.step)[2];
+                s.dtype = x.dtype;
+                break;
+            }
+            case Kind::Pad: {
+                for (std::size_t k = 0; k < r; ++k) {
+                    s.before.push_back(rng.chance(0.5) ? rng.range(0, 2) : 0);
+                    s.after.push_back(rng.chance(0.5) ? rng.range(0, 2) : 0);
+                    s.shape.push_back(x.shape[k] + s.before.back() + s.after.back());
+                }
+                if (numel(s.shape) > cap) return;
+                s.value = random_scalar(category(x.dtype));
+                s.dtype = x.dtype;
+                break;
+            }
+            case Kind::Flip: {
+                if (r == 0) return;
+                for (std::size_t k = 0; k < r; ++k)
+                    if (rng.chance(0.5)) s.axes.push_back(rng.chance(0.3) ? static_cast<int>(k) - static_cast<int>(r) : static_cast<int>(k));
+                if (s.axes.empty()) s.axes.push_back(static_cast<int>(rng.below(static_cast<i64>(r))));
+                s.shape = x.shape;
+                s.dtype = x.dtype;
+                break;
+            }
+            case Kind::Matmul: {
+                if (r == 0) return;
+                const i64 k = x.shape[r - 1];
+                const i64 m = r >= 2 ? x.shape[r - 2] : 1;
+                Shape xb(x.shape.begin(), x.shape.end() - static_cast<std::ptrdiff_t>(std::min<std::size_t>(r, 2)));
+                Shape bs;
+                const bool vec = rng.chance(0.2);
+                i64 n = 1;
+                if (vec) {
+                    bs = {k};
+                } else {
+                    Shape bb = xb;  // batch axes of the second operand: broadcastable with x's
+                    if (!bb.empty() && rng.chance(0.3)) bb.erase(0);
+                    for (auto& e : bb)
+                        if (rng.chance(0.2)) e = 1;
+                    if (rng.chance(0.15)) bb.insert(0, 2);
+                    if (bb.size() > 2) return;
+                    n = rng.pick(std::vector<i64>{1, 2, 3, 4, 5, 8, 16, 17});
+                    bs = bb;
+                    bs.push_back(k);
+                    bs.push_back(n);
+                }
+                // Output shape, NumPy's matmul rules.
+                Shape yb(bs.begin(), bs.end() - static_cast<std::ptrdiff_t>(std::min<std::size_t>(bs.size(), 2)));
+                auto batch = broadcast(xb, yb);
+                if (!batch) return;
+                Shape out = *batch;
+                if (r >= 2) out.push_back(m);
+                if (!vec) out.push_back(n);
+                if (numel(out) * std::max<i64>(k, 1) > 400000 || numel(out) > cap) return;
+                // An earlier step of that shape, or a new leaf.
+                std::vector<int> same;
+                for (int i = 0; i < count(); ++i)
+                    if (at(i).shape == bs) same.push_back(i);
+                s.b = !same.empty() && rng.chance(0.5) ? rng.pick(same)
+                                                       : add_leaf(rng.chance(0.6) ? at(a).dtype : random_dtype(), bs);
+                s.shape = out;
+                s.dtype = promote_types(at(a).dtype, at(s.b).dtype);
+                break;
+            }
+        }
+        if (numel(s.shape) > cap) return;
+        push(std::move(s));
+    }
+
+public:
+    /// Python's slice.indices(n) for (start, stop, step): {first, step, length}.
+    static std::vector<i64> slice_indices(i64 n, std::optional<i64> start, std::optional<i64> stop, i64 step) {
+        i64 first, last;
+        if (step > 0) {
+            first = !start ? 0 : *start < 0 ? std::max<i64>(*start + n, 0) : std::min(*start, n);
+            last = !stop ? n : *stop < 0 ? std::max<i64>(*stop + n, 0) : std::min(*stop, n);
+        } else {
+            first = !start ? n - 1 : *start < 0 ? std::max<i64>(*start + n, -1) : std::min(*start, n - 1);
+            last = !stop ? -1 : *stop < 0 ? std::max<i64>(*stop + n, -1) : std::min(*stop, n - 1);
+        }
+        const i64 span = step > 0 ? last - first : first - last, pace = step > 0 ? step : -step;
+        const i64 len = span > 0 ? (span + pace - 1) / pace : 0;
+        return {first, step, len};
+    }
+};
+
+inline Program generate(u64 seed, const GenOptions& opt = {}) { return Generator(seed, opt).run(); }
+
+// ============================================================================= reference
+// Every element carries its value and a bound on |library - reference| (e); `dc` marks an
+// element whose value is not determined (an input within its bound of a discontinuity, an
+// overflow, ...): it is not compared and taints what depends on it. Integers are exact (i).
+
+struct Val {
+    double v = 0;  // floating value (already rounded to the dtype); for integers: (double)i
+    double e = 0;  // error bound (floats); 0 means the library must match exactly
+    i64 i = 0;     // integer and bool values
+    bool dc = false;
+};
+
+struct Arr {
+    DType dtype = DType::Float32;
+    Shape shape;
+    std::vector<Val> x;
+};
+
+inline Val dont_care() {
+    Val r;
+    r.dc = true;
+    return r;
+}
+
+/// Unit roundoff of the type a dtype computes in (float16 computes in float).
+inline double unit(DType t) { return t == DType::Float64 ? 0x1.0p-53 : 0x1.0p-24; }
+inline double max_finite(DType t) {
+    return t == DType::Float16 ? 65504.0 : t == DType::Float32 ? 3.4028234663852886e38 : 1.7976931348623157e308;
+}
+/// The spacing of dtype t's values near |v| (at least the smallest normal's).
+inline double ulp(DType t, double v) {
+    const int bits = t == DType::Float16 ? 10 : t == DType::Float32 ? 23 : 52;
+    const int emin = t == DType::Float16 ? -14 : t == DType::Float32 ? -126 : -1022;
+    const int ex = v == 0 || !std::isfinite(v) ? emin : std::max(std::ilogb(v), emin);
+    return std::ldexp(1.0, ex - bits);
+}
+
+/// Wraps an exact integer into dtype t (two's complement; bool: != 0).
+inline i64 wrap(DType t, i64 i) {
+    switch (t) {
+        case DType::Bool: return i != 0;
+        case DType::UInt8: return static_cast<i64>(static_cast<std::uint8_t>(static_cast<u64>(i)));
+        case DType::Int32: return static_cast<i64>(static_cast<std::int32_t>(static_cast<std::uint32_t>(static_cast<u64>(i))));
+        default: return i;
+    }
+}
+inline Val ival(DType t, i64 i, bool dc = false) {
+    Val r;
+    r.i = wrap(t, i);
+    r.v = static_cast<double>(r.i);
+    r.dc = dc;
+    return r;
+}
+
+/// The floating result of an op in dtype t: `v` is the op's value computed in double on the
+/// reference inputs, `e` the bound propagated from the inputs plus the op's own error. `exact`:
+/// the library computes the same correctly rounded result (exact inputs, a correctly rounded op).
+inline Val fin(DType t, double v, double e, bool exact, bool rounds = false) {
+    if (std::isnan(e) || std::isinf(e)) return dont_care();
+    Val r;
+    if (!std::isfinite(v)) {
+        if (e > 0 || !exact) return dont_care();  // an inf or NaN reached only approximately
+        r.v = v;
+        return r;
+    }
+    if (std::fabs(v) + e > max_finite(t)) return dont_care();  // may overflow in some evaluation
+    const double rounded = to_dtype(t, v);
+    if (t == DType::Float16 && !rounds) {
+        // Kernels hold half values as floats between ops: consumers may see v, not half(v).
+        e += std::fabs(rounded - v);
+        if (!exact || static_cast<double>(static_cast<float>(v)) != v) e += ulp(DType::Float16, v);
+    } else if (t == DType::Float16) {  // a cast to half: rounds in the kernel too
+        if (!exact) e += std::fabs(rounded - v) + ulp(DType::Float16, v);
+    } else if (!exact) {
+        e += std::fabs(rounded - v) + ulp(t, v);
+    }
+    if (e > 0) e += 4 * ulp(t, 0);  // subnormals may be flushed
+    r.v = rounded;
+    r.e = e;
+    return r;
+}
+
+/// |a| * e, with 0 for an exact operand (so inf * 0 is no NaN).
+inline double scaled(double a, double e) { return e == 0 ? 0 : std::fabs(a) * e; }
+/// An op's own error of k units of the compute type (0 for a non-finite result).
+inline double own(double k, DType t, double v) { return std::isfinite(v) ? k * unit(t) * std::fabs(v) : 0; }
+/// Distance from x to the nearest of the points c + n (n integer).
+inline double dist_to_grid(double x, double c) { return std::fabs(x - c - std::nearbyint(x - c)); }
+
+/// Converts an element to dtype `to` (the library's cast: float to integer saturates, NaN
+/// gives 0; integer to integer wraps).
+inline Val cast_val(const Val& a, DType from, DType to) {
+    if (a.dc) return a;
+    if (from == to) return a;
+    if (!is_float(from)) {  // from an exact integer or bool
+        if (!is_float(to)) return ival(to, a.i);
+        const double v = static_cast<double>(a.i);
+        // Beyond 2^53 the double is itself rounded: the float rounding may then differ.
+        const bool exact = std::fabs(v) < 0x1.0p53;
+        return fin(to, v, exact ? 0 : ulp(to, v), exact);
+    }
+    const double v = a.v;
+    if (is_float(to)) return fin(to, v, a.e, a.e == 0, true);
+    if (to == DType::Bool) {
+        if (a.e > 0 && std::fabs(v) <= a.e) return dont_care();
+        return ival(to, v != 0);
+    }
+    if (std::isnan(v)) return ival(to, 0);
+    if (a.e > 0 && dist_to_grid(v, 0) <= a.e) return dont_care();
+    // Saturation thresholds as the source type holds them.
+    const auto src_threshold = [&](double limit) { return from == DType::Float64 ? limit : static_cast<double>(static_cast<float>(limit)); };
+    double lo, hi;
+    if (to == DType::UInt8) lo = 0, hi = 255;
+    else if (to == DType::Int32) lo = -2147483648.0, hi = 2147483647.0;
+    else lo = -9223372036854775808.0, hi = 9223372036854775807.0;
+    if (v <= src_threshold(lo)) return ival(to, to == DType::Int64 ? std::numeric_limits<i64>::min() : static_cast<i64>(lo));
+    if (v >= src_threshold(hi)) return ival(to, to == DType::Int64 ? std::numeric_limits<i64>::max() : static_cast<i64>(hi));
+    return ival(to, static_cast<i64>(std::trunc(v)));
+}
+
+/// max |f(y) - f(x)| over y in [x - e, x + e] for f monotone there (endpoints).
+template <class F>
+double mono(F f, double x, double e) {
+    if (e == 0) return 0;
+    const double fx = f(x);
+    return std::max(std::fabs(f(x + e) - fx), std::fabs(f(x - e) - fx));
+}
+
+inline double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
+inline double gelu(double x) {
+    if (x == -INFINITY) return -0.0;
+    return 0.5 * x * (1 + std::erf(x * 0.70710678118654752440));
+}
+inline double silu(double x) { return x == -INFINITY ? -0.0 : x * sigmoid(x); }
+
+/// A unary op on an element already cast to the compute dtype t; result dtype rt.
+inline Val unary_val(UnaryOp op, const Val& a, DType t, DType rt) {
+    if (a.dc) return a;
+    if (!is_float(t)) {  // integers and bool: exact
+        const i64 x = a.i;
+        switch (op) {
+            case UnaryOp::Neg: return ival(t, static_cast<i64>(0ull - static_cast<u64>(x)));
+            case UnaryOp::Abs: return ival(t, x < 0 ? static_cast<i64>(0ull - static_cast<u64>(x)) : x);
+            case UnaryOp::Relu: return ival(t, x < 0 ? 0 : x);
+            case UnaryOp::Sign: return ival(t, (x > 0) - (x < 0));
+            case UnaryOp::Floor: case UnaryOp::Ceil: case UnaryOp::Round: case UnaryOp::Trunc: return ival(t, x);
+            case UnaryOp::BitwiseNot: return ival(t, t == DType::Bool ? !x : ~x);
+            case UnaryOp::LogicalNot: return ival(rt, x == 0);
+            case UnaryOp::IsNan: case UnaryOp::IsInf: return ival(rt, 0);
+            default: return dont_care();  // not reached: float ops compute in float
+        }
+    }
+    const double x = a.v, e = a.e;
+    const bool ex = e == 0;
+    const double u = unit(t);
+    auto smooth = [&](auto f, double k, bool monotone, double lipschitz, double abs_extra) {
+        const double v = f(x);
+        double prop = monotone ? mono(f, x, e) : lipschitz * e;
+        if (!std::isfinite(v) && !ex) return dont_care();
+        return fin(t, v, prop + own(k, t, v) + (std::isfinite(v) ? abs_extra : 0), false);
+    };
+    // Domain edges: an input whose interval reaches a pole or a branch cut is undetermined.
+    auto reaches = [&](double c) { return !ex && std::fabs(x - c) <= e; };
+    switch (op) {
+        case UnaryOp::Neg: return fin(t, -x, e, ex);
+        case UnaryOp::Abs: return fin(t, std::fabs(x), e, ex);
+        case UnaryOp::Relu: return fin(t, x < 0 ? 0.0 : x, e, ex);  // NaN stays NaN
+        case UnaryOp::Sign:
+            if (reaches(0)) return dont_care();
+            return fin(t, x > 0 ? 1.0 : x < 0 ? -1.0 : x == 0 ? 0.0 : x, 0, true);
+        case UnaryOp::Floor: case UnaryOp::Ceil: case UnaryOp::Trunc: case UnaryOp::Round: {
+            if (!ex && std::isfinite(x) && dist_to_grid(x, op == UnaryOp::Round ? 0.5 : 0.0) <= e * 1.0000001) return dont_care();
+            const double v = op == UnaryOp::Floor ? std::floor(x) : op == UnaryOp::Ceil ? std::ceil(x)
+                           : op == UnaryOp::Trunc ? std::trunc(x) : std::nearbyint(x);
+            return fin(t, v, 0, true);
+        }
+        case UnaryOp::LogicalNot:
+            if (reaches(0)) return dont_care();
+            return ival(rt, x == 0);
+        case UnaryOp::IsNan: return ival(rt, std::isnan(x));
+        case UnaryOp::IsInf: return ival(rt, std::isinf(x));
+        case UnaryOp::Exp: return smooth([](double y) { return std::exp(y); }, 4, true, 0, 0);
+        case UnaryOp::Exp2: return smooth([](double y) { return std::exp2(y); }, 4, true, 0, 0);
+        case UnaryOp::Log:
+            if (reaches(0)) return dont_care();
+            return smooth([](double y) { return std::log(y); }, 4, true, 0, 0);
+        case UnaryOp::Log2:
+            if (reaches(0)) return dont_care();
+            return smooth([](double y) { return std::log2(y); }, 4, true, 0, 0);
+        case UnaryOp::Sqrt:
+            if (reaches(0)) return dont_care();
+            return smooth([](double y) { return std::sqrt(y); }, 3, true, 0, 0);
+        case UnaryOp::Rsqrt:
+            if (reaches(0)) return dont_care();
+            return smooth([](double y) { return 1 / std::sqrt(y); }, 3, true, 0, 0);
+        case UnaryOp::Reciprocal:
+            if (reaches(0)) return dont_care();
+            return smooth([](double y) { return 1 / y; }, 3, true, 0, 0);
+        case UnaryOp::Sin: return smooth([](double y) { return std::sin(y); }, 5, false, 1, 4 * u * (1 + std::fabs(x)));
+        case UnaryOp::Cos: return smooth([](double y) { return std::cos(y); }, 5, false, 1, 4 * u * (1 + std::fabs(x)));
+        case UnaryOp::Tan: {
+            if (!std::isfinite(x)) return fin(t, std::tan(x), 0, false);
+            // Undetermined near a pole: the interval must stay inside one branch.
+            if (dist_to_grid(x / M_PI, 0.5) * M_PI <= e + 1e-3) return dont_care();
+            const double v = std::tan(x);
+            return smooth([](double y) { return std::tan(y); }, 6, true, 0, 4 * u * (1 + std::fabs(x)) * (1 + v * v));
+        }
+        case UnaryOp::Tanh: return smooth([](double y) { return std::tanh(y); }, 6, true, 0, 0);
+        case UnaryOp::Sigmoid: return smooth(sigmoid, 10, true, 0, 0);
+        // erf is allowed 16 ulp (OpenCL): an absolute error of ~16u in 1 + erf, times x / 2.
+        case UnaryOp::Gelu: return smooth(gelu, 6, false, 1.13, 12 * u * std::fabs(x));
+        case UnaryOp::Silu: return smooth(silu, 12, false, 1.1, 0);
+        case UnaryOp::BitwiseNot: break;
+    }
+    return dont_care();
+}
+
+// Integer binary ops in the exact C++ type T (the library's documented semantics).
+template <class T>
+i64 int_binary(BinaryOp op, T a, T b) {
+    using U = std::make_unsigned_t<decltype(T{} + T{})>;
+    constexpr int bits = 8 * sizeof(T);
+    switch (op) {
+        case BinaryOp::Add: return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+        case BinaryOp::Sub: return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
+        case BinaryOp::Mul: return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+        case BinaryOp::Pow: {
+            if (std::is_signed_v<T> && b < 0) return a == 1 ? 1 : a == T(-1) ? ((b & 1) ? -1 : 1) : 0;
+            U r = 1, base = static_cast<U>(a);
+            for (i64 n = b; n > 0; n >>= 1) {
+                if (n & 1) r = static_cast<U>(r * base);
+                base = static_cast<U>(base * base);
+            }
+            return static_cast<T>(r);
+        }
+        case BinaryOp::Maximum: return a > b ? a : b;
+        case BinaryOp::Minimum: return a < b ? a : b;
+        case BinaryOp::Fmod:
+            if (b == 0 || (std::is_signed_v<T> && b == T(-1))) return 0;
+            return static_cast<T>(a % b);
+        case BinaryOp::Remainder: {
+            if (b == 0 || (std::is_signed_v<T> && b == T(-1))) return 0;
+            const T r = static_cast<T>(a % b);
+            return r != 0 && ((r < 0) != (b < 0)) ? static_cast<T>(r + b) : r;
+        }
+        case BinaryOp::FloorDivide: {
+            if (b == 0) return 0;
+            if (std::is_signed_v<T> && b == T(-1)) return static_cast<T>(U(0) - static_cast<U>(a));
+            const T q = static_cast<T>(a / b);
+            return (a % b != 0 && ((a < 0) != (b < 0))) ? static_cast<T>(q - 1) : q;
+        }
+        case BinaryOp::BitAnd: return static_cast<T>(a & b);
+        case BinaryOp::BitOr: return static_cast<T>(a | b);
+        case BinaryOp::BitXor: return static_cast<T>(a ^ b);
+        case BinaryOp::Shl: {
+            const i64 n = static_cast<i64>(b);
+            if (n < 0 || n >= bits) return 0;
+            return static_cast<T>(static_cast<U>(a) << n);
+        }
+        case BinaryOp::Shr: {
+            const i64 n = static_cast<i64>(b);
+            if (n < 0 || n >= bits) return std::is_signed_v<T> && a < 0 ? -1 : 0;
+            if (std::is_signed_v<T> && a < 0) return static_cast<T>(~(~a >> n));
+            return static_cast<T>(a >> n);
+        }
+        default: return 0;
+    }
+}
+
+inline bool compare(BinaryOp op, double a, double b) {
+    switch (op) {
+        case BinaryOp::Lt: return a < b;
+        case BinaryOp::Le: return a <= b;
+        case BinaryOp::Gt: return a > b;
+        case BinaryOp::Ge: return a >= b;
+        case BinaryOp::Eq: return a == b;
+        default: return a != b;
+    }
+}
+
+/// NumPy's floor division of floats, computed in F (float for float32 and float16).
+template <class F>
+double float_floor_divide(F a, F b) {
+    if (b == F(0)) return a / b;
+    const F m = std::fmod(a, b);
+    F d = (a - m) / b;
+    if (m != F(0) && (b < F(0)) != (m < F(0))) d -= F(1);
+    if (d == F(0)) return std::copysign(F(0), a / b);
+    const F f = std::floor(d);
+    return d - f > F(0.5) ? f + F(1) : f;
+}
+
+/// pow's own error in ulps: OpenCL allows 16; exp(b log a) in the compute type adds about
+/// |b log a| (the host's float pow reaches ~20 ulp for pow(4e-5, 2.0)).
+inline double pow_ulps(double a, double b) {
+    const double l = std::fabs(b * std::log(std::fabs(a)));
+    return 16 + 2 * (std::isfinite(l) ? l : 0);
+}
+
+/// A binary op on elements already cast to the compute dtype t; result dtype rt.
+inline Val binary_val(BinaryOp op, const Val& A, const Val& B, DType t, DType rt) {
+    if (A.dc || B.dc) return dont_care();
+    const BRule rule = brule(op);
+    if (!is_float(t)) {
+        if (rule == BRule::Compare) {
+            const i64 a = A.i, b = B.i;
+            bool r = false;
+            switch (op) {
+                case BinaryOp::Lt: r = a < b; break;
+                case BinaryOp::Le: r = a <= b; break;
+                case BinaryOp::Gt: r = a > b; break;
+                case BinaryOp::Ge: r = a >= b; break;
+                case BinaryOp::Eq: r = a == b; break;
+                default: r = a != b;
+            }
+            return ival(rt, r);
+        }
+        if (rule == BRule::Predicate)
+            return ival(rt, op == BinaryOp::LogicalAnd ? (A.i != 0 && B.i != 0) : (A.i != 0 || B.i != 0));
+        if (t == DType::Bool) {  // bitwise and ordered ops on bool
+            const bool a = A.i != 0, b = B.i != 0;
+            switch (op) {
+                case BinaryOp::BitAnd: case BinaryOp::Minimum: return ival(rt, a && b);
+                case BinaryOp::BitOr: case BinaryOp::Maximum: return ival(rt, a || b);
+                case BinaryOp::BitXor: return ival(rt, a != b);
+                default: return dont_care();
+            }
+        }
+        switch (t) {
+            case DType::UInt8: return ival(rt, int_binary<std::uint8_t>(op, static_cast<std::uint8_t>(A.i), static_cast<std::uint8_t>(B.i)));
+            case DType::Int32: return ival(rt, int_binary<std::int32_t>(op, static_cast<std::int32_t>(A.i), static_cast<std::int32_t>(B.i)));
+            default: return ival(rt, int_binary<i64>(op, A.i, B.i));
+        }
+    }
+    const double a = A.v, b = B.v, ea = A.e, eb = B.e;
+    const bool ex = ea == 0 && eb == 0;
+    auto near = [](double x, double e, double c) { return e > 0 && std::fabs(x - c) <= e; };
+    switch (op) {
+        case BinaryOp::Add: return fin(t, a + b, ea + eb, ex);
+        case BinaryOp::Sub: return fin(t, a - b, ea + eb, ex);
+        case BinaryOp::Mul: return fin(t, a * b, scaled(a, eb) + scaled(b, ea) + ea * eb, ex);
+        case BinaryOp::Div: {
+            if (near(b, eb, 0) || (b == 0 && near(a, ea, 0))) return dont_care();
+            const double v = a / b;
+            if (!std::isfinite(v)) return fin(t, v, ex ? 0 : 1, ex);
+            const double prop = ex ? 0 : (scaled(a, eb) + std::fabs(b) * ea) / (std::fabs(b) * (std::fabs(b) - eb));
+            return fin(t, v, prop + own(3, t, v), false);
+        }
+        case BinaryOp::Pow: {
+            const double v = std::pow(a, b);
+            if (ex) {
+                // Exponents 0 and 1, base 1 and 0 and the special values are exact. Squares are not:
+                // the host's float pow(x, 2) is x * x for x > 0 but powf for x < 0 (0.52 ulp off).
+                const bool exact = b == 0 || b == 1 || a == 1 || !std::isfinite(v) || !std::isfinite(a) ||
+                                   !std::isfinite(b) || a == 0;
+                return fin(t, v, exact ? 0 : own(pow_ulps(a, b), t, v), exact);
+            }
+            if (!std::isfinite(a) || !std::isfinite(b)) return dont_care();
+            double lo = v, hi = v;
+            if (a - ea > 0) {  // monotone in each operand on the box: the corners bound it
+                for (double x : {a - ea, a + ea})
+                    for (double y : {b - eb, b + eb}) {
+                        const double c = std::pow(x, y);
+                        lo = std::min(lo, c), hi = std::max(hi, c);
+                    }
+            } else if (eb == 0 && b == std::nearbyint(b)) {  // whole exponent: endpoints, and 0 if inside
+                const bool zero_inside = std::fabs(a) <= ea;
+                if (zero_inside && b < 0) return dont_care();  // a pole
+                for (double x : {a - ea, a + ea, zero_inside ? 0.0 : a}) {
+                    const double c = std::pow(x, b);
+                    lo = std::min(lo, c), hi = std::max(hi, c);
+                }
+            } else {
+                return dont_care();
+            }
+            if (!std::isfinite(v)) return dont_care();
+            return fin(t, v, std::max(hi - v, v - lo) + own(pow_ulps(a, b), t, v), false);
+        }
+        case BinaryOp::Maximum: case BinaryOp::Minimum: {
+            const bool mx = op == BinaryOp::Maximum;
+            const double v = std::isnan(a) ? a : std::isnan(b) ? b : mx ? std::max(a, b) : std::min(a, b);
+            return fin(t, v, std::max(ea, eb), ex);
+        }
+        case BinaryOp::Lt: case BinaryOp::Le: case BinaryOp::Gt: case BinaryOp::Ge: case BinaryOp::Eq: case BinaryOp::Ne: {
+            if (!ex && std::isfinite(a) && std::isfinite(b) && std::fabs(a - b) <= (ea + eb) * 1.0000001) return dont_care();
+            return ival(rt, compare(op, a, b));
+        }
+        case BinaryOp::LogicalAnd: case BinaryOp::LogicalOr: {
+            if (near(a, ea, 0) || near(b, eb, 0)) return dont_care();
+            return ival(rt, op == BinaryOp::LogicalAnd ? (a != 0 && b != 0) : (a != 0 || b != 0));
+        }
+        case BinaryOp::Fmod: case BinaryOp::Remainder: case BinaryOp::FloorDivide: {
+            if (near(b, eb, 0)) return dont_care();
+            if (!ex) {
+                if (!std::isfinite(a) || !std::isfinite(b)) return dont_care();
+                // Discontinuous where a / b crosses a whole number.
+                const double q = a / b;
+                const double eq = (scaled(a, eb) + std::fabs(b) * ea) / (std::fabs(b) * (std::fabs(b) - eb)) + 1e-9 * std::fabs(q);
+                if (dist_to_grid(q, 0) <= eq || std::fabs(q) > 1e6) return dont_care();
+                const double n = std::trunc(q), f = std::floor(q);
+                if (op == BinaryOp::FloorDivide) return fin(t, f, 0, true);
+                const double r = std::fmod(a, b);
+                double v = r;
+                if (op == BinaryOp::Remainder && r != 0 && (r < 0) != (b < 0)) v = r + b;
+                return fin(t, v, ea + (std::fabs(n) + 1) * eb, false);
+            }
+            if (op == BinaryOp::FloorDivide) {
+                const double v = t == DType::Float64 ? float_floor_divide<double>(a, b)
+                                                     : float_floor_divide<float>(static_cast<float>(a), static_cast<float>(b));
+                return fin(t, v, 0, true);
+            }
+            const double r = std::fmod(a, b);
+            if (op == BinaryOp::Fmod || b == 0) return fin(t, r, 0, true);
+            if (r == 0) return fin(t, std::copysign(0.0, b), 0, true);
+            const double v = (r < 0) != (b < 0) ? r + b : r;  // one rounding, as in the compute type
+            return fin(t, v, 0, true);
+        }
+        default: return dont_care();
+    }
+}
+
+/// Index of the input element an output element of `out` reads under NumPy broadcasting.
+inline std::vector<i64> broadcast_map(const Shape& out, const Shape& in) {
+    const i64 n = numel(out);
+    std::vector<i64> map(static_cast<std::size_t>(n));
+    const std::size_t lead = out.size() - in.size();
+    std::vector<i64> idx(out.size(), 0);
+    for (i64 lin = 0; lin < n; ++lin) {
+        i64 src = 0;
+        for (std::size_t k = 0; k < in.size(); ++k) src = src * in[k] + (in[k] == 1 ? 0 : idx[lead + k]);
+        map[static_cast<std::size_t>(lin)] = src;
+        for (std::size_t k = out.size(); k-- > 0;)
+            if (++idx[k] < out[k]) break;
+            else idx[k] = 0;
+    }
+    return map;
+}
+
+/// Gathers an output through an index function: out[i] = in[src(index of i)] or a fill value.
+template <class F>
+Arr view(const Arr& in, DType t, const Shape& shape, F src) {
+    Arr out{t, shape, std::vector<Val>(static_cast<std::size_t>(numel(shape)))};
+    std::vector<i64> idx(shape.size(), 0);
+    for (auto& o : out.x) {
+        o = src(idx);
+        for (std::size_t k = shape.size(); k-- > 0;)
+            if (++idx[k] < shape[k]) break;
+            else idx[k] = 0;
+    }
+    (void)in;
+    return out;
+}
+
+inline i64 linear(const std::vector<i64>& idx, const Shape& shape) {
+    i64 l = 0;
+    for (std::size_t k = 0; k < shape.size(); ++k) l = l * shape[k] + idx[k];
+    return l;
+}
+
+inline int norm_axis(int a, std::size_t r) { return a < 0 ? a + static_cast<int>(r) : a; }
+
+/// The value of a scalar operand as a Val of dtype t (the graph converts it to t).
+inline Val scalar_val(const Scalar& s, DType t) {
+    Val v;
+    if (is_float(s.dtype)) {
+        v.v = is_float(t) ? to_dtype(t, s.f) : s.f;  // a constant holds the rounded value exactly
+        return is_float(t) ? v : cast_val(v, DType::Float64, t);
+    }
+    v.i = s.i;
+    v.v = static_cast<double>(s.i);
+    return cast_val(v, s.dtype == DType::Bool ? DType::Bool : DType::Int64, t);
+}
+
+inline Arr cast_arr(const Arr& a, DType t) {
+    if (a.dtype == t) return a;
+    Arr out{t, a.shape, a.x};
+    for (auto& x : out.x) x = cast_val(x, a.dtype, t);
+    return out;
+}
+
+/// Rounding bound of a sum or product of n terms, in units of the compute type: any order
+/// (the classic gamma_n; a sqrt(n) estimate is too tight for sums of repeated values, whose
+/// rounding errors are systematic), plus the reference's own rounding in double.
+inline double order_factor(i64 n) { return 2 * static_cast<double>(std::max<i64>(n, 1)) + 4; }
+
+/// A reduction of `vals` (already in dtype t) as reduce op `red` (Sum, Prod, Max, Min).
+inline Val reduce_vals(Red red, const std::vector<const Val*>& vals, DType t) {
+    for (const Val* v : vals)
+        if (v->dc) return dont_care();
+    const i64 n = static_cast<i64>(vals.size());
+    if (!is_float(t)) {
+        u64 acc = red == Red::Prod ? 1 : 0;
+        i64 m = red == Red::Max ? std::numeric_limits<i64>::min() : std::numeric_limits<i64>::max();
+        for (const Val* v : vals) {
+            if (red == Red::Sum) acc += static_cast<u64>(v->i);
+            else if (red == Red::Prod) acc *= static_cast<u64>(v->i);
+            else m = red == Red::Max ? std::max(m, v->i) : std::min(m, v->i);
+        }
+        if (red == Red::Sum || red == Red::Prod) return ival(t, static_cast<i64>(acc));
+        if (t == DType::Bool && n == 0) return ival(t, red == Red::Min);  // all/any identities
+        return ival(t, m);
+    }
+    double acc = red == Red::Prod ? 1 : 0, e = 0, mag = 0, up = 1, down = 1;
+    bool exact = true, whole = true;
+    if (red == Red::Max || red == Red::Min) {
+        acc = red == Red::Max ? -INFINITY : INFINITY;
+        for (const Val* v : vals) {
+            if (std::isnan(v->v)) return fin(t, v->v, 0, true);
+            acc = red == Red::Max ? std::max(acc, v->v) : std::min(acc, v->v);
+            e = std::max(e, v->e);
+        }
+        return fin(t, acc, e, e == 0);
+    }
+    for (const Val* v : vals) {
+        exact = exact && v->e == 0;
+        whole = whole && v->v == std::nearbyint(v->v);
+        if (red == Red::Sum) {
+            acc += v->v;
+            e += v->e;
+            mag += std::fabs(v->v);
+        } else {
+            acc *= v->v;
+            up *= std::fabs(v->v) + v->e;
+            down *= std::fabs(v->v);
+        }
+    }
+    const double limit = t == DType::Float64 ? 0x1.0p53 : 0x1.0p24;
+    if (red == Red::Sum) {
+        if (!std::isfinite(acc)) return fin(t, acc, e, exact);
+        if (exact && whole && mag < limit) return fin(t, acc, 0, true);  // every order is exact
+        return fin(t, acc, e + order_factor(n) * unit(t) * mag, false);
+    }
+    // Products: partial products must stay within the normal range whatever the order.
+    double big = 1, small = 1;
+    bool zero = false;
+    for (const Val* v : vals) {
+        const double m = std::fabs(v->v) + v->e;
+        zero = zero || v->v == 0;
+        big *= std::max(m, 1.0);
+        small *= std::min(std::fabs(v->v), 1.0);
+    }
+    if (!std::isfinite(acc)) return fin(t, acc, exact ? 0 : 1, exact);
+    if (big > max_finite(t) / 4 || (!zero && small < 1e-30)) return dont_care();
+    if (exact && whole && std::fabs(acc) < limit && big < limit) return fin(t, acc, 0, true);
+    return fin(t, acc, (up - down) + order_factor(n) * unit(t) * up, false);
+}
+
+/// The reference value of every step (in order), reading leaves from their data.
+inline std::vector<Arr> evaluate(const Program& p) {
+    std::vector<Arr> out;
+    out.reserve(p.steps.size());
+    for (const Step& s : p.steps) {
+        auto in = [&](int k) -> const Arr& { return out[static_cast<std::size_t>(k)]; };
+        Arr r{s.dtype, s.shape, {}};
+        const i64 n = numel(s.shape);
+        switch (s.kind) {
+            case Kind::Leaf:
+                r.x.resize(static_cast<std::size_t>(n));
+                for (i64 k = 0; k < n; ++k) {
+                    Val& v = r.x[static_cast<std::size_t>(k)];
+                    v.v = s.data[static_cast<std::size_t>(k)];
+                    v.i = is_float(s.dtype) ? 0 : static_cast<i64>(v.v);
+                }
+                break;
+            case Kind::Unary: {
+                const DType t = unary_compute(s.uop, in(s.a).dtype);
+                const Arr x = cast_arr(in(s.a), t);
+                r.x.resize(x.x.size());
+                for (std::size_t k = 0; k < x.x.size(); ++k) r.x[k] = unary_val(s.uop, x.x[k], t, s.dtype);
+                break;
+            }
+            case Kind::Binary: {
+                const DType p0 = s.scalar_side == 1 ? promote_scalar(in(s.b).dtype, s.value.dtype)
+                               : s.scalar_side == 2 ? promote_scalar(in(s.a).dtype, s.value.dtype)
+                                                    : promote_types(in(s.a).dtype, in(s.b).dtype);
+                const DType t = binary_compute(s.bop, p0);
+                r.x.resize(static_cast<std::size_t>(n));
+                auto operand = [&](int idx, bool scalar) {
+                    if (scalar) {
+                        Arr c{t, s.shape, std::vector<Val>(static_cast<std::size_t>(n), scalar_val(s.value, t))};
+                        return c;
+                    }
+                    const Arr x = cast_arr(in(idx), t);
+                    const auto map = broadcast_map(s.shape, x.shape);
+                    Arr c{t, s.shape, std::vector<Val>(static_cast<std::size_t>(n))};
+                    for (i64 k = 0; k < n; ++k) c.x[static_cast<std::size_t>(k)] = x.x[static_cast<std::size_t>(map[static_cast<std::size_t>(k)])];
+                    return c;
+                };
+                const Arr A = operand(s.a, s.scalar_side == 1), B = operand(s.b, s.scalar_side == 2);
+                for (std::size_t k = 0; k < r.x.size(); ++k) r.x[k] = binary_val(s.bop, A.x[k], B.x[k], t, s.dtype);
+                break;
+            }
+            case Kind::Where: {
+                const Arr c = cast_arr(in(s.a), DType::Bool), x = cast_arr(in(s.b), s.dtype), y = cast_arr(in(s.c), s.dtype);
+                const auto mc = broadcast_map(s.shape, c.shape), mx = broadcast_map(s.shape, x.shape),
+                           my = broadcast_map(s.shape, y.shape);
+                r.x.resize(static_cast<std::size_t>(n));
+                for (std::size_t k = 0; k < r.x.size(); ++k) {
+                    const Val& cv = c.x[static_cast<std::size_t>(mc[k])];
+                    r.x[k] = cv.dc ? dont_care() : cv.i ? x.x[static_cast<std::size_t>(mx[k])] : y.x[static_cast<std::size_t>(my[k])];
+                }
+                break;
+            }
+            case Kind::Cast: r = cast_arr(in(s.a), s.dtype); break;
+            case Kind::Reduce: {
+                const Arr& x0 = in(s.a);
+                const std::size_t rank = x0.shape.size();
+                std::vector<bool> red(rank, s.all_axes);
+                for (int a : s.axes) red[static_cast<std::size_t>(norm_axis(a, rank))] = true;
+                // The dtype values are folded in, as the library's graph casts them.
+                DType t;
+                Red op = s.red;
+                switch (s.red) {
+                    case Red::Sum: case Red::Prod: t = is_float(x0.dtype) ? x0.dtype : DType::Int64; break;
+                    case Red::Mean: t = x0.dtype == DType::Float16 ? DType::Float32 : is_float(x0.dtype) ? x0.dtype : DType::Int64; op = Red::Sum; break;
+                    case Red::Any: t = DType::Bool; op = Red::Max; break;
+                    case Red::All: t = DType::Bool; op = Red::Min; break;
+                    default: t = x0.dtype;
+                }
+                const Arr x = cast_arr(x0, t);
+                Shape kept;  // output shape with keepdim
+                i64 count = 1;
+                for (std::size_t k = 0; k < rank; ++k) {
+                    kept.push_back(red[k] ? 1 : x.shape[k]);
+                    if (red[k]) count *= x.shape[k];
+                }
+                const i64 m = numel(kept);
+                std::vector<std::vector<const Val*>> groups(static_cast<std::size_t>(m));
+                std::vector<i64> idx(rank, 0);
+                for (std::size_t lin = 0; lin < x.x.size(); ++lin) {
+                    i64 o = 0;
+                    for (std::size_t k = 0; k < rank; ++k) o = o * kept[k] + (red[k] ? 0 : idx[k]);
+                    groups[static_cast<std::size_t>(o)].push_back(&x.x[lin]);
+                    for (std::size_t k = rank; k-- > 0;)
+                        if (++idx[k] < x.shape[k]) break;
+                        else idx[k] = 0;
+                }
+                r.x.resize(static_cast<std::size_t>(m));
+                for (i64 o = 0; o < m; ++o) {
+                    auto& g = groups[static_cast<std::size_t>(o)];
+                    Val v;
+                    if (t == DType::Bool && (s.red == Red::Any || s.red == Red::All)) {
+                        // A decided true (any) or false (all) settles it even next to undetermined ones.
+                        const bool want = s.red == Red::Any;
+                        bool decided = false, undetermined = false;
+                        for (const Val* e : g) {
+                            if (e->dc) undetermined = true;
+                            else if ((e->i != 0) == want) decided = true;
+                        }
+                        v = decided ? ival(t, want) : undetermined ? dont_care() : ival(t, !want);
+                    } else {
+                        v = reduce_vals(op, g, t);
+                    }
+                    if (s.red == Red::Mean && !v.dc) {
+                        if (t == DType::Int64) {  // exact int64 sum, divided in double, stored as float32
+                            v = fin(DType::Float32, static_cast<double>(v.i) / static_cast<double>(count),
+                                    std::fabs(static_cast<double>(v.i)) < 0x1.0p53 ? 0 : 1, std::fabs(static_cast<double>(v.i)) < 0x1.0p53);
+                        } else {
+                            const double q = v.v / static_cast<double>(count);
+                            if (count == 0) v = fin(s.dtype, q, v.e > 0 ? 1 : 0, v.e == 0);
+                            else {
+                                Val w = fin(t, q, v.e / static_cast<double>(count) + own(3, t, q), false);
+                                v = w.dc ? w : cast_val(w, t, s.dtype);
+                            }
+                        }
+                    }
+                    r.x[static_cast<std::size_t>(o)] = v;
+                }
+                break;
+            }
+            case Kind::Reshape: case Kind::Expand: {
+                const Arr& x = in(s.a);
+                if (s.kind == Kind::Reshape) r.x = x.x;
+                else {
+                    const auto map = broadcast_map(s.shape, x.shape);
+                    r.x.resize(static_cast<std::size_t>(n));
+                    for (i64 k = 0; k < n; ++k) r.x[static_cast<std::size_t>(k)] = x.x[static_cast<std::size_t>(map[static_cast<std::size_t>(k)])];
+                }
+                break;
+            }
+            case Kind::Permute: {
+                const Arr& x = in(s.a);
+                const std::size_t rank = x.shape.size();
+                r = view(x, s.dtype, s.shape, [&](const std::vector<i64>& idx) {
+                    std::vector<i64> src(rank);
+                    for (std::size_t k = 0; k < rank; ++k) src[static_cast<std::size_t>(norm_axis(s.axes[k], rank))] = idx[k];
+                    return x.x[static_cast<std::size_t>(linear(src, x.shape))];
+                });
+                break;
+            }
+            case Kind::Slice: {
+                const Arr& x = in(s.a);
+                const std::size_t k = static_cast<std::size_t>(norm_axis(s.axis, x.shape.size()));
+                const auto ind = Generator::slice_indices(x.shape[k], s.start, s.stop, s.step);
+                r = view(x, s.dtype, s.shape, [&](std::vector<i64> idx) {
+                    idx[k] = ind[0] + ind[1] * idx[k];
+                    return x.x[static_cast<std::size_t>(linear(idx, x.shape))];
+                });
+                break;
+            }
+            case Kind::Flip: {
+                const Arr& x = in(s.a);
+                std::vector<bool> f(x.shape.size(), false);
+                for (int a : s.axes) f[static_cast<std::size_t>(norm_axis(a, x.shape.size()))] = true;
+                r = view(x, s.dtype, s.shape, [&](std::vector<i64> idx) {
+                    for (std::size_t k = 0; k < idx.size(); ++k)
+                        if (f[k]) idx[k] = x.shape[k] - 1 - idx[k];
+                    return x.x[static_cast<std::size_t>(linear(idx, x.shape))];
+                });
+                break;
+            }
+            case Kind::Pad: {
+                const Arr& x = in(s.a);
+                const Val fill = scalar_val(s.value, s.dtype);
+                r = view(x, s.dtype, s.shape, [&](std::vector<i64> idx) {
+                    for (std::size_t k = 0; k < idx.size(); ++k) {
+                        idx[k] -= s.before[k];
+                        if (idx[k] < 0 || idx[k] >= x.shape[k]) return fill;
+                    }
+                    return x.x[static_cast<std::size_t>(linear(idx, x.shape))];
+                });
+                break;
+            }
+            case Kind::Matmul: {
+                const DType p0 = s.dtype, t = p0 == DType::Float16 ? DType::Float32 : p0;
+                const Arr A = cast_arr(in(s.a), t), B = cast_arr(in(s.b), t);
+                // As matrices: [k] -> [1, k] (left), [k] -> [k, 1] (right).
+                Shape as = A.shape, bs = B.shape;
+                if (as.size() == 1) as.insert(0, 1);
+                if (bs.size() == 1) bs.push_back(1);
+                const i64 M = as[as.size() - 2], K = as.back(), N = bs.back();
+                const Shape ab(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
+                const Shape batch = *broadcast(ab, bb);
+                const i64 nb = numel(batch);
+                const auto ma = broadcast_map(batch, ab), mb = broadcast_map(batch, bb);
+                r.x.resize(static_cast<std::size_t>(nb * M * N));
+                std::vector<const Val*> ga, gb;
+                for (i64 q = 0; q < nb; ++q)
+                    for (i64 i = 0; i < M; ++i)
+                        for (i64 j = 0; j < N; ++j) {
+                            const i64 oa = ma[static_cast<std::size_t>(q)] * M * K, ob = mb[static_cast<std::size_t>(q)] * K * N;
+                            Val v;
+                            bool dc = false;
+                            if (!is_float(t)) {
+                                u64 acc = 0;
+                                bool any = false;
+                                for (i64 k = 0; k < K; ++k) {
+                                    const Val& x = A.x[static_cast<std::size_t>(oa + i * K + k)];
+                                    const Val& y = B.x[static_cast<std::size_t>(ob + k * N + j)];
+                                    dc = dc || x.dc || y.dc;
+                                    acc += static_cast<u64>(wrap(t, static_cast<i64>(static_cast<u64>(x.i) * static_cast<u64>(y.i))));
+                                    any = any || (x.i && y.i);
+                                }
+                                v = t == DType::Bool ? ival(t, any) : ival(t, static_cast<i64>(acc));
+                            } else {
+                                double acc = 0, e = 0, mag = 0;
+                                bool exact = true, whole = true;
+                                for (i64 k = 0; k < K; ++k) {
+                                    const Val& x = A.x[static_cast<std::size_t>(oa + i * K + k)];
+                                    const Val& y = B.x[static_cast<std::size_t>(ob + k * N + j)];
+                                    dc = dc || x.dc || y.dc;
+                                    acc += x.v * y.v;
+                                    e += scaled(x.v, y.e) + scaled(y.v, x.e) + x.e * y.e;
+                                    mag += std::fabs(x.v * y.v);
+                                    exact = exact && x.e == 0 && y.e == 0;
+                                    whole = whole && x.v == std::nearbyint(x.v) && y.v == std::nearbyint(y.v);
+                                }
+                                const double limit = t == DType::Float64 ? 0x1.0p53 : 0x1.0p24;
+                                if (!std::isfinite(acc) || !std::isfinite(mag)) v = exact && K == 1 ? fin(t, acc, 0, true) : dont_care();
+                                else if (exact && whole && mag < limit) v = fin(t, acc, 0, true);
+                                else v = fin(t, acc, e + order_factor(K) * unit(t) * mag, false);
+                                if (!v.dc && p0 != t) v = cast_val(v, t, p0);
+                            }
+                            r.x[static_cast<std::size_t>((q * M + i) * N + j)] = dc ? dont_care() : v;
+                        }
+                break;
+            }
+        }
+        out.push_back(std::move(r));
+    }
+    return out;
+}
+
+// =============================================================================== builder
+
+template <class T>
+lt::Tensor<T> leaf_tensor(const Step& s, Device d) {
+    std::vector<T> data(s.data.size());
+    for (std::size_t k = 0; k < data.size(); ++k) {
+        if constexpr (std::is_same_v<T, bool>) data[k] = s.data[k] != 0;
+        else data[k] = static_cast<T>(s.data[k]);
+    }
+    return lt::tensor<T>(data, s.shape, d);
+}
+
+/// Builds step `s` on the device from the nodes of earlier steps.
+inline NodePtr build_step(const Step& s, const std::vector<NodePtr>& nodes, Device d) {
+    auto in = [&](int k) { return nodes[static_cast<std::size_t>(k)]; };
+    switch (s.kind) {
+        case Kind::Leaf:
+            return lt::detail::visit_dtype(s.dtype, [&](auto tag) -> NodePtr {
+                using T = typename decltype(tag)::type;
+                return leaf_tensor<T>(s, d).node_ptr();
+            });
+        case Kind::Unary: return graph::unary(s.uop, in(s.a));
+        case Kind::Binary: {
+            graph::Operand a = s.scalar_side == 1 ? graph::Operand(s.value) : graph::Operand(in(s.a));
+            graph::Operand b = s.scalar_side == 2 ? graph::Operand(s.value) : graph::Operand(in(s.b));
+            return graph::binary(s.bop, a, b);
+        }
+        case Kind::Where: return graph::where(in(s.a), in(s.b), in(s.c));
+        case Kind::Cast: return graph::cast(in(s.a), s.dtype);
+        case Kind::Reduce: {
+            const std::optional<Axes> axes = s.all_axes ? std::nullopt : std::optional<Axes>(s.axes);
+            switch (s.red) {
+                case Red::Sum: return graph::reduce(lt::ReduceOp::Sum, in(s.a), axes, s.keepdim, "sum");
+                case Red::Prod: return graph::reduce(lt::ReduceOp::Prod, in(s.a), axes, s.keepdim, "prod");
+                case Red::Max: return graph::reduce(lt::ReduceOp::Max, in(s.a), axes, s.keepdim, "max");
+                case Red::Min: return graph::reduce(lt::ReduceOp::Min, in(s.a), axes, s.keepdim, "min");
+                case Red::Mean: return graph::mean(in(s.a), axes, s.keepdim);
+                case Red::Any: return graph::any_all(false, in(s.a), axes, s.keepdim);
+                case Red::All: return graph::any_all(true, in(s.a), axes, s.keepdim);
+            }
+            return nullptr;
+        }
+        case Kind::Reshape: return graph::reshape(in(s.a), s.target);
+        case Kind::Permute: return graph::permute(in(s.a), s.axes);
+        case Kind::Expand: return graph::expand(in(s.a), s.target);
+        case Kind::Slice: return graph::slice(in(s.a), s.axis, s.start, s.stop, s.step);
+        case Kind::Pad: return graph::pad(in(s.a), s.before, s.after, s.value);
+        case Kind::Flip: return graph::flip(in(s.a), s.axes);
+        case Kind::Matmul: return graph::matmul(in(s.a), in(s.b));
+    }
+    return nullptr;
+}
+
+inline std::vector<double> read_doubles(const lazytensor::detail::Node& n) {
+    return lt::detail::visit_dtype(n.dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        const auto v = lt::detail::read_elements<T>(n);
+        std::vector<double> out(v.size());
+        for (std::size_t k = 0; k < v.size(); ++k) {
+            if constexpr (std::is_same_v<T, bool>) out[k] = v[k] ? 1 : 0;
+            else out[k] = static_cast<double>(v[k]);
+        }
+        return out;
+    });
+}
+
+// =============================================================================== compare
+
+struct Failure {
+    bool failed = false;
+    int output = -1;  // step index
+    i64 element = -1;
+    double got = 0, expected = 0, bound = 0;
+    std::string what;  // a one-line description
+};
+
+struct Results {
+    std::vector<std::vector<double>> values;  // per output step (in step order)
+    Failure failure;                          // a library exception or a dtype/shape mismatch
+};
+
+/// Builds and realizes the program on device d; reads every output back.
+inline Results run_on_device(const Program& p, Device d) {
+    Results res;
+    try {
+        std::vector<NodePtr> nodes;
+        for (std::size_t i = 0; i < p.steps.size(); ++i) {
+            const Step& s = p.steps[i];
+            NodePtr n = build_step(s, nodes, d);
+            if (n->dtype != s.dtype || !(n->shape == s.shape)) {
+                res.failure = {true, static_cast<int>(i), -1, 0, 0, 0,
+                               "step s" + std::to_string(i) + ": the library made " + lt::dtype_name(n->dtype) +
+                                   shape_str(n->shape) + ", the fuzzer expects " + lt::dtype_name(s.dtype) +
+                                   shape_str(s.shape)};
+                return res;
+            }
+            nodes.push_back(std::move(n));
+        }
+        std::vector<lazytensor::detail::Node*> outs;
+        for (std::size_t i = 0; i < p.steps.size(); ++i)
+            if (p.steps[i].output) outs.push_back(nodes[i].get());
+        if (p.together) lazytensor::detail::realize_nodes(outs);
+        for (auto* n : outs) {
+            if (!p.together) lazytensor::detail::realize_nodes({n});
+            res.values.push_back(read_doubles(*n));
+        }
+    } catch (const std::exception& e) {
+        res.failure = {true, -1, -1, 0, 0, 0, std::string("exception: ") + e.what()};
+    }
+    return res;
+}
+
+/// Whether `got` agrees with the reference element `ref` of dtype t.
+inline bool agrees(DType t, const Val& ref, double got) {
+    if (ref.dc) return true;
+    if (!is_float(t)) return got == static_cast<double>(ref.i);
+    if (std::isnan(ref.v)) return std::isnan(got);
+    if (std::isinf(ref.v)) return got == ref.v;
+    if (!std::isfinite(got)) return false;
+    if (ref.e == 0) return got == ref.v;  // (-0 equals 0)
+    return std::fabs(got - ref.v) <= ref.e + ulp(t, ref.v);
+}
+
+/// Counts for the command line's summary.
+struct Stats {
+    i64 graphs = 0, steps = 0, outputs = 0, compared = 0, dont_care = 0;
+};
+
+inline Failure compare(const Program& p, const std::vector<Arr>& ref, const Results& res, Stats* stats = nullptr) {
+    if (res.failure.failed) return res.failure;
+    if (stats) {
+        ++stats->graphs;
+        stats->steps += static_cast<i64>(p.steps.size());
+        for (std::size_t i = 0; i < p.steps.size(); ++i) {
+            if (!p.steps[i].output) continue;
+            ++stats->outputs;
+            for (const Val& v : ref[i].x) ++(v.dc ? stats->dont_care : stats->compared);
+        }
+    }
+    std::size_t o = 0;
+    for (std::size_t i = 0; i < p.steps.size(); ++i) {
+        if (!p.steps[i].output) continue;
+        const auto& got = res.values[o++];
+        const Arr& r = ref[i];
+        for (std::size_t k = 0; k < got.size(); ++k)
+            if (!agrees(r.dtype, r.x[k], got[k])) {
+                Failure f;
+                f.failed = true;
+                f.output = static_cast<int>(i);
+                f.element = static_cast<i64>(k);
+                f.got = got[k];
+                f.expected = is_float(r.dtype) ? r.x[k].v : static_cast<double>(r.x[k].i);
+                f.bound = r.x[k].e;
+                std::ostringstream s;
+                s << std::setprecision(17) << "output s" << i << " (" << lt::dtype_name(r.dtype) << shape_str(r.shape)
+                  << ") element " << k << ": got " << f.got << ", expected " << f.expected << " +- " << f.bound;
+                f.what = s.str();
+                return f;
+            }
+    }
+    return {};
+}
+
+/// Runs one program on one device and compares with the reference.
+inline Failure check(const Program& p, Device d, Stats* stats = nullptr) {
+    const auto ref = evaluate(p);
+    return compare(p, ref, run_on_device(p, d), stats);
+}
+
+// ================================================================================= print
+
+inline const char* ctype(DType t) {
+    switch (t) {
+        case DType::Bool: return "bool";
+        case DType::UInt8: return "std::uint8_t";
+        case DType::Int32: return "std::int32_t";
+        case DType::Int64: return "std::int64_t";
+        case DType::Float16: return "lt::half";
+        case DType::Float32: return "float";
+        default: return "double";
+    }
+}
+
+inline std::string literal(DType t, double v) {
+    std::ostringstream s;
+    if (t == DType::Bool) return v != 0 ? "true" : "false";
+    if (!is_float(t)) {
+        s << static_cast<i64>(v);
+        return s.str();
+    }
+    if (std::isnan(v)) s << "NAN";
+    else if (std::isinf(v)) s << (v < 0 ? "-INFINITY" : "INFINITY");
+    else s << std::setprecision(t == DType::Float64 ? 17 : 9) << v;
+    std::string text = s.str();
+    if (std::isfinite(v) && text.find_first_of(".e") == std::string::npos) text += ".0";
+    if (t == DType::Float32 && std::isfinite(v)) text += "f";
+    if (t == DType::Float16) text = "lt::half(" + text + ")";
+    return text;
+}
+
+inline std::string scalar_literal(const Scalar& s) {
+    if (s.dtype == DType::Bool) return s.i ? "true" : "false";
+    if (is_float(s.dtype)) return literal(DType::Float64, s.f);
+    return "std::int64_t(" + std::to_string(s.i) + ")";
+}
+
+/// The program as C++ against the public API, ready to paste into a test.
+inline std::string to_cpp(const Program& p) {
+    std::ostringstream o;
+    auto name = [](int k) { return "s" + std::to_string(k); };
+    for (std::size_t i = 0; i < p.steps.size(); ++i) {
+        const Step& s = p.steps[i];
+        const std::string a = name(s.a), b = name(s.b), c = name(s.c);
+        o << "lt::Tensor<" << ctype(s.dtype) << "> " << name(static_cast<int>(i)) << " = ";
+        switch (s.kind) {
+            case Kind::Leaf: {
+                o << "lt::tensor<" << ctype(s.dtype) << ">(std::vector<" << ctype(s.dtype) << ">{";
+                for (std::size_t k = 0; k < s.data.size(); ++k) o << (k ? ", " : "") << literal(s.dtype, s.data[k]);
+                o << "}, lt::Shape" << shape_str(s.shape) << ")";
+                break;
+            }
+            case Kind::Unary: o << "lt::" << lt::op_name(s.uop) << "(" << a << ")"; break;
+            case Kind::Binary:
+                o << "lt::" << lt::op_name(s.bop) << "(" << (s.scalar_side == 1 ? scalar_literal(s.value) : a) << ", "
+                  << (s.scalar_side == 2 ? scalar_literal(s.value) : b) << ")";
+                break;
+            case Kind::Where: o << "lt::where(" << a << ", " << b << ", " << c << ")"; break;
+            case Kind::Cast: o << "lt::cast<" << ctype(s.dtype) << ">(" << a << ")"; break;
+            case Kind::Reduce:
+                o << a << "." << red_name(s.red) << "(";
+                if (!s.all_axes || (s.keepdim && !s.shape.empty())) {
+                    Axes all;
+                    for (std::size_t k = 0; k < s.shape.size(); ++k) all.push_back(static_cast<int>(k));
+                    o << "lt::Axes" << axes_str(s.all_axes ? all : s.axes) << ", " << (s.keepdim ? "true" : "false");
+                }
+                o << ")";
+                break;
+            case Kind::Reshape: o << a << ".reshape(lt::Shape" << shape_str(s.target) << ")"; break;
+            case Kind::Permute: o << a << ".permute(lt::Axes" << axes_str(s.axes) << ")"; break;
+            case Kind::Expand: o << a << ".expand(lt::Shape" << shape_str(s.target) << ")"; break;
+            case Kind::Slice:
+                o << a << ".slice(" << s.axis << ", " << (s.start ? std::to_string(*s.start) : "{}") << ", "
+                  << (s.stop ? std::to_string(*s.stop) : "{}") << ", " << s.step << ")";
+                break;
+            case Kind::Pad: {
+                o << a << ".pad({";
+                for (std::size_t k = 0; k < s.before.size(); ++k) o << (k ? ", " : "") << "{" << s.before[k] << ", " << s.after[k] << "}";
+                const Scalar v = s.value.cast(s.dtype);
+                o << "}, " << literal(s.dtype, is_float(s.dtype) ? v.f : static_cast<double>(v.i)) << ")";
+                break;
+            }
+            case Kind::Flip: o << a << ".flip(lt::Axes" << axes_str(s.axes) << ")"; break;
+            case Kind::Matmul: o << "lt::matmul(" << a << ", " << b << ")"; break;
+        }
+        o << ";\n";
+    }
+    std::vector<std::string> outs;
+    for (std::size_t i = 0; i < p.steps.size(); ++i)
+        if (p.steps[i].output) outs.push_back(name(static_cast<int>(i)));
+    if (p.together && outs.size() > 1) {
+        o << "lt::realize({";
+        for (std::size_t k = 0; k < outs.size(); ++k) o << (k ? ", " : "") << outs[k];
+        o << "});\n";
+    }
+    return o.str();
+}
+
+/// The reference values of a step, printed (dc elements as "?").
+inline std::string ref_str(const Arr& r, std::size_t limit = 64) {
+    std::ostringstream o;
+    o << std::setprecision(9) << "{";
+    for (std::size_t k = 0; k < r.x.size() && k < limit; ++k) {
+        const Val& v = r.x[k];
+        o << (k ? ", " : "");
+        if (v.dc) o << "?";
+        else if (is_float(r.dtype)) o << v.v << (v.e > 0 ? "~" : "");
+        else o << v.i;
+    }
+    if (r.x.size() > limit) o << ", ...";
+    return o.str() + "}";
+}
+
+// ============================================================================== minimize
+
+/// Drops the steps nothing needs (keeps outputs and their ancestors); renumbers.
+inline Program prune(const Program& p) {
+    std::vector<bool> keep(p.steps.size(), false);
+    for (std::size_t i = p.steps.size(); i-- > 0;) {
+        const Step& s = p.steps[i];
+        if (s.output) keep[i] = true;
+        if (!keep[i]) continue;
+        for (int k : {s.a, s.b, s.c})
+            if (k >= 0) keep[static_cast<std::size_t>(k)] = true;
+    }
+    std::vector<int> renum(p.steps.size(), -1);
+    Program out = p;
+    out.steps.clear();
+    for (std::size_t i = 0; i < p.steps.size(); ++i) {
+        if (!keep[i]) continue;
+        Step s = p.steps[i];
+        for (int* k : {&s.a, &s.b, &s.c})
+            if (*k >= 0) *k = renum[static_cast<std::size_t>(*k)];
+        renum[i] = static_cast<int>(out.steps.size());
+        out.steps.push_back(std::move(s));
+    }
+    return out;
+}
+
+/// Shrinks a failing program while `fails` holds: keeps one output, replaces steps by their
+/// inputs or by leaves holding their reference values, and drops what is left unused.
+inline Program minimize(Program p, const std::function<bool(const Program&)>& fails, int output,
+                        double budget_seconds = 120) {
+    const auto start = std::chrono::steady_clock::now();
+    auto time_left = [&] {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < budget_seconds;
+    };
+    auto attempt = [&](const Program& q) {
+        Program r = prune(q);
+        if (r.steps.size() > p.steps.size() || !fails(r)) return false;
+        p = r;
+        return true;
+    };
+    if (output >= 0) {
+        Program q = p;
+        for (auto& s : q.steps) s.output = false;
+        q.steps[static_cast<std::size_t>(output)].output = true;
+        attempt(q);
+    }
+    if (p.together) {
+        Program q = p;
+        q.together = false;
+        attempt(q);
+    }
+    for (bool changed = true; changed && time_left();) {
+        changed = false;
+        for (std::size_t i = p.steps.size(); i-- > 0 && time_left();) {
+            if (i >= p.steps.size()) continue;
+            const Step s = p.steps[i];
+            if (s.kind == Kind::Leaf) continue;
+            // 1) Bypass the step: its users read one of its inputs instead.
+            bool done = false;
+            for (int k : {s.a, s.b, s.c}) {
+                if (done || k < 0) continue;
+                const Step& src = p.steps[static_cast<std::size_t>(k)];
+                if (src.dtype != s.dtype || !(src.shape == s.shape)) continue;
+                Program q = p;
+                for (auto& t : q.steps)
+                    for (int* x : {&t.a, &t.b, &t.c})
+                        if (*x == static_cast<int>(i)) *x = k;
+                if (s.output) q.steps[static_cast<std::size_t>(k)].output = true;
+                q.steps[i].output = false;
+                if (attempt(q)) done = changed = true;
+            }
+            if (done) break;
+            // 2) Replace a non-output step by a leaf holding its reference values.
+            if (!s.output) {
+                const auto ref = evaluate(p);
+                const Arr& r = ref[i];
+                Step leaf;
+                leaf.kind = Kind::Leaf;
+                leaf.dtype = s.dtype;
+                leaf.shape = s.shape;
+                for (const Val& v : r.x) leaf.data.push_back(v.dc ? 0 : is_float(s.dtype) ? v.v : static_cast<double>(v.i));
+                Program q = p;
+                q.steps[i] = leaf;
+                if (attempt(q)) {
+                    changed = true;
+                    break;
+                }
+            }
+        }
+    }
+    // 3) Simplify leaf values: zero, then one, where the failure stays.
+    for (std::size_t i = 0; i < p.steps.size() && time_left(); ++i) {
+        if (p.steps[i].kind != Kind::Leaf || p.steps[i].data.size() > 64) continue;
+        for (std::size_t k = 0; k < p.steps[i].data.size() && time_left(); ++k) {
+            for (double v : {0.0, 1.0}) {
+                if (p.steps[i].data[k] == v) break;
+                Program q = p;
+                q.steps[i].data[k] = v;
+                if (attempt(q)) break;
+            }
+        }
+    }
+    return p;
+}
+
+/// Everything a report needs for a failing program on a device.
+inline std::string report(const Program& p, Device d, const Failure& f) {
+    std::ostringstream o;
+    o << "seed " << p.seed << ", device " << d.str() << ": " << f.what << "\n";
+    o << "// realize mode: " << (p.together ? "together" : "one by one") << "\n" << to_cpp(p);
+    const auto ref = evaluate(p);
+    for (std::size_t i = 0; i < p.steps.size(); ++i)
+        if (p.steps[i].output) o << "// reference s" << i << " = " << ref_str(ref[i]) << "\n";
+    const Results res = run_on_device(p, d);
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < p.steps.size() && !res.failure.failed; ++i)
+        if (p.steps[i].output) {
+            Arr got{p.steps[i].dtype, p.steps[i].shape, {}};
+            for (double v : res.values[k]) {
+                Val x;
+                x.v = v;
+                x.i = static_cast<i64>(std::isfinite(v) ? v : 0);
+                got.x.push_back(x);
+            }
+            ++k;
+            o << "// " << d.str() << " s" << i << " = " << ref_str(got) << "\n";
+        }
+    return o.str();
+}
+
+}  // namespace fuzz

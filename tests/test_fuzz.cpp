@@ -1,0 +1,193 @@
+// The differential fuzzer (tests/fuzz/fuzz.hpp): random graphs on every device against a
+// double-precision reference.
+//
+//   test_fuzz                                  doctest: fixed seeds and regressions
+//   test_fuzz --fuzz-seconds 600 [--fuzz-seed 1000] [--fuzz-devices host,opencl:0]
+//   test_fuzz --fuzz-count 5000 ...            random seeds from START; on the first mismatch,
+//                                              prints the minimal failing graph and exits 1
+//   test_fuzz --fuzz-print SEED                prints the graph of a seed as C++
+//
+// The doctest seed range is LAZYTENSOR_FUZZ_SEEDS ("0:300" = seeds 0..299) when set.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include "common.hpp"
+#include "fuzz/fuzz.hpp"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+
+namespace {
+
+/// Runs one seed on every device; on a mismatch returns the report of the minimized graph.
+std::optional<std::string> run_seed(std::uint64_t seed, const std::vector<lt::Device>& devices, bool minimize,
+                                    fuzz::Stats* stats = nullptr) {
+    const fuzz::Program p = fuzz::generate(seed);
+    for (lt::Device d : devices) {
+        const fuzz::Failure f = fuzz::check(p, d, stats);
+        if (!f.failed) continue;
+        std::string text = "FUZZ MISMATCH " + fuzz::report(p, d, f);
+        if (minimize) {
+            const fuzz::Program small = fuzz::minimize(
+                p, [&](const fuzz::Program& q) { return fuzz::check(q, d).failed; }, f.output);
+            text += "\nminimized:\n" + fuzz::report(small, d, fuzz::check(small, d));
+        }
+        return text;
+    }
+    return std::nullopt;
+}
+
+/// The CI seeds for a device: 0..299 on the host (~4 s), 0..69 on OpenCL (~2 min with a cold PoCL
+/// cache, which compiles a few kernels a graph; ~10 s warm); LAZYTENSOR_FUZZ_SEEDS="lo:hi" for all.
+std::pair<std::uint64_t, std::uint64_t> ci_seeds(lt::Device d) {
+    std::uint64_t lo = 0, hi = d.kind == lt::Device::Kind::Host ? 300 : 70;
+    if (const char* env = std::getenv("LAZYTENSOR_FUZZ_SEEDS")) {
+        const std::string s = env;
+        const auto colon = s.find(':');
+        lo = std::stoull(s.substr(0, colon));
+        hi = colon == std::string::npos ? lo + 1 : std::stoull(s.substr(colon + 1));
+    }
+    return {lo, hi};
+}
+
+int fuzz_main(int argc, char** argv) {
+    double seconds = 0;
+    std::uint64_t count = 0, seed = 1000000, print = 0;
+    bool print_only = false;
+    std::vector<lt::Device> devices;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const std::string key = argv[i], value = argv[i + 1];
+        if (key == "--fuzz-seconds") seconds = std::stod(value);
+        else if (key == "--fuzz-count") count = std::stoull(value);
+        else if (key == "--fuzz-seed") seed = std::stoull(value);
+        else if (key == "--fuzz-print") print = std::stoull(value), print_only = true;
+        else if (key == "--fuzz-devices") {
+            std::stringstream s(value);
+            for (std::string item; std::getline(s, item, ',');) devices.push_back(lt::detail::parse_device(item));
+        } else {
+            std::cerr << "unknown option " << key << "\n";
+            return 2;
+        }
+    }
+    if (print_only) {
+        const fuzz::Program p = fuzz::generate(print);
+        std::cout << fuzz::to_cpp(p);
+        const auto ref = fuzz::evaluate(p);
+        for (std::size_t i = 0; i < p.steps.size(); ++i)
+            std::cout << "// s" << i << " " << lt::dtype_name(p.steps[i].dtype) << fuzz::shape_str(p.steps[i].shape)
+                      << " = " << fuzz::ref_str(ref[i], 16) << "\n";
+        return 0;
+    }
+    if (devices.empty())
+        for (const auto& info : lt::devices()) devices.push_back(info.device);
+    const auto start = std::chrono::steady_clock::now();
+    auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+    std::uint64_t done = 0;
+    fuzz::Stats stats;
+    std::cout << "fuzzing on";
+    for (auto d : devices) std::cout << " " << d.str();
+    std::cout << " from seed " << seed << std::endl;
+    for (; (count == 0 || done < count) && (seconds == 0 || elapsed() < seconds); ++done) {
+        if (count == 0 && seconds == 0) break;
+        const std::uint64_t s = seed + done;
+        if (auto failure = run_seed(s, devices, true, &stats)) {
+            std::cout << *failure << std::endl;
+            return 1;
+        }
+        if ((done + 1) % 50 == 0)
+            std::cout << "  " << done + 1 << " graphs, last seed " << s << ", " << static_cast<int>(elapsed()) << " s"
+                      << std::endl;
+    }
+    std::cout << "ok: " << done << " graphs (seeds " << seed << ".." << seed + done << ") on " << devices.size()
+              << " device(s) in " << elapsed() << " s; " << stats.steps << " steps, " << stats.outputs << " outputs, "
+              << stats.compared << " elements compared, " << stats.dont_care << " undetermined" << std::endl;
+    return 0;
+}
+
+}  // namespace
+
+TEST_CASE("fuzz: fixed seeds") {
+    for (lt::Device d : test_devices()) {
+        const auto [lo, hi] = ci_seeds(d);
+        for (std::uint64_t seed = lo; seed < hi; ++seed) {
+            const auto failure = run_seed(seed, {d}, false);
+            if (failure) FAIL_CHECK(*failure);
+        }
+    }
+}
+
+TEST_CASE("fuzz: the reference evaluator's own rules") {
+    // The reference must mark as undetermined what the library may legitimately compute either
+    // way, and decide everything else.
+    using fuzz::Val;
+    Val x;
+    x.v = 2.5;
+    CHECK(fuzz::unary_val(lt::UnaryOp::Round, x, lt::DType::Float32, lt::DType::Float32).v == 2.0);  // half to even
+    x.e = 1e-6;
+    CHECK(fuzz::unary_val(lt::UnaryOp::Round, x, lt::DType::Float32, lt::DType::Float32).dc);
+    CHECK(!fuzz::unary_val(lt::UnaryOp::Floor, x, lt::DType::Float32, lt::DType::Float32).dc);
+    Val big;
+    big.i = 200;
+    CHECK(fuzz::binary_val(lt::BinaryOp::Mul, big, big, lt::DType::UInt8, lt::DType::UInt8).i == (200 * 200) % 256);
+    Val m, n;
+    m.i = -7, n.i = 2;
+    CHECK(fuzz::binary_val(lt::BinaryOp::Remainder, m, n, lt::DType::Int32, lt::DType::Int32).i == 1);
+    CHECK(fuzz::binary_val(lt::BinaryOp::Fmod, m, n, lt::DType::Int32, lt::DType::Int32).i == -1);
+    CHECK(fuzz::binary_val(lt::BinaryOp::FloorDivide, m, n, lt::DType::Int32, lt::DType::Int32).i == -4);
+    // Every generated graph is valid (the library accepts it and agrees on dtypes and shapes).
+    for (std::uint64_t seed = 0; seed < 50; ++seed) {
+        const auto p = fuzz::generate(seed);
+        CHECK(!p.steps.empty());
+    }
+}
+
+TEST_CASE("fuzz: regressions") {
+    // Seeds whose graphs once failed, each for a reason now fixed (all were fuzzer bugs so far):
+    //   2:      a generator reference into the step vector dangled after adding a leaf;
+    //   103228: a float64 sum of ~47k repeated values: rounding errors add up systematically,
+    //           beyond a sqrt(n) estimate (the bound is now gamma_n);
+    //   103611: host float pow(4e-5, 1.997) is off by ~20 ulp (exp(b log a) in float); OpenCL
+    //           allows 16: the budget is now 16 + 2 |b log a| ulp.
+    //   201432: host float pow(x, 2) is powf for x < 0 (see the library check below).
+    for (std::uint64_t seed : {2, 103228, 103611, 201432}) {
+        const auto failure = run_seed(seed, test_devices(), false);
+        if (failure) FAIL_CHECK(*failure);
+    }
+    for_each_device([](lt::Device) {
+        // Hand-checked values of the ops whose semantics the reference encodes.
+        lt::Tensor<std::int32_t> a = lt::tensor<std::int32_t>(std::vector<std::int32_t>{-7, 7, -7, 5}, {4});
+        lt::Tensor<std::int32_t> b = lt::tensor<std::int32_t>(std::vector<std::int32_t>{2, -2, 0, -1}, {4});
+        lt::Tensor<std::int32_t> r = lt::remainder(a, b), q = lt::floor_divide(a, b), m = lt::fmod(a, b);
+        CHECK(r.to_vector() == std::vector<std::int32_t>{1, -1, 0, 0});
+        CHECK(q.to_vector() == std::vector<std::int32_t>{-4, -4, 0, -5});
+        CHECK(m.to_vector() == std::vector<std::int32_t>{-1, 1, 0, 0});
+        lt::Tensor<float> h = lt::tensor<float>(std::vector<float>{0.5f, 1.5f, 2.5f, -0.5f, -2.5f}, {5});
+        lt::Tensor<float> rounded = lt::round(h);
+        CHECK(rounded.to_vector() == std::vector<float>{0.0f, 2.0f, 2.0f, -0.0f, -2.0f});
+        lt::Tensor<std::uint8_t> u = lt::tensor<std::uint8_t>(std::vector<std::uint8_t>{200, 3}, {2});
+        lt::Tensor<std::uint8_t> sq = lt::mul(u, u);
+        CHECK(sq.to_vector() == std::vector<std::uint8_t>{64, 9});
+    });
+}
+
+TEST_CASE("fuzz: pow(x, 2) is x * x for negative x too" * doctest::may_fail()) {
+    // LIBRARY ISSUE (found by seed 201432, minimized): the host's SIMD pow selects a * a for
+    // b == 2, but lanes with a <= 0 are recomputed with std::pow (glibc powf), which is not
+    // correctly rounded: pow(-1.33506155f, 2) gives 1.7823894 where x * x is 1.78238928 (the
+    // comment in simd_ops.hpp says squares are exact "as std::pow is"). Marked may_fail until fixed.
+    // (OpenCL's pow may be off by 16 ulp, so only the host promises this.)
+    for_each_device([](lt::Device d) {
+        if (d.kind != lt::Device::Kind::Host) return;
+        const float x = -1.33506155f;
+        lt::Tensor<float> t = lt::tensor<float>(std::vector<float>{x, -x}, {2});
+        lt::Tensor<float> p = lt::pow(t, 2.0f);
+        CHECK(p.to_vector() == std::vector<float>{x * x, x * x});
+    });
+}
+
+int main(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i)
+        if (std::strncmp(argv[i], "--fuzz-", 7) == 0) return fuzz_main(argc, argv);
+    doctest::Context ctx(argc, argv);
+    return ctx.run();
+}
