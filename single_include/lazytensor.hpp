@@ -187,6 +187,13 @@ public:
     using Error::Error;
 };
 
+/// A device (or the host) ran out of memory, or an allocation would pass the limit set with
+/// lt::set_memory_limit. Tensors that exist stay usable; free some and try again.
+class OutOfMemoryError : public BackendError {
+public:
+    using BackendError::BackendError;
+};
+
 namespace detail {
 
 template <class... Parts>
@@ -974,6 +981,7 @@ inline Axes all_axes(std::size_t ndim) {
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <shared_mutex>
 #include <vector>
 
 // ---- lazytensor/core/device.hpp ----
@@ -1391,6 +1399,35 @@ struct Node : std::enable_shared_from_this<Node> {
     long holders() const { return weak_from_this().use_count(); }
 };
 
+/// Realize turns lazy nodes into buffer nodes in place (make_realized) while other threads may
+/// be building on them: graph builders read a node's op, sources and payload under this lock
+/// shared (GraphReadLock), and realize commits its results under it exclusively. A node's
+/// dtype, shape and device never change, so they are read without it.
+inline std::shared_mutex& graph_mutex() {
+    static std::shared_mutex m;
+    return m;
+}
+
+/// The graph lock, shared, for this scope; nested scopes on one thread lock once (a builder
+/// calls other builders).
+class GraphReadLock {
+public:
+    GraphReadLock() {
+        if (depth()++ == 0) graph_mutex().lock_shared();
+    }
+    GraphReadLock(const GraphReadLock&) = delete;
+    GraphReadLock& operator=(const GraphReadLock&) = delete;
+    ~GraphReadLock() {
+        if (--depth() == 0) graph_mutex().unlock_shared();
+    }
+
+private:
+    static int& depth() {
+        static thread_local int d = 0;
+        return d;
+    }
+};
+
 /// Makes `node` a realized view of `buffer`; drops its sources.
 inline void make_realized(Node& node, BufferPtr buffer, std::int64_t offset, Strides strides) {
     node.buffer = std::move(buffer);
@@ -1440,6 +1477,7 @@ inline NodePtr make(NodeKind kind, DType dtype, Device device, Shape shape) {
 }
 
 inline NodePtr with_sources(NodePtr n, std::initializer_list<NodePtr> sources) {
+    GraphReadLock lock;  // a source may be realized by another thread meanwhile
     for (auto& s : sources) {
         n->src[n->nsrc++] = s;
         // A read of a buffer, directly or through views, is recorded with it (see Buffer::add_reader).
@@ -1465,6 +1503,7 @@ inline NodePtr constant(Scalar value, DType dtype, Shape shape, Device device) {
 // ---------------------------------------------------------------------------------------- views
 
 inline NodePtr reshape(const NodePtr& x, Shape shape, const char* op = "lt::reshape") {
+    GraphReadLock lock;  // x may be realized by another thread meanwhile
     {
         Shape known_part = shape;
         for (auto& e : known_part)
@@ -1502,6 +1541,7 @@ inline NodePtr reshape(const NodePtr& x, Shape shape, const char* op = "lt::resh
 }
 
 inline NodePtr permute(const NodePtr& x, const Axes& perm, const char* op = "lt::permute") {
+    GraphReadLock lock;  // x may be realized by another thread meanwhile
     const std::size_t n = x->shape.size();
     if (perm.size() != n)
         fail<AxisError>(op, ": permutation ", perm, " has ", perm.size(), " axes but the tensor has ", n,
@@ -1537,6 +1577,7 @@ inline NodePtr transpose(const NodePtr& x, int a, int b) {
 
 /// Broadcasts x to `shape` (NumPy rules; -1 keeps an extent). Adds leading axes as a reshape.
 inline NodePtr expand(const NodePtr& x, Shape shape, const char* op = "lt::expand") {
+    GraphReadLock lock;  // x may be realized by another thread meanwhile
     if (shape.size() < x->shape.size())
         fail<ShapeError>(op, ": cannot expand shape ", x->shape, " to ", shape, ", which has fewer dimensions");
     const std::size_t lead = shape.size() - x->shape.size();
@@ -1562,6 +1603,7 @@ inline NodePtr expand(const NodePtr& x, Shape shape, const char* op = "lt::expan
 /// A window of x: per axis, result index i reads x at starts_steps[2k] + starts_steps[2k+1] * i.
 /// A window of a window is one window.
 inline NodePtr window(const NodePtr& x, SmallVector<std::int64_t, 12> starts_steps, Shape shape) {
+    GraphReadLock lock;  // x may be realized by another thread meanwhile
     bool identity = shape == x->shape;
     for (std::size_t k = 0; k < shape.size(); ++k)
         identity = identity && starts_steps[2 * k] == 0 && starts_steps[2 * k + 1] == 1;
@@ -1663,6 +1705,7 @@ inline NodePtr iota(const Shape& shape, int axis, Device device) {
 // ---------------------------------------------------------------------------------- element-wise
 
 inline NodePtr cast(const NodePtr& x, DType to) {
+    GraphReadLock lock;  // x may be realized by another thread meanwhile
     if (x->dtype == to) return x;
     if (x->kind == NodeKind::Const) return constant(x->value, to, x->shape, x->device);
     return with_sources(make(NodeKind::Cast, to, x->device, x->shape), {x});
@@ -1968,6 +2011,7 @@ inline NodePtr matmul(const NodePtr& a, const NodePtr& b) {
 #include <chrono>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -2539,6 +2583,25 @@ public:
 };
 
 }  // namespace lazytensor::detail
+// ---- lazytensor/runtime/check.hpp ----
+// Check mode (LAZYTENSOR_CHECK=1, or lt::set_check_enabled): every schedule item that has a
+// second implementation also runs on the host interpreter, the reference semantics, and the
+// two results must agree within a tolerance suited to the dtype:
+//   - a kernel on an OpenCL device: the same kernel IR interpreted on the host;
+//   - a compiled loop on the host (ir/static_kernel.hpp): the same IR interpreted;
+//   - a matrix product on an OpenCL device (CLBlast): the host's packed GEMM.
+// A difference throws a BackendError naming the kernel, the first differing element, and the
+// kernel's IR and generated source; realize has not committed anything then, so every tensor
+// stays usable. Slow (every kernel runs twice, with copies through host memory): for debugging.
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
 // ---- lazytensor/runtime/device.hpp ----
 // Devices at run time: the backend behind each device, the default device, and the
 // environment variables (LAZYTENSOR_DEVICE, LAZYTENSOR_THREADS, LAZYTENSOR_DEBUG).
@@ -2577,7 +2640,9 @@ public:
 // kernels compiled from the IR (cached by the IR's key) and launched on buffers, and matrix
 // products (a GEMM of the backend's own).
 
+#include <algorithm>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -2671,6 +2736,8 @@ private:
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <sstream>
+#include <string>
 #include <vector>
 
 
@@ -2792,7 +2859,35 @@ inline Kernel contiguous_copy(DType dtype, const Shape& batch, std::int64_t rows
     return k;
 }
 
+/// A GEMM's shape and operand layouts, as LAZYTENSOR_DEBUG=2 lists them.
+inline std::string to_string(const Gemm& g) {
+    std::ostringstream out;
+    auto layout = [&](const char* name, const MatrixLayout& l) {
+        out << "    " << name << ": offset " << l.offset << ", row stride " << l.row_stride << ", column stride "
+            << l.col_stride;
+        if (!l.batch_strides.empty()) out << ", batch strides " << l.batch_strides;
+        out << "\n";
+    };
+    out << "    gemm " << g.dtype << ": batch " << g.batch << ", m " << g.m << ", n " << g.n << ", k " << g.k << "\n";
+    layout("A", g.a);
+    layout("B", g.b);
+    return out.str();
+}
+
 }  // namespace lazytensor::detail::ir
+
+namespace lazytensor {
+
+/// The memory of one device's tensors, as lt::memory_stats reports it.
+struct MemoryStats {
+    std::size_t live_bytes = 0;    // in buffers that tensors (or a running schedule) hold now
+    std::size_t live_buffers = 0;  // how many such buffers
+    std::size_t peak_bytes = 0;    // the most live_bytes since the last lt::reset_peak_memory
+    std::size_t cached_bytes = 0;  // freed blocks the caching allocator keeps for reuse
+    std::size_t limit_bytes = 0;   // lt::set_memory_limit's limit on live_bytes; 0 for none
+};
+
+}  // namespace lazytensor
 
 namespace lazytensor::detail {
 
@@ -2808,7 +2903,61 @@ public:
     /// A human-readable name of the device ("host (2 threads, avx512bw)", an OpenCL device name).
     virtual std::string name() const = 0;
 
-    virtual BufferPtr allocate(DType dtype, std::int64_t numel) = 0;
+    /// A new buffer of `numel` elements (contents undefined). BackendError when no buffer that
+    /// large can exist on the device; OutOfMemoryError when memory runs out or the buffer would
+    /// pass the memory limit (set_memory_limit).
+    BufferPtr allocate(DType dtype, std::int64_t numel) {
+        std::size_t bytes = 0;
+        if (numel < 0 || __builtin_mul_overflow(static_cast<std::size_t>(numel), dtype_size(dtype), &bytes) ||
+            bytes > largest_buffer())
+            fail<BackendError>(device(), ": cannot allocate ", numel, " elements of ", dtype,
+                               ": the device's largest buffer is ", largest_buffer(), " bytes");
+        {
+            std::lock_guard<std::mutex> lock(memory_mutex_);
+            if (memory_.limit_bytes && memory_.live_bytes + bytes > memory_.limit_bytes)
+                fail<OutOfMemoryError>("out of memory on ", device(), ": allocating ", numel, " elements of ", dtype, " (",
+                                       bytes, " bytes) would pass the limit of ", memory_.limit_bytes,
+                                       " bytes set with lt::set_memory_limit (", memory_.live_bytes, " bytes in ",
+                                       memory_.live_buffers, " buffers are in use)");
+            account(bytes, +1);
+        }
+        void* handle = nullptr;
+        try {
+            handle = allocate_memory(bytes, numel, dtype);
+            return std::make_shared<Buffer>(device(), dtype, numel, handle, this);
+        } catch (...) {
+            if (handle) free_memory(handle, bytes);
+            std::lock_guard<std::mutex> lock(memory_mutex_);
+            account(bytes, -1);
+            throw;
+        }
+    }
+    /// Called by a Buffer's destructor.
+    void release(void* handle, std::size_t bytes) noexcept final {
+        {
+            std::lock_guard<std::mutex> lock(memory_mutex_);
+            account(bytes, -1);
+        }
+        free_memory(handle, bytes);
+    }
+
+    MemoryStats memory_stats() const {
+        std::lock_guard<std::mutex> lock(memory_mutex_);
+        MemoryStats s = memory_;
+        s.cached_bytes = cached_bytes();
+        return s;
+    }
+    void reset_peak_memory() {
+        std::lock_guard<std::mutex> lock(memory_mutex_);
+        memory_.peak_bytes = memory_.live_bytes;
+    }
+    /// Caps the bytes live buffers may hold (0: no cap). Buffers already live stay.
+    void set_memory_limit(std::size_t bytes) {
+        std::lock_guard<std::mutex> lock(memory_mutex_);
+        memory_.limit_bytes = bytes;
+    }
+    /// Gives the caching allocator's free blocks back to the system or driver.
+    virtual void release_cached() noexcept {}
     /// Copies `bytes` from host memory into the buffer at byte offset `at`.
     virtual void write(Buffer& dst, std::size_t at, const void* src, std::size_t bytes) = 0;
     /// Copies `bytes` from the buffer at byte offset `at` into host memory.
@@ -2857,8 +3006,31 @@ public:
 protected:
     virtual std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel) = 0;
 
+    /// The largest buffer the device can hold, in bytes.
+    virtual std::size_t largest_buffer() const = 0;
+    /// `bytes` of device memory (from the backend's cache, or new); OutOfMemoryError or
+    /// BackendError on failure.
+    virtual void* allocate_memory(std::size_t bytes, std::int64_t numel, DType dtype) = 0;
+    /// Frees (or caches) what allocate_memory returned.
+    virtual void free_memory(void* handle, std::size_t bytes) noexcept = 0;
+    /// Bytes held by the caching allocator.
+    virtual std::size_t cached_bytes() const { return 0; }
+
 private:
+    void account(std::size_t bytes, int sign) {
+        if (sign > 0) {
+            memory_.live_bytes += bytes;
+            ++memory_.live_buffers;
+            memory_.peak_bytes = std::max(memory_.peak_bytes, memory_.live_bytes);
+        } else {
+            memory_.live_bytes -= bytes;
+            --memory_.live_buffers;
+        }
+    }
+
     LruCache<CompiledKernel> cache_{4096};
+    mutable std::mutex memory_mutex_;
+    MemoryStats memory_;  // cached_bytes is filled in on request
 };
 
 }  // namespace lazytensor::detail
@@ -4535,7 +4707,8 @@ public:
                 s.half = k.params[static_cast<std::size_t>(st.param)].dtype == DType::Float16;
                 s.variant = !p.outer && (!s.access.a_invariant || !p.instrs[static_cast<std::size_t>(st.value)].invariant);
                 const std::int64_t written = s.variant ? o_.total * a_.total : o_.total;
-                s.stream = written * static_cast<std::int64_t>(s.esize) >= LAZYTENSOR_HOST_STREAM_MIN;
+                // (written * esize can pass int64 for a domain that is refused later, at allocation)
+                s.stream = written >= LAZYTENSOR_HOST_STREAM_MIN / static_cast<std::int64_t>(s.esize);
                 p.stores.push_back(std::move(s));
             }
             if (ph.kind == ir::Phase::Kind::Reduce) {
@@ -5225,38 +5398,8 @@ public:
                       simd_arch::name(), ")");
     }
 
-    BufferPtr allocate(DType dtype, std::int64_t numel) override {
-        std::size_t bytes = 0;
-        if (numel < 0 || __builtin_mul_overflow(static_cast<std::size_t>(numel), dtype_size(dtype), &bytes) ||
-            bytes > (std::size_t(1) << 62))
-            fail<BackendError>("host: cannot allocate ", numel, " elements of ", dtype, ": the size does not fit in memory");
-        // Where the kernel overcommits memory, malloc of more than the machine has succeeds and
-        // the process is killed once the pages are touched: refuse such a buffer here instead.
-        if (const std::size_t total = memory_bytes(); total && bytes > total)
-            fail<BackendError>("host: out of memory allocating ", numel, " elements of ", dtype, " (", bytes,
-                               " bytes): more than this machine's ", total, " bytes of memory and swap");
-        void* p = take_block(block_size(bytes));
-        if (!p)
-            fail<BackendError>("host: out of memory allocating ", numel, " elements of ", dtype, " (", bytes,
-                               " bytes)");
-        return std::make_shared<Buffer>(device(), dtype, numel, p, this);
-    }
-
-    void release(void* handle, std::size_t bytes) noexcept override {
-        const std::size_t size = block_size(bytes);
-        if (size >= kCachedMin) {
-            std::lock_guard<std::mutex> lock(cache_mutex_);
-            if (cached_bytes_ + size <= cache_limit_) {
-                cached_.emplace(size, handle);
-                cached_bytes_ += size;
-                return;
-            }
-        }
-        std::free(handle);
-    }
-
     /// Returns every cached free block to the system.
-    void release_cached() noexcept {
+    void release_cached() noexcept override {
         std::lock_guard<std::mutex> lock(cache_mutex_);
         for (auto& [size, p] : cached_) std::free(p);
         cached_.clear();
@@ -5288,6 +5431,39 @@ public:
 protected:
     std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel) override {
         return std::make_shared<HostKernel>(kernel, pool_.size());
+    }
+
+    std::size_t largest_buffer() const override { return std::size_t(1) << 62; }
+
+    void* allocate_memory(std::size_t bytes, std::int64_t numel, DType dtype) override {
+        // Where the kernel overcommits memory, malloc of more than the machine has succeeds and
+        // the process is killed once the pages are touched: refuse such a buffer here instead.
+        if (const std::size_t total = memory_bytes(); total && bytes > total)
+            fail<OutOfMemoryError>("out of memory on host: allocating ", numel, " elements of ", dtype, " (", bytes,
+                                   " bytes), more than this machine's ", total, " bytes of memory and swap");
+        void* p = take_block(block_size(bytes));
+        if (!p)
+            fail<OutOfMemoryError>("out of memory on host: allocating ", numel, " elements of ", dtype, " (", bytes,
+                                   " bytes) failed; free tensors that are no longer needed and try again");
+        return p;
+    }
+
+    void free_memory(void* handle, std::size_t bytes) noexcept override {
+        const std::size_t size = block_size(bytes);
+        if (size >= kCachedMin) {
+            std::lock_guard<std::mutex> lock(cache_mutex_);
+            if (cached_bytes_ + size <= cache_limit_) {
+                cached_.emplace(size, handle);
+                cached_bytes_ += size;
+                return;
+            }
+        }
+        std::free(handle);
+    }
+
+    std::size_t cached_bytes() const override {
+        std::lock_guard<std::mutex> lock(cache_mutex_);
+        return cached_bytes_;
     }
 
 private:
@@ -5335,7 +5511,7 @@ private:
     }
 
     ThreadPool pool_;
-    std::mutex cache_mutex_;
+    mutable std::mutex cache_mutex_;
     std::multimap<std::size_t, void*> cached_;
     std::size_t cached_bytes_ = 0;
     std::size_t cache_limit_;
@@ -5454,12 +5630,25 @@ inline const char* status_name(cl_int status) {
     return "unknown OpenCL status";
 }
 
+/// What a status that means the device went away adds to an error message.
+inline const char* lost_device_hint(cl_int status) {
+    return status == CL_INVALID_COMMAND_QUEUE || status == CL_DEVICE_NOT_AVAILABLE
+               ? "; the device's queue is gone: the device may have been lost or reset"
+               : "";
+}
+
 /// Throws BackendError naming the call and the status ("clBuildProgram failed: CL_OUT_OF_RESOURCES (-5)").
+/// A failed allocation (drivers allocate device memory lazily, so any call that first touches
+/// a buffer may report it) is an OutOfMemoryError.
 template <class... Context>
 inline void check(cl_int status, const char* call, const Context&... context) {
+    if (status == CL_MEM_OBJECT_ALLOCATION_FAILURE)
+        fail<OutOfMemoryError>("OpenCL: out of device memory: ", call, " failed: ", status_name(status), " (", status,
+                               ")", (sizeof...(context) ? " " : ""), context...,
+                               "; free tensors that are no longer needed and try again");
     if (status != CL_SUCCESS)
         fail<BackendError>("OpenCL: ", call, " failed: ", status_name(status), " (", status, ")",
-                           (sizeof...(context) ? " " : ""), context...);
+                           (sizeof...(context) ? " " : ""), context..., lost_device_hint(status));
 }
 
 // ------------------------------------------------------------------------------------ queries
@@ -6950,39 +7139,8 @@ public:
 
     // ------------------------------------------------------------------------------- memory
 
-    BufferPtr allocate(DType dtype, std::int64_t numel) override {
-        std::size_t bytes = 0;
-        if (numel < 0 || __builtin_mul_overflow(static_cast<std::size_t>(numel), dtype_size(dtype), &bytes) ||
-            bytes > max_alloc_)
-            fail<BackendError>(describe(), ": cannot allocate ", numel, " elements of ", dtype,
-                               ": the device's largest buffer is ", max_alloc_, " bytes");
-        const std::size_t size = block_size(bytes);
-        if (cl_mem m = take_cached(size)) return std::make_shared<Buffer>(device(), dtype, numel, m, this);
-        cl_int err = CL_SUCCESS;
-        cl_mem m = clCreateBuffer(context_, CL_MEM_READ_WRITE, size, nullptr, &err);
-        if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES || err == CL_OUT_OF_HOST_MEMORY) {
-            release_cached();  // give the cached blocks back, then try once more
-            m = clCreateBuffer(context_, CL_MEM_READ_WRITE, size, nullptr, &err);
-        }
-        check(err, "clCreateBuffer", concat("allocating ", numel, " elements of ", dtype, " (", bytes, " bytes) on ", describe()));
-        return std::make_shared<Buffer>(device(), dtype, numel, m, this);
-    }
-
-    void release(void* handle, std::size_t bytes) noexcept override {
-        const std::size_t size = block_size(bytes);
-        {
-            std::lock_guard<std::mutex> lock(cache_mutex_);
-            if (cached_bytes_ + size <= cache_limit_) {
-                cached_.emplace(size, static_cast<cl_mem>(handle));
-                cached_bytes_ += size;
-                return;
-            }
-        }
-        clReleaseMemObject(static_cast<cl_mem>(handle));
-    }
-
     /// Returns every cached free buffer to the driver.
-    void release_cached() noexcept {
+    void release_cached() noexcept override {
         std::lock_guard<std::mutex> lock(cache_mutex_);
         for (auto& [size, m] : cached_) clReleaseMemObject(m);
         cached_.clear();
@@ -7052,7 +7210,8 @@ public:
         if (status != clblast::StatusCode::kSuccess)
             fail<BackendError>("OpenCL: CLBlast ", gemm_routine(spec), " failed on ", describe(), ": ",
                                clblast_status_name(status), " (", static_cast<int>(status), ") for ", spec.dtype,
-                               " batch ", spec.batch, ", m ", spec.m, ", n ", spec.n, ", k ", spec.k);
+                               " batch ", spec.batch, ", m ", spec.m, ", n ", spec.n, ", k ", spec.k,
+                               lost_device_hint(static_cast<cl_int>(status)));  // CLBlast reuses OpenCL's codes
         // Enqueueing takes microseconds; a slow call is CLBlast compiling its kernels.
         if (enqueue_ms > 20 && debug_level() >= 1)
             std::cerr << "[lazytensor] CLBlast compiled its " << (spec.dtype == DType::Float64 ? "d" : "s")
@@ -7114,6 +7273,10 @@ public:
 
     std::string describe() const { return concat(device().str(), " (", device_name_, ")"); }
 
+    /// Tests only: replaces the command queue and returns the old one. A null queue stands in
+    /// for a device that was lost mid-run (every call then fails with CL_INVALID_COMMAND_QUEUE).
+    cl_command_queue exchange_queue(cl_command_queue queue) { return std::exchange(queue_, queue); }
+
 protected:
     std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel) override {
         DeviceTraits traits = traits_;
@@ -7145,6 +7308,43 @@ protected:
                 fail<BackendError>("OpenCL: ", describe(), " cannot run the kernel with any work-group size");
             traits.max_work_group = p;
         }
+    }
+
+    std::size_t largest_buffer() const override { return static_cast<std::size_t>(max_alloc_); }
+
+    void* allocate_memory(std::size_t bytes, std::int64_t numel, DType dtype) override {
+        const std::size_t size = block_size(bytes);
+        if (cl_mem m = take_cached(size)) return m;
+        cl_int err = CL_SUCCESS;
+        cl_mem m = clCreateBuffer(context_, CL_MEM_READ_WRITE, size, nullptr, &err);
+        if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES || err == CL_OUT_OF_HOST_MEMORY) {
+            release_cached();  // give the cached blocks back, then try once more
+            m = clCreateBuffer(context_, CL_MEM_READ_WRITE, size, nullptr, &err);
+        }
+        if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES || err == CL_OUT_OF_HOST_MEMORY)
+            fail<OutOfMemoryError>("out of memory on ", describe(), ": allocating ", numel, " elements of ", dtype, " (",
+                                   bytes, " bytes) failed: clCreateBuffer: ", status_name(err),
+                                   "; free tensors that are no longer needed and try again");
+        check(err, "clCreateBuffer", concat("allocating ", numel, " elements of ", dtype, " (", bytes, " bytes) on ", describe()));
+        return m;
+    }
+
+    void free_memory(void* handle, std::size_t bytes) noexcept override {
+        const std::size_t size = block_size(bytes);
+        {
+            std::lock_guard<std::mutex> lock(cache_mutex_);
+            if (cached_bytes_ + size <= cache_limit_) {
+                cached_.emplace(size, static_cast<cl_mem>(handle));
+                cached_bytes_ += size;
+                return;
+            }
+        }
+        clReleaseMemObject(static_cast<cl_mem>(handle));
+    }
+
+    std::size_t cached_bytes() const override {
+        std::lock_guard<std::mutex> lock(cache_mutex_);
+        return cached_bytes_;
     }
 
 private:
@@ -7248,7 +7448,7 @@ private:
     DeviceTraits traits_;
     cl_ulong max_alloc_ = 0;
 
-    std::mutex cache_mutex_;
+    mutable std::mutex cache_mutex_;
     std::multimap<std::size_t, cl_mem> cached_;
     std::size_t cached_bytes_ = 0;
     std::size_t cache_limit_ = 0;
@@ -7396,6 +7596,22 @@ inline std::vector<DeviceInfo> devices() {
     return out;
 }
 
+/// How much memory the tensors on `d` hold (live, peak, cached by the allocator, the limit).
+/// DeviceError if `d` is not available.
+inline MemoryStats memory_stats(Device d) { return detail::backend_for(d).memory_stats(); }
+
+/// Starts a new peak: memory_stats(d).peak_bytes becomes the live bytes now.
+inline void reset_peak_memory(Device d) { detail::backend_for(d).reset_peak_memory(); }
+
+/// Caps the bytes that live buffers on `d` may hold (0: no cap, the default). An allocation past
+/// it throws OutOfMemoryError, as a full device does, and leaves every tensor usable. Tensors
+/// that already exist are kept even when they hold more.
+inline void set_memory_limit(Device d, std::size_t bytes) { detail::backend_for(d).set_memory_limit(bytes); }
+
+/// Gives the free blocks that the caching allocator keeps for reuse on `d` back to the system
+/// (the host) or the driver (OpenCL), as torch.cuda.empty_cache does.
+inline void empty_cache(Device d) { detail::backend_for(d).release_cached(); }
+
 /// Waits until every kernel launched on `d` has finished (realize() only enqueues on OpenCL
 /// devices; reading a result waits by itself). DeviceError if `d` is not available.
 inline void synchronize(Device d) { detail::backend_for(d).synchronize(); }
@@ -7432,6 +7648,7 @@ inline void set_default_device(Device d) {
 // the outputs, in a fixed depth-first order) finds the plan made for the first one, so the
 // repeat skips grouping and lowering: nodes are named by their position in that order.
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -8378,12 +8595,16 @@ class PlanCache {
 public:
     std::shared_ptr<const Plan> get(const GraphWalk& w) {
         if (auto hit = plans_.find(w.signature)) return hit;
+        ++made_;
         return plans_.insert(w.signature, std::make_shared<const Plan>(make_plan(w))).first;
     }
     std::size_t size() const { return plans_.size(); }
+    /// How many plans were made (cache misses) since the start.
+    std::size_t made() const { return made_.load(); }
 
 private:
     LruCache<const Plan> plans_{1024};
+    std::atomic<std::size_t> made_{0};
 };
 
 inline PlanCache& plan_cache() {
@@ -8392,6 +8613,156 @@ inline PlanCache& plan_cache() {
 }
 
 }  // namespace lazytensor::detail
+
+namespace lazytensor {
+
+namespace detail {
+inline std::atomic<bool>& check_flag() {
+    static std::atomic<bool> on{[] {
+        const char* v = std::getenv("LAZYTENSOR_CHECK");
+        return v && v[0] && v[0] != '0';
+    }()};
+    return on;
+}
+
+/// Tests only: called with an item's output buffer after it ran, before check mode compares
+/// it (a hook that corrupts the result stands in for a miscompiled kernel).
+inline std::function<void(Buffer&)>& after_launch_hook() {
+    static std::function<void(Buffer&)> hook;
+    return hook;
+}
+}  // namespace detail
+
+/// Whether check mode is on (LAZYTENSOR_CHECK=1 at start).
+inline bool check_enabled() { return detail::check_flag().load(); }
+/// Turns check mode on or off for the following realizes.
+inline void set_check_enabled(bool on) { detail::check_flag().store(on); }
+
+namespace detail {
+
+/// The relative and absolute (times the output's largest magnitude) tolerances of check mode:
+/// the host and a device may round transcendentals differently and sum in another order.
+struct CheckTolerance {
+    double rtol, atol;
+};
+inline CheckTolerance check_tolerance(DType t) {
+    switch (t) {
+        case DType::Float16: return {1e-2, 1e-3};
+        case DType::Float32: return {1e-4, 1e-5};
+        case DType::Float64: return {1e-10, 1e-12};
+        default: return {0, 0};  // integers and bool: exact
+    }
+}
+
+inline double element_as_double(const unsigned char* data, DType t, std::int64_t i) {
+    const std::size_t size = dtype_size(t);
+    const unsigned char* p = data + static_cast<std::size_t>(i) * size;
+    switch (t) {
+#define LAZYTENSOR_X(name, type, text)                                           \
+    case DType::name: {                                                          \
+        using Stored = std::conditional_t<std::is_same_v<type, bool>, std::uint8_t, type>; \
+        Stored v;                                                                \
+        std::memcpy(&v, p, sizeof v);                                            \
+        return static_cast<double>(v);                                           \
+    }
+        LAZYTENSOR_DTYPES(LAZYTENSOR_X)
+#undef LAZYTENSOR_X
+    }
+    return 0;
+}
+
+/// One item run twice: snapshots of its buffers in host memory, taken before it runs on its
+/// backend (an assign overwrites its target), then the host's run and the comparison.
+class KernelCheck {
+public:
+    /// Whether `p` on `backend` has a second implementation to compare with.
+    static bool applies(const PlannedItem& p, const Backend& backend) {
+        if (p.view_only) return false;
+        if (backend.device().kind != Device::Kind::Host) return true;
+        return !p.gemm_item && p.kernel.candidate;  // a compiled loop: compare with the interpreter
+    }
+
+    KernelCheck(const PlannedItem& p, const std::vector<Buffer*>& params, bool output_is_read) : item_(p) {
+        std::unordered_map<const Buffer*, BufferPtr> copies;  // one copy per buffer: in-place kernels alias
+        for (std::size_t k = 0; k < params.size(); ++k) {
+            const Buffer* b = params[k];
+            const bool output = k + 1 == params.size();
+            auto it = copies.find(b);
+            if (it == copies.end()) {
+                BufferPtr copy = host_backend().allocate(b->dtype(), b->numel());
+                if (!output || output_is_read) backend_for(b->device()).read(*b, 0, copy->handle(), b->bytes());
+                it = copies.emplace(b, std::move(copy)).first;
+            }
+            host_params_.push_back(it->second);
+        }
+    }
+
+    /// Runs the item on the host and compares with `out`, the backend's result.
+    void verify(std::size_t index, std::size_t count, Backend& backend, const Buffer& out) const {
+        std::vector<Buffer*> params;
+        for (const BufferPtr& b : host_params_) params.push_back(b.get());
+        const char* reference = run_on_host(params);
+        Buffer& expected = *params.back();
+        std::vector<unsigned char> got(out.bytes());
+        backend.read(out, 0, got.data(), got.size());
+        const auto* want = static_cast<const unsigned char*>(expected.handle());
+        const DType t = out.dtype();
+        const std::int64_t n = out.numel();
+        const CheckTolerance tol = check_tolerance(t);
+        double scale = 0;
+        if (is_floating(t))
+            for (std::int64_t i = 0; i < n; ++i)
+                if (std::isfinite(element_as_double(want, t, i))) scale = std::max(scale, std::fabs(element_as_double(want, t, i)));
+        std::int64_t first = -1, differing = 0;
+        for (std::int64_t i = 0; i < n; ++i) {
+            bool same;
+            if (!is_floating(t)) {
+                const std::size_t size = dtype_size(t);
+                same = std::memcmp(got.data() + i * size, want + i * size, size) == 0;
+            } else {
+                const double a = element_as_double(got.data(), t, i), b = element_as_double(want, t, i);
+                same = (std::isnan(a) && std::isnan(b)) || a == b ||
+                       std::fabs(a - b) <= tol.rtol * std::fabs(b) + tol.atol * scale;
+            }
+            if (!same && differing++ == 0) first = i;
+        }
+        if (!differing) return;
+        std::ostringstream msg;
+        msg << "LAZYTENSOR_CHECK: " << (item_.gemm_item ? "matmul " : "kernel ") << index << " of " << count
+            << " on " << backend.device() << " (" << backend.name() << ") disagrees with " << reference << ": "
+            << differing << " of " << n << " elements of its " << t << " output differ; the first is element "
+            << first << ": " << element_as_double(got.data(), t, first) << " on " << backend.device() << ", "
+            << element_as_double(want, t, first) << " from the reference";
+        if (is_floating(t)) msg << " (tolerance " << tol.rtol << " relative + " << tol.atol * scale << " absolute)";
+        msg << "\n--- " << (item_.gemm_item ? "matmul" : "kernel IR") << " ---\n"
+            << (item_.gemm_item ? ir::to_string(item_.gemm) : ir::to_string(item_.kernel));
+        if (!item_.gemm_item && item_.compiled) {
+            const std::string source = backend.kernel_source(*item_.compiled);
+            if (!source.empty()) msg << "--- generated source ---\n" << source;
+        }
+        fail<BackendError>(msg.str());
+    }
+
+private:
+    /// Runs the item on the host; says what ran it.
+    const char* run_on_host(const std::vector<Buffer*>& params) const {
+        Backend& host = host_backend();
+        if (item_.gemm_item) {
+            host.gemm(item_.gemm, *params[0], *params[1], *params[2]);
+            return "the host's packed GEMM";
+        }
+        ir::Kernel interpreted = item_.kernel;
+        interpreted.candidate = nullptr;  // the interpreter, not a compiled loop
+        host.launch(*host.get_kernel(interpreted), params);
+        return "the host interpreter";
+    }
+
+    const PlannedItem& item_;
+    std::vector<BufferPtr> host_params_;
+};
+
+}  // namespace detail
+}  // namespace lazytensor
 
 namespace lazytensor {
 
@@ -8416,21 +8787,6 @@ inline std::recursive_mutex& realize_mutex() {
 
 inline std::string describe(const Node* n) { return concat(n->dtype, n->shape); }
 
-/// A GEMM's shape and operand layouts, as LAZYTENSOR_DEBUG=2 lists them.
-inline std::string describe(const ir::Gemm& g) {
-    std::ostringstream out;
-    auto layout = [&](const char* name, const ir::MatrixLayout& l) {
-        out << "    " << name << ": offset " << l.offset << ", row stride " << l.row_stride << ", column stride "
-            << l.col_stride;
-        if (!l.batch_strides.empty()) out << ", batch strides " << l.batch_strides;
-        out << "\n";
-    };
-    out << "    gemm " << g.dtype << ": batch " << g.batch << ", m " << g.m << ", n " << g.n << ", k " << g.k << "\n";
-    layout("A", g.a);
-    layout("B", g.b);
-    return out.str();
-}
-
 inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
     ScheduleItem item;
     item.kind = p.view_only ? "view" : p.gemm_item ? "matmul" : "kernel";
@@ -8439,7 +8795,7 @@ inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
     for (int in : p.inputs) item.inputs.push_back(describe(w.node(in)));
     item.output = describe(w.node(p.root));
     if (p.gemm_item) {
-        item.ir = describe(p.gemm);
+        item.ir = ir::to_string(p.gemm);
         return item;
     }
     item.phases = static_cast<int>(p.kernel.phases.size());
@@ -8584,11 +8940,15 @@ inline void realize_nodes(const std::vector<Node*>& nodes) {
         params.clear();
         for (int in : p.inputs) params.push_back(buffer_of(in).get());
         params.push_back(out.get());
+        std::optional<KernelCheck> check;
+        if (check_enabled() && KernelCheck::applies(p, backend)) check.emplace(p, params, root->kind == NodeKind::Assign);
         auto run = [&] {
             if (p.gemm_item)
                 backend.gemm(p.gemm, *params[0], *params[1], *params[2]);
             else
                 backend.launch(*p.compiled, params);
+            if (after_launch_hook()) after_launch_hook()(*out);
+            if (check) check->verify(i, items.size(), backend, *out);
         };
         if (level >= 3) {
             const auto t1 = std::chrono::steady_clock::now();
@@ -8607,7 +8967,8 @@ inline void realize_nodes(const std::vector<Node*>& nodes) {
                 produced[static_cast<std::size_t>(in)].reset();
     }
 
-    // Commit: every kernel has run.
+    // Commit: every kernel has run. Other threads may be building on these nodes.
+    std::unique_lock<std::shared_mutex> commit(graph_mutex());
     for (const PlannedItem& p : items) {
         if (!kept[static_cast<std::size_t>(p.root)]) continue;
         Node* n = node(p.root);
@@ -8845,7 +9206,10 @@ public:
     /// The device the value lives (or will be computed) on.
     Device device() const { return node().device; }
     /// True once the value has been computed into a buffer.
-    bool is_realized() const { return node_ && node_->realized(); }
+    bool is_realized() const {
+        detail::GraphReadLock lock;  // another thread may be realizing it
+        return node_ && node_->realized();
+    }
 
     /// Writes `value` (a tensor, expression or scalar, broadcast to this shape and converted to
     /// T) into this tensor's memory, now. Every tensor that shares the memory sees it: views

@@ -3,6 +3,8 @@
 // that fails to build and a corrupt or unwritable disk cache are in test_opencl.cpp.)
 #include "common.hpp"
 
+#include <optional>
+
 namespace {
 
 /// Turns check mode on for a scope, and the result-corrupting hook off at its end.
@@ -128,7 +130,8 @@ TEST_CASE("a device that runs out of memory gives OutOfMemoryError and loses not
 #if LAZYTENSOR_OPENCL
         gpu = d != lt::Device::host() && lt::detail::opencl::opencl_backend(d.index).kind() == "gpu";
 #endif
-        if (!gpu) lt::set_memory_limit(d, 1 << 20);
+        std::optional<MemoryLimit> limit;
+        if (!gpu) limit.emplace(d, 1 << 20);
         const std::int64_t chunk = gpu ? std::int64_t(1) << 28 : 1 << 16;  // 1 GiB or 256 KiB of floats
         lt::Tensor<float> keep = lt::tensor<float>({1, 2, 3});
         lt::Tensor<float> lazy = lt::full<float>({chunk}, 1.0f) * keep.sum();  // needs a chunk too
@@ -157,7 +160,7 @@ TEST_CASE("a device that runs out of memory gives OutOfMemoryError and loses not
         CHECK(hogs.front().to_vector()[0] == 0.0f);
         CHECK(hogs.back().to_vector()[static_cast<std::size_t>(chunk - 1)] == float(hogs.size() - 1));
         hogs.clear();
-        lt::set_memory_limit(d, 0);
+        limit.reset();
         CHECK(lazy.to_vector()[static_cast<std::size_t>(chunk - 1)] == 6.0f);
         CHECK(keep.to_vector() == std::vector<float>{1, 2, 3});
     });

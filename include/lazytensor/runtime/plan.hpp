@@ -6,6 +6,7 @@
 // repeat skips grouping and lowering: nodes are named by their position in that order.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -147,12 +148,16 @@ class PlanCache {
 public:
     std::shared_ptr<const Plan> get(const GraphWalk& w) {
         if (auto hit = plans_.find(w.signature)) return hit;
+        ++made_;
         return plans_.insert(w.signature, std::make_shared<const Plan>(make_plan(w))).first;
     }
     std::size_t size() const { return plans_.size(); }
+    /// How many plans were made (cache misses) since the start.
+    std::size_t made() const { return made_.load(); }
 
 private:
     LruCache<const Plan> plans_{1024};
+    std::atomic<std::size_t> made_{0};
 };
 
 inline PlanCache& plan_cache() {

@@ -231,7 +231,8 @@ public:
                 s.half = k.params[static_cast<std::size_t>(st.param)].dtype == DType::Float16;
                 s.variant = !p.outer && (!s.access.a_invariant || !p.instrs[static_cast<std::size_t>(st.value)].invariant);
                 const std::int64_t written = s.variant ? o_.total * a_.total : o_.total;
-                s.stream = written * static_cast<std::int64_t>(s.esize) >= LAZYTENSOR_HOST_STREAM_MIN;
+                // (written * esize can pass int64 for a domain that is refused later, at allocation)
+                s.stream = written >= LAZYTENSOR_HOST_STREAM_MIN / static_cast<std::int64_t>(s.esize);
                 p.stores.push_back(std::move(s));
             }
             if (ph.kind == ir::Phase::Kind::Reduce) {
