@@ -168,6 +168,20 @@ inline double ref_max(double a, double b) { return (a > b || std::isnan(a)) ? a 
 inline double ref_min(double a, double b) { return (a < b || std::isnan(a)) ? a : b; }
 inline double ref_add(double a, double b) { return a + b; }
 
+/// The double reference of an [m, k] x [k, n] matrix product.
+inline Ref ref_matmul_2d(const Ref& a, const Ref& b) {
+    const std::int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1];
+    Ref out{{m, n}, std::vector<double>(static_cast<std::size_t>(m * n), 0.0)};
+    for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t j = 0; j < n; ++j) {
+            double acc = 0;
+            for (std::int64_t p = 0; p < k; ++p)
+                acc += a.v[static_cast<std::size_t>(i * k + p)] * b.v[static_cast<std::size_t>(p * n + j)];
+            out.v[static_cast<std::size_t>(i * n + j)] = acc;
+        }
+    return out;
+}
+
 /// Checks shape and every element against the reference, within rtol * |ref| + atol.
 /// NaN must match NaN, infinities must match exactly.
 template <class E>

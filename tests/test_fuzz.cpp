@@ -142,13 +142,13 @@ TEST_CASE("fuzz: the reference evaluator's own rules") {
 }
 
 TEST_CASE("fuzz: regressions") {
-    // Seeds whose graphs once failed, each for a reason now fixed (all were fuzzer bugs so far):
+    // Seeds whose graphs once failed, each for a reason now fixed (fuzzer bugs, except 201432):
     //   2:      a generator reference into the step vector dangled after adding a leaf;
     //   103228: a float64 sum of ~47k repeated values: rounding errors add up systematically,
     //           beyond a sqrt(n) estimate (the bound is now gamma_n);
     //   103611: host float pow(4e-5, 1.997) is off by ~20 ulp (exp(b log a) in float); OpenCL
     //           allows 16: the budget is now 16 + 2 |b log a| ulp.
-    //   201432: host float pow(x, 2) is powf for x < 0 (see the library check below).
+    //   201432: host float pow(x, 2) was powf for x < 0, a library bug (the case below).
     for (std::uint64_t seed : {2, 103228, 103611, 201432}) {
         const auto failure = run_seed(seed, test_devices(), false);
         if (failure) FAIL_CHECK(*failure);
@@ -170,12 +170,11 @@ TEST_CASE("fuzz: regressions") {
     });
 }
 
-TEST_CASE("fuzz: pow(x, 2) is x * x for negative x too" * doctest::may_fail()) {
-    // LIBRARY ISSUE (found by seed 201432, minimized): the host's SIMD pow selects a * a for
-    // b == 2, but lanes with a <= 0 are recomputed with std::pow (glibc powf), which is not
-    // correctly rounded: pow(-1.33506155f, 2) gives 1.7823894 where x * x is 1.78238928 (the
-    // comment in simd_ops.hpp says squares are exact "as std::pow is"). Marked may_fail until fixed.
-    // (OpenCL's pow may be off by 16 ulp, so only the host promises this.)
+TEST_CASE("fuzz: pow(x, 2) is x * x for negative x too") {
+    // Found by seed 201432, minimized to lt::pow(s0, s1): the host's SIMD pow gave a * a for
+    // b == 2, but lanes with a <= 0 took glibc's powf, which is not correctly rounded:
+    // pow(-1.33506155f, 2) was 1.7823894 where x * x is 1.78238928. (OpenCL's pow may be off by
+    // 16 ulp, so only the host promises this.)
     for_each_device([](lt::Device d) {
         if (d.kind != lt::Device::Kind::Host) return;
         const float x = -1.33506155f;

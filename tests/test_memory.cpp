@@ -143,7 +143,9 @@ TEST_CASE("a loop of 100,000 realizes of a changing expression keeps memory flat
         CHECK(after.live_buffers == before.live_buffers);
         CHECK(warm.live_bytes == before.live_bytes);
         CHECK(warm.live_buffers == before.live_buffers);
+#if !defined(__SANITIZE_ADDRESS__)  // ASan keeps freed memory in quarantine: RSS grows by design
         if (rss_warm && rss_end) CHECK(mib_diff(rss_end, rss_warm) < 16.0);
+#endif
         CHECK(lt::detail::backend_for(d).cached_kernels() <= 8);
         CHECK(lt::detail::plan_cache().size() <= 1024);
     });

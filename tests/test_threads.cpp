@@ -71,24 +71,10 @@ std::string mismatch(const std::vector<T>& got, const Ref& expected, double rtol
     return out.str();
 }
 
-/// The double reference of a [.., m, k] x [k, n] product (2-D operands).
-Ref matmul_ref(const Ref& a, const Ref& b) {
-    const std::int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1];
-    Ref out{{m, n}, std::vector<double>(static_cast<std::size_t>(m * n), 0.0)};
-    for (std::int64_t i = 0; i < m; ++i)
-        for (std::int64_t j = 0; j < n; ++j) {
-            double acc = 0;
-            for (std::int64_t p = 0; p < k; ++p)
-                acc += a.v[static_cast<std::size_t>(i * k + p)] * b.v[static_cast<std::size_t>(p * n + j)];
-            out.v[static_cast<std::size_t>(i * n + j)] = acc;
-        }
-    return out;
-}
-
 Ref softmax_rows_ref(const Ref& a) {
     Ref mx = reduce(a, {1}, true, -INFINITY, ref_max);
     Ref e = zip(a, mx, [](double x, double m) { return std::exp(x - m); });
-    Ref s = reduce(e, {1}, true, 0.0, [](double x, double y) { return x + y; });
+    Ref s = reduce(e, {1}, true, 0.0, ref_add);
     return zip(e, s, [](double x, double y) { return x / y; });
 }
 
@@ -108,7 +94,7 @@ TEST_CASE("threads realizing different expressions of shared inputs each get the
         expected[0] = zip(zip(map(ra, [](double x) { return std::exp(x); }), rb, [](double x, double y) { return x * y; }),
                           rv, [](double x, double y) { return x + 0.5 * y; });
         expected[1] = reduce(zip(ra, rb, [](double x, double y) { return x * y; }), {1}, false, 0.0, ref_add);
-        expected[2] = map(matmul_ref(ra, rw), [](double x) { return std::max(x + 1.0, 0.0); });
+        expected[2] = map(ref_matmul_2d(ra, rw), [](double x) { return std::max(x + 1.0, 0.0); });
         expected[3] = zip(reduce(ra, {0}, false, -INFINITY, ref_max), reduce(rb, {0}, false, INFINITY, ref_min),
                           [](double x, double y) { return x - y; });
         expected[4] = softmax_rows_ref(ra);

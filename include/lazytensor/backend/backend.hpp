@@ -46,10 +46,12 @@ public:
     /// pass the memory limit (set_memory_limit).
     BufferPtr allocate(DType dtype, std::int64_t numel) {
         std::size_t bytes = 0;
-        if (numel < 0 || __builtin_mul_overflow(static_cast<std::size_t>(numel), dtype_size(dtype), &bytes) ||
-            bytes > largest_buffer())
+        if (numel < 0 || __builtin_mul_overflow(static_cast<std::size_t>(numel), dtype_size(dtype), &bytes))
             fail<BackendError>(device(), ": cannot allocate ", numel, " elements of ", dtype,
-                               ": the device's largest buffer is ", largest_buffer(), " bytes");
+                               ": the size in bytes does not fit in 64 bits");
+        if (bytes > largest_buffer())
+            fail<BackendError>(device(), ": cannot allocate ", numel, " elements of ", dtype, " (", bytes,
+                               " bytes): the device's largest buffer is ", largest_buffer(), " bytes");
         {
             std::lock_guard<std::mutex> lock(memory_mutex_);
             if (memory_.limit_bytes && memory_.live_bytes + bytes > memory_.limit_bytes)

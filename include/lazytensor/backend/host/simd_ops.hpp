@@ -351,6 +351,12 @@ struct Pow {
     template <class T>
     static T scalar(T a, T b) {
         if constexpr (std::is_floating_point_v<T>) {
+            // The common exponents are exact (correctly rounded) whatever the sign of a, as in
+            // simd(): std::pow is not always (glibc's powf(-1.33506155f, 2) is 1 ulp off a * a).
+            if (b == T(2)) return a * a;
+            if (b == T(1)) return a;
+            if (b == T(-1)) return T(1) / a;
+            if (b == T(0.5) && a > T(0) && std::isfinite(a)) return std::sqrt(a);
             return std::pow(a, b);
         } else {
             // Integer power by squaring, wrapping; negative exponents give 0 (1 and -1 excepted).
@@ -371,7 +377,7 @@ struct Pow {
         // negative bases); lanes with such inputs take std::pow.
         using T = typename B::value_type;
         B r = xsimd::pow(a, b);
-        // The common exponents are exact (as std::pow is): squares, reciprocals, square roots.
+        // The common exponents are exact: squares, reciprocals, square roots (as in scalar()).
         r = xsimd::select(b == B(T(2)), a * a, r);
         r = xsimd::select(b == B(T(1)), a, r);
         r = xsimd::select(b == B(T(-1)), B(T(1)) / a, r);
@@ -385,7 +391,7 @@ struct Pow {
         r.store_aligned(vr);
         for (std::size_t i = 0; i < B::size; ++i)
             if (!(va[i] > T(0)) || va[i] == T(1) || !std::isfinite(va[i]) || vb[i] == T(0) || !std::isfinite(vb[i]))
-                vr[i] = std::pow(va[i], vb[i]);
+                vr[i] = scalar(va[i], vb[i]);
         return B::load_aligned(vr);
     }
 };
