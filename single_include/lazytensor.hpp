@@ -5651,7 +5651,7 @@ inline const char* lost_device_hint(cl_int status) {
 template <class... Context>
 inline void check(cl_int status, const char* call, const Context&... context) {
     if (status == CL_MEM_OBJECT_ALLOCATION_FAILURE)
-        fail<OutOfMemoryError>("OpenCL: out of device memory: ", call, " failed: ", status_name(status), " (", status,
+        fail<OutOfMemoryError>("OpenCL: out of memory on the device: ", call, " failed: ", status_name(status), " (", status,
                                ")", (sizeof...(context) ? " " : ""), context...,
                                "; free tensors that are no longer needed and try again");
     if (status != CL_SUCCESS)
@@ -6271,8 +6271,7 @@ inline std::string cl_binary(BinaryOp op, DType t, const std::string& a, const s
         case BinaryOp::Mul: return wrapping("*");
         case BinaryOp::Div: return "(" + a + " / " + b + ")";
         case BinaryOp::Pow:
-            if (is_floating(t)) return "pow(" + a + ", " + b + ")";
-            return std::string("lt_ipow_") + T + "(" + a + ", " + b + ")";
+            return std::string(is_floating(t) ? "lt_pow_" : "lt_ipow_") + T + "(" + a + ", " + b + ")";
         case BinaryOp::Maximum: return cl_maximum(t, a, b, " > ");
         case BinaryOp::Minimum: return cl_maximum(t, a, b, " < ");
         case BinaryOp::Lt: return "(" + a + " < " + b + ")";
@@ -6391,7 +6390,16 @@ inline void cl_op_functions(const ir::Instr& in, DType t, std::vector<std::strin
     if (in.op != ir::Op::Binary) return;
     switch (in.binary) {
         case BinaryOp::Pow:
-            if (!fp) defs.push_back(cl_ipow_function(t));
+            if (!fp) {
+                defs.push_back(cl_ipow_function(t));
+            } else {
+                // The common exponents exactly, as on the host (OpenCL's pow may be 16 ulp off:
+                // NVIDIA's pow(0.1f, 1) is 0.100000009).
+                const std::string c = "(" + T + ")";
+                fn("lt_pow", ab, "    if (b == " + c + "2) return a * a;\n    if (b == " + c + "1) return a;\n    if (b == " + c +
+                                    "-1) return " + c + "1 / a;\n    if (b == " + c + "0.5 && a > " + c +
+                                    "0 && isfinite(a)) return sqrt(a);\n    return pow(a, b);\n");
+            }
             break;
         case BinaryOp::Fmod:
             if (!fp) int_fmod();
@@ -7284,6 +7292,9 @@ public:
     /// Tests only: replaces the command queue and returns the old one. A null queue stands in
     /// for a device that was lost mid-run (every call then fails with CL_INVALID_COMMAND_QUEUE).
     cl_command_queue exchange_queue(cl_command_queue queue) { return std::exchange(queue_, queue); }
+    /// Tests only: replaces the program build options and returns the old ones (bad options
+    /// stand in for a driver whose compiler fails).
+    std::string exchange_build_options(std::string options) { return std::exchange(options_, std::move(options)); }
 
 protected:
     std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel) override {

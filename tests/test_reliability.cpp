@@ -27,6 +27,17 @@ void corrupt_outputs(std::int64_t numel, std::size_t at, float value) {
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+/// The message of the BackendError that realizing `t` throws (the test fails if it does not).
+std::string realize_error(const lt::Tensor<float>& t) {
+    try {
+        t.realize();
+    } catch (const lt::BackendError& e) {
+        return e.what();
+    }
+    FAIL_CHECK("realize did not throw");
+    return {};
+}
+
 }  // namespace
 
 TEST_CASE("check mode: a kernel that disagrees with the host interpreter throws with its IR and source") {
@@ -41,19 +52,14 @@ TEST_CASE("check mode: a kernel that disagrees with the host interpreter throws 
             CHECK_NOTHROW(e.realize());
             return;
         }
-        try {
-            e.realize();
-            FAIL("check mode let a wrong result through");
-        } catch (const lt::BackendError& err) {
-            const std::string m = err.what();
-            INFO(m);
-            CHECK(contains(m, "LAZYTENSOR_CHECK: kernel 0 of 1 on " + d.str()));
-            CHECK(contains(m, "the host interpreter"));
-            CHECK(contains(m, "1 of 6 elements of its float32 output differ; the first is element 4: 42"));
-            CHECK(contains(m, "--- kernel IR ---"));
-            CHECK(contains(m, "sin"));
-            if (d != lt::Device::host()) CHECK(contains(m, "--- generated source ---\n"));
-        }
+        const std::string m = realize_error(e);
+        INFO(m);
+        CHECK(contains(m, "LAZYTENSOR_CHECK: kernel 0 of 1 on " + d.str()));
+        CHECK(contains(m, "the host interpreter"));
+        CHECK(contains(m, "1 of 6 elements of its float32 output differ; the first is element 4: 42"));
+        CHECK(contains(m, "--- kernel IR ---"));
+        CHECK(contains(m, "sin"));
+        if (d != lt::Device::host()) CHECK(contains(m, "--- generated source ---\n"));
         // Nothing was committed: the tensors are as they were and compute correctly.
         lt::detail::after_launch_hook() = nullptr;
         CHECK_FALSE(e.is_realized());
@@ -71,16 +77,11 @@ TEST_CASE("check mode: a matrix product that disagrees with the host's GEMM thro
         lt::Tensor<float> a = make_tensor<float>(ra), b = make_tensor<float>(rb);
         lt::Tensor<float> c = lt::matmul(a, b);
         corrupt_outputs(12, 0, 1e6f);
-        try {
-            c.realize();
-            FAIL("check mode let a wrong product through");
-        } catch (const lt::BackendError& err) {
-            const std::string m = err.what();
-            INFO(m);
-            CHECK(contains(m, "LAZYTENSOR_CHECK: matmul 0 of 1 on " + d.str()));
-            CHECK(contains(m, "the host's packed GEMM"));
-            CHECK(contains(m, "gemm float32: batch [], m 4, n 3, k 5"));
-        }
+        const std::string m = realize_error(c);
+        INFO(m);
+        CHECK(contains(m, "LAZYTENSOR_CHECK: matmul 0 of 1 on " + d.str()));
+        CHECK(contains(m, "the host's packed GEMM"));
+        CHECK(contains(m, "gemm float32: batch [], m 4, n 3, k 5"));
         lt::detail::after_launch_hook() = nullptr;
         CHECK_FALSE(c.is_realized());
         check_close(c, ref_matmul_2d(ra, rb), 1e-5, 1e-5);
@@ -140,7 +141,7 @@ TEST_CASE("a device that runs out of memory gives OutOfMemoryError and loses not
                 lt::synchronize(d);  // drivers allocate lazily: the first use may be what fails
             } catch (const lt::OutOfMemoryError& e) {
                 out_of_memory = true;
-                INFO(e.what());
+                INFO(std::string(e.what()));
                 CHECK(contains(e.what(), "out of memory"));
                 CHECK(contains(e.what(), d.str()));
                 hogs.pop_back();
@@ -163,6 +164,35 @@ TEST_CASE("a device that runs out of memory gives OutOfMemoryError and loses not
 }
 
 #if LAZYTENSOR_OPENCL
+TEST_CASE("a kernel build that fails inside realize gives the build log and source, and loses nothing") {
+    for_each_device([](lt::Device d) {
+        if (d == lt::Device::host()) return;
+        auto& backend = lt::detail::opencl::opencl_backend(d.index);
+        lt::Tensor<float> done = lt::tensor<float>({1, 2, 3});
+        done.realize();
+        // Constants no other test uses: realize must build this kernel now.
+        lt::Tensor<float> lazy = lt::cos(done) * 0.123456f + 7.654321f;
+        const std::string options = backend.exchange_build_options("-cl-std=CL1.2 -lazytensor-no-such-option");
+        struct Restore {
+            lt::detail::opencl::OpenCLBackend& b;
+            std::string options;
+            ~Restore() { b.exchange_build_options(options); }
+        } restore{backend, options};
+        const std::string m = realize_error(lazy);
+        INFO(m);
+        CHECK(contains(m, "building a lazytensor kernel for " + d.str()));
+        CHECK(contains(m, "--- build log ---"));
+        CHECK(contains(m, "--- generated source (options: -cl-std=CL1.2 -lazytensor-no-such-option) ---"));
+        CHECK(contains(m, "__kernel"));
+        CHECK_FALSE(lazy.is_realized());
+        CHECK(done.to_vector() == std::vector<float>{1, 2, 3});
+        backend.exchange_build_options(options);
+        restore.options = options;
+        const std::vector<float> v = lazy.to_vector();
+        CHECK(v[2] == doctest::Approx(std::cos(3.0f) * 0.123456f + 7.654321f));
+    });
+}
+
 TEST_CASE("an OpenCL device lost mid-run (an invalid queue) gives a clear error and loses nothing") {
     for_each_device([](lt::Device d) {
         if (d == lt::Device::host()) return;
@@ -179,15 +209,11 @@ TEST_CASE("an OpenCL device lost mid-run (an invalid queue) gives a clear error 
             ~Restore() { b.exchange_queue(q); }
         } restore{backend, queue};
         for (auto* attempt : {&lazy, &product}) {
-            try {
-                attempt->realize();
-                FAIL("a realize on a lost device succeeded");
-            } catch (const lt::BackendError& e) {
-                INFO(e.what());
-                CHECK(contains(e.what(), "CL_INVALID_COMMAND_QUEUE"));
-                CHECK(contains(e.what(), d.str()));
-                CHECK(contains(e.what(), "lost or reset"));
-            }
+            const std::string m = realize_error(*attempt);
+            INFO(m);
+            CHECK(contains(m, "CL_INVALID_COMMAND_QUEUE"));
+            CHECK(contains(m, d.str()));
+            CHECK(contains(m, "lost or reset"));
             CHECK_FALSE(attempt->is_realized());
         }
         CHECK_THROWS_AS(done.to_vector(), lt::BackendError);  // reading needs the device too

@@ -102,7 +102,7 @@ inline const char* lost_device_hint(cl_int status) {
 template <class... Context>
 inline void check(cl_int status, const char* call, const Context&... context) {
     if (status == CL_MEM_OBJECT_ALLOCATION_FAILURE)
-        fail<OutOfMemoryError>("OpenCL: out of device memory: ", call, " failed: ", status_name(status), " (", status,
+        fail<OutOfMemoryError>("OpenCL: out of memory on the device: ", call, " failed: ", status_name(status), " (", status,
                                ")", (sizeof...(context) ? " " : ""), context...,
                                "; free tensors that are no longer needed and try again");
     if (status != CL_SUCCESS)

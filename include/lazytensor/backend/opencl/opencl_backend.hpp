@@ -240,6 +240,9 @@ public:
     /// Tests only: replaces the command queue and returns the old one. A null queue stands in
     /// for a device that was lost mid-run (every call then fails with CL_INVALID_COMMAND_QUEUE).
     cl_command_queue exchange_queue(cl_command_queue queue) { return std::exchange(queue_, queue); }
+    /// Tests only: replaces the program build options and returns the old ones (bad options
+    /// stand in for a driver whose compiler fails).
+    std::string exchange_build_options(std::string options) { return std::exchange(options_, std::move(options)); }
 
 protected:
     std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel) override {

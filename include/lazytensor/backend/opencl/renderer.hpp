@@ -181,8 +181,7 @@ inline std::string cl_binary(BinaryOp op, DType t, const std::string& a, const s
         case BinaryOp::Mul: return wrapping("*");
         case BinaryOp::Div: return "(" + a + " / " + b + ")";
         case BinaryOp::Pow:
-            if (is_floating(t)) return "pow(" + a + ", " + b + ")";
-            return std::string("lt_ipow_") + T + "(" + a + ", " + b + ")";
+            return std::string(is_floating(t) ? "lt_pow_" : "lt_ipow_") + T + "(" + a + ", " + b + ")";
         case BinaryOp::Maximum: return cl_maximum(t, a, b, " > ");
         case BinaryOp::Minimum: return cl_maximum(t, a, b, " < ");
         case BinaryOp::Lt: return "(" + a + " < " + b + ")";
@@ -301,7 +300,16 @@ inline void cl_op_functions(const ir::Instr& in, DType t, std::vector<std::strin
     if (in.op != ir::Op::Binary) return;
     switch (in.binary) {
         case BinaryOp::Pow:
-            if (!fp) defs.push_back(cl_ipow_function(t));
+            if (!fp) {
+                defs.push_back(cl_ipow_function(t));
+            } else {
+                // The common exponents exactly, as on the host (OpenCL's pow may be 16 ulp off:
+                // NVIDIA's pow(0.1f, 1) is 0.100000009).
+                const std::string c = "(" + T + ")";
+                fn("lt_pow", ab, "    if (b == " + c + "2) return a * a;\n    if (b == " + c + "1) return a;\n    if (b == " + c +
+                                    "-1) return " + c + "1 / a;\n    if (b == " + c + "0.5 && a > " + c +
+                                    "0 && isfinite(a)) return sqrt(a);\n    return pow(a, b);\n");
+            }
             break;
         case BinaryOp::Fmod:
             if (!fp) int_fmod();
