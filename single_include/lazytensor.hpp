@@ -7492,7 +7492,9 @@ inline const std::vector<std::pair<cl_platform_id, cl_device_id>>& opencl_device
 /// of static tensors may outlive any destruction order).
 inline OpenCLBackend& opencl_backend(int index) {
     static std::mutex mutex;
-    static std::vector<OpenCLBackend*> backends;
+    // Never destroyed, like the backends it points to: a static vector would be freed at exit,
+    // leaving the backends unreachable (LeakSanitizer reported their kernel caches).
+    static std::vector<OpenCLBackend*>& backends = *new std::vector<OpenCLBackend*>();
     const auto& ids = opencl_device_ids();
     if (ids.empty())
         fail<DeviceError>("device opencl:", index, " is not available: no OpenCL device was found (no OpenCL platform "
