@@ -134,11 +134,8 @@ TEST_CASE("fuzz: the reference evaluator's own rules") {
     CHECK(fuzz::binary_val(lt::BinaryOp::Remainder, m, n, lt::DType::Int32, lt::DType::Int32).i == 1);
     CHECK(fuzz::binary_val(lt::BinaryOp::Fmod, m, n, lt::DType::Int32, lt::DType::Int32).i == -1);
     CHECK(fuzz::binary_val(lt::BinaryOp::FloorDivide, m, n, lt::DType::Int32, lt::DType::Int32).i == -4);
-    // Every generated graph is valid (the library accepts it and agrees on dtypes and shapes).
-    for (std::uint64_t seed = 0; seed < 50; ++seed) {
-        const auto p = fuzz::generate(seed);
-        CHECK(!p.steps.empty());
-    }
+    // (That the library accepts every generated graph and agrees on each step's dtype and shape
+    // is checked for every graph the fixed-seeds case runs: run_on_device compares them.)
 }
 
 TEST_CASE("fuzz: regressions") {
