@@ -1356,7 +1356,7 @@ struct Node : std::enable_shared_from_this<Node> {
     UnaryOp unary_op = UnaryOp::Neg;
     BinaryOp binary_op = BinaryOp::Add;
     ReduceOp reduce_op = ReduceOp::Sum;
-    Scalar value;  // Const
+    Scalar value;  // Const: the value; Pad: the padding (both passed to kernels as scalar parameters)
     Axes axes;     // Reduce: reduced axes, sorted; Permute: the permutation; Gather: the axis
     // Slice: (start, step) per axis; Pad: padding before each axis; Index: coefficient per axis;
     // Assign: offset, then one stride per axis of src[1] (the region written, in elements).
@@ -2008,12 +2008,16 @@ inline NodePtr matmul(const NodePtr& a, const NodePtr& b) {
 // are released as soon as the last kernel reading them has run.
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <exception>
 #include <iostream>
 #include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 // ---- lazytensor/ir/static_kernel.hpp ----
@@ -2042,11 +2046,16 @@ inline NodePtr matmul(const NodePtr& a, const NodePtr& b) {
 //     ("outer") and writes values to output buffers.
 // Later phases read earlier slots, which is how `x - max(x)` or softmax fit in one kernel.
 // Loads and stores are strided accesses over the domain; broadcasting is a zero stride.
+// Scalars that come from the user's program (x * alpha, a full() value, a clamp bound, a random
+// seed, a pad value) are scalar parameters, not literals: the kernel names their dtype and
+// position and each launch passes the values, so a loop whose values change reuses one compiled
+// kernel. Const is kept for the constants lowering makes itself (pad bounds).
 //
 // Kernels of the same structure produce the same IR (buffers are numbered in order of first
 // use, extent-1 axes are dropped and mergeable axes merged), so key() is the cache key.
 
 #include <cstdint>
+#include <cstring>
 #include <ostream>
 #include <sstream>
 #include <string>
@@ -2312,6 +2321,7 @@ namespace lazytensor::detail::ir {
     X(Load, "load")          \
     X(Index, "index")        \
     X(Const, "const")        \
+    X(Param, "param")        \
     X(Slot, "slot")          \
     X(Unary, "unary")        \
     X(Binary, "binary")      \
@@ -2329,18 +2339,21 @@ enum class Op : std::uint8_t {
 ///     gains clamp(value of b, 0, dyn_extent - 1) * dyn_stride (b is int64). With c >= 0 it is
 ///     gated: where the bool value of c is false it reads nothing and gives 0 (padding).
 ///   - Index is the int64 value offset + sum_j strides[j] * d_j of `access` (no memory read).
+///   - Param is scalar parameter `arg` of the launch (Kernel::scalars), in `dtype`.
 struct Instr {
     Op op = Op::Const;
     DType dtype = DType::Float32;
     std::int32_t a = -1, b = -1, c = -1;
     UnaryOp unary = UnaryOp::Neg;
     BinaryOp binary = BinaryOp::Add;
-    std::int32_t arg = -1;  // Load: parameter index; Slot: index of the reduce phase
+    std::int32_t arg = -1;  // Load: parameter index; Param: scalar index; Slot: index of the reduce phase
     Access access;          // Load, Index
     std::int64_t dyn_stride = 0, dyn_extent = 0;  // Load with b >= 0
     Scalar value;           // Const
 
     bool plain_load() const { return op == Op::Load && b < 0 && c < 0; }
+    /// A value that is the same at every point of the domain, known before the kernel runs.
+    bool is_scalar() const { return op == Op::Const || op == Op::Param; }
 };
 
 struct Store {
@@ -2368,6 +2381,7 @@ struct Kernel {
     Shape domain;
     std::vector<bool> reduced;  // per domain axis
     std::vector<Param> params;
+    std::vector<DType> scalars;  // scalar parameters (Op::Param), passed by value at launch
     std::vector<Phase> phases;
     // The output is also read (an assign): no value may be written to it before the reads of
     // its block are done, and its buffer may be passed as an input too (no restrict).
@@ -2423,22 +2437,32 @@ inline void normalize(Kernel& k) {
 
 // -------------------------------------------------------------------------------- key & printing
 
+/// Appends the bytes of values to a key. (Every realize writes its graph's signature: a put
+/// is a bounds check and a memcpy, not a call into std::string.)
 class KeyWriter {
 public:
+    KeyWriter() { out_.resize(256); }
     template <class T>
     void put(const T& v) {
         static_assert(std::is_trivially_copyable_v<T>);
-        out_.append(reinterpret_cast<const char*>(&v), sizeof(T));
+        if (size_ + sizeof(T) > out_.size()) out_.resize(2 * out_.size() + sizeof(T));
+        std::memcpy(&out_[size_], &v, sizeof(T));
+        size_ += sizeof(T);
     }
     template <std::size_t N>
     void put_list(const SmallVector<std::int64_t, N>& list) {
         put(static_cast<std::uint32_t>(list.size()));
         for (auto v : list) put(v);
     }
-    std::string take() { return std::move(out_); }
+    std::string take() {
+        out_.resize(size_);
+        size_ = 0;
+        return std::move(out_);
+    }
 
 private:
     std::string out_;
+    std::size_t size_ = 0;
 };
 
 /// A byte string equal for kernels of equal structure: the compilation cache key.
@@ -2453,6 +2477,8 @@ inline std::string key(const Kernel& k) {
         w.put(p.dtype);
         w.put(p.output);
     }
+    w.put(static_cast<std::uint32_t>(k.scalars.size()));
+    for (DType t : k.scalars) w.put(t);
     for (auto& phase : k.phases) {
         w.put(phase.kind);
         w.put(phase.outer);
@@ -2520,6 +2546,7 @@ inline std::string to_string(const Kernel& k) {
     out << "}\n";
     for (std::size_t p = 0; p < k.params.size(); ++p)
         out << "    p" << p << ": " << (k.params[p].output ? "out " : "in  ") << k.params[p].dtype << "\n";
+    for (std::size_t s = 0; s < k.scalars.size(); ++s) out << "    s" << s << ": scalar " << k.scalars[s] << "\n";
     for (std::size_t p = 0; p < k.phases.size(); ++p) {
         const Phase& ph = k.phases[p];
         out << "    phase " << p << ": "
@@ -2538,6 +2565,7 @@ inline std::string to_string(const Kernel& k) {
                     break;
                 case Op::Index: out << "index "; print_access(out, in.access); break;
                 case Op::Const: out << "const " << in.value; break;
+                case Op::Param: out << "param s" << in.arg; break;
                 case Op::Slot: out << "slot" << in.arg; break;
                 case Op::Unary: out << op_name(in.unary) << " %" << in.a; break;
                 case Op::Binary: out << op_name(in.binary) << " %" << in.a << ", %" << in.b; break;
@@ -2563,7 +2591,10 @@ namespace lazytensor::detail {
 /// Which IR instruction each leaf of a static kernel reads.
 struct StaticBinding {
     std::vector<int> leaf_loads;  // per tensor leaf: index of its Load instruction
-    std::vector<Scalar> consts;   // per scalar leaf: its value, in the kernel's dtype
+    // Per scalar leaf: the kernel's scalar parameter it reads (passed at launch), or -1 for a
+    // literal whose value is in `consts`.
+    std::vector<int> scalar_params;
+    std::vector<Scalar> consts;
 };
 
 /// One tensor leaf as seen by a run of lanes: lane t reads ptr[t * step].
@@ -2577,9 +2608,10 @@ public:
     virtual ~StaticKernel() = default;
     /// Whether `k` computes exactly this expression; on success fills `binding`.
     virtual bool match(const ir::Kernel& k, StaticBinding& binding) const = 0;
-    /// Computes `n` lanes: leaves read through `leaves`, results go to out[t * out_step].
-    virtual void run(const StaticBinding& binding, const LeafView* leaves, void* out, std::int64_t out_step,
-                     std::int64_t n, bool stream) const = 0;
+    /// Computes `n` lanes: leaves read through `leaves`, scalar parameters are `scalars` (the
+    /// launch's), results go to out[t * out_step].
+    virtual void run(const StaticBinding& binding, const Scalar* scalars, const LeafView* leaves, void* out,
+                     std::int64_t out_step, std::int64_t n, bool stream) const = 0;
 };
 
 }  // namespace lazytensor::detail
@@ -2641,6 +2673,9 @@ public:
 // products (a GEMM of the backend's own).
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -2887,9 +2922,38 @@ struct MemoryStats {
     std::size_t limit_bytes = 0;   // lt::set_memory_limit's limit on live_bytes; 0 for none
 };
 
+/// What one device compiled and what its caches answered, as lt::compile_stats reports it. A
+/// loop whose scalars or seeds change compiles nothing after its first step.
+struct CompileStats {
+    std::size_t kernels_compiled = 0;  // kernels made because no kernel of that structure was in memory
+    std::size_t memory_hits = 0;       // kernels found in memory (a new plan whose kernels were known)
+    std::size_t programs_built = 0;    // OpenCL programs built from source: the device's compiler ran
+    std::size_t disk_hits = 0;         // OpenCL programs loaded from the disk cache instead
+    double compile_ms = 0;             // time spent compiling kernels, summed over the threads that did
+};
+
 }  // namespace lazytensor
 
 namespace lazytensor::detail {
+
+/// LAZYTENSOR_KERNEL_CACHE: how many compiled kernels each device keeps in memory (and, on
+/// OpenCL, how many built programs below them); 4096 by default.
+inline std::size_t kernel_cache_capacity_from_env() {
+    const char* v = std::getenv("LAZYTENSOR_KERNEL_CACHE");
+    if (!v || !*v) return 4096;
+    char* end = nullptr;
+    const long long n = std::strtoll(v, &end, 10);
+    if (*end || n < 1) fail<ValueError>("LAZYTENSOR_KERNEL_CACHE=", v, " is not a number of kernels (>= 1)");
+    return static_cast<std::size_t>(n);
+}
+
+/// How one kernel came to be (LAZYTENSOR_DEBUG, compile statistics).
+struct CompileOutcome {
+    bool compiled = false;           // not found in memory: made now
+    bool built_from_source = false;  // an OpenCL program was built by the compiler
+    bool from_disk = false;          // an OpenCL program was loaded from the disk cache
+    double ms = 0;                   // time spent making it
+};
 
 /// A kernel ready to launch on one backend.
 class CompiledKernel {
@@ -2965,8 +3029,9 @@ public:
     /// Copies `bytes` from the buffer at byte offset `at` into host memory.
     virtual void read(const Buffer& src, std::size_t at, void* dst, std::size_t bytes) = 0;
 
-    /// Runs a compiled kernel; `params` follow the kernel's parameter order.
-    virtual void launch(CompiledKernel& kernel, const std::vector<Buffer*>& params) = 0;
+    /// Runs a compiled kernel: `params` are its buffers in parameter order, `scalars` the values
+    /// of its scalar parameters (ir::Kernel::scalars), each of that parameter's dtype.
+    virtual void launch(CompiledKernel& kernel, const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) = 0;
     /// Runs a matrix product into `c` (contiguous [batch..., m, n]), reading `a` and `b` as the
     /// layouts of `gemm` say. Its dtype is float32 or float64.
     virtual void gemm(const ir::Gemm& gemm, const Buffer& a, const Buffer& b, Buffer& c) = 0;
@@ -2985,28 +3050,55 @@ public:
     virtual std::string kernel_source(const CompiledKernel&) const { return {}; }
 
     /// The compiled form of `kernel`, from the cache when a kernel of the same structure was
-    /// compiled before. `compiled` tells whether this call compiled it. The cache keeps the
+    /// compiled before; `outcome` says which, and how long compiling took. The cache keeps the
     /// most recently used kernels (cache_capacity()); workloads whose shapes keep changing do
-    /// not grow it without bound.
-    std::shared_ptr<CompiledKernel> get_kernel(const ir::Kernel& kernel, bool* compiled = nullptr) {
+    /// not grow it without bound. Safe to call from several threads at once (parallel builds).
+    std::shared_ptr<CompiledKernel> get_kernel(const ir::Kernel& kernel, CompileOutcome* outcome = nullptr) {
         std::string k = ir::key(kernel);
         if (auto hit = cache_.find(k)) {
-            if (compiled) *compiled = false;
+            ++memory_hits_;
+            if (outcome) *outcome = CompileOutcome{};
             return hit;
         }
-        auto [value, inserted] = cache_.insert(std::move(k), compile(kernel));
-        if (compiled) *compiled = inserted;
-        return value;
+        CompileOutcome made;
+        const auto start = std::chrono::steady_clock::now();
+        std::shared_ptr<CompiledKernel> fresh = compile(kernel, made);
+        made.compiled = true;
+        made.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        ++kernels_compiled_;
+        programs_built_ += made.built_from_source;
+        disk_hits_ += made.from_disk;
+        compile_us_ += static_cast<std::int64_t>(made.ms * 1000);
+        if (outcome) *outcome = made;
+        return cache_.insert(std::move(k), std::move(fresh)).first;
     }
+
+    CompileStats compile_stats() const {
+        CompileStats s;
+        s.kernels_compiled = kernels_compiled_;
+        s.memory_hits = memory_hits_;
+        s.programs_built = programs_built_;
+        s.disk_hits = disk_hits_;
+        s.compile_ms = static_cast<double>(compile_us_.load()) / 1000;
+        return s;
+    }
+    void reset_compile_stats() {
+        kernels_compiled_ = memory_hits_ = programs_built_ = disk_hits_ = 0;
+        compile_us_ = 0;
+    }
+    /// Whether kernels that one realize needs are worth compiling on several threads at once
+    /// (a compiler that takes milliseconds, not a host plan that takes microseconds).
+    virtual bool parallel_compiles() const { return false; }
 
     std::size_t cached_kernels() const { return cache_.size(); }
     std::size_t cache_capacity() const { return cache_.capacity(); }
-    void set_cache_capacity(std::size_t kernels) { cache_.set_capacity(kernels); }
+    virtual void set_cache_capacity(std::size_t kernels) { cache_.set_capacity(kernels); }
     /// Forgets every compiled kernel (they are compiled again on next use).
     virtual void clear_kernel_cache() { cache_.clear(); }
 
 protected:
-    virtual std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel) = 0;
+    /// Makes the kernel; sets `outcome`'s built_from_source or from_disk where they apply.
+    virtual std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel, CompileOutcome& outcome) = 0;
 
     /// The largest buffer the device can hold, in bytes.
     virtual std::size_t largest_buffer() const = 0;
@@ -3030,7 +3122,9 @@ private:
         }
     }
 
-    LruCache<CompiledKernel> cache_{4096};
+    LruCache<CompiledKernel> cache_{kernel_cache_capacity_from_env()};
+    std::atomic<std::size_t> kernels_compiled_{0}, memory_hits_{0}, programs_built_{0}, disk_hits_{0};
+    std::atomic<std::int64_t> compile_us_{0};
     mutable std::mutex memory_mutex_;
     MemoryStats memory_;  // cached_bytes is filled in on request
 };
@@ -4553,17 +4647,31 @@ struct PInstr {
     std::int64_t dyn_stride = 0, dyn_extent = 0;  // a gathering load (b >= 0)
     bool plain = true;                            // a load neither gathered nor gated
     int slot = -1;
+    int scalar = -1;  // Param: which scalar parameter of the launch
     UnaryFn unary = nullptr;
     BinaryFn binary = nullptr;
     WhereFn where = nullptr;
     UnaryFn fill = nullptr;
-    alignas(8) unsigned char value[8] = {};  // Const, in dtype
+    alignas(8) unsigned char value[8] = {};  // Const, in value_dtype(dtype)
     std::size_t own = 0, shadow = 0;         // arena offsets: value registers (own) and broadcast copy
     int forward_store = -1;                  // store that may receive this value in place
     bool live = true;                        // needed by the phase's fold or stores
     int cache_write = -1;                    // a later phase reads this value: keep it in this cache
     int cache_read = -1;                     // an earlier phase computed this value: read this cache
+
+    /// A Const or a Param: one value for every lane, filled in once per launch.
+    bool is_scalar() const { return op == ir::Op::Const || op == ir::Op::Param; }
 };
+
+/// A scalar's bytes as a register element of `dtype` holds them (float16: rounded, then float).
+inline void scalar_register_bytes(const Scalar& s, DType dtype, unsigned char* out) {
+    const Scalar v = s.cast(dtype);
+    visit_value_dtype(dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        const T x = v.as<T>();
+        std::memcpy(out, &x, sizeof(T));
+    });
+}
 
 struct PStore {
     int param = -1;
@@ -4690,7 +4798,7 @@ inline char* thread_arena(std::size_t bytes) {
 class HostKernel final : public CompiledKernel {
 public:
     HostKernel(const ir::Kernel& k, int threads)
-        : domain_(k.domain), n_params_(k.params.size()), threads_(threads), in_place_(k.in_place) {
+        : domain_(k.domain), n_params_(k.params.size()), n_scalars_(k.scalars.size()), threads_(threads), in_place_(k.in_place) {
         for (std::size_t j = 0; j < k.domain.size(); ++j) {
             Space& s = k.reduced[j] ? a_ : o_;
             s.axes.push_back(static_cast<int>(j));
@@ -4734,20 +4842,24 @@ public:
         if (k.candidate && mode_ == Mode::VecOuter && k.candidate->match(k, binding_)) static_ = k.candidate;
     }
 
-    void run(const std::vector<Buffer*>& params, ThreadPool& pool) const {
+    void run(const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars, ThreadPool& pool) const {
+        if (scalars.size() != n_scalars_)
+            fail<Error>("lazytensor internal error: a kernel with ", n_scalars_, " scalar parameters launched with ",
+                        scalars.size());
         std::vector<char*> base(n_params_);
         for (std::size_t i = 0; i < n_params_; ++i) base[i] = static_cast<char*>(params[i]->handle());
         if (o_.total == 0) return;
         const std::int64_t blocks = (o_.total + oblock_ - 1) / oblock_;
         const bool parallel = numel(domain_) * static_cast<std::int64_t>(phases_.size()) >= LAZYTENSOR_HOST_PARALLEL_MIN;
-        if (split_ && parallel) return run_split(base, pool);
+        const Launch launch{base, scalars};
+        if (split_ && parallel) return run_split(launch, pool);
         // Work items are runs of consecutive blocks: a few per thread balance the load without
         // contending for the item counter, and streaming stores are fenced once per run.
         const std::int64_t runs = parallel ? std::min<std::int64_t>(blocks, 8 * pool.size()) : 1;
         std::vector<std::unique_ptr<Frame>> frames(static_cast<std::size_t>(pool.size()));
         auto body = [&](std::int64_t run, int thread) {
             auto& slot = frames[static_cast<std::size_t>(thread)];
-            if (!slot) slot = std::make_unique<Frame>(*this, base);
+            if (!slot) slot = std::make_unique<Frame>(*this, launch);
             Frame& f = *slot;
             const std::int64_t last = blocks * (run + 1) / runs;
             for (std::int64_t b = blocks * run / runs; b < last; ++b) {
@@ -4767,10 +4879,17 @@ public:
 private:
     enum class Mode { VecOuter, VecReduce };
 
+    /// What one launch runs on: buffer base addresses and scalar parameter values.
+    struct Launch {
+        const std::vector<char*>& base;
+        const std::vector<Scalar>& scalars;
+    };
+
     // Per-thread state of one launch: register pointers into the thread's arena.
     struct Frame {
         const HostKernel& k;
         const std::vector<char*>& base;
+        const std::vector<Scalar>& scalars;
         char* arena;
         std::vector<void*> hoisted_ptr, inner_ptr;
         std::vector<void*> forward;  // per store of the current phase: destination written in place
@@ -4778,8 +4897,8 @@ private:
         SmallVector<std::int64_t, 6> oindex, aindex, zero_o, zero_a;
         std::int64_t olen = 0, ostart = 0;
 
-        Frame(const HostKernel& kernel, const std::vector<char*>& bases)
-            : k(kernel), base(bases), arena(thread_arena(kernel.arena_bytes_)),
+        Frame(const HostKernel& kernel, const Launch& launch)
+            : k(kernel), base(launch.base), scalars(launch.scalars), arena(thread_arena(kernel.arena_bytes_)),
               hoisted_ptr(kernel.ptr_count_, nullptr), inner_ptr(kernel.ptr_count_, nullptr) {
             zero_o.resize(k.o_.axes.size(), 0);
             zero_a.resize(k.a_.axes.size(), 0);
@@ -4790,8 +4909,10 @@ private:
                 for (std::size_t i = 0; i < p.instrs.size(); ++i) {
                     const PInstr& in = p.instrs[i];
                     if (!in.live) continue;  // has no register
-                    if (in.op == ir::Op::Const) {
-                        in.fill(arena + in.own, in.value, kBlock);
+                    if (in.is_scalar()) {
+                        alignas(8) unsigned char param[8];
+                        if (in.op == ir::Op::Param) scalar_register_bytes(scalars[static_cast<std::size_t>(in.scalar)], in.dtype, param);
+                        in.fill(arena + in.own, in.op == ir::Op::Param ? param : in.value, kBlock);
                         hoisted_ptr[p.ptr_base + i] = inner_ptr[p.ptr_base + i] = arena + in.own;
                     } else if (in.op == ir::Op::Slot) {
                         hoisted_ptr[p.ptr_base + i] = arena + k.phases_[static_cast<std::size_t>(in.slot)].slot;
@@ -4858,15 +4979,8 @@ private:
                 p.access = split(in.access);
                 p.invariant = phase.outer || p.access.a_invariant;
                 break;
-            case ir::Op::Const: {
-                const Scalar v = in.value.cast(in.dtype);  // float16: rounded, then held as float
-                visit_value_dtype(in.dtype, [&](auto tag) {
-                    using T = typename decltype(tag)::type;
-                    const T x = v.as<T>();
-                    std::memcpy(p.value, &x, sizeof(T));
-                });
-                break;
-            }
+            case ir::Op::Const: scalar_register_bytes(in.value, in.dtype, p.value); break;
+            case ir::Op::Param: p.scalar = in.arg; break;
             case ir::Op::Slot: p.slot = in.arg; break;
             case ir::Op::Unary:
                 p.unary = unary_fn(in.unary, phase.instrs[static_cast<std::size_t>(in.a)].dtype);  // a predicate returns bool
@@ -4991,7 +5105,7 @@ private:
             for (PInstr& in : p.instrs) {
                 if (!in.live || in.cache_read >= 0) continue;
                 if (in.op != ir::Op::Slot) in.own = reserve(static_cast<std::size_t>(kBlock) * in.esize);  // slots live in p.slot
-                if (in.broadcast && in.op != ir::Op::Const) in.shadow = reserve(static_cast<std::size_t>(kBlock) * in.esize);
+                if (in.broadcast && !in.is_scalar()) in.shadow = reserve(static_cast<std::size_t>(kBlock) * in.esize);
             }
         }
         for (std::size_t bytes : cache_bytes_) cache_at_.push_back(reserve(bytes));
@@ -5205,6 +5319,7 @@ private:
                     reg[i] = own;
                     continue;
                 case ir::Op::Const:
+                case ir::Op::Param:
                 case ir::Op::Slot: continue;
                 case ir::Op::Unary:
                 case ir::Op::Cast: in.unary(out, reg[in.a], ctx.n); break;
@@ -5268,7 +5383,7 @@ private:
             for (int i : p.hoisted) {
                 const PInstr& in = p.instrs[static_cast<std::size_t>(i)];
                 void*& dst = f.inner_ptr[p.ptr_base + static_cast<std::size_t>(i)];
-                if (!in.broadcast || in.op == ir::Op::Const) continue;
+                if (!in.broadcast || in.is_scalar()) continue;
                 const char* v = static_cast<const char*>(f.hoisted_ptr[p.ptr_base + static_cast<std::size_t>(i)]) +
                                 l * static_cast<std::int64_t>(in.esize);
                 dst = f.arena + in.shadow;
@@ -5322,13 +5437,14 @@ private:
                 leaves[i].step = in.access.o_strides.empty() ? 0 : in.access.o_strides.back();
             }
             const std::int64_t out_step = st.access.o_strides.empty() ? 0 : st.access.o_strides.back();
-            static_->run(binding_, leaves.data(), at(st.param, st.access, st.esize, seg), out_step, seg.len, st.stream);
+            static_->run(binding_, f.scalars.data(), leaves.data(), at(st.param, st.access, st.esize, seg), out_step, seg.len,
+                         st.stream);
         }
     }
 
     // A reduction with few outputs: items are (outer block, chunk of the reduced space); the
     // chunk results are folded in chunk order, then the per-output phases run.
-    void run_split(const std::vector<char*>& base, ThreadPool& pool) const {
+    void run_split(const Launch& launch, ThreadPool& pool) const {
         const PPhase& red = phases_[0];
         const std::size_t rsize = dtype_size(red.reduce_dtype);
         const std::int64_t oblocks = (o_.total + oblock_ - 1) / oblock_;
@@ -5337,7 +5453,7 @@ private:
         std::vector<std::unique_ptr<Frame>> frames(static_cast<std::size_t>(pool.size()));
         pool.parallel_for(oblocks * chunks, [&](std::int64_t item, int thread) {
             auto& slot = frames[static_cast<std::size_t>(thread)];
-            if (!slot) slot = std::make_unique<Frame>(*this, base);
+            if (!slot) slot = std::make_unique<Frame>(*this, launch);
             Frame& f = *slot;
             const std::int64_t ob = item / chunks, chunk = item % chunks;
             const std::int64_t start = ob * oblock_;
@@ -5348,7 +5464,7 @@ private:
                         static_cast<std::size_t>(f.olen) * rsize);
         });
         frames.clear();  // this thread's frame is rebuilt below; its arena is the same memory
-        Frame f(*this, base);
+        Frame f(*this, launch);
         for (std::int64_t ob = 0; ob < oblocks; ++ob) {
             const std::int64_t start = ob * oblock_;
             f.set_oblock(start, std::min(oblock_, o_.total - start));
@@ -5376,7 +5492,7 @@ private:
     }
 
     Shape domain_;
-    std::size_t n_params_;
+    std::size_t n_params_, n_scalars_;
     int threads_;
     bool in_place_;
     Space o_, a_;
@@ -5421,8 +5537,8 @@ public:
         if (bytes) std::memcpy(dst, static_cast<const char*>(src.handle()) + at, bytes);
     }
 
-    void launch(CompiledKernel& kernel, const std::vector<Buffer*>& params) override {
-        static_cast<HostKernel&>(kernel).run(params, pool_);
+    void launch(CompiledKernel& kernel, const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) override {
+        static_cast<HostKernel&>(kernel).run(params, scalars, pool_);
     }
     void synchronize() override {}
 
@@ -5437,7 +5553,7 @@ public:
     std::string gemm_routine(const ir::Gemm&) const override { return "packed SIMD GEMM"; }
 
 protected:
-    std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel) override {
+    std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel, CompileOutcome&) override {
         return std::make_shared<HostKernel>(kernel, pool_.size());
     }
 
@@ -5908,8 +6024,24 @@ inline std::string apply_clblast_tuning(cl_device_id device, const std::string& 
 // writers (two processes building the same kernel) each publish a whole file. A directory that
 // cannot be created or written, or a bad file, is reported once as a warning and ignored: the
 // program is then built from source as if there were no cache.
+//
+// The directory is capped (LAZYTENSOR_CACHE_MAX_MB, default 512 MiB of entry files) so that
+// kernels generated by many programs over months do not fill the disk. Eviction is least
+// recently used: a load sets the file's modification time to now, and a store that takes the
+// directory past the cap deletes the oldest entries until it is at 90% of the cap (the slack
+// spares most stores the scan). Listing and sizing every entry costs far more than a store, so
+// each cache keeps an estimate instead (one scan at its first store, then the bytes it writes) and
+// scans again only when the estimate passes the cap or a tenth of the cap has been written
+// since its last scan; the entry just written is never deleted by its own store. Processes
+// share the directory without locks: a file that another process deletes between a listing and
+// its removal or load is simply gone (POSIX keeps a file that is being read readable after it
+// is unlinked), and as each process counts only its own writes between scans, the directory
+// can pass the cap by up to a tenth of it (plus an entry) per process writing at once, until
+// the next scan. The cap is best effort, never a reason for an error.
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -5923,6 +6055,7 @@ inline std::string apply_clblast_tuning(cl_device_id device, const std::string& 
 #include <string>
 #include <system_error>
 #include <vector>
+
 
 namespace lazytensor::detail::opencl {
 
@@ -5945,19 +6078,55 @@ inline std::string default_cache_dir() {
     return {};
 }
 
+/// LAZYTENSOR_CACHE_MAX_MB: the cap on the disk cache's entry files, in MiB (default 512; unset
+/// or empty, as for every variable). Only digits are accepted (no sign, suffix or spaces), at
+/// least 1.
+inline std::uint64_t default_cache_max_bytes() {
+    constexpr const char* name = "LAZYTENSOR_CACHE_MAX_MB";
+    const char* v = std::getenv(name);
+    if (!v || !*v) return std::uint64_t(512) << 20;
+    constexpr std::uint64_t most = ~std::uint64_t(0) >> 20;  // MiB whose byte count fits 64 bits
+    std::uint64_t mb = 0;
+    bool digits = *v != '\0', too_large = false;
+    for (const char* c = v; *c && digits; ++c) {
+        if (*c < '0' || *c > '9') digits = false;
+        else if (mb > (most - static_cast<std::uint64_t>(*c - '0')) / 10) too_large = true;
+        else mb = mb * 10 + static_cast<std::uint64_t>(*c - '0');
+    }
+    if (!digits || (mb < 1 && !too_large)) fail<ValueError>(name, "=", v, " is not a size in MiB (a whole number >= 1)");
+    if (too_large) fail<ValueError>(name, "=", v, " is too large a size in MiB (at most ", most, ")");
+    return mb << 20;
+}
+
 class ProgramDiskCache {
 public:
     struct Stats {
         std::size_t hits = 0, misses = 0, writes = 0, warnings = 0;
+        std::size_t evictions = 0;  // entries this cache deleted to keep the directory under the cap
     };
 
-    explicit ProgramDiskCache(std::string directory) : dir_(std::move(directory)) {}
+    /// Reads LAZYTENSOR_CACHE_MAX_MB (a bad value throws ValueError).
+    explicit ProgramDiskCache(std::string directory)
+        : dir_(std::move(directory)), max_bytes_(default_cache_max_bytes()) {}
 
     /// An empty directory disables the cache.
     void set_directory(std::string directory) {
         std::lock_guard<std::mutex> lock(mutex_);
         dir_ = std::move(directory);
         warned_.clear();
+        scanned_ = false;
+        estimate_ = written_ = 0;
+    }
+
+    /// The cap on the directory's entry files, in bytes; a lower cap is applied at the next
+    /// store. 0 keeps only the entry stored last.
+    void set_max_bytes(std::uint64_t bytes) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        max_bytes_ = bytes;
+    }
+    std::uint64_t max_bytes() const {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return max_bytes_;
     }
     std::string directory() const {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -5974,7 +6143,9 @@ public:
         return path_locked(key);
     }
 
-    /// The cached binary for `key`, if a whole, matching entry exists.
+    /// The cached binary for `key`, if a whole, matching entry exists; a hit marks the entry as
+    /// recently used. A file that is missing or cannot be opened (another process may have
+    /// evicted it just now) is a plain miss.
     std::optional<std::vector<unsigned char>> load(const std::string& key) {
         std::lock_guard<std::mutex> lock(mutex_);
         const std::string path = path_locked(key);
@@ -5993,10 +6164,14 @@ public:
             return std::nullopt;
         }
         ++stats_.hits;
+        // The file's modification time is its last use, for eviction. It may be gone already,
+        // or read-only to this user: then it just ages.
+        std::error_code ec;
+        std::filesystem::last_write_time(path, std::filesystem::file_time_type::clock::now(), ec);
         return binary;
     }
 
-    /// Publishes an entry; failures are warnings.
+    /// Publishes an entry, then keeps the directory under the cap; failures are warnings.
     void store(const std::string& key, const std::vector<unsigned char>& binary) {
         std::lock_guard<std::mutex> lock(mutex_);
         if (dir_.empty() || binary.empty()) return;
@@ -6009,9 +6184,9 @@ public:
         const std::string path = path_locked(key);
         std::mt19937_64 rng(std::random_device{}());
         const std::string tmp = path + ".tmp" + std::to_string(rng());
+        const std::string bytes = serialize(key, binary);
         {
             std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-            const std::string bytes = serialize(key, binary);
             if (out) out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
             if (!out || !out.flush()) {
                 out.close();
@@ -6027,6 +6202,10 @@ public:
             return;
         }
         ++stats_.writes;
+        estimate_ += bytes.size();
+        written_ += bytes.size();
+        if (scanned_ && estimate_ <= max_bytes_ && written_ <= max_bytes_ / 10) return;
+        trim_locked(path);
     }
 
 private:
@@ -6078,6 +6257,72 @@ private:
         return !binary.empty();
     }
 
+    /// Lists the directory, sets the size estimate to what is there and, when that is past the
+    /// cap, deletes the least recently used entries (never `keep`, the entry just written) down
+    /// to 90% of the cap. Another process may list, load and delete at the same time: a file
+    /// that is gone when it is looked at or removed was evicted by someone else.
+    void trim_locked(const std::string& keep) {
+        namespace fs = std::filesystem;
+        using namespace std::chrono_literals;
+        struct Entry {
+            fs::file_time_type used;
+            std::uint64_t size;
+            fs::path path;
+        };
+        std::vector<Entry> entries;
+        std::uint64_t total = 0;
+        const auto now = fs::file_time_type::clock::now();
+        const fs::path keep_name = fs::path(keep).filename();
+        std::error_code ec;
+        fs::directory_iterator it(dir_, ec);
+        for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+            const fs::path path = it->path();
+            const std::string name = path.filename().string();
+            const bool entry = name.size() > 6 && name.compare(name.size() - 6, 6, ".clbin") == 0;
+            const bool temporary = !entry && name.find(".clbin.tmp") != std::string::npos;
+            if (!entry && !temporary) continue;  // not ours: left alone and not counted
+            std::error_code e;
+            const auto used = fs::last_write_time(path, e);
+            if (e) continue;  // gone already
+            const std::uint64_t size = fs::file_size(path, e);
+            if (e) continue;  // gone already, or not a file
+            if (temporary) {
+                // A writer that crashed leaves its temporary file: removed after an hour, counted
+                // after a minute (a write in progress is neither).
+                if (now - used > 1h) fs::remove(path, e);
+                else if (now - used > 1min) total += size;
+                continue;
+            }
+            total += size;
+            entries.push_back({used, size, path});
+        }
+        if (ec) return;  // not listed: the next store tries again
+        scanned_ = true;
+        estimate_ = total;
+        written_ = 0;
+        if (total <= max_bytes_) return;
+        std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+            return a.used != b.used ? a.used < b.used : a.path < b.path;
+        });
+        const std::uint64_t target = max_bytes_ - max_bytes_ / 10;
+        bool stuck = false;
+        for (const Entry& e : entries) {
+            if (total <= target) break;
+            if (e.path.filename() == keep_name) continue;
+            std::error_code rm;
+            if (fs::remove(e.path, rm)) ++stats_.evictions;
+            else if (rm) {
+                stuck = true;  // still there
+                continue;
+            }
+            total -= e.size;  // removed, by this cache or by another process just before
+        }
+        estimate_ = total;
+        if (stuck)
+            warn(dir_, "has program cache entries that cannot be deleted; the cache may grow past "
+                       "LAZYTENSOR_CACHE_MAX_MB");
+    }
+
     void warn(const std::string& what, const std::string& problem) {
         ++stats_.warnings;
         if (!warned_.insert(what).second) return;
@@ -6086,6 +6331,10 @@ private:
 
     mutable std::mutex mutex_;
     std::string dir_;
+    std::uint64_t max_bytes_;
+    bool scanned_ = false;        // dir_ has been listed: estimate_ holds what was there plus written_
+    std::uint64_t estimate_ = 0;  // bytes of entry files in dir_, as far as this cache knows
+    std::uint64_t written_ = 0;   // bytes this cache has written to dir_ since it last listed it
     Stats stats_;
     std::set<std::string> warned_;
 };
@@ -6168,6 +6417,10 @@ inline const char* cl_value_type(DType t) {
 inline const char* cl_storage_type(DType t) {
     return t == DType::Bool ? "uchar" : t == DType::Float16 ? "half" : cl_value_type(t);
 }
+
+/// The OpenCL C type of a scalar kernel argument of `t`: bool is not a valid argument type (a
+/// byte instead), and a float16 value is passed as the float it is computed in.
+inline const char* cl_scalar_arg_type(DType t) { return t == DType::Bool ? "uchar" : cl_value_type(t); }
 
 /// The unsigned type integer arithmetic wraps in.
 inline const char* cl_wrap_type(DType t) {
@@ -6544,6 +6797,7 @@ private:
             for (auto& st : ph.stores) widen(st.access);
         }
         for (auto& p : k_.params) fp64_ = fp64_ || p.dtype == DType::Float64;
+        for (DType t : k_.scalars) fp64_ = fp64_ || t == DType::Float64;
         idx_ = reach >= (std::int64_t(1) << 30) ? "long" : "int";
     }
 
@@ -6578,6 +6832,8 @@ private:
                  (k_.in_place ? "* p" : "* restrict p") + std::to_string(p);
         }
         if (scratch) s += std::string(", __global ") + cl_storage_type(scratch_dtype) + "* restrict scratch";
+        for (std::size_t i = 0; i < k_.scalars.size(); ++i)
+            s += std::string(", const ") + cl_scalar_arg_type(k_.scalars[i]) + " s" + std::to_string(i);
         return s;
     }
 
@@ -6659,6 +6915,9 @@ private:
             };
             switch (in.op) {
                 case ir::Op::Const: out.push_back(cl_literal(in.value, in.dtype)); continue;
+                case ir::Op::Param:
+                    out.push_back(in.dtype == DType::Bool ? "(s" + std::to_string(in.arg) + " != 0)" : "s" + std::to_string(in.arg));
+                    continue;
                 case ir::Op::Slot:
                     for (const std::string& l : (lanes > 1 ? lane_suffixes() : std::vector<std::string>{""}))
                         out.push_back("slot" + std::to_string(in.arg) + l);
@@ -7088,6 +7347,29 @@ public:
     RenderedKernel rendered;
     std::shared_ptr<ProgramOwner> program;
     std::vector<KernelOwner> kernels;  // per stage
+    std::vector<DType> scalars;        // the kernel's scalar parameters, passed after its buffers
+};
+
+/// A scalar kernel argument: the value in the argument's OpenCL type (cl_scalar_arg_type).
+struct ScalarArg {
+    alignas(8) unsigned char bytes[8] = {};
+    std::size_t size = 0;
+
+    ScalarArg(const Scalar& value, DType t) {
+        auto put = [&](auto v) {
+            std::memcpy(bytes, &v, sizeof v);
+            size = sizeof v;
+        };
+        switch (t) {
+            case DType::Bool: put(static_cast<cl_uchar>(value.as<bool>() ? 1 : 0)); break;
+            case DType::UInt8: put(static_cast<cl_uchar>(value.as<std::uint8_t>())); break;
+            case DType::Int32: put(static_cast<cl_int>(value.as<std::int32_t>())); break;
+            case DType::Int64: put(static_cast<cl_long>(value.as<std::int64_t>())); break;
+            case DType::Float16: put(static_cast<cl_float>(value.cast(DType::Float16).as<float>())); break;
+            case DType::Float32: put(static_cast<cl_float>(value.as<float>())); break;
+            case DType::Float64: put(static_cast<cl_double>(value.as<double>())); break;
+        }
+    }
 };
 
 /// The source with line numbers, as build errors show it.
@@ -7176,8 +7458,11 @@ public:
 
     // ------------------------------------------------------------------------------ running
 
-    void launch(CompiledKernel& compiled, const std::vector<Buffer*>& params) override {
+    void launch(CompiledKernel& compiled, const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) override {
         auto& k = static_cast<OpenCLKernel&>(compiled);
+        if (scalars.size() != k.scalars.size())
+            fail<Error>("lazytensor internal error: a kernel with ", k.scalars.size(), " scalar parameters launched with ",
+                        scalars.size());
         if (k.rendered.stages.empty()) return;
         BufferPtr scratch;
         if (k.rendered.scratch_elems) scratch = allocate(k.rendered.scratch_dtype, k.rendered.scratch_elems);
@@ -7193,6 +7478,10 @@ public:
             if (scratch) {
                 cl_mem m = static_cast<cl_mem>(scratch->handle());
                 check(clSetKernelArg(kernel, arg++, sizeof(cl_mem), &m), "clSetKernelArg");
+            }
+            for (std::size_t i = 0; i < scalars.size(); ++i) {
+                const ScalarArg v(scalars[i], k.scalars[i]);
+                check(clSetKernelArg(kernel, arg++, v.size, v.bytes), "clSetKernelArg");
             }
             cl_event event = nullptr;
             const cl_int err = clEnqueueNDRangeKernel(queue_, kernel, 2, nullptr, st.global, st.local, 0, nullptr,
@@ -7264,21 +7553,37 @@ public:
 
     // --------------------------------------------------------------------------- programs
 
+    /// Where build_program found a program.
+    enum class ProgramSource { Memory, Disk, Compiler };
+
     /// A built program for `source` on this device: from memory, from the disk cache, or
     /// compiled now. A failed build throws BackendError with the build log and the source.
-    std::shared_ptr<ProgramOwner> build_program(const std::string& source, bool* built = nullptr) {
-        if (built) *built = false;
+    /// Safe to call from several threads at once (each builds its own program).
+    std::shared_ptr<ProgramOwner> build_program(const std::string& source, ProgramSource* from = nullptr) {
+        if (from) *from = ProgramSource::Memory;
         if (auto hit = programs_.find(source)) return hit;
-        const std::string key = concat("lazytensor program cache 1\noptions: ", options_, "\ndevice: ",
+        const std::string key = concat("lazytensor program cache 1\noptions: ", build_options(), "\ndevice: ",
                                        device_name_, "\ndriver: ", driver_, "\nsource:\n", source);
         std::shared_ptr<ProgramOwner> program;
         if (auto binary = disk_.load(key)) program = from_binary(*binary, disk_.path_for(key));
-        if (!program) {
+        if (program) {
+            if (from) *from = ProgramSource::Disk;
+        } else {
             program = from_source(source);
-            if (built) *built = true;
+            if (from) *from = ProgramSource::Compiler;
             disk_.store(key, binary_of(program->program));
         }
         return programs_.insert(source, std::move(program)).first;
+    }
+
+    bool parallel_compiles() const override { return true; }
+    /// Built programs held in memory (bounded like the kernel cache).
+    std::size_t cached_programs() const { return programs_.size(); }
+
+    /// The kernel cache and the program cache below it keep `kernels` entries each.
+    void set_cache_capacity(std::size_t kernels) override {
+        Backend::set_cache_capacity(kernels);
+        programs_.set_capacity(kernels);
     }
 
     /// Forgets compiled kernels and built programs held in memory (the disk cache stays).
@@ -7297,16 +7602,20 @@ public:
     std::string exchange_build_options(std::string options) { return std::exchange(options_, std::move(options)); }
 
 protected:
-    std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel) override {
+    std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel, CompileOutcome& outcome) override {
         DeviceTraits traits = traits_;
         for (;;) {
             auto k = std::make_shared<OpenCLKernel>();
             k->rendered = render(kernel, traits);
+            k->scalars = kernel.scalars;
             if (k->rendered.stages.empty()) return k;
             if (k->rendered.uses_fp64 && !fp64_)
                 fail<DeviceError>(describe(), " does not support float64 (the device lacks cl_khr_fp64); "
                                   "use float32 tensors, or run this on the host");
-            k->program = build_program(k->rendered.source);
+            ProgramSource from = ProgramSource::Memory;
+            k->program = build_program(k->rendered.source, &from);
+            outcome.built_from_source = outcome.built_from_source || from == ProgramSource::Compiler;
+            outcome.from_disk = outcome.from_disk || from == ProgramSource::Disk;
             std::size_t fits = traits.max_work_group;
             for (const Stage& st : k->rendered.stages) {
                 cl_int err = CL_SUCCESS;
@@ -7386,7 +7695,7 @@ private:
         if (ir::blas_operand(layout, rows, cols)) return nullptr;
         const ir::Kernel copy = ir::contiguous_copy(g.dtype, g.batch, rows, cols, layout);
         BufferPtr out = allocate(g.dtype, g.batch_count() * rows * cols);
-        launch(*get_kernel(copy), {const_cast<Buffer*>(&operand), out.get()});
+        launch(*get_kernel(copy), {const_cast<Buffer*>(&operand), out.get()}, {});
         return out;
     }
 
@@ -7472,7 +7781,7 @@ private:
     std::size_t cached_bytes_ = 0;
     std::size_t cache_limit_ = 0;
 
-    LruCache<ProgramOwner> programs_{1024};
+    LruCache<ProgramOwner> programs_{kernel_cache_capacity_from_env()};
     ProgramDiskCache disk_;
 
     bool record_times_ = false;
@@ -7547,16 +7856,7 @@ inline std::size_t host_cache_bytes() {
 
 inline host::HostBackend& host_backend() {
     // Never destroyed: buffers held by static tensors may outlive any destruction order.
-    static host::HostBackend* backend = [] {
-        auto* b = new host::HostBackend(host_threads(), host_cache_bytes());
-        if (const char* v = env("LAZYTENSOR_KERNEL_CACHE")) {
-            char* end = nullptr;
-            const long long n = std::strtoll(v, &end, 10);
-            if (*end || n < 1) fail<ValueError>("LAZYTENSOR_KERNEL_CACHE=", v, " is not a number of kernels (>= 1)");
-            b->set_cache_capacity(static_cast<std::size_t>(n));
-        }
-        return b;
-    }();
+    static host::HostBackend* backend = new host::HostBackend(host_threads(), host_cache_bytes());
     return *backend;
 }
 
@@ -7633,6 +7933,14 @@ inline void set_memory_limit(Device d, std::size_t bytes) { detail::backend_for(
 /// (the host) or the driver (OpenCL), as torch.cuda.empty_cache does.
 inline void empty_cache(Device d) { detail::backend_for(d).release_cached(); }
 
+/// What `d` has compiled since the start (or reset_compile_stats): kernels compiled and found in
+/// memory, OpenCL programs built from source or loaded from the disk cache, and the time spent.
+/// A loop that changes only scalar values or random seeds compiles nothing after its first step.
+inline CompileStats compile_stats(Device d) { return detail::backend_for(d).compile_stats(); }
+
+/// Sets compile_stats(d)'s counters to zero.
+inline void reset_compile_stats(Device d) { detail::backend_for(d).reset_compile_stats(); }
+
 /// Waits until every kernel launched on `d` has finished (realize() only enqueues on OpenCL
 /// devices; reading a result waits by itself). DeviceError if `d` is not available.
 inline void synchronize(Device d) { detail::backend_for(d).synchronize(); }
@@ -7665,9 +7973,11 @@ inline void set_default_device(Device d) {
 // Plans: a schedule with its kernels lowered, kept for reuse.
 //
 // Realizing the same expression again builds a new graph of the same structure. Its signature
-// (every node's op, dtype, shape and sources, the layout of every realized input, constants and
-// the outputs, in a fixed depth-first order) finds the plan made for the first one, so the
-// repeat skips grouping and lowering: nodes are named by their position in that order.
+// (every node's op, dtype, shape and sources, the layout of every realized input and the
+// outputs, in a fixed depth-first order) finds the plan made for the first one, so the repeat
+// skips grouping and lowering: nodes are named by their position in that order. Scalar values
+// (Const nodes, padding values) are not part of it: kernels take them as parameters, read from
+// the nodes at each launch.
 
 #include <atomic>
 #include <memory>
@@ -7688,6 +7998,10 @@ inline void set_default_device(Device d) {
 // A reshape that merges axes of what it reads cannot be followed by an affine map over a
 // coarse domain; lowering then splits the domain axis (Refinement) and starts again, and
 // ir::normalize merges the axes back wherever the strides allow.
+//
+// The value of a Const node (a scalar operand, a full() value, a random seed) and of a Pad
+// node's padding is a scalar parameter of the kernel, not a literal: the kernel's key holds
+// its dtype, and each launch passes the value of the node it came from (Group::scalars).
 
 #include <unordered_map>
 #include <unordered_set>
@@ -7742,6 +8056,7 @@ struct Group {
     ir::Kernel kernel;
     ir::Gemm gemm;              // a matmul item: the product, over the buffers of `inputs`
     std::vector<Node*> inputs;  // per input parameter: the base node whose buffer is read
+    std::vector<Node*> scalars; // per scalar parameter: the node whose `value` is passed
     std::vector<std::string> ops;
     // Domain chosen while grouping (reductions that joined the kernel must agree on it).
     bool has_domain = false;
@@ -8128,6 +8443,7 @@ public:
             g_.kernel = std::move(attempt.kernel);
             g_.inputs = std::move(attempt.inputs);
             g_.ops = std::move(attempt.ops);
+            g_.scalars = std::move(attempt.scalar_nodes);
             return;
         }
     }
@@ -8250,7 +8566,7 @@ private:
             if (r.node != n) return emit(pb, r.node, std::move(r.map), gate);  // memoize the node below the views
             in.dtype = n->dtype;
             switch (n->kind) {
-                case NodeKind::Const: return constant(pb, n->value);
+                case NodeKind::Const: return scalar(pb, n);
                 case NodeKind::Index:
                     in.op = ir::Op::Index;
                     in.access = map.access(0, Strides(n->params.begin(), n->params.end()));
@@ -8311,6 +8627,24 @@ private:
             return push(pb, std::move(in));
         }
 
+        // The value of node n (a Const, or a Pad's padding): scalar parameter of the kernel, one
+        // per graph node.
+        int scalar(PhaseBuilder& pb, Node* n) {
+            for (auto it = scalar_origin.find(n); it != scalar_origin.end(); it = scalar_origin.find(n)) n = it->second;
+            auto [at, added] = scalar_of.emplace(n, static_cast<int>(kernel.scalars.size()));
+            if (added) {
+                kernel.scalars.push_back(n->dtype);
+                scalar_nodes.push_back(n);
+            }
+            for (std::size_t i = 0; i < pb.phase.instrs.size(); ++i)  // one instruction per phase
+                if (pb.phase.instrs[i].op == ir::Op::Param && pb.phase.instrs[i].arg == at->second) return static_cast<int>(i);
+            ir::Instr in;
+            in.op = ir::Op::Param;
+            in.dtype = n->dtype;
+            in.arg = at->second;
+            return push(pb, std::move(in));
+        }
+
         int binary(PhaseBuilder& pb, BinaryOp op, DType result, int a, int b) {
             ir::Instr in;
             in.op = ir::Op::Binary;
@@ -8354,7 +8688,7 @@ private:
             in.dtype = n->dtype;
             in.a = inside;
             in.b = value;
-            in.c = constant(pb, n->value);
+            in.c = scalar(pb, n);
             return push(pb, std::move(in));
         }
 
@@ -8395,8 +8729,11 @@ private:
             auto o = origin.find(view);
             Node* from = o == origin.end() ? view : o->second;
             for (int i = 0; i < src->nsrc; ++i) {
-                NodePtr moved = graph::reshape(src->src[static_cast<std::size_t>(i)], view->shape);
-                if (moved != src->src[static_cast<std::size_t>(i)]) origin[moved.get()] = from;
+                const NodePtr& operand = src->src[static_cast<std::size_t>(i)];
+                NodePtr moved = graph::reshape(operand, view->shape);
+                if (moved != operand) origin[moved.get()] = from;
+                // A reshaped constant is a new node: its value still comes from the graph's.
+                if (moved != operand && operand->kind == NodeKind::Const) scalar_origin[moved.get()] = operand.get();
                 clone->src[static_cast<std::size_t>(i)] = std::move(moved);
             }
             return (pushed[view] = std::move(clone)).get();
@@ -8433,6 +8770,9 @@ private:
         std::unordered_set<const Node*> described;
         std::unordered_map<Node*, NodePtr> pushed;  // reshapes moved below element-wise nodes
         std::unordered_map<Node*, Node*> origin;    // a moved reshape -> the graph's reshape it came from
+        std::unordered_map<Node*, Node*> scalar_origin;  // a constant made by push_reshape -> the graph's
+        std::unordered_map<const Node*, int> scalar_of;  // graph node -> its scalar parameter
+        std::vector<Node*> scalar_nodes;                 // per scalar parameter: the node holding its value
         const Buffer* target_buffer = nullptr;      // an assign: the memory it writes
         Access store_access;                        // where the output is stored
     };
@@ -8501,6 +8841,7 @@ struct PlannedItem {
     bool gemm_item = false;   // a matrix product: `gemm` over the buffers of inputs[0] and inputs[1]
     ir::Gemm gemm;
     std::vector<int> inputs;  // per input parameter
+    std::vector<int> scalars; // per scalar parameter: the node whose value is passed
     std::vector<std::string> ops;
     // The compiled kernel, looked up on the first run (realize holds its lock meanwhile).
     mutable std::shared_ptr<CompiledKernel> compiled;
@@ -8543,9 +8884,7 @@ inline GraphWalk walk_graph(const std::vector<Node*>& outputs) {
             sig.put(memory.emplace(n->buffer.get(), static_cast<int>(memory.size())).first->second);
             continue;
         }
-        sig.put(n->value.dtype);
-        sig.put(n->value.f);
-        sig.put(n->value.i);
+        // (n->value, of Const and Pad nodes, is a kernel parameter: not part of the structure.)
         sig.put(n->unary_op);
         sig.put(n->binary_op);
         sig.put(n->reduce_op);
@@ -8605,6 +8944,7 @@ inline Plan make_plan(const GraphWalk& w) {
         item.gemm_item = g.is_gemm();
         item.gemm = std::move(g.gemm);
         for (Node* in : g.inputs) item.inputs.push_back(index(in));
+        for (Node* v : g.scalars) item.scalars.push_back(index(v));
         item.ops = std::move(g.ops);
         p.items.push_back(std::move(item));
     }
@@ -8703,7 +9043,9 @@ public:
         return !p.gemm_item && p.kernel.candidate;  // a compiled loop: compare with the interpreter
     }
 
-    KernelCheck(const PlannedItem& p, const std::vector<Buffer*>& params, bool output_is_read) : item_(p) {
+    KernelCheck(const PlannedItem& p, const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars,
+                bool output_is_read)
+        : item_(p), scalars_(scalars) {
         std::unordered_map<const Buffer*, BufferPtr> copies;  // one copy per buffer: in-place kernels alias
         for (std::size_t k = 0; k < params.size(); ++k) {
             const Buffer* b = params[k];
@@ -8774,11 +9116,12 @@ private:
         }
         ir::Kernel interpreted = item_.kernel;
         interpreted.candidate = nullptr;  // the interpreter, not a compiled loop
-        host.launch(*host.get_kernel(interpreted), params);
+        host.launch(*host.get_kernel(interpreted), params, scalars_);
         return "the host interpreter";
     }
 
     const PlannedItem& item_;
+    std::vector<Scalar> scalars_;
     std::vector<BufferPtr> host_params_;
 };
 
@@ -8863,8 +9206,7 @@ private:
 /// LAZYTENSOR_DEBUG=3: a kernel's time (on the device's own clock where it has one) and the
 /// bandwidth of reading its inputs and writing its output once; for a GEMM, its FLOP rate.
 inline void print_timing(std::size_t i, Backend& backend, const std::vector<Buffer*>& params, const PlannedItem& item,
-                         std::chrono::steady_clock::time_point start, std::chrono::steady_clock::time_point launch,
-                         bool compiled) {
+                         std::chrono::steady_clock::time_point launch) {
     using ms_t = std::chrono::duration<double, std::milli>;
     const auto now = std::chrono::steady_clock::now();
     const std::vector<double> device = backend.take_device_times_ms();
@@ -8887,8 +9229,80 @@ inline void print_timing(std::size_t i, Backend& backend, const std::vector<Buff
     } else if (ms > 0) {
         out << ", " << bytes / (ms * 1e-3) / 1e9 << " GB/s";
     }
-    if (compiled) out << " (compiled now in " << ms_t(launch - start).count() << " ms)";
     std::cerr << out.str() << "\n";
+}
+
+/// LAZYTENSOR_COMPILE_THREADS: how many kernels one realize may compile at once (default: the
+/// cores, at least 2, at most 8; 1 compiles one after another).
+inline std::size_t compile_threads() {
+    static const std::size_t threads = [] {
+        if (const char* v = std::getenv("LAZYTENSOR_COMPILE_THREADS"); v && *v) {
+            char* end = nullptr;
+            const long n = std::strtol(v, &end, 10);
+            if (*end || n < 1 || n > 256)
+                fail<ValueError>("LAZYTENSOR_COMPILE_THREADS=", v, " is not a thread count (a whole number from 1 to 256)");
+            return static_cast<std::size_t>(n);
+        }
+        return static_cast<std::size_t>(std::clamp(std::thread::hardware_concurrency(), 2u, 8u));
+    }();
+    return threads;
+}
+
+/// Gets the compiled kernel of every item that has not run on its device yet. A backend whose
+/// compiler is slow (OpenCL) builds several new kernels on a few threads at once, so a first
+/// realize that needs N new programs costs about one build, not N. An item whose build fails
+/// throws (the first in schedule order) before anything has run.
+inline void compile_items(const std::vector<PlannedItem>& items, const GraphWalk& w, int level) {
+    std::vector<std::size_t> todo;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        const PlannedItem& p = items[i];
+        if (!p.view_only && !p.gemm_item && p.compiled_for != &backend_for(w.node(p.root)->device)) todo.push_back(i);
+    }
+    if (todo.empty()) return;
+    std::vector<CompileOutcome> outcome(todo.size());
+    std::vector<std::exception_ptr> error(todo.size());
+    auto compile_one = [&](std::size_t t) {
+        const PlannedItem& p = items[todo[t]];
+        Backend& backend = backend_for(w.node(p.root)->device);
+        try {
+            p.compiled = backend.get_kernel(p.kernel, &outcome[t]);
+            p.compiled_for = &backend;
+        } catch (...) {
+            error[t] = std::current_exception();
+        }
+    };
+    std::size_t parallel = 0;
+    for (std::size_t t : todo) parallel += backend_for(w.node(items[t].root)->device).parallel_compiles();
+    const std::size_t threads = std::min<std::size_t>(parallel, compile_threads());
+    if (threads >= 2) {
+        std::atomic<std::size_t> next{0};
+        auto worker = [&] {
+            for (std::size_t t; (t = next++) < todo.size();) compile_one(t);
+        };
+        std::vector<std::thread> pool;
+        try {
+            for (std::size_t k = 1; k < threads; ++k) pool.emplace_back(worker);
+        } catch (const std::system_error&) {  // no thread to be had: this one does the work
+        }
+        worker();
+        for (std::thread& th : pool) th.join();
+    } else {
+        for (std::size_t t = 0; t < todo.size(); ++t) compile_one(t);
+    }
+    for (const std::exception_ptr& e : error)
+        if (e) std::rethrow_exception(e);
+    if (level < 1) return;
+    std::ostringstream out;
+    for (std::size_t t = 0; t < todo.size(); ++t) {
+        const CompileOutcome& o = outcome[t];
+        if (!o.compiled) continue;
+        const Node* root = w.node(items[todo[t]].root);
+        out << "[lazytensor] kernel " << todo[t] << " on " << root->device << ": compiled in " << o.ms << " ms"
+            << (o.built_from_source ? ", program built from source" : o.from_disk ? ", program loaded from the disk cache" : "")
+            << " (a kernel structure not in this device's kernel cache: new, or evicted from its "
+            << backend_for(root->device).cache_capacity() << " entries)\n";
+    }
+    std::cerr << out.str();
 }
 
 inline std::vector<Node*> unrealized(const std::vector<Node*>& nodes) {
@@ -8938,20 +9352,17 @@ inline void realize_nodes(const std::vector<Node*>& nodes) {
     for (const PlannedItem& p : items)
         if (kept[static_cast<std::size_t>(p.root)]) hold.push_back(node(p.root)->shared_from_this());
 
+    compile_items(items, w, level);
+
     std::vector<BufferPtr> produced(w.order.nodes.size());
     auto buffer_of = [&](int i) { return node(i)->realized() ? node(i)->buffer : produced[static_cast<std::size_t>(i)]; };
     std::vector<Buffer*> params;
+    std::vector<Scalar> scalars;
     for (std::size_t i = 0; i < items.size(); ++i) {
         const PlannedItem& p = items[i];
         if (p.view_only) continue;
         Node* root = node(p.root);
         Backend& backend = backend_for(root->device);
-        const auto t0 = std::chrono::steady_clock::now();
-        bool compiled = false;
-        if (!p.gemm_item && p.compiled_for != &backend) {  // first run of this plan on this device
-            p.compiled = backend.get_kernel(p.kernel, &compiled);
-            p.compiled_for = &backend;
-        }
         if (level >= 2 && !p.gemm_item) {
             const std::string source = backend.kernel_source(*p.compiled);
             if (!source.empty()) std::cerr << "  kernel " << i << " on " << root->device << ":\n" << source;
@@ -8961,13 +9372,16 @@ inline void realize_nodes(const std::vector<Node*>& nodes) {
         params.clear();
         for (int in : p.inputs) params.push_back(buffer_of(in).get());
         params.push_back(out.get());
+        scalars.clear();
+        for (int v : p.scalars) scalars.push_back(node(v)->value);
         std::optional<KernelCheck> check;
-        if (check_enabled() && KernelCheck::applies(p, backend)) check.emplace(p, params, root->kind == NodeKind::Assign);
+        if (check_enabled() && KernelCheck::applies(p, backend))
+            check.emplace(p, params, scalars, root->kind == NodeKind::Assign);
         auto run = [&] {
             if (p.gemm_item)
                 backend.gemm(p.gemm, *params[0], *params[1], *params[2]);
             else
-                backend.launch(*p.compiled, params);
+                backend.launch(*p.compiled, params, scalars);
             if (after_launch_hook()) after_launch_hook()(*out);
             if (check) check->verify(i, items.size(), backend, *out);
         };
@@ -8978,7 +9392,7 @@ inline void realize_nodes(const std::vector<Node*>& nodes) {
                 run();
                 backend.synchronize();
             }
-            print_timing(i, backend, params, p, t0, t1, compiled);
+            print_timing(i, backend, params, p, t1);
         } else {
             run();
         }
@@ -10905,8 +11319,10 @@ struct StaticExpr<ScalarLeaf<S>, T> {
     static host::batch<T> eval(const StaticLanes<T>& lanes) { return host::batch<T>(lanes.consts[C]); }
     template <int L, int C>
     static bool match(StaticMatcher& m, int i) {
-        const ir::Instr* in = m.at(i, ir::Op::Const, m.dtype);
+        const ir::Instr* in = m.at(i, ir::Op::Param, m.dtype);
+        if (!in) in = m.at(i, ir::Op::Const, m.dtype);
         if (!in) return false;
+        m.binding.scalar_params[C] = in->op == ir::Op::Param ? in->arg : -1;
         m.binding.consts[C] = in->value;
         return true;
     }
@@ -11032,17 +11448,21 @@ public:
         if (k.phases.size() != 1 || k.has_reduction() || k.phases[0].stores.size() != 1) return false;
         const ir::Phase& phase = k.phases[0];
         binding.leaf_loads.assign(SE::leaves, -1);
+        binding.scalar_params.assign(SE::consts, -1);
         binding.consts.assign(SE::consts, Scalar{});
         StaticMatcher m{phase, dtype_of<T>(), binding};
         return SE::template match<0, 0>(m, phase.stores[0].value);
     }
 
-    void run(const StaticBinding& binding, const LeafView* leaves, void* out, std::int64_t out_step, std::int64_t n,
-             bool stream) const override {
+    void run(const StaticBinding& binding, const Scalar* scalars, const LeafView* leaves, void* out, std::int64_t out_step,
+             std::int64_t n, bool stream) const override {
         using B = host::batch<T>;
         constexpr std::int64_t W = B::size;
         T consts[SE::consts > 0 ? SE::consts : 1];
-        for (int c = 0; c < SE::consts; ++c) consts[c] = binding.consts[static_cast<std::size_t>(c)].template as<T>();
+        for (std::size_t c = 0; c < static_cast<std::size_t>(SE::consts); ++c) {
+            const int param = binding.scalar_params[c];
+            consts[c] = (param >= 0 ? scalars[param] : binding.consts[c]).template as<T>();
+        }
         T* dst = static_cast<T*>(out);
         if (out_step == 1 && stream) {
             // Stage a run in cache, then write it out with non-temporal stores.

@@ -165,9 +165,9 @@ TEST_CASE("the disk cache: a fresh directory is filled, a second build loads fro
 
         const std::string source = unique_source();
         const auto before = disk.stats();
-        bool built = false;
+        auto built = lt::detail::opencl::OpenCLBackend::ProgramSource::Memory;
         REQUIRE(be.build_program(source, &built));
-        CHECK(built);
+        CHECK(built == lt::detail::opencl::OpenCLBackend::ProgramSource::Compiler);
         CHECK(disk.stats().writes == before.writes + 1);
         CHECK(disk.stats().misses == before.misses + 1);
         std::size_t files = 0;
@@ -176,13 +176,13 @@ TEST_CASE("the disk cache: a fresh directory is filled, a second build loads fro
 
         // In memory: no disk access at all.
         REQUIRE(be.build_program(source, &built));
-        CHECK(!built);
+        CHECK(built == lt::detail::opencl::OpenCLBackend::ProgramSource::Memory);
         CHECK(disk.stats().hits == before.hits);
 
         // A new process is simulated by forgetting what is in memory: the binary comes from disk.
         be.clear_kernel_cache();
         REQUIRE(be.build_program(source, &built));
-        CHECK(!built);
+        CHECK(built == lt::detail::opencl::OpenCLBackend::ProgramSource::Disk);
         CHECK(disk.stats().hits == before.hits + 1);
 
         // And a kernel run through realize() still computes the right values from it.
@@ -211,10 +211,10 @@ TEST_CASE("the disk cache: corrupt, truncated and foreign files are rebuilt with
             INFO(what);
             be.clear_kernel_cache();
             const auto before = disk.stats();
-            bool built = false;
+            auto built = lt::detail::opencl::OpenCLBackend::ProgramSource::Memory;
             CaptureCerr err;
             REQUIRE(be.build_program(source, &built));
-            CHECK(built);
+            CHECK(built == lt::detail::opencl::OpenCLBackend::ProgramSource::Compiler);
             CHECK(disk.stats().warnings == before.warnings + 1);
             CHECK(disk.stats().hits == before.hits);
             CHECK(disk.stats().writes == before.writes + 1);  // replaced by a good entry
@@ -238,9 +238,9 @@ TEST_CASE("the disk cache: corrupt, truncated and foreign files are rebuilt with
         // After the rebuilds the entry is good again.
         be.clear_kernel_cache();
         const auto before = disk.stats();
-        bool built = true;
+        auto built = lt::detail::opencl::OpenCLBackend::ProgramSource::Compiler;
         REQUIRE(be.build_program(source, &built));
-        CHECK(!built);
+        CHECK(built == lt::detail::opencl::OpenCLBackend::ProgramSource::Disk);
         CHECK(disk.stats().hits == before.hits + 1);
     }
 }
@@ -255,14 +255,14 @@ TEST_CASE("the disk cache: an unusable directory is a warning, never an error") 
         // A directory below a regular file can be neither created nor written (even by root).
         UsingCacheDir use(disk, blocker / "cache");
         const auto before = disk.stats();
-        bool built = false;
+        auto built = lt::detail::opencl::OpenCLBackend::ProgramSource::Memory;
         {
             CaptureCerr err;
             REQUIRE(be.build_program(unique_source(), &built));
             CHECK(err.text.str().find("warning") != std::string::npos);
             CHECK(err.text.str().find("a-file") != std::string::npos);
         }
-        CHECK(built);
+        CHECK(built == lt::detail::opencl::OpenCLBackend::ProgramSource::Compiler);
         CHECK(disk.stats().warnings == before.warnings + 1);
         CHECK(disk.stats().writes == before.writes);
         lt::Tensor<float> x = lt::tensor<float>({1, 2}, {2}, d);
@@ -437,5 +437,317 @@ TEST_CASE("reductions of every shape class agree with the host: rows, columns, s
                 check_close(b.sum(axis), reduce(rb, {axis}, false, 0.0, add));
             }
         }
+    }
+}
+
+// ------------------------------------------------------------------ the disk cache's size cap
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#endif
+
+namespace {
+
+/// The bytes of the cache's entry files (*.clbin) in `dir`, what the cap limits.
+std::uint64_t clbin_bytes(const fs::path& dir) {
+    std::uint64_t total = 0;
+    for (auto& f : fs::directory_iterator(dir))
+        if (f.path().extension() == ".clbin") total += fs::file_size(f.path());
+    return total;
+}
+
+std::string fake_cache_key(int i) { return "fake program " + std::to_string(i) + "\noptions, device and driver"; }
+
+/// A stand-in for a program binary: `size` bytes that depend on the key alone, so that every
+/// writer of a key stores the same entry and a load can be checked against it.
+std::vector<unsigned char> fake_cache_binary(const std::string& key, std::size_t size) {
+    std::mt19937_64 rng(lt::detail::opencl::fnv1a(key.data(), key.size()));
+    std::vector<unsigned char> out(size);
+    for (auto& b : out) b = static_cast<unsigned char>(rng());
+    return out;
+}
+
+/// Marks an entry as last used `minutes` ago (timestamps can be too coarse for a test to order
+/// entries by the times of its own loads and stores).
+void age_entry(lt::detail::opencl::ProgramDiskCache& cache, const std::string& key, int minutes) {
+    fs::last_write_time(cache.path_for(key), fs::file_time_type::clock::now() - std::chrono::minutes(minutes));
+}
+
+/// Stores `rounds` entries of 20 to 24 KiB whose keys overlap other workers' (worker w starts at
+/// key 70 * w of 300) and loads four after each store (its own, two it stored before, and the
+/// one the next worker is storing about now), checking every hit against the bytes of its key.
+/// Empty when all went right, else what went wrong (a warning or an exception included).
+std::string hammer_disk_cache(lt::detail::opencl::ProgramDiskCache& cache, int worker, int rounds) {
+    const std::string who = "worker " + std::to_string(worker);
+    auto binary = [](int k) {
+        const std::string key = fake_cache_key(k);
+        return fake_cache_binary(key, 20480 + lt::detail::opencl::fnv1a(key.data(), key.size()) % 4096);
+    };
+    try {
+        for (int i = 0; i < rounds; ++i) {
+            const int k = (70 * worker + i) % 300;
+            cache.store(fake_cache_key(k), binary(k));
+            for (int back : {0, 3, 17, 300 - 70}) {
+                const int j = (k + 300 - back) % 300;
+                const auto got = cache.load(fake_cache_key(j));
+                if (got && *got != binary(j)) return who + " loaded wrong bytes for key " + std::to_string(j);
+            }
+        }
+    } catch (const std::exception& e) {
+        return who + " got an exception: " + e.what();
+    }
+    if (cache.stats().warnings) return who + " got warnings";
+    return {};
+}
+
+/// The most bytes one hammer_disk_cache entry file takes.
+constexpr std::uint64_t kHammerEntryMax = 24576 + 128;
+
+}  // namespace
+
+TEST_CASE("the disk cache: past LAZYTENSOR_CACHE_MAX_MB the least recently used entries are evicted") {
+    TempDir dir;
+    lt::detail::opencl::ProgramDiskCache cache(dir.path.string());
+    const std::uint64_t cap = 1 << 20;
+    cache.set_max_bytes(cap);
+    CHECK(cache.max_bytes() == cap);
+
+    // Files that are not entries are left alone and not counted; a temporary file of a writer
+    // that crashed an hour ago is deleted, one of a write in progress is not.
+    std::ofstream(dir.path / "notes.txt") << std::string(2 << 20, 'n');
+    const fs::path crashed = cache.path_for("crashed") + ".tmp1", writing = cache.path_for("writing") + ".tmp2";
+    std::ofstream(crashed) << "half an entry";
+    std::ofstream(writing) << "half an entry";
+    fs::last_write_time(crashed, fs::file_time_type::clock::now() - std::chrono::hours(2));
+
+    // Ten entries of 100 KiB fit in 1 MiB.
+    auto binary = [](int i) { return fake_cache_binary(fake_cache_key(i), 100 << 10); };
+    for (int i = 0; i < 10; ++i) cache.store(fake_cache_key(i), binary(i));
+    CHECK(cache.stats().writes == 10);
+    CHECK(cache.stats().evictions == 0);
+    for (int i = 0; i < 10; ++i) CHECK(fs::exists(cache.path_for(fake_cache_key(i))));
+    CHECK(clbin_bytes(dir.path) <= cap);
+    CHECK(!fs::exists(crashed));
+    CHECK(fs::exists(writing));
+
+    // Entry 0 is the oldest, but a load makes it the most recently used.
+    for (int i = 0; i < 10; ++i) age_entry(cache, fake_cache_key(i), 100 - i);
+    REQUIRE(cache.load(fake_cache_key(0)) == binary(0));
+
+    // The eleventh passes the cap: the two least recently used go, down to 90% of the cap.
+    cache.store(fake_cache_key(10), binary(10));
+    CHECK(cache.stats().evictions == 2);
+    CHECK(!cache.load(fake_cache_key(1)));
+    CHECK(!cache.load(fake_cache_key(2)));
+    CHECK(fs::exists(cache.path_for(fake_cache_key(0))));
+    for (int i = 3; i <= 10; ++i) CHECK(fs::exists(cache.path_for(fake_cache_key(i))));
+    CHECK(clbin_bytes(dir.path) <= cap - cap / 10);
+
+    // Below the cap again, the next store deletes nothing (the 10% slack).
+    cache.store(fake_cache_key(11), binary(11));
+    CHECK(cache.stats().evictions == 2);
+    CHECK(clbin_bytes(dir.path) <= cap);
+    for (int i : {0, 3, 4, 5, 6, 7, 8, 9, 10, 11}) CHECK(cache.load(fake_cache_key(i)) == binary(i));
+
+    // A lower cap applies at the next store, which keeps its own entry.
+    cache.set_max_bytes(300 << 10);
+    cache.store(fake_cache_key(12), binary(12));
+    CHECK(clbin_bytes(dir.path) <= (300 << 10) - (30 << 10));
+    CHECK(cache.load(fake_cache_key(12)) == binary(12));
+    CHECK(cache.stats().evictions >= 2 + 8);
+
+    CHECK(fs::file_size(dir.path / "notes.txt") == std::uintmax_t(2) << 20);
+    CHECK(fs::exists(writing));
+    CHECK(cache.stats().warnings == 0);
+}
+
+TEST_CASE("the disk cache: an entry larger than the cap is kept until newer entries come") {
+    TempDir dir;
+    lt::detail::opencl::ProgramDiskCache cache(dir.path.string());
+    const std::uint64_t cap = 1 << 20;
+    cache.set_max_bytes(cap);
+    const auto small_a = fake_cache_binary("a", 100 << 10), small_b = fake_cache_binary("b", 100 << 10);
+    const auto small_c = fake_cache_binary("c", 100 << 10), big = fake_cache_binary("big", 3 << 19);  // 1.5 MiB
+    cache.store("a", small_a);
+    cache.store("b", small_b);
+    age_entry(cache, "a", 30);
+    age_entry(cache, "b", 20);
+
+    // Alone past the cap: everything else goes, the new entry stays (the cap is best effort).
+    cache.store("big", big);
+    CHECK(cache.stats().evictions == 2);
+    CHECK(!cache.load("a"));
+    CHECK(!cache.load("b"));
+    CHECK(cache.load("big") == big);
+    CHECK(clbin_bytes(dir.path) > cap);
+
+    // The next entry is newer: now the big one goes.
+    age_entry(cache, "big", 10);
+    cache.store("c", small_c);
+    CHECK(cache.stats().evictions == 3);
+    CHECK(!cache.load("big"));
+    CHECK(cache.load("c") == small_c);
+    CHECK(clbin_bytes(dir.path) <= cap);
+    CHECK(cache.stats().warnings == 0);
+}
+
+#if defined(__unix__) || defined(__APPLE__)
+
+namespace {
+
+/// Sets an environment variable (or unsets it, for nullptr) for a scope; the old value comes
+/// back even when a check fails half-way.
+struct ScopedEnvVar {
+    std::string name;
+    bool had = false;
+    std::string old;
+    ScopedEnvVar(std::string n, const char* value) : name(std::move(n)) {
+        if (const char* v = std::getenv(name.c_str())) had = true, old = v;
+        if (value) ::setenv(name.c_str(), value, 1);
+        else ::unsetenv(name.c_str());
+    }
+    ~ScopedEnvVar() {
+        if (had) ::setenv(name.c_str(), old.c_str(), 1);
+        else ::unsetenv(name.c_str());
+    }
+};
+
+}  // namespace
+
+TEST_CASE("the disk cache: a bad LAZYTENSOR_CACHE_MAX_MB is a ValueError naming it") {
+    TempDir dir;
+    for (const char* bad : {"abc", "-5", "0", "12x", "+5", " 5", "1.5", "99999999999999999999"}) {
+        INFO("LAZYTENSOR_CACHE_MAX_MB=\"" << bad << "\"");
+        ScopedEnvVar env("LAZYTENSOR_CACHE_MAX_MB", bad);
+        try {
+            lt::detail::opencl::ProgramDiskCache cache(dir.path.string());
+            FAIL("expected a ValueError");
+        } catch (const lt::ValueError& e) {
+            CHECK(std::string(e.what()).find(std::string("LAZYTENSOR_CACHE_MAX_MB=") + bad + " is ") == 0);
+            CHECK(std::string(e.what()).find("MiB") != std::string::npos);
+        }
+    }
+    CHECK_THROWS_WITH_AS(([&] {
+                             ScopedEnvVar env("LAZYTENSOR_CACHE_MAX_MB", "abc");
+                             lt::detail::opencl::ProgramDiskCache cache(dir.path.string());
+                         }()),
+                         "LAZYTENSOR_CACHE_MAX_MB=abc is not a size in MiB (a whole number >= 1)", lt::ValueError);
+    {
+        ScopedEnvVar env("LAZYTENSOR_CACHE_MAX_MB", "1");
+        CHECK(lt::detail::opencl::ProgramDiskCache(dir.path.string()).max_bytes() == std::uint64_t(1) << 20);
+    }
+    {
+        ScopedEnvVar env("LAZYTENSOR_CACHE_MAX_MB", "0020");
+        CHECK(lt::detail::opencl::ProgramDiskCache(dir.path.string()).max_bytes() == std::uint64_t(20) << 20);
+    }
+    {
+        ScopedEnvVar env("LAZYTENSOR_CACHE_MAX_MB", nullptr);
+        CHECK(lt::detail::opencl::ProgramDiskCache(dir.path.string()).max_bytes() == std::uint64_t(512) << 20);
+    }
+    {
+        ScopedEnvVar env("LAZYTENSOR_CACHE_MAX_MB", "");  // empty is unset, as for every variable
+        CHECK(lt::detail::opencl::ProgramDiskCache(dir.path.string()).max_bytes() == std::uint64_t(512) << 20);
+    }
+}
+
+TEST_CASE("the disk cache: processes sharing a capped directory load only whole, right entries") {
+    // Three processes store, load and evict at once: entries vanish under each other's
+    // listings, removals and loads. Each child checks its own loads and says how it went in
+    // its exit status (it must leave with _exit: no doctest, no destructors of the parent's
+    // objects, TempDir's included).
+    TempDir dir, results;
+    const std::uint64_t cap = 1 << 20;
+    constexpr int kChildren = 3;
+    std::vector<pid_t> children;
+    std::cout.flush();
+    std::fflush(nullptr);  // or what is buffered may be printed by the children too
+    for (int c = 0; c < kChildren; ++c) {
+        const pid_t pid = ::fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {
+            std::ofstream report(results.path / std::to_string(c));
+            try {
+                lt::detail::opencl::ProgramDiskCache cache(dir.path.string());
+                cache.set_max_bytes(cap);
+                const std::string problem = hammer_disk_cache(cache, c, 200);
+                report << cache.stats().hits << " " << cache.stats().evictions << " " << problem << std::endl;
+                ::_exit(problem.empty() ? 0 : 1);
+            } catch (const std::exception& e) {
+                report << "0 0 " << e.what() << std::endl;
+            }
+            ::_exit(2);
+        }
+        children.push_back(pid);
+    }
+    for (pid_t pid : children) {
+        int status = 0;
+        REQUIRE(::waitpid(pid, &status, 0) == pid);
+        CHECK(WIFEXITED(status));
+        CHECK(WEXITSTATUS(status) == 0);
+    }
+    std::size_t hits = 0, evictions = 0;
+    for (int c = 0; c < kChildren; ++c) {
+        std::ifstream in(results.path / std::to_string(c));
+        std::size_t h = 0, e = 0;
+        REQUIRE(static_cast<bool>(in >> h >> e));
+        std::string problem;
+        std::getline(in >> std::ws, problem);
+        CHECK(problem == "");
+        hits += h;
+        evictions += e;
+    }
+    CHECK(hits > 0);       // loads were checked, not all misses
+    CHECK(evictions > 0);  // 3 x 200 entries of 20 KiB passed 1 MiB many times over
+    std::size_t temporaries = 0;
+    for (auto& f : fs::directory_iterator(dir.path)) temporaries += f.path().string().find(".tmp") != std::string::npos;
+    CHECK(temporaries == 0);
+    // Each process counts only its own writes between scans: the directory may pass the cap by
+    // a tenth of it and an entry per process, until the next store scans it again.
+    const std::uint64_t total = clbin_bytes(dir.path);
+    INFO("bytes left: " << total);
+    CHECK(total <= cap + kChildren * (cap / 10 + kHammerEntryMax));
+    lt::detail::opencl::ProgramDiskCache next(dir.path.string());
+    next.set_max_bytes(cap);
+    next.store(fake_cache_key(1000), fake_cache_binary(fake_cache_key(1000), 20480));
+    CHECK(clbin_bytes(dir.path) <= cap);
+    CHECK(next.stats().warnings == 0);
+}
+
+#endif
+
+TEST_CASE("the disk cache: threads sharing one cache, and two caches on one directory, stay right and capped") {
+    const std::uint64_t cap = 1 << 20;
+    {
+        // One cache object knows every byte written: the directory never ends past the cap.
+        TempDir dir;
+        lt::detail::opencl::ProgramDiskCache cache(dir.path.string());
+        cache.set_max_bytes(cap);
+        std::vector<std::string> problems(4);
+        std::vector<std::thread> threads;
+        for (int t = 0; t < 4; ++t) threads.emplace_back([&, t] { problems[static_cast<std::size_t>(t)] = hammer_disk_cache(cache, t, 200); });
+        for (auto& t : threads) t.join();
+        for (const auto& p : problems) CHECK(p == "");
+        CHECK(cache.stats().evictions > 0);
+        CHECK(cache.stats().hits > 0);
+        CHECK(clbin_bytes(dir.path) <= cap);
+    }
+    {
+        // Two cache objects on one directory are two processes' caches in all but the process.
+        TempDir dir;
+        lt::detail::opencl::ProgramDiskCache one(dir.path.string()), two(dir.path.string());
+        one.set_max_bytes(cap);
+        two.set_max_bytes(cap);
+        std::string p1, p2;
+        std::thread t1([&] { p1 = hammer_disk_cache(one, 0, 200); }), t2([&] { p2 = hammer_disk_cache(two, 1, 200); });
+        t1.join();
+        t2.join();
+        CHECK(p1 == "");
+        CHECK(p2 == "");
+        CHECK(one.stats().evictions + two.stats().evictions > 0);
+        CHECK(one.stats().hits + two.stats().hits > 0);
+        CHECK(clbin_bytes(dir.path) <= cap + 2 * (cap / 10 + kHammerEntryMax));
     }
 }

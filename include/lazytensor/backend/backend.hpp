@@ -4,6 +4,9 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -25,9 +28,38 @@ struct MemoryStats {
     std::size_t limit_bytes = 0;   // lt::set_memory_limit's limit on live_bytes; 0 for none
 };
 
+/// What one device compiled and what its caches answered, as lt::compile_stats reports it. A
+/// loop whose scalars or seeds change compiles nothing after its first step.
+struct CompileStats {
+    std::size_t kernels_compiled = 0;  // kernels made because no kernel of that structure was in memory
+    std::size_t memory_hits = 0;       // kernels found in memory (a new plan whose kernels were known)
+    std::size_t programs_built = 0;    // OpenCL programs built from source: the device's compiler ran
+    std::size_t disk_hits = 0;         // OpenCL programs loaded from the disk cache instead
+    double compile_ms = 0;             // time spent compiling kernels, summed over the threads that did
+};
+
 }  // namespace lazytensor
 
 namespace lazytensor::detail {
+
+/// LAZYTENSOR_KERNEL_CACHE: how many compiled kernels each device keeps in memory (and, on
+/// OpenCL, how many built programs below them); 4096 by default.
+inline std::size_t kernel_cache_capacity_from_env() {
+    const char* v = std::getenv("LAZYTENSOR_KERNEL_CACHE");
+    if (!v || !*v) return 4096;
+    char* end = nullptr;
+    const long long n = std::strtoll(v, &end, 10);
+    if (*end || n < 1) fail<ValueError>("LAZYTENSOR_KERNEL_CACHE=", v, " is not a number of kernels (>= 1)");
+    return static_cast<std::size_t>(n);
+}
+
+/// How one kernel came to be (LAZYTENSOR_DEBUG, compile statistics).
+struct CompileOutcome {
+    bool compiled = false;           // not found in memory: made now
+    bool built_from_source = false;  // an OpenCL program was built by the compiler
+    bool from_disk = false;          // an OpenCL program was loaded from the disk cache
+    double ms = 0;                   // time spent making it
+};
 
 /// A kernel ready to launch on one backend.
 class CompiledKernel {
@@ -103,8 +135,9 @@ public:
     /// Copies `bytes` from the buffer at byte offset `at` into host memory.
     virtual void read(const Buffer& src, std::size_t at, void* dst, std::size_t bytes) = 0;
 
-    /// Runs a compiled kernel; `params` follow the kernel's parameter order.
-    virtual void launch(CompiledKernel& kernel, const std::vector<Buffer*>& params) = 0;
+    /// Runs a compiled kernel: `params` are its buffers in parameter order, `scalars` the values
+    /// of its scalar parameters (ir::Kernel::scalars), each of that parameter's dtype.
+    virtual void launch(CompiledKernel& kernel, const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) = 0;
     /// Runs a matrix product into `c` (contiguous [batch..., m, n]), reading `a` and `b` as the
     /// layouts of `gemm` say. Its dtype is float32 or float64.
     virtual void gemm(const ir::Gemm& gemm, const Buffer& a, const Buffer& b, Buffer& c) = 0;
@@ -123,28 +156,55 @@ public:
     virtual std::string kernel_source(const CompiledKernel&) const { return {}; }
 
     /// The compiled form of `kernel`, from the cache when a kernel of the same structure was
-    /// compiled before. `compiled` tells whether this call compiled it. The cache keeps the
+    /// compiled before; `outcome` says which, and how long compiling took. The cache keeps the
     /// most recently used kernels (cache_capacity()); workloads whose shapes keep changing do
-    /// not grow it without bound.
-    std::shared_ptr<CompiledKernel> get_kernel(const ir::Kernel& kernel, bool* compiled = nullptr) {
+    /// not grow it without bound. Safe to call from several threads at once (parallel builds).
+    std::shared_ptr<CompiledKernel> get_kernel(const ir::Kernel& kernel, CompileOutcome* outcome = nullptr) {
         std::string k = ir::key(kernel);
         if (auto hit = cache_.find(k)) {
-            if (compiled) *compiled = false;
+            ++memory_hits_;
+            if (outcome) *outcome = CompileOutcome{};
             return hit;
         }
-        auto [value, inserted] = cache_.insert(std::move(k), compile(kernel));
-        if (compiled) *compiled = inserted;
-        return value;
+        CompileOutcome made;
+        const auto start = std::chrono::steady_clock::now();
+        std::shared_ptr<CompiledKernel> fresh = compile(kernel, made);
+        made.compiled = true;
+        made.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        ++kernels_compiled_;
+        programs_built_ += made.built_from_source;
+        disk_hits_ += made.from_disk;
+        compile_us_ += static_cast<std::int64_t>(made.ms * 1000);
+        if (outcome) *outcome = made;
+        return cache_.insert(std::move(k), std::move(fresh)).first;
     }
+
+    CompileStats compile_stats() const {
+        CompileStats s;
+        s.kernels_compiled = kernels_compiled_;
+        s.memory_hits = memory_hits_;
+        s.programs_built = programs_built_;
+        s.disk_hits = disk_hits_;
+        s.compile_ms = static_cast<double>(compile_us_.load()) / 1000;
+        return s;
+    }
+    void reset_compile_stats() {
+        kernels_compiled_ = memory_hits_ = programs_built_ = disk_hits_ = 0;
+        compile_us_ = 0;
+    }
+    /// Whether kernels that one realize needs are worth compiling on several threads at once
+    /// (a compiler that takes milliseconds, not a host plan that takes microseconds).
+    virtual bool parallel_compiles() const { return false; }
 
     std::size_t cached_kernels() const { return cache_.size(); }
     std::size_t cache_capacity() const { return cache_.capacity(); }
-    void set_cache_capacity(std::size_t kernels) { cache_.set_capacity(kernels); }
+    virtual void set_cache_capacity(std::size_t kernels) { cache_.set_capacity(kernels); }
     /// Forgets every compiled kernel (they are compiled again on next use).
     virtual void clear_kernel_cache() { cache_.clear(); }
 
 protected:
-    virtual std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel) = 0;
+    /// Makes the kernel; sets `outcome`'s built_from_source or from_disk where they apply.
+    virtual std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel, CompileOutcome& outcome) = 0;
 
     /// The largest buffer the device can hold, in bytes.
     virtual std::size_t largest_buffer() const = 0;
@@ -168,7 +228,9 @@ private:
         }
     }
 
-    LruCache<CompiledKernel> cache_{4096};
+    LruCache<CompiledKernel> cache_{kernel_cache_capacity_from_env()};
+    std::atomic<std::size_t> kernels_compiled_{0}, memory_hits_{0}, programs_built_{0}, disk_hits_{0};
+    std::atomic<std::int64_t> compile_us_{0};
     mutable std::mutex memory_mutex_;
     MemoryStats memory_;  // cached_bytes is filled in on request
 };

@@ -10,6 +10,10 @@
 // A reshape that merges axes of what it reads cannot be followed by an affine map over a
 // coarse domain; lowering then splits the domain axis (Refinement) and starts again, and
 // ir::normalize merges the axes back wherever the strides allow.
+//
+// The value of a Const node (a scalar operand, a full() value, a random seed) and of a Pad
+// node's padding is a scalar parameter of the kernel, not a literal: the kernel's key holds
+// its dtype, and each launch passes the value of the node it came from (Group::scalars).
 #pragma once
 
 #include <unordered_map>
@@ -43,6 +47,7 @@ public:
             g_.kernel = std::move(attempt.kernel);
             g_.inputs = std::move(attempt.inputs);
             g_.ops = std::move(attempt.ops);
+            g_.scalars = std::move(attempt.scalar_nodes);
             return;
         }
     }
@@ -165,7 +170,7 @@ private:
             if (r.node != n) return emit(pb, r.node, std::move(r.map), gate);  // memoize the node below the views
             in.dtype = n->dtype;
             switch (n->kind) {
-                case NodeKind::Const: return constant(pb, n->value);
+                case NodeKind::Const: return scalar(pb, n);
                 case NodeKind::Index:
                     in.op = ir::Op::Index;
                     in.access = map.access(0, Strides(n->params.begin(), n->params.end()));
@@ -226,6 +231,24 @@ private:
             return push(pb, std::move(in));
         }
 
+        // The value of node n (a Const, or a Pad's padding): scalar parameter of the kernel, one
+        // per graph node.
+        int scalar(PhaseBuilder& pb, Node* n) {
+            for (auto it = scalar_origin.find(n); it != scalar_origin.end(); it = scalar_origin.find(n)) n = it->second;
+            auto [at, added] = scalar_of.emplace(n, static_cast<int>(kernel.scalars.size()));
+            if (added) {
+                kernel.scalars.push_back(n->dtype);
+                scalar_nodes.push_back(n);
+            }
+            for (std::size_t i = 0; i < pb.phase.instrs.size(); ++i)  // one instruction per phase
+                if (pb.phase.instrs[i].op == ir::Op::Param && pb.phase.instrs[i].arg == at->second) return static_cast<int>(i);
+            ir::Instr in;
+            in.op = ir::Op::Param;
+            in.dtype = n->dtype;
+            in.arg = at->second;
+            return push(pb, std::move(in));
+        }
+
         int binary(PhaseBuilder& pb, BinaryOp op, DType result, int a, int b) {
             ir::Instr in;
             in.op = ir::Op::Binary;
@@ -269,7 +292,7 @@ private:
             in.dtype = n->dtype;
             in.a = inside;
             in.b = value;
-            in.c = constant(pb, n->value);
+            in.c = scalar(pb, n);
             return push(pb, std::move(in));
         }
 
@@ -310,8 +333,11 @@ private:
             auto o = origin.find(view);
             Node* from = o == origin.end() ? view : o->second;
             for (int i = 0; i < src->nsrc; ++i) {
-                NodePtr moved = graph::reshape(src->src[static_cast<std::size_t>(i)], view->shape);
-                if (moved != src->src[static_cast<std::size_t>(i)]) origin[moved.get()] = from;
+                const NodePtr& operand = src->src[static_cast<std::size_t>(i)];
+                NodePtr moved = graph::reshape(operand, view->shape);
+                if (moved != operand) origin[moved.get()] = from;
+                // A reshaped constant is a new node: its value still comes from the graph's.
+                if (moved != operand && operand->kind == NodeKind::Const) scalar_origin[moved.get()] = operand.get();
                 clone->src[static_cast<std::size_t>(i)] = std::move(moved);
             }
             return (pushed[view] = std::move(clone)).get();
@@ -348,6 +374,9 @@ private:
         std::unordered_set<const Node*> described;
         std::unordered_map<Node*, NodePtr> pushed;  // reshapes moved below element-wise nodes
         std::unordered_map<Node*, Node*> origin;    // a moved reshape -> the graph's reshape it came from
+        std::unordered_map<Node*, Node*> scalar_origin;  // a constant made by push_reshape -> the graph's
+        std::unordered_map<const Node*, int> scalar_of;  // graph node -> its scalar parameter
+        std::vector<Node*> scalar_nodes;                 // per scalar parameter: the node holding its value
         const Buffer* target_buffer = nullptr;      // an assign: the memory it writes
         Access store_access;                        // where the output is stored
     };

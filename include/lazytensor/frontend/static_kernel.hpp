@@ -92,8 +92,10 @@ struct StaticExpr<ScalarLeaf<S>, T> {
     static host::batch<T> eval(const StaticLanes<T>& lanes) { return host::batch<T>(lanes.consts[C]); }
     template <int L, int C>
     static bool match(StaticMatcher& m, int i) {
-        const ir::Instr* in = m.at(i, ir::Op::Const, m.dtype);
+        const ir::Instr* in = m.at(i, ir::Op::Param, m.dtype);
+        if (!in) in = m.at(i, ir::Op::Const, m.dtype);
         if (!in) return false;
+        m.binding.scalar_params[C] = in->op == ir::Op::Param ? in->arg : -1;
         m.binding.consts[C] = in->value;
         return true;
     }
@@ -219,17 +221,21 @@ public:
         if (k.phases.size() != 1 || k.has_reduction() || k.phases[0].stores.size() != 1) return false;
         const ir::Phase& phase = k.phases[0];
         binding.leaf_loads.assign(SE::leaves, -1);
+        binding.scalar_params.assign(SE::consts, -1);
         binding.consts.assign(SE::consts, Scalar{});
         StaticMatcher m{phase, dtype_of<T>(), binding};
         return SE::template match<0, 0>(m, phase.stores[0].value);
     }
 
-    void run(const StaticBinding& binding, const LeafView* leaves, void* out, std::int64_t out_step, std::int64_t n,
-             bool stream) const override {
+    void run(const StaticBinding& binding, const Scalar* scalars, const LeafView* leaves, void* out, std::int64_t out_step,
+             std::int64_t n, bool stream) const override {
         using B = host::batch<T>;
         constexpr std::int64_t W = B::size;
         T consts[SE::consts > 0 ? SE::consts : 1];
-        for (int c = 0; c < SE::consts; ++c) consts[c] = binding.consts[static_cast<std::size_t>(c)].template as<T>();
+        for (std::size_t c = 0; c < static_cast<std::size_t>(SE::consts); ++c) {
+            const int param = binding.scalar_params[c];
+            consts[c] = (param >= 0 ? scalars[param] : binding.consts[c]).template as<T>();
+        }
         T* dst = static_cast<T*>(out);
         if (out_step == 1 && stream) {
             // Stage a run in cache, then write it out with non-temporal stores.

@@ -8,12 +8,17 @@
 //     ("outer") and writes values to output buffers.
 // Later phases read earlier slots, which is how `x - max(x)` or softmax fit in one kernel.
 // Loads and stores are strided accesses over the domain; broadcasting is a zero stride.
+// Scalars that come from the user's program (x * alpha, a full() value, a clamp bound, a random
+// seed, a pad value) are scalar parameters, not literals: the kernel names their dtype and
+// position and each launch passes the values, so a loop whose values change reuses one compiled
+// kernel. Const is kept for the constants lowering makes itself (pad bounds).
 //
 // Kernels of the same structure produce the same IR (buffers are numbered in order of first
 // use, extent-1 axes are dropped and mergeable axes merged), so key() is the cache key.
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <ostream>
 #include <sstream>
 #include <string>
@@ -34,6 +39,7 @@ namespace lazytensor::detail::ir {
     X(Load, "load")          \
     X(Index, "index")        \
     X(Const, "const")        \
+    X(Param, "param")        \
     X(Slot, "slot")          \
     X(Unary, "unary")        \
     X(Binary, "binary")      \
@@ -51,18 +57,21 @@ enum class Op : std::uint8_t {
 ///     gains clamp(value of b, 0, dyn_extent - 1) * dyn_stride (b is int64). With c >= 0 it is
 ///     gated: where the bool value of c is false it reads nothing and gives 0 (padding).
 ///   - Index is the int64 value offset + sum_j strides[j] * d_j of `access` (no memory read).
+///   - Param is scalar parameter `arg` of the launch (Kernel::scalars), in `dtype`.
 struct Instr {
     Op op = Op::Const;
     DType dtype = DType::Float32;
     std::int32_t a = -1, b = -1, c = -1;
     UnaryOp unary = UnaryOp::Neg;
     BinaryOp binary = BinaryOp::Add;
-    std::int32_t arg = -1;  // Load: parameter index; Slot: index of the reduce phase
+    std::int32_t arg = -1;  // Load: parameter index; Param: scalar index; Slot: index of the reduce phase
     Access access;          // Load, Index
     std::int64_t dyn_stride = 0, dyn_extent = 0;  // Load with b >= 0
     Scalar value;           // Const
 
     bool plain_load() const { return op == Op::Load && b < 0 && c < 0; }
+    /// A value that is the same at every point of the domain, known before the kernel runs.
+    bool is_scalar() const { return op == Op::Const || op == Op::Param; }
 };
 
 struct Store {
@@ -90,6 +99,7 @@ struct Kernel {
     Shape domain;
     std::vector<bool> reduced;  // per domain axis
     std::vector<Param> params;
+    std::vector<DType> scalars;  // scalar parameters (Op::Param), passed by value at launch
     std::vector<Phase> phases;
     // The output is also read (an assign): no value may be written to it before the reads of
     // its block are done, and its buffer may be passed as an input too (no restrict).
@@ -145,22 +155,32 @@ inline void normalize(Kernel& k) {
 
 // -------------------------------------------------------------------------------- key & printing
 
+/// Appends the bytes of values to a key. (Every realize writes its graph's signature: a put
+/// is a bounds check and a memcpy, not a call into std::string.)
 class KeyWriter {
 public:
+    KeyWriter() { out_.resize(256); }
     template <class T>
     void put(const T& v) {
         static_assert(std::is_trivially_copyable_v<T>);
-        out_.append(reinterpret_cast<const char*>(&v), sizeof(T));
+        if (size_ + sizeof(T) > out_.size()) out_.resize(2 * out_.size() + sizeof(T));
+        std::memcpy(&out_[size_], &v, sizeof(T));
+        size_ += sizeof(T);
     }
     template <std::size_t N>
     void put_list(const SmallVector<std::int64_t, N>& list) {
         put(static_cast<std::uint32_t>(list.size()));
         for (auto v : list) put(v);
     }
-    std::string take() { return std::move(out_); }
+    std::string take() {
+        out_.resize(size_);
+        size_ = 0;
+        return std::move(out_);
+    }
 
 private:
     std::string out_;
+    std::size_t size_ = 0;
 };
 
 /// A byte string equal for kernels of equal structure: the compilation cache key.
@@ -175,6 +195,8 @@ inline std::string key(const Kernel& k) {
         w.put(p.dtype);
         w.put(p.output);
     }
+    w.put(static_cast<std::uint32_t>(k.scalars.size()));
+    for (DType t : k.scalars) w.put(t);
     for (auto& phase : k.phases) {
         w.put(phase.kind);
         w.put(phase.outer);
@@ -242,6 +264,7 @@ inline std::string to_string(const Kernel& k) {
     out << "}\n";
     for (std::size_t p = 0; p < k.params.size(); ++p)
         out << "    p" << p << ": " << (k.params[p].output ? "out " : "in  ") << k.params[p].dtype << "\n";
+    for (std::size_t s = 0; s < k.scalars.size(); ++s) out << "    s" << s << ": scalar " << k.scalars[s] << "\n";
     for (std::size_t p = 0; p < k.phases.size(); ++p) {
         const Phase& ph = k.phases[p];
         out << "    phase " << p << ": "
@@ -260,6 +283,7 @@ inline std::string to_string(const Kernel& k) {
                     break;
                 case Op::Index: out << "index "; print_access(out, in.access); break;
                 case Op::Const: out << "const " << in.value; break;
+                case Op::Param: out << "param s" << in.arg; break;
                 case Op::Slot: out << "slot" << in.arg; break;
                 case Op::Unary: out << op_name(in.unary) << " %" << in.a; break;
                 case Op::Binary: out << op_name(in.binary) << " %" << in.a << ", %" << in.b; break;

@@ -81,7 +81,7 @@ struct Node : std::enable_shared_from_this<Node> {
     UnaryOp unary_op = UnaryOp::Neg;
     BinaryOp binary_op = BinaryOp::Add;
     ReduceOp reduce_op = ReduceOp::Sum;
-    Scalar value;  // Const
+    Scalar value;  // Const: the value; Pad: the padding (both passed to kernels as scalar parameters)
     Axes axes;     // Reduce: reduced axes, sorted; Permute: the permutation; Gather: the axis
     // Slice: (start, step) per axis; Pad: padding before each axis; Index: coefficient per axis;
     // Assign: offset, then one stride per axis of src[1] (the region written, in elements).

@@ -20,7 +20,10 @@ namespace lazytensor::detail {
 /// Which IR instruction each leaf of a static kernel reads.
 struct StaticBinding {
     std::vector<int> leaf_loads;  // per tensor leaf: index of its Load instruction
-    std::vector<Scalar> consts;   // per scalar leaf: its value, in the kernel's dtype
+    // Per scalar leaf: the kernel's scalar parameter it reads (passed at launch), or -1 for a
+    // literal whose value is in `consts`.
+    std::vector<int> scalar_params;
+    std::vector<Scalar> consts;
 };
 
 /// One tensor leaf as seen by a run of lanes: lane t reads ptr[t * step].
@@ -34,9 +37,10 @@ public:
     virtual ~StaticKernel() = default;
     /// Whether `k` computes exactly this expression; on success fills `binding`.
     virtual bool match(const ir::Kernel& k, StaticBinding& binding) const = 0;
-    /// Computes `n` lanes: leaves read through `leaves`, results go to out[t * out_step].
-    virtual void run(const StaticBinding& binding, const LeafView* leaves, void* out, std::int64_t out_step,
-                     std::int64_t n, bool stream) const = 0;
+    /// Computes `n` lanes: leaves read through `leaves`, scalar parameters are `scalars` (the
+    /// launch's), results go to out[t * out_step].
+    virtual void run(const StaticBinding& binding, const Scalar* scalars, const LeafView* leaves, void* out,
+                     std::int64_t out_step, std::int64_t n, bool stream) const = 0;
 };
 
 }  // namespace lazytensor::detail

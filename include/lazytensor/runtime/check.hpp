@@ -88,7 +88,9 @@ public:
         return !p.gemm_item && p.kernel.candidate;  // a compiled loop: compare with the interpreter
     }
 
-    KernelCheck(const PlannedItem& p, const std::vector<Buffer*>& params, bool output_is_read) : item_(p) {
+    KernelCheck(const PlannedItem& p, const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars,
+                bool output_is_read)
+        : item_(p), scalars_(scalars) {
         std::unordered_map<const Buffer*, BufferPtr> copies;  // one copy per buffer: in-place kernels alias
         for (std::size_t k = 0; k < params.size(); ++k) {
             const Buffer* b = params[k];
@@ -159,11 +161,12 @@ private:
         }
         ir::Kernel interpreted = item_.kernel;
         interpreted.candidate = nullptr;  // the interpreter, not a compiled loop
-        host.launch(*host.get_kernel(interpreted), params);
+        host.launch(*host.get_kernel(interpreted), params, scalars_);
         return "the host interpreter";
     }
 
     const PlannedItem& item_;
+    std::vector<Scalar> scalars_;
     std::vector<BufferPtr> host_params_;
 };
 

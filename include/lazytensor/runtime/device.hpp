@@ -52,16 +52,7 @@ inline std::size_t host_cache_bytes() {
 
 inline host::HostBackend& host_backend() {
     // Never destroyed: buffers held by static tensors may outlive any destruction order.
-    static host::HostBackend* backend = [] {
-        auto* b = new host::HostBackend(host_threads(), host_cache_bytes());
-        if (const char* v = env("LAZYTENSOR_KERNEL_CACHE")) {
-            char* end = nullptr;
-            const long long n = std::strtoll(v, &end, 10);
-            if (*end || n < 1) fail<ValueError>("LAZYTENSOR_KERNEL_CACHE=", v, " is not a number of kernels (>= 1)");
-            b->set_cache_capacity(static_cast<std::size_t>(n));
-        }
-        return b;
-    }();
+    static host::HostBackend* backend = new host::HostBackend(host_threads(), host_cache_bytes());
     return *backend;
 }
 
@@ -137,6 +128,14 @@ inline void set_memory_limit(Device d, std::size_t bytes) { detail::backend_for(
 /// Gives the free blocks that the caching allocator keeps for reuse on `d` back to the system
 /// (the host) or the driver (OpenCL), as torch.cuda.empty_cache does.
 inline void empty_cache(Device d) { detail::backend_for(d).release_cached(); }
+
+/// What `d` has compiled since the start (or reset_compile_stats): kernels compiled and found in
+/// memory, OpenCL programs built from source or loaded from the disk cache, and the time spent.
+/// A loop that changes only scalar values or random seeds compiles nothing after its first step.
+inline CompileStats compile_stats(Device d) { return detail::backend_for(d).compile_stats(); }
+
+/// Sets compile_stats(d)'s counters to zero.
+inline void reset_compile_stats(Device d) { detail::backend_for(d).reset_compile_stats(); }
 
 /// Waits until every kernel launched on `d` has finished (realize() only enqueues on OpenCL
 /// devices; reading a result waits by itself). DeviceError if `d` is not available.

@@ -1,9 +1,11 @@
 // Plans: a schedule with its kernels lowered, kept for reuse.
 //
 // Realizing the same expression again builds a new graph of the same structure. Its signature
-// (every node's op, dtype, shape and sources, the layout of every realized input, constants and
-// the outputs, in a fixed depth-first order) finds the plan made for the first one, so the
-// repeat skips grouping and lowering: nodes are named by their position in that order.
+// (every node's op, dtype, shape and sources, the layout of every realized input and the
+// outputs, in a fixed depth-first order) finds the plan made for the first one, so the repeat
+// skips grouping and lowering: nodes are named by their position in that order. Scalar values
+// (Const nodes, padding values) are not part of it: kernels take them as parameters, read from
+// the nodes at each launch.
 #pragma once
 
 #include <atomic>
@@ -33,6 +35,7 @@ struct PlannedItem {
     bool gemm_item = false;   // a matrix product: `gemm` over the buffers of inputs[0] and inputs[1]
     ir::Gemm gemm;
     std::vector<int> inputs;  // per input parameter
+    std::vector<int> scalars; // per scalar parameter: the node whose value is passed
     std::vector<std::string> ops;
     // The compiled kernel, looked up on the first run (realize holds its lock meanwhile).
     mutable std::shared_ptr<CompiledKernel> compiled;
@@ -75,9 +78,7 @@ inline GraphWalk walk_graph(const std::vector<Node*>& outputs) {
             sig.put(memory.emplace(n->buffer.get(), static_cast<int>(memory.size())).first->second);
             continue;
         }
-        sig.put(n->value.dtype);
-        sig.put(n->value.f);
-        sig.put(n->value.i);
+        // (n->value, of Const and Pad nodes, is a kernel parameter: not part of the structure.)
         sig.put(n->unary_op);
         sig.put(n->binary_op);
         sig.put(n->reduce_op);
@@ -137,6 +138,7 @@ inline Plan make_plan(const GraphWalk& w) {
         item.gemm_item = g.is_gemm();
         item.gemm = std::move(g.gemm);
         for (Node* in : g.inputs) item.inputs.push_back(index(in));
+        for (Node* v : g.scalars) item.scalars.push_back(index(v));
         item.ops = std::move(g.ops);
         p.items.push_back(std::move(item));
     }

@@ -7,12 +7,16 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <exception>
 #include <iostream>
 #include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "../ir/static_kernel.hpp"
@@ -98,8 +102,7 @@ private:
 /// LAZYTENSOR_DEBUG=3: a kernel's time (on the device's own clock where it has one) and the
 /// bandwidth of reading its inputs and writing its output once; for a GEMM, its FLOP rate.
 inline void print_timing(std::size_t i, Backend& backend, const std::vector<Buffer*>& params, const PlannedItem& item,
-                         std::chrono::steady_clock::time_point start, std::chrono::steady_clock::time_point launch,
-                         bool compiled) {
+                         std::chrono::steady_clock::time_point launch) {
     using ms_t = std::chrono::duration<double, std::milli>;
     const auto now = std::chrono::steady_clock::now();
     const std::vector<double> device = backend.take_device_times_ms();
@@ -122,8 +125,80 @@ inline void print_timing(std::size_t i, Backend& backend, const std::vector<Buff
     } else if (ms > 0) {
         out << ", " << bytes / (ms * 1e-3) / 1e9 << " GB/s";
     }
-    if (compiled) out << " (compiled now in " << ms_t(launch - start).count() << " ms)";
     std::cerr << out.str() << "\n";
+}
+
+/// LAZYTENSOR_COMPILE_THREADS: how many kernels one realize may compile at once (default: the
+/// cores, at least 2, at most 8; 1 compiles one after another).
+inline std::size_t compile_threads() {
+    static const std::size_t threads = [] {
+        if (const char* v = std::getenv("LAZYTENSOR_COMPILE_THREADS"); v && *v) {
+            char* end = nullptr;
+            const long n = std::strtol(v, &end, 10);
+            if (*end || n < 1 || n > 256)
+                fail<ValueError>("LAZYTENSOR_COMPILE_THREADS=", v, " is not a thread count (a whole number from 1 to 256)");
+            return static_cast<std::size_t>(n);
+        }
+        return static_cast<std::size_t>(std::clamp(std::thread::hardware_concurrency(), 2u, 8u));
+    }();
+    return threads;
+}
+
+/// Gets the compiled kernel of every item that has not run on its device yet. A backend whose
+/// compiler is slow (OpenCL) builds several new kernels on a few threads at once, so a first
+/// realize that needs N new programs costs about one build, not N. An item whose build fails
+/// throws (the first in schedule order) before anything has run.
+inline void compile_items(const std::vector<PlannedItem>& items, const GraphWalk& w, int level) {
+    std::vector<std::size_t> todo;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        const PlannedItem& p = items[i];
+        if (!p.view_only && !p.gemm_item && p.compiled_for != &backend_for(w.node(p.root)->device)) todo.push_back(i);
+    }
+    if (todo.empty()) return;
+    std::vector<CompileOutcome> outcome(todo.size());
+    std::vector<std::exception_ptr> error(todo.size());
+    auto compile_one = [&](std::size_t t) {
+        const PlannedItem& p = items[todo[t]];
+        Backend& backend = backend_for(w.node(p.root)->device);
+        try {
+            p.compiled = backend.get_kernel(p.kernel, &outcome[t]);
+            p.compiled_for = &backend;
+        } catch (...) {
+            error[t] = std::current_exception();
+        }
+    };
+    std::size_t parallel = 0;
+    for (std::size_t t : todo) parallel += backend_for(w.node(items[t].root)->device).parallel_compiles();
+    const std::size_t threads = std::min<std::size_t>(parallel, compile_threads());
+    if (threads >= 2) {
+        std::atomic<std::size_t> next{0};
+        auto worker = [&] {
+            for (std::size_t t; (t = next++) < todo.size();) compile_one(t);
+        };
+        std::vector<std::thread> pool;
+        try {
+            for (std::size_t k = 1; k < threads; ++k) pool.emplace_back(worker);
+        } catch (const std::system_error&) {  // no thread to be had: this one does the work
+        }
+        worker();
+        for (std::thread& th : pool) th.join();
+    } else {
+        for (std::size_t t = 0; t < todo.size(); ++t) compile_one(t);
+    }
+    for (const std::exception_ptr& e : error)
+        if (e) std::rethrow_exception(e);
+    if (level < 1) return;
+    std::ostringstream out;
+    for (std::size_t t = 0; t < todo.size(); ++t) {
+        const CompileOutcome& o = outcome[t];
+        if (!o.compiled) continue;
+        const Node* root = w.node(items[todo[t]].root);
+        out << "[lazytensor] kernel " << todo[t] << " on " << root->device << ": compiled in " << o.ms << " ms"
+            << (o.built_from_source ? ", program built from source" : o.from_disk ? ", program loaded from the disk cache" : "")
+            << " (a kernel structure not in this device's kernel cache: new, or evicted from its "
+            << backend_for(root->device).cache_capacity() << " entries)\n";
+    }
+    std::cerr << out.str();
 }
 
 inline std::vector<Node*> unrealized(const std::vector<Node*>& nodes) {
@@ -173,20 +248,17 @@ inline void realize_nodes(const std::vector<Node*>& nodes) {
     for (const PlannedItem& p : items)
         if (kept[static_cast<std::size_t>(p.root)]) hold.push_back(node(p.root)->shared_from_this());
 
+    compile_items(items, w, level);
+
     std::vector<BufferPtr> produced(w.order.nodes.size());
     auto buffer_of = [&](int i) { return node(i)->realized() ? node(i)->buffer : produced[static_cast<std::size_t>(i)]; };
     std::vector<Buffer*> params;
+    std::vector<Scalar> scalars;
     for (std::size_t i = 0; i < items.size(); ++i) {
         const PlannedItem& p = items[i];
         if (p.view_only) continue;
         Node* root = node(p.root);
         Backend& backend = backend_for(root->device);
-        const auto t0 = std::chrono::steady_clock::now();
-        bool compiled = false;
-        if (!p.gemm_item && p.compiled_for != &backend) {  // first run of this plan on this device
-            p.compiled = backend.get_kernel(p.kernel, &compiled);
-            p.compiled_for = &backend;
-        }
         if (level >= 2 && !p.gemm_item) {
             const std::string source = backend.kernel_source(*p.compiled);
             if (!source.empty()) std::cerr << "  kernel " << i << " on " << root->device << ":\n" << source;
@@ -196,13 +268,16 @@ inline void realize_nodes(const std::vector<Node*>& nodes) {
         params.clear();
         for (int in : p.inputs) params.push_back(buffer_of(in).get());
         params.push_back(out.get());
+        scalars.clear();
+        for (int v : p.scalars) scalars.push_back(node(v)->value);
         std::optional<KernelCheck> check;
-        if (check_enabled() && KernelCheck::applies(p, backend)) check.emplace(p, params, root->kind == NodeKind::Assign);
+        if (check_enabled() && KernelCheck::applies(p, backend))
+            check.emplace(p, params, scalars, root->kind == NodeKind::Assign);
         auto run = [&] {
             if (p.gemm_item)
                 backend.gemm(p.gemm, *params[0], *params[1], *params[2]);
             else
-                backend.launch(*p.compiled, params);
+                backend.launch(*p.compiled, params, scalars);
             if (after_launch_hook()) after_launch_hook()(*out);
             if (check) check->verify(i, items.size(), backend, *out);
         };
@@ -213,7 +288,7 @@ inline void realize_nodes(const std::vector<Node*>& nodes) {
                 run();
                 backend.synchronize();
             }
-            print_timing(i, backend, params, p, t0, t1, compiled);
+            print_timing(i, backend, params, p, t1);
         } else {
             run();
         }

@@ -51,6 +51,7 @@ struct Group {
     ir::Kernel kernel;
     ir::Gemm gemm;              // a matmul item: the product, over the buffers of `inputs`
     std::vector<Node*> inputs;  // per input parameter: the base node whose buffer is read
+    std::vector<Node*> scalars; // per scalar parameter: the node whose `value` is passed
     std::vector<std::string> ops;
     // Domain chosen while grouping (reductions that joined the kernel must agree on it).
     bool has_domain = false;

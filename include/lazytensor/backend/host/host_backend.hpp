@@ -53,8 +53,8 @@ public:
         if (bytes) std::memcpy(dst, static_cast<const char*>(src.handle()) + at, bytes);
     }
 
-    void launch(CompiledKernel& kernel, const std::vector<Buffer*>& params) override {
-        static_cast<HostKernel&>(kernel).run(params, pool_);
+    void launch(CompiledKernel& kernel, const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) override {
+        static_cast<HostKernel&>(kernel).run(params, scalars, pool_);
     }
     void synchronize() override {}
 
@@ -69,7 +69,7 @@ public:
     std::string gemm_routine(const ir::Gemm&) const override { return "packed SIMD GEMM"; }
 
 protected:
-    std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel) override {
+    std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel, CompileOutcome&) override {
         return std::make_shared<HostKernel>(kernel, pool_.size());
     }
 

@@ -69,17 +69,31 @@ struct PInstr {
     std::int64_t dyn_stride = 0, dyn_extent = 0;  // a gathering load (b >= 0)
     bool plain = true;                            // a load neither gathered nor gated
     int slot = -1;
+    int scalar = -1;  // Param: which scalar parameter of the launch
     UnaryFn unary = nullptr;
     BinaryFn binary = nullptr;
     WhereFn where = nullptr;
     UnaryFn fill = nullptr;
-    alignas(8) unsigned char value[8] = {};  // Const, in dtype
+    alignas(8) unsigned char value[8] = {};  // Const, in value_dtype(dtype)
     std::size_t own = 0, shadow = 0;         // arena offsets: value registers (own) and broadcast copy
     int forward_store = -1;                  // store that may receive this value in place
     bool live = true;                        // needed by the phase's fold or stores
     int cache_write = -1;                    // a later phase reads this value: keep it in this cache
     int cache_read = -1;                     // an earlier phase computed this value: read this cache
+
+    /// A Const or a Param: one value for every lane, filled in once per launch.
+    bool is_scalar() const { return op == ir::Op::Const || op == ir::Op::Param; }
 };
+
+/// A scalar's bytes as a register element of `dtype` holds them (float16: rounded, then float).
+inline void scalar_register_bytes(const Scalar& s, DType dtype, unsigned char* out) {
+    const Scalar v = s.cast(dtype);
+    visit_value_dtype(dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        const T x = v.as<T>();
+        std::memcpy(out, &x, sizeof(T));
+    });
+}
 
 struct PStore {
     int param = -1;
@@ -206,7 +220,7 @@ inline char* thread_arena(std::size_t bytes) {
 class HostKernel final : public CompiledKernel {
 public:
     HostKernel(const ir::Kernel& k, int threads)
-        : domain_(k.domain), n_params_(k.params.size()), threads_(threads), in_place_(k.in_place) {
+        : domain_(k.domain), n_params_(k.params.size()), n_scalars_(k.scalars.size()), threads_(threads), in_place_(k.in_place) {
         for (std::size_t j = 0; j < k.domain.size(); ++j) {
             Space& s = k.reduced[j] ? a_ : o_;
             s.axes.push_back(static_cast<int>(j));
@@ -250,20 +264,24 @@ public:
         if (k.candidate && mode_ == Mode::VecOuter && k.candidate->match(k, binding_)) static_ = k.candidate;
     }
 
-    void run(const std::vector<Buffer*>& params, ThreadPool& pool) const {
+    void run(const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars, ThreadPool& pool) const {
+        if (scalars.size() != n_scalars_)
+            fail<Error>("lazytensor internal error: a kernel with ", n_scalars_, " scalar parameters launched with ",
+                        scalars.size());
         std::vector<char*> base(n_params_);
         for (std::size_t i = 0; i < n_params_; ++i) base[i] = static_cast<char*>(params[i]->handle());
         if (o_.total == 0) return;
         const std::int64_t blocks = (o_.total + oblock_ - 1) / oblock_;
         const bool parallel = numel(domain_) * static_cast<std::int64_t>(phases_.size()) >= LAZYTENSOR_HOST_PARALLEL_MIN;
-        if (split_ && parallel) return run_split(base, pool);
+        const Launch launch{base, scalars};
+        if (split_ && parallel) return run_split(launch, pool);
         // Work items are runs of consecutive blocks: a few per thread balance the load without
         // contending for the item counter, and streaming stores are fenced once per run.
         const std::int64_t runs = parallel ? std::min<std::int64_t>(blocks, 8 * pool.size()) : 1;
         std::vector<std::unique_ptr<Frame>> frames(static_cast<std::size_t>(pool.size()));
         auto body = [&](std::int64_t run, int thread) {
             auto& slot = frames[static_cast<std::size_t>(thread)];
-            if (!slot) slot = std::make_unique<Frame>(*this, base);
+            if (!slot) slot = std::make_unique<Frame>(*this, launch);
             Frame& f = *slot;
             const std::int64_t last = blocks * (run + 1) / runs;
             for (std::int64_t b = blocks * run / runs; b < last; ++b) {
@@ -283,10 +301,17 @@ public:
 private:
     enum class Mode { VecOuter, VecReduce };
 
+    /// What one launch runs on: buffer base addresses and scalar parameter values.
+    struct Launch {
+        const std::vector<char*>& base;
+        const std::vector<Scalar>& scalars;
+    };
+
     // Per-thread state of one launch: register pointers into the thread's arena.
     struct Frame {
         const HostKernel& k;
         const std::vector<char*>& base;
+        const std::vector<Scalar>& scalars;
         char* arena;
         std::vector<void*> hoisted_ptr, inner_ptr;
         std::vector<void*> forward;  // per store of the current phase: destination written in place
@@ -294,8 +319,8 @@ private:
         SmallVector<std::int64_t, 6> oindex, aindex, zero_o, zero_a;
         std::int64_t olen = 0, ostart = 0;
 
-        Frame(const HostKernel& kernel, const std::vector<char*>& bases)
-            : k(kernel), base(bases), arena(thread_arena(kernel.arena_bytes_)),
+        Frame(const HostKernel& kernel, const Launch& launch)
+            : k(kernel), base(launch.base), scalars(launch.scalars), arena(thread_arena(kernel.arena_bytes_)),
               hoisted_ptr(kernel.ptr_count_, nullptr), inner_ptr(kernel.ptr_count_, nullptr) {
             zero_o.resize(k.o_.axes.size(), 0);
             zero_a.resize(k.a_.axes.size(), 0);
@@ -306,8 +331,10 @@ private:
                 for (std::size_t i = 0; i < p.instrs.size(); ++i) {
                     const PInstr& in = p.instrs[i];
                     if (!in.live) continue;  // has no register
-                    if (in.op == ir::Op::Const) {
-                        in.fill(arena + in.own, in.value, kBlock);
+                    if (in.is_scalar()) {
+                        alignas(8) unsigned char param[8];
+                        if (in.op == ir::Op::Param) scalar_register_bytes(scalars[static_cast<std::size_t>(in.scalar)], in.dtype, param);
+                        in.fill(arena + in.own, in.op == ir::Op::Param ? param : in.value, kBlock);
                         hoisted_ptr[p.ptr_base + i] = inner_ptr[p.ptr_base + i] = arena + in.own;
                     } else if (in.op == ir::Op::Slot) {
                         hoisted_ptr[p.ptr_base + i] = arena + k.phases_[static_cast<std::size_t>(in.slot)].slot;
@@ -374,15 +401,8 @@ private:
                 p.access = split(in.access);
                 p.invariant = phase.outer || p.access.a_invariant;
                 break;
-            case ir::Op::Const: {
-                const Scalar v = in.value.cast(in.dtype);  // float16: rounded, then held as float
-                visit_value_dtype(in.dtype, [&](auto tag) {
-                    using T = typename decltype(tag)::type;
-                    const T x = v.as<T>();
-                    std::memcpy(p.value, &x, sizeof(T));
-                });
-                break;
-            }
+            case ir::Op::Const: scalar_register_bytes(in.value, in.dtype, p.value); break;
+            case ir::Op::Param: p.scalar = in.arg; break;
             case ir::Op::Slot: p.slot = in.arg; break;
             case ir::Op::Unary:
                 p.unary = unary_fn(in.unary, phase.instrs[static_cast<std::size_t>(in.a)].dtype);  // a predicate returns bool
@@ -507,7 +527,7 @@ private:
             for (PInstr& in : p.instrs) {
                 if (!in.live || in.cache_read >= 0) continue;
                 if (in.op != ir::Op::Slot) in.own = reserve(static_cast<std::size_t>(kBlock) * in.esize);  // slots live in p.slot
-                if (in.broadcast && in.op != ir::Op::Const) in.shadow = reserve(static_cast<std::size_t>(kBlock) * in.esize);
+                if (in.broadcast && !in.is_scalar()) in.shadow = reserve(static_cast<std::size_t>(kBlock) * in.esize);
             }
         }
         for (std::size_t bytes : cache_bytes_) cache_at_.push_back(reserve(bytes));
@@ -721,6 +741,7 @@ private:
                     reg[i] = own;
                     continue;
                 case ir::Op::Const:
+                case ir::Op::Param:
                 case ir::Op::Slot: continue;
                 case ir::Op::Unary:
                 case ir::Op::Cast: in.unary(out, reg[in.a], ctx.n); break;
@@ -784,7 +805,7 @@ private:
             for (int i : p.hoisted) {
                 const PInstr& in = p.instrs[static_cast<std::size_t>(i)];
                 void*& dst = f.inner_ptr[p.ptr_base + static_cast<std::size_t>(i)];
-                if (!in.broadcast || in.op == ir::Op::Const) continue;
+                if (!in.broadcast || in.is_scalar()) continue;
                 const char* v = static_cast<const char*>(f.hoisted_ptr[p.ptr_base + static_cast<std::size_t>(i)]) +
                                 l * static_cast<std::int64_t>(in.esize);
                 dst = f.arena + in.shadow;
@@ -838,13 +859,14 @@ private:
                 leaves[i].step = in.access.o_strides.empty() ? 0 : in.access.o_strides.back();
             }
             const std::int64_t out_step = st.access.o_strides.empty() ? 0 : st.access.o_strides.back();
-            static_->run(binding_, leaves.data(), at(st.param, st.access, st.esize, seg), out_step, seg.len, st.stream);
+            static_->run(binding_, f.scalars.data(), leaves.data(), at(st.param, st.access, st.esize, seg), out_step, seg.len,
+                         st.stream);
         }
     }
 
     // A reduction with few outputs: items are (outer block, chunk of the reduced space); the
     // chunk results are folded in chunk order, then the per-output phases run.
-    void run_split(const std::vector<char*>& base, ThreadPool& pool) const {
+    void run_split(const Launch& launch, ThreadPool& pool) const {
         const PPhase& red = phases_[0];
         const std::size_t rsize = dtype_size(red.reduce_dtype);
         const std::int64_t oblocks = (o_.total + oblock_ - 1) / oblock_;
@@ -853,7 +875,7 @@ private:
         std::vector<std::unique_ptr<Frame>> frames(static_cast<std::size_t>(pool.size()));
         pool.parallel_for(oblocks * chunks, [&](std::int64_t item, int thread) {
             auto& slot = frames[static_cast<std::size_t>(thread)];
-            if (!slot) slot = std::make_unique<Frame>(*this, base);
+            if (!slot) slot = std::make_unique<Frame>(*this, launch);
             Frame& f = *slot;
             const std::int64_t ob = item / chunks, chunk = item % chunks;
             const std::int64_t start = ob * oblock_;
@@ -864,7 +886,7 @@ private:
                         static_cast<std::size_t>(f.olen) * rsize);
         });
         frames.clear();  // this thread's frame is rebuilt below; its arena is the same memory
-        Frame f(*this, base);
+        Frame f(*this, launch);
         for (std::int64_t ob = 0; ob < oblocks; ++ob) {
             const std::int64_t start = ob * oblock_;
             f.set_oblock(start, std::min(oblock_, o_.total - start));
@@ -892,7 +914,7 @@ private:
     }
 
     Shape domain_;
-    std::size_t n_params_;
+    std::size_t n_params_, n_scalars_;
     int threads_;
     bool in_place_;
     Space o_, a_;

@@ -36,6 +36,29 @@ public:
     RenderedKernel rendered;
     std::shared_ptr<ProgramOwner> program;
     std::vector<KernelOwner> kernels;  // per stage
+    std::vector<DType> scalars;        // the kernel's scalar parameters, passed after its buffers
+};
+
+/// A scalar kernel argument: the value in the argument's OpenCL type (cl_scalar_arg_type).
+struct ScalarArg {
+    alignas(8) unsigned char bytes[8] = {};
+    std::size_t size = 0;
+
+    ScalarArg(const Scalar& value, DType t) {
+        auto put = [&](auto v) {
+            std::memcpy(bytes, &v, sizeof v);
+            size = sizeof v;
+        };
+        switch (t) {
+            case DType::Bool: put(static_cast<cl_uchar>(value.as<bool>() ? 1 : 0)); break;
+            case DType::UInt8: put(static_cast<cl_uchar>(value.as<std::uint8_t>())); break;
+            case DType::Int32: put(static_cast<cl_int>(value.as<std::int32_t>())); break;
+            case DType::Int64: put(static_cast<cl_long>(value.as<std::int64_t>())); break;
+            case DType::Float16: put(static_cast<cl_float>(value.cast(DType::Float16).as<float>())); break;
+            case DType::Float32: put(static_cast<cl_float>(value.as<float>())); break;
+            case DType::Float64: put(static_cast<cl_double>(value.as<double>())); break;
+        }
+    }
 };
 
 /// The source with line numbers, as build errors show it.
@@ -124,8 +147,11 @@ public:
 
     // ------------------------------------------------------------------------------ running
 
-    void launch(CompiledKernel& compiled, const std::vector<Buffer*>& params) override {
+    void launch(CompiledKernel& compiled, const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) override {
         auto& k = static_cast<OpenCLKernel&>(compiled);
+        if (scalars.size() != k.scalars.size())
+            fail<Error>("lazytensor internal error: a kernel with ", k.scalars.size(), " scalar parameters launched with ",
+                        scalars.size());
         if (k.rendered.stages.empty()) return;
         BufferPtr scratch;
         if (k.rendered.scratch_elems) scratch = allocate(k.rendered.scratch_dtype, k.rendered.scratch_elems);
@@ -141,6 +167,10 @@ public:
             if (scratch) {
                 cl_mem m = static_cast<cl_mem>(scratch->handle());
                 check(clSetKernelArg(kernel, arg++, sizeof(cl_mem), &m), "clSetKernelArg");
+            }
+            for (std::size_t i = 0; i < scalars.size(); ++i) {
+                const ScalarArg v(scalars[i], k.scalars[i]);
+                check(clSetKernelArg(kernel, arg++, v.size, v.bytes), "clSetKernelArg");
             }
             cl_event event = nullptr;
             const cl_int err = clEnqueueNDRangeKernel(queue_, kernel, 2, nullptr, st.global, st.local, 0, nullptr,
@@ -212,21 +242,37 @@ public:
 
     // --------------------------------------------------------------------------- programs
 
+    /// Where build_program found a program.
+    enum class ProgramSource { Memory, Disk, Compiler };
+
     /// A built program for `source` on this device: from memory, from the disk cache, or
     /// compiled now. A failed build throws BackendError with the build log and the source.
-    std::shared_ptr<ProgramOwner> build_program(const std::string& source, bool* built = nullptr) {
-        if (built) *built = false;
+    /// Safe to call from several threads at once (each builds its own program).
+    std::shared_ptr<ProgramOwner> build_program(const std::string& source, ProgramSource* from = nullptr) {
+        if (from) *from = ProgramSource::Memory;
         if (auto hit = programs_.find(source)) return hit;
-        const std::string key = concat("lazytensor program cache 1\noptions: ", options_, "\ndevice: ",
+        const std::string key = concat("lazytensor program cache 1\noptions: ", build_options(), "\ndevice: ",
                                        device_name_, "\ndriver: ", driver_, "\nsource:\n", source);
         std::shared_ptr<ProgramOwner> program;
         if (auto binary = disk_.load(key)) program = from_binary(*binary, disk_.path_for(key));
-        if (!program) {
+        if (program) {
+            if (from) *from = ProgramSource::Disk;
+        } else {
             program = from_source(source);
-            if (built) *built = true;
+            if (from) *from = ProgramSource::Compiler;
             disk_.store(key, binary_of(program->program));
         }
         return programs_.insert(source, std::move(program)).first;
+    }
+
+    bool parallel_compiles() const override { return true; }
+    /// Built programs held in memory (bounded like the kernel cache).
+    std::size_t cached_programs() const { return programs_.size(); }
+
+    /// The kernel cache and the program cache below it keep `kernels` entries each.
+    void set_cache_capacity(std::size_t kernels) override {
+        Backend::set_cache_capacity(kernels);
+        programs_.set_capacity(kernels);
     }
 
     /// Forgets compiled kernels and built programs held in memory (the disk cache stays).
@@ -245,16 +291,20 @@ public:
     std::string exchange_build_options(std::string options) { return std::exchange(options_, std::move(options)); }
 
 protected:
-    std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel) override {
+    std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel, CompileOutcome& outcome) override {
         DeviceTraits traits = traits_;
         for (;;) {
             auto k = std::make_shared<OpenCLKernel>();
             k->rendered = render(kernel, traits);
+            k->scalars = kernel.scalars;
             if (k->rendered.stages.empty()) return k;
             if (k->rendered.uses_fp64 && !fp64_)
                 fail<DeviceError>(describe(), " does not support float64 (the device lacks cl_khr_fp64); "
                                   "use float32 tensors, or run this on the host");
-            k->program = build_program(k->rendered.source);
+            ProgramSource from = ProgramSource::Memory;
+            k->program = build_program(k->rendered.source, &from);
+            outcome.built_from_source = outcome.built_from_source || from == ProgramSource::Compiler;
+            outcome.from_disk = outcome.from_disk || from == ProgramSource::Disk;
             std::size_t fits = traits.max_work_group;
             for (const Stage& st : k->rendered.stages) {
                 cl_int err = CL_SUCCESS;
@@ -334,7 +384,7 @@ private:
         if (ir::blas_operand(layout, rows, cols)) return nullptr;
         const ir::Kernel copy = ir::contiguous_copy(g.dtype, g.batch, rows, cols, layout);
         BufferPtr out = allocate(g.dtype, g.batch_count() * rows * cols);
-        launch(*get_kernel(copy), {const_cast<Buffer*>(&operand), out.get()});
+        launch(*get_kernel(copy), {const_cast<Buffer*>(&operand), out.get()}, {});
         return out;
     }
 
@@ -420,7 +470,7 @@ private:
     std::size_t cached_bytes_ = 0;
     std::size_t cache_limit_ = 0;
 
-    LruCache<ProgramOwner> programs_{1024};
+    LruCache<ProgramOwner> programs_{kernel_cache_capacity_from_env()};
     ProgramDiskCache disk_;
 
     bool record_times_ = false;

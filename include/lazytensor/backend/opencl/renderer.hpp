@@ -79,6 +79,10 @@ inline const char* cl_storage_type(DType t) {
     return t == DType::Bool ? "uchar" : t == DType::Float16 ? "half" : cl_value_type(t);
 }
 
+/// The OpenCL C type of a scalar kernel argument of `t`: bool is not a valid argument type (a
+/// byte instead), and a float16 value is passed as the float it is computed in.
+inline const char* cl_scalar_arg_type(DType t) { return t == DType::Bool ? "uchar" : cl_value_type(t); }
+
 /// The unsigned type integer arithmetic wraps in.
 inline const char* cl_wrap_type(DType t) {
     switch (t) {
@@ -454,6 +458,7 @@ private:
             for (auto& st : ph.stores) widen(st.access);
         }
         for (auto& p : k_.params) fp64_ = fp64_ || p.dtype == DType::Float64;
+        for (DType t : k_.scalars) fp64_ = fp64_ || t == DType::Float64;
         idx_ = reach >= (std::int64_t(1) << 30) ? "long" : "int";
     }
 
@@ -488,6 +493,8 @@ private:
                  (k_.in_place ? "* p" : "* restrict p") + std::to_string(p);
         }
         if (scratch) s += std::string(", __global ") + cl_storage_type(scratch_dtype) + "* restrict scratch";
+        for (std::size_t i = 0; i < k_.scalars.size(); ++i)
+            s += std::string(", const ") + cl_scalar_arg_type(k_.scalars[i]) + " s" + std::to_string(i);
         return s;
     }
 
@@ -569,6 +576,9 @@ private:
             };
             switch (in.op) {
                 case ir::Op::Const: out.push_back(cl_literal(in.value, in.dtype)); continue;
+                case ir::Op::Param:
+                    out.push_back(in.dtype == DType::Bool ? "(s" + std::to_string(in.arg) + " != 0)" : "s" + std::to_string(in.arg));
+                    continue;
                 case ir::Op::Slot:
                     for (const std::string& l : (lanes > 1 ? lane_suffixes() : std::vector<std::string>{""}))
                         out.push_back("slot" + std::to_string(in.arg) + l);
