@@ -2,7 +2,7 @@
 // the same loop with fixed values (the ratio must stay near 1: nothing is compiled after the
 // first step); the host time of a small cached realize, against the raw OpenCL enqueue of an
 // equivalent hand-written kernel; and the first realize of a schedule of several new kernels
-// (compiled in parallel) against one new kernel. bench/params_peer.py runs the same loops in
+// (built as one program) against one new kernel. bench/params_peer.py runs the same loops in
 // PyTorch for the GPU comparison.
 //
 //   bench_params [--device host|opencl:N] [--steps N]
@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
 #endif
     }
 
-    // 4. First realize of new kernels: one, and four in one schedule (compiled in parallel).
+    // 4. First realize of new kernels: one, and four in one schedule (built as one program).
     // New structures each time (the shape is part of a kernel), with the disk cache off.
 #if LAZYTENSOR_OPENCL
     if (d.kind == lt::Device::Kind::OpenCL) lt::detail::opencl::opencl_backend(d.index).disk_cache().set_directory("");

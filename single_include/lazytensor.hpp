@@ -2008,16 +2008,12 @@ inline NodePtr matmul(const NodePtr& a, const NodePtr& b) {
 // are released as soon as the last kernel reading them has run.
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <exception>
 #include <iostream>
 #include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
-#include <system_error>
-#include <thread>
 #include <vector>
 
 // ---- lazytensor/ir/static_kernel.hpp ----
@@ -2952,7 +2948,8 @@ struct CompileOutcome {
     bool compiled = false;           // not found in memory: made now
     bool built_from_source = false;  // an OpenCL program was built by the compiler
     bool from_disk = false;          // an OpenCL program was loaded from the disk cache
-    double ms = 0;                   // time spent making it
+    double ms = 0;                   // time spent making it (with the others of its batch)
+    std::size_t batch = 0;           // kernels made together with it, itself included
 };
 
 /// A kernel ready to launch on one backend.
@@ -3052,25 +3049,57 @@ public:
     /// The compiled form of `kernel`, from the cache when a kernel of the same structure was
     /// compiled before; `outcome` says which, and how long compiling took. The cache keeps the
     /// most recently used kernels (cache_capacity()); workloads whose shapes keep changing do
-    /// not grow it without bound. Safe to call from several threads at once (parallel builds).
+    /// not grow it without bound.
     std::shared_ptr<CompiledKernel> get_kernel(const ir::Kernel& kernel, CompileOutcome* outcome = nullptr) {
-        std::string k = ir::key(kernel);
-        if (auto hit = cache_.find(k)) {
-            ++memory_hits_;
-            if (outcome) *outcome = CompileOutcome{};
-            return hit;
+        std::vector<CompileOutcome> outcomes;
+        std::shared_ptr<CompiledKernel> k = std::move(get_kernels({&kernel}, outcomes)[0]);
+        if (outcome) *outcome = outcomes[0];
+        return k;
+    }
+
+    /// The compiled forms of several kernels (those one realize needs): each from the cache, or
+    /// compiled now. A backend with a slow compiler builds the missing ones together
+    /// (compile_batch), so a first realize of N new kernels costs about one build.
+    /// outcomes[i] says how kernels[i] came to be.
+    std::vector<std::shared_ptr<CompiledKernel>> get_kernels(const std::vector<const ir::Kernel*>& kernels,
+                                                             std::vector<CompileOutcome>& outcomes) {
+        std::vector<std::shared_ptr<CompiledKernel>> out(kernels.size());
+        outcomes.assign(kernels.size(), CompileOutcome{});
+        std::vector<std::string> keys(kernels.size());
+        std::vector<const ir::Kernel*> missing;
+        std::vector<std::size_t> missing_at;  // per missing kernel: its first position in `kernels`
+        for (std::size_t i = 0; i < kernels.size(); ++i) {
+            keys[i] = ir::key(*kernels[i]);
+            if ((out[i] = cache_.find(keys[i]))) {
+                ++memory_hits_;
+                continue;
+            }
+            bool repeated = false;  // the same structure twice in one batch is compiled once
+            for (std::size_t m : missing_at) repeated = repeated || keys[m] == keys[i];
+            if (repeated) continue;
+            missing.push_back(kernels[i]);
+            missing_at.push_back(i);
         }
-        CompileOutcome made;
+        if (missing.empty()) return out;
         const auto start = std::chrono::steady_clock::now();
-        std::shared_ptr<CompiledKernel> fresh = compile(kernel, made);
-        made.compiled = true;
-        made.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-        ++kernels_compiled_;
-        programs_built_ += made.built_from_source;
-        disk_hits_ += made.from_disk;
-        compile_us_ += static_cast<std::int64_t>(made.ms * 1000);
-        if (outcome) *outcome = made;
-        return cache_.insert(std::move(k), std::move(fresh)).first;
+        std::vector<CompileOutcome> made(missing.size());
+        std::vector<std::shared_ptr<CompiledKernel>> fresh = compile_batch(missing, made);
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        kernels_compiled_ += missing.size();
+        compile_us_ += static_cast<std::int64_t>(ms * 1000);
+        for (std::size_t m = 0; m < missing.size(); ++m) {
+            made[m].compiled = true;
+            made[m].ms = ms;
+            made[m].batch = missing.size();
+            const std::size_t i = missing_at[m];
+            outcomes[i] = made[m];
+            out[i] = cache_.insert(keys[i], std::move(fresh[m])).first;
+        }
+        for (std::size_t i = 0; i < kernels.size(); ++i)
+            if (!out[i])
+                for (std::size_t m : missing_at)
+                    if (keys[m] == keys[i]) out[i] = out[m];
+        return out;
     }
 
     CompileStats compile_stats() const {
@@ -3086,9 +3115,6 @@ public:
         kernels_compiled_ = memory_hits_ = programs_built_ = disk_hits_ = 0;
         compile_us_ = 0;
     }
-    /// Whether kernels that one realize needs are worth compiling on several threads at once
-    /// (a compiler that takes milliseconds, not a host plan that takes microseconds).
-    virtual bool parallel_compiles() const { return false; }
 
     std::size_t cached_kernels() const { return cache_.size(); }
     std::size_t cache_capacity() const { return cache_.capacity(); }
@@ -3099,6 +3125,16 @@ public:
 protected:
     /// Makes the kernel; sets `outcome`'s built_from_source or from_disk where they apply.
     virtual std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel, CompileOutcome& outcome) = 0;
+    /// Makes several kernels; by default one after another. A backend whose compiler has a
+    /// large fixed cost per build overrides it to build them together.
+    virtual std::vector<std::shared_ptr<CompiledKernel>> compile_batch(const std::vector<const ir::Kernel*>& kernels,
+                                                                       std::vector<CompileOutcome>& outcomes) {
+        std::vector<std::shared_ptr<CompiledKernel>> out;
+        for (std::size_t i = 0; i < kernels.size(); ++i) out.push_back(compile(*kernels[i], outcomes[i]));
+        return out;
+    }
+    /// Counts a program the compiler built (from source) or loaded from the disk cache.
+    void count_program(bool from_disk) { ++(from_disk ? disk_hits_ : programs_built_); }
 
     /// The largest buffer the device can hold, in bytes.
     virtual std::size_t largest_buffer() const = 0;
@@ -6388,7 +6424,10 @@ struct Stage {
 };
 
 struct RenderedKernel {
-    std::string source;
+    std::string source;  // the whole program: program_source(header, helpers, functions)
+    // Its parts, so that several kernels can be built as one program (helpers shared):
+    std::vector<std::string> helpers;  // helper function definitions, each once
+    std::string functions;             // the __kernel functions
     std::vector<Stage> stages;  // empty when the domain is empty: nothing to run
     // Two-stage reductions: partial results, one per (outer index, split), passed to both
     // stages after the kernel's own parameters.
@@ -6697,40 +6736,51 @@ inline void cl_op_functions(const ir::Instr& in, DType t, std::vector<std::strin
 
 /// Rounding a private float (or double) to half precision, through a private half slot
 /// (vstore_half_rte rounds to nearest even; no cl_khr_fp16 needed).
-inline std::string cl_half_functions(bool from_double) {
-    std::string s =
-        "inline float lt_round_half(float x) {\n"
-        "    ushort h;\n    vstore_half_rte(x, 0, (half*)&h);\n    return vload_half(0, (const half*)&h);\n}\n";
+inline void cl_half_functions(bool from_double, std::vector<std::string>& defs) {
+    defs.push_back("inline float lt_round_half(float x) {\n"
+                   "    ushort h;\n    vstore_half_rte(x, 0, (half*)&h);\n    return vload_half(0, (const half*)&h);\n}\n");
     if (from_double)
-        s += "inline float lt_round_half_d(double x) {\n"
-             "    ushort h;\n    vstore_half_rte(x, 0, (half*)&h);\n    return vload_half(0, (const half*)&h);\n}\n";
-    return s;
+        defs.push_back("inline float lt_round_half_d(double x) {\n"
+                       "    ushort h;\n    vstore_half_rte(x, 0, (half*)&h);\n    return vload_half(0, (const half*)&h);\n}\n");
+}
+
+/// The source of a program: the pragmas every kernel needs (each operation rounds on its own, as
+/// on the host: no multiply-add contracted into an FMA, which NVIDIA's compiler does by
+/// default, so results agree across devices), helper functions, then kernel functions.
+inline std::string program_source(bool fp64, const std::vector<std::string>& helpers, const std::string& functions) {
+    std::string s = "#pragma OPENCL FP_CONTRACT OFF\n";
+    if (fp64) s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
+    for (const std::string& h : helpers) s += h;
+    return s + functions;
 }
 
 // ------------------------------------------------------------------------------------ renderer
 
 class Renderer {
 public:
-    Renderer(const ir::Kernel& kernel, const DeviceTraits& device) : k_(kernel), dev_(device) {}
+    Renderer(const ir::Kernel& kernel, const DeviceTraits& device, std::string name)
+        : k_(kernel), dev_(device), name_(std::move(name)) {}
 
     RenderedKernel render() {
         analyze();
         RenderedKernel out;
         if (outer_ == 0) return out;  // an empty output: nothing to compute
         // (An empty reduced space still runs: every output is the reduction's identity.)
-        prelude();
+        out.helpers = helpers();
         if (reducing_)
             render_reducing(out);
         else
             render_elementwise(out);
-        out.source = src_.str();
+        out.functions = src_.str();
         out.uses_fp64 = fp64_;
+        out.source = program_source(fp64_, out.helpers, out.functions);
         return out;
     }
 
 private:
     const ir::Kernel& k_;
     DeviceTraits dev_;
+    std::string name_;  // of the kernel function (a second stage adds "_fold")
     std::ostringstream src_;
     std::size_t n_ = 0;  // domain rank
     std::int64_t numel_ = 0, outer_ = 1, reduced_ = 1;
@@ -6801,19 +6851,13 @@ private:
         idx_ = reach >= (std::int64_t(1) << 30) ? "long" : "int";
     }
 
-    void prelude() {
-        // Every operation rounds on its own, as on the host: no multiply-add contracted into an
-        // FMA (NVIDIA's compiler does so by default), so results agree across devices.
-        src_ << "#pragma OPENCL FP_CONTRACT OFF\n";
-        if (fp64_) src_ << "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
+    /// The helper functions the kernel's ops call, each once, in order of first use.
+    std::vector<std::string> helpers() const {
         std::vector<std::string> defs;
         for (auto& ph : k_.phases)
             for (auto& in : ph.instrs)
                 if (in.op == ir::Op::Unary || in.op == ir::Op::Binary)
                     cl_op_functions(in, ph.instrs[static_cast<std::size_t>(in.a)].dtype, defs);
-        for (std::size_t i = 0; i < defs.size(); ++i)  // each once, in order of first use
-            if (std::find(defs.begin(), defs.begin() + static_cast<std::ptrdiff_t>(i), defs[i]) == defs.begin() + static_cast<std::ptrdiff_t>(i))
-                src_ << defs[i];
         bool round_half = false, round_half_d = false;
         for (auto& ph : k_.phases)
             for (auto& in : ph.instrs)
@@ -6821,7 +6865,11 @@ private:
                     round_half = true;
                     round_half_d = round_half_d || ph.instrs[static_cast<std::size_t>(in.a)].dtype == DType::Float64;
                 }
-        if (round_half) src_ << cl_half_functions(round_half_d);
+        if (round_half) cl_half_functions(round_half_d, defs);
+        std::vector<std::string> once;
+        for (std::string& d : defs)
+            if (std::find(once.begin(), once.end(), d) == once.end()) once.push_back(std::move(d));
+        return once;
     }
 
     std::string params(bool scratch, DType scratch_dtype) const {
@@ -7069,7 +7117,7 @@ private:
         const std::int64_t units = numel_ / width_;
         const std::int64_t local = std::min<std::int64_t>(max_group(), pow2_ceil(units));
         src_ << "__kernel __attribute__((reqd_work_group_size(" << local << ", 1, 1)))\n"
-             << "void lt_kernel(" << params(false, DType::Float32) << ") {\n";
+             << "void " << name_ << "(" << params(false, DType::Float32) << ") {\n";
         src_ << "    const " << idx_ << " unit = (" << idx_ << ")get_global_id(0);\n";
         src_ << "    if (unit >= " << units << ") return;\n";
         std::vector<int> all(n_);
@@ -7084,7 +7132,7 @@ private:
         }
         src_ << "}\n";
         Stage s;
-        s.name = "lt_kernel";
+        s.name = name_;
         s.local[0] = static_cast<std::size_t>(local);
         s.global[0] = static_cast<std::size_t>((units + local - 1) / local * local);
         out.stages.push_back(s);
@@ -7140,7 +7188,7 @@ private:
 
         // Stage 1: every phase (or, split, the reduce phase into partials).
         src_ << "__kernel __attribute__((reqd_work_group_size(" << g.lx << ", " << g.ly << ", 1)))\n"
-             << "void lt_kernel(" << params(split, acc_t) << ") {\n";
+             << "void " << name_ << "(" << params(split, acc_t) << ") {\n";
         reduce_prologue(g.lx, g.ly, outer_units);
         if (split) src_ << "    const " << idx_ << " split = (" << idx_ << ")get_group_id(1);\n";
         std::vector<std::string> coord(n_, "0");
@@ -7171,7 +7219,7 @@ private:
         src_ << head << row_decls_ << phases;
         unrolled_steps_ = 0;
         Stage s1;
-        s1.name = "lt_kernel";
+        s1.name = name_;
         s1.local[0] = static_cast<std::size_t>(g.lx);
         s1.local[1] = static_cast<std::size_t>(g.ly);
         s1.global[0] = static_cast<std::size_t>(g.groups_x * g.lx);
@@ -7188,7 +7236,7 @@ private:
         const std::int64_t ly2 = std::min(pow2_ceil(g.split), max_group());
         const std::int64_t lx2 = std::min(max_group() / ly2, pow2_ceil(outer_));
         src_ << "\n__kernel __attribute__((reqd_work_group_size(" << lx2 << ", " << ly2 << ", 1)))\n"
-             << "void lt_kernel_fold(" << params(true, acc_t) << ") {\n";
+             << "void " << name_ << "_fold(" << params(true, acc_t) << ") {\n";
         reduce_prologue(lx2, ly2, outer_);
         std::vector<std::string> coord2(n_, "0");
         decompose("    ", outer_axes_, "o", coord2);
@@ -7202,7 +7250,7 @@ private:
         store_phase(k_.phases[1], ly2, 0, coord2);
         src_ << "}\n";
         Stage s2;
-        s2.name = "lt_kernel_fold";
+        s2.name = name_ + "_fold";
         s2.local[0] = static_cast<std::size_t>(lx2);
         s2.local[1] = static_cast<std::size_t>(ly2);
         s2.global[0] = static_cast<std::size_t>((outer_ + lx2 - 1) / lx2 * lx2);
@@ -7333,8 +7381,9 @@ private:
     }
 };
 
-inline RenderedKernel render(const ir::Kernel& kernel, const DeviceTraits& device) {
-    return Renderer(kernel, device).render();
+/// The kernel as OpenCL C, its kernel function named `name`.
+inline RenderedKernel render(const ir::Kernel& kernel, const DeviceTraits& device, const std::string& name = "lt_kernel") {
+    return Renderer(kernel, device, name).render();
 }
 
 }  // namespace lazytensor::detail::opencl
@@ -7348,6 +7397,7 @@ public:
     std::shared_ptr<ProgramOwner> program;
     std::vector<KernelOwner> kernels;  // per stage
     std::vector<DType> scalars;        // the kernel's scalar parameters, passed after its buffers
+    std::size_t fits = 0;              // (while compiling: a smaller work-group it must be rendered for)
 };
 
 /// A scalar kernel argument: the value in the argument's OpenCL type (cl_scalar_arg_type).
@@ -7558,7 +7608,6 @@ public:
 
     /// A built program for `source` on this device: from memory, from the disk cache, or
     /// compiled now. A failed build throws BackendError with the build log and the source.
-    /// Safe to call from several threads at once (each builds its own program).
     std::shared_ptr<ProgramOwner> build_program(const std::string& source, ProgramSource* from = nullptr) {
         if (from) *from = ProgramSource::Memory;
         if (auto hit = programs_.find(source)) return hit;
@@ -7566,17 +7615,16 @@ public:
                                        device_name_, "\ndriver: ", driver_, "\nsource:\n", source);
         std::shared_ptr<ProgramOwner> program;
         if (auto binary = disk_.load(key)) program = from_binary(*binary, disk_.path_for(key));
-        if (program) {
-            if (from) *from = ProgramSource::Disk;
-        } else {
+        const bool from_disk = program != nullptr;
+        if (!from_disk) {
             program = from_source(source);
-            if (from) *from = ProgramSource::Compiler;
             disk_.store(key, binary_of(program->program));
         }
+        count_program(from_disk);
+        if (from) *from = from_disk ? ProgramSource::Disk : ProgramSource::Compiler;
         return programs_.insert(source, std::move(program)).first;
     }
 
-    bool parallel_compiles() const override { return true; }
     /// Built programs held in memory (bounded like the kernel cache).
     std::size_t cached_programs() const { return programs_.size(); }
 
@@ -7605,37 +7653,105 @@ protected:
     std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel, CompileOutcome& outcome) override {
         DeviceTraits traits = traits_;
         for (;;) {
-            auto k = std::make_shared<OpenCLKernel>();
-            k->rendered = render(kernel, traits);
-            k->scalars = kernel.scalars;
-            if (k->rendered.stages.empty()) return k;
-            if (k->rendered.uses_fp64 && !fp64_)
-                fail<DeviceError>(describe(), " does not support float64 (the device lacks cl_khr_fp64); "
-                                  "use float32 tensors, or run this on the host");
+            RenderedKernel rendered = render(kernel, traits);
+            if (rendered.stages.empty()) return with_program(kernel, std::move(rendered), nullptr, traits);
+            require_fp64(rendered);
             ProgramSource from = ProgramSource::Memory;
-            k->program = build_program(k->rendered.source, &from);
+            std::shared_ptr<ProgramOwner> program = build_program(rendered.source, &from);
             outcome.built_from_source = outcome.built_from_source || from == ProgramSource::Compiler;
             outcome.from_disk = outcome.from_disk || from == ProgramSource::Disk;
-            std::size_t fits = traits.max_work_group;
-            for (const Stage& st : k->rendered.stages) {
-                cl_int err = CL_SUCCESS;
-                cl_kernel h = clCreateKernel(k->program->program, st.name.c_str(), &err);
-                check(err, "clCreateKernel", concat("for ", st.name, " on ", describe()));
-                k->kernels.emplace_back(h);
-                std::size_t most = 0;
-                check(clGetKernelWorkGroupInfo(h, device_, CL_KERNEL_WORK_GROUP_SIZE, sizeof most, &most, nullptr),
-                      "clGetKernelWorkGroupInfo");
-                if (st.local[0] * st.local[1] > most) fits = std::min(fits, most);
-            }
-            if (fits == traits.max_work_group) return k;
+            auto k = with_program(kernel, std::move(rendered), std::move(program), traits);
+            if (k->kernels.size() == k->rendered.stages.size()) return k;
             // The compiled kernel needs too many registers for its work-group: render it for
             // smaller work-groups.
-            std::size_t p = 1;
-            while (p * 2 <= fits) p *= 2;
-            if (p >= traits.max_work_group || p == 0)
-                fail<BackendError>("OpenCL: ", describe(), " cannot run the kernel with any work-group size");
-            traits.max_work_group = p;
+            traits.max_work_group = k->fits;
         }
+    }
+
+    // NVIDIA's compiler costs tens of milliseconds per program whatever its size, and builds
+    // one program at a time even when asked from several threads: the kernels one realize
+    // needs are built as one program (functions named apart, helpers shared) instead.
+    std::vector<std::shared_ptr<CompiledKernel>> compile_batch(const std::vector<const ir::Kernel*>& kernels,
+                                                               std::vector<CompileOutcome>& outcomes) override {
+        std::vector<std::shared_ptr<CompiledKernel>> out(kernels.size());
+        std::vector<RenderedKernel> rendered(kernels.size());
+        std::vector<std::size_t> together;
+        for (std::size_t i = 0; i < kernels.size(); ++i) {
+            rendered[i] = render(*kernels[i], traits_, "lt_kernel" + std::to_string(i));
+            if (rendered[i].stages.empty()) continue;
+            require_fp64(rendered[i]);
+            // A kernel whose own program is in memory already (built alone before) uses it.
+            if (programs_.find(render(*kernels[i], traits_).source)) continue;
+            together.push_back(i);
+        }
+        if (together.size() >= 2) {
+            bool fp64 = false;
+            std::vector<std::string> helpers;
+            std::string functions;
+            for (std::size_t i : together) {
+                fp64 = fp64 || rendered[i].uses_fp64;
+                for (std::string& h : rendered[i].helpers)
+                    if (std::find(helpers.begin(), helpers.end(), h) == helpers.end()) helpers.push_back(std::move(h));
+                functions += rendered[i].functions;
+            }
+            std::shared_ptr<ProgramOwner> program;
+            ProgramSource from = ProgramSource::Memory;
+            try {
+                program = build_program(program_source(fp64, helpers, functions), &from);
+            } catch (const BackendError&) {
+                // Built one by one below: the kernel that fails reports its own log and source.
+            }
+            for (std::size_t i : together) {
+                if (!program) break;
+                auto k = with_program(*kernels[i], std::move(rendered[i]), program, traits_);
+                if (k->kernels.size() != k->rendered.stages.size()) continue;  // too big a work-group: alone below
+                outcomes[i].built_from_source = from == ProgramSource::Compiler;
+                outcomes[i].from_disk = from == ProgramSource::Disk;
+                out[i] = std::move(k);
+            }
+        }
+        for (std::size_t i = 0; i < kernels.size(); ++i)
+            if (!out[i]) out[i] = compile(*kernels[i], outcomes[i]);
+        return out;
+    }
+
+    void require_fp64(const RenderedKernel& rendered) const {
+        if (rendered.uses_fp64 && !fp64_)
+            fail<DeviceError>(describe(), " does not support float64 (the device lacks cl_khr_fp64); "
+                              "use float32 tensors, or run this on the host");
+    }
+
+    /// The kernel of `rendered` in `program`: a cl_kernel per stage. When a stage needs a
+    /// smaller work-group than it was rendered for, the result has no cl_kernels and `fits`
+    /// says the largest work-group that can run.
+    std::shared_ptr<OpenCLKernel> with_program(const ir::Kernel& kernel, RenderedKernel rendered,
+                                               std::shared_ptr<ProgramOwner> program, const DeviceTraits& traits) {
+        auto k = std::make_shared<OpenCLKernel>();
+        k->rendered = std::move(rendered);
+        k->scalars = kernel.scalars;
+        k->program = std::move(program);
+        std::size_t fits = traits.max_work_group;
+        std::vector<KernelOwner> made;
+        for (const Stage& st : k->rendered.stages) {
+            cl_int err = CL_SUCCESS;
+            cl_kernel h = clCreateKernel(k->program->program, st.name.c_str(), &err);
+            check(err, "clCreateKernel", concat("for ", st.name, " on ", describe()));
+            made.emplace_back(h);
+            std::size_t most = 0;
+            check(clGetKernelWorkGroupInfo(h, device_, CL_KERNEL_WORK_GROUP_SIZE, sizeof most, &most, nullptr),
+                  "clGetKernelWorkGroupInfo");
+            if (st.local[0] * st.local[1] > most) fits = std::min(fits, most);
+        }
+        if (fits == traits.max_work_group) {
+            k->kernels = std::move(made);
+            return k;
+        }
+        std::size_t p = 1;
+        while (p * 2 <= fits) p *= 2;
+        if (p >= traits.max_work_group || p == 0)
+            fail<BackendError>("OpenCL: ", describe(), " cannot run the kernel with any work-group size");
+        k->fits = p;
+        return k;
     }
 
     std::size_t largest_buffer() const override { return static_cast<std::size_t>(max_alloc_); }
@@ -8105,20 +8221,76 @@ inline Node* peel_reshapes(Node* n) {
 
 /// The longest chain of operations fused into one kernel.
 inline constexpr int kMaxFusedDepth = 256;
-/// The most buffers one fused kernel reads: OpenCL promises only 1024 bytes of kernel
-/// arguments (128 pointers), so a sum of 200 tensors becomes several kernels.
+/// The most buffers one fused kernel reads, and the most arguments it takes (buffers and
+/// scalar values, 8 bytes each at most, with the output and a scratch buffer): OpenCL promises
+/// only 1024 bytes of kernel arguments, so a sum of 200 tensors becomes several kernels.
 inline constexpr int kMaxFusedInputs = 64;
+inline constexpr int kMaxKernelArguments = 126;
+
+/// A map from nodes to ints: open addressing over a power-of-two table. Every realize orders
+/// its graph (a cached one too), and a node-based std::unordered_map costs an allocation per
+/// node there.
+class NodeIndex {
+public:
+    NodeIndex() : slots_(16) {}
+
+    /// The value of `n`, inserted as -1 when absent.
+    int& operator[](const Node* n) { return emplace(n, -1).first; }
+    /// Inserts (n, value) unless n is present; the value in the map, and whether it was inserted.
+    std::pair<int&, bool> emplace(const Node* n, int value) {
+        if (2 * (size_ + 1) > slots_.size()) grow();
+        Slot& s = slot(n);
+        if (s.node) return {s.value, false};
+        s = Slot{n, value};
+        ++size_;
+        return {s.value, true};
+    }
+    std::size_t count(const Node* n) const { return slot(n).node ? 1 : 0; }
+    int at(const Node* n) const {
+        const Slot& s = slot(n);
+        if (!s.node) fail<Error>("lazytensor internal error: a node outside the graph being scheduled");
+        return s.value;
+    }
+
+private:
+    struct Slot {
+        const Node* node = nullptr;
+        int value = -1;
+    };
+    std::size_t home(const Node* n) const {
+        auto h = reinterpret_cast<std::uintptr_t>(n);
+        h ^= h >> 17;
+        h *= 0x9e3779b97f4a7c15ull;
+        return static_cast<std::size_t>(h >> 20) & (slots_.size() - 1);
+    }
+    const Slot& slot(const Node* n) const { return const_cast<NodeIndex*>(this)->slot(n); }
+    Slot& slot(const Node* n) {
+        for (std::size_t i = home(n);; i = (i + 1) & (slots_.size() - 1))
+            if (slots_[i].node == n || !slots_[i].node) return slots_[i];
+    }
+    void grow() {
+        std::vector<Slot> old(slots_.size() * 2);
+        old.swap(slots_);
+        for (const Slot& s : old)
+            if (s.node) slot(s.node) = s;
+    }
+
+    std::vector<Slot> slots_;
+    std::size_t size_ = 0;
+};
 
 /// The graph behind some outputs: every node reachable through unrealized nodes, sources
 /// before consumers (depth-first post-order, sources in order), each with its position.
 struct GraphOrder {
     std::vector<Node*> nodes;
-    std::unordered_map<const Node*, int> index;
+    NodeIndex index;
 };
 
 inline GraphOrder order_graph(const std::vector<Node*>& outputs) {
     GraphOrder g;
     std::vector<std::pair<Node*, bool>> stack;
+    stack.reserve(32);
+    g.nodes.reserve(16);
     for (auto it = outputs.rbegin(); it != outputs.rend(); ++it) stack.push_back({*it, false});
     while (!stack.empty()) {
         auto [n, expanded] = stack.back();
@@ -8277,38 +8449,52 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
     std::unordered_set<Node*> is_output(outputs.begin(), outputs.end());
 
     // Lowering walks a kernel's graph recursively, so a fused chain may not be arbitrarily deep;
-    // and a kernel's buffer arguments are limited. (Inputs are counted per path, an upper bound.)
+    // and a kernel's buffers and arguments are limited. (They are counted per path, an upper
+    // bound.)
     std::unordered_map<Node*, std::string> cuts;
     {
-        std::vector<int> depth(g.nodes.size(), 0), inputs(g.nodes.size(), 1);
+        std::vector<int> depth(g.nodes.size(), 0), inputs(g.nodes.size(), 1), args(g.nodes.size(), 1);
         for (std::size_t i = 0; i < g.nodes.size(); ++i) {
             Node* n = g.nodes[i];
             if (n->realized()) continue;
-            int d = 0, in = 0;
+            int d = 0, in = 0, arg = 0;
             for (int k = 0; k < n->nsrc; ++k) {
                 const std::size_t src = at(n->src[static_cast<std::size_t>(k)].get());
                 d = std::max(d, depth[src]);
                 in += inputs[src];
+                arg += args[src];
             }
-            while (in > kMaxFusedInputs) {  // materialize the source that brings the most buffers
+            if (n->kind == NodeKind::Const || n->kind == NodeKind::Pad) ++arg;  // its value is a scalar argument
+            while (in > kMaxFusedInputs || arg > kMaxKernelArguments) {
+                // Materialize the source that brings the most buffers (or arguments).
+                const bool buffers = in > kMaxFusedInputs;
+                const std::vector<int>& count = buffers ? inputs : args;
                 std::size_t widest = 0;
                 for (int k = 0; k < n->nsrc; ++k) {
                     const std::size_t src = at(n->src[static_cast<std::size_t>(k)].get());
-                    if (k == 0 || inputs[src] > inputs[widest]) widest = src;
+                    if (k == 0 || count[src] > count[widest]) widest = src;
                 }
-                cuts[g.nodes[widest]] = concat("a kernel reads at most ", kMaxFusedInputs, " buffers; a new kernel starts here");
+                cuts[g.nodes[widest]] =
+                    buffers ? concat("a kernel reads at most ", kMaxFusedInputs, " buffers; a new kernel starts here")
+                            : concat("a kernel takes at most ", kMaxKernelArguments,
+                                     " arguments (buffers and scalar values); a new kernel starts here");
                 in -= inputs[widest] - 1;
-                inputs[widest] = 1;
+                arg -= args[widest] - 1;
+                inputs[widest] = args[widest] = 1;
+                depth[widest] = 0;  // a chain starts again after it
+                d = 0;
+                for (int k = 0; k < n->nsrc; ++k) d = std::max(d, depth[at(n->src[static_cast<std::size_t>(k)].get())]);
             }
+            args[i] = arg;
             depth[i] = d + 1;
             inputs[i] = in;
             if (is_output.count(n) || forced.count(n) || n->kind == NodeKind::Matmul) {
                 depth[i] = 0;  // materialized anyway: a chain starts again after it
-                inputs[i] = 1;
+                inputs[i] = args[i] = 1;
             } else if (depth[i] > kMaxFusedDepth) {
                 cuts[n] = concat("a chain of more than ", kMaxFusedDepth, " fused operations ends here");
                 depth[i] = 0;
-                inputs[i] = 1;
+                inputs[i] = args[i] = 1;
             }
         }
     }
@@ -9136,6 +9322,7 @@ struct ScheduleItem {
     std::string reason;               // why its output is materialized
     std::vector<std::string> ops;     // the ops fused into it, in evaluation order
     std::vector<std::string> inputs;  // "float32[2, 3]" per input buffer
+    int scalars = 0;                  // scalar values passed to it at launch (operands, seeds, ...)
     std::string output;               // the result, e.g. "float32[4, 8]"
     int phases = 0;                   // reduce and store phases of the kernel
     bool compiled_loop = false;       // runs as the expression's compiled loop, not interpreted
@@ -9157,6 +9344,7 @@ inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
     item.reason = p.reason;
     item.ops = p.ops;
     for (int in : p.inputs) item.inputs.push_back(describe(w.node(in)));
+    item.scalars = static_cast<int>(p.scalars.size());
     item.output = describe(w.node(p.root));
     if (p.gemm_item) {
         item.ir = ir::to_string(p.gemm);
@@ -9232,77 +9420,46 @@ inline void print_timing(std::size_t i, Backend& backend, const std::vector<Buff
     std::cerr << out.str() << "\n";
 }
 
-/// LAZYTENSOR_COMPILE_THREADS: how many kernels one realize may compile at once (default: the
-/// cores, at least 2, at most 8; 1 compiles one after another).
-inline std::size_t compile_threads() {
-    static const std::size_t threads = [] {
-        if (const char* v = std::getenv("LAZYTENSOR_COMPILE_THREADS"); v && *v) {
-            char* end = nullptr;
-            const long n = std::strtol(v, &end, 10);
-            if (*end || n < 1 || n > 256)
-                fail<ValueError>("LAZYTENSOR_COMPILE_THREADS=", v, " is not a thread count (a whole number from 1 to 256)");
-            return static_cast<std::size_t>(n);
-        }
-        return static_cast<std::size_t>(std::clamp(std::thread::hardware_concurrency(), 2u, 8u));
-    }();
-    return threads;
-}
-
-/// Gets the compiled kernel of every item that has not run on its device yet. A backend whose
-/// compiler is slow (OpenCL) builds several new kernels on a few threads at once, so a first
-/// realize that needs N new programs costs about one build, not N. An item whose build fails
-/// throws (the first in schedule order) before anything has run.
+/// Gets the compiled kernel of every item that has not run on its device yet, all of a
+/// device's at once: a backend with a slow compiler (OpenCL) builds the new ones as one
+/// program, so a first realize that needs N new kernels costs about one build, not N. A build
+/// that fails throws before any item has run.
 inline void compile_items(const std::vector<PlannedItem>& items, const GraphWalk& w, int level) {
     std::vector<std::size_t> todo;
     for (std::size_t i = 0; i < items.size(); ++i) {
         const PlannedItem& p = items[i];
         if (!p.view_only && !p.gemm_item && p.compiled_for != &backend_for(w.node(p.root)->device)) todo.push_back(i);
     }
-    if (todo.empty()) return;
-    std::vector<CompileOutcome> outcome(todo.size());
-    std::vector<std::exception_ptr> error(todo.size());
-    auto compile_one = [&](std::size_t t) {
-        const PlannedItem& p = items[todo[t]];
-        Backend& backend = backend_for(w.node(p.root)->device);
-        try {
-            p.compiled = backend.get_kernel(p.kernel, &outcome[t]);
-            p.compiled_for = &backend;
-        } catch (...) {
-            error[t] = std::current_exception();
-        }
-    };
-    std::size_t parallel = 0;
-    for (std::size_t t : todo) parallel += backend_for(w.node(items[t].root)->device).parallel_compiles();
-    const std::size_t threads = std::min<std::size_t>(parallel, compile_threads());
-    if (threads >= 2) {
-        std::atomic<std::size_t> next{0};
-        auto worker = [&] {
-            for (std::size_t t; (t = next++) < todo.size();) compile_one(t);
-        };
-        std::vector<std::thread> pool;
-        try {
-            for (std::size_t k = 1; k < threads; ++k) pool.emplace_back(worker);
-        } catch (const std::system_error&) {  // no thread to be had: this one does the work
-        }
-        worker();
-        for (std::thread& th : pool) th.join();
-    } else {
-        for (std::size_t t = 0; t < todo.size(); ++t) compile_one(t);
-    }
-    for (const std::exception_ptr& e : error)
-        if (e) std::rethrow_exception(e);
-    if (level < 1) return;
+    if (todo.empty()) return;  // (the common case: a plan that has run before)
     std::ostringstream out;
-    for (std::size_t t = 0; t < todo.size(); ++t) {
-        const CompileOutcome& o = outcome[t];
-        if (!o.compiled) continue;
-        const Node* root = w.node(items[todo[t]].root);
-        out << "[lazytensor] kernel " << todo[t] << " on " << root->device << ": compiled in " << o.ms << " ms"
-            << (o.built_from_source ? ", program built from source" : o.from_disk ? ", program loaded from the disk cache" : "")
-            << " (a kernel structure not in this device's kernel cache: new, or evicted from its "
-            << backend_for(root->device).cache_capacity() << " entries)\n";
+    while (!todo.empty()) {
+        Backend& backend = backend_for(w.node(items[todo[0]].root)->device);
+        std::vector<std::size_t> batch, rest;
+        std::vector<const ir::Kernel*> kernels;
+        for (std::size_t i : todo) {
+            if (&backend_for(w.node(items[i].root)->device) != &backend) {
+                rest.push_back(i);
+                continue;
+            }
+            batch.push_back(i);
+            kernels.push_back(&items[i].kernel);
+        }
+        std::vector<CompileOutcome> outcome;
+        std::vector<std::shared_ptr<CompiledKernel>> compiled = backend.get_kernels(kernels, outcome);
+        for (std::size_t b = 0; b < batch.size(); ++b) {
+            items[batch[b]].compiled = std::move(compiled[b]);
+            items[batch[b]].compiled_for = &backend;
+            const CompileOutcome& o = outcome[b];
+            if (level < 1 || !o.compiled) continue;
+            out << "[lazytensor] kernel " << batch[b] << " on " << backend.device() << ": compiled in " << o.ms << " ms"
+                << (o.batch > 1 ? concat(" with ", o.batch - 1, " other", o.batch > 2 ? "s" : "") : std::string())
+                << (o.built_from_source ? ", program built from source" : o.from_disk ? ", program loaded from the disk cache" : "")
+                << " (a kernel structure not in this device's kernel cache: new, or evicted from its "
+                << backend.cache_capacity() << " entries)\n";
+        }
+        todo = std::move(rest);
     }
-    std::cerr << out.str();
+    if (level >= 1) std::cerr << out.str();
 }
 
 inline std::vector<Node*> unrealized(const std::vector<Node*>& nodes) {

@@ -1,6 +1,6 @@
 // Scalars and seeds are kernel parameters: a loop whose values change compiles nothing after its
 // first step (no plan, no kernel, no OpenCL program), on every device, and every step's values
-// are right. Also: the compile statistics, parallel first builds, and the bounded caches.
+// are right. Also: the compile statistics, batched first builds, and the bounded caches.
 #include <atomic>
 #include <thread>
 
@@ -231,7 +231,7 @@ TEST_CASE("lt::compile_stats counts compiled kernels and cache hits; LAZYTENSOR_
     });
 }
 
-TEST_CASE("a first realize with several new kernels compiles them together, with the same results as one by one") {
+TEST_CASE("a first realize with several new kernels builds them as one program, with the same results as one by one") {
     for_each_device([](lt::Device d) {
         // Four outputs, each its own kernel, of structures no other test makes.
         lt::Tensor<float> x = param_input({6, 77}, 21);
@@ -245,6 +245,8 @@ TEST_CASE("a first realize with several new kernels compiles them together, with
         std::vector<lt::Tensor<float>> together = make(0.75f);
         lt::realize({together[0], together[1], together[2], together[3]});
         CHECK(lt::compile_stats(d).kernels_compiled == 4);
+        // On OpenCL the four are one program (unless a program of one of them was in memory).
+        if (d.kind == lt::Device::Kind::OpenCL) CHECK(lt::compile_stats(d).programs_built + lt::compile_stats(d).disk_hits == 1);
         // One by one, from a cold cache again.
         lt::detail::backend_for(d).clear_kernel_cache();
         std::vector<lt::Tensor<float>> single = make(0.75f);
@@ -298,3 +300,49 @@ TEST_CASE("LAZYTENSOR_KERNEL_CACHE bounds the kernel cache (and OpenCL's program
 #endif
     });
 }
+
+#if LAZYTENSOR_OPENCL
+TEST_CASE("a schedule's new kernels that do not build as one program are built one by one") {
+    for (lt::Device d : test_devices()) {
+        if (d.kind != lt::Device::Kind::OpenCL) continue;
+        INFO("device " << d.str());
+        auto& be = lt::detail::opencl::opencl_backend(d.index);
+        lt::Tensor<float> x = lt::tensor<float>({1, 2, 3, 4, 5, 6}, {2, 3}, d);
+        const std::string options = be.build_options();
+        // A macro that breaks the second kernel function of a combined program only (alone, a
+        // kernel's function is lt_kernel).
+        be.clear_kernel_cache();
+        lt::reset_compile_stats(d);
+        be.exchange_build_options(options + " -Dlt_kernel1=(");
+        lt::Tensor<float> a = (x * 2.0f).sum(1), b = (x + 1.0f).max(0);
+        try {
+            lt::realize({a, b});
+        } catch (...) {
+            be.exchange_build_options(options);
+            throw;
+        }
+        be.exchange_build_options(options);
+        CHECK(a.to_vector() == std::vector<float>{12, 30});
+        CHECK(b.to_vector() == std::vector<float>{5, 6, 7});
+        CHECK(lt::compile_stats(d).kernels_compiled == 2);
+        CHECK(lt::compile_stats(d).programs_built + lt::compile_stats(d).disk_hits == 2);
+
+        // Every build fails: the error carries one kernel's own source, and nothing is lost.
+        be.clear_kernel_cache();
+        be.exchange_build_options(options + " -Dlt_kernel=( -Dlt_kernel0=( -Dlt_kernel1=(");
+        lt::Tensor<float> c = (x * 3.0f).sum(0), e = lt::exp(x).min(1);
+        std::string message;
+        try {
+            lt::realize({c, e});
+        } catch (const lt::BackendError& error) {
+            message = error.what();
+        }
+        be.exchange_build_options(options);
+        CHECK(message.find("CL_BUILD_PROGRAM_FAILURE") != std::string::npos);
+        CHECK(message.find("void lt_kernel(") != std::string::npos);
+        CHECK(!c.is_realized());
+        CHECK(c.to_vector() == std::vector<float>{15, 21, 27});
+        CHECK(e.to_vector()[0] == std::exp(1.0f));
+    }
+}
+#endif

@@ -180,16 +180,35 @@ TEST_CASE("realizing a realized tensor, and a constant") {
     });
 }
 
-TEST_CASE("a kernel reads at most 64 buffers: a sum of 200 tensors is several kernels") {
+TEST_CASE("a kernel reads at most 64 buffers and takes at most 126 arguments: a sum of 200 scaled tensors is several kernels") {
     for_each_device([](lt::Device) {
         std::vector<lt::Tensor<float>> xs;
         for (int i = 0; i < 200; ++i) xs.push_back(lt::full<float>({3}, static_cast<float>(i)).realize());
         lt::Tensor<float> total = xs[0];
         for (int i = 1; i < 200; ++i) total = total + xs[static_cast<std::size_t>(i)] * 2.0f;
         auto items = lt::schedule(total);
+        // 200 buffers and 199 scalars (counted per path, an upper bound): 126 arguments a kernel.
         CHECK(lt::kernel_count(items) == 4);
         for (auto& item : items) CHECK(item.inputs.size() <= 64);
-        CHECK(items[0].reason.find("at most 64 buffers") != std::string::npos);
+        for (auto& item : items) CHECK(item.inputs.size() + static_cast<std::size_t>(item.scalars) <= 126);
+        CHECK(items[0].scalars > 0);
+        CHECK(total.to_vector() == std::vector<float>(3, 2.0f * (199 * 200 / 2)));
+        // 200 buffers alone: 64 a kernel.
+        lt::Tensor<float> plain = xs[0];
+        for (int i = 1; i < 200; ++i) plain = plain + xs[static_cast<std::size_t>(i)];
+        items = lt::schedule(plain);
+        CHECK(lt::kernel_count(items) == 4);
+        for (auto& item : items) CHECK(item.inputs.size() <= 64);
+        CHECK(items[0].reason.find("a kernel reads at most 64 buffers") != std::string::npos);
+        CHECK(plain.to_vector() == std::vector<float>(3, 199 * 200 / 2));
+        // One buffer read 200 times with 200 scalar values: 126 arguments a kernel.
+        lt::Tensor<float> x = xs[1], scaled = x * 0.0f;
+        for (int i = 1; i < 200; ++i) scaled = scaled + x * static_cast<float>(i);
+        items = lt::schedule(scaled);
+        CHECK(lt::kernel_count(items) >= 2);
+        for (auto& item : items) CHECK(item.inputs.size() + static_cast<std::size_t>(item.scalars) <= 126);
+        CHECK(items[0].reason.find("at most 126 arguments (buffers and scalar values)") != std::string::npos);
+        CHECK(scaled.to_vector() == std::vector<float>(3, 199 * 200 / 2));
         CHECK(total.to_vector() == std::vector<float>(3, 2.0f * (199 * 200 / 2)));
     });
 }
@@ -200,8 +219,9 @@ TEST_CASE("very deep lazy chains realize and free without deep recursion") {
         lt::Tensor<float> y = x;
         for (int i = 0; i < 20000; ++i) y = y + 1.0f;
         auto items = lt::schedule(y);
-        CHECK(lt::kernel_count(items) == 20000 / 256 + 1);
-        CHECK(items[0].reason.find("256 fused operations") != std::string::npos);
+        // 20000 additions of a scalar: 126 arguments a kernel (a buffer and 125 scalar values).
+        CHECK(lt::kernel_count(items) == (20000 + 124) / 125);
+        CHECK(items[0].reason.find("at most 126 arguments") != std::string::npos);
         CHECK(y.to_vector() == std::vector<float>{20001.0f, 20002.0f});
         // A million-node lazy chain is released without realizing it.
         lt::Tensor<float> z = x;

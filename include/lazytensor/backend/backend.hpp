@@ -58,7 +58,8 @@ struct CompileOutcome {
     bool compiled = false;           // not found in memory: made now
     bool built_from_source = false;  // an OpenCL program was built by the compiler
     bool from_disk = false;          // an OpenCL program was loaded from the disk cache
-    double ms = 0;                   // time spent making it
+    double ms = 0;                   // time spent making it (with the others of its batch)
+    std::size_t batch = 0;           // kernels made together with it, itself included
 };
 
 /// A kernel ready to launch on one backend.
@@ -158,25 +159,57 @@ public:
     /// The compiled form of `kernel`, from the cache when a kernel of the same structure was
     /// compiled before; `outcome` says which, and how long compiling took. The cache keeps the
     /// most recently used kernels (cache_capacity()); workloads whose shapes keep changing do
-    /// not grow it without bound. Safe to call from several threads at once (parallel builds).
+    /// not grow it without bound.
     std::shared_ptr<CompiledKernel> get_kernel(const ir::Kernel& kernel, CompileOutcome* outcome = nullptr) {
-        std::string k = ir::key(kernel);
-        if (auto hit = cache_.find(k)) {
-            ++memory_hits_;
-            if (outcome) *outcome = CompileOutcome{};
-            return hit;
+        std::vector<CompileOutcome> outcomes;
+        std::shared_ptr<CompiledKernel> k = std::move(get_kernels({&kernel}, outcomes)[0]);
+        if (outcome) *outcome = outcomes[0];
+        return k;
+    }
+
+    /// The compiled forms of several kernels (those one realize needs): each from the cache, or
+    /// compiled now. A backend with a slow compiler builds the missing ones together
+    /// (compile_batch), so a first realize of N new kernels costs about one build.
+    /// outcomes[i] says how kernels[i] came to be.
+    std::vector<std::shared_ptr<CompiledKernel>> get_kernels(const std::vector<const ir::Kernel*>& kernels,
+                                                             std::vector<CompileOutcome>& outcomes) {
+        std::vector<std::shared_ptr<CompiledKernel>> out(kernels.size());
+        outcomes.assign(kernels.size(), CompileOutcome{});
+        std::vector<std::string> keys(kernels.size());
+        std::vector<const ir::Kernel*> missing;
+        std::vector<std::size_t> missing_at;  // per missing kernel: its first position in `kernels`
+        for (std::size_t i = 0; i < kernels.size(); ++i) {
+            keys[i] = ir::key(*kernels[i]);
+            if ((out[i] = cache_.find(keys[i]))) {
+                ++memory_hits_;
+                continue;
+            }
+            bool repeated = false;  // the same structure twice in one batch is compiled once
+            for (std::size_t m : missing_at) repeated = repeated || keys[m] == keys[i];
+            if (repeated) continue;
+            missing.push_back(kernels[i]);
+            missing_at.push_back(i);
         }
-        CompileOutcome made;
+        if (missing.empty()) return out;
         const auto start = std::chrono::steady_clock::now();
-        std::shared_ptr<CompiledKernel> fresh = compile(kernel, made);
-        made.compiled = true;
-        made.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-        ++kernels_compiled_;
-        programs_built_ += made.built_from_source;
-        disk_hits_ += made.from_disk;
-        compile_us_ += static_cast<std::int64_t>(made.ms * 1000);
-        if (outcome) *outcome = made;
-        return cache_.insert(std::move(k), std::move(fresh)).first;
+        std::vector<CompileOutcome> made(missing.size());
+        std::vector<std::shared_ptr<CompiledKernel>> fresh = compile_batch(missing, made);
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        kernels_compiled_ += missing.size();
+        compile_us_ += static_cast<std::int64_t>(ms * 1000);
+        for (std::size_t m = 0; m < missing.size(); ++m) {
+            made[m].compiled = true;
+            made[m].ms = ms;
+            made[m].batch = missing.size();
+            const std::size_t i = missing_at[m];
+            outcomes[i] = made[m];
+            out[i] = cache_.insert(keys[i], std::move(fresh[m])).first;
+        }
+        for (std::size_t i = 0; i < kernels.size(); ++i)
+            if (!out[i])
+                for (std::size_t m : missing_at)
+                    if (keys[m] == keys[i]) out[i] = out[m];
+        return out;
     }
 
     CompileStats compile_stats() const {
@@ -192,9 +225,6 @@ public:
         kernels_compiled_ = memory_hits_ = programs_built_ = disk_hits_ = 0;
         compile_us_ = 0;
     }
-    /// Whether kernels that one realize needs are worth compiling on several threads at once
-    /// (a compiler that takes milliseconds, not a host plan that takes microseconds).
-    virtual bool parallel_compiles() const { return false; }
 
     std::size_t cached_kernels() const { return cache_.size(); }
     std::size_t cache_capacity() const { return cache_.capacity(); }
@@ -205,6 +235,16 @@ public:
 protected:
     /// Makes the kernel; sets `outcome`'s built_from_source or from_disk where they apply.
     virtual std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel, CompileOutcome& outcome) = 0;
+    /// Makes several kernels; by default one after another. A backend whose compiler has a
+    /// large fixed cost per build overrides it to build them together.
+    virtual std::vector<std::shared_ptr<CompiledKernel>> compile_batch(const std::vector<const ir::Kernel*>& kernels,
+                                                                       std::vector<CompileOutcome>& outcomes) {
+        std::vector<std::shared_ptr<CompiledKernel>> out;
+        for (std::size_t i = 0; i < kernels.size(); ++i) out.push_back(compile(*kernels[i], outcomes[i]));
+        return out;
+    }
+    /// Counts a program the compiler built (from source) or loaded from the disk cache.
+    void count_program(bool from_disk) { ++(from_disk ? disk_hits_ : programs_built_); }
 
     /// The largest buffer the device can hold, in bytes.
     virtual std::size_t largest_buffer() const = 0;

@@ -7,16 +7,12 @@
 #pragma once
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <exception>
 #include <iostream>
 #include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
-#include <system_error>
-#include <thread>
 #include <vector>
 
 #include "../ir/static_kernel.hpp"
@@ -32,6 +28,7 @@ struct ScheduleItem {
     std::string reason;               // why its output is materialized
     std::vector<std::string> ops;     // the ops fused into it, in evaluation order
     std::vector<std::string> inputs;  // "float32[2, 3]" per input buffer
+    int scalars = 0;                  // scalar values passed to it at launch (operands, seeds, ...)
     std::string output;               // the result, e.g. "float32[4, 8]"
     int phases = 0;                   // reduce and store phases of the kernel
     bool compiled_loop = false;       // runs as the expression's compiled loop, not interpreted
@@ -53,6 +50,7 @@ inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
     item.reason = p.reason;
     item.ops = p.ops;
     for (int in : p.inputs) item.inputs.push_back(describe(w.node(in)));
+    item.scalars = static_cast<int>(p.scalars.size());
     item.output = describe(w.node(p.root));
     if (p.gemm_item) {
         item.ir = ir::to_string(p.gemm);
@@ -128,77 +126,46 @@ inline void print_timing(std::size_t i, Backend& backend, const std::vector<Buff
     std::cerr << out.str() << "\n";
 }
 
-/// LAZYTENSOR_COMPILE_THREADS: how many kernels one realize may compile at once (default: the
-/// cores, at least 2, at most 8; 1 compiles one after another).
-inline std::size_t compile_threads() {
-    static const std::size_t threads = [] {
-        if (const char* v = std::getenv("LAZYTENSOR_COMPILE_THREADS"); v && *v) {
-            char* end = nullptr;
-            const long n = std::strtol(v, &end, 10);
-            if (*end || n < 1 || n > 256)
-                fail<ValueError>("LAZYTENSOR_COMPILE_THREADS=", v, " is not a thread count (a whole number from 1 to 256)");
-            return static_cast<std::size_t>(n);
-        }
-        return static_cast<std::size_t>(std::clamp(std::thread::hardware_concurrency(), 2u, 8u));
-    }();
-    return threads;
-}
-
-/// Gets the compiled kernel of every item that has not run on its device yet. A backend whose
-/// compiler is slow (OpenCL) builds several new kernels on a few threads at once, so a first
-/// realize that needs N new programs costs about one build, not N. An item whose build fails
-/// throws (the first in schedule order) before anything has run.
+/// Gets the compiled kernel of every item that has not run on its device yet, all of a
+/// device's at once: a backend with a slow compiler (OpenCL) builds the new ones as one
+/// program, so a first realize that needs N new kernels costs about one build, not N. A build
+/// that fails throws before any item has run.
 inline void compile_items(const std::vector<PlannedItem>& items, const GraphWalk& w, int level) {
     std::vector<std::size_t> todo;
     for (std::size_t i = 0; i < items.size(); ++i) {
         const PlannedItem& p = items[i];
         if (!p.view_only && !p.gemm_item && p.compiled_for != &backend_for(w.node(p.root)->device)) todo.push_back(i);
     }
-    if (todo.empty()) return;
-    std::vector<CompileOutcome> outcome(todo.size());
-    std::vector<std::exception_ptr> error(todo.size());
-    auto compile_one = [&](std::size_t t) {
-        const PlannedItem& p = items[todo[t]];
-        Backend& backend = backend_for(w.node(p.root)->device);
-        try {
-            p.compiled = backend.get_kernel(p.kernel, &outcome[t]);
-            p.compiled_for = &backend;
-        } catch (...) {
-            error[t] = std::current_exception();
-        }
-    };
-    std::size_t parallel = 0;
-    for (std::size_t t : todo) parallel += backend_for(w.node(items[t].root)->device).parallel_compiles();
-    const std::size_t threads = std::min<std::size_t>(parallel, compile_threads());
-    if (threads >= 2) {
-        std::atomic<std::size_t> next{0};
-        auto worker = [&] {
-            for (std::size_t t; (t = next++) < todo.size();) compile_one(t);
-        };
-        std::vector<std::thread> pool;
-        try {
-            for (std::size_t k = 1; k < threads; ++k) pool.emplace_back(worker);
-        } catch (const std::system_error&) {  // no thread to be had: this one does the work
-        }
-        worker();
-        for (std::thread& th : pool) th.join();
-    } else {
-        for (std::size_t t = 0; t < todo.size(); ++t) compile_one(t);
-    }
-    for (const std::exception_ptr& e : error)
-        if (e) std::rethrow_exception(e);
-    if (level < 1) return;
+    if (todo.empty()) return;  // (the common case: a plan that has run before)
     std::ostringstream out;
-    for (std::size_t t = 0; t < todo.size(); ++t) {
-        const CompileOutcome& o = outcome[t];
-        if (!o.compiled) continue;
-        const Node* root = w.node(items[todo[t]].root);
-        out << "[lazytensor] kernel " << todo[t] << " on " << root->device << ": compiled in " << o.ms << " ms"
-            << (o.built_from_source ? ", program built from source" : o.from_disk ? ", program loaded from the disk cache" : "")
-            << " (a kernel structure not in this device's kernel cache: new, or evicted from its "
-            << backend_for(root->device).cache_capacity() << " entries)\n";
+    while (!todo.empty()) {
+        Backend& backend = backend_for(w.node(items[todo[0]].root)->device);
+        std::vector<std::size_t> batch, rest;
+        std::vector<const ir::Kernel*> kernels;
+        for (std::size_t i : todo) {
+            if (&backend_for(w.node(items[i].root)->device) != &backend) {
+                rest.push_back(i);
+                continue;
+            }
+            batch.push_back(i);
+            kernels.push_back(&items[i].kernel);
+        }
+        std::vector<CompileOutcome> outcome;
+        std::vector<std::shared_ptr<CompiledKernel>> compiled = backend.get_kernels(kernels, outcome);
+        for (std::size_t b = 0; b < batch.size(); ++b) {
+            items[batch[b]].compiled = std::move(compiled[b]);
+            items[batch[b]].compiled_for = &backend;
+            const CompileOutcome& o = outcome[b];
+            if (level < 1 || !o.compiled) continue;
+            out << "[lazytensor] kernel " << batch[b] << " on " << backend.device() << ": compiled in " << o.ms << " ms"
+                << (o.batch > 1 ? concat(" with ", o.batch - 1, " other", o.batch > 2 ? "s" : "") : std::string())
+                << (o.built_from_source ? ", program built from source" : o.from_disk ? ", program loaded from the disk cache" : "")
+                << " (a kernel structure not in this device's kernel cache: new, or evicted from its "
+                << backend.cache_capacity() << " entries)\n";
+        }
+        todo = std::move(rest);
     }
-    std::cerr << out.str();
+    if (level >= 1) std::cerr << out.str();
 }
 
 inline std::vector<Node*> unrealized(const std::vector<Node*>& nodes) {

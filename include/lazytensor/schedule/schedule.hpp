@@ -100,20 +100,76 @@ inline Node* peel_reshapes(Node* n) {
 
 /// The longest chain of operations fused into one kernel.
 inline constexpr int kMaxFusedDepth = 256;
-/// The most buffers one fused kernel reads: OpenCL promises only 1024 bytes of kernel
-/// arguments (128 pointers), so a sum of 200 tensors becomes several kernels.
+/// The most buffers one fused kernel reads, and the most arguments it takes (buffers and
+/// scalar values, 8 bytes each at most, with the output and a scratch buffer): OpenCL promises
+/// only 1024 bytes of kernel arguments, so a sum of 200 tensors becomes several kernels.
 inline constexpr int kMaxFusedInputs = 64;
+inline constexpr int kMaxKernelArguments = 126;
+
+/// A map from nodes to ints: open addressing over a power-of-two table. Every realize orders
+/// its graph (a cached one too), and a node-based std::unordered_map costs an allocation per
+/// node there.
+class NodeIndex {
+public:
+    NodeIndex() : slots_(16) {}
+
+    /// The value of `n`, inserted as -1 when absent.
+    int& operator[](const Node* n) { return emplace(n, -1).first; }
+    /// Inserts (n, value) unless n is present; the value in the map, and whether it was inserted.
+    std::pair<int&, bool> emplace(const Node* n, int value) {
+        if (2 * (size_ + 1) > slots_.size()) grow();
+        Slot& s = slot(n);
+        if (s.node) return {s.value, false};
+        s = Slot{n, value};
+        ++size_;
+        return {s.value, true};
+    }
+    std::size_t count(const Node* n) const { return slot(n).node ? 1 : 0; }
+    int at(const Node* n) const {
+        const Slot& s = slot(n);
+        if (!s.node) fail<Error>("lazytensor internal error: a node outside the graph being scheduled");
+        return s.value;
+    }
+
+private:
+    struct Slot {
+        const Node* node = nullptr;
+        int value = -1;
+    };
+    std::size_t home(const Node* n) const {
+        auto h = reinterpret_cast<std::uintptr_t>(n);
+        h ^= h >> 17;
+        h *= 0x9e3779b97f4a7c15ull;
+        return static_cast<std::size_t>(h >> 20) & (slots_.size() - 1);
+    }
+    const Slot& slot(const Node* n) const { return const_cast<NodeIndex*>(this)->slot(n); }
+    Slot& slot(const Node* n) {
+        for (std::size_t i = home(n);; i = (i + 1) & (slots_.size() - 1))
+            if (slots_[i].node == n || !slots_[i].node) return slots_[i];
+    }
+    void grow() {
+        std::vector<Slot> old(slots_.size() * 2);
+        old.swap(slots_);
+        for (const Slot& s : old)
+            if (s.node) slot(s.node) = s;
+    }
+
+    std::vector<Slot> slots_;
+    std::size_t size_ = 0;
+};
 
 /// The graph behind some outputs: every node reachable through unrealized nodes, sources
 /// before consumers (depth-first post-order, sources in order), each with its position.
 struct GraphOrder {
     std::vector<Node*> nodes;
-    std::unordered_map<const Node*, int> index;
+    NodeIndex index;
 };
 
 inline GraphOrder order_graph(const std::vector<Node*>& outputs) {
     GraphOrder g;
     std::vector<std::pair<Node*, bool>> stack;
+    stack.reserve(32);
+    g.nodes.reserve(16);
     for (auto it = outputs.rbegin(); it != outputs.rend(); ++it) stack.push_back({*it, false});
     while (!stack.empty()) {
         auto [n, expanded] = stack.back();
@@ -272,38 +328,52 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
     std::unordered_set<Node*> is_output(outputs.begin(), outputs.end());
 
     // Lowering walks a kernel's graph recursively, so a fused chain may not be arbitrarily deep;
-    // and a kernel's buffer arguments are limited. (Inputs are counted per path, an upper bound.)
+    // and a kernel's buffers and arguments are limited. (They are counted per path, an upper
+    // bound.)
     std::unordered_map<Node*, std::string> cuts;
     {
-        std::vector<int> depth(g.nodes.size(), 0), inputs(g.nodes.size(), 1);
+        std::vector<int> depth(g.nodes.size(), 0), inputs(g.nodes.size(), 1), args(g.nodes.size(), 1);
         for (std::size_t i = 0; i < g.nodes.size(); ++i) {
             Node* n = g.nodes[i];
             if (n->realized()) continue;
-            int d = 0, in = 0;
+            int d = 0, in = 0, arg = 0;
             for (int k = 0; k < n->nsrc; ++k) {
                 const std::size_t src = at(n->src[static_cast<std::size_t>(k)].get());
                 d = std::max(d, depth[src]);
                 in += inputs[src];
+                arg += args[src];
             }
-            while (in > kMaxFusedInputs) {  // materialize the source that brings the most buffers
+            if (n->kind == NodeKind::Const || n->kind == NodeKind::Pad) ++arg;  // its value is a scalar argument
+            while (in > kMaxFusedInputs || arg > kMaxKernelArguments) {
+                // Materialize the source that brings the most buffers (or arguments).
+                const bool buffers = in > kMaxFusedInputs;
+                const std::vector<int>& count = buffers ? inputs : args;
                 std::size_t widest = 0;
                 for (int k = 0; k < n->nsrc; ++k) {
                     const std::size_t src = at(n->src[static_cast<std::size_t>(k)].get());
-                    if (k == 0 || inputs[src] > inputs[widest]) widest = src;
+                    if (k == 0 || count[src] > count[widest]) widest = src;
                 }
-                cuts[g.nodes[widest]] = concat("a kernel reads at most ", kMaxFusedInputs, " buffers; a new kernel starts here");
+                cuts[g.nodes[widest]] =
+                    buffers ? concat("a kernel reads at most ", kMaxFusedInputs, " buffers; a new kernel starts here")
+                            : concat("a kernel takes at most ", kMaxKernelArguments,
+                                     " arguments (buffers and scalar values); a new kernel starts here");
                 in -= inputs[widest] - 1;
-                inputs[widest] = 1;
+                arg -= args[widest] - 1;
+                inputs[widest] = args[widest] = 1;
+                depth[widest] = 0;  // a chain starts again after it
+                d = 0;
+                for (int k = 0; k < n->nsrc; ++k) d = std::max(d, depth[at(n->src[static_cast<std::size_t>(k)].get())]);
             }
+            args[i] = arg;
             depth[i] = d + 1;
             inputs[i] = in;
             if (is_output.count(n) || forced.count(n) || n->kind == NodeKind::Matmul) {
                 depth[i] = 0;  // materialized anyway: a chain starts again after it
-                inputs[i] = 1;
+                inputs[i] = args[i] = 1;
             } else if (depth[i] > kMaxFusedDepth) {
                 cuts[n] = concat("a chain of more than ", kMaxFusedDepth, " fused operations ends here");
                 depth[i] = 0;
-                inputs[i] = 1;
+                inputs[i] = args[i] = 1;
             }
         }
     }

@@ -37,6 +37,7 @@ public:
     std::shared_ptr<ProgramOwner> program;
     std::vector<KernelOwner> kernels;  // per stage
     std::vector<DType> scalars;        // the kernel's scalar parameters, passed after its buffers
+    std::size_t fits = 0;              // (while compiling: a smaller work-group it must be rendered for)
 };
 
 /// A scalar kernel argument: the value in the argument's OpenCL type (cl_scalar_arg_type).
@@ -247,7 +248,6 @@ public:
 
     /// A built program for `source` on this device: from memory, from the disk cache, or
     /// compiled now. A failed build throws BackendError with the build log and the source.
-    /// Safe to call from several threads at once (each builds its own program).
     std::shared_ptr<ProgramOwner> build_program(const std::string& source, ProgramSource* from = nullptr) {
         if (from) *from = ProgramSource::Memory;
         if (auto hit = programs_.find(source)) return hit;
@@ -255,17 +255,16 @@ public:
                                        device_name_, "\ndriver: ", driver_, "\nsource:\n", source);
         std::shared_ptr<ProgramOwner> program;
         if (auto binary = disk_.load(key)) program = from_binary(*binary, disk_.path_for(key));
-        if (program) {
-            if (from) *from = ProgramSource::Disk;
-        } else {
+        const bool from_disk = program != nullptr;
+        if (!from_disk) {
             program = from_source(source);
-            if (from) *from = ProgramSource::Compiler;
             disk_.store(key, binary_of(program->program));
         }
+        count_program(from_disk);
+        if (from) *from = from_disk ? ProgramSource::Disk : ProgramSource::Compiler;
         return programs_.insert(source, std::move(program)).first;
     }
 
-    bool parallel_compiles() const override { return true; }
     /// Built programs held in memory (bounded like the kernel cache).
     std::size_t cached_programs() const { return programs_.size(); }
 
@@ -294,37 +293,105 @@ protected:
     std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel, CompileOutcome& outcome) override {
         DeviceTraits traits = traits_;
         for (;;) {
-            auto k = std::make_shared<OpenCLKernel>();
-            k->rendered = render(kernel, traits);
-            k->scalars = kernel.scalars;
-            if (k->rendered.stages.empty()) return k;
-            if (k->rendered.uses_fp64 && !fp64_)
-                fail<DeviceError>(describe(), " does not support float64 (the device lacks cl_khr_fp64); "
-                                  "use float32 tensors, or run this on the host");
+            RenderedKernel rendered = render(kernel, traits);
+            if (rendered.stages.empty()) return with_program(kernel, std::move(rendered), nullptr, traits);
+            require_fp64(rendered);
             ProgramSource from = ProgramSource::Memory;
-            k->program = build_program(k->rendered.source, &from);
+            std::shared_ptr<ProgramOwner> program = build_program(rendered.source, &from);
             outcome.built_from_source = outcome.built_from_source || from == ProgramSource::Compiler;
             outcome.from_disk = outcome.from_disk || from == ProgramSource::Disk;
-            std::size_t fits = traits.max_work_group;
-            for (const Stage& st : k->rendered.stages) {
-                cl_int err = CL_SUCCESS;
-                cl_kernel h = clCreateKernel(k->program->program, st.name.c_str(), &err);
-                check(err, "clCreateKernel", concat("for ", st.name, " on ", describe()));
-                k->kernels.emplace_back(h);
-                std::size_t most = 0;
-                check(clGetKernelWorkGroupInfo(h, device_, CL_KERNEL_WORK_GROUP_SIZE, sizeof most, &most, nullptr),
-                      "clGetKernelWorkGroupInfo");
-                if (st.local[0] * st.local[1] > most) fits = std::min(fits, most);
-            }
-            if (fits == traits.max_work_group) return k;
+            auto k = with_program(kernel, std::move(rendered), std::move(program), traits);
+            if (k->kernels.size() == k->rendered.stages.size()) return k;
             // The compiled kernel needs too many registers for its work-group: render it for
             // smaller work-groups.
-            std::size_t p = 1;
-            while (p * 2 <= fits) p *= 2;
-            if (p >= traits.max_work_group || p == 0)
-                fail<BackendError>("OpenCL: ", describe(), " cannot run the kernel with any work-group size");
-            traits.max_work_group = p;
+            traits.max_work_group = k->fits;
         }
+    }
+
+    // NVIDIA's compiler costs tens of milliseconds per program whatever its size, and builds
+    // one program at a time even when asked from several threads: the kernels one realize
+    // needs are built as one program (functions named apart, helpers shared) instead.
+    std::vector<std::shared_ptr<CompiledKernel>> compile_batch(const std::vector<const ir::Kernel*>& kernels,
+                                                               std::vector<CompileOutcome>& outcomes) override {
+        std::vector<std::shared_ptr<CompiledKernel>> out(kernels.size());
+        std::vector<RenderedKernel> rendered(kernels.size());
+        std::vector<std::size_t> together;
+        for (std::size_t i = 0; i < kernels.size(); ++i) {
+            rendered[i] = render(*kernels[i], traits_, "lt_kernel" + std::to_string(i));
+            if (rendered[i].stages.empty()) continue;
+            require_fp64(rendered[i]);
+            // A kernel whose own program is in memory already (built alone before) uses it.
+            if (programs_.find(render(*kernels[i], traits_).source)) continue;
+            together.push_back(i);
+        }
+        if (together.size() >= 2) {
+            bool fp64 = false;
+            std::vector<std::string> helpers;
+            std::string functions;
+            for (std::size_t i : together) {
+                fp64 = fp64 || rendered[i].uses_fp64;
+                for (std::string& h : rendered[i].helpers)
+                    if (std::find(helpers.begin(), helpers.end(), h) == helpers.end()) helpers.push_back(std::move(h));
+                functions += rendered[i].functions;
+            }
+            std::shared_ptr<ProgramOwner> program;
+            ProgramSource from = ProgramSource::Memory;
+            try {
+                program = build_program(program_source(fp64, helpers, functions), &from);
+            } catch (const BackendError&) {
+                // Built one by one below: the kernel that fails reports its own log and source.
+            }
+            for (std::size_t i : together) {
+                if (!program) break;
+                auto k = with_program(*kernels[i], std::move(rendered[i]), program, traits_);
+                if (k->kernels.size() != k->rendered.stages.size()) continue;  // too big a work-group: alone below
+                outcomes[i].built_from_source = from == ProgramSource::Compiler;
+                outcomes[i].from_disk = from == ProgramSource::Disk;
+                out[i] = std::move(k);
+            }
+        }
+        for (std::size_t i = 0; i < kernels.size(); ++i)
+            if (!out[i]) out[i] = compile(*kernels[i], outcomes[i]);
+        return out;
+    }
+
+    void require_fp64(const RenderedKernel& rendered) const {
+        if (rendered.uses_fp64 && !fp64_)
+            fail<DeviceError>(describe(), " does not support float64 (the device lacks cl_khr_fp64); "
+                              "use float32 tensors, or run this on the host");
+    }
+
+    /// The kernel of `rendered` in `program`: a cl_kernel per stage. When a stage needs a
+    /// smaller work-group than it was rendered for, the result has no cl_kernels and `fits`
+    /// says the largest work-group that can run.
+    std::shared_ptr<OpenCLKernel> with_program(const ir::Kernel& kernel, RenderedKernel rendered,
+                                               std::shared_ptr<ProgramOwner> program, const DeviceTraits& traits) {
+        auto k = std::make_shared<OpenCLKernel>();
+        k->rendered = std::move(rendered);
+        k->scalars = kernel.scalars;
+        k->program = std::move(program);
+        std::size_t fits = traits.max_work_group;
+        std::vector<KernelOwner> made;
+        for (const Stage& st : k->rendered.stages) {
+            cl_int err = CL_SUCCESS;
+            cl_kernel h = clCreateKernel(k->program->program, st.name.c_str(), &err);
+            check(err, "clCreateKernel", concat("for ", st.name, " on ", describe()));
+            made.emplace_back(h);
+            std::size_t most = 0;
+            check(clGetKernelWorkGroupInfo(h, device_, CL_KERNEL_WORK_GROUP_SIZE, sizeof most, &most, nullptr),
+                  "clGetKernelWorkGroupInfo");
+            if (st.local[0] * st.local[1] > most) fits = std::min(fits, most);
+        }
+        if (fits == traits.max_work_group) {
+            k->kernels = std::move(made);
+            return k;
+        }
+        std::size_t p = 1;
+        while (p * 2 <= fits) p *= 2;
+        if (p >= traits.max_work_group || p == 0)
+            fail<BackendError>("OpenCL: ", describe(), " cannot run the kernel with any work-group size");
+        k->fits = p;
+        return k;
     }
 
     std::size_t largest_buffer() const override { return static_cast<std::size_t>(max_alloc_); }

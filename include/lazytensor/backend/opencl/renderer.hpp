@@ -49,7 +49,10 @@ struct Stage {
 };
 
 struct RenderedKernel {
-    std::string source;
+    std::string source;  // the whole program: program_source(header, helpers, functions)
+    // Its parts, so that several kernels can be built as one program (helpers shared):
+    std::vector<std::string> helpers;  // helper function definitions, each once
+    std::string functions;             // the __kernel functions
     std::vector<Stage> stages;  // empty when the domain is empty: nothing to run
     // Two-stage reductions: partial results, one per (outer index, split), passed to both
     // stages after the kernel's own parameters.
@@ -358,40 +361,51 @@ inline void cl_op_functions(const ir::Instr& in, DType t, std::vector<std::strin
 
 /// Rounding a private float (or double) to half precision, through a private half slot
 /// (vstore_half_rte rounds to nearest even; no cl_khr_fp16 needed).
-inline std::string cl_half_functions(bool from_double) {
-    std::string s =
-        "inline float lt_round_half(float x) {\n"
-        "    ushort h;\n    vstore_half_rte(x, 0, (half*)&h);\n    return vload_half(0, (const half*)&h);\n}\n";
+inline void cl_half_functions(bool from_double, std::vector<std::string>& defs) {
+    defs.push_back("inline float lt_round_half(float x) {\n"
+                   "    ushort h;\n    vstore_half_rte(x, 0, (half*)&h);\n    return vload_half(0, (const half*)&h);\n}\n");
     if (from_double)
-        s += "inline float lt_round_half_d(double x) {\n"
-             "    ushort h;\n    vstore_half_rte(x, 0, (half*)&h);\n    return vload_half(0, (const half*)&h);\n}\n";
-    return s;
+        defs.push_back("inline float lt_round_half_d(double x) {\n"
+                       "    ushort h;\n    vstore_half_rte(x, 0, (half*)&h);\n    return vload_half(0, (const half*)&h);\n}\n");
+}
+
+/// The source of a program: the pragmas every kernel needs (each operation rounds on its own, as
+/// on the host: no multiply-add contracted into an FMA, which NVIDIA's compiler does by
+/// default, so results agree across devices), helper functions, then kernel functions.
+inline std::string program_source(bool fp64, const std::vector<std::string>& helpers, const std::string& functions) {
+    std::string s = "#pragma OPENCL FP_CONTRACT OFF\n";
+    if (fp64) s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
+    for (const std::string& h : helpers) s += h;
+    return s + functions;
 }
 
 // ------------------------------------------------------------------------------------ renderer
 
 class Renderer {
 public:
-    Renderer(const ir::Kernel& kernel, const DeviceTraits& device) : k_(kernel), dev_(device) {}
+    Renderer(const ir::Kernel& kernel, const DeviceTraits& device, std::string name)
+        : k_(kernel), dev_(device), name_(std::move(name)) {}
 
     RenderedKernel render() {
         analyze();
         RenderedKernel out;
         if (outer_ == 0) return out;  // an empty output: nothing to compute
         // (An empty reduced space still runs: every output is the reduction's identity.)
-        prelude();
+        out.helpers = helpers();
         if (reducing_)
             render_reducing(out);
         else
             render_elementwise(out);
-        out.source = src_.str();
+        out.functions = src_.str();
         out.uses_fp64 = fp64_;
+        out.source = program_source(fp64_, out.helpers, out.functions);
         return out;
     }
 
 private:
     const ir::Kernel& k_;
     DeviceTraits dev_;
+    std::string name_;  // of the kernel function (a second stage adds "_fold")
     std::ostringstream src_;
     std::size_t n_ = 0;  // domain rank
     std::int64_t numel_ = 0, outer_ = 1, reduced_ = 1;
@@ -462,19 +476,13 @@ private:
         idx_ = reach >= (std::int64_t(1) << 30) ? "long" : "int";
     }
 
-    void prelude() {
-        // Every operation rounds on its own, as on the host: no multiply-add contracted into an
-        // FMA (NVIDIA's compiler does so by default), so results agree across devices.
-        src_ << "#pragma OPENCL FP_CONTRACT OFF\n";
-        if (fp64_) src_ << "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
+    /// The helper functions the kernel's ops call, each once, in order of first use.
+    std::vector<std::string> helpers() const {
         std::vector<std::string> defs;
         for (auto& ph : k_.phases)
             for (auto& in : ph.instrs)
                 if (in.op == ir::Op::Unary || in.op == ir::Op::Binary)
                     cl_op_functions(in, ph.instrs[static_cast<std::size_t>(in.a)].dtype, defs);
-        for (std::size_t i = 0; i < defs.size(); ++i)  // each once, in order of first use
-            if (std::find(defs.begin(), defs.begin() + static_cast<std::ptrdiff_t>(i), defs[i]) == defs.begin() + static_cast<std::ptrdiff_t>(i))
-                src_ << defs[i];
         bool round_half = false, round_half_d = false;
         for (auto& ph : k_.phases)
             for (auto& in : ph.instrs)
@@ -482,7 +490,11 @@ private:
                     round_half = true;
                     round_half_d = round_half_d || ph.instrs[static_cast<std::size_t>(in.a)].dtype == DType::Float64;
                 }
-        if (round_half) src_ << cl_half_functions(round_half_d);
+        if (round_half) cl_half_functions(round_half_d, defs);
+        std::vector<std::string> once;
+        for (std::string& d : defs)
+            if (std::find(once.begin(), once.end(), d) == once.end()) once.push_back(std::move(d));
+        return once;
     }
 
     std::string params(bool scratch, DType scratch_dtype) const {
@@ -730,7 +742,7 @@ private:
         const std::int64_t units = numel_ / width_;
         const std::int64_t local = std::min<std::int64_t>(max_group(), pow2_ceil(units));
         src_ << "__kernel __attribute__((reqd_work_group_size(" << local << ", 1, 1)))\n"
-             << "void lt_kernel(" << params(false, DType::Float32) << ") {\n";
+             << "void " << name_ << "(" << params(false, DType::Float32) << ") {\n";
         src_ << "    const " << idx_ << " unit = (" << idx_ << ")get_global_id(0);\n";
         src_ << "    if (unit >= " << units << ") return;\n";
         std::vector<int> all(n_);
@@ -745,7 +757,7 @@ private:
         }
         src_ << "}\n";
         Stage s;
-        s.name = "lt_kernel";
+        s.name = name_;
         s.local[0] = static_cast<std::size_t>(local);
         s.global[0] = static_cast<std::size_t>((units + local - 1) / local * local);
         out.stages.push_back(s);
@@ -801,7 +813,7 @@ private:
 
         // Stage 1: every phase (or, split, the reduce phase into partials).
         src_ << "__kernel __attribute__((reqd_work_group_size(" << g.lx << ", " << g.ly << ", 1)))\n"
-             << "void lt_kernel(" << params(split, acc_t) << ") {\n";
+             << "void " << name_ << "(" << params(split, acc_t) << ") {\n";
         reduce_prologue(g.lx, g.ly, outer_units);
         if (split) src_ << "    const " << idx_ << " split = (" << idx_ << ")get_group_id(1);\n";
         std::vector<std::string> coord(n_, "0");
@@ -832,7 +844,7 @@ private:
         src_ << head << row_decls_ << phases;
         unrolled_steps_ = 0;
         Stage s1;
-        s1.name = "lt_kernel";
+        s1.name = name_;
         s1.local[0] = static_cast<std::size_t>(g.lx);
         s1.local[1] = static_cast<std::size_t>(g.ly);
         s1.global[0] = static_cast<std::size_t>(g.groups_x * g.lx);
@@ -849,7 +861,7 @@ private:
         const std::int64_t ly2 = std::min(pow2_ceil(g.split), max_group());
         const std::int64_t lx2 = std::min(max_group() / ly2, pow2_ceil(outer_));
         src_ << "\n__kernel __attribute__((reqd_work_group_size(" << lx2 << ", " << ly2 << ", 1)))\n"
-             << "void lt_kernel_fold(" << params(true, acc_t) << ") {\n";
+             << "void " << name_ << "_fold(" << params(true, acc_t) << ") {\n";
         reduce_prologue(lx2, ly2, outer_);
         std::vector<std::string> coord2(n_, "0");
         decompose("    ", outer_axes_, "o", coord2);
@@ -863,7 +875,7 @@ private:
         store_phase(k_.phases[1], ly2, 0, coord2);
         src_ << "}\n";
         Stage s2;
-        s2.name = "lt_kernel_fold";
+        s2.name = name_ + "_fold";
         s2.local[0] = static_cast<std::size_t>(lx2);
         s2.local[1] = static_cast<std::size_t>(ly2);
         s2.global[0] = static_cast<std::size_t>((outer_ + lx2 - 1) / lx2 * lx2);
@@ -994,8 +1006,9 @@ private:
     }
 };
 
-inline RenderedKernel render(const ir::Kernel& kernel, const DeviceTraits& device) {
-    return Renderer(kernel, device).render();
+/// The kernel as OpenCL C, its kernel function named `name`.
+inline RenderedKernel render(const ir::Kernel& kernel, const DeviceTraits& device, const std::string& name = "lt_kernel") {
+    return Renderer(kernel, device, name).render();
 }
 
 }  // namespace lazytensor::detail::opencl
