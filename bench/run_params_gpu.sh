@@ -18,15 +18,16 @@ source .device/opencl-env.sh
 { clinfo -l; nvidia-smi --query-gpu=name,driver_version --format=csv; nproc; date -u; } 2>&1 | tee "$OUT/clinfo.txt"
 
 cmake -S . -B /tmp/b -DCMAKE_BUILD_TYPE=Release -DLAZYTENSOR_BUILD_BENCH=ON -DLAZYTENSOR_BUILD_TESTS=ON >"$OUT/build.txt" 2>&1
-cmake --build /tmp/b -j16 --target test_schedule test_opencl test_fuzz bench_params bench_opencl >>"$OUT/build.txt" 2>&1 ||
+tests="test_schedule test_opencl test_fuzz test_core test_views test_nn"
+# shellcheck disable=SC2086
+cmake --build /tmp/b -j16 --target $tests bench_params bench_opencl >>"$OUT/build.txt" 2>&1 ||
     { tail -n 60 "$OUT/build.txt"; exit 1; }
 
 export LAZYTENSOR_CACHE_DIR=/tmp/lt-cache
-{
-    LAZYTENSOR_TEST_DEVICES=opencl:0 timeout 300 /tmp/b/tests/test_schedule; echo "test_schedule exit $?"
-    LAZYTENSOR_TEST_DEVICES=opencl:0 timeout 300 /tmp/b/tests/test_opencl; echo "test_opencl exit $?"
-    LAZYTENSOR_TEST_DEVICES=opencl:0 timeout 300 /tmp/b/tests/test_fuzz; echo "test_fuzz exit $?"
-} 2>&1 | tail -n 400 | tee "$OUT/tests.txt"
+for t in $tests; do
+    LAZYTENSOR_TEST_DEVICES=opencl:0 timeout 300 "/tmp/b/tests/$t" 2>&1 | tail -n 40
+    echo "$t exit ${PIPESTATUS[0]}"
+done 2>&1 | tee "$OUT/tests.txt"
 
 /tmp/b/bench/bench_params --device opencl:0 2>&1 | tee "$OUT/bench_params_gpu.txt"
 /tmp/b/bench/bench_params --device host 2>&1 | tee "$OUT/bench_params_host.txt"

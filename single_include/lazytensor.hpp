@@ -43,94 +43,16 @@ inline const char* version() {
 #include <cstdint>
 #include <cstdlib>
 
-/// Lanes the host interpreter evaluates per instruction at once (a multiple of the SIMD width).
-#ifndef LAZYTENSOR_HOST_BLOCK
-#define LAZYTENSOR_HOST_BLOCK 1024
-#endif
+// ---- lazytensor/core/env.hpp ----
+// Environment variables, read by one set of rules: unset or empty means the default; a switch
+// is 1/0, on/off, true/false or yes/no (any case); a number is a whole number in its range.
+// Anything else is a ValueError naming the variable and the value: a typo never silently
+// means something else.
 
-/// Kernels with fewer domain points than this run on the calling thread alone.
-#ifndef LAZYTENSOR_HOST_PARALLEL_MIN
-#define LAZYTENSOR_HOST_PARALLEL_MIN 32768
-#endif
-
-/// Outputs of at least this many bytes are written with non-temporal (streaming) stores on the
-/// host: they would not stay in cache anyway, and streaming saves reading them first.
-#ifndef LAZYTENSOR_HOST_STREAM_MIN
-#define LAZYTENSOR_HOST_STREAM_MIN (std::int64_t(16) << 20)
-#endif
-
-/// The OpenCL backend is compiled in when LAZYTENSOR_OPENCL is 1: then link the OpenCL ICD
-/// loader (CMake: the lazytensor::lazytensor target does both). LAZYTENSOR_NO_OPENCL forces a
-/// host-only library whatever else is defined (and needs no OpenCL headers or libraries).
-#if defined(LAZYTENSOR_NO_OPENCL)
-#undef LAZYTENSOR_OPENCL
-#define LAZYTENSOR_OPENCL 0
-#elif !defined(LAZYTENSOR_OPENCL)
-#define LAZYTENSOR_OPENCL 0
-#endif
-
-/// With LAZYTENSOR_CLBLAST 1 (and LAZYTENSOR_OPENCL), float and double matrix products on OpenCL
-/// devices run through CLBlast: link libclblast (CMake does when CLBlast is found). Without it
-/// (or with LAZYTENSOR_NO_CLBLAST), they run as a plain reduction kernel (correct, but far from a
-/// tuned GEMM).
-#if defined(LAZYTENSOR_NO_CLBLAST) || !LAZYTENSOR_OPENCL
-#undef LAZYTENSOR_CLBLAST
-#define LAZYTENSOR_CLBLAST 0
-#elif !defined(LAZYTENSOR_CLBLAST)
-#define LAZYTENSOR_CLBLAST 0
-#endif
-
-/// GCC 12 reports its own AVX-512 intrinsics (_mm512_undefined_*) as uninitialized once they are
-/// inlined (GCC bug 105593): the host backend's files that inline xsimd code are wrapped in these.
-#if defined(__GNUC__) && !defined(__clang__)
-#define LAZYTENSOR_XSIMD_WARNINGS_OFF                                   \
-    _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wuninitialized\"") \
-        _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"")
-#define LAZYTENSOR_XSIMD_WARNINGS_ON _Pragma("GCC diagnostic pop")
-#else
-#define LAZYTENSOR_XSIMD_WARNINGS_OFF
-#define LAZYTENSOR_XSIMD_WARNINGS_ON
-#endif
-
-namespace lazytensor {
-namespace detail {
-inline std::atomic<bool>& static_kernels_flag() {
-    static std::atomic<bool> enabled{[] {
-        const char* v = std::getenv("LAZYTENSOR_STATIC_KERNELS");
-        return !(v && v[0] == '0');
-    }()};
-    return enabled;
-}
-inline std::atomic<int>& debug_level_ref() {
-    static std::atomic<int> level{std::getenv("LAZYTENSOR_DEBUG") ? std::atoi(std::getenv("LAZYTENSOR_DEBUG")) : 0};
-    return level;
-}
-}  // namespace detail
-
-/// 0 silent; 1 prints each schedule; 2 adds kernel IR; 3 adds each kernel's time. Starts at
-/// LAZYTENSOR_DEBUG.
-inline int debug_level() { return detail::debug_level_ref().load(); }
-inline void set_debug_level(int level) { detail::debug_level_ref().store(level); }
-
-/// Whether element-wise float expressions run as compiled loops (ir/static_kernel.hpp) rather
-/// than interpreted. On by default; LAZYTENSOR_STATIC_KERNELS=0 turns it off.
-inline bool static_kernels_enabled() { return detail::static_kernels_flag().load(); }
-inline void set_static_kernels_enabled(bool on) { detail::static_kernels_flag().store(on); }
-}  // namespace lazytensor
-// ---- lazytensor/core/dtype.hpp ----
-// Element types: the runtime tag (DType), the C++ type behind it, and the promotion rules.
-// Promotion follows PyTorch: a tensor of a higher category (bool < integer < floating) wins,
-// within a category the wider type wins, and a scalar never widens a tensor of its own
-// category (int32 tensor + int64 scalar -> int32; int32 tensor + 2.5 -> float32).
-// float16 (lazytensor::half) is a floating type for promotion; kernels compute it in float32.
-
-#include <cmath>
-#include <cstdint>
-#include <cstring>
-#include <limits>
-#include <ostream>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
 #include <string>
-#include <type_traits>
 
 // ---- lazytensor/core/error.hpp ----
 // Error types. Every message names the operation and the user's values (shapes, axes, dtypes,
@@ -210,6 +132,129 @@ template <class E = Error, class... Parts>
 
 }  // namespace detail
 }  // namespace lazytensor
+
+namespace lazytensor::detail {
+
+/// The value of an environment variable, or null when it is unset or empty.
+inline const char* env(const char* name) {
+    const char* v = std::getenv(name);
+    return v && *v ? v : nullptr;
+}
+
+/// A switch variable: `fallback` when unset or empty.
+inline bool env_flag(const char* name, bool fallback) {
+    const char* v = env(name);
+    if (!v) return fallback;
+    std::string s(v);
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (s == "1" || s == "on" || s == "true" || s == "yes") return true;
+    if (s == "0" || s == "off" || s == "false" || s == "no") return false;
+    fail<ValueError>(name, "=", v, " is not a switch: use 1 or 0 (also on/off, true/false, yes/no)");
+}
+
+/// A whole-number variable in [lo, hi] (`what` names it in the error, e.g. "a thread count");
+/// `fallback` when unset or empty.
+inline long long env_int(const char* name, long long fallback, long long lo, long long hi, const char* what) {
+    const char* v = env(name);
+    if (!v) return fallback;
+    bool digits = true;
+    for (const char* c = *v == '-' ? v + 1 : v; *c; ++c) digits = digits && std::isdigit(static_cast<unsigned char>(*c));
+    errno = 0;
+    char* end = nullptr;
+    const long long n = std::strtoll(v, &end, 10);
+    if (!digits || *end || errno == ERANGE || n < lo || n > hi)
+        fail<ValueError>(name, "=", v, " is not ", what, " (a whole number from ", lo, " to ", hi, ")");
+    return n;
+}
+
+}  // namespace lazytensor::detail
+
+/// Lanes the host interpreter evaluates per instruction at once (a multiple of the SIMD width).
+#ifndef LAZYTENSOR_HOST_BLOCK
+#define LAZYTENSOR_HOST_BLOCK 1024
+#endif
+
+/// Kernels with fewer domain points than this run on the calling thread alone.
+#ifndef LAZYTENSOR_HOST_PARALLEL_MIN
+#define LAZYTENSOR_HOST_PARALLEL_MIN 32768
+#endif
+
+/// Outputs of at least this many bytes are written with non-temporal (streaming) stores on the
+/// host: they would not stay in cache anyway, and streaming saves reading them first.
+#ifndef LAZYTENSOR_HOST_STREAM_MIN
+#define LAZYTENSOR_HOST_STREAM_MIN (std::int64_t(16) << 20)
+#endif
+
+/// The OpenCL backend is compiled in when LAZYTENSOR_OPENCL is 1: then link the OpenCL ICD
+/// loader (CMake: the lazytensor::lazytensor target does both). LAZYTENSOR_NO_OPENCL forces a
+/// host-only library whatever else is defined (and needs no OpenCL headers or libraries).
+#if defined(LAZYTENSOR_NO_OPENCL)
+#undef LAZYTENSOR_OPENCL
+#define LAZYTENSOR_OPENCL 0
+#elif !defined(LAZYTENSOR_OPENCL)
+#define LAZYTENSOR_OPENCL 0
+#endif
+
+/// With LAZYTENSOR_CLBLAST 1 (and LAZYTENSOR_OPENCL), float and double matrix products on OpenCL
+/// devices run through CLBlast: link libclblast (CMake does when CLBlast is found). Without it
+/// (or with LAZYTENSOR_NO_CLBLAST), they run as a plain reduction kernel (correct, but far from a
+/// tuned GEMM).
+#if defined(LAZYTENSOR_NO_CLBLAST) || !LAZYTENSOR_OPENCL
+#undef LAZYTENSOR_CLBLAST
+#define LAZYTENSOR_CLBLAST 0
+#elif !defined(LAZYTENSOR_CLBLAST)
+#define LAZYTENSOR_CLBLAST 0
+#endif
+
+/// GCC 12 reports its own AVX-512 intrinsics (_mm512_undefined_*) as uninitialized once they are
+/// inlined (GCC bug 105593): the host backend's files that inline xsimd code are wrapped in these.
+#if defined(__GNUC__) && !defined(__clang__)
+#define LAZYTENSOR_XSIMD_WARNINGS_OFF                                   \
+    _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wuninitialized\"") \
+        _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"")
+#define LAZYTENSOR_XSIMD_WARNINGS_ON _Pragma("GCC diagnostic pop")
+#else
+#define LAZYTENSOR_XSIMD_WARNINGS_OFF
+#define LAZYTENSOR_XSIMD_WARNINGS_ON
+#endif
+
+namespace lazytensor {
+namespace detail {
+inline std::atomic<bool>& static_kernels_flag() {
+    static std::atomic<bool> enabled{env_flag("LAZYTENSOR_STATIC_KERNELS", true)};
+    return enabled;
+}
+inline std::atomic<int>& debug_level_ref() {
+    static std::atomic<int> level{static_cast<int>(env_int("LAZYTENSOR_DEBUG", 0, 0, 3, "a debug level"))};
+    return level;
+}
+}  // namespace detail
+
+/// 0 silent; 1 prints each schedule; 2 adds kernel IR; 3 adds each kernel's time. Starts at
+/// LAZYTENSOR_DEBUG.
+inline int debug_level() { return detail::debug_level_ref().load(); }
+inline void set_debug_level(int level) { detail::debug_level_ref().store(level); }
+
+/// Whether element-wise float expressions run as compiled loops (ir/static_kernel.hpp) rather
+/// than interpreted. On by default; LAZYTENSOR_STATIC_KERNELS=0 turns it off.
+inline bool static_kernels_enabled() { return detail::static_kernels_flag().load(); }
+inline void set_static_kernels_enabled(bool on) { detail::static_kernels_flag().store(on); }
+}  // namespace lazytensor
+// ---- lazytensor/core/dtype.hpp ----
+// Element types: the runtime tag (DType), the C++ type behind it, and the promotion rules.
+// Promotion follows PyTorch: a tensor of a higher category (bool < integer < floating) wins,
+// within a category the wider type wins, and a scalar never widens a tensor of its own
+// category (int32 tensor + int64 scalar -> int32; int32 tensor + 2.5 -> float32).
+// float16 (lazytensor::half) is a floating type for promotion; kernels compute it in float32.
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <ostream>
+#include <string>
+#include <type_traits>
+
 // ---- lazytensor/core/half.hpp ----
 // lazytensor::half: IEEE 754 binary16 as a storage type (1 sign, 5 exponent, 10 mantissa bits).
 //
@@ -950,6 +995,7 @@ inline Axes all_axes(std::size_t ndim) {
 
 #include <cmath>
 #include <initializer_list>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -970,7 +1016,11 @@ inline Axes all_axes(std::size_t ndim) {
 // nodes), so that every later stage sees operands of one shape and one dtype.
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
 #include <optional>
+#include <utility>
 #include <vector>
 
 // ---- lazytensor/ir/node.hpp ----
@@ -1073,14 +1123,16 @@ public:
         }
         readers_.push_back(node);
     }
-    /// The recorded readers still alive (some may have been realized since).
+    /// The recorded readers still alive (some may have been realized since). The record stays:
+    /// an assign that fails before it has computed them must still find them next time.
     std::vector<std::shared_ptr<detail::Node>> live_readers() {
         std::lock_guard<std::mutex> lock(readers_mutex_);
         std::vector<std::shared_ptr<detail::Node>> out;
         for (const auto& w : readers_)
             if (auto n = w.lock()) out.push_back(std::move(n));
-        readers_.clear();
-        pruned_size_ = 0;
+        readers_.erase(std::remove_if(readers_.begin(), readers_.end(), [](const auto& w) { return w.expired(); }),
+                       readers_.end());
+        pruned_size_ = readers_.size();
         return out;
     }
 
@@ -1533,7 +1585,6 @@ inline NodePtr reshape(const NodePtr& x, Shape shape, const char* op = "lt::resh
         fail<ShapeError>(op, ": cannot reshape tensor of shape ", x->shape, " (", total, " elements) into shape ",
                          shape, " (", numel(shape), " elements)");
     if (shape == x->shape) return x;
-    if (x->kind == NodeKind::Const) return constant(x->value, x->dtype, std::move(shape), x->device);
     // A reshape of a reshape reads the same elements in the same order: keep one.
     const NodePtr& base = x->kind == NodeKind::Reshape ? x->src[0] : x;
     if (shape == base->shape) return base;
@@ -1560,7 +1611,6 @@ inline NodePtr permute(const NodePtr& x, const Axes& perm, const char* op = "lt:
     if (identity) return x;
     Shape shape;
     for (int a : norm) shape.push_back(x->shape[static_cast<std::size_t>(a)]);
-    if (x->kind == NodeKind::Const) return constant(x->value, x->dtype, std::move(shape), x->device);
     auto node = with_sources(make(NodeKind::Permute, x->dtype, x->device, std::move(shape)), {x});
     node->axes = std::move(norm);
     return node;
@@ -1595,7 +1645,6 @@ inline NodePtr expand(const NodePtr& x, Shape shape, const char* op = "lt::expan
     }
     check_extents(shape, op);
     if (shape == x->shape) return x;
-    if (x->kind == NodeKind::Const) return constant(x->value, x->dtype, std::move(shape), x->device);
     NodePtr base = reshape(x, padded, op);
     return with_sources(make(NodeKind::Expand, x->dtype, x->device, std::move(shape)), {base});
 }
@@ -1608,7 +1657,6 @@ inline NodePtr window(const NodePtr& x, SmallVector<std::int64_t, 12> starts_ste
     for (std::size_t k = 0; k < shape.size(); ++k)
         identity = identity && starts_steps[2 * k] == 0 && starts_steps[2 * k + 1] == 1;
     if (identity) return x;
-    if (x->kind == NodeKind::Const) return constant(x->value, x->dtype, std::move(shape), x->device);
     NodePtr base = x;
     if (x->kind == NodeKind::Slice && !x->realized()) {
         for (std::size_t k = 0; k < shape.size(); ++k) {
@@ -1639,12 +1687,14 @@ inline NodePtr slice(const NodePtr& x, int axis, std::optional<std::int64_t> sta
         return *v < 0 ? std::max(b, lower) : std::min(b, upper);
     };
     const std::int64_t from = bound(start, step > 0 ? lower : upper), to = bound(stop, step > 0 ? upper : lower);
-    const std::int64_t span = step > 0 ? to - from : from - to, pace = step > 0 ? step : -step;
-    const std::int64_t length = span > 0 ? (span + pace - 1) / pace : 0;
+    // (In unsigned arithmetic: a step near INT64_MIN or INT64_MAX must not overflow.)
+    const std::int64_t span = step > 0 ? to - from : from - to;
+    const std::uint64_t pace = step > 0 ? static_cast<std::uint64_t>(step) : 0 - static_cast<std::uint64_t>(step);
+    const std::int64_t length = span > 0 ? static_cast<std::int64_t>(1 + static_cast<std::uint64_t>(span - 1) / pace) : 0;
     SmallVector<std::int64_t, 12> ss;
     for (std::size_t j = 0; j < x->shape.size(); ++j) {
         ss.push_back(j == k ? (length ? from : 0) : 0);
-        ss.push_back(j == k ? step : 1);
+        ss.push_back(j == k && length > 1 ? step : 1);  // (one element: the step is never used)
     }
     Shape shape = x->shape;
     shape[k] = length;
@@ -1739,9 +1789,40 @@ inline Shape common_shape(std::initializer_list<const Operand*> operands, const 
     return *shape;
 }
 
+/// ValueError unless the scalar `s` has a value of dtype `to` (an integer scalar within its
+/// range; a floating one, when `to` is an integer, finite and within range, truncated). A
+/// scalar never wraps: `u8 < 256` and `clamp(u8, 0, 300)` are errors, not comparisons with 0
+/// and 44. Into a floating dtype every value goes (rounded; past float16's range: inf); into
+/// bool, nonzero is true.
+inline void check_scalar_fits(const Scalar& s, DType to, const char* op) {
+    if (!is_integral(to)) return;
+    const bool fits = visit_dtype(to, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        using L = std::numeric_limits<T>;
+        if (is_floating(s.dtype)) {  // truncated (long double holds every int64 exactly)
+            const long double t = std::trunc(static_cast<long double>(s.f));
+            return std::isfinite(s.f) && t >= static_cast<long double>(L::min()) && t <= static_cast<long double>(L::max());
+        }
+        return s.i >= static_cast<std::int64_t>(L::min()) &&
+               (s.i < 0 || static_cast<std::uint64_t>(s.i) <= static_cast<std::uint64_t>(L::max()));
+    });
+    if (!fits) {
+        const auto [lo, hi] = visit_dtype(to, [](auto tag) {
+            using T = typename decltype(tag)::type;
+            return std::make_pair(static_cast<std::int64_t>(std::numeric_limits<T>::min()),
+                                  static_cast<std::int64_t>(std::numeric_limits<T>::max()));
+        });
+        fail<ValueError>(op, ": the scalar ", s, " does not fit ", to, " (", lo, " to ", hi, "), the dtype the operation ",
+                         "computes in; cast the tensor first, e.g. lt::cast<int64_t>(x) or lt::cast<float>(x)");
+    }
+}
+
 /// The operand as a node of the given dtype and shape (cast, reshape and expand as needed).
 inline NodePtr conform(const Operand& o, DType dtype, const Shape& shape, Device device, const char* op) {
-    if (o.is_scalar()) return constant(o.scalar, dtype, shape, device);
+    if (o.is_scalar()) {
+        check_scalar_fits(o.scalar, dtype, op);
+        return constant(o.scalar, dtype, shape, device);
+    }
     return expand(cast(o.node, dtype), shape, op);
 }
 
@@ -2935,12 +3016,7 @@ namespace lazytensor::detail {
 /// LAZYTENSOR_KERNEL_CACHE: how many compiled kernels each device keeps in memory (and, on
 /// OpenCL, how many built programs below them); 4096 by default.
 inline std::size_t kernel_cache_capacity_from_env() {
-    const char* v = std::getenv("LAZYTENSOR_KERNEL_CACHE");
-    if (!v || !*v) return 4096;
-    char* end = nullptr;
-    const long long n = std::strtoll(v, &end, 10);
-    if (*end || n < 1) fail<ValueError>("LAZYTENSOR_KERNEL_CACHE=", v, " is not a number of kernels (>= 1)");
-    return static_cast<std::size_t>(n);
+    return static_cast<std::size_t>(env_int("LAZYTENSOR_KERNEL_CACHE", 4096, 1, std::int64_t(1) << 40, "a number of kernels"));
 }
 
 /// How one kernel came to be (LAZYTENSOR_DEBUG, compile statistics).
@@ -6030,7 +6106,7 @@ inline std::unordered_map<std::string, std::size_t> parse_clblast_parameters(con
 /// Hands CLBlast the tuned parameters of this device, if there are any; returns what it did
 /// ("" when nothing applies).
 inline std::string apply_clblast_tuning(cl_device_id device, const std::string& device_name) {
-    if (const char* v = std::getenv("LAZYTENSOR_CLBLAST_TUNING"); v && std::strcmp(v, "off") == 0) return "";
+    if (!env_flag("LAZYTENSOR_CLBLAST_TUNING", true)) return "";
     std::string applied;
     for (const ClblastTuning& t : kClblastTunings) {
         if (device_name != t.device) continue;
@@ -6104,34 +6180,16 @@ inline std::uint64_t fnv1a(const void* data, std::size_t n, std::uint64_t h = 14
 /// LAZYTENSOR_CACHE_DIR, else $XDG_CACHE_HOME/lazytensor, else ~/.cache/lazytensor; "off"
 /// (or an empty result) disables the disk cache.
 inline std::string default_cache_dir() {
-    auto env = [](const char* name) -> const char* {
-        const char* v = std::getenv(name);
-        return v && *v ? v : nullptr;
-    };
     if (const char* v = env("LAZYTENSOR_CACHE_DIR")) return std::string(v) == "off" ? std::string() : std::string(v);
     if (const char* v = env("XDG_CACHE_HOME")) return std::string(v) + "/lazytensor";
     if (const char* v = env("HOME")) return std::string(v) + "/.cache/lazytensor";
     return {};
 }
 
-/// LAZYTENSOR_CACHE_MAX_MB: the cap on the disk cache's entry files, in MiB (default 512; unset
-/// or empty, as for every variable). Only digits are accepted (no sign, suffix or spaces), at
-/// least 1.
+/// LAZYTENSOR_CACHE_MAX_MB: the cap on the disk cache's entry files, in MiB (default 512).
 inline std::uint64_t default_cache_max_bytes() {
-    constexpr const char* name = "LAZYTENSOR_CACHE_MAX_MB";
-    const char* v = std::getenv(name);
-    if (!v || !*v) return std::uint64_t(512) << 20;
-    constexpr std::uint64_t most = ~std::uint64_t(0) >> 20;  // MiB whose byte count fits 64 bits
-    std::uint64_t mb = 0;
-    bool digits = *v != '\0', too_large = false;
-    for (const char* c = v; *c && digits; ++c) {
-        if (*c < '0' || *c > '9') digits = false;
-        else if (mb > (most - static_cast<std::uint64_t>(*c - '0')) / 10) too_large = true;
-        else mb = mb * 10 + static_cast<std::uint64_t>(*c - '0');
-    }
-    if (!digits || (mb < 1 && !too_large)) fail<ValueError>(name, "=", v, " is not a size in MiB (a whole number >= 1)");
-    if (too_large) fail<ValueError>(name, "=", v, " is too large a size in MiB (at most ", most, ")");
-    return mb << 20;
+    constexpr long long most = (1ll << 43) - 1;  // MiB whose byte count fits 63 bits
+    return static_cast<std::uint64_t>(env_int("LAZYTENSOR_CACHE_MAX_MB", 512, 1, most, "a size in MiB")) << 20;
 }
 
 class ProgramDiskCache {
@@ -7941,33 +7999,15 @@ namespace lazytensor {
 
 namespace detail {
 
-inline const char* env(const char* name) {
-    const char* v = std::getenv(name);
-    return v && *v ? v : nullptr;
-}
-
 /// LAZYTENSOR_THREADS, default: all cores.
 inline int host_threads() {
-    if (const char* v = env("LAZYTENSOR_THREADS")) {
-        char* end = nullptr;
-        const long n = std::strtol(v, &end, 10);
-        if (*end || n < 1 || n > 4096)
-            fail<ValueError>("LAZYTENSOR_THREADS=", v, " is not a thread count (a whole number from 1 to 4096)");
-        return static_cast<int>(n);
-    }
     const unsigned hw = std::thread::hardware_concurrency();
-    return hw ? static_cast<int>(hw) : 1;
+    return static_cast<int>(env_int("LAZYTENSOR_THREADS", hw ? hw : 1, 1, 4096, "a thread count"));
 }
 
 /// LAZYTENSOR_HOST_CACHE_MB: how much freed host memory is kept for reuse (default 1024).
 inline std::size_t host_cache_bytes() {
-    if (const char* v = env("LAZYTENSOR_HOST_CACHE_MB")) {
-        char* end = nullptr;
-        const long long mb = std::strtoll(v, &end, 10);
-        if (*end || mb < 0) fail<ValueError>("LAZYTENSOR_HOST_CACHE_MB=", v, " is not a size in MiB (a whole number >= 0)");
-        return static_cast<std::size_t>(mb) << 20;
-    }
-    return std::size_t(1024) << 20;
+    return static_cast<std::size_t>(env_int("LAZYTENSOR_HOST_CACHE_MB", 1024, 0, (1ll << 43) - 1, "a size in MiB")) << 20;
 }
 
 inline host::HostBackend& host_backend() {
@@ -7991,7 +8031,8 @@ inline Device parse_device(const std::string& text) {
     if (text == "opencl") return Device::opencl(0);
     if (text.rfind("opencl:", 0) == 0) {
         const std::string n = text.substr(7);
-        if (!n.empty() && n.find_first_not_of("0123456789") == std::string::npos) return Device::opencl(std::stoi(n));
+        if (!n.empty() && n.size() <= 9 && n.find_first_not_of("0123456789") == std::string::npos)
+            return Device::opencl(std::stoi(n));
     }
     fail<DeviceError>("unknown device \"", text, "\"; expected host, opencl or opencl:N");
 }
@@ -8731,6 +8772,11 @@ private:
         }
 
         int emit_uncached(PhaseBuilder& pb, Node* n, const IndexMap& map, int gate) {
+            // A view of a constant is the constant, whatever the index math (views of constants
+            // stay views in the graph: a write through one must reach the tensor).
+            Node* below = n;
+            while (is_view(below->kind) && !below->realized() && !L.s_.is_loadable(below, &L.g_)) below = below->src[0].get();
+            if (below->kind == NodeKind::Const) return scalar(pb, below);
             Reached r = walk_views(L.s_, &L.g_, n, map);
             if (r.split.kind == ReshapeResult::Kind::Split) throw r.split;
             if (r.failed) {
@@ -8816,7 +8862,6 @@ private:
         // The value of node n (a Const, or a Pad's padding): scalar parameter of the kernel, one
         // per graph node.
         int scalar(PhaseBuilder& pb, Node* n) {
-            for (auto it = scalar_origin.find(n); it != scalar_origin.end(); it = scalar_origin.find(n)) n = it->second;
             auto [at, added] = scalar_of.emplace(n, static_cast<int>(kernel.scalars.size()));
             if (added) {
                 kernel.scalars.push_back(n->dtype);
@@ -8918,8 +8963,6 @@ private:
                 const NodePtr& operand = src->src[static_cast<std::size_t>(i)];
                 NodePtr moved = graph::reshape(operand, view->shape);
                 if (moved != operand) origin[moved.get()] = from;
-                // A reshaped constant is a new node: its value still comes from the graph's.
-                if (moved != operand && operand->kind == NodeKind::Const) scalar_origin[moved.get()] = operand.get();
                 clone->src[static_cast<std::size_t>(i)] = std::move(moved);
             }
             return (pushed[view] = std::move(clone)).get();
@@ -8956,7 +8999,6 @@ private:
         std::unordered_set<const Node*> described;
         std::unordered_map<Node*, NodePtr> pushed;  // reshapes moved below element-wise nodes
         std::unordered_map<Node*, Node*> origin;    // a moved reshape -> the graph's reshape it came from
-        std::unordered_map<Node*, Node*> scalar_origin;  // a constant made by push_reshape -> the graph's
         std::unordered_map<const Node*, int> scalar_of;  // graph node -> its scalar parameter
         std::vector<Node*> scalar_nodes;                 // per scalar parameter: the node holding its value
         const Buffer* target_buffer = nullptr;      // an assign: the memory it writes
@@ -9165,10 +9207,7 @@ namespace lazytensor {
 
 namespace detail {
 inline std::atomic<bool>& check_flag() {
-    static std::atomic<bool> on{[] {
-        const char* v = std::getenv("LAZYTENSOR_CHECK");
-        return v && v[0] && v[0] != '0';
-    }()};
+    static std::atomic<bool> on{env_flag("LAZYTENSOR_CHECK", false)};
     return on;
 }
 
@@ -9269,9 +9308,11 @@ public:
                 const std::size_t size = dtype_size(t);
                 same = std::memcmp(got.data() + i * size, want + i * size, size) == 0;
             } else {
+                // NaN and infinities must match exactly (a tolerance relative to inf passes anything).
                 const double a = element_as_double(got.data(), t, i), b = element_as_double(want, t, i);
-                same = (std::isnan(a) && std::isnan(b)) || a == b ||
-                       std::fabs(a - b) <= tol.rtol * std::fabs(b) + tol.atol * scale;
+                if (std::isnan(b)) same = std::isnan(a);
+                else if (std::isinf(b)) same = a == b;
+                else same = std::isfinite(a) && (a == b || std::fabs(a - b) <= tol.rtol * std::fabs(b) + tol.atol * scale);
             }
             if (!same && differing++ == 0) first = i;
         }
@@ -10116,6 +10157,15 @@ Tensor<T> arange(double start, double stop, double step = 1, Device device = def
         detail::fail<ValueError>("lt::arange: [", start, ", ", stop, ") in steps of ", step, " has ", span,
                                  " elements, too many");
     const std::int64_t count = span > 0 ? static_cast<std::int64_t>(span) : 0;
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+        // Every value must be one of T: no out-of-range conversion (undefined), no wrap.
+        const double last = start + static_cast<double>(count - 1) * step;
+        for (double v : {start, last})
+            if (count > 0 && (v < static_cast<double>(std::numeric_limits<T>::min()) ||
+                              v >= static_cast<double>(std::numeric_limits<T>::max()) + 1.0))
+                detail::fail<ValueError>("lt::arange: [", start, ", ", stop, ") in steps of ", step, " reaches ", v,
+                                         ", which does not fit ", dtype_of<T>());
+    }
     std::vector<T> values(static_cast<std::size_t>(count));
     for (std::int64_t i = 0; i < count; ++i) values[static_cast<std::size_t>(i)] = static_cast<T>(start + static_cast<double>(i) * step);
     return tensor<T>(values, Shape{count}, device);
@@ -10227,6 +10277,13 @@ void merge_operand(const E& e, std::optional<Shape>& shape, std::optional<Device
     }
 }
 
+/// A scalar operand that the operation's dtype cannot hold fails where the expression is
+/// written (graph::check_scalar_fits), not later where it is realized.
+template <class E>
+void check_scalar_operand(const E& e, DType computes_in, const char* op) {
+    if constexpr (operand_traits<E>::scalar) graph::check_scalar_fits(make_scalar(e.value), computes_in, op);
+}
+
 /// f(a): element-wise unary function.
 template <UnaryOp Op, class A>
 class UnaryExpr : public TensorBase<dtype_type_t<unary_result<Op, typename A::value_type>()>, UnaryExpr<Op, A>> {
@@ -10249,6 +10306,9 @@ public:
         std::optional<Device> device;
         merge_operand(l_, shape, device, op_name(Op));
         merge_operand(r_, shape, device, op_name(Op));
+        constexpr DType computes_in = compute_dtype(type_rule(Op), promoted_dtype<L, R>());
+        check_scalar_operand(l_, computes_in, op_name(Op));
+        check_scalar_operand(r_, computes_in, op_name(Op));
         shape_ = std::move(*shape);
         device_ = *device;
     }
@@ -10273,6 +10333,8 @@ public:
         merge_operand(c_, shape, device, "where");
         merge_operand(x_, shape, device, "where");
         merge_operand(y_, shape, device, "where");
+        check_scalar_operand(x_, promoted_dtype<X, Y>(), "where");
+        check_scalar_operand(y_, promoted_dtype<X, Y>(), "where");
         shape_ = std::move(*shape);
         device_ = *device;
     }
@@ -10926,9 +10988,12 @@ namespace detail {
 /// x, or x cast to float32 when it is not floating: what the floating-point composites compute in.
 inline NodePtr floating(const NodePtr& x) { return is_floating(x->dtype) ? x : graph::cast(x, DType::Float32); }
 
-/// Variance over `axes` with N - correction in the denominator, computed in floating point.
+/// Variance over `axes` with N - correction in the denominator, computed in floating point
+/// (half in float32, rounded once: its sum of squares and its count, past 65504, are no half).
 inline NodePtr variance(const NodePtr& x, const Axes& user_axes, bool keepdim, int correction, const char* op) {
     const Axes axes = user_axes.empty() ? all_axes(x->shape.size()) : normalize_axes(user_axes, x->shape.size(), op, x->shape);
+    if (x->dtype == DType::Float16)
+        return graph::cast(variance(graph::cast(x, DType::Float32), axes, keepdim, correction, op), DType::Float16);
     const NodePtr v = floating(x);
     std::int64_t count = 1;
     for (int a : axes) count *= x->shape[static_cast<std::size_t>(a)];
@@ -11190,11 +11255,12 @@ Tensor<T>& Tensor<T>::assign(const V& value) {
     std::lock_guard<std::recursive_mutex> lock(realize_mutex());
     // The target gets memory: the tensor it is a view of is computed first (so that the write
     // reaches it), then the view, which must be that memory.
-    Node* target = build().get();
+    Node* target = node_.get();
     if (!target->realized()) {
-        Node* base = target;
-        while (!base->realized() && is_view(base->kind)) base = base->src[0].get();
-        if (!base->realized()) realize_nodes({base});
+        // (Held: realizing the view drops its sources, and the user may hold only the view.)
+        NodePtr base = node_;
+        while (!base->realized() && is_view(base->kind)) base = base->src[0];
+        if (!base->realized()) realize_nodes({base.get()});
         realize_nodes({target});
         if (target->buffer != base->buffer)
             fail<ValueError>("assign: the target (shape ", target->shape, ") is a reshape that the memory of its tensor "

@@ -31,6 +31,14 @@ inline std::vector<lt::Device> test_devices() {
     return out;
 }
 
+/// Whether the test devices include a kind of device; a case that has nothing to test without
+/// one is marked `* doctest::skip(!has_test_device(...))`, so it says it was skipped.
+inline bool has_test_device(lt::Device::Kind kind) {
+    for (lt::Device d : test_devices())
+        if (d.kind == kind) return true;
+    return false;
+}
+
 /// Runs body(device) once per test device, with that device as the default.
 template <class F>
 void for_each_device(F&& body) {
@@ -274,6 +282,23 @@ private:
 };
 
 /// A memory limit on a device for a scope; removed (0) on exit, also when a test fails.
+/// Sets an environment variable (or unsets it, for nullptr) for a scope; the old value comes
+/// back even when a check fails half-way.
+struct ScopedEnvVar {
+    std::string name;
+    bool had = false;
+    std::string old;
+    ScopedEnvVar(std::string n, const char* value) : name(std::move(n)) {
+        if (const char* v = std::getenv(name.c_str())) had = true, old = v;
+        if (value) ::setenv(name.c_str(), value, 1);
+        else ::unsetenv(name.c_str());
+    }
+    ~ScopedEnvVar() {
+        if (had) ::setenv(name.c_str(), old.c_str(), 1);
+        else ::unsetenv(name.c_str());
+    }
+};
+
 class MemoryLimit {
 public:
     MemoryLimit(lt::Device d, std::size_t bytes) : device_(d) { lt::set_memory_limit(d, bytes); }

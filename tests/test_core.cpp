@@ -270,3 +270,67 @@ TEST_CASE("regressions: sizes that overflow, negative extents, lazy tensors aliv
     { lt::Tensor<float> tmp = a * 2.0f; }
     CHECK(a.to_vector() == std::vector<float>{1, 2, 3});
 }
+
+TEST_CASE("environment variables: one rule for switches and numbers; a bad value is a ValueError naming it") {
+    using lt::detail::env_flag;
+    using lt::detail::env_int;
+    for (const char* on : {"1", "on", "ON", "true", "True", "yes"}) {
+        ScopedEnvVar v("LAZYTENSOR_CHECK", on);
+        CHECK(env_flag("LAZYTENSOR_CHECK", false));
+    }
+    for (const char* off : {"0", "off", "Off", "false", "FALSE", "no"}) {
+        ScopedEnvVar v("LAZYTENSOR_STATIC_KERNELS", off);
+        CHECK(!env_flag("LAZYTENSOR_STATIC_KERNELS", true));
+    }
+    {
+        ScopedEnvVar v("LAZYTENSOR_CHECK", "");  // empty is unset
+        CHECK(!env_flag("LAZYTENSOR_CHECK", false));
+    }
+    for (const char* bad : {"2", "enabled", "o", " 1"}) {
+        ScopedEnvVar v("LAZYTENSOR_CHECK", bad);
+        CHECK_THROWS_WITH_AS(env_flag("LAZYTENSOR_CHECK", false),
+                             (std::string("LAZYTENSOR_CHECK=") + bad + " is not a switch: use 1 or 0 (also on/off, true/false, yes/no)").c_str(),
+                             lt::ValueError);
+    }
+    {
+        ScopedEnvVar v("LAZYTENSOR_DEBUG", "2");
+        CHECK(env_int("LAZYTENSOR_DEBUG", 0, 0, 3, "a debug level") == 2);
+    }
+    for (const char* bad : {"abc", "4", "-1", "1.5", "2x", " 2", "+2", "99999999999999999999999"}) {
+        ScopedEnvVar v("LAZYTENSOR_DEBUG", bad);
+        CHECK_THROWS_WITH_AS(env_int("LAZYTENSOR_DEBUG", 0, 0, 3, "a debug level"),
+                             (std::string("LAZYTENSOR_DEBUG=") + bad + " is not a debug level (a whole number from 0 to 3)").c_str(),
+                             lt::ValueError);
+    }
+    {
+        ScopedEnvVar v("LAZYTENSOR_THREADS", "0");
+        CHECK_THROWS_WITH_AS(lt::detail::host_threads(), "LAZYTENSOR_THREADS=0 is not a thread count (a whole number from 1 to 4096)",
+                             lt::ValueError);
+    }
+    {
+        ScopedEnvVar v("LAZYTENSOR_KERNEL_CACHE", "many");
+        CHECK_THROWS_AS(lt::detail::kernel_cache_capacity_from_env(), lt::ValueError);
+    }
+    // A device index too large for an int is an unknown device, not std::out_of_range.
+    CHECK_THROWS_AS(lt::detail::parse_device("opencl:99999999999"), lt::DeviceError);
+    CHECK_THROWS_AS(lt::detail::parse_device("opencl:-1"), lt::DeviceError);
+    CHECK_THROWS_AS(lt::detail::parse_device("gpu"), lt::DeviceError);
+    CHECK(lt::detail::parse_device("opencl:3") == lt::Device::opencl(3));
+}
+
+TEST_CASE("slice steps at the limits of int64 and arange past its dtype's range are handled, not undefined") {
+    for_each_device([](lt::Device d) {
+        lt::Tensor<float> x = lt::tensor<float>({0, 1, 2, 3, 4}, {5}, d);
+        const std::int64_t most = std::numeric_limits<std::int64_t>::max(), least = std::numeric_limits<std::int64_t>::min();
+        CHECK(x.slice(0, 1, 5, most).to_vector() == std::vector<float>{1});
+        CHECK(x.slice(0, 3, std::nullopt, least).to_vector() == std::vector<float>{3});
+        CHECK(x.slice(0, std::nullopt, std::nullopt, least).to_vector() == std::vector<float>{4});
+        CHECK(x.slice(0, 0, 5, most).slice(0, 0, 1, most).to_vector() == std::vector<float>{0});
+        CHECK(x.slice(0, 0, 5, 2).slice(0, std::nullopt, std::nullopt, -1).to_vector() == std::vector<float>{4, 2, 0});
+        CHECK(lt::arange<std::uint8_t>(250, 256, 1, d).to_vector() == std::vector<std::uint8_t>{250, 251, 252, 253, 254, 255});
+        CHECK_THROWS_WITH_AS(lt::arange<std::uint8_t>(0, 300, 1, d),
+                             "lt::arange: [0, 300) in steps of 1 reaches 299, which does not fit uint8", lt::ValueError);
+        CHECK(lt::arange<std::int32_t>(-1, 5, 1, d).to_vector() == std::vector<std::int32_t>{-1, 0, 1, 2, 3, 4});
+        CHECK_THROWS_AS(lt::arange<std::uint8_t>(-1, 5, 1, d), lt::ValueError);
+    });
+}

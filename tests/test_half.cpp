@@ -484,3 +484,15 @@ TEST_CASE("half results are the same on every device") {
         CHECK(bits_of(got) == bits_of(host));
     });
 }
+
+TEST_CASE("half var and std over more than 65504 elements compute in float32 (the count is no half)") {
+    for_each_device([](lt::Device d) {
+        const std::int64_t n = 70000;
+        std::vector<lt::half> data(static_cast<std::size_t>(n));
+        for (std::int64_t i = 0; i < n; ++i) data[static_cast<std::size_t>(i)] = lt::half(i % 2 ? 1.0f : -1.0f);
+        lt::Tensor<lt::half> x = lt::tensor<lt::half>(data, {n}, d);
+        // Mean 0, every squared deviation 1: var = n / (n - 1) with correction 1, 1 without.
+        CHECK(static_cast<float>(x.var({0}, false, 0).item()) == 1.0f);
+        CHECK(static_cast<float>(x.std({0}, false, 1).item()) == static_cast<float>(lt::half(std::sqrt(70000.0f / 69999.0f))));
+    });
+}

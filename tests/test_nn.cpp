@@ -412,6 +412,47 @@ TEST_CASE("assign writes in place; slices write into their tensor; earlier lazy 
     });
 }
 
+TEST_CASE("a write through a view of a tensor that was never realized reaches the tensor") {
+    for_each_device([](lt::Device d) {
+        // A constant base (lt::zeros, lt::full): its views are views, not constants of their own.
+        lt::Tensor<float> t = lt::zeros<float>({3, 4});
+        t.slice(1, 1, 3, 1).assign(lt::ones<float>({3, 2}) * 5.0f);
+        CHECK(values(t) == std::vector<float>{0, 5, 5, 0, 0, 5, 5, 0, 0, 5, 5, 0});
+        lt::Tensor<float> f = lt::full<float>({2, 3}, 1.0f);
+        f.transpose(0, 1).select(0, 2).assign(lt::tensor<float>({8, 9}, {2}));
+        CHECK(values(f) == std::vector<float>{1, 1, 8, 1, 1, 9});
+        lt::Tensor<std::int32_t> g = lt::zeros<std::int32_t>({6});
+        g.reshape({2, 3}).slice(1, 0, 1).assign(4);  // a view of a view
+        CHECK(values(g) == std::vector<std::int32_t>{4, 0, 0, 4, 0, 0});
+        // A lazy expression base, through a view of a view.
+        lt::Tensor<float> e = lt::arange<float>(6) + 1.0f;
+        e.reshape({2, 3}).flip(1).slice(0, 1, 2).assign(0.0f);
+        CHECK(values(e) == std::vector<float>{1, 2, 3, 0, 0, 0});
+        // The user holds only the view: its base must stay alive through the assign (ASan).
+        lt::Tensor<float> a = lt::tensor<float>({0, 1, 2}, {3});
+        lt::Tensor<float> only_view = lt::Tensor<float>(lt::exp(a)).slice(0, 0, 2);
+        only_view.assign(-2.0f);
+        CHECK(values(only_view) == std::vector<float>{-2, -2});
+        (void)d;
+    });
+}
+
+TEST_CASE("an assign that fails still computes the earlier lazy readers first next time") {
+    for_each_device([](lt::Device d) {
+        lt::Tensor<float> x = lt::tensor<float>(std::vector<float>(1000, 1.0f), {1000}, d);
+        x.realize();
+        lt::Tensor<float> reader = x * 2.0f;  // lazy: must see x as it is now
+        {
+            MemoryLimit none_left(d, lt::memory_stats(d).live_bytes);  // computing the reader fails
+            CHECK_THROWS_AS(x.assign(5.0f), lt::OutOfMemoryError);
+        }
+        CHECK(values(x) == std::vector<float>(1000, 1.0f));
+        x.assign(5.0f);
+        CHECK(values(x) == std::vector<float>(1000, 5.0f));
+        CHECK(values(reader) == std::vector<float>(1000, 2.0f));
+    });
+}
+
 TEST_CASE("assign in a loop updates an accumulator without new memory") {
     for_each_device([](lt::Device) {
         lt::Tensor<double> acc = lt::zeros<double>({8});

@@ -421,3 +421,30 @@ TEST_CASE("tensors created and destroyed on several threads while others realize
         CHECK(after.live_buffers == before.live_buffers);
     });
 }
+
+TEST_CASE("first builds race safely: threads realizing new structures at once") {
+    for_each_device([](lt::Device d) {
+        lt::detail::backend_for(d).clear_kernel_cache();
+        std::atomic<int> failures{0};
+        std::vector<std::thread> threads;
+        for (int t = 0; t < 4; ++t)
+            threads.emplace_back([&, t] {
+                try {
+                    lt::Tensor<float> x = lt::full<float>({5, 19 + t}, 1.0f + static_cast<float>(t), d);
+                    lt::Tensor<float> a = lt::exp(x).sum(0), b = (x * 3.0f).max(1), c = lt::sqrt(x) + 2.0f;
+                    lt::realize({a, b, c});
+                    const float v = 1.0f + static_cast<float>(t);
+                    for (float e : a.to_vector())
+                        if (std::fabs(e - 5 * std::exp(v)) > 1e-4f * 5 * std::exp(v)) ++failures;
+                    for (float e : b.to_vector())
+                        if (e != 3 * v) ++failures;
+                    for (float e : c.to_vector())
+                        if (e != std::sqrt(v) + 2.0f) ++failures;
+                } catch (...) {
+                    ++failures;
+                }
+            });
+        for (auto& th : threads) th.join();
+        CHECK(failures.load() == 0);
+    });
+}

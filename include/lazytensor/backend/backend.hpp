@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../core/device.hpp"
+#include "../core/env.hpp"
 #include "../core/lru_cache.hpp"
 #include "../ir/gemm.hpp"
 #include "../ir/kernel.hpp"
@@ -45,12 +46,7 @@ namespace lazytensor::detail {
 /// LAZYTENSOR_KERNEL_CACHE: how many compiled kernels each device keeps in memory (and, on
 /// OpenCL, how many built programs below them); 4096 by default.
 inline std::size_t kernel_cache_capacity_from_env() {
-    const char* v = std::getenv("LAZYTENSOR_KERNEL_CACHE");
-    if (!v || !*v) return 4096;
-    char* end = nullptr;
-    const long long n = std::strtoll(v, &end, 10);
-    if (*end || n < 1) fail<ValueError>("LAZYTENSOR_KERNEL_CACHE=", v, " is not a number of kernels (>= 1)");
-    return static_cast<std::size_t>(n);
+    return static_cast<std::size_t>(env_int("LAZYTENSOR_KERNEL_CACHE", 4096, 1, std::int64_t(1) << 40, "a number of kernels"));
 }
 
 /// How one kernel came to be (LAZYTENSOR_DEBUG, compile statistics).

@@ -149,6 +149,11 @@ private:
         }
 
         int emit_uncached(PhaseBuilder& pb, Node* n, const IndexMap& map, int gate) {
+            // A view of a constant is the constant, whatever the index math (views of constants
+            // stay views in the graph: a write through one must reach the tensor).
+            Node* below = n;
+            while (is_view(below->kind) && !below->realized() && !L.s_.is_loadable(below, &L.g_)) below = below->src[0].get();
+            if (below->kind == NodeKind::Const) return scalar(pb, below);
             Reached r = walk_views(L.s_, &L.g_, n, map);
             if (r.split.kind == ReshapeResult::Kind::Split) throw r.split;
             if (r.failed) {
@@ -234,7 +239,6 @@ private:
         // The value of node n (a Const, or a Pad's padding): scalar parameter of the kernel, one
         // per graph node.
         int scalar(PhaseBuilder& pb, Node* n) {
-            for (auto it = scalar_origin.find(n); it != scalar_origin.end(); it = scalar_origin.find(n)) n = it->second;
             auto [at, added] = scalar_of.emplace(n, static_cast<int>(kernel.scalars.size()));
             if (added) {
                 kernel.scalars.push_back(n->dtype);
@@ -336,8 +340,6 @@ private:
                 const NodePtr& operand = src->src[static_cast<std::size_t>(i)];
                 NodePtr moved = graph::reshape(operand, view->shape);
                 if (moved != operand) origin[moved.get()] = from;
-                // A reshaped constant is a new node: its value still comes from the graph's.
-                if (moved != operand && operand->kind == NodeKind::Const) scalar_origin[moved.get()] = operand.get();
                 clone->src[static_cast<std::size_t>(i)] = std::move(moved);
             }
             return (pushed[view] = std::move(clone)).get();
@@ -374,7 +376,6 @@ private:
         std::unordered_set<const Node*> described;
         std::unordered_map<Node*, NodePtr> pushed;  // reshapes moved below element-wise nodes
         std::unordered_map<Node*, Node*> origin;    // a moved reshape -> the graph's reshape it came from
-        std::unordered_map<Node*, Node*> scalar_origin;  // a constant made by push_reshape -> the graph's
         std::unordered_map<const Node*, int> scalar_of;  // graph node -> its scalar parameter
         std::vector<Node*> scalar_nodes;                 // per scalar parameter: the node holding its value
         const Buffer* target_buffer = nullptr;      // an assign: the memory it writes

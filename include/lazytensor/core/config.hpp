@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "env.hpp"
+
 /// Lanes the host interpreter evaluates per instruction at once (a multiple of the SIMD width).
 #ifndef LAZYTENSOR_HOST_BLOCK
 #define LAZYTENSOR_HOST_BLOCK 1024
@@ -58,14 +60,11 @@
 namespace lazytensor {
 namespace detail {
 inline std::atomic<bool>& static_kernels_flag() {
-    static std::atomic<bool> enabled{[] {
-        const char* v = std::getenv("LAZYTENSOR_STATIC_KERNELS");
-        return !(v && v[0] == '0');
-    }()};
+    static std::atomic<bool> enabled{env_flag("LAZYTENSOR_STATIC_KERNELS", true)};
     return enabled;
 }
 inline std::atomic<int>& debug_level_ref() {
-    static std::atomic<int> level{std::getenv("LAZYTENSOR_DEBUG") ? std::atoi(std::getenv("LAZYTENSOR_DEBUG")) : 0};
+    static std::atomic<int> level{static_cast<int>(env_int("LAZYTENSOR_DEBUG", 0, 0, 3, "a debug level"))};
     return level;
 }
 }  // namespace detail

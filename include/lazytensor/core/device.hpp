@@ -88,14 +88,16 @@ public:
         }
         readers_.push_back(node);
     }
-    /// The recorded readers still alive (some may have been realized since).
+    /// The recorded readers still alive (some may have been realized since). The record stays:
+    /// an assign that fails before it has computed them must still find them next time.
     std::vector<std::shared_ptr<detail::Node>> live_readers() {
         std::lock_guard<std::mutex> lock(readers_mutex_);
         std::vector<std::shared_ptr<detail::Node>> out;
         for (const auto& w : readers_)
             if (auto n = w.lock()) out.push_back(std::move(n));
-        readers_.clear();
-        pruned_size_ = 0;
+        readers_.erase(std::remove_if(readers_.begin(), readers_.end(), [](const auto& w) { return w.expired(); }),
+                       readers_.end());
+        pruned_size_ = readers_.size();
         return out;
     }
 

@@ -16,11 +16,12 @@ Tensor<T>& Tensor<T>::assign(const V& value) {
     std::lock_guard<std::recursive_mutex> lock(realize_mutex());
     // The target gets memory: the tensor it is a view of is computed first (so that the write
     // reaches it), then the view, which must be that memory.
-    Node* target = build().get();
+    Node* target = node_.get();
     if (!target->realized()) {
-        Node* base = target;
-        while (!base->realized() && is_view(base->kind)) base = base->src[0].get();
-        if (!base->realized()) realize_nodes({base});
+        // (Held: realizing the view drops its sources, and the user may hold only the view.)
+        NodePtr base = node_;
+        while (!base->realized() && is_view(base->kind)) base = base->src[0];
+        if (!base->realized()) realize_nodes({base.get()});
         realize_nodes({target});
         if (target->buffer != base->buffer)
             fail<ValueError>("assign: the target (shape ", target->shape, ") is a reshape that the memory of its tensor "

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <initializer_list>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -89,6 +90,15 @@ Tensor<T> arange(double start, double stop, double step = 1, Device device = def
         detail::fail<ValueError>("lt::arange: [", start, ", ", stop, ") in steps of ", step, " has ", span,
                                  " elements, too many");
     const std::int64_t count = span > 0 ? static_cast<std::int64_t>(span) : 0;
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+        // Every value must be one of T: no out-of-range conversion (undefined), no wrap.
+        const double last = start + static_cast<double>(count - 1) * step;
+        for (double v : {start, last})
+            if (count > 0 && (v < static_cast<double>(std::numeric_limits<T>::min()) ||
+                              v >= static_cast<double>(std::numeric_limits<T>::max()) + 1.0))
+                detail::fail<ValueError>("lt::arange: [", start, ", ", stop, ") in steps of ", step, " reaches ", v,
+                                         ", which does not fit ", dtype_of<T>());
+    }
     std::vector<T> values(static_cast<std::size_t>(count));
     for (std::int64_t i = 0; i < count; ++i) values[static_cast<std::size_t>(i)] = static_cast<T>(start + static_cast<double>(i) * step);
     return tensor<T>(values, Shape{count}, device);

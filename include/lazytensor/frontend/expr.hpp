@@ -99,6 +99,13 @@ void merge_operand(const E& e, std::optional<Shape>& shape, std::optional<Device
     }
 }
 
+/// A scalar operand that the operation's dtype cannot hold fails where the expression is
+/// written (graph::check_scalar_fits), not later where it is realized.
+template <class E>
+void check_scalar_operand(const E& e, DType computes_in, const char* op) {
+    if constexpr (operand_traits<E>::scalar) graph::check_scalar_fits(make_scalar(e.value), computes_in, op);
+}
+
 /// f(a): element-wise unary function.
 template <UnaryOp Op, class A>
 class UnaryExpr : public TensorBase<dtype_type_t<unary_result<Op, typename A::value_type>()>, UnaryExpr<Op, A>> {
@@ -121,6 +128,9 @@ public:
         std::optional<Device> device;
         merge_operand(l_, shape, device, op_name(Op));
         merge_operand(r_, shape, device, op_name(Op));
+        constexpr DType computes_in = compute_dtype(type_rule(Op), promoted_dtype<L, R>());
+        check_scalar_operand(l_, computes_in, op_name(Op));
+        check_scalar_operand(r_, computes_in, op_name(Op));
         shape_ = std::move(*shape);
         device_ = *device;
     }
@@ -145,6 +155,8 @@ public:
         merge_operand(c_, shape, device, "where");
         merge_operand(x_, shape, device, "where");
         merge_operand(y_, shape, device, "where");
+        check_scalar_operand(x_, promoted_dtype<X, Y>(), "where");
+        check_scalar_operand(y_, promoted_dtype<X, Y>(), "where");
         shape_ = std::move(*shape);
         device_ = *device;
     }

@@ -5,7 +5,11 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "../core/config.hpp"
@@ -91,7 +95,6 @@ inline NodePtr reshape(const NodePtr& x, Shape shape, const char* op = "lt::resh
         fail<ShapeError>(op, ": cannot reshape tensor of shape ", x->shape, " (", total, " elements) into shape ",
                          shape, " (", numel(shape), " elements)");
     if (shape == x->shape) return x;
-    if (x->kind == NodeKind::Const) return constant(x->value, x->dtype, std::move(shape), x->device);
     // A reshape of a reshape reads the same elements in the same order: keep one.
     const NodePtr& base = x->kind == NodeKind::Reshape ? x->src[0] : x;
     if (shape == base->shape) return base;
@@ -118,7 +121,6 @@ inline NodePtr permute(const NodePtr& x, const Axes& perm, const char* op = "lt:
     if (identity) return x;
     Shape shape;
     for (int a : norm) shape.push_back(x->shape[static_cast<std::size_t>(a)]);
-    if (x->kind == NodeKind::Const) return constant(x->value, x->dtype, std::move(shape), x->device);
     auto node = with_sources(make(NodeKind::Permute, x->dtype, x->device, std::move(shape)), {x});
     node->axes = std::move(norm);
     return node;
@@ -153,7 +155,6 @@ inline NodePtr expand(const NodePtr& x, Shape shape, const char* op = "lt::expan
     }
     check_extents(shape, op);
     if (shape == x->shape) return x;
-    if (x->kind == NodeKind::Const) return constant(x->value, x->dtype, std::move(shape), x->device);
     NodePtr base = reshape(x, padded, op);
     return with_sources(make(NodeKind::Expand, x->dtype, x->device, std::move(shape)), {base});
 }
@@ -166,7 +167,6 @@ inline NodePtr window(const NodePtr& x, SmallVector<std::int64_t, 12> starts_ste
     for (std::size_t k = 0; k < shape.size(); ++k)
         identity = identity && starts_steps[2 * k] == 0 && starts_steps[2 * k + 1] == 1;
     if (identity) return x;
-    if (x->kind == NodeKind::Const) return constant(x->value, x->dtype, std::move(shape), x->device);
     NodePtr base = x;
     if (x->kind == NodeKind::Slice && !x->realized()) {
         for (std::size_t k = 0; k < shape.size(); ++k) {
@@ -197,12 +197,14 @@ inline NodePtr slice(const NodePtr& x, int axis, std::optional<std::int64_t> sta
         return *v < 0 ? std::max(b, lower) : std::min(b, upper);
     };
     const std::int64_t from = bound(start, step > 0 ? lower : upper), to = bound(stop, step > 0 ? upper : lower);
-    const std::int64_t span = step > 0 ? to - from : from - to, pace = step > 0 ? step : -step;
-    const std::int64_t length = span > 0 ? (span + pace - 1) / pace : 0;
+    // (In unsigned arithmetic: a step near INT64_MIN or INT64_MAX must not overflow.)
+    const std::int64_t span = step > 0 ? to - from : from - to;
+    const std::uint64_t pace = step > 0 ? static_cast<std::uint64_t>(step) : 0 - static_cast<std::uint64_t>(step);
+    const std::int64_t length = span > 0 ? static_cast<std::int64_t>(1 + static_cast<std::uint64_t>(span - 1) / pace) : 0;
     SmallVector<std::int64_t, 12> ss;
     for (std::size_t j = 0; j < x->shape.size(); ++j) {
         ss.push_back(j == k ? (length ? from : 0) : 0);
-        ss.push_back(j == k ? step : 1);
+        ss.push_back(j == k && length > 1 ? step : 1);  // (one element: the step is never used)
     }
     Shape shape = x->shape;
     shape[k] = length;
@@ -297,9 +299,40 @@ inline Shape common_shape(std::initializer_list<const Operand*> operands, const 
     return *shape;
 }
 
+/// ValueError unless the scalar `s` has a value of dtype `to` (an integer scalar within its
+/// range; a floating one, when `to` is an integer, finite and within range, truncated). A
+/// scalar never wraps: `u8 < 256` and `clamp(u8, 0, 300)` are errors, not comparisons with 0
+/// and 44. Into a floating dtype every value goes (rounded; past float16's range: inf); into
+/// bool, nonzero is true.
+inline void check_scalar_fits(const Scalar& s, DType to, const char* op) {
+    if (!is_integral(to)) return;
+    const bool fits = visit_dtype(to, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        using L = std::numeric_limits<T>;
+        if (is_floating(s.dtype)) {  // truncated (long double holds every int64 exactly)
+            const long double t = std::trunc(static_cast<long double>(s.f));
+            return std::isfinite(s.f) && t >= static_cast<long double>(L::min()) && t <= static_cast<long double>(L::max());
+        }
+        return s.i >= static_cast<std::int64_t>(L::min()) &&
+               (s.i < 0 || static_cast<std::uint64_t>(s.i) <= static_cast<std::uint64_t>(L::max()));
+    });
+    if (!fits) {
+        const auto [lo, hi] = visit_dtype(to, [](auto tag) {
+            using T = typename decltype(tag)::type;
+            return std::make_pair(static_cast<std::int64_t>(std::numeric_limits<T>::min()),
+                                  static_cast<std::int64_t>(std::numeric_limits<T>::max()));
+        });
+        fail<ValueError>(op, ": the scalar ", s, " does not fit ", to, " (", lo, " to ", hi, "), the dtype the operation ",
+                         "computes in; cast the tensor first, e.g. lt::cast<int64_t>(x) or lt::cast<float>(x)");
+    }
+}
+
 /// The operand as a node of the given dtype and shape (cast, reshape and expand as needed).
 inline NodePtr conform(const Operand& o, DType dtype, const Shape& shape, Device device, const char* op) {
-    if (o.is_scalar()) return constant(o.scalar, dtype, shape, device);
+    if (o.is_scalar()) {
+        check_scalar_fits(o.scalar, dtype, op);
+        return constant(o.scalar, dtype, shape, device);
+    }
     return expand(cast(o.node, dtype), shape, op);
 }
 

@@ -24,10 +24,7 @@ namespace lazytensor {
 
 namespace detail {
 inline std::atomic<bool>& check_flag() {
-    static std::atomic<bool> on{[] {
-        const char* v = std::getenv("LAZYTENSOR_CHECK");
-        return v && v[0] && v[0] != '0';
-    }()};
+    static std::atomic<bool> on{env_flag("LAZYTENSOR_CHECK", false)};
     return on;
 }
 
@@ -128,9 +125,11 @@ public:
                 const std::size_t size = dtype_size(t);
                 same = std::memcmp(got.data() + i * size, want + i * size, size) == 0;
             } else {
+                // NaN and infinities must match exactly (a tolerance relative to inf passes anything).
                 const double a = element_as_double(got.data(), t, i), b = element_as_double(want, t, i);
-                same = (std::isnan(a) && std::isnan(b)) || a == b ||
-                       std::fabs(a - b) <= tol.rtol * std::fabs(b) + tol.atol * scale;
+                if (std::isnan(b)) same = std::isnan(a);
+                else if (std::isinf(b)) same = a == b;
+                else same = std::isfinite(a) && (a == b || std::fabs(a - b) <= tol.rtol * std::fabs(b) + tol.atol * scale);
             }
             if (!same && differing++ == 0) first = i;
         }

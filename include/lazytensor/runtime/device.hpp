@@ -21,33 +21,15 @@ namespace lazytensor {
 
 namespace detail {
 
-inline const char* env(const char* name) {
-    const char* v = std::getenv(name);
-    return v && *v ? v : nullptr;
-}
-
 /// LAZYTENSOR_THREADS, default: all cores.
 inline int host_threads() {
-    if (const char* v = env("LAZYTENSOR_THREADS")) {
-        char* end = nullptr;
-        const long n = std::strtol(v, &end, 10);
-        if (*end || n < 1 || n > 4096)
-            fail<ValueError>("LAZYTENSOR_THREADS=", v, " is not a thread count (a whole number from 1 to 4096)");
-        return static_cast<int>(n);
-    }
     const unsigned hw = std::thread::hardware_concurrency();
-    return hw ? static_cast<int>(hw) : 1;
+    return static_cast<int>(env_int("LAZYTENSOR_THREADS", hw ? hw : 1, 1, 4096, "a thread count"));
 }
 
 /// LAZYTENSOR_HOST_CACHE_MB: how much freed host memory is kept for reuse (default 1024).
 inline std::size_t host_cache_bytes() {
-    if (const char* v = env("LAZYTENSOR_HOST_CACHE_MB")) {
-        char* end = nullptr;
-        const long long mb = std::strtoll(v, &end, 10);
-        if (*end || mb < 0) fail<ValueError>("LAZYTENSOR_HOST_CACHE_MB=", v, " is not a size in MiB (a whole number >= 0)");
-        return static_cast<std::size_t>(mb) << 20;
-    }
-    return std::size_t(1024) << 20;
+    return static_cast<std::size_t>(env_int("LAZYTENSOR_HOST_CACHE_MB", 1024, 0, (1ll << 43) - 1, "a size in MiB")) << 20;
 }
 
 inline host::HostBackend& host_backend() {
@@ -71,7 +53,8 @@ inline Device parse_device(const std::string& text) {
     if (text == "opencl") return Device::opencl(0);
     if (text.rfind("opencl:", 0) == 0) {
         const std::string n = text.substr(7);
-        if (!n.empty() && n.find_first_not_of("0123456789") == std::string::npos) return Device::opencl(std::stoi(n));
+        if (!n.empty() && n.size() <= 9 && n.find_first_not_of("0123456789") == std::string::npos)
+            return Device::opencl(std::stoi(n));
     }
     fail<DeviceError>("unknown device \"", text, "\"; expected host, opencl or opencl:N");
 }

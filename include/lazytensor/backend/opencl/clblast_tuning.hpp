@@ -55,7 +55,7 @@ inline std::unordered_map<std::string, std::size_t> parse_clblast_parameters(con
 /// Hands CLBlast the tuned parameters of this device, if there are any; returns what it did
 /// ("" when nothing applies).
 inline std::string apply_clblast_tuning(cl_device_id device, const std::string& device_name) {
-    if (const char* v = std::getenv("LAZYTENSOR_CLBLAST_TUNING"); v && std::strcmp(v, "off") == 0) return "";
+    if (!env_flag("LAZYTENSOR_CLBLAST_TUNING", true)) return "";
     std::string applied;
     for (const ClblastTuning& t : kClblastTunings) {
         if (device_name != t.device) continue;

@@ -41,6 +41,7 @@
 #include <system_error>
 #include <vector>
 
+#include "../../core/env.hpp"
 #include "../../core/error.hpp"
 
 namespace lazytensor::detail::opencl {
@@ -54,34 +55,16 @@ inline std::uint64_t fnv1a(const void* data, std::size_t n, std::uint64_t h = 14
 /// LAZYTENSOR_CACHE_DIR, else $XDG_CACHE_HOME/lazytensor, else ~/.cache/lazytensor; "off"
 /// (or an empty result) disables the disk cache.
 inline std::string default_cache_dir() {
-    auto env = [](const char* name) -> const char* {
-        const char* v = std::getenv(name);
-        return v && *v ? v : nullptr;
-    };
     if (const char* v = env("LAZYTENSOR_CACHE_DIR")) return std::string(v) == "off" ? std::string() : std::string(v);
     if (const char* v = env("XDG_CACHE_HOME")) return std::string(v) + "/lazytensor";
     if (const char* v = env("HOME")) return std::string(v) + "/.cache/lazytensor";
     return {};
 }
 
-/// LAZYTENSOR_CACHE_MAX_MB: the cap on the disk cache's entry files, in MiB (default 512; unset
-/// or empty, as for every variable). Only digits are accepted (no sign, suffix or spaces), at
-/// least 1.
+/// LAZYTENSOR_CACHE_MAX_MB: the cap on the disk cache's entry files, in MiB (default 512).
 inline std::uint64_t default_cache_max_bytes() {
-    constexpr const char* name = "LAZYTENSOR_CACHE_MAX_MB";
-    const char* v = std::getenv(name);
-    if (!v || !*v) return std::uint64_t(512) << 20;
-    constexpr std::uint64_t most = ~std::uint64_t(0) >> 20;  // MiB whose byte count fits 64 bits
-    std::uint64_t mb = 0;
-    bool digits = *v != '\0', too_large = false;
-    for (const char* c = v; *c && digits; ++c) {
-        if (*c < '0' || *c > '9') digits = false;
-        else if (mb > (most - static_cast<std::uint64_t>(*c - '0')) / 10) too_large = true;
-        else mb = mb * 10 + static_cast<std::uint64_t>(*c - '0');
-    }
-    if (!digits || (mb < 1 && !too_large)) fail<ValueError>(name, "=", v, " is not a size in MiB (a whole number >= 1)");
-    if (too_large) fail<ValueError>(name, "=", v, " is too large a size in MiB (at most ", most, ")");
-    return mb << 20;
+    constexpr long long most = (1ll << 43) - 1;  // MiB whose byte count fits 63 bits
+    return static_cast<std::uint64_t>(env_int("LAZYTENSOR_CACHE_MAX_MB", 512, 1, most, "a size in MiB")) << 20;
 }
 
 class ProgramDiskCache {
