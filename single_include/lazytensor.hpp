@@ -1955,12 +1955,19 @@ inline DType reduce_dtype(ReduceOp rop, DType in) {
     return (rop == ReduceOp::Sum || rop == ReduceOp::Prod) && !is_floating(in) ? DType::Int64 : in;
 }
 
-/// reduce(x) over `axes` (empty = all axes). `logical`: a max (any) or min (all) of bools,
-/// which, unlike max and min of numbers, has an identity for an empty axis (false, true).
+/// The axes a reduction of x over `user_axes` reduces: all of them when none are given or the
+/// list is empty (one meaning for every reduction: sum, max, mean, var, logsumexp, layer_norm).
+inline Axes reduced_axes(const NodePtr& x, const std::optional<Axes>& user_axes, const char* op) {
+    if (!user_axes || user_axes->empty()) return all_axes(x->shape.size());
+    return normalize_axes(*user_axes, x->shape.size(), op, x->shape);
+}
+
+/// reduce(x) over `axes` (none or empty: all axes). `logical`: a max (any) or min (all) of
+/// bools, which, unlike max and min of numbers, has an identity for an empty axis (false, true).
 inline NodePtr reduce(ReduceOp rop, const NodePtr& x, const std::optional<Axes>& user_axes, bool keepdim,
                       const char* op, bool logical = false) {
-    const Axes axes = user_axes ? normalize_axes(*user_axes, x->shape.size(), op, x->shape) : all_axes(x->shape.size());
-    // Nothing to reduce (a 0-d tensor, or NumPy's axis=()): the values themselves.
+    const Axes axes = reduced_axes(x, user_axes, op);
+    // Nothing to reduce (a 0-d tensor): the value itself.
     if (axes.empty()) return cast(x, reduce_dtype(rop, x->dtype));
     Shape out = x->shape;
     for (int a : axes) {
@@ -1976,7 +1983,7 @@ inline NodePtr reduce(ReduceOp rop, const NodePtr& x, const std::optional<Axes>&
     return keepdim ? node : squeeze_axes(node, axes);
 }
 
-/// any (`all` false) or all of x != 0, over `axes` (empty = all axes); bool. NaN counts as true.
+/// any (`all` false) or all of x != 0, over `axes` (none or empty: all axes); bool. NaN counts as true.
 inline NodePtr any_all(bool all, const NodePtr& x, const std::optional<Axes>& axes, bool keepdim) {
     return reduce(all ? ReduceOp::Min : ReduceOp::Max, cast(x, DType::Bool), axes, keepdim, all ? "all" : "any", true);
 }
@@ -1984,7 +1991,7 @@ inline NodePtr any_all(bool all, const NodePtr& x, const std::optional<Axes>& ax
 /// Arithmetic mean. Integers are summed exactly (int64), divided in float64, returned as float32.
 inline NodePtr mean(const NodePtr& x, const std::optional<Axes>& user_axes, bool keepdim) {
     const char* op = "mean";
-    const Axes axes = user_axes ? normalize_axes(*user_axes, x->shape.size(), op, x->shape) : all_axes(x->shape.size());
+    const Axes axes = reduced_axes(x, user_axes, op);
     std::int64_t count = 1;
     for (int a : axes) count *= x->shape[static_cast<std::size_t>(a)];
     if (x->dtype == DType::Float16) {  // in float32 (a count past 65504 is no half), rounded once
@@ -9281,12 +9288,17 @@ public:
                 if (!output || output_is_read) backend_for(b->device()).read(*b, 0, copy->handle(), b->bytes());
                 it = copies.emplace(b, std::move(copy)).first;
             }
+            if (output && output_is_read) {  // an assign: what its target held, to put back on a failure
+                original_.resize(b->bytes());
+                std::memcpy(original_.data(), it->second->handle(), b->bytes());
+            }
             host_params_.push_back(it->second);
         }
     }
 
-    /// Runs the item on the host and compares with `out`, the backend's result.
-    void verify(std::size_t index, std::size_t count, Backend& backend, const Buffer& out) const {
+    /// Runs the item on the host and compares with `out`, the backend's result. On a difference,
+    /// an assign's target gets its old contents back before the error: nothing is committed.
+    void verify(std::size_t index, std::size_t count, Backend& backend, Buffer& out) const {
         std::vector<Buffer*> params;
         for (const BufferPtr& b : host_params_) params.push_back(b.get());
         const char* reference = run_on_host(params);
@@ -9330,6 +9342,7 @@ public:
             const std::string source = backend.kernel_source(*item_.compiled);
             if (!source.empty()) msg << "--- generated source ---\n" << source;
         }
+        if (!original_.empty()) backend.write(out, 0, original_.data(), original_.size());
         fail<BackendError>(msg.str());
     }
 
@@ -9350,6 +9363,7 @@ private:
     const PlannedItem& item_;
     std::vector<Scalar> scalars_;
     std::vector<BufferPtr> host_params_;
+    std::vector<unsigned char> original_;  // an assign's target before it ran
 };
 
 }  // namespace detail
@@ -9696,7 +9710,8 @@ public:
     Tensor<T> to(Device device) const;
 
     /// Sum over all axes, or over `axes` (negative axes count from the end; keepdim keeps them
-    /// with extent 1). Integers and bool give int64; 0 over an empty axis. AxisError for a bad axis.
+    /// with extent 1; an empty list is all axes, as for every reduction). Integers and bool give
+    /// int64; 0 over an empty axis. AxisError for a bad axis.
     Tensor<detail::reduce_t<ReduceOp::Sum, T>> sum() const;
     Tensor<detail::reduce_t<ReduceOp::Sum, T>> sum(const Axes& axes, bool keepdim = false) const;
     Tensor<detail::reduce_t<ReduceOp::Sum, T>> sum(int axis, bool keepdim = false) const { return sum(Axes{axis}, keepdim); }

@@ -236,3 +236,22 @@ TEST_CASE("regressions: integer means are exact before the division") {
         CHECK(big.mean().item() == static_cast<float>(double((int64_t(1) << 40) + 2)));
     });
 }
+
+TEST_CASE("an empty axis list means all axes, for every reduction") {
+    for_each_device([](lt::Device) {
+        lt::Tensor<float> x = lt::tensor<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+        CHECK(x.sum(lt::Axes{}).item() == 21.0f);
+        CHECK(x.sum(lt::Axes{}, true).shape() == lt::Shape{1, 1});
+        CHECK(x.max(lt::Axes{}).item() == 6.0f);
+        CHECK(x.min(lt::Axes{}).item() == 1.0f);
+        CHECK(x.prod(lt::Axes{}).item() == 720.0f);
+        CHECK(x.mean(lt::Axes{}).item() == 3.5f);
+        CHECK(lt::Tensor<bool>(x > 5.0f).any(lt::Axes{}).item());
+        CHECK(!lt::Tensor<bool>(x > 5.0f).all(lt::Axes{}).item());
+        CHECK(x.var(lt::Axes{}, false, 0).item() == doctest::Approx(17.5 / 6));
+        CHECK(lt::logsumexp(x, lt::Axes{}).item() == doctest::Approx(std::log(std::exp(1.) + std::exp(2.) + std::exp(3.) +
+                                                                             std::exp(4.) + std::exp(5.) + std::exp(6.))));
+        // A 0-d tensor has no axis to reduce: the value itself.
+        CHECK(lt::full<float>({}, 2.5f).sum(lt::Axes{}).item() == 2.5f);
+    });
+}

@@ -93,6 +93,31 @@ TEST_CASE("check mode: an infinite or NaN reference must be matched exactly") {
     });
 }
 
+TEST_CASE("check mode: an assign that disagrees throws and leaves its target as it was" *
+          doctest::skip(!has_test_device(lt::Device::Kind::OpenCL))) {
+    for_each_device([](lt::Device d) {
+        if (d.kind != lt::Device::Kind::OpenCL) return;  // (on the host the interpreter is the reference)
+        CheckModeOn on;
+        lt::Tensor<float> t = lt::tensor<float>({1, 2, 3, 4, 5, 6}, {6});
+        t.realize();
+        corrupt_outputs(6, 1, 42.0f);
+        const std::string m = [&] {
+            try {
+                t.slice(0, 0, 4).assign(t.slice(0, 2, 6) * 2.0f);
+            } catch (const lt::BackendError& e) {
+                return std::string(e.what());
+            }
+            FAIL_CHECK("the assign did not throw");
+            return std::string();
+        }();
+        CHECK(contains(m, "LAZYTENSOR_CHECK"));
+        lt::detail::after_launch_hook() = nullptr;
+        CHECK(t.to_vector() == std::vector<float>{1, 2, 3, 4, 5, 6});
+        t.slice(0, 0, 4).assign(t.slice(0, 2, 6) * 2.0f);  // and it works once the fault is gone
+        CHECK(t.to_vector() == std::vector<float>{6, 8, 10, 12, 5, 6});
+    });
+}
+
 TEST_CASE("check mode: a matrix product that disagrees with the host's GEMM throws" *
           doctest::skip(!has_test_device(lt::Device::Kind::OpenCL))) {
     for_each_device([](lt::Device d) {

@@ -78,7 +78,8 @@ public:
     Tensor<T> to(Device device) const;
 
     /// Sum over all axes, or over `axes` (negative axes count from the end; keepdim keeps them
-    /// with extent 1). Integers and bool give int64; 0 over an empty axis. AxisError for a bad axis.
+    /// with extent 1; an empty list is all axes, as for every reduction). Integers and bool give
+    /// int64; 0 over an empty axis. AxisError for a bad axis.
     Tensor<detail::reduce_t<ReduceOp::Sum, T>> sum() const;
     Tensor<detail::reduce_t<ReduceOp::Sum, T>> sum(const Axes& axes, bool keepdim = false) const;
     Tensor<detail::reduce_t<ReduceOp::Sum, T>> sum(int axis, bool keepdim = false) const { return sum(Axes{axis}, keepdim); }

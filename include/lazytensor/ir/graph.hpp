@@ -465,12 +465,19 @@ inline DType reduce_dtype(ReduceOp rop, DType in) {
     return (rop == ReduceOp::Sum || rop == ReduceOp::Prod) && !is_floating(in) ? DType::Int64 : in;
 }
 
-/// reduce(x) over `axes` (empty = all axes). `logical`: a max (any) or min (all) of bools,
-/// which, unlike max and min of numbers, has an identity for an empty axis (false, true).
+/// The axes a reduction of x over `user_axes` reduces: all of them when none are given or the
+/// list is empty (one meaning for every reduction: sum, max, mean, var, logsumexp, layer_norm).
+inline Axes reduced_axes(const NodePtr& x, const std::optional<Axes>& user_axes, const char* op) {
+    if (!user_axes || user_axes->empty()) return all_axes(x->shape.size());
+    return normalize_axes(*user_axes, x->shape.size(), op, x->shape);
+}
+
+/// reduce(x) over `axes` (none or empty: all axes). `logical`: a max (any) or min (all) of
+/// bools, which, unlike max and min of numbers, has an identity for an empty axis (false, true).
 inline NodePtr reduce(ReduceOp rop, const NodePtr& x, const std::optional<Axes>& user_axes, bool keepdim,
                       const char* op, bool logical = false) {
-    const Axes axes = user_axes ? normalize_axes(*user_axes, x->shape.size(), op, x->shape) : all_axes(x->shape.size());
-    // Nothing to reduce (a 0-d tensor, or NumPy's axis=()): the values themselves.
+    const Axes axes = reduced_axes(x, user_axes, op);
+    // Nothing to reduce (a 0-d tensor): the value itself.
     if (axes.empty()) return cast(x, reduce_dtype(rop, x->dtype));
     Shape out = x->shape;
     for (int a : axes) {
@@ -486,7 +493,7 @@ inline NodePtr reduce(ReduceOp rop, const NodePtr& x, const std::optional<Axes>&
     return keepdim ? node : squeeze_axes(node, axes);
 }
 
-/// any (`all` false) or all of x != 0, over `axes` (empty = all axes); bool. NaN counts as true.
+/// any (`all` false) or all of x != 0, over `axes` (none or empty: all axes); bool. NaN counts as true.
 inline NodePtr any_all(bool all, const NodePtr& x, const std::optional<Axes>& axes, bool keepdim) {
     return reduce(all ? ReduceOp::Min : ReduceOp::Max, cast(x, DType::Bool), axes, keepdim, all ? "all" : "any", true);
 }
@@ -494,7 +501,7 @@ inline NodePtr any_all(bool all, const NodePtr& x, const std::optional<Axes>& ax
 /// Arithmetic mean. Integers are summed exactly (int64), divided in float64, returned as float32.
 inline NodePtr mean(const NodePtr& x, const std::optional<Axes>& user_axes, bool keepdim) {
     const char* op = "mean";
-    const Axes axes = user_axes ? normalize_axes(*user_axes, x->shape.size(), op, x->shape) : all_axes(x->shape.size());
+    const Axes axes = reduced_axes(x, user_axes, op);
     std::int64_t count = 1;
     for (int a : axes) count *= x->shape[static_cast<std::size_t>(a)];
     if (x->dtype == DType::Float16) {  // in float32 (a count past 65504 is no half), rounded once

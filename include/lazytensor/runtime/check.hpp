@@ -98,12 +98,17 @@ public:
                 if (!output || output_is_read) backend_for(b->device()).read(*b, 0, copy->handle(), b->bytes());
                 it = copies.emplace(b, std::move(copy)).first;
             }
+            if (output && output_is_read) {  // an assign: what its target held, to put back on a failure
+                original_.resize(b->bytes());
+                std::memcpy(original_.data(), it->second->handle(), b->bytes());
+            }
             host_params_.push_back(it->second);
         }
     }
 
-    /// Runs the item on the host and compares with `out`, the backend's result.
-    void verify(std::size_t index, std::size_t count, Backend& backend, const Buffer& out) const {
+    /// Runs the item on the host and compares with `out`, the backend's result. On a difference,
+    /// an assign's target gets its old contents back before the error: nothing is committed.
+    void verify(std::size_t index, std::size_t count, Backend& backend, Buffer& out) const {
         std::vector<Buffer*> params;
         for (const BufferPtr& b : host_params_) params.push_back(b.get());
         const char* reference = run_on_host(params);
@@ -147,6 +152,7 @@ public:
             const std::string source = backend.kernel_source(*item_.compiled);
             if (!source.empty()) msg << "--- generated source ---\n" << source;
         }
+        if (!original_.empty()) backend.write(out, 0, original_.data(), original_.size());
         fail<BackendError>(msg.str());
     }
 
@@ -167,6 +173,7 @@ private:
     const PlannedItem& item_;
     std::vector<Scalar> scalars_;
     std::vector<BufferPtr> host_params_;
+    std::vector<unsigned char> original_;  // an assign's target before it ran
 };
 
 }  // namespace detail
