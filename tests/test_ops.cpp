@@ -680,3 +680,32 @@ TEST_CASE("dtype errors of the untyped graph builders name the op and the dtypes
     CHECK(g::binary(lt::BinaryOp::BitXor, m.build(), m.build())->dtype == lt::DType::Bool);
     CHECK(g::binary(lt::BinaryOp::Shl, m.build(), i.build())->dtype == lt::DType::Int32);
 }
+
+TEST_CASE("sigmoid and silu are exact where their results are tiny or subnormal") {
+    for_each_device([](lt::Device) {
+        // Within 2 ulp of the double result rounded to float (subnormals: 2 steps of 2^-149).
+        const std::vector<float> xs{-20.0f, -79.0f, -81.0f, -87.5f, -90.0f, -98.0f, -100.0f, -105.0f, -150.0f, 30.0f, 100.0f};
+        lt::Tensor<float> x = lt::tensor<float>(xs, {static_cast<std::int64_t>(xs.size())});
+        const std::vector<float> s = lt::sigmoid(x).to_vector(), si = lt::silu(x).to_vector();
+        auto close = [](float got, double want) {
+            const float w = static_cast<float>(want);
+            const double step = std::max<double>(std::nextafter(std::fabs(w), INFINITY) - std::fabs(w), std::ldexp(1.0, -149));
+            return std::fabs(static_cast<double>(got) - static_cast<double>(w)) <= 2 * step;
+        };
+        for (std::size_t i = 0; i < xs.size(); ++i) {
+            const double v = xs[i], sig = 1 / (1 + std::exp(-v));
+            INFO("x = " << v << ": sigmoid " << s[i] << " (want " << sig << "), silu " << si[i] << " (want " << v * sig << ")");
+            CHECK(close(s[i], sig));
+            CHECK(close(si[i], v * sig));
+        }
+        CHECK(si[7] < 0.0f);  // silu(-105) = -2.66e-44: a subnormal, not -0
+        CHECK(s[6] > 0.0f);   // sigmoid(-100) = 3.72e-44
+        // double: the same at double's ends.
+        lt::Tensor<double> d = lt::tensor<double>({-720.0, -740.0, -30.0}, {3});
+        const std::vector<double> sd = lt::silu(d).to_vector();
+        CHECK(sd[0] < 0.0);
+        CHECK(sd[1] < 0.0);
+        CHECK(sd[0] == doctest::Approx(-720.0 * std::exp(-720.0)).epsilon(1e-6));
+        CHECK(sd[2] == doctest::Approx(-30.0 / (1 + std::exp(30.0))).epsilon(1e-14));
+    });
+}

@@ -374,6 +374,9 @@ private:
                     s.scalar_side = rng.chance(0.7) ? 2 : 1;
                     s.value = random_scalar(static_cast<int>(rng.below(3)));
                     p = promote_scalar(x.dtype, s.value.dtype);
+                    // A scalar the operation's dtype cannot hold is a ValueError (never wrapped):
+                    // uint8 meets non-negative integers only.
+                    if (p == DType::UInt8 && s.value.dtype == DType::Int64 && s.value.i < 0) s.value.i = -s.value.i;
                     s.shape = x.shape;
                     if (s.scalar_side == 1) std::swap(s.a, s.b), s.a = -1;
                 } else {

@@ -161,11 +161,38 @@ struct Tanh {
         }
     }
 };
+// sigmoid and silu stay exact where their results are tiny or subnormal: e = exp(-|x|) never
+// overflows (sigmoid(x) is 1 / (1 + e) for x >= 0 and e / (1 + e) below), and where e itself
+// would be subnormal (below TinyExp::below) it is exp(x + shift) * exp(-shift), the shift exact
+// in floating point and the product rounded once, so that x * e keeps its precision
+// (silu(-105.f) is -2.66e-44, not -0). The OpenCL renderer uses the same formulas.
+template <class T>
+struct TinyExp {
+    static constexpr T below = std::is_same_v<T, float> ? T(-80) : T(-700);
+    static constexpr T shift = std::is_same_v<T, float> ? T(64) : T(512);
+    static constexpr T scale = std::is_same_v<T, float> ? T(0x1.969d48p-93f) : T(0x1.44109edb20931p-739);  // exp(-shift)
+};
 struct Sigmoid {
     template <class T>
-    static T scalar(T x) { return T(1) / (T(1) + std::exp(-x)); }
+    static T scalar(T x) {
+        const T a = -std::fabs(x);
+        const T e = a >= TinyExp<T>::below ? std::exp(a) : std::exp(a + TinyExp<T>::shift) * TinyExp<T>::scale;
+        return (x >= T(0) ? T(1) : e) / (T(1) + e);
+    }
     template <class B>
-    static B simd(const B& x) { return B(1) / (B(1) + xsimd::exp(-x)); }
+    static B simd(const B& x) {
+        using T = typename B::value_type;
+        const B e = exp_tiny(-xsimd::abs(x));
+        return xsimd::select(x >= B(T(0)), B(T(1)), e) / (B(T(1)) + e);
+    }
+    /// exp(a) for a <= 0, precise where it is subnormal (see TinyExp).
+    template <class B>
+    static B exp_tiny(const B& a) {
+        using T = typename B::value_type;
+        const auto tiny = a < B(TinyExp<T>::below);
+        const B e = Exp::simd(xsimd::select(tiny, a + B(TinyExp<T>::shift), a));
+        return xsimd::select(tiny, e * B(TinyExp<T>::scale), e);
+    }
 };
 struct Sign {
     template <class T>
@@ -236,13 +263,21 @@ struct Gelu {
     }
 };
 struct Silu {
-    // x sigmoid(x); silu(-inf) is its limit, -0, not -inf * 0.
+    // x sigmoid(x); below TinyExp::below, (x * exp(x + shift)) * exp(-shift), rounded once into
+    // the tiny result; silu(-inf) is its limit, -0, not -inf * 0.
     template <class T>
-    static T scalar(T x) { return x == -std::numeric_limits<T>::infinity() ? T(-0.0) : x * Sigmoid::scalar(x); }
+    static T scalar(T x) {
+        if (x == -std::numeric_limits<T>::infinity()) return T(-0.0);
+        if (x < TinyExp<T>::below) return (x * std::exp(x + TinyExp<T>::shift)) * TinyExp<T>::scale;
+        return x * Sigmoid::scalar(x);
+    }
     template <class B>
     static B simd(const B& x) {
         using T = typename B::value_type;
-        return xsimd::select(x == B(-std::numeric_limits<T>::infinity()), B(T(-0.0)), x * Sigmoid::simd(x));
+        const auto tiny = x < B(TinyExp<T>::below);
+        B r = x * Sigmoid::simd(x);
+        if (xsimd::any(tiny)) r = xsimd::select(tiny, (x * Exp::simd(x + B(TinyExp<T>::shift))) * B(TinyExp<T>::scale), r);
+        return xsimd::select(x == B(-std::numeric_limits<T>::infinity()), B(T(-0.0)), r);
     }
 };
 // Rounding: integers are already whole (identity); round is half to even (NumPy, PyTorch).

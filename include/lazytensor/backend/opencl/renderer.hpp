@@ -140,7 +140,7 @@ inline std::string cl_unary(UnaryOp op, DType t, const std::string& x) {
         case UnaryOp::Sin: return "sin(" + x + ")";
         case UnaryOp::Cos: return "cos(" + x + ")";
         case UnaryOp::Tanh: return "tanh(" + x + ")";
-        case UnaryOp::Sigmoid: return "((" + T + ")1 / ((" + T + ")1 + exp(-" + x + ")))";
+        case UnaryOp::Sigmoid: return "lt_sigmoid_" + T + "(" + x + ")";
         case UnaryOp::Sign:  // not the built-in sign(), which gives 0 for NaN and -0 for -0
             if (fp)
                 return "(" + x + " > (" + T + ")0 ? (" + T + ")1 : " + x + " < (" + T + ")0 ? (" + T + ")-1 : " + x +
@@ -299,9 +299,18 @@ inline void cl_op_functions(const ir::Instr& in, DType t, std::vector<std::strin
         if (in.unary == UnaryOp::Gelu)  // 0.5 x (1 + erf(x / sqrt(2))); the limit -0 at -inf
             fn("lt_gelu", T + " x", "    return x == " + neg_inf + " ? " + neg_zero + " : " + half + " * x * (" + one +
                                         " + erf(x * (" + T + ")0.70710678118654752440));\n");
-        if (in.unary == UnaryOp::Silu)  // x sigmoid(x); the limit -0 at -inf
-            fn("lt_silu", T + " x", "    return x == " + neg_inf + " ? " + neg_zero + " : x * (" + one + " / (" + one +
-                                        " + exp(-x)));\n");
+        // sigmoid and silu as the host's (simd_ops.hpp, TinyExp): exact where they are tiny.
+        const bool f32 = T != "double";
+        const std::string below = f32 ? "-80.0f" : "-700.0", shift = f32 ? "64.0f" : "512.0",
+                          scale = f32 ? "0x1.969d48p-93f" : "0x1.44109edb20931p-739";
+        const std::string exp_tiny = "    const " + T + " a = -fabs(x);\n    const " + T + " e = a >= " + below +
+                                     " ? exp(a) : exp(a + " + shift + ") * " + scale + ";\n";
+        if (in.unary == UnaryOp::Sigmoid || in.unary == UnaryOp::Silu)
+            fn("lt_sigmoid", T + " x", exp_tiny + "    return (x >= (" + T + ")0 ? " + one + " : e) / (" + one + " + e);\n");
+        if (in.unary == UnaryOp::Silu)  // the limit -0 at -inf
+            fn("lt_silu", T + " x", "    if (x == " + neg_inf + ") return " + neg_zero + ";\n    if (x < " + below +
+                                        ") return (x * exp(x + " + shift + ")) * " + scale + ";\n    return x * lt_sigmoid_" +
+                                        T + "(x);\n");
         return;
     }
     if (in.op != ir::Op::Binary) return;
