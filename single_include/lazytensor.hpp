@@ -3013,7 +3013,7 @@ struct CompileStats {
     std::size_t memory_hits = 0;       // kernels found in memory (a new plan whose kernels were known)
     std::size_t programs_built = 0;    // OpenCL programs built from source: the device's compiler ran
     std::size_t disk_hits = 0;         // OpenCL programs loaded from the disk cache instead
-    double compile_ms = 0;             // time spent compiling kernels, summed over the threads that did
+    double compile_ms = 0;             // time spent compiling kernels
 };
 
 }  // namespace lazytensor
@@ -3142,7 +3142,7 @@ public:
 
     /// The compiled forms of several kernels (those one realize needs): each from the cache, or
     /// compiled now. A backend with a slow compiler builds the missing ones together
-    /// (compile_batch), so a first realize of N new kernels costs about one build.
+    /// (compile_batch), so a first realize of N new kernels costs less than N builds.
     /// outcomes[i] says how kernels[i] came to be.
     std::vector<std::shared_ptr<CompiledKernel>> get_kernels(const std::vector<const ir::Kernel*>& kernels,
                                                              std::vector<CompileOutcome>& outcomes) {
@@ -3209,7 +3209,7 @@ protected:
     /// Makes the kernel; sets `outcome`'s built_from_source or from_disk where they apply.
     virtual std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel, CompileOutcome& outcome) = 0;
     /// Makes several kernels; by default one after another. A backend whose compiler has a
-    /// large fixed cost per build overrides it to build them together.
+    /// large cost per build overrides it to build them together.
     virtual std::vector<std::shared_ptr<CompiledKernel>> compile_batch(const std::vector<const ir::Kernel*>& kernels,
                                                                        std::vector<CompileOutcome>& outcomes) {
         std::vector<std::shared_ptr<CompiledKernel>> out;
@@ -7777,9 +7777,10 @@ protected:
         }
     }
 
-    // NVIDIA's compiler costs tens of milliseconds per program whatever its size, and builds
-    // one program at a time even when asked from several threads: the kernels one realize
-    // needs are built as one program (functions named apart, helpers shared) instead.
+    // A program of several kernels builds faster than as many programs (NVIDIA's driver builds
+    // one program at a time in a process, whatever the threads or contexts: bench/README.md), so
+    // the kernels one realize needs are built as one program (functions named apart, helpers
+    // shared).
     std::vector<std::shared_ptr<CompiledKernel>> compile_batch(const std::vector<const ir::Kernel*>& kernels,
                                                                std::vector<CompileOutcome>& outcomes) override {
         std::vector<std::shared_ptr<CompiledKernel>> out(kernels.size());
@@ -9124,7 +9125,6 @@ struct PlannedItem {
     std::vector<std::string> ops;
     // The compiled kernel, looked up on the first run (realize holds its lock meanwhile).
     mutable std::shared_ptr<CompiledKernel> compiled;
-    mutable const Backend* compiled_for = nullptr;
 };
 
 struct Plan {
@@ -9521,13 +9521,14 @@ inline void print_timing(std::size_t i, Backend& backend, const std::vector<Buff
 
 /// Gets the compiled kernel of every item that has not run on its device yet, all of a
 /// device's at once: a backend with a slow compiler (OpenCL) builds the new ones as one
-/// program, so a first realize that needs N new kernels costs about one build, not N. A build
-/// that fails throws before any item has run.
+/// program, so a first realize that needs N new kernels costs less than N builds (four new
+/// kernels: 2.3-2.4 times one on NVIDIA, bench/README.md). A build that fails throws before any
+/// item has run. (A plan is made for one device: an item compiled once is compiled for good.)
 inline void compile_items(const std::vector<PlannedItem>& items, const GraphWalk& w, int level) {
     std::vector<std::size_t> todo;
     for (std::size_t i = 0; i < items.size(); ++i) {
         const PlannedItem& p = items[i];
-        if (!p.view_only && !p.gemm_item && p.compiled_for != &backend_for(w.node(p.root)->device)) todo.push_back(i);
+        if (!p.view_only && !p.gemm_item && !p.compiled) todo.push_back(i);
     }
     if (todo.empty()) return;  // (the common case: a plan that has run before)
     std::ostringstream out;
@@ -9547,7 +9548,6 @@ inline void compile_items(const std::vector<PlannedItem>& items, const GraphWalk
         std::vector<std::shared_ptr<CompiledKernel>> compiled = backend.get_kernels(kernels, outcome);
         for (std::size_t b = 0; b < batch.size(); ++b) {
             items[batch[b]].compiled = std::move(compiled[b]);
-            items[batch[b]].compiled_for = &backend;
             const CompileOutcome& o = outcome[b];
             if (level < 1 || !o.compiled) continue;
             out << "[lazytensor] kernel " << batch[b] << " on " << backend.device() << ": compiled in " << o.ms << " ms"

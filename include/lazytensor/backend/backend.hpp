@@ -36,7 +36,7 @@ struct CompileStats {
     std::size_t memory_hits = 0;       // kernels found in memory (a new plan whose kernels were known)
     std::size_t programs_built = 0;    // OpenCL programs built from source: the device's compiler ran
     std::size_t disk_hits = 0;         // OpenCL programs loaded from the disk cache instead
-    double compile_ms = 0;             // time spent compiling kernels, summed over the threads that did
+    double compile_ms = 0;             // time spent compiling kernels
 };
 
 }  // namespace lazytensor
@@ -165,7 +165,7 @@ public:
 
     /// The compiled forms of several kernels (those one realize needs): each from the cache, or
     /// compiled now. A backend with a slow compiler builds the missing ones together
-    /// (compile_batch), so a first realize of N new kernels costs about one build.
+    /// (compile_batch), so a first realize of N new kernels costs less than N builds.
     /// outcomes[i] says how kernels[i] came to be.
     std::vector<std::shared_ptr<CompiledKernel>> get_kernels(const std::vector<const ir::Kernel*>& kernels,
                                                              std::vector<CompileOutcome>& outcomes) {
@@ -232,7 +232,7 @@ protected:
     /// Makes the kernel; sets `outcome`'s built_from_source or from_disk where they apply.
     virtual std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel, CompileOutcome& outcome) = 0;
     /// Makes several kernels; by default one after another. A backend whose compiler has a
-    /// large fixed cost per build overrides it to build them together.
+    /// large cost per build overrides it to build them together.
     virtual std::vector<std::shared_ptr<CompiledKernel>> compile_batch(const std::vector<const ir::Kernel*>& kernels,
                                                                        std::vector<CompileOutcome>& outcomes) {
         std::vector<std::shared_ptr<CompiledKernel>> out;

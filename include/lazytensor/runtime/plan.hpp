@@ -39,7 +39,6 @@ struct PlannedItem {
     std::vector<std::string> ops;
     // The compiled kernel, looked up on the first run (realize holds its lock meanwhile).
     mutable std::shared_ptr<CompiledKernel> compiled;
-    mutable const Backend* compiled_for = nullptr;
 };
 
 struct Plan {

@@ -308,9 +308,10 @@ protected:
         }
     }
 
-    // NVIDIA's compiler costs tens of milliseconds per program whatever its size, and builds
-    // one program at a time even when asked from several threads: the kernels one realize
-    // needs are built as one program (functions named apart, helpers shared) instead.
+    // A program of several kernels builds faster than as many programs (NVIDIA's driver builds
+    // one program at a time in a process, whatever the threads or contexts: bench/README.md), so
+    // the kernels one realize needs are built as one program (functions named apart, helpers
+    // shared).
     std::vector<std::shared_ptr<CompiledKernel>> compile_batch(const std::vector<const ir::Kernel*>& kernels,
                                                                std::vector<CompileOutcome>& outcomes) override {
         std::vector<std::shared_ptr<CompiledKernel>> out(kernels.size());
