@@ -19,6 +19,9 @@
 #include <cstring>
 #include <functional>
 #include <lazytensor.hpp>
+#if !LAZYTENSOR_ENGINE_DEFINITIONS  // built against lazytensor::runtime: the internals used here
+#include <lazytensor/backend/host/gemm.hpp>
+#endif
 #include <random>
 #include <string>
 #include <thread>

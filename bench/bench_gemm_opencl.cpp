@@ -18,6 +18,9 @@
 // dot products. Target (issue 3): lazytensor >= 0.97x the direct CLBlast call.
 // Exit status: 0, or 1 when a result is wrong, 2 on an error.
 #include <lazytensor.hpp>
+#if !LAZYTENSOR_ENGINE_DEFINITIONS  // built against lazytensor::runtime: the internals used here
+#include <lazytensor/runtime/device.hpp>
+#endif
 
 #include <clblast.h>
 

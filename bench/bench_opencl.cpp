@@ -16,6 +16,9 @@
 // when a result is numerically wrong (lazytensor against the peer, and both against sampled
 // host references), 2 on an error. `--first-realize` is the child mode of benchmark 6.
 #include <lazytensor.hpp>
+#if !LAZYTENSOR_ENGINE_DEFINITIONS  // built against lazytensor::runtime: the internals used here
+#include <lazytensor/runtime/device.hpp>
+#endif
 
 #if !LAZYTENSOR_OPENCL
 #error "bench_opencl needs the OpenCL backend: build with LAZYTENSOR_OPENCL=ON"

@@ -16,6 +16,9 @@
 #include <cstring>
 #include <functional>
 #include <lazytensor.hpp>
+#if !LAZYTENSOR_ENGINE_DEFINITIONS  // built against lazytensor::runtime: the internals used here
+#include <lazytensor/runtime/device.hpp>
+#endif
 #include <string>
 #include <vector>
 

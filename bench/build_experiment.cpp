@@ -5,6 +5,10 @@
 //   g++ -std=c++17 -O1 -Iinclude -DLAZYTENSOR_OPENCL=1 bench/build_experiment.cpp -lOpenCL -lpthread
 //   LAZYTENSOR_CACHE_DIR=off ./a.out
 #include <lazytensor.hpp>
+#if !LAZYTENSOR_ENGINE_DEFINITIONS  // built against lazytensor::runtime: the internals used here
+#include <lazytensor/runtime/device.hpp>
+#include <lazytensor/runtime/plan.hpp>
+#endif
 #include <chrono>
 #include <cstdio>
 #include <thread>

@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
     std::printf("forward pass of a batch of %lld on %s: %zu matmuls, %zu kernels\n", static_cast<long long>(batch),
                 device.str().c_str(), items.size() - lt::kernel_count(items), lt::kernel_count(items));
     for (const lt::ScheduleItem& item : items) {
-        std::printf("  %s:", item.kind.c_str());
+        std::printf("  %s:", lt::to_string(item.kind));
         for (const std::string& op : item.ops) std::printf(" %s", op.c_str());
         std::printf(" -> %s\n", item.output.c_str());
     }

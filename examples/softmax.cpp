@@ -32,7 +32,7 @@ int main() {
     std::printf("softmax of a %lldx%lld batch on %s: %zu kernel(s)\n", static_cast<long long>(batch),
                 static_cast<long long>(classes), device.str().c_str(), lt::kernel_count(items));
     for (const lt::ScheduleItem& item : items) {
-        std::printf("  %s: ", item.kind.c_str());
+        std::printf("  %s: ", lt::to_string(item.kind));
         for (std::size_t i = 0; i < item.ops.size(); ++i) std::printf("%s%s", i ? ", " : "", item.ops[i].c_str());
         std::printf(" -> %s, %d phases (ends: %s)\n", item.output.c_str(), item.phases, item.reason.c_str());
     }

@@ -6,6 +6,10 @@
 //   lt::Tensor<float> a = lt::tensor<float>({1, 2, 3, 4, 5, 6}, {2, 3});
 //   lt::Tensor<float> c = lt::exp(a) * 0.5f + 1.0f;   // lazy
 //   std::vector<float> v = c.to_vector();             // scheduled, fused, run
+//
+// To compile the engine once instead of in every unit: build every unit with
+// LAZYTENSOR_SEPARATE_RUNTIME defined, and define LAZYTENSOR_IMPLEMENTATION before this include in
+// exactly one of them (CMake: link lazytensor::runtime). See runtime/seam.hpp.
 #pragma once
 
 #include "lazytensor/core/version.hpp"
@@ -23,5 +27,10 @@
 #include "lazytensor/frontend/print.hpp"
 #include "lazytensor/frontend/static_kernel.hpp"
 #include "lazytensor/frontend/tensor.hpp"
-#include "lazytensor/runtime/device.hpp"
-#include "lazytensor/runtime/realize.hpp"
+#include "lazytensor/runtime/seam.hpp"
+
+// The engine: in every unit by default (header-only), in the LAZYTENSOR_IMPLEMENTATION unit
+// only when the units are built with LAZYTENSOR_SEPARATE_RUNTIME (runtime/seam.hpp).
+#if LAZYTENSOR_ENGINE_DEFINITIONS
+#include "lazytensor/runtime/engine.hpp"
+#endif

@@ -13,6 +13,10 @@
 //   lt::Tensor<float> a = lt::tensor<float>({1, 2, 3, 4, 5, 6}, {2, 3});
 //   lt::Tensor<float> c = lt::exp(a) * 0.5f + 1.0f;   // lazy
 //   std::vector<float> v = c.to_vector();             // scheduled, fused, run
+//
+// To compile the engine once instead of in every unit: build every unit with
+// LAZYTENSOR_SEPARATE_RUNTIME defined, and define LAZYTENSOR_IMPLEMENTATION before this include in
+// exactly one of them (CMake: link lazytensor::runtime). See runtime/seam.hpp.
 
 // ---- lazytensor/core/version.hpp ----
 // The library's version: the one place it is written (CMake's project() reads it from here, and
@@ -1023,15 +1027,26 @@ inline Axes all_axes(std::size_t ndim) {
 #include <utility>
 #include <vector>
 
-// ---- lazytensor/ir/node.hpp ----
-// The lazy graph. A Node is one operation on whole tensors; a Tensor is a shared handle to one.
-// Once realized, a node turns into a Buffer node (a strided view of a device buffer) and drops
-// its sources, so the graph behind it can be freed.
+// ---- lazytensor/runtime/seam.hpp ----
+// The seam between the typed front end and the engine: everything the front end (and the
+// public API) needs from the scheduler, lowering and backends, as declared functions. The front
+// end includes this and never the engine, so the engine can be compiled once:
+//
+//   header-only (default)            the engine's definitions are inline in every unit;
+//   LAZYTENSOR_SEPARATE_RUNTIME      units see these declarations only (and compile in seconds);
+//   LAZYTENSOR_IMPLEMENTATION        defined in exactly one unit, which holds the definitions
+//                                    (runtime/engine.hpp) as ordinary external functions.
+//
+// A program must not mix header-only units with separate-runtime ones: the link fails, naming
+// lazytensor_ERROR_a_unit_is_header_only_while_another_uses_LAZYTENSOR_SEPARATE_RUNTIME; a
+// separate-runtime program without an implementation unit fails to link, naming
+// lazytensor_ERROR_LAZYTENSOR_SEPARATE_RUNTIME_needs_one_unit_with_LAZYTENSOR_IMPLEMENTATION
+// (GCC and Clang with an ELF linker; elsewhere these checks are absent).
 
-#include <array>
-#include <cstdint>
+#include <cstddef>
 #include <memory>
-#include <shared_mutex>
+#include <ostream>
+#include <string>
 #include <vector>
 
 // ---- lazytensor/core/device.hpp ----
@@ -1073,6 +1088,23 @@ struct Device {
 
 /// Writes d.str(): "host" or "opencl:N".
 inline std::ostream& operator<<(std::ostream& out, const Device& d) { return out << d.str(); }
+
+namespace detail {
+
+/// A device from its spelling ("host", "opencl", "opencl:N"), as LAZYTENSOR_DEVICE takes it;
+/// DeviceError for anything else. Whether the device exists is not checked here.
+inline Device parse_device(const std::string& text) {
+    if (text == "host") return Device::host();
+    if (text == "opencl") return Device::opencl(0);
+    if (text.rfind("opencl:", 0) == 0) {
+        const std::string n = text.substr(7);
+        if (!n.empty() && n.size() <= 9 && n.find_first_not_of("0123456789") == std::string::npos)
+            return Device::opencl(std::stoi(n));
+    }
+    fail<DeviceError>("unknown device \"", text, "\"; expected host, opencl or opencl:N");
+}
+
+}  // namespace detail
 
 namespace detail {
 
@@ -1151,6 +1183,175 @@ private:
 using BufferPtr = std::shared_ptr<Buffer>;
 
 }  // namespace lazytensor
+
+#if defined(LAZYTENSOR_IMPLEMENTATION)
+#define LAZYTENSOR_ENGINE_DEFINITIONS 1
+#define LAZYTENSOR_ENGINE_API
+#elif defined(LAZYTENSOR_SEPARATE_RUNTIME)
+#define LAZYTENSOR_ENGINE_DEFINITIONS 0
+#define LAZYTENSOR_ENGINE_API
+#else
+#define LAZYTENSOR_ENGINE_DEFINITIONS 1
+#define LAZYTENSOR_ENGINE_API inline
+#endif
+
+#if defined(__GNUC__) && defined(__ELF__)
+#if !defined(LAZYTENSOR_IMPLEMENTATION) && !defined(LAZYTENSOR_SEPARATE_RUNTIME)
+// Header-only: every unit defines this symbol in one COMDAT group (so header-only units link
+// together), as a global symbol that clashes with the implementation unit's plain definition.
+__asm__(".pushsection .rodata.lazytensor_mode_marker,\"aG\",@progbits,lazytensor_mode_marker,comdat\n"
+        ".globl lazytensor_ERROR_a_unit_is_header_only_while_another_uses_LAZYTENSOR_SEPARATE_RUNTIME\n"
+        "lazytensor_ERROR_a_unit_is_header_only_while_another_uses_LAZYTENSOR_SEPARATE_RUNTIME: .byte 0\n"
+        ".popsection\n");
+#elif !defined(LAZYTENSOR_IMPLEMENTATION)
+// Separate runtime: every unit refers to a symbol that only the implementation unit defines.
+extern "C" const char lazytensor_ERROR_LAZYTENSOR_SEPARATE_RUNTIME_needs_one_unit_with_LAZYTENSOR_IMPLEMENTATION;
+namespace lazytensor::detail {
+namespace {
+[[maybe_unused]] __attribute__((used)) const char* const separate_runtime_link_check =
+    &lazytensor_ERROR_LAZYTENSOR_SEPARATE_RUNTIME_needs_one_unit_with_LAZYTENSOR_IMPLEMENTATION;
+}  // namespace
+}  // namespace lazytensor::detail
+#endif
+#endif
+
+namespace lazytensor {
+
+/// The memory of one device's tensors, as lt::memory_stats reports it.
+struct MemoryStats {
+    std::size_t live_bytes = 0;    // in buffers that tensors (or a running schedule) hold now
+    std::size_t live_buffers = 0;  // how many such buffers
+    std::size_t peak_bytes = 0;    // the most live_bytes since the last lt::reset_peak_memory
+    std::size_t cached_bytes = 0;  // freed blocks the caching allocator keeps for reuse
+    std::size_t limit_bytes = 0;   // lt::set_memory_limit's limit on live_bytes; 0 for none
+};
+
+/// What one device compiled and what its caches answered, as lt::compile_stats reports it. A
+/// loop whose scalars or seeds change compiles nothing after its first step.
+struct CompileStats {
+    std::size_t kernels_compiled = 0;  // kernels made because no kernel of that structure was in memory
+    std::size_t memory_hits = 0;       // kernels found in memory (a new plan whose kernels were known)
+    std::size_t programs_built = 0;    // OpenCL programs built from source: the device's compiler ran
+    std::size_t disk_hits = 0;         // OpenCL programs loaded from the disk cache instead
+    double compile_ms = 0;             // time spent compiling kernels
+};
+
+/// A device and what it is, as listed by lt::devices().
+struct DeviceInfo {
+    Device device;
+    std::string name;  // "host (16 threads, avx512bw)", "NVIDIA H100 80GB HBM3 (NVIDIA CUDA, gpu)"
+    std::string kind;  // "host", or the OpenCL device type: "gpu", "cpu" or "accelerator"
+};
+
+/// One item of a schedule, as lt::schedule() reports it.
+struct ScheduleItem {
+    enum class Kind {
+        Kernel,  // a generated kernel (or the expression's compiled loop on the host)
+        Matmul,  // the backend's GEMM
+        View,    // zero-copy: a view of another buffer
+    };
+    Kind kind = Kind::Kernel;
+    std::string reason;               // why its output is materialized
+    std::vector<std::string> ops;     // the ops fused into it, in evaluation order
+    std::vector<std::string> inputs;  // "float32[2, 3]" per input buffer
+    int scalars = 0;                  // scalar values passed to it at launch (operands, seeds, ...)
+    std::string output;               // the result, e.g. "float32[4, 8]"
+    int phases = 0;                   // reduce and store phases of the kernel
+    bool compiled_loop = false;       // runs as the expression's compiled loop, not interpreted
+    std::string ir;                   // the kernel IR listing, or the GEMM's shape and layouts
+};
+
+/// "kernel", "matmul" or "view".
+inline const char* to_string(ScheduleItem::Kind kind) {
+    switch (kind) {
+        case ScheduleItem::Kind::Kernel: return "kernel";
+        case ScheduleItem::Kind::Matmul: return "matmul";
+        case ScheduleItem::Kind::View: return "view";
+    }
+    return "?";
+}
+inline std::ostream& operator<<(std::ostream& out, ScheduleItem::Kind kind) { return out << to_string(kind); }
+
+/// Every device this build can run on; the host is always first, then every OpenCL device of
+/// every platform (opencl:0, opencl:1, ...).
+LAZYTENSOR_ENGINE_API std::vector<DeviceInfo> devices();
+/// The device new tensors are created on: set_default_device's, else LAZYTENSOR_DEVICE (host,
+/// opencl, opencl:N), else host. DeviceError if LAZYTENSOR_DEVICE is unknown or unavailable.
+LAZYTENSOR_ENGINE_API Device default_device();
+/// Makes `d` the device new tensors are created on; DeviceError (and no change) if `d` is
+/// not available.
+LAZYTENSOR_ENGINE_API void set_default_device(Device d);
+/// Waits until every kernel launched on `d` has finished (realize() only enqueues on OpenCL
+/// devices; reading a result waits by itself). DeviceError if `d` is not available.
+LAZYTENSOR_ENGINE_API void synchronize(Device d);
+
+/// How much memory the tensors on `d` hold (live, peak, cached by the allocator, the limit).
+/// DeviceError if `d` is not available.
+LAZYTENSOR_ENGINE_API MemoryStats memory_stats(Device d);
+/// Starts a new peak: memory_stats(d).peak_bytes becomes the live bytes now.
+LAZYTENSOR_ENGINE_API void reset_peak_memory(Device d);
+/// Caps the bytes that live buffers on `d` may hold (0: no cap, the default). An allocation past
+/// it throws OutOfMemoryError, as a full device does, and leaves every tensor usable. Tensors
+/// that already exist are kept even when they hold more.
+LAZYTENSOR_ENGINE_API void set_memory_limit(Device d, std::size_t bytes);
+/// Gives the free blocks that the caching allocator keeps for reuse on `d` back to the system
+/// (the host) or the driver (OpenCL), as torch.cuda.empty_cache does.
+LAZYTENSOR_ENGINE_API void empty_cache(Device d);
+
+/// What `d` has compiled since the start (or reset_compile_stats): kernels compiled and found in
+/// memory, OpenCL programs built from source or loaded from the disk cache, and the time spent.
+/// A loop that changes only scalar values or random seeds compiles nothing after its first step.
+LAZYTENSOR_ENGINE_API CompileStats compile_stats(Device d);
+/// Sets compile_stats(d)'s counters to zero.
+LAZYTENSOR_ENGINE_API void reset_compile_stats(Device d);
+
+/// Whether check mode is on (LAZYTENSOR_CHECK=1 at start): see runtime/check.hpp.
+LAZYTENSOR_ENGINE_API bool check_enabled();
+/// Turns check mode on or off for the following realizes.
+LAZYTENSOR_ENGINE_API void set_check_enabled(bool on);
+
+namespace detail {
+
+struct Node;
+class Backend;
+namespace graph {
+struct Operand;
+}
+
+/// The backend that runs `d`'s kernels; DeviceError, naming the device, if it is unavailable
+/// (so the front end calls it to check a device before any work).
+LAZYTENSOR_ENGINE_API Backend& backend_for(Device d);
+/// Whether a matrix product of `dtype` on `device` runs as the backend's GEMM (a schedule item
+/// of its own) rather than as a reduction kernel.
+LAZYTENSOR_ENGINE_API bool gemm_available(DType dtype, Device device);
+
+/// Computes `nodes` together (runtime/realize.hpp): one schedule, shared parts computed once.
+/// If anything fails, every node is left as it was.
+LAZYTENSOR_ENGINE_API void realize_nodes(const std::vector<Node*>& nodes);
+/// The schedule realize_nodes would run, without running it.
+LAZYTENSOR_ENGINE_API std::vector<ScheduleItem> schedule_items(const std::vector<Node*>& nodes);
+/// Writes `value` into the memory of `target` (a tensor or a view of one), now: Tensor::assign.
+LAZYTENSOR_ENGINE_API void assign_into(const std::shared_ptr<Node>& target, const graph::Operand& value);
+
+/// A new buffer on `d` holding `bytes` bytes copied from host memory (`numel` elements of `dtype`).
+LAZYTENSOR_ENGINE_API BufferPtr upload(Device d, DType dtype, std::int64_t numel, const void* data);
+/// Copies `bytes` bytes at byte offset `at` of `src` to host memory (waits for the kernels
+/// that write it).
+LAZYTENSOR_ENGINE_API void download(const Buffer& src, std::size_t at, void* dst, std::size_t bytes);
+
+}  // namespace detail
+}  // namespace lazytensor
+// ---- lazytensor/ir/node.hpp ----
+// The lazy graph. A Node is one operation on whole tensors; a Tensor is a shared handle to one.
+// Once realized, a node turns into a Buffer node (a strided view of a device buffer) and drops
+// its sources, so the graph behind it can be freed.
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <shared_mutex>
+#include <vector>
+
 // ---- lazytensor/ir/ops.hpp ----
 // The op list, defined once. The front end (free functions, operators, result types), the graph,
 // the kernel IR and every backend are generated from these tables or switch over them: adding
@@ -2008,10 +2209,7 @@ inline NodePtr mean(const NodePtr& x, const std::optional<Axes>& user_axes, bool
 
 /// Whether a product of `dtype` on `device` runs as a GEMM schedule item. Other products are
 /// sums of element-wise products, which the scheduler fuses into one reduction kernel.
-inline bool runs_as_gemm(DType dtype, Device device) {
-    if (dtype != DType::Float32 && dtype != DType::Float64) return false;
-    return device.kind == Device::Kind::Host || LAZYTENSOR_CLBLAST;
-}
+inline bool runs_as_gemm(DType dtype, Device device) { return gemm_available(dtype, device); }
 
 /// NumPy's matmul: 1-D x 1-D is a dot product; a 1-D operand is a row (left) or a column
 /// (right) vector whose unit axis is dropped from the result; batch axes broadcast.
@@ -2087,22 +2285,494 @@ inline NodePtr matmul(const NodePtr& a, const NodePtr& b) {
 }
 
 }  // namespace lazytensor::detail::graph
-// ---- lazytensor/runtime/realize.hpp ----
-// realize(): plan (schedule and lower, or reuse the plan of a graph of the same structure) ->
-// get compiled kernels (cached) -> launch -> commit.
-//
-// Nothing is committed until every kernel has run: if any step throws, every tensor is left
-// as it was (still lazy, still usable). Buffers of intermediate results that nobody else holds
-// are released as soon as the last kernel reading them has run.
 
-#include <algorithm>
-#include <chrono>
-#include <iostream>
-#include <mutex>
-#include <optional>
-#include <sstream>
-#include <string>
-#include <vector>
+namespace lazytensor {
+
+template <class T>
+class Tensor;
+
+namespace detail {
+
+/// Base of everything that is a tensor value: Tensor<T> and the expression types.
+struct TensorTag {};
+
+template <class E>
+inline constexpr bool is_tensor_like_v = std::is_base_of_v<TensorTag, std::decay_t<E>>;
+
+/// C++ arithmetic types (and half) usable as scalars next to tensors.
+template <class S>
+inline constexpr bool is_scalar_v = std::is_arithmetic_v<std::decay_t<S>> || std::is_same_v<std::decay_t<S>, half>;
+
+/// The dtype a C++ scalar contributes to promotion (only its category matters).
+template <class S>
+constexpr DType scalar_dtype() {
+    if constexpr (std::is_same_v<S, bool>) return DType::Bool;
+    else if constexpr (is_floating_v<S>) return DType::Float64;
+    else return DType::Int64;
+}
+
+template <class S>
+Scalar make_scalar(S value) {
+    if constexpr (std::is_same_v<S, bool>) return Scalar::of<bool>(value);
+    else if constexpr (is_floating_v<S>) return Scalar::of<double>(static_cast<double>(value));
+    else return Scalar::of<std::int64_t>(static_cast<std::int64_t>(value));
+}
+
+/// Result element type of a reduction.
+template <ReduceOp Op, class T>
+using reduce_t = std::conditional_t<(Op == ReduceOp::Sum || Op == ReduceOp::Prod) && !is_floating_v<T>, std::int64_t, T>;
+template <class T>
+using mean_t = std::conditional_t<is_floating_v<T>, T, float>;
+
+}  // namespace detail
+
+/// The member API shared by Tensor<T> and every expression whose element type is T. Unless
+/// said otherwise, methods returning a Tensor build a lazy value (nothing runs) and check
+/// shapes and axes at once.
+template <class T, class Derived>
+class TensorBase : public detail::TensorTag {
+public:
+    /// The C++ element type.
+    using value_type = T;
+
+    /// The element type as a runtime tag.
+    static constexpr DType dtype() { return dtype_of<T>(); }
+    /// Number of elements.
+    std::int64_t numel() const { return lazytensor::numel(self().shape()); }
+    /// Number of dimensions (0 for a scalar tensor).
+    std::size_t ndim() const { return self().shape().size(); }
+
+    /// Computes the value (and everything it needs) now, on the tensor's device.
+    Tensor<T> realize() const;
+    /// The elements in row-major order; realizes first if needed.
+    std::vector<T> to_vector() const;
+    /// The single element of a one-element tensor (ValueError otherwise); realizes first if needed.
+    T item() const;
+    /// The value on `device` (realized, read back through host memory and copied there now).
+    /// On the tensor's own device, the tensor itself. DeviceError if `device` is unavailable.
+    Tensor<T> to(Device device) const;
+
+    /// Sum over all axes, or over `axes` (negative axes count from the end; keepdim keeps them
+    /// with extent 1; an empty list is all axes, as for every reduction). Integers and bool give
+    /// int64; 0 over an empty axis. AxisError for a bad axis.
+    Tensor<detail::reduce_t<ReduceOp::Sum, T>> sum() const;
+    Tensor<detail::reduce_t<ReduceOp::Sum, T>> sum(const Axes& axes, bool keepdim = false) const;
+    Tensor<detail::reduce_t<ReduceOp::Sum, T>> sum(int axis, bool keepdim = false) const { return sum(Axes{axis}, keepdim); }
+    /// Largest element over all axes, or over `axes`; NaN if any is NaN. ValueError over an empty axis.
+    Tensor<T> max() const;
+    Tensor<T> max(const Axes& axes, bool keepdim = false) const;
+    Tensor<T> max(int axis, bool keepdim = false) const { return max(Axes{axis}, keepdim); }
+    /// Smallest element over all axes, or over `axes`; NaN if any is NaN. ValueError over an empty axis.
+    Tensor<T> min() const;
+    Tensor<T> min(const Axes& axes, bool keepdim = false) const;
+    Tensor<T> min(int axis, bool keepdim = false) const { return min(Axes{axis}, keepdim); }
+    /// Product over all axes, or over `axes` (1 over an empty axis; integers and bool give int64).
+    Tensor<detail::reduce_t<ReduceOp::Prod, T>> prod() const;
+    Tensor<detail::reduce_t<ReduceOp::Prod, T>> prod(const Axes& axes, bool keepdim = false) const;
+    Tensor<detail::reduce_t<ReduceOp::Prod, T>> prod(int axis, bool keepdim = false) const { return prod(Axes{axis}, keepdim); }
+    /// Whether any element is non-zero (NaN counts), over all axes or `axes`; false over an empty axis.
+    Tensor<bool> any() const;
+    Tensor<bool> any(const Axes& axes, bool keepdim = false) const;
+    Tensor<bool> any(int axis, bool keepdim = false) const;
+    /// Whether every element is non-zero (NaN counts), over all axes or `axes`; true over an empty axis.
+    Tensor<bool> all() const;
+    Tensor<bool> all(const Axes& axes, bool keepdim = false) const;
+    Tensor<bool> all(int axis, bool keepdim = false) const;
+    /// Arithmetic mean over all axes or `axes` (integers and bool are averaged in float32).
+    Tensor<detail::mean_t<T>> mean() const;
+    Tensor<detail::mean_t<T>> mean(const Axes& axes, bool keepdim = false) const;
+    Tensor<detail::mean_t<T>> mean(int axis, bool keepdim = false) const { return mean(Axes{axis}, keepdim); }
+
+    /// The same elements in another shape; one extent may be -1. Zero-copy when the layout allows.
+    /// ShapeError if the element counts differ.
+    Tensor<T> reshape(const Shape& shape) const;
+    /// Reorders the axes: result axis i is input axis perm[i]. AxisError unless perm is a
+    /// permutation of the axes. A view.
+    Tensor<T> permute(const Axes& perm) const;
+    /// Swaps two axes (AxisError if out of range). A view.
+    Tensor<T> transpose(int a, int b) const;
+    /// Broadcasts to a larger shape (NumPy rules; -1 keeps an extent). Never copies. ShapeError
+    /// if a non-1 extent would change or `shape` has fewer axes.
+    Tensor<T> expand(const Shape& shape) const;
+    /// The last two axes swapped: every matrix of a batch transposed (PyTorch's .mT). Never
+    /// copies; a matrix product reads it in place. AxisError for fewer than 2 dimensions.
+    Tensor<T> mT() const;
+    /// The transpose of a matrix; 0-d and 1-d tensors are returned as they are (PyTorch's .t()).
+    /// AxisError for more than 2 dimensions.
+    Tensor<T> t() const;
+
+    /// x[start:stop:step] along `axis` (Python's rules: negative indices count from the end,
+    /// bounds are clipped, a negative step walks backwards; `{}` for a default bound). A view.
+    /// ValueError for step 0.
+    Tensor<T> slice(int axis, std::optional<std::int64_t> start, std::optional<std::int64_t> stop,
+                    std::int64_t step = 1) const;
+    /// The element at `index` along `axis`, with that axis removed (negative counts from the end).
+    /// IndexError if `index` is out of range.
+    Tensor<T> select(int axis, std::int64_t index) const;
+    /// The elements in reverse order along `axes`. A view. AxisError for a bad or repeated axis.
+    Tensor<T> flip(const Axes& axes) const;
+    Tensor<T> flip(int axis) const { return flip(Axes{axis}); }
+    /// Surrounded by `value`: widths[k] = {before, after} elements along axis k (NumPy's pad,
+    /// constant mode). Fused into the kernel that reads it; padding positions read no memory.
+    /// ShapeError unless there is one pair per axis; ValueError for a negative width.
+    Tensor<T> pad(const std::vector<std::pair<std::int64_t, std::int64_t>>& widths, T value = T(0)) const;
+    /// Without the extent-1 axes (all of them, or those in `axes`, which must have extent 1:
+    /// ShapeError otherwise).
+    Tensor<T> squeeze() const;
+    Tensor<T> squeeze(const Axes& axes) const;
+    /// With a new extent-1 axis at position `axis` of the result (negative counts from the end).
+    Tensor<T> unsqueeze(int axis) const;
+    /// Axes start..end (inclusive) merged into one; a 0-d tensor becomes shape [1]. AxisError
+    /// if start comes after end.
+    Tensor<T> flatten(int start = 0, int end = -1) const;
+    /// The tensor repeated reps[k] times along axis k (NumPy's tile; PyTorch's repeat). When reps
+    /// has more entries than the tensor has axes, leading axes are added. ValueError for a
+    /// negative count.
+    Tensor<T> tile(const Shape& reps) const;
+    /// PyTorch's Tensor.repeat: the same as tile.
+    Tensor<T> repeat(const Shape& reps) const { return tile(reps); }
+    /// Each element repeated `repeats` times along `axis` (NumPy's repeat, PyTorch's repeat_interleave).
+    /// ValueError for a negative count.
+    Tensor<T> repeat_interleave(std::int64_t repeats, int axis) const;
+
+    /// Variance over `axes` (all when empty), divided by N - correction (1: the unbiased
+    /// estimate, PyTorch's default; 0: NumPy's default). Integers compute in float32.
+    Tensor<detail::mean_t<T>> var(const Axes& axes = {}, bool keepdim = false, int correction = 1) const;
+    Tensor<detail::mean_t<T>> var(int axis, bool keepdim = false, int correction = 1) const {
+        return var(Axes{axis}, keepdim, correction);
+    }
+    /// Standard deviation: sqrt(var(axes, keepdim, correction)).
+    Tensor<detail::mean_t<T>> std(const Axes& axes = {}, bool keepdim = false, int correction = 1) const;
+    Tensor<detail::mean_t<T>> std(int axis, bool keepdim = false, int correction = 1) const {
+        return std(Axes{axis}, keepdim, correction);
+    }
+    /// The position (int64) of the largest element along `axis`: the first on ties and the
+    /// first NaN if there is one (NumPy's argmax). One kernel. ValueError over an empty axis.
+    Tensor<std::int64_t> argmax(int axis, bool keepdim = false) const;
+    /// The position of the smallest element along `axis` (first on ties, first NaN).
+    /// ValueError over an empty axis.
+    Tensor<std::int64_t> argmin(int axis, bool keepdim = false) const;
+    /// Running sum along `axis`, same shape (integers and bool accumulate in int64, as sum does).
+    /// AxisError for a 0-d tensor.
+    Tensor<detail::reduce_t<ReduceOp::Sum, T>> cumsum(int axis) const;
+    /// Running product along `axis`, same shape (integers and bool accumulate in int64).
+    Tensor<detail::reduce_t<ReduceOp::Prod, T>> cumprod(int axis) const;
+
+    /// Matrix product with NumPy's rules (see lt::matmul).
+    template <class E>
+    auto matmul(const E& other) const;
+
+    /// Element-wise conversion to U (float to integer saturates; NaN becomes 0).
+    template <class U>
+    auto cast() const;
+
+protected:
+    const Derived& self() const { return static_cast<const Derived&>(*this); }
+};
+
+/// A tensor: a shared handle to a lazy (or realized) value. Copying a Tensor is cheap and
+/// shares the value; operations on it build new lazy values and leave it unchanged (only
+/// assign() writes into its memory).
+template <class T>
+class Tensor : public TensorBase<T, Tensor<T>> {
+    static_assert(detail::dtype_traits<T>::supported,
+                  "lazytensor: Tensor<T> supports T = bool, uint8_t, int32_t, int64_t, lazytensor::half, float, double");
+
+public:
+    /// An empty handle; give it a value with = before use (using it throws ValueError).
+    Tensor() = default;
+    /// Wraps a graph node (library internals).
+    explicit Tensor(detail::NodePtr node) : node_(std::move(node)) {}
+
+    /// Captures an expression as a lazy graph node (nothing is computed).
+    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E> && !std::is_same_v<std::decay_t<E>, Tensor>>>
+    Tensor(const E& expr) : node_(expr.build()) {
+        static_assert(std::is_same_v<typename std::decay_t<E>::value_type, T>,
+                      "lazytensor: the expression's element type differs from the Tensor's; convert with "
+                      "lt::cast<T>(expr) or declare the tensor with `auto`");
+    }
+
+    /// The extents, outermost first (ValueError for an empty handle).
+    const Shape& shape() const { return node().shape; }
+    /// The device the value lives (or will be computed) on.
+    Device device() const { return node().device; }
+    /// True once the value has been computed into a buffer.
+    bool is_realized() const {
+        detail::GraphReadLock lock;  // another thread may be realizing it
+        return node_ && node_->realized();
+    }
+
+    /// Writes `value` (a tensor, expression or scalar, broadcast to this shape and converted to
+    /// T) into this tensor's memory, now. Every tensor that shares the memory sees it: views
+    /// such as x.slice(...) write into x, as in PyTorch (x.slice(0, 1, 3).assign(0.0f)). Lazy
+    /// expressions built earlier on that memory keep the values they were built on (they are
+    /// computed first), and a value that reads the memory it overwrites at other positions
+    /// (x.assign(x.flip(0))) is computed into a copy first. Returns *this. Before writing:
+    /// ShapeError if value does not broadcast to this shape, DeviceError if it is on another
+    /// device, ValueError if this is a broadcast view or a reshape that needed a copy.
+    template <class V>
+    Tensor& assign(const V& value);
+
+    /// The graph node (library internals and tests).
+    const detail::NodePtr& node_ptr() const { return node_; }
+    /// The graph node, shared (library internals; ValueError for an empty handle).
+    detail::NodePtr build() const {
+        node();
+        return node_;
+    }
+
+private:
+    const detail::Node& node() const {
+        if (!node_) detail::fail<ValueError>("use of an empty lt::Tensor (default-constructed and never assigned)");
+        return *node_;
+    }
+
+    detail::NodePtr node_;
+};
+
+/// A type-erased reference to a tensor of any element type (lt::realize, lt::schedule).
+class TensorRef {
+public:
+    /// Refers to `t`'s value (implicit, so {x, y} of different types works).
+    template <class T>
+    TensorRef(const Tensor<T>& t) : node_(t.build()) {}
+    /// The graph node (library internals).
+    detail::Node* node() const { return node_.get(); }
+
+private:
+    detail::NodePtr node_;
+};
+
+// ------------------------------------------------------------------ TensorBase implementation
+
+namespace detail {
+
+template <class T>
+std::vector<T> read_elements(const Node& n) {
+    // Copies out the smallest region of the buffer that holds the view, then walks it.
+    const std::int64_t count = lazytensor::numel(n.shape);
+    std::vector<T> out(static_cast<std::size_t>(count));
+    if (count == 0) return out;
+    std::int64_t lo = n.offset, hi = n.offset;
+    for (std::size_t k = 0; k < n.shape.size(); ++k) {
+        const std::int64_t span = (n.shape[k] - 1) * n.strides[k];
+        (span < 0 ? lo : hi) += span;
+    }
+    using Stored = std::conditional_t<std::is_same_v<T, bool>, std::uint8_t, T>;
+    std::vector<Stored> region(static_cast<std::size_t>(hi - lo + 1));
+    download(*n.buffer, static_cast<std::size_t>(lo) * sizeof(Stored), region.data(), region.size() * sizeof(Stored));
+    if (is_contiguous_layout(n.shape, n.strides, n.offset - lo)) {
+        for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(region[i]);
+        return out;
+    }
+    SmallVector<std::int64_t, 6> index(n.shape.size(), 0);
+    std::int64_t at = n.offset - lo;
+    for (std::int64_t i = 0; i < count; ++i) {
+        out[static_cast<std::size_t>(i)] = static_cast<T>(region[static_cast<std::size_t>(at)]);
+        for (std::size_t k = n.shape.size(); k-- > 0;) {
+            at += n.strides[k];
+            if (++index[k] < n.shape[k]) break;
+            at -= n.strides[k] * n.shape[k];
+            index[k] = 0;
+        }
+    }
+    return out;
+}
+
+}  // namespace detail
+
+template <class T, class D>
+Tensor<T> TensorBase<T, D>::realize() const {
+    Tensor<T> t(self().build());
+    detail::realize_nodes({t.node_ptr().get()});
+    return t;
+}
+
+template <class T, class D>
+std::vector<T> TensorBase<T, D>::to_vector() const {
+    Tensor<T> t = realize();
+    return detail::read_elements<T>(*t.node_ptr());
+}
+
+template <class T, class D>
+T TensorBase<T, D>::item() const {
+    const std::int64_t n = numel();
+    if (n != 1)
+        detail::fail<ValueError>("item(): the tensor has shape ", self().shape(), " (", n,
+                         " elements); item() needs exactly one element");
+    return to_vector()[0];
+}
+
+template <class T, class D>
+Tensor<detail::reduce_t<ReduceOp::Sum, T>> TensorBase<T, D>::sum() const {
+    return Tensor<detail::reduce_t<ReduceOp::Sum, T>>(detail::graph::reduce(ReduceOp::Sum, self().build(), std::nullopt, false, "sum"));
+}
+template <class T, class D>
+Tensor<detail::reduce_t<ReduceOp::Sum, T>> TensorBase<T, D>::sum(const Axes& axes, bool keepdim) const {
+    return Tensor<detail::reduce_t<ReduceOp::Sum, T>>(detail::graph::reduce(ReduceOp::Sum, self().build(), axes, keepdim, "sum"));
+}
+template <class T, class D>
+Tensor<T> TensorBase<T, D>::max() const {
+    return Tensor<T>(detail::graph::reduce(ReduceOp::Max, self().build(), std::nullopt, false, "max"));
+}
+template <class T, class D>
+Tensor<T> TensorBase<T, D>::max(const Axes& axes, bool keepdim) const {
+    return Tensor<T>(detail::graph::reduce(ReduceOp::Max, self().build(), axes, keepdim, "max"));
+}
+template <class T, class D>
+Tensor<T> TensorBase<T, D>::min() const {
+    return Tensor<T>(detail::graph::reduce(ReduceOp::Min, self().build(), std::nullopt, false, "min"));
+}
+template <class T, class D>
+Tensor<T> TensorBase<T, D>::min(const Axes& axes, bool keepdim) const {
+    return Tensor<T>(detail::graph::reduce(ReduceOp::Min, self().build(), axes, keepdim, "min"));
+}
+template <class T, class D>
+Tensor<detail::reduce_t<ReduceOp::Prod, T>> TensorBase<T, D>::prod() const {
+    return Tensor<detail::reduce_t<ReduceOp::Prod, T>>(detail::graph::reduce(ReduceOp::Prod, self().build(), std::nullopt, false, "prod"));
+}
+template <class T, class D>
+Tensor<detail::reduce_t<ReduceOp::Prod, T>> TensorBase<T, D>::prod(const Axes& axes, bool keepdim) const {
+    return Tensor<detail::reduce_t<ReduceOp::Prod, T>>(detail::graph::reduce(ReduceOp::Prod, self().build(), axes, keepdim, "prod"));
+}
+template <class T, class D>
+Tensor<bool> TensorBase<T, D>::any() const {
+    return Tensor<bool>(detail::graph::any_all(false, self().build(), std::nullopt, false));
+}
+template <class T, class D>
+Tensor<bool> TensorBase<T, D>::any(const Axes& axes, bool keepdim) const {
+    return Tensor<bool>(detail::graph::any_all(false, self().build(), axes, keepdim));
+}
+template <class T, class D>
+Tensor<bool> TensorBase<T, D>::any(int axis, bool keepdim) const {
+    return any(Axes{axis}, keepdim);
+}
+template <class T, class D>
+Tensor<bool> TensorBase<T, D>::all() const {
+    return Tensor<bool>(detail::graph::any_all(true, self().build(), std::nullopt, false));
+}
+template <class T, class D>
+Tensor<bool> TensorBase<T, D>::all(const Axes& axes, bool keepdim) const {
+    return Tensor<bool>(detail::graph::any_all(true, self().build(), axes, keepdim));
+}
+template <class T, class D>
+Tensor<bool> TensorBase<T, D>::all(int axis, bool keepdim) const {
+    return all(Axes{axis}, keepdim);
+}
+template <class T, class D>
+Tensor<detail::mean_t<T>> TensorBase<T, D>::mean() const {
+    return Tensor<detail::mean_t<T>>(detail::graph::mean(self().build(), std::nullopt, false));
+}
+template <class T, class D>
+Tensor<detail::mean_t<T>> TensorBase<T, D>::mean(const Axes& axes, bool keepdim) const {
+    return Tensor<detail::mean_t<T>>(detail::graph::mean(self().build(), axes, keepdim));
+}
+
+template <class T, class D>
+Tensor<T> TensorBase<T, D>::reshape(const Shape& shape) const {
+    return Tensor<T>(detail::graph::reshape(self().build(), shape));
+}
+template <class T, class D>
+Tensor<T> TensorBase<T, D>::permute(const Axes& perm) const {
+    return Tensor<T>(detail::graph::permute(self().build(), perm));
+}
+template <class T, class D>
+Tensor<T> TensorBase<T, D>::transpose(int a, int b) const {
+    return Tensor<T>(detail::graph::transpose(self().build(), a, b));
+}
+template <class T, class D>
+Tensor<T> TensorBase<T, D>::expand(const Shape& shape) const {
+    return Tensor<T>(detail::graph::expand(self().build(), shape));
+}
+
+template <class T, class D>
+Tensor<T> TensorBase<T, D>::mT() const {
+    if (ndim() < 2)
+        detail::fail<AxisError>("mT(): needs at least 2 dimensions, the tensor has shape ", self().shape());
+    return transpose(-2, -1);
+}
+template <class T, class D>
+Tensor<T> TensorBase<T, D>::t() const {
+    if (ndim() > 2)
+        detail::fail<AxisError>("t(): needs at most 2 dimensions, the tensor has shape ", self().shape(),
+                                "; use mT() to transpose the last two axes, or permute()");
+    return ndim() < 2 ? Tensor<T>(self().build()) : transpose(0, 1);
+}
+
+template <class T, class D>
+template <class E>
+auto TensorBase<T, D>::matmul(const E& other) const {
+    using R = promote_t<T, typename std::decay_t<E>::value_type>;
+    return Tensor<R>(detail::graph::matmul(self().build(), other.build()));
+}
+
+/// Computes several tensors in one schedule; parts they share are computed once.
+inline void realize(std::initializer_list<TensorRef> tensors) {
+    std::vector<detail::Node*> nodes;
+    for (const TensorRef& t : tensors) nodes.push_back(t.node());
+    detail::realize_nodes(nodes);
+}
+inline void realize(const std::vector<TensorRef>& tensors) {
+    std::vector<detail::Node*> nodes;
+    for (const TensorRef& t : tensors) nodes.push_back(t.node());
+    detail::realize_nodes(nodes);
+}
+
+/// The schedule realize() would run for these tensors (or one expression), without running it:
+/// one item per kernel, matmul (GEMM) or zero-copy view.
+inline std::vector<ScheduleItem> schedule(std::initializer_list<TensorRef> tensors) {
+    std::vector<detail::Node*> nodes;
+    for (const TensorRef& t : tensors) nodes.push_back(t.node());
+    return detail::schedule_items(nodes);
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+std::vector<ScheduleItem> schedule(const E& expr) {
+    detail::NodePtr node = expr.build();
+    return detail::schedule_items({node.get()});
+}
+
+/// Number of kernels in a schedule (matmul items, which run the backend's GEMM, and views that
+/// need no kernel are not counted).
+inline std::size_t kernel_count(const std::vector<ScheduleItem>& items) {
+    std::size_t n = 0;
+    for (const auto& item : items) n += item.kind == ScheduleItem::Kind::Kernel;
+    return n;
+}
+
+}  // namespace lazytensor
+
+// The members declared above and defined next to the functions they share code with. Included
+// here, at the end, so that wherever TensorBase is visible its members are defined, whatever
+// the include order (each of these needs only what is above).
+// ---- lazytensor/frontend/assign.hpp ----
+// In-place writes: Tensor::assign. The write is an Assign node, scheduled and lowered like any
+// other (its kernel stores into the target's memory at the target's layout) and realized at
+// once, after every lazy reader of that memory that is not part of the value (the seam's
+// assign_into, runtime/engine.hpp).
+
+
+namespace lazytensor {
+
+template <class T>
+template <class V>
+Tensor<T>& Tensor<T>::assign(const V& value) {
+    const detail::NodePtr target = build();  // ValueError for an empty handle
+    if constexpr (detail::is_scalar_v<V>) detail::assign_into(target, detail::graph::Operand(detail::make_scalar(value)));
+    else detail::assign_into(target, detail::graph::Operand(value.build()));
+    return *this;
+}
+
+}  // namespace lazytensor
+// ---- lazytensor/frontend/expr.hpp ----
+// Expression templates. Combining tensors builds a typed expression: its C++ type is the tree,
+// it holds its operands by value (tensor handles, scalars, sub-expressions) and allocates
+// nothing. Shapes are checked as the expression is built, so a broadcast mistake throws at the
+// line that makes it. Assigning the expression to a Tensor (or realizing it) turns it into
+// graph nodes. Result types follow PyTorch's promotion, computed at compile time by the same
+// constexpr rules the graph applies at run time.
+
+#include <type_traits>
+#include <utility>
 
 // ---- lazytensor/ir/static_kernel.hpp ----
 // Static kernels: compiled-in implementations of element-wise kernels, offered by expression
@@ -2699,1174 +3369,238 @@ public:
 };
 
 }  // namespace lazytensor::detail
-// ---- lazytensor/runtime/check.hpp ----
-// Check mode (LAZYTENSOR_CHECK=1, or lt::set_check_enabled): every schedule item that has a
-// second implementation also runs on the host interpreter, the reference semantics, and the
-// two results must agree within a tolerance suited to the dtype:
-//   - a kernel on an OpenCL device: the same kernel IR interpreted on the host;
-//   - a compiled loop on the host (ir/static_kernel.hpp): the same IR interpreted;
-//   - a matrix product on an OpenCL device (CLBlast): the host's packed GEMM.
-// A difference throws a BackendError naming the kernel, the first differing element, and the
-// kernel's IR and generated source; realize has not committed anything then, so every tensor
-// stays usable. Slow (every kernel runs twice, with copies through host memory): for debugging.
-
-#include <cmath>
-#include <cstring>
-#include <functional>
-#include <sstream>
-#include <string>
-#include <unordered_map>
-#include <vector>
-
-// ---- lazytensor/runtime/device.hpp ----
-// Devices at run time: the backend behind each device, the default device, and the
-// environment variables (LAZYTENSOR_DEVICE, LAZYTENSOR_THREADS, LAZYTENSOR_DEBUG).
-
-#include <atomic>
-#include <cstdlib>
-#include <mutex>
-#include <string>
-#include <thread>
-#include <vector>
-
-// ---- lazytensor/backend/host/host_backend.hpp ----
-// The host backend: buffers in host memory, kernels run by the interpreter and matrix products
-// by the packed GEMM (gemm.hpp), on a thread pool of LAZYTENSOR_THREADS threads (default: all
-// cores).
-//
-// Large buffers come from a cache of freed blocks (like PyTorch's caching allocator): a fresh
-// 64 MB buffer costs 16k page faults on first touch, more than the kernel that fills it. Blocks
-// of 2 MB and more are 2 MB aligned and advised as huge pages where Linux allows it.
-
-#include <cstdlib>
-#include <cstring>
-#include <map>
-#include <memory>
-#include <mutex>
-#include <string>
-#include <xsimd/xsimd.hpp>
-
-#ifdef __linux__
-#include <sys/mman.h>
-#include <sys/sysinfo.h>
-#endif
-
-// ---- lazytensor/backend/backend.hpp ----
-// The backend interface (Rune's shape): a device, buffers on it, copies to and from the host,
-// kernels compiled from the IR (cached by the IR's key) and launched on buffers, and matrix
-// products (a GEMM of the backend's own).
-
-#include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <cstdlib>
-#include <memory>
-#include <mutex>
-#include <string>
-#include <vector>
-
-// ---- lazytensor/core/lru_cache.hpp ----
-// A thread-safe map from string keys to shared values that keeps the most recently used
-// entries: the kernel caches of the backends and the plan cache share it.
-
-#include <cstddef>
-#include <list>
-#include <memory>
-#include <mutex>
-#include <string>
-#include <unordered_map>
 
 namespace lazytensor::detail {
 
-template <class V>
-class LruCache {
+/// The compiled loop of expression type E, or null (frontend/static_kernel.hpp).
+template <class E>
+const StaticKernel* static_kernel_of();
+
+/// Marks a node built from expression E with E's compiled loop. Only the node an expression
+/// becomes as a whole gets one (its operands are built with build_node): a loop per
+/// subexpression would compile O(depth^2) code that hardly ever runs.
+template <class E>
+NodePtr with_static_kernel(NodePtr n) {
+    n->static_kernel = static_kernel_of<E>();
+    return n;
+}
+
+template <class E, class = void>
+struct has_build_node : std::false_type {};
+template <class E>
+struct has_build_node<E, std::void_t<decltype(std::declval<const E&>().build_node())>> : std::true_type {};
+
+/// The graph node of an operand inside an expression: an expression's without its compiled loop.
+template <class E>
+NodePtr operand_node(const E& e) {
+    if constexpr (has_build_node<E>::value) return e.build_node();
+    else return e.build();
+}
+
+/// A C++ scalar operand.
+template <class S>
+struct ScalarLeaf {
+    S value;
+};
+
+template <class E>
+struct operand_traits {
+    static constexpr bool scalar = false;
+    static constexpr DType dtype = dtype_of<typename E::value_type>();
+};
+template <class S>
+struct operand_traits<ScalarLeaf<S>> {
+    static constexpr bool scalar = true;
+    static constexpr DType dtype = scalar_dtype<S>();
+};
+
+template <class... Es>
+constexpr DType promoted_dtype() {
+    Promotion p;
+    ((p = operand_traits<Es>::scalar ? p.with_scalar(operand_traits<Es>::dtype) : p.with_tensor(operand_traits<Es>::dtype)), ...);
+    return p.result();
+}
+
+template <UnaryOp Op, class V>
+constexpr DType unary_result() {
+    static_assert(!(std::is_same_v<V, bool> &&
+                    (type_rule(Op) == TypeRule::Numeric || type_rule(Op) == TypeRule::Floating)),
+                  "lazytensor: this element-wise function is not defined for bool tensors; cast first, "
+                  "e.g. lt::exp(lt::cast<float>(x))");
+    static_assert(!(type_rule(Op) == TypeRule::Bitwise && is_floating(dtype_of<V>())),
+                  "lazytensor: bitwise not (~) needs an integer or bool tensor, not a floating-point one; for "
+                  "x == 0 use !x (lt::logical_not), or cast first, e.g. ~lt::cast<int32_t>(x)");
+    return result_dtype(type_rule(Op), compute_dtype(type_rule(Op), dtype_of<V>()));
+}
+
+template <BinaryOp Op, class L, class R>
+constexpr DType binary_result() {
+    static_assert(!(type_rule(Op) == TypeRule::Arith && operand_traits<L>::dtype == DType::Bool &&
+                    operand_traits<R>::dtype == DType::Bool),
+                  "lazytensor: arithmetic on two bool operands is not defined; cast one to a numeric type "
+                  "first, e.g. lt::cast<int32_t>(mask)");
+    static_assert(!(type_rule(Op) == TypeRule::Bitwise && is_floating(promoted_dtype<L, R>())),
+                  "lazytensor: bitwise operations (&, |, ^) need integer or bool operands, not floating-point "
+                  "ones; for logical and/or use && and || (lt::logical_and, lt::logical_or), or cast first, "
+                  "e.g. lt::cast<int32_t>(x)");
+    static_assert(!(type_rule(Op) == TypeRule::Shift && !is_integral(promoted_dtype<L, R>())),
+                  "lazytensor: shifts (<<, >>) need integer operands, not floating-point or bool ones; cast "
+                  "first, e.g. lt::cast<int32_t>(x)");
+    return result_dtype(type_rule(Op), compute_dtype(type_rule(Op), promoted_dtype<L, R>()));
+}
+
+template <class E>
+graph::Operand operand(const E& e) {
+    if constexpr (operand_traits<E>::scalar) return graph::Operand(make_scalar(e.value));
+    else return graph::Operand(operand_node(e));
+}
+
+template <class E>
+void merge_operand(const E& e, std::optional<Shape>& shape, std::optional<Device>& device, const char* op) {
+    if constexpr (!operand_traits<E>::scalar) {
+        shape = shape ? broadcast_shapes(*shape, e.shape(), op) : e.shape();
+        if (device && *device != e.device())
+            fail<DeviceError>(op, ": operands are on different devices (", *device, " and ", e.device(),
+                              "); move one with .to(device)");
+        device = e.device();
+    }
+}
+
+/// A scalar operand that the operation's dtype cannot hold fails where the expression is
+/// written (graph::check_scalar_fits), not later where it is realized.
+template <class E>
+void check_scalar_operand(const E& e, DType computes_in, const char* op) {
+    if constexpr (operand_traits<E>::scalar) graph::check_scalar_fits(make_scalar(e.value), computes_in, op);
+}
+
+/// f(a): element-wise unary function.
+template <UnaryOp Op, class A>
+class UnaryExpr : public TensorBase<dtype_type_t<unary_result<Op, typename A::value_type>()>, UnaryExpr<Op, A>> {
 public:
-    explicit LruCache(std::size_t capacity) : capacity_(capacity < 1 ? 1 : capacity) {}
-
-    /// The value for `key`, marked as most recently used; null when absent.
-    std::shared_ptr<V> find(const std::string& key) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        auto it = map_.find(key);
-        if (it == map_.end()) return nullptr;
-        order_.splice(order_.begin(), order_, it->second.age);
-        return it->second.value;
-    }
-
-    /// Inserts `value` unless `key` is present; returns the value that ends up in the cache
-    /// and whether it is `value`. Evicts the least recently used entries beyond capacity.
-    std::pair<std::shared_ptr<V>, bool> insert(std::string key, std::shared_ptr<V> value) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        auto [it, inserted] = map_.emplace(std::move(key), Entry{std::move(value), {}});
-        if (!inserted) return {it->second.value, false};
-        order_.push_front(&it->first);
-        it->second.age = order_.begin();
-        std::shared_ptr<V> result = it->second.value;
-        trim();
-        return {std::move(result), true};
-    }
-
-    std::size_t size() const {
-        std::lock_guard<std::mutex> lock(mutex_);
-        return map_.size();
-    }
-    std::size_t capacity() const {
-        std::lock_guard<std::mutex> lock(mutex_);
-        return capacity_;
-    }
-    void clear() {
-        std::lock_guard<std::mutex> lock(mutex_);
-        map_.clear();
-        order_.clear();
-    }
-    void set_capacity(std::size_t capacity) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        capacity_ = capacity < 1 ? 1 : capacity;
-        trim();
-    }
+    explicit UnaryExpr(A a) : a_(std::move(a)) {}
+    const Shape& shape() const { return a_.shape(); }
+    Device device() const { return a_.device(); }
+    NodePtr build() const { return with_static_kernel<UnaryExpr>(build_node()); }
+    NodePtr build_node() const { return graph::unary(Op, operand_node(a_)); }
 
 private:
-    struct Entry {
-        std::shared_ptr<V> value;
-        typename std::list<const std::string*>::iterator age;
-    };
-
-    void trim() {
-        while (map_.size() > capacity_) {
-            map_.erase(*order_.back());
-            order_.pop_back();
-        }
-    }
-
-    mutable std::mutex mutex_;
-    std::unordered_map<std::string, Entry> map_;
-    std::list<const std::string*> order_;  // keys, most recently used first
-    std::size_t capacity_;
+    A a_;
 };
+
+/// a op b: element-wise binary operation with broadcasting; either side may be a scalar.
+template <BinaryOp Op, class L, class R>
+class BinaryExpr : public TensorBase<dtype_type_t<binary_result<Op, L, R>()>, BinaryExpr<Op, L, R>> {
+public:
+    BinaryExpr(L l, R r) : l_(std::move(l)), r_(std::move(r)) {
+        std::optional<Shape> shape;
+        std::optional<Device> device;
+        merge_operand(l_, shape, device, op_name(Op));
+        merge_operand(r_, shape, device, op_name(Op));
+        constexpr DType computes_in = compute_dtype(type_rule(Op), promoted_dtype<L, R>());
+        check_scalar_operand(l_, computes_in, op_name(Op));
+        check_scalar_operand(r_, computes_in, op_name(Op));
+        shape_ = std::move(*shape);
+        device_ = *device;
+    }
+    const Shape& shape() const { return shape_; }
+    Device device() const { return device_; }
+    NodePtr build() const { return with_static_kernel<BinaryExpr>(build_node()); }
+    NodePtr build_node() const { return graph::binary(Op, operand(l_), operand(r_)); }
+
+private:
+    L l_;
+    R r_;
+    Shape shape_;
+    Device device_;
+};
+
+/// where(cond, x, y): x where cond is true, else y; x and y may be scalars.
+template <class C, class X, class Y>
+class WhereExpr : public TensorBase<dtype_type_t<promoted_dtype<X, Y>()>, WhereExpr<C, X, Y>> {
+public:
+    WhereExpr(C c, X x, Y y) : c_(std::move(c)), x_(std::move(x)), y_(std::move(y)) {
+        std::optional<Shape> shape;
+        std::optional<Device> device;
+        merge_operand(c_, shape, device, "where");
+        merge_operand(x_, shape, device, "where");
+        merge_operand(y_, shape, device, "where");
+        check_scalar_operand(x_, promoted_dtype<X, Y>(), "where");
+        check_scalar_operand(y_, promoted_dtype<X, Y>(), "where");
+        shape_ = std::move(*shape);
+        device_ = *device;
+    }
+    const Shape& shape() const { return shape_; }
+    Device device() const { return device_; }
+    NodePtr build() const { return with_static_kernel<WhereExpr>(build_node()); }
+    NodePtr build_node() const { return graph::where(operand(c_), operand(x_), operand(y_)); }
+
+private:
+    C c_;
+    X x_;
+    Y y_;
+    Shape shape_;
+    Device device_;
+};
+
+/// cast<U>(a): element-wise conversion.
+template <class U, class A>
+class CastExpr : public TensorBase<U, CastExpr<U, A>> {
+public:
+    explicit CastExpr(A a) : a_(std::move(a)) {}
+    const Shape& shape() const { return a_.shape(); }
+    Device device() const { return a_.device(); }
+    NodePtr build() const { return graph::cast(operand_node(a_), dtype_of<U>()); }
+
+private:
+    A a_;
+};
+
+/// Wraps an operand for storage in an expression: tensors and expressions by value, C++
+/// scalars as ScalarLeaf.
+template <class E>
+auto wrap(E&& e) {
+    if constexpr (is_scalar_v<E>) return ScalarLeaf<std::decay_t<E>>{e};
+    else return std::decay_t<E>(std::forward<E>(e));
+}
+
+template <class E>
+using wrapped_t = decltype(wrap(std::declval<E>()));
+
+template <class L, class R>
+inline constexpr bool is_binary_operands_v =
+    (is_tensor_like_v<L> && (is_tensor_like_v<R> || is_scalar_v<R>)) || (is_scalar_v<L> && is_tensor_like_v<R>);
+
+template <BinaryOp Op, class L, class R>
+auto make_binary(L&& l, R&& r) {
+    return BinaryExpr<Op, wrapped_t<L>, wrapped_t<R>>(wrap(std::forward<L>(l)), wrap(std::forward<R>(r)));
+}
+
+template <UnaryOp Op, class A>
+auto make_unary(A&& a) {
+    return UnaryExpr<Op, std::decay_t<A>>(std::forward<A>(a));
+}
 
 }  // namespace lazytensor::detail
-// ---- lazytensor/ir/gemm.hpp ----
-// A matrix product as a schedule item: C[b..., m, n] = sum_k A[b..., m, k] * B[b..., k, n].
-//
-// The scheduler gives every matmul node an item of its own (as ug does). Its operands are
-// read in place through whatever strides their views have (a transposed operand is a
-// column-major matrix, a broadcast batch axis a zero stride); C is a fresh contiguous buffer.
-// Backends run it: the host with a packed GEMM, OpenCL with CLBlast.
-
-#include <algorithm>
-#include <cstdint>
-#include <optional>
-#include <sstream>
-#include <string>
-#include <vector>
-
-
-namespace lazytensor::detail::ir {
-
-/// Where the elements of one operand are: element (i, j) of batch index (b_0, b_1, ...) is at
-/// offset + sum_t b_t * batch_strides[t] + i * row_stride + j * col_stride.
-struct MatrixLayout {
-    std::int64_t offset = 0;
-    std::int64_t row_stride = 0;
-    std::int64_t col_stride = 0;
-    Strides batch_strides;
-};
-
-struct Gemm {
-    DType dtype = DType::Float32;
-    Shape batch;  // batch extents; C is contiguous [batch..., m, n]
-    std::int64_t m = 0, n = 0, k = 0;
-    MatrixLayout a;  // m x k
-    MatrixLayout b;  // k x n
-
-    std::int64_t batch_count() const { return numel(batch); }
-
-    /// The element offsets of A and B for every batch index, in row-major order of `batch`
-    /// (C's batch i starts at i * m * n).
-    void batch_offsets(std::vector<std::int64_t>& a_offsets, std::vector<std::int64_t>& b_offsets) const {
-        const std::int64_t count = batch_count();
-        a_offsets.assign(static_cast<std::size_t>(count), a.offset);
-        b_offsets.assign(static_cast<std::size_t>(count), b.offset);
-        std::int64_t period = 1;  // how many consecutive batches share one index of axis t
-        for (std::size_t t = batch.size(); t-- > 0;) {
-            const std::int64_t extent = batch[t];
-            for (std::int64_t i = 0; i < count; ++i) {
-                const std::int64_t index = (i / period) % extent;
-                a_offsets[static_cast<std::size_t>(i)] += index * a.batch_strides[t];
-                b_offsets[static_cast<std::size_t>(i)] += index * b.batch_strides[t];
-            }
-            period *= extent;
-        }
-    }
-};
-
-/// How a BLAS library reads one operand: a row-major matrix with leading dimension `ld`, or
-/// (transposed) a column-major one.
-struct BlasOperand {
-    bool transposed = false;
-    std::int64_t ld = 1;
-};
-
-/// The BLAS form of a rows x cols operand, if it has one (one of its strides is 1 and the other
-/// at least the extent it steps over). The stride of an extent-1 axis is free.
-inline std::optional<BlasOperand> blas_operand(const MatrixLayout& l, std::int64_t rows, std::int64_t cols) {
-    const std::int64_t min_ld_rows = std::max<std::int64_t>(1, cols), min_ld_cols = std::max<std::int64_t>(1, rows);
-    if ((cols == 1 || l.col_stride == 1) && (rows == 1 || l.row_stride >= min_ld_rows))
-        return BlasOperand{false, rows == 1 ? min_ld_rows : l.row_stride};
-    if ((rows == 1 || l.row_stride == 1) && (cols == 1 || l.col_stride >= min_ld_cols))
-        return BlasOperand{true, cols == 1 ? min_ld_cols : l.col_stride};
-    return std::nullopt;
-}
-
-inline bool blas_readable(const Gemm& g) { return blas_operand(g.a, g.m, g.k) && blas_operand(g.b, g.k, g.n); }
-
-/// Simplifies the batch: drops extent-1 axes, merges axes that both operands walk as one, and
-/// folds the batch into the rows of A where B is shared by every batch (x[b, m, k] @ w[k, n]
-/// is one GEMM of b*m rows). With `blas`, a fold that BLAS could not read is not made.
-inline void normalize(Gemm& g, bool blas) {
-    for (std::size_t t = g.batch.size(); t-- > 0;) {
-        if (g.batch[t] != 1) continue;
-        g.batch.erase(t);
-        g.a.batch_strides.erase(t);
-        g.b.batch_strides.erase(t);
-    }
-    for (std::size_t t = g.batch.size(); t-- > 1;) {  // merge axis t-1 into t (C always allows it)
-        const std::int64_t e = g.batch[t];
-        if (g.a.batch_strides[t - 1] != g.a.batch_strides[t] * e || g.b.batch_strides[t - 1] != g.b.batch_strides[t] * e)
-            continue;
-        g.batch[t - 1] *= e;
-        g.batch.erase(t);
-        g.a.batch_strides.erase(t - 1);
-        g.b.batch_strides.erase(t - 1);
-    }
-    if (g.batch.size() != 1 || g.b.batch_strides[0] != 0) return;
-    const std::int64_t stride = g.a.batch_strides[0];
-    if (g.m != 1 && stride != g.m * g.a.row_stride) return;
-    Gemm folded = g;
-    folded.m = g.m * g.batch[0];
-    if (g.m == 1) folded.a.row_stride = stride;
-    folded.batch.clear();
-    folded.a.batch_strides.clear();
-    folded.b.batch_strides.clear();
-    if (!blas || blas_readable(folded) || !blas_readable(g)) g = std::move(folded);
-}
-
-/// A kernel copying one operand ([batch..., rows, cols] as `layout` says) into a contiguous
-/// buffer, and the operand's layout there: how a GEMM that needs BLAS layouts reads any other.
-inline Kernel contiguous_copy(DType dtype, const Shape& batch, std::int64_t rows, std::int64_t cols,
-                              MatrixLayout& layout) {
-    Kernel k;
-    k.domain = batch;
-    k.domain.push_back(rows);
-    k.domain.push_back(cols);
-    k.reduced.assign(k.domain.size(), false);
-    k.params = {Param{dtype, false}, Param{dtype, true}};
-    Instr load;
-    load.op = Op::Load;
-    load.dtype = dtype;
-    load.arg = 0;
-    load.access.offset = layout.offset;
-    load.access.strides = layout.batch_strides;
-    load.access.strides.push_back(layout.row_stride);
-    load.access.strides.push_back(layout.col_stride);
-    Phase store;
-    store.instrs.push_back(load);
-    const Strides dense = contiguous_strides(k.domain);
-    store.stores.push_back(Store{1, 0, Access{0, dense}});
-    k.phases.push_back(std::move(store));
-    normalize(k);
-    layout = MatrixLayout{0, cols, 1, Strides(dense.begin(), dense.end() - 2)};
-    return k;
-}
-
-/// A GEMM's shape and operand layouts, as LAZYTENSOR_DEBUG=2 lists them.
-inline std::string to_string(const Gemm& g) {
-    std::ostringstream out;
-    auto layout = [&](const char* name, const MatrixLayout& l) {
-        out << "    " << name << ": offset " << l.offset << ", row stride " << l.row_stride << ", column stride "
-            << l.col_stride;
-        if (!l.batch_strides.empty()) out << ", batch strides " << l.batch_strides;
-        out << "\n";
-    };
-    out << "    gemm " << g.dtype << ": batch " << g.batch << ", m " << g.m << ", n " << g.n << ", k " << g.k << "\n";
-    layout("A", g.a);
-    layout("B", g.b);
-    return out.str();
-}
-
-}  // namespace lazytensor::detail::ir
 
 namespace lazytensor {
 
-/// The memory of one device's tensors, as lt::memory_stats reports it.
-struct MemoryStats {
-    std::size_t live_bytes = 0;    // in buffers that tensors (or a running schedule) hold now
-    std::size_t live_buffers = 0;  // how many such buffers
-    std::size_t peak_bytes = 0;    // the most live_bytes since the last lt::reset_peak_memory
-    std::size_t cached_bytes = 0;  // freed blocks the caching allocator keeps for reuse
-    std::size_t limit_bytes = 0;   // lt::set_memory_limit's limit on live_bytes; 0 for none
-};
-
-/// What one device compiled and what its caches answered, as lt::compile_stats reports it. A
-/// loop whose scalars or seeds change compiles nothing after its first step.
-struct CompileStats {
-    std::size_t kernels_compiled = 0;  // kernels made because no kernel of that structure was in memory
-    std::size_t memory_hits = 0;       // kernels found in memory (a new plan whose kernels were known)
-    std::size_t programs_built = 0;    // OpenCL programs built from source: the device's compiler ran
-    std::size_t disk_hits = 0;         // OpenCL programs loaded from the disk cache instead
-    double compile_ms = 0;             // time spent compiling kernels
-};
+template <class T, class D>
+template <class U>
+auto TensorBase<T, D>::cast() const {
+    static_assert(detail::dtype_traits<U>::supported, "lazytensor: cast<U> needs U = bool, uint8_t, int32_t, int64_t, lazytensor::half, float or double");
+    return detail::CastExpr<U, D>(self());
+}
 
 }  // namespace lazytensor
 
-namespace lazytensor::detail {
+// The compiled loops that static_kernel_of<E> (declared above) makes.
+// ---- lazytensor/frontend/static_kernel.hpp ----
+// The static kernel of an expression template (see ir/static_kernel.hpp): the expression's
+// tree, compiled into one loop over SIMD batches, for expressions whose values are all of one
+// floating type T (comparisons and predicates may appear as where() conditions).
 
-/// LAZYTENSOR_KERNEL_CACHE: how many compiled kernels each device keeps in memory (and, on
-/// OpenCL, how many built programs below them); 4096 by default.
-inline std::size_t kernel_cache_capacity_from_env() {
-    return static_cast<std::size_t>(env_int("LAZYTENSOR_KERNEL_CACHE", 4096, 1, std::int64_t(1) << 40, "a number of kernels"));
-}
-
-/// How one kernel came to be (LAZYTENSOR_DEBUG, compile statistics).
-struct CompileOutcome {
-    bool compiled = false;           // not found in memory: made now
-    bool built_from_source = false;  // an OpenCL program was built by the compiler
-    bool from_disk = false;          // an OpenCL program was loaded from the disk cache
-    double ms = 0;                   // time spent making it (with the others of its batch)
-    std::size_t batch = 0;           // kernels made together with it, itself included
-};
-
-/// A kernel ready to launch on one backend.
-class CompiledKernel {
-public:
-    virtual ~CompiledKernel() = default;
-};
-
-class Backend : public BufferAllocator {
-public:
-    virtual Device device() const = 0;
-    /// A human-readable name of the device ("host (2 threads, avx512bw)", an OpenCL device name).
-    virtual std::string name() const = 0;
-
-    /// A new buffer of `numel` elements (contents undefined). BackendError when no buffer that
-    /// large can exist on the device; OutOfMemoryError when memory runs out or the buffer would
-    /// pass the memory limit (set_memory_limit).
-    BufferPtr allocate(DType dtype, std::int64_t numel) {
-        std::size_t bytes = 0;
-        if (numel < 0 || __builtin_mul_overflow(static_cast<std::size_t>(numel), dtype_size(dtype), &bytes))
-            fail<BackendError>(device(), ": cannot allocate ", numel, " elements of ", dtype,
-                               ": the size in bytes does not fit in 64 bits");
-        if (bytes > largest_buffer())
-            fail<BackendError>(device(), ": cannot allocate ", numel, " elements of ", dtype, " (", bytes,
-                               " bytes): the device's largest buffer is ", largest_buffer(), " bytes");
-        {
-            std::lock_guard<std::mutex> lock(memory_mutex_);
-            if (memory_.limit_bytes && memory_.live_bytes + bytes > memory_.limit_bytes)
-                fail<OutOfMemoryError>("out of memory on ", device(), ": allocating ", numel, " elements of ", dtype, " (",
-                                       bytes, " bytes) would pass the limit of ", memory_.limit_bytes,
-                                       " bytes set with lt::set_memory_limit (", memory_.live_bytes, " bytes in ",
-                                       memory_.live_buffers, " buffers are in use)");
-            account(bytes, +1);
-        }
-        void* handle = nullptr;
-        try {
-            handle = allocate_memory(bytes, numel, dtype);
-            return std::make_shared<Buffer>(device(), dtype, numel, handle, this);
-        } catch (...) {
-            if (handle) free_memory(handle, bytes);
-            std::lock_guard<std::mutex> lock(memory_mutex_);
-            account(bytes, -1);
-            throw;
-        }
-    }
-    /// Called by a Buffer's destructor.
-    void release(void* handle, std::size_t bytes) noexcept final {
-        {
-            std::lock_guard<std::mutex> lock(memory_mutex_);
-            account(bytes, -1);
-        }
-        free_memory(handle, bytes);
-    }
-
-    MemoryStats memory_stats() const {
-        std::lock_guard<std::mutex> lock(memory_mutex_);
-        MemoryStats s = memory_;
-        s.cached_bytes = cached_bytes();
-        return s;
-    }
-    void reset_peak_memory() {
-        std::lock_guard<std::mutex> lock(memory_mutex_);
-        memory_.peak_bytes = memory_.live_bytes;
-    }
-    /// Caps the bytes live buffers may hold (0: no cap). Buffers already live stay.
-    void set_memory_limit(std::size_t bytes) {
-        std::lock_guard<std::mutex> lock(memory_mutex_);
-        memory_.limit_bytes = bytes;
-    }
-    /// Gives the caching allocator's free blocks back to the system or driver.
-    virtual void release_cached() noexcept {}
-    /// Copies `bytes` from host memory into the buffer at byte offset `at`.
-    virtual void write(Buffer& dst, std::size_t at, const void* src, std::size_t bytes) = 0;
-    /// Copies `bytes` from the buffer at byte offset `at` into host memory.
-    virtual void read(const Buffer& src, std::size_t at, void* dst, std::size_t bytes) = 0;
-
-    /// Runs a compiled kernel: `params` are its buffers in parameter order, `scalars` the values
-    /// of its scalar parameters (ir::Kernel::scalars), each of that parameter's dtype.
-    virtual void launch(CompiledKernel& kernel, const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) = 0;
-    /// Runs a matrix product into `c` (contiguous [batch..., m, n]), reading `a` and `b` as the
-    /// layouts of `gemm` say. Its dtype is float32 or float64.
-    virtual void gemm(const ir::Gemm& gemm, const Buffer& a, const Buffer& b, Buffer& c) = 0;
-    /// How this backend runs `gemm` (LAZYTENSOR_DEBUG), e.g. "CLBlast GemmStridedBatched".
-    virtual std::string gemm_routine(const ir::Gemm&) const { return "GEMM"; }
-    /// Waits until every launched kernel has finished.
-    virtual void synchronize() = 0;
-
-    /// Device-side timing (LAZYTENSOR_DEBUG=3, benchmarks): while on, launch() records each
-    /// kernel's device time; backends without device timers record nothing.
-    virtual void set_record_times(bool) {}
-    virtual bool record_times() const { return false; }
-    /// The device times (ms) recorded since the last call, one per launch.
-    virtual std::vector<double> take_device_times_ms() { return {}; }
-    /// The generated source of a compiled kernel (LAZYTENSOR_DEBUG=2), if the backend has one.
-    virtual std::string kernel_source(const CompiledKernel&) const { return {}; }
-
-    /// The compiled form of `kernel`, from the cache when a kernel of the same structure was
-    /// compiled before; `outcome` says which, and how long compiling took. The cache keeps the
-    /// most recently used kernels (cache_capacity()); workloads whose shapes keep changing do
-    /// not grow it without bound.
-    std::shared_ptr<CompiledKernel> get_kernel(const ir::Kernel& kernel, CompileOutcome* outcome = nullptr) {
-        std::vector<CompileOutcome> outcomes;
-        std::shared_ptr<CompiledKernel> k = std::move(get_kernels({&kernel}, outcomes)[0]);
-        if (outcome) *outcome = outcomes[0];
-        return k;
-    }
-
-    /// The compiled forms of several kernels (those one realize needs): each from the cache, or
-    /// compiled now. A backend with a slow compiler builds the missing ones together
-    /// (compile_batch), so a first realize of N new kernels costs less than N builds.
-    /// outcomes[i] says how kernels[i] came to be.
-    std::vector<std::shared_ptr<CompiledKernel>> get_kernels(const std::vector<const ir::Kernel*>& kernels,
-                                                             std::vector<CompileOutcome>& outcomes) {
-        std::vector<std::shared_ptr<CompiledKernel>> out(kernels.size());
-        outcomes.assign(kernels.size(), CompileOutcome{});
-        std::vector<std::string> keys(kernels.size());
-        std::vector<const ir::Kernel*> missing;
-        std::vector<std::size_t> missing_at;  // per missing kernel: its first position in `kernels`
-        for (std::size_t i = 0; i < kernels.size(); ++i) {
-            keys[i] = ir::key(*kernels[i]);
-            if ((out[i] = cache_.find(keys[i]))) {
-                ++memory_hits_;
-                continue;
-            }
-            bool repeated = false;  // the same structure twice in one batch is compiled once
-            for (std::size_t m : missing_at) repeated = repeated || keys[m] == keys[i];
-            if (repeated) continue;
-            missing.push_back(kernels[i]);
-            missing_at.push_back(i);
-        }
-        if (missing.empty()) return out;
-        const auto start = std::chrono::steady_clock::now();
-        std::vector<CompileOutcome> made(missing.size());
-        std::vector<std::shared_ptr<CompiledKernel>> fresh = compile_batch(missing, made);
-        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-        kernels_compiled_ += missing.size();
-        compile_us_ += static_cast<std::int64_t>(ms * 1000);
-        for (std::size_t m = 0; m < missing.size(); ++m) {
-            made[m].compiled = true;
-            made[m].ms = ms;
-            made[m].batch = missing.size();
-            const std::size_t i = missing_at[m];
-            outcomes[i] = made[m];
-            out[i] = cache_.insert(keys[i], std::move(fresh[m])).first;
-        }
-        for (std::size_t i = 0; i < kernels.size(); ++i)
-            if (!out[i])
-                for (std::size_t m : missing_at)
-                    if (keys[m] == keys[i]) out[i] = out[m];
-        return out;
-    }
-
-    CompileStats compile_stats() const {
-        CompileStats s;
-        s.kernels_compiled = kernels_compiled_;
-        s.memory_hits = memory_hits_;
-        s.programs_built = programs_built_;
-        s.disk_hits = disk_hits_;
-        s.compile_ms = static_cast<double>(compile_us_.load()) / 1000;
-        return s;
-    }
-    void reset_compile_stats() {
-        kernels_compiled_ = memory_hits_ = programs_built_ = disk_hits_ = 0;
-        compile_us_ = 0;
-    }
-
-    std::size_t cached_kernels() const { return cache_.size(); }
-    std::size_t cache_capacity() const { return cache_.capacity(); }
-    virtual void set_cache_capacity(std::size_t kernels) { cache_.set_capacity(kernels); }
-    /// Forgets every compiled kernel (they are compiled again on next use).
-    virtual void clear_kernel_cache() { cache_.clear(); }
-
-protected:
-    /// Makes the kernel; sets `outcome`'s built_from_source or from_disk where they apply.
-    virtual std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel, CompileOutcome& outcome) = 0;
-    /// Makes several kernels; by default one after another. A backend whose compiler has a
-    /// large cost per build overrides it to build them together.
-    virtual std::vector<std::shared_ptr<CompiledKernel>> compile_batch(const std::vector<const ir::Kernel*>& kernels,
-                                                                       std::vector<CompileOutcome>& outcomes) {
-        std::vector<std::shared_ptr<CompiledKernel>> out;
-        for (std::size_t i = 0; i < kernels.size(); ++i) out.push_back(compile(*kernels[i], outcomes[i]));
-        return out;
-    }
-    /// Counts a program the compiler built (from source) or loaded from the disk cache.
-    void count_program(bool from_disk) { ++(from_disk ? disk_hits_ : programs_built_); }
-
-    /// The largest buffer the device can hold, in bytes.
-    virtual std::size_t largest_buffer() const = 0;
-    /// `bytes` of device memory (from the backend's cache, or new); OutOfMemoryError or
-    /// BackendError on failure.
-    virtual void* allocate_memory(std::size_t bytes, std::int64_t numel, DType dtype) = 0;
-    /// Frees (or caches) what allocate_memory returned.
-    virtual void free_memory(void* handle, std::size_t bytes) noexcept = 0;
-    /// Bytes held by the caching allocator.
-    virtual std::size_t cached_bytes() const { return 0; }
-
-private:
-    void account(std::size_t bytes, int sign) {
-        if (sign > 0) {
-            memory_.live_bytes += bytes;
-            ++memory_.live_buffers;
-            memory_.peak_bytes = std::max(memory_.peak_bytes, memory_.live_bytes);
-        } else {
-            memory_.live_bytes -= bytes;
-            --memory_.live_buffers;
-        }
-    }
-
-    LruCache<CompiledKernel> cache_{kernel_cache_capacity_from_env()};
-    std::atomic<std::size_t> kernels_compiled_{0}, memory_hits_{0}, programs_built_{0}, disk_hits_{0};
-    std::atomic<std::int64_t> compile_us_{0};
-    mutable std::mutex memory_mutex_;
-    MemoryStats memory_;  // cached_bytes is filled in on request
-};
-
-}  // namespace lazytensor::detail
-// ---- lazytensor/backend/host/gemm.hpp ----
-// The host backend's matrix product: a packed GEMM in the BLIS style.
-//
-// C (row-major, ldc = n) is computed in mr x nr register tiles by a micro-kernel that, for each
-// k, loads one row of nr B values (nv SIMD vectors), broadcasts mr A values and does mr * nv
-// FMAs. Its operands come from packed copies, micro-panels of mr rows of A and of nr columns of
-// B, each stored k-major ([k][mr], [k][nr]) so that the kernel reads two contiguous streams.
-// Packing is where the operands' strides are handled, whatever they are (a copy where the
-// micro-panel's lines are contiguous, a transpose where its k elements are, element by element
-// otherwise), and where the edges are padded with zeros, so that the kernel only ever sees full
-// tiles; it writes back only the part of a tile that lies inside C.
-//
-// Cache blocking, from the outside in:
-//   rows of A in panels of up to ma rows (4 MiB packed: L3), and k in slices of kc;
-//   columns of B in blocks (kc x nc, 1 MiB packed: L2, reread once per A micro-panel);
-//   an A micro-panel (mr x kc, 18 KiB) stays in L1 while it meets every B micro-panel of the block.
-// Threads: C is cut into blocks of whole micro-panels (or many small products into groups of
-// batches), one task each; a task packs its own operands, so one parallel_for does it all, with
-// no barrier between k slices.
-
-#include <algorithm>
-#include <cstddef>
-#include <cstdint>
-#include <memory>
-#include <new>
-#include <type_traits>
-#include <vector>
-
-// ---- lazytensor/backend/host/simd_arch.hpp ----
-// The instruction set of the host backend's SIMD batches, chosen in one place.
-
-#include <type_traits>
-
-LAZYTENSOR_XSIMD_WARNINGS_OFF
-#include <xsimd/xsimd.hpp>
-#if XSIMD_WITH_AVX512F
-#include <immintrin.h>
-#endif
-LAZYTENSOR_XSIMD_WARNINGS_ON
-
-namespace lazytensor::detail::host {
-
-// xsimd's best for the target, except in an unoptimized GCC build (-O0, CMake's Debug) with
-// AVX-512BW: there GCC defines some AVX-512BW intrinsics as macros that xsimd 8's select cannot
-// compile with, so those builds use AVX-512DQ's kernels (the same 512-bit registers).
-#if XSIMD_WITH_AVX512BW && defined(__GNUC__) && !defined(__clang__) && !defined(__OPTIMIZE__)
-using simd_arch = xsimd::avx512dq;
-#else
-using simd_arch = xsimd::default_arch;
-#endif
-
-#if XSIMD_WITH_AVX512F
-inline constexpr bool simd_is_avx512 = std::is_base_of_v<xsimd::avx512f, simd_arch>;
-#else
-inline constexpr bool simd_is_avx512 = false;
-#endif
-
-/// x * y + z in one rounding. xsimd 8 has no AVX-512 fma: its generic x * y + z is left to the
-/// compiler to contract, which clang does not do by default and GCC does only from -O2 on (a
-/// -O1 build computed float tanh to 5.4 ulp instead of 4.9).
-template <class T>
-xsimd::batch<T, simd_arch> multiply_add(const xsimd::batch<T, simd_arch>& x, const xsimd::batch<T, simd_arch>& y,
-                                        const xsimd::batch<T, simd_arch>& z) {
-#if XSIMD_WITH_AVX512F
-    if constexpr (simd_is_avx512 && std::is_same_v<T, float>) return _mm512_fmadd_ps(x, y, z);
-    if constexpr (simd_is_avx512 && std::is_same_v<T, double>) return _mm512_fmadd_pd(x, y, z);
-#endif
-    return xsimd::fma(x, y, z);
-}
-
-}  // namespace lazytensor::detail::host
-LAZYTENSOR_XSIMD_WARNINGS_OFF
-#include <xsimd/xsimd.hpp>
-#if XSIMD_WITH_AVX512F
-#include <immintrin.h>
-#endif
-
-// ---- lazytensor/backend/host/thread_pool.hpp ----
-// A small fixed thread pool for the host backend. parallel_for hands out items through one
-// atomic counter (dynamic load balance); the calling thread works too. Workers spin briefly
-// before sleeping so that back-to-back kernels do not pay a wake-up each.
-
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
-#include <cstdint>
-#include <exception>
-#include <mutex>
-#include <thread>
-#include <vector>
-
-namespace lazytensor::detail::host {
-
-class ThreadPool {
-public:
-    explicit ThreadPool(int threads) : size_(threads < 1 ? 1 : threads) {
-        for (int t = 1; t < size_; ++t) workers_.emplace_back([this, t] { work(t); });
-    }
-    ThreadPool(const ThreadPool&) = delete;
-    ThreadPool& operator=(const ThreadPool&) = delete;
-    ~ThreadPool() {
-        {
-            std::lock_guard<std::mutex> lock(mutex_);
-            stop_ = true;
-            generation_.fetch_add(1);
-        }
-        wake_.notify_all();
-        for (auto& w : workers_) w.join();
-    }
-
-    /// Threads that run items, the caller included.
-    int size() const { return size_; }
-
-    /// Calls f(item, thread) for every item in [0, n); returns when all are done. Runs on the
-    /// caller alone when nested, when another thread holds the pool, or for a single item.
-    template <class F>
-    void parallel_for(std::int64_t n, F&& f) {
-        if (n <= 0) return;
-        std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
-        if (n == 1 || size_ == 1 || inside_ || !busy.owns_lock()) {
-            for (std::int64_t i = 0; i < n; ++i) f(i, 0);
-            return;
-        }
-        using Fn = std::remove_reference_t<F>;
-        job_ = [](void* ctx, std::int64_t i, int t) { (*static_cast<Fn*>(ctx))(i, t); };
-        ctx_ = &f;
-        items_ = n;
-        next_.store(0);
-        error_ = nullptr;
-        pending_.store(size_ - 1);
-        {
-            std::lock_guard<std::mutex> lock(mutex_);
-            generation_.fetch_add(1);
-        }
-        wake_.notify_all();
-        run_items(0);
-        while (pending_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
-        if (error_) std::rethrow_exception(error_);
-    }
-
-private:
-    void run_items(int thread) {
-        inside_ = true;
-        try {
-            for (std::int64_t i; (i = next_.fetch_add(1)) < items_;) job_(ctx_, i, thread);
-        } catch (...) {
-            std::lock_guard<std::mutex> lock(mutex_);
-            if (!error_) error_ = std::current_exception();
-            next_.store(items_);
-        }
-        inside_ = false;
-    }
-
-    void work(int thread) {
-        std::uint64_t seen = 0;
-        for (;;) {
-            // Spin for a short while, then sleep until the next job.
-            const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
-            while (generation_.load(std::memory_order_acquire) == seen &&
-                   std::chrono::steady_clock::now() < spin_until)
-                std::this_thread::yield();
-            if (generation_.load(std::memory_order_acquire) == seen) {
-                std::unique_lock<std::mutex> lock(mutex_);
-                wake_.wait(lock, [&] { return generation_.load() != seen; });
-            }
-            seen = generation_.load();
-            if (stop_) return;
-            run_items(thread);
-            pending_.fetch_sub(1, std::memory_order_release);
-        }
-    }
-
-    const int size_;
-    std::vector<std::thread> workers_;
-    std::mutex mutex_;
-    std::mutex busy_;
-    std::condition_variable wake_;
-    std::atomic<std::uint64_t> generation_{0};
-    std::atomic<std::int64_t> next_{0};
-    std::atomic<int> pending_{0};
-    std::atomic<bool> stop_{false};
-    void (*job_)(void*, std::int64_t, int) = nullptr;
-    void* ctx_ = nullptr;
-    std::int64_t items_ = 0;
-    std::exception_ptr error_;
-    static inline thread_local bool inside_ = false;
-};
-
-}  // namespace lazytensor::detail::host
-
-namespace lazytensor::detail::host {
-
-namespace gemm_detail {
-
-// Whether xsimd's batches are AVX-512 ones: then a few AVX-512 intrinsics stand in where xsimd 8
-// has nothing (transposes; the fused multiply-add is simd_arch.hpp's multiply_add).
-inline constexpr bool avx512 = simd_is_avx512;
-
-// 32 vector registers (AVX-512, AArch64) hold a 12 x 2-vector tile of accumulators plus the B
-// vectors; 16 (SSE, AVX2) hold 6 x 2.
-inline constexpr bool wide_register_file = avx512 || XSIMD_WITH_NEON64;
-
-template <class T>
-struct Tiling {
-    using Vec = xsimd::batch<T, simd_arch>;
-    static constexpr int w = static_cast<int>(Vec::size);
-    static constexpr int nv = 2;  // vectors per tile row
-    static constexpr int nr = nv * w;
-    static constexpr int mr = wide_register_file ? 12 : 6;
-    static constexpr int mr_step = mr / 3;  // edge tiles run a kernel with rows rounded up to this
-    // An A micro-panel (mr x kc) takes about 18 KiB: it stays in L1 next to the B micro-panel
-    // streaming through.
-    static constexpr std::int64_t kc = (18 * 1024) / (mr * static_cast<int>(sizeof(T)));
-    // A B block (kc x nc) takes up to 1 MiB of L2.
-    static constexpr std::int64_t b_block_bytes = std::int64_t(1) << 20;
-    // An A panel (ma x kc) takes up to 4 MiB of L3.
-    static constexpr std::int64_t a_panel_bytes = std::int64_t(4) << 20;
-};
-
-/// A growable 64-byte aligned buffer, kept between calls.
-class AlignedBuffer {
-public:
-    template <class T>
-    T* get(std::int64_t count) {
-        const std::size_t bytes = static_cast<std::size_t>(count) * sizeof(T);
-        if (bytes > size_) {
-            data_.reset(static_cast<std::byte*>(::operator new(bytes, std::align_val_t(64))));
-            size_ = bytes;
-        }
-        return reinterpret_cast<T*>(data_.get());
-    }
-
-private:
-    struct Free {
-        void operator()(std::byte* p) const { ::operator delete(p, std::align_val_t(64)); }
-    };
-    std::unique_ptr<std::byte, Free> data_;
-    std::size_t size_ = 0;
-};
-
-/// Each thread's packing buffers (for whichever task it runs): an A panel and a B block.
-struct Scratch {
-    AlignedBuffer a, b;
-};
-inline Scratch& thread_scratch() {
-    static thread_local Scratch scratch;
-    return scratch;
-}
-
-/// One operand of one batch: element (i, j) at p[i * rs + j * cs].
-template <class T>
-struct Matrix {
-    const T* p;
-    std::int64_t rs, cs;
-    const T* at(std::int64_t i, std::int64_t j) const { return p + i * rs + j * cs; }
-};
-
-#if XSIMD_WITH_AVX512F
-/// dst[c * ld_dst + r] = src[r * ld_src + c] for c < 16 and r < lanes, from the first `rows`
-/// rows of a 16 x 16 block (the others read as zeros): four rounds of shuffles (pairs of rows,
-/// pairs of pairs, then 128-bit lanes twice) in place of 256 scalar stores.
-inline void transpose_block(const float* src, std::int64_t ld_src, int rows, float* dst, std::int64_t ld_dst, int lanes) {
-    __m512 r[16], t[16];
-    for (int i = 0; i < 16; ++i) r[i] = i < rows ? _mm512_loadu_ps(src + i * ld_src) : _mm512_setzero_ps();
-    for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-    }
-    // r[4g + e], 128-bit lane l: column 4l + e of rows 4g..4g+3.
-    for (int i = 0; i < 16; i += 4)
-        for (int e = 0; e < 2; ++e) {
-            const __m512d x = _mm512_castps_pd(t[i + e]), y = _mm512_castps_pd(t[i + e + 2]);
-            r[i + 2 * e] = _mm512_castpd_ps(_mm512_unpacklo_pd(x, y));
-            r[i + 2 * e + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(x, y));
-        }
-    const __mmask16 keep = static_cast<__mmask16>((1u << lanes) - 1);
-    for (int e = 0; e < 4; ++e) {
-        const __m512 u0 = _mm512_shuffle_f32x4(r[e], r[4 + e], 0x88), u1 = _mm512_shuffle_f32x4(r[e], r[4 + e], 0xdd);
-        const __m512 u2 = _mm512_shuffle_f32x4(r[8 + e], r[12 + e], 0x88), u3 = _mm512_shuffle_f32x4(r[8 + e], r[12 + e], 0xdd);
-        _mm512_mask_storeu_ps(dst + e * ld_dst, keep, _mm512_shuffle_f32x4(u0, u2, 0x88));
-        _mm512_mask_storeu_ps(dst + (4 + e) * ld_dst, keep, _mm512_shuffle_f32x4(u1, u3, 0x88));
-        _mm512_mask_storeu_ps(dst + (8 + e) * ld_dst, keep, _mm512_shuffle_f32x4(u0, u2, 0xdd));
-        _mm512_mask_storeu_ps(dst + (12 + e) * ld_dst, keep, _mm512_shuffle_f32x4(u1, u3, 0xdd));
-    }
-}
-
-/// The same for an 8 x 8 block of doubles.
-inline void transpose_block(const double* src, std::int64_t ld_src, int rows, double* dst, std::int64_t ld_dst, int lanes) {
-    __m512d r[8], t[8];
-    for (int i = 0; i < 8; ++i) r[i] = i < rows ? _mm512_loadu_pd(src + i * ld_src) : _mm512_setzero_pd();
-    // t[2j + e], 128-bit lane l: column 2l + e of rows 2j, 2j+1.
-    for (int i = 0; i < 8; i += 2) {
-        t[i] = _mm512_unpacklo_pd(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_pd(r[i], r[i + 1]);
-    }
-    const __mmask8 keep = static_cast<__mmask8>((1u << lanes) - 1);
-    for (int e = 0; e < 2; ++e) {
-        const __m512d u0 = _mm512_shuffle_f64x2(t[e], t[2 + e], 0x88), u1 = _mm512_shuffle_f64x2(t[e], t[2 + e], 0xdd);
-        const __m512d u2 = _mm512_shuffle_f64x2(t[4 + e], t[6 + e], 0x88), u3 = _mm512_shuffle_f64x2(t[4 + e], t[6 + e], 0xdd);
-        _mm512_mask_storeu_pd(dst + e * ld_dst, keep, _mm512_shuffle_f64x2(u0, u2, 0x88));
-        _mm512_mask_storeu_pd(dst + (2 + e) * ld_dst, keep, _mm512_shuffle_f64x2(u1, u3, 0x88));
-        _mm512_mask_storeu_pd(dst + (4 + e) * ld_dst, keep, _mm512_shuffle_f64x2(u0, u2, 0xdd));
-        _mm512_mask_storeu_pd(dst + (6 + e) * ld_dst, keep, _mm512_shuffle_f64x2(u1, u3, 0xdd));
-    }
-}
-#endif
-
-/// Packs `count` (<= P) lines of `len` elements, line i at src + i * s_i with element stride s_t,
-/// into dst[t * P + i], with zeros for lines count..P-1: the layout of a packed micro-panel.
-/// Lines that are contiguous (a column-major A, a row-major B) make a copy per t; contiguous
-/// elements (a row-major A, a column-major B) a transpose.
-template <int P, class T>
-void pack_interleaved(const T* src, std::int64_t s_i, std::int64_t s_t, int count, std::int64_t len, T* dst) {
-    if (s_i == 1) {
-        for (std::int64_t t = 0; t < len; ++t) {
-            const T* s = src + t * s_t;
-            T* d = dst + t * P;
-            if (count == P) {
-                for (int i = 0; i < P; ++i) d[i] = s[i];
-            } else {
-                for (int i = 0; i < count; ++i) d[i] = s[i];
-                for (int i = count; i < P; ++i) d[i] = T(0);
-            }
-        }
-        return;
-    }
-    std::int64_t t0 = 0;  // where the scalar loops start
-#if XSIMD_WITH_AVX512F
-    if constexpr (avx512) {
-        if (s_t == 1) {
-            constexpr int w = Tiling<T>::w;
-            for (; t0 + w <= len; t0 += w)
-                for (int i = 0; i < P; i += w)
-                    transpose_block(src + i * s_i + t0, s_i, std::clamp(count - i, 0, w), dst + t0 * P + i, P,
-                                    std::min(P - i, w));
-        }
-    }
-#endif
-    for (int i = 0; i < count; ++i)
-        for (std::int64_t t = t0; t < len; ++t) dst[t * P + i] = src[i * s_i + t * s_t];
-    for (int i = count; i < P; ++i)
-        for (std::int64_t t = t0; t < len; ++t) dst[t * P + i] = T(0);
-}
-
-/// Packs the B micro-panels [j0, j0 + cols) x [p, p + len) into consecutive [k][nr] panels.
-template <class T>
-void pack_b(const Matrix<T>& b, std::int64_t p, std::int64_t j0, std::int64_t cols, std::int64_t len, T* dst) {
-    using Vec = typename Tiling<T>::Vec;
-    constexpr int w = Tiling<T>::w, nr = Tiling<T>::nr;
-    const std::int64_t panels = (cols + nr - 1) / nr;
-    if (b.cs == 1) {
-        // Row-major: walk each row of B once, from left to right, into every panel.
-        for (std::int64_t t = 0; t < len; ++t) {
-            const T* s = b.at(p + t, j0);
-            for (std::int64_t q = 0; q < panels; ++q) {
-                T* d = dst + q * nr * len + t * nr;
-                const T* sq = s + q * nr;
-                const std::int64_t count = std::min<std::int64_t>(nr, cols - q * nr);
-                for (int c = 0; c < nr; c += w) {
-                    if (c + w <= count)
-                        Vec::load_unaligned(sq + c).store_aligned(d + c);
-                    else if (c >= count)
-                        Vec(T(0)).store_aligned(d + c);
-                    else
-                        for (int i = c; i < c + w; ++i) d[i] = i < count ? sq[i] : T(0);
-                }
-            }
-        }
-        return;
-    }
-    for (std::int64_t q = 0; q < panels; ++q)
-        pack_interleaved<nr>(b.at(p, j0 + q * nr), b.cs, b.rs, static_cast<int>(std::min<std::int64_t>(nr, cols - q * nr)),
-                             len, dst + q * nr * len);
-}
-
-/// C[0:rows, 0:cols] (+)= (packed A micro-panel) x (packed B micro-panel) over kc. R (<= mr) rows
-/// and V (<= nv) vectors of the register tile are computed; the rest of the packed panels is
-/// padding that this tile does not reach.
-// The register tile's loops must be unrolled completely, or the accumulators live in memory:
-// GCC's -O2 does not do it by itself (70 instead of 180 GFLOP/s at 512^3 here).
-#define LAZYTENSOR_UNROLL _Pragma("GCC unroll 32")
-
-template <class T, int R, int V>
-void micro_kernel(std::int64_t kc, const T* __restrict a, const T* __restrict b, T* c, std::int64_t ldc,
-                  int rows, int cols, bool accumulate) {
-    using Vec = typename Tiling<T>::Vec;
-    constexpr int w = Tiling<T>::w, mr = Tiling<T>::mr, nr = Tiling<T>::nr;
-    // C is read (or written) at the end; start fetching it now.
-    for (int r = 0; r < rows; ++r)
-        for (int v = 0; v < V; ++v) __builtin_prefetch(c + r * ldc + v * w, 1);
-    Vec acc[R][V];
-    LAZYTENSOR_UNROLL
-    for (int r = 0; r < R; ++r)
-        LAZYTENSOR_UNROLL
-        for (int v = 0; v < V; ++v) acc[r][v] = Vec(T(0));
-    for (std::int64_t p = 0; p < kc; ++p, a += mr, b += nr) {
-        Vec bv[V];
-        LAZYTENSOR_UNROLL
-        for (int v = 0; v < V; ++v) bv[v] = Vec::load_aligned(b + v * w);
-        LAZYTENSOR_UNROLL
-        for (int r = 0; r < R; ++r) {
-            const Vec ar(a[r]);
-            LAZYTENSOR_UNROLL
-            for (int v = 0; v < V; ++v) acc[r][v] = multiply_add(ar, bv[v], acc[r][v]);
-        }
-    }
-    if (rows == R && cols == V * w) {
-        LAZYTENSOR_UNROLL
-        for (int r = 0; r < R; ++r)
-            LAZYTENSOR_UNROLL
-            for (int v = 0; v < V; ++v) {
-                T* out = c + r * ldc + v * w;
-                (accumulate ? acc[r][v] + Vec::load_unaligned(out) : acc[r][v]).store_unaligned(out);
-            }
-        return;
-    }
-    // An edge tile: go through memory and write back only the elements inside C.
-    alignas(64) T tile[R][V * w];
-    for (int r = 0; r < R; ++r)
-        for (int v = 0; v < V; ++v) acc[r][v].store_aligned(&tile[r][v * w]);
-    for (int r = 0; r < rows; ++r)
-        for (int j = 0; j < cols; ++j) c[r * ldc + j] = accumulate ? c[r * ldc + j] + tile[r][j] : tile[r][j];
-}
-
-#undef LAZYTENSOR_UNROLL
-
-/// Runs the micro-kernel variant that covers a rows x cols tile with the least padding.
-template <class T>
-void run_tile(std::int64_t kc, const T* a, const T* b, T* c, std::int64_t ldc, int rows, int cols, bool accumulate) {
-    constexpr int step = Tiling<T>::mr_step, w = Tiling<T>::w;
-    const int row_steps = (rows + step - 1) / step;
-    if (cols > w) {
-        switch (row_steps) {
-            case 1: return micro_kernel<T, step, 2>(kc, a, b, c, ldc, rows, cols, accumulate);
-            case 2: return micro_kernel<T, 2 * step, 2>(kc, a, b, c, ldc, rows, cols, accumulate);
-            default: return micro_kernel<T, 3 * step, 2>(kc, a, b, c, ldc, rows, cols, accumulate);
-        }
-    }
-    switch (row_steps) {
-        case 1: return micro_kernel<T, step, 1>(kc, a, b, c, ldc, rows, cols, accumulate);
-        case 2: return micro_kernel<T, 2 * step, 1>(kc, a, b, c, ldc, rows, cols, accumulate);
-        default: return micro_kernel<T, 3 * step, 1>(kc, a, b, c, ldc, rows, cols, accumulate);
-    }
-}
-
-/// How a rows x cols x k product (k > 0) is cut for the caches: k slices of kc, A panels of ma
-/// rows, B blocks of block_panels micro-panels. Slices and blocks are balanced (no short last one).
-template <class T>
-struct Blocking {
-    std::int64_t kc, ma, block_panels;
-
-    Blocking(std::int64_t rows, std::int64_t cols, std::int64_t k) {
-        using Tl = Tiling<T>;
-        const std::int64_t k_slices = (k + Tl::kc - 1) / Tl::kc;
-        kc = (k + k_slices - 1) / k_slices;
-        ma = std::min(std::max<std::int64_t>(1, Tl::a_panel_bytes / (Tl::mr * kc * std::int64_t(sizeof(T)))) * Tl::mr,
-                      (rows + Tl::mr - 1) / Tl::mr * Tl::mr);
-        const std::int64_t n_panels = (cols + Tl::nr - 1) / Tl::nr;
-        const std::int64_t max_panels = std::max<std::int64_t>(1, Tl::b_block_bytes / (kc * Tl::nr * std::int64_t(sizeof(T))));
-        const std::int64_t blocks = (n_panels + max_panels - 1) / max_panels;
-        block_panels = (n_panels + blocks - 1) / blocks;
-    }
-};
-
-/// C (rows x cols, leading dimension ldc) = A (rows x k) x B (k x cols), cut as `bl` says, on the
-/// calling thread.
-template <class T>
-void gemm_block(const Blocking<T>& bl, std::int64_t rows, std::int64_t cols, std::int64_t k, const Matrix<T>& a,
-                const Matrix<T>& b, T* c, std::int64_t ldc) {
-    constexpr int mr = Tiling<T>::mr, nr = Tiling<T>::nr;
-    const std::int64_t kc = bl.kc, ma = bl.ma, block_panels = bl.block_panels;
-    Scratch& scratch = thread_scratch();
-    T* a_pack = scratch.a.get<T>(ma * kc);
-    T* b_pack = scratch.b.get<T>(block_panels * nr * kc);
-
-    for (std::int64_t i0 = 0; i0 < rows; i0 += ma) {
-        const std::int64_t mb = std::min(ma, rows - i0);
-        const std::int64_t m_panels = (mb + mr - 1) / mr;
-        for (std::int64_t p0 = 0; p0 < k; p0 += kc) {
-            const std::int64_t kb = std::min(kc, k - p0);
-            const std::int64_t a_panel = mr * kb;  // one packed A micro-panel
-            for (std::int64_t pm = 0; pm < m_panels; ++pm)
-                pack_interleaved<mr>(a.at(i0 + pm * mr, p0), a.rs, a.cs, static_cast<int>(std::min<std::int64_t>(mr, mb - pm * mr)),
-                                     kb, a_pack + pm * a_panel);
-            for (std::int64_t j0 = 0; j0 < cols; j0 += block_panels * nr) {
-                const std::int64_t nb = std::min(block_panels * nr, cols - j0);
-                pack_b(b, p0, j0, nb, kb, b_pack);
-                // The packed A panel outgrows L2: while one A micro-panel meets the block's B
-                // micro-panels, fetch the next one into L2, a few lines per tile.
-                constexpr std::int64_t line = 64 / sizeof(T);
-                const std::int64_t tiles_per_panel = (nb + nr - 1) / nr;
-                const std::int64_t lines_per_tile = (a_panel / line + tiles_per_panel - 1) / tiles_per_panel;
-                for (std::int64_t pm = 0; pm < m_panels; ++pm) {
-                    const int tile_rows = static_cast<int>(std::min<std::int64_t>(mr, mb - pm * mr));
-                    const T* next_a = pm + 1 < m_panels ? a_pack + (pm + 1) * a_panel : nullptr;
-                    for (std::int64_t j = 0, l0 = 0; j < nb; j += nr, l0 += lines_per_tile) {
-                        if (next_a)
-                            for (std::int64_t l = l0; l < std::min(a_panel / line, l0 + lines_per_tile); ++l)
-                                __builtin_prefetch(next_a + l * line, 0, 2);
-                        run_tile<T>(kb, a_pack + pm * a_panel, b_pack + j * kb, c + (i0 + pm * mr) * ldc + j0 + j, ldc,
-                                    tile_rows, static_cast<int>(std::min<std::int64_t>(nr, nb - j)), p0 > 0);
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// How the work is cut into tasks for the pool: each batch's C into m_parts x n_parts blocks
-/// (whole micro-panels each), or groups of whole batches.
-struct Split {
-    std::int64_t m_parts = 1, n_parts = 1;
-    std::int64_t batches_per_task = 1;
-};
-
-/// Picks the split that finishes soonest when every round of `threads` tasks runs at once. A
-/// task costs its FMAs plus the packing of its A rows and B columns (each task packs its own:
-/// no barriers, no shared buffers), in units of one FMA vector; packing an element costs about
-/// half of one. k > 0.
-template <class T>
-Split choose_split(std::int64_t batches, std::int64_t m, std::int64_t n, std::int64_t k, int threads) {
-    using Tl = Tiling<T>;
-    const auto ceil_div = [](std::int64_t x, std::int64_t y) { return (x + y - 1) / y; };
-    const std::int64_t m_panels = ceil_div(m, Tl::mr), n_panels = ceil_div(n, Tl::nr);
-    const double per_task_overhead = 256;  // taking an item, finding the scratch buffers
-    const double wake_up = 8192;           // waking the pool's workers and waiting for them: ~2 us
-    Split best;
-    double best_cost = 1e300;
-    const std::int64_t max_parts = batches >= 4 * threads ? 1 : 2 * threads;
-    for (std::int64_t mp = 1; mp <= std::min(m_panels, max_parts); ++mp)
-        for (std::int64_t np = 1; np <= std::min(n_panels, max_parts); ++np) {
-            const double rows = double(ceil_div(m_panels, mp) * Tl::mr), cols = double(ceil_div(n_panels, np) * Tl::nr);
-            const double task = rows * cols * double(k) / Tl::w + 0.5 * (rows + cols) * double(k) + per_task_overhead;
-            const std::int64_t tasks = batches * mp * np;
-            const double cost = double(ceil_div(tasks, threads)) * task + (tasks > 1 ? wake_up : 0);
-            if (cost < best_cost) best_cost = cost, best = Split{mp, np, 1};
-        }
-    if (best.m_parts * best.n_parts == 1) {
-        // Whole batches, grouped: all in one task when waking the workers would cost more than
-        // the work, otherwise enough per task to be worth taking it (up to an even share).
-        const double vectors = double(m) * double(n) * double(k) / Tl::w;
-        best.batches_per_task = vectors * double(batches) < wake_up
-                                    ? batches
-                                    : std::clamp<std::int64_t>(static_cast<std::int64_t>(16 * per_task_overhead / vectors), 1,
-                                                               ceil_div(batches, threads));
-    }
-    return best;
-}
-
-}  // namespace gemm_detail
-
-/// C = A x B for every batch of g (see ir::Gemm); a and b are the operands' base pointers, c a
-/// contiguous [batch..., m, n] output. Any strides; reads only the elements the layouts name.
-template <class T>
-void gemm(const ir::Gemm& g, const T* a, const T* b, T* c, ThreadPool& pool) {
-    static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "host::gemm is for float and double");
-    using namespace gemm_detail;
-    constexpr int mr = Tiling<T>::mr, nr = Tiling<T>::nr;
-    const std::int64_t batches = g.batch_count();
-    if (batches == 0 || g.m == 0 || g.n == 0) return;
-    if (g.k == 0) {  // an empty sum; the operands may have no elements at all
-        std::fill(c, c + batches * g.m * g.n, T(0));
-        return;
-    }
-    std::vector<std::int64_t> a_off, b_off;
-    g.batch_offsets(a_off, b_off);
-    const Split split = choose_split<T>(batches, g.m, g.n, g.k, pool.size());
-    const std::int64_t m_panels = (g.m + mr - 1) / mr, n_panels = (g.n + nr - 1) / nr;
-    const std::int64_t blocks = split.m_parts * split.n_parts;
-    const std::int64_t tasks = (batches + split.batches_per_task - 1) / split.batches_per_task * blocks;
-    pool.parallel_for(tasks, [&](std::int64_t task, int) {
-        const std::int64_t block = task % blocks, tm = block / split.n_parts, tn = block % split.n_parts;
-        const std::int64_t i0 = m_panels * tm / split.m_parts * mr, i1 = std::min(g.m, m_panels * (tm + 1) / split.m_parts * mr);
-        const std::int64_t j0 = n_panels * tn / split.n_parts * nr, j1 = std::min(g.n, n_panels * (tn + 1) / split.n_parts * nr);
-        const Blocking<T> blocking(i1 - i0, j1 - j0, g.k);
-        const std::int64_t first = task / blocks * split.batches_per_task;
-        for (std::int64_t t = first; t < std::min(batches, first + split.batches_per_task); ++t) {
-            const Matrix<T> at{a + a_off[t] + i0 * g.a.row_stride, g.a.row_stride, g.a.col_stride};
-            const Matrix<T> bt{b + b_off[t] + j0 * g.b.col_stride, g.b.row_stride, g.b.col_stride};
-            gemm_block<T>(blocking, i1 - i0, j1 - j0, g.k, at, bt, c + t * g.m * g.n + i0 * g.n + j0, g.n);
-        }
-    });
-}
-
-}  // namespace lazytensor::detail::host
-
-LAZYTENSOR_XSIMD_WARNINGS_ON
-// ---- lazytensor/backend/host/interpreter.hpp ----
-// The host interpreter: runs kernel IR on blocks of elements with xsimd (the reference
-// semantics for every other backend).
-//
-// Each instruction is evaluated for a whole block of lanes at once (a vectorized interpreter,
-// like numexpr), so dispatch costs once per block and the inner loops are SIMD loops over
-// cache-resident registers. Contiguous loads read the input buffer in place, and the last
-// operation before a contiguous store writes straight into the output.
-//
-// The domain's axes split into the outer space O (kept) and the reduced space A. Lanes run
-// along one of them:
-//   - VecOuter: lanes are a block of outer indices; the reduced space is walked one index at a
-//     time and folded lane by lane (column sums, element-wise kernels);
-//   - VecReduce: for each outer index, lanes are blocks of the reduced space, folded into a
-//     lane accumulator and then pairwise (row sums, softmax rows).
-// Instructions that do not depend on the reduced index (slots, constants, broadcast loads) are
-// hoisted: evaluated once per block of outer indices. Work is split across the thread pool by
-// blocks of outer indices, and a reduction with few outputs is also split along its reduced
-// space, in chunks of a fixed size so that results do not depend on the thread count.
-//
-// Also here: values a later phase would compute again are kept in a per-thread row cache;
-// outputs of 16 MiB and more are written with streaming stores; and an element-wise kernel
-// whose expression template brought a compiled loop (ir/static_kernel.hpp) runs that loop.
-
-#include <algorithm>
-#include <cstdint>
-#include <cstdlib>
 #include <cstring>
-#include <map>
-#include <memory>
-#include <vector>
+#include <type_traits>
 
 // ---- lazytensor/backend/host/simd_ops.hpp ----
 // The host backend's element-wise arithmetic: one functor per op in ir/ops.hpp, each with a
@@ -3947,6 +3681,49 @@ inline const char* philox_opencl_source() {
 }
 
 }  // namespace lazytensor::detail
+// ---- lazytensor/backend/host/simd_arch.hpp ----
+// The instruction set of the host backend's SIMD batches, chosen in one place.
+
+#include <type_traits>
+
+LAZYTENSOR_XSIMD_WARNINGS_OFF
+#include <xsimd/xsimd.hpp>
+#if XSIMD_WITH_AVX512F
+#include <immintrin.h>
+#endif
+LAZYTENSOR_XSIMD_WARNINGS_ON
+
+namespace lazytensor::detail::host {
+
+// xsimd's best for the target, except in an unoptimized GCC build (-O0, CMake's Debug) with
+// AVX-512BW: there GCC defines some AVX-512BW intrinsics as macros that xsimd 8's select cannot
+// compile with, so those builds use AVX-512DQ's kernels (the same 512-bit registers).
+#if XSIMD_WITH_AVX512BW && defined(__GNUC__) && !defined(__clang__) && !defined(__OPTIMIZE__)
+using simd_arch = xsimd::avx512dq;
+#else
+using simd_arch = xsimd::default_arch;
+#endif
+
+#if XSIMD_WITH_AVX512F
+inline constexpr bool simd_is_avx512 = std::is_base_of_v<xsimd::avx512f, simd_arch>;
+#else
+inline constexpr bool simd_is_avx512 = false;
+#endif
+
+/// x * y + z in one rounding. xsimd 8 has no AVX-512 fma: its generic x * y + z is left to the
+/// compiler to contract, which clang does not do by default and GCC does only from -O2 on (a
+/// -O1 build computed float tanh to 5.4 ulp instead of 4.9).
+template <class T>
+xsimd::batch<T, simd_arch> multiply_add(const xsimd::batch<T, simd_arch>& x, const xsimd::batch<T, simd_arch>& y,
+                                        const xsimd::batch<T, simd_arch>& z) {
+#if XSIMD_WITH_AVX512F
+    if constexpr (simd_is_avx512 && std::is_same_v<T, float>) return _mm512_fmadd_ps(x, y, z);
+    if constexpr (simd_is_avx512 && std::is_same_v<T, double>) return _mm512_fmadd_pd(x, y, z);
+#endif
+    return xsimd::fma(x, y, z);
+}
+
+}  // namespace lazytensor::detail::host
 
 namespace lazytensor::detail::host {
 
@@ -4768,6 +4545,2485 @@ inline ReduceFns reduce_fns(ReduceOp op, DType t) {
 }  // namespace lazytensor::detail::host
 
 LAZYTENSOR_XSIMD_WARNINGS_ON
+
+namespace lazytensor::detail {
+
+/// Rounds a node's value the way the interpreter does: the compiler may not fuse it into the
+/// next operation (a multiply and an add into an FMA, say), so both paths agree bit for bit.
+template <class B>
+inline B rounded(B value) {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+    asm("" : "+v"(value.data));
+#elif defined(__GNUC__) && defined(__aarch64__)
+    asm("" : "+w"(value.data));
+#endif
+    return value;
+}
+
+/// What evaluating a static expression sees for one batch of lanes.
+template <class T>
+struct StaticLanes {
+    using B = host::batch<T>;
+    static constexpr std::int64_t W = B::size;
+    const LeafView* leaves;
+    const T* consts;
+    std::int64_t t;      // first lane of the batch
+    std::int64_t count;  // lanes in this batch (W except at the end)
+
+    B load(int leaf) const {
+        const LeafView& v = leaves[leaf];
+        const T* p = static_cast<const T*>(v.ptr);
+        if (count == W) {
+            if (v.step == 1) return B::load_unaligned(p + t);
+            if (v.step == 0) return B(p[0]);
+        }
+        alignas(64) T tmp[W] = {};
+        for (std::int64_t k = 0; k < count; ++k) tmp[k] = p[(t + k) * v.step];
+        return B::load_aligned(tmp);
+    }
+};
+
+/// Matches a static expression against the IR of the kernel it became, from the store down.
+struct StaticMatcher {
+    const ir::Phase& phase;
+    DType dtype;
+    StaticBinding& binding;
+
+    const ir::Instr* at(int i, ir::Op op, DType t) const {
+        if (i < 0 || i >= static_cast<int>(phase.instrs.size())) return nullptr;
+        const ir::Instr& in = phase.instrs[static_cast<std::size_t>(i)];
+        if (in.op == ir::Op::Load && !in.plain_load()) return nullptr;  // gathers and gated loads: interpreted
+        return in.op == op && in.dtype == t ? &in : nullptr;
+    }
+};
+
+// StaticExpr<E, T>: `ok` when E can be compiled for T; then `eval` computes a batch (a mask
+// when `boolean`, i.e. for comparisons) and `match` checks an IR instruction (and its
+// operands) against E. Leaves and scalars are numbered in depth-first order, from L and C.
+template <class E, class T>
+struct StaticExpr {
+    static constexpr bool ok = false, boolean = false;
+    static constexpr int leaves = 0, consts = 0;
+};
+
+template <class T>
+struct StaticExpr<Tensor<T>, T> {
+    static constexpr bool ok = std::is_floating_point_v<T>, boolean = false;
+    static constexpr int leaves = 1, consts = 0;
+    template <int L, int C>
+    static host::batch<T> eval(const StaticLanes<T>& lanes) { return lanes.load(L); }
+    template <int L, int C>
+    static bool match(StaticMatcher& m, int i) {
+        if (!m.at(i, ir::Op::Load, m.dtype)) return false;
+        m.binding.leaf_loads[L] = i;
+        return true;
+    }
+};
+
+template <class S, class T>
+struct StaticExpr<ScalarLeaf<S>, T> {
+    static constexpr bool ok = std::is_floating_point_v<T>, boolean = false;
+    static constexpr int leaves = 0, consts = 1;
+    template <int L, int C>
+    static host::batch<T> eval(const StaticLanes<T>& lanes) { return host::batch<T>(lanes.consts[C]); }
+    template <int L, int C>
+    static bool match(StaticMatcher& m, int i) {
+        const ir::Instr* in = m.at(i, ir::Op::Param, m.dtype);
+        if (!in) in = m.at(i, ir::Op::Const, m.dtype);
+        if (!in) return false;
+        m.binding.scalar_params[C] = in->op == ir::Op::Param ? in->arg : -1;
+        m.binding.consts[C] = in->value;
+        return true;
+    }
+};
+
+template <UnaryOp Op>
+struct UnaryFunctor;
+#define LAZYTENSOR_X(name, fn, rule) \
+    template <>                      \
+    struct UnaryFunctor<UnaryOp::name> { using type = host::name; };
+LAZYTENSOR_UNARY_OPS(LAZYTENSOR_X)
+#undef LAZYTENSOR_X
+
+template <BinaryOp Op>
+struct BinaryFunctor;
+#define LAZYTENSOR_X(name, fn, rule) \
+    template <>                      \
+    struct BinaryFunctor<BinaryOp::name> { using type = host::name; };
+LAZYTENSOR_BINARY_OPS(LAZYTENSOR_X)
+#undef LAZYTENSOR_X
+
+// A predicate (isnan, !x) of T values is a mask, like a comparison.
+template <UnaryOp Op, class A, class T>
+struct StaticExpr<UnaryExpr<Op, A>, T> {
+    using Sub = StaticExpr<A, T>;
+    static constexpr bool predicate = returns_bool(type_rule(Op));
+    static constexpr bool ok =
+        Sub::ok && !Sub::boolean && std::is_same_v<typename A::value_type, T> && host::rule_allows<T>(type_rule(Op));
+    static constexpr bool boolean = predicate;
+    static constexpr int leaves = Sub::leaves, consts = Sub::consts;
+    template <int L, int C>
+    static auto eval(const StaticLanes<T>& lanes) {
+        if constexpr (predicate) return UnaryFunctor<Op>::type::mask(Sub::template eval<L, C>(lanes));
+        else return rounded(UnaryFunctor<Op>::type::simd(Sub::template eval<L, C>(lanes)));
+    }
+    template <int L, int C>
+    static bool match(StaticMatcher& m, int i) {
+        const ir::Instr* in = m.at(i, ir::Op::Unary, predicate ? DType::Bool : m.dtype);
+        return in && in->unary == Op && Sub::template match<L, C>(m, in->a);
+    }
+};
+
+template <BinaryOp Op, class L_, class R_, class T>
+struct StaticExpr<BinaryExpr<Op, L_, R_>, T> {
+    using Left = StaticExpr<L_, T>;
+    using Right = StaticExpr<R_, T>;
+    static constexpr bool compare = returns_bool(type_rule(Op));  // comparisons, logical and/or
+    // Two masks (where((a < b) & (c < d), ...)) combine with and/or/xor into a mask.
+    static constexpr bool masks = Left::boolean && Right::boolean;
+    static constexpr bool mask_op = Op == BinaryOp::LogicalAnd || Op == BinaryOp::LogicalOr || Op == BinaryOp::BitAnd ||
+                                    Op == BinaryOp::BitOr || Op == BinaryOp::BitXor;
+    static constexpr bool ok = Left::ok && Right::ok &&
+                               (masks ? mask_op : !Left::boolean && !Right::boolean && host::rule_allows<T>(type_rule(Op)));
+    static constexpr bool boolean = compare || masks;
+    static constexpr int leaves = Left::leaves + Right::leaves, consts = Left::consts + Right::consts;
+    template <int L, int C>
+    static auto eval(const StaticLanes<T>& lanes) {
+        auto a = Left::template eval<L, C>(lanes);
+        auto b = Right::template eval<L + Left::leaves, C + Left::consts>(lanes);
+        if constexpr (masks) {
+            if constexpr (Op == BinaryOp::LogicalAnd || Op == BinaryOp::BitAnd) return a & b;
+            else if constexpr (Op == BinaryOp::LogicalOr || Op == BinaryOp::BitOr) return a | b;
+            else return a ^ b;
+        } else if constexpr (compare) {
+            return compare_batch(a, b);
+        } else {
+            return rounded(BinaryFunctor<Op>::type::simd(a, b));
+        }
+    }
+    template <int L, int C>
+    static bool match(StaticMatcher& m, int i) {
+        const ir::Instr* in = m.at(i, ir::Op::Binary, boolean ? DType::Bool : m.dtype);
+        return in && in->binary == Op && Left::template match<L, C>(m, in->a) &&
+               Right::template match<L + Left::leaves, C + Left::consts>(m, in->b);
+    }
+    // IEEE comparisons: every one is false for NaN except !=, which is true (so NaN is "true"
+    // for logical and/or, as in the interpreter).
+    static auto compare_batch(const host::batch<T>& a, const host::batch<T>& b) {
+        using B = host::batch<T>;
+        if constexpr (Op == BinaryOp::Lt) return a < b;
+        else if constexpr (Op == BinaryOp::Le) return a <= b;
+        else if constexpr (Op == BinaryOp::Gt) return a > b;
+        else if constexpr (Op == BinaryOp::Ge) return a >= b;
+        else if constexpr (Op == BinaryOp::Eq) return a == b;
+        else if constexpr (Op == BinaryOp::Ne) return !(a == b);
+        else if constexpr (Op == BinaryOp::LogicalAnd) return !(a == B(T(0))) & !(b == B(T(0)));
+        else return !(a == B(T(0))) | !(b == B(T(0)));  // LogicalOr
+    }
+};
+
+template <class C_, class X, class Y, class T>
+struct StaticExpr<WhereExpr<C_, X, Y>, T> {
+    using Cond = StaticExpr<C_, T>;
+    using Then = StaticExpr<X, T>;
+    using Else = StaticExpr<Y, T>;
+    static constexpr bool ok = Cond::ok && Cond::boolean && Then::ok && !Then::boolean && Else::ok && !Else::boolean;
+    static constexpr bool boolean = false;
+    static constexpr int leaves = Cond::leaves + Then::leaves + Else::leaves;
+    static constexpr int consts = Cond::consts + Then::consts + Else::consts;
+    template <int L, int C>
+    static host::batch<T> eval(const StaticLanes<T>& lanes) {
+        auto c = Cond::template eval<L, C>(lanes);
+        auto x = Then::template eval<L + Cond::leaves, C + Cond::consts>(lanes);
+        auto y = Else::template eval<L + Cond::leaves + Then::leaves, C + Cond::consts + Then::consts>(lanes);
+        return xsimd::select(c, x, y);
+    }
+    template <int L, int C>
+    static bool match(StaticMatcher& m, int i) {
+        const ir::Instr* in = m.at(i, ir::Op::Where, m.dtype);
+        return in && Cond::template match<L, C>(m, in->a) &&
+               Then::template match<L + Cond::leaves, C + Cond::consts>(m, in->b) &&
+               Else::template match<L + Cond::leaves + Then::leaves, C + Cond::consts + Then::consts>(m, in->c);
+    }
+};
+
+/// The compiled loop of expression type E with element type T.
+template <class E, class T>
+class StaticKernelOf final : public StaticKernel {
+    using SE = StaticExpr<E, T>;
+
+public:
+    bool match(const ir::Kernel& k, StaticBinding& binding) const override {
+        if (k.phases.size() != 1 || k.has_reduction() || k.phases[0].stores.size() != 1) return false;
+        const ir::Phase& phase = k.phases[0];
+        binding.leaf_loads.assign(SE::leaves, -1);
+        binding.scalar_params.assign(SE::consts, -1);
+        binding.consts.assign(SE::consts, Scalar{});
+        StaticMatcher m{phase, dtype_of<T>(), binding};
+        return SE::template match<0, 0>(m, phase.stores[0].value);
+    }
+
+    void run(const StaticBinding& binding, const Scalar* scalars, const LeafView* leaves, void* out, std::int64_t out_step,
+             std::int64_t n, bool stream) const override {
+        using B = host::batch<T>;
+        constexpr std::int64_t W = B::size;
+        T consts[SE::consts > 0 ? SE::consts : 1];
+        for (std::size_t c = 0; c < static_cast<std::size_t>(SE::consts); ++c) {
+            const int param = binding.scalar_params[c];
+            consts[c] = (param >= 0 ? scalars[param] : binding.consts[c]).template as<T>();
+        }
+        T* dst = static_cast<T*>(out);
+        if (out_step == 1 && stream) {
+            // Stage a run in cache, then write it out with non-temporal stores.
+            alignas(64) T staged[kStage];
+            for (std::int64_t t0 = 0; t0 < n; t0 += kStage) {
+                const std::int64_t len = std::min<std::int64_t>(kStage, n - t0);
+                for (std::int64_t t = 0; t < len; t += W) {
+                    const StaticLanes<T> lanes{leaves, consts, t0 + t, std::min(W, len - t)};
+                    SE::template eval<0, 0>(lanes).store_aligned(staged + t);
+                }
+                host::stream_copy(reinterpret_cast<char*>(dst + t0), reinterpret_cast<const char*>(staged),
+                                  static_cast<std::size_t>(len) * sizeof(T));
+            }
+            return;
+        }
+        for (std::int64_t t = 0; t < n; t += W) {
+            const StaticLanes<T> lanes{leaves, consts, t, std::min(W, n - t)};
+            const B value = SE::template eval<0, 0>(lanes);
+            if (lanes.count == W && out_step == 1) {
+                value.store_unaligned(dst + t);
+            } else {
+                alignas(64) T staged[W];
+                value.store_aligned(staged);
+                for (std::int64_t k = 0; k < lanes.count; ++k) dst[(t + k) * out_step] = staged[k];
+            }
+        }
+    }
+
+private:
+    static constexpr std::int64_t kStage = 1024;
+};
+
+/// The static kernel of expression type E, or null when E cannot be compiled.
+template <class E>
+const StaticKernel* static_kernel_of() {
+    using T = typename E::value_type;
+    if constexpr (StaticExpr<E, T>::ok && !StaticExpr<E, T>::boolean) {
+        static const StaticKernelOf<E, T> kernel;
+        return &kernel;
+    } else {
+        return nullptr;
+    }
+}
+
+}  // namespace lazytensor::detail
+// ---- lazytensor/frontend/movement.hpp ----
+// Movement ops: slices, flips, pads, squeezes, tiles, concatenation. Slices and flips are
+// strided views (zero-copy, read in place by every kernel); squeeze, unsqueeze, flatten, tile
+// and repeat_interleave are reshapes and broadcasts; pad and concat are fused into the kernel
+// that reads them, which reads each part only where it lies.
+
+#include <utility>
+#include <vector>
+
+
+namespace lazytensor {
+
+template <class T, class D>
+Tensor<T> TensorBase<T, D>::slice(int axis, std::optional<std::int64_t> start, std::optional<std::int64_t> stop,
+                                  std::int64_t step) const {
+    return Tensor<T>(detail::graph::slice(self().build(), axis, start, stop, step));
+}
+
+template <class T, class D>
+Tensor<T> TensorBase<T, D>::select(int axis, std::int64_t index) const {
+    const Shape& shape = self().shape();
+    const auto k = static_cast<std::size_t>(detail::normalize_axis(axis, shape.size(), "select", shape));
+    if (index < -shape[k] || index >= shape[k])
+        detail::fail<IndexError>("select: index ", index, " is out of range for axis ", axis, " of extent ", shape[k],
+                                 " (shape ", shape, ")");
+    const std::int64_t i = index < 0 ? index + shape[k] : index;
+    Shape out;
+    for (std::size_t j = 0; j < shape.size(); ++j)
+        if (j != k) out.push_back(shape[j]);
+    return Tensor<T>(detail::graph::reshape(detail::graph::slice(self().build(), axis, i, i + 1, 1), out, "select"));
+}
+
+template <class T, class D>
+Tensor<T> TensorBase<T, D>::flip(const Axes& axes) const {
+    return Tensor<T>(detail::graph::flip(self().build(), axes));
+}
+
+template <class T, class D>
+Tensor<T> TensorBase<T, D>::pad(const std::vector<std::pair<std::int64_t, std::int64_t>>& widths, T value) const {
+    Shape before, after;
+    for (const auto& w : widths) {
+        before.push_back(w.first);
+        after.push_back(w.second);
+    }
+    return Tensor<T>(detail::graph::pad(self().build(), before, after, Scalar::of<T>(value)));
+}
+
+template <class T, class D>
+Tensor<T> TensorBase<T, D>::squeeze() const {
+    Shape out;
+    for (auto e : self().shape())
+        if (e != 1) out.push_back(e);
+    return reshape(out);
+}
+
+template <class T, class D>
+Tensor<T> TensorBase<T, D>::squeeze(const Axes& axes) const {
+    const Shape& shape = self().shape();
+    const Axes norm = detail::normalize_axes(axes, shape.size(), "squeeze", shape);
+    Shape out;
+    for (std::size_t j = 0, a = 0; j < shape.size(); ++j) {
+        if (a < norm.size() && norm[a] == static_cast<int>(j)) {
+            ++a;
+            if (shape[j] != 1)
+                detail::fail<ShapeError>("squeeze: axis ", j, " has extent ", shape[j], ", not 1 (shape ", shape, ")");
+            continue;
+        }
+        out.push_back(shape[j]);
+    }
+    return reshape(out);
+}
+
+template <class T, class D>
+Tensor<T> TensorBase<T, D>::unsqueeze(int axis) const {
+    Shape out = self().shape();
+    const auto k = static_cast<std::size_t>(detail::normalize_axis(axis, out.size() + 1, "unsqueeze", out));
+    out.insert(k, 1);
+    return reshape(out);
+}
+
+template <class T, class D>
+Tensor<T> TensorBase<T, D>::flatten(int start, int end) const {
+    const Shape& shape = self().shape();
+    if (shape.empty()) return reshape(Shape{1});
+    const auto a = static_cast<std::size_t>(detail::normalize_axis(start, shape.size(), "flatten", shape));
+    const auto b = static_cast<std::size_t>(detail::normalize_axis(end, shape.size(), "flatten", shape));
+    if (a > b)
+        detail::fail<AxisError>("flatten: start axis ", start, " comes after end axis ", end, " (shape ", shape, ")");
+    Shape out;
+    std::int64_t merged = 1;
+    for (std::size_t j = 0; j < shape.size(); ++j) {
+        if (j < a || j > b) out.push_back(shape[j]);
+        else merged *= shape[j];
+        if (j == b) out.push_back(merged);
+    }
+    return reshape(out);
+}
+
+template <class T, class D>
+Tensor<T> TensorBase<T, D>::tile(const Shape& reps) const {
+    Shape shape = self().shape();
+    for (auto r : reps)
+        if (r < 0) detail::fail<ValueError>("tile: repetitions must be >= 0, got ", reps);
+    Shape r = reps;
+    while (shape.size() < r.size()) shape.insert(0, 1);
+    while (r.size() < shape.size()) r.insert(0, 1);
+    // [s0, s1] -> [1, s0, 1, s1] -> expand [r0, s0, r1, s1] -> [r0 * s0, r1 * s1]
+    Shape spread, expanded, out;
+    for (std::size_t k = 0; k < shape.size(); ++k) {
+        spread.push_back(1);
+        spread.push_back(shape[k]);
+        expanded.push_back(r[k]);
+        expanded.push_back(shape[k]);
+        out.push_back(r[k] * shape[k]);
+    }
+    detail::NodePtr x = detail::graph::reshape(self().build(), spread, "tile");
+    return Tensor<T>(detail::graph::reshape(detail::graph::expand(x, expanded, "tile"), out, "tile"));
+}
+
+template <class T, class D>
+Tensor<T> TensorBase<T, D>::repeat_interleave(std::int64_t repeats, int axis) const {
+    const Shape& shape = self().shape();
+    if (repeats < 0) detail::fail<ValueError>("repeat_interleave: repeats must be >= 0, got ", repeats);
+    const auto k = static_cast<std::size_t>(detail::normalize_axis(axis, shape.size(), "repeat_interleave", shape));
+    Shape spread = shape, expanded = shape, out = shape;
+    spread.insert(k + 1, 1);
+    expanded.insert(k + 1, repeats);
+    out[k] *= repeats;
+    detail::NodePtr x = detail::graph::reshape(self().build(), spread, "repeat_interleave");
+    return Tensor<T>(detail::graph::reshape(detail::graph::expand(x, expanded, "repeat_interleave"), out, "repeat_interleave"));
+}
+
+/// The tensors joined along `axis` (they must agree on every other extent, on dtype and device).
+/// Lazy; fused into the kernel that reads it, each output element reading only the part it lies
+/// in. ValueError for an empty list, ShapeError or DeviceError for parts that do not agree.
+template <class T>
+Tensor<T> concat(const std::vector<Tensor<T>>& parts, int axis = 0) {
+    const char* op = "concat";
+    if (parts.empty()) detail::fail<ValueError>(op, ": needs at least one tensor");
+    const Shape& first = parts[0].shape();
+    const auto k = static_cast<std::size_t>(detail::normalize_axis(axis, first.size(), op, first));
+    Shape out = first;
+    out[k] = 0;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+        const Shape& s = parts[i].shape();
+        bool fits = s.size() == first.size();
+        for (std::size_t j = 0; fits && j < s.size(); ++j) fits = j == k || s[j] == first[j];
+        if (!fits)
+            detail::fail<ShapeError>(op, ": tensor ", i, " has shape ", s, " but tensor 0 has shape ", first,
+                                     "; they may differ only along axis ", axis);
+        if (parts[i].device() != parts[0].device())
+            detail::fail<DeviceError>(op, ": tensor ", i, " is on ", parts[i].device(), " but tensor 0 is on ",
+                                      parts[0].device());
+        out[k] += s[k];
+    }
+    if (parts.size() == 1) return parts[0];
+    // Each part padded to the full extent, chosen by where the position lies along the axis.
+    const detail::NodePtr position = detail::graph::iota(out, static_cast<int>(k), parts[0].device());
+    detail::NodePtr result;
+    std::int64_t end = out[k];
+    for (std::size_t i = parts.size(); i-- > 0;) {
+        const std::int64_t extent = parts[i].shape()[k];
+        const std::int64_t begin = end - extent;
+        Shape before(first.size(), 0), after(first.size(), 0);
+        before[k] = begin;
+        after[k] = out[k] - end;
+        detail::NodePtr padded = detail::graph::pad(parts[i].build(), before, after, Scalar::of<T>(T(0)));
+        if (!result) {
+            result = padded;
+        } else if (extent > 0) {
+            const detail::NodePtr inside =
+                detail::graph::binary(BinaryOp::Lt, position, Scalar::of<std::int64_t>(end));
+            result = detail::graph::where(inside, padded, result);
+        }
+        end = begin;
+    }
+    return Tensor<T>(result);
+}
+
+/// The tensors (all of one shape) stacked along a new axis at position `axis` of the result.
+/// Lazy, as concat. ValueError for an empty list, ShapeError for differing shapes.
+template <class T>
+Tensor<T> stack(const std::vector<Tensor<T>>& parts, int axis = 0) {
+    if (parts.empty()) detail::fail<ValueError>("stack: needs at least one tensor");
+    std::vector<Tensor<T>> spread;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+        if (parts[i].shape() != parts[0].shape())
+            detail::fail<ShapeError>("stack: tensor ", i, " has shape ", parts[i].shape(), " but tensor 0 has shape ",
+                                     parts[0].shape(), "; stacked tensors must have one shape");
+        spread.push_back(parts[i].unsqueeze(axis));
+    }
+    return lazytensor::concat<T>(spread, axis);
+}
+
+/// Free forms of the members: lt::slice(x, ...) is x.slice(...), and likewise flip, pad,
+/// squeeze, unsqueeze, flatten, tile and repeat_interleave.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto slice(const E& x, int axis, std::optional<std::int64_t> start, std::optional<std::int64_t> stop,
+           std::int64_t step = 1) {
+    return x.slice(axis, start, stop, step);
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto flip(const E& x, const Axes& axes) {
+    return x.flip(axes);
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto pad(const E& x, const std::vector<std::pair<std::int64_t, std::int64_t>>& widths,
+         typename E::value_type value = typename E::value_type(0)) {
+    return x.pad(widths, value);
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto squeeze(const E& x) {
+    return x.squeeze();
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto unsqueeze(const E& x, int axis) {
+    return x.unsqueeze(axis);
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto flatten(const E& x, int start = 0, int end = -1) {
+    return x.flatten(start, end);
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto tile(const E& x, const Shape& reps) {
+    return x.tile(reps);
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto repeat_interleave(const E& x, std::int64_t repeats, int axis) {
+    return x.repeat_interleave(repeats, axis);
+}
+
+}  // namespace lazytensor
+// ---- lazytensor/frontend/reductions.hpp ----
+// Reductions built from the primitive ones, so that the scheduler fuses them: var and std
+// (two reduce phases of one kernel), argmax and argmin (a max, then the first position that
+// holds it: one kernel), and the scans cumsum and cumprod.
+
+
+namespace lazytensor {
+
+namespace detail {
+
+/// x, or x cast to float32 when it is not floating: what the floating-point composites compute in.
+inline NodePtr floating(const NodePtr& x) { return is_floating(x->dtype) ? x : graph::cast(x, DType::Float32); }
+
+/// Variance over `axes` with N - correction in the denominator, computed in floating point
+/// (half in float32, rounded once: its sum of squares and its count, past 65504, are no half).
+inline NodePtr variance(const NodePtr& x, const Axes& user_axes, bool keepdim, int correction, const char* op) {
+    const Axes axes = user_axes.empty() ? all_axes(x->shape.size()) : normalize_axes(user_axes, x->shape.size(), op, x->shape);
+    if (x->dtype == DType::Float16)
+        return graph::cast(variance(graph::cast(x, DType::Float32), axes, keepdim, correction, op), DType::Float16);
+    const NodePtr v = floating(x);
+    std::int64_t count = 1;
+    for (int a : axes) count *= x->shape[static_cast<std::size_t>(a)];
+    const NodePtr centered = graph::binary(BinaryOp::Sub, v, graph::mean(v, axes, true));
+    const NodePtr squares = graph::reduce(ReduceOp::Sum, graph::binary(BinaryOp::Mul, centered, centered), axes, keepdim, op);
+    // N - correction <= 0 divides by zero: inf or NaN, like NumPy and PyTorch.
+    return graph::binary(BinaryOp::Div, squares, Scalar::of<double>(static_cast<double>(count - correction)));
+}
+
+/// argmax (Max) or argmin (Min) along one axis: the first position holding the extreme value,
+/// or the first NaN.
+inline NodePtr arg_extreme(ReduceOp extreme, const NodePtr& x, int axis, bool keepdim, const char* op) {
+    const int k = normalize_axis(axis, x->shape.size(), op, x->shape);
+    const NodePtr best = graph::reduce(extreme, x, Axes{k}, true, op);
+    NodePtr hit = graph::binary(BinaryOp::Eq, x, best);
+    if (is_floating(x->dtype))  // x != x: NaN, which max and min propagate
+        hit = graph::binary(BinaryOp::Maximum, hit, graph::binary(BinaryOp::Ne, x, x));
+    const NodePtr positions = graph::where(hit, graph::iota(x->shape, k, x->device),
+                                           Scalar::of<std::int64_t>(x->shape[static_cast<std::size_t>(k)]));
+    return graph::reduce(ReduceOp::Min, positions, Axes{k}, keepdim, op);
+}
+
+/// Elements per block of a scan: each block is scanned by a reduction over a triangle.
+inline constexpr std::int64_t kScanBlock = 32;
+
+/// Inclusive scan along the last axis by a masked reduction over [..., n, n]: out[i] folds x[j]
+/// for j <= i. Fused into one kernel, n times the work of the input; for short axes.
+inline NodePtr triangle_scan(ReduceOp op, const NodePtr& x, Scalar identity) {
+    const std::size_t r = x->shape.size();
+    const std::int64_t n = x->shape[r - 1];
+    Shape row = x->shape, square = x->shape;
+    row.insert(r - 1, 1);
+    square.insert(r - 1, n);
+    const NodePtr xs = graph::expand(graph::reshape(x, row), square);
+    const NodePtr earlier = graph::binary(BinaryOp::Le, graph::iota(square, static_cast<int>(r), x->device),
+                                          graph::iota(square, static_cast<int>(r) - 1, x->device));
+    return graph::reduce(op, graph::where(earlier, xs, identity), Axes{static_cast<int>(r)}, false, "scan");
+}
+
+/// Inclusive scan along the last axis: blocks of kScanBlock scanned by triangles, the block
+/// totals scanned recursively, and each block offset by the total before it. About
+/// kScanBlock operations per element and two kernels per level of log_32(n) levels.
+inline NodePtr scan_last(ReduceOp op, const NodePtr& x, Scalar identity) {
+    const std::size_t r = x->shape.size();
+    const std::int64_t n = x->shape[r - 1];
+    if (n <= kScanBlock) return triangle_scan(op, x, identity);
+    const std::int64_t blocks = (n + kScanBlock - 1) / kScanBlock;
+    Shape before(r, 0), after(r, 0), tiled(x->shape), totals_shape(x->shape), offsets_shape(x->shape);
+    after[r - 1] = blocks * kScanBlock - n;
+    tiled[r - 1] = blocks;
+    tiled.push_back(kScanBlock);
+    totals_shape[r - 1] = blocks;
+    offsets_shape[r - 1] = blocks;
+    offsets_shape.push_back(1);
+    const NodePtr inner = triangle_scan(op, graph::reshape(graph::pad(x, before, after, identity), tiled), identity);
+    const NodePtr totals = graph::reshape(graph::slice(inner, -1, kScanBlock - 1, kScanBlock, 1), totals_shape);
+    // Exclusive prefix of the totals: shifted right by one, the identity first.
+    Shape one(r, 0);
+    one[r - 1] = 1;
+    const NodePtr shifted = graph::slice(graph::pad(scan_last(op, totals, identity), one, before, identity), -1, 0, blocks, 1);
+    const NodePtr combined = graph::binary(op == ReduceOp::Sum ? BinaryOp::Add : BinaryOp::Mul, inner,
+                                           graph::reshape(shifted, offsets_shape));
+    Shape flat = x->shape;
+    flat[r - 1] = blocks * kScanBlock;
+    return graph::slice(graph::reshape(combined, flat), -1, 0, n, 1);
+}
+
+/// cumsum (Sum) or cumprod (Prod) along `axis`; integers and bool accumulate in int64.
+inline NodePtr scan(ReduceOp op, const NodePtr& x, int axis, const char* name) {
+    if (x->shape.empty()) fail<AxisError>(name, ": needs at least one dimension, the tensor is 0-d");
+    const int k = normalize_axis(axis, x->shape.size(), name, x->shape);
+    const DType t = is_floating(x->dtype) ? x->dtype : DType::Int64;
+    const Scalar identity = Scalar::of<std::int64_t>(op == ReduceOp::Sum ? 0 : 1).cast(t);
+    const int last = static_cast<int>(x->shape.size()) - 1;
+    NodePtr v = graph::transpose(graph::cast(x, t), k, last);
+    if (numel(v->shape) > 0) v = scan_last(op, v, identity);
+    return graph::transpose(v, k, last);
+}
+
+}  // namespace detail
+
+template <class T, class D>
+Tensor<detail::mean_t<T>> TensorBase<T, D>::var(const Axes& axes, bool keepdim, int correction) const {
+    return Tensor<detail::mean_t<T>>(detail::variance(self().build(), axes, keepdim, correction, "var"));
+}
+
+template <class T, class D>
+Tensor<detail::mean_t<T>> TensorBase<T, D>::std(const Axes& axes, bool keepdim, int correction) const {
+    return Tensor<detail::mean_t<T>>(detail::graph::unary(UnaryOp::Sqrt, detail::variance(self().build(), axes, keepdim, correction, "std")));
+}
+
+template <class T, class D>
+Tensor<std::int64_t> TensorBase<T, D>::argmax(int axis, bool keepdim) const {
+    return Tensor<std::int64_t>(detail::arg_extreme(ReduceOp::Max, self().build(), axis, keepdim, "argmax"));
+}
+
+template <class T, class D>
+Tensor<std::int64_t> TensorBase<T, D>::argmin(int axis, bool keepdim) const {
+    return Tensor<std::int64_t>(detail::arg_extreme(ReduceOp::Min, self().build(), axis, keepdim, "argmin"));
+}
+
+template <class T, class D>
+Tensor<detail::reduce_t<ReduceOp::Sum, T>> TensorBase<T, D>::cumsum(int axis) const {
+    return Tensor<detail::reduce_t<ReduceOp::Sum, T>>(detail::scan(ReduceOp::Sum, self().build(), axis, "cumsum"));
+}
+
+template <class T, class D>
+Tensor<detail::reduce_t<ReduceOp::Prod, T>> TensorBase<T, D>::cumprod(int axis) const {
+    return Tensor<detail::reduce_t<ReduceOp::Prod, T>>(detail::scan(ReduceOp::Prod, self().build(), axis, "cumprod"));
+}
+
+/// Free forms of the members: lt::var(x, ...) is x.var(...), and likewise std, argmax, argmin,
+/// cumsum and cumprod.
+#define LAZYTENSOR_FREE_FORM(fn)                                           \
+    template <class E, class... Args, class = std::enable_if_t<detail::is_tensor_like_v<E>>> \
+    auto fn(const E& x, Args&&... args) {                                  \
+        return x.fn(std::forward<Args>(args)...);                          \
+    }
+LAZYTENSOR_FREE_FORM(var)
+LAZYTENSOR_FREE_FORM(std)
+LAZYTENSOR_FREE_FORM(argmax)
+LAZYTENSOR_FREE_FORM(argmin)
+LAZYTENSOR_FREE_FORM(cumsum)
+LAZYTENSOR_FREE_FORM(cumprod)
+#undef LAZYTENSOR_FREE_FORM
+
+}  // namespace lazytensor
+
+namespace lazytensor {
+
+namespace detail {
+
+template <class T>
+Tensor<T> from_host(const T* data, std::int64_t count, Shape shape, Device device) {
+    BufferPtr buf = upload(device, dtype_of<T>(), count, data);
+    Strides strides = contiguous_strides(shape);
+    return Tensor<T>(graph::buffer(std::move(buf), std::move(shape), std::move(strides), 0));
+}
+
+}  // namespace detail
+
+/// A tensor holding `data` (row-major) with the given shape, on `device`; copied there now.
+/// ShapeError if data.size() is not the shape's element count; DeviceError if `device` is unavailable.
+template <class T>
+Tensor<T> tensor(const std::vector<T>& data, Shape shape, Device device = default_device()) {
+    detail::check_extents(shape, "lt::tensor");
+    const std::int64_t count = numel(shape);
+    if (static_cast<std::int64_t>(data.size()) != count)
+        detail::fail<ShapeError>("lt::tensor: ", data.size(), " values do not fit shape ", shape, " (", count,
+                                 " elements)");
+    if constexpr (std::is_same_v<T, bool>) {
+        std::vector<std::uint8_t> bytes(data.begin(), data.end());
+        static_assert(sizeof(bool) == 1, "lazytensor stores bool as one byte");
+        return detail::from_host<T>(reinterpret_cast<const bool*>(bytes.data()), count, std::move(shape), device);
+    } else {
+        return detail::from_host<T>(data.data(), count, std::move(shape), device);
+    }
+}
+
+template <class T, class D>
+Tensor<T> TensorBase<T, D>::to(Device device) const {
+    Tensor<T> t(self().build());
+    if (t.device() == device) return t;
+    detail::backend_for(device);  // an unavailable device fails before any work
+    return tensor<T>(t.to_vector(), t.shape(), device);
+}
+
+/// A 1-D tensor holding `data`, on the default device (copied there now).
+template <class T>
+Tensor<T> tensor(std::initializer_list<T> data) {
+    return tensor<T>(std::vector<T>(data), Shape{static_cast<std::int64_t>(data.size())});
+}
+
+/// A tensor of the given shape with every element equal to `value` (lazy: no memory until realized).
+/// ShapeError for a negative extent; DeviceError if `device` is unavailable.
+template <class T>
+Tensor<T> full(const Shape& shape, T value, Device device = default_device()) {
+    detail::check_extents(shape, "lt::full");
+    detail::backend_for(device);
+    return Tensor<T>(detail::graph::constant(Scalar::of<T>(value), dtype_of<T>(), shape, device));
+}
+
+/// full(shape, T(0), device).
+template <class T>
+Tensor<T> zeros(const Shape& shape, Device device = default_device()) {
+    return full<T>(shape, T(0), device);
+}
+
+/// full(shape, T(1), device).
+template <class T>
+Tensor<T> ones(const Shape& shape, Device device = default_device()) {
+    return full<T>(shape, T(1), device);
+}
+
+/// start, start + step, ... up to (not including) stop, like NumPy's arange (values computed in
+/// double, converted to T, copied to `device` now). ValueError for step 0 or a non-finite bound.
+template <class T>
+Tensor<T> arange(double start, double stop, double step = 1, Device device = default_device()) {
+    if (step == 0 || !std::isfinite(step) || !std::isfinite(start) || !std::isfinite(stop))
+        detail::fail<ValueError>("lt::arange: start, stop and step must be finite and step non-zero (got ", start,
+                                 ", ", stop, ", ", step, ")");
+    const double span = std::ceil((stop - start) / step);
+    if (span >= 9.0e15)  // beyond 2^53, consecutive values are no longer distinct doubles
+        detail::fail<ValueError>("lt::arange: [", start, ", ", stop, ") in steps of ", step, " has ", span,
+                                 " elements, too many");
+    const std::int64_t count = span > 0 ? static_cast<std::int64_t>(span) : 0;
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+        // Every value must be one of T: no out-of-range conversion (undefined), no wrap.
+        const double last = start + static_cast<double>(count - 1) * step;
+        for (double v : {start, last})
+            if (count > 0 && (v < static_cast<double>(std::numeric_limits<T>::min()) ||
+                              v >= static_cast<double>(std::numeric_limits<T>::max()) + 1.0))
+                detail::fail<ValueError>("lt::arange: [", start, ", ", stop, ") in steps of ", step, " reaches ", v,
+                                         ", which does not fit ", dtype_of<T>());
+    }
+    std::vector<T> values(static_cast<std::size_t>(count));
+    for (std::int64_t i = 0; i < count; ++i) values[static_cast<std::size_t>(i)] = static_cast<T>(start + static_cast<double>(i) * step);
+    return tensor<T>(values, Shape{count}, device);
+}
+
+/// 0, 1, ..., n - 1 (empty for n <= 0).
+template <class T>
+Tensor<T> arange(std::int64_t n, Device device = default_device()) {
+    return arange<T>(0.0, static_cast<double>(n), 1.0, device);
+}
+
+}  // namespace lazytensor
+// ---- lazytensor/frontend/functions.hpp ----
+// The free functions and operators of the public API. Element-wise functions are generated
+// from the op list (ir/ops.hpp); reductions and views have a free form next to the members.
+
+#include <optional>
+
+
+namespace lazytensor {
+
+/// Element-wise unary functions: lt::exp(x), lt::relu(x), ... (one per entry of the op list,
+/// ir/ops.hpp). Lazy, same shape. exp, log, sqrt, ... give float32 for integers; abs, floor, ...
+/// keep the type (neither kind compiles for bool); isnan, isinf, logical_not give bool.
+#define LAZYTENSOR_X(name, fn, rule)                                                      \
+    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>            \
+    auto fn(E&& x) {                                                                      \
+        return detail::make_unary<UnaryOp::name>(std::forward<E>(x));                     \
+    }
+LAZYTENSOR_UNARY_OPS(LAZYTENSOR_X)
+#undef LAZYTENSOR_X
+
+/// Element-wise binary functions: lt::maximum(a, b), lt::pow(a, 2.0f), lt::add(a, b), ... A
+/// tensor or a C++ scalar on either side, broadcast (NumPy), types promoted (PyTorch). Lazy;
+/// ShapeError if the shapes do not broadcast, DeviceError for tensors on different devices.
+#define LAZYTENSOR_X(name, fn, rule)                                                      \
+    template <class L, class R, class = std::enable_if_t<detail::is_binary_operands_v<L, R>>> \
+    auto fn(L&& a, R&& b) {                                                               \
+        return detail::make_binary<BinaryOp::name>(std::forward<L>(a), std::forward<R>(b)); \
+    }
+LAZYTENSOR_BINARY_OPS(LAZYTENSOR_X)
+#undef LAZYTENSOR_X
+
+/// Operators: the same ops, NumPy broadcasting, a tensor or a scalar on either side. % is
+/// NumPy's remainder (the divisor's sign); && and || are element-wise (both sides are evaluated).
+/// Comparisons, && and || give bool tensors. Lazy, and they throw as the functions above do.
+#define LAZYTENSOR_OPERATORS(X) \
+    X(+, Add)                   \
+    X(-, Sub)                   \
+    X(*, Mul)                   \
+    X(/, Div)                   \
+    X(%, Remainder)             \
+    X(<, Lt)                    \
+    X(<=, Le)                   \
+    X(>, Gt)                    \
+    X(>=, Ge)                   \
+    X(==, Eq)                   \
+    X(!=, Ne)                   \
+    X(&, BitAnd)                \
+    X(|, BitOr)                 \
+    X(^, BitXor)                \
+    X(<<, Shl)                  \
+    X(>>, Shr)                  \
+    X(&&, LogicalAnd)           \
+    X(||, LogicalOr)
+#define LAZYTENSOR_X(symbol, name)                                                        \
+    template <class L, class R, class = std::enable_if_t<detail::is_binary_operands_v<L, R>>> \
+    auto operator symbol(L&& a, R&& b) {                                                  \
+        return detail::make_binary<BinaryOp::name>(std::forward<L>(a), std::forward<R>(b)); \
+    }
+LAZYTENSOR_OPERATORS(LAZYTENSOR_X)
+#undef LAZYTENSOR_X
+#undef LAZYTENSOR_OPERATORS
+
+/// Compound assignment: x += y is x = x + y (a new lazy value; the result type must be T, or it
+/// does not compile). It rebinds x only: other handles and views keep the old value (see assign).
+#define LAZYTENSOR_COMPOUND(X) \
+    X(+=, Add) X(-=, Sub) X(*=, Mul) X(/=, Div) X(%=, Remainder) X(&=, BitAnd) X(|=, BitOr) X(^=, BitXor) X(<<=, Shl) X(>>=, Shr)
+#define LAZYTENSOR_X(symbol, name)                                                                   \
+    template <class T, class R, class = std::enable_if_t<detail::is_tensor_like_v<R> || detail::is_scalar_v<R>>> \
+    Tensor<T>& operator symbol(Tensor<T>& x, R&& y) {                                                \
+        x = detail::make_binary<BinaryOp::name>(x, std::forward<R>(y));                              \
+        return x;                                                                                    \
+    }
+LAZYTENSOR_COMPOUND(LAZYTENSOR_X)
+#undef LAZYTENSOR_X
+#undef LAZYTENSOR_COMPOUND
+
+/// Element-wise negation (not defined for bool: does not compile).
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto operator-(E&& x) {
+    return detail::make_unary<UnaryOp::Neg>(std::forward<E>(x));
+}
+/// Bitwise not of integers; logical not of bool.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto operator~(E&& x) {
+    return detail::make_unary<UnaryOp::BitwiseNot>(std::forward<E>(x));
+}
+/// x == 0, for any dtype (bool result).
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto operator!(E&& x) {
+    return detail::make_unary<UnaryOp::LogicalNot>(std::forward<E>(x));
+}
+
+/// x limited to [lo, hi] (NumPy's clip): minimum(maximum(x, lo), hi), so NaN in any operand
+/// propagates and hi wins where lo > hi. lo and hi may be tensors (broadcast) or scalars.
+template <class E, class Lo, class Hi,
+          class = std::enable_if_t<detail::is_tensor_like_v<E> && (detail::is_tensor_like_v<Lo> || detail::is_scalar_v<Lo>) &&
+                                   (detail::is_tensor_like_v<Hi> || detail::is_scalar_v<Hi>)>>
+auto clamp(E&& x, Lo&& lo, Hi&& hi) {
+    return minimum(maximum(std::forward<E>(x), std::forward<Lo>(lo)), std::forward<Hi>(hi));
+}
+
+/// x where cond is true, y elsewhere (broadcast together; x and y may be scalars). cond of any
+/// dtype counts non-zero as true; the result has x and y's promoted type. Lazy.
+template <class C, class X, class Y,
+          class = std::enable_if_t<detail::is_tensor_like_v<C> || detail::is_tensor_like_v<X> || detail::is_tensor_like_v<Y>>>
+auto where(C&& cond, X&& x, Y&& y) {
+    return detail::WhereExpr<detail::wrapped_t<C>, detail::wrapped_t<X>, detail::wrapped_t<Y>>(
+        detail::wrap(std::forward<C>(cond)), detail::wrap(std::forward<X>(x)), detail::wrap(std::forward<Y>(y)));
+}
+
+/// Element-wise conversion to U (float to integer saturates; NaN becomes 0).
+template <class U, class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto cast(const E& x) {
+    return x.template cast<U>();
+}
+
+/// Free forms of the reductions: lt::sum(x), lt::sum(x, axes, keepdim), lt::sum(x, axis, keepdim),
+/// and likewise max, min, prod, any, all, mean (see the members of TensorBase).
+#define LAZYTENSOR_REDUCTION(fn)                                                           \
+    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>             \
+    auto fn(const E& x) {                                                                  \
+        return x.fn();                                                                     \
+    }                                                                                      \
+    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>             \
+    auto fn(const E& x, const Axes& axes, bool keepdim = false) {                         \
+        return x.fn(axes, keepdim);                                                        \
+    }                                                                                      \
+    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>             \
+    auto fn(const E& x, int axis, bool keepdim = false) {                                 \
+        return x.fn(Axes{axis}, keepdim);                                                  \
+    }
+LAZYTENSOR_REDUCTION(sum)
+LAZYTENSOR_REDUCTION(max)
+LAZYTENSOR_REDUCTION(min)
+LAZYTENSOR_REDUCTION(prod)
+LAZYTENSOR_REDUCTION(any)
+LAZYTENSOR_REDUCTION(all)
+LAZYTENSOR_REDUCTION(mean)
+#undef LAZYTENSOR_REDUCTION
+
+/// Matrix product with NumPy's rules. [m, k] x [k, n] -> [m, n]; batch axes broadcast
+/// ([8, 1, 64, 32] x [4, 32, 16] -> [8, 4, 64, 16]); a 1-d left operand is a row vector and a
+/// 1-d right operand a column vector, whose axis is dropped from the result (1-d x 1-d is a
+/// dot product, a 0-d tensor). Operands meet in their promoted type. Float and double run as
+/// a GEMM (host: packed SIMD GEMM on all cores; OpenCL: CLBlast) reading transposed and
+/// broadcast operands in place; half multiplies in float. Other types (and OpenCL without
+/// CLBlast) run as a fused reduction kernel. Lazy. ShapeError for a 0-d operand, contracted
+/// extents that differ or batch axes that do not broadcast; DeviceError across devices.
+template <class A, class B, class = std::enable_if_t<detail::is_tensor_like_v<A> && detail::is_tensor_like_v<B>>>
+auto matmul(const A& a, const B& b) {
+    using R = promote_t<typename std::decay_t<A>::value_type, typename std::decay_t<B>::value_type>;
+    return Tensor<R>(detail::graph::matmul(a.build(), b.build()));
+}
+
+
+/// Free forms of the view members: lt::reshape(x, shape) is x.reshape(shape), and likewise
+/// permute, transpose and expand.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto reshape(const E& x, const Shape& shape) {
+    return x.reshape(shape);
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto permute(const E& x, const Axes& perm) {
+    return x.permute(perm);
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto transpose(const E& x, int a, int b) {
+    return x.transpose(a, b);
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto expand(const E& x, const Shape& shape) {
+    return x.expand(shape);
+}
+
+}  // namespace lazytensor
+// ---- lazytensor/frontend/nn.hpp ----
+// Neural-network composites, built from primitives so that the scheduler fuses them: a row
+// softmax is one kernel (max, sum of exponentials and the normalized store are three phases of
+// it), logsumexp and layer_norm likewise; cross_entropy is one kernel per row plus the mean.
+
+#include <optional>
+
+// ---- lazytensor/frontend/indexing.hpp ----
+// Indexing by tensors of positions: gather, index_select, one_hot, scatter_add.
+//
+// Positions are checked before anything is computed: the index tensor is realized with its
+// minimum and maximum (one small schedule), and a position out of range is an IndexError
+// naming it. The kernels clamp positions as well, so no read ever leaves a buffer.
+
+#include <vector>
+
+
+namespace lazytensor {
+
+namespace detail {
+
+/// Realizes an integer tensor and checks that its values lie in [0, bound).
+inline void check_positions(const NodePtr& positions, std::int64_t bound, const char* op, const char* what,
+                            const std::string& range) {
+    if (!is_integral(positions->dtype))
+        fail<ValueError>(op, ": ", what, " must be an integer tensor, got ", positions->dtype);
+    if (numel(positions->shape) == 0) return;
+    const NodePtr wide = graph::cast(positions, DType::Int64);
+    const NodePtr lo = graph::reduce(ReduceOp::Min, wide, std::nullopt, false, op);
+    const NodePtr hi = graph::reduce(ReduceOp::Max, wide, std::nullopt, false, op);
+    realize_nodes({positions.get(), lo.get(), hi.get()});
+    const std::int64_t low = read_elements<std::int64_t>(*lo)[0], high = read_elements<std::int64_t>(*hi)[0];
+    if (low < 0 || high >= bound)
+        fail<IndexError>(op, ": ", what, " ", low < 0 ? low : high, " is out of range for ", range, " (valid: 0 to ",
+                         bound - 1, ")");
+}
+
+}  // namespace detail
+
+/// out[i] = x[i with i[axis] replaced by index[i]] (PyTorch's gather). index is an integer
+/// tensor with x's rank, at most x's extent on every other axis; the result has its shape.
+/// Realizes index now to check it (IndexError naming a bad position); the gather stays lazy.
+template <class E, class I, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I>>>
+auto gather(const E& x, int axis, const I& index) {
+    using T = typename E::value_type;
+    const detail::NodePtr data = x.build(), positions = index.build();
+    const auto k = static_cast<std::size_t>(detail::normalize_axis(axis, data->shape.size(), "gather", data->shape));
+    detail::graph::gather(data, axis, positions);  // shape, dtype and device checks first
+    detail::check_positions(positions, data->shape[k], "gather", "index",
+                            detail::concat("axis ", axis, " of extent ", data->shape[k], " (shape ", data->shape, ")"));
+    return Tensor<T>(detail::graph::gather(data, axis, positions));
+}
+
+/// The slices of x at `index` (a 1-d integer tensor) along `axis`, in that order: x's shape
+/// with that extent replaced by index's. ShapeError unless index is 1-d; realizes index now to
+/// check it (IndexError for a position out of range).
+template <class E, class I, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I>>>
+auto index_select(const E& x, int axis, const I& index) {
+    using T = typename E::value_type;
+    const detail::NodePtr data = x.build(), positions = index.build();
+    const auto k = static_cast<std::size_t>(detail::normalize_axis(axis, data->shape.size(), "index_select", data->shape));
+    if (positions->shape.size() != 1)
+        detail::fail<ShapeError>("index_select: the index must be 1-dimensional, got shape ", positions->shape);
+    detail::check_positions(positions, data->shape[k], "index_select", "index",
+                            detail::concat("axis ", axis, " of extent ", data->shape[k], " (shape ", data->shape, ")"));
+    Shape spread(data->shape.size(), 1), out = data->shape;
+    spread[k] = positions->shape[0];
+    out[k] = positions->shape[0];
+    const detail::NodePtr expanded = detail::graph::expand(detail::graph::reshape(positions, spread), out);
+    return Tensor<T>(detail::graph::gather(data, static_cast<int>(k), expanded));
+}
+
+/// labels (integers in [0, num_classes)) as one-hot int64 vectors along a new last axis.
+/// num_classes = -1 takes the largest label + 1. Realizes labels now to check them (IndexError
+/// for a label out of range, ValueError for non-integer labels).
+template <class I, class = std::enable_if_t<detail::is_tensor_like_v<I>>>
+Tensor<std::int64_t> one_hot(const I& labels, std::int64_t num_classes = -1) {
+    const detail::NodePtr l = labels.build();
+    if (num_classes < -1) detail::fail<ValueError>("one_hot: num_classes must be >= 0 or -1, got ", num_classes);
+    if (num_classes == -1) {
+        if (!is_integral(l->dtype)) detail::fail<ValueError>("one_hot: labels must be integers, got ", l->dtype);
+        if (numel(l->shape) == 0)
+            detail::fail<ValueError>("one_hot: cannot infer num_classes from empty labels; pass it");
+        const detail::NodePtr hi = detail::graph::reduce(ReduceOp::Max, detail::graph::cast(l, DType::Int64), std::nullopt,
+                                                          false, "one_hot");
+        detail::realize_nodes({hi.get()});
+        num_classes = detail::read_elements<std::int64_t>(*hi)[0] + 1;
+    }
+    detail::check_positions(l, num_classes, "one_hot", "label", detail::concat(num_classes, " classes"));
+    Shape out = l->shape;
+    out.push_back(num_classes);
+    Shape spread = l->shape;
+    spread.push_back(1);
+    const detail::NodePtr classes = detail::graph::iota(out, -1, l->device);
+    const detail::NodePtr wide = detail::graph::expand(detail::graph::reshape(detail::graph::cast(l, DType::Int64), spread), out);
+    return Tensor<std::int64_t>(detail::graph::cast(detail::graph::binary(BinaryOp::Eq, wide, classes), DType::Int64));
+}
+
+/// x with src added at the positions index names along `axis` (PyTorch's scatter_add:
+/// out[i with i[axis] = index[j]] += src[j] for every j in index's shape). Deterministic:
+/// each output element sums its contributions in index order, on every backend. It is
+/// computed as a reduction over index's extent along `axis` for every output element, so it
+/// costs numel(x) * index.shape[axis] operations (fine for small index extents). src is
+/// converted to x's type. Realizes index now to check it (IndexError); ShapeError for ranks or
+/// extents that do not fit.
+template <class E, class I, class S,
+          class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I> && detail::is_tensor_like_v<S>>>
+auto scatter_add(const E& x, int axis, const I& index, const S& src) {
+    using T = typename E::value_type;
+    const char* op = "scatter_add";
+    const detail::NodePtr base = x.build(), positions = index.build(), values = detail::graph::cast(src.build(), dtype_of<T>());
+    const Shape& s = base->shape;
+    const auto r = s.size();
+    const auto k = static_cast<std::size_t>(detail::normalize_axis(axis, r, op, s));
+    if (positions->shape.size() != r || values->shape.size() != r)
+        detail::fail<ShapeError>(op, ": x (shape ", s, "), index (shape ", positions->shape, ") and src (shape ",
+                                 values->shape, ") must have the same number of dimensions");
+    for (std::size_t d = 0; d < r; ++d) {
+        if (positions->shape[d] > values->shape[d] || (d != k && positions->shape[d] > s[d]))
+            detail::fail<ShapeError>(op, ": index shape ", positions->shape, " must not exceed src shape ", values->shape,
+                                     ", nor x shape ", s, " outside axis ", k);
+    }
+    detail::check_positions(positions, s[k], op, "index", detail::concat("axis ", axis, " of extent ", s[k], " (shape ", s, ")"));
+    // Over [x's shape..., index extent along axis]: index and src read at (i with i[axis] = j),
+    // padded with -1 (never a position) and 0 outside index's other extents.
+    const std::int64_t count = positions->shape[k];
+    Shape window(positions->shape);
+    auto spread = [&](const detail::NodePtr& t, Scalar fill) {
+        detail::SmallVector<std::int64_t, 12> whole;  // t cut to index's shape (src may be larger)
+        Axes last;                            // `axis` moved last
+        Shape before(r, 0), after(r, 0), lifted;
+        for (std::size_t d = 0; d < r; ++d) {
+            whole.push_back(0);
+            whole.push_back(1);
+            if (d != k) {
+                after[last.size()] = s[d] - window[d];
+                last.push_back(static_cast<int>(d));
+                lifted.push_back(s[d]);
+            }
+        }
+        last.push_back(static_cast<int>(k));
+        lifted.insert(k, 1);
+        lifted.push_back(count);
+        detail::NodePtr part = detail::graph::permute(detail::graph::window(t, whole, window), last);
+        part = detail::graph::reshape(detail::graph::pad(part, before, after, fill), lifted);
+        Shape domain = s;
+        domain.push_back(count);
+        return detail::graph::expand(part, domain);
+    };
+    Shape domain = s;
+    domain.push_back(count);
+    const detail::NodePtr at = spread(detail::graph::cast(positions, DType::Int64), Scalar::of<std::int64_t>(-1));
+    const detail::NodePtr from = spread(values, Scalar::of<T>(T(0)));
+    const detail::NodePtr hit = detail::graph::binary(BinaryOp::Eq, at, detail::graph::iota(domain, static_cast<int>(k), base->device));
+    const detail::NodePtr picked = detail::graph::where(hit, from, Scalar::of<T>(T(0)));
+    const detail::NodePtr added =
+        detail::graph::cast(detail::graph::reduce(ReduceOp::Sum, picked, Axes{static_cast<int>(r)}, false, op), dtype_of<T>());
+    return Tensor<T>(detail::graph::binary(BinaryOp::Add, base, added));
+}
+
+}  // namespace lazytensor
+
+namespace lazytensor {
+
+namespace detail {
+
+/// log(sum(exp(x))) over `axes`, shifted by the maximum so that nothing overflows. An
+/// all-(-inf) row gives -inf and a +inf element gives +inf, as the exact value would.
+inline NodePtr log_sum_exp(const NodePtr& x, const Axes& axes, bool keepdim) {
+    const NodePtr v = floating(x);
+    const NodePtr m = graph::reduce(ReduceOp::Max, v, axes, true, "logsumexp");
+    const NodePtr infinite = graph::binary(BinaryOp::Eq, graph::unary(UnaryOp::Abs, m), Scalar::of<double>(INFINITY));
+    const NodePtr shift = graph::where(infinite, Scalar::of<double>(0.0), m);
+    const NodePtr sum = graph::reduce(ReduceOp::Sum, graph::unary(UnaryOp::Exp, graph::binary(BinaryOp::Sub, v, shift)),
+                                      axes, keepdim, "logsumexp");
+    const NodePtr kept = keepdim ? shift : graph::squeeze_axes(shift, normalize_axes(axes, x->shape.size(), "logsumexp", x->shape));
+    return graph::binary(BinaryOp::Add, graph::unary(UnaryOp::Log, sum), kept);
+}
+
+}  // namespace detail
+
+/// exp(x) / sum(exp(x)) along `axis` (shifted by the maximum), same shape; integers compute in
+/// float32. Lazy; a softmax over rows is one kernel. AxisError for a bad axis.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto softmax(const E& x, int axis = -1) {
+    using R = detail::mean_t<typename E::value_type>;
+    namespace g = detail::graph;
+    const detail::NodePtr v = detail::floating(x.build());
+    const Axes axes{axis};
+    const detail::NodePtr e =
+        g::unary(UnaryOp::Exp, g::binary(BinaryOp::Sub, v, g::reduce(ReduceOp::Max, v, axes, true, "softmax")));
+    return Tensor<R>(g::binary(BinaryOp::Div, e, g::reduce(ReduceOp::Sum, e, axes, true, "softmax")));
+}
+
+/// log(softmax(x, axis)), computed as x - logsumexp(x, axis) (no log of a rounded 0). Same
+/// shape; integers compute in float32. Lazy.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto log_softmax(const E& x, int axis = -1) {
+    using R = detail::mean_t<typename E::value_type>;
+    const detail::NodePtr v = detail::floating(x.build());
+    return Tensor<R>(detail::graph::binary(BinaryOp::Sub, v, detail::log_sum_exp(v, Axes{axis}, true)));
+}
+
+/// log(sum(exp(x))) over `axes` (all when empty), without overflow; integers compute in float32.
+/// Lazy.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto logsumexp(const E& x, const Axes& axes = {}, bool keepdim = false) {
+    using R = detail::mean_t<typename E::value_type>;
+    const detail::NodePtr v = x.build();
+    return Tensor<R>(detail::log_sum_exp(v, axes.empty() ? detail::all_axes(v->shape.size()) : axes, keepdim));
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto logsumexp(const E& x, int axis, bool keepdim = false) {
+    return logsumexp(x, Axes{axis}, keepdim);
+}
+
+/// (x - mean) / sqrt(var + eps) over `axes` (all when empty; biased variance, as PyTorch's layer_norm), then
+/// times `weight` and plus `bias` when given (broadcast against x). Integers compute in float32.
+/// Lazy. ValueError if eps is negative or NaN; AxisError for a bad axis.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto layer_norm(const E& x, const Axes& axes, double eps = 1e-5,
+                const std::optional<Tensor<detail::mean_t<typename E::value_type>>>& weight = std::nullopt,
+                const std::optional<Tensor<detail::mean_t<typename E::value_type>>>& bias = std::nullopt) {
+    using R = detail::mean_t<typename E::value_type>;
+    namespace g = detail::graph;
+    if (!(eps >= 0)) detail::fail<ValueError>("layer_norm: eps must be >= 0, got ", eps);
+    const detail::NodePtr v = detail::floating(x.build());
+    const Axes norm = axes.empty() ? detail::all_axes(v->shape.size())  // all, as var and logsumexp
+                                   : detail::normalize_axes(axes, v->shape.size(), "layer_norm", v->shape);
+    const detail::NodePtr centered = g::binary(BinaryOp::Sub, v, g::mean(v, norm, true));
+    const detail::NodePtr var = g::mean(g::binary(BinaryOp::Mul, centered, centered), norm, true);
+    detail::NodePtr out = g::binary(BinaryOp::Div, centered,
+                                    g::unary(UnaryOp::Sqrt, g::binary(BinaryOp::Add, var, Scalar::of<double>(eps))));
+    if (weight) out = g::binary(BinaryOp::Mul, out, weight->build());
+    if (bias) out = g::binary(BinaryOp::Add, out, bias->build());
+    return Tensor<R>(out);
+}
+/// layer_norm over one axis (the last by default), without weight and bias.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto layer_norm(const E& x, int axis = -1, double eps = 1e-5) {
+    return layer_norm(x, Axes{axis}, eps);
+}
+
+/// How cross_entropy combines the per-sample losses: their Mean or Sum (a 0-d tensor), or
+/// None (one loss per sample, in labels' shape).
+enum class Reduction { Mean, Sum, None };
+
+/// The negative log-likelihood of `labels` (integers in [0, C)) under softmax(logits) along
+/// the last axis: logsumexp(logits) - logits[label], per sample ([...]) or its mean or sum.
+/// logits have shape [..., C] and labels [...] (ShapeError otherwise); labels are realized now
+/// and checked: one out of range is an IndexError.
+template <class E, class I, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I>>>
+auto cross_entropy(const E& logits, const I& labels, Reduction reduction = Reduction::Mean) {
+    using R = detail::mean_t<typename E::value_type>;
+    namespace g = detail::graph;
+    const char* op = "cross_entropy";
+    const detail::NodePtr x = detail::floating(logits.build()), l = labels.build();
+    if (x->shape.empty()) detail::fail<ShapeError>(op, ": logits need a class axis, got a 0-d tensor");
+    const Shape batch(x->shape.begin(), x->shape.end() - 1);
+    if (l->shape != batch)
+        detail::fail<ShapeError>(op, ": labels of shape ", l->shape, " do not match logits of shape ", x->shape,
+                                 " (expected labels of shape ", batch, ")");
+    const std::int64_t classes = x->shape[x->shape.size() - 1];
+    detail::check_positions(l, classes, op, "label", detail::concat(classes, " classes (logits shape ", x->shape, ")"));
+    Shape spread = batch;
+    spread.push_back(1);
+    const int last = static_cast<int>(batch.size());
+    const detail::NodePtr is_label =
+        g::binary(BinaryOp::Eq, g::iota(x->shape, last, x->device), g::reshape(g::cast(l, DType::Int64), spread));
+    const detail::NodePtr picked =
+        g::reduce(ReduceOp::Sum, g::where(is_label, x, Scalar::of<double>(0.0)), Axes{last}, false, op);
+    detail::NodePtr loss = g::binary(BinaryOp::Sub, detail::log_sum_exp(x, Axes{last}, false), picked);
+    if (reduction == Reduction::Mean) loss = g::mean(loss, std::nullopt, false);
+    if (reduction == Reduction::Sum) loss = g::reduce(ReduceOp::Sum, loss, std::nullopt, false, op);
+    return Tensor<R>(loss);
+}
+
+}  // namespace lazytensor
+// ---- lazytensor/frontend/random.hpp ----
+// Random tensors from the counter-based Philox 4x32-10 generator (core/philox.hpp): element i
+// of a tensor made with seed s is a function of (i, s) alone, so the same seed gives the same
+// numbers on every device and thread count, and nothing is stored until the tensor is read.
+// Tensors of one shape and seed are equal; use different seeds for independent tensors.
+
+#include <cmath>
+#include <cstdint>
+
+
+namespace lazytensor {
+
+namespace detail {
+
+/// 64 random bits (int64) per element: philox(linear index, seed).
+inline NodePtr random_bits(const Shape& shape, std::uint64_t seed, Device device, const char* op) {
+    check_extents(shape, op);
+    backend_for(device);
+    const NodePtr counter = graph::index(shape, contiguous_strides(shape), device);
+    return graph::binary(BinaryOp::Philox, counter, Scalar::of<std::int64_t>(static_cast<std::int64_t>(seed)));
+}
+
+/// bits >> shift, keeping `width` bits: a non-negative int64 below 2^width.
+inline NodePtr bit_field(const NodePtr& bits, int shift, int width) {
+    const NodePtr shifted = shift ? graph::binary(BinaryOp::Shr, bits, Scalar::of<std::int64_t>(shift)) : bits;
+    return graph::binary(BinaryOp::BitAnd, shifted, Scalar::of<std::int64_t>(static_cast<std::int64_t>((std::uint64_t(1) << width) - 1)));
+}
+
+/// Mantissa bits of a floating type: a uniform value with this many random bits is exact.
+inline int mantissa_bits(DType t) { return t == DType::Float64 ? 53 : t == DType::Float32 ? 24 : 11; }
+
+/// A field of `width` bits as a floating value in [0, 1) (or (0, 1] with `open_at_zero`).
+inline NodePtr unit_interval(const NodePtr& field, int width, DType t, bool open_at_zero) {
+    NodePtr v = open_at_zero ? graph::binary(BinaryOp::Add, field, Scalar::of<std::int64_t>(1)) : field;
+    return graph::binary(BinaryOp::Mul, graph::cast(v, t), Scalar::of<double>(std::ldexp(1.0, -width)));
+}
+
+}  // namespace detail
+
+/// Uniform random numbers in [0, 1) (float, double or half; every value a multiple of 2^-24,
+/// 2^-53 or 2^-11 respectively), bit-identical on every device. Lazy (nothing stored until read).
+template <class T>
+Tensor<T> rand(const Shape& shape, std::uint64_t seed, Device device = default_device()) {
+    static_assert(detail::is_floating_v<T>, "lazytensor: rand<T> needs a floating T (float, double, half)");
+    const DType t = dtype_of<T>();
+    const int width = detail::mantissa_bits(t);
+    const detail::NodePtr bits = detail::random_bits(shape, seed, device, "rand");
+    return Tensor<T>(detail::unit_interval(detail::bit_field(bits, 64 - width, width), width, t, false));
+}
+
+/// Standard normal random numbers (Box-Muller on two uniforms per element, computed in T; in
+/// float for half). The same on every device up to the rounding of log, sqrt and cos. Lazy.
+template <class T>
+Tensor<T> randn(const Shape& shape, std::uint64_t seed, Device device = default_device()) {
+    static_assert(detail::is_floating_v<T>, "lazytensor: randn<T> needs a floating T (float, double, half)");
+    namespace g = detail::graph;
+    const DType t = dtype_of<T>() == DType::Float64 ? DType::Float64 : DType::Float32;
+    const int width = t == DType::Float64 ? 32 : 24;
+    const detail::NodePtr bits = detail::random_bits(shape, seed, device, "randn");
+    const detail::NodePtr u1 = detail::unit_interval(detail::bit_field(bits, 32, width), width, t, true);  // (0, 1]
+    const detail::NodePtr u2 = detail::unit_interval(detail::bit_field(bits, 0, width), width, t, false);  // [0, 1)
+    const detail::NodePtr radius =
+        g::unary(UnaryOp::Sqrt, g::binary(BinaryOp::Mul, g::unary(UnaryOp::Log, u1), Scalar::of<double>(-2.0)));
+    const detail::NodePtr angle = g::binary(BinaryOp::Mul, u2, Scalar::of<double>(6.283185307179586476925));
+    return Tensor<T>(g::cast(g::binary(BinaryOp::Mul, radius, g::unary(UnaryOp::Cos, angle)), dtype_of<T>()));
+}
+
+/// Uniform random integers in [low, high) (bias below (high - low) / 2^63), bit-identical on
+/// every device. Lazy. ValueError if high <= low, the range does not fit T or is wider than 2^63 - 1.
+template <class T>
+Tensor<T> randint(std::int64_t low, std::int64_t high, const Shape& shape, std::uint64_t seed,
+                  Device device = default_device()) {
+    static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>,
+                  "lazytensor: randint<T> needs an integer T (uint8_t, int32_t, int64_t)");
+    if (high <= low) detail::fail<ValueError>("randint: needs low < high, got [", low, ", ", high, ")");
+    // Values are low + (63 random bits) mod (high - low): the width must fit in int64.
+    if (static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low) > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+        detail::fail<ValueError>("randint: [", low, ", ", high, ") is wider than 2^63 - 1 values");
+    if (low < static_cast<std::int64_t>(std::numeric_limits<T>::min()) ||
+        high - 1 > static_cast<std::int64_t>(std::numeric_limits<T>::max()))
+        detail::fail<ValueError>("randint: [", low, ", ", high, ") does not fit ", dtype_of<T>());
+    namespace g = detail::graph;
+    const detail::NodePtr bits = detail::random_bits(shape, seed, device, "randint");
+    const detail::NodePtr r63 = detail::bit_field(bits, 1, 63);
+    const detail::NodePtr offset = g::binary(BinaryOp::Remainder, r63, Scalar::of<std::int64_t>(high - low));
+    return Tensor<T>(g::cast(g::binary(BinaryOp::Add, offset, Scalar::of<std::int64_t>(low)), dtype_of<T>()));
+}
+
+}  // namespace lazytensor
+// ---- lazytensor/frontend/print.hpp ----
+// operator<< for tensors and expressions: the values (NumPy-style, summarized when large),
+// then shape, dtype and device. Printing realizes.
+
+#include <cstdint>
+#include <ostream>
+#include <sstream>
+#include <type_traits>
+#include <vector>
+
+
+namespace lazytensor {
+
+namespace detail {
+
+template <class T>
+void print_value(std::ostream& out, T v) {
+    if constexpr (std::is_same_v<T, bool>) out << (v ? "true" : "false");
+    else if constexpr (std::is_integral_v<T>) out << static_cast<long long>(v);
+    else if constexpr (std::is_same_v<T, half>) out << static_cast<float>(v);
+    else out << v;
+}
+
+template <class T>
+void print_dims(std::ostream& out, const std::vector<T>& values, const Shape& shape, std::size_t dim,
+                std::int64_t base, bool summarize, int indent) {
+    if (dim == shape.size()) {
+        print_value(out, values[static_cast<std::size_t>(base)]);
+        return;
+    }
+    const std::int64_t n = shape[dim];
+    std::int64_t inner = 1;
+    for (std::size_t k = dim + 1; k < shape.size(); ++k) inner *= shape[k];
+    out << '[';
+    for (std::int64_t i = 0; i < n; ++i) {
+        if (summarize && n > 6 && i == 3) {
+            out << "...";
+            i = n - 4;
+            if (dim + 1 < shape.size()) out << ",\n" << std::string(static_cast<std::size_t>(indent + 1), ' ');
+            else out << ", ";
+            continue;
+        }
+        print_dims(out, values, shape, dim + 1, base + i * inner, summarize, indent + 1);
+        if (i + 1 < n) {
+            if (dim + 1 < shape.size()) out << ",\n" << std::string(static_cast<std::size_t>(indent + 1), ' ');
+            else out << ", ";
+        }
+    }
+    out << ']';
+}
+
+}  // namespace detail
+
+/// Writes `tensor([...], shape=[...], dtype=..., device=...)` with NumPy-style nested rows (over
+/// 1000 elements: only the first and last 3 along each axis longer than 6). Realizes x first.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+std::ostream& operator<<(std::ostream& out, const E& x) {
+    using T = typename E::value_type;
+    Tensor<T> t = x.realize();
+    const std::vector<T> values = t.to_vector();
+    std::ostringstream s;
+    s << "tensor(";
+    detail::print_dims(s, values, t.shape(), 0, 0, values.size() > 1000, 7);
+    s << ", shape=" << t.shape() << ", dtype=" << dtype_of<T>() << ", device=" << t.device() << ")";
+    return out << s.str();
+}
+
+}  // namespace lazytensor
+
+// The engine: in every unit by default (header-only), in the LAZYTENSOR_IMPLEMENTATION unit
+// only when the units are built with LAZYTENSOR_SEPARATE_RUNTIME (runtime/seam.hpp).
+#if LAZYTENSOR_ENGINE_DEFINITIONS
+// ---- lazytensor/runtime/engine.hpp ----
+// The engine's side of the seam (runtime/seam.hpp): the definitions of what the seam declares.
+// lazytensor.hpp includes this in header-only units (the definitions are inline) and in the one
+// LAZYTENSOR_IMPLEMENTATION unit (ordinary external definitions); separate-runtime units never
+// see it.
+
+#include <memory>
+#include <mutex>
+#include <unordered_set>
+#include <vector>
+
+// ---- lazytensor/runtime/check.hpp ----
+// Check mode (LAZYTENSOR_CHECK=1, or lt::set_check_enabled): every schedule item that has a
+// second implementation also runs on the host interpreter, the reference semantics, and the
+// two results must agree within a tolerance suited to the dtype:
+//   - a kernel on an OpenCL device: the same kernel IR interpreted on the host;
+//   - a compiled loop on the host (ir/static_kernel.hpp): the same IR interpreted;
+//   - a matrix product on an OpenCL device (CLBlast): the host's packed GEMM.
+// A difference throws a BackendError naming the kernel, the first differing element, and the
+// kernel's IR and generated source; realize has not committed anything then, so every tensor
+// stays usable. Slow (every kernel runs twice, with copies through host memory): for debugging.
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+// ---- lazytensor/runtime/device.hpp ----
+// Devices at run time: the backend behind each device, the default device's state, and the
+// host backend's environment variables (LAZYTENSOR_THREADS, LAZYTENSOR_HOST_CACHE_MB). The public
+// device functions (lt::devices, lt::default_device, ...) are defined in runtime/engine.hpp.
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+// ---- lazytensor/backend/host/host_backend.hpp ----
+// The host backend: buffers in host memory, kernels run by the interpreter and matrix products
+// by the packed GEMM (gemm.hpp), on a thread pool of LAZYTENSOR_THREADS threads (default: all
+// cores).
+//
+// Large buffers come from a cache of freed blocks (like PyTorch's caching allocator): a fresh
+// 64 MB buffer costs 16k page faults on first touch, more than the kernel that fills it. Blocks
+// of 2 MB and more are 2 MB aligned and advised as huge pages where Linux allows it.
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <xsimd/xsimd.hpp>
+
+#ifdef __linux__
+#include <sys/mman.h>
+#include <sys/sysinfo.h>
+#endif
+
+// ---- lazytensor/backend/backend.hpp ----
+// The backend interface (Rune's shape): a device, buffers on it, copies to and from the host,
+// kernels compiled from the IR (cached by the IR's key) and launched on buffers, and matrix
+// products (a GEMM of the backend's own).
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+// ---- lazytensor/core/lru_cache.hpp ----
+// A thread-safe map from string keys to shared values that keeps the most recently used
+// entries: the kernel caches of the backends and the plan cache share it.
+
+#include <cstddef>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+namespace lazytensor::detail {
+
+template <class V>
+class LruCache {
+public:
+    explicit LruCache(std::size_t capacity) : capacity_(capacity < 1 ? 1 : capacity) {}
+
+    /// The value for `key`, marked as most recently used; null when absent.
+    std::shared_ptr<V> find(const std::string& key) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto it = map_.find(key);
+        if (it == map_.end()) return nullptr;
+        order_.splice(order_.begin(), order_, it->second.age);
+        return it->second.value;
+    }
+
+    /// Inserts `value` unless `key` is present; returns the value that ends up in the cache
+    /// and whether it is `value`. Evicts the least recently used entries beyond capacity.
+    std::pair<std::shared_ptr<V>, bool> insert(std::string key, std::shared_ptr<V> value) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto [it, inserted] = map_.emplace(std::move(key), Entry{std::move(value), {}});
+        if (!inserted) return {it->second.value, false};
+        order_.push_front(&it->first);
+        it->second.age = order_.begin();
+        std::shared_ptr<V> result = it->second.value;
+        trim();
+        return {std::move(result), true};
+    }
+
+    std::size_t size() const {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return map_.size();
+    }
+    std::size_t capacity() const {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return capacity_;
+    }
+    void clear() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        map_.clear();
+        order_.clear();
+    }
+    void set_capacity(std::size_t capacity) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        capacity_ = capacity < 1 ? 1 : capacity;
+        trim();
+    }
+
+private:
+    struct Entry {
+        std::shared_ptr<V> value;
+        typename std::list<const std::string*>::iterator age;
+    };
+
+    void trim() {
+        while (map_.size() > capacity_) {
+            map_.erase(*order_.back());
+            order_.pop_back();
+        }
+    }
+
+    mutable std::mutex mutex_;
+    std::unordered_map<std::string, Entry> map_;
+    std::list<const std::string*> order_;  // keys, most recently used first
+    std::size_t capacity_;
+};
+
+}  // namespace lazytensor::detail
+// ---- lazytensor/ir/gemm.hpp ----
+// A matrix product as a schedule item: C[b..., m, n] = sum_k A[b..., m, k] * B[b..., k, n].
+//
+// The scheduler gives every matmul node an item of its own (as ug does). Its operands are
+// read in place through whatever strides their views have (a transposed operand is a
+// column-major matrix, a broadcast batch axis a zero stride); C is a fresh contiguous buffer.
+// Backends run it: the host with a packed GEMM, OpenCL with CLBlast.
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+
+namespace lazytensor::detail::ir {
+
+/// Where the elements of one operand are: element (i, j) of batch index (b_0, b_1, ...) is at
+/// offset + sum_t b_t * batch_strides[t] + i * row_stride + j * col_stride.
+struct MatrixLayout {
+    std::int64_t offset = 0;
+    std::int64_t row_stride = 0;
+    std::int64_t col_stride = 0;
+    Strides batch_strides;
+};
+
+struct Gemm {
+    DType dtype = DType::Float32;
+    Shape batch;  // batch extents; C is contiguous [batch..., m, n]
+    std::int64_t m = 0, n = 0, k = 0;
+    MatrixLayout a;  // m x k
+    MatrixLayout b;  // k x n
+
+    std::int64_t batch_count() const { return numel(batch); }
+
+    /// The element offsets of A and B for every batch index, in row-major order of `batch`
+    /// (C's batch i starts at i * m * n).
+    void batch_offsets(std::vector<std::int64_t>& a_offsets, std::vector<std::int64_t>& b_offsets) const {
+        const std::int64_t count = batch_count();
+        a_offsets.assign(static_cast<std::size_t>(count), a.offset);
+        b_offsets.assign(static_cast<std::size_t>(count), b.offset);
+        std::int64_t period = 1;  // how many consecutive batches share one index of axis t
+        for (std::size_t t = batch.size(); t-- > 0;) {
+            const std::int64_t extent = batch[t];
+            for (std::int64_t i = 0; i < count; ++i) {
+                const std::int64_t index = (i / period) % extent;
+                a_offsets[static_cast<std::size_t>(i)] += index * a.batch_strides[t];
+                b_offsets[static_cast<std::size_t>(i)] += index * b.batch_strides[t];
+            }
+            period *= extent;
+        }
+    }
+};
+
+/// How a BLAS library reads one operand: a row-major matrix with leading dimension `ld`, or
+/// (transposed) a column-major one.
+struct BlasOperand {
+    bool transposed = false;
+    std::int64_t ld = 1;
+};
+
+/// The BLAS form of a rows x cols operand, if it has one (one of its strides is 1 and the other
+/// at least the extent it steps over). The stride of an extent-1 axis is free.
+inline std::optional<BlasOperand> blas_operand(const MatrixLayout& l, std::int64_t rows, std::int64_t cols) {
+    const std::int64_t min_ld_rows = std::max<std::int64_t>(1, cols), min_ld_cols = std::max<std::int64_t>(1, rows);
+    if ((cols == 1 || l.col_stride == 1) && (rows == 1 || l.row_stride >= min_ld_rows))
+        return BlasOperand{false, rows == 1 ? min_ld_rows : l.row_stride};
+    if ((rows == 1 || l.row_stride == 1) && (cols == 1 || l.col_stride >= min_ld_cols))
+        return BlasOperand{true, cols == 1 ? min_ld_cols : l.col_stride};
+    return std::nullopt;
+}
+
+inline bool blas_readable(const Gemm& g) { return blas_operand(g.a, g.m, g.k) && blas_operand(g.b, g.k, g.n); }
+
+/// Simplifies the batch: drops extent-1 axes, merges axes that both operands walk as one, and
+/// folds the batch into the rows of A where B is shared by every batch (x[b, m, k] @ w[k, n]
+/// is one GEMM of b*m rows). With `blas`, a fold that BLAS could not read is not made.
+inline void normalize(Gemm& g, bool blas) {
+    for (std::size_t t = g.batch.size(); t-- > 0;) {
+        if (g.batch[t] != 1) continue;
+        g.batch.erase(t);
+        g.a.batch_strides.erase(t);
+        g.b.batch_strides.erase(t);
+    }
+    for (std::size_t t = g.batch.size(); t-- > 1;) {  // merge axis t-1 into t (C always allows it)
+        const std::int64_t e = g.batch[t];
+        if (g.a.batch_strides[t - 1] != g.a.batch_strides[t] * e || g.b.batch_strides[t - 1] != g.b.batch_strides[t] * e)
+            continue;
+        g.batch[t - 1] *= e;
+        g.batch.erase(t);
+        g.a.batch_strides.erase(t - 1);
+        g.b.batch_strides.erase(t - 1);
+    }
+    if (g.batch.size() != 1 || g.b.batch_strides[0] != 0) return;
+    const std::int64_t stride = g.a.batch_strides[0];
+    if (g.m != 1 && stride != g.m * g.a.row_stride) return;
+    Gemm folded = g;
+    folded.m = g.m * g.batch[0];
+    if (g.m == 1) folded.a.row_stride = stride;
+    folded.batch.clear();
+    folded.a.batch_strides.clear();
+    folded.b.batch_strides.clear();
+    if (!blas || blas_readable(folded) || !blas_readable(g)) g = std::move(folded);
+}
+
+/// A kernel copying one operand ([batch..., rows, cols] as `layout` says) into a contiguous
+/// buffer, and the operand's layout there: how a GEMM that needs BLAS layouts reads any other.
+inline Kernel contiguous_copy(DType dtype, const Shape& batch, std::int64_t rows, std::int64_t cols,
+                              MatrixLayout& layout) {
+    Kernel k;
+    k.domain = batch;
+    k.domain.push_back(rows);
+    k.domain.push_back(cols);
+    k.reduced.assign(k.domain.size(), false);
+    k.params = {Param{dtype, false}, Param{dtype, true}};
+    Instr load;
+    load.op = Op::Load;
+    load.dtype = dtype;
+    load.arg = 0;
+    load.access.offset = layout.offset;
+    load.access.strides = layout.batch_strides;
+    load.access.strides.push_back(layout.row_stride);
+    load.access.strides.push_back(layout.col_stride);
+    Phase store;
+    store.instrs.push_back(load);
+    const Strides dense = contiguous_strides(k.domain);
+    store.stores.push_back(Store{1, 0, Access{0, dense}});
+    k.phases.push_back(std::move(store));
+    normalize(k);
+    layout = MatrixLayout{0, cols, 1, Strides(dense.begin(), dense.end() - 2)};
+    return k;
+}
+
+/// A GEMM's shape and operand layouts, as LAZYTENSOR_DEBUG=2 lists them.
+inline std::string to_string(const Gemm& g) {
+    std::ostringstream out;
+    auto layout = [&](const char* name, const MatrixLayout& l) {
+        out << "    " << name << ": offset " << l.offset << ", row stride " << l.row_stride << ", column stride "
+            << l.col_stride;
+        if (!l.batch_strides.empty()) out << ", batch strides " << l.batch_strides;
+        out << "\n";
+    };
+    out << "    gemm " << g.dtype << ": batch " << g.batch << ", m " << g.m << ", n " << g.n << ", k " << g.k << "\n";
+    layout("A", g.a);
+    layout("B", g.b);
+    return out.str();
+}
+
+}  // namespace lazytensor::detail::ir
+
+namespace lazytensor::detail {
+
+/// LAZYTENSOR_KERNEL_CACHE: how many compiled kernels each device keeps in memory (and, on
+/// OpenCL, how many built programs below them); 4096 by default.
+inline std::size_t kernel_cache_capacity_from_env() {
+    return static_cast<std::size_t>(env_int("LAZYTENSOR_KERNEL_CACHE", 4096, 1, std::int64_t(1) << 40, "a number of kernels"));
+}
+
+/// How one kernel came to be (LAZYTENSOR_DEBUG, compile statistics).
+struct CompileOutcome {
+    bool compiled = false;           // not found in memory: made now
+    bool built_from_source = false;  // an OpenCL program was built by the compiler
+    bool from_disk = false;          // an OpenCL program was loaded from the disk cache
+    double ms = 0;                   // time spent making it (with the others of its batch)
+    std::size_t batch = 0;           // kernels made together with it, itself included
+};
+
+/// A kernel ready to launch on one backend.
+class CompiledKernel {
+public:
+    virtual ~CompiledKernel() = default;
+};
+
+class Backend : public BufferAllocator {
+public:
+    virtual Device device() const = 0;
+    /// A human-readable name of the device ("host (2 threads, avx512bw)", an OpenCL device name).
+    virtual std::string name() const = 0;
+
+    /// A new buffer of `numel` elements (contents undefined). BackendError when no buffer that
+    /// large can exist on the device; OutOfMemoryError when memory runs out or the buffer would
+    /// pass the memory limit (set_memory_limit).
+    BufferPtr allocate(DType dtype, std::int64_t numel) {
+        std::size_t bytes = 0;
+        if (numel < 0 || __builtin_mul_overflow(static_cast<std::size_t>(numel), dtype_size(dtype), &bytes))
+            fail<BackendError>(device(), ": cannot allocate ", numel, " elements of ", dtype,
+                               ": the size in bytes does not fit in 64 bits");
+        if (bytes > largest_buffer())
+            fail<BackendError>(device(), ": cannot allocate ", numel, " elements of ", dtype, " (", bytes,
+                               " bytes): the device's largest buffer is ", largest_buffer(), " bytes");
+        {
+            std::lock_guard<std::mutex> lock(memory_mutex_);
+            if (memory_.limit_bytes && memory_.live_bytes + bytes > memory_.limit_bytes)
+                fail<OutOfMemoryError>("out of memory on ", device(), ": allocating ", numel, " elements of ", dtype, " (",
+                                       bytes, " bytes) would pass the limit of ", memory_.limit_bytes,
+                                       " bytes set with lt::set_memory_limit (", memory_.live_bytes, " bytes in ",
+                                       memory_.live_buffers, " buffers are in use)");
+            account(bytes, +1);
+        }
+        void* handle = nullptr;
+        try {
+            handle = allocate_memory(bytes, numel, dtype);
+            return std::make_shared<Buffer>(device(), dtype, numel, handle, this);
+        } catch (...) {
+            if (handle) free_memory(handle, bytes);
+            std::lock_guard<std::mutex> lock(memory_mutex_);
+            account(bytes, -1);
+            throw;
+        }
+    }
+    /// Called by a Buffer's destructor.
+    void release(void* handle, std::size_t bytes) noexcept final {
+        {
+            std::lock_guard<std::mutex> lock(memory_mutex_);
+            account(bytes, -1);
+        }
+        free_memory(handle, bytes);
+    }
+
+    MemoryStats memory_stats() const {
+        std::lock_guard<std::mutex> lock(memory_mutex_);
+        MemoryStats s = memory_;
+        s.cached_bytes = cached_bytes();
+        return s;
+    }
+    void reset_peak_memory() {
+        std::lock_guard<std::mutex> lock(memory_mutex_);
+        memory_.peak_bytes = memory_.live_bytes;
+    }
+    /// Caps the bytes live buffers may hold (0: no cap). Buffers already live stay.
+    void set_memory_limit(std::size_t bytes) {
+        std::lock_guard<std::mutex> lock(memory_mutex_);
+        memory_.limit_bytes = bytes;
+    }
+    /// Gives the caching allocator's free blocks back to the system or driver.
+    virtual void release_cached() noexcept {}
+    /// Copies `bytes` from host memory into the buffer at byte offset `at`.
+    virtual void write(Buffer& dst, std::size_t at, const void* src, std::size_t bytes) = 0;
+    /// Copies `bytes` from the buffer at byte offset `at` into host memory.
+    virtual void read(const Buffer& src, std::size_t at, void* dst, std::size_t bytes) = 0;
+
+    /// Runs a compiled kernel: `params` are its buffers in parameter order, `scalars` the values
+    /// of its scalar parameters (ir::Kernel::scalars), each of that parameter's dtype.
+    virtual void launch(CompiledKernel& kernel, const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) = 0;
+    /// Runs a matrix product into `c` (contiguous [batch..., m, n]), reading `a` and `b` as the
+    /// layouts of `gemm` say. Its dtype is float32 or float64.
+    virtual void gemm(const ir::Gemm& gemm, const Buffer& a, const Buffer& b, Buffer& c) = 0;
+    /// How this backend runs `gemm` (LAZYTENSOR_DEBUG), e.g. "CLBlast GemmStridedBatched".
+    virtual std::string gemm_routine(const ir::Gemm&) const { return "GEMM"; }
+    /// Waits until every launched kernel has finished.
+    virtual void synchronize() = 0;
+
+    /// Device-side timing (LAZYTENSOR_DEBUG=3, benchmarks): while on, launch() records each
+    /// kernel's device time; backends without device timers record nothing.
+    virtual void set_record_times(bool) {}
+    virtual bool record_times() const { return false; }
+    /// The device times (ms) recorded since the last call, one per launch.
+    virtual std::vector<double> take_device_times_ms() { return {}; }
+    /// The generated source of a compiled kernel (LAZYTENSOR_DEBUG=2), if the backend has one.
+    virtual std::string kernel_source(const CompiledKernel&) const { return {}; }
+
+    /// The compiled form of `kernel`, from the cache when a kernel of the same structure was
+    /// compiled before; `outcome` says which, and how long compiling took. The cache keeps the
+    /// most recently used kernels (cache_capacity()); workloads whose shapes keep changing do
+    /// not grow it without bound.
+    std::shared_ptr<CompiledKernel> get_kernel(const ir::Kernel& kernel, CompileOutcome* outcome = nullptr) {
+        std::vector<CompileOutcome> outcomes;
+        std::shared_ptr<CompiledKernel> k = std::move(get_kernels({&kernel}, outcomes)[0]);
+        if (outcome) *outcome = outcomes[0];
+        return k;
+    }
+
+    /// The compiled forms of several kernels (those one realize needs): each from the cache, or
+    /// compiled now. A backend with a slow compiler builds the missing ones together
+    /// (compile_batch), so a first realize of N new kernels costs less than N builds.
+    /// outcomes[i] says how kernels[i] came to be.
+    std::vector<std::shared_ptr<CompiledKernel>> get_kernels(const std::vector<const ir::Kernel*>& kernels,
+                                                             std::vector<CompileOutcome>& outcomes) {
+        std::vector<std::shared_ptr<CompiledKernel>> out(kernels.size());
+        outcomes.assign(kernels.size(), CompileOutcome{});
+        std::vector<std::string> keys(kernels.size());
+        std::vector<const ir::Kernel*> missing;
+        std::vector<std::size_t> missing_at;  // per missing kernel: its first position in `kernels`
+        for (std::size_t i = 0; i < kernels.size(); ++i) {
+            keys[i] = ir::key(*kernels[i]);
+            if ((out[i] = cache_.find(keys[i]))) {
+                ++memory_hits_;
+                continue;
+            }
+            bool repeated = false;  // the same structure twice in one batch is compiled once
+            for (std::size_t m : missing_at) repeated = repeated || keys[m] == keys[i];
+            if (repeated) continue;
+            missing.push_back(kernels[i]);
+            missing_at.push_back(i);
+        }
+        if (missing.empty()) return out;
+        const auto start = std::chrono::steady_clock::now();
+        std::vector<CompileOutcome> made(missing.size());
+        std::vector<std::shared_ptr<CompiledKernel>> fresh = compile_batch(missing, made);
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        kernels_compiled_ += missing.size();
+        compile_us_ += static_cast<std::int64_t>(ms * 1000);
+        for (std::size_t m = 0; m < missing.size(); ++m) {
+            made[m].compiled = true;
+            made[m].ms = ms;
+            made[m].batch = missing.size();
+            const std::size_t i = missing_at[m];
+            outcomes[i] = made[m];
+            out[i] = cache_.insert(keys[i], std::move(fresh[m])).first;
+        }
+        for (std::size_t i = 0; i < kernels.size(); ++i)
+            if (!out[i])
+                for (std::size_t m : missing_at)
+                    if (keys[m] == keys[i]) out[i] = out[m];
+        return out;
+    }
+
+    CompileStats compile_stats() const {
+        CompileStats s;
+        s.kernels_compiled = kernels_compiled_;
+        s.memory_hits = memory_hits_;
+        s.programs_built = programs_built_;
+        s.disk_hits = disk_hits_;
+        s.compile_ms = static_cast<double>(compile_us_.load()) / 1000;
+        return s;
+    }
+    void reset_compile_stats() {
+        kernels_compiled_ = memory_hits_ = programs_built_ = disk_hits_ = 0;
+        compile_us_ = 0;
+    }
+
+    std::size_t cached_kernels() const { return cache_.size(); }
+    std::size_t cache_capacity() const { return cache_.capacity(); }
+    virtual void set_cache_capacity(std::size_t kernels) { cache_.set_capacity(kernels); }
+    /// Forgets every compiled kernel (they are compiled again on next use).
+    virtual void clear_kernel_cache() { cache_.clear(); }
+
+protected:
+    /// Makes the kernel; sets `outcome`'s built_from_source or from_disk where they apply.
+    virtual std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel, CompileOutcome& outcome) = 0;
+    /// Makes several kernels; by default one after another. A backend whose compiler has a
+    /// large cost per build overrides it to build them together.
+    virtual std::vector<std::shared_ptr<CompiledKernel>> compile_batch(const std::vector<const ir::Kernel*>& kernels,
+                                                                       std::vector<CompileOutcome>& outcomes) {
+        std::vector<std::shared_ptr<CompiledKernel>> out;
+        for (std::size_t i = 0; i < kernels.size(); ++i) out.push_back(compile(*kernels[i], outcomes[i]));
+        return out;
+    }
+    /// Counts a program the compiler built (from source) or loaded from the disk cache.
+    void count_program(bool from_disk) { ++(from_disk ? disk_hits_ : programs_built_); }
+
+    /// The largest buffer the device can hold, in bytes.
+    virtual std::size_t largest_buffer() const = 0;
+    /// `bytes` of device memory (from the backend's cache, or new); OutOfMemoryError or
+    /// BackendError on failure.
+    virtual void* allocate_memory(std::size_t bytes, std::int64_t numel, DType dtype) = 0;
+    /// Frees (or caches) what allocate_memory returned.
+    virtual void free_memory(void* handle, std::size_t bytes) noexcept = 0;
+    /// Bytes held by the caching allocator.
+    virtual std::size_t cached_bytes() const { return 0; }
+
+private:
+    void account(std::size_t bytes, int sign) {
+        if (sign > 0) {
+            memory_.live_bytes += bytes;
+            ++memory_.live_buffers;
+            memory_.peak_bytes = std::max(memory_.peak_bytes, memory_.live_bytes);
+        } else {
+            memory_.live_bytes -= bytes;
+            --memory_.live_buffers;
+        }
+    }
+
+    LruCache<CompiledKernel> cache_{kernel_cache_capacity_from_env()};
+    std::atomic<std::size_t> kernels_compiled_{0}, memory_hits_{0}, programs_built_{0}, disk_hits_{0};
+    std::atomic<std::int64_t> compile_us_{0};
+    mutable std::mutex memory_mutex_;
+    MemoryStats memory_;  // cached_bytes is filled in on request
+};
+
+}  // namespace lazytensor::detail
+// ---- lazytensor/backend/host/gemm.hpp ----
+// The host backend's matrix product: a packed GEMM in the BLIS style.
+//
+// C (row-major, ldc = n) is computed in mr x nr register tiles by a micro-kernel that, for each
+// k, loads one row of nr B values (nv SIMD vectors), broadcasts mr A values and does mr * nv
+// FMAs. Its operands come from packed copies, micro-panels of mr rows of A and of nr columns of
+// B, each stored k-major ([k][mr], [k][nr]) so that the kernel reads two contiguous streams.
+// Packing is where the operands' strides are handled, whatever they are (a copy where the
+// micro-panel's lines are contiguous, a transpose where its k elements are, element by element
+// otherwise), and where the edges are padded with zeros, so that the kernel only ever sees full
+// tiles; it writes back only the part of a tile that lies inside C.
+//
+// Cache blocking, from the outside in:
+//   rows of A in panels of up to ma rows (4 MiB packed: L3), and k in slices of kc;
+//   columns of B in blocks (kc x nc, 1 MiB packed: L2, reread once per A micro-panel);
+//   an A micro-panel (mr x kc, 18 KiB) stays in L1 while it meets every B micro-panel of the block.
+// Threads: C is cut into blocks of whole micro-panels (or many small products into groups of
+// batches), one task each; a task packs its own operands, so one parallel_for does it all, with
+// no barrier between k slices.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <type_traits>
+#include <vector>
+
+LAZYTENSOR_XSIMD_WARNINGS_OFF
+#include <xsimd/xsimd.hpp>
+#if XSIMD_WITH_AVX512F
+#include <immintrin.h>
+#endif
+
+// ---- lazytensor/backend/host/thread_pool.hpp ----
+// A small fixed thread pool for the host backend. parallel_for hands out items through one
+// atomic counter (dynamic load balance); the calling thread works too. Workers spin briefly
+// before sleeping so that back-to-back kernels do not pay a wake-up each.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace lazytensor::detail::host {
+
+class ThreadPool {
+public:
+    explicit ThreadPool(int threads) : size_(threads < 1 ? 1 : threads) {
+        for (int t = 1; t < size_; ++t) workers_.emplace_back([this, t] { work(t); });
+    }
+    ThreadPool(const ThreadPool&) = delete;
+    ThreadPool& operator=(const ThreadPool&) = delete;
+    ~ThreadPool() {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            stop_ = true;
+            generation_.fetch_add(1);
+        }
+        wake_.notify_all();
+        for (auto& w : workers_) w.join();
+    }
+
+    /// Threads that run items, the caller included.
+    int size() const { return size_; }
+
+    /// Calls f(item, thread) for every item in [0, n); returns when all are done. Runs on the
+    /// caller alone when nested, when another thread holds the pool, or for a single item.
+    template <class F>
+    void parallel_for(std::int64_t n, F&& f) {
+        if (n <= 0) return;
+        std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
+        if (n == 1 || size_ == 1 || inside_ || !busy.owns_lock()) {
+            for (std::int64_t i = 0; i < n; ++i) f(i, 0);
+            return;
+        }
+        using Fn = std::remove_reference_t<F>;
+        job_ = [](void* ctx, std::int64_t i, int t) { (*static_cast<Fn*>(ctx))(i, t); };
+        ctx_ = &f;
+        items_ = n;
+        next_.store(0);
+        error_ = nullptr;
+        pending_.store(size_ - 1);
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            generation_.fetch_add(1);
+        }
+        wake_.notify_all();
+        run_items(0);
+        while (pending_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+        if (error_) std::rethrow_exception(error_);
+    }
+
+private:
+    void run_items(int thread) {
+        inside_ = true;
+        try {
+            for (std::int64_t i; (i = next_.fetch_add(1)) < items_;) job_(ctx_, i, thread);
+        } catch (...) {
+            std::lock_guard<std::mutex> lock(mutex_);
+            if (!error_) error_ = std::current_exception();
+            next_.store(items_);
+        }
+        inside_ = false;
+    }
+
+    void work(int thread) {
+        std::uint64_t seen = 0;
+        for (;;) {
+            // Spin for a short while, then sleep until the next job.
+            const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
+            while (generation_.load(std::memory_order_acquire) == seen &&
+                   std::chrono::steady_clock::now() < spin_until)
+                std::this_thread::yield();
+            if (generation_.load(std::memory_order_acquire) == seen) {
+                std::unique_lock<std::mutex> lock(mutex_);
+                wake_.wait(lock, [&] { return generation_.load() != seen; });
+            }
+            seen = generation_.load();
+            if (stop_) return;
+            run_items(thread);
+            pending_.fetch_sub(1, std::memory_order_release);
+        }
+    }
+
+    const int size_;
+    std::vector<std::thread> workers_;
+    std::mutex mutex_;
+    std::mutex busy_;
+    std::condition_variable wake_;
+    std::atomic<std::uint64_t> generation_{0};
+    std::atomic<std::int64_t> next_{0};
+    std::atomic<int> pending_{0};
+    std::atomic<bool> stop_{false};
+    void (*job_)(void*, std::int64_t, int) = nullptr;
+    void* ctx_ = nullptr;
+    std::int64_t items_ = 0;
+    std::exception_ptr error_;
+    static inline thread_local bool inside_ = false;
+};
+
+}  // namespace lazytensor::detail::host
+
+namespace lazytensor::detail::host {
+
+namespace gemm_detail {
+
+// Whether xsimd's batches are AVX-512 ones: then a few AVX-512 intrinsics stand in where xsimd 8
+// has nothing (transposes; the fused multiply-add is simd_arch.hpp's multiply_add).
+inline constexpr bool avx512 = simd_is_avx512;
+
+// 32 vector registers (AVX-512, AArch64) hold a 12 x 2-vector tile of accumulators plus the B
+// vectors; 16 (SSE, AVX2) hold 6 x 2.
+inline constexpr bool wide_register_file = avx512 || XSIMD_WITH_NEON64;
+
+template <class T>
+struct Tiling {
+    using Vec = xsimd::batch<T, simd_arch>;
+    static constexpr int w = static_cast<int>(Vec::size);
+    static constexpr int nv = 2;  // vectors per tile row
+    static constexpr int nr = nv * w;
+    static constexpr int mr = wide_register_file ? 12 : 6;
+    static constexpr int mr_step = mr / 3;  // edge tiles run a kernel with rows rounded up to this
+    // An A micro-panel (mr x kc) takes about 18 KiB: it stays in L1 next to the B micro-panel
+    // streaming through.
+    static constexpr std::int64_t kc = (18 * 1024) / (mr * static_cast<int>(sizeof(T)));
+    // A B block (kc x nc) takes up to 1 MiB of L2.
+    static constexpr std::int64_t b_block_bytes = std::int64_t(1) << 20;
+    // An A panel (ma x kc) takes up to 4 MiB of L3.
+    static constexpr std::int64_t a_panel_bytes = std::int64_t(4) << 20;
+};
+
+/// A growable 64-byte aligned buffer, kept between calls.
+class AlignedBuffer {
+public:
+    template <class T>
+    T* get(std::int64_t count) {
+        const std::size_t bytes = static_cast<std::size_t>(count) * sizeof(T);
+        if (bytes > size_) {
+            data_.reset(static_cast<std::byte*>(::operator new(bytes, std::align_val_t(64))));
+            size_ = bytes;
+        }
+        return reinterpret_cast<T*>(data_.get());
+    }
+
+private:
+    struct Free {
+        void operator()(std::byte* p) const { ::operator delete(p, std::align_val_t(64)); }
+    };
+    std::unique_ptr<std::byte, Free> data_;
+    std::size_t size_ = 0;
+};
+
+/// Each thread's packing buffers (for whichever task it runs): an A panel and a B block.
+struct Scratch {
+    AlignedBuffer a, b;
+};
+inline Scratch& thread_scratch() {
+    static thread_local Scratch scratch;
+    return scratch;
+}
+
+/// One operand of one batch: element (i, j) at p[i * rs + j * cs].
+template <class T>
+struct Matrix {
+    const T* p;
+    std::int64_t rs, cs;
+    const T* at(std::int64_t i, std::int64_t j) const { return p + i * rs + j * cs; }
+};
+
+#if XSIMD_WITH_AVX512F
+/// dst[c * ld_dst + r] = src[r * ld_src + c] for c < 16 and r < lanes, from the first `rows`
+/// rows of a 16 x 16 block (the others read as zeros): four rounds of shuffles (pairs of rows,
+/// pairs of pairs, then 128-bit lanes twice) in place of 256 scalar stores.
+inline void transpose_block(const float* src, std::int64_t ld_src, int rows, float* dst, std::int64_t ld_dst, int lanes) {
+    __m512 r[16], t[16];
+    for (int i = 0; i < 16; ++i) r[i] = i < rows ? _mm512_loadu_ps(src + i * ld_src) : _mm512_setzero_ps();
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    // r[4g + e], 128-bit lane l: column 4l + e of rows 4g..4g+3.
+    for (int i = 0; i < 16; i += 4)
+        for (int e = 0; e < 2; ++e) {
+            const __m512d x = _mm512_castps_pd(t[i + e]), y = _mm512_castps_pd(t[i + e + 2]);
+            r[i + 2 * e] = _mm512_castpd_ps(_mm512_unpacklo_pd(x, y));
+            r[i + 2 * e + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(x, y));
+        }
+    const __mmask16 keep = static_cast<__mmask16>((1u << lanes) - 1);
+    for (int e = 0; e < 4; ++e) {
+        const __m512 u0 = _mm512_shuffle_f32x4(r[e], r[4 + e], 0x88), u1 = _mm512_shuffle_f32x4(r[e], r[4 + e], 0xdd);
+        const __m512 u2 = _mm512_shuffle_f32x4(r[8 + e], r[12 + e], 0x88), u3 = _mm512_shuffle_f32x4(r[8 + e], r[12 + e], 0xdd);
+        _mm512_mask_storeu_ps(dst + e * ld_dst, keep, _mm512_shuffle_f32x4(u0, u2, 0x88));
+        _mm512_mask_storeu_ps(dst + (4 + e) * ld_dst, keep, _mm512_shuffle_f32x4(u1, u3, 0x88));
+        _mm512_mask_storeu_ps(dst + (8 + e) * ld_dst, keep, _mm512_shuffle_f32x4(u0, u2, 0xdd));
+        _mm512_mask_storeu_ps(dst + (12 + e) * ld_dst, keep, _mm512_shuffle_f32x4(u1, u3, 0xdd));
+    }
+}
+
+/// The same for an 8 x 8 block of doubles.
+inline void transpose_block(const double* src, std::int64_t ld_src, int rows, double* dst, std::int64_t ld_dst, int lanes) {
+    __m512d r[8], t[8];
+    for (int i = 0; i < 8; ++i) r[i] = i < rows ? _mm512_loadu_pd(src + i * ld_src) : _mm512_setzero_pd();
+    // t[2j + e], 128-bit lane l: column 2l + e of rows 2j, 2j+1.
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm512_unpacklo_pd(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_pd(r[i], r[i + 1]);
+    }
+    const __mmask8 keep = static_cast<__mmask8>((1u << lanes) - 1);
+    for (int e = 0; e < 2; ++e) {
+        const __m512d u0 = _mm512_shuffle_f64x2(t[e], t[2 + e], 0x88), u1 = _mm512_shuffle_f64x2(t[e], t[2 + e], 0xdd);
+        const __m512d u2 = _mm512_shuffle_f64x2(t[4 + e], t[6 + e], 0x88), u3 = _mm512_shuffle_f64x2(t[4 + e], t[6 + e], 0xdd);
+        _mm512_mask_storeu_pd(dst + e * ld_dst, keep, _mm512_shuffle_f64x2(u0, u2, 0x88));
+        _mm512_mask_storeu_pd(dst + (2 + e) * ld_dst, keep, _mm512_shuffle_f64x2(u1, u3, 0x88));
+        _mm512_mask_storeu_pd(dst + (4 + e) * ld_dst, keep, _mm512_shuffle_f64x2(u0, u2, 0xdd));
+        _mm512_mask_storeu_pd(dst + (6 + e) * ld_dst, keep, _mm512_shuffle_f64x2(u1, u3, 0xdd));
+    }
+}
+#endif
+
+/// Packs `count` (<= P) lines of `len` elements, line i at src + i * s_i with element stride s_t,
+/// into dst[t * P + i], with zeros for lines count..P-1: the layout of a packed micro-panel.
+/// Lines that are contiguous (a column-major A, a row-major B) make a copy per t; contiguous
+/// elements (a row-major A, a column-major B) a transpose.
+template <int P, class T>
+void pack_interleaved(const T* src, std::int64_t s_i, std::int64_t s_t, int count, std::int64_t len, T* dst) {
+    if (s_i == 1) {
+        for (std::int64_t t = 0; t < len; ++t) {
+            const T* s = src + t * s_t;
+            T* d = dst + t * P;
+            if (count == P) {
+                for (int i = 0; i < P; ++i) d[i] = s[i];
+            } else {
+                for (int i = 0; i < count; ++i) d[i] = s[i];
+                for (int i = count; i < P; ++i) d[i] = T(0);
+            }
+        }
+        return;
+    }
+    std::int64_t t0 = 0;  // where the scalar loops start
+#if XSIMD_WITH_AVX512F
+    if constexpr (avx512) {
+        if (s_t == 1) {
+            constexpr int w = Tiling<T>::w;
+            for (; t0 + w <= len; t0 += w)
+                for (int i = 0; i < P; i += w)
+                    transpose_block(src + i * s_i + t0, s_i, std::clamp(count - i, 0, w), dst + t0 * P + i, P,
+                                    std::min(P - i, w));
+        }
+    }
+#endif
+    for (int i = 0; i < count; ++i)
+        for (std::int64_t t = t0; t < len; ++t) dst[t * P + i] = src[i * s_i + t * s_t];
+    for (int i = count; i < P; ++i)
+        for (std::int64_t t = t0; t < len; ++t) dst[t * P + i] = T(0);
+}
+
+/// Packs the B micro-panels [j0, j0 + cols) x [p, p + len) into consecutive [k][nr] panels.
+template <class T>
+void pack_b(const Matrix<T>& b, std::int64_t p, std::int64_t j0, std::int64_t cols, std::int64_t len, T* dst) {
+    using Vec = typename Tiling<T>::Vec;
+    constexpr int w = Tiling<T>::w, nr = Tiling<T>::nr;
+    const std::int64_t panels = (cols + nr - 1) / nr;
+    if (b.cs == 1) {
+        // Row-major: walk each row of B once, from left to right, into every panel.
+        for (std::int64_t t = 0; t < len; ++t) {
+            const T* s = b.at(p + t, j0);
+            for (std::int64_t q = 0; q < panels; ++q) {
+                T* d = dst + q * nr * len + t * nr;
+                const T* sq = s + q * nr;
+                const std::int64_t count = std::min<std::int64_t>(nr, cols - q * nr);
+                for (int c = 0; c < nr; c += w) {
+                    if (c + w <= count)
+                        Vec::load_unaligned(sq + c).store_aligned(d + c);
+                    else if (c >= count)
+                        Vec(T(0)).store_aligned(d + c);
+                    else
+                        for (int i = c; i < c + w; ++i) d[i] = i < count ? sq[i] : T(0);
+                }
+            }
+        }
+        return;
+    }
+    for (std::int64_t q = 0; q < panels; ++q)
+        pack_interleaved<nr>(b.at(p, j0 + q * nr), b.cs, b.rs, static_cast<int>(std::min<std::int64_t>(nr, cols - q * nr)),
+                             len, dst + q * nr * len);
+}
+
+/// C[0:rows, 0:cols] (+)= (packed A micro-panel) x (packed B micro-panel) over kc. R (<= mr) rows
+/// and V (<= nv) vectors of the register tile are computed; the rest of the packed panels is
+/// padding that this tile does not reach.
+// The register tile's loops must be unrolled completely, or the accumulators live in memory:
+// GCC's -O2 does not do it by itself (70 instead of 180 GFLOP/s at 512^3 here).
+#define LAZYTENSOR_UNROLL _Pragma("GCC unroll 32")
+
+template <class T, int R, int V>
+void micro_kernel(std::int64_t kc, const T* __restrict a, const T* __restrict b, T* c, std::int64_t ldc,
+                  int rows, int cols, bool accumulate) {
+    using Vec = typename Tiling<T>::Vec;
+    constexpr int w = Tiling<T>::w, mr = Tiling<T>::mr, nr = Tiling<T>::nr;
+    // C is read (or written) at the end; start fetching it now.
+    for (int r = 0; r < rows; ++r)
+        for (int v = 0; v < V; ++v) __builtin_prefetch(c + r * ldc + v * w, 1);
+    Vec acc[R][V];
+    LAZYTENSOR_UNROLL
+    for (int r = 0; r < R; ++r)
+        LAZYTENSOR_UNROLL
+        for (int v = 0; v < V; ++v) acc[r][v] = Vec(T(0));
+    for (std::int64_t p = 0; p < kc; ++p, a += mr, b += nr) {
+        Vec bv[V];
+        LAZYTENSOR_UNROLL
+        for (int v = 0; v < V; ++v) bv[v] = Vec::load_aligned(b + v * w);
+        LAZYTENSOR_UNROLL
+        for (int r = 0; r < R; ++r) {
+            const Vec ar(a[r]);
+            LAZYTENSOR_UNROLL
+            for (int v = 0; v < V; ++v) acc[r][v] = multiply_add(ar, bv[v], acc[r][v]);
+        }
+    }
+    if (rows == R && cols == V * w) {
+        LAZYTENSOR_UNROLL
+        for (int r = 0; r < R; ++r)
+            LAZYTENSOR_UNROLL
+            for (int v = 0; v < V; ++v) {
+                T* out = c + r * ldc + v * w;
+                (accumulate ? acc[r][v] + Vec::load_unaligned(out) : acc[r][v]).store_unaligned(out);
+            }
+        return;
+    }
+    // An edge tile: go through memory and write back only the elements inside C.
+    alignas(64) T tile[R][V * w];
+    for (int r = 0; r < R; ++r)
+        for (int v = 0; v < V; ++v) acc[r][v].store_aligned(&tile[r][v * w]);
+    for (int r = 0; r < rows; ++r)
+        for (int j = 0; j < cols; ++j) c[r * ldc + j] = accumulate ? c[r * ldc + j] + tile[r][j] : tile[r][j];
+}
+
+#undef LAZYTENSOR_UNROLL
+
+/// Runs the micro-kernel variant that covers a rows x cols tile with the least padding.
+template <class T>
+void run_tile(std::int64_t kc, const T* a, const T* b, T* c, std::int64_t ldc, int rows, int cols, bool accumulate) {
+    constexpr int step = Tiling<T>::mr_step, w = Tiling<T>::w;
+    const int row_steps = (rows + step - 1) / step;
+    if (cols > w) {
+        switch (row_steps) {
+            case 1: return micro_kernel<T, step, 2>(kc, a, b, c, ldc, rows, cols, accumulate);
+            case 2: return micro_kernel<T, 2 * step, 2>(kc, a, b, c, ldc, rows, cols, accumulate);
+            default: return micro_kernel<T, 3 * step, 2>(kc, a, b, c, ldc, rows, cols, accumulate);
+        }
+    }
+    switch (row_steps) {
+        case 1: return micro_kernel<T, step, 1>(kc, a, b, c, ldc, rows, cols, accumulate);
+        case 2: return micro_kernel<T, 2 * step, 1>(kc, a, b, c, ldc, rows, cols, accumulate);
+        default: return micro_kernel<T, 3 * step, 1>(kc, a, b, c, ldc, rows, cols, accumulate);
+    }
+}
+
+/// How a rows x cols x k product (k > 0) is cut for the caches: k slices of kc, A panels of ma
+/// rows, B blocks of block_panels micro-panels. Slices and blocks are balanced (no short last one).
+template <class T>
+struct Blocking {
+    std::int64_t kc, ma, block_panels;
+
+    Blocking(std::int64_t rows, std::int64_t cols, std::int64_t k) {
+        using Tl = Tiling<T>;
+        const std::int64_t k_slices = (k + Tl::kc - 1) / Tl::kc;
+        kc = (k + k_slices - 1) / k_slices;
+        ma = std::min(std::max<std::int64_t>(1, Tl::a_panel_bytes / (Tl::mr * kc * std::int64_t(sizeof(T)))) * Tl::mr,
+                      (rows + Tl::mr - 1) / Tl::mr * Tl::mr);
+        const std::int64_t n_panels = (cols + Tl::nr - 1) / Tl::nr;
+        const std::int64_t max_panels = std::max<std::int64_t>(1, Tl::b_block_bytes / (kc * Tl::nr * std::int64_t(sizeof(T))));
+        const std::int64_t blocks = (n_panels + max_panels - 1) / max_panels;
+        block_panels = (n_panels + blocks - 1) / blocks;
+    }
+};
+
+/// C (rows x cols, leading dimension ldc) = A (rows x k) x B (k x cols), cut as `bl` says, on the
+/// calling thread.
+template <class T>
+void gemm_block(const Blocking<T>& bl, std::int64_t rows, std::int64_t cols, std::int64_t k, const Matrix<T>& a,
+                const Matrix<T>& b, T* c, std::int64_t ldc) {
+    constexpr int mr = Tiling<T>::mr, nr = Tiling<T>::nr;
+    const std::int64_t kc = bl.kc, ma = bl.ma, block_panels = bl.block_panels;
+    Scratch& scratch = thread_scratch();
+    T* a_pack = scratch.a.get<T>(ma * kc);
+    T* b_pack = scratch.b.get<T>(block_panels * nr * kc);
+
+    for (std::int64_t i0 = 0; i0 < rows; i0 += ma) {
+        const std::int64_t mb = std::min(ma, rows - i0);
+        const std::int64_t m_panels = (mb + mr - 1) / mr;
+        for (std::int64_t p0 = 0; p0 < k; p0 += kc) {
+            const std::int64_t kb = std::min(kc, k - p0);
+            const std::int64_t a_panel = mr * kb;  // one packed A micro-panel
+            for (std::int64_t pm = 0; pm < m_panels; ++pm)
+                pack_interleaved<mr>(a.at(i0 + pm * mr, p0), a.rs, a.cs, static_cast<int>(std::min<std::int64_t>(mr, mb - pm * mr)),
+                                     kb, a_pack + pm * a_panel);
+            for (std::int64_t j0 = 0; j0 < cols; j0 += block_panels * nr) {
+                const std::int64_t nb = std::min(block_panels * nr, cols - j0);
+                pack_b(b, p0, j0, nb, kb, b_pack);
+                // The packed A panel outgrows L2: while one A micro-panel meets the block's B
+                // micro-panels, fetch the next one into L2, a few lines per tile.
+                constexpr std::int64_t line = 64 / sizeof(T);
+                const std::int64_t tiles_per_panel = (nb + nr - 1) / nr;
+                const std::int64_t lines_per_tile = (a_panel / line + tiles_per_panel - 1) / tiles_per_panel;
+                for (std::int64_t pm = 0; pm < m_panels; ++pm) {
+                    const int tile_rows = static_cast<int>(std::min<std::int64_t>(mr, mb - pm * mr));
+                    const T* next_a = pm + 1 < m_panels ? a_pack + (pm + 1) * a_panel : nullptr;
+                    for (std::int64_t j = 0, l0 = 0; j < nb; j += nr, l0 += lines_per_tile) {
+                        if (next_a)
+                            for (std::int64_t l = l0; l < std::min(a_panel / line, l0 + lines_per_tile); ++l)
+                                __builtin_prefetch(next_a + l * line, 0, 2);
+                        run_tile<T>(kb, a_pack + pm * a_panel, b_pack + j * kb, c + (i0 + pm * mr) * ldc + j0 + j, ldc,
+                                    tile_rows, static_cast<int>(std::min<std::int64_t>(nr, nb - j)), p0 > 0);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// How the work is cut into tasks for the pool: each batch's C into m_parts x n_parts blocks
+/// (whole micro-panels each), or groups of whole batches.
+struct Split {
+    std::int64_t m_parts = 1, n_parts = 1;
+    std::int64_t batches_per_task = 1;
+};
+
+/// Picks the split that finishes soonest when every round of `threads` tasks runs at once. A
+/// task costs its FMAs plus the packing of its A rows and B columns (each task packs its own:
+/// no barriers, no shared buffers), in units of one FMA vector; packing an element costs about
+/// half of one. k > 0.
+template <class T>
+Split choose_split(std::int64_t batches, std::int64_t m, std::int64_t n, std::int64_t k, int threads) {
+    using Tl = Tiling<T>;
+    const auto ceil_div = [](std::int64_t x, std::int64_t y) { return (x + y - 1) / y; };
+    const std::int64_t m_panels = ceil_div(m, Tl::mr), n_panels = ceil_div(n, Tl::nr);
+    const double per_task_overhead = 256;  // taking an item, finding the scratch buffers
+    const double wake_up = 8192;           // waking the pool's workers and waiting for them: ~2 us
+    Split best;
+    double best_cost = 1e300;
+    const std::int64_t max_parts = batches >= 4 * threads ? 1 : 2 * threads;
+    for (std::int64_t mp = 1; mp <= std::min(m_panels, max_parts); ++mp)
+        for (std::int64_t np = 1; np <= std::min(n_panels, max_parts); ++np) {
+            const double rows = double(ceil_div(m_panels, mp) * Tl::mr), cols = double(ceil_div(n_panels, np) * Tl::nr);
+            const double task = rows * cols * double(k) / Tl::w + 0.5 * (rows + cols) * double(k) + per_task_overhead;
+            const std::int64_t tasks = batches * mp * np;
+            const double cost = double(ceil_div(tasks, threads)) * task + (tasks > 1 ? wake_up : 0);
+            if (cost < best_cost) best_cost = cost, best = Split{mp, np, 1};
+        }
+    if (best.m_parts * best.n_parts == 1) {
+        // Whole batches, grouped: all in one task when waking the workers would cost more than
+        // the work, otherwise enough per task to be worth taking it (up to an even share).
+        const double vectors = double(m) * double(n) * double(k) / Tl::w;
+        best.batches_per_task = vectors * double(batches) < wake_up
+                                    ? batches
+                                    : std::clamp<std::int64_t>(static_cast<std::int64_t>(16 * per_task_overhead / vectors), 1,
+                                                               ceil_div(batches, threads));
+    }
+    return best;
+}
+
+}  // namespace gemm_detail
+
+/// C = A x B for every batch of g (see ir::Gemm); a and b are the operands' base pointers, c a
+/// contiguous [batch..., m, n] output. Any strides; reads only the elements the layouts name.
+template <class T>
+void gemm(const ir::Gemm& g, const T* a, const T* b, T* c, ThreadPool& pool) {
+    static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "host::gemm is for float and double");
+    using namespace gemm_detail;
+    constexpr int mr = Tiling<T>::mr, nr = Tiling<T>::nr;
+    const std::int64_t batches = g.batch_count();
+    if (batches == 0 || g.m == 0 || g.n == 0) return;
+    if (g.k == 0) {  // an empty sum; the operands may have no elements at all
+        std::fill(c, c + batches * g.m * g.n, T(0));
+        return;
+    }
+    std::vector<std::int64_t> a_off, b_off;
+    g.batch_offsets(a_off, b_off);
+    const Split split = choose_split<T>(batches, g.m, g.n, g.k, pool.size());
+    const std::int64_t m_panels = (g.m + mr - 1) / mr, n_panels = (g.n + nr - 1) / nr;
+    const std::int64_t blocks = split.m_parts * split.n_parts;
+    const std::int64_t tasks = (batches + split.batches_per_task - 1) / split.batches_per_task * blocks;
+    pool.parallel_for(tasks, [&](std::int64_t task, int) {
+        const std::int64_t block = task % blocks, tm = block / split.n_parts, tn = block % split.n_parts;
+        const std::int64_t i0 = m_panels * tm / split.m_parts * mr, i1 = std::min(g.m, m_panels * (tm + 1) / split.m_parts * mr);
+        const std::int64_t j0 = n_panels * tn / split.n_parts * nr, j1 = std::min(g.n, n_panels * (tn + 1) / split.n_parts * nr);
+        const Blocking<T> blocking(i1 - i0, j1 - j0, g.k);
+        const std::int64_t first = task / blocks * split.batches_per_task;
+        for (std::int64_t t = first; t < std::min(batches, first + split.batches_per_task); ++t) {
+            const Matrix<T> at{a + a_off[t] + i0 * g.a.row_stride, g.a.row_stride, g.a.col_stride};
+            const Matrix<T> bt{b + b_off[t] + j0 * g.b.col_stride, g.b.row_stride, g.b.col_stride};
+            gemm_block<T>(blocking, i1 - i0, j1 - j0, g.k, at, bt, c + t * g.m * g.n + i0 * g.n + j0, g.n);
+        }
+    });
+}
+
+}  // namespace lazytensor::detail::host
+
+LAZYTENSOR_XSIMD_WARNINGS_ON
+// ---- lazytensor/backend/host/interpreter.hpp ----
+// The host interpreter: runs kernel IR on blocks of elements with xsimd (the reference
+// semantics for every other backend).
+//
+// Each instruction is evaluated for a whole block of lanes at once (a vectorized interpreter,
+// like numexpr), so dispatch costs once per block and the inner loops are SIMD loops over
+// cache-resident registers. Contiguous loads read the input buffer in place, and the last
+// operation before a contiguous store writes straight into the output.
+//
+// The domain's axes split into the outer space O (kept) and the reduced space A. Lanes run
+// along one of them:
+//   - VecOuter: lanes are a block of outer indices; the reduced space is walked one index at a
+//     time and folded lane by lane (column sums, element-wise kernels);
+//   - VecReduce: for each outer index, lanes are blocks of the reduced space, folded into a
+//     lane accumulator and then pairwise (row sums, softmax rows).
+// Instructions that do not depend on the reduced index (slots, constants, broadcast loads) are
+// hoisted: evaluated once per block of outer indices. Work is split across the thread pool by
+// blocks of outer indices, and a reduction with few outputs is also split along its reduced
+// space, in chunks of a fixed size so that results do not depend on the thread count.
+//
+// Also here: values a later phase would compute again are kept in a per-thread row cache;
+// outputs of 16 MiB and more are written with streaming stores; and an element-wise kernel
+// whose expression template brought a compiled loop (ir/static_kernel.hpp) runs that loop.
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <vector>
+
 
 namespace lazytensor::detail::host {
 
@@ -8068,7 +10324,8 @@ inline host::HostBackend& host_backend() {
     return *backend;
 }
 
-inline Backend& backend_for(Device d) {
+/// The backend behind `d` (the seam's backend_for); DeviceError if `d` is unavailable.
+inline Backend& device_backend(Device d) {
     if (d.kind == Device::Kind::Host) return host_backend();
 #if LAZYTENSOR_OPENCL
     return opencl::opencl_backend(d.index);
@@ -8076,17 +10333,6 @@ inline Backend& backend_for(Device d) {
     fail<DeviceError>("device ", d, " is not available: this build of lazytensor has the host backend only "
                       "(build with LAZYTENSOR_OPENCL=1 and link OpenCL for OpenCL devices)");
 #endif
-}
-
-inline Device parse_device(const std::string& text) {
-    if (text == "host") return Device::host();
-    if (text == "opencl") return Device::opencl(0);
-    if (text.rfind("opencl:", 0) == 0) {
-        const std::string n = text.substr(7);
-        if (!n.empty() && n.size() <= 9 && n.find_first_not_of("0123456789") == std::string::npos)
-            return Device::opencl(std::stoi(n));
-    }
-    fail<DeviceError>("unknown device \"", text, "\"; expected host, opencl or opencl:N");
 }
 
 struct DefaultDevice {
@@ -8101,82 +10347,6 @@ inline DefaultDevice& default_device_state() {
 }
 
 }  // namespace detail
-
-/// A device and what it is, as listed by lt::devices().
-struct DeviceInfo {
-    Device device;
-    std::string name;  // "host (16 threads, avx512bw)", "NVIDIA H100 80GB HBM3 (NVIDIA CUDA, gpu)"
-    std::string kind;  // "host", or the OpenCL device type: "gpu", "cpu" or "accelerator"
-};
-
-/// Every device this build can run on; the host is always first, then every OpenCL device of
-/// every platform (opencl:0, opencl:1, ...).
-inline std::vector<DeviceInfo> devices() {
-    std::vector<DeviceInfo> out{DeviceInfo{Device::host(), detail::host_backend().name(), "host"}};
-#if LAZYTENSOR_OPENCL
-    for (std::size_t i = 0; i < detail::opencl::opencl_device_ids().size(); ++i) {
-        try {
-            auto& b = detail::opencl::opencl_backend(static_cast<int>(i));
-            out.push_back(DeviceInfo{b.device(), b.name(), b.kind()});
-        } catch (const Error&) {
-            // A device whose driver cannot give it a context is not usable: leave it out.
-        }
-    }
-#endif
-    return out;
-}
-
-/// How much memory the tensors on `d` hold (live, peak, cached by the allocator, the limit).
-/// DeviceError if `d` is not available.
-inline MemoryStats memory_stats(Device d) { return detail::backend_for(d).memory_stats(); }
-
-/// Starts a new peak: memory_stats(d).peak_bytes becomes the live bytes now.
-inline void reset_peak_memory(Device d) { detail::backend_for(d).reset_peak_memory(); }
-
-/// Caps the bytes that live buffers on `d` may hold (0: no cap, the default). An allocation past
-/// it throws OutOfMemoryError, as a full device does, and leaves every tensor usable. Tensors
-/// that already exist are kept even when they hold more.
-inline void set_memory_limit(Device d, std::size_t bytes) { detail::backend_for(d).set_memory_limit(bytes); }
-
-/// Gives the free blocks that the caching allocator keeps for reuse on `d` back to the system
-/// (the host) or the driver (OpenCL), as torch.cuda.empty_cache does.
-inline void empty_cache(Device d) { detail::backend_for(d).release_cached(); }
-
-/// What `d` has compiled since the start (or reset_compile_stats): kernels compiled and found in
-/// memory, OpenCL programs built from source or loaded from the disk cache, and the time spent.
-/// A loop that changes only scalar values or random seeds compiles nothing after its first step.
-inline CompileStats compile_stats(Device d) { return detail::backend_for(d).compile_stats(); }
-
-/// Sets compile_stats(d)'s counters to zero.
-inline void reset_compile_stats(Device d) { detail::backend_for(d).reset_compile_stats(); }
-
-/// Waits until every kernel launched on `d` has finished (realize() only enqueues on OpenCL
-/// devices; reading a result waits by itself). DeviceError if `d` is not available.
-inline void synchronize(Device d) { detail::backend_for(d).synchronize(); }
-
-/// The device new tensors are created on: set_default_device's, else LAZYTENSOR_DEVICE (host,
-/// opencl, opencl:N), else host. DeviceError if LAZYTENSOR_DEVICE is unknown or unavailable.
-inline Device default_device() {
-    auto& s = detail::default_device_state();
-    std::lock_guard<std::mutex> lock(s.mutex);
-    if (!s.set) {
-        s.device = detail::env("LAZYTENSOR_DEVICE") ? detail::parse_device(detail::env("LAZYTENSOR_DEVICE")) : Device::host();
-        detail::backend_for(s.device);  // fails now, naming the device, if it is unavailable
-        s.set = true;
-    }
-    return s.device;
-}
-
-/// Makes `d` the device new tensors are created on; DeviceError (and no change) if `d` is
-/// not available.
-inline void set_default_device(Device d) {
-    detail::backend_for(d);
-    auto& s = detail::default_device_state();
-    std::lock_guard<std::mutex> lock(s.mutex);
-    s.device = d;
-    s.set = true;
-}
-
 }  // namespace lazytensor
 // ---- lazytensor/runtime/plan.hpp ----
 // Plans: a schedule with its kernels lowered, kept for reuse.
@@ -9257,6 +11427,7 @@ inline PlanCache& plan_cache() {
 namespace lazytensor {
 
 namespace detail {
+/// Check mode's switch (lt::check_enabled, lt::set_check_enabled): LAZYTENSOR_CHECK at start.
 inline std::atomic<bool>& check_flag() {
     static std::atomic<bool> on{env_flag("LAZYTENSOR_CHECK", false)};
     return on;
@@ -9269,11 +11440,6 @@ inline std::function<void(Buffer&)>& after_launch_hook() {
     return hook;
 }
 }  // namespace detail
-
-/// Whether check mode is on (LAZYTENSOR_CHECK=1 at start).
-inline bool check_enabled() { return detail::check_flag().load(); }
-/// Turns check mode on or off for the following realizes.
-inline void set_check_enabled(bool on) { detail::check_flag().store(on); }
 
 namespace detail {
 
@@ -9412,21 +11578,25 @@ private:
 
 }  // namespace detail
 }  // namespace lazytensor
+// ---- lazytensor/runtime/realize.hpp ----
+// realize(): plan (schedule and lower, or reuse the plan of a graph of the same structure) ->
+// get compiled kernels (cached) -> launch -> commit.
+//
+// Nothing is committed until every kernel has run: if any step throws, every tensor is left
+// as it was (still lazy, still usable). Buffers of intermediate results that nobody else holds
+// are released as soon as the last kernel reading them has run.
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
 
 namespace lazytensor {
-
-/// One item of a schedule, as lt::schedule() reports it.
-struct ScheduleItem {
-    std::string kind;                 // "kernel", "matmul" (the backend's GEMM) or "view" (zero-copy)
-    std::string reason;               // why its output is materialized
-    std::vector<std::string> ops;     // the ops fused into it, in evaluation order
-    std::vector<std::string> inputs;  // "float32[2, 3]" per input buffer
-    int scalars = 0;                  // scalar values passed to it at launch (operands, seeds, ...)
-    std::string output;               // the result, e.g. "float32[4, 8]"
-    int phases = 0;                   // reduce and store phases of the kernel
-    bool compiled_loop = false;       // runs as the expression's compiled loop, not interpreted
-    std::string ir;                   // the kernel IR listing, or the GEMM's shape and layouts
-};
 
 namespace detail {
 
@@ -9439,7 +11609,7 @@ inline std::string describe(const Node* n) { return concat(n->dtype, n->shape); 
 
 inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
     ScheduleItem item;
-    item.kind = p.view_only ? "view" : p.gemm_item ? "matmul" : "kernel";
+    item.kind = p.view_only ? ScheduleItem::Kind::View : p.gemm_item ? ScheduleItem::Kind::Matmul : ScheduleItem::Kind::Kernel;
     item.reason = p.reason;
     item.ops = p.ops;
     for (int in : p.inputs) item.inputs.push_back(describe(w.node(in)));
@@ -9459,7 +11629,7 @@ inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
 inline void print_item(std::ostream& out, std::size_t i, const ScheduleItem& item, int level,
                        const std::string& routine = {}) {
     out << "  " << item.kind << " " << i << ": ";
-    if (item.kind == "view") {
+    if (item.kind == ScheduleItem::Kind::View) {
         out << "view of another buffer -> " << item.output << "  (" << item.reason << ")\n";
         return;
     }
@@ -9568,8 +11738,8 @@ inline std::vector<Node*> unrealized(const std::vector<Node*>& nodes) {
     return out;
 }
 
-/// Realizes `nodes` together: one schedule, shared parts computed once.
-inline void realize_nodes(const std::vector<Node*>& nodes) {
+/// Realizes `nodes` together: one schedule, shared parts computed once (the seam's realize_nodes).
+inline void realize_graph(const std::vector<Node*>& nodes) {
     std::lock_guard<std::recursive_mutex> lock(realize_mutex());
     const std::vector<Node*> outputs = unrealized(nodes);
     if (outputs.empty()) return;
@@ -9673,8 +11843,8 @@ inline void realize_nodes(const std::vector<Node*>& nodes) {
     }
 }
 
-/// The schedule realize() would run for `nodes`, without running it.
-inline std::vector<ScheduleItem> schedule_items(const std::vector<Node*>& nodes) {
+/// The schedule realize_graph would run for `nodes`, without running it.
+inline std::vector<ScheduleItem> describe_schedule(const std::vector<Node*>& nodes) {
     std::lock_guard<std::recursive_mutex> lock(realize_mutex());
     const std::vector<Node*> outputs = unrealized(nodes);
     std::vector<ScheduleItem> items;
@@ -9687,1655 +11857,104 @@ inline std::vector<ScheduleItem> schedule_items(const std::vector<Node*>& nodes)
 }  // namespace detail
 }  // namespace lazytensor
 
+#if !LAZYTENSOR_ENGINE_DEFINITIONS
+#error "lazytensor: runtime/engine.hpp holds the engine's definitions; a LAZYTENSOR_SEPARATE_RUNTIME unit must not include it (define LAZYTENSOR_IMPLEMENTATION in the one unit that should)"
+#endif
+
+#if defined(LAZYTENSOR_IMPLEMENTATION) && defined(__GNUC__) && defined(__ELF__)
+// The symbols that separate-runtime units refer to, and that header-only units clash with
+// (runtime/seam.hpp). A second implementation unit clashes with this one.
+extern "C" {
+extern const char lazytensor_ERROR_LAZYTENSOR_SEPARATE_RUNTIME_needs_one_unit_with_LAZYTENSOR_IMPLEMENTATION;
+extern const char lazytensor_ERROR_a_unit_is_header_only_while_another_uses_LAZYTENSOR_SEPARATE_RUNTIME;
+extern const char lazytensor_ERROR_LAZYTENSOR_IMPLEMENTATION_is_defined_in_more_than_one_unit;
+const char lazytensor_ERROR_LAZYTENSOR_SEPARATE_RUNTIME_needs_one_unit_with_LAZYTENSOR_IMPLEMENTATION = 0;
+const char lazytensor_ERROR_a_unit_is_header_only_while_another_uses_LAZYTENSOR_SEPARATE_RUNTIME = 0;
+const char lazytensor_ERROR_LAZYTENSOR_IMPLEMENTATION_is_defined_in_more_than_one_unit = 0;
+}
+#endif
+
 namespace lazytensor {
 
-template <class T>
-class Tensor;
-
-namespace detail {
-
-/// Base of everything that is a tensor value: Tensor<T> and the expression types.
-struct TensorTag {};
-
-template <class E>
-inline constexpr bool is_tensor_like_v = std::is_base_of_v<TensorTag, std::decay_t<E>>;
-
-/// C++ arithmetic types (and half) usable as scalars next to tensors.
-template <class S>
-inline constexpr bool is_scalar_v = std::is_arithmetic_v<std::decay_t<S>> || std::is_same_v<std::decay_t<S>, half>;
-
-/// The dtype a C++ scalar contributes to promotion (only its category matters).
-template <class S>
-constexpr DType scalar_dtype() {
-    if constexpr (std::is_same_v<S, bool>) return DType::Bool;
-    else if constexpr (is_floating_v<S>) return DType::Float64;
-    else return DType::Int64;
-}
-
-template <class S>
-Scalar make_scalar(S value) {
-    if constexpr (std::is_same_v<S, bool>) return Scalar::of<bool>(value);
-    else if constexpr (is_floating_v<S>) return Scalar::of<double>(static_cast<double>(value));
-    else return Scalar::of<std::int64_t>(static_cast<std::int64_t>(value));
-}
-
-/// Result element type of a reduction.
-template <ReduceOp Op, class T>
-using reduce_t = std::conditional_t<(Op == ReduceOp::Sum || Op == ReduceOp::Prod) && !is_floating_v<T>, std::int64_t, T>;
-template <class T>
-using mean_t = std::conditional_t<is_floating_v<T>, T, float>;
-
-}  // namespace detail
-
-/// The member API shared by Tensor<T> and every expression whose element type is T. Unless
-/// said otherwise, methods returning a Tensor build a lazy value (nothing runs) and check
-/// shapes and axes at once.
-template <class T, class Derived>
-class TensorBase : public detail::TensorTag {
-public:
-    /// The C++ element type.
-    using value_type = T;
-
-    /// The element type as a runtime tag.
-    static constexpr DType dtype() { return dtype_of<T>(); }
-    /// Number of elements.
-    std::int64_t numel() const { return lazytensor::numel(self().shape()); }
-    /// Number of dimensions (0 for a scalar tensor).
-    std::size_t ndim() const { return self().shape().size(); }
-
-    /// Computes the value (and everything it needs) now, on the tensor's device.
-    Tensor<T> realize() const;
-    /// The elements in row-major order; realizes first if needed.
-    std::vector<T> to_vector() const;
-    /// The single element of a one-element tensor (ValueError otherwise); realizes first if needed.
-    T item() const;
-    /// The value on `device` (realized, read back through host memory and copied there now).
-    /// On the tensor's own device, the tensor itself. DeviceError if `device` is unavailable.
-    Tensor<T> to(Device device) const;
-
-    /// Sum over all axes, or over `axes` (negative axes count from the end; keepdim keeps them
-    /// with extent 1; an empty list is all axes, as for every reduction). Integers and bool give
-    /// int64; 0 over an empty axis. AxisError for a bad axis.
-    Tensor<detail::reduce_t<ReduceOp::Sum, T>> sum() const;
-    Tensor<detail::reduce_t<ReduceOp::Sum, T>> sum(const Axes& axes, bool keepdim = false) const;
-    Tensor<detail::reduce_t<ReduceOp::Sum, T>> sum(int axis, bool keepdim = false) const { return sum(Axes{axis}, keepdim); }
-    /// Largest element over all axes, or over `axes`; NaN if any is NaN. ValueError over an empty axis.
-    Tensor<T> max() const;
-    Tensor<T> max(const Axes& axes, bool keepdim = false) const;
-    Tensor<T> max(int axis, bool keepdim = false) const { return max(Axes{axis}, keepdim); }
-    /// Smallest element over all axes, or over `axes`; NaN if any is NaN. ValueError over an empty axis.
-    Tensor<T> min() const;
-    Tensor<T> min(const Axes& axes, bool keepdim = false) const;
-    Tensor<T> min(int axis, bool keepdim = false) const { return min(Axes{axis}, keepdim); }
-    /// Product over all axes, or over `axes` (1 over an empty axis; integers and bool give int64).
-    Tensor<detail::reduce_t<ReduceOp::Prod, T>> prod() const;
-    Tensor<detail::reduce_t<ReduceOp::Prod, T>> prod(const Axes& axes, bool keepdim = false) const;
-    Tensor<detail::reduce_t<ReduceOp::Prod, T>> prod(int axis, bool keepdim = false) const { return prod(Axes{axis}, keepdim); }
-    /// Whether any element is non-zero (NaN counts), over all axes or `axes`; false over an empty axis.
-    Tensor<bool> any() const;
-    Tensor<bool> any(const Axes& axes, bool keepdim = false) const;
-    Tensor<bool> any(int axis, bool keepdim = false) const;
-    /// Whether every element is non-zero (NaN counts), over all axes or `axes`; true over an empty axis.
-    Tensor<bool> all() const;
-    Tensor<bool> all(const Axes& axes, bool keepdim = false) const;
-    Tensor<bool> all(int axis, bool keepdim = false) const;
-    /// Arithmetic mean over all axes or `axes` (integers and bool are averaged in float32).
-    Tensor<detail::mean_t<T>> mean() const;
-    Tensor<detail::mean_t<T>> mean(const Axes& axes, bool keepdim = false) const;
-    Tensor<detail::mean_t<T>> mean(int axis, bool keepdim = false) const { return mean(Axes{axis}, keepdim); }
-
-    /// The same elements in another shape; one extent may be -1. Zero-copy when the layout allows.
-    /// ShapeError if the element counts differ.
-    Tensor<T> reshape(const Shape& shape) const;
-    /// Reorders the axes: result axis i is input axis perm[i]. AxisError unless perm is a
-    /// permutation of the axes. A view.
-    Tensor<T> permute(const Axes& perm) const;
-    /// Swaps two axes (AxisError if out of range). A view.
-    Tensor<T> transpose(int a, int b) const;
-    /// Broadcasts to a larger shape (NumPy rules; -1 keeps an extent). Never copies. ShapeError
-    /// if a non-1 extent would change or `shape` has fewer axes.
-    Tensor<T> expand(const Shape& shape) const;
-    /// The last two axes swapped: every matrix of a batch transposed (PyTorch's .mT). Never
-    /// copies; a matrix product reads it in place. AxisError for fewer than 2 dimensions.
-    Tensor<T> mT() const;
-    /// The transpose of a matrix; 0-d and 1-d tensors are returned as they are (PyTorch's .t()).
-    /// AxisError for more than 2 dimensions.
-    Tensor<T> t() const;
-
-    /// x[start:stop:step] along `axis` (Python's rules: negative indices count from the end,
-    /// bounds are clipped, a negative step walks backwards; `{}` for a default bound). A view.
-    /// ValueError for step 0.
-    Tensor<T> slice(int axis, std::optional<std::int64_t> start, std::optional<std::int64_t> stop,
-                    std::int64_t step = 1) const;
-    /// The element at `index` along `axis`, with that axis removed (negative counts from the end).
-    /// IndexError if `index` is out of range.
-    Tensor<T> select(int axis, std::int64_t index) const;
-    /// The elements in reverse order along `axes`. A view. AxisError for a bad or repeated axis.
-    Tensor<T> flip(const Axes& axes) const;
-    Tensor<T> flip(int axis) const { return flip(Axes{axis}); }
-    /// Surrounded by `value`: widths[k] = {before, after} elements along axis k (NumPy's pad,
-    /// constant mode). Fused into the kernel that reads it; padding positions read no memory.
-    /// ShapeError unless there is one pair per axis; ValueError for a negative width.
-    Tensor<T> pad(const std::vector<std::pair<std::int64_t, std::int64_t>>& widths, T value = T(0)) const;
-    /// Without the extent-1 axes (all of them, or those in `axes`, which must have extent 1:
-    /// ShapeError otherwise).
-    Tensor<T> squeeze() const;
-    Tensor<T> squeeze(const Axes& axes) const;
-    /// With a new extent-1 axis at position `axis` of the result (negative counts from the end).
-    Tensor<T> unsqueeze(int axis) const;
-    /// Axes start..end (inclusive) merged into one; a 0-d tensor becomes shape [1]. AxisError
-    /// if start comes after end.
-    Tensor<T> flatten(int start = 0, int end = -1) const;
-    /// The tensor repeated reps[k] times along axis k (NumPy's tile; PyTorch's repeat). When reps
-    /// has more entries than the tensor has axes, leading axes are added. ValueError for a
-    /// negative count.
-    Tensor<T> tile(const Shape& reps) const;
-    /// PyTorch's Tensor.repeat: the same as tile.
-    Tensor<T> repeat(const Shape& reps) const { return tile(reps); }
-    /// Each element repeated `repeats` times along `axis` (NumPy's repeat, PyTorch's repeat_interleave).
-    /// ValueError for a negative count.
-    Tensor<T> repeat_interleave(std::int64_t repeats, int axis) const;
-
-    /// Variance over `axes` (all when empty), divided by N - correction (1: the unbiased
-    /// estimate, PyTorch's default; 0: NumPy's default). Integers compute in float32.
-    Tensor<detail::mean_t<T>> var(const Axes& axes = {}, bool keepdim = false, int correction = 1) const;
-    Tensor<detail::mean_t<T>> var(int axis, bool keepdim = false, int correction = 1) const {
-        return var(Axes{axis}, keepdim, correction);
-    }
-    /// Standard deviation: sqrt(var(axes, keepdim, correction)).
-    Tensor<detail::mean_t<T>> std(const Axes& axes = {}, bool keepdim = false, int correction = 1) const;
-    Tensor<detail::mean_t<T>> std(int axis, bool keepdim = false, int correction = 1) const {
-        return std(Axes{axis}, keepdim, correction);
-    }
-    /// The position (int64) of the largest element along `axis`: the first on ties and the
-    /// first NaN if there is one (NumPy's argmax). One kernel. ValueError over an empty axis.
-    Tensor<std::int64_t> argmax(int axis, bool keepdim = false) const;
-    /// The position of the smallest element along `axis` (first on ties, first NaN).
-    /// ValueError over an empty axis.
-    Tensor<std::int64_t> argmin(int axis, bool keepdim = false) const;
-    /// Running sum along `axis`, same shape (integers and bool accumulate in int64, as sum does).
-    /// AxisError for a 0-d tensor.
-    Tensor<detail::reduce_t<ReduceOp::Sum, T>> cumsum(int axis) const;
-    /// Running product along `axis`, same shape (integers and bool accumulate in int64).
-    Tensor<detail::reduce_t<ReduceOp::Prod, T>> cumprod(int axis) const;
-
-    /// Matrix product with NumPy's rules (see lt::matmul).
-    template <class E>
-    auto matmul(const E& other) const;
-
-    /// Element-wise conversion to U (float to integer saturates; NaN becomes 0).
-    template <class U>
-    auto cast() const;
-
-protected:
-    const Derived& self() const { return static_cast<const Derived&>(*this); }
-};
-
-/// A tensor: a shared handle to a lazy (or realized) value. Copying a Tensor is cheap and
-/// shares the value; operations on it build new lazy values and leave it unchanged (only
-/// assign() writes into its memory).
-template <class T>
-class Tensor : public TensorBase<T, Tensor<T>> {
-    static_assert(detail::dtype_traits<T>::supported,
-                  "lazytensor: Tensor<T> supports T = bool, uint8_t, int32_t, int64_t, lazytensor::half, float, double");
-
-public:
-    /// An empty handle; give it a value with = before use (using it throws ValueError).
-    Tensor() = default;
-    /// Wraps a graph node (library internals).
-    explicit Tensor(detail::NodePtr node) : node_(std::move(node)) {}
-
-    /// Captures an expression as a lazy graph node (nothing is computed).
-    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E> && !std::is_same_v<std::decay_t<E>, Tensor>>>
-    Tensor(const E& expr) : node_(expr.build()) {
-        static_assert(std::is_same_v<typename std::decay_t<E>::value_type, T>,
-                      "lazytensor: the expression's element type differs from the Tensor's; convert with "
-                      "lt::cast<T>(expr) or declare the tensor with `auto`");
-    }
-
-    /// The extents, outermost first (ValueError for an empty handle).
-    const Shape& shape() const { return node().shape; }
-    /// The device the value lives (or will be computed) on.
-    Device device() const { return node().device; }
-    /// True once the value has been computed into a buffer.
-    bool is_realized() const {
-        detail::GraphReadLock lock;  // another thread may be realizing it
-        return node_ && node_->realized();
-    }
-
-    /// Writes `value` (a tensor, expression or scalar, broadcast to this shape and converted to
-    /// T) into this tensor's memory, now. Every tensor that shares the memory sees it: views
-    /// such as x.slice(...) write into x, as in PyTorch (x.slice(0, 1, 3).assign(0.0f)). Lazy
-    /// expressions built earlier on that memory keep the values they were built on (they are
-    /// computed first), and a value that reads the memory it overwrites at other positions
-    /// (x.assign(x.flip(0))) is computed into a copy first. Returns *this. Before writing:
-    /// ShapeError if value does not broadcast to this shape, DeviceError if it is on another
-    /// device, ValueError if this is a broadcast view or a reshape that needed a copy.
-    template <class V>
-    Tensor& assign(const V& value);
-
-    /// The graph node (library internals and tests).
-    const detail::NodePtr& node_ptr() const { return node_; }
-    /// The graph node, shared (library internals; ValueError for an empty handle).
-    detail::NodePtr build() const {
-        node();
-        return node_;
-    }
-
-private:
-    const detail::Node& node() const {
-        if (!node_) detail::fail<ValueError>("use of an empty lt::Tensor (default-constructed and never assigned)");
-        return *node_;
-    }
-
-    detail::NodePtr node_;
-};
-
-/// A type-erased reference to a tensor of any element type (lt::realize, lt::schedule).
-class TensorRef {
-public:
-    /// Refers to `t`'s value (implicit, so {x, y} of different types works).
-    template <class T>
-    TensorRef(const Tensor<T>& t) : node_(t.build()) {}
-    /// The graph node (library internals).
-    detail::Node* node() const { return node_.get(); }
-
-private:
-    detail::NodePtr node_;
-};
-
-// ------------------------------------------------------------------ TensorBase implementation
-
-namespace detail {
-
-template <class T>
-std::vector<T> read_elements(const Node& n) {
-    // Copies out the smallest region of the buffer that holds the view, then walks it.
-    const std::int64_t count = lazytensor::numel(n.shape);
-    std::vector<T> out(static_cast<std::size_t>(count));
-    if (count == 0) return out;
-    std::int64_t lo = n.offset, hi = n.offset;
-    for (std::size_t k = 0; k < n.shape.size(); ++k) {
-        const std::int64_t span = (n.shape[k] - 1) * n.strides[k];
-        (span < 0 ? lo : hi) += span;
-    }
-    using Stored = std::conditional_t<std::is_same_v<T, bool>, std::uint8_t, T>;
-    std::vector<Stored> region(static_cast<std::size_t>(hi - lo + 1));
-    backend_for(n.device).read(*n.buffer, static_cast<std::size_t>(lo) * sizeof(Stored), region.data(),
-                               region.size() * sizeof(Stored));
-    if (is_contiguous_layout(n.shape, n.strides, n.offset - lo)) {
-        for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(region[i]);
-        return out;
-    }
-    SmallVector<std::int64_t, 6> index(n.shape.size(), 0);
-    std::int64_t at = n.offset - lo;
-    for (std::int64_t i = 0; i < count; ++i) {
-        out[static_cast<std::size_t>(i)] = static_cast<T>(region[static_cast<std::size_t>(at)]);
-        for (std::size_t k = n.shape.size(); k-- > 0;) {
-            at += n.strides[k];
-            if (++index[k] < n.shape[k]) break;
-            at -= n.strides[k] * n.shape[k];
-            index[k] = 0;
+LAZYTENSOR_ENGINE_API std::vector<DeviceInfo> devices() {
+    std::vector<DeviceInfo> out{DeviceInfo{Device::host(), detail::host_backend().name(), "host"}};
+#if LAZYTENSOR_OPENCL
+    for (std::size_t i = 0; i < detail::opencl::opencl_device_ids().size(); ++i) {
+        try {
+            auto& b = detail::opencl::opencl_backend(static_cast<int>(i));
+            out.push_back(DeviceInfo{b.device(), b.name(), b.kind()});
+        } catch (const Error&) {
+            // A device whose driver cannot give it a context is not usable: leave it out.
         }
     }
+#endif
     return out;
 }
 
-}  // namespace detail
-
-template <class T, class D>
-Tensor<T> TensorBase<T, D>::realize() const {
-    Tensor<T> t(self().build());
-    detail::realize_nodes({t.node_ptr().get()});
-    return t;
+LAZYTENSOR_ENGINE_API Device default_device() {
+    auto& s = detail::default_device_state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (!s.set) {
+        s.device = detail::env("LAZYTENSOR_DEVICE") ? detail::parse_device(detail::env("LAZYTENSOR_DEVICE")) : Device::host();
+        detail::device_backend(s.device);  // fails now, naming the device, if it is unavailable
+        s.set = true;
+    }
+    return s.device;
 }
 
-template <class T, class D>
-std::vector<T> TensorBase<T, D>::to_vector() const {
-    Tensor<T> t = realize();
-    return detail::read_elements<T>(*t.node_ptr());
+LAZYTENSOR_ENGINE_API void set_default_device(Device d) {
+    detail::device_backend(d);
+    auto& s = detail::default_device_state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.device = d;
+    s.set = true;
 }
 
-template <class T, class D>
-T TensorBase<T, D>::item() const {
-    const std::int64_t n = numel();
-    if (n != 1)
-        detail::fail<ValueError>("item(): the tensor has shape ", self().shape(), " (", n,
-                         " elements); item() needs exactly one element");
-    return to_vector()[0];
-}
-
-template <class T, class D>
-Tensor<detail::reduce_t<ReduceOp::Sum, T>> TensorBase<T, D>::sum() const {
-    return Tensor<detail::reduce_t<ReduceOp::Sum, T>>(detail::graph::reduce(ReduceOp::Sum, self().build(), std::nullopt, false, "sum"));
-}
-template <class T, class D>
-Tensor<detail::reduce_t<ReduceOp::Sum, T>> TensorBase<T, D>::sum(const Axes& axes, bool keepdim) const {
-    return Tensor<detail::reduce_t<ReduceOp::Sum, T>>(detail::graph::reduce(ReduceOp::Sum, self().build(), axes, keepdim, "sum"));
-}
-template <class T, class D>
-Tensor<T> TensorBase<T, D>::max() const {
-    return Tensor<T>(detail::graph::reduce(ReduceOp::Max, self().build(), std::nullopt, false, "max"));
-}
-template <class T, class D>
-Tensor<T> TensorBase<T, D>::max(const Axes& axes, bool keepdim) const {
-    return Tensor<T>(detail::graph::reduce(ReduceOp::Max, self().build(), axes, keepdim, "max"));
-}
-template <class T, class D>
-Tensor<T> TensorBase<T, D>::min() const {
-    return Tensor<T>(detail::graph::reduce(ReduceOp::Min, self().build(), std::nullopt, false, "min"));
-}
-template <class T, class D>
-Tensor<T> TensorBase<T, D>::min(const Axes& axes, bool keepdim) const {
-    return Tensor<T>(detail::graph::reduce(ReduceOp::Min, self().build(), axes, keepdim, "min"));
-}
-template <class T, class D>
-Tensor<detail::reduce_t<ReduceOp::Prod, T>> TensorBase<T, D>::prod() const {
-    return Tensor<detail::reduce_t<ReduceOp::Prod, T>>(detail::graph::reduce(ReduceOp::Prod, self().build(), std::nullopt, false, "prod"));
-}
-template <class T, class D>
-Tensor<detail::reduce_t<ReduceOp::Prod, T>> TensorBase<T, D>::prod(const Axes& axes, bool keepdim) const {
-    return Tensor<detail::reduce_t<ReduceOp::Prod, T>>(detail::graph::reduce(ReduceOp::Prod, self().build(), axes, keepdim, "prod"));
-}
-template <class T, class D>
-Tensor<bool> TensorBase<T, D>::any() const {
-    return Tensor<bool>(detail::graph::any_all(false, self().build(), std::nullopt, false));
-}
-template <class T, class D>
-Tensor<bool> TensorBase<T, D>::any(const Axes& axes, bool keepdim) const {
-    return Tensor<bool>(detail::graph::any_all(false, self().build(), axes, keepdim));
-}
-template <class T, class D>
-Tensor<bool> TensorBase<T, D>::any(int axis, bool keepdim) const {
-    return any(Axes{axis}, keepdim);
-}
-template <class T, class D>
-Tensor<bool> TensorBase<T, D>::all() const {
-    return Tensor<bool>(detail::graph::any_all(true, self().build(), std::nullopt, false));
-}
-template <class T, class D>
-Tensor<bool> TensorBase<T, D>::all(const Axes& axes, bool keepdim) const {
-    return Tensor<bool>(detail::graph::any_all(true, self().build(), axes, keepdim));
-}
-template <class T, class D>
-Tensor<bool> TensorBase<T, D>::all(int axis, bool keepdim) const {
-    return all(Axes{axis}, keepdim);
-}
-template <class T, class D>
-Tensor<detail::mean_t<T>> TensorBase<T, D>::mean() const {
-    return Tensor<detail::mean_t<T>>(detail::graph::mean(self().build(), std::nullopt, false));
-}
-template <class T, class D>
-Tensor<detail::mean_t<T>> TensorBase<T, D>::mean(const Axes& axes, bool keepdim) const {
-    return Tensor<detail::mean_t<T>>(detail::graph::mean(self().build(), axes, keepdim));
-}
-
-template <class T, class D>
-Tensor<T> TensorBase<T, D>::reshape(const Shape& shape) const {
-    return Tensor<T>(detail::graph::reshape(self().build(), shape));
-}
-template <class T, class D>
-Tensor<T> TensorBase<T, D>::permute(const Axes& perm) const {
-    return Tensor<T>(detail::graph::permute(self().build(), perm));
-}
-template <class T, class D>
-Tensor<T> TensorBase<T, D>::transpose(int a, int b) const {
-    return Tensor<T>(detail::graph::transpose(self().build(), a, b));
-}
-template <class T, class D>
-Tensor<T> TensorBase<T, D>::expand(const Shape& shape) const {
-    return Tensor<T>(detail::graph::expand(self().build(), shape));
-}
-
-template <class T, class D>
-Tensor<T> TensorBase<T, D>::mT() const {
-    if (ndim() < 2)
-        detail::fail<AxisError>("mT(): needs at least 2 dimensions, the tensor has shape ", self().shape());
-    return transpose(-2, -1);
-}
-template <class T, class D>
-Tensor<T> TensorBase<T, D>::t() const {
-    if (ndim() > 2)
-        detail::fail<AxisError>("t(): needs at most 2 dimensions, the tensor has shape ", self().shape(),
-                                "; use mT() to transpose the last two axes, or permute()");
-    return ndim() < 2 ? Tensor<T>(self().build()) : transpose(0, 1);
-}
-
-/// Computes several tensors in one schedule; parts they share are computed once.
-inline void realize(std::initializer_list<TensorRef> tensors) {
-    std::vector<detail::Node*> nodes;
-    for (const TensorRef& t : tensors) nodes.push_back(t.node());
-    detail::realize_nodes(nodes);
-}
-inline void realize(const std::vector<TensorRef>& tensors) {
-    std::vector<detail::Node*> nodes;
-    for (const TensorRef& t : tensors) nodes.push_back(t.node());
-    detail::realize_nodes(nodes);
-}
-
-/// The schedule realize() would run for these tensors (or one expression), without running it:
-/// one item per kernel, matmul (GEMM) or zero-copy view.
-inline std::vector<ScheduleItem> schedule(std::initializer_list<TensorRef> tensors) {
-    std::vector<detail::Node*> nodes;
-    for (const TensorRef& t : tensors) nodes.push_back(t.node());
-    return detail::schedule_items(nodes);
-}
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-std::vector<ScheduleItem> schedule(const E& expr) {
-    detail::NodePtr node = expr.build();
-    return detail::schedule_items({node.get()});
-}
-
-/// Number of kernels in a schedule (matmul items, which run the backend's GEMM, and views that
-/// need no kernel are not counted).
-inline std::size_t kernel_count(const std::vector<ScheduleItem>& items) {
-    std::size_t n = 0;
-    for (const auto& item : items) n += item.kind == "kernel";
-    return n;
-}
-
-}  // namespace lazytensor
-
-namespace lazytensor {
+LAZYTENSOR_ENGINE_API void synchronize(Device d) { detail::device_backend(d).synchronize(); }
+LAZYTENSOR_ENGINE_API MemoryStats memory_stats(Device d) { return detail::device_backend(d).memory_stats(); }
+LAZYTENSOR_ENGINE_API void reset_peak_memory(Device d) { detail::device_backend(d).reset_peak_memory(); }
+LAZYTENSOR_ENGINE_API void set_memory_limit(Device d, std::size_t bytes) { detail::device_backend(d).set_memory_limit(bytes); }
+LAZYTENSOR_ENGINE_API void empty_cache(Device d) { detail::device_backend(d).release_cached(); }
+LAZYTENSOR_ENGINE_API CompileStats compile_stats(Device d) { return detail::device_backend(d).compile_stats(); }
+LAZYTENSOR_ENGINE_API void reset_compile_stats(Device d) { detail::device_backend(d).reset_compile_stats(); }
+LAZYTENSOR_ENGINE_API bool check_enabled() { return detail::check_flag().load(); }
+LAZYTENSOR_ENGINE_API void set_check_enabled(bool on) { detail::check_flag().store(on); }
 
 namespace detail {
 
-template <class T>
-Tensor<T> from_host(const T* data, std::int64_t count, Shape shape, Device device) {
-    Backend& backend = backend_for(device);
-    BufferPtr buf = backend.allocate(dtype_of<T>(), count);
-    backend.write(*buf, 0, data, static_cast<std::size_t>(count) * sizeof(T));
-    Strides strides = contiguous_strides(shape);
-    return Tensor<T>(graph::buffer(std::move(buf), std::move(shape), std::move(strides), 0));
-}
-
-}  // namespace detail
-
-/// A tensor holding `data` (row-major) with the given shape, on `device`; copied there now.
-/// ShapeError if data.size() is not the shape's element count; DeviceError if `device` is unavailable.
-template <class T>
-Tensor<T> tensor(const std::vector<T>& data, Shape shape, Device device = default_device()) {
-    detail::check_extents(shape, "lt::tensor");
-    const std::int64_t count = numel(shape);
-    if (static_cast<std::int64_t>(data.size()) != count)
-        detail::fail<ShapeError>("lt::tensor: ", data.size(), " values do not fit shape ", shape, " (", count,
-                                 " elements)");
-    if constexpr (std::is_same_v<T, bool>) {
-        std::vector<std::uint8_t> bytes(data.begin(), data.end());
-        static_assert(sizeof(bool) == 1, "lazytensor stores bool as one byte");
-        return detail::from_host<T>(reinterpret_cast<const bool*>(bytes.data()), count, std::move(shape), device);
-    } else {
-        return detail::from_host<T>(data.data(), count, std::move(shape), device);
-    }
-}
-
-template <class T, class D>
-Tensor<T> TensorBase<T, D>::to(Device device) const {
-    Tensor<T> t(self().build());
-    if (t.device() == device) return t;
-    detail::backend_for(device);  // an unavailable device fails before any work
-    return tensor<T>(t.to_vector(), t.shape(), device);
-}
-
-/// A 1-D tensor holding `data`, on the default device (copied there now).
-template <class T>
-Tensor<T> tensor(std::initializer_list<T> data) {
-    return tensor<T>(std::vector<T>(data), Shape{static_cast<std::int64_t>(data.size())});
-}
-
-/// A tensor of the given shape with every element equal to `value` (lazy: no memory until realized).
-/// ShapeError for a negative extent; DeviceError if `device` is unavailable.
-template <class T>
-Tensor<T> full(const Shape& shape, T value, Device device = default_device()) {
-    detail::check_extents(shape, "lt::full");
-    detail::backend_for(device);
-    return Tensor<T>(detail::graph::constant(Scalar::of<T>(value), dtype_of<T>(), shape, device));
-}
-
-/// full(shape, T(0), device).
-template <class T>
-Tensor<T> zeros(const Shape& shape, Device device = default_device()) {
-    return full<T>(shape, T(0), device);
-}
-
-/// full(shape, T(1), device).
-template <class T>
-Tensor<T> ones(const Shape& shape, Device device = default_device()) {
-    return full<T>(shape, T(1), device);
-}
-
-/// start, start + step, ... up to (not including) stop, like NumPy's arange (values computed in
-/// double, converted to T, copied to `device` now). ValueError for step 0 or a non-finite bound.
-template <class T>
-Tensor<T> arange(double start, double stop, double step = 1, Device device = default_device()) {
-    if (step == 0 || !std::isfinite(step) || !std::isfinite(start) || !std::isfinite(stop))
-        detail::fail<ValueError>("lt::arange: start, stop and step must be finite and step non-zero (got ", start,
-                                 ", ", stop, ", ", step, ")");
-    const double span = std::ceil((stop - start) / step);
-    if (span >= 9.0e15)  // beyond 2^53, consecutive values are no longer distinct doubles
-        detail::fail<ValueError>("lt::arange: [", start, ", ", stop, ") in steps of ", step, " has ", span,
-                                 " elements, too many");
-    const std::int64_t count = span > 0 ? static_cast<std::int64_t>(span) : 0;
-    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-        // Every value must be one of T: no out-of-range conversion (undefined), no wrap.
-        const double last = start + static_cast<double>(count - 1) * step;
-        for (double v : {start, last})
-            if (count > 0 && (v < static_cast<double>(std::numeric_limits<T>::min()) ||
-                              v >= static_cast<double>(std::numeric_limits<T>::max()) + 1.0))
-                detail::fail<ValueError>("lt::arange: [", start, ", ", stop, ") in steps of ", step, " reaches ", v,
-                                         ", which does not fit ", dtype_of<T>());
-    }
-    std::vector<T> values(static_cast<std::size_t>(count));
-    for (std::int64_t i = 0; i < count; ++i) values[static_cast<std::size_t>(i)] = static_cast<T>(start + static_cast<double>(i) * step);
-    return tensor<T>(values, Shape{count}, device);
-}
-
-/// 0, 1, ..., n - 1 (empty for n <= 0).
-template <class T>
-Tensor<T> arange(std::int64_t n, Device device = default_device()) {
-    return arange<T>(0.0, static_cast<double>(n), 1.0, device);
-}
-
-}  // namespace lazytensor
-// ---- lazytensor/frontend/expr.hpp ----
-// Expression templates. Combining tensors builds a typed expression: its C++ type is the tree,
-// it holds its operands by value (tensor handles, scalars, sub-expressions) and allocates
-// nothing. Shapes are checked as the expression is built, so a broadcast mistake throws at the
-// line that makes it. Assigning the expression to a Tensor (or realizing it) turns it into
-// graph nodes. Result types follow PyTorch's promotion, computed at compile time by the same
-// constexpr rules the graph applies at run time.
-
-#include <type_traits>
-#include <utility>
-
-
-namespace lazytensor::detail {
-
-/// The compiled loop of expression type E, or null (frontend/static_kernel.hpp).
-template <class E>
-const StaticKernel* static_kernel_of();
-
-/// Marks a node built from expression E with E's compiled loop.
-template <class E>
-NodePtr with_static_kernel(NodePtr n) {
-    n->static_kernel = static_kernel_of<E>();
-    return n;
-}
-
-/// A C++ scalar operand.
-template <class S>
-struct ScalarLeaf {
-    S value;
-};
-
-template <class E>
-struct operand_traits {
-    static constexpr bool scalar = false;
-    static constexpr DType dtype = dtype_of<typename E::value_type>();
-};
-template <class S>
-struct operand_traits<ScalarLeaf<S>> {
-    static constexpr bool scalar = true;
-    static constexpr DType dtype = scalar_dtype<S>();
-};
-
-template <class... Es>
-constexpr DType promoted_dtype() {
-    Promotion p;
-    ((p = operand_traits<Es>::scalar ? p.with_scalar(operand_traits<Es>::dtype) : p.with_tensor(operand_traits<Es>::dtype)), ...);
-    return p.result();
-}
-
-template <UnaryOp Op, class V>
-constexpr DType unary_result() {
-    static_assert(!(std::is_same_v<V, bool> &&
-                    (type_rule(Op) == TypeRule::Numeric || type_rule(Op) == TypeRule::Floating)),
-                  "lazytensor: this element-wise function is not defined for bool tensors; cast first, "
-                  "e.g. lt::exp(lt::cast<float>(x))");
-    static_assert(!(type_rule(Op) == TypeRule::Bitwise && is_floating(dtype_of<V>())),
-                  "lazytensor: bitwise not (~) needs an integer or bool tensor, not a floating-point one; for "
-                  "x == 0 use !x (lt::logical_not), or cast first, e.g. ~lt::cast<int32_t>(x)");
-    return result_dtype(type_rule(Op), compute_dtype(type_rule(Op), dtype_of<V>()));
-}
-
-template <BinaryOp Op, class L, class R>
-constexpr DType binary_result() {
-    static_assert(!(type_rule(Op) == TypeRule::Arith && operand_traits<L>::dtype == DType::Bool &&
-                    operand_traits<R>::dtype == DType::Bool),
-                  "lazytensor: arithmetic on two bool operands is not defined; cast one to a numeric type "
-                  "first, e.g. lt::cast<int32_t>(mask)");
-    static_assert(!(type_rule(Op) == TypeRule::Bitwise && is_floating(promoted_dtype<L, R>())),
-                  "lazytensor: bitwise operations (&, |, ^) need integer or bool operands, not floating-point "
-                  "ones; for logical and/or use && and || (lt::logical_and, lt::logical_or), or cast first, "
-                  "e.g. lt::cast<int32_t>(x)");
-    static_assert(!(type_rule(Op) == TypeRule::Shift && !is_integral(promoted_dtype<L, R>())),
-                  "lazytensor: shifts (<<, >>) need integer operands, not floating-point or bool ones; cast "
-                  "first, e.g. lt::cast<int32_t>(x)");
-    return result_dtype(type_rule(Op), compute_dtype(type_rule(Op), promoted_dtype<L, R>()));
-}
-
-template <class E>
-NodePtr build_node(const E& e) {
-    return e.build();
-}
-
-template <class E>
-graph::Operand operand(const E& e) {
-    if constexpr (operand_traits<E>::scalar) return graph::Operand(make_scalar(e.value));
-    else return graph::Operand(e.build());
-}
-
-template <class E>
-void merge_operand(const E& e, std::optional<Shape>& shape, std::optional<Device>& device, const char* op) {
-    if constexpr (!operand_traits<E>::scalar) {
-        shape = shape ? broadcast_shapes(*shape, e.shape(), op) : e.shape();
-        if (device && *device != e.device())
-            fail<DeviceError>(op, ": operands are on different devices (", *device, " and ", e.device(),
-                              "); move one with .to(device)");
-        device = e.device();
-    }
-}
-
-/// A scalar operand that the operation's dtype cannot hold fails where the expression is
-/// written (graph::check_scalar_fits), not later where it is realized.
-template <class E>
-void check_scalar_operand(const E& e, DType computes_in, const char* op) {
-    if constexpr (operand_traits<E>::scalar) graph::check_scalar_fits(make_scalar(e.value), computes_in, op);
-}
-
-/// f(a): element-wise unary function.
-template <UnaryOp Op, class A>
-class UnaryExpr : public TensorBase<dtype_type_t<unary_result<Op, typename A::value_type>()>, UnaryExpr<Op, A>> {
-public:
-    explicit UnaryExpr(A a) : a_(std::move(a)) {}
-    const Shape& shape() const { return a_.shape(); }
-    Device device() const { return a_.device(); }
-    NodePtr build() const { return with_static_kernel<UnaryExpr>(graph::unary(Op, a_.build())); }
-
-private:
-    A a_;
-};
-
-/// a op b: element-wise binary operation with broadcasting; either side may be a scalar.
-template <BinaryOp Op, class L, class R>
-class BinaryExpr : public TensorBase<dtype_type_t<binary_result<Op, L, R>()>, BinaryExpr<Op, L, R>> {
-public:
-    BinaryExpr(L l, R r) : l_(std::move(l)), r_(std::move(r)) {
-        std::optional<Shape> shape;
-        std::optional<Device> device;
-        merge_operand(l_, shape, device, op_name(Op));
-        merge_operand(r_, shape, device, op_name(Op));
-        constexpr DType computes_in = compute_dtype(type_rule(Op), promoted_dtype<L, R>());
-        check_scalar_operand(l_, computes_in, op_name(Op));
-        check_scalar_operand(r_, computes_in, op_name(Op));
-        shape_ = std::move(*shape);
-        device_ = *device;
-    }
-    const Shape& shape() const { return shape_; }
-    Device device() const { return device_; }
-    NodePtr build() const { return with_static_kernel<BinaryExpr>(graph::binary(Op, operand(l_), operand(r_))); }
-
-private:
-    L l_;
-    R r_;
-    Shape shape_;
-    Device device_;
-};
-
-/// where(cond, x, y): x where cond is true, else y; x and y may be scalars.
-template <class C, class X, class Y>
-class WhereExpr : public TensorBase<dtype_type_t<promoted_dtype<X, Y>()>, WhereExpr<C, X, Y>> {
-public:
-    WhereExpr(C c, X x, Y y) : c_(std::move(c)), x_(std::move(x)), y_(std::move(y)) {
-        std::optional<Shape> shape;
-        std::optional<Device> device;
-        merge_operand(c_, shape, device, "where");
-        merge_operand(x_, shape, device, "where");
-        merge_operand(y_, shape, device, "where");
-        check_scalar_operand(x_, promoted_dtype<X, Y>(), "where");
-        check_scalar_operand(y_, promoted_dtype<X, Y>(), "where");
-        shape_ = std::move(*shape);
-        device_ = *device;
-    }
-    const Shape& shape() const { return shape_; }
-    Device device() const { return device_; }
-    NodePtr build() const {
-        return with_static_kernel<WhereExpr>(graph::where(operand(c_), operand(x_), operand(y_)));
-    }
-
-private:
-    C c_;
-    X x_;
-    Y y_;
-    Shape shape_;
-    Device device_;
-};
-
-/// cast<U>(a): element-wise conversion.
-template <class U, class A>
-class CastExpr : public TensorBase<U, CastExpr<U, A>> {
-public:
-    explicit CastExpr(A a) : a_(std::move(a)) {}
-    const Shape& shape() const { return a_.shape(); }
-    Device device() const { return a_.device(); }
-    NodePtr build() const { return graph::cast(a_.build(), dtype_of<U>()); }
-
-private:
-    A a_;
-};
-
-/// Wraps an operand for storage in an expression: tensors and expressions by value, C++
-/// scalars as ScalarLeaf.
-template <class E>
-auto wrap(E&& e) {
-    if constexpr (is_scalar_v<E>) return ScalarLeaf<std::decay_t<E>>{e};
-    else return std::decay_t<E>(std::forward<E>(e));
-}
-
-template <class E>
-using wrapped_t = decltype(wrap(std::declval<E>()));
-
-template <class L, class R>
-inline constexpr bool is_binary_operands_v =
-    (is_tensor_like_v<L> && (is_tensor_like_v<R> || is_scalar_v<R>)) || (is_scalar_v<L> && is_tensor_like_v<R>);
-
-template <BinaryOp Op, class L, class R>
-auto make_binary(L&& l, R&& r) {
-    return BinaryExpr<Op, wrapped_t<L>, wrapped_t<R>>(wrap(std::forward<L>(l)), wrap(std::forward<R>(r)));
-}
-
-template <UnaryOp Op, class A>
-auto make_unary(A&& a) {
-    return UnaryExpr<Op, std::decay_t<A>>(std::forward<A>(a));
-}
-
-}  // namespace lazytensor::detail
-
-namespace lazytensor {
-
-template <class T, class D>
-template <class U>
-auto TensorBase<T, D>::cast() const {
-    static_assert(detail::dtype_traits<U>::supported, "lazytensor: cast<U> needs U = bool, uint8_t, int32_t, int64_t, lazytensor::half, float or double");
-    return detail::CastExpr<U, D>(self());
-}
-
-}  // namespace lazytensor
-// ---- lazytensor/frontend/functions.hpp ----
-// The free functions and operators of the public API. Element-wise functions are generated
-// from the op list (ir/ops.hpp); reductions and views have a free form next to the members.
-
-#include <optional>
-
-
-namespace lazytensor {
-
-/// Element-wise unary functions: lt::exp(x), lt::relu(x), ... (one per entry of the op list,
-/// ir/ops.hpp). Lazy, same shape. exp, log, sqrt, ... give float32 for integers; abs, floor, ...
-/// keep the type (neither kind compiles for bool); isnan, isinf, logical_not give bool.
-#define LAZYTENSOR_X(name, fn, rule)                                                      \
-    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>            \
-    auto fn(E&& x) {                                                                      \
-        return detail::make_unary<UnaryOp::name>(std::forward<E>(x));                     \
-    }
-LAZYTENSOR_UNARY_OPS(LAZYTENSOR_X)
-#undef LAZYTENSOR_X
-
-/// Element-wise binary functions: lt::maximum(a, b), lt::pow(a, 2.0f), lt::add(a, b), ... A
-/// tensor or a C++ scalar on either side, broadcast (NumPy), types promoted (PyTorch). Lazy;
-/// ShapeError if the shapes do not broadcast, DeviceError for tensors on different devices.
-#define LAZYTENSOR_X(name, fn, rule)                                                      \
-    template <class L, class R, class = std::enable_if_t<detail::is_binary_operands_v<L, R>>> \
-    auto fn(L&& a, R&& b) {                                                               \
-        return detail::make_binary<BinaryOp::name>(std::forward<L>(a), std::forward<R>(b)); \
-    }
-LAZYTENSOR_BINARY_OPS(LAZYTENSOR_X)
-#undef LAZYTENSOR_X
-
-/// Operators: the same ops, NumPy broadcasting, a tensor or a scalar on either side. % is
-/// NumPy's remainder (the divisor's sign); && and || are element-wise (both sides are evaluated).
-/// Comparisons, && and || give bool tensors. Lazy, and they throw as the functions above do.
-#define LAZYTENSOR_OPERATORS(X) \
-    X(+, Add)                   \
-    X(-, Sub)                   \
-    X(*, Mul)                   \
-    X(/, Div)                   \
-    X(%, Remainder)             \
-    X(<, Lt)                    \
-    X(<=, Le)                   \
-    X(>, Gt)                    \
-    X(>=, Ge)                   \
-    X(==, Eq)                   \
-    X(!=, Ne)                   \
-    X(&, BitAnd)                \
-    X(|, BitOr)                 \
-    X(^, BitXor)                \
-    X(<<, Shl)                  \
-    X(>>, Shr)                  \
-    X(&&, LogicalAnd)           \
-    X(||, LogicalOr)
-#define LAZYTENSOR_X(symbol, name)                                                        \
-    template <class L, class R, class = std::enable_if_t<detail::is_binary_operands_v<L, R>>> \
-    auto operator symbol(L&& a, R&& b) {                                                  \
-        return detail::make_binary<BinaryOp::name>(std::forward<L>(a), std::forward<R>(b)); \
-    }
-LAZYTENSOR_OPERATORS(LAZYTENSOR_X)
-#undef LAZYTENSOR_X
-#undef LAZYTENSOR_OPERATORS
-
-/// Compound assignment: x += y is x = x + y (a new lazy value; the result type must be T, or it
-/// does not compile). It rebinds x only: other handles and views keep the old value (see assign).
-#define LAZYTENSOR_COMPOUND(X) \
-    X(+=, Add) X(-=, Sub) X(*=, Mul) X(/=, Div) X(%=, Remainder) X(&=, BitAnd) X(|=, BitOr) X(^=, BitXor) X(<<=, Shl) X(>>=, Shr)
-#define LAZYTENSOR_X(symbol, name)                                                                   \
-    template <class T, class R, class = std::enable_if_t<detail::is_tensor_like_v<R> || detail::is_scalar_v<R>>> \
-    Tensor<T>& operator symbol(Tensor<T>& x, R&& y) {                                                \
-        x = detail::make_binary<BinaryOp::name>(x, std::forward<R>(y));                              \
-        return x;                                                                                    \
-    }
-LAZYTENSOR_COMPOUND(LAZYTENSOR_X)
-#undef LAZYTENSOR_X
-#undef LAZYTENSOR_COMPOUND
-
-/// Element-wise negation (not defined for bool: does not compile).
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto operator-(E&& x) {
-    return detail::make_unary<UnaryOp::Neg>(std::forward<E>(x));
-}
-/// Bitwise not of integers; logical not of bool.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto operator~(E&& x) {
-    return detail::make_unary<UnaryOp::BitwiseNot>(std::forward<E>(x));
-}
-/// x == 0, for any dtype (bool result).
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto operator!(E&& x) {
-    return detail::make_unary<UnaryOp::LogicalNot>(std::forward<E>(x));
-}
-
-/// x limited to [lo, hi] (NumPy's clip): minimum(maximum(x, lo), hi), so NaN in any operand
-/// propagates and hi wins where lo > hi. lo and hi may be tensors (broadcast) or scalars.
-template <class E, class Lo, class Hi,
-          class = std::enable_if_t<detail::is_tensor_like_v<E> && (detail::is_tensor_like_v<Lo> || detail::is_scalar_v<Lo>) &&
-                                   (detail::is_tensor_like_v<Hi> || detail::is_scalar_v<Hi>)>>
-auto clamp(E&& x, Lo&& lo, Hi&& hi) {
-    return minimum(maximum(std::forward<E>(x), std::forward<Lo>(lo)), std::forward<Hi>(hi));
-}
-
-/// x where cond is true, y elsewhere (broadcast together; x and y may be scalars). cond of any
-/// dtype counts non-zero as true; the result has x and y's promoted type. Lazy.
-template <class C, class X, class Y,
-          class = std::enable_if_t<detail::is_tensor_like_v<C> || detail::is_tensor_like_v<X> || detail::is_tensor_like_v<Y>>>
-auto where(C&& cond, X&& x, Y&& y) {
-    return detail::WhereExpr<detail::wrapped_t<C>, detail::wrapped_t<X>, detail::wrapped_t<Y>>(
-        detail::wrap(std::forward<C>(cond)), detail::wrap(std::forward<X>(x)), detail::wrap(std::forward<Y>(y)));
-}
-
-/// Element-wise conversion to U (float to integer saturates; NaN becomes 0).
-template <class U, class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto cast(const E& x) {
-    return x.template cast<U>();
-}
-
-/// Free forms of the reductions: lt::sum(x), lt::sum(x, axes, keepdim), lt::sum(x, axis, keepdim),
-/// and likewise max, min, prod, any, all, mean (see the members of TensorBase).
-#define LAZYTENSOR_REDUCTION(fn)                                                           \
-    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>             \
-    auto fn(const E& x) {                                                                  \
-        return x.fn();                                                                     \
-    }                                                                                      \
-    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>             \
-    auto fn(const E& x, const Axes& axes, bool keepdim = false) {                         \
-        return x.fn(axes, keepdim);                                                        \
-    }                                                                                      \
-    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>             \
-    auto fn(const E& x, int axis, bool keepdim = false) {                                 \
-        return x.fn(Axes{axis}, keepdim);                                                  \
-    }
-LAZYTENSOR_REDUCTION(sum)
-LAZYTENSOR_REDUCTION(max)
-LAZYTENSOR_REDUCTION(min)
-LAZYTENSOR_REDUCTION(prod)
-LAZYTENSOR_REDUCTION(any)
-LAZYTENSOR_REDUCTION(all)
-LAZYTENSOR_REDUCTION(mean)
-#undef LAZYTENSOR_REDUCTION
-
-/// Matrix product with NumPy's rules. [m, k] x [k, n] -> [m, n]; batch axes broadcast
-/// ([8, 1, 64, 32] x [4, 32, 16] -> [8, 4, 64, 16]); a 1-d left operand is a row vector and a
-/// 1-d right operand a column vector, whose axis is dropped from the result (1-d x 1-d is a
-/// dot product, a 0-d tensor). Operands meet in their promoted type. Float and double run as
-/// a GEMM (host: packed SIMD GEMM on all cores; OpenCL: CLBlast) reading transposed and
-/// broadcast operands in place; half multiplies in float. Other types (and OpenCL without
-/// CLBlast) run as a fused reduction kernel. Lazy. ShapeError for a 0-d operand, contracted
-/// extents that differ or batch axes that do not broadcast; DeviceError across devices.
-template <class A, class B, class = std::enable_if_t<detail::is_tensor_like_v<A> && detail::is_tensor_like_v<B>>>
-auto matmul(const A& a, const B& b) {
-    using R = promote_t<typename std::decay_t<A>::value_type, typename std::decay_t<B>::value_type>;
-    return Tensor<R>(detail::graph::matmul(a.build(), b.build()));
-}
-
-template <class T, class D>
-template <class E>
-auto TensorBase<T, D>::matmul(const E& other) const {
-    return lazytensor::matmul(self(), other);
-}
-
-/// Free forms of the view members: lt::reshape(x, shape) is x.reshape(shape), and likewise
-/// permute, transpose and expand.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto reshape(const E& x, const Shape& shape) {
-    return x.reshape(shape);
-}
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto permute(const E& x, const Axes& perm) {
-    return x.permute(perm);
-}
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto transpose(const E& x, int a, int b) {
-    return x.transpose(a, b);
-}
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto expand(const E& x, const Shape& shape) {
-    return x.expand(shape);
-}
-
-}  // namespace lazytensor
-// ---- lazytensor/frontend/movement.hpp ----
-// Movement ops: slices, flips, pads, squeezes, tiles, concatenation. Slices and flips are
-// strided views (zero-copy, read in place by every kernel); squeeze, unsqueeze, flatten, tile
-// and repeat_interleave are reshapes and broadcasts; pad and concat are fused into the kernel
-// that reads them, which reads each part only where it lies.
-
-#include <utility>
-#include <vector>
-
-
-namespace lazytensor {
-
-template <class T, class D>
-Tensor<T> TensorBase<T, D>::slice(int axis, std::optional<std::int64_t> start, std::optional<std::int64_t> stop,
-                                  std::int64_t step) const {
-    return Tensor<T>(detail::graph::slice(self().build(), axis, start, stop, step));
-}
-
-template <class T, class D>
-Tensor<T> TensorBase<T, D>::select(int axis, std::int64_t index) const {
-    const Shape& shape = self().shape();
-    const auto k = static_cast<std::size_t>(detail::normalize_axis(axis, shape.size(), "select", shape));
-    if (index < -shape[k] || index >= shape[k])
-        detail::fail<IndexError>("select: index ", index, " is out of range for axis ", axis, " of extent ", shape[k],
-                                 " (shape ", shape, ")");
-    const std::int64_t i = index < 0 ? index + shape[k] : index;
-    Shape out;
-    for (std::size_t j = 0; j < shape.size(); ++j)
-        if (j != k) out.push_back(shape[j]);
-    return Tensor<T>(detail::graph::reshape(detail::graph::slice(self().build(), axis, i, i + 1, 1), out, "select"));
-}
-
-template <class T, class D>
-Tensor<T> TensorBase<T, D>::flip(const Axes& axes) const {
-    return Tensor<T>(detail::graph::flip(self().build(), axes));
-}
-
-template <class T, class D>
-Tensor<T> TensorBase<T, D>::pad(const std::vector<std::pair<std::int64_t, std::int64_t>>& widths, T value) const {
-    Shape before, after;
-    for (const auto& w : widths) {
-        before.push_back(w.first);
-        after.push_back(w.second);
-    }
-    return Tensor<T>(detail::graph::pad(self().build(), before, after, Scalar::of<T>(value)));
-}
-
-template <class T, class D>
-Tensor<T> TensorBase<T, D>::squeeze() const {
-    Shape out;
-    for (auto e : self().shape())
-        if (e != 1) out.push_back(e);
-    return reshape(out);
-}
-
-template <class T, class D>
-Tensor<T> TensorBase<T, D>::squeeze(const Axes& axes) const {
-    const Shape& shape = self().shape();
-    const Axes norm = detail::normalize_axes(axes, shape.size(), "squeeze", shape);
-    Shape out;
-    for (std::size_t j = 0, a = 0; j < shape.size(); ++j) {
-        if (a < norm.size() && norm[a] == static_cast<int>(j)) {
-            ++a;
-            if (shape[j] != 1)
-                detail::fail<ShapeError>("squeeze: axis ", j, " has extent ", shape[j], ", not 1 (shape ", shape, ")");
-            continue;
-        }
-        out.push_back(shape[j]);
-    }
-    return reshape(out);
-}
-
-template <class T, class D>
-Tensor<T> TensorBase<T, D>::unsqueeze(int axis) const {
-    Shape out = self().shape();
-    const auto k = static_cast<std::size_t>(detail::normalize_axis(axis, out.size() + 1, "unsqueeze", out));
-    out.insert(k, 1);
-    return reshape(out);
-}
-
-template <class T, class D>
-Tensor<T> TensorBase<T, D>::flatten(int start, int end) const {
-    const Shape& shape = self().shape();
-    if (shape.empty()) return reshape(Shape{1});
-    const auto a = static_cast<std::size_t>(detail::normalize_axis(start, shape.size(), "flatten", shape));
-    const auto b = static_cast<std::size_t>(detail::normalize_axis(end, shape.size(), "flatten", shape));
-    if (a > b)
-        detail::fail<AxisError>("flatten: start axis ", start, " comes after end axis ", end, " (shape ", shape, ")");
-    Shape out;
-    std::int64_t merged = 1;
-    for (std::size_t j = 0; j < shape.size(); ++j) {
-        if (j < a || j > b) out.push_back(shape[j]);
-        else merged *= shape[j];
-        if (j == b) out.push_back(merged);
-    }
-    return reshape(out);
-}
-
-template <class T, class D>
-Tensor<T> TensorBase<T, D>::tile(const Shape& reps) const {
-    Shape shape = self().shape();
-    for (auto r : reps)
-        if (r < 0) detail::fail<ValueError>("tile: repetitions must be >= 0, got ", reps);
-    Shape r = reps;
-    while (shape.size() < r.size()) shape.insert(0, 1);
-    while (r.size() < shape.size()) r.insert(0, 1);
-    // [s0, s1] -> [1, s0, 1, s1] -> expand [r0, s0, r1, s1] -> [r0 * s0, r1 * s1]
-    Shape spread, expanded, out;
-    for (std::size_t k = 0; k < shape.size(); ++k) {
-        spread.push_back(1);
-        spread.push_back(shape[k]);
-        expanded.push_back(r[k]);
-        expanded.push_back(shape[k]);
-        out.push_back(r[k] * shape[k]);
-    }
-    detail::NodePtr x = detail::graph::reshape(self().build(), spread, "tile");
-    return Tensor<T>(detail::graph::reshape(detail::graph::expand(x, expanded, "tile"), out, "tile"));
-}
-
-template <class T, class D>
-Tensor<T> TensorBase<T, D>::repeat_interleave(std::int64_t repeats, int axis) const {
-    const Shape& shape = self().shape();
-    if (repeats < 0) detail::fail<ValueError>("repeat_interleave: repeats must be >= 0, got ", repeats);
-    const auto k = static_cast<std::size_t>(detail::normalize_axis(axis, shape.size(), "repeat_interleave", shape));
-    Shape spread = shape, expanded = shape, out = shape;
-    spread.insert(k + 1, 1);
-    expanded.insert(k + 1, repeats);
-    out[k] *= repeats;
-    detail::NodePtr x = detail::graph::reshape(self().build(), spread, "repeat_interleave");
-    return Tensor<T>(detail::graph::reshape(detail::graph::expand(x, expanded, "repeat_interleave"), out, "repeat_interleave"));
-}
-
-/// The tensors joined along `axis` (they must agree on every other extent, on dtype and device).
-/// Lazy; fused into the kernel that reads it, each output element reading only the part it lies
-/// in. ValueError for an empty list, ShapeError or DeviceError for parts that do not agree.
-template <class T>
-Tensor<T> concat(const std::vector<Tensor<T>>& parts, int axis = 0) {
-    const char* op = "concat";
-    if (parts.empty()) detail::fail<ValueError>(op, ": needs at least one tensor");
-    const Shape& first = parts[0].shape();
-    const auto k = static_cast<std::size_t>(detail::normalize_axis(axis, first.size(), op, first));
-    Shape out = first;
-    out[k] = 0;
-    for (std::size_t i = 0; i < parts.size(); ++i) {
-        const Shape& s = parts[i].shape();
-        bool fits = s.size() == first.size();
-        for (std::size_t j = 0; fits && j < s.size(); ++j) fits = j == k || s[j] == first[j];
-        if (!fits)
-            detail::fail<ShapeError>(op, ": tensor ", i, " has shape ", s, " but tensor 0 has shape ", first,
-                                     "; they may differ only along axis ", axis);
-        if (parts[i].device() != parts[0].device())
-            detail::fail<DeviceError>(op, ": tensor ", i, " is on ", parts[i].device(), " but tensor 0 is on ",
-                                      parts[0].device());
-        out[k] += s[k];
-    }
-    if (parts.size() == 1) return parts[0];
-    // Each part padded to the full extent, chosen by where the position lies along the axis.
-    const detail::NodePtr position = detail::graph::iota(out, static_cast<int>(k), parts[0].device());
-    detail::NodePtr result;
-    std::int64_t end = out[k];
-    for (std::size_t i = parts.size(); i-- > 0;) {
-        const std::int64_t extent = parts[i].shape()[k];
-        const std::int64_t begin = end - extent;
-        Shape before(first.size(), 0), after(first.size(), 0);
-        before[k] = begin;
-        after[k] = out[k] - end;
-        detail::NodePtr padded = detail::graph::pad(parts[i].build(), before, after, Scalar::of<T>(T(0)));
-        if (!result) {
-            result = padded;
-        } else if (extent > 0) {
-            const detail::NodePtr inside =
-                detail::graph::binary(BinaryOp::Lt, position, Scalar::of<std::int64_t>(end));
-            result = detail::graph::where(inside, padded, result);
-        }
-        end = begin;
-    }
-    return Tensor<T>(result);
-}
-
-/// The tensors (all of one shape) stacked along a new axis at position `axis` of the result.
-/// Lazy, as concat. ValueError for an empty list, ShapeError for differing shapes.
-template <class T>
-Tensor<T> stack(const std::vector<Tensor<T>>& parts, int axis = 0) {
-    if (parts.empty()) detail::fail<ValueError>("stack: needs at least one tensor");
-    std::vector<Tensor<T>> spread;
-    for (std::size_t i = 0; i < parts.size(); ++i) {
-        if (parts[i].shape() != parts[0].shape())
-            detail::fail<ShapeError>("stack: tensor ", i, " has shape ", parts[i].shape(), " but tensor 0 has shape ",
-                                     parts[0].shape(), "; stacked tensors must have one shape");
-        spread.push_back(parts[i].unsqueeze(axis));
-    }
-    return lazytensor::concat<T>(spread, axis);
-}
-
-/// Free forms of the members: lt::slice(x, ...) is x.slice(...), and likewise flip, pad,
-/// squeeze, unsqueeze, flatten, tile and repeat_interleave.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto slice(const E& x, int axis, std::optional<std::int64_t> start, std::optional<std::int64_t> stop,
-           std::int64_t step = 1) {
-    return x.slice(axis, start, stop, step);
-}
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto flip(const E& x, const Axes& axes) {
-    return x.flip(axes);
-}
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto pad(const E& x, const std::vector<std::pair<std::int64_t, std::int64_t>>& widths,
-         typename E::value_type value = typename E::value_type(0)) {
-    return x.pad(widths, value);
-}
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto squeeze(const E& x) {
-    return x.squeeze();
-}
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto unsqueeze(const E& x, int axis) {
-    return x.unsqueeze(axis);
-}
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto flatten(const E& x, int start = 0, int end = -1) {
-    return x.flatten(start, end);
-}
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto tile(const E& x, const Shape& reps) {
-    return x.tile(reps);
-}
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto repeat_interleave(const E& x, std::int64_t repeats, int axis) {
-    return x.repeat_interleave(repeats, axis);
-}
-
-}  // namespace lazytensor
-// ---- lazytensor/frontend/nn.hpp ----
-// Neural-network composites, built from primitives so that the scheduler fuses them: a row
-// softmax is one kernel (max, sum of exponentials and the normalized store are three phases of
-// it), logsumexp and layer_norm likewise; cross_entropy is one kernel per row plus the mean.
-
-#include <optional>
-
-// ---- lazytensor/frontend/indexing.hpp ----
-// Indexing by tensors of positions: gather, index_select, one_hot, scatter_add.
-//
-// Positions are checked before anything is computed: the index tensor is realized with its
-// minimum and maximum (one small schedule), and a position out of range is an IndexError
-// naming it. The kernels clamp positions as well, so no read ever leaves a buffer.
-
-#include <vector>
-
-
-namespace lazytensor {
-
-namespace detail {
-
-/// Realizes an integer tensor and checks that its values lie in [0, bound).
-inline void check_positions(const NodePtr& positions, std::int64_t bound, const char* op, const char* what,
-                            const std::string& range) {
-    if (!is_integral(positions->dtype))
-        fail<ValueError>(op, ": ", what, " must be an integer tensor, got ", positions->dtype);
-    if (numel(positions->shape) == 0) return;
-    const NodePtr wide = graph::cast(positions, DType::Int64);
-    const NodePtr lo = graph::reduce(ReduceOp::Min, wide, std::nullopt, false, op);
-    const NodePtr hi = graph::reduce(ReduceOp::Max, wide, std::nullopt, false, op);
-    realize_nodes({positions.get(), lo.get(), hi.get()});
-    const std::int64_t low = read_elements<std::int64_t>(*lo)[0], high = read_elements<std::int64_t>(*hi)[0];
-    if (low < 0 || high >= bound)
-        fail<IndexError>(op, ": ", what, " ", low < 0 ? low : high, " is out of range for ", range, " (valid: 0 to ",
-                         bound - 1, ")");
-}
-
-}  // namespace detail
-
-/// out[i] = x[i with i[axis] replaced by index[i]] (PyTorch's gather). index is an integer
-/// tensor with x's rank, at most x's extent on every other axis; the result has its shape.
-/// Realizes index now to check it (IndexError naming a bad position); the gather stays lazy.
-template <class E, class I, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I>>>
-auto gather(const E& x, int axis, const I& index) {
-    using T = typename E::value_type;
-    const detail::NodePtr data = x.build(), positions = index.build();
-    const auto k = static_cast<std::size_t>(detail::normalize_axis(axis, data->shape.size(), "gather", data->shape));
-    detail::graph::gather(data, axis, positions);  // shape, dtype and device checks first
-    detail::check_positions(positions, data->shape[k], "gather", "index",
-                            detail::concat("axis ", axis, " of extent ", data->shape[k], " (shape ", data->shape, ")"));
-    return Tensor<T>(detail::graph::gather(data, axis, positions));
-}
-
-/// The slices of x at `index` (a 1-d integer tensor) along `axis`, in that order: x's shape
-/// with that extent replaced by index's. ShapeError unless index is 1-d; realizes index now to
-/// check it (IndexError for a position out of range).
-template <class E, class I, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I>>>
-auto index_select(const E& x, int axis, const I& index) {
-    using T = typename E::value_type;
-    const detail::NodePtr data = x.build(), positions = index.build();
-    const auto k = static_cast<std::size_t>(detail::normalize_axis(axis, data->shape.size(), "index_select", data->shape));
-    if (positions->shape.size() != 1)
-        detail::fail<ShapeError>("index_select: the index must be 1-dimensional, got shape ", positions->shape);
-    detail::check_positions(positions, data->shape[k], "index_select", "index",
-                            detail::concat("axis ", axis, " of extent ", data->shape[k], " (shape ", data->shape, ")"));
-    Shape spread(data->shape.size(), 1), out = data->shape;
-    spread[k] = positions->shape[0];
-    out[k] = positions->shape[0];
-    const detail::NodePtr expanded = detail::graph::expand(detail::graph::reshape(positions, spread), out);
-    return Tensor<T>(detail::graph::gather(data, static_cast<int>(k), expanded));
-}
-
-/// labels (integers in [0, num_classes)) as one-hot int64 vectors along a new last axis.
-/// num_classes = -1 takes the largest label + 1. Realizes labels now to check them (IndexError
-/// for a label out of range, ValueError for non-integer labels).
-template <class I, class = std::enable_if_t<detail::is_tensor_like_v<I>>>
-Tensor<std::int64_t> one_hot(const I& labels, std::int64_t num_classes = -1) {
-    const detail::NodePtr l = labels.build();
-    if (num_classes < -1) detail::fail<ValueError>("one_hot: num_classes must be >= 0 or -1, got ", num_classes);
-    if (num_classes == -1) {
-        if (!is_integral(l->dtype)) detail::fail<ValueError>("one_hot: labels must be integers, got ", l->dtype);
-        if (numel(l->shape) == 0)
-            detail::fail<ValueError>("one_hot: cannot infer num_classes from empty labels; pass it");
-        const detail::NodePtr hi = detail::graph::reduce(ReduceOp::Max, detail::graph::cast(l, DType::Int64), std::nullopt,
-                                                          false, "one_hot");
-        detail::realize_nodes({hi.get()});
-        num_classes = detail::read_elements<std::int64_t>(*hi)[0] + 1;
-    }
-    detail::check_positions(l, num_classes, "one_hot", "label", detail::concat(num_classes, " classes"));
-    Shape out = l->shape;
-    out.push_back(num_classes);
-    Shape spread = l->shape;
-    spread.push_back(1);
-    const detail::NodePtr classes = detail::graph::iota(out, -1, l->device);
-    const detail::NodePtr wide = detail::graph::expand(detail::graph::reshape(detail::graph::cast(l, DType::Int64), spread), out);
-    return Tensor<std::int64_t>(detail::graph::cast(detail::graph::binary(BinaryOp::Eq, wide, classes), DType::Int64));
-}
-
-/// x with src added at the positions index names along `axis` (PyTorch's scatter_add:
-/// out[i with i[axis] = index[j]] += src[j] for every j in index's shape). Deterministic:
-/// each output element sums its contributions in index order, on every backend. It is
-/// computed as a reduction over index's extent along `axis` for every output element, so it
-/// costs numel(x) * index.shape[axis] operations (fine for small index extents). src is
-/// converted to x's type. Realizes index now to check it (IndexError); ShapeError for ranks or
-/// extents that do not fit.
-template <class E, class I, class S,
-          class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I> && detail::is_tensor_like_v<S>>>
-auto scatter_add(const E& x, int axis, const I& index, const S& src) {
-    using T = typename E::value_type;
-    const char* op = "scatter_add";
-    const detail::NodePtr base = x.build(), positions = index.build(), values = detail::graph::cast(src.build(), dtype_of<T>());
-    const Shape& s = base->shape;
-    const auto r = s.size();
-    const auto k = static_cast<std::size_t>(detail::normalize_axis(axis, r, op, s));
-    if (positions->shape.size() != r || values->shape.size() != r)
-        detail::fail<ShapeError>(op, ": x (shape ", s, "), index (shape ", positions->shape, ") and src (shape ",
-                                 values->shape, ") must have the same number of dimensions");
-    for (std::size_t d = 0; d < r; ++d) {
-        if (positions->shape[d] > values->shape[d] || (d != k && positions->shape[d] > s[d]))
-            detail::fail<ShapeError>(op, ": index shape ", positions->shape, " must not exceed src shape ", values->shape,
-                                     ", nor x shape ", s, " outside axis ", k);
-    }
-    detail::check_positions(positions, s[k], op, "index", detail::concat("axis ", axis, " of extent ", s[k], " (shape ", s, ")"));
-    // Over [x's shape..., index extent along axis]: index and src read at (i with i[axis] = j),
-    // padded with -1 (never a position) and 0 outside index's other extents.
-    const std::int64_t count = positions->shape[k];
-    Shape window(positions->shape);
-    auto spread = [&](const detail::NodePtr& t, Scalar fill) {
-        detail::SmallVector<std::int64_t, 12> whole;  // t cut to index's shape (src may be larger)
-        Axes last;                            // `axis` moved last
-        Shape before(r, 0), after(r, 0), lifted;
-        for (std::size_t d = 0; d < r; ++d) {
-            whole.push_back(0);
-            whole.push_back(1);
-            if (d != k) {
-                after[last.size()] = s[d] - window[d];
-                last.push_back(static_cast<int>(d));
-                lifted.push_back(s[d]);
-            }
-        }
-        last.push_back(static_cast<int>(k));
-        lifted.insert(k, 1);
-        lifted.push_back(count);
-        detail::NodePtr part = detail::graph::permute(detail::graph::window(t, whole, window), last);
-        part = detail::graph::reshape(detail::graph::pad(part, before, after, fill), lifted);
-        Shape domain = s;
-        domain.push_back(count);
-        return detail::graph::expand(part, domain);
-    };
-    Shape domain = s;
-    domain.push_back(count);
-    const detail::NodePtr at = spread(detail::graph::cast(positions, DType::Int64), Scalar::of<std::int64_t>(-1));
-    const detail::NodePtr from = spread(values, Scalar::of<T>(T(0)));
-    const detail::NodePtr hit = detail::graph::binary(BinaryOp::Eq, at, detail::graph::iota(domain, static_cast<int>(k), base->device));
-    const detail::NodePtr picked = detail::graph::where(hit, from, Scalar::of<T>(T(0)));
-    const detail::NodePtr added =
-        detail::graph::cast(detail::graph::reduce(ReduceOp::Sum, picked, Axes{static_cast<int>(r)}, false, op), dtype_of<T>());
-    return Tensor<T>(detail::graph::binary(BinaryOp::Add, base, added));
-}
+LAZYTENSOR_ENGINE_API Backend& backend_for(Device d) { return device_backend(d); }
 
-}  // namespace lazytensor
-// ---- lazytensor/frontend/reductions.hpp ----
-// Reductions built from the primitive ones, so that the scheduler fuses them: var and std
-// (two reduce phases of one kernel), argmax and argmin (a max, then the first position that
-// holds it: one kernel), and the scans cumsum and cumprod.
-
-
-namespace lazytensor {
-
-namespace detail {
-
-/// x, or x cast to float32 when it is not floating: what the floating-point composites compute in.
-inline NodePtr floating(const NodePtr& x) { return is_floating(x->dtype) ? x : graph::cast(x, DType::Float32); }
-
-/// Variance over `axes` with N - correction in the denominator, computed in floating point
-/// (half in float32, rounded once: its sum of squares and its count, past 65504, are no half).
-inline NodePtr variance(const NodePtr& x, const Axes& user_axes, bool keepdim, int correction, const char* op) {
-    const Axes axes = user_axes.empty() ? all_axes(x->shape.size()) : normalize_axes(user_axes, x->shape.size(), op, x->shape);
-    if (x->dtype == DType::Float16)
-        return graph::cast(variance(graph::cast(x, DType::Float32), axes, keepdim, correction, op), DType::Float16);
-    const NodePtr v = floating(x);
-    std::int64_t count = 1;
-    for (int a : axes) count *= x->shape[static_cast<std::size_t>(a)];
-    const NodePtr centered = graph::binary(BinaryOp::Sub, v, graph::mean(v, axes, true));
-    const NodePtr squares = graph::reduce(ReduceOp::Sum, graph::binary(BinaryOp::Mul, centered, centered), axes, keepdim, op);
-    // N - correction <= 0 divides by zero: inf or NaN, like NumPy and PyTorch.
-    return graph::binary(BinaryOp::Div, squares, Scalar::of<double>(static_cast<double>(count - correction)));
-}
-
-/// argmax (Max) or argmin (Min) along one axis: the first position holding the extreme value,
-/// or the first NaN.
-inline NodePtr arg_extreme(ReduceOp extreme, const NodePtr& x, int axis, bool keepdim, const char* op) {
-    const int k = normalize_axis(axis, x->shape.size(), op, x->shape);
-    const NodePtr best = graph::reduce(extreme, x, Axes{k}, true, op);
-    NodePtr hit = graph::binary(BinaryOp::Eq, x, best);
-    if (is_floating(x->dtype))  // x != x: NaN, which max and min propagate
-        hit = graph::binary(BinaryOp::Maximum, hit, graph::binary(BinaryOp::Ne, x, x));
-    const NodePtr positions = graph::where(hit, graph::iota(x->shape, k, x->device),
-                                           Scalar::of<std::int64_t>(x->shape[static_cast<std::size_t>(k)]));
-    return graph::reduce(ReduceOp::Min, positions, Axes{k}, keepdim, op);
-}
-
-/// Elements per block of a scan: each block is scanned by a reduction over a triangle.
-inline constexpr std::int64_t kScanBlock = 32;
-
-/// Inclusive scan along the last axis by a masked reduction over [..., n, n]: out[i] folds x[j]
-/// for j <= i. Fused into one kernel, n times the work of the input; for short axes.
-inline NodePtr triangle_scan(ReduceOp op, const NodePtr& x, Scalar identity) {
-    const std::size_t r = x->shape.size();
-    const std::int64_t n = x->shape[r - 1];
-    Shape row = x->shape, square = x->shape;
-    row.insert(r - 1, 1);
-    square.insert(r - 1, n);
-    const NodePtr xs = graph::expand(graph::reshape(x, row), square);
-    const NodePtr earlier = graph::binary(BinaryOp::Le, graph::iota(square, static_cast<int>(r), x->device),
-                                          graph::iota(square, static_cast<int>(r) - 1, x->device));
-    return graph::reduce(op, graph::where(earlier, xs, identity), Axes{static_cast<int>(r)}, false, "scan");
-}
-
-/// Inclusive scan along the last axis: blocks of kScanBlock scanned by triangles, the block
-/// totals scanned recursively, and each block offset by the total before it. About
-/// kScanBlock operations per element and two kernels per level of log_32(n) levels.
-inline NodePtr scan_last(ReduceOp op, const NodePtr& x, Scalar identity) {
-    const std::size_t r = x->shape.size();
-    const std::int64_t n = x->shape[r - 1];
-    if (n <= kScanBlock) return triangle_scan(op, x, identity);
-    const std::int64_t blocks = (n + kScanBlock - 1) / kScanBlock;
-    Shape before(r, 0), after(r, 0), tiled(x->shape), totals_shape(x->shape), offsets_shape(x->shape);
-    after[r - 1] = blocks * kScanBlock - n;
-    tiled[r - 1] = blocks;
-    tiled.push_back(kScanBlock);
-    totals_shape[r - 1] = blocks;
-    offsets_shape[r - 1] = blocks;
-    offsets_shape.push_back(1);
-    const NodePtr inner = triangle_scan(op, graph::reshape(graph::pad(x, before, after, identity), tiled), identity);
-    const NodePtr totals = graph::reshape(graph::slice(inner, -1, kScanBlock - 1, kScanBlock, 1), totals_shape);
-    // Exclusive prefix of the totals: shifted right by one, the identity first.
-    Shape one(r, 0);
-    one[r - 1] = 1;
-    const NodePtr shifted = graph::slice(graph::pad(scan_last(op, totals, identity), one, before, identity), -1, 0, blocks, 1);
-    const NodePtr combined = graph::binary(op == ReduceOp::Sum ? BinaryOp::Add : BinaryOp::Mul, inner,
-                                           graph::reshape(shifted, offsets_shape));
-    Shape flat = x->shape;
-    flat[r - 1] = blocks * kScanBlock;
-    return graph::slice(graph::reshape(combined, flat), -1, 0, n, 1);
-}
-
-/// cumsum (Sum) or cumprod (Prod) along `axis`; integers and bool accumulate in int64.
-inline NodePtr scan(ReduceOp op, const NodePtr& x, int axis, const char* name) {
-    if (x->shape.empty()) fail<AxisError>(name, ": needs at least one dimension, the tensor is 0-d");
-    const int k = normalize_axis(axis, x->shape.size(), name, x->shape);
-    const DType t = is_floating(x->dtype) ? x->dtype : DType::Int64;
-    const Scalar identity = Scalar::of<std::int64_t>(op == ReduceOp::Sum ? 0 : 1).cast(t);
-    const int last = static_cast<int>(x->shape.size()) - 1;
-    NodePtr v = graph::transpose(graph::cast(x, t), k, last);
-    if (numel(v->shape) > 0) v = scan_last(op, v, identity);
-    return graph::transpose(v, k, last);
-}
-
-}  // namespace detail
-
-template <class T, class D>
-Tensor<detail::mean_t<T>> TensorBase<T, D>::var(const Axes& axes, bool keepdim, int correction) const {
-    return Tensor<detail::mean_t<T>>(detail::variance(self().build(), axes, keepdim, correction, "var"));
-}
-
-template <class T, class D>
-Tensor<detail::mean_t<T>> TensorBase<T, D>::std(const Axes& axes, bool keepdim, int correction) const {
-    return Tensor<detail::mean_t<T>>(detail::graph::unary(UnaryOp::Sqrt, detail::variance(self().build(), axes, keepdim, correction, "std")));
-}
-
-template <class T, class D>
-Tensor<std::int64_t> TensorBase<T, D>::argmax(int axis, bool keepdim) const {
-    return Tensor<std::int64_t>(detail::arg_extreme(ReduceOp::Max, self().build(), axis, keepdim, "argmax"));
-}
-
-template <class T, class D>
-Tensor<std::int64_t> TensorBase<T, D>::argmin(int axis, bool keepdim) const {
-    return Tensor<std::int64_t>(detail::arg_extreme(ReduceOp::Min, self().build(), axis, keepdim, "argmin"));
-}
-
-template <class T, class D>
-Tensor<detail::reduce_t<ReduceOp::Sum, T>> TensorBase<T, D>::cumsum(int axis) const {
-    return Tensor<detail::reduce_t<ReduceOp::Sum, T>>(detail::scan(ReduceOp::Sum, self().build(), axis, "cumsum"));
-}
-
-template <class T, class D>
-Tensor<detail::reduce_t<ReduceOp::Prod, T>> TensorBase<T, D>::cumprod(int axis) const {
-    return Tensor<detail::reduce_t<ReduceOp::Prod, T>>(detail::scan(ReduceOp::Prod, self().build(), axis, "cumprod"));
-}
-
-/// Free forms of the members: lt::var(x, ...) is x.var(...), and likewise std, argmax, argmin,
-/// cumsum and cumprod.
-#define LAZYTENSOR_FREE_FORM(fn)                                           \
-    template <class E, class... Args, class = std::enable_if_t<detail::is_tensor_like_v<E>>> \
-    auto fn(const E& x, Args&&... args) {                                  \
-        return x.fn(std::forward<Args>(args)...);                          \
-    }
-LAZYTENSOR_FREE_FORM(var)
-LAZYTENSOR_FREE_FORM(std)
-LAZYTENSOR_FREE_FORM(argmax)
-LAZYTENSOR_FREE_FORM(argmin)
-LAZYTENSOR_FREE_FORM(cumsum)
-LAZYTENSOR_FREE_FORM(cumprod)
-#undef LAZYTENSOR_FREE_FORM
-
-}  // namespace lazytensor
-
-namespace lazytensor {
-
-namespace detail {
-
-/// log(sum(exp(x))) over `axes`, shifted by the maximum so that nothing overflows. An
-/// all-(-inf) row gives -inf and a +inf element gives +inf, as the exact value would.
-inline NodePtr log_sum_exp(const NodePtr& x, const Axes& axes, bool keepdim) {
-    const NodePtr v = floating(x);
-    const NodePtr m = graph::reduce(ReduceOp::Max, v, axes, true, "logsumexp");
-    const NodePtr infinite = graph::binary(BinaryOp::Eq, graph::unary(UnaryOp::Abs, m), Scalar::of<double>(INFINITY));
-    const NodePtr shift = graph::where(infinite, Scalar::of<double>(0.0), m);
-    const NodePtr sum = graph::reduce(ReduceOp::Sum, graph::unary(UnaryOp::Exp, graph::binary(BinaryOp::Sub, v, shift)),
-                                      axes, keepdim, "logsumexp");
-    const NodePtr kept = keepdim ? shift : graph::squeeze_axes(shift, normalize_axes(axes, x->shape.size(), "logsumexp", x->shape));
-    return graph::binary(BinaryOp::Add, graph::unary(UnaryOp::Log, sum), kept);
-}
-
-}  // namespace detail
-
-/// exp(x) / sum(exp(x)) along `axis` (shifted by the maximum), same shape; integers compute in
-/// float32. Lazy; a softmax over rows is one kernel. AxisError for a bad axis.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto softmax(const E& x, int axis = -1) {
-    using R = detail::mean_t<typename E::value_type>;
-    namespace g = detail::graph;
-    const detail::NodePtr v = detail::floating(x.build());
-    const Axes axes{axis};
-    const detail::NodePtr e =
-        g::unary(UnaryOp::Exp, g::binary(BinaryOp::Sub, v, g::reduce(ReduceOp::Max, v, axes, true, "softmax")));
-    return Tensor<R>(g::binary(BinaryOp::Div, e, g::reduce(ReduceOp::Sum, e, axes, true, "softmax")));
+LAZYTENSOR_ENGINE_API bool gemm_available(DType dtype, Device device) {
+    if (dtype != DType::Float32 && dtype != DType::Float64) return false;
+    return device.kind == Device::Kind::Host || LAZYTENSOR_CLBLAST;
 }
 
-/// log(softmax(x, axis)), computed as x - logsumexp(x, axis) (no log of a rounded 0). Same
-/// shape; integers compute in float32. Lazy.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto log_softmax(const E& x, int axis = -1) {
-    using R = detail::mean_t<typename E::value_type>;
-    const detail::NodePtr v = detail::floating(x.build());
-    return Tensor<R>(detail::graph::binary(BinaryOp::Sub, v, detail::log_sum_exp(v, Axes{axis}, true)));
-}
-
-/// log(sum(exp(x))) over `axes` (all when empty), without overflow; integers compute in float32.
-/// Lazy.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto logsumexp(const E& x, const Axes& axes = {}, bool keepdim = false) {
-    using R = detail::mean_t<typename E::value_type>;
-    const detail::NodePtr v = x.build();
-    return Tensor<R>(detail::log_sum_exp(v, axes.empty() ? detail::all_axes(v->shape.size()) : axes, keepdim));
-}
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto logsumexp(const E& x, int axis, bool keepdim = false) {
-    return logsumexp(x, Axes{axis}, keepdim);
-}
-
-/// (x - mean) / sqrt(var + eps) over `axes` (all when empty; biased variance, as PyTorch's layer_norm), then
-/// times `weight` and plus `bias` when given (broadcast against x). Integers compute in float32.
-/// Lazy. ValueError if eps is negative or NaN; AxisError for a bad axis.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto layer_norm(const E& x, const Axes& axes, double eps = 1e-5,
-                const std::optional<Tensor<detail::mean_t<typename E::value_type>>>& weight = std::nullopt,
-                const std::optional<Tensor<detail::mean_t<typename E::value_type>>>& bias = std::nullopt) {
-    using R = detail::mean_t<typename E::value_type>;
-    namespace g = detail::graph;
-    if (!(eps >= 0)) detail::fail<ValueError>("layer_norm: eps must be >= 0, got ", eps);
-    const detail::NodePtr v = detail::floating(x.build());
-    const Axes norm = axes.empty() ? detail::all_axes(v->shape.size())  // all, as var and logsumexp
-                                   : detail::normalize_axes(axes, v->shape.size(), "layer_norm", v->shape);
-    const detail::NodePtr centered = g::binary(BinaryOp::Sub, v, g::mean(v, norm, true));
-    const detail::NodePtr var = g::mean(g::binary(BinaryOp::Mul, centered, centered), norm, true);
-    detail::NodePtr out = g::binary(BinaryOp::Div, centered,
-                                    g::unary(UnaryOp::Sqrt, g::binary(BinaryOp::Add, var, Scalar::of<double>(eps))));
-    if (weight) out = g::binary(BinaryOp::Mul, out, weight->build());
-    if (bias) out = g::binary(BinaryOp::Add, out, bias->build());
-    return Tensor<R>(out);
-}
-/// layer_norm over one axis (the last by default), without weight and bias.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto layer_norm(const E& x, int axis = -1, double eps = 1e-5) {
-    return layer_norm(x, Axes{axis}, eps);
-}
+LAZYTENSOR_ENGINE_API void realize_nodes(const std::vector<Node*>& nodes) { realize_graph(nodes); }
 
-/// How cross_entropy combines the per-sample losses: their Mean or Sum (a 0-d tensor), or
-/// None (one loss per sample, in labels' shape).
-enum class Reduction { Mean, Sum, None };
-
-/// The negative log-likelihood of `labels` (integers in [0, C)) under softmax(logits) along
-/// the last axis: logsumexp(logits) - logits[label], per sample ([...]) or its mean or sum.
-/// logits have shape [..., C] and labels [...] (ShapeError otherwise); labels are realized now
-/// and checked: one out of range is an IndexError.
-template <class E, class I, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I>>>
-auto cross_entropy(const E& logits, const I& labels, Reduction reduction = Reduction::Mean) {
-    using R = detail::mean_t<typename E::value_type>;
-    namespace g = detail::graph;
-    const char* op = "cross_entropy";
-    const detail::NodePtr x = detail::floating(logits.build()), l = labels.build();
-    if (x->shape.empty()) detail::fail<ShapeError>(op, ": logits need a class axis, got a 0-d tensor");
-    const Shape batch(x->shape.begin(), x->shape.end() - 1);
-    if (l->shape != batch)
-        detail::fail<ShapeError>(op, ": labels of shape ", l->shape, " do not match logits of shape ", x->shape,
-                                 " (expected labels of shape ", batch, ")");
-    const std::int64_t classes = x->shape[x->shape.size() - 1];
-    detail::check_positions(l, classes, op, "label", detail::concat(classes, " classes (logits shape ", x->shape, ")"));
-    Shape spread = batch;
-    spread.push_back(1);
-    const int last = static_cast<int>(batch.size());
-    const detail::NodePtr is_label =
-        g::binary(BinaryOp::Eq, g::iota(x->shape, last, x->device), g::reshape(g::cast(l, DType::Int64), spread));
-    const detail::NodePtr picked =
-        g::reduce(ReduceOp::Sum, g::where(is_label, x, Scalar::of<double>(0.0)), Axes{last}, false, op);
-    detail::NodePtr loss = g::binary(BinaryOp::Sub, detail::log_sum_exp(x, Axes{last}, false), picked);
-    if (reduction == Reduction::Mean) loss = g::mean(loss, std::nullopt, false);
-    if (reduction == Reduction::Sum) loss = g::reduce(ReduceOp::Sum, loss, std::nullopt, false, op);
-    return Tensor<R>(loss);
+LAZYTENSOR_ENGINE_API std::vector<ScheduleItem> schedule_items(const std::vector<Node*>& nodes) {
+    return describe_schedule(nodes);
 }
-
-}  // namespace lazytensor
-// ---- lazytensor/frontend/assign.hpp ----
-// In-place writes: Tensor::assign. The write is an Assign node, scheduled and lowered like any
-// other (its kernel stores into the target's memory at the target's layout) and realized at
-// once, after every lazy reader of that memory that is not part of the value.
-
-#include <unordered_set>
-
-
-namespace lazytensor {
 
-template <class T>
-template <class V>
-Tensor<T>& Tensor<T>::assign(const V& value) {
-    using namespace detail;
+LAZYTENSOR_ENGINE_API void assign_into(const NodePtr& target_handle, const graph::Operand& value) {
     std::lock_guard<std::recursive_mutex> lock(realize_mutex());
     // The target gets memory: the tensor it is a view of is computed first (so that the write
     // reaches it), then the view, which must be that memory.
-    Node* target = node_.get();
+    Node* target = target_handle.get();
     if (!target->realized()) {
         // (Held: realizing the view drops its sources, and the user may hold only the view.)
-        NodePtr base = node_;
+        NodePtr base = target_handle;
         while (!base->realized() && is_view(base->kind)) base = base->src[0];
-        if (!base->realized()) realize_nodes({base.get()});
-        realize_nodes({target});
+        if (!base->realized()) realize_graph({base.get()});
+        realize_graph({target});
         if (target->buffer != base->buffer)
             fail<ValueError>("assign: the target (shape ", target->shape, ") is a reshape that the memory of its tensor "
                              "cannot express without a copy, so a write to it would not reach that tensor; assign "
                              "through slices, flips and permutations instead");
     }
-    graph::Operand operand = [&] {
-        if constexpr (is_scalar_v<V>) {
-            return graph::Operand(make_scalar(value));
-        } else {
-            NodePtr v = value.build();
-            if (v->realized() && v->buffer == target->buffer) v = graph::copy(v);  // never read what is being written
-            return graph::Operand(v);
-        }
-    }();
-    const NodePtr write = graph::assign(node_, operand);  // checks shapes, dtypes and devices first
+    graph::Operand operand = value;
+    if (!operand.is_scalar() && operand.node->realized() && operand.node->buffer == target->buffer)
+        operand = graph::Operand(graph::copy(operand.node));  // never read what is being written
+    const NodePtr write = graph::assign(target_handle, operand);  // checks shapes, dtypes and devices first
     // Lazy readers of this memory that the value does not use are computed before it changes.
     std::unordered_set<const Node*> in_value{write.get()};
     if (!operand.is_scalar())
@@ -11346,447 +11965,22 @@ Tensor<T>& Tensor<T>::assign(const V& value) {
     if (!readers.empty()) {
         std::vector<Node*> nodes;
         for (const NodePtr& r : readers) nodes.push_back(r.get());
-        realize_nodes(nodes);
+        realize_graph(nodes);
     }
-    realize_nodes({write.get()});
-    return *this;
+    realize_graph({write.get()});
 }
 
-}  // namespace lazytensor
-// ---- lazytensor/frontend/random.hpp ----
-// Random tensors from the counter-based Philox 4x32-10 generator (core/philox.hpp): element i
-// of a tensor made with seed s is a function of (i, s) alone, so the same seed gives the same
-// numbers on every device and thread count, and nothing is stored until the tensor is read.
-// Tensors of one shape and seed are equal; use different seeds for independent tensors.
-
-#include <cmath>
-#include <cstdint>
-
-
-namespace lazytensor {
-
-namespace detail {
-
-/// 64 random bits (int64) per element: philox(linear index, seed).
-inline NodePtr random_bits(const Shape& shape, std::uint64_t seed, Device device, const char* op) {
-    check_extents(shape, op);
-    backend_for(device);
-    const NodePtr counter = graph::index(shape, contiguous_strides(shape), device);
-    return graph::binary(BinaryOp::Philox, counter, Scalar::of<std::int64_t>(static_cast<std::int64_t>(seed)));
+LAZYTENSOR_ENGINE_API BufferPtr upload(Device d, DType dtype, std::int64_t numel, const void* data) {
+    Backend& backend = device_backend(d);
+    BufferPtr buf = backend.allocate(dtype, numel);
+    backend.write(*buf, 0, data, static_cast<std::size_t>(numel) * dtype_size(dtype));
+    return buf;
 }
 
-/// bits >> shift, keeping `width` bits: a non-negative int64 below 2^width.
-inline NodePtr bit_field(const NodePtr& bits, int shift, int width) {
-    const NodePtr shifted = shift ? graph::binary(BinaryOp::Shr, bits, Scalar::of<std::int64_t>(shift)) : bits;
-    return graph::binary(BinaryOp::BitAnd, shifted, Scalar::of<std::int64_t>(static_cast<std::int64_t>((std::uint64_t(1) << width) - 1)));
-}
-
-/// Mantissa bits of a floating type: a uniform value with this many random bits is exact.
-inline int mantissa_bits(DType t) { return t == DType::Float64 ? 53 : t == DType::Float32 ? 24 : 11; }
-
-/// A field of `width` bits as a floating value in [0, 1) (or (0, 1] with `open_at_zero`).
-inline NodePtr unit_interval(const NodePtr& field, int width, DType t, bool open_at_zero) {
-    NodePtr v = open_at_zero ? graph::binary(BinaryOp::Add, field, Scalar::of<std::int64_t>(1)) : field;
-    return graph::binary(BinaryOp::Mul, graph::cast(v, t), Scalar::of<double>(std::ldexp(1.0, -width)));
+LAZYTENSOR_ENGINE_API void download(const Buffer& src, std::size_t at, void* dst, std::size_t bytes) {
+    device_backend(src.device()).read(src, at, dst, bytes);
 }
 
 }  // namespace detail
-
-/// Uniform random numbers in [0, 1) (float, double or half; every value a multiple of 2^-24,
-/// 2^-53 or 2^-11 respectively), bit-identical on every device. Lazy (nothing stored until read).
-template <class T>
-Tensor<T> rand(const Shape& shape, std::uint64_t seed, Device device = default_device()) {
-    static_assert(detail::is_floating_v<T>, "lazytensor: rand<T> needs a floating T (float, double, half)");
-    const DType t = dtype_of<T>();
-    const int width = detail::mantissa_bits(t);
-    const detail::NodePtr bits = detail::random_bits(shape, seed, device, "rand");
-    return Tensor<T>(detail::unit_interval(detail::bit_field(bits, 64 - width, width), width, t, false));
-}
-
-/// Standard normal random numbers (Box-Muller on two uniforms per element, computed in T; in
-/// float for half). The same on every device up to the rounding of log, sqrt and cos. Lazy.
-template <class T>
-Tensor<T> randn(const Shape& shape, std::uint64_t seed, Device device = default_device()) {
-    static_assert(detail::is_floating_v<T>, "lazytensor: randn<T> needs a floating T (float, double, half)");
-    namespace g = detail::graph;
-    const DType t = dtype_of<T>() == DType::Float64 ? DType::Float64 : DType::Float32;
-    const int width = t == DType::Float64 ? 32 : 24;
-    const detail::NodePtr bits = detail::random_bits(shape, seed, device, "randn");
-    const detail::NodePtr u1 = detail::unit_interval(detail::bit_field(bits, 32, width), width, t, true);  // (0, 1]
-    const detail::NodePtr u2 = detail::unit_interval(detail::bit_field(bits, 0, width), width, t, false);  // [0, 1)
-    const detail::NodePtr radius =
-        g::unary(UnaryOp::Sqrt, g::binary(BinaryOp::Mul, g::unary(UnaryOp::Log, u1), Scalar::of<double>(-2.0)));
-    const detail::NodePtr angle = g::binary(BinaryOp::Mul, u2, Scalar::of<double>(6.283185307179586476925));
-    return Tensor<T>(g::cast(g::binary(BinaryOp::Mul, radius, g::unary(UnaryOp::Cos, angle)), dtype_of<T>()));
-}
-
-/// Uniform random integers in [low, high) (bias below (high - low) / 2^63), bit-identical on
-/// every device. Lazy. ValueError if high <= low, the range does not fit T or is wider than 2^63 - 1.
-template <class T>
-Tensor<T> randint(std::int64_t low, std::int64_t high, const Shape& shape, std::uint64_t seed,
-                  Device device = default_device()) {
-    static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>,
-                  "lazytensor: randint<T> needs an integer T (uint8_t, int32_t, int64_t)");
-    if (high <= low) detail::fail<ValueError>("randint: needs low < high, got [", low, ", ", high, ")");
-    // Values are low + (63 random bits) mod (high - low): the width must fit in int64.
-    if (static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low) > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-        detail::fail<ValueError>("randint: [", low, ", ", high, ") is wider than 2^63 - 1 values");
-    if (low < static_cast<std::int64_t>(std::numeric_limits<T>::min()) ||
-        high - 1 > static_cast<std::int64_t>(std::numeric_limits<T>::max()))
-        detail::fail<ValueError>("randint: [", low, ", ", high, ") does not fit ", dtype_of<T>());
-    namespace g = detail::graph;
-    const detail::NodePtr bits = detail::random_bits(shape, seed, device, "randint");
-    const detail::NodePtr r63 = detail::bit_field(bits, 1, 63);
-    const detail::NodePtr offset = g::binary(BinaryOp::Remainder, r63, Scalar::of<std::int64_t>(high - low));
-    return Tensor<T>(g::cast(g::binary(BinaryOp::Add, offset, Scalar::of<std::int64_t>(low)), dtype_of<T>()));
-}
-
 }  // namespace lazytensor
-// ---- lazytensor/frontend/print.hpp ----
-// operator<< for tensors and expressions: the values (NumPy-style, summarized when large),
-// then shape, dtype and device. Printing realizes.
-
-#include <cstdint>
-#include <ostream>
-#include <sstream>
-#include <type_traits>
-#include <vector>
-
-
-namespace lazytensor {
-
-namespace detail {
-
-template <class T>
-void print_value(std::ostream& out, T v) {
-    if constexpr (std::is_same_v<T, bool>) out << (v ? "true" : "false");
-    else if constexpr (std::is_integral_v<T>) out << static_cast<long long>(v);
-    else if constexpr (std::is_same_v<T, half>) out << static_cast<float>(v);
-    else out << v;
-}
-
-template <class T>
-void print_dims(std::ostream& out, const std::vector<T>& values, const Shape& shape, std::size_t dim,
-                std::int64_t base, bool summarize, int indent) {
-    if (dim == shape.size()) {
-        print_value(out, values[static_cast<std::size_t>(base)]);
-        return;
-    }
-    const std::int64_t n = shape[dim];
-    std::int64_t inner = 1;
-    for (std::size_t k = dim + 1; k < shape.size(); ++k) inner *= shape[k];
-    out << '[';
-    for (std::int64_t i = 0; i < n; ++i) {
-        if (summarize && n > 6 && i == 3) {
-            out << "...";
-            i = n - 4;
-            if (dim + 1 < shape.size()) out << ",\n" << std::string(static_cast<std::size_t>(indent + 1), ' ');
-            else out << ", ";
-            continue;
-        }
-        print_dims(out, values, shape, dim + 1, base + i * inner, summarize, indent + 1);
-        if (i + 1 < n) {
-            if (dim + 1 < shape.size()) out << ",\n" << std::string(static_cast<std::size_t>(indent + 1), ' ');
-            else out << ", ";
-        }
-    }
-    out << ']';
-}
-
-}  // namespace detail
-
-/// Writes `tensor([...], shape=[...], dtype=..., device=...)` with NumPy-style nested rows (over
-/// 1000 elements: only the first and last 3 along each axis longer than 6). Realizes x first.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-std::ostream& operator<<(std::ostream& out, const E& x) {
-    using T = typename E::value_type;
-    Tensor<T> t = x.realize();
-    const std::vector<T> values = t.to_vector();
-    std::ostringstream s;
-    s << "tensor(";
-    detail::print_dims(s, values, t.shape(), 0, 0, values.size() > 1000, 7);
-    s << ", shape=" << t.shape() << ", dtype=" << dtype_of<T>() << ", device=" << t.device() << ")";
-    return out << s.str();
-}
-
-}  // namespace lazytensor
-// ---- lazytensor/frontend/static_kernel.hpp ----
-// The static kernel of an expression template (see ir/static_kernel.hpp): the expression's
-// tree, compiled into one loop over SIMD batches, for expressions whose values are all of one
-// floating type T (comparisons and predicates may appear as where() conditions).
-
-#include <cstring>
-#include <type_traits>
-
-
-namespace lazytensor::detail {
-
-/// Rounds a node's value the way the interpreter does: the compiler may not fuse it into the
-/// next operation (a multiply and an add into an FMA, say), so both paths agree bit for bit.
-template <class B>
-inline B rounded(B value) {
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-    asm("" : "+v"(value.data));
-#elif defined(__GNUC__) && defined(__aarch64__)
-    asm("" : "+w"(value.data));
 #endif
-    return value;
-}
-
-/// What evaluating a static expression sees for one batch of lanes.
-template <class T>
-struct StaticLanes {
-    using B = host::batch<T>;
-    static constexpr std::int64_t W = B::size;
-    const LeafView* leaves;
-    const T* consts;
-    std::int64_t t;      // first lane of the batch
-    std::int64_t count;  // lanes in this batch (W except at the end)
-
-    B load(int leaf) const {
-        const LeafView& v = leaves[leaf];
-        const T* p = static_cast<const T*>(v.ptr);
-        if (count == W) {
-            if (v.step == 1) return B::load_unaligned(p + t);
-            if (v.step == 0) return B(p[0]);
-        }
-        alignas(64) T tmp[W] = {};
-        for (std::int64_t k = 0; k < count; ++k) tmp[k] = p[(t + k) * v.step];
-        return B::load_aligned(tmp);
-    }
-};
-
-/// Matches a static expression against the IR of the kernel it became, from the store down.
-struct StaticMatcher {
-    const ir::Phase& phase;
-    DType dtype;
-    StaticBinding& binding;
-
-    const ir::Instr* at(int i, ir::Op op, DType t) const {
-        if (i < 0 || i >= static_cast<int>(phase.instrs.size())) return nullptr;
-        const ir::Instr& in = phase.instrs[static_cast<std::size_t>(i)];
-        if (in.op == ir::Op::Load && !in.plain_load()) return nullptr;  // gathers and gated loads: interpreted
-        return in.op == op && in.dtype == t ? &in : nullptr;
-    }
-};
-
-// StaticExpr<E, T>: `ok` when E can be compiled for T; then `eval` computes a batch (a mask
-// when `boolean`, i.e. for comparisons) and `match` checks an IR instruction (and its
-// operands) against E. Leaves and scalars are numbered in depth-first order, from L and C.
-template <class E, class T>
-struct StaticExpr {
-    static constexpr bool ok = false, boolean = false;
-    static constexpr int leaves = 0, consts = 0;
-};
-
-template <class T>
-struct StaticExpr<Tensor<T>, T> {
-    static constexpr bool ok = std::is_floating_point_v<T>, boolean = false;
-    static constexpr int leaves = 1, consts = 0;
-    template <int L, int C>
-    static host::batch<T> eval(const StaticLanes<T>& lanes) { return lanes.load(L); }
-    template <int L, int C>
-    static bool match(StaticMatcher& m, int i) {
-        if (!m.at(i, ir::Op::Load, m.dtype)) return false;
-        m.binding.leaf_loads[L] = i;
-        return true;
-    }
-};
-
-template <class S, class T>
-struct StaticExpr<ScalarLeaf<S>, T> {
-    static constexpr bool ok = std::is_floating_point_v<T>, boolean = false;
-    static constexpr int leaves = 0, consts = 1;
-    template <int L, int C>
-    static host::batch<T> eval(const StaticLanes<T>& lanes) { return host::batch<T>(lanes.consts[C]); }
-    template <int L, int C>
-    static bool match(StaticMatcher& m, int i) {
-        const ir::Instr* in = m.at(i, ir::Op::Param, m.dtype);
-        if (!in) in = m.at(i, ir::Op::Const, m.dtype);
-        if (!in) return false;
-        m.binding.scalar_params[C] = in->op == ir::Op::Param ? in->arg : -1;
-        m.binding.consts[C] = in->value;
-        return true;
-    }
-};
-
-template <UnaryOp Op>
-struct UnaryFunctor;
-#define LAZYTENSOR_X(name, fn, rule) \
-    template <>                      \
-    struct UnaryFunctor<UnaryOp::name> { using type = host::name; };
-LAZYTENSOR_UNARY_OPS(LAZYTENSOR_X)
-#undef LAZYTENSOR_X
-
-template <BinaryOp Op>
-struct BinaryFunctor;
-#define LAZYTENSOR_X(name, fn, rule) \
-    template <>                      \
-    struct BinaryFunctor<BinaryOp::name> { using type = host::name; };
-LAZYTENSOR_BINARY_OPS(LAZYTENSOR_X)
-#undef LAZYTENSOR_X
-
-// A predicate (isnan, !x) of T values is a mask, like a comparison.
-template <UnaryOp Op, class A, class T>
-struct StaticExpr<UnaryExpr<Op, A>, T> {
-    using Sub = StaticExpr<A, T>;
-    static constexpr bool predicate = returns_bool(type_rule(Op));
-    static constexpr bool ok =
-        Sub::ok && !Sub::boolean && std::is_same_v<typename A::value_type, T> && host::rule_allows<T>(type_rule(Op));
-    static constexpr bool boolean = predicate;
-    static constexpr int leaves = Sub::leaves, consts = Sub::consts;
-    template <int L, int C>
-    static auto eval(const StaticLanes<T>& lanes) {
-        if constexpr (predicate) return UnaryFunctor<Op>::type::mask(Sub::template eval<L, C>(lanes));
-        else return rounded(UnaryFunctor<Op>::type::simd(Sub::template eval<L, C>(lanes)));
-    }
-    template <int L, int C>
-    static bool match(StaticMatcher& m, int i) {
-        const ir::Instr* in = m.at(i, ir::Op::Unary, predicate ? DType::Bool : m.dtype);
-        return in && in->unary == Op && Sub::template match<L, C>(m, in->a);
-    }
-};
-
-template <BinaryOp Op, class L_, class R_, class T>
-struct StaticExpr<BinaryExpr<Op, L_, R_>, T> {
-    using Left = StaticExpr<L_, T>;
-    using Right = StaticExpr<R_, T>;
-    static constexpr bool compare = returns_bool(type_rule(Op));  // comparisons, logical and/or
-    // Two masks (where((a < b) & (c < d), ...)) combine with and/or/xor into a mask.
-    static constexpr bool masks = Left::boolean && Right::boolean;
-    static constexpr bool mask_op = Op == BinaryOp::LogicalAnd || Op == BinaryOp::LogicalOr || Op == BinaryOp::BitAnd ||
-                                    Op == BinaryOp::BitOr || Op == BinaryOp::BitXor;
-    static constexpr bool ok = Left::ok && Right::ok &&
-                               (masks ? mask_op : !Left::boolean && !Right::boolean && host::rule_allows<T>(type_rule(Op)));
-    static constexpr bool boolean = compare || masks;
-    static constexpr int leaves = Left::leaves + Right::leaves, consts = Left::consts + Right::consts;
-    template <int L, int C>
-    static auto eval(const StaticLanes<T>& lanes) {
-        auto a = Left::template eval<L, C>(lanes);
-        auto b = Right::template eval<L + Left::leaves, C + Left::consts>(lanes);
-        if constexpr (masks) {
-            if constexpr (Op == BinaryOp::LogicalAnd || Op == BinaryOp::BitAnd) return a & b;
-            else if constexpr (Op == BinaryOp::LogicalOr || Op == BinaryOp::BitOr) return a | b;
-            else return a ^ b;
-        } else if constexpr (compare) {
-            return compare_batch(a, b);
-        } else {
-            return rounded(BinaryFunctor<Op>::type::simd(a, b));
-        }
-    }
-    template <int L, int C>
-    static bool match(StaticMatcher& m, int i) {
-        const ir::Instr* in = m.at(i, ir::Op::Binary, boolean ? DType::Bool : m.dtype);
-        return in && in->binary == Op && Left::template match<L, C>(m, in->a) &&
-               Right::template match<L + Left::leaves, C + Left::consts>(m, in->b);
-    }
-    // IEEE comparisons: every one is false for NaN except !=, which is true (so NaN is "true"
-    // for logical and/or, as in the interpreter).
-    static auto compare_batch(const host::batch<T>& a, const host::batch<T>& b) {
-        using B = host::batch<T>;
-        if constexpr (Op == BinaryOp::Lt) return a < b;
-        else if constexpr (Op == BinaryOp::Le) return a <= b;
-        else if constexpr (Op == BinaryOp::Gt) return a > b;
-        else if constexpr (Op == BinaryOp::Ge) return a >= b;
-        else if constexpr (Op == BinaryOp::Eq) return a == b;
-        else if constexpr (Op == BinaryOp::Ne) return !(a == b);
-        else if constexpr (Op == BinaryOp::LogicalAnd) return !(a == B(T(0))) & !(b == B(T(0)));
-        else return !(a == B(T(0))) | !(b == B(T(0)));  // LogicalOr
-    }
-};
-
-template <class C_, class X, class Y, class T>
-struct StaticExpr<WhereExpr<C_, X, Y>, T> {
-    using Cond = StaticExpr<C_, T>;
-    using Then = StaticExpr<X, T>;
-    using Else = StaticExpr<Y, T>;
-    static constexpr bool ok = Cond::ok && Cond::boolean && Then::ok && !Then::boolean && Else::ok && !Else::boolean;
-    static constexpr bool boolean = false;
-    static constexpr int leaves = Cond::leaves + Then::leaves + Else::leaves;
-    static constexpr int consts = Cond::consts + Then::consts + Else::consts;
-    template <int L, int C>
-    static host::batch<T> eval(const StaticLanes<T>& lanes) {
-        auto c = Cond::template eval<L, C>(lanes);
-        auto x = Then::template eval<L + Cond::leaves, C + Cond::consts>(lanes);
-        auto y = Else::template eval<L + Cond::leaves + Then::leaves, C + Cond::consts + Then::consts>(lanes);
-        return xsimd::select(c, x, y);
-    }
-    template <int L, int C>
-    static bool match(StaticMatcher& m, int i) {
-        const ir::Instr* in = m.at(i, ir::Op::Where, m.dtype);
-        return in && Cond::template match<L, C>(m, in->a) &&
-               Then::template match<L + Cond::leaves, C + Cond::consts>(m, in->b) &&
-               Else::template match<L + Cond::leaves + Then::leaves, C + Cond::consts + Then::consts>(m, in->c);
-    }
-};
-
-/// The compiled loop of expression type E with element type T.
-template <class E, class T>
-class StaticKernelOf final : public StaticKernel {
-    using SE = StaticExpr<E, T>;
-
-public:
-    bool match(const ir::Kernel& k, StaticBinding& binding) const override {
-        if (k.phases.size() != 1 || k.has_reduction() || k.phases[0].stores.size() != 1) return false;
-        const ir::Phase& phase = k.phases[0];
-        binding.leaf_loads.assign(SE::leaves, -1);
-        binding.scalar_params.assign(SE::consts, -1);
-        binding.consts.assign(SE::consts, Scalar{});
-        StaticMatcher m{phase, dtype_of<T>(), binding};
-        return SE::template match<0, 0>(m, phase.stores[0].value);
-    }
-
-    void run(const StaticBinding& binding, const Scalar* scalars, const LeafView* leaves, void* out, std::int64_t out_step,
-             std::int64_t n, bool stream) const override {
-        using B = host::batch<T>;
-        constexpr std::int64_t W = B::size;
-        T consts[SE::consts > 0 ? SE::consts : 1];
-        for (std::size_t c = 0; c < static_cast<std::size_t>(SE::consts); ++c) {
-            const int param = binding.scalar_params[c];
-            consts[c] = (param >= 0 ? scalars[param] : binding.consts[c]).template as<T>();
-        }
-        T* dst = static_cast<T*>(out);
-        if (out_step == 1 && stream) {
-            // Stage a run in cache, then write it out with non-temporal stores.
-            alignas(64) T staged[kStage];
-            for (std::int64_t t0 = 0; t0 < n; t0 += kStage) {
-                const std::int64_t len = std::min<std::int64_t>(kStage, n - t0);
-                for (std::int64_t t = 0; t < len; t += W) {
-                    const StaticLanes<T> lanes{leaves, consts, t0 + t, std::min(W, len - t)};
-                    SE::template eval<0, 0>(lanes).store_aligned(staged + t);
-                }
-                host::stream_copy(reinterpret_cast<char*>(dst + t0), reinterpret_cast<const char*>(staged),
-                                  static_cast<std::size_t>(len) * sizeof(T));
-            }
-            return;
-        }
-        for (std::int64_t t = 0; t < n; t += W) {
-            const StaticLanes<T> lanes{leaves, consts, t, std::min(W, n - t)};
-            const B value = SE::template eval<0, 0>(lanes);
-            if (lanes.count == W && out_step == 1) {
-                value.store_unaligned(dst + t);
-            } else {
-                alignas(64) T staged[W];
-                value.store_aligned(staged);
-                for (std::int64_t k = 0; k < lanes.count; ++k) dst[(t + k) * out_step] = staged[k];
-            }
-        }
-    }
-
-private:
-    static constexpr std::int64_t kStage = 1024;
-};
-
-/// The static kernel of expression type E, or null when E cannot be compiled.
-template <class E>
-const StaticKernel* static_kernel_of() {
-    using T = typename E::value_type;
-    if constexpr (StaticExpr<E, T>::ok && !StaticExpr<E, T>::boolean) {
-        static const StaticKernelOf<E, T> kernel;
-        return &kernel;
-    } else {
-        return nullptr;
-    }
-}
-
-}  // namespace lazytensor::detail

@@ -10,6 +10,12 @@
 #include <functional>
 #include <iostream>
 #include <lazytensor.hpp>
+#if !LAZYTENSOR_ENGINE_DEFINITIONS
+// Built against the compiled runtime, lazytensor.hpp declares only the seam: the engine's
+// internals that tests inspect (backends, caches, check mode's hook) come from their headers.
+#include <lazytensor/runtime/check.hpp>
+#include <lazytensor/runtime/plan.hpp>
+#endif
 #include <random>
 #include <sstream>
 #include <string>

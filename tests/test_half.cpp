@@ -454,7 +454,7 @@ TEST_CASE("half matmul multiplies in float and rounds once") {
         // The product itself runs in float (a matmul item), rounded to half by a kernel after it.
         const auto items = lt::schedule(lt::matmul(ta, tb) * 2.0);
         bool has_matmul = false;
-        for (const auto& item : items) has_matmul = has_matmul || item.kind == "matmul";
+        for (const auto& item : items) has_matmul = has_matmul || item.kind == lt::ScheduleItem::Kind::Matmul;
         CHECK(has_matmul == lt::detail::graph::runs_as_gemm(lt::DType::Float32, lt::default_device()));
     });
 }

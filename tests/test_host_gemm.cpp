@@ -10,7 +10,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <lazytensor.hpp>  // the host GEMM (backend/host/gemm.hpp) is part of it
+#include <lazytensor.hpp>
+#if !LAZYTENSOR_ENGINE_DEFINITIONS  // built against lazytensor::runtime: the host GEMM
+#include <lazytensor/backend/host/gemm.hpp>
+#endif
 #include <limits>
 #include <random>
 #include <string>

@@ -72,7 +72,7 @@ void check_matmul(const lt::Shape& sa, const lt::Shape& sb, unsigned seed) {
     check_product(lt::matmul(make_tensor<T>(a), make_tensor<T>(b)), ref_matmul(a, b), k);
 }
 
-std::size_t items_of_kind(const std::vector<lt::ScheduleItem>& items, const std::string& kind) {
+std::size_t items_of_kind(const std::vector<lt::ScheduleItem>& items, lt::ScheduleItem::Kind kind) {
     return static_cast<std::size_t>(std::count_if(items.begin(), items.end(), [&](auto& i) { return i.kind == kind; }));
 }
 
@@ -100,7 +100,7 @@ TEST_CASE("transposed and permuted operands are read in place") {
                                               lt::matmul(tb, ta).t()};
         for (const auto& p : products) {
             const auto items = lt::schedule(p);
-            CHECK(items_of_kind(items, "matmul") == 1);
+            CHECK(items_of_kind(items, lt::ScheduleItem::Kind::Matmul) == 1);
             CHECK(lt::kernel_count(items) == 0);  // no copy of a transposed operand
             check_product(p, expected, 31);
         }
@@ -152,7 +152,7 @@ TEST_CASE("producers fuse into their own kernels, the consumer of the product in
         const auto X = make_tensor<float>(x), W = make_tensor<float>(w), Bias = make_tensor<float>(bias);
         lt::Tensor<float> y = lt::relu(lt::matmul(X, W) + Bias);
         const auto items = lt::schedule(y);
-        CHECK(items_of_kind(items, "matmul") == 1);
+        CHECK(items_of_kind(items, lt::ScheduleItem::Kind::Matmul) == 1);
         CHECK(lt::kernel_count(items) == 1);
         const Ref expected = map(zip(ref_matmul(x, w).value, bias, [](double p, double c) { return p + c; }),
                                  [](double v) { return v > 0 ? v : 0; });
@@ -161,7 +161,7 @@ TEST_CASE("producers fuse into their own kernels, the consumer of the product in
         // exp(x) and w * 2 are computed by kernels of their own, then the GEMM reads them.
         lt::Tensor<float> z = lt::matmul(lt::exp(X * 0.25f), W * 2.0f) - 1.0f;
         const auto zi = lt::schedule(z);
-        CHECK(items_of_kind(zi, "matmul") == 1);
+        CHECK(items_of_kind(zi, lt::ScheduleItem::Kind::Matmul) == 1);
         CHECK(lt::kernel_count(zi) == 3);
         const Ref ex = map(x, [](double v) { return std::exp(static_cast<double>(static_cast<float>(v * 0.25))); });
         const Ref w2 = map(w, [](double v) { return v * 2; });
@@ -170,7 +170,7 @@ TEST_CASE("producers fuse into their own kernels, the consumer of the product in
         // A product used twice is computed once; products chain.
         const auto P = lt::matmul(X, W);
         lt::Tensor<float> both = P * P + lt::matmul(lt::matmul(P, W.t()), W);
-        CHECK(items_of_kind(lt::schedule(both), "matmul") == 3);
+        CHECK(items_of_kind(lt::schedule(both), lt::ScheduleItem::Kind::Matmul) == 3);
         const Ref pr = ref_matmul(x, w).value;
         const Ref chained = ref_matmul(ref_matmul(pr, permute(w, {1, 0})).value, w).value;
         const Ref expected_both = zip(zip(pr, pr, [](double a, double b) { return a * b; }), chained,
@@ -218,7 +218,7 @@ TEST_CASE_TEMPLATE("integer and bool products run as a fused reduction kernel", 
         const auto p = lt::matmul(make_tensor<T>(a), make_tensor<T>(b));
         static_assert(std::is_same_v<typename decltype(p)::value_type, T>);
         const auto items = lt::schedule(p);
-        CHECK(items_of_kind(items, "matmul") == 0);
+        CHECK(items_of_kind(items, lt::ScheduleItem::Kind::Matmul) == 0);
         CHECK(lt::kernel_count(items) == 1);
         Ref expected = ref_matmul(a, b).value;
         for (double& e : expected.v) {

@@ -24,7 +24,7 @@ TEST_CASE("element-wise chains and a reduction with its producers are one kernel
 
         auto items = lt::schedule(lt::sum(lt::exp(a) * b));
         REQUIRE(items.size() == 1);
-        CHECK(items[0].kind == "kernel");
+        CHECK(items[0].kind == lt::ScheduleItem::Kind::Kernel);
         CHECK(items[0].reason == "output");
         CHECK(items[0].ops == std::vector<std::string>{"exp", "mul", "sum"});
         CHECK(items[0].inputs == std::vector<std::string>{"float32[64, 32]", "float32[64, 32]"});

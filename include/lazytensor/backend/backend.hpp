@@ -17,29 +17,7 @@
 #include "../core/lru_cache.hpp"
 #include "../ir/gemm.hpp"
 #include "../ir/kernel.hpp"
-
-namespace lazytensor {
-
-/// The memory of one device's tensors, as lt::memory_stats reports it.
-struct MemoryStats {
-    std::size_t live_bytes = 0;    // in buffers that tensors (or a running schedule) hold now
-    std::size_t live_buffers = 0;  // how many such buffers
-    std::size_t peak_bytes = 0;    // the most live_bytes since the last lt::reset_peak_memory
-    std::size_t cached_bytes = 0;  // freed blocks the caching allocator keeps for reuse
-    std::size_t limit_bytes = 0;   // lt::set_memory_limit's limit on live_bytes; 0 for none
-};
-
-/// What one device compiled and what its caches answered, as lt::compile_stats reports it. A
-/// loop whose scalars or seeds change compiles nothing after its first step.
-struct CompileStats {
-    std::size_t kernels_compiled = 0;  // kernels made because no kernel of that structure was in memory
-    std::size_t memory_hits = 0;       // kernels found in memory (a new plan whose kernels were known)
-    std::size_t programs_built = 0;    // OpenCL programs built from source: the device's compiler ran
-    std::size_t disk_hits = 0;         // OpenCL programs loaded from the disk cache instead
-    double compile_ms = 0;             // time spent compiling kernels
-};
-
-}  // namespace lazytensor
+#include "../runtime/seam.hpp"
 
 namespace lazytensor::detail {
 

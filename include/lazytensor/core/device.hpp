@@ -41,6 +41,23 @@ inline std::ostream& operator<<(std::ostream& out, const Device& d) { return out
 
 namespace detail {
 
+/// A device from its spelling ("host", "opencl", "opencl:N"), as LAZYTENSOR_DEVICE takes it;
+/// DeviceError for anything else. Whether the device exists is not checked here.
+inline Device parse_device(const std::string& text) {
+    if (text == "host") return Device::host();
+    if (text == "opencl") return Device::opencl(0);
+    if (text.rfind("opencl:", 0) == 0) {
+        const std::string n = text.substr(7);
+        if (!n.empty() && n.size() <= 9 && n.find_first_not_of("0123456789") == std::string::npos)
+            return Device::opencl(std::stoi(n));
+    }
+    fail<DeviceError>("unknown device \"", text, "\"; expected host, opencl or opencl:N");
+}
+
+}  // namespace detail
+
+namespace detail {
+
 struct Node;
 
 /// Frees what an allocator handed out; implemented by each backend.

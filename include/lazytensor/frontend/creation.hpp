@@ -16,9 +16,7 @@ namespace detail {
 
 template <class T>
 Tensor<T> from_host(const T* data, std::int64_t count, Shape shape, Device device) {
-    Backend& backend = backend_for(device);
-    BufferPtr buf = backend.allocate(dtype_of<T>(), count);
-    backend.write(*buf, 0, data, static_cast<std::size_t>(count) * sizeof(T));
+    BufferPtr buf = upload(device, dtype_of<T>(), count, data);
     Strides strides = contiguous_strides(shape);
     return Tensor<T>(graph::buffer(std::move(buf), std::move(shape), std::move(strides), 0));
 }

@@ -18,11 +18,25 @@ namespace lazytensor::detail {
 template <class E>
 const StaticKernel* static_kernel_of();
 
-/// Marks a node built from expression E with E's compiled loop.
+/// Marks a node built from expression E with E's compiled loop. Only the node an expression
+/// becomes as a whole gets one (its operands are built with build_node): a loop per
+/// subexpression would compile O(depth^2) code that hardly ever runs.
 template <class E>
 NodePtr with_static_kernel(NodePtr n) {
     n->static_kernel = static_kernel_of<E>();
     return n;
+}
+
+template <class E, class = void>
+struct has_build_node : std::false_type {};
+template <class E>
+struct has_build_node<E, std::void_t<decltype(std::declval<const E&>().build_node())>> : std::true_type {};
+
+/// The graph node of an operand inside an expression: an expression's without its compiled loop.
+template <class E>
+NodePtr operand_node(const E& e) {
+    if constexpr (has_build_node<E>::value) return e.build_node();
+    else return e.build();
 }
 
 /// A C++ scalar operand.
@@ -78,14 +92,9 @@ constexpr DType binary_result() {
 }
 
 template <class E>
-NodePtr build_node(const E& e) {
-    return e.build();
-}
-
-template <class E>
 graph::Operand operand(const E& e) {
     if constexpr (operand_traits<E>::scalar) return graph::Operand(make_scalar(e.value));
-    else return graph::Operand(e.build());
+    else return graph::Operand(operand_node(e));
 }
 
 template <class E>
@@ -113,7 +122,8 @@ public:
     explicit UnaryExpr(A a) : a_(std::move(a)) {}
     const Shape& shape() const { return a_.shape(); }
     Device device() const { return a_.device(); }
-    NodePtr build() const { return with_static_kernel<UnaryExpr>(graph::unary(Op, a_.build())); }
+    NodePtr build() const { return with_static_kernel<UnaryExpr>(build_node()); }
+    NodePtr build_node() const { return graph::unary(Op, operand_node(a_)); }
 
 private:
     A a_;
@@ -136,7 +146,8 @@ public:
     }
     const Shape& shape() const { return shape_; }
     Device device() const { return device_; }
-    NodePtr build() const { return with_static_kernel<BinaryExpr>(graph::binary(Op, operand(l_), operand(r_))); }
+    NodePtr build() const { return with_static_kernel<BinaryExpr>(build_node()); }
+    NodePtr build_node() const { return graph::binary(Op, operand(l_), operand(r_)); }
 
 private:
     L l_;
@@ -162,9 +173,8 @@ public:
     }
     const Shape& shape() const { return shape_; }
     Device device() const { return device_; }
-    NodePtr build() const {
-        return with_static_kernel<WhereExpr>(graph::where(operand(c_), operand(x_), operand(y_)));
-    }
+    NodePtr build() const { return with_static_kernel<WhereExpr>(build_node()); }
+    NodePtr build_node() const { return graph::where(operand(c_), operand(x_), operand(y_)); }
 
 private:
     C c_;
@@ -181,7 +191,7 @@ public:
     explicit CastExpr(A a) : a_(std::move(a)) {}
     const Shape& shape() const { return a_.shape(); }
     Device device() const { return a_.device(); }
-    NodePtr build() const { return graph::cast(a_.build(), dtype_of<U>()); }
+    NodePtr build() const { return graph::cast(operand_node(a_), dtype_of<U>()); }
 
 private:
     A a_;
@@ -224,3 +234,6 @@ auto TensorBase<T, D>::cast() const {
 }
 
 }  // namespace lazytensor
+
+// The compiled loops that static_kernel_of<E> (declared above) makes.
+#include "static_kernel.hpp"

@@ -153,11 +153,6 @@ auto matmul(const A& a, const B& b) {
     return Tensor<R>(detail::graph::matmul(a.build(), b.build()));
 }
 
-template <class T, class D>
-template <class E>
-auto TensorBase<T, D>::matmul(const E& other) const {
-    return lazytensor::matmul(self(), other);
-}
 
 /// Free forms of the view members: lt::reshape(x, shape) is x.reshape(shape), and likewise
 /// permute, transpose and expand.

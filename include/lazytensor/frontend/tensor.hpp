@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "../ir/graph.hpp"
-#include "../runtime/realize.hpp"
+#include "../runtime/seam.hpp"
 
 namespace lazytensor {
 
@@ -285,8 +285,7 @@ std::vector<T> read_elements(const Node& n) {
     }
     using Stored = std::conditional_t<std::is_same_v<T, bool>, std::uint8_t, T>;
     std::vector<Stored> region(static_cast<std::size_t>(hi - lo + 1));
-    backend_for(n.device).read(*n.buffer, static_cast<std::size_t>(lo) * sizeof(Stored), region.data(),
-                               region.size() * sizeof(Stored));
+    download(*n.buffer, static_cast<std::size_t>(lo) * sizeof(Stored), region.data(), region.size() * sizeof(Stored));
     if (is_contiguous_layout(n.shape, n.strides, n.offset - lo)) {
         for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(region[i]);
         return out;
@@ -425,6 +424,13 @@ Tensor<T> TensorBase<T, D>::t() const {
     return ndim() < 2 ? Tensor<T>(self().build()) : transpose(0, 1);
 }
 
+template <class T, class D>
+template <class E>
+auto TensorBase<T, D>::matmul(const E& other) const {
+    using R = promote_t<T, typename std::decay_t<E>::value_type>;
+    return Tensor<R>(detail::graph::matmul(self().build(), other.build()));
+}
+
 /// Computes several tensors in one schedule; parts they share are computed once.
 inline void realize(std::initializer_list<TensorRef> tensors) {
     std::vector<detail::Node*> nodes;
@@ -454,8 +460,17 @@ std::vector<ScheduleItem> schedule(const E& expr) {
 /// need no kernel are not counted).
 inline std::size_t kernel_count(const std::vector<ScheduleItem>& items) {
     std::size_t n = 0;
-    for (const auto& item : items) n += item.kind == "kernel";
+    for (const auto& item : items) n += item.kind == ScheduleItem::Kind::Kernel;
     return n;
 }
 
 }  // namespace lazytensor
+
+// The members declared above and defined next to the functions they share code with. Included
+// here, at the end, so that wherever TensorBase is visible its members are defined, whatever
+// the include order (each of these needs only what is above).
+#include "assign.hpp"
+#include "creation.hpp"
+#include "expr.hpp"
+#include "movement.hpp"
+#include "reductions.hpp"

@@ -14,6 +14,7 @@
 
 #include "../core/config.hpp"
 #include "../core/error.hpp"
+#include "../runtime/seam.hpp"
 #include "node.hpp"
 
 namespace lazytensor::detail::graph {
@@ -518,10 +519,7 @@ inline NodePtr mean(const NodePtr& x, const std::optional<Axes>& user_axes, bool
 
 /// Whether a product of `dtype` on `device` runs as a GEMM schedule item. Other products are
 /// sums of element-wise products, which the scheduler fuses into one reduction kernel.
-inline bool runs_as_gemm(DType dtype, Device device) {
-    if (dtype != DType::Float32 && dtype != DType::Float64) return false;
-    return device.kind == Device::Kind::Host || LAZYTENSOR_CLBLAST;
-}
+inline bool runs_as_gemm(DType dtype, Device device) { return gemm_available(dtype, device); }
 
 /// NumPy's matmul: 1-D x 1-D is a dot product; a 1-D operand is a row (left) or a column
 /// (right) vector whose unit axis is dropped from the result; batch axes broadcast.

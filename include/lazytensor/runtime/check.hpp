@@ -23,6 +23,7 @@
 namespace lazytensor {
 
 namespace detail {
+/// Check mode's switch (lt::check_enabled, lt::set_check_enabled): LAZYTENSOR_CHECK at start.
 inline std::atomic<bool>& check_flag() {
     static std::atomic<bool> on{env_flag("LAZYTENSOR_CHECK", false)};
     return on;
@@ -35,11 +36,6 @@ inline std::function<void(Buffer&)>& after_launch_hook() {
     return hook;
 }
 }  // namespace detail
-
-/// Whether check mode is on (LAZYTENSOR_CHECK=1 at start).
-inline bool check_enabled() { return detail::check_flag().load(); }
-/// Turns check mode on or off for the following realizes.
-inline void set_check_enabled(bool on) { detail::check_flag().store(on); }
 
 namespace detail {
 

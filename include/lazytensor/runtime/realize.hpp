@@ -19,21 +19,9 @@
 #include "check.hpp"
 #include "device.hpp"
 #include "plan.hpp"
+#include "seam.hpp"
 
 namespace lazytensor {
-
-/// One item of a schedule, as lt::schedule() reports it.
-struct ScheduleItem {
-    std::string kind;                 // "kernel", "matmul" (the backend's GEMM) or "view" (zero-copy)
-    std::string reason;               // why its output is materialized
-    std::vector<std::string> ops;     // the ops fused into it, in evaluation order
-    std::vector<std::string> inputs;  // "float32[2, 3]" per input buffer
-    int scalars = 0;                  // scalar values passed to it at launch (operands, seeds, ...)
-    std::string output;               // the result, e.g. "float32[4, 8]"
-    int phases = 0;                   // reduce and store phases of the kernel
-    bool compiled_loop = false;       // runs as the expression's compiled loop, not interpreted
-    std::string ir;                   // the kernel IR listing, or the GEMM's shape and layouts
-};
 
 namespace detail {
 
@@ -46,7 +34,7 @@ inline std::string describe(const Node* n) { return concat(n->dtype, n->shape); 
 
 inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
     ScheduleItem item;
-    item.kind = p.view_only ? "view" : p.gemm_item ? "matmul" : "kernel";
+    item.kind = p.view_only ? ScheduleItem::Kind::View : p.gemm_item ? ScheduleItem::Kind::Matmul : ScheduleItem::Kind::Kernel;
     item.reason = p.reason;
     item.ops = p.ops;
     for (int in : p.inputs) item.inputs.push_back(describe(w.node(in)));
@@ -66,7 +54,7 @@ inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
 inline void print_item(std::ostream& out, std::size_t i, const ScheduleItem& item, int level,
                        const std::string& routine = {}) {
     out << "  " << item.kind << " " << i << ": ";
-    if (item.kind == "view") {
+    if (item.kind == ScheduleItem::Kind::View) {
         out << "view of another buffer -> " << item.output << "  (" << item.reason << ")\n";
         return;
     }
@@ -175,8 +163,8 @@ inline std::vector<Node*> unrealized(const std::vector<Node*>& nodes) {
     return out;
 }
 
-/// Realizes `nodes` together: one schedule, shared parts computed once.
-inline void realize_nodes(const std::vector<Node*>& nodes) {
+/// Realizes `nodes` together: one schedule, shared parts computed once (the seam's realize_nodes).
+inline void realize_graph(const std::vector<Node*>& nodes) {
     std::lock_guard<std::recursive_mutex> lock(realize_mutex());
     const std::vector<Node*> outputs = unrealized(nodes);
     if (outputs.empty()) return;
@@ -280,8 +268,8 @@ inline void realize_nodes(const std::vector<Node*>& nodes) {
     }
 }
 
-/// The schedule realize() would run for `nodes`, without running it.
-inline std::vector<ScheduleItem> schedule_items(const std::vector<Node*>& nodes) {
+/// The schedule realize_graph would run for `nodes`, without running it.
+inline std::vector<ScheduleItem> describe_schedule(const std::vector<Node*>& nodes) {
     std::lock_guard<std::recursive_mutex> lock(realize_mutex());
     const std::vector<Node*> outputs = unrealized(nodes);
     std::vector<ScheduleItem> items;

@@ -1,0 +1,142 @@
+// The engine's side of the seam (runtime/seam.hpp): the definitions of what the seam declares.
+// lazytensor.hpp includes this in header-only units (the definitions are inline) and in the one
+// LAZYTENSOR_IMPLEMENTATION unit (ordinary external definitions); separate-runtime units never
+// see it.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <unordered_set>
+#include <vector>
+
+#include "check.hpp"
+#include "device.hpp"
+#include "realize.hpp"
+#include "seam.hpp"
+
+#if !LAZYTENSOR_ENGINE_DEFINITIONS
+#error "lazytensor: runtime/engine.hpp holds the engine's definitions; a LAZYTENSOR_SEPARATE_RUNTIME unit must not include it (define LAZYTENSOR_IMPLEMENTATION in the one unit that should)"
+#endif
+
+#if defined(LAZYTENSOR_IMPLEMENTATION) && defined(__GNUC__) && defined(__ELF__)
+// The symbols that separate-runtime units refer to, and that header-only units clash with
+// (runtime/seam.hpp). A second implementation unit clashes with this one.
+extern "C" {
+extern const char lazytensor_ERROR_LAZYTENSOR_SEPARATE_RUNTIME_needs_one_unit_with_LAZYTENSOR_IMPLEMENTATION;
+extern const char lazytensor_ERROR_a_unit_is_header_only_while_another_uses_LAZYTENSOR_SEPARATE_RUNTIME;
+extern const char lazytensor_ERROR_LAZYTENSOR_IMPLEMENTATION_is_defined_in_more_than_one_unit;
+const char lazytensor_ERROR_LAZYTENSOR_SEPARATE_RUNTIME_needs_one_unit_with_LAZYTENSOR_IMPLEMENTATION = 0;
+const char lazytensor_ERROR_a_unit_is_header_only_while_another_uses_LAZYTENSOR_SEPARATE_RUNTIME = 0;
+const char lazytensor_ERROR_LAZYTENSOR_IMPLEMENTATION_is_defined_in_more_than_one_unit = 0;
+}
+#endif
+
+namespace lazytensor {
+
+LAZYTENSOR_ENGINE_API std::vector<DeviceInfo> devices() {
+    std::vector<DeviceInfo> out{DeviceInfo{Device::host(), detail::host_backend().name(), "host"}};
+#if LAZYTENSOR_OPENCL
+    for (std::size_t i = 0; i < detail::opencl::opencl_device_ids().size(); ++i) {
+        try {
+            auto& b = detail::opencl::opencl_backend(static_cast<int>(i));
+            out.push_back(DeviceInfo{b.device(), b.name(), b.kind()});
+        } catch (const Error&) {
+            // A device whose driver cannot give it a context is not usable: leave it out.
+        }
+    }
+#endif
+    return out;
+}
+
+LAZYTENSOR_ENGINE_API Device default_device() {
+    auto& s = detail::default_device_state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (!s.set) {
+        s.device = detail::env("LAZYTENSOR_DEVICE") ? detail::parse_device(detail::env("LAZYTENSOR_DEVICE")) : Device::host();
+        detail::device_backend(s.device);  // fails now, naming the device, if it is unavailable
+        s.set = true;
+    }
+    return s.device;
+}
+
+LAZYTENSOR_ENGINE_API void set_default_device(Device d) {
+    detail::device_backend(d);
+    auto& s = detail::default_device_state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.device = d;
+    s.set = true;
+}
+
+LAZYTENSOR_ENGINE_API void synchronize(Device d) { detail::device_backend(d).synchronize(); }
+LAZYTENSOR_ENGINE_API MemoryStats memory_stats(Device d) { return detail::device_backend(d).memory_stats(); }
+LAZYTENSOR_ENGINE_API void reset_peak_memory(Device d) { detail::device_backend(d).reset_peak_memory(); }
+LAZYTENSOR_ENGINE_API void set_memory_limit(Device d, std::size_t bytes) { detail::device_backend(d).set_memory_limit(bytes); }
+LAZYTENSOR_ENGINE_API void empty_cache(Device d) { detail::device_backend(d).release_cached(); }
+LAZYTENSOR_ENGINE_API CompileStats compile_stats(Device d) { return detail::device_backend(d).compile_stats(); }
+LAZYTENSOR_ENGINE_API void reset_compile_stats(Device d) { detail::device_backend(d).reset_compile_stats(); }
+LAZYTENSOR_ENGINE_API bool check_enabled() { return detail::check_flag().load(); }
+LAZYTENSOR_ENGINE_API void set_check_enabled(bool on) { detail::check_flag().store(on); }
+
+namespace detail {
+
+LAZYTENSOR_ENGINE_API Backend& backend_for(Device d) { return device_backend(d); }
+
+LAZYTENSOR_ENGINE_API bool gemm_available(DType dtype, Device device) {
+    if (dtype != DType::Float32 && dtype != DType::Float64) return false;
+    return device.kind == Device::Kind::Host || LAZYTENSOR_CLBLAST;
+}
+
+LAZYTENSOR_ENGINE_API void realize_nodes(const std::vector<Node*>& nodes) { realize_graph(nodes); }
+
+LAZYTENSOR_ENGINE_API std::vector<ScheduleItem> schedule_items(const std::vector<Node*>& nodes) {
+    return describe_schedule(nodes);
+}
+
+LAZYTENSOR_ENGINE_API void assign_into(const NodePtr& target_handle, const graph::Operand& value) {
+    std::lock_guard<std::recursive_mutex> lock(realize_mutex());
+    // The target gets memory: the tensor it is a view of is computed first (so that the write
+    // reaches it), then the view, which must be that memory.
+    Node* target = target_handle.get();
+    if (!target->realized()) {
+        // (Held: realizing the view drops its sources, and the user may hold only the view.)
+        NodePtr base = target_handle;
+        while (!base->realized() && is_view(base->kind)) base = base->src[0];
+        if (!base->realized()) realize_graph({base.get()});
+        realize_graph({target});
+        if (target->buffer != base->buffer)
+            fail<ValueError>("assign: the target (shape ", target->shape, ") is a reshape that the memory of its tensor "
+                             "cannot express without a copy, so a write to it would not reach that tensor; assign "
+                             "through slices, flips and permutations instead");
+    }
+    graph::Operand operand = value;
+    if (!operand.is_scalar() && operand.node->realized() && operand.node->buffer == target->buffer)
+        operand = graph::Operand(graph::copy(operand.node));  // never read what is being written
+    const NodePtr write = graph::assign(target_handle, operand);  // checks shapes, dtypes and devices first
+    // Lazy readers of this memory that the value does not use are computed before it changes.
+    std::unordered_set<const Node*> in_value{write.get()};
+    if (!operand.is_scalar())
+        for (Node* n : order_graph({operand.node.get()}).nodes) in_value.insert(n);
+    std::vector<NodePtr> readers;
+    for (NodePtr& r : target->buffer->live_readers())
+        if (!r->realized() && r.get() != target && !in_value.count(r.get())) readers.push_back(std::move(r));
+    if (!readers.empty()) {
+        std::vector<Node*> nodes;
+        for (const NodePtr& r : readers) nodes.push_back(r.get());
+        realize_graph(nodes);
+    }
+    realize_graph({write.get()});
+}
+
+LAZYTENSOR_ENGINE_API BufferPtr upload(Device d, DType dtype, std::int64_t numel, const void* data) {
+    Backend& backend = device_backend(d);
+    BufferPtr buf = backend.allocate(dtype, numel);
+    backend.write(*buf, 0, data, static_cast<std::size_t>(numel) * dtype_size(dtype));
+    return buf;
+}
+
+LAZYTENSOR_ENGINE_API void download(const Buffer& src, std::size_t at, void* dst, std::size_t bytes) {
+    device_backend(src.device()).read(src, at, dst, bytes);
+}
+
+}  // namespace detail
+}  // namespace lazytensor

@@ -1,0 +1,182 @@
+// The seam between the typed front end and the engine: everything the front end (and the
+// public API) needs from the scheduler, lowering and backends, as declared functions. The front
+// end includes this and never the engine, so the engine can be compiled once:
+//
+//   header-only (default)            the engine's definitions are inline in every unit;
+//   LAZYTENSOR_SEPARATE_RUNTIME      units see these declarations only (and compile in seconds);
+//   LAZYTENSOR_IMPLEMENTATION        defined in exactly one unit, which holds the definitions
+//                                    (runtime/engine.hpp) as ordinary external functions.
+//
+// A program must not mix header-only units with separate-runtime ones: the link fails, naming
+// lazytensor_ERROR_a_unit_is_header_only_while_another_uses_LAZYTENSOR_SEPARATE_RUNTIME; a
+// separate-runtime program without an implementation unit fails to link, naming
+// lazytensor_ERROR_LAZYTENSOR_SEPARATE_RUNTIME_needs_one_unit_with_LAZYTENSOR_IMPLEMENTATION
+// (GCC and Clang with an ELF linker; elsewhere these checks are absent).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "../core/device.hpp"
+#include "../core/dtype.hpp"
+
+#if defined(LAZYTENSOR_IMPLEMENTATION)
+#define LAZYTENSOR_ENGINE_DEFINITIONS 1
+#define LAZYTENSOR_ENGINE_API
+#elif defined(LAZYTENSOR_SEPARATE_RUNTIME)
+#define LAZYTENSOR_ENGINE_DEFINITIONS 0
+#define LAZYTENSOR_ENGINE_API
+#else
+#define LAZYTENSOR_ENGINE_DEFINITIONS 1
+#define LAZYTENSOR_ENGINE_API inline
+#endif
+
+#if defined(__GNUC__) && defined(__ELF__)
+#if !defined(LAZYTENSOR_IMPLEMENTATION) && !defined(LAZYTENSOR_SEPARATE_RUNTIME)
+// Header-only: every unit defines this symbol in one COMDAT group (so header-only units link
+// together), as a global symbol that clashes with the implementation unit's plain definition.
+__asm__(".pushsection .rodata.lazytensor_mode_marker,\"aG\",@progbits,lazytensor_mode_marker,comdat\n"
+        ".globl lazytensor_ERROR_a_unit_is_header_only_while_another_uses_LAZYTENSOR_SEPARATE_RUNTIME\n"
+        "lazytensor_ERROR_a_unit_is_header_only_while_another_uses_LAZYTENSOR_SEPARATE_RUNTIME: .byte 0\n"
+        ".popsection\n");
+#elif !defined(LAZYTENSOR_IMPLEMENTATION)
+// Separate runtime: every unit refers to a symbol that only the implementation unit defines.
+extern "C" const char lazytensor_ERROR_LAZYTENSOR_SEPARATE_RUNTIME_needs_one_unit_with_LAZYTENSOR_IMPLEMENTATION;
+namespace lazytensor::detail {
+namespace {
+[[maybe_unused]] __attribute__((used)) const char* const separate_runtime_link_check =
+    &lazytensor_ERROR_LAZYTENSOR_SEPARATE_RUNTIME_needs_one_unit_with_LAZYTENSOR_IMPLEMENTATION;
+}  // namespace
+}  // namespace lazytensor::detail
+#endif
+#endif
+
+namespace lazytensor {
+
+/// The memory of one device's tensors, as lt::memory_stats reports it.
+struct MemoryStats {
+    std::size_t live_bytes = 0;    // in buffers that tensors (or a running schedule) hold now
+    std::size_t live_buffers = 0;  // how many such buffers
+    std::size_t peak_bytes = 0;    // the most live_bytes since the last lt::reset_peak_memory
+    std::size_t cached_bytes = 0;  // freed blocks the caching allocator keeps for reuse
+    std::size_t limit_bytes = 0;   // lt::set_memory_limit's limit on live_bytes; 0 for none
+};
+
+/// What one device compiled and what its caches answered, as lt::compile_stats reports it. A
+/// loop whose scalars or seeds change compiles nothing after its first step.
+struct CompileStats {
+    std::size_t kernels_compiled = 0;  // kernels made because no kernel of that structure was in memory
+    std::size_t memory_hits = 0;       // kernels found in memory (a new plan whose kernels were known)
+    std::size_t programs_built = 0;    // OpenCL programs built from source: the device's compiler ran
+    std::size_t disk_hits = 0;         // OpenCL programs loaded from the disk cache instead
+    double compile_ms = 0;             // time spent compiling kernels
+};
+
+/// A device and what it is, as listed by lt::devices().
+struct DeviceInfo {
+    Device device;
+    std::string name;  // "host (16 threads, avx512bw)", "NVIDIA H100 80GB HBM3 (NVIDIA CUDA, gpu)"
+    std::string kind;  // "host", or the OpenCL device type: "gpu", "cpu" or "accelerator"
+};
+
+/// One item of a schedule, as lt::schedule() reports it.
+struct ScheduleItem {
+    enum class Kind {
+        Kernel,  // a generated kernel (or the expression's compiled loop on the host)
+        Matmul,  // the backend's GEMM
+        View,    // zero-copy: a view of another buffer
+    };
+    Kind kind = Kind::Kernel;
+    std::string reason;               // why its output is materialized
+    std::vector<std::string> ops;     // the ops fused into it, in evaluation order
+    std::vector<std::string> inputs;  // "float32[2, 3]" per input buffer
+    int scalars = 0;                  // scalar values passed to it at launch (operands, seeds, ...)
+    std::string output;               // the result, e.g. "float32[4, 8]"
+    int phases = 0;                   // reduce and store phases of the kernel
+    bool compiled_loop = false;       // runs as the expression's compiled loop, not interpreted
+    std::string ir;                   // the kernel IR listing, or the GEMM's shape and layouts
+};
+
+/// "kernel", "matmul" or "view".
+inline const char* to_string(ScheduleItem::Kind kind) {
+    switch (kind) {
+        case ScheduleItem::Kind::Kernel: return "kernel";
+        case ScheduleItem::Kind::Matmul: return "matmul";
+        case ScheduleItem::Kind::View: return "view";
+    }
+    return "?";
+}
+inline std::ostream& operator<<(std::ostream& out, ScheduleItem::Kind kind) { return out << to_string(kind); }
+
+/// Every device this build can run on; the host is always first, then every OpenCL device of
+/// every platform (opencl:0, opencl:1, ...).
+LAZYTENSOR_ENGINE_API std::vector<DeviceInfo> devices();
+/// The device new tensors are created on: set_default_device's, else LAZYTENSOR_DEVICE (host,
+/// opencl, opencl:N), else host. DeviceError if LAZYTENSOR_DEVICE is unknown or unavailable.
+LAZYTENSOR_ENGINE_API Device default_device();
+/// Makes `d` the device new tensors are created on; DeviceError (and no change) if `d` is
+/// not available.
+LAZYTENSOR_ENGINE_API void set_default_device(Device d);
+/// Waits until every kernel launched on `d` has finished (realize() only enqueues on OpenCL
+/// devices; reading a result waits by itself). DeviceError if `d` is not available.
+LAZYTENSOR_ENGINE_API void synchronize(Device d);
+
+/// How much memory the tensors on `d` hold (live, peak, cached by the allocator, the limit).
+/// DeviceError if `d` is not available.
+LAZYTENSOR_ENGINE_API MemoryStats memory_stats(Device d);
+/// Starts a new peak: memory_stats(d).peak_bytes becomes the live bytes now.
+LAZYTENSOR_ENGINE_API void reset_peak_memory(Device d);
+/// Caps the bytes that live buffers on `d` may hold (0: no cap, the default). An allocation past
+/// it throws OutOfMemoryError, as a full device does, and leaves every tensor usable. Tensors
+/// that already exist are kept even when they hold more.
+LAZYTENSOR_ENGINE_API void set_memory_limit(Device d, std::size_t bytes);
+/// Gives the free blocks that the caching allocator keeps for reuse on `d` back to the system
+/// (the host) or the driver (OpenCL), as torch.cuda.empty_cache does.
+LAZYTENSOR_ENGINE_API void empty_cache(Device d);
+
+/// What `d` has compiled since the start (or reset_compile_stats): kernels compiled and found in
+/// memory, OpenCL programs built from source or loaded from the disk cache, and the time spent.
+/// A loop that changes only scalar values or random seeds compiles nothing after its first step.
+LAZYTENSOR_ENGINE_API CompileStats compile_stats(Device d);
+/// Sets compile_stats(d)'s counters to zero.
+LAZYTENSOR_ENGINE_API void reset_compile_stats(Device d);
+
+/// Whether check mode is on (LAZYTENSOR_CHECK=1 at start): see runtime/check.hpp.
+LAZYTENSOR_ENGINE_API bool check_enabled();
+/// Turns check mode on or off for the following realizes.
+LAZYTENSOR_ENGINE_API void set_check_enabled(bool on);
+
+namespace detail {
+
+struct Node;
+class Backend;
+namespace graph {
+struct Operand;
+}
+
+/// The backend that runs `d`'s kernels; DeviceError, naming the device, if it is unavailable
+/// (so the front end calls it to check a device before any work).
+LAZYTENSOR_ENGINE_API Backend& backend_for(Device d);
+/// Whether a matrix product of `dtype` on `device` runs as the backend's GEMM (a schedule item
+/// of its own) rather than as a reduction kernel.
+LAZYTENSOR_ENGINE_API bool gemm_available(DType dtype, Device device);
+
+/// Computes `nodes` together (runtime/realize.hpp): one schedule, shared parts computed once.
+/// If anything fails, every node is left as it was.
+LAZYTENSOR_ENGINE_API void realize_nodes(const std::vector<Node*>& nodes);
+/// The schedule realize_nodes would run, without running it.
+LAZYTENSOR_ENGINE_API std::vector<ScheduleItem> schedule_items(const std::vector<Node*>& nodes);
+/// Writes `value` into the memory of `target` (a tensor or a view of one), now: Tensor::assign.
+LAZYTENSOR_ENGINE_API void assign_into(const std::shared_ptr<Node>& target, const graph::Operand& value);
+
+/// A new buffer on `d` holding `bytes` bytes copied from host memory (`numel` elements of `dtype`).
+LAZYTENSOR_ENGINE_API BufferPtr upload(Device d, DType dtype, std::int64_t numel, const void* data);
+/// Copies `bytes` bytes at byte offset `at` of `src` to host memory (waits for the kernels
+/// that write it).
+LAZYTENSOR_ENGINE_API void download(const Buffer& src, std::size_t at, void* dst, std::size_t bytes);
+
+}  // namespace detail
+}  // namespace lazytensor
