@@ -26,11 +26,5 @@
 #include "lazytensor/frontend/random.hpp"
 #include "lazytensor/frontend/print.hpp"
 #include "lazytensor/frontend/static_kernel.hpp"
-#include "lazytensor/frontend/tensor.hpp"
+#include "lazytensor/frontend/tensor.hpp"  // and, unless LAZYTENSOR_SEPARATE_RUNTIME, the engine
 #include "lazytensor/runtime/seam.hpp"
-
-// The engine: in every unit by default (header-only), in the LAZYTENSOR_IMPLEMENTATION unit
-// only when the units are built with LAZYTENSOR_SEPARATE_RUNTIME (runtime/seam.hpp).
-#if LAZYTENSOR_ENGINE_DEFINITIONS
-#include "lazytensor/runtime/engine.hpp"
-#endif

@@ -1037,6 +1037,9 @@ inline Axes all_axes(std::size_t ndim) {
 //   LAZYTENSOR_IMPLEMENTATION        defined in exactly one unit, which holds the definitions
 //                                    (runtime/engine.hpp) as ordinary external functions.
 //
+// In header-only mode every header that uses a seam function includes runtime/engine.hpp at its
+// end, so that the definitions are there wherever the declarations are used.
+//
 // A program must not mix header-only units with separate-runtime ones: the link fails, naming
 // lazytensor_ERROR_a_unit_is_header_only_while_another_uses_LAZYTENSOR_SEPARATE_RUNTIME; a
 // separate-runtime program without an implementation unit fails to link, naming
@@ -1322,8 +1325,16 @@ struct Operand;
 /// (so the front end calls it to check a device before any work).
 LAZYTENSOR_ENGINE_API Backend& backend_for(Device d);
 /// Whether a matrix product of `dtype` on `device` runs as the backend's GEMM (a schedule item
-/// of its own) rather than as a reduction kernel.
+/// of its own) rather than as a reduction kernel. Defined here, where the engine is: it
+/// depends only on how the engine was configured (LAZYTENSOR_CLBLAST).
+#if LAZYTENSOR_ENGINE_DEFINITIONS
+LAZYTENSOR_ENGINE_API bool gemm_available(DType dtype, Device device) {
+    if (dtype != DType::Float32 && dtype != DType::Float64) return false;
+    return device.kind == Device::Kind::Host || LAZYTENSOR_CLBLAST;
+}
+#else
 LAZYTENSOR_ENGINE_API bool gemm_available(DType dtype, Device device);
+#endif
 
 /// Computes `nodes` together (runtime/realize.hpp): one schedule, shared parts computed once.
 /// If anything fails, every node is left as it was.
@@ -5196,721 +5207,11 @@ LAZYTENSOR_FREE_FORM(cumprod)
 
 }  // namespace lazytensor
 
-namespace lazytensor {
-
-namespace detail {
-
-template <class T>
-Tensor<T> from_host(const T* data, std::int64_t count, Shape shape, Device device) {
-    BufferPtr buf = upload(device, dtype_of<T>(), count, data);
-    Strides strides = contiguous_strides(shape);
-    return Tensor<T>(graph::buffer(std::move(buf), std::move(shape), std::move(strides), 0));
-}
-
-}  // namespace detail
-
-/// A tensor holding `data` (row-major) with the given shape, on `device`; copied there now.
-/// ShapeError if data.size() is not the shape's element count; DeviceError if `device` is unavailable.
-template <class T>
-Tensor<T> tensor(const std::vector<T>& data, Shape shape, Device device = default_device()) {
-    detail::check_extents(shape, "lt::tensor");
-    const std::int64_t count = numel(shape);
-    if (static_cast<std::int64_t>(data.size()) != count)
-        detail::fail<ShapeError>("lt::tensor: ", data.size(), " values do not fit shape ", shape, " (", count,
-                                 " elements)");
-    if constexpr (std::is_same_v<T, bool>) {
-        std::vector<std::uint8_t> bytes(data.begin(), data.end());
-        static_assert(sizeof(bool) == 1, "lazytensor stores bool as one byte");
-        return detail::from_host<T>(reinterpret_cast<const bool*>(bytes.data()), count, std::move(shape), device);
-    } else {
-        return detail::from_host<T>(data.data(), count, std::move(shape), device);
-    }
-}
-
-template <class T, class D>
-Tensor<T> TensorBase<T, D>::to(Device device) const {
-    Tensor<T> t(self().build());
-    if (t.device() == device) return t;
-    detail::backend_for(device);  // an unavailable device fails before any work
-    return tensor<T>(t.to_vector(), t.shape(), device);
-}
-
-/// A 1-D tensor holding `data`, on the default device (copied there now).
-template <class T>
-Tensor<T> tensor(std::initializer_list<T> data) {
-    return tensor<T>(std::vector<T>(data), Shape{static_cast<std::int64_t>(data.size())});
-}
-
-/// A tensor of the given shape with every element equal to `value` (lazy: no memory until realized).
-/// ShapeError for a negative extent; DeviceError if `device` is unavailable.
-template <class T>
-Tensor<T> full(const Shape& shape, T value, Device device = default_device()) {
-    detail::check_extents(shape, "lt::full");
-    detail::backend_for(device);
-    return Tensor<T>(detail::graph::constant(Scalar::of<T>(value), dtype_of<T>(), shape, device));
-}
-
-/// full(shape, T(0), device).
-template <class T>
-Tensor<T> zeros(const Shape& shape, Device device = default_device()) {
-    return full<T>(shape, T(0), device);
-}
-
-/// full(shape, T(1), device).
-template <class T>
-Tensor<T> ones(const Shape& shape, Device device = default_device()) {
-    return full<T>(shape, T(1), device);
-}
-
-/// start, start + step, ... up to (not including) stop, like NumPy's arange (values computed in
-/// double, converted to T, copied to `device` now). ValueError for step 0 or a non-finite bound.
-template <class T>
-Tensor<T> arange(double start, double stop, double step = 1, Device device = default_device()) {
-    if (step == 0 || !std::isfinite(step) || !std::isfinite(start) || !std::isfinite(stop))
-        detail::fail<ValueError>("lt::arange: start, stop and step must be finite and step non-zero (got ", start,
-                                 ", ", stop, ", ", step, ")");
-    const double span = std::ceil((stop - start) / step);
-    if (span >= 9.0e15)  // beyond 2^53, consecutive values are no longer distinct doubles
-        detail::fail<ValueError>("lt::arange: [", start, ", ", stop, ") in steps of ", step, " has ", span,
-                                 " elements, too many");
-    const std::int64_t count = span > 0 ? static_cast<std::int64_t>(span) : 0;
-    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-        // Every value must be one of T: no out-of-range conversion (undefined), no wrap.
-        const double last = start + static_cast<double>(count - 1) * step;
-        for (double v : {start, last})
-            if (count > 0 && (v < static_cast<double>(std::numeric_limits<T>::min()) ||
-                              v >= static_cast<double>(std::numeric_limits<T>::max()) + 1.0))
-                detail::fail<ValueError>("lt::arange: [", start, ", ", stop, ") in steps of ", step, " reaches ", v,
-                                         ", which does not fit ", dtype_of<T>());
-    }
-    std::vector<T> values(static_cast<std::size_t>(count));
-    for (std::int64_t i = 0; i < count; ++i) values[static_cast<std::size_t>(i)] = static_cast<T>(start + static_cast<double>(i) * step);
-    return tensor<T>(values, Shape{count}, device);
-}
-
-/// 0, 1, ..., n - 1 (empty for n <= 0).
-template <class T>
-Tensor<T> arange(std::int64_t n, Device device = default_device()) {
-    return arange<T>(0.0, static_cast<double>(n), 1.0, device);
-}
-
-}  // namespace lazytensor
-// ---- lazytensor/frontend/functions.hpp ----
-// The free functions and operators of the public API. Element-wise functions are generated
-// from the op list (ir/ops.hpp); reductions and views have a free form next to the members.
-
-#include <optional>
-
-
-namespace lazytensor {
-
-/// Element-wise unary functions: lt::exp(x), lt::relu(x), ... (one per entry of the op list,
-/// ir/ops.hpp). Lazy, same shape. exp, log, sqrt, ... give float32 for integers; abs, floor, ...
-/// keep the type (neither kind compiles for bool); isnan, isinf, logical_not give bool.
-#define LAZYTENSOR_X(name, fn, rule)                                                      \
-    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>            \
-    auto fn(E&& x) {                                                                      \
-        return detail::make_unary<UnaryOp::name>(std::forward<E>(x));                     \
-    }
-LAZYTENSOR_UNARY_OPS(LAZYTENSOR_X)
-#undef LAZYTENSOR_X
-
-/// Element-wise binary functions: lt::maximum(a, b), lt::pow(a, 2.0f), lt::add(a, b), ... A
-/// tensor or a C++ scalar on either side, broadcast (NumPy), types promoted (PyTorch). Lazy;
-/// ShapeError if the shapes do not broadcast, DeviceError for tensors on different devices.
-#define LAZYTENSOR_X(name, fn, rule)                                                      \
-    template <class L, class R, class = std::enable_if_t<detail::is_binary_operands_v<L, R>>> \
-    auto fn(L&& a, R&& b) {                                                               \
-        return detail::make_binary<BinaryOp::name>(std::forward<L>(a), std::forward<R>(b)); \
-    }
-LAZYTENSOR_BINARY_OPS(LAZYTENSOR_X)
-#undef LAZYTENSOR_X
-
-/// Operators: the same ops, NumPy broadcasting, a tensor or a scalar on either side. % is
-/// NumPy's remainder (the divisor's sign); && and || are element-wise (both sides are evaluated).
-/// Comparisons, && and || give bool tensors. Lazy, and they throw as the functions above do.
-#define LAZYTENSOR_OPERATORS(X) \
-    X(+, Add)                   \
-    X(-, Sub)                   \
-    X(*, Mul)                   \
-    X(/, Div)                   \
-    X(%, Remainder)             \
-    X(<, Lt)                    \
-    X(<=, Le)                   \
-    X(>, Gt)                    \
-    X(>=, Ge)                   \
-    X(==, Eq)                   \
-    X(!=, Ne)                   \
-    X(&, BitAnd)                \
-    X(|, BitOr)                 \
-    X(^, BitXor)                \
-    X(<<, Shl)                  \
-    X(>>, Shr)                  \
-    X(&&, LogicalAnd)           \
-    X(||, LogicalOr)
-#define LAZYTENSOR_X(symbol, name)                                                        \
-    template <class L, class R, class = std::enable_if_t<detail::is_binary_operands_v<L, R>>> \
-    auto operator symbol(L&& a, R&& b) {                                                  \
-        return detail::make_binary<BinaryOp::name>(std::forward<L>(a), std::forward<R>(b)); \
-    }
-LAZYTENSOR_OPERATORS(LAZYTENSOR_X)
-#undef LAZYTENSOR_X
-#undef LAZYTENSOR_OPERATORS
-
-/// Compound assignment: x += y is x = x + y (a new lazy value; the result type must be T, or it
-/// does not compile). It rebinds x only: other handles and views keep the old value (see assign).
-#define LAZYTENSOR_COMPOUND(X) \
-    X(+=, Add) X(-=, Sub) X(*=, Mul) X(/=, Div) X(%=, Remainder) X(&=, BitAnd) X(|=, BitOr) X(^=, BitXor) X(<<=, Shl) X(>>=, Shr)
-#define LAZYTENSOR_X(symbol, name)                                                                   \
-    template <class T, class R, class = std::enable_if_t<detail::is_tensor_like_v<R> || detail::is_scalar_v<R>>> \
-    Tensor<T>& operator symbol(Tensor<T>& x, R&& y) {                                                \
-        x = detail::make_binary<BinaryOp::name>(x, std::forward<R>(y));                              \
-        return x;                                                                                    \
-    }
-LAZYTENSOR_COMPOUND(LAZYTENSOR_X)
-#undef LAZYTENSOR_X
-#undef LAZYTENSOR_COMPOUND
-
-/// Element-wise negation (not defined for bool: does not compile).
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto operator-(E&& x) {
-    return detail::make_unary<UnaryOp::Neg>(std::forward<E>(x));
-}
-/// Bitwise not of integers; logical not of bool.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto operator~(E&& x) {
-    return detail::make_unary<UnaryOp::BitwiseNot>(std::forward<E>(x));
-}
-/// x == 0, for any dtype (bool result).
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto operator!(E&& x) {
-    return detail::make_unary<UnaryOp::LogicalNot>(std::forward<E>(x));
-}
-
-/// x limited to [lo, hi] (NumPy's clip): minimum(maximum(x, lo), hi), so NaN in any operand
-/// propagates and hi wins where lo > hi. lo and hi may be tensors (broadcast) or scalars.
-template <class E, class Lo, class Hi,
-          class = std::enable_if_t<detail::is_tensor_like_v<E> && (detail::is_tensor_like_v<Lo> || detail::is_scalar_v<Lo>) &&
-                                   (detail::is_tensor_like_v<Hi> || detail::is_scalar_v<Hi>)>>
-auto clamp(E&& x, Lo&& lo, Hi&& hi) {
-    return minimum(maximum(std::forward<E>(x), std::forward<Lo>(lo)), std::forward<Hi>(hi));
-}
-
-/// x where cond is true, y elsewhere (broadcast together; x and y may be scalars). cond of any
-/// dtype counts non-zero as true; the result has x and y's promoted type. Lazy.
-template <class C, class X, class Y,
-          class = std::enable_if_t<detail::is_tensor_like_v<C> || detail::is_tensor_like_v<X> || detail::is_tensor_like_v<Y>>>
-auto where(C&& cond, X&& x, Y&& y) {
-    return detail::WhereExpr<detail::wrapped_t<C>, detail::wrapped_t<X>, detail::wrapped_t<Y>>(
-        detail::wrap(std::forward<C>(cond)), detail::wrap(std::forward<X>(x)), detail::wrap(std::forward<Y>(y)));
-}
-
-/// Element-wise conversion to U (float to integer saturates; NaN becomes 0).
-template <class U, class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto cast(const E& x) {
-    return x.template cast<U>();
-}
-
-/// Free forms of the reductions: lt::sum(x), lt::sum(x, axes, keepdim), lt::sum(x, axis, keepdim),
-/// and likewise max, min, prod, any, all, mean (see the members of TensorBase).
-#define LAZYTENSOR_REDUCTION(fn)                                                           \
-    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>             \
-    auto fn(const E& x) {                                                                  \
-        return x.fn();                                                                     \
-    }                                                                                      \
-    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>             \
-    auto fn(const E& x, const Axes& axes, bool keepdim = false) {                         \
-        return x.fn(axes, keepdim);                                                        \
-    }                                                                                      \
-    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>             \
-    auto fn(const E& x, int axis, bool keepdim = false) {                                 \
-        return x.fn(Axes{axis}, keepdim);                                                  \
-    }
-LAZYTENSOR_REDUCTION(sum)
-LAZYTENSOR_REDUCTION(max)
-LAZYTENSOR_REDUCTION(min)
-LAZYTENSOR_REDUCTION(prod)
-LAZYTENSOR_REDUCTION(any)
-LAZYTENSOR_REDUCTION(all)
-LAZYTENSOR_REDUCTION(mean)
-#undef LAZYTENSOR_REDUCTION
-
-/// Matrix product with NumPy's rules. [m, k] x [k, n] -> [m, n]; batch axes broadcast
-/// ([8, 1, 64, 32] x [4, 32, 16] -> [8, 4, 64, 16]); a 1-d left operand is a row vector and a
-/// 1-d right operand a column vector, whose axis is dropped from the result (1-d x 1-d is a
-/// dot product, a 0-d tensor). Operands meet in their promoted type. Float and double run as
-/// a GEMM (host: packed SIMD GEMM on all cores; OpenCL: CLBlast) reading transposed and
-/// broadcast operands in place; half multiplies in float. Other types (and OpenCL without
-/// CLBlast) run as a fused reduction kernel. Lazy. ShapeError for a 0-d operand, contracted
-/// extents that differ or batch axes that do not broadcast; DeviceError across devices.
-template <class A, class B, class = std::enable_if_t<detail::is_tensor_like_v<A> && detail::is_tensor_like_v<B>>>
-auto matmul(const A& a, const B& b) {
-    using R = promote_t<typename std::decay_t<A>::value_type, typename std::decay_t<B>::value_type>;
-    return Tensor<R>(detail::graph::matmul(a.build(), b.build()));
-}
-
-
-/// Free forms of the view members: lt::reshape(x, shape) is x.reshape(shape), and likewise
-/// permute, transpose and expand.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto reshape(const E& x, const Shape& shape) {
-    return x.reshape(shape);
-}
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto permute(const E& x, const Axes& perm) {
-    return x.permute(perm);
-}
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto transpose(const E& x, int a, int b) {
-    return x.transpose(a, b);
-}
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto expand(const E& x, const Shape& shape) {
-    return x.expand(shape);
-}
-
-}  // namespace lazytensor
-// ---- lazytensor/frontend/nn.hpp ----
-// Neural-network composites, built from primitives so that the scheduler fuses them: a row
-// softmax is one kernel (max, sum of exponentials and the normalized store are three phases of
-// it), logsumexp and layer_norm likewise; cross_entropy is one kernel per row plus the mean.
-
-#include <optional>
-
-// ---- lazytensor/frontend/indexing.hpp ----
-// Indexing by tensors of positions: gather, index_select, one_hot, scatter_add.
-//
-// Positions are checked before anything is computed: the index tensor is realized with its
-// minimum and maximum (one small schedule), and a position out of range is an IndexError
-// naming it. The kernels clamp positions as well, so no read ever leaves a buffer.
-
-#include <vector>
-
-
-namespace lazytensor {
-
-namespace detail {
-
-/// Realizes an integer tensor and checks that its values lie in [0, bound).
-inline void check_positions(const NodePtr& positions, std::int64_t bound, const char* op, const char* what,
-                            const std::string& range) {
-    if (!is_integral(positions->dtype))
-        fail<ValueError>(op, ": ", what, " must be an integer tensor, got ", positions->dtype);
-    if (numel(positions->shape) == 0) return;
-    const NodePtr wide = graph::cast(positions, DType::Int64);
-    const NodePtr lo = graph::reduce(ReduceOp::Min, wide, std::nullopt, false, op);
-    const NodePtr hi = graph::reduce(ReduceOp::Max, wide, std::nullopt, false, op);
-    realize_nodes({positions.get(), lo.get(), hi.get()});
-    const std::int64_t low = read_elements<std::int64_t>(*lo)[0], high = read_elements<std::int64_t>(*hi)[0];
-    if (low < 0 || high >= bound)
-        fail<IndexError>(op, ": ", what, " ", low < 0 ? low : high, " is out of range for ", range, " (valid: 0 to ",
-                         bound - 1, ")");
-}
-
-}  // namespace detail
-
-/// out[i] = x[i with i[axis] replaced by index[i]] (PyTorch's gather). index is an integer
-/// tensor with x's rank, at most x's extent on every other axis; the result has its shape.
-/// Realizes index now to check it (IndexError naming a bad position); the gather stays lazy.
-template <class E, class I, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I>>>
-auto gather(const E& x, int axis, const I& index) {
-    using T = typename E::value_type;
-    const detail::NodePtr data = x.build(), positions = index.build();
-    const auto k = static_cast<std::size_t>(detail::normalize_axis(axis, data->shape.size(), "gather", data->shape));
-    detail::graph::gather(data, axis, positions);  // shape, dtype and device checks first
-    detail::check_positions(positions, data->shape[k], "gather", "index",
-                            detail::concat("axis ", axis, " of extent ", data->shape[k], " (shape ", data->shape, ")"));
-    return Tensor<T>(detail::graph::gather(data, axis, positions));
-}
-
-/// The slices of x at `index` (a 1-d integer tensor) along `axis`, in that order: x's shape
-/// with that extent replaced by index's. ShapeError unless index is 1-d; realizes index now to
-/// check it (IndexError for a position out of range).
-template <class E, class I, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I>>>
-auto index_select(const E& x, int axis, const I& index) {
-    using T = typename E::value_type;
-    const detail::NodePtr data = x.build(), positions = index.build();
-    const auto k = static_cast<std::size_t>(detail::normalize_axis(axis, data->shape.size(), "index_select", data->shape));
-    if (positions->shape.size() != 1)
-        detail::fail<ShapeError>("index_select: the index must be 1-dimensional, got shape ", positions->shape);
-    detail::check_positions(positions, data->shape[k], "index_select", "index",
-                            detail::concat("axis ", axis, " of extent ", data->shape[k], " (shape ", data->shape, ")"));
-    Shape spread(data->shape.size(), 1), out = data->shape;
-    spread[k] = positions->shape[0];
-    out[k] = positions->shape[0];
-    const detail::NodePtr expanded = detail::graph::expand(detail::graph::reshape(positions, spread), out);
-    return Tensor<T>(detail::graph::gather(data, static_cast<int>(k), expanded));
-}
-
-/// labels (integers in [0, num_classes)) as one-hot int64 vectors along a new last axis.
-/// num_classes = -1 takes the largest label + 1. Realizes labels now to check them (IndexError
-/// for a label out of range, ValueError for non-integer labels).
-template <class I, class = std::enable_if_t<detail::is_tensor_like_v<I>>>
-Tensor<std::int64_t> one_hot(const I& labels, std::int64_t num_classes = -1) {
-    const detail::NodePtr l = labels.build();
-    if (num_classes < -1) detail::fail<ValueError>("one_hot: num_classes must be >= 0 or -1, got ", num_classes);
-    if (num_classes == -1) {
-        if (!is_integral(l->dtype)) detail::fail<ValueError>("one_hot: labels must be integers, got ", l->dtype);
-        if (numel(l->shape) == 0)
-            detail::fail<ValueError>("one_hot: cannot infer num_classes from empty labels; pass it");
-        const detail::NodePtr hi = detail::graph::reduce(ReduceOp::Max, detail::graph::cast(l, DType::Int64), std::nullopt,
-                                                          false, "one_hot");
-        detail::realize_nodes({hi.get()});
-        num_classes = detail::read_elements<std::int64_t>(*hi)[0] + 1;
-    }
-    detail::check_positions(l, num_classes, "one_hot", "label", detail::concat(num_classes, " classes"));
-    Shape out = l->shape;
-    out.push_back(num_classes);
-    Shape spread = l->shape;
-    spread.push_back(1);
-    const detail::NodePtr classes = detail::graph::iota(out, -1, l->device);
-    const detail::NodePtr wide = detail::graph::expand(detail::graph::reshape(detail::graph::cast(l, DType::Int64), spread), out);
-    return Tensor<std::int64_t>(detail::graph::cast(detail::graph::binary(BinaryOp::Eq, wide, classes), DType::Int64));
-}
-
-/// x with src added at the positions index names along `axis` (PyTorch's scatter_add:
-/// out[i with i[axis] = index[j]] += src[j] for every j in index's shape). Deterministic:
-/// each output element sums its contributions in index order, on every backend. It is
-/// computed as a reduction over index's extent along `axis` for every output element, so it
-/// costs numel(x) * index.shape[axis] operations (fine for small index extents). src is
-/// converted to x's type. Realizes index now to check it (IndexError); ShapeError for ranks or
-/// extents that do not fit.
-template <class E, class I, class S,
-          class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I> && detail::is_tensor_like_v<S>>>
-auto scatter_add(const E& x, int axis, const I& index, const S& src) {
-    using T = typename E::value_type;
-    const char* op = "scatter_add";
-    const detail::NodePtr base = x.build(), positions = index.build(), values = detail::graph::cast(src.build(), dtype_of<T>());
-    const Shape& s = base->shape;
-    const auto r = s.size();
-    const auto k = static_cast<std::size_t>(detail::normalize_axis(axis, r, op, s));
-    if (positions->shape.size() != r || values->shape.size() != r)
-        detail::fail<ShapeError>(op, ": x (shape ", s, "), index (shape ", positions->shape, ") and src (shape ",
-                                 values->shape, ") must have the same number of dimensions");
-    for (std::size_t d = 0; d < r; ++d) {
-        if (positions->shape[d] > values->shape[d] || (d != k && positions->shape[d] > s[d]))
-            detail::fail<ShapeError>(op, ": index shape ", positions->shape, " must not exceed src shape ", values->shape,
-                                     ", nor x shape ", s, " outside axis ", k);
-    }
-    detail::check_positions(positions, s[k], op, "index", detail::concat("axis ", axis, " of extent ", s[k], " (shape ", s, ")"));
-    // Over [x's shape..., index extent along axis]: index and src read at (i with i[axis] = j),
-    // padded with -1 (never a position) and 0 outside index's other extents.
-    const std::int64_t count = positions->shape[k];
-    Shape window(positions->shape);
-    auto spread = [&](const detail::NodePtr& t, Scalar fill) {
-        detail::SmallVector<std::int64_t, 12> whole;  // t cut to index's shape (src may be larger)
-        Axes last;                            // `axis` moved last
-        Shape before(r, 0), after(r, 0), lifted;
-        for (std::size_t d = 0; d < r; ++d) {
-            whole.push_back(0);
-            whole.push_back(1);
-            if (d != k) {
-                after[last.size()] = s[d] - window[d];
-                last.push_back(static_cast<int>(d));
-                lifted.push_back(s[d]);
-            }
-        }
-        last.push_back(static_cast<int>(k));
-        lifted.insert(k, 1);
-        lifted.push_back(count);
-        detail::NodePtr part = detail::graph::permute(detail::graph::window(t, whole, window), last);
-        part = detail::graph::reshape(detail::graph::pad(part, before, after, fill), lifted);
-        Shape domain = s;
-        domain.push_back(count);
-        return detail::graph::expand(part, domain);
-    };
-    Shape domain = s;
-    domain.push_back(count);
-    const detail::NodePtr at = spread(detail::graph::cast(positions, DType::Int64), Scalar::of<std::int64_t>(-1));
-    const detail::NodePtr from = spread(values, Scalar::of<T>(T(0)));
-    const detail::NodePtr hit = detail::graph::binary(BinaryOp::Eq, at, detail::graph::iota(domain, static_cast<int>(k), base->device));
-    const detail::NodePtr picked = detail::graph::where(hit, from, Scalar::of<T>(T(0)));
-    const detail::NodePtr added =
-        detail::graph::cast(detail::graph::reduce(ReduceOp::Sum, picked, Axes{static_cast<int>(r)}, false, op), dtype_of<T>());
-    return Tensor<T>(detail::graph::binary(BinaryOp::Add, base, added));
-}
-
-}  // namespace lazytensor
-
-namespace lazytensor {
-
-namespace detail {
-
-/// log(sum(exp(x))) over `axes`, shifted by the maximum so that nothing overflows. An
-/// all-(-inf) row gives -inf and a +inf element gives +inf, as the exact value would.
-inline NodePtr log_sum_exp(const NodePtr& x, const Axes& axes, bool keepdim) {
-    const NodePtr v = floating(x);
-    const NodePtr m = graph::reduce(ReduceOp::Max, v, axes, true, "logsumexp");
-    const NodePtr infinite = graph::binary(BinaryOp::Eq, graph::unary(UnaryOp::Abs, m), Scalar::of<double>(INFINITY));
-    const NodePtr shift = graph::where(infinite, Scalar::of<double>(0.0), m);
-    const NodePtr sum = graph::reduce(ReduceOp::Sum, graph::unary(UnaryOp::Exp, graph::binary(BinaryOp::Sub, v, shift)),
-                                      axes, keepdim, "logsumexp");
-    const NodePtr kept = keepdim ? shift : graph::squeeze_axes(shift, normalize_axes(axes, x->shape.size(), "logsumexp", x->shape));
-    return graph::binary(BinaryOp::Add, graph::unary(UnaryOp::Log, sum), kept);
-}
-
-}  // namespace detail
-
-/// exp(x) / sum(exp(x)) along `axis` (shifted by the maximum), same shape; integers compute in
-/// float32. Lazy; a softmax over rows is one kernel. AxisError for a bad axis.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto softmax(const E& x, int axis = -1) {
-    using R = detail::mean_t<typename E::value_type>;
-    namespace g = detail::graph;
-    const detail::NodePtr v = detail::floating(x.build());
-    const Axes axes{axis};
-    const detail::NodePtr e =
-        g::unary(UnaryOp::Exp, g::binary(BinaryOp::Sub, v, g::reduce(ReduceOp::Max, v, axes, true, "softmax")));
-    return Tensor<R>(g::binary(BinaryOp::Div, e, g::reduce(ReduceOp::Sum, e, axes, true, "softmax")));
-}
-
-/// log(softmax(x, axis)), computed as x - logsumexp(x, axis) (no log of a rounded 0). Same
-/// shape; integers compute in float32. Lazy.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto log_softmax(const E& x, int axis = -1) {
-    using R = detail::mean_t<typename E::value_type>;
-    const detail::NodePtr v = detail::floating(x.build());
-    return Tensor<R>(detail::graph::binary(BinaryOp::Sub, v, detail::log_sum_exp(v, Axes{axis}, true)));
-}
-
-/// log(sum(exp(x))) over `axes` (all when empty), without overflow; integers compute in float32.
-/// Lazy.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto logsumexp(const E& x, const Axes& axes = {}, bool keepdim = false) {
-    using R = detail::mean_t<typename E::value_type>;
-    const detail::NodePtr v = x.build();
-    return Tensor<R>(detail::log_sum_exp(v, axes.empty() ? detail::all_axes(v->shape.size()) : axes, keepdim));
-}
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto logsumexp(const E& x, int axis, bool keepdim = false) {
-    return logsumexp(x, Axes{axis}, keepdim);
-}
-
-/// (x - mean) / sqrt(var + eps) over `axes` (all when empty; biased variance, as PyTorch's layer_norm), then
-/// times `weight` and plus `bias` when given (broadcast against x). Integers compute in float32.
-/// Lazy. ValueError if eps is negative or NaN; AxisError for a bad axis.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto layer_norm(const E& x, const Axes& axes, double eps = 1e-5,
-                const std::optional<Tensor<detail::mean_t<typename E::value_type>>>& weight = std::nullopt,
-                const std::optional<Tensor<detail::mean_t<typename E::value_type>>>& bias = std::nullopt) {
-    using R = detail::mean_t<typename E::value_type>;
-    namespace g = detail::graph;
-    if (!(eps >= 0)) detail::fail<ValueError>("layer_norm: eps must be >= 0, got ", eps);
-    const detail::NodePtr v = detail::floating(x.build());
-    const Axes norm = axes.empty() ? detail::all_axes(v->shape.size())  // all, as var and logsumexp
-                                   : detail::normalize_axes(axes, v->shape.size(), "layer_norm", v->shape);
-    const detail::NodePtr centered = g::binary(BinaryOp::Sub, v, g::mean(v, norm, true));
-    const detail::NodePtr var = g::mean(g::binary(BinaryOp::Mul, centered, centered), norm, true);
-    detail::NodePtr out = g::binary(BinaryOp::Div, centered,
-                                    g::unary(UnaryOp::Sqrt, g::binary(BinaryOp::Add, var, Scalar::of<double>(eps))));
-    if (weight) out = g::binary(BinaryOp::Mul, out, weight->build());
-    if (bias) out = g::binary(BinaryOp::Add, out, bias->build());
-    return Tensor<R>(out);
-}
-/// layer_norm over one axis (the last by default), without weight and bias.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto layer_norm(const E& x, int axis = -1, double eps = 1e-5) {
-    return layer_norm(x, Axes{axis}, eps);
-}
-
-/// How cross_entropy combines the per-sample losses: their Mean or Sum (a 0-d tensor), or
-/// None (one loss per sample, in labels' shape).
-enum class Reduction { Mean, Sum, None };
-
-/// The negative log-likelihood of `labels` (integers in [0, C)) under softmax(logits) along
-/// the last axis: logsumexp(logits) - logits[label], per sample ([...]) or its mean or sum.
-/// logits have shape [..., C] and labels [...] (ShapeError otherwise); labels are realized now
-/// and checked: one out of range is an IndexError.
-template <class E, class I, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I>>>
-auto cross_entropy(const E& logits, const I& labels, Reduction reduction = Reduction::Mean) {
-    using R = detail::mean_t<typename E::value_type>;
-    namespace g = detail::graph;
-    const char* op = "cross_entropy";
-    const detail::NodePtr x = detail::floating(logits.build()), l = labels.build();
-    if (x->shape.empty()) detail::fail<ShapeError>(op, ": logits need a class axis, got a 0-d tensor");
-    const Shape batch(x->shape.begin(), x->shape.end() - 1);
-    if (l->shape != batch)
-        detail::fail<ShapeError>(op, ": labels of shape ", l->shape, " do not match logits of shape ", x->shape,
-                                 " (expected labels of shape ", batch, ")");
-    const std::int64_t classes = x->shape[x->shape.size() - 1];
-    detail::check_positions(l, classes, op, "label", detail::concat(classes, " classes (logits shape ", x->shape, ")"));
-    Shape spread = batch;
-    spread.push_back(1);
-    const int last = static_cast<int>(batch.size());
-    const detail::NodePtr is_label =
-        g::binary(BinaryOp::Eq, g::iota(x->shape, last, x->device), g::reshape(g::cast(l, DType::Int64), spread));
-    const detail::NodePtr picked =
-        g::reduce(ReduceOp::Sum, g::where(is_label, x, Scalar::of<double>(0.0)), Axes{last}, false, op);
-    detail::NodePtr loss = g::binary(BinaryOp::Sub, detail::log_sum_exp(x, Axes{last}, false), picked);
-    if (reduction == Reduction::Mean) loss = g::mean(loss, std::nullopt, false);
-    if (reduction == Reduction::Sum) loss = g::reduce(ReduceOp::Sum, loss, std::nullopt, false, op);
-    return Tensor<R>(loss);
-}
-
-}  // namespace lazytensor
-// ---- lazytensor/frontend/random.hpp ----
-// Random tensors from the counter-based Philox 4x32-10 generator (core/philox.hpp): element i
-// of a tensor made with seed s is a function of (i, s) alone, so the same seed gives the same
-// numbers on every device and thread count, and nothing is stored until the tensor is read.
-// Tensors of one shape and seed are equal; use different seeds for independent tensors.
-
-#include <cmath>
-#include <cstdint>
-
-
-namespace lazytensor {
-
-namespace detail {
-
-/// 64 random bits (int64) per element: philox(linear index, seed).
-inline NodePtr random_bits(const Shape& shape, std::uint64_t seed, Device device, const char* op) {
-    check_extents(shape, op);
-    backend_for(device);
-    const NodePtr counter = graph::index(shape, contiguous_strides(shape), device);
-    return graph::binary(BinaryOp::Philox, counter, Scalar::of<std::int64_t>(static_cast<std::int64_t>(seed)));
-}
-
-/// bits >> shift, keeping `width` bits: a non-negative int64 below 2^width.
-inline NodePtr bit_field(const NodePtr& bits, int shift, int width) {
-    const NodePtr shifted = shift ? graph::binary(BinaryOp::Shr, bits, Scalar::of<std::int64_t>(shift)) : bits;
-    return graph::binary(BinaryOp::BitAnd, shifted, Scalar::of<std::int64_t>(static_cast<std::int64_t>((std::uint64_t(1) << width) - 1)));
-}
-
-/// Mantissa bits of a floating type: a uniform value with this many random bits is exact.
-inline int mantissa_bits(DType t) { return t == DType::Float64 ? 53 : t == DType::Float32 ? 24 : 11; }
-
-/// A field of `width` bits as a floating value in [0, 1) (or (0, 1] with `open_at_zero`).
-inline NodePtr unit_interval(const NodePtr& field, int width, DType t, bool open_at_zero) {
-    NodePtr v = open_at_zero ? graph::binary(BinaryOp::Add, field, Scalar::of<std::int64_t>(1)) : field;
-    return graph::binary(BinaryOp::Mul, graph::cast(v, t), Scalar::of<double>(std::ldexp(1.0, -width)));
-}
-
-}  // namespace detail
-
-/// Uniform random numbers in [0, 1) (float, double or half; every value a multiple of 2^-24,
-/// 2^-53 or 2^-11 respectively), bit-identical on every device. Lazy (nothing stored until read).
-template <class T>
-Tensor<T> rand(const Shape& shape, std::uint64_t seed, Device device = default_device()) {
-    static_assert(detail::is_floating_v<T>, "lazytensor: rand<T> needs a floating T (float, double, half)");
-    const DType t = dtype_of<T>();
-    const int width = detail::mantissa_bits(t);
-    const detail::NodePtr bits = detail::random_bits(shape, seed, device, "rand");
-    return Tensor<T>(detail::unit_interval(detail::bit_field(bits, 64 - width, width), width, t, false));
-}
-
-/// Standard normal random numbers (Box-Muller on two uniforms per element, computed in T; in
-/// float for half). The same on every device up to the rounding of log, sqrt and cos. Lazy.
-template <class T>
-Tensor<T> randn(const Shape& shape, std::uint64_t seed, Device device = default_device()) {
-    static_assert(detail::is_floating_v<T>, "lazytensor: randn<T> needs a floating T (float, double, half)");
-    namespace g = detail::graph;
-    const DType t = dtype_of<T>() == DType::Float64 ? DType::Float64 : DType::Float32;
-    const int width = t == DType::Float64 ? 32 : 24;
-    const detail::NodePtr bits = detail::random_bits(shape, seed, device, "randn");
-    const detail::NodePtr u1 = detail::unit_interval(detail::bit_field(bits, 32, width), width, t, true);  // (0, 1]
-    const detail::NodePtr u2 = detail::unit_interval(detail::bit_field(bits, 0, width), width, t, false);  // [0, 1)
-    const detail::NodePtr radius =
-        g::unary(UnaryOp::Sqrt, g::binary(BinaryOp::Mul, g::unary(UnaryOp::Log, u1), Scalar::of<double>(-2.0)));
-    const detail::NodePtr angle = g::binary(BinaryOp::Mul, u2, Scalar::of<double>(6.283185307179586476925));
-    return Tensor<T>(g::cast(g::binary(BinaryOp::Mul, radius, g::unary(UnaryOp::Cos, angle)), dtype_of<T>()));
-}
-
-/// Uniform random integers in [low, high) (bias below (high - low) / 2^63), bit-identical on
-/// every device. Lazy. ValueError if high <= low, the range does not fit T or is wider than 2^63 - 1.
-template <class T>
-Tensor<T> randint(std::int64_t low, std::int64_t high, const Shape& shape, std::uint64_t seed,
-                  Device device = default_device()) {
-    static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>,
-                  "lazytensor: randint<T> needs an integer T (uint8_t, int32_t, int64_t)");
-    if (high <= low) detail::fail<ValueError>("randint: needs low < high, got [", low, ", ", high, ")");
-    // Values are low + (63 random bits) mod (high - low): the width must fit in int64.
-    if (static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low) > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-        detail::fail<ValueError>("randint: [", low, ", ", high, ") is wider than 2^63 - 1 values");
-    if (low < static_cast<std::int64_t>(std::numeric_limits<T>::min()) ||
-        high - 1 > static_cast<std::int64_t>(std::numeric_limits<T>::max()))
-        detail::fail<ValueError>("randint: [", low, ", ", high, ") does not fit ", dtype_of<T>());
-    namespace g = detail::graph;
-    const detail::NodePtr bits = detail::random_bits(shape, seed, device, "randint");
-    const detail::NodePtr r63 = detail::bit_field(bits, 1, 63);
-    const detail::NodePtr offset = g::binary(BinaryOp::Remainder, r63, Scalar::of<std::int64_t>(high - low));
-    return Tensor<T>(g::cast(g::binary(BinaryOp::Add, offset, Scalar::of<std::int64_t>(low)), dtype_of<T>()));
-}
-
-}  // namespace lazytensor
-// ---- lazytensor/frontend/print.hpp ----
-// operator<< for tensors and expressions: the values (NumPy-style, summarized when large),
-// then shape, dtype and device. Printing realizes.
-
-#include <cstdint>
-#include <ostream>
-#include <sstream>
-#include <type_traits>
-#include <vector>
-
-
-namespace lazytensor {
-
-namespace detail {
-
-template <class T>
-void print_value(std::ostream& out, T v) {
-    if constexpr (std::is_same_v<T, bool>) out << (v ? "true" : "false");
-    else if constexpr (std::is_integral_v<T>) out << static_cast<long long>(v);
-    else if constexpr (std::is_same_v<T, half>) out << static_cast<float>(v);
-    else out << v;
-}
-
-template <class T>
-void print_dims(std::ostream& out, const std::vector<T>& values, const Shape& shape, std::size_t dim,
-                std::int64_t base, bool summarize, int indent) {
-    if (dim == shape.size()) {
-        print_value(out, values[static_cast<std::size_t>(base)]);
-        return;
-    }
-    const std::int64_t n = shape[dim];
-    std::int64_t inner = 1;
-    for (std::size_t k = dim + 1; k < shape.size(); ++k) inner *= shape[k];
-    out << '[';
-    for (std::int64_t i = 0; i < n; ++i) {
-        if (summarize && n > 6 && i == 3) {
-            out << "...";
-            i = n - 4;
-            if (dim + 1 < shape.size()) out << ",\n" << std::string(static_cast<std::size_t>(indent + 1), ' ');
-            else out << ", ";
-            continue;
-        }
-        print_dims(out, values, shape, dim + 1, base + i * inner, summarize, indent + 1);
-        if (i + 1 < n) {
-            if (dim + 1 < shape.size()) out << ",\n" << std::string(static_cast<std::size_t>(indent + 1), ' ');
-            else out << ", ";
-        }
-    }
-    out << ']';
-}
-
-}  // namespace detail
-
-/// Writes `tensor([...], shape=[...], dtype=..., device=...)` with NumPy-style nested rows (over
-/// 1000 elements: only the first and last 3 along each axis longer than 6). Realizes x first.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-std::ostream& operator<<(std::ostream& out, const E& x) {
-    using T = typename E::value_type;
-    Tensor<T> t = x.realize();
-    const std::vector<T> values = t.to_vector();
-    std::ostringstream s;
-    s << "tensor(";
-    detail::print_dims(s, values, t.shape(), 0, 0, values.size() > 1000, 7);
-    s << ", shape=" << t.shape() << ", dtype=" << dtype_of<T>() << ", device=" << t.device() << ")";
-    return out << s.str();
-}
-
-}  // namespace lazytensor
-
-// The engine: in every unit by default (header-only), in the LAZYTENSOR_IMPLEMENTATION unit
-// only when the units are built with LAZYTENSOR_SEPARATE_RUNTIME (runtime/seam.hpp).
+// Header-only: the definitions of the seam functions used above (runtime/seam.hpp).
 #if LAZYTENSOR_ENGINE_DEFINITIONS
 // ---- lazytensor/runtime/engine.hpp ----
-// The engine's side of the seam (runtime/seam.hpp): the definitions of what the seam declares.
+// The engine's side of the seam (runtime/seam.hpp): the definitions of what the seam declares
+// (but gemm_available, which the seam defines itself).
 // lazytensor.hpp includes this in header-only units (the definitions are inline) and in the one
 // LAZYTENSOR_IMPLEMENTATION unit (ordinary external definitions); separate-runtime units never
 // see it.
@@ -11578,6 +10879,9 @@ private:
 
 }  // namespace detail
 }  // namespace lazytensor
+
+// realize(), which runs these checks, and (header-only) through it the definitions of the seam
+// functions used above: included last, so that check.hpp comes complete however it is reached.
 // ---- lazytensor/runtime/realize.hpp ----
 // realize(): plan (schedule and lower, or reuse the plan of a graph of the same structure) ->
 // get compiled kernels (cached) -> launch -> commit.
@@ -11857,6 +11161,10 @@ inline std::vector<ScheduleItem> describe_schedule(const std::vector<Node*>& nod
 }  // namespace detail
 }  // namespace lazytensor
 
+// Header-only: the definitions of the seam functions used above (runtime/seam.hpp).
+#if LAZYTENSOR_ENGINE_DEFINITIONS
+#endif
+
 #if !LAZYTENSOR_ENGINE_DEFINITIONS
 #error "lazytensor: runtime/engine.hpp holds the engine's definitions; a LAZYTENSOR_SEPARATE_RUNTIME unit must not include it (define LAZYTENSOR_IMPLEMENTATION in the one unit that should)"
 #endif
@@ -11924,11 +11232,6 @@ namespace detail {
 
 LAZYTENSOR_ENGINE_API Backend& backend_for(Device d) { return device_backend(d); }
 
-LAZYTENSOR_ENGINE_API bool gemm_available(DType dtype, Device device) {
-    if (dtype != DType::Float32 && dtype != DType::Float64) return false;
-    return device.kind == Device::Kind::Host || LAZYTENSOR_CLBLAST;
-}
-
 LAZYTENSOR_ENGINE_API void realize_nodes(const std::vector<Node*>& nodes) { realize_graph(nodes); }
 
 LAZYTENSOR_ENGINE_API std::vector<ScheduleItem> schedule_items(const std::vector<Node*>& nodes) {
@@ -11984,3 +11287,713 @@ LAZYTENSOR_ENGINE_API void download(const Buffer& src, std::size_t at, void* dst
 }  // namespace detail
 }  // namespace lazytensor
 #endif
+
+namespace lazytensor {
+
+namespace detail {
+
+template <class T>
+Tensor<T> from_host(const T* data, std::int64_t count, Shape shape, Device device) {
+    BufferPtr buf = upload(device, dtype_of<T>(), count, data);
+    Strides strides = contiguous_strides(shape);
+    return Tensor<T>(graph::buffer(std::move(buf), std::move(shape), std::move(strides), 0));
+}
+
+}  // namespace detail
+
+/// A tensor holding `data` (row-major) with the given shape, on `device`; copied there now.
+/// ShapeError if data.size() is not the shape's element count; DeviceError if `device` is unavailable.
+template <class T>
+Tensor<T> tensor(const std::vector<T>& data, Shape shape, Device device = default_device()) {
+    detail::check_extents(shape, "lt::tensor");
+    const std::int64_t count = numel(shape);
+    if (static_cast<std::int64_t>(data.size()) != count)
+        detail::fail<ShapeError>("lt::tensor: ", data.size(), " values do not fit shape ", shape, " (", count,
+                                 " elements)");
+    if constexpr (std::is_same_v<T, bool>) {
+        std::vector<std::uint8_t> bytes(data.begin(), data.end());
+        static_assert(sizeof(bool) == 1, "lazytensor stores bool as one byte");
+        return detail::from_host<T>(reinterpret_cast<const bool*>(bytes.data()), count, std::move(shape), device);
+    } else {
+        return detail::from_host<T>(data.data(), count, std::move(shape), device);
+    }
+}
+
+template <class T, class D>
+Tensor<T> TensorBase<T, D>::to(Device device) const {
+    Tensor<T> t(self().build());
+    if (t.device() == device) return t;
+    detail::backend_for(device);  // an unavailable device fails before any work
+    return tensor<T>(t.to_vector(), t.shape(), device);
+}
+
+/// A 1-D tensor holding `data`, on the default device (copied there now).
+template <class T>
+Tensor<T> tensor(std::initializer_list<T> data) {
+    return tensor<T>(std::vector<T>(data), Shape{static_cast<std::int64_t>(data.size())});
+}
+
+/// A tensor of the given shape with every element equal to `value` (lazy: no memory until realized).
+/// ShapeError for a negative extent; DeviceError if `device` is unavailable.
+template <class T>
+Tensor<T> full(const Shape& shape, T value, Device device = default_device()) {
+    detail::check_extents(shape, "lt::full");
+    detail::backend_for(device);
+    return Tensor<T>(detail::graph::constant(Scalar::of<T>(value), dtype_of<T>(), shape, device));
+}
+
+/// full(shape, T(0), device).
+template <class T>
+Tensor<T> zeros(const Shape& shape, Device device = default_device()) {
+    return full<T>(shape, T(0), device);
+}
+
+/// full(shape, T(1), device).
+template <class T>
+Tensor<T> ones(const Shape& shape, Device device = default_device()) {
+    return full<T>(shape, T(1), device);
+}
+
+/// start, start + step, ... up to (not including) stop, like NumPy's arange (values computed in
+/// double, converted to T, copied to `device` now). ValueError for step 0 or a non-finite bound.
+template <class T>
+Tensor<T> arange(double start, double stop, double step = 1, Device device = default_device()) {
+    if (step == 0 || !std::isfinite(step) || !std::isfinite(start) || !std::isfinite(stop))
+        detail::fail<ValueError>("lt::arange: start, stop and step must be finite and step non-zero (got ", start,
+                                 ", ", stop, ", ", step, ")");
+    const double span = std::ceil((stop - start) / step);
+    if (span >= 9.0e15)  // beyond 2^53, consecutive values are no longer distinct doubles
+        detail::fail<ValueError>("lt::arange: [", start, ", ", stop, ") in steps of ", step, " has ", span,
+                                 " elements, too many");
+    const std::int64_t count = span > 0 ? static_cast<std::int64_t>(span) : 0;
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+        // Every value must be one of T: no out-of-range conversion (undefined), no wrap.
+        const double last = start + static_cast<double>(count - 1) * step;
+        for (double v : {start, last})
+            if (count > 0 && (v < static_cast<double>(std::numeric_limits<T>::min()) ||
+                              v >= static_cast<double>(std::numeric_limits<T>::max()) + 1.0))
+                detail::fail<ValueError>("lt::arange: [", start, ", ", stop, ") in steps of ", step, " reaches ", v,
+                                         ", which does not fit ", dtype_of<T>());
+    }
+    std::vector<T> values(static_cast<std::size_t>(count));
+    for (std::int64_t i = 0; i < count; ++i) values[static_cast<std::size_t>(i)] = static_cast<T>(start + static_cast<double>(i) * step);
+    return tensor<T>(values, Shape{count}, device);
+}
+
+/// 0, 1, ..., n - 1 (empty for n <= 0).
+template <class T>
+Tensor<T> arange(std::int64_t n, Device device = default_device()) {
+    return arange<T>(0.0, static_cast<double>(n), 1.0, device);
+}
+
+}  // namespace lazytensor
+// ---- lazytensor/frontend/functions.hpp ----
+// The free functions and operators of the public API. Element-wise functions are generated
+// from the op list (ir/ops.hpp); reductions and views have a free form next to the members.
+
+#include <optional>
+
+
+namespace lazytensor {
+
+/// Element-wise unary functions: lt::exp(x), lt::relu(x), ... (one per entry of the op list,
+/// ir/ops.hpp). Lazy, same shape. exp, log, sqrt, ... give float32 for integers; abs, floor, ...
+/// keep the type (neither kind compiles for bool); isnan, isinf, logical_not give bool.
+#define LAZYTENSOR_X(name, fn, rule)                                                      \
+    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>            \
+    auto fn(E&& x) {                                                                      \
+        return detail::make_unary<UnaryOp::name>(std::forward<E>(x));                     \
+    }
+LAZYTENSOR_UNARY_OPS(LAZYTENSOR_X)
+#undef LAZYTENSOR_X
+
+/// Element-wise binary functions: lt::maximum(a, b), lt::pow(a, 2.0f), lt::add(a, b), ... A
+/// tensor or a C++ scalar on either side, broadcast (NumPy), types promoted (PyTorch). Lazy;
+/// ShapeError if the shapes do not broadcast, DeviceError for tensors on different devices.
+#define LAZYTENSOR_X(name, fn, rule)                                                      \
+    template <class L, class R, class = std::enable_if_t<detail::is_binary_operands_v<L, R>>> \
+    auto fn(L&& a, R&& b) {                                                               \
+        return detail::make_binary<BinaryOp::name>(std::forward<L>(a), std::forward<R>(b)); \
+    }
+LAZYTENSOR_BINARY_OPS(LAZYTENSOR_X)
+#undef LAZYTENSOR_X
+
+/// Operators: the same ops, NumPy broadcasting, a tensor or a scalar on either side. % is
+/// NumPy's remainder (the divisor's sign); && and || are element-wise (both sides are evaluated).
+/// Comparisons, && and || give bool tensors. Lazy, and they throw as the functions above do.
+#define LAZYTENSOR_OPERATORS(X) \
+    X(+, Add)                   \
+    X(-, Sub)                   \
+    X(*, Mul)                   \
+    X(/, Div)                   \
+    X(%, Remainder)             \
+    X(<, Lt)                    \
+    X(<=, Le)                   \
+    X(>, Gt)                    \
+    X(>=, Ge)                   \
+    X(==, Eq)                   \
+    X(!=, Ne)                   \
+    X(&, BitAnd)                \
+    X(|, BitOr)                 \
+    X(^, BitXor)                \
+    X(<<, Shl)                  \
+    X(>>, Shr)                  \
+    X(&&, LogicalAnd)           \
+    X(||, LogicalOr)
+#define LAZYTENSOR_X(symbol, name)                                                        \
+    template <class L, class R, class = std::enable_if_t<detail::is_binary_operands_v<L, R>>> \
+    auto operator symbol(L&& a, R&& b) {                                                  \
+        return detail::make_binary<BinaryOp::name>(std::forward<L>(a), std::forward<R>(b)); \
+    }
+LAZYTENSOR_OPERATORS(LAZYTENSOR_X)
+#undef LAZYTENSOR_X
+#undef LAZYTENSOR_OPERATORS
+
+/// Compound assignment: x += y is x = x + y (a new lazy value; the result type must be T, or it
+/// does not compile). It rebinds x only: other handles and views keep the old value (see assign).
+#define LAZYTENSOR_COMPOUND(X) \
+    X(+=, Add) X(-=, Sub) X(*=, Mul) X(/=, Div) X(%=, Remainder) X(&=, BitAnd) X(|=, BitOr) X(^=, BitXor) X(<<=, Shl) X(>>=, Shr)
+#define LAZYTENSOR_X(symbol, name)                                                                   \
+    template <class T, class R, class = std::enable_if_t<detail::is_tensor_like_v<R> || detail::is_scalar_v<R>>> \
+    Tensor<T>& operator symbol(Tensor<T>& x, R&& y) {                                                \
+        x = detail::make_binary<BinaryOp::name>(x, std::forward<R>(y));                              \
+        return x;                                                                                    \
+    }
+LAZYTENSOR_COMPOUND(LAZYTENSOR_X)
+#undef LAZYTENSOR_X
+#undef LAZYTENSOR_COMPOUND
+
+/// Element-wise negation (not defined for bool: does not compile).
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto operator-(E&& x) {
+    return detail::make_unary<UnaryOp::Neg>(std::forward<E>(x));
+}
+/// Bitwise not of integers; logical not of bool.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto operator~(E&& x) {
+    return detail::make_unary<UnaryOp::BitwiseNot>(std::forward<E>(x));
+}
+/// x == 0, for any dtype (bool result).
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto operator!(E&& x) {
+    return detail::make_unary<UnaryOp::LogicalNot>(std::forward<E>(x));
+}
+
+/// x limited to [lo, hi] (NumPy's clip): minimum(maximum(x, lo), hi), so NaN in any operand
+/// propagates and hi wins where lo > hi. lo and hi may be tensors (broadcast) or scalars.
+template <class E, class Lo, class Hi,
+          class = std::enable_if_t<detail::is_tensor_like_v<E> && (detail::is_tensor_like_v<Lo> || detail::is_scalar_v<Lo>) &&
+                                   (detail::is_tensor_like_v<Hi> || detail::is_scalar_v<Hi>)>>
+auto clamp(E&& x, Lo&& lo, Hi&& hi) {
+    return minimum(maximum(std::forward<E>(x), std::forward<Lo>(lo)), std::forward<Hi>(hi));
+}
+
+/// x where cond is true, y elsewhere (broadcast together; x and y may be scalars). cond of any
+/// dtype counts non-zero as true; the result has x and y's promoted type. Lazy.
+template <class C, class X, class Y,
+          class = std::enable_if_t<detail::is_tensor_like_v<C> || detail::is_tensor_like_v<X> || detail::is_tensor_like_v<Y>>>
+auto where(C&& cond, X&& x, Y&& y) {
+    return detail::WhereExpr<detail::wrapped_t<C>, detail::wrapped_t<X>, detail::wrapped_t<Y>>(
+        detail::wrap(std::forward<C>(cond)), detail::wrap(std::forward<X>(x)), detail::wrap(std::forward<Y>(y)));
+}
+
+/// Element-wise conversion to U (float to integer saturates; NaN becomes 0).
+template <class U, class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto cast(const E& x) {
+    return x.template cast<U>();
+}
+
+/// Free forms of the reductions: lt::sum(x), lt::sum(x, axes, keepdim), lt::sum(x, axis, keepdim),
+/// and likewise max, min, prod, any, all, mean (see the members of TensorBase).
+#define LAZYTENSOR_REDUCTION(fn)                                                           \
+    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>             \
+    auto fn(const E& x) {                                                                  \
+        return x.fn();                                                                     \
+    }                                                                                      \
+    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>             \
+    auto fn(const E& x, const Axes& axes, bool keepdim = false) {                         \
+        return x.fn(axes, keepdim);                                                        \
+    }                                                                                      \
+    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>             \
+    auto fn(const E& x, int axis, bool keepdim = false) {                                 \
+        return x.fn(Axes{axis}, keepdim);                                                  \
+    }
+LAZYTENSOR_REDUCTION(sum)
+LAZYTENSOR_REDUCTION(max)
+LAZYTENSOR_REDUCTION(min)
+LAZYTENSOR_REDUCTION(prod)
+LAZYTENSOR_REDUCTION(any)
+LAZYTENSOR_REDUCTION(all)
+LAZYTENSOR_REDUCTION(mean)
+#undef LAZYTENSOR_REDUCTION
+
+/// Matrix product with NumPy's rules. [m, k] x [k, n] -> [m, n]; batch axes broadcast
+/// ([8, 1, 64, 32] x [4, 32, 16] -> [8, 4, 64, 16]); a 1-d left operand is a row vector and a
+/// 1-d right operand a column vector, whose axis is dropped from the result (1-d x 1-d is a
+/// dot product, a 0-d tensor). Operands meet in their promoted type. Float and double run as
+/// a GEMM (host: packed SIMD GEMM on all cores; OpenCL: CLBlast) reading transposed and
+/// broadcast operands in place; half multiplies in float. Other types (and OpenCL without
+/// CLBlast) run as a fused reduction kernel. Lazy. ShapeError for a 0-d operand, contracted
+/// extents that differ or batch axes that do not broadcast; DeviceError across devices.
+template <class A, class B, class = std::enable_if_t<detail::is_tensor_like_v<A> && detail::is_tensor_like_v<B>>>
+auto matmul(const A& a, const B& b) {
+    using R = promote_t<typename std::decay_t<A>::value_type, typename std::decay_t<B>::value_type>;
+    return Tensor<R>(detail::graph::matmul(a.build(), b.build()));
+}
+
+
+/// Free forms of the view members: lt::reshape(x, shape) is x.reshape(shape), and likewise
+/// permute, transpose and expand.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto reshape(const E& x, const Shape& shape) {
+    return x.reshape(shape);
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto permute(const E& x, const Axes& perm) {
+    return x.permute(perm);
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto transpose(const E& x, int a, int b) {
+    return x.transpose(a, b);
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto expand(const E& x, const Shape& shape) {
+    return x.expand(shape);
+}
+
+}  // namespace lazytensor
+// ---- lazytensor/frontend/nn.hpp ----
+// Neural-network composites, built from primitives so that the scheduler fuses them: a row
+// softmax is one kernel (max, sum of exponentials and the normalized store are three phases of
+// it), logsumexp and layer_norm likewise; cross_entropy is one kernel per row plus the mean.
+
+#include <optional>
+
+// ---- lazytensor/frontend/indexing.hpp ----
+// Indexing by tensors of positions: gather, index_select, one_hot, scatter_add.
+//
+// Positions are checked before anything is computed: the index tensor is realized with its
+// minimum and maximum (one small schedule), and a position out of range is an IndexError
+// naming it. The kernels clamp positions as well, so no read ever leaves a buffer.
+
+#include <vector>
+
+
+namespace lazytensor {
+
+namespace detail {
+
+/// Realizes an integer tensor and checks that its values lie in [0, bound).
+inline void check_positions(const NodePtr& positions, std::int64_t bound, const char* op, const char* what,
+                            const std::string& range) {
+    if (!is_integral(positions->dtype))
+        fail<ValueError>(op, ": ", what, " must be an integer tensor, got ", positions->dtype);
+    if (numel(positions->shape) == 0) return;
+    const NodePtr wide = graph::cast(positions, DType::Int64);
+    const NodePtr lo = graph::reduce(ReduceOp::Min, wide, std::nullopt, false, op);
+    const NodePtr hi = graph::reduce(ReduceOp::Max, wide, std::nullopt, false, op);
+    realize_nodes({positions.get(), lo.get(), hi.get()});
+    const std::int64_t low = read_elements<std::int64_t>(*lo)[0], high = read_elements<std::int64_t>(*hi)[0];
+    if (low < 0 || high >= bound)
+        fail<IndexError>(op, ": ", what, " ", low < 0 ? low : high, " is out of range for ", range, " (valid: 0 to ",
+                         bound - 1, ")");
+}
+
+}  // namespace detail
+
+/// out[i] = x[i with i[axis] replaced by index[i]] (PyTorch's gather). index is an integer
+/// tensor with x's rank, at most x's extent on every other axis; the result has its shape.
+/// Realizes index now to check it (IndexError naming a bad position); the gather stays lazy.
+template <class E, class I, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I>>>
+auto gather(const E& x, int axis, const I& index) {
+    using T = typename E::value_type;
+    const detail::NodePtr data = x.build(), positions = index.build();
+    const auto k = static_cast<std::size_t>(detail::normalize_axis(axis, data->shape.size(), "gather", data->shape));
+    detail::graph::gather(data, axis, positions);  // shape, dtype and device checks first
+    detail::check_positions(positions, data->shape[k], "gather", "index",
+                            detail::concat("axis ", axis, " of extent ", data->shape[k], " (shape ", data->shape, ")"));
+    return Tensor<T>(detail::graph::gather(data, axis, positions));
+}
+
+/// The slices of x at `index` (a 1-d integer tensor) along `axis`, in that order: x's shape
+/// with that extent replaced by index's. ShapeError unless index is 1-d; realizes index now to
+/// check it (IndexError for a position out of range).
+template <class E, class I, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I>>>
+auto index_select(const E& x, int axis, const I& index) {
+    using T = typename E::value_type;
+    const detail::NodePtr data = x.build(), positions = index.build();
+    const auto k = static_cast<std::size_t>(detail::normalize_axis(axis, data->shape.size(), "index_select", data->shape));
+    if (positions->shape.size() != 1)
+        detail::fail<ShapeError>("index_select: the index must be 1-dimensional, got shape ", positions->shape);
+    detail::check_positions(positions, data->shape[k], "index_select", "index",
+                            detail::concat("axis ", axis, " of extent ", data->shape[k], " (shape ", data->shape, ")"));
+    Shape spread(data->shape.size(), 1), out = data->shape;
+    spread[k] = positions->shape[0];
+    out[k] = positions->shape[0];
+    const detail::NodePtr expanded = detail::graph::expand(detail::graph::reshape(positions, spread), out);
+    return Tensor<T>(detail::graph::gather(data, static_cast<int>(k), expanded));
+}
+
+/// labels (integers in [0, num_classes)) as one-hot int64 vectors along a new last axis.
+/// num_classes = -1 takes the largest label + 1. Realizes labels now to check them (IndexError
+/// for a label out of range, ValueError for non-integer labels).
+template <class I, class = std::enable_if_t<detail::is_tensor_like_v<I>>>
+Tensor<std::int64_t> one_hot(const I& labels, std::int64_t num_classes = -1) {
+    const detail::NodePtr l = labels.build();
+    if (num_classes < -1) detail::fail<ValueError>("one_hot: num_classes must be >= 0 or -1, got ", num_classes);
+    if (num_classes == -1) {
+        if (!is_integral(l->dtype)) detail::fail<ValueError>("one_hot: labels must be integers, got ", l->dtype);
+        if (numel(l->shape) == 0)
+            detail::fail<ValueError>("one_hot: cannot infer num_classes from empty labels; pass it");
+        const detail::NodePtr hi = detail::graph::reduce(ReduceOp::Max, detail::graph::cast(l, DType::Int64), std::nullopt,
+                                                          false, "one_hot");
+        detail::realize_nodes({hi.get()});
+        num_classes = detail::read_elements<std::int64_t>(*hi)[0] + 1;
+    }
+    detail::check_positions(l, num_classes, "one_hot", "label", detail::concat(num_classes, " classes"));
+    Shape out = l->shape;
+    out.push_back(num_classes);
+    Shape spread = l->shape;
+    spread.push_back(1);
+    const detail::NodePtr classes = detail::graph::iota(out, -1, l->device);
+    const detail::NodePtr wide = detail::graph::expand(detail::graph::reshape(detail::graph::cast(l, DType::Int64), spread), out);
+    return Tensor<std::int64_t>(detail::graph::cast(detail::graph::binary(BinaryOp::Eq, wide, classes), DType::Int64));
+}
+
+/// x with src added at the positions index names along `axis` (PyTorch's scatter_add:
+/// out[i with i[axis] = index[j]] += src[j] for every j in index's shape). Deterministic:
+/// each output element sums its contributions in index order, on every backend. It is
+/// computed as a reduction over index's extent along `axis` for every output element, so it
+/// costs numel(x) * index.shape[axis] operations (fine for small index extents). src is
+/// converted to x's type. Realizes index now to check it (IndexError); ShapeError for ranks or
+/// extents that do not fit.
+template <class E, class I, class S,
+          class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I> && detail::is_tensor_like_v<S>>>
+auto scatter_add(const E& x, int axis, const I& index, const S& src) {
+    using T = typename E::value_type;
+    const char* op = "scatter_add";
+    const detail::NodePtr base = x.build(), positions = index.build(), values = detail::graph::cast(src.build(), dtype_of<T>());
+    const Shape& s = base->shape;
+    const auto r = s.size();
+    const auto k = static_cast<std::size_t>(detail::normalize_axis(axis, r, op, s));
+    if (positions->shape.size() != r || values->shape.size() != r)
+        detail::fail<ShapeError>(op, ": x (shape ", s, "), index (shape ", positions->shape, ") and src (shape ",
+                                 values->shape, ") must have the same number of dimensions");
+    for (std::size_t d = 0; d < r; ++d) {
+        if (positions->shape[d] > values->shape[d] || (d != k && positions->shape[d] > s[d]))
+            detail::fail<ShapeError>(op, ": index shape ", positions->shape, " must not exceed src shape ", values->shape,
+                                     ", nor x shape ", s, " outside axis ", k);
+    }
+    detail::check_positions(positions, s[k], op, "index", detail::concat("axis ", axis, " of extent ", s[k], " (shape ", s, ")"));
+    // Over [x's shape..., index extent along axis]: index and src read at (i with i[axis] = j),
+    // padded with -1 (never a position) and 0 outside index's other extents.
+    const std::int64_t count = positions->shape[k];
+    Shape window(positions->shape);
+    auto spread = [&](const detail::NodePtr& t, Scalar fill) {
+        detail::SmallVector<std::int64_t, 12> whole;  // t cut to index's shape (src may be larger)
+        Axes last;                            // `axis` moved last
+        Shape before(r, 0), after(r, 0), lifted;
+        for (std::size_t d = 0; d < r; ++d) {
+            whole.push_back(0);
+            whole.push_back(1);
+            if (d != k) {
+                after[last.size()] = s[d] - window[d];
+                last.push_back(static_cast<int>(d));
+                lifted.push_back(s[d]);
+            }
+        }
+        last.push_back(static_cast<int>(k));
+        lifted.insert(k, 1);
+        lifted.push_back(count);
+        detail::NodePtr part = detail::graph::permute(detail::graph::window(t, whole, window), last);
+        part = detail::graph::reshape(detail::graph::pad(part, before, after, fill), lifted);
+        Shape domain = s;
+        domain.push_back(count);
+        return detail::graph::expand(part, domain);
+    };
+    Shape domain = s;
+    domain.push_back(count);
+    const detail::NodePtr at = spread(detail::graph::cast(positions, DType::Int64), Scalar::of<std::int64_t>(-1));
+    const detail::NodePtr from = spread(values, Scalar::of<T>(T(0)));
+    const detail::NodePtr hit = detail::graph::binary(BinaryOp::Eq, at, detail::graph::iota(domain, static_cast<int>(k), base->device));
+    const detail::NodePtr picked = detail::graph::where(hit, from, Scalar::of<T>(T(0)));
+    const detail::NodePtr added =
+        detail::graph::cast(detail::graph::reduce(ReduceOp::Sum, picked, Axes{static_cast<int>(r)}, false, op), dtype_of<T>());
+    return Tensor<T>(detail::graph::binary(BinaryOp::Add, base, added));
+}
+
+}  // namespace lazytensor
+
+namespace lazytensor {
+
+namespace detail {
+
+/// log(sum(exp(x))) over `axes`, shifted by the maximum so that nothing overflows. An
+/// all-(-inf) row gives -inf and a +inf element gives +inf, as the exact value would.
+inline NodePtr log_sum_exp(const NodePtr& x, const Axes& axes, bool keepdim) {
+    const NodePtr v = floating(x);
+    const NodePtr m = graph::reduce(ReduceOp::Max, v, axes, true, "logsumexp");
+    const NodePtr infinite = graph::binary(BinaryOp::Eq, graph::unary(UnaryOp::Abs, m), Scalar::of<double>(INFINITY));
+    const NodePtr shift = graph::where(infinite, Scalar::of<double>(0.0), m);
+    const NodePtr sum = graph::reduce(ReduceOp::Sum, graph::unary(UnaryOp::Exp, graph::binary(BinaryOp::Sub, v, shift)),
+                                      axes, keepdim, "logsumexp");
+    const NodePtr kept = keepdim ? shift : graph::squeeze_axes(shift, normalize_axes(axes, x->shape.size(), "logsumexp", x->shape));
+    return graph::binary(BinaryOp::Add, graph::unary(UnaryOp::Log, sum), kept);
+}
+
+}  // namespace detail
+
+/// exp(x) / sum(exp(x)) along `axis` (shifted by the maximum), same shape; integers compute in
+/// float32. Lazy; a softmax over rows is one kernel. AxisError for a bad axis.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto softmax(const E& x, int axis = -1) {
+    using R = detail::mean_t<typename E::value_type>;
+    namespace g = detail::graph;
+    const detail::NodePtr v = detail::floating(x.build());
+    const Axes axes{axis};
+    const detail::NodePtr e =
+        g::unary(UnaryOp::Exp, g::binary(BinaryOp::Sub, v, g::reduce(ReduceOp::Max, v, axes, true, "softmax")));
+    return Tensor<R>(g::binary(BinaryOp::Div, e, g::reduce(ReduceOp::Sum, e, axes, true, "softmax")));
+}
+
+/// log(softmax(x, axis)), computed as x - logsumexp(x, axis) (no log of a rounded 0). Same
+/// shape; integers compute in float32. Lazy.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto log_softmax(const E& x, int axis = -1) {
+    using R = detail::mean_t<typename E::value_type>;
+    const detail::NodePtr v = detail::floating(x.build());
+    return Tensor<R>(detail::graph::binary(BinaryOp::Sub, v, detail::log_sum_exp(v, Axes{axis}, true)));
+}
+
+/// log(sum(exp(x))) over `axes` (all when empty), without overflow; integers compute in float32.
+/// Lazy.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto logsumexp(const E& x, const Axes& axes = {}, bool keepdim = false) {
+    using R = detail::mean_t<typename E::value_type>;
+    const detail::NodePtr v = x.build();
+    return Tensor<R>(detail::log_sum_exp(v, axes.empty() ? detail::all_axes(v->shape.size()) : axes, keepdim));
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto logsumexp(const E& x, int axis, bool keepdim = false) {
+    return logsumexp(x, Axes{axis}, keepdim);
+}
+
+/// (x - mean) / sqrt(var + eps) over `axes` (all when empty; biased variance, as PyTorch's layer_norm), then
+/// times `weight` and plus `bias` when given (broadcast against x). Integers compute in float32.
+/// Lazy. ValueError if eps is negative or NaN; AxisError for a bad axis.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto layer_norm(const E& x, const Axes& axes, double eps = 1e-5,
+                const std::optional<Tensor<detail::mean_t<typename E::value_type>>>& weight = std::nullopt,
+                const std::optional<Tensor<detail::mean_t<typename E::value_type>>>& bias = std::nullopt) {
+    using R = detail::mean_t<typename E::value_type>;
+    namespace g = detail::graph;
+    if (!(eps >= 0)) detail::fail<ValueError>("layer_norm: eps must be >= 0, got ", eps);
+    const detail::NodePtr v = detail::floating(x.build());
+    const Axes norm = axes.empty() ? detail::all_axes(v->shape.size())  // all, as var and logsumexp
+                                   : detail::normalize_axes(axes, v->shape.size(), "layer_norm", v->shape);
+    const detail::NodePtr centered = g::binary(BinaryOp::Sub, v, g::mean(v, norm, true));
+    const detail::NodePtr var = g::mean(g::binary(BinaryOp::Mul, centered, centered), norm, true);
+    detail::NodePtr out = g::binary(BinaryOp::Div, centered,
+                                    g::unary(UnaryOp::Sqrt, g::binary(BinaryOp::Add, var, Scalar::of<double>(eps))));
+    if (weight) out = g::binary(BinaryOp::Mul, out, weight->build());
+    if (bias) out = g::binary(BinaryOp::Add, out, bias->build());
+    return Tensor<R>(out);
+}
+/// layer_norm over one axis (the last by default), without weight and bias.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto layer_norm(const E& x, int axis = -1, double eps = 1e-5) {
+    return layer_norm(x, Axes{axis}, eps);
+}
+
+/// How cross_entropy combines the per-sample losses: their Mean or Sum (a 0-d tensor), or
+/// None (one loss per sample, in labels' shape).
+enum class Reduction { Mean, Sum, None };
+
+/// The negative log-likelihood of `labels` (integers in [0, C)) under softmax(logits) along
+/// the last axis: logsumexp(logits) - logits[label], per sample ([...]) or its mean or sum.
+/// logits have shape [..., C] and labels [...] (ShapeError otherwise); labels are realized now
+/// and checked: one out of range is an IndexError.
+template <class E, class I, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I>>>
+auto cross_entropy(const E& logits, const I& labels, Reduction reduction = Reduction::Mean) {
+    using R = detail::mean_t<typename E::value_type>;
+    namespace g = detail::graph;
+    const char* op = "cross_entropy";
+    const detail::NodePtr x = detail::floating(logits.build()), l = labels.build();
+    if (x->shape.empty()) detail::fail<ShapeError>(op, ": logits need a class axis, got a 0-d tensor");
+    const Shape batch(x->shape.begin(), x->shape.end() - 1);
+    if (l->shape != batch)
+        detail::fail<ShapeError>(op, ": labels of shape ", l->shape, " do not match logits of shape ", x->shape,
+                                 " (expected labels of shape ", batch, ")");
+    const std::int64_t classes = x->shape[x->shape.size() - 1];
+    detail::check_positions(l, classes, op, "label", detail::concat(classes, " classes (logits shape ", x->shape, ")"));
+    Shape spread = batch;
+    spread.push_back(1);
+    const int last = static_cast<int>(batch.size());
+    const detail::NodePtr is_label =
+        g::binary(BinaryOp::Eq, g::iota(x->shape, last, x->device), g::reshape(g::cast(l, DType::Int64), spread));
+    const detail::NodePtr picked =
+        g::reduce(ReduceOp::Sum, g::where(is_label, x, Scalar::of<double>(0.0)), Axes{last}, false, op);
+    detail::NodePtr loss = g::binary(BinaryOp::Sub, detail::log_sum_exp(x, Axes{last}, false), picked);
+    if (reduction == Reduction::Mean) loss = g::mean(loss, std::nullopt, false);
+    if (reduction == Reduction::Sum) loss = g::reduce(ReduceOp::Sum, loss, std::nullopt, false, op);
+    return Tensor<R>(loss);
+}
+
+}  // namespace lazytensor
+// ---- lazytensor/frontend/random.hpp ----
+// Random tensors from the counter-based Philox 4x32-10 generator (core/philox.hpp): element i
+// of a tensor made with seed s is a function of (i, s) alone, so the same seed gives the same
+// numbers on every device and thread count, and nothing is stored until the tensor is read.
+// Tensors of one shape and seed are equal; use different seeds for independent tensors.
+
+#include <cmath>
+#include <cstdint>
+
+
+namespace lazytensor {
+
+namespace detail {
+
+/// 64 random bits (int64) per element: philox(linear index, seed).
+inline NodePtr random_bits(const Shape& shape, std::uint64_t seed, Device device, const char* op) {
+    check_extents(shape, op);
+    backend_for(device);
+    const NodePtr counter = graph::index(shape, contiguous_strides(shape), device);
+    return graph::binary(BinaryOp::Philox, counter, Scalar::of<std::int64_t>(static_cast<std::int64_t>(seed)));
+}
+
+/// bits >> shift, keeping `width` bits: a non-negative int64 below 2^width.
+inline NodePtr bit_field(const NodePtr& bits, int shift, int width) {
+    const NodePtr shifted = shift ? graph::binary(BinaryOp::Shr, bits, Scalar::of<std::int64_t>(shift)) : bits;
+    return graph::binary(BinaryOp::BitAnd, shifted, Scalar::of<std::int64_t>(static_cast<std::int64_t>((std::uint64_t(1) << width) - 1)));
+}
+
+/// Mantissa bits of a floating type: a uniform value with this many random bits is exact.
+inline int mantissa_bits(DType t) { return t == DType::Float64 ? 53 : t == DType::Float32 ? 24 : 11; }
+
+/// A field of `width` bits as a floating value in [0, 1) (or (0, 1] with `open_at_zero`).
+inline NodePtr unit_interval(const NodePtr& field, int width, DType t, bool open_at_zero) {
+    NodePtr v = open_at_zero ? graph::binary(BinaryOp::Add, field, Scalar::of<std::int64_t>(1)) : field;
+    return graph::binary(BinaryOp::Mul, graph::cast(v, t), Scalar::of<double>(std::ldexp(1.0, -width)));
+}
+
+}  // namespace detail
+
+/// Uniform random numbers in [0, 1) (float, double or half; every value a multiple of 2^-24,
+/// 2^-53 or 2^-11 respectively), bit-identical on every device. Lazy (nothing stored until read).
+template <class T>
+Tensor<T> rand(const Shape& shape, std::uint64_t seed, Device device = default_device()) {
+    static_assert(detail::is_floating_v<T>, "lazytensor: rand<T> needs a floating T (float, double, half)");
+    const DType t = dtype_of<T>();
+    const int width = detail::mantissa_bits(t);
+    const detail::NodePtr bits = detail::random_bits(shape, seed, device, "rand");
+    return Tensor<T>(detail::unit_interval(detail::bit_field(bits, 64 - width, width), width, t, false));
+}
+
+/// Standard normal random numbers (Box-Muller on two uniforms per element, computed in T; in
+/// float for half). The same on every device up to the rounding of log, sqrt and cos. Lazy.
+template <class T>
+Tensor<T> randn(const Shape& shape, std::uint64_t seed, Device device = default_device()) {
+    static_assert(detail::is_floating_v<T>, "lazytensor: randn<T> needs a floating T (float, double, half)");
+    namespace g = detail::graph;
+    const DType t = dtype_of<T>() == DType::Float64 ? DType::Float64 : DType::Float32;
+    const int width = t == DType::Float64 ? 32 : 24;
+    const detail::NodePtr bits = detail::random_bits(shape, seed, device, "randn");
+    const detail::NodePtr u1 = detail::unit_interval(detail::bit_field(bits, 32, width), width, t, true);  // (0, 1]
+    const detail::NodePtr u2 = detail::unit_interval(detail::bit_field(bits, 0, width), width, t, false);  // [0, 1)
+    const detail::NodePtr radius =
+        g::unary(UnaryOp::Sqrt, g::binary(BinaryOp::Mul, g::unary(UnaryOp::Log, u1), Scalar::of<double>(-2.0)));
+    const detail::NodePtr angle = g::binary(BinaryOp::Mul, u2, Scalar::of<double>(6.283185307179586476925));
+    return Tensor<T>(g::cast(g::binary(BinaryOp::Mul, radius, g::unary(UnaryOp::Cos, angle)), dtype_of<T>()));
+}
+
+/// Uniform random integers in [low, high) (bias below (high - low) / 2^63), bit-identical on
+/// every device. Lazy. ValueError if high <= low, the range does not fit T or is wider than 2^63 - 1.
+template <class T>
+Tensor<T> randint(std::int64_t low, std::int64_t high, const Shape& shape, std::uint64_t seed,
+                  Device device = default_device()) {
+    static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>,
+                  "lazytensor: randint<T> needs an integer T (uint8_t, int32_t, int64_t)");
+    if (high <= low) detail::fail<ValueError>("randint: needs low < high, got [", low, ", ", high, ")");
+    // Values are low + (63 random bits) mod (high - low): the width must fit in int64.
+    if (static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low) > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+        detail::fail<ValueError>("randint: [", low, ", ", high, ") is wider than 2^63 - 1 values");
+    if (low < static_cast<std::int64_t>(std::numeric_limits<T>::min()) ||
+        high - 1 > static_cast<std::int64_t>(std::numeric_limits<T>::max()))
+        detail::fail<ValueError>("randint: [", low, ", ", high, ") does not fit ", dtype_of<T>());
+    namespace g = detail::graph;
+    const detail::NodePtr bits = detail::random_bits(shape, seed, device, "randint");
+    const detail::NodePtr r63 = detail::bit_field(bits, 1, 63);
+    const detail::NodePtr offset = g::binary(BinaryOp::Remainder, r63, Scalar::of<std::int64_t>(high - low));
+    return Tensor<T>(g::cast(g::binary(BinaryOp::Add, offset, Scalar::of<std::int64_t>(low)), dtype_of<T>()));
+}
+
+}  // namespace lazytensor
+// ---- lazytensor/frontend/print.hpp ----
+// operator<< for tensors and expressions: the values (NumPy-style, summarized when large),
+// then shape, dtype and device. Printing realizes.
+
+#include <cstdint>
+#include <ostream>
+#include <sstream>
+#include <type_traits>
+#include <vector>
+
+
+namespace lazytensor {
+
+namespace detail {
+
+template <class T>
+void print_value(std::ostream& out, T v) {
+    if constexpr (std::is_same_v<T, bool>) out << (v ? "true" : "false");
+    else if constexpr (std::is_integral_v<T>) out << static_cast<long long>(v);
+    else if constexpr (std::is_same_v<T, half>) out << static_cast<float>(v);
+    else out << v;
+}
+
+template <class T>
+void print_dims(std::ostream& out, const std::vector<T>& values, const Shape& shape, std::size_t dim,
+                std::int64_t base, bool summarize, int indent) {
+    if (dim == shape.size()) {
+        print_value(out, values[static_cast<std::size_t>(base)]);
+        return;
+    }
+    const std::int64_t n = shape[dim];
+    std::int64_t inner = 1;
+    for (std::size_t k = dim + 1; k < shape.size(); ++k) inner *= shape[k];
+    out << '[';
+    for (std::int64_t i = 0; i < n; ++i) {
+        if (summarize && n > 6 && i == 3) {
+            out << "...";
+            i = n - 4;
+            if (dim + 1 < shape.size()) out << ",\n" << std::string(static_cast<std::size_t>(indent + 1), ' ');
+            else out << ", ";
+            continue;
+        }
+        print_dims(out, values, shape, dim + 1, base + i * inner, summarize, indent + 1);
+        if (i + 1 < n) {
+            if (dim + 1 < shape.size()) out << ",\n" << std::string(static_cast<std::size_t>(indent + 1), ' ');
+            else out << ", ";
+        }
+    }
+    out << ']';
+}
+
+}  // namespace detail
+
+/// Writes `tensor([...], shape=[...], dtype=..., device=...)` with NumPy-style nested rows (over
+/// 1000 elements: only the first and last 3 along each axis longer than 6). Realizes x first.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+std::ostream& operator<<(std::ostream& out, const E& x) {
+    using T = typename E::value_type;
+    Tensor<T> t = x.realize();
+    const std::vector<T> values = t.to_vector();
+    std::ostringstream s;
+    s << "tensor(";
+    detail::print_dims(s, values, t.shape(), 0, 0, values.size() > 1000, 7);
+    s << ", shape=" << t.shape() << ", dtype=" << dtype_of<T>() << ", device=" << t.device() << ")";
+    return out << s.str();
+}
+
+}  // namespace lazytensor

@@ -18,7 +18,7 @@ set(args -DLAZYTENSOR_CONSUME=${MODE} -DCMAKE_CXX_COMPILER=${CXX} ${EXTRA})
 if(MODE STREQUAL "find_package")
     run(${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${WORK_DIR}/prefix")
     # What a user's prefix holds: headers, the package config and its version file.
-    foreach(f include/lazytensor.hpp include/lazytensor/core/version.hpp
+    foreach(f include/lazytensor.hpp include/lazytensor/core/version.hpp lib/liblazytensor_runtime.a
               share/cmake/lazytensor/lazytensorConfig.cmake share/cmake/lazytensor/lazytensorConfigVersion.cmake)
         if(NOT EXISTS "${WORK_DIR}/prefix/${f}")
             message(FATAL_ERROR "cmake --install did not install ${f}")
@@ -44,4 +44,9 @@ run("${WORK_DIR}/build/consumer")
 message("${run_output}")
 if(NOT run_output MATCHES "${EXPECT}")
     message(FATAL_ERROR "the consumer's output does not match '${EXPECT}'")
+endif()
+run("${WORK_DIR}/build/consumer_separate")
+message("${run_output}")
+if(NOT run_output MATCHES "^separate host: row sums 1 1, matmul .* ok\n" OR run_output MATCHES "WRONG")
+    message(FATAL_ERROR "the separate-runtime consumer's output is not right")
 endif()

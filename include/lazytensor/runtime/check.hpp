@@ -174,3 +174,7 @@ private:
 
 }  // namespace detail
 }  // namespace lazytensor
+
+// realize(), which runs these checks, and (header-only) through it the definitions of the seam
+// functions used above: included last, so that check.hpp comes complete however it is reached.
+#include "realize.hpp"

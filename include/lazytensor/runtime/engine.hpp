@@ -1,4 +1,5 @@
-// The engine's side of the seam (runtime/seam.hpp): the definitions of what the seam declares.
+// The engine's side of the seam (runtime/seam.hpp): the definitions of what the seam declares
+// (but gemm_available, which the seam defines itself).
 // lazytensor.hpp includes this in header-only units (the definitions are inline) and in the one
 // LAZYTENSOR_IMPLEMENTATION unit (ordinary external definitions); separate-runtime units never
 // see it.
@@ -80,11 +81,6 @@ LAZYTENSOR_ENGINE_API void set_check_enabled(bool on) { detail::check_flag().sto
 namespace detail {
 
 LAZYTENSOR_ENGINE_API Backend& backend_for(Device d) { return device_backend(d); }
-
-LAZYTENSOR_ENGINE_API bool gemm_available(DType dtype, Device device) {
-    if (dtype != DType::Float32 && dtype != DType::Float64) return false;
-    return device.kind == Device::Kind::Host || LAZYTENSOR_CLBLAST;
-}
 
 LAZYTENSOR_ENGINE_API void realize_nodes(const std::vector<Node*>& nodes) { realize_graph(nodes); }
 

@@ -281,3 +281,8 @@ inline std::vector<ScheduleItem> describe_schedule(const std::vector<Node*>& nod
 
 }  // namespace detail
 }  // namespace lazytensor
+
+// Header-only: the definitions of the seam functions used above (runtime/seam.hpp).
+#if LAZYTENSOR_ENGINE_DEFINITIONS
+#include "engine.hpp"
+#endif

@@ -7,6 +7,9 @@
 //   LAZYTENSOR_IMPLEMENTATION        defined in exactly one unit, which holds the definitions
 //                                    (runtime/engine.hpp) as ordinary external functions.
 //
+// In header-only mode every header that uses a seam function includes runtime/engine.hpp at its
+// end, so that the definitions are there wherever the declarations are used.
+//
 // A program must not mix header-only units with separate-runtime ones: the link fails, naming
 // lazytensor_ERROR_a_unit_is_header_only_while_another_uses_LAZYTENSOR_SEPARATE_RUNTIME; a
 // separate-runtime program without an implementation unit fails to link, naming
@@ -20,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/device.hpp"
 #include "../core/dtype.hpp"
 
@@ -161,8 +165,16 @@ struct Operand;
 /// (so the front end calls it to check a device before any work).
 LAZYTENSOR_ENGINE_API Backend& backend_for(Device d);
 /// Whether a matrix product of `dtype` on `device` runs as the backend's GEMM (a schedule item
-/// of its own) rather than as a reduction kernel.
+/// of its own) rather than as a reduction kernel. Defined here, where the engine is: it
+/// depends only on how the engine was configured (LAZYTENSOR_CLBLAST).
+#if LAZYTENSOR_ENGINE_DEFINITIONS
+LAZYTENSOR_ENGINE_API bool gemm_available(DType dtype, Device device) {
+    if (dtype != DType::Float32 && dtype != DType::Float64) return false;
+    return device.kind == Device::Kind::Host || LAZYTENSOR_CLBLAST;
+}
+#else
 LAZYTENSOR_ENGINE_API bool gemm_available(DType dtype, Device device);
+#endif
 
 /// Computes `nodes` together (runtime/realize.hpp): one schedule, shared parts computed once.
 /// If anything fails, every node is left as it was.
