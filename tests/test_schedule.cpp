@@ -32,6 +32,26 @@ TEST_CASE("element-wise chains and a reduction with its producers are one kernel
     });
 }
 
+TEST_CASE("an expression has one compiled loop, for its whole tree, and it runs") {
+    lt::Tensor<float> a = rand_tensor({64, 32}, 1), b = rand_tensor({64, 32}, 2);
+    lt::Tensor<float> e = lt::exp(a) * b + 0.5f - lt::tanh(a);
+    const lt::detail::Node& root = *e.node_ptr();
+    CHECK(root.static_kernel != nullptr);
+    // Operands were built without one: a loop per subexpression would be O(depth^2) code.
+    REQUIRE(root.nsrc == 2);
+    const lt::detail::Node& sum = *root.src[0];  // exp(a) * b + 0.5f
+    REQUIRE(sum.kind == lt::detail::NodeKind::Binary);
+    CHECK(sum.static_kernel == nullptr);
+    REQUIRE(sum.src[0]->kind == lt::detail::NodeKind::Binary);  // exp(a) * b
+    CHECK(sum.src[0]->static_kernel == nullptr);
+    // On the host the kernel runs as that loop (unless compiled loops are switched off).
+    const auto items = lt::schedule(e);
+    REQUIRE(items.size() == 1);
+    CHECK(items[0].compiled_loop == lt::static_kernels_enabled());
+    // A subexpression inside a reduction, a product or a cast is fused, not compiled alone.
+    CHECK(lt::schedule(lt::sum(lt::exp(a) * b))[0].compiled_loop == false);
+}
+
 TEST_CASE("softmax and layer norm from primitives are one kernel each (one pass per row)") {
     for_each_device([](lt::Device) {
         lt::Tensor<float> x = rand_tensor({16, 100}, 4);
