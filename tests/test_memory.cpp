@@ -266,11 +266,9 @@ TEST_CASE("intermediate buffers are released within a schedule") {
         MESSAGE(d.str() << ": " << lt::kernel_count(items) << " kernels, " << full_size << " results of "
                         << kFull << " bytes; peak " << peak_growth << " bytes above the live " << before.live_bytes
                         << " (all intermediates together: " << kSteps * kFull << ")");
-        // ... but only a few are alive at once: a step's y while the next y (or the output) is
-        // computed from it, and a few column sums. (Two would do; the scheduler also cuts the
-        // chain every few steps, counting the buffers a fused kernel could read per path ("a
-        // kernel reads at most 64 buffers"), which materializes one more full-size result there.)
-        CHECK(peak_growth <= 3 * kFull + 16 * 1024);
+        // ... but only two are alive at once: a step's y while the next y (or the output) is
+        // computed from it, and a few column sums.
+        CHECK(peak_growth <= 2 * kFull + 16 * 1024);
         CHECK(peak_growth * 4 <= kSteps * kFull);
         CHECK(peak_growth >= kFull);
         // Only the result stays.

@@ -210,7 +210,7 @@ TEST_CASE("a kernel reads at most 64 buffers and takes at most 126 arguments: a 
         lt::Tensor<float> total = xs[0];
         for (int i = 1; i < 200; ++i) total = total + xs[static_cast<std::size_t>(i)] * 2.0f;
         auto items = lt::schedule(total);
-        // 200 buffers and 199 scalars (counted per path, an upper bound): 126 arguments a kernel.
+        // 200 buffers and 199 scalars: 126 arguments a kernel.
         CHECK(lt::kernel_count(items) == 4);
         for (auto& item : items) CHECK(item.inputs.size() <= 64);
         for (auto& item : items) CHECK(item.inputs.size() + static_cast<std::size_t>(item.scalars) <= 126);
@@ -233,6 +233,36 @@ TEST_CASE("a kernel reads at most 64 buffers and takes at most 126 arguments: a 
         CHECK(items[0].reason.find("at most 126 arguments (buffers and scalar values)") != std::string::npos);
         CHECK(scaled.to_vector() == std::vector<float>(3, 199 * 200 / 2));
         CHECK(total.to_vector() == std::vector<float>(3, 2.0f * (199 * 200 / 2)));
+    });
+}
+
+TEST_CASE("the 64-buffer limit counts distinct buffers: a sum of 50 squares reads 50 buffers, each twice, in one kernel") {
+    for_each_device([](lt::Device) {
+        std::vector<lt::Tensor<float>> xs;
+        for (int i = 0; i < 50; ++i) xs.push_back(lt::full<float>({4}, static_cast<float>(i)).realize());
+        lt::Tensor<float> squares = xs[0] * xs[0];
+        for (int i = 1; i < 50; ++i) squares = squares + xs[static_cast<std::size_t>(i)] * xs[static_cast<std::size_t>(i)];
+        auto items = lt::schedule(squares);
+        REQUIRE(items.size() == 1);
+        CHECK(items[0].inputs.size() == 50);
+        // One tensor read through 100 views (each a path of its own) is one buffer.
+        lt::Tensor<float> x = lt::arange<float>(0, 8).realize(), flips = x.flip({0});
+        for (int i = 1; i < 100; ++i) flips = flips + (i % 2 ? x : x.flip({0}));
+        items = lt::schedule(flips);
+        REQUIRE(items.size() == 1);
+        CHECK(items[0].inputs.size() == 1);
+        CHECK(squares.to_vector() == std::vector<float>(4, 49.0f * 50 * 99 / 6));
+        CHECK(flips.to_vector() == std::vector<float>(8, 50.0f * 7));
+        // 70 distinct buffers, each read twice, still cut at 64.
+        lt::Tensor<float> many = xs[0] * xs[0];
+        for (int i = 1; i < 70; ++i) {
+            const lt::Tensor<float> xi = lt::full<float>({4}, 1.0f).realize();
+            many = many + xi * xi;
+        }
+        items = lt::schedule(many);
+        CHECK(lt::kernel_count(items) == 2);
+        for (auto& item : items) CHECK(item.inputs.size() <= 64);
+        CHECK(many.to_vector() == std::vector<float>(4, 69.0f));
     });
 }
 

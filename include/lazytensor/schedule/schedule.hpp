@@ -18,6 +18,7 @@
 #pragma once
 
 #include <algorithm>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
@@ -328,52 +329,69 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
     std::unordered_set<Node*> is_output(outputs.begin(), outputs.end());
 
     // Lowering walks a kernel's graph recursively, so a fused chain may not be arbitrarily deep;
-    // and a kernel's buffers and arguments are limited. (They are counted per path, an upper
-    // bound.)
+    // and a kernel's buffers and arguments are limited. Each node knows the distinct buffers
+    // (materialized nodes) and scalar values (Const and Pad nodes) its fused computation reads,
+    // as sorted node indices: lowering gives each one parameter, however many paths read it.
     std::unordered_map<Node*, std::string> cuts;
     {
-        std::vector<int> depth(g.nodes.size(), 0), inputs(g.nodes.size(), 1), args(g.nodes.size(), 1);
+        using Set = std::vector<int>;
+        auto merge_into = [](Set& into, const Set& from) {
+            Set merged;
+            merged.reserve(into.size() + from.size());
+            std::set_union(into.begin(), into.end(), from.begin(), from.end(), std::back_inserter(merged));
+            into.swap(merged);
+        };
+        std::vector<int> depth(g.nodes.size(), 0);
+        std::vector<Set> buffers(g.nodes.size()), scalars(g.nodes.size());
+        auto materialize = [&](std::size_t i) {
+            depth[i] = 0;  // a chain starts again after it
+            buffers[i] = {static_cast<int>(i)};
+            scalars[i].clear();
+        };
         for (std::size_t i = 0; i < g.nodes.size(); ++i) {
             Node* n = g.nodes[i];
-            if (n->realized()) continue;
-            int d = 0, in = 0, arg = 0;
-            for (int k = 0; k < n->nsrc; ++k) {
-                const std::size_t src = at(n->src[static_cast<std::size_t>(k)].get());
-                d = std::max(d, depth[src]);
-                in += inputs[src];
-                arg += args[src];
+            if (n->realized()) {
+                materialize(i);
+                continue;
             }
-            if (n->kind == NodeKind::Const || n->kind == NodeKind::Pad) ++arg;  // its value is a scalar argument
-            while (in > kMaxFusedInputs || arg > kMaxKernelArguments) {
-                // Materialize the source that brings the most buffers (or arguments).
-                const bool buffers = in > kMaxFusedInputs;
-                const std::vector<int>& count = buffers ? inputs : args;
-                std::size_t widest = 0;
+            if (n->kind == NodeKind::Const || n->kind == NodeKind::Pad) scalars[i] = {static_cast<int>(i)};
+            for (;;) {
+                Set in = buffers[i], arg = scalars[i];
+                int d = 0;
                 for (int k = 0; k < n->nsrc; ++k) {
                     const std::size_t src = at(n->src[static_cast<std::size_t>(k)].get());
-                    if (k == 0 || count[src] > count[widest]) widest = src;
+                    d = std::max(d, depth[src]);
+                    merge_into(in, buffers[src]);
+                    merge_into(arg, scalars[src]);
+                }
+                const bool too_many_buffers = in.size() > static_cast<std::size_t>(kMaxFusedInputs);
+                if (!too_many_buffers && in.size() + arg.size() <= static_cast<std::size_t>(kMaxKernelArguments)) {
+                    buffers[i] = std::move(in);
+                    scalars[i] = std::move(arg);
+                    depth[i] = d + 1;
+                    break;
+                }
+                // Materialize the source that brings the most buffers (or arguments).
+                auto weight = [&](std::size_t src) {
+                    return too_many_buffers ? buffers[src].size() : buffers[src].size() + scalars[src].size();
+                };
+                std::size_t widest = at(n->src[0].get());
+                for (int k = 1; k < n->nsrc; ++k) {
+                    const std::size_t src = at(n->src[static_cast<std::size_t>(k)].get());
+                    if (weight(src) > weight(widest)) widest = src;
                 }
                 cuts[g.nodes[widest]] =
-                    buffers ? concat("a kernel reads at most ", kMaxFusedInputs, " buffers; a new kernel starts here")
-                            : concat("a kernel takes at most ", kMaxKernelArguments,
-                                     " arguments (buffers and scalar values); a new kernel starts here");
-                in -= inputs[widest] - 1;
-                arg -= args[widest] - 1;
-                inputs[widest] = args[widest] = 1;
-                depth[widest] = 0;  // a chain starts again after it
-                d = 0;
-                for (int k = 0; k < n->nsrc; ++k) d = std::max(d, depth[at(n->src[static_cast<std::size_t>(k)].get())]);
+                    too_many_buffers
+                        ? concat("a kernel reads at most ", kMaxFusedInputs, " buffers; a new kernel starts here")
+                        : concat("a kernel takes at most ", kMaxKernelArguments,
+                                 " arguments (buffers and scalar values); a new kernel starts here");
+                materialize(widest);
             }
-            args[i] = arg;
-            depth[i] = d + 1;
-            inputs[i] = in;
             if (is_output.count(n) || forced.count(n) || n->kind == NodeKind::Matmul) {
-                depth[i] = 0;  // materialized anyway: a chain starts again after it
-                inputs[i] = args[i] = 1;
+                materialize(i);  // materialized anyway
             } else if (depth[i] > kMaxFusedDepth) {
                 cuts[n] = concat("a chain of more than ", kMaxFusedDepth, " fused operations ends here");
-                depth[i] = 0;
-                inputs[i] = args[i] = 1;
+                materialize(i);
             }
         }
     }
