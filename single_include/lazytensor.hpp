@@ -1244,6 +1244,7 @@ struct DeviceInfo {
     Device device;
     std::string name;  // "host (16 threads, avx512bw)", "NVIDIA H100 80GB HBM3 (NVIDIA CUDA, gpu)"
     std::string kind;  // "host", or the OpenCL device type: "gpu", "cpu" or "accelerator"
+    bool float64 = true;  // computes double (OpenCL: cl_khr_fp64, unless LAZYTENSOR_OPENCL_FP64=off)
 };
 
 /// One item of a schedule, as lt::schedule() reports it.
@@ -1336,6 +1337,9 @@ LAZYTENSOR_ENGINE_API bool gemm_available(DType dtype, Device device) {
 LAZYTENSOR_ENGINE_API bool gemm_available(DType dtype, Device device);
 #endif
 
+/// Whether `device` computes float64 (the host always; OpenCL with cl_khr_fp64). Composites that
+/// would compute in double for accuracy (an integer mean) choose another way where it does not.
+LAZYTENSOR_ENGINE_API bool supports_float64(Device device);
 /// Computes `nodes` together (runtime/realize.hpp): one schedule, shared parts computed once.
 /// If anything fails, every node is left as it was.
 LAZYTENSOR_ENGINE_API void realize_nodes(const std::vector<Node*>& nodes);
@@ -2200,7 +2204,8 @@ inline NodePtr any_all(bool all, const NodePtr& x, const std::optional<Axes>& ax
     return reduce(all ? ReduceOp::Min : ReduceOp::Max, cast(x, DType::Bool), axes, keepdim, all ? "all" : "any", true);
 }
 
-/// Arithmetic mean. Integers are summed exactly (int64), divided in float64, returned as float32.
+/// Arithmetic mean. Integers are summed exactly (int64), divided in float64 and rounded once to
+/// float32; on a device without float64, in int64 and float32 (below: within 1 ulp).
 inline NodePtr mean(const NodePtr& x, const std::optional<Axes>& user_axes, bool keepdim) {
     const char* op = "mean";
     const Axes axes = reduced_axes(x, user_axes, op);
@@ -2212,8 +2217,21 @@ inline NodePtr mean(const NodePtr& x, const std::optional<Axes>& user_axes, bool
     }
     NodePtr total = reduce(ReduceOp::Sum, x, axes, keepdim, op);
     if (is_floating(x->dtype)) return binary(BinaryOp::Div, total, Scalar::of(static_cast<double>(count)));
-    NodePtr quotient = binary(BinaryOp::Div, cast(total, DType::Float64), Scalar::of(static_cast<double>(count)));
-    return cast(quotient, DType::Float32);
+    if (supports_float64(x->device)) {
+        NodePtr quotient = binary(BinaryOp::Div, cast(total, DType::Float64), Scalar::of(static_cast<double>(count)));
+        return cast(quotient, DType::Float32);
+    }
+    if (count == 0) return binary(BinaryOp::Div, cast(total, DType::Float32), Scalar::of(0.0));  // 0 / 0: NaN
+    total = cast(total, DType::Int64);
+    // The nearest quotient q and its remainder r, |r| <= count / 2: q is exact in float32 up to
+    // 2^24, and r / count rounds once; their sum rounds once more, to within 1 ulp.
+    const NodePtr floor_q = binary(BinaryOp::FloorDivide, total, Scalar::of(count));
+    const NodePtr floor_r = binary(BinaryOp::Remainder, total, Scalar::of(count));  // 0 <= r < count
+    const NodePtr up = binary(BinaryOp::Gt, floor_r, Scalar::of(count / 2));
+    const NodePtr q = where(up, binary(BinaryOp::Add, floor_q, Scalar::of(std::int64_t(1))), floor_q);
+    const NodePtr r = where(up, binary(BinaryOp::Sub, floor_r, Scalar::of(count)), floor_r);
+    const NodePtr fraction = binary(BinaryOp::Div, cast(r, DType::Float32), Scalar::of(static_cast<double>(count)));
+    return binary(BinaryOp::Add, cast(q, DType::Float32), fraction);
 }
 
 // ---------------------------------------------------------------------------- matrix products
@@ -5230,7 +5248,13 @@ LAZYTENSOR_FREE_FORM(cumprod)
 //   - a matrix product on an OpenCL device (CLBlast): the host's packed GEMM.
 // A difference throws a BackendError naming the kernel, the first differing element, and the
 // kernel's IR and generated source; realize has not committed anything then, so every tensor
-// stays usable. Slow (every kernel runs twice, with copies through host memory): for debugging.
+// stays usable. Slow (every kernel runs three times, with copies through host memory): for
+// debugging.
+//
+// The bound is per element: |device - host| <= rtol * |host| + atol * magnitude, where the
+// magnitude of an element is the size of what its computation added up (the same kernel over
+// absolute values, subtraction as addition: |x| + |mean| for x - mean, sum |x| for a sum), so
+// rounding that cancels is allowed for where it happens, and nowhere else.
 
 #include <cmath>
 #include <cstring>
@@ -5619,6 +5643,8 @@ public:
     virtual std::string gemm_routine(const ir::Gemm&) const { return "GEMM"; }
     /// Waits until every launched kernel has finished.
     virtual void synchronize() = 0;
+    /// Whether kernels may compute in float64.
+    virtual bool supports_float64() const { return true; }
 
     /// Device-side timing (LAZYTENSOR_DEBUG=3, benchmarks): while on, launch() records each
     /// kernel's device time; backends without device timers record nothing.
@@ -6725,6 +6751,7 @@ private:
         std::vector<std::vector<int>> value(k.phases.size());
         for (std::size_t q = 0; q < k.phases.size(); ++q) {
             const ir::Phase& ph = k.phases[q];
+            mark_live(phases_[q]);  // a dead instruction never runs: it cannot fill a cache
             for (std::size_t i = 0; i < ph.instrs.size(); ++i) {
                 const ir::Instr& in = ph.instrs[i];
                 std::vector<std::int64_t> sig{static_cast<std::int64_t>(in.op), static_cast<std::int64_t>(in.dtype),
@@ -6747,7 +6774,9 @@ private:
                 const bool computed = in.op == ir::Op::Unary || in.op == ir::Op::Binary || in.op == ir::Op::Where || in.op == ir::Op::Cast;
                 if (!computed || pi.invariant || phases_[q].outer) continue;
                 auto first = first_computed.find(v);
-                if (first == first_computed.end()) first_computed.emplace(v, std::make_pair(q, static_cast<int>(i)));
+                if (first == first_computed.end()) {
+                    if (pi.live) first_computed.emplace(v, std::make_pair(q, static_cast<int>(i)));
+                }
                 else pi.cache_read = v;  // provisional: the value number
             }
             mark_live(phases_[q]);
@@ -6789,6 +6818,8 @@ private:
         };
         need(p.reduce_value);
         for (const PStore& st : p.stores) need(st.value);
+        for (std::size_t i = 0; i < p.instrs.size(); ++i)
+            if (p.instrs[i].cache_write >= 0) need(static_cast<int>(i));  // a later phase reads it
         for (std::size_t i = p.instrs.size(); i-- > 0;) {
             const PInstr& in = p.instrs[i];
             if (!in.live || in.cache_read >= 0) continue;
@@ -9108,7 +9139,9 @@ public:
         driver_ = device_string(device, CL_DRIVER_VERSION) + " / " + platform_string(platform, CL_PLATFORM_VERSION) +
                   " / " + device_string(device, CL_DEVICE_VERSION);
         const std::string ext = device_string(device, CL_DEVICE_EXTENSIONS);
-        fp64_ = ext.find("cl_khr_fp64") != std::string::npos;
+        // LAZYTENSOR_OPENCL_FP64=off: behave as a device without double would (to check that a
+        // program runs on one).
+        fp64_ = ext.find("cl_khr_fp64") != std::string::npos && env_flag("LAZYTENSOR_OPENCL_FP64", true);
         traits_.max_work_group = device_value<std::size_t>(device, CL_DEVICE_MAX_WORK_GROUP_SIZE);
         traits_.compute_units = device_value<cl_uint>(device, CL_DEVICE_MAX_COMPUTE_UNITS);
         traits_.gpu = kind_ == "gpu";
@@ -9143,7 +9176,7 @@ public:
     std::string name() const override { return device_name_ + " (" + platform_name_ + ", " + kind_ + ")"; }
     /// "gpu", "cpu" or "accelerator".
     const std::string& kind() const { return kind_; }
-    bool supports_fp64() const { return fp64_; }
+    bool supports_float64() const override { return fp64_; }
     cl_context context() const { return context_; }
     cl_command_queue queue() const { return queue_; }
     cl_device_id device_id() const { return device_; }
@@ -10762,8 +10795,8 @@ inline std::function<void(Buffer&)>& after_launch_hook() {
 
 namespace detail {
 
-/// The relative and absolute (times the output's largest magnitude) tolerances of check mode:
-/// the host and a device may round transcendentals differently and sum in another order.
+/// The relative and absolute (times the element's magnitude) tolerances of check mode: the host
+/// and a device may round transcendentals differently and sum in another order.
 struct CheckTolerance {
     double rtol, atol;
 };
@@ -10791,6 +10824,181 @@ inline double element_as_double(const unsigned char* data, DType t, std::int64_t
 #undef LAZYTENSOR_X
     }
     return 0;
+}
+
+/// The kernel that computes, for every element `k` outputs, its magnitude: a bound on the size of
+/// the values its computation added or subtracted (rounding errors are eps times it). Every
+/// floating value v gets a companion m(v):
+///   loads, scalars: |v|;  a + b, a - b: m(a) + m(b);  a * b: m(a) * m(b);  a / b: m(a) / |b|;
+///   max, min: max(m(a), m(b));  where(c, a, b): where(c, m(a), m(b));  fmod-like: max(|v|, m(a));
+///   -a, |a|, relu(a): m(a);  other functions: |f(a)| + |f'(a)| m(a) (pow: in both operands);
+/// and every floating reduction gets a twin phase that folds the magnitudes (sum, product, max).
+/// Conditions, integers and indices are computed as in `k`, so masks and gathers agree.
+inline ir::Kernel magnitude_kernel(const ir::Kernel& k) {
+    using ir::Instr;
+    using ir::Op;
+    ir::Kernel out = k;
+    out.candidate = nullptr;
+    out.phases.clear();
+    // Original phase index -> index in `out`, and of its magnitude twin (-1: none).
+    std::vector<int> phase_at(k.phases.size(), -1), twin_at(k.phases.size(), -1);
+    for (std::size_t p = 0; p < k.phases.size(); ++p) {
+        const ir::Phase& ph = k.phases[p];
+        ir::Phase np = ph;
+        np.instrs.clear();
+        std::vector<int> val(ph.instrs.size(), -1), mag(ph.instrs.size(), -1);
+        auto push = [&](Instr in) {
+            np.instrs.push_back(std::move(in));
+            return static_cast<int>(np.instrs.size()) - 1;
+        };
+        auto unary = [&](UnaryOp op, DType t, int a) {
+            Instr in;
+            in.op = Op::Unary;
+            in.unary = op;
+            in.dtype = t;
+            in.a = a;
+            return push(in);
+        };
+        auto constant = [&](DType t, double value) {
+            Instr in;
+            in.op = Op::Const;
+            in.dtype = t;
+            in.value = t == DType::Float64 ? Scalar::of(value) : Scalar::of(static_cast<float>(value));
+            return push(in);
+        };
+        auto binary = [&](BinaryOp op, DType t, int a, int b) {
+            Instr in;
+            in.op = Op::Binary;
+            in.binary = op;
+            in.dtype = t;
+            in.a = a;
+            in.b = b;
+            return push(in);
+        };
+        for (std::size_t i = 0; i < ph.instrs.size(); ++i) {
+            Instr in = ph.instrs[i];
+            auto remap = [&](std::int32_t& operand) {
+                if (operand >= 0) operand = val[static_cast<std::size_t>(operand)];
+            };
+            const int a = in.a, b = in.b, c = in.c;
+            if (in.op != Op::Slot) {
+                remap(in.a);
+                remap(in.b);
+                remap(in.c);
+            } else {
+                in.arg = phase_at[static_cast<std::size_t>(in.arg)];
+            }
+            const DType t = in.dtype;
+            const int v = push(in);
+            val[i] = v;
+            if (!is_floating(t)) continue;
+            auto m = [&](int operand) { return mag[static_cast<std::size_t>(operand)]; };
+            auto operand_dtype = [&](int operand) { return ph.instrs[static_cast<std::size_t>(operand)].dtype; };
+            int mv = -1;
+            switch (in.op) {
+                case Op::Slot: {
+                    const int twin = twin_at[static_cast<std::size_t>(ph.instrs[i].arg)];
+                    if (twin < 0) break;
+                    Instr s = in;
+                    s.arg = twin;
+                    mv = push(s);
+                    break;
+                }
+                case Op::Unary: {
+                    // |f(a)| + |f'(a)| m(a): what an error of m(a) in a becomes (an argument
+                    // reduction's error counts as one in a), with |f'| bounded where it is small.
+                    const int x = val[static_cast<std::size_t>(a)];
+                    auto grow = [&](int slope) { return binary(BinaryOp::Add, t, unary(UnaryOp::Abs, t, v), binary(BinaryOp::Mul, t, slope, m(a))); };
+                    const int abs_v = unary(UnaryOp::Abs, t, v);
+                    switch (in.unary) {
+                        case UnaryOp::Neg:
+                        case UnaryOp::Abs:
+                        case UnaryOp::Relu: mv = m(a); break;
+                        case UnaryOp::Exp: mv = grow(abs_v); break;
+                        case UnaryOp::Exp2: mv = grow(binary(BinaryOp::Mul, t, abs_v, constant(t, 0.6931471805599453))); break;
+                        case UnaryOp::Log: mv = grow(unary(UnaryOp::Reciprocal, t, unary(UnaryOp::Abs, t, x))); break;
+                        case UnaryOp::Log2:
+                            mv = grow(binary(BinaryOp::Div, t, constant(t, 1.4426950408889634), unary(UnaryOp::Abs, t, x)));
+                            break;
+                        case UnaryOp::Sqrt: mv = grow(binary(BinaryOp::Div, t, constant(t, 0.5), abs_v)); break;
+                        case UnaryOp::Rsqrt:
+                            mv = grow(binary(BinaryOp::Mul, t, constant(t, 0.5), binary(BinaryOp::Mul, t, abs_v, binary(BinaryOp::Mul, t, abs_v, abs_v))));
+                            break;
+                        case UnaryOp::Reciprocal: mv = grow(binary(BinaryOp::Mul, t, abs_v, abs_v)); break;
+                        case UnaryOp::Tan: mv = grow(binary(BinaryOp::Add, t, constant(t, 1), binary(BinaryOp::Mul, t, abs_v, abs_v))); break;
+                        case UnaryOp::Sin:
+                        case UnaryOp::Cos:
+                        case UnaryOp::Tanh:
+                        case UnaryOp::Sigmoid: mv = grow(constant(t, 1)); break;
+                        case UnaryOp::Gelu:
+                        case UnaryOp::Silu: mv = grow(constant(t, 1.2)); break;
+                        default: break;  // floor, sign, ...: |v|
+                    }
+                    break;
+                }
+                case Op::Binary:
+                    switch (in.binary) {
+                        case BinaryOp::Add:
+                        case BinaryOp::Sub: mv = binary(BinaryOp::Add, t, m(a), m(b)); break;
+                        case BinaryOp::Mul: mv = binary(BinaryOp::Mul, t, m(a), m(b)); break;
+                        case BinaryOp::Div: mv = binary(BinaryOp::Div, t, m(a), unary(UnaryOp::Abs, t, val[static_cast<std::size_t>(b)])); break;
+                        case BinaryOp::Maximum:
+                        case BinaryOp::Minimum: mv = binary(BinaryOp::Maximum, t, m(a), m(b)); break;
+                        case BinaryOp::Fmod:
+                        case BinaryOp::Remainder: mv = binary(BinaryOp::Maximum, t, unary(UnaryOp::Abs, t, v), m(a)); break;
+                        case BinaryOp::Pow: {
+                            // |a^b| (1 + |b| m(a) / |a| + |log |a|| m(b))
+                            const int base = unary(UnaryOp::Abs, t, val[static_cast<std::size_t>(a)]);
+                            const int exponent = unary(UnaryOp::Abs, t, val[static_cast<std::size_t>(b)]);
+                            const int from_a = binary(BinaryOp::Div, t, binary(BinaryOp::Mul, t, exponent, m(a)), base);
+                            const int from_b = binary(BinaryOp::Mul, t, unary(UnaryOp::Abs, t, unary(UnaryOp::Log, t, base)), m(b));
+                            mv = binary(BinaryOp::Mul, t, unary(UnaryOp::Abs, t, v),
+                                        binary(BinaryOp::Add, t, constant(t, 1), binary(BinaryOp::Add, t, from_a, from_b)));
+                            break;
+                        }
+                        default: break;
+                    }
+                    break;
+                case Op::Where: {
+                    Instr w = in;
+                    w.b = m(b);
+                    w.c = m(c);
+                    mv = push(w);
+                    break;
+                }
+                case Op::Cast:
+                    if (is_floating(operand_dtype(a))) {
+                        Instr cast = in;
+                        cast.a = m(a);
+                        mv = push(cast);
+                    }
+                    break;
+                default: break;
+            }
+            mag[i] = mv >= 0 ? mv : unary(UnaryOp::Abs, t, v);
+        }
+        if (ph.kind == ir::Phase::Kind::Reduce) {
+            phase_at[p] = static_cast<int>(out.phases.size());
+            const int folded = ph.reduce_value;
+            np.reduce_value = val[static_cast<std::size_t>(folded)];
+            out.phases.push_back(np);
+            if (is_floating(ph.instrs[static_cast<std::size_t>(folded)].dtype)) {
+                ir::Phase twin = np;
+                twin.reduce_value = mag[static_cast<std::size_t>(folded)];
+                if (twin.reduce_op == ReduceOp::Min) twin.reduce_op = ReduceOp::Max;
+                twin_at[p] = static_cast<int>(out.phases.size());
+                out.phases.push_back(std::move(twin));
+            }
+        } else {
+            for (ir::Store& st : np.stores) {
+                const auto value = static_cast<std::size_t>(st.value);
+                st.value = is_floating(ph.instrs[value].dtype) ? mag[value] : val[value];
+            }
+            phase_at[p] = static_cast<int>(out.phases.size());
+            out.phases.push_back(std::move(np));
+        }
+    }
+    return out;
 }
 
 /// One item run twice: snapshots of its buffers in host memory, taken before it runs on its
@@ -10838,10 +11046,12 @@ public:
         const DType t = out.dtype();
         const std::int64_t n = out.numel();
         const CheckTolerance tol = check_tolerance(t);
-        double scale = 0;
-        if (is_floating(t))
-            for (std::int64_t i = 0; i < n; ++i)
-                if (std::isfinite(element_as_double(want, t, i))) scale = std::max(scale, std::fabs(element_as_double(want, t, i)));
+        std::vector<unsigned char> magnitudes;
+        if (is_floating(t)) magnitudes = run_magnitudes_on_host();
+        auto bound = [&](std::int64_t i) {
+            const double magnitude = element_as_double(magnitudes.data(), t, i);  // NaN (0 / 0 above): unknown
+            return tol.rtol * std::fabs(element_as_double(want, t, i)) + tol.atol * (std::isnan(magnitude) ? INFINITY : magnitude);
+        };
         std::int64_t first = -1, differing = 0;
         for (std::int64_t i = 0; i < n; ++i) {
             bool same;
@@ -10853,7 +11063,7 @@ public:
                 const double a = element_as_double(got.data(), t, i), b = element_as_double(want, t, i);
                 if (std::isnan(b)) same = std::isnan(a);
                 else if (std::isinf(b)) same = a == b;
-                else same = std::isfinite(a) && (a == b || std::fabs(a - b) <= tol.rtol * std::fabs(b) + tol.atol * scale);
+                else same = std::isfinite(a) && (a == b || std::fabs(a - b) <= bound(i));
             }
             if (!same && differing++ == 0) first = i;
         }
@@ -10864,7 +11074,9 @@ public:
             << differing << " of " << n << " elements of its " << t << " output differ; the first is element "
             << first << ": " << element_as_double(got.data(), t, first) << " on " << backend.device() << ", "
             << element_as_double(want, t, first) << " from the reference";
-        if (is_floating(t)) msg << " (tolerance " << tol.rtol << " relative + " << tol.atol * scale << " absolute)";
+        if (is_floating(t))
+            msg << " (tolerance " << bound(first) << ": " << tol.rtol << " relative + " << tol.atol
+                << " times the element's magnitude " << element_as_double(magnitudes.data(), t, first) << ")";
         msg << "\n--- " << (item_.gemm_item ? "matmul" : "kernel IR") << " ---\n"
             << (item_.gemm_item ? ir::to_string(item_.gemm) : ir::to_string(item_.kernel));
         if (!item_.gemm_item && item_.compiled) {
@@ -10887,6 +11099,41 @@ private:
         interpreted.candidate = nullptr;  // the interpreter, not a compiled loop
         host.launch(*host.get_kernel(interpreted), params, scalars_);
         return "the host interpreter";
+    }
+
+    /// Runs the item's magnitude computation on the host (magnitude_kernel; |A| @ |B| for a
+    /// product) and returns the output's bytes. The output gets a buffer of its own, holding what
+    /// the target held before for an assign.
+    std::vector<unsigned char> run_magnitudes_on_host() const {
+        Backend& host = host_backend();
+        const BufferPtr& reference = host_params_.back();
+        BufferPtr output = host.allocate(reference->dtype(), reference->numel());
+        if (!original_.empty()) std::memcpy(output->handle(), original_.data(), original_.size());
+        std::vector<Buffer*> params;
+        for (const BufferPtr& b : host_params_) params.push_back(b == reference ? output.get() : b.get());
+        if (item_.gemm_item) {
+            std::vector<BufferPtr> absolute;
+            for (int k = 0; k < 2; ++k) {
+                const Buffer& in = *params[static_cast<std::size_t>(k)];
+                absolute.push_back(host.allocate(in.dtype(), in.numel()));
+                std::memcpy(absolute.back()->handle(), in.handle(), in.bytes());
+                clear_sign_bits(*absolute.back());
+                params[static_cast<std::size_t>(k)] = absolute.back().get();
+            }
+            host.gemm(item_.gemm, *params[0], *params[1], *params[2]);
+        } else {
+            host.launch(*host.get_kernel(magnitude_kernel(item_.kernel)), params, scalars_);
+        }
+        std::vector<unsigned char> bytes(output->bytes());
+        std::memcpy(bytes.data(), output->handle(), bytes.size());
+        return bytes;
+    }
+
+    /// |x| for every element of a floating host buffer (IEEE: the top bit of each element).
+    static void clear_sign_bits(Buffer& b) {
+        const std::size_t size = dtype_size(b.dtype());
+        auto* bytes = static_cast<unsigned char*>(b.handle());
+        for (std::int64_t i = 0; i < b.numel(); ++i) bytes[static_cast<std::size_t>(i) * size + size - 1] &= 0x7f;
     }
 
     const PlannedItem& item_;
@@ -11203,12 +11450,12 @@ const char lazytensor_ERROR_LAZYTENSOR_IMPLEMENTATION_is_defined_in_more_than_on
 namespace lazytensor {
 
 LAZYTENSOR_ENGINE_API std::vector<DeviceInfo> devices() {
-    std::vector<DeviceInfo> out{DeviceInfo{Device::host(), detail::host_backend().name(), "host"}};
+    std::vector<DeviceInfo> out{DeviceInfo{Device::host(), detail::host_backend().name(), "host", true}};
 #if LAZYTENSOR_OPENCL
     for (std::size_t i = 0; i < detail::opencl::opencl_device_ids().size(); ++i) {
         try {
             auto& b = detail::opencl::opencl_backend(static_cast<int>(i));
-            out.push_back(DeviceInfo{b.device(), b.name(), b.kind()});
+            out.push_back(DeviceInfo{b.device(), b.name(), b.kind(), b.supports_float64()});
         } catch (const Error&) {
             // A device whose driver cannot give it a context is not usable: leave it out.
         }
@@ -11249,6 +11496,8 @@ LAZYTENSOR_ENGINE_API void set_check_enabled(bool on) { detail::check_flag().sto
 namespace detail {
 
 LAZYTENSOR_ENGINE_API Backend& backend_for(Device d) { return device_backend(d); }
+
+LAZYTENSOR_ENGINE_API bool supports_float64(Device d) { return device_backend(d).supports_float64(); }
 
 LAZYTENSOR_ENGINE_API void realize_nodes(const std::vector<Node*>& nodes) { realize_graph(nodes); }
 

@@ -255,3 +255,114 @@ TEST_CASE("an empty axis list means all axes, for every reduction") {
         CHECK(lt::full<float>({}, 2.5f).sum(lt::Axes{}).item() == 2.5f);
     });
 }
+
+TEST_CASE("host interpreter: a value a later phase reads from the row cache is computed where it is first written, even if unused there") {
+    // Phase 0 computes exp(x) but folds x; phase 1 uses exp(x). The row cache must be filled by
+    // an instruction that runs (it was once filled by phase 0's dead exp: garbage in phase 1).
+    namespace ir = lt::detail::ir;
+    constexpr std::int64_t kRows = 3, kCols = 4096;
+    auto load = [] {
+        ir::Instr in;
+        in.op = ir::Op::Load;
+        in.arg = 0;
+        in.access = lt::detail::Access{0, lt::Strides{kCols, 1}};
+        return in;
+    };
+    ir::Instr exp_of_load;
+    exp_of_load.op = ir::Op::Unary;
+    exp_of_load.unary = lt::UnaryOp::Exp;
+    exp_of_load.a = 0;
+    ir::Kernel k;
+    k.domain = lt::Shape{kRows, kCols};
+    k.reduced = {false, true};
+    k.params = {ir::Param{lt::DType::Float32, false}, ir::Param{lt::DType::Float32, true}};
+    ir::Phase sum;
+    sum.kind = ir::Phase::Kind::Reduce;
+    sum.instrs = {load(), exp_of_load};
+    sum.reduce_value = 0;
+    ir::Phase store;
+    ir::Instr slot;
+    slot.op = ir::Op::Slot;
+    slot.arg = 0;
+    ir::Instr add;
+    add.op = ir::Op::Binary;
+    add.binary = lt::BinaryOp::Add;
+    add.a = 1;
+    add.b = 2;
+    store.instrs = {load(), exp_of_load, slot, add};
+    store.stores = {ir::Store{1, 3, lt::detail::Access{0, lt::Strides{kCols, 1}}}};
+    k.phases = {sum, store};
+
+    lt::detail::Backend& host = lt::detail::host_backend();
+    lt::BufferPtr in = host.allocate(lt::DType::Float32, kRows * kCols), out = host.allocate(lt::DType::Float32, kRows * kCols);
+    auto* x = static_cast<float*>(in->handle());
+    std::vector<double> row_sum(kRows, 0.0);
+    for (std::int64_t i = 0; i < kRows * kCols; ++i) {
+        x[i] = static_cast<float>((i * 37 % 101) - 50) / 64.0f;
+        row_sum[static_cast<std::size_t>(i / kCols)] += x[i];
+    }
+    host.launch(*host.get_kernel(k), {in.get(), out.get()}, {});
+    host.synchronize();
+    const auto* y = static_cast<const float*>(out->handle());
+    std::int64_t wrong = 0, first = -1;
+    for (std::int64_t i = 0; i < kRows * kCols; ++i) {
+        const double want = std::exp(static_cast<double>(x[i])) + row_sum[static_cast<std::size_t>(i / kCols)];
+        if (!(std::fabs(y[i] - want) <= 1e-4 * std::fabs(want) + 1e-4) && wrong++ == 0) first = i;
+    }
+    INFO("first wrong element: " << first);
+    CHECK(wrong == 0);
+}
+
+namespace {
+/// Whether `d` computes float64 (an OpenCL device without cl_khr_fp64, or with
+/// LAZYTENSOR_OPENCL_FP64=off, does not).
+bool computes_float64(lt::Device d) {
+    for (const lt::DeviceInfo& info : lt::devices())
+        if (info.device == d) return info.float64;
+    return true;
+}
+bool some_test_device_lacks_float64() {
+    for (lt::Device d : test_devices())
+        if (!computes_float64(d)) return true;
+    return false;
+}
+}  // namespace
+
+// ctest runs this as reduce_opencl_no_fp64, with LAZYTENSOR_OPENCL_FP64=off.
+TEST_CASE("a device without float64: integer and bool means work, and double is a DeviceError naming cl_khr_fp64" *
+          doctest::skip(!some_test_device_lacks_float64())) {
+    for_each_device([](lt::Device d) {
+        if (computes_float64(d)) return;
+        lt::Tensor<int32_t> ii = lt::tensor<int32_t>({INT32_MIN, -7, -1, 0, 1, 7, INT32_MAX}, {7}, d);
+        CHECK(ii.mean().item() == -1.0f / 7);
+        lt::Tensor<int64_t> big = lt::tensor<int64_t>({(int64_t(1) << 40) + 1, (int64_t(1) << 40) + 3}, {2}, d);
+        CHECK(big.mean().item() == static_cast<float>(double((int64_t(1) << 40) + 2)));
+        CHECK(lt::tensor<int64_t>({-5, -2}, {2}, d).mean().item() == -3.5f);
+        CHECK(lt::tensor<bool>({true, false, true, true}, {4}, d).mean().item() == 0.75f);
+        CHECK(std::isnan(lt::zeros<int32_t>({3, 0}, d).mean().item()));
+        // Rows of random integers: within 1 ulp of the exact mean (|q| < 2^24 here).
+        constexpr std::int64_t kRows = 16, kCols = 1001;
+        std::vector<std::int64_t> values(kRows * kCols);
+        std::uint64_t state = 12345;
+        for (auto& v : values) {
+            state = state * 6364136223846793005ull + 1442695040888963407ull;
+            v = static_cast<std::int64_t>(state >> 40) - (std::int64_t(1) << 23);
+        }
+        const std::vector<float> means = lt::tensor<int64_t>(values, {kRows, kCols}, d).mean(1).to_vector();
+        REQUIRE(means.size() == static_cast<std::size_t>(kRows));
+        for (std::int64_t r = 0; r < kRows; ++r) {
+            long double total = 0;
+            for (std::int64_t c = 0; c < kCols; ++c) total += values[static_cast<std::size_t>(r * kCols + c)];
+            const float exact = static_cast<float>(total / kCols);
+            CHECK(std::fabs(means[static_cast<std::size_t>(r)] - exact) <= std::nextafter(std::fabs(exact), INFINITY) - std::fabs(exact));
+        }
+        // Double itself is refused, naming what is missing.
+        lt::Tensor<double> x = lt::full<double>({5}, 1.5, d);
+        try {
+            (x * 2.0).realize();
+            FAIL_CHECK("float64 on a device without it did not throw");
+        } catch (const lt::DeviceError& e) {
+            CHECK(std::string(e.what()).find("does not support float64 (the device lacks cl_khr_fp64)") != std::string::npos);
+        }
+    });
+}

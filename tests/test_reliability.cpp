@@ -93,6 +93,37 @@ TEST_CASE("check mode: an infinite or NaN reference must be matched exactly") {
     });
 }
 
+TEST_CASE("check mode: the bound is per element (a small element of a wide-range output is checked, cancellation is allowed where it happens)") {
+    for_each_device([](lt::Device d) {
+        if (d == lt::Device::host() && !lt::static_kernels_enabled()) {
+            doctest::skip();  // interpreted, the host is the reference itself
+            return;
+        }
+        CheckModeOn on;
+        lt::Tensor<float> a = lt::tensor<float>({1e8f, 1e-8f, -3e7f, 2e-6f, 5.0f, -1e-20f}, {6});
+        lt::Tensor<float> e = a * 2.0f + 1e-30f;
+        corrupt_outputs(6, 1, 3e-8f);  // 2e-8 belongs there: off by half, far below 1e-5 * 2e8
+        std::string m = realize_error(e);
+        CHECK(contains(m, "1 of 6 elements of its float32 output differ; the first is element 1: 3e-08"));
+        corrupt_outputs(6, 5, -1e-20f);  // -2e-20 belongs there
+        m = realize_error(e);
+        CHECK(contains(m, "the first is element 5: -1e-20"));
+        lt::detail::after_launch_hook() = nullptr;
+        CHECK(e.to_vector()[1] == 2e-8f + 1e-30f);
+        // x - mean(x) over rows of values near 1e4: the mean may round differently on each
+        // backend, and the tiny differences it leaves are within |x| + |mean| of rounding.
+        const Ref rx = random_ref<float>({8, 4096}, 11, -1.0, 1.0);
+        lt::Tensor<float> x = make_tensor<float>(rx, d) + 1e4f;
+        lt::Tensor<float> centered = x - x.mean(1, true), scaled = lt::exp(x * 1e-9f) - 1.0f;
+        CHECK_NOTHROW(lt::realize({centered, scaled}));
+        // And a wrong element of the centered rows is caught.
+        corrupt_outputs(8 * 4096, 3, 0.25f);
+        lt::Tensor<float> again = x - x.mean(1, true) + 0.0f;
+        m = realize_error(again);
+        CHECK(contains(m, "the first is element 3: 0.25"));
+    });
+}
+
 TEST_CASE("check mode: an assign that disagrees throws and leaves its target as it was" *
           doctest::skip(!has_test_device(lt::Device::Kind::OpenCL))) {
     for_each_device([](lt::Device d) {

@@ -120,6 +120,8 @@ public:
     virtual std::string gemm_routine(const ir::Gemm&) const { return "GEMM"; }
     /// Waits until every launched kernel has finished.
     virtual void synchronize() = 0;
+    /// Whether kernels may compute in float64.
+    virtual bool supports_float64() const { return true; }
 
     /// Device-side timing (LAZYTENSOR_DEBUG=3, benchmarks): while on, launch() records each
     /// kernel's device time; backends without device timers record nothing.

@@ -499,7 +499,8 @@ inline NodePtr any_all(bool all, const NodePtr& x, const std::optional<Axes>& ax
     return reduce(all ? ReduceOp::Min : ReduceOp::Max, cast(x, DType::Bool), axes, keepdim, all ? "all" : "any", true);
 }
 
-/// Arithmetic mean. Integers are summed exactly (int64), divided in float64, returned as float32.
+/// Arithmetic mean. Integers are summed exactly (int64), divided in float64 and rounded once to
+/// float32; on a device without float64, in int64 and float32 (below: within 1 ulp).
 inline NodePtr mean(const NodePtr& x, const std::optional<Axes>& user_axes, bool keepdim) {
     const char* op = "mean";
     const Axes axes = reduced_axes(x, user_axes, op);
@@ -511,8 +512,21 @@ inline NodePtr mean(const NodePtr& x, const std::optional<Axes>& user_axes, bool
     }
     NodePtr total = reduce(ReduceOp::Sum, x, axes, keepdim, op);
     if (is_floating(x->dtype)) return binary(BinaryOp::Div, total, Scalar::of(static_cast<double>(count)));
-    NodePtr quotient = binary(BinaryOp::Div, cast(total, DType::Float64), Scalar::of(static_cast<double>(count)));
-    return cast(quotient, DType::Float32);
+    if (supports_float64(x->device)) {
+        NodePtr quotient = binary(BinaryOp::Div, cast(total, DType::Float64), Scalar::of(static_cast<double>(count)));
+        return cast(quotient, DType::Float32);
+    }
+    if (count == 0) return binary(BinaryOp::Div, cast(total, DType::Float32), Scalar::of(0.0));  // 0 / 0: NaN
+    total = cast(total, DType::Int64);
+    // The nearest quotient q and its remainder r, |r| <= count / 2: q is exact in float32 up to
+    // 2^24, and r / count rounds once; their sum rounds once more, to within 1 ulp.
+    const NodePtr floor_q = binary(BinaryOp::FloorDivide, total, Scalar::of(count));
+    const NodePtr floor_r = binary(BinaryOp::Remainder, total, Scalar::of(count));  // 0 <= r < count
+    const NodePtr up = binary(BinaryOp::Gt, floor_r, Scalar::of(count / 2));
+    const NodePtr q = where(up, binary(BinaryOp::Add, floor_q, Scalar::of(std::int64_t(1))), floor_q);
+    const NodePtr r = where(up, binary(BinaryOp::Sub, floor_r, Scalar::of(count)), floor_r);
+    const NodePtr fraction = binary(BinaryOp::Div, cast(r, DType::Float32), Scalar::of(static_cast<double>(count)));
+    return binary(BinaryOp::Add, cast(q, DType::Float32), fraction);
 }
 
 // ---------------------------------------------------------------------------- matrix products

@@ -35,12 +35,12 @@ const char lazytensor_ERROR_LAZYTENSOR_IMPLEMENTATION_is_defined_in_more_than_on
 namespace lazytensor {
 
 LAZYTENSOR_ENGINE_API std::vector<DeviceInfo> devices() {
-    std::vector<DeviceInfo> out{DeviceInfo{Device::host(), detail::host_backend().name(), "host"}};
+    std::vector<DeviceInfo> out{DeviceInfo{Device::host(), detail::host_backend().name(), "host", true}};
 #if LAZYTENSOR_OPENCL
     for (std::size_t i = 0; i < detail::opencl::opencl_device_ids().size(); ++i) {
         try {
             auto& b = detail::opencl::opencl_backend(static_cast<int>(i));
-            out.push_back(DeviceInfo{b.device(), b.name(), b.kind()});
+            out.push_back(DeviceInfo{b.device(), b.name(), b.kind(), b.supports_float64()});
         } catch (const Error&) {
             // A device whose driver cannot give it a context is not usable: leave it out.
         }
@@ -81,6 +81,8 @@ LAZYTENSOR_ENGINE_API void set_check_enabled(bool on) { detail::check_flag().sto
 namespace detail {
 
 LAZYTENSOR_ENGINE_API Backend& backend_for(Device d) { return device_backend(d); }
+
+LAZYTENSOR_ENGINE_API bool supports_float64(Device d) { return device_backend(d).supports_float64(); }
 
 LAZYTENSOR_ENGINE_API void realize_nodes(const std::vector<Node*>& nodes) { realize_graph(nodes); }
 

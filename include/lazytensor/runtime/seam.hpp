@@ -84,6 +84,7 @@ struct DeviceInfo {
     Device device;
     std::string name;  // "host (16 threads, avx512bw)", "NVIDIA H100 80GB HBM3 (NVIDIA CUDA, gpu)"
     std::string kind;  // "host", or the OpenCL device type: "gpu", "cpu" or "accelerator"
+    bool float64 = true;  // computes double (OpenCL: cl_khr_fp64, unless LAZYTENSOR_OPENCL_FP64=off)
 };
 
 /// One item of a schedule, as lt::schedule() reports it.
@@ -176,6 +177,9 @@ LAZYTENSOR_ENGINE_API bool gemm_available(DType dtype, Device device) {
 LAZYTENSOR_ENGINE_API bool gemm_available(DType dtype, Device device);
 #endif
 
+/// Whether `device` computes float64 (the host always; OpenCL with cl_khr_fp64). Composites that
+/// would compute in double for accuracy (an integer mean) choose another way where it does not.
+LAZYTENSOR_ENGINE_API bool supports_float64(Device device);
 /// Computes `nodes` together (runtime/realize.hpp): one schedule, shared parts computed once.
 /// If anything fails, every node is left as it was.
 LAZYTENSOR_ENGINE_API void realize_nodes(const std::vector<Node*>& nodes);

@@ -436,6 +436,7 @@ private:
         std::vector<std::vector<int>> value(k.phases.size());
         for (std::size_t q = 0; q < k.phases.size(); ++q) {
             const ir::Phase& ph = k.phases[q];
+            mark_live(phases_[q]);  // a dead instruction never runs: it cannot fill a cache
             for (std::size_t i = 0; i < ph.instrs.size(); ++i) {
                 const ir::Instr& in = ph.instrs[i];
                 std::vector<std::int64_t> sig{static_cast<std::int64_t>(in.op), static_cast<std::int64_t>(in.dtype),
@@ -458,7 +459,9 @@ private:
                 const bool computed = in.op == ir::Op::Unary || in.op == ir::Op::Binary || in.op == ir::Op::Where || in.op == ir::Op::Cast;
                 if (!computed || pi.invariant || phases_[q].outer) continue;
                 auto first = first_computed.find(v);
-                if (first == first_computed.end()) first_computed.emplace(v, std::make_pair(q, static_cast<int>(i)));
+                if (first == first_computed.end()) {
+                    if (pi.live) first_computed.emplace(v, std::make_pair(q, static_cast<int>(i)));
+                }
                 else pi.cache_read = v;  // provisional: the value number
             }
             mark_live(phases_[q]);
@@ -500,6 +503,8 @@ private:
         };
         need(p.reduce_value);
         for (const PStore& st : p.stores) need(st.value);
+        for (std::size_t i = 0; i < p.instrs.size(); ++i)
+            if (p.instrs[i].cache_write >= 0) need(static_cast<int>(i));  // a later phase reads it
         for (std::size_t i = p.instrs.size(); i-- > 0;) {
             const PInstr& in = p.instrs[i];
             if (!in.live || in.cache_read >= 0) continue;

@@ -82,7 +82,9 @@ public:
         driver_ = device_string(device, CL_DRIVER_VERSION) + " / " + platform_string(platform, CL_PLATFORM_VERSION) +
                   " / " + device_string(device, CL_DEVICE_VERSION);
         const std::string ext = device_string(device, CL_DEVICE_EXTENSIONS);
-        fp64_ = ext.find("cl_khr_fp64") != std::string::npos;
+        // LAZYTENSOR_OPENCL_FP64=off: behave as a device without double would (to check that a
+        // program runs on one).
+        fp64_ = ext.find("cl_khr_fp64") != std::string::npos && env_flag("LAZYTENSOR_OPENCL_FP64", true);
         traits_.max_work_group = device_value<std::size_t>(device, CL_DEVICE_MAX_WORK_GROUP_SIZE);
         traits_.compute_units = device_value<cl_uint>(device, CL_DEVICE_MAX_COMPUTE_UNITS);
         traits_.gpu = kind_ == "gpu";
@@ -117,7 +119,7 @@ public:
     std::string name() const override { return device_name_ + " (" + platform_name_ + ", " + kind_ + ")"; }
     /// "gpu", "cpu" or "accelerator".
     const std::string& kind() const { return kind_; }
-    bool supports_fp64() const { return fp64_; }
+    bool supports_float64() const override { return fp64_; }
     cl_context context() const { return context_; }
     cl_command_queue queue() const { return queue_; }
     cl_device_id device_id() const { return device_; }
