@@ -334,3 +334,84 @@ TEST_CASE("slice steps at the limits of int64 and arange past its dtype's range 
         CHECK_THROWS_AS(lt::arange<std::uint8_t>(-1, 5, 1, d), lt::ValueError);
     });
 }
+
+TEST_CASE("README's table of bad input: each row gives its error type and the message README quotes") {
+    // Rows that need an OpenCL device, a failing build, a corrupt cache, a lost device or check
+    // mode are tested where those are set up: tests/test_opencl.cpp, test_reliability.cpp and
+    // test_reduce.cpp (float64 without cl_khr_fp64).
+    lt::Tensor<float> a = lt::tensor<float>({1, 2, 3, 4, 5, 6}, {2, 3}), b = lt::tensor<float>({1, 2, 3, 4}, {4});
+    CHECK_THROWS_WITH_AS(a + b, "add: shapes [2, 3] and [4] cannot be broadcast together (dimension -1 is 3 vs 4)", lt::ShapeError);
+    CHECK_THROWS_WITH_AS(lt::matmul(a, a),
+                         "matmul: shapes [2, 3] and [2, 3] cannot be multiplied: the contracted dimensions differ (3 columns "
+                         "in the first operand (its last dimension) vs 2 rows in the second (its second-to-last dimension))",
+                         lt::ShapeError);
+    CHECK_THROWS_WITH_AS(a.reshape({4}), "lt::reshape: cannot reshape tensor of shape [2, 3] (6 elements) into shape [4] (4 elements)",
+                         lt::ShapeError);
+    CHECK_THROWS_WITH_AS(lt::tensor<float>({1, 2, 3}, {2, 2}), "lt::tensor: 3 values do not fit shape [2, 2] (4 elements)", lt::ShapeError);
+    CHECK_THROWS_WITH_AS(lt::full<float>({int64_t(1) << 32, int64_t(1) << 32}, 1.0f),
+                         "lt::full: shape [4294967296, 4294967296] has more elements than a 64-bit count can hold", lt::ShapeError);
+    CHECK_THROWS_WITH_AS(lt::full<float>({-1, 2}, 1.0f), "lt::full: negative extent in shape [-1, 2]", lt::ShapeError);
+    CHECK_THROWS_WITH_AS(a.sum({5}), "sum: axis 5 is out of range for a tensor of 2 dimensions (shape [2, 3]; valid axes are -2..1)",
+                         lt::AxisError);
+    CHECK_THROWS_WITH_AS(a.permute({0, 0}), "lt::permute: axis 0 appears twice in permutation [0, 0] (shape [2, 3])", lt::AxisError);
+    CHECK_THROWS_WITH_AS(a.slice(0, 0, 2, 0), "slice: step must not be 0 (axis 0, shape [2, 3])", lt::ValueError);
+    CHECK_THROWS_WITH_AS(a.item(), "item(): the tensor has shape [2, 3] (6 elements); item() needs exactly one element", lt::ValueError);
+    CHECK_THROWS_WITH_AS(lt::zeros<float>({0, 3}).max({0}).realize(),
+                         "max: cannot reduce over axis 0 of extent 0 (shape [0, 3]): the reduction has no identity", lt::ValueError);
+    CHECK_THROWS_WITH_AS(a.pad({{-1, 0}, {0, 0}}, 0.0f),
+                         "pad: widths must be >= 0, got -1 before and 0 after axis 0 (shape [2, 3]); use slice to crop", lt::ValueError);
+    CHECK_THROWS_WITH_AS(lt::randint<int32_t>(5, 5, {3}, 1), "randint: needs low < high, got [5, 5)", lt::ValueError);
+    lt::Tensor<std::uint8_t> u8 = lt::tensor<std::uint8_t>({1, 200}, {2});
+    CHECK_THROWS_WITH_AS(u8 < 256,
+                         "lt: the scalar 256 does not fit uint8 (0 to 255), the dtype the operation computes in; cast the tensor "
+                         "first, e.g. lt::cast<int64_t>(x) or lt::cast<float>(x)",
+                         lt::ValueError);
+    CHECK_THROWS_AS(lt::clamp(u8, 0, 300), lt::ValueError);
+    CHECK_THROWS_AS(lt::tensor<int32_t>({1}) + (1LL << 40), lt::ValueError);
+    CHECK_THROWS_AS(lt::tensor<int32_t>({1}).realize().assign(1e20), lt::ValueError);
+    lt::Tensor<float> empty;
+    CHECK_THROWS_WITH_AS(empty.shape(), "use of an empty lt::Tensor (default-constructed and never assigned)", lt::ValueError);
+    CHECK_THROWS_WITH_AS(lt::gather(a, 1, lt::tensor<std::int64_t>({7}, {1, 1})).realize(),
+                         "gather: index 7 is out of range for axis 1 of extent 3 (shape [2, 3]) (valid: 0 to 2)", lt::IndexError);
+    CHECK_THROWS_WITH_AS(lt::detail::parse_device("gpu"), "unknown device \"gpu\"; expected host, opencl or opencl:N", lt::DeviceError);
+    CHECK_THROWS_WITH_AS((lt::full<float>({int64_t(1) << 62}, 1.0f) + 1.0f).realize(),
+                         "host: cannot allocate 4611686018427387904 elements of float32: the size in bytes does not fit in 64 bits",
+                         lt::BackendError);
+    try {
+        (lt::full<float>({int64_t(1) << 44}, 1.0f) + 1.0f).realize();
+        FAIL_CHECK("2^44 floats were allocated");
+    } catch (const lt::OutOfMemoryError& e) {
+        const std::string m = e.what();
+        CHECK(m.rfind("out of memory on host: allocating 17592186044416 elements of float32 (70368744177664 bytes), more than this "
+                      "machine's ", 0) == 0);
+        CHECK(m.find(" bytes of memory and swap") != std::string::npos);
+    }
+    {
+        const lt::MemoryStats base = lt::memory_stats(lt::Device::host());
+        lt::set_memory_limit(lt::Device::host(), base.live_bytes + 1000);
+        try {
+            (lt::full<float>({1000}, 1.0f) + 1.0f).realize();
+            FAIL_CHECK("the memory limit was not enforced");
+        } catch (const lt::OutOfMemoryError& e) {
+            CHECK(std::string(e.what()).rfind("out of memory on host: allocating 1000 elements of float32 (4000 bytes) would pass the "
+                                              "limit of ", 0) == 0);
+            CHECK(std::string(e.what()).find(" set with lt::set_memory_limit (") != std::string::npos);
+        }
+        lt::set_memory_limit(lt::Device::host(), 0);
+    }
+#if LAZYTENSOR_OPENCL
+    if (!lt::detail::opencl::opencl_device_ids().empty()) {
+        const std::size_t n = lt::detail::opencl::opencl_device_ids().size();
+        const lt::Device on_gpu = lt::Device::opencl(0);
+        CHECK_THROWS_WITH_AS(a + lt::tensor<float>({1, 2, 3}, {3}, on_gpu),
+                             "add: operands are on different devices (host and opencl:0); move one with .to(device)", lt::DeviceError);
+        const std::string missing = "opencl:" + std::to_string(n);
+        CHECK_THROWS_WITH_AS(lt::tensor<float>({1}, {1}, lt::Device::opencl(static_cast<int>(n))),
+                             ("device " + missing + " does not exist: this machine has " + std::to_string(n) + " OpenCL device" +
+                              (n == 1 ? "" : "s") + " (opencl:0 to opencl:" + std::to_string(n - 1) + ")")
+                                 .c_str(),
+                             lt::DeviceError);
+    }
+#endif
+    // The environment rows: the "environment variables" case above.
+}
