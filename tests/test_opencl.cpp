@@ -350,6 +350,51 @@ TEST_CASE("a failed realize on OpenCL leaves every tensor usable") {
     }
 }
 
+TEST_CASE("a kernel that fails while the device runs it is reported by the next wait, as README says") {
+    for (lt::Device d : opencl_devices()) {
+        auto& backend = backend_of(d);
+        lt::Tensor<float> x = lt::tensor<float>({1, 2, 3}, {3}, d);
+        x.realize();
+        lt::synchronize(d);
+        // The next kernel waits for a user event that then fails: the kernel fails without
+        // running, which drivers report only in its event (PoCL's clFinish says CL_SUCCESS).
+        cl_int err = CL_SUCCESS;
+        cl_event failing = clCreateUserEvent(backend.context(), &err);
+        REQUIRE(err == CL_SUCCESS);
+        lt::detail::opencl::OpenCLBackend::detail_launch_dependency() = failing;
+        lt::Tensor<float> y = x * 3.0f + 1.0f;
+        y.realize();  // enqueued: realize has returned, the kernel has not run
+        CHECK(lt::detail::opencl::OpenCLBackend::detail_launch_dependency() == nullptr);
+        CHECK(y.is_realized());
+        clSetUserEventStatus(failing, CL_OUT_OF_RESOURCES);
+        clReleaseEvent(failing);
+        try {
+            lt::synchronize(d);
+            FAIL_CHECK("the failed kernel was not reported");
+        } catch (const lt::BackendError& e) {
+            const std::string m = e.what();
+            INFO(m);
+            CHECK(m.rfind("OpenCL: kernel ", 0) == 0);
+            CHECK(m.find("failed while " + d.str()) != std::string::npos);
+            CHECK(m.find("execution status") != std::string::npos);
+            CHECK(m.find("the tensors it computed have undefined contents; tensors it did not compute are intact") != std::string::npos);
+        }
+        // Reported once; tensors that realize did not compute are intact, and new work runs.
+        CHECK_NOTHROW(lt::synchronize(d));
+        CHECK(x.to_vector() == std::vector<float>{1, 2, 3});
+        CHECK((x + 1.0f).to_vector() == std::vector<float>{2, 3, 4});
+        // A read waits too: it reports a failure the same way.
+        failing = clCreateUserEvent(backend.context(), &err);
+        lt::detail::opencl::OpenCLBackend::detail_launch_dependency() = failing;
+        lt::Tensor<float> z = x - 1.0f;
+        z.realize();
+        clSetUserEventStatus(failing, CL_OUT_OF_RESOURCES);
+        clReleaseEvent(failing);
+        CHECK_THROWS_AS(x.to_vector(), lt::BackendError);
+        CHECK(x.to_vector() == std::vector<float>{1, 2, 3});
+    }
+}
+
 TEST_CASE("LAZYTENSOR_DEBUG=2 prints the generated OpenCL C; =3 the device time and bandwidth") {
     for (lt::Device d : opencl_devices()) {
         const int saved = lt::debug_level();

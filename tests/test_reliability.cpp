@@ -57,6 +57,8 @@ TEST_CASE("check mode: a kernel that disagrees with the host interpreter throws 
         CHECK(contains(m, "LAZYTENSOR_CHECK: kernel 0 of 1 on " + d.str()));
         CHECK(contains(m, "the host interpreter"));
         CHECK(contains(m, "1 of 6 elements of its float32 output differ; the first is element 4: 42"));
+        // README's row: sin(5) * 2 + 3 has magnitude (|sin 5| + 5) * 2 + 3.
+        CHECK(contains(m, "1.08215 from the reference (tolerance 0.000257394: 0.0001 relative + 1e-05 times the element's magnitude 14.9178)"));
         CHECK(contains(m, "--- kernel IR ---"));
         CHECK(contains(m, "sin"));
         if (d != lt::Device::host()) CHECK(contains(m, "--- generated source ---\n"));

@@ -110,6 +110,7 @@ public:
 
     ~OpenCLBackend() override {
         clFinish(queue_);
+        for (const Launched& l : launched_) clReleaseEvent(l.event);
         release_cached();
         clReleaseCommandQueue(queue_);
         clReleaseContext(context_);
@@ -146,6 +147,7 @@ public:
         if (!bytes) return;
         check(clEnqueueReadBuffer(queue_, static_cast<cl_mem>(src.handle()), CL_TRUE, at, bytes, dst, 0, nullptr, nullptr),
               "clEnqueueReadBuffer", concat("copying ", bytes, " bytes from ", describe()));
+        check_launched(true);
     }
 
     // ------------------------------------------------------------------------------ running
@@ -175,16 +177,27 @@ public:
                 const ScalarArg v(scalars[i], k.scalars[i]);
                 check(clSetKernelArg(kernel, arg++, v.size, v.bytes), "clSetKernelArg");
             }
-            cl_event event = nullptr;
-            const cl_int err = clEnqueueNDRangeKernel(queue_, kernel, 2, nullptr, st.global, st.local, 0, nullptr,
-                                                      record_times_ ? &event : nullptr);
+            cl_event event = nullptr, wait = std::exchange(detail_launch_dependency(), nullptr);
+            const cl_int err = clEnqueueNDRangeKernel(queue_, kernel, 2, nullptr, st.global, st.local, wait ? 1 : 0,
+                                                      wait ? &wait : nullptr, &event);
             check(err, "clEnqueueNDRangeKernel", concat("launching ", st.name, " on ", describe()));
-            if (event) ms += event_ms(event);
+            if (record_times_) ms += event_ms(event);
+            remember_launch(event, st.name);
         }
         if (record_times_) times_ms_.push_back(ms);
     }
 
-    void synchronize() override { check(clFinish(queue_), "clFinish", "on", describe()); }
+    void synchronize() override {
+        check(clFinish(queue_), "clFinish", "on", describe());
+        check_launched(true);
+    }
+
+    /// Tests only: the next kernel launched waits for this event (a user event the test sets to
+    /// an error status stands in for a kernel that fails while the device runs it).
+    static cl_event& detail_launch_dependency() {
+        static cl_event event = nullptr;
+        return event;
+    }
 
     void gemm(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c) override {
 #if LAZYTENSOR_CLBLAST
@@ -545,6 +558,52 @@ private:
 
     bool record_times_ = false;
     std::vector<double> times_ms_;
+
+    // Kernels launched since the last wait, with their events: drivers report a kernel that
+    // failed while running only in its event's status (PoCL's clFinish and blocking reads
+    // return CL_SUCCESS), so every wait looks at them.
+    struct Launched {
+        cl_event event;
+        std::string name;
+    };
+    std::mutex launched_mutex_;
+    std::vector<Launched> launched_;
+
+    void remember_launch(cl_event event, const std::string& name) {
+        std::lock_guard<std::mutex> lock(launched_mutex_);
+        launched_.push_back(Launched{event, name});
+        if (launched_.size() >= 512) check_launched(false);  // keep the list short between waits
+    }
+
+    /// Releases the events of kernels that completed; throws for one that failed. `all`: after a
+    /// wait (every event is final); otherwise only those already final are looked at.
+    void check_launched(bool all) {
+        std::unique_lock<std::mutex> lock(launched_mutex_, std::defer_lock);
+        if (all) lock.lock();  // (called with the lock held otherwise)
+        std::string failed;
+        cl_int failed_status = 0;
+        std::size_t kept = 0;
+        for (Launched& l : launched_) {
+            cl_int status = CL_COMPLETE;
+            const cl_int err = clGetEventInfo(l.event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
+            if (err == CL_SUCCESS && status > CL_COMPLETE && !all) {
+                launched_[kept++] = std::move(l);  // still running
+                continue;
+            }
+            if (failed.empty() && (err != CL_SUCCESS || status < 0)) {
+                failed = l.name;
+                failed_status = err != CL_SUCCESS ? err : status;
+            }
+            clReleaseEvent(l.event);
+        }
+        launched_.resize(kept);
+        if (!failed.empty())
+            fail<BackendError>("OpenCL: kernel ", failed, " failed while ", describe(), " ran it: execution status ",
+                               status_name(failed_status), " (", failed_status, "). The realize that launched it had ",
+                               "returned (OpenCL runs kernels after realize returns): the tensors it computed have ",
+                               "undefined contents; tensors it did not compute are intact",
+                               lost_device_hint(failed_status));
+    }
     std::string clblast_tuned_;  // the CLBlast kernels given tuned parameters (clblast_tuning.hpp)
 };
 
