@@ -9238,7 +9238,10 @@ public:
             const cl_int err = clEnqueueNDRangeKernel(queue_, kernel, 2, nullptr, st.global, st.local, wait ? 1 : 0,
                                                       wait ? &wait : nullptr, &event);
             check(err, "clEnqueueNDRangeKernel", concat("launching ", st.name, " on ", describe()));
-            if (record_times_) ms += event_ms(event);
+            if (record_times_) {
+                clRetainEvent(event);  // event_ms releases its reference; the list keeps its own
+                ms += event_ms(event);
+            }
             remember_launch(event, st.name);
         }
         if (record_times_) times_ms_.push_back(ms);
