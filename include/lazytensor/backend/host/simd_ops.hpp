@@ -408,10 +408,17 @@ struct Pow {
     }
     template <class B>
     static B simd(const B& a, const B& b) {
+        // exp(b log a) for a > 0: float lanes compute it in double, which keeps the result
+        // correctly rounded (within 1 ulp) over float's whole range, subnormals and results near
+        // FLT_MAX included (in float, b log a loses |b log a| ulp and xsimd::exp flushes and
+        // overflows early: pow(0.1f, 40) was 0). Double lanes use the patched Exp and Log (C's
+        // range, subnormal bases) and keep exp's amplified error, about |b log a| ulp.
         // xsimd::pow misses C's special cases (pow(x, 0) = 1, pow(1, y) = 1, zero, infinite and
         // negative bases); lanes with such inputs take std::pow.
         using T = typename B::value_type;
-        B r = xsimd::pow(a, b);
+        B r;
+        if constexpr (std::is_same_v<T, float>) r = exp_log_in_double(a, b);
+        else r = Exp::simd(b * Log::simd(a));
         // The common exponents are exact: squares, reciprocals, square roots (as in scalar()).
         r = xsimd::select(b == B(T(2)), a * a, r);
         r = xsimd::select(b == B(T(1)), a, r);
@@ -428,6 +435,23 @@ struct Pow {
             if (!(va[i] > T(0)) || va[i] == T(1) || !std::isfinite(va[i]) || vb[i] == T(0) || !std::isfinite(vb[i]))
                 vr[i] = scalar(va[i], vb[i]);
         return B::load_aligned(vr);
+    }
+    /// exp(b log a) of float lanes (a > 0 finite, b finite), computed in double and rounded
+    /// once. A float is never a subnormal double, and xsimd's double exp gives 0 and inf beyond
+    /// its range, as float needs (b log a outside [-104, 89] is 0 or inf in float).
+    template <class B>
+    static B exp_log_in_double(const B& a, const B& b) {
+        using D = batch<double>;
+        static_assert(B::size % D::size == 0, "double batches must tile a float batch");
+        alignas(64) float fa[B::size], fb[B::size];
+        alignas(64) double da[B::size], db[B::size];
+        a.store_aligned(fa);
+        b.store_aligned(fb);
+        for (std::size_t i = 0; i < B::size; ++i) da[i] = fa[i], db[i] = fb[i];
+        for (std::size_t k = 0; k < B::size; k += D::size)
+            xsimd::exp(D::load_aligned(db + k) * xsimd::log(D::load_aligned(da + k))).store_aligned(da + k);
+        for (std::size_t i = 0; i < B::size; ++i) fa[i] = static_cast<float>(da[i]);
+        return B::load_aligned(fa);
     }
 };
 struct Maximum {
