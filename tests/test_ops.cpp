@@ -786,3 +786,54 @@ TEST_CASE("exp and exp2 are exact down into the subnormals and up to overflow") 
         }
     });
 }
+
+TEST_CASE("gelu is exact where its result is tiny or subnormal") {
+    for_each_device([](lt::Device d) {
+        // 0.5 x erfc(-x / sqrt(2)) in double (long double for double results: the rounding of
+        // x / sqrt(2) costs 2 z^2 ulp where erfc(z) is steep). OpenCL's erfc may be 16 ulp off.
+        const std::vector<float> xs{3.0f, -0.7f, -1.5f, -3.0f, -5.9f, -7.8f, -9.9f, -10.5f, -13.0f, -13.5f, -14.0f, -14.4f, -20.0f, -1e30f};
+        const std::vector<float> g = lt::gelu(lt::tensor<float>(xs, {static_cast<std::int64_t>(xs.size())})).to_vector();
+        for (std::size_t i = 0; i < xs.size(); ++i) {
+            const double x = xs[i], want = 0.5 * x * std::erfc(-x / std::sqrt(2.0));
+            INFO("gelu(" << x << ") = " << g[i] << ", want " << want);
+            CHECK(within_ulps(g[i], want, bound(d, 4, 18)));
+        }
+        CHECK(g[5] < 0.0f);   // gelu(-7.8f) = -2.8e-14, not -0 (1 + erf cancels)
+        CHECK(g[10] < 0.0f);  // gelu(-14.0f) = -1.1e-43, a subnormal
+        const std::vector<double> xd{-1.5, -5.0, -20.0, -30.0, -36.9, -37.1, -37.5, -38.0, -38.5, -39.0, -60.0};
+        const std::vector<double> gd = lt::gelu(lt::tensor<double>(xd, {static_cast<std::int64_t>(xd.size())})).to_vector();
+        for (std::size_t i = 0; i < xd.size(); ++i) {
+            const long double x = xd[i], want = 0.5L * x * std::erfc(-x / std::sqrt(2.0L));
+            INFO("gelu(" << xd[i] << ") = " << gd[i] << ", want " << static_cast<double>(want));
+            CHECK(within_ulps(gd[i], want, bound(d, 6, 18)));
+        }
+        CHECK(gd[8] < 0.0);  // gelu(-38.5) = -2.4e-321, a subnormal
+    });
+}
+
+TEST_CASE("tanh, sin, tan and reciprocal keep subnormal results; tanh is +-1 at the ends") {
+    for_each_device([](lt::Device) {
+        const std::vector<float> xs{1e-40f, -3e-39f, 1.4e-45f, 1e-38f, -2e-30f, 20.0f, -50.0f, 3e38f};
+        const lt::Tensor<float> x = lt::tensor<float>(xs, {static_cast<std::int64_t>(xs.size())});
+        const std::vector<float> th = lt::tanh(x).to_vector(), s = lt::sin(x).to_vector(), t = lt::tan(x).to_vector();
+        for (std::size_t i = 0; i < 5; ++i) {  // f(x) = x (within an ulp) for these tiny x
+            INFO("x = " << xs[i] << ": tanh " << th[i] << ", sin " << s[i] << ", tan " << t[i]);
+            CHECK(within_ulps(th[i], std::tanh(static_cast<double>(xs[i])), 1));
+            CHECK(within_ulps(s[i], std::sin(static_cast<double>(xs[i])), 1));
+            CHECK(within_ulps(t[i], std::tan(static_cast<double>(xs[i])), 1));
+        }
+        CHECK(th[5] == 1.0f);
+        CHECK(th[6] == -1.0f);
+        CHECK(th[7] == 1.0f);
+        const std::vector<float> r = lt::reciprocal(lt::tensor<float>({3e38f, -1e38f, 1e-45f}, {3})).to_vector();
+        CHECK(within_ulps(r[0], 1 / 3e38, 1));  // 3.3e-39, a subnormal
+        CHECK(within_ulps(r[1], 1 / static_cast<double>(-1e38f), 1));  // -1e-38, a subnormal
+        CHECK(std::isinf(r[2]));
+        const std::vector<double> xd{1e-310, -4e-320, 1e-300, 30.0, -400.0, 1e308};
+        const std::vector<double> thd = lt::tanh(lt::tensor<double>(xd, {static_cast<std::int64_t>(xd.size())})).to_vector();
+        for (std::size_t i = 0; i < 3; ++i) CHECK(within_ulps(thd[i], std::tanh(xd[i]), 1));
+        CHECK(thd[3] == 1.0);
+        CHECK(thd[4] == -1.0);
+        CHECK(thd[5] == 1.0);
+    });
+}

@@ -248,18 +248,54 @@ inline B erf_simd(const B& x) {
     using T = typename B::value_type;
     return xsimd::select(xsimd::abs(x) > B(T(6)), xsimd::copysign(B(T(1)), x), xsimd::erf(x));
 }
+// gelu is 0.5 x erfc(-x / sqrt(2)): PyTorch's exact form 0.5 x (1 + erf(x / sqrt(2))) without
+// its cancellation below 0 (in float that gave -0 from x = -5.9 on, where gelu(-7.8f) is
+// -2.8e-14). Where erfc is steep, the rounding of z = -x / sqrt(2) is put back to first order
+// (erfc(z + dz) = erfc(z) - dz 2/sqrt(pi) exp(-z^2)), and below GeluK::tail, where erfc nears
+// the subnormals, gelu(x) = -phi(x) S(1 / x^2) with phi the normal density, S erfc's asymptotic
+// series and x^2 split exactly (fma), exp scaled as in TinyExp and the product rounded once
+// into the subnormals. The OpenCL renderer writes the same formula (cl_op_functions).
+template <class T>
+struct GeluK {
+    static constexpr bool f32 = std::is_same_v<T, float>;
+    static constexpr T tail = f32 ? T(-10) : T(-37);  // S's 7 terms: within 0.2 ulp below this
+    static constexpr T zero = f32 ? T(-20) : T(-50);  // gelu rounds to -0 well before this
+    static constexpr T c = T(0.70710678118654752440);  // 1 / sqrt(2), rounded; c_lo the rest
+    static constexpr T c_lo = f32 ? T(1.210161710447897e-08) : T(-4.833646656726457e-17);
+};
 struct Gelu {
-    // 0.5 x (1 + erf(x / sqrt(2))) (PyTorch's exact form); gelu(-inf) is its limit, -0, not -inf * 0.
     template <class T>
     static T scalar(T x) {
-        if (x == -std::numeric_limits<T>::infinity()) return T(-0.0);
-        return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440)));
+        // float takes the double formula, rounded once (glibc's erfc is accurate: float gelu is
+        // then within 1 ulp; the same formula in float, as OpenCL runs it, within about 4).
+        if constexpr (std::is_same_v<T, float>) return static_cast<float>(scalar(static_cast<double>(x)));
+        using K = GeluK<T>;
+        if (x < K::zero) return T(-0.0);  // -inf included: the limit
+        if (x < K::tail) {
+            const T hi = x * x, lo = std::fma(x, x, -hi), t = T(1) / hi;
+            const T s = T(1) + t * (T(-1) + t * (T(3) + t * (T(-15) + t * (T(105) + t * (T(-945) + t * T(10395))))));
+            const T e = std::exp(T(-0.5) * hi + TinyExp<T>::shift) * (T(1) - T(0.5) * lo);
+            return -(T(0.3989422804014327) * s * e) * TinyExp<T>::scale;
+        }
+        const T z = -x * K::c;
+        if (!(x < T(0))) return T(0.5) * x * std::erfc(z);
+        const T dz = std::fma(-x, K::c, -z) - x * K::c_lo;
+        return T(0.5) * x * (std::erfc(z) - dz * T(1.1283791670955126) * std::exp(-z * z));
     }
     template <class B>
     static B simd(const B& x) {
+        // xsimd has no accurate erfc (its double erfc(2.2) is 3e4 ulp off): lanes below -1 take
+        // scalar(); above, 1 + erf(x / sqrt(2)) >= 0.32 loses at most 2 bits to cancellation.
         using T = typename B::value_type;
-        const B r = B(T(0.5)) * x * (B(T(1)) + erf_simd(x * B(T(0.70710678118654752440))));
-        return xsimd::select(x == B(-std::numeric_limits<T>::infinity()), B(T(-0.0)), r);
+        B r = B(T(0.5)) * x * (B(T(1)) + erf_simd(x * B(GeluK<T>::c)));
+        const auto low = x < B(T(-1));
+        if (!xsimd::any(low)) return r;
+        alignas(64) T vx[B::size], vr[B::size];
+        x.store_aligned(vx);
+        r.store_aligned(vr);
+        for (std::size_t i = 0; i < B::size; ++i)
+            if (vx[i] < T(-1)) vr[i] = scalar(vx[i]);
+        return B::load_aligned(vr);
     }
 };
 struct Silu {
