@@ -3976,18 +3976,54 @@ inline B erf_simd(const B& x) {
     using T = typename B::value_type;
     return xsimd::select(xsimd::abs(x) > B(T(6)), xsimd::copysign(B(T(1)), x), xsimd::erf(x));
 }
+// gelu is 0.5 x erfc(-x / sqrt(2)): PyTorch's exact form 0.5 x (1 + erf(x / sqrt(2))) without
+// its cancellation below 0 (in float that gave -0 from x = -5.9 on, where gelu(-7.8f) is
+// -2.8e-14). Where erfc is steep, the rounding of z = -x / sqrt(2) is put back to first order
+// (erfc(z + dz) = erfc(z) - dz 2/sqrt(pi) exp(-z^2)), and below GeluK::tail, where erfc nears
+// the subnormals, gelu(x) = -phi(x) S(1 / x^2) with phi the normal density, S erfc's asymptotic
+// series and x^2 split exactly (fma), exp scaled as in TinyExp and the product rounded once
+// into the subnormals. The OpenCL renderer writes the same formula (cl_op_functions).
+template <class T>
+struct GeluK {
+    static constexpr bool f32 = std::is_same_v<T, float>;
+    static constexpr T tail = f32 ? T(-10) : T(-37);  // S's 7 terms: within 0.2 ulp below this
+    static constexpr T zero = f32 ? T(-20) : T(-50);  // gelu rounds to -0 well before this
+    static constexpr T c = T(0.70710678118654752440);  // 1 / sqrt(2), rounded; c_lo the rest
+    static constexpr T c_lo = f32 ? T(1.210161710447897e-08) : T(-4.833646656726457e-17);
+};
 struct Gelu {
-    // 0.5 x (1 + erf(x / sqrt(2))) (PyTorch's exact form); gelu(-inf) is its limit, -0, not -inf * 0.
     template <class T>
     static T scalar(T x) {
-        if (x == -std::numeric_limits<T>::infinity()) return T(-0.0);
-        return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440)));
+        // float takes the double formula, rounded once (glibc's erfc is accurate: float gelu is
+        // then within 1 ulp; the same formula in float, as OpenCL runs it, within about 4).
+        if constexpr (std::is_same_v<T, float>) return static_cast<float>(scalar(static_cast<double>(x)));
+        using K = GeluK<T>;
+        if (x < K::zero) return T(-0.0);  // -inf included: the limit
+        if (x < K::tail) {
+            const T hi = x * x, lo = std::fma(x, x, -hi), t = T(1) / hi;
+            const T s = T(1) + t * (T(-1) + t * (T(3) + t * (T(-15) + t * (T(105) + t * (T(-945) + t * T(10395))))));
+            const T e = std::exp(T(-0.5) * hi + TinyExp<T>::shift) * (T(1) - T(0.5) * lo);
+            return -(T(0.3989422804014327) * s * e) * TinyExp<T>::scale;
+        }
+        const T z = -x * K::c;
+        if (!(x < T(0))) return T(0.5) * x * std::erfc(z);
+        const T dz = std::fma(-x, K::c, -z) - x * K::c_lo;
+        return T(0.5) * x * (std::erfc(z) - dz * T(1.1283791670955126) * std::exp(-z * z));
     }
     template <class B>
     static B simd(const B& x) {
+        // xsimd has no accurate erfc (its double erfc(2.2) is 3e4 ulp off): lanes below -1 take
+        // scalar(); above, 1 + erf(x / sqrt(2)) >= 0.32 loses at most 2 bits to cancellation.
         using T = typename B::value_type;
-        const B r = B(T(0.5)) * x * (B(T(1)) + erf_simd(x * B(T(0.70710678118654752440))));
-        return xsimd::select(x == B(-std::numeric_limits<T>::infinity()), B(T(-0.0)), r);
+        B r = B(T(0.5)) * x * (B(T(1)) + erf_simd(x * B(GeluK<T>::c)));
+        const auto low = x < B(T(-1));
+        if (!xsimd::any(low)) return r;
+        alignas(64) T vx[B::size], vr[B::size];
+        x.store_aligned(vx);
+        r.store_aligned(vr);
+        for (std::size_t i = 0; i < B::size; ++i)
+            if (vx[i] < T(-1)) vr[i] = scalar(vx[i]);
+        return B::load_aligned(vr);
     }
 };
 struct Silu {
@@ -4136,10 +4172,17 @@ struct Pow {
     }
     template <class B>
     static B simd(const B& a, const B& b) {
+        // exp(b log a) for a > 0: float lanes compute it in double, which keeps the result
+        // correctly rounded (within 1 ulp) over float's whole range, subnormals and results near
+        // FLT_MAX included (in float, b log a loses |b log a| ulp and xsimd::exp flushes and
+        // overflows early: pow(0.1f, 40) was 0). Double lanes use the patched Exp and Log (C's
+        // range, subnormal bases) and keep exp's amplified error, about |b log a| ulp.
         // xsimd::pow misses C's special cases (pow(x, 0) = 1, pow(1, y) = 1, zero, infinite and
         // negative bases); lanes with such inputs take std::pow.
         using T = typename B::value_type;
-        B r = xsimd::pow(a, b);
+        B r;
+        if constexpr (std::is_same_v<T, float>) r = exp_log_in_double(a, b);
+        else r = Exp::simd(b * Log::simd(a));
         // The common exponents are exact: squares, reciprocals, square roots (as in scalar()).
         r = xsimd::select(b == B(T(2)), a * a, r);
         r = xsimd::select(b == B(T(1)), a, r);
@@ -4156,6 +4199,23 @@ struct Pow {
             if (!(va[i] > T(0)) || va[i] == T(1) || !std::isfinite(va[i]) || vb[i] == T(0) || !std::isfinite(vb[i]))
                 vr[i] = scalar(va[i], vb[i]);
         return B::load_aligned(vr);
+    }
+    /// exp(b log a) of float lanes (a > 0 finite, b finite), computed in double and rounded
+    /// once. A float is never a subnormal double, and xsimd's double exp gives 0 and inf beyond
+    /// its range, as float needs (b log a outside [-104, 89] is 0 or inf in float).
+    template <class B>
+    static B exp_log_in_double(const B& a, const B& b) {
+        using D = batch<double>;
+        static_assert(B::size % D::size == 0, "double batches must tile a float batch");
+        alignas(64) float fa[B::size], fb[B::size];
+        alignas(64) double da[B::size], db[B::size];
+        a.store_aligned(fa);
+        b.store_aligned(fb);
+        for (std::size_t i = 0; i < B::size; ++i) da[i] = fa[i], db[i] = fb[i];
+        for (std::size_t k = 0; k < B::size; k += D::size)
+            xsimd::exp(D::load_aligned(db + k) * xsimd::log(D::load_aligned(da + k))).store_aligned(da + k);
+        for (std::size_t i = 0; i < B::size; ++i) fa[i] = static_cast<float>(da[i]);
+        return B::load_aligned(fa);
     }
 };
 struct Maximum {
@@ -8202,7 +8262,7 @@ inline std::string cl_unary(UnaryOp op, DType t, const std::string& x) {
         case UnaryOp::Sqrt: return "sqrt(" + x + ")";
         case UnaryOp::Sin: return "sin(" + x + ")";
         case UnaryOp::Cos: return "cos(" + x + ")";
-        case UnaryOp::Tanh: return "tanh(" + x + ")";
+        case UnaryOp::Tanh: return "lt_tanh_" + T + "(" + x + ")";
         case UnaryOp::Sigmoid: return "lt_sigmoid_" + T + "(" + x + ")";
         case UnaryOp::Sign:  // not the built-in sign(), which gives 0 for NaN and -0 for -0
             if (fp)
@@ -8359,13 +8419,32 @@ inline void cl_op_functions(const ir::Instr& in, DType t, std::vector<std::strin
     if (in.op == ir::Op::Unary) {
         const std::string half = "(" + T + ")0.5", one = "(" + T + ")1";
         const std::string neg_zero = T == "double" ? "-0.0" : "-0.0f", neg_inf = "-(" + T + ")INFINITY";
-        if (in.unary == UnaryOp::Gelu)  // 0.5 x (1 + erf(x / sqrt(2))); the limit -0 at -inf
-            fn("lt_gelu", T + " x", "    return x == " + neg_inf + " ? " + neg_zero + " : " + half + " * x * (" + one +
-                                        " + erf(x * (" + T + ")0.70710678118654752440));\n");
-        // sigmoid and silu as the host's (simd_ops.hpp, TinyExp): exact where they are tiny.
+        // sigmoid, silu and gelu as the host's (simd_ops.hpp, TinyExp and GeluK): exact where
+        // they are tiny.
         const bool f32 = T != "double";
         const std::string below = f32 ? "-80.0f" : "-700.0", shift = f32 ? "64.0f" : "512.0",
                           scale = f32 ? "0x1.969d48p-93f" : "0x1.44109edb20931p-739";
+        // tanh is +-1 where it rounds to it (PoCL's float tanh(20) was 0.99999994, within
+        // OpenCL's 5 ulp): from |x| = 9 in float, as the host's, and 20 in double.
+        if (in.unary == UnaryOp::Tanh)
+            fn("lt_tanh", T + " x", "    return fabs(x) >= " + std::string(f32 ? "9.0f" : "20.0") + " ? copysign(" + one +
+                                        ", x) : tanh(x);\n");
+        if (in.unary == UnaryOp::Gelu) {  // 0.5 x erfc(-x / sqrt(2)); the limit -0 at -inf
+            const std::string c = "(" + T + ")";
+            fn("lt_gelu", T + " x",
+               "    if (x < " + c + (f32 ? "-20" : "-50") + ") return " + neg_zero + ";\n"
+               "    if (x < " + c + (f32 ? "-10" : "-37") + ") {\n"
+               "        const " + T + " hi = x * x, lo = fma(x, x, -hi), t = " + one + " / hi;\n"
+               "        const " + T + " s = " + one + " + t * (" + c + "-1 + t * (" + c + "3 + t * (" + c + "-15 + t * (" + c +
+               "105 + t * (" + c + "-945 + t * " + c + "10395)))));\n"
+               "        const " + T + " e = exp(" + c + "-0.5 * hi + " + shift + ") * (" + one + " - " + half + " * lo);\n"
+               "        return -(" + c + "0.3989422804014327 * s * e) * " + scale + ";\n    }\n"
+               "    const " + T + " z = -x * " + c + "0.70710678118654752440;\n"
+               "    if (!(x < " + c + "0)) return " + half + " * x * erfc(z);\n"
+               "    const " + T + " dz = fma(-x, " + c + "0.70710678118654752440, -z) - x * " + c +
+               (f32 ? "1.210161710447897e-08" : "-4.833646656726457e-17") + ";\n"
+               "    return " + half + " * x * (erfc(z) - dz * " + c + "1.1283791670955126 * exp(-z * z));\n");
+        }
         const std::string exp_tiny = "    const " + T + " a = -fabs(x);\n    const " + T + " e = a >= " + below +
                                      " ? exp(a) : exp(a + " + shift + ") * " + scale + ";\n";
         if (in.unary == UnaryOp::Sigmoid || in.unary == UnaryOp::Silu)

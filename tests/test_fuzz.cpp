@@ -148,9 +148,10 @@ TEST_CASE("fuzz: regressions") {
     //   201432: host float pow(x, 2) was powf for x < 0, a library bug (the case below);
     //   9005908, 9016187 (and 7001454 on the H100): silu of a very negative value was -0 where
     //           the true value is tiny or subnormal (exp overflowed inside the formula).
-    // Not here yet: 5001126 found NVIDIA's OpenCL pow(0.1f, 1) = 0.100000009 (fixed: lt_pow), but
-    // it also gives 0 on the host for pow(0.1f, 40), a subnormal 1e-40: an open host issue.
-    for (std::uint64_t seed : {2, 103228, 103611, 201432, 9005908, 9016187, 7001454}) {
+    //   5001126: NVIDIA's OpenCL pow(0.1f, 1) was 0.100000009 (now lt_pow), and the host's float
+    //           pow(0.1f, 40) was 0, not the subnormal 1e-40 (host float pow now runs in double);
+    //   3016503: host float pow(x, x) was inf where the true value is 2.73e38 (the same fix).
+    for (std::uint64_t seed : {2, 103228, 103611, 201432, 9005908, 9016187, 7001454, 5001126, 3016503}) {
         const auto failure = run_seed(seed, test_devices(), false);
         if (failure) FAIL_CHECK(*failure);
     }

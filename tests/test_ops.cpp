@@ -709,3 +709,131 @@ TEST_CASE("sigmoid and silu are exact where their results are tiny or subnormal"
         CHECK(sd[2] == doctest::Approx(-30.0 / (1 + std::exp(30.0))).epsilon(1e-14));
     });
 }
+
+// ------------------------------------------------------------------ tiny and huge results
+
+/// Whether got is within n units of the last place of want rounded to T (in the subnormals,
+/// n steps of the smallest subnormal); infinities must match.
+template <class T, class R>
+bool within_ulps(T got, R want, double n) {
+    const T w = static_cast<T>(want);
+    if (std::isinf(w) || std::isinf(got)) return got == w;
+    const T a = std::fabs(w);
+    const double step = std::max<double>(std::nextafter(a, std::numeric_limits<T>::infinity()) - a,
+                                         std::numeric_limits<T>::denorm_min());
+    return std::fabs(static_cast<double>(got) - static_cast<double>(w)) <= n * step;
+}
+
+/// ulps(d) bounds per device: the host's, or OpenCL's (its built-ins' bounds in the spec).
+double bound(lt::Device d, double host, double opencl) { return d.kind == lt::Device::Kind::Host ? host : opencl; }
+
+TEST_CASE("pow is exact down into the subnormals and up to the largest finite values") {
+    for_each_device([](lt::Device d) {
+        // Float: the host computes exp(b log a) in double (within 1 ulp); OpenCL allows 16 ulp.
+        const std::vector<float> a{0.1f, 0.1f, 0.5f, 2.0f, 2.0f, 1e-40f, 1e-45f, 0.9999f, 36.6f, 10.0f, 1.0001f, 3e38f, 7.0f};
+        const std::vector<float> b{40.0f, 44.0f, 149.5f, -149.0f, 127.99f, 0.75f, 0.99f, 890000.0f, 24.7f, 38.5f, 880000.0f, 0.75f, -3.1f};
+        const auto n = static_cast<std::int64_t>(a.size());
+        const std::vector<float> p = lt::pow(lt::tensor<float>(a, {n}), lt::tensor<float>(b, {n})).to_vector();
+        for (std::size_t i = 0; i < a.size(); ++i) {
+            const double want = std::pow(static_cast<double>(a[i]), static_cast<double>(b[i]));
+            INFO("pow(" << a[i] << ", " << b[i] << ") = " << p[i] << ", want " << want);
+            CHECK(within_ulps(p[i], want, bound(d, 1, 16)));
+        }
+        CHECK(p[0] > 0.0f);               // pow(0.1f, 40) = 1e-40, a subnormal, not 0
+        CHECK(std::isfinite(p[4]));       // pow(2, 127.99) = 3.38e38, not inf
+        // Double: exp(b log a) on the host, whose error grows with |b log a| (up to ~700 ulp for
+        // results near the ends of double's range); what must hold is C's range and subnormals.
+        const std::vector<double> ad{0.1, 2.0, 0.5, 1e-310, 10.0, 27.0, 1e-300};
+        const std::vector<double> bd{320.0, -1074.0, 1074.5, 0.9, 308.25, 215.3, 1.03};
+        const auto nd = static_cast<std::int64_t>(ad.size());
+        const std::vector<double> pd = lt::pow(lt::tensor<double>(ad, {nd}), lt::tensor<double>(bd, {nd})).to_vector();
+        for (std::size_t i = 0; i < ad.size(); ++i) {
+            const double want = std::pow(ad[i], bd[i]);
+            INFO("pow(" << ad[i] << ", " << bd[i] << ") = " << pd[i] << ", want " << want);
+            CHECK(within_ulps(pd[i], want, std::max(16.0, 2 * std::fabs(bd[i] * std::log(ad[i])))));
+        }
+    });
+}
+
+TEST_CASE("exp and exp2 are exact down into the subnormals and up to overflow") {
+    for_each_device([](lt::Device d) {
+        // 3 ulp: OpenCL's bound for exp and exp2 (the host's is 2).
+        const double n = bound(d, 2, 3);
+        const std::vector<float> xs{-87.2f, -87.5f, -90.0f, -100.0f, -103.0f, -103.9f, -110.0f, 88.5f, 88.72f, 89.0f};
+        const std::vector<float> x2{-126.5f, -130.0f, -140.0f, -149.0f, -149.4f, -151.0f, 127.5f, 127.99f, 128.0f};
+        const std::vector<float> e = lt::exp(lt::tensor<float>(xs, {static_cast<std::int64_t>(xs.size())})).to_vector();
+        const std::vector<float> e2 = lt::exp2(lt::tensor<float>(x2, {static_cast<std::int64_t>(x2.size())})).to_vector();
+        for (std::size_t i = 0; i < xs.size(); ++i) {
+            INFO("exp(" << xs[i] << ") = " << e[i] << ", want " << std::exp(static_cast<double>(xs[i])));
+            CHECK(within_ulps(e[i], std::exp(static_cast<double>(xs[i])), n));
+        }
+        for (std::size_t i = 0; i < x2.size(); ++i) {
+            INFO("exp2(" << x2[i] << ") = " << e2[i] << ", want " << std::exp2(static_cast<double>(x2[i])));
+            CHECK(within_ulps(e2[i], std::exp2(static_cast<double>(x2[i])), n));
+        }
+        CHECK(e[5] > 0.0f);  // exp(-103.9f) = 8.4e-46, the smallest subnormal's 0.6
+        const std::vector<double> xd{-708.5, -720.0, -740.0, -745.0, 709.0, 709.7, 710.0};
+        const std::vector<double> x2d{-1022.5, -1050.0, -1074.0, -1075.5, 1023.5, 1023.99, 1024.0};
+        const std::vector<double> ed = lt::exp(lt::tensor<double>(xd, {static_cast<std::int64_t>(xd.size())})).to_vector();
+        const std::vector<double> e2d = lt::exp2(lt::tensor<double>(x2d, {static_cast<std::int64_t>(x2d.size())})).to_vector();
+        for (std::size_t i = 0; i < xd.size(); ++i) {
+            INFO("exp(" << xd[i] << ") = " << ed[i] << ", want " << std::exp(static_cast<long double>(xd[i])));
+            CHECK(within_ulps(ed[i], std::exp(static_cast<long double>(xd[i])), n));
+        }
+        for (std::size_t i = 0; i < x2d.size(); ++i) {
+            INFO("exp2(" << x2d[i] << ") = " << e2d[i] << ", want " << std::exp2(static_cast<long double>(x2d[i])));
+            CHECK(within_ulps(e2d[i], std::exp2(static_cast<long double>(x2d[i])), n));
+        }
+    });
+}
+
+TEST_CASE("gelu is exact where its result is tiny or subnormal") {
+    for_each_device([](lt::Device d) {
+        // 0.5 x erfc(-x / sqrt(2)) in double (long double for double results: the rounding of
+        // x / sqrt(2) costs 2 z^2 ulp where erfc(z) is steep). OpenCL's erfc may be 16 ulp off.
+        const std::vector<float> xs{3.0f, -0.7f, -1.5f, -3.0f, -5.9f, -7.8f, -9.9f, -10.5f, -13.0f, -13.5f, -14.0f, -14.4f, -20.0f, -1e30f};
+        const std::vector<float> g = lt::gelu(lt::tensor<float>(xs, {static_cast<std::int64_t>(xs.size())})).to_vector();
+        for (std::size_t i = 0; i < xs.size(); ++i) {
+            const double x = xs[i], want = 0.5 * x * std::erfc(-x / std::sqrt(2.0));
+            INFO("gelu(" << x << ") = " << g[i] << ", want " << want);
+            CHECK(within_ulps(g[i], want, bound(d, 4, 18)));
+        }
+        CHECK(g[5] < 0.0f);   // gelu(-7.8f) = -2.8e-14, not -0 (1 + erf cancels)
+        CHECK(g[10] < 0.0f);  // gelu(-14.0f) = -1.1e-43, a subnormal
+        const std::vector<double> xd{-1.5, -5.0, -20.0, -30.0, -36.9, -37.1, -37.5, -38.0, -38.5, -39.0, -60.0};
+        const std::vector<double> gd = lt::gelu(lt::tensor<double>(xd, {static_cast<std::int64_t>(xd.size())})).to_vector();
+        for (std::size_t i = 0; i < xd.size(); ++i) {
+            const long double x = xd[i], want = 0.5L * x * std::erfc(-x / std::sqrt(2.0L));
+            INFO("gelu(" << xd[i] << ") = " << gd[i] << ", want " << static_cast<double>(want));
+            CHECK(within_ulps(gd[i], want, bound(d, 6, 18)));
+        }
+        CHECK(gd[8] < 0.0);  // gelu(-38.5) = -2.4e-321, a subnormal
+    });
+}
+
+TEST_CASE("tanh, sin, tan and reciprocal keep subnormal results; tanh is +-1 at the ends") {
+    for_each_device([](lt::Device) {
+        const std::vector<float> xs{1e-40f, -3e-39f, 1.4e-45f, 1e-38f, -2e-30f, 20.0f, -50.0f, 3e38f};
+        const lt::Tensor<float> x = lt::tensor<float>(xs, {static_cast<std::int64_t>(xs.size())});
+        const std::vector<float> th = lt::tanh(x).to_vector(), s = lt::sin(x).to_vector(), t = lt::tan(x).to_vector();
+        for (std::size_t i = 0; i < 5; ++i) {  // f(x) = x (within an ulp) for these tiny x
+            INFO("x = " << xs[i] << ": tanh " << th[i] << ", sin " << s[i] << ", tan " << t[i]);
+            CHECK(within_ulps(th[i], std::tanh(static_cast<double>(xs[i])), 1));
+            CHECK(within_ulps(s[i], std::sin(static_cast<double>(xs[i])), 1));
+            CHECK(within_ulps(t[i], std::tan(static_cast<double>(xs[i])), 1));
+        }
+        CHECK(th[5] == 1.0f);
+        CHECK(th[6] == -1.0f);
+        CHECK(th[7] == 1.0f);
+        const std::vector<float> r = lt::reciprocal(lt::tensor<float>({3e38f, -1e38f, 1e-45f}, {3})).to_vector();
+        CHECK(within_ulps(r[0], 1 / 3e38, 1));  // 3.3e-39, a subnormal
+        CHECK(within_ulps(r[1], 1 / static_cast<double>(-1e38f), 1));  // -1e-38, a subnormal
+        CHECK(std::isinf(r[2]));
+        const std::vector<double> xd{1e-310, -4e-320, 1e-300, 30.0, -400.0, 1e308};
+        const std::vector<double> thd = lt::tanh(lt::tensor<double>(xd, {static_cast<std::int64_t>(xd.size())})).to_vector();
+        for (std::size_t i = 0; i < 3; ++i) CHECK(within_ulps(thd[i], std::tanh(xd[i]), 1));
+        CHECK(thd[3] == 1.0);
+        CHECK(thd[4] == -1.0);
+        CHECK(thd[5] == 1.0);
+    });
+}

@@ -726,7 +726,10 @@ double mono(F f, double x, double e) {
 inline double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
 inline double gelu(double x) {
     if (x == -INFINITY) return -0.0;
-    return 0.5 * x * (1 + std::erf(x * 0.70710678118654752440));
+    // erfc, not 1 + erf (which cancels below 0); in long double, as rounding x / sqrt(2) costs
+    // about 2 z^2 ulp where erfc(z) is steep.
+    const long double l = x;
+    return static_cast<double>(0.5L * l * std::erfc(-l / std::sqrt(2.0L)));
 }
 inline double silu(double x) { return x == -INFINITY ? -0.0 : x * sigmoid(x); }
 
@@ -804,8 +807,10 @@ inline Val unary_val(UnaryOp op, const Val& a, DType t, DType rt) {
         }
         case UnaryOp::Tanh: return smooth([](double y) { return std::tanh(y); }, 6, true, 0, 0);
         case UnaryOp::Sigmoid: return smooth(sigmoid, 10, true, 0, 0);
-        // erf is allowed 16 ulp (OpenCL): an absolute error of ~16u in 1 + erf, times x / 2.
-        case UnaryOp::Gelu: return smooth(gelu, 6, false, 1.13, 12 * u * std::fabs(x));
+        // Above -1, the host's 1 + erf (erf allowed 16 ulp, as OpenCL's): an absolute error of
+        // ~16u in 1 + erf, times x / 2. Below, 0.5 x erfc(-x / sqrt(2)) has no cancellation:
+        // relative, OpenCL's 16 ulp for erfc and a few for the rest (gelu(-7.8f) must not be -0).
+        case UnaryOp::Gelu: return x < -1 ? smooth(gelu, 20, false, 1.13, 0) : smooth(gelu, 6, false, 1.13, 12 * u * std::fabs(x));
         case UnaryOp::Silu: return smooth(silu, 12, false, 1.1, 0);
         case UnaryOp::BitwiseNot: break;
     }
@@ -888,7 +893,7 @@ double float_floor_divide(F a, F b) {
 }
 
 /// pow's own error in ulps: OpenCL allows 16; exp(b log a) in the compute type adds about
-/// |b log a| (the host's float pow reaches ~20 ulp for pow(4e-5, 2.0)).
+/// |b log a| (the host's double pow; its float pow computes in double, within 1 ulp).
 inline double pow_ulps(double a, double b) {
     const double l = std::fabs(b * std::log(std::fabs(a)));
     return 16 + 2 * (std::isfinite(l) ? l : 0);

@@ -139,7 +139,7 @@ inline std::string cl_unary(UnaryOp op, DType t, const std::string& x) {
         case UnaryOp::Sqrt: return "sqrt(" + x + ")";
         case UnaryOp::Sin: return "sin(" + x + ")";
         case UnaryOp::Cos: return "cos(" + x + ")";
-        case UnaryOp::Tanh: return "tanh(" + x + ")";
+        case UnaryOp::Tanh: return "lt_tanh_" + T + "(" + x + ")";
         case UnaryOp::Sigmoid: return "lt_sigmoid_" + T + "(" + x + ")";
         case UnaryOp::Sign:  // not the built-in sign(), which gives 0 for NaN and -0 for -0
             if (fp)
@@ -296,13 +296,32 @@ inline void cl_op_functions(const ir::Instr& in, DType t, std::vector<std::strin
     if (in.op == ir::Op::Unary) {
         const std::string half = "(" + T + ")0.5", one = "(" + T + ")1";
         const std::string neg_zero = T == "double" ? "-0.0" : "-0.0f", neg_inf = "-(" + T + ")INFINITY";
-        if (in.unary == UnaryOp::Gelu)  // 0.5 x (1 + erf(x / sqrt(2))); the limit -0 at -inf
-            fn("lt_gelu", T + " x", "    return x == " + neg_inf + " ? " + neg_zero + " : " + half + " * x * (" + one +
-                                        " + erf(x * (" + T + ")0.70710678118654752440));\n");
-        // sigmoid and silu as the host's (simd_ops.hpp, TinyExp): exact where they are tiny.
+        // sigmoid, silu and gelu as the host's (simd_ops.hpp, TinyExp and GeluK): exact where
+        // they are tiny.
         const bool f32 = T != "double";
         const std::string below = f32 ? "-80.0f" : "-700.0", shift = f32 ? "64.0f" : "512.0",
                           scale = f32 ? "0x1.969d48p-93f" : "0x1.44109edb20931p-739";
+        // tanh is +-1 where it rounds to it (PoCL's float tanh(20) was 0.99999994, within
+        // OpenCL's 5 ulp): from |x| = 9 in float, as the host's, and 20 in double.
+        if (in.unary == UnaryOp::Tanh)
+            fn("lt_tanh", T + " x", "    return fabs(x) >= " + std::string(f32 ? "9.0f" : "20.0") + " ? copysign(" + one +
+                                        ", x) : tanh(x);\n");
+        if (in.unary == UnaryOp::Gelu) {  // 0.5 x erfc(-x / sqrt(2)); the limit -0 at -inf
+            const std::string c = "(" + T + ")";
+            fn("lt_gelu", T + " x",
+               "    if (x < " + c + (f32 ? "-20" : "-50") + ") return " + neg_zero + ";\n"
+               "    if (x < " + c + (f32 ? "-10" : "-37") + ") {\n"
+               "        const " + T + " hi = x * x, lo = fma(x, x, -hi), t = " + one + " / hi;\n"
+               "        const " + T + " s = " + one + " + t * (" + c + "-1 + t * (" + c + "3 + t * (" + c + "-15 + t * (" + c +
+               "105 + t * (" + c + "-945 + t * " + c + "10395)))));\n"
+               "        const " + T + " e = exp(" + c + "-0.5 * hi + " + shift + ") * (" + one + " - " + half + " * lo);\n"
+               "        return -(" + c + "0.3989422804014327 * s * e) * " + scale + ";\n    }\n"
+               "    const " + T + " z = -x * " + c + "0.70710678118654752440;\n"
+               "    if (!(x < " + c + "0)) return " + half + " * x * erfc(z);\n"
+               "    const " + T + " dz = fma(-x, " + c + "0.70710678118654752440, -z) - x * " + c +
+               (f32 ? "1.210161710447897e-08" : "-4.833646656726457e-17") + ";\n"
+               "    return " + half + " * x * (erfc(z) - dz * " + c + "1.1283791670955126 * exp(-z * z));\n");
+        }
         const std::string exp_tiny = "    const " + T + " a = -fabs(x);\n    const " + T + " e = a >= " + below +
                                      " ? exp(a) : exp(a + " + shift + ") * " + scale + ";\n";
         if (in.unary == UnaryOp::Sigmoid || in.unary == UnaryOp::Silu)
