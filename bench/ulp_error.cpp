@@ -6,8 +6,8 @@
 //
 //   ulp_error [--points-log2 N] [--paths host,interp,opencl:0] [--functions exp,pow,...] [--profile]
 //
-// --profile also prints, per unary function, the worst error in each 16th of its linear range
-// (where an error comes from: gelu's tail, say).
+// --profile also prints where the errors come from: the worst error in each 16th of a unary
+// function's linear range (gelu's tail, say), or of a binary function's result binades.
 //
 // The sample per function and type: 2^N arguments (default 2^22; see make_sample: log-uniform
 // over every finite value, subnormals included; evenly spaced over the function's active range;
@@ -40,7 +40,7 @@ std::vector<std::string> split(const std::string& s) {
 std::string fmt_ulps(LD u) {
     char buf[32];
     if (std::isinf(u)) return "inf";
-    std::snprintf(buf, sizeof buf, u < 10 ? "%.2Lf" : u < 1e6 ? "%.0Lf" : "%.2Le", u);
+    std::snprintf(buf, sizeof buf, u < 100 ? "%.2Lf" : u < 1e6 ? "%.0Lf" : "%.2Le", u);
     return buf;
 }
 
@@ -86,12 +86,17 @@ void run_type(const std::vector<std::string>& fns, const std::vector<std::string
             if (m.zero_sign)
                 std::printf("%-10s %-6s %-9s  %zu zeros of the wrong sign, e.g. at a=%g\n", fn.name, tname, path.c_str(),
                             m.zero_sign, double(m.zero_sign_a));
-            if (profile && !fn.binary) {
+            if (profile) {
+                // Unary functions by argument over the linear range; binary ones by log2 of the
+                // result over T's whole range (subnormal results first), normal operands only.
                 const bool f32 = std::is_same_v<T, float>;
-                const double lo = f32 ? fn.lin_lo_f : fn.lin_lo_d, hi = f32 ? fn.lin_hi_f : fn.lin_hi_d;
+                using L = std::numeric_limits<T>;
+                double lo = f32 ? fn.lin_lo_f : fn.lin_lo_d, hi = f32 ? fn.lin_hi_f : fn.lin_hi_d;
+                if (fn.binary) lo = L::min_exponent - L::digits, hi = L::max_exponent;
                 LD bin[16] = {};
                 for (std::size_t i = 0; i < sample.size(); ++i) {
-                    const double x = sample.a[i];
+                    if (fn.binary && !(std::isnormal(sample.a[i]) && std::isnormal(sample.b[i]))) continue;
+                    const double x = fn.binary ? double(std::log2(std::fabs(ref[i]))) : double(sample.a[i]);
                     if (!(x >= lo && x < hi)) continue;
                     LD& w = bin[std::size_t((x - lo) / (hi - lo) * 16)];
                     w = std::max(w, ulp_ref::ulp_error(got[i], ref[i]));
