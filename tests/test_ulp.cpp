@@ -42,8 +42,8 @@ const Bound bounds[] = {
     {"remainder",    0.501,  0.501,  0.501,  0.501,  0.501,  0.501},  // fmod, then r + b rounded once
 };
 
-/// The bound at one argument, or NaN where a known defect is skipped (each one in the report of
-/// README's accuracy section; the subnormal branch changes these functions at their ends).
+/// The bound at one argument, or NaN where a known defect is skipped (each one is a note under
+/// README's accuracy table; the subnormal branch changes these functions at their ends).
 template <class T>
 double bound_at(const Bound& b, bool opencl, bool pocl, T x, T y, ulp_ref::LD ref) {
     const bool f32 = std::is_same_v<T, float>;
