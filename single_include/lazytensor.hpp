@@ -3942,7 +3942,11 @@ struct Exp2 {
     static B simd(const B& x) {
         using T = typename B::value_type;
         constexpr bool f32 = std::is_same_v<T, float>;
-        return exp_like_ends(x, [](const B& v) { return xsimd::exp2(v); }, f32 ? T(-126) : T(-1022), f32 ? T(127) : T(1023));
+        const T top = f32 ? T(127) : T(1023);
+        const B r = exp_like_ends(x, [](const B& v) { return xsimd::exp2(v); }, f32 ? T(-126) : T(-1022), top);
+        // xsimd overflows one binade early, at `top` itself: 2 exp2(x - 1) is exact there.
+        const auto last_binade = x >= B(top);
+        return xsimd::any(last_binade) ? xsimd::select(last_binade, xsimd::exp2(x - B(T(1))) * B(T(2)), r) : r;
     }
 };
 struct Log2 {
