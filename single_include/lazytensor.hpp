@@ -4222,17 +4222,19 @@ struct Pow {
         return B::load_aligned(fa);
     }
 };
+// b where it wins or is NaN, else a: NaN in a propagates, and ties (-0 and +0) give the first
+// operand, as NumPy and PyTorch do.
 struct Maximum {
     template <class T>
-    static T scalar(T a, T b) { return (a > b || is_nan(a)) ? a : b; }
+    static T scalar(T a, T b) { return (b > a || is_nan(b)) ? b : a; }
     template <class B>
-    static B simd(const B& a, const B& b) { return xsimd::select((a > b) || xsimd::isnan(a), a, b); }  // xsimd != is ordered
+    static B simd(const B& a, const B& b) { return xsimd::select((b > a) || xsimd::isnan(b), b, a); }  // xsimd != is ordered
 };
 struct Minimum {
     template <class T>
-    static T scalar(T a, T b) { return (a < b || is_nan(a)) ? a : b; }
+    static T scalar(T a, T b) { return (b < a || is_nan(b)) ? b : a; }
     template <class B>
-    static B simd(const B& a, const B& b) { return xsimd::select((a < b) || xsimd::isnan(a), a, b); }
+    static B simd(const B& a, const B& b) { return xsimd::select((b < a) || xsimd::isnan(b), b, a); }
 };
 struct Lt { template <class T> static bool scalar(T a, T b) { return a < b; } };
 struct Le { template <class T> static bool scalar(T a, T b) { return a <= b; } };
@@ -8297,9 +8299,11 @@ inline std::string cl_unary(UnaryOp op, DType t, const std::string& x) {
     return x;
 }
 
+/// maximum (cmp " > ") or minimum (" < "): b where it wins or is NaN, else a (NaN in a, and the
+/// first operand on ties such as -0 and +0, as NumPy and PyTorch give).
 inline std::string cl_maximum(DType t, const std::string& a, const std::string& b, const char* cmp) {
-    if (is_floating(t)) return "((" + a + cmp + b + " || isnan(" + a + ")) ? " + a + " : " + b + ")";
-    return "(" + a + cmp + b + " ? " + a + " : " + b + ")";
+    if (is_floating(t)) return "((" + b + cmp + a + " || isnan(" + b + ")) ? " + b + " : " + a + ")";
+    return "(" + b + cmp + a + " ? " + b + " : " + a + ")";
 }
 
 inline std::string cl_binary(BinaryOp op, DType t, const std::string& a, const std::string& b) {

@@ -138,6 +138,23 @@ TEST_CASE("where selects with broadcasting; tensors or scalars") {
     });
 }
 
+TEST_CASE_TEMPLATE("maximum and minimum of -0 and +0 give the first operand, as NumPy and PyTorch (fuzz seed 12022667)", T, float, double) {
+    for_each_device([](lt::Device d) {
+        lt::Tensor<T> a = lt::tensor<T>({T(-0.0), T(0.0), T(-0.0), T(0.0)}, {4}, d);
+        lt::Tensor<T> b = lt::tensor<T>({T(0.0), T(-0.0), T(-0.0), T(0.0)}, {4}, d);
+        for (const std::vector<T>& v : {lt::maximum(a, b).to_vector(), lt::minimum(a, b).to_vector(),
+                                        lt::cast<T>(lt::maximum(a, b) * T(1)).to_vector()}) {
+            REQUIRE(v.size() == 4u);
+            CHECK(std::signbit(v[0]));
+            CHECK(!std::signbit(v[1]));
+            CHECK(std::signbit(v[2]));
+            CHECK(!std::signbit(v[3]));
+        }
+        // What the sign decides: 1 / minimum(-0, +0) is -inf.
+        CHECK((T(1) / lt::minimum(a, b)).to_vector()[0] == -std::numeric_limits<T>::infinity());
+    });
+}
+
 TEST_CASE("NaN and Inf are values, propagated as IEEE says") {
     for_each_device([](lt::Device) {
         const float nan = std::numeric_limits<float>::quiet_NaN();

@@ -494,17 +494,19 @@ struct Pow {
         return B::load_aligned(fa);
     }
 };
+// b where it wins or is NaN, else a: NaN in a propagates, and ties (-0 and +0) give the first
+// operand, as NumPy and PyTorch do.
 struct Maximum {
     template <class T>
-    static T scalar(T a, T b) { return (a > b || is_nan(a)) ? a : b; }
+    static T scalar(T a, T b) { return (b > a || is_nan(b)) ? b : a; }
     template <class B>
-    static B simd(const B& a, const B& b) { return xsimd::select((a > b) || xsimd::isnan(a), a, b); }  // xsimd != is ordered
+    static B simd(const B& a, const B& b) { return xsimd::select((b > a) || xsimd::isnan(b), b, a); }  // xsimd != is ordered
 };
 struct Minimum {
     template <class T>
-    static T scalar(T a, T b) { return (a < b || is_nan(a)) ? a : b; }
+    static T scalar(T a, T b) { return (b < a || is_nan(b)) ? b : a; }
     template <class B>
-    static B simd(const B& a, const B& b) { return xsimd::select((a < b) || xsimd::isnan(a), a, b); }
+    static B simd(const B& a, const B& b) { return xsimd::select((b < a) || xsimd::isnan(b), b, a); }
 };
 struct Lt { template <class T> static bool scalar(T a, T b) { return a < b; } };
 struct Le { template <class T> static bool scalar(T a, T b) { return a <= b; } };

@@ -170,9 +170,11 @@ inline std::string cl_unary(UnaryOp op, DType t, const std::string& x) {
     return x;
 }
 
+/// maximum (cmp " > ") or minimum (" < "): b where it wins or is NaN, else a (NaN in a, and the
+/// first operand on ties such as -0 and +0, as NumPy and PyTorch give).
 inline std::string cl_maximum(DType t, const std::string& a, const std::string& b, const char* cmp) {
-    if (is_floating(t)) return "((" + a + cmp + b + " || isnan(" + a + ")) ? " + a + " : " + b + ")";
-    return "(" + a + cmp + b + " ? " + a + " : " + b + ")";
+    if (is_floating(t)) return "((" + b + cmp + a + " || isnan(" + b + ")) ? " + b + " : " + a + ")";
+    return "(" + b + cmp + a + " ? " + b + " : " + a + ")";
 }
 
 inline std::string cl_binary(BinaryOp op, DType t, const std::string& a, const std::string& b) {
