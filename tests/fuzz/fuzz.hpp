@@ -1419,7 +1419,7 @@ inline NodePtr build_step(const Step& s, const std::vector<NodePtr>& nodes, Devi
                 case Red::Prod: return graph::reduce(lt::ReduceOp::Prod, in(s.a), axes, s.keepdim, "prod");
                 case Red::Max: return graph::reduce(lt::ReduceOp::Max, in(s.a), axes, s.keepdim, "max");
                 case Red::Min: return graph::reduce(lt::ReduceOp::Min, in(s.a), axes, s.keepdim, "min");
-                case Red::Mean: return graph::mean(in(s.a), axes, s.keepdim);
+                case Red::Mean: return graph::mean(in(s.a), axes, s.keepdim, lt::detail::supports_float64(d));
                 case Red::Any: return graph::any_all(false, in(s.a), axes, s.keepdim);
                 case Red::All: return graph::any_all(true, in(s.a), axes, s.keepdim);
             }

@@ -75,8 +75,8 @@ auto layer_norm(const E& x, const Axes& axes, double eps = 1e-5,
     const detail::NodePtr v = detail::floating(x.build());
     const Axes norm = axes.empty() ? detail::all_axes(v->shape.size())  // all, as var and logsumexp
                                    : detail::normalize_axes(axes, v->shape.size(), "layer_norm", v->shape);
-    const detail::NodePtr centered = g::binary(BinaryOp::Sub, v, g::mean(v, norm, true));
-    const detail::NodePtr var = g::mean(g::binary(BinaryOp::Mul, centered, centered), norm, true);
+    const detail::NodePtr centered = g::binary(BinaryOp::Sub, v, g::mean(v, norm, true, true));
+    const detail::NodePtr var = g::mean(g::binary(BinaryOp::Mul, centered, centered), norm, true, true);
     detail::NodePtr out = g::binary(BinaryOp::Div, centered,
                                     g::unary(UnaryOp::Sqrt, g::binary(BinaryOp::Add, var, Scalar::of<double>(eps))));
     if (weight) out = g::binary(BinaryOp::Mul, out, weight->build());
@@ -118,7 +118,7 @@ auto cross_entropy(const E& logits, const I& labels, Reduction reduction = Reduc
     const detail::NodePtr picked =
         g::reduce(ReduceOp::Sum, g::where(is_label, x, Scalar::of<double>(0.0)), Axes{last}, false, op);
     detail::NodePtr loss = g::binary(BinaryOp::Sub, detail::log_sum_exp(x, Axes{last}, false), picked);
-    if (reduction == Reduction::Mean) loss = g::mean(loss, std::nullopt, false);
+    if (reduction == Reduction::Mean) loss = g::mean(loss, std::nullopt, false, true);
     if (reduction == Reduction::Sum) loss = g::reduce(ReduceOp::Sum, loss, std::nullopt, false, op);
     return Tensor<R>(loss);
 }

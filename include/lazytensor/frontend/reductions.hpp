@@ -21,7 +21,7 @@ inline NodePtr variance(const NodePtr& x, const Axes& user_axes, bool keepdim, i
     const NodePtr v = floating(x);
     std::int64_t count = 1;
     for (int a : axes) count *= x->shape[static_cast<std::size_t>(a)];
-    const NodePtr centered = graph::binary(BinaryOp::Sub, v, graph::mean(v, axes, true));
+    const NodePtr centered = graph::binary(BinaryOp::Sub, v, graph::mean(v, axes, true, true));
     const NodePtr squares = graph::reduce(ReduceOp::Sum, graph::binary(BinaryOp::Mul, centered, centered), axes, keepdim, op);
     // N - correction <= 0 divides by zero: inf or NaN, like NumPy and PyTorch.
     return graph::binary(BinaryOp::Div, squares, Scalar::of<double>(static_cast<double>(count - correction)));

@@ -386,11 +386,13 @@ Tensor<bool> TensorBase<T, D>::all(int axis, bool keepdim) const {
 }
 template <class T, class D>
 Tensor<detail::mean_t<T>> TensorBase<T, D>::mean() const {
-    return Tensor<detail::mean_t<T>>(detail::graph::mean(self().build(), std::nullopt, false));
+    const detail::NodePtr x = self().build();
+    return Tensor<detail::mean_t<T>>(detail::graph::mean(x, std::nullopt, false, detail::supports_float64(x->device)));
 }
 template <class T, class D>
 Tensor<detail::mean_t<T>> TensorBase<T, D>::mean(const Axes& axes, bool keepdim) const {
-    return Tensor<detail::mean_t<T>>(detail::graph::mean(self().build(), axes, keepdim));
+    const detail::NodePtr x = self().build();
+    return Tensor<detail::mean_t<T>>(detail::graph::mean(x, axes, keepdim, detail::supports_float64(x->device)));
 }
 
 template <class T, class D>

@@ -500,8 +500,9 @@ inline NodePtr any_all(bool all, const NodePtr& x, const std::optional<Axes>& ax
 }
 
 /// Arithmetic mean. Integers are summed exactly (int64), divided in float64 and rounded once to
-/// float32; on a device without float64, in int64 and float32 (below: within 1 ulp).
-inline NodePtr mean(const NodePtr& x, const std::optional<Axes>& user_axes, bool keepdim) {
+/// float32; on a device without float64 (the caller asks the device: the graph knows none), in
+/// int64 and float32 (below: within 1 ulp).
+inline NodePtr mean(const NodePtr& x, const std::optional<Axes>& user_axes, bool keepdim, bool device_has_float64) {
     const char* op = "mean";
     const Axes axes = reduced_axes(x, user_axes, op);
     std::int64_t count = 1;
@@ -512,7 +513,7 @@ inline NodePtr mean(const NodePtr& x, const std::optional<Axes>& user_axes, bool
     }
     NodePtr total = reduce(ReduceOp::Sum, x, axes, keepdim, op);
     if (is_floating(x->dtype)) return binary(BinaryOp::Div, total, Scalar::of(static_cast<double>(count)));
-    if (supports_float64(x->device)) {
+    if (device_has_float64) {
         NodePtr quotient = binary(BinaryOp::Div, cast(total, DType::Float64), Scalar::of(static_cast<double>(count)));
         return cast(quotient, DType::Float32);
     }

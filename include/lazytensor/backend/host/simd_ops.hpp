@@ -124,17 +124,34 @@ struct Sqrt {
     template <class B>
     static B simd(const B& x) { return xsimd::sqrt(x); }
 };
+// xsimd reduces a batch with any lane past 64 pi (float) / 2^18 pi (double), or NaN, through
+// fdlibm's rem_pio2 lane by lane, which shifts a negative int (undefined behaviour in C++17) for
+// lanes in [2^19 pi/2, 2^23): such batches run the C library's function per lane instead.
+template <class B, class Scalar, class Simd>
+inline B trig_simd(const B& x, Scalar scalar, Simd simd) {
+    using T = typename B::value_type;
+    constexpr T reduced_in_simd = std::is_same_v<T, float> ? T(201) : T(823549);
+    if (xsimd::all(xsimd::abs(x) <= B(reduced_in_simd))) return simd(x);
+    alignas(B::arch_type::alignment()) T lanes[B::size];
+    x.store_aligned(lanes);
+    for (T& lane : lanes) lane = scalar(lane);
+    return B::load_aligned(lanes);
+}
 struct Sin {
     template <class T>
     static T scalar(T x) { return std::sin(x); }
     template <class B>
-    static B simd(const B& x) { return xsimd::sin(x); }
+    static B simd(const B& x) {
+        return trig_simd(x, [](auto v) { return std::sin(v); }, [](const B& v) { return xsimd::sin(v); });
+    }
 };
 struct Cos {
     template <class T>
     static T scalar(T x) { return std::cos(x); }
     template <class B>
-    static B simd(const B& x) { return xsimd::cos(x); }
+    static B simd(const B& x) {
+        return trig_simd(x, [](auto v) { return std::cos(v); }, [](const B& v) { return xsimd::cos(v); });
+    }
 };
 struct Tanh {
     template <class T>
@@ -244,7 +261,9 @@ struct Tan {
     template <class T>
     static T scalar(T x) { return std::tan(x); }
     template <class B>
-    static B simd(const B& x) { return xsimd::tan(x); }
+    static B simd(const B& x) {
+        return trig_simd(x, [](auto v) { return std::tan(v); }, [](const B& v) { return xsimd::tan(v); });
+    }
 };
 /// erf, with xsimd's NaN for huge doubles (|x| > 1e154) fixed: erf rounds to +-1 from |x| = 6 on.
 template <class B>
