@@ -1245,6 +1245,7 @@ struct DeviceInfo {
     std::string name;  // "host (16 threads, avx512bw)", "NVIDIA H100 80GB HBM3 (NVIDIA CUDA, gpu)"
     std::string kind;  // "host", or the OpenCL device type: "gpu", "cpu" or "accelerator"
     bool float64 = true;  // computes double (OpenCL: cl_khr_fp64, unless LAZYTENSOR_OPENCL_FP64=off)
+    std::size_t largest_buffer = 0;  // bytes one tensor's buffer may hold (OpenCL: CL_DEVICE_MAX_MEM_ALLOC_SIZE)
 };
 
 /// One item of a schedule, as lt::schedule() reports it.
@@ -3857,15 +3858,18 @@ struct Sqrt {
 };
 // xsimd reduces a batch with any lane past 64 pi (float) / 2^18 pi (double), or NaN, through
 // fdlibm's rem_pio2 lane by lane, which shifts a negative int (undefined behaviour in C++17) for
-// lanes in [2^19 pi/2, 2^23): such batches run the C library's function per lane instead.
-template <class B, class Scalar, class Simd>
-inline B trig_simd(const B& x, Scalar scalar, Simd simd) {
+// lanes in [2^19 pi/2, 2^23). Such batches go lane by lane through the C library in a wider type
+// instead (no slower than xsimd's own lane loop there): glibc's double tan is off by 14 ulp near
+// poles of huge arguments, its long double one is not.
+template <class B, class Wide>
+inline B trig_simd(const B& x, Wide wide, B (*simd)(const B&)) {
     using T = typename B::value_type;
+    using W = std::conditional_t<std::is_same_v<T, float>, double, long double>;
     constexpr T reduced_in_simd = std::is_same_v<T, float> ? T(201) : T(823549);
     if (xsimd::all(xsimd::abs(x) <= B(reduced_in_simd))) return simd(x);
     alignas(B::arch_type::alignment()) T lanes[B::size];
     x.store_aligned(lanes);
-    for (T& lane : lanes) lane = scalar(lane);
+    for (T& lane : lanes) lane = static_cast<T>(wide(static_cast<W>(lane)));
     return B::load_aligned(lanes);
 }
 struct Sin {
@@ -3873,7 +3877,7 @@ struct Sin {
     static T scalar(T x) { return std::sin(x); }
     template <class B>
     static B simd(const B& x) {
-        return trig_simd(x, [](auto v) { return std::sin(v); }, [](const B& v) { return xsimd::sin(v); });
+        return trig_simd(x, [](auto w) { return std::sin(w); }, +[](const B& v) { return xsimd::sin(v); });
     }
 };
 struct Cos {
@@ -3881,7 +3885,7 @@ struct Cos {
     static T scalar(T x) { return std::cos(x); }
     template <class B>
     static B simd(const B& x) {
-        return trig_simd(x, [](auto v) { return std::cos(v); }, [](const B& v) { return xsimd::cos(v); });
+        return trig_simd(x, [](auto w) { return std::cos(w); }, +[](const B& v) { return xsimd::cos(v); });
     }
 };
 struct Tanh {
@@ -3993,7 +3997,7 @@ struct Tan {
     static T scalar(T x) { return std::tan(x); }
     template <class B>
     static B simd(const B& x) {
-        return trig_simd(x, [](auto v) { return std::tan(v); }, [](const B& v) { return xsimd::tan(v); });
+        return trig_simd(x, [](auto w) { return std::tan(w); }, +[](const B& v) { return xsimd::tan(v); });
     }
 };
 /// erf, with xsimd's NaN for huge doubles (|x| > 1e154) fixed: erf rounds to +-1 from |x| = 6 on.
@@ -5818,6 +5822,8 @@ public:
     virtual void set_cache_capacity(std::size_t kernels) { cache_.set_capacity(kernels); }
     /// Forgets every compiled kernel (they are compiled again on next use).
     virtual void clear_kernel_cache() { cache_.clear(); }
+    /// The largest buffer the device can hold, in bytes (lt::devices() reports it).
+    std::size_t max_buffer_bytes() const { return largest_buffer(); }
 
 protected:
     /// Makes the kernel; sets `outcome`'s built_from_source or from_disk where they apply.
@@ -10967,16 +10973,19 @@ inline std::function<void(Buffer&)>& after_launch_hook() {
 namespace detail {
 
 /// The relative and absolute (times the element's magnitude) tolerances of check mode: the host
-/// and a device may round transcendentals differently and sum in another order.
+/// and a device may round transcendentals differently and sum in another order. Plus a few units
+/// of the smallest subnormal: where a result is subnormal, a device may round it or flush it
+/// differently by a unit (NVIDIA's double exp gives 0 where the host gives 4.9e-324).
 struct CheckTolerance {
-    double rtol, atol;
+    double rtol, atol, subnormal_units;
 };
+constexpr double kCheckSubnormalUnits = 4;
 inline CheckTolerance check_tolerance(DType t) {
     switch (t) {
-        case DType::Float16: return {1e-2, 1e-3};
-        case DType::Float32: return {1e-4, 1e-5};
-        case DType::Float64: return {1e-10, 1e-12};
-        default: return {0, 0};  // integers and bool: exact
+        case DType::Float16: return {1e-2, 1e-3, kCheckSubnormalUnits * 0x1p-24};
+        case DType::Float32: return {1e-4, 1e-5, kCheckSubnormalUnits * 0x1p-149};
+        case DType::Float64: return {1e-10, 1e-12, kCheckSubnormalUnits * 0x1p-1074};
+        default: return {0, 0, 0};  // integers and bool: exact
     }
 }
 
@@ -11221,7 +11230,8 @@ public:
         if (is_floating(t)) magnitudes = run_magnitudes_on_host();
         auto bound = [&](std::int64_t i) {
             const double magnitude = element_as_double(magnitudes.data(), t, i);  // NaN (0 / 0 above): unknown
-            return tol.rtol * std::fabs(element_as_double(want, t, i)) + tol.atol * (std::isnan(magnitude) ? INFINITY : magnitude);
+            return tol.rtol * std::fabs(element_as_double(want, t, i)) + tol.atol * (std::isnan(magnitude) ? INFINITY : magnitude) +
+                   tol.subnormal_units;
         };
         std::int64_t first = -1, differing = 0;
         for (std::int64_t i = 0; i < n; ++i) {
@@ -11247,7 +11257,8 @@ public:
             << element_as_double(want, t, first) << " from the reference";
         if (is_floating(t))
             msg << " (tolerance " << bound(first) << ": " << tol.rtol << " relative + " << tol.atol
-                << " times the element's magnitude " << element_as_double(magnitudes.data(), t, first) << ")";
+                << " times the element's magnitude " << element_as_double(magnitudes.data(), t, first) << " + "
+                << kCheckSubnormalUnits << " units of the smallest subnormal)";
         msg << "\n--- " << (item_.gemm_item ? "matmul" : "kernel IR") << " ---\n"
             << (item_.gemm_item ? ir::to_string(item_.gemm) : ir::to_string(item_.kernel));
         if (!item_.gemm_item && item_.compiled) {
@@ -11621,12 +11632,13 @@ const char lazytensor_ERROR_LAZYTENSOR_IMPLEMENTATION_is_defined_in_more_than_on
 namespace lazytensor {
 
 LAZYTENSOR_ENGINE_API std::vector<DeviceInfo> devices() {
-    std::vector<DeviceInfo> out{DeviceInfo{Device::host(), detail::host_backend().name(), "host", true}};
+    std::vector<DeviceInfo> out{
+        DeviceInfo{Device::host(), detail::host_backend().name(), "host", true, detail::host_backend().max_buffer_bytes()}};
 #if LAZYTENSOR_OPENCL
     for (std::size_t i = 0; i < detail::opencl::opencl_device_ids().size(); ++i) {
         try {
             auto& b = detail::opencl::opencl_backend(static_cast<int>(i));
-            out.push_back(DeviceInfo{b.device(), b.name(), b.kind(), b.supports_float64()});
+            out.push_back(DeviceInfo{b.device(), b.name(), b.kind(), b.supports_float64(), b.max_buffer_bytes()});
         } catch (const Error&) {
             // A device whose driver cannot give it a context is not usable: leave it out.
         }

@@ -83,7 +83,17 @@ TEST_CASE("lt::devices lists the host first, then every OpenCL device with its k
         CHECK(list[i].device == lt::Device::opencl(index++));
         CHECK(!list[i].name.empty());
         CHECK((list[i].kind == "gpu" || list[i].kind == "cpu" || list[i].kind == "accelerator"));
+        // The largest buffer is the device's own CL_DEVICE_MAX_MEM_ALLOC_SIZE, and one byte more
+        // cannot be allocated.
+        cl_ulong max_alloc = 0;
+        REQUIRE(clGetDeviceInfo(backend_of(list[i].device).device_id(), CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc,
+                                &max_alloc, nullptr) == CL_SUCCESS);
+        CHECK(list[i].largest_buffer == max_alloc);
+        const std::string too_large = "the device's largest buffer is " + std::to_string(max_alloc) + " bytes";
+        CHECK_THROWS_WITH_AS(lt::zeros<std::uint8_t>({static_cast<std::int64_t>(max_alloc) + 1}, list[i].device).realize(),
+                             doctest::Contains(too_large.c_str()), lt::BackendError);
     }
+    CHECK(list[0].largest_buffer >= (std::size_t(1) << 40));
     for (lt::Device d : opencl_devices()) CHECK(d.index < index);
 
     // A device that does not exist is an error naming it and what there is.

@@ -207,6 +207,8 @@ public:
     virtual void set_cache_capacity(std::size_t kernels) { cache_.set_capacity(kernels); }
     /// Forgets every compiled kernel (they are compiled again on next use).
     virtual void clear_kernel_cache() { cache_.clear(); }
+    /// The largest buffer the device can hold, in bytes (lt::devices() reports it).
+    std::size_t max_buffer_bytes() const { return largest_buffer(); }
 
 protected:
     /// Makes the kernel; sets `outcome`'s built_from_source or from_disk where they apply.

@@ -46,16 +46,19 @@ inline std::function<void(Buffer&)>& after_launch_hook() {
 namespace detail {
 
 /// The relative and absolute (times the element's magnitude) tolerances of check mode: the host
-/// and a device may round transcendentals differently and sum in another order.
+/// and a device may round transcendentals differently and sum in another order. Plus a few units
+/// of the smallest subnormal: where a result is subnormal, a device may round it or flush it
+/// differently by a unit (NVIDIA's double exp gives 0 where the host gives 4.9e-324).
 struct CheckTolerance {
-    double rtol, atol;
+    double rtol, atol, subnormal_units;
 };
+constexpr double kCheckSubnormalUnits = 4;
 inline CheckTolerance check_tolerance(DType t) {
     switch (t) {
-        case DType::Float16: return {1e-2, 1e-3};
-        case DType::Float32: return {1e-4, 1e-5};
-        case DType::Float64: return {1e-10, 1e-12};
-        default: return {0, 0};  // integers and bool: exact
+        case DType::Float16: return {1e-2, 1e-3, kCheckSubnormalUnits * 0x1p-24};
+        case DType::Float32: return {1e-4, 1e-5, kCheckSubnormalUnits * 0x1p-149};
+        case DType::Float64: return {1e-10, 1e-12, kCheckSubnormalUnits * 0x1p-1074};
+        default: return {0, 0, 0};  // integers and bool: exact
     }
 }
 
@@ -300,7 +303,8 @@ public:
         if (is_floating(t)) magnitudes = run_magnitudes_on_host();
         auto bound = [&](std::int64_t i) {
             const double magnitude = element_as_double(magnitudes.data(), t, i);  // NaN (0 / 0 above): unknown
-            return tol.rtol * std::fabs(element_as_double(want, t, i)) + tol.atol * (std::isnan(magnitude) ? INFINITY : magnitude);
+            return tol.rtol * std::fabs(element_as_double(want, t, i)) + tol.atol * (std::isnan(magnitude) ? INFINITY : magnitude) +
+                   tol.subnormal_units;
         };
         std::int64_t first = -1, differing = 0;
         for (std::int64_t i = 0; i < n; ++i) {
@@ -326,7 +330,8 @@ public:
             << element_as_double(want, t, first) << " from the reference";
         if (is_floating(t))
             msg << " (tolerance " << bound(first) << ": " << tol.rtol << " relative + " << tol.atol
-                << " times the element's magnitude " << element_as_double(magnitudes.data(), t, first) << ")";
+                << " times the element's magnitude " << element_as_double(magnitudes.data(), t, first) << " + "
+                << kCheckSubnormalUnits << " units of the smallest subnormal)";
         msg << "\n--- " << (item_.gemm_item ? "matmul" : "kernel IR") << " ---\n"
             << (item_.gemm_item ? ir::to_string(item_.gemm) : ir::to_string(item_.kernel));
         if (!item_.gemm_item && item_.compiled) {

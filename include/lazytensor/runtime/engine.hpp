@@ -35,12 +35,13 @@ const char lazytensor_ERROR_LAZYTENSOR_IMPLEMENTATION_is_defined_in_more_than_on
 namespace lazytensor {
 
 LAZYTENSOR_ENGINE_API std::vector<DeviceInfo> devices() {
-    std::vector<DeviceInfo> out{DeviceInfo{Device::host(), detail::host_backend().name(), "host", true}};
+    std::vector<DeviceInfo> out{
+        DeviceInfo{Device::host(), detail::host_backend().name(), "host", true, detail::host_backend().max_buffer_bytes()}};
 #if LAZYTENSOR_OPENCL
     for (std::size_t i = 0; i < detail::opencl::opencl_device_ids().size(); ++i) {
         try {
             auto& b = detail::opencl::opencl_backend(static_cast<int>(i));
-            out.push_back(DeviceInfo{b.device(), b.name(), b.kind(), b.supports_float64()});
+            out.push_back(DeviceInfo{b.device(), b.name(), b.kind(), b.supports_float64(), b.max_buffer_bytes()});
         } catch (const Error&) {
             // A device whose driver cannot give it a context is not usable: leave it out.
         }

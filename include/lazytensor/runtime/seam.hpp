@@ -85,6 +85,7 @@ struct DeviceInfo {
     std::string name;  // "host (16 threads, avx512bw)", "NVIDIA H100 80GB HBM3 (NVIDIA CUDA, gpu)"
     std::string kind;  // "host", or the OpenCL device type: "gpu", "cpu" or "accelerator"
     bool float64 = true;  // computes double (OpenCL: cl_khr_fp64, unless LAZYTENSOR_OPENCL_FP64=off)
+    std::size_t largest_buffer = 0;  // bytes one tensor's buffer may hold (OpenCL: CL_DEVICE_MAX_MEM_ALLOC_SIZE)
 };
 
 /// One item of a schedule, as lt::schedule() reports it.

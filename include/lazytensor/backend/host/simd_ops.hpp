@@ -126,15 +126,18 @@ struct Sqrt {
 };
 // xsimd reduces a batch with any lane past 64 pi (float) / 2^18 pi (double), or NaN, through
 // fdlibm's rem_pio2 lane by lane, which shifts a negative int (undefined behaviour in C++17) for
-// lanes in [2^19 pi/2, 2^23): such batches run the C library's function per lane instead.
-template <class B, class Scalar, class Simd>
-inline B trig_simd(const B& x, Scalar scalar, Simd simd) {
+// lanes in [2^19 pi/2, 2^23). Such batches go lane by lane through the C library in a wider type
+// instead (no slower than xsimd's own lane loop there): glibc's double tan is off by 14 ulp near
+// poles of huge arguments, its long double one is not.
+template <class B, class Wide>
+inline B trig_simd(const B& x, Wide wide, B (*simd)(const B&)) {
     using T = typename B::value_type;
+    using W = std::conditional_t<std::is_same_v<T, float>, double, long double>;
     constexpr T reduced_in_simd = std::is_same_v<T, float> ? T(201) : T(823549);
     if (xsimd::all(xsimd::abs(x) <= B(reduced_in_simd))) return simd(x);
     alignas(B::arch_type::alignment()) T lanes[B::size];
     x.store_aligned(lanes);
-    for (T& lane : lanes) lane = scalar(lane);
+    for (T& lane : lanes) lane = static_cast<T>(wide(static_cast<W>(lane)));
     return B::load_aligned(lanes);
 }
 struct Sin {
@@ -142,7 +145,7 @@ struct Sin {
     static T scalar(T x) { return std::sin(x); }
     template <class B>
     static B simd(const B& x) {
-        return trig_simd(x, [](auto v) { return std::sin(v); }, [](const B& v) { return xsimd::sin(v); });
+        return trig_simd(x, [](auto w) { return std::sin(w); }, +[](const B& v) { return xsimd::sin(v); });
     }
 };
 struct Cos {
@@ -150,7 +153,7 @@ struct Cos {
     static T scalar(T x) { return std::cos(x); }
     template <class B>
     static B simd(const B& x) {
-        return trig_simd(x, [](auto v) { return std::cos(v); }, [](const B& v) { return xsimd::cos(v); });
+        return trig_simd(x, [](auto w) { return std::cos(w); }, +[](const B& v) { return xsimd::cos(v); });
     }
 };
 struct Tanh {
@@ -262,7 +265,7 @@ struct Tan {
     static T scalar(T x) { return std::tan(x); }
     template <class B>
     static B simd(const B& x) {
-        return trig_simd(x, [](auto v) { return std::tan(v); }, [](const B& v) { return xsimd::tan(v); });
+        return trig_simd(x, [](auto w) { return std::tan(w); }, +[](const B& v) { return xsimd::tan(v); });
     }
 };
 /// erf, with xsimd's NaN for huge doubles (|x| > 1e154) fixed: erf rounds to +-1 from |x| = 6 on.
