@@ -55,3 +55,5 @@ wait
 for ((j = 0; j < FUZZ_JOBS; ++j)); do echo "job $j: $(tail -n 3 "$OUT/fuzz_$j.txt" | tr '\n' ' ')"; done | tee "$OUT/fuzz_summary.txt"
 timeout 60 /tmp/b/bench/bench_params --device opencl:0 2>&1 | tail -n 30 | tee "$OUT/bench_params_gpu.txt"
 for f in "$OUT"/test_*.txt "$OUT"/check_*.txt "$OUT"/no_fp64.txt; do echo "== $f"; tail -n 4 "$f"; done
+# The device tool brings back a few files only: everything in one archive.
+tar czf /tmp/sweep.tgz -C "$OUT" . && find "$OUT" -mindepth 1 -delete && mv /tmp/sweep.tgz "$OUT/"

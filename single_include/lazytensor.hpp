@@ -9743,11 +9743,17 @@ private:
     };
     std::mutex launched_mutex_;
     std::vector<Launched> launched_;
+    std::size_t next_scan_ = 512;
 
     void remember_launch(cl_event event, const std::string& name) {
         std::lock_guard<std::mutex> lock(launched_mutex_);
         launched_.push_back(Launched{event, name});
-        if (launched_.size() >= 512) check_launched(false);  // keep the list short between waits
+        // Keep the list short between waits, at O(1) a launch: when the device is far behind,
+        // most events are still pending after a scan, and the next scan waits for 512 more.
+        if (launched_.size() >= next_scan_) {
+            check_launched(false);
+            next_scan_ = launched_.size() + 512;
+        }
     }
 
     /// Releases the events of kernels that completed; throws for one that failed. `all`: after a
@@ -9762,7 +9768,8 @@ private:
             cl_int status = CL_COMPLETE;
             const cl_int err = clGetEventInfo(l.event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
             if (err == CL_SUCCESS && status > CL_COMPLETE && !all) {
-                launched_[kept++] = std::move(l);  // still running
+                if (&launched_[kept] != &l) launched_[kept] = std::move(l);  // still running (not a self-move)
+                ++kept;
                 continue;
             }
             if (failed.empty() && (err != CL_SUCCESS || status < 0)) {
@@ -9772,6 +9779,7 @@ private:
             clReleaseEvent(l.event);
         }
         launched_.resize(kept);
+        if (all) next_scan_ = 512;
         if (!failed.empty())
             fail<BackendError>("OpenCL: kernel ", failed, " failed while ", describe(), " ran it: execution status ",
                                status_name(failed_status), " (", failed_status, "). The realize that launched it had ",

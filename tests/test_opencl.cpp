@@ -402,6 +402,26 @@ TEST_CASE("a kernel that fails while the device runs it is reported by the next 
         clReleaseEvent(failing);
         CHECK_THROWS_AS(x.to_vector(), lt::BackendError);
         CHECK(x.to_vector() == std::vector<float>{1, 2, 3});
+        // Without any wait, a realize reports it once 512 launches have piled up since the last
+        // wait; realizes after that go on (the next scan is 512 launches later).
+        failing = clCreateUserEvent(backend.context(), &err);
+        lt::detail::opencl::OpenCLBackend::detail_launch_dependency() = failing;
+        (x * 5.0f).realize();
+        clSetUserEventStatus(failing, CL_OUT_OF_RESOURCES);
+        clReleaseEvent(failing);
+        int launches = 1, thrown_at = 0;
+        for (float k = 0; launches < 700; ++launches, ++k) {
+            try {
+                (x + k).realize();
+            } catch (const lt::BackendError& e) {
+                CHECK(std::string(e.what()).find("execution status") != std::string::npos);
+                CHECK(thrown_at == 0);
+                thrown_at = launches + 1;
+            }
+        }
+        CHECK(thrown_at == 512);
+        CHECK_NOTHROW(lt::synchronize(d));
+        CHECK((x + 1.0f).to_vector() == std::vector<float>{2, 3, 4});
     }
 }
 
