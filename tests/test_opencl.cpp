@@ -363,6 +363,10 @@ TEST_CASE("a failed realize on OpenCL leaves every tensor usable") {
 TEST_CASE("a kernel that fails while the device runs it is reported by the next wait, as README says") {
     for (lt::Device d : opencl_devices()) {
         auto& backend = backend_of(d);
+        // README: on by default except on GPUs (LAZYTENSOR_OPENCL_LAUNCH_EVENTS unset in tests).
+        CHECK(backend.launch_events() == (backend.kind() != "gpu"));
+        const bool had_events = backend.launch_events();
+        backend.set_launch_events(true);
         lt::Tensor<float> x = lt::tensor<float>({1, 2, 3}, {3}, d);
         x.realize();
         lt::synchronize(d);
@@ -422,6 +426,7 @@ TEST_CASE("a kernel that fails while the device runs it is reported by the next 
         CHECK(thrown_at == 512);
         CHECK_NOTHROW(lt::synchronize(d));
         CHECK((x + 1.0f).to_vector() == std::vector<float>{2, 3, 4});
+        backend.set_launch_events(had_events);
     }
 }
 
