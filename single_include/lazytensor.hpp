@@ -2128,7 +2128,8 @@ inline NodePtr copy(const NodePtr& x) {
 inline NodePtr assign(const NodePtr& target, const Operand& value) {
     const char* op = "assign";
     if (!target->realized()) fail<Error>("lazytensor internal error: assign to an unrealized tensor");
-    for (std::size_t k = 0; k < target->shape.size(); ++k)
+    // (An empty view has no element to write twice, whatever its strides: empty views get 0.)
+    for (std::size_t k = 0; k < target->shape.size() && numel(target->shape) > 0; ++k)
         if (target->strides[k] == 0 && target->shape[k] > 1)
             fail<ValueError>(op, ": the target (shape ", target->shape, ") is a broadcast view: several of its elements "
                              "are one memory location (axis ", k, "); assign into the tensor it was expanded from");
@@ -2205,8 +2206,9 @@ inline NodePtr any_all(bool all, const NodePtr& x, const std::optional<Axes>& ax
 }
 
 /// Arithmetic mean. Integers are summed exactly (int64), divided in float64 and rounded once to
-/// float32; on a device without float64, in int64 and float32 (below: within 1 ulp).
-inline NodePtr mean(const NodePtr& x, const std::optional<Axes>& user_axes, bool keepdim) {
+/// float32; on a device without float64 (the caller asks the device: the graph knows none), in
+/// int64 and float32 (below: within 1 ulp).
+inline NodePtr mean(const NodePtr& x, const std::optional<Axes>& user_axes, bool keepdim, bool device_has_float64) {
     const char* op = "mean";
     const Axes axes = reduced_axes(x, user_axes, op);
     std::int64_t count = 1;
@@ -2217,7 +2219,7 @@ inline NodePtr mean(const NodePtr& x, const std::optional<Axes>& user_axes, bool
     }
     NodePtr total = reduce(ReduceOp::Sum, x, axes, keepdim, op);
     if (is_floating(x->dtype)) return binary(BinaryOp::Div, total, Scalar::of(static_cast<double>(count)));
-    if (supports_float64(x->device)) {
+    if (device_has_float64) {
         NodePtr quotient = binary(BinaryOp::Div, cast(total, DType::Float64), Scalar::of(static_cast<double>(count)));
         return cast(quotient, DType::Float32);
     }
@@ -2690,11 +2692,13 @@ Tensor<bool> TensorBase<T, D>::all(int axis, bool keepdim) const {
 }
 template <class T, class D>
 Tensor<detail::mean_t<T>> TensorBase<T, D>::mean() const {
-    return Tensor<detail::mean_t<T>>(detail::graph::mean(self().build(), std::nullopt, false));
+    const detail::NodePtr x = self().build();
+    return Tensor<detail::mean_t<T>>(detail::graph::mean(x, std::nullopt, false, detail::supports_float64(x->device)));
 }
 template <class T, class D>
 Tensor<detail::mean_t<T>> TensorBase<T, D>::mean(const Axes& axes, bool keepdim) const {
-    return Tensor<detail::mean_t<T>>(detail::graph::mean(self().build(), axes, keepdim));
+    const detail::NodePtr x = self().build();
+    return Tensor<detail::mean_t<T>>(detail::graph::mean(x, axes, keepdim, detail::supports_float64(x->device)));
 }
 
 template <class T, class D>
@@ -3852,17 +3856,34 @@ struct Sqrt {
     template <class B>
     static B simd(const B& x) { return xsimd::sqrt(x); }
 };
+// xsimd reduces a batch with any lane past 64 pi (float) / 2^18 pi (double), or NaN, through
+// fdlibm's rem_pio2 lane by lane, which shifts a negative int (undefined behaviour in C++17) for
+// lanes in [2^19 pi/2, 2^23): such batches run the C library's function per lane instead.
+template <class B, class Scalar, class Simd>
+inline B trig_simd(const B& x, Scalar scalar, Simd simd) {
+    using T = typename B::value_type;
+    constexpr T reduced_in_simd = std::is_same_v<T, float> ? T(201) : T(823549);
+    if (xsimd::all(xsimd::abs(x) <= B(reduced_in_simd))) return simd(x);
+    alignas(B::arch_type::alignment()) T lanes[B::size];
+    x.store_aligned(lanes);
+    for (T& lane : lanes) lane = scalar(lane);
+    return B::load_aligned(lanes);
+}
 struct Sin {
     template <class T>
     static T scalar(T x) { return std::sin(x); }
     template <class B>
-    static B simd(const B& x) { return xsimd::sin(x); }
+    static B simd(const B& x) {
+        return trig_simd(x, [](auto v) { return std::sin(v); }, [](const B& v) { return xsimd::sin(v); });
+    }
 };
 struct Cos {
     template <class T>
     static T scalar(T x) { return std::cos(x); }
     template <class B>
-    static B simd(const B& x) { return xsimd::cos(x); }
+    static B simd(const B& x) {
+        return trig_simd(x, [](auto v) { return std::cos(v); }, [](const B& v) { return xsimd::cos(v); });
+    }
 };
 struct Tanh {
     template <class T>
@@ -3972,7 +3993,9 @@ struct Tan {
     template <class T>
     static T scalar(T x) { return std::tan(x); }
     template <class B>
-    static B simd(const B& x) { return xsimd::tan(x); }
+    static B simd(const B& x) {
+        return trig_simd(x, [](auto v) { return std::tan(v); }, [](const B& v) { return xsimd::tan(v); });
+    }
 };
 /// erf, with xsimd's NaN for huge doubles (|x| > 1e154) fixed: erf rounds to +-1 from |x| = 6 on.
 template <class B>
@@ -5166,7 +5189,7 @@ inline NodePtr variance(const NodePtr& x, const Axes& user_axes, bool keepdim, i
     const NodePtr v = floating(x);
     std::int64_t count = 1;
     for (int a : axes) count *= x->shape[static_cast<std::size_t>(a)];
-    const NodePtr centered = graph::binary(BinaryOp::Sub, v, graph::mean(v, axes, true));
+    const NodePtr centered = graph::binary(BinaryOp::Sub, v, graph::mean(v, axes, true, true));
     const NodePtr squares = graph::reduce(ReduceOp::Sum, graph::binary(BinaryOp::Mul, centered, centered), axes, keepdim, op);
     // N - correction <= 0 divides by zero: inf or NaN, like NumPy and PyTorch.
     return graph::binary(BinaryOp::Div, squares, Scalar::of<double>(static_cast<double>(count - correction)));
@@ -12207,8 +12230,8 @@ auto layer_norm(const E& x, const Axes& axes, double eps = 1e-5,
     const detail::NodePtr v = detail::floating(x.build());
     const Axes norm = axes.empty() ? detail::all_axes(v->shape.size())  // all, as var and logsumexp
                                    : detail::normalize_axes(axes, v->shape.size(), "layer_norm", v->shape);
-    const detail::NodePtr centered = g::binary(BinaryOp::Sub, v, g::mean(v, norm, true));
-    const detail::NodePtr var = g::mean(g::binary(BinaryOp::Mul, centered, centered), norm, true);
+    const detail::NodePtr centered = g::binary(BinaryOp::Sub, v, g::mean(v, norm, true, true));
+    const detail::NodePtr var = g::mean(g::binary(BinaryOp::Mul, centered, centered), norm, true, true);
     detail::NodePtr out = g::binary(BinaryOp::Div, centered,
                                     g::unary(UnaryOp::Sqrt, g::binary(BinaryOp::Add, var, Scalar::of<double>(eps))));
     if (weight) out = g::binary(BinaryOp::Mul, out, weight->build());
@@ -12250,7 +12273,7 @@ auto cross_entropy(const E& logits, const I& labels, Reduction reduction = Reduc
     const detail::NodePtr picked =
         g::reduce(ReduceOp::Sum, g::where(is_label, x, Scalar::of<double>(0.0)), Axes{last}, false, op);
     detail::NodePtr loss = g::binary(BinaryOp::Sub, detail::log_sum_exp(x, Axes{last}, false), picked);
-    if (reduction == Reduction::Mean) loss = g::mean(loss, std::nullopt, false);
+    if (reduction == Reduction::Mean) loss = g::mean(loss, std::nullopt, false, true);
     if (reduction == Reduction::Sum) loss = g::reduce(ReduceOp::Sum, loss, std::nullopt, false, op);
     return Tensor<R>(loss);
 }
