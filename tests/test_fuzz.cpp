@@ -25,17 +25,18 @@ std::optional<std::string> run_seed(std::uint64_t seed, const std::vector<lt::De
     fuzz::GenOptions opt;
     opt.version = version;
     const fuzz::Program p = fuzz::generate(seed, opt);
-    for (lt::Device d : devices) {
-        const fuzz::Failure f = fuzz::check(p, d, stats);
-        if (!f.failed) continue;
-        std::string text = "FUZZ MISMATCH " + fuzz::report(p, d, f);
-        if (minimize) {
-            const fuzz::Program small = fuzz::minimize(
-                p, [&](const fuzz::Program& q) { return fuzz::check(q, d).failed; }, f.output);
-            text += "\nminimized:\n" + fuzz::report(small, d, fuzz::check(small, d));
+    for (lt::Device d : devices)
+        for (fuzz::Path path : {fuzz::Path::Graph, fuzz::Path::Typed}) {
+            const fuzz::Failure f = fuzz::check(p, d, path, stats ? &stats[static_cast<int>(path)] : nullptr);
+            if (!f.failed) continue;
+            std::string text = "FUZZ MISMATCH " + fuzz::report(p, d, f, path);
+            if (minimize) {
+                const fuzz::Program small = fuzz::minimize(
+                    p, [&](const fuzz::Program& q) { return fuzz::check(q, d, path).failed; }, f.output);
+                text += "\nminimized:\n" + fuzz::report(small, d, fuzz::check(small, d, path), path);
+            }
+            return text;
         }
-        return text;
-    }
     return std::nullopt;
 }
 
@@ -85,14 +86,14 @@ int fuzz_main(int argc, char** argv) {
     const auto start = std::chrono::steady_clock::now();
     auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
     std::uint64_t done = 0;
-    fuzz::Stats stats;
+    fuzz::Stats stats[2];  // per path: graph builders, typed front end
     std::cout << "fuzzing on";
     for (auto d : devices) std::cout << " " << d.str();
     std::cout << " from seed " << seed << std::endl;
     for (; (count == 0 || done < count) && (seconds == 0 || elapsed() < seconds); ++done) {
         if (count == 0 && seconds == 0) break;
         const std::uint64_t s = seed + done;
-        if (auto failure = run_seed(s, devices, true, &stats)) {
+        if (auto failure = run_seed(s, devices, true, stats)) {
             std::cout << *failure << std::endl;
             return 1;
         }
@@ -101,8 +102,15 @@ int fuzz_main(int argc, char** argv) {
                       << std::endl;
     }
     std::cout << "ok: " << done << " graphs (seeds " << seed << ".." << seed + done << ") on " << devices.size()
-              << " device(s) in " << elapsed() << " s; " << stats.steps << " steps, " << stats.outputs << " outputs, "
-              << stats.compared << " elements compared, " << stats.dont_care << " undetermined" << std::endl;
+              << " device(s) in " << elapsed() << " s" << std::endl;
+    for (fuzz::Path path : {fuzz::Path::Graph, fuzz::Path::Typed}) {
+        const fuzz::Stats& st = stats[static_cast<int>(path)];
+        std::cout << "  " << fuzz::path_name(path) << " path: " << st.graphs << " graph runs (all devices), " << st.steps
+                  << " steps, " << st.outputs << " outputs, " << st.compared << " elements compared, " << st.dont_care
+                  << " undetermined; steps by kind:";
+        for (int k = 0; k < fuzz::kKinds; ++k) std::cout << " " << fuzz::kind_name(static_cast<fuzz::Kind>(k)) << " " << st.kinds[k];
+        std::cout << std::endl;
+    }
     return 0;
 }
 

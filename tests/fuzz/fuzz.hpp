@@ -40,29 +40,29 @@ using u64 = std::uint64_t;
 // =========================================================================== dtype rules
 // Written from the README (PyTorch promotion; op categories), not taken from ir/ops.hpp.
 
-inline const DType kDTypes[] = {DType::Bool,    DType::UInt8,   DType::Int32,  DType::Int64,
+inline constexpr DType kDTypes[] = {DType::Bool,    DType::UInt8,   DType::Int32,  DType::Int64,
                                 DType::Float16, DType::Float32, DType::Float64};
 
-inline bool is_float(DType t) { return t == DType::Float16 || t == DType::Float32 || t == DType::Float64; }
-inline bool is_int(DType t) { return t == DType::UInt8 || t == DType::Int32 || t == DType::Int64; }
-inline int category(DType t) { return t == DType::Bool ? 0 : is_float(t) ? 2 : 1; }
-inline int rank_of(DType t) {
+inline constexpr bool is_float(DType t) { return t == DType::Float16 || t == DType::Float32 || t == DType::Float64; }
+inline constexpr bool is_int(DType t) { return t == DType::UInt8 || t == DType::Int32 || t == DType::Int64; }
+inline constexpr int category(DType t) { return t == DType::Bool ? 0 : is_float(t) ? 2 : 1; }
+inline constexpr int rank_of(DType t) {
     for (int k = 0; k < 7; ++k)
         if (kDTypes[k] == t) return k;
     return 0;
 }
-inline DType promote_types(DType a, DType b) {
+inline constexpr DType promote_types(DType a, DType b) {
     if (category(a) != category(b)) return category(a) > category(b) ? a : b;
     return rank_of(a) >= rank_of(b) ? a : b;
 }
 /// Tensor `t` meets a scalar of dtype `s`: the scalar only counts when of a higher category.
-inline DType promote_scalar(DType t, DType s) {
+inline constexpr DType promote_scalar(DType t, DType s) {
     if (category(s) <= category(t)) return t;
     return category(s) == 2 ? DType::Float32 : DType::Int64;
 }
 
 enum class URule { Numeric, Floating, Bitwise, Predicate };
-inline URule urule(UnaryOp op) {
+inline constexpr URule urule(UnaryOp op) {
     switch (op) {
         case UnaryOp::Neg: case UnaryOp::Abs: case UnaryOp::Relu: case UnaryOp::Sign:
         case UnaryOp::Floor: case UnaryOp::Ceil: case UnaryOp::Round: case UnaryOp::Trunc: return URule::Numeric;
@@ -72,7 +72,7 @@ inline URule urule(UnaryOp op) {
     }
 }
 enum class BRule { Arith, TrueDiv, Ordered, Compare, Predicate, Bitwise, Shift };
-inline BRule brule(BinaryOp op) {
+inline constexpr BRule brule(BinaryOp op) {
     switch (op) {
         case BinaryOp::Div: return BRule::TrueDiv;
         case BinaryOp::Maximum: case BinaryOp::Minimum: return BRule::Ordered;
@@ -84,7 +84,7 @@ inline BRule brule(BinaryOp op) {
         default: return BRule::Arith;
     }
 }
-inline bool unary_ok(UnaryOp op, DType in) {
+inline constexpr bool unary_ok(UnaryOp op, DType in) {
     switch (urule(op)) {
         case URule::Numeric: case URule::Floating: return in != DType::Bool;
         case URule::Bitwise: return !is_float(in);
@@ -99,7 +99,7 @@ inline DType unary_compute(UnaryOp op, DType in) {
 inline DType unary_result(UnaryOp op, DType in) {
     return urule(op) == URule::Predicate ? DType::Bool : unary_compute(op, in);
 }
-inline bool binary_ok(BinaryOp op, DType p) {
+inline constexpr bool binary_ok(BinaryOp op, DType p) {
     switch (brule(op)) {
         case BRule::Arith: return p != DType::Bool;
         case BRule::Bitwise: return !is_float(p);
@@ -1853,14 +1853,33 @@ struct Results {
     Failure failure;                          // a library exception or a dtype/shape mismatch
 };
 
+}  // namespace fuzz
+#include "typed.hpp"
+namespace fuzz {
+
+/// The two ways a program is built: graph builders (detail::graph), or the typed public API.
+enum class Path { Graph, Typed };
+inline const char* path_name(Path p) { return p == Path::Graph ? "graph" : "typed"; }
+
 /// Builds and realizes the program on device d; reads every output back.
-inline Results run_on_device(const Program& p, Device d) {
+inline Results run_on_device(const Program& p, Device d, Path path = Path::Graph) {
     Results res;
     try {
         std::vector<NodePtr> nodes;
+        std::vector<Any> typed;
         for (std::size_t i = 0; i < p.steps.size(); ++i) {
             const Step& s = p.steps[i];
-            NodePtr n = build_step(s, nodes, d);
+            NodePtr n;
+            if (path == Path::Graph) n = build_step(s, nodes, d);
+            else {
+                try {
+                    typed.push_back(build_typed(s, typed, d));
+                } catch (const TypeMismatch& e) {
+                    res.failure = {true, static_cast<int>(i), -1, 0, 0, 0, "step s" + std::to_string(i) + ": " + e.what()};
+                    return res;
+                }
+                n = node_of(typed.back());
+            }
             if (n->dtype != s.dtype || !(n->shape == s.shape)) {
                 res.failure = {true, static_cast<int>(i), -1, 0, 0, 0,
                                "step s" + std::to_string(i) + ": the library made " + lt::dtype_name(n->dtype) +
@@ -1898,6 +1917,7 @@ inline bool agrees(DType t, const Val& ref, double got) {
 /// Counts for the command line's summary.
 struct Stats {
     i64 graphs = 0, steps = 0, outputs = 0, compared = 0, dont_care = 0;
+    i64 kinds[kKinds] = {};  // steps per kind
 };
 
 inline Failure compare(const Program& p, const std::vector<Arr>& ref, const Results& res, Stats* stats = nullptr) {
@@ -1905,6 +1925,7 @@ inline Failure compare(const Program& p, const std::vector<Arr>& ref, const Resu
     if (stats) {
         ++stats->graphs;
         stats->steps += static_cast<i64>(p.steps.size());
+        for (const Step& s : p.steps) ++stats->kinds[static_cast<int>(s.kind)];
         for (std::size_t i = 0; i < p.steps.size(); ++i) {
             if (!p.steps[i].output) continue;
             ++stats->outputs;
@@ -1984,12 +2005,14 @@ inline Failure fill_random(Program& p) {
     return {};
 }
 
-/// Runs one program on one device and compares with the reference.
-inline Failure check(const Program& p0, Device d, Stats* stats = nullptr) {
+/// Runs one program on one device, built one way, and compares with the reference.
+inline Failure check(const Program& p0, Device d, Path path = Path::Graph, Stats* stats = nullptr) {
     Program p = p0;
     if (Failure f = fill_random(p); f.failed) return f;
     const auto ref = evaluate(p);
-    return compare(p, ref, run_on_device(p, d), stats);
+    Failure f = compare(p, ref, run_on_device(p, d, path), stats);
+    if (f.failed) f.what = std::string(path_name(path)) + " path: " + f.what;
+    return f;
 }
 
 // ================================================================================= print
@@ -2237,14 +2260,16 @@ inline Program minimize(Program p, const std::function<bool(const Program&)>& fa
 }
 
 /// Everything a report needs for a failing program on a device.
-inline std::string report(const Program& p, Device d, const Failure& f) {
+inline std::string report(const Program& p0, Device d, const Failure& f, Path path = Path::Graph) {
+    Program p = p0;
+    fill_random(p);
     std::ostringstream o;
     o << "seed " << p.seed << ", device " << d.str() << ": " << f.what << "\n";
     o << "// realize mode: " << (p.together ? "together" : "one by one") << "\n" << to_cpp(p);
     const auto ref = evaluate(p);
     for (std::size_t i = 0; i < p.steps.size(); ++i)
         if (p.steps[i].output) o << "// reference s" << i << " = " << ref_str(ref[i]) << "\n";
-    const Results res = run_on_device(p, d);
+    const Results res = run_on_device(p, d, path);
     std::size_t k = 0;
     for (std::size_t i = 0; i < p.steps.size() && !res.failure.failed; ++i)
         if (p.steps[i].output) {

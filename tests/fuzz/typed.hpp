@@ -1,0 +1,276 @@
+// The typed build path: every step of a program written with the public API a user writes
+// (lt::Tensor<T>, C++ operators, free functions, members, C++ scalars of their own types), the
+// runtime dtypes dispatched to template code. Each step's C++ result type, which the front end
+// computes at compile time, is checked against the fuzzer's own inference (TypeMismatch).
+//
+// Instantiations are bounded (test_fuzz's compile time): every op for every dtype (pair),
+// C++ scalars of the wide types (bool, int64_t, double) on either side and of the narrow ones
+// (int, float) on the right of a few ops; invalid combinations are compiled out with
+// `if constexpr` on the fuzzer's own rules (a static_assert of the library would stop the build,
+// which is itself a check that both agree on what is valid).
+#pragma once
+
+#include <stdexcept>
+#include <variant>
+
+namespace fuzz {
+
+/// A typed tensor of any dtype; the alternatives in kDTypes order.
+using Any = std::variant<lt::Tensor<bool>, lt::Tensor<std::uint8_t>, lt::Tensor<std::int32_t>, lt::Tensor<std::int64_t>,
+                         lt::Tensor<lt::half>, lt::Tensor<float>, lt::Tensor<double>>;
+
+struct TypeMismatch : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+inline Any any_of(const NodePtr& n) {
+    return lt::detail::visit_dtype(n->dtype, [&](auto tag) -> Any {
+        using T = typename decltype(tag)::type;
+        return lt::Tensor<T>(n);
+    });
+}
+inline NodePtr node_of(const Any& a) {
+    return std::visit([](const auto& t) { return t.node_ptr(); }, a);
+}
+
+/// The expression as a Tensor of its static type, after checking that type.
+template <class E>
+Any finish(const E& e, DType want) {
+    using R = typename std::decay_t<E>::value_type;
+    if (lt::dtype_of<R>() != want)
+        throw TypeMismatch(std::string("the C++ result type is ") + lt::dtype_name(lt::dtype_of<R>()) +
+                           ", the fuzzer expects " + lt::dtype_name(want));
+    return Any(lt::Tensor<R>(e));
+}
+
+template <class X>
+constexpr DType dtype_of_operand() {
+    if constexpr (lt::detail::is_tensor_like_v<X>) return lt::dtype_of<typename X::value_type>();
+    else if constexpr (std::is_same_v<X, bool>) return DType::Bool;
+    else if constexpr (std::is_floating_point_v<X>) return DType::Float64;
+    else return DType::Int64;
+}
+
+/// The dtype a binary op computes in, by the fuzzer's rules, for operands of C++ types L, R.
+template <class L, class R>
+constexpr DType promoted_operands() {
+    constexpr DType l = dtype_of_operand<L>(), r = dtype_of_operand<R>();
+    if constexpr (!lt::detail::is_tensor_like_v<L>) return promote_scalar(r, l);
+    else if constexpr (!lt::detail::is_tensor_like_v<R>) return promote_scalar(l, r);
+    else return promote_types(l, r);
+}
+
+template <class T>
+Any unary_typed(UnaryOp op, const lt::Tensor<T>& x, DType want) {
+    constexpr DType t = lt::dtype_of<T>();
+    switch (op) {
+#define FUZZ_U(NAME, EXPR)                                                   \
+    case UnaryOp::NAME:                                                      \
+        if constexpr (unary_ok(UnaryOp::NAME, t)) return finish(EXPR, want); \
+        break;
+        FUZZ_U(Neg, -x) FUZZ_U(Abs, lt::abs(x)) FUZZ_U(Relu, lt::relu(x)) FUZZ_U(Exp, lt::exp(x)) FUZZ_U(Log, lt::log(x))
+        FUZZ_U(Sqrt, lt::sqrt(x)) FUZZ_U(Sin, lt::sin(x)) FUZZ_U(Cos, lt::cos(x)) FUZZ_U(Tanh, lt::tanh(x))
+        FUZZ_U(Sigmoid, lt::sigmoid(x)) FUZZ_U(Sign, lt::sign(x)) FUZZ_U(Exp2, lt::exp2(x)) FUZZ_U(Log2, lt::log2(x))
+        FUZZ_U(Rsqrt, lt::rsqrt(x)) FUZZ_U(Reciprocal, lt::reciprocal(x)) FUZZ_U(Tan, lt::tan(x)) FUZZ_U(Gelu, lt::gelu(x))
+        FUZZ_U(Silu, lt::silu(x)) FUZZ_U(Floor, lt::floor(x)) FUZZ_U(Ceil, lt::ceil(x)) FUZZ_U(Round, lt::round(x))
+        FUZZ_U(Trunc, lt::trunc(x)) FUZZ_U(BitwiseNot, ~x) FUZZ_U(LogicalNot, !x) FUZZ_U(IsNan, lt::isnan(x))
+        FUZZ_U(IsInf, lt::isinf(x))
+#undef FUZZ_U
+    }
+    throw std::logic_error(std::string("typed path: unary ") + lt::op_name(op) + " of " + lt::dtype_name(t));
+}
+
+/// a op b for tensors and C++ scalars (operators where C++ has them).
+template <class L, class R>
+Any binary_typed(BinaryOp op, const L& a, const R& b, DType want) {
+    constexpr DType p = promoted_operands<L, R>();
+    switch (op) {
+#define FUZZ_B(NAME, EXPR)                                                    \
+    case BinaryOp::NAME:                                                      \
+        if constexpr (binary_ok(BinaryOp::NAME, p)) return finish(EXPR, want); \
+        break;
+        FUZZ_B(Add, a + b) FUZZ_B(Sub, a - b) FUZZ_B(Mul, a * b) FUZZ_B(Div, a / b) FUZZ_B(Pow, lt::pow(a, b))
+        FUZZ_B(Maximum, lt::maximum(a, b)) FUZZ_B(Minimum, lt::minimum(a, b)) FUZZ_B(Lt, a < b) FUZZ_B(Le, a <= b)
+        FUZZ_B(Gt, a > b) FUZZ_B(Ge, a >= b) FUZZ_B(Eq, a == b) FUZZ_B(Ne, a != b) FUZZ_B(Fmod, lt::fmod(a, b))
+        FUZZ_B(Remainder, a % b) FUZZ_B(FloorDivide, lt::floor_divide(a, b)) FUZZ_B(BitAnd, a & b)
+        FUZZ_B(BitOr, a | b) FUZZ_B(BitXor, a ^ b) FUZZ_B(Shl, a << b) FUZZ_B(Shr, a >> b)
+        FUZZ_B(LogicalAnd, a && b) FUZZ_B(LogicalOr, a || b)
+#undef FUZZ_B
+        case BinaryOp::Philox: break;
+    }
+    throw std::logic_error(std::string("typed path: binary ") + lt::op_name(op) + " in " + lt::dtype_name(p));
+}
+
+/// The ops whose scalar operand the typed path also passes as int or float (the narrow C++
+/// types), on the right: enough to see that the scalar's C++ type does not change the result.
+inline bool narrow_scalar_op(BinaryOp op) {
+    return op == BinaryOp::Add || op == BinaryOp::Mul || op == BinaryOp::Sub || op == BinaryOp::Div ||
+           op == BinaryOp::Lt || op == BinaryOp::Maximum;
+}
+
+template <class T>
+Any binary_scalar_typed(const Step& s, const lt::Tensor<T>& x) {
+    const Scalar& v = s.value;
+    const bool narrow = s.ctype == 1 && s.scalar_side == 2 && narrow_scalar_op(s.bop);
+    if (v.dtype == DType::Bool) {
+        const bool c = v.i != 0;
+        return s.scalar_side == 1 ? binary_typed(s.bop, c, x, s.dtype) : binary_typed(s.bop, x, c, s.dtype);
+    }
+    if (v.dtype == DType::Int64) {
+        if (narrow) return binary_typed(s.bop, x, static_cast<int>(v.i), s.dtype);
+        const std::int64_t c = v.i;
+        return s.scalar_side == 1 ? binary_typed(s.bop, c, x, s.dtype) : binary_typed(s.bop, x, c, s.dtype);
+    }
+    if (narrow) return binary_typed(s.bop, x, static_cast<float>(v.f), s.dtype);
+    const double c = v.f;
+    return s.scalar_side == 1 ? binary_typed(s.bop, c, x, s.dtype) : binary_typed(s.bop, x, c, s.dtype);
+}
+
+template <class T>
+Any reduce_typed(const Step& s, const lt::Tensor<T>& x) {
+    const bool whole = s.all_axes && !s.keepdim;  // the no-argument members
+    Axes axes = s.axes;
+    if (s.all_axes)
+        for (std::size_t k = 0; k < x.ndim(); ++k) axes.push_back(static_cast<int>(k));
+    const bool kd = s.keepdim;
+    switch (s.red) {
+        case Red::Sum: return whole ? finish(x.sum(), s.dtype) : finish(x.sum(axes, kd), s.dtype);
+        case Red::Prod: return whole ? finish(x.prod(), s.dtype) : finish(x.prod(axes, kd), s.dtype);
+        case Red::Max: return whole ? finish(x.max(), s.dtype) : finish(x.max(axes, kd), s.dtype);
+        case Red::Min: return whole ? finish(lt::min(x), s.dtype) : finish(lt::min(x, axes, kd), s.dtype);
+        case Red::Mean: return whole ? finish(x.mean(), s.dtype) : finish(lt::mean(x, axes, kd), s.dtype);
+        case Red::Any: return whole ? finish(x.any(), s.dtype) : finish(x.any(axes, kd), s.dtype);
+        case Red::All: return whole ? finish(lt::all(x), s.dtype) : finish(x.all(axes, kd), s.dtype);
+    }
+    throw std::logic_error("typed path: reduction");
+}
+
+/// A scalar as the C++ value of type T (pad's value: the member takes a T).
+template <class T>
+T scalar_as(const Scalar& v0, DType t) {
+    const Scalar v = v0.cast(t);
+    if constexpr (std::is_same_v<T, bool>) return v.i != 0;
+    else if constexpr (lt::detail::is_floating_v<T>) return T(v.f);
+    else return static_cast<T>(v.i);
+}
+
+/// Builds step s through the public API from the typed values of earlier steps.
+inline Any build_typed(const Step& s, const std::vector<Any>& vals, Device d) {
+    auto in = [&](int k) -> const Any& { return vals[static_cast<std::size_t>(k)]; };
+    auto pads = [&] {
+        std::vector<std::pair<i64, i64>> w;
+        for (std::size_t k = 0; k < s.before.size(); ++k) w.emplace_back(s.before[k], s.after[k]);
+        return w;
+    };
+    switch (s.kind) {
+        case Kind::Leaf:
+            return lt::detail::visit_dtype(s.dtype, [&](auto tag) -> Any {
+                using T = typename decltype(tag)::type;
+                return leaf_tensor<T>(s, d);
+            });
+        case Kind::Unary: return std::visit([&](const auto& x) { return unary_typed(s.uop, x, s.dtype); }, in(s.a));
+        case Kind::Binary:
+            if (s.scalar_side == 1) return std::visit([&](const auto& x) { return binary_scalar_typed(s, x); }, in(s.b));
+            if (s.scalar_side == 2) return std::visit([&](const auto& x) { return binary_scalar_typed(s, x); }, in(s.a));
+            return std::visit([&](const auto& x, const auto& y) { return binary_typed(s.bop, x, y, s.dtype); }, in(s.a), in(s.b));
+        case Kind::Where:
+            return std::visit([&](const auto& c, const auto& x, const auto& y) { return finish(lt::where(c, x, y), s.dtype); },
+                              in(s.a), in(s.b), in(s.c));
+        case Kind::Cast:
+            return std::visit(
+                [&](const auto& x) {
+                    return lt::detail::visit_dtype(s.dtype, [&](auto tag) -> Any {
+                        using U = typename decltype(tag)::type;
+                        return finish(lt::cast<U>(x), s.dtype);
+                    });
+                },
+                in(s.a));
+        case Kind::Reduce: return std::visit([&](const auto& x) { return reduce_typed(s, x); }, in(s.a));
+        case Kind::Reshape: return std::visit([&](const auto& x) { return finish(x.reshape(s.target), s.dtype); }, in(s.a));
+        case Kind::Permute: return std::visit([&](const auto& x) { return finish(x.permute(s.axes), s.dtype); }, in(s.a));
+        case Kind::Expand: return std::visit([&](const auto& x) { return finish(x.expand(s.target), s.dtype); }, in(s.a));
+        case Kind::Slice:
+            return std::visit([&](const auto& x) { return finish(x.slice(s.axis, s.start, s.stop, s.step), s.dtype); }, in(s.a));
+        case Kind::Pad:
+            return std::visit(
+                [&](const auto& x) {
+                    using T = typename std::decay_t<decltype(x)>::value_type;
+                    return finish(x.pad(pads(), scalar_as<T>(s.value, s.dtype)), s.dtype);
+                },
+                in(s.a));
+        case Kind::Flip:
+            return std::visit([&](const auto& x) { return finish(s.axes.size() == 1 ? x.flip(s.axes[0]) : x.flip(s.axes), s.dtype); },
+                              in(s.a));
+        case Kind::Matmul:
+            return std::visit([&](const auto& x, const auto& y) { return finish(x.matmul(y), s.dtype); }, in(s.a), in(s.b));
+        case Kind::Gather:
+            return std::visit(
+                [&](const auto& x, const auto& index) -> Any {
+                    using I = typename std::decay_t<decltype(index)>::value_type;
+                    if constexpr (std::is_integral_v<I> && !std::is_same_v<I, bool>) return finish(lt::gather(x, s.axis, index), s.dtype);
+                    else throw std::logic_error("typed path: gather with a non-integer index");
+                },
+                in(s.a), in(s.b));
+        case Kind::ScatterAdd:
+            return std::visit(
+                [&](const auto& x, const auto& index, const auto& src) -> Any {
+                    using T = typename std::decay_t<decltype(x)>::value_type;
+                    using I = typename std::decay_t<decltype(index)>::value_type;
+                    if constexpr (std::is_integral_v<I> && !std::is_same_v<I, bool> && !std::is_same_v<T, bool>)
+                        return finish(lt::scatter_add(x, s.axis, index, src), s.dtype);
+                    else throw std::logic_error("typed path: scatter_add of bool or with a non-integer index");
+                },
+                in(s.a), in(s.b), in(s.c));
+        case Kind::Scan:
+            return std::visit(
+                [&](const auto& x) { return s.red == Red::Sum ? finish(x.cumsum(s.axis), s.dtype) : finish(lt::cumprod(x, s.axis), s.dtype); },
+                in(s.a));
+        case Kind::ArgExt:
+            return std::visit(
+                [&](const auto& x) {
+                    return s.red == Red::Max ? finish(x.argmax(s.axis, s.keepdim), s.dtype) : finish(lt::argmin(x, s.axis, s.keepdim), s.dtype);
+                },
+                in(s.a));
+        case Kind::Concat:
+            // The result type is the parts' promoted type, computed at compile time.
+            return std::visit(
+                [&](const auto& x, const auto& y) -> Any {
+                    using R2 = lt::promote_t<typename std::decay_t<decltype(x)>::value_type, typename std::decay_t<decltype(y)>::value_type>;
+                    if (s.c < 0) return finish(lt::concat<R2>({lt::cast<R2>(x), lt::cast<R2>(y)}, s.axis), s.dtype);
+                    return std::visit(
+                        [&](const auto& z) {
+                            using R = lt::promote_t<R2, typename std::decay_t<decltype(z)>::value_type>;
+                            return finish(lt::concat<R>({lt::cast<R>(x), lt::cast<R>(y), lt::cast<R>(z)}, s.axis), s.dtype);
+                        },
+                        in(s.c));
+                },
+                in(s.a), in(s.b));
+        case Kind::Assign:
+            return std::visit(
+                [&](const auto& x, const auto& value) -> Any {
+                    using T = typename std::decay_t<decltype(x)>::value_type;
+                    lt::Tensor<T> t;
+                    if (s.lazy) {  // a lazy tensor: assign realizes it first
+                        if constexpr (std::is_same_v<T, bool>) t = x | false;
+                        else t = x * 1;
+                    } else {  // a realized copy in its own memory
+                        t = lt::tensor<T>(std::vector<T>(static_cast<std::size_t>(numel(s.shape))), s.shape, d);
+                        t.assign(x);
+                    }
+                    t.slice(s.axis, s.start, s.stop, s.step).assign(value);
+                    return t;
+                },
+                in(s.a), in(s.b));
+        case Kind::Random:
+            return lt::detail::visit_dtype(s.dtype, [&](auto tag) -> Any {
+                using T = typename decltype(tag)::type;
+                if constexpr (lt::detail::is_floating_v<T>)
+                    return s.rkind == 1 ? lt::randn<T>(s.shape, s.seed, d) : lt::rand<T>(s.shape, s.seed, d);
+                else if constexpr (!std::is_same_v<T, bool>) return lt::randint<T>(s.low, s.high, s.shape, s.seed, d);
+                else throw std::logic_error("random bool");
+            });
+    }
+    throw std::logic_error("typed path: unknown step kind");
+}
+
+}  // namespace fuzz
