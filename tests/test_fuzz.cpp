@@ -146,6 +146,81 @@ TEST_CASE("fuzz: the reference evaluator's own rules") {
     CHECK(fuzz::binary_val(lt::BinaryOp::FloorDivide, m, n, lt::DType::Int32, lt::DType::Int32).i == -4);
     // (That the library accepts every generated graph and agrees on each step's dtype and shape
     // is checked for every graph the fixed-seeds case runs: run_on_device compares them.)
+
+    // The minimizer's re-inference (fuzz::infer_step) agrees with the generator on every step.
+    for (std::uint64_t seed = 0; seed < 300; ++seed) {
+        const fuzz::Program p = fuzz::generate(seed);
+        fuzz::Program q = p;
+        REQUIRE_MESSAGE(fuzz::reinfer(q, false), "seed " << seed);
+        REQUIRE(q.steps.size() == p.steps.size());
+        for (std::size_t i = 0; i < p.steps.size(); ++i) {
+            CHECK_MESSAGE(q.steps[i].dtype == p.steps[i].dtype, "seed " << seed << " step " << i);
+            CHECK_MESSAGE(q.steps[i].shape == p.steps[i].shape, "seed " << seed << " step " << i);
+        }
+    }
+    // Reference semantics of the new ops, by hand: argmax takes the first of tied maxima and
+    // the first NaN; a scan of integers is exact in int64.
+    {
+        fuzz::Program p;
+        fuzz::Step leaf;
+        leaf.kind = fuzz::Kind::Leaf;
+        leaf.dtype = lt::DType::Float32;
+        leaf.shape = {2, 3};
+        leaf.data = {1, 3, 3, 2, NAN, NAN};
+        p.steps.push_back(leaf);
+        fuzz::Step arg;
+        arg.kind = fuzz::Kind::ArgExt;
+        arg.red = fuzz::Red::Max;
+        arg.a = 0;
+        arg.axis = 1;
+        arg.output = true;
+        p.steps.push_back(arg);
+        fuzz::Step scan;
+        scan.kind = fuzz::Kind::Scan;
+        scan.red = fuzz::Red::Sum;
+        scan.a = 0;
+        scan.axis = -2;
+        p.steps.push_back(scan);
+        REQUIRE(fuzz::reinfer(p, false));
+        CHECK(p.steps[1].dtype == lt::DType::Int64);
+        CHECK(p.steps[1].shape == lt::Shape{2});
+        const auto ref = fuzz::evaluate(p);
+        CHECK(ref[1].x[0].i == 1);
+        CHECK(ref[1].x[1].i == 1);
+        CHECK(ref[2].x[1].v == 3);  // the first row unchanged
+        CHECK(ref[2].x[3].v == 3);  // 1 + 2
+        CHECK(std::isnan(ref[2].x[4].v));  // 3 + NaN
+    }
+}
+
+TEST_CASE("fuzz: the minimizer shrinks leaf shapes and drops steps that become invalid") {
+    // A failure that depends on no shape ("the program has a binary step"): the minimizer must
+    // shrink every leaf axis it can, keeping the program valid.
+    int tried = 0;
+    for (std::uint64_t seed = 0; seed < 200 && tried < 5; ++seed) {
+        const fuzz::Program p = fuzz::prune(fuzz::generate(seed));  // (the minimizer judges pruned programs)
+        auto has_binary = [](const fuzz::Program& q) {
+            for (const auto& s : q.steps)
+                if (s.kind == fuzz::Kind::Binary && s.scalar_side == 0) return true;
+            return false;
+        };
+        if (!has_binary(p)) continue;
+        std::int64_t before = 0;
+        for (const auto& s : p.steps)
+            if (s.kind == fuzz::Kind::Leaf) before = std::max(before, fuzz::numel(s.shape));
+        if (before < 4) continue;
+        ++tried;
+        const fuzz::Program small = fuzz::minimize(p, has_binary, -1, 30);
+        CHECK(has_binary(small));
+        fuzz::Program again = small;
+        CHECK(fuzz::reinfer(again, false));
+        std::int64_t after = 0;
+        for (const auto& s : small.steps)
+            if (s.kind == fuzz::Kind::Leaf) after = std::max(after, fuzz::numel(s.shape));
+        CHECK_MESSAGE(after < before, "seed " << seed << ": the largest leaf kept " << after << " of " << before << " elements");
+        CHECK_MESSAGE(after <= 2, "seed " << seed << ": the largest leaf kept " << after << " elements");
+    }
+    CHECK(tried == 5);
 }
 
 TEST_CASE("fuzz: regressions") {

@@ -2180,8 +2180,217 @@ inline Program prune(const Program& p) {
     return out;
 }
 
+/// Recomputes step s's dtype and shape from its inputs and parameters (the rules the generator
+/// follows); false if the step is no longer valid (the minimizer changed a shape under it).
+inline bool infer_step(Step& s, const std::vector<Step>& steps) {
+    auto in = [&](int k) -> const Step& { return steps[static_cast<std::size_t>(k)]; };
+    auto axis_ok = [](int a, std::size_t r) { return r > 0 && a >= -static_cast<int>(r) && a < static_cast<int>(r); };
+    const Step* x = s.a >= 0 ? &in(s.a) : nullptr;
+    const std::size_t r = x ? x->shape.size() : 0;
+    switch (s.kind) {
+        case Kind::Leaf: return static_cast<i64>(s.data.size()) == numel(s.shape);
+        case Kind::Random: return true;
+        case Kind::Unary:
+            if (!unary_ok(s.uop, x->dtype)) return false;
+            s.dtype = unary_result(s.uop, x->dtype), s.shape = x->shape;
+            return true;
+        case Kind::Binary: {
+            DType p;
+            if (s.scalar_side == 1) p = promote_scalar(in(s.b).dtype, s.value.dtype), s.shape = in(s.b).shape;
+            else if (s.scalar_side == 2) p = promote_scalar(x->dtype, s.value.dtype), s.shape = x->shape;
+            else {
+                auto b = broadcast(x->shape, in(s.b).shape);
+                if (!b) return false;
+                p = promote_types(x->dtype, in(s.b).dtype), s.shape = *b;
+            }
+            if (!binary_ok(s.bop, p)) return false;
+            s.dtype = binary_result(s.bop, p);
+            return true;
+        }
+        case Kind::Where: {
+            auto b1 = broadcast(x->shape, in(s.b).shape);
+            auto b2 = b1 ? broadcast(*b1, in(s.c).shape) : std::nullopt;
+            if (!b2) return false;
+            s.shape = *b2, s.dtype = promote_types(in(s.b).dtype, in(s.c).dtype);
+            return true;
+        }
+        case Kind::Cast: s.shape = x->shape; return true;
+        case Kind::Reduce: {
+            std::vector<bool> chosen(r, s.all_axes);
+            for (int a : s.axes) {
+                if (!axis_ok(a, r) || chosen[static_cast<std::size_t>(norm_axis(a, r))]) return false;
+                chosen[static_cast<std::size_t>(norm_axis(a, r))] = true;
+            }
+            s.shape.clear();
+            for (std::size_t k = 0; k < r; ++k) {
+                if (chosen[k] && x->shape[k] == 0 && (s.red == Red::Max || s.red == Red::Min)) return false;
+                if (!chosen[k]) s.shape.push_back(x->shape[k]);
+                else if (s.keepdim) s.shape.push_back(1);
+            }
+            const DType t = x->dtype;
+            s.dtype = s.red == Red::Sum || s.red == Red::Prod ? (is_float(t) ? t : DType::Int64)
+                    : s.red == Red::Mean ? (is_float(t) ? t : DType::Float32)
+                    : s.red == Red::Any || s.red == Red::All ? DType::Bool : t;
+            return true;
+        }
+        case Kind::Reshape: {
+            Shape t = s.target;
+            i64 known = 1;
+            int free = -1;
+            for (std::size_t k = 0; k < t.size(); ++k)
+                if (t[k] == -1) free = static_cast<int>(k);
+                else known *= t[k];
+            if (free >= 0) {
+                if (known == 0 || numel(x->shape) % known) return false;
+                t[static_cast<std::size_t>(free)] = numel(x->shape) / known;
+            }
+            if (numel(t) != numel(x->shape)) return false;
+            s.shape = t, s.dtype = x->dtype;
+            return true;
+        }
+        case Kind::Permute:
+            if (s.axes.size() != r) return false;
+            s.shape.clear();
+            for (int a : s.axes) s.shape.push_back(x->shape[static_cast<std::size_t>(norm_axis(a, r))]);
+            s.dtype = x->dtype;
+            return true;
+        case Kind::Expand: {
+            if (s.target.size() < r) return false;
+            const std::size_t lead = s.target.size() - r;
+            s.shape = s.target;
+            for (std::size_t k = 0; k < r; ++k) {
+                i64& e = s.shape[lead + k];
+                if (e == -1) e = x->shape[k];
+                else if (x->shape[k] != 1 && x->shape[k] != e) return false;
+            }
+            s.dtype = x->dtype;
+            return true;
+        }
+        case Kind::Slice: case Kind::Assign: {
+            if (!axis_ok(s.axis, r)) return false;
+            const std::size_t k = static_cast<std::size_t>(norm_axis(s.axis, r));
+            Shape t = x->shape;
+            t[k] = Generator::slice_indices(t[k], s.start, s.stop, s.step)[2];
+            if (s.kind == Kind::Slice) s.shape = t;
+            else {
+                auto b = broadcast(in(s.b).shape, t);
+                if (!b || *b != t) return false;
+                s.shape = x->shape;
+            }
+            s.dtype = x->dtype;
+            return true;
+        }
+        case Kind::Pad:
+            if (s.before.size() != r) return false;
+            s.shape = x->shape;
+            for (std::size_t k = 0; k < r; ++k) s.shape[k] += s.before[k] + s.after[k];
+            s.dtype = x->dtype;
+            return true;
+        case Kind::Flip:
+            for (int a : s.axes)
+                if (!axis_ok(a, r)) return false;
+            s.shape = x->shape, s.dtype = x->dtype;
+            return true;
+        case Kind::Matmul: {
+            Shape as = x->shape, bs = in(s.b).shape;
+            if (as.empty() || bs.empty()) return false;
+            const bool av = as.size() == 1, bv = bs.size() == 1;
+            if (av) as.insert(0, 1);
+            if (bv) bs.push_back(1);
+            if (as.back() != bs[bs.size() - 2]) return false;
+            auto batch = broadcast(Shape(as.begin(), as.end() - 2), Shape(bs.begin(), bs.end() - 2));
+            if (!batch) return false;
+            s.shape = *batch;
+            if (!av) s.shape.push_back(as[as.size() - 2]);
+            if (!bv) s.shape.push_back(bs.back());
+            s.dtype = promote_types(x->dtype, in(s.b).dtype);
+            return true;
+        }
+        case Kind::Gather: case Kind::ScatterAdd: {
+            const Step& index = in(s.b);
+            if (!axis_ok(s.axis, r) || index.shape.size() != r || index.kind != Kind::Leaf || !is_int(index.dtype)) return false;
+            const std::size_t k = static_cast<std::size_t>(norm_axis(s.axis, r));
+            for (std::size_t d = 0; d < r; ++d)
+                if (d != k && index.shape[d] > x->shape[d]) return false;
+            for (double v : index.data)
+                if (v < 0 || v >= static_cast<double>(x->shape[k])) return false;
+            if (s.kind == Kind::ScatterAdd) {
+                const Step& src = in(s.c);
+                if (x->dtype == DType::Bool || src.shape.size() != r) return false;
+                for (std::size_t d = 0; d < r; ++d)
+                    if (index.shape[d] > src.shape[d]) return false;
+                s.shape = x->shape;
+            } else {
+                s.shape = index.shape;
+            }
+            s.dtype = x->dtype;
+            return true;
+        }
+        case Kind::Scan:
+            if (!axis_ok(s.axis, r)) return false;
+            s.shape = x->shape, s.dtype = is_float(x->dtype) ? x->dtype : DType::Int64;
+            return true;
+        case Kind::ArgExt: {
+            if (!axis_ok(s.axis, r)) return false;
+            const std::size_t k = static_cast<std::size_t>(norm_axis(s.axis, r));
+            if (x->shape[k] == 0) return false;
+            s.shape.clear();
+            for (std::size_t d = 0; d < r; ++d)
+                if (d != k) s.shape.push_back(x->shape[d]);
+                else if (s.keepdim) s.shape.push_back(1);
+            s.dtype = DType::Int64;
+            return true;
+        }
+        case Kind::Concat: {
+            if (!axis_ok(s.axis, r)) return false;
+            const std::size_t k = static_cast<std::size_t>(norm_axis(s.axis, r));
+            s.shape = x->shape, s.dtype = x->dtype;
+            for (int i : {s.b, s.c}) {
+                if (i < 0) continue;
+                const Shape& o = in(i).shape;
+                if (o.size() != r) return false;
+                for (std::size_t d = 0; d < r; ++d)
+                    if (d != k && o[d] != x->shape[d]) return false;
+                s.shape[k] += o[k];
+                s.dtype = promote_types(s.dtype, in(i).dtype);
+            }
+            return true;
+        }
+    }
+    return false;
+}
+
+/// Re-infers every step; with `drop`, steps that became invalid (and those that read them)
+/// are removed, and it fails only if no output is left; without, any invalid step fails it.
+inline bool reinfer(Program& p, bool drop) {
+    std::vector<bool> gone(p.steps.size(), false);
+    for (std::size_t i = 0; i < p.steps.size(); ++i) {
+        Step& s = p.steps[i];
+        for (int k : {s.a, s.b, s.c})
+            if (k >= 0 && gone[static_cast<std::size_t>(k)]) gone[i] = true;
+        if (!gone[i] && !infer_step(s, p.steps)) gone[i] = true;
+        if (gone[i] && !drop) return false;
+    }
+    Program out = p;
+    out.steps.clear();
+    std::vector<int> renum(p.steps.size(), -1);
+    bool any_output = false;
+    for (std::size_t i = 0; i < p.steps.size(); ++i) {
+        if (gone[i]) continue;
+        Step s = p.steps[i];
+        for (int* k : {&s.a, &s.b, &s.c})
+            if (*k >= 0) *k = renum[static_cast<std::size_t>(*k)];
+        any_output = any_output || s.output;
+        renum[i] = static_cast<int>(out.steps.size());
+        out.steps.push_back(std::move(s));
+    }
+    p = out;
+    return any_output;
+}
+
 /// Shrinks a failing program while `fails` holds: keeps one output, replaces steps by their
-/// inputs or by leaves holding their reference values, and drops what is left unused.
+/// inputs or by leaves holding their reference values, shrinks leaf shapes, and drops what is
+/// left unused.
 inline Program minimize(Program p, const std::function<bool(const Program&)>& fails, int output,
                         double budget_seconds = 120) {
     const auto start = std::chrono::steady_clock::now();
@@ -2190,7 +2399,9 @@ inline Program minimize(Program p, const std::function<bool(const Program&)>& fa
     };
     auto attempt = [&](const Program& q) {
         Program r = prune(q);
-        if (r.steps.size() > p.steps.size() || !fails(r)) return false;
+        // (A program that became invalid, say a gather position past a shrunk axis, would fail
+        // for the wrong reason.)
+        if (r.steps.size() > p.steps.size() || !reinfer(r, false) || !fails(r)) return false;
         p = r;
         return true;
     };
@@ -2244,7 +2455,36 @@ inline Program minimize(Program p, const std::function<bool(const Program&)>& fa
             }
         }
     }
-    // 3) Simplify leaf values: zero, then one, where the failure stays.
+    // 3) Shrink leaf shapes: one axis of one leaf at a time to extent 1, else to half (its
+    // first elements along that axis), the program re-inferred and the steps that became
+    // invalid dropped (with what reads them), while the failure stays.
+    for (bool changed = true; changed && time_left();) {
+        changed = false;
+        for (std::size_t i = 0; i < p.steps.size() && !changed && time_left(); ++i) {
+            const Step leaf = p.steps[i];
+            if (leaf.kind != Kind::Leaf) continue;
+            for (std::size_t k = 0; k < leaf.shape.size() && !changed; ++k) {
+                const i64 e = leaf.shape[k];
+                for (i64 to : {i64(1), e / 2}) {
+                    if (to >= e || to < 1 || changed) continue;
+                    Step small = leaf;
+                    small.shape[k] = to;
+                    small.data.clear();
+                    std::vector<i64> idx(leaf.shape.size(), 0);
+                    for (std::size_t lin = 0; lin < leaf.data.size(); ++lin) {
+                        if (idx[k] < to) small.data.push_back(leaf.data[lin]);
+                        for (std::size_t d = idx.size(); d-- > 0;)
+                            if (++idx[d] < leaf.shape[d]) break;
+                            else idx[d] = 0;
+                    }
+                    Program q = p;
+                    q.steps[i] = small;
+                    if (reinfer(q, true) && attempt(q)) changed = true;
+                }
+            }
+        }
+    }
+    // 4) Simplify leaf values: zero, then one, where the failure stays.
     for (std::size_t i = 0; i < p.steps.size() && time_left(); ++i) {
         if (p.steps[i].kind != Kind::Leaf || p.steps[i].data.size() > 64) continue;
         for (std::size_t k = 0; k < p.steps[i].data.size() && time_left(); ++k) {

@@ -3,9 +3,8 @@
 // runtime dtypes dispatched to template code. Each step's C++ result type, which the front end
 // computes at compile time, is checked against the fuzzer's own inference (TypeMismatch).
 //
-// Instantiations are bounded (test_fuzz's compile time): every op for every dtype (pair),
-// C++ scalars of the wide types (bool, int64_t, double) on either side and of the narrow ones
-// (int, float) on the right of a few ops; invalid combinations are compiled out with
+// Instantiations are bounded (test_fuzz's compile time; see binary_tensors, binary_scalar_typed
+// and the where case for what meets directly and what is cast first); invalid combinations are compiled out with
 // `if constexpr` on the fuzzer's own rules (a static_assert of the library would stop the build,
 // which is itself a check that both agree on what is valid).
 #pragma once
@@ -40,6 +39,10 @@ Any finish(const E& e, DType want) {
     if (lt::dtype_of<R>() != want)
         throw TypeMismatch(std::string("the C++ result type is ") + lt::dtype_name(lt::dtype_of<R>()) +
                            ", the fuzzer expects " + lt::dtype_name(want));
+#ifdef FUZZ_NO_STATIC  // (a compile-time experiment)
+    if constexpr (lt::detail::has_build_node<E>::value) return Any(lt::Tensor<R>(e.build_node()));
+    else
+#endif
     return Any(lt::Tensor<R>(e));
 }
 
@@ -101,29 +104,74 @@ Any binary_typed(BinaryOp op, const L& a, const R& b, DType want) {
     throw std::logic_error(std::string("typed path: binary ") + lt::op_name(op) + " in " + lt::dtype_name(p));
 }
 
-/// The ops whose scalar operand the typed path also passes as int or float (the narrow C++
-/// types), on the right: enough to see that the scalar's C++ type does not change the result.
-inline bool narrow_scalar_op(BinaryOp op) {
-    return op == BinaryOp::Add || op == BinaryOp::Mul || op == BinaryOp::Sub || op == BinaryOp::Div ||
-           op == BinaryOp::Lt || op == BinaryOp::Maximum;
+/// One op per promotion rule (arith, true division, compare, bitwise, shift; ordered and
+/// predicate ops promote as arithmetic does): these meet operands of two dtypes directly. Other ops on two dtypes get operands
+/// cast to the statically promoted type first (the same values: promotion is that cast), which
+/// keeps the instantiations at 7 x 23 instead of 49 x 23.
+
+template <class A, class B>
+Any binary_tensors(BinaryOp op, const lt::Tensor<A>& a, const lt::Tensor<B>& b, DType want) {
+    if constexpr (std::is_same_v<A, B>) {
+        return binary_typed(op, a, b, want);
+    } else {
+        constexpr DType p = promote_types(lt::dtype_of<A>(), lt::dtype_of<B>());
+        switch (op) {
+#define FUZZ_B(NAME, EXPR)                                                    \
+    case BinaryOp::NAME:                                                      \
+        if constexpr (binary_ok(BinaryOp::NAME, p)) return finish(EXPR, want); \
+        break;
+            FUZZ_B(Add, a + b) FUZZ_B(Div, a / b) FUZZ_B(Lt, a < b) FUZZ_B(BitXor, a ^ b) FUZZ_B(Shl, a << b)
+#undef FUZZ_B
+            default: {
+                using P = lt::promote_t<A, B>;
+                static_assert(lt::dtype_of<P>() == p, "the fuzzer's promotion differs from the library's");
+                return binary_typed(op, lt::Tensor<P>(lt::cast<P>(a)), lt::Tensor<P>(lt::cast<P>(b)), want);
+            }
+        }
+        throw std::logic_error(std::string("typed path: binary ") + lt::op_name(op) + " in " + lt::dtype_name(p));
+    }
+}
+
+/// tensor op scalar (or scalar op tensor) with the scalar as a C++ value. Its C++ type matters
+/// to promotion only when its category is above the tensor's: a floating tensor gets a double
+/// (or a float, for + and *), an integer one an int64_t (or an int, for + and *) or a double,
+/// a bool one a bool, an int64_t or a double (the value is the same in each).
+/// c op x, scalar first: written so for the ops that are not symmetric; the others are
+/// x op' c (commutative ops, comparisons mirrored), which the front end builds alike.
+template <class C, class T>
+Any binary_left(BinaryOp op, const C& a, const lt::Tensor<T>& b, DType want) {
+    constexpr DType p = promoted_operands<C, lt::Tensor<T>>();
+    switch (op) {
+#define FUZZ_B(NAME, EXPR)                                                    \
+    case BinaryOp::NAME:                                                      \
+        if constexpr (binary_ok(BinaryOp::NAME, p)) return finish(EXPR, want); \
+        break;
+        FUZZ_B(Sub, a - b) FUZZ_B(Div, a / b) FUZZ_B(Pow, lt::pow(a, b)) FUZZ_B(Fmod, lt::fmod(a, b))
+        FUZZ_B(Remainder, a % b) FUZZ_B(FloorDivide, lt::floor_divide(a, b)) FUZZ_B(Shl, a << b) FUZZ_B(Shr, a >> b)
+#undef FUZZ_B
+        case BinaryOp::Lt: return binary_typed(BinaryOp::Gt, b, a, want);
+        case BinaryOp::Le: return binary_typed(BinaryOp::Ge, b, a, want);
+        case BinaryOp::Gt: return binary_typed(BinaryOp::Lt, b, a, want);
+        case BinaryOp::Ge: return binary_typed(BinaryOp::Le, b, a, want);
+        default: return binary_typed(op, b, a, want);
+    }
+    throw std::logic_error(std::string("typed path: binary ") + lt::op_name(op) + " in " + lt::dtype_name(p));
 }
 
 template <class T>
 Any binary_scalar_typed(const Step& s, const lt::Tensor<T>& x) {
     const Scalar& v = s.value;
-    const bool narrow = s.ctype == 1 && s.scalar_side == 2 && narrow_scalar_op(s.bop);
-    if (v.dtype == DType::Bool) {
-        const bool c = v.i != 0;
-        return s.scalar_side == 1 ? binary_typed(s.bop, c, x, s.dtype) : binary_typed(s.bop, x, c, s.dtype);
-    }
-    if (v.dtype == DType::Int64) {
+    const bool narrow = s.ctype == 1 && s.scalar_side == 2 && (s.bop == BinaryOp::Add || s.bop == BinaryOp::Mul);
+    auto run = [&](auto c) { return s.scalar_side == 1 ? binary_left(s.bop, c, x, s.dtype) : binary_typed(s.bop, x, c, s.dtype); };
+    constexpr int cat = category(lt::dtype_of<T>());
+    if (v.dtype == DType::Bool && cat == 0) return run(v.i != 0);
+    if (v.dtype != DType::Float64 && cat <= 1) {
         if (narrow) return binary_typed(s.bop, x, static_cast<int>(v.i), s.dtype);
-        const std::int64_t c = v.i;
-        return s.scalar_side == 1 ? binary_typed(s.bop, c, x, s.dtype) : binary_typed(s.bop, x, c, s.dtype);
+        return run(static_cast<std::int64_t>(v.i));
     }
-    if (narrow) return binary_typed(s.bop, x, static_cast<float>(v.f), s.dtype);
-    const double c = v.f;
-    return s.scalar_side == 1 ? binary_typed(s.bop, c, x, s.dtype) : binary_typed(s.bop, x, c, s.dtype);
+    const double c = v.dtype == DType::Float64 ? v.f : static_cast<double>(v.i);
+    if (narrow && cat == 2) return binary_typed(s.bop, x, static_cast<float>(c), s.dtype);
+    return run(c);
 }
 
 template <class T>
@@ -154,6 +202,21 @@ T scalar_as(const Scalar& v0, DType t) {
     else return static_cast<T>(v.i);
 }
 
+template <class P>
+Any where_cast(const Any& cond, const lt::Tensor<P>& x, const lt::Tensor<P>& y, DType want) {
+    return std::visit([&](const auto& c) { return finish(lt::where(c, x, y), want); }, cond);
+}
+
+template <class R>
+Any concat3(const lt::Tensor<R>& x, const lt::Tensor<R>& y, const Any& third, int axis, DType want) {
+    return std::visit(
+        [&](const auto& z) {
+            using Q = lt::promote_t<R, typename std::decay_t<decltype(z)>::value_type>;
+            return finish(lt::concat<Q>({lt::cast<Q>(x), lt::cast<Q>(y), lt::cast<Q>(z)}, axis), want);
+        },
+        third);
+}
+
 /// Builds step s through the public API from the typed values of earlier steps.
 inline Any build_typed(const Step& s, const std::vector<Any>& vals, Device d) {
     auto in = [&](int k) -> const Any& { return vals[static_cast<std::size_t>(k)]; };
@@ -172,10 +235,19 @@ inline Any build_typed(const Step& s, const std::vector<Any>& vals, Device d) {
         case Kind::Binary:
             if (s.scalar_side == 1) return std::visit([&](const auto& x) { return binary_scalar_typed(s, x); }, in(s.b));
             if (s.scalar_side == 2) return std::visit([&](const auto& x) { return binary_scalar_typed(s, x); }, in(s.a));
-            return std::visit([&](const auto& x, const auto& y) { return binary_typed(s.bop, x, y, s.dtype); }, in(s.a), in(s.b));
+            return std::visit([&](const auto& x, const auto& y) { return binary_tensors(s.bop, x, y, s.dtype); }, in(s.a), in(s.b));
         case Kind::Where:
-            return std::visit([&](const auto& c, const auto& x, const auto& y) { return finish(lt::where(c, x, y), s.dtype); },
-                              in(s.a), in(s.b), in(s.c));
+            // x and y of two dtypes meet directly under a bool condition; under a condition of
+            // another dtype they are cast to their (static) promoted type first.
+            return std::visit(
+                [&](const auto& x, const auto& y) -> Any {
+                    using X = typename std::decay_t<decltype(x)>::value_type;
+                    using Y = typename std::decay_t<decltype(y)>::value_type;
+                    using P = lt::promote_t<X, Y>;
+                    if (const auto* c = std::get_if<lt::Tensor<bool>>(&in(s.a))) return finish(lt::where(*c, x, y), s.dtype);
+                    return where_cast<P>(in(s.a), lt::cast<P>(x), lt::cast<P>(y), s.dtype);
+                },
+                in(s.b), in(s.c));
         case Kind::Cast:
             return std::visit(
                 [&](const auto& x) {
@@ -212,15 +284,19 @@ inline Any build_typed(const Step& s, const std::vector<Any>& vals, Device d) {
                 },
                 in(s.a), in(s.b));
         case Kind::ScatterAdd:
+            // (src as a Tensor of x's type: scatter_add converts it so itself.)
             return std::visit(
-                [&](const auto& x, const auto& index, const auto& src) -> Any {
+                [&](const auto& x, const auto& index) -> Any {
                     using T = typename std::decay_t<decltype(x)>::value_type;
                     using I = typename std::decay_t<decltype(index)>::value_type;
-                    if constexpr (std::is_integral_v<I> && !std::is_same_v<I, bool> && !std::is_same_v<T, bool>)
+                    if constexpr (std::is_integral_v<I> && !std::is_same_v<I, bool> && !std::is_same_v<T, bool>) {
+                        const lt::Tensor<T> src = std::visit([](const auto& v) { return lt::Tensor<T>(lt::cast<T>(v)); }, in(s.c));
                         return finish(lt::scatter_add(x, s.axis, index, src), s.dtype);
-                    else throw std::logic_error("typed path: scatter_add of bool or with a non-integer index");
+                    } else {
+                        throw std::logic_error("typed path: scatter_add of bool or with a non-integer index");
+                    }
                 },
-                in(s.a), in(s.b), in(s.c));
+                in(s.a), in(s.b));
         case Kind::Scan:
             return std::visit(
                 [&](const auto& x) { return s.red == Red::Sum ? finish(x.cumsum(s.axis), s.dtype) : finish(lt::cumprod(x, s.axis), s.dtype); },
@@ -237,12 +313,7 @@ inline Any build_typed(const Step& s, const std::vector<Any>& vals, Device d) {
                 [&](const auto& x, const auto& y) -> Any {
                     using R2 = lt::promote_t<typename std::decay_t<decltype(x)>::value_type, typename std::decay_t<decltype(y)>::value_type>;
                     if (s.c < 0) return finish(lt::concat<R2>({lt::cast<R2>(x), lt::cast<R2>(y)}, s.axis), s.dtype);
-                    return std::visit(
-                        [&](const auto& z) {
-                            using R = lt::promote_t<R2, typename std::decay_t<decltype(z)>::value_type>;
-                            return finish(lt::concat<R>({lt::cast<R>(x), lt::cast<R>(y), lt::cast<R>(z)}, s.axis), s.dtype);
-                        },
-                        in(s.c));
+                    return concat3<R2>(lt::cast<R2>(x), lt::cast<R2>(y), in(s.c), s.axis, s.dtype);
                 },
                 in(s.a), in(s.b));
         case Kind::Assign:
