@@ -148,15 +148,19 @@ inline std::string axes_str(const Axes& s) {
 enum class Kind {
     Leaf, Unary, Binary, Where, Cast, Reduce, Reshape, Permute, Expand, Slice, Pad, Flip, Matmul,
     // Composites and ops with inputs of their own kind (gather's index, concat's parts, ...).
-    Gather, ScatterAdd, Scan, ArgExt, Concat, Assign, Random
+    Gather, ScatterAdd, Scan, ArgExt, Concat, Assign, Random,
+    // A multi-op element-wise expression of a fixed shape (pattern), its ops chosen from a
+    // small set: the typed path keeps it one expression template, so the host's compiled loop
+    // runs it whole (float, double; pattern 3 mixes float and double: no compiled loop).
+    Fused
 };
 inline const char* kind_name(Kind k) {
     static const char* names[] = {"leaf", "unary", "binary", "where", "cast", "reduce", "reshape", "permute",
                                   "expand", "slice", "pad", "flip", "matmul", "gather", "scatter_add", "scan",
-                                  "argmax/argmin", "concat", "assign", "random"};
+                                  "argmax/argmin", "concat", "assign", "random", "fused"};
     return names[static_cast<int>(k)];
 }
-inline constexpr int kKinds = static_cast<int>(Kind::Random) + 1;
+inline constexpr int kKinds = static_cast<int>(Kind::Fused) + 1;
 enum class Red { Sum, Max, Min, Prod, Mean, Any, All };
 inline const char* red_name(Red r) {
     static const char* names[] = {"sum", "max", "min", "prod", "mean", "any", "all"};
@@ -195,7 +199,17 @@ struct Step {
     i64 low = 0, high = 1;
     bool lazy = false;
     int ctype = 0;  // the typed path's C++ type for a scalar: 0 the wide one (int64_t, double), 1 int / float
+    // Fused: 0 u(a) op b; 1 u(a op b) op2 c; 2 where(a cmp b, u(a), c); 3 u(a) op b with a
+    // float and b double. u in {neg, exp, sigmoid}, op in {+, *, /}, op2 in {+, maximum},
+    // cmp in {<, >=}.
+    int pattern = 0;
+    BinaryOp bop2 = BinaryOp::Add;
 };
+
+inline const UnaryOp kFusedUnary[] = {UnaryOp::Neg, UnaryOp::Exp, UnaryOp::Sigmoid};
+inline const BinaryOp kFusedOp[] = {BinaryOp::Add, BinaryOp::Mul, BinaryOp::Div};
+inline const BinaryOp kFusedOp2[] = {BinaryOp::Add, BinaryOp::Maximum};
+inline const BinaryOp kFusedCmp[] = {BinaryOp::Lt, BinaryOp::Ge};
 
 struct Program {
     u64 seed = 0;
@@ -390,7 +404,7 @@ private:
         static const std::vector<Kind> kinds2 = [] {
             std::vector<Kind> k = kinds;
             for (Kind n : {Kind::Gather, Kind::ScatterAdd, Kind::Scan, Kind::ArgExt, Kind::Concat, Kind::Assign,
-                           Kind::Random, Kind::Concat, Kind::Assign, Kind::Gather})
+                           Kind::Random, Kind::Concat, Kind::Assign, Kind::Gather, Kind::Fused, Kind::Fused, Kind::Fused})
                 k.push_back(n);
             return k;
         }();
@@ -748,6 +762,22 @@ private:
                 s.low = s.dtype == DType::UInt8 ? rng.range(0, 250) : rng.range(-1000, 5);
                 s.high = s.low + rng.range(1, s.dtype == DType::UInt8 ? 255 - s.low + 1 : 2000);
                 s.output = true;  // compared on every device and path against the host's values
+                break;
+            }
+            case Kind::Fused: {
+                if (x.dtype != DType::Float32 && x.dtype != DType::Float64) return;
+                s.pattern = static_cast<int>(rng.below(4));
+                if (s.pattern == 3 && x.dtype != DType::Float32) s.pattern = 0;
+                s.uop = kFusedUnary[rng.below(3)];
+                s.bop = s.pattern == 2 ? kFusedCmp[rng.below(2)] : kFusedOp[rng.below(3)];
+                s.bop2 = kFusedOp2[rng.below(2)];
+                s.b = partner(x.shape, s.pattern == 3 ? DType::Float64 : x.dtype);
+                s.shape = *broadcast(x.shape, at(s.b).shape);
+                if (s.pattern == 1 || s.pattern == 2) {
+                    s.c = partner(s.shape, x.dtype);
+                    s.shape = *broadcast(s.shape, at(s.c).shape);
+                }
+                s.dtype = s.pattern == 3 ? DType::Float64 : x.dtype;
                 break;
             }
         }
@@ -1703,6 +1733,33 @@ inline std::vector<Arr> evaluate(const Program& p) {
                 }
                 break;
             }
+            case Kind::Fused: {
+                const DType t = s.dtype, ta = in(s.a).dtype;
+                const Arr& A = in(s.a);
+                const Arr& B = in(s.b);
+                const Arr& C = s.c >= 0 ? in(s.c) : A;
+                const auto ma = broadcast_map(s.shape, A.shape), mb = broadcast_map(s.shape, B.shape),
+                           mc = broadcast_map(s.shape, C.shape);
+                r.x.resize(static_cast<std::size_t>(n));
+                for (std::size_t k = 0; k < r.x.size(); ++k) {
+                    const Val& a = A.x[static_cast<std::size_t>(ma[k])];
+                    const Val& b = B.x[static_cast<std::size_t>(mb[k])];
+                    const Val& c = C.x[static_cast<std::size_t>(mc[k])];
+                    Val v;
+                    switch (s.pattern) {
+                        case 0: v = binary_val(s.bop, unary_val(s.uop, a, t, t), b, t, t); break;
+                        case 1: v = binary_val(s.bop2, unary_val(s.uop, binary_val(s.bop, a, b, t, t), t, t), c, t, t); break;
+                        case 2: {
+                            const Val cond = binary_val(s.bop, a, b, t, DType::Bool);
+                            v = cond.dc ? dont_care() : cond.i ? unary_val(s.uop, a, t, t) : c;
+                            break;
+                        }
+                        default: v = binary_val(s.bop, cast_val(unary_val(s.uop, a, ta, ta), ta, t), b, t, t);
+                    }
+                    r.x[k] = v;
+                }
+                break;
+            }
             case Kind::Random: {
                 // The values were read back from the host's realize (fill_random; they cannot be
                 // predicted); randn's may differ between devices by the rounding of log and cos.
@@ -1813,6 +1870,12 @@ inline NodePtr build_step(const Step& s, const std::vector<NodePtr>& nodes, Devi
             lt::detail::assign_into(graph::slice(target, s.axis, s.start, s.stop, s.step), graph::Operand(in(s.b)));
             return target;
         }
+        case Kind::Fused:
+            switch (s.pattern) {
+                case 0: case 3: return graph::binary(s.bop, graph::unary(s.uop, in(s.a)), in(s.b));
+                case 1: return graph::binary(s.bop2, graph::unary(s.uop, graph::binary(s.bop, in(s.a), in(s.b))), in(s.c));
+                default: return graph::where(graph::binary(s.bop, in(s.a), in(s.b)), graph::unary(s.uop, in(s.a)), in(s.c));
+            }
         case Kind::Random:
             return lt::detail::visit_dtype(s.dtype, [&](auto tag) -> NodePtr {
                 using T = typename decltype(tag)::type;
@@ -2120,6 +2183,14 @@ inline std::string to_cpp(const Program& p) {
                 o << name(static_cast<int>(i)) << slice << ".assign(" << b << ")";
                 break;
             }
+            case Kind::Fused: {
+                const std::string u = std::string("lt::") + lt::op_name(s.uop);
+                const std::string op = std::string("lt::") + lt::op_name(s.bop), op2 = std::string("lt::") + lt::op_name(s.bop2);
+                if (s.pattern == 1) o << op2 << "(" << u << "(" << op << "(" << a << ", " << b << ")), " << c << ")";
+                else if (s.pattern == 2) o << "lt::where(" << op << "(" << a << ", " << b << "), " << u << "(" << a << "), " << c << ")";
+                else o << op << "(" << u << "(" << a << "), " << b << ")";
+                break;
+            }
             case Kind::Random:
                 if (s.rkind == 2) o << "lt::randint<" << ctype(s.dtype) << ">(" << s.low << ", " << s.high << ", ";
                 else o << (s.rkind == 1 ? "lt::randn<" : "lt::rand<") << ctype(s.dtype) << ">(";
@@ -2339,6 +2410,15 @@ inline bool infer_step(Step& s, const std::vector<Step>& steps) {
                 if (d != k) s.shape.push_back(x->shape[d]);
                 else if (s.keepdim) s.shape.push_back(1);
             s.dtype = DType::Int64;
+            return true;
+        }
+        case Kind::Fused: {
+            const DType want = s.pattern == 3 ? DType::Float32 : s.dtype;
+            if (x->dtype != want || in(s.b).dtype != s.dtype || (s.c >= 0 && in(s.c).dtype != s.dtype)) return false;
+            auto b = broadcast(x->shape, in(s.b).shape);
+            if (b && s.c >= 0) b = broadcast(*b, in(s.c).shape);
+            if (!b) return false;
+            s.shape = *b;
             return true;
         }
         case Kind::Concat: {

@@ -217,6 +217,44 @@ Any concat3(const lt::Tensor<R>& x, const lt::Tensor<R>& y, const Any& third, in
         third);
 }
 
+// Fused expressions: the ops of a fixed expression shape picked by switches over generic
+// lambdas, so the whole expression stays one expression template (its compiled loop).
+template <class F>
+Any with_unary(UnaryOp u, F f) {
+    switch (u) {
+        case UnaryOp::Neg: return f([](const auto& x) { return -x; });
+        case UnaryOp::Exp: return f([](const auto& x) { return lt::exp(x); });
+        default: return f([](const auto& x) { return lt::sigmoid(x); });
+    }
+}
+template <class F>
+Any with_op(BinaryOp op, F f) {
+    switch (op) {
+        case BinaryOp::Add: return f([](const auto& x, const auto& y) { return x + y; });
+        case BinaryOp::Mul: return f([](const auto& x, const auto& y) { return x * y; });
+        case BinaryOp::Div: return f([](const auto& x, const auto& y) { return x / y; });
+        default: throw std::logic_error("typed path: fused op");
+    }
+}
+
+template <class T, class B>
+Any fused_typed(const Step& s, const lt::Tensor<T>& a, const lt::Tensor<B>& b, const lt::Tensor<B>& c) {
+    return with_unary(s.uop, [&](auto u) {
+        if constexpr (!std::is_same_v<T, B>) {  // pattern 3: u(float) op double
+            return with_op(s.bop, [&](auto op) { return finish(op(u(a), b), s.dtype); });
+        } else if (s.pattern == 2) {
+            if (s.bop == BinaryOp::Lt) return finish(lt::where(a < b, u(a), c), s.dtype);
+            return finish(lt::where(a >= b, u(a), c), s.dtype);
+        } else {
+            return with_op(s.bop, [&](auto op) {
+                if (s.pattern == 0) return finish(op(u(a), b), s.dtype);
+                if (s.bop2 == BinaryOp::Add) return finish(u(op(a, b)) + c, s.dtype);
+                return finish(lt::maximum(u(op(a, b)), c), s.dtype);
+            });
+        }
+    });
+}
+
 /// Builds step s through the public API from the typed values of earlier steps.
 inline Any build_typed(const Step& s, const std::vector<Any>& vals, Device d) {
     auto in = [&](int k) -> const Any& { return vals[static_cast<std::size_t>(k)]; };
@@ -332,6 +370,17 @@ inline Any build_typed(const Step& s, const std::vector<Any>& vals, Device d) {
                     return t;
                 },
                 in(s.a), in(s.b));
+        case Kind::Fused: {
+            const Any& c = s.c >= 0 ? in(s.c) : in(s.b);
+            if (s.pattern == 3)
+                return fused_typed(s, std::get<lt::Tensor<float>>(in(s.a)), std::get<lt::Tensor<double>>(in(s.b)),
+                                   std::get<lt::Tensor<double>>(c));
+            if (s.dtype == DType::Float32)
+                return fused_typed(s, std::get<lt::Tensor<float>>(in(s.a)), std::get<lt::Tensor<float>>(in(s.b)),
+                                   std::get<lt::Tensor<float>>(c));
+            return fused_typed(s, std::get<lt::Tensor<double>>(in(s.a)), std::get<lt::Tensor<double>>(in(s.b)),
+                               std::get<lt::Tensor<double>>(c));
+        }
         case Kind::Random:
             return lt::detail::visit_dtype(s.dtype, [&](auto tag) -> Any {
                 using T = typename decltype(tag)::type;
