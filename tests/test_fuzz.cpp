@@ -193,6 +193,39 @@ TEST_CASE("fuzz: the reference evaluator's own rules") {
     }
 }
 
+TEST_CASE("fuzz: CI's fixed seeds cover every op kind and the special cases") {
+    // Every seed runs on both paths (graph builders and the typed front end) on every device,
+    // so what the OpenCL seeds (0..69) and the host seeds (0..299) hold is what CI fuzzes.
+    for (std::uint64_t hi : {70, 300}) {
+        std::vector<int> kinds(fuzz::kKinds, 0);
+        int empty_assign = 0, lazy_assign = 0, mixed_concat = 0, patterns[4] = {}, random[3] = {};
+        for (std::uint64_t seed = 0; seed < hi; ++seed) {
+            const fuzz::Program p = fuzz::generate(seed);
+            for (const auto& s : p.steps) {
+                ++kinds[static_cast<std::size_t>(s.kind)];
+                if (s.kind == fuzz::Kind::Assign) {
+                    const auto& base = p.steps[static_cast<std::size_t>(s.a)].shape;
+                    const auto k = static_cast<std::size_t>(fuzz::norm_axis(s.axis, base.size()));
+                    empty_assign += fuzz::Generator::slice_indices(base[k], s.start, s.stop, s.step)[2] == 0;
+                    lazy_assign += s.lazy;
+                }
+                if (s.kind == fuzz::Kind::Concat)
+                    for (int i : {s.a, s.b, s.c})
+                        mixed_concat += i >= 0 && p.steps[static_cast<std::size_t>(i)].dtype != s.dtype;
+                if (s.kind == fuzz::Kind::Fused) ++patterns[s.pattern];
+                if (s.kind == fuzz::Kind::Random) ++random[s.rkind];
+            }
+        }
+        for (int k = 0; k < fuzz::kKinds; ++k)
+            CHECK_MESSAGE(kinds[static_cast<std::size_t>(k)] > 0, "seeds 0.." << hi << " have no " << fuzz::kind_name(static_cast<fuzz::Kind>(k)));
+        CHECK(lazy_assign > 0);
+        CHECK(mixed_concat > 0);
+        for (int n : patterns) CHECK(n > 0);
+        for (int n : random) CHECK(n > 0);
+        if (hi == 300) CHECK(empty_assign > 0);  // the library bug of assign into an empty slice
+    }
+}
+
 TEST_CASE("fuzz: the minimizer shrinks leaf shapes and drops steps that become invalid") {
     // A failure that depends on no shape ("the program has a binary step"): the minimizer must
     // shrink every leaf axis it can, keeping the program valid.
