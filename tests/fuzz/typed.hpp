@@ -104,8 +104,8 @@ Any binary_typed(BinaryOp op, const L& a, const R& b, DType want) {
     throw std::logic_error(std::string("typed path: binary ") + lt::op_name(op) + " in " + lt::dtype_name(p));
 }
 
-/// One op per promotion rule (arith, true division, compare, bitwise, shift; ordered and
-/// predicate ops promote as arithmetic does): these meet operands of two dtypes directly. Other ops on two dtypes get operands
+/// One op per promotion rule (arith, compare, bitwise, shift; ordered and predicate ops and
+/// true division promote as arithmetic does): these meet operands of two dtypes directly. Other ops on two dtypes get operands
 /// cast to the statically promoted type first (the same values: promotion is that cast), which
 /// keeps the instantiations at 7 x 23 instead of 49 x 23.
 
@@ -120,7 +120,7 @@ Any binary_tensors(BinaryOp op, const lt::Tensor<A>& a, const lt::Tensor<B>& b, 
     case BinaryOp::NAME:                                                      \
         if constexpr (binary_ok(BinaryOp::NAME, p)) return finish(EXPR, want); \
         break;
-            FUZZ_B(Add, a + b) FUZZ_B(Div, a / b) FUZZ_B(Lt, a < b) FUZZ_B(BitXor, a ^ b) FUZZ_B(Shl, a << b)
+            FUZZ_B(Add, a + b) FUZZ_B(Lt, a < b) FUZZ_B(BitXor, a ^ b) FUZZ_B(Shl, a << b)
 #undef FUZZ_B
             default: {
                 using P = lt::promote_t<A, B>;
@@ -134,8 +134,9 @@ Any binary_tensors(BinaryOp op, const lt::Tensor<A>& a, const lt::Tensor<B>& b, 
 
 /// tensor op scalar (or scalar op tensor) with the scalar as a C++ value. Its C++ type matters
 /// to promotion only when its category is above the tensor's: a floating tensor gets a double
-/// (or a float, for + and *), an integer one an int64_t (or an int, for + and *) or a double,
-/// a bool one a bool, an int64_t or a double (the value is the same in each).
+/// (or a float), an integer one an int64_t (or an int) or a double,
+/// a bool one a bool, an int64_t or a double (the value is the same in each). The narrow
+/// types (int, float) are used for + only.
 /// c op x, scalar first: written so for the ops that are not symmetric; the others are
 /// x op' c (commutative ops, comparisons mirrored), which the front end builds alike.
 template <class C, class T>
@@ -161,7 +162,7 @@ Any binary_left(BinaryOp op, const C& a, const lt::Tensor<T>& b, DType want) {
 template <class T>
 Any binary_scalar_typed(const Step& s, const lt::Tensor<T>& x) {
     const Scalar& v = s.value;
-    const bool narrow = s.ctype == 1 && s.scalar_side == 2 && (s.bop == BinaryOp::Add || s.bop == BinaryOp::Mul);
+    const bool narrow = s.ctype == 1 && s.scalar_side == 2 && s.bop == BinaryOp::Add;
     auto run = [&](auto c) { return s.scalar_side == 1 ? binary_left(s.bop, c, x, s.dtype) : binary_typed(s.bop, x, c, s.dtype); };
     constexpr int cat = category(lt::dtype_of<T>());
     if (v.dtype == DType::Bool && cat == 0) return run(v.i != 0);
