@@ -208,12 +208,19 @@ Any where_cast(const Any& cond, const lt::Tensor<P>& x, const lt::Tensor<P>& y, 
     return std::visit([&](const auto& c) { return finish(lt::where(c, x, y), want); }, cond);
 }
 
+template <class Q>
+lt::Tensor<Q> cast_any(const Any& a) {
+    return std::visit([](const auto& v) { return lt::Tensor<Q>(lt::cast<Q>(v)); }, a);
+}
+
+/// Three parts: the type promoted from the first two (R) and the third's, computed statically;
+/// each part is cast from its own type (through R, a half, 3613 would become 3612: seed 20039830).
 template <class R>
-Any concat3(const lt::Tensor<R>& x, const lt::Tensor<R>& y, const Any& third, int axis, DType want) {
+Any concat3(const Any& x, const Any& y, const Any& third, int axis, DType want) {
     return std::visit(
         [&](const auto& z) {
             using Q = lt::promote_t<R, typename std::decay_t<decltype(z)>::value_type>;
-            return finish(lt::concat<Q>({lt::cast<Q>(x), lt::cast<Q>(y), lt::cast<Q>(z)}, axis), want);
+            return finish(lt::concat<Q>({cast_any<Q>(x), cast_any<Q>(y), lt::cast<Q>(z)}, axis), want);
         },
         third);
 }
@@ -352,7 +359,7 @@ inline Any build_typed(const Step& s, const std::vector<Any>& vals, Device d) {
                 [&](const auto& x, const auto& y) -> Any {
                     using R2 = lt::promote_t<typename std::decay_t<decltype(x)>::value_type, typename std::decay_t<decltype(y)>::value_type>;
                     if (s.c < 0) return finish(lt::concat<R2>({lt::cast<R2>(x), lt::cast<R2>(y)}, s.axis), s.dtype);
-                    return concat3<R2>(lt::cast<R2>(x), lt::cast<R2>(y), in(s.c), s.axis, s.dtype);
+                    return concat3<R2>(in(s.a), in(s.b), in(s.c), s.axis, s.dtype);
                 },
                 in(s.a), in(s.b));
         case Kind::Assign:
