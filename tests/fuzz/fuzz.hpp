@@ -938,7 +938,12 @@ double mono(F f, double x, double e) {
     return std::max(std::fabs(f(x + e) - fx), std::fabs(f(x - e) - fx));
 }
 
-inline double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
+/// From exp(-|x|), which never overflows (below -709, 1 / (1 + exp(-x)) was 0 where the true
+/// value is a subnormal double: campaign seed 20171568, sigmoid(-716.95) = 4.29e-312).
+inline double sigmoid(double x) {
+    const double z = std::exp(-std::fabs(x));
+    return x >= 0 ? 1 / (1 + z) : z / (1 + z);
+}
 inline double gelu(double x) {
     if (x == -INFINITY) return -0.0;
     // erfc, not 1 + erf (which cancels below 0); in long double, as rounding x / sqrt(2) costs
@@ -2478,6 +2483,21 @@ inline bool reinfer(Program& p, bool drop) {
     return any_output;
 }
 
+/// The leaf cut to its first `to` elements along axis k.
+inline Step shrink_leaf(const Step& leaf, std::size_t k, i64 to) {
+    Step small = leaf;
+    small.shape[k] = to;
+    small.data.clear();
+    std::vector<i64> idx(leaf.shape.size(), 0);
+    for (std::size_t lin = 0; lin < leaf.data.size(); ++lin) {
+        if (idx[k] < to) small.data.push_back(leaf.data[lin]);
+        for (std::size_t d = idx.size(); d-- > 0;)
+            if (++idx[d] < leaf.shape[d]) break;
+            else idx[d] = 0;
+    }
+    return small;
+}
+
 /// Shrinks a failing program while `fails` holds: keeps one output, replaces steps by their
 /// inputs or by leaves holding their reference values, shrinks leaf shapes, and drops what is
 /// left unused.
@@ -2555,22 +2575,21 @@ inline Program minimize(Program p, const std::function<bool(const Program&)>& fa
             if (leaf.kind != Kind::Leaf) continue;
             for (std::size_t k = 0; k < leaf.shape.size() && !changed; ++k) {
                 const i64 e = leaf.shape[k];
-                for (i64 to : {i64(1), e / 2}) {
-                    if (to >= e || to < 1 || changed) continue;
-                    Step small = leaf;
-                    small.shape[k] = to;
-                    small.data.clear();
-                    std::vector<i64> idx(leaf.shape.size(), 0);
-                    for (std::size_t lin = 0; lin < leaf.data.size(); ++lin) {
-                        if (idx[k] < to) small.data.push_back(leaf.data[lin]);
-                        for (std::size_t d = idx.size(); d-- > 0;)
-                            if (++idx[d] < leaf.shape[d]) break;
-                            else idx[d] = 0;
+                // The leaf's axis alone, or with the same axis (counted from the right, as
+                // broadcasting aligns them) of every other leaf of that extent.
+                const std::size_t from_end = leaf.shape.size() - k;
+                for (bool together : {true, false})
+                    for (i64 to : {i64(1), e / 2}) {
+                        if (to >= e || to < 1 || changed) continue;
+                        Program q = p;
+                        for (std::size_t j = 0; j < q.steps.size(); ++j) {
+                            const Step& l = p.steps[j];
+                            if (l.kind != Kind::Leaf || (j != i && !together)) continue;
+                            if (l.shape.size() < from_end || l.shape[l.shape.size() - from_end] != e) continue;
+                            q.steps[j] = shrink_leaf(l, l.shape.size() - from_end, to);
+                        }
+                        if (reinfer(q, true) && attempt(q)) changed = true;
                     }
-                    Program q = p;
-                    q.steps[i] = small;
-                    if (reinfer(q, true) && attempt(q)) changed = true;
-                }
             }
         }
     }
