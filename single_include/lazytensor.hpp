@@ -2129,7 +2129,8 @@ inline NodePtr copy(const NodePtr& x) {
 inline NodePtr assign(const NodePtr& target, const Operand& value) {
     const char* op = "assign";
     if (!target->realized()) fail<Error>("lazytensor internal error: assign to an unrealized tensor");
-    for (std::size_t k = 0; k < target->shape.size(); ++k)
+    // (An empty view has no element to write twice, whatever its strides: empty views get 0.)
+    for (std::size_t k = 0; k < target->shape.size() && numel(target->shape) > 0; ++k)
         if (target->strides[k] == 0 && target->shape[k] > 1)
             fail<ValueError>(op, ": the target (shape ", target->shape, ") is a broadcast view: several of its elements "
                              "are one memory location (axis ", k, "); assign into the tensor it was expanded from");

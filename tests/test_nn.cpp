@@ -437,6 +437,22 @@ TEST_CASE("a write through a view of a tensor that was never realized reaches th
     });
 }
 
+TEST_CASE("assign into an empty slice writes nothing (it is no broadcast view)") {
+    // Found by the fuzzer (seed 33 of the typed-path version): slice(1, 3, -2, -2) of [9, 7, 5] is
+    // empty, and its strides are 0; assign called it a broadcast view and threw ValueError.
+    for_each_device([](lt::Device d) {
+        lt::Tensor<float> x = lt::tensor<float>({0, 1, 2, 3, 4, 5}, {2, 3}, d);
+        x.realize();
+        x.slice(1, 2, 1).assign(lt::full<float>({1}, 9.0f, d));
+        x.slice(0, 1, 1).assign(7.0f);
+        CHECK(values(x) == std::vector<float>{0, 1, 2, 3, 4, 5});
+        lt::Tensor<float> y = lt::tensor<float>(std::vector<float>(315, 1.0f), {9, 7, 5}, d);
+        y.realize();
+        y.slice(1, 3, -2, -2).assign(lt::full<float>({5}, 2.0f, d));
+        CHECK(values(y) == std::vector<float>(315, 1.0f));
+    });
+}
+
 TEST_CASE("an assign that fails still computes the earlier lazy readers first next time") {
     for_each_device([](lt::Device d) {
         lt::Tensor<float> x = lt::tensor<float>(std::vector<float>(1000, 1.0f), {1000}, d);

@@ -40,29 +40,29 @@ using u64 = std::uint64_t;
 // =========================================================================== dtype rules
 // Written from the README (PyTorch promotion; op categories), not taken from ir/ops.hpp.
 
-inline const DType kDTypes[] = {DType::Bool,    DType::UInt8,   DType::Int32,  DType::Int64,
+inline constexpr DType kDTypes[] = {DType::Bool,    DType::UInt8,   DType::Int32,  DType::Int64,
                                 DType::Float16, DType::Float32, DType::Float64};
 
-inline bool is_float(DType t) { return t == DType::Float16 || t == DType::Float32 || t == DType::Float64; }
-inline bool is_int(DType t) { return t == DType::UInt8 || t == DType::Int32 || t == DType::Int64; }
-inline int category(DType t) { return t == DType::Bool ? 0 : is_float(t) ? 2 : 1; }
-inline int rank_of(DType t) {
+inline constexpr bool is_float(DType t) { return t == DType::Float16 || t == DType::Float32 || t == DType::Float64; }
+inline constexpr bool is_int(DType t) { return t == DType::UInt8 || t == DType::Int32 || t == DType::Int64; }
+inline constexpr int category(DType t) { return t == DType::Bool ? 0 : is_float(t) ? 2 : 1; }
+inline constexpr int rank_of(DType t) {
     for (int k = 0; k < 7; ++k)
         if (kDTypes[k] == t) return k;
     return 0;
 }
-inline DType promote_types(DType a, DType b) {
+inline constexpr DType promote_types(DType a, DType b) {
     if (category(a) != category(b)) return category(a) > category(b) ? a : b;
     return rank_of(a) >= rank_of(b) ? a : b;
 }
 /// Tensor `t` meets a scalar of dtype `s`: the scalar only counts when of a higher category.
-inline DType promote_scalar(DType t, DType s) {
+inline constexpr DType promote_scalar(DType t, DType s) {
     if (category(s) <= category(t)) return t;
     return category(s) == 2 ? DType::Float32 : DType::Int64;
 }
 
 enum class URule { Numeric, Floating, Bitwise, Predicate };
-inline URule urule(UnaryOp op) {
+inline constexpr URule urule(UnaryOp op) {
     switch (op) {
         case UnaryOp::Neg: case UnaryOp::Abs: case UnaryOp::Relu: case UnaryOp::Sign:
         case UnaryOp::Floor: case UnaryOp::Ceil: case UnaryOp::Round: case UnaryOp::Trunc: return URule::Numeric;
@@ -72,7 +72,7 @@ inline URule urule(UnaryOp op) {
     }
 }
 enum class BRule { Arith, TrueDiv, Ordered, Compare, Predicate, Bitwise, Shift };
-inline BRule brule(BinaryOp op) {
+inline constexpr BRule brule(BinaryOp op) {
     switch (op) {
         case BinaryOp::Div: return BRule::TrueDiv;
         case BinaryOp::Maximum: case BinaryOp::Minimum: return BRule::Ordered;
@@ -84,7 +84,7 @@ inline BRule brule(BinaryOp op) {
         default: return BRule::Arith;
     }
 }
-inline bool unary_ok(UnaryOp op, DType in) {
+inline constexpr bool unary_ok(UnaryOp op, DType in) {
     switch (urule(op)) {
         case URule::Numeric: case URule::Floating: return in != DType::Bool;
         case URule::Bitwise: return !is_float(in);
@@ -99,7 +99,7 @@ inline DType unary_compute(UnaryOp op, DType in) {
 inline DType unary_result(UnaryOp op, DType in) {
     return urule(op) == URule::Predicate ? DType::Bool : unary_compute(op, in);
 }
-inline bool binary_ok(BinaryOp op, DType p) {
+inline constexpr bool binary_ok(BinaryOp op, DType p) {
     switch (brule(op)) {
         case BRule::Arith: return p != DType::Bool;
         case BRule::Bitwise: return !is_float(p);
@@ -145,7 +145,22 @@ inline std::string axes_str(const Axes& s) {
 
 // =============================================================================== program
 
-enum class Kind { Leaf, Unary, Binary, Where, Cast, Reduce, Reshape, Permute, Expand, Slice, Pad, Flip, Matmul };
+enum class Kind {
+    Leaf, Unary, Binary, Where, Cast, Reduce, Reshape, Permute, Expand, Slice, Pad, Flip, Matmul,
+    // Composites and ops with inputs of their own kind (gather's index, concat's parts, ...).
+    Gather, ScatterAdd, Scan, ArgExt, Concat, Assign, Random,
+    // A multi-op element-wise expression of a fixed shape (pattern), its ops chosen from a
+    // small set: the typed path keeps it one expression template, so the host's compiled loop
+    // runs it whole (float, double; pattern 3 mixes float and double: no compiled loop).
+    Fused
+};
+inline const char* kind_name(Kind k) {
+    static const char* names[] = {"leaf", "unary", "binary", "where", "cast", "reduce", "reshape", "permute",
+                                  "expand", "slice", "pad", "flip", "matmul", "gather", "scatter_add", "scan",
+                                  "argmax/argmin", "concat", "assign", "random", "fused"};
+    return names[static_cast<int>(k)];
+}
+inline constexpr int kKinds = static_cast<int>(Kind::Fused) + 1;
 enum class Red { Sum, Max, Min, Prod, Mean, Any, All };
 inline const char* red_name(Red r) {
     static const char* names[] = {"sum", "max", "min", "prod", "mean", "any", "all"};
@@ -172,9 +187,29 @@ struct Step {
     std::optional<i64> start, stop;
     i64 step = 1;
     Shape before, after;        // Pad
-    std::vector<double> data;   // Leaf values (exactly representable in dtype)
+    std::vector<double> data;   // Leaf values (exactly representable in dtype); Random: read back
     bool output = false;
+    // Scan: red is Sum (cumsum) or Prod (cumprod); ArgExt: Max (argmax) or Min (argmin); both
+    // along `axis` (ArgExt with keepdim). Gather: a data, b index. ScatterAdd: a x, b index,
+    // c src. Concat: parts a, b and c (c may be -1) along `axis`, each cast to dtype first.
+    // Assign: a copy of a (lazy: a lazy expression of a) whose slice (axis, start, stop, step)
+    // is assigned b. Random: rkind 0 rand, 1 randn, 2 randint [low, high); seed.
+    int rkind = 0;
+    u64 seed = 0;
+    i64 low = 0, high = 1;
+    bool lazy = false;
+    int ctype = 0;  // the typed path's C++ type for a scalar: 0 the wide one (int64_t, double), 1 int / float
+    // Fused: 0 u(a) op b; 1 u(a op b) op2 c; 2 where(a cmp b, u(a), c); 3 u(a) op b with a
+    // float and b double. u in {neg, exp, sigmoid}, op in {+, *, /}, op2 in {+, maximum},
+    // cmp in {<, >=}.
+    int pattern = 0;
+    BinaryOp bop2 = BinaryOp::Add;
 };
+
+inline const UnaryOp kFusedUnary[] = {UnaryOp::Neg, UnaryOp::Exp, UnaryOp::Sigmoid};
+inline const BinaryOp kFusedOp[] = {BinaryOp::Add, BinaryOp::Mul, BinaryOp::Div};
+inline const BinaryOp kFusedOp2[] = {BinaryOp::Add, BinaryOp::Maximum};
+inline const BinaryOp kFusedCmp[] = {BinaryOp::Lt, BinaryOp::Ge};
 
 struct Program {
     u64 seed = 0;
@@ -218,6 +253,10 @@ struct GenOptions {
     i64 max_numel = 4096;
     double big_chance = 0.08;  // a graph with one large leaf (OpenCL multi-group paths)
     i64 big_numel = 200000;
+    // 1: the original op mix (the seeds of the regression list before the typed path);
+    // 2: also gather, scatter_add, scans, argmax/argmin, concat, assign and random leaves;
+    // 3: also fused expressions.
+    int version = 3;
 };
 
 class Generator {
@@ -339,13 +378,43 @@ private:
 
     void push(Step s) { prog.steps.push_back(std::move(s)); }
 
+    /// The typed path passes a scalar as int or int64_t, float or double (bool as bool): a float
+    /// scalar is rounded to float here so that both paths use one value.
+    void pick_ctype(Step& s) {
+        s.ctype = static_cast<int>(rng.below(2));
+        if (s.ctype == 1 && s.value.dtype == DType::Float64) s.value = Scalar::of<double>(static_cast<float>(s.value.f));
+    }
+    /// A leaf of integer positions in [0, bound).
+    int add_index_leaf(const Shape& shape, i64 bound) {
+        const DType t = bound <= 200 && rng.chance(0.2) ? DType::UInt8 : rng.chance(0.5) ? DType::Int64 : DType::Int32;
+        const int i = add_leaf(t, shape);
+        for (auto& v : prog.steps[static_cast<std::size_t>(i)].data) v = static_cast<double>(rng.below(bound));
+        return i;
+    }
+    int random_axis(std::size_t r, std::size_t* k) {
+        *k = static_cast<std::size_t>(rng.below(static_cast<i64>(r)));
+        return rng.chance(0.3) ? static_cast<int>(*k) - static_cast<int>(r) : static_cast<int>(*k);
+    }
+
     void try_step() {
         static const std::vector<Kind> kinds = {
             Kind::Unary,   Kind::Unary,   Kind::Unary,  Kind::Binary, Kind::Binary, Kind::Binary, Kind::Binary,
             Kind::Where,   Kind::Cast,    Kind::Reduce, Kind::Reduce, Kind::Reduce, Kind::Reshape, Kind::Permute,
             Kind::Expand,  Kind::Slice,   Kind::Slice,  Kind::Pad,    Kind::Flip,   Kind::Matmul, Kind::Matmul,
             Kind::Leaf};
-        const Kind kind = rng.pick(kinds);
+        static const std::vector<Kind> kinds2 = [] {
+            std::vector<Kind> k = kinds;
+            for (Kind n : {Kind::Gather, Kind::ScatterAdd, Kind::Scan, Kind::ArgExt, Kind::Concat, Kind::Assign,
+                           Kind::Random, Kind::Concat, Kind::Assign, Kind::Gather})
+                k.push_back(n);
+            return k;
+        }();
+        static const std::vector<Kind> kinds3 = [] {
+            std::vector<Kind> k = kinds2;
+            for (int i = 0; i < 3; ++i) k.push_back(Kind::Fused);
+            return k;
+        }();
+        const Kind kind = rng.pick(opt.version >= 3 ? kinds3 : opt.version == 2 ? kinds2 : kinds);
         const int a = pick_input();
         Step x;  // a copy: adding a leaf below may move the steps
         x.dtype = at(a).dtype;
@@ -373,6 +442,7 @@ private:
                 if (rng.chance(0.15)) {
                     s.scalar_side = rng.chance(0.7) ? 2 : 1;
                     s.value = random_scalar(static_cast<int>(rng.below(3)));
+                    if (opt.version >= 2) pick_ctype(s);
                     p = promote_scalar(x.dtype, s.value.dtype);
                     // A scalar the operation's dtype cannot hold is a ValueError (never wrapped):
                     // uint8 meets non-negative integers only.
@@ -571,6 +641,151 @@ private:
                 s.dtype = promote_types(at(a).dtype, at(s.b).dtype);
                 break;
             }
+            case Kind::Gather: {
+                if (r == 0) return;
+                std::size_t k;
+                s.axis = random_axis(r, &k);
+                if (x.shape[k] == 0) return;
+                Shape is = x.shape;
+                for (std::size_t d = 0; d < r; ++d)
+                    if (d == k) is[d] = rng.range(0, 5);
+                    else if (rng.chance(0.3)) is[d] = rng.range(0, x.shape[d]);
+                if (numel(is) > cap) return;
+                s.b = add_index_leaf(is, x.shape[k]);
+                s.shape = is;
+                s.dtype = x.dtype;
+                break;
+            }
+            case Kind::ScatterAdd: {
+                if (r == 0 || x.dtype == DType::Bool) return;
+                std::size_t k;
+                s.axis = random_axis(r, &k);
+                if (x.shape[k] == 0) return;
+                Shape is = x.shape, ss;
+                for (std::size_t d = 0; d < r; ++d)
+                    if (d == k) is[d] = rng.range(0, 4);
+                    else if (rng.chance(0.3)) is[d] = rng.range(0, x.shape[d]);
+                ss = is;
+                for (auto& e : ss)
+                    if (rng.chance(0.2)) e += rng.range(1, 2);
+                if (numel(ss) > cap || numel(x.shape) * std::max<i64>(is[k], 1) > 200000) return;
+                s.b = add_index_leaf(is, x.shape[k]);
+                s.c = add_leaf(rng.chance(0.5) ? x.dtype : random_dtype(), ss);
+                s.shape = x.shape;
+                s.dtype = x.dtype;
+                break;
+            }
+            case Kind::Scan: {
+                if (r == 0) return;
+                std::size_t k;
+                s.axis = random_axis(r, &k);
+                s.red = rng.chance(0.6) ? Red::Sum : Red::Prod;
+                if (x.shape[k] > 300 || numel(x.shape) * x.shape[k] > 60000) return;
+                s.shape = x.shape;
+                s.dtype = is_float(x.dtype) ? x.dtype : DType::Int64;
+                break;
+            }
+            case Kind::ArgExt: {
+                if (r == 0) return;
+                std::size_t k;
+                s.axis = random_axis(r, &k);
+                if (x.shape[k] == 0) return;
+                s.red = rng.chance(0.5) ? Red::Max : Red::Min;
+                s.keepdim = rng.chance(0.4);
+                for (std::size_t d = 0; d < r; ++d)
+                    if (d != k) s.shape.push_back(x.shape[d]);
+                    else if (s.keepdim) s.shape.push_back(1);
+                s.dtype = DType::Int64;
+                break;
+            }
+            case Kind::Concat: {
+                if (r == 0) return;
+                std::size_t k;
+                s.axis = random_axis(r, &k);
+                const int parts = static_cast<int>(rng.range(1, 2));
+                DType t = x.dtype;
+                Shape out = x.shape;
+                for (int j = 0; j < parts; ++j) {
+                    std::vector<int> fit;  // earlier steps that differ from x at most along k
+                    for (int i = 0; i < count(); ++i) {
+                        const Shape& o = at(i).shape;
+                        bool ok = o.size() == r;
+                        for (std::size_t d = 0; ok && d < r; ++d) ok = d == k || o[d] == x.shape[d];
+                        if (ok) fit.push_back(i);
+                    }
+                    int part;
+                    if (!fit.empty() && rng.chance(0.5)) part = rng.pick(fit);
+                    else {
+                        Shape ps = x.shape;
+                        ps[k] = rng.range(0, 4);
+                        part = add_leaf(random_dtype(), ps);
+                    }
+                    (j == 0 ? s.b : s.c) = part;
+                    t = promote_types(t, at(part).dtype);
+                    out[k] += at(part).shape[k];
+                }
+                s.shape = out;
+                s.dtype = t;
+                break;
+            }
+            case Kind::Assign: {
+                if (r == 0) return;
+                std::size_t k;
+                s.axis = random_axis(r, &k);
+                static const std::vector<i64> steps = {1, 1, 2, -1, -2};
+                s.step = rng.pick(steps);
+                const i64 n = x.shape[k];
+                if (rng.chance(0.7)) s.start = rng.range(-n - 1, n + 1);
+                if (rng.chance(0.7)) s.stop = rng.range(-n - 1, n + 1);
+                Shape target = x.shape;
+                target[k] = slice_indices(n, s.start, s.stop, s.step)[2];
+                // The value broadcasts to the target: an earlier step that does, or a new leaf.
+                std::vector<int> fit;
+                for (int i = 0; i < count(); ++i) {
+                    auto b = broadcast(at(i).shape, target);
+                    if (b && *b == target) fit.push_back(i);
+                }
+                if (!fit.empty() && rng.chance(0.4)) s.b = rng.pick(fit);
+                else {
+                    Shape vs(target.begin() + static_cast<std::ptrdiff_t>(rng.below(static_cast<i64>(r) + 1)), target.end());
+                    for (auto& e : vs)
+                        if (rng.chance(0.3)) e = 1;
+                    s.b = add_leaf(rng.chance(0.5) ? x.dtype : random_dtype(), vs);
+                }
+                s.lazy = rng.chance(0.5);
+                s.shape = x.shape;
+                s.dtype = x.dtype;
+                break;
+            }
+            case Kind::Random: {
+                s.a = -1;
+                s.rkind = static_cast<int>(rng.below(3));
+                static const std::vector<DType> floats = {DType::Float32, DType::Float32, DType::Float64, DType::Float16};
+                static const std::vector<DType> ints = {DType::Int32, DType::Int64, DType::UInt8};
+                s.dtype = s.rkind == 2 ? rng.pick(ints) : rng.pick(floats);
+                s.shape = rng.chance(0.1) ? Shape{rng.range(1000, 40000)} : leaf_shape(false);
+                s.seed = rng.next() % 1000000007ull;
+                s.low = s.dtype == DType::UInt8 ? rng.range(0, 250) : rng.range(-1000, 5);
+                s.high = s.low + rng.range(1, s.dtype == DType::UInt8 ? 255 - s.low + 1 : 2000);
+                s.output = true;  // compared on every device and path against the host's values
+                break;
+            }
+            case Kind::Fused: {
+                if (x.dtype != DType::Float32 && x.dtype != DType::Float64) return;
+                s.pattern = static_cast<int>(rng.below(4));
+                if (s.pattern == 3 && x.dtype != DType::Float32) s.pattern = 0;
+                s.uop = kFusedUnary[rng.below(3)];
+                s.bop = s.pattern == 2 ? kFusedCmp[rng.below(2)] : kFusedOp[rng.below(3)];
+                s.bop2 = kFusedOp2[rng.below(2)];
+                s.b = partner(x.shape, s.pattern == 3 ? DType::Float64 : x.dtype);
+                s.shape = *broadcast(x.shape, at(s.b).shape);
+                if (s.pattern == 1 || s.pattern == 2) {
+                    s.c = partner(s.shape, x.dtype);
+                    s.shape = *broadcast(s.shape, at(s.c).shape);
+                }
+                s.dtype = s.pattern == 3 ? DType::Float64 : x.dtype;
+                break;
+            }
         }
         if (numel(s.shape) > cap) return;
         push(std::move(s));
@@ -723,7 +938,12 @@ double mono(F f, double x, double e) {
     return std::max(std::fabs(f(x + e) - fx), std::fabs(f(x - e) - fx));
 }
 
-inline double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
+/// From exp(-|x|), which never overflows (below -709, 1 / (1 + exp(-x)) was 0 where the true
+/// value is a subnormal double: campaign seed 20171568, sigmoid(-716.95) = 4.29e-312).
+inline double sigmoid(double x) {
+    const double z = std::exp(-std::fabs(x));
+    return x >= 0 ? 1 / (1 + z) : z / (1 + z);
+}
 inline double gelu(double x) {
     if (x == -INFINITY) return -0.0;
     // erfc, not 1 + erf (which cancels below 0); in long double, as rounding x / sqrt(2) costs
@@ -810,7 +1030,11 @@ inline Val unary_val(UnaryOp op, const Val& a, DType t, DType rt) {
         // Above -1, the host's 1 + erf (erf allowed 16 ulp, as OpenCL's): an absolute error of
         // ~16u in 1 + erf, times x / 2. Below, 0.5 x erfc(-x / sqrt(2)) has no cancellation:
         // relative, OpenCL's 16 ulp for erfc and a few for the rest (gelu(-7.8f) must not be -0).
-        case UnaryOp::Gelu: return x < -1 ? smooth(gelu, 20, false, 1.13, 0) : smooth(gelu, 6, false, 1.13, 12 * u * std::fabs(x));
+        // Double gelu above -1 takes xsimd's double erf: README's table measures 27.6 ulp (seed
+        // 20014174: 22 ulp at x = 3.1411).
+        case UnaryOp::Gelu:
+            return x < -1 ? smooth(gelu, 20, false, 1.13, 0)
+                          : smooth(gelu, t == DType::Float64 ? 32 : 6, false, 1.13, 12 * u * std::fabs(x));
         case UnaryOp::Silu: return smooth(silu, 12, false, 1.1, 0);
         case UnaryOp::BitwiseNot: break;
     }
@@ -1377,6 +1601,194 @@ inline std::vector<Arr> evaluate(const Program& p) {
                         }
                 break;
             }
+            case Kind::Gather: {  // out[i] = x[i with i[axis] = index[i]]
+                const Arr& x = in(s.a);
+                const Arr& index = in(s.b);
+                const std::size_t k = static_cast<std::size_t>(norm_axis(s.axis, x.shape.size()));
+                r = view(x, s.dtype, s.shape, [&](std::vector<i64> idx) {
+                    const Val& pos = index.x[static_cast<std::size_t>(linear(idx, index.shape))];
+                    if (pos.dc || pos.i < 0 || pos.i >= x.shape[k]) return dont_care();  // (the generator avoids it)
+                    idx[k] = pos.i;
+                    return x.x[static_cast<std::size_t>(linear(idx, x.shape))];
+                });
+                break;
+            }
+            case Kind::ScatterAdd: {  // x[.., index[j], ..] += src[j] (src in x's dtype), summed first
+                const Arr& x = in(s.a);
+                const Arr& index = in(s.b);
+                const Arr src = cast_arr(in(s.c), s.dtype);
+                const std::size_t k = static_cast<std::size_t>(norm_axis(s.axis, x.shape.size()));
+                std::vector<std::vector<const Val*>> hits(x.x.size());
+                std::vector<i64> idx(index.shape.size(), 0);
+                for (i64 lin = 0; lin < numel(index.shape); ++lin) {
+                    const Val& pos = index.x[static_cast<std::size_t>(lin)];
+                    std::vector<i64> to = idx;
+                    to[k] = pos.i;
+                    if (!pos.dc && pos.i >= 0 && pos.i < x.shape[k])
+                        hits[static_cast<std::size_t>(linear(to, x.shape))].push_back(&src.x[static_cast<std::size_t>(linear(idx, src.shape))]);
+                    for (std::size_t d = idx.size(); d-- > 0;)
+                        if (++idx[d] < index.shape[d]) break;
+                        else idx[d] = 0;
+                }
+                // The contributions are summed in the sum's dtype (int64 for integers, float for
+                // half), converted to x's dtype, then added to x.
+                const DType acc = is_float(s.dtype) ? (s.dtype == DType::Float16 ? DType::Float32 : s.dtype) : DType::Int64;
+                r.x.resize(x.x.size());
+                for (std::size_t o = 0; o < x.x.size(); ++o) {
+                    std::vector<Val> wide;
+                    for (const Val* v : hits[o]) wide.push_back(cast_val(*v, s.dtype, acc));
+                    std::vector<const Val*> ptrs;
+                    for (const Val& v : wide) ptrs.push_back(&v);
+                    Val sum = cast_val(reduce_vals(Red::Sum, ptrs, acc), acc, s.dtype);
+                    // A fused kernel may add the float sum to x before rounding to half once.
+                    if (s.dtype == DType::Float16 && !ptrs.empty() && !sum.dc && std::isfinite(sum.v)) sum.e += ulp(DType::Float16, sum.v);
+                    r.x[o] = binary_val(BinaryOp::Add, x.x[o], sum, s.dtype, s.dtype);
+                }
+                break;
+            }
+            case Kind::Scan: {  // inclusive prefix sums or products along axis
+                const Arr x = cast_arr(in(s.a), s.dtype);
+                const std::size_t k = static_cast<std::size_t>(norm_axis(s.axis, x.shape.size()));
+                r.x.resize(x.x.size());
+                i64 inner = 1;
+                for (std::size_t d = k + 1; d < x.shape.size(); ++d) inner *= x.shape[d];
+                i64 outer = 1;
+                for (std::size_t d = 0; d < k; ++d) outer *= x.shape[d];
+                const i64 len = x.shape[k];
+                for (i64 o = 0; o < outer; ++o)
+                    for (i64 q = 0; q < inner; ++q) {
+                        std::vector<const Val*> prefix;
+                        double mag = s.red == Red::Sum ? 0 : 1;
+                        for (i64 j = 0; j < len; ++j) {
+                            const std::size_t at = static_cast<std::size_t>((o * len + j) * inner + q);
+                            prefix.push_back(&x.x[at]);
+                            const Val& xv = x.x[at];
+                            mag = s.red == Red::Sum ? mag + std::fabs(xv.v) + xv.e : mag * (std::fabs(xv.v) + xv.e);
+                            Val v = reduce_vals(s.red, prefix, s.dtype);
+                            // Past one block (32), half scans store block totals as half: a
+                            // rounding per level (at most 3 here) of the magnitude.
+                            if (s.dtype == DType::Float16 && len > 32 && !v.dc && std::isfinite(v.v) && std::isfinite(mag))
+                                v.e += 3 * 0x1.0p-11 * mag + ulp(DType::Float16, v.v);
+                            r.x[at] = v;
+                        }
+                    }
+                break;
+            }
+            case Kind::ArgExt: {  // the first position of the extreme (or the first NaN), int64
+                const Arr& x = in(s.a);
+                const std::size_t k = static_cast<std::size_t>(norm_axis(s.axis, x.shape.size()));
+                i64 inner = 1;
+                for (std::size_t d = k + 1; d < x.shape.size(); ++d) inner *= x.shape[d];
+                i64 outer = 1;
+                for (std::size_t d = 0; d < k; ++d) outer *= x.shape[d];
+                const i64 len = x.shape[k];
+                const bool mx = s.red == Red::Max;
+                r.x.resize(static_cast<std::size_t>(outer * inner));
+                for (i64 o = 0; o < outer; ++o)
+                    for (i64 q = 0; q < inner; ++q) {
+                        auto at = [&](i64 j) -> const Val& { return x.x[static_cast<std::size_t>((o * len + j) * inner + q)]; };
+                        Val& out = r.x[static_cast<std::size_t>(o * inner + q)];
+                        bool dc = false;
+                        i64 nan = -1;
+                        for (i64 j = 0; j < len; ++j) {
+                            dc = dc || at(j).dc;
+                            if (nan < 0 && is_float(x.dtype) && std::isnan(at(j).v)) nan = j;
+                        }
+                        if (dc) { out = dont_care(); continue; }
+                        if (nan >= 0) { out = ival(DType::Int64, nan); continue; }
+                        auto key = [&](i64 j) { return is_float(x.dtype) ? at(j).v : static_cast<double>(at(j).i); };
+                        i64 best = 0;
+                        for (i64 j = 1; j < len; ++j)
+                            if (mx ? key(j) > key(best) : key(j) < key(best)) best = j;
+                        // Undetermined if another position may hold the extreme within the bounds
+                        // (the same value with no error is a tie: the first wins).
+                        bool unsure = false;
+                        for (i64 j = 0; j < len; ++j) {
+                            if (j == best) continue;
+                            const double gap = mx ? key(best) - key(j) : key(j) - key(best);
+                            const double slack = (at(j).e + at(best).e) * 1.0000001;
+                            if (slack > 0 && gap <= slack) unsure = true;
+                        }
+                        out = unsure ? dont_care() : ival(DType::Int64, best);
+                    }
+                break;
+            }
+            case Kind::Concat: {
+                const Arr& x0 = in(s.a);
+                const std::size_t k = static_cast<std::size_t>(norm_axis(s.axis, x0.shape.size()));
+                std::vector<Arr> parts;
+                for (int i : {s.a, s.b, s.c})
+                    if (i >= 0) parts.push_back(cast_arr(in(i), s.dtype));
+                r = view(x0, s.dtype, s.shape, [&](std::vector<i64> idx) {
+                    for (const Arr& part : parts) {
+                        if (idx[k] < part.shape[k]) return part.x[static_cast<std::size_t>(linear(idx, part.shape))];
+                        idx[k] -= part.shape[k];
+                    }
+                    return dont_care();  // not reached
+                });
+                break;
+            }
+            case Kind::Assign: {  // a with its slice replaced by b (broadcast, cast to a's dtype)
+                const Arr& x = in(s.a);
+                const Arr v = cast_arr(in(s.b), s.dtype);
+                const std::size_t k = static_cast<std::size_t>(norm_axis(s.axis, x.shape.size()));
+                const auto ind = Generator::slice_indices(x.shape[k], s.start, s.stop, s.step);
+                Shape target = x.shape;
+                target[k] = ind[2];
+                const auto map = broadcast_map(target, v.shape);
+                r.x = x.x;
+                std::vector<i64> idx(target.size(), 0);
+                for (i64 lin = 0; lin < numel(target); ++lin) {
+                    std::vector<i64> to = idx;
+                    to[k] = ind[0] + ind[1] * idx[k];
+                    r.x[static_cast<std::size_t>(linear(to, x.shape))] = v.x[static_cast<std::size_t>(map[static_cast<std::size_t>(lin)])];
+                    for (std::size_t d = idx.size(); d-- > 0;)
+                        if (++idx[d] < target[d]) break;
+                        else idx[d] = 0;
+                }
+                break;
+            }
+            case Kind::Fused: {
+                const DType t = s.dtype, ta = in(s.a).dtype;
+                const Arr& A = in(s.a);
+                const Arr& B = in(s.b);
+                const Arr& C = s.c >= 0 ? in(s.c) : A;
+                const auto ma = broadcast_map(s.shape, A.shape), mb = broadcast_map(s.shape, B.shape),
+                           mc = broadcast_map(s.shape, C.shape);
+                r.x.resize(static_cast<std::size_t>(n));
+                for (std::size_t k = 0; k < r.x.size(); ++k) {
+                    const Val& a = A.x[static_cast<std::size_t>(ma[k])];
+                    const Val& b = B.x[static_cast<std::size_t>(mb[k])];
+                    const Val& c = C.x[static_cast<std::size_t>(mc[k])];
+                    Val v;
+                    switch (s.pattern) {
+                        case 0: v = binary_val(s.bop, unary_val(s.uop, a, t, t), b, t, t); break;
+                        case 1: v = binary_val(s.bop2, unary_val(s.uop, binary_val(s.bop, a, b, t, t), t, t), c, t, t); break;
+                        case 2: {
+                            const Val cond = binary_val(s.bop, a, b, t, DType::Bool);
+                            v = cond.dc ? dont_care() : cond.i ? unary_val(s.uop, a, t, t) : c;
+                            break;
+                        }
+                        default: v = binary_val(s.bop, cast_val(unary_val(s.uop, a, ta, ta), ta, t), b, t, t);
+                    }
+                    r.x[k] = v;
+                }
+                break;
+            }
+            case Kind::Random: {
+                // The values were read back from the host's realize (fill_random; they cannot be
+                // predicted); randn's may differ between devices by the rounding of log and cos.
+                r.x.resize(static_cast<std::size_t>(n));
+                for (i64 k = 0; k < n && static_cast<std::size_t>(k) < s.data.size(); ++k) {
+                    Val& v = r.x[static_cast<std::size_t>(k)];
+                    v.v = s.data[static_cast<std::size_t>(k)];
+                    v.i = is_float(s.dtype) ? 0 : static_cast<i64>(v.v);
+                    if (s.rkind == 1)
+                        v.e = 64 * ulp(s.dtype == DType::Float64 ? DType::Float64 : DType::Float32, v.v) +
+                              (s.dtype == DType::Float16 ? ulp(DType::Float16, v.v) : 0);
+                }
+                break;
+            }
         }
         out.push_back(std::move(r));
     }
@@ -1432,6 +1844,61 @@ inline NodePtr build_step(const Step& s, const std::vector<NodePtr>& nodes, Devi
         case Kind::Pad: return graph::pad(in(s.a), s.before, s.after, s.value);
         case Kind::Flip: return graph::flip(in(s.a), s.axes);
         case Kind::Matmul: return graph::matmul(in(s.a), in(s.b));
+        // Ops the graph has no single builder for: the engine's composite builders where they
+        // exist (scans, argmax/argmin), else the public function on Tensor handles of the nodes.
+        case Kind::Gather: return graph::gather(in(s.a), s.axis, in(s.b));
+        case Kind::ScatterAdd:
+            return lt::detail::visit_dtype(s.dtype, [&](auto tag) -> NodePtr {
+                using T = typename decltype(tag)::type;
+                if constexpr (std::is_same_v<T, bool>) throw std::logic_error("scatter_add of bool");
+                else return lt::scatter_add(lt::Tensor<T>(in(s.a)), s.axis, lt::Tensor<std::int64_t>(graph::cast(in(s.b), DType::Int64)),
+                                            lt::Tensor<T>(graph::cast(in(s.c), s.dtype))).node_ptr();
+            });
+        case Kind::Scan:
+            return lt::detail::scan(s.red == Red::Sum ? lt::ReduceOp::Sum : lt::ReduceOp::Prod, in(s.a), s.axis,
+                                    s.red == Red::Sum ? "cumsum" : "cumprod");
+        case Kind::ArgExt:
+            return lt::detail::arg_extreme(s.red == Red::Max ? lt::ReduceOp::Max : lt::ReduceOp::Min, in(s.a), s.axis,
+                                           s.keepdim, s.red == Red::Max ? "argmax" : "argmin");
+        case Kind::Concat:
+            return lt::detail::visit_dtype(s.dtype, [&](auto tag) -> NodePtr {
+                using T = typename decltype(tag)::type;
+                std::vector<lt::Tensor<T>> parts;
+                for (int k : {s.a, s.b, s.c})
+                    if (k >= 0) parts.emplace_back(graph::cast(in(k), s.dtype));
+                return lt::concat<T>(parts, s.axis).node_ptr();
+            });
+        case Kind::Assign: {
+            // Realized: a copy of a in new memory (uploaded zeros, assigned a whole). Lazy: an
+            // expression of a (a * 1, or a | false for bool) that assign realizes first.
+            NodePtr target;
+            if (s.lazy) {
+                target = s.dtype == DType::Bool ? graph::binary(BinaryOp::BitOr, in(s.a), Scalar::of<bool>(false))
+                                                : graph::binary(BinaryOp::Mul, in(s.a), Scalar::of<std::int64_t>(1));
+            } else {
+                target = lt::detail::visit_dtype(s.dtype, [&](auto tag) -> NodePtr {
+                    using T = typename decltype(tag)::type;
+                    return lt::tensor<T>(std::vector<T>(static_cast<std::size_t>(numel(s.shape))), s.shape, d).node_ptr();
+                });
+                lt::detail::assign_into(target, graph::Operand(in(s.a)));
+            }
+            lt::detail::assign_into(graph::slice(target, s.axis, s.start, s.stop, s.step), graph::Operand(in(s.b)));
+            return target;
+        }
+        case Kind::Fused:
+            switch (s.pattern) {
+                case 0: case 3: return graph::binary(s.bop, graph::unary(s.uop, in(s.a)), in(s.b));
+                case 1: return graph::binary(s.bop2, graph::unary(s.uop, graph::binary(s.bop, in(s.a), in(s.b))), in(s.c));
+                default: return graph::where(graph::binary(s.bop, in(s.a), in(s.b)), graph::unary(s.uop, in(s.a)), in(s.c));
+            }
+        case Kind::Random:
+            return lt::detail::visit_dtype(s.dtype, [&](auto tag) -> NodePtr {
+                using T = typename decltype(tag)::type;
+                if constexpr (lt::detail::is_floating_v<T>)
+                    return (s.rkind == 1 ? lt::randn<T>(s.shape, s.seed, d) : lt::rand<T>(s.shape, s.seed, d)).node_ptr();
+                else if constexpr (!std::is_same_v<T, bool>) return lt::randint<T>(s.low, s.high, s.shape, s.seed, d).node_ptr();
+                else throw std::logic_error("random bool");
+            });
     }
     return nullptr;
 }
@@ -1464,14 +1931,33 @@ struct Results {
     Failure failure;                          // a library exception or a dtype/shape mismatch
 };
 
+}  // namespace fuzz
+#include "typed.hpp"
+namespace fuzz {
+
+/// The two ways a program is built: graph builders (detail::graph), or the typed public API.
+enum class Path { Graph, Typed };
+inline const char* path_name(Path p) { return p == Path::Graph ? "graph" : "typed"; }
+
 /// Builds and realizes the program on device d; reads every output back.
-inline Results run_on_device(const Program& p, Device d) {
+inline Results run_on_device(const Program& p, Device d, Path path = Path::Graph) {
     Results res;
     try {
         std::vector<NodePtr> nodes;
+        std::vector<Any> typed;
         for (std::size_t i = 0; i < p.steps.size(); ++i) {
             const Step& s = p.steps[i];
-            NodePtr n = build_step(s, nodes, d);
+            NodePtr n;
+            if (path == Path::Graph) n = build_step(s, nodes, d);
+            else {
+                try {
+                    typed.push_back(build_typed(s, typed, d));
+                } catch (const TypeMismatch& e) {
+                    res.failure = {true, static_cast<int>(i), -1, 0, 0, 0, "step s" + std::to_string(i) + ": " + e.what()};
+                    return res;
+                }
+                n = node_of(typed.back());
+            }
             if (n->dtype != s.dtype || !(n->shape == s.shape)) {
                 res.failure = {true, static_cast<int>(i), -1, 0, 0, 0,
                                "step s" + std::to_string(i) + ": the library made " + lt::dtype_name(n->dtype) +
@@ -1509,6 +1995,7 @@ inline bool agrees(DType t, const Val& ref, double got) {
 /// Counts for the command line's summary.
 struct Stats {
     i64 graphs = 0, steps = 0, outputs = 0, compared = 0, dont_care = 0;
+    i64 kinds[kKinds] = {};  // steps per kind
 };
 
 inline Failure compare(const Program& p, const std::vector<Arr>& ref, const Results& res, Stats* stats = nullptr) {
@@ -1516,6 +2003,7 @@ inline Failure compare(const Program& p, const std::vector<Arr>& ref, const Resu
     if (stats) {
         ++stats->graphs;
         stats->steps += static_cast<i64>(p.steps.size());
+        for (const Step& s : p.steps) ++stats->kinds[static_cast<int>(s.kind)];
         for (std::size_t i = 0; i < p.steps.size(); ++i) {
             if (!p.steps[i].output) continue;
             ++stats->outputs;
@@ -1546,10 +2034,63 @@ inline Failure compare(const Program& p, const std::vector<Arr>& ref, const Resu
     return {};
 }
 
-/// Runs one program on one device and compares with the reference.
-inline Failure check(const Program& p, Device d, Stats* stats = nullptr) {
+/// Fills the values of random steps from a realize on the host and checks what can be checked
+/// of them: dtype and shape (as every step), range, granularity, and the mean of large ones.
+/// These values are then the reference's for the step (compared on every device and path,
+/// and fed onward as leaves): the reference cannot compute Philox streams itself, and what is
+/// compared is agreement between devices and paths (determinism), not values the check derives
+/// from the output it judges.
+inline Failure fill_random(Program& p) {
+    for (std::size_t i = 0; i < p.steps.size(); ++i) {
+        Step& s = p.steps[i];
+        if (s.kind != Kind::Random || s.data.size() == static_cast<std::size_t>(numel(s.shape))) continue;
+        auto fail = [&](const std::string& what) {
+            return Failure{true, static_cast<int>(i), -1, 0, 0, 0, "random step s" + std::to_string(i) + ": " + what};
+        };
+        try {
+            const NodePtr n = build_step(s, {}, Device::host());
+            if (n->dtype != s.dtype || !(n->shape == s.shape)) return fail("wrong dtype or shape");
+            lazytensor::detail::realize_nodes({n.get()});
+            s.data = read_doubles(*n);
+        } catch (const std::exception& e) {
+            return fail(std::string("exception: ") + e.what());
+        }
+        double sum = 0;
+        const int width = s.dtype == DType::Float64 ? 53 : s.dtype == DType::Float32 ? 24 : 11;
+        for (std::size_t k = 0; k < s.data.size(); ++k) {
+            const double v = s.data[k];
+            sum += v;
+            const bool ok = s.rkind == 0 ? v >= 0 && v < 1 && std::ldexp(v, width) == std::nearbyint(std::ldexp(v, width))
+                          : s.rkind == 1 ? std::isfinite(v) && std::fabs(v) <= 6.7
+                                         : v >= static_cast<double>(s.low) && v < static_cast<double>(s.high) && v == std::nearbyint(v);
+            if (!ok) {
+                std::ostringstream o;
+                o << std::setprecision(17) << "element " << k << " is " << v << ", out of the range of "
+                  << (s.rkind == 0 ? "rand" : s.rkind == 1 ? "randn" : "randint");
+                return fail(o.str());
+            }
+        }
+        // The mean of many values, within 6 standard errors (a deterministic seed: no flakiness).
+        const double n = static_cast<double>(s.data.size());
+        if (n >= 1000) {
+            const double w = static_cast<double>(s.high - s.low);
+            const double mu = s.rkind == 0 ? 0.5 : s.rkind == 1 ? 0 : static_cast<double>(s.low) + (w - 1) / 2;
+            const double sd = s.rkind == 0 ? std::sqrt(1.0 / 12) : s.rkind == 1 ? 1 : std::sqrt((w * w - 1) / 12);
+            if (std::fabs(sum / n - mu) > 6 * sd / std::sqrt(n) + 1e-12)
+                return fail("mean " + std::to_string(sum / n) + " is far from " + std::to_string(mu));
+        }
+    }
+    return {};
+}
+
+/// Runs one program on one device, built one way, and compares with the reference.
+inline Failure check(const Program& p0, Device d, Path path = Path::Graph, Stats* stats = nullptr) {
+    Program p = p0;
+    if (Failure f = fill_random(p); f.failed) return f;
     const auto ref = evaluate(p);
-    return compare(p, ref, run_on_device(p, d), stats);
+    Failure f = compare(p, ref, run_on_device(p, d, path), stats);
+    if (f.failed) f.what = std::string(path_name(path)) + " path: " + f.what;
+    return f;
 }
 
 // ================================================================================= print
@@ -1636,6 +2177,40 @@ inline std::string to_cpp(const Program& p) {
             }
             case Kind::Flip: o << a << ".flip(lt::Axes" << axes_str(s.axes) << ")"; break;
             case Kind::Matmul: o << "lt::matmul(" << a << ", " << b << ")"; break;
+            case Kind::Gather: o << "lt::gather(" << a << ", " << s.axis << ", " << b << ")"; break;
+            case Kind::ScatterAdd: o << "lt::scatter_add(" << a << ", " << s.axis << ", " << b << ", " << c << ")"; break;
+            case Kind::Scan: o << a << (s.red == Red::Sum ? ".cumsum(" : ".cumprod(") << s.axis << ")"; break;
+            case Kind::ArgExt:
+                o << a << (s.red == Red::Max ? ".argmax(" : ".argmin(") << s.axis << ", " << (s.keepdim ? "true" : "false") << ")";
+                break;
+            case Kind::Concat:
+                o << "lt::concat<" << ctype(s.dtype) << ">({lt::cast<" << ctype(s.dtype) << ">(" << a << "), lt::cast<"
+                  << ctype(s.dtype) << ">(" << b << ")";
+                if (s.c >= 0) o << ", lt::cast<" << ctype(s.dtype) << ">(" << c << ")";
+                o << "}, " << s.axis << ")";
+                break;
+            case Kind::Assign: {
+                const std::string slice = ".slice(" + std::to_string(s.axis) + ", " + (s.start ? std::to_string(*s.start) : "{}") +
+                                          ", " + (s.stop ? std::to_string(*s.stop) : "{}") + ", " + std::to_string(s.step) + ")";
+                if (s.lazy) o << a << (s.dtype == DType::Bool ? " | false" : " * 1") << ";\n";
+                else o << "lt::tensor<" << ctype(s.dtype) << ">(std::vector<" << ctype(s.dtype) << ">(" << numel(s.shape)
+                       << "), lt::Shape" << shape_str(s.shape) << ");\n" << name(static_cast<int>(i)) << ".assign(" << a << ");\n";
+                o << name(static_cast<int>(i)) << slice << ".assign(" << b << ")";
+                break;
+            }
+            case Kind::Fused: {
+                const std::string u = std::string("lt::") + lt::op_name(s.uop);
+                const std::string op = std::string("lt::") + lt::op_name(s.bop), op2 = std::string("lt::") + lt::op_name(s.bop2);
+                if (s.pattern == 1) o << op2 << "(" << u << "(" << op << "(" << a << ", " << b << ")), " << c << ")";
+                else if (s.pattern == 2) o << "lt::where(" << op << "(" << a << ", " << b << "), " << u << "(" << a << "), " << c << ")";
+                else o << op << "(" << u << "(" << a << "), " << b << ")";
+                break;
+            }
+            case Kind::Random:
+                if (s.rkind == 2) o << "lt::randint<" << ctype(s.dtype) << ">(" << s.low << ", " << s.high << ", ";
+                else o << (s.rkind == 1 ? "lt::randn<" : "lt::rand<") << ctype(s.dtype) << ">(";
+                o << "lt::Shape" << shape_str(s.shape) << ", " << s.seed << ")";
+                break;
         }
         o << ";\n";
     }
@@ -1691,8 +2266,241 @@ inline Program prune(const Program& p) {
     return out;
 }
 
+/// Recomputes step s's dtype and shape from its inputs and parameters (the rules the generator
+/// follows); false if the step is no longer valid (the minimizer changed a shape under it).
+inline bool infer_step(Step& s, const std::vector<Step>& steps) {
+    auto in = [&](int k) -> const Step& { return steps[static_cast<std::size_t>(k)]; };
+    auto axis_ok = [](int a, std::size_t r) { return r > 0 && a >= -static_cast<int>(r) && a < static_cast<int>(r); };
+    const Step* x = s.a >= 0 ? &in(s.a) : nullptr;
+    const std::size_t r = x ? x->shape.size() : 0;
+    switch (s.kind) {
+        case Kind::Leaf: return static_cast<i64>(s.data.size()) == numel(s.shape);
+        case Kind::Random: return true;
+        case Kind::Unary:
+            if (!unary_ok(s.uop, x->dtype)) return false;
+            s.dtype = unary_result(s.uop, x->dtype), s.shape = x->shape;
+            return true;
+        case Kind::Binary: {
+            DType p;
+            if (s.scalar_side == 1) p = promote_scalar(in(s.b).dtype, s.value.dtype), s.shape = in(s.b).shape;
+            else if (s.scalar_side == 2) p = promote_scalar(x->dtype, s.value.dtype), s.shape = x->shape;
+            else {
+                auto b = broadcast(x->shape, in(s.b).shape);
+                if (!b) return false;
+                p = promote_types(x->dtype, in(s.b).dtype), s.shape = *b;
+            }
+            if (!binary_ok(s.bop, p)) return false;
+            s.dtype = binary_result(s.bop, p);
+            return true;
+        }
+        case Kind::Where: {
+            auto b1 = broadcast(x->shape, in(s.b).shape);
+            auto b2 = b1 ? broadcast(*b1, in(s.c).shape) : std::nullopt;
+            if (!b2) return false;
+            s.shape = *b2, s.dtype = promote_types(in(s.b).dtype, in(s.c).dtype);
+            return true;
+        }
+        case Kind::Cast: s.shape = x->shape; return true;
+        case Kind::Reduce: {
+            std::vector<bool> chosen(r, s.all_axes);
+            for (int a : s.axes) {
+                if (!axis_ok(a, r) || chosen[static_cast<std::size_t>(norm_axis(a, r))]) return false;
+                chosen[static_cast<std::size_t>(norm_axis(a, r))] = true;
+            }
+            s.shape.clear();
+            for (std::size_t k = 0; k < r; ++k) {
+                if (chosen[k] && x->shape[k] == 0 && (s.red == Red::Max || s.red == Red::Min)) return false;
+                if (!chosen[k]) s.shape.push_back(x->shape[k]);
+                else if (s.keepdim) s.shape.push_back(1);
+            }
+            const DType t = x->dtype;
+            s.dtype = s.red == Red::Sum || s.red == Red::Prod ? (is_float(t) ? t : DType::Int64)
+                    : s.red == Red::Mean ? (is_float(t) ? t : DType::Float32)
+                    : s.red == Red::Any || s.red == Red::All ? DType::Bool : t;
+            return true;
+        }
+        case Kind::Reshape: {
+            Shape t = s.target;
+            i64 known = 1;
+            int free = -1;
+            for (std::size_t k = 0; k < t.size(); ++k)
+                if (t[k] == -1) free = static_cast<int>(k);
+                else known *= t[k];
+            if (free >= 0) {
+                if (known == 0 || numel(x->shape) % known) return false;
+                t[static_cast<std::size_t>(free)] = numel(x->shape) / known;
+            }
+            if (numel(t) != numel(x->shape)) return false;
+            s.shape = t, s.dtype = x->dtype;
+            return true;
+        }
+        case Kind::Permute:
+            if (s.axes.size() != r) return false;
+            s.shape.clear();
+            for (int a : s.axes) s.shape.push_back(x->shape[static_cast<std::size_t>(norm_axis(a, r))]);
+            s.dtype = x->dtype;
+            return true;
+        case Kind::Expand: {
+            if (s.target.size() < r) return false;
+            const std::size_t lead = s.target.size() - r;
+            s.shape = s.target;
+            for (std::size_t k = 0; k < r; ++k) {
+                i64& e = s.shape[lead + k];
+                if (e == -1) e = x->shape[k];
+                else if (x->shape[k] != 1 && x->shape[k] != e) return false;
+            }
+            s.dtype = x->dtype;
+            return true;
+        }
+        case Kind::Slice: case Kind::Assign: {
+            if (!axis_ok(s.axis, r)) return false;
+            const std::size_t k = static_cast<std::size_t>(norm_axis(s.axis, r));
+            Shape t = x->shape;
+            t[k] = Generator::slice_indices(t[k], s.start, s.stop, s.step)[2];
+            if (s.kind == Kind::Slice) s.shape = t;
+            else {
+                auto b = broadcast(in(s.b).shape, t);
+                if (!b || *b != t) return false;
+                s.shape = x->shape;
+            }
+            s.dtype = x->dtype;
+            return true;
+        }
+        case Kind::Pad:
+            if (s.before.size() != r) return false;
+            s.shape = x->shape;
+            for (std::size_t k = 0; k < r; ++k) s.shape[k] += s.before[k] + s.after[k];
+            s.dtype = x->dtype;
+            return true;
+        case Kind::Flip:
+            for (int a : s.axes)
+                if (!axis_ok(a, r)) return false;
+            s.shape = x->shape, s.dtype = x->dtype;
+            return true;
+        case Kind::Matmul: {
+            Shape as = x->shape, bs = in(s.b).shape;
+            if (as.empty() || bs.empty()) return false;
+            const bool av = as.size() == 1, bv = bs.size() == 1;
+            if (av) as.insert(0, 1);
+            if (bv) bs.push_back(1);
+            if (as.back() != bs[bs.size() - 2]) return false;
+            auto batch = broadcast(Shape(as.begin(), as.end() - 2), Shape(bs.begin(), bs.end() - 2));
+            if (!batch) return false;
+            s.shape = *batch;
+            if (!av) s.shape.push_back(as[as.size() - 2]);
+            if (!bv) s.shape.push_back(bs.back());
+            s.dtype = promote_types(x->dtype, in(s.b).dtype);
+            return true;
+        }
+        case Kind::Gather: case Kind::ScatterAdd: {
+            const Step& index = in(s.b);
+            if (!axis_ok(s.axis, r) || index.shape.size() != r || index.kind != Kind::Leaf || !is_int(index.dtype)) return false;
+            const std::size_t k = static_cast<std::size_t>(norm_axis(s.axis, r));
+            for (std::size_t d = 0; d < r; ++d)
+                if (d != k && index.shape[d] > x->shape[d]) return false;
+            for (double v : index.data)
+                if (v < 0 || v >= static_cast<double>(x->shape[k])) return false;
+            if (s.kind == Kind::ScatterAdd) {
+                const Step& src = in(s.c);
+                if (x->dtype == DType::Bool || src.shape.size() != r) return false;
+                for (std::size_t d = 0; d < r; ++d)
+                    if (index.shape[d] > src.shape[d]) return false;
+                s.shape = x->shape;
+            } else {
+                s.shape = index.shape;
+            }
+            s.dtype = x->dtype;
+            return true;
+        }
+        case Kind::Scan:
+            if (!axis_ok(s.axis, r)) return false;
+            s.shape = x->shape, s.dtype = is_float(x->dtype) ? x->dtype : DType::Int64;
+            return true;
+        case Kind::ArgExt: {
+            if (!axis_ok(s.axis, r)) return false;
+            const std::size_t k = static_cast<std::size_t>(norm_axis(s.axis, r));
+            if (x->shape[k] == 0) return false;
+            s.shape.clear();
+            for (std::size_t d = 0; d < r; ++d)
+                if (d != k) s.shape.push_back(x->shape[d]);
+                else if (s.keepdim) s.shape.push_back(1);
+            s.dtype = DType::Int64;
+            return true;
+        }
+        case Kind::Fused: {
+            const DType want = s.pattern == 3 ? DType::Float32 : s.dtype;
+            if (x->dtype != want || in(s.b).dtype != s.dtype || (s.c >= 0 && in(s.c).dtype != s.dtype)) return false;
+            auto b = broadcast(x->shape, in(s.b).shape);
+            if (b && s.c >= 0) b = broadcast(*b, in(s.c).shape);
+            if (!b) return false;
+            s.shape = *b;
+            return true;
+        }
+        case Kind::Concat: {
+            if (!axis_ok(s.axis, r)) return false;
+            const std::size_t k = static_cast<std::size_t>(norm_axis(s.axis, r));
+            s.shape = x->shape, s.dtype = x->dtype;
+            for (int i : {s.b, s.c}) {
+                if (i < 0) continue;
+                const Shape& o = in(i).shape;
+                if (o.size() != r) return false;
+                for (std::size_t d = 0; d < r; ++d)
+                    if (d != k && o[d] != x->shape[d]) return false;
+                s.shape[k] += o[k];
+                s.dtype = promote_types(s.dtype, in(i).dtype);
+            }
+            return true;
+        }
+    }
+    return false;
+}
+
+/// Re-infers every step; with `drop`, steps that became invalid (and those that read them)
+/// are removed, and it fails only if no output is left; without, any invalid step fails it.
+inline bool reinfer(Program& p, bool drop) {
+    std::vector<bool> gone(p.steps.size(), false);
+    for (std::size_t i = 0; i < p.steps.size(); ++i) {
+        Step& s = p.steps[i];
+        for (int k : {s.a, s.b, s.c})
+            if (k >= 0 && gone[static_cast<std::size_t>(k)]) gone[i] = true;
+        if (!gone[i] && !infer_step(s, p.steps)) gone[i] = true;
+        if (gone[i] && !drop) return false;
+    }
+    Program out = p;
+    out.steps.clear();
+    std::vector<int> renum(p.steps.size(), -1);
+    bool any_output = false;
+    for (std::size_t i = 0; i < p.steps.size(); ++i) {
+        if (gone[i]) continue;
+        Step s = p.steps[i];
+        for (int* k : {&s.a, &s.b, &s.c})
+            if (*k >= 0) *k = renum[static_cast<std::size_t>(*k)];
+        any_output = any_output || s.output;
+        renum[i] = static_cast<int>(out.steps.size());
+        out.steps.push_back(std::move(s));
+    }
+    p = out;
+    return any_output;
+}
+
+/// The leaf cut to its first `to` elements along axis k.
+inline Step shrink_leaf(const Step& leaf, std::size_t k, i64 to) {
+    Step small = leaf;
+    small.shape[k] = to;
+    small.data.clear();
+    std::vector<i64> idx(leaf.shape.size(), 0);
+    for (std::size_t lin = 0; lin < leaf.data.size(); ++lin) {
+        if (idx[k] < to) small.data.push_back(leaf.data[lin]);
+        for (std::size_t d = idx.size(); d-- > 0;)
+            if (++idx[d] < leaf.shape[d]) break;
+            else idx[d] = 0;
+    }
+    return small;
+}
+
 /// Shrinks a failing program while `fails` holds: keeps one output, replaces steps by their
-/// inputs or by leaves holding their reference values, and drops what is left unused.
+/// inputs or by leaves holding their reference values, shrinks leaf shapes, and drops what is
+/// left unused.
 inline Program minimize(Program p, const std::function<bool(const Program&)>& fails, int output,
                         double budget_seconds = 120) {
     const auto start = std::chrono::steady_clock::now();
@@ -1701,7 +2509,9 @@ inline Program minimize(Program p, const std::function<bool(const Program&)>& fa
     };
     auto attempt = [&](const Program& q) {
         Program r = prune(q);
-        if (r.steps.size() > p.steps.size() || !fails(r)) return false;
+        // (A program that became invalid, say a gather position past a shrunk axis, would fail
+        // for the wrong reason.)
+        if (r.steps.size() > p.steps.size() || !reinfer(r, false) || !fails(r)) return false;
         p = r;
         return true;
     };
@@ -1755,7 +2565,35 @@ inline Program minimize(Program p, const std::function<bool(const Program&)>& fa
             }
         }
     }
-    // 3) Simplify leaf values: zero, then one, where the failure stays.
+    // 3) Shrink leaf shapes: one axis of one leaf at a time to extent 1, else to half (its
+    // first elements along that axis), the program re-inferred and the steps that became
+    // invalid dropped (with what reads them), while the failure stays.
+    for (bool changed = true; changed && time_left();) {
+        changed = false;
+        for (std::size_t i = 0; i < p.steps.size() && !changed && time_left(); ++i) {
+            const Step leaf = p.steps[i];
+            if (leaf.kind != Kind::Leaf) continue;
+            for (std::size_t k = 0; k < leaf.shape.size() && !changed; ++k) {
+                const i64 e = leaf.shape[k];
+                // The leaf's axis alone, or with the same axis (counted from the right, as
+                // broadcasting aligns them) of every other leaf of that extent.
+                const std::size_t from_end = leaf.shape.size() - k;
+                for (bool together : {true, false})
+                    for (i64 to : {i64(1), e / 2}) {
+                        if (to >= e || to < 1 || changed) continue;
+                        Program q = p;
+                        for (std::size_t j = 0; j < q.steps.size(); ++j) {
+                            const Step& l = p.steps[j];
+                            if (l.kind != Kind::Leaf || (j != i && !together)) continue;
+                            if (l.shape.size() < from_end || l.shape[l.shape.size() - from_end] != e) continue;
+                            q.steps[j] = shrink_leaf(l, l.shape.size() - from_end, to);
+                        }
+                        if (reinfer(q, true) && attempt(q)) changed = true;
+                    }
+            }
+        }
+    }
+    // 4) Simplify leaf values: zero, then one, where the failure stays.
     for (std::size_t i = 0; i < p.steps.size() && time_left(); ++i) {
         if (p.steps[i].kind != Kind::Leaf || p.steps[i].data.size() > 64) continue;
         for (std::size_t k = 0; k < p.steps[i].data.size() && time_left(); ++k) {
@@ -1771,14 +2609,16 @@ inline Program minimize(Program p, const std::function<bool(const Program&)>& fa
 }
 
 /// Everything a report needs for a failing program on a device.
-inline std::string report(const Program& p, Device d, const Failure& f) {
+inline std::string report(const Program& p0, Device d, const Failure& f, Path path = Path::Graph) {
+    Program p = p0;
+    fill_random(p);
     std::ostringstream o;
     o << "seed " << p.seed << ", device " << d.str() << ": " << f.what << "\n";
     o << "// realize mode: " << (p.together ? "together" : "one by one") << "\n" << to_cpp(p);
     const auto ref = evaluate(p);
     for (std::size_t i = 0; i < p.steps.size(); ++i)
         if (p.steps[i].output) o << "// reference s" << i << " = " << ref_str(ref[i]) << "\n";
-    const Results res = run_on_device(p, d);
+    const Results res = run_on_device(p, d, path);
     std::size_t k = 0;
     for (std::size_t i = 0; i < p.steps.size() && !res.failure.failed; ++i)
         if (p.steps[i].output) {
