@@ -148,9 +148,10 @@ public:
     }
     void read(const Buffer& src, std::size_t at, void* dst, std::size_t bytes) override {
         if (!bytes) return;
-        check(clEnqueueReadBuffer(queue_, static_cast<cl_mem>(src.handle()), CL_TRUE, at, bytes, dst, 0, nullptr, nullptr),
-              "clEnqueueReadBuffer", concat("copying ", bytes, " bytes from ", describe()));
-        check_launched(true);
+        const cl_int err =
+            clEnqueueReadBuffer(queue_, static_cast<cl_mem>(src.handle()), CL_TRUE, at, bytes, dst, 0, nullptr, nullptr);
+        check_launched(true);  // first: a failed kernel is named, and reported once (NVIDIA's wait reports it too)
+        check(err, "clEnqueueReadBuffer", concat("copying ", bytes, " bytes from ", describe()));
     }
 
     // ------------------------------------------------------------------------------ running
@@ -194,8 +195,9 @@ public:
     }
 
     void synchronize() override {
-        check(clFinish(queue_), "clFinish", "on", describe());
-        check_launched(true);
+        const cl_int err = clFinish(queue_);
+        check_launched(true);  // first: a failed kernel is named, and reported once (NVIDIA's wait reports it too)
+        check(err, "clFinish", concat("on ", describe()));
     }
 
     /// Whether every launch keeps its event until a wait checks it (LAZYTENSOR_OPENCL_LAUNCH_EVENTS).
@@ -501,7 +503,7 @@ private:
         if (err == CL_SUCCESS) err = clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_START, sizeof start, &start, nullptr);
         if (err == CL_SUCCESS) err = clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr);
         clReleaseEvent(event);
-        check(err, "clGetEventProfilingInfo", "on", describe());
+        check(err, "clGetEventProfilingInfo", concat("on ", describe()));
         return static_cast<double>(end - start) * 1e-6;
     }
 
@@ -519,7 +521,7 @@ private:
         const std::size_t len = source.size();
         cl_int err = CL_SUCCESS;
         auto program = std::make_shared<ProgramOwner>(clCreateProgramWithSource(context_, 1, &text, &len, &err));
-        check(err, "clCreateProgramWithSource", "on", describe());
+        check(err, "clCreateProgramWithSource", concat("on ", describe()));
         err = clBuildProgram(program->program, 1, &device_, options_.c_str(), nullptr, nullptr);
         if (err != CL_SUCCESS)
             fail<BackendError>("OpenCL: building a lazytensor kernel for ", describe(), " failed: ", status_name(err), " (",
