@@ -7186,6 +7186,14 @@ private:
     // A split work item passes a chunk; it then leaves the per-lane result in the accumulator.
     void run_phase(std::size_t pi, Frame& f, std::int64_t a0, std::int64_t a1) const {
         const PPhase& p = phases_[pi];
+        if (!p.outer && p.kind == ir::Phase::Kind::Reduce && a1 <= a0) {
+            // An empty reduced axis: the identity, and no load (not even a hoisted one: an empty
+            // input has no element 0).
+            char* acc = f.arena + p.acc;
+            p.reduce.init(acc, f.olen);
+            std::memcpy(f.arena + p.slot, acc, static_cast<std::size_t>(f.olen) * dtype_size(p.reduce_dtype));
+            return;
+        }
         BlockCtx octx{f.olen, &f.osegs, true, &f.zero_a};
         prepare_forwarding(p, f, octx, false);
         eval(p, p.hoisted, f.hoisted_ptr, f, octx);
