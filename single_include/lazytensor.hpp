@@ -11008,7 +11008,7 @@ namespace detail {
 /// of the smallest subnormal: where a result is subnormal, a device may round it or flush it
 /// differently by a unit (NVIDIA's double exp gives 0 where the host gives 4.9e-324).
 struct CheckTolerance {
-    double rtol, atol, subnormal_units;
+    double rtol, atol, subnormal_slack;  // subnormal_slack: an absolute bound, kCheckSubnormalUnits smallest subnormals
 };
 constexpr double kCheckSubnormalUnits = 4;
 inline CheckTolerance check_tolerance(DType t) {
@@ -11262,7 +11262,7 @@ public:
         auto bound = [&](std::int64_t i) {
             const double magnitude = element_as_double(magnitudes.data(), t, i);  // NaN (0 / 0 above): unknown
             return tol.rtol * std::fabs(element_as_double(want, t, i)) + tol.atol * (std::isnan(magnitude) ? INFINITY : magnitude) +
-                   tol.subnormal_units;
+                   tol.subnormal_slack;
         };
         std::int64_t first = -1, differing = 0;
         for (std::int64_t i = 0; i < n; ++i) {
