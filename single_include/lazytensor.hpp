@@ -7959,6 +7959,7 @@ public:
         std::lock_guard<std::mutex> lock(mutex_);
         return dir_;
     }
+    bool enabled() const { return !directory().empty(); }
     Stats stats() const {
         std::lock_guard<std::mutex> lock(mutex_);
         return stats_;
@@ -9470,7 +9471,8 @@ public:
         const bool from_disk = program != nullptr;
         if (!from_disk) {
             program = from_source(source);
-            disk_.store(key, binary_of(program->program));
+            // Only when storing: asking PoCL for a binary makes it compile every kernel once more.
+            if (disk_.enabled()) disk_.store(key, binary_of(program->program));
         }
         count_program(from_disk);
         if (from) *from = from_disk ? ProgramSource::Disk : ProgramSource::Compiler;

@@ -289,7 +289,8 @@ public:
         const bool from_disk = program != nullptr;
         if (!from_disk) {
             program = from_source(source);
-            disk_.store(key, binary_of(program->program));
+            // Only when storing: asking PoCL for a binary makes it compile every kernel once more.
+            if (disk_.enabled()) disk_.store(key, binary_of(program->program));
         }
         count_program(from_disk);
         if (from) *from = from_disk ? ProgramSource::Disk : ProgramSource::Compiler;

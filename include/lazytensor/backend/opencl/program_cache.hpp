@@ -101,6 +101,7 @@ public:
         std::lock_guard<std::mutex> lock(mutex_);
         return dir_;
     }
+    bool enabled() const { return !directory().empty(); }
     Stats stats() const {
         std::lock_guard<std::mutex> lock(mutex_);
         return stats_;
