@@ -1421,8 +1421,10 @@ enum class TypeRule : std::uint8_t {
     X(IsInf, isinf, Predicate)
 
 // X(enumerator, function name, TypeRule). Operators (+ - * / % < <= > >= == != & | ^ << >> &&
-// ||) map onto the same enumerators in frontend/functions.hpp.
-#define LAZYTENSOR_BINARY_OPS(X)            \
+// ||) map onto the same enumerators in frontend/functions.hpp, which makes a public function
+// lt::<name> of each op but the internal ones (LAZYTENSOR_INTERNAL_BINARY_OPS).
+#define LAZYTENSOR_BINARY_OPS(X) LAZYTENSOR_PUBLIC_BINARY_OPS(X) LAZYTENSOR_INTERNAL_BINARY_OPS(X)
+#define LAZYTENSOR_PUBLIC_BINARY_OPS(X)     \
     X(Add, add, Arith)                      \
     X(Sub, sub, Arith)                      \
     X(Mul, mul, Arith)                      \
@@ -1445,7 +1447,8 @@ enum class TypeRule : std::uint8_t {
     X(Shl, left_shift, Shift)               \
     X(Shr, right_shift, Shift)              \
     X(LogicalAnd, logical_and, Predicate)   \
-    X(LogicalOr, logical_or, Predicate)     \
+    X(LogicalOr, logical_or, Predicate)
+#define LAZYTENSOR_INTERNAL_BINARY_OPS(X) \
     X(Philox, philox, Shift)
 
 // philox(counter, key): 64 random bits (Philox 4x32-10, core/philox.hpp) for int64 operands;
@@ -5118,6 +5121,12 @@ Tensor<T> concat(const std::vector<Tensor<T>>& parts, int axis = 0) {
     return Tensor<T>(result);
 }
 
+/// concat({a, b}, axis): the braced form.
+template <class T>
+Tensor<T> concat(std::initializer_list<Tensor<T>> parts, int axis = 0) {
+    return lazytensor::concat<T>(std::vector<Tensor<T>>(parts), axis);
+}
+
 /// The tensors (all of one shape) stacked along a new axis at position `axis` of the result.
 /// Lazy, as concat. ValueError for an empty list, ShapeError for differing shapes.
 template <class T>
@@ -5131,6 +5140,12 @@ Tensor<T> stack(const std::vector<Tensor<T>>& parts, int axis = 0) {
         spread.push_back(parts[i].unsqueeze(axis));
     }
     return lazytensor::concat<T>(spread, axis);
+}
+
+/// stack({a, b}, axis): the braced form.
+template <class T>
+Tensor<T> stack(std::initializer_list<Tensor<T>> parts, int axis = 0) {
+    return lazytensor::stack<T>(std::vector<Tensor<T>>(parts), axis);
 }
 
 /// Free forms of the members: lt::slice(x, ...) is x.slice(...), and likewise flip, pad,
@@ -5301,19 +5316,24 @@ Tensor<detail::reduce_t<ReduceOp::Prod, T>> TensorBase<T, D>::cumprod(int axis) 
     return Tensor<detail::reduce_t<ReduceOp::Prod, T>>(detail::scan(ReduceOp::Prod, self().build(), axis, "cumprod"));
 }
 
-/// Free forms of the members: lt::var(x, ...) is x.var(...), and likewise std, argmax, argmin,
-/// cumsum and cumprod.
-#define LAZYTENSOR_FREE_FORM(fn)                                           \
-    template <class E, class... Args, class = std::enable_if_t<detail::is_tensor_like_v<E>>> \
-    auto fn(const E& x, Args&&... args) {                                  \
-        return x.fn(std::forward<Args>(args)...);                          \
+/// Free forms of the members, with the members' parameters (so braced axis lists work):
+/// lt::var(x, {0, 1}, true) is x.var({0, 1}, true), and likewise std, argmax, argmin, cumsum
+/// and cumprod.
+#define LAZYTENSOR_FREE_FORM(fn, params, args)                                            \
+    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>             \
+    auto fn(const E& x LAZYTENSOR_UNPAREN params) {                                       \
+        return x.fn args;                                                                  \
     }
-LAZYTENSOR_FREE_FORM(var)
-LAZYTENSOR_FREE_FORM(std)
-LAZYTENSOR_FREE_FORM(argmax)
-LAZYTENSOR_FREE_FORM(argmin)
-LAZYTENSOR_FREE_FORM(cumsum)
-LAZYTENSOR_FREE_FORM(cumprod)
+#define LAZYTENSOR_UNPAREN(...) __VA_ARGS__
+LAZYTENSOR_FREE_FORM(var, (, const Axes& axes = {}, bool keepdim = false, int correction = 1), (axes, keepdim, correction))
+LAZYTENSOR_FREE_FORM(var, (, int axis, bool keepdim = false, int correction = 1), (axis, keepdim, correction))
+LAZYTENSOR_FREE_FORM(std, (, const Axes& axes = {}, bool keepdim = false, int correction = 1), (axes, keepdim, correction))
+LAZYTENSOR_FREE_FORM(std, (, int axis, bool keepdim = false, int correction = 1), (axis, keepdim, correction))
+LAZYTENSOR_FREE_FORM(argmax, (, int axis, bool keepdim = false), (axis, keepdim))
+LAZYTENSOR_FREE_FORM(argmin, (, int axis, bool keepdim = false), (axis, keepdim))
+LAZYTENSOR_FREE_FORM(cumsum, (, int axis), (axis))
+LAZYTENSOR_FREE_FORM(cumprod, (, int axis), (axis))
+#undef LAZYTENSOR_UNPAREN
 #undef LAZYTENSOR_FREE_FORM
 
 }  // namespace lazytensor
@@ -11810,10 +11830,10 @@ Tensor<T> TensorBase<T, D>::to(Device device) const {
     return tensor<T>(t.to_vector(), t.shape(), device);
 }
 
-/// A 1-D tensor holding `data`, on the default device (copied there now).
+/// A 1-D tensor holding `data`, on `device` (copied there now).
 template <class T>
-Tensor<T> tensor(std::initializer_list<T> data) {
-    return tensor<T>(std::vector<T>(data), Shape{static_cast<std::int64_t>(data.size())});
+Tensor<T> tensor(std::initializer_list<T> data, Device device = default_device()) {
+    return tensor<T>(std::vector<T>(data), Shape{static_cast<std::int64_t>(data.size())}, device);
 }
 
 /// A tensor of the given shape with every element equal to `value` (lazy: no memory until realized).
@@ -11898,7 +11918,7 @@ LAZYTENSOR_UNARY_OPS(LAZYTENSOR_X)
     auto fn(L&& a, R&& b) {                                                               \
         return detail::make_binary<BinaryOp::name>(std::forward<L>(a), std::forward<R>(b)); \
     }
-LAZYTENSOR_BINARY_OPS(LAZYTENSOR_X)
+LAZYTENSOR_PUBLIC_BINARY_OPS(LAZYTENSOR_X)
 #undef LAZYTENSOR_X
 
 /// Operators: the same ops, NumPy broadcasting, a tensor or a scalar on either side. % is
@@ -12009,6 +12029,19 @@ LAZYTENSOR_REDUCTION(any)
 LAZYTENSOR_REDUCTION(all)
 LAZYTENSOR_REDUCTION(mean)
 #undef LAZYTENSOR_REDUCTION
+
+/// PyTorch's rule for max and min: of one tensor (and axes) a reduction, of two tensors the
+/// element-wise maximum(a, b) / minimum(a, b).
+template <class A, class B,
+          class = std::enable_if_t<detail::is_tensor_like_v<std::decay_t<A>> && detail::is_tensor_like_v<std::decay_t<B>>>>
+auto max(A&& a, B&& b) {
+    return maximum(std::forward<A>(a), std::forward<B>(b));
+}
+template <class A, class B,
+          class = std::enable_if_t<detail::is_tensor_like_v<std::decay_t<A>> && detail::is_tensor_like_v<std::decay_t<B>>>>
+auto min(A&& a, B&& b) {
+    return minimum(std::forward<A>(a), std::forward<B>(b));
+}
 
 /// Matrix product with NumPy's rules. [m, k] x [k, n] -> [m, n]; batch axes broadcast
 /// ([8, 1, 64, 32] x [4, 32, 16] -> [8, 4, 64, 16]); a 1-d left operand is a row vector and a

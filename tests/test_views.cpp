@@ -322,3 +322,49 @@ TEST_CASE("concat, stack, tile and repeat_interleave") {
         CHECK(lt::kernel_count(lt::schedule(ta.tile({2, 3}) + 1.0f)) == 1);
     });
 }
+
+namespace {
+// lt::philox(a, b) would be found by argument-dependent lookup if it were public.
+template <class T, class = void>
+struct has_public_philox : std::false_type {};
+template <class T>
+struct has_public_philox<T, std::void_t<decltype(philox(std::declval<T>(), std::declval<T>()))>> : std::true_type {};
+}  // namespace
+
+TEST_CASE("free functions take braced lists of tensors and axes, and max/min of two tensors are element-wise") {
+    static_assert(!has_public_philox<lt::Tensor<std::int64_t>>::value, "philox is internal");
+    for_each_device([](lt::Device device) {
+        lt::Tensor<float> a = lt::tensor({1.0f, 2.0f, 3.0f}, device), b = lt::tensor({4.0f, 5.0f, 6.0f}, device);
+        CHECK(a.device() == device);
+        CHECK(lt::concat({a, b}, 0).to_vector() == std::vector<float>{1, 2, 3, 4, 5, 6});
+        CHECK(lt::concat({a, b}).to_vector() == std::vector<float>{1, 2, 3, 4, 5, 6});
+        lt::Tensor<float> s = lt::stack({a, b}, 1);
+        CHECK(s.shape() == lt::Shape{3, 2});
+        CHECK(s.to_vector() == std::vector<float>{1, 4, 2, 5, 3, 6});
+        CHECK(lt::stack({a, b}).shape() == lt::Shape{2, 3});
+
+        lt::Tensor<float> x = lt::tensor<float>({1, 2, 3, 4, 5, 6}, {2, 3}, device);
+        CHECK(lt::var(x, {0}, false).to_vector() == std::vector<float>{4.5f, 4.5f, 4.5f});
+        CHECK(lt::var(x, {0, 1}).item() == doctest::Approx(3.5));
+        CHECK(lt::var(x, {0, 1}, false, 0).item() == doctest::Approx(17.5 / 6));
+        lt::Tensor<float> sd = lt::std(x, {1}, true);
+        CHECK(sd.shape() == lt::Shape{2, 1});
+        CHECK(sd.to_vector() == std::vector<float>{1, 1});
+        CHECK(lt::std(x).item() == doctest::Approx(std::sqrt(3.5)));
+        CHECK(lt::argmax(x, {1}).to_vector() == std::vector<std::int64_t>{2, 2});
+        lt::Tensor<std::int64_t> am = lt::argmin(x, {0}, true);
+        CHECK(am.shape() == lt::Shape{1, 3});
+        CHECK(am.to_vector() == std::vector<std::int64_t>{0, 0, 0});
+        CHECK(lt::cumsum(x, {1}).to_vector() == std::vector<float>{1, 3, 6, 4, 9, 15});
+        CHECK(lt::cumprod(x, {0}).to_vector() == std::vector<float>{1, 2, 3, 4, 10, 18});
+
+        // PyTorch's names: max/min of one tensor reduce, of two tensors compare element-wise.
+        CHECK(lt::max(a, b).to_vector() == std::vector<float>{4, 5, 6});
+        CHECK(lt::min(a, b).to_vector() == std::vector<float>{1, 2, 3});
+        CHECK(lt::max(a + 4.5f, b).to_vector() == std::vector<float>{5.5f, 6.5f, 7.5f});
+        CHECK(lt::min(b, a * 2.0f).to_vector() == std::vector<float>{2, 4, 6});
+        CHECK(lt::max(a).item() == 3.0f);
+        CHECK(lt::max(x, 1).to_vector() == std::vector<float>{3, 6});
+        CHECK(lt::min(x, {0, 1}).item() == 1.0f);
+    });
+}

@@ -49,10 +49,10 @@ Tensor<T> TensorBase<T, D>::to(Device device) const {
     return tensor<T>(t.to_vector(), t.shape(), device);
 }
 
-/// A 1-D tensor holding `data`, on the default device (copied there now).
+/// A 1-D tensor holding `data`, on `device` (copied there now).
 template <class T>
-Tensor<T> tensor(std::initializer_list<T> data) {
-    return tensor<T>(std::vector<T>(data), Shape{static_cast<std::int64_t>(data.size())});
+Tensor<T> tensor(std::initializer_list<T> data, Device device = default_device()) {
+    return tensor<T>(std::vector<T>(data), Shape{static_cast<std::int64_t>(data.size())}, device);
 }
 
 /// A tensor of the given shape with every element equal to `value` (lazy: no memory until realized).

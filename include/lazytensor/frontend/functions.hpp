@@ -27,7 +27,7 @@ LAZYTENSOR_UNARY_OPS(LAZYTENSOR_X)
     auto fn(L&& a, R&& b) {                                                               \
         return detail::make_binary<BinaryOp::name>(std::forward<L>(a), std::forward<R>(b)); \
     }
-LAZYTENSOR_BINARY_OPS(LAZYTENSOR_X)
+LAZYTENSOR_PUBLIC_BINARY_OPS(LAZYTENSOR_X)
 #undef LAZYTENSOR_X
 
 /// Operators: the same ops, NumPy broadcasting, a tensor or a scalar on either side. % is
@@ -138,6 +138,19 @@ LAZYTENSOR_REDUCTION(any)
 LAZYTENSOR_REDUCTION(all)
 LAZYTENSOR_REDUCTION(mean)
 #undef LAZYTENSOR_REDUCTION
+
+/// PyTorch's rule for max and min: of one tensor (and axes) a reduction, of two tensors the
+/// element-wise maximum(a, b) / minimum(a, b).
+template <class A, class B,
+          class = std::enable_if_t<detail::is_tensor_like_v<std::decay_t<A>> && detail::is_tensor_like_v<std::decay_t<B>>>>
+auto max(A&& a, B&& b) {
+    return maximum(std::forward<A>(a), std::forward<B>(b));
+}
+template <class A, class B,
+          class = std::enable_if_t<detail::is_tensor_like_v<std::decay_t<A>> && detail::is_tensor_like_v<std::decay_t<B>>>>
+auto min(A&& a, B&& b) {
+    return minimum(std::forward<A>(a), std::forward<B>(b));
+}
 
 /// Matrix product with NumPy's rules. [m, k] x [k, n] -> [m, n]; batch axes broadcast
 /// ([8, 1, 64, 32] x [4, 32, 16] -> [8, 4, 64, 16]); a 1-d left operand is a row vector and a

@@ -178,6 +178,12 @@ Tensor<T> concat(const std::vector<Tensor<T>>& parts, int axis = 0) {
     return Tensor<T>(result);
 }
 
+/// concat({a, b}, axis): the braced form.
+template <class T>
+Tensor<T> concat(std::initializer_list<Tensor<T>> parts, int axis = 0) {
+    return lazytensor::concat<T>(std::vector<Tensor<T>>(parts), axis);
+}
+
 /// The tensors (all of one shape) stacked along a new axis at position `axis` of the result.
 /// Lazy, as concat. ValueError for an empty list, ShapeError for differing shapes.
 template <class T>
@@ -191,6 +197,12 @@ Tensor<T> stack(const std::vector<Tensor<T>>& parts, int axis = 0) {
         spread.push_back(parts[i].unsqueeze(axis));
     }
     return lazytensor::concat<T>(spread, axis);
+}
+
+/// stack({a, b}, axis): the braced form.
+template <class T>
+Tensor<T> stack(std::initializer_list<Tensor<T>> parts, int axis = 0) {
+    return lazytensor::stack<T>(std::vector<Tensor<T>>(parts), axis);
 }
 
 /// Free forms of the members: lt::slice(x, ...) is x.slice(...), and likewise flip, pad,

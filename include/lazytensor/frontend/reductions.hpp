@@ -129,19 +129,24 @@ Tensor<detail::reduce_t<ReduceOp::Prod, T>> TensorBase<T, D>::cumprod(int axis) 
     return Tensor<detail::reduce_t<ReduceOp::Prod, T>>(detail::scan(ReduceOp::Prod, self().build(), axis, "cumprod"));
 }
 
-/// Free forms of the members: lt::var(x, ...) is x.var(...), and likewise std, argmax, argmin,
-/// cumsum and cumprod.
-#define LAZYTENSOR_FREE_FORM(fn)                                           \
-    template <class E, class... Args, class = std::enable_if_t<detail::is_tensor_like_v<E>>> \
-    auto fn(const E& x, Args&&... args) {                                  \
-        return x.fn(std::forward<Args>(args)...);                          \
+/// Free forms of the members, with the members' parameters (so braced axis lists work):
+/// lt::var(x, {0, 1}, true) is x.var({0, 1}, true), and likewise std, argmax, argmin, cumsum
+/// and cumprod.
+#define LAZYTENSOR_FREE_FORM(fn, params, args)                                            \
+    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>             \
+    auto fn(const E& x LAZYTENSOR_UNPAREN params) {                                       \
+        return x.fn args;                                                                  \
     }
-LAZYTENSOR_FREE_FORM(var)
-LAZYTENSOR_FREE_FORM(std)
-LAZYTENSOR_FREE_FORM(argmax)
-LAZYTENSOR_FREE_FORM(argmin)
-LAZYTENSOR_FREE_FORM(cumsum)
-LAZYTENSOR_FREE_FORM(cumprod)
+#define LAZYTENSOR_UNPAREN(...) __VA_ARGS__
+LAZYTENSOR_FREE_FORM(var, (, const Axes& axes = {}, bool keepdim = false, int correction = 1), (axes, keepdim, correction))
+LAZYTENSOR_FREE_FORM(var, (, int axis, bool keepdim = false, int correction = 1), (axis, keepdim, correction))
+LAZYTENSOR_FREE_FORM(std, (, const Axes& axes = {}, bool keepdim = false, int correction = 1), (axes, keepdim, correction))
+LAZYTENSOR_FREE_FORM(std, (, int axis, bool keepdim = false, int correction = 1), (axis, keepdim, correction))
+LAZYTENSOR_FREE_FORM(argmax, (, int axis, bool keepdim = false), (axis, keepdim))
+LAZYTENSOR_FREE_FORM(argmin, (, int axis, bool keepdim = false), (axis, keepdim))
+LAZYTENSOR_FREE_FORM(cumsum, (, int axis), (axis))
+LAZYTENSOR_FREE_FORM(cumprod, (, int axis), (axis))
+#undef LAZYTENSOR_UNPAREN
 #undef LAZYTENSOR_FREE_FORM
 
 }  // namespace lazytensor

@@ -52,8 +52,10 @@ enum class TypeRule : std::uint8_t {
     X(IsInf, isinf, Predicate)
 
 // X(enumerator, function name, TypeRule). Operators (+ - * / % < <= > >= == != & | ^ << >> &&
-// ||) map onto the same enumerators in frontend/functions.hpp.
-#define LAZYTENSOR_BINARY_OPS(X)            \
+// ||) map onto the same enumerators in frontend/functions.hpp, which makes a public function
+// lt::<name> of each op but the internal ones (LAZYTENSOR_INTERNAL_BINARY_OPS).
+#define LAZYTENSOR_BINARY_OPS(X) LAZYTENSOR_PUBLIC_BINARY_OPS(X) LAZYTENSOR_INTERNAL_BINARY_OPS(X)
+#define LAZYTENSOR_PUBLIC_BINARY_OPS(X)     \
     X(Add, add, Arith)                      \
     X(Sub, sub, Arith)                      \
     X(Mul, mul, Arith)                      \
@@ -76,7 +78,8 @@ enum class TypeRule : std::uint8_t {
     X(Shl, left_shift, Shift)               \
     X(Shr, right_shift, Shift)              \
     X(LogicalAnd, logical_and, Predicate)   \
-    X(LogicalOr, logical_or, Predicate)     \
+    X(LogicalOr, logical_or, Predicate)
+#define LAZYTENSOR_INTERNAL_BINARY_OPS(X) \
     X(Philox, philox, Shift)
 
 // philox(counter, key): 64 random bits (Philox 4x32-10, core/philox.hpp) for int64 operands;
