@@ -368,3 +368,78 @@ TEST_CASE("free functions take braced lists of tensors and axes, and max/min of 
         CHECK(lt::min(x, {0, 1}).item() == 1.0f);
     });
 }
+
+TEST_CASE("linspace, eye, triu and tril, the *_like functions, clone and contiguous") {
+    for_each_device([](lt::Device device) {
+        CHECK(lt::linspace<float>(0, 1, 5, device).to_vector() == std::vector<float>{0, 0.25f, 0.5f, 0.75f, 1});
+        CHECK(lt::linspace<double>(-1, 1, 3, device).to_vector() == std::vector<double>{-1, 0, 1});
+        CHECK(lt::linspace<float>(2, 7, 1, device).to_vector() == std::vector<float>{2});
+        CHECK(lt::linspace<float>(2, 7, 0, device).numel() == 0);
+        // The end is exact (counted back from it): 0.1 * 9 is not 0.9 in double, 1 - 0.1 is.
+        CHECK(lt::linspace<double>(0, 1, 11, device).to_vector()[9] == 1.0 - 0.1);
+        CHECK(lt::linspace<std::int32_t>(0, 10, 4, device).to_vector() == std::vector<std::int32_t>{0, 3, 6, 10});
+        CHECK(lt::linspace<float>(2, 7, 2, device).device() == device);
+        CHECK_THROWS_AS(lt::linspace<float>(0, 1, -1, device), lt::ValueError);
+        CHECK_THROWS_AS(lt::linspace<std::uint8_t>(0, 300, 4, device), lt::ValueError);
+
+        lt::Tensor<std::int32_t> e = lt::eye<std::int32_t>(2, 3, device);
+        CHECK(e.shape() == lt::Shape{2, 3});
+        CHECK(e.to_vector() == std::vector<std::int32_t>{1, 0, 0, 0, 1, 0});
+        CHECK(lt::eye<float>(3, device).sum().item() == 3.0f);
+        CHECK(lt::eye<bool>(2, device).to_vector() == std::vector<bool>{true, false, false, true});
+        CHECK(lt::eye<float>(0, device).numel() == 0);
+        CHECK_THROWS_AS(lt::eye<float>(-1, 2, device), lt::ShapeError);
+
+        lt::Tensor<float> x = lt::tensor<float>({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {3, 4}, device);
+        CHECK(lt::triu(x).to_vector() == std::vector<float>{1, 2, 3, 4, 0, 6, 7, 8, 0, 0, 11, 12});
+        CHECK(lt::triu(x, 1).to_vector() == std::vector<float>{0, 2, 3, 4, 0, 0, 7, 8, 0, 0, 0, 12});
+        CHECK(lt::tril(x).to_vector() == std::vector<float>{1, 0, 0, 0, 5, 6, 0, 0, 9, 10, 11, 0});
+        CHECK(lt::tril(x, -1).to_vector() == std::vector<float>{0, 0, 0, 0, 5, 0, 0, 0, 9, 10, 0, 0});
+        CHECK(lt::triu(x * 2.0f, -1).to_vector() == std::vector<float>{2, 4, 6, 8, 10, 12, 14, 16, 0, 20, 22, 24});
+        // Batched: the last two axes; a view (transpose) and an integer dtype.
+        lt::Tensor<std::int32_t> b = lt::arange<std::int32_t>(8, device).reshape({2, 2, 2});
+        CHECK(lt::tril(b).to_vector() == std::vector<std::int32_t>{0, 0, 2, 3, 4, 0, 6, 7});
+        CHECK(lt::triu(x.t()).to_vector() == std::vector<float>{1, 5, 9, 0, 6, 10, 0, 0, 11, 0, 0, 0});
+        CHECK(lt::kernel_count(lt::schedule(lt::triu(x * 2.0f) + 1.0f)) == 1);
+        CHECK_THROWS_AS(lt::triu(lt::tensor({1.0f, 2.0f}, device)), lt::ShapeError);
+
+        lt::Tensor<float> z = lt::zeros_like(x + 1.0f);
+        CHECK(z.shape() == x.shape());
+        CHECK(z.device() == device);
+        CHECK(z.sum().item() == 0.0f);
+        CHECK(lt::ones_like(b).to_vector() == std::vector<std::int32_t>(8, 1));
+        CHECK(lt::full_like(x, 2.5f).to_vector() == std::vector<float>(12, 2.5f));
+        lt::Tensor<float> r = lt::rand_like(x, 7);
+        CHECK(r.to_vector() == lt::rand<float>({3, 4}, 7, device).to_vector());
+        CHECK(lt::randn_like(x, 7).shape() == x.shape());
+
+        // clone: memory of its own; the original's later writes do not reach it.
+        lt::Tensor<float> c = lt::clone(x);
+        c.realize();
+        CHECK(c.node_ptr()->buffer != x.node_ptr()->buffer);
+        lt::Tensor<float> lazy_clone = lt::clone(x);
+        x.slice(0, 0, 1).assign(0.0f);
+        CHECK(c.to_vector() == std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+        CHECK(lazy_clone.to_vector() == std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+        c.assign(1.0f);
+        CHECK(x.to_vector()[4] == 5.0f);
+
+        // contiguous: the tensor itself when it already is; a row-major copy of a strided view.
+        CHECK(lt::contiguous(x).node_ptr() == x.node_ptr());
+        lt::Tensor<float> rows = x.slice(0, 1, 3);  // realized zero-copy: a contiguous block at an offset
+        rows.realize();
+        CHECK(rows.node_ptr()->buffer == x.node_ptr()->buffer);
+        CHECK(lt::contiguous(rows).node_ptr() == rows.node_ptr());
+        lt::Tensor<float> cols = x.slice(1, 1, 3);  // realized zero-copy, rows with gaps: copied
+        cols.realize();
+        lt::Tensor<float> packed = lt::contiguous(cols);
+        CHECK(packed.node_ptr() != cols.node_ptr());
+        CHECK(packed.to_vector() == std::vector<float>{0, 0, 6, 7, 10, 11});
+        CHECK(packed.node_ptr()->strides == lt::Strides{2, 1});
+        lt::Tensor<float> t = lt::contiguous(x.t());
+        t.realize();
+        CHECK(t.node_ptr()->strides == lt::Strides{3, 1});
+        CHECK(t.to_vector() == std::vector<float>{0, 5, 9, 0, 6, 10, 0, 7, 11, 0, 8, 12});
+        CHECK(lt::contiguous(x + 1.0f).to_vector()[4] == 6.0f);
+    });
+}

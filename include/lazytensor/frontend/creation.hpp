@@ -21,6 +21,18 @@ Tensor<T> from_host(const T* data, std::int64_t count, Shape shape, Device devic
     return Tensor<T>(graph::buffer(std::move(buf), std::move(shape), std::move(strides), 0));
 }
 
+template <class E>
+Tensor<typename E::value_type> triangle(const E& x, std::int64_t k, bool upper, const char* op) {
+    using T = typename E::value_type;
+    const NodePtr v = x.build();
+    const int n = static_cast<int>(v->shape.size());
+    if (n < 2) fail<ShapeError>(op, ": needs at least two axes, got shape ", v->shape);
+    const NodePtr offset = graph::binary(BinaryOp::Sub, graph::iota(v->shape, n - 1, v->device),
+                                         graph::iota(v->shape, n - 2, v->device));
+    const NodePtr keep = graph::binary(upper ? BinaryOp::Ge : BinaryOp::Le, offset, Scalar::of<std::int64_t>(k));
+    return Tensor<T>(graph::where(keep, v, Scalar::of<T>(T(0))));
+}
+
 }  // namespace detail
 
 /// A tensor holding `data` (row-major) with the given shape, on `device`; copied there now.
@@ -106,6 +118,93 @@ Tensor<T> arange(double start, double stop, double step = 1, Device device = def
 template <class T>
 Tensor<T> arange(std::int64_t n, Device device = default_device()) {
     return arange<T>(0.0, static_cast<double>(n), 1.0, device);
+}
+
+/// `steps` values from `start` to `end`, both included, evenly spaced (PyTorch's and NumPy's
+/// linspace: computed in double, the second half counted back from `end` so that it is exact;
+/// integer T truncates toward zero). Copied to `device` now. ValueError for negative steps, a
+/// non-finite bound or a value that does not fit T.
+template <class T>
+Tensor<T> linspace(double start, double end, std::int64_t steps, Device device = default_device()) {
+    if (steps < 0 || !std::isfinite(start) || !std::isfinite(end))
+        detail::fail<ValueError>("lt::linspace: start and end must be finite and steps non-negative (got ", start,
+                                 ", ", end, ", ", steps, ")");
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+        for (double v : {start, end})
+            if (steps > 0 && (std::trunc(v) < static_cast<double>(std::numeric_limits<T>::min()) ||
+                              std::trunc(v) >= static_cast<double>(std::numeric_limits<T>::max()) + 1.0))
+                detail::fail<ValueError>("lt::linspace: ", v, " does not fit ", dtype_of<T>());
+    }
+    std::vector<T> values(static_cast<std::size_t>(steps));
+    const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
+    for (std::int64_t i = 0; i < steps; ++i) {
+        const double v = i < steps / 2 ? start + step * static_cast<double>(i)
+                                       : end - step * static_cast<double>(steps - 1 - i);
+        values[static_cast<std::size_t>(i)] = static_cast<T>(steps == 1 ? start : v);
+    }
+    return tensor<T>(values, Shape{steps}, device);
+}
+
+/// The n x m identity matrix (ones on the diagonal), lazy. ShapeError for a negative extent.
+template <class T>
+Tensor<T> eye(std::int64_t n, std::int64_t m, Device device = default_device()) {
+    const Shape shape{n, m};
+    detail::check_extents(shape, "lt::eye");
+    detail::backend_for(device);
+    namespace g = detail::graph;
+    const detail::NodePtr diagonal = g::binary(BinaryOp::Eq, g::iota(shape, 0, device), g::iota(shape, 1, device));
+    return Tensor<T>(g::cast(diagonal, dtype_of<T>()));
+}
+
+/// eye(n, n, device).
+template <class T>
+Tensor<T> eye(std::int64_t n, Device device = default_device()) {
+    return eye<T>(n, n, device);
+}
+
+/// A tensor of x's shape, dtype and device with every element `value`, lazy; and likewise
+/// zeros_like and ones_like.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto full_like(const E& x, typename E::value_type value) {
+    return full<typename E::value_type>(x.shape(), value, x.device());
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto zeros_like(const E& x) {
+    return zeros<typename E::value_type>(x.shape(), x.device());
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto ones_like(const E& x) {
+    return ones<typename E::value_type>(x.shape(), x.device());
+}
+
+/// A copy of x with memory of its own once realized (lazy, like every expression: a later
+/// assign to x does not change it). Inside a larger expression it fuses like any other read.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto clone(const E& x) {
+    return Tensor<typename E::value_type>(detail::graph::copy(x.build()));
+}
+
+/// x itself when it is a realized tensor whose elements lie row-major without gaps (any
+/// offset), else clone(x): a lazy view (transpose, slice, expand, ...) or expression becomes
+/// contiguous memory when realized.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto contiguous(const E& x) {
+    Tensor<typename E::value_type> t(x);
+    if (t.is_realized() && detail::is_contiguous_layout(t.shape(), t.node_ptr()->strides, 0)) return t;
+    return Tensor<typename E::value_type>(detail::graph::copy(t.build()));
+}
+
+/// The upper triangle of the last two axes (elements with column - row >= k), zeros below;
+/// lazy, one fused read. ShapeError for fewer than two axes.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto triu(const E& x, std::int64_t k = 0) {
+    return detail::triangle(x, k, true, "lt::triu");
+}
+
+/// The lower triangle of the last two axes (elements with column - row <= k), zeros above.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto tril(const E& x, std::int64_t k = 0) {
+    return detail::triangle(x, k, false, "lt::tril");
 }
 
 }  // namespace lazytensor
