@@ -409,6 +409,9 @@ TEST_CASE("linspace, eye, triu and tril, the *_like functions, clone and contigu
         CHECK(z.sum().item() == 0.0f);
         CHECK(lt::ones_like(b).to_vector() == std::vector<std::int32_t>(8, 1));
         CHECK(lt::full_like(x, 2.5f).to_vector() == std::vector<float>(12, 2.5f));
+        CHECK(lt::full_like(b, 7).to_vector() == std::vector<std::int32_t>(8, 7));
+        CHECK_THROWS_AS(lt::full_like(b, 3.0e10), lt::ValueError);  // never wraps
+        CHECK(float(lt::full_like(lt::zeros<lt::half>({2}, device), 1.5f).to_vector()[1]) == 1.5f);
         lt::Tensor<float> r = lt::rand_like(x, 7);
         CHECK(r.to_vector() == lt::rand<float>({3, 4}, 7, device).to_vector());
         CHECK(lt::randn_like(x, 7).shape() == x.shape());

@@ -163,10 +163,12 @@ Tensor<T> eye(std::int64_t n, Device device = default_device()) {
 }
 
 /// A tensor of x's shape, dtype and device with every element `value`, lazy; and likewise
-/// zeros_like and ones_like.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto full_like(const E& x, typename E::value_type value) {
-    return full<typename E::value_type>(x.shape(), value, x.device());
+/// zeros_like and ones_like. ValueError for a value outside an integer dtype (it never wraps).
+template <class E, class V, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_scalar_v<V>>>
+auto full_like(const E& x, V value) {
+    using T = typename E::value_type;
+    detail::graph::check_scalar_fits(detail::make_scalar(value), dtype_of<T>(), "lt::full_like");
+    return full<T>(x.shape(), static_cast<T>(value), x.device());
 }
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 auto zeros_like(const E& x) {
