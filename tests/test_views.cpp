@@ -446,3 +446,63 @@ TEST_CASE("linspace, eye, triu and tril, the *_like functions, clone and contigu
         CHECK(lt::contiguous(x + 1.0f).to_vector()[4] == 6.0f);
     });
 }
+
+TEST_CASE("split, chunk, unbind, movedim and broadcast_to give zero-copy views") {
+    for_each_device([](lt::Device device) {
+        lt::Tensor<float> x = lt::arange<float>(10, device).reshape({2, 5});
+        x.realize();
+        std::vector<lt::Tensor<float>> p = lt::split(x, 2, 1);
+        REQUIRE(p.size() == 3);
+        CHECK(p[0].shape() == lt::Shape{2, 2});
+        CHECK(p[0].to_vector() == std::vector<float>{0, 1, 5, 6});
+        CHECK(p[1].to_vector() == std::vector<float>{2, 3, 7, 8});
+        CHECK(p[2].shape() == lt::Shape{2, 1});
+        CHECK(p[2].to_vector() == std::vector<float>{4, 9});
+        p[1].realize();
+        CHECK(p[1].node_ptr()->buffer == x.node_ptr()->buffer);
+        CHECK(lt::split(x, 1).size() == 2);
+        std::vector<lt::Tensor<float>> q = lt::split(x, {1, 4}, 1);
+        REQUIRE(q.size() == 2);
+        CHECK(q[0].to_vector() == std::vector<float>{0, 5});
+        CHECK(q[1].to_vector() == std::vector<float>{1, 2, 3, 4, 6, 7, 8, 9});
+        CHECK(lt::split(x, {0, 5, 0}, -1)[1].shape() == lt::Shape{2, 5});
+        CHECK(lt::split(lt::zeros<float>({0, 3}, device), 2).size() == 1);
+        CHECK(lt::split(x * 2.0f, 3, 1)[1].to_vector() == std::vector<float>{6, 8, 16, 18});
+        CHECK_THROWS_AS(lt::split(x, 0), lt::ValueError);
+        CHECK_THROWS_AS(lt::split(x, {3, 1}, 1), lt::ShapeError);
+        CHECK_THROWS_AS(lt::split(x, {6, -1}, 1), lt::ShapeError);
+        CHECK_THROWS_AS(lt::split(x, 2, 2), lt::AxisError);
+
+        CHECK(lt::chunk(x, 3, 1).size() == 3);
+        CHECK(lt::chunk(x, 3, 1)[2].to_vector() == std::vector<float>{4, 9});
+        CHECK(lt::chunk(x, 4, 1).size() == 3);  // ceil(5 / 4) = 2 per piece: three pieces
+        CHECK(lt::chunk(x, 5, 1).size() == 5);
+        CHECK(lt::chunk(x, 1)[0].shape() == x.shape());
+        CHECK_THROWS_AS(lt::chunk(x, 0), lt::ValueError);
+
+        std::vector<lt::Tensor<float>> cols = lt::unbind(x, 1);
+        REQUIRE(cols.size() == 5);
+        CHECK(cols[3].shape() == lt::Shape{2});
+        CHECK(cols[3].to_vector() == std::vector<float>{3, 8});
+        CHECK(lt::unbind(x)[1].to_vector() == std::vector<float>{5, 6, 7, 8, 9});
+
+        lt::Tensor<float> y = lt::arange<float>(24, device).reshape({2, 3, 4});
+        lt::Tensor<float> m = lt::movedim(y, 0, -1);
+        CHECK(m.shape() == lt::Shape{3, 4, 2});
+        CHECK(m.to_vector()[1] == 12.0f);  // m[0][0][1] = y[1][0][0]
+        CHECK(m.to_vector()[3] == 13.0f);  // m[0][1][1] = y[1][0][1]
+        CHECK(lt::movedim(y, {0, 1}, {2, 0}).shape() == lt::Shape{3, 4, 2});
+        lt::Tensor<float> m2 = lt::movedim(y, {2}, {0});
+        CHECK(m2.shape() == lt::Shape{4, 2, 3});
+        CHECK(m2.to_vector()[1] == 4.0f);  // m2[0][0][1] = y[0][1][0]
+        CHECK(lt::movedim(y, {0, 2}, {2, 0}).shape() == lt::Shape{4, 3, 2});
+        CHECK(lt::kernel_count(lt::schedule(m)) == 0);
+        CHECK_THROWS_AS(lt::movedim(y, {0, 0}, {1, 2}), lt::AxisError);
+        CHECK_THROWS_AS(lt::movedim(y, {0}, {1, 2}), lt::ValueError);
+        CHECK_THROWS_AS(lt::movedim(y, 3, 0), lt::AxisError);
+
+        lt::Tensor<float> b = lt::broadcast_to(lt::tensor({1.0f, 2.0f, 3.0f}, device), {2, 3});
+        CHECK(b.to_vector() == std::vector<float>{1, 2, 3, 1, 2, 3});
+        CHECK_THROWS_AS(lt::broadcast_to(lt::tensor({1.0f, 2.0f, 3.0f}, device), {2, 4}), lt::ShapeError);
+    });
+}

@@ -242,4 +242,112 @@ auto repeat_interleave(const E& x, std::int64_t repeats, int axis) {
     return x.repeat_interleave(repeats, axis);
 }
 
+
+/// x cut along `axis` into pieces of `size` elements (the last one shorter if the extent is
+/// not a multiple), as zero-copy views: PyTorch's split. An extent of 0 gives one empty piece.
+/// ValueError for a size below 1.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto split(const E& x, std::int64_t size, int axis = 0) {
+    using T = typename E::value_type;
+    const Tensor<T> t(x);
+    const auto k = detail::normalize_axis(axis, t.shape().size(), "lt::split", t.shape());
+    if (size < 1) detail::fail<ValueError>("lt::split: the piece size must be at least 1, got ", size);
+    const std::int64_t n = t.shape()[static_cast<std::size_t>(k)];
+    std::vector<Tensor<T>> parts;
+    if (n == 0) parts.push_back(t);
+    for (std::int64_t start = 0; start < n; start += size) parts.push_back(t.slice(k, start, std::min(n, start + size)));
+    return parts;
+}
+
+/// x cut along `axis` into pieces of the given sizes, as zero-copy views. ShapeError unless the
+/// sizes (each at least 0) add up to the extent.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto split(const E& x, const std::vector<std::int64_t>& sizes, int axis = 0) {
+    using T = typename E::value_type;
+    const Tensor<T> t(x);
+    const auto k = detail::normalize_axis(axis, t.shape().size(), "lt::split", t.shape());
+    const std::int64_t n = t.shape()[static_cast<std::size_t>(k)];
+    std::int64_t total = 0;
+    for (std::int64_t s : sizes) {
+        if (s < 0) detail::fail<ShapeError>("lt::split: negative piece size ", s);
+        total += s;
+    }
+    if (total != n)
+        detail::fail<ShapeError>("lt::split: the piece sizes add up to ", total, " but axis ", axis, " of shape ",
+                                 t.shape(), " has ", n, " elements");
+    std::vector<Tensor<T>> parts;
+    std::int64_t start = 0;
+    for (std::int64_t s : sizes) {
+        parts.push_back(t.slice(k, start, start + s));
+        start += s;
+    }
+    return parts;
+}
+
+/// x cut along `axis` into at most `chunks` pieces of ceil(extent / chunks) elements (fewer
+/// pieces when they run out first, as PyTorch's chunk). ValueError for chunks below 1.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto chunk(const E& x, std::int64_t chunks, int axis = 0) {
+    using T = typename E::value_type;
+    const Tensor<T> t(x);
+    const auto k = detail::normalize_axis(axis, t.shape().size(), "lt::chunk", t.shape());
+    if (chunks < 1) detail::fail<ValueError>("lt::chunk: the number of chunks must be at least 1, got ", chunks);
+    const std::int64_t n = t.shape()[static_cast<std::size_t>(k)];
+    return split(t, std::max<std::int64_t>(1, n / chunks + (n % chunks != 0)), k);
+}
+
+/// The slices of x along `axis`, each without that axis (zero-copy views): PyTorch's unbind.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto unbind(const E& x, int axis = 0) {
+    using T = typename E::value_type;
+    const Tensor<T> t(x);
+    const auto k = detail::normalize_axis(axis, t.shape().size(), "lt::unbind", t.shape());
+    std::vector<Tensor<T>> parts;
+    for (std::int64_t i = 0; i < t.shape()[static_cast<std::size_t>(k)]; ++i) parts.push_back(t.select(k, i));
+    return parts;
+}
+
+/// x with its axes `from` moved to positions `to` (the other axes keep their order): a
+/// zero-copy permute, NumPy's moveaxis. AxisError for an axis out of range or given twice;
+/// ValueError for lists of different lengths.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto movedim(const E& x, const Axes& from, const Axes& to) {
+    using T = typename E::value_type;
+    const Tensor<T> t(x);
+    const std::size_t n = t.shape().size();
+    if (from.size() != to.size())
+        detail::fail<ValueError>("lt::movedim: ", from.size(), " source axes ", from, " but ", to.size(),
+                                 " destinations ", to);
+    std::vector<int> src, dst;
+    for (std::size_t i = 0; i < from.size(); ++i) {
+        src.push_back(detail::normalize_axis(from[i], n, "lt::movedim", t.shape()));
+        dst.push_back(detail::normalize_axis(to[i], n, "lt::movedim", t.shape()));
+    }
+    detail::normalize_axes(Axes(src), n, "lt::movedim", t.shape());  // duplicates
+    detail::normalize_axes(Axes(dst), n, "lt::movedim", t.shape());
+    std::vector<int> order(n, -1);
+    std::vector<bool> moved(n, false);
+    for (std::size_t i = 0; i < src.size(); ++i) {
+        order[static_cast<std::size_t>(dst[i])] = src[i];
+        moved[static_cast<std::size_t>(src[i])] = true;
+    }
+    int next = 0;
+    for (int& o : order) {
+        if (o >= 0) continue;
+        while (moved[static_cast<std::size_t>(next)]) ++next;
+        o = next++;
+    }
+    return t.permute(Axes(order));
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto movedim(const E& x, int from, int to) {
+    return movedim(x, Axes{from}, Axes{to});
+}
+
+/// x broadcast to `shape` (NumPy's broadcast_to; PyTorch's name for expand): a zero-copy view.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto broadcast_to(const E& x, const Shape& shape) {
+    return x.expand(shape);
+}
+
 }  // namespace lazytensor
