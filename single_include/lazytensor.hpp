@@ -4943,11 +4943,14 @@ const StaticKernel* static_kernel_of() {
 
 }  // namespace lazytensor::detail
 // ---- lazytensor/frontend/movement.hpp ----
-// Movement ops: slices, flips, pads, squeezes, tiles, concatenation. Slices and flips are
-// strided views (zero-copy, read in place by every kernel); squeeze, unsqueeze, flatten, tile
-// and repeat_interleave are reshapes and broadcasts; pad and concat are fused into the kernel
-// that reads them, which reads each part only where it lies.
+// Movement ops: slices, flips, pads, squeezes, tiles, concatenation, splits. Slices, flips,
+// splits and movedim are strided views (zero-copy, read in place by every kernel); squeeze,
+// unsqueeze, flatten, tile and repeat_interleave are reshapes and broadcasts; pad and concat
+// are fused into the kernel that reads them, which reads each part only where it lies.
 
+#include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -5213,7 +5216,7 @@ auto split(const E& x, const std::vector<std::int64_t>& sizes, int axis = 0) {
     std::int64_t total = 0;
     for (std::int64_t s : sizes) {
         if (s < 0) detail::fail<ShapeError>("lt::split: negative piece size ", s);
-        total += s;
+        if (__builtin_add_overflow(total, s, &total)) total = std::numeric_limits<std::int64_t>::max();
     }
     if (total != n)
         detail::fail<ShapeError>("lt::split: the piece sizes add up to ", total, " but axis ", axis, " of shape ",

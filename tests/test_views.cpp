@@ -471,6 +471,9 @@ TEST_CASE("split, chunk, unbind, movedim and broadcast_to give zero-copy views")
         CHECK_THROWS_AS(lt::split(x, 0), lt::ValueError);
         CHECK_THROWS_AS(lt::split(x, {3, 1}, 1), lt::ShapeError);
         CHECK_THROWS_AS(lt::split(x, {6, -1}, 1), lt::ShapeError);
+        const std::int64_t huge = std::numeric_limits<std::int64_t>::max();
+        CHECK_THROWS_AS(lt::split(x, {huge, huge, 2}, 1), lt::ShapeError);  // no overflow
+        CHECK(lt::split(x, huge, 1).size() == 1);
         CHECK_THROWS_AS(lt::split(x, 2, 2), lt::AxisError);
 
         CHECK(lt::chunk(x, 3, 1).size() == 3);
