@@ -2338,6 +2338,27 @@ inline constexpr bool is_tensor_like_v = std::is_base_of_v<TensorTag, std::decay
 template <class S>
 inline constexpr bool is_scalar_v = std::is_arithmetic_v<std::decay_t<S>> || std::is_same_v<std::decay_t<S>, half>;
 
+/// A value that converts to an int axis without meaning one (max(x, 0.5f) would reduce along
+/// axis 0, sum(x, true) along axis 1): every reduction and scan rejects it at compile time,
+/// members (LAZYTENSOR_MEMBER_AXIS_GUARD) and free forms (LAZYTENSOR_FREE_AXIS_GUARD) alike.
+template <class V>
+inline constexpr bool is_non_axis_scalar_v =
+    is_scalar_v<V> && (!std::is_integral_v<std::decay_t<V>> || std::is_same_v<std::decay_t<V>, bool>);
+#define LAZYTENSOR_AXIS_MESSAGE(fn)                                                                           \
+    "lazytensor: " #fn "(x, v) takes an integer axis (or a list of axes), not a floating or bool value; for " \
+    "the element-wise maximum or minimum with a scalar use lt::maximum(x, v) or lt::minimum(x, v)"
+#define LAZYTENSOR_MEMBER_AXIS_GUARD(fn)                                                 \
+    template <class V, class = std::enable_if_t<detail::is_non_axis_scalar_v<V>>>       \
+    void fn(V, bool = false, int = 1) const {                                            \
+        static_assert(!std::is_same_v<V, V>, LAZYTENSOR_AXIS_MESSAGE(fn));               \
+    }
+#define LAZYTENSOR_FREE_AXIS_GUARD(fn)                                                                     \
+    template <class E, class V,                                                                           \
+              class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_non_axis_scalar_v<V>>>  \
+    void fn(const E&, V, bool = false, int = 1) {                                                          \
+        static_assert(!std::is_same_v<V, V>, LAZYTENSOR_AXIS_MESSAGE(fn));                                 \
+    }
+
 /// The dtype a C++ scalar contributes to promotion (only its category matters).
 template <class S>
 constexpr DType scalar_dtype() {
@@ -2492,6 +2513,19 @@ public:
     Tensor<detail::reduce_t<ReduceOp::Sum, T>> cumsum(int axis) const;
     /// Running product along `axis`, same shape (integers and bool accumulate in int64).
     Tensor<detail::reduce_t<ReduceOp::Prod, T>> cumprod(int axis) const;
+    LAZYTENSOR_MEMBER_AXIS_GUARD(sum)
+    LAZYTENSOR_MEMBER_AXIS_GUARD(max)
+    LAZYTENSOR_MEMBER_AXIS_GUARD(min)
+    LAZYTENSOR_MEMBER_AXIS_GUARD(prod)
+    LAZYTENSOR_MEMBER_AXIS_GUARD(any)
+    LAZYTENSOR_MEMBER_AXIS_GUARD(all)
+    LAZYTENSOR_MEMBER_AXIS_GUARD(mean)
+    LAZYTENSOR_MEMBER_AXIS_GUARD(var)
+    LAZYTENSOR_MEMBER_AXIS_GUARD(std)
+    LAZYTENSOR_MEMBER_AXIS_GUARD(argmax)
+    LAZYTENSOR_MEMBER_AXIS_GUARD(argmin)
+    LAZYTENSOR_MEMBER_AXIS_GUARD(cumsum)
+    LAZYTENSOR_MEMBER_AXIS_GUARD(cumprod)
 
     /// Matrix product with NumPy's rules (see lt::matmul).
     template <class E>
@@ -5444,6 +5478,12 @@ LAZYTENSOR_FREE_FORM(argmax, (, int axis, bool keepdim = false), (axis, keepdim)
 LAZYTENSOR_FREE_FORM(argmin, (, int axis, bool keepdim = false), (axis, keepdim))
 LAZYTENSOR_FREE_FORM(cumsum, (, int axis), (axis))
 LAZYTENSOR_FREE_FORM(cumprod, (, int axis), (axis))
+LAZYTENSOR_FREE_AXIS_GUARD(var)
+LAZYTENSOR_FREE_AXIS_GUARD(std)
+LAZYTENSOR_FREE_AXIS_GUARD(argmax)
+LAZYTENSOR_FREE_AXIS_GUARD(argmin)
+LAZYTENSOR_FREE_AXIS_GUARD(cumsum)
+LAZYTENSOR_FREE_AXIS_GUARD(cumprod)
 #undef LAZYTENSOR_UNPAREN
 #undef LAZYTENSOR_FREE_FORM
 
@@ -12218,14 +12258,6 @@ auto cast(const E& x) {
     return x.template cast<U>();
 }
 
-namespace detail {
-// A value that converts to an int axis without meaning one (lt::max(x, 0.5f) would reduce
-// along axis 0, lt::sum(x, true) along axis 1): a compile error in the reductions below.
-template <class V>
-inline constexpr bool is_non_axis_scalar_v =
-    is_scalar_v<V> && (!std::is_integral_v<std::decay_t<V>> || std::is_same_v<std::decay_t<V>, bool>);
-}  // namespace detail
-
 /// Free forms of the reductions: lt::sum(x), lt::sum(x, axes, keepdim), lt::sum(x, axis, keepdim),
 /// and likewise max, min, prod, any, all, mean (see the members of TensorBase).
 #define LAZYTENSOR_REDUCTION(fn)                                                           \
@@ -12241,12 +12273,7 @@ inline constexpr bool is_non_axis_scalar_v =
     auto fn(const E& x, int axis, bool keepdim = false) {                                 \
         return x.fn(Axes{axis}, keepdim);                                                  \
     }                                                                                      \
-    template <class E, class V, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_non_axis_scalar_v<V>>> \
-    void fn(const E&, V, bool = false) {                                                   \
-        static_assert(!std::is_same_v<V, V>, "lazytensor: lt::" #fn "(x, v) takes an integer axis (or a list of "       \
-                      "axes), not a floating or bool value; for the element-wise maximum or minimum "                \
-                      "with a scalar use lt::maximum(x, v) or lt::minimum(x, v)");                                    \
-    }
+    LAZYTENSOR_FREE_AXIS_GUARD(fn)
 LAZYTENSOR_REDUCTION(sum)
 LAZYTENSOR_REDUCTION(max)
 LAZYTENSOR_REDUCTION(min)

@@ -115,14 +115,6 @@ auto cast(const E& x) {
     return x.template cast<U>();
 }
 
-namespace detail {
-// A value that converts to an int axis without meaning one (lt::max(x, 0.5f) would reduce
-// along axis 0, lt::sum(x, true) along axis 1): a compile error in the reductions below.
-template <class V>
-inline constexpr bool is_non_axis_scalar_v =
-    is_scalar_v<V> && (!std::is_integral_v<std::decay_t<V>> || std::is_same_v<std::decay_t<V>, bool>);
-}  // namespace detail
-
 /// Free forms of the reductions: lt::sum(x), lt::sum(x, axes, keepdim), lt::sum(x, axis, keepdim),
 /// and likewise max, min, prod, any, all, mean (see the members of TensorBase).
 #define LAZYTENSOR_REDUCTION(fn)                                                           \
@@ -138,12 +130,7 @@ inline constexpr bool is_non_axis_scalar_v =
     auto fn(const E& x, int axis, bool keepdim = false) {                                 \
         return x.fn(Axes{axis}, keepdim);                                                  \
     }                                                                                      \
-    template <class E, class V, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_non_axis_scalar_v<V>>> \
-    void fn(const E&, V, bool = false) {                                                   \
-        static_assert(!std::is_same_v<V, V>, "lazytensor: lt::" #fn "(x, v) takes an integer axis (or a list of "       \
-                      "axes), not a floating or bool value; for the element-wise maximum or minimum "                \
-                      "with a scalar use lt::maximum(x, v) or lt::minimum(x, v)");                                    \
-    }
+    LAZYTENSOR_FREE_AXIS_GUARD(fn)
 LAZYTENSOR_REDUCTION(sum)
 LAZYTENSOR_REDUCTION(max)
 LAZYTENSOR_REDUCTION(min)

@@ -146,6 +146,12 @@ LAZYTENSOR_FREE_FORM(argmax, (, int axis, bool keepdim = false), (axis, keepdim)
 LAZYTENSOR_FREE_FORM(argmin, (, int axis, bool keepdim = false), (axis, keepdim))
 LAZYTENSOR_FREE_FORM(cumsum, (, int axis), (axis))
 LAZYTENSOR_FREE_FORM(cumprod, (, int axis), (axis))
+LAZYTENSOR_FREE_AXIS_GUARD(var)
+LAZYTENSOR_FREE_AXIS_GUARD(std)
+LAZYTENSOR_FREE_AXIS_GUARD(argmax)
+LAZYTENSOR_FREE_AXIS_GUARD(argmin)
+LAZYTENSOR_FREE_AXIS_GUARD(cumsum)
+LAZYTENSOR_FREE_AXIS_GUARD(cumprod)
 #undef LAZYTENSOR_UNPAREN
 #undef LAZYTENSOR_FREE_FORM
 
