@@ -1,0 +1,2 @@
+// .npy files (save_npy, load_npy) and printing (set_print_options).
+#include "common.hpp"
