@@ -993,6 +993,16 @@ inline Axes all_axes(std::size_t ndim) {
 
 }  // namespace detail
 }  // namespace lazytensor
+// ---- lazytensor/frontend/composites.hpp ----
+// Composite element-wise functions: rewrites into the primitives of ir/ops.hpp, written once
+// here (tinygrad's decompositions), so that every backend runs them as it runs the primitives,
+// fused into the kernel of whatever reads them. Each is written to be exact at the extremes.
+
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <type_traits>
+
 // ---- lazytensor/frontend/creation.hpp ----
 // Creating tensors: from data, constants, ranges. Data is copied to the device at once;
 // constants stay lazy (a constant costs nothing until something reads it).
@@ -1381,7 +1391,7 @@ namespace lazytensor {
 /// How an op's result dtype follows from its (promoted) input dtype.
 enum class TypeRule : std::uint8_t {
     Numeric,   // same type; bool inputs are rejected at compile time
-    Floating,  // integer inputs compute in float32; bool inputs are rejected at compile time
+    Floating,  // integer inputs compute in float32; bool inputs (two, for a binary op) are rejected at compile time
     Arith,     // promoted type; two bool inputs are rejected at compile time
     TrueDiv,   // promoted type, integers divide into float32 (NumPy/PyTorch true division)
     Ordered,   // promoted type, bool allowed (maximum, minimum)
@@ -1418,7 +1428,19 @@ enum class TypeRule : std::uint8_t {
     X(BitwiseNot, bitwise_not, Bitwise)     \
     X(LogicalNot, logical_not, Predicate)   \
     X(IsNan, isnan, Predicate)              \
-    X(IsInf, isinf, Predicate)
+    X(IsInf, isinf, Predicate)              \
+    X(Log1p, log1p, Floating)               \
+    X(Expm1, expm1, Floating)               \
+    X(Erf, erf, Floating)                   \
+    X(Erfc, erfc, Floating)                 \
+    X(Asin, asin, Floating)                 \
+    X(Acos, acos, Floating)                 \
+    X(Atan, atan, Floating)                 \
+    X(Sinh, sinh, Floating)                 \
+    X(Cosh, cosh, Floating)                 \
+    X(Asinh, asinh, Floating)               \
+    X(Acosh, acosh, Floating)               \
+    X(Atanh, atanh, Floating)
 
 // X(enumerator, function name, TypeRule). Operators (+ - * / % < <= > >= == != & | ^ << >> &&
 // ||) map onto the same enumerators in frontend/functions.hpp, which makes a public function
@@ -1447,7 +1469,10 @@ enum class TypeRule : std::uint8_t {
     X(Shl, left_shift, Shift)               \
     X(Shr, right_shift, Shift)              \
     X(LogicalAnd, logical_and, Predicate)   \
-    X(LogicalOr, logical_or, Predicate)
+    X(LogicalOr, logical_or, Predicate)     \
+    X(Atan2, atan2, Floating)               \
+    X(Hypot, hypot, Floating)               \
+    X(Copysign, copysign, Floating)
 #define LAZYTENSOR_INTERNAL_BINARY_OPS(X) \
     X(Philox, philox, Shift)
 
@@ -3506,7 +3531,7 @@ constexpr DType unary_result() {
 
 template <BinaryOp Op, class L, class R>
 constexpr DType binary_result() {
-    static_assert(!(type_rule(Op) == TypeRule::Arith && operand_traits<L>::dtype == DType::Bool &&
+    static_assert(!((type_rule(Op) == TypeRule::Arith || type_rule(Op) == TypeRule::Floating) && operand_traits<L>::dtype == DType::Bool &&
                     operand_traits<R>::dtype == DType::Bool),
                   "lazytensor: arithmetic on two bool operands is not defined; cast one to a numeric type "
                   "first, e.g. lt::cast<int32_t>(mask)");
@@ -3752,6 +3777,198 @@ inline const char* philox_opencl_source() {
 }
 
 }  // namespace lazytensor::detail
+// ---- lazytensor/ir/shared_functions.hpp ----
+// The scalar semantics of the ops that are not one expression (sigmoid, gelu, integer pow,
+// NumPy's remainder and floor division, shifts, ...), each written once, in the subset of C
+// that is both C++ and OpenCL C. The host backend calls them as C++ templates
+// (backend/host/simd_ops.hpp: the scalar forms, which the SIMD forms must agree with), and the
+// OpenCL renderer pastes their text into its programs (backend/opencl/op_spellings.hpp). A
+// body may use:
+//   T              the value type (float, double, int, long, uchar; half computes as float)
+//   U              the unsigned type integers wrap in (the value type for floating T)
+//   LT_C(f, d)     a constant: f for float, d for double
+//   LT_SIGNED      whether T is a signed type (floating included)
+//   LT_NEG(v)      v < 0, written so that no compiler warns of it for unsigned T
+//   LT_CALL(fn)    another shared function at the same T
+// and the math functions of both languages (exp, erfc, fma, copysign, isnan, ...).
+
+#include <cmath>
+#include <type_traits>
+
+namespace lazytensor::detail::shared {
+
+using std::copysign;
+using std::erfc;
+using std::exp;
+using std::fabs;
+using std::floor;
+using std::fma;
+using std::fmod;
+using std::isfinite;
+using std::isnan;
+using std::pow;
+using std::sqrt;
+using std::tanh;
+
+/// A shared function as text, for the OpenCL renderer.
+struct SharedFunction {
+    const char* name;    // lt_sigmoid: OpenCL C names it lt_sigmoid_float, lt_sigmoid_double, ...
+    const char* params;  // "(T x)"
+    const char* body;
+};
+
+template <class T>
+using wrap_type = typename std::conditional_t<std::is_integral_v<T>, std::make_unsigned<decltype(T{} + T{})>,
+                                              std::common_type<T>>::type;
+
+template <class T>
+constexpr bool negative(T v) {
+    if constexpr (std::is_signed_v<T> || std::is_floating_point_v<T>) return v < T(0);
+    else return false;
+}
+
+#define LT_C(f, d) (sizeof(T) == 4 ? static_cast<T>(f) : static_cast<T>(d))
+#define LT_SIGNED (std::is_signed_v<T> || std::is_floating_point_v<T>)
+#define LT_NEG(v) ::lazytensor::detail::shared::negative<T>(v)
+#define LT_CALL(fn) fn<T>
+
+// Defines template function `name` and `name##_text`, its text.
+#define LAZYTENSOR_SHARED_FUNCTION(name, params, ...)                           \
+    template <class T, class U = wrap_type<T>>                                  \
+    inline T name params {                                                      \
+        __VA_ARGS__                                                             \
+    }                                                                           \
+    inline constexpr SharedFunction name##_text{#name, #params, #__VA_ARGS__};
+
+// ------------------------------------------------------------------------------- floating
+
+// tanh is +-1 where it rounds to it: from |x| = 9 in float and 20 in double (PoCL's float
+// tanh(20) was 0.99999994, within OpenCL's 5 ulp).
+LAZYTENSOR_SHARED_FUNCTION(lt_tanh, (T x), return fabs(x) >= LT_C(9.0f, 20.0) ? copysign((T)1, x) : tanh(x);)
+
+// sigmoid and silu stay exact where their results are tiny or subnormal: e = exp(-|x|) never
+// overflows (sigmoid(x) is 1 / (1 + e) for x >= 0 and e / (1 + e) below), and where e itself
+// would be subnormal (below -80 in float, -700 in double) it is exp(x + shift) * exp(-shift),
+// the shift exact and the product rounded once, so that x * e keeps its precision
+// (silu(-105.f) is -2.66e-44, not -0). The host's SIMD forms use the same constants (TinyExp).
+LAZYTENSOR_SHARED_FUNCTION(lt_sigmoid, (T x),
+    const T a = -fabs(x);
+    const T e = a >= LT_C(-80.0f, -700.0) ? exp(a)
+                                          : exp(a + LT_C(64.0f, 512.0)) * LT_C(0x1.969d48p-93f, 0x1.44109edb20931p-739);
+    return (x >= (T)0 ? (T)1 : e) / ((T)1 + e);)
+
+// x sigmoid(x); its limit -0 at -inf, not -inf * 0.
+LAZYTENSOR_SHARED_FUNCTION(lt_silu, (T x),
+    if (x == -(T)INFINITY) return -(T)0;
+    if (x < LT_C(-80.0f, -700.0))
+        return (x * exp(x + LT_C(64.0f, 512.0))) * LT_C(0x1.969d48p-93f, 0x1.44109edb20931p-739);
+    return x * LT_CALL(lt_sigmoid)(x);)
+
+// gelu is 0.5 x erfc(-x / sqrt(2)): PyTorch's exact form 0.5 x (1 + erf(x / sqrt(2))) without its
+// cancellation below 0 (in float that gave -0 from x = -5.9 on, where gelu(-7.8f) is -2.8e-14).
+// Where erfc is steep, the rounding of z = -x / sqrt(2) is put back to first order
+// (erfc(z + dz) = erfc(z) - dz 2/sqrt(pi) exp(-z^2)), and below -10 (float) or -37 (double),
+// where erfc nears the subnormals, gelu(x) = -phi(x) S(1 / x^2) with phi the normal density, S
+// erfc's asymptotic series (7 terms: within 0.2 ulp there) and x^2 split exactly (fma), exp
+// scaled as in lt_sigmoid and the product rounded once. gelu rounds to -0 well before -20 (-50).
+LAZYTENSOR_SHARED_FUNCTION(lt_gelu, (T x),
+    if (x < LT_C(-20.0f, -50.0)) return -(T)0;
+    if (x < LT_C(-10.0f, -37.0)) {
+        const T hi = x * x, lo = fma(x, x, -hi), t = (T)1 / hi;
+        const T s = (T)1 + t * ((T)-1 + t * ((T)3 + t * ((T)-15 + t * ((T)105 + t * ((T)-945 + t * (T)10395)))));
+        const T e = exp((T)-0.5 * hi + LT_C(64.0f, 512.0)) * ((T)1 - (T)0.5 * lo);
+        return -((T)0.3989422804014327 * s * e) * LT_C(0x1.969d48p-93f, 0x1.44109edb20931p-739);
+    }
+    const T c = (T)0.70710678118654752440;  // 1 / sqrt(2), rounded; the rest below
+    const T z = -x * c;
+    if (!(x < (T)0)) return (T)0.5 * x * erfc(z);
+    const T dz = fma(-x, c, -z) - x * LT_C(1.210161710447897e-08f, -4.833646656726457e-17);
+    return (T)0.5 * x * (erfc(z) - dz * (T)1.1283791670955126 * exp(-z * z));)
+
+// The common exponents exactly (squares, reciprocals, square roots), whatever the base's sign:
+// pow need not round them correctly (glibc's powf(-1.33506155f, 2) is 1 ulp off a * a, NVIDIA's
+// pow(0.1f, 1) is 0.100000009).
+LAZYTENSOR_SHARED_FUNCTION(lt_pow, (T a, T b),
+    if (b == (T)2) return a * a;
+    if (b == (T)1) return a;
+    if (b == (T)-1) return (T)1 / a;
+    if (b == (T)0.5 && a > (T)0 && isfinite(a)) return sqrt(a);
+    return pow(a, b);)
+
+// NumPy's %: the result has the divisor's sign. As NumPy's divmod: fmod (exact), plus b where
+// the signs differ; a zero result takes b's sign.
+LAZYTENSOR_SHARED_FUNCTION(lt_mod, (T a, T b),
+    const T r = fmod(a, b);
+    if (b == (T)0) return r;
+    if (r == (T)0) return copysign((T)0, b);
+    return (r < (T)0) != (b < (T)0) ? r + b : r;)
+
+// NumPy's //: the floor of the exact quotient, as NumPy's divmod (and Python's //):
+// (a - fmod(a, b)) / b is a whole number up to rounding, so 1 // 0.1 is 9, where floor(1 / 0.1)
+// would be 10; a zero quotient keeps the sign of a / b.
+LAZYTENSOR_SHARED_FUNCTION(lt_floordiv, (T a, T b),
+    if (b == (T)0) return a / b;
+    const T m = fmod(a, b);
+    T d = (a - m) / b;
+    if (m != (T)0 && (b < (T)0) != (m < (T)0)) d -= (T)1;
+    if (d == (T)0) return copysign((T)0, a / b);
+    const T f = floor(d);
+    return d - f > (T)0.5 ? f + (T)1 : f;)
+
+// -------------------------------------------------------------------------------- integers
+// Arithmetic wraps (in U); division and remainder by 0 give 0 (NumPy's result; it only warns)
+// and INT_MIN by -1 wraps: nothing is undefined behaviour.
+
+// Power by squaring; negative exponents give 0, except for the bases 1 and -1.
+LAZYTENSOR_SHARED_FUNCTION(lt_ipow, (T a, T b),
+    if (LT_NEG(b)) return a == (T)1 ? (T)1 : (LT_SIGNED && a == (T)-1) ? ((b & (T)1) ? (T)-1 : (T)1) : (T)0;
+    U r = 1, base = (U)a;
+    for (U e = (U)b; e; e >>= 1) {
+        if (e & 1) r *= base;
+        base *= base;
+    }
+    return (T)r;)
+
+// C's truncated %: the dividend's sign.
+LAZYTENSOR_SHARED_FUNCTION(lt_ifmod, (T a, T b),
+    if (b == (T)0 || (LT_SIGNED && b == (T)-1)) return (T)0;
+    return (T)(a % b);)
+
+// NumPy's %: the divisor's sign (|r| < |b|: r + b does not overflow).
+LAZYTENSOR_SHARED_FUNCTION(lt_imod, (T a, T b),
+    const T r = LT_CALL(lt_ifmod)(a, b);
+    return r != (T)0 && LT_NEG(r) != LT_NEG(b) ? (T)(r + b) : r;)
+
+// NumPy's //: the floor of the quotient.
+LAZYTENSOR_SHARED_FUNCTION(lt_ifloordiv, (T a, T b),
+    if (b == (T)0) return (T)0;
+    if (LT_SIGNED && b == (T)-1) return (T)((U)0 - (U)a);
+    const T q = (T)(a / b);
+    return (T)(a % b) != (T)0 && LT_NEG(a) != LT_NEG(b) ? (T)(q - (T)1) : q;)
+
+// Shifts by a count outside [0, bits of T): << gives 0, >> gives 0 or -1 (the sign), as if
+// shifting one bit at a time. >> of a negative value is arithmetic.
+LAZYTENSOR_SHARED_FUNCTION(lt_shl, (T a, T b),
+    if (LT_NEG(b) || b >= (T)(8 * sizeof(T))) return (T)0;
+    return (T)((U)a << b);)
+
+LAZYTENSOR_SHARED_FUNCTION(lt_shr, (T a, T b),
+    if (LT_NEG(b) || b >= (T)(8 * sizeof(T))) return LT_NEG(a) ? (T)-1 : (T)0;
+    return LT_NEG(a) ? (T)~(~a >> b) : (T)(a >> b);)
+
+/// Every shared function, for the renderer to find the ones a spelling calls.
+inline constexpr const SharedFunction* all_shared_functions[] = {
+    &lt_tanh_text, &lt_sigmoid_text, &lt_silu_text, &lt_gelu_text,  &lt_pow_text, &lt_mod_text,
+    &lt_floordiv_text, &lt_ipow_text, &lt_ifmod_text, &lt_imod_text, &lt_ifloordiv_text, &lt_shl_text, &lt_shr_text,
+};
+
+#undef LAZYTENSOR_SHARED_FUNCTION
+#undef LT_C
+#undef LT_SIGNED
+#undef LT_NEG
+#undef LT_CALL
+
+}  // namespace lazytensor::detail::shared
 // ---- lazytensor/backend/host/simd_arch.hpp ----
 // The instruction set of the host backend's SIMD batches, chosen in one place.
 
@@ -3928,7 +4145,7 @@ struct Cos {
 };
 struct Tanh {
     template <class T>
-    static T scalar(T x) { return std::tanh(x); }
+    static T scalar(T x) { return shared::lt_tanh(x); }
     template <class B>
     static B simd(const B& x) {
         if constexpr (std::is_same_v<typename B::value_type, float>) {
@@ -3951,11 +4168,8 @@ struct Tanh {
         }
     }
 };
-// sigmoid and silu stay exact where their results are tiny or subnormal: e = exp(-|x|) never
-// overflows (sigmoid(x) is 1 / (1 + e) for x >= 0 and e / (1 + e) below), and where e itself
-// would be subnormal (below TinyExp::below) it is exp(x + shift) * exp(-shift), the shift exact
-// in floating point and the product rounded once, so that x * e keeps its precision
-// (silu(-105.f) is -2.66e-44, not -0). The OpenCL renderer uses the same formulas.
+// The SIMD forms of sigmoid and silu: the constants of the shared lt_sigmoid (exp(-|x|) scaled
+// where it would be subnormal).
 template <class T>
 struct TinyExp {
     static constexpr T below = std::is_same_v<T, float> ? T(-80) : T(-700);
@@ -3964,11 +4178,7 @@ struct TinyExp {
 };
 struct Sigmoid {
     template <class T>
-    static T scalar(T x) {
-        const T a = -std::fabs(x);
-        const T e = a >= TinyExp<T>::below ? std::exp(a) : std::exp(a + TinyExp<T>::shift) * TinyExp<T>::scale;
-        return (x >= T(0) ? T(1) : e) / (T(1) + e);
-    }
+    static T scalar(T x) { return shared::lt_sigmoid(x); }
     template <class B>
     static B simd(const B& x) {
         using T = typename B::value_type;
@@ -4044,46 +4254,20 @@ inline B erf_simd(const B& x) {
     using T = typename B::value_type;
     return xsimd::select(xsimd::abs(x) > B(T(6)), xsimd::copysign(B(T(1)), x), xsimd::erf(x));
 }
-// gelu is 0.5 x erfc(-x / sqrt(2)): PyTorch's exact form 0.5 x (1 + erf(x / sqrt(2))) without
-// its cancellation below 0 (in float that gave -0 from x = -5.9 on, where gelu(-7.8f) is
-// -2.8e-14). Where erfc is steep, the rounding of z = -x / sqrt(2) is put back to first order
-// (erfc(z + dz) = erfc(z) - dz 2/sqrt(pi) exp(-z^2)), and below GeluK::tail, where erfc nears
-// the subnormals, gelu(x) = -phi(x) S(1 / x^2) with phi the normal density, S erfc's asymptotic
-// series and x^2 split exactly (fma), exp scaled as in TinyExp and the product rounded once
-// into the subnormals. The OpenCL renderer writes the same formula (cl_op_functions).
-template <class T>
-struct GeluK {
-    static constexpr bool f32 = std::is_same_v<T, float>;
-    static constexpr T tail = f32 ? T(-10) : T(-37);  // S's 7 terms: within 0.2 ulp below this
-    static constexpr T zero = f32 ? T(-20) : T(-50);  // gelu rounds to -0 well before this
-    static constexpr T c = T(0.70710678118654752440);  // 1 / sqrt(2), rounded; c_lo the rest
-    static constexpr T c_lo = f32 ? T(1.210161710447897e-08) : T(-4.833646656726457e-17);
-};
 struct Gelu {
     template <class T>
     static T scalar(T x) {
         // float takes the double formula, rounded once (glibc's erfc is accurate: float gelu is
         // then within 1 ulp; the same formula in float, as OpenCL runs it, within about 4).
-        if constexpr (std::is_same_v<T, float>) return static_cast<float>(scalar(static_cast<double>(x)));
-        using K = GeluK<T>;
-        if (x < K::zero) return T(-0.0);  // -inf included: the limit
-        if (x < K::tail) {
-            const T hi = x * x, lo = std::fma(x, x, -hi), t = T(1) / hi;
-            const T s = T(1) + t * (T(-1) + t * (T(3) + t * (T(-15) + t * (T(105) + t * (T(-945) + t * T(10395))))));
-            const T e = std::exp(T(-0.5) * hi + TinyExp<T>::shift) * (T(1) - T(0.5) * lo);
-            return -(T(0.3989422804014327) * s * e) * TinyExp<T>::scale;
-        }
-        const T z = -x * K::c;
-        if (!(x < T(0))) return T(0.5) * x * std::erfc(z);
-        const T dz = std::fma(-x, K::c, -z) - x * K::c_lo;
-        return T(0.5) * x * (std::erfc(z) - dz * T(1.1283791670955126) * std::exp(-z * z));
+        if constexpr (std::is_same_v<T, float>) return static_cast<float>(shared::lt_gelu(static_cast<double>(x)));
+        else return shared::lt_gelu(x);
     }
     template <class B>
     static B simd(const B& x) {
         // xsimd has no accurate erfc (its double erfc(2.2) is 3e4 ulp off): lanes below -1 take
         // scalar(); above, 1 + erf(x / sqrt(2)) >= 0.32 loses at most 2 bits to cancellation.
         using T = typename B::value_type;
-        B r = B(T(0.5)) * x * (B(T(1)) + erf_simd(x * B(GeluK<T>::c)));
+        B r = B(T(0.5)) * x * (B(T(1)) + erf_simd(x * B(T(0.70710678118654752440))));
         const auto low = x < B(T(-1));
         if (!xsimd::any(low)) return r;
         alignas(64) T vx[B::size], vr[B::size];
@@ -4095,14 +4279,8 @@ struct Gelu {
     }
 };
 struct Silu {
-    // x sigmoid(x); below TinyExp::below, (x * exp(x + shift)) * exp(-shift), rounded once into
-    // the tiny result; silu(-inf) is its limit, -0, not -inf * 0.
     template <class T>
-    static T scalar(T x) {
-        if (x == -std::numeric_limits<T>::infinity()) return T(-0.0);
-        if (x < TinyExp<T>::below) return (x * std::exp(x + TinyExp<T>::shift)) * TinyExp<T>::scale;
-        return x * Sigmoid::scalar(x);
-    }
+    static T scalar(T x) { return shared::lt_silu(x); }
     template <class B>
     static B simd(const B& x) {
         using T = typename B::value_type;
@@ -4179,6 +4357,49 @@ struct IsInf {
     static auto mask(const B& x) { return xsimd::isinf(x); }
 };
 
+/// A scalar function applied lane by lane (ops with no accurate SIMD form).
+template <class B, class F>
+inline B lanewise(const B& x, F f) {
+    using T = typename B::value_type;
+    alignas(64) T v[B::size];
+    x.store_aligned(v);
+    for (T& lane : v) lane = f(lane);
+    return B::load_aligned(v);
+}
+
+// Functions whose xsimd form is within a few ulp of C's (README's accuracy table).
+#define LAZYTENSOR_XSIMD_FUNCTION(Name, fn)                      \
+    struct Name {                                                \
+        template <class T>                                       \
+        static T scalar(T x) { return std::fn(x); }              \
+        template <class B>                                       \
+        static B simd(const B& x) { return xsimd::fn(x); }       \
+    };
+LAZYTENSOR_XSIMD_FUNCTION(Log1p, log1p)
+LAZYTENSOR_XSIMD_FUNCTION(Expm1, expm1)
+LAZYTENSOR_XSIMD_FUNCTION(Asin, asin)
+LAZYTENSOR_XSIMD_FUNCTION(Acos, acos)
+LAZYTENSOR_XSIMD_FUNCTION(Atan, atan)
+LAZYTENSOR_XSIMD_FUNCTION(Sinh, sinh)
+LAZYTENSOR_XSIMD_FUNCTION(Cosh, cosh)
+LAZYTENSOR_XSIMD_FUNCTION(Asinh, asinh)
+LAZYTENSOR_XSIMD_FUNCTION(Acosh, acosh)
+LAZYTENSOR_XSIMD_FUNCTION(Atanh, atanh)
+#undef LAZYTENSOR_XSIMD_FUNCTION
+struct Erf {
+    template <class T>
+    static T scalar(T x) { return std::erf(x); }
+    template <class B>
+    static B simd(const B& x) { return erf_simd(x); }
+};
+struct Erfc {
+    // xsimd's erfc is far off (its double erfc(2.2) is 3e4 ulp from C's): C's, lane by lane.
+    template <class T>
+    static T scalar(T x) { return std::erfc(x); }
+    template <class B>
+    static B simd(const B& x) { return lanewise(x, [](auto v) { return std::erfc(v); }); }
+};
+
 // ------------------------------------------------------------------------------- binary functors
 
 struct Add {
@@ -4217,26 +4438,8 @@ struct Div {
 struct Pow {
     template <class T>
     static T scalar(T a, T b) {
-        if constexpr (std::is_floating_point_v<T>) {
-            // The common exponents are exact (correctly rounded) whatever the sign of a, as in
-            // simd(): std::pow is not always (glibc's powf(-1.33506155f, 2) is 1 ulp off a * a).
-            if (b == T(2)) return a * a;
-            if (b == T(1)) return a;
-            if (b == T(-1)) return T(1) / a;
-            if (b == T(0.5) && a > T(0) && std::isfinite(a)) return std::sqrt(a);
-            return std::pow(a, b);
-        } else {
-            // Integer power by squaring, wrapping; negative exponents give 0 (1 and -1 excepted).
-            if constexpr (std::is_signed_v<T>) {
-                if (b < 0) return a == 1 ? T(1) : a == -1 ? ((b & 1) ? T(-1) : T(1)) : T(0);
-            }
-            T result = 1;
-            for (T base = a; b; b = static_cast<T>(b >> 1)) {
-                if (b & 1) result = Mul::scalar(result, base);
-                base = Mul::scalar(base, base);
-            }
-            return result;
-        }
+        if constexpr (std::is_floating_point_v<T>) return shared::lt_pow(a, b);
+        else return shared::lt_ipow(a, b);
     }
     template <class B>
     static B simd(const B& a, const B& b) {
@@ -4318,64 +4521,35 @@ inline B lanewise(const B& a, const B& b, F f) {
     return B::load_aligned(va);
 }
 
-// Integer division and remainder by 0 give 0 (NumPy's result; it only warns), and INT_MIN by
-// -1 wraps: neither is undefined behaviour.
+// Integer division and remainder: the shared functions (by 0 they give 0; INT_MIN by -1 wraps).
 struct Fmod {
     // C's fmod: the result has the dividend's sign (integers: C's truncated %).
     template <class T>
     static T scalar(T a, T b) {
         if constexpr (std::is_floating_point_v<T>) return std::fmod(a, b);
-        else if constexpr (std::is_signed_v<T>) return b == 0 || b == T(-1) ? T(0) : static_cast<T>(a % b);
-        else return b == 0 ? T(0) : static_cast<T>(a % b);
+        else return shared::lt_ifmod(a, b);
     }
     template <class B>
     static B simd(const B& a, const B& b) {
         return lanewise(a, b, [](auto x, auto y) { return std::fmod(x, y); });
     }
 };
-struct Remainder {
-    // NumPy's %: the result has the divisor's sign. Floats as NumPy's divmod: fmod (exact),
-    // plus b where the signs differ; a zero result takes b's sign.
+struct Remainder {  // NumPy's %: the divisor's sign
     template <class T>
     static T scalar(T a, T b) {
-        T r = Fmod::scalar(a, b);
-        if constexpr (std::is_floating_point_v<T>) {
-            if (b == T(0)) return r;  // NaN
-            if (r == T(0)) return std::copysign(T(0), b);
-            return (r < T(0)) != (b < T(0)) ? r + b : r;
-        } else if constexpr (std::is_signed_v<T>) {
-            return r != 0 && (r < 0) != (b < 0) ? static_cast<T>(r + b) : r;  // |r| < |b|: no overflow
-        } else {
-            return r;
-        }
+        if constexpr (std::is_floating_point_v<T>) return shared::lt_mod(a, b);
+        else return shared::lt_imod(a, b);
     }
     template <class B>
     static B simd(const B& a, const B& b) {
         return lanewise(a, b, [](auto x, auto y) { return scalar(x, y); });
     }
 };
-struct FloorDivide {
-    // NumPy's //: the floor of the exact quotient. Floats as NumPy's divmod (and Python's //):
-    // (a - fmod(a, b)) / b is a whole number up to rounding, so 1 // 0.1 is 9, where
-    // floor(1 / 0.1) would be 10; a zero quotient keeps the sign of a / b.
+struct FloorDivide {  // NumPy's //: the floor of the exact quotient
     template <class T>
     static T scalar(T a, T b) {
-        if constexpr (std::is_floating_point_v<T>) {
-            if (b == T(0)) return a / b;
-            const T m = std::fmod(a, b);
-            T d = (a - m) / b;
-            if (m != T(0) && (b < T(0)) != (m < T(0))) d -= T(1);
-            if (d == T(0)) return std::copysign(T(0), a / b);
-            const T f = std::floor(d);
-            return d - f > T(0.5) ? f + T(1) : f;
-        } else if constexpr (std::is_signed_v<T>) {
-            if (b == 0) return T(0);
-            if (b == T(-1)) return Neg::scalar(a);
-            const T q = static_cast<T>(a / b);
-            return static_cast<T>(a % b) != 0 && (a < 0) != (b < 0) ? static_cast<T>(q - 1) : q;
-        } else {
-            return b == 0 ? T(0) : static_cast<T>(a / b);
-        }
+        if constexpr (std::is_floating_point_v<T>) return shared::lt_floordiv(a, b);
+        else return shared::lt_ifloordiv(a, b);
     }
     template <class B>
     static B simd(const B& a, const B& b) {
@@ -4404,33 +4578,38 @@ struct BitXor {
         else return static_cast<T>(a ^ b);
     }
 };
-// Shifts by a count outside [0, bits of T): << gives 0, >> gives 0 or -1 (the sign), as if
-// shifting one bit at a time. >> of a negative value is arithmetic.
+// Shifts: the shared functions (counts outside [0, bits) give 0, or -1 for >> of a negative).
 struct Shl {
     template <class T>
-    static T scalar(T a, T b) {
-        const auto n = static_cast<std::int64_t>(b);
-        if (n < 0 || n >= std::int64_t(8 * sizeof(T))) return T(0);
-        return static_cast<T>(static_cast<wrap_t<T>>(a) << n);
-    }
+    static T scalar(T a, T b) { return shared::lt_shl(a, b); }
 };
 struct Shr {
     template <class T>
-    static T scalar(T a, T b) {
-        const auto n = static_cast<std::int64_t>(b);
-        if constexpr (std::is_signed_v<T>) {
-            if (n < 0 || n >= std::int64_t(8 * sizeof(T))) return a < 0 ? T(-1) : T(0);
-            return a < 0 ? static_cast<T>(~(~a >> n)) : static_cast<T>(a >> n);
-        } else {
-            return n < 0 || n >= std::int64_t(8 * sizeof(T)) ? T(0) : static_cast<T>(a >> n);
-        }
-    }
+    static T scalar(T a, T b) { return shared::lt_shr(a, b); }
 };
 struct Philox {  // integers; the random generator uses it on int64
     template <class T>
     static T scalar(T a, T b) {
         return static_cast<T>(philox_bits(static_cast<std::uint64_t>(a), static_cast<std::uint64_t>(b)));
     }
+};
+struct Atan2 {
+    template <class T>
+    static T scalar(T a, T b) { return std::atan2(a, b); }
+    template <class B>
+    static B simd(const B& a, const B& b) { return xsimd::atan2(a, b); }
+};
+struct Hypot {
+    template <class T>
+    static T scalar(T a, T b) { return std::hypot(a, b); }
+    template <class B>
+    static B simd(const B& a, const B& b) { return xsimd::hypot(a, b); }
+};
+struct Copysign {
+    template <class T>
+    static T scalar(T a, T b) { return std::copysign(a, b); }
+    template <class B>
+    static B simd(const B& a, const B& b) { return xsimd::copysign(a, b); }
 };
 // Logical ops: any dtype, x != 0 is true (NaN too), bool results.
 struct LogicalAnd { template <class T> static bool scalar(T a, T b) { return a != T(0) && b != T(0); } };
@@ -8369,6 +8548,200 @@ private:
 #include <string>
 #include <vector>
 
+// ---- lazytensor/backend/opencl/op_spellings.hpp ----
+// How the OpenCL renderer spells each element-wise op: one table row per op (tinygrad's
+// code_for_op), with the semantics of backend/host/simd_ops.hpp. An op that is not one
+// expression calls a shared function (ir/shared_functions.hpp), whose text the program gets
+// from the same definition the host runs.
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+
+namespace lazytensor::detail::opencl {
+
+/// The OpenCL C type of a value of `t` (private variables).
+inline const char* cl_value_type(DType t) {
+    switch (t) {
+        case DType::Bool: return "bool";
+        case DType::UInt8: return "uchar";
+        case DType::Int32: return "int";
+        case DType::Int64: return "long";
+        case DType::Float16: return "float";  // computed in float; only buffers hold half
+        case DType::Float32: return "float";
+        case DType::Float64: return "double";
+    }
+    return "?";
+}
+
+/// The unsigned type integer arithmetic wraps in.
+inline const char* cl_wrap_type(DType t) {
+    switch (t) {
+        case DType::Int32: return "uint";
+        case DType::Int64: return "ulong";
+        default: return "uint";  // uchar: int promotion, truncated on assignment
+    }
+}
+
+/// An op's spelling for floating, integer and bool operand types: $a and $b are the operands,
+/// $T the value type, $U the unsigned type integers wrap in. nullptr where the op does not take
+/// that kind of type (the front end never asks).
+struct ClSpelling {
+    const char* floating;
+    const char* integer;
+    const char* boolean;
+};
+
+constexpr ClSpelling cl_spelling(UnaryOp op) {
+    switch (op) {
+        case UnaryOp::Neg: return {"(-$a)", "(($T)(0u - ($U)$a))", nullptr};
+        case UnaryOp::Abs: return {"fabs($a)", "(($T)abs($a))", nullptr};
+        case UnaryOp::Relu: return {"($a < ($T)0 ? ($T)0 : $a)", "($a < ($T)0 ? ($T)0 : $a)", nullptr};
+        case UnaryOp::Exp: return {"exp($a)", nullptr, nullptr};
+        case UnaryOp::Log: return {"log($a)", nullptr, nullptr};
+        case UnaryOp::Sqrt: return {"sqrt($a)", nullptr, nullptr};
+        case UnaryOp::Sin: return {"sin($a)", nullptr, nullptr};
+        case UnaryOp::Cos: return {"cos($a)", nullptr, nullptr};
+        case UnaryOp::Tanh: return {"lt_tanh_$T($a)", nullptr, nullptr};
+        case UnaryOp::Sigmoid: return {"lt_sigmoid_$T($a)", nullptr, nullptr};
+        // Not the built-in sign(), which gives 0 for NaN and -0 for -0.
+        case UnaryOp::Sign:
+            return {"($a > ($T)0 ? ($T)1 : $a < ($T)0 ? ($T)-1 : $a == ($T)0 ? ($T)0 : $a)", "(($T)(($a > 0) - ($a < 0)))", nullptr};
+        case UnaryOp::Exp2: return {"exp2($a)", nullptr, nullptr};
+        case UnaryOp::Log2: return {"log2($a)", nullptr, nullptr};
+        case UnaryOp::Rsqrt: return {"rsqrt($a)", nullptr, nullptr};
+        case UnaryOp::Reciprocal: return {"(($T)1 / $a)", nullptr, nullptr};
+        case UnaryOp::Tan: return {"tan($a)", nullptr, nullptr};
+        case UnaryOp::Gelu: return {"lt_gelu_$T($a)", nullptr, nullptr};
+        case UnaryOp::Silu: return {"lt_silu_$T($a)", nullptr, nullptr};
+        case UnaryOp::Floor: return {"floor($a)", "$a", nullptr};
+        case UnaryOp::Ceil: return {"ceil($a)", "$a", nullptr};
+        case UnaryOp::Round: return {"rint($a)", "$a", nullptr};  // rint: ties to even (round() ties away)
+        case UnaryOp::Trunc: return {"trunc($a)", "$a", nullptr};
+        case UnaryOp::BitwiseNot: return {nullptr, "(($T)~$a)", "(!$a)"};
+        case UnaryOp::LogicalNot: return {"($a == ($T)0)", "($a == ($T)0)", "(!$a)"};
+        case UnaryOp::IsNan: return {"isnan($a)", "false", "false"};
+        case UnaryOp::IsInf: return {"isinf($a)", "false", "false"};
+        case UnaryOp::Log1p: return {"log1p($a)", nullptr, nullptr};
+        case UnaryOp::Expm1: return {"expm1($a)", nullptr, nullptr};
+        case UnaryOp::Erf: return {"erf($a)", nullptr, nullptr};
+        case UnaryOp::Erfc: return {"erfc($a)", nullptr, nullptr};
+        case UnaryOp::Asin: return {"asin($a)", nullptr, nullptr};
+        case UnaryOp::Acos: return {"acos($a)", nullptr, nullptr};
+        case UnaryOp::Atan: return {"atan($a)", nullptr, nullptr};
+        case UnaryOp::Sinh: return {"sinh($a)", nullptr, nullptr};
+        case UnaryOp::Cosh: return {"cosh($a)", nullptr, nullptr};
+        case UnaryOp::Asinh: return {"asinh($a)", nullptr, nullptr};
+        case UnaryOp::Acosh: return {"acosh($a)", nullptr, nullptr};
+        case UnaryOp::Atanh: return {"atanh($a)", nullptr, nullptr};
+    }
+    return {nullptr, nullptr, nullptr};
+}
+
+// Integer + - * wrap: done in the unsigned type. On bool (0 or 1), & and | are the logical ops,
+// and no compiler warns of a constant operand.
+constexpr ClSpelling cl_spelling(BinaryOp op) {
+    switch (op) {
+        case BinaryOp::Add: return {"($a + $b)", "(($T)(($U)$a + ($U)$b))", nullptr};
+        case BinaryOp::Sub: return {"($a - $b)", "(($T)(($U)$a - ($U)$b))", nullptr};
+        case BinaryOp::Mul: return {"($a * $b)", "(($T)(($U)$a * ($U)$b))", nullptr};
+        case BinaryOp::Div: return {"($a / $b)", nullptr, nullptr};
+        case BinaryOp::Pow: return {"lt_pow_$T($a, $b)", "lt_ipow_$T($a, $b)", nullptr};
+        // b where it wins or is NaN, else a (NaN in a, and the first operand on ties such as -0
+        // and +0, as NumPy and PyTorch give).
+        case BinaryOp::Maximum: return {"(($b > $a || isnan($b)) ? $b : $a)", "($b > $a ? $b : $a)", "($b > $a ? $b : $a)"};
+        case BinaryOp::Minimum: return {"(($b < $a || isnan($b)) ? $b : $a)", "($b < $a ? $b : $a)", "($b < $a ? $b : $a)"};
+        case BinaryOp::Lt: return {"($a < $b)", "($a < $b)", "($a < $b)"};
+        case BinaryOp::Le: return {"($a <= $b)", "($a <= $b)", "($a <= $b)"};
+        case BinaryOp::Gt: return {"($a > $b)", "($a > $b)", "($a > $b)"};
+        case BinaryOp::Ge: return {"($a >= $b)", "($a >= $b)", "($a >= $b)"};
+        case BinaryOp::Eq: return {"($a == $b)", "($a == $b)", "($a == $b)"};
+        case BinaryOp::Ne: return {"($a != $b)", "($a != $b)", "($a != $b)"};
+        case BinaryOp::Fmod: return {"fmod($a, $b)", "lt_ifmod_$T($a, $b)", nullptr};  // fmod is exact, as C's
+        case BinaryOp::Remainder: return {"lt_mod_$T($a, $b)", "lt_imod_$T($a, $b)", nullptr};
+        case BinaryOp::FloorDivide: return {"lt_floordiv_$T($a, $b)", "lt_ifloordiv_$T($a, $b)", nullptr};
+        case BinaryOp::BitAnd: return {nullptr, "(($T)($a & $b))", "($a & $b)"};
+        case BinaryOp::BitOr: return {nullptr, "(($T)($a | $b))", "($a | $b)"};
+        case BinaryOp::BitXor: return {nullptr, "(($T)($a ^ $b))", "($a != $b)"};
+        case BinaryOp::Shl: return {nullptr, "lt_shl_$T($a, $b)", nullptr};
+        case BinaryOp::Shr: return {nullptr, "lt_shr_$T($a, $b)", nullptr};
+        case BinaryOp::LogicalAnd: return {"(($a != ($T)0) & ($b != ($T)0))", "(($a != ($T)0) & ($b != ($T)0))", "($a & $b)"};
+        case BinaryOp::LogicalOr: return {"(($a != ($T)0) | ($b != ($T)0))", "(($a != ($T)0) | ($b != ($T)0))", "($a | $b)"};
+        case BinaryOp::Atan2: return {"atan2($a, $b)", nullptr, nullptr};
+        case BinaryOp::Hypot: return {"hypot($a, $b)", nullptr, nullptr};
+        case BinaryOp::Copysign: return {"copysign($a, $b)", nullptr, nullptr};
+        case BinaryOp::Philox: return {nullptr, "(($T)lt_philox((ulong)$a, (ulong)$b))", nullptr};
+    }
+    return {nullptr, nullptr, nullptr};
+}
+
+/// The pattern of `s` for operands of type t.
+inline const char* cl_pattern(const ClSpelling& s, DType t) {
+    return is_floating(t) ? s.floating : t == DType::Bool ? s.boolean : s.integer;
+}
+
+/// `pattern` with its operands and types filled in.
+inline std::string cl_fill(const char* pattern, DType t, const std::string& a, const std::string& b) {
+    std::string out;
+    for (const char* p = pattern; *p; ++p) {
+        if (*p != '$' || !p[1]) {
+            out += *p;
+            continue;
+        }
+        switch (*++p) {
+            case 'a': out += a; break;
+            case 'b': out += b; break;
+            case 'T': out += cl_value_type(t); break;
+            case 'U': out += cl_wrap_type(t); break;
+            default: out += '$', out += *p;
+        }
+    }
+    return out;
+}
+
+/// `op` of x, whose dtype is t (a predicate's result is bool, every other op's is t).
+inline std::string cl_unary(UnaryOp op, DType t, const std::string& x) {
+    return cl_fill(cl_pattern(cl_spelling(op), t), t, x, "");
+}
+
+inline std::string cl_binary(BinaryOp op, DType t, const std::string& a, const std::string& b) {
+    return cl_fill(cl_pattern(cl_spelling(op), t), t, a, b);
+}
+
+/// The OpenCL C definition of shared function `f` at type t: its text between the macros that
+/// ir/shared_functions.hpp promises a body.
+inline std::string cl_shared_function(const shared::SharedFunction& f, DType t) {
+    const std::string T = cl_value_type(t);
+    const bool f64 = t == DType::Float64;
+    return "#define T " + T + "\n#define U " + (is_floating(t) ? T : std::string(cl_wrap_type(t))) +
+           "\n#define LT_C(f, d) " + (f64 ? "d" : "f") + "\n#define LT_SIGNED ((T)-1 < (T)0)\n#define LT_NEG(v) ((v) < (T)0)\n" +
+           "#define LT_CALL(fn) fn##_" + T + "\ninline T " + f.name + "_" + T + f.params + " {\n    " + f.body +
+           "\n}\n#undef T\n#undef U\n#undef LT_C\n#undef LT_SIGNED\n#undef LT_NEG\n#undef LT_CALL\n";
+}
+
+/// Appends to `defs` the definitions that `text` (a spelling or a shared function's body) calls
+/// at type t, callees first.
+inline void cl_functions_called(const std::string& text, DType t, std::vector<std::string>& defs) {
+    if (text.find("lt_philox(") != std::string::npos) defs.push_back(philox_opencl_source());
+    for (const shared::SharedFunction* f : shared::all_shared_functions) {
+        const std::string name = f->name;
+        // Spellings call lt_gelu_float(...), bodies LT_CALL(lt_sigmoid)(...).
+        if (text.find(name + "_" + cl_value_type(t) + "(") == std::string::npos &&
+            text.find("LT_CALL(" + name + ")") == std::string::npos)
+            continue;
+        cl_functions_called(f->body, t, defs);
+        defs.push_back(cl_shared_function(*f, t));
+    }
+}
+
+/// The helper functions that a unary or binary op at operand type t calls.
+template <class Op>
+void cl_op_functions(Op op, DType t, std::vector<std::string>& defs) {
+    if (const char* pattern = cl_pattern(cl_spelling(op), t)) cl_functions_called(cl_fill(pattern, t, "a", "b"), t, defs);
+}
+
+}  // namespace lazytensor::detail::opencl
 
 namespace lazytensor::detail::opencl {
 
@@ -8401,20 +8774,6 @@ struct RenderedKernel {
 
 // ------------------------------------------------------------------------------ type spellings
 
-/// The OpenCL C type of a value of `t` (private variables).
-inline const char* cl_value_type(DType t) {
-    switch (t) {
-        case DType::Bool: return "bool";
-        case DType::UInt8: return "uchar";
-        case DType::Int32: return "int";
-        case DType::Int64: return "long";
-        case DType::Float16: return "float";  // computed in float; only buffers hold half
-        case DType::Float32: return "float";
-        case DType::Float64: return "double";
-    }
-    return "?";
-}
-
 /// The OpenCL C type of an element of a buffer of `t` (bool is a byte, as in C++).
 inline const char* cl_storage_type(DType t) {
     return t == DType::Bool ? "uchar" : t == DType::Float16 ? "half" : cl_value_type(t);
@@ -8423,15 +8782,6 @@ inline const char* cl_storage_type(DType t) {
 /// The OpenCL C type of a scalar kernel argument of `t`: bool is not a valid argument type (a
 /// byte instead), and a float16 value is passed as the float it is computed in.
 inline const char* cl_scalar_arg_type(DType t) { return t == DType::Bool ? "uchar" : cl_value_type(t); }
-
-/// The unsigned type integer arithmetic wraps in.
-inline const char* cl_wrap_type(DType t) {
-    switch (t) {
-        case DType::Int32: return "uint";
-        case DType::Int64: return "ulong";
-        default: return "uint";  // uchar: int promotion, truncated on assignment
-    }
-}
 
 inline std::string cl_literal(const Scalar& s, DType t) {
     const Scalar v = s.dtype == t ? s : s.cast(t);
@@ -8455,114 +8805,6 @@ inline std::string cl_literal(const Scalar& s, DType t) {
         }
     }
     return "0";
-}
-
-// ------------------------------------------------------------------------------ op spellings
-
-/// `op` of x, whose dtype is t (a predicate's result is bool, every other op's is t).
-inline std::string cl_unary(UnaryOp op, DType t, const std::string& x) {
-    const std::string T = cl_value_type(t);
-    const bool fp = is_floating(t);
-    switch (op) {
-        case UnaryOp::Neg:
-            if (fp) return "(-" + x + ")";
-            return "((" + T + ")(0u - (" + cl_wrap_type(t) + ")" + x + "))";
-        case UnaryOp::Abs:
-            if (fp) return "fabs(" + x + ")";
-            if (t == DType::UInt8) return x;
-            return "((" + T + ")abs(" + x + "))";
-        case UnaryOp::Relu: return "(" + x + " < (" + T + ")0 ? (" + T + ")0 : " + x + ")";
-        case UnaryOp::Exp: return "exp(" + x + ")";
-        case UnaryOp::Log: return "log(" + x + ")";
-        case UnaryOp::Sqrt: return "sqrt(" + x + ")";
-        case UnaryOp::Sin: return "sin(" + x + ")";
-        case UnaryOp::Cos: return "cos(" + x + ")";
-        case UnaryOp::Tanh: return "lt_tanh_" + T + "(" + x + ")";
-        case UnaryOp::Sigmoid: return "lt_sigmoid_" + T + "(" + x + ")";
-        case UnaryOp::Sign:  // not the built-in sign(), which gives 0 for NaN and -0 for -0
-            if (fp)
-                return "(" + x + " > (" + T + ")0 ? (" + T + ")1 : " + x + " < (" + T + ")0 ? (" + T + ")-1 : " + x +
-                       " == (" + T + ")0 ? (" + T + ")0 : " + x + ")";
-            if (t == DType::UInt8) return "((uchar)(" + x + " != 0))";
-            return "((" + T + ")((" + x + " > 0) - (" + x + " < 0)))";
-        case UnaryOp::Exp2: return "exp2(" + x + ")";
-        case UnaryOp::Log2: return "log2(" + x + ")";
-        case UnaryOp::Rsqrt: return "rsqrt(" + x + ")";
-        case UnaryOp::Reciprocal: return "((" + T + ")1 / " + x + ")";
-        case UnaryOp::Tan: return "tan(" + x + ")";
-        case UnaryOp::Gelu: return "lt_gelu_" + T + "(" + x + ")";
-        case UnaryOp::Silu: return "lt_silu_" + T + "(" + x + ")";
-        case UnaryOp::Floor: return fp ? "floor(" + x + ")" : x;
-        case UnaryOp::Ceil: return fp ? "ceil(" + x + ")" : x;
-        case UnaryOp::Round: return fp ? "rint(" + x + ")" : x;  // rint: ties to even (round() ties away)
-        case UnaryOp::Trunc: return fp ? "trunc(" + x + ")" : x;
-        case UnaryOp::BitwiseNot:
-            if (t == DType::Bool) return "(!" + x + ")";
-            return "((" + T + ")~" + x + ")";
-        case UnaryOp::LogicalNot:
-            if (t == DType::Bool) return "(!" + x + ")";
-            return "(" + x + " == (" + T + ")0)";
-        case UnaryOp::IsNan: return fp ? "isnan(" + x + ")" : "false";
-        case UnaryOp::IsInf: return fp ? "isinf(" + x + ")" : "false";
-    }
-    return x;
-}
-
-/// maximum (cmp " > ") or minimum (" < "): b where it wins or is NaN, else a (NaN in a, and the
-/// first operand on ties such as -0 and +0, as NumPy and PyTorch give).
-inline std::string cl_maximum(DType t, const std::string& a, const std::string& b, const char* cmp) {
-    if (is_floating(t)) return "((" + b + cmp + a + " || isnan(" + b + ")) ? " + b + " : " + a + ")";
-    return "(" + b + cmp + a + " ? " + b + " : " + a + ")";
-}
-
-inline std::string cl_binary(BinaryOp op, DType t, const std::string& a, const std::string& b) {
-    const std::string T = cl_value_type(t);
-    auto wrapping = [&](const char* sym) {
-        if (is_floating(t)) return "(" + a + " " + sym + " " + b + ")";
-        const std::string U = cl_wrap_type(t);
-        return "((" + T + ")((" + U + ")" + a + " " + sym + " (" + U + ")" + b + "))";
-    };
-    switch (op) {
-        case BinaryOp::Add: return wrapping("+");
-        case BinaryOp::Sub: return wrapping("-");
-        case BinaryOp::Mul: return wrapping("*");
-        case BinaryOp::Div: return "(" + a + " / " + b + ")";
-        case BinaryOp::Pow:
-            return std::string(is_floating(t) ? "lt_pow_" : "lt_ipow_") + T + "(" + a + ", " + b + ")";
-        case BinaryOp::Maximum: return cl_maximum(t, a, b, " > ");
-        case BinaryOp::Minimum: return cl_maximum(t, a, b, " < ");
-        case BinaryOp::Lt: return "(" + a + " < " + b + ")";
-        case BinaryOp::Le: return "(" + a + " <= " + b + ")";
-        case BinaryOp::Gt: return "(" + a + " > " + b + ")";
-        case BinaryOp::Ge: return "(" + a + " >= " + b + ")";
-        case BinaryOp::Eq: return "(" + a + " == " + b + ")";
-        case BinaryOp::Ne: return "(" + a + " != " + b + ")";
-        case BinaryOp::Fmod:
-            if (is_floating(t)) return "fmod(" + a + ", " + b + ")";  // exact, as C's
-            return "lt_fmod_" + T + "(" + a + ", " + b + ")";
-        case BinaryOp::Remainder: return "lt_mod_" + T + "(" + a + ", " + b + ")";
-        case BinaryOp::FloorDivide: return "lt_floordiv_" + T + "(" + a + ", " + b + ")";
-        // On bool (0 or 1), & and | are the logical ops, and no compiler warns of a constant operand.
-        case BinaryOp::BitAnd:
-            if (t == DType::Bool) return "(" + a + " & " + b + ")";
-            return "((" + T + ")(" + a + " & " + b + "))";
-        case BinaryOp::BitOr:
-            if (t == DType::Bool) return "(" + a + " | " + b + ")";
-            return "((" + T + ")(" + a + " | " + b + "))";
-        case BinaryOp::BitXor:
-            if (t == DType::Bool) return "(" + a + " != " + b + ")";
-            return "((" + T + ")(" + a + " ^ " + b + "))";
-        case BinaryOp::Shl: return "lt_shl_" + T + "(" + a + ", " + b + ")";
-        case BinaryOp::Shr: return "lt_shr_" + T + "(" + a + ", " + b + ")";
-        case BinaryOp::Philox: return "((" + T + ")lt_philox((ulong)" + a + ", (ulong)" + b + "))";
-        case BinaryOp::LogicalAnd:
-            if (t == DType::Bool) return "(" + a + " & " + b + ")";
-            return "((" + a + " != (" + T + ")0) & (" + b + " != (" + T + ")0))";
-        case BinaryOp::LogicalOr:
-            if (t == DType::Bool) return "(" + a + " | " + b + ")";
-            return "((" + a + " != (" + T + ")0) | (" + b + " != (" + T + ")0))";
-    }
-    return a;
 }
 
 inline std::string cl_cast(DType to, DType from, const std::string& x) {
@@ -8603,128 +8845,6 @@ inline std::string cl_reduce_fold(ReduceOp op, DType t, const std::string& acc, 
         case ReduceOp::Min: return cl_binary(BinaryOp::Minimum, t, acc, v);
     }
     return acc;
-}
-
-/// Integer power by squaring, wrapping; negative exponents give 0 except for bases 1 and -1
-/// (as the host's Pow).
-inline std::string cl_ipow_function(DType t) {
-    const std::string T = cl_value_type(t), U = cl_wrap_type(t);
-    std::string s = "inline " + T + " lt_ipow_" + T + "(" + T + " a, " + T + " b) {\n";
-    if (t != DType::UInt8)
-        s += "    if (b < 0) return a == 1 ? (" + T + ")1 : a == -1 ? ((b & 1) ? (" + T + ")-1 : (" + T + ")1) : (" + T + ")0;\n";
-    s += "    " + U + " r = 1, base = (" + U + ")a;\n";
-    s += "    for (" + U + " e = (" + U + ")b; e; e >>= 1) { if (e & 1) r *= base; base *= base; }\n";
-    s += "    return (" + T + ")r;\n}\n";
-    return s;
-}
-
-/// Helper functions of the ops that are not one expression, with the host's semantics
-/// (backend/host/simd_ops.hpp); appended to `defs`, one function per entry.
-inline void cl_op_functions(const ir::Instr& in, DType t, std::vector<std::string>& defs) {
-    const std::string T = cl_value_type(t), U = cl_wrap_type(t);
-    const bool fp = is_floating(t), sign = t != DType::UInt8;
-    const std::string bits = std::to_string(8 * dtype_size(t));
-    auto fn = [&](const std::string& name, const std::string& args, const std::string& body) {
-        defs.push_back("inline " + T + " " + name + "_" + T + "(" + args + ") {\n" + body + "}\n");
-    };
-    const std::string ab = T + " a, " + T + " b";
-    // Integer division and remainder by 0 give 0; INT_MIN by -1 wraps.
-    auto int_fmod = [&] {
-        fn("lt_fmod", ab, sign ? "    return b == 0 || b == -1 ? (" + T + ")0 : (" + T + ")(a % b);\n"
-                               : "    return b == 0 ? (" + T + ")0 : (" + T + ")(a % b);\n");
-    };
-    if (in.op == ir::Op::Unary) {
-        const std::string half = "(" + T + ")0.5", one = "(" + T + ")1";
-        const std::string neg_zero = T == "double" ? "-0.0" : "-0.0f", neg_inf = "-(" + T + ")INFINITY";
-        // sigmoid, silu and gelu as the host's (simd_ops.hpp, TinyExp and GeluK): exact where
-        // they are tiny.
-        const bool f32 = T != "double";
-        const std::string below = f32 ? "-80.0f" : "-700.0", shift = f32 ? "64.0f" : "512.0",
-                          scale = f32 ? "0x1.969d48p-93f" : "0x1.44109edb20931p-739";
-        // tanh is +-1 where it rounds to it (PoCL's float tanh(20) was 0.99999994, within
-        // OpenCL's 5 ulp): from |x| = 9 in float, as the host's, and 20 in double.
-        if (in.unary == UnaryOp::Tanh)
-            fn("lt_tanh", T + " x", "    return fabs(x) >= " + std::string(f32 ? "9.0f" : "20.0") + " ? copysign(" + one +
-                                        ", x) : tanh(x);\n");
-        if (in.unary == UnaryOp::Gelu) {  // 0.5 x erfc(-x / sqrt(2)); the limit -0 at -inf
-            const std::string c = "(" + T + ")";
-            fn("lt_gelu", T + " x",
-               "    if (x < " + c + (f32 ? "-20" : "-50") + ") return " + neg_zero + ";\n"
-               "    if (x < " + c + (f32 ? "-10" : "-37") + ") {\n"
-               "        const " + T + " hi = x * x, lo = fma(x, x, -hi), t = " + one + " / hi;\n"
-               "        const " + T + " s = " + one + " + t * (" + c + "-1 + t * (" + c + "3 + t * (" + c + "-15 + t * (" + c +
-               "105 + t * (" + c + "-945 + t * " + c + "10395)))));\n"
-               "        const " + T + " e = exp(" + c + "-0.5 * hi + " + shift + ") * (" + one + " - " + half + " * lo);\n"
-               "        return -(" + c + "0.3989422804014327 * s * e) * " + scale + ";\n    }\n"
-               "    const " + T + " z = -x * " + c + "0.70710678118654752440;\n"
-               "    if (!(x < " + c + "0)) return " + half + " * x * erfc(z);\n"
-               "    const " + T + " dz = fma(-x, " + c + "0.70710678118654752440, -z) - x * " + c +
-               (f32 ? "1.210161710447897e-08" : "-4.833646656726457e-17") + ";\n"
-               "    return " + half + " * x * (erfc(z) - dz * " + c + "1.1283791670955126 * exp(-z * z));\n");
-        }
-        const std::string exp_tiny = "    const " + T + " a = -fabs(x);\n    const " + T + " e = a >= " + below +
-                                     " ? exp(a) : exp(a + " + shift + ") * " + scale + ";\n";
-        if (in.unary == UnaryOp::Sigmoid || in.unary == UnaryOp::Silu)
-            fn("lt_sigmoid", T + " x", exp_tiny + "    return (x >= (" + T + ")0 ? " + one + " : e) / (" + one + " + e);\n");
-        if (in.unary == UnaryOp::Silu)  // the limit -0 at -inf
-            fn("lt_silu", T + " x", "    if (x == " + neg_inf + ") return " + neg_zero + ";\n    if (x < " + below +
-                                        ") return (x * exp(x + " + shift + ")) * " + scale + ";\n    return x * lt_sigmoid_" +
-                                        T + "(x);\n");
-        return;
-    }
-    if (in.op != ir::Op::Binary) return;
-    switch (in.binary) {
-        case BinaryOp::Pow:
-            if (!fp) {
-                defs.push_back(cl_ipow_function(t));
-            } else {
-                // The common exponents exactly, as on the host (OpenCL's pow may be 16 ulp off:
-                // NVIDIA's pow(0.1f, 1) is 0.100000009).
-                const std::string c = "(" + T + ")";
-                fn("lt_pow", ab, "    if (b == " + c + "2) return a * a;\n    if (b == " + c + "1) return a;\n    if (b == " + c +
-                                    "-1) return " + c + "1 / a;\n    if (b == " + c + "0.5 && a > " + c +
-                                    "0 && isfinite(a)) return sqrt(a);\n    return pow(a, b);\n");
-            }
-            break;
-        case BinaryOp::Fmod:
-            if (!fp) int_fmod();
-            break;
-        case BinaryOp::Remainder:  // the divisor's sign (NumPy's %)
-            if (fp) {
-                fn("lt_mod", ab, "    const " + T + " r = fmod(a, b);\n    if (b == 0) return r;\n    if (r == 0) return copysign((" +
-                                    T + ")0, b);\n    return (r < 0) != (b < 0) ? r + b : r;\n");
-            } else {
-                int_fmod();
-                fn("lt_mod", ab, "    const " + T + " r = lt_fmod_" + T + "(a, b);\n" +
-                                    (sign ? "    return r != 0 && (r < 0) != (b < 0) ? (" + T + ")(r + b) : r;\n" : "    return r;\n"));
-            }
-            break;
-        case BinaryOp::FloorDivide:  // the floor of the exact quotient (NumPy's //)
-            if (fp)
-                fn("lt_floordiv", ab, "    if (b == 0) return a / b;\n    const " + T + " m = fmod(a, b);\n    " + T +
-                                         " d = (a - m) / b;\n    if (m != 0 && (b < 0) != (m < 0)) d -= 1;\n"
-                                         "    if (d == 0) return copysign((" + T + ")0, a / b);\n    const " + T +
-                                         " f = floor(d);\n    return d - f > (" + T + ")0.5 ? f + 1 : f;\n");
-            else if (sign)
-                fn("lt_floordiv", ab, "    if (b == 0) return 0;\n    if (b == -1) return (" + T + ")(0u - (" + U + ")a);\n    const " + T +
-                                         " q = a / b;\n    return a % b != 0 && (a < 0) != (b < 0) ? (" + T + ")(q - 1) : q;\n");
-            else
-                fn("lt_floordiv", ab, "    return b == 0 ? (" + T + ")0 : (" + T + ")(a / b);\n");
-            break;
-        case BinaryOp::Philox: defs.push_back(philox_opencl_source()); break;
-        case BinaryOp::Shl:  // counts outside [0, bits) give 0 (OpenCL would take the count mod bits)
-            fn("lt_shl", ab, "    return " + std::string(sign ? "b < 0 || " : "") + "b >= " + bits + " ? (" + T + ")0 : (" + T +
-                                 ")((" + U + ")a << b);\n");
-            break;
-        case BinaryOp::Shr:  // arithmetic; counts outside [0, bits) give 0 or -1
-            if (sign)
-                fn("lt_shr", ab, "    if (b < 0 || b >= " + bits + ") return a < 0 ? (" + T + ")-1 : (" + T +
-                                     ")0;\n    return a < 0 ? (" + T + ")~(~a >> b) : (" + T + ")(a >> b);\n");
-            else
-                fn("lt_shr", ab, "    return b >= " + bits + " ? (" + T + ")0 : (" + T + ")(a >> b);\n");
-            break;
-        default: break;
-    }
 }
 
 /// Rounding a private float (or double) to half precision, through a private half slot
@@ -8849,8 +8969,10 @@ private:
         std::vector<std::string> defs;
         for (auto& ph : k_.phases)
             for (auto& in : ph.instrs)
-                if (in.op == ir::Op::Unary || in.op == ir::Op::Binary)
-                    cl_op_functions(in, ph.instrs[static_cast<std::size_t>(in.a)].dtype, defs);
+                if (in.op == ir::Op::Unary)
+                    cl_op_functions(in.unary, ph.instrs[static_cast<std::size_t>(in.a)].dtype, defs);
+                else if (in.op == ir::Op::Binary)
+                    cl_op_functions(in.binary, ph.instrs[static_cast<std::size_t>(in.a)].dtype, defs);
         bool round_half = false, round_half_d = false;
         for (auto& ph : k_.phases)
             for (auto& in : ph.instrs)
@@ -12234,15 +12356,6 @@ auto operator!(E&& x) {
     return detail::make_unary<UnaryOp::LogicalNot>(std::forward<E>(x));
 }
 
-/// x limited to [lo, hi] (NumPy's clip): minimum(maximum(x, lo), hi), so NaN in any operand
-/// propagates and hi wins where lo > hi. lo and hi may be tensors (broadcast) or scalars.
-template <class E, class Lo, class Hi,
-          class = std::enable_if_t<detail::is_tensor_like_v<E> && (detail::is_tensor_like_v<Lo> || detail::is_scalar_v<Lo>) &&
-                                   (detail::is_tensor_like_v<Hi> || detail::is_scalar_v<Hi>)>>
-auto clamp(E&& x, Lo&& lo, Hi&& hi) {
-    return minimum(maximum(std::forward<E>(x), std::forward<Lo>(lo)), std::forward<Hi>(hi));
-}
-
 /// x where cond is true, y elsewhere (broadcast together; x and y may be scalars). cond of any
 /// dtype counts non-zero as true; the result has x and y's promoted type. Lazy.
 template <class C, class X, class Y,
@@ -12328,6 +12441,115 @@ auto transpose(const E& x, int a, int b) {
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 auto expand(const E& x, const Shape& shape) {
     return x.expand(shape);
+}
+
+}  // namespace lazytensor
+
+namespace lazytensor {
+
+namespace detail {
+
+/// x as one lazy graph node, so that a composite that reads it several times computes it once
+/// (a subexpression written twice would be computed twice).
+template <class E>
+Tensor<typename E::value_type> read_once(const E& x) {
+    return Tensor<typename E::value_type>(x);
+}
+
+template <class T>
+inline constexpr bool is_floating_element_v = std::is_floating_point_v<T> || std::is_same_v<T, half>;
+
+}  // namespace detail
+
+/// x limited to [lo, hi] (NumPy's clip): minimum(maximum(x, lo), hi), so NaN in any operand
+/// propagates and hi wins where lo > hi. lo and hi may be tensors (broadcast) or scalars.
+template <class E, class Lo, class Hi,
+          class = std::enable_if_t<detail::is_tensor_like_v<E> && (detail::is_tensor_like_v<Lo> || detail::is_scalar_v<Lo>) &&
+                                   (detail::is_tensor_like_v<Hi> || detail::is_scalar_v<Hi>)>>
+auto clamp(E&& x, Lo&& lo, Hi&& hi) {
+    return minimum(maximum(std::forward<E>(x), std::forward<Lo>(lo)), std::forward<Hi>(hi));
+}
+
+/// Whether each element is finite (neither NaN nor infinite): bool, same shape. Integers and
+/// bool are always finite.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto isfinite(const E& x) {
+    using T = typename E::value_type;
+    if constexpr (detail::is_floating_element_v<T>) return abs(x) < std::numeric_limits<double>::infinity();  // false for NaN
+    else return full<bool>(x.shape(), true, x.device());
+}
+
+/// NumPy's nan_to_num: NaN becomes `nan`, +inf `posinf` and -inf `neginf` (by default the
+/// largest and the lowest finite value of x's type). Integers and bool are returned as they are.
+/// ValueError where a replacement does not fit x's type.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto nan_to_num(const E& x, double nan = 0.0, std::optional<double> posinf = std::nullopt,
+                std::optional<double> neginf = std::nullopt) {
+    using T = typename E::value_type;
+    if constexpr (detail::is_floating_element_v<T>) {
+        const double inf = std::numeric_limits<double>::infinity(), top = static_cast<double>(std::numeric_limits<T>::max());
+        for (const double v : {nan, posinf.value_or(0.0), neginf.value_or(0.0)})
+            if (std::isfinite(v) && std::fabs(v) > top)
+                detail::fail<ValueError>("lt::nan_to_num: the replacement ", v, " does not fit ", dtype_of<T>(), " (largest finite value ",
+                                 top, ")");
+        const T hi = posinf ? static_cast<T>(*posinf) : std::numeric_limits<T>::max();
+        const T lo = neginf ? static_cast<T>(*neginf) : std::numeric_limits<T>::lowest();
+        const auto t = detail::read_once(x);
+        return where(isnan(t), static_cast<T>(nan), where(t == inf, hi, where(t == -inf, lo, t)));
+    } else {
+        return detail::read_once(x);
+    }
+}
+
+/// x where it is positive, x * negative_slope elsewhere (PyTorch's leaky_relu); floating x.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto leaky_relu(const E& x, double negative_slope = 0.01) {
+    using T = typename E::value_type;
+    static_assert(detail::is_floating_element_v<T>, "lazytensor: leaky_relu needs a floating tensor; cast first, e.g. lt::leaky_relu(lt::cast<float>(x))");
+    const auto t = detail::read_once(x);
+    return where(t > 0.0, t, t * negative_slope);
+}
+
+/// x where it is positive, alpha (exp(x) - 1) elsewhere (PyTorch's elu; expm1 keeps small
+/// negative x exact); floating x.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto elu(const E& x, double alpha = 1.0) {
+    using T = typename E::value_type;
+    static_assert(detail::is_floating_element_v<T>, "lazytensor: elu needs a floating tensor; cast first, e.g. lt::elu(lt::cast<float>(x))");
+    const auto t = detail::read_once(x);
+    return where(t > 0.0, t, alpha * expm1(t));
+}
+
+/// log(1 + exp(x)), as max(x, 0) + log1p(exp(-|x|)): exact at both ends (x itself for large x,
+/// exp(x) for very negative x), without PyTorch's cut to x above 20. With beta:
+/// softplus(beta x) / beta. Floating x.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto softplus(const E& x) {
+    using T = typename E::value_type;
+    static_assert(detail::is_floating_element_v<T>, "lazytensor: softplus needs a floating tensor; cast first, e.g. lt::softplus(lt::cast<float>(x))");
+    const auto t = detail::read_once(x);
+    return maximum(t, 0.0) + log1p(exp(-abs(t)));
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto softplus(const E& x, double beta) {
+    if (!(beta > 0) || !std::isfinite(beta)) detail::fail<ValueError>("lt::softplus: beta must be positive and finite, got ", beta);
+    return softplus(x * beta) / beta;
+}
+
+/// x with `value` where mask is true (PyTorch's masked_fill): x's type and shape. mask is a bool
+/// tensor that broadcasts to x's shape (ShapeError otherwise); ValueError if value does not fit
+/// x's type.
+template <class E, class M, class V,
+          class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<M> && detail::is_scalar_v<V>>>
+auto masked_fill(const E& x, const M& mask, V value) {
+    using T = typename E::value_type;
+    static_assert(std::is_same_v<typename M::value_type, bool>,
+                  "lazytensor: masked_fill needs a bool mask, e.g. x > 0; for another dtype use x != 0");
+    detail::graph::check_scalar_fits(detail::make_scalar(value), dtype_of<T>(), "lt::masked_fill");
+    if (broadcast_shapes(x.shape(), mask.shape(), "lt::masked_fill") != x.shape())
+        detail::fail<ShapeError>("lt::masked_fill: the mask's shape ", mask.shape(), " does not broadcast to the tensor's shape ",
+                         x.shape());
+    return where(mask, static_cast<T>(value), x);
 }
 
 }  // namespace lazytensor

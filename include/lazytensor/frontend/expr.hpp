@@ -77,7 +77,7 @@ constexpr DType unary_result() {
 
 template <BinaryOp Op, class L, class R>
 constexpr DType binary_result() {
-    static_assert(!(type_rule(Op) == TypeRule::Arith && operand_traits<L>::dtype == DType::Bool &&
+    static_assert(!((type_rule(Op) == TypeRule::Arith || type_rule(Op) == TypeRule::Floating) && operand_traits<L>::dtype == DType::Bool &&
                     operand_traits<R>::dtype == DType::Bool),
                   "lazytensor: arithmetic on two bool operands is not defined; cast one to a numeric type "
                   "first, e.g. lt::cast<int32_t>(mask)");

@@ -91,15 +91,6 @@ auto operator!(E&& x) {
     return detail::make_unary<UnaryOp::LogicalNot>(std::forward<E>(x));
 }
 
-/// x limited to [lo, hi] (NumPy's clip): minimum(maximum(x, lo), hi), so NaN in any operand
-/// propagates and hi wins where lo > hi. lo and hi may be tensors (broadcast) or scalars.
-template <class E, class Lo, class Hi,
-          class = std::enable_if_t<detail::is_tensor_like_v<E> && (detail::is_tensor_like_v<Lo> || detail::is_scalar_v<Lo>) &&
-                                   (detail::is_tensor_like_v<Hi> || detail::is_scalar_v<Hi>)>>
-auto clamp(E&& x, Lo&& lo, Hi&& hi) {
-    return minimum(maximum(std::forward<E>(x), std::forward<Lo>(lo)), std::forward<Hi>(hi));
-}
-
 /// x where cond is true, y elsewhere (broadcast together; x and y may be scalars). cond of any
 /// dtype counts non-zero as true; the result has x and y's promoted type. Lazy.
 template <class C, class X, class Y,

@@ -12,7 +12,7 @@ namespace lazytensor {
 /// How an op's result dtype follows from its (promoted) input dtype.
 enum class TypeRule : std::uint8_t {
     Numeric,   // same type; bool inputs are rejected at compile time
-    Floating,  // integer inputs compute in float32; bool inputs are rejected at compile time
+    Floating,  // integer inputs compute in float32; bool inputs (two, for a binary op) are rejected at compile time
     Arith,     // promoted type; two bool inputs are rejected at compile time
     TrueDiv,   // promoted type, integers divide into float32 (NumPy/PyTorch true division)
     Ordered,   // promoted type, bool allowed (maximum, minimum)
@@ -49,7 +49,19 @@ enum class TypeRule : std::uint8_t {
     X(BitwiseNot, bitwise_not, Bitwise)     \
     X(LogicalNot, logical_not, Predicate)   \
     X(IsNan, isnan, Predicate)              \
-    X(IsInf, isinf, Predicate)
+    X(IsInf, isinf, Predicate)              \
+    X(Log1p, log1p, Floating)               \
+    X(Expm1, expm1, Floating)               \
+    X(Erf, erf, Floating)                   \
+    X(Erfc, erfc, Floating)                 \
+    X(Asin, asin, Floating)                 \
+    X(Acos, acos, Floating)                 \
+    X(Atan, atan, Floating)                 \
+    X(Sinh, sinh, Floating)                 \
+    X(Cosh, cosh, Floating)                 \
+    X(Asinh, asinh, Floating)               \
+    X(Acosh, acosh, Floating)               \
+    X(Atanh, atanh, Floating)
 
 // X(enumerator, function name, TypeRule). Operators (+ - * / % < <= > >= == != & | ^ << >> &&
 // ||) map onto the same enumerators in frontend/functions.hpp, which makes a public function
@@ -78,7 +90,10 @@ enum class TypeRule : std::uint8_t {
     X(Shl, left_shift, Shift)               \
     X(Shr, right_shift, Shift)              \
     X(LogicalAnd, logical_and, Predicate)   \
-    X(LogicalOr, logical_or, Predicate)
+    X(LogicalOr, logical_or, Predicate)     \
+    X(Atan2, atan2, Floating)               \
+    X(Hypot, hypot, Floating)               \
+    X(Copysign, copysign, Floating)
 #define LAZYTENSOR_INTERNAL_BINARY_OPS(X) \
     X(Philox, philox, Shift)
 

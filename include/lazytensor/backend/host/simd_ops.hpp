@@ -24,6 +24,7 @@ LAZYTENSOR_XSIMD_WARNINGS_OFF
 #include "../../core/dtype.hpp"
 #include "../../core/philox.hpp"
 #include "../../ir/ops.hpp"
+#include "../../ir/shared_functions.hpp"
 #include "simd_arch.hpp"
 
 namespace lazytensor::detail::host {
@@ -158,7 +159,7 @@ struct Cos {
 };
 struct Tanh {
     template <class T>
-    static T scalar(T x) { return std::tanh(x); }
+    static T scalar(T x) { return shared::lt_tanh(x); }
     template <class B>
     static B simd(const B& x) {
         if constexpr (std::is_same_v<typename B::value_type, float>) {
@@ -181,11 +182,8 @@ struct Tanh {
         }
     }
 };
-// sigmoid and silu stay exact where their results are tiny or subnormal: e = exp(-|x|) never
-// overflows (sigmoid(x) is 1 / (1 + e) for x >= 0 and e / (1 + e) below), and where e itself
-// would be subnormal (below TinyExp::below) it is exp(x + shift) * exp(-shift), the shift exact
-// in floating point and the product rounded once, so that x * e keeps its precision
-// (silu(-105.f) is -2.66e-44, not -0). The OpenCL renderer uses the same formulas.
+// The SIMD forms of sigmoid and silu: the constants of the shared lt_sigmoid (exp(-|x|) scaled
+// where it would be subnormal).
 template <class T>
 struct TinyExp {
     static constexpr T below = std::is_same_v<T, float> ? T(-80) : T(-700);
@@ -194,11 +192,7 @@ struct TinyExp {
 };
 struct Sigmoid {
     template <class T>
-    static T scalar(T x) {
-        const T a = -std::fabs(x);
-        const T e = a >= TinyExp<T>::below ? std::exp(a) : std::exp(a + TinyExp<T>::shift) * TinyExp<T>::scale;
-        return (x >= T(0) ? T(1) : e) / (T(1) + e);
-    }
+    static T scalar(T x) { return shared::lt_sigmoid(x); }
     template <class B>
     static B simd(const B& x) {
         using T = typename B::value_type;
@@ -274,46 +268,20 @@ inline B erf_simd(const B& x) {
     using T = typename B::value_type;
     return xsimd::select(xsimd::abs(x) > B(T(6)), xsimd::copysign(B(T(1)), x), xsimd::erf(x));
 }
-// gelu is 0.5 x erfc(-x / sqrt(2)): PyTorch's exact form 0.5 x (1 + erf(x / sqrt(2))) without
-// its cancellation below 0 (in float that gave -0 from x = -5.9 on, where gelu(-7.8f) is
-// -2.8e-14). Where erfc is steep, the rounding of z = -x / sqrt(2) is put back to first order
-// (erfc(z + dz) = erfc(z) - dz 2/sqrt(pi) exp(-z^2)), and below GeluK::tail, where erfc nears
-// the subnormals, gelu(x) = -phi(x) S(1 / x^2) with phi the normal density, S erfc's asymptotic
-// series and x^2 split exactly (fma), exp scaled as in TinyExp and the product rounded once
-// into the subnormals. The OpenCL renderer writes the same formula (cl_op_functions).
-template <class T>
-struct GeluK {
-    static constexpr bool f32 = std::is_same_v<T, float>;
-    static constexpr T tail = f32 ? T(-10) : T(-37);  // S's 7 terms: within 0.2 ulp below this
-    static constexpr T zero = f32 ? T(-20) : T(-50);  // gelu rounds to -0 well before this
-    static constexpr T c = T(0.70710678118654752440);  // 1 / sqrt(2), rounded; c_lo the rest
-    static constexpr T c_lo = f32 ? T(1.210161710447897e-08) : T(-4.833646656726457e-17);
-};
 struct Gelu {
     template <class T>
     static T scalar(T x) {
         // float takes the double formula, rounded once (glibc's erfc is accurate: float gelu is
         // then within 1 ulp; the same formula in float, as OpenCL runs it, within about 4).
-        if constexpr (std::is_same_v<T, float>) return static_cast<float>(scalar(static_cast<double>(x)));
-        using K = GeluK<T>;
-        if (x < K::zero) return T(-0.0);  // -inf included: the limit
-        if (x < K::tail) {
-            const T hi = x * x, lo = std::fma(x, x, -hi), t = T(1) / hi;
-            const T s = T(1) + t * (T(-1) + t * (T(3) + t * (T(-15) + t * (T(105) + t * (T(-945) + t * T(10395))))));
-            const T e = std::exp(T(-0.5) * hi + TinyExp<T>::shift) * (T(1) - T(0.5) * lo);
-            return -(T(0.3989422804014327) * s * e) * TinyExp<T>::scale;
-        }
-        const T z = -x * K::c;
-        if (!(x < T(0))) return T(0.5) * x * std::erfc(z);
-        const T dz = std::fma(-x, K::c, -z) - x * K::c_lo;
-        return T(0.5) * x * (std::erfc(z) - dz * T(1.1283791670955126) * std::exp(-z * z));
+        if constexpr (std::is_same_v<T, float>) return static_cast<float>(shared::lt_gelu(static_cast<double>(x)));
+        else return shared::lt_gelu(x);
     }
     template <class B>
     static B simd(const B& x) {
         // xsimd has no accurate erfc (its double erfc(2.2) is 3e4 ulp off): lanes below -1 take
         // scalar(); above, 1 + erf(x / sqrt(2)) >= 0.32 loses at most 2 bits to cancellation.
         using T = typename B::value_type;
-        B r = B(T(0.5)) * x * (B(T(1)) + erf_simd(x * B(GeluK<T>::c)));
+        B r = B(T(0.5)) * x * (B(T(1)) + erf_simd(x * B(T(0.70710678118654752440))));
         const auto low = x < B(T(-1));
         if (!xsimd::any(low)) return r;
         alignas(64) T vx[B::size], vr[B::size];
@@ -325,14 +293,8 @@ struct Gelu {
     }
 };
 struct Silu {
-    // x sigmoid(x); below TinyExp::below, (x * exp(x + shift)) * exp(-shift), rounded once into
-    // the tiny result; silu(-inf) is its limit, -0, not -inf * 0.
     template <class T>
-    static T scalar(T x) {
-        if (x == -std::numeric_limits<T>::infinity()) return T(-0.0);
-        if (x < TinyExp<T>::below) return (x * std::exp(x + TinyExp<T>::shift)) * TinyExp<T>::scale;
-        return x * Sigmoid::scalar(x);
-    }
+    static T scalar(T x) { return shared::lt_silu(x); }
     template <class B>
     static B simd(const B& x) {
         using T = typename B::value_type;
@@ -409,6 +371,49 @@ struct IsInf {
     static auto mask(const B& x) { return xsimd::isinf(x); }
 };
 
+/// A scalar function applied lane by lane (ops with no accurate SIMD form).
+template <class B, class F>
+inline B lanewise(const B& x, F f) {
+    using T = typename B::value_type;
+    alignas(64) T v[B::size];
+    x.store_aligned(v);
+    for (T& lane : v) lane = f(lane);
+    return B::load_aligned(v);
+}
+
+// Functions whose xsimd form is within a few ulp of C's (README's accuracy table).
+#define LAZYTENSOR_XSIMD_FUNCTION(Name, fn)                      \
+    struct Name {                                                \
+        template <class T>                                       \
+        static T scalar(T x) { return std::fn(x); }              \
+        template <class B>                                       \
+        static B simd(const B& x) { return xsimd::fn(x); }       \
+    };
+LAZYTENSOR_XSIMD_FUNCTION(Log1p, log1p)
+LAZYTENSOR_XSIMD_FUNCTION(Expm1, expm1)
+LAZYTENSOR_XSIMD_FUNCTION(Asin, asin)
+LAZYTENSOR_XSIMD_FUNCTION(Acos, acos)
+LAZYTENSOR_XSIMD_FUNCTION(Atan, atan)
+LAZYTENSOR_XSIMD_FUNCTION(Sinh, sinh)
+LAZYTENSOR_XSIMD_FUNCTION(Cosh, cosh)
+LAZYTENSOR_XSIMD_FUNCTION(Asinh, asinh)
+LAZYTENSOR_XSIMD_FUNCTION(Acosh, acosh)
+LAZYTENSOR_XSIMD_FUNCTION(Atanh, atanh)
+#undef LAZYTENSOR_XSIMD_FUNCTION
+struct Erf {
+    template <class T>
+    static T scalar(T x) { return std::erf(x); }
+    template <class B>
+    static B simd(const B& x) { return erf_simd(x); }
+};
+struct Erfc {
+    // xsimd's erfc is far off (its double erfc(2.2) is 3e4 ulp from C's): C's, lane by lane.
+    template <class T>
+    static T scalar(T x) { return std::erfc(x); }
+    template <class B>
+    static B simd(const B& x) { return lanewise(x, [](auto v) { return std::erfc(v); }); }
+};
+
 // ------------------------------------------------------------------------------- binary functors
 
 struct Add {
@@ -447,26 +452,8 @@ struct Div {
 struct Pow {
     template <class T>
     static T scalar(T a, T b) {
-        if constexpr (std::is_floating_point_v<T>) {
-            // The common exponents are exact (correctly rounded) whatever the sign of a, as in
-            // simd(): std::pow is not always (glibc's powf(-1.33506155f, 2) is 1 ulp off a * a).
-            if (b == T(2)) return a * a;
-            if (b == T(1)) return a;
-            if (b == T(-1)) return T(1) / a;
-            if (b == T(0.5) && a > T(0) && std::isfinite(a)) return std::sqrt(a);
-            return std::pow(a, b);
-        } else {
-            // Integer power by squaring, wrapping; negative exponents give 0 (1 and -1 excepted).
-            if constexpr (std::is_signed_v<T>) {
-                if (b < 0) return a == 1 ? T(1) : a == -1 ? ((b & 1) ? T(-1) : T(1)) : T(0);
-            }
-            T result = 1;
-            for (T base = a; b; b = static_cast<T>(b >> 1)) {
-                if (b & 1) result = Mul::scalar(result, base);
-                base = Mul::scalar(base, base);
-            }
-            return result;
-        }
+        if constexpr (std::is_floating_point_v<T>) return shared::lt_pow(a, b);
+        else return shared::lt_ipow(a, b);
     }
     template <class B>
     static B simd(const B& a, const B& b) {
@@ -548,64 +535,35 @@ inline B lanewise(const B& a, const B& b, F f) {
     return B::load_aligned(va);
 }
 
-// Integer division and remainder by 0 give 0 (NumPy's result; it only warns), and INT_MIN by
-// -1 wraps: neither is undefined behaviour.
+// Integer division and remainder: the shared functions (by 0 they give 0; INT_MIN by -1 wraps).
 struct Fmod {
     // C's fmod: the result has the dividend's sign (integers: C's truncated %).
     template <class T>
     static T scalar(T a, T b) {
         if constexpr (std::is_floating_point_v<T>) return std::fmod(a, b);
-        else if constexpr (std::is_signed_v<T>) return b == 0 || b == T(-1) ? T(0) : static_cast<T>(a % b);
-        else return b == 0 ? T(0) : static_cast<T>(a % b);
+        else return shared::lt_ifmod(a, b);
     }
     template <class B>
     static B simd(const B& a, const B& b) {
         return lanewise(a, b, [](auto x, auto y) { return std::fmod(x, y); });
     }
 };
-struct Remainder {
-    // NumPy's %: the result has the divisor's sign. Floats as NumPy's divmod: fmod (exact),
-    // plus b where the signs differ; a zero result takes b's sign.
+struct Remainder {  // NumPy's %: the divisor's sign
     template <class T>
     static T scalar(T a, T b) {
-        T r = Fmod::scalar(a, b);
-        if constexpr (std::is_floating_point_v<T>) {
-            if (b == T(0)) return r;  // NaN
-            if (r == T(0)) return std::copysign(T(0), b);
-            return (r < T(0)) != (b < T(0)) ? r + b : r;
-        } else if constexpr (std::is_signed_v<T>) {
-            return r != 0 && (r < 0) != (b < 0) ? static_cast<T>(r + b) : r;  // |r| < |b|: no overflow
-        } else {
-            return r;
-        }
+        if constexpr (std::is_floating_point_v<T>) return shared::lt_mod(a, b);
+        else return shared::lt_imod(a, b);
     }
     template <class B>
     static B simd(const B& a, const B& b) {
         return lanewise(a, b, [](auto x, auto y) { return scalar(x, y); });
     }
 };
-struct FloorDivide {
-    // NumPy's //: the floor of the exact quotient. Floats as NumPy's divmod (and Python's //):
-    // (a - fmod(a, b)) / b is a whole number up to rounding, so 1 // 0.1 is 9, where
-    // floor(1 / 0.1) would be 10; a zero quotient keeps the sign of a / b.
+struct FloorDivide {  // NumPy's //: the floor of the exact quotient
     template <class T>
     static T scalar(T a, T b) {
-        if constexpr (std::is_floating_point_v<T>) {
-            if (b == T(0)) return a / b;
-            const T m = std::fmod(a, b);
-            T d = (a - m) / b;
-            if (m != T(0) && (b < T(0)) != (m < T(0))) d -= T(1);
-            if (d == T(0)) return std::copysign(T(0), a / b);
-            const T f = std::floor(d);
-            return d - f > T(0.5) ? f + T(1) : f;
-        } else if constexpr (std::is_signed_v<T>) {
-            if (b == 0) return T(0);
-            if (b == T(-1)) return Neg::scalar(a);
-            const T q = static_cast<T>(a / b);
-            return static_cast<T>(a % b) != 0 && (a < 0) != (b < 0) ? static_cast<T>(q - 1) : q;
-        } else {
-            return b == 0 ? T(0) : static_cast<T>(a / b);
-        }
+        if constexpr (std::is_floating_point_v<T>) return shared::lt_floordiv(a, b);
+        else return shared::lt_ifloordiv(a, b);
     }
     template <class B>
     static B simd(const B& a, const B& b) {
@@ -634,33 +592,38 @@ struct BitXor {
         else return static_cast<T>(a ^ b);
     }
 };
-// Shifts by a count outside [0, bits of T): << gives 0, >> gives 0 or -1 (the sign), as if
-// shifting one bit at a time. >> of a negative value is arithmetic.
+// Shifts: the shared functions (counts outside [0, bits) give 0, or -1 for >> of a negative).
 struct Shl {
     template <class T>
-    static T scalar(T a, T b) {
-        const auto n = static_cast<std::int64_t>(b);
-        if (n < 0 || n >= std::int64_t(8 * sizeof(T))) return T(0);
-        return static_cast<T>(static_cast<wrap_t<T>>(a) << n);
-    }
+    static T scalar(T a, T b) { return shared::lt_shl(a, b); }
 };
 struct Shr {
     template <class T>
-    static T scalar(T a, T b) {
-        const auto n = static_cast<std::int64_t>(b);
-        if constexpr (std::is_signed_v<T>) {
-            if (n < 0 || n >= std::int64_t(8 * sizeof(T))) return a < 0 ? T(-1) : T(0);
-            return a < 0 ? static_cast<T>(~(~a >> n)) : static_cast<T>(a >> n);
-        } else {
-            return n < 0 || n >= std::int64_t(8 * sizeof(T)) ? T(0) : static_cast<T>(a >> n);
-        }
-    }
+    static T scalar(T a, T b) { return shared::lt_shr(a, b); }
 };
 struct Philox {  // integers; the random generator uses it on int64
     template <class T>
     static T scalar(T a, T b) {
         return static_cast<T>(philox_bits(static_cast<std::uint64_t>(a), static_cast<std::uint64_t>(b)));
     }
+};
+struct Atan2 {
+    template <class T>
+    static T scalar(T a, T b) { return std::atan2(a, b); }
+    template <class B>
+    static B simd(const B& a, const B& b) { return xsimd::atan2(a, b); }
+};
+struct Hypot {
+    template <class T>
+    static T scalar(T a, T b) { return std::hypot(a, b); }
+    template <class B>
+    static B simd(const B& a, const B& b) { return xsimd::hypot(a, b); }
+};
+struct Copysign {
+    template <class T>
+    static T scalar(T a, T b) { return std::copysign(a, b); }
+    template <class B>
+    static B simd(const B& a, const B& b) { return xsimd::copysign(a, b); }
 };
 // Logical ops: any dtype, x != 0 is true (NaN too), bool results.
 struct LogicalAnd { template <class T> static bool scalar(T a, T b) { return a != T(0) && b != T(0); } };

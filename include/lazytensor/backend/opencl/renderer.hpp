@@ -31,6 +31,7 @@
 #include "../../core/dtype.hpp"
 #include "../../core/philox.hpp"
 #include "../../ir/kernel.hpp"
+#include "op_spellings.hpp"
 
 namespace lazytensor::detail::opencl {
 
@@ -63,20 +64,6 @@ struct RenderedKernel {
 
 // ------------------------------------------------------------------------------ type spellings
 
-/// The OpenCL C type of a value of `t` (private variables).
-inline const char* cl_value_type(DType t) {
-    switch (t) {
-        case DType::Bool: return "bool";
-        case DType::UInt8: return "uchar";
-        case DType::Int32: return "int";
-        case DType::Int64: return "long";
-        case DType::Float16: return "float";  // computed in float; only buffers hold half
-        case DType::Float32: return "float";
-        case DType::Float64: return "double";
-    }
-    return "?";
-}
-
 /// The OpenCL C type of an element of a buffer of `t` (bool is a byte, as in C++).
 inline const char* cl_storage_type(DType t) {
     return t == DType::Bool ? "uchar" : t == DType::Float16 ? "half" : cl_value_type(t);
@@ -85,15 +72,6 @@ inline const char* cl_storage_type(DType t) {
 /// The OpenCL C type of a scalar kernel argument of `t`: bool is not a valid argument type (a
 /// byte instead), and a float16 value is passed as the float it is computed in.
 inline const char* cl_scalar_arg_type(DType t) { return t == DType::Bool ? "uchar" : cl_value_type(t); }
-
-/// The unsigned type integer arithmetic wraps in.
-inline const char* cl_wrap_type(DType t) {
-    switch (t) {
-        case DType::Int32: return "uint";
-        case DType::Int64: return "ulong";
-        default: return "uint";  // uchar: int promotion, truncated on assignment
-    }
-}
 
 inline std::string cl_literal(const Scalar& s, DType t) {
     const Scalar v = s.dtype == t ? s : s.cast(t);
@@ -117,114 +95,6 @@ inline std::string cl_literal(const Scalar& s, DType t) {
         }
     }
     return "0";
-}
-
-// ------------------------------------------------------------------------------ op spellings
-
-/// `op` of x, whose dtype is t (a predicate's result is bool, every other op's is t).
-inline std::string cl_unary(UnaryOp op, DType t, const std::string& x) {
-    const std::string T = cl_value_type(t);
-    const bool fp = is_floating(t);
-    switch (op) {
-        case UnaryOp::Neg:
-            if (fp) return "(-" + x + ")";
-            return "((" + T + ")(0u - (" + cl_wrap_type(t) + ")" + x + "))";
-        case UnaryOp::Abs:
-            if (fp) return "fabs(" + x + ")";
-            if (t == DType::UInt8) return x;
-            return "((" + T + ")abs(" + x + "))";
-        case UnaryOp::Relu: return "(" + x + " < (" + T + ")0 ? (" + T + ")0 : " + x + ")";
-        case UnaryOp::Exp: return "exp(" + x + ")";
-        case UnaryOp::Log: return "log(" + x + ")";
-        case UnaryOp::Sqrt: return "sqrt(" + x + ")";
-        case UnaryOp::Sin: return "sin(" + x + ")";
-        case UnaryOp::Cos: return "cos(" + x + ")";
-        case UnaryOp::Tanh: return "lt_tanh_" + T + "(" + x + ")";
-        case UnaryOp::Sigmoid: return "lt_sigmoid_" + T + "(" + x + ")";
-        case UnaryOp::Sign:  // not the built-in sign(), which gives 0 for NaN and -0 for -0
-            if (fp)
-                return "(" + x + " > (" + T + ")0 ? (" + T + ")1 : " + x + " < (" + T + ")0 ? (" + T + ")-1 : " + x +
-                       " == (" + T + ")0 ? (" + T + ")0 : " + x + ")";
-            if (t == DType::UInt8) return "((uchar)(" + x + " != 0))";
-            return "((" + T + ")((" + x + " > 0) - (" + x + " < 0)))";
-        case UnaryOp::Exp2: return "exp2(" + x + ")";
-        case UnaryOp::Log2: return "log2(" + x + ")";
-        case UnaryOp::Rsqrt: return "rsqrt(" + x + ")";
-        case UnaryOp::Reciprocal: return "((" + T + ")1 / " + x + ")";
-        case UnaryOp::Tan: return "tan(" + x + ")";
-        case UnaryOp::Gelu: return "lt_gelu_" + T + "(" + x + ")";
-        case UnaryOp::Silu: return "lt_silu_" + T + "(" + x + ")";
-        case UnaryOp::Floor: return fp ? "floor(" + x + ")" : x;
-        case UnaryOp::Ceil: return fp ? "ceil(" + x + ")" : x;
-        case UnaryOp::Round: return fp ? "rint(" + x + ")" : x;  // rint: ties to even (round() ties away)
-        case UnaryOp::Trunc: return fp ? "trunc(" + x + ")" : x;
-        case UnaryOp::BitwiseNot:
-            if (t == DType::Bool) return "(!" + x + ")";
-            return "((" + T + ")~" + x + ")";
-        case UnaryOp::LogicalNot:
-            if (t == DType::Bool) return "(!" + x + ")";
-            return "(" + x + " == (" + T + ")0)";
-        case UnaryOp::IsNan: return fp ? "isnan(" + x + ")" : "false";
-        case UnaryOp::IsInf: return fp ? "isinf(" + x + ")" : "false";
-    }
-    return x;
-}
-
-/// maximum (cmp " > ") or minimum (" < "): b where it wins or is NaN, else a (NaN in a, and the
-/// first operand on ties such as -0 and +0, as NumPy and PyTorch give).
-inline std::string cl_maximum(DType t, const std::string& a, const std::string& b, const char* cmp) {
-    if (is_floating(t)) return "((" + b + cmp + a + " || isnan(" + b + ")) ? " + b + " : " + a + ")";
-    return "(" + b + cmp + a + " ? " + b + " : " + a + ")";
-}
-
-inline std::string cl_binary(BinaryOp op, DType t, const std::string& a, const std::string& b) {
-    const std::string T = cl_value_type(t);
-    auto wrapping = [&](const char* sym) {
-        if (is_floating(t)) return "(" + a + " " + sym + " " + b + ")";
-        const std::string U = cl_wrap_type(t);
-        return "((" + T + ")((" + U + ")" + a + " " + sym + " (" + U + ")" + b + "))";
-    };
-    switch (op) {
-        case BinaryOp::Add: return wrapping("+");
-        case BinaryOp::Sub: return wrapping("-");
-        case BinaryOp::Mul: return wrapping("*");
-        case BinaryOp::Div: return "(" + a + " / " + b + ")";
-        case BinaryOp::Pow:
-            return std::string(is_floating(t) ? "lt_pow_" : "lt_ipow_") + T + "(" + a + ", " + b + ")";
-        case BinaryOp::Maximum: return cl_maximum(t, a, b, " > ");
-        case BinaryOp::Minimum: return cl_maximum(t, a, b, " < ");
-        case BinaryOp::Lt: return "(" + a + " < " + b + ")";
-        case BinaryOp::Le: return "(" + a + " <= " + b + ")";
-        case BinaryOp::Gt: return "(" + a + " > " + b + ")";
-        case BinaryOp::Ge: return "(" + a + " >= " + b + ")";
-        case BinaryOp::Eq: return "(" + a + " == " + b + ")";
-        case BinaryOp::Ne: return "(" + a + " != " + b + ")";
-        case BinaryOp::Fmod:
-            if (is_floating(t)) return "fmod(" + a + ", " + b + ")";  // exact, as C's
-            return "lt_fmod_" + T + "(" + a + ", " + b + ")";
-        case BinaryOp::Remainder: return "lt_mod_" + T + "(" + a + ", " + b + ")";
-        case BinaryOp::FloorDivide: return "lt_floordiv_" + T + "(" + a + ", " + b + ")";
-        // On bool (0 or 1), & and | are the logical ops, and no compiler warns of a constant operand.
-        case BinaryOp::BitAnd:
-            if (t == DType::Bool) return "(" + a + " & " + b + ")";
-            return "((" + T + ")(" + a + " & " + b + "))";
-        case BinaryOp::BitOr:
-            if (t == DType::Bool) return "(" + a + " | " + b + ")";
-            return "((" + T + ")(" + a + " | " + b + "))";
-        case BinaryOp::BitXor:
-            if (t == DType::Bool) return "(" + a + " != " + b + ")";
-            return "((" + T + ")(" + a + " ^ " + b + "))";
-        case BinaryOp::Shl: return "lt_shl_" + T + "(" + a + ", " + b + ")";
-        case BinaryOp::Shr: return "lt_shr_" + T + "(" + a + ", " + b + ")";
-        case BinaryOp::Philox: return "((" + T + ")lt_philox((ulong)" + a + ", (ulong)" + b + "))";
-        case BinaryOp::LogicalAnd:
-            if (t == DType::Bool) return "(" + a + " & " + b + ")";
-            return "((" + a + " != (" + T + ")0) & (" + b + " != (" + T + ")0))";
-        case BinaryOp::LogicalOr:
-            if (t == DType::Bool) return "(" + a + " | " + b + ")";
-            return "((" + a + " != (" + T + ")0) | (" + b + " != (" + T + ")0))";
-    }
-    return a;
 }
 
 inline std::string cl_cast(DType to, DType from, const std::string& x) {
@@ -265,128 +135,6 @@ inline std::string cl_reduce_fold(ReduceOp op, DType t, const std::string& acc, 
         case ReduceOp::Min: return cl_binary(BinaryOp::Minimum, t, acc, v);
     }
     return acc;
-}
-
-/// Integer power by squaring, wrapping; negative exponents give 0 except for bases 1 and -1
-/// (as the host's Pow).
-inline std::string cl_ipow_function(DType t) {
-    const std::string T = cl_value_type(t), U = cl_wrap_type(t);
-    std::string s = "inline " + T + " lt_ipow_" + T + "(" + T + " a, " + T + " b) {\n";
-    if (t != DType::UInt8)
-        s += "    if (b < 0) return a == 1 ? (" + T + ")1 : a == -1 ? ((b & 1) ? (" + T + ")-1 : (" + T + ")1) : (" + T + ")0;\n";
-    s += "    " + U + " r = 1, base = (" + U + ")a;\n";
-    s += "    for (" + U + " e = (" + U + ")b; e; e >>= 1) { if (e & 1) r *= base; base *= base; }\n";
-    s += "    return (" + T + ")r;\n}\n";
-    return s;
-}
-
-/// Helper functions of the ops that are not one expression, with the host's semantics
-/// (backend/host/simd_ops.hpp); appended to `defs`, one function per entry.
-inline void cl_op_functions(const ir::Instr& in, DType t, std::vector<std::string>& defs) {
-    const std::string T = cl_value_type(t), U = cl_wrap_type(t);
-    const bool fp = is_floating(t), sign = t != DType::UInt8;
-    const std::string bits = std::to_string(8 * dtype_size(t));
-    auto fn = [&](const std::string& name, const std::string& args, const std::string& body) {
-        defs.push_back("inline " + T + " " + name + "_" + T + "(" + args + ") {\n" + body + "}\n");
-    };
-    const std::string ab = T + " a, " + T + " b";
-    // Integer division and remainder by 0 give 0; INT_MIN by -1 wraps.
-    auto int_fmod = [&] {
-        fn("lt_fmod", ab, sign ? "    return b == 0 || b == -1 ? (" + T + ")0 : (" + T + ")(a % b);\n"
-                               : "    return b == 0 ? (" + T + ")0 : (" + T + ")(a % b);\n");
-    };
-    if (in.op == ir::Op::Unary) {
-        const std::string half = "(" + T + ")0.5", one = "(" + T + ")1";
-        const std::string neg_zero = T == "double" ? "-0.0" : "-0.0f", neg_inf = "-(" + T + ")INFINITY";
-        // sigmoid, silu and gelu as the host's (simd_ops.hpp, TinyExp and GeluK): exact where
-        // they are tiny.
-        const bool f32 = T != "double";
-        const std::string below = f32 ? "-80.0f" : "-700.0", shift = f32 ? "64.0f" : "512.0",
-                          scale = f32 ? "0x1.969d48p-93f" : "0x1.44109edb20931p-739";
-        // tanh is +-1 where it rounds to it (PoCL's float tanh(20) was 0.99999994, within
-        // OpenCL's 5 ulp): from |x| = 9 in float, as the host's, and 20 in double.
-        if (in.unary == UnaryOp::Tanh)
-            fn("lt_tanh", T + " x", "    return fabs(x) >= " + std::string(f32 ? "9.0f" : "20.0") + " ? copysign(" + one +
-                                        ", x) : tanh(x);\n");
-        if (in.unary == UnaryOp::Gelu) {  // 0.5 x erfc(-x / sqrt(2)); the limit -0 at -inf
-            const std::string c = "(" + T + ")";
-            fn("lt_gelu", T + " x",
-               "    if (x < " + c + (f32 ? "-20" : "-50") + ") return " + neg_zero + ";\n"
-               "    if (x < " + c + (f32 ? "-10" : "-37") + ") {\n"
-               "        const " + T + " hi = x * x, lo = fma(x, x, -hi), t = " + one + " / hi;\n"
-               "        const " + T + " s = " + one + " + t * (" + c + "-1 + t * (" + c + "3 + t * (" + c + "-15 + t * (" + c +
-               "105 + t * (" + c + "-945 + t * " + c + "10395)))));\n"
-               "        const " + T + " e = exp(" + c + "-0.5 * hi + " + shift + ") * (" + one + " - " + half + " * lo);\n"
-               "        return -(" + c + "0.3989422804014327 * s * e) * " + scale + ";\n    }\n"
-               "    const " + T + " z = -x * " + c + "0.70710678118654752440;\n"
-               "    if (!(x < " + c + "0)) return " + half + " * x * erfc(z);\n"
-               "    const " + T + " dz = fma(-x, " + c + "0.70710678118654752440, -z) - x * " + c +
-               (f32 ? "1.210161710447897e-08" : "-4.833646656726457e-17") + ";\n"
-               "    return " + half + " * x * (erfc(z) - dz * " + c + "1.1283791670955126 * exp(-z * z));\n");
-        }
-        const std::string exp_tiny = "    const " + T + " a = -fabs(x);\n    const " + T + " e = a >= " + below +
-                                     " ? exp(a) : exp(a + " + shift + ") * " + scale + ";\n";
-        if (in.unary == UnaryOp::Sigmoid || in.unary == UnaryOp::Silu)
-            fn("lt_sigmoid", T + " x", exp_tiny + "    return (x >= (" + T + ")0 ? " + one + " : e) / (" + one + " + e);\n");
-        if (in.unary == UnaryOp::Silu)  // the limit -0 at -inf
-            fn("lt_silu", T + " x", "    if (x == " + neg_inf + ") return " + neg_zero + ";\n    if (x < " + below +
-                                        ") return (x * exp(x + " + shift + ")) * " + scale + ";\n    return x * lt_sigmoid_" +
-                                        T + "(x);\n");
-        return;
-    }
-    if (in.op != ir::Op::Binary) return;
-    switch (in.binary) {
-        case BinaryOp::Pow:
-            if (!fp) {
-                defs.push_back(cl_ipow_function(t));
-            } else {
-                // The common exponents exactly, as on the host (OpenCL's pow may be 16 ulp off:
-                // NVIDIA's pow(0.1f, 1) is 0.100000009).
-                const std::string c = "(" + T + ")";
-                fn("lt_pow", ab, "    if (b == " + c + "2) return a * a;\n    if (b == " + c + "1) return a;\n    if (b == " + c +
-                                    "-1) return " + c + "1 / a;\n    if (b == " + c + "0.5 && a > " + c +
-                                    "0 && isfinite(a)) return sqrt(a);\n    return pow(a, b);\n");
-            }
-            break;
-        case BinaryOp::Fmod:
-            if (!fp) int_fmod();
-            break;
-        case BinaryOp::Remainder:  // the divisor's sign (NumPy's %)
-            if (fp) {
-                fn("lt_mod", ab, "    const " + T + " r = fmod(a, b);\n    if (b == 0) return r;\n    if (r == 0) return copysign((" +
-                                    T + ")0, b);\n    return (r < 0) != (b < 0) ? r + b : r;\n");
-            } else {
-                int_fmod();
-                fn("lt_mod", ab, "    const " + T + " r = lt_fmod_" + T + "(a, b);\n" +
-                                    (sign ? "    return r != 0 && (r < 0) != (b < 0) ? (" + T + ")(r + b) : r;\n" : "    return r;\n"));
-            }
-            break;
-        case BinaryOp::FloorDivide:  // the floor of the exact quotient (NumPy's //)
-            if (fp)
-                fn("lt_floordiv", ab, "    if (b == 0) return a / b;\n    const " + T + " m = fmod(a, b);\n    " + T +
-                                         " d = (a - m) / b;\n    if (m != 0 && (b < 0) != (m < 0)) d -= 1;\n"
-                                         "    if (d == 0) return copysign((" + T + ")0, a / b);\n    const " + T +
-                                         " f = floor(d);\n    return d - f > (" + T + ")0.5 ? f + 1 : f;\n");
-            else if (sign)
-                fn("lt_floordiv", ab, "    if (b == 0) return 0;\n    if (b == -1) return (" + T + ")(0u - (" + U + ")a);\n    const " + T +
-                                         " q = a / b;\n    return a % b != 0 && (a < 0) != (b < 0) ? (" + T + ")(q - 1) : q;\n");
-            else
-                fn("lt_floordiv", ab, "    return b == 0 ? (" + T + ")0 : (" + T + ")(a / b);\n");
-            break;
-        case BinaryOp::Philox: defs.push_back(philox_opencl_source()); break;
-        case BinaryOp::Shl:  // counts outside [0, bits) give 0 (OpenCL would take the count mod bits)
-            fn("lt_shl", ab, "    return " + std::string(sign ? "b < 0 || " : "") + "b >= " + bits + " ? (" + T + ")0 : (" + T +
-                                 ")((" + U + ")a << b);\n");
-            break;
-        case BinaryOp::Shr:  // arithmetic; counts outside [0, bits) give 0 or -1
-            if (sign)
-                fn("lt_shr", ab, "    if (b < 0 || b >= " + bits + ") return a < 0 ? (" + T + ")-1 : (" + T +
-                                     ")0;\n    return a < 0 ? (" + T + ")~(~a >> b) : (" + T + ")(a >> b);\n");
-            else
-                fn("lt_shr", ab, "    return b >= " + bits + " ? (" + T + ")0 : (" + T + ")(a >> b);\n");
-            break;
-        default: break;
-    }
 }
 
 /// Rounding a private float (or double) to half precision, through a private half slot
@@ -511,8 +259,10 @@ private:
         std::vector<std::string> defs;
         for (auto& ph : k_.phases)
             for (auto& in : ph.instrs)
-                if (in.op == ir::Op::Unary || in.op == ir::Op::Binary)
-                    cl_op_functions(in, ph.instrs[static_cast<std::size_t>(in.a)].dtype, defs);
+                if (in.op == ir::Op::Unary)
+                    cl_op_functions(in.unary, ph.instrs[static_cast<std::size_t>(in.a)].dtype, defs);
+                else if (in.op == ir::Op::Binary)
+                    cl_op_functions(in.binary, ph.instrs[static_cast<std::size_t>(in.a)].dtype, defs);
         bool round_half = false, round_half_d = false;
         for (auto& ph : k_.phases)
             for (auto& in : ph.instrs)

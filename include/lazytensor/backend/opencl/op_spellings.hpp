@@ -1,0 +1,198 @@
+// How the OpenCL renderer spells each element-wise op: one table row per op (tinygrad's
+// code_for_op), with the semantics of backend/host/simd_ops.hpp. An op that is not one
+// expression calls a shared function (ir/shared_functions.hpp), whose text the program gets
+// from the same definition the host runs.
+#pragma once
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "../../core/dtype.hpp"
+#include "../../core/philox.hpp"
+#include "../../ir/ops.hpp"
+#include "../../ir/shared_functions.hpp"
+
+namespace lazytensor::detail::opencl {
+
+/// The OpenCL C type of a value of `t` (private variables).
+inline const char* cl_value_type(DType t) {
+    switch (t) {
+        case DType::Bool: return "bool";
+        case DType::UInt8: return "uchar";
+        case DType::Int32: return "int";
+        case DType::Int64: return "long";
+        case DType::Float16: return "float";  // computed in float; only buffers hold half
+        case DType::Float32: return "float";
+        case DType::Float64: return "double";
+    }
+    return "?";
+}
+
+/// The unsigned type integer arithmetic wraps in.
+inline const char* cl_wrap_type(DType t) {
+    switch (t) {
+        case DType::Int32: return "uint";
+        case DType::Int64: return "ulong";
+        default: return "uint";  // uchar: int promotion, truncated on assignment
+    }
+}
+
+/// An op's spelling for floating, integer and bool operand types: $a and $b are the operands,
+/// $T the value type, $U the unsigned type integers wrap in. nullptr where the op does not take
+/// that kind of type (the front end never asks).
+struct ClSpelling {
+    const char* floating;
+    const char* integer;
+    const char* boolean;
+};
+
+constexpr ClSpelling cl_spelling(UnaryOp op) {
+    switch (op) {
+        case UnaryOp::Neg: return {"(-$a)", "(($T)(0u - ($U)$a))", nullptr};
+        case UnaryOp::Abs: return {"fabs($a)", "(($T)abs($a))", nullptr};
+        case UnaryOp::Relu: return {"($a < ($T)0 ? ($T)0 : $a)", "($a < ($T)0 ? ($T)0 : $a)", nullptr};
+        case UnaryOp::Exp: return {"exp($a)", nullptr, nullptr};
+        case UnaryOp::Log: return {"log($a)", nullptr, nullptr};
+        case UnaryOp::Sqrt: return {"sqrt($a)", nullptr, nullptr};
+        case UnaryOp::Sin: return {"sin($a)", nullptr, nullptr};
+        case UnaryOp::Cos: return {"cos($a)", nullptr, nullptr};
+        case UnaryOp::Tanh: return {"lt_tanh_$T($a)", nullptr, nullptr};
+        case UnaryOp::Sigmoid: return {"lt_sigmoid_$T($a)", nullptr, nullptr};
+        // Not the built-in sign(), which gives 0 for NaN and -0 for -0.
+        case UnaryOp::Sign:
+            return {"($a > ($T)0 ? ($T)1 : $a < ($T)0 ? ($T)-1 : $a == ($T)0 ? ($T)0 : $a)", "(($T)(($a > 0) - ($a < 0)))", nullptr};
+        case UnaryOp::Exp2: return {"exp2($a)", nullptr, nullptr};
+        case UnaryOp::Log2: return {"log2($a)", nullptr, nullptr};
+        case UnaryOp::Rsqrt: return {"rsqrt($a)", nullptr, nullptr};
+        case UnaryOp::Reciprocal: return {"(($T)1 / $a)", nullptr, nullptr};
+        case UnaryOp::Tan: return {"tan($a)", nullptr, nullptr};
+        case UnaryOp::Gelu: return {"lt_gelu_$T($a)", nullptr, nullptr};
+        case UnaryOp::Silu: return {"lt_silu_$T($a)", nullptr, nullptr};
+        case UnaryOp::Floor: return {"floor($a)", "$a", nullptr};
+        case UnaryOp::Ceil: return {"ceil($a)", "$a", nullptr};
+        case UnaryOp::Round: return {"rint($a)", "$a", nullptr};  // rint: ties to even (round() ties away)
+        case UnaryOp::Trunc: return {"trunc($a)", "$a", nullptr};
+        case UnaryOp::BitwiseNot: return {nullptr, "(($T)~$a)", "(!$a)"};
+        case UnaryOp::LogicalNot: return {"($a == ($T)0)", "($a == ($T)0)", "(!$a)"};
+        case UnaryOp::IsNan: return {"isnan($a)", "false", "false"};
+        case UnaryOp::IsInf: return {"isinf($a)", "false", "false"};
+        case UnaryOp::Log1p: return {"log1p($a)", nullptr, nullptr};
+        case UnaryOp::Expm1: return {"expm1($a)", nullptr, nullptr};
+        case UnaryOp::Erf: return {"erf($a)", nullptr, nullptr};
+        case UnaryOp::Erfc: return {"erfc($a)", nullptr, nullptr};
+        case UnaryOp::Asin: return {"asin($a)", nullptr, nullptr};
+        case UnaryOp::Acos: return {"acos($a)", nullptr, nullptr};
+        case UnaryOp::Atan: return {"atan($a)", nullptr, nullptr};
+        case UnaryOp::Sinh: return {"sinh($a)", nullptr, nullptr};
+        case UnaryOp::Cosh: return {"cosh($a)", nullptr, nullptr};
+        case UnaryOp::Asinh: return {"asinh($a)", nullptr, nullptr};
+        case UnaryOp::Acosh: return {"acosh($a)", nullptr, nullptr};
+        case UnaryOp::Atanh: return {"atanh($a)", nullptr, nullptr};
+    }
+    return {nullptr, nullptr, nullptr};
+}
+
+// Integer + - * wrap: done in the unsigned type. On bool (0 or 1), & and | are the logical ops,
+// and no compiler warns of a constant operand.
+constexpr ClSpelling cl_spelling(BinaryOp op) {
+    switch (op) {
+        case BinaryOp::Add: return {"($a + $b)", "(($T)(($U)$a + ($U)$b))", nullptr};
+        case BinaryOp::Sub: return {"($a - $b)", "(($T)(($U)$a - ($U)$b))", nullptr};
+        case BinaryOp::Mul: return {"($a * $b)", "(($T)(($U)$a * ($U)$b))", nullptr};
+        case BinaryOp::Div: return {"($a / $b)", nullptr, nullptr};
+        case BinaryOp::Pow: return {"lt_pow_$T($a, $b)", "lt_ipow_$T($a, $b)", nullptr};
+        // b where it wins or is NaN, else a (NaN in a, and the first operand on ties such as -0
+        // and +0, as NumPy and PyTorch give).
+        case BinaryOp::Maximum: return {"(($b > $a || isnan($b)) ? $b : $a)", "($b > $a ? $b : $a)", "($b > $a ? $b : $a)"};
+        case BinaryOp::Minimum: return {"(($b < $a || isnan($b)) ? $b : $a)", "($b < $a ? $b : $a)", "($b < $a ? $b : $a)"};
+        case BinaryOp::Lt: return {"($a < $b)", "($a < $b)", "($a < $b)"};
+        case BinaryOp::Le: return {"($a <= $b)", "($a <= $b)", "($a <= $b)"};
+        case BinaryOp::Gt: return {"($a > $b)", "($a > $b)", "($a > $b)"};
+        case BinaryOp::Ge: return {"($a >= $b)", "($a >= $b)", "($a >= $b)"};
+        case BinaryOp::Eq: return {"($a == $b)", "($a == $b)", "($a == $b)"};
+        case BinaryOp::Ne: return {"($a != $b)", "($a != $b)", "($a != $b)"};
+        case BinaryOp::Fmod: return {"fmod($a, $b)", "lt_ifmod_$T($a, $b)", nullptr};  // fmod is exact, as C's
+        case BinaryOp::Remainder: return {"lt_mod_$T($a, $b)", "lt_imod_$T($a, $b)", nullptr};
+        case BinaryOp::FloorDivide: return {"lt_floordiv_$T($a, $b)", "lt_ifloordiv_$T($a, $b)", nullptr};
+        case BinaryOp::BitAnd: return {nullptr, "(($T)($a & $b))", "($a & $b)"};
+        case BinaryOp::BitOr: return {nullptr, "(($T)($a | $b))", "($a | $b)"};
+        case BinaryOp::BitXor: return {nullptr, "(($T)($a ^ $b))", "($a != $b)"};
+        case BinaryOp::Shl: return {nullptr, "lt_shl_$T($a, $b)", nullptr};
+        case BinaryOp::Shr: return {nullptr, "lt_shr_$T($a, $b)", nullptr};
+        case BinaryOp::LogicalAnd: return {"(($a != ($T)0) & ($b != ($T)0))", "(($a != ($T)0) & ($b != ($T)0))", "($a & $b)"};
+        case BinaryOp::LogicalOr: return {"(($a != ($T)0) | ($b != ($T)0))", "(($a != ($T)0) | ($b != ($T)0))", "($a | $b)"};
+        case BinaryOp::Atan2: return {"atan2($a, $b)", nullptr, nullptr};
+        case BinaryOp::Hypot: return {"hypot($a, $b)", nullptr, nullptr};
+        case BinaryOp::Copysign: return {"copysign($a, $b)", nullptr, nullptr};
+        case BinaryOp::Philox: return {nullptr, "(($T)lt_philox((ulong)$a, (ulong)$b))", nullptr};
+    }
+    return {nullptr, nullptr, nullptr};
+}
+
+/// The pattern of `s` for operands of type t.
+inline const char* cl_pattern(const ClSpelling& s, DType t) {
+    return is_floating(t) ? s.floating : t == DType::Bool ? s.boolean : s.integer;
+}
+
+/// `pattern` with its operands and types filled in.
+inline std::string cl_fill(const char* pattern, DType t, const std::string& a, const std::string& b) {
+    std::string out;
+    for (const char* p = pattern; *p; ++p) {
+        if (*p != '$' || !p[1]) {
+            out += *p;
+            continue;
+        }
+        switch (*++p) {
+            case 'a': out += a; break;
+            case 'b': out += b; break;
+            case 'T': out += cl_value_type(t); break;
+            case 'U': out += cl_wrap_type(t); break;
+            default: out += '$', out += *p;
+        }
+    }
+    return out;
+}
+
+/// `op` of x, whose dtype is t (a predicate's result is bool, every other op's is t).
+inline std::string cl_unary(UnaryOp op, DType t, const std::string& x) {
+    return cl_fill(cl_pattern(cl_spelling(op), t), t, x, "");
+}
+
+inline std::string cl_binary(BinaryOp op, DType t, const std::string& a, const std::string& b) {
+    return cl_fill(cl_pattern(cl_spelling(op), t), t, a, b);
+}
+
+/// The OpenCL C definition of shared function `f` at type t: its text between the macros that
+/// ir/shared_functions.hpp promises a body.
+inline std::string cl_shared_function(const shared::SharedFunction& f, DType t) {
+    const std::string T = cl_value_type(t);
+    const bool f64 = t == DType::Float64;
+    return "#define T " + T + "\n#define U " + (is_floating(t) ? T : std::string(cl_wrap_type(t))) +
+           "\n#define LT_C(f, d) " + (f64 ? "d" : "f") + "\n#define LT_SIGNED ((T)-1 < (T)0)\n#define LT_NEG(v) ((v) < (T)0)\n" +
+           "#define LT_CALL(fn) fn##_" + T + "\ninline T " + f.name + "_" + T + f.params + " {\n    " + f.body +
+           "\n}\n#undef T\n#undef U\n#undef LT_C\n#undef LT_SIGNED\n#undef LT_NEG\n#undef LT_CALL\n";
+}
+
+/// Appends to `defs` the definitions that `text` (a spelling or a shared function's body) calls
+/// at type t, callees first.
+inline void cl_functions_called(const std::string& text, DType t, std::vector<std::string>& defs) {
+    if (text.find("lt_philox(") != std::string::npos) defs.push_back(philox_opencl_source());
+    for (const shared::SharedFunction* f : shared::all_shared_functions) {
+        const std::string name = f->name;
+        // Spellings call lt_gelu_float(...), bodies LT_CALL(lt_sigmoid)(...).
+        if (text.find(name + "_" + cl_value_type(t) + "(") == std::string::npos &&
+            text.find("LT_CALL(" + name + ")") == std::string::npos)
+            continue;
+        cl_functions_called(f->body, t, defs);
+        defs.push_back(cl_shared_function(*f, t));
+    }
+}
+
+/// The helper functions that a unary or binary op at operand type t calls.
+template <class Op>
+void cl_op_functions(Op op, DType t, std::vector<std::string>& defs) {
+    if (const char* pattern = cl_pattern(cl_spelling(op), t)) cl_functions_called(cl_fill(pattern, t, "a", "b"), t, defs);
+}
+
+}  // namespace lazytensor::detail::opencl
