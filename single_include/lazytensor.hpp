@@ -3787,7 +3787,8 @@ inline const char* philox_opencl_source() {
 //   T              the value type (float, double, int, long, uchar; half computes as float)
 //   U              the unsigned type integers wrap in (the value type for floating T)
 //   LT_C(f, d)     a constant: f for float, d for double
-//   LT_SIGNED      whether T is a signed type (floating included)
+//   LT_SIGNED      whether T is a signed type (floating included), 1 or 0: combine it with
+//                  & and |, not && and || (Clang warns of a constant operand of those)
 //   LT_NEG(v)      v < 0, written so that no compiler warns of it for unsigned T
 //   LT_CALL(fn)    another shared function at the same T
 // and the math functions of both languages (exp, erfc, fma, copysign, isnan, ...).
@@ -3921,7 +3922,7 @@ LAZYTENSOR_SHARED_FUNCTION(lt_floordiv, (T a, T b),
 
 // Power by squaring; negative exponents give 0, except for the bases 1 and -1.
 LAZYTENSOR_SHARED_FUNCTION(lt_ipow, (T a, T b),
-    if (LT_NEG(b)) return a == (T)1 ? (T)1 : (LT_SIGNED && a == (T)-1) ? ((b & (T)1) ? (T)-1 : (T)1) : (T)0;
+    if (LT_NEG(b)) return a == (T)1 ? (T)1 : (LT_SIGNED & (a == (T)-1)) ? ((b & (T)1) ? (T)-1 : (T)1) : (T)0;
     U r = 1, base = (U)a;
     for (U e = (U)b; e; e >>= 1) {
         if (e & 1) r *= base;
@@ -3931,7 +3932,7 @@ LAZYTENSOR_SHARED_FUNCTION(lt_ipow, (T a, T b),
 
 // C's truncated %: the dividend's sign.
 LAZYTENSOR_SHARED_FUNCTION(lt_ifmod, (T a, T b),
-    if (b == (T)0 || (LT_SIGNED && b == (T)-1)) return (T)0;
+    if ((b == (T)0) | (LT_SIGNED & (b == (T)-1))) return (T)0;
     return (T)(a % b);)
 
 // NumPy's %: the divisor's sign (|r| < |b|: r + b does not overflow).
@@ -3942,7 +3943,7 @@ LAZYTENSOR_SHARED_FUNCTION(lt_imod, (T a, T b),
 // NumPy's //: the floor of the quotient.
 LAZYTENSOR_SHARED_FUNCTION(lt_ifloordiv, (T a, T b),
     if (b == (T)0) return (T)0;
-    if (LT_SIGNED && b == (T)-1) return (T)((U)0 - (U)a);
+    if (LT_SIGNED & (b == (T)-1)) return (T)((U)0 - (U)a);
     const T q = (T)(a / b);
     return (T)(a % b) != (T)0 && LT_NEG(a) != LT_NEG(b) ? (T)(q - (T)1) : q;)
 
@@ -4357,7 +4358,7 @@ struct IsInf {
     static auto mask(const B& x) { return xsimd::isinf(x); }
 };
 
-/// A scalar function applied lane by lane (ops with no accurate SIMD form).
+/// A scalar function applied lane by lane (ops with no exact or accurate SIMD form).
 template <class B, class F>
 inline B lanewise(const B& x, F f) {
     using T = typename B::value_type;
@@ -4365,6 +4366,15 @@ inline B lanewise(const B& x, F f) {
     x.store_aligned(v);
     for (T& lane : v) lane = f(lane);
     return B::load_aligned(v);
+}
+template <class B, class F>
+inline B lanewise(const B& a, const B& b, F f) {
+    using T = typename B::value_type;
+    alignas(64) T va[B::size], vb[B::size];
+    a.store_aligned(va);
+    b.store_aligned(vb);
+    for (std::size_t i = 0; i < B::size; ++i) va[i] = f(va[i], vb[i]);
+    return B::load_aligned(va);
 }
 
 // Functions whose xsimd form is within a few ulp of C's (README's accuracy table).
@@ -4375,22 +4385,52 @@ inline B lanewise(const B& x, F f) {
         template <class B>                                       \
         static B simd(const B& x) { return xsimd::fn(x); }       \
     };
-LAZYTENSOR_XSIMD_FUNCTION(Log1p, log1p)
-LAZYTENSOR_XSIMD_FUNCTION(Expm1, expm1)
 LAZYTENSOR_XSIMD_FUNCTION(Asin, asin)
 LAZYTENSOR_XSIMD_FUNCTION(Acos, acos)
 LAZYTENSOR_XSIMD_FUNCTION(Atan, atan)
 LAZYTENSOR_XSIMD_FUNCTION(Sinh, sinh)
 LAZYTENSOR_XSIMD_FUNCTION(Cosh, cosh)
 LAZYTENSOR_XSIMD_FUNCTION(Asinh, asinh)
-LAZYTENSOR_XSIMD_FUNCTION(Acosh, acosh)
 LAZYTENSOR_XSIMD_FUNCTION(Atanh, atanh)
 #undef LAZYTENSOR_XSIMD_FUNCTION
+// xsimd's log1p and expm1 give +0 for -0 (C gives -0): x itself there.
+struct Log1p {
+    template <class T>
+    static T scalar(T x) { return std::log1p(x); }
+    template <class B>
+    static B simd(const B& x) { return xsimd::select(x == B(0), x, xsimd::log1p(x)); }
+};
+struct Expm1 {
+    template <class T>
+    static T scalar(T x) { return std::expm1(x); }
+    // xsimd's expm1 also overflows early, as its exp does: where exp(x) - 1 rounds to exp(x),
+    // Exp's patched form.
+    template <class B>
+    static B simd(const B& x) {
+        using T = typename B::value_type;
+        const auto big = x > B(std::is_same_v<T, float> ? T(20) : T(40));
+        const B r = xsimd::select(x == B(T(0)), x, xsimd::expm1(x));
+        return xsimd::any(big) ? xsimd::select(big, Exp::simd(x), r) : r;
+    }
+};
+struct Acosh {
+    template <class T>
+    static T scalar(T x) { return std::acosh(x); }
+    template <class B>
+    static B simd(const B& x) {  // xsimd's gives 0, not NaN, below 1
+        using T = typename B::value_type;
+        return xsimd::select(x < B(T(1)), B(std::numeric_limits<T>::quiet_NaN()), xsimd::acosh(x));
+    }
+};
 struct Erf {
     template <class T>
     static T scalar(T x) { return std::erf(x); }
+    // xsimd's float erf is within 2.5 ulp; its double erf is 68 ulp off near 2.2: C's there.
     template <class B>
-    static B simd(const B& x) { return erf_simd(x); }
+    static B simd(const B& x) {
+        if constexpr (std::is_same_v<typename B::value_type, float>) return erf_simd(x);
+        else return lanewise(x, [](auto v) { return std::erf(v); });
+    }
 };
 struct Erfc {
     // xsimd's erfc is far off (its double erfc(2.2) is 3e4 ulp from C's): C's, lane by lane.
@@ -4510,16 +4550,6 @@ struct Ge { template <class T> static bool scalar(T a, T b) { return a >= b; } }
 struct Eq { template <class T> static bool scalar(T a, T b) { return a == b; } };
 struct Ne { template <class T> static bool scalar(T a, T b) { return a != b; } };
 
-/// A scalar function applied lane by lane (ops with no exact SIMD form).
-template <class B, class F>
-inline B lanewise(const B& a, const B& b, F f) {
-    using T = typename B::value_type;
-    alignas(64) T va[B::size], vb[B::size];
-    a.store_aligned(va);
-    b.store_aligned(vb);
-    for (std::size_t i = 0; i < B::size; ++i) va[i] = f(va[i], vb[i]);
-    return B::load_aligned(va);
-}
 
 // Integer division and remainder: the shared functions (by 0 they give 0; INT_MIN by -1 wraps).
 struct Fmod {
@@ -4596,14 +4626,21 @@ struct Philox {  // integers; the random generator uses it on int64
 struct Atan2 {
     template <class T>
     static T scalar(T a, T b) { return std::atan2(a, b); }
+    // xsimd's misses C's special cases (atan2(0, 0) is NaN there, not 0): C's for those lanes.
     template <class B>
-    static B simd(const B& a, const B& b) { return xsimd::atan2(a, b); }
+    static B simd(const B& a, const B& b) {
+        using T = typename B::value_type;
+        const auto special = (a == B(T(0)) && b == B(T(0))) || xsimd::isinf(a) || xsimd::isinf(b);
+        if (xsimd::any(special)) return lanewise(a, b, [](auto x, auto y) { return std::atan2(x, y); });
+        return xsimd::atan2(a, b);
+    }
 };
 struct Hypot {
+    // xsimd's is sqrt(a^2 + b^2), which overflows and underflows: C's, lane by lane.
     template <class T>
     static T scalar(T a, T b) { return std::hypot(a, b); }
     template <class B>
-    static B simd(const B& a, const B& b) { return xsimd::hypot(a, b); }
+    static B simd(const B& a, const B& b) { return lanewise(a, b, [](auto x, auto y) { return std::hypot(x, y); }); }
 };
 struct Copysign {
     template <class T>
@@ -8713,9 +8750,10 @@ inline std::string cl_binary(BinaryOp op, DType t, const std::string& a, const s
 /// ir/shared_functions.hpp promises a body.
 inline std::string cl_shared_function(const shared::SharedFunction& f, DType t) {
     const std::string T = cl_value_type(t);
-    const bool f64 = t == DType::Float64;
+    const bool f64 = t == DType::Float64, sign = t != DType::UInt8 && t != DType::Bool;
     return "#define T " + T + "\n#define U " + (is_floating(t) ? T : std::string(cl_wrap_type(t))) +
-           "\n#define LT_C(f, d) " + (f64 ? "d" : "f") + "\n#define LT_SIGNED ((T)-1 < (T)0)\n#define LT_NEG(v) ((v) < (T)0)\n" +
+           "\n#define LT_C(f, d) " + (f64 ? "d" : "f") + "\n#define LT_SIGNED " + (sign ? "1" : "0") +
+           "\n#define LT_NEG(v) ((v) < (T)0)\n" +
            "#define LT_CALL(fn) fn##_" + T + "\ninline T " + f.name + "_" + T + f.params + " {\n    " + f.body +
            "\n}\n#undef T\n#undef U\n#undef LT_C\n#undef LT_SIGNED\n#undef LT_NEG\n#undef LT_CALL\n";
 }

@@ -8,7 +8,7 @@
 //                                              prints the minimal failing graph and exits 1
 //   test_fuzz --fuzz-print SEED                prints the graph of a seed as C++
 //
-// The doctest seed range is LAZYTENSOR_FUZZ_SEEDS ("0:300" = seeds 0..299) when set.
+// The doctest seed range is LAZYTENSOR_FUZZ_SEEDS ("0:1000" = seeds 0..999) when set.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include "common.hpp"
 #include "fuzz/fuzz.hpp"
@@ -22,7 +22,7 @@ namespace {
 
 /// Runs one seed on every device; on a mismatch returns the report of the minimized graph.
 std::optional<std::string> run_seed(std::uint64_t seed, const std::vector<lt::Device>& devices, bool minimize,
-                                    fuzz::Stats* stats = nullptr, int version = 3,
+                                    fuzz::Stats* stats = nullptr, int version = 4,
                                     std::vector<fuzz::Path> paths = {fuzz::Path::Graph, fuzz::Path::Typed}) {
     fuzz::GenOptions opt;
     opt.version = version;
@@ -42,11 +42,11 @@ std::optional<std::string> run_seed(std::uint64_t seed, const std::vector<lt::De
     return std::nullopt;
 }
 
-/// The CI seeds for a device (through the typed path, the even ones through both): 0..299 on the host (~1 s), 0..59
+/// The CI seeds for a device (through the typed path, the even ones through both): 0..999 on the host (~3 s), 0..59
 /// on OpenCL (about a minute with cold lazytensor and PoCL caches, which compile a few kernels a
 /// graph; ~1 s warm); LAZYTENSOR_FUZZ_SEEDS="lo:hi" for all.
 std::pair<std::uint64_t, std::uint64_t> ci_seeds(lt::Device d) {
-    std::uint64_t lo = 0, hi = d.kind == lt::Device::Kind::Host ? 300 : 60;
+    std::uint64_t lo = 0, hi = d.kind == lt::Device::Kind::Host ? 1000 : 60;
     if (const char* env = std::getenv("LAZYTENSOR_FUZZ_SEEDS")) {
         const std::string s = env;
         const auto colon = s.find(':');
@@ -127,7 +127,7 @@ TEST_CASE("fuzz: fixed seeds") {
             // builders too (the run time of CI's fuzz tests).
             std::vector<fuzz::Path> paths{fuzz::Path::Typed};
             if (seed % 2 == 0) paths.push_back(fuzz::Path::Graph);
-            const auto failure = run_seed(seed, {d}, false, nullptr, 3, paths);
+            const auto failure = run_seed(seed, {d}, false, nullptr, 4, paths);
             if (failure) FAIL_CHECK(*failure);
         }
     }
@@ -202,14 +202,18 @@ TEST_CASE("fuzz: the reference evaluator's own rules") {
 
 TEST_CASE("fuzz: CI's fixed seeds cover every op kind and the special cases") {
     // Every seed runs through the typed front end (the even ones through the graph builders
-    // too) on every device, so what the OpenCL seeds (0..59) and the host seeds (0..299) hold is what CI fuzzes.
-    for (std::uint64_t hi : {60, 300}) {
+    // too) on every device, so what the OpenCL seeds (0..59) and the host seeds (0..999) hold is what CI fuzzes; every
+    // element-wise op is among the host's.
+    for (std::uint64_t hi : {60, 1000}) {
         std::vector<int> kinds(fuzz::kKinds, 0);
         int empty_assign = 0, lazy_assign = 0, mixed_concat = 0, patterns[4] = {}, random[3] = {};
+        std::vector<int> unary(static_cast<std::size_t>(lt::UnaryOp::Atanh) + 1), binary(static_cast<std::size_t>(lt::BinaryOp::Copysign) + 1);
         for (std::uint64_t seed = 0; seed < hi; ++seed) {
             const fuzz::Program p = fuzz::generate(seed);
             for (const auto& s : p.steps) {
                 ++kinds[static_cast<std::size_t>(s.kind)];
+                if (s.kind == fuzz::Kind::Unary) ++unary[static_cast<std::size_t>(s.uop)];
+                if (s.kind == fuzz::Kind::Binary) ++binary[static_cast<std::size_t>(s.bop)];
                 if (s.kind == fuzz::Kind::Assign) {
                     const auto& base = p.steps[static_cast<std::size_t>(s.a)].shape;
                     const auto k = static_cast<std::size_t>(fuzz::norm_axis(s.axis, base.size()));
@@ -229,7 +233,13 @@ TEST_CASE("fuzz: CI's fixed seeds cover every op kind and the special cases") {
         CHECK(mixed_concat > 0);
         for (int n : patterns) CHECK(n > 0);
         for (int n : random) CHECK(n > 0);
-        if (hi == 300) CHECK(empty_assign > 0);  // the library bug of assign into an empty slice
+        if (hi == 1000) {
+            CHECK(empty_assign > 0);  // the library bug of assign into an empty slice
+            for (std::size_t op = 0; op < unary.size(); ++op)
+                CHECK_MESSAGE(unary[op] > 0, "seeds 0..1000 have no unary " << std::string(lt::op_name(static_cast<lt::UnaryOp>(op))));
+            for (std::size_t op = 0; op < binary.size(); ++op)
+                CHECK_MESSAGE(binary[op] > 0, "seeds 0..1000 have no binary " << std::string(lt::op_name(static_cast<lt::BinaryOp>(op))));
+        }
     }
 }
 

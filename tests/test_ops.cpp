@@ -837,3 +837,135 @@ TEST_CASE("tanh, sin, tan and reciprocal keep subnormal results; tanh is +-1 at 
         CHECK(thd[5] == 1.0);
     });
 }
+
+// --------------------------------------------------------- log1p, erf, atan2, ... (issue 21)
+
+TEST_CASE_TEMPLATE("log1p, expm1, erf, erfc, inverse trigonometric and hyperbolic functions", T, float, double) {
+    for_each_device([](lt::Device) {
+        const double r = std::is_same_v<T, float> ? 1e-5 : 1e-13;
+        check_unary<T>([](const auto& x) { return lt::log1p(x); }, [](double v) { return std::log1p(v); }, -0.99, 5, 101, r, 0);
+        check_unary<T>([](const auto& x) { return lt::expm1(x); }, [](double v) { return std::expm1(v); }, -5, 5, 103, r, 0);
+        check_unary<T>([](const auto& x) { return lt::erf(x); }, [](double v) { return std::erf(v); }, -3, 3, 105, r, 0);
+        check_unary<T>([](const auto& x) { return lt::erfc(x); }, [](double v) { return std::erfc(v); }, -3, 5, 107, r, 0);
+        check_unary<T>([](const auto& x) { return lt::asin(x); }, [](double v) { return std::asin(v); }, -1, 1, 109, r, 0);
+        check_unary<T>([](const auto& x) { return lt::acos(x); }, [](double v) { return std::acos(v); }, -1, 1, 111, r, 0);
+        check_unary<T>([](const auto& x) { return lt::atan(x); }, [](double v) { return std::atan(v); }, -10, 10, 113, r, 0);
+        check_unary<T>([](const auto& x) { return lt::sinh(x); }, [](double v) { return std::sinh(v); }, -8, 8, 115, r, 0);
+        check_unary<T>([](const auto& x) { return lt::cosh(x); }, [](double v) { return std::cosh(v); }, -8, 8, 117, r, 0);
+        check_unary<T>([](const auto& x) { return lt::asinh(x); }, [](double v) { return std::asinh(v); }, -50, 50, 119, r, 0);
+        check_unary<T>([](const auto& x) { return lt::acosh(x); }, [](double v) { return std::acosh(v); }, 1, 50, 121, r, 0);
+        check_unary<T>([](const auto& x) { return lt::atanh(x); }, [](double v) { return std::atanh(v); }, -0.99, 0.99, 123, r, 0);
+        // C's values at the ends of the domains, and the sign of zero kept.
+        const T big = std::numeric_limits<T>::max();
+        check_close(lt::log1p(values<T>({-1, -2, kInf, kNan})), ref_of({-kInf, kNan, kInf, kNan}), 0, 0);
+        check_close(lt::expm1(values<T>({-kInf, kInf, 80, std::is_same_v<T, float> ? 89 : 710})),
+                    ref_of({-1, kInf, as<T>(std::expm1(80.0)), kInf}), r, 0);
+        check_close(lt::erf(values<T>({kInf, -kInf, 7, -7})), ref_of({1, -1, 1, -1}), 0, 0);
+        check_close(lt::erfc(values<T>({kInf, -kInf, -7, 30})), ref_of({0, 2, 2, 0}), 0, 0);
+        check_close(lt::asin(values<T>({1.5, -1.5})), ref_of({kNan, kNan}), 0, 0);
+        check_close(lt::acosh(values<T>({0.5, -3, 1})), ref_of({kNan, kNan, 0}), 0, 0);
+        check_close(lt::atanh(values<T>({1, -1, 2})), ref_of({kInf, -kInf, kNan}), 0, 0);
+        check_close(lt::sinh(values<T>({kInf, -kInf, double(big)})), ref_of({kInf, -kInf, kInf}), 0, 0);
+        check_close(lt::cosh(values<T>({-kInf, double(big)})), ref_of({kInf, kInf}), 0, 0);
+        const std::vector<T> zeros = lt::log1p(values<T>({-0.0})).to_vector();
+        CHECK(std::signbit(zeros[0]));
+        CHECK(std::signbit(lt::expm1(values<T>({-0.0})).to_vector()[0]));
+        CHECK(std::signbit(lt::atan(values<T>({-0.0})).to_vector()[0]));
+    });
+}
+
+TEST_CASE_TEMPLATE("atan2, hypot and copysign, with C's special cases", T, float, double) {
+    for_each_device([](lt::Device) {
+        const double r = std::is_same_v<T, float> ? 1e-5 : 1e-13;
+        check_binary<T>([](const auto& a, const auto& b) { return lt::atan2(a, b); }, [](double a, double b) { return std::atan2(a, b); },
+                        -10, 10, -10, 10, 130, r, 1e-30);
+        check_binary<T>([](const auto& a, const auto& b) { return lt::hypot(a, b); }, [](double a, double b) { return std::hypot(a, b); },
+                        -10, 10, -10, 10, 140, r, 0);
+        check_binary<T>([](const auto& a, const auto& b) { return lt::copysign(a, b); },
+                        [](double a, double b) { return std::copysign(a, b); }, -10, 10, -10, 10, 150, 0, 0);
+        const double pi = 3.14159265358979323846, big = double(std::numeric_limits<T>::max());
+        check_close(lt::atan2(values<T>({0, 0, -0.0, 1, kInf, kInf, -kInf, 1}), values<T>({0, -0.0, -1, 0, kInf, 1, -kInf, kNan})),
+                    ref_of({0, pi, -pi, pi / 2, pi / 4, pi / 2, -3 * pi / 4, kNan}), r, 0);
+        // hypot: no overflow where the result is finite; inf wins over NaN (C's rule).
+        check_close(lt::hypot(values<T>({big / 2, kInf, kNan, 3e-30}), values<T>({big / 2, kNan, -kInf, 4e-30})),
+                    ref_of({as<T>(big / 2 * std::sqrt(2.0)), kInf, kInf, as<T>(5e-30)}), r, 0);
+        const std::vector<T> s = lt::copysign(values<T>({1, kInf, 0, 2}), values<T>({-0.0, -1, -1, kNan})).to_vector();
+        CHECK(s[0] == T(-1));
+        CHECK(s[1] == -std::numeric_limits<T>::infinity());
+        CHECK((s[2] == 0 && std::signbit(s[2])));
+        CHECK(s[3] == T(2));  // a NaN with the sign bit clear
+    });
+}
+
+TEST_CASE("the new functions take integers into float32 and reject bool at compile time") {
+    for_each_device([](lt::Device) {
+        auto i = lt::tensor<std::int32_t>({3, -4}, {2});
+        auto j = lt::tensor<std::int64_t>({4, 3}, {2});
+        static_assert(std::is_same_v<decltype(lt::atan2(i, j))::value_type, float>);
+        static_assert(std::is_same_v<decltype(lt::log1p(i))::value_type, float>);
+        check_close(lt::hypot(i, j), ref_of({5, 5}), 1e-6, 0);
+        check_close(lt::atan2(i, j), ref_of({std::atan2(3.0, 4.0), std::atan2(-4.0, 3.0)}), 1e-6, 0);
+        check_close(lt::erf(i), ref_of({std::erf(3.0), std::erf(-4.0)}), 1e-6, 0);
+        check_close(lt::copysign(lt::tensor<lt::half>({lt::half(2.0f)}, {1}), -1.0), ref_of({-2}), 0, 0);
+    });
+}
+
+// ------------------------------------------------------------------ composites (issue 21)
+
+TEST_CASE_TEMPLATE("softplus, leaky_relu and elu, exact at the extremes", T, float, double) {
+    for_each_device([](lt::Device) {
+        const double r = std::is_same_v<T, float> ? 1e-5 : 1e-13;
+        // log(1 + exp(x)) in long double: the definition (exp(-100) is 3.7e-44, a float subnormal).
+        auto softplus_ref = [](double x) { return std::isinf(x) ? (x > 0 ? x : 0.0) : double(std::log1p(std::exp((long double)x))); };
+        check_unary<T>([](const auto& x) { return lt::softplus(x); }, softplus_ref, -30, 30, 160, r, 0);
+        const double tiny = std::is_same_v<T, float> ? -100 : -740;
+        check_close(lt::softplus(values<T>({tiny, -20, 0, 20, 100, 1e30, kInf, -kInf, kNan})),
+                    ref_of({as<T>(std::exp(tiny)), as<T>(softplus_ref(-20)), std::log(2.0), as<T>(softplus_ref(20)), 100, as<T>(1e30), kInf, 0, kNan}),
+                    r, 2 * double(std::numeric_limits<T>::denorm_min()));  // PoCL's log1p: 1 subnormal step
+        check_close(lt::softplus(values<T>({-1, 0.5, 40}), 2.0),
+                    ref_of({std::log1p(std::exp(-2.0)) / 2, std::log1p(std::exp(1.0)) / 2, 40}), r, 0);
+        CHECK_THROWS_AS(lt::softplus(values<T>({1}), 0.0), lt::ValueError);
+        check_unary<T>([](const auto& x) { return lt::leaky_relu(x); }, [](double v) { return v > 0 ? v : 0.01 * v; }, -5, 5, 162, r, 0);
+        check_close(lt::leaky_relu(values<T>({-2, 3, -kInf, kNan}), 0.2), ref_of({-0.4, 3, -kInf, kNan}), r, 0);
+        check_unary<T>([](const auto& x) { return lt::elu(x); }, [](double v) { return v > 0 ? v : std::expm1(v); }, -5, 5, 164, r, 0);
+        check_close(lt::elu(values<T>({-1e-10, -kInf, kInf, kNan}), 2.0), ref_of({2 * std::expm1(-1e-10), -2, kInf, kNan}), r, 0);
+        // Over an expression: its value is computed once, in the same kernel.
+        auto a = values<T>({-1, 2}), b = values<T>({3, 0.5});
+        CHECK(lt::schedule(lt::softplus(a * b)).size() == 1);
+        check_close(lt::softplus(a * b), ref_of({softplus_ref(-3), softplus_ref(1)}), r, 0);
+    });
+}
+
+TEST_CASE("isfinite, nan_to_num and masked_fill") {
+    for_each_device([](lt::Device) {
+        auto x = values<float>({1, kNan, kInf, -kInf, -0.0, 3e38});
+        check_close(lt::isfinite(x), ref_of({1, 0, 0, 0, 1, 1}), 0, 0);
+        check_close(lt::isfinite(lt::tensor<std::int32_t>({1, -2}, {2})), ref_of({1, 1}), 0, 0);
+        check_close(lt::isfinite(lt::tensor<lt::half>({lt::half(65504.0f), lt::half(-INFINITY)}, {2})), ref_of({1, 0}), 0, 0);
+        const double fmax = std::numeric_limits<float>::max();
+        const double big = double(3e38f);
+        check_close(lt::nan_to_num(x), ref_of({1, 0, fmax, -fmax, 0, big}), 0, 0);
+        check_close(lt::nan_to_num(x, 7, 8, -9), ref_of({1, 7, 8, -9, 0, big}), 0, 0);
+        check_close(lt::nan_to_num(x.cast<double>(), -1), ref_of({1, -1, std::numeric_limits<double>::max(),
+                                                                  std::numeric_limits<double>::lowest(), 0, big}), 0, 0);
+        check_close(lt::nan_to_num(lt::tensor<lt::half>({lt::half(INFINITY)}, {1})), ref_of({65504}), 0, 0);
+        check_close(lt::nan_to_num(lt::tensor<std::int32_t>({5, -5}, {2})), ref_of({5, -5}), 0, 0);
+        CHECK_THROWS_AS(lt::nan_to_num(x, 0, 1e300), lt::ValueError);
+        CHECK_THROWS_AS(lt::nan_to_num(lt::tensor<lt::half>({lt::half(1.0f)}, {1}), 1e5), lt::ValueError);
+
+        auto m = lt::tensor<std::int32_t>({1, 2, 3, 4, 5, 6}, {2, 3});
+        auto mask = lt::tensor<bool>({true, false, true}, {3});
+        auto filled = lt::masked_fill(m, mask, -7);
+        static_assert(std::is_same_v<decltype(filled)::value_type, std::int32_t>);
+        check_close(filled, Ref{{2, 3}, {-7, 2, -7, -7, 5, -7}}, 0, 0);
+        check_close(lt::masked_fill(x, x > 2.0f, 0.5), ref_of({1, kNan, 0.5, -kInf, -0.0, 0.5}), 0, 0);
+        check_close(lt::masked_fill(m.t(), m.t() > 3, 0), Ref{{3, 2}, {1, 0, 2, 0, 3, 0}}, 0, 0);
+        CHECK_THROWS_AS(lt::masked_fill(lt::tensor<std::uint8_t>({1}, {1}), lt::tensor<bool>({true}, {1}), 300), lt::ValueError);
+        try {
+            (void)lt::masked_fill(mask, lt::tensor<bool>({true, false, true, false, true, false}, {2, 3}), false);
+            FAIL("a mask larger than the tensor must be a ShapeError");
+        } catch (const lt::ShapeError& e) {
+            CHECK(std::string(e.what()).find("[2, 3] does not broadcast to the tensor's shape [3]") != std::string::npos);
+        }
+    });
+}

@@ -50,6 +50,14 @@ inline const std::vector<Function>& functions() {
         {"silu", false, -105, 20, -746, 40},       {"gelu", false, -15, 10, -40, 10},
         {"div", true, -10, 10, -10, 10},           {"pow", true, 0, 4, 0, 4},
         {"fmod", true, -10, 10, -10, 10},          {"remainder", true, -10, 10, -10, 10},
+        {"log1p", false, -1, 4, -1, 4},            {"expm1", false, -20, 89, -40, 710},
+        {"erf", false, -6, 6, -6, 6},              {"erfc", false, -6, 11, -6, 28},
+        {"asin", false, -1, 1, -1, 1},             {"acos", false, -1, 1, -1, 1},
+        {"atan", false, -10, 10, -10, 10},         {"sinh", false, -90, 90, -711, 711},
+        {"cosh", false, -90, 90, -711, 711},       {"asinh", false, -100, 100, -100, 100},
+        {"acosh", false, 1, 100, 1, 100},          {"atanh", false, -1, 1, -1, 1},
+        {"atan2", true, -10, 10, -10, 10},         {"hypot", true, -10, 10, -10, 10},
+        {"copysign", true, -10, 10, -10, 10},
     };
     return list;
 }
@@ -93,6 +101,21 @@ inline LD reference(const std::string& name, LD a, LD b = 0) {
         if (r == 0) return std::copysign(0.0L, b);
         return (r < 0) != (b < 0) ? r + b : r;
     }
+    if (name == "log1p") return std::log1p(a);
+    if (name == "expm1") return std::expm1(a);
+    if (name == "erf") return std::erf(a);
+    if (name == "erfc") return std::erfc(a);
+    if (name == "asin") return std::asin(a);
+    if (name == "acos") return std::acos(a);
+    if (name == "atan") return std::atan(a);
+    if (name == "sinh") return std::sinh(a);
+    if (name == "cosh") return std::cosh(a);
+    if (name == "asinh") return std::asinh(a);
+    if (name == "acosh") return std::acosh(a);
+    if (name == "atanh") return std::atanh(a);
+    if (name == "atan2") return std::atan2(a, b);
+    if (name == "hypot") return std::hypot(a, b);
+    if (name == "copysign") return std::copysign(a, b);
     return NAN;
 }
 
@@ -118,6 +141,21 @@ lt::Tensor<T> evaluate(const std::string& name, const lt::Tensor<T>& a, const lt
     if (name == "pow") return lt::pow(a, b);
     if (name == "fmod") return lt::fmod(a, b);
     if (name == "remainder") return lt::remainder(a, b);
+    if (name == "log1p") return lt::log1p(a);
+    if (name == "expm1") return lt::expm1(a);
+    if (name == "erf") return lt::erf(a);
+    if (name == "erfc") return lt::erfc(a);
+    if (name == "asin") return lt::asin(a);
+    if (name == "acos") return lt::acos(a);
+    if (name == "atan") return lt::atan(a);
+    if (name == "sinh") return lt::sinh(a);
+    if (name == "cosh") return lt::cosh(a);
+    if (name == "asinh") return lt::asinh(a);
+    if (name == "acosh") return lt::acosh(a);
+    if (name == "atanh") return lt::atanh(a);
+    if (name == "atan2") return lt::atan2(a, b);
+    if (name == "hypot") return lt::hypot(a, b);
+    if (name == "copysign") return lt::copysign(a, b);
     throw std::invalid_argument("ulp_ref::evaluate: unknown function " + name);
 }
 
@@ -213,7 +251,12 @@ std::vector<double> edges(const std::string& name) {
     if (name == "tanh") return {9, -9, 0.55, 20, 22};
     if (name == "sigmoid" || name == "silu") return {f ? -80.0 : -700.0, f ? -87.0 : -708.0, lden, lden - 30, 36, 17};
     if (name == "gelu") return {6 * M_SQRT2, -6 * M_SQRT2, f ? -13.2 : -37.5, f ? -14.4 : -38.6};
-    if (name == "log" || name == "log2") return {1, 0x1p-1022, 0x1p-126};
+    if (name == "log" || name == "log2" || name == "log1p") return {1, 0x1p-1022, 0x1p-126, -1};
+    if (name == "expm1") return {lmax, f ? 88.0 : 709.0, -1e-5, 1e-5, 0.5, -0.5};
+    if (name == "sinh" || name == "cosh") return {lmax + M_LN2, lmax, f ? 89.0 : 710.0, -(lmax + M_LN2)};
+    if (name == "erf" || name == "erfc") return {6, -6, 0.5, -0.5, f ? 9.19 : 26.5, f ? 10.05 : 27.2};
+    if (name == "asin" || name == "acos" || name == "atanh") return {1, -1, 0.5, -0.5};
+    if (name == "acosh") return {1, 2, 1e8};
     return {};
 }
 

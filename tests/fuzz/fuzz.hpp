@@ -71,10 +71,11 @@ inline constexpr URule urule(UnaryOp op) {
         default: return URule::Floating;
     }
 }
-enum class BRule { Arith, TrueDiv, Ordered, Compare, Predicate, Bitwise, Shift };
+enum class BRule { Arith, TrueDiv, Floating, Ordered, Compare, Predicate, Bitwise, Shift };
 inline constexpr BRule brule(BinaryOp op) {
     switch (op) {
         case BinaryOp::Div: return BRule::TrueDiv;
+        case BinaryOp::Atan2: case BinaryOp::Hypot: case BinaryOp::Copysign: return BRule::Floating;
         case BinaryOp::Maximum: case BinaryOp::Minimum: return BRule::Ordered;
         case BinaryOp::Lt: case BinaryOp::Le: case BinaryOp::Gt: case BinaryOp::Ge: case BinaryOp::Eq:
         case BinaryOp::Ne: return BRule::Compare;
@@ -101,14 +102,14 @@ inline DType unary_result(UnaryOp op, DType in) {
 }
 inline constexpr bool binary_ok(BinaryOp op, DType p) {
     switch (brule(op)) {
-        case BRule::Arith: return p != DType::Bool;
+        case BRule::Arith: case BRule::Floating: return p != DType::Bool;
         case BRule::Bitwise: return !is_float(p);
         case BRule::Shift: return is_int(p);
         default: return true;
     }
 }
 inline DType binary_compute(BinaryOp op, DType p) {
-    return brule(op) == BRule::TrueDiv && !is_float(p) ? DType::Float32 : p;
+    return (brule(op) == BRule::TrueDiv || brule(op) == BRule::Floating) && !is_float(p) ? DType::Float32 : p;
 }
 inline DType binary_result(BinaryOp op, DType p) {
     const BRule r = brule(op);
@@ -255,8 +256,9 @@ struct GenOptions {
     i64 big_numel = 200000;
     // 1: the original op mix (the seeds of the regression list before the typed path);
     // 2: also gather, scatter_add, scans, argmax/argmin, concat, assign and random leaves;
-    // 3: also fused expressions.
-    int version = 3;
+    // 3: also fused expressions;
+    // 4: also log1p ... atanh, atan2, hypot and copysign.
+    int version = 4;
 };
 
 class Generator {
@@ -426,7 +428,8 @@ private:
         switch (kind) {
             case Kind::Leaf: add_leaf(random_dtype(), leaf_shape(false)); return;
             case Kind::Unary: {
-                const UnaryOp op = static_cast<UnaryOp>(rng.below(static_cast<int>(UnaryOp::IsInf) + 1));
+                const UnaryOp last = opt.version >= 4 ? UnaryOp::Atanh : UnaryOp::IsInf;
+                const UnaryOp op = static_cast<UnaryOp>(rng.below(static_cast<int>(last) + 1));
                 if (!unary_ok(op, x.dtype)) return;
                 s.uop = op;
                 s.dtype = unary_result(op, x.dtype);
@@ -435,8 +438,10 @@ private:
             }
             case Kind::Binary: {
                 BinaryOp op;
-                do op = static_cast<BinaryOp>(rng.below(static_cast<int>(BinaryOp::Philox) + 1));
-                while (op == BinaryOp::Philox);
+                // Versions before 4 draw as when philox followed logical_or, and reject it.
+                const int draws = opt.version >= 4 ? static_cast<int>(BinaryOp::Copysign) + 1 : static_cast<int>(BinaryOp::LogicalOr) + 2;
+                do op = static_cast<BinaryOp>(rng.below(draws));
+                while (static_cast<int>(op) == static_cast<int>(BinaryOp::LogicalOr) + 1 && opt.version < 4);
                 s.bop = op;
                 DType p;
                 if (rng.chance(0.15)) {
@@ -1036,6 +1041,31 @@ inline Val unary_val(UnaryOp op, const Val& a, DType t, DType rt) {
             return x < -1 ? smooth(gelu, 20, false, 1.13, 0)
                           : smooth(gelu, t == DType::Float64 ? 32 : 6, false, 1.13, 12 * u * std::fabs(x));
         case UnaryOp::Silu: return smooth(silu, 12, false, 1.1, 0);
+        // OpenCL's bounds (log1p 2 ulp, expm1 3, erf and erfc 16, asin and acos 4, atan 5, the
+        // hyperbolic functions 4 and atanh 5) and a little; undetermined where the interval
+        // reaches a pole or an end of the domain.
+        case UnaryOp::Log1p:
+            if (reaches(-1)) return dont_care();
+            return smooth([](double y) { return std::log1p(y); }, 3, true, 0, 0);
+        case UnaryOp::Expm1: return smooth([](double y) { return std::expm1(y); }, 4, true, 0, 0);
+        case UnaryOp::Erf: return smooth([](double y) { return std::erf(y); }, 17, true, 0, 0);
+        case UnaryOp::Erfc: return smooth([](double y) { return std::erfc(y); }, 17, true, 0, 0);
+        case UnaryOp::Asin:
+            if (reaches(1) || reaches(-1)) return dont_care();
+            return smooth([](double y) { return std::asin(y); }, 5, true, 0, 0);
+        case UnaryOp::Acos:
+            if (reaches(1) || reaches(-1)) return dont_care();
+            return smooth([](double y) { return std::acos(y); }, 5, true, 0, 0);
+        case UnaryOp::Atan: return smooth([](double y) { return std::atan(y); }, 6, true, 0, 0);
+        case UnaryOp::Sinh: return smooth([](double y) { return std::sinh(y); }, 5, true, 0, 0);
+        case UnaryOp::Cosh: return smooth([](double y) { return std::cosh(y); }, 5, false, std::sinh(std::fabs(x) + e), 0);
+        case UnaryOp::Asinh: return smooth([](double y) { return std::asinh(y); }, 5, true, 0, 0);
+        case UnaryOp::Acosh:
+            if (reaches(1)) return dont_care();
+            return smooth([](double y) { return std::acosh(y); }, 5, true, 0, 0);
+        case UnaryOp::Atanh:
+            if (reaches(1) || reaches(-1)) return dont_care();
+            return smooth([](double y) { return std::atanh(y); }, 6, true, 0, 0);
         case UnaryOp::BitwiseNot: break;
     }
     return dont_care();
@@ -1241,6 +1271,21 @@ inline Val binary_val(BinaryOp op, const Val& A, const Val& B, DType t, DType rt
             const double v = (r < 0) != (b < 0) ? r + b : r;  // one rounding, as in the compute type
             return fin(t, v, 0, true);
         }
+        case BinaryOp::Atan2: {  // OpenCL's 6 ulp; |grad| = 1 / hypot(a, b)
+            const double v = std::atan2(a, b), spread = ea + eb;
+            if (ex) return fin(t, v, own(7, t, v), false);
+            const double r = std::hypot(a, b);
+            // The branch cut (a = 0, b < 0) and the origin: undetermined.
+            if (!std::isfinite(r) || r <= 2 * spread || (near(a, ea, 0) && b - eb < 0)) return dont_care();
+            return fin(t, v, spread / (r - spread) + own(7, t, v), false);
+        }
+        case BinaryOp::Hypot: {  // OpenCL's 4 ulp; 1-Lipschitz in each operand
+            const double v = std::hypot(a, b);
+            return fin(t, v, ea + eb + own(5, t, v), false);
+        }
+        case BinaryOp::Copysign:  // exact, but a zero's or NaN's sign in b depends on how it was computed
+            if (std::isnan(b) || near(b, eb, 0) || b == 0) return dont_care();
+            return fin(t, std::copysign(a, b), ea, ex);
         default: return dont_care();
     }
 }

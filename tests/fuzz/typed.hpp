@@ -77,7 +77,10 @@ Any unary_typed(UnaryOp op, const lt::Tensor<T>& x, DType want) {
         FUZZ_U(Rsqrt, lt::rsqrt(x)) FUZZ_U(Reciprocal, lt::reciprocal(x)) FUZZ_U(Tan, lt::tan(x)) FUZZ_U(Gelu, lt::gelu(x))
         FUZZ_U(Silu, lt::silu(x)) FUZZ_U(Floor, lt::floor(x)) FUZZ_U(Ceil, lt::ceil(x)) FUZZ_U(Round, lt::round(x))
         FUZZ_U(Trunc, lt::trunc(x)) FUZZ_U(BitwiseNot, ~x) FUZZ_U(LogicalNot, !x) FUZZ_U(IsNan, lt::isnan(x))
-        FUZZ_U(IsInf, lt::isinf(x))
+        FUZZ_U(IsInf, lt::isinf(x)) FUZZ_U(Log1p, lt::log1p(x)) FUZZ_U(Expm1, lt::expm1(x)) FUZZ_U(Erf, lt::erf(x))
+        FUZZ_U(Erfc, lt::erfc(x)) FUZZ_U(Asin, lt::asin(x)) FUZZ_U(Acos, lt::acos(x)) FUZZ_U(Atan, lt::atan(x))
+        FUZZ_U(Sinh, lt::sinh(x)) FUZZ_U(Cosh, lt::cosh(x)) FUZZ_U(Asinh, lt::asinh(x)) FUZZ_U(Acosh, lt::acosh(x))
+        FUZZ_U(Atanh, lt::atanh(x))
 #undef FUZZ_U
     }
     throw std::logic_error(std::string("typed path: unary ") + lt::op_name(op) + " of " + lt::dtype_name(t));
@@ -97,7 +100,8 @@ Any binary_typed(BinaryOp op, const L& a, const R& b, DType want) {
         FUZZ_B(Gt, a > b) FUZZ_B(Ge, a >= b) FUZZ_B(Eq, a == b) FUZZ_B(Ne, a != b) FUZZ_B(Fmod, lt::fmod(a, b))
         FUZZ_B(Remainder, a % b) FUZZ_B(FloorDivide, lt::floor_divide(a, b)) FUZZ_B(BitAnd, a & b)
         FUZZ_B(BitOr, a | b) FUZZ_B(BitXor, a ^ b) FUZZ_B(Shl, a << b) FUZZ_B(Shr, a >> b)
-        FUZZ_B(LogicalAnd, a && b) FUZZ_B(LogicalOr, a || b)
+        FUZZ_B(LogicalAnd, a && b) FUZZ_B(LogicalOr, a || b) FUZZ_B(Atan2, lt::atan2(a, b)) FUZZ_B(Hypot, lt::hypot(a, b))
+        FUZZ_B(Copysign, lt::copysign(a, b))
 #undef FUZZ_B
         case BinaryOp::Philox: break;
     }
@@ -149,6 +153,7 @@ Any binary_left(BinaryOp op, const C& a, const lt::Tensor<T>& b, DType want) {
         break;
         FUZZ_B(Sub, a - b) FUZZ_B(Div, a / b) FUZZ_B(Pow, lt::pow(a, b)) FUZZ_B(Fmod, lt::fmod(a, b))
         FUZZ_B(Remainder, a % b) FUZZ_B(FloorDivide, lt::floor_divide(a, b)) FUZZ_B(Shl, a << b) FUZZ_B(Shr, a >> b)
+        FUZZ_B(Atan2, lt::atan2(a, b)) FUZZ_B(Copysign, lt::copysign(a, b))
 #undef FUZZ_B
         case BinaryOp::Lt: return binary_typed(BinaryOp::Gt, b, a, want);
         case BinaryOp::Le: return binary_typed(BinaryOp::Ge, b, a, want);

@@ -7,7 +7,8 @@
 //   T              the value type (float, double, int, long, uchar; half computes as float)
 //   U              the unsigned type integers wrap in (the value type for floating T)
 //   LT_C(f, d)     a constant: f for float, d for double
-//   LT_SIGNED      whether T is a signed type (floating included)
+//   LT_SIGNED      whether T is a signed type (floating included), 1 or 0: combine it with
+//                  & and |, not && and || (Clang warns of a constant operand of those)
 //   LT_NEG(v)      v < 0, written so that no compiler warns of it for unsigned T
 //   LT_CALL(fn)    another shared function at the same T
 // and the math functions of both languages (exp, erfc, fma, copysign, isnan, ...).
@@ -142,7 +143,7 @@ LAZYTENSOR_SHARED_FUNCTION(lt_floordiv, (T a, T b),
 
 // Power by squaring; negative exponents give 0, except for the bases 1 and -1.
 LAZYTENSOR_SHARED_FUNCTION(lt_ipow, (T a, T b),
-    if (LT_NEG(b)) return a == (T)1 ? (T)1 : (LT_SIGNED && a == (T)-1) ? ((b & (T)1) ? (T)-1 : (T)1) : (T)0;
+    if (LT_NEG(b)) return a == (T)1 ? (T)1 : (LT_SIGNED & (a == (T)-1)) ? ((b & (T)1) ? (T)-1 : (T)1) : (T)0;
     U r = 1, base = (U)a;
     for (U e = (U)b; e; e >>= 1) {
         if (e & 1) r *= base;
@@ -152,7 +153,7 @@ LAZYTENSOR_SHARED_FUNCTION(lt_ipow, (T a, T b),
 
 // C's truncated %: the dividend's sign.
 LAZYTENSOR_SHARED_FUNCTION(lt_ifmod, (T a, T b),
-    if (b == (T)0 || (LT_SIGNED && b == (T)-1)) return (T)0;
+    if ((b == (T)0) | (LT_SIGNED & (b == (T)-1))) return (T)0;
     return (T)(a % b);)
 
 // NumPy's %: the divisor's sign (|r| < |b|: r + b does not overflow).
@@ -163,7 +164,7 @@ LAZYTENSOR_SHARED_FUNCTION(lt_imod, (T a, T b),
 // NumPy's //: the floor of the quotient.
 LAZYTENSOR_SHARED_FUNCTION(lt_ifloordiv, (T a, T b),
     if (b == (T)0) return (T)0;
-    if (LT_SIGNED && b == (T)-1) return (T)((U)0 - (U)a);
+    if (LT_SIGNED & (b == (T)-1)) return (T)((U)0 - (U)a);
     const T q = (T)(a / b);
     return (T)(a % b) != (T)0 && LT_NEG(a) != LT_NEG(b) ? (T)(q - (T)1) : q;)
 

@@ -167,9 +167,10 @@ inline std::string cl_binary(BinaryOp op, DType t, const std::string& a, const s
 /// ir/shared_functions.hpp promises a body.
 inline std::string cl_shared_function(const shared::SharedFunction& f, DType t) {
     const std::string T = cl_value_type(t);
-    const bool f64 = t == DType::Float64;
+    const bool f64 = t == DType::Float64, sign = t != DType::UInt8 && t != DType::Bool;
     return "#define T " + T + "\n#define U " + (is_floating(t) ? T : std::string(cl_wrap_type(t))) +
-           "\n#define LT_C(f, d) " + (f64 ? "d" : "f") + "\n#define LT_SIGNED ((T)-1 < (T)0)\n#define LT_NEG(v) ((v) < (T)0)\n" +
+           "\n#define LT_C(f, d) " + (f64 ? "d" : "f") + "\n#define LT_SIGNED " + (sign ? "1" : "0") +
+           "\n#define LT_NEG(v) ((v) < (T)0)\n" +
            "#define LT_CALL(fn) fn##_" + T + "\ninline T " + f.name + "_" + T + f.params + " {\n    " + f.body +
            "\n}\n#undef T\n#undef U\n#undef LT_C\n#undef LT_SIGNED\n#undef LT_NEG\n#undef LT_CALL\n";
 }
