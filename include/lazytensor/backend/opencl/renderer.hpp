@@ -29,7 +29,6 @@
 #include <vector>
 
 #include "../../core/dtype.hpp"
-#include "../../core/philox.hpp"
 #include "../../ir/kernel.hpp"
 #include "op_spellings.hpp"
 
