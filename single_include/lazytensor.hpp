@@ -101,6 +101,20 @@ public:
     using Error::Error;
 };
 
+/// An element type that is not the one asked for, or not one lazytensor has: a .npy file of
+/// another dtype than the Tensor<T> it is loaded into, or of a dtype such as complex64.
+class DTypeError : public Error {
+public:
+    using Error::Error;
+};
+
+/// A file that cannot be opened, read or written, or whose contents are not what its format
+/// says (a truncated or corrupt .npy file). The message names the file.
+class FileError : public Error {
+public:
+    using Error::Error;
+};
+
 /// A device that is unknown, unavailable, or mixed with another in one expression.
 class DeviceError : public Error {
 public:
@@ -1354,6 +1368,13 @@ LAZYTENSOR_ENGINE_API BufferPtr upload(Device d, DType dtype, std::int64_t numel
 /// Copies `bytes` bytes at byte offset `at` of `src` to host memory (waits for the kernels
 /// that write it).
 LAZYTENSOR_ENGINE_API void download(const Buffer& src, std::size_t at, void* dst, std::size_t bytes);
+/// A new buffer on `d` of `numel` elements of `dtype`, contents undefined, to be filled with
+/// write_buffer before a tensor reads it (lt::load_npy fills one piece by piece, so that a large
+/// file needs no whole copy in host memory).
+LAZYTENSOR_ENGINE_API BufferPtr allocate_buffer(Device d, DType dtype, std::int64_t numel);
+/// Copies `bytes` bytes from host memory into `dst` at byte offset `at`. BackendError if the
+/// range passes the end of the buffer.
+LAZYTENSOR_ENGINE_API void write_buffer(Buffer& dst, std::size_t at, const void* src, std::size_t bytes);
 
 }  // namespace detail
 }  // namespace lazytensor
@@ -11936,6 +11957,17 @@ LAZYTENSOR_ENGINE_API BufferPtr upload(Device d, DType dtype, std::int64_t numel
 
 LAZYTENSOR_ENGINE_API void download(const Buffer& src, std::size_t at, void* dst, std::size_t bytes) {
     device_backend(src.device()).read(src, at, dst, bytes);
+}
+
+LAZYTENSOR_ENGINE_API BufferPtr allocate_buffer(Device d, DType dtype, std::int64_t numel) {
+    return device_backend(d).allocate(dtype, numel);
+}
+
+LAZYTENSOR_ENGINE_API void write_buffer(Buffer& dst, std::size_t at, const void* src, std::size_t bytes) {
+    if (at > dst.bytes() || bytes > dst.bytes() - at)
+        fail<BackendError>(dst.device(), ": writing ", bytes, " bytes at byte ", at, " passes the end of a buffer of ",
+                           dst.bytes(), " bytes");
+    device_backend(dst.device()).write(dst, at, src, bytes);
 }
 
 }  // namespace detail
