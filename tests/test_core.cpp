@@ -178,16 +178,6 @@ TEST_CASE("printing shows values, shape, dtype and device") {
 
 // ----------------------------------------------------------------------------------- bad input
 
-template <class E>
-std::string message_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const E& e) {
-        return e.what();
-    }
-    return "(no exception)";
-}
-
 TEST_CASE("bad input throws lazytensor errors that name the operation and the values") {
     lt::Tensor<float> a = lt::tensor<float>({1, 2, 3, 4, 5, 6}, {2, 3});
     lt::Tensor<float> b = lt::tensor<float>({1, 2, 3, 4}, {4});
