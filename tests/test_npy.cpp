@@ -1,4 +1,4 @@
-// .npy files (save_npy, load_npy).
+// .npy files (save_npy, load_npy) and printing (operator<<, set_print_options).
 //
 // The .npy files under tests/fixtures were written by NumPy (tests/fixtures/make_npy_fixtures.py,
 // which says how each array's values are computed; the expected values here compute the same
@@ -541,7 +541,212 @@ TEST_CASE("mutated and truncated .npy files load or throw a lazytensor error, ne
     CHECK(rejected > 1000);
 }
 
-TEST_CASE("the README's .npy example") {
+// -------------------------------------------------------------------------------------- printing
+
+namespace {
+
+template <class E>
+std::string npy_printed(const E& x) {
+    std::ostringstream out;
+    out << x;
+    return out.str();
+}
+
+/// The print options for a scope, restored at its end (also when a check fails).
+class NpyPrintOptions {
+public:
+    explicit NpyPrintOptions(const lt::PrintOptions& options) : before_(lt::print_options()) { lt::set_print_options(options); }
+    NpyPrintOptions(const NpyPrintOptions&) = delete;
+    NpyPrintOptions& operator=(const NpyPrintOptions&) = delete;
+    ~NpyPrintOptions() { lt::set_print_options(before_); }
+
+private:
+    lt::PrintOptions before_;
+};
+
+}  // namespace
+
+TEST_CASE("printing writes aligned columns, floats with 4 digits, and every dtype as expected") {
+    for_each_device([](lt::Device d) {
+        const std::string tail = ", device=" + d.str() + ")";
+        const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+        CHECK(npy_printed(lt::tensor<float>({1.5f, -2.25f, 3, 100, 0.125f, -0.5f}, {2, 3})) ==
+              "tensor([[  1.5000,  -2.2500,   3.0000],\n"
+              "        [100.0000,   0.1250,  -0.5000]], shape=[2, 3], dtype=float32" + tail);
+        CHECK(npy_printed(lt::tensor<int32_t>({-5, 0, 123, 7})) == "tensor([ -5,   0, 123,   7], shape=[4], dtype=int32" + tail);
+        CHECK(npy_printed(lt::tensor<uint8_t>({0, 255, 7, 10}, {2, 2})) ==
+              "tensor([[  0, 255],\n        [  7,  10]], shape=[2, 2], dtype=uint8" + tail);
+        CHECK(npy_printed(lt::tensor<int64_t>({int64_t(1) << 40, -1})) ==
+              "tensor([1099511627776,            -1], shape=[2], dtype=int64" + tail);
+        CHECK(npy_printed(lt::tensor<bool>({true, false, true})) == "tensor([ true, false,  true], shape=[3], dtype=bool" + tail);
+        CHECK(npy_printed(lt::tensor<lt::half>({lt::half(0.5f), lt::half(-1.25f), lt::half(2.0f)})) ==
+              "tensor([ 0.5000, -1.2500,  2.0000], shape=[3], dtype=float16" + tail);
+        // Whole numbers: "3." (the value is floating, all its digits shown).
+        CHECK(npy_printed(lt::tensor<double>({1, -2, 300})) == "tensor([  1.,  -2., 300.], shape=[3], dtype=float64" + tail);
+        CHECK(npy_printed(lt::tensor<float>({1, 2, 3, 4, 5, 6}, {2, 3})) ==
+              "tensor([[1., 2., 3.],\n        [4., 5., 6.]], shape=[2, 3], dtype=float32" + tail);
+        // 0-d, zero-size.
+        CHECK(npy_printed(lt::full<float>({}, 2.5f)) == "tensor(2.5000, shape=[], dtype=float32" + tail);
+        CHECK(npy_printed(lt::zeros<float>({0, 3})) == "tensor([], shape=[0, 3], dtype=float32" + tail);
+        CHECK(npy_printed(lt::zeros<int32_t>({2, 0})) == "tensor([], shape=[2, 0], dtype=int32" + tail);
+        // NaN (either sign) and infinities; all zeros.
+        CHECK(npy_printed(lt::tensor<float>({nan, inf, -inf, 1.5f})) ==
+              "tensor([   nan,    inf,   -inf, 1.5000], shape=[4], dtype=float32" + tail);
+        CHECK(npy_printed(lt::tensor<float>({-nan, nan})) == "tensor([nan, nan], shape=[2], dtype=float32" + tail);
+        CHECK(npy_printed(lt::zeros<double>({2})) == "tensor([0., 0.], shape=[2], dtype=float64" + tail);
+        // Scientific notation: magnitudes below 1e-4, spanning more than 1000, or above 1e8.
+        CHECK(npy_printed(lt::tensor<float>({1e-5f, 1.0f})) == "tensor([1.0000e-05, 1.0000e+00], shape=[2], dtype=float32" + tail);
+        CHECK(npy_printed(lt::tensor<float>({1, -5000})) == "tensor([ 1.0000e+00, -5.0000e+03], shape=[2], dtype=float32" + tail);
+        CHECK(npy_printed(lt::tensor<double>({1e9})) == "tensor([1.0000e+09], shape=[1], dtype=float64" + tail);
+        // Three axes: a blank line between the blocks.
+        CHECK(npy_printed(lt::arange<int32_t>(8).reshape({2, 2, 2})) ==
+              "tensor([[[0, 1],\n"
+              "         [2, 3]],\n"
+              "\n"
+              "        [[4, 5],\n"
+              "         [6, 7]]], shape=[2, 2, 2], dtype=int32" + tail);
+        // A long row wraps at 80 characters.
+        CHECK(npy_printed(lt::arange<float>(20) * 0.5f) ==
+              "tensor([0.0000, 0.5000, 1.0000, 1.5000, 2.0000, 2.5000, 3.0000, 3.5000, 4.0000,\n"
+              "        4.5000, 5.0000, 5.5000, 6.0000, 6.5000, 7.0000, 7.5000, 8.0000, 8.5000,\n"
+              "        9.0000, 9.5000], shape=[20], dtype=float32" + tail);
+        // Printing a lazy tensor realizes it.
+        lt::Tensor<int32_t> lazy = lt::arange<int32_t>(3) + 1;
+        CHECK(npy_printed(lazy) == "tensor([1, 2, 3], shape=[3], dtype=int32" + tail);
+        CHECK(lazy.is_realized());
+    });
+}
+
+TEST_CASE("printing summarizes a large tensor and reads only the elements it shows") {
+    for_each_device([](lt::Device d) {
+        const std::string tail = ", device=" + d.str() + ")";
+        CHECK(npy_printed(lt::arange<int32_t>(5000)) ==
+              "tensor([   0,    1,    2, ..., 4997, 4998, 4999], shape=[5000], dtype=int32" + tail);
+        lt::Tensor<int32_t> x = lt::arange<int32_t>(10000).reshape({100, 100});
+        CHECK(npy_printed(x) ==
+              "tensor([[   0,    1,    2, ...,   97,   98,   99],\n"
+              "        [ 100,  101,  102, ...,  197,  198,  199],\n"
+              "        [ 200,  201,  202, ...,  297,  298,  299],\n"
+              "        ...,\n"
+              "        [9700, 9701, 9702, ..., 9797, 9798, 9799],\n"
+              "        [9800, 9801, 9802, ..., 9897, 9898, 9899],\n"
+              "        [9900, 9901, 9902, ..., 9997, 9998, 9999]], shape=[100, 100], dtype=int32" + tail);
+        // A transposed view of realized memory, read in place.
+        CHECK(npy_printed(x.t()) ==
+              "tensor([[   0,  100,  200, ..., 9700, 9800, 9900],\n"
+              "        [   1,  101,  201, ..., 9701, 9801, 9901],\n"
+              "        [   2,  102,  202, ..., 9702, 9802, 9902],\n"
+              "        ...,\n"
+              "        [  97,  197,  297, ..., 9797, 9897, 9997],\n"
+              "        [  98,  198,  298, ..., 9798, 9898, 9998],\n"
+              "        [  99,  199,  299, ..., 9799, 9899, 9999]], shape=[100, 100], dtype=int32" + tail);
+    });
+    // What printing reads from a buffer (no tensor needed): a few runs of the shown elements.
+    const lt::PrintOptions defaults;
+    const auto total = [](const std::vector<lt::detail::ReadRun>& runs) {
+        std::int64_t n = 0;
+        for (const auto& r : runs) n += r.count;
+        return n;
+    };
+    const std::int64_t e8 = 100000000;
+    auto runs = lt::detail::print_reads({e8}, {1}, 0, defaults);
+    REQUIRE(runs.size() == 2);
+    CHECK((runs[0].first == 0 && runs[0].count == 3 && runs[1].first == e8 - 3 && runs[1].count == 3));
+    // [10^4, 10^4] row-major: rows 0-2 and 9997-9999, columns 0-2 and 9997-9999 (a row's last
+    // three and the next row's first three are adjacent).
+    runs = lt::detail::print_reads({10000, 10000}, {10000, 1}, 0, defaults);
+    CHECK(total(runs) == 36);
+    CHECK(runs.size() == 8);
+    runs = lt::detail::print_reads({10000, 10000}, {1, 10000}, 0, defaults);  // its transpose
+    CHECK(total(runs) == 36);
+    runs = lt::detail::print_reads({100, 100, 100, 100}, {1000000, 10000, 100, 1}, 0, defaults);
+    CHECK(total(runs) >= 6 * 6 * 6 * 6);
+    CHECK(total(runs) <= 2 * 6 * 6 * 6 * 6);
+    // A small strided view at an offset: one run from its first element to its last.
+    runs = lt::detail::print_reads({3, 4}, {8, 2}, 5, defaults);
+    REQUIRE(runs.size() == 1);
+    CHECK((runs[0].first == 5 && runs[0].count == 2 * 8 + 3 * 2 + 1));
+    CHECK(lt::detail::print_reads({0, 5}, {5, 1}, 0, defaults).empty());
+}
+
+TEST_CASE("set_print_options: precision, threshold, edgeitems and linewidth") {
+    const lt::PrintOptions defaults = lt::print_options();
+    CHECK(defaults.precision == 4);
+    CHECK(defaults.threshold == 1000);
+    CHECK(defaults.edgeitems == 3);
+    CHECK(defaults.linewidth == 80);
+    for_each_device([&](lt::Device d) {
+        const std::string tail = ", device=" + d.str() + ")";
+        {
+            lt::PrintOptions options = lt::print_options();
+            options.precision = 2;
+            NpyPrintOptions scoped(options);
+            CHECK(lt::print_options().precision == 2);
+            CHECK(npy_printed(lt::tensor<float>({1.5f, -2.25f})) == "tensor([ 1.50, -2.25], shape=[2], dtype=float32" + tail);
+            CHECK(npy_printed(lt::tensor<double>({1e-6, 1})) == "tensor([1.00e-06, 1.00e+00], shape=[2], dtype=float64" + tail);
+        }
+        CHECK(lt::print_options().precision == 4);
+        {
+            lt::PrintOptions options;
+            options.threshold = 5;
+            options.edgeitems = 2;
+            NpyPrintOptions scoped(options);
+            CHECK(npy_printed(lt::arange<int32_t>(10)) == "tensor([0, 1, ..., 8, 9], shape=[10], dtype=int32" + tail);
+            CHECK(npy_printed(lt::arange<int32_t>(5)) == "tensor([0, 1, 2, 3, 4], shape=[5], dtype=int32" + tail);
+        }
+        {
+            lt::PrintOptions options;
+            options.threshold = 10;
+            options.edgeitems = 1;
+            NpyPrintOptions scoped(options);
+            CHECK(npy_printed(lt::arange<int32_t>(27).reshape({3, 3, 3})) ==
+                  "tensor([[[ 0, ...,  2],\n"
+                  "         ...,\n"
+                  "         [ 6, ...,  8]],\n"
+                  "\n"
+                  "        ...,\n"
+                  "\n"
+                  "        [[18, ..., 20],\n"
+                  "         ...,\n"
+                  "         [24, ..., 26]]], shape=[3, 3, 3], dtype=int32" + tail);
+        }
+        {
+            lt::PrintOptions options;
+            options.linewidth = 20;
+            NpyPrintOptions scoped(options);
+            CHECK(npy_printed(lt::arange<int32_t>(10)) ==
+                  "tensor([0, 1, 2, 3,\n        4, 5, 6, 7,\n        8, 9], shape=[10], dtype=int32" + tail);
+            options.linewidth = 1;  // one value a line
+            lt::set_print_options(options);
+            CHECK(npy_printed(lt::arange<int32_t>(3)) == "tensor([0,\n        1,\n        2], shape=[3], dtype=int32" + tail);
+        }
+        {
+            lt::PrintOptions options;
+            options.threshold = 0;  // always summarize; an axis of at most 2 * edgeitems stays whole
+            options.edgeitems = std::numeric_limits<std::int64_t>::max();
+            NpyPrintOptions scoped(options);
+            CHECK(npy_printed(lt::arange<int32_t>(4)) == "tensor([0, 1, 2, 3], shape=[4], dtype=int32" + tail);
+        }
+    });
+    // Bad options are ValueErrors and change nothing.
+    lt::PrintOptions bad;
+    bad.precision = -1;
+    CHECK(message_of<lt::ValueError>([&] { lt::set_print_options(bad); }) ==
+          "lt::set_print_options: precision must be from 0 to 30 digits, got -1");
+    bad = lt::PrintOptions{};
+    bad.threshold = -5;
+    CHECK(message_of<lt::ValueError>([&] { lt::set_print_options(bad); }) == "lt::set_print_options: threshold must be >= 0, got -5");
+    bad = lt::PrintOptions{};
+    bad.edgeitems = 0;
+    CHECK(message_of<lt::ValueError>([&] { lt::set_print_options(bad); }) == "lt::set_print_options: edgeitems must be >= 1, got 0");
+    bad = lt::PrintOptions{};
+    bad.linewidth = 0;
+    CHECK(message_of<lt::ValueError>([&] { lt::set_print_options(bad); }) == "lt::set_print_options: linewidth must be >= 1, got 0");
+    CHECK(lt::print_options().precision == 4);
+    CHECK(lt::print_options().linewidth == 80);
+}
+
+TEST_CASE("the README's .npy and print options examples") {
     NpyTempDir dir;
     const std::string path = dir.file("x.npy");
     for_each_device([&](lt::Device d) {
@@ -551,5 +756,14 @@ TEST_CASE("the README's .npy example") {
         lt::Tensor<double> z = lt::cast<double>(lt::load_npy<float>(path));  // another dtype: load, then cast
         npy_check(y, d, {3, 2}, {0, 3, 1, 4, 2, 5});
         CHECK(z.to_vector() == std::vector<double>{0, 3, 1, 4, 2, 5});
+
+        const lt::PrintOptions saved = lt::print_options();
+        lt::PrintOptions options = lt::print_options();
+        options.precision = 2;
+        lt::set_print_options(options);
+        std::ostringstream out;
+        out << lt::tensor<float>({1.5f, -2.25f}, lt::Device::host());  // tensor([ 1.50, -2.25], shape=[2], dtype=float32, device=host)
+        lt::set_print_options(saved);
+        CHECK(out.str() == "tensor([ 1.50, -2.25], shape=[2], dtype=float32, device=host)");
     });
 }
