@@ -312,6 +312,12 @@ TEST_CASE("save_npy replaces a file only once the new one is complete, and repor
         npy_check(lt::load_npy<int32_t>(path), d, {2}, {4, 5});
         CHECK(dir.names() == std::vector<std::string>{"keep.npy"});
 
+        // The replacement keeps the old file's permissions.
+        namespace fs = std::filesystem;
+        fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+        lt::save_npy(path, lt::tensor<int32_t>({4, 5}));
+        CHECK(fs::status(path).permissions() == (fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read));
+
         // A directory that does not exist; a directory where the file should be.
         const std::string missing = dir.file("no/such/dir/x.npy");
         std::string m = message_of<lt::FileError>([&] { lt::save_npy(missing, lt::tensor<int32_t>({1})); });

@@ -5,16 +5,20 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <random>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -434,9 +438,10 @@ inline std::string header_bytes(DType dtype, const Shape& shape) {
     return out;
 }
 
-/// Where save_npy writes: a new file beside the target, renamed over it once complete, so a
-/// save that fails leaves the old file (or none). A target that exists and is not a regular
-/// file (a device such as /dev/null, a pipe) is written in place. A symbolic link is followed.
+/// Where save_npy writes: a new file beside the target (with the old file's permissions),
+/// renamed over it once complete, so a save that fails leaves the old file (or none). A target
+/// that exists and is not a regular file (a device such as /dev/null, a pipe) is written in
+/// place. A symbolic link is followed.
 class OutputFile {
 public:
     explicit OutputFile(const std::string& path) : path_(path) {
@@ -452,11 +457,21 @@ public:
         target_ = target.string();
         if (in_place_) {
             written_ = target_;
+            file_ = std::fopen(written_.c_str(), "wb");
         } else {
-            std::mt19937_64 rng(std::random_device{}());
-            written_ = target_ + ".tmp" + std::to_string(rng());
+            // A name no other writer uses ("x": never take over a file that exists).
+            static std::atomic<std::uint64_t> saves{0};
+            std::mt19937_64 rng(static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+                                std::hash<std::thread::id>{}(std::this_thread::get_id()) ^ saves++);
+            for (int attempt = 0; attempt < 16 && !file_; ++attempt) {
+                written_ = target_ + ".tmp" + std::to_string(rng());
+                file_ = std::fopen(written_.c_str(), "wbx");
+                if (!file_ && errno != EEXIST) break;
+            }
+            created_ = file_ != nullptr;
+            // The replacement keeps the permissions of the file it replaces.
+            if (created_ && fs::is_regular_file(status)) fs::permissions(written_, status.permissions(), ec);
         }
-        file_ = std::fopen(written_.c_str(), "wb");
         if (!file_) failed("cannot create the file");
     }
     OutputFile(const OutputFile&) = delete;
@@ -464,7 +479,7 @@ public:
     ~OutputFile() {
         if (file_) std::fclose(file_);
         std::error_code ec;
-        if (!done_ && !in_place_) std::filesystem::remove(written_, ec);
+        if (!done_ && created_) std::filesystem::remove(written_, ec);
     }
 
     void write(const void* data, std::size_t bytes) {
@@ -492,6 +507,7 @@ private:
 
     std::string path_, target_, written_;
     bool in_place_ = false;
+    bool created_ = false;  // a temporary file of ours exists
     bool done_ = false;
     std::FILE* file_ = nullptr;
 };
