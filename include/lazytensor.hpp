@@ -23,6 +23,7 @@
 #include "lazytensor/frontend/functions.hpp"
 #include "lazytensor/frontend/movement.hpp"
 #include "lazytensor/frontend/nn.hpp"
+#include "lazytensor/frontend/npy.hpp"
 #include "lazytensor/frontend/assign.hpp"
 #include "lazytensor/frontend/random.hpp"
 #include "lazytensor/frontend/print.hpp"

@@ -101,6 +101,20 @@ public:
     using Error::Error;
 };
 
+/// An element type that is not the one asked for, or not one lazytensor has: a .npy file of
+/// another dtype than the Tensor<T> it is loaded into, or of a dtype such as complex64.
+class DTypeError : public Error {
+public:
+    using Error::Error;
+};
+
+/// A file that cannot be opened, read or written, or whose contents are not what its format
+/// says (a truncated or corrupt .npy file). The message names the file.
+class FileError : public Error {
+public:
+    using Error::Error;
+};
+
 /// A device that is unknown, unavailable, or mixed with another in one expression.
 class DeviceError : public Error {
 public:
@@ -1364,6 +1378,13 @@ LAZYTENSOR_ENGINE_API BufferPtr upload(Device d, DType dtype, std::int64_t numel
 /// Copies `bytes` bytes at byte offset `at` of `src` to host memory (waits for the kernels
 /// that write it).
 LAZYTENSOR_ENGINE_API void download(const Buffer& src, std::size_t at, void* dst, std::size_t bytes);
+/// A new buffer on `d` of `numel` elements of `dtype`, contents undefined, to be filled with
+/// write_buffer before a tensor reads it (lt::load_npy fills one piece by piece, so that a large
+/// file needs no whole copy in host memory).
+LAZYTENSOR_ENGINE_API BufferPtr allocate_buffer(Device d, DType dtype, std::int64_t numel);
+/// Copies `bytes` bytes from host memory into `dst` at byte offset `at`. BackendError if the
+/// range passes the end of the buffer.
+LAZYTENSOR_ENGINE_API void write_buffer(Buffer& dst, std::size_t at, const void* src, std::size_t bytes);
 
 }  // namespace detail
 }  // namespace lazytensor
@@ -12098,6 +12119,17 @@ LAZYTENSOR_ENGINE_API void download(const Buffer& src, std::size_t at, void* dst
     device_backend(src.device()).read(src, at, dst, bytes);
 }
 
+LAZYTENSOR_ENGINE_API BufferPtr allocate_buffer(Device d, DType dtype, std::int64_t numel) {
+    return device_backend(d).allocate(dtype, numel);
+}
+
+LAZYTENSOR_ENGINE_API void write_buffer(Buffer& dst, std::size_t at, const void* src, std::size_t bytes) {
+    if (at > dst.bytes() || bytes > dst.bytes() - at)
+        fail<BackendError>(dst.device(), ": writing ", bytes, " bytes at byte ", at, " passes the end of a buffer of ",
+                           dst.bytes(), " bytes");
+    device_backend(dst.device()).write(dst, at, src, bytes);
+}
+
 }  // namespace detail
 }  // namespace lazytensor
 #endif
@@ -12869,6 +12901,566 @@ auto cross_entropy(const E& logits, const I& labels, Reduction reduction = Reduc
 }
 
 }  // namespace lazytensor
+// ---- lazytensor/frontend/npy.hpp ----
+// .npy files, NumPy's format for one array: lt::save_npy writes a tensor (version 1.0, C order,
+// little-endian), lt::load_npy reads one into a Tensor<T> of the file's own dtype (versions 1.0
+// to 3.0, C or Fortran order, either byte order). Data moves in pieces between the file and
+// the device, never as a whole copy in host memory.
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+
+namespace lazytensor {
+
+namespace detail::npy {
+
+inline constexpr char magic[] = "\x93NUMPY";
+inline constexpr std::size_t magic_size = 6;
+/// The piece of data that goes through host memory at a time.
+inline constexpr std::size_t piece_bytes = std::size_t(4) << 20;
+
+/// What a .npy header describes.
+struct Header {
+    DType dtype = DType::Float32;
+    std::string descr;           // as written in the file, e.g. "<f4"
+    bool swap = false;           // the file's byte order is not this machine's
+    bool fortran_order = false;  // the data is column-major
+    Shape shape;
+    std::int64_t numel = 0;
+    std::size_t data_bytes = 0;
+};
+
+inline bool little_endian_host() {
+    const std::uint16_t one = 1;
+    unsigned char first = 0;
+    std::memcpy(&first, &one, 1);
+    return first == 1;
+}
+
+/// Reverses the bytes of each `size`-byte element.
+inline void swap_bytes(unsigned char* data, std::size_t bytes, std::size_t size) {
+    for (std::size_t at = 0; at + size <= bytes; at += size)
+        for (std::size_t i = 0, j = size - 1; i < j; ++i, --j) std::swap(data[at + i], data[at + j]);
+}
+
+/// The descr NumPy writes for a dtype on a little-endian machine.
+inline const char* descr_of(DType t) {
+    switch (t) {
+        case DType::Bool: return "|b1";
+        case DType::UInt8: return "|u1";
+        case DType::Int32: return "<i4";
+        case DType::Int64: return "<i8";
+        case DType::Float16: return "<f2";
+        case DType::Float32: return "<f4";
+        case DType::Float64: return "<f8";
+    }
+    return "?";
+}
+
+/// The C++ spelling of a dtype's element type, as lt::load_npy<...> takes it.
+inline const char* cpp_type_of(DType t) {
+    switch (t) {
+        case DType::Bool: return "bool";
+        case DType::UInt8: return "uint8_t";
+        case DType::Int32: return "int32_t";
+        case DType::Int64: return "int64_t";
+        case DType::Float16: return "lt::half";
+        case DType::Float32: return "float";
+        case DType::Float64: return "double";
+    }
+    return "?";
+}
+
+/// A NumPy type code without its byte order ("c8", "U5", "O") in words, for messages.
+inline std::string describe_code(const std::string& code) {
+    if (code.empty()) return "an empty type code";
+    std::size_t bytes = 0;
+    bool numeric = code.size() > 1 && code.size() <= 4;
+    for (std::size_t i = 1; i < code.size() && numeric; ++i) numeric = code[i] >= '0' && code[i] <= '9';
+    if (numeric) bytes = static_cast<std::size_t>(std::stoul(code.substr(1)));
+    const std::string bits = std::to_string(bytes * 8);
+    switch (numeric ? code[0] : '\0') {
+        case 'i': return "int" + bits;
+        case 'u': return "uint" + bits;
+        case 'f': return "float" + bits;
+        case 'c': return "complex" + bits;
+        case 'b': return "a bool of " + std::to_string(bytes) + " bytes";
+        default: break;
+    }
+    switch (code[0]) {
+        case 'O': return "Python objects";
+        case 'U': return "unicode strings";
+        case 'S':
+        case 'a': return "byte strings";
+        case 'V': return "raw bytes";
+        case 'M': return "datetime64";
+        case 'm': return "timedelta64";
+        default: return "not a NumPy type code";
+    }
+}
+
+/// The header text as a message can show it: non-printable bytes escaped, long text cut.
+inline std::string excerpt(const std::string& text) {
+    std::string out;
+    const std::size_t shown = std::min<std::size_t>(text.size(), 160);
+    for (std::size_t i = 0; i < shown; ++i) {
+        const unsigned char c = static_cast<unsigned char>(text[i]);
+        if (c >= 0x20 && c < 0x7f) {
+            out += static_cast<char>(c);
+        } else {
+            static const char hex[] = "0123456789abcdef";
+            out += "\\x";
+            out += hex[c >> 4];
+            out += hex[c & 15];
+        }
+    }
+    if (shown < text.size()) out += "... (" + std::to_string(text.size()) + " bytes)";
+    return out;
+}
+
+/// A header as a message shows it: without the padding spaces and the newline at its end.
+inline std::string shown_header(const std::string& header) {
+    std::size_t end = header.size();
+    while (end > 0 && (header[end - 1] == ' ' || header[end - 1] == '\n')) --end;
+    return excerpt(header.substr(0, end));
+}
+
+[[noreturn]] inline void bad_file(const std::string& path, const std::string& problem) {
+    fail<FileError>("lt::load_npy: ", path, ": ", problem);
+}
+
+/// The header's dictionary, e.g. {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }:
+/// a Python literal with exactly these three keys, parsed strictly (anything else is a
+/// FileError naming the byte where it goes wrong).
+class HeaderParser {
+public:
+    HeaderParser(const std::string& text, const std::string& path) : text_(text), path_(path) {}
+
+    Header parse() {
+        Header h;
+        bool has_descr = false, has_order = false, has_shape = false;
+        expect('{', "'{' (a .npy header is a Python dictionary)");
+        while (!eat('}')) {
+            const std::string key = string_literal();
+            expect(':', "':' after the key");
+            if (key == "descr") {
+                once(has_descr, key);
+                skip_space();
+                if (at_char('[') || at_char('('))
+                    fail<DTypeError>("lt::load_npy: ", path_, ": the file holds a structured dtype (fields ",
+                                     excerpt(text_.substr(pos_, 60)),
+                                     "...), which lazytensor does not have; it loads arrays of bool, uint8, int32, "
+                                     "int64, float16, float32 or float64");
+                h.descr = string_literal();
+            } else if (key == "fortran_order") {
+                once(has_order, key);
+                if (word("True")) h.fortran_order = true;
+                else if (word("False")) h.fortran_order = false;
+                else syntax("fortran_order must be True or False");
+            } else if (key == "shape") {
+                once(has_shape, key);
+                h.shape = shape_tuple();
+            } else {
+                syntax("unexpected key '" + excerpt(key) +
+                       "' (a .npy header has exactly the keys 'descr', 'fortran_order' and 'shape')");
+            }
+            if (!eat(',')) {
+                expect('}', "',' or '}' after a value");
+                break;
+            }
+        }
+        skip_space();
+        if (pos_ != text_.size()) syntax("unexpected text after the dictionary");
+        if (!has_descr || !has_order || !has_shape)
+            bad_file(path_, concat("the header has no '", !has_descr ? "descr" : !has_order ? "fortran_order" : "shape",
+                                   "' key: ", shown_header(text_)));
+        return h;
+    }
+
+private:
+    [[noreturn]] void syntax(const std::string& problem) {
+        bad_file(path_, concat("the header is not a valid .npy header: ", problem, " (at byte ", pos_,
+                               " of the header ", shown_header(text_), ")"));
+    }
+    static bool space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+    void skip_space() {
+        while (pos_ < text_.size() && space(text_[pos_])) ++pos_;
+    }
+    bool at_char(char c) const { return pos_ < text_.size() && text_[pos_] == c; }
+    bool eat(char c) {
+        skip_space();
+        if (!at_char(c)) return false;
+        ++pos_;
+        return true;
+    }
+    void expect(char c, const char* what) {
+        if (!eat(c)) syntax(concat("expected ", what));
+    }
+    void once(bool& seen, const std::string& key) {
+        if (seen) syntax("the key '" + key + "' appears twice");
+        seen = true;
+    }
+    bool word(const char* w) {
+        skip_space();
+        const std::size_t n = std::strlen(w);
+        if (text_.compare(pos_, n, w) != 0) return false;
+        const std::size_t end = pos_ + n;
+        if (end < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[end])) || text_[end] == '_'))
+            return false;
+        pos_ = end;
+        return true;
+    }
+    std::string string_literal() {
+        skip_space();
+        if (!at_char('\'') && !at_char('"')) syntax("expected a quoted string");
+        const char quote = text_[pos_++];
+        const std::size_t start = pos_;
+        while (pos_ < text_.size() && text_[pos_] != quote && text_[pos_] != '\n') {
+            if (text_[pos_] == '\\') syntax("an escape sequence in a string (no .npy header has one)");
+            ++pos_;
+        }
+        if (pos_ == text_.size() || text_[pos_] == '\n') syntax("a string is not closed");
+        return text_.substr(start, pos_++ - start);
+    }
+    std::int64_t extent() {
+        skip_space();
+        const bool negative = at_char('-');
+        if (negative) ++pos_;
+        if (pos_ == text_.size() || text_[pos_] < '0' || text_[pos_] > '9') syntax("expected a whole number in the shape");
+        std::int64_t value = 0;
+        for (; pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9'; ++pos_) {
+            const int digit = text_[pos_] - '0';
+            if (value > (std::numeric_limits<std::int64_t>::max() - digit) / 10)
+                syntax("an extent in the shape does not fit in 64 bits");
+            value = value * 10 + digit;
+        }
+        if (at_char('L') || at_char('l')) ++pos_;  // written by Python 2
+        if (negative && value != 0) syntax(concat("negative extent -", value, " in the shape"));
+        return value;
+    }
+    Shape shape_tuple() {
+        skip_space();
+        if (!eat('(')) syntax("the shape must be a tuple such as (2, 3), (5,) or ()");
+        Shape shape;
+        if (eat(')')) return shape;
+        for (;;) {
+            shape.push_back(extent());
+            if (eat(',')) {
+                if (eat(')')) return shape;
+                continue;
+            }
+            expect(')', "',' or ')' in the shape");
+            if (shape.size() == 1) syntax("a shape (n) without a comma is a number, not a tuple: write (n,)");
+            return shape;
+        }
+    }
+
+    const std::string& text_;
+    const std::string& path_;
+    std::size_t pos_ = 0;
+};
+
+/// The dtype a descr names (DTypeError naming the file for one lazytensor does not have), and
+/// whether its byte order is not this machine's.
+inline std::pair<DType, bool> descr_dtype(const std::string& descr, const std::string& path) {
+    char order = '=';
+    std::string code = descr;
+    if (!code.empty() && std::strchr("<>|=", code[0])) {
+        order = code[0];
+        code.erase(0, 1);
+    }
+    DType t;
+    if (code == "b1") t = DType::Bool;
+    else if (code == "u1") t = DType::UInt8;
+    else if (code == "i4") t = DType::Int32;
+    else if (code == "i8") t = DType::Int64;
+    else if (code == "f2") t = DType::Float16;
+    else if (code == "f4") t = DType::Float32;
+    else if (code == "f8") t = DType::Float64;
+    else
+        fail<DTypeError>("lt::load_npy: ", path, ": the file's dtype '", excerpt(descr), "' (", describe_code(code),
+                         ") is not one lazytensor has; it loads bool, uint8, int32, int64, float16, float32 and float64 "
+                         "arrays");
+    // '|' (no byte order) and '=' mean this machine's, as in NumPy.
+    const bool swap = dtype_size(t) > 1 && (order == '<' || order == '>') && (order == '<') != little_endian_host();
+    return {t, swap};
+}
+
+/// A file opened for reading, closed when it goes.
+class File {
+public:
+    File(const std::string& path, const char* mode) : file_(std::fopen(path.c_str(), mode)) {}
+    File(const File&) = delete;
+    File& operator=(const File&) = delete;
+    ~File() {
+        if (file_) std::fclose(file_);
+    }
+    std::FILE* get() const { return file_; }
+
+private:
+    std::FILE* file_;
+};
+
+/// Reads the preamble and header of an open .npy file, checking them against the file's size.
+inline Header read_header(std::FILE* file, std::uintmax_t file_size, const std::string& path) {
+    unsigned char pre[12] = {};
+    const std::size_t got = std::fread(pre, 1, 8, file);
+    if (got == 0) bad_file(path, "not a .npy file: the file is empty");
+    if (std::memcmp(pre, magic, std::min(got, magic_size)) != 0)
+        bad_file(path, "not a .npy file: it does not start with NumPy's magic string \\x93NUMPY");
+    const auto truncated = [&](const char* part) {
+        bad_file(path, concat("the file is truncated: it ends (after ", file_size, " bytes) inside the ", part));
+    };
+    if (got < 8) truncated("preamble");
+    const int major = pre[6], minor = pre[7];
+    if (major < 1 || major > 3 || minor != 0)
+        bad_file(path, concat("unsupported .npy format version ", major, ".", minor,
+                              " (lazytensor reads versions 1.0, 2.0 and 3.0)"));
+    const std::size_t length_bytes = major == 1 ? 2 : 4;
+    if (std::fread(pre + 8, 1, length_bytes, file) != length_bytes) truncated("header length");
+    std::size_t header_length = 0;
+    for (std::size_t i = length_bytes; i-- > 0;) header_length = header_length << 8 | pre[8 + i];
+    const std::size_t data_offset = 8 + length_bytes + header_length;
+    if (data_offset > file_size)
+        bad_file(path, concat("the file is truncated: its header is ", header_length, " bytes long, but the file ends after ",
+                              file_size, " bytes"));
+    std::string text(header_length, '\0');
+    if (header_length && std::fread(&text[0], 1, header_length, file) != header_length) truncated("header");
+
+    Header h = HeaderParser(text, path).parse();
+    std::tie(h.dtype, h.swap) = descr_dtype(h.descr, path);
+    // Every partial product of the extents (strides, counts) must fit, zero extents or not.
+    std::int64_t product = 1;
+    for (std::int64_t e : h.shape)
+        if (e != 0 && __builtin_mul_overflow(product, e, &product))
+            bad_file(path, concat("the header's shape ", h.shape, " is too large: its extents multiply past 64 bits"));
+    h.numel = lazytensor::numel(h.shape);
+    if (__builtin_mul_overflow(static_cast<std::size_t>(h.numel), dtype_size(h.dtype), &h.data_bytes))
+        bad_file(path, concat("the header's shape ", h.shape, " of ", h.dtype, " needs more bytes than a 64-bit size can hold"));
+    const std::uintmax_t available = file_size - data_offset;
+    if (available < h.data_bytes)
+        bad_file(path, concat("the file is truncated: shape ", h.shape, " of ", h.dtype, " needs ", h.data_bytes,
+                              " bytes of data, the file has ", available, " after its header"));
+    if (available > h.data_bytes)
+        bad_file(path, concat("the file has ", available - h.data_bytes, " bytes after its data (shape ", h.shape, " of ",
+                              h.dtype, ": ", h.data_bytes, " bytes); lazytensor does not load files with trailing bytes"));
+    return h;
+}
+
+/// The file's array as a node on `device`: a new buffer filled from the file a piece at a time,
+/// row-major (a Fortran-order file is transposed on the device). Checks the file's dtype
+/// against `expected` before reading any data.
+inline NodePtr load(const std::string& path, Device device, DType expected) {
+    backend_for(device);  // an unavailable device fails before the file is read
+    File file(path, "rb");
+    if (!file.get()) bad_file(path, concat("cannot open the file: ", std::strerror(errno)));
+    std::error_code ec;
+    const std::uintmax_t size = std::filesystem::file_size(path, ec);
+    if (ec) bad_file(path, concat("cannot read the file: ", ec.message()));
+    const Header h = read_header(file.get(), size, path);
+    if (h.dtype != expected)
+        fail<DTypeError>("lt::load_npy<", cpp_type_of(expected), ">: ", path, " holds ", h.dtype, " values (descr '",
+                         h.descr, "'), not ", expected, "; load it with lt::load_npy<", cpp_type_of(h.dtype),
+                         "> (and convert with lt::cast<", cpp_type_of(expected), "> if needed)");
+
+    BufferPtr buffer = allocate_buffer(device, h.dtype, h.numel);
+    const std::size_t item = dtype_size(h.dtype);
+    std::vector<unsigned char> piece(std::min(h.data_bytes, piece_bytes));
+    for (std::size_t at = 0; at < h.data_bytes; at += piece.size()) {
+        const std::size_t n = std::min(piece.size(), h.data_bytes - at);
+        if (std::fread(piece.data(), 1, n, file.get()) != n) {
+            if (std::ferror(file.get())) bad_file(path, concat("cannot read the file: ", std::strerror(errno)));
+            bad_file(path, "the file is truncated: it became shorter while it was read");
+        }
+        if (h.swap) swap_bytes(piece.data(), n, item);
+        if (h.dtype == DType::Bool)  // any non-zero byte is true; a bool holds only 0 or 1
+            for (std::size_t i = 0; i < n; ++i) piece[i] = piece[i] != 0;
+        write_buffer(*buffer, at, piece.data(), n);
+    }
+    Strides strides = contiguous_strides(h.shape);
+    if (h.fortran_order) {
+        std::int64_t s = 1;
+        for (std::size_t k = 0; k < h.shape.size(); ++k) {
+            strides[k] = s;
+            s *= h.shape[k];
+        }
+    }
+    NodePtr node = graph::buffer(std::move(buffer), h.shape, std::move(strides), 0);
+    if (!is_contiguous_layout(node->shape, node->strides, 0)) {
+        node = graph::copy(node);
+        realize_nodes({node.get()});
+    }
+    return node;
+}
+
+/// The preamble and header NumPy 1.24 writes for a C-order array: the dictionary with its
+/// keys sorted, room for the first extent to grow to 21 digits, spaces and a newline up to a
+/// multiple of 64 bytes; version 1.0, or 2.0 when the header needs more than 65535 bytes.
+inline std::string header_bytes(DType dtype, const Shape& shape) {
+    std::string dict = std::string("{'descr': '") + descr_of(dtype) + "', 'fortran_order': False, 'shape': (";
+    for (std::size_t k = 0; k < shape.size(); ++k) dict += (k ? ", " : "") + std::to_string(shape[k]);
+    dict += shape.size() == 1 ? ",), }" : "), }";
+    if (!shape.empty()) dict.append(21 - std::min<std::size_t>(21, std::to_string(shape[0]).size()), ' ');
+    const std::size_t text = dict.size() + 1;  // with the final newline
+    int major = 1;
+    std::size_t prefix = magic_size + 2 + 2;
+    std::size_t padding = 64 - (prefix + text) % 64;
+    if (text + padding > 65535) {
+        major = 2;
+        prefix = magic_size + 2 + 4;
+        padding = 64 - (prefix + text) % 64;
+    }
+    const std::size_t length = text + padding;
+    std::string out(magic, magic_size);
+    out += static_cast<char>(major);
+    out += '\0';
+    for (std::size_t i = 0; i < prefix - magic_size - 2; ++i) out += static_cast<char>((length >> (8 * i)) & 0xff);
+    out += dict;
+    out.append(padding, ' ');
+    out += '\n';
+    return out;
+}
+
+/// Where save_npy writes: a new file beside the target (with the old file's permissions),
+/// renamed over it once complete, so a save that fails leaves the old file (or none). A target
+/// that exists and is not a regular file (a device such as /dev/null, a pipe) is written in
+/// place. A symbolic link is followed.
+class OutputFile {
+public:
+    explicit OutputFile(const std::string& path) : path_(path) {
+        namespace fs = std::filesystem;
+        std::error_code ec;
+        fs::path target = path;
+        if (fs::is_symlink(target, ec)) {
+            const fs::path resolved = fs::weakly_canonical(target, ec);
+            if (!ec) target = resolved;
+        }
+        const fs::file_status status = fs::status(target, ec);
+        in_place_ = fs::exists(status) && !fs::is_regular_file(status);
+        target_ = target.string();
+        if (in_place_) {
+            written_ = target_;
+            file_ = std::fopen(written_.c_str(), "wb");
+        } else {
+            // A name no other writer uses ("x": never take over a file that exists).
+            static std::atomic<std::uint64_t> saves{0};
+            std::mt19937_64 rng(static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+                                std::hash<std::thread::id>{}(std::this_thread::get_id()) ^ saves++);
+            for (int attempt = 0; attempt < 16 && !file_; ++attempt) {
+                written_ = target_ + ".tmp" + std::to_string(rng());
+                file_ = std::fopen(written_.c_str(), "wbx");
+                if (!file_ && errno != EEXIST) break;
+            }
+            created_ = file_ != nullptr;
+            // The replacement keeps the permissions of the file it replaces.
+            if (created_ && fs::is_regular_file(status)) fs::permissions(written_, status.permissions(), ec);
+        }
+        if (!file_) failed("cannot create the file");
+    }
+    OutputFile(const OutputFile&) = delete;
+    OutputFile& operator=(const OutputFile&) = delete;
+    ~OutputFile() {
+        if (file_) std::fclose(file_);
+        std::error_code ec;
+        if (!done_ && created_) std::filesystem::remove(written_, ec);
+    }
+
+    void write(const void* data, std::size_t bytes) {
+        if (bytes && std::fwrite(data, 1, bytes, file_) != bytes) failed("cannot write the file");
+    }
+    /// Flushes and closes the file, then puts it in place.
+    void commit() {
+        if (std::fflush(file_) != 0) failed("cannot write the file");
+        std::FILE* f = file_;
+        file_ = nullptr;
+        if (std::fclose(f) != 0) failed("cannot write the file");
+        if (!in_place_) {
+            std::error_code ec;
+            std::filesystem::rename(written_, target_, ec);
+            if (ec) fail<FileError>("lt::save_npy: ", path_, ": cannot replace the file: ", ec.message());
+        }
+        done_ = true;
+    }
+
+private:
+    [[noreturn]] void failed(const char* what) {
+        const int error = errno;
+        fail<FileError>("lt::save_npy: ", path_, ": ", what, ": ", std::strerror(error));
+    }
+
+    std::string path_, target_, written_;
+    bool in_place_ = false;
+    bool created_ = false;  // a temporary file of ours exists
+    bool done_ = false;
+    std::FILE* file_ = nullptr;
+};
+
+/// Writes a realized row-major node (any offset) to `path`, a piece at a time.
+inline void save(const std::string& path, const Node& node) {
+    const std::string header = header_bytes(node.dtype, node.shape);
+    const std::size_t item = dtype_size(node.dtype);
+    const std::size_t bytes = static_cast<std::size_t>(lazytensor::numel(node.shape)) * item;
+    OutputFile out(path);
+    out.write(header.data(), header.size());
+    std::vector<unsigned char> piece(std::min(bytes, piece_bytes));
+    const std::size_t start = static_cast<std::size_t>(node.offset) * item;
+    for (std::size_t at = 0; at < bytes; at += piece.size()) {
+        const std::size_t n = std::min(piece.size(), bytes - at);
+        download(*node.buffer, start + at, piece.data(), n);
+        if (!little_endian_host()) swap_bytes(piece.data(), n, item);
+        out.write(piece.data(), n);
+    }
+    out.commit();
+}
+
+}  // namespace detail::npy
+
+/// Writes x (a tensor or expression; realized first) to `path` as a .npy file: NumPy's format
+/// version 1.0 (2.0 if the header needs more than 65535 bytes), C order, little-endian, descr
+/// |b1, |u1, <i4, <i8, <f2, <f4 or <f8. A view that is not row-major is copied on its device
+/// first. The file is written under a temporary name beside `path` and renamed into place, so a
+/// save that fails leaves what was there before. FileError naming the file if it cannot be
+/// written (a missing directory, a full disk).
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+void save_npy(const std::string& path, const E& x) {
+    using T = typename E::value_type;
+    Tensor<T> t = x.realize();
+    Tensor<T> data = contiguous(t);
+    data.realize();
+    detail::npy::save(path, *data.node_ptr());
+}
+
+/// The array in the .npy file at `path`, as a tensor on `device` (read a piece at a time, copied
+/// there now). Reads versions 1.0, 2.0 and 3.0, C and Fortran order (a Fortran-order file gives
+/// the same row-major tensor), either byte order. The file's dtype must be T's: DTypeError
+/// naming both otherwise (nothing is converted; load the file's dtype and lt::cast it), and
+/// for dtypes lazytensor does not have (complex, int16, strings, structured, ...). FileError
+/// naming the file and the problem for a file that is missing, unreadable, truncated, not a
+/// .npy file, of another version, with a malformed header, or with bytes after its data.
+template <class T>
+Tensor<T> load_npy(const std::string& path, Device device = default_device()) {
+    return Tensor<T>(detail::npy::load(path, device, dtype_of<T>()));
+}
+
+}  // namespace lazytensor
 // ---- lazytensor/frontend/random.hpp ----
 // Random tensors from the counter-based Philox 4x32-10 generator (core/philox.hpp): element i
 // of a tensor made with seed s is a function of (i, s) alone, so the same seed gives the same
@@ -12969,70 +13561,281 @@ auto randn_like(const E& x, std::uint64_t seed) {
 
 }  // namespace lazytensor
 // ---- lazytensor/frontend/print.hpp ----
-// operator<< for tensors and expressions: the values (NumPy-style, summarized when large),
-// then shape, dtype and device. Printing realizes.
+// operator<< for tensors and expressions, as PyTorch prints them: the values in aligned
+// columns (summarized when large), then shape, dtype and device; and the print options.
+// Printing realizes the tensor, then reads only the elements it shows.
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <mutex>
 #include <ostream>
-#include <sstream>
+#include <string>
 #include <type_traits>
 #include <vector>
 
 
 namespace lazytensor {
 
+/// How operator<< prints tensors; lt::set_print_options sets them for every thread. The
+/// defaults are PyTorch's.
+struct PrintOptions {
+    /// Digits after the decimal point of floating values (in fixed and scientific notation).
+    int precision = 4;
+    /// A tensor of more elements than this is summarized: along each axis longer than
+    /// 2 * edgeitems only the first and last `edgeitems` are shown (and read from the device).
+    std::int64_t threshold = 1000;
+    std::int64_t edgeitems = 3;
+    /// Characters per line (counted from the line's start) before a row of values wraps.
+    std::int64_t linewidth = 80;
+};
+
 namespace detail {
 
-template <class T>
-void print_value(std::ostream& out, T v) {
-    if constexpr (std::is_same_v<T, bool>) out << (v ? "true" : "false");
-    else if constexpr (std::is_integral_v<T>) out << static_cast<long long>(v);
-    else if constexpr (std::is_same_v<T, half>) out << static_cast<float>(v);
-    else out << v;
-}
-
-template <class T>
-void print_dims(std::ostream& out, const std::vector<T>& values, const Shape& shape, std::size_t dim,
-                std::int64_t base, bool summarize, int indent) {
-    if (dim == shape.size()) {
-        print_value(out, values[static_cast<std::size_t>(base)]);
-        return;
-    }
-    const std::int64_t n = shape[dim];
-    std::int64_t inner = 1;
-    for (std::size_t k = dim + 1; k < shape.size(); ++k) inner *= shape[k];
-    out << '[';
-    for (std::int64_t i = 0; i < n; ++i) {
-        if (summarize && n > 6 && i == 3) {
-            out << "...";
-            i = n - 4;
-            if (dim + 1 < shape.size()) out << ",\n" << std::string(static_cast<std::size_t>(indent + 1), ' ');
-            else out << ", ";
-            continue;
-        }
-        print_dims(out, values, shape, dim + 1, base + i * inner, summarize, indent + 1);
-        if (i + 1 < n) {
-            if (dim + 1 < shape.size()) out << ",\n" << std::string(static_cast<std::size_t>(indent + 1), ' ');
-            else out << ", ";
-        }
-    }
-    out << ']';
+struct PrintOptionsState {
+    std::mutex mutex;
+    PrintOptions options;
+};
+inline PrintOptionsState& print_options_state() {
+    static PrintOptionsState state;
+    return state;
 }
 
 }  // namespace detail
 
-/// Writes `tensor([...], shape=[...], dtype=..., device=...)` with NumPy-style nested rows (over
-/// 1000 elements: only the first and last 3 along each axis longer than 6). Realizes x first.
+/// The options operator<< prints with now (a copy: change it and pass it to set_print_options).
+inline PrintOptions print_options() {
+    auto& s = detail::print_options_state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    return s.options;
+}
+
+/// Makes operator<< print with `options` from now on, in every thread. ValueError (and no
+/// change) for a precision outside 0..30, a negative threshold, or an edgeitems or linewidth
+/// below 1.
+inline void set_print_options(const PrintOptions& options) {
+    if (options.precision < 0 || options.precision > 30)
+        detail::fail<ValueError>("lt::set_print_options: precision must be from 0 to 30 digits, got ", options.precision);
+    if (options.threshold < 0)
+        detail::fail<ValueError>("lt::set_print_options: threshold must be >= 0, got ", options.threshold);
+    if (options.edgeitems < 1)
+        detail::fail<ValueError>("lt::set_print_options: edgeitems must be >= 1, got ", options.edgeitems);
+    if (options.linewidth < 1)
+        detail::fail<ValueError>("lt::set_print_options: linewidth must be >= 1, got ", options.linewidth);
+    auto& s = detail::print_options_state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.options = options;
+}
+
+namespace detail {
+
+/// The positions printed along each axis: all of them, or, when the tensor is summarized, the
+/// first and last edgeitems of an axis longer than 2 * edgeitems (cut[k]: "..." goes between).
+struct ShownIndices {
+    std::vector<std::vector<std::int64_t>> index;
+    std::vector<bool> cut;
+};
+
+inline ShownIndices shown_indices(const Shape& shape, const PrintOptions& options) {
+    const bool summarize = lazytensor::numel(shape) > options.threshold;
+    ShownIndices shown;
+    for (std::int64_t n : shape) {
+        const std::int64_t e = options.edgeitems;
+        const bool cut = summarize && n - e > e;
+        std::vector<std::int64_t> index;
+        for (std::int64_t i = 0; i < n; ++i) {
+            if (cut && i == e) i = n - e;
+            index.push_back(i);
+        }
+        shown.index.push_back(std::move(index));
+        shown.cut.push_back(cut);
+    }
+    return shown;
+}
+
+/// A run of consecutive buffer elements that printing reads.
+struct ReadRun {
+    std::int64_t first = 0;
+    std::int64_t count = 0;
+};
+
+/// The buffer position of each shown element (row-major over the shown grid) of a tensor whose
+/// element (i0, i1, ...) is at offset + i0 * strides[0] + ...
+inline std::vector<std::int64_t> shown_positions(const Strides& strides, std::int64_t offset, const ShownIndices& shown) {
+    std::vector<std::int64_t> positions{offset};
+    for (std::size_t k = 0; k < shown.index.size(); ++k) {
+        std::vector<std::int64_t> next;
+        next.reserve(positions.size() * shown.index[k].size());
+        for (std::int64_t p : positions)
+            for (std::int64_t i : shown.index[k]) next.push_back(p + i * strides[k]);
+        positions = std::move(next);
+    }
+    return positions;
+}
+
+/// The runs that cover `positions`: sorted, with gaps of up to 64 elements read through, so
+/// that a summarized print makes few reads of a few elements each.
+inline std::vector<ReadRun> read_runs(std::vector<std::int64_t> positions) {
+    std::sort(positions.begin(), positions.end());
+    std::vector<ReadRun> runs;
+    for (std::int64_t p : positions) {
+        if (!runs.empty() && p - (runs.back().first + runs.back().count) <= 64)
+            runs.back().count = std::max(runs.back().count, p - runs.back().first + 1);
+        else
+            runs.push_back(ReadRun{p, 1});
+    }
+    return runs;
+}
+
+/// What printing a realized tensor of this layout reads from its buffer, with `options`.
+inline std::vector<ReadRun> print_reads(const Shape& shape, const Strides& strides, std::int64_t offset,
+                                        const PrintOptions& options) {
+    if (lazytensor::numel(shape) == 0) return {};
+    return read_runs(shown_positions(strides, offset, shown_indices(shape, options)));
+}
+
+/// The shown elements of a realized node, row-major over the shown grid, read run by run.
+template <class T>
+std::vector<T> read_shown(const Node& n, const ShownIndices& shown) {
+    using Stored = std::conditional_t<std::is_same_v<T, bool>, std::uint8_t, T>;
+    const std::vector<std::int64_t> positions = shown_positions(n.strides, n.offset, shown);
+    const std::vector<ReadRun> runs = read_runs(positions);
+    std::vector<std::int64_t> start(runs.size());  // of each run in `staged`
+    std::int64_t total = 0;
+    for (std::size_t r = 0; r < runs.size(); ++r) start[r] = total, total += runs[r].count;
+    std::vector<Stored> staged(static_cast<std::size_t>(total));
+    for (std::size_t r = 0; r < runs.size(); ++r)
+        download(*n.buffer, static_cast<std::size_t>(runs[r].first) * sizeof(Stored), &staged[static_cast<std::size_t>(start[r])],
+                 static_cast<std::size_t>(runs[r].count) * sizeof(Stored));
+    std::vector<T> out;
+    out.reserve(positions.size());
+    for (std::int64_t p : positions) {
+        const auto run = std::upper_bound(runs.begin(), runs.end(), p, [](std::int64_t v, const ReadRun& r) { return v < r.first; }) - 1;
+        const std::size_t r = static_cast<std::size_t>(run - runs.begin());
+        out.push_back(static_cast<T>(staged[static_cast<std::size_t>(start[r] + p - run->first)]));
+    }
+    return out;
+}
+
+inline std::string format_double(const char* format, int precision, double v) {
+    const int n = std::snprintf(nullptr, 0, format, precision, v);
+    std::string s(static_cast<std::size_t>(n) + 1, '\0');
+    std::snprintf(&s[0], s.size(), format, precision, v);
+    s.pop_back();
+    return s;
+}
+
+/// Floating values as PyTorch writes them: all whole numbers as "3."; otherwise `precision`
+/// digits after the point; scientific notation when the magnitudes of the finite non-zero
+/// values span more than a factor 1000, or pass 1e8, or (not whole) fall below 1e-4. NaN and
+/// infinities as nan, inf, -inf.
+inline std::vector<std::string> format_floating(const std::vector<double>& values, int precision) {
+    bool whole = true, any = false;
+    double lo = 0, hi = 0;
+    for (double v : values) {
+        if (!std::isfinite(v) || v == 0) continue;
+        const double a = std::fabs(v);
+        lo = any ? std::min(lo, a) : a;
+        hi = any ? std::max(hi, a) : a;
+        any = true;
+        whole = whole && v == std::ceil(v);
+    }
+    const bool scientific = any && (hi / lo > 1000 || hi > 1e8 || (!whole && lo < 1e-4));
+    std::vector<std::string> out;
+    out.reserve(values.size());
+    for (double v : values) {
+        if (std::isnan(v)) out.push_back("nan");
+        else if (std::isinf(v)) out.push_back(v > 0 ? "inf" : "-inf");
+        else if (scientific) out.push_back(format_double("%.*e", precision, v));
+        else if (whole) out.push_back(format_double("%.*f", 0, v) + ".");
+        else out.push_back(format_double("%.*f", precision, v));
+    }
+    return out;
+}
+
+template <class T>
+std::vector<std::string> format_values(const std::vector<T>& values, int precision) {
+    std::vector<std::string> out;
+    if constexpr (is_floating_v<T>) {
+        std::vector<double> v(values.size());
+        for (std::size_t i = 0; i < values.size(); ++i) v[i] = static_cast<double>(static_cast<value_type_t<T>>(values[i]));
+        return format_floating(v, precision);
+    } else {
+        for (T v : values) {
+            if constexpr (std::is_same_v<T, bool>) out.push_back(v ? "true" : "false");
+            else out.push_back(std::to_string(static_cast<long long>(v)));
+        }
+    }
+    return out;
+}
+
+/// Writes the nested rows of axis `dim` onward, whose "[" is at column `indent`; `next` walks
+/// the cells (each padded to `width`) in row-major order.
+inline void layout_rows(std::string& out, const std::vector<std::string>& cells, std::size_t width, const ShownIndices& shown,
+                        std::size_t dim, std::size_t& next, std::int64_t indent, const PrintOptions& options) {
+    const std::size_t ndim = shown.index.size();
+    const auto pad = [&](const std::string& s) { return std::string(width - std::min(width, s.size()), ' ') + s; };
+    if (dim == ndim) {
+        out += pad(cells[next++]);
+        return;
+    }
+    const std::vector<std::int64_t>& index = shown.index[dim];
+    const std::size_t gap = shown.cut[dim] ? static_cast<std::size_t>(options.edgeitems) : index.size() + 1;
+    out += '[';
+    if (dim + 1 == ndim) {
+        // One row, wrapped to the line width; continuation lines start under the first value.
+        std::vector<std::string> items;
+        for (std::size_t i = 0; i < index.size(); ++i) {
+            if (i == gap) items.push_back("...");
+            items.push_back(pad(cells[next++]));
+        }
+        const std::size_t per_line = static_cast<std::size_t>(
+            std::max<std::int64_t>(1, (options.linewidth - indent) / static_cast<std::int64_t>(width + 2)));
+        for (std::size_t i = 0; i < items.size(); ++i) {
+            if (i > 0) out += i % per_line == 0 ? ",\n" + std::string(static_cast<std::size_t>(indent + 1), ' ') : ", ";
+            out += items[i];
+        }
+    } else {
+        const std::string separator = "," + std::string(ndim - dim - 1, '\n') + std::string(static_cast<std::size_t>(indent + 1), ' ');
+        for (std::size_t i = 0; i < index.size(); ++i) {
+            if (i > 0) out += separator;
+            if (i == gap) out += "..." + separator;
+            layout_rows(out, cells, width, shown, dim + 1, next, indent + 1, options);
+        }
+    }
+    out += ']';
+}
+
+/// `tensor([...], shape=[...], dtype=..., device=...)` for a realized node.
+template <class T>
+std::string format_tensor(const Node& n, const PrintOptions& options) {
+    std::string out = "tensor(";
+    if (lazytensor::numel(n.shape) == 0) {
+        out += "[]";
+    } else {
+        const ShownIndices shown = shown_indices(n.shape, options);
+        const std::vector<std::string> cells = format_values(read_shown<T>(n, shown), options.precision);
+        std::size_t width = 0;
+        for (const std::string& c : cells) width = std::max(width, c.size());
+        std::size_t next = 0;
+        layout_rows(out, cells, width, shown, 0, next, 7, options);
+    }
+    return concat(out, ", shape=", n.shape, ", dtype=", n.dtype, ", device=", n.device, ")");
+}
+
+}  // namespace detail
+
+/// Writes `tensor([...], shape=[...], dtype=..., device=...)`: nested rows with values in
+/// aligned columns, wrapped at print_options().linewidth; floating values with
+/// print_options().precision digits (see lt::PrintOptions), integers as numbers, bools as
+/// true/false. A tensor of more than print_options().threshold elements is summarized ("...")
+/// and only the elements shown are read from its device. Realizes x first.
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 std::ostream& operator<<(std::ostream& out, const E& x) {
     using T = typename E::value_type;
     Tensor<T> t = x.realize();
-    const std::vector<T> values = t.to_vector();
-    std::ostringstream s;
-    s << "tensor(";
-    detail::print_dims(s, values, t.shape(), 0, 0, values.size() > 1000, 7);
-    s << ", shape=" << t.shape() << ", dtype=" << dtype_of<T>() << ", device=" << t.device() << ")";
-    return out << s.str();
+    return out << detail::format_tensor<T>(*t.node_ptr(), print_options());
 }
 
 }  // namespace lazytensor

@@ -269,6 +269,18 @@ void check_compiled_matches_interpreted(F&& make, bool expect_compiled) {
     }
 }
 
+/// The message of the E that f throws, or "(no exception)" if it throws none (another
+/// exception propagates).
+template <class E>
+std::string message_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const E& e) {
+        return e.what();
+    }
+    return "(no exception)";
+}
+
 // ------------------------------------------------------------------------ scoped settings
 
 /// A device's kernel cache capacity for a scope, restored on exit (also when a test fails).

@@ -166,10 +166,10 @@ TEST_CASE("printing shows values, shape, dtype and device") {
     lt::Tensor<float> a = lt::tensor<float>({1, 2, 3, 4, 5, 6}, {2, 3});
     std::ostringstream out;
     out << a;
-    CHECK(out.str() == "tensor([[1, 2, 3],\n        [4, 5, 6]], shape=[2, 3], dtype=float32, device=host)");
+    CHECK(out.str() == "tensor([[1., 2., 3.],\n        [4., 5., 6.]], shape=[2, 3], dtype=float32, device=host)");
     std::ostringstream big;
     big << lt::arange<int32_t>(5000);
-    CHECK(big.str().find("[0, 1, 2, ..., 4997, 4998, 4999]") != std::string::npos);
+    CHECK(big.str().find("[   0,    1,    2, ..., 4997, 4998, 4999]") != std::string::npos);
     std::ostringstream flag;
     flag << (a > 3.0f);
     CHECK(flag.str().find("[[false, false, false],") != std::string::npos);
@@ -177,16 +177,6 @@ TEST_CASE("printing shows values, shape, dtype and device") {
 }
 
 // ----------------------------------------------------------------------------------- bad input
-
-template <class E>
-std::string message_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const E& e) {
-        return e.what();
-    }
-    return "(no exception)";
-}
 
 TEST_CASE("bad input throws lazytensor errors that name the operation and the values") {
     lt::Tensor<float> a = lt::tensor<float>({1, 2, 3, 4, 5, 6}, {2, 3});

@@ -448,3 +448,28 @@ TEST_CASE("first builds race safely: threads realizing new structures at once") 
         CHECK(failures.load() == 0);
     });
 }
+
+TEST_CASE("print options changed by one thread while others print: each print uses one whole set of options") {
+    for_each_device([](lt::Device d) {
+        const lt::PrintOptions before = lt::print_options();
+        const lt::Tensor<float> x = lt::tensor<float>({1.5f, -2.25f}, d);
+        const std::string tail = ", shape=[2], dtype=float32, device=" + d.str() + ")";
+        std::atomic<int> wrong{0};
+        auto errors = run_threads(4, [&](int t) {
+            for (int i = 0; i < 100; ++i) {
+                if (t == 0) {
+                    lt::PrintOptions options;
+                    options.precision = i % 2 ? 2 : 4;
+                    lt::set_print_options(options);
+                    continue;
+                }
+                std::ostringstream out;
+                out << x;
+                if (out.str() != "tensor([ 1.50, -2.25]" + tail && out.str() != "tensor([ 1.5000, -2.2500]" + tail) ++wrong;
+            }
+        });
+        lt::set_print_options(before);
+        check_no_errors(errors);
+        CHECK(wrong.load() == 0);
+    });
+}

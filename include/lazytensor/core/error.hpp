@@ -41,6 +41,20 @@ public:
     using Error::Error;
 };
 
+/// An element type that is not the one asked for, or not one lazytensor has: a .npy file of
+/// another dtype than the Tensor<T> it is loaded into, or of a dtype such as complex64.
+class DTypeError : public Error {
+public:
+    using Error::Error;
+};
+
+/// A file that cannot be opened, read or written, or whose contents are not what its format
+/// says (a truncated or corrupt .npy file). The message names the file.
+class FileError : public Error {
+public:
+    using Error::Error;
+};
+
 /// A device that is unknown, unavailable, or mixed with another in one expression.
 class DeviceError : public Error {
 public:

@@ -137,5 +137,16 @@ LAZYTENSOR_ENGINE_API void download(const Buffer& src, std::size_t at, void* dst
     device_backend(src.device()).read(src, at, dst, bytes);
 }
 
+LAZYTENSOR_ENGINE_API BufferPtr allocate_buffer(Device d, DType dtype, std::int64_t numel) {
+    return device_backend(d).allocate(dtype, numel);
+}
+
+LAZYTENSOR_ENGINE_API void write_buffer(Buffer& dst, std::size_t at, const void* src, std::size_t bytes) {
+    if (at > dst.bytes() || bytes > dst.bytes() - at)
+        fail<BackendError>(dst.device(), ": writing ", bytes, " bytes at byte ", at, " passes the end of a buffer of ",
+                           dst.bytes(), " bytes");
+    device_backend(dst.device()).write(dst, at, src, bytes);
+}
+
 }  // namespace detail
 }  // namespace lazytensor

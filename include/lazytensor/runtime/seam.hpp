@@ -194,6 +194,13 @@ LAZYTENSOR_ENGINE_API BufferPtr upload(Device d, DType dtype, std::int64_t numel
 /// Copies `bytes` bytes at byte offset `at` of `src` to host memory (waits for the kernels
 /// that write it).
 LAZYTENSOR_ENGINE_API void download(const Buffer& src, std::size_t at, void* dst, std::size_t bytes);
+/// A new buffer on `d` of `numel` elements of `dtype`, contents undefined, to be filled with
+/// write_buffer before a tensor reads it (lt::load_npy fills one piece by piece, so that a large
+/// file needs no whole copy in host memory).
+LAZYTENSOR_ENGINE_API BufferPtr allocate_buffer(Device d, DType dtype, std::int64_t numel);
+/// Copies `bytes` bytes from host memory into `dst` at byte offset `at`. BackendError if the
+/// range passes the end of the buffer.
+LAZYTENSOR_ENGINE_API void write_buffer(Buffer& dst, std::size_t at, const void* src, std::size_t bytes);
 
 }  // namespace detail
 }  // namespace lazytensor
