@@ -26,6 +26,7 @@
 #include "lazytensor/frontend/npy.hpp"
 #include "lazytensor/frontend/assign.hpp"
 #include "lazytensor/frontend/random.hpp"
+#include "lazytensor/frontend/sorting.hpp"
 #include "lazytensor/frontend/print.hpp"
 #include "lazytensor/frontend/static_kernel.hpp"
 #include "lazytensor/frontend/tensor.hpp"  // and, unless LAZYTENSOR_SEPARATE_RUNTIME, the engine

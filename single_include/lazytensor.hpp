@@ -1074,6 +1074,7 @@ inline Axes all_axes(std::size_t ndim) {
 #include <memory>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 // ---- lazytensor/core/device.hpp ----
@@ -1372,6 +1373,12 @@ LAZYTENSOR_ENGINE_API void realize_nodes(const std::vector<Node*>& nodes);
 LAZYTENSOR_ENGINE_API std::vector<ScheduleItem> schedule_items(const std::vector<Node*>& nodes);
 /// Writes `value` into the memory of `target` (a tensor or a view of one), now: Tensor::assign.
 LAZYTENSOR_ENGINE_API void assign_into(const std::shared_ptr<Node>& target, const graph::Operand& value);
+
+/// The first k elements of each row of `in` (contiguous [rows, n]) in sorted order, stably (NaN
+/// after every number; before them when descending), into new contiguous [rows, k] buffers of
+/// values and int64 positions on in's device: lt::sort, argsort and topk.
+LAZYTENSOR_ENGINE_API std::pair<BufferPtr, BufferPtr> sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n,
+                                                                std::int64_t k, bool descending);
 
 /// A new buffer on `d` holding `bytes` bytes copied from host memory (`numel` elements of `dtype`).
 LAZYTENSOR_ENGINE_API BufferPtr upload(Device d, DType dtype, std::int64_t numel, const void* data);
@@ -6140,6 +6147,11 @@ public:
     /// Runs a matrix product into `c` (contiguous [batch..., m, n]), reading `a` and `b` as the
     /// layouts of `gemm` say. Its dtype is float32 or float64.
     virtual void gemm(const ir::Gemm& gemm, const Buffer& a, const Buffer& b, Buffer& c) = 0;
+    /// The first k elements of each row of `in` (contiguous [rows, n]) in sorted order, stably,
+    /// NaN after every number (before them when descending): values into `values` and positions
+    /// into `indices` (int64), both contiguous [rows, k].
+    virtual void sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k, bool descending,
+                           Buffer& values, Buffer& indices) = 0;
     /// How this backend runs `gemm` (LAZYTENSOR_DEBUG), e.g. "CLBlast GemmStridedBatched".
     virtual std::string gemm_routine(const ir::Gemm&) const { return "GEMM"; }
     /// Waits until every launched kernel has finished.
@@ -7761,6 +7773,59 @@ private:
 };
 
 }  // namespace lazytensor::detail::host
+// ---- lazytensor/backend/host/sort.hpp ----
+// Row sorts on the host, for sort, argsort and topk: every row of a contiguous [rows, n]
+// buffer, in parallel over rows, stably (ties keep their order), NaN after every number in
+// ascending order and before them in descending order (PyTorch's order); -0 equals +0.
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+
+namespace lazytensor::detail::host {
+
+/// a before b in ascending order: NaN is greater than every number.
+template <class V>
+bool sorts_before(V a, V b) {
+    if constexpr (std::is_floating_point_v<V>) {
+        if (b != b) return a == a;
+        return a < b;
+    } else {
+        return a < b;
+    }
+}
+
+/// The first k of each row of `in` ([rows, n], storage type S) in order, into values and
+/// indices ([rows, k]).
+template <class S>
+void sort_rows(const S* in, S* values, std::int64_t* indices, std::int64_t rows, std::int64_t n, std::int64_t k,
+               bool descending, ThreadPool& pool) {
+    using V = std::conditional_t<std::is_same_v<S, half>, float, S>;  // half compares as float
+    pool.parallel_for(rows, [&](std::int64_t r, int) {
+        const S* row = in + r * n;
+        std::vector<std::pair<V, std::int64_t>> items(static_cast<std::size_t>(n));
+        for (std::int64_t i = 0; i < n; ++i) items[static_cast<std::size_t>(i)] = {static_cast<V>(row[i]), i};
+        auto before = [descending](const auto& a, const auto& b) {
+            return descending ? sorts_before(b.first, a.first) : sorts_before(a.first, b.first);
+        };
+        if (k == n) {
+            std::stable_sort(items.begin(), items.end(), before);
+        } else {  // ties by position, as a stable sort would order them
+            std::partial_sort(items.begin(), items.begin() + k, items.end(), [&](const auto& a, const auto& b) {
+                return before(a, b) || (!before(b, a) && a.second < b.second);
+            });
+        }
+        for (std::int64_t i = 0; i < k; ++i) {
+            const std::int64_t j = items[static_cast<std::size_t>(i)].second;
+            values[r * k + i] = row[j];
+            indices[r * k + i] = j;
+        }
+    });
+}
+
+}  // namespace lazytensor::detail::host
 
 namespace lazytensor::detail::host {
 
@@ -7804,6 +7869,15 @@ public:
                        static_cast<float*>(c.handle()), pool_);
     }
     std::string gemm_routine(const ir::Gemm&) const override { return "packed SIMD GEMM"; }
+
+    void sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k, bool descending, Buffer& values,
+                   Buffer& indices) override {
+        visit_dtype(in.dtype(), [&](auto tag) {
+            using S = typename decltype(tag)::type;
+            host::sort_rows(static_cast<const S*>(in.handle()), static_cast<S*>(values.handle()),
+                            static_cast<std::int64_t*>(indices.handle()), rows, n, k, descending, pool_);
+        });
+    }
 
 protected:
     std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel, CompileOutcome&) override {
@@ -9561,6 +9635,163 @@ inline RenderedKernel render(const ir::Kernel& kernel, const DeviceTraits& devic
 }
 
 }  // namespace lazytensor::detail::opencl
+// ---- lazytensor/backend/opencl/sort.hpp ----
+// The OpenCL row sort (lt::sort, argsort, topk): a bitonic sort of (key, position) pairs, one
+// sort per row of P = n rounded up to a power of two, padded with pairs that sort last.
+//
+// Keys are 64-bit unsigned integers that order as the values do: floats with their sign bit
+// flipped (the others too for negative values), -0 made +0 and every NaN the one above +inf;
+// integers with the sign bit flipped; descending order inverts them. Ties go by position, so the
+// result is that of a stable sort. Stages of the sort that stay within a block of B pairs run
+// in local memory, one launch for all of them; wider ones are a launch each over global memory.
+// topk of up to 16 reads each row once instead (lt_topk_rows).
+
+#include <string>
+
+
+namespace lazytensor::detail::opencl {
+
+/// The program that sorts rows of dtype `t`: kernels lt_sort_keys, lt_sort_local,
+/// lt_sort_global and lt_sort_gather, and lt_topk_rows for a few of the first (k <= 16).
+inline std::string sort_program(DType t) {
+    std::string key;  // ulong lt_key(long i): the key of in[i]
+    switch (t) {
+        case DType::Float16:
+        case DType::Float32:
+            key = std::string(t == DType::Float16 ? "    float v = vload_half(i, in);\n" : "    float v = in[i];\n") +
+                  "    if (isnan(v)) v = NAN;\n    if (v == 0.0f) v = 0.0f;\n"
+                  "    const uint u = as_uint(v);\n    return (ulong)((u >> 31) ? ~u : (u | 0x80000000u));\n";
+            break;
+        case DType::Float64:
+            key = "    double v = in[i];\n    if (isnan(v)) v = (double)NAN;\n    if (v == 0.0) v = 0.0;\n"
+                  "    const ulong u = as_ulong(v);\n    return (u >> 63) ? ~u : (u | 0x8000000000000000UL);\n";
+            break;
+        case DType::Int32: key = "    return (ulong)((uint)in[i] ^ 0x80000000u);\n"; break;
+        case DType::Int64: key = "    return (ulong)in[i] ^ 0x8000000000000000UL;\n"; break;
+        case DType::Bool:
+        case DType::UInt8: key = "    return (ulong)in[i];\n"; break;
+    }
+    const std::string S = t == DType::Float16 ? "half" : t == DType::Bool ? "uchar" : cl_value_type(t);
+    const std::string copy = t == DType::Float16 ? "ushort" : S;  // values are copied as they are stored
+    std::string s = t == DType::Float64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "";
+    s += "inline ulong lt_key(__global const " + S + "* in, long i) {\n" + key + "}\n";
+    s += R"CL(
+// a after b: the later of two (key, position) pairs.
+inline bool lt_after(ulong ka, uint ia, ulong kb, uint ib) { return ka > kb || (ka == kb && ia > ib); }
+
+// One pair per element of each padded row: rows * P work-items.
+__kernel void lt_sort_keys(__global const )CL" + S + R"CL(* in, __global ulong* key, __global uint* pos, long n, long P, int descending) {
+    const long g = get_global_id(0), r = g / P, i = g - r * P;
+    if (i < n) {
+        const ulong k = lt_key(in, r * n + i);
+        key[g] = descending ? ~k : k;
+    } else {
+        key[g] = ~(ulong)0;  // and a position past every element's: after everything
+    }
+    pos[g] = (uint)i;
+}
+
+// The compare-exchange of pair i with pair i + j of a row, ordered up where (i & k) == 0.
+inline void lt_order(ulong* ka, uint* ia, ulong* kb, uint* ib, bool up) {
+    if (lt_after(*ka, *ia, *kb, *ib) == up) {
+        const ulong k = *ka; *ka = *kb; *kb = k;
+        const uint p = *ia; *ia = *ib; *ib = p;
+    }
+}
+
+// Stages k = k_first .. k_last (powers of two) of the sort, each from j = k / 2 (the first from
+// j_first) down to 1, within blocks of B = 2 * local size pairs in local memory.
+__kernel void lt_sort_local(__global ulong* key, __global uint* pos, long P, long k_first, long k_last, long j_first,
+                            __local ulong* lk, __local uint* lp) {
+    const long L = get_local_size(0), B = 2 * L, t = get_local_id(0);
+    const long base = get_group_id(0) * B, in_row = base % P;  // the block's first pair; rows are whole blocks
+    lk[t] = key[base + t]; lp[t] = pos[base + t];
+    lk[t + L] = key[base + t + L]; lp[t + L] = pos[base + t + L];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (long k = k_first; k <= k_last; k <<= 1) {
+        for (long j = k == k_first ? j_first : k >> 1; j > 0; j >>= 1) {
+            const long i = 2 * j * (t / j) + t % j;
+            ulong ka = lk[i], kb = lk[i + j];
+            uint ia = lp[i], ib = lp[i + j];
+            lt_order(&ka, &ia, &kb, &ib, ((in_row + i) & k) == 0);
+            lk[i] = ka; lp[i] = ia; lk[i + j] = kb; lp[i + j] = ib;
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+    }
+    key[base + t] = lk[t]; pos[base + t] = lp[t];
+    key[base + t + L] = lk[t + L]; pos[base + t + L] = lp[t + L];
+}
+
+// One step (k, j) with j at least a block: rows * P / 2 work-items, one per pair.
+__kernel void lt_sort_global(__global ulong* key, __global uint* pos, long P, long k, long j) {
+    const long g = get_global_id(0), half_row = P / 2, r = g / half_row, t = g - r * half_row;
+    const long i = 2 * j * (t / j) + t % j, a = r * P + i, b = a + j;
+    ulong ka = key[a], kb = key[b];
+    uint ia = pos[a], ib = pos[b];
+    lt_order(&ka, &ia, &kb, &ib, (i & k) == 0);
+    key[a] = ka; pos[a] = ia; key[b] = kb; pos[b] = ib;
+}
+
+// topk for k <= LT_TOPK_MAX, one work-group per row: each work-item keeps the best k of its
+// strided share in order, then k rounds pick the best head among the work-items (a reduction in
+// local memory) and pop it. The row is read once.
+#define LT_TOPK_MAX 16
+__kernel void lt_topk_rows(__global const )CL" + S + R"CL(* in, __global )CL" + copy + R"CL(* values, __global long* indices, long n, int k,
+                           int descending, __local ulong* lk, __local uint* lp, __local uint* lw) {
+    const int L = get_local_size(0), t = get_local_id(0);
+    const long r = get_group_id(0);
+    __global const )CL" + copy + R"CL(* raw = (__global const )CL" + copy + R"CL(*)in;
+    ulong key[LT_TOPK_MAX];
+    uint pos[LT_TOPK_MAX];
+    int count = 0;
+    for (long i = t; i < n; i += L) {
+        const ulong ki = descending ? ~lt_key(in, r * n + i) : lt_key(in, r * n + i);
+        const uint p = (uint)i;
+        if (count == k && !lt_after(key[k - 1], pos[k - 1], ki, p)) continue;
+        int j = count < k ? count++ : k - 1;
+        for (; j > 0 && lt_after(key[j - 1], pos[j - 1], ki, p); --j) {
+            key[j] = key[j - 1];
+            pos[j] = pos[j - 1];
+        }
+        key[j] = ki;
+        pos[j] = p;
+    }
+    int head = 0;
+    for (int out = 0; out < k; ++out) {
+        lk[t] = head < count ? key[head] : ~(ulong)0;
+        lp[t] = head < count ? pos[head] : 0xffffffffu;
+        lw[t] = (uint)t;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int s = L / 2; s > 0; s >>= 1) {
+            if (t < s && lt_after(lk[t], lp[t], lk[t + s], lp[t + s])) {
+                lk[t] = lk[t + s];
+                lp[t] = lp[t + s];
+                lw[t] = lw[t + s];
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        if (lw[0] == (uint)t) ++head;
+        if (t == 0) {
+            values[r * k + out] = raw[r * n + lp[0]];
+            indices[r * k + out] = (long)lp[0];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
+
+// The first k of each row: rows * k work-items.
+__kernel void lt_sort_gather(__global const )CL" + copy + R"CL(* in, __global const uint* pos, __global )CL" + copy +
+         R"CL(* values, __global long* indices, long n, long P, long k) {
+    const long g = get_global_id(0), r = g / k, i = g - r * k;
+    const uint p = pos[r * P + i];
+    values[g] = in[r * n + p];
+    indices[g] = (long)p;
+}
+)CL";
+    return s;
+}
+
+}  // namespace lazytensor::detail::opencl
 
 namespace lazytensor::detail::opencl {
 
@@ -9726,6 +9957,77 @@ public:
             if (record_times_) ms += event_ms(event);
         }
         if (record_times_) times_ms_.push_back(ms);
+    }
+
+    void sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k, bool descending, Buffer& values,
+                   Buffer& indices) override {
+        const DType t = in.dtype();
+        if (t == DType::Float64 && !supports_float64())
+            fail<DeviceError>(describe(), " does not compute float64 (no cl_khr_fp64): cannot sort a float64 tensor there");
+        if (n > std::int64_t(UINT32_MAX))
+            fail<ValueError>("sorting rows of ", n, " elements on ", describe(), ": at most 2^32 - 1 per row");
+        std::int64_t P = 1;
+        while (P < n) P <<= 1;
+        const std::shared_ptr<ProgramOwner> program = build_program(sort_program(t));
+        // Pairs of 12 bytes: a block of 2 L of them in local memory.
+        std::int64_t L = std::max<std::int64_t>(1, std::min<std::int64_t>(P / 2, 256));
+        while (L > 1 && std::size_t(L) > traits_.max_work_group) L >>= 1;
+        const std::int64_t B = 2 * L;
+        auto kernel = [&](const char* name) {
+            cl_int err = CL_SUCCESS;
+            KernelOwner owner(clCreateKernel(program->program, name, &err));
+            check(err, "clCreateKernel", concat("for ", name, " on ", describe()));
+            return owner;
+        };
+
+        auto run = [&](const KernelOwner& kern, const char* name, std::size_t work, std::size_t group, auto... args) {
+            cl_uint arg = 0;
+            auto set = [&](const auto& v) {
+                using V = std::decay_t<decltype(v)>;
+                if constexpr (std::is_same_v<V, const Buffer*>) {
+                    cl_mem m = static_cast<cl_mem>(v->handle());
+                    check(clSetKernelArg(kern.kernel, arg++, sizeof(cl_mem), &m), "clSetKernelArg");
+                } else if constexpr (std::is_same_v<V, std::size_t>) {  // a __local array of v bytes
+                    check(clSetKernelArg(kern.kernel, arg++, v, nullptr), "clSetKernelArg");
+                } else {
+                    check(clSetKernelArg(kern.kernel, arg++, sizeof(V), &v), "clSetKernelArg");
+                }
+            };
+            (set(args), ...);
+            cl_event event = nullptr, wait = std::exchange(detail_launch_dependency(), nullptr);
+            const cl_int err = clEnqueueNDRangeKernel(queue_, kern.kernel, 1, nullptr, &work, group ? &group : nullptr,
+                                                      wait ? 1 : 0, wait ? &wait : nullptr, launch_events_ ? &event : nullptr);
+            check(err, "clEnqueueNDRangeKernel", concat("launching ", name, " on ", describe()));
+            if (launch_events_) remember_launch(event, name);
+        };
+        const Buffer* in_b = &in;
+        const Buffer* values_b = &values;
+        const Buffer* indices_b = &indices;
+        const cl_long n_l = n, P_l = P, k_l = k;
+        if (k <= 16 && k < n) {  // one read of each row (sort.hpp: lt_topk_rows)
+            std::size_t group = 256;
+            while (group > 1 && group > traits_.max_work_group) group >>= 1;
+            run(kernel("lt_topk_rows"), "lt_topk_rows", std::size_t(rows) * group, group, in_b, values_b, indices_b, n_l,
+                cl_int(k), cl_int(descending), group * sizeof(cl_ulong), group * sizeof(cl_uint), group * sizeof(cl_uint));
+            return;
+        }
+        BufferPtr key = allocate(DType::Int64, rows * P), pos = allocate(DType::Int32, rows * P);
+        const Buffer* key_b = key.get();
+        const Buffer* pos_b = pos.get();
+        KernelOwner keys = kernel("lt_sort_keys"), local = kernel("lt_sort_local"), global = kernel("lt_sort_global"),
+                    gather = kernel("lt_sort_gather");
+        run(keys, "lt_sort_keys", std::size_t(rows * P), 0, in_b, key_b, pos_b, n_l, P_l, cl_int(descending));
+        if (P > 1) {
+            const std::size_t pairs = std::size_t(rows * P / 2), lk = std::size_t(B) * sizeof(cl_ulong),
+                              lp = std::size_t(B) * sizeof(cl_uint);
+            run(local, "lt_sort_local", pairs, std::size_t(L), key_b, pos_b, P_l, cl_long(2), cl_long(std::min(B, P)), cl_long(1), lk, lp);
+            for (std::int64_t kk = 2 * B; kk <= P; kk <<= 1) {
+                for (std::int64_t j = kk / 2; j >= B; j >>= 1)
+                    run(global, "lt_sort_global", pairs, 0, key_b, pos_b, P_l, cl_long(kk), cl_long(j));
+                run(local, "lt_sort_local", pairs, std::size_t(L), key_b, pos_b, P_l, cl_long(kk), cl_long(kk), cl_long(B / 2), lk, lp);
+            }
+        }
+        run(gather, "lt_sort_gather", std::size_t(rows * k), 0, in_b, pos_b, values_b, indices_b, n_l, P_l, k_l);
     }
 
     void synchronize() override {
@@ -12123,6 +12425,14 @@ LAZYTENSOR_ENGINE_API BufferPtr allocate_buffer(Device d, DType dtype, std::int6
     return device_backend(d).allocate(dtype, numel);
 }
 
+LAZYTENSOR_ENGINE_API std::pair<BufferPtr, BufferPtr> sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n,
+                                                                std::int64_t k, bool descending) {
+    Backend& backend = device_backend(in.device());
+    BufferPtr values = backend.allocate(in.dtype(), rows * k), indices = backend.allocate(DType::Int64, rows * k);
+    if (rows * k > 0) backend.sort_rows(in, rows, n, k, descending, *values, *indices);
+    return {std::move(values), std::move(indices)};
+}
+
 LAZYTENSOR_ENGINE_API void write_buffer(Buffer& dst, std::size_t at, const void* src, std::size_t bytes) {
     if (at > dst.bytes() || bytes > dst.bytes() - at)
         fail<BackendError>(dst.device(), ": writing ", bytes, " bytes at byte ", at, " passes the end of a buffer of ",
@@ -13557,6 +13867,82 @@ auto rand_like(const E& x, std::uint64_t seed) {
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 auto randn_like(const E& x, std::uint64_t seed) {
     return randn<typename E::value_type>(x.shape(), seed, x.device());
+}
+
+}  // namespace lazytensor
+// ---- lazytensor/frontend/sorting.hpp ----
+// Sorting and selection along an axis: sort, argsort and topk. A sort is a step of its own: the
+// call realizes its input (as a matrix product needs its operands in memory), runs the device's
+// row sort at once (host: in parallel over rows; OpenCL: a bitonic sort in device memory) and
+// gives realized tensors. Every sort is stable, and NaN sorts after every number (before them
+// when descending), as in PyTorch; -0 and +0 are equal.
+
+#include <cstdint>
+
+
+namespace lazytensor {
+
+/// The result of lt::sort and lt::topk: the values and their positions along the axis, both of
+/// the same shape (auto [values, indices] = lt::sort(x)).
+template <class T>
+struct SortResult {
+    Tensor<T> values;
+    Tensor<std::int64_t> indices;
+};
+
+namespace detail {
+
+/// The first k of x along `axis` in order. AxisError for a bad axis, ValueError for a bad k.
+template <class E>
+SortResult<typename E::value_type> sort_along(const E& x, int axis, std::int64_t k, bool descending, const char* op) {
+    using T = typename E::value_type;
+    Tensor<T> t(x);
+    if (t.ndim() == 0) {  // one element, as PyTorch: axis 0 or -1
+        normalize_axis(axis, 1, op, Shape{1});
+        SortResult<T> r = sort_along(t.reshape({1}), 0, k, descending, op);
+        return {r.values.reshape({}), r.indices.reshape({})};
+    }
+    const int a = normalize_axis(axis, t.ndim(), op, t.shape());
+    const std::int64_t n = t.shape()[static_cast<std::size_t>(a)];
+    if (k < 0 || k > n)
+        fail<ValueError>(op, ": k = ", k, " is outside [0, ", n, "], the extent of axis ", axis, " of shape ", t.shape());
+    // Rows along the last axis, contiguous from the buffer's start.
+    Tensor<T> rows_view = contiguous(movedim(t, a, -1)).realize();
+    if (rows_view.node_ptr()->offset != 0) rows_view = Tensor<T>(graph::copy(rows_view.node_ptr())).realize();
+    Shape out = rows_view.shape();
+    const std::int64_t rows = n == 0 ? 0 : lazytensor::numel(out) / n;
+    out.back() = k;
+    auto [values, indices] = sort_rows(*rows_view.node_ptr()->buffer, rows, n, k, descending);
+    const Strides strides = contiguous_strides(out);
+    return {movedim(Tensor<T>(graph::buffer(std::move(values), out, strides, 0)), -1, a),
+            movedim(Tensor<std::int64_t>(graph::buffer(std::move(indices), out, strides, 0)), -1, a)};
+}
+
+}  // namespace detail
+
+/// x sorted along `axis` (ascending, or descending), stably: {values, indices}, where indices
+/// are the positions along `axis` the values came from (int64). NaN sorts after every number
+/// (before them when descending). Realizes x; AxisError for a bad axis.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+SortResult<typename E::value_type> sort(const E& x, int axis = -1, bool descending = false) {
+    const std::int64_t n = x.ndim() == 0 ? 1 : x.shape()[static_cast<std::size_t>(normalize_axis(axis, x.ndim(), "lt::sort", x.shape()))];
+    return detail::sort_along(x, axis, n, descending, "lt::sort");
+}
+
+/// The positions that sort x along `axis` (stable: equal values keep their order), int64.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+Tensor<std::int64_t> argsort(const E& x, int axis = -1, bool descending = false) {
+    const std::int64_t n = x.ndim() == 0 ? 1 : x.shape()[static_cast<std::size_t>(normalize_axis(axis, x.ndim(), "lt::argsort", x.shape()))];
+    return detail::sort_along(x, axis, n, descending, "lt::argsort").indices;
+}
+
+/// The k largest (or, with largest = false, smallest) elements along `axis`, in order (largest
+/// first, or smallest first), with their positions: {values, indices}. Equal values come in
+/// the order of their positions; NaN counts as the largest value. ValueError unless
+/// 0 <= k <= the axis' extent.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+SortResult<typename E::value_type> topk(const E& x, std::int64_t k, int axis = -1, bool largest = true) {
+    return detail::sort_along(x, axis, k, largest, "lt::topk");
 }
 
 }  // namespace lazytensor

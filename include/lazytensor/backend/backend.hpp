@@ -116,6 +116,11 @@ public:
     /// Runs a matrix product into `c` (contiguous [batch..., m, n]), reading `a` and `b` as the
     /// layouts of `gemm` say. Its dtype is float32 or float64.
     virtual void gemm(const ir::Gemm& gemm, const Buffer& a, const Buffer& b, Buffer& c) = 0;
+    /// The first k elements of each row of `in` (contiguous [rows, n]) in sorted order, stably,
+    /// NaN after every number (before them when descending): values into `values` and positions
+    /// into `indices` (int64), both contiguous [rows, k].
+    virtual void sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k, bool descending,
+                           Buffer& values, Buffer& indices) = 0;
     /// How this backend runs `gemm` (LAZYTENSOR_DEBUG), e.g. "CLBlast GemmStridedBatched".
     virtual std::string gemm_routine(const ir::Gemm&) const { return "GEMM"; }
     /// Waits until every launched kernel has finished.

@@ -141,6 +141,14 @@ LAZYTENSOR_ENGINE_API BufferPtr allocate_buffer(Device d, DType dtype, std::int6
     return device_backend(d).allocate(dtype, numel);
 }
 
+LAZYTENSOR_ENGINE_API std::pair<BufferPtr, BufferPtr> sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n,
+                                                                std::int64_t k, bool descending) {
+    Backend& backend = device_backend(in.device());
+    BufferPtr values = backend.allocate(in.dtype(), rows * k), indices = backend.allocate(DType::Int64, rows * k);
+    if (rows * k > 0) backend.sort_rows(in, rows, n, k, descending, *values, *indices);
+    return {std::move(values), std::move(indices)};
+}
+
 LAZYTENSOR_ENGINE_API void write_buffer(Buffer& dst, std::size_t at, const void* src, std::size_t bytes) {
     if (at > dst.bytes() || bytes > dst.bytes() - at)
         fail<BackendError>(dst.device(), ": writing ", bytes, " bytes at byte ", at, " passes the end of a buffer of ",

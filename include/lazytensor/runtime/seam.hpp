@@ -21,6 +21,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../core/config.hpp"
@@ -188,6 +189,12 @@ LAZYTENSOR_ENGINE_API void realize_nodes(const std::vector<Node*>& nodes);
 LAZYTENSOR_ENGINE_API std::vector<ScheduleItem> schedule_items(const std::vector<Node*>& nodes);
 /// Writes `value` into the memory of `target` (a tensor or a view of one), now: Tensor::assign.
 LAZYTENSOR_ENGINE_API void assign_into(const std::shared_ptr<Node>& target, const graph::Operand& value);
+
+/// The first k elements of each row of `in` (contiguous [rows, n]) in sorted order, stably (NaN
+/// after every number; before them when descending), into new contiguous [rows, k] buffers of
+/// values and int64 positions on in's device: lt::sort, argsort and topk.
+LAZYTENSOR_ENGINE_API std::pair<BufferPtr, BufferPtr> sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n,
+                                                                std::int64_t k, bool descending);
 
 /// A new buffer on `d` holding `bytes` bytes copied from host memory (`numel` elements of `dtype`).
 LAZYTENSOR_ENGINE_API BufferPtr upload(Device d, DType dtype, std::int64_t numel, const void* data);

@@ -24,6 +24,7 @@
 #include "../backend.hpp"
 #include "gemm.hpp"
 #include "interpreter.hpp"
+#include "sort.hpp"
 
 namespace lazytensor::detail::host {
 
@@ -67,6 +68,15 @@ public:
                        static_cast<float*>(c.handle()), pool_);
     }
     std::string gemm_routine(const ir::Gemm&) const override { return "packed SIMD GEMM"; }
+
+    void sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k, bool descending, Buffer& values,
+                   Buffer& indices) override {
+        visit_dtype(in.dtype(), [&](auto tag) {
+            using S = typename decltype(tag)::type;
+            host::sort_rows(static_cast<const S*>(in.handle()), static_cast<S*>(values.handle()),
+                            static_cast<std::int64_t*>(indices.handle()), rows, n, k, descending, pool_);
+        });
+    }
 
 protected:
     std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel, CompileOutcome&) override {

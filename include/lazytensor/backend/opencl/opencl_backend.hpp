@@ -27,6 +27,7 @@
 #include "clblast_tuning.hpp"
 #include "program_cache.hpp"
 #include "renderer.hpp"
+#include "sort.hpp"
 
 namespace lazytensor::detail::opencl {
 
@@ -192,6 +193,77 @@ public:
             if (record_times_) ms += event_ms(event);
         }
         if (record_times_) times_ms_.push_back(ms);
+    }
+
+    void sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k, bool descending, Buffer& values,
+                   Buffer& indices) override {
+        const DType t = in.dtype();
+        if (t == DType::Float64 && !supports_float64())
+            fail<DeviceError>(describe(), " does not compute float64 (no cl_khr_fp64): cannot sort a float64 tensor there");
+        if (n > std::int64_t(UINT32_MAX))
+            fail<ValueError>("sorting rows of ", n, " elements on ", describe(), ": at most 2^32 - 1 per row");
+        std::int64_t P = 1;
+        while (P < n) P <<= 1;
+        const std::shared_ptr<ProgramOwner> program = build_program(sort_program(t));
+        // Pairs of 12 bytes: a block of 2 L of them in local memory.
+        std::int64_t L = std::max<std::int64_t>(1, std::min<std::int64_t>(P / 2, 256));
+        while (L > 1 && std::size_t(L) > traits_.max_work_group) L >>= 1;
+        const std::int64_t B = 2 * L;
+        auto kernel = [&](const char* name) {
+            cl_int err = CL_SUCCESS;
+            KernelOwner owner(clCreateKernel(program->program, name, &err));
+            check(err, "clCreateKernel", concat("for ", name, " on ", describe()));
+            return owner;
+        };
+
+        auto run = [&](const KernelOwner& kern, const char* name, std::size_t work, std::size_t group, auto... args) {
+            cl_uint arg = 0;
+            auto set = [&](const auto& v) {
+                using V = std::decay_t<decltype(v)>;
+                if constexpr (std::is_same_v<V, const Buffer*>) {
+                    cl_mem m = static_cast<cl_mem>(v->handle());
+                    check(clSetKernelArg(kern.kernel, arg++, sizeof(cl_mem), &m), "clSetKernelArg");
+                } else if constexpr (std::is_same_v<V, std::size_t>) {  // a __local array of v bytes
+                    check(clSetKernelArg(kern.kernel, arg++, v, nullptr), "clSetKernelArg");
+                } else {
+                    check(clSetKernelArg(kern.kernel, arg++, sizeof(V), &v), "clSetKernelArg");
+                }
+            };
+            (set(args), ...);
+            cl_event event = nullptr, wait = std::exchange(detail_launch_dependency(), nullptr);
+            const cl_int err = clEnqueueNDRangeKernel(queue_, kern.kernel, 1, nullptr, &work, group ? &group : nullptr,
+                                                      wait ? 1 : 0, wait ? &wait : nullptr, launch_events_ ? &event : nullptr);
+            check(err, "clEnqueueNDRangeKernel", concat("launching ", name, " on ", describe()));
+            if (launch_events_) remember_launch(event, name);
+        };
+        const Buffer* in_b = &in;
+        const Buffer* values_b = &values;
+        const Buffer* indices_b = &indices;
+        const cl_long n_l = n, P_l = P, k_l = k;
+        if (k <= 16 && k < n) {  // one read of each row (sort.hpp: lt_topk_rows)
+            std::size_t group = 256;
+            while (group > 1 && group > traits_.max_work_group) group >>= 1;
+            run(kernel("lt_topk_rows"), "lt_topk_rows", std::size_t(rows) * group, group, in_b, values_b, indices_b, n_l,
+                cl_int(k), cl_int(descending), group * sizeof(cl_ulong), group * sizeof(cl_uint), group * sizeof(cl_uint));
+            return;
+        }
+        BufferPtr key = allocate(DType::Int64, rows * P), pos = allocate(DType::Int32, rows * P);
+        const Buffer* key_b = key.get();
+        const Buffer* pos_b = pos.get();
+        KernelOwner keys = kernel("lt_sort_keys"), local = kernel("lt_sort_local"), global = kernel("lt_sort_global"),
+                    gather = kernel("lt_sort_gather");
+        run(keys, "lt_sort_keys", std::size_t(rows * P), 0, in_b, key_b, pos_b, n_l, P_l, cl_int(descending));
+        if (P > 1) {
+            const std::size_t pairs = std::size_t(rows * P / 2), lk = std::size_t(B) * sizeof(cl_ulong),
+                              lp = std::size_t(B) * sizeof(cl_uint);
+            run(local, "lt_sort_local", pairs, std::size_t(L), key_b, pos_b, P_l, cl_long(2), cl_long(std::min(B, P)), cl_long(1), lk, lp);
+            for (std::int64_t kk = 2 * B; kk <= P; kk <<= 1) {
+                for (std::int64_t j = kk / 2; j >= B; j >>= 1)
+                    run(global, "lt_sort_global", pairs, 0, key_b, pos_b, P_l, cl_long(kk), cl_long(j));
+                run(local, "lt_sort_local", pairs, std::size_t(L), key_b, pos_b, P_l, cl_long(kk), cl_long(kk), cl_long(B / 2), lk, lp);
+            }
+        }
+        run(gather, "lt_sort_gather", std::size_t(rows * k), 0, in_b, pos_b, values_b, indices_b, n_l, P_l, k_l);
     }
 
     void synchronize() override {

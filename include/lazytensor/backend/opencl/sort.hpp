@@ -1,0 +1,159 @@
+// The OpenCL row sort (lt::sort, argsort, topk): a bitonic sort of (key, position) pairs, one
+// sort per row of P = n rounded up to a power of two, padded with pairs that sort last.
+//
+// Keys are 64-bit unsigned integers that order as the values do: floats with their sign bit
+// flipped (the others too for negative values), -0 made +0 and every NaN the one above +inf;
+// integers with the sign bit flipped; descending order inverts them. Ties go by position, so the
+// result is that of a stable sort. Stages of the sort that stay within a block of B pairs run
+// in local memory, one launch for all of them; wider ones are a launch each over global memory.
+// topk of up to 16 reads each row once instead (lt_topk_rows).
+#pragma once
+
+#include <string>
+
+#include "../../core/dtype.hpp"
+#include "op_spellings.hpp"
+
+namespace lazytensor::detail::opencl {
+
+/// The program that sorts rows of dtype `t`: kernels lt_sort_keys, lt_sort_local,
+/// lt_sort_global and lt_sort_gather, and lt_topk_rows for a few of the first (k <= 16).
+inline std::string sort_program(DType t) {
+    std::string key;  // ulong lt_key(long i): the key of in[i]
+    switch (t) {
+        case DType::Float16:
+        case DType::Float32:
+            key = std::string(t == DType::Float16 ? "    float v = vload_half(i, in);\n" : "    float v = in[i];\n") +
+                  "    if (isnan(v)) v = NAN;\n    if (v == 0.0f) v = 0.0f;\n"
+                  "    const uint u = as_uint(v);\n    return (ulong)((u >> 31) ? ~u : (u | 0x80000000u));\n";
+            break;
+        case DType::Float64:
+            key = "    double v = in[i];\n    if (isnan(v)) v = (double)NAN;\n    if (v == 0.0) v = 0.0;\n"
+                  "    const ulong u = as_ulong(v);\n    return (u >> 63) ? ~u : (u | 0x8000000000000000UL);\n";
+            break;
+        case DType::Int32: key = "    return (ulong)((uint)in[i] ^ 0x80000000u);\n"; break;
+        case DType::Int64: key = "    return (ulong)in[i] ^ 0x8000000000000000UL;\n"; break;
+        case DType::Bool:
+        case DType::UInt8: key = "    return (ulong)in[i];\n"; break;
+    }
+    const std::string S = t == DType::Float16 ? "half" : t == DType::Bool ? "uchar" : cl_value_type(t);
+    const std::string copy = t == DType::Float16 ? "ushort" : S;  // values are copied as they are stored
+    std::string s = t == DType::Float64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "";
+    s += "inline ulong lt_key(__global const " + S + "* in, long i) {\n" + key + "}\n";
+    s += R"CL(
+// a after b: the later of two (key, position) pairs.
+inline bool lt_after(ulong ka, uint ia, ulong kb, uint ib) { return ka > kb || (ka == kb && ia > ib); }
+
+// One pair per element of each padded row: rows * P work-items.
+__kernel void lt_sort_keys(__global const )CL" + S + R"CL(* in, __global ulong* key, __global uint* pos, long n, long P, int descending) {
+    const long g = get_global_id(0), r = g / P, i = g - r * P;
+    if (i < n) {
+        const ulong k = lt_key(in, r * n + i);
+        key[g] = descending ? ~k : k;
+    } else {
+        key[g] = ~(ulong)0;  // and a position past every element's: after everything
+    }
+    pos[g] = (uint)i;
+}
+
+// The compare-exchange of pair i with pair i + j of a row, ordered up where (i & k) == 0.
+inline void lt_order(ulong* ka, uint* ia, ulong* kb, uint* ib, bool up) {
+    if (lt_after(*ka, *ia, *kb, *ib) == up) {
+        const ulong k = *ka; *ka = *kb; *kb = k;
+        const uint p = *ia; *ia = *ib; *ib = p;
+    }
+}
+
+// Stages k = k_first .. k_last (powers of two) of the sort, each from j = k / 2 (the first from
+// j_first) down to 1, within blocks of B = 2 * local size pairs in local memory.
+__kernel void lt_sort_local(__global ulong* key, __global uint* pos, long P, long k_first, long k_last, long j_first,
+                            __local ulong* lk, __local uint* lp) {
+    const long L = get_local_size(0), B = 2 * L, t = get_local_id(0);
+    const long base = get_group_id(0) * B, in_row = base % P;  // the block's first pair; rows are whole blocks
+    lk[t] = key[base + t]; lp[t] = pos[base + t];
+    lk[t + L] = key[base + t + L]; lp[t + L] = pos[base + t + L];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (long k = k_first; k <= k_last; k <<= 1) {
+        for (long j = k == k_first ? j_first : k >> 1; j > 0; j >>= 1) {
+            const long i = 2 * j * (t / j) + t % j;
+            ulong ka = lk[i], kb = lk[i + j];
+            uint ia = lp[i], ib = lp[i + j];
+            lt_order(&ka, &ia, &kb, &ib, ((in_row + i) & k) == 0);
+            lk[i] = ka; lp[i] = ia; lk[i + j] = kb; lp[i + j] = ib;
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+    }
+    key[base + t] = lk[t]; pos[base + t] = lp[t];
+    key[base + t + L] = lk[t + L]; pos[base + t + L] = lp[t + L];
+}
+
+// One step (k, j) with j at least a block: rows * P / 2 work-items, one per pair.
+__kernel void lt_sort_global(__global ulong* key, __global uint* pos, long P, long k, long j) {
+    const long g = get_global_id(0), half_row = P / 2, r = g / half_row, t = g - r * half_row;
+    const long i = 2 * j * (t / j) + t % j, a = r * P + i, b = a + j;
+    ulong ka = key[a], kb = key[b];
+    uint ia = pos[a], ib = pos[b];
+    lt_order(&ka, &ia, &kb, &ib, (i & k) == 0);
+    key[a] = ka; pos[a] = ia; key[b] = kb; pos[b] = ib;
+}
+
+// topk for k <= LT_TOPK_MAX, one work-group per row: each work-item keeps the best k of its
+// strided share in order, then k rounds pick the best head among the work-items (a reduction in
+// local memory) and pop it. The row is read once.
+#define LT_TOPK_MAX 16
+__kernel void lt_topk_rows(__global const )CL" + S + R"CL(* in, __global )CL" + copy + R"CL(* values, __global long* indices, long n, int k,
+                           int descending, __local ulong* lk, __local uint* lp, __local uint* lw) {
+    const int L = get_local_size(0), t = get_local_id(0);
+    const long r = get_group_id(0);
+    __global const )CL" + copy + R"CL(* raw = (__global const )CL" + copy + R"CL(*)in;
+    ulong key[LT_TOPK_MAX];
+    uint pos[LT_TOPK_MAX];
+    int count = 0;
+    for (long i = t; i < n; i += L) {
+        const ulong ki = descending ? ~lt_key(in, r * n + i) : lt_key(in, r * n + i);
+        const uint p = (uint)i;
+        if (count == k && !lt_after(key[k - 1], pos[k - 1], ki, p)) continue;
+        int j = count < k ? count++ : k - 1;
+        for (; j > 0 && lt_after(key[j - 1], pos[j - 1], ki, p); --j) {
+            key[j] = key[j - 1];
+            pos[j] = pos[j - 1];
+        }
+        key[j] = ki;
+        pos[j] = p;
+    }
+    int head = 0;
+    for (int out = 0; out < k; ++out) {
+        lk[t] = head < count ? key[head] : ~(ulong)0;
+        lp[t] = head < count ? pos[head] : 0xffffffffu;
+        lw[t] = (uint)t;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int s = L / 2; s > 0; s >>= 1) {
+            if (t < s && lt_after(lk[t], lp[t], lk[t + s], lp[t + s])) {
+                lk[t] = lk[t + s];
+                lp[t] = lp[t + s];
+                lw[t] = lw[t + s];
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        if (lw[0] == (uint)t) ++head;
+        if (t == 0) {
+            values[r * k + out] = raw[r * n + lp[0]];
+            indices[r * k + out] = (long)lp[0];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
+
+// The first k of each row: rows * k work-items.
+__kernel void lt_sort_gather(__global const )CL" + copy + R"CL(* in, __global const uint* pos, __global )CL" + copy +
+         R"CL(* values, __global long* indices, long n, long P, long k) {
+    const long g = get_global_id(0), r = g / k, i = g - r * k;
+    const uint p = pos[r * P + i];
+    values[g] = in[r * n + p];
+    indices[g] = (long)p;
+}
+)CL";
+    return s;
+}
+
+}  // namespace lazytensor::detail::opencl

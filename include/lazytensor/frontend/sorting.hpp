@@ -1,0 +1,79 @@
+// Sorting and selection along an axis: sort, argsort and topk. A sort is a step of its own: the
+// call realizes its input (as a matrix product needs its operands in memory), runs the device's
+// row sort at once (host: in parallel over rows; OpenCL: a bitonic sort in device memory) and
+// gives realized tensors. Every sort is stable, and NaN sorts after every number (before them
+// when descending), as in PyTorch; -0 and +0 are equal.
+#pragma once
+
+#include <cstdint>
+
+#include "creation.hpp"
+#include "movement.hpp"
+#include "tensor.hpp"
+
+namespace lazytensor {
+
+/// The result of lt::sort and lt::topk: the values and their positions along the axis, both of
+/// the same shape (auto [values, indices] = lt::sort(x)).
+template <class T>
+struct SortResult {
+    Tensor<T> values;
+    Tensor<std::int64_t> indices;
+};
+
+namespace detail {
+
+/// The first k of x along `axis` in order. AxisError for a bad axis, ValueError for a bad k.
+template <class E>
+SortResult<typename E::value_type> sort_along(const E& x, int axis, std::int64_t k, bool descending, const char* op) {
+    using T = typename E::value_type;
+    Tensor<T> t(x);
+    if (t.ndim() == 0) {  // one element, as PyTorch: axis 0 or -1
+        normalize_axis(axis, 1, op, Shape{1});
+        SortResult<T> r = sort_along(t.reshape({1}), 0, k, descending, op);
+        return {r.values.reshape({}), r.indices.reshape({})};
+    }
+    const int a = normalize_axis(axis, t.ndim(), op, t.shape());
+    const std::int64_t n = t.shape()[static_cast<std::size_t>(a)];
+    if (k < 0 || k > n)
+        fail<ValueError>(op, ": k = ", k, " is outside [0, ", n, "], the extent of axis ", axis, " of shape ", t.shape());
+    // Rows along the last axis, contiguous from the buffer's start.
+    Tensor<T> rows_view = contiguous(movedim(t, a, -1)).realize();
+    if (rows_view.node_ptr()->offset != 0) rows_view = Tensor<T>(graph::copy(rows_view.node_ptr())).realize();
+    Shape out = rows_view.shape();
+    const std::int64_t rows = n == 0 ? 0 : lazytensor::numel(out) / n;
+    out.back() = k;
+    auto [values, indices] = sort_rows(*rows_view.node_ptr()->buffer, rows, n, k, descending);
+    const Strides strides = contiguous_strides(out);
+    return {movedim(Tensor<T>(graph::buffer(std::move(values), out, strides, 0)), -1, a),
+            movedim(Tensor<std::int64_t>(graph::buffer(std::move(indices), out, strides, 0)), -1, a)};
+}
+
+}  // namespace detail
+
+/// x sorted along `axis` (ascending, or descending), stably: {values, indices}, where indices
+/// are the positions along `axis` the values came from (int64). NaN sorts after every number
+/// (before them when descending). Realizes x; AxisError for a bad axis.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+SortResult<typename E::value_type> sort(const E& x, int axis = -1, bool descending = false) {
+    const std::int64_t n = x.ndim() == 0 ? 1 : x.shape()[static_cast<std::size_t>(normalize_axis(axis, x.ndim(), "lt::sort", x.shape()))];
+    return detail::sort_along(x, axis, n, descending, "lt::sort");
+}
+
+/// The positions that sort x along `axis` (stable: equal values keep their order), int64.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+Tensor<std::int64_t> argsort(const E& x, int axis = -1, bool descending = false) {
+    const std::int64_t n = x.ndim() == 0 ? 1 : x.shape()[static_cast<std::size_t>(normalize_axis(axis, x.ndim(), "lt::argsort", x.shape()))];
+    return detail::sort_along(x, axis, n, descending, "lt::argsort").indices;
+}
+
+/// The k largest (or, with largest = false, smallest) elements along `axis`, in order (largest
+/// first, or smallest first), with their positions: {values, indices}. Equal values come in
+/// the order of their positions; NaN counts as the largest value. ValueError unless
+/// 0 <= k <= the axis' extent.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+SortResult<typename E::value_type> topk(const E& x, std::int64_t k, int axis = -1, bool largest = true) {
+    return detail::sort_along(x, axis, k, largest, "lt::topk");
+}
+
+}  // namespace lazytensor

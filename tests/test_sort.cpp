@@ -1,0 +1,161 @@
+// sort, argsort and topk: against std::stable_sort of the values (NaN last; descending: the
+// reverse order of values, ties still by position) on every device, every dtype, along every
+// axis, rows shorter and longer than the OpenCL sort's local blocks, many ties.
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+#include "common.hpp"
+
+namespace {
+
+/// The positions that sort `row` stably (NaN after every number; descending reverses the order
+/// of values only).
+std::vector<std::int64_t> sorted_positions(const std::vector<double>& row, bool descending) {
+    std::vector<std::int64_t> p(row.size());
+    std::iota(p.begin(), p.end(), 0);
+    auto rank = [](double v) { return std::isnan(v) ? std::numeric_limits<double>::infinity() : v; };
+    std::stable_sort(p.begin(), p.end(), [&](std::int64_t a, std::int64_t b) {
+        const double x = row[static_cast<std::size_t>(a)], y = row[static_cast<std::size_t>(b)];
+        const bool xn = std::isnan(x), yn = std::isnan(y);
+        if (xn || yn) return descending ? xn && !yn : !xn && yn;
+        return descending ? rank(x) > rank(y) : rank(x) < rank(y);
+    });
+    return p;
+}
+
+/// Checks sort, argsort and topk of `x` (reference `r`) along `axis`.
+template <class T>
+void check_sorts(const lt::Tensor<T>& x, const Ref& r, int axis) {
+    const int a = axis < 0 ? axis + static_cast<int>(r.shape.size()) : axis;
+    const std::int64_t n = r.shape[static_cast<std::size_t>(a)];
+    for (bool descending : {false, true}) {
+        INFO("axis " << axis << (descending ? ", descending" : ", ascending"));
+        auto [values, indices] = lt::sort(x, axis, descending);
+        const lt::Tensor<std::int64_t> order = lt::argsort(x, axis, descending);
+        const std::int64_t k = std::min<std::int64_t>(n, 5);
+        auto [top, top_at] = lt::topk(x, k, axis, descending);
+        REQUIRE(values.shape() == r.shape);
+        REQUIRE(order.shape() == r.shape);
+        const std::vector<T> v = values.to_vector(), tv = top.to_vector();
+        const std::vector<std::int64_t> i = indices.to_vector(), o = order.to_vector(), ti = top_at.to_vector();
+        // Row by row along the axis: outer index, position along the axis, inner index.
+        std::int64_t inner = 1, outer = 1;
+        for (std::size_t d = 0; d < r.shape.size(); ++d) {
+            if (static_cast<int>(d) < a) outer *= r.shape[d];
+            if (static_cast<int>(d) > a) inner *= r.shape[d];
+        }
+        int failures = 0;
+        for (std::int64_t p = 0; p < outer && failures < 5; ++p)
+            for (std::int64_t q = 0; q < inner && failures < 5; ++q) {
+                std::vector<double> row(static_cast<std::size_t>(n));
+                for (std::int64_t j = 0; j < n; ++j) row[static_cast<std::size_t>(j)] = r.v[static_cast<std::size_t>((p * n + j) * inner + q)];
+                const std::vector<std::int64_t> want = sorted_positions(row, descending);
+                for (std::int64_t j = 0; j < n; ++j) {
+                    const std::size_t at = static_cast<std::size_t>((p * n + j) * inner + q);
+                    const double want_v = row[static_cast<std::size_t>(want[static_cast<std::size_t>(j)])];
+                    const bool ok = i[at] == want[static_cast<std::size_t>(j)] && o[at] == want[static_cast<std::size_t>(j)] &&
+                                    (std::isnan(want_v) ? std::isnan(double(v[at])) : double(v[at]) == want_v);
+                    if (!ok && ++failures <= 5)
+                        FAIL_CHECK("row (" << p << ", " << q << ") position " << j << ": got value " << double(v[at]) << " from "
+                                           << i[at] << " (argsort " << o[at] << "), want " << want_v << " from " << want[static_cast<std::size_t>(j)]);
+                    if (j < k) {
+                        const std::size_t kt = static_cast<std::size_t>((p * k + j) * inner + q);
+                        if (ti[kt] != want[static_cast<std::size_t>(j)] && ++failures <= 5)
+                            FAIL_CHECK("topk row (" << p << ", " << q << ") position " << j << ": got " << ti[kt] << ", want "
+                                                    << want[static_cast<std::size_t>(j)]);
+                        CHECK((std::isnan(want_v) ? std::isnan(double(tv[kt])) : double(tv[kt]) == want_v));
+                    }
+                }
+            }
+    }
+}
+
+/// Random values in T with many ties (integers in [-20, 20], halves for floating types) and,
+/// for floating types, some NaN, infinities and signed zeros.
+template <class T>
+Ref sort_data(const lt::Shape& shape, unsigned seed) {
+    Ref r = random_ref<std::int32_t>(shape, seed, -20, 20);
+    if constexpr (std::is_same_v<T, bool>) {
+        for (double& v : r.v) v = v > 0;
+    } else if constexpr (std::is_same_v<T, std::uint8_t>) {
+        for (double& v : r.v) v += 20;
+    } else if constexpr (lt::detail::is_floating_v<T>) {
+        std::mt19937 gen(seed);
+        const double specials[] = {std::nan(""), INFINITY, -INFINITY, -0.0, 0.0};
+        for (double& v : r.v) {
+            v /= 2;
+            if (gen() % 16 == 0) v = specials[gen() % 5];
+        }
+    }
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("sort, argsort and topk: stable, NaN last, every axis", T, bool, std::uint8_t, std::int32_t, std::int64_t, lt::half,
+                   float, double) {
+    for_each_device([](lt::Device) {
+        for (const lt::Shape& shape : std::vector<lt::Shape>{{1}, {7}, {3, 5}, {4, 3, 6}, {2, 1000}, {3000, 2}}) {
+            INFO("shape " << shape);
+            const Ref r = sort_data<T>(shape, 900 + static_cast<unsigned>(shape.size() * 7 + shape.back()));
+            const lt::Tensor<T> x = make_tensor<T>(r);
+            for (int axis = 0; axis < static_cast<int>(shape.size()); ++axis) check_sorts(x, r, axis);
+            check_sorts(x, r, -1);
+        }
+    });
+}
+
+TEST_CASE("sort of rows longer than the local blocks, of lazy views and of slices") {
+    for_each_device([](lt::Device) {
+        // 5000 and 70000 elements: the OpenCL sort's global stages (blocks of at most 512).
+        for (std::int64_t n : {5000, 70000}) {
+            const Ref r = sort_data<float>({2, n}, 77);
+            check_sorts(make_tensor<float>(r), r, 1);
+        }
+        // A lazy expression read through a transpose.
+        const Ref a = sort_data<float>({6, 9}, 78);
+        const Ref at = map(permute(a, {1, 0}), [](double v) { return v * 2 + 1; });
+        check_sorts(lt::Tensor<float>(make_tensor<float>(a).t() * 2.0f + 1.0f), at, 0);
+        check_sorts(lt::Tensor<float>(make_tensor<float>(a).t() * 2.0f + 1.0f), at, 1);
+        // A realized slice that does not start at its buffer's start.
+        lt::Tensor<float> whole = make_tensor<float>(a);
+        lt::Tensor<float> rows = whole.slice(0, 2, 5);
+        Ref ra{{3, 9}, std::vector<double>(a.v.begin() + 18, a.v.begin() + 45)};
+        check_sorts(rows, ra, 1);
+    });
+}
+
+TEST_CASE("sort, argsort and topk: 0-d, empty axes, k at its ends, errors") {
+    for_each_device([](lt::Device) {
+        const lt::Tensor<float> s = lt::full<float>({}, 2.5f);
+        auto [v, i] = lt::sort(s);
+        CHECK(v.shape() == lt::Shape{});
+        CHECK(v.item() == 2.5f);
+        CHECK(i.item() == 0);
+        auto [ev, ei] = lt::sort(lt::zeros<float>({3, 0}), 1);
+        CHECK(ev.shape() == lt::Shape{3, 0});
+        CHECK(ei.shape() == lt::Shape{3, 0});
+        auto [zv, zi] = lt::sort(lt::zeros<float>({0, 4}), 1);
+        CHECK(zv.shape() == lt::Shape{0, 4});
+        const lt::Tensor<std::int32_t> x = lt::tensor<std::int32_t>({4, 1, 3, 1, 5}, {5});
+        auto [t0, t0i] = lt::topk(x, 0);
+        CHECK(t0.shape() == lt::Shape{0});
+        auto [t5, t5i] = lt::topk(x, 5, 0, false);
+        CHECK(t5.to_vector() == std::vector<std::int32_t>{1, 1, 3, 4, 5});
+        CHECK(t5i.to_vector() == std::vector<std::int64_t>{1, 3, 2, 0, 4});
+        auto [t2, t2i] = lt::topk(x, 2);
+        CHECK(t2.to_vector() == std::vector<std::int32_t>{5, 4});
+        CHECK(t2i.to_vector() == std::vector<std::int64_t>{4, 0});
+        CHECK_THROWS_AS(lt::topk(x, 6), lt::ValueError);
+        CHECK_THROWS_AS(lt::topk(x, -1), lt::ValueError);
+        CHECK_THROWS_AS(lt::sort(x, 1), lt::AxisError);
+        CHECK_THROWS_AS(lt::argsort(x, -2), lt::AxisError);
+        try {
+            (void)lt::topk(x.reshape({1, 5}), 7, 1);
+            FAIL("topk with k past the extent must throw");
+        } catch (const lt::ValueError& e) {
+            CHECK(std::string(e.what()).find("k = 7 is outside [0, 5], the extent of axis 1 of shape [1, 5]") != std::string::npos);
+        }
+    });
+}
