@@ -9644,17 +9644,20 @@ inline RenderedKernel render(const ir::Kernel& kernel, const DeviceTraits& devic
 // integers with the sign bit flipped; descending order inverts them. Ties go by position, so the
 // result is that of a stable sort. Stages of the sort that stay within a block of B pairs run
 // in local memory, one launch for all of them; wider ones are a launch each over global memory.
-// topk of up to 16 reads each row once instead (lt_topk_rows).
+// topk of up to 16 reads each row once instead (topk_program).
 
 #include <string>
 
 
 namespace lazytensor::detail::opencl {
 
-/// The program that sorts rows of dtype `t`: kernels lt_sort_keys, lt_sort_local,
-/// lt_sort_global and lt_sort_gather, and lt_topk_rows for a few of the first (k <= 16).
-inline std::string sort_program(DType t) {
-    std::string key;  // ulong lt_key(long i): the key of in[i]
+/// The element type of buffers of `t` as the sort reads them, and as it copies them.
+inline std::string sort_storage_type(DType t) { return t == DType::Float16 ? "half" : t == DType::Bool ? "uchar" : cl_value_type(t); }
+inline std::string sort_copy_type(DType t) { return t == DType::Float16 ? "ushort" : sort_storage_type(t); }
+
+/// lt_key(in, i), the key of in[i], and lt_after, the order of (key, position) pairs.
+inline std::string sort_key_functions(DType t) {
+    std::string key;
     switch (t) {
         case DType::Float16:
         case DType::Float32:
@@ -9671,13 +9674,19 @@ inline std::string sort_program(DType t) {
         case DType::Bool:
         case DType::UInt8: key = "    return (ulong)in[i];\n"; break;
     }
-    const std::string S = t == DType::Float16 ? "half" : t == DType::Bool ? "uchar" : cl_value_type(t);
-    const std::string copy = t == DType::Float16 ? "ushort" : S;  // values are copied as they are stored
     std::string s = t == DType::Float64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "";
-    s += "inline ulong lt_key(__global const " + S + "* in, long i) {\n" + key + "}\n";
+    s += "inline ulong lt_key(__global const " + sort_storage_type(t) + "* in, long i) {\n" + key + "}\n";
+    s += "// a after b: the later of two (key, position) pairs.\n"
+         "inline bool lt_after(ulong ka, uint ia, ulong kb, uint ib) { return ka > kb || (ka == kb && ia > ib); }\n";
+    return s;
+}
+
+/// The program that sorts rows of dtype `t`: kernels lt_sort_keys, lt_sort_local,
+/// lt_sort_global and lt_sort_gather.
+inline std::string sort_program(DType t) {
+    const std::string S = sort_storage_type(t), copy = sort_copy_type(t);
+    std::string s = sort_key_functions(t);
     s += R"CL(
-// a after b: the later of two (key, position) pairs.
-inline bool lt_after(ulong ka, uint ia, ulong kb, uint ib) { return ka > kb || (ka == kb && ia > ib); }
 
 // One pair per element of each padded row: rows * P work-items.
 __kernel void lt_sort_keys(__global const )CL" + S + R"CL(* in, __global ulong* key, __global uint* pos, long n, long P, int descending) {
@@ -9732,34 +9741,50 @@ __kernel void lt_sort_global(__global ulong* key, __global uint* pos, long P, lo
     key[a] = ka; pos[a] = ia; key[b] = kb; pos[b] = ib;
 }
 
-// topk for k <= LT_TOPK_MAX, one work-group per row: each work-item keeps the best k of its
-// strided share in order, then k rounds pick the best head among the work-items (a reduction in
-// local memory) and pop it. The row is read once.
-#define LT_TOPK_MAX 16
-__kernel void lt_topk_rows(__global const )CL" + S + R"CL(* in, __global )CL" + copy + R"CL(* values, __global long* indices, long n, int k,
+// The first k of each row: rows * k work-items.
+__kernel void lt_sort_gather(__global const )CL" + copy + R"CL(* in, __global const uint* pos, __global )CL" + copy +
+         R"CL(* values, __global long* indices, long n, long P, long k) {
+    const long g = get_global_id(0), r = g / k, i = g - r * k;
+    const uint p = pos[r * P + i];
+    values[g] = in[r * n + p];
+    indices[g] = (long)p;
+}
+)CL";
+    return s;
+}
+
+/// The program of topk for k <= 16 of dtype `t`, one work-group per row: each work-item keeps
+/// the best k of its strided share in registers (k is a constant of the program), then k rounds
+/// pick the best head among the work-items (a reduction in local memory) and pop it. The row is
+/// read once.
+inline std::string topk_program(DType t, std::int64_t k) {
+    const std::string S = sort_storage_type(t), copy = sort_copy_type(t);
+    std::string s = sort_key_functions(t) + "#define LT_K " + std::to_string(k) + "\n";
+    s += R"CL(
+__kernel void lt_topk_rows(__global const )CL" + S + R"CL(* in, __global )CL" + copy + R"CL(* values, __global long* indices, long n,
                            int descending, __local ulong* lk, __local uint* lp, __local uint* lw) {
     const int L = get_local_size(0), t = get_local_id(0);
     const long r = get_group_id(0);
     __global const )CL" + copy + R"CL(* raw = (__global const )CL" + copy + R"CL(*)in;
-    ulong key[LT_TOPK_MAX];
-    uint pos[LT_TOPK_MAX];
-    int count = 0;
+    ulong key[LT_K];
+    uint pos[LT_K];
+    #pragma unroll
+    for (int j = 0; j < LT_K; ++j) key[j] = ~(ulong)0, pos[j] = 0xffffffffu;  // after every element
     for (long i = t; i < n; i += L) {
         const ulong ki = descending ? ~lt_key(in, r * n + i) : lt_key(in, r * n + i);
-        const uint p = (uint)i;
-        if (count == k && !lt_after(key[k - 1], pos[k - 1], ki, p)) continue;
-        int j = count < k ? count++ : k - 1;
-        for (; j > 0 && lt_after(key[j - 1], pos[j - 1], ki, p); --j) {
-            key[j] = key[j - 1];
-            pos[j] = pos[j - 1];
-        }
-        key[j] = ki;
-        pos[j] = p;
+        if (!lt_after(key[LT_K - 1], pos[LT_K - 1], ki, (uint)i)) continue;
+        key[LT_K - 1] = ki;
+        pos[LT_K - 1] = (uint)i;
+        #pragma unroll
+        for (int j = LT_K - 1; j > 0; --j)
+            if (lt_after(key[j - 1], pos[j - 1], key[j], pos[j])) {
+                const ulong kk = key[j]; key[j] = key[j - 1]; key[j - 1] = kk;
+                const uint pp = pos[j]; pos[j] = pos[j - 1]; pos[j - 1] = pp;
+            }
     }
-    int head = 0;
-    for (int out = 0; out < k; ++out) {
-        lk[t] = head < count ? key[head] : ~(ulong)0;
-        lp[t] = head < count ? pos[head] : 0xffffffffu;
+    for (int out = 0; out < LT_K; ++out) {
+        lk[t] = key[0];
+        lp[t] = pos[0];
         lw[t] = (uint)t;
         barrier(CLK_LOCAL_MEM_FENCE);
         for (int s = L / 2; s > 0; s >>= 1) {
@@ -9770,22 +9795,18 @@ __kernel void lt_topk_rows(__global const )CL" + S + R"CL(* in, __global )CL" + 
             }
             barrier(CLK_LOCAL_MEM_FENCE);
         }
-        if (lw[0] == (uint)t) ++head;
+        if (lw[0] == (uint)t) {  // pop the head
+            #pragma unroll
+            for (int j = 0; j + 1 < LT_K; ++j) key[j] = key[j + 1], pos[j] = pos[j + 1];
+            key[LT_K - 1] = ~(ulong)0;
+            pos[LT_K - 1] = 0xffffffffu;
+        }
         if (t == 0) {
-            values[r * k + out] = raw[r * n + lp[0]];
-            indices[r * k + out] = (long)lp[0];
+            values[r * LT_K + out] = raw[r * n + lp[0]];
+            indices[r * LT_K + out] = (long)lp[0];
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-}
-
-// The first k of each row: rows * k work-items.
-__kernel void lt_sort_gather(__global const )CL" + copy + R"CL(* in, __global const uint* pos, __global )CL" + copy +
-         R"CL(* values, __global long* indices, long n, long P, long k) {
-    const long g = get_global_id(0), r = g / k, i = g - r * k;
-    const uint p = pos[r * P + i];
-    values[g] = in[r * n + p];
-    indices[g] = (long)p;
 }
 )CL";
     return s;
@@ -9968,9 +9989,11 @@ public:
             fail<ValueError>("sorting rows of ", n, " elements on ", describe(), ": at most 2^32 - 1 per row");
         std::int64_t P = 1;
         while (P < n) P <<= 1;
-        const std::shared_ptr<ProgramOwner> program = build_program(sort_program(t));
-        // Pairs of 12 bytes: a block of 2 L of them in local memory.
-        std::int64_t L = std::max<std::int64_t>(1, std::min<std::int64_t>(P / 2, 256));
+        const bool select = k <= 16 && k < n;  // topk_program: one read of each row
+        const std::shared_ptr<ProgramOwner> program = build_program(select ? topk_program(t, k) : sort_program(t));
+        // Pairs of 12 bytes: a block of 2 L of them in local memory, at most 24 KiB (OpenCL 1.2
+        // devices have at least 32).
+        std::int64_t L = std::max<std::int64_t>(1, std::min<std::int64_t>(P / 2, 1024));
         while (L > 1 && std::size_t(L) > traits_.max_work_group) L >>= 1;
         const std::int64_t B = 2 * L;
         auto kernel = [&](const char* name) {
@@ -10004,11 +10027,11 @@ public:
         const Buffer* values_b = &values;
         const Buffer* indices_b = &indices;
         const cl_long n_l = n, P_l = P, k_l = k;
-        if (k <= 16 && k < n) {  // one read of each row (sort.hpp: lt_topk_rows)
+        if (select) {
             std::size_t group = 256;
             while (group > 1 && group > traits_.max_work_group) group >>= 1;
             run(kernel("lt_topk_rows"), "lt_topk_rows", std::size_t(rows) * group, group, in_b, values_b, indices_b, n_l,
-                cl_int(k), cl_int(descending), group * sizeof(cl_ulong), group * sizeof(cl_uint), group * sizeof(cl_uint));
+                cl_int(descending), group * sizeof(cl_ulong), group * sizeof(cl_uint), group * sizeof(cl_uint));
             return;
         }
         BufferPtr key = allocate(DType::Int64, rows * P), pos = allocate(DType::Int32, rows * P);

@@ -204,9 +204,11 @@ public:
             fail<ValueError>("sorting rows of ", n, " elements on ", describe(), ": at most 2^32 - 1 per row");
         std::int64_t P = 1;
         while (P < n) P <<= 1;
-        const std::shared_ptr<ProgramOwner> program = build_program(sort_program(t));
-        // Pairs of 12 bytes: a block of 2 L of them in local memory.
-        std::int64_t L = std::max<std::int64_t>(1, std::min<std::int64_t>(P / 2, 256));
+        const bool select = k <= 16 && k < n;  // topk_program: one read of each row
+        const std::shared_ptr<ProgramOwner> program = build_program(select ? topk_program(t, k) : sort_program(t));
+        // Pairs of 12 bytes: a block of 2 L of them in local memory, at most 24 KiB (OpenCL 1.2
+        // devices have at least 32).
+        std::int64_t L = std::max<std::int64_t>(1, std::min<std::int64_t>(P / 2, 1024));
         while (L > 1 && std::size_t(L) > traits_.max_work_group) L >>= 1;
         const std::int64_t B = 2 * L;
         auto kernel = [&](const char* name) {
@@ -240,11 +242,11 @@ public:
         const Buffer* values_b = &values;
         const Buffer* indices_b = &indices;
         const cl_long n_l = n, P_l = P, k_l = k;
-        if (k <= 16 && k < n) {  // one read of each row (sort.hpp: lt_topk_rows)
+        if (select) {
             std::size_t group = 256;
             while (group > 1 && group > traits_.max_work_group) group >>= 1;
             run(kernel("lt_topk_rows"), "lt_topk_rows", std::size_t(rows) * group, group, in_b, values_b, indices_b, n_l,
-                cl_int(k), cl_int(descending), group * sizeof(cl_ulong), group * sizeof(cl_uint), group * sizeof(cl_uint));
+                cl_int(descending), group * sizeof(cl_ulong), group * sizeof(cl_uint), group * sizeof(cl_uint));
             return;
         }
         BufferPtr key = allocate(DType::Int64, rows * P), pos = allocate(DType::Int32, rows * P);
