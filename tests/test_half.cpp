@@ -308,7 +308,7 @@ TEST_CASE("half tensors: creation, reading back, item, printing, moving") {
 
         std::ostringstream s;
         s << lt::tensor<half>({half(1.5f), half(-0.25f)});
-        CHECK(s.str().find("[1.5, -0.25]") != std::string::npos);
+        CHECK(s.str().find("[ 1.5000, -0.2500]") != std::string::npos);  // PyTorch's format, 4 digits
         CHECK(s.str().find("dtype=float16") != std::string::npos);
 
         lt::Tensor<half> on_host = t.to(lt::Device::host());
