@@ -18,6 +18,7 @@
 #include "lazytensor/core/error.hpp"
 #include "lazytensor/core/shape.hpp"
 #include "lazytensor/frontend/creation.hpp"
+#include "lazytensor/frontend/blob.hpp"
 #include "lazytensor/frontend/expr.hpp"
 #include "lazytensor/frontend/functions.hpp"
 #include "lazytensor/frontend/movement.hpp"
