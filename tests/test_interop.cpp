@@ -1,8 +1,13 @@
-// Interop: wrapping user memory without a copy (from_blob, data(), strides(), copy_to).
+// Interop: wrapping user memory without a copy (from_blob, data(), strides(), copy_to) and Eigen
+// matrices (LAZYTENSOR_TEST_EIGEN).
 #include "common.hpp"
 
 #include <memory>
 #include <type_traits>
+
+#if LAZYTENSOR_TEST_EIGEN
+#include <lazytensor/interop/eigen.hpp>
+#endif
 
 namespace {
 
@@ -440,3 +445,111 @@ TEST_CASE("README: wrapping user memory") {
     CHECK(yp[1 * ys[0] + 2 * ys[1]] == doctest::Approx(std::exp(1.0f)));
     CHECK(out[5] == yp[5]);
 }
+
+// ----------------------------------------------------------------------------------- Eigen
+
+#if LAZYTENSOR_TEST_EIGEN
+TEST_CASE("Eigen: from_eigen views matrices, vectors, maps, refs and blocks without a copy") {
+    Eigen::MatrixXf m(2, 3);  // column-major
+    m << 1, 2, 3, 4, 5, 6;
+    lt::Tensor<float> t = lt::from_eigen(m);
+    CHECK(t.shape() == lt::Shape{2, 3});
+    CHECK(t.strides() == lt::Strides{1, 2});
+    CHECK(t.const_data() == m.data());
+    CHECK(t.to_vector() == std::vector<float>{1, 2, 3, 4, 5, 6});
+    t.slice(0, 1, 2).assign(0.0f);  // row 1 of m
+    CHECK(m(1, 0) == 0.0f);
+    CHECK(m(1, 2) == 0.0f);
+    CHECK(m(0, 2) == 3.0f);
+
+    Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> r(2, 3);
+    r << 1, 2, 3, 4, 5, 6;
+    lt::Tensor<double> tr = lt::from_eigen(r);
+    CHECK(tr.strides() == lt::Strides{3, 1});
+    CHECK(lt::sum(tr, {0}).to_vector() == std::vector<double>{5, 7, 9});
+
+    Eigen::VectorXi v(4);
+    v << 3, 1, 4, 1;
+    lt::Tensor<std::int32_t> tv = lt::from_eigen(v);  // a vector: 1-D
+    CHECK(tv.shape() == lt::Shape{4});
+    CHECK(lt::sum(tv).item() == 9);
+    lt::Tensor<float> row = lt::from_eigen(m.row(0));  // a row of a column-major matrix: stride 2
+    CHECK(row.strides() == lt::Strides{2});
+    CHECK(row.to_vector() == std::vector<float>{1, 2, 3});
+    CHECK(lt::from_eigen(m.col(2)).to_vector() == std::vector<float>{3, 0});
+    CHECK(lt::from_eigen(m.block(0, 1, 2, 2)).to_vector() == std::vector<float>{2, 3, 0, 0});
+
+    // A Map of a buffer with an outer stride (a 3 x 2 matrix in rows of 4), and a Ref of it.
+    float buffer[12] = {1, 2, -1, -1, 3, 4, -1, -1, 5, 6, -1, -1};
+    Eigen::Map<Eigen::Matrix<float, 3, 2, Eigen::RowMajor>, 0, Eigen::OuterStride<>> map(buffer, Eigen::OuterStride<>(4));
+    lt::Tensor<float> tm = lt::from_eigen(map);
+    CHECK(tm.strides() == lt::Strides{4, 1});
+    CHECK(tm.to_vector() == std::vector<float>{1, 2, 3, 4, 5, 6});
+    Eigen::Ref<Eigen::MatrixXf, 0, Eigen::OuterStride<>> ref = m;
+    CHECK(lt::from_eigen(ref).const_data() == m.data());
+
+    // Const matrices give read-only tensors.
+    const Eigen::MatrixXd c = Eigen::MatrixXd::Identity(2, 2);
+    lt::Tensor<double> tc = lt::from_eigen(c);
+    CHECK(tc.to_vector() == std::vector<double>{1, 0, 0, 1});
+    CHECK_THROWS_AS(tc.assign(2.0), lt::ValueError);
+    Eigen::Ref<const Eigen::MatrixXd> cref = c;
+    CHECK(lt::from_eigen(cref).const_data() == c.data());
+}
+
+TEST_CASE("Eigen: as_eigen maps a tensor's memory, with its strides") {
+    for_each_device([](lt::Device d) {
+        lt::Tensor<float> x = lt::arange<float>(6, d).reshape({2, 3});
+        if (d.kind != lt::Device::Kind::Host) {
+            INTEROP_CHECK_CONTAINS(interop_error<lt::DeviceError>([&] { lt::as_eigen(x); }),
+                                   "the tensor is on " + d.str());
+            lt::Tensor<float> h = (x * 2.0f).to(lt::Device::host());  // the map of a copy on the host
+            CHECK(lt::as_eigen(h)(1, 2) == 10.0f);
+            return;
+        }
+        lt::EigenMap<float> e = lt::as_eigen(x);
+        CHECK(e.rows() == 2);
+        CHECK(e.cols() == 3);
+        CHECK(e(1, 0) == 3.0f);
+        CHECK(e.data() == x.data());
+        e(0, 1) = 100.0f;  // writes into the tensor
+        CHECK(x.to_vector()[1] == 100.0f);
+        lt::EigenMap<float> et = lt::as_eigen(x.t());  // a view: 3 x 2, transposed strides
+        CHECK(et.rows() == 3);
+        CHECK(et(1, 0) == 100.0f);
+        CHECK(et(2, 1) == 5.0f);
+        Eigen::MatrixXf product = lt::as_eigen(x) * lt::as_eigen(x.t());
+        const std::vector<float> want = lt::matmul(x, x.t()).to_vector();
+        for (int i = 0; i < 2; ++i)
+            for (int j = 0; j < 2; ++j) CHECK(product(i, j) == want[static_cast<std::size_t>(i * 2 + j)]);
+        lt::EigenMap<float> column = lt::as_eigen(x.slice(1, 2, 3).reshape({2}));  // 1-D: a column
+        CHECK(column.rows() == 2);
+        CHECK(column.cols() == 1);
+        CHECK(column(1, 0) == 5.0f);
+        lt::EigenMap<float> lazy = lt::as_eigen(lt::Tensor<float>(x + 1.0f));  // realized first
+        CHECK(lazy(1, 2) == 6.0f);
+        INTEROP_CHECK_CONTAINS(interop_error<lt::ShapeError>([&] { lt::as_eigen(x.reshape({1, 2, 3})); }),
+                               "as_eigen: needs a 1-D or 2-D tensor, got shape [1, 2, 3]");
+        INTEROP_CHECK_CONTAINS(interop_error<lt::ValueError>([&] { lt::as_eigen(x.flip(1)); }),
+                               "has negative stride -1 on axis 1 (a flipped view)");
+        const std::vector<float> values{1, 2, 3, 4};
+        lt::Tensor<float> ro = lt::from_blob(values.data(), {2, 2});
+        CHECK_THROWS_AS(lt::as_eigen(ro), lt::ValueError);
+        lt::ConstEigenMap<float> cm = lt::as_const_eigen(ro);
+        CHECK(cm(1, 0) == 3.0f);
+    });
+}
+
+TEST_CASE("README: Eigen") {
+    Eigen::MatrixXf m = Eigen::MatrixXf::Random(3, 4);  // column-major
+    lt::Tensor<float> t = lt::from_eigen(m);              // shape [3, 4], strides [1, 3]: m's memory
+    lt::Tensor<float> s = lt::softmax(t * 2.0f, 1);
+    lt::EigenMap<float> sm = lt::as_eigen(s);             // s (realized) as a 3 x 4 Eigen matrix, no copy
+    Eigen::MatrixXf product = sm * m.transpose();         // Eigen reads it in place
+
+    CHECK(t.strides() == lt::Strides{1, 3});
+    CHECK(sm.rowwise().sum()(2) == doctest::Approx(1.0f));
+    const std::vector<float> want = lt::matmul(s, t.t()).to_vector();
+    CHECK(product(2, 1) == doctest::Approx(want[2 * 3 + 1]));
+}
+#endif
