@@ -1,5 +1,5 @@
-// Interop: wrapping user memory without a copy (from_blob, data(), strides(), copy_to) and Eigen
-// matrices (LAZYTENSOR_TEST_EIGEN).
+// Interop: wrapping user memory without a copy (from_blob, data(), strides(), copy_to), Eigen
+// matrices (LAZYTENSOR_TEST_EIGEN) and DLPack (LAZYTENSOR_TEST_DLPACK).
 #include "common.hpp"
 
 #include <memory>
@@ -7,6 +7,9 @@
 
 #if LAZYTENSOR_TEST_EIGEN
 #include <lazytensor/interop/eigen.hpp>
+#endif
+#if LAZYTENSOR_TEST_DLPACK
+#include <lazytensor/interop/dlpack.hpp>
 #endif
 
 namespace {
@@ -551,5 +554,294 @@ TEST_CASE("README: Eigen") {
     CHECK(sm.rowwise().sum()(2) == doctest::Approx(1.0f));
     const std::vector<float> want = lt::matmul(s, t.t()).to_vector();
     CHECK(product(2, 1) == doctest::Approx(want[2 * 3 + 1]));
+}
+#endif
+
+// ---------------------------------------------------------------------------------- DLPack
+
+#if LAZYTENSOR_TEST_DLPACK
+namespace {
+
+/// Counts the calls of a DLManagedTensor's deleter: wraps `inner` (whose deleter it calls).
+struct InteropCountedTensor {
+    DLManagedTensor managed{};
+    DLManagedTensor* inner = nullptr;
+    int* deleted = nullptr;
+};
+
+inline DLManagedTensor* interop_counted(DLManagedTensor* inner, int* deleted) {
+    auto* c = new InteropCountedTensor;
+    c->managed.dl_tensor = inner->dl_tensor;
+    c->inner = inner;
+    c->deleted = deleted;
+    c->managed.manager_ctx = c;
+    c->managed.deleter = [](DLManagedTensor* self) {
+        auto* c = static_cast<InteropCountedTensor*>(self->manager_ctx);
+        ++*c->deleted;
+        if (c->inner->deleter) c->inner->deleter(c->inner);
+        delete c;
+    };
+    return &c->managed;
+}
+
+/// A DLManagedTensor of host memory the test owns (a producer other than lazytensor).
+struct InteropForeignTensor {
+    DLManagedTensor managed{};
+    std::vector<std::int64_t> shape, strides;
+    int* deleted = nullptr;
+};
+
+inline DLManagedTensor* interop_foreign(void* data, DLDevice device, DLDataType dtype, std::vector<std::int64_t> shape,
+                                        std::vector<std::int64_t> strides, std::uint64_t byte_offset, int* deleted) {
+    auto* f = new InteropForeignTensor;
+    f->shape = std::move(shape);
+    f->strides = std::move(strides);
+    f->deleted = deleted;
+    DLTensor& t = f->managed.dl_tensor;
+    t.data = data;
+    t.device = device;
+    t.ndim = static_cast<int>(f->shape.size());
+    t.dtype = dtype;
+    t.shape = f->shape.data();
+    t.strides = f->strides.empty() ? nullptr : f->strides.data();
+    t.byte_offset = byte_offset;
+    f->managed.manager_ctx = f;
+    f->managed.deleter = [](DLManagedTensor* self) {
+        auto* f = static_cast<InteropForeignTensor*>(self->manager_ctx);
+        ++*f->deleted;
+        delete f;
+    };
+    return &f->managed;
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("DLPack: a round trip shares the memory and calls the deleter once", T, std::uint8_t, std::int32_t,
+                   std::int64_t, lt::half, float, double) {
+    for_each_device([](lt::Device d) {
+        std::vector<T> values;
+        for (int i = 0; i < 12; ++i) values.push_back(interop_value<T>(i));
+        lt::Tensor<T> x = lt::tensor<T>(values, {3, 4}, d);
+        int deleted = 0;
+        DLManagedTensor* dl = lt::to_dlpack(x);
+        const DLTensor& dt = dl->dl_tensor;
+        CHECK(dt.ndim == 2);
+        CHECK(dt.shape[0] == 3);
+        CHECK(dt.shape[1] == 4);
+        CHECK(dt.strides[0] == 4);
+        CHECK(dt.strides[1] == 1);
+        CHECK(int(dt.dtype.bits) == int(8 * sizeof(T)));
+        CHECK(int(dt.dtype.lanes) == 1);
+        CHECK(int(dt.dtype.code) == int(std::is_same_v<T, lt::half> || std::is_floating_point_v<T> ? kDLFloat
+                                        : std::is_signed_v<T>                                        ? kDLInt
+                                                                                                     : kDLUInt));
+        CHECK(dt.byte_offset == 0);
+        if (d.kind == lt::Device::Kind::Host) {
+            CHECK(dt.device.device_type == kDLCPU);
+            CHECK(dt.data == static_cast<void*>(x.data()));
+        } else {
+            CHECK(dt.device.device_type == kDLOpenCL);
+            CHECK(dt.device.device_id == d.index);
+            CHECK(dt.data == x.node_ptr()->buffer->handle());  // the cl_mem
+        }
+        {
+            lt::Tensor<T> y = lt::from_dlpack<T>(interop_counted(dl, &deleted));
+            CHECK(y.device() == d);
+            CHECK(y.shape() == lt::Shape{3, 4});
+            CHECK(interop_doubles(y.to_vector()) == interop_doubles(values));
+            if (d.kind == lt::Device::Kind::Host) CHECK(y.const_data() == x.const_data());
+            // Writes through either side are seen on the other.
+            y.slice(0, 0, 1).assign(lt::full<T>({1, 4}, interop_value<T>(20), d));
+            CHECK(interop_double(x.to_vector()[2]) == interop_double(interop_value<T>(20)));
+            x.slice(0, 2, 3).assign(lt::full<T>({1, 4}, interop_value<T>(21), d));
+            CHECK(interop_double(y.to_vector()[11]) == interop_double(interop_value<T>(21)));
+            lt::Tensor<T> view = y.t();
+            y = lt::Tensor<T>();
+            CHECK(deleted == 0);  // the view still holds the memory
+            CHECK(interop_double(view.to_vector()[1]) == interop_double(values[4]));  // y[1, 0]
+        }
+        lt::synchronize(d);
+        CHECK(deleted == 1);
+        CHECK(interop_double(x.to_vector()[0]) == interop_double(interop_value<T>(20)));  // x is intact
+    });
+}
+
+TEST_CASE("DLPack: views, bool, read-only memory, and what to_dlpack refuses") {
+    for_each_device([](lt::Device d) {
+        lt::Tensor<float> x = lt::arange<float>(12, d).reshape({3, 4});
+        // A view at an offset: host data points at its first element; OpenCL gives byte_offset.
+        lt::Tensor<float> s = x.slice(0, 1, 3).slice(1, 1, 4, 2);
+        DLManagedTensor* dl = lt::to_dlpack(s);
+        CHECK(dl->dl_tensor.strides[0] == 4);
+        CHECK(dl->dl_tensor.strides[1] == 2);
+        if (d.kind == lt::Device::Kind::Host) {
+            CHECK(dl->dl_tensor.data == static_cast<void*>(x.data() + 5));
+            CHECK(dl->dl_tensor.byte_offset == 0);
+        } else {
+            CHECK(dl->dl_tensor.byte_offset == 5 * sizeof(float));
+        }
+        lt::Tensor<float> back = lt::from_dlpack<float>(dl);
+        CHECK(back.to_vector() == std::vector<float>{5, 7, 9, 11});
+        CHECK(lt::from_dlpack<float>(lt::to_dlpack(x.t())).to_vector() == x.t().to_vector());
+        // An expression is realized first.
+        CHECK(lt::from_dlpack<float>(lt::to_dlpack(x * 2.0f)).to_vector()[11] == 22.0f);
+        INTEROP_CHECK_CONTAINS(interop_error<lt::ValueError>([&] { lt::to_dlpack(x.flip(0)); }),
+                               "lt::to_dlpack: the tensor (shape [3, 4]) has negative stride -4 on axis 0");
+        // bool: DLPack 0.6 has no bool type; it goes out as uint8.
+        DLManagedTensor* flags = lt::to_dlpack(x > 5.0f);
+#if LAZYTENSOR_DLPACK_HAS_BOOL
+        CHECK(flags->dl_tensor.dtype.code == kDLBool);
+        CHECK(lt::from_dlpack<bool>(flags).to_vector()[6] == true);
+#else
+        CHECK(flags->dl_tensor.dtype.code == kDLUInt);
+        INTEROP_CHECK_CONTAINS(interop_error<lt::DTypeError>([&] { lt::from_dlpack<bool>(flags); }),
+                               "DLPack 0.6 has no bool type");
+        lt::Tensor<bool> b = lt::cast<bool>(lt::from_dlpack<std::uint8_t>(flags));
+        CHECK(b.to_vector() == (x > 5.0f).to_vector());
+#endif
+        if (d.kind == lt::Device::Kind::Host) {
+            const std::vector<float> c{1, 2};
+            INTEROP_CHECK_CONTAINS(interop_error<lt::ValueError>([&] { lt::to_dlpack(lt::from_blob(c.data(), {2})); }),
+                                   "is read-only memory, and DLPack 0.6 cannot mark a tensor read-only");
+        }
+    });
+}
+
+TEST_CASE("DLPack: host memory from another producer: null strides, byte_offset, ownership") {
+    int deleted = 0;
+    std::vector<double> memory{-1, 1, 2, 3, 4, 5, 6};
+    const DLDataType f64{kDLFloat, 64, 1};
+    {
+        // Row-major (null strides), starting one element in.
+        lt::Tensor<double> t = lt::from_dlpack<double>(
+            interop_foreign(memory.data(), DLDevice{kDLCPU, 0}, f64, {2, 3}, {}, sizeof(double), &deleted));
+        CHECK(t.strides() == lt::Strides{3, 1});
+        CHECK(t.const_data() == memory.data() + 1);
+        CHECK((t * 2.0).to_vector() == std::vector<double>{2, 4, 6, 8, 10, 12});
+        t.assign(t.t().reshape({2, 3}));  // writes the producer's memory (read through a copy)
+        CHECK(memory == std::vector<double>{-1, 1, 4, 2, 5, 3, 6});
+        CHECK(deleted == 0);
+    }
+    CHECK(deleted == 1);
+    // A 0-d tensor (no shape array needed) and an empty one (no memory).
+    const lt::Tensor<double> scalar =
+        lt::from_dlpack<double>(interop_foreign(memory.data() + 6, DLDevice{kDLCPU, 0}, f64, {}, {}, 0, &deleted));
+    CHECK(scalar.item() == 6.0);
+    CHECK(lt::from_dlpack<double>(interop_foreign(nullptr, DLDevice{kDLCPU, 0}, f64, {0, 4}, {}, 0, &deleted)).numel() == 0);
+    CHECK(deleted == 2);
+}
+
+TEST_CASE("DLPack: errors name the mistake, and leave the tensor to the caller") {
+    int deleted = 0;
+    float memory[8] = {};
+    const DLDataType f32{kDLFloat, 32, 1};
+    auto check_refused = [&](DLManagedTensor* dl, auto&& take, const std::string& part, auto error) {
+        using E = decltype(error);
+        INTEROP_CHECK_CONTAINS(interop_error<E>([&] { take(dl); }), part);
+        CHECK(deleted == 0);  // not taken: still the caller's
+        dl->deleter(dl);
+        deleted = 0;
+    };
+    auto as_float = [](DLManagedTensor* dl) { lt::from_dlpack<float>(dl); };
+    auto as_int = [](DLManagedTensor* dl) { lt::from_dlpack<std::int32_t>(dl); };
+    check_refused(interop_foreign(memory, DLDevice{kDLCPU, 0}, f32, {8}, {}, 0, &deleted), as_int,
+                  "lt::from_dlpack: the DLPack tensor holds float32 elements, not int32", lt::DTypeError(""));
+    check_refused(interop_foreign(memory, DLDevice{kDLCPU, 0}, DLDataType{kDLFloat, 32, 4}, {2}, {}, 0, &deleted), as_float,
+                  "holds float32x4 elements, not float32", lt::DTypeError(""));
+    check_refused(interop_foreign(memory, DLDevice{kDLCPU, 0}, DLDataType{kDLComplex, 64, 1}, {2}, {}, 0, &deleted),
+                  as_float, "holds complex64 elements", lt::DTypeError(""));
+    check_refused(interop_foreign(memory, DLDevice{kDLCUDA, 1}, f32, {8}, {}, 0, &deleted), as_float,
+                  "the DLPack tensor is on kDLCUDA device 1; lazytensor takes kDLCPU (host) and kDLOpenCL memory",
+                  lt::DeviceError(""));
+    check_refused(interop_foreign(memory, DLDevice{kDLCPU, 0}, f32, {2, 2}, {-1, 2}, 4, &deleted), as_float,
+                  "lt::from_dlpack: negative stride -1 on axis 0", lt::ValueError(""));
+    check_refused(interop_foreign(memory, DLDevice{kDLCPU, 0}, f32, {2, -2}, {}, 0, &deleted), as_float,
+                  "negative extent in shape [2, -2]", lt::ShapeError(""));
+    check_refused(interop_foreign(memory, DLDevice{kDLCPU, 0}, f32, {2}, {}, 2, &deleted), as_float,
+                  "is not aligned for float32", lt::ValueError(""));
+    check_refused(interop_foreign(nullptr, DLDevice{kDLCPU, 0}, f32, {2}, {}, 0, &deleted), as_float,
+                  "null data for a tensor of shape [2]", lt::ValueError(""));
+    check_refused(interop_foreign(memory, DLDevice{kDLOpenCL, 99}, f32, {2}, {}, 0, &deleted), as_float,
+                  "opencl:99", lt::DeviceError(""));
+    INTEROP_CHECK_CONTAINS(interop_error<lt::ValueError>([&] { lt::from_dlpack<float>(nullptr); }), "null pointer");
+}
+
+#if LAZYTENSOR_OPENCL
+TEST_CASE("DLPack: a cl_mem from another producer on lazytensor's context, and one of another context" *
+          doctest::skip(!has_test_device(lt::Device::Kind::OpenCL))) {
+    for (lt::Device d : test_devices()) {
+        if (d.kind != lt::Device::Kind::OpenCL) continue;
+        auto& backend = lt::detail::opencl::opencl_backend(d.index);
+        int deleted = 0;
+        const DLDataType i32{kDLInt, 32, 1};
+        cl_int err = CL_SUCCESS;
+        // A buffer of lazytensor's context, made and filled by "another library" on its own.
+        std::vector<std::int32_t> values{-1, -1, 10, 20, 30, 40, 50, 60};
+        cl_mem mem = clCreateBuffer(backend.context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                                    values.size() * sizeof(std::int32_t), values.data(), &err);
+        REQUIRE(err == CL_SUCCESS);
+        {
+            lt::Tensor<std::int32_t> t = lt::from_dlpack<std::int32_t>(
+                interop_foreign(mem, DLDevice{kDLOpenCL, d.index}, i32, {2, 3}, {}, 2 * sizeof(std::int32_t), &deleted));
+            CHECK(t.device() == d);
+            CHECK(t.to_vector() == std::vector<std::int32_t>{10, 20, 30, 40, 50, 60});
+            CHECK(lt::sum(t, {0}).to_vector() == std::vector<std::int64_t>{50, 70, 90});
+            t.assign(t * 2);
+            std::vector<std::int32_t> read(8);
+            REQUIRE(clEnqueueReadBuffer(backend.queue(), mem, CL_TRUE, 0, 32, read.data(), 0, nullptr, nullptr) == CL_SUCCESS);
+            CHECK(read == std::vector<std::int32_t>{-1, -1, 20, 40, 60, 80, 100, 120});
+            int refused = 0;
+            DLManagedTensor* past = interop_foreign(mem, DLDevice{kDLOpenCL, d.index}, i32, {4}, {}, 6 * 4, &refused);
+            INTEROP_CHECK_CONTAINS(interop_error<lt::ValueError>([&] { lt::from_dlpack<std::int32_t>(past); }),
+                                   "the tensor reaches 40 bytes into its cl_mem, which holds 32 bytes");
+            CHECK(refused == 0);  // still the caller's
+            past->deleter(past);
+            CHECK(deleted == 0);
+        }
+        CHECK(deleted == 1);
+        cl_uint references = 0;  // lazytensor's own reference is gone too
+        REQUIRE(clGetMemObjectInfo(mem, CL_MEM_REFERENCE_COUNT, sizeof references, &references, nullptr) == CL_SUCCESS);
+        CHECK(references == 1);
+        clReleaseMemObject(mem);
+        deleted = 0;
+
+        // A read-only cl_mem gives a read-only tensor.
+        cl_mem ro = clCreateBuffer(backend.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, 8 * sizeof(std::int32_t),
+                                   values.data(), &err);
+        REQUIRE(err == CL_SUCCESS);
+        {
+            lt::Tensor<std::int32_t> t =
+                lt::from_dlpack<std::int32_t>(interop_foreign(ro, DLDevice{kDLOpenCL, d.index}, i32, {8}, {}, 0, &deleted));
+            CHECK(lt::sum(t).item() == 208);
+            CHECK_THROWS_AS(t.assign(0), lt::ValueError);
+        }
+        clReleaseMemObject(ro);
+
+        // A cl_mem of another context (the same device) cannot be used.
+        cl_device_id device = backend.device_id();
+        cl_context other = clCreateContext(nullptr, 1, &device, nullptr, nullptr, &err);
+        REQUIRE(err == CL_SUCCESS);
+        cl_mem foreign = clCreateBuffer(other, CL_MEM_READ_WRITE, 64, nullptr, &err);
+        REQUIRE(err == CL_SUCCESS);
+        deleted = 0;
+        DLManagedTensor* dl = interop_foreign(foreign, DLDevice{kDLOpenCL, d.index}, i32, {4}, {}, 0, &deleted);
+        INTEROP_CHECK_CONTAINS(interop_error<lt::DeviceError>([&] { lt::from_dlpack<std::int32_t>(dl); }),
+                               "the cl_mem belongs to another OpenCL context than the one lazytensor uses for " + d.str());
+        CHECK(deleted == 0);
+        dl->deleter(dl);
+        clReleaseMemObject(foreign);
+        clReleaseContext(other);
+    }
+}
+#endif
+
+TEST_CASE("README: DLPack") {
+    std::vector<float> v = {1, 2, 3, 4, 5, 6};
+    lt::Tensor<float> x = lt::from_blob(v.data(), {2, 3});
+    DLManagedTensor* dl = lt::to_dlpack(x);               // a consumer calls dl->deleter(dl) when done
+    lt::Tensor<float> back = lt::from_dlpack<float>(dl);  // takes ownership: the deleter runs with back's last tensor
+    CHECK(back.const_data() == v.data());
+    back.assign(back * 2.0f);
+    CHECK(v[5] == 12.0f);
 }
 #endif

@@ -1,8 +1,8 @@
 # Every header under include/ compiles on its own, in a translation unit that includes nothing
 # else (so no header depends on what was included before it), and the umbrella header compiles
-# in each mode. The Eigen interop header needs Eigen's include directory (EIGEN_INCLUDE); without
-# it, that header is left out. Run by ctest:
-# cmake -DSOURCE_DIR=... -DWORK_DIR=... -DCXX=... [-DEIGEN_INCLUDE=...] -P check_headers.cmake
+# in each mode. The interop headers need their libraries' include directories (EIGEN_INCLUDE,
+# DLPACK_INCLUDE); without one, its header is left out. Run by ctest:
+# cmake -DSOURCE_DIR=... -DWORK_DIR=... -DCXX=... [-DEIGEN_INCLUDE=...] [-DDLPACK_INCLUDE=...] -P check_headers.cmake
 file(GLOB_RECURSE headers RELATIVE "${SOURCE_DIR}/include" "${SOURCE_DIR}/include/*.hpp")
 list(SORT headers)
 file(REMOVE_RECURSE "${WORK_DIR}")
@@ -30,6 +30,12 @@ foreach(header IN LISTS headers)
             continue()
         endif()
         check(${header} -isystem ${EIGEN_INCLUDE})
+    elseif(header STREQUAL "lazytensor/interop/dlpack.hpp")
+        if(NOT DLPACK_INCLUDE)
+            list(APPEND skipped ${header})
+            continue()
+        endif()
+        check(${header} -I${DLPACK_INCLUDE})  # (-isystem /usr/include would reorder the system directories)
     else()
         check(${header})
     endif()

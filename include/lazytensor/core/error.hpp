@@ -41,6 +41,13 @@ public:
     using Error::Error;
 };
 
+/// An element type that is not the one asked for, or not one lazytensor has: a DLPack tensor
+/// of another dtype than the Tensor<T> it is taken into, or of a dtype such as complex64.
+class DTypeError : public Error {
+public:
+    using Error::Error;
+};
+
 /// A device that is unknown, unavailable, or mixed with another in one expression.
 class DeviceError : public Error {
 public:
