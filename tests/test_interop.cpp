@@ -2,7 +2,9 @@
 // matrices (LAZYTENSOR_TEST_EIGEN) and DLPack (LAZYTENSOR_TEST_DLPACK).
 #include "common.hpp"
 
+#include <chrono>
 #include <memory>
+#include <thread>
 #include <type_traits>
 
 #if LAZYTENSOR_TEST_EIGEN
@@ -529,8 +531,14 @@ TEST_CASE("Eigen: as_eigen maps a tensor's memory, with its strides") {
         CHECK(column.rows() == 2);
         CHECK(column.cols() == 1);
         CHECK(column(1, 0) == 5.0f);
-        lt::EigenMap<float> lazy = lt::as_eigen(lt::Tensor<float>(x + 1.0f));  // realized first
+        lt::Tensor<float> plus = x + 1.0f;
+        lt::EigenMap<float> lazy = lt::as_eigen(plus);  // realized first
         CHECK(lazy(1, 2) == 6.0f);
+        // A temporary that alone holds its memory would leave the map dangling.
+        INTEROP_CHECK_CONTAINS(interop_error<lt::ValueError>([&] { lt::as_eigen(lt::Tensor<float>(x * 2.0f)); }),
+                               "as_eigen: the tensor (shape [2, 3]) is a temporary that alone holds its memory");
+        INTEROP_CHECK_CONTAINS(interop_error<lt::ValueError>([&] { lt::as_const_eigen(lt::softmax(x, 1)); }),
+                               "as_const_eigen: the tensor (shape [2, 3]) is a temporary");
         INTEROP_CHECK_CONTAINS(interop_error<lt::ShapeError>([&] { lt::as_eigen(x.reshape({1, 2, 3})); }),
                                "as_eigen: needs a 1-D or 2-D tensor, got shape [1, 2, 3]");
         INTEROP_CHECK_CONTAINS(interop_error<lt::ValueError>([&] { lt::as_eigen(x.flip(1)); }),
@@ -663,6 +671,24 @@ TEST_CASE_TEMPLATE("DLPack: a round trip shares the memory and calls the deleter
         lt::synchronize(d);
         CHECK(deleted == 1);
         CHECK(interop_double(x.to_vector()[0]) == interop_double(interop_value<T>(20)));  // x is intact
+    });
+}
+
+TEST_CASE("DLPack: an assign through one side that reads the other is computed from a copy, on every device") {
+    for_each_device([](lt::Device d) {
+        const int n = 5000;  // several host blocks and OpenCL work-groups
+        lt::Tensor<float> x = lt::arange<float>(n, d).realize();
+        lt::Tensor<float> y = lt::from_dlpack<float>(lt::to_dlpack(x));
+        lt::Tensor<float> earlier = x * 1.0f;  // lazy: reads the memory as it is now
+        y.assign(x.flip(0) + 0.0f);
+        const std::vector<float> got = x.to_vector();
+        bool reversed = true;
+        for (int i = 0; i < n; ++i) reversed = reversed && got[static_cast<std::size_t>(i)] == static_cast<float>(n - 1 - i);
+        CHECK(reversed);
+        const std::vector<float> before = earlier.to_vector();
+        bool kept = true;
+        for (int i = 0; i < n; ++i) kept = kept && before[static_cast<std::size_t>(i)] == static_cast<float>(i);
+        CHECK(kept);
     });
 }
 
@@ -799,8 +825,14 @@ TEST_CASE("DLPack: a cl_mem from another producer on lazytensor's context, and o
             CHECK(deleted == 0);
         }
         CHECK(deleted == 1);
-        cl_uint references = 0;  // lazytensor's own reference is gone too
-        REQUIRE(clGetMemObjectInfo(mem, CL_MEM_REFERENCE_COUNT, sizeof references, &references, nullptr) == CL_SUCCESS);
+        // lazytensor's own reference is gone too. (A driver may drop the references its
+        // commands hold a little after they complete: wait for it, a while at most.)
+        cl_uint references = 0;
+        for (int tries = 0; tries < 200; ++tries) {
+            REQUIRE(clGetMemObjectInfo(mem, CL_MEM_REFERENCE_COUNT, sizeof references, &references, nullptr) == CL_SUCCESS);
+            if (references == 1) break;
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
         CHECK(references == 1);
         clReleaseMemObject(mem);
         deleted = 0;

@@ -44,6 +44,18 @@ Map eigen_map(const Tensor<T>& t, P* (Tensor<T>::*pointer)() const, const char* 
     return Map(data, rows, cols, Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>(s[0], matrix ? s[1] : 1));
 }
 
+/// A temporary tensor that alone holds its memory frees it at the end of the statement, and a
+/// map of it would point at freed memory: a ValueError instead. (A temporary view, x.t(), shares
+/// its memory with x and is mapped.)
+template <class T>
+const Tensor<T>& outlives_map(const Tensor<T>& t, const char* op) {
+    t.realize();
+    if (t.node_ptr().use_count() == 1 && t.node_ptr()->buffer.use_count() == 1)
+        fail<ValueError>(op, ": the tensor (shape ", t.shape(), ") is a temporary that alone holds its memory, which "
+                         "is freed at the end of the statement; keep the tensor in a variable and map that");
+    return t;
+}
+
 }  // namespace detail
 
 /// A tensor whose memory is the dense matrix or vector `m` (an Eigen::Matrix or Array, a Map, a
@@ -90,11 +102,25 @@ EigenMap<T> as_eigen(const Tensor<T>& t) {
     return detail::eigen_map<EigenMap<T>>(t, &Tensor<T>::data, "as_eigen");
 }
 
+/// as_eigen of a temporary tensor: a view of memory that other tensors hold; ValueError for a
+/// temporary that alone holds its memory (lt::as_eigen(lt::softmax(x, 1))), as the map would
+/// outlive it.
+template <class T>
+EigenMap<T> as_eigen(Tensor<T>&& t) {
+    return as_eigen(detail::outlives_map(t, "as_eigen"));
+}
+
 /// as_eigen for reading only: read-only memory too.
 template <class T>
 ConstEigenMap<T> as_const_eigen(const Tensor<T>& t) {
     static_assert(detail::eigen_scalar_ok_v<T>, "lazytensor: Eigen has no lazytensor::half scalar; cast to float first");
     return detail::eigen_map<ConstEigenMap<T>>(t, &Tensor<T>::const_data, "as_const_eigen");
+}
+
+/// as_const_eigen of a temporary tensor (see as_eigen's).
+template <class T>
+ConstEigenMap<T> as_const_eigen(Tensor<T>&& t) {
+    return as_const_eigen(detail::outlives_map(t, "as_const_eigen"));
 }
 
 }  // namespace lazytensor
