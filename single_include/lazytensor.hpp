@@ -1173,6 +1173,9 @@ public:
     void* handle() const { return handle_; }
     /// Memory lazytensor did not allocate (lt::from_blob, DLPack).
     bool wrapped() const { return wrapped_; }
+    /// Whether letting go of the buffer frees its memory (or gives it back to an allocator or a
+    /// deleter); false for wrapped memory without a release function.
+    bool frees_memory() const { return owner_ != nullptr || static_cast<bool>(release_); }
     /// False for read-only wrapped memory (lt::from_blob of a const pointer).
     bool writable() const { return writable_; }
     /// Whether the memory's address is known outside lazytensor (wrapped memory, or handed out

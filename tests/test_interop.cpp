@@ -483,6 +483,10 @@ TEST_CASE("Eigen: from_eigen views matrices, vectors, maps, refs and blocks with
     CHECK(row.to_vector() == std::vector<float>{1, 2, 3});
     CHECK(lt::from_eigen(m.col(2)).to_vector() == std::vector<float>{3, 0});
     CHECK(lt::from_eigen(m.block(0, 1, 2, 2)).to_vector() == std::vector<float>{2, 3, 0, 0});
+    CHECK(lt::from_eigen(m.transpose()).to_vector() == std::vector<float>{1, 0, 2, 0, 3, 0});
+    Eigen::Array<bool, 2, 2> flags;
+    flags << true, false, false, true;
+    CHECK(lt::from_eigen(flags).to_vector() == std::vector<bool>{true, false, false, true});
 
     // A Map of a buffer with an outer stride (a 3 x 2 matrix in rows of 4), and a Ref of it.
     float buffer[12] = {1, 2, -1, -1, 3, 4, -1, -1, 5, 6, -1, -1};
@@ -539,6 +543,16 @@ TEST_CASE("Eigen: as_eigen maps a tensor's memory, with its strides") {
                                "as_eigen: the tensor (shape [2, 3]) is a temporary that alone holds its memory");
         INTEROP_CHECK_CONTAINS(interop_error<lt::ValueError>([&] { lt::as_const_eigen(lt::softmax(x, 1)); }),
                                "as_const_eigen: the tensor (shape [2, 3]) is a temporary");
+        float user[4] = {1, 2, 3, 4};  // a temporary wrapping memory it does not free is mapped
+        CHECK(lt::as_eigen(lt::from_blob(user, {2, 2}))(1, 0) == 3.0f);
+        int freed = 0;
+        auto* owned = new float[4]{1, 2, 3, 4};
+        CHECK_THROWS_AS(lt::as_eigen(lt::from_blob(owned, {2, 2}, [&](float* q) {
+                            ++freed;
+                            delete[] q;
+                        })),
+                        lt::ValueError);
+        CHECK(freed == 1);
         INTEROP_CHECK_CONTAINS(interop_error<lt::ShapeError>([&] { lt::as_eigen(x.reshape({1, 2, 3})); }),
                                "as_eigen: needs a 1-D or 2-D tensor, got shape [1, 2, 3]");
         INTEROP_CHECK_CONTAINS(interop_error<lt::ValueError>([&] { lt::as_eigen(x.flip(1)); }),

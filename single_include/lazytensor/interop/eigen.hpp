@@ -46,11 +46,12 @@ Map eigen_map(const Tensor<T>& t, P* (Tensor<T>::*pointer)() const, const char* 
 
 /// A temporary tensor that alone holds its memory frees it at the end of the statement, and a
 /// map of it would point at freed memory: a ValueError instead. (A temporary view, x.t(), shares
-/// its memory with x and is mapped.)
+/// its memory with x and is mapped, as is user memory wrapped without a deleter.)
 template <class T>
 const Tensor<T>& outlives_map(const Tensor<T>& t, const char* op) {
     t.realize();
-    if (t.node_ptr().use_count() == 1 && t.node_ptr()->buffer.use_count() == 1)
+    const BufferPtr& buffer = t.node_ptr()->buffer;
+    if (t.node_ptr().use_count() == 1 && buffer.use_count() == 1 && buffer->frees_memory())
         fail<ValueError>(op, ": the tensor (shape ", t.shape(), ") is a temporary that alone holds its memory, which "
                          "is freed at the end of the statement; keep the tensor in a variable and map that");
     return t;
