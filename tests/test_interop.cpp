@@ -725,6 +725,14 @@ TEST_CASE("DLPack: views, bool, read-only memory, and what to_dlpack refuses") {
         CHECK(lt::from_dlpack<float>(lt::to_dlpack(x.t())).to_vector() == x.t().to_vector());
         // An expression is realized first.
         CHECK(lt::from_dlpack<float>(lt::to_dlpack(x * 2.0f)).to_vector()[11] == 22.0f);
+        // 0-d and empty tensors.
+        DLManagedTensor* scalar = lt::to_dlpack(lt::full<float>({}, 2.5f, d));
+        CHECK(scalar->dl_tensor.ndim == 0);
+        CHECK(lt::from_dlpack<float>(scalar).item() == 2.5f);
+        lt::Tensor<float> empty = lt::from_dlpack<float>(lt::to_dlpack(lt::zeros<float>({0, 3}, d)));
+        CHECK(empty.shape() == lt::Shape{0, 3});
+        CHECK(empty.device() == d);
+        CHECK(empty.to_vector().empty());
         INTEROP_CHECK_CONTAINS(interop_error<lt::ValueError>([&] { lt::to_dlpack(x.flip(0)); }),
                                "lt::to_dlpack: the tensor (shape [3, 4]) has negative stride -4 on axis 0");
         // bool: DLPack 0.6 has no bool type; it goes out as uint8.
