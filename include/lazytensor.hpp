@@ -19,6 +19,7 @@
 #include "lazytensor/core/shape.hpp"
 #include "lazytensor/frontend/composites.hpp"
 #include "lazytensor/frontend/creation.hpp"
+#include "lazytensor/frontend/blob.hpp"
 #include "lazytensor/frontend/expr.hpp"
 #include "lazytensor/frontend/functions.hpp"
 #include "lazytensor/frontend/movement.hpp"

@@ -101,8 +101,8 @@ public:
     using Error::Error;
 };
 
-/// An element type that is not the one asked for, or not one lazytensor has: a .npy file of
-/// another dtype than the Tensor<T> it is loaded into, or of a dtype such as complex64.
+/// An element type that is not the one asked for, or not one lazytensor has: a .npy file or a
+/// DLPack tensor of another dtype than the Tensor<T> it goes into, or of a dtype such as complex64.
 class DTypeError : public Error {
 public:
     using Error::Error;
@@ -1032,6 +1032,7 @@ inline Axes all_axes(std::size_t ndim) {
 // tensors and expressions share (shape, reductions, views, realize, to_vector, item, cast).
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <type_traits>
 #include <utility>
@@ -1044,6 +1045,7 @@ inline Axes all_axes(std::size_t ndim) {
 // nodes), so that every later stage sees operands of one shape and one dtype.
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -1071,6 +1073,7 @@ inline Axes all_axes(std::size_t ndim) {
 // (GCC and Clang with an ELF linker; elsewhere these checks are absent).
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -1082,7 +1085,9 @@ inline Axes all_axes(std::size_t ndim) {
 // it. The backends that allocate and run on devices live in backend/ and runtime/.
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <ostream>
@@ -1147,17 +1152,31 @@ public:
 
 }  // namespace detail
 
-/// An owned allocation of `numel` elements of `dtype` on a device. Freed when the last tensor
-/// (or schedule) holding it lets go.
+/// An allocation of `numel` elements of `dtype` on a device: one a backend made (freed when the
+/// last tensor or schedule holding it lets go), or memory lazytensor did not allocate, wrapped
+/// (lt::from_blob, DLPack), whose release function runs then instead.
 class Buffer {
 public:
     /// Takes ownership of `handle` (allocated by a backend); `owner` releases it on destruction.
     Buffer(Device device, DType dtype, std::int64_t numel, void* handle, detail::BufferAllocator* owner)
         : device_(device), dtype_(dtype), numel_(numel), handle_(handle), owner_(owner) {}
+    /// Wraps memory lazytensor did not allocate: `release` (may be empty) runs when the last
+    /// holder lets go. Memory that is not `writable` is never written (an assign into it is a
+    /// ValueError). (The runtime marks it exposed when it records it.)
+    Buffer(Device device, DType dtype, std::int64_t numel, void* handle, std::function<void()> release, bool writable)
+        : device_(device), dtype_(dtype), numel_(numel), handle_(handle), owner_(nullptr), release_(std::move(release)),
+          wrapped_(true), writable_(writable) {}
     Buffer(const Buffer&) = delete;
     Buffer& operator=(const Buffer&) = delete;
     ~Buffer() {
         if (owner_) owner_->release(handle_, bytes());
+        if (release_) {
+            try {
+                release_();
+            } catch (...) {
+                // A destructor cannot pass it on; the README asks deleters not to throw.
+            }
+        }
     }
 
     /// The device the memory is on.
@@ -1170,6 +1189,18 @@ public:
     std::size_t bytes() const { return static_cast<std::size_t>(numel_) * dtype_size(dtype_); }
     /// Host pointer for host buffers; the backend's handle (e.g. cl_mem) otherwise.
     void* handle() const { return handle_; }
+    /// Memory lazytensor did not allocate (lt::from_blob, DLPack).
+    bool wrapped() const { return wrapped_; }
+    /// Whether letting go of the buffer frees its memory (or gives it back to an allocator or a
+    /// deleter); false for wrapped memory without a release function.
+    bool frees_memory() const { return owner_ != nullptr || static_cast<bool>(release_); }
+    /// False for read-only wrapped memory (lt::from_blob of a const pointer).
+    bool writable() const { return writable_; }
+    /// Whether the memory's address is known outside lazytensor (wrapped memory, or handed out
+    /// by data() or to_dlpack), so that another buffer may wrap the same memory.
+    bool exposed() const { return exposed_.load(std::memory_order_acquire); }
+    /// Marks the memory exposed (runtime/exposed.hpp's registry does, as it records the buffer).
+    void mark_exposed() { exposed_.store(true, std::memory_order_release); }
 
     /// Records a lazy node that reads this buffer (directly or through views). An in-place
     /// write (assign) first computes the readers that are still lazy, so that they see the
@@ -1205,10 +1236,30 @@ private:
     std::int64_t numel_;
     void* handle_;
     detail::BufferAllocator* owner_;
+    std::function<void()> release_;
+    bool wrapped_ = false;
+    bool writable_ = true;
+    std::atomic<bool> exposed_{false};
 };
 
 /// Shared ownership of a Buffer (tensors, views and schedules hold these).
 using BufferPtr = std::shared_ptr<Buffer>;
+
+namespace detail {
+
+/// Whether two buffers may hold some of the same memory: one buffer, or two exposed ones
+/// (wrapped memory, or memory whose address was handed out) that overlap: on the host, address
+/// ranges that intersect; elsewhere, the same handle (one cl_mem).
+inline bool shares_memory(const Buffer& a, const Buffer& b) {
+    if (&a == &b) return true;
+    if (!a.exposed() || !b.exposed() || a.device() != b.device()) return false;
+    if (a.device().kind != Device::Kind::Host) return a.handle() == b.handle();
+    if (a.bytes() == 0 || b.bytes() == 0) return false;
+    const auto a0 = reinterpret_cast<std::uintptr_t>(a.handle()), b0 = reinterpret_cast<std::uintptr_t>(b.handle());
+    return a0 < b0 + b.bytes() && b0 < a0 + a.bytes();
+}
+
+}  // namespace detail
 
 }  // namespace lazytensor
 
@@ -1379,6 +1430,16 @@ LAZYTENSOR_ENGINE_API void assign_into(const std::shared_ptr<Node>& target, cons
 /// values and int64 positions on in's device: lt::sort, argsort and topk.
 LAZYTENSOR_ENGINE_API std::pair<BufferPtr, BufferPtr> sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n,
                                                                 std::int64_t k, bool descending);
+/// Memory lazytensor did not allocate, as a buffer of `numel` elements of `dtype` on `d` (the
+/// host: a pointer; OpenCL: a cl_mem of d's context, checked (DeviceError) and retained):
+/// `release` (may be empty) runs once, when the last holder lets go, after the kernels that use
+/// the memory. Read-only unless `writable`. Not counted in memory_stats. If this throws,
+/// `release` is not called.
+LAZYTENSOR_ENGINE_API BufferPtr wrap_memory(Device d, DType dtype, std::int64_t numel, void* handle,
+                                            std::function<void()> release, bool writable);
+/// Records that `buffer`'s address was handed out (data(), to_dlpack), so that memory another
+/// buffer may wrap is known to be shared (an assign then computes the readers of both first).
+LAZYTENSOR_ENGINE_API void expose_memory(const BufferPtr& buffer);
 
 /// A new buffer on `d` holding `bytes` bytes copied from host memory (`numel` elements of `dtype`).
 LAZYTENSOR_ENGINE_API BufferPtr upload(Device d, DType dtype, std::int64_t numel, const void* data);
@@ -2180,16 +2241,42 @@ inline NodePtr copy(const NodePtr& x) {
     return with_sources(make(NodeKind::Cast, x->dtype, x->device, x->shape), {x});
 }
 
+/// Whether a layout may give two elements one memory location. Exact for every layout views of
+/// lazytensor's own memory have (each axis, in order of its stride, steps past the span of the
+/// smaller ones); other layouts of wrapped memory (lt::from_blob) may be reported although their
+/// elements are distinct (extents [3, 2], strides [2, 3]).
+inline bool may_overlap(const Shape& shape, const Strides& strides) {
+    SmallVector<std::array<std::int64_t, 2>, 6> axes;  // (|stride|, extent) of the axes of extent > 1
+    for (std::size_t k = 0; k < shape.size(); ++k) {
+        if (shape[k] == 0) return false;
+        if (shape[k] > 1) axes.push_back({strides[k] < 0 ? -strides[k] : strides[k], shape[k]});
+    }
+    std::sort(axes.begin(), axes.end());
+    std::int64_t span = 0;  // the largest distance between two elements over the axes so far
+    for (const auto& [stride, extent] : axes) {
+        if (stride <= span) return true;
+        span += stride * (extent - 1);
+    }
+    return false;
+}
+
 /// Writes `value` (broadcast to the target's shape, cast to its dtype) into the memory of
 /// `target`, a realized tensor whose elements are distinct memory locations.
 inline NodePtr assign(const NodePtr& target, const Operand& value) {
     const char* op = "assign";
     if (!target->realized()) fail<Error>("lazytensor internal error: assign to an unrealized tensor");
+    if (!target->buffer->writable())
+        fail<ValueError>(op, ": the target (shape ", target->shape, ") is read-only memory (lt::from_blob of a const "
+                         "pointer, or a read-only cl_mem); wrap a non-const pointer to write into it, or assign into "
+                         "lt::clone(x)");
     // (An empty view has no element to write twice, whatever its strides: empty views get 0.)
     for (std::size_t k = 0; k < target->shape.size() && numel(target->shape) > 0; ++k)
         if (target->strides[k] == 0 && target->shape[k] > 1)
             fail<ValueError>(op, ": the target (shape ", target->shape, ") is a broadcast view: several of its elements "
                              "are one memory location (axis ", k, "); assign into the tensor it was expanded from");
+    if (may_overlap(target->shape, target->strides))
+        fail<ValueError>(op, ": the target's strides ", target->strides, " (shape ", target->shape, ") may make several "
+                         "of its elements one memory location; assign into a view whose elements are distinct");
     if (!value.is_scalar() && value.node->device != target->device)
         fail<DeviceError>(op, ": the value is on ", value.node->device, " but the target is on ", target->device,
                           "; move it with .to(device)");
@@ -2457,6 +2544,11 @@ public:
     std::vector<T> to_vector() const;
     /// The single element of a one-element tensor (ValueError otherwise); realizes first if needed.
     T item() const;
+    /// Copies the elements, row-major, into dst[0], ..., dst[count - 1] (realizes first if
+    /// needed): straight from the tensor's memory on the host, and on any device when the
+    /// tensor is row-major in its memory; a strided view on another device goes through a host
+    /// copy of the memory it spans. ShapeError unless count is numel().
+    void copy_to(T* dst, std::size_t count) const;
     /// The value on `device` (realized, read back through host memory and copied there now).
     /// On the tensor's own device, the tensor itself. DeviceError if `device` is unavailable.
     Tensor<T> to(Device device) const;
@@ -2624,6 +2716,19 @@ public:
         return node_ && node_->realized();
     }
 
+    /// The address of element [0, ..., 0] of this tensor in host memory, to read and write in
+    /// place (realizes it first if needed); strides() gives the layout. The memory is the
+    /// tensor's own, or the memory of the tensor it is a view of (x.t().data() points into x).
+    /// Valid while a tensor holding that memory lives. DeviceError unless the tensor is on the
+    /// host; ValueError for read-only memory (lt::from_blob of a const pointer: use const_data()).
+    T* data() const;
+    /// data() for reading only; read-only memory too.
+    const T* const_data() const;
+    /// The element strides of this tensor in its memory, one per axis (realizes it first if
+    /// needed): element [i, j, ...] is at data()[i * strides()[0] + j * strides()[1] + ...]. A
+    /// stride is 0 on broadcast axes and negative on flipped ones.
+    Strides strides() const;
+
     /// Writes `value` (a tensor, expression or scalar, broadcast to this shape and converted to
     /// T) into this tensor's memory, now. Every tensor that shares the memory sees it: views
     /// such as x.slice(...) write into x, as in PyTorch (x.slice(0, 1, 3).assign(0.0f)). Lazy
@@ -2669,28 +2774,38 @@ private:
 
 namespace detail {
 
+/// Copies the elements of `n` (realized), row-major, into out[0, numel): straight from its
+/// memory where it is row-major there, or on the host; otherwise from a host copy of the region
+/// of its buffer that holds the view.
 template <class T>
-std::vector<T> read_elements(const Node& n) {
-    // Copies out the smallest region of the buffer that holds the view, then walks it.
+void copy_elements(const Node& n, T* out) {
     const std::int64_t count = lazytensor::numel(n.shape);
-    std::vector<T> out(static_cast<std::size_t>(count));
-    if (count == 0) return out;
-    std::int64_t lo = n.offset, hi = n.offset;
-    for (std::size_t k = 0; k < n.shape.size(); ++k) {
-        const std::int64_t span = (n.shape[k] - 1) * n.strides[k];
-        (span < 0 ? lo : hi) += span;
+    if (count == 0) return;
+    using Stored = std::conditional_t<std::is_same_v<T, bool>, std::uint8_t, T>;  // bool is a byte, 0 or 1
+    static_assert(sizeof(Stored) == sizeof(T));
+    if (is_contiguous_layout(n.shape, n.strides, 0)) {
+        download(*n.buffer, static_cast<std::size_t>(n.offset) * sizeof(T), out, static_cast<std::size_t>(count) * sizeof(T));
+        return;
     }
-    using Stored = std::conditional_t<std::is_same_v<T, bool>, std::uint8_t, T>;
-    std::vector<Stored> region(static_cast<std::size_t>(hi - lo + 1));
-    download(*n.buffer, static_cast<std::size_t>(lo) * sizeof(Stored), region.data(), region.size() * sizeof(Stored));
-    if (is_contiguous_layout(n.shape, n.strides, n.offset - lo)) {
-        for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(region[i]);
-        return out;
+    const Stored* first = nullptr;  // element [0, ..., 0]
+    std::unique_ptr<Stored[]> region;
+    if (n.device.kind == Device::Kind::Host) {
+        first = static_cast<const Stored*>(n.buffer->handle()) + n.offset;
+    } else {
+        std::int64_t lo = n.offset, hi = n.offset;
+        for (std::size_t k = 0; k < n.shape.size(); ++k) {
+            const std::int64_t span = (n.shape[k] - 1) * n.strides[k];
+            (span < 0 ? lo : hi) += span;
+        }
+        region.reset(new Stored[static_cast<std::size_t>(hi - lo + 1)]);
+        download(*n.buffer, static_cast<std::size_t>(lo) * sizeof(Stored), region.get(),
+                 static_cast<std::size_t>(hi - lo + 1) * sizeof(Stored));
+        first = region.get() + (n.offset - lo);
     }
     SmallVector<std::int64_t, 6> index(n.shape.size(), 0);
-    std::int64_t at = n.offset - lo;
+    std::int64_t at = 0;
     for (std::int64_t i = 0; i < count; ++i) {
-        out[static_cast<std::size_t>(i)] = static_cast<T>(region[static_cast<std::size_t>(at)]);
+        out[i] = static_cast<T>(first[at]);
         for (std::size_t k = n.shape.size(); k-- > 0;) {
             at += n.strides[k];
             if (++index[k] < n.shape[k]) break;
@@ -2698,10 +2813,70 @@ std::vector<T> read_elements(const Node& n) {
             index[k] = 0;
         }
     }
-    return out;
+}
+
+/// The elements of `n` (realized), row-major.
+template <class T>
+std::vector<T> read_elements(const Node& n) {
+    const auto count = static_cast<std::size_t>(lazytensor::numel(n.shape));
+    if constexpr (std::is_same_v<T, bool>) {  // (std::vector<bool> has no data())
+        std::unique_ptr<bool[]> values(new bool[count]);
+        copy_elements(n, values.get());
+        return std::vector<bool>(values.get(), values.get() + count);
+    } else {
+        std::vector<T> out(count);
+        copy_elements(n, out.data());
+        return out;
+    }
+}
+
+/// The realized host node behind `t`'s memory (data(), const_data(), strides()); DeviceError
+/// for another device.
+template <class T>
+const Node& host_memory(const Tensor<T>& t, const char* op) {
+    t.realize();
+    const Node& n = *t.node_ptr();
+    if (n.device.kind != Device::Kind::Host)
+        fail<DeviceError>(op, ": the tensor is on ", n.device, ", and ", op, " gives host memory only; read it with "
+                          "copy_to(dst, count) or to_vector(), or move it with .to(lt::Device::host())");
+    return n;
 }
 
 }  // namespace detail
+
+template <class T>
+T* Tensor<T>::data() const {
+    const detail::Node& n = detail::host_memory(*this, "data()");
+    if (!n.buffer->writable())
+        detail::fail<ValueError>("data(): the tensor (shape ", n.shape, ") is read-only memory (lt::from_blob of a "
+                                 "const pointer); read it through const_data()");
+    detail::expose_memory(n.buffer);
+    return static_cast<T*>(n.buffer->handle()) + n.offset;
+}
+
+template <class T>
+const T* Tensor<T>::const_data() const {
+    const detail::Node& n = detail::host_memory(*this, "const_data()");
+    detail::expose_memory(n.buffer);
+    return static_cast<const T*>(n.buffer->handle()) + n.offset;
+}
+
+template <class T>
+Strides Tensor<T>::strides() const {
+    this->realize();
+    return node_->strides;
+}
+
+template <class T, class D>
+void TensorBase<T, D>::copy_to(T* dst, std::size_t count) const {
+    const std::int64_t n = numel();
+    if (count != static_cast<std::size_t>(n))
+        detail::fail<ShapeError>("copy_to: the tensor has shape ", self().shape(), " (", n, " elements) but the "
+                                 "destination holds ", count, " elements");
+    if (!dst && n > 0) detail::fail<ValueError>("copy_to: the destination is a null pointer");
+    Tensor<T> t = realize();
+    detail::copy_elements(*t.node_ptr(), dst);
+}
 
 template <class T, class D>
 Tensor<T> TensorBase<T, D>::realize() const {
@@ -5815,6 +5990,7 @@ LAZYTENSOR_FREE_AXIS_GUARD(cumprod)
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -6109,6 +6285,12 @@ public:
             account(bytes, -1);
             throw;
         }
+    }
+    /// Memory lazytensor did not allocate, as a buffer of `numel` elements (the seam's
+    /// wrap_memory): `release` runs when the last holder lets go, after the kernels that use the
+    /// memory (host kernels have finished when they return). Not counted in memory_stats.
+    virtual BufferPtr wrap(DType dtype, std::int64_t numel, void* handle, std::function<void()> release, bool writable) {
+        return std::make_shared<Buffer>(device(), dtype, numel, handle, std::move(release), writable);
     }
     /// Called by a Buffer's destructor.
     void release(void* handle, std::size_t bytes) noexcept final {
@@ -9927,6 +10109,49 @@ public:
         cached_bytes_ = 0;
     }
 
+    /// A cl_mem made elsewhere (DLPack): it must be a buffer of this device's context, at least
+    /// numel elements large; it is retained, and released (then `release` runs) after every
+    /// kernel queued so far has finished. Read-only memory (CL_MEM_READ_ONLY) gives a read-only
+    /// buffer.
+    BufferPtr wrap(DType dtype, std::int64_t numel, void* handle, std::function<void()> release, bool writable) override {
+        cl_mem m = static_cast<cl_mem>(handle);
+        cl_context context = nullptr;
+        cl_mem_object_type type = 0;
+        std::size_t size = 0;
+        cl_mem_flags flags = 0;
+        cl_int err = clGetMemObjectInfo(m, CL_MEM_CONTEXT, sizeof context, &context, nullptr);
+        if (err == CL_SUCCESS) err = clGetMemObjectInfo(m, CL_MEM_TYPE, sizeof type, &type, nullptr);
+        if (err == CL_SUCCESS) err = clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof size, &size, nullptr);
+        if (err == CL_SUCCESS) err = clGetMemObjectInfo(m, CL_MEM_FLAGS, sizeof flags, &flags, nullptr);
+        if (err != CL_SUCCESS)
+            fail<DeviceError>("the memory handed to ", describe(), " is not an OpenCL memory object (clGetMemObjectInfo: ",
+                              status_name(err), ")");
+        if (context != context_)
+            fail<DeviceError>("the cl_mem belongs to another OpenCL context than the one lazytensor uses for ", describe(),
+                              ": lazytensor can use memory of its own context only; copy the values through the host "
+                              "(lt::tensor(values, shape, device))");
+        if (type != CL_MEM_OBJECT_BUFFER)
+            fail<DeviceError>("the cl_mem handed to ", describe(), " is an image or pipe, not a buffer");
+        const std::size_t bytes = static_cast<std::size_t>(numel) * dtype_size(dtype);
+        if (bytes > size)
+            fail<ValueError>("the tensor reaches ", bytes, " bytes into its cl_mem, which holds ", size, " bytes");
+        if (flags & CL_MEM_WRITE_ONLY)
+            fail<ValueError>("the cl_mem handed to ", describe(), " is write-only (CL_MEM_WRITE_ONLY): kernels could not "
+                             "read it");
+        if (flags & CL_MEM_READ_ONLY) writable = false;
+        check(clRetainMemObject(m), "clRetainMemObject");
+        try {
+            return std::make_shared<Buffer>(device(), dtype, numel, handle, [this, m, release = std::move(release)] {
+                clFinish(queue_);  // kernels queued on it must not outlive the memory
+                clReleaseMemObject(m);
+                if (release) release();
+            }, writable);
+        } catch (...) {
+            clReleaseMemObject(m);
+            throw;
+        }
+    }
+
     void write(Buffer& dst, std::size_t at, const void* src, std::size_t bytes) override {
         if (!bytes) return;
         check(clEnqueueWriteBuffer(queue_, static_cast<cl_mem>(dst.handle()), CL_TRUE, at, bytes, src, 0, nullptr, nullptr),
@@ -11301,11 +11526,14 @@ private:
         }
 
         // In an assign, a read of the memory being written is safe only where it reads the
-        // element the same thread writes, before writing it; anything else (x.assign(x.flip(0)))
-        // reads from a copy: the assigned value is computed into memory of its own first.
+        // element the same thread writes, before writing it; anything else (x.assign(x.flip(0)),
+        // or a read of another buffer wrapping the same memory) reads from a copy: the assigned
+        // value is computed into memory of its own first.
         void check_overlap(const Node* base, const Access& read) const {
-            if (!target_buffer || !base->realized() || base->buffer.get() != target_buffer) return;
-            if (read != store_access) materialize(L.root_->src[1].get(), kCopyBeforeAssign);
+            if (!target_buffer || !base->realized()) return;
+            const Buffer& source = *base->buffer;
+            if (&source == target_buffer ? read != store_access : shares_memory(source, *target_buffer))
+                materialize(L.root_->src[1].get(), kCopyBeforeAssign);
         }
 
         int constant(PhaseBuilder& pb, Scalar value) {
@@ -11557,6 +11785,7 @@ inline GraphWalk walk_graph(const std::vector<Node*>& outputs) {
     w.output_nodes = outputs;
     ir::KeyWriter sig;
     std::unordered_map<const Buffer*, int> memory;
+    std::vector<const Buffer*> exposed;  // the exposed buffers met so far
     sig.put(static_kernels_enabled());
     for (Node* n : w.order.nodes) {
         sig.put(n->kind);
@@ -11568,8 +11797,20 @@ inline GraphWalk walk_graph(const std::vector<Node*>& outputs) {
             sig.put(n->offset);
             sig.put_list(n->strides);
             // Which realized nodes share memory matters to an assign (a read of the memory it
-            // writes is computed into a copy first): the first node with this buffer.
-            sig.put(memory.emplace(n->buffer.get(), static_cast<int>(memory.size())).first->second);
+            // writes is computed into a copy first): the first node with this buffer, and for
+            // an exposed buffer, the earlier buffers that wrap some of the same memory.
+            const Buffer* buffer = n->buffer.get();
+            const auto [at, fresh] = memory.emplace(buffer, static_cast<int>(memory.size()));
+            sig.put(at->second);
+            if (fresh) {
+                sig.put(buffer->exposed());
+                if (buffer->exposed()) {
+                    for (const Buffer* other : exposed)
+                        if (shares_memory(*buffer, *other)) sig.put(memory.at(other));
+                    sig.put(-1);
+                    exposed.push_back(buffer);
+                }
+            }
             continue;
         }
         // (n->value, of Const and Pad nodes, is a kernel parameter: not part of the structure.)
@@ -12321,6 +12562,63 @@ inline std::vector<ScheduleItem> describe_schedule(const std::vector<Node*>& nod
 // Header-only: the definitions of the seam functions used above (runtime/seam.hpp).
 #if LAZYTENSOR_ENGINE_DEFINITIONS
 #endif
+// ---- lazytensor/runtime/exposed.hpp ----
+// Buffers whose memory is known outside lazytensor: wrapped user memory (lt::from_blob, DLPack)
+// and buffers whose address was handed out (data(), to_dlpack). Another buffer may wrap the same
+// memory, so an assign into one first computes the lazy readers of every buffer sharing it
+// (runtime/engine.hpp's assign_into), as it does for the readers of its own buffer.
+
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+
+namespace lazytensor::detail {
+
+class ExposedBuffers {
+public:
+    /// Marks `buffer` exposed (if it is not yet) and records it.
+    void add(const BufferPtr& buffer) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (buffer->exposed()) return;  // recorded when it was first exposed
+        buffer->mark_exposed();
+        if (buffers_.size() >= 2 * pruned_size_ + 16) {  // drop the dead ones now and then: amortized O(1)
+            prune();
+        }
+        buffers_.push_back(buffer);
+    }
+
+    /// The live recorded buffers other than `buffer` that share memory with it.
+    std::vector<BufferPtr> sharing(const Buffer& buffer) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        std::vector<BufferPtr> out;
+        for (const auto& w : buffers_)
+            if (BufferPtr b = w.lock(); b && b.get() != &buffer && shares_memory(*b, buffer)) out.push_back(std::move(b));
+        prune();
+        return out;
+    }
+
+private:
+    void prune() {
+        buffers_.erase(std::remove_if(buffers_.begin(), buffers_.end(), [](const auto& w) { return w.expired(); }),
+                       buffers_.end());
+        pruned_size_ = buffers_.size();
+    }
+
+    std::mutex mutex_;
+    std::vector<std::weak_ptr<Buffer>> buffers_;
+    std::size_t pruned_size_ = 0;
+};
+
+/// The process's record of exposed buffers (never destroyed: buffers of static tensors may be
+/// released after any destruction order).
+inline ExposedBuffers& exposed_buffers() {
+    static ExposedBuffers* buffers = new ExposedBuffers();
+    return *buffers;
+}
+
+}  // namespace lazytensor::detail
 
 #if !LAZYTENSOR_ENGINE_DEFINITIONS
 #error "lazytensor: runtime/engine.hpp holds the engine's definitions; a LAZYTENSOR_SEPARATE_RUNTIME unit must not include it (define LAZYTENSOR_IMPLEMENTATION in the one unit that should)"
@@ -12415,22 +12713,38 @@ LAZYTENSOR_ENGINE_API void assign_into(const NodePtr& target_handle, const graph
                              "through slices, flips and permutations instead");
     }
     graph::Operand operand = value;
-    if (!operand.is_scalar() && operand.node->realized() && operand.node->buffer == target->buffer)
+    if (!operand.is_scalar() && operand.node->realized() && shares_memory(*operand.node->buffer, *target->buffer))
         operand = graph::Operand(graph::copy(operand.node));  // never read what is being written
     const NodePtr write = graph::assign(target_handle, operand);  // checks shapes, dtypes and devices first
-    // Lazy readers of this memory that the value does not use are computed before it changes.
+    // Lazy readers of this memory (through its own buffer, or another wrapping the same memory)
+    // that the value does not use are computed before it changes.
     std::unordered_set<const Node*> in_value{write.get()};
     if (!operand.is_scalar())
         for (Node* n : order_graph({operand.node.get()}).nodes) in_value.insert(n);
+    std::vector<BufferPtr> memory{target->buffer};
+    if (target->buffer->exposed())
+        for (BufferPtr& b : exposed_buffers().sharing(*target->buffer)) memory.push_back(std::move(b));
     std::vector<NodePtr> readers;
-    for (NodePtr& r : target->buffer->live_readers())
-        if (!r->realized() && r.get() != target && !in_value.count(r.get())) readers.push_back(std::move(r));
+    for (const BufferPtr& b : memory)
+        for (NodePtr& r : b->live_readers())
+            if (!r->realized() && r.get() != target && !in_value.count(r.get())) readers.push_back(std::move(r));
     if (!readers.empty()) {
         std::vector<Node*> nodes;
         for (const NodePtr& r : readers) nodes.push_back(r.get());
         realize_graph(nodes);
     }
     realize_graph({write.get()});
+}
+
+LAZYTENSOR_ENGINE_API BufferPtr wrap_memory(Device d, DType dtype, std::int64_t numel, void* handle,
+                                            std::function<void()> release, bool writable) {
+    BufferPtr buf = device_backend(d).wrap(dtype, numel, handle, std::move(release), writable);
+    exposed_buffers().add(buf);
+    return buf;
+}
+
+LAZYTENSOR_ENGINE_API void expose_memory(const BufferPtr& buffer) {
+    if (!buffer->exposed()) exposed_buffers().add(buffer);
 }
 
 LAZYTENSOR_ENGINE_API BufferPtr upload(Device d, DType dtype, std::int64_t numel, const void* data) {
@@ -12953,6 +13267,109 @@ auto masked_fill(const E& x, const M& mask, V value) {
         detail::fail<ShapeError>("lt::masked_fill: the mask's shape ", mask.shape(), " does not broadcast to the tensor's shape ",
                          x.shape());
     return where(mask, static_cast<T>(value), x);
+}
+
+}  // namespace lazytensor
+// ---- lazytensor/frontend/blob.hpp ----
+// Wrapping memory the user owns as a tensor, without a copy: lt::from_blob.
+
+#include <cstdint>
+#include <functional>
+#include <type_traits>
+#include <utility>
+
+
+namespace lazytensor {
+
+namespace detail {
+
+/// T where it must not be deduced (a deleter given as a lambda names no T).
+template <class T>
+struct no_deduce {
+    using type = T;
+};
+template <class T>
+using no_deduce_t = typename no_deduce<T>::type;
+
+/// The elements a layout reaches from element [0, ..., 0] (1 + the largest offset; 0 for an
+/// empty shape), after the checks every wrapped layout gets: extents and strides that do not
+/// fit the shape, negative strides and 64-bit overflow are errors naming `op`.
+inline std::int64_t wrapped_span(const Shape& shape, const Strides& strides, std::size_t element_size, const char* op) {
+    check_extents(shape, op);
+    if (strides.size() != shape.size())
+        fail<ShapeError>(op, ": ", strides.size(), " strides ", strides, " for a shape of ", shape.size(), " dimensions ",
+                         shape);
+    for (std::size_t k = 0; k < shape.size(); ++k)
+        if (strides[k] < 0)
+            fail<ValueError>(op, ": negative stride ", strides[k], " on axis ", k, " (shape ", shape, ", strides ", strides,
+                             "); wrap the memory from its lowest address with positive strides and flip() the tensor");
+    if (numel(shape) == 0) return 0;
+    std::int64_t last = 0, bytes = 0;  // the largest element offset; the bytes up to it
+    for (std::size_t k = 0; k < shape.size(); ++k) {
+        std::int64_t reach = 0;
+        if (__builtin_mul_overflow(shape[k] - 1, strides[k], &reach) || __builtin_add_overflow(last, reach, &last))
+            fail<ShapeError>(op, ": shape ", shape, " with strides ", strides, " reaches past a 64-bit element offset");
+    }
+    if (__builtin_mul_overflow(last + 1, static_cast<std::int64_t>(element_size), &bytes))
+        fail<ShapeError>(op, ": shape ", shape, " with strides ", strides, " spans more bytes than 64 bits can count");
+    return last + 1;
+}
+
+/// A tensor of host memory at `data` (from_blob's checks, then the seam's wrap_memory).
+template <class T>
+Tensor<T> wrap_host(const T* data, Shape shape, Strides strides, std::function<void()> release, bool writable) {
+    const char* op = "lt::from_blob";
+    if (strides.empty() && !shape.empty()) {
+        check_extents(shape, op);
+        strides = contiguous_strides(shape);
+    }
+    const std::int64_t span = wrapped_span(shape, strides, sizeof(T), op);
+    if (!data && span > 0) fail<ValueError>(op, ": null pointer for a tensor of shape ", shape);
+    if (reinterpret_cast<std::uintptr_t>(data) % alignof(T) != 0)
+        fail<ValueError>(op, ": the pointer ", static_cast<const void*>(data), " is not aligned for ", dtype_of<T>(),
+                         " (to ", alignof(T), " bytes)");
+    BufferPtr buf = wrap_memory(Device::host(), dtype_of<T>(), span, const_cast<T*>(data), std::move(release), writable);
+    return Tensor<T>(graph::buffer(std::move(buf), std::move(shape), std::move(strides), 0));
+}
+
+}  // namespace detail
+
+/// A host tensor whose memory is `data`, the user's, without a copy: element [i, j, ...] is
+/// data[i * strides[0] + j * strides[1] + ...]. Strides are in elements, 0 or more (0 repeats
+/// an element along an axis); none means row-major. Reading sees the values in the memory when
+/// a kernel reads it, and x.assign(...) writes into it. The deleter, if any, is called with
+/// `data` once, when the last tensor, view or schedule using the memory lets go; without one,
+/// the memory must outlive every tensor that uses it. If from_blob throws, the deleter is not
+/// called. ShapeError for strides that do not fit the shape; ValueError for a negative stride,
+/// a null `data` with elements, or a pointer not aligned for T.
+template <class T, class = std::enable_if_t<!std::is_const_v<T>>>
+Tensor<T> from_blob(T* data, Shape shape, Strides strides = {}, std::function<void(detail::no_deduce_t<T>*)> deleter = {}) {
+    std::function<void()> release;
+    if (deleter) release = [data, deleter = std::move(deleter)] { deleter(data); };
+    return detail::wrap_host<T>(data, std::move(shape), std::move(strides), std::move(release), true);
+}
+
+/// from_blob(data, shape, {}, deleter): row-major memory with a deleter.
+template <class T, class Deleter,
+          class = std::enable_if_t<!std::is_const_v<T> && std::is_invocable_v<Deleter&, T*>>>
+Tensor<T> from_blob(T* data, Shape shape, Deleter deleter) {
+    return from_blob<T>(data, std::move(shape), Strides{}, std::function<void(T*)>(std::move(deleter)));
+}
+
+/// A read-only tensor of the user's memory (as from_blob above): lazytensor never writes it;
+/// assign() into it and data() are ValueErrors (const_data() reads it).
+template <class T>
+Tensor<T> from_blob(const T* data, Shape shape, Strides strides = {},
+                    std::function<void(const detail::no_deduce_t<T>*)> deleter = {}) {
+    std::function<void()> release;
+    if (deleter) release = [data, deleter = std::move(deleter)] { deleter(data); };
+    return detail::wrap_host<T>(data, std::move(shape), std::move(strides), std::move(release), false);
+}
+
+/// from_blob(data, shape, {}, deleter) of read-only memory.
+template <class T, class Deleter, class = std::enable_if_t<std::is_invocable_v<Deleter&, const T*>>>
+Tensor<T> from_blob(const T* data, Shape shape, Deleter deleter) {
+    return from_blob<T>(data, std::move(shape), Strides{}, std::function<void(const T*)>(std::move(deleter)));
 }
 
 }  // namespace lazytensor

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Generates single_include/lazytensor.hpp from include/: the library's own headers inlined in
 dependency order (each once, where it is first included), system and dependency includes left
-as they are, the version stamped at the top.
+as they are, the version stamped at the top. The optional interop headers
+(include/lazytensor/interop/*.hpp, which lazytensor.hpp does not include) are copied beside it
+as they are: they include only <lazytensor.hpp> of the library, so they work with either.
 
     python3 tools/make_single_header.py            # (re)write single_include/lazytensor.hpp
     python3 tools/make_single_header.py --check    # exit 1 if the committed file is stale
@@ -20,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 INCLUDE = ROOT / "include"
 ENTRY = INCLUDE / "lazytensor.hpp"
 OUTPUT = ROOT / "single_include" / "lazytensor.hpp"
+INTEROP = Path("lazytensor") / "interop"  # under include/ and beside the single header
 
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 CONDITIONAL_RE = re.compile(r"^\s*#\s*(if|ifdef|ifndef|elif|else|endif)\b")
@@ -124,6 +127,26 @@ def generate():
     return banner + "".join(amalgamator.out)
 
 
+def interop_headers():
+    """{path relative to include/: text} of the optional interop headers, checked to include no
+    library header but <lazytensor.hpp> (the single header stands in for it)."""
+    out = {}
+    for path in sorted((INCLUDE / INTEROP).glob("*.hpp")):
+        text = path.read_text()
+        for number, line in enumerate(text.splitlines(), start=1):
+            inc = INCLUDE_RE.match(line)
+            if inc and inc.group(2) != "lazytensor.hpp" and library_header(inc.group(2), inc.group(1), path):
+                raise GenerationError(f"{path.relative_to(ROOT)}:{number}: an interop header may include only "
+                                      f"<lazytensor.hpp> of the library, not '{inc.group(2)}'")
+        out[path.relative_to(INCLUDE)] = text
+    return out
+
+
+def leftover_interop(directory, files):
+    """Interop headers beside the single header that include/ no longer has."""
+    return [p for p in sorted((directory / INTEROP).glob("*.hpp")) if p not in files]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true",
@@ -131,24 +154,39 @@ def main():
     parser.add_argument("--output", type=Path, default=OUTPUT, help="where to write (default: %(default)s)")
     args = parser.parse_args()
     try:
-        text = generate()
+        files = {args.output: generate()}
+        for rel, text in interop_headers().items():
+            files[args.output.parent / rel] = text
     except GenerationError as e:
         print(f"make_single_header: {e}", file=sys.stderr)
         return 2
     if args.check:
-        current = args.output.read_text() if args.output.is_file() else ""
-        if current == text:
-            print(f"{args.output}: up to date (lazytensor {version()})")
-            return 0
-        diff = list(difflib.unified_diff(current.splitlines(keepends=True), text.splitlines(keepends=True),
-                                         str(args.output), "regenerated from include/", n=1))
-        sys.stdout.writelines(diff[:60])
-        print(f"\n{args.output} differs from what include/ generates ({len(diff)} diff lines): "
-              "run `python3 tools/make_single_header.py` and commit the result", file=sys.stderr)
-        return 1
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(text)
-    print(f"wrote {args.output} (lazytensor {version()}, {text.count(chr(10))} lines)")
+        stale = 0
+        for path, text in files.items():
+            current = path.read_text() if path.is_file() else ""
+            if current == text:
+                continue
+            stale += 1
+            diff = list(difflib.unified_diff(current.splitlines(keepends=True), text.splitlines(keepends=True),
+                                             str(path), "regenerated from include/", n=1))
+            sys.stdout.writelines(diff[:60])
+            print(f"\n{path} differs from what include/ generates ({len(diff)} diff lines): "
+                  "run `python3 tools/make_single_header.py` and commit the result", file=sys.stderr)
+        for extra in leftover_interop(args.output.parent, files):
+            stale += 1
+            print(f"{extra} has no header in include/ any more: run `python3 tools/make_single_header.py`",
+                  file=sys.stderr)
+        if stale:
+            return 1
+        print(f"{args.output} and {len(files) - 1} interop headers: up to date (lazytensor {version()})")
+        return 0
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    for extra in leftover_interop(args.output.parent, files):
+        extra.unlink()
+    print(f"wrote {args.output} (lazytensor {version()}, {files[args.output].count(chr(10))} lines) and "
+          f"{len(files) - 1} interop headers beside it")
     return 0
 
 

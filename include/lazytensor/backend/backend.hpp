@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -78,6 +79,12 @@ public:
             account(bytes, -1);
             throw;
         }
+    }
+    /// Memory lazytensor did not allocate, as a buffer of `numel` elements (the seam's
+    /// wrap_memory): `release` runs when the last holder lets go, after the kernels that use the
+    /// memory (host kernels have finished when they return). Not counted in memory_stats.
+    virtual BufferPtr wrap(DType dtype, std::int64_t numel, void* handle, std::function<void()> release, bool writable) {
+        return std::make_shared<Buffer>(device(), dtype, numel, handle, std::move(release), writable);
     }
     /// Called by a Buffer's destructor.
     void release(void* handle, std::size_t bytes) noexcept final {

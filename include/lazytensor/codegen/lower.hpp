@@ -217,11 +217,14 @@ private:
         }
 
         // In an assign, a read of the memory being written is safe only where it reads the
-        // element the same thread writes, before writing it; anything else (x.assign(x.flip(0)))
-        // reads from a copy: the assigned value is computed into memory of its own first.
+        // element the same thread writes, before writing it; anything else (x.assign(x.flip(0)),
+        // or a read of another buffer wrapping the same memory) reads from a copy: the assigned
+        // value is computed into memory of its own first.
         void check_overlap(const Node* base, const Access& read) const {
-            if (!target_buffer || !base->realized() || base->buffer.get() != target_buffer) return;
-            if (read != store_access) materialize(L.root_->src[1].get(), kCopyBeforeAssign);
+            if (!target_buffer || !base->realized()) return;
+            const Buffer& source = *base->buffer;
+            if (&source == target_buffer ? read != store_access : shares_memory(source, *target_buffer))
+                materialize(L.root_->src[1].get(), kCopyBeforeAssign);
         }
 
         int constant(PhaseBuilder& pb, Scalar value) {

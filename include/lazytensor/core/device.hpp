@@ -3,7 +3,9 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <ostream>
@@ -69,17 +71,31 @@ public:
 
 }  // namespace detail
 
-/// An owned allocation of `numel` elements of `dtype` on a device. Freed when the last tensor
-/// (or schedule) holding it lets go.
+/// An allocation of `numel` elements of `dtype` on a device: one a backend made (freed when the
+/// last tensor or schedule holding it lets go), or memory lazytensor did not allocate, wrapped
+/// (lt::from_blob, DLPack), whose release function runs then instead.
 class Buffer {
 public:
     /// Takes ownership of `handle` (allocated by a backend); `owner` releases it on destruction.
     Buffer(Device device, DType dtype, std::int64_t numel, void* handle, detail::BufferAllocator* owner)
         : device_(device), dtype_(dtype), numel_(numel), handle_(handle), owner_(owner) {}
+    /// Wraps memory lazytensor did not allocate: `release` (may be empty) runs when the last
+    /// holder lets go. Memory that is not `writable` is never written (an assign into it is a
+    /// ValueError). (The runtime marks it exposed when it records it.)
+    Buffer(Device device, DType dtype, std::int64_t numel, void* handle, std::function<void()> release, bool writable)
+        : device_(device), dtype_(dtype), numel_(numel), handle_(handle), owner_(nullptr), release_(std::move(release)),
+          wrapped_(true), writable_(writable) {}
     Buffer(const Buffer&) = delete;
     Buffer& operator=(const Buffer&) = delete;
     ~Buffer() {
         if (owner_) owner_->release(handle_, bytes());
+        if (release_) {
+            try {
+                release_();
+            } catch (...) {
+                // A destructor cannot pass it on; the README asks deleters not to throw.
+            }
+        }
     }
 
     /// The device the memory is on.
@@ -92,6 +108,18 @@ public:
     std::size_t bytes() const { return static_cast<std::size_t>(numel_) * dtype_size(dtype_); }
     /// Host pointer for host buffers; the backend's handle (e.g. cl_mem) otherwise.
     void* handle() const { return handle_; }
+    /// Memory lazytensor did not allocate (lt::from_blob, DLPack).
+    bool wrapped() const { return wrapped_; }
+    /// Whether letting go of the buffer frees its memory (or gives it back to an allocator or a
+    /// deleter); false for wrapped memory without a release function.
+    bool frees_memory() const { return owner_ != nullptr || static_cast<bool>(release_); }
+    /// False for read-only wrapped memory (lt::from_blob of a const pointer).
+    bool writable() const { return writable_; }
+    /// Whether the memory's address is known outside lazytensor (wrapped memory, or handed out
+    /// by data() or to_dlpack), so that another buffer may wrap the same memory.
+    bool exposed() const { return exposed_.load(std::memory_order_acquire); }
+    /// Marks the memory exposed (runtime/exposed.hpp's registry does, as it records the buffer).
+    void mark_exposed() { exposed_.store(true, std::memory_order_release); }
 
     /// Records a lazy node that reads this buffer (directly or through views). An in-place
     /// write (assign) first computes the readers that are still lazy, so that they see the
@@ -127,9 +155,29 @@ private:
     std::int64_t numel_;
     void* handle_;
     detail::BufferAllocator* owner_;
+    std::function<void()> release_;
+    bool wrapped_ = false;
+    bool writable_ = true;
+    std::atomic<bool> exposed_{false};
 };
 
 /// Shared ownership of a Buffer (tensors, views and schedules hold these).
 using BufferPtr = std::shared_ptr<Buffer>;
+
+namespace detail {
+
+/// Whether two buffers may hold some of the same memory: one buffer, or two exposed ones
+/// (wrapped memory, or memory whose address was handed out) that overlap: on the host, address
+/// ranges that intersect; elsewhere, the same handle (one cl_mem).
+inline bool shares_memory(const Buffer& a, const Buffer& b) {
+    if (&a == &b) return true;
+    if (!a.exposed() || !b.exposed() || a.device() != b.device()) return false;
+    if (a.device().kind != Device::Kind::Host) return a.handle() == b.handle();
+    if (a.bytes() == 0 || b.bytes() == 0) return false;
+    const auto a0 = reinterpret_cast<std::uintptr_t>(a.handle()), b0 = reinterpret_cast<std::uintptr_t>(b.handle());
+    return a0 < b0 + b.bytes() && b0 < a0 + a.bytes();
+}
+
+}  // namespace detail
 
 }  // namespace lazytensor

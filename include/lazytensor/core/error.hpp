@@ -41,8 +41,8 @@ public:
     using Error::Error;
 };
 
-/// An element type that is not the one asked for, or not one lazytensor has: a .npy file of
-/// another dtype than the Tensor<T> it is loaded into, or of a dtype such as complex64.
+/// An element type that is not the one asked for, or not one lazytensor has: a .npy file or a
+/// DLPack tensor of another dtype than the Tensor<T> it goes into, or of a dtype such as complex64.
 class DTypeError : public Error {
 public:
     using Error::Error;

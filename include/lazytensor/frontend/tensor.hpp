@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <type_traits>
 #include <utility>
@@ -94,6 +95,11 @@ public:
     std::vector<T> to_vector() const;
     /// The single element of a one-element tensor (ValueError otherwise); realizes first if needed.
     T item() const;
+    /// Copies the elements, row-major, into dst[0], ..., dst[count - 1] (realizes first if
+    /// needed): straight from the tensor's memory on the host, and on any device when the
+    /// tensor is row-major in its memory; a strided view on another device goes through a host
+    /// copy of the memory it spans. ShapeError unless count is numel().
+    void copy_to(T* dst, std::size_t count) const;
     /// The value on `device` (realized, read back through host memory and copied there now).
     /// On the tensor's own device, the tensor itself. DeviceError if `device` is unavailable.
     Tensor<T> to(Device device) const;
@@ -261,6 +267,19 @@ public:
         return node_ && node_->realized();
     }
 
+    /// The address of element [0, ..., 0] of this tensor in host memory, to read and write in
+    /// place (realizes it first if needed); strides() gives the layout. The memory is the
+    /// tensor's own, or the memory of the tensor it is a view of (x.t().data() points into x).
+    /// Valid while a tensor holding that memory lives. DeviceError unless the tensor is on the
+    /// host; ValueError for read-only memory (lt::from_blob of a const pointer: use const_data()).
+    T* data() const;
+    /// data() for reading only; read-only memory too.
+    const T* const_data() const;
+    /// The element strides of this tensor in its memory, one per axis (realizes it first if
+    /// needed): element [i, j, ...] is at data()[i * strides()[0] + j * strides()[1] + ...]. A
+    /// stride is 0 on broadcast axes and negative on flipped ones.
+    Strides strides() const;
+
     /// Writes `value` (a tensor, expression or scalar, broadcast to this shape and converted to
     /// T) into this tensor's memory, now. Every tensor that shares the memory sees it: views
     /// such as x.slice(...) write into x, as in PyTorch (x.slice(0, 1, 3).assign(0.0f)). Lazy
@@ -306,28 +325,38 @@ private:
 
 namespace detail {
 
+/// Copies the elements of `n` (realized), row-major, into out[0, numel): straight from its
+/// memory where it is row-major there, or on the host; otherwise from a host copy of the region
+/// of its buffer that holds the view.
 template <class T>
-std::vector<T> read_elements(const Node& n) {
-    // Copies out the smallest region of the buffer that holds the view, then walks it.
+void copy_elements(const Node& n, T* out) {
     const std::int64_t count = lazytensor::numel(n.shape);
-    std::vector<T> out(static_cast<std::size_t>(count));
-    if (count == 0) return out;
-    std::int64_t lo = n.offset, hi = n.offset;
-    for (std::size_t k = 0; k < n.shape.size(); ++k) {
-        const std::int64_t span = (n.shape[k] - 1) * n.strides[k];
-        (span < 0 ? lo : hi) += span;
+    if (count == 0) return;
+    using Stored = std::conditional_t<std::is_same_v<T, bool>, std::uint8_t, T>;  // bool is a byte, 0 or 1
+    static_assert(sizeof(Stored) == sizeof(T));
+    if (is_contiguous_layout(n.shape, n.strides, 0)) {
+        download(*n.buffer, static_cast<std::size_t>(n.offset) * sizeof(T), out, static_cast<std::size_t>(count) * sizeof(T));
+        return;
     }
-    using Stored = std::conditional_t<std::is_same_v<T, bool>, std::uint8_t, T>;
-    std::vector<Stored> region(static_cast<std::size_t>(hi - lo + 1));
-    download(*n.buffer, static_cast<std::size_t>(lo) * sizeof(Stored), region.data(), region.size() * sizeof(Stored));
-    if (is_contiguous_layout(n.shape, n.strides, n.offset - lo)) {
-        for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(region[i]);
-        return out;
+    const Stored* first = nullptr;  // element [0, ..., 0]
+    std::unique_ptr<Stored[]> region;
+    if (n.device.kind == Device::Kind::Host) {
+        first = static_cast<const Stored*>(n.buffer->handle()) + n.offset;
+    } else {
+        std::int64_t lo = n.offset, hi = n.offset;
+        for (std::size_t k = 0; k < n.shape.size(); ++k) {
+            const std::int64_t span = (n.shape[k] - 1) * n.strides[k];
+            (span < 0 ? lo : hi) += span;
+        }
+        region.reset(new Stored[static_cast<std::size_t>(hi - lo + 1)]);
+        download(*n.buffer, static_cast<std::size_t>(lo) * sizeof(Stored), region.get(),
+                 static_cast<std::size_t>(hi - lo + 1) * sizeof(Stored));
+        first = region.get() + (n.offset - lo);
     }
     SmallVector<std::int64_t, 6> index(n.shape.size(), 0);
-    std::int64_t at = n.offset - lo;
+    std::int64_t at = 0;
     for (std::int64_t i = 0; i < count; ++i) {
-        out[static_cast<std::size_t>(i)] = static_cast<T>(region[static_cast<std::size_t>(at)]);
+        out[i] = static_cast<T>(first[at]);
         for (std::size_t k = n.shape.size(); k-- > 0;) {
             at += n.strides[k];
             if (++index[k] < n.shape[k]) break;
@@ -335,10 +364,70 @@ std::vector<T> read_elements(const Node& n) {
             index[k] = 0;
         }
     }
-    return out;
+}
+
+/// The elements of `n` (realized), row-major.
+template <class T>
+std::vector<T> read_elements(const Node& n) {
+    const auto count = static_cast<std::size_t>(lazytensor::numel(n.shape));
+    if constexpr (std::is_same_v<T, bool>) {  // (std::vector<bool> has no data())
+        std::unique_ptr<bool[]> values(new bool[count]);
+        copy_elements(n, values.get());
+        return std::vector<bool>(values.get(), values.get() + count);
+    } else {
+        std::vector<T> out(count);
+        copy_elements(n, out.data());
+        return out;
+    }
+}
+
+/// The realized host node behind `t`'s memory (data(), const_data(), strides()); DeviceError
+/// for another device.
+template <class T>
+const Node& host_memory(const Tensor<T>& t, const char* op) {
+    t.realize();
+    const Node& n = *t.node_ptr();
+    if (n.device.kind != Device::Kind::Host)
+        fail<DeviceError>(op, ": the tensor is on ", n.device, ", and ", op, " gives host memory only; read it with "
+                          "copy_to(dst, count) or to_vector(), or move it with .to(lt::Device::host())");
+    return n;
 }
 
 }  // namespace detail
+
+template <class T>
+T* Tensor<T>::data() const {
+    const detail::Node& n = detail::host_memory(*this, "data()");
+    if (!n.buffer->writable())
+        detail::fail<ValueError>("data(): the tensor (shape ", n.shape, ") is read-only memory (lt::from_blob of a "
+                                 "const pointer); read it through const_data()");
+    detail::expose_memory(n.buffer);
+    return static_cast<T*>(n.buffer->handle()) + n.offset;
+}
+
+template <class T>
+const T* Tensor<T>::const_data() const {
+    const detail::Node& n = detail::host_memory(*this, "const_data()");
+    detail::expose_memory(n.buffer);
+    return static_cast<const T*>(n.buffer->handle()) + n.offset;
+}
+
+template <class T>
+Strides Tensor<T>::strides() const {
+    this->realize();
+    return node_->strides;
+}
+
+template <class T, class D>
+void TensorBase<T, D>::copy_to(T* dst, std::size_t count) const {
+    const std::int64_t n = numel();
+    if (count != static_cast<std::size_t>(n))
+        detail::fail<ShapeError>("copy_to: the tensor has shape ", self().shape(), " (", n, " elements) but the "
+                                 "destination holds ", count, " elements");
+    if (!dst && n > 0) detail::fail<ValueError>("copy_to: the destination is a null pointer");
+    Tensor<T> t = realize();
+    detail::copy_elements(*t.node_ptr(), dst);
+}
 
 template <class T, class D>
 Tensor<T> TensorBase<T, D>::realize() const {

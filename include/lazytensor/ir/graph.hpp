@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -418,16 +419,42 @@ inline NodePtr copy(const NodePtr& x) {
     return with_sources(make(NodeKind::Cast, x->dtype, x->device, x->shape), {x});
 }
 
+/// Whether a layout may give two elements one memory location. Exact for every layout views of
+/// lazytensor's own memory have (each axis, in order of its stride, steps past the span of the
+/// smaller ones); other layouts of wrapped memory (lt::from_blob) may be reported although their
+/// elements are distinct (extents [3, 2], strides [2, 3]).
+inline bool may_overlap(const Shape& shape, const Strides& strides) {
+    SmallVector<std::array<std::int64_t, 2>, 6> axes;  // (|stride|, extent) of the axes of extent > 1
+    for (std::size_t k = 0; k < shape.size(); ++k) {
+        if (shape[k] == 0) return false;
+        if (shape[k] > 1) axes.push_back({strides[k] < 0 ? -strides[k] : strides[k], shape[k]});
+    }
+    std::sort(axes.begin(), axes.end());
+    std::int64_t span = 0;  // the largest distance between two elements over the axes so far
+    for (const auto& [stride, extent] : axes) {
+        if (stride <= span) return true;
+        span += stride * (extent - 1);
+    }
+    return false;
+}
+
 /// Writes `value` (broadcast to the target's shape, cast to its dtype) into the memory of
 /// `target`, a realized tensor whose elements are distinct memory locations.
 inline NodePtr assign(const NodePtr& target, const Operand& value) {
     const char* op = "assign";
     if (!target->realized()) fail<Error>("lazytensor internal error: assign to an unrealized tensor");
+    if (!target->buffer->writable())
+        fail<ValueError>(op, ": the target (shape ", target->shape, ") is read-only memory (lt::from_blob of a const "
+                         "pointer, or a read-only cl_mem); wrap a non-const pointer to write into it, or assign into "
+                         "lt::clone(x)");
     // (An empty view has no element to write twice, whatever its strides: empty views get 0.)
     for (std::size_t k = 0; k < target->shape.size() && numel(target->shape) > 0; ++k)
         if (target->strides[k] == 0 && target->shape[k] > 1)
             fail<ValueError>(op, ": the target (shape ", target->shape, ") is a broadcast view: several of its elements "
                              "are one memory location (axis ", k, "); assign into the tensor it was expanded from");
+    if (may_overlap(target->shape, target->strides))
+        fail<ValueError>(op, ": the target's strides ", target->strides, " (shape ", target->shape, ") may make several "
+                         "of its elements one memory location; assign into a view whose elements are distinct");
     if (!value.is_scalar() && value.node->device != target->device)
         fail<DeviceError>(op, ": the value is on ", value.node->device, " but the target is on ", target->device,
                           "; move it with .to(device)");

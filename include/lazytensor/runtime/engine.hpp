@@ -12,6 +12,7 @@
 
 #include "check.hpp"
 #include "device.hpp"
+#include "exposed.hpp"
 #include "realize.hpp"
 #include "seam.hpp"
 
@@ -108,22 +109,38 @@ LAZYTENSOR_ENGINE_API void assign_into(const NodePtr& target_handle, const graph
                              "through slices, flips and permutations instead");
     }
     graph::Operand operand = value;
-    if (!operand.is_scalar() && operand.node->realized() && operand.node->buffer == target->buffer)
+    if (!operand.is_scalar() && operand.node->realized() && shares_memory(*operand.node->buffer, *target->buffer))
         operand = graph::Operand(graph::copy(operand.node));  // never read what is being written
     const NodePtr write = graph::assign(target_handle, operand);  // checks shapes, dtypes and devices first
-    // Lazy readers of this memory that the value does not use are computed before it changes.
+    // Lazy readers of this memory (through its own buffer, or another wrapping the same memory)
+    // that the value does not use are computed before it changes.
     std::unordered_set<const Node*> in_value{write.get()};
     if (!operand.is_scalar())
         for (Node* n : order_graph({operand.node.get()}).nodes) in_value.insert(n);
+    std::vector<BufferPtr> memory{target->buffer};
+    if (target->buffer->exposed())
+        for (BufferPtr& b : exposed_buffers().sharing(*target->buffer)) memory.push_back(std::move(b));
     std::vector<NodePtr> readers;
-    for (NodePtr& r : target->buffer->live_readers())
-        if (!r->realized() && r.get() != target && !in_value.count(r.get())) readers.push_back(std::move(r));
+    for (const BufferPtr& b : memory)
+        for (NodePtr& r : b->live_readers())
+            if (!r->realized() && r.get() != target && !in_value.count(r.get())) readers.push_back(std::move(r));
     if (!readers.empty()) {
         std::vector<Node*> nodes;
         for (const NodePtr& r : readers) nodes.push_back(r.get());
         realize_graph(nodes);
     }
     realize_graph({write.get()});
+}
+
+LAZYTENSOR_ENGINE_API BufferPtr wrap_memory(Device d, DType dtype, std::int64_t numel, void* handle,
+                                            std::function<void()> release, bool writable) {
+    BufferPtr buf = device_backend(d).wrap(dtype, numel, handle, std::move(release), writable);
+    exposed_buffers().add(buf);
+    return buf;
+}
+
+LAZYTENSOR_ENGINE_API void expose_memory(const BufferPtr& buffer) {
+    if (!buffer->exposed()) exposed_buffers().add(buffer);
 }
 
 LAZYTENSOR_ENGINE_API BufferPtr upload(Device d, DType dtype, std::int64_t numel, const void* data) {

@@ -62,6 +62,7 @@ inline GraphWalk walk_graph(const std::vector<Node*>& outputs) {
     w.output_nodes = outputs;
     ir::KeyWriter sig;
     std::unordered_map<const Buffer*, int> memory;
+    std::vector<const Buffer*> exposed;  // the exposed buffers met so far
     sig.put(static_kernels_enabled());
     for (Node* n : w.order.nodes) {
         sig.put(n->kind);
@@ -73,8 +74,20 @@ inline GraphWalk walk_graph(const std::vector<Node*>& outputs) {
             sig.put(n->offset);
             sig.put_list(n->strides);
             // Which realized nodes share memory matters to an assign (a read of the memory it
-            // writes is computed into a copy first): the first node with this buffer.
-            sig.put(memory.emplace(n->buffer.get(), static_cast<int>(memory.size())).first->second);
+            // writes is computed into a copy first): the first node with this buffer, and for
+            // an exposed buffer, the earlier buffers that wrap some of the same memory.
+            const Buffer* buffer = n->buffer.get();
+            const auto [at, fresh] = memory.emplace(buffer, static_cast<int>(memory.size()));
+            sig.put(at->second);
+            if (fresh) {
+                sig.put(buffer->exposed());
+                if (buffer->exposed()) {
+                    for (const Buffer* other : exposed)
+                        if (shares_memory(*buffer, *other)) sig.put(memory.at(other));
+                    sig.put(-1);
+                    exposed.push_back(buffer);
+                }
+            }
             continue;
         }
         // (n->value, of Const and Pad nodes, is a kernel parameter: not part of the structure.)

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -195,6 +196,16 @@ LAZYTENSOR_ENGINE_API void assign_into(const std::shared_ptr<Node>& target, cons
 /// values and int64 positions on in's device: lt::sort, argsort and topk.
 LAZYTENSOR_ENGINE_API std::pair<BufferPtr, BufferPtr> sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n,
                                                                 std::int64_t k, bool descending);
+/// Memory lazytensor did not allocate, as a buffer of `numel` elements of `dtype` on `d` (the
+/// host: a pointer; OpenCL: a cl_mem of d's context, checked (DeviceError) and retained):
+/// `release` (may be empty) runs once, when the last holder lets go, after the kernels that use
+/// the memory. Read-only unless `writable`. Not counted in memory_stats. If this throws,
+/// `release` is not called.
+LAZYTENSOR_ENGINE_API BufferPtr wrap_memory(Device d, DType dtype, std::int64_t numel, void* handle,
+                                            std::function<void()> release, bool writable);
+/// Records that `buffer`'s address was handed out (data(), to_dlpack), so that memory another
+/// buffer may wrap is known to be shared (an assign then computes the readers of both first).
+LAZYTENSOR_ENGINE_API void expose_memory(const BufferPtr& buffer);
 
 /// A new buffer on `d` holding `bytes` bytes copied from host memory (`numel` elements of `dtype`).
 LAZYTENSOR_ENGINE_API BufferPtr upload(Device d, DType dtype, std::int64_t numel, const void* data);

@@ -142,6 +142,49 @@ public:
         cached_bytes_ = 0;
     }
 
+    /// A cl_mem made elsewhere (DLPack): it must be a buffer of this device's context, at least
+    /// numel elements large; it is retained, and released (then `release` runs) after every
+    /// kernel queued so far has finished. Read-only memory (CL_MEM_READ_ONLY) gives a read-only
+    /// buffer.
+    BufferPtr wrap(DType dtype, std::int64_t numel, void* handle, std::function<void()> release, bool writable) override {
+        cl_mem m = static_cast<cl_mem>(handle);
+        cl_context context = nullptr;
+        cl_mem_object_type type = 0;
+        std::size_t size = 0;
+        cl_mem_flags flags = 0;
+        cl_int err = clGetMemObjectInfo(m, CL_MEM_CONTEXT, sizeof context, &context, nullptr);
+        if (err == CL_SUCCESS) err = clGetMemObjectInfo(m, CL_MEM_TYPE, sizeof type, &type, nullptr);
+        if (err == CL_SUCCESS) err = clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof size, &size, nullptr);
+        if (err == CL_SUCCESS) err = clGetMemObjectInfo(m, CL_MEM_FLAGS, sizeof flags, &flags, nullptr);
+        if (err != CL_SUCCESS)
+            fail<DeviceError>("the memory handed to ", describe(), " is not an OpenCL memory object (clGetMemObjectInfo: ",
+                              status_name(err), ")");
+        if (context != context_)
+            fail<DeviceError>("the cl_mem belongs to another OpenCL context than the one lazytensor uses for ", describe(),
+                              ": lazytensor can use memory of its own context only; copy the values through the host "
+                              "(lt::tensor(values, shape, device))");
+        if (type != CL_MEM_OBJECT_BUFFER)
+            fail<DeviceError>("the cl_mem handed to ", describe(), " is an image or pipe, not a buffer");
+        const std::size_t bytes = static_cast<std::size_t>(numel) * dtype_size(dtype);
+        if (bytes > size)
+            fail<ValueError>("the tensor reaches ", bytes, " bytes into its cl_mem, which holds ", size, " bytes");
+        if (flags & CL_MEM_WRITE_ONLY)
+            fail<ValueError>("the cl_mem handed to ", describe(), " is write-only (CL_MEM_WRITE_ONLY): kernels could not "
+                             "read it");
+        if (flags & CL_MEM_READ_ONLY) writable = false;
+        check(clRetainMemObject(m), "clRetainMemObject");
+        try {
+            return std::make_shared<Buffer>(device(), dtype, numel, handle, [this, m, release = std::move(release)] {
+                clFinish(queue_);  // kernels queued on it must not outlive the memory
+                clReleaseMemObject(m);
+                if (release) release();
+            }, writable);
+        } catch (...) {
+            clReleaseMemObject(m);
+            throw;
+        }
+    }
+
     void write(Buffer& dst, std::size_t at, const void* src, std::size_t bytes) override {
         if (!bytes) return;
         check(clEnqueueWriteBuffer(queue_, static_cast<cl_mem>(dst.handle()), CL_TRUE, at, bytes, src, 0, nullptr, nullptr),

@@ -1,0 +1,199 @@
+// DLPack interop, without copies: a tensor as a DLManagedTensor (lt::to_dlpack) and a
+// DLManagedTensor as a tensor (lt::from_dlpack), on the host (kDLCPU) and on OpenCL devices
+// (kDLOpenCL: the data pointer is a cl_mem). Optional: lazytensor.hpp does not include it;
+// include this where you use DLPack (it includes <dlpack/dlpack.h>, 0.6 or later, and
+// <lazytensor.hpp>).
+#pragma once
+
+#include <dlpack/dlpack.h>
+#include <lazytensor.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+// DLPack 0.8 added a bool type (kDLBool); 1.0 replaced DLPACK_VERSION with major/minor versions.
+#if defined(DLPACK_MAJOR_VERSION) || (defined(DLPACK_VERSION) && DLPACK_VERSION >= 80)
+#define LAZYTENSOR_DLPACK_HAS_BOOL 1
+#else
+#define LAZYTENSOR_DLPACK_HAS_BOOL 0
+#endif
+
+namespace lazytensor {
+
+namespace detail {
+
+/// The DLPack type of T. bool is kDLBool where DLPack has it, else uint8 (DLPack 0.6 has no bool).
+template <class T>
+DLDataType dlpack_dtype() {
+    auto make = [](DLDataTypeCode code, int bits) {
+        return DLDataType{static_cast<std::uint8_t>(code), static_cast<std::uint8_t>(bits), 1};
+    };
+    if constexpr (std::is_same_v<T, bool>) {
+#if LAZYTENSOR_DLPACK_HAS_BOOL
+        return make(kDLBool, 8);
+#else
+        return make(kDLUInt, 8);
+#endif
+    } else if constexpr (std::is_same_v<T, half> || std::is_floating_point_v<T>) {
+        return make(kDLFloat, 8 * sizeof(T));
+    } else {
+        static_assert(std::is_integral_v<T>, "lazytensor: no DLPack type for this element type");
+        return make(std::is_signed_v<T> ? kDLInt : kDLUInt, 8 * sizeof(T));
+    }
+}
+
+/// A DLPack type as text: "float32", "int8", "bfloat16", "complex64", "float32x4" (4 lanes).
+inline std::string dlpack_dtype_name(DLDataType t) {
+    const char* names[] = {"int", "uint", "float", "opaque handle ", "bfloat", "complex", "bool"};
+    std::string name = t.code < 7 ? names[t.code] : concat("type code ", int(t.code), " of ");
+    name += std::to_string(int(t.bits));
+    if (t.lanes != 1) name += concat("x", t.lanes);
+    return name;
+}
+
+/// A DLPack device type as its enum's name.
+inline std::string dlpack_device_name(int type) {
+    switch (type) {
+        case 1: return "kDLCPU";
+        case 2: return "kDLCUDA";
+        case 3: return "kDLCUDAHost";
+        case 4: return "kDLOpenCL";
+        case 7: return "kDLVulkan";
+        case 8: return "kDLMetal";
+        case 9: return "kDLVPI";
+        case 10: return "kDLROCM";
+        case 11: return "kDLROCMHost";
+        case 12: return "kDLExtDev";
+        case 13: return "kDLCUDAManaged";
+        case 14: return "kDLOneAPI";
+        case 15: return "kDLWebGPU";
+        case 16: return "kDLHexagon";
+        default: return concat("device type ", type);
+    }
+}
+
+/// What a DLManagedTensor made by to_dlpack owns: its buffer (alive until the consumer calls the
+/// deleter) and the shape and strides arrays it points to.
+struct DLPackExport {
+    DLManagedTensor managed{};
+    BufferPtr buffer;
+    std::vector<std::int64_t> shape, strides;
+};
+
+inline void delete_dlpack_export(DLManagedTensor* self) { delete static_cast<DLPackExport*>(self->manager_ctx); }
+
+}  // namespace detail
+
+/// The tensor (or expression) `x`, realized, as a DLManagedTensor sharing its memory: on the
+/// host, kDLCPU with `data` pointing at element [0, ..., 0]; on an OpenCL device, kDLOpenCL
+/// with `data` the cl_mem, `byte_offset` the view's offset in it and `device_id` lazytensor's
+/// OpenCL index (the kernels that write it have finished). Strides are always given, in
+/// elements. The memory stays alive, with the shape and strides arrays, until the consumer
+/// calls the managed tensor's deleter (exactly once). bool is exported as uint8 where DLPack
+/// has no bool (0.6). ValueError for a view with negative strides (a flip: export
+/// lt::contiguous(x)) and for read-only memory (DLPack 0.6 cannot say a tensor is read-only:
+/// export lt::clone(x)).
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+DLManagedTensor* to_dlpack(const E& x) {
+    using T = typename E::value_type;
+    const Tensor<T> t = x.realize();
+    const detail::Node& n = *t.node_ptr();
+    for (std::size_t k = 0; k < n.strides.size(); ++k)
+        if (n.strides[k] < 0)
+            detail::fail<ValueError>("lt::to_dlpack: the tensor (shape ", n.shape, ") has negative stride ", n.strides[k],
+                                     " on axis ", k, " (a flipped view), which DLPack consumers do not expect; export "
+                                     "lt::contiguous(x)");
+    if (!n.buffer->writable())
+        detail::fail<ValueError>("lt::to_dlpack: the tensor (shape ", n.shape, ") is read-only memory, and DLPack 0.6 "
+                                 "cannot mark a tensor read-only; export lt::clone(x)");
+    auto out = std::make_unique<detail::DLPackExport>();
+    out->buffer = n.buffer;
+    out->shape.assign(n.shape.begin(), n.shape.end());
+    out->strides.assign(n.strides.begin(), n.strides.end());
+    DLTensor& dl = out->managed.dl_tensor;
+    const auto offset_bytes = static_cast<std::uint64_t>(n.offset) * sizeof(T);
+    if (n.device.kind == Device::Kind::Host) {
+        dl.data = static_cast<char*>(n.buffer->handle()) + offset_bytes;
+        dl.byte_offset = 0;
+        dl.device = DLDevice{kDLCPU, 0};
+    } else {
+        synchronize(n.device);  // the consumer reads it on queues of its own
+        dl.data = n.buffer->handle();
+        dl.byte_offset = offset_bytes;
+        dl.device = DLDevice{kDLOpenCL, n.device.index};
+    }
+    dl.ndim = static_cast<int>(n.shape.size());
+    dl.dtype = detail::dlpack_dtype<T>();
+    dl.shape = out->shape.data();
+    dl.strides = out->strides.data();
+    out->managed.manager_ctx = out.get();
+    out->managed.deleter = detail::delete_dlpack_export;
+    detail::expose_memory(n.buffer);
+    return &out.release()->managed;
+}
+
+/// A tensor whose memory is the DLPack tensor's, without a copy, taking ownership of `managed`:
+/// its deleter is called once, when the last tensor, view or schedule using the memory lets go
+/// (if from_dlpack throws, `managed` stays the caller's). Takes kDLCPU memory, and kDLOpenCL
+/// memory (a cl_mem of lazytensor's context for OpenCL device `device_id`; the producer's
+/// kernels that write it must have finished). Null strides mean row-major; byte_offset is
+/// honoured. DTypeError unless the DLPack type is T's (one lane); DeviceError for other device
+/// types, an unavailable device or a cl_mem of another context; ValueError for negative strides
+/// or a pointer not aligned for T; ShapeError for a bad shape.
+template <class T>
+Tensor<T> from_dlpack(DLManagedTensor* managed) {
+    const char* op = "lt::from_dlpack";
+    if (!managed) detail::fail<ValueError>(op, ": the DLManagedTensor is a null pointer");
+    const DLTensor& dl = managed->dl_tensor;
+    const DLDataType want = detail::dlpack_dtype<T>();
+    if constexpr (std::is_same_v<T, bool> && !LAZYTENSOR_DLPACK_HAS_BOOL)  // (uint8 may hold other values than 0, 1)
+        detail::fail<DTypeError>(op, ": DLPack 0.6 has no bool type, so no DLPack tensor is a bool tensor (lazytensor "
+                                 "exports bool as uint8); take it as lt::Tensor<uint8_t> and use lt::cast<bool>");
+    if (dl.dtype.code != want.code || dl.dtype.bits != want.bits || dl.dtype.lanes != want.lanes)
+        detail::fail<DTypeError>(op, ": the DLPack tensor holds ", detail::dlpack_dtype_name(dl.dtype),
+                                 " elements, not ", dtype_of<T>(), " (the tensor's element type); take it as a tensor "
+                                 "of its own type");
+    if (dl.ndim < 0 || (dl.ndim > 0 && !dl.shape))
+        detail::fail<ValueError>(op, ": the DLPack tensor has ", dl.ndim, " dimensions and ",
+                                 dl.shape ? "a shape" : "no shape array");
+    Shape shape(dl.shape, dl.shape + dl.ndim);
+    detail::check_extents(shape, op);
+    Strides strides = dl.strides ? Strides(dl.strides, dl.strides + dl.ndim) : contiguous_strides(shape);
+    const std::int64_t span = detail::wrapped_span(shape, strides, sizeof(T), op);
+    std::function<void()> release = [managed] {
+        if (managed->deleter) managed->deleter(managed);
+    };
+    if (dl.device.device_type == kDLCPU) {
+        char* first = static_cast<char*>(dl.data) + dl.byte_offset;
+        if (!dl.data && span > 0) detail::fail<ValueError>(op, ": null data for a tensor of shape ", shape);
+        if (reinterpret_cast<std::uintptr_t>(first) % alignof(T) != 0)
+            detail::fail<ValueError>(op, ": data + byte_offset (", static_cast<const void*>(first), ") is not aligned for ",
+                                     dtype_of<T>(), " (to ", alignof(T), " bytes)");
+        BufferPtr buf = detail::wrap_memory(Device::host(), dtype_of<T>(), span, first, std::move(release), true);
+        return Tensor<T>(detail::graph::buffer(std::move(buf), std::move(shape), std::move(strides), 0));
+    }
+    if (dl.device.device_type == kDLOpenCL) {
+        const Device device = Device::opencl(dl.device.device_id);
+        detail::backend_for(device);  // DeviceError, naming it, if it is unavailable
+        if (dl.byte_offset % sizeof(T) != 0)
+            detail::fail<ValueError>(op, ": byte_offset ", dl.byte_offset, " is not a whole number of ", dtype_of<T>(),
+                                     " elements (", sizeof(T), " bytes)");
+        if (dl.byte_offset / sizeof(T) > static_cast<std::uint64_t>(INT64_MAX - span))
+            detail::fail<ValueError>(op, ": byte_offset ", dl.byte_offset, " is past any buffer");
+        const auto offset = static_cast<std::int64_t>(dl.byte_offset / sizeof(T));
+        if (span == 0) {  // no memory to share (a zero-size tensor may come without a cl_mem)
+            release();
+            return lazytensor::full<T>(shape, T(0), device).realize();
+        }
+        BufferPtr buf = detail::wrap_memory(device, dtype_of<T>(), offset + span, dl.data, std::move(release), true);
+        return Tensor<T>(detail::graph::buffer(std::move(buf), std::move(shape), std::move(strides), offset));
+    }
+    detail::fail<DeviceError>(op, ": the DLPack tensor is on ", detail::dlpack_device_name(dl.device.device_type),
+                              " device ", dl.device.device_id, "; lazytensor takes kDLCPU (host) and kDLOpenCL memory");
+}
+
+}  // namespace lazytensor
