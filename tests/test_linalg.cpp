@@ -452,6 +452,12 @@ TEST_CASE("einsum: non-contiguous and lazy operands") {
         check_einsum_close(lt::einsum("aii,ij->aj", C, B), expected, mag);
         expected = ref_einsum("aij,ai->j", {c, ref_einsum("aii->ai", {c})}, &mag);
         check_einsum_close(lt::einsum("aij,ai->j", C, lt::einsum("aii->ai", C)), expected, mag);
+        const Ref v = random_ref<float>({4}, 303);
+        expected = ref_einsum("ii->i", {broadcast(Ref{{1, 4}, v.v}, {4, 4})}, &mag);
+        check_einsum_close(lt::einsum("ii->i", make_tensor<float>(v).reshape({1, 4}).expand({4, 4})), expected, mag);
+        const lt::Tensor<float> realized_transpose = A.t().realize();
+        expected = ref_einsum("ii->i", {at}, &mag);
+        check_einsum_close(lt::einsum("ii->i", realized_transpose), expected, mag);
         // Rows 1..3 with the columns reversed: a window with a negative stride.
         const auto window = B.slice(0, 1, 4).slice(1, {}, {}, -1);
         const Ref w = ref_of({3, 3}, [&](const std::vector<std::int64_t>& i) { return b.at({i[0] + 1, 2 - i[1]}); });
@@ -521,12 +527,22 @@ TEST_CASE("einsum: what it schedules") {
         CHECK(lt::kernel_count(lt::schedule(lt::einsum("bij->jbi", a))) == 0);
         CHECK(lt::kernel_count(lt::schedule(lt::einsum("bij->b", a))) == 1);
         CHECK(lt::kernel_count(lt::schedule(lt::einsum("bii->", b.slice(1, 0, 3)))) == 1);
-        // A diagonal: a view of a buffer; gathered in place from a transposed one (no copy).
+        // A diagonal: a view of a buffer, also of a transposed one (einsum takes the transpose
+        // into its subscripts), fused into the kernel of a lazy one; gathered in place from a
+        // strided buffer (no copy first).
         const auto square = make_tensor<float>(random_ref<float>({5, 5}, 602));
         CHECK(lt::kernel_count(lt::schedule(lt::einsum("ii->i", square))) == 0);
-        CHECK(lt::kernel_count(lt::schedule(lt::einsum("ii->i", square.t()))) == 1);
-        CHECK(lt::kernel_count(lt::schedule(lt::einsum("ii", square.t()))) == 1);
-        CHECK(lt::kernel_count(lt::schedule(lt::einsum("jii->j", a.slice(1, 0, 3).slice(2, 3, 6).permute({0, 2, 1})))) == 1);
+        CHECK(lt::kernel_count(lt::schedule(lt::einsum("ii->i", square.t()))) == 0);
+        CHECK(lt::kernel_count(lt::schedule(lt::einsum("ii", (square * 2.0f).t()))) == 1);
+        const lt::Tensor<float> realized_transpose = square.t().realize();  // a buffer with strides (1, 5)
+        const lt::Tensor<float> gathered[] = {lt::einsum("ii->i", realized_transpose), lt::einsum("ii", realized_transpose),
+                                              lt::einsum("jii->j", a.slice(1, 0, 3).slice(2, 3, 6).permute({0, 2, 1})),
+                                              lt::einsum("ii->i", square.slice(1, {}, {}, -1))};
+        for (const auto& g : gathered) {
+            const auto items = lt::schedule(g);
+            REQUIRE(lt::kernel_count(items) == 1);
+            CHECK(items[0].ops[0] == "gather");  // no copy first
+        }
         const auto mul = lt::schedule(lt::einsum("bij,bij->bij", a, a * 2.0f));
         CHECK(count_kind(mul, lt::ScheduleItem::Kind::Matmul) == 0);
         CHECK(lt::kernel_count(mul) == 1);

@@ -194,18 +194,32 @@ inline bool einsum_has(const std::vector<int>& labels, int label) {
     return std::find(labels.begin(), labels.end(), label) != labels.end();
 }
 
-/// Whether x is a view (not itself a buffer) of a realized buffer: a permuted or sliced matrix,
-/// whose diagonal a reshape may not describe, but a gather reads in place.
-inline bool einsum_is_view_of_buffer(const Node* x) {
+/// x without the permutations on top of it, its labels permuted instead: einsum reorders axes
+/// anyway, and a diagonal of the unpermuted value is a plain strided view more often.
+inline NodePtr einsum_unpermute(NodePtr x, std::vector<int>& labels) {
+    GraphReadLock lock;  // x may be realized by another thread meanwhile (its kind, axes, sources)
+    while (x->kind == NodeKind::Permute) {
+        std::vector<int> source(labels.size());
+        for (std::size_t k = 0; k < labels.size(); ++k) source[static_cast<std::size_t>(x->axes[k])] = labels[k];
+        labels = source;
+        x = x->src[0];
+    }
+    return x;
+}
+
+/// Whether x's diagonal is best gathered: x is in memory, but not as rows without gaps (a
+/// realized transpose, a slice, or a view of one), so a reshape may not describe its diagonal,
+/// while a gather reads it in place. Rows without gaps and lazy values are reshaped instead.
+inline bool einsum_gathers_diagonal(const Node* x) {
     GraphReadLock lock;  // x may be realized by another thread meanwhile
-    if (x->realized()) return false;
+    if (x->realized()) return !is_contiguous_layout(x->shape, x->strides, 0);
     while (!x->realized() && is_view(x->kind)) x = x->src[0].get();
     return x->realized();
 }
 
 /// An operand with every repeated label taken down to its diagonal. The axes that share a label
-/// are moved last; for two of them over a view of a buffer, a gather at (i, i) reads the
-/// diagonal in place; otherwise they are merged into one axis, of which every
+/// are moved last; where einsum_gathers_diagonal says so and there are two of them, a gather at
+/// (i, i) reads the diagonal; otherwise they are merged into one axis, of which every
 /// (1 + n + ... + n^(k-1))-th element is a diagonal element (a strided view where the operand's
 /// layout allows, else read through a copy).
 inline NodePtr einsum_diagonals(NodePtr x, std::vector<int>& labels) {
@@ -226,7 +240,7 @@ inline NodePtr einsum_diagonals(NodePtr x, std::vector<int>& labels) {
         }
         for (int k : on) perm.push_back(k);
         const std::int64_t n = x->shape[static_cast<std::size_t>(on[0])];
-        const bool gather = on.size() == 2 && einsum_is_view_of_buffer(x.get());
+        const bool gather = on.size() == 2 && einsum_gathers_diagonal(x.get());
         x = graph::permute(x, perm, "einsum");
         if (gather) {
             Shape positions = merged;
@@ -349,7 +363,7 @@ inline NodePtr einsum(const std::string& subscripts, const std::vector<NodePtr>&
     std::vector<int> labels;
     for (std::size_t i = 0; i < operands.size(); ++i) {
         std::vector<int> own = spec.inputs[i];
-        NodePtr x = einsum_diagonals(g::cast(operands[i], t), own);
+        NodePtr x = einsum_diagonals(g::cast(einsum_unpermute(operands[i], own), t), own);
         Shape full;
         for (int l : own) full.push_back(spec.extents[static_cast<std::size_t>(l)]);
         x = g::expand(x, full, "einsum");  // extents of 1 broadcast against the other operands'
