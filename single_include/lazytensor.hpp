@@ -12601,6 +12601,7 @@ auto masked_fill(const E& x, const M& mask, V value) {
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -13019,6 +13020,12 @@ Tensor<T> einsum(const std::string& subscripts, const std::vector<Tensor<T>>& op
     std::vector<detail::NodePtr> nodes;
     for (const Tensor<T>& x : operands) nodes.push_back(x.build());
     return Tensor<T>(detail::einsum(subscripts, nodes));
+}
+
+/// einsum("ij,jk", {a, b}): the braced form.
+template <class T>
+Tensor<T> einsum(const std::string& subscripts, std::initializer_list<Tensor<T>> operands) {
+    return lazytensor::einsum<T>(subscripts, std::vector<Tensor<T>>(operands));
 }
 
 }  // namespace lazytensor

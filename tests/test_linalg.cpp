@@ -619,6 +619,7 @@ TEST_CASE("README: norm and einsum as written there") {
         Ref mag;
         const Ref expected = ref_einsum("bij,bjk->bik", {ar, br}, &mag);
         check_einsum_close(bmm, expected, mag);
+        check_einsum_close(lt::einsum("bij,bjk->bik", {a, b}), expected, mag);  // a braced list
         const Ref tr = ref_einsum("ij,ij->", {xr, xr}, &mag);
         check_einsum_close(trace, tr, mag);
     });
