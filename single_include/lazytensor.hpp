@@ -12835,7 +12835,10 @@ inline NodePtr einsum_diagonals(NodePtr x, std::vector<int>& labels) {
         const std::int64_t n = x->shape[static_cast<std::size_t>(on[0])];
         const bool gather = on.size() == 2 && einsum_gathers_diagonal(x.get());
         x = graph::permute(x, perm, "einsum");
-        if (gather) {
+        if (numel(x->shape) == 0) {  // nothing to read (and n^k need not fit in 64 bits)
+            merged.push_back(n);
+            x = graph::constant(Scalar::of<std::int64_t>(0), x->dtype, merged, x->device);
+        } else if (gather) {
             Shape positions = merged;
             positions.push_back(n);
             positions.push_back(1);
@@ -12913,6 +12916,14 @@ NodePtr einsum_pair(NodePtr a, std::vector<int>& la, NodePtr b, std::vector<int>
     std::vector<int> labels = batch;
     labels.insert(labels.end(), left.begin(), left.end());
     labels.insert(labels.end(), right.begin(), right.end());
+    Shape shape;
+    for (int l : batch) shape.push_back(extent(a, la, l));
+    for (int l : left) shape.push_back(extent(a, la, l));
+    for (int l : right) shape.push_back(extent(b, lb, l));
+    if (numel(a->shape) == 0 || numel(b->shape) == 0) {  // every sum is empty (and merged extents need not fit)
+        la = labels;
+        return g::constant(Scalar::of<std::int64_t>(0), a->dtype, shape, a->device);
+    }
     if (contracted.empty() || (left.empty() && right.empty())) {
         // [batch, contracted, left, 1...] x [batch, contracted, 1..., right], then the sum.
         const NodePtr x = arrange(a, la, {{&batch, false}, {&contracted, false}, {&left, false}, {&right, false}});
@@ -12926,10 +12937,6 @@ NodePtr einsum_pair(NodePtr a, std::vector<int>& la, NodePtr b, std::vector<int>
         la = labels;
         return product;
     }
-    Shape shape;
-    for (int l : batch) shape.push_back(extent(a, la, l));
-    for (int l : left) shape.push_back(extent(a, la, l));
-    for (int l : right) shape.push_back(extent(b, lb, l));
     const NodePtr x = arrange(a, la, {{&batch, false}, {&left, true}, {&contracted, true}});
     const NodePtr y = arrange(b, lb, {{&batch, false}, {&contracted, true}, {&right, true}});
     la = labels;

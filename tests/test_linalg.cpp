@@ -409,6 +409,15 @@ TEST_CASE("einsum: extents of 0 and 1, 0-d operands") {
         check_float_einsum("ii->i", "ii->i", {{1, 1}}, seed);
         check_float_einsum("iii->", "iii->", {{1, 1, 1}}, seed);
         check_float_einsum("ij->i", "ij->i", {{3, 0}}, seed);
+        check_float_einsum("iij->ij", "iij->ij", {{2, 2, 0}}, seed);
+        const auto huge_empty = lt::zeros<float>({0, 3'000'000, 3'000'000, 3'000'000});  // n^3 past 64 bits
+        CHECK(lt::einsum("jiii->ij", huge_empty).shape() == lt::Shape{3'000'000, 0});
+        CHECK(lt::einsum("jiii->ij", huge_empty).to_vector().empty());
+        CHECK(lt::einsum("jabc,kabc->jk", huge_empty, huge_empty).shape() == lt::Shape{0, 0});
+        check_close(lt::einsum("jabc,kabc->k", lt::zeros<float>({2, 0, 3'000'000, 3'000'000}), huge_empty.reshape({0, 0, 3'000'000, 3'000'000})),
+                    Ref{{0}, {}}, 0, 0);
+        check_close(lt::einsum("jabc,jabc->j", lt::ones<float>({2, 0, 3'000'000, 3'000'000}), lt::ones<float>({2, 0, 3'000'000, 3'000'000})),
+                    Ref{{2}, {0, 0}}, 0, 0);  // sums over nothing
         // An extent of 1 broadcasts against the letter's other extents (NumPy, PyTorch).
         check_float_einsum("ij,jk->ik", "ij,jk->ik", {{3, 1}, {4, 5}}, seed);
         check_float_einsum("ij,ij->ij", "ij,ij->ij", {{3, 1}, {1, 4}}, seed);
