@@ -69,10 +69,9 @@ inline NodePtr named_norm(const NodePtr& x, const std::string& ord, const Axes& 
 
 /// Norms take every element type but bool: a compile error here, naming the fix.
 template <class T>
-constexpr bool check_norm_dtype() {
+constexpr void check_norm_dtype() {
     static_assert(!std::is_same_v<T, bool>,
                   "lazytensor: norm is not defined for bool tensors; cast first, e.g. lt::norm(lt::cast<float>(x))");
-    return true;
 }
 
 }  // namespace detail
