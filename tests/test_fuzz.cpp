@@ -315,6 +315,14 @@ TEST_CASE("fuzz: regressions") {
         const auto failure = run_seed(seed, test_devices(), false, nullptr, 3);
         if (failure) FAIL_CHECK(*failure);
     }
+    // Version 4 (log1p ... copysign), the campaigns:
+    //   818, 837: the typed path took atan2(scalar, x) for atan2(x, scalar): a fuzzer bug;
+    //   42050092: a sum over an empty axis assigned into an empty slice wrote its 0 into the
+    //             buffer's first element on the host (test_nn.cpp, "assign into an empty slice").
+    for (std::uint64_t seed : {818, 837, 42050092}) {
+        const auto failure = run_seed(seed, test_devices(), false, nullptr, 4);
+        if (failure) FAIL_CHECK(*failure);
+    }
     for_each_device([](lt::Device) {
         // Hand-checked values of the ops whose semantics the reference encodes.
         lt::Tensor<std::int32_t> a = lt::tensor<std::int32_t>(std::vector<std::int32_t>{-7, 7, -7, 5}, {4});

@@ -450,6 +450,13 @@ TEST_CASE("assign into an empty slice writes nothing (it is no broadcast view)")
         y.realize();
         y.slice(1, 3, -2, -2).assign(lt::full<float>({5}, 2.0f, d));
         CHECK(values(y) == std::vector<float>(315, 1.0f));
+        // Fuzz seed 42050092 (version 4): the value a sum over an empty axis, whose kernel reduces
+        // over the empty target's only axis; the host stored its 0 once, at the buffer's start.
+        lt::Tensor<float> z = lt::tensor<float>({1, 2}, {2}, d);
+        z.realize();
+        z.slice(0, 1, 1).assign(lt::zeros<float>({0}, d).sum());
+        z.slice(0, -2, 1, -2).assign(lt::ones<float>({0}, d).sum() + 3.0f);
+        CHECK(values(z) == std::vector<float>{1, 2});
     });
 }
 

@@ -271,6 +271,10 @@ public:
         std::vector<char*> base(n_params_);
         for (std::size_t i = 0; i < n_params_; ++i) base[i] = static_cast<char*>(params[i]->handle());
         if (o_.total == 0) return;
+        // An empty reduced space leaves only the stores made once per outer index (a sum over an
+        // empty axis is its identity); stores per element of the domain have no element to write.
+        if (a_.total == 0 && std::none_of(phases_.begin(), phases_.end(), [](const PPhase& p) { return p.outer && !p.stores.empty(); }))
+            return;
         const std::int64_t blocks = (o_.total + oblock_ - 1) / oblock_;
         const bool parallel = numel(domain_) * static_cast<std::int64_t>(phases_.size()) >= LAZYTENSOR_HOST_PARALLEL_MIN;
         const Launch launch{base, scalars};
