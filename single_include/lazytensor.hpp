@@ -7283,6 +7283,10 @@ public:
         std::vector<char*> base(n_params_);
         for (std::size_t i = 0; i < n_params_; ++i) base[i] = static_cast<char*>(params[i]->handle());
         if (o_.total == 0) return;
+        // An empty reduced space leaves only the stores made once per outer index (a sum over an
+        // empty axis is its identity); stores per element of the domain have no element to write.
+        if (a_.total == 0 && std::none_of(phases_.begin(), phases_.end(), [](const PPhase& p) { return p.outer && !p.stores.empty(); }))
+            return;
         const std::int64_t blocks = (o_.total + oblock_ - 1) / oblock_;
         const bool parallel = numel(domain_) * static_cast<std::int64_t>(phases_.size()) >= LAZYTENSOR_HOST_PARALLEL_MIN;
         const Launch launch{base, scalars};
@@ -9826,7 +9830,8 @@ inline RenderedKernel render(const ir::Kernel& kernel, const DeviceTraits& devic
 // integers with the sign bit flipped; descending order inverts them. Ties go by position, so the
 // result is that of a stable sort. Stages of the sort that stay within a block of B pairs run
 // in local memory, one launch for all of them; wider ones are a launch each over global memory.
-// topk of up to 16 reads each row once instead (topk_program).
+// topk of up to 16 reads each row once instead (topk_program), and one long row (a 1-D sort)
+// takes a radix sort (radix_program).
 
 #include <string>
 
@@ -9989,6 +9994,109 @@ __kernel void lt_topk_rows(__global const )CL" + S + R"CL(* in, __global )CL" + 
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
+}
+)CL";
+    return s;
+}
+
+/// The program of the radix sort of one long row of dtype `t` (sort_radix in the backend): a
+/// least-significant-digit sort of the keys, 8 bits a pass, each pass stable, so that ties keep
+/// the order of positions. A pass: lt_radix_count makes each tile's histogram of the digit,
+/// lt_radix_scan turns the histograms (digit-major) into each (digit, tile)'s first output slot,
+/// and lt_radix_scatter moves each tile's pairs there, a chunk of the work-group's size at a time,
+/// ranking equal digits within the chunk by position.
+inline std::string radix_program(DType t) {
+    const std::string S = sort_storage_type(t), copy = sort_copy_type(t);
+    std::string s = sort_key_functions(t);
+    s += R"CL(
+__kernel void lt_radix_keys(__global const )CL" + S + R"CL(* in, __global ulong* key, __global uint* pos, long n, int descending,
+                            ulong mask) {
+    const long i = get_global_id(0);
+    if (i >= n) return;
+    const ulong k = lt_key(in, i);
+    key[i] = (descending ? ~k : k) & mask;
+    pos[i] = (uint)i;
+}
+
+inline uint lt_digit(ulong key, int shift) { return (uint)(key >> shift) & 255u; }
+
+// counts[d * tiles + tile]: how many keys of the tile have digit d. One work-group per tile.
+__kernel void lt_radix_count(__global const ulong* key, long n, long tile, int shift, __global uint* counts) {
+    __local uint hist[256];
+    const int t = get_local_id(0), L = get_local_size(0);
+    const long g = get_group_id(0), tiles = get_num_groups(0);
+    for (int d = t; d < 256; d += L) hist[d] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const long end = min(n, (g + 1) * tile);
+    for (long i = g * tile + t; i < end; i += L) atomic_inc(&hist[lt_digit(key[i], shift)]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int d = t; d < 256; d += L) counts[d * tiles + g] = hist[d];
+}
+
+// Exclusive prefix sums of counts[0 .. m), in place: one work-group, each work-item a run.
+__kernel void lt_radix_scan(__global uint* counts, long m, __local uint* sums) {
+    const int t = get_local_id(0), L = get_local_size(0);
+    const long run = (m + L - 1) / L, lo = min(m, t * run), hi = min(m, lo + run);
+    uint total = 0;
+    for (long i = lo; i < hi; ++i) total += counts[i];
+    sums[t] = total;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int step = 1; step < L; step <<= 1) {  // inclusive scan of the runs' totals
+        const uint v = t >= step ? sums[t - step] : 0;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        sums[t] += v;
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    uint at = sums[t] - total;
+    for (long i = lo; i < hi; ++i) {
+        const uint c = counts[i];
+        counts[i] = at;
+        at += c;
+    }
+}
+
+// Each tile's pairs to their slots for this digit, stably. One work-group per tile.
+__kernel void lt_radix_scatter(__global const ulong* key, __global const uint* pos, __global ulong* key_out,
+                               __global uint* pos_out, long n, long tile, int shift, __global const uint* offsets,
+                               __local uint* digits) {
+    __local uint base[256];
+    const int t = get_local_id(0), L = get_local_size(0);
+    const long g = get_group_id(0), tiles = get_num_groups(0);
+    for (int d = t; d < 256; d += L) base[d] = offsets[d * tiles + g];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const long end = min(n, (g + 1) * tile);
+    for (long start = g * tile; start < end; start += L) {
+        const long i = start + t;
+        const bool live = i < end;
+        const ulong k = live ? key[i] : 0;
+        const uint d = live ? lt_digit(k, shift) : 256u;
+        digits[t] = d;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        uint rank = 0, last = 1;  // equal digits before this one in the chunk; whether none follows
+        for (int j = 0; j < L; ++j) {
+            const uint e = digits[j];
+            rank += j < t && e == d;
+            last &= !(j > t && e == d);
+        }
+        if (live) {
+            const uint at = base[d] + rank;
+            key_out[at] = k;
+            pos_out[at] = pos[i];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (live && last) base[d] += rank + 1;  // the chunk's count of this digit
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
+
+// The first k: values and positions.
+__kernel void lt_radix_gather(__global const )CL" + copy + R"CL(* in, __global const uint* pos, __global )CL" + copy +
+         R"CL(* values, __global long* indices, long k) {
+    const long i = get_global_id(0);
+    if (i >= k) return;
+    const uint p = pos[i];
+    values[i] = in[p];
+    indices[i] = (long)p;
 }
 )CL";
     return s;
@@ -10205,6 +10313,11 @@ public:
         if (record_times_) times_ms_.push_back(ms);
     }
 
+    /// The size of a __local array argument of a kernel.
+    struct LocalBytes {
+        std::size_t bytes;
+    };
+
     void sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k, bool descending, Buffer& values,
                    Buffer& indices) override {
         const DType t = in.dtype();
@@ -10215,7 +10328,9 @@ public:
         std::int64_t P = 1;
         while (P < n) P <<= 1;
         const bool select = k <= 16 && k < n;  // topk_program: one read of each row
-        const std::shared_ptr<ProgramOwner> program = build_program(select ? topk_program(t, k) : sort_program(t));
+        const bool radix = !select && rows == 1 && n >= (std::int64_t(1) << 16);  // radix_program: one long row
+        const std::shared_ptr<ProgramOwner> program =
+            build_program(select ? topk_program(t, k) : radix ? radix_program(t) : sort_program(t));
         // Pairs of 12 bytes: a block of 2 L of them in local memory, at most 24 KiB (OpenCL 1.2
         // devices have at least 32).
         std::int64_t L = std::max<std::int64_t>(1, std::min<std::int64_t>(P / 2, 1024));
@@ -10235,8 +10350,8 @@ public:
                 if constexpr (std::is_same_v<V, const Buffer*>) {
                     cl_mem m = static_cast<cl_mem>(v->handle());
                     check(clSetKernelArg(kern.kernel, arg++, sizeof(cl_mem), &m), "clSetKernelArg");
-                } else if constexpr (std::is_same_v<V, std::size_t>) {  // a __local array of v bytes
-                    check(clSetKernelArg(kern.kernel, arg++, v, nullptr), "clSetKernelArg");
+                } else if constexpr (std::is_same_v<V, LocalBytes>) {  // a __local array
+                    check(clSetKernelArg(kern.kernel, arg++, v.bytes, nullptr), "clSetKernelArg");
                 } else {
                     check(clSetKernelArg(kern.kernel, arg++, sizeof(V), &v), "clSetKernelArg");
                 }
@@ -10256,7 +10371,40 @@ public:
             std::size_t group = 256;
             while (group > 1 && group > traits_.max_work_group) group >>= 1;
             run(kernel("lt_topk_rows"), "lt_topk_rows", std::size_t(rows) * group, group, in_b, values_b, indices_b, n_l,
-                cl_int(descending), group * sizeof(cl_ulong), group * sizeof(cl_uint), group * sizeof(cl_uint));
+                cl_int(descending), LocalBytes{group * sizeof(cl_ulong)}, LocalBytes{group * sizeof(cl_uint)},
+                LocalBytes{group * sizeof(cl_uint)});
+            return;
+        }
+        if (radix) {
+            // Keys of 1-byte types have 8 significant bits, of 2- and 4-byte types 32 (half sorts
+            // by its float), others 64.
+            const int bits = dtype_size(t) == 1 ? 8 : dtype_size(t) <= 4 ? 32 : 64;
+            const cl_ulong mask = bits == 64 ? ~cl_ulong(0) : (cl_ulong(1) << bits) - 1;
+            std::size_t group = 256, scan_group = 1024;
+            while (group > 1 && group > traits_.max_work_group) group >>= 1;
+            while (scan_group > 1 && scan_group > traits_.max_work_group) scan_group >>= 1;
+            const std::int64_t L = std::int64_t(group), tiles_wanted = std::min<std::int64_t>(2048, (n + L - 1) / L);
+            const std::int64_t tile = ((n + tiles_wanted - 1) / tiles_wanted + L - 1) / L * L, tiles = (n + tile - 1) / tile;
+            BufferPtr keys[2] = {allocate(DType::Int64, n), allocate(DType::Int64, n)};
+            BufferPtr places[2] = {allocate(DType::Int32, n), allocate(DType::Int32, n)};
+            BufferPtr counts = allocate(DType::Int32, 256 * tiles);
+            const Buffer* counts_b = counts.get();
+            const cl_long n_l = n, tile_l = tile, m_l = 256 * tiles;
+            run(kernel("lt_radix_keys"), "lt_radix_keys", std::size_t(n), 0, in_b, static_cast<const Buffer*>(keys[0].get()),
+                static_cast<const Buffer*>(places[0].get()), n_l, cl_int(descending), mask);
+            KernelOwner count = kernel("lt_radix_count"), scan = kernel("lt_radix_scan"), scatter = kernel("lt_radix_scatter");
+            for (int shift = 0, from = 0; shift < bits; shift += 8, from ^= 1) {
+                const Buffer* key_in = keys[from].get();
+                const Buffer* pos_in = places[from].get();
+                const Buffer* key_out = keys[from ^ 1].get();
+                const Buffer* pos_out = places[from ^ 1].get();
+                run(count, "lt_radix_count", std::size_t(tiles) * group, group, key_in, n_l, tile_l, cl_int(shift), counts_b);
+                run(scan, "lt_radix_scan", scan_group, scan_group, counts_b, m_l, LocalBytes{scan_group * sizeof(cl_uint)});
+                run(scatter, "lt_radix_scatter", std::size_t(tiles) * group, group, key_in, pos_in, key_out, pos_out, n_l, tile_l,
+                    cl_int(shift), static_cast<const Buffer*>(counts_b), LocalBytes{group * sizeof(cl_uint)});
+            }
+            const Buffer* sorted = places[(bits / 8) % 2].get();
+            run(kernel("lt_radix_gather"), "lt_radix_gather", std::size_t(k), 0, in_b, sorted, values_b, indices_b, k_l);
             return;
         }
         BufferPtr key = allocate(DType::Int64, rows * P), pos = allocate(DType::Int32, rows * P);
@@ -10266,8 +10414,8 @@ public:
                     gather = kernel("lt_sort_gather");
         run(keys, "lt_sort_keys", std::size_t(rows * P), 0, in_b, key_b, pos_b, n_l, P_l, cl_int(descending));
         if (P > 1) {
-            const std::size_t pairs = std::size_t(rows * P / 2), lk = std::size_t(B) * sizeof(cl_ulong),
-                              lp = std::size_t(B) * sizeof(cl_uint);
+            const std::size_t pairs = std::size_t(rows * P / 2);
+            const LocalBytes lk{std::size_t(B) * sizeof(cl_ulong)}, lp{std::size_t(B) * sizeof(cl_uint)};
             run(local, "lt_sort_local", pairs, std::size_t(L), key_b, pos_b, P_l, cl_long(2), cl_long(std::min(B, P)), cl_long(1), lk, lp);
             for (std::int64_t kk = 2 * B; kk <= P; kk <<= 1) {
                 for (std::int64_t j = kk / 2; j >= B; j >>= 1)

@@ -159,3 +159,14 @@ TEST_CASE("sort, argsort and topk: 0-d, empty axes, k at its ends, errors") {
         }
     });
 }
+
+TEST_CASE_TEMPLATE("sort of one long row (OpenCL: the radix sort), every dtype", T, bool, std::uint8_t, std::int32_t, std::int64_t,
+                   lt::half, float, double) {
+    for_each_device([](lt::Device) {
+        const Ref r = sort_data<T>({70001}, 4242);
+        check_sorts(make_tensor<T>(r), r, 0);
+        // Two rows along axis 0 of a transposed view: one long row each after the move.
+        const Ref two = sort_data<T>({2, 65537}, 4243);
+        check_sorts(make_tensor<T>(two), two, 1);
+    });
+}

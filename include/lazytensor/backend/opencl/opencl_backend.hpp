@@ -238,6 +238,11 @@ public:
         if (record_times_) times_ms_.push_back(ms);
     }
 
+    /// The size of a __local array argument of a kernel.
+    struct LocalBytes {
+        std::size_t bytes;
+    };
+
     void sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k, bool descending, Buffer& values,
                    Buffer& indices) override {
         const DType t = in.dtype();
@@ -248,7 +253,9 @@ public:
         std::int64_t P = 1;
         while (P < n) P <<= 1;
         const bool select = k <= 16 && k < n;  // topk_program: one read of each row
-        const std::shared_ptr<ProgramOwner> program = build_program(select ? topk_program(t, k) : sort_program(t));
+        const bool radix = !select && rows == 1 && n >= (std::int64_t(1) << 16);  // radix_program: one long row
+        const std::shared_ptr<ProgramOwner> program =
+            build_program(select ? topk_program(t, k) : radix ? radix_program(t) : sort_program(t));
         // Pairs of 12 bytes: a block of 2 L of them in local memory, at most 24 KiB (OpenCL 1.2
         // devices have at least 32).
         std::int64_t L = std::max<std::int64_t>(1, std::min<std::int64_t>(P / 2, 1024));
@@ -268,8 +275,8 @@ public:
                 if constexpr (std::is_same_v<V, const Buffer*>) {
                     cl_mem m = static_cast<cl_mem>(v->handle());
                     check(clSetKernelArg(kern.kernel, arg++, sizeof(cl_mem), &m), "clSetKernelArg");
-                } else if constexpr (std::is_same_v<V, std::size_t>) {  // a __local array of v bytes
-                    check(clSetKernelArg(kern.kernel, arg++, v, nullptr), "clSetKernelArg");
+                } else if constexpr (std::is_same_v<V, LocalBytes>) {  // a __local array
+                    check(clSetKernelArg(kern.kernel, arg++, v.bytes, nullptr), "clSetKernelArg");
                 } else {
                     check(clSetKernelArg(kern.kernel, arg++, sizeof(V), &v), "clSetKernelArg");
                 }
@@ -289,7 +296,40 @@ public:
             std::size_t group = 256;
             while (group > 1 && group > traits_.max_work_group) group >>= 1;
             run(kernel("lt_topk_rows"), "lt_topk_rows", std::size_t(rows) * group, group, in_b, values_b, indices_b, n_l,
-                cl_int(descending), group * sizeof(cl_ulong), group * sizeof(cl_uint), group * sizeof(cl_uint));
+                cl_int(descending), LocalBytes{group * sizeof(cl_ulong)}, LocalBytes{group * sizeof(cl_uint)},
+                LocalBytes{group * sizeof(cl_uint)});
+            return;
+        }
+        if (radix) {
+            // Keys of 1-byte types have 8 significant bits, of 2- and 4-byte types 32 (half sorts
+            // by its float), others 64.
+            const int bits = dtype_size(t) == 1 ? 8 : dtype_size(t) <= 4 ? 32 : 64;
+            const cl_ulong mask = bits == 64 ? ~cl_ulong(0) : (cl_ulong(1) << bits) - 1;
+            std::size_t group = 256, scan_group = 1024;
+            while (group > 1 && group > traits_.max_work_group) group >>= 1;
+            while (scan_group > 1 && scan_group > traits_.max_work_group) scan_group >>= 1;
+            const std::int64_t L = std::int64_t(group), tiles_wanted = std::min<std::int64_t>(2048, (n + L - 1) / L);
+            const std::int64_t tile = ((n + tiles_wanted - 1) / tiles_wanted + L - 1) / L * L, tiles = (n + tile - 1) / tile;
+            BufferPtr keys[2] = {allocate(DType::Int64, n), allocate(DType::Int64, n)};
+            BufferPtr places[2] = {allocate(DType::Int32, n), allocate(DType::Int32, n)};
+            BufferPtr counts = allocate(DType::Int32, 256 * tiles);
+            const Buffer* counts_b = counts.get();
+            const cl_long n_l = n, tile_l = tile, m_l = 256 * tiles;
+            run(kernel("lt_radix_keys"), "lt_radix_keys", std::size_t(n), 0, in_b, static_cast<const Buffer*>(keys[0].get()),
+                static_cast<const Buffer*>(places[0].get()), n_l, cl_int(descending), mask);
+            KernelOwner count = kernel("lt_radix_count"), scan = kernel("lt_radix_scan"), scatter = kernel("lt_radix_scatter");
+            for (int shift = 0, from = 0; shift < bits; shift += 8, from ^= 1) {
+                const Buffer* key_in = keys[from].get();
+                const Buffer* pos_in = places[from].get();
+                const Buffer* key_out = keys[from ^ 1].get();
+                const Buffer* pos_out = places[from ^ 1].get();
+                run(count, "lt_radix_count", std::size_t(tiles) * group, group, key_in, n_l, tile_l, cl_int(shift), counts_b);
+                run(scan, "lt_radix_scan", scan_group, scan_group, counts_b, m_l, LocalBytes{scan_group * sizeof(cl_uint)});
+                run(scatter, "lt_radix_scatter", std::size_t(tiles) * group, group, key_in, pos_in, key_out, pos_out, n_l, tile_l,
+                    cl_int(shift), static_cast<const Buffer*>(counts_b), LocalBytes{group * sizeof(cl_uint)});
+            }
+            const Buffer* sorted = places[(bits / 8) % 2].get();
+            run(kernel("lt_radix_gather"), "lt_radix_gather", std::size_t(k), 0, in_b, sorted, values_b, indices_b, k_l);
             return;
         }
         BufferPtr key = allocate(DType::Int64, rows * P), pos = allocate(DType::Int32, rows * P);
@@ -299,8 +339,8 @@ public:
                     gather = kernel("lt_sort_gather");
         run(keys, "lt_sort_keys", std::size_t(rows * P), 0, in_b, key_b, pos_b, n_l, P_l, cl_int(descending));
         if (P > 1) {
-            const std::size_t pairs = std::size_t(rows * P / 2), lk = std::size_t(B) * sizeof(cl_ulong),
-                              lp = std::size_t(B) * sizeof(cl_uint);
+            const std::size_t pairs = std::size_t(rows * P / 2);
+            const LocalBytes lk{std::size_t(B) * sizeof(cl_ulong)}, lp{std::size_t(B) * sizeof(cl_uint)};
             run(local, "lt_sort_local", pairs, std::size_t(L), key_b, pos_b, P_l, cl_long(2), cl_long(std::min(B, P)), cl_long(1), lk, lp);
             for (std::int64_t kk = 2 * B; kk <= P; kk <<= 1) {
                 for (std::int64_t j = kk / 2; j >= B; j >>= 1)

@@ -6,7 +6,8 @@
 // integers with the sign bit flipped; descending order inverts them. Ties go by position, so the
 // result is that of a stable sort. Stages of the sort that stay within a block of B pairs run
 // in local memory, one launch for all of them; wider ones are a launch each over global memory.
-// topk of up to 16 reads each row once instead (topk_program).
+// topk of up to 16 reads each row once instead (topk_program), and one long row (a 1-D sort)
+// takes a radix sort (radix_program).
 #pragma once
 
 #include <string>
@@ -172,6 +173,109 @@ __kernel void lt_topk_rows(__global const )CL" + S + R"CL(* in, __global )CL" + 
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
+}
+)CL";
+    return s;
+}
+
+/// The program of the radix sort of one long row of dtype `t` (sort_radix in the backend): a
+/// least-significant-digit sort of the keys, 8 bits a pass, each pass stable, so that ties keep
+/// the order of positions. A pass: lt_radix_count makes each tile's histogram of the digit,
+/// lt_radix_scan turns the histograms (digit-major) into each (digit, tile)'s first output slot,
+/// and lt_radix_scatter moves each tile's pairs there, a chunk of the work-group's size at a time,
+/// ranking equal digits within the chunk by position.
+inline std::string radix_program(DType t) {
+    const std::string S = sort_storage_type(t), copy = sort_copy_type(t);
+    std::string s = sort_key_functions(t);
+    s += R"CL(
+__kernel void lt_radix_keys(__global const )CL" + S + R"CL(* in, __global ulong* key, __global uint* pos, long n, int descending,
+                            ulong mask) {
+    const long i = get_global_id(0);
+    if (i >= n) return;
+    const ulong k = lt_key(in, i);
+    key[i] = (descending ? ~k : k) & mask;
+    pos[i] = (uint)i;
+}
+
+inline uint lt_digit(ulong key, int shift) { return (uint)(key >> shift) & 255u; }
+
+// counts[d * tiles + tile]: how many keys of the tile have digit d. One work-group per tile.
+__kernel void lt_radix_count(__global const ulong* key, long n, long tile, int shift, __global uint* counts) {
+    __local uint hist[256];
+    const int t = get_local_id(0), L = get_local_size(0);
+    const long g = get_group_id(0), tiles = get_num_groups(0);
+    for (int d = t; d < 256; d += L) hist[d] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const long end = min(n, (g + 1) * tile);
+    for (long i = g * tile + t; i < end; i += L) atomic_inc(&hist[lt_digit(key[i], shift)]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int d = t; d < 256; d += L) counts[d * tiles + g] = hist[d];
+}
+
+// Exclusive prefix sums of counts[0 .. m), in place: one work-group, each work-item a run.
+__kernel void lt_radix_scan(__global uint* counts, long m, __local uint* sums) {
+    const int t = get_local_id(0), L = get_local_size(0);
+    const long run = (m + L - 1) / L, lo = min(m, t * run), hi = min(m, lo + run);
+    uint total = 0;
+    for (long i = lo; i < hi; ++i) total += counts[i];
+    sums[t] = total;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int step = 1; step < L; step <<= 1) {  // inclusive scan of the runs' totals
+        const uint v = t >= step ? sums[t - step] : 0;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        sums[t] += v;
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    uint at = sums[t] - total;
+    for (long i = lo; i < hi; ++i) {
+        const uint c = counts[i];
+        counts[i] = at;
+        at += c;
+    }
+}
+
+// Each tile's pairs to their slots for this digit, stably. One work-group per tile.
+__kernel void lt_radix_scatter(__global const ulong* key, __global const uint* pos, __global ulong* key_out,
+                               __global uint* pos_out, long n, long tile, int shift, __global const uint* offsets,
+                               __local uint* digits) {
+    __local uint base[256];
+    const int t = get_local_id(0), L = get_local_size(0);
+    const long g = get_group_id(0), tiles = get_num_groups(0);
+    for (int d = t; d < 256; d += L) base[d] = offsets[d * tiles + g];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const long end = min(n, (g + 1) * tile);
+    for (long start = g * tile; start < end; start += L) {
+        const long i = start + t;
+        const bool live = i < end;
+        const ulong k = live ? key[i] : 0;
+        const uint d = live ? lt_digit(k, shift) : 256u;
+        digits[t] = d;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        uint rank = 0, last = 1;  // equal digits before this one in the chunk; whether none follows
+        for (int j = 0; j < L; ++j) {
+            const uint e = digits[j];
+            rank += j < t && e == d;
+            last &= !(j > t && e == d);
+        }
+        if (live) {
+            const uint at = base[d] + rank;
+            key_out[at] = k;
+            pos_out[at] = pos[i];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (live && last) base[d] += rank + 1;  // the chunk's count of this digit
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
+
+// The first k: values and positions.
+__kernel void lt_radix_gather(__global const )CL" + copy + R"CL(* in, __global const uint* pos, __global )CL" + copy +
+         R"CL(* values, __global long* indices, long k) {
+    const long i = get_global_id(0);
+    if (i >= k) return;
+    const uint p = pos[i];
+    values[i] = in[p];
+    indices[i] = (long)p;
 }
 )CL";
     return s;
