@@ -17,6 +17,7 @@
 #include "lazytensor/core/dtype.hpp"
 #include "lazytensor/core/error.hpp"
 #include "lazytensor/core/shape.hpp"
+#include "lazytensor/frontend/autodiff.hpp"
 #include "lazytensor/frontend/composites.hpp"
 #include "lazytensor/frontend/creation.hpp"
 #include "lazytensor/frontend/blob.hpp"

@@ -1007,24 +1007,20 @@ inline Axes all_axes(std::size_t ndim) {
 
 }  // namespace detail
 }  // namespace lazytensor
-// ---- lazytensor/frontend/composites.hpp ----
-// Composite element-wise functions: rewrites into the primitives of ir/ops.hpp, written once
-// here (tinygrad's decompositions), so that every backend runs them as it runs the primitives,
-// fused into the kernel of whatever reads them. Each is written to be exact at the extremes.
+// ---- lazytensor/frontend/autodiff.hpp ----
+// Automatic differentiation, functional and reverse mode: lt::grad, lt::vjp, lt::value_and_grad
+// and lt::stop_gradient. No state hides in tensors: a gradient is taken of the lazy graph that
+// an output was built from, and comes back as lazy tensors, which the scheduler fuses with each
+// other and with the output when they are realized together. The rules are in
+// autodiff/reverse.hpp.
+//
+// A tensor that is realized is a constant from then on (realize computes it into memory and lets
+// its graph go, as MLX's eval does): take gradients before realizing the output, then realize
+// the output and its gradients together.
 
-#include <cmath>
-#include <limits>
-#include <optional>
-#include <type_traits>
-
-// ---- lazytensor/frontend/creation.hpp ----
-// Creating tensors: from data, constants, ranges. Data is copied to the device at once;
-// constants stay lazy (a constant costs nothing until something reads it).
-
-#include <cmath>
 #include <initializer_list>
-#include <limits>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 // ---- lazytensor/frontend/tensor.hpp ----
@@ -1425,6 +1421,14 @@ LAZYTENSOR_ENGINE_API std::vector<ScheduleItem> schedule_items(const std::vector
 /// Writes `value` into the memory of `target` (a tensor or a view of one), now: Tensor::assign.
 LAZYTENSOR_ENGINE_API void assign_into(const std::shared_ptr<Node>& target, const graph::Operand& value);
 
+/// Reverse mode (autodiff/reverse.hpp): the gradient of sum_i <outputs[i], cotangents[i]> with
+/// respect to each of `inputs`, as lazy nodes of the inputs' shapes and dtypes (zeros where no
+/// output depends on an input). `op` names the caller in errors.
+LAZYTENSOR_ENGINE_API std::vector<std::shared_ptr<Node>> vjp_nodes(const std::vector<std::shared_ptr<Node>>& outputs,
+                                                                   const std::vector<std::shared_ptr<Node>>& cotangents,
+                                                                   const std::vector<std::shared_ptr<Node>>& inputs,
+                                                                   const char* op);
+
 /// The first k elements of each row of `in` (contiguous [rows, n]) in sorted order, stably (NaN
 /// after every number; before them when descending), into new contiguous [rows, k] buffers of
 /// values and int64 positions on in's device: lt::sort, argsort and topk.
@@ -1753,6 +1757,10 @@ struct Node : std::enable_shared_from_this<Node> {
     Strides strides;
     // The compiled loop of the expression template this node was built from, if any.
     const StaticKernel* static_kernel = nullptr;
+    // Reverse mode (autodiff/reverse.hpp): a view that passes no gradient (lt::stop_gradient),
+    // and whether a realized node was computed from other nodes (realize cut that graph).
+    bool stops_gradient = false;
+    bool computed = false;
 
     Node() = default;
     Node(const Node&) = default;
@@ -1816,6 +1824,7 @@ private:
 
 /// Makes `node` a realized view of `buffer`; drops its sources.
 inline void make_realized(Node& node, BufferPtr buffer, std::int64_t offset, Strides strides) {
+    node.computed = node.computed || node.nsrc > 0;
     node.buffer = std::move(buffer);
     node.offset = offset;
     node.strides = std::move(strides);
@@ -1919,10 +1928,18 @@ inline NodePtr reshape(const NodePtr& x, Shape shape, const char* op = "lt::resh
         fail<ShapeError>(op, ": cannot reshape tensor of shape ", x->shape, " (", total, " elements) into shape ",
                          shape, " (", numel(shape), " elements)");
     if (shape == x->shape) return x;
-    // A reshape of a reshape reads the same elements in the same order: keep one.
-    const NodePtr& base = x->kind == NodeKind::Reshape ? x->src[0] : x;
+    // A reshape of a reshape reads the same elements in the same order: keep one (but a
+    // stop_gradient's, which says something about its source).
+    const NodePtr& base = x->kind == NodeKind::Reshape && !x->stops_gradient ? x->src[0] : x;
     if (shape == base->shape) return base;
     return with_sources(make(NodeKind::Reshape, x->dtype, x->device, std::move(shape)), {base});
+}
+
+/// x's value, through which reverse mode passes no gradient: a view of x in its own shape.
+inline NodePtr stop_gradient(const NodePtr& x) {
+    auto node = with_sources(make(NodeKind::Reshape, x->dtype, x->device, x->shape), {x});
+    node->stops_gradient = true;
+    return node;
 }
 
 inline NodePtr permute(const NodePtr& x, const Axes& perm, const char* op = "lt::permute") {
@@ -2380,6 +2397,49 @@ inline NodePtr mean(const NodePtr& x, const std::optional<Axes>& user_axes, bool
     return binary(BinaryOp::Add, cast(q, DType::Float32), fraction);
 }
 
+/// base with `values` added at the positions `positions` names along `axis` (PyTorch's
+/// scatter_add; the front end checks ranks, extents and positions first). Computed as a
+/// reduction over positions' extent along `axis` for every element of base: deterministic, in
+/// index order, at numel(base) * positions.shape[axis] operations.
+inline NodePtr scatter_add(const NodePtr& base, int axis, const NodePtr& positions, const NodePtr& values) {
+    const char* op = "scatter_add";
+    const Shape& s = base->shape;
+    const std::size_t r = s.size(), k = static_cast<std::size_t>(axis);
+    const std::int64_t count = positions->shape[k];
+    const Shape window(positions->shape);
+    Shape domain = s;
+    domain.push_back(count);
+    // Over [base's shape..., positions' extent along axis]: positions and values read at (i with
+    // i[axis] = j), padded with -1 (never a position) and 0 outside positions' other extents.
+    auto spread = [&](const NodePtr& t, Scalar fill) {
+        SmallVector<std::int64_t, 12> whole;  // t cut to positions' shape (values may be larger)
+        Axes last;                            // `axis` moved last
+        Shape before(r, 0), after(r, 0), lifted;
+        for (std::size_t d = 0; d < r; ++d) {
+            whole.push_back(0);
+            whole.push_back(1);
+            if (d != k) {
+                after[last.size()] = s[d] - window[d];
+                last.push_back(static_cast<int>(d));
+                lifted.push_back(s[d]);
+            }
+        }
+        last.push_back(static_cast<int>(k));
+        lifted.insert(k, 1);
+        lifted.push_back(count);
+        NodePtr part = permute(graph::window(t, whole, window), last);
+        part = reshape(pad(part, before, after, fill), lifted);
+        return expand(part, domain);
+    };
+    const Scalar zero = Scalar::of<std::int64_t>(0).cast(base->dtype);
+    const NodePtr at = spread(cast(positions, DType::Int64), Scalar::of<std::int64_t>(-1));
+    const NodePtr from = spread(cast(values, base->dtype), zero);
+    const NodePtr hit = binary(BinaryOp::Eq, at, iota(domain, axis, base->device));
+    const NodePtr picked = where(hit, from, zero);
+    const NodePtr added = cast(reduce(ReduceOp::Sum, picked, Axes{static_cast<int>(r)}, false, op), base->dtype);
+    return binary(BinaryOp::Add, base, added);
+}
+
 // ---------------------------------------------------------------------------- matrix products
 
 /// Whether a product of `dtype` on `device` runs as a GEMM schedule item. Other products are
@@ -2765,6 +2825,7 @@ public:
     TensorRef(const Tensor<T>& t) : node_(t.build()) {}
     /// The graph node (library internals).
     detail::Node* node() const { return node_.get(); }
+    const detail::NodePtr& node_ptr() const { return node_; }
 
 private:
     detail::NodePtr node_;
@@ -3059,6 +3120,217 @@ Tensor<T>& Tensor<T>::assign(const V& value) {
     if constexpr (detail::is_scalar_v<V>) detail::assign_into(target, detail::graph::Operand(detail::make_scalar(value)));
     else detail::assign_into(target, detail::graph::Operand(value.build()));
     return *this;
+}
+
+}  // namespace lazytensor
+// ---- lazytensor/frontend/creation.hpp ----
+// Creating tensors: from data, constants, ranges. Data is copied to the device at once;
+// constants stay lazy (a constant costs nothing until something reads it).
+
+#include <cmath>
+#include <initializer_list>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+
+namespace lazytensor {
+
+namespace detail {
+
+template <class T>
+Tensor<T> from_host(const T* data, std::int64_t count, Shape shape, Device device) {
+    BufferPtr buf = upload(device, dtype_of<T>(), count, data);
+    Strides strides = contiguous_strides(shape);
+    return Tensor<T>(graph::buffer(std::move(buf), std::move(shape), std::move(strides), 0));
+}
+
+template <class E>
+Tensor<typename E::value_type> triangle(const E& x, std::int64_t k, bool upper, const char* op) {
+    using T = typename E::value_type;
+    const NodePtr v = x.build();
+    const int n = static_cast<int>(v->shape.size());
+    if (n < 2) fail<ShapeError>(op, ": needs at least two axes, got shape ", v->shape);
+    const NodePtr offset = graph::binary(BinaryOp::Sub, graph::iota(v->shape, n - 1, v->device),
+                                         graph::iota(v->shape, n - 2, v->device));
+    const NodePtr keep = graph::binary(upper ? BinaryOp::Ge : BinaryOp::Le, offset, Scalar::of<std::int64_t>(k));
+    return Tensor<T>(graph::where(keep, v, Scalar::of<T>(T(0))));
+}
+
+}  // namespace detail
+
+/// A tensor holding `data` (row-major) with the given shape, on `device`; copied there now.
+/// ShapeError if data.size() is not the shape's element count; DeviceError if `device` is unavailable.
+template <class T>
+Tensor<T> tensor(const std::vector<T>& data, Shape shape, Device device = default_device()) {
+    detail::check_extents(shape, "lt::tensor");
+    const std::int64_t count = numel(shape);
+    if (static_cast<std::int64_t>(data.size()) != count)
+        detail::fail<ShapeError>("lt::tensor: ", data.size(), " values do not fit shape ", shape, " (", count,
+                                 " elements)");
+    if constexpr (std::is_same_v<T, bool>) {
+        std::vector<std::uint8_t> bytes(data.begin(), data.end());
+        static_assert(sizeof(bool) == 1, "lazytensor stores bool as one byte");
+        return detail::from_host<T>(reinterpret_cast<const bool*>(bytes.data()), count, std::move(shape), device);
+    } else {
+        return detail::from_host<T>(data.data(), count, std::move(shape), device);
+    }
+}
+
+template <class T, class D>
+Tensor<T> TensorBase<T, D>::to(Device device) const {
+    Tensor<T> t(self().build());
+    if (t.device() == device) return t;
+    detail::backend_for(device);  // an unavailable device fails before any work
+    return tensor<T>(t.to_vector(), t.shape(), device);
+}
+
+/// A 1-D tensor holding `data`, on `device` (copied there now).
+template <class T>
+Tensor<T> tensor(std::initializer_list<T> data, Device device = default_device()) {
+    return tensor<T>(std::vector<T>(data), Shape{static_cast<std::int64_t>(data.size())}, device);
+}
+
+/// A tensor of the given shape with every element equal to `value` (lazy: no memory until realized).
+/// ShapeError for a negative extent; DeviceError if `device` is unavailable.
+template <class T>
+Tensor<T> full(const Shape& shape, T value, Device device = default_device()) {
+    detail::check_extents(shape, "lt::full");
+    detail::backend_for(device);
+    return Tensor<T>(detail::graph::constant(Scalar::of<T>(value), dtype_of<T>(), shape, device));
+}
+
+/// full(shape, T(0), device).
+template <class T>
+Tensor<T> zeros(const Shape& shape, Device device = default_device()) {
+    return full<T>(shape, T(0), device);
+}
+
+/// full(shape, T(1), device).
+template <class T>
+Tensor<T> ones(const Shape& shape, Device device = default_device()) {
+    return full<T>(shape, T(1), device);
+}
+
+/// start, start + step, ... up to (not including) stop, like NumPy's arange (values computed in
+/// double, converted to T, copied to `device` now). ValueError for step 0 or a non-finite bound.
+template <class T>
+Tensor<T> arange(double start, double stop, double step = 1, Device device = default_device()) {
+    if (step == 0 || !std::isfinite(step) || !std::isfinite(start) || !std::isfinite(stop))
+        detail::fail<ValueError>("lt::arange: start, stop and step must be finite and step non-zero (got ", start,
+                                 ", ", stop, ", ", step, ")");
+    const double span = std::ceil((stop - start) / step);
+    if (span >= 9.0e15)  // beyond 2^53, consecutive values are no longer distinct doubles
+        detail::fail<ValueError>("lt::arange: [", start, ", ", stop, ") in steps of ", step, " has ", span,
+                                 " elements, too many");
+    const std::int64_t count = span > 0 ? static_cast<std::int64_t>(span) : 0;
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+        // Every value must be one of T: no out-of-range conversion (undefined), no wrap.
+        const double last = start + static_cast<double>(count - 1) * step;
+        for (double v : {start, last})
+            if (count > 0 && (v < static_cast<double>(std::numeric_limits<T>::min()) ||
+                              v >= static_cast<double>(std::numeric_limits<T>::max()) + 1.0))
+                detail::fail<ValueError>("lt::arange: [", start, ", ", stop, ") in steps of ", step, " reaches ", v,
+                                         ", which does not fit ", dtype_of<T>());
+    }
+    std::vector<T> values(static_cast<std::size_t>(count));
+    for (std::int64_t i = 0; i < count; ++i) values[static_cast<std::size_t>(i)] = static_cast<T>(start + static_cast<double>(i) * step);
+    return tensor<T>(values, Shape{count}, device);
+}
+
+/// 0, 1, ..., n - 1 (empty for n <= 0).
+template <class T>
+Tensor<T> arange(std::int64_t n, Device device = default_device()) {
+    return arange<T>(0.0, static_cast<double>(n), 1.0, device);
+}
+
+/// `steps` values from `start` to `end`, both included, evenly spaced (PyTorch's and NumPy's
+/// linspace: computed in double, the second half counted back from `end` so that it is exact;
+/// integer T truncates toward zero). Copied to `device` now. ValueError for negative steps, a
+/// non-finite bound or a value that does not fit T.
+template <class T>
+Tensor<T> linspace(double start, double end, std::int64_t steps, Device device = default_device()) {
+    if (steps < 0 || !std::isfinite(start) || !std::isfinite(end))
+        detail::fail<ValueError>("lt::linspace: start and end must be finite and steps non-negative (got ", start,
+                                 ", ", end, ", ", steps, ")");
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+        for (double v : {start, end})
+            if (steps > 0 && (std::trunc(v) < static_cast<double>(std::numeric_limits<T>::min()) ||
+                              std::trunc(v) >= static_cast<double>(std::numeric_limits<T>::max()) + 1.0))
+                detail::fail<ValueError>("lt::linspace: ", v, " does not fit ", dtype_of<T>());
+    }
+    std::vector<T> values(static_cast<std::size_t>(steps));
+    const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
+    for (std::int64_t i = 0; i < steps; ++i) {
+        const double v = i < steps / 2 ? start + step * static_cast<double>(i)
+                                       : end - step * static_cast<double>(steps - 1 - i);
+        values[static_cast<std::size_t>(i)] = static_cast<T>(steps == 1 ? start : v);
+    }
+    return tensor<T>(values, Shape{steps}, device);
+}
+
+/// The n x m identity matrix (ones on the diagonal), lazy. ShapeError for a negative extent.
+template <class T>
+Tensor<T> eye(std::int64_t n, std::int64_t m, Device device = default_device()) {
+    const Shape shape{n, m};
+    detail::check_extents(shape, "lt::eye");
+    detail::backend_for(device);
+    namespace g = detail::graph;
+    const detail::NodePtr diagonal = g::binary(BinaryOp::Eq, g::iota(shape, 0, device), g::iota(shape, 1, device));
+    return Tensor<T>(g::cast(diagonal, dtype_of<T>()));
+}
+
+/// eye(n, n, device).
+template <class T>
+Tensor<T> eye(std::int64_t n, Device device = default_device()) {
+    return eye<T>(n, n, device);
+}
+
+/// A tensor of x's shape, dtype and device with every element `value`, lazy; and likewise
+/// zeros_like and ones_like. ValueError for a value outside an integer dtype (it never wraps).
+template <class E, class V, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_scalar_v<V>>>
+auto full_like(const E& x, V value) {
+    using T = typename E::value_type;
+    detail::graph::check_scalar_fits(detail::make_scalar(value), dtype_of<T>(), "lt::full_like");
+    return full<T>(x.shape(), static_cast<T>(value), x.device());
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto zeros_like(const E& x) {
+    return zeros<typename E::value_type>(x.shape(), x.device());
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto ones_like(const E& x) {
+    return ones<typename E::value_type>(x.shape(), x.device());
+}
+
+/// A copy of x with memory of its own once realized (lazy, like every expression: a later
+/// assign to x does not change it). Inside a larger expression it fuses like any other read.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto clone(const E& x) {
+    return Tensor<typename E::value_type>(detail::graph::copy(x.build()));
+}
+
+/// x itself when it is a realized tensor whose elements lie row-major without gaps (any
+/// offset), else clone(x): a lazy view (transpose, slice, expand, ...) or expression becomes
+/// contiguous memory when realized.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto contiguous(const E& x) {
+    Tensor<typename E::value_type> t(x);
+    if (t.is_realized() && detail::is_contiguous_layout(t.shape(), t.node_ptr()->strides, 0)) return t;
+    return Tensor<typename E::value_type>(detail::graph::copy(t.build()));
+}
+
+/// The upper triangle of the last two axes (elements with column - row >= k), zeros below;
+/// lazy, one fused read. ShapeError for fewer than two axes.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto triu(const E& x, std::int64_t k = 0) {
+    return detail::triangle(x, k, true, "lt::triu");
+}
+
+/// The lower triangle of the last two axes (elements with column - row <= k), zeros above.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto tril(const E& x, std::int64_t k = 0) {
+    return detail::triangle(x, k, false, "lt::tril");
 }
 
 }  // namespace lazytensor
@@ -5922,6 +6194,365 @@ LAZYTENSOR_FREE_AXIS_GUARD(cumprod)
 #include <unordered_set>
 #include <vector>
 
+// ---- lazytensor/autodiff/reverse.hpp ----
+// Reverse-mode differentiation over the lazy graph: the gradients are new lazy nodes, built
+// from the same graph builders as any expression, so they schedule, fuse and realize like the
+// forward pass (and can be differentiated again). Each node kind's rule is written once,
+// below; the walk visits the nodes between the outputs and the inputs in reverse topological
+// order and sums the contributions of every use.
+//
+// Where a function is not differentiable, the rules take PyTorch's choices: relu'(0) = 0,
+// abs'(0) = sign(0) = 0, a max or min whose value several elements share splits the gradient
+// evenly among them, maximum/minimum of two equal values give each half, floor, ceil, round,
+// trunc, sign and floor_divide have zero gradient, and pow's exponent gradient is 0 where the
+// base is 0 and the exponent >= 0.
+
+#include <cmath>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+
+namespace lazytensor::detail {
+
+namespace autodiff {
+
+namespace g = graph;
+
+inline NodePtr mul(const g::Operand& a, const g::Operand& b) { return g::binary(BinaryOp::Mul, a, b); }
+inline NodePtr div(const g::Operand& a, const g::Operand& b) { return g::binary(BinaryOp::Div, a, b); }
+inline NodePtr add(const g::Operand& a, const g::Operand& b) { return g::binary(BinaryOp::Add, a, b); }
+inline NodePtr sub(const g::Operand& a, const g::Operand& b) { return g::binary(BinaryOp::Sub, a, b); }
+inline NodePtr un(UnaryOp op, const NodePtr& x) { return g::unary(op, x); }
+inline Scalar num(double v) { return Scalar::of<double>(v); }
+inline NodePtr zeros_like(const NodePtr& x) { return g::constant(Scalar::of<std::int64_t>(0), x->dtype, x->shape, x->device); }
+inline NodePtr keep_where(const NodePtr& cond, const NodePtr& v) { return g::where(cond, v, num(0.0)); }
+
+/// The gradient of a unary op's input x from its output y's gradient gy (nullptr: zero).
+inline NodePtr unary_rule(UnaryOp op, const NodePtr& x, const NodePtr& y, const NodePtr& gy) {
+    constexpr double ln2 = 0.69314718055994530942, two_over_sqrt_pi = 1.12837916709551257390;
+    constexpr double inv_sqrt2 = 0.70710678118654752440, inv_sqrt_2pi = 0.39894228040143267794;
+    switch (op) {
+        case UnaryOp::Neg: return un(UnaryOp::Neg, gy);
+        case UnaryOp::Abs: return mul(gy, un(UnaryOp::Sign, x));
+        case UnaryOp::Relu: return keep_where(g::binary(BinaryOp::Gt, x, num(0.0)), gy);
+        case UnaryOp::Exp: return mul(gy, y);
+        case UnaryOp::Log: return div(gy, x);
+        case UnaryOp::Sqrt: return div(gy, mul(y, num(2.0)));
+        case UnaryOp::Sin: return mul(gy, un(UnaryOp::Cos, x));
+        case UnaryOp::Cos: return mul(gy, un(UnaryOp::Neg, un(UnaryOp::Sin, x)));
+        case UnaryOp::Tanh: return mul(gy, g::binary(BinaryOp::Sub, num(1.0), mul(y, y)));
+        case UnaryOp::Sigmoid: return mul(gy, mul(y, g::binary(BinaryOp::Sub, num(1.0), y)));
+        case UnaryOp::Exp2: return mul(gy, mul(y, num(ln2)));
+        case UnaryOp::Log2: return div(gy, mul(x, num(ln2)));
+        case UnaryOp::Rsqrt: return mul(gy, mul(mul(y, mul(y, y)), num(-0.5)));
+        case UnaryOp::Reciprocal: return mul(un(UnaryOp::Neg, gy), mul(y, y));
+        case UnaryOp::Tan: return mul(gy, add(mul(y, y), num(1.0)));
+        case UnaryOp::Gelu: {  // Phi(x) + x phi(x)
+            const NodePtr cdf = mul(un(UnaryOp::Erfc, mul(x, num(-inv_sqrt2))), num(0.5));
+            const NodePtr pdf = mul(un(UnaryOp::Exp, mul(mul(x, x), num(-0.5))), num(inv_sqrt_2pi));
+            return mul(gy, add(cdf, mul(x, pdf)));
+        }
+        case UnaryOp::Silu: {  // s (1 + x (1 - s)), s = sigmoid(x)
+            const NodePtr s = un(UnaryOp::Sigmoid, x);
+            return mul(gy, mul(s, add(mul(x, g::binary(BinaryOp::Sub, num(1.0), s)), num(1.0))));
+        }
+        case UnaryOp::Log1p: return div(gy, add(x, num(1.0)));
+        case UnaryOp::Expm1: return mul(gy, add(y, num(1.0)));
+        case UnaryOp::Erf:
+        case UnaryOp::Erfc: {
+            const NodePtr d = mul(un(UnaryOp::Exp, un(UnaryOp::Neg, mul(x, x))), num(two_over_sqrt_pi));
+            return mul(gy, op == UnaryOp::Erf ? d : un(UnaryOp::Neg, d));
+        }
+        case UnaryOp::Asin: return mul(gy, un(UnaryOp::Rsqrt, g::binary(BinaryOp::Sub, num(1.0), mul(x, x))));
+        case UnaryOp::Acos: return mul(un(UnaryOp::Neg, gy), un(UnaryOp::Rsqrt, g::binary(BinaryOp::Sub, num(1.0), mul(x, x))));
+        case UnaryOp::Atan: return div(gy, add(mul(x, x), num(1.0)));
+        case UnaryOp::Sinh: return mul(gy, un(UnaryOp::Cosh, x));
+        case UnaryOp::Cosh: return mul(gy, un(UnaryOp::Sinh, x));
+        case UnaryOp::Asinh: return mul(gy, un(UnaryOp::Rsqrt, add(mul(x, x), num(1.0))));
+        case UnaryOp::Acosh: return mul(gy, un(UnaryOp::Rsqrt, sub(mul(x, x), num(1.0))));
+        case UnaryOp::Atanh: return div(gy, g::binary(BinaryOp::Sub, num(1.0), mul(x, x)));
+        // Piecewise constant: zero almost everywhere (PyTorch's choice at the steps too).
+        case UnaryOp::Sign:
+        case UnaryOp::Floor:
+        case UnaryOp::Ceil:
+        case UnaryOp::Round:
+        case UnaryOp::Trunc: return nullptr;
+        // Integer and bool results: the walk never reaches them.
+        case UnaryOp::BitwiseNot:
+        case UnaryOp::LogicalNot:
+        case UnaryOp::IsNan:
+        case UnaryOp::IsInf: return nullptr;
+    }
+    return nullptr;
+}
+
+/// The gradients of a binary op's operands a and b (same shape and dtype as y) from gy.
+inline std::pair<NodePtr, NodePtr> binary_rule(BinaryOp op, const NodePtr& a, const NodePtr& b, const NodePtr& y,
+                                               const NodePtr& gy) {
+    switch (op) {
+        case BinaryOp::Add: return {gy, gy};
+        case BinaryOp::Sub: return {gy, un(UnaryOp::Neg, gy)};
+        case BinaryOp::Mul: return {mul(gy, b), mul(gy, a)};
+        case BinaryOp::Div: return {div(gy, b), div(mul(un(UnaryOp::Neg, gy), a), mul(b, b))};
+        case BinaryOp::Pow: {
+            const NodePtr base = g::where(g::binary(BinaryOp::Eq, b, num(0.0)), num(0.0),
+                                          mul(gy, mul(b, g::binary(BinaryOp::Pow, a, sub(b, num(1.0))))));
+            const NodePtr flat = g::binary(BinaryOp::LogicalAnd, g::binary(BinaryOp::Eq, a, num(0.0)),
+                                           g::binary(BinaryOp::Ge, b, num(0.0)));
+            return {base, mul(gy, g::where(flat, num(0.0), mul(y, un(UnaryOp::Log, a))))};
+        }
+        case BinaryOp::Maximum:
+        case BinaryOp::Minimum: {
+            // The larger (smaller) operand takes gy; equal operands share it (PyTorch).
+            const BinaryOp loses = op == BinaryOp::Maximum ? BinaryOp::Lt : BinaryOp::Gt;
+            const NodePtr shared = g::where(g::binary(BinaryOp::Eq, a, b), mul(gy, num(0.5)), gy);
+            return {g::where(g::binary(loses, a, b), num(0.0), shared), g::where(g::binary(loses, b, a), num(0.0), shared)};
+        }
+        case BinaryOp::Fmod:  // a - trunc(a / b) b
+            return {gy, mul(un(UnaryOp::Neg, gy), un(UnaryOp::Trunc, div(a, b)))};
+        case BinaryOp::Remainder:  // a - floor(a / b) b
+            return {gy, mul(un(UnaryOp::Neg, gy), un(UnaryOp::Floor, div(a, b)))};
+        case BinaryOp::Atan2: {
+            const NodePtr r2 = add(mul(a, a), mul(b, b));
+            return {div(mul(gy, b), r2), div(mul(un(UnaryOp::Neg, gy), a), r2)};
+        }
+        case BinaryOp::Hypot: return {mul(gy, div(a, y)), mul(gy, div(b, y))};
+        case BinaryOp::Copysign:
+            return {mul(gy, g::where(g::binary(BinaryOp::Eq, a, num(0.0)), num(0.0), div(y, a))), nullptr};
+        case BinaryOp::FloorDivide: return {nullptr, nullptr};
+        default: return {nullptr, nullptr};  // integer and bool results: never reached
+    }
+}
+
+/// The gradient of x (a reduction's input; y keeps the reduced axes as extent 1) from gy.
+inline NodePtr reduce_rule(ReduceOp op, const NodePtr& x, const NodePtr& y, const Axes& axes, const NodePtr& gy) {
+    const NodePtr spread = g::expand(gy, x->shape);
+    switch (op) {
+        case ReduceOp::Sum: return spread;
+        case ReduceOp::Max:
+        case ReduceOp::Min: {  // split evenly among the elements that equal the result
+            const NodePtr hit = g::binary(BinaryOp::Eq, x, g::expand(y, x->shape));
+            const NodePtr count = g::reduce(ReduceOp::Sum, g::cast(hit, x->dtype), axes, true, "grad");
+            return keep_where(hit, g::expand(div(gy, count), x->shape));
+        }
+        case ReduceOp::Prod: {
+            // The product of the other elements: y / x, or, at a zero of x, the product of the
+            // nonzero others when it is the only zero (0 when there are more).
+            const NodePtr zero = g::binary(BinaryOp::Eq, x, num(0.0));
+            const NodePtr nonzero_product = g::reduce(ReduceOp::Prod, g::where(zero, num(1.0), x), axes, true, "grad");
+            const NodePtr zeros = g::reduce(ReduceOp::Sum, g::cast(zero, x->dtype), axes, true, "grad");
+            const NodePtr at_zero = keep_where(g::binary(BinaryOp::Eq, zeros, num(1.0)), nonzero_product);
+            const NodePtr others = g::where(zero, g::expand(at_zero, x->shape), div(g::expand(y, x->shape), x));
+            return mul(spread, others);
+        }
+    }
+    return nullptr;
+}
+
+/// The gradient of a window's source x (shape s) from gy: gy's elements put back at the
+/// positions they were read from, zeros elsewhere; along an axis of step 0, their sum.
+inline NodePtr window_rule(const NodePtr& x, const NodePtr& y, const NodePtr& gy) {
+    NodePtr out = gy;
+    for (std::size_t k = 0; k < x->shape.size(); ++k) {
+        std::int64_t start = y->params[2 * k], step = y->params[2 * k + 1];
+        const std::int64_t n = y->shape[k], m = x->shape[k];
+        if (n == 0) return nullptr;  // nothing was read
+        if (n == 1) step = 1;
+        if (step == 0) {
+            out = g::reduce(ReduceOp::Sum, out, Axes{static_cast<int>(k)}, true, "grad");
+            step = 1;
+        } else if (step < 0) {  // read backwards from start: the same positions, forwards
+            out = g::flip(out, Axes{static_cast<int>(k)});
+            start += step * (n - 1);
+            step = -step;
+        }
+        std::int64_t covered = out->shape[k];
+        if (step > 1) {  // interleave step - 1 zeros after each element
+            Shape lifted = out->shape, spaced = out->shape;
+            lifted.insert(k + 1, 1);
+            spaced[k] = covered * step;
+            Shape before(lifted.size(), 0), after(lifted.size(), 0);
+            after[k + 1] = step - 1;
+            out = g::reshape(g::pad(g::reshape(out, lifted), before, after, num(0.0)), spaced);
+            covered *= step;
+        }
+        const std::int64_t tail = m - start - covered;  // < 0: the last step's spacing runs past the end
+        if (tail < 0) out = g::slice(out, static_cast<int>(k), 0, covered + tail, 1);
+        Shape before(x->shape.size(), 0), after(x->shape.size(), 0);
+        before[k] = start;
+        after[k] = std::max<std::int64_t>(tail, 0);
+        out = g::pad(out, before, after, num(0.0));
+    }
+    return out;
+}
+
+/// The gradient of a pad's source x (the window of gy that x fills).
+inline NodePtr pad_rule(const NodePtr& x, const NodePtr& y, const NodePtr& gy) {
+    SmallVector<std::int64_t, 12> starts_steps;
+    for (std::size_t k = 0; k < x->shape.size(); ++k) {
+        starts_steps.push_back(y->params[k]);
+        starts_steps.push_back(1);
+    }
+    return g::window(gy, starts_steps, x->shape);
+}
+
+/// The gradient of a broadcast's source x (same rank as y): gy summed over the expanded axes.
+inline NodePtr expand_rule(const NodePtr& x, const NodePtr& y, const NodePtr& gy) {
+    Axes spread;
+    for (std::size_t k = 0; k < x->shape.size(); ++k)
+        if (x->shape[k] != y->shape[k]) spread.push_back(static_cast<int>(k));
+    return spread.empty() ? gy : g::reduce(ReduceOp::Sum, gy, spread, true, "grad");
+}
+
+/// Calls emit(source index, gradient of that source) for each source of n that has one, given
+/// gy, the gradient of n. `wanted(i)`: whether source i needs its gradient.
+template <class Emit, class Wanted>
+void node_rule(const NodePtr& n, const NodePtr& gy, Wanted wanted, Emit emit) {
+    const NodePtr& x = n->src[0];
+    switch (n->kind) {
+        case NodeKind::Unary: emit(0, unary_rule(n->unary_op, x, n, gy)); break;
+        case NodeKind::Binary: {
+            auto [ga, gb] = binary_rule(n->binary_op, x, n->src[1], n, gy);
+            if (wanted(0)) emit(0, ga);
+            if (wanted(1)) emit(1, gb);
+            break;
+        }
+        case NodeKind::Where:
+            if (wanted(1)) emit(1, keep_where(n->src[0], gy));
+            if (wanted(2)) emit(2, g::where(n->src[0], num(0.0), gy));
+            break;
+        case NodeKind::Cast: emit(0, g::cast(gy, x->dtype)); break;
+        case NodeKind::Reduce: emit(0, reduce_rule(n->reduce_op, x, n, n->axes, gy)); break;
+        case NodeKind::Reshape: emit(0, g::reshape(gy, x->shape, "grad")); break;
+        case NodeKind::Permute: {
+            Axes inverse(n->axes.size(), 0);
+            for (std::size_t i = 0; i < n->axes.size(); ++i) inverse[static_cast<std::size_t>(n->axes[i])] = static_cast<int>(i);
+            emit(0, g::permute(gy, inverse, "grad"));
+            break;
+        }
+        case NodeKind::Expand: emit(0, expand_rule(x, n, gy)); break;
+        case NodeKind::Slice: emit(0, window_rule(x, n, gy)); break;
+        case NodeKind::Pad: emit(0, pad_rule(x, n, gy)); break;
+        case NodeKind::Gather:
+            emit(0, g::scatter_add(zeros_like(x), n->axes[0], n->src[1], gy));
+            break;
+        case NodeKind::Matmul: {  // [..., m, k] x [..., k, n], batch axes already broadcast
+            if (wanted(0)) emit(0, g::matmul(gy, g::transpose(n->src[1], -2, -1)));
+            if (wanted(1)) emit(1, g::matmul(g::transpose(x, -2, -1), gy));
+            break;
+        }
+        case NodeKind::Assign:
+            fail<ValueError>("grad: cannot differentiate through an in-place write (Tensor::assign) of a ", n->dtype, n->shape,
+                             " tensor; differentiate the expression before assigning it");
+        case NodeKind::Buffer:
+        case NodeKind::Const:
+        case NodeKind::Index: break;  // leaves
+    }
+}
+
+/// Whether reverse mode looks at n's sources: floating lazy nodes that do not stop gradients.
+inline bool passes_gradient(const Node& n) { return !n.realized() && !n.stops_gradient && is_floating(n.dtype); }
+
+inline std::string describe(const Node& n) { return concat(n.dtype, n.shape, " on ", n.device); }
+
+}  // namespace autodiff
+
+LAZYTENSOR_ENGINE_API std::vector<NodePtr> vjp_nodes(const std::vector<NodePtr>& outputs, const std::vector<NodePtr>& cotangents,
+                                                     const std::vector<NodePtr>& inputs, const char* op) {
+    using namespace autodiff;
+    GraphReadLock lock;  // the graph stays as it is while it is walked
+    if (cotangents.size() != outputs.size())
+        fail<ValueError>(op, ": ", outputs.size(), " output(s) but ", cotangents.size(), " cotangent(s); give one per output");
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+        const Node &y = *outputs[i], &c = *cotangents[i];
+        if (!is_floating(y.dtype))
+            fail<DTypeError>(op, ": output ", i, " is a ", y.dtype, " tensor; only floating outputs have gradients");
+        if (c.shape != y.shape)
+            fail<ShapeError>(op, ": cotangent ", i, " has shape ", c.shape, " but its output has shape ", y.shape);
+        if (c.device != y.device)
+            fail<DeviceError>(op, ": cotangent ", i, " is on ", c.device, " but its output is on ", y.device);
+        if (!is_floating(c.dtype))
+            fail<DTypeError>(op, ": cotangent ", i, " is a ", c.dtype, " tensor; it must be floating");
+    }
+    std::unordered_set<const Node*> wanted_inputs;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        if (!is_floating(inputs[i]->dtype))
+            fail<DTypeError>(op, ": input ", i, " is a ", inputs[i]->dtype, " tensor; gradients exist for floating tensors only");
+        wanted_inputs.insert(inputs[i].get());
+    }
+
+    // The nodes below the outputs, sources before consumers (an explicit stack: lazy chains can
+    // be millions of nodes deep), and which of them lie on a path to an input.
+    std::vector<NodePtr> order;
+    std::unordered_map<const Node*, bool> reaches;  // visited; true if an input is at or below
+    bool passed_computed = false;                   // met a tensor realized from a graph (the cut)
+    std::vector<std::pair<NodePtr, bool>> stack;
+    for (const NodePtr& y : outputs) stack.emplace_back(y, false);
+    while (!stack.empty()) {
+        auto [n, expanded] = stack.back();
+        stack.pop_back();
+        if (expanded) {
+            bool r = wanted_inputs.count(n.get()) > 0;
+            if (passes_gradient(*n))
+                for (std::size_t i = 0; i < n->nsrc; ++i) r = r || reaches[n->src[i].get()];
+            reaches[n.get()] = r;
+            order.push_back(n);
+            continue;
+        }
+        if (reaches.count(n.get())) continue;
+        reaches[n.get()] = false;  // visiting
+        if (n->realized() && n->computed && is_floating(n->dtype) && !wanted_inputs.count(n.get())) passed_computed = true;
+        stack.emplace_back(n, true);
+        if (passes_gradient(*n))
+            for (std::size_t i = 0; i < n->nsrc; ++i)
+                if (!reaches.count(n->src[i].get())) stack.emplace_back(n->src[i], false);
+    }
+
+    // Cotangents, consumers first; every use's contribution is added.
+    std::unordered_map<const Node*, NodePtr> grads;
+    auto accumulate = [&](const NodePtr& n, NodePtr gn) {
+        if (!gn) return;
+        if (gn->dtype != n->dtype) gn = g::cast(gn, n->dtype);
+        if (gn->shape != n->shape) gn = g::expand(gn, n->shape);  // a scalar rule's constant
+        NodePtr& slot = grads[n.get()];
+        slot = slot ? add(slot, gn) : gn;
+    };
+    for (std::size_t i = 0; i < outputs.size(); ++i)
+        if (reaches[outputs[i].get()]) accumulate(outputs[i], cotangents[i]);
+    for (std::size_t j = order.size(); j-- > 0;) {
+        const NodePtr& n = order[j];
+        if (!reaches[n.get()] || !passes_gradient(*n)) continue;
+        auto found = grads.find(n.get());
+        if (found == grads.end()) continue;
+        const NodePtr gy = found->second;
+        auto wanted = [&](int i) { return reaches[n->src[static_cast<std::size_t>(i)].get()]; };
+        node_rule(n, gy, wanted, [&](int i, NodePtr gx) {
+            if (wanted(i)) accumulate(n->src[static_cast<std::size_t>(i)], std::move(gx));
+        });
+        if (!wanted_inputs.count(n.get())) grads.erase(found);  // only inputs' are kept
+    }
+
+    std::vector<NodePtr> out;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        const NodePtr& x = inputs[i];
+        auto found = grads.find(x.get());
+        if (found != grads.end()) {
+            out.push_back(found->second);
+            continue;
+        }
+        if (!reaches[x.get()] && passed_computed)
+            fail<ValueError>(op, ": input ", i, " (", describe(*x),
+                             ") does not reach the output through lazy operations, and the output's graph passes a "
+                             "tensor realized before the gradient was taken (realize cuts the graph: a realized tensor "
+                             "is a constant). Take the gradient before realizing, and realize the output and the "
+                             "gradients together");
+        out.push_back(zeros_like(x));  // the output does not depend on it
+    }
+    return out;
+}
+
+}  // namespace lazytensor::detail
 // ---- lazytensor/runtime/check.hpp ----
 // Check mode (LAZYTENSOR_CHECK=1, or lt::set_check_enabled): every schedule item that has a
 // second implementation also runs on the host interpreter, the reference semantics, and the
@@ -12949,201 +13580,125 @@ namespace lazytensor {
 namespace detail {
 
 template <class T>
-Tensor<T> from_host(const T* data, std::int64_t count, Shape shape, Device device) {
-    BufferPtr buf = upload(device, dtype_of<T>(), count, data);
-    Strides strides = contiguous_strides(shape);
-    return Tensor<T>(graph::buffer(std::move(buf), std::move(shape), std::move(strides), 0));
+inline constexpr void check_differentiable() {
+    static_assert(is_floating_v<T>, "lazytensor: gradients exist for floating tensors only (float, double, half); "
+                                    "cast integer or bool tensors with lt::cast<float>(x) first");
 }
 
-template <class E>
-Tensor<typename E::value_type> triangle(const E& x, std::int64_t k, bool upper, const char* op) {
-    using T = typename E::value_type;
-    const NodePtr v = x.build();
-    const int n = static_cast<int>(v->shape.size());
-    if (n < 2) fail<ShapeError>(op, ": needs at least two axes, got shape ", v->shape);
-    const NodePtr offset = graph::binary(BinaryOp::Sub, graph::iota(v->shape, n - 1, v->device),
-                                         graph::iota(v->shape, n - 2, v->device));
-    const NodePtr keep = graph::binary(upper ? BinaryOp::Ge : BinaryOp::Le, offset, Scalar::of<std::int64_t>(k));
-    return Tensor<T>(graph::where(keep, v, Scalar::of<T>(T(0))));
+template <class P>
+std::vector<Tensor<P>> typed_gradients(const std::vector<NodePtr>& outputs, const std::vector<NodePtr>& cotangents,
+                                       const std::vector<Tensor<P>>& inputs, const char* op) {
+    check_differentiable<P>();
+    std::vector<NodePtr> in;
+    in.reserve(inputs.size());
+    for (const Tensor<P>& x : inputs) in.push_back(x.build());
+    std::vector<Tensor<P>> out;
+    for (NodePtr& gx : vjp_nodes(outputs, cotangents, in, op)) out.emplace_back(std::move(gx));
+    return out;
+}
+
+/// The 0-d loss's node and a cotangent of 1.
+template <class L>
+std::pair<NodePtr, NodePtr> loss_and_seed(const L& loss) {
+    check_differentiable<typename L::value_type>();
+    NodePtr y = loss.build();
+    if (!y->shape.empty())
+        fail<ShapeError>("grad: the loss must be a 0-d tensor, got shape ", y->shape,
+                         "; reduce it (lt::sum, .mean()) or give a cotangent of its shape to lt::vjp");
+    return {y, graph::constant(Scalar::of<std::int64_t>(1), y->dtype, y->shape, y->device)};
 }
 
 }  // namespace detail
 
-/// A tensor holding `data` (row-major) with the given shape, on `device`; copied there now.
-/// ShapeError if data.size() is not the shape's element count; DeviceError if `device` is unavailable.
-template <class T>
-Tensor<T> tensor(const std::vector<T>& data, Shape shape, Device device = default_device()) {
-    detail::check_extents(shape, "lt::tensor");
-    const std::int64_t count = numel(shape);
-    if (static_cast<std::int64_t>(data.size()) != count)
-        detail::fail<ShapeError>("lt::tensor: ", data.size(), " values do not fit shape ", shape, " (", count,
-                                 " elements)");
-    if constexpr (std::is_same_v<T, bool>) {
-        std::vector<std::uint8_t> bytes(data.begin(), data.end());
-        static_assert(sizeof(bool) == 1, "lazytensor stores bool as one byte");
-        return detail::from_host<T>(reinterpret_cast<const bool*>(bytes.data()), count, std::move(shape), device);
-    } else {
-        return detail::from_host<T>(data.data(), count, std::move(shape), device);
+/// x's value, as a constant to lt::grad and lt::vjp: no gradient flows through it (JAX's and
+/// MLX's stop_gradient, PyTorch's detach). Costs nothing: a view.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+Tensor<typename E::value_type> stop_gradient(const E& x) {
+    return Tensor<typename E::value_type>(detail::graph::stop_gradient(x.build()));
+}
+
+/// The gradients of a 0-d floating `loss` with respect to `params`, in their order, each of its
+/// parameter's shape and dtype, as lazy tensors: auto g = lt::grad(loss, {w, b}). A parameter
+/// that the loss does not depend on gets zeros. ShapeError if the loss is not 0-d; ValueError
+/// if a parameter may have been cut off by a realize (see above).
+template <class L, class P, class = std::enable_if_t<detail::is_tensor_like_v<L>>>
+std::vector<Tensor<P>> grad(const L& loss, const std::vector<Tensor<P>>& params) {
+    auto [y, seed] = detail::loss_and_seed(loss);
+    return detail::typed_gradients({y}, {seed}, params, "grad");
+}
+template <class L, class P, class = std::enable_if_t<detail::is_tensor_like_v<L>>>
+std::vector<Tensor<P>> grad(const L& loss, std::initializer_list<Tensor<P>> params) {
+    return grad(loss, std::vector<Tensor<P>>(params));
+}
+/// The gradient with respect to one parameter: lt::grad(loss, w).
+template <class L, class P, class = std::enable_if_t<detail::is_tensor_like_v<L>>>
+Tensor<P> grad(const L& loss, const Tensor<P>& param) {
+    return grad(loss, std::vector<Tensor<P>>{param})[0];
+}
+
+/// The vector-Jacobian product: the gradient of sum_i sum(outputs[i] * cotangents[i]) with
+/// respect to each of `inputs`, as lazy tensors of the inputs' shapes and dtypes:
+/// lt::vjp({y}, {w, b}, {dy}). Each cotangent has its output's shape (ShapeError naming both)
+/// and device; it is converted to the output's dtype.
+template <class P>
+std::vector<Tensor<P>> vjp(const std::vector<TensorRef>& outputs, const std::vector<Tensor<P>>& inputs,
+                           const std::vector<TensorRef>& cotangents) {
+    std::vector<detail::NodePtr> ys, cs;
+    for (const TensorRef& y : outputs) ys.push_back(y.node_ptr());
+    for (const TensorRef& c : cotangents) cs.push_back(c.node_ptr());
+    return detail::typed_gradients(ys, cs, inputs, "vjp");
+}
+template <class P>
+std::vector<Tensor<P>> vjp(const std::vector<TensorRef>& outputs, std::initializer_list<Tensor<P>> inputs,
+                           const std::vector<TensorRef>& cotangents) {
+    return vjp(outputs, std::vector<Tensor<P>>(inputs), cotangents);
+}
+
+/// A loss and its gradients (auto [loss, grads] = lt::value_and_grad(...)), lazy until realized.
+template <class L, class P>
+struct ValueAndGrad {
+    Tensor<L> value;
+    std::vector<Tensor<P>> grads;
+
+    /// Computes the loss and every gradient in one schedule (shared parts once); returns *this.
+    ValueAndGrad& realize() {
+        std::vector<TensorRef> all{value};
+        for (const Tensor<P>& g : grads) all.emplace_back(g);
+        lazytensor::realize(all);
+        return *this;
     }
-}
+};
 
-template <class T, class D>
-Tensor<T> TensorBase<T, D>::to(Device device) const {
-    Tensor<T> t(self().build());
-    if (t.device() == device) return t;
-    detail::backend_for(device);  // an unavailable device fails before any work
-    return tensor<T>(t.to_vector(), t.shape(), device);
+/// Calls f (with `params`, if it takes them, else with no arguments) for a 0-d loss and gives the
+/// loss with its gradients with respect to params: the lazy values of lt::grad, so that
+/// .realize() computes them together.
+///   auto [loss, g] = lt::value_and_grad([&] { auto d = x.matmul(w) - y; return lt::sum(d * d); }, {w});
+template <class F, class P>
+auto value_and_grad(F&& f, const std::vector<Tensor<P>>& params) {
+    auto loss = [&] {
+        if constexpr (std::is_invocable_v<F&, const std::vector<Tensor<P>>&>) return std::forward<F>(f)(params);
+        else return std::forward<F>(f)();
+    }();
+    using L = typename std::decay_t<decltype(loss)>::value_type;
+    Tensor<L> value(loss);
+    return ValueAndGrad<L, P>{value, grad(value, params)};
 }
-
-/// A 1-D tensor holding `data`, on `device` (copied there now).
-template <class T>
-Tensor<T> tensor(std::initializer_list<T> data, Device device = default_device()) {
-    return tensor<T>(std::vector<T>(data), Shape{static_cast<std::int64_t>(data.size())}, device);
-}
-
-/// A tensor of the given shape with every element equal to `value` (lazy: no memory until realized).
-/// ShapeError for a negative extent; DeviceError if `device` is unavailable.
-template <class T>
-Tensor<T> full(const Shape& shape, T value, Device device = default_device()) {
-    detail::check_extents(shape, "lt::full");
-    detail::backend_for(device);
-    return Tensor<T>(detail::graph::constant(Scalar::of<T>(value), dtype_of<T>(), shape, device));
-}
-
-/// full(shape, T(0), device).
-template <class T>
-Tensor<T> zeros(const Shape& shape, Device device = default_device()) {
-    return full<T>(shape, T(0), device);
-}
-
-/// full(shape, T(1), device).
-template <class T>
-Tensor<T> ones(const Shape& shape, Device device = default_device()) {
-    return full<T>(shape, T(1), device);
-}
-
-/// start, start + step, ... up to (not including) stop, like NumPy's arange (values computed in
-/// double, converted to T, copied to `device` now). ValueError for step 0 or a non-finite bound.
-template <class T>
-Tensor<T> arange(double start, double stop, double step = 1, Device device = default_device()) {
-    if (step == 0 || !std::isfinite(step) || !std::isfinite(start) || !std::isfinite(stop))
-        detail::fail<ValueError>("lt::arange: start, stop and step must be finite and step non-zero (got ", start,
-                                 ", ", stop, ", ", step, ")");
-    const double span = std::ceil((stop - start) / step);
-    if (span >= 9.0e15)  // beyond 2^53, consecutive values are no longer distinct doubles
-        detail::fail<ValueError>("lt::arange: [", start, ", ", stop, ") in steps of ", step, " has ", span,
-                                 " elements, too many");
-    const std::int64_t count = span > 0 ? static_cast<std::int64_t>(span) : 0;
-    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-        // Every value must be one of T: no out-of-range conversion (undefined), no wrap.
-        const double last = start + static_cast<double>(count - 1) * step;
-        for (double v : {start, last})
-            if (count > 0 && (v < static_cast<double>(std::numeric_limits<T>::min()) ||
-                              v >= static_cast<double>(std::numeric_limits<T>::max()) + 1.0))
-                detail::fail<ValueError>("lt::arange: [", start, ", ", stop, ") in steps of ", step, " reaches ", v,
-                                         ", which does not fit ", dtype_of<T>());
-    }
-    std::vector<T> values(static_cast<std::size_t>(count));
-    for (std::int64_t i = 0; i < count; ++i) values[static_cast<std::size_t>(i)] = static_cast<T>(start + static_cast<double>(i) * step);
-    return tensor<T>(values, Shape{count}, device);
-}
-
-/// 0, 1, ..., n - 1 (empty for n <= 0).
-template <class T>
-Tensor<T> arange(std::int64_t n, Device device = default_device()) {
-    return arange<T>(0.0, static_cast<double>(n), 1.0, device);
-}
-
-/// `steps` values from `start` to `end`, both included, evenly spaced (PyTorch's and NumPy's
-/// linspace: computed in double, the second half counted back from `end` so that it is exact;
-/// integer T truncates toward zero). Copied to `device` now. ValueError for negative steps, a
-/// non-finite bound or a value that does not fit T.
-template <class T>
-Tensor<T> linspace(double start, double end, std::int64_t steps, Device device = default_device()) {
-    if (steps < 0 || !std::isfinite(start) || !std::isfinite(end))
-        detail::fail<ValueError>("lt::linspace: start and end must be finite and steps non-negative (got ", start,
-                                 ", ", end, ", ", steps, ")");
-    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-        for (double v : {start, end})
-            if (steps > 0 && (std::trunc(v) < static_cast<double>(std::numeric_limits<T>::min()) ||
-                              std::trunc(v) >= static_cast<double>(std::numeric_limits<T>::max()) + 1.0))
-                detail::fail<ValueError>("lt::linspace: ", v, " does not fit ", dtype_of<T>());
-    }
-    std::vector<T> values(static_cast<std::size_t>(steps));
-    const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
-    for (std::int64_t i = 0; i < steps; ++i) {
-        const double v = i < steps / 2 ? start + step * static_cast<double>(i)
-                                       : end - step * static_cast<double>(steps - 1 - i);
-        values[static_cast<std::size_t>(i)] = static_cast<T>(steps == 1 ? start : v);
-    }
-    return tensor<T>(values, Shape{steps}, device);
-}
-
-/// The n x m identity matrix (ones on the diagonal), lazy. ShapeError for a negative extent.
-template <class T>
-Tensor<T> eye(std::int64_t n, std::int64_t m, Device device = default_device()) {
-    const Shape shape{n, m};
-    detail::check_extents(shape, "lt::eye");
-    detail::backend_for(device);
-    namespace g = detail::graph;
-    const detail::NodePtr diagonal = g::binary(BinaryOp::Eq, g::iota(shape, 0, device), g::iota(shape, 1, device));
-    return Tensor<T>(g::cast(diagonal, dtype_of<T>()));
-}
-
-/// eye(n, n, device).
-template <class T>
-Tensor<T> eye(std::int64_t n, Device device = default_device()) {
-    return eye<T>(n, n, device);
-}
-
-/// A tensor of x's shape, dtype and device with every element `value`, lazy; and likewise
-/// zeros_like and ones_like. ValueError for a value outside an integer dtype (it never wraps).
-template <class E, class V, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_scalar_v<V>>>
-auto full_like(const E& x, V value) {
-    using T = typename E::value_type;
-    detail::graph::check_scalar_fits(detail::make_scalar(value), dtype_of<T>(), "lt::full_like");
-    return full<T>(x.shape(), static_cast<T>(value), x.device());
-}
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto zeros_like(const E& x) {
-    return zeros<typename E::value_type>(x.shape(), x.device());
-}
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto ones_like(const E& x) {
-    return ones<typename E::value_type>(x.shape(), x.device());
-}
-
-/// A copy of x with memory of its own once realized (lazy, like every expression: a later
-/// assign to x does not change it). Inside a larger expression it fuses like any other read.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto clone(const E& x) {
-    return Tensor<typename E::value_type>(detail::graph::copy(x.build()));
-}
-
-/// x itself when it is a realized tensor whose elements lie row-major without gaps (any
-/// offset), else clone(x): a lazy view (transpose, slice, expand, ...) or expression becomes
-/// contiguous memory when realized.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto contiguous(const E& x) {
-    Tensor<typename E::value_type> t(x);
-    if (t.is_realized() && detail::is_contiguous_layout(t.shape(), t.node_ptr()->strides, 0)) return t;
-    return Tensor<typename E::value_type>(detail::graph::copy(t.build()));
-}
-
-/// The upper triangle of the last two axes (elements with column - row >= k), zeros below;
-/// lazy, one fused read. ShapeError for fewer than two axes.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto triu(const E& x, std::int64_t k = 0) {
-    return detail::triangle(x, k, true, "lt::triu");
-}
-
-/// The lower triangle of the last two axes (elements with column - row <= k), zeros above.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto tril(const E& x, std::int64_t k = 0) {
-    return detail::triangle(x, k, false, "lt::tril");
+template <class F, class P>
+auto value_and_grad(F&& f, std::initializer_list<Tensor<P>> params) {
+    return value_and_grad(std::forward<F>(f), std::vector<Tensor<P>>(params));
 }
 
 }  // namespace lazytensor
+// ---- lazytensor/frontend/composites.hpp ----
+// Composite element-wise functions: rewrites into the primitives of ir/ops.hpp, written once
+// here (tinygrad's decompositions), so that every backend runs them as it runs the primitives,
+// fused into the kernel of whatever reads them. Each is written to be exact at the extremes.
+
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <type_traits>
+
 // ---- lazytensor/frontend/functions.hpp ----
 // The free functions and operators of the public API. Element-wise functions are generated
 // from the op list (ir/ops.hpp); reductions and views have a free form next to the members.
@@ -14227,41 +14782,7 @@ auto scatter_add(const E& x, int axis, const I& index, const S& src) {
                                      ", nor x shape ", s, " outside axis ", k);
     }
     detail::check_positions(positions, s[k], op, "index", detail::concat("axis ", axis, " of extent ", s[k], " (shape ", s, ")"));
-    // Over [x's shape..., index extent along axis]: index and src read at (i with i[axis] = j),
-    // padded with -1 (never a position) and 0 outside index's other extents.
-    const std::int64_t count = positions->shape[k];
-    Shape window(positions->shape);
-    auto spread = [&](const detail::NodePtr& t, Scalar fill) {
-        detail::SmallVector<std::int64_t, 12> whole;  // t cut to index's shape (src may be larger)
-        Axes last;                            // `axis` moved last
-        Shape before(r, 0), after(r, 0), lifted;
-        for (std::size_t d = 0; d < r; ++d) {
-            whole.push_back(0);
-            whole.push_back(1);
-            if (d != k) {
-                after[last.size()] = s[d] - window[d];
-                last.push_back(static_cast<int>(d));
-                lifted.push_back(s[d]);
-            }
-        }
-        last.push_back(static_cast<int>(k));
-        lifted.insert(k, 1);
-        lifted.push_back(count);
-        detail::NodePtr part = detail::graph::permute(detail::graph::window(t, whole, window), last);
-        part = detail::graph::reshape(detail::graph::pad(part, before, after, fill), lifted);
-        Shape domain = s;
-        domain.push_back(count);
-        return detail::graph::expand(part, domain);
-    };
-    Shape domain = s;
-    domain.push_back(count);
-    const detail::NodePtr at = spread(detail::graph::cast(positions, DType::Int64), Scalar::of<std::int64_t>(-1));
-    const detail::NodePtr from = spread(values, Scalar::of<T>(T(0)));
-    const detail::NodePtr hit = detail::graph::binary(BinaryOp::Eq, at, detail::graph::iota(domain, static_cast<int>(k), base->device));
-    const detail::NodePtr picked = detail::graph::where(hit, from, Scalar::of<T>(T(0)));
-    const detail::NodePtr added =
-        detail::graph::cast(detail::graph::reduce(ReduceOp::Sum, picked, Axes{static_cast<int>(r)}, false, op), dtype_of<T>());
-    return Tensor<T>(detail::graph::binary(BinaryOp::Add, base, added));
+    return Tensor<T>(detail::graph::scatter_add(base, static_cast<int>(k), positions, values));
 }
 
 }  // namespace lazytensor
@@ -14274,7 +14795,8 @@ namespace detail {
 /// all-(-inf) row gives -inf and a +inf element gives +inf, as the exact value would.
 inline NodePtr log_sum_exp(const NodePtr& x, const Axes& axes, bool keepdim) {
     const NodePtr v = floating(x);
-    const NodePtr m = graph::reduce(ReduceOp::Max, v, axes, true, "logsumexp");
+    // The shift cancels: it passes no gradient (which would be zero, at the cost of kernels).
+    const NodePtr m = graph::stop_gradient(graph::reduce(ReduceOp::Max, v, axes, true, "logsumexp"));
     const NodePtr infinite = graph::binary(BinaryOp::Eq, graph::unary(UnaryOp::Abs, m), Scalar::of<double>(INFINITY));
     const NodePtr shift = graph::where(infinite, Scalar::of<double>(0.0), m);
     const NodePtr sum = graph::reduce(ReduceOp::Sum, graph::unary(UnaryOp::Exp, graph::binary(BinaryOp::Sub, v, shift)),
@@ -14294,7 +14816,7 @@ auto softmax(const E& x, int axis = -1) {
     const detail::NodePtr v = detail::floating(x.build());
     const Axes axes{axis};
     const detail::NodePtr e =
-        g::unary(UnaryOp::Exp, g::binary(BinaryOp::Sub, v, g::reduce(ReduceOp::Max, v, axes, true, "softmax")));
+        g::unary(UnaryOp::Exp, g::binary(BinaryOp::Sub, v, g::stop_gradient(g::reduce(ReduceOp::Max, v, axes, true, "softmax"))));
     return Tensor<R>(g::binary(BinaryOp::Div, e, g::reduce(ReduceOp::Sum, e, axes, true, "softmax")));
 }
 

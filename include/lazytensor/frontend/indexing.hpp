@@ -115,41 +115,7 @@ auto scatter_add(const E& x, int axis, const I& index, const S& src) {
                                      ", nor x shape ", s, " outside axis ", k);
     }
     detail::check_positions(positions, s[k], op, "index", detail::concat("axis ", axis, " of extent ", s[k], " (shape ", s, ")"));
-    // Over [x's shape..., index extent along axis]: index and src read at (i with i[axis] = j),
-    // padded with -1 (never a position) and 0 outside index's other extents.
-    const std::int64_t count = positions->shape[k];
-    Shape window(positions->shape);
-    auto spread = [&](const detail::NodePtr& t, Scalar fill) {
-        detail::SmallVector<std::int64_t, 12> whole;  // t cut to index's shape (src may be larger)
-        Axes last;                            // `axis` moved last
-        Shape before(r, 0), after(r, 0), lifted;
-        for (std::size_t d = 0; d < r; ++d) {
-            whole.push_back(0);
-            whole.push_back(1);
-            if (d != k) {
-                after[last.size()] = s[d] - window[d];
-                last.push_back(static_cast<int>(d));
-                lifted.push_back(s[d]);
-            }
-        }
-        last.push_back(static_cast<int>(k));
-        lifted.insert(k, 1);
-        lifted.push_back(count);
-        detail::NodePtr part = detail::graph::permute(detail::graph::window(t, whole, window), last);
-        part = detail::graph::reshape(detail::graph::pad(part, before, after, fill), lifted);
-        Shape domain = s;
-        domain.push_back(count);
-        return detail::graph::expand(part, domain);
-    };
-    Shape domain = s;
-    domain.push_back(count);
-    const detail::NodePtr at = spread(detail::graph::cast(positions, DType::Int64), Scalar::of<std::int64_t>(-1));
-    const detail::NodePtr from = spread(values, Scalar::of<T>(T(0)));
-    const detail::NodePtr hit = detail::graph::binary(BinaryOp::Eq, at, detail::graph::iota(domain, static_cast<int>(k), base->device));
-    const detail::NodePtr picked = detail::graph::where(hit, from, Scalar::of<T>(T(0)));
-    const detail::NodePtr added =
-        detail::graph::cast(detail::graph::reduce(ReduceOp::Sum, picked, Axes{static_cast<int>(r)}, false, op), dtype_of<T>());
-    return Tensor<T>(detail::graph::binary(BinaryOp::Add, base, added));
+    return Tensor<T>(detail::graph::scatter_add(base, static_cast<int>(k), positions, values));
 }
 
 }  // namespace lazytensor

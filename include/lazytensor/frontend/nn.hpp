@@ -16,7 +16,8 @@ namespace detail {
 /// all-(-inf) row gives -inf and a +inf element gives +inf, as the exact value would.
 inline NodePtr log_sum_exp(const NodePtr& x, const Axes& axes, bool keepdim) {
     const NodePtr v = floating(x);
-    const NodePtr m = graph::reduce(ReduceOp::Max, v, axes, true, "logsumexp");
+    // The shift cancels: it passes no gradient (which would be zero, at the cost of kernels).
+    const NodePtr m = graph::stop_gradient(graph::reduce(ReduceOp::Max, v, axes, true, "logsumexp"));
     const NodePtr infinite = graph::binary(BinaryOp::Eq, graph::unary(UnaryOp::Abs, m), Scalar::of<double>(INFINITY));
     const NodePtr shift = graph::where(infinite, Scalar::of<double>(0.0), m);
     const NodePtr sum = graph::reduce(ReduceOp::Sum, graph::unary(UnaryOp::Exp, graph::binary(BinaryOp::Sub, v, shift)),
@@ -36,7 +37,7 @@ auto softmax(const E& x, int axis = -1) {
     const detail::NodePtr v = detail::floating(x.build());
     const Axes axes{axis};
     const detail::NodePtr e =
-        g::unary(UnaryOp::Exp, g::binary(BinaryOp::Sub, v, g::reduce(ReduceOp::Max, v, axes, true, "softmax")));
+        g::unary(UnaryOp::Exp, g::binary(BinaryOp::Sub, v, g::stop_gradient(g::reduce(ReduceOp::Max, v, axes, true, "softmax"))));
     return Tensor<R>(g::binary(BinaryOp::Div, e, g::reduce(ReduceOp::Sum, e, axes, true, "softmax")));
 }
 

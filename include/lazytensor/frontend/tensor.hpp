@@ -316,6 +316,7 @@ public:
     TensorRef(const Tensor<T>& t) : node_(t.build()) {}
     /// The graph node (library internals).
     detail::Node* node() const { return node_.get(); }
+    const detail::NodePtr& node_ptr() const { return node_; }
 
 private:
     detail::NodePtr node_;

@@ -97,10 +97,18 @@ inline NodePtr reshape(const NodePtr& x, Shape shape, const char* op = "lt::resh
         fail<ShapeError>(op, ": cannot reshape tensor of shape ", x->shape, " (", total, " elements) into shape ",
                          shape, " (", numel(shape), " elements)");
     if (shape == x->shape) return x;
-    // A reshape of a reshape reads the same elements in the same order: keep one.
-    const NodePtr& base = x->kind == NodeKind::Reshape ? x->src[0] : x;
+    // A reshape of a reshape reads the same elements in the same order: keep one (but a
+    // stop_gradient's, which says something about its source).
+    const NodePtr& base = x->kind == NodeKind::Reshape && !x->stops_gradient ? x->src[0] : x;
     if (shape == base->shape) return base;
     return with_sources(make(NodeKind::Reshape, x->dtype, x->device, std::move(shape)), {base});
+}
+
+/// x's value, through which reverse mode passes no gradient: a view of x in its own shape.
+inline NodePtr stop_gradient(const NodePtr& x) {
+    auto node = with_sources(make(NodeKind::Reshape, x->dtype, x->device, x->shape), {x});
+    node->stops_gradient = true;
+    return node;
 }
 
 inline NodePtr permute(const NodePtr& x, const Axes& perm, const char* op = "lt::permute") {
@@ -556,6 +564,49 @@ inline NodePtr mean(const NodePtr& x, const std::optional<Axes>& user_axes, bool
     const NodePtr r = where(up, binary(BinaryOp::Sub, floor_r, Scalar::of(count)), floor_r);
     const NodePtr fraction = binary(BinaryOp::Div, cast(r, DType::Float32), Scalar::of(static_cast<double>(count)));
     return binary(BinaryOp::Add, cast(q, DType::Float32), fraction);
+}
+
+/// base with `values` added at the positions `positions` names along `axis` (PyTorch's
+/// scatter_add; the front end checks ranks, extents and positions first). Computed as a
+/// reduction over positions' extent along `axis` for every element of base: deterministic, in
+/// index order, at numel(base) * positions.shape[axis] operations.
+inline NodePtr scatter_add(const NodePtr& base, int axis, const NodePtr& positions, const NodePtr& values) {
+    const char* op = "scatter_add";
+    const Shape& s = base->shape;
+    const std::size_t r = s.size(), k = static_cast<std::size_t>(axis);
+    const std::int64_t count = positions->shape[k];
+    const Shape window(positions->shape);
+    Shape domain = s;
+    domain.push_back(count);
+    // Over [base's shape..., positions' extent along axis]: positions and values read at (i with
+    // i[axis] = j), padded with -1 (never a position) and 0 outside positions' other extents.
+    auto spread = [&](const NodePtr& t, Scalar fill) {
+        SmallVector<std::int64_t, 12> whole;  // t cut to positions' shape (values may be larger)
+        Axes last;                            // `axis` moved last
+        Shape before(r, 0), after(r, 0), lifted;
+        for (std::size_t d = 0; d < r; ++d) {
+            whole.push_back(0);
+            whole.push_back(1);
+            if (d != k) {
+                after[last.size()] = s[d] - window[d];
+                last.push_back(static_cast<int>(d));
+                lifted.push_back(s[d]);
+            }
+        }
+        last.push_back(static_cast<int>(k));
+        lifted.insert(k, 1);
+        lifted.push_back(count);
+        NodePtr part = permute(graph::window(t, whole, window), last);
+        part = reshape(pad(part, before, after, fill), lifted);
+        return expand(part, domain);
+    };
+    const Scalar zero = Scalar::of<std::int64_t>(0).cast(base->dtype);
+    const NodePtr at = spread(cast(positions, DType::Int64), Scalar::of<std::int64_t>(-1));
+    const NodePtr from = spread(cast(values, base->dtype), zero);
+    const NodePtr hit = binary(BinaryOp::Eq, at, iota(domain, axis, base->device));
+    const NodePtr picked = where(hit, from, zero);
+    const NodePtr added = cast(reduce(ReduceOp::Sum, picked, Axes{static_cast<int>(r)}, false, op), base->dtype);
+    return binary(BinaryOp::Add, base, added);
 }
 
 // ---------------------------------------------------------------------------- matrix products

@@ -92,6 +92,10 @@ struct Node : std::enable_shared_from_this<Node> {
     Strides strides;
     // The compiled loop of the expression template this node was built from, if any.
     const StaticKernel* static_kernel = nullptr;
+    // Reverse mode (autodiff/reverse.hpp): a view that passes no gradient (lt::stop_gradient),
+    // and whether a realized node was computed from other nodes (realize cut that graph).
+    bool stops_gradient = false;
+    bool computed = false;
 
     Node() = default;
     Node(const Node&) = default;
@@ -155,6 +159,7 @@ private:
 
 /// Makes `node` a realized view of `buffer`; drops its sources.
 inline void make_realized(Node& node, BufferPtr buffer, std::int64_t offset, Strides strides) {
+    node.computed = node.computed || node.nsrc > 0;
     node.buffer = std::move(buffer);
     node.offset = offset;
     node.strides = std::move(strides);

@@ -10,6 +10,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "../autodiff/reverse.hpp"
 #include "check.hpp"
 #include "device.hpp"
 #include "exposed.hpp"

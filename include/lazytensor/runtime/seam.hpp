@@ -191,6 +191,14 @@ LAZYTENSOR_ENGINE_API std::vector<ScheduleItem> schedule_items(const std::vector
 /// Writes `value` into the memory of `target` (a tensor or a view of one), now: Tensor::assign.
 LAZYTENSOR_ENGINE_API void assign_into(const std::shared_ptr<Node>& target, const graph::Operand& value);
 
+/// Reverse mode (autodiff/reverse.hpp): the gradient of sum_i <outputs[i], cotangents[i]> with
+/// respect to each of `inputs`, as lazy nodes of the inputs' shapes and dtypes (zeros where no
+/// output depends on an input). `op` names the caller in errors.
+LAZYTENSOR_ENGINE_API std::vector<std::shared_ptr<Node>> vjp_nodes(const std::vector<std::shared_ptr<Node>>& outputs,
+                                                                   const std::vector<std::shared_ptr<Node>>& cotangents,
+                                                                   const std::vector<std::shared_ptr<Node>>& inputs,
+                                                                   const char* op);
+
 /// The first k elements of each row of `in` (contiguous [rows, n]) in sorted order, stably (NaN
 /// after every number; before them when descending), into new contiguous [rows, k] buffers of
 /// values and int64 positions on in's device: lt::sort, argsort and topk.
