@@ -409,3 +409,47 @@ TEST_CASE("backward kernel counts: softmax, log_softmax, layer_norm, cross_entro
         check_close(gw[0], ref_matmul_2d(mask, permute(wr, {1, 0})), 1e-4, 1e-4);
     });
 }
+
+TEST_CASE("the backward of a 10-layer perceptron frees its intermediates after their last use") {
+    for_each_device([&](lt::Device d) {
+        const int layers = 10;
+        const std::int64_t batch = 512, width = 256;
+        std::vector<lt::Tensor<float>> ws;
+        for (int l = 0; l < layers; ++l) ws.push_back(lt::randn<float>({width, width}, 500 + l, d) * 0.06f);
+        auto x = lt::randn<float>({batch, width}, 499, d);
+        for (auto& w : ws) w.realize();
+        x.realize();
+        lt::Tensor<float> h = x;
+        for (int l = 0; l < layers; ++l) h = lt::relu(h.matmul(ws[l]));
+        auto loss = lt::sum(h * h);
+        auto g = lt::grad(loss, ws);
+        std::vector<lt::TensorRef> all{loss};
+        for (auto& t : g) all.emplace_back(t);
+        // What the schedule's items produce: the peak if nothing were freed before the end.
+        std::size_t produced = 0;
+        for (const auto& item : lt::schedule(all)) {
+            if (item.kind == lt::ScheduleItem::Kind::View) continue;
+            REQUIRE(item.output.rfind("float32[", 0) == 0);
+            std::size_t n = 1;
+            std::stringstream extents(item.output.substr(8));
+            for (std::size_t e; extents >> e;) {
+                n *= e;
+                extents.ignore(1);
+            }
+            produced += n * 4;
+        }
+        const std::size_t layer_bytes = static_cast<std::size_t>(batch * width * 4), weights = layers * static_cast<std::size_t>(width * width * 4);
+        lt::synchronize(d);
+        const std::size_t before = lt::memory_stats(d).live_bytes;
+        lt::reset_peak_memory(d);
+        lt::realize(all);
+        lt::synchronize(d);
+        const std::size_t peak = lt::memory_stats(d).peak_bytes - before;
+        MESSAGE("peak above the inputs: " << peak / 1024 << " KiB; all items' outputs: " << produced / 1024 << " KiB");
+        // The backward needs each layer's activation and relu mask (2 per layer) while it runs;
+        // with the weights' gradients and two transients, that is the bound.
+        CHECK(peak <= 2 * layers * layer_bytes + weights + 2 * layer_bytes);
+        CHECK(peak < produced * 3 / 4);
+        for (const auto& t : g) CHECK(t.is_realized());
+    });
+}

@@ -576,6 +576,11 @@ inline std::vector<ScheduleItem> schedule(std::initializer_list<TensorRef> tenso
     for (const TensorRef& t : tensors) nodes.push_back(t.node());
     return detail::schedule_items(nodes);
 }
+inline std::vector<ScheduleItem> schedule(const std::vector<TensorRef>& tensors) {
+    std::vector<detail::Node*> nodes;
+    for (const TensorRef& t : tensors) nodes.push_back(t.node());
+    return detail::schedule_items(nodes);
+}
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 std::vector<ScheduleItem> schedule(const E& expr) {
     detail::NodePtr node = expr.build();
