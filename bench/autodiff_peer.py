@@ -51,6 +51,15 @@ def main():
 
     print(f"MLP 784-512-256-10 training step, batch {batch}                  {median_ms(step):9.3f} ms")
 
+    n = batch
+    w1, w2, w3 = (torch.rand(a, b, device=dev) for a, b in ((784, 512), (512, 256), (256, 10)))
+    h1, h2, dz1, dz2, dz3 = (torch.rand(n, c, device=dev) for c in (512, 256, 512, 256, 10))
+    products = [("x @ w1", x, w1), ("h1 @ w2", h1, w2), ("h2 @ w3", h2, w3), ("dz3 @ w3^T", dz3, w3.t()),
+                ("dz2 @ w2^T", dz2, w2.t()), ("x^T @ dz1", x.t(), dz1), ("h1^T @ dz2", h1.t(), dz2), ("h2^T @ dz3", h2.t(), dz3)]
+    for name, a, b in products:
+        print(f"  product {name:<12} {a.shape[0]:5d} x {b.shape[1]:5d} x {a.shape[1]:5d}                    "
+              f"{median_ms(lambda: a @ b):9.3f} ms")
+
     sx = torch.rand(side, side, device=dev, requires_grad=True)
     sy = torch.rand(side, side, device=dev)
 

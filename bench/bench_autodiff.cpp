@@ -166,6 +166,27 @@ int main(int argc, char** argv) {
     }
 #endif
 
+    // The step's matrix products one by one, in the layouts its forward and backward use
+    // (W^T and X^T are transposed views).
+    {
+        auto r = [&](std::int64_t a, std::int64_t b, std::uint64_t seed) { return lt::rand<float>({a, b}, seed, d).realize(); };
+        const std::int64_t n = batch;
+        const lt::Tensor<float> w1 = r(784, 512, 20), w2 = r(512, 256, 21), w3 = r(256, 10, 22);
+        const lt::Tensor<float> h1 = r(n, 512, 23), h2 = r(n, 256, 24), dz1 = r(n, 512, 25), dz2 = r(n, 256, 26), dz3 = r(n, 10, 27);
+        struct Product {
+            const char* name;
+            lt::Tensor<float> a, b;
+        };
+        const Product products[] = {
+            {"x @ w1", x, w1},         {"h1 @ w2", h1, w2},       {"h2 @ w3", h2, w3},         {"dz3 @ w3^T", dz3, w3.t()},
+            {"dz2 @ w2^T", dz2, w2.t()}, {"x^T @ dz1", x.t(), dz1}, {"h1^T @ dz2", h1.t(), dz2}, {"h2^T @ dz3", h2.t(), dz3},
+        };
+        for (const Product& p : products)
+            std::printf("  product %-12s %5lld x %5lld x %5lld                    %9.3f ms\n", p.name,
+                        static_cast<long long>(p.a.shape()[0]), static_cast<long long>(p.b.shape()[1]),
+                        static_cast<long long>(p.a.shape()[1]), median_ms([&] { p.a.matmul(p.b).realize(); }, sync));
+    }
+
     // sum(softmax(x) * y) and its gradient.
     const lt::Tensor<float> sx = lt::rand<float>({side, side}, 3, d).realize();
     const lt::Tensor<float> sy = lt::rand<float>({side, side}, 4, d).realize();

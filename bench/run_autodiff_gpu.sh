@@ -19,7 +19,7 @@ LAZYTENSOR_DEVICE=opencl:0 timeout 120 /tmp/b/examples/train_mlp 2>&1 | tail -n 
 python3 bench/autodiff_peer.py | tee "$OUT/autodiff_peer.txt"
 python3 - "$OUT/bench_autodiff.txt" "$OUT/autodiff_peer.txt" <<'PY' | tee "$OUT/ratios.txt"
 import sys
-ours = [l for l in open(sys.argv[1]) if l.rstrip().endswith(" ms") and not l.startswith(" ")]
+ours = [l for l in open(sys.argv[1]) if l.rstrip().endswith(" ms")]
 peer = [l for l in open(sys.argv[2]) if l.rstrip().endswith(" ms")]
 ratios = {}
 for a, b in zip(ours, peer):

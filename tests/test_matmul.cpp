@@ -292,3 +292,35 @@ TEST_CASE("LAZYTENSOR_DEBUG names the matmul item and how the backend runs it") 
         CHECK(three.find("GFLOP/s") != std::string::npos);
     });
 }
+
+TEST_CASE("a product with few output tiles and a long contracted axis splits k on OpenCL") {
+    for_each_device([&](lt::Device d) {
+        // [96, 4096] x [4096, 40] (a weight gradient's shape): on a GPU-like device one batched
+        // GEMM over parts of k, read in place, then one kernel that sums the parts.
+        const Ref ra = random_ref<float>({4096, 96}, 81), rb = random_ref<float>({4096, 40}, 82);
+        auto a = make_tensor<float>(ra), b = make_tensor<float>(rb);
+        auto p = a.t().matmul(b);
+        const auto items = lt::schedule(p);
+        int gemms = 0, kernels = 0;
+        for (const auto& item : items) {
+            gemms += item.kind == lt::ScheduleItem::Kind::Matmul;
+            kernels += item.kind == lt::ScheduleItem::Kind::Kernel;
+        }
+        CHECK(gemms == 1);
+        if (d.kind == lt::Device::Kind::Host) {
+            CHECK(kernels == 0);
+        } else if (lt::detail::gemm_available(lt::DType::Float32, d)) {
+            CHECK(kernels == 1);
+            CHECK(items[0].ir.find("batch [16], m 96, n 40, k 256") != std::string::npos);
+        }
+        check_close(p, ref_matmul_2d(permute(ra, {1, 0}), rb), 1e-4, 1e-3);
+        // Batched, with a length that 2 divides only a few times: parts of k that divide it.
+        const Ref rx = random_ref<float>({2, 3, 1100}, 83), ry = random_ref<float>({2, 1100, 5}, 84);
+        auto q = lt::matmul(make_tensor<float>(rx), make_tensor<float>(ry));
+        for (std::int64_t i = 0; i < 2; ++i) {
+            Ref xi{{3, 1100}, std::vector<double>(rx.v.begin() + i * 3300, rx.v.begin() + (i + 1) * 3300)};
+            Ref yi{{1100, 5}, std::vector<double>(ry.v.begin() + i * 5500, ry.v.begin() + (i + 1) * 5500)};
+            check_close(q.select(0, i), ref_matmul_2d(xi, yi), 1e-4, 1e-3);
+        }
+    });
+}

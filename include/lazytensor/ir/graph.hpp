@@ -615,6 +615,19 @@ inline NodePtr scatter_add(const NodePtr& base, int axis, const NodePtr& positio
 /// sums of element-wise products, which the scheduler fuses into one reduction kernel.
 inline bool runs_as_gemm(DType dtype, Device device) { return gemm_available(dtype, device); }
 
+/// How many parts to split the contracted axis of a GEMM into on a GPU-like device (1: none).
+/// BLAS kernels spread the output's tiles over the compute units; a product whose output is a
+/// few tiles but whose k is long (a weight gradient, x^T dy, sums over the batch) leaves most
+/// units idle. Split, the parts are one batched GEMM of the same work and their sum is one
+/// reduction kernel. Tiles of 128 x 128, as BLAS libraries tune them for large GPUs.
+inline std::int64_t split_k_parts(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, Device device) {
+    if (device.kind == Device::Kind::Host) return 1;  // the host GEMM threads over k's blocks itself
+    const std::int64_t tiles = batch * ((m + 127) / 128) * ((n + 127) / 128);
+    std::int64_t parts = 1;
+    while (k % (2 * parts) == 0 && k / (2 * parts) >= 256 && tiles * 2 * parts <= 128) parts *= 2;
+    return parts;
+}
+
 /// NumPy's matmul: 1-D x 1-D is a dot product; a 1-D operand is a row (left) or a column
 /// (right) vector whose unit axis is dropped from the result; batch axes broadcast.
 inline NodePtr matmul(const NodePtr& a, const NodePtr& b) {
@@ -660,7 +673,21 @@ inline NodePtr matmul(const NodePtr& a, const NodePtr& b) {
     if (numel(out) == 0 || k == 0) {
         product = constant(Scalar::of<std::int64_t>(0), t, out, device);  // an empty sum is 0
     } else if (runs_as_gemm(t, device)) {
-        product = with_sources(make(NodeKind::Matmul, t, device, out), {x, y});
+        const std::int64_t parts = split_k_parts(numel(batch), m, n, k, device);
+        if (parts == 1) {
+            product = with_sources(make(NodeKind::Matmul, t, device, out), {x, y});
+        } else {  // [..., parts, m, k / parts] x [..., parts, k / parts, n], summed over parts
+            const int at = static_cast<int>(batch.size());
+            Shape xs = with(batch, m, parts), ys = with(batch, parts, k / parts), partial = with(batch, parts, m);
+            xs.push_back(k / parts);
+            ys.push_back(n);
+            partial.push_back(n);
+            Axes parts_first = all_axes(xs.size());
+            std::swap(parts_first[static_cast<std::size_t>(at)], parts_first[static_cast<std::size_t>(at) + 1]);
+            const NodePtr xp = permute(reshape(x, xs, op), parts_first, op), yp = reshape(y, ys, op);
+            product = reduce(ReduceOp::Sum, with_sources(make(NodeKind::Matmul, t, device, partial), {xp, yp}), Axes{at},
+                             false, op);
+        }
     } else {
         // out[..., i, j] = sum_k x[..., i, k] * y[..., k, j] over a [..., m, k, n] domain; bools
         // give any(x && y), integers wrap in their own type like NumPy's.
