@@ -1466,6 +1466,7 @@ LAZYTENSOR_ENGINE_API void write_buffer(Buffer& dst, std::size_t at, const void*
 // its sources, so the graph behind it can be freed.
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <shared_mutex>
@@ -1735,6 +1736,12 @@ struct Node;
 using NodePtr = std::shared_ptr<Node>;
 class StaticKernel;
 
+/// Increasing numbers for the creation of nodes and the realizes that cut them.
+inline std::uint64_t next_serial() {
+    static std::atomic<std::uint64_t> serial{0};
+    return serial.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
 struct Node : std::enable_shared_from_this<Node> {
     NodeKind kind = NodeKind::Const;
     DType dtype = DType::Float32;
@@ -1757,10 +1764,13 @@ struct Node : std::enable_shared_from_this<Node> {
     Strides strides;
     // The compiled loop of the expression template this node was built from, if any.
     const StaticKernel* static_kernel = nullptr;
-    // Reverse mode (autodiff/reverse.hpp): a view that passes no gradient (lt::stop_gradient),
-    // and whether a realized node was computed from other nodes (realize cut that graph).
+    // Reverse mode (autodiff/reverse.hpp): a view that passes no gradient (lt::stop_gradient);
+    // whether a realized node was computed from other nodes (realize cut that graph), and when
+    // (the serial number of the realize), so that a node created after it cannot be under it.
     bool stops_gradient = false;
     bool computed = false;
+    std::uint64_t created = next_serial();
+    std::uint64_t realized_at = 0;
 
     Node() = default;
     Node(const Node&) = default;
@@ -1824,7 +1834,10 @@ private:
 
 /// Makes `node` a realized view of `buffer`; drops its sources.
 inline void make_realized(Node& node, BufferPtr buffer, std::int64_t offset, Strides strides) {
-    node.computed = node.computed || node.nsrc > 0;
+    if (node.nsrc > 0) {
+        node.computed = true;
+        node.realized_at = next_serial();
+    }
     node.buffer = std::move(buffer);
     node.offset = offset;
     node.strides = std::move(strides);
@@ -6239,6 +6252,7 @@ LAZYTENSOR_FREE_AXIS_GUARD(cumprod)
 // trunc, sign and floor_divide have zero gradient, and pow's exponent gradient is 0 where the
 // base is 0 and the exponent >= 0.
 
+#include <algorithm>
 #include <cmath>
 #include <unordered_map>
 #include <unordered_set>
@@ -6518,7 +6532,7 @@ LAZYTENSOR_ENGINE_API std::vector<NodePtr> vjp_nodes(const std::vector<NodePtr>&
     // be millions of nodes deep), and which of them lie on a path to an input.
     std::vector<NodePtr> order;
     std::unordered_map<const Node*, bool> reaches;  // visited; true if an input is at or below
-    bool passed_computed = false;                   // met a tensor realized from a graph (the cut)
+    std::uint64_t latest_cut = 0;                   // the latest realize of a computed tensor met (a cut)
     std::vector<std::pair<NodePtr, bool>> stack;
     for (const NodePtr& y : outputs) stack.emplace_back(y, false);
     while (!stack.empty()) {
@@ -6534,7 +6548,8 @@ LAZYTENSOR_ENGINE_API std::vector<NodePtr> vjp_nodes(const std::vector<NodePtr>&
         }
         if (reaches.count(n.get())) continue;
         reaches[n.get()] = false;  // visiting
-        if (n->realized() && n->computed && is_floating(n->dtype) && !wanted_inputs.count(n.get())) passed_computed = true;
+        if (n->realized() && n->computed && is_floating(n->dtype) && !wanted_inputs.count(n.get()))
+            latest_cut = std::max(latest_cut, n->realized_at);
         stack.emplace_back(n, true);
         if (passes_gradient(*n))
             for (std::size_t i = 0; i < n->nsrc; ++i)
@@ -6573,10 +6588,11 @@ LAZYTENSOR_ENGINE_API std::vector<NodePtr> vjp_nodes(const std::vector<NodePtr>&
             out.push_back(found->second);
             continue;
         }
-        if (!reaches[x.get()] && passed_computed)
+        // A tensor realized after x was made may have been computed from x: realize cut that path.
+        if (!reaches[x.get()] && latest_cut > x->created)
             fail<ValueError>(op, ": input ", i, " (", describe(*x),
                              ") does not reach the output through lazy operations, and the output's graph passes a "
-                             "tensor realized before the gradient was taken (realize cuts the graph: a realized tensor "
+                             "tensor realized after that input was made (realize cuts the graph: a realized tensor "
                              "is a constant). Take the gradient before realizing, and realize the output and the "
                              "gradients together");
         out.push_back(zeros_like(x));  // the output does not depend on it

@@ -346,6 +346,22 @@ TEST_CASE("grad: bad input is a clear error") {
     lt::Tensor<double> loss = lt::sum(x * x);
     loss.realize();
     CHECK_THROWS_WITH_AS(lt::grad(loss, x), doctest::Contains("realize cuts the graph"), lt::ValueError);
+    // A tensor realized inside the loss's graph after an input was made may hide it: an error.
+    CHECK_THROWS_WITH_AS(lt::value_and_grad(
+                             [&] {
+                                 lt::Tensor<double> t = x * 2.0;
+                                 t.realize();
+                                 return lt::sum(t * t);
+                             },
+                             {x}),
+                         doctest::Contains("realized after that input was made"), lt::ValueError);
+    // Data realized before a parameter was made cannot depend on it: an unused parameter gets
+    // zeros, the used one its gradient.
+    auto data = (lt::rand<double>({3}, 5) * 2.0).realize();
+    auto used = lt::tensor<double>({1, 1, 1}, {3}), unused = lt::tensor<double>({1, 2}, {2});
+    auto gd = lt::grad(lt::sum(used * data), {used, unused});
+    CHECK(gd[0].to_vector() == data.to_vector());
+    CHECK(gd[1].to_vector() == std::vector<double>{0, 0});
     // Realizing after the gradient is built is fine, in either order.
     lt::Tensor<double> loss2 = lt::sum(x * x);
     auto g2 = lt::grad(loss2, x);

@@ -11,6 +11,7 @@
 // base is 0 and the exponent >= 0.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <unordered_map>
 #include <unordered_set>
@@ -293,7 +294,7 @@ LAZYTENSOR_ENGINE_API std::vector<NodePtr> vjp_nodes(const std::vector<NodePtr>&
     // be millions of nodes deep), and which of them lie on a path to an input.
     std::vector<NodePtr> order;
     std::unordered_map<const Node*, bool> reaches;  // visited; true if an input is at or below
-    bool passed_computed = false;                   // met a tensor realized from a graph (the cut)
+    std::uint64_t latest_cut = 0;                   // the latest realize of a computed tensor met (a cut)
     std::vector<std::pair<NodePtr, bool>> stack;
     for (const NodePtr& y : outputs) stack.emplace_back(y, false);
     while (!stack.empty()) {
@@ -309,7 +310,8 @@ LAZYTENSOR_ENGINE_API std::vector<NodePtr> vjp_nodes(const std::vector<NodePtr>&
         }
         if (reaches.count(n.get())) continue;
         reaches[n.get()] = false;  // visiting
-        if (n->realized() && n->computed && is_floating(n->dtype) && !wanted_inputs.count(n.get())) passed_computed = true;
+        if (n->realized() && n->computed && is_floating(n->dtype) && !wanted_inputs.count(n.get()))
+            latest_cut = std::max(latest_cut, n->realized_at);
         stack.emplace_back(n, true);
         if (passes_gradient(*n))
             for (std::size_t i = 0; i < n->nsrc; ++i)
@@ -348,10 +350,11 @@ LAZYTENSOR_ENGINE_API std::vector<NodePtr> vjp_nodes(const std::vector<NodePtr>&
             out.push_back(found->second);
             continue;
         }
-        if (!reaches[x.get()] && passed_computed)
+        // A tensor realized after x was made may have been computed from x: realize cut that path.
+        if (!reaches[x.get()] && latest_cut > x->created)
             fail<ValueError>(op, ": input ", i, " (", describe(*x),
                              ") does not reach the output through lazy operations, and the output's graph passes a "
-                             "tensor realized before the gradient was taken (realize cuts the graph: a realized tensor "
+                             "tensor realized after that input was made (realize cuts the graph: a realized tensor "
                              "is a constant). Take the gradient before realizing, and realize the output and the "
                              "gradients together");
         out.push_back(zeros_like(x));  // the output does not depend on it

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <shared_mutex>
@@ -70,6 +71,12 @@ struct Node;
 using NodePtr = std::shared_ptr<Node>;
 class StaticKernel;
 
+/// Increasing numbers for the creation of nodes and the realizes that cut them.
+inline std::uint64_t next_serial() {
+    static std::atomic<std::uint64_t> serial{0};
+    return serial.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
 struct Node : std::enable_shared_from_this<Node> {
     NodeKind kind = NodeKind::Const;
     DType dtype = DType::Float32;
@@ -92,10 +99,13 @@ struct Node : std::enable_shared_from_this<Node> {
     Strides strides;
     // The compiled loop of the expression template this node was built from, if any.
     const StaticKernel* static_kernel = nullptr;
-    // Reverse mode (autodiff/reverse.hpp): a view that passes no gradient (lt::stop_gradient),
-    // and whether a realized node was computed from other nodes (realize cut that graph).
+    // Reverse mode (autodiff/reverse.hpp): a view that passes no gradient (lt::stop_gradient);
+    // whether a realized node was computed from other nodes (realize cut that graph), and when
+    // (the serial number of the realize), so that a node created after it cannot be under it.
     bool stops_gradient = false;
     bool computed = false;
+    std::uint64_t created = next_serial();
+    std::uint64_t realized_at = 0;
 
     Node() = default;
     Node(const Node&) = default;
@@ -159,7 +169,10 @@ private:
 
 /// Makes `node` a realized view of `buffer`; drops its sources.
 inline void make_realized(Node& node, BufferPtr buffer, std::int64_t offset, Strides strides) {
-    node.computed = node.computed || node.nsrc > 0;
+    if (node.nsrc > 0) {
+        node.computed = true;
+        node.realized_at = next_serial();
+    }
     node.buffer = std::move(buffer);
     node.offset = offset;
     node.strides = std::move(strides);
