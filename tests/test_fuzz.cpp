@@ -7,11 +7,17 @@
 //   test_fuzz --fuzz-count 5000 ...            random seeds from START; on the first mismatch,
 //                                              prints the minimal failing graph and exits 1
 //   test_fuzz --fuzz-print SEED                prints the graph of a seed as C++
+//   test_fuzz --fuzz-grad [--fuzz-count N | --fuzz-seconds S] [--fuzz-seed START] [--fuzz-devices ...]
+//                                              gradient fuzzing (tests/fuzz/grad.hpp): reverse
+//                                              mode against central differences of the reference
+//   test_fuzz --fuzz-grad --fuzz-print SEED    a gradient seed's graph, values and differences
 //
-// The doctest seed range is LAZYTENSOR_FUZZ_SEEDS ("0:1000" = seeds 0..999) when set.
+// The doctest seed range is LAZYTENSOR_FUZZ_SEEDS ("0:1000" = seeds 0..999) when set, for the
+// gradient seeds too.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include "common.hpp"
 #include "fuzz/fuzz.hpp"
+#include "fuzz/grad.hpp"
 
 #include <chrono>
 #include <cstdlib>
@@ -56,13 +62,75 @@ std::pair<std::uint64_t, std::uint64_t> ci_seeds(lt::Device d) {
     return {lo, hi};
 }
 
+/// --fuzz-grad: the gradient campaign (tests/fuzz/grad.hpp), or the program of one seed.
+int grad_main(double seconds, std::uint64_t count, std::uint64_t seed, std::optional<std::uint64_t> print,
+              std::vector<lt::Device> devices) {
+    if (print) {
+        const fuzz::Program p = fuzz::grad::generate(*print);
+        std::cout << fuzz::to_cpp(p);
+        const auto ref = fuzz::evaluate(p);
+        for (std::size_t i = 0; i < p.steps.size(); ++i)
+            std::cout << "// s" << i << " " << lt::dtype_name(p.steps[i].dtype) << fuzz::shape_str(p.steps[i].shape)
+                      << " = " << fuzz::ref_str(ref[i], 16) << (p.steps[i].output ? " (output)" : "") << "\n";
+        const auto d = fuzz::grad::differences(p);
+        if (!d.skip.empty()) std::cout << "// skipped: " << d.skip << "\n";
+        const auto ins = fuzz::grad::inputs_of(p);
+        for (std::size_t i = 0; i < d.fd.size(); ++i) {
+            std::cout << "// central differences d/ds" << ins[i] << " = {" << std::setprecision(10);
+            for (std::size_t k = 0; k < d.fd[i].size(); ++k) std::cout << (k ? ", " : "") << d.fd[i][k] << (d.usable[i][k] ? "" : "~");
+            std::cout << "}\n";
+        }
+        return 0;
+    }
+    if (devices.empty())
+        for (const auto& info : lt::devices())
+            if (info.float64) devices.push_back(info.device);  // (the graphs are float64)
+    const auto start = std::chrono::steady_clock::now();
+    auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+    fuzz::grad::Stats stats;
+    std::uint64_t done = 0;
+    std::cout << "gradient fuzzing on";
+    for (auto d : devices) std::cout << " " << d.str();
+    std::cout << " from seed " << seed << std::endl;
+    for (; (count == 0 || done < count) && (seconds == 0 || elapsed() < seconds); ++done) {
+        if (count == 0 && seconds == 0) break;
+        const std::uint64_t s = seed + done;
+        if (auto failure = fuzz::grad::run_seed(s, devices, true, &stats)) {
+            std::cout << *failure << std::endl;
+            return 1;
+        }
+        if ((done + 1) % 100 == 0)
+            std::cout << "  " << done + 1 << " graphs, last seed " << s << ", " << static_cast<int>(elapsed()) << " s"
+                      << std::endl;
+    }
+    std::cout << "ok: " << done << " graphs (seeds " << seed << ".." << seed + done << ") on " << devices.size()
+              << " device(s), both paths, in " << elapsed() << " s\n  " << stats.graphs << " graph runs compared, "
+              << stats.skipped << " skipped (near a kink or domain edge); " << stats.inputs << " inputs, "
+              << stats.compared << " gradient elements compared, " << stats.kinked
+              << " not (a kink within h); largest |reverse - difference| / tolerance " << stats.worst << "\n  steps by kind:";
+    for (int k = 0; k < fuzz::kKinds; ++k)
+        if (stats.kinds[k]) std::cout << " " << fuzz::kind_name(static_cast<fuzz::Kind>(k)) << " " << stats.kinds[k];
+    std::cout << std::endl;
+    return 0;
+}
+
 int fuzz_main(int argc, char** argv) {
     double seconds = 0;
     std::uint64_t count = 0, seed = 1000000, print = 0;
-    bool print_only = false;
+    bool print_only = false, gradients = false;
     std::vector<lt::Device> devices;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const std::string key = argv[i], value = argv[i + 1];
+    for (int i = 1; i < argc; i += 2) {
+        const std::string key = argv[i];
+        if (key == "--fuzz-grad") {  // a flag: no value
+            gradients = true;
+            --i;
+            continue;
+        }
+        if (i + 1 >= argc) {
+            std::cerr << key << " needs a value\n";
+            return 2;
+        }
+        const std::string value = argv[i + 1];
         if (key == "--fuzz-seconds") seconds = std::stod(value);
         else if (key == "--fuzz-count") count = std::stoull(value);
         else if (key == "--fuzz-seed") seed = std::stoull(value);
@@ -75,6 +143,7 @@ int fuzz_main(int argc, char** argv) {
             return 2;
         }
     }
+    if (gradients) return grad_main(seconds, count, seed, print_only ? std::optional<std::uint64_t>(print) : std::nullopt, devices);
     if (print_only) {
         const fuzz::Program p = fuzz::generate(print);
         std::cout << fuzz::to_cpp(p);
@@ -130,6 +199,218 @@ TEST_CASE("fuzz: fixed seeds") {
             const auto failure = run_seed(seed, {d}, false, nullptr, 4, paths);
             if (failure) FAIL_CHECK(*failure);
         }
+    }
+}
+
+/// The gradient seeds CI runs on a device: 0..1999 on the host (~1 s), 0..59 on OpenCL (PoCL
+/// compiles each graph's forward and backward kernels: about a second a graph with cold caches);
+/// LAZYTENSOR_FUZZ_SEEDS for all.
+std::pair<std::uint64_t, std::uint64_t> ci_grad_seeds(lt::Device d) {
+    if (std::getenv("LAZYTENSOR_FUZZ_SEEDS")) return ci_seeds(d);
+    return {0, d.kind == lt::Device::Kind::Host ? 2000 : 60};
+}
+
+TEST_CASE("fuzz: gradients of random graphs against central differences of the reference") {
+    for (lt::Device d : test_devices()) {
+        if (!lt::detail::supports_float64(d)) {
+            MESSAGE(d.str() << " has no float64: no gradient fuzzing");
+            continue;
+        }
+        const auto [lo, hi] = ci_grad_seeds(d);
+        fuzz::grad::Stats stats;
+        for (std::uint64_t seed = lo; seed < hi; ++seed) {
+            const auto failure = fuzz::grad::run_seed(seed, {d}, false, &stats);
+            if (failure) FAIL_CHECK(*failure);
+        }
+        // The generator keeps away from kinks: nearly every element is compared, not skipped.
+        INFO(d.str() << ": " << stats.graphs << " graphs compared, " << stats.skipped << " skipped; " << stats.compared
+                     << " elements compared, " << stats.kinked << " skipped");
+        CHECK(stats.compared >= 10 * static_cast<std::int64_t>(hi - lo));
+        CHECK(stats.kinked * 20 <= stats.compared);
+        CHECK(stats.skipped * 50 <= stats.graphs);
+    }
+}
+
+namespace {
+
+fuzz::Step leaf64(const lt::Shape& shape, std::vector<double> data) {
+    fuzz::Step s;
+    s.kind = fuzz::Kind::Leaf;
+    s.dtype = lt::DType::Float64;
+    s.shape = shape;
+    s.data = std::move(data);
+    return s;
+}
+fuzz::Step op_step(fuzz::Kind kind, int a, int b = -1) {
+    fuzz::Step s;
+    s.kind = kind;
+    s.dtype = lt::DType::Float64;
+    s.a = a;
+    s.b = b;
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("fuzz: the gradient check's differences, kinks and comparison") {
+    using fuzz::Kind;
+    namespace fg = fuzz::grad;
+    // Central differences against derivatives by hand: L = sum(c * x sin(x)), dL/dx = c (sin x + x cos x).
+    {
+        fuzz::Program p;
+        p.steps.push_back(leaf64({3}, {0.3, -1.2, 2.0}));
+        fuzz::Step sin = op_step(Kind::Unary, 0);
+        sin.uop = lt::UnaryOp::Sin;
+        p.steps.push_back(sin);
+        fuzz::Step mul = op_step(Kind::Binary, 1, 0);
+        mul.bop = lt::BinaryOp::Mul;
+        mul.output = true;
+        p.steps.push_back(mul);
+        REQUIRE(fuzz::reinfer(p, false));
+        const auto d = fg::differences(p);
+        REQUIRE(d.skip.empty());
+        const auto c = fg::cotangent(p, 2);
+        for (std::size_t k = 0; k < 3; ++k) {
+            const double x = p.steps[0].data[k];
+            CHECK(d.usable[0][k]);
+            CHECK(std::fabs(d.fd[0][k] - c[k] * (std::sin(x) + x * std::cos(x))) < 1e-8);
+        }
+        // The comparison: the exact derivatives pass; one element off by 1e-4 relative, a sign,
+        // or two elements swapped do not.
+        fg::Gradients g;
+        g.g = {{}};
+        for (std::size_t k = 0; k < 3; ++k) {
+            const double x = p.steps[0].data[k];
+            g.g[0].push_back(c[k] * (std::sin(x) + x * std::cos(x)));
+        }
+        CHECK(!fg::compare_gradients(p, d, g).failed);
+        fg::Gradients off = g;
+        off.g[0][1] *= 1 + 1e-4;
+        CHECK(fg::compare_gradients(p, d, off).failed);
+        off = g;
+        off.g[0][2] = -off.g[0][2];
+        CHECK(fg::compare_gradients(p, d, off).failed);
+        off = g;
+        std::swap(off.g[0][0], off.g[0][1]);
+        const fg::Mismatch m = fg::compare_gradients(p, d, off);
+        CHECK(m.failed);
+        CHECK(m.input == 0);
+        CHECK(m.element == 0);
+        // stop_gradient on the sine: dL/dx = c sin(x), the sine a constant.
+        p.steps[1].stop_grad = true;
+        const auto stopped = fg::differences(p);
+        for (std::size_t k = 0; k < 3; ++k) CHECK(std::fabs(stopped.fd[0][k] - c[k] * std::sin(p.steps[0].data[k])) < 1e-8);
+    }
+    // relu at exactly 0: that element has a kink within h (not compared); the others are.
+    {
+        fuzz::Program p;
+        p.steps.push_back(leaf64({3}, {0.0, 0.5, -0.5}));
+        fuzz::Step relu = op_step(Kind::Unary, 0);
+        relu.uop = lt::UnaryOp::Relu;
+        relu.output = true;
+        p.steps.push_back(relu);
+        REQUIRE(fuzz::reinfer(p, false));
+        const auto d = fg::differences(p);
+        REQUIRE(d.skip.empty());
+        CHECK(!d.usable[0][0]);
+        CHECK(d.usable[0][1]);
+        CHECK(d.usable[0][2]);
+        CHECK(d.fd[0][2] == 0);
+    }
+    // A max over an expanded axis: a tie of copies, which move together: compared, the whole
+    // cotangent to the source. A maximum of two leaves 1e-12 apart: the program is skipped.
+    {
+        fuzz::Program p;
+        p.steps.push_back(leaf64({2, 1}, {0.25, -0.75}));
+        fuzz::Step ex = op_step(Kind::Expand, 0);
+        ex.target = {2, 3};
+        p.steps.push_back(ex);
+        fuzz::Step mx = op_step(Kind::Reduce, 1);
+        mx.red = fuzz::Red::Max;
+        mx.axes = {1};
+        mx.output = true;
+        p.steps.push_back(mx);
+        REQUIRE(fuzz::reinfer(p, false));
+        const auto d = fg::differences(p);
+        REQUIRE(d.skip.empty());
+        const auto c = fg::cotangent(p, 2);
+        CHECK(d.usable[0][0]);
+        CHECK(std::fabs(d.fd[0][0] - c[0]) < 1e-8);
+        CHECK(std::fabs(d.fd[0][1] - c[1]) < 1e-8);
+
+        fuzz::Program q;
+        q.steps.push_back(leaf64({2}, {0.5, 0.1}));
+        q.steps.push_back(leaf64({2}, {0.5 + 1e-12, -0.3}));
+        fuzz::Step maximum = op_step(Kind::Binary, 0, 1);
+        maximum.bop = lt::BinaryOp::Maximum;
+        maximum.output = true;
+        q.steps.push_back(maximum);
+        REQUIRE(fuzz::reinfer(q, false));
+        CHECK(!fg::differences(q).skip.empty());
+    }
+    // The generator's programs are valid, differentiate every kind of step the typed path has,
+    // and keep their values away from kinks (the margin and edge distances).
+    for (std::uint64_t seed = 0; seed < 300; ++seed) {
+        const fuzz::Program p = fg::generate(seed);
+        fuzz::Program q = p;
+        REQUIRE_MESSAGE(fuzz::reinfer(q, false), "seed " << seed);
+        const auto ref = fuzz::evaluate(p);
+        const fg::Gaps gaps = fg::gaps_of(p, ref, 0, p.steps.size(), true);
+        CHECK_MESSAGE(gaps.kink >= fg::Options{}.margin, "seed " << seed);
+        CHECK_MESSAGE(gaps.edge >= fg::Options{}.edge, "seed " << seed);
+    }
+}
+
+TEST_CASE("fuzz: the gradient seeds cover every differentiable op") {
+    // Over CI's host seeds (0..1999), and the OpenCL ones (0..59) for the main kinds.
+    for (std::uint64_t hi : {60, 2000}) {
+        std::vector<int> kinds(fuzz::kKinds, 0);
+        std::vector<int> unary(static_cast<std::size_t>(lt::UnaryOp::Atanh) + 1), binary(static_cast<std::size_t>(lt::BinaryOp::Copysign) + 1);
+        int reds[5] = {}, negative_step = 0, long_step = 0, scalar_left = 0, stops = 0, fused[3] = {}, multi = 0, mask = 0, prod_scan = 0;
+        for (std::uint64_t seed = 0; seed < hi; ++seed) {
+            const fuzz::Program p = fuzz::grad::generate(seed);
+            int outputs = 0;
+            for (const auto& s : p.steps) {
+                ++kinds[static_cast<std::size_t>(s.kind)];
+                outputs += s.output;
+                stops += s.stop_grad;
+                if (s.kind == fuzz::Kind::Unary) ++unary[static_cast<std::size_t>(s.uop)];
+                if (s.kind == fuzz::Kind::Binary) ++binary[static_cast<std::size_t>(s.bop)], scalar_left += s.scalar_side == 1;
+                if (s.kind == fuzz::Kind::Reduce) ++reds[static_cast<int>(s.red)];
+                if (s.kind == fuzz::Kind::Slice) negative_step += s.step < 0, long_step += std::abs(s.step) > 1;
+                if (s.kind == fuzz::Kind::Fused) ++fused[s.pattern];
+                if (s.kind == fuzz::Kind::Where) mask += p.steps[static_cast<std::size_t>(s.a)].kind == fuzz::Kind::Leaf;
+                if (s.kind == fuzz::Kind::Scan) prod_scan += s.red == fuzz::Red::Prod;
+            }
+            multi += outputs > 1;
+        }
+        for (fuzz::Kind k : {fuzz::Kind::Unary, fuzz::Kind::Binary, fuzz::Kind::Where, fuzz::Kind::Reduce, fuzz::Kind::Reshape,
+                             fuzz::Kind::Slice, fuzz::Kind::Matmul, fuzz::Kind::Concat})
+            CHECK_MESSAGE(kinds[static_cast<std::size_t>(k)] > 0, "seeds 0.." << hi << " have no " << fuzz::kind_name(k));
+        CHECK(multi > 0);
+        if (hi < 2000) continue;
+        for (fuzz::Kind k : {fuzz::Kind::Cast, fuzz::Kind::Permute, fuzz::Kind::Expand, fuzz::Kind::Pad, fuzz::Kind::Flip,
+                             fuzz::Kind::Gather, fuzz::Kind::ScatterAdd, fuzz::Kind::Scan, fuzz::Kind::ArgExt, fuzz::Kind::Fused})
+            CHECK_MESSAGE(kinds[static_cast<std::size_t>(k)] > 0, "seeds 0.." << hi << " have no " << fuzz::kind_name(k));
+        for (std::size_t op = 0; op < unary.size(); ++op) {
+            const auto u = static_cast<lt::UnaryOp>(op);
+            if (!fuzz::unary_ok(u, lt::DType::Float64) || !fuzz::is_float(fuzz::unary_result(u, lt::DType::Float64))) continue;
+            CHECK_MESSAGE(unary[op] > 0, "no unary " << std::string(lt::op_name(u)));
+        }
+        for (lt::BinaryOp op : {lt::BinaryOp::Add, lt::BinaryOp::Sub, lt::BinaryOp::Mul, lt::BinaryOp::Div, lt::BinaryOp::Pow,
+                                lt::BinaryOp::Maximum, lt::BinaryOp::Minimum, lt::BinaryOp::Atan2, lt::BinaryOp::Hypot,
+                                lt::BinaryOp::Copysign, lt::BinaryOp::Fmod, lt::BinaryOp::Remainder, lt::BinaryOp::FloorDivide,
+                                lt::BinaryOp::Lt, lt::BinaryOp::Ge})
+            CHECK_MESSAGE(binary[static_cast<std::size_t>(op)] > 0, "no binary " << std::string(lt::op_name(op)));
+        for (fuzz::Red r : {fuzz::Red::Sum, fuzz::Red::Max, fuzz::Red::Min, fuzz::Red::Prod, fuzz::Red::Mean})
+            CHECK_MESSAGE(reds[static_cast<int>(r)] > 0, "no reduction " << fuzz::red_name(r));
+        CHECK(negative_step > 0);
+        CHECK(long_step > 0);
+        CHECK(scalar_left > 0);
+        CHECK(stops > 0);
+        CHECK(mask > 0);
+        CHECK(prod_scan > 0);
+        for (int n : fused) CHECK(n > 0);
     }
 }
 

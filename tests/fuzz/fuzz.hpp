@@ -205,6 +205,7 @@ struct Step {
     // cmp in {<, >=}.
     int pattern = 0;
     BinaryOp bop2 = BinaryOp::Add;
+    bool stop_grad = false;  // gradient fuzzing (grad.hpp): the step's value passes through lt::stop_gradient
 };
 
 inline const UnaryOp kFusedUnary[] = {UnaryOp::Neg, UnaryOp::Exp, UnaryOp::Sigmoid};
@@ -2258,6 +2259,7 @@ inline std::string to_cpp(const Program& p) {
                 break;
         }
         o << ";\n";
+        if (s.stop_grad) o << name(static_cast<int>(i)) << " = lt::stop_gradient(" << name(static_cast<int>(i)) << ");\n";
     }
     std::vector<std::string> outs;
     for (std::size_t i = 0; i < p.steps.size(); ++i)
