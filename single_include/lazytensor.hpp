@@ -2466,6 +2466,7 @@ inline bool runs_as_gemm(DType dtype, Device device) { return gemm_available(dty
 /// reduction kernel. Tiles of 128 x 128, as BLAS libraries tune them for large GPUs.
 inline std::int64_t split_k_parts(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, Device device) {
     if (device.kind == Device::Kind::Host) return 1;  // the host GEMM threads over k's blocks itself
+    if (k < 2048) return 1;                           // short sums keep one GEMM (and its schedule)
     const std::int64_t tiles = batch * ((m + 127) / 128) * ((n + 127) / 128);
     std::int64_t parts = 1;
     while (k % (2 * parts) == 0 && k / (2 * parts) >= 256 && tiles * 2 * parts <= 128) parts *= 2;
