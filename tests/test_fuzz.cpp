@@ -202,8 +202,8 @@ TEST_CASE("fuzz: fixed seeds") {
     }
 }
 
-/// The gradient seeds CI runs on a device: 0..1999 on the host (~1 s), 0..59 on OpenCL (PoCL
-/// compiles each graph's forward and backward kernels: about a second a graph with cold caches);
+/// The gradient seeds CI runs on a device: 0..1999 on the host (~2 s), 0..59 on OpenCL (PoCL
+/// compiles each graph's forward and backward kernels: ~35 s with cold caches, 2 s warm);
 /// LAZYTENSOR_FUZZ_SEEDS for all.
 std::pair<std::uint64_t, std::uint64_t> ci_grad_seeds(lt::Device d) {
     if (std::getenv("LAZYTENSOR_FUZZ_SEEDS")) return ci_seeds(d);
