@@ -6561,8 +6561,7 @@ LAZYTENSOR_ENGINE_API std::vector<NodePtr> vjp_nodes(const std::vector<NodePtr>&
     std::unordered_map<const Node*, NodePtr> grads;
     auto accumulate = [&](const NodePtr& n, NodePtr gn) {
         if (!gn) return;
-        if (gn->dtype != n->dtype) gn = g::cast(gn, n->dtype);
-        if (gn->shape != n->shape) gn = g::expand(gn, n->shape);  // a scalar rule's constant
+        if (gn->dtype != n->dtype) gn = g::cast(gn, n->dtype);  // a cotangent of another floating dtype
         NodePtr& slot = grads[n.get()];
         slot = slot ? add(slot, gn) : gn;
     };
