@@ -9762,6 +9762,7 @@ namespace lazytensor::detail::opencl {
 struct DeviceTraits {
     std::size_t max_work_group = 256;  // of the device, capped by what our kernels use
     std::int64_t compute_units = 1;
+    std::size_t local_memory = 32768;  // bytes of __local memory a work-group may use
     bool gpu = true;
 };
 
@@ -10525,8 +10526,10 @@ inline RenderedKernel render(const ir::Kernel& kernel, const DeviceTraits& devic
 // result is that of a stable sort. Stages of the sort that stay within a block of B pairs run
 // in local memory, one launch for all of them; wider ones are a launch each over global memory.
 // topk of up to 16 reads each row once instead (topk_program), and one long row (a 1-D sort)
-// takes a radix sort (radix_program).
+// takes a radix sort of keys of the value's width (radix_program).
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 
@@ -10693,104 +10696,219 @@ __kernel void lt_topk_rows(__global const )CL" + S + R"CL(* in, __global )CL" + 
     return s;
 }
 
+/// The radix sort's shape: work-groups of `group` work-items, each ranking a run of `run` keys
+/// of the group's tile; the longest run whose local arrays fit the device's local memory.
+struct RadixShape {
+    std::int64_t group, run;
+    std::int64_t tile() const { return group * run; }
+};
+inline std::size_t radix_local_bytes(DType t, const RadixShape& s) {
+    const auto padded = [](std::int64_t j) { return std::size_t(j + j / 32); };
+    const std::size_t key = dtype_size(t) == 8 ? 8 : 4;
+    return 2 * padded(s.tile()) * (key + 4) + padded(16 * s.group) * 4 + std::size_t(s.group) * 4 + 256 * 4;
+}
+inline RadixShape radix_shape(DType t, std::size_t max_work_group, std::size_t local_memory) {
+    RadixShape s{128, 16};
+    while (s.group > 1 && std::size_t(s.group) > max_work_group) s.group >>= 1;
+    while (s.run > 1 && radix_local_bytes(t, s) > local_memory) s.run >>= 1;
+    return s;
+}
+
+/// The value of dtype `t` that a radix key stands for, stored as values[at]: `descending` keys
+/// are inverted, and the values a key does not tell apart (-0 from +0, NaN payloads) are read
+/// from in[p].
+inline std::string radix_store_function(DType t) {
+    const std::string S = sort_storage_type(t), copy = sort_copy_type(t);
+    std::string body;
+    switch (t) {
+        case DType::Float16:
+        case DType::Float32:
+            body = "    const uint u = (uint)k;\n    const float v = as_float((u >> 31) ? (u & 0x7fffffffu) : ~u);\n";
+            body += t == DType::Float32 ? "    values[at] = v == 0.0f || isnan(v) ? in[p] : v;\n"
+                                        : "    if (v == 0.0f || isnan(v)) values[at] = ((__global const ushort*)in)[p];\n"
+                                          "    else vstore_half(v, at, (__global half*)values);\n";
+            break;
+        case DType::Float64:
+            body = "    const double v = as_double((k >> 63) ? (k & 0x7fffffffffffffffUL) : ~k);\n"
+                   "    values[at] = v == 0.0 || isnan(v) ? in[p] : v;\n";
+            break;
+        case DType::Int32: body = "    values[at] = (int)((uint)k ^ 0x80000000u);\n"; break;
+        case DType::Int64: body = "    values[at] = (long)(k ^ 0x8000000000000000UL);\n"; break;
+        case DType::Bool:
+        case DType::UInt8: body = "    values[at] = (uchar)k;\n"; break;
+    }
+    return "inline void lt_store_value(__global const " + S + "* in, __global " + copy +
+           "* values, uint at, lt_rkey key, int descending, uint p) {\n    const lt_rkey k = descending ? ~key : key;\n" + body + "}\n";
+}
+
 /// The program of the radix sort of one long row of dtype `t` (sort_radix in the backend): a
 /// least-significant-digit sort of the keys, 8 bits a pass, each pass stable, so that ties keep
-/// the order of positions. A pass: lt_radix_count makes each tile's histogram of the digit,
-/// lt_radix_scan turns the histograms (digit-major) into each (digit, tile)'s first output slot,
-/// and lt_radix_scatter moves each tile's pairs there, a chunk of the work-group's size at a time,
-/// ranking equal digits within the chunk by position.
-inline std::string radix_program(DType t) {
+/// the order of positions. A pass (Satish, Harris and Garland's GPU radix sort):
+/// - lt_radix_count makes each tile's histogram of the digit;
+/// - lt_radix_scan turns each digit's counts over the tiles into prefix sums and its total,
+///   lt_radix_digits the totals into each digit's first slot;
+/// - lt_radix_scatter sorts its tile by the digit in local memory, by two stable counting sorts
+///   of 4 bits each (each work-item counts, then places, a run of consecutive keys), and writes
+///   the sorted tile out, each digit's keys consecutive in the output.
+/// The first pass makes the keys from the input as it reads them, and the last writes the first
+/// k sorted values and their positions instead of keys.
+inline std::string radix_program(DType t, const RadixShape& shape) {
     const std::string S = sort_storage_type(t), copy = sort_copy_type(t);
     std::string s = sort_key_functions(t);
+    s += "#define LT_L " + std::to_string(shape.group) + "\n#define LT_R " + std::to_string(shape.run) +
+         "\n#define LT_TILE (LT_L * LT_R)\ntypedef " + (dtype_size(t) == 8 ? "ulong" : "uint") + " lt_rkey;\n";
+    s += radix_store_function(t);
     s += R"CL(
-__kernel void lt_radix_keys(__global const )CL" + S + R"CL(* in, __global ulong* key, __global uint* pos, long n, int descending,
-                            ulong mask) {
-    const long i = get_global_id(0);
-    if (i >= n) return;
-    const ulong k = lt_key(in, i);
-    key[i] = (descending ? ~k : k) & mask;
-    pos[i] = (uint)i;
+// Local arrays take a spare word every 32, so that the runs of consecutive work-items, and one
+// digit's counters, fall in different banks.
+#define LT_PAD(j) ((j) + ((j) >> 5))
+
+inline uint lt_digit(lt_rkey key, int shift) { return (uint)(key >> shift) & 255u; }
+
+// Key i of the pass: from the input in the first pass, else from the previous pass's keys.
+inline lt_rkey lt_radix_key(__global const )CL" + S + R"CL(* in, __global const lt_rkey* key, long i, int first, int descending) {
+    if (!first) return key[i];
+    const lt_rkey k = (lt_rkey)lt_key(in, i);
+    return descending ? ~k : k;
 }
 
-inline uint lt_digit(ulong key, int shift) { return (uint)(key >> shift) & 255u; }
-
-// counts[d * tiles + tile]: how many keys of the tile have digit d. One work-group per tile.
-__kernel void lt_radix_count(__global const ulong* key, long n, long tile, int shift, __global uint* counts) {
-    __local uint hist[256];
-    const int t = get_local_id(0), L = get_local_size(0);
-    const long g = get_group_id(0), tiles = get_num_groups(0);
-    for (int d = t; d < 256; d += L) hist[d] = 0;
+// The sum of v over the work-items before this one; every work-item of the group calls it.
+inline uint lt_exclusive_sum(uint v, __local uint* sums) {
+    const int t = get_local_id(0);
+    sums[t] = v;
     barrier(CLK_LOCAL_MEM_FENCE);
-    const long end = min(n, (g + 1) * tile);
-    for (long i = g * tile + t; i < end; i += L) atomic_inc(&hist[lt_digit(key[i], shift)]);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int d = t; d < 256; d += L) counts[d * tiles + g] = hist[d];
-}
-
-// Exclusive prefix sums of counts[0 .. m), in place: one work-group, each work-item a run.
-__kernel void lt_radix_scan(__global uint* counts, long m, __local uint* sums) {
-    const int t = get_local_id(0), L = get_local_size(0);
-    const long run = (m + L - 1) / L, lo = min(m, t * run), hi = min(m, lo + run);
-    uint total = 0;
-    for (long i = lo; i < hi; ++i) total += counts[i];
-    sums[t] = total;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int step = 1; step < L; step <<= 1) {  // inclusive scan of the runs' totals
-        const uint v = t >= step ? sums[t - step] : 0;
+    for (int step = 1; step < LT_L; step <<= 1) {
+        const uint u = t >= step ? sums[t - step] : 0u;
         barrier(CLK_LOCAL_MEM_FENCE);
-        sums[t] += v;
+        sums[t] += u;
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    uint at = sums[t] - total;
+    return sums[t] - v;
+}
+
+// counts[d * tiles + g]: how many keys of tile g have digit d. One work-group per tile; each
+// work-item counts a run of keys and adds runs of one digit at once (sorted or skewed digits
+// would otherwise queue on one counter).
+__kernel __attribute__((reqd_work_group_size(LT_L, 1, 1)))
+void lt_radix_count(__global const )CL" + S + R"CL(* in, __global const lt_rkey* key, long n, int shift, int first, int descending,
+                    __global uint* counts) {
+    __local uint hist[256];
+    const int t = get_local_id(0);
+    const long g = get_group_id(0), tiles = get_num_groups(0);
+    for (int d = t; d < 256; d += LT_L) hist[d] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const long lo = g * LT_TILE + (long)t * LT_R, hi = min(n, lo + LT_R);
+    uint digit = 256, run = 0;
     for (long i = lo; i < hi; ++i) {
-        const uint c = counts[i];
-        counts[i] = at;
+        const uint d = lt_digit(lt_radix_key(in, key, i, first, descending), shift);
+        if (d != digit) {
+            if (run) atomic_add(&hist[digit], run);
+            digit = d;
+            run = 0;
+        }
+        ++run;
+    }
+    if (run) atomic_add(&hist[digit], run);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int d = t; d < 256; d += LT_L) counts[d * tiles + g] = hist[d];
+}
+
+// One work-group per digit d: counts[d * tiles + g] becomes the count of digit d in the tiles
+// before g, and totals[d] the digit's count.
+__kernel __attribute__((reqd_work_group_size(LT_L, 1, 1)))
+void lt_radix_scan(__global uint* counts, long tiles, __global uint* totals) {
+    __local uint sums[LT_L];
+    const int t = get_local_id(0);
+    __global uint* row = counts + get_group_id(0) * tiles;
+    const long run = (tiles + LT_L - 1) / LT_L, lo = min(tiles, t * run), hi = min(tiles, lo + run);
+    uint total = 0;
+    for (long i = lo; i < hi; ++i) total += row[i];
+    uint at = lt_exclusive_sum(total, sums);
+    for (long i = lo; i < hi; ++i) {
+        const uint c = row[i];
+        row[i] = at;
+        at += c;
+    }
+    if (t == LT_L - 1) totals[get_group_id(0)] = at;
+}
+
+// totals[d] becomes the count of the digits below d: the first slot of digit d. One work-group.
+__kernel __attribute__((reqd_work_group_size(LT_L, 1, 1)))
+void lt_radix_digits(__global uint* totals) {
+    __local uint sums[LT_L];
+    const int t = get_local_id(0), per = (256 + LT_L - 1) / LT_L, lo = min(256, t * per), hi = min(256, lo + per);
+    uint total = 0;
+    for (int d = lo; d < hi; ++d) total += totals[d];
+    uint at = lt_exclusive_sum(total, sums);
+    for (int d = lo; d < hi; ++d) {
+        const uint c = totals[d];
+        totals[d] = at;
         at += c;
     }
 }
 
-// Each tile's pairs to their slots for this digit, stably. One work-group per tile.
-__kernel void lt_radix_scatter(__global const ulong* key, __global const uint* pos, __global ulong* key_out,
-                               __global uint* pos_out, long n, long tile, int shift, __global const uint* offsets,
-                               __local uint* digits) {
-    __local uint base[256];
-    const int t = get_local_id(0), L = get_local_size(0);
-    const long g = get_group_id(0), tiles = get_num_groups(0);
-    for (int d = t; d < 256; d += L) base[d] = offsets[d * tiles + g];
+// Tile g's keys and positions to their slots for this digit, stably (the last pass: the values
+// and positions). One work-group per tile.
+__kernel __attribute__((reqd_work_group_size(LT_L, 1, 1)))
+void lt_radix_scatter(__global const )CL" + S + R"CL(* in, __global const lt_rkey* key, __global const uint* pos,
+                      __global lt_rkey* key_out, __global uint* pos_out, __global )CL" + copy + R"CL(* values,
+                      __global long* indices, long n, long k, int shift, int first, int last, int descending,
+                      __global const uint* offsets, __global const uint* digit_starts) {
+    __local lt_rkey lk[2][LT_PAD(LT_TILE)];
+    __local uint lp[2][LT_PAD(LT_TILE)];
+    __local uint counters[LT_PAD(16 * LT_L)];  // [d * LT_L + t]: work-item t's keys with 4-bit digit d
+    __local uint sums[LT_L];
+    __local uint to[256];  // the slot of the tile's keys of digit d, less their first place in the sorted tile
+    const int t = get_local_id(0);
+    const long g = get_group_id(0), tiles = get_num_groups(0), start = g * LT_TILE;
+    const int live = (int)min((long)LT_TILE, n - start);
+    for (int j = t; j < LT_TILE; j += LT_L) {  // past the end: keys after every key, which stay at the end
+        lk[0][LT_PAD(j)] = j < live ? lt_radix_key(in, key, start + j, first, descending) : ~(lt_rkey)0;
+        lp[0][LT_PAD(j)] = j >= live ? 0u : first ? (uint)(start + j) : pos[start + j];
+    }
     barrier(CLK_LOCAL_MEM_FENCE);
-    const long end = min(n, (g + 1) * tile);
-    for (long start = g * tile; start < end; start += L) {
-        const long i = start + t;
-        const bool live = i < end;
-        const ulong k = live ? key[i] : 0;
-        const uint d = live ? lt_digit(k, shift) : 256u;
-        digits[t] = d;
+    for (int from = 0; from < 2; ++from) {  // by the digit's low 4 bits, then its high 4
+        const int at_shift = shift + 4 * from;
+        for (int d = 0; d < 16; ++d) counters[LT_PAD(d * LT_L + t)] = 0;
+        for (int r = 0; r < LT_R; ++r) ++counters[LT_PAD((((uint)(lk[from][LT_PAD(t * LT_R + r)] >> at_shift) & 15u) * LT_L + t))];
         barrier(CLK_LOCAL_MEM_FENCE);
-        uint rank = 0, last = 1;  // equal digits before this one in the chunk; whether none follows
-        for (int j = 0; j < L; ++j) {
-            const uint e = digits[j];
-            rank += j < t && e == d;
-            last &= !(j > t && e == d);
-        }
-        if (live) {
-            const uint at = base[d] + rank;
-            key_out[at] = k;
-            pos_out[at] = pos[i];
+        // Exclusive prefix sums in (digit, work-item) order: each key's place in the sorted tile.
+        uint total = 0;
+        for (int q = 16 * t; q < 16 * t + 16; ++q) total += counters[LT_PAD(q)];
+        uint at = lt_exclusive_sum(total, sums);
+        for (int q = 16 * t; q < 16 * t + 16; ++q) {
+            const uint c = counters[LT_PAD(q)];
+            counters[LT_PAD(q)] = at;
+            at += c;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        if (live && last) base[d] += rank + 1;  // the chunk's count of this digit
+        for (int r = 0; r < LT_R; ++r) {
+            const int j = LT_PAD(t * LT_R + r);
+            const lt_rkey k = lk[from][j];
+            const int c = LT_PAD((((uint)(k >> at_shift) & 15u) * LT_L + t));
+            const uint place = counters[c]++;
+            lk[from ^ 1][LT_PAD(place)] = k;
+            lp[from ^ 1][LT_PAD(place)] = lp[from][j];
+        }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-}
-
-// The first k: values and positions.
-__kernel void lt_radix_gather(__global const )CL" + copy + R"CL(* in, __global const uint* pos, __global )CL" + copy +
-         R"CL(* values, __global long* indices, long k) {
-    const long i = get_global_id(0);
-    if (i >= k) return;
-    const uint p = pos[i];
-    values[i] = in[p];
-    indices[i] = (long)p;
+    // Sorted, in lk[0]: digit d's keys go to digit_starts[d] + offsets[d * tiles + g] on, in order.
+    for (int j = t; j < live; j += LT_L) {
+        const uint d = lt_digit(lk[0][LT_PAD(j)], shift);
+        if (j == 0 || lt_digit(lk[0][LT_PAD(j - 1)], shift) != d) to[d] = digit_starts[d] + offsets[d * tiles + g] - (uint)j;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int j = t; j < live; j += LT_L) {
+        const lt_rkey kj = lk[0][LT_PAD(j)];
+        const uint at = to[lt_digit(kj, shift)] + (uint)j, p = lp[0][LT_PAD(j)];  // wraps back: at is below n
+        if (!last) {
+            key_out[at] = kj;
+            pos_out[at] = p;
+        } else if (at < k) {  // the first k
+            lt_store_value(in, values, at, kj, descending, p);
+            indices[at] = (long)p;
+        }
+    }
 }
 )CL";
     return s;
@@ -10860,6 +10978,7 @@ public:
         launch_events_ = env_flag("LAZYTENSOR_OPENCL_LAUNCH_EVENTS", kind_ != "gpu");
         traits_.max_work_group = device_value<std::size_t>(device, CL_DEVICE_MAX_WORK_GROUP_SIZE);
         traits_.compute_units = device_value<cl_uint>(device, CL_DEVICE_MAX_COMPUTE_UNITS);
+        traits_.local_memory = device_value<cl_ulong>(device, CL_DEVICE_LOCAL_MEM_SIZE);
         traits_.gpu = kind_ == "gpu";
         max_alloc_ = device_value<cl_ulong>(device, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
         const auto global = device_value<cl_ulong>(device, CL_DEVICE_GLOBAL_MEM_SIZE);
@@ -11023,8 +11142,9 @@ public:
         while (P < n) P <<= 1;
         const bool select = k <= 16 && k < n;  // topk_program: one read of each row
         const bool radix = !select && rows == 1 && n >= (std::int64_t(1) << 16);  // radix_program: one long row
+        const RadixShape shape = radix_shape(t, traits_.max_work_group, traits_.local_memory);
         const std::shared_ptr<ProgramOwner> program =
-            build_program(select ? topk_program(t, k) : radix ? radix_program(t) : sort_program(t));
+            build_program(select ? topk_program(t, k) : radix ? radix_program(t, shape) : sort_program(t));
         // Pairs of 12 bytes: a block of 2 L of them in local memory, at most 24 KiB (OpenCL 1.2
         // devices have at least 32).
         std::int64_t L = std::max<std::int64_t>(1, std::min<std::int64_t>(P / 2, 1024));
@@ -11073,32 +11193,30 @@ public:
             // Keys of 1-byte types have 8 significant bits, of 2- and 4-byte types 32 (half sorts
             // by its float), others 64.
             const int bits = dtype_size(t) == 1 ? 8 : dtype_size(t) <= 4 ? 32 : 64;
-            const cl_ulong mask = bits == 64 ? ~cl_ulong(0) : (cl_ulong(1) << bits) - 1;
-            std::size_t group = 256, scan_group = 1024;
-            while (group > 1 && group > traits_.max_work_group) group >>= 1;
-            while (scan_group > 1 && scan_group > traits_.max_work_group) scan_group >>= 1;
-            const std::int64_t L = std::int64_t(group), tiles_wanted = std::min<std::int64_t>(2048, (n + L - 1) / L);
-            const std::int64_t tile = ((n + tiles_wanted - 1) / tiles_wanted + L - 1) / L * L, tiles = (n + tile - 1) / tile;
-            BufferPtr keys[2] = {allocate(DType::Int64, n), allocate(DType::Int64, n)};
+            const std::int64_t tiles = (n + shape.tile() - 1) / shape.tile();
+            const std::size_t group = std::size_t(shape.group);
+            const DType key_type = bits == 64 ? DType::Int64 : DType::Int32;
+            BufferPtr keys[2] = {allocate(key_type, n), allocate(key_type, n)};
             BufferPtr places[2] = {allocate(DType::Int32, n), allocate(DType::Int32, n)};
-            BufferPtr counts = allocate(DType::Int32, 256 * tiles);
+            BufferPtr counts = allocate(DType::Int32, 256 * tiles), totals = allocate(DType::Int32, 256);
             const Buffer* counts_b = counts.get();
-            const cl_long n_l = n, tile_l = tile, m_l = 256 * tiles;
-            run(kernel("lt_radix_keys"), "lt_radix_keys", std::size_t(n), 0, in_b, static_cast<const Buffer*>(keys[0].get()),
-                static_cast<const Buffer*>(places[0].get()), n_l, cl_int(descending), mask);
-            KernelOwner count = kernel("lt_radix_count"), scan = kernel("lt_radix_scan"), scatter = kernel("lt_radix_scatter");
+            const Buffer* totals_b = totals.get();
+            const cl_long tiles_l = tiles;
+            KernelOwner count = kernel("lt_radix_count"), scan = kernel("lt_radix_scan"), digits = kernel("lt_radix_digits"),
+                        scatter = kernel("lt_radix_scatter");
             for (int shift = 0, from = 0; shift < bits; shift += 8, from ^= 1) {
                 const Buffer* key_in = keys[from].get();
                 const Buffer* pos_in = places[from].get();
                 const Buffer* key_out = keys[from ^ 1].get();
                 const Buffer* pos_out = places[from ^ 1].get();
-                run(count, "lt_radix_count", std::size_t(tiles) * group, group, key_in, n_l, tile_l, cl_int(shift), counts_b);
-                run(scan, "lt_radix_scan", scan_group, scan_group, counts_b, m_l, LocalBytes{scan_group * sizeof(cl_uint)});
-                run(scatter, "lt_radix_scatter", std::size_t(tiles) * group, group, key_in, pos_in, key_out, pos_out, n_l, tile_l,
-                    cl_int(shift), static_cast<const Buffer*>(counts_b), LocalBytes{group * sizeof(cl_uint)});
+                const cl_int first = shift == 0, last = shift + 8 == bits;
+                run(count, "lt_radix_count", std::size_t(tiles) * group, group, in_b, key_in, n_l, cl_int(shift), first,
+                    cl_int(descending), counts_b);
+                run(scan, "lt_radix_scan", 256 * group, group, counts_b, tiles_l, totals_b);
+                run(digits, "lt_radix_digits", group, group, totals_b);
+                run(scatter, "lt_radix_scatter", std::size_t(tiles) * group, group, in_b, key_in, pos_in, key_out, pos_out,
+                    values_b, indices_b, n_l, k_l, cl_int(shift), first, last, cl_int(descending), counts_b, totals_b);
             }
-            const Buffer* sorted = places[(bits / 8) % 2].get();
-            run(kernel("lt_radix_gather"), "lt_radix_gather", std::size_t(k), 0, in_b, sorted, values_b, indices_b, k_l);
             return;
         }
         BufferPtr key = allocate(DType::Int64, rows * P), pos = allocate(DType::Int32, rows * P);

@@ -170,3 +170,61 @@ TEST_CASE_TEMPLATE("sort of one long row (OpenCL: the radix sort), every dtype",
         check_sorts(make_tensor<T>(two), two, 1);
     });
 }
+
+TEST_CASE_TEMPLATE("a long row's sorted values are its elements bit for bit (-0, NaN signs and payloads), and topk of a long row",
+                   T, lt::half, float, double) {
+    // The OpenCL radix sort writes values from their keys, which do not tell -0 from +0 or one
+    // NaN from another: those must still come from the input.
+    using Bits = std::conditional_t<sizeof(T) == 2, std::uint16_t, std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>>;
+    const int top_bit = 8 * sizeof(T) - 1;
+    const Bits sign = Bits(Bits(1) << top_bit);
+    const Bits quiet_nan = sizeof(T) == 2 ? Bits(0x7e00) : sizeof(T) == 4 ? Bits(0x7fc00000u) : Bits(0x7ff8000000000000ull);
+    const Bits specials[] = {Bits(0), sign, quiet_nan, Bits(quiet_nan | sign), Bits(quiet_nan | 5), Bits(quiet_nan | sign | 3)};
+    const std::int64_t n = 70001;
+    std::vector<T> x(static_cast<std::size_t>(n));
+    std::vector<double> as_double(x.size());
+    std::uint64_t state = 99;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        const unsigned pick = static_cast<unsigned>(state >> 33) % 16;
+        if (pick < 6) {
+            std::memcpy(&x[i], &specials[pick], sizeof(T));
+        } else {
+            x[i] = static_cast<T>(static_cast<float>(static_cast<int>(state >> 40) % 64 - 32) * 0.5f);
+        }
+        as_double[i] = static_cast<double>(static_cast<float>(x[i]));
+    }
+    for_each_device([&](lt::Device) {
+        const lt::Tensor<T> t = lt::tensor(x, {n});
+        for (bool descending : {false, true}) {
+            INFO((descending ? "descending" : "ascending"));
+            const std::vector<std::int64_t> want = sorted_positions(as_double, descending);
+            auto [values, indices] = lt::sort(t, 0, descending);
+            const std::vector<T> v = values.to_vector();
+            const std::vector<std::int64_t> at = indices.to_vector();
+            int failures = 0;
+            for (std::size_t j = 0; j < x.size() && failures < 5; ++j) {
+                Bits got = 0, expected = 0;
+                std::memcpy(&got, &v[j], sizeof(T));
+                std::memcpy(&expected, &x[static_cast<std::size_t>(want[j])], sizeof(T));
+                if (at[j] != want[j] || got != expected) {
+                    ++failures;
+                    FAIL_CHECK("position " << j << ": got element " << at[j] << " (bits " << std::uint64_t(got)
+                                           << "), expected element " << want[j] << " (bits " << std::uint64_t(expected) << ")");
+                }
+            }
+            // k above topk's register path: the radix sort's last pass keeps the first k.
+            auto [top, top_at] = lt::topk(t, 40, 0, descending);
+            const std::vector<T> tv = top.to_vector();
+            const std::vector<std::int64_t> ti = top_at.to_vector();
+            REQUIRE(ti.size() == 40);
+            for (std::size_t j = 0; j < 40; ++j) {
+                Bits got = 0, expected = 0;
+                std::memcpy(&got, &tv[j], sizeof(T));
+                std::memcpy(&expected, &x[static_cast<std::size_t>(want[j])], sizeof(T));
+                CHECK(ti[j] == want[j]);
+                CHECK(got == expected);
+            }
+        }
+    });
+}

@@ -91,6 +91,7 @@ public:
         launch_events_ = env_flag("LAZYTENSOR_OPENCL_LAUNCH_EVENTS", kind_ != "gpu");
         traits_.max_work_group = device_value<std::size_t>(device, CL_DEVICE_MAX_WORK_GROUP_SIZE);
         traits_.compute_units = device_value<cl_uint>(device, CL_DEVICE_MAX_COMPUTE_UNITS);
+        traits_.local_memory = device_value<cl_ulong>(device, CL_DEVICE_LOCAL_MEM_SIZE);
         traits_.gpu = kind_ == "gpu";
         max_alloc_ = device_value<cl_ulong>(device, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
         const auto global = device_value<cl_ulong>(device, CL_DEVICE_GLOBAL_MEM_SIZE);
@@ -254,8 +255,9 @@ public:
         while (P < n) P <<= 1;
         const bool select = k <= 16 && k < n;  // topk_program: one read of each row
         const bool radix = !select && rows == 1 && n >= (std::int64_t(1) << 16);  // radix_program: one long row
+        const RadixShape shape = radix_shape(t, traits_.max_work_group, traits_.local_memory);
         const std::shared_ptr<ProgramOwner> program =
-            build_program(select ? topk_program(t, k) : radix ? radix_program(t) : sort_program(t));
+            build_program(select ? topk_program(t, k) : radix ? radix_program(t, shape) : sort_program(t));
         // Pairs of 12 bytes: a block of 2 L of them in local memory, at most 24 KiB (OpenCL 1.2
         // devices have at least 32).
         std::int64_t L = std::max<std::int64_t>(1, std::min<std::int64_t>(P / 2, 1024));
@@ -304,32 +306,30 @@ public:
             // Keys of 1-byte types have 8 significant bits, of 2- and 4-byte types 32 (half sorts
             // by its float), others 64.
             const int bits = dtype_size(t) == 1 ? 8 : dtype_size(t) <= 4 ? 32 : 64;
-            const cl_ulong mask = bits == 64 ? ~cl_ulong(0) : (cl_ulong(1) << bits) - 1;
-            std::size_t group = 256, scan_group = 1024;
-            while (group > 1 && group > traits_.max_work_group) group >>= 1;
-            while (scan_group > 1 && scan_group > traits_.max_work_group) scan_group >>= 1;
-            const std::int64_t L = std::int64_t(group), tiles_wanted = std::min<std::int64_t>(2048, (n + L - 1) / L);
-            const std::int64_t tile = ((n + tiles_wanted - 1) / tiles_wanted + L - 1) / L * L, tiles = (n + tile - 1) / tile;
-            BufferPtr keys[2] = {allocate(DType::Int64, n), allocate(DType::Int64, n)};
+            const std::int64_t tiles = (n + shape.tile() - 1) / shape.tile();
+            const std::size_t group = std::size_t(shape.group);
+            const DType key_type = bits == 64 ? DType::Int64 : DType::Int32;
+            BufferPtr keys[2] = {allocate(key_type, n), allocate(key_type, n)};
             BufferPtr places[2] = {allocate(DType::Int32, n), allocate(DType::Int32, n)};
-            BufferPtr counts = allocate(DType::Int32, 256 * tiles);
+            BufferPtr counts = allocate(DType::Int32, 256 * tiles), totals = allocate(DType::Int32, 256);
             const Buffer* counts_b = counts.get();
-            const cl_long n_l = n, tile_l = tile, m_l = 256 * tiles;
-            run(kernel("lt_radix_keys"), "lt_radix_keys", std::size_t(n), 0, in_b, static_cast<const Buffer*>(keys[0].get()),
-                static_cast<const Buffer*>(places[0].get()), n_l, cl_int(descending), mask);
-            KernelOwner count = kernel("lt_radix_count"), scan = kernel("lt_radix_scan"), scatter = kernel("lt_radix_scatter");
+            const Buffer* totals_b = totals.get();
+            const cl_long tiles_l = tiles;
+            KernelOwner count = kernel("lt_radix_count"), scan = kernel("lt_radix_scan"), digits = kernel("lt_radix_digits"),
+                        scatter = kernel("lt_radix_scatter");
             for (int shift = 0, from = 0; shift < bits; shift += 8, from ^= 1) {
                 const Buffer* key_in = keys[from].get();
                 const Buffer* pos_in = places[from].get();
                 const Buffer* key_out = keys[from ^ 1].get();
                 const Buffer* pos_out = places[from ^ 1].get();
-                run(count, "lt_radix_count", std::size_t(tiles) * group, group, key_in, n_l, tile_l, cl_int(shift), counts_b);
-                run(scan, "lt_radix_scan", scan_group, scan_group, counts_b, m_l, LocalBytes{scan_group * sizeof(cl_uint)});
-                run(scatter, "lt_radix_scatter", std::size_t(tiles) * group, group, key_in, pos_in, key_out, pos_out, n_l, tile_l,
-                    cl_int(shift), static_cast<const Buffer*>(counts_b), LocalBytes{group * sizeof(cl_uint)});
+                const cl_int first = shift == 0, last = shift + 8 == bits;
+                run(count, "lt_radix_count", std::size_t(tiles) * group, group, in_b, key_in, n_l, cl_int(shift), first,
+                    cl_int(descending), counts_b);
+                run(scan, "lt_radix_scan", 256 * group, group, counts_b, tiles_l, totals_b);
+                run(digits, "lt_radix_digits", group, group, totals_b);
+                run(scatter, "lt_radix_scatter", std::size_t(tiles) * group, group, in_b, key_in, pos_in, key_out, pos_out,
+                    values_b, indices_b, n_l, k_l, cl_int(shift), first, last, cl_int(descending), counts_b, totals_b);
             }
-            const Buffer* sorted = places[(bits / 8) % 2].get();
-            run(kernel("lt_radix_gather"), "lt_radix_gather", std::size_t(k), 0, in_b, sorted, values_b, indices_b, k_l);
             return;
         }
         BufferPtr key = allocate(DType::Int64, rows * P), pos = allocate(DType::Int32, rows * P);

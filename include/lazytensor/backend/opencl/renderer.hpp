@@ -38,6 +38,7 @@ namespace lazytensor::detail::opencl {
 struct DeviceTraits {
     std::size_t max_work_group = 256;  // of the device, capped by what our kernels use
     std::int64_t compute_units = 1;
+    std::size_t local_memory = 32768;  // bytes of __local memory a work-group may use
     bool gpu = true;
 };
 
