@@ -15815,6 +15815,7 @@ SortResult<typename E::value_type> topk(const E& x, std::int64_t k, int axis = -
 #include <cstdint>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <type_traits>
@@ -15871,6 +15872,19 @@ inline void set_print_options(const PrintOptions& options) {
     auto& s = detail::print_options_state();
     std::lock_guard<std::mutex> lock(s.mutex);
     s.options = options;
+}
+
+/// NumPy's and PyTorch's spelling: set_print_options(precision, threshold, edgeitems,
+/// linewidth), where an option left out keeps its current value.
+inline void set_print_options(int precision, std::optional<std::int64_t> threshold = std::nullopt,
+                              std::optional<std::int64_t> edgeitems = std::nullopt,
+                              std::optional<std::int64_t> linewidth = std::nullopt) {
+    PrintOptions options = print_options();
+    options.precision = precision;
+    if (threshold) options.threshold = *threshold;
+    if (edgeitems) options.edgeitems = *edgeitems;
+    if (linewidth) options.linewidth = *linewidth;
+    set_print_options(options);
 }
 
 namespace detail {

@@ -734,6 +734,22 @@ TEST_CASE("set_print_options: precision, threshold, edgeitems and linewidth") {
             CHECK(npy_printed(lt::arange<int32_t>(4)) == "tensor([0, 1, 2, 3], shape=[4], dtype=int32" + tail);
         }
     });
+    {
+        // The positional spelling: options left out keep their values.
+        NpyPrintOptions scoped(lt::print_options());
+        lt::set_print_options(2, 5, 1);
+        CHECK(lt::print_options().linewidth == 80);
+        CHECK(npy_printed(lt::tensor<float>({0.5f, 1, 2, 3, 4.25f}, lt::Device::host())) ==
+              "tensor([0.50, 1.00, 2.00, 3.00, 4.25], shape=[5], dtype=float32, device=host)");
+        CHECK(npy_printed(lt::arange<int32_t>(6, lt::Device::host())) == "tensor([0, ..., 5], shape=[6], dtype=int32, device=host)");
+        lt::set_print_options(3);
+        CHECK(lt::print_options().precision == 3);
+        CHECK(lt::print_options().threshold == 5);
+        CHECK(lt::print_options().edgeitems == 1);
+        CHECK(message_of<lt::ValueError>([] { lt::set_print_options(2, -1); }) ==
+              "lt::set_print_options: threshold must be >= 0, got -1");
+        CHECK(lt::print_options().precision == 3);  // unchanged by the failed call
+    }
     // Bad options are ValueErrors and change nothing.
     lt::PrintOptions bad;
     bad.precision = -1;
