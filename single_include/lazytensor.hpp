@@ -5243,13 +5243,19 @@ void binary_loop(void* dst, const void* lhs, const void* rhs, std::int64_t n) {
     }
 }
 
+/// Both operands are read at every lane and the condition as the byte a bool is (0 or 1), so
+/// that the loop compiles to a blend: with a branch per element it was 0.7 ns an element on
+/// random conditions, ten times an arithmetic op.
 template <class T>
 void where_loop(void* dst, const void* cond, const void* lhs, const void* rhs, std::int64_t n) {
     T* d = static_cast<T*>(dst);
-    const bool* c = static_cast<const bool*>(cond);
+    const unsigned char* c = static_cast<const unsigned char*>(cond);
     const T* a = static_cast<const T*>(lhs);
     const T* b = static_cast<const T*>(rhs);
-    for (std::int64_t i = 0; i < n; ++i) d[i] = c[i] ? a[i] : b[i];
+    for (std::int64_t i = 0; i < n; ++i) {
+        const T x = a[i], y = b[i];
+        d[i] = c[i] ? x : y;
+    }
 }
 
 template <class To, class From>
