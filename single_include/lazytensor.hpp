@@ -4592,8 +4592,10 @@ struct Neg {
         if constexpr (std::is_integral_v<T>) return wrapping<T>(T(0), x, [](auto a, auto b) { return a - b; });
         else return -x;
     }
+    // The sign bit flipped: xsimd 8's AVX-512 negation is 0 - x, which gives +0 for +0 (C and
+    // OpenCL give -0).
     template <class B>
-    static B simd(const B& x) { return -x; }
+    static B simd(const B& x) { return xsimd::bitwise_xor(x, B(typename B::value_type(-0.0))); }
 };
 struct Abs {
     template <class T>
