@@ -207,7 +207,10 @@ TEST_CASE("grad: the composites that were ops, at 0 and at their extremes, again
     // their gradients come from their primitives. The derivatives by hand, in long double.
     using LD = long double;
     auto sig = [](LD x) { return 1 / (1 + std::exp(-x)); };
-    auto dsigmoid = [&](LD x) { return sig(x) * (1 - sig(x)); };
+    auto dsigmoid = [](LD x) {  // e / (1 + e)^2, e = exp(-|x|): s (1 - s) would cancel for large x
+        const LD e = std::exp(-std::fabs(x));
+        return e / ((1 + e) * (1 + e));
+    };
     auto dsilu = [&](LD x) { return sig(x) * (1 + x * (1 - sig(x))); };
     auto dgelu = [](LD x) { return 0.5L * std::erfc(-x / std::sqrt(2.0L)) + x * std::exp(-x * x / 2) / std::sqrt(2 * 3.14159265358979323846L); };
     // Within 1e-12 relative, or a few of double's smallest subnormals.
