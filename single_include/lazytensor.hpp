@@ -5330,16 +5330,30 @@ void binary_loop(void* dst, const void* lhs, const void* rhs, std::int64_t n) {
 
 /// Both operands are read at every lane and the condition as the byte a bool is (0 or 1), so
 /// that the loop compiles to a blend: with a branch per element it was 0.7 ns an element on
-/// random conditions, ten times an arithmetic op.
+/// random conditions, ten times an arithmetic op. Eight-byte values are blended as bits under
+/// a mask (GCC 12 does not vectorize a select of them by a byte: 0.76 ns an element, now 0.18).
 template <class T>
 void where_loop(void* dst, const void* cond, const void* lhs, const void* rhs, std::int64_t n) {
-    T* d = static_cast<T*>(dst);
     const unsigned char* c = static_cast<const unsigned char*>(cond);
-    const T* a = static_cast<const T*>(lhs);
-    const T* b = static_cast<const T*>(rhs);
-    for (std::int64_t i = 0; i < n; ++i) {
-        const T x = a[i], y = b[i];
-        d[i] = c[i] ? x : y;
+    if constexpr (sizeof(T) == 8) {
+        char* d = static_cast<char*>(dst);
+        const char* a = static_cast<const char*>(lhs);
+        const char* b = static_cast<const char*>(rhs);
+        for (std::int64_t i = 0; i < n; ++i) {
+            std::uint64_t x, y;
+            std::memcpy(&x, a + i * 8, 8);
+            std::memcpy(&y, b + i * 8, 8);
+            const std::uint64_t m = std::uint64_t(0) - std::uint64_t(c[i] != 0), r = (x & m) | (y & ~m);
+            std::memcpy(d + i * 8, &r, 8);
+        }
+    } else {
+        T* d = static_cast<T*>(dst);
+        const T* a = static_cast<const T*>(lhs);
+        const T* b = static_cast<const T*>(rhs);
+        for (std::int64_t i = 0; i < n; ++i) {
+            const T x = a[i], y = b[i];
+            d[i] = c[i] ? x : y;
+        }
     }
 }
 
