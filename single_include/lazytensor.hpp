@@ -2466,12 +2466,14 @@ inline NodePtr remainder(const Operand& a, const Operand& b) {
 inline NodePtr floor_divide(const Operand& a, const Operand& b) {
     using namespace composite;
     const auto [x, y] = binary_operands(TypeRule::Arith, a, b, "floor_divide");
-    const NodePtr m = binary(BinaryOp::Fmod, x, y);
     if (!is_floating(x->dtype)) {
-        const NodePtr q = binary(BinaryOp::TruncDiv, x, y);
-        return where(both(differ(m, whole(0)), differ(less(x, whole(0)), less(y, whole(0)))), sub(q, whole(1)), q);
+        // The remainder from the quotient, a - q b (wrapping; a itself where b is 0, hence the
+        // b != 0): one integer division, not two.
+        const NodePtr q = binary(BinaryOp::TruncDiv, x, y), inexact = differ(sub(x, mul(q, y)), whole(0));
+        const NodePtr below = both(both(inexact, differ(y, whole(0))), differ(less(x, whole(0)), less(y, whole(0))));
+        return where(below, sub(q, whole(1)), q);
     }
-    const NodePtr q = div(x, y), d0 = div(sub(x, m), y);
+    const NodePtr m = binary(BinaryOp::Fmod, x, y), q = div(x, y), d0 = div(sub(x, m), y);
     const NodePtr d = where(both(differ(m, whole(0)), differ(less(y, whole(0)), less(m, whole(0)))), sub(d0, whole(1)), d0);
     const NodePtr f = unary(UnaryOp::Floor, d);
     const NodePtr nearest = where(binary(BinaryOp::Gt, sub(d, f), num(0.5)), add(f, whole(1)), f);
