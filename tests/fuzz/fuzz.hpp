@@ -242,7 +242,8 @@ enum class Kind {
     Gather, ScatterAdd, Scan, ArgExt, Concat, Assign, Random,
     // A multi-op element-wise expression of a fixed shape (pattern), its ops chosen from a
     // small set: the typed path keeps it one expression template, so the host's compiled loop
-    // runs it whole (float, double; pattern 3 mixes float and double: no compiled loop).
+    // runs it whole (float, double; pattern 3 mixes float and double, and sigmoid is a
+    // composite: no compiled loop).
     Fused
 };
 inline const char* kind_name(Kind k) {
