@@ -202,6 +202,57 @@ TEST_CASE("grad: prod with zeros, max and min ties, relu and abs at 0 (PyTorch's
     });
 }
 
+TEST_CASE("grad: the composites that were ops, at 0 and at their extremes, against their derivatives") {
+    // sigmoid, silu, gelu, rsqrt, remainder, floor_divide and sign have no rules of their own:
+    // their gradients come from their primitives. The derivatives by hand, in long double.
+    using LD = long double;
+    auto sig = [](LD x) { return 1 / (1 + std::exp(-x)); };
+    auto dsigmoid = [](LD x) {  // e / (1 + e)^2, e = exp(-|x|): s (1 - s) would cancel for large x
+        const LD e = std::exp(-std::fabs(x));
+        return e / ((1 + e) * (1 + e));
+    };
+    auto dsilu = [&](LD x) { return sig(x) * (1 + x * (1 - sig(x))); };
+    auto dgelu = [](LD x) { return 0.5L * std::erfc(-x / std::sqrt(2.0L)) + x * std::exp(-x * x / 2) / std::sqrt(2 * 3.14159265358979323846L); };
+    // Within 1e-12 relative, or a few of double's smallest subnormals.
+    auto close = [](double got, LD want) {
+        return std::fabs(static_cast<LD>(got) - want) <= 1e-12L * std::fabs(want) + 8 * std::numeric_limits<double>::denorm_min();
+    };
+    for_each_device([&](lt::Device d) {
+        // 0: sigmoid'(0) = 1/4 (built on -|x| as a where: abs' is 0 at 0); the tails: subnormal
+        // derivatives (sigmoid'(-720) = 1.9e-313).
+        const std::vector<double> xs{0.0, -0.0, 0.5, -0.5, 3.0, -3.0, -30.0, 30.0, -200.0, -720.0};
+        const auto n = static_cast<std::int64_t>(xs.size());
+        const lt::Tensor<double> x = lt::tensor<double>(xs, {n}, d);
+        const std::vector<double> gs = lt::grad(lt::sum(lt::sigmoid(x)), x).to_vector();
+        const std::vector<double> gsi = lt::grad(lt::sum(lt::silu(x)), x).to_vector();
+        const std::vector<double> gg = lt::grad(lt::sum(lt::gelu(x)), x).to_vector();
+        for (std::size_t i = 0; i < xs.size(); ++i) {
+            INFO("x = " << xs[i] << ": sigmoid' " << gs[i] << ", silu' " << gsi[i] << ", gelu' " << gg[i]);
+            CHECK(close(gs[i], dsigmoid(xs[i])));
+            CHECK(close(gsi[i], dsilu(xs[i])));
+            CHECK(close(gg[i], dgelu(xs[i])));
+        }
+        CHECK(gs[9] > 0);  // 1.9e-313, not 0
+        // Float: gelu on the host computes in double; the gradient is float.
+        const lt::Tensor<float> xf = lt::tensor<float>({0.0f, -2.0f, 1.5f}, {3}, d);
+        const std::vector<float> ggf = lt::grad(lt::sum(lt::gelu(xf)), xf).to_vector();
+        for (std::size_t i = 0; i < 3; ++i) CHECK(ggf[i] == doctest::Approx(double(dgelu(xf.to_vector()[i]))).epsilon(1e-6));
+        // rsqrt' = -x^-1.5 / 2.
+        const lt::Tensor<double> r = lt::tensor<double>({0.25, 2.0, 1e6}, {3}, d);
+        const std::vector<double> gr = lt::grad(lt::sum(lt::rsqrt(r)), r).to_vector();
+        for (std::size_t i = 0; i < 3; ++i) CHECK(close(gr[i], -0.5L * std::pow(static_cast<LD>(r.to_vector()[i]), -1.5L)));
+        // remainder: d/da 1, d/db -floor(a / b) (away from the steps); floor_divide and sign: 0,
+        // at a zero divisor and at 0 too (they pass none).
+        const lt::Tensor<double> a = lt::tensor<double>({5.5, -5.5, 1.0, 0.0}, {4}, d), b = lt::tensor<double>({2.0, 2.0, 0.0, -0.5}, {4}, d);
+        const auto gm = lt::grad(lt::sum(lt::remainder(a.slice(0, 0, 2), b.slice(0, 0, 2))), {a, b});
+        CHECK(gm[0].to_vector() == std::vector<double>{1, 1, 0, 0});
+        CHECK(gm[1].to_vector() == std::vector<double>{-2, 3, 0, 0});
+        const auto gq = lt::grad(lt::sum(lt::floor_divide(a, b) + lt::sign(a) * b), {a, b});
+        CHECK(gq[0].to_vector() == std::vector<double>{0, 0, 0, 0});
+        CHECK(gq[1].to_vector() == std::vector<double>{1, -1, 1, 0});
+    });
+}
+
 TEST_CASE("grad: every view, concat, stack, gather, index_select") {
     using T = lt::Tensor<double>;
     for_each_device([&](lt::Device d) {

@@ -260,10 +260,10 @@ TEST_CASE("fuzz: the gradient check's differences, kinks and comparison") {
         fuzz::Program p;
         p.steps.push_back(leaf64({3}, {0.3, -1.2, 2.0}));
         fuzz::Step sin = op_step(Kind::Unary, 0);
-        sin.uop = lt::UnaryOp::Sin;
+        sin.uop = fuzz::UnaryOp::Sin;
         p.steps.push_back(sin);
         fuzz::Step mul = op_step(Kind::Binary, 1, 0);
-        mul.bop = lt::BinaryOp::Mul;
+        mul.bop = fuzz::BinaryOp::Mul;
         mul.output = true;
         p.steps.push_back(mul);
         REQUIRE(fuzz::reinfer(p, false));
@@ -314,16 +314,16 @@ TEST_CASE("fuzz: the gradient check's differences, kinks and comparison") {
         fuzz::Step fused = op_step(Kind::Fused, 0, 1);
         fused.c = 2;
         fused.pattern = 1;
-        fused.uop = lt::UnaryOp::Exp;
-        fused.bop = lt::BinaryOp::Div;
-        fused.bop2 = lt::BinaryOp::Maximum;
+        fused.uop = fuzz::UnaryOp::Exp;
+        fused.bop = fuzz::BinaryOp::Div;
+        fused.bop2 = fuzz::BinaryOp::Maximum;
         p.steps.push_back(fused);
         fuzz::Step scan = op_step(Kind::Scan, 3);
         scan.red = fuzz::Red::Sum;
         scan.axis = 1;
         p.steps.push_back(scan);
         fuzz::Step tan = op_step(Kind::Unary, 4);
-        tan.uop = lt::UnaryOp::Tan;
+        tan.uop = fuzz::UnaryOp::Tan;
         tan.output = true;
         p.steps.push_back(tan);
         REQUIRE(fuzz::reinfer(p, false));
@@ -353,7 +353,7 @@ TEST_CASE("fuzz: the gradient check's differences, kinks and comparison") {
         fuzz::Program p;
         p.steps.push_back(leaf64({3}, {0.0, 0.5, -0.5}));
         fuzz::Step relu = op_step(Kind::Unary, 0);
-        relu.uop = lt::UnaryOp::Relu;
+        relu.uop = fuzz::UnaryOp::Relu;
         relu.output = true;
         p.steps.push_back(relu);
         REQUIRE(fuzz::reinfer(p, false));
@@ -389,7 +389,7 @@ TEST_CASE("fuzz: the gradient check's differences, kinks and comparison") {
         q.steps.push_back(leaf64({2}, {0.5, 0.1}));
         q.steps.push_back(leaf64({2}, {0.5 + 1e-12, -0.3}));
         fuzz::Step maximum = op_step(Kind::Binary, 0, 1);
-        maximum.bop = lt::BinaryOp::Maximum;
+        maximum.bop = fuzz::BinaryOp::Maximum;
         maximum.output = true;
         q.steps.push_back(maximum);
         REQUIRE(fuzz::reinfer(q, false));
@@ -412,7 +412,7 @@ TEST_CASE("fuzz: the gradient seeds cover every differentiable op") {
     // Over CI's host seeds (0..1999), and the OpenCL ones (0..59) for the main kinds.
     for (std::uint64_t hi : {60, 2000}) {
         std::vector<int> kinds(fuzz::kKinds, 0);
-        std::vector<int> unary(static_cast<std::size_t>(lt::UnaryOp::Atanh) + 1), binary(static_cast<std::size_t>(lt::BinaryOp::Copysign) + 1);
+        std::vector<int> unary(static_cast<std::size_t>(fuzz::UnaryOp::Atanh) + 1), binary(static_cast<std::size_t>(fuzz::BinaryOp::Copysign) + 1);
         int reds[5] = {}, negative_step = 0, long_step = 0, scalar_left = 0, stops = 0, fused[3] = {}, multi = 0, mask = 0, prod_scan = 0,
             blocked_scan = 0;
         for (std::uint64_t seed = 0; seed < hi; ++seed) {
@@ -444,15 +444,15 @@ TEST_CASE("fuzz: the gradient seeds cover every differentiable op") {
                              fuzz::Kind::Gather, fuzz::Kind::ScatterAdd, fuzz::Kind::Scan, fuzz::Kind::ArgExt, fuzz::Kind::Fused})
             CHECK_MESSAGE(kinds[static_cast<std::size_t>(k)] > 0, "seeds 0.." << hi << " have no " << fuzz::kind_name(k));
         for (std::size_t op = 0; op < unary.size(); ++op) {
-            const auto u = static_cast<lt::UnaryOp>(op);
+            const auto u = static_cast<fuzz::UnaryOp>(op);
             if (!fuzz::unary_ok(u, lt::DType::Float64) || !fuzz::is_float(fuzz::unary_result(u, lt::DType::Float64))) continue;
-            CHECK_MESSAGE(unary[op] > 0, "no unary " << std::string(lt::op_name(u)));
+            CHECK_MESSAGE(unary[op] > 0, "no unary " << std::string(fuzz::op_name(u)));
         }
-        for (lt::BinaryOp op : {lt::BinaryOp::Add, lt::BinaryOp::Sub, lt::BinaryOp::Mul, lt::BinaryOp::Div, lt::BinaryOp::Pow,
-                                lt::BinaryOp::Maximum, lt::BinaryOp::Minimum, lt::BinaryOp::Atan2, lt::BinaryOp::Hypot,
-                                lt::BinaryOp::Copysign, lt::BinaryOp::Fmod, lt::BinaryOp::Remainder, lt::BinaryOp::FloorDivide,
-                                lt::BinaryOp::Lt, lt::BinaryOp::Ge})
-            CHECK_MESSAGE(binary[static_cast<std::size_t>(op)] > 0, "no binary " << std::string(lt::op_name(op)));
+        for (fuzz::BinaryOp op : {fuzz::BinaryOp::Add, fuzz::BinaryOp::Sub, fuzz::BinaryOp::Mul, fuzz::BinaryOp::Div, fuzz::BinaryOp::Pow,
+                                fuzz::BinaryOp::Maximum, fuzz::BinaryOp::Minimum, fuzz::BinaryOp::Atan2, fuzz::BinaryOp::Hypot,
+                                fuzz::BinaryOp::Copysign, fuzz::BinaryOp::Fmod, fuzz::BinaryOp::Remainder, fuzz::BinaryOp::FloorDivide,
+                                fuzz::BinaryOp::Lt, fuzz::BinaryOp::Ge})
+            CHECK_MESSAGE(binary[static_cast<std::size_t>(op)] > 0, "no binary " << std::string(fuzz::op_name(op)));
         for (fuzz::Red r : {fuzz::Red::Sum, fuzz::Red::Max, fuzz::Red::Min, fuzz::Red::Prod, fuzz::Red::Mean})
             CHECK_MESSAGE(reds[static_cast<int>(r)] > 0, "no reduction " << fuzz::red_name(r));
         CHECK(negative_step > 0);
@@ -472,18 +472,18 @@ TEST_CASE("fuzz: the reference evaluator's own rules") {
     using fuzz::Val;
     Val x;
     x.v = 2.5;
-    CHECK(fuzz::unary_val(lt::UnaryOp::Round, x, lt::DType::Float32, lt::DType::Float32).v == 2.0);  // half to even
+    CHECK(fuzz::unary_val(fuzz::UnaryOp::Round, x, lt::DType::Float32, lt::DType::Float32).v == 2.0);  // half to even
     x.e = 1e-6;
-    CHECK(fuzz::unary_val(lt::UnaryOp::Round, x, lt::DType::Float32, lt::DType::Float32).dc);
-    CHECK(!fuzz::unary_val(lt::UnaryOp::Floor, x, lt::DType::Float32, lt::DType::Float32).dc);
+    CHECK(fuzz::unary_val(fuzz::UnaryOp::Round, x, lt::DType::Float32, lt::DType::Float32).dc);
+    CHECK(!fuzz::unary_val(fuzz::UnaryOp::Floor, x, lt::DType::Float32, lt::DType::Float32).dc);
     Val big;
     big.i = 200;
-    CHECK(fuzz::binary_val(lt::BinaryOp::Mul, big, big, lt::DType::UInt8, lt::DType::UInt8).i == (200 * 200) % 256);
+    CHECK(fuzz::binary_val(fuzz::BinaryOp::Mul, big, big, lt::DType::UInt8, lt::DType::UInt8).i == (200 * 200) % 256);
     Val m, n;
     m.i = -7, n.i = 2;
-    CHECK(fuzz::binary_val(lt::BinaryOp::Remainder, m, n, lt::DType::Int32, lt::DType::Int32).i == 1);
-    CHECK(fuzz::binary_val(lt::BinaryOp::Fmod, m, n, lt::DType::Int32, lt::DType::Int32).i == -1);
-    CHECK(fuzz::binary_val(lt::BinaryOp::FloorDivide, m, n, lt::DType::Int32, lt::DType::Int32).i == -4);
+    CHECK(fuzz::binary_val(fuzz::BinaryOp::Remainder, m, n, lt::DType::Int32, lt::DType::Int32).i == 1);
+    CHECK(fuzz::binary_val(fuzz::BinaryOp::Fmod, m, n, lt::DType::Int32, lt::DType::Int32).i == -1);
+    CHECK(fuzz::binary_val(fuzz::BinaryOp::FloorDivide, m, n, lt::DType::Int32, lt::DType::Int32).i == -4);
     // (That the library accepts every generated graph and agrees on each step's dtype and shape
     // is checked for every graph the fixed-seeds case runs: run_on_device compares them.)
 
@@ -540,7 +540,7 @@ TEST_CASE("fuzz: CI's fixed seeds cover every op kind and the special cases") {
     for (std::uint64_t hi : {60, 1000}) {
         std::vector<int> kinds(fuzz::kKinds, 0);
         int empty_assign = 0, lazy_assign = 0, mixed_concat = 0, patterns[4] = {}, random[3] = {};
-        std::vector<int> unary(static_cast<std::size_t>(lt::UnaryOp::Atanh) + 1), binary(static_cast<std::size_t>(lt::BinaryOp::Copysign) + 1);
+        std::vector<int> unary(static_cast<std::size_t>(fuzz::UnaryOp::Atanh) + 1), binary(static_cast<std::size_t>(fuzz::BinaryOp::Copysign) + 1);
         for (std::uint64_t seed = 0; seed < hi; ++seed) {
             const fuzz::Program p = fuzz::generate(seed);
             for (const auto& s : p.steps) {
@@ -569,9 +569,9 @@ TEST_CASE("fuzz: CI's fixed seeds cover every op kind and the special cases") {
         if (hi == 1000) {
             CHECK(empty_assign > 0);  // the library bug of assign into an empty slice
             for (std::size_t op = 0; op < unary.size(); ++op)
-                CHECK_MESSAGE(unary[op] > 0, "seeds 0..1000 have no unary " << std::string(lt::op_name(static_cast<lt::UnaryOp>(op))));
+                CHECK_MESSAGE(unary[op] > 0, "seeds 0..1000 have no unary " << std::string(fuzz::op_name(static_cast<fuzz::UnaryOp>(op))));
             for (std::size_t op = 0; op < binary.size(); ++op)
-                CHECK_MESSAGE(binary[op] > 0, "seeds 0..1000 have no binary " << std::string(lt::op_name(static_cast<lt::BinaryOp>(op))));
+                CHECK_MESSAGE(binary[op] > 0, "seeds 0..1000 have no binary " << std::string(fuzz::op_name(static_cast<fuzz::BinaryOp>(op))));
         }
     }
 }

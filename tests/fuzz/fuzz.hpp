@@ -18,6 +18,7 @@
 #include <iomanip>
 #include <limits>
 #include <optional>
+#include <stdexcept>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -27,15 +28,104 @@ namespace fuzz {
 namespace lt = lazytensor;
 namespace graph = lazytensor::detail::graph;
 using lt::Axes;
-using lt::BinaryOp;
 using lt::Device;
 using lt::DType;
 using lt::Scalar;
 using lt::Shape;
-using lt::UnaryOp;
 using NodePtr = lazytensor::detail::NodePtr;
 using i64 = std::int64_t;
 using u64 = std::uint64_t;
+
+// =========================================================================== the ops
+// The element-wise functions the fuzzer draws: the library's ops (ir/ops.hpp) and the
+// composites that were ops once (sigmoid, sign, rsqrt, gelu, silu, remainder, floor_divide:
+// graph builders now, ir/graph.hpp), in the order the generator has always drawn them, so
+// that a seed keeps generating the graph it did (the regression seeds below name graphs).
+
+// X(enumerator, the library's name): an op of ir/ops.hpp of the same enumerator, or a composite.
+#define FUZZ_UNARY_OPS(X, C)                                                                             \
+    X(Neg, neg) X(Abs, abs) X(Relu, relu) X(Exp, exp) X(Log, log) X(Sqrt, sqrt) X(Sin, sin) X(Cos, cos)  \
+    X(Tanh, tanh) C(Sigmoid, sigmoid) C(Sign, sign) X(Exp2, exp2) X(Log2, log2) C(Rsqrt, rsqrt)          \
+    X(Reciprocal, reciprocal) X(Tan, tan) C(Gelu, gelu) C(Silu, silu) X(Floor, floor) X(Ceil, ceil)      \
+    X(Round, round) X(Trunc, trunc) X(BitwiseNot, bitwise_not) X(LogicalNot, logical_not) X(IsNan, isnan) \
+    X(IsInf, isinf) X(Log1p, log1p) X(Expm1, expm1) X(Erf, erf) X(Erfc, erfc) X(Asin, asin) X(Acos, acos) \
+    X(Atan, atan) X(Sinh, sinh) X(Cosh, cosh) X(Asinh, asinh) X(Acosh, acosh) X(Atanh, atanh)
+#define FUZZ_BINARY_OPS(X, C)                                                                            \
+    X(Add, add) X(Sub, sub) X(Mul, mul) X(Div, div) X(Pow, pow) X(Maximum, maximum) X(Minimum, minimum)  \
+    X(Lt, lt) X(Le, le) X(Gt, gt) X(Ge, ge) X(Eq, eq) X(Ne, ne) X(Fmod, fmod) C(Remainder, remainder)   \
+    C(FloorDivide, floor_divide) X(BitAnd, bitwise_and) X(BitOr, bitwise_or) X(BitXor, bitwise_xor)     \
+    X(Shl, left_shift) X(Shr, right_shift) X(LogicalAnd, logical_and) X(LogicalOr, logical_or)            \
+    X(Atan2, atan2) X(Hypot, hypot) X(Copysign, copysign) X(Philox, philox)
+
+#define FUZZ_ENUMERATOR(name, fn) name,
+enum class UnaryOp { FUZZ_UNARY_OPS(FUZZ_ENUMERATOR, FUZZ_ENUMERATOR) };
+enum class BinaryOp { FUZZ_BINARY_OPS(FUZZ_ENUMERATOR, FUZZ_ENUMERATOR) };
+#undef FUZZ_ENUMERATOR
+
+#define FUZZ_NAME(name, fn) \
+    case name: return #fn;
+inline const char* op_name(UnaryOp op) {
+    using enum_ = UnaryOp;
+    switch (op) {
+#define FUZZ_CASE(name, fn) FUZZ_NAME(enum_::name, fn)
+        FUZZ_UNARY_OPS(FUZZ_CASE, FUZZ_CASE)
+    }
+    return "?";
+}
+inline const char* op_name(BinaryOp op) {
+    using enum_ = BinaryOp;
+    switch (op) {
+        FUZZ_BINARY_OPS(FUZZ_CASE, FUZZ_CASE)
+#undef FUZZ_CASE
+    }
+    return "?";
+}
+#undef FUZZ_NAME
+
+/// The library's op of a fuzzer op that is one (not a composite).
+inline lt::UnaryOp library_op(UnaryOp op) {
+    switch (op) {
+#define FUZZ_OP(name, fn) \
+    case UnaryOp::name: return lt::UnaryOp::name;
+#define FUZZ_COMPOSITE(name, fn) \
+    case UnaryOp::name: break;
+        FUZZ_UNARY_OPS(FUZZ_OP, FUZZ_COMPOSITE)
+#undef FUZZ_OP
+#undef FUZZ_COMPOSITE
+    }
+    throw std::logic_error(std::string("fuzz: ") + op_name(op) + " is a composite, not an op");
+}
+inline lt::BinaryOp library_op(BinaryOp op) {
+    switch (op) {
+#define FUZZ_OP(name, fn) \
+    case BinaryOp::name: return lt::BinaryOp::name;
+#define FUZZ_COMPOSITE(name, fn) \
+    case BinaryOp::name: break;
+        FUZZ_BINARY_OPS(FUZZ_OP, FUZZ_COMPOSITE)
+#undef FUZZ_OP
+#undef FUZZ_COMPOSITE
+    }
+    throw std::logic_error(std::string("fuzz: ") + op_name(op) + " is a composite, not an op");
+}
+
+/// Builds a fuzzer op with the untyped graph builders: the op's, or the composite's.
+inline NodePtr build_unary(UnaryOp op, const NodePtr& x) {
+    switch (op) {
+        case UnaryOp::Sigmoid: return graph::sigmoid(x);
+        case UnaryOp::Sign: return graph::sign(x);
+        case UnaryOp::Rsqrt: return graph::rsqrt(x);
+        case UnaryOp::Gelu: return graph::gelu(x);
+        case UnaryOp::Silu: return graph::silu(x);
+        default: return graph::unary(library_op(op), x);
+    }
+}
+inline NodePtr build_binary(BinaryOp op, const graph::Operand& a, const graph::Operand& b) {
+    switch (op) {
+        case BinaryOp::Remainder: return graph::remainder(a, b);
+        case BinaryOp::FloorDivide: return graph::floor_divide(a, b);
+        default: return graph::binary(library_op(op), a, b);
+    }
+}
 
 // =========================================================================== dtype rules
 // Written from the README (PyTorch promotion; op categories), not taken from ir/ops.hpp.
@@ -152,7 +242,8 @@ enum class Kind {
     Gather, ScatterAdd, Scan, ArgExt, Concat, Assign, Random,
     // A multi-op element-wise expression of a fixed shape (pattern), its ops chosen from a
     // small set: the typed path keeps it one expression template, so the host's compiled loop
-    // runs it whole (float, double; pattern 3 mixes float and double: no compiled loop).
+    // runs it whole (float, double; pattern 3 mixes float and double, and sigmoid is a
+    // composite: no compiled loop).
     Fused
 };
 inline const char* kind_name(Kind k) {
@@ -1862,11 +1953,11 @@ inline NodePtr build_step(const Step& s, const std::vector<NodePtr>& nodes, Devi
                 using T = typename decltype(tag)::type;
                 return leaf_tensor<T>(s, d).node_ptr();
             });
-        case Kind::Unary: return graph::unary(s.uop, in(s.a));
+        case Kind::Unary: return build_unary(s.uop, in(s.a));
         case Kind::Binary: {
             graph::Operand a = s.scalar_side == 1 ? graph::Operand(s.value) : graph::Operand(in(s.a));
             graph::Operand b = s.scalar_side == 2 ? graph::Operand(s.value) : graph::Operand(in(s.b));
-            return graph::binary(s.bop, a, b);
+            return build_binary(s.bop, a, b);
         }
         case Kind::Where: return graph::where(in(s.a), in(s.b), in(s.c));
         case Kind::Cast: return graph::cast(in(s.a), s.dtype);
@@ -1919,8 +2010,8 @@ inline NodePtr build_step(const Step& s, const std::vector<NodePtr>& nodes, Devi
             // expression of a (a * 1, or a | false for bool) that assign realizes first.
             NodePtr target;
             if (s.lazy) {
-                target = s.dtype == DType::Bool ? graph::binary(BinaryOp::BitOr, in(s.a), Scalar::of<bool>(false))
-                                                : graph::binary(BinaryOp::Mul, in(s.a), Scalar::of<std::int64_t>(1));
+                target = s.dtype == DType::Bool ? graph::binary(lt::BinaryOp::BitOr, in(s.a), Scalar::of<bool>(false))
+                                                : graph::binary(lt::BinaryOp::Mul, in(s.a), Scalar::of<std::int64_t>(1));
             } else {
                 target = lt::detail::visit_dtype(s.dtype, [&](auto tag) -> NodePtr {
                     using T = typename decltype(tag)::type;
@@ -1933,9 +2024,9 @@ inline NodePtr build_step(const Step& s, const std::vector<NodePtr>& nodes, Devi
         }
         case Kind::Fused:
             switch (s.pattern) {
-                case 0: case 3: return graph::binary(s.bop, graph::unary(s.uop, in(s.a)), in(s.b));
-                case 1: return graph::binary(s.bop2, graph::unary(s.uop, graph::binary(s.bop, in(s.a), in(s.b))), in(s.c));
-                default: return graph::where(graph::binary(s.bop, in(s.a), in(s.b)), graph::unary(s.uop, in(s.a)), in(s.c));
+                case 0: case 3: return build_binary(s.bop, build_unary(s.uop, in(s.a)), in(s.b));
+                case 1: return build_binary(s.bop2, build_unary(s.uop, build_binary(s.bop, in(s.a), in(s.b))), in(s.c));
+                default: return graph::where(build_binary(s.bop, in(s.a), in(s.b)), build_unary(s.uop, in(s.a)), in(s.c));
             }
         case Kind::Random:
             return lt::detail::visit_dtype(s.dtype, [&](auto tag) -> NodePtr {
@@ -2191,9 +2282,9 @@ inline std::string to_cpp(const Program& p) {
                 o << "}, lt::Shape" << shape_str(s.shape) << ")";
                 break;
             }
-            case Kind::Unary: o << "lt::" << lt::op_name(s.uop) << "(" << a << ")"; break;
+            case Kind::Unary: o << "lt::" << op_name(s.uop) << "(" << a << ")"; break;
             case Kind::Binary:
-                o << "lt::" << lt::op_name(s.bop) << "(" << (s.scalar_side == 1 ? scalar_literal(s.value) : a) << ", "
+                o << "lt::" << op_name(s.bop) << "(" << (s.scalar_side == 1 ? scalar_literal(s.value) : a) << ", "
                   << (s.scalar_side == 2 ? scalar_literal(s.value) : b) << ")";
                 break;
             case Kind::Where: o << "lt::where(" << a << ", " << b << ", " << c << ")"; break;
@@ -2245,8 +2336,8 @@ inline std::string to_cpp(const Program& p) {
                 break;
             }
             case Kind::Fused: {
-                const std::string u = std::string("lt::") + lt::op_name(s.uop);
-                const std::string op = std::string("lt::") + lt::op_name(s.bop), op2 = std::string("lt::") + lt::op_name(s.bop2);
+                const std::string u = std::string("lt::") + op_name(s.uop);
+                const std::string op = std::string("lt::") + op_name(s.bop), op2 = std::string("lt::") + op_name(s.bop2);
                 if (s.pattern == 1) o << op2 << "(" << u << "(" << op << "(" << a << ", " << b << ")), " << c << ")";
                 else if (s.pattern == 2) o << "lt::where(" << op << "(" << a << ", " << b << "), " << u << "(" << a << "), " << c << ")";
                 else o << op << "(" << u << "(" << a << "), " << b << ")";

@@ -83,7 +83,7 @@ Any unary_typed(UnaryOp op, const lt::Tensor<T>& x, DType want) {
         FUZZ_U(Atanh, lt::atanh(x))
 #undef FUZZ_U
     }
-    throw std::logic_error(std::string("typed path: unary ") + lt::op_name(op) + " of " + lt::dtype_name(t));
+    throw std::logic_error(std::string("typed path: unary ") + op_name(op) + " of " + lt::dtype_name(t));
 }
 
 /// a op b for tensors and C++ scalars (operators where C++ has them).
@@ -105,7 +105,7 @@ Any binary_typed(BinaryOp op, const L& a, const R& b, DType want) {
 #undef FUZZ_B
         case BinaryOp::Philox: break;
     }
-    throw std::logic_error(std::string("typed path: binary ") + lt::op_name(op) + " in " + lt::dtype_name(p));
+    throw std::logic_error(std::string("typed path: binary ") + op_name(op) + " in " + lt::dtype_name(p));
 }
 
 /// One op per promotion rule (arith, compare, bitwise, shift; ordered and predicate ops and
@@ -132,7 +132,7 @@ Any binary_tensors(BinaryOp op, const lt::Tensor<A>& a, const lt::Tensor<B>& b, 
                 return binary_typed(op, lt::Tensor<P>(lt::cast<P>(a)), lt::Tensor<P>(lt::cast<P>(b)), want);
             }
         }
-        throw std::logic_error(std::string("typed path: binary ") + lt::op_name(op) + " in " + lt::dtype_name(p));
+        throw std::logic_error(std::string("typed path: binary ") + op_name(op) + " in " + lt::dtype_name(p));
     }
 }
 
@@ -161,7 +161,7 @@ Any binary_left(BinaryOp op, const C& a, const lt::Tensor<T>& b, DType want) {
         case BinaryOp::Ge: return binary_typed(BinaryOp::Le, b, a, want);
         default: return binary_typed(op, b, a, want);
     }
-    throw std::logic_error(std::string("typed path: binary ") + lt::op_name(op) + " in " + lt::dtype_name(p));
+    throw std::logic_error(std::string("typed path: binary ") + op_name(op) + " in " + lt::dtype_name(p));
 }
 
 template <class T>

@@ -8,7 +8,9 @@
 // abs'(0) = sign(0) = 0, a max or min whose value several elements share splits the gradient
 // evenly among them, maximum/minimum of two equal values give each half, floor, ceil, round,
 // trunc, sign and floor_divide have zero gradient, and pow's exponent gradient is 0 where the
-// base is 0 and the exponent >= 0.
+// base is 0 and the exponent >= 0. Composites (sigmoid, silu, gelu, rsqrt, remainder, softplus,
+// ...: ir/graph.hpp, frontend/composites.hpp) have no rules of their own: their gradients come
+// from the ops they are built of (sign and floor_divide pass none: they end in stop_gradient).
 #pragma once
 
 #include <algorithm>
@@ -39,10 +41,9 @@ inline NodePtr keep_where(const NodePtr& cond, const NodePtr& v) { return g::whe
 /// The gradient of a unary op's input x from its output y's gradient gy (nullptr: zero).
 inline NodePtr unary_rule(UnaryOp op, const NodePtr& x, const NodePtr& y, const NodePtr& gy) {
     constexpr double ln2 = 0.69314718055994530942, two_over_sqrt_pi = 1.12837916709551257390;
-    constexpr double inv_sqrt2 = 0.70710678118654752440, inv_sqrt_2pi = 0.39894228040143267794;
     switch (op) {
         case UnaryOp::Neg: return un(UnaryOp::Neg, gy);
-        case UnaryOp::Abs: return mul(gy, un(UnaryOp::Sign, x));
+        case UnaryOp::Abs: return mul(gy, g::sign(x));
         case UnaryOp::Relu: return keep_where(g::binary(BinaryOp::Gt, x, num(0.0)), gy);
         case UnaryOp::Exp: return mul(gy, y);
         case UnaryOp::Log: return div(gy, x);
@@ -50,21 +51,10 @@ inline NodePtr unary_rule(UnaryOp op, const NodePtr& x, const NodePtr& y, const 
         case UnaryOp::Sin: return mul(gy, un(UnaryOp::Cos, x));
         case UnaryOp::Cos: return mul(gy, un(UnaryOp::Neg, un(UnaryOp::Sin, x)));
         case UnaryOp::Tanh: return mul(gy, g::binary(BinaryOp::Sub, num(1.0), mul(y, y)));
-        case UnaryOp::Sigmoid: return mul(gy, mul(y, g::binary(BinaryOp::Sub, num(1.0), y)));
         case UnaryOp::Exp2: return mul(gy, mul(y, num(ln2)));
         case UnaryOp::Log2: return div(gy, mul(x, num(ln2)));
-        case UnaryOp::Rsqrt: return mul(gy, mul(mul(y, mul(y, y)), num(-0.5)));
         case UnaryOp::Reciprocal: return mul(un(UnaryOp::Neg, gy), mul(y, y));
         case UnaryOp::Tan: return mul(gy, add(mul(y, y), num(1.0)));
-        case UnaryOp::Gelu: {  // Phi(x) + x phi(x)
-            const NodePtr cdf = mul(un(UnaryOp::Erfc, mul(x, num(-inv_sqrt2))), num(0.5));
-            const NodePtr pdf = mul(un(UnaryOp::Exp, mul(mul(x, x), num(-0.5))), num(inv_sqrt_2pi));
-            return mul(gy, add(cdf, mul(x, pdf)));
-        }
-        case UnaryOp::Silu: {  // s (1 + x (1 - s)), s = sigmoid(x)
-            const NodePtr s = un(UnaryOp::Sigmoid, x);
-            return mul(gy, mul(s, add(mul(x, g::binary(BinaryOp::Sub, num(1.0), s)), num(1.0))));
-        }
         case UnaryOp::Log1p: return div(gy, add(x, num(1.0)));
         case UnaryOp::Expm1: return mul(gy, add(y, num(1.0)));
         case UnaryOp::Erf:
@@ -72,16 +62,15 @@ inline NodePtr unary_rule(UnaryOp op, const NodePtr& x, const NodePtr& y, const 
             const NodePtr d = mul(un(UnaryOp::Exp, un(UnaryOp::Neg, mul(x, x))), num(two_over_sqrt_pi));
             return mul(gy, op == UnaryOp::Erf ? d : un(UnaryOp::Neg, d));
         }
-        case UnaryOp::Asin: return mul(gy, un(UnaryOp::Rsqrt, g::binary(BinaryOp::Sub, num(1.0), mul(x, x))));
-        case UnaryOp::Acos: return mul(un(UnaryOp::Neg, gy), un(UnaryOp::Rsqrt, g::binary(BinaryOp::Sub, num(1.0), mul(x, x))));
+        case UnaryOp::Asin: return div(gy, un(UnaryOp::Sqrt, g::binary(BinaryOp::Sub, num(1.0), mul(x, x))));
+        case UnaryOp::Acos: return div(un(UnaryOp::Neg, gy), un(UnaryOp::Sqrt, g::binary(BinaryOp::Sub, num(1.0), mul(x, x))));
         case UnaryOp::Atan: return div(gy, add(mul(x, x), num(1.0)));
         case UnaryOp::Sinh: return mul(gy, un(UnaryOp::Cosh, x));
         case UnaryOp::Cosh: return mul(gy, un(UnaryOp::Sinh, x));
-        case UnaryOp::Asinh: return mul(gy, un(UnaryOp::Rsqrt, add(mul(x, x), num(1.0))));
-        case UnaryOp::Acosh: return mul(gy, un(UnaryOp::Rsqrt, sub(mul(x, x), num(1.0))));
+        case UnaryOp::Asinh: return div(gy, un(UnaryOp::Sqrt, add(mul(x, x), num(1.0))));
+        case UnaryOp::Acosh: return div(gy, un(UnaryOp::Sqrt, sub(mul(x, x), num(1.0))));
         case UnaryOp::Atanh: return div(gy, g::binary(BinaryOp::Sub, num(1.0), mul(x, x)));
         // Piecewise constant: zero almost everywhere (PyTorch's choice at the steps too).
-        case UnaryOp::Sign:
         case UnaryOp::Floor:
         case UnaryOp::Ceil:
         case UnaryOp::Round:
@@ -119,8 +108,6 @@ inline std::pair<NodePtr, NodePtr> binary_rule(BinaryOp op, const NodePtr& a, co
         }
         case BinaryOp::Fmod:  // a - trunc(a / b) b
             return {gy, mul(un(UnaryOp::Neg, gy), un(UnaryOp::Trunc, div(a, b)))};
-        case BinaryOp::Remainder:  // a - floor(a / b) b
-            return {gy, mul(un(UnaryOp::Neg, gy), un(UnaryOp::Floor, div(a, b)))};
         case BinaryOp::Atan2: {
             const NodePtr r2 = add(mul(a, a), mul(b, b));
             return {div(mul(gy, b), r2), div(mul(un(UnaryOp::Neg, gy), a), r2)};
@@ -128,7 +115,6 @@ inline std::pair<NodePtr, NodePtr> binary_rule(BinaryOp op, const NodePtr& a, co
         case BinaryOp::Hypot: return {mul(gy, div(a, y)), mul(gy, div(b, y))};
         case BinaryOp::Copysign:
             return {mul(gy, g::where(g::binary(BinaryOp::Eq, a, num(0.0)), num(0.0), div(y, a))), nullptr};
-        case BinaryOp::FloorDivide: return {nullptr, nullptr};
         default: return {nullptr, nullptr};  // integer and bool results: never reached
     }
 }

@@ -1,6 +1,9 @@
 // Composite element-wise functions: rewrites into the primitives of ir/ops.hpp, written once
-// here (tinygrad's decompositions), so that every backend runs them as it runs the primitives,
+// (tinygrad's decompositions), so that every backend runs them as it runs the primitives,
 // fused into the kernel of whatever reads them. Each is written to be exact at the extremes.
+// Those that reverse mode and the graph builders need too (sigmoid, silu, gelu, rsqrt, sign,
+// remainder, floor_divide) are written as graph builders (ir/graph.hpp), which the functions
+// below give their types; the others are written here.
 #pragma once
 
 #include <cmath>
@@ -25,7 +28,83 @@ Tensor<typename E::value_type> read_once(const E& x) {
 template <class T>
 inline constexpr bool is_floating_element_v = std::is_floating_point_v<T> || std::is_same_v<T, half>;
 
+/// A composite of ir/graph.hpp as a typed function: a Tensor of the dtype that the composite's
+/// type rule gives (compile-time, as for an op: an element type the rule rejects is a
+/// static_assert with the op's message).
+template <TypeRule Rule, class E>
+auto unary_composite(const E& x, NodePtr (*build)(const NodePtr&)) {
+    return Tensor<dtype_type_t<unary_rule_result<Rule, typename E::value_type>()>>(build(x.build()));
+}
+template <TypeRule Rule, class L, class R>
+auto binary_composite(const L& a, const R& b, NodePtr (*build)(const graph::Operand&, const graph::Operand&)) {
+    using Result = dtype_type_t<binary_rule_result<Rule, wrapped_t<const L&>, wrapped_t<const R&>>()>;
+    return Tensor<Result>(build(operand(wrap(a)), operand(wrap(b))));
+}
+
 }  // namespace detail
+
+/// The logistic function 1 / (1 + exp(-x)), from exp(-|x|) (which never overflows) and exact
+/// down to the smallest subnormal (sigmoid(-100.f) is 3.72e-44). Integers give float32; bool
+/// does not compile. Lazy, like the ops.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto sigmoid(const E& x) {
+    return detail::unary_composite<TypeRule::Floating>(x, &detail::graph::sigmoid);
+}
+
+/// x sigmoid(x) (the swish), exact down to the smallest subnormal (silu(-105.f) is
+/// -2.66e-44) and -0 at -inf. Integers give float32; bool does not compile.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto silu(const E& x) {
+    return detail::unary_composite<TypeRule::Floating>(x, &detail::graph::silu);
+}
+
+/// PyTorch's exact gelu, 0.5 x (1 + erf(x / sqrt(2))), computed as 0.5 x erfc(-x / sqrt(2)) and,
+/// far below 0, from erfc's asymptotic series: exact down to the smallest subnormal
+/// (gelu(-14.f) is -1.1e-43). Integers give float32; bool does not compile.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto gelu(const E& x) {
+    return detail::unary_composite<TypeRule::Floating>(x, &detail::graph::gelu);
+}
+
+/// 1 / sqrt(x). Integers give float32; bool does not compile.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto rsqrt(const E& x) {
+    return detail::unary_composite<TypeRule::Floating>(x, &detail::graph::rsqrt);
+}
+
+/// 1, -1 or 0 in x's type; NaN stays NaN and -0 gives 0. Zero gradient. Bool does not compile.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto sign(const E& x) {
+    return detail::unary_composite<TypeRule::Numeric>(x, &detail::graph::sign);
+}
+
+/// NumPy's remainder, also a % b: the result has the divisor's sign (a zero result too:
+/// remainder(0, -2) is -0). Integer remainders by 0 give 0, float ones NaN; -1 % inf is inf.
+/// Operands promote as for +, a tensor or a C++ scalar on either side, broadcast; two bools do
+/// not compile.
+template <class L, class R, class = std::enable_if_t<detail::is_binary_operands_v<L, R>>>
+auto remainder(const L& a, const R& b) {
+    return detail::binary_composite<TypeRule::Arith>(a, b, &detail::graph::remainder);
+}
+template <class L, class R, class = std::enable_if_t<detail::is_binary_operands_v<L, R>>>
+auto operator%(const L& a, const R& b) {
+    return remainder(a, b);
+}
+/// x %= y is x = x % y (the result type must be T, or it does not compile; see +=).
+template <class T, class R, class = std::enable_if_t<detail::is_tensor_like_v<R> || detail::is_scalar_v<R>>>
+Tensor<T>& operator%=(Tensor<T>& x, const R& y) {
+    x = remainder(x, y);
+    return x;
+}
+
+/// NumPy's floor_divide (Python's //): the floor of the exact quotient, as NumPy's divmod gives
+/// it (1 // 0.1 is 9, not floor(1 / 0.1) = 10). Integers divided by 0 give 0 and the most
+/// negative value divided by -1 wraps; floats divided by 0 give a / b. Zero gradient. Operands
+/// promote as for +; two bools do not compile.
+template <class L, class R, class = std::enable_if_t<detail::is_binary_operands_v<L, R>>>
+auto floor_divide(const L& a, const R& b) {
+    return detail::binary_composite<TypeRule::Arith>(a, b, &detail::graph::floor_divide);
+}
 
 /// x limited to [lo, hi] (NumPy's clip): minimum(maximum(x, lo), hi), so NaN in any operand
 /// propagates and hi wins where lo > hi. lo and hi may be tensors (broadcast) or scalars.

@@ -63,32 +63,43 @@ constexpr DType promoted_dtype() {
     return p.result();
 }
 
-template <UnaryOp Op, class V>
-constexpr DType unary_result() {
-    static_assert(!(std::is_same_v<V, bool> &&
-                    (type_rule(Op) == TypeRule::Numeric || type_rule(Op) == TypeRule::Floating)),
+/// The dtype a unary function of `rule` gives for an element type V; an element type the rule
+/// rejects is a static_assert. (Ops and composites alike: composites name their rule.)
+template <TypeRule Rule, class V>
+constexpr DType unary_rule_result() {
+    static_assert(!(std::is_same_v<V, bool> && (Rule == TypeRule::Numeric || Rule == TypeRule::Floating)),
                   "lazytensor: this element-wise function is not defined for bool tensors; cast first, "
                   "e.g. lt::exp(lt::cast<float>(x))");
-    static_assert(!(type_rule(Op) == TypeRule::Bitwise && is_floating(dtype_of<V>())),
+    static_assert(!(Rule == TypeRule::Bitwise && is_floating(dtype_of<V>())),
                   "lazytensor: bitwise not (~) needs an integer or bool tensor, not a floating-point one; for "
                   "x == 0 use !x (lt::logical_not), or cast first, e.g. ~lt::cast<int32_t>(x)");
-    return result_dtype(type_rule(Op), compute_dtype(type_rule(Op), dtype_of<V>()));
+    return result_dtype(Rule, compute_dtype(Rule, dtype_of<V>()));
+}
+template <UnaryOp Op, class V>
+constexpr DType unary_result() {
+    return unary_rule_result<type_rule(Op), V>();
 }
 
-template <BinaryOp Op, class L, class R>
-constexpr DType binary_result() {
-    static_assert(!((type_rule(Op) == TypeRule::Arith || type_rule(Op) == TypeRule::Floating) && operand_traits<L>::dtype == DType::Bool &&
+/// The dtype a binary function of `rule` gives for operands L and R (wrapped: tensors,
+/// expressions or ScalarLeaf); combinations the rule rejects are static_asserts.
+template <TypeRule Rule, class L, class R>
+constexpr DType binary_rule_result() {
+    static_assert(!((Rule == TypeRule::Arith || Rule == TypeRule::Floating) && operand_traits<L>::dtype == DType::Bool &&
                     operand_traits<R>::dtype == DType::Bool),
                   "lazytensor: arithmetic on two bool operands is not defined; cast one to a numeric type "
                   "first, e.g. lt::cast<int32_t>(mask)");
-    static_assert(!(type_rule(Op) == TypeRule::Bitwise && is_floating(promoted_dtype<L, R>())),
+    static_assert(!(Rule == TypeRule::Bitwise && is_floating(promoted_dtype<L, R>())),
                   "lazytensor: bitwise operations (&, |, ^) need integer or bool operands, not floating-point "
                   "ones; for logical and/or use && and || (lt::logical_and, lt::logical_or), or cast first, "
                   "e.g. lt::cast<int32_t>(x)");
-    static_assert(!(type_rule(Op) == TypeRule::Shift && !is_integral(promoted_dtype<L, R>())),
+    static_assert(!(Rule == TypeRule::Shift && !is_integral(promoted_dtype<L, R>())),
                   "lazytensor: shifts (<<, >>) need integer operands, not floating-point or bool ones; cast "
                   "first, e.g. lt::cast<int32_t>(x)");
-    return result_dtype(type_rule(Op), compute_dtype(type_rule(Op), promoted_dtype<L, R>()));
+    return result_dtype(Rule, compute_dtype(Rule, promoted_dtype<L, R>()));
+}
+template <BinaryOp Op, class L, class R>
+constexpr DType binary_result() {
+    return binary_rule_result<type_rule(Op), L, R>();
 }
 
 template <class E>

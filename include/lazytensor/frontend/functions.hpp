@@ -30,15 +30,15 @@ LAZYTENSOR_UNARY_OPS(LAZYTENSOR_X)
 LAZYTENSOR_PUBLIC_BINARY_OPS(LAZYTENSOR_X)
 #undef LAZYTENSOR_X
 
-/// Operators: the same ops, NumPy broadcasting, a tensor or a scalar on either side. % is
-/// NumPy's remainder (the divisor's sign); && and || are element-wise (both sides are evaluated).
-/// Comparisons, && and || give bool tensors. Lazy, and they throw as the functions above do.
+/// Operators: the same ops, NumPy broadcasting, a tensor or a scalar on either side; && and ||
+/// are element-wise (both sides are evaluated). Comparisons, && and || give bool tensors. Lazy,
+/// and they throw as the functions above do. (% is NumPy's remainder, a composite:
+/// frontend/composites.hpp.)
 #define LAZYTENSOR_OPERATORS(X) \
     X(+, Add)                   \
     X(-, Sub)                   \
     X(*, Mul)                   \
     X(/, Div)                   \
-    X(%, Remainder)             \
     X(<, Lt)                    \
     X(<=, Le)                   \
     X(>, Gt)                    \
@@ -63,8 +63,9 @@ LAZYTENSOR_OPERATORS(LAZYTENSOR_X)
 
 /// Compound assignment: x += y is x = x + y (a new lazy value; the result type must be T, or it
 /// does not compile). It rebinds x only: other handles and views keep the old value (see assign).
+/// (%= is with %, in frontend/composites.hpp.)
 #define LAZYTENSOR_COMPOUND(X) \
-    X(+=, Add) X(-=, Sub) X(*=, Mul) X(/=, Div) X(%=, Remainder) X(&=, BitAnd) X(|=, BitOr) X(^=, BitXor) X(<<=, Shl) X(>>=, Shr)
+    X(+=, Add) X(-=, Sub) X(*=, Mul) X(/=, Div) X(&=, BitAnd) X(|=, BitOr) X(^=, BitXor) X(<<=, Shl) X(>>=, Shr)
 #define LAZYTENSOR_X(symbol, name)                                                                   \
     template <class T, class R, class = std::enable_if_t<detail::is_tensor_like_v<R> || detail::is_scalar_v<R>>> \
     Tensor<T>& operator symbol(Tensor<T>& x, R&& y) {                                                \

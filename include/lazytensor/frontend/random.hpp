@@ -83,7 +83,8 @@ Tensor<T> randint(std::int64_t low, std::int64_t high, const Shape& shape, std::
     namespace g = detail::graph;
     const detail::NodePtr bits = detail::random_bits(shape, seed, device, "randint");
     const detail::NodePtr r63 = detail::bit_field(bits, 1, 63);
-    const detail::NodePtr offset = g::binary(BinaryOp::Remainder, r63, Scalar::of<std::int64_t>(high - low));
+    // (Both operands are non-negative: C's remainder is NumPy's.)
+    const detail::NodePtr offset = g::binary(BinaryOp::Fmod, r63, Scalar::of<std::int64_t>(high - low));
     return Tensor<T>(g::cast(g::binary(BinaryOp::Add, offset, Scalar::of<std::int64_t>(low)), dtype_of<T>()));
 }
 

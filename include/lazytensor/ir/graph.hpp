@@ -355,20 +355,23 @@ inline const char* rule_needs(TypeRule rule) {
     }
 }
 
+/// ValueError unless a unary function of `rule` is defined for x's dtype.
+inline void check_unary_rule(TypeRule rule, DType x, const char* op) {
+    if (!rule_accepts(rule, x)) fail<ValueError>(op, ": not defined for ", x, " tensors; it needs ", rule_needs(rule));
+}
+
 inline NodePtr unary(UnaryOp uop, const NodePtr& x) {
-    const char* op = op_name(uop);
     const TypeRule rule = type_rule(uop);
-    if (!rule_accepts(rule, x->dtype))
-        fail<ValueError>(op, ": not defined for ", x->dtype, " tensors; it needs ", rule_needs(rule));
+    check_unary_rule(rule, x->dtype, op_name(uop));
     const DType t = compute_dtype(rule, x->dtype);
     auto node = with_sources(make(NodeKind::Unary, result_dtype(rule, t), x->device, x->shape), {cast(x, t)});
     node->unary_op = uop;
     return node;
 }
 
-inline NodePtr binary(BinaryOp bop, const Operand& a, const Operand& b) {
-    const char* op = op_name(bop);
-    const TypeRule rule = type_rule(bop);
+/// The operands of a binary function of `rule`, checked (devices, shapes, dtypes) and made
+/// nodes of the dtype it computes in and of their broadcast shape.
+inline std::array<NodePtr, 2> binary_operands(TypeRule rule, const Operand& a, const Operand& b, const char* op) {
     const Device device = common_device({&a, &b}, op);
     const Shape shape = common_shape({&a, &b}, op);
     const DType promoted = promote_operands({&a, &b});
@@ -379,9 +382,15 @@ inline NodePtr binary(BinaryOp bop, const Operand& a, const Operand& b) {
                          b.is_scalar() ? " scalar" : "", " operands (they meet in ", promoted, "); it needs ",
                          rule_needs(rule));
     const DType t = compute_dtype(rule, promoted);
-    auto node = make(NodeKind::Binary, result_dtype(rule, t), device, shape);
+    return {conform(a, t, shape, device, op), conform(b, t, shape, device, op)};
+}
+
+inline NodePtr binary(BinaryOp bop, const Operand& a, const Operand& b) {
+    const TypeRule rule = type_rule(bop);
+    auto [x, y] = binary_operands(rule, a, b, op_name(bop));
+    auto node = make(NodeKind::Binary, result_dtype(rule, x->dtype), x->device, x->shape);
     node->binary_op = bop;
-    return with_sources(node, {conform(a, t, shape, device, op), conform(b, t, shape, device, op)});
+    return with_sources(node, {std::move(x), std::move(y)});
 }
 
 inline NodePtr where(const Operand& cond, const Operand& x, const Operand& y) {
@@ -392,6 +401,239 @@ inline NodePtr where(const Operand& cond, const Operand& x, const Operand& y) {
     auto node = make(NodeKind::Where, t, device, shape);
     return with_sources(node, {conform(cond, DType::Bool, shape, device, op), conform(x, t, shape, device, op),
                                conform(y, t, shape, device, op)});
+}
+
+// ----------------------------------------------------------------------------------- composites
+// The element-wise functions that are not ops of their own: rewrites into the ops above
+// (tinygrad's decompositions), written once, here, for the front end (frontend/composites.hpp),
+// reverse mode and the builders below alike. Every backend runs them as it runs the ops, fused
+// into the kernel that reads them, and reverse mode differentiates them through their ops. Each
+// keeps the semantics it had as an op of its own, exact at the extremes. (Composites only the
+// front end needs, softplus, clamp, nan_to_num, ..., are written there, typed.)
+
+namespace composite {
+
+inline Scalar num(double v) { return Scalar::of<double>(v); }
+/// A whole constant, which leaves any operand's dtype as it is (a double scalar would make an
+/// integer tensor float32).
+inline Scalar whole(std::int64_t v) { return Scalar::of<std::int64_t>(v); }
+inline NodePtr add(const Operand& a, const Operand& b) { return binary(BinaryOp::Add, a, b); }
+inline NodePtr sub(const Operand& a, const Operand& b) { return binary(BinaryOp::Sub, a, b); }
+inline NodePtr mul(const Operand& a, const Operand& b) { return binary(BinaryOp::Mul, a, b); }
+inline NodePtr div(const Operand& a, const Operand& b) { return binary(BinaryOp::Div, a, b); }
+inline NodePtr less(const Operand& a, const Operand& b) { return binary(BinaryOp::Lt, a, b); }
+inline NodePtr equal(const Operand& a, const Operand& b) { return binary(BinaryOp::Eq, a, b); }
+inline NodePtr differ(const Operand& a, const Operand& b) { return binary(BinaryOp::Ne, a, b); }
+inline NodePtr both(const NodePtr& a, const NodePtr& b) { return binary(BinaryOp::BitAnd, a, b); }
+inline NodePtr neg(const NodePtr& x) { return unary(UnaryOp::Neg, x); }
+/// x limited to [lo, hi]: for a branch of a where that only uses x in that range, so that the
+/// lanes it does not use compute something finite (and their zero gradient stays zero, not
+/// 0 * inf).
+inline NodePtr clamp(const NodePtr& x, double lo, double hi) {
+    return binary(BinaryOp::Minimum, binary(BinaryOp::Maximum, x, num(lo)), num(hi));
+}
+
+/// exp(a) for a <= 0 is computed as exp(a + shift) * scale (scale = exp(-shift)) below `below`,
+/// where it would be subnormal: the shift is exact and the product rounds once, so that a
+/// product with exp(a) keeps its precision (silu(-105.f) is -2.66e-44, not -0).
+struct TinyExp {
+    double below, shift, scale;
+};
+inline TinyExp tiny_exp(DType t) {
+    if (t == DType::Float64) return {-700, 512, 0x1.44109edb20931p-739};
+    return {-80, 64, 0x1.969d48p-93};
+}
+
+/// Veltkamp's split: v = hi + lo exactly, each with half of the significand, so that products of
+/// halves are exact (Dekker's products below, which need no FMA; the renderer keeps OpenCL from
+/// contracting them, and the host rounds every op).
+struct Halves {
+    NodePtr hi, lo;
+};
+inline double splitter(DType t) { return t == DType::Float64 ? 134217729.0 : 4097.0; }  // 2^27 + 1, 2^12 + 1
+inline Halves split(const NodePtr& v) {
+    const NodePtr p = mul(v, num(splitter(v->dtype)));
+    const NodePtr hi = sub(p, sub(p, v));
+    return {hi, sub(v, hi)};
+}
+/// The same split of a constant, in T. (Through volatile: a compiler allowed to contract
+/// c * s - c into an FMA, as GCC is by default with FMA hardware, would compute another hi.)
+template <class T>
+std::array<double, 2> split_value(T c, T s) {
+    volatile T p = c * s;
+    volatile T d = p - c;
+    const T hi = p - d;
+    return {static_cast<double>(hi), static_cast<double>(c - hi)};
+}
+/// a * c - p exactly, for p = a * c rounded and a constant c of a's dtype (Dekker).
+inline NodePtr product_error(const NodePtr& a, double c, const NodePtr& p) {
+    const auto [ch, cl] = a->dtype == DType::Float64
+                              ? split_value<double>(c, splitter(DType::Float64))
+                              : split_value<float>(static_cast<float>(c), static_cast<float>(splitter(DType::Float32)));
+    const Halves h = split(a);
+    return add(add(add(sub(mul(h.hi, num(ch)), p), mul(h.hi, num(cl))), mul(h.lo, num(ch))), mul(h.lo, num(cl)));
+}
+/// a * a - p exactly, for p = a * a rounded (Dekker).
+inline NodePtr square_error(const NodePtr& a, const NodePtr& p) {
+    const Halves h = split(a);
+    const NodePtr cross = mul(h.hi, h.lo);
+    return add(add(add(sub(mul(h.hi, h.hi), p), cross), cross), mul(h.lo, h.lo));
+}
+
+/// x as the dtype a floating composite computes in: integers in float32 (as for the floating
+/// ops), the floating dtypes as they are. A bool x is a ValueError, as for the floating ops.
+inline NodePtr floating_operand(const NodePtr& x, const char* op) {
+    check_unary_rule(TypeRule::Floating, x->dtype, op);
+    return cast(x, compute_dtype(TypeRule::Floating, x->dtype));
+}
+
+/// sigmoid(x) of floating x: 1 / (1 + e) for x >= 0 and e / (1 + e) below, where e = exp(-|x|)
+/// never overflows and is computed as TinyExp says where it would be subnormal; also e0, the
+/// exp that gives e (exp(x + shift) below TinyExp's `below`), for silu. A float16 x computes in
+/// float (its registers) without TinyExp, whose values are far below half's range (and whose
+/// scale a float16 constant cannot hold).
+struct SigmoidParts {
+    NodePtr sigmoid, e0;
+};
+inline SigmoidParts sigmoid_parts(const NodePtr& x) {
+    const NodePtr up = binary(BinaryOp::Ge, x, whole(0));
+    // -|x| as a where, not -abs(x): its derivative at 0 is -1, not abs's 0, so that the
+    // gradient of sigmoid at 0 is 1/4.
+    const NodePtr a = where(up, neg(x), x);
+    NodePtr e0 = unary(UnaryOp::Exp, a), e = e0;
+    if (x->dtype != DType::Float16) {
+        const TinyExp k = tiny_exp(x->dtype);
+        const NodePtr tiny = less(a, num(k.below));
+        e0 = unary(UnaryOp::Exp, where(tiny, add(a, num(k.shift)), a));
+        e = where(tiny, mul(e0, num(k.scale)), e0);
+    }
+    return {div(where(up, whole(1), e), add(e, whole(1))), e0};
+}
+
+}  // namespace composite
+
+/// sign(x): 1, -1 or 0 in x's dtype (not bool); NaN stays NaN and -0 gives +0 (x - x is +0 for
+/// both zeros and NaN for NaN). It passes no gradient (PyTorch's: zero).
+inline NodePtr sign(const NodePtr& x) {
+    using namespace composite;
+    check_unary_rule(TypeRule::Numeric, x->dtype, "sign");
+    const NodePtr rest = sub(x, x);
+    const NodePtr below = x->dtype == DType::UInt8 ? rest : where(less(x, whole(0)), whole(-1), rest);
+    return stop_gradient(where(binary(BinaryOp::Gt, x, whole(0)), whole(1), below));
+}
+
+/// 1 / sqrt(x), both steps correctly rounded (where the device's are): integers give float32.
+inline NodePtr rsqrt(const NodePtr& x) {
+    check_unary_rule(TypeRule::Floating, x->dtype, "rsqrt");
+    return composite::div(composite::whole(1), unary(UnaryOp::Sqrt, x));
+}
+
+/// 1 / (1 + exp(-x)) (composite::sigmoid_parts), exact down to the smallest subnormal;
+/// integers give float32.
+inline NodePtr sigmoid(const NodePtr& x) {
+    using namespace composite;
+    return sigmoid_parts(floating_operand(x, "sigmoid")).sigmoid;
+}
+
+/// x sigmoid(x), with its limit -0 at -inf. Below TinyExp's `below` it is (x exp(x + shift))
+/// exp(-shift): x e is rounded once, so that subnormal results keep their precision
+/// (silu(-105.f) is -2.66e-44). Integers give float32.
+inline NodePtr silu(const NodePtr& x) {
+    using namespace composite;
+    const NodePtr v = floating_operand(x, "silu");
+    const SigmoidParts s = sigmoid_parts(v);
+    NodePtr r = mul(v, s.sigmoid);
+    if (v->dtype != DType::Float16) {
+        const TinyExp k = tiny_exp(v->dtype);
+        r = where(less(v, num(k.below)), mul(mul(v, s.e0), num(k.scale)), r);
+    }
+    return where(equal(v, num(-INFINITY)), num(-0.0), r);
+}
+
+/// gelu(x) = x Phi(x), PyTorch's exact form 0.5 x (1 + erf(x / sqrt(2))), computed as
+/// 0.5 x erfc(z), z = -x / sqrt(2): no cancellation below 0 (1 + erf gave -0 from x = -5.9 on in
+/// float, where gelu(-7.8f) is -2.8e-14). Below 0, where erfc is steep, the rounding of z is put
+/// back to first order (erfc(z + dz) = erfc(z) - dz 2/sqrt(pi) exp(-z^2), dz exact by Dekker's
+/// product); below -10 (float) or -37 (double), where erfc nears the subnormals, gelu(x) =
+/// -phi(x) S(1 / x^2), phi the normal density and S erfc's asymptotic series (7 terms: within
+/// 0.2 ulp there), x^2 split exactly, exp scaled as TinyExp says and the product rounded once
+/// (gelu(-14.f) is -1.1e-43). gelu rounds to -0 well before -20 (-50): -0 from there on, and at
+/// -inf. On the host, whose float exp and erfc are a few ulp off, float computes in double and
+/// rounds once (within 0.5 ulp and a hair): there 0.5 x erfc(z) needs no correction (rounding z
+/// costs 2 z^2 2^-53 relative, and erfc stays normal over float's range). Integers give
+/// float32; float16 computes in float32 (the constants need float's precision) or, on the host,
+/// in double, and rounds the result to half.
+inline NodePtr gelu(const NodePtr& x) {
+    using namespace composite;
+    const NodePtr operand = floating_operand(x, "gelu");
+    const DType result = operand->dtype;
+    if (result != DType::Float64 && x->device.kind == Device::Kind::Host) {
+        const NodePtr d = cast(operand, DType::Float64);
+        const NodePtr g = mul(mul(d, num(0.5)), unary(UnaryOp::Erfc, mul(neg(d), num(0.70710678118654752440))));
+        return cast(where(equal(d, num(-INFINITY)), num(-0.0), g), result);
+    }
+    const NodePtr v = cast(operand, result == DType::Float64 ? DType::Float64 : DType::Float32);
+    const bool f64 = v->dtype == DType::Float64;
+    const TinyExp k = tiny_exp(v->dtype);
+    const double zero_below = f64 ? -50 : -20, series_below = f64 ? -37 : -10;
+    // 1 / sqrt(2) rounded to the dtype, and the rest of it
+    const double c = f64 ? 0.70710678118654752440 : static_cast<double>(0.70710678118654752440f);
+    const double c_rest = f64 ? -4.833646656726457e-17 : 1.210161710447897e-08;
+    const NodePtr z = mul(neg(v), num(c)), erfc_z = unary(UnaryOp::Erfc, z), half_x = mul(v, num(0.5));
+    // [series_below, 0): erfc(z) less the rounding of z, on x clamped there (the other lanes use
+    // another branch)
+    const NodePtr xm = clamp(v, series_below, 0), zm = mul(neg(xm), num(c));
+    const NodePtr dz = sub(product_error(neg(xm), c, zm), mul(xm, num(c_rest)));
+    const NodePtr slope = mul(mul(dz, num(1.1283791670955126)), unary(UnaryOp::Exp, neg(mul(zm, zm))));
+    const NodePtr steep = mul(half_x, sub(erfc_z, slope));
+    // [zero_below, series_below): the series, on x clamped there
+    const NodePtr xs = clamp(v, zero_below, series_below), hi = mul(xs, xs), lo = square_error(xs, hi);
+    const NodePtr t = div(whole(1), hi);
+    NodePtr s = mul(t, num(10395));
+    for (double coefficient : {-945.0, 105.0, -15.0, 3.0, -1.0}) s = mul(t, add(s, num(coefficient)));
+    s = add(s, whole(1));
+    const NodePtr e = mul(unary(UnaryOp::Exp, add(mul(hi, num(-0.5)), num(k.shift))), sub(whole(1), mul(lo, num(0.5))));
+    const NodePtr far = mul(neg(mul(mul(s, num(0.3989422804014327)), e)), num(k.scale));
+    const NodePtr r = where(less(v, num(zero_below)), num(-0.0),
+                            where(less(v, num(series_below)), far, where(less(v, whole(0)), steep, mul(half_x, erfc_z))));
+    return cast(r, result);
+}
+
+/// NumPy's remainder (Python's %): the result has the divisor's sign. As NumPy's divmod: fmod
+/// (exact), plus b where the signs differ (one rounding; for integers |r| < |b|, so it cannot
+/// overflow); a zero result takes b's sign. Integer remainders by 0 give 0 (fmod's), float ones
+/// NaN. Operands promote as for +; two bools are a ValueError.
+inline NodePtr remainder(const Operand& a, const Operand& b) {
+    using namespace composite;
+    const auto [x, y] = binary_operands(TypeRule::Arith, a, b, "remainder");
+    const NodePtr r = binary(BinaryOp::Fmod, x, y);
+    const NodePtr other_sign = differ(less(r, whole(0)), less(y, whole(0)));
+    if (!is_floating(x->dtype)) return where(both(differ(r, whole(0)), other_sign), add(r, y), r);
+    return where(equal(y, whole(0)), r,
+                 where(equal(r, whole(0)), binary(BinaryOp::Copysign, whole(0), y), where(other_sign, add(r, y), r)));
+}
+
+/// NumPy's floor_divide (Python's //): the floor of the exact quotient. Integers: C's truncated
+/// quotient, less 1 where the remainder is nonzero and the signs differ (by 0: 0; the most
+/// negative value by -1 wraps). Floats, as NumPy's divmod: (a - fmod(a, b)) / b is a whole number
+/// up to rounding, so 1 // 0.1 is 9 where floor(1 / 0.1) would be 10; a zero quotient keeps
+/// the sign of a / b, and by 0 it is a / b. It passes no gradient (PyTorch's: zero).
+inline NodePtr floor_divide(const Operand& a, const Operand& b) {
+    using namespace composite;
+    const auto [x, y] = binary_operands(TypeRule::Arith, a, b, "floor_divide");
+    if (!is_floating(x->dtype)) {
+        // The remainder from the quotient, a - q b (wrapping; a itself where b is 0, hence the
+        // b != 0): one integer division, not two.
+        const NodePtr q = binary(BinaryOp::TruncDiv, x, y), inexact = differ(sub(x, mul(q, y)), whole(0));
+        const NodePtr below = both(both(inexact, differ(y, whole(0))), differ(less(x, whole(0)), less(y, whole(0))));
+        return where(below, sub(q, whole(1)), q);
+    }
+    const NodePtr m = binary(BinaryOp::Fmod, x, y), q = div(x, y), d0 = div(sub(x, m), y);
+    const NodePtr d = where(both(differ(m, whole(0)), differ(less(y, whole(0)), less(m, whole(0)))), sub(d0, whole(1)), d0);
+    const NodePtr f = unary(UnaryOp::Floor, d);
+    const NodePtr nearest = where(binary(BinaryOp::Gt, sub(d, f), num(0.5)), add(f, whole(1)), f);
+    return stop_gradient(
+        where(equal(y, whole(0)), q, where(equal(d, whole(0)), binary(BinaryOp::Copysign, whole(0), q), nearest)));
 }
 
 // ------------------------------------------------------------------------------------- indexing
@@ -557,8 +799,8 @@ inline NodePtr mean(const NodePtr& x, const std::optional<Axes>& user_axes, bool
     total = cast(total, DType::Int64);
     // The nearest quotient q and its remainder r, |r| <= count / 2: q is exact in float32 up to
     // 2^24, and r / count rounds once; their sum rounds once more, to within 1 ulp.
-    const NodePtr floor_q = binary(BinaryOp::FloorDivide, total, Scalar::of(count));
-    const NodePtr floor_r = binary(BinaryOp::Remainder, total, Scalar::of(count));  // 0 <= r < count
+    const NodePtr floor_q = floor_divide(total, Scalar::of(count));
+    const NodePtr floor_r = remainder(total, Scalar::of(count));  // 0 <= r < count
     const NodePtr up = binary(BinaryOp::Gt, floor_r, Scalar::of(count / 2));
     const NodePtr q = where(up, binary(BinaryOp::Add, floor_q, Scalar::of(std::int64_t(1))), floor_q);
     const NodePtr r = where(up, binary(BinaryOp::Sub, floor_r, Scalar::of(count)), floor_r);

@@ -33,15 +33,10 @@ enum class TypeRule : std::uint8_t {
     X(Sin, sin, Floating)                   \
     X(Cos, cos, Floating)                   \
     X(Tanh, tanh, Floating)                 \
-    X(Sigmoid, sigmoid, Floating)           \
-    X(Sign, sign, Numeric)                  \
     X(Exp2, exp2, Floating)                 \
     X(Log2, log2, Floating)                 \
-    X(Rsqrt, rsqrt, Floating)               \
     X(Reciprocal, reciprocal, Floating)     \
     X(Tan, tan, Floating)                   \
-    X(Gelu, gelu, Floating)                 \
-    X(Silu, silu, Floating)                 \
     X(Floor, floor, Numeric)                \
     X(Ceil, ceil, Numeric)                  \
     X(Round, round, Numeric)                \
@@ -63,9 +58,10 @@ enum class TypeRule : std::uint8_t {
     X(Acosh, acosh, Floating)               \
     X(Atanh, atanh, Floating)
 
-// X(enumerator, function name, TypeRule). Operators (+ - * / % < <= > >= == != & | ^ << >> &&
-// ||) map onto the same enumerators in frontend/functions.hpp, which makes a public function
-// lt::<name> of each op but the internal ones (LAZYTENSOR_INTERNAL_BINARY_OPS).
+// X(enumerator, function name, TypeRule). Operators (+ - * / < <= > >= == != & | ^ << >> && ||)
+// map onto the same enumerators in frontend/functions.hpp, which makes a public function
+// lt::<name> of each op but the internal ones (LAZYTENSOR_INTERNAL_BINARY_OPS); % is
+// remainder, a composite (frontend/composites.hpp).
 #define LAZYTENSOR_BINARY_OPS(X) LAZYTENSOR_PUBLIC_BINARY_OPS(X) LAZYTENSOR_INTERNAL_BINARY_OPS(X)
 #define LAZYTENSOR_PUBLIC_BINARY_OPS(X)     \
     X(Add, add, Arith)                      \
@@ -82,8 +78,6 @@ enum class TypeRule : std::uint8_t {
     X(Eq, eq, Compare)                      \
     X(Ne, ne, Compare)                      \
     X(Fmod, fmod, Arith)                    \
-    X(Remainder, remainder, Arith)          \
-    X(FloorDivide, floor_divide, Arith)     \
     X(BitAnd, bitwise_and, Bitwise)         \
     X(BitOr, bitwise_or, Bitwise)           \
     X(BitXor, bitwise_xor, Bitwise)         \
@@ -95,10 +89,17 @@ enum class TypeRule : std::uint8_t {
     X(Hypot, hypot, Floating)               \
     X(Copysign, copysign, Floating)
 #define LAZYTENSOR_INTERNAL_BINARY_OPS(X) \
-    X(Philox, philox, Shift)
+    X(Philox, philox, Shift)              \
+    X(TruncDiv, trunc_divide, Shift)
 
 // philox(counter, key): 64 random bits (Philox 4x32-10, core/philox.hpp) for int64 operands;
-// lt::rand, randn and randint are built on it.
+// lt::rand, randn and randint are built on it. trunc_divide(a, b): C's integer division (the
+// quotient truncated; by 0 it gives 0 and the most negative value by -1 wraps), for integers
+// only, as shifts are: floor_divide is built on it (ir/graph.hpp).
+//
+// Functions that are not primitives (sigmoid, silu, gelu, rsqrt, sign, remainder and
+// floor_divide, softplus, clamp, ...) are rewrites into these ops: ir/graph.hpp and
+// frontend/composites.hpp.
 
 // X(enumerator, function name); each backend gives every reduction an identity and a fold.
 #define LAZYTENSOR_REDUCE_OPS(X)            \

@@ -174,18 +174,12 @@ inline ir::Kernel magnitude_kernel(const ir::Kernel& k) {
                             mv = grow(binary(BinaryOp::Div, t, constant(t, 1.4426950408889634), unary(UnaryOp::Abs, t, x)));
                             break;
                         case UnaryOp::Sqrt: mv = grow(binary(BinaryOp::Div, t, constant(t, 0.5), abs_v)); break;
-                        case UnaryOp::Rsqrt:
-                            mv = grow(binary(BinaryOp::Mul, t, constant(t, 0.5), binary(BinaryOp::Mul, t, abs_v, binary(BinaryOp::Mul, t, abs_v, abs_v))));
-                            break;
                         case UnaryOp::Reciprocal: mv = grow(binary(BinaryOp::Mul, t, abs_v, abs_v)); break;
                         case UnaryOp::Tan: mv = grow(binary(BinaryOp::Add, t, constant(t, 1), binary(BinaryOp::Mul, t, abs_v, abs_v))); break;
                         case UnaryOp::Sin:
                         case UnaryOp::Cos:
-                        case UnaryOp::Tanh:
-                        case UnaryOp::Sigmoid: mv = grow(constant(t, 1)); break;
-                        case UnaryOp::Gelu:
-                        case UnaryOp::Silu: mv = grow(constant(t, 1.2)); break;
-                        default: break;  // floor, sign, ...: |v|
+                        case UnaryOp::Tanh: mv = grow(constant(t, 1)); break;
+                        default: break;  // floor, ceil, ...: |v|
                     }
                     break;
                 }
@@ -197,8 +191,7 @@ inline ir::Kernel magnitude_kernel(const ir::Kernel& k) {
                         case BinaryOp::Div: mv = binary(BinaryOp::Div, t, m(a), unary(UnaryOp::Abs, t, val[static_cast<std::size_t>(b)])); break;
                         case BinaryOp::Maximum:
                         case BinaryOp::Minimum: mv = binary(BinaryOp::Maximum, t, m(a), m(b)); break;
-                        case BinaryOp::Fmod:
-                        case BinaryOp::Remainder: mv = binary(BinaryOp::Maximum, t, unary(UnaryOp::Abs, t, v), m(a)); break;
+                        case BinaryOp::Fmod: mv = binary(BinaryOp::Maximum, t, unary(UnaryOp::Abs, t, v), m(a)); break;
                         case BinaryOp::Pow: {
                             // |a^b| (1 + |b| m(a) / |a| + |log |a|| m(b))
                             const int base = unary(UnaryOp::Abs, t, val[static_cast<std::size_t>(a)]);

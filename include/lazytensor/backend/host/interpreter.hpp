@@ -80,6 +80,7 @@ struct PInstr {
     bool live = true;                        // needed by the phase's fold or stores
     int cache_write = -1;                    // a later phase reads this value: keep it in this cache
     int cache_read = -1;                     // an earlier phase computed this value: read this cache
+    bool placed = false;                     // its register is laid out (lay_out_arena)
 
     /// A Const or a Param: one value for every lane, filled in once per launch.
     bool is_scalar() const { return op == ir::Op::Const || op == ir::Op::Param; }
@@ -533,9 +534,61 @@ private:
                 p.acc = reserve(static_cast<std::size_t>(kBlock) * dtype_size(p.reduce_dtype));
                 p.slot = reserve(static_cast<std::size_t>(kBlock) * dtype_size(p.reduce_dtype));
             }
+            // A hoisted value that only hoisted instructions read is dead after its last reader:
+            // a later hoisted instruction takes its register, so that a long element-wise
+            // expression (a composite) keeps a few registers in the L1 cache rather than one
+            // per instruction. Never reused: scalars (filled once per launch), and values read
+            // later in the phase (by inner instructions, stores, the fold, the row cache, as
+            // broadcasts or in place of a store).
+            const std::size_t n = p.instrs.size();
+            std::vector<bool> kept(n, false);
+            std::vector<std::size_t> last_read(n, 0);
+            auto keep = [&](int i) {
+                if (i >= 0) kept[static_cast<std::size_t>(i)] = true;
+            };
+            for (int i : p.inner) {
+                const PInstr& in = p.instrs[static_cast<std::size_t>(i)];
+                keep(i), keep(in.a), keep(in.b), keep(in.c);
+            }
+            for (const PStore& st : p.stores) keep(st.value);
+            keep(p.reduce_value);
+            for (std::size_t i = 0; i < n; ++i) {
+                const PInstr& in = p.instrs[i];
+                if (in.is_scalar() || in.cache_write >= 0 || in.broadcast || in.forward_store >= 0 || in.op == ir::Op::Slot)
+                    kept[i] = true;
+            }
+            for (std::size_t k = 0; k < p.hoisted.size(); ++k) {
+                const PInstr& in = p.instrs[static_cast<std::size_t>(p.hoisted[k])];
+                for (int o : {in.a, in.b, in.c})
+                    if (o >= 0) last_read[static_cast<std::size_t>(o)] = k;
+            }
+            std::map<std::size_t, std::vector<std::size_t>> free_registers;  // by size
+            for (std::size_t k = 0; k < p.hoisted.size(); ++k) {
+                const auto i = static_cast<std::size_t>(p.hoisted[k]);
+                PInstr& in = p.instrs[i];
+                if (!in.live || in.cache_read >= 0 || in.op == ir::Op::Slot) continue;
+                const std::size_t bytes = static_cast<std::size_t>(kBlock) * in.esize;
+                std::vector<std::size_t>& pool = free_registers[bytes];
+                if (!in.is_scalar() && !pool.empty()) {
+                    in.own = pool.back();
+                    pool.pop_back();
+                } else {
+                    in.own = reserve(bytes);
+                }
+                in.placed = true;
+                const int operands[3] = {in.a, in.b, in.c};
+                for (int j = 0; j < 3; ++j) {
+                    const int o = operands[j];
+                    if (o < 0 || (j > 0 && o == operands[0]) || (j > 1 && o == operands[1])) continue;  // each operand once
+                    const auto u = static_cast<std::size_t>(o);
+                    const PInstr& operand = p.instrs[u];
+                    if (kept[u] || last_read[u] != k || !operand.placed || operand.cache_read >= 0) continue;
+                    free_registers[static_cast<std::size_t>(kBlock) * operand.esize].push_back(operand.own);
+                }
+            }
             for (PInstr& in : p.instrs) {
                 if (!in.live || in.cache_read >= 0) continue;
-                if (in.op != ir::Op::Slot) in.own = reserve(static_cast<std::size_t>(kBlock) * in.esize);  // slots live in p.slot
+                if (in.op != ir::Op::Slot && !in.placed) in.own = reserve(static_cast<std::size_t>(kBlock) * in.esize);  // slots live in p.slot
                 if (in.broadcast && !in.is_scalar()) in.shadow = reserve(static_cast<std::size_t>(kBlock) * in.esize);
             }
         }

@@ -58,17 +58,10 @@ constexpr ClSpelling cl_spelling(UnaryOp op) {
         case UnaryOp::Sin: return {"sin($a)", nullptr, nullptr};
         case UnaryOp::Cos: return {"cos($a)", nullptr, nullptr};
         case UnaryOp::Tanh: return {"lt_tanh_$T($a)", nullptr, nullptr};
-        case UnaryOp::Sigmoid: return {"lt_sigmoid_$T($a)", nullptr, nullptr};
-        // Not the built-in sign(), which gives 0 for NaN and -0 for -0.
-        case UnaryOp::Sign:
-            return {"($a > ($T)0 ? ($T)1 : $a < ($T)0 ? ($T)-1 : $a == ($T)0 ? ($T)0 : $a)", "(($T)(($a > 0) - ($a < 0)))", nullptr};
         case UnaryOp::Exp2: return {"exp2($a)", nullptr, nullptr};
         case UnaryOp::Log2: return {"log2($a)", nullptr, nullptr};
-        case UnaryOp::Rsqrt: return {"rsqrt($a)", nullptr, nullptr};
         case UnaryOp::Reciprocal: return {"(($T)1 / $a)", nullptr, nullptr};
         case UnaryOp::Tan: return {"tan($a)", nullptr, nullptr};
-        case UnaryOp::Gelu: return {"lt_gelu_$T($a)", nullptr, nullptr};
-        case UnaryOp::Silu: return {"lt_silu_$T($a)", nullptr, nullptr};
         case UnaryOp::Floor: return {"floor($a)", "$a", nullptr};
         case UnaryOp::Ceil: return {"ceil($a)", "$a", nullptr};
         case UnaryOp::Round: return {"rint($a)", "$a", nullptr};  // rint: ties to even (round() ties away)
@@ -113,8 +106,6 @@ constexpr ClSpelling cl_spelling(BinaryOp op) {
         case BinaryOp::Eq: return {"($a == $b)", "($a == $b)", "($a == $b)"};
         case BinaryOp::Ne: return {"($a != $b)", "($a != $b)", "($a != $b)"};
         case BinaryOp::Fmod: return {"fmod($a, $b)", "lt_ifmod_$T($a, $b)", nullptr};  // fmod is exact, as C's
-        case BinaryOp::Remainder: return {"lt_mod_$T($a, $b)", "lt_imod_$T($a, $b)", nullptr};
-        case BinaryOp::FloorDivide: return {"lt_floordiv_$T($a, $b)", "lt_ifloordiv_$T($a, $b)", nullptr};
         case BinaryOp::BitAnd: return {nullptr, "(($T)($a & $b))", "($a & $b)"};
         case BinaryOp::BitOr: return {nullptr, "(($T)($a | $b))", "($a | $b)"};
         case BinaryOp::BitXor: return {nullptr, "(($T)($a ^ $b))", "($a != $b)"};
@@ -126,6 +117,7 @@ constexpr ClSpelling cl_spelling(BinaryOp op) {
         case BinaryOp::Hypot: return {"hypot($a, $b)", nullptr, nullptr};
         case BinaryOp::Copysign: return {"copysign($a, $b)", nullptr, nullptr};
         case BinaryOp::Philox: return {nullptr, "(($T)lt_philox((ulong)$a, (ulong)$b))", nullptr};
+        case BinaryOp::TruncDiv: return {nullptr, "lt_idiv_$T($a, $b)", nullptr};
     }
     return {nullptr, nullptr, nullptr};
 }
@@ -181,7 +173,7 @@ inline void cl_functions_called(const std::string& text, DType t, std::vector<st
     if (text.find("lt_philox(") != std::string::npos) defs.push_back(philox_opencl_source());
     for (const shared::SharedFunction* f : shared::all_shared_functions) {
         const std::string name = f->name;
-        // Spellings call lt_gelu_float(...), bodies LT_CALL(lt_sigmoid)(...).
+        // Spellings call lt_pow_float(...), bodies LT_CALL(lt_pow)(...).
         if (text.find(name + "_" + cl_value_type(t) + "(") == std::string::npos &&
             text.find("LT_CALL(" + name + ")") == std::string::npos)
             continue;

@@ -1,0 +1,8 @@
+// Must not compile: sigmoid of a bool tensor (a composite keeps the rule of the op it was).
+#include <lazytensor.hpp>
+namespace lt = lazytensor;
+int main() {
+    lt::Tensor<bool> mask = lt::full<bool>({3}, true);
+    auto e = lt::sigmoid(mask);
+    (void)e;
+}
