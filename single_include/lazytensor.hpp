@@ -14211,7 +14211,7 @@ auto binary_composite(const L& a, const R& b, NodePtr (*build)(const graph::Oper
 }  // namespace detail
 
 /// The logistic function 1 / (1 + exp(-x)), from exp(-|x|) (which never overflows) and exact
-/// down to the smallest subnormal (sigmoid(-100.f) is 3.72e-44). Integers give float32; bool
+/// down to the smallest subnormal (sigmoid(-100.f) is 3.78e-44, e^-100 rounded to float). Integers give float32; bool
 /// does not compile. Lazy, like the ops.
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 auto sigmoid(const E& x) {
