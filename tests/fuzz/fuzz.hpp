@@ -21,6 +21,8 @@
 #include <stdexcept>
 #include <sstream>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace fuzz {
@@ -328,7 +330,64 @@ struct Rng {
     bool chance(double p) { return uniform() < p; }
     template <class T>
     const T& pick(const std::vector<T>& v) { return v[static_cast<std::size_t>(below(static_cast<i64>(v.size())))]; }
+    /// An axis k of a rank-r shape (*k), spelled negatively 30% of the time.
+    int axis(std::size_t r, std::size_t* k) {
+        *k = static_cast<std::size_t>(below(static_cast<i64>(r)));
+        return chance(0.3) ? static_cast<int>(*k) - static_cast<int>(r) : static_cast<int>(*k);
+    }
 };
+
+/// A reshape of a tensor of shape xs to up to 4 axes: {shape, target}, where the target may
+/// spell one axis -1; nullopt where the draw gave none.
+inline std::optional<std::pair<Shape, Shape>> random_reshape(Rng& rng, const Shape& xs) {
+    const i64 n = numel(xs);
+    const std::size_t nr = static_cast<std::size_t>(rng.range(0, 4));
+    Shape t(nr, 1);
+    if (n == 0) {
+        if (nr == 0) return std::nullopt;
+        for (auto& e : t) e = rng.range(0, 3);
+        t[static_cast<std::size_t>(rng.below(static_cast<i64>(nr)))] = 0;
+    } else {
+        i64 m = n;
+        for (i64 f = 2; m > 1;) {  // spread the prime factors over the axes
+            if (m % f == 0) {
+                if (nr == 0) return std::nullopt;
+                t[static_cast<std::size_t>(rng.below(static_cast<i64>(nr)))] *= f;
+                m /= f;
+            } else {
+                ++f;
+                if (f * f > m) f = m;
+            }
+        }
+    }
+    Shape target = t;
+    if (n > 0 && nr > 0 && rng.chance(0.25)) target[static_cast<std::size_t>(rng.below(static_cast<i64>(nr)))] = -1;
+    return std::make_pair(t, target);
+}
+
+/// A permutation of the axes of xs (rank >= 2), each spelled negatively 20% of the time, and
+/// the permuted shape.
+inline std::pair<std::vector<int>, Shape> random_permutation(Rng& rng, const Shape& xs) {
+    const std::size_t r = xs.size();
+    std::vector<int> p(r), axes;
+    Shape shape;
+    for (std::size_t k = 0; k < r; ++k) p[k] = static_cast<int>(k);
+    for (std::size_t k = r; k-- > 1;) std::swap(p[k], p[static_cast<std::size_t>(rng.below(static_cast<i64>(k) + 1))]);
+    for (int v : p) {
+        axes.push_back(rng.chance(0.2) ? v - static_cast<int>(r) : v);
+        shape.push_back(xs[static_cast<std::size_t>(v)]);
+    }
+    return {axes, shape};
+}
+
+/// Axes of a rank-r shape (r >= 1) to flip: each with probability 1/2, at least one.
+inline std::vector<int> random_flip_axes(Rng& rng, std::size_t r) {
+    std::vector<int> axes;
+    for (std::size_t k = 0; k < r; ++k)
+        if (rng.chance(0.5)) axes.push_back(rng.chance(0.3) ? static_cast<int>(k) - static_cast<int>(r) : static_cast<int>(k));
+    if (axes.empty()) axes.push_back(static_cast<int>(rng.below(static_cast<i64>(r))));
+    return axes;
+}
 
 /// Rounds v to what dtype t holds exactly.
 inline double to_dtype(DType t, double v) {
@@ -485,11 +544,6 @@ private:
         for (auto& v : prog.steps[static_cast<std::size_t>(i)].data) v = static_cast<double>(rng.below(bound));
         return i;
     }
-    int random_axis(std::size_t r, std::size_t* k) {
-        *k = static_cast<std::size_t>(rng.below(static_cast<i64>(r)));
-        return rng.chance(0.3) ? static_cast<int>(*k) - static_cast<int>(r) : static_cast<int>(*k);
-    }
-
     void try_step() {
         static const std::vector<Kind> kinds = {
             Kind::Unary,   Kind::Unary,   Kind::Unary,  Kind::Binary, Kind::Binary, Kind::Binary, Kind::Binary,
@@ -609,41 +663,15 @@ private:
                 break;
             }
             case Kind::Reshape: {
-                const i64 n = numel(x.shape);
-                const std::size_t nr = static_cast<std::size_t>(rng.range(0, 4));
-                Shape t(nr, 1);
-                if (n == 0) {
-                    if (nr == 0) return;
-                    for (auto& e : t) e = rng.range(0, 3);
-                    t[static_cast<std::size_t>(rng.below(static_cast<i64>(nr)))] = 0;
-                } else {
-                    i64 m = n;
-                    for (i64 f = 2; m > 1;) {  // spread the prime factors over the axes
-                        if (m % f == 0) {
-                            if (nr == 0) return;
-                            t[static_cast<std::size_t>(rng.below(static_cast<i64>(nr)))] *= f;
-                            m /= f;
-                        } else {
-                            ++f;
-                            if (f * f > m) f = m;
-                        }
-                    }
-                }
-                s.shape = t;
-                s.target = t;
-                if (n > 0 && nr > 0 && rng.chance(0.25)) s.target[static_cast<std::size_t>(rng.below(static_cast<i64>(nr)))] = -1;
+                auto drawn = random_reshape(rng, x.shape);
+                if (!drawn) return;
+                std::tie(s.shape, s.target) = *drawn;
                 s.dtype = x.dtype;
                 break;
             }
             case Kind::Permute: {
                 if (r < 2) return;
-                std::vector<int> p(r);
-                for (std::size_t k = 0; k < r; ++k) p[k] = static_cast<int>(k);
-                for (std::size_t k = r; k-- > 1;) std::swap(p[k], p[static_cast<std::size_t>(rng.below(static_cast<i64>(k) + 1))]);
-                for (int v : p) {
-                    s.axes.push_back(rng.chance(0.2) ? v - static_cast<int>(r) : v);
-                    s.shape.push_back(x.shape[static_cast<std::size_t>(v)]);
-                }
+                std::tie(s.axes, s.shape) = random_permutation(rng, x.shape);
                 s.dtype = x.dtype;
                 break;
             }
@@ -691,9 +719,7 @@ private:
             }
             case Kind::Flip: {
                 if (r == 0) return;
-                for (std::size_t k = 0; k < r; ++k)
-                    if (rng.chance(0.5)) s.axes.push_back(rng.chance(0.3) ? static_cast<int>(k) - static_cast<int>(r) : static_cast<int>(k));
-                if (s.axes.empty()) s.axes.push_back(static_cast<int>(rng.below(static_cast<i64>(r))));
+                s.axes = random_flip_axes(rng, r);
                 s.shape = x.shape;
                 s.dtype = x.dtype;
                 break;
@@ -741,7 +767,7 @@ private:
             case Kind::Gather: {
                 if (r == 0) return;
                 std::size_t k;
-                s.axis = random_axis(r, &k);
+                s.axis = rng.axis(r, &k);
                 if (x.shape[k] == 0) return;
                 Shape is = x.shape;
                 for (std::size_t d = 0; d < r; ++d)
@@ -756,7 +782,7 @@ private:
             case Kind::ScatterAdd: {
                 if (r == 0 || x.dtype == DType::Bool) return;
                 std::size_t k;
-                s.axis = random_axis(r, &k);
+                s.axis = rng.axis(r, &k);
                 if (x.shape[k] == 0) return;
                 Shape is = x.shape, ss;
                 for (std::size_t d = 0; d < r; ++d)
@@ -775,7 +801,7 @@ private:
             case Kind::Scan: {
                 if (r == 0) return;
                 std::size_t k;
-                s.axis = random_axis(r, &k);
+                s.axis = rng.axis(r, &k);
                 s.red = rng.chance(0.6) ? Red::Sum : Red::Prod;
                 if (x.shape[k] > 300 || numel(x.shape) * x.shape[k] > 60000) return;
                 s.shape = x.shape;
@@ -785,7 +811,7 @@ private:
             case Kind::ArgExt: {
                 if (r == 0) return;
                 std::size_t k;
-                s.axis = random_axis(r, &k);
+                s.axis = rng.axis(r, &k);
                 if (x.shape[k] == 0) return;
                 s.red = rng.chance(0.5) ? Red::Max : Red::Min;
                 s.keepdim = rng.chance(0.4);
@@ -798,7 +824,7 @@ private:
             case Kind::Concat: {
                 if (r == 0) return;
                 std::size_t k;
-                s.axis = random_axis(r, &k);
+                s.axis = rng.axis(r, &k);
                 const int parts = static_cast<int>(rng.range(1, 2));
                 DType t = x.dtype;
                 Shape out = x.shape;
@@ -828,7 +854,7 @@ private:
             case Kind::Assign: {
                 if (r == 0) return;
                 std::size_t k;
-                s.axis = random_axis(r, &k);
+                s.axis = rng.axis(r, &k);
                 static const std::vector<i64> steps = {1, 1, 2, -1, -2};
                 s.step = rng.pick(steps);
                 const i64 n = x.shape[k];

@@ -538,40 +538,14 @@ private:
                 break;
             }
             case Kind::Reshape: {
-                const i64 n = numel(xs);
-                const std::size_t nr = static_cast<std::size_t>(rng.range(0, 4));
-                Shape t(nr, 1);
-                if (n == 0) {
-                    if (nr == 0) return;
-                    for (auto& e : t) e = rng.range(0, 3);
-                    t[static_cast<std::size_t>(rng.below(static_cast<i64>(nr)))] = 0;
-                } else {
-                    i64 m = n;
-                    for (i64 f = 2; m > 1;) {
-                        if (m % f == 0) {
-                            if (nr == 0) return;
-                            t[static_cast<std::size_t>(rng.below(static_cast<i64>(nr)))] *= f;
-                            m /= f;
-                        } else {
-                            ++f;
-                            if (f * f > m) f = m;
-                        }
-                    }
-                }
-                s.shape = t;
-                s.target = t;
-                if (n > 0 && nr > 0 && rng.chance(0.25)) s.target[static_cast<std::size_t>(rng.below(static_cast<i64>(nr)))] = -1;
+                auto drawn = random_reshape(rng, xs);
+                if (!drawn) return;
+                std::tie(s.shape, s.target) = *drawn;
                 break;
             }
             case Kind::Permute: {
                 if (r < 2) return;
-                std::vector<int> p(r);
-                for (std::size_t k = 0; k < r; ++k) p[k] = static_cast<int>(k);
-                for (std::size_t k = r; k-- > 1;) std::swap(p[k], p[static_cast<std::size_t>(rng.below(static_cast<i64>(k) + 1))]);
-                for (int v : p) {
-                    s.axes.push_back(rng.chance(0.2) ? v - static_cast<int>(r) : v);
-                    s.shape.push_back(xs[static_cast<std::size_t>(v)]);
-                }
+                std::tie(s.axes, s.shape) = random_permutation(rng, xs);
                 break;
             }
             case Kind::Expand: {
@@ -590,8 +564,8 @@ private:
             }
             case Kind::Slice: {
                 if (r == 0) return;
-                const std::size_t k = static_cast<std::size_t>(rng.below(static_cast<i64>(r)));
-                s.axis = rng.chance(0.3) ? static_cast<int>(k) - static_cast<int>(r) : static_cast<int>(k);
+                std::size_t k;
+                s.axis = rng.axis(r, &k);
                 static const std::vector<i64> steps = {1, 1, 2, 3, -1, -1, -2, -3};
                 s.step = rng.pick(steps);
                 const i64 n = xs[k];
@@ -612,9 +586,7 @@ private:
             }
             case Kind::Flip: {
                 if (r == 0) return;
-                for (std::size_t k = 0; k < r; ++k)
-                    if (rng.chance(0.5)) s.axes.push_back(rng.chance(0.3) ? static_cast<int>(k) - static_cast<int>(r) : static_cast<int>(k));
-                if (s.axes.empty()) s.axes.push_back(static_cast<int>(rng.below(static_cast<i64>(r))));
+                s.axes = random_flip_axes(rng, r);
                 s.shape = xs;
                 break;
             }
@@ -658,8 +630,8 @@ private:
             }
             case Kind::Gather: {
                 if (r == 0) return;
-                const std::size_t k = static_cast<std::size_t>(rng.below(static_cast<i64>(r)));
-                s.axis = rng.chance(0.3) ? static_cast<int>(k) - static_cast<int>(r) : static_cast<int>(k);
+                std::size_t k;
+                s.axis = rng.axis(r, &k);
                 if (xs[k] == 0) return;
                 Shape is = xs;
                 for (std::size_t d = 0; d < r; ++d)
@@ -672,8 +644,8 @@ private:
             }
             case Kind::ScatterAdd: {
                 if (r == 0) return;
-                const std::size_t k = static_cast<std::size_t>(rng.below(static_cast<i64>(r)));
-                s.axis = rng.chance(0.3) ? static_cast<int>(k) - static_cast<int>(r) : static_cast<int>(k);
+                std::size_t k;
+                s.axis = rng.axis(r, &k);
                 if (xs[k] == 0) return;
                 Shape is = xs;
                 for (std::size_t d = 0; d < r; ++d)
@@ -690,16 +662,16 @@ private:
             }
             case Kind::Scan: {
                 if (r == 0) return;
-                const std::size_t k = static_cast<std::size_t>(rng.below(static_cast<i64>(r)));
-                s.axis = rng.chance(0.3) ? static_cast<int>(k) - static_cast<int>(r) : static_cast<int>(k);
+                std::size_t k;
+                s.axis = rng.axis(r, &k);
                 s.red = rng.chance(0.6) ? Red::Sum : Red::Prod;
                 s.shape = xs;
                 break;
             }
             case Kind::Concat: {
                 if (r == 0) return;
-                const std::size_t k = static_cast<std::size_t>(rng.below(static_cast<i64>(r)));
-                s.axis = rng.chance(0.3) ? static_cast<int>(k) - static_cast<int>(r) : static_cast<int>(k);
+                std::size_t k;
+                s.axis = rng.axis(r, &k);
                 const int parts = static_cast<int>(rng.range(1, 2));
                 Shape out = xs;
                 for (int j = 0; j < parts; ++j) {
