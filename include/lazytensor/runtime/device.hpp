@@ -3,8 +3,11 @@
 // device functions (lt::devices, lt::default_device, ...) are defined in runtime/engine.hpp.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -17,6 +20,7 @@
 #include "seam.hpp"
 #if LAZYTENSOR_OPENCL
 #include "../backend/opencl/opencl_backend.hpp"
+#include "../backend/opencl/transfer.hpp"
 #endif
 
 namespace lazytensor {
@@ -50,6 +54,44 @@ inline Backend& device_backend(Device d) {
                       "(build with LAZYTENSOR_OPENCL=1 and link OpenCL for OpenCL devices)");
 #endif
 }
+
+/// Each device's lock. What runs on one device (realizes, assigns, reads, writes, sorts,
+/// synchronize) is ordered by it; different devices run at once.
+inline std::recursive_mutex& device_mutex(Device d) {
+    static std::mutex table_mutex;
+    static auto& table = *new std::map<std::pair<int, int>, std::unique_ptr<std::recursive_mutex>>();  // never destroyed
+    std::lock_guard<std::mutex> lock(table_mutex);
+    auto& m = table[{static_cast<int>(d.kind), d.index}];
+    if (!m) m = std::make_unique<std::recursive_mutex>();
+    return *m;
+}
+
+/// Holds the locks of some devices for a scope. They are taken in one global order (the host,
+/// then OpenCL devices by number), so two threads that need overlapping sets cannot deadlock.
+/// A thread may take a device it holds again (nested scopes) but must not add a device that
+/// sorts before one it holds: every scope names all the devices it needs up front.
+class DeviceLock {
+public:
+    explicit DeviceLock(Device d) : DeviceLock(std::vector<Device>{d}) {}
+    explicit DeviceLock(std::vector<Device> devices) {
+        auto key = [](const Device& d) { return std::make_pair(static_cast<int>(d.kind), d.index); };
+        std::sort(devices.begin(), devices.end(), [&](const Device& a, const Device& b) { return key(a) < key(b); });
+        devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
+        for (const Device& d : devices) {
+            std::recursive_mutex& m = device_mutex(d);
+            m.lock();
+            held_.push_back(&m);
+        }
+    }
+    DeviceLock(const DeviceLock&) = delete;
+    DeviceLock& operator=(const DeviceLock&) = delete;
+    ~DeviceLock() {
+        for (auto it = held_.rbegin(); it != held_.rend(); ++it) (*it)->unlock();
+    }
+
+private:
+    std::vector<std::recursive_mutex*> held_;
+};
 
 struct DefaultDevice {
     std::mutex mutex;

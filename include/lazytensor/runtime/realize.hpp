@@ -25,11 +25,6 @@ namespace lazytensor {
 
 namespace detail {
 
-inline std::recursive_mutex& realize_mutex() {
-    static std::recursive_mutex m;
-    return m;
-}
-
 inline std::string describe(const Node* n) { return concat(n->dtype, n->shape); }
 
 inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
@@ -163,9 +158,18 @@ inline std::vector<Node*> unrealized(const std::vector<Node*>& nodes) {
     return out;
 }
 
+/// The devices of `nodes` (an expression's nodes all live on its outputs' device).
+inline std::vector<Device> devices_of(const std::vector<Node*>& nodes) {
+    std::vector<Device> out;
+    for (const Node* n : nodes)
+        if (std::find(out.begin(), out.end(), n->device) == out.end()) out.push_back(n->device);
+    return out;
+}
+
 /// Realizes `nodes` together: one schedule, shared parts computed once (the seam's realize_nodes).
+/// Holds the locks of the outputs' devices: realizes on other devices run at the same time.
 inline void realize_graph(const std::vector<Node*>& nodes) {
-    std::lock_guard<std::recursive_mutex> lock(realize_mutex());
+    const DeviceLock lock(devices_of(nodes));
     const std::vector<Node*> outputs = unrealized(nodes);
     if (outputs.empty()) return;
     const GraphWalk w = walk_graph(outputs);
@@ -270,7 +274,7 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
 
 /// The schedule realize_graph would run for `nodes`, without running it.
 inline std::vector<ScheduleItem> describe_schedule(const std::vector<Node*>& nodes) {
-    std::lock_guard<std::recursive_mutex> lock(realize_mutex());
+    const DeviceLock lock(devices_of(nodes));
     const std::vector<Node*> outputs = unrealized(nodes);
     std::vector<ScheduleItem> items;
     if (outputs.empty()) return items;
