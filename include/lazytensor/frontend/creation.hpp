@@ -58,7 +58,14 @@ Tensor<T> TensorBase<T, D>::to(Device device) const {
     Tensor<T> t(self().build());
     if (t.device() == device) return t;
     detail::backend_for(device);  // an unavailable device fails before any work
-    return tensor<T>(t.to_vector(), t.shape(), device);
+    // One copy of contiguous memory: a view or expression is made contiguous on its own device first.
+    if (!t.is_realized() || !detail::is_contiguous_layout(t.shape(), t.node_ptr()->strides, 0))
+        t = Tensor<T>(detail::graph::copy(t.build()));
+    t.realize();
+    const detail::Node& n = *t.node_ptr();
+    BufferPtr moved = detail::copy_to_device(*n.buffer, static_cast<std::size_t>(n.offset) * sizeof(T), dtype_of<T>(),
+                                             lazytensor::numel(n.shape), device);
+    return Tensor<T>(detail::graph::buffer(std::move(moved), n.shape, contiguous_strides(n.shape), 0));
 }
 
 /// A 1-D tensor holding `data`, on `device` (copied there now).

@@ -71,7 +71,11 @@ LAZYTENSOR_ENGINE_API void set_default_device(Device d) {
     s.set = true;
 }
 
-LAZYTENSOR_ENGINE_API void synchronize(Device d) { detail::device_backend(d).synchronize(); }
+LAZYTENSOR_ENGINE_API void synchronize(Device d) {
+    detail::Backend& backend = detail::device_backend(d);
+    const detail::DeviceLock lock(d);
+    backend.synchronize();
+}
 LAZYTENSOR_ENGINE_API MemoryStats memory_stats(Device d) { return detail::device_backend(d).memory_stats(); }
 LAZYTENSOR_ENGINE_API void reset_peak_memory(Device d) { detail::device_backend(d).reset_peak_memory(); }
 LAZYTENSOR_ENGINE_API void set_memory_limit(Device d, std::size_t bytes) { detail::device_backend(d).set_memory_limit(bytes); }
@@ -94,7 +98,7 @@ LAZYTENSOR_ENGINE_API std::vector<ScheduleItem> schedule_items(const std::vector
 }
 
 LAZYTENSOR_ENGINE_API void assign_into(const NodePtr& target_handle, const graph::Operand& value) {
-    std::lock_guard<std::recursive_mutex> lock(realize_mutex());
+    const DeviceLock lock(target_handle->device);
     // The target gets memory: the tensor it is a view of is computed first (so that the write
     // reaches it), then the view, which must be that memory.
     Node* target = target_handle.get();
@@ -146,13 +150,38 @@ LAZYTENSOR_ENGINE_API void expose_memory(const BufferPtr& buffer) {
 
 LAZYTENSOR_ENGINE_API BufferPtr upload(Device d, DType dtype, std::int64_t numel, const void* data) {
     Backend& backend = device_backend(d);
+    const DeviceLock lock(d);
     BufferPtr buf = backend.allocate(dtype, numel);
     backend.write(*buf, 0, data, static_cast<std::size_t>(numel) * dtype_size(dtype));
     return buf;
 }
 
 LAZYTENSOR_ENGINE_API void download(const Buffer& src, std::size_t at, void* dst, std::size_t bytes) {
-    device_backend(src.device()).read(src, at, dst, bytes);
+    Backend& backend = device_backend(src.device());
+    const DeviceLock lock(src.device());
+    backend.read(src, at, dst, bytes);
+}
+
+LAZYTENSOR_ENGINE_API BufferPtr copy_to_device(const Buffer& src, std::size_t at, DType dtype, std::int64_t numel, Device dst) {
+    Backend& from = device_backend(src.device());
+    Backend& to = device_backend(dst);
+    const DeviceLock lock({src.device(), dst});
+    const std::size_t bytes = static_cast<std::size_t>(numel) * dtype_size(dtype);
+    if (at > src.bytes() || bytes > src.bytes() - at)
+        fail<BackendError>(src.device(), ": copying ", bytes, " bytes at byte ", at, " passes the end of a buffer of ",
+                           src.bytes(), " bytes");
+    BufferPtr out = to.allocate(dtype, numel);
+    if (src.device().kind == Device::Kind::Host) {
+        to.write(*out, 0, static_cast<const unsigned char*>(src.handle()) + at, bytes);
+    } else if (dst.kind == Device::Kind::Host) {
+        from.read(src, at, out->handle(), bytes);
+    } else {
+#if LAZYTENSOR_OPENCL
+        opencl::copy_between(static_cast<opencl::OpenCLBackend&>(from), src, at, static_cast<opencl::OpenCLBackend&>(to),
+                             *out, bytes);
+#endif
+    }
+    return out;
 }
 
 LAZYTENSOR_ENGINE_API BufferPtr allocate_buffer(Device d, DType dtype, std::int64_t numel) {
@@ -162,6 +191,7 @@ LAZYTENSOR_ENGINE_API BufferPtr allocate_buffer(Device d, DType dtype, std::int6
 LAZYTENSOR_ENGINE_API std::pair<BufferPtr, BufferPtr> sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n,
                                                                 std::int64_t k, bool descending) {
     Backend& backend = device_backend(in.device());
+    const DeviceLock lock(in.device());
     BufferPtr values = backend.allocate(in.dtype(), rows * k), indices = backend.allocate(DType::Int64, rows * k);
     if (rows * k > 0) backend.sort_rows(in, rows, n, k, descending, *values, *indices);
     return {std::move(values), std::move(indices)};
@@ -171,7 +201,9 @@ LAZYTENSOR_ENGINE_API void write_buffer(Buffer& dst, std::size_t at, const void*
     if (at > dst.bytes() || bytes > dst.bytes() - at)
         fail<BackendError>(dst.device(), ": writing ", bytes, " bytes at byte ", at, " passes the end of a buffer of ",
                            dst.bytes(), " bytes");
-    device_backend(dst.device()).write(dst, at, src, bytes);
+    Backend& backend = device_backend(dst.device());
+    const DeviceLock lock(dst.device());
+    backend.write(dst, at, src, bytes);
 }
 
 }  // namespace detail

@@ -220,6 +220,10 @@ LAZYTENSOR_ENGINE_API BufferPtr upload(Device d, DType dtype, std::int64_t numel
 /// Copies `bytes` bytes at byte offset `at` of `src` to host memory (waits for the kernels
 /// that write it).
 LAZYTENSOR_ENGINE_API void download(const Buffer& src, std::size_t at, void* dst, std::size_t bytes);
+/// A new buffer on `dst` holding `numel` elements of `dtype` copied from byte `at` of `src`
+/// (x.to(device)). Between OpenCL devices of one context the copy is direct and asynchronous
+/// (ordered by events); between others it goes through host memory.
+LAZYTENSOR_ENGINE_API BufferPtr copy_to_device(const Buffer& src, std::size_t at, DType dtype, std::int64_t numel, Device dst);
 /// A new buffer on `d` of `numel` elements of `dtype`, contents undefined, to be filled with
 /// write_buffer before a tensor reads it (lt::load_npy fills one piece by piece, so that a large
 /// file needs no whole copy in host memory).

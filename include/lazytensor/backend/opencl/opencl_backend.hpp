@@ -9,6 +9,7 @@
 // programs are keyed by their source, and then by source, options, device and driver on disk.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <iostream>
@@ -72,6 +73,37 @@ inline std::string numbered(const std::string& source) {
     return out.str();
 }
 
+inline const std::vector<std::pair<cl_platform_id, cl_device_id>>& opencl_device_ids();
+
+/// A context for `device`, retained for the caller: one per platform, shared by every device
+/// of it, so that buffers move between those devices with clEnqueueCopyBuffer (transfer.hpp).
+/// A context of its own where LAZYTENSOR_OPENCL_SHARED_CONTEXT=off or the driver refuses a
+/// shared one; copies between such devices go through host memory.
+inline cl_context context_for(cl_platform_id platform, cl_device_id device) {
+    if (env_flag("LAZYTENSOR_OPENCL_SHARED_CONTEXT", true)) {
+        static std::mutex mutex;
+        static auto& shared = *new std::map<cl_platform_id, cl_context>();  // never destroyed, like the backends
+        std::lock_guard<std::mutex> lock(mutex);
+        auto it = shared.find(platform);
+        if (it == shared.end()) {
+            std::vector<cl_device_id> all;
+            for (const auto& [p, d] : opencl_device_ids())
+                if (p == platform) all.push_back(d);
+            cl_int err = CL_SUCCESS;
+            cl_context c = clCreateContext(nullptr, static_cast<cl_uint>(all.size()), all.data(), nullptr, nullptr, &err);
+            it = shared.emplace(platform, err == CL_SUCCESS ? c : nullptr).first;
+        }
+        if (it->second) {
+            check(clRetainContext(it->second), "clRetainContext");
+            return it->second;
+        }
+    }
+    cl_int err = CL_SUCCESS;
+    cl_context c = clCreateContext(nullptr, 1, &device, nullptr, nullptr, &err);
+    check(err, "clCreateContext");
+    return c;
+}
+
 class OpenCLBackend final : public Backend {
 public:
     OpenCLBackend(int index, cl_platform_id platform, cl_device_id device)
@@ -101,8 +133,7 @@ public:
             options_ += " -cl-fp32-correctly-rounded-divide-sqrt";  // the same quotients as the host
 
         cl_int err = CL_SUCCESS;
-        context_ = clCreateContext(nullptr, 1, &device_, nullptr, nullptr, &err);
-        check(err, "clCreateContext", "for", describe());
+        context_ = context_for(platform, device);
         queue_ = clCreateCommandQueue(context_, device_, CL_QUEUE_PROFILING_ENABLE, &err);
         if (err != CL_SUCCESS) {
             clReleaseContext(context_);
@@ -356,6 +387,10 @@ public:
         check_launched(true);  // first: a failed kernel is named, and reported once (NVIDIA's wait reports it too)
         check(err, "clFinish", concat("on ", describe()));
     }
+
+    /// Keeps `event` (a command queued on this device's queue; the reference passes to the backend)
+    /// until a wait checks it, as for a kernel: a copy that fails is reported by the next wait.
+    void track(cl_event event, const std::string& name) { remember_launch(event, name); }
 
     /// Whether every launch keeps its event until a wait checks it (LAZYTENSOR_OPENCL_LAUNCH_EVENTS).
     bool launch_events() const { return launch_events_; }
@@ -702,13 +737,24 @@ private:
         return nullptr;
     }
 
+    /// This device's binary of `program` (a program of a shared context has one slot per device
+    /// of the context, filled for those it was built for).
     std::vector<unsigned char> binary_of(cl_program program) const {
-        std::size_t size = 0;
-        if (clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr) != CL_SUCCESS || size == 0)
+        cl_uint count = 0;
+        if (clGetProgramInfo(program, CL_PROGRAM_NUM_DEVICES, sizeof count, &count, nullptr) != CL_SUCCESS || count == 0)
             return {};
-        std::vector<unsigned char> binary(size);
-        unsigned char* ptr = binary.data();
-        if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof ptr, &ptr, nullptr) != CL_SUCCESS) return {};
+        std::vector<cl_device_id> devices(count);
+        std::vector<std::size_t> sizes(count);
+        if (clGetProgramInfo(program, CL_PROGRAM_DEVICES, count * sizeof(cl_device_id), devices.data(), nullptr) != CL_SUCCESS ||
+            clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, count * sizeof(std::size_t), sizes.data(), nullptr) != CL_SUCCESS)
+            return {};
+        const auto mine = std::find(devices.begin(), devices.end(), device_) - devices.begin();
+        if (mine == count || sizes[static_cast<std::size_t>(mine)] == 0) return {};
+        std::vector<unsigned char> binary(sizes[static_cast<std::size_t>(mine)]);
+        std::vector<unsigned char*> slots(count, nullptr);  // (a null slot is skipped)
+        slots[static_cast<std::size_t>(mine)] = binary.data();
+        if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, count * sizeof(unsigned char*), slots.data(), nullptr) != CL_SUCCESS)
+            return {};
         return binary;
     }
 
