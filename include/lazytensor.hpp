@@ -30,6 +30,7 @@
 #include "lazytensor/frontend/npy.hpp"
 #include "lazytensor/frontend/assign.hpp"
 #include "lazytensor/frontend/random.hpp"
+#include "lazytensor/frontend/sharded.hpp"
 #include "lazytensor/frontend/sorting.hpp"
 #include "lazytensor/frontend/print.hpp"
 #include "lazytensor/frontend/static_kernel.hpp"

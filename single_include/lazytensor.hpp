@@ -1450,6 +1450,10 @@ LAZYTENSOR_ENGINE_API BufferPtr upload(Device d, DType dtype, std::int64_t numel
 /// Copies `bytes` bytes at byte offset `at` of `src` to host memory (waits for the kernels
 /// that write it).
 LAZYTENSOR_ENGINE_API void download(const Buffer& src, std::size_t at, void* dst, std::size_t bytes);
+/// A new buffer on `dst` holding `numel` elements of `dtype` copied from byte `at` of `src`
+/// (x.to(device)). Between OpenCL devices of one context the copy is direct and asynchronous
+/// (ordered by events); between others it goes through host memory.
+LAZYTENSOR_ENGINE_API BufferPtr copy_to_device(const Buffer& src, std::size_t at, DType dtype, std::int64_t numel, Device dst);
 /// A new buffer on `d` of `numel` elements of `dtype`, contents undefined, to be filled with
 /// write_buffer before a tensor reads it (lt::load_npy fills one piece by piece, so that a large
 /// file needs no whole copy in host memory).
@@ -1561,6 +1565,27 @@ enum class TypeRule : std::uint8_t {
     X(Atan2, atan2, Floating)               \
     X(Hypot, hypot, Floating)               \
     X(Copysign, copysign, Floating)
+
+// The operators and the binary ops they stand for.
+#define LAZYTENSOR_OPERATORS(X) \
+    X(+, Add)                   \
+    X(-, Sub)                   \
+    X(*, Mul)                   \
+    X(/, Div)                   \
+    X(<, Lt)                    \
+    X(<=, Le)                   \
+    X(>, Gt)                    \
+    X(>=, Ge)                   \
+    X(==, Eq)                   \
+    X(!=, Ne)                   \
+    X(&, BitAnd)                \
+    X(|, BitOr)                 \
+    X(^, BitXor)                \
+    X(<<, Shl)                  \
+    X(>>, Shr)                  \
+    X(&&, LogicalAnd)           \
+    X(||, LogicalOr)
+
 #define LAZYTENSOR_INTERNAL_BINARY_OPS(X) \
     X(Philox, philox, Shift)              \
     X(TruncDiv, trunc_divide, Shift)
@@ -3471,7 +3496,14 @@ Tensor<T> TensorBase<T, D>::to(Device device) const {
     Tensor<T> t(self().build());
     if (t.device() == device) return t;
     detail::backend_for(device);  // an unavailable device fails before any work
-    return tensor<T>(t.to_vector(), t.shape(), device);
+    // One copy of contiguous memory: a view or expression is made contiguous on its own device first.
+    if (!t.is_realized() || !detail::is_contiguous_layout(t.shape(), t.node_ptr()->strides, 0))
+        t = Tensor<T>(detail::graph::copy(t.build()));
+    t.realize();
+    const detail::Node& n = *t.node_ptr();
+    BufferPtr moved = detail::copy_to_device(*n.buffer, static_cast<std::size_t>(n.offset) * sizeof(T), dtype_of<T>(),
+                                             lazytensor::numel(n.shape), device);
+    return Tensor<T>(detail::graph::buffer(std::move(moved), n.shape, contiguous_strides(n.shape), 0));
 }
 
 /// A 1-D tensor holding `data`, on `device` (copied there now).
@@ -6724,8 +6756,11 @@ LAZYTENSOR_ENGINE_API std::vector<NodePtr> vjp_nodes(const std::vector<NodePtr>&
 // host backend's environment variables (LAZYTENSOR_THREADS, LAZYTENSOR_HOST_CACHE_MB). The public
 // device functions (lt::devices, lt::default_device, ...) are defined in runtime/engine.hpp.
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -9007,6 +9042,7 @@ private:
 // objects) by the normalized IR, so a hit costs neither a build nor clCreateKernel; below it,
 // programs are keyed by their source, and then by source, options, device and driver on disk.
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <iostream>
@@ -11097,6 +11133,37 @@ inline std::string numbered(const std::string& source) {
     return out.str();
 }
 
+inline const std::vector<std::pair<cl_platform_id, cl_device_id>>& opencl_device_ids();
+
+/// A context for `device`, retained for the caller: one per platform, shared by every device
+/// of it, so that buffers move between those devices with clEnqueueCopyBuffer (transfer.hpp).
+/// A context of its own where LAZYTENSOR_OPENCL_SHARED_CONTEXT=off or the driver refuses a
+/// shared one; copies between such devices go through host memory.
+inline cl_context context_for(cl_platform_id platform, cl_device_id device) {
+    if (env_flag("LAZYTENSOR_OPENCL_SHARED_CONTEXT", true)) {
+        static std::mutex mutex;
+        static auto& shared = *new std::map<cl_platform_id, cl_context>();  // never destroyed, like the backends
+        std::lock_guard<std::mutex> lock(mutex);
+        auto it = shared.find(platform);
+        if (it == shared.end()) {
+            std::vector<cl_device_id> all;
+            for (const auto& [p, d] : opencl_device_ids())
+                if (p == platform) all.push_back(d);
+            cl_int err = CL_SUCCESS;
+            cl_context c = clCreateContext(nullptr, static_cast<cl_uint>(all.size()), all.data(), nullptr, nullptr, &err);
+            it = shared.emplace(platform, err == CL_SUCCESS ? c : nullptr).first;
+        }
+        if (it->second) {
+            check(clRetainContext(it->second), "clRetainContext");
+            return it->second;
+        }
+    }
+    cl_int err = CL_SUCCESS;
+    cl_context c = clCreateContext(nullptr, 1, &device, nullptr, nullptr, &err);
+    check(err, "clCreateContext");
+    return c;
+}
+
 class OpenCLBackend final : public Backend {
 public:
     OpenCLBackend(int index, cl_platform_id platform, cl_device_id device)
@@ -11126,8 +11193,7 @@ public:
             options_ += " -cl-fp32-correctly-rounded-divide-sqrt";  // the same quotients as the host
 
         cl_int err = CL_SUCCESS;
-        context_ = clCreateContext(nullptr, 1, &device_, nullptr, nullptr, &err);
-        check(err, "clCreateContext", "for", describe());
+        context_ = context_for(platform, device);
         queue_ = clCreateCommandQueue(context_, device_, CL_QUEUE_PROFILING_ENABLE, &err);
         if (err != CL_SUCCESS) {
             clReleaseContext(context_);
@@ -11381,6 +11447,10 @@ public:
         check_launched(true);  // first: a failed kernel is named, and reported once (NVIDIA's wait reports it too)
         check(err, "clFinish", concat("on ", describe()));
     }
+
+    /// Keeps `event` (a command queued on this device's queue; the reference passes to the backend)
+    /// until a wait checks it, as for a kernel: a copy that fails is reported by the next wait.
+    void track(cl_event event, const std::string& name) { remember_launch(event, name); }
 
     /// Whether every launch keeps its event until a wait checks it (LAZYTENSOR_OPENCL_LAUNCH_EVENTS).
     bool launch_events() const { return launch_events_; }
@@ -11727,13 +11797,24 @@ private:
         return nullptr;
     }
 
+    /// This device's binary of `program` (a program of a shared context has one slot per device
+    /// of the context, filled for those it was built for).
     std::vector<unsigned char> binary_of(cl_program program) const {
-        std::size_t size = 0;
-        if (clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr) != CL_SUCCESS || size == 0)
+        cl_uint count = 0;
+        if (clGetProgramInfo(program, CL_PROGRAM_NUM_DEVICES, sizeof count, &count, nullptr) != CL_SUCCESS || count == 0)
             return {};
-        std::vector<unsigned char> binary(size);
-        unsigned char* ptr = binary.data();
-        if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof ptr, &ptr, nullptr) != CL_SUCCESS) return {};
+        std::vector<cl_device_id> devices(count);
+        std::vector<std::size_t> sizes(count);
+        if (clGetProgramInfo(program, CL_PROGRAM_DEVICES, count * sizeof(cl_device_id), devices.data(), nullptr) != CL_SUCCESS ||
+            clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, count * sizeof(std::size_t), sizes.data(), nullptr) != CL_SUCCESS)
+            return {};
+        const auto mine = std::find(devices.begin(), devices.end(), device_) - devices.begin();
+        if (mine == count || sizes[static_cast<std::size_t>(mine)] == 0) return {};
+        std::vector<unsigned char> binary(sizes[static_cast<std::size_t>(mine)]);
+        std::vector<unsigned char*> slots(count, nullptr);  // (a null slot is skipped)
+        slots[static_cast<std::size_t>(mine)] = binary.data();
+        if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, count * sizeof(unsigned char*), slots.data(), nullptr) != CL_SUCCESS)
+            return {};
         return binary;
     }
 
@@ -11845,6 +11926,126 @@ inline OpenCLBackend& opencl_backend(int index) {
 }
 
 }  // namespace lazytensor::detail::opencl
+// ---- lazytensor/backend/opencl/transfer.hpp ----
+// Copies between two OpenCL devices: x.to(opencl:1) from opencl:0.
+//
+// Devices that share a context (the devices of one platform, opencl_backend.hpp) copy with
+// clEnqueueCopyBuffer on the destination's queue, asynchronously: the copy waits for what the
+// source's queue has queued so far (a marker's event), and the source's queue waits for the
+// copy before its next command, so the source buffer cannot be reused or rewritten under it.
+//
+// Devices in different contexts (different platforms, or LAZYTENSOR_OPENCL_SHARED_CONTEXT=off)
+// copy through pinned host memory in chunks, reading chunk i+1 on the source's queue while
+// chunk i is written on the destination's; this path returns when the copy is done.
+
+#include <algorithm>
+#include <cstddef>
+#include <string>
+
+
+namespace lazytensor::detail::opencl {
+
+/// Host memory that the driver of `owner` has pinned (CL_MEM_ALLOC_HOST_PTR, mapped), for DMA.
+class PinnedStaging {
+public:
+    PinnedStaging(OpenCLBackend& owner, std::size_t bytes) : owner_(owner) {
+        cl_int err = CL_SUCCESS;
+        mem_ = clCreateBuffer(owner.context(), CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, nullptr, &err);
+        check(err, "clCreateBuffer", concat("allocating ", bytes, " bytes of pinned host memory for ", owner.describe()));
+        host_ = clEnqueueMapBuffer(owner.queue(), mem_, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0, nullptr, nullptr, &err);
+        if (err != CL_SUCCESS) {
+            clReleaseMemObject(mem_);
+            check(err, "clEnqueueMapBuffer", concat("mapping pinned host memory on ", owner.describe()));
+        }
+    }
+    PinnedStaging(const PinnedStaging&) = delete;
+    PinnedStaging& operator=(const PinnedStaging&) = delete;
+    ~PinnedStaging() {
+        clEnqueueUnmapMemObject(owner_.queue(), mem_, host_, 0, nullptr, nullptr);
+        clFinish(owner_.queue());
+        clReleaseMemObject(mem_);
+    }
+    void* data() const { return host_; }
+
+private:
+    OpenCLBackend& owner_;
+    cl_mem mem_ = nullptr;
+    void* host_ = nullptr;
+};
+
+/// An event released when the scope ends.
+struct EventOwner {
+    cl_event event = nullptr;
+    EventOwner() = default;
+    EventOwner(const EventOwner&) = delete;
+    EventOwner& operator=(const EventOwner&) = delete;
+    ~EventOwner() { reset(); }
+    void reset() {
+        if (event) clReleaseEvent(event);
+        event = nullptr;
+    }
+    void wait(const char* what, const OpenCLBackend& on) {
+        if (!event) return;
+        check(clWaitForEvents(1, &event), "clWaitForEvents", concat(what, " on ", on.describe()));
+        reset();
+    }
+};
+
+/// Whether `from` and `to` copy directly (one context).
+inline bool copies_directly(const OpenCLBackend& from, const OpenCLBackend& to) { return from.context() == to.context(); }
+
+/// Copies `bytes` bytes from byte `at` of `src` (a buffer of `from`) to the start of `dst` (a
+/// buffer of `to`). The caller holds both devices' locks.
+inline void copy_between(OpenCLBackend& from, const Buffer& src, std::size_t at, OpenCLBackend& to, Buffer& dst,
+                         std::size_t bytes) {
+    if (bytes == 0) return;
+    cl_mem s = static_cast<cl_mem>(src.handle()), d = static_cast<cl_mem>(dst.handle());
+    const std::string what = concat("copying ", bytes, " bytes from ", from.describe(), " to ", to.describe());
+    if (copies_directly(from, to)) {
+        EventOwner ready, done;
+        check(clEnqueueMarkerWithWaitList(from.queue(), 0, nullptr, &ready.event), "clEnqueueMarkerWithWaitList", what);
+        check(clEnqueueCopyBuffer(to.queue(), s, d, at, 0, bytes, 1, &ready.event, &done.event), "clEnqueueCopyBuffer", what);
+        check(clEnqueueBarrierWithWaitList(from.queue(), 1, &done.event, nullptr), "clEnqueueBarrierWithWaitList", what);
+        // Both queues start now: the copy must not wait for whatever flushes them next.
+        clFlush(from.queue());
+        clFlush(to.queue());
+        to.track(std::exchange(done.event, nullptr), concat("(a copy from ", from.device().str(), ")"));
+        return;
+    }
+    // Through host memory: two pinned chunks, one filled from `from` while the other drains to `to`.
+    const std::size_t chunk = std::min<std::size_t>(bytes, std::size_t(16) << 20);
+    PinnedStaging staging[2] = {PinnedStaging(from, chunk), PinnedStaging(from, chunk)};
+    struct Drain {  // if a step fails, no queued read or write may outlive the staging memory
+        cl_command_queue a, b;
+        ~Drain() {
+            clFinish(a);
+            clFinish(b);
+        }
+    } drain{from.queue(), to.queue()};
+    EventOwner read[2], write[2];
+    const std::size_t chunks = (bytes + chunk - 1) / chunk;
+    auto start_read = [&](std::size_t i) {
+        const std::size_t slot = i % 2, offset = i * chunk, n = std::min(chunk, bytes - offset);
+        write[slot].wait("waiting for a staged write", to);  // the chunk's memory is free again
+        check(clEnqueueReadBuffer(from.queue(), s, CL_FALSE, at + offset, n, staging[slot].data(), 0, nullptr,
+                                  &read[slot].event),
+              "clEnqueueReadBuffer", what);
+        clFlush(from.queue());
+    };
+    start_read(0);
+    for (std::size_t i = 0; i < chunks; ++i) {
+        const std::size_t slot = i % 2, offset = i * chunk, n = std::min(chunk, bytes - offset);
+        read[slot].wait("waiting for a staged read", from);
+        check(clEnqueueWriteBuffer(to.queue(), d, CL_FALSE, offset, n, staging[slot].data(), 0, nullptr, &write[slot].event),
+              "clEnqueueWriteBuffer", what);
+        clFlush(to.queue());
+        if (i + 1 < chunks) start_read(i + 1);
+    }
+    write[0].wait("waiting for a staged write", to);
+    write[1].wait("waiting for a staged write", to);
+}
+
+}  // namespace lazytensor::detail::opencl
 #endif
 
 namespace lazytensor {
@@ -11878,6 +12079,44 @@ inline Backend& device_backend(Device d) {
                       "(build with LAZYTENSOR_OPENCL=1 and link OpenCL for OpenCL devices)");
 #endif
 }
+
+/// Each device's lock. What runs on one device (realizes, assigns, reads, writes, sorts,
+/// synchronize) is ordered by it; different devices run at once.
+inline std::recursive_mutex& device_mutex(Device d) {
+    static std::mutex table_mutex;
+    static auto& table = *new std::map<std::pair<int, int>, std::unique_ptr<std::recursive_mutex>>();  // never destroyed
+    std::lock_guard<std::mutex> lock(table_mutex);
+    auto& m = table[{static_cast<int>(d.kind), d.index}];
+    if (!m) m = std::make_unique<std::recursive_mutex>();
+    return *m;
+}
+
+/// Holds the locks of some devices for a scope. They are taken in one global order (the host,
+/// then OpenCL devices by number), so two threads that need overlapping sets cannot deadlock.
+/// A thread may take a device it holds again (nested scopes) but must not add a device that
+/// sorts before one it holds: every scope names all the devices it needs up front.
+class DeviceLock {
+public:
+    explicit DeviceLock(Device d) : DeviceLock(std::vector<Device>{d}) {}
+    explicit DeviceLock(std::vector<Device> devices) {
+        auto key = [](const Device& d) { return std::make_pair(static_cast<int>(d.kind), d.index); };
+        std::sort(devices.begin(), devices.end(), [&](const Device& a, const Device& b) { return key(a) < key(b); });
+        devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
+        for (const Device& d : devices) {
+            std::recursive_mutex& m = device_mutex(d);
+            m.lock();
+            held_.push_back(&m);
+        }
+    }
+    DeviceLock(const DeviceLock&) = delete;
+    DeviceLock& operator=(const DeviceLock&) = delete;
+    ~DeviceLock() {
+        for (auto it = held_.rbegin(); it != held_.rend(); ++it) (*it)->unlock();
+    }
+
+private:
+    std::vector<std::recursive_mutex*> held_;
+};
 
 struct DefaultDevice {
     std::mutex mutex;
@@ -13393,11 +13632,6 @@ namespace lazytensor {
 
 namespace detail {
 
-inline std::recursive_mutex& realize_mutex() {
-    static std::recursive_mutex m;
-    return m;
-}
-
 inline std::string describe(const Node* n) { return concat(n->dtype, n->shape); }
 
 inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
@@ -13531,9 +13765,18 @@ inline std::vector<Node*> unrealized(const std::vector<Node*>& nodes) {
     return out;
 }
 
+/// The devices of `nodes` (an expression's nodes all live on its outputs' device).
+inline std::vector<Device> devices_of(const std::vector<Node*>& nodes) {
+    std::vector<Device> out;
+    for (const Node* n : nodes)
+        if (std::find(out.begin(), out.end(), n->device) == out.end()) out.push_back(n->device);
+    return out;
+}
+
 /// Realizes `nodes` together: one schedule, shared parts computed once (the seam's realize_nodes).
+/// Holds the locks of the outputs' devices: realizes on other devices run at the same time.
 inline void realize_graph(const std::vector<Node*>& nodes) {
-    std::lock_guard<std::recursive_mutex> lock(realize_mutex());
+    const DeviceLock lock(devices_of(nodes));
     const std::vector<Node*> outputs = unrealized(nodes);
     if (outputs.empty()) return;
     const GraphWalk w = walk_graph(outputs);
@@ -13638,7 +13881,7 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
 
 /// The schedule realize_graph would run for `nodes`, without running it.
 inline std::vector<ScheduleItem> describe_schedule(const std::vector<Node*>& nodes) {
-    std::lock_guard<std::recursive_mutex> lock(realize_mutex());
+    const DeviceLock lock(devices_of(nodes));
     const std::vector<Node*> outputs = unrealized(nodes);
     std::vector<ScheduleItem> items;
     if (outputs.empty()) return items;
@@ -13765,7 +14008,11 @@ LAZYTENSOR_ENGINE_API void set_default_device(Device d) {
     s.set = true;
 }
 
-LAZYTENSOR_ENGINE_API void synchronize(Device d) { detail::device_backend(d).synchronize(); }
+LAZYTENSOR_ENGINE_API void synchronize(Device d) {
+    detail::Backend& backend = detail::device_backend(d);
+    const detail::DeviceLock lock(d);
+    backend.synchronize();
+}
 LAZYTENSOR_ENGINE_API MemoryStats memory_stats(Device d) { return detail::device_backend(d).memory_stats(); }
 LAZYTENSOR_ENGINE_API void reset_peak_memory(Device d) { detail::device_backend(d).reset_peak_memory(); }
 LAZYTENSOR_ENGINE_API void set_memory_limit(Device d, std::size_t bytes) { detail::device_backend(d).set_memory_limit(bytes); }
@@ -13788,7 +14035,7 @@ LAZYTENSOR_ENGINE_API std::vector<ScheduleItem> schedule_items(const std::vector
 }
 
 LAZYTENSOR_ENGINE_API void assign_into(const NodePtr& target_handle, const graph::Operand& value) {
-    std::lock_guard<std::recursive_mutex> lock(realize_mutex());
+    const DeviceLock lock(target_handle->device);
     // The target gets memory: the tensor it is a view of is computed first (so that the write
     // reaches it), then the view, which must be that memory.
     Node* target = target_handle.get();
@@ -13840,13 +14087,38 @@ LAZYTENSOR_ENGINE_API void expose_memory(const BufferPtr& buffer) {
 
 LAZYTENSOR_ENGINE_API BufferPtr upload(Device d, DType dtype, std::int64_t numel, const void* data) {
     Backend& backend = device_backend(d);
+    const DeviceLock lock(d);
     BufferPtr buf = backend.allocate(dtype, numel);
     backend.write(*buf, 0, data, static_cast<std::size_t>(numel) * dtype_size(dtype));
     return buf;
 }
 
 LAZYTENSOR_ENGINE_API void download(const Buffer& src, std::size_t at, void* dst, std::size_t bytes) {
-    device_backend(src.device()).read(src, at, dst, bytes);
+    Backend& backend = device_backend(src.device());
+    const DeviceLock lock(src.device());
+    backend.read(src, at, dst, bytes);
+}
+
+LAZYTENSOR_ENGINE_API BufferPtr copy_to_device(const Buffer& src, std::size_t at, DType dtype, std::int64_t numel, Device dst) {
+    Backend& from = device_backend(src.device());
+    Backend& to = device_backend(dst);
+    const DeviceLock lock({src.device(), dst});
+    const std::size_t bytes = static_cast<std::size_t>(numel) * dtype_size(dtype);
+    if (at > src.bytes() || bytes > src.bytes() - at)
+        fail<BackendError>(src.device(), ": copying ", bytes, " bytes at byte ", at, " passes the end of a buffer of ",
+                           src.bytes(), " bytes");
+    BufferPtr out = to.allocate(dtype, numel);
+    if (src.device().kind == Device::Kind::Host) {
+        to.write(*out, 0, static_cast<const unsigned char*>(src.handle()) + at, bytes);
+    } else if (dst.kind == Device::Kind::Host) {
+        from.read(src, at, out->handle(), bytes);
+    } else {
+#if LAZYTENSOR_OPENCL
+        opencl::copy_between(static_cast<opencl::OpenCLBackend&>(from), src, at, static_cast<opencl::OpenCLBackend&>(to),
+                             *out, bytes);
+#endif
+    }
+    return out;
 }
 
 LAZYTENSOR_ENGINE_API BufferPtr allocate_buffer(Device d, DType dtype, std::int64_t numel) {
@@ -13856,6 +14128,7 @@ LAZYTENSOR_ENGINE_API BufferPtr allocate_buffer(Device d, DType dtype, std::int6
 LAZYTENSOR_ENGINE_API std::pair<BufferPtr, BufferPtr> sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n,
                                                                 std::int64_t k, bool descending) {
     Backend& backend = device_backend(in.device());
+    const DeviceLock lock(in.device());
     BufferPtr values = backend.allocate(in.dtype(), rows * k), indices = backend.allocate(DType::Int64, rows * k);
     if (rows * k > 0) backend.sort_rows(in, rows, n, k, descending, *values, *indices);
     return {std::move(values), std::move(indices)};
@@ -13865,7 +14138,9 @@ LAZYTENSOR_ENGINE_API void write_buffer(Buffer& dst, std::size_t at, const void*
     if (at > dst.bytes() || bytes > dst.bytes() - at)
         fail<BackendError>(dst.device(), ": writing ", bytes, " bytes at byte ", at, " passes the end of a buffer of ",
                            dst.bytes(), " bytes");
-    device_backend(dst.device()).write(dst, at, src, bytes);
+    Backend& backend = device_backend(dst.device());
+    const DeviceLock lock(dst.device());
+    backend.write(dst, at, src, bytes);
 }
 
 }  // namespace detail
@@ -14030,28 +14305,10 @@ LAZYTENSOR_UNARY_OPS(LAZYTENSOR_X)
 LAZYTENSOR_PUBLIC_BINARY_OPS(LAZYTENSOR_X)
 #undef LAZYTENSOR_X
 
-/// Operators: the same ops, NumPy broadcasting, a tensor or a scalar on either side; && and ||
-/// are element-wise (both sides are evaluated). Comparisons, && and || give bool tensors. Lazy,
+/// Operators (LAZYTENSOR_OPERATORS, ir/ops.hpp): the same ops, NumPy broadcasting, a tensor or
+/// a scalar on either side; && and || are element-wise (both sides are evaluated). Comparisons, && and || give bool tensors. Lazy,
 /// and they throw as the functions above do. (% is NumPy's remainder, a composite:
 /// frontend/composites.hpp.)
-#define LAZYTENSOR_OPERATORS(X) \
-    X(+, Add)                   \
-    X(-, Sub)                   \
-    X(*, Mul)                   \
-    X(/, Div)                   \
-    X(<, Lt)                    \
-    X(<=, Le)                   \
-    X(>, Gt)                    \
-    X(>=, Ge)                   \
-    X(==, Eq)                   \
-    X(!=, Ne)                   \
-    X(&, BitAnd)                \
-    X(|, BitOr)                 \
-    X(^, BitXor)                \
-    X(<<, Shl)                  \
-    X(>>, Shr)                  \
-    X(&&, LogicalAnd)           \
-    X(||, LogicalOr)
 #define LAZYTENSOR_X(symbol, name)                                                        \
     template <class L, class R, class = std::enable_if_t<detail::is_binary_operands_v<L, R>>> \
     auto operator symbol(L&& a, R&& b) {                                                  \
@@ -14059,7 +14316,6 @@ LAZYTENSOR_PUBLIC_BINARY_OPS(LAZYTENSOR_X)
     }
 LAZYTENSOR_OPERATORS(LAZYTENSOR_X)
 #undef LAZYTENSOR_X
-#undef LAZYTENSOR_OPERATORS
 
 /// Compound assignment: x += y is x = x + y (a new lazy value; the result type must be T, or it
 /// does not compile). It rebinds x only: other handles and views keep the old value (see assign).
@@ -15938,6 +16194,566 @@ auto rand_like(const E& x, std::uint64_t seed) {
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 auto randn_like(const E& x, std::uint64_t seed) {
     return randn<typename E::value_type>(x.shape(), seed, x.device());
+}
+
+}  // namespace lazytensor
+// ---- lazytensor/frontend/sharded.hpp ----
+// Tensors split across devices: lt::shard(x, {dev0, dev1}, axis) gives a ShardedTensor whose
+// slices along `axis` live on the devices, in proportion to per-device weights (by default each
+// device's measured memory bandwidth, as VexCL partitions). Element-wise expressions run on
+// every device at once, one shard each; reductions over the split axis combine the per-device
+// partials on the first device; a matmul with a split left operand and a replicated right one
+// is one product per device. Gathering onto one device is explicit: s.gather(device).
+//
+// lt::replicate(x, devices) puts a whole copy on each device (weights, biases): a replicated
+// operand meets a split one slice by slice (broadcast axes as they are, full axes sliced).
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+
+namespace lazytensor {
+
+template <class T>
+class ShardedTensor;
+
+namespace detail {
+
+template <class S>
+struct is_sharded : std::false_type {};
+template <class T>
+struct is_sharded<ShardedTensor<T>> : std::true_type {};
+template <class S>
+inline constexpr bool is_sharded_v = is_sharded<std::decay_t<S>>::value;
+
+inline std::string device_list(const std::vector<Device>& devices) {
+    std::string out = "{";
+    for (std::size_t i = 0; i < devices.size(); ++i) out += (i ? ", " : "") + devices[i].str();
+    return out + "}";
+}
+
+/// A device's memory bandwidth in GB/s, measured once (the best of three realizes of a 16 MiB
+/// scale after a warm-up) and kept; lt::shard's default weights.
+inline double measured_bandwidth(Device d) {
+    static std::mutex mutex;
+    static std::map<std::pair<int, int>, double> measured;
+    const std::pair<int, int> key{static_cast<int>(d.kind), d.index};
+    {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (auto it = measured.find(key); it != measured.end()) return it->second;
+    }
+    const std::int64_t n = std::int64_t(1) << 22;
+    Tensor<float> x = full<float>({n}, 1.0f, d);
+    x.realize();
+    double best = 0;
+    for (int run = 0; run < 4; ++run) {
+        const auto start = std::chrono::steady_clock::now();
+        Tensor<float> y = x * 2.0f;
+        y.realize();
+        synchronize(d);
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (run > 0) best = std::max(best, 8.0 * static_cast<double>(n) / std::max(s, 1e-9) / 1e9);
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    return measured.emplace(key, best).first->second;
+}
+
+/// The default weights: measured bandwidth, averaged over devices of one name (identical devices
+/// get identical shares, not shares that differ by measurement noise).
+inline std::vector<double> bandwidth_weights(const std::vector<Device>& devices) {
+    const std::vector<DeviceInfo> all = lazytensor::devices();
+    auto name_of = [&](Device d) {
+        for (const DeviceInfo& info : all)
+            if (info.device == d) return info.name;
+        return d.str();
+    };
+    std::vector<double> w;
+    for (Device d : devices) w.push_back(measured_bandwidth(d));
+    std::vector<double> out(w.size());
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+        double sum = 0;
+        int count = 0;
+        for (std::size_t j = 0; j < devices.size(); ++j)
+            if (name_of(devices[j]) == name_of(devices[i])) sum += w[j], ++count;
+        out[i] = sum / count;
+    }
+    return out;
+}
+
+/// Extents along the split axis, in proportion to `weights`, summing to `total`.
+inline std::vector<std::int64_t> split_extents(std::int64_t total, const std::vector<double>& weights) {
+    double sum = 0;
+    for (double w : weights) sum += w;
+    std::vector<std::int64_t> out;
+    double before = 0;
+    std::int64_t start = 0;
+    for (std::size_t i = 0; i < weights.size(); ++i) {
+        before += weights[i];
+        const std::int64_t end = i + 1 == weights.size() ? total
+                                                         : std::min<std::int64_t>(total, std::llround(static_cast<double>(total) * before / sum));
+        out.push_back(std::max<std::int64_t>(0, end - start));
+        start = std::max(start, end);
+    }
+    return out;
+}
+
+}  // namespace detail
+
+/// A tensor split along one axis over several devices (axis() >= 0), or replicated: a whole copy
+/// on each device (axis() == -1). Shard i lives on devices()[i]. Lazy like Tensor: operations
+/// build one expression per device; realize() computes them all, each on its own device.
+template <class T>
+class ShardedTensor {
+public:
+    using value_type = T;
+
+    /// From shards made elsewhere: split along `axis` (they must agree on every other extent),
+    /// or replicated (axis -1: they must have one shape). One shard per device, devices distinct.
+    ShardedTensor(std::vector<Tensor<T>> shards, int axis) : shards_(std::move(shards)), axis_(axis) {
+        const char* op = "ShardedTensor";
+        if (shards_.empty()) detail::fail<ValueError>(op, ": needs at least one shard");
+        shape_ = shards_[0].shape();
+        if (axis_ != -1 && (axis_ < 0 || axis_ >= static_cast<int>(shape_.size())))
+            detail::fail<AxisError>(op, ": split axis ", axis_, " is out of range for shards of shape ", shape_);
+        for (std::size_t i = 0; i < shards_.size(); ++i) {
+            const Device d = shards_[i].device();
+            for (std::size_t j = 0; j < i; ++j)
+                if (devices_[j] == d) detail::fail<ValueError>(op, ": device ", d, " holds two shards (", j, " and ", i, ")");
+            devices_.push_back(d);
+            const Shape& s = shards_[i].shape();
+            bool fits = s.size() == shape_.size();
+            for (std::size_t k = 0; fits && k < s.size(); ++k) fits = static_cast<int>(k) == axis_ || s[k] == shape_[k];
+            if (!fits)
+                detail::fail<ShapeError>(op, ": shard ", i, " has shape ", s, " but shard 0 has shape ", shards_[0].shape(),
+                                         axis_ < 0 ? "; replicated shards must have one shape"
+                                                   : "; shards may differ only along the split axis");
+            if (axis_ >= 0 && i > 0) shape_[static_cast<std::size_t>(axis_)] += s[static_cast<std::size_t>(axis_)];
+        }
+    }
+
+    /// The whole tensor's shape.
+    const Shape& shape() const { return shape_; }
+    std::size_t ndim() const { return shape_.size(); }
+    /// The split axis, or -1 for a replicated tensor.
+    int axis() const { return axis_; }
+    bool replicated() const { return axis_ < 0; }
+    const std::vector<Device>& devices() const { return devices_; }
+    const std::vector<Tensor<T>>& shards() const { return shards_; }
+    const Tensor<T>& shard(std::size_t i) const { return shards_.at(i); }
+    /// Each shard's extent along the split axis (every shard's whole extent when replicated).
+    std::vector<std::int64_t> extents() const {
+        std::vector<std::int64_t> out;
+        for (const Tensor<T>& s : shards_) out.push_back(axis_ < 0 ? numel(s.shape()) : s.shape()[static_cast<std::size_t>(axis_)]);
+        return out;
+    }
+
+    /// Computes every shard, each on its device: OpenCL shards first (they only enqueue, so their
+    /// devices run while the host computes its shard). On an error the shards already computed
+    /// stay computed and the others stay lazy; all stay usable.
+    ShardedTensor& realize() {
+        for (Tensor<T>& s : shards_)
+            if (s.device().kind != Device::Kind::Host) s.realize();
+        for (Tensor<T>& s : shards_)
+            if (s.device().kind == Device::Kind::Host) s.realize();
+        return *this;
+    }
+    /// Waits for every shard's device.
+    void synchronize() const {
+        for (Device d : devices_) lazytensor::synchronize(d);
+    }
+
+    /// The whole tensor on `device`: the shards copied there and joined (a replicated tensor: one
+    /// copy, the one already on `device` if there is one).
+    Tensor<T> gather(Device device) const {
+        if (axis_ < 0) {
+            for (const Tensor<T>& s : shards_)
+                if (s.device() == device) return s;
+            return shards_[0].to(device);
+        }
+        std::vector<Tensor<T>> parts;
+        for (const Tensor<T>& s : shards_) parts.push_back(s.to(device));
+        return lazytensor::concat(parts, axis_);
+    }
+    /// The elements, row-major (gathered on the host).
+    std::vector<T> to_vector() const { return gather(Device::host()).to_vector(); }
+
+    /// Element type conversion, shard by shard.
+    template <class U>
+    ShardedTensor<U> cast() const {
+        return map([](const Tensor<T>& s) { return Tensor<U>(s.template cast<U>()); });
+    }
+
+    /// f(shard) for every shard, same split axis (f must keep the rank).
+    template <class F>
+    auto map(F&& f) const {
+        using R = typename std::decay_t<decltype(f(shards_[0]))>::value_type;
+        std::vector<Tensor<R>> out;
+        for (const Tensor<T>& s : shards_) out.push_back(Tensor<R>(f(s)));
+        return ShardedTensor<R>(std::move(out), axis_);
+    }
+
+private:
+    std::vector<Tensor<T>> shards_;
+    std::vector<Device> devices_;
+    int axis_ = -1;
+    Shape shape_;
+};
+
+/// `x` split along `axis` over `devices` (distinct), shard i getting a share of the axis in
+/// proportion to weights[i] (default: each device's measured memory bandwidth). A weight of 0
+/// gives an empty shard. Copies the slices now (x is computed first on its own device).
+/// ValueError for no devices, a repeated device, a weight list of another length, a negative or
+/// non-finite weight, or weights that are all 0; AxisError for a bad axis.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+ShardedTensor<typename E::value_type> shard(const E& x, const std::vector<Device>& devices, int axis = 0,
+                                            std::vector<double> weights = {}) {
+    using T = typename E::value_type;
+    const char* op = "lt::shard";
+    Tensor<T> whole(x);
+    if (devices.empty()) detail::fail<ValueError>(op, ": needs at least one device");
+    const auto k = static_cast<std::size_t>(detail::normalize_axis(axis, whole.shape().size(), op, whole.shape()));
+    for (Device d : devices) detail::backend_for(d);
+    if (weights.empty()) {
+        weights = detail::bandwidth_weights(devices);
+    } else if (weights.size() != devices.size()) {
+        detail::fail<ValueError>(op, ": ", weights.size(), " weights for ", devices.size(), " devices ",
+                                 detail::device_list(devices), "; give one weight per device, or none");
+    }
+    double total = 0;
+    for (std::size_t i = 0; i < weights.size(); ++i) {
+        if (!(weights[i] >= 0) || !std::isfinite(weights[i]))
+            detail::fail<ValueError>(op, ": weight ", i, " (for ", devices[i], ") is ", weights[i],
+                                     "; weights must be finite and not negative");
+        total += weights[i];
+    }
+    if (!(total > 0)) detail::fail<ValueError>(op, ": the weights are all 0; at least one device must get a share");
+    const std::vector<std::int64_t> extents = detail::split_extents(whole.shape()[k], weights);
+    whole.realize();
+    std::vector<Tensor<T>> shards;
+    std::int64_t start = 0;
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+        shards.push_back(whole.slice(static_cast<int>(k), start, start + extents[i]).to(devices[i]));
+        start += extents[i];
+    }
+    return ShardedTensor<T>(std::move(shards), static_cast<int>(k));
+}
+
+/// A whole copy of `x` on each of `devices` (weights, biases: operands that every shard of a
+/// split tensor needs). ValueError for no devices or a repeated device.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+ShardedTensor<typename E::value_type> replicate(const E& x, const std::vector<Device>& devices) {
+    using T = typename E::value_type;
+    if (devices.empty()) detail::fail<ValueError>("lt::replicate: needs at least one device");
+    Tensor<T> whole(x);
+    whole.realize();
+    std::vector<Tensor<T>> copies;
+    for (Device d : devices) copies.push_back(whole.to(d));
+    return ShardedTensor<T>(std::move(copies), -1);
+}
+
+namespace detail {
+
+/// The layout operands of an element-wise op agree on: the first split operand's, if any.
+struct ShardLayout {
+    std::vector<Device> devices;
+    int axis = -1;        // in the result's shape (right-aligned broadcasting)
+    std::size_t rank = 0;  // the result's
+    std::vector<std::int64_t> starts, extents;
+};
+
+template <class S>
+void join_layout(ShardLayout& layout, const S& s, const char* op) {
+    if constexpr (is_sharded_v<S>) {
+        if (layout.devices.empty()) layout.devices = s.devices();
+        if (s.devices() != layout.devices)
+            fail<DeviceError>(op, ": operands are on different devices (", device_list(layout.devices), " and ",
+                              device_list(s.devices()), "); shard or replicate them over the same devices");
+        layout.rank = std::max(layout.rank, s.ndim());
+    } else {
+        (void)s;
+    }
+}
+
+template <class S>
+void join_split(ShardLayout& layout, const S& s, const char* op) {
+    if constexpr (is_sharded_v<S>) {
+        if (s.replicated()) return;
+        const int axis = s.axis() + static_cast<int>(layout.rank - s.ndim());
+        std::vector<std::int64_t> extents = s.extents();
+        if (layout.axis < 0) {
+            layout.axis = axis;
+            layout.extents = extents;
+            std::int64_t start = 0;
+            for (std::int64_t e : extents) layout.starts.push_back(start), start += e;
+        } else if (axis != layout.axis || extents != layout.extents) {
+            fail<DeviceError>(op, ": operands are split differently (along axis ", layout.axis, " of the result in parts ",
+                              Shape(layout.extents.begin(), layout.extents.end()), ", and along axis ", axis, " in parts ",
+                              Shape(extents.begin(), extents.end()), "); gather one and shard it like the other");
+        }
+    } else {
+        (void)s;
+    }
+}
+
+/// Operand `s` as shard i sees it: a split operand's own shard; a replicated one sliced to the
+/// shard's part of the split axis where it spans that axis (where it broadcasts, whole); a
+/// scalar as it is.
+template <class S>
+decltype(auto) shard_operand(const S& s, const ShardLayout& layout, std::size_t i) {
+    if constexpr (is_sharded_v<S>) {
+        using T = typename std::decay_t<S>::value_type;
+        if (!s.replicated() || layout.axis < 0) return Tensor<T>(s.shard(i));
+        const int axis = layout.axis - static_cast<int>(layout.rank - s.ndim());
+        if (axis < 0 || s.shape()[static_cast<std::size_t>(axis)] == 1) return Tensor<T>(s.shard(i));
+        return s.shard(i).slice(axis, layout.starts[i], layout.starts[i] + layout.extents[i]);
+    } else {
+        return s;
+    }
+}
+
+/// f applied shard by shard to operands of which at least one is sharded (the others scalars).
+template <class F, class... S>
+auto per_shard(const char* op, F&& f, const S&... operands) {
+    ShardLayout layout;
+    (join_layout(layout, operands, op), ...);
+    (join_split(layout, operands, op), ...);
+    using R = typename std::decay_t<decltype(f(shard_operand(operands, layout, 0)...))>::value_type;
+    std::vector<Tensor<R>> out;
+    for (std::size_t i = 0; i < layout.devices.size(); ++i) out.push_back(Tensor<R>(f(shard_operand(operands, layout, i)...)));
+    return ShardedTensor<R>(std::move(out), layout.axis);
+}
+
+template <class L, class R>
+inline constexpr bool is_sharded_operands_v =
+    (is_sharded_v<L> && (is_sharded_v<R> || is_scalar_v<R>)) || (is_scalar_v<L> && is_sharded_v<R>);
+
+/// A sharded tensor never meets a plain tensor implicitly: say how to make the plain one fit.
+template <class L, class R>
+inline constexpr bool is_sharded_and_tensor_v =
+    (is_sharded_v<L> && is_tensor_like_v<std::decay_t<R>>) || (is_tensor_like_v<std::decay_t<L>> && is_sharded_v<R>);
+
+}  // namespace detail
+
+// Element-wise functions and operators of sharded tensors, one per entry of the op list: shard by
+// shard, each on its device. Split operands must be split alike; replicated ones are sliced to
+// fit; scalars go to every shard.
+#define LAZYTENSOR_X(name, fn, rule)                                                             \
+    template <class T>                                                                           \
+    auto fn(const ShardedTensor<T>& x) {                                                         \
+        return detail::per_shard(#fn, [](const auto& s) { return lazytensor::fn(s); }, x);       \
+    }
+LAZYTENSOR_UNARY_OPS(LAZYTENSOR_X)
+LAZYTENSOR_X(, sigmoid, ) LAZYTENSOR_X(, silu, ) LAZYTENSOR_X(, gelu, ) LAZYTENSOR_X(, rsqrt, ) LAZYTENSOR_X(, sign, )
+#undef LAZYTENSOR_X
+
+#define LAZYTENSOR_X(name, fn, rule)                                                                      \
+    template <class L, class R, std::enable_if_t<detail::is_sharded_operands_v<L, R>, int> = 0>           \
+    auto fn(const L& a, const R& b) {                                                                     \
+        return detail::per_shard(#fn, [](const auto& x, const auto& y) { return lazytensor::fn(x, y); }, a, b); \
+    }
+LAZYTENSOR_PUBLIC_BINARY_OPS(LAZYTENSOR_X)
+#undef LAZYTENSOR_X
+
+#define LAZYTENSOR_X(symbol, name)                                                                                 \
+    template <class L, class R, std::enable_if_t<detail::is_sharded_operands_v<L, R>, int> = 0>                    \
+    auto operator symbol(const L& a, const R& b) {                                                                 \
+        return detail::per_shard("operator" #symbol, [](const auto& x, const auto& y) { return x symbol y; }, a, b); \
+    }                                                                                                              \
+    template <class L, class R, std::enable_if_t<detail::is_sharded_and_tensor_v<L, R>, int> = 0>                  \
+    void operator symbol(const L&, const R&) {                                                                     \
+        static_assert(!detail::is_sharded_and_tensor_v<L, R>,                                                      \
+                      "lazytensor: a ShardedTensor and a Tensor do not combine; make the Tensor sharded too: "     \
+                      "lt::replicate(t, s.devices()) or lt::shard(t, s.devices(), axis)");                         \
+    }
+LAZYTENSOR_OPERATORS(LAZYTENSOR_X)
+LAZYTENSOR_X(%, Remainder)
+#undef LAZYTENSOR_X
+
+template <class T>
+auto operator-(const ShardedTensor<T>& x) {
+    return detail::per_shard("operator-", [](const auto& s) { return -s; }, x);
+}
+
+/// where(cond, x, y) of sharded operands (x or y may be scalars).
+template <class C, class X, class Y,
+          std::enable_if_t<detail::is_sharded_v<C> && (detail::is_sharded_v<X> || detail::is_scalar_v<X>) &&
+                               (detail::is_sharded_v<Y> || detail::is_scalar_v<Y>),
+                           int> = 0>
+auto where(const C& cond, const X& x, const Y& y) {
+    return detail::per_shard("where", [](const auto& c, const auto& a, const auto& b) { return lazytensor::where(c, a, b); },
+                             cond, x, y);
+}
+
+/// f(shard i of each operand, ...) on every device i: split operands give their shards,
+/// replicated ones their whole copy, scalars themselves. For functions that act on each slice
+/// of the split axis independently (a row softmax of a batch split by rows, an MLP layer); the
+/// result is split along the first split operand's axis (replicated if none is split), and its
+/// shards must agree on every other extent. DeviceError for operands over other devices or split
+/// differently.
+template <class F, class... S>
+auto map_shards(F&& f, const S&... operands) {
+    static_assert((detail::is_sharded_v<S> || ...), "lt::map_shards needs at least one ShardedTensor operand");
+    const char* op = "map_shards";
+    detail::ShardLayout layout;
+    (detail::join_layout(layout, operands, op), ...);
+    int axis = -1;
+    std::vector<std::int64_t> extents;
+    auto join = [&](const auto& s) {
+        if constexpr (detail::is_sharded_v<decltype(s)>) {
+            if (s.replicated()) return;
+            if (axis < 0) {
+                axis = s.axis();
+                extents = s.extents();
+            } else if (s.axis() != axis || s.extents() != extents) {
+                detail::fail<DeviceError>(op, ": operands are split differently (along axis ", axis, " in parts ",
+                                          Shape(extents.begin(), extents.end()), ", and along axis ", s.axis(), " in parts ",
+                                          Shape(s.extents().begin(), s.extents().end()),
+                                          "); gather one and shard it like the other");
+            }
+        }
+    };
+    (join(operands), ...);
+    auto part = [](const auto& s, std::size_t i) {
+        if constexpr (detail::is_sharded_v<decltype(s)>)
+            return s.shard(i);
+        else
+            return s;
+    };
+    using R = typename std::decay_t<decltype(f(part(operands, 0)...))>::value_type;
+    std::vector<Tensor<R>> out;
+    for (std::size_t i = 0; i < layout.devices.size(); ++i) out.push_back(Tensor<R>(f(part(operands, i)...)));
+    if (axis >= static_cast<int>(out[0].shape().size()))
+        detail::fail<ShapeError>(op, ": the result has shape ", out[0].shape(), ", without the split axis ", axis,
+                                 " of the operands");
+    return ShardedTensor<R>(std::move(out), axis);
+}
+
+/// a @ b, one product per device: a split along an axis other than its last (the contracted
+/// one) with b replicated gives a result split alike; a replicated with b split along its last
+/// axis gives a result split along the last axis. ValueError for a split contracted axis.
+template <class A, class B>
+auto matmul(const ShardedTensor<A>& a, const ShardedTensor<B>& b) {
+    const char* op = "matmul";
+    if (!a.replicated() && a.axis() == static_cast<int>(a.ndim()) - 1)
+        detail::fail<ValueError>(op, ": the left operand is split along its last axis, which the product contracts; "
+                                 "split it along another axis, or gather it");
+    if (!b.replicated() && (b.ndim() < 2 || b.axis() != static_cast<int>(b.ndim()) - 1))
+        detail::fail<ValueError>(op, ": the right operand is split along axis ", b.axis(), " of shape ", b.shape(),
+                                 "; a product of sharded operands needs the left split along a row or batch axis and the "
+                                 "right replicated, or the left replicated and the right split along its last axis");
+    if (!a.replicated() && !b.replicated())
+        detail::fail<ValueError>(op, ": both operands are split; replicate one of them");
+    if (a.devices() != b.devices())
+        detail::fail<DeviceError>(op, ": operands are on different devices (", detail::device_list(a.devices()), " and ",
+                                  detail::device_list(b.devices()), "); shard or replicate them over the same devices");
+    using R = promote_t<A, B>;
+    std::vector<Tensor<R>> out;
+    for (std::size_t i = 0; i < a.devices().size(); ++i) out.push_back(lazytensor::matmul(a.shard(i), b.shard(i)));
+    const int rank = static_cast<int>(out[0].shape().size());
+    const int axis = !a.replicated() ? a.axis() + rank - static_cast<int>(a.ndim()) : b.replicated() ? -1 : rank - 1;
+    return ShardedTensor<R>(std::move(out), axis);
+}
+
+/// softmax and log_softmax along an axis that is not split: shard by shard.
+template <class T>
+auto softmax(const ShardedTensor<T>& x, int axis = -1) {
+    const int k = detail::normalize_axis(axis, x.ndim(), "softmax", x.shape());
+    if (k == x.axis()) detail::fail<ValueError>("softmax: axis ", axis, " is the split axis; gather the tensor first");
+    return detail::per_shard("softmax", [k](const auto& s) { return lazytensor::softmax(s, k); }, x);
+}
+template <class T>
+auto log_softmax(const ShardedTensor<T>& x, int axis = -1) {
+    const int k = detail::normalize_axis(axis, x.ndim(), "log_softmax", x.shape());
+    if (k == x.axis()) detail::fail<ValueError>("log_softmax: axis ", axis, " is the split axis; gather the tensor first");
+    return detail::per_shard("log_softmax", [k](const auto& s) { return lazytensor::log_softmax(s, k); }, x);
+}
+
+namespace detail {
+
+/// A reduction of a sharded tensor over `axes`. Where the split axis is kept, shard by shard (a
+/// result split alike). Where it is reduced, the per-device partials are combined on the first
+/// device and the total is copied to every device: a replicated result (an all-reduce), which
+/// the shards can go on using (x / x.sum()). `skip_empty`: an empty shard has no partial (max).
+template <class T, class Partial, class Combine>
+auto reduce_sharded(const ShardedTensor<T>& x, Axes axes, bool keepdim, const char* op, bool skip_empty,
+                    Partial partial, Combine combine) {
+    bool over_split = false;
+    int kept_axis = x.axis();
+    for (int& a : axes) {
+        a = normalize_axis(a, x.ndim(), op, x.shape());
+        if (a == x.axis()) over_split = true;
+    }
+    using R = typename std::decay_t<decltype(partial(x.shard(0), axes, keepdim))>::value_type;
+    if (x.replicated() || !over_split) {
+        if (!keepdim && !x.replicated())
+            for (int a : axes)
+                if (a < x.axis()) --kept_axis;
+        std::vector<Tensor<R>> out;
+        for (const Tensor<T>& s : x.shards()) out.push_back(Tensor<R>(partial(s, axes, keepdim)));
+        return ShardedTensor<R>(std::move(out), x.replicated() ? -1 : kept_axis);
+    }
+    std::optional<Tensor<R>> total;
+    for (const Tensor<T>& s : x.shards()) {
+        if (skip_empty && s.shape()[static_cast<std::size_t>(x.axis())] == 0) continue;
+        Tensor<R> p = Tensor<R>(partial(s, axes, keepdim)).to(x.devices()[0]);
+        total = total ? Tensor<R>(combine(*total, p)) : p;
+    }
+    if (!total) fail<ValueError>(op, ": every shard is empty along the split axis, which it reduces");
+    return replicate(*total, x.devices());
+}
+
+}  // namespace detail
+
+/// Reductions of sharded tensors: lt::sum(s), lt::sum(s, axes, keepdim), lt::sum(s, axis,
+/// keepdim), and likewise max, min, prod and mean. Over the split axis the per-device partials
+/// are combined and the result is replicated on every device (see reduce_sharded); otherwise the
+/// result is split alike. max and min skip empty shards.
+#define LAZYTENSOR_X(fn, combine_fn, skip_empty)                                                                   \
+    template <class T>                                                                                            \
+    auto fn(const ShardedTensor<T>& x, const Axes& axes, bool keepdim = false) {                                  \
+        return detail::reduce_sharded(                                                                            \
+            x, axes, keepdim, #fn, skip_empty,                                                                    \
+            [](const Tensor<T>& s, const Axes& a, bool k) { return lazytensor::fn(s, a, k); },                    \
+            [](const auto& p, const auto& q) { return lazytensor::combine_fn(p, q); });                           \
+    }                                                                                                             \
+    template <class T>                                                                                            \
+    auto fn(const ShardedTensor<T>& x, int axis, bool keepdim = false) {                                          \
+        return fn(x, Axes{axis}, keepdim);                                                                        \
+    }                                                                                                             \
+    template <class T>                                                                                            \
+    auto fn(const ShardedTensor<T>& x) {                                                                          \
+        return fn(x, detail::all_axes(x.ndim()), false);                                                          \
+    }
+LAZYTENSOR_X(sum, add, false)
+LAZYTENSOR_X(prod, mul, false)
+LAZYTENSOR_X(max, maximum, true)
+LAZYTENSOR_X(min, minimum, true)
+#undef LAZYTENSOR_X
+
+/// The mean over `axes`: the sum (in the mean's type) divided by the count of reduced elements.
+template <class T>
+auto mean(const ShardedTensor<T>& x, const Axes& axes, bool keepdim = false) {
+    using R = typename decltype(lazytensor::mean(x.shard(0)))::value_type;
+    std::int64_t count = 1;
+    for (int a : axes) count *= x.shape()[static_cast<std::size_t>(detail::normalize_axis(a, x.ndim(), "mean", x.shape()))];
+    const ShardedTensor<R> total = sum(x.template cast<R>(), axes, keepdim);
+    return total / static_cast<R>(count);
+}
+template <class T>
+auto mean(const ShardedTensor<T>& x, int axis, bool keepdim = false) {
+    return mean(x, Axes{axis}, keepdim);
+}
+template <class T>
+auto mean(const ShardedTensor<T>& x) {
+    return mean(x, detail::all_axes(x.ndim()), false);
 }
 
 }  // namespace lazytensor

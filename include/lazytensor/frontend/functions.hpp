@@ -30,28 +30,10 @@ LAZYTENSOR_UNARY_OPS(LAZYTENSOR_X)
 LAZYTENSOR_PUBLIC_BINARY_OPS(LAZYTENSOR_X)
 #undef LAZYTENSOR_X
 
-/// Operators: the same ops, NumPy broadcasting, a tensor or a scalar on either side; && and ||
-/// are element-wise (both sides are evaluated). Comparisons, && and || give bool tensors. Lazy,
+/// Operators (LAZYTENSOR_OPERATORS, ir/ops.hpp): the same ops, NumPy broadcasting, a tensor or
+/// a scalar on either side; && and || are element-wise (both sides are evaluated). Comparisons, && and || give bool tensors. Lazy,
 /// and they throw as the functions above do. (% is NumPy's remainder, a composite:
 /// frontend/composites.hpp.)
-#define LAZYTENSOR_OPERATORS(X) \
-    X(+, Add)                   \
-    X(-, Sub)                   \
-    X(*, Mul)                   \
-    X(/, Div)                   \
-    X(<, Lt)                    \
-    X(<=, Le)                   \
-    X(>, Gt)                    \
-    X(>=, Ge)                   \
-    X(==, Eq)                   \
-    X(!=, Ne)                   \
-    X(&, BitAnd)                \
-    X(|, BitOr)                 \
-    X(^, BitXor)                \
-    X(<<, Shl)                  \
-    X(>>, Shr)                  \
-    X(&&, LogicalAnd)           \
-    X(||, LogicalOr)
 #define LAZYTENSOR_X(symbol, name)                                                        \
     template <class L, class R, class = std::enable_if_t<detail::is_binary_operands_v<L, R>>> \
     auto operator symbol(L&& a, R&& b) {                                                  \
@@ -59,7 +41,6 @@ LAZYTENSOR_PUBLIC_BINARY_OPS(LAZYTENSOR_X)
     }
 LAZYTENSOR_OPERATORS(LAZYTENSOR_X)
 #undef LAZYTENSOR_X
-#undef LAZYTENSOR_OPERATORS
 
 /// Compound assignment: x += y is x = x + y (a new lazy value; the result type must be T, or it
 /// does not compile). It rebinds x only: other handles and views keep the old value (see assign).

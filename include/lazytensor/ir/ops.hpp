@@ -88,6 +88,27 @@ enum class TypeRule : std::uint8_t {
     X(Atan2, atan2, Floating)               \
     X(Hypot, hypot, Floating)               \
     X(Copysign, copysign, Floating)
+
+// The operators and the binary ops they stand for.
+#define LAZYTENSOR_OPERATORS(X) \
+    X(+, Add)                   \
+    X(-, Sub)                   \
+    X(*, Mul)                   \
+    X(/, Div)                   \
+    X(<, Lt)                    \
+    X(<=, Le)                   \
+    X(>, Gt)                    \
+    X(>=, Ge)                   \
+    X(==, Eq)                   \
+    X(!=, Ne)                   \
+    X(&, BitAnd)                \
+    X(|, BitOr)                 \
+    X(^, BitXor)                \
+    X(<<, Shl)                  \
+    X(>>, Shr)                  \
+    X(&&, LogicalAnd)           \
+    X(||, LogicalOr)
+
 #define LAZYTENSOR_INTERNAL_BINARY_OPS(X) \
     X(Philox, philox, Shift)              \
     X(TruncDiv, trunc_divide, Shift)
