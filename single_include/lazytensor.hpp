@@ -16240,7 +16240,7 @@ inline std::string device_list(const std::vector<Device>& devices) {
     return out + "}";
 }
 
-/// A device's memory bandwidth in GB/s, measured once (the best of three realizes of a 16 MiB
+/// A device's memory bandwidth in GB/s, measured once (the best of three realizes of a 64 MiB
 /// scale after a warm-up) and kept; lt::shard's default weights.
 inline double measured_bandwidth(Device d) {
     static std::mutex mutex;
@@ -16250,7 +16250,7 @@ inline double measured_bandwidth(Device d) {
         std::lock_guard<std::mutex> lock(mutex);
         if (auto it = measured.find(key); it != measured.end()) return it->second;
     }
-    const std::int64_t n = std::int64_t(1) << 22;
+    const std::int64_t n = std::int64_t(1) << 24;
     Tensor<float> x = full<float>({n}, 1.0f, d);
     x.realize();
     double best = 0;
@@ -16303,6 +16303,23 @@ inline std::vector<std::int64_t> split_extents(std::int64_t total, const std::ve
         start = std::max(start, end);
     }
     return out;
+}
+
+/// Realizes every tensor, each on its device: OpenCL ones first (a realize there only enqueues,
+/// so their devices run while the host computes its own).
+template <class T>
+void realize_all(std::vector<Tensor<T>>& tensors) {
+    for (Tensor<T>& t : tensors)
+        if (t.device().kind != Device::Kind::Host) t.realize();
+    for (Tensor<T>& t : tensors)
+        if (t.device().kind == Device::Kind::Host) t.realize();
+}
+
+/// `x` on `device` as a tensor of its own: a copy even where x is there already (a shard or a
+/// replica must not alias the tensor it came from, which an assign could change).
+template <class T>
+Tensor<T> copy_onto(const Tensor<T>& x, Device device) {
+    return x.device() == device ? Tensor<T>(clone(x)) : x.to(device);
 }
 
 }  // namespace detail
@@ -16359,10 +16376,7 @@ public:
     /// devices run while the host computes its shard). On an error the shards already computed
     /// stay computed and the others stay lazy; all stay usable.
     ShardedTensor& realize() {
-        for (Tensor<T>& s : shards_)
-            if (s.device().kind != Device::Kind::Host) s.realize();
-        for (Tensor<T>& s : shards_)
-            if (s.device().kind == Device::Kind::Host) s.realize();
+        detail::realize_all(shards_);
         return *this;
     }
     /// Waits for every shard's device.
@@ -16378,8 +16392,9 @@ public:
                 if (s.device() == device) return s;
             return shards_[0].to(device);
         }
-        std::vector<Tensor<T>> parts;
-        for (const Tensor<T>& s : shards_) parts.push_back(s.to(device));
+        std::vector<Tensor<T>> parts = shards_;
+        detail::realize_all(parts);  // every device computes its shard at once
+        for (Tensor<T>& p : parts) p = p.to(device);
         return lazytensor::concat(parts, axis_);
     }
     /// The elements, row-major (gathered on the host).
@@ -16440,7 +16455,7 @@ ShardedTensor<typename E::value_type> shard(const E& x, const std::vector<Device
     std::vector<Tensor<T>> shards;
     std::int64_t start = 0;
     for (std::size_t i = 0; i < devices.size(); ++i) {
-        shards.push_back(whole.slice(static_cast<int>(k), start, start + extents[i]).to(devices[i]));
+        shards.push_back(detail::copy_onto(whole.slice(static_cast<int>(k), start, start + extents[i]), devices[i]));
         start += extents[i];
     }
     return ShardedTensor<T>(std::move(shards), static_cast<int>(k));
@@ -16455,7 +16470,7 @@ ShardedTensor<typename E::value_type> replicate(const E& x, const std::vector<De
     Tensor<T> whole(x);
     whole.realize();
     std::vector<Tensor<T>> copies;
-    for (Device d : devices) copies.push_back(whole.to(d));
+    for (Device d : devices) copies.push_back(detail::copy_onto(whole, d));
     return ShardedTensor<T>(std::move(copies), -1);
 }
 
@@ -16700,14 +16715,14 @@ auto reduce_sharded(const ShardedTensor<T>& x, Axes axes, bool keepdim, const ch
         for (const Tensor<T>& s : x.shards()) out.push_back(Tensor<R>(partial(s, axes, keepdim)));
         return ShardedTensor<R>(std::move(out), x.replicated() ? -1 : kept_axis);
     }
-    std::optional<Tensor<R>> total;
-    for (const Tensor<T>& s : x.shards()) {
-        if (skip_empty && s.shape()[static_cast<std::size_t>(x.axis())] == 0) continue;
-        Tensor<R> p = Tensor<R>(partial(s, axes, keepdim)).to(x.devices()[0]);
-        total = total ? Tensor<R>(combine(*total, p)) : p;
-    }
-    if (!total) fail<ValueError>(op, ": every shard is empty along the split axis, which it reduces");
-    return replicate(*total, x.devices());
+    std::vector<Tensor<R>> partials;
+    for (const Tensor<T>& s : x.shards())
+        if (!skip_empty || s.shape()[static_cast<std::size_t>(x.axis())] > 0) partials.push_back(Tensor<R>(partial(s, axes, keepdim)));
+    if (partials.empty()) fail<ValueError>(op, ": every shard is empty along the split axis, which it reduces");
+    realize_all(partials);  // every device computes its partial at once
+    Tensor<R> total = partials[0].to(x.devices()[0]);
+    for (std::size_t i = 1; i < partials.size(); ++i) total = Tensor<R>(combine(total, partials[i].to(x.devices()[0])));
+    return replicate(total, x.devices());
 }
 
 }  // namespace detail

@@ -1,13 +1,8 @@
-// Several devices at once: copies between OpenCL devices, realizes on different devices at the
-// same time, and tensors sharded over devices. Runs on every device lt::devices() lists (in CI:
+// Several devices at once: copies between OpenCL devices and tensors sharded over devices (realizes
+// on several devices at the same time are tested in test_threads.cpp, which also runs under TSan). Runs on every device lt::devices() lists (in CI:
 // the host and PoCL's two devices, POCL_DEVICES="pthread pthread"); the `devices_staged` test
 // runs it again with LAZYTENSOR_OPENCL_SHARED_CONTEXT=off, so that copies between OpenCL devices
 // go through host memory instead of clEnqueueCopyBuffer.
-#include <atomic>
-#include <chrono>
-#include <future>
-#include <thread>
-
 #include "common.hpp"
 
 namespace {
@@ -120,73 +115,6 @@ TEST_CASE("host and OpenCL tensors move both ways with one copy, views included"
         check_close(g.slice(1, 1, 3).to(lt::Device::host()),
                     ref_of({6, 2}, [&](const std::vector<std::int64_t>& i) { return r.at({i[0], i[1] + 1}); }), 0, 0);
     }
-}
-
-// ---------------------------------------------------------------------------------- concurrency
-
-TEST_CASE("a realize on one device does not wait for another device's lock") {
-    for (lt::Device busy : all_devices()) {
-        for (lt::Device free : all_devices()) {
-            if (busy == free) continue;
-            INFO("busy: " << busy.str() << ", realizing on: " << free.str());
-            std::future<std::vector<float>> done;
-            {
-                const lt::detail::DeviceLock held(busy);  // as a long realize on `busy` would
-                done = std::async(std::launch::async, [free] {
-                    return lt::Tensor<float>(lt::arange<float>(0, 4, 1, free) * 2.0f).to_vector();
-                });
-                REQUIRE(done.wait_for(std::chrono::seconds(60)) == std::future_status::ready);
-            }
-            CHECK(done.get() == std::vector<float>{0, 2, 4, 6});
-        }
-    }
-}
-
-TEST_CASE("threads realizing on every device at once all get their own right values") {
-    const std::vector<lt::Device> devices = all_devices();
-    std::vector<std::thread> threads;
-    std::atomic<int> wrong{0}, errors{0};
-    for (std::size_t t = 0; t < devices.size() * 2; ++t) {
-        threads.emplace_back([&, t] {
-            const lt::Device d = devices[t % devices.size()];
-            try {
-                for (int step = 0; step < 20; ++step) {
-                    const float k = static_cast<float>(t * 100 + step);
-                    lt::Tensor<float> x = lt::arange<float>(0, 1000, 1, d);
-                    const float total = lt::Tensor<float>(lt::sum(x * 2.0f + k)).item();
-                    if (total != 999.0f * 1000.0f + 1000.0f * k) ++wrong;
-                }
-            } catch (...) {
-                ++errors;
-            }
-        });
-    }
-    for (auto& th : threads) th.join();
-    CHECK(wrong.load() == 0);
-    CHECK(errors.load() == 0);
-}
-
-TEST_CASE("a failure on one device while another realizes leaves the other's results intact" *
-          doctest::skip(opencl_devices().empty())) {
-    const lt::Device gpu = opencl_devices()[0];
-    lt::set_memory_limit(gpu, 1 << 20);
-    std::atomic<bool> failed{false};
-    std::thread failing([&] {
-        try {
-            lt::Tensor<float> big = lt::full<float>({1 << 22}, 1.0f, gpu) * 2.0f;  // 16 MiB past a 1 MiB limit
-            big.realize();
-        } catch (const lt::OutOfMemoryError&) {
-            failed = true;
-        }
-    });
-    lt::Tensor<float> host_result = lt::arange<float>(0, 1 << 16, 1, lt::Device::host()) + 1.0f;
-    host_result.realize();
-    failing.join();
-    lt::set_memory_limit(gpu, 0);
-    CHECK(failed.load());
-    CHECK(lt::Tensor<float>(lt::sum(host_result)).item() == doctest::Approx(65536.0 * 65537.0 / 2.0));
-    // The failing device works again.
-    CHECK(lt::Tensor<float>(lt::full<float>({4}, 1.0f, gpu) * 3.0f).to_vector() == std::vector<float>{3, 3, 3, 3});
 }
 
 // --------------------------------------------------------------------------------------- shards
