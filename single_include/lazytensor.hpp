@@ -1450,6 +1450,8 @@ LAZYTENSOR_ENGINE_API BufferPtr upload(Device d, DType dtype, std::int64_t numel
 /// Copies `bytes` bytes at byte offset `at` of `src` to host memory (waits for the kernels
 /// that write it).
 LAZYTENSOR_ENGINE_API void download(const Buffer& src, std::size_t at, void* dst, std::size_t bytes);
+/// Starts the kernels queued on `d` without waiting for them (so that several devices run at once).
+LAZYTENSOR_ENGINE_API void flush(Device d);
 /// A new buffer on `dst` holding `numel` elements of `dtype` copied from byte `at` of `src`
 /// (x.to(device)). Between OpenCL devices of one context the copy is direct and asynchronous
 /// (ordered by events); between others it goes through host memory.
@@ -7145,6 +7147,9 @@ public:
     virtual std::string gemm_routine(const ir::Gemm&) const { return "GEMM"; }
     /// Waits until every launched kernel has finished.
     virtual void synchronize() = 0;
+    /// Starts what is queued without waiting for it (OpenCL: clFlush), so that several devices
+    /// run at once; nothing where work runs when launched (the host).
+    virtual void flush() {}
     /// Whether kernels may compute in float64.
     virtual bool supports_float64() const { return true; }
 
@@ -11442,6 +11447,8 @@ public:
         run(gather, "lt_sort_gather", std::size_t(rows * k), 0, in_b, pos_b, values_b, indices_b, n_l, P_l, k_l);
     }
 
+    void flush() override { check(clFlush(queue_), "clFlush", concat("on ", describe())); }
+
     void synchronize() override {
         const cl_int err = clFinish(queue_);
         check_launched(true);  // first: a failed kernel is named, and reported once (NVIDIA's wait reports it too)
@@ -11935,11 +11942,15 @@ inline OpenCLBackend& opencl_backend(int index) {
 // copy before its next command, so the source buffer cannot be reused or rewritten under it.
 //
 // Devices in different contexts (different platforms, or LAZYTENSOR_OPENCL_SHARED_CONTEXT=off)
-// copy through pinned host memory in chunks, reading chunk i+1 on the source's queue while
-// chunk i is written on the destination's; this path returns when the copy is done.
+// copy through pinned host memory in chunks (two of 16 MiB per source device, kept), reading
+// chunk i+1 on the source's queue while chunk i is written on the destination's; this path
+// returns when the copy is done.
 
 #include <algorithm>
 #include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 
 
@@ -11972,6 +11983,20 @@ private:
     cl_mem mem_ = nullptr;
     void* host_ = nullptr;
 };
+
+inline constexpr std::size_t kStagingChunk = std::size_t(16) << 20;
+
+/// Chunk `slot` (0 or 1) of `from`'s staging memory: made on its first staged copy and kept, as
+/// the backends are (fresh host pages cost more to touch than the copy itself). Used under
+/// from's device lock.
+inline PinnedStaging& staging_chunk(OpenCLBackend& from, int slot) {
+    static std::mutex mutex;
+    static auto& chunks = *new std::map<const OpenCLBackend*, std::unique_ptr<PinnedStaging>[2]>();  // never destroyed
+    std::lock_guard<std::mutex> lock(mutex);
+    std::unique_ptr<PinnedStaging>& chunk = chunks[&from][slot];
+    if (!chunk) chunk = std::make_unique<PinnedStaging>(from, kStagingChunk);
+    return *chunk;
+}
 
 /// An event released when the scope ends.
 struct EventOwner {
@@ -12013,9 +12038,9 @@ inline void copy_between(OpenCLBackend& from, const Buffer& src, std::size_t at,
         return;
     }
     // Through host memory: two pinned chunks, one filled from `from` while the other drains to `to`.
-    const std::size_t chunk = std::min<std::size_t>(bytes, std::size_t(16) << 20);
-    PinnedStaging staging[2] = {PinnedStaging(from, chunk), PinnedStaging(from, chunk)};
-    struct Drain {  // if a step fails, no queued read or write may outlive the staging memory
+    const std::size_t chunk = kStagingChunk;
+    PinnedStaging* staging[2] = {&staging_chunk(from, 0), &staging_chunk(from, 1)};
+    struct Drain {  // if a step fails, no queued read or write may still use the chunks when the next copy does
         cl_command_queue a, b;
         ~Drain() {
             clFinish(a);
@@ -12027,7 +12052,7 @@ inline void copy_between(OpenCLBackend& from, const Buffer& src, std::size_t at,
     auto start_read = [&](std::size_t i) {
         const std::size_t slot = i % 2, offset = i * chunk, n = std::min(chunk, bytes - offset);
         write[slot].wait("waiting for a staged write", to);  // the chunk's memory is free again
-        check(clEnqueueReadBuffer(from.queue(), s, CL_FALSE, at + offset, n, staging[slot].data(), 0, nullptr,
+        check(clEnqueueReadBuffer(from.queue(), s, CL_FALSE, at + offset, n, staging[slot]->data(), 0, nullptr,
                                   &read[slot].event),
               "clEnqueueReadBuffer", what);
         clFlush(from.queue());
@@ -12036,7 +12061,7 @@ inline void copy_between(OpenCLBackend& from, const Buffer& src, std::size_t at,
     for (std::size_t i = 0; i < chunks; ++i) {
         const std::size_t slot = i % 2, offset = i * chunk, n = std::min(chunk, bytes - offset);
         read[slot].wait("waiting for a staged read", from);
-        check(clEnqueueWriteBuffer(to.queue(), d, CL_FALSE, offset, n, staging[slot].data(), 0, nullptr, &write[slot].event),
+        check(clEnqueueWriteBuffer(to.queue(), d, CL_FALSE, offset, n, staging[slot]->data(), 0, nullptr, &write[slot].event),
               "clEnqueueWriteBuffer", what);
         clFlush(to.queue());
         if (i + 1 < chunks) start_read(i + 1);
@@ -14097,6 +14122,12 @@ LAZYTENSOR_ENGINE_API void download(const Buffer& src, std::size_t at, void* dst
     Backend& backend = device_backend(src.device());
     const DeviceLock lock(src.device());
     backend.read(src, at, dst, bytes);
+}
+
+LAZYTENSOR_ENGINE_API void flush(Device d) {
+    Backend& backend = device_backend(d);
+    const DeviceLock lock(d);
+    backend.flush();
 }
 
 LAZYTENSOR_ENGINE_API BufferPtr copy_to_device(const Buffer& src, std::size_t at, DType dtype, std::int64_t numel, Device dst) {
@@ -16310,7 +16341,10 @@ inline std::vector<std::int64_t> split_extents(std::int64_t total, const std::ve
 template <class T>
 void realize_all(std::vector<Tensor<T>>& tensors) {
     for (Tensor<T>& t : tensors)
-        if (t.device().kind != Device::Kind::Host) t.realize();
+        if (t.device().kind != Device::Kind::Host) {
+            t.realize();
+            flush(t.device());  // a driver may hold queued work until a flush or a wait
+        }
     for (Tensor<T>& t : tensors)
         if (t.device().kind == Device::Kind::Host) t.realize();
 }
@@ -16326,11 +16360,15 @@ Tensor<T> copy_onto(const Tensor<T>& x, Device device) {
 
 /// A tensor split along one axis over several devices (axis() >= 0), or replicated: a whole copy
 /// on each device (axis() == -1). Shard i lives on devices()[i]. Lazy like Tensor: operations
-/// build one expression per device; realize() computes them all, each on its own device.
+/// build one expression per device; realize() computes them all, each on its own device. (A
+/// reduction over the split axis is the exception: it computes the partials when called.)
 template <class T>
 class ShardedTensor {
 public:
     using value_type = T;
+
+    /// No shards and no devices: a handle to assign to later.
+    ShardedTensor() = default;
 
     /// From shards made elsewhere: split along `axis` (they must agree on every other extent),
     /// or replicated (axis -1: they must have one shape). One shard per device, devices distinct.
@@ -16375,8 +16413,9 @@ public:
     /// Computes every shard, each on its device: OpenCL shards first (they only enqueue, so their
     /// devices run while the host computes its shard). On an error the shards already computed
     /// stay computed and the others stay lazy; all stay usable.
-    ShardedTensor& realize() {
-        detail::realize_all(shards_);
+    ShardedTensor realize() const {
+        std::vector<Tensor<T>> shards = shards_;  // (handles: their nodes are realized in place)
+        detail::realize_all(shards);
         return *this;
     }
     /// Waits for every shard's device.
@@ -16399,6 +16438,9 @@ public:
     }
     /// The elements, row-major (gathered on the host).
     std::vector<T> to_vector() const { return gather(Device::host()).to_vector(); }
+    /// The value of a one-element tensor (a replicated total: lt::sum(s).item()). ValueError
+    /// for more elements.
+    T item() const { return gather(devices_.empty() ? Device::host() : devices_[0]).item(); }
 
     /// Element type conversion, shard by shard.
     template <class U>
@@ -16458,11 +16500,12 @@ ShardedTensor<typename E::value_type> shard(const E& x, const std::vector<Device
         shards.push_back(detail::copy_onto(whole.slice(static_cast<int>(k), start, start + extents[i]), devices[i]));
         start += extents[i];
     }
+    detail::realize_all(shards);
     return ShardedTensor<T>(std::move(shards), static_cast<int>(k));
 }
 
 /// A whole copy of `x` on each of `devices` (weights, biases: operands that every shard of a
-/// split tensor needs). ValueError for no devices or a repeated device.
+/// split tensor needs), copied now. ValueError for no devices or a repeated device.
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 ShardedTensor<typename E::value_type> replicate(const E& x, const std::vector<Device>& devices) {
     using T = typename E::value_type;
@@ -16471,6 +16514,7 @@ ShardedTensor<typename E::value_type> replicate(const E& x, const std::vector<De
     whole.realize();
     std::vector<Tensor<T>> copies;
     for (Device d : devices) copies.push_back(detail::copy_onto(whole, d));
+    detail::realize_all(copies);
     return ShardedTensor<T>(std::move(copies), -1);
 }
 
@@ -16672,8 +16716,10 @@ auto matmul(const ShardedTensor<A>& a, const ShardedTensor<B>& b) {
     using R = promote_t<A, B>;
     std::vector<Tensor<R>> out;
     for (std::size_t i = 0; i < a.devices().size(); ++i) out.push_back(lazytensor::matmul(a.shard(i), b.shard(i)));
+    // Where a's split axis lands: a's axes end the result's, but its last when b is 1-D (dropped).
     const int rank = static_cast<int>(out[0].shape().size());
-    const int axis = !a.replicated() ? a.axis() + rank - static_cast<int>(a.ndim()) : b.replicated() ? -1 : rank - 1;
+    const int a_axes_kept = static_cast<int>(a.ndim()) - (b.ndim() == 1 ? 1 : 0);
+    const int axis = !a.replicated() ? a.axis() + rank - a_axes_kept : b.replicated() ? -1 : rank - 1;
     return ShardedTensor<R>(std::move(out), axis);
 }
 
@@ -16720,9 +16766,13 @@ auto reduce_sharded(const ShardedTensor<T>& x, Axes axes, bool keepdim, const ch
         if (!skip_empty || s.shape()[static_cast<std::size_t>(x.axis())] > 0) partials.push_back(Tensor<R>(partial(s, axes, keepdim)));
     if (partials.empty()) fail<ValueError>(op, ": every shard is empty along the split axis, which it reduces");
     realize_all(partials);  // every device computes its partial at once
-    Tensor<R> total = partials[0].to(x.devices()[0]);
-    for (std::size_t i = 1; i < partials.size(); ++i) total = Tensor<R>(combine(total, partials[i].to(x.devices()[0])));
-    return replicate(total, x.devices());
+    const Device home = x.devices()[0];
+    Tensor<R> total = partials[0].to(home);
+    for (std::size_t i = 1; i < partials.size(); ++i) total = Tensor<R>(combine(total, partials[i].to(home)));
+    total.realize();
+    std::vector<Tensor<R>> copies{total};  // (total is nobody else's: no copy on its own device)
+    for (std::size_t i = 1; i < x.devices().size(); ++i) copies.push_back(total.to(x.devices()[i]));
+    return ShardedTensor<R>(std::move(copies), -1);
 }
 
 }  // namespace detail

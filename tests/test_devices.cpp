@@ -208,6 +208,8 @@ TEST_CASE("sharded reductions over every axis, the split one included, equal the
             auto whole = lt::sum(s);
             CHECK(whole.shape() == lt::Shape{});
             CHECK(whole.gather(lt::Device::host()).item() == doctest::Approx(total).epsilon(1e-5));
+            CHECK(whole.item() == doctest::Approx(total).epsilon(1e-5));
+            for (std::size_t i = 0; i < devices.size(); ++i) CHECK(whole.shard(i).device() == devices[i]);
             check_close((s / whole).gather(lt::Device::host()), map(r, [&](double v) { return v / total; }), 1e-5);
         }
     }
@@ -244,6 +246,15 @@ TEST_CASE("a product with a split left operand and a replicated right one is one
         auto mapped = lt::map_shards([](const auto& x, const auto& m, const auto& b) { return lt::relu(lt::matmul(x, m) + b); },
                                      sa, sw, lt::replicate(bias, devices));
         check_close(mapped.gather(lt::Device::host()), layer, 1e-4, 1e-5);
+        // A vector on the right drops the contracted axis: the result stays split along the rows.
+        const Ref rv = random_ref<float>({12}, 34);
+        auto by_vector = lt::matmul(sa, lt::replicate(make_tensor<float>(rv, lt::Device::host()), devices));
+        CHECK(by_vector.axis() == 0);
+        check_close(by_vector.gather(lt::Device::host()), ref_of({19}, [&](const std::vector<std::int64_t>& i) {
+                        double acc = 0;
+                        for (std::int64_t p = 0; p < 12; ++p) acc += ra.at({i[0], p}) * rv.v[static_cast<std::size_t>(p)];
+                        return acc;
+                    }), 1e-4, 1e-5);
         // The other way round: a replicated left and a right split by columns.
         auto by_columns = lt::matmul(lt::replicate(a, devices), lt::shard(w, devices, 1, weights));
         CHECK(by_columns.axis() == 1);

@@ -132,6 +132,9 @@ public:
     virtual std::string gemm_routine(const ir::Gemm&) const { return "GEMM"; }
     /// Waits until every launched kernel has finished.
     virtual void synchronize() = 0;
+    /// Starts what is queued without waiting for it (OpenCL: clFlush), so that several devices
+    /// run at once; nothing where work runs when launched (the host).
+    virtual void flush() {}
     /// Whether kernels may compute in float64.
     virtual bool supports_float64() const { return true; }
 

@@ -116,7 +116,10 @@ inline std::vector<std::int64_t> split_extents(std::int64_t total, const std::ve
 template <class T>
 void realize_all(std::vector<Tensor<T>>& tensors) {
     for (Tensor<T>& t : tensors)
-        if (t.device().kind != Device::Kind::Host) t.realize();
+        if (t.device().kind != Device::Kind::Host) {
+            t.realize();
+            flush(t.device());  // a driver may hold queued work until a flush or a wait
+        }
     for (Tensor<T>& t : tensors)
         if (t.device().kind == Device::Kind::Host) t.realize();
 }
@@ -132,11 +135,15 @@ Tensor<T> copy_onto(const Tensor<T>& x, Device device) {
 
 /// A tensor split along one axis over several devices (axis() >= 0), or replicated: a whole copy
 /// on each device (axis() == -1). Shard i lives on devices()[i]. Lazy like Tensor: operations
-/// build one expression per device; realize() computes them all, each on its own device.
+/// build one expression per device; realize() computes them all, each on its own device. (A
+/// reduction over the split axis is the exception: it computes the partials when called.)
 template <class T>
 class ShardedTensor {
 public:
     using value_type = T;
+
+    /// No shards and no devices: a handle to assign to later.
+    ShardedTensor() = default;
 
     /// From shards made elsewhere: split along `axis` (they must agree on every other extent),
     /// or replicated (axis -1: they must have one shape). One shard per device, devices distinct.
@@ -181,8 +188,9 @@ public:
     /// Computes every shard, each on its device: OpenCL shards first (they only enqueue, so their
     /// devices run while the host computes its shard). On an error the shards already computed
     /// stay computed and the others stay lazy; all stay usable.
-    ShardedTensor& realize() {
-        detail::realize_all(shards_);
+    ShardedTensor realize() const {
+        std::vector<Tensor<T>> shards = shards_;  // (handles: their nodes are realized in place)
+        detail::realize_all(shards);
         return *this;
     }
     /// Waits for every shard's device.
@@ -205,6 +213,9 @@ public:
     }
     /// The elements, row-major (gathered on the host).
     std::vector<T> to_vector() const { return gather(Device::host()).to_vector(); }
+    /// The value of a one-element tensor (a replicated total: lt::sum(s).item()). ValueError
+    /// for more elements.
+    T item() const { return gather(devices_.empty() ? Device::host() : devices_[0]).item(); }
 
     /// Element type conversion, shard by shard.
     template <class U>
@@ -264,11 +275,12 @@ ShardedTensor<typename E::value_type> shard(const E& x, const std::vector<Device
         shards.push_back(detail::copy_onto(whole.slice(static_cast<int>(k), start, start + extents[i]), devices[i]));
         start += extents[i];
     }
+    detail::realize_all(shards);
     return ShardedTensor<T>(std::move(shards), static_cast<int>(k));
 }
 
 /// A whole copy of `x` on each of `devices` (weights, biases: operands that every shard of a
-/// split tensor needs). ValueError for no devices or a repeated device.
+/// split tensor needs), copied now. ValueError for no devices or a repeated device.
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 ShardedTensor<typename E::value_type> replicate(const E& x, const std::vector<Device>& devices) {
     using T = typename E::value_type;
@@ -277,6 +289,7 @@ ShardedTensor<typename E::value_type> replicate(const E& x, const std::vector<De
     whole.realize();
     std::vector<Tensor<T>> copies;
     for (Device d : devices) copies.push_back(detail::copy_onto(whole, d));
+    detail::realize_all(copies);
     return ShardedTensor<T>(std::move(copies), -1);
 }
 
@@ -478,8 +491,10 @@ auto matmul(const ShardedTensor<A>& a, const ShardedTensor<B>& b) {
     using R = promote_t<A, B>;
     std::vector<Tensor<R>> out;
     for (std::size_t i = 0; i < a.devices().size(); ++i) out.push_back(lazytensor::matmul(a.shard(i), b.shard(i)));
+    // Where a's split axis lands: a's axes end the result's, but its last when b is 1-D (dropped).
     const int rank = static_cast<int>(out[0].shape().size());
-    const int axis = !a.replicated() ? a.axis() + rank - static_cast<int>(a.ndim()) : b.replicated() ? -1 : rank - 1;
+    const int a_axes_kept = static_cast<int>(a.ndim()) - (b.ndim() == 1 ? 1 : 0);
+    const int axis = !a.replicated() ? a.axis() + rank - a_axes_kept : b.replicated() ? -1 : rank - 1;
     return ShardedTensor<R>(std::move(out), axis);
 }
 
@@ -526,9 +541,13 @@ auto reduce_sharded(const ShardedTensor<T>& x, Axes axes, bool keepdim, const ch
         if (!skip_empty || s.shape()[static_cast<std::size_t>(x.axis())] > 0) partials.push_back(Tensor<R>(partial(s, axes, keepdim)));
     if (partials.empty()) fail<ValueError>(op, ": every shard is empty along the split axis, which it reduces");
     realize_all(partials);  // every device computes its partial at once
-    Tensor<R> total = partials[0].to(x.devices()[0]);
-    for (std::size_t i = 1; i < partials.size(); ++i) total = Tensor<R>(combine(total, partials[i].to(x.devices()[0])));
-    return replicate(total, x.devices());
+    const Device home = x.devices()[0];
+    Tensor<R> total = partials[0].to(home);
+    for (std::size_t i = 1; i < partials.size(); ++i) total = Tensor<R>(combine(total, partials[i].to(home)));
+    total.realize();
+    std::vector<Tensor<R>> copies{total};  // (total is nobody else's: no copy on its own device)
+    for (std::size_t i = 1; i < x.devices().size(); ++i) copies.push_back(total.to(x.devices()[i]));
+    return ShardedTensor<R>(std::move(copies), -1);
 }
 
 }  // namespace detail

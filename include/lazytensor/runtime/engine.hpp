@@ -162,6 +162,12 @@ LAZYTENSOR_ENGINE_API void download(const Buffer& src, std::size_t at, void* dst
     backend.read(src, at, dst, bytes);
 }
 
+LAZYTENSOR_ENGINE_API void flush(Device d) {
+    Backend& backend = device_backend(d);
+    const DeviceLock lock(d);
+    backend.flush();
+}
+
 LAZYTENSOR_ENGINE_API BufferPtr copy_to_device(const Buffer& src, std::size_t at, DType dtype, std::int64_t numel, Device dst) {
     Backend& from = device_backend(src.device());
     Backend& to = device_backend(dst);

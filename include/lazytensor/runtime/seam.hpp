@@ -220,6 +220,8 @@ LAZYTENSOR_ENGINE_API BufferPtr upload(Device d, DType dtype, std::int64_t numel
 /// Copies `bytes` bytes at byte offset `at` of `src` to host memory (waits for the kernels
 /// that write it).
 LAZYTENSOR_ENGINE_API void download(const Buffer& src, std::size_t at, void* dst, std::size_t bytes);
+/// Starts the kernels queued on `d` without waiting for them (so that several devices run at once).
+LAZYTENSOR_ENGINE_API void flush(Device d);
 /// A new buffer on `dst` holding `numel` elements of `dtype` copied from byte `at` of `src`
 /// (x.to(device)). Between OpenCL devices of one context the copy is direct and asynchronous
 /// (ordered by events); between others it goes through host memory.

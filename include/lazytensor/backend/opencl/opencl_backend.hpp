@@ -382,6 +382,8 @@ public:
         run(gather, "lt_sort_gather", std::size_t(rows * k), 0, in_b, pos_b, values_b, indices_b, n_l, P_l, k_l);
     }
 
+    void flush() override { check(clFlush(queue_), "clFlush", concat("on ", describe())); }
+
     void synchronize() override {
         const cl_int err = clFinish(queue_);
         check_launched(true);  // first: a failed kernel is named, and reported once (NVIDIA's wait reports it too)

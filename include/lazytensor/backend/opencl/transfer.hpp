@@ -6,12 +6,16 @@
 // copy before its next command, so the source buffer cannot be reused or rewritten under it.
 //
 // Devices in different contexts (different platforms, or LAZYTENSOR_OPENCL_SHARED_CONTEXT=off)
-// copy through pinned host memory in chunks, reading chunk i+1 on the source's queue while
-// chunk i is written on the destination's; this path returns when the copy is done.
+// copy through pinned host memory in chunks (two of 16 MiB per source device, kept), reading
+// chunk i+1 on the source's queue while chunk i is written on the destination's; this path
+// returns when the copy is done.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include "opencl_backend.hpp"
@@ -45,6 +49,20 @@ private:
     cl_mem mem_ = nullptr;
     void* host_ = nullptr;
 };
+
+inline constexpr std::size_t kStagingChunk = std::size_t(16) << 20;
+
+/// Chunk `slot` (0 or 1) of `from`'s staging memory: made on its first staged copy and kept, as
+/// the backends are (fresh host pages cost more to touch than the copy itself). Used under
+/// from's device lock.
+inline PinnedStaging& staging_chunk(OpenCLBackend& from, int slot) {
+    static std::mutex mutex;
+    static auto& chunks = *new std::map<const OpenCLBackend*, std::unique_ptr<PinnedStaging>[2]>();  // never destroyed
+    std::lock_guard<std::mutex> lock(mutex);
+    std::unique_ptr<PinnedStaging>& chunk = chunks[&from][slot];
+    if (!chunk) chunk = std::make_unique<PinnedStaging>(from, kStagingChunk);
+    return *chunk;
+}
 
 /// An event released when the scope ends.
 struct EventOwner {
@@ -86,9 +104,9 @@ inline void copy_between(OpenCLBackend& from, const Buffer& src, std::size_t at,
         return;
     }
     // Through host memory: two pinned chunks, one filled from `from` while the other drains to `to`.
-    const std::size_t chunk = std::min<std::size_t>(bytes, std::size_t(16) << 20);
-    PinnedStaging staging[2] = {PinnedStaging(from, chunk), PinnedStaging(from, chunk)};
-    struct Drain {  // if a step fails, no queued read or write may outlive the staging memory
+    const std::size_t chunk = kStagingChunk;
+    PinnedStaging* staging[2] = {&staging_chunk(from, 0), &staging_chunk(from, 1)};
+    struct Drain {  // if a step fails, no queued read or write may still use the chunks when the next copy does
         cl_command_queue a, b;
         ~Drain() {
             clFinish(a);
@@ -100,7 +118,7 @@ inline void copy_between(OpenCLBackend& from, const Buffer& src, std::size_t at,
     auto start_read = [&](std::size_t i) {
         const std::size_t slot = i % 2, offset = i * chunk, n = std::min(chunk, bytes - offset);
         write[slot].wait("waiting for a staged write", to);  // the chunk's memory is free again
-        check(clEnqueueReadBuffer(from.queue(), s, CL_FALSE, at + offset, n, staging[slot].data(), 0, nullptr,
+        check(clEnqueueReadBuffer(from.queue(), s, CL_FALSE, at + offset, n, staging[slot]->data(), 0, nullptr,
                                   &read[slot].event),
               "clEnqueueReadBuffer", what);
         clFlush(from.queue());
@@ -109,7 +127,7 @@ inline void copy_between(OpenCLBackend& from, const Buffer& src, std::size_t at,
     for (std::size_t i = 0; i < chunks; ++i) {
         const std::size_t slot = i % 2, offset = i * chunk, n = std::min(chunk, bytes - offset);
         read[slot].wait("waiting for a staged read", from);
-        check(clEnqueueWriteBuffer(to.queue(), d, CL_FALSE, offset, n, staging[slot].data(), 0, nullptr, &write[slot].event),
+        check(clEnqueueWriteBuffer(to.queue(), d, CL_FALSE, offset, n, staging[slot]->data(), 0, nullptr, &write[slot].event),
               "clEnqueueWriteBuffer", what);
         clFlush(to.queue());
         if (i + 1 < chunks) start_read(i + 1);
