@@ -115,6 +115,44 @@ int main(int argc, char** argv) {
                max_rel_diff(sm.to_vector().data(), out.data(), std::size_t(rows * cols)));
     }
     {
+        Eigen::VectorXf out(rows);
+        const double eigen = best_ms(reps, [&] { out = M.rowwise().maxCoeff(); });
+        lt::Tensor<float> s;
+        const double ours = best_ms(reps, [&] { s = m.max(1).realize(); });
+        report("row max 4096x4096", eigen, ours, 1.0, max_rel_diff(s.to_vector().data(), out.data(), std::size_t(rows)));
+    }
+    {
+        // Eigen's per-row maxCoeff(&index) (the first maximum, as lazytensor's and PyTorch's).
+        std::vector<float> out(static_cast<std::size_t>(rows));
+        const double eigen = best_ms(reps, [&] {
+            for (int64_t r = 0; r < rows; ++r) {
+                Eigen::Index at = 0;
+                M.row(r).maxCoeff(&at);
+                out[static_cast<std::size_t>(r)] = static_cast<float>(at);
+            }
+        });
+        lt::Tensor<std::int64_t> s;
+        const double ours = best_ms(reps, [&] { s = m.argmax(1).realize(); });
+        std::vector<float> got;
+        for (std::int64_t v : s.to_vector()) got.push_back(static_cast<float>(v));
+        report("argmax along rows 4096x4096", eigen, ours, 1.0, max_rel_diff(got.data(), out.data(), out.size()));
+    }
+    {
+        // layer_norm over rows (biased variance, eps 1e-5): Eigen's row loop, two passes per row.
+        RowMajor out(rows, cols);
+        const double eigen = best_ms(reps, [&] {
+            for (int64_t r = 0; r < rows; ++r) {
+                const float mean = M.row(r).mean();
+                const float var = (M.row(r).array() - mean).square().mean();
+                out.row(r) = (M.row(r).array() - mean) * (1.0f / std::sqrt(var + 1e-5f));
+            }
+        });
+        lt::Tensor<float> y;
+        const double ours = best_ms(reps, [&] { y = lt::Tensor<float>(lt::layer_norm(m, lt::Axes{1})).realize(); });
+        report("layer_norm over rows 4096x4096", eigen, ours, 1.0,
+               max_rel_diff(y.to_vector().data(), out.data(), std::size_t(rows * cols)));
+    }
+    {
         // Re-realizing a cached 3-op expression on 1024 floats: host time per realize.
         const int64_t n = 1024;
         std::vector<float> va = random_vector(n, 5), vb = random_vector(n, 6);

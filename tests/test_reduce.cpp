@@ -128,6 +128,49 @@ TEST_CASE("empty reductions and NaN") {
     });
 }
 
+TEST_CASE_TEMPLATE("row reductions of lengths around the SIMD width and the block size, NaN and extremes anywhere", T,
+                   float, double, int32_t, int64_t) {
+    // The host folds a row into a block of lane accumulators, then folds those pairwise with
+    // SIMD batches and a scalar tail: every split of a length into batches and tail, and an
+    // extreme or NaN in each part, must give the reference.
+    for_each_device([](lt::Device) {
+        for (std::int64_t n : {1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 1023, 1024, 1025, 2047, 2049, 3000}) {
+            INFO("row length " << n);
+            Ref x = random_ref<T>({3, n}, static_cast<unsigned>(n), -50, 50);
+            // Row 1: its maximum at the end; row 2: its minimum at the start.
+            x.v[static_cast<std::size_t>(2 * n - 1)] = 1000;
+            x.v[static_cast<std::size_t>(2 * n)] = -1000;
+            lt::Tensor<T> t = make_tensor<T>(x);
+            const double tol = std::is_floating_point_v<T> ? 1e-5 : 0;
+            check_close(t.sum(1), reduce(x, {1}, false, 0.0, ref_add), tol, tol * 10);
+            check_close(t.max(1), reduce(x, {1}, false, -kInf, ref_max), 0, 0);
+            check_close(t.min(1), reduce(x, {1}, false, kInf, ref_min), 0, 0);
+            const std::vector<std::int64_t> hi = t.argmax(1).to_vector(), lo = t.argmin(1).to_vector();
+            for (std::int64_t r = 0; r < 3; ++r) {
+                std::int64_t best_hi = 0, best_lo = 0;
+                for (std::int64_t i = 1; i < n; ++i) {
+                    if (x.at({r, i}) > x.at({r, best_hi})) best_hi = i;
+                    if (x.at({r, i}) < x.at({r, best_lo})) best_lo = i;
+                }
+                CHECK(hi[static_cast<std::size_t>(r)] == best_hi);
+                CHECK(lo[static_cast<std::size_t>(r)] == best_lo);
+            }
+            if constexpr (std::is_floating_point_v<T>) {
+                for (std::int64_t at : {std::int64_t(0), n / 2, n - 1}) {
+                    Ref y = x;
+                    y.v[static_cast<std::size_t>(n + at)] = std::numeric_limits<double>::quiet_NaN();
+                    lt::Tensor<T> u = make_tensor<T>(y);
+                    const std::vector<T> mx = u.max(1).to_vector(), mn = u.min(1).to_vector();
+                    CHECK(std::isnan(mx[1]));
+                    CHECK(std::isnan(mn[1]));
+                    CHECK(!std::isnan(mx[0]));
+                    CHECK(u.argmax(1).to_vector()[1] == at);  // NaN counts as the maximum (PyTorch)
+                }
+            }
+        }
+    });
+}
+
 TEST_CASE("reductions of permuted and broadcast inputs") {
     for_each_device([](lt::Device) {
         Ref x = random_ref<float>({3, 4, 5}, 200);

@@ -2,8 +2,9 @@
 // slices along `axis` live on the devices, in proportion to per-device weights (by default each
 // device's measured memory bandwidth, as VexCL partitions). Element-wise expressions run on
 // every device at once, one shard each; reductions over the split axis combine the per-device
-// partials on the first device; a matmul with a split left operand and a replicated right one
-// is one product per device. Gathering onto one device is explicit: s.gather(device).
+// partials on the first device and copy the total to every device (an all-reduce); a matmul
+// with a split left operand and a replicated right one is one product per device. Gathering
+// onto one device is explicit: s.gather(device).
 //
 // lt::replicate(x, devices) puts a whole copy on each device (weights, biases): a replicated
 // operand meets a split one slice by slice (broadcast axes as they are, full axes sliced).

@@ -784,10 +784,16 @@ struct Reducer {
         else if constexpr (R == ReduceOp::Max) return Maximum::scalar(acc, v);
         else return Minimum::scalar(acc, v);
     }
+    /// Whether simd() exists: float and double for every op; int32 and int64 for sum (wrapping,
+    /// as the scalar form), max and min (the argmax/argmin positions are int64 minima).
+    static constexpr bool has_simd = is_simd_float<T> || ((std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t>) &&
+                                                          R != ReduceOp::Prod);
     template <class B>
     static B simd(const B& acc, const B& v) {
         if constexpr (R == ReduceOp::Sum) return acc + v;
         else if constexpr (R == ReduceOp::Prod) return acc * v;
+        else if constexpr (R == ReduceOp::Max && !is_simd_float<T>) return xsimd::max(acc, v);
+        else if constexpr (R == ReduceOp::Min && !is_simd_float<T>) return xsimd::min(acc, v);
         else if constexpr (R == ReduceOp::Max) return Maximum::simd(acc, v);
         else return Minimum::simd(acc, v);
     }
@@ -810,7 +816,7 @@ ReduceFns reduce_fns_for() {
         T* acc = static_cast<T*>(accp);
         const T* v = static_cast<const T*>(vp);
         std::int64_t i = 0;
-        if constexpr (is_simd_float<T>) {
+        if constexpr (Red::has_simd) {
             constexpr std::int64_t W = batch<T>::size;
             for (; i + W <= n; i += W)
                 Red::simd(batch<T>::load_unaligned(acc + i), batch<T>::load_unaligned(v + i)).store_unaligned(acc + i);
@@ -820,7 +826,13 @@ ReduceFns reduce_fns_for() {
     f.fold_broadcast = [](void* accp, const void* vp, std::int64_t n) {
         T* acc = static_cast<T*>(accp);
         const T v = *static_cast<const T*>(vp);
-        for (std::int64_t i = 0; i < n; ++i) acc[i] = Red::scalar(acc[i], v);
+        std::int64_t i = 0;
+        if constexpr (Red::has_simd) {
+            constexpr std::int64_t W = batch<T>::size;
+            const batch<T> vb(v);
+            for (; i + W <= n; i += W) Red::simd(batch<T>::load_unaligned(acc + i), vb).store_unaligned(acc + i);
+        }
+        for (; i < n; ++i) acc[i] = Red::scalar(acc[i], v);
     };
     f.horizontal = [](void* accp, std::int64_t n, void* out) {
         // Pairwise: halves the rounding error growth of a running sum.
@@ -829,9 +841,17 @@ ReduceFns reduce_fns_for() {
             *static_cast<T*>(out) = Red::identity();
             return;
         }
+        // Explicit batches, not the auto-vectorizer's: -O2 does not vectorize this loop (issue 17).
         while (n > 1) {
-            const std::int64_t half = n / 2;
-            for (std::int64_t i = 0; i < half; ++i) acc[i] = Red::scalar(acc[i], acc[n - half + i]);
+            const std::int64_t half = n / 2;  // acc[i] op= acc[n - half + i]: the ranges never overlap
+            std::int64_t i = 0;
+            if constexpr (Red::has_simd) {
+                constexpr std::int64_t W = batch<T>::size;
+                for (; i + W <= half; i += W)
+                    Red::simd(batch<T>::load_unaligned(acc + i), batch<T>::load_unaligned(acc + n - half + i))
+                        .store_unaligned(acc + i);
+            }
+            for (; i < half; ++i) acc[i] = Red::scalar(acc[i], acc[n - half + i]);
             n -= half;
         }
         *static_cast<T*>(out) = acc[0];
