@@ -224,6 +224,16 @@ inline long long env_int(const char* name, long long fallback, long long lo, lon
 #define LAZYTENSOR_CLBLAST 0
 #endif
 
+// A hot SIMD loop whose callees (xsimd's exp, tanh, ...) must be inlined into it whatever the
+// user's optimization level: -O2 inlines less than -O3, and a call per batch spills every vector
+// register (all are caller-saved), which made the compiled loop 2.3 times slower (issue 17).
+// Nothing at -O0, where nothing is inlined and compile time matters more.
+#if defined(__GNUC__) && defined(__OPTIMIZE__)
+#define LAZYTENSOR_HOT_LOOP __attribute__((flatten))
+#else
+#define LAZYTENSOR_HOT_LOOP
+#endif
+
 /// GCC 12 reports its own AVX-512 intrinsics (_mm512_undefined_*) as uninitialized once they are
 /// inlined (GCC bug 105593): the host backend's files that inline xsimd code are wrapped in these.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -5203,12 +5213,36 @@ struct Minimum {
     template <class B>
     static B simd(const B& a, const B& b) { return xsimd::select((b < a) || xsimd::isnan(b), b, a); }
 };
-struct Lt { template <class T> static bool scalar(T a, T b) { return a < b; } };
-struct Le { template <class T> static bool scalar(T a, T b) { return a <= b; } };
-struct Gt { template <class T> static bool scalar(T a, T b) { return a > b; } };
-struct Ge { template <class T> static bool scalar(T a, T b) { return a >= b; } };
-struct Eq { template <class T> static bool scalar(T a, T b) { return a == b; } };
-struct Ne { template <class T> static bool scalar(T a, T b) { return a != b; } };
+// Comparisons; simd() gives the lanes' mask. (xsimd's != is ordered: NaN != NaN would be false.)
+struct Lt {
+    template <class T> static bool scalar(T a, T b) { return a < b; }
+    template <class B> static auto simd(const B& a, const B& b) { return a < b; }
+};
+struct Le {
+    template <class T> static bool scalar(T a, T b) { return a <= b; }
+    template <class B> static auto simd(const B& a, const B& b) { return a <= b; }
+};
+struct Gt {
+    template <class T> static bool scalar(T a, T b) { return a > b; }
+    template <class B> static auto simd(const B& a, const B& b) { return a > b; }
+};
+struct Ge {
+    template <class T> static bool scalar(T a, T b) { return a >= b; }
+    template <class B> static auto simd(const B& a, const B& b) { return a >= b; }
+};
+struct Eq {
+    template <class T> static bool scalar(T a, T b) { return a == b; }
+    template <class B> static auto simd(const B& a, const B& b) { return a == b; }
+};
+struct Ne {
+    template <class T> static bool scalar(T a, T b) { return a != b; }
+    template <class B> static auto simd(const B& a, const B& b) { return !(a == b); }
+};
+
+template <class Op>
+inline constexpr bool is_comparison =
+    std::is_same_v<Op, Lt> || std::is_same_v<Op, Le> || std::is_same_v<Op, Gt> || std::is_same_v<Op, Ge> ||
+    std::is_same_v<Op, Eq> || std::is_same_v<Op, Ne>;
 
 
 // Integer division and remainder: the shared functions (by 0 they give 0; INT_MIN by -1 wraps).
@@ -5313,12 +5347,38 @@ constexpr bool rule_allows(TypeRule rule) {
 
 // -------------------------------------------------------------------------------------- loops
 
+/// Writes a lane mask as bool bytes (0 or 1): one masked byte store on AVX-512 (BW and VL),
+/// xsimd's lane-by-lane store elsewhere.
+template <class T>
+inline void store_bools(const xsimd::batch_bool<T, simd_arch>& mask, bool* dst) {
+#if defined(__AVX512BW__) && defined(__AVX512VL__)
+    if constexpr (simd_is_avx512) {
+        const __m128i bytes = _mm_maskz_set1_epi8(static_cast<__mmask16>(mask.data), 1);
+        if constexpr (batch<T>::size == 16) _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), bytes);
+        else std::memcpy(dst, &bytes, batch<T>::size);
+        return;
+    }
+#endif
+    mask.store_unaligned(dst);
+}
+
+/// Bool bytes (any non-zero is true) as a lane mask of W lanes: AVX-512 only (BW and VL).
+#if defined(__AVX512BW__) && defined(__AVX512VL__)
+template <std::size_t W>
+inline std::uint32_t load_bool_mask(const unsigned char* c) {
+    __m128i bytes;
+    if constexpr (W == 16) bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(c));
+    else bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(c));
+    return static_cast<std::uint32_t>(_mm_test_epi8_mask(bytes, bytes)) & ((std::uint32_t(1) << W) - 1);
+}
+#endif
+
 using UnaryFn = void (*)(void* dst, const void* a, std::int64_t n);
 using BinaryFn = void (*)(void* dst, const void* a, const void* b, std::int64_t n);
 using WhereFn = void (*)(void* dst, const void* c, const void* a, const void* b, std::int64_t n);
 
 template <class T, class Op, bool Predicate>
-void unary_loop(void* dst, const void* src, std::int64_t n) {
+LAZYTENSOR_HOT_LOOP void unary_loop(void* dst, const void* src, std::int64_t n) {
     using Out = std::conditional_t<Predicate, bool, T>;
     Out* d = static_cast<Out*>(dst);
     const T* x = static_cast<const T*>(src);
@@ -5338,12 +5398,31 @@ void unary_loop(void* dst, const void* src, std::int64_t n) {
 }
 
 template <class T, class Op, bool Compare>
-void binary_loop(void* dst, const void* lhs, const void* rhs, std::int64_t n) {
+LAZYTENSOR_HOT_LOOP void binary_loop(void* dst, const void* lhs, const void* rhs, std::int64_t n) {
     const T* a = static_cast<const T*>(lhs);
     const T* b = static_cast<const T*>(rhs);
     if constexpr (Compare) {
         bool* d = static_cast<bool*>(dst);
-        for (std::int64_t i = 0; i < n; ++i) d[i] = Op::scalar(a[i], b[i]);
+        std::int64_t i = 0;
+        if constexpr (is_simd_float<T> && is_comparison<Op>) {
+            constexpr std::int64_t W = batch<T>::size;
+            for (; i + W <= n; i += W) store_bools<T>(Op::simd(batch<T>::load_unaligned(a + i), batch<T>::load_unaligned(b + i)), d + i);
+        }
+        for (; i < n; ++i) d[i] = Op::scalar(a[i], b[i]);
+    } else if constexpr (std::is_integral_v<T> && (std::is_same_v<Op, Maximum> || std::is_same_v<Op, Minimum>)) {
+        // Integers and bool (a byte, 0 or 1: its maximum is "or"): xsimd's integer max and min.
+        using U = std::conditional_t<std::is_same_v<T, bool>, std::uint8_t, T>;
+        const U* x = reinterpret_cast<const U*>(a);
+        const U* y = reinterpret_cast<const U*>(b);
+        U* d = static_cast<U*>(dst);
+        constexpr std::int64_t W = batch<U>::size;
+        std::int64_t i = 0;
+        for (; i + W <= n; i += W) {
+            const batch<U> u = batch<U>::load_unaligned(x + i), v = batch<U>::load_unaligned(y + i);
+            if constexpr (std::is_same_v<Op, Maximum>) xsimd::max(u, v).store_unaligned(d + i);
+            else xsimd::min(u, v).store_unaligned(d + i);
+        }
+        for (; i < n; ++i) d[i] = static_cast<U>(Op::scalar(x[i], y[i]));
     } else if constexpr (is_simd_float<T>) {
         T* d = static_cast<T*>(dst);
         constexpr std::int64_t W = batch<T>::size;
@@ -5371,11 +5450,29 @@ void binary_loop(void* dst, const void* lhs, const void* rhs, std::int64_t n) {
 template <class T>
 void where_loop(void* dst, const void* cond, const void* lhs, const void* rhs, std::int64_t n) {
     const unsigned char* c = static_cast<const unsigned char*>(cond);
+    std::int64_t start = 0;
+#if defined(__AVX512BW__) && defined(__AVX512VL__)
+    if constexpr (simd_is_avx512 && (sizeof(T) == 8 || sizeof(T) == 4)) {
+        // A mask from the condition bytes, then one blend per 64 bytes of values.
+        constexpr std::int64_t W = 64 / sizeof(T);
+        const char* a = static_cast<const char*>(lhs);
+        const char* b = static_cast<const char*>(rhs);
+        char* d = static_cast<char*>(dst);
+        for (; start + W <= n; start += W) {
+            const std::uint32_t m = load_bool_mask<W>(c + start);
+            const __m512i x = _mm512_loadu_si512(a + start * static_cast<std::int64_t>(sizeof(T)));
+            const __m512i y = _mm512_loadu_si512(b + start * static_cast<std::int64_t>(sizeof(T)));
+            const __m512i r = sizeof(T) == 8 ? _mm512_mask_blend_epi64(static_cast<__mmask8>(m), y, x)
+                                             : _mm512_mask_blend_epi32(static_cast<__mmask16>(m), y, x);
+            _mm512_storeu_si512(d + start * static_cast<std::int64_t>(sizeof(T)), r);
+        }
+    }
+#endif
     if constexpr (sizeof(T) == 8) {
         char* d = static_cast<char*>(dst);
         const char* a = static_cast<const char*>(lhs);
         const char* b = static_cast<const char*>(rhs);
-        for (std::int64_t i = 0; i < n; ++i) {
+        for (std::int64_t i = start; i < n; ++i) {
             std::uint64_t x, y;
             std::memcpy(&x, a + i * 8, 8);
             std::memcpy(&y, b + i * 8, 8);
@@ -5386,7 +5483,7 @@ void where_loop(void* dst, const void* cond, const void* lhs, const void* rhs, s
         T* d = static_cast<T*>(dst);
         const T* a = static_cast<const T*>(lhs);
         const T* b = static_cast<const T*>(rhs);
-        for (std::int64_t i = 0; i < n; ++i) {
+        for (std::int64_t i = start; i < n; ++i) {
             const T x = a[i], y = b[i];
             d[i] = c[i] ? x : y;
         }
@@ -5820,8 +5917,8 @@ public:
         return SE::template match<0, 0>(m, phase.stores[0].value);
     }
 
-    void run(const StaticBinding& binding, const Scalar* scalars, const LeafView* leaves, void* out, std::int64_t out_step,
-             std::int64_t n, bool stream) const override {
+    LAZYTENSOR_HOT_LOOP void run(const StaticBinding& binding, const Scalar* scalars, const LeafView* leaves, void* out,
+                                 std::int64_t out_step, std::int64_t n, bool stream) const override {
         using B = host::batch<T>;
         constexpr std::int64_t W = B::size;
         T consts[SE::consts > 0 ? SE::consts : 1];
@@ -8572,9 +8669,16 @@ private:
     void index_values(const PInstr& in, const BlockCtx& ctx, char* own) const {
         const LaneWalk w = lane_walk(in.access, ctx);
         auto* out = reinterpret_cast<std::int64_t*>(own);
+        using B = batch<std::int64_t>;
+        constexpr std::int64_t W = B::size;
+        alignas(64) std::int64_t ramp[W];
+        for (std::int64_t t = 0; t < W; ++t) ramp[t] = t * w.step;
+        const B steps = B::load_aligned(ramp), stride(W * w.step);
         for (const Segment& s : *ctx.segments) {
             const std::int64_t first = w.fixed + dot(s.index, *w.vs);
-            for (std::int64_t t = 0; t < s.len; ++t) out[s.lane + t] = first + t * w.step;
+            std::int64_t t = 0;
+            for (B v = steps + B(first); t + W <= s.len; t += W, v += stride) v.store_unaligned(out + s.lane + t);
+            for (; t < s.len; ++t) out[s.lane + t] = first + t * w.step;
         }
     }
 

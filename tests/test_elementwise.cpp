@@ -302,3 +302,44 @@ TEST_CASE_TEMPLATE("pow and exp follow C's special cases", T, float, double) {
         CHECK(ex[3] == 0);
     });
 }
+
+TEST_CASE_TEMPLATE("comparisons, where, maximum and minimum over lengths around the SIMD width, NaN anywhere", T, float,
+                   double, int32_t, int64_t, uint8_t, bool) {
+    // The host runs these in SIMD batches (masks stored as bool bytes, blends by a mask of the
+    // condition bytes, integer max and min) with a scalar tail: every split of a length into
+    // batches and tail must give the reference.
+    for_each_device([](lt::Device) {
+        for (std::int64_t n : {1, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 1023, 1024, 1025, 2051}) {
+            INFO("length " << n);
+            Ref ra = random_ref<T>({n}, static_cast<unsigned>(n), std::is_unsigned_v<T> ? 0 : -3, 3);
+            Ref rb = random_ref<T>({n}, static_cast<unsigned>(n) + 7, std::is_unsigned_v<T> ? 0 : -3, 3);
+            for (std::int64_t i = 0; i < n; i += 3) rb.v[static_cast<std::size_t>(i)] = ra.v[static_cast<std::size_t>(i)];  // ties
+            if constexpr (std::is_floating_point_v<T>) {
+                for (std::int64_t at : {std::int64_t(0), n / 2, n - 1}) ra.v[static_cast<std::size_t>(at)] = std::nan("");
+                if (n > 4) rb.v[static_cast<std::size_t>(n - 2)] = std::nan("");
+            }
+            lt::Tensor<T> a = make_tensor<T>(ra), b = make_tensor<T>(rb);
+            auto as_bool = [](const Ref& r) { return map(r, [](double v) { return v != 0.0 ? 1.0 : 0.0; }); };
+            if constexpr (!std::is_same_v<T, bool>) {
+                check_close(lt::Tensor<bool>(a < b), zip(ra, rb, [](double x, double y) { return x < y ? 1.0 : 0.0; }), 0, 0);
+                check_close(lt::Tensor<bool>(a <= b), zip(ra, rb, [](double x, double y) { return x <= y ? 1.0 : 0.0; }), 0, 0);
+                check_close(lt::Tensor<bool>(a > b), zip(ra, rb, [](double x, double y) { return x > y ? 1.0 : 0.0; }), 0, 0);
+                check_close(lt::Tensor<bool>(a >= b), zip(ra, rb, [](double x, double y) { return x >= y ? 1.0 : 0.0; }), 0, 0);
+            }
+            check_close(lt::Tensor<bool>(a == b), zip(ra, rb, [](double x, double y) { return x == y ? 1.0 : 0.0; }), 0, 0);
+            check_close(lt::Tensor<bool>(a != b), zip(ra, rb, [](double x, double y) { return x != y ? 1.0 : 0.0; }), 0, 0);
+            check_close(lt::Tensor<T>(lt::maximum(a, b)), zip(ra, rb, ref_max), 0, 0);
+            check_close(lt::Tensor<T>(lt::minimum(a, b)), zip(ra, rb, ref_min), 0, 0);
+            // where with a condition of its own (not a comparison fused into the same loop).
+            Ref rc = as_bool(random_ref<std::int32_t>({n}, static_cast<unsigned>(n) + 11, -1, 2));
+            lt::Tensor<bool> c = make_tensor<bool>(rc);
+            check_close(lt::Tensor<T>(lt::where(c, a, b)),
+                        ref_of({n}, [&](const std::vector<std::int64_t>& i) { return rc.at(i) != 0 ? ra.at(i) : rb.at(i); }), 0, 0);
+            // Positions (the index lanes argmax uses) and where over them.
+            const std::vector<std::int64_t> positions = lt::Tensor<std::int64_t>(lt::arange<std::int64_t>(0, n) * 3 - 5).to_vector();
+            for (std::int64_t i = 0; i < n; ++i) CHECK(positions[static_cast<std::size_t>(i)] == i * 3 - 5);
+            check_close(lt::Tensor<std::int64_t>(lt::where(c, lt::arange<std::int64_t>(0, n), std::int64_t(-1))),
+                        ref_of({n}, [&](const std::vector<std::int64_t>& i) { return rc.at(i) != 0 ? double(i[0]) : -1.0; }), 0, 0);
+        }
+    });
+}

@@ -227,8 +227,8 @@ public:
         return SE::template match<0, 0>(m, phase.stores[0].value);
     }
 
-    void run(const StaticBinding& binding, const Scalar* scalars, const LeafView* leaves, void* out, std::int64_t out_step,
-             std::int64_t n, bool stream) const override {
+    LAZYTENSOR_HOT_LOOP void run(const StaticBinding& binding, const Scalar* scalars, const LeafView* leaves, void* out,
+                                 std::int64_t out_step, std::int64_t n, bool stream) const override {
         using B = host::batch<T>;
         constexpr std::int64_t W = B::size;
         T consts[SE::consts > 0 ? SE::consts : 1];

@@ -728,9 +728,16 @@ private:
     void index_values(const PInstr& in, const BlockCtx& ctx, char* own) const {
         const LaneWalk w = lane_walk(in.access, ctx);
         auto* out = reinterpret_cast<std::int64_t*>(own);
+        using B = batch<std::int64_t>;
+        constexpr std::int64_t W = B::size;
+        alignas(64) std::int64_t ramp[W];
+        for (std::int64_t t = 0; t < W; ++t) ramp[t] = t * w.step;
+        const B steps = B::load_aligned(ramp), stride(W * w.step);
         for (const Segment& s : *ctx.segments) {
             const std::int64_t first = w.fixed + dot(s.index, *w.vs);
-            for (std::int64_t t = 0; t < s.len; ++t) out[s.lane + t] = first + t * w.step;
+            std::int64_t t = 0;
+            for (B v = steps + B(first); t + W <= s.len; t += W, v += stride) v.store_unaligned(out + s.lane + t);
+            for (; t < s.len; ++t) out[s.lane + t] = first + t * w.step;
         }
     }
 
