@@ -641,7 +641,7 @@ using BinaryFn = void (*)(void* dst, const void* a, const void* b, std::int64_t 
 using WhereFn = void (*)(void* dst, const void* c, const void* a, const void* b, std::int64_t n);
 
 template <class T, class Op, bool Predicate>
-LAZYTENSOR_HOT_LOOP void unary_loop(void* dst, const void* src, std::int64_t n) {
+void unary_loop(void* dst, const void* src, std::int64_t n) {
     using Out = std::conditional_t<Predicate, bool, T>;
     Out* d = static_cast<Out*>(dst);
     const T* x = static_cast<const T*>(src);
@@ -661,7 +661,7 @@ LAZYTENSOR_HOT_LOOP void unary_loop(void* dst, const void* src, std::int64_t n) 
 }
 
 template <class T, class Op, bool Compare>
-LAZYTENSOR_HOT_LOOP void binary_loop(void* dst, const void* lhs, const void* rhs, std::int64_t n) {
+void binary_loop(void* dst, const void* lhs, const void* rhs, std::int64_t n) {
     const T* a = static_cast<const T*>(lhs);
     const T* b = static_cast<const T*>(rhs);
     if constexpr (Compare) {
