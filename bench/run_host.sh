@@ -18,7 +18,10 @@ for level in 3 2 1; do
         LAZYTENSOR_THREADS=$threads "$build/bench/bench_host_O$level" $quick >"$out/O$level-t$threads.txt"
     done
 done
-if python3 -c "import torch" 2>/dev/null; then python3 bench/host_peer.py $quick >"$out/torch.txt"; else : >"$out/torch.txt"; fi
+: >"$out/torch.txt"
+for py in python3 /usr/bin/python3; do  # (Debian's python3-torch is in the system Python, not in a pyenv one)
+    if "$py" -c "import torch" 2>/dev/null; then "$py" bench/host_peer.py $quick >"$out/torch.txt"; break; fi
+done
 head -n 1 "$out/O3-t1.txt"
 date -u +"%Y-%m-%d %H:%M UTC"
 python3 - "$out" <<'PY'
