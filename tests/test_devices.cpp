@@ -304,4 +304,12 @@ TEST_CASE("default weights come from measured bandwidth and cover the axis") {
     CHECK(covered == 1000);
     for (lt::Device d : all) CHECK(lt::detail::measured_bandwidth(d) > 0);
     CHECK(s.to_vector() == x.to_vector());
+    // Devices of one name (PoCL's two) get one weight, whatever their measurements say.
+    if (two_opencl_devices()) {
+        const std::vector<lt::Device> twins{opencl_devices()[0], opencl_devices()[1]};
+        const std::vector<double> w = lt::detail::bandwidth_weights(twins);
+        if (lt::devices()[1].name == lt::devices()[2].name) CHECK(w[0] == w[1]);
+        const std::vector<std::int64_t> parts = lt::shard(x, twins).extents();
+        CHECK(parts[0] + parts[1] == 1000);
+    }
 }
