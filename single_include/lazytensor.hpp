@@ -5629,6 +5629,11 @@ struct ReduceFns {
     void (*fold)(void* acc, const void* v, std::int64_t n) = nullptr;              // acc[i] op= v[i]
     void (*fold_broadcast)(void* acc, const void* v, std::int64_t n) = nullptr;    // acc[i] op= v[0]
     void (*horizontal)(void* acc, std::int64_t n, void* out) = nullptr;            // *out = op over acc[0..n)
+    // Where there are SIMD batches (else null): acc[0..batch_lanes) op= v[0..n) folded to one batch
+    // first, by 8 running batches and then pairwise; a row is reduced into one batch this way,
+    // block by block, not into a block-wide accumulator (issue 17: per-row work).
+    void (*fold_batches)(void* acc, const void* v, std::int64_t n) = nullptr;
+    std::int64_t batch_lanes = 0;
 };
 
 template <class T, ReduceOp R>
@@ -5658,6 +5663,38 @@ ReduceFns reduce_fns_for() {
         }
         for (; i < n; ++i) acc[i] = Red::scalar(acc[i], v);
     };
+    if constexpr (Red::has_simd) {
+        f.batch_lanes = batch<T>::size;
+        f.fold_batches = [](void* accp, const void* vp, std::int64_t n) {
+            using B = batch<T>;
+            constexpr std::int64_t W = B::size;
+            const T* v = static_cast<const T*>(vp);
+            const B identity(Red::identity());
+            B r0 = identity, r1 = identity, r2 = identity, r3 = identity, r4 = identity, r5 = identity, r6 = identity,
+              r7 = identity;
+            std::int64_t i = 0;
+            for (; i + 8 * W <= n; i += 8 * W) {
+                r0 = Red::simd(r0, B::load_unaligned(v + i));
+                r1 = Red::simd(r1, B::load_unaligned(v + i + W));
+                r2 = Red::simd(r2, B::load_unaligned(v + i + 2 * W));
+                r3 = Red::simd(r3, B::load_unaligned(v + i + 3 * W));
+                r4 = Red::simd(r4, B::load_unaligned(v + i + 4 * W));
+                r5 = Red::simd(r5, B::load_unaligned(v + i + 5 * W));
+                r6 = Red::simd(r6, B::load_unaligned(v + i + 6 * W));
+                r7 = Red::simd(r7, B::load_unaligned(v + i + 7 * W));
+            }
+            for (; i + W <= n; i += W) r0 = Red::simd(r0, B::load_unaligned(v + i));
+            if (i < n) {
+                alignas(64) T tail[W];
+                std::fill_n(tail, W, Red::identity());
+                std::copy(v + i, v + n, tail);
+                r1 = Red::simd(r1, B::load_aligned(tail));
+            }
+            r0 = Red::simd(Red::simd(Red::simd(r0, r4), Red::simd(r2, r6)), Red::simd(Red::simd(r1, r5), Red::simd(r3, r7)));
+            T* acc = static_cast<T*>(accp);
+            Red::simd(B::load_unaligned(acc), r0).store_unaligned(acc);
+        };
+    }
     f.horizontal = [](void* accp, std::int64_t n, void* out) {
         // Pairwise: halves the rounding error growth of a running sum.
         T* acc = static_cast<T*>(accp);
@@ -8058,6 +8095,9 @@ struct PPhase {
     ReduceFns reduce;
     std::size_t acc = 0, slot = 0;  // arena offsets
     std::size_t ptr_base = 0;       // first entry of this phase in the pointer tables
+    // A row reduction of a plain load and nothing else (a row sum, max, ...): that load, folded
+    // straight from memory a row at a time instead of block by block (set by classify).
+    int row_load = -1;
 };
 
 /// Lanes of a block: a linear range of one space, cut into runs along its last axis.
@@ -8555,6 +8595,13 @@ private:
             }
         }
         if (p.kind == ir::Phase::Kind::Reduce && !p.outer) read_inner(p.reduce_value);
+        if (mode_ == Mode::VecReduce && p.kind == ir::Phase::Kind::Reduce && !p.outer && p.stores.empty() &&
+            p.reduce.fold_batches && a_.axes.size() == 1 && p.inner.size() == 1 && p.inner[0] == p.reduce_value) {
+            const PInstr& in = p.instrs[static_cast<std::size_t>(p.reduce_value)];
+            if (in.op == ir::Op::Load && in.plain && in.dtype != DType::Float16 && in.cache_write < 0 &&
+                in.access.a_strides.size() == 1 && in.access.a_strides[0] == 1)
+                p.row_load = p.reduce_value;
+        }
         for (std::size_t s = 0; s < p.stores.size(); ++s) {
             const PStore& st = p.stores[s];
             PInstr& v = p.instrs[static_cast<std::size_t>(st.value)];
@@ -8829,17 +8876,35 @@ private:
                 dst = f.arena + in.shadow;
                 in.fill(dst, v, std::min(kBlock, a1 - a0));
             }
-            if (reduce) p.reduce.init(acc, kBlock);
+            if (p.row_load >= 0) {
+                const PInstr& in = p.instrs[static_cast<std::size_t>(p.row_load)];
+                const char* row = f.base[static_cast<std::size_t>(in.param)] +
+                                  (in.access.offset + dot(f.oindex, in.access.o_strides) + a0) * static_cast<std::int64_t>(in.esize);
+                p.reduce.init(acc, p.reduce.batch_lanes);
+                // Block by block as below (the same rounding), but without the block machinery.
+                for (std::int64_t start = 0; start < a1 - a0; start += kBlock)
+                    p.reduce.fold_batches(acc, row + start * static_cast<std::int64_t>(in.esize), std::min(kBlock, a1 - a0 - start));
+                p.reduce.horizontal(acc, p.reduce.batch_lanes, f.arena + p.slot + l * static_cast<std::int64_t>(rsize));
+                continue;
+            }
+            // Into one SIMD batch where the dtype has them (a block folds to a batch first), else
+            // into a block of lanes; then pairwise across the lanes.
+            const bool batches = p.reduce.fold_batches != nullptr;
+            if (reduce) p.reduce.init(acc, batches ? p.reduce.batch_lanes : kBlock);
             for (std::int64_t start = a0; start < a1; start += kBlock) {
                 const std::int64_t n = std::min(kBlock, a1 - start);
                 cut_segments(a_, start, n, f.asegs);
                 BlockCtx ctx{n, &f.asegs, false, &f.oindex, l * a_.total + start};
                 prepare_forwarding(p, f, ctx, true);
                 eval(p, p.inner, f.inner_ptr, f, ctx);
-                if (reduce) p.reduce.fold(acc, f.inner_ptr[p.ptr_base + static_cast<std::size_t>(p.reduce_value)], n);
+                if (reduce)
+                    (batches ? p.reduce.fold_batches : p.reduce.fold)(
+                        acc, f.inner_ptr[p.ptr_base + static_cast<std::size_t>(p.reduce_value)], n);
                 run_stores(p, f, ctx, true, f.inner_ptr);
             }
-            if (reduce) p.reduce.horizontal(acc, std::min(kBlock, std::max<std::int64_t>(a1 - a0, 0)), f.arena + p.slot + l * static_cast<std::int64_t>(rsize));
+            if (reduce)
+                p.reduce.horizontal(acc, batches ? p.reduce.batch_lanes : std::min(kBlock, std::max<std::int64_t>(a1 - a0, 0)),
+                                    f.arena + p.slot + l * static_cast<std::int64_t>(rsize));
         }
     }
 

@@ -892,6 +892,11 @@ struct ReduceFns {
     void (*fold)(void* acc, const void* v, std::int64_t n) = nullptr;              // acc[i] op= v[i]
     void (*fold_broadcast)(void* acc, const void* v, std::int64_t n) = nullptr;    // acc[i] op= v[0]
     void (*horizontal)(void* acc, std::int64_t n, void* out) = nullptr;            // *out = op over acc[0..n)
+    // Where there are SIMD batches (else null): acc[0..batch_lanes) op= v[0..n) folded to one batch
+    // first, by 8 running batches and then pairwise; a row is reduced into one batch this way,
+    // block by block, not into a block-wide accumulator (issue 17: per-row work).
+    void (*fold_batches)(void* acc, const void* v, std::int64_t n) = nullptr;
+    std::int64_t batch_lanes = 0;
 };
 
 template <class T, ReduceOp R>
@@ -921,6 +926,38 @@ ReduceFns reduce_fns_for() {
         }
         for (; i < n; ++i) acc[i] = Red::scalar(acc[i], v);
     };
+    if constexpr (Red::has_simd) {
+        f.batch_lanes = batch<T>::size;
+        f.fold_batches = [](void* accp, const void* vp, std::int64_t n) {
+            using B = batch<T>;
+            constexpr std::int64_t W = B::size;
+            const T* v = static_cast<const T*>(vp);
+            const B identity(Red::identity());
+            B r0 = identity, r1 = identity, r2 = identity, r3 = identity, r4 = identity, r5 = identity, r6 = identity,
+              r7 = identity;
+            std::int64_t i = 0;
+            for (; i + 8 * W <= n; i += 8 * W) {
+                r0 = Red::simd(r0, B::load_unaligned(v + i));
+                r1 = Red::simd(r1, B::load_unaligned(v + i + W));
+                r2 = Red::simd(r2, B::load_unaligned(v + i + 2 * W));
+                r3 = Red::simd(r3, B::load_unaligned(v + i + 3 * W));
+                r4 = Red::simd(r4, B::load_unaligned(v + i + 4 * W));
+                r5 = Red::simd(r5, B::load_unaligned(v + i + 5 * W));
+                r6 = Red::simd(r6, B::load_unaligned(v + i + 6 * W));
+                r7 = Red::simd(r7, B::load_unaligned(v + i + 7 * W));
+            }
+            for (; i + W <= n; i += W) r0 = Red::simd(r0, B::load_unaligned(v + i));
+            if (i < n) {
+                alignas(64) T tail[W];
+                std::fill_n(tail, W, Red::identity());
+                std::copy(v + i, v + n, tail);
+                r1 = Red::simd(r1, B::load_aligned(tail));
+            }
+            r0 = Red::simd(Red::simd(Red::simd(r0, r4), Red::simd(r2, r6)), Red::simd(Red::simd(r1, r5), Red::simd(r3, r7)));
+            T* acc = static_cast<T*>(accp);
+            Red::simd(B::load_unaligned(acc), r0).store_unaligned(acc);
+        };
+    }
     f.horizontal = [](void* accp, std::int64_t n, void* out) {
         // Pairwise: halves the rounding error growth of a running sum.
         T* acc = static_cast<T*>(accp);
