@@ -294,7 +294,6 @@ public:
             const std::int64_t last = blocks * (run + 1) / runs;
             for (std::int64_t b = blocks * run / runs; b < last; ++b) {
                 const std::int64_t start = b * oblock_;
-                if (mode_ == Mode::VecReduce && b + 1 < last) prefetch_rows(f, start + oblock_);
                 f.set_oblock(start, std::min(oblock_, o_.total - start));
                 if (static_)
                     run_static(f);
@@ -927,25 +926,6 @@ private:
             if (reduce)
                 p.reduce.horizontal(acc, batches ? p.reduce.batch_lanes : std::min(kBlock, std::max<std::int64_t>(a1 - a0, 0)),
                                     f.arena + p.slot + l * static_cast<std::int64_t>(rsize));
-        }
-    }
-
-    // Rows of the next block are requested while this block computes: the first phase would
-    // otherwise wait for memory with nothing else to do.
-    void prefetch_rows(Frame& f, std::int64_t start) const {
-        if (a_.axes.size() != 1 || phases_.empty()) return;
-        const std::int64_t end = std::min(o_.total, start + oblock_);
-        for (int i : phases_[0].inner) {
-            const PInstr& in = phases_[0].instrs[static_cast<std::size_t>(i)];
-            if (in.op != ir::Op::Load || !in.plain || in.access.a_strides[0] != 1) continue;
-            const auto esize = static_cast<std::int64_t>(dtype_size(in.dtype));  // in memory (float16: 2)
-            const auto bytes = a_.total * esize;
-            for (std::int64_t o = start; o < end; ++o) {
-                unravel(o_, o, f.oindex);
-                const char* row = f.base[static_cast<std::size_t>(in.param)] +
-                                  (in.access.offset + dot(f.oindex, in.access.o_strides)) * esize;
-                for (std::int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(row + b, 0, 1);
-            }
         }
     }
 
