@@ -209,6 +209,12 @@ TEST_CASE("sharded reductions over every axis, the split one included, equal the
             CHECK(whole.shape() == lt::Shape{});
             CHECK(whole.gather(lt::Device::host()).item() == doctest::Approx(total).epsilon(1e-5));
             CHECK(whole.item() == doctest::Approx(total).epsilon(1e-5));
+            // An empty axis list means all axes, as for every reduction.
+            CHECK(lt::sum(s, lt::Axes{}).item() == doctest::Approx(total).epsilon(1e-5));
+            auto kept = lt::sum(s, lt::Axes{}, true);
+            CHECK(kept.shape() == lt::Shape{1, 1, 1});
+            CHECK(kept.item() == doctest::Approx(total).epsilon(1e-5));
+            CHECK(lt::mean(s, lt::Axes{}).item() == doctest::Approx(total / 140.0).epsilon(1e-5));
             for (std::size_t i = 0; i < devices.size(); ++i) CHECK(whole.shard(i).device() == devices[i]);
             check_close((s / whole).gather(lt::Device::host()), map(r, [&](double v) { return v / total; }), 1e-5);
         }

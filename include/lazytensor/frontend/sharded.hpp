@@ -522,6 +522,7 @@ namespace detail {
 template <class T, class Partial, class Combine>
 auto reduce_sharded(const ShardedTensor<T>& x, Axes axes, bool keepdim, const char* op, bool skip_empty,
                     Partial partial, Combine combine) {
+    if (axes.empty()) axes = all_axes(x.ndim());  // (as for every reduction: an empty list is all axes)
     bool over_split = false;
     int kept_axis = x.axis();
     for (int& a : axes) {
@@ -584,7 +585,8 @@ template <class T>
 auto mean(const ShardedTensor<T>& x, const Axes& axes, bool keepdim = false) {
     using R = typename decltype(lazytensor::mean(x.shard(0)))::value_type;
     std::int64_t count = 1;
-    for (int a : axes) count *= x.shape()[static_cast<std::size_t>(detail::normalize_axis(a, x.ndim(), "mean", x.shape()))];
+    for (int a : axes.empty() ? detail::all_axes(x.ndim()) : axes)
+        count *= x.shape()[static_cast<std::size_t>(detail::normalize_axis(a, x.ndim(), "mean", x.shape()))];
     const ShardedTensor<R> total = sum(x.template cast<R>(), axes, keepdim);
     return total / static_cast<R>(count);
 }
