@@ -231,6 +231,13 @@ TEST_CASE("a max over the split axis propagates NaN and skips empty shards; inte
     CHECK(std::isnan(lt::max(s).gather(lt::Device::host()).item()));
     lt::Tensor<std::int64_t> big = lt::full<std::int64_t>({1000}, std::int64_t(1) << 50, lt::Device::host());
     CHECK(lt::sum(lt::shard(big, all, 0, weights)).gather(lt::Device::host()).item() == (std::int64_t(1) << 50) * 1000);
+    // An integer mean: the exact sum divided once (in float, 2^30 + 7 and -2^30 + 1 would cancel
+    // to 0 and the mean would be 0, not 4).
+    std::vector<std::int32_t> values;
+    for (int i = 0; i < 500; ++i) values.insert(values.end(), {(1 << 30) + 7, -(1 << 30) + 1});
+    lt::Tensor<std::int32_t> ints = lt::tensor<std::int32_t>(values, {1000}, lt::Device::host());
+    CHECK(lt::mean(lt::shard(ints, all, 0, weights)).item() == 4.0f);
+    CHECK(lt::mean(ints).item() == 4.0f);
 }
 
 TEST_CASE("a product with a split left operand and a replicated right one is one product per device") {

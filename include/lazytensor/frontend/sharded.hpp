@@ -587,8 +587,9 @@ auto mean(const ShardedTensor<T>& x, const Axes& axes, bool keepdim = false) {
     std::int64_t count = 1;
     for (int a : axes.empty() ? detail::all_axes(x.ndim()) : axes)
         count *= x.shape()[static_cast<std::size_t>(detail::normalize_axis(a, x.ndim(), "mean", x.shape()))];
-    const ShardedTensor<R> total = sum(x.template cast<R>(), axes, keepdim);
-    return total / static_cast<R>(count);
+    // Integers sum exactly (in int64, as lt::sum does) and are divided once, as lt::mean does.
+    if constexpr (std::is_integral_v<T>) return sum(x, axes, keepdim).template cast<R>() / static_cast<R>(count);
+    else return sum(x.template cast<R>(), axes, keepdim) / static_cast<R>(count);
 }
 template <class T>
 auto mean(const ShardedTensor<T>& x, int axis, bool keepdim = false) {
