@@ -14,27 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "median_ms.hpp"
+
 namespace lt = lazytensor;
-using Clock = std::chrono::steady_clock;
-
-namespace {
-
-/// Median over 15 calls of f() then a synchronize (ms), after one warm-up call.
-double median_ms(lt::Device d, const std::function<void()>& f) {
-    f();
-    lt::synchronize(d);
-    std::vector<double> t;
-    for (int i = 0; i < 15; ++i) {
-        const auto t0 = Clock::now();
-        f();
-        lt::synchronize(d);
-        t.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-    }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
     lt::Device d = lt::Device::host();

@@ -38,6 +38,7 @@ def main():
         ("row max 4096x4096", lambda: m.amax(1)),
         ("argmax along rows 4096x4096", lambda: m.argmax(1)),
         ("layer_norm over rows 4096x4096", lambda: torch.nn.functional.layer_norm(m, (4096,))),
+        ("cumsum along rows 4096x4096 (peer: a copy)", lambda: torch.cumsum(m, 1)),
     ]
     for threads in (1, os.cpu_count()):
         torch.set_num_threads(threads)

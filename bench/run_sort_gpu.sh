@@ -16,11 +16,4 @@ cmake --build /tmp/b -j16 --target test_reduce bench_sort >>"$OUT/build.txt" 2>&
 LAZYTENSOR_TEST_DEVICES=opencl:0 timeout 300 /tmp/b/tests/test_reduce -tc="*sort*" 2>&1 | tail -n 5 | tee "$OUT/tests.txt"
 /tmp/b/bench/bench_sort --device opencl:0 | tee "$OUT/bench_sort.txt"
 python3 bench/sort_peer.py | tee "$OUT/sort_peer.txt"
-python3 - "$OUT/bench_sort.txt" "$OUT/sort_peer.txt" <<'PY' | tee "$OUT/ratios.txt"
-import sys
-ours = [l for l in open(sys.argv[1]) if l.rstrip().endswith(" ms")]
-peer = [l for l in open(sys.argv[2]) if l.rstrip().endswith(" ms")]
-for a, b in zip(ours, peer):
-    ta, tb = float(a.split()[-2]), float(b.split()[-2])
-    print(f"{a.rsplit(maxsplit=2)[0]:<58} lazytensor {ta:8.3f} ms  PyTorch {tb:8.3f} ms  ratio {ta / tb:5.2f}  target <= 2: {'ok' if ta <= 2 * tb else 'MISS'}")
-PY
+python3 bench/print_ratios.py "$OUT/bench_sort.txt" "$OUT/sort_peer.txt" --target 2 | tee "$OUT/ratios.txt"

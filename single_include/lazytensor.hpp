@@ -1335,6 +1335,7 @@ struct ScheduleItem {
     enum class Kind {
         Kernel,  // a generated kernel (or the expression's compiled loop on the host)
         Matmul,  // the backend's GEMM
+        Scan,    // the backend's scan (cumsum, cumprod)
         View,    // zero-copy: a view of another buffer
     };
     Kind kind = Kind::Kernel;
@@ -1348,11 +1349,12 @@ struct ScheduleItem {
     std::string ir;                   // the kernel IR listing, or the GEMM's shape and layouts
 };
 
-/// "kernel", "matmul" or "view".
+/// "kernel", "matmul", "scan" or "view".
 inline const char* to_string(ScheduleItem::Kind kind) {
     switch (kind) {
         case ScheduleItem::Kind::Kernel: return "kernel";
         case ScheduleItem::Kind::Matmul: return "matmul";
+        case ScheduleItem::Kind::Scan: return "scan";
         case ScheduleItem::Kind::View: return "view";
     }
     return "?";
@@ -1723,7 +1725,8 @@ namespace lazytensor::detail {
 // The node kinds: a small closed set (ug's LazyBuffer ops). Views are nodes too; they cost
 // nothing at run time and are folded into the index math of the loads that read through them.
 // A matmul ([batch..., m, k] x [batch..., k, n], batch axes already broadcast) is always a
-// schedule item of its own, run by the backend's GEMM.
+// schedule item of its own, run by the backend's GEMM; so is a scan (an inclusive cumsum or
+// cumprod of src[0] along axes[0], reduce_op Sum or Prod), run by the backend's scan.
 //   - Slice: a strided window (per axis: source index = start + step * index); slices, flips
 //     and negative steps are views like the others.
 //   - Pad: the source surrounded by a constant; out-of-range reads are gated, never made.
@@ -1748,7 +1751,8 @@ namespace lazytensor::detail {
     X(Index, "index")            \
     X(Gather, "gather")          \
     X(Assign, "assign")          \
-    X(Matmul, "matmul")
+    X(Matmul, "matmul")          \
+    X(Scan, "scan")
 
 enum class NodeKind : std::uint8_t {
 #define LAZYTENSOR_X(name, text) name,
@@ -2731,6 +2735,21 @@ inline NodePtr scatter_add(const NodePtr& base, int axis, const NodePtr& positio
     const NodePtr picked = where(hit, from, zero);
     const NodePtr added = cast(reduce(ReduceOp::Sum, picked, Axes{static_cast<int>(r)}, false, op), base->dtype);
     return binary(BinaryOp::Add, base, added);
+}
+
+/// Inclusive cumsum (Sum) or cumprod (Prod) of x along `axis`: a scan node, which the
+/// scheduler makes an item of its own. Integers and bool accumulate in int64 (PyTorch); half in
+/// float32, each element rounded to half once.
+inline NodePtr scan(ReduceOp rop, const NodePtr& x, int axis, const char* op) {
+    if (x->shape.empty()) fail<AxisError>(op, ": needs at least one dimension, the tensor is 0-d");
+    const int k = normalize_axis(axis, x->shape.size(), op, x->shape);
+    if (x->dtype == DType::Float16) return cast(scan(rop, cast(x, DType::Float32), k, op), DType::Float16);
+    const DType t = reduce_dtype(rop, x->dtype);
+    if (numel(x->shape) == 0) return cast(x, t);
+    auto node = with_sources(make(NodeKind::Scan, t, x->device, x->shape), {cast(x, t)});
+    node->reduce_op = rop;
+    node->axes = Axes{k};
+    return node;
 }
 
 // ---------------------------------------------------------------------------- matrix products
@@ -4122,6 +4141,26 @@ private:
     std::string out_;
     std::size_t size_ = 0;
 };
+
+/// A kernel copying a tensor of `shape`, read at `in`, into a contiguous buffer (parameter 1):
+/// how an item that needs a plain layout (a GEMM through BLAS, a scan) reads any other.
+inline Kernel contiguous_copy(DType dtype, const Shape& shape, const Access& in) {
+    Kernel k;
+    k.domain = shape;
+    k.reduced.assign(k.domain.size(), false);
+    k.params = {Param{dtype, false}, Param{dtype, true}};
+    Instr load;
+    load.op = Op::Load;
+    load.dtype = dtype;
+    load.arg = 0;
+    load.access = in;
+    Phase store;
+    store.instrs.push_back(load);
+    store.stores.push_back(Store{1, 0, Access{0, contiguous_strides(shape)}});
+    k.phases.push_back(std::move(store));
+    normalize(k);
+    return k;
+}
 
 /// A byte string equal for kernels of equal structure: the compilation cache key.
 inline std::string key(const Kernel& k) {
@@ -6366,7 +6405,7 @@ auto broadcast_to(const E& x, const Shape& shape) {
 // ---- lazytensor/frontend/reductions.hpp ----
 // Reductions built from the primitive ones, so that the scheduler fuses them: var and std
 // (two reduce phases of one kernel), argmax and argmin (a max, then the first position that
-// holds it: one kernel), and the scans cumsum and cumprod.
+// holds it: one kernel); and cumsum and cumprod, scan nodes (ir/graph.hpp).
 
 
 namespace lazytensor {
@@ -6404,63 +6443,6 @@ inline NodePtr arg_extreme(ReduceOp extreme, const NodePtr& x, int axis, bool ke
     return graph::reduce(ReduceOp::Min, positions, Axes{k}, keepdim, op);
 }
 
-/// Elements per block of a scan: each block is scanned by a reduction over a triangle.
-inline constexpr std::int64_t kScanBlock = 32;
-
-/// Inclusive scan along the last axis by a masked reduction over [..., n, n]: out[i] folds x[j]
-/// for j <= i. Fused into one kernel, n times the work of the input; for short axes.
-inline NodePtr triangle_scan(ReduceOp op, const NodePtr& x, Scalar identity) {
-    const std::size_t r = x->shape.size();
-    const std::int64_t n = x->shape[r - 1];
-    Shape row = x->shape, square = x->shape;
-    row.insert(r - 1, 1);
-    square.insert(r - 1, n);
-    const NodePtr xs = graph::expand(graph::reshape(x, row), square);
-    const NodePtr earlier = graph::binary(BinaryOp::Le, graph::iota(square, static_cast<int>(r), x->device),
-                                          graph::iota(square, static_cast<int>(r) - 1, x->device));
-    return graph::reduce(op, graph::where(earlier, xs, identity), Axes{static_cast<int>(r)}, false, "scan");
-}
-
-/// Inclusive scan along the last axis: blocks of kScanBlock scanned by triangles, the block
-/// totals scanned recursively, and each block offset by the total before it. About
-/// kScanBlock operations per element and two kernels per level of log_32(n) levels.
-inline NodePtr scan_last(ReduceOp op, const NodePtr& x, Scalar identity) {
-    const std::size_t r = x->shape.size();
-    const std::int64_t n = x->shape[r - 1];
-    if (n <= kScanBlock) return triangle_scan(op, x, identity);
-    const std::int64_t blocks = (n + kScanBlock - 1) / kScanBlock;
-    Shape before(r, 0), after(r, 0), tiled(x->shape), totals_shape(x->shape), offsets_shape(x->shape);
-    after[r - 1] = blocks * kScanBlock - n;
-    tiled[r - 1] = blocks;
-    tiled.push_back(kScanBlock);
-    totals_shape[r - 1] = blocks;
-    offsets_shape[r - 1] = blocks;
-    offsets_shape.push_back(1);
-    const NodePtr inner = triangle_scan(op, graph::reshape(graph::pad(x, before, after, identity), tiled), identity);
-    const NodePtr totals = graph::reshape(graph::slice(inner, -1, kScanBlock - 1, kScanBlock, 1), totals_shape);
-    // Exclusive prefix of the totals: shifted right by one, the identity first.
-    Shape one(r, 0);
-    one[r - 1] = 1;
-    const NodePtr shifted = graph::slice(graph::pad(scan_last(op, totals, identity), one, before, identity), -1, 0, blocks, 1);
-    const NodePtr combined = graph::binary(op == ReduceOp::Sum ? BinaryOp::Add : BinaryOp::Mul, inner,
-                                           graph::reshape(shifted, offsets_shape));
-    Shape flat = x->shape;
-    flat[r - 1] = blocks * kScanBlock;
-    return graph::slice(graph::reshape(combined, flat), -1, 0, n, 1);
-}
-
-/// cumsum (Sum) or cumprod (Prod) along `axis`; integers and bool accumulate in int64.
-inline NodePtr scan(ReduceOp op, const NodePtr& x, int axis, const char* name) {
-    if (x->shape.empty()) fail<AxisError>(name, ": needs at least one dimension, the tensor is 0-d");
-    const int k = normalize_axis(axis, x->shape.size(), name, x->shape);
-    const DType t = is_floating(x->dtype) ? x->dtype : DType::Int64;
-    const Scalar identity = Scalar::of<std::int64_t>(op == ReduceOp::Sum ? 0 : 1).cast(t);
-    const int last = static_cast<int>(x->shape.size()) - 1;
-    NodePtr v = graph::transpose(graph::cast(x, t), k, last);
-    if (numel(v->shape) > 0) v = scan_last(op, v, identity);
-    return graph::transpose(v, k, last);
-}
-
 }  // namespace detail
 
 template <class T, class D>
@@ -6485,12 +6467,12 @@ Tensor<std::int64_t> TensorBase<T, D>::argmin(int axis, bool keepdim) const {
 
 template <class T, class D>
 Tensor<detail::reduce_t<ReduceOp::Sum, T>> TensorBase<T, D>::cumsum(int axis) const {
-    return Tensor<detail::reduce_t<ReduceOp::Sum, T>>(detail::scan(ReduceOp::Sum, self().build(), axis, "cumsum"));
+    return Tensor<detail::reduce_t<ReduceOp::Sum, T>>(detail::graph::scan(ReduceOp::Sum, self().build(), axis, "cumsum"));
 }
 
 template <class T, class D>
 Tensor<detail::reduce_t<ReduceOp::Prod, T>> TensorBase<T, D>::cumprod(int axis) const {
-    return Tensor<detail::reduce_t<ReduceOp::Prod, T>>(detail::scan(ReduceOp::Prod, self().build(), axis, "cumprod"));
+    return Tensor<detail::reduce_t<ReduceOp::Prod, T>>(detail::graph::scan(ReduceOp::Prod, self().build(), axis, "cumprod"));
 }
 
 /// Free forms of the members, with the members' parameters (so braced axis lists work):
@@ -6678,6 +6660,26 @@ inline NodePtr reduce_rule(ReduceOp op, const NodePtr& x, const NodePtr& y, cons
     return nullptr;
 }
 
+/// The sum of v[j] over j >= i along axis k: the gradient of a cumsum.
+inline NodePtr reverse_cumsum(const NodePtr& v, int k) {
+    return g::flip(g::scan(ReduceOp::Sum, g::flip(v, Axes{k}), k, "grad"), Axes{k});
+}
+
+/// The gradient of a scan (cumsum or cumprod) y of x along axis k.
+inline NodePtr scan_rule(ReduceOp op, const NodePtr& x, const NodePtr& y, int k, const NodePtr& gy) {
+    if (op == ReduceOp::Sum) return reverse_cumsum(gy, k);
+    // dy[j]/dx[i] for j >= i is the product of x[0..j] without x[i]: y[j] / x[i] before the first
+    // zero of x; at the first zero, the cumprod of x with that zero made 1; after it, 0.
+    const NodePtr zero = g::binary(BinaryOp::Eq, x, num(0.0));
+    const NodePtr zeros_so_far = g::scan(ReduceOp::Sum, g::cast(zero, x->dtype), k, "grad");
+    const NodePtr none_yet = g::binary(BinaryOp::Eq, zeros_so_far, num(0.0));
+    const NodePtr first_zero = g::binary(BinaryOp::BitAnd, zero, g::binary(BinaryOp::Eq, zeros_so_far, num(1.0)));
+    const NodePtr before = div(reverse_cumsum(mul(gy, y), k), g::where(none_yet, x, num(1.0)));
+    const NodePtr others = g::scan(ReduceOp::Prod, g::where(first_zero, num(1.0), x), k, "grad");
+    const NodePtr at_zero = reverse_cumsum(mul(gy, others), k);
+    return g::where(none_yet, before, g::where(first_zero, at_zero, num(0.0)));
+}
+
 /// The gradient of a window's source x (shape s) from gy: gy's elements put back at the
 /// positions they were read from, zeros elsewhere; along an axis of step 0, their sum.
 inline NodePtr window_rule(const NodePtr& x, const NodePtr& y, const NodePtr& gy) {
@@ -6752,6 +6754,7 @@ void node_rule(const NodePtr& n, const NodePtr& gy, Wanted wanted, Emit emit) {
             break;
         case NodeKind::Cast: emit(0, g::cast(gy, x->dtype)); break;
         case NodeKind::Reduce: emit(0, reduce_rule(n->reduce_op, x, n, n->axes, gy)); break;
+        case NodeKind::Scan: emit(0, scan_rule(n->reduce_op, x, n, n->axes[0], gy)); break;
         case NodeKind::Reshape: emit(0, g::reshape(gy, x->shape, "grad")); break;
         case NodeKind::Permute: {
             Axes inverse(n->axes.size(), 0);
@@ -7148,26 +7151,14 @@ inline void normalize(Gemm& g, bool blas) {
 /// buffer, and the operand's layout there: how a GEMM that needs BLAS layouts reads any other.
 inline Kernel contiguous_copy(DType dtype, const Shape& batch, std::int64_t rows, std::int64_t cols,
                               MatrixLayout& layout) {
-    Kernel k;
-    k.domain = batch;
-    k.domain.push_back(rows);
-    k.domain.push_back(cols);
-    k.reduced.assign(k.domain.size(), false);
-    k.params = {Param{dtype, false}, Param{dtype, true}};
-    Instr load;
-    load.op = Op::Load;
-    load.dtype = dtype;
-    load.arg = 0;
-    load.access.offset = layout.offset;
-    load.access.strides = layout.batch_strides;
-    load.access.strides.push_back(layout.row_stride);
-    load.access.strides.push_back(layout.col_stride);
-    Phase store;
-    store.instrs.push_back(load);
-    const Strides dense = contiguous_strides(k.domain);
-    store.stores.push_back(Store{1, 0, Access{0, dense}});
-    k.phases.push_back(std::move(store));
-    normalize(k);
+    Shape shape = batch;
+    shape.push_back(rows);
+    shape.push_back(cols);
+    Strides strides = layout.batch_strides;
+    strides.push_back(layout.row_stride);
+    strides.push_back(layout.col_stride);
+    Kernel k = contiguous_copy(dtype, shape, Access{layout.offset, strides});
+    const Strides dense = contiguous_strides(shape);
     layout = MatrixLayout{0, cols, 1, Strides(dense.begin(), dense.end() - 2)};
     return k;
 }
@@ -7184,6 +7175,73 @@ inline std::string to_string(const Gemm& g) {
     out << "    gemm " << g.dtype << ": batch " << g.batch << ", m " << g.m << ", n " << g.n << ", k " << g.k << "\n";
     layout("A", g.a);
     layout("B", g.b);
+    return out.str();
+}
+
+}  // namespace lazytensor::detail::ir
+// ---- lazytensor/ir/scan.hpp ----
+// A scan as a schedule item: out[o, i, j] = in[o, 0, j] (+ or *) ... (+ or *) in[o, i, j], an
+// inclusive cumsum or cumprod along one axis, with every axis before it merged into o and every
+// axis after it into j.
+//
+// The scheduler gives every scan node an item of its own (like a matmul): its operand is read
+// in place through its view when the view walks the axes before and after the scanned one as
+// single strided runs, else the item first copies it into a contiguous buffer (`copy`). The
+// output is a fresh contiguous buffer. Backends run it as a real scan: the host along rows in
+// SIMD registers, OpenCL with per-tile scans in local memory and a pass over tile totals.
+
+#include <cstdint>
+#include <sstream>
+#include <string>
+
+
+namespace lazytensor::detail::ir {
+
+struct Scan {
+    DType dtype = DType::Float32;  // float32, float64 or int64: the operand's and the result's
+    ReduceOp op = ReduceOp::Sum;   // Sum or Prod
+    std::int64_t outer = 1, length = 0, inner = 1;
+    // Element (o, i, j) of the operand is at offset + o * outer_stride + i * stride + j * inner_stride.
+    std::int64_t offset = 0, outer_stride = 0, stride = 0, inner_stride = 0;
+
+    std::int64_t numel() const { return outer * length * inner; }
+};
+
+/// The operand's layout as [outer, length, inner] strided runs, if it has one: `shape` and
+/// `strides` are the operand's, `axis` the scanned axis. Extent-1 axes have any stride.
+inline bool scan_layout(const Shape& shape, const Strides& strides, std::int64_t offset, std::size_t axis, Scan& s) {
+    // Merges axes [from, to) into one run of (extent, stride); false if they are not one run.
+    auto run = [&](std::size_t from, std::size_t to, std::int64_t& extent, std::int64_t& stride) {
+        extent = 1;
+        stride = 0;
+        for (std::size_t t = to; t-- > from;) {
+            if (shape[t] == 1) continue;
+            if (extent == 1) {
+                stride = strides[t];
+            } else if (strides[t] != stride * extent) {
+                return false;
+            }
+            extent *= shape[t];
+        }
+        return true;
+    };
+    std::int64_t outer_extent = 1, inner_extent = 1;
+    if (!run(0, axis, outer_extent, s.outer_stride) || !run(axis + 1, shape.size(), inner_extent, s.inner_stride))
+        return false;
+    s.outer = outer_extent;
+    s.inner = inner_extent;
+    s.length = shape[axis];
+    s.stride = strides[axis];
+    s.offset = offset;
+    return true;
+}
+
+/// A scan's shape and operand layout, as LAZYTENSOR_DEBUG=2 lists them.
+inline std::string to_string(const Scan& s) {
+    std::ostringstream out;
+    out << "    scan " << (s.op == ReduceOp::Sum ? "sum" : "prod") << " " << s.dtype << ": outer " << s.outer
+        << ", length " << s.length << ", inner " << s.inner << "\n    in: offset " << s.offset << ", outer stride "
+        << s.outer_stride << ", stride " << s.stride << ", inner stride " << s.inner_stride << "\n";
     return out.str();
 }
 
@@ -7292,6 +7350,9 @@ public:
     /// Runs a matrix product into `c` (contiguous [batch..., m, n]), reading `a` and `b` as the
     /// layouts of `gemm` say. Its dtype is float32 or float64.
     virtual void gemm(const ir::Gemm& gemm, const Buffer& a, const Buffer& b, Buffer& c) = 0;
+    /// Runs an inclusive scan into `out` (contiguous [outer, length, inner]), reading `in` as
+    /// `scan` says. Its dtype is float32, float64 or int64 (which wraps).
+    virtual void scan(const ir::Scan& scan, const Buffer& in, Buffer& out) = 0;
     /// The first k elements of each row of `in` (contiguous [rows, n]) in sorted order, stably,
     /// NaN after every number (before them when descending): values into `values` and positions
     /// into `indices` (int64), both contiguous [rows, k].
@@ -8993,6 +9054,242 @@ private:
 };
 
 }  // namespace lazytensor::detail::host
+// ---- lazytensor/backend/host/scan.hpp ----
+// Scans on the host (cumsum, cumprod): ir::Scan over float, double and int64 (which wraps).
+//
+// Along rows (one element after the next in memory) each SIMD batch is scanned in registers
+// (log2(width) shifts and adds) and offset by the running total, which is carried from batch to
+// batch by one add: the scan runs at memory speed. Across rows (inner > 1) each output row is
+// the previous output row combined with the next input row, element-wise in SIMD. Threads take
+// rows, or blocks of columns. When there are too few of those for the threads, the scanned axis
+// is cut into chunks: rows (a long 1-D scan) are scanned chunk by chunk in order, each chunk
+// offset by the one before once that is done (chained_row_scan); across rows, each chunk's
+// total comes first, then the chunks are scanned from the combined totals before them.
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+
+namespace lazytensor::detail::host {
+
+/// Whether xsimd can move lanes of float, double and int64 batches on this architecture
+/// (swizzle); elsewhere rows are scanned one element at a time.
+inline constexpr bool kScanLaneMoves =
+    std::is_base_of_v<xsimd::avx2, simd_arch> || (std::is_base_of_v<xsimd::sse2, simd_arch> && !std::is_base_of_v<xsimd::avx, simd_arch>)
+#if XSIMD_WITH_AVX512F
+    || std::is_base_of_v<xsimd::avx512f, simd_arch>
+#endif
+    ;
+
+/// The scan's operation on values of T: + or *, integers wrapping.
+template <class T, bool Product>
+struct ScanOp {
+    using B = xsimd::batch<T, simd_arch>;
+    static constexpr T identity() { return T(Product ? 1 : 0); }
+    static T apply(T a, T b) {
+        if constexpr (std::is_integral_v<T>) {
+            using U = std::make_unsigned_t<T>;
+            return static_cast<T>(Product ? U(a) * U(b) : U(a) + U(b));
+        } else {
+            return Product ? a * b : a + b;
+        }
+    }
+    static B apply(const B& a, const B& b) { return Product ? a * b : a + b; }
+};
+
+/// The batch with its lanes moved up by S (lane i gets lane i - S), the identity below.
+template <class Op, std::size_t S, class B, std::size_t... I>
+B lanes_up(const B& v, std::index_sequence<I...>) {
+    using T = typename B::value_type;
+    using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+    using A = typename B::arch_type;
+    const B moved = xsimd::swizzle(v, xsimd::batch_constant<xsimd::batch<U, A>, static_cast<U>(I >= S ? I - S : 0)...>{});
+    return xsimd::select(xsimd::batch_bool_constant<B, (I >= S)...>{}, moved, B(Op::identity()));
+}
+
+/// Every lane of the batch set to its last lane.
+template <class B, std::size_t... I>
+B last_lane_everywhere(const B& v, std::index_sequence<I...>) {
+    using T = typename B::value_type;
+    using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+    using A = typename B::arch_type;
+    return xsimd::swizzle(v, xsimd::batch_constant<xsimd::batch<U, A>, static_cast<U>(I * 0 + B::size - 1)...>{});
+}
+
+/// The inclusive scan of the lanes of one batch (Hillis-Steele: log2(width) steps).
+template <class Op, std::size_t S = 1, class B>
+B scan_lanes(const B& v) {
+    if constexpr (S >= B::size) {
+        return v;
+    } else {
+        return scan_lanes<Op, 2 * S>(Op::apply(v, lanes_up<Op, S>(v, std::make_index_sequence<B::size>{})));
+    }
+}
+
+/// Scans in[0], in[stride], ... (n elements) into out[0 .. n), starting from `carry`, which
+/// becomes the fold of everything; with out null, only folds.
+template <class T, class Op>
+void scan_row(const T* in, std::int64_t stride, std::int64_t n, T* out, T& carry) {
+    using B = typename Op::B;
+    constexpr std::int64_t W = static_cast<std::int64_t>(B::size);
+    std::int64_t i = 0;
+    if constexpr (kScanLaneMoves) {
+        if (stride == 1 && n >= W) {
+            if (!out) {  // a fold: lanes apart, joined at the end
+                B acc(Op::identity());
+                for (; i + W <= n; i += W) acc = Op::apply(acc, B::load_unaligned(in + i));
+                alignas(64) T lanes[W];
+                acc.store_aligned(lanes);
+                for (std::int64_t l = 0; l < W; ++l) carry = Op::apply(carry, lanes[l]);
+            } else {
+                B running(carry);
+                for (; i + W <= n; i += W) {
+                    const B prefix = scan_lanes<Op>(B::load_unaligned(in + i));
+                    Op::apply(running, prefix).store_unaligned(out + i);
+                    // The carry chain is one operation per batch; the broadcast is off it.
+                    running = Op::apply(running, last_lane_everywhere(prefix, std::make_index_sequence<B::size>{}));
+                }
+                carry = running.get(W - 1);
+            }
+        }
+    }
+    for (; i < n; ++i) {
+        carry = Op::apply(carry, in[i * stride]);
+        if (out) out[i] = carry;
+    }
+}
+
+/// For each of `count` columns j (in[j * inner_stride], the next row `stride` further on; out
+/// rows `inner` apart): scans n rows starting from acc[j], which becomes the column's fold;
+/// with out null, only folds.
+template <class T, class Op>
+void scan_columns(const T* in, std::int64_t stride, std::int64_t inner_stride, std::int64_t n, std::int64_t count,
+                  T* out, std::int64_t inner, T* acc) {
+    using B = typename Op::B;
+    constexpr std::int64_t W = static_cast<std::int64_t>(B::size);
+    for (std::int64_t i = 0; i < n; ++i) {
+        const T* row = in + i * stride;
+        T* dst = out ? out + i * inner : nullptr;
+        std::int64_t j = 0;
+        if (inner_stride == 1) {
+            for (; j + W <= count; j += W) {
+                const B v = Op::apply(B::load_unaligned(acc + j), B::load_unaligned(row + j));
+                v.store_unaligned(acc + j);
+                if (dst) v.store_unaligned(dst + j);
+            }
+        }
+        for (; j < count; ++j) {
+            acc[j] = Op::apply(acc[j], row[j * inner_stride]);
+            if (dst) dst[j] = acc[j];
+        }
+    }
+}
+
+/// Rows too few for the threads: each row in chunks of L2 size, taken in order. A chunk is
+/// scanned from the identity while it is read; then, once the chunk before has published the
+/// fold of everything up to its end, that fold is applied to the chunk (still in cache) and the
+/// fold up to this chunk's end published: one read of the input, as one thread's scan.
+template <class T, class Op>
+void chained_row_scan(const ir::Scan& s, const T* in, T* out, ThreadPool& pool) {
+    constexpr std::int64_t kChunk = 32768;
+    const std::int64_t chunks = (s.length + kChunk - 1) / kChunk;
+    std::vector<T> ends(static_cast<std::size_t>(s.outer * chunks));
+    std::unique_ptr<std::atomic<bool>[]> published(new std::atomic<bool>[static_cast<std::size_t>(s.outer * chunks)]);
+    for (std::int64_t i = 0; i < s.outer * chunks; ++i) published[i].store(false, std::memory_order_relaxed);
+    using B = typename Op::B;
+    constexpr std::int64_t W = static_cast<std::int64_t>(B::size);
+    // Items are taken in increasing order, so the chunk waited for is always being worked on.
+    pool.parallel_for(s.outer * chunks, [&](std::int64_t task, int) {
+        const std::int64_t o = task / chunks, c = task % chunks, i0 = c * kChunk, n = std::min(kChunk, s.length - i0);
+        T* dst = out + o * s.length + i0;
+        T total = Op::identity();
+        scan_row<T, Op>(in + s.offset + o * s.outer_stride + i0 * s.stride, s.stride, n, dst, total);
+        T before = Op::identity();
+        if (c > 0) {
+            while (!published[task - 1].load(std::memory_order_acquire)) std::this_thread::yield();
+            before = ends[static_cast<std::size_t>(task - 1)];
+            const B b(before);
+            std::int64_t i = 0;
+            for (; i + W <= n; i += W) Op::apply(b, B::load_unaligned(dst + i)).store_unaligned(dst + i);
+            for (; i < n; ++i) dst[i] = Op::apply(before, dst[i]);
+        }
+        ends[static_cast<std::size_t>(task)] = Op::apply(before, total);
+        published[task].store(true, std::memory_order_release);
+    });
+}
+
+/// Runs `s` from in into out (contiguous [outer, length, inner]) on the pool's threads.
+template <class T, class Op>
+void scan_with(const ir::Scan& s, const T* in, T* out, ThreadPool& pool) {
+    constexpr std::int64_t kColumns = 1024;  // columns per task across rows (an L1-sized carry row)
+    const std::int64_t column_blocks = s.inner == 1 ? 1 : (s.inner + kColumns - 1) / kColumns;
+    const std::int64_t lines = s.outer * column_blocks;  // independent scans (rows or column blocks)
+    const std::int64_t threads = pool.size();
+    const bool few_lines = threads > 1 && lines < 4 * threads;
+    if (few_lines && s.inner == 1 && s.length >= 2 * 32768) return chained_row_scan<T, Op>(s, in, out, pool);
+    // Across rows, chunks along the scanned axis when the column blocks are too few for the
+    // threads: each chunk's total first, then each chunk scanned from the totals before it.
+    std::int64_t chunks = 1;
+    if (few_lines && s.inner > 1)
+        chunks = std::clamp<std::int64_t>((4 * threads + lines - 1) / lines, 1,
+                                          std::max<std::int64_t>(1, s.length * std::min(s.inner, kColumns) / 4096));
+    const std::int64_t chunk_length = (s.length + chunks - 1) / chunks;
+    chunks = (s.length + chunk_length - 1) / std::max<std::int64_t>(1, chunk_length);
+    const std::int64_t width = s.inner == 1 ? 1 : kColumns;
+
+    // carries[(line * chunks + c) * width + j]: what chunk c of a line starts from.
+    std::vector<T> carries(static_cast<std::size_t>(lines * chunks * width), Op::identity());
+    auto run = [&](std::int64_t task, bool fold_only) {
+        const std::int64_t line = task / chunks, c = task % chunks;
+        if (fold_only && c == chunks - 1) return;  // the last chunk's total is never needed
+        const std::int64_t o = line / column_blocks, j0 = (line % column_blocks) * kColumns;
+        const std::int64_t i0 = c * chunk_length, n = std::min(chunk_length, s.length - i0);
+        const T* src = in + s.offset + o * s.outer_stride + i0 * s.stride + j0 * s.inner_stride;
+        T* dst = fold_only ? nullptr : out + (o * s.length + i0) * s.inner + j0;
+        T* carry = carries.data() + (line * chunks + c) * width;
+        if (fold_only) carry += width;  // chunk c's total goes where chunk c + 1 starts from
+        if (s.inner == 1)
+            scan_row<T, Op>(src, s.stride, n, dst, *carry);
+        else
+            scan_columns<T, Op>(src, s.stride, s.inner_stride, n, std::min(kColumns, s.inner - j0), dst, s.inner, carry);
+    };
+    if (chunks > 1) {
+        pool.parallel_for(lines * chunks, [&](std::int64_t task, int) { run(task, true); });
+        for (std::int64_t line = 0; line < lines; ++line)  // each chunk's total -> what it starts from
+            for (std::int64_t c = 2; c < chunks; ++c) {
+                const T* before = carries.data() + (line * chunks + c - 1) * width;
+                T* mine = carries.data() + (line * chunks + c) * width;
+                for (std::int64_t j = 0; j < width; ++j) mine[j] = Op::apply(before[j], mine[j]);
+            }
+    }
+    pool.parallel_for(lines * chunks, [&](std::int64_t task, int) { run(task, false); });
+}
+
+/// Runs `s`: out (contiguous [outer, length, inner]) from in.
+inline void scan(const ir::Scan& s, const void* in, void* out, ThreadPool& pool) {
+    if (s.numel() == 0) return;
+    auto go = [&](auto tag, auto product) {
+        using T = decltype(tag);
+        using Op = ScanOp<T, decltype(product)::value>;
+        scan_with<T, Op>(s, static_cast<const T*>(in), static_cast<T*>(out), pool);
+    };
+    const bool product = s.op == ReduceOp::Prod;
+    switch (s.dtype) {
+        case DType::Float32: return product ? go(float{}, std::true_type{}) : go(float{}, std::false_type{});
+        case DType::Float64: return product ? go(double{}, std::true_type{}) : go(double{}, std::false_type{});
+        case DType::Int64:
+            return product ? go(std::int64_t{}, std::true_type{}) : go(std::int64_t{}, std::false_type{});
+        default: fail<Error>("lazytensor internal error: a scan of ", s.dtype, " on the host");
+    }
+}
+
+}  // namespace lazytensor::detail::host
 // ---- lazytensor/backend/host/sort.hpp ----
 // Row sorts on the host, for sort, argsort and topk: every row of a contiguous [rows, n]
 // buffer, in parallel over rows, stably (ties keep their order), NaN after every number in
@@ -9104,6 +9401,8 @@ public:
                        static_cast<float*>(c.handle()), pool_);
     }
     std::string gemm_routine(const ir::Gemm&) const override { return "packed SIMD GEMM"; }
+
+    void scan(const ir::Scan& s, const Buffer& in, Buffer& out) override { host::scan(s, in.handle(), out.handle(), pool_); }
 
     void sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k, bool descending, Buffer& values,
                    Buffer& indices) override {
@@ -10864,6 +11163,138 @@ inline RenderedKernel render(const ir::Kernel& kernel, const DeviceTraits& devic
 }
 
 }  // namespace lazytensor::detail::opencl
+// ---- lazytensor/backend/opencl/scan.hpp ----
+// The OpenCL scan (cumsum, cumprod) of ir::Scan: float, double and long (which wraps).
+//
+// Along rows (inner == 1) a work-group scans one chunk of a row, a tile of G * kScanPerItem
+// elements at a time: the tile is read coalesced into local memory, each work-item scans its
+// kScanPerItem consecutive elements, a Hillis-Steele scan joins the work-items' totals, and the
+// tile is written back coalesced, offset by the total of the tiles before it. Across rows
+// (inner > 1) each work-item walks one column of a chunk: neighbouring work-items read
+// neighbouring columns. A scan with too few rows or columns for the device is cut into chunks
+// along the scanned axis: the chunks' totals first (lt_fold_*), scanned themselves (the same
+// procedure, in place), then every chunk scanned from the total before it.
+
+#include <cstdint>
+#include <string>
+
+
+namespace lazytensor::detail::opencl {
+
+/// Elements each work-item of a row scan takes per tile.
+inline constexpr int kScanPerItem = 8;
+
+/// The program of scans of `t` (float32, float64 or int64) by `op` (Sum or Prod): kernels
+/// lt_scan_rows, lt_fold_rows, lt_scan_columns and lt_fold_columns.
+inline std::string scan_program(DType t, ReduceOp op) {
+    const bool product = op == ReduceOp::Prod;
+    std::string s;
+    if (t == DType::Float64) s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
+    s += std::string("#define T ") + cl_value_type(t) + "\n";
+    if (t == DType::Int64)  // wrapping, as unsigned arithmetic does
+        s += product ? "#define OP(a, b) ((long)((ulong)(a) * (ulong)(b)))\n" : "#define OP(a, b) ((long)((ulong)(a) + (ulong)(b)))\n";
+    else
+        s += product ? "#define OP(a, b) ((a) * (b))\n" : "#define OP(a, b) ((a) + (b))\n";
+    s += std::string("#define IDENTITY ((T)") + (product ? "1" : "0") + ")\n";
+    s += "#define V " + std::to_string(kScanPerItem) + "\n";
+    s += R"CL(// A tile index with one spare slot per 32: work-items reading V apart hit different banks.
+#define PAD(x) ((x) + ((x) >> 5))
+
+// Work-group per (line, chunk) of a row scan; chunk c > 0 starts from carries[line * chunks + c - 1].
+__kernel void lt_scan_rows(__global const T* in, __global T* out, __global const T* carries, int has_carries,
+                           long offset, long outer_stride, long stride, long length, long chunks, long chunk_length,
+                           __local T* tile, __local T* sums) {
+    const long group = get_group_id(0), line = group / chunks, c = group - line * chunks;
+    const int lid = (int)get_local_id(0), G = (int)get_local_size(0);
+    const long begin = c * chunk_length, end = min(length, begin + chunk_length);
+    __global const T* src = in + offset + line * outer_stride;
+    __global T* dst = out + line * length;
+    T carry = has_carries && c > 0 ? carries[line * chunks + c - 1] : IDENTITY;
+    for (long t0 = begin; t0 < end; t0 += (long)G * V) {
+        for (int k = 0; k < V; ++k) {
+            const long i = t0 + k * G + lid;
+            tile[PAD(k * G + lid)] = i < end ? src[i * stride] : IDENTITY;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        T mine[V];
+        T run = IDENTITY;
+        for (int k = 0; k < V; ++k) {
+            run = OP(run, tile[PAD(lid * V + k)]);
+            mine[k] = run;
+        }
+        sums[lid] = run;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int d = 1; d < G; d <<= 1) {
+            const T earlier = lid >= d ? sums[lid - d] : IDENTITY;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            sums[lid] = OP(earlier, sums[lid]);
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        const T before = lid > 0 ? OP(carry, sums[lid - 1]) : carry;
+        for (int k = 0; k < V; ++k) tile[PAD(lid * V + k)] = OP(before, mine[k]);
+        carry = OP(carry, sums[G - 1]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int k = 0; k < V; ++k) {
+            const long i = t0 + k * G + lid;
+            if (i < end) dst[i] = tile[PAD(k * G + lid)];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);  // the tile is read before the next one is loaded
+    }
+}
+
+// Work-group per (line, chunk): the chunk's total into totals[line * chunks + c].
+__kernel void lt_fold_rows(__global const T* in, __global T* totals, long offset, long outer_stride, long stride,
+                           long length, long chunks, long chunk_length, __local T* sums) {
+    const long group = get_group_id(0), line = group / chunks, c = group - line * chunks;
+    const int lid = (int)get_local_id(0), G = (int)get_local_size(0);
+    const long begin = c * chunk_length, end = min(length, begin + chunk_length);
+    __global const T* src = in + offset + line * outer_stride;
+    T acc = IDENTITY;
+    for (long i = begin + lid; i < end; i += G) acc = OP(acc, src[i * stride]);
+    sums[lid] = acc;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int width = G / 2; width > 0; width >>= 1) {
+        if (lid < width) sums[lid] = OP(sums[lid], sums[lid + width]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0) totals[group] = sums[0];
+}
+
+// Work-item per (outer index, chunk, column) of a scan across rows; chunk c > 0 starts from
+// carries[(o * chunks + c - 1) * inner + j].
+__kernel void lt_scan_columns(__global const T* in, __global T* out, __global const T* carries, int has_carries,
+                              long offset, long outer_stride, long stride, long inner_stride, long outer, long length,
+                              long inner, long chunks, long chunk_length) {
+    const long g = get_global_id(0);
+    if (g >= outer * chunks * inner) return;
+    const long j = g % inner, rest = g / inner, c = rest % chunks, o = rest / chunks;
+    const long begin = c * chunk_length, end = min(length, begin + chunk_length);
+    __global const T* src = in + offset + o * outer_stride + j * inner_stride;
+    __global T* dst = out + o * length * inner + j;
+    T acc = has_carries && c > 0 ? carries[(o * chunks + c - 1) * inner + j] : IDENTITY;
+    for (long i = begin; i < end; ++i) {
+        acc = OP(acc, src[i * stride]);
+        dst[i * inner] = acc;
+    }
+}
+
+// Work-item per (outer index, chunk, column): the chunk's total into totals[(o * chunks + c) * inner + j].
+__kernel void lt_fold_columns(__global const T* in, __global T* totals, long offset, long outer_stride, long stride,
+                              long inner_stride, long outer, long length, long inner, long chunks, long chunk_length) {
+    const long g = get_global_id(0);
+    if (g >= outer * chunks * inner) return;
+    const long j = g % inner, rest = g / inner, c = rest % chunks, o = rest / chunks;
+    const long begin = c * chunk_length, end = min(length, begin + chunk_length);
+    __global const T* src = in + offset + o * outer_stride + j * inner_stride;
+    T acc = IDENTITY;
+    for (long i = begin; i < end; ++i) acc = OP(acc, src[i * stride]);
+    totals[g] = acc;
+}
+)CL";
+    return s;
+}
+
+}  // namespace lazytensor::detail::opencl
 // ---- lazytensor/backend/opencl/sort.hpp ----
 // The OpenCL row sort (lt::sort, argsort, topk): a bitonic sort of (key, position) pairs, one
 // sort per row of P = n rounded up to a power of two, padded with pairs that sort last.
@@ -11509,6 +11940,89 @@ public:
         std::size_t bytes;
     };
 
+    /// A kernel of a built program.
+    KernelOwner make_kernel(const ProgramOwner& program, const char* name) {
+        cl_int err = CL_SUCCESS;
+        KernelOwner owner(clCreateKernel(program.program, name, &err));
+        check(err, "clCreateKernel", concat("for ", name, " on ", describe()));
+        return owner;
+    }
+
+    /// Launches `kern` over `work` work-items in groups of `group` (0: the driver's choice) with
+    /// these arguments: buffers (const Buffer*), __local arrays (LocalBytes) and values.
+    template <class... Args>
+    void run_kernel(const KernelOwner& kern, const char* name, std::size_t work, std::size_t group, const Args&... args) {
+        cl_uint arg = 0;
+        auto set = [&](const auto& v) {
+            using V = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<V, const Buffer*>) {
+                cl_mem m = static_cast<cl_mem>(v->handle());
+                check(clSetKernelArg(kern.kernel, arg++, sizeof(cl_mem), &m), "clSetKernelArg");
+            } else if constexpr (std::is_same_v<V, LocalBytes>) {  // a __local array
+                check(clSetKernelArg(kern.kernel, arg++, v.bytes, nullptr), "clSetKernelArg");
+            } else {
+                check(clSetKernelArg(kern.kernel, arg++, sizeof(V), &v), "clSetKernelArg");
+            }
+        };
+        (set(args), ...);
+        cl_event event = nullptr, wait = std::exchange(detail_launch_dependency(), nullptr);
+        const cl_int err = clEnqueueNDRangeKernel(queue_, kern.kernel, 1, nullptr, &work, group ? &group : nullptr,
+                                                  wait ? 1 : 0, wait ? &wait : nullptr, launch_events_ ? &event : nullptr);
+        check(err, "clEnqueueNDRangeKernel", concat("launching ", name, " on ", describe()));
+        if (launch_events_) remember_launch(event, name);
+    }
+
+    /// Runs scan `s` of `program` (scan_program) from in into out (which may be in itself).
+    void scan_with(const ProgramOwner& program, const ir::Scan& s, const Buffer& in, Buffer& out) {
+        const std::size_t size = dtype_size(s.dtype);
+        const Buffer* in_b = &in;
+        const Buffer* out_b = &out;
+        const cl_long offset = s.offset, outer_stride = s.outer_stride, stride = s.stride, inner_stride = s.inner_stride;
+        const cl_long outer = s.outer, length = s.length, inner = s.inner;
+        std::size_t G = 256;  // work-group size: a tile of G * kScanPerItem elements (and pads) in local memory
+        while (G > 1 && (G > traits_.max_work_group || (G * kScanPerItem * 33 / 32 + G) * size > traits_.local_memory)) G >>= 1;
+        auto ceil_div = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
+        if (s.inner == 1 && s.length >= std::int64_t(G)) {  // rows: a work-group per (row, chunk)
+            const std::int64_t tile = std::int64_t(G) * kScanPerItem, tiles = ceil_div(s.length, tile);
+            std::int64_t chunks = std::clamp<std::int64_t>(ceil_div(8 * traits_.compute_units, s.outer), 1, tiles);
+            const cl_long chunk_length = ceil_div(tiles, chunks) * tile;
+            chunks = ceil_div(s.length, chunk_length);
+            BufferPtr totals;
+            if (chunks > 1) {
+                totals = allocate(s.dtype, s.outer * chunks);
+                run_kernel(make_kernel(program, "lt_fold_rows"), "lt_fold_rows", std::size_t(s.outer * chunks) * G, G, in_b,
+                           static_cast<const Buffer*>(totals.get()), offset, outer_stride, stride, length, cl_long(chunks),
+                           chunk_length, LocalBytes{G * size});
+                scan_with(program, ir::Scan{s.dtype, s.op, s.outer, chunks, 1, 0, chunks, 1, 0}, *totals, *totals);
+            }
+            const Buffer* carries = totals ? totals.get() : in_b;
+            run_kernel(make_kernel(program, "lt_scan_rows"), "lt_scan_rows", std::size_t(s.outer * chunks) * G, G, in_b, out_b,
+                       carries, cl_int(chunks > 1), offset, outer_stride, stride, length, cl_long(chunks), chunk_length,
+                       LocalBytes{std::size_t(tile + tile / 32) * size}, LocalBytes{G * size});
+            return;
+        }
+        // Columns (or short rows): a work-item per (outer index, chunk, column), chunks of at
+        // least 64 elements, enough work-items to fill the device.
+        const std::int64_t lines = s.outer * s.inner, wanted = traits_.compute_units * (traits_.gpu ? 2048 : 64);
+        std::int64_t chunks = std::clamp<std::int64_t>(ceil_div(wanted, lines), 1, std::max<std::int64_t>(1, s.length / 64));
+        const cl_long chunk_length = ceil_div(s.length, chunks);
+        chunks = ceil_div(s.length, chunk_length);
+        const std::size_t work = std::size_t(ceil_div(lines * chunks, std::int64_t(G))) * G;
+        BufferPtr totals;
+        if (chunks > 1) {
+            totals = allocate(s.dtype, lines * chunks);
+            run_kernel(make_kernel(program, "lt_fold_columns"), "lt_fold_columns", work, G, in_b,
+                       static_cast<const Buffer*>(totals.get()), offset, outer_stride, stride, inner_stride, outer, length,
+                       inner, cl_long(chunks), chunk_length);
+            scan_with(program, ir::Scan{s.dtype, s.op, s.outer, chunks, s.inner, 0, chunks * s.inner, s.inner, 1}, *totals,
+                      *totals);
+        }
+        const Buffer* carries = totals ? totals.get() : in_b;
+        run_kernel(make_kernel(program, "lt_scan_columns"), "lt_scan_columns", work, G, in_b, out_b, carries,
+                   cl_int(chunks > 1), offset, outer_stride, stride, inner_stride, outer, length, inner, cl_long(chunks),
+                   chunk_length);
+    }
+
     void sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k, bool descending, Buffer& values,
                    Buffer& indices) override {
         const DType t = in.dtype();
@@ -11528,32 +12042,9 @@ public:
         std::int64_t L = std::max<std::int64_t>(1, std::min<std::int64_t>(P / 2, 1024));
         while (L > 1 && std::size_t(L) > traits_.max_work_group) L >>= 1;
         const std::int64_t B = 2 * L;
-        auto kernel = [&](const char* name) {
-            cl_int err = CL_SUCCESS;
-            KernelOwner owner(clCreateKernel(program->program, name, &err));
-            check(err, "clCreateKernel", concat("for ", name, " on ", describe()));
-            return owner;
-        };
-
+        auto kernel = [&](const char* name) { return make_kernel(*program, name); };
         auto run = [&](const KernelOwner& kern, const char* name, std::size_t work, std::size_t group, auto... args) {
-            cl_uint arg = 0;
-            auto set = [&](const auto& v) {
-                using V = std::decay_t<decltype(v)>;
-                if constexpr (std::is_same_v<V, const Buffer*>) {
-                    cl_mem m = static_cast<cl_mem>(v->handle());
-                    check(clSetKernelArg(kern.kernel, arg++, sizeof(cl_mem), &m), "clSetKernelArg");
-                } else if constexpr (std::is_same_v<V, LocalBytes>) {  // a __local array
-                    check(clSetKernelArg(kern.kernel, arg++, v.bytes, nullptr), "clSetKernelArg");
-                } else {
-                    check(clSetKernelArg(kern.kernel, arg++, sizeof(V), &v), "clSetKernelArg");
-                }
-            };
-            (set(args), ...);
-            cl_event event = nullptr, wait = std::exchange(detail_launch_dependency(), nullptr);
-            const cl_int err = clEnqueueNDRangeKernel(queue_, kern.kernel, 1, nullptr, &work, group ? &group : nullptr,
-                                                      wait ? 1 : 0, wait ? &wait : nullptr, launch_events_ ? &event : nullptr);
-            check(err, "clEnqueueNDRangeKernel", concat("launching ", name, " on ", describe()));
-            if (launch_events_) remember_launch(event, name);
+            run_kernel(kern, name, work, group, args...);
         };
         const Buffer* in_b = &in;
         const Buffer* values_b = &values;
@@ -11614,6 +12105,13 @@ public:
             }
         }
         run(gather, "lt_sort_gather", std::size_t(rows * k), 0, in_b, pos_b, values_b, indices_b, n_l, P_l, k_l);
+    }
+
+    void scan(const ir::Scan& s, const Buffer& in, Buffer& out) override {
+        if (s.dtype == DType::Float64 && !supports_float64())
+            fail<DeviceError>(describe(), " does not compute float64 (no cl_khr_fp64): cannot scan (cumsum, cumprod) a float64 tensor there");
+        if (s.numel() == 0) return;
+        scan_with(*build_program(scan_program(s.dtype, s.op)), s, in, out);
     }
 
     void flush() override { check(clFlush(queue_), "clFlush", concat("on ", describe())); }
@@ -12376,6 +12874,7 @@ inline DefaultDevice& default_device_state() {
 // A matmul is an item of its own, run by the backend's GEMM; what it reads must be in buffers
 // (through views it reads in place), so its non-view operands are materialized, and its
 // consumers read its result like any buffer (relu(x @ w + b) is one GEMM and one kernel).
+// A scan (cumsum, cumprod) is an item of its own in the same way, run by the backend's scan.
 // Every item records why its output is materialized.
 //
 // Lowering (codegen/lower.hpp) can still find a node that cannot be read in place (a reshape
@@ -12403,7 +12902,7 @@ struct Source {
 };
 
 /// One schedule item: a kernel that materializes `root`, a matrix product (root is a matmul
-/// node), or a zero-copy view of another buffer.
+/// node), a scan (root is a scan node), or a zero-copy view of another buffer.
 struct Group {
     Node* root = nullptr;
     std::string reason;
@@ -12412,6 +12911,8 @@ struct Group {
     // Filled in by lowering:
     ir::Kernel kernel;
     ir::Gemm gemm;              // a matmul item: the product, over the buffers of `inputs`
+    ir::Scan scan;              // a scan item: the scan, over the buffer of inputs[0] (or of
+                                // `kernel`'s contiguous copy of it, when kernel has phases)
     std::vector<Node*> inputs;  // per input parameter: the base node whose buffer is read
     std::vector<Node*> scalars; // per scalar parameter: the node whose `value` is passed
     std::vector<std::string> ops;
@@ -12422,6 +12923,7 @@ struct Group {
     Node* domain_reduce = nullptr;  // the reduction that set the domain
 
     bool is_gemm() const { return root->kind == NodeKind::Matmul; }
+    bool is_scan() const { return root->kind == NodeKind::Scan; }
 };
 
 struct Schedule {
@@ -12459,6 +12961,10 @@ inline Node* peel_reshapes(Node* n) {
     while (n->kind == NodeKind::Reshape && !n->realized()) n = n->src[0].get();
     return n;
 }
+
+/// Whether a node of this kind is always a schedule item of its own (run by the backend's GEMM
+/// or scan, not by a generated kernel).
+inline bool runs_alone(NodeKind kind) { return kind == NodeKind::Matmul || kind == NodeKind::Scan; }
 
 /// The longest chain of operations fused into one kernel.
 inline constexpr int kMaxFusedDepth = 256;
@@ -12748,7 +13254,7 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
                                  " arguments (buffers and scalar values); a new kernel starts here");
                 materialize(widest);
             }
-            if (is_output.count(n) || forced.count(n) || n->kind == NodeKind::Matmul) {
+            if (is_output.count(n) || forced.count(n) || runs_alone(n->kind)) {
                 materialize(i);  // materialized anyway
             } else if (depth[i] > kMaxFusedDepth) {
                 cuts[n] = concat("a chain of more than ", kMaxFusedDepth, " fused operations ends here");
@@ -12797,6 +13303,8 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
             reason = c->second;
         } else if (n->kind == NodeKind::Matmul) {
             reason = "matrix product (an item of its own, run by the GEMM)";
+        } else if (n->kind == NodeKind::Scan) {
+            reason = "scan (an item of its own, run by the backend's scan)";
         } else {
             SmallVector<int, 2> cons;
             for (int c : consumers[t])
@@ -12808,6 +13316,8 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
             }
             if (cons.size() == 1 && groups[static_cast<std::size_t>(cons[0])].is_gemm()) {
                 reason = "operand of a matrix product";
+            } else if (cons.size() == 1 && groups[static_cast<std::size_t>(cons[0])].is_scan()) {
+                reason = "operand of a scan";
             } else if (cons.size() == 1) {
                 Group& target = groups[static_cast<std::size_t>(cons[0])];
                 Node* below = reduced_from[t];
@@ -13274,6 +13784,38 @@ inline void lower_gemm(const Schedule& s, Group& g) {
 }
 
 }  // namespace lazytensor::detail
+// ---- lazytensor/codegen/lower_scan.hpp ----
+// Lowering a scan item: where the elements of its operand are (ir::Scan).
+//
+// The operand is followed through its views to a buffer and read in place when the axes before
+// and after the scanned one are each one strided run (a transposed or sliced operand usually
+// is). Otherwise the item copies it into a contiguous buffer first (`kernel`). An operand that
+// is not in a buffer yet is materialized first, and the schedule is made again.
+
+
+namespace lazytensor::detail {
+
+inline void lower_scan(const Schedule& s, Group& g) {
+    Node* scan = g.root;
+    Node* operand = scan->src[0].get();
+    const std::size_t axis = static_cast<std::size_t>(scan->axes[0]);
+    Reached r = walk_views(s, &g, operand, IndexMap::identity(operand->shape));
+    if (!r.load) throw NeedsMaterialization{operand, "operand of a scan, not yet in a buffer"};
+    g.inputs = {r.node};
+    g.scan = ir::Scan{};
+    g.scan.dtype = scan->dtype;
+    g.scan.op = scan->reduce_op;
+    g.kernel = ir::Kernel{};
+    if (!ir::scan_layout(operand->shape, r.access.strides, r.access.offset, axis, g.scan)) {
+        g.kernel = ir::contiguous_copy(scan->dtype, operand->shape, r.access);
+        ir::scan_layout(operand->shape, contiguous_strides(operand->shape), 0, axis, g.scan);
+        g.ops = {"copy", scan->reduce_op == ReduceOp::Sum ? "cumsum" : "cumprod"};
+        return;
+    }
+    g.ops = {scan->reduce_op == ReduceOp::Sum ? "cumsum" : "cumprod"};
+}
+
+}  // namespace lazytensor::detail
 
 namespace lazytensor::detail {
 
@@ -13286,14 +13828,32 @@ struct PlannedItem {
     std::int64_t view_offset = 0;
     Strides view_strides;
     ir::Kernel kernel;
-    bool gemm_item = false;   // a matrix product: `gemm` over the buffers of inputs[0] and inputs[1]
-    ir::Gemm gemm;
+    ScheduleItem::Kind kind = ScheduleItem::Kind::Kernel;
+    ir::Gemm gemm;            // Matmul: the product over the buffers of inputs[0] and inputs[1]
+    ir::Scan scan;            // Scan: the scan of inputs[0] (copied contiguous first by `kernel`
+                              // when that has phases)
     std::vector<int> inputs;  // per input parameter
     std::vector<int> scalars; // per scalar parameter: the node whose value is passed
     std::vector<std::string> ops;
     // The compiled kernel, looked up on the first run (realize holds its lock meanwhile).
     mutable std::shared_ptr<CompiledKernel> compiled;
+
+    bool is_gemm() const { return kind == ScheduleItem::Kind::Matmul; }
+    bool is_scan() const { return kind == ScheduleItem::Kind::Scan; }
+    /// Whether `kernel` runs: a kernel item, or the copy a scan item makes of its operand.
+    bool runs_kernel() const {
+        return kind == ScheduleItem::Kind::Kernel || (kind == ScheduleItem::Kind::Scan && !kernel.phases.empty());
+    }
 };
+
+/// Runs a scan item's scan on `backend`: `copy`, if the item has one, first copies the operand
+/// into a contiguous buffer of its own.
+inline void run_scan(Backend& backend, const ir::Scan& scan, CompiledKernel* copy, const Buffer& in, Buffer& out) {
+    if (!copy) return backend.scan(scan, in, out);
+    BufferPtr contiguous = backend.allocate(in.dtype(), scan.numel());
+    backend.launch(*copy, {const_cast<Buffer*>(&in), contiguous.get()}, {});
+    backend.scan(scan, *contiguous, out);
+}
 
 struct Plan {
     std::vector<PlannedItem> items;  // execution order
@@ -13373,6 +13933,8 @@ inline Schedule schedule_and_lower(const GraphWalk& w) {
                 if (g.view_only) continue;
                 if (g.is_gemm())
                     lower_gemm(s, g);
+                else if (g.is_scan())
+                    lower_scan(s, g);
                 else
                     Lowering(s, g).run();
             }
@@ -13401,8 +13963,12 @@ inline Plan make_plan(const GraphWalk& w) {
             item.view_strides = g.view.strides;
         }
         item.kernel = std::move(g.kernel);
-        item.gemm_item = g.is_gemm();
+        item.kind = g.view_only ? ScheduleItem::Kind::View
+                    : g.is_gemm() ? ScheduleItem::Kind::Matmul
+                    : g.is_scan() ? ScheduleItem::Kind::Scan
+                                  : ScheduleItem::Kind::Kernel;
         item.gemm = std::move(g.gemm);
+        item.scan = g.scan;
         for (Node* in : g.inputs) item.inputs.push_back(index(in));
         for (Node* v : g.scalars) item.scalars.push_back(index(v));
         item.ops = std::move(g.ops);
@@ -13664,7 +14230,7 @@ public:
     static bool applies(const PlannedItem& p, const Backend& backend) {
         if (p.view_only) return false;
         if (backend.device().kind != Device::Kind::Host) return true;
-        return !p.gemm_item && p.kernel.candidate;  // a compiled loop: compare with the interpreter
+        return p.kind == ScheduleItem::Kind::Kernel && p.kernel.candidate;  // a compiled loop: compare with the interpreter
     }
 
     KernelCheck(const PlannedItem& p, const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars,
@@ -13725,7 +14291,7 @@ public:
         }
         if (!differing) return;
         std::ostringstream msg;
-        msg << "LAZYTENSOR_CHECK: " << (item_.gemm_item ? "matmul " : "kernel ") << index << " of " << count
+        msg << "LAZYTENSOR_CHECK: " << item_.kind << " " << index << " of " << count
             << " on " << backend.device() << " (" << backend.name() << ") disagrees with " << reference << ": "
             << differing << " of " << n << " elements of its " << t << " output differ; the first is element "
             << first << ": " << element_as_double(got.data(), t, first) << " on " << backend.device() << ", "
@@ -13734,9 +14300,9 @@ public:
             msg << " (tolerance " << bound(first) << ": " << tol.rtol << " relative + " << tol.atol
                 << " times the element's magnitude " << element_as_double(magnitudes.data(), t, first) << " + "
                 << kCheckSubnormalUnits << " units of the smallest subnormal)";
-        msg << "\n--- " << (item_.gemm_item ? "matmul" : "kernel IR") << " ---\n"
-            << (item_.gemm_item ? ir::to_string(item_.gemm) : ir::to_string(item_.kernel));
-        if (!item_.gemm_item && item_.compiled) {
+        msg << "\n--- " << (item_.is_gemm() ? "matmul" : item_.is_scan() ? "scan" : "kernel IR") << " ---\n"
+            << (item_.is_gemm() ? ir::to_string(item_.gemm) : item_.is_scan() ? ir::to_string(item_.scan) : ir::to_string(item_.kernel));
+        if (item_.runs_kernel() && item_.compiled) {
             const std::string source = backend.kernel_source(*item_.compiled);
             if (!source.empty()) msg << "--- generated source ---\n" << source;
         }
@@ -13748,9 +14314,13 @@ private:
     /// Runs the item on the host; says what ran it.
     const char* run_on_host(const std::vector<Buffer*>& params) const {
         Backend& host = host_backend();
-        if (item_.gemm_item) {
+        if (item_.is_gemm()) {
             host.gemm(item_.gemm, *params[0], *params[1], *params[2]);
             return "the host's packed GEMM";
+        }
+        if (item_.is_scan()) {
+            run_scan(host, item_.scan, host_copy_kernel().get(), *params[0], *params[1]);
+            return "the host's scan";
         }
         ir::Kernel interpreted = item_.kernel;
         interpreted.candidate = nullptr;  // the interpreter, not a compiled loop
@@ -13768,7 +14338,12 @@ private:
         if (!original_.empty()) std::memcpy(output->handle(), original_.data(), original_.size());
         std::vector<Buffer*> params;
         for (const BufferPtr& b : host_params_) params.push_back(b == reference ? output.get() : b.get());
-        if (item_.gemm_item) {
+        if (item_.is_scan()) {  // the scan of |x|
+            BufferPtr absolute = host.allocate(params[0]->dtype(), params[0]->numel());
+            std::memcpy(absolute->handle(), params[0]->handle(), params[0]->bytes());
+            clear_sign_bits(*absolute);
+            run_scan(host, item_.scan, host_copy_kernel().get(), *absolute, *params[1]);
+        } else if (item_.is_gemm()) {
             std::vector<BufferPtr> absolute;
             for (int k = 0; k < 2; ++k) {
                 const Buffer& in = *params[static_cast<std::size_t>(k)];
@@ -13784,6 +14359,11 @@ private:
         std::vector<unsigned char> bytes(output->bytes());
         std::memcpy(bytes.data(), output->handle(), bytes.size());
         return bytes;
+    }
+
+    /// A scan item's copy of its operand, compiled for the host (null: the item reads in place).
+    std::shared_ptr<CompiledKernel> host_copy_kernel() const {
+        return item_.runs_kernel() ? host_backend().get_kernel(item_.kernel) : nullptr;
     }
 
     /// |x| for every element of a floating host buffer (IEEE: the top bit of each element).
@@ -13830,14 +14410,19 @@ inline std::string describe(const Node* n) { return concat(n->dtype, n->shape); 
 
 inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
     ScheduleItem item;
-    item.kind = p.view_only ? ScheduleItem::Kind::View : p.gemm_item ? ScheduleItem::Kind::Matmul : ScheduleItem::Kind::Kernel;
+    item.kind = p.kind;
     item.reason = p.reason;
     item.ops = p.ops;
     for (int in : p.inputs) item.inputs.push_back(describe(w.node(in)));
     item.scalars = static_cast<int>(p.scalars.size());
     item.output = describe(w.node(p.root));
-    if (p.gemm_item) {
+    if (p.is_gemm()) {
         item.ir = ir::to_string(p.gemm);
+        return item;
+    }
+    if (p.is_scan()) {
+        item.ir = ir::to_string(p.scan);
+        if (p.runs_kernel()) item.ir = "    copy to a contiguous buffer:\n" + ir::to_string(p.kernel) + item.ir;
         return item;
     }
     item.phases = static_cast<int>(p.kernel.phases.size());
@@ -13891,7 +14476,7 @@ inline void print_timing(std::size_t i, Backend& backend, const std::vector<Buff
     double bytes = 0;
     for (Buffer* b : params) bytes += static_cast<double>(b->bytes());
     std::ostringstream out;
-    out << "  " << (item.gemm_item ? "matmul " : "kernel ") << i << ": ";
+    out << "  " << item.kind << " " << i << ": ";
     double ms = ms_t(now - launch).count();
     if (!device.empty()) {
         ms = device.back();
@@ -13899,7 +14484,7 @@ inline void print_timing(std::size_t i, Backend& backend, const std::vector<Buff
     } else {
         out << ms << " ms";
     }
-    if (ms > 0 && item.gemm_item) {
+    if (ms > 0 && item.is_gemm()) {
         const ir::Gemm& g = item.gemm;
         const double flops = 2.0 * static_cast<double>(g.batch_count()) * static_cast<double>(g.m) *
                              static_cast<double>(g.n) * static_cast<double>(g.k);
@@ -13919,7 +14504,7 @@ inline void compile_items(const std::vector<PlannedItem>& items, const GraphWalk
     std::vector<std::size_t> todo;
     for (std::size_t i = 0; i < items.size(); ++i) {
         const PlannedItem& p = items[i];
-        if (!p.view_only && !p.gemm_item && !p.compiled) todo.push_back(i);
+        if (p.runs_kernel() && !p.compiled) todo.push_back(i);
     }
     if (todo.empty()) return;  // (the common case: a plan that has run before)
     std::ostringstream out;
@@ -13981,13 +14566,15 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
     if (level >= 1) {
         std::ostringstream out;
         std::size_t kernels = 0, gemms = 0;
-        for (const PlannedItem& p : items) (p.gemm_item ? gemms : kernels) += p.view_only ? 0 : 1;
+        std::size_t scans = 0;
+        for (const PlannedItem& p : items) (p.is_gemm() ? gemms : p.is_scan() ? scans : kernels) += p.view_only ? 0 : 1;
         out << "[lazytensor] schedule: " << kernels << " kernel" << (kernels == 1 ? "" : "s");
         if (gemms) out << ", " << gemms << " matmul" << (gemms == 1 ? "" : "s");
+        if (scans) out << ", " << scans << " scan" << (scans == 1 ? "" : "s");
         out << " for " << outputs.size() << " output" << (outputs.size() == 1 ? "" : "s") << "\n";
         for (std::size_t i = 0; i < items.size(); ++i) {
             const PlannedItem& p = items[i];
-            const std::string routine = p.gemm_item ? backend_for(node(p.root)->device).gemm_routine(p.gemm) : "";
+            const std::string routine = p.is_gemm() ? backend_for(node(p.root)->device).gemm_routine(p.gemm) : "";
             print_item(out, i, describe(p, w), level, routine);
         }
         std::cerr << out.str();
@@ -14019,7 +14606,7 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
         if (p.view_only) continue;
         Node* root = node(p.root);
         Backend& backend = backend_for(root->device);
-        if (level >= 2 && !p.gemm_item) {
+        if (level >= 2 && p.runs_kernel()) {
             const std::string source = backend.kernel_source(*p.compiled);
             if (!source.empty()) std::cerr << "  kernel " << i << " on " << root->device << ":\n" << source;
         }
@@ -14034,8 +14621,10 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
         if (check_enabled() && KernelCheck::applies(p, backend))
             check.emplace(p, params, scalars, root->kind == NodeKind::Assign);
         auto run = [&] {
-            if (p.gemm_item)
+            if (p.is_gemm())
                 backend.gemm(p.gemm, *params[0], *params[1], *params[2]);
+            else if (p.is_scan())
+                run_scan(backend, p.scan, p.compiled.get(), *params[0], *out);
             else
                 backend.launch(*p.compiled, params, scalars);
             if (after_launch_hook()) after_launch_hook()(*out);

@@ -174,6 +174,39 @@ TEST_CASE("grad: where, casts, reductions, var, std, logsumexp, cumsum") {
         check_gradients([](const Tensors& in) { return T(in[0].std({0, 1}, false, 0)); }, {x});
         check_gradients([](const Tensors& in) { return T(lt::logsumexp(in[0], 1)); }, {x});
         check_gradients([](const Tensors& in) { return T(lt::cumsum(in[0], 1)); }, {x});
+        check_gradients([](const Tensors& in) { return T(lt::cumsum(in[0], 0)); }, {x});
+        check_gradients([](const Tensors& in) { return T(lt::cumprod(in[0], 1)); }, {x});
+        check_gradients([](const Tensors& in) { return T(lt::cumprod(in[0].transpose(0, 1), 0)); }, {x});
+    });
+}
+
+TEST_CASE("grad: cumprod through zeros (the product of the others), second order of cumsum") {
+    for_each_device([&](lt::Device d) {
+        // Rows: no zero; one zero; two zeros. y[j] = x[0] * ... * x[j]; L = sum_j w[j] y[j].
+        const std::vector<double> xs{2, 3, 4, 5, 2, 0, 3, 4, 0, 3, 0, 5};
+        const std::vector<double> ws{1, -1, 2, 0.5, 1, 2, -1, 3, 2, 1, -1, 1};
+        auto x = lt::tensor<double>(xs, {3, 4}, d);
+        auto w = lt::tensor<double>(ws, {3, 4}, d);
+        auto g = lt::grad((lt::cumprod(x, 1) * w).sum(), x);
+        // By hand: dL/dx[i] = sum_{j >= i} w[j] * prod_{t <= j, t != i} x[t].
+        std::vector<double> want(12, 0.0);
+        for (int r = 0; r < 3; ++r)
+            for (int i = 0; i < 4; ++i)
+                for (int j = i; j < 4; ++j) {
+                    double p = 1;
+                    for (int t = 0; t <= j; ++t)
+                        if (t != i) p *= xs[static_cast<std::size_t>(4 * r + t)];
+                    want[static_cast<std::size_t>(4 * r + i)] += ws[static_cast<std::size_t>(4 * r + j)] * p;
+                }
+        CHECK(g.to_vector() == want);
+        // cumsum is linear: its gradient is a reverse cumsum of the weights, exact.
+        auto gs = lt::grad((lt::cumsum(x, 1) * w).sum(), x).to_vector();
+        for (int r = 0; r < 3; ++r)
+            for (int i = 0; i < 4; ++i) {
+                double tail = 0;
+                for (int j = i; j < 4; ++j) tail += ws[static_cast<std::size_t>(4 * r + j)];
+                CHECK(gs[static_cast<std::size_t>(4 * r + i)] == tail);
+            }
     });
 }
 

@@ -5,6 +5,8 @@
 
 namespace {
 
+Ref x_for_schedule() { return random_ref<float>({2, 50}, 45); }
+
 /// The elements of row `i` of a 2-d reference along `axis` (0: a column, 1: a row).
 std::vector<double> line(const Ref& x, int axis, std::int64_t i) {
     std::vector<double> out;
@@ -111,6 +113,142 @@ TEST_CASE("cumsum and cumprod along any axis, short and long, floats and integer
         CHECK(values(lt::tensor<std::int32_t>({2, 3, -1, 4}).cumprod(0)) == std::vector<std::int64_t>{2, 6, -6, -24});
         CHECK(lt::zeros<float>({0, 3}).cumsum(0).shape() == lt::Shape{0, 3});
         CHECK_THROWS_AS(lt::tensor<float>({1.0f}).cumsum(1), lt::AxisError);
+    });
+}
+
+namespace {
+
+/// The inclusive scan of `x` (row-major `shape`) along `axis` in double, and next to each
+/// element the sum of the magnitudes it folds (a bound on the rounding of any order).
+struct ScanRef {
+    std::vector<double> value, magnitude;
+};
+ScanRef scan_ref(const std::vector<double>& x, const lt::Shape& shape, int axis, bool product) {
+    std::int64_t inner = 1;
+    for (std::size_t d = static_cast<std::size_t>(axis) + 1; d < shape.size(); ++d) inner *= shape[d];
+    const std::int64_t length = shape[static_cast<std::size_t>(axis)];
+    const std::int64_t outer = length == 0 ? 0 : static_cast<std::int64_t>(x.size()) / (length * inner);
+    ScanRef r{std::vector<double>(x.size()), std::vector<double>(x.size())};
+    for (std::int64_t o = 0; o < outer; ++o)
+        for (std::int64_t j = 0; j < inner; ++j) {
+            double acc = product ? 1 : 0, mag = product ? 1 : 0;
+            for (std::int64_t i = 0; i < length; ++i) {
+                const auto at = static_cast<std::size_t>((o * length + i) * inner + j);
+                acc = product ? acc * x[at] : acc + x[at];
+                mag = product ? mag * std::fabs(x[at]) : mag + std::fabs(x[at]);
+                r.value[at] = acc;
+                r.magnitude[at] = mag;
+            }
+        }
+    return r;
+}
+
+/// The int64 scan of `x` along the last axis of [rows, n], wrapping as two's complement does.
+std::vector<std::int64_t> wrapped_scan(const std::vector<std::int64_t>& x, std::int64_t n, bool product) {
+    std::vector<std::int64_t> out(x.size());
+    for (std::size_t r = 0; r < x.size() / static_cast<std::size_t>(n); ++r) {
+        std::uint64_t acc = product ? 1 : 0;
+        for (std::int64_t i = 0; i < n; ++i) {
+            const std::size_t at = r * static_cast<std::size_t>(n) + static_cast<std::size_t>(i);
+            acc = product ? acc * static_cast<std::uint64_t>(x[at]) : acc + static_cast<std::uint64_t>(x[at]);
+            out[at] = static_cast<std::int64_t>(acc);
+        }
+    }
+    return out;
+}
+
+template <class T>
+void check_scan(const lt::Tensor<T>& got, const ScanRef& want, double rtol) {
+    const std::vector<T> g = got.to_vector();
+    REQUIRE(g.size() == want.value.size());
+    std::size_t bad = 0, first = 0;
+    for (std::size_t i = 0; i < g.size(); ++i) {
+        const double v = static_cast<double>(g[i]);
+        const bool ok = std::isnan(want.value[i]) ? std::isnan(v) : std::fabs(v - want.value[i]) <= rtol * want.magnitude[i];
+        if (!ok && bad++ == 0) first = i;
+    }
+    INFO("first of " << bad << " differing: element " << first << ": " << static_cast<double>(g[first]) << " vs "
+                     << want.value[first]);
+    CHECK(bad == 0);
+}
+
+}  // namespace
+
+TEST_CASE("scans: every dtype, lengths around tiles and chunks, both axes, views, wrap, NaN, one scan item") {
+    for_each_device([](lt::Device d) {
+        for (std::int64_t n : {std::int64_t(1), std::int64_t(31), std::int64_t(32), std::int64_t(33), std::int64_t(1025), std::int64_t(2049), (std::int64_t(1) << 20) + 3}) {
+            INFO("n = " << n);
+            const std::int64_t rows = n > 4096 ? 1 : 3;
+            Ref x = random_ref<float>({rows, n}, 41);
+            lt::Tensor<float> t = make_tensor<float>(x, d);
+            const ScanRef sums = scan_ref(x.v, {rows, n}, 1, false);
+            check_scan(t.cumsum(1), sums, 1e-6);
+            check_scan(lt::cumsum(make_tensor<double>(x, d), -1), sums, 1e-14);
+            // Along the first axis: [n, rows] read in place through a transpose, and contiguous.
+            check_scan(t.transpose(0, 1).cumsum(0).transpose(0, 1), sums, 1e-6);
+            const std::vector<double> columns = permute(x, {1, 0}).v;
+            check_scan(make_tensor<float>(Ref{{n, rows}, columns}, d).cumsum(0), scan_ref(columns, {n, rows}, 0, false), 1e-6);
+            // Products of values near 1 stay finite over long rows.
+            Ref near_one = random_ref<float>({rows, n}, 42, 0.999, 1.001);
+            // (A product's rounding errors walk: about sqrt(n) ulps.)
+            check_scan(make_tensor<float>(near_one, d).cumprod(1), scan_ref(near_one.v, {rows, n}, 1, true),
+                       1e-6 * std::sqrt(static_cast<double>(n)) + 1e-6);
+            // int64 sums and products wrap; int32, uint8 and bool accumulate in int64.
+            Ref ints = random_ref<std::int64_t>({rows, n}, 43, -1000, 1000);
+            std::vector<std::int64_t> big;
+            for (double v : ints.v) big.push_back(static_cast<std::int64_t>(v) * (std::int64_t(1) << 52));
+            CHECK(lt::tensor<std::int64_t>(big, {rows, n}, d).cumsum(1).to_vector() == wrapped_scan(big, n, false));
+            std::vector<std::int64_t> small;
+            for (double v : ints.v) small.push_back(static_cast<std::int64_t>(v) % 7 + 3);
+            CHECK(lt::tensor<std::int64_t>(small, {rows, n}, d).cumprod(1).to_vector() == wrapped_scan(small, n, true));
+            std::vector<std::int32_t> small32(small.begin(), small.end());
+            CHECK(lt::tensor<std::int32_t>(small32, {rows, n}, d).cumsum(1).to_vector() == wrapped_scan(small, n, false));
+            std::vector<std::uint8_t> bytes;
+            for (double v : ints.v) bytes.push_back(static_cast<std::uint8_t>(static_cast<std::int64_t>(v) & 0xff));
+            std::vector<std::int64_t> byte_values(bytes.begin(), bytes.end());
+            CHECK(lt::tensor<std::uint8_t>(bytes, {rows, n}, d).cumsum(1).to_vector() == wrapped_scan(byte_values, n, false));
+        }
+        // NaN from its position on; inf - inf is NaN.
+        const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+        std::vector<float> with_nan(3000, 1.0f);
+        with_nan[1700] = nan;
+        const std::vector<float> s = lt::tensor<float>(with_nan, {3000}, d).cumsum(0).to_vector();
+        CHECK(s[1699] == 1700.0f);
+        for (std::size_t i = 1700; i < 3000; ++i) REQUIRE(std::isnan(s[i]));
+        const std::vector<float> w = lt::tensor<float>({inf, 1.0f, -inf, 2.0f}, d).cumsum(0).to_vector();
+        CHECK(w[1] == inf);
+        CHECK(std::isnan(w[2]));
+        CHECK(std::isnan(lt::tensor<float>({0.0f, inf, 2.0f}, d).cumprod(0).to_vector()[1]));
+        // half: accumulated in float32, each element rounded once.
+        std::vector<lt::half> h(700, lt::half(0.1f));
+        const std::vector<lt::half> hs = lt::tensor<lt::half>(h, {700}, d).cumsum(0).to_vector();
+        for (std::size_t i = 0; i < 700; i += 99)
+            CHECK(static_cast<float>(hs[i]) == static_cast<float>(lt::half(static_cast<float>(lt::half(0.1f)) * static_cast<float>(i + 1))));
+        // A 3-d operand read through a permuted, sliced view of a realized tensor (copied first).
+        Ref cube = random_ref<float>({4, 5, 6}, 44);
+        lt::Tensor<float> c = make_tensor<float>(cube, d);
+        lt::Tensor<float> view = c.permute({2, 0, 1}).slice(2, 0, 5, 2).realize();  // [6, 4, 3], strided
+        const Ref viewed = ref_of({6, 4, 3}, [&](const std::vector<std::int64_t>& i) { return cube.at({i[1], 2 * i[2], i[0]}); });
+        for (int axis : {0, 1, 2}) {
+            INFO("axis " << axis);
+            check_scan(view.cumsum(axis), scan_ref(viewed.v, {6, 4, 3}, axis, false), 1e-6);
+        }
+        // Empty axes, and a scan between element-wise kernels: a scan item of its own.
+        CHECK(lt::zeros<float>({3, 0}, d).cumsum(0).shape() == lt::Shape{3, 0});
+        CHECK(lt::zeros<std::int32_t>({0, 3}, d).cumprod(1).shape() == lt::Shape{0, 3});
+        lt::Tensor<float> r = make_tensor<float>(x_for_schedule(), d);
+        lt::Tensor<float> fused = lt::cumsum(r * 2.0f, 1) + 1.0f;
+        const std::vector<lt::ScheduleItem> items = lt::schedule(fused);
+        REQUIRE(items.size() == 3);
+        CHECK(items[0].kind == lt::ScheduleItem::Kind::Kernel);
+        CHECK(items[1].kind == lt::ScheduleItem::Kind::Scan);
+        CHECK(items[1].ops == std::vector<std::string>{"cumsum"});
+        CHECK(items[2].kind == lt::ScheduleItem::Kind::Kernel);
+        check_scan(lt::Tensor<float>(fused - 1.0f), scan_ref(map(x_for_schedule(), [](double v) { return 2 * v; }).v, {2, 50}, 1, false), 1e-6);
+        // Axis 0 of the view: its axes after it are no single strided run; axis 1: both sides are.
+        CHECK(lt::schedule(view.cumsum(0))[0].ops == std::vector<std::string>{"copy", "cumsum"});
+        CHECK(lt::schedule(view.cumsum(1))[0].ops == std::vector<std::string>{"cumsum"});
+        CHECK(lt::schedule(c.transpose(0, 2).cumsum(1))[0].ops == std::vector<std::string>{"cumsum"});  // in place
     });
 }
 

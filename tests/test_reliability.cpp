@@ -195,6 +195,33 @@ TEST_CASE("check mode: a matrix product that disagrees with the host's GEMM thro
     });
 }
 
+TEST_CASE("check mode: a scan that disagrees with the host's scan throws; scans that agree pass" *
+          doctest::skip(!has_test_device(lt::Device::Kind::OpenCL))) {
+    for_each_device([](lt::Device d) {
+        if (d == lt::Device::host()) return;  // the host scan is the reference itself
+        CheckModeOn on;
+        const Ref rx = random_ref<float>({3, 700}, 5);
+        lt::Tensor<float> x = make_tensor<float>(rx);
+        // Along rows, across rows, and through a view read by a copy first; int64 exactly.
+        lt::Tensor<float> cube = x.reshape({3, 20, 35}).permute({2, 0, 1}).realize();
+        CHECK_NOTHROW(lt::realize({x.cumsum(1), x.cumprod(0), cube.cumsum(2)}));
+        CHECK(lt::schedule(cube.cumsum(2))[0].ops == std::vector<std::string>{"copy", "cumsum"});
+        CHECK_NOTHROW(lt::cast<std::int64_t>(x * 100.0f).cumsum(1).realize());
+        lt::Tensor<float> c = x.cumsum(1);
+        corrupt_outputs(2100, 1500, 1e6f);
+        const std::string m = realize_error(c);
+        INFO(m);
+        CHECK(contains(m, "LAZYTENSOR_CHECK: scan 0 of 1 on " + d.str()));
+        CHECK(contains(m, "the host's scan"));
+        CHECK(contains(m, "scan sum float32: outer 3, length 700, inner 1"));
+        lt::detail::after_launch_hook() = nullptr;
+        CHECK_FALSE(c.is_realized());
+        double row = 0;
+        for (std::size_t i = 0; i < 700; ++i) row += rx.v[i];
+        CHECK(c.to_vector()[699] == doctest::Approx(row).epsilon(1e-5));
+    });
+}
+
 TEST_CASE("check mode passes a mixed workload: reductions, views, casts, integers, matmul, assign") {
     for_each_device([](lt::Device) {
         CheckModeOn on;

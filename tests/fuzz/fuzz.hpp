@@ -2018,7 +2018,7 @@ inline NodePtr build_step(const Step& s, const std::vector<NodePtr>& nodes, Devi
                                             lt::Tensor<T>(graph::cast(in(s.c), s.dtype))).node_ptr();
             });
         case Kind::Scan:
-            return lt::detail::scan(s.red == Red::Sum ? lt::ReduceOp::Sum : lt::ReduceOp::Prod, in(s.a), s.axis,
+            return lt::detail::graph::scan(s.red == Red::Sum ? lt::ReduceOp::Sum : lt::ReduceOp::Prod, in(s.a), s.axis,
                                     s.red == Red::Sum ? "cumsum" : "cumprod");
         case Kind::ArgExt:
             return lt::detail::arg_extreme(s.red == Red::Max ? lt::ReduceOp::Max : lt::ReduceOp::Min, in(s.a), s.axis,

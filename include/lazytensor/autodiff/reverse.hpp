@@ -144,6 +144,26 @@ inline NodePtr reduce_rule(ReduceOp op, const NodePtr& x, const NodePtr& y, cons
     return nullptr;
 }
 
+/// The sum of v[j] over j >= i along axis k: the gradient of a cumsum.
+inline NodePtr reverse_cumsum(const NodePtr& v, int k) {
+    return g::flip(g::scan(ReduceOp::Sum, g::flip(v, Axes{k}), k, "grad"), Axes{k});
+}
+
+/// The gradient of a scan (cumsum or cumprod) y of x along axis k.
+inline NodePtr scan_rule(ReduceOp op, const NodePtr& x, const NodePtr& y, int k, const NodePtr& gy) {
+    if (op == ReduceOp::Sum) return reverse_cumsum(gy, k);
+    // dy[j]/dx[i] for j >= i is the product of x[0..j] without x[i]: y[j] / x[i] before the first
+    // zero of x; at the first zero, the cumprod of x with that zero made 1; after it, 0.
+    const NodePtr zero = g::binary(BinaryOp::Eq, x, num(0.0));
+    const NodePtr zeros_so_far = g::scan(ReduceOp::Sum, g::cast(zero, x->dtype), k, "grad");
+    const NodePtr none_yet = g::binary(BinaryOp::Eq, zeros_so_far, num(0.0));
+    const NodePtr first_zero = g::binary(BinaryOp::BitAnd, zero, g::binary(BinaryOp::Eq, zeros_so_far, num(1.0)));
+    const NodePtr before = div(reverse_cumsum(mul(gy, y), k), g::where(none_yet, x, num(1.0)));
+    const NodePtr others = g::scan(ReduceOp::Prod, g::where(first_zero, num(1.0), x), k, "grad");
+    const NodePtr at_zero = reverse_cumsum(mul(gy, others), k);
+    return g::where(none_yet, before, g::where(first_zero, at_zero, num(0.0)));
+}
+
 /// The gradient of a window's source x (shape s) from gy: gy's elements put back at the
 /// positions they were read from, zeros elsewhere; along an axis of step 0, their sum.
 inline NodePtr window_rule(const NodePtr& x, const NodePtr& y, const NodePtr& gy) {
@@ -218,6 +238,7 @@ void node_rule(const NodePtr& n, const NodePtr& gy, Wanted wanted, Emit emit) {
             break;
         case NodeKind::Cast: emit(0, g::cast(gy, x->dtype)); break;
         case NodeKind::Reduce: emit(0, reduce_rule(n->reduce_op, x, n, n->axes, gy)); break;
+        case NodeKind::Scan: emit(0, scan_rule(n->reduce_op, x, n, n->axes[0], gy)); break;
         case NodeKind::Reshape: emit(0, g::reshape(gy, x->shape, "grad")); break;
         case NodeKind::Permute: {
             Axes inverse(n->axes.size(), 0);

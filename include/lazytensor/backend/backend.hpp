@@ -17,6 +17,7 @@
 #include "../core/env.hpp"
 #include "../core/lru_cache.hpp"
 #include "../ir/gemm.hpp"
+#include "../ir/scan.hpp"
 #include "../ir/kernel.hpp"
 #include "../runtime/seam.hpp"
 
@@ -123,6 +124,9 @@ public:
     /// Runs a matrix product into `c` (contiguous [batch..., m, n]), reading `a` and `b` as the
     /// layouts of `gemm` say. Its dtype is float32 or float64.
     virtual void gemm(const ir::Gemm& gemm, const Buffer& a, const Buffer& b, Buffer& c) = 0;
+    /// Runs an inclusive scan into `out` (contiguous [outer, length, inner]), reading `in` as
+    /// `scan` says. Its dtype is float32, float64 or int64 (which wraps).
+    virtual void scan(const ir::Scan& scan, const Buffer& in, Buffer& out) = 0;
     /// The first k elements of each row of `in` (contiguous [rows, n]) in sorted order, stably,
     /// NaN after every number (before them when descending): values into `values` and positions
     /// into `indices` (int64), both contiguous [rows, k].

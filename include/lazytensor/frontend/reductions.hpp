@@ -1,6 +1,6 @@
 // Reductions built from the primitive ones, so that the scheduler fuses them: var and std
 // (two reduce phases of one kernel), argmax and argmin (a max, then the first position that
-// holds it: one kernel), and the scans cumsum and cumprod.
+// holds it: one kernel); and cumsum and cumprod, scan nodes (ir/graph.hpp).
 #pragma once
 
 #include "tensor.hpp"
@@ -40,63 +40,6 @@ inline NodePtr arg_extreme(ReduceOp extreme, const NodePtr& x, int axis, bool ke
     return graph::reduce(ReduceOp::Min, positions, Axes{k}, keepdim, op);
 }
 
-/// Elements per block of a scan: each block is scanned by a reduction over a triangle.
-inline constexpr std::int64_t kScanBlock = 32;
-
-/// Inclusive scan along the last axis by a masked reduction over [..., n, n]: out[i] folds x[j]
-/// for j <= i. Fused into one kernel, n times the work of the input; for short axes.
-inline NodePtr triangle_scan(ReduceOp op, const NodePtr& x, Scalar identity) {
-    const std::size_t r = x->shape.size();
-    const std::int64_t n = x->shape[r - 1];
-    Shape row = x->shape, square = x->shape;
-    row.insert(r - 1, 1);
-    square.insert(r - 1, n);
-    const NodePtr xs = graph::expand(graph::reshape(x, row), square);
-    const NodePtr earlier = graph::binary(BinaryOp::Le, graph::iota(square, static_cast<int>(r), x->device),
-                                          graph::iota(square, static_cast<int>(r) - 1, x->device));
-    return graph::reduce(op, graph::where(earlier, xs, identity), Axes{static_cast<int>(r)}, false, "scan");
-}
-
-/// Inclusive scan along the last axis: blocks of kScanBlock scanned by triangles, the block
-/// totals scanned recursively, and each block offset by the total before it. About
-/// kScanBlock operations per element and two kernels per level of log_32(n) levels.
-inline NodePtr scan_last(ReduceOp op, const NodePtr& x, Scalar identity) {
-    const std::size_t r = x->shape.size();
-    const std::int64_t n = x->shape[r - 1];
-    if (n <= kScanBlock) return triangle_scan(op, x, identity);
-    const std::int64_t blocks = (n + kScanBlock - 1) / kScanBlock;
-    Shape before(r, 0), after(r, 0), tiled(x->shape), totals_shape(x->shape), offsets_shape(x->shape);
-    after[r - 1] = blocks * kScanBlock - n;
-    tiled[r - 1] = blocks;
-    tiled.push_back(kScanBlock);
-    totals_shape[r - 1] = blocks;
-    offsets_shape[r - 1] = blocks;
-    offsets_shape.push_back(1);
-    const NodePtr inner = triangle_scan(op, graph::reshape(graph::pad(x, before, after, identity), tiled), identity);
-    const NodePtr totals = graph::reshape(graph::slice(inner, -1, kScanBlock - 1, kScanBlock, 1), totals_shape);
-    // Exclusive prefix of the totals: shifted right by one, the identity first.
-    Shape one(r, 0);
-    one[r - 1] = 1;
-    const NodePtr shifted = graph::slice(graph::pad(scan_last(op, totals, identity), one, before, identity), -1, 0, blocks, 1);
-    const NodePtr combined = graph::binary(op == ReduceOp::Sum ? BinaryOp::Add : BinaryOp::Mul, inner,
-                                           graph::reshape(shifted, offsets_shape));
-    Shape flat = x->shape;
-    flat[r - 1] = blocks * kScanBlock;
-    return graph::slice(graph::reshape(combined, flat), -1, 0, n, 1);
-}
-
-/// cumsum (Sum) or cumprod (Prod) along `axis`; integers and bool accumulate in int64.
-inline NodePtr scan(ReduceOp op, const NodePtr& x, int axis, const char* name) {
-    if (x->shape.empty()) fail<AxisError>(name, ": needs at least one dimension, the tensor is 0-d");
-    const int k = normalize_axis(axis, x->shape.size(), name, x->shape);
-    const DType t = is_floating(x->dtype) ? x->dtype : DType::Int64;
-    const Scalar identity = Scalar::of<std::int64_t>(op == ReduceOp::Sum ? 0 : 1).cast(t);
-    const int last = static_cast<int>(x->shape.size()) - 1;
-    NodePtr v = graph::transpose(graph::cast(x, t), k, last);
-    if (numel(v->shape) > 0) v = scan_last(op, v, identity);
-    return graph::transpose(v, k, last);
-}
-
 }  // namespace detail
 
 template <class T, class D>
@@ -121,12 +64,12 @@ Tensor<std::int64_t> TensorBase<T, D>::argmin(int axis, bool keepdim) const {
 
 template <class T, class D>
 Tensor<detail::reduce_t<ReduceOp::Sum, T>> TensorBase<T, D>::cumsum(int axis) const {
-    return Tensor<detail::reduce_t<ReduceOp::Sum, T>>(detail::scan(ReduceOp::Sum, self().build(), axis, "cumsum"));
+    return Tensor<detail::reduce_t<ReduceOp::Sum, T>>(detail::graph::scan(ReduceOp::Sum, self().build(), axis, "cumsum"));
 }
 
 template <class T, class D>
 Tensor<detail::reduce_t<ReduceOp::Prod, T>> TensorBase<T, D>::cumprod(int axis) const {
-    return Tensor<detail::reduce_t<ReduceOp::Prod, T>>(detail::scan(ReduceOp::Prod, self().build(), axis, "cumprod"));
+    return Tensor<detail::reduce_t<ReduceOp::Prod, T>>(detail::graph::scan(ReduceOp::Prod, self().build(), axis, "cumprod"));
 }
 
 /// Free forms of the members, with the members' parameters (so braced axis lists work):

@@ -111,26 +111,14 @@ inline void normalize(Gemm& g, bool blas) {
 /// buffer, and the operand's layout there: how a GEMM that needs BLAS layouts reads any other.
 inline Kernel contiguous_copy(DType dtype, const Shape& batch, std::int64_t rows, std::int64_t cols,
                               MatrixLayout& layout) {
-    Kernel k;
-    k.domain = batch;
-    k.domain.push_back(rows);
-    k.domain.push_back(cols);
-    k.reduced.assign(k.domain.size(), false);
-    k.params = {Param{dtype, false}, Param{dtype, true}};
-    Instr load;
-    load.op = Op::Load;
-    load.dtype = dtype;
-    load.arg = 0;
-    load.access.offset = layout.offset;
-    load.access.strides = layout.batch_strides;
-    load.access.strides.push_back(layout.row_stride);
-    load.access.strides.push_back(layout.col_stride);
-    Phase store;
-    store.instrs.push_back(load);
-    const Strides dense = contiguous_strides(k.domain);
-    store.stores.push_back(Store{1, 0, Access{0, dense}});
-    k.phases.push_back(std::move(store));
-    normalize(k);
+    Shape shape = batch;
+    shape.push_back(rows);
+    shape.push_back(cols);
+    Strides strides = layout.batch_strides;
+    strides.push_back(layout.row_stride);
+    strides.push_back(layout.col_stride);
+    Kernel k = contiguous_copy(dtype, shape, Access{layout.offset, strides});
+    const Strides dense = contiguous_strides(shape);
     layout = MatrixLayout{0, cols, 1, Strides(dense.begin(), dense.end() - 2)};
     return k;
 }

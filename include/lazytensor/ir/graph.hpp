@@ -851,6 +851,21 @@ inline NodePtr scatter_add(const NodePtr& base, int axis, const NodePtr& positio
     return binary(BinaryOp::Add, base, added);
 }
 
+/// Inclusive cumsum (Sum) or cumprod (Prod) of x along `axis`: a scan node, which the
+/// scheduler makes an item of its own. Integers and bool accumulate in int64 (PyTorch); half in
+/// float32, each element rounded to half once.
+inline NodePtr scan(ReduceOp rop, const NodePtr& x, int axis, const char* op) {
+    if (x->shape.empty()) fail<AxisError>(op, ": needs at least one dimension, the tensor is 0-d");
+    const int k = normalize_axis(axis, x->shape.size(), op, x->shape);
+    if (x->dtype == DType::Float16) return cast(scan(rop, cast(x, DType::Float32), k, op), DType::Float16);
+    const DType t = reduce_dtype(rop, x->dtype);
+    if (numel(x->shape) == 0) return cast(x, t);
+    auto node = with_sources(make(NodeKind::Scan, t, x->device, x->shape), {cast(x, t)});
+    node->reduce_op = rop;
+    node->axes = Axes{k};
+    return node;
+}
+
 // ---------------------------------------------------------------------------- matrix products
 
 /// Whether a product of `dtype` on `device` runs as a GEMM schedule item. Other products are

@@ -183,6 +183,26 @@ private:
     std::size_t size_ = 0;
 };
 
+/// A kernel copying a tensor of `shape`, read at `in`, into a contiguous buffer (parameter 1):
+/// how an item that needs a plain layout (a GEMM through BLAS, a scan) reads any other.
+inline Kernel contiguous_copy(DType dtype, const Shape& shape, const Access& in) {
+    Kernel k;
+    k.domain = shape;
+    k.reduced.assign(k.domain.size(), false);
+    k.params = {Param{dtype, false}, Param{dtype, true}};
+    Instr load;
+    load.op = Op::Load;
+    load.dtype = dtype;
+    load.arg = 0;
+    load.access = in;
+    Phase store;
+    store.instrs.push_back(load);
+    store.stores.push_back(Store{1, 0, Access{0, contiguous_strides(shape)}});
+    k.phases.push_back(std::move(store));
+    normalize(k);
+    return k;
+}
+
 /// A byte string equal for kernels of equal structure: the compilation cache key.
 inline std::string key(const Kernel& k) {
     KeyWriter w;

@@ -20,7 +20,8 @@ namespace lazytensor::detail {
 // The node kinds: a small closed set (ug's LazyBuffer ops). Views are nodes too; they cost
 // nothing at run time and are folded into the index math of the loads that read through them.
 // A matmul ([batch..., m, k] x [batch..., k, n], batch axes already broadcast) is always a
-// schedule item of its own, run by the backend's GEMM.
+// schedule item of its own, run by the backend's GEMM; so is a scan (an inclusive cumsum or
+// cumprod of src[0] along axes[0], reduce_op Sum or Prod), run by the backend's scan.
 //   - Slice: a strided window (per axis: source index = start + step * index); slices, flips
 //     and negative steps are views like the others.
 //   - Pad: the source surrounded by a constant; out-of-range reads are gated, never made.
@@ -45,7 +46,8 @@ namespace lazytensor::detail {
     X(Index, "index")            \
     X(Gather, "gather")          \
     X(Assign, "assign")          \
-    X(Matmul, "matmul")
+    X(Matmul, "matmul")          \
+    X(Scan, "scan")
 
 enum class NodeKind : std::uint8_t {
 #define LAZYTENSOR_X(name, text) name,

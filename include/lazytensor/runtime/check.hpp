@@ -255,7 +255,7 @@ public:
     static bool applies(const PlannedItem& p, const Backend& backend) {
         if (p.view_only) return false;
         if (backend.device().kind != Device::Kind::Host) return true;
-        return !p.gemm_item && p.kernel.candidate;  // a compiled loop: compare with the interpreter
+        return p.kind == ScheduleItem::Kind::Kernel && p.kernel.candidate;  // a compiled loop: compare with the interpreter
     }
 
     KernelCheck(const PlannedItem& p, const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars,
@@ -316,7 +316,7 @@ public:
         }
         if (!differing) return;
         std::ostringstream msg;
-        msg << "LAZYTENSOR_CHECK: " << (item_.gemm_item ? "matmul " : "kernel ") << index << " of " << count
+        msg << "LAZYTENSOR_CHECK: " << item_.kind << " " << index << " of " << count
             << " on " << backend.device() << " (" << backend.name() << ") disagrees with " << reference << ": "
             << differing << " of " << n << " elements of its " << t << " output differ; the first is element "
             << first << ": " << element_as_double(got.data(), t, first) << " on " << backend.device() << ", "
@@ -325,9 +325,9 @@ public:
             msg << " (tolerance " << bound(first) << ": " << tol.rtol << " relative + " << tol.atol
                 << " times the element's magnitude " << element_as_double(magnitudes.data(), t, first) << " + "
                 << kCheckSubnormalUnits << " units of the smallest subnormal)";
-        msg << "\n--- " << (item_.gemm_item ? "matmul" : "kernel IR") << " ---\n"
-            << (item_.gemm_item ? ir::to_string(item_.gemm) : ir::to_string(item_.kernel));
-        if (!item_.gemm_item && item_.compiled) {
+        msg << "\n--- " << (item_.is_gemm() ? "matmul" : item_.is_scan() ? "scan" : "kernel IR") << " ---\n"
+            << (item_.is_gemm() ? ir::to_string(item_.gemm) : item_.is_scan() ? ir::to_string(item_.scan) : ir::to_string(item_.kernel));
+        if (item_.runs_kernel() && item_.compiled) {
             const std::string source = backend.kernel_source(*item_.compiled);
             if (!source.empty()) msg << "--- generated source ---\n" << source;
         }
@@ -339,9 +339,13 @@ private:
     /// Runs the item on the host; says what ran it.
     const char* run_on_host(const std::vector<Buffer*>& params) const {
         Backend& host = host_backend();
-        if (item_.gemm_item) {
+        if (item_.is_gemm()) {
             host.gemm(item_.gemm, *params[0], *params[1], *params[2]);
             return "the host's packed GEMM";
+        }
+        if (item_.is_scan()) {
+            run_scan(host, item_.scan, host_copy_kernel().get(), *params[0], *params[1]);
+            return "the host's scan";
         }
         ir::Kernel interpreted = item_.kernel;
         interpreted.candidate = nullptr;  // the interpreter, not a compiled loop
@@ -359,7 +363,12 @@ private:
         if (!original_.empty()) std::memcpy(output->handle(), original_.data(), original_.size());
         std::vector<Buffer*> params;
         for (const BufferPtr& b : host_params_) params.push_back(b == reference ? output.get() : b.get());
-        if (item_.gemm_item) {
+        if (item_.is_scan()) {  // the scan of |x|
+            BufferPtr absolute = host.allocate(params[0]->dtype(), params[0]->numel());
+            std::memcpy(absolute->handle(), params[0]->handle(), params[0]->bytes());
+            clear_sign_bits(*absolute);
+            run_scan(host, item_.scan, host_copy_kernel().get(), *absolute, *params[1]);
+        } else if (item_.is_gemm()) {
             std::vector<BufferPtr> absolute;
             for (int k = 0; k < 2; ++k) {
                 const Buffer& in = *params[static_cast<std::size_t>(k)];
@@ -375,6 +384,11 @@ private:
         std::vector<unsigned char> bytes(output->bytes());
         std::memcpy(bytes.data(), output->handle(), bytes.size());
         return bytes;
+    }
+
+    /// A scan item's copy of its operand, compiled for the host (null: the item reads in place).
+    std::shared_ptr<CompiledKernel> host_copy_kernel() const {
+        return item_.runs_kernel() ? host_backend().get_kernel(item_.kernel) : nullptr;
     }
 
     /// |x| for every element of a floating host buffer (IEEE: the top bit of each element).

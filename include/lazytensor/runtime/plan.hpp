@@ -17,9 +17,11 @@
 #include "../backend/backend.hpp"
 #include "../codegen/lower.hpp"
 #include "../codegen/lower_gemm.hpp"
+#include "../codegen/lower_scan.hpp"
 #include "../core/config.hpp"
 #include "../core/lru_cache.hpp"
 #include "../schedule/schedule.hpp"
+#include "seam.hpp"
 
 namespace lazytensor::detail {
 
@@ -32,14 +34,32 @@ struct PlannedItem {
     std::int64_t view_offset = 0;
     Strides view_strides;
     ir::Kernel kernel;
-    bool gemm_item = false;   // a matrix product: `gemm` over the buffers of inputs[0] and inputs[1]
-    ir::Gemm gemm;
+    ScheduleItem::Kind kind = ScheduleItem::Kind::Kernel;
+    ir::Gemm gemm;            // Matmul: the product over the buffers of inputs[0] and inputs[1]
+    ir::Scan scan;            // Scan: the scan of inputs[0] (copied contiguous first by `kernel`
+                              // when that has phases)
     std::vector<int> inputs;  // per input parameter
     std::vector<int> scalars; // per scalar parameter: the node whose value is passed
     std::vector<std::string> ops;
     // The compiled kernel, looked up on the first run (realize holds its lock meanwhile).
     mutable std::shared_ptr<CompiledKernel> compiled;
+
+    bool is_gemm() const { return kind == ScheduleItem::Kind::Matmul; }
+    bool is_scan() const { return kind == ScheduleItem::Kind::Scan; }
+    /// Whether `kernel` runs: a kernel item, or the copy a scan item makes of its operand.
+    bool runs_kernel() const {
+        return kind == ScheduleItem::Kind::Kernel || (kind == ScheduleItem::Kind::Scan && !kernel.phases.empty());
+    }
 };
+
+/// Runs a scan item's scan on `backend`: `copy`, if the item has one, first copies the operand
+/// into a contiguous buffer of its own.
+inline void run_scan(Backend& backend, const ir::Scan& scan, CompiledKernel* copy, const Buffer& in, Buffer& out) {
+    if (!copy) return backend.scan(scan, in, out);
+    BufferPtr contiguous = backend.allocate(in.dtype(), scan.numel());
+    backend.launch(*copy, {const_cast<Buffer*>(&in), contiguous.get()}, {});
+    backend.scan(scan, *contiguous, out);
+}
 
 struct Plan {
     std::vector<PlannedItem> items;  // execution order
@@ -119,6 +139,8 @@ inline Schedule schedule_and_lower(const GraphWalk& w) {
                 if (g.view_only) continue;
                 if (g.is_gemm())
                     lower_gemm(s, g);
+                else if (g.is_scan())
+                    lower_scan(s, g);
                 else
                     Lowering(s, g).run();
             }
@@ -147,8 +169,12 @@ inline Plan make_plan(const GraphWalk& w) {
             item.view_strides = g.view.strides;
         }
         item.kernel = std::move(g.kernel);
-        item.gemm_item = g.is_gemm();
+        item.kind = g.view_only ? ScheduleItem::Kind::View
+                    : g.is_gemm() ? ScheduleItem::Kind::Matmul
+                    : g.is_scan() ? ScheduleItem::Kind::Scan
+                                  : ScheduleItem::Kind::Kernel;
         item.gemm = std::move(g.gemm);
+        item.scan = g.scan;
         for (Node* in : g.inputs) item.inputs.push_back(index(in));
         for (Node* v : g.scalars) item.scalars.push_back(index(v));
         item.ops = std::move(g.ops);

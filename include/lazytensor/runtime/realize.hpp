@@ -29,14 +29,19 @@ inline std::string describe(const Node* n) { return concat(n->dtype, n->shape); 
 
 inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
     ScheduleItem item;
-    item.kind = p.view_only ? ScheduleItem::Kind::View : p.gemm_item ? ScheduleItem::Kind::Matmul : ScheduleItem::Kind::Kernel;
+    item.kind = p.kind;
     item.reason = p.reason;
     item.ops = p.ops;
     for (int in : p.inputs) item.inputs.push_back(describe(w.node(in)));
     item.scalars = static_cast<int>(p.scalars.size());
     item.output = describe(w.node(p.root));
-    if (p.gemm_item) {
+    if (p.is_gemm()) {
         item.ir = ir::to_string(p.gemm);
+        return item;
+    }
+    if (p.is_scan()) {
+        item.ir = ir::to_string(p.scan);
+        if (p.runs_kernel()) item.ir = "    copy to a contiguous buffer:\n" + ir::to_string(p.kernel) + item.ir;
         return item;
     }
     item.phases = static_cast<int>(p.kernel.phases.size());
@@ -90,7 +95,7 @@ inline void print_timing(std::size_t i, Backend& backend, const std::vector<Buff
     double bytes = 0;
     for (Buffer* b : params) bytes += static_cast<double>(b->bytes());
     std::ostringstream out;
-    out << "  " << (item.gemm_item ? "matmul " : "kernel ") << i << ": ";
+    out << "  " << item.kind << " " << i << ": ";
     double ms = ms_t(now - launch).count();
     if (!device.empty()) {
         ms = device.back();
@@ -98,7 +103,7 @@ inline void print_timing(std::size_t i, Backend& backend, const std::vector<Buff
     } else {
         out << ms << " ms";
     }
-    if (ms > 0 && item.gemm_item) {
+    if (ms > 0 && item.is_gemm()) {
         const ir::Gemm& g = item.gemm;
         const double flops = 2.0 * static_cast<double>(g.batch_count()) * static_cast<double>(g.m) *
                              static_cast<double>(g.n) * static_cast<double>(g.k);
@@ -118,7 +123,7 @@ inline void compile_items(const std::vector<PlannedItem>& items, const GraphWalk
     std::vector<std::size_t> todo;
     for (std::size_t i = 0; i < items.size(); ++i) {
         const PlannedItem& p = items[i];
-        if (!p.view_only && !p.gemm_item && !p.compiled) todo.push_back(i);
+        if (p.runs_kernel() && !p.compiled) todo.push_back(i);
     }
     if (todo.empty()) return;  // (the common case: a plan that has run before)
     std::ostringstream out;
@@ -180,13 +185,15 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
     if (level >= 1) {
         std::ostringstream out;
         std::size_t kernels = 0, gemms = 0;
-        for (const PlannedItem& p : items) (p.gemm_item ? gemms : kernels) += p.view_only ? 0 : 1;
+        std::size_t scans = 0;
+        for (const PlannedItem& p : items) (p.is_gemm() ? gemms : p.is_scan() ? scans : kernels) += p.view_only ? 0 : 1;
         out << "[lazytensor] schedule: " << kernels << " kernel" << (kernels == 1 ? "" : "s");
         if (gemms) out << ", " << gemms << " matmul" << (gemms == 1 ? "" : "s");
+        if (scans) out << ", " << scans << " scan" << (scans == 1 ? "" : "s");
         out << " for " << outputs.size() << " output" << (outputs.size() == 1 ? "" : "s") << "\n";
         for (std::size_t i = 0; i < items.size(); ++i) {
             const PlannedItem& p = items[i];
-            const std::string routine = p.gemm_item ? backend_for(node(p.root)->device).gemm_routine(p.gemm) : "";
+            const std::string routine = p.is_gemm() ? backend_for(node(p.root)->device).gemm_routine(p.gemm) : "";
             print_item(out, i, describe(p, w), level, routine);
         }
         std::cerr << out.str();
@@ -218,7 +225,7 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
         if (p.view_only) continue;
         Node* root = node(p.root);
         Backend& backend = backend_for(root->device);
-        if (level >= 2 && !p.gemm_item) {
+        if (level >= 2 && p.runs_kernel()) {
             const std::string source = backend.kernel_source(*p.compiled);
             if (!source.empty()) std::cerr << "  kernel " << i << " on " << root->device << ":\n" << source;
         }
@@ -233,8 +240,10 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
         if (check_enabled() && KernelCheck::applies(p, backend))
             check.emplace(p, params, scalars, root->kind == NodeKind::Assign);
         auto run = [&] {
-            if (p.gemm_item)
+            if (p.is_gemm())
                 backend.gemm(p.gemm, *params[0], *params[1], *params[2]);
+            else if (p.is_scan())
+                run_scan(backend, p.scan, p.compiled.get(), *params[0], *out);
             else
                 backend.launch(*p.compiled, params, scalars);
             if (after_launch_hook()) after_launch_hook()(*out);

@@ -95,6 +95,7 @@ struct ScheduleItem {
     enum class Kind {
         Kernel,  // a generated kernel (or the expression's compiled loop on the host)
         Matmul,  // the backend's GEMM
+        Scan,    // the backend's scan (cumsum, cumprod)
         View,    // zero-copy: a view of another buffer
     };
     Kind kind = Kind::Kernel;
@@ -108,11 +109,12 @@ struct ScheduleItem {
     std::string ir;                   // the kernel IR listing, or the GEMM's shape and layouts
 };
 
-/// "kernel", "matmul" or "view".
+/// "kernel", "matmul", "scan" or "view".
 inline const char* to_string(ScheduleItem::Kind kind) {
     switch (kind) {
         case ScheduleItem::Kind::Kernel: return "kernel";
         case ScheduleItem::Kind::Matmul: return "matmul";
+        case ScheduleItem::Kind::Scan: return "scan";
         case ScheduleItem::Kind::View: return "view";
     }
     return "?";

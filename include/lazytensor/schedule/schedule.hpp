@@ -10,6 +10,7 @@
 // A matmul is an item of its own, run by the backend's GEMM; what it reads must be in buffers
 // (through views it reads in place), so its non-view operands are materialized, and its
 // consumers read its result like any buffer (relu(x @ w + b) is one GEMM and one kernel).
+// A scan (cumsum, cumprod) is an item of its own in the same way, run by the backend's scan.
 // Every item records why its output is materialized.
 //
 // Lowering (codegen/lower.hpp) can still find a node that cannot be read in place (a reshape
@@ -30,6 +31,7 @@
 #include "../ir/index_map.hpp"
 #include "../ir/kernel.hpp"
 #include "../ir/node.hpp"
+#include "../ir/scan.hpp"
 
 namespace lazytensor::detail {
 
@@ -42,7 +44,7 @@ struct Source {
 };
 
 /// One schedule item: a kernel that materializes `root`, a matrix product (root is a matmul
-/// node), or a zero-copy view of another buffer.
+/// node), a scan (root is a scan node), or a zero-copy view of another buffer.
 struct Group {
     Node* root = nullptr;
     std::string reason;
@@ -51,6 +53,8 @@ struct Group {
     // Filled in by lowering:
     ir::Kernel kernel;
     ir::Gemm gemm;              // a matmul item: the product, over the buffers of `inputs`
+    ir::Scan scan;              // a scan item: the scan, over the buffer of inputs[0] (or of
+                                // `kernel`'s contiguous copy of it, when kernel has phases)
     std::vector<Node*> inputs;  // per input parameter: the base node whose buffer is read
     std::vector<Node*> scalars; // per scalar parameter: the node whose `value` is passed
     std::vector<std::string> ops;
@@ -61,6 +65,7 @@ struct Group {
     Node* domain_reduce = nullptr;  // the reduction that set the domain
 
     bool is_gemm() const { return root->kind == NodeKind::Matmul; }
+    bool is_scan() const { return root->kind == NodeKind::Scan; }
 };
 
 struct Schedule {
@@ -98,6 +103,10 @@ inline Node* peel_reshapes(Node* n) {
     while (n->kind == NodeKind::Reshape && !n->realized()) n = n->src[0].get();
     return n;
 }
+
+/// Whether a node of this kind is always a schedule item of its own (run by the backend's GEMM
+/// or scan, not by a generated kernel).
+inline bool runs_alone(NodeKind kind) { return kind == NodeKind::Matmul || kind == NodeKind::Scan; }
 
 /// The longest chain of operations fused into one kernel.
 inline constexpr int kMaxFusedDepth = 256;
@@ -387,7 +396,7 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
                                  " arguments (buffers and scalar values); a new kernel starts here");
                 materialize(widest);
             }
-            if (is_output.count(n) || forced.count(n) || n->kind == NodeKind::Matmul) {
+            if (is_output.count(n) || forced.count(n) || runs_alone(n->kind)) {
                 materialize(i);  // materialized anyway
             } else if (depth[i] > kMaxFusedDepth) {
                 cuts[n] = concat("a chain of more than ", kMaxFusedDepth, " fused operations ends here");
@@ -436,6 +445,8 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
             reason = c->second;
         } else if (n->kind == NodeKind::Matmul) {
             reason = "matrix product (an item of its own, run by the GEMM)";
+        } else if (n->kind == NodeKind::Scan) {
+            reason = "scan (an item of its own, run by the backend's scan)";
         } else {
             SmallVector<int, 2> cons;
             for (int c : consumers[t])
@@ -447,6 +458,8 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
             }
             if (cons.size() == 1 && groups[static_cast<std::size_t>(cons[0])].is_gemm()) {
                 reason = "operand of a matrix product";
+            } else if (cons.size() == 1 && groups[static_cast<std::size_t>(cons[0])].is_scan()) {
+                reason = "operand of a scan";
             } else if (cons.size() == 1) {
                 Group& target = groups[static_cast<std::size_t>(cons[0])];
                 Node* below = reduced_from[t];

@@ -24,6 +24,7 @@
 #include "../backend.hpp"
 #include "gemm.hpp"
 #include "interpreter.hpp"
+#include "scan.hpp"
 #include "sort.hpp"
 
 namespace lazytensor::detail::host {
@@ -68,6 +69,8 @@ public:
                        static_cast<float*>(c.handle()), pool_);
     }
     std::string gemm_routine(const ir::Gemm&) const override { return "packed SIMD GEMM"; }
+
+    void scan(const ir::Scan& s, const Buffer& in, Buffer& out) override { host::scan(s, in.handle(), out.handle(), pool_); }
 
     void sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k, bool descending, Buffer& values,
                    Buffer& indices) override {

@@ -28,6 +28,7 @@
 #include "clblast_tuning.hpp"
 #include "program_cache.hpp"
 #include "renderer.hpp"
+#include "scan.hpp"
 #include "sort.hpp"
 
 namespace lazytensor::detail::opencl {
@@ -275,6 +276,89 @@ public:
         std::size_t bytes;
     };
 
+    /// A kernel of a built program.
+    KernelOwner make_kernel(const ProgramOwner& program, const char* name) {
+        cl_int err = CL_SUCCESS;
+        KernelOwner owner(clCreateKernel(program.program, name, &err));
+        check(err, "clCreateKernel", concat("for ", name, " on ", describe()));
+        return owner;
+    }
+
+    /// Launches `kern` over `work` work-items in groups of `group` (0: the driver's choice) with
+    /// these arguments: buffers (const Buffer*), __local arrays (LocalBytes) and values.
+    template <class... Args>
+    void run_kernel(const KernelOwner& kern, const char* name, std::size_t work, std::size_t group, const Args&... args) {
+        cl_uint arg = 0;
+        auto set = [&](const auto& v) {
+            using V = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<V, const Buffer*>) {
+                cl_mem m = static_cast<cl_mem>(v->handle());
+                check(clSetKernelArg(kern.kernel, arg++, sizeof(cl_mem), &m), "clSetKernelArg");
+            } else if constexpr (std::is_same_v<V, LocalBytes>) {  // a __local array
+                check(clSetKernelArg(kern.kernel, arg++, v.bytes, nullptr), "clSetKernelArg");
+            } else {
+                check(clSetKernelArg(kern.kernel, arg++, sizeof(V), &v), "clSetKernelArg");
+            }
+        };
+        (set(args), ...);
+        cl_event event = nullptr, wait = std::exchange(detail_launch_dependency(), nullptr);
+        const cl_int err = clEnqueueNDRangeKernel(queue_, kern.kernel, 1, nullptr, &work, group ? &group : nullptr,
+                                                  wait ? 1 : 0, wait ? &wait : nullptr, launch_events_ ? &event : nullptr);
+        check(err, "clEnqueueNDRangeKernel", concat("launching ", name, " on ", describe()));
+        if (launch_events_) remember_launch(event, name);
+    }
+
+    /// Runs scan `s` of `program` (scan_program) from in into out (which may be in itself).
+    void scan_with(const ProgramOwner& program, const ir::Scan& s, const Buffer& in, Buffer& out) {
+        const std::size_t size = dtype_size(s.dtype);
+        const Buffer* in_b = &in;
+        const Buffer* out_b = &out;
+        const cl_long offset = s.offset, outer_stride = s.outer_stride, stride = s.stride, inner_stride = s.inner_stride;
+        const cl_long outer = s.outer, length = s.length, inner = s.inner;
+        std::size_t G = 256;  // work-group size: a tile of G * kScanPerItem elements (and pads) in local memory
+        while (G > 1 && (G > traits_.max_work_group || (G * kScanPerItem * 33 / 32 + G) * size > traits_.local_memory)) G >>= 1;
+        auto ceil_div = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
+        if (s.inner == 1 && s.length >= std::int64_t(G)) {  // rows: a work-group per (row, chunk)
+            const std::int64_t tile = std::int64_t(G) * kScanPerItem, tiles = ceil_div(s.length, tile);
+            std::int64_t chunks = std::clamp<std::int64_t>(ceil_div(8 * traits_.compute_units, s.outer), 1, tiles);
+            const cl_long chunk_length = ceil_div(tiles, chunks) * tile;
+            chunks = ceil_div(s.length, chunk_length);
+            BufferPtr totals;
+            if (chunks > 1) {
+                totals = allocate(s.dtype, s.outer * chunks);
+                run_kernel(make_kernel(program, "lt_fold_rows"), "lt_fold_rows", std::size_t(s.outer * chunks) * G, G, in_b,
+                           static_cast<const Buffer*>(totals.get()), offset, outer_stride, stride, length, cl_long(chunks),
+                           chunk_length, LocalBytes{G * size});
+                scan_with(program, ir::Scan{s.dtype, s.op, s.outer, chunks, 1, 0, chunks, 1, 0}, *totals, *totals);
+            }
+            const Buffer* carries = totals ? totals.get() : in_b;
+            run_kernel(make_kernel(program, "lt_scan_rows"), "lt_scan_rows", std::size_t(s.outer * chunks) * G, G, in_b, out_b,
+                       carries, cl_int(chunks > 1), offset, outer_stride, stride, length, cl_long(chunks), chunk_length,
+                       LocalBytes{std::size_t(tile + tile / 32) * size}, LocalBytes{G * size});
+            return;
+        }
+        // Columns (or short rows): a work-item per (outer index, chunk, column), chunks of at
+        // least 64 elements, enough work-items to fill the device.
+        const std::int64_t lines = s.outer * s.inner, wanted = traits_.compute_units * (traits_.gpu ? 2048 : 64);
+        std::int64_t chunks = std::clamp<std::int64_t>(ceil_div(wanted, lines), 1, std::max<std::int64_t>(1, s.length / 64));
+        const cl_long chunk_length = ceil_div(s.length, chunks);
+        chunks = ceil_div(s.length, chunk_length);
+        const std::size_t work = std::size_t(ceil_div(lines * chunks, std::int64_t(G))) * G;
+        BufferPtr totals;
+        if (chunks > 1) {
+            totals = allocate(s.dtype, lines * chunks);
+            run_kernel(make_kernel(program, "lt_fold_columns"), "lt_fold_columns", work, G, in_b,
+                       static_cast<const Buffer*>(totals.get()), offset, outer_stride, stride, inner_stride, outer, length,
+                       inner, cl_long(chunks), chunk_length);
+            scan_with(program, ir::Scan{s.dtype, s.op, s.outer, chunks, s.inner, 0, chunks * s.inner, s.inner, 1}, *totals,
+                      *totals);
+        }
+        const Buffer* carries = totals ? totals.get() : in_b;
+        run_kernel(make_kernel(program, "lt_scan_columns"), "lt_scan_columns", work, G, in_b, out_b, carries,
+                   cl_int(chunks > 1), offset, outer_stride, stride, inner_stride, outer, length, inner, cl_long(chunks),
+                   chunk_length);
+    }
+
     void sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k, bool descending, Buffer& values,
                    Buffer& indices) override {
         const DType t = in.dtype();
@@ -294,32 +378,9 @@ public:
         std::int64_t L = std::max<std::int64_t>(1, std::min<std::int64_t>(P / 2, 1024));
         while (L > 1 && std::size_t(L) > traits_.max_work_group) L >>= 1;
         const std::int64_t B = 2 * L;
-        auto kernel = [&](const char* name) {
-            cl_int err = CL_SUCCESS;
-            KernelOwner owner(clCreateKernel(program->program, name, &err));
-            check(err, "clCreateKernel", concat("for ", name, " on ", describe()));
-            return owner;
-        };
-
+        auto kernel = [&](const char* name) { return make_kernel(*program, name); };
         auto run = [&](const KernelOwner& kern, const char* name, std::size_t work, std::size_t group, auto... args) {
-            cl_uint arg = 0;
-            auto set = [&](const auto& v) {
-                using V = std::decay_t<decltype(v)>;
-                if constexpr (std::is_same_v<V, const Buffer*>) {
-                    cl_mem m = static_cast<cl_mem>(v->handle());
-                    check(clSetKernelArg(kern.kernel, arg++, sizeof(cl_mem), &m), "clSetKernelArg");
-                } else if constexpr (std::is_same_v<V, LocalBytes>) {  // a __local array
-                    check(clSetKernelArg(kern.kernel, arg++, v.bytes, nullptr), "clSetKernelArg");
-                } else {
-                    check(clSetKernelArg(kern.kernel, arg++, sizeof(V), &v), "clSetKernelArg");
-                }
-            };
-            (set(args), ...);
-            cl_event event = nullptr, wait = std::exchange(detail_launch_dependency(), nullptr);
-            const cl_int err = clEnqueueNDRangeKernel(queue_, kern.kernel, 1, nullptr, &work, group ? &group : nullptr,
-                                                      wait ? 1 : 0, wait ? &wait : nullptr, launch_events_ ? &event : nullptr);
-            check(err, "clEnqueueNDRangeKernel", concat("launching ", name, " on ", describe()));
-            if (launch_events_) remember_launch(event, name);
+            run_kernel(kern, name, work, group, args...);
         };
         const Buffer* in_b = &in;
         const Buffer* values_b = &values;
@@ -380,6 +441,13 @@ public:
             }
         }
         run(gather, "lt_sort_gather", std::size_t(rows * k), 0, in_b, pos_b, values_b, indices_b, n_l, P_l, k_l);
+    }
+
+    void scan(const ir::Scan& s, const Buffer& in, Buffer& out) override {
+        if (s.dtype == DType::Float64 && !supports_float64())
+            fail<DeviceError>(describe(), " does not compute float64 (no cl_khr_fp64): cannot scan (cumsum, cumprod) a float64 tensor there");
+        if (s.numel() == 0) return;
+        scan_with(*build_program(scan_program(s.dtype, s.op)), s, in, out);
     }
 
     void flush() override { check(clFlush(queue_), "clFlush", concat("on ", describe())); }
