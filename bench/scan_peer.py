@@ -5,6 +5,7 @@ CPU with --cpu: 4096 x 4096 and 2^24, on all cores and on one thread).
 
     python3 bench/scan_peer.py [--quick] [--cpu]
 """
+import os
 import statistics
 import sys
 import time
@@ -34,10 +35,10 @@ def main():
     m = torch.rand(side, side, device=device)
     x = torch.rand(n, device=device)
     matrix = f"{side}x{side}"
-    for threads in ((torch.get_num_threads(), 1) if cpu else (None,)):
+    for threads in ((os.cpu_count(), 1) if cpu else (None,)):
         if threads:
             torch.set_num_threads(threads)
-        print(f"scan_peer on {name} (torch {torch.__version__}{f', {threads} threads' if threads else ''})")
+        print(f"scan_peer on {name} (torch {torch.__version__}{f', {threads} thread' + ('s' if threads > 1 else '') if threads else ''})")
         rows = [
             (f"copy, {matrix} floats", lambda: m.clone()),
             (f"cumsum along rows, {matrix} floats", lambda: torch.cumsum(m, 1)),
