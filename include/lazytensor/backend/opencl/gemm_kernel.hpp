@@ -199,40 +199,40 @@ void lt_gemm(__global T* restrict C, __global const T* restrict A, __global cons
     C += batch * (long)m * (long)n;
 
     T acc[WM][WN];
+    #pragma unroll
     for (int i = 0; i < WM; ++i)
+        #pragma unroll
         for (int j = 0; j < WN; ++j) acc[i][j] = 0;
     T ra[LA], rb[LB];
-
-    // Global -> registers: this work-item's share of the tiles at k0, zero outside the matrices.
-#define LOAD_TILES(k0)                                                                 \
-    for (int e = 0; e < LA; ++e) {                                                     \
-        const int x = lid + e * NT;                                                    \
-        const I r = row0 + A_ROW(x), c = (k0) + A_K(x);                                \
-        ra[e] = (r < m && c < k) ? A[r * a_rs + c * a_cs] : (T)0;                      \
-    }                                                                                  \
-    for (int e = 0; e < LB; ++e) {                                                     \
-        const int x = lid + e * NT;                                                    \
-        const I r = (k0) + B_K(x), c = col0 + B_COL(x);                                \
-        rb[e] = (r < k && c < n) ? B[r * b_rs + c * b_cs] : (T)0;                      \
-    }
+)CL";
+    // Global -> registers: this work-item's share of the tiles at k0, zero outside the
+    // matrices (unrolled here, so that ra and rb stay in registers).
+    auto load_tiles = [&](const std::string& k0, const std::string& indent) {
+        std::string r;
+        for (int e = 0; e < LA; ++e)
+            r += indent + "{ const int x = lid + " + n(e * NT) + "; const I r = row0 + A_ROW(x), c = " + k0 +
+                 " + A_K(x); ra[" + n(e) + "] = (r < m && c < k) ? A[r * a_rs + c * a_cs] : (T)0; }\n";
+        for (int e = 0; e < LB; ++e)
+            r += indent + "{ const int x = lid + " + n(e * NT) + "; const I r = " + k0 +
+                 " + B_K(x), c = col0 + B_COL(x); rb[" + n(e) + "] = (r < k && c < n) ? B[r * b_rs + c * b_cs] : (T)0; }\n";
+        return r;
+    };
     // Registers -> local memory, k-major.
-#define STORE_TILES()                                                                  \
-    for (int e = 0; e < LA; ++e) {                                                     \
-        const int x = lid + e * NT;                                                    \
-        As[A_K(x) * LDA + A_ROW(x)] = ra[e];                                           \
-    }                                                                                  \
-    for (int e = 0; e < LB; ++e) {                                                     \
-        const int x = lid + e * NT;                                                    \
-        Bs[B_K(x) * LDB + B_COL(x)] = rb[e];                                           \
-    }
-
-    LOAD_TILES(0)
-    STORE_TILES()
+    auto store_tiles = [&](const std::string& indent) {
+        std::string r;
+        for (int e = 0; e < LA; ++e)
+            r += indent + "{ const int x = lid + " + n(e * NT) + "; As[A_K(x) * LDA + A_ROW(x)] = ra[" + n(e) + "]; }\n";
+        for (int e = 0; e < LB; ++e)
+            r += indent + "{ const int x = lid + " + n(e * NT) + "; Bs[B_K(x) * LDB + B_COL(x)] = rb[" + n(e) + "]; }\n";
+        return r;
+    };
+    s += load_tiles("0", "    ") + store_tiles("    ");
+    s += R"CL(
     barrier(CLK_LOCAL_MEM_FENCE);
     for (I k0 = 0; k0 < k; k0 += BK) {
         const bool more = k0 + BK < k;
 )CL";
-    if (p.prefetch) s += "        if (more) { LOAD_TILES(k0 + BK) }\n";
+    if (p.prefetch) s += "        if (more) {\n" + load_tiles("k0 + BK", "            ") + "        }\n";
     s += R"CL(        #pragma unroll
         for (int kk = 0; kk < BK; ++kk) {
             T a[WM], b[WN];
@@ -263,9 +263,9 @@ void lt_gemm(__global T* restrict C, __global const T* restrict A, __global cons
         barrier(CLK_LOCAL_MEM_FENCE);
         if (more) {
 )CL";
-    if (!p.prefetch) s += "            LOAD_TILES(k0 + BK)\n";
-    s += R"CL(            STORE_TILES()
-        }
+    if (!p.prefetch) s += load_tiles("k0 + BK", "            ");
+    s += store_tiles("            ");
+    s += R"CL(        }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
 
