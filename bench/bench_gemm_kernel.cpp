@@ -2,13 +2,15 @@
 // (backend/opencl/gemm_kernel.hpp) vs CLBlast, both through lt::matmul, and what
 // LAZYTENSOR_OPENCL_GEMM=auto chooses.
 //
-//   bench_gemm_kernel [--device N] [--reps R] [--sweep] [--params "tm,tn,wm,wn,bk,v,prefetch;..."]
+//   bench_gemm_kernel [--device N] [--reps R] [--sweep] [--params "tm,tn,wm,wn,bk,v,gv,prefetch;..."]
+//                     [--divide D]   (every extent divided by D: a quick check on a slow device)
 //
 // Timing as the table: the wall clock of building a fresh `lt::matmul(a, b)`,
 // realizing it and synchronizing the device, median of R (15) runs after 3 warm-up runs.
 // Each shape's own and CLBlast results are compared (largest difference relative to the largest
-// element). --sweep times the own kernel with each parameter set of a list (--params, else a
-// built-in list) on every shape, for tuning gemm_params_for.
+// element). --sweep times the own kernel the same way with each parameter set of a list
+// (--params, else a built-in list) on every shape, for tuning gemm_params_for; a time marked
+// "!" is of a wrong result.
 // Exit status: 0, or 1 when a result is wrong, 2 on an error.
 #include <lazytensor.hpp>
 #if !LAZYTENSOR_ENGINE_DEFINITIONS  // built against lazytensor::runtime: the internals used here
@@ -37,7 +39,7 @@ struct Shape {
     bool b_transposed;  // B is stored [batch, n, k] and read as its transpose
 };
 
-const Shape kShapes[] = {
+Shape kShapes[] = {
     {"GEMM 8192x784 @ 784x512", 1, 8192, 784, 512, false},
     {"GEMM 8192x512 @ 512x256", 1, 8192, 512, 256, false},
     {"batched 32 x (1024x64 @ 64x1024), B transposed", 32, 1024, 64, 1024, true},
@@ -84,8 +86,9 @@ std::vector<ocl::GemmKernelParams> parse_params(const std::string& text) {
     for (std::string item; std::getline(list, item, ';');) {
         ocl::GemmKernelParams p;
         int prefetch = 1;
-        if (std::sscanf(item.c_str(), "%d,%d,%d,%d,%d,%d,%d", &p.tm, &p.tn, &p.wm, &p.wn, &p.bk, &p.v, &prefetch) != 7) {
-            std::fprintf(stderr, "bad --params entry '%s': expected tm,tn,wm,wn,bk,v,prefetch\n", item.c_str());
+        if (std::sscanf(item.c_str(), "%d,%d,%d,%d,%d,%d,%d,%d", &p.tm, &p.tn, &p.wm, &p.wn, &p.bk, &p.v, &p.gv,
+                        &prefetch) != 8) {
+            std::fprintf(stderr, "bad --params entry '%s': expected tm,tn,wm,wn,bk,v,gv,prefetch\n", item.c_str());
             std::exit(2);
         }
         p.prefetch = prefetch != 0;
@@ -95,15 +98,14 @@ std::vector<ocl::GemmKernelParams> parse_params(const std::string& text) {
 }
 
 const char* kSweep =
-    "16,16,8,8,16,4,1;16,16,8,8,16,1,1;16,16,8,8,16,2,1;16,16,8,8,8,4,1;16,16,8,8,32,4,1;16,16,8,8,16,4,0;"
-    "8,16,8,8,16,4,1;16,8,8,8,16,4,1;16,16,4,8,16,4,1;16,16,8,4,16,4,1;16,16,4,4,16,4,1;8,8,8,8,16,4,1;"
-    "32,8,4,16,16,4,1;8,32,16,4,16,4,1;16,16,16,8,16,4,1;16,16,8,16,16,4,1;8,16,16,8,16,4,1;16,8,8,16,16,4,1;"
-    "16,32,8,4,16,4,1;32,16,4,8,16,4,1;16,16,4,4,32,4,1;8,8,8,8,32,4,1;16,16,8,8,8,2,1;8,16,8,8,8,4,1";
+    "16,16,8,8,8,4,1,1;16,16,8,8,8,4,4,1;16,16,8,4,16,4,1,1;16,16,8,4,16,4,4,1;16,8,8,8,32,4,4,1;16,8,8,8,16,4,4,1;"
+    "16,16,8,8,16,4,4,1;16,16,16,8,16,4,4,1;16,16,16,8,8,4,4,1;16,16,8,4,32,4,4,1;16,16,8,8,16,2,4,1;"
+    "16,8,8,8,32,2,4,1;16,16,8,8,32,4,4,1;8,16,8,8,16,4,4,1;16,16,4,8,16,4,4,1;16,16,8,8,8,4,4,0";
 
 std::string describe(const ocl::GemmKernelParams& p) {
     char buf[96];
-    std::snprintf(buf, sizeof buf, "%d,%d,%d,%d,%d,%d,%d (%dx%d)", p.tm, p.tn, p.wm, p.wn, p.bk, p.v, int(p.prefetch),
-                  p.block_m(), p.block_n());
+    std::snprintf(buf, sizeof buf, "%d,%d,%d,%d,%d,%d,%d,%d (%dx%d)", p.tm, p.tn, p.wm, p.wn, p.bk, p.v, p.gv,
+                  int(p.prefetch), p.block_m(), p.block_n());
     return buf;
 }
 
@@ -120,7 +122,7 @@ double relative_difference(const std::vector<float>& x, const std::vector<float>
 }  // namespace
 
 int main(int argc, char** argv) {
-    int device = 0, reps = 15;
+    int device = 0, reps = 15, divide = 1;
     bool sweep = false;
     std::string params = kSweep;
     for (int i = 1; i < argc; ++i) {
@@ -128,12 +130,16 @@ int main(int argc, char** argv) {
         if (a == "--device" && i + 1 < argc) device = std::atoi(argv[++i]);
         else if (a == "--reps" && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
         else if (a == "--sweep") sweep = true;
+        else if (a == "--divide" && i + 1 < argc) divide = std::max(1, std::atoi(argv[++i]));
         else if (a == "--params" && i + 1 < argc) params = argv[++i], sweep = true;
         else {
-            std::fprintf(stderr, "usage: bench_gemm_kernel [--device N] [--reps R] [--sweep] [--params \"tm,tn,wm,wn,bk,v,prefetch;...\"]\n");
+            std::fprintf(stderr, "usage: bench_gemm_kernel [--device N] [--reps R] [--sweep] [--divide D] "
+                                 "[--params \"tm,tn,wm,wn,bk,v,gv,prefetch;...\"]\n");
             return 2;
         }
     }
+    for (Shape& s : kShapes)
+        for (std::int64_t* extent : {&s.m, &s.k, &s.n}) *extent = std::max<std::int64_t>(1, *extent / divide);
     try {
         const lt::Device dev = lt::Device::opencl(device);
         ocl::OpenCLBackend& be = ocl::opencl_backend(device);
@@ -154,7 +160,7 @@ int main(int argc, char** argv) {
             const double diff = relative_difference(own_c, lt::matmul(o.a, o.b).to_vector());
             be.set_gemm_choice(ocl::GemmChoice::Auto);
             const double chosen = time_ms(o, dev, reps);
-            const bool own_chosen = be.uses_own_gemm([&] {
+            const lt::detail::ir::Gemm form = [&] {
                 lt::detail::ir::Gemm g;  // the product as the scheduler hands it over
                 g.m = s.m, g.n = s.n, g.k = s.k;
                 g.a = {0, s.k, 1, {}};
@@ -165,9 +171,10 @@ int main(int argc, char** argv) {
                     g.b.batch_strides = {s.k * s.n};
                 }
                 return g;
-            }());
-            std::printf(" | clblast %8.3f ms %6.1f TFLOP/s | auto %8.3f ms (%s) | own/clblast %.2f | diff %.1e\n", blas,
-                        tflops(blas), chosen, own_chosen ? "own" : "clblast", own / blas, diff);
+            }();
+            std::printf(" | clblast %8.3f ms %6.1f TFLOP/s | auto %8.3f ms (%s) | own/clblast %.2f | diff %.1e | %s\n",
+                        blas, tflops(blas), chosen, be.uses_own_gemm(form) ? "own" : "clblast", own / blas, diff,
+                        be.gemm_routine(form).c_str());
             if (!(diff < 1e-4)) status = 1;
 #else
             std::printf("\n");
@@ -175,15 +182,25 @@ int main(int argc, char** argv) {
             std::fflush(stdout);
         }
         if (sweep) {
-            std::printf("\nsweep: own kernel per parameter set (tm,tn,wm,wn,bk,v,prefetch), ms\n");
+            std::printf("\nsweep: own kernel per parameter set (tm,tn,wm,wn,bk,v,gv,prefetch), ms, median of %d\n", reps);
+            std::vector<Operands> operands;
+            std::vector<std::vector<float>> expected;  // the device's default set's results
             be.set_gemm_choice(ocl::GemmChoice::Own);
+            be.set_gemm_params(std::nullopt);
+            for (const Shape& s : kShapes) {
+                operands.push_back(make_operands(s, dev));
+                expected.push_back(lt::matmul(operands.back().a, operands.back().b).to_vector());
+            }
             for (const ocl::GemmKernelParams& p : parse_params(params)) {
-                std::printf("%-32s", describe(p).c_str());
-                for (const Shape& s : kShapes) {
-                    const Operands o = make_operands(s, dev);
+                std::printf("%-36s", describe(p).c_str());
+                for (std::size_t i = 0; i < operands.size(); ++i) {
+                    const Operands& o = operands[i];
                     try {
                         be.set_gemm_params(p);
-                        std::printf(" %8.3f", time_ms(o, dev, std::min(reps, 7)));
+                        const double ms = time_ms(o, dev, reps);
+                        const bool right = relative_difference(lt::matmul(o.a, o.b).to_vector(), expected[i]) < 1e-4;
+                        if (!right) status = 1;
+                        std::printf(" %8.3f%s", ms, right ? " " : "!");
                     } catch (const std::exception& e) {
                         std::printf(" failed");
                         std::fprintf(stderr, "%s: %s\n", describe(p).c_str(), e.what());

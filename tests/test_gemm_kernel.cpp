@@ -173,15 +173,17 @@ TEST_CASE_TEMPLATE("the own OpenCL GEMM kernel runs batches and k = 0" *
     });
 }
 
-// The GPU sets read local memory in vector runs (v > 1) and prefetch: the same code, small tiles.
-TEST_CASE_TEMPLATE("the own OpenCL GEMM kernel with vector runs and prefetch" *
+// The GPU sets read local memory in vector runs (v > 1), may load global memory in vectors
+// (gv > 1: where a load is whole and aligned, else element by element) and prefetch: the same
+// code, small tiles.
+TEST_CASE_TEMPLATE("the own OpenCL GEMM kernel with vector loads and prefetch" *
                        doctest::skip(!has_test_device(lt::Device::Kind::OpenCL)),
                    T, float, double) {
     for_each_device([](lt::Device d) {
         if (d.kind != lt::Device::Kind::OpenCL) return;
         if (std::is_same_v<T, double> && !lt::detail::supports_float64(d)) return;
-        const gk_ocl::GemmKernelParams params = std::is_same_v<T, float> ? gk_ocl::GemmKernelParams{4, 8, 4, 4, 8, 4, true}
-                                                                         : gk_ocl::GemmKernelParams{8, 4, 2, 4, 8, 2, true};
+        const gk_ocl::GemmKernelParams params = std::is_same_v<T, float> ? gk_ocl::GemmKernelParams{4, 8, 4, 4, 8, 4, 4, true}
+                                                                         : gk_ocl::GemmKernelParams{8, 4, 2, 4, 8, 2, 2, true};
         GkOwnGemm own(d, params);
         gk_layouts_and_sizes<T>();
         gk_batches<T>();
@@ -192,8 +194,9 @@ TEST_CASE("bad own GEMM kernel parameters are a ValueError" * doctest::skip(!has
     for_each_device([](lt::Device d) {
         if (d.kind != lt::Device::Kind::OpenCL) return;
         auto& backend = gk_ocl::opencl_backend(d.index);
-        CHECK_THROWS_AS(backend.set_gemm_params(gk_ocl::GemmKernelParams{16, 16, 6, 8, 16, 4, true}), lt::ValueError);
-        CHECK_THROWS_AS(backend.set_gemm_params(gk_ocl::GemmKernelParams{16, 16, 1, 1, 3, 1, true}), lt::ValueError);
+        CHECK_THROWS_AS(backend.set_gemm_params(gk_ocl::GemmKernelParams{16, 16, 6, 8, 16, 4, 1, true}), lt::ValueError);
+        CHECK_THROWS_AS(backend.set_gemm_params(gk_ocl::GemmKernelParams{16, 16, 1, 1, 3, 1, 1, true}), lt::ValueError);
+        CHECK_THROWS_AS(backend.set_gemm_params(gk_ocl::GemmKernelParams{16, 16, 1, 1, 16, 1, 4, true}), lt::ValueError);
     });
 }
 

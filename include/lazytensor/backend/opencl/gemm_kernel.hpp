@@ -40,13 +40,15 @@ struct GemmKernelParams {
     int wm = 8, wn = 8;
     int bk = 16;
     int v = 1;             // width of the local-memory reads and of the runs of rows and columns a work-item owns
+    int gv = 1;            // width of the global loads along an operand's unit-stride axis (where aligned)
     bool prefetch = true;  // issue the next tile's global loads before multiplying this one
 
     int block_m() const { return tm * wm; }
     int block_n() const { return tn * wn; }
     int threads() const { return tm * tn; }
     bool operator==(const GemmKernelParams& o) const {
-        return tm == o.tm && tn == o.tn && wm == o.wm && wn == o.wn && bk == o.bk && v == o.v && prefetch == o.prefetch;
+        return tm == o.tm && tn == o.tn && wm == o.wm && wn == o.wn && bk == o.bk && v == o.v && gv == o.gv &&
+               prefetch == o.prefetch;
     }
 };
 
@@ -83,29 +85,37 @@ inline GemmChoice gemm_choice_from_env() {
 }
 
 /// Auto's choice where CLBlast is built: whether the own kernel measured faster than CLBlast
-/// for products like `g` on this device class.
+/// for products like `g` on this device class. On the H100 (2026-11-25, bench_gemm_kernel) it
+/// was for float32 batches and products with a side under 2048 (issue 18's shapes: 1.3 to 1.7
+/// times CLBlast's speed), not for 4096^3 (CLBlast's tuned indirect kernel: 3.6 ms, ours 4.5).
+/// Elsewhere (float64, other devices) nothing was measured: CLBlast stays.
 inline bool own_gemm_faster(const ir::Gemm& g, bool gpu, const std::string& device_name) {
-    (void)g, (void)gpu, (void)device_name;
-    return false;
+    if (!gpu || device_name.find("NVIDIA") == std::string::npos || g.dtype != DType::Float32) return false;
+    return g.batch_count() > 1 || std::min({g.m, g.n, g.k}) < 2048;
 }
 
-/// The parameter set for a device class: NVIDIA-class GPUs get the set tuned on the H100, any
-/// other device (CPUs through PoCL, unknown GPUs) a small conservative one.
-inline GemmKernelParams gemm_params_for(DType dtype, bool gpu, const std::string& device_name,
+/// The parameter set for a product on a device class. NVIDIA GPUs get sets measured on the H100
+/// (bench_gemm_kernel --sweep, 2026-11-25): 128x128 tiles of depth 8 where n is wide and the
+/// tiles fill one to four waves of the GPU, else 128x64 tiles of depth 16 (more work-groups for
+/// narrow or small products). Other GPUs get a middle set, CPUs (PoCL) a small one that builds
+/// fast.
+inline GemmKernelParams gemm_params_for(const ir::Gemm& g, bool gpu, const std::string& device_name,
                                         std::size_t max_work_group, std::size_t local_memory) {
-    GemmKernelParams p;
+    //                  tm  tn  wm  wn  bk  v  gv  prefetch
+    GemmKernelParams p{8, 8, 4, 4, 8, 1, 1, false};
     if (gpu && device_name.find("NVIDIA") != std::string::npos) {
-        p = dtype == DType::Float64 ? GemmKernelParams{16, 16, 4, 4, 16, 2, true} : GemmKernelParams{16, 16, 8, 8, 16, 4, true};
+        const std::int64_t tiles = ((g.m + 127) / 128) * ((g.n + 127) / 128) * g.batch_count();
+        if (g.dtype == DType::Float64) p = GemmKernelParams{16, 16, 4, 4, 16, 2, 1, true};
+        else if (g.n >= 256 && tiles >= 128 && tiles <= 512) p = GemmKernelParams{16, 16, 8, 8, 8, 4, 1, true};
+        else p = GemmKernelParams{16, 16, 8, 4, 16, 4, 1, true};
     } else if (gpu) {
-        p = GemmKernelParams{16, 16, 4, 4, 16, 1, true};
-    } else {
-        p = GemmKernelParams{8, 8, 4, 4, 8, 1, false};
+        p = GemmKernelParams{16, 16, 4, 4, 16, 1, 1, true};
     }
     // Fit the device: halve the work-group, then the k depth, while either is too large.
-    const std::size_t elem = dtype_size(dtype);
-    auto local_bytes = [&] { return std::size_t(p.bk) * std::size_t(p.block_m() + 1 + p.block_n()) * elem; };
+    const std::size_t elem = dtype_size(g.dtype);
+    auto local_bytes = [&] { return std::size_t(p.bk) * std::size_t(p.block_m() + p.block_n() + 2 * p.v) * elem; };
     while (std::size_t(p.threads()) > max_work_group && p.tm > 1) p.tm /= 2, p.wm *= 2;
-    while (local_bytes() > local_memory && p.bk > 1) p.bk /= 2;
+    while (local_bytes() > local_memory && p.bk > p.gv) p.bk /= 2;
     return p;
 }
 
@@ -113,10 +123,14 @@ inline GemmKernelParams gemm_params_for(DType dtype, bool gpu, const std::string
 inline void check_gemm_params(const GemmKernelParams& p) {
     const bool positive = p.tm > 0 && p.tn > 0 && p.wm > 0 && p.wn > 0 && p.bk > 0;
     const bool vector = (p.v == 1 || p.v == 2 || p.v == 4) && p.wm % p.v == 0 && p.wn % p.v == 0;
-    if (!positive || !vector || (p.block_m() * p.bk) % p.threads() != 0 || (p.block_n() * p.bk) % p.threads() != 0)
+    const bool global_vector = (p.gv == 1 || p.gv == 2 || p.gv == 4) && positive && p.bk % p.gv == 0 &&
+                               p.block_m() % p.gv == 0 && p.block_n() % p.gv == 0;
+    const int share = p.threads() * p.gv;
+    if (!positive || !vector || !global_vector || (p.block_m() * p.bk) % share != 0 || (p.block_n() * p.bk) % share != 0)
         fail<ValueError>("OpenCL GEMM kernel parameters tm ", p.tm, ", tn ", p.tn, ", wm ", p.wm, ", wn ", p.wn, ", bk ",
-                         p.bk, ", v ", p.v, ": each tile of A (tm*wm x bk) and of B (bk x tn*wn) must split evenly over "
-                         "the tm*tn work-items, and v (1, 2 or 4) divide wm and wn");
+                         p.bk, ", v ", p.v, ", gv ", p.gv, ": each tile of A (tm*wm x bk) and of B (bk x tn*wn) must "
+                         "split evenly over the tm*tn work-items in loads of gv, and v and gv (1, 2 or 4) divide wm "
+                         "and wn, and bk and the tiles");
 }
 
 /// The layout class of a product (which of its operands' strides are 1, whether 32-bit element
@@ -169,10 +183,12 @@ inline std::string gemm_kernel_source(DType dtype, const GemmLayoutClass& layout
          "\n#define V " + n(V) + "\n#define LDA " + n(LDA) + "\n#define LDB " + n(LDB) + "\n#define LA " + n(LA) +
          "\n#define LB " + n(LB) + "\n";
     // Element e of this work-item's share of a tile: its (row, k) in A's tile and (k, col) in B's.
-    s += layout.a_k_fast ? "#define A_ROW(x) ((x) / BK)\n#define A_K(x) ((x) % BK)\n"
-                         : "#define A_ROW(x) ((x) % BM)\n#define A_K(x) ((x) / BM)\n";
-    s += layout.b_n_fast ? "#define B_COL(x) ((x) % BN)\n#define B_K(x) ((x) / BN)\n"
-                         : "#define B_COL(x) ((x) / BK)\n#define B_K(x) ((x) % BK)\n";
+    // A load is GV consecutive elements along the fast axis (A_DR, A_DC: its step in rows and k).
+    s += "#define GV " + n(p.gv) + "\n";
+    s += layout.a_k_fast ? "#define A_ROW(x) ((x) / (BK / GV))\n#define A_K(x) ((x) % (BK / GV) * GV)\n#define A_DR 0\n#define A_DC 1\n"
+                         : "#define A_ROW(x) ((x) % (BM / GV) * GV)\n#define A_K(x) ((x) / (BM / GV))\n#define A_DR 1\n#define A_DC 0\n";
+    s += layout.b_n_fast ? "#define B_COL(x) ((x) % (BN / GV) * GV)\n#define B_K(x) ((x) / (BN / GV))\n#define B_DR 0\n#define B_DC 1\n"
+                         : "#define B_COL(x) ((x) / (BK / GV))\n#define B_K(x) ((x) % (BK / GV) * GV)\n#define B_DR 1\n#define B_DC 0\n";
     // The tile row (column) of a work-item's i-th row (j-th column): runs of V, strided by TM*V.
     s += "#define OWN_ROW(i) (ty * V + ((i) / V) * (TM * V) + (i) % V)\n"
          "#define OWN_COL(j) (tx * V + ((j) / V) * (TN * V) + (j) % V)\n";
@@ -206,26 +222,58 @@ void lt_gemm(__global T* restrict C, __global const T* restrict A, __global cons
     T ra[LA], rb[LB];
 )CL";
     // Global -> registers: this work-item's share of the tiles at k0, zero outside the
-    // matrices (unrolled here, so that ra and rb stay in registers).
-    auto load_tiles = [&](const std::string& k0, const std::string& indent) {
+    // matrices (unrolled here, so that ra and rb stay in registers). With GV > 1, a load that is
+    // whole and aligned is one vector load.
+    const std::string GT = p.gv == 1 ? T : T + n(p.gv);
+    auto load_share = [&](const std::string& k0, const std::string& indent, bool is_a) {
+        const std::string X = is_a ? "A" : "B", reg = is_a ? "ra" : "rb", count = n((is_a ? LA : LB) / p.gv);
+        const std::string first = is_a ? "const I r = row0 + A_ROW(x), c = " + k0 + " + A_K(x);"
+                                       : "const I r = " + k0 + " + B_K(x), c = col0 + B_COL(x);";
+        const std::string rows = is_a ? "m" : "k", cols = is_a ? "k" : "n", rs = is_a ? "a_rs" : "b_rs",
+                          cs = is_a ? "a_cs" : "b_cs", DR = X + "_DR", DC = X + "_DC";
         std::string r;
-        for (int e = 0; e < LA; ++e)
-            r += indent + "{ const int x = lid + " + n(e * NT) + "; const I r = row0 + A_ROW(x), c = " + k0 +
-                 " + A_K(x); ra[" + n(e) + "] = (r < m && c < k) ? A[r * a_rs + c * a_cs] : (T)0; }\n";
-        for (int e = 0; e < LB; ++e)
-            r += indent + "{ const int x = lid + " + n(e * NT) + "; const I r = " + k0 +
-                 " + B_K(x), c = col0 + B_COL(x); rb[" + n(e) + "] = (r < k && c < n) ? B[r * b_rs + c * b_cs] : (T)0; }\n";
+        for (int e = 0; e < (is_a ? LA : LB) / p.gv; ++e) {
+            r += indent + "{ const int x = lid + " + n(e * NT) + "; " + first + "\n";
+            if (p.gv > 1) {
+                r += indent + "  if (" + X + "_vec && r + " + DR + " * (GV - 1) < " + rows + " && c + " + DC +
+                     " * (GV - 1) < " + cols + ") { const " + GT + " w = *(__global const " + GT + "*)(" + X + " + r * " +
+                     rs + " + c * " + cs + ");";
+                const char* lane[] = {"s0", "s1", "s2", "s3"};
+                for (int l = 0; l < p.gv; ++l) r += " " + reg + "[" + n(e * p.gv + l) + "] = w." + lane[l] + ";";
+                r += " } else {\n";
+            }
+            for (int l = 0; l < p.gv; ++l) {
+                const std::string rl = "r + " + DR + " * " + n(l), cl = "c + " + DC + " * " + n(l);
+                r += indent + "  " + reg + "[" + n(e * p.gv + l) + "] = (" + rl + " < " + rows + " && " + cl + " < " +
+                     cols + ") ? " + X + "[(" + rl + ") * " + rs + " + (" + cl + ") * " + cs + "] : (T)0;\n";
+            }
+            if (p.gv > 1) r += indent + "  }\n";
+            r += indent + "}\n";
+        }
+        (void)count;
         return r;
+    };
+    auto load_tiles = [&](const std::string& k0, const std::string& indent) {
+        return load_share(k0, indent, true) + load_share(k0, indent, false);
     };
     // Registers -> local memory, k-major.
     auto store_tiles = [&](const std::string& indent) {
         std::string r;
-        for (int e = 0; e < LA; ++e)
-            r += indent + "{ const int x = lid + " + n(e * NT) + "; As[A_K(x) * LDA + A_ROW(x)] = ra[" + n(e) + "]; }\n";
-        for (int e = 0; e < LB; ++e)
-            r += indent + "{ const int x = lid + " + n(e * NT) + "; Bs[B_K(x) * LDB + B_COL(x)] = rb[" + n(e) + "]; }\n";
+        for (int e = 0; e < LA / p.gv; ++e)
+            for (int l = 0; l < p.gv; ++l)
+                r += indent + "{ const int x = lid + " + n(e * NT) + "; As[(A_K(x) + A_DC * " + n(l) + ") * LDA + A_ROW(x) + A_DR * " +
+                     n(l) + "] = ra[" + n(e * p.gv + l) + "]; }\n";
+        for (int e = 0; e < LB / p.gv; ++e)
+            for (int l = 0; l < p.gv; ++l)
+                r += indent + "{ const int x = lid + " + n(e * NT) + "; Bs[(B_K(x) + B_DR * " + n(l) + ") * LDB + B_COL(x) + B_DC * " +
+                     n(l) + "] = rb[" + n(e * p.gv + l) + "]; }\n";
         return r;
     };
+    if (p.gv > 1)  // whole loads along the unit-stride axis are aligned where the other stride and the base are
+        s += std::string("    const bool A_vec = ") +
+             (layout.a_k_fast ? "a_cs == 1 && a_rs % GV == 0" : "a_rs == 1 && a_cs % GV == 0") +
+             " && a_base % GV == 0;\n    const bool B_vec = " +
+             (layout.b_n_fast ? "b_cs == 1 && b_rs % GV == 0" : "b_rs == 1 && b_cs % GV == 0") + " && b_base % GV == 0;\n";
     s += load_tiles("0", "    ") + store_tiles("    ");
     s += R"CL(
     barrier(CLK_LOCAL_MEM_FENCE);

@@ -453,7 +453,7 @@ public:
 
     std::string gemm_routine(const ir::Gemm& g) const override {
         if (uses_own_gemm(g)) {
-            const GemmKernelParams p = own_gemm_params(g.dtype);
+            const GemmKernelParams p = own_gemm_params(g);
             return concat("lazytensor GEMM kernel ", p.block_m(), "x", p.block_n(), "x", p.bk, " (", p.wm, "x", p.wn,
                           " per work-item)");
         }
@@ -479,10 +479,10 @@ public:
         if (params) check_gemm_params(*params);
         gemm_params_override_ = params;
     }
-    /// The parameters the own GEMM kernel runs with for `dtype` on this device.
-    GemmKernelParams own_gemm_params(DType dtype) const {
+    /// The parameters the own GEMM kernel runs `g` with on this device.
+    GemmKernelParams own_gemm_params(const ir::Gemm& g) const {
         if (gemm_params_override_) return *gemm_params_override_;
-        return gemm_params_for(dtype, traits_.gpu, device_name_, traits_.max_work_group, traits_.local_memory);
+        return gemm_params_for(g, traits_.gpu, device_name_, traits_.max_work_group, traits_.local_memory);
     }
     /// Whether `g` runs on the own GEMM kernel (else CLBlast).
     bool uses_own_gemm(const ir::Gemm& g) const {
@@ -729,7 +729,7 @@ public:
                   const std::vector<const Buffer*>& epilogue_buffers = {}) {
         const std::int64_t count = g.batch_count();
         if (g.m == 0 || g.n == 0 || count == 0) return;
-        const GemmKernelParams p = own_gemm_params(g.dtype);
+        const GemmKernelParams p = own_gemm_params(g);
         const GemmLayoutClass layout = gemm_layout_class(g);
         cl_kernel kernel = own_gemm_kernel(g.dtype, layout, p, epilogue);
         cl_long a_batch_stride = 0, b_batch_stride = 0;
