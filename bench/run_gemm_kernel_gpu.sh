@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Issue 18's matrix products on the GPU machine: builds the matmul tests and bench_gemm_kernel,
-# runs the tests on opencl:0 (the own GEMM kernel forced on over every layout), then
+# Issue 18's matrix products on the GPU machine: builds the matmul and nn tests and
+# bench_gemm_kernel, runs the tests on opencl:0 (the matmul area forces the own GEMM kernel on
+# over every layout; nn runs products as auto chooses), then
 # bench_gemm_kernel (own kernel, CLBlast and auto) and its PyTorch peer, and prints
 # lazytensor / cuBLAS per shape (target: cuBLAS / ours >= 0.8, 4096^3 >= 0.9). Run from the
 # repository root there; results land in $OUT.
@@ -15,8 +16,11 @@ source .device/opencl-env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv 2>&1 | tee "$OUT/device.txt"
 cmake -S . -B /tmp/b -DCMAKE_BUILD_TYPE=Release -DLAZYTENSOR_BUILD_BENCH=ON -DLAZYTENSOR_PACKAGE_TESTS=OFF \
     -DLAZYTENSOR_SANITIZER_TESTS=OFF >"$OUT/build.txt" 2>&1
-cmake --build /tmp/b -j16 --target test_matmul bench_gemm_kernel >>"$OUT/build.txt" 2>&1 || { tail -n 60 "$OUT/build.txt"; exit 1; }
-LAZYTENSOR_TEST_DEVICES=opencl:0 timeout 300 /tmp/b/tests/test_matmul 2>&1 | tail -n 5 | tee "$OUT/tests.txt"
+cmake --build /tmp/b -j16 --target test_matmul test_nn bench_gemm_kernel >>"$OUT/build.txt" 2>&1 || { tail -n 60 "$OUT/build.txt"; exit 1; }
+for area in matmul nn; do
+    echo "test_$area on opencl:0" | tee -a "$OUT/tests.txt"
+    LAZYTENSOR_TEST_DEVICES=opencl:0 timeout 300 /tmp/b/tests/test_$area 2>&1 | tail -n 30 | tee -a "$OUT/tests.txt"
+done
 /tmp/b/bench/bench_gemm_kernel "$@" 2>&1 | tee "$OUT/bench_gemm_kernel.txt"
 python3 bench/gemm_kernel_peer.py 2>&1 | tee "$OUT/gemm_kernel_peer.txt"
 python3 - "$OUT/bench_gemm_kernel.txt" "$OUT/gemm_kernel_peer.txt" <<'PY' | tee "$OUT/ratios.txt"
