@@ -190,6 +190,31 @@ TEST_CASE_TEMPLATE("the own OpenCL GEMM kernel with vector loads and prefetch" *
     });
 }
 
+TEST_CASE("the own GEMM kernel's parameter sets per device class fit the device") {
+    lt::detail::ir::Gemm g;
+    g.m = g.n = g.k = 1024;
+    const std::string h100 = "NVIDIA H100 80GB HBM3";
+    CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_n() == 64);  // 64 tiles of 128^2: narrower ones
+    g.m = 8192, g.n = 512;
+    CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_n() == 128);
+    g.n = 64;
+    CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_n() == 64);
+    CHECK(gk_ocl::gemm_params_for(g, false, "pthread-cpu", 4096, 64 << 10).threads() == 64);
+    // Small devices get sets that fit them, or one work-item per group.
+    for (std::size_t group : {1, 16, 64})
+        for (std::size_t local : {256, 4096, 48 << 10}) {
+            const gk_ocl::GemmKernelParams p = gk_ocl::gemm_params_for(g, true, h100, group, local);
+            CHECK(gk_ocl::gemm_params_valid(p));
+            CHECK(std::size_t(p.threads()) <= group);
+            CHECK(std::size_t(p.bk) * std::size_t(p.block_m() + p.block_n() + 2 * p.v) * sizeof(float) <= local);
+        }
+    CHECK(gk_ocl::own_gemm_faster(g, true, h100));
+    g.m = g.n = g.k = 4096;
+    CHECK_FALSE(gk_ocl::own_gemm_faster(g, true, h100));  // CLBlast's tuned kernel measured faster there
+    g.m = 64;
+    CHECK_FALSE(gk_ocl::own_gemm_faster(g, false, "pthread-cpu"));
+}
+
 TEST_CASE("bad own GEMM kernel parameters are a ValueError" * doctest::skip(!has_test_device(lt::Device::Kind::OpenCL))) {
     for_each_device([](lt::Device d) {
         if (d.kind != lt::Device::Kind::OpenCL) return;
@@ -197,6 +222,8 @@ TEST_CASE("bad own GEMM kernel parameters are a ValueError" * doctest::skip(!has
         CHECK_THROWS_AS(backend.set_gemm_params(gk_ocl::GemmKernelParams{16, 16, 6, 8, 16, 4, 1, true}), lt::ValueError);
         CHECK_THROWS_AS(backend.set_gemm_params(gk_ocl::GemmKernelParams{16, 16, 1, 1, 3, 1, 1, true}), lt::ValueError);
         CHECK_THROWS_AS(backend.set_gemm_params(gk_ocl::GemmKernelParams{16, 16, 1, 1, 16, 1, 4, true}), lt::ValueError);
+        CHECK_THROWS_AS(backend.set_gemm_params(gk_ocl::GemmKernelParams{64, 128, 1, 1, 128, 1, 1, true}),
+                        lt::ValueError);  // more work-items than a group may have
     });
 }
 

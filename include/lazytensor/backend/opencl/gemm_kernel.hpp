@@ -85,20 +85,41 @@ inline GemmChoice gemm_choice_from_env() {
 }
 
 /// Auto's choice where CLBlast is built: whether the own kernel measured faster than CLBlast
-/// for products like `g` on this device class. On the H100 (2026-11-25, bench_gemm_kernel) it
-/// was for float32 batches and products with a side under 2048 (issue 18's shapes: 1.3 to 1.7
-/// times CLBlast's speed), not for 4096^3 (CLBlast's tuned indirect kernel: 3.6 ms, ours 4.5).
-/// Elsewhere (float64, other devices) nothing was measured: CLBlast stays.
+/// for products like `g` on this device class. On the H100 (2026-11-25, bench_gemm_kernel, the
+/// parameter sets below) it was for issue 18's float32 products up to 1024^3 and batches (0.13
+/// to 0.27 ms against CLBlast's 0.17 to 0.54), not for 4096^3 (CLBlast's tuned indirect kernel:
+/// 3.4 ms, ours at best 4.1). Elsewhere (float64, other devices) nothing was measured: CLBlast
+/// stays.
 inline bool own_gemm_faster(const ir::Gemm& g, bool gpu, const std::string& device_name) {
     if (!gpu || device_name.find("NVIDIA") == std::string::npos || g.dtype != DType::Float32) return false;
     return g.batch_count() > 1 || std::min({g.m, g.n, g.k}) < 2048;
 }
 
+/// Whether a parameter set makes a kernel: every work-item loads whole shares of a tile, in
+/// vectors of gv, and v and gv divide what they split.
+inline bool gemm_params_valid(const GemmKernelParams& p) {
+    const bool positive = p.tm > 0 && p.tn > 0 && p.wm > 0 && p.wn > 0 && p.bk > 0;
+    const bool vector = (p.v == 1 || p.v == 2 || p.v == 4) && p.wm % p.v == 0 && p.wn % p.v == 0;
+    const bool global_vector = (p.gv == 1 || p.gv == 2 || p.gv == 4) && positive && p.bk % p.gv == 0 &&
+                               p.block_m() % p.gv == 0 && p.block_n() % p.gv == 0;
+    const int share = p.threads() * p.gv;
+    return positive && vector && global_vector && (p.block_m() * p.bk) % share == 0 && (p.block_n() * p.bk) % share == 0;
+}
+
+/// ValueError unless the parameter set makes a kernel.
+inline void check_gemm_params(const GemmKernelParams& p) {
+    if (!gemm_params_valid(p))
+        fail<ValueError>("OpenCL GEMM kernel parameters tm ", p.tm, ", tn ", p.tn, ", wm ", p.wm, ", wn ", p.wn, ", bk ",
+                         p.bk, ", v ", p.v, ", gv ", p.gv, ": each tile of A (tm*wm x bk) and of B (bk x tn*wn) must "
+                         "split evenly over the tm*tn work-items in loads of gv, and v and gv (1, 2 or 4) divide wm "
+                         "and wn, and bk and the tiles");
+}
+
 /// The parameter set for a product on a device class. NVIDIA GPUs get sets measured on the H100
-/// (bench_gemm_kernel --sweep, 2026-11-25): 128x128 tiles of depth 8 where n is wide and the
-/// tiles fill one to four waves of the GPU, else 128x64 tiles of depth 16 (more work-groups for
-/// narrow or small products). Other GPUs get a middle set, CPUs (PoCL) a small one that builds
-/// fast.
+/// (bench_gemm_kernel --sweep, 2026-11-25): 128x128 tiles of depth 8 where n is at least 256 and
+/// there are at least 128 such tiles (about one per SM), else 128x64 tiles of depth 16 (more
+/// work-groups for narrow or small products); both with vector loads of 4 from global and local
+/// memory. Other GPUs get a middle set, CPUs (PoCL) a small one that builds fast.
 inline GemmKernelParams gemm_params_for(const ir::Gemm& g, bool gpu, const std::string& device_name,
                                         std::size_t max_work_group, std::size_t local_memory) {
     //                  tm  tn  wm  wn  bk  v  gv  prefetch
@@ -106,8 +127,8 @@ inline GemmKernelParams gemm_params_for(const ir::Gemm& g, bool gpu, const std::
     if (gpu && device_name.find("NVIDIA") != std::string::npos) {
         const std::int64_t tiles = ((g.m + 127) / 128) * ((g.n + 127) / 128) * g.batch_count();
         if (g.dtype == DType::Float64) p = GemmKernelParams{16, 16, 4, 4, 16, 2, 1, true};
-        else if (g.n >= 256 && tiles >= 128 && tiles <= 512) p = GemmKernelParams{16, 16, 8, 8, 8, 4, 1, true};
-        else p = GemmKernelParams{16, 16, 8, 4, 16, 4, 1, true};
+        else if (g.n >= 256 && tiles >= 128) p = GemmKernelParams{16, 16, 8, 8, 8, 4, 4, true};
+        else p = GemmKernelParams{16, 16, 8, 4, 16, 4, 4, true};
     } else if (gpu) {
         p = GemmKernelParams{16, 16, 4, 4, 16, 1, 1, true};
     }
@@ -116,21 +137,9 @@ inline GemmKernelParams gemm_params_for(const ir::Gemm& g, bool gpu, const std::
     auto local_bytes = [&] { return std::size_t(p.bk) * std::size_t(p.block_m() + p.block_n() + 2 * p.v) * elem; };
     while (std::size_t(p.threads()) > max_work_group && p.tm > 1) p.tm /= 2, p.wm *= 2;
     while (local_bytes() > local_memory && p.bk > p.gv) p.bk /= 2;
+    if (!gemm_params_valid(p) || std::size_t(p.threads()) > max_work_group || local_bytes() > local_memory)
+        p = GemmKernelParams{1, 1, 1, 1, 1, 1, 1, false};  // a tiny device: one work-item per group, slow but right
     return p;
-}
-
-/// Checks that a parameter set makes a kernel: every work-item loads whole shares of a tile.
-inline void check_gemm_params(const GemmKernelParams& p) {
-    const bool positive = p.tm > 0 && p.tn > 0 && p.wm > 0 && p.wn > 0 && p.bk > 0;
-    const bool vector = (p.v == 1 || p.v == 2 || p.v == 4) && p.wm % p.v == 0 && p.wn % p.v == 0;
-    const bool global_vector = (p.gv == 1 || p.gv == 2 || p.gv == 4) && positive && p.bk % p.gv == 0 &&
-                               p.block_m() % p.gv == 0 && p.block_n() % p.gv == 0;
-    const int share = p.threads() * p.gv;
-    if (!positive || !vector || !global_vector || (p.block_m() * p.bk) % share != 0 || (p.block_n() * p.bk) % share != 0)
-        fail<ValueError>("OpenCL GEMM kernel parameters tm ", p.tm, ", tn ", p.tn, ", wm ", p.wm, ", wn ", p.wn, ", bk ",
-                         p.bk, ", v ", p.v, ", gv ", p.gv, ": each tile of A (tm*wm x bk) and of B (bk x tn*wn) must "
-                         "split evenly over the tm*tn work-items in loads of gv, and v and gv (1, 2 or 4) divide wm "
-                         "and wn, and bk and the tiles");
 }
 
 /// The layout class of a product (which of its operands' strides are 1, whether 32-bit element

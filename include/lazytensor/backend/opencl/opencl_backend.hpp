@@ -476,7 +476,12 @@ public:
     }
     /// Benchmarks: the parameters of the own GEMM kernel from now on (nullopt: the device's set).
     void set_gemm_params(std::optional<GemmKernelParams> params) {
-        if (params) check_gemm_params(*params);
+        if (params) {
+            check_gemm_params(*params);
+            if (std::size_t(params->threads()) > traits_.max_work_group)
+                fail<ValueError>("OpenCL GEMM kernel parameters tm ", params->tm, ", tn ", params->tn, ": work-groups of ",
+                                 params->threads(), " work-items, but ", describe(), " allows ", traits_.max_work_group);
+        }
         gemm_params_override_ = params;
     }
     /// The parameters the own GEMM kernel runs `g` with on this device.
