@@ -86,7 +86,7 @@ inline GemmChoice gemm_choice_from_env() {
 
 /// Auto's choice where CLBlast is built: whether the own kernel measured faster than CLBlast
 /// for products like `g` on this device class. On the H100 (2026-11-25, bench_gemm_kernel, the
-/// parameter sets below) it was for issue 18's float32 products up to 1024^3 and batches (0.13
+/// parameter sets below) it was for issue 18's float32 products up to 1024^3 and batches (0.12
 /// to 0.27 ms against CLBlast's 0.17 to 0.54), not for 4096^3 (CLBlast's tuned indirect kernel:
 /// 3.4 ms, ours at best 4.1). Elsewhere (float64, other devices) nothing was measured: CLBlast
 /// stays.
