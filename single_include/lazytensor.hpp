@@ -9584,9 +9584,11 @@ inline std::string apply_clblast_tuning(cl_device_id device, const std::string& 
 //
 // A and B are read in place through their strides (any layout: row- or column-major, or
 // neither); C is contiguous [batch, m, n]. Sizes, strides and offsets are kernel arguments, so
-// one program serves every shape of a layout class. A batch is the third NDRange dimension:
-// each matrix starts at a constant batch stride, or at the offsets of a per-matrix table
-// (2 longs per matrix: A's, then B's) where the batch has several axes.
+// one program serves every shape of a layout class. The tiles of C are the first NDRange
+// dimension (one index for rows and columns of tiles: some devices allow only 65535 work-groups
+// along the others), the batch the third, launched in chunks of at most 65535 matrices; each
+// matrix starts at a constant batch stride, or at the offsets of a per-matrix table (2 longs per
+// matrix: A's, then B's) where the batch has several axes.
 //
 // Each work-group computes a BM x BN tile of C (BM = tm * wm, BN = tn * wn) with tm x tn
 // work-items, each holding a wm x wn register tile; a work-item owns runs of v consecutive rows
@@ -9741,9 +9743,10 @@ inline const char* gemm_kernel_name() { return "lt_gemm"; }
 ///
 /// Arguments: C, A, B, the offset table (any buffer when unused), then (int or long as the
 /// layout class says) m, n, k, A's row and column strides, B's row and column strides; then the
-/// longs A's offset, A's batch stride, B's offset, B's batch stride, and an int that is nonzero
-/// when the offset table holds each matrix's offsets; then the epilogue's parameters.
-/// NDRange: (ceil(n / BN) * tn, ceil(m / BM) * tm, batch count), work-groups (tn, tm, 1).
+/// longs A's offset, A's batch stride, B's offset, B's batch stride, an int that is nonzero
+/// when the offset table holds each matrix's offsets, and a long, the first matrix of this
+/// launch; then the epilogue's parameters. NDRange: (ceil(m / BM) * ceil(n / BN) * tn, tm,
+/// matrices in this launch), work-groups (tn, tm, 1).
 inline std::string gemm_kernel_source(DType dtype, const GemmLayoutClass& layout, const GemmKernelParams& p,
                                       const GemmEpilogue& epilogue = {}) {
     check_gemm_params(p);
@@ -9784,13 +9787,14 @@ void lt_gemm(__global T* restrict C, __global const T* restrict A, __global cons
              __global const long* restrict offsets, const I m, const I n, const I k,
              const I a_rs, const I a_cs, const I b_rs, const I b_cs,
              const long a_offset, const long a_batch_stride, const long b_offset, const long b_batch_stride,
-             const int per_matrix_offsets)CL" +
+             const int per_matrix_offsets, const long first_matrix)CL" +
          epilogue.parameters + R"CL() {
     __local T As[BK * LDA];
     __local T Bs[BK * LDB];
     const int tx = get_local_id(0), ty = get_local_id(1), lid = ty * TN + tx;
-    const I row0 = (I)get_group_id(1) * BM, col0 = (I)get_group_id(0) * BN;
-    const long batch = get_group_id(2);
+    const I tiles_n = (n + BN - 1) / BN, tile = (I)get_group_id(0);
+    const I row0 = tile / tiles_n * BM, col0 = tile % tiles_n * BN;
+    const long batch = first_matrix + get_group_id(2);
     long a_base = a_offset + batch * a_batch_stride, b_base = b_offset + batch * b_batch_stride;
     if (per_matrix_offsets) {
         a_base = offsets[2 * batch];
@@ -12358,20 +12362,29 @@ public:
         set(static_cast<cl_long>(g.b.offset));
         set(b_batch_stride);
         set(per_matrix);
+        const cl_uint first_matrix_arg = arg++;
         for (const Buffer* extra : epilogue_buffers) set(static_cast<cl_mem>(extra->handle()));
         auto blocks = [](std::int64_t extent, int block) { return static_cast<std::size_t>((extent + block - 1) / block); };
         const std::size_t local[3] = {std::size_t(p.tn), std::size_t(p.tm), 1};
-        const std::size_t global[3] = {blocks(g.n, p.block_n()) * local[0], blocks(g.m, p.block_m()) * local[1],
-                                       static_cast<std::size_t>(count)};
-        cl_event event = nullptr, wait = std::exchange(detail_launch_dependency(), nullptr);
-        const cl_int err = clEnqueueNDRangeKernel(queue_, kernel, 3, nullptr, global, local, wait ? 1 : 0,
-                                                  wait ? &wait : nullptr, record_times_ || launch_events_ ? &event : nullptr);
-        check(err, "clEnqueueNDRangeKernel", concat("launching ", gemm_kernel_name(), " on ", describe()));
-        if (launch_events_) {
-            if (record_times_) clRetainEvent(event);  // event_ms releases its reference; the list keeps its own
-            remember_launch(event, gemm_kernel_name());
+        // NVIDIA's driver allows 65535 work-groups along the second and third dimensions.
+        constexpr std::int64_t most_matrices = 65535;
+        double ms = 0;
+        for (std::int64_t first = 0; first < count; first += most_matrices) {
+            const cl_long first_matrix = first;
+            check(clSetKernelArg(kernel, first_matrix_arg, sizeof first_matrix, &first_matrix), "clSetKernelArg");
+            const std::size_t global[3] = {blocks(g.m, p.block_m()) * blocks(g.n, p.block_n()) * local[0], local[1],
+                                           static_cast<std::size_t>(std::min(count - first, most_matrices))};
+            cl_event event = nullptr, wait = std::exchange(detail_launch_dependency(), nullptr);
+            const cl_int err = clEnqueueNDRangeKernel(queue_, kernel, 3, nullptr, global, local, wait ? 1 : 0,
+                                                      wait ? &wait : nullptr, record_times_ || launch_events_ ? &event : nullptr);
+            check(err, "clEnqueueNDRangeKernel", concat("launching ", gemm_kernel_name(), " on ", describe()));
+            if (launch_events_) {
+                if (record_times_) clRetainEvent(event);  // event_ms releases its reference; the list keeps its own
+                remember_launch(event, gemm_kernel_name());
+            }
+            if (record_times_) ms += event_ms(event);
         }
-        if (record_times_) times_ms_.push_back(event_ms(event));
+        if (record_times_) times_ms_.push_back(ms);
     }
 
 private:

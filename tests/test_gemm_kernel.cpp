@@ -136,6 +136,8 @@ void gk_batches() {
     run({5, 7}, {3, 7, 2}, 43);              // a shared left operand: batch stride 0
     run({2, 1, 3, 4}, {1, 5, 4, 6}, 45);     // two batch axes: per-matrix offsets
     run({3, 2, 35, 9}, {3, 2, 9, 40}, 47);   // two axes that merge into one stride
+    // More matrices than one launch takes (65535 on NVIDIA): launched in chunks.
+    run({70000, 1, 2}, {70000, 2, 1}, 51);
     // The batch axis in the middle of A's storage ([m, batch, k]): read through strides.
     const Ref x = random_ref<T>({7, 5, 31}, 49), w = random_ref<T>({5, 31, 9}, 50);
     gk_check(lt::matmul(make_tensor<T>(x).permute({1, 0, 2}), make_tensor<T>(w)), permute(x, {1, 0, 2}), w);

@@ -2,9 +2,11 @@
 //
 // A and B are read in place through their strides (any layout: row- or column-major, or
 // neither); C is contiguous [batch, m, n]. Sizes, strides and offsets are kernel arguments, so
-// one program serves every shape of a layout class. A batch is the third NDRange dimension:
-// each matrix starts at a constant batch stride, or at the offsets of a per-matrix table
-// (2 longs per matrix: A's, then B's) where the batch has several axes.
+// one program serves every shape of a layout class. The tiles of C are the first NDRange
+// dimension (one index for rows and columns of tiles: some devices allow only 65535 work-groups
+// along the others), the batch the third, launched in chunks of at most 65535 matrices; each
+// matrix starts at a constant batch stride, or at the offsets of a per-matrix table (2 longs per
+// matrix: A's, then B's) where the batch has several axes.
 //
 // Each work-group computes a BM x BN tile of C (BM = tm * wm, BN = tn * wn) with tm x tn
 // work-items, each holding a wm x wn register tile; a work-item owns runs of v consecutive rows
@@ -164,9 +166,10 @@ inline const char* gemm_kernel_name() { return "lt_gemm"; }
 ///
 /// Arguments: C, A, B, the offset table (any buffer when unused), then (int or long as the
 /// layout class says) m, n, k, A's row and column strides, B's row and column strides; then the
-/// longs A's offset, A's batch stride, B's offset, B's batch stride, and an int that is nonzero
-/// when the offset table holds each matrix's offsets; then the epilogue's parameters.
-/// NDRange: (ceil(n / BN) * tn, ceil(m / BM) * tm, batch count), work-groups (tn, tm, 1).
+/// longs A's offset, A's batch stride, B's offset, B's batch stride, an int that is nonzero
+/// when the offset table holds each matrix's offsets, and a long, the first matrix of this
+/// launch; then the epilogue's parameters. NDRange: (ceil(m / BM) * ceil(n / BN) * tn, tm,
+/// matrices in this launch), work-groups (tn, tm, 1).
 inline std::string gemm_kernel_source(DType dtype, const GemmLayoutClass& layout, const GemmKernelParams& p,
                                       const GemmEpilogue& epilogue = {}) {
     check_gemm_params(p);
@@ -207,13 +210,14 @@ void lt_gemm(__global T* restrict C, __global const T* restrict A, __global cons
              __global const long* restrict offsets, const I m, const I n, const I k,
              const I a_rs, const I a_cs, const I b_rs, const I b_cs,
              const long a_offset, const long a_batch_stride, const long b_offset, const long b_batch_stride,
-             const int per_matrix_offsets)CL" +
+             const int per_matrix_offsets, const long first_matrix)CL" +
          epilogue.parameters + R"CL() {
     __local T As[BK * LDA];
     __local T Bs[BK * LDB];
     const int tx = get_local_id(0), ty = get_local_id(1), lid = ty * TN + tx;
-    const I row0 = (I)get_group_id(1) * BM, col0 = (I)get_group_id(0) * BN;
-    const long batch = get_group_id(2);
+    const I tiles_n = (n + BN - 1) / BN, tile = (I)get_group_id(0);
+    const I row0 = tile / tiles_n * BM, col0 = tile % tiles_n * BN;
+    const long batch = first_matrix + get_group_id(2);
     long a_base = a_offset + batch * a_batch_stride, b_base = b_offset + batch * b_batch_stride;
     if (per_matrix_offsets) {
         a_base = offsets[2 * batch];

@@ -769,20 +769,29 @@ public:
         set(static_cast<cl_long>(g.b.offset));
         set(b_batch_stride);
         set(per_matrix);
+        const cl_uint first_matrix_arg = arg++;
         for (const Buffer* extra : epilogue_buffers) set(static_cast<cl_mem>(extra->handle()));
         auto blocks = [](std::int64_t extent, int block) { return static_cast<std::size_t>((extent + block - 1) / block); };
         const std::size_t local[3] = {std::size_t(p.tn), std::size_t(p.tm), 1};
-        const std::size_t global[3] = {blocks(g.n, p.block_n()) * local[0], blocks(g.m, p.block_m()) * local[1],
-                                       static_cast<std::size_t>(count)};
-        cl_event event = nullptr, wait = std::exchange(detail_launch_dependency(), nullptr);
-        const cl_int err = clEnqueueNDRangeKernel(queue_, kernel, 3, nullptr, global, local, wait ? 1 : 0,
-                                                  wait ? &wait : nullptr, record_times_ || launch_events_ ? &event : nullptr);
-        check(err, "clEnqueueNDRangeKernel", concat("launching ", gemm_kernel_name(), " on ", describe()));
-        if (launch_events_) {
-            if (record_times_) clRetainEvent(event);  // event_ms releases its reference; the list keeps its own
-            remember_launch(event, gemm_kernel_name());
+        // NVIDIA's driver allows 65535 work-groups along the second and third dimensions.
+        constexpr std::int64_t most_matrices = 65535;
+        double ms = 0;
+        for (std::int64_t first = 0; first < count; first += most_matrices) {
+            const cl_long first_matrix = first;
+            check(clSetKernelArg(kernel, first_matrix_arg, sizeof first_matrix, &first_matrix), "clSetKernelArg");
+            const std::size_t global[3] = {blocks(g.m, p.block_m()) * blocks(g.n, p.block_n()) * local[0], local[1],
+                                           static_cast<std::size_t>(std::min(count - first, most_matrices))};
+            cl_event event = nullptr, wait = std::exchange(detail_launch_dependency(), nullptr);
+            const cl_int err = clEnqueueNDRangeKernel(queue_, kernel, 3, nullptr, global, local, wait ? 1 : 0,
+                                                      wait ? &wait : nullptr, record_times_ || launch_events_ ? &event : nullptr);
+            check(err, "clEnqueueNDRangeKernel", concat("launching ", gemm_kernel_name(), " on ", describe()));
+            if (launch_events_) {
+                if (record_times_) clRetainEvent(event);  // event_ms releases its reference; the list keeps its own
+                remember_launch(event, gemm_kernel_name());
+            }
+            if (record_times_) ms += event_ms(event);
         }
-        if (record_times_) times_ms_.push_back(event_ms(event));
+        if (record_times_) times_ms_.push_back(ms);
     }
 
 private:
