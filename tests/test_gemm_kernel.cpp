@@ -29,6 +29,7 @@ struct GkOwnGemm {
     ~GkOwnGemm() {
         backend.set_gemm_choice(old);
         backend.set_gemm_params(std::nullopt);
+        backend.set_gemm_wide_index(false);
     }
 };
 #endif
@@ -215,6 +216,23 @@ TEST_CASE("the own GEMM kernel's parameter sets per device class fit the device"
     CHECK_FALSE(gk_ocl::own_gemm_faster(g, true, h100));  // CLBlast's tuned kernel measured faster there
     g.m = 64;
     CHECK_FALSE(gk_ocl::own_gemm_faster(g, false, "pthread-cpu"));
+}
+
+TEST_CASE("the own OpenCL GEMM kernel with 64-bit element offsets" * doctest::skip(!has_test_device(lt::Device::Kind::OpenCL))) {
+    for_each_device([](lt::Device d) {
+        if (d.kind != lt::Device::Kind::OpenCL) return;
+        GkOwnGemm own(d);
+        own.backend.set_gemm_wide_index(true);  // what matrices of 2^31 elements or more get
+        unsigned seed = 91;
+        for (int layout : {0, 1, 3}) {
+            INFO("layout " << layout);
+            auto [a, ra] = gk_operand<float>(37, 65, layout, seed += 2);
+            auto [b, rb] = gk_operand<float>(65, 19, layout, seed += 2);
+            gk_check(lt::matmul(a, b), ra, rb);
+        }
+        const Ref x = random_ref<float>({2, 1, 5, 7}, 97), y = random_ref<float>({1, 3, 7, 4}, 98);
+        gk_check(lt::matmul(make_tensor<float>(x), make_tensor<float>(y)), broadcast(x, {2, 3, 5, 7}), broadcast(y, {2, 3, 7, 4}));
+    });
 }
 
 TEST_CASE("bad own GEMM kernel parameters are a ValueError" * doctest::skip(!has_test_device(lt::Device::Kind::OpenCL))) {

@@ -484,6 +484,9 @@ public:
         }
         gemm_params_override_ = params;
     }
+    /// Tests only: the own GEMM kernel computes element offsets in 64 bits whatever the sizes
+    /// (as it does for matrices of 2^31 elements or more).
+    void set_gemm_wide_index(bool on) { gemm_wide_index_ = on; }
     /// The parameters the own GEMM kernel runs `g` with on this device.
     GemmKernelParams own_gemm_params(const ir::Gemm& g) const {
         if (gemm_params_override_) return *gemm_params_override_;
@@ -735,7 +738,8 @@ public:
         const std::int64_t count = g.batch_count();
         if (g.m == 0 || g.n == 0 || count == 0) return;
         const GemmKernelParams p = own_gemm_params(g);
-        const GemmLayoutClass layout = gemm_layout_class(g);
+        GemmLayoutClass layout = gemm_layout_class(g);
+        layout.wide_index = layout.wide_index || gemm_wide_index_;
         cl_kernel kernel = own_gemm_kernel(g.dtype, layout, p, epilogue);
         cl_long a_batch_stride = 0, b_batch_stride = 0;
         cl_int per_matrix = 0;
@@ -910,6 +914,7 @@ private:
     std::map<std::string, OwnGemmKernel> gemm_kernels_;  // by source
     GemmChoice gemm_choice_ = GemmChoice::Auto;
     std::optional<GemmKernelParams> gemm_params_override_;
+    bool gemm_wide_index_ = false;
     std::vector<double> times_ms_;
 
     // Kernels launched since the last wait, with their events: drivers report a kernel that
