@@ -214,9 +214,9 @@ inline long long env_int(const char* name, long long fallback, long long lo, lon
 #endif
 
 /// With LAZYTENSOR_CLBLAST 1 (and LAZYTENSOR_OPENCL), float and double matrix products on OpenCL
-/// devices run through CLBlast: link libclblast (CMake does when CLBlast is found). Without it
-/// (or with LAZYTENSOR_NO_CLBLAST), they run as a plain reduction kernel (correct, but far from a
-/// tuned GEMM).
+/// devices may run through CLBlast (where LAZYTENSOR_OPENCL_GEMM chooses it): link libclblast
+/// (CMake does when CLBlast is found). Without it (or with LAZYTENSOR_NO_CLBLAST), they all run
+/// on lazytensor's own GEMM kernel (backend/opencl/gemm_kernel.hpp).
 #if defined(LAZYTENSOR_NO_CLBLAST) || !LAZYTENSOR_OPENCL
 #undef LAZYTENSOR_CLBLAST
 #define LAZYTENSOR_CLBLAST 0
@@ -1411,12 +1411,13 @@ struct Operand;
 /// (so the front end calls it to check a device before any work).
 LAZYTENSOR_ENGINE_API Backend& backend_for(Device d);
 /// Whether a matrix product of `dtype` on `device` runs as the backend's GEMM (a schedule item
-/// of its own) rather than as a reduction kernel. Defined here, where the engine is: it
-/// depends only on how the engine was configured (LAZYTENSOR_CLBLAST).
+/// of its own) rather than as a reduction kernel: float and double products do on every
+/// backend (OpenCL runs its own GEMM kernel where the build has no CLBlast).
 #if LAZYTENSOR_ENGINE_DEFINITIONS
 LAZYTENSOR_ENGINE_API bool gemm_available(DType dtype, Device device) {
     if (dtype != DType::Float32 && dtype != DType::Float64) return false;
-    return device.kind == Device::Kind::Host || LAZYTENSOR_CLBLAST;
+    (void)device;
+    return true;
 }
 #else
 LAZYTENSOR_ENGINE_API bool gemm_available(DType dtype, Device device);
@@ -9509,7 +9510,8 @@ private:
 // allocator; kernels rendered from the IR (renderer.hpp), built once per source (in memory, and
 // across processes through the disk cache, program_cache.hpp) and launched on the queue.
 //
-// Matrix products run through CLBlast (clblast_gemm.hpp) on the same queue.
+// Matrix products run on the same queue through lazytensor's own GEMM kernel (gemm_kernel.hpp)
+// or CLBlast (clblast_gemm.hpp), whichever LAZYTENSOR_OPENCL_GEMM and the shape choose.
 //
 // Caches, from the outside in: Backend::get_kernel keys compiled kernels (program + cl_kernel
 // objects) by the normalized IR, so a hit costs neither a build nor clCreateKernel; below it,
@@ -9522,6 +9524,7 @@ private:
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -9875,6 +9878,365 @@ inline std::string apply_clblast_tuning(cl_device_id device, const std::string& 
 }  // namespace lazytensor::detail::opencl
 
 #endif
+// ---- lazytensor/backend/opencl/gemm_kernel.hpp ----
+// lazytensor's own OpenCL GEMM kernel: C = A x B over an ir::Gemm, float32 or float64.
+//
+// A and B are read in place through their strides (any layout: row- or column-major, or
+// neither); C is contiguous [batch, m, n]. Sizes, strides and offsets are kernel arguments, so
+// one program serves every shape of a layout class. The tiles of C are the first NDRange
+// dimension (one index for rows and columns of tiles: some devices allow only 65535 work-groups
+// along the others), the batch the third, launched in chunks of at most 65535 matrices; each
+// matrix starts at a constant batch stride, or at the offsets of a per-matrix table (2 longs per
+// matrix: A's, then B's) where the batch has several axes.
+//
+// Each work-group computes a BM x BN tile of C (BM = tm * wm, BN = tn * wn) with tm x tn
+// work-items, each holding a wm x wn register tile; a work-item owns runs of v consecutive rows
+// (and columns) strided by tm * v (tn * v), so that local-memory reads are v-wide vector loads
+// that are broadcasts or consecutive across the work-items, and the stores coalesce. Tiles of A (BM x bk) and B (bk x bn) are staged in local memory, k-major; the next
+// tile's global loads are issued before the current tile is multiplied (register prefetch), so
+// their latency hides behind the FMAs. Loads of a tile map consecutive work-items along the
+// operand's unit-stride axis (the layout class), so they coalesce whatever the transposes.
+// Edges are guarded inside the kernel: out-of-range loads read 0, out-of-range stores are
+// skipped; there are no padding or transpose kernels.
+//
+// An epilogue (GemmEpilogue) is code applied to each result before its store, with its row,
+// column and batch index in scope, and extra kernel parameters after the fixed ones.
+
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+
+namespace lazytensor::detail::opencl {
+
+/// The shape of the kernel: work-items per group along m and n, outputs per work-item along m
+/// and n, and the depth of a k tile.
+struct GemmKernelParams {
+    int tm = 16, tn = 16;
+    int wm = 8, wn = 8;
+    int bk = 16;
+    int v = 1;             // width of the local-memory reads and of the runs of rows and columns a work-item owns
+    int gv = 1;            // width of the global loads along an operand's unit-stride axis (where aligned)
+    bool prefetch = true;  // issue the next tile's global loads before multiplying this one
+
+    int block_m() const { return tm * wm; }
+    int block_n() const { return tn * wn; }
+    int threads() const { return tm * tn; }
+    bool operator==(const GemmKernelParams& o) const {
+        return tm == o.tm && tn == o.tn && wm == o.wm && wn == o.wn && bk == o.bk && v == o.v && gv == o.gv &&
+               prefetch == o.prefetch;
+    }
+};
+
+/// Which axis of each operand the tile loads walk with consecutive work-items: the unit-stride
+/// one where there is one, so that the loads coalesce.
+struct GemmLayoutClass {
+    bool a_k_fast = true;   // A's column (k) stride is 1 (row-major A); else walk m
+    bool b_n_fast = true;   // B's column (n) stride is 1 (row-major B); else walk k
+    bool wide_index = false;  // element offsets within a matrix need 64 bits
+};
+
+/// Code applied to each result before its store: `code` may read and assign `v` (the value, in
+/// the product's type) and read `row`, `col` (int or long) and `batch` (long); `parameters` are
+/// extra kernel parameter declarations (", __global const float* bias"), passed after the fixed
+/// ones. Empty: the product is stored as it is.
+struct GemmEpilogue {
+    std::string parameters;
+    std::string code;
+};
+
+/// Which GEMM runs OpenCL matrix products: per shape (Auto), the own kernel, or CLBlast.
+enum class GemmChoice { Auto, Own, CLBlast };
+
+/// LAZYTENSOR_OPENCL_GEMM: auto (default), own or clblast; anything else is a ValueError.
+inline GemmChoice gemm_choice_from_env() {
+    const char* v = env("LAZYTENSOR_OPENCL_GEMM");
+    if (!v) return GemmChoice::Auto;
+    std::string s(v);
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (s == "auto") return GemmChoice::Auto;
+    if (s == "own") return GemmChoice::Own;
+    if (s == "clblast") return GemmChoice::CLBlast;
+    fail<ValueError>("LAZYTENSOR_OPENCL_GEMM=", v, " is not a GEMM choice: use auto, own (lazytensor's kernel) or clblast");
+}
+
+/// Auto's choice where CLBlast is built: whether the own kernel measured faster than CLBlast
+/// for products like `g` on this device class. On the H100 (2026-11-25, bench_gemm_kernel, the
+/// parameter sets below) it was for issue 18's float32 products up to 1024^3 and batches (0.12
+/// to 0.27 ms against CLBlast's 0.17 to 0.54), not for 4096^3 (CLBlast's tuned indirect kernel:
+/// 3.4 ms, ours at best 4.1). Elsewhere (float64, other devices) nothing was measured: CLBlast
+/// stays.
+inline bool own_gemm_faster(const ir::Gemm& g, bool gpu, const std::string& device_name) {
+    if (!gpu || device_name.find("NVIDIA") == std::string::npos || g.dtype != DType::Float32) return false;
+    return g.batch_count() > 1 || std::min({g.m, g.n, g.k}) < 2048;
+}
+
+/// Whether a parameter set makes a kernel: every work-item loads whole shares of a tile, in
+/// vectors of gv, and v and gv divide what they split.
+inline bool gemm_params_valid(const GemmKernelParams& p) {
+    const bool positive = p.tm > 0 && p.tn > 0 && p.wm > 0 && p.wn > 0 && p.bk > 0;
+    const bool vector = (p.v == 1 || p.v == 2 || p.v == 4) && p.wm % p.v == 0 && p.wn % p.v == 0;
+    const bool global_vector = (p.gv == 1 || p.gv == 2 || p.gv == 4) && positive && p.bk % p.gv == 0 &&
+                               p.block_m() % p.gv == 0 && p.block_n() % p.gv == 0;
+    const int share = p.threads() * p.gv;
+    return positive && vector && global_vector && (p.block_m() * p.bk) % share == 0 && (p.block_n() * p.bk) % share == 0;
+}
+
+/// ValueError unless the parameter set makes a kernel.
+inline void check_gemm_params(const GemmKernelParams& p) {
+    if (!gemm_params_valid(p))
+        fail<ValueError>("OpenCL GEMM kernel parameters tm ", p.tm, ", tn ", p.tn, ", wm ", p.wm, ", wn ", p.wn, ", bk ",
+                         p.bk, ", v ", p.v, ", gv ", p.gv, ": each tile of A (tm*wm x bk) and of B (bk x tn*wn) must "
+                         "split evenly over the tm*tn work-items in loads of gv, and v and gv (1, 2 or 4) divide wm "
+                         "and wn, and bk and the tiles");
+}
+
+/// The parameter set for a product on a device class. NVIDIA GPUs get sets measured on the H100
+/// (bench_gemm_kernel --sweep, 2026-11-25): 128x128 tiles of depth 8 where n is at least 256 and
+/// there are at least 128 such tiles (about one per SM), else 128x64 tiles of depth 16 (more
+/// work-groups for narrow or small products); both with vector loads of 4 from global and local
+/// memory. Other GPUs get a middle set, CPUs (PoCL) a small one that builds fast.
+inline GemmKernelParams gemm_params_for(const ir::Gemm& g, bool gpu, const std::string& device_name,
+                                        std::size_t max_work_group, std::size_t local_memory) {
+    //                  tm  tn  wm  wn  bk  v  gv  prefetch
+    GemmKernelParams p{8, 8, 4, 4, 8, 1, 1, false};
+    if (gpu && device_name.find("NVIDIA") != std::string::npos) {
+        const std::int64_t tiles = ((g.m + 127) / 128) * ((g.n + 127) / 128) * g.batch_count();
+        if (g.dtype == DType::Float64) p = GemmKernelParams{16, 16, 4, 4, 16, 2, 1, true};
+        else if (g.n >= 256 && tiles >= 128) p = GemmKernelParams{16, 16, 8, 8, 8, 4, 4, true};
+        else p = GemmKernelParams{16, 16, 8, 4, 16, 4, 4, true};
+    } else if (gpu) {
+        p = GemmKernelParams{16, 16, 4, 4, 16, 1, 1, true};
+    }
+    // Fit the device: halve the work-group, then the k depth, while either is too large.
+    const std::size_t elem = dtype_size(g.dtype);
+    auto local_bytes = [&] { return std::size_t(p.bk) * std::size_t(p.block_m() + p.block_n() + 2 * p.v) * elem; };
+    while (std::size_t(p.threads()) > max_work_group && p.tm > 1) p.tm /= 2, p.wm *= 2;
+    while (local_bytes() > local_memory && p.bk > p.gv) p.bk /= 2;
+    if (!gemm_params_valid(p) || std::size_t(p.threads()) > max_work_group || local_bytes() > local_memory)
+        p = GemmKernelParams{1, 1, 1, 1, 1, 1, 1, false};  // a tiny device: one work-item per group, slow but right
+    return p;
+}
+
+/// The layout class of a product (which of its operands' strides are 1, whether 32-bit element
+/// offsets suffice within one matrix).
+inline GemmLayoutClass gemm_layout_class(const ir::Gemm& g) {
+    GemmLayoutClass c;
+    c.a_k_fast = g.m == 1 || (g.k > 1 && std::abs(g.a.col_stride) <= std::abs(g.a.row_stride));
+    c.b_n_fast = g.k == 1 || (g.n > 1 && std::abs(g.b.col_stride) <= std::abs(g.b.row_stride));
+    const auto span = [](const ir::MatrixLayout& l, std::int64_t rows, std::int64_t cols) {
+        return std::abs(l.row_stride) * std::max<std::int64_t>(rows - 1, 0) +
+               std::abs(l.col_stride) * std::max<std::int64_t>(cols - 1, 0);
+    };
+    const std::int64_t most = std::max({span(g.a, g.m, g.k), span(g.b, g.k, g.n), g.m * g.n});
+    c.wide_index = most >= (std::int64_t(1) << 31) - std::max<std::int64_t>(g.m, g.n) - 1;
+    return c;
+}
+
+/// The name of the kernel in every program gemm_kernel_source makes.
+inline const char* gemm_kernel_name() { return "lt_gemm"; }
+
+/// The OpenCL C source of lt_gemm for `dtype`, a layout class and a parameter set.
+///
+/// Arguments: C, A, B, the offset table (any buffer when unused), then (int or long as the
+/// layout class says) m, n, k, A's row and column strides, B's row and column strides; then the
+/// longs A's offset, A's batch stride, B's offset, B's batch stride, an int that is nonzero
+/// when the offset table holds each matrix's offsets, and a long, the first matrix of this
+/// launch; then the epilogue's parameters. NDRange: (ceil(m / BM) * ceil(n / BN) * tn, tm,
+/// matrices in this launch), work-groups (tn, tm, 1).
+inline std::string gemm_kernel_source(DType dtype, const GemmLayoutClass& layout, const GemmKernelParams& p,
+                                      const GemmEpilogue& epilogue = {}) {
+    check_gemm_params(p);
+    if (dtype != DType::Float32 && dtype != DType::Float64)
+        fail<DTypeError>("the OpenCL GEMM kernel computes float32 and float64 products, not ", dtype);
+    const std::string T = dtype == DType::Float64 ? "double" : "float";
+    const std::string I = layout.wide_index ? "long" : "int";
+    const int BM = p.block_m(), BN = p.block_n(), NT = p.threads(), V = p.v;
+    const int a_pad = layout.a_k_fast ? V : 0, b_pad = layout.b_n_fast ? 0 : V;  // spread k-fast stores over banks
+    const int LDA = BM + a_pad, LDB = BN + b_pad;
+    const int LA = BM * p.bk / NT, LB = BN * p.bk / NT;
+    auto n = [](auto x) { return std::to_string(x); };
+    const std::string VT = V == 1 ? T : T + n(V);  // the vector type of a run
+
+    std::string s;
+    if (dtype == DType::Float64) s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
+    s += "// lazytensor GEMM: tm " + n(p.tm) + ", tn " + n(p.tn) + ", wm " + n(p.wm) + ", wn " + n(p.wn) + ", bk " +
+         n(p.bk) + ", v " + n(V) + (p.prefetch ? ", prefetch" : "") + "; A " + (layout.a_k_fast ? "k" : "m") +
+         "-fast, B " + (layout.b_n_fast ? "n" : "k") + "-fast\n";
+    s += "#define T " + T + "\n#define I " + I + "\n";
+    s += "#define TM " + n(p.tm) + "\n#define TN " + n(p.tn) + "\n#define WM " + n(p.wm) + "\n#define WN " + n(p.wn) +
+         "\n#define BK " + n(p.bk) + "\n#define BM " + n(BM) + "\n#define BN " + n(BN) + "\n#define NT " + n(NT) +
+         "\n#define V " + n(V) + "\n#define LDA " + n(LDA) + "\n#define LDB " + n(LDB) + "\n#define LA " + n(LA) +
+         "\n#define LB " + n(LB) + "\n";
+    // Element e of this work-item's share of a tile: its (row, k) in A's tile and (k, col) in B's.
+    // A load is GV consecutive elements along the fast axis (A_DR, A_DC: its step in rows and k).
+    s += "#define GV " + n(p.gv) + "\n";
+    s += layout.a_k_fast ? "#define A_ROW(x) ((x) / (BK / GV))\n#define A_K(x) ((x) % (BK / GV) * GV)\n#define A_DR 0\n#define A_DC 1\n"
+                         : "#define A_ROW(x) ((x) % (BM / GV) * GV)\n#define A_K(x) ((x) / (BM / GV))\n#define A_DR 1\n#define A_DC 0\n";
+    s += layout.b_n_fast ? "#define B_COL(x) ((x) % (BN / GV) * GV)\n#define B_K(x) ((x) / (BN / GV))\n#define B_DR 0\n#define B_DC 1\n"
+                         : "#define B_COL(x) ((x) / (BK / GV))\n#define B_K(x) ((x) % (BK / GV) * GV)\n#define B_DR 1\n#define B_DC 0\n";
+    // The tile row (column) of a work-item's i-th row (j-th column): runs of V, strided by TM*V.
+    s += "#define OWN_ROW(i) (ty * V + ((i) / V) * (TM * V) + (i) % V)\n"
+         "#define OWN_COL(j) (tx * V + ((j) / V) * (TN * V) + (j) % V)\n";
+    s += R"CL(
+__kernel __attribute__((reqd_work_group_size(TN, TM, 1)))
+void lt_gemm(__global T* restrict C, __global const T* restrict A, __global const T* restrict B,
+             __global const long* restrict offsets, const I m, const I n, const I k,
+             const I a_rs, const I a_cs, const I b_rs, const I b_cs,
+             const long a_offset, const long a_batch_stride, const long b_offset, const long b_batch_stride,
+             const int per_matrix_offsets, const long first_matrix)CL" +
+         epilogue.parameters + R"CL() {
+    __local T As[BK * LDA];
+    __local T Bs[BK * LDB];
+    const int tx = get_local_id(0), ty = get_local_id(1), lid = ty * TN + tx;
+    const I tiles_n = (n + BN - 1) / BN, tile = (I)get_group_id(0);
+    const I row0 = tile / tiles_n * BM, col0 = tile % tiles_n * BN;
+    const long batch = first_matrix + get_group_id(2);
+    long a_base = a_offset + batch * a_batch_stride, b_base = b_offset + batch * b_batch_stride;
+    if (per_matrix_offsets) {
+        a_base = offsets[2 * batch];
+        b_base = offsets[2 * batch + 1];
+    }
+    A += a_base;
+    B += b_base;
+    C += batch * (long)m * (long)n;
+
+    T acc[WM][WN];
+    #pragma unroll
+    for (int i = 0; i < WM; ++i)
+        #pragma unroll
+        for (int j = 0; j < WN; ++j) acc[i][j] = 0;
+    T ra[LA], rb[LB];
+)CL";
+    // Global -> registers: this work-item's share of the tiles at k0, zero outside the
+    // matrices (unrolled here, so that ra and rb stay in registers). With GV > 1, a load that is
+    // whole and aligned is one vector load.
+    const std::string GT = p.gv == 1 ? T : T + n(p.gv);
+    auto load_share = [&](const std::string& k0, const std::string& indent, bool is_a) {
+        const std::string X = is_a ? "A" : "B", reg = is_a ? "ra" : "rb", count = n((is_a ? LA : LB) / p.gv);
+        const std::string first = is_a ? "const I r = row0 + A_ROW(x), c = " + k0 + " + A_K(x);"
+                                       : "const I r = " + k0 + " + B_K(x), c = col0 + B_COL(x);";
+        const std::string rows = is_a ? "m" : "k", cols = is_a ? "k" : "n", rs = is_a ? "a_rs" : "b_rs",
+                          cs = is_a ? "a_cs" : "b_cs", DR = X + "_DR", DC = X + "_DC";
+        std::string r;
+        for (int e = 0; e < (is_a ? LA : LB) / p.gv; ++e) {
+            r += indent + "{ const int x = lid + " + n(e * NT) + "; " + first + "\n";
+            if (p.gv > 1) {
+                r += indent + "  if (" + X + "_vec && r + " + DR + " * (GV - 1) < " + rows + " && c + " + DC +
+                     " * (GV - 1) < " + cols + ") { const " + GT + " w = *(__global const " + GT + "*)(" + X + " + r * " +
+                     rs + " + c * " + cs + ");";
+                const char* lane[] = {"s0", "s1", "s2", "s3"};
+                for (int l = 0; l < p.gv; ++l) r += " " + reg + "[" + n(e * p.gv + l) + "] = w." + lane[l] + ";";
+                r += " } else {\n";
+            }
+            for (int l = 0; l < p.gv; ++l) {
+                const std::string rl = "r + " + DR + " * " + n(l), cl = "c + " + DC + " * " + n(l);
+                r += indent + "  " + reg + "[" + n(e * p.gv + l) + "] = (" + rl + " < " + rows + " && " + cl + " < " +
+                     cols + ") ? " + X + "[(" + rl + ") * " + rs + " + (" + cl + ") * " + cs + "] : (T)0;\n";
+            }
+            if (p.gv > 1) r += indent + "  }\n";
+            r += indent + "}\n";
+        }
+        (void)count;
+        return r;
+    };
+    auto load_tiles = [&](const std::string& k0, const std::string& indent) {
+        return load_share(k0, indent, true) + load_share(k0, indent, false);
+    };
+    // Registers -> local memory, k-major.
+    auto store_tiles = [&](const std::string& indent) {
+        std::string r;
+        for (int e = 0; e < LA / p.gv; ++e)
+            for (int l = 0; l < p.gv; ++l)
+                r += indent + "{ const int x = lid + " + n(e * NT) + "; As[(A_K(x) + A_DC * " + n(l) + ") * LDA + A_ROW(x) + A_DR * " +
+                     n(l) + "] = ra[" + n(e * p.gv + l) + "]; }\n";
+        for (int e = 0; e < LB / p.gv; ++e)
+            for (int l = 0; l < p.gv; ++l)
+                r += indent + "{ const int x = lid + " + n(e * NT) + "; Bs[(B_K(x) + B_DR * " + n(l) + ") * LDB + B_COL(x) + B_DC * " +
+                     n(l) + "] = rb[" + n(e * p.gv + l) + "]; }\n";
+        return r;
+    };
+    if (p.gv > 1)  // whole loads along the unit-stride axis are aligned where the other stride and the base are
+        s += std::string("    const bool A_vec = ") +
+             (layout.a_k_fast ? "a_cs == 1 && a_rs % GV == 0" : "a_rs == 1 && a_cs % GV == 0") +
+             " && a_base % GV == 0;\n    const bool B_vec = " +
+             (layout.b_n_fast ? "b_cs == 1 && b_rs % GV == 0" : "b_rs == 1 && b_cs % GV == 0") + " && b_base % GV == 0;\n";
+    s += load_tiles("0", "    ") + store_tiles("    ");
+    s += R"CL(
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (I k0 = 0; k0 < k; k0 += BK) {
+        const bool more = k0 + BK < k;
+)CL";
+    if (p.prefetch) s += "        if (more) {\n" + load_tiles("k0 + BK", "            ") + "        }\n";
+    s += R"CL(        #pragma unroll
+        for (int kk = 0; kk < BK; ++kk) {
+            T a[WM], b[WN];
+)CL";
+    // Reads of this k step's runs from local memory.
+    auto reads = [&](const char* dst, const char* src, const char* ld, const char* own, int count) {
+        std::string r;
+        for (int i = 0; i < count; i += V) {
+            const std::string at = std::string(src) + " + kk * " + ld + " + " + own + "(" + n(i) + ")";
+            if (V == 1) {
+                r += "            " + std::string(dst) + "[" + n(i) + "] = *(" + at + ");\n";
+            } else {
+                r += "            { const " + VT + " w = vload" + n(V) + "(0, " + at + ");";
+                const char* lane[] = {".s0", ".s1", ".s2", ".s3"};
+                for (int l = 0; l < V; ++l) r += " " + std::string(dst) + "[" + n(i + l) + "] = w" + lane[l] + ";";
+                r += " }\n";
+            }
+        }
+        return r;
+    };
+    s += reads("a", "As", "LDA", "OWN_ROW", p.wm);
+    s += reads("b", "Bs", "LDB", "OWN_COL", p.wn);
+    s += R"CL(            #pragma unroll
+            for (int i = 0; i < WM; ++i)
+                #pragma unroll
+                for (int j = 0; j < WN; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (more) {
+)CL";
+    if (!p.prefetch) s += load_tiles("k0 + BK", "            ");
+    s += store_tiles("            ");
+    s += R"CL(        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+
+)CL";
+    // Stores: each run of V columns as one vector store where it is whole and aligned (n a
+    // multiple of V), else element by element.
+    s += "    #pragma unroll\n    for (int i = 0; i < WM; ++i) {\n"
+         "        const I row = row0 + OWN_ROW(i);\n        if (row >= m) continue;\n"
+         "        __global T* out = C + row * n;\n";
+    auto element = [&](int j, const std::string& col, const std::string& target) {
+        std::string e = "            { const I col = " + col + "; T v = acc[i][" + n(j) + "];";
+        if (!epilogue.code.empty()) e += "\n                {\n" + epilogue.code + "\n                }\n           ";
+        return e + " " + target + " = v; }\n";
+    };
+    for (int j = 0; j < p.wn; j += V) {
+        const std::string run = "col0 + OWN_COL(" + n(j) + ")";
+        if (V > 1) {
+            s += "        if (n % V == 0 && " + run + " + V <= n) {\n            " + VT + " w;\n";
+            const char* lane[] = {"s0", "s1", "s2", "s3"};
+            for (int l = 0; l < V; ++l) s += element(j + l, run + " + " + n(l), std::string("w.") + lane[l]);
+            s += "            vstore" + n(V) + "(w, 0, out + " + run + ");\n        } else\n";
+        }
+        s += "        {\n";
+        for (int l = 0; l < V; ++l) {
+            s += "          if (" + run + " + " + n(l) + " < n)\n";
+            s += element(j + l, run + " + " + n(l), "out[col]");
+        }
+        s += "        }\n";
+    }
+    s += "    }\n}\n";
+    return s;
+}
+
+}  // namespace lazytensor::detail::opencl
 // ---- lazytensor/backend/opencl/program_cache.hpp ----
 // The on-disk cache of OpenCL program binaries, so that a second process skips the compiler.
 //
@@ -11807,6 +12169,7 @@ public:
 #if LAZYTENSOR_CLBLAST
         clblast_tuned_ = apply_clblast_tuning(device_, device_name_);
 #endif
+        set_gemm_choice(gemm_choice_from_env());
     }
 
     ~OpenCLBackend() override {
@@ -12142,11 +12505,12 @@ public:
     }
 
     void gemm(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c) override {
-#if LAZYTENSOR_CLBLAST
-        using ms_t = std::chrono::duration<double, std::milli>;
         if (g.dtype == DType::Float64 && !fp64_)
             fail<DeviceError>(describe(), " does not support float64 (the device lacks cl_khr_fp64): matmul of float64 ",
                               "tensors cannot run there; use float32, or run it on the host");
+        if (uses_own_gemm(g)) return own_gemm(g, a, b, c);
+#if LAZYTENSOR_CLBLAST
+        using ms_t = std::chrono::duration<double, std::milli>;
         ir::Gemm spec = g;
         BufferPtr a_copy = blas_readable_copy(spec, a, spec.a, spec.m, spec.k);
         BufferPtr b_copy = blas_readable_copy(spec, b, spec.b, spec.k, spec.n);
@@ -12175,18 +12539,55 @@ public:
         }
 #else
         (void)a, (void)b, (void)c;
-        fail<DeviceError>("matmul of ", g.dtype, " on ", describe(), " needs CLBlast: this build has "
-                          "LAZYTENSOR_CLBLAST off");
 #endif
     }
 
     std::string gemm_routine(const ir::Gemm& g) const override {
+        if (uses_own_gemm(g)) {
+            const GemmKernelParams p = own_gemm_params(g);
+            return concat("lazytensor GEMM kernel ", p.block_m(), "x", p.block_n(), "x", p.bk, " (", p.wm, "x", p.wn,
+                          " per work-item)");
+        }
 #if LAZYTENSOR_CLBLAST
         return std::string("CLBlast ") + clblast_routine(g) +
                (clblast_tuned_.empty() || g.dtype != DType::Float32 ? "" : ", tuned " + clblast_tuned_);
 #else
         return Backend::gemm_routine(g);
 #endif
+    }
+
+    /// Which GEMM runs matrix products (LAZYTENSOR_OPENCL_GEMM; Auto: per shape and device).
+    GemmChoice gemm_choice() const { return gemm_choice_; }
+    /// Tests and benchmarks: chooses the GEMM for the products run from now on (CLBlast in a
+    /// build without it is a DeviceError).
+    void set_gemm_choice(GemmChoice choice) {
+        if (choice == GemmChoice::CLBlast && !LAZYTENSOR_CLBLAST)
+            fail<DeviceError>("CLBlast cannot run matrix products on ", describe(), ": this build has LAZYTENSOR_CLBLAST off");
+        gemm_choice_ = choice;
+    }
+    /// Benchmarks: the parameters of the own GEMM kernel from now on (nullopt: the device's set).
+    void set_gemm_params(std::optional<GemmKernelParams> params) {
+        if (params) {
+            check_gemm_params(*params);
+            if (std::size_t(params->threads()) > traits_.max_work_group)
+                fail<ValueError>("OpenCL GEMM kernel parameters tm ", params->tm, ", tn ", params->tn, ": work-groups of ",
+                                 params->threads(), " work-items, but ", describe(), " allows ", traits_.max_work_group);
+        }
+        gemm_params_override_ = params;
+    }
+    /// Tests only: the own GEMM kernel computes element offsets in 64 bits whatever the sizes
+    /// (as it does for matrices of 2^31 elements or more).
+    void set_gemm_wide_index(bool on) { gemm_wide_index_ = on; }
+    /// The parameters the own GEMM kernel runs `g` with on this device.
+    GemmKernelParams own_gemm_params(const ir::Gemm& g) const {
+        if (gemm_params_override_) return *gemm_params_override_;
+        return gemm_params_for(g, traits_.gpu, device_name_, traits_.max_work_group, traits_.local_memory);
+    }
+    /// Whether `g` runs on the own GEMM kernel (else CLBlast).
+    bool uses_own_gemm(const ir::Gemm& g) const {
+        if (!LAZYTENSOR_CLBLAST || gemm_choice_ == GemmChoice::Own) return true;
+        if (gemm_choice_ == GemmChoice::CLBlast) return false;
+        return own_gemm_faster(g, traits_.gpu, device_name_);
     }
 
     /// Makes launch() time every kernel with profiling events (waits for each kernel).
@@ -12236,6 +12637,7 @@ public:
     void clear_kernel_cache() override {
         Backend::clear_kernel_cache();
         programs_.clear();
+        gemm_kernels_.clear();
     }
 
     std::string describe() const { return concat(device().str(), " (", device_name_, ")"); }
@@ -12403,6 +12805,91 @@ private:
     }
 
 
+    /// The own GEMM kernel for a dtype, layout class and parameter set, built once (through the
+    /// program caches) and kept.
+    cl_kernel own_gemm_kernel(DType dtype, const GemmLayoutClass& layout, const GemmKernelParams& p,
+                              const GemmEpilogue& epilogue) {
+        const std::string source = gemm_kernel_source(dtype, layout, p, epilogue);
+        auto it = gemm_kernels_.find(source);
+        if (it == gemm_kernels_.end()) {
+            std::shared_ptr<ProgramOwner> program = build_program(source);
+            cl_int err = CL_SUCCESS;
+            KernelOwner kernel(clCreateKernel(program->program, gemm_kernel_name(), &err));
+            check(err, "clCreateKernel", concat("for ", gemm_kernel_name(), " on ", describe()));
+            it = gemm_kernels_.emplace(source, OwnGemmKernel{std::move(program), std::move(kernel)}).first;
+        }
+        return it->second.kernel.kernel;
+    }
+
+public:
+    /// c = a x b on the own GEMM kernel: one launch, operands read in place; `epilogue` is
+    /// applied to each result before its store, with `epilogue_buffers` as its parameters.
+    void own_gemm(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c, const GemmEpilogue& epilogue = {},
+                  const std::vector<const Buffer*>& epilogue_buffers = {}) {
+        const std::int64_t count = g.batch_count();
+        if (g.m == 0 || g.n == 0 || count == 0) return;
+        const GemmKernelParams p = own_gemm_params(g);
+        GemmLayoutClass layout = gemm_layout_class(g);
+        layout.wide_index = layout.wide_index || gemm_wide_index_;
+        cl_kernel kernel = own_gemm_kernel(g.dtype, layout, p, epilogue);
+        cl_long a_batch_stride = 0, b_batch_stride = 0;
+        cl_int per_matrix = 0;
+        BufferPtr table;  // a batch of several axes: each matrix's offsets of A and B
+        if (g.batch.size() == 1) {
+            a_batch_stride = g.a.batch_strides[0];
+            b_batch_stride = g.b.batch_strides[0];
+        } else if (g.batch.size() > 1) {
+            std::vector<std::int64_t> a_offsets, b_offsets;
+            g.batch_offsets(a_offsets, b_offsets);
+            std::vector<cl_long> pairs;
+            pairs.reserve(2 * a_offsets.size());
+            for (std::size_t i = 0; i < a_offsets.size(); ++i) pairs.push_back(a_offsets[i]), pairs.push_back(b_offsets[i]);
+            table = allocate(DType::Int64, static_cast<std::int64_t>(pairs.size()));
+            write(*table, 0, pairs.data(), pairs.size() * sizeof(cl_long));
+            per_matrix = 1;
+        }
+        cl_uint arg = 0;
+        auto set = [&](const auto& v) { check(clSetKernelArg(kernel, arg++, sizeof v, &v), "clSetKernelArg"); };
+        auto set_index = [&](std::int64_t v) {
+            if (layout.wide_index) set(static_cast<cl_long>(v));
+            else set(static_cast<cl_int>(v));
+        };
+        set(static_cast<cl_mem>(c.handle()));
+        set(static_cast<cl_mem>(a.handle()));
+        set(static_cast<cl_mem>(b.handle()));
+        set(static_cast<cl_mem>((table ? table.get() : &c)->handle()));
+        for (std::int64_t v : {g.m, g.n, g.k, g.a.row_stride, g.a.col_stride, g.b.row_stride, g.b.col_stride}) set_index(v);
+        set(static_cast<cl_long>(g.a.offset));
+        set(a_batch_stride);
+        set(static_cast<cl_long>(g.b.offset));
+        set(b_batch_stride);
+        set(per_matrix);
+        const cl_uint first_matrix_arg = arg++;
+        for (const Buffer* extra : epilogue_buffers) set(static_cast<cl_mem>(extra->handle()));
+        auto blocks = [](std::int64_t extent, int block) { return static_cast<std::size_t>((extent + block - 1) / block); };
+        const std::size_t local[3] = {std::size_t(p.tn), std::size_t(p.tm), 1};
+        // NVIDIA's driver allows 65535 work-groups along the second and third dimensions.
+        constexpr std::int64_t most_matrices = 65535;
+        double ms = 0;
+        for (std::int64_t first = 0; first < count; first += most_matrices) {
+            const cl_long first_matrix = first;
+            check(clSetKernelArg(kernel, first_matrix_arg, sizeof first_matrix, &first_matrix), "clSetKernelArg");
+            const std::size_t global[3] = {blocks(g.m, p.block_m()) * blocks(g.n, p.block_n()) * local[0], local[1],
+                                           static_cast<std::size_t>(std::min(count - first, most_matrices))};
+            cl_event event = nullptr, wait = std::exchange(detail_launch_dependency(), nullptr);
+            const cl_int err = clEnqueueNDRangeKernel(queue_, kernel, 3, nullptr, global, local, wait ? 1 : 0,
+                                                      wait ? &wait : nullptr, record_times_ || launch_events_ ? &event : nullptr);
+            check(err, "clEnqueueNDRangeKernel", concat("launching ", gemm_kernel_name(), " on ", describe()));
+            if (launch_events_) {
+                if (record_times_) clRetainEvent(event);  // event_ms releases its reference; the list keeps its own
+                remember_launch(event, gemm_kernel_name());
+            }
+            if (record_times_) ms += event_ms(event);
+        }
+        if (record_times_) times_ms_.push_back(ms);
+    }
+
+private:
     /// A contiguous copy of a gemm operand that BLAS cannot read in place (no unit stride), or
     /// null; `layout` becomes the copy's.
     BufferPtr blas_readable_copy(const ir::Gemm& g, const Buffer& operand, ir::MatrixLayout& layout,
@@ -12511,6 +12998,14 @@ private:
     ProgramDiskCache disk_;
 
     bool record_times_ = false;
+    struct OwnGemmKernel {
+        std::shared_ptr<ProgramOwner> program;
+        KernelOwner kernel;
+    };
+    std::map<std::string, OwnGemmKernel> gemm_kernels_;  // by source
+    GemmChoice gemm_choice_ = GemmChoice::Auto;
+    std::optional<GemmKernelParams> gemm_params_override_;
+    bool gemm_wide_index_ = false;
     std::vector<double> times_ms_;
 
     // Kernels launched since the last wait, with their events: drivers report a kernel that

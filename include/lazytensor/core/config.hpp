@@ -35,9 +35,9 @@
 #endif
 
 /// With LAZYTENSOR_CLBLAST 1 (and LAZYTENSOR_OPENCL), float and double matrix products on OpenCL
-/// devices run through CLBlast: link libclblast (CMake does when CLBlast is found). Without it
-/// (or with LAZYTENSOR_NO_CLBLAST), they run as a plain reduction kernel (correct, but far from a
-/// tuned GEMM).
+/// devices may run through CLBlast (where LAZYTENSOR_OPENCL_GEMM chooses it): link libclblast
+/// (CMake does when CLBlast is found). Without it (or with LAZYTENSOR_NO_CLBLAST), they all run
+/// on lazytensor's own GEMM kernel (backend/opencl/gemm_kernel.hpp).
 #if defined(LAZYTENSOR_NO_CLBLAST) || !LAZYTENSOR_OPENCL
 #undef LAZYTENSOR_CLBLAST
 #define LAZYTENSOR_CLBLAST 0

@@ -2,7 +2,8 @@
 // allocator; kernels rendered from the IR (renderer.hpp), built once per source (in memory, and
 // across processes through the disk cache, program_cache.hpp) and launched on the queue.
 //
-// Matrix products run through CLBlast (clblast_gemm.hpp) on the same queue.
+// Matrix products run on the same queue through lazytensor's own GEMM kernel (gemm_kernel.hpp)
+// or CLBlast (clblast_gemm.hpp), whichever LAZYTENSOR_OPENCL_GEMM and the shape choose.
 //
 // Caches, from the outside in: Backend::get_kernel keys compiled kernels (program + cl_kernel
 // objects) by the normalized IR, so a hit costs neither a build nor clCreateKernel; below it,
@@ -16,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -26,6 +28,7 @@
 #include "cl_api.hpp"
 #include "clblast_gemm.hpp"
 #include "clblast_tuning.hpp"
+#include "gemm_kernel.hpp"
 #include "program_cache.hpp"
 #include "renderer.hpp"
 #include "scan.hpp"
@@ -143,6 +146,7 @@ public:
 #if LAZYTENSOR_CLBLAST
         clblast_tuned_ = apply_clblast_tuning(device_, device_name_);
 #endif
+        set_gemm_choice(gemm_choice_from_env());
     }
 
     ~OpenCLBackend() override {
@@ -478,11 +482,12 @@ public:
     }
 
     void gemm(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c) override {
-#if LAZYTENSOR_CLBLAST
-        using ms_t = std::chrono::duration<double, std::milli>;
         if (g.dtype == DType::Float64 && !fp64_)
             fail<DeviceError>(describe(), " does not support float64 (the device lacks cl_khr_fp64): matmul of float64 ",
                               "tensors cannot run there; use float32, or run it on the host");
+        if (uses_own_gemm(g)) return own_gemm(g, a, b, c);
+#if LAZYTENSOR_CLBLAST
+        using ms_t = std::chrono::duration<double, std::milli>;
         ir::Gemm spec = g;
         BufferPtr a_copy = blas_readable_copy(spec, a, spec.a, spec.m, spec.k);
         BufferPtr b_copy = blas_readable_copy(spec, b, spec.b, spec.k, spec.n);
@@ -511,18 +516,55 @@ public:
         }
 #else
         (void)a, (void)b, (void)c;
-        fail<DeviceError>("matmul of ", g.dtype, " on ", describe(), " needs CLBlast: this build has "
-                          "LAZYTENSOR_CLBLAST off");
 #endif
     }
 
     std::string gemm_routine(const ir::Gemm& g) const override {
+        if (uses_own_gemm(g)) {
+            const GemmKernelParams p = own_gemm_params(g);
+            return concat("lazytensor GEMM kernel ", p.block_m(), "x", p.block_n(), "x", p.bk, " (", p.wm, "x", p.wn,
+                          " per work-item)");
+        }
 #if LAZYTENSOR_CLBLAST
         return std::string("CLBlast ") + clblast_routine(g) +
                (clblast_tuned_.empty() || g.dtype != DType::Float32 ? "" : ", tuned " + clblast_tuned_);
 #else
         return Backend::gemm_routine(g);
 #endif
+    }
+
+    /// Which GEMM runs matrix products (LAZYTENSOR_OPENCL_GEMM; Auto: per shape and device).
+    GemmChoice gemm_choice() const { return gemm_choice_; }
+    /// Tests and benchmarks: chooses the GEMM for the products run from now on (CLBlast in a
+    /// build without it is a DeviceError).
+    void set_gemm_choice(GemmChoice choice) {
+        if (choice == GemmChoice::CLBlast && !LAZYTENSOR_CLBLAST)
+            fail<DeviceError>("CLBlast cannot run matrix products on ", describe(), ": this build has LAZYTENSOR_CLBLAST off");
+        gemm_choice_ = choice;
+    }
+    /// Benchmarks: the parameters of the own GEMM kernel from now on (nullopt: the device's set).
+    void set_gemm_params(std::optional<GemmKernelParams> params) {
+        if (params) {
+            check_gemm_params(*params);
+            if (std::size_t(params->threads()) > traits_.max_work_group)
+                fail<ValueError>("OpenCL GEMM kernel parameters tm ", params->tm, ", tn ", params->tn, ": work-groups of ",
+                                 params->threads(), " work-items, but ", describe(), " allows ", traits_.max_work_group);
+        }
+        gemm_params_override_ = params;
+    }
+    /// Tests only: the own GEMM kernel computes element offsets in 64 bits whatever the sizes
+    /// (as it does for matrices of 2^31 elements or more).
+    void set_gemm_wide_index(bool on) { gemm_wide_index_ = on; }
+    /// The parameters the own GEMM kernel runs `g` with on this device.
+    GemmKernelParams own_gemm_params(const ir::Gemm& g) const {
+        if (gemm_params_override_) return *gemm_params_override_;
+        return gemm_params_for(g, traits_.gpu, device_name_, traits_.max_work_group, traits_.local_memory);
+    }
+    /// Whether `g` runs on the own GEMM kernel (else CLBlast).
+    bool uses_own_gemm(const ir::Gemm& g) const {
+        if (!LAZYTENSOR_CLBLAST || gemm_choice_ == GemmChoice::Own) return true;
+        if (gemm_choice_ == GemmChoice::CLBlast) return false;
+        return own_gemm_faster(g, traits_.gpu, device_name_);
     }
 
     /// Makes launch() time every kernel with profiling events (waits for each kernel).
@@ -572,6 +614,7 @@ public:
     void clear_kernel_cache() override {
         Backend::clear_kernel_cache();
         programs_.clear();
+        gemm_kernels_.clear();
     }
 
     std::string describe() const { return concat(device().str(), " (", device_name_, ")"); }
@@ -739,6 +782,91 @@ private:
     }
 
 
+    /// The own GEMM kernel for a dtype, layout class and parameter set, built once (through the
+    /// program caches) and kept.
+    cl_kernel own_gemm_kernel(DType dtype, const GemmLayoutClass& layout, const GemmKernelParams& p,
+                              const GemmEpilogue& epilogue) {
+        const std::string source = gemm_kernel_source(dtype, layout, p, epilogue);
+        auto it = gemm_kernels_.find(source);
+        if (it == gemm_kernels_.end()) {
+            std::shared_ptr<ProgramOwner> program = build_program(source);
+            cl_int err = CL_SUCCESS;
+            KernelOwner kernel(clCreateKernel(program->program, gemm_kernel_name(), &err));
+            check(err, "clCreateKernel", concat("for ", gemm_kernel_name(), " on ", describe()));
+            it = gemm_kernels_.emplace(source, OwnGemmKernel{std::move(program), std::move(kernel)}).first;
+        }
+        return it->second.kernel.kernel;
+    }
+
+public:
+    /// c = a x b on the own GEMM kernel: one launch, operands read in place; `epilogue` is
+    /// applied to each result before its store, with `epilogue_buffers` as its parameters.
+    void own_gemm(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c, const GemmEpilogue& epilogue = {},
+                  const std::vector<const Buffer*>& epilogue_buffers = {}) {
+        const std::int64_t count = g.batch_count();
+        if (g.m == 0 || g.n == 0 || count == 0) return;
+        const GemmKernelParams p = own_gemm_params(g);
+        GemmLayoutClass layout = gemm_layout_class(g);
+        layout.wide_index = layout.wide_index || gemm_wide_index_;
+        cl_kernel kernel = own_gemm_kernel(g.dtype, layout, p, epilogue);
+        cl_long a_batch_stride = 0, b_batch_stride = 0;
+        cl_int per_matrix = 0;
+        BufferPtr table;  // a batch of several axes: each matrix's offsets of A and B
+        if (g.batch.size() == 1) {
+            a_batch_stride = g.a.batch_strides[0];
+            b_batch_stride = g.b.batch_strides[0];
+        } else if (g.batch.size() > 1) {
+            std::vector<std::int64_t> a_offsets, b_offsets;
+            g.batch_offsets(a_offsets, b_offsets);
+            std::vector<cl_long> pairs;
+            pairs.reserve(2 * a_offsets.size());
+            for (std::size_t i = 0; i < a_offsets.size(); ++i) pairs.push_back(a_offsets[i]), pairs.push_back(b_offsets[i]);
+            table = allocate(DType::Int64, static_cast<std::int64_t>(pairs.size()));
+            write(*table, 0, pairs.data(), pairs.size() * sizeof(cl_long));
+            per_matrix = 1;
+        }
+        cl_uint arg = 0;
+        auto set = [&](const auto& v) { check(clSetKernelArg(kernel, arg++, sizeof v, &v), "clSetKernelArg"); };
+        auto set_index = [&](std::int64_t v) {
+            if (layout.wide_index) set(static_cast<cl_long>(v));
+            else set(static_cast<cl_int>(v));
+        };
+        set(static_cast<cl_mem>(c.handle()));
+        set(static_cast<cl_mem>(a.handle()));
+        set(static_cast<cl_mem>(b.handle()));
+        set(static_cast<cl_mem>((table ? table.get() : &c)->handle()));
+        for (std::int64_t v : {g.m, g.n, g.k, g.a.row_stride, g.a.col_stride, g.b.row_stride, g.b.col_stride}) set_index(v);
+        set(static_cast<cl_long>(g.a.offset));
+        set(a_batch_stride);
+        set(static_cast<cl_long>(g.b.offset));
+        set(b_batch_stride);
+        set(per_matrix);
+        const cl_uint first_matrix_arg = arg++;
+        for (const Buffer* extra : epilogue_buffers) set(static_cast<cl_mem>(extra->handle()));
+        auto blocks = [](std::int64_t extent, int block) { return static_cast<std::size_t>((extent + block - 1) / block); };
+        const std::size_t local[3] = {std::size_t(p.tn), std::size_t(p.tm), 1};
+        // NVIDIA's driver allows 65535 work-groups along the second and third dimensions.
+        constexpr std::int64_t most_matrices = 65535;
+        double ms = 0;
+        for (std::int64_t first = 0; first < count; first += most_matrices) {
+            const cl_long first_matrix = first;
+            check(clSetKernelArg(kernel, first_matrix_arg, sizeof first_matrix, &first_matrix), "clSetKernelArg");
+            const std::size_t global[3] = {blocks(g.m, p.block_m()) * blocks(g.n, p.block_n()) * local[0], local[1],
+                                           static_cast<std::size_t>(std::min(count - first, most_matrices))};
+            cl_event event = nullptr, wait = std::exchange(detail_launch_dependency(), nullptr);
+            const cl_int err = clEnqueueNDRangeKernel(queue_, kernel, 3, nullptr, global, local, wait ? 1 : 0,
+                                                      wait ? &wait : nullptr, record_times_ || launch_events_ ? &event : nullptr);
+            check(err, "clEnqueueNDRangeKernel", concat("launching ", gemm_kernel_name(), " on ", describe()));
+            if (launch_events_) {
+                if (record_times_) clRetainEvent(event);  // event_ms releases its reference; the list keeps its own
+                remember_launch(event, gemm_kernel_name());
+            }
+            if (record_times_) ms += event_ms(event);
+        }
+        if (record_times_) times_ms_.push_back(ms);
+    }
+
+private:
     /// A contiguous copy of a gemm operand that BLAS cannot read in place (no unit stride), or
     /// null; `layout` becomes the copy's.
     BufferPtr blas_readable_copy(const ir::Gemm& g, const Buffer& operand, ir::MatrixLayout& layout,
@@ -847,6 +975,14 @@ private:
     ProgramDiskCache disk_;
 
     bool record_times_ = false;
+    struct OwnGemmKernel {
+        std::shared_ptr<ProgramOwner> program;
+        KernelOwner kernel;
+    };
+    std::map<std::string, OwnGemmKernel> gemm_kernels_;  // by source
+    GemmChoice gemm_choice_ = GemmChoice::Auto;
+    std::optional<GemmKernelParams> gemm_params_override_;
+    bool gemm_wide_index_ = false;
     std::vector<double> times_ms_;
 
     // Kernels launched since the last wait, with their events: drivers report a kernel that

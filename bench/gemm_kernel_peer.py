@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+"""cuBLAS through PyTorch (TF32 off) on issue 18's matrix products, timed as bench_gemm_kernel
+times lazytensor: the wall clock of one product and a synchronize, median of 15 after 3
+warm-up runs.
+
+    python3 bench/gemm_kernel_peer.py
+"""
+import statistics
+import time
+
+import torch
+
+SHAPES = [  # name, batch, m, k, n, B transposed (as bench_gemm_kernel.cpp lists them)
+    ("GEMM 8192x784 @ 784x512", 1, 8192, 784, 512, False),
+    ("GEMM 8192x512 @ 512x256", 1, 8192, 512, 256, False),
+    ("batched 32 x (1024x64 @ 64x1024), B transposed", 32, 1024, 64, 1024, True),
+    ("batched 32 x (1024x1024 @ 1024x64)", 32, 1024, 1024, 64, False),
+    ("GEMM 1024^3", 1, 1024, 1024, 1024, False),
+    ("GEMM 4096^3", 1, 4096, 4096, 4096, False),
+]
+
+
+def main():
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    print(f"device: {torch.cuda.get_device_name()} (cuBLAS via torch {torch.__version__}, TF32 off)")
+    for name, batch, m, k, n, bt in SHAPES:
+        dims = (lambda r, c: (r, c)) if batch == 1 else (lambda r, c: (batch, r, c))
+        a = torch.rand(*dims(m, k), device="cuda") * 2 - 1
+        b = torch.rand(*dims(n, k) if bt else dims(k, n), device="cuda") * 2 - 1
+        if bt:
+            b = b.mT
+        times = []
+        for r in range(-3, 15):
+            t0 = time.perf_counter()
+            torch.matmul(a, b)
+            torch.cuda.synchronize()
+            if r >= 0:
+                times.append((time.perf_counter() - t0) * 1e3)
+        ms = statistics.median(times)
+        print(f"{name:<48s} cublas {ms:8.3f} ms {2.0 * batch * m * n * k / (ms * 1e-3) / 1e12:6.1f} TFLOP/s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,315 @@
+// lazytensor's own OpenCL GEMM kernel (backend/opencl/gemm_kernel.hpp), forced on for every
+// product: every operand layout (row- and column-major, strided, reversed), odd sizes 1-257,
+// k = 0, batches with constant strides and with per-matrix offsets, float64, and the epilogue
+// hook, against a double reference computed here.
+#include "common.hpp"
+
+#if LAZYTENSOR_OPENCL
+#include <lazytensor/backend/opencl/opencl_backend.hpp>
+#endif
+
+#include <cstdlib>
+#include <optional>
+
+namespace {
+
+#if LAZYTENSOR_OPENCL
+namespace gk_ocl = lt::detail::opencl;
+
+/// Makes every product on `d` run on the own kernel while in scope, with `params` if given
+/// (else the device's set).
+struct GkOwnGemm {
+    gk_ocl::OpenCLBackend& backend;
+    gk_ocl::GemmChoice old;
+    explicit GkOwnGemm(lt::Device d, std::optional<gk_ocl::GemmKernelParams> params = std::nullopt)
+        : backend(gk_ocl::opencl_backend(d.index)), old(backend.gemm_choice()) {
+        backend.set_gemm_choice(gk_ocl::GemmChoice::Own);
+        backend.set_gemm_params(params);
+    }
+    ~GkOwnGemm() {
+        backend.set_gemm_choice(old);
+        backend.set_gemm_params(std::nullopt);
+        backend.set_gemm_wide_index(false);
+    }
+};
+#endif
+
+/// C = A x B in double over [batch, m, k] x [batch, k, n] (batch already broadcast), and the
+/// sum of |a*b| per element, the scale of a k-term float sum's rounding error.
+struct GkProduct {
+    std::vector<double> value, magnitude;
+};
+
+GkProduct gk_reference(const Ref& a, const Ref& b) {
+    const std::size_t r = a.shape.size();
+    const std::int64_t m = a.shape[r - 2], k = a.shape[r - 1], n = b.shape[r - 1];
+    const std::int64_t batches = lt::numel(lt::Shape(a.shape.begin(), a.shape.end() - 2));
+    GkProduct out;
+    for (std::int64_t t = 0; t < batches; ++t)
+        for (std::int64_t i = 0; i < m; ++i)
+            for (std::int64_t j = 0; j < n; ++j) {
+                double sum = 0, mag = 0;
+                for (std::int64_t p = 0; p < k; ++p) {
+                    const double x = a.v[static_cast<std::size_t>((t * m + i) * k + p)];
+                    const double y = b.v[static_cast<std::size_t>((t * k + p) * n + j)];
+                    sum += x * y;
+                    mag += std::fabs(x * y);
+                }
+                out.value.push_back(sum);
+                out.magnitude.push_back(mag);
+            }
+    return out;
+}
+
+/// Checks got (of shape [batch..., m, n]) against the product of the logical operands.
+template <class T>
+void gk_check(const lt::Tensor<T>& got_tensor, const Ref& a, const Ref& b) {
+    const GkProduct expected = gk_reference(a, b);
+    const std::int64_t k = a.shape.back();
+    const std::vector<T> got = got_tensor.to_vector();
+    REQUIRE(got.size() == expected.value.size());
+    const double eps = std::numeric_limits<T>::epsilon();
+    int failures = 0;
+    for (std::size_t i = 0; i < got.size() && failures < 5; ++i) {
+        const double bound = 2.0 * static_cast<double>(k + 2) * eps * expected.magnitude[i] + 1e-30;
+        if (!(std::fabs(static_cast<double>(got[i]) - expected.value[i]) <= bound)) {
+            ++failures;
+            FAIL_CHECK("element " << i << ": got " << got[i] << ", expected " << expected.value[i] << " (bound " << bound
+                                  << ")");
+        }
+    }
+}
+
+/// An operand of logical shape rows x cols, stored in one of several layouts; `ref` is its
+/// logical value.
+template <class T>
+std::pair<lt::Tensor<T>, Ref> gk_operand(std::int64_t rows, std::int64_t cols, int layout, unsigned seed) {
+    switch (layout) {
+        case 0: {  // row-major
+            const Ref r = random_ref<T>({rows, cols}, seed);
+            return {make_tensor<T>(r), r};
+        }
+        case 1: {  // column-major: a transposed row-major array
+            const Ref s = random_ref<T>({cols, rows}, seed);
+            return {make_tensor<T>(s).t(), permute(s, {1, 0})};
+        }
+        case 2: {  // every other column of a row-major array: no unit stride
+            const Ref s = random_ref<T>({rows, 2 * cols}, seed);
+            const Ref r = ref_of({rows, cols}, [&](const auto& i) { return s.at({i[0], 2 * i[1]}); });
+            return {make_tensor<T>(s).slice(1, {}, {}, 2), r};
+        }
+        default: {  // rows reversed and columns every other one of a column-major array
+            const Ref s = random_ref<T>({2 * cols, rows}, seed);
+            const Ref r = ref_of({rows, cols}, [&](const auto& i) { return s.at({2 * i[1], rows - 1 - i[0]}); });
+            return {make_tensor<T>(s).slice(0, {}, {}, 2).t().flip({0}), r};
+        }
+    }
+}
+
+template <class T>
+void gk_layouts_and_sizes() {
+    const std::int64_t sizes[][3] = {{1, 1, 1},     {1, 257, 1},  {257, 1, 3},  {2, 3, 5},     {31, 33, 17},
+                                     {64, 64, 64},  {65, 129, 33}, {127, 8, 255}, {200, 257, 66}};
+    unsigned seed = 1;
+    for (const auto& s : sizes)
+        for (int la = 0; la < 4; ++la)
+            for (int lb = 0; lb < 4; ++lb) {
+                if ((la >= 2 || lb >= 2) && la != lb) continue;  // the strided layouts pair up: fewer cases
+                INFO("m " << s[0] << ", k " << s[1] << ", n " << s[2] << ", layouts " << la << " x " << lb);
+                auto [a, ra] = gk_operand<T>(s[0], s[1], la, seed += 2);
+                auto [b, rb] = gk_operand<T>(s[1], s[2], lb, seed += 2);
+                gk_check(lt::matmul(a, b), ra, rb);
+            }
+}
+
+template <class T>
+void gk_batches() {
+    auto run = [](const lt::Shape& sa, const lt::Shape& sb, unsigned seed) {
+        INFO("shapes " << sa << " x " << sb);
+        const Ref a = random_ref<T>(sa, seed), b = random_ref<T>(sb, seed + 1);
+        const lt::Tensor<T> p = lt::matmul(make_tensor<T>(a), make_tensor<T>(b));
+        const lt::Shape batch(p.shape().begin(), p.shape().end() - 2);
+        lt::Shape fa = batch, fb = batch;
+        fa.push_back(sa[sa.size() - 2]), fa.push_back(sa.back()), fb.push_back(sb[sb.size() - 2]), fb.push_back(sb.back());
+        gk_check(p, broadcast(a, fa), broadcast(b, fb));
+    };
+    run({6, 33, 17}, {6, 17, 65}, 41);       // a constant batch stride
+    run({5, 7}, {3, 7, 2}, 43);              // a shared left operand: batch stride 0
+    run({2, 1, 3, 4}, {1, 5, 4, 6}, 45);     // two batch axes: per-matrix offsets
+    run({3, 2, 35, 9}, {3, 2, 9, 40}, 47);   // two axes that merge into one stride
+    // More matrices than one launch takes (65535 on NVIDIA): launched in chunks.
+    run({70000, 1, 2}, {70000, 2, 1}, 51);
+    // The batch axis in the middle of A's storage ([m, batch, k]): read through strides.
+    const Ref x = random_ref<T>({7, 5, 31}, 49), w = random_ref<T>({5, 31, 9}, 50);
+    gk_check(lt::matmul(make_tensor<T>(x).permute({1, 0, 2}), make_tensor<T>(w)), permute(x, {1, 0, 2}), w);
+    // k = 0: zeros.
+    const lt::Tensor<T> z = lt::matmul(lt::ones<T>({5, 0}), lt::ones<T>({0, 7}));
+    CHECK(z.shape() == lt::Shape{5, 7});
+    for (T v : z.to_vector()) CHECK(v == T(0));
+    const lt::Tensor<T> zb = lt::matmul(lt::ones<T>({3, 4, 0}), lt::ones<T>({3, 0, 2}));
+    for (T v : zb.to_vector()) CHECK(v == T(0));
+}
+
+}  // namespace
+
+#if LAZYTENSOR_OPENCL
+
+TEST_CASE_TEMPLATE("the own OpenCL GEMM kernel reads every layout in place, any size" *
+                       doctest::skip(!has_test_device(lt::Device::Kind::OpenCL)),
+                   T, float, double) {
+    for_each_device([](lt::Device d) {
+        if (d.kind != lt::Device::Kind::OpenCL) return;
+        if (std::is_same_v<T, double> && !lt::detail::supports_float64(d)) return;
+        GkOwnGemm own(d);
+        gk_layouts_and_sizes<T>();
+    });
+}
+
+TEST_CASE_TEMPLATE("the own OpenCL GEMM kernel runs batches and k = 0" *
+                       doctest::skip(!has_test_device(lt::Device::Kind::OpenCL)),
+                   T, float, double) {
+    for_each_device([](lt::Device d) {
+        if (d.kind != lt::Device::Kind::OpenCL) return;
+        if (std::is_same_v<T, double> && !lt::detail::supports_float64(d)) return;
+        GkOwnGemm own(d);
+        gk_batches<T>();
+    });
+}
+
+// The GPU sets read local memory in vector runs (v > 1), may load global memory in vectors
+// (gv > 1: where a load is whole and aligned, else element by element) and prefetch: the same
+// code, small tiles.
+TEST_CASE_TEMPLATE("the own OpenCL GEMM kernel with vector loads and prefetch" *
+                       doctest::skip(!has_test_device(lt::Device::Kind::OpenCL)),
+                   T, float, double) {
+    for_each_device([](lt::Device d) {
+        if (d.kind != lt::Device::Kind::OpenCL) return;
+        if (std::is_same_v<T, double> && !lt::detail::supports_float64(d)) return;
+        const gk_ocl::GemmKernelParams params = std::is_same_v<T, float> ? gk_ocl::GemmKernelParams{4, 8, 4, 4, 8, 4, 4, true}
+                                                                         : gk_ocl::GemmKernelParams{8, 4, 2, 4, 8, 2, 2, true};
+        GkOwnGemm own(d, params);
+        gk_layouts_and_sizes<T>();
+        gk_batches<T>();
+    });
+}
+
+TEST_CASE("the own GEMM kernel's parameter sets per device class fit the device") {
+    lt::detail::ir::Gemm g;
+    g.m = g.n = g.k = 1024;
+    const std::string h100 = "NVIDIA H100 80GB HBM3";
+    CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_n() == 64);  // 64 tiles of 128^2: narrower ones
+    g.m = 8192, g.n = 512;
+    CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_n() == 128);
+    g.n = 64;
+    CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_n() == 64);
+    CHECK(gk_ocl::gemm_params_for(g, false, "pthread-cpu", 4096, 64 << 10).threads() == 64);
+    // Small devices get sets that fit them, or one work-item per group.
+    for (std::size_t group : {1, 16, 64})
+        for (std::size_t local : {256, 4096, 48 << 10}) {
+            const gk_ocl::GemmKernelParams p = gk_ocl::gemm_params_for(g, true, h100, group, local);
+            CHECK(gk_ocl::gemm_params_valid(p));
+            CHECK(std::size_t(p.threads()) <= group);
+            CHECK(std::size_t(p.bk) * std::size_t(p.block_m() + p.block_n() + 2 * p.v) * sizeof(float) <= local);
+        }
+    CHECK(gk_ocl::own_gemm_faster(g, true, h100));
+    g.m = g.n = g.k = 4096;
+    CHECK_FALSE(gk_ocl::own_gemm_faster(g, true, h100));  // CLBlast's tuned kernel measured faster there
+    g.m = 64;
+    CHECK_FALSE(gk_ocl::own_gemm_faster(g, false, "pthread-cpu"));
+}
+
+TEST_CASE("the own OpenCL GEMM kernel with 64-bit element offsets" * doctest::skip(!has_test_device(lt::Device::Kind::OpenCL))) {
+    for_each_device([](lt::Device d) {
+        if (d.kind != lt::Device::Kind::OpenCL) return;
+        GkOwnGemm own(d);
+        own.backend.set_gemm_wide_index(true);  // what matrices of 2^31 elements or more get
+        unsigned seed = 91;
+        for (int layout : {0, 1, 3}) {
+            INFO("layout " << layout);
+            auto [a, ra] = gk_operand<float>(37, 65, layout, seed += 2);
+            auto [b, rb] = gk_operand<float>(65, 19, layout, seed += 2);
+            gk_check(lt::matmul(a, b), ra, rb);
+        }
+        const Ref x = random_ref<float>({2, 1, 5, 7}, 97), y = random_ref<float>({1, 3, 7, 4}, 98);
+        gk_check(lt::matmul(make_tensor<float>(x), make_tensor<float>(y)), broadcast(x, {2, 3, 5, 7}), broadcast(y, {2, 3, 7, 4}));
+    });
+}
+
+TEST_CASE("bad own GEMM kernel parameters are a ValueError" * doctest::skip(!has_test_device(lt::Device::Kind::OpenCL))) {
+    for_each_device([](lt::Device d) {
+        if (d.kind != lt::Device::Kind::OpenCL) return;
+        auto& backend = gk_ocl::opencl_backend(d.index);
+        CHECK_THROWS_AS(backend.set_gemm_params(gk_ocl::GemmKernelParams{16, 16, 6, 8, 16, 4, 1, true}), lt::ValueError);
+        CHECK_THROWS_AS(backend.set_gemm_params(gk_ocl::GemmKernelParams{16, 16, 1, 1, 3, 1, 1, true}), lt::ValueError);
+        CHECK_THROWS_AS(backend.set_gemm_params(gk_ocl::GemmKernelParams{16, 16, 1, 1, 16, 1, 4, true}), lt::ValueError);
+        CHECK_THROWS_AS(backend.set_gemm_params(gk_ocl::GemmKernelParams{64, 128, 1, 1, 128, 1, 1, true}),
+                        lt::ValueError);  // more work-items than a group may have
+    });
+}
+
+TEST_CASE("LAZYTENSOR_DEBUG names the own GEMM kernel; LAZYTENSOR_OPENCL_GEMM is checked" *
+          doctest::skip(!has_test_device(lt::Device::Kind::OpenCL))) {
+    for_each_device([](lt::Device d) {
+        if (d.kind != lt::Device::Kind::OpenCL) return;
+        GkOwnGemm own(d);
+        const auto A = make_tensor<float>(random_ref<float>({4, 8}, 61)), B = make_tensor<float>(random_ref<float>({8, 2}, 62));
+        const std::string out = debug_output(1, [&] { lt::matmul(A, B).realize(); });
+        CHECK(out.find("lazytensor GEMM kernel") != std::string::npos);
+        if (LAZYTENSOR_CLBLAST) {
+            own.backend.set_gemm_choice(gk_ocl::GemmChoice::CLBlast);
+            const std::string blas = debug_output(1, [&] { lt::matmul(A, B * 2.0f).realize(); });
+            CHECK(blas.find("CLBlast Gemm") != std::string::npos);
+        } else {
+            CHECK_THROWS_AS(own.backend.set_gemm_choice(gk_ocl::GemmChoice::CLBlast), lt::DeviceError);
+        }
+    });
+    const char* before = std::getenv("LAZYTENSOR_OPENCL_GEMM");
+    const std::optional<std::string> saved = before ? std::optional<std::string>(before) : std::nullopt;
+    setenv("LAZYTENSOR_OPENCL_GEMM", "OWN", 1);
+    CHECK(gk_ocl::gemm_choice_from_env() == gk_ocl::GemmChoice::Own);
+    setenv("LAZYTENSOR_OPENCL_GEMM", "cublas", 1);
+    try {
+        gk_ocl::gemm_choice_from_env();
+        FAIL_CHECK("LAZYTENSOR_OPENCL_GEMM=cublas was accepted");
+    } catch (const lt::ValueError& e) {
+        CHECK(std::string(e.what()).find("LAZYTENSOR_OPENCL_GEMM=cublas") != std::string::npos);
+    }
+    if (saved) setenv("LAZYTENSOR_OPENCL_GEMM", saved->c_str(), 1);
+    else unsetenv("LAZYTENSOR_OPENCL_GEMM");
+}
+
+TEST_CASE("the own GEMM kernel's epilogue hook sees each result with its row and column" *
+          doctest::skip(!has_test_device(lt::Device::Kind::OpenCL))) {
+    for_each_device([](lt::Device d) {
+        if (d.kind != lt::Device::Kind::OpenCL) return;
+        auto& backend = gk_ocl::opencl_backend(d.index);
+        const std::int64_t m = 37, k = 19, n = 45;
+        const Ref a = random_ref<float>({m, k}, 71), b = random_ref<float>({k, n}, 72), bias = random_ref<float>({n}, 73);
+        auto upload = [&](const Ref& r) {
+            std::vector<float> v(r.v.begin(), r.v.end());
+            lt::BufferPtr buf = backend.allocate(lt::DType::Float32, static_cast<std::int64_t>(v.size()));
+            backend.write(*buf, 0, v.data(), v.size() * sizeof(float));
+            return buf;
+        };
+        const auto ba = upload(a), bb = upload(b), bbias = upload(bias);
+        lt::BufferPtr bc = backend.allocate(lt::DType::Float32, m * n);
+        lt::detail::ir::Gemm g;
+        g.m = m, g.n = n, g.k = k;
+        g.a = {0, k, 1, {}};
+        g.b = {0, n, 1, {}};
+        const gk_ocl::GemmEpilogue relu_bias_row{", __global const T* bias", "v = fmax(v + bias[col], (T)0) + (T)row;"};
+        backend.own_gemm(g, *ba, *bb, *bc, relu_bias_row, {bbias.get()});
+        std::vector<float> got(static_cast<std::size_t>(m * n));
+        backend.read(*bc, 0, got.data(), got.size() * sizeof(float));
+        const GkProduct p = gk_reference(a, b);
+        for (std::int64_t i = 0; i < m; ++i)
+            for (std::int64_t j = 0; j < n; ++j) {
+                const std::size_t at = static_cast<std::size_t>(i * n + j);
+                const double expected = std::max(p.value[at] + bias.v[static_cast<std::size_t>(j)], 0.0) + double(i);
+                const double bound = 2.0 * (k + 3) * 1.2e-7 * (p.magnitude[at] + std::fabs(bias.v[static_cast<std::size_t>(j)]) + i);
+                if (!(std::fabs(got[at] - expected) <= bound)) FAIL_CHECK("row " << i << ", col " << j << ": " << got[at] << " vs " << expected);
+            }
+    });
+}
+
+#endif
