@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -179,6 +180,40 @@ int main(int argc, char** argv) {
 #else
             std::printf("\n");
 #endif
+            std::fflush(stdout);
+        }
+        {  // The workloads built on products, as LAZYTENSOR_OPENCL_GEMM=auto runs them.
+            be.set_gemm_choice(ocl::GemmChoice::Auto);
+            be.set_gemm_params(std::nullopt);
+            auto fresh_ms = [&](const std::function<lt::Tensor<float>()>& make) {
+                std::vector<double> ms;
+                for (int r = -3; r < reps; ++r) {
+                    const auto t0 = Clock::now();
+                    make().realize();
+                    lt::synchronize(dev);
+                    if (r >= 0) ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+                }
+                return median(ms);
+            };
+            const std::int64_t batch = std::max<std::int64_t>(1, 8192 / divide), t = std::max<std::int64_t>(1, 1024 / divide);
+            auto uniform = [&](lt::Shape shape, std::uint64_t seed, float scale) {
+                return (lt::rand<float>(shape, seed, dev) * (2.0f * scale) - scale).realize();
+            };
+            const lt::Tensor<float> x = uniform({batch, 784}, 11, 1.0f), w1 = uniform({784, 512}, 12, 0.05f),
+                                    b1 = uniform({512}, 13, 0.05f), w2 = uniform({512, 256}, 14, 0.05f),
+                                    b2 = uniform({256}, 15, 0.05f), w3 = uniform({256, 10}, 16, 0.05f),
+                                    b3 = uniform({10}, 17, 0.05f);
+            const double mlp = fresh_ms([&] {
+                lt::Tensor<float> h = lt::relu(lt::matmul(lt::relu(lt::matmul(x, w1) + b1), w2) + b2);
+                return lt::softmax(lt::matmul(h, w3) + b3, -1);
+            });
+            std::printf("MLP 784-512-256-10 inference, batch %-6lld                      %9.3f ms\n",
+                        static_cast<long long>(batch), mlp);
+            const lt::Tensor<float> q = uniform({32, t, 64}, 21, 1.0f), k = uniform({32, t, 64}, 22, 1.0f),
+                                    v = uniform({32, t, 64}, 23, 1.0f);
+            const double attention = fresh_ms([&] { return lt::matmul(lt::softmax(lt::matmul(q, k.mT()) * 0.125f, -1), v); });
+            std::printf("attention, batch*heads 32, T %-5lld d 64                        %9.3f ms\n",
+                        static_cast<long long>(t), attention);
             std::fflush(stdout);
         }
         if (sweep) {

@@ -39,6 +39,28 @@ def main():
                 times.append((time.perf_counter() - t0) * 1e3)
         ms = statistics.median(times)
         print(f"{name:<48s} cublas {ms:8.3f} ms {2.0 * batch * m * n * k / (ms * 1e-3) / 1e12:6.1f} TFLOP/s")
+    # The workloads built on products (bench_gemm_kernel's last lines), PyTorch eager.
+    def fresh_ms(f):
+        times = []
+        for r in range(-3, 15):
+            t0 = time.perf_counter()
+            f()
+            torch.cuda.synchronize()
+            if r >= 0:
+                times.append((time.perf_counter() - t0) * 1e3)
+        return statistics.median(times)
+
+    def uniform(*shape, scale=1.0):
+        return (torch.rand(*shape, device="cuda") * 2 - 1) * scale
+
+    x = uniform(8192, 784)
+    w1, b1, w2, b2, w3, b3 = (uniform(*s, scale=0.05) for s in ((784, 512), (512,), (512, 256), (256,), (256, 10), (10,)))
+    relu = torch.relu
+    mlp = fresh_ms(lambda: torch.softmax(relu(relu(x @ w1 + b1) @ w2 + b2) @ w3 + b3, -1))
+    print(f"MLP 784-512-256-10 inference, batch 8192                        {mlp:9.3f} ms")
+    q, k, v = (uniform(32, 1024, 64) for _ in range(3))
+    attention = fresh_ms(lambda: torch.softmax(q @ k.mT * 0.125, -1) @ v)
+    print(f"attention, batch*heads 32, T 1024  d 64                        {attention:9.3f} ms")
 
 
 if __name__ == "__main__":

@@ -46,3 +46,4 @@ for line in open(sys.argv[2]):
     print(f"{name:<48} {fmt(own)} {fmt(blas)} {fmt(auto)} {peer:8.3f}  {peer / best:11.2f}  {peer / own:10.2f}  "
           f">= {target}: {'ok' if peer / best >= target else 'MISS'} ({chosen or 'own'})")
 PY
+python3 bench/print_ratios.py "$OUT/bench_gemm_kernel.txt" "$OUT/gemm_kernel_peer.txt" | tee -a "$OUT/ratios.txt"

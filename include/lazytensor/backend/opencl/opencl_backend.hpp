@@ -786,14 +786,17 @@ private:
     /// program caches) and kept.
     cl_kernel own_gemm_kernel(DType dtype, const GemmLayoutClass& layout, const GemmKernelParams& p,
                               const GemmEpilogue& epilogue) {
-        const std::string source = gemm_kernel_source(dtype, layout, p, epilogue);
-        auto it = gemm_kernels_.find(source);
+        // Keyed by what the source is made of: a product that hits costs no source generation.
+        const std::string key = concat(dtype, ' ', layout.a_k_fast, layout.b_n_fast, layout.wide_index, ' ', p.tm, ',', p.tn,
+                                       ',', p.wm, ',', p.wn, ',', p.bk, ',', p.v, ',', p.gv, ',', p.prefetch, ' ',
+                                       epilogue.parameters, '\n', epilogue.code);
+        auto it = gemm_kernels_.find(key);
         if (it == gemm_kernels_.end()) {
-            std::shared_ptr<ProgramOwner> program = build_program(source);
+            std::shared_ptr<ProgramOwner> program = build_program(gemm_kernel_source(dtype, layout, p, epilogue));
             cl_int err = CL_SUCCESS;
             KernelOwner kernel(clCreateKernel(program->program, gemm_kernel_name(), &err));
             check(err, "clCreateKernel", concat("for ", gemm_kernel_name(), " on ", describe()));
-            it = gemm_kernels_.emplace(source, OwnGemmKernel{std::move(program), std::move(kernel)}).first;
+            it = gemm_kernels_.emplace(key, OwnGemmKernel{std::move(program), std::move(kernel)}).first;
         }
         return it->second.kernel.kernel;
     }
@@ -979,7 +982,7 @@ private:
         std::shared_ptr<ProgramOwner> program;
         KernelOwner kernel;
     };
-    std::map<std::string, OwnGemmKernel> gemm_kernels_;  // by source
+    std::map<std::string, OwnGemmKernel> gemm_kernels_;  // by dtype, layout class, parameters and epilogue
     GemmChoice gemm_choice_ = GemmChoice::Auto;
     std::optional<GemmKernelParams> gemm_params_override_;
     bool gemm_wide_index_ = false;
