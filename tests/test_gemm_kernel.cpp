@@ -200,8 +200,11 @@ TEST_CASE("the own GEMM kernel's parameter sets per device class fit the device"
     CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_n() == 64);  // 64 tiles of 128^2: narrower ones
     g.m = 8192, g.n = 512;
     CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_n() == 128);
+    g.n = 256;  // 128 tiles of 128^2, but narrower ones measured faster
+    CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_n() == 64);
     g.n = 64;
     CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_n() == 64);
+    CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).threads() == 256);
     CHECK(gk_ocl::gemm_params_for(g, false, "pthread-cpu", 4096, 64 << 10).threads() == 64);
     // Small devices get sets that fit them, or one work-item per group.
     for (std::size_t group : {1, 16, 64})
