@@ -1828,8 +1828,9 @@ inline std::vector<Arr> evaluate(const Program& p) {
                             const Val& xv = x.x[at];
                             mag = s.red == Red::Sum ? mag + std::fabs(xv.v) + xv.e : mag * (std::fabs(xv.v) + xv.e);
                             Val v = reduce_vals(s.red, prefix, s.dtype);
-                            // Past one block (32), half scans store block totals as half: a
-                            // rounding per level (at most 3 here) of the magnitude.
+                            // Half scans accumulate in float32 and round each element once;
+                            // this slack (three half roundings of the magnitude) is what the
+                            // block scans they replaced needed, kept as a loose bound.
                             if (s.dtype == DType::Float16 && len > 32 && !v.dc && std::isfinite(v.v) && std::isfinite(mag))
                                 v.e += 3 * 0x1.0p-11 * mag + ulp(DType::Float16, v.v);
                             r.x[at] = v;
