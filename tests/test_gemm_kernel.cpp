@@ -4,7 +4,7 @@
 // hook, against a double reference computed here.
 #include "common.hpp"
 
-#if LAZYTENSOR_OPENCL
+#if LAZYTENSOR_OPENCL && !LAZYTENSOR_ENGINE_DEFINITIONS  // else lazytensor.hpp holds the backend
 #include <lazytensor/backend/opencl/opencl_backend.hpp>
 #endif
 
