@@ -7048,7 +7048,9 @@ private:
 // The scheduler gives every matmul node an item of its own (as ug does). Its operands are
 // read in place through whatever strides their views have (a transposed operand is a
 // column-major matrix, a broadcast batch axis a zero stride); C is a fresh contiguous buffer.
-// Backends run it: the host with a packed GEMM, OpenCL with CLBlast.
+// Backends run it: the host with a packed GEMM, OpenCL with its own kernel or CLBlast. Where
+// the backend can, the product's element-wise consumer runs in the product's stores
+// (fits_as_epilogue): relu(x @ w + b) is one kernel.
 
 #include <algorithm>
 #include <cstdint>
@@ -7164,6 +7166,32 @@ inline Kernel contiguous_copy(DType dtype, const Shape& batch, std::int64_t rows
     return k;
 }
 
+/// Whether kernel `k` can run as the epilogue of product `g`: applied to each result as the
+/// product stores it, instead of reading the product back from memory. `k` must be element-wise
+/// (one store phase over its whole domain, no reduction) and walk the product's elements in
+/// order: it reads the product (parameter `product_param`, of the product's dtype) only at the
+/// element it computes and stores one value of the product's dtype into the same position of
+/// its output (its last parameter, a fresh buffer). Extra inputs and scalars are free.
+inline bool fits_as_epilogue(const Gemm& g, const Kernel& k, int product_param) {
+    const std::size_t params = k.params.size();
+    if (k.in_place || params < 2 || product_param < 0 || static_cast<std::size_t>(product_param) + 1 >= params) return false;
+    for (std::size_t p = 0; p < params; ++p)
+        if (k.params[p].output != (p + 1 == params)) return false;
+    if (k.params.back().dtype != g.dtype || k.params[static_cast<std::size_t>(product_param)].dtype != g.dtype) return false;
+    if (k.has_reduction() || numel(k.domain) != g.batch_count() * g.m * g.n) return false;
+    if (k.phases.size() != 1) return false;
+    const Phase& phase = k.phases[0];
+    if (phase.kind != Phase::Kind::Store || phase.outer || phase.stores.size() != 1) return false;
+    const Access in_order{0, contiguous_strides(k.domain)};
+    const Store& store = phase.stores[0];
+    if (static_cast<std::size_t>(store.param) + 1 != params || store.access != in_order) return false;
+    for (const Instr& in : phase.instrs) {
+        if (in.op == Op::Slot) return false;
+        if (in.op == Op::Load && in.arg == product_param && !(in.plain_load() && in.access == in_order)) return false;
+    }
+    return true;
+}
+
 /// A GEMM's shape and operand layouts, as LAZYTENSOR_DEBUG=2 lists them.
 inline std::string to_string(const Gemm& g) {
     std::ostringstream out;
@@ -7271,6 +7299,14 @@ public:
     virtual ~CompiledKernel() = default;
 };
 
+/// Counts changes to how backends run matrix products that change what a plan may fuse into
+/// them (LAZYTENSOR_OPENCL_GEMM set from a program, epilogue fusion on or off): part of every
+/// plan's signature, so that plans made before are not reused.
+inline std::atomic<std::uint32_t>& gemm_config_generation() {
+    static std::atomic<std::uint32_t> generation{0};
+    return generation;
+}
+
 class Backend : public BufferAllocator {
 public:
     virtual Device device() const = 0;
@@ -7351,6 +7387,18 @@ public:
     /// Runs a matrix product into `c` (contiguous [batch..., m, n]), reading `a` and `b` as the
     /// layouts of `gemm` say. Its dtype is float32 or float64.
     virtual void gemm(const ir::Gemm& gemm, const Buffer& a, const Buffer& b, Buffer& c) = 0;
+    /// Whether gemm_epilogue can run `epilogue` (an ir::fits_as_epilogue kernel reading the
+    /// product as parameter `product_param`) in the stores of `gemm`. A change of the answer for
+    /// the same arguments must bump gemm_config_generation() (plans cache it).
+    virtual bool fuses_epilogue(const ir::Gemm&, const ir::Kernel&, int) const { return false; }
+    /// Runs `gemm` with `epilogue` applied to each result before its store: `params` are the
+    /// epilogue's buffers in parameter order (the last its output, where the results go);
+    /// params[product_param] is a buffer that also gets the product itself, or null.
+    virtual void gemm_epilogue(const ir::Gemm& gemm, const ir::Kernel& epilogue, int product_param, const Buffer& a,
+                               const Buffer& b, const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) {
+        (void)gemm, (void)epilogue, (void)product_param, (void)a, (void)b, (void)params, (void)scalars;
+        fail<Error>("lazytensor internal error: ", device(), " cannot fuse an epilogue into a matrix product");
+    }
     /// Runs an inclusive scan into `out` (contiguous [outer, length, inner]), reading `in` as
     /// `scan` says. Its dtype is float32, float64 or int64 (which wraps).
     virtual void scan(const ir::Scan& scan, const Buffer& in, Buffer& out) = 0;
@@ -9511,7 +9559,8 @@ private:
 // across processes through the disk cache, program_cache.hpp) and launched on the queue.
 //
 // Matrix products run on the same queue through lazytensor's own GEMM kernel (gemm_kernel.hpp)
-// or CLBlast (clblast_gemm.hpp), whichever LAZYTENSOR_OPENCL_GEMM and the shape choose.
+// or CLBlast (clblast_gemm.hpp), whichever LAZYTENSOR_OPENCL_GEMM and the shape choose; on
+// the own kernel, a product's element-wise consumer runs in its stores (gemm_epilogue.hpp).
 //
 // Caches, from the outside in: Backend::get_kernel keys compiled kernels (program + cl_kernel
 // objects) by the normalized IR, so a hit costs neither a build nor clCreateKernel; below it,
@@ -9527,6 +9576,7 @@ private:
 #include <optional>
 #include <sstream>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 // ---- lazytensor/backend/opencl/cl_api.hpp ----
@@ -9878,6 +9928,17 @@ inline std::string apply_clblast_tuning(cl_device_id device, const std::string& 
 }  // namespace lazytensor::detail::opencl
 
 #endif
+// ---- lazytensor/backend/opencl/gemm_epilogue.hpp ----
+// A product's element-wise consumer (ir::fits_as_epilogue) as the own GEMM kernel's epilogue:
+// the consumer's kernel rendered as code applied to each result in the GEMM's stores, at the
+// domain coordinates of that result, so that relu(x @ w + b) is one kernel and the product
+// never reaches memory. The epilogue's results go to C (its output buffer); a `product` buffer
+// also gets the product itself when store_product is nonzero (a tensor outside the graph
+// holds it).
+
+#include <string>
+#include <vector>
+
 // ---- lazytensor/backend/opencl/gemm_kernel.hpp ----
 // lazytensor's own OpenCL GEMM kernel: C = A x B over an ir::Gemm, float32 or float64.
 //
@@ -9939,12 +10000,15 @@ struct GemmLayoutClass {
 };
 
 /// Code applied to each result before its store: `code` may read and assign `v` (the value, in
-/// the product's type) and read `row`, `col` (int or long) and `batch` (long); `parameters` are
-/// extra kernel parameter declarations (", __global const float* bias"), passed after the fixed
-/// ones. Empty: the product is stored as it is.
+/// the product's type) and read `row`, `col` (int or long), `batch` (long), `m` and `n`;
+/// `parameters` are extra kernel parameter declarations (", __global const float* bias"),
+/// passed after the fixed ones; `helpers` are functions it calls. Empty: the product is stored
+/// as it is.
 struct GemmEpilogue {
     std::string parameters;
     std::string code;
+    std::string helpers;
+    bool fp64 = false;  // the code computes in double
 };
 
 /// Which GEMM runs OpenCL matrix products: per shape (Auto), the own kernel, or CLBlast.
@@ -10062,7 +10126,10 @@ inline std::string gemm_kernel_source(DType dtype, const GemmLayoutClass& layout
     const std::string VT = V == 1 ? T : T + n(V);  // the vector type of a run
 
     std::string s;
-    if (dtype == DType::Float64) s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
+    // An epilogue rounds each operation on its own, as elsewhere (the product's FMAs are explicit).
+    if (!epilogue.code.empty()) s += "#pragma OPENCL FP_CONTRACT OFF\n";
+    if (dtype == DType::Float64 || epilogue.fp64) s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
+    s += epilogue.helpers;
     s += "// lazytensor GEMM: tm " + n(p.tm) + ", tn " + n(p.tn) + ", wm " + n(p.wm) + ", wn " + n(p.wn) + ", bk " +
          n(p.bk) + ", v " + n(V) + (p.prefetch ? ", prefetch" : "") + "; A " + (layout.a_k_fast ? "k" : "m") +
          "-fast, B " + (layout.b_n_fast ? "n" : "k") + "-fast\n";
@@ -10236,316 +10303,6 @@ void lt_gemm(__global T* restrict C, __global const T* restrict A, __global cons
     s += "    }\n}\n";
     return s;
 }
-
-}  // namespace lazytensor::detail::opencl
-// ---- lazytensor/backend/opencl/program_cache.hpp ----
-// The on-disk cache of OpenCL program binaries, so that a second process skips the compiler.
-//
-// An entry is keyed by everything that decides the binary: the source, the build options, the
-// device's name and the driver's and platform's versions. The file name is a hash of that key;
-// the file holds the whole key again, the binary and a checksum, and is only used when all of
-// them match: a hash collision, a truncated, corrupt or foreign file is never loaded as the
-// wrong kernel. Files are written to a temporary name and renamed into place, so concurrent
-// writers (two processes building the same kernel) each publish a whole file. A directory that
-// cannot be created or written, or a bad file, is reported once as a warning and ignored: the
-// program is then built from source as if there were no cache.
-//
-// The directory is capped (LAZYTENSOR_CACHE_MAX_MB, default 512 MiB of entry files) so that
-// kernels generated by many programs over months do not fill the disk. Eviction is least
-// recently used: a load sets the file's modification time to now, and a store that takes the
-// directory past the cap deletes the oldest entries until it is at 90% of the cap (the slack
-// spares most stores the scan). Listing and sizing every entry costs far more than a store, so
-// each cache keeps an estimate instead (one scan at its first store, then the bytes it writes) and
-// scans again only when the estimate passes the cap or a tenth of the cap has been written
-// since its last scan; the entry just written is never deleted by its own store. Processes
-// share the directory without locks: a file that another process deletes between a listing and
-// its removal or load is simply gone (POSIX keeps a file that is being read readable after it
-// is unlinked), and as each process counts only its own writes between scans, the directory
-// can pass the cap by up to a tenth of it (plus an entry) per process writing at once, until
-// the next scan. The cap is best effort, never a reason for an error.
-
-#include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <iostream>
-#include <mutex>
-#include <optional>
-#include <random>
-#include <set>
-#include <string>
-#include <system_error>
-#include <vector>
-
-
-namespace lazytensor::detail::opencl {
-
-inline std::uint64_t fnv1a(const void* data, std::size_t n, std::uint64_t h = 14695981039346656037ull) {
-    const auto* p = static_cast<const unsigned char*>(data);
-    for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
-    return h;
-}
-
-/// LAZYTENSOR_CACHE_DIR, else $XDG_CACHE_HOME/lazytensor, else ~/.cache/lazytensor; "off"
-/// (or an empty result) disables the disk cache.
-inline std::string default_cache_dir() {
-    if (const char* v = env("LAZYTENSOR_CACHE_DIR")) return std::string(v) == "off" ? std::string() : std::string(v);
-    if (const char* v = env("XDG_CACHE_HOME")) return std::string(v) + "/lazytensor";
-    if (const char* v = env("HOME")) return std::string(v) + "/.cache/lazytensor";
-    return {};
-}
-
-/// LAZYTENSOR_CACHE_MAX_MB: the cap on the disk cache's entry files, in MiB (default 512).
-inline std::uint64_t default_cache_max_bytes() {
-    constexpr long long most = (1ll << 43) - 1;  // MiB whose byte count fits 63 bits
-    return static_cast<std::uint64_t>(env_int("LAZYTENSOR_CACHE_MAX_MB", 512, 1, most, "a size in MiB")) << 20;
-}
-
-class ProgramDiskCache {
-public:
-    struct Stats {
-        std::size_t hits = 0, misses = 0, writes = 0, warnings = 0;
-        std::size_t evictions = 0;  // entries this cache deleted to keep the directory under the cap
-    };
-
-    /// Reads LAZYTENSOR_CACHE_MAX_MB (a bad value throws ValueError).
-    explicit ProgramDiskCache(std::string directory)
-        : dir_(std::move(directory)), max_bytes_(default_cache_max_bytes()) {}
-
-    /// An empty directory disables the cache.
-    void set_directory(std::string directory) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        dir_ = std::move(directory);
-        warned_.clear();
-        scanned_ = false;
-        estimate_ = written_ = 0;
-    }
-
-    /// The cap on the directory's entry files, in bytes; a lower cap is applied at the next
-    /// store. 0 keeps only the entry stored last.
-    void set_max_bytes(std::uint64_t bytes) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        max_bytes_ = bytes;
-    }
-    std::uint64_t max_bytes() const {
-        std::lock_guard<std::mutex> lock(mutex_);
-        return max_bytes_;
-    }
-    std::string directory() const {
-        std::lock_guard<std::mutex> lock(mutex_);
-        return dir_;
-    }
-    bool enabled() const { return !directory().empty(); }
-    Stats stats() const {
-        std::lock_guard<std::mutex> lock(mutex_);
-        return stats_;
-    }
-
-    /// The file an entry with this key lives in ("" when the cache is off).
-    std::string path_for(const std::string& key) const {
-        std::lock_guard<std::mutex> lock(mutex_);
-        return path_locked(key);
-    }
-
-    /// The cached binary for `key`, if a whole, matching entry exists; a hit marks the entry as
-    /// recently used. A file that is missing or cannot be opened (another process may have
-    /// evicted it just now) is a plain miss.
-    std::optional<std::vector<unsigned char>> load(const std::string& key) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        const std::string path = path_locked(key);
-        if (path.empty()) return std::nullopt;
-        std::ifstream in(path, std::ios::binary);
-        if (!in) {
-            ++stats_.misses;
-            return std::nullopt;
-        }
-        std::vector<char> file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        std::vector<unsigned char> binary;
-        if (!parse(file, key, binary)) {
-            ++stats_.misses;
-            warn(path, "is not a valid lazytensor program cache entry (corrupt, truncated or for another key); "
-                       "rebuilding it from source");
-            return std::nullopt;
-        }
-        ++stats_.hits;
-        // The file's modification time is its last use, for eviction. It may be gone already,
-        // or read-only to this user: then it just ages.
-        std::error_code ec;
-        std::filesystem::last_write_time(path, std::filesystem::file_time_type::clock::now(), ec);
-        return binary;
-    }
-
-    /// Publishes an entry, then keeps the directory under the cap; failures are warnings.
-    void store(const std::string& key, const std::vector<unsigned char>& binary) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (dir_.empty() || binary.empty()) return;
-        std::error_code ec;
-        std::filesystem::create_directories(dir_, ec);
-        if (ec) {
-            warn(dir_, "cannot be created (" + ec.message() + "); OpenCL programs are not cached on disk");
-            return;
-        }
-        const std::string path = path_locked(key);
-        std::mt19937_64 rng(std::random_device{}());
-        const std::string tmp = path + ".tmp" + std::to_string(rng());
-        const std::string bytes = serialize(key, binary);
-        {
-            std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-            if (out) out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-            if (!out || !out.flush()) {
-                out.close();
-                std::filesystem::remove(tmp, ec);
-                warn(dir_, "is not writable; OpenCL programs are not cached on disk");
-                return;
-            }
-        }
-        std::filesystem::rename(tmp, path, ec);
-        if (ec) {
-            std::filesystem::remove(tmp, ec);
-            warn(dir_, "is not writable; OpenCL programs are not cached on disk");
-            return;
-        }
-        ++stats_.writes;
-        estimate_ += bytes.size();
-        written_ += bytes.size();
-        if (scanned_ && estimate_ <= max_bytes_ && written_ <= max_bytes_ / 10) return;
-        trim_locked(path);
-    }
-
-private:
-    static constexpr char kMagic[8] = {'L', 'T', 'C', 'L', 'B', 'I', 'N', '1'};
-
-    std::string path_locked(const std::string& key) const {
-        if (dir_.empty()) return {};
-        char name[64];
-        std::snprintf(name, sizeof name, "%016llx%016llx.clbin",
-                      static_cast<unsigned long long>(fnv1a(key.data(), key.size())),
-                      static_cast<unsigned long long>(fnv1a(key.data(), key.size(), 0x9e3779b97f4a7c15ull)));
-        return dir_ + "/" + name;
-    }
-
-    static void put_u64(std::string& s, std::uint64_t v) {
-        for (int i = 0; i < 8; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-    }
-    static bool get_u64(const std::vector<char>& f, std::size_t& at, std::uint64_t& v) {
-        if (at > f.size() || f.size() - at < 8) return false;
-        v = 0;
-        for (int i = 0; i < 8; ++i) v |= static_cast<std::uint64_t>(static_cast<unsigned char>(f[at + static_cast<std::size_t>(i)])) << (8 * i);
-        at += 8;
-        return true;
-    }
-
-    // magic | key length | key | binary length | binary | checksum of all before it
-    static std::string serialize(const std::string& key, const std::vector<unsigned char>& binary) {
-        std::string s(kMagic, sizeof kMagic);
-        put_u64(s, key.size());
-        s += key;
-        put_u64(s, binary.size());
-        s.append(reinterpret_cast<const char*>(binary.data()), binary.size());
-        put_u64(s, fnv1a(s.data(), s.size()));
-        return s;
-    }
-
-    static bool parse(const std::vector<char>& f, const std::string& key, std::vector<unsigned char>& binary) {
-        std::size_t at = sizeof kMagic;
-        if (f.size() < at + 24 || !std::equal(kMagic, kMagic + sizeof kMagic, f.begin())) return false;
-        std::uint64_t key_len = 0, bin_len = 0, sum = 0;
-        if (!get_u64(f, at, key_len) || key_len != key.size() || f.size() - at < key_len) return false;
-        if (!std::equal(key.begin(), key.end(), f.begin() + static_cast<std::ptrdiff_t>(at))) return false;
-        at += key_len;
-        if (!get_u64(f, at, bin_len) || f.size() - at < bin_len || f.size() - at - bin_len != 8) return false;
-        const std::size_t bin_at = at;
-        at += bin_len;
-        if (!get_u64(f, at, sum) || sum != fnv1a(f.data(), bin_at + bin_len)) return false;
-        binary.assign(f.begin() + static_cast<std::ptrdiff_t>(bin_at), f.begin() + static_cast<std::ptrdiff_t>(bin_at + bin_len));
-        return !binary.empty();
-    }
-
-    /// Lists the directory, sets the size estimate to what is there and, when that is past the
-    /// cap, deletes the least recently used entries (never `keep`, the entry just written) down
-    /// to 90% of the cap. Another process may list, load and delete at the same time: a file
-    /// that is gone when it is looked at or removed was evicted by someone else.
-    void trim_locked(const std::string& keep) {
-        namespace fs = std::filesystem;
-        using namespace std::chrono_literals;
-        struct Entry {
-            fs::file_time_type used;
-            std::uint64_t size;
-            fs::path path;
-        };
-        std::vector<Entry> entries;
-        std::uint64_t total = 0;
-        const auto now = fs::file_time_type::clock::now();
-        const fs::path keep_name = fs::path(keep).filename();
-        std::error_code ec;
-        fs::directory_iterator it(dir_, ec);
-        for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
-            const fs::path path = it->path();
-            const std::string name = path.filename().string();
-            const bool entry = name.size() > 6 && name.compare(name.size() - 6, 6, ".clbin") == 0;
-            const bool temporary = !entry && name.find(".clbin.tmp") != std::string::npos;
-            if (!entry && !temporary) continue;  // not ours: left alone and not counted
-            std::error_code e;
-            const auto used = fs::last_write_time(path, e);
-            if (e) continue;  // gone already
-            const std::uint64_t size = fs::file_size(path, e);
-            if (e) continue;  // gone already, or not a file
-            if (temporary) {
-                // A writer that crashed leaves its temporary file: removed after an hour, counted
-                // after a minute (a write in progress is neither).
-                if (now - used > 1h) fs::remove(path, e);
-                else if (now - used > 1min) total += size;
-                continue;
-            }
-            total += size;
-            entries.push_back({used, size, path});
-        }
-        if (ec) return;  // not listed: the next store tries again
-        scanned_ = true;
-        estimate_ = total;
-        written_ = 0;
-        if (total <= max_bytes_) return;
-        std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-            return a.used != b.used ? a.used < b.used : a.path < b.path;
-        });
-        const std::uint64_t target = max_bytes_ - max_bytes_ / 10;
-        bool stuck = false;
-        for (const Entry& e : entries) {
-            if (total <= target) break;
-            if (e.path.filename() == keep_name) continue;
-            std::error_code rm;
-            if (fs::remove(e.path, rm)) ++stats_.evictions;
-            else if (rm) {
-                stuck = true;  // still there
-                continue;
-            }
-            total -= e.size;  // removed, by this cache or by another process just before
-        }
-        estimate_ = total;
-        if (stuck)
-            warn(dir_, "has program cache entries that cannot be deleted; the cache may grow past "
-                       "LAZYTENSOR_CACHE_MAX_MB");
-    }
-
-    void warn(const std::string& what, const std::string& problem) {
-        ++stats_.warnings;
-        if (!warned_.insert(what).second) return;
-        std::cerr << "[lazytensor] warning: OpenCL program cache: " << what << " " << problem << "\n";
-    }
-
-    mutable std::mutex mutex_;
-    std::string dir_;
-    std::uint64_t max_bytes_;
-    bool scanned_ = false;        // dir_ has been listed: estimate_ holds what was there plus written_
-    std::uint64_t estimate_ = 0;  // bytes of entry files in dir_, as far as this cache knows
-    std::uint64_t written_ = 0;   // bytes this cache has written to dir_ since it last listed it
-    Stats stats_;
-    std::set<std::string> warned_;
-};
 
 }  // namespace lazytensor::detail::opencl
 // ---- lazytensor/backend/opencl/renderer.hpp ----
@@ -10914,7 +10671,41 @@ public:
         return out;
     }
 
+    /// The kernel (ir::fits_as_epilogue) as code applied to one element of a product in its
+    /// store: statements that compute the stored value at the domain coordinates `coord` (long
+    /// expressions) from `value`, the product's element (parameter `product_param`, which is not
+    /// read), and assign it to `value`. Parameters other than the product and the output keep
+    /// their names (p<i>, s<i>) and are declared in `parameters`, each after a comma.
+    struct Epilogue {
+        std::vector<std::string> helpers;
+        std::string parameters;
+        std::string code;
+        bool uses_fp64 = false;
+    };
+    Epilogue render_epilogue(int product_param, const std::vector<std::string>& coord, const std::string& value,
+                             const std::string& ind) {
+        analyze();
+        substitute_param_ = product_param;
+        substitute_value_ = value;
+        Epilogue e;
+        e.helpers = helpers();
+        const ir::Phase& phase = k_.phases.at(0);
+        const auto names = body(phase, 1, coord, ind);
+        src_ << ind << value << " = " << names[static_cast<std::size_t>(phase.stores.at(0).value)][0] << ";\n";
+        e.code = src_.str();
+        for (std::size_t p = 0; p + 1 < k_.params.size(); ++p)
+            if (static_cast<int>(p) != product_param)
+                e.parameters += std::string(", __global const ") + cl_storage_type(k_.params[p].dtype) + "* restrict p" +
+                                std::to_string(p);
+        for (std::size_t i = 0; i < k_.scalars.size(); ++i)
+            e.parameters += std::string(", const ") + cl_scalar_arg_type(k_.scalars[i]) + " s" + std::to_string(i);
+        e.uses_fp64 = fp64_;
+        return e;
+    }
+
 private:
+    int substitute_param_ = -1;   // render_epilogue: the parameter whose loads are substitute_value_
+    std::string substitute_value_;
     const ir::Kernel& k_;
     DeviceTraits dev_;
     std::string name_;  // of the kernel function (a second stage adds "_fold")
@@ -11122,6 +10913,10 @@ private:
                     continue;
                 }
                 case ir::Op::Load: {
+                    if (in.arg == substitute_param_) {
+                        out.push_back(substitute_value_);
+                        continue;
+                    }
                     const std::string p = "p" + std::to_string(in.arg);
                     const std::string addr = address(in.access, coord);
                     const bool is_bool = in.dtype == DType::Bool, is_half = in.dtype == DType::Float16;
@@ -11524,6 +11319,358 @@ private:
 inline RenderedKernel render(const ir::Kernel& kernel, const DeviceTraits& device, const std::string& name = "lt_kernel") {
     return Renderer(kernel, device, name).render();
 }
+
+}  // namespace lazytensor::detail::opencl
+
+namespace lazytensor::detail::opencl {
+
+/// The epilogue of `g` computing kernel `k`, which reads the product as parameter
+/// `product_param`. Its parameters, after the GEMM's: `product` (C's type), the kernel's other
+/// inputs in parameter order, its scalars, then the int store_product.
+inline GemmEpilogue gemm_epilogue_code(const ir::Gemm& g, const ir::Kernel& k, int product_param, const DeviceTraits& device) {
+    // The result at (batch, row, col) is element (batch * m + row) * n + col of the domain in
+    // row-major order; its coordinates, without divisions where the domain's axes are the
+    // product's (the last one n, the others its rows, or the batch and m).
+    const Shape& d = k.domain;
+    const std::size_t rank = d.size();
+    const std::string ind = "                    ";
+    const std::string rows = "(batch * (long)m + row)";
+    std::vector<std::string> coord(rank);
+    std::string code;
+    auto decompose = [&](const std::string& flat, std::size_t axes) {
+        code += ind + "long rest = " + flat + ";\n";
+        for (std::size_t j = axes; j-- > 0;) {
+            coord[j] = "e" + std::to_string(j);
+            code += ind + "const long " + coord[j] + " = " + (j ? "rest % " + std::to_string(d[j]) : std::string("rest")) + ";\n";
+            if (j) code += ind + "rest /= " + std::to_string(d[j]) + ";\n";
+        }
+    };
+    if (rank > 0 && d[rank - 1] == g.n) {
+        coord[rank - 1] = "(long)col";
+        if (rank == 2) coord[0] = rows;
+        else if (rank == 3 && d[0] == g.batch_count() && d[1] == g.m) coord[0] = "batch", coord[1] = "(long)row";
+        else if (rank > 1) decompose(rows, rank - 1);
+    } else if (rank > 0) {
+        decompose(rows + " * n + col", rank);
+    }
+    Renderer::Epilogue e = Renderer(k, device, "lt_gemm").render_epilogue(product_param, coord, "v", ind);
+    GemmEpilogue out;
+    out.parameters = ", __global T* product" + e.parameters + ", const int store_product";
+    out.code = ind + "if (store_product) product[" + rows + " * n + col] = v;\n" + code + e.code;
+    for (const std::string& h : e.helpers) out.helpers += h;
+    out.fp64 = e.uses_fp64;
+    return out;
+}
+
+}  // namespace lazytensor::detail::opencl
+// ---- lazytensor/backend/opencl/program_cache.hpp ----
+// The on-disk cache of OpenCL program binaries, so that a second process skips the compiler.
+//
+// An entry is keyed by everything that decides the binary: the source, the build options, the
+// device's name and the driver's and platform's versions. The file name is a hash of that key;
+// the file holds the whole key again, the binary and a checksum, and is only used when all of
+// them match: a hash collision, a truncated, corrupt or foreign file is never loaded as the
+// wrong kernel. Files are written to a temporary name and renamed into place, so concurrent
+// writers (two processes building the same kernel) each publish a whole file. A directory that
+// cannot be created or written, or a bad file, is reported once as a warning and ignored: the
+// program is then built from source as if there were no cache.
+//
+// The directory is capped (LAZYTENSOR_CACHE_MAX_MB, default 512 MiB of entry files) so that
+// kernels generated by many programs over months do not fill the disk. Eviction is least
+// recently used: a load sets the file's modification time to now, and a store that takes the
+// directory past the cap deletes the oldest entries until it is at 90% of the cap (the slack
+// spares most stores the scan). Listing and sizing every entry costs far more than a store, so
+// each cache keeps an estimate instead (one scan at its first store, then the bytes it writes) and
+// scans again only when the estimate passes the cap or a tenth of the cap has been written
+// since its last scan; the entry just written is never deleted by its own store. Processes
+// share the directory without locks: a file that another process deletes between a listing and
+// its removal or load is simply gone (POSIX keeps a file that is being read readable after it
+// is unlinked), and as each process counts only its own writes between scans, the directory
+// can pass the cap by up to a tenth of it (plus an entry) per process writing at once, until
+// the next scan. The cap is best effort, never a reason for an error.
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <system_error>
+#include <vector>
+
+
+namespace lazytensor::detail::opencl {
+
+inline std::uint64_t fnv1a(const void* data, std::size_t n, std::uint64_t h = 14695981039346656037ull) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+/// LAZYTENSOR_CACHE_DIR, else $XDG_CACHE_HOME/lazytensor, else ~/.cache/lazytensor; "off"
+/// (or an empty result) disables the disk cache.
+inline std::string default_cache_dir() {
+    if (const char* v = env("LAZYTENSOR_CACHE_DIR")) return std::string(v) == "off" ? std::string() : std::string(v);
+    if (const char* v = env("XDG_CACHE_HOME")) return std::string(v) + "/lazytensor";
+    if (const char* v = env("HOME")) return std::string(v) + "/.cache/lazytensor";
+    return {};
+}
+
+/// LAZYTENSOR_CACHE_MAX_MB: the cap on the disk cache's entry files, in MiB (default 512).
+inline std::uint64_t default_cache_max_bytes() {
+    constexpr long long most = (1ll << 43) - 1;  // MiB whose byte count fits 63 bits
+    return static_cast<std::uint64_t>(env_int("LAZYTENSOR_CACHE_MAX_MB", 512, 1, most, "a size in MiB")) << 20;
+}
+
+class ProgramDiskCache {
+public:
+    struct Stats {
+        std::size_t hits = 0, misses = 0, writes = 0, warnings = 0;
+        std::size_t evictions = 0;  // entries this cache deleted to keep the directory under the cap
+    };
+
+    /// Reads LAZYTENSOR_CACHE_MAX_MB (a bad value throws ValueError).
+    explicit ProgramDiskCache(std::string directory)
+        : dir_(std::move(directory)), max_bytes_(default_cache_max_bytes()) {}
+
+    /// An empty directory disables the cache.
+    void set_directory(std::string directory) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        dir_ = std::move(directory);
+        warned_.clear();
+        scanned_ = false;
+        estimate_ = written_ = 0;
+    }
+
+    /// The cap on the directory's entry files, in bytes; a lower cap is applied at the next
+    /// store. 0 keeps only the entry stored last.
+    void set_max_bytes(std::uint64_t bytes) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        max_bytes_ = bytes;
+    }
+    std::uint64_t max_bytes() const {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return max_bytes_;
+    }
+    std::string directory() const {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return dir_;
+    }
+    bool enabled() const { return !directory().empty(); }
+    Stats stats() const {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return stats_;
+    }
+
+    /// The file an entry with this key lives in ("" when the cache is off).
+    std::string path_for(const std::string& key) const {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return path_locked(key);
+    }
+
+    /// The cached binary for `key`, if a whole, matching entry exists; a hit marks the entry as
+    /// recently used. A file that is missing or cannot be opened (another process may have
+    /// evicted it just now) is a plain miss.
+    std::optional<std::vector<unsigned char>> load(const std::string& key) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        const std::string path = path_locked(key);
+        if (path.empty()) return std::nullopt;
+        std::ifstream in(path, std::ios::binary);
+        if (!in) {
+            ++stats_.misses;
+            return std::nullopt;
+        }
+        std::vector<char> file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        std::vector<unsigned char> binary;
+        if (!parse(file, key, binary)) {
+            ++stats_.misses;
+            warn(path, "is not a valid lazytensor program cache entry (corrupt, truncated or for another key); "
+                       "rebuilding it from source");
+            return std::nullopt;
+        }
+        ++stats_.hits;
+        // The file's modification time is its last use, for eviction. It may be gone already,
+        // or read-only to this user: then it just ages.
+        std::error_code ec;
+        std::filesystem::last_write_time(path, std::filesystem::file_time_type::clock::now(), ec);
+        return binary;
+    }
+
+    /// Publishes an entry, then keeps the directory under the cap; failures are warnings.
+    void store(const std::string& key, const std::vector<unsigned char>& binary) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (dir_.empty() || binary.empty()) return;
+        std::error_code ec;
+        std::filesystem::create_directories(dir_, ec);
+        if (ec) {
+            warn(dir_, "cannot be created (" + ec.message() + "); OpenCL programs are not cached on disk");
+            return;
+        }
+        const std::string path = path_locked(key);
+        std::mt19937_64 rng(std::random_device{}());
+        const std::string tmp = path + ".tmp" + std::to_string(rng());
+        const std::string bytes = serialize(key, binary);
+        {
+            std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+            if (out) out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+            if (!out || !out.flush()) {
+                out.close();
+                std::filesystem::remove(tmp, ec);
+                warn(dir_, "is not writable; OpenCL programs are not cached on disk");
+                return;
+            }
+        }
+        std::filesystem::rename(tmp, path, ec);
+        if (ec) {
+            std::filesystem::remove(tmp, ec);
+            warn(dir_, "is not writable; OpenCL programs are not cached on disk");
+            return;
+        }
+        ++stats_.writes;
+        estimate_ += bytes.size();
+        written_ += bytes.size();
+        if (scanned_ && estimate_ <= max_bytes_ && written_ <= max_bytes_ / 10) return;
+        trim_locked(path);
+    }
+
+private:
+    static constexpr char kMagic[8] = {'L', 'T', 'C', 'L', 'B', 'I', 'N', '1'};
+
+    std::string path_locked(const std::string& key) const {
+        if (dir_.empty()) return {};
+        char name[64];
+        std::snprintf(name, sizeof name, "%016llx%016llx.clbin",
+                      static_cast<unsigned long long>(fnv1a(key.data(), key.size())),
+                      static_cast<unsigned long long>(fnv1a(key.data(), key.size(), 0x9e3779b97f4a7c15ull)));
+        return dir_ + "/" + name;
+    }
+
+    static void put_u64(std::string& s, std::uint64_t v) {
+        for (int i = 0; i < 8; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+    }
+    static bool get_u64(const std::vector<char>& f, std::size_t& at, std::uint64_t& v) {
+        if (at > f.size() || f.size() - at < 8) return false;
+        v = 0;
+        for (int i = 0; i < 8; ++i) v |= static_cast<std::uint64_t>(static_cast<unsigned char>(f[at + static_cast<std::size_t>(i)])) << (8 * i);
+        at += 8;
+        return true;
+    }
+
+    // magic | key length | key | binary length | binary | checksum of all before it
+    static std::string serialize(const std::string& key, const std::vector<unsigned char>& binary) {
+        std::string s(kMagic, sizeof kMagic);
+        put_u64(s, key.size());
+        s += key;
+        put_u64(s, binary.size());
+        s.append(reinterpret_cast<const char*>(binary.data()), binary.size());
+        put_u64(s, fnv1a(s.data(), s.size()));
+        return s;
+    }
+
+    static bool parse(const std::vector<char>& f, const std::string& key, std::vector<unsigned char>& binary) {
+        std::size_t at = sizeof kMagic;
+        if (f.size() < at + 24 || !std::equal(kMagic, kMagic + sizeof kMagic, f.begin())) return false;
+        std::uint64_t key_len = 0, bin_len = 0, sum = 0;
+        if (!get_u64(f, at, key_len) || key_len != key.size() || f.size() - at < key_len) return false;
+        if (!std::equal(key.begin(), key.end(), f.begin() + static_cast<std::ptrdiff_t>(at))) return false;
+        at += key_len;
+        if (!get_u64(f, at, bin_len) || f.size() - at < bin_len || f.size() - at - bin_len != 8) return false;
+        const std::size_t bin_at = at;
+        at += bin_len;
+        if (!get_u64(f, at, sum) || sum != fnv1a(f.data(), bin_at + bin_len)) return false;
+        binary.assign(f.begin() + static_cast<std::ptrdiff_t>(bin_at), f.begin() + static_cast<std::ptrdiff_t>(bin_at + bin_len));
+        return !binary.empty();
+    }
+
+    /// Lists the directory, sets the size estimate to what is there and, when that is past the
+    /// cap, deletes the least recently used entries (never `keep`, the entry just written) down
+    /// to 90% of the cap. Another process may list, load and delete at the same time: a file
+    /// that is gone when it is looked at or removed was evicted by someone else.
+    void trim_locked(const std::string& keep) {
+        namespace fs = std::filesystem;
+        using namespace std::chrono_literals;
+        struct Entry {
+            fs::file_time_type used;
+            std::uint64_t size;
+            fs::path path;
+        };
+        std::vector<Entry> entries;
+        std::uint64_t total = 0;
+        const auto now = fs::file_time_type::clock::now();
+        const fs::path keep_name = fs::path(keep).filename();
+        std::error_code ec;
+        fs::directory_iterator it(dir_, ec);
+        for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+            const fs::path path = it->path();
+            const std::string name = path.filename().string();
+            const bool entry = name.size() > 6 && name.compare(name.size() - 6, 6, ".clbin") == 0;
+            const bool temporary = !entry && name.find(".clbin.tmp") != std::string::npos;
+            if (!entry && !temporary) continue;  // not ours: left alone and not counted
+            std::error_code e;
+            const auto used = fs::last_write_time(path, e);
+            if (e) continue;  // gone already
+            const std::uint64_t size = fs::file_size(path, e);
+            if (e) continue;  // gone already, or not a file
+            if (temporary) {
+                // A writer that crashed leaves its temporary file: removed after an hour, counted
+                // after a minute (a write in progress is neither).
+                if (now - used > 1h) fs::remove(path, e);
+                else if (now - used > 1min) total += size;
+                continue;
+            }
+            total += size;
+            entries.push_back({used, size, path});
+        }
+        if (ec) return;  // not listed: the next store tries again
+        scanned_ = true;
+        estimate_ = total;
+        written_ = 0;
+        if (total <= max_bytes_) return;
+        std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+            return a.used != b.used ? a.used < b.used : a.path < b.path;
+        });
+        const std::uint64_t target = max_bytes_ - max_bytes_ / 10;
+        bool stuck = false;
+        for (const Entry& e : entries) {
+            if (total <= target) break;
+            if (e.path.filename() == keep_name) continue;
+            std::error_code rm;
+            if (fs::remove(e.path, rm)) ++stats_.evictions;
+            else if (rm) {
+                stuck = true;  // still there
+                continue;
+            }
+            total -= e.size;  // removed, by this cache or by another process just before
+        }
+        estimate_ = total;
+        if (stuck)
+            warn(dir_, "has program cache entries that cannot be deleted; the cache may grow past "
+                       "LAZYTENSOR_CACHE_MAX_MB");
+    }
+
+    void warn(const std::string& what, const std::string& problem) {
+        ++stats_.warnings;
+        if (!warned_.insert(what).second) return;
+        std::cerr << "[lazytensor] warning: OpenCL program cache: " << what << " " << problem << "\n";
+    }
+
+    mutable std::mutex mutex_;
+    std::string dir_;
+    std::uint64_t max_bytes_;
+    bool scanned_ = false;        // dir_ has been listed: estimate_ holds what was there plus written_
+    std::uint64_t estimate_ = 0;  // bytes of entry files in dir_, as far as this cache knows
+    std::uint64_t written_ = 0;   // bytes this cache has written to dir_ since it last listed it
+    Stats stats_;
+    std::set<std::string> warned_;
+};
 
 }  // namespace lazytensor::detail::opencl
 // ---- lazytensor/backend/opencl/scan.hpp ----
@@ -12543,6 +12690,46 @@ public:
 #endif
     }
 
+    bool fuses_epilogue(const ir::Gemm& g, const ir::Kernel& epilogue, int) const override {
+        if (!fuse_epilogues_ || !uses_own_gemm(g) || (g.dtype == DType::Float64 && !fp64_)) return false;
+        if (fp64_) return true;
+        for (const ir::Param& p : epilogue.params)  // float64 where the device has none: the kernel's own error
+            if (p.dtype == DType::Float64) return false;
+        for (const ir::Instr& in : epilogue.phases[0].instrs)
+            if (in.dtype == DType::Float64) return false;
+        return std::find(epilogue.scalars.begin(), epilogue.scalars.end(), DType::Float64) == epilogue.scalars.end();
+    }
+
+    void gemm_epilogue(const ir::Gemm& g, const ir::Kernel& epilogue, int product_param, const Buffer& a, const Buffer& b,
+                       const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) override {
+        if (g.dtype == DType::Float64 && !fp64_)
+            fail<DeviceError>(describe(), " does not support float64 (the device lacks cl_khr_fp64): matmul of float64 ",
+                              "tensors cannot run there; use float32, or run it on the host");
+        // The epilogue's code depends on the kernel and on how the domain splits into m and n.
+        const std::string key = concat(ir::key(epilogue), '|', product_param, '|', g.batch_count(), ',', g.m, ',', g.n);
+        auto it = epilogues_.find(key);
+        if (it == epilogues_.end()) {
+            if (epilogues_.size() >= cache_capacity()) epilogues_.clear();
+            it = epilogues_.emplace(key, gemm_epilogue_code(g, epilogue, product_param, traits_)).first;
+        }
+        Buffer* product = params[static_cast<std::size_t>(product_param)];
+        std::vector<const Buffer*> buffers{product ? product : params.back()};
+        for (std::size_t p = 0; p + 1 < params.size(); ++p)
+            if (static_cast<int>(p) != product_param) buffers.push_back(params[p]);
+        std::vector<ScalarArg> values;
+        for (std::size_t i = 0; i < scalars.size(); ++i) values.emplace_back(scalars[i], epilogue.scalars[i]);
+        values.emplace_back(Scalar::of<std::int32_t>(product ? 1 : 0), DType::Int32);
+        own_gemm(g, a, b, *params.back(), it->second, buffers, values);
+    }
+
+    /// Tests and benchmarks: whether products fuse their element-wise consumers from now on
+    /// (LAZYTENSOR_GEMM_EPILOGUE=0 turns it off from the start).
+    void set_fuse_epilogues(bool on) {
+        fuse_epilogues_ = on;
+        ++gemm_config_generation();
+    }
+    bool fuse_epilogues() const { return fuse_epilogues_; }
+
     std::string gemm_routine(const ir::Gemm& g) const override {
         if (uses_own_gemm(g)) {
             const GemmKernelParams p = own_gemm_params(g);
@@ -12565,6 +12752,7 @@ public:
         if (choice == GemmChoice::CLBlast && !LAZYTENSOR_CLBLAST)
             fail<DeviceError>("CLBlast cannot run matrix products on ", describe(), ": this build has LAZYTENSOR_CLBLAST off");
         gemm_choice_ = choice;
+        ++gemm_config_generation();
     }
     /// Benchmarks: the parameters of the own GEMM kernel from now on (nullopt: the device's set).
     void set_gemm_params(std::optional<GemmKernelParams> params) {
@@ -12639,6 +12827,7 @@ public:
         Backend::clear_kernel_cache();
         programs_.clear();
         gemm_kernels_.clear();
+        epilogues_.clear();
     }
 
     std::string describe() const { return concat(device().str(), " (", device_name_, ")"); }
@@ -12816,6 +13005,8 @@ private:
                                        epilogue.parameters, '\n', epilogue.code);
         auto it = gemm_kernels_.find(key);
         if (it == gemm_kernels_.end()) {
+            // Fused epilogues make a kernel per consumer and shape: bounded like the kernel cache.
+            if (gemm_kernels_.size() >= cache_capacity()) gemm_kernels_.clear();
             std::shared_ptr<ProgramOwner> program = build_program(gemm_kernel_source(dtype, layout, p, epilogue));
             cl_int err = CL_SUCCESS;
             KernelOwner kernel(clCreateKernel(program->program, gemm_kernel_name(), &err));
@@ -12829,7 +13020,7 @@ public:
     /// c = a x b on the own GEMM kernel: one launch, operands read in place; `epilogue` is
     /// applied to each result before its store, with `epilogue_buffers` as its parameters.
     void own_gemm(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c, const GemmEpilogue& epilogue = {},
-                  const std::vector<const Buffer*>& epilogue_buffers = {}) {
+                  const std::vector<const Buffer*>& epilogue_buffers = {}, const std::vector<ScalarArg>& epilogue_values = {}) {
         const std::int64_t count = g.batch_count();
         if (g.m == 0 || g.n == 0 || count == 0) return;
         const GemmKernelParams p = own_gemm_params(g);
@@ -12870,6 +13061,7 @@ public:
         set(per_matrix);
         const cl_uint first_matrix_arg = arg++;
         for (const Buffer* extra : epilogue_buffers) set(static_cast<cl_mem>(extra->handle()));
+        for (const ScalarArg& v : epilogue_values) check(clSetKernelArg(kernel, arg++, v.size, v.bytes), "clSetKernelArg");
         auto blocks = [](std::int64_t extent, int block) { return static_cast<std::size_t>((extent + block - 1) / block); };
         const std::size_t local[3] = {std::size_t(p.tn), std::size_t(p.tm), 1};
         // NVIDIA's driver allows 65535 work-groups along the second and third dimensions.
@@ -13007,6 +13199,8 @@ private:
         KernelOwner kernel;
     };
     std::map<std::string, OwnGemmKernel> gemm_kernels_;  // by dtype, layout class, parameters and epilogue
+    std::unordered_map<std::string, GemmEpilogue> epilogues_;  // fused consumers' code, by kernel and shape
+    bool fuse_epilogues_ = env_flag("LAZYTENSOR_GEMM_EPILOGUE", true);
     GemmChoice gemm_choice_ = GemmChoice::Auto;
     std::optional<GemmKernelParams> gemm_params_override_;
     bool gemm_wide_index_ = false;
@@ -13421,7 +13615,13 @@ struct Group {
     Axes reduced;
     Node* domain_reduce = nullptr;  // the reduction that set the domain
 
-    bool is_gemm() const { return root->kind == NodeKind::Matmul; }
+    // A product with its element-wise consumer fused into its stores (fuse_epilogues): root is
+    // the consumer, `kernel` its kernel, `gemm` the product, read from inputs[0] and inputs[1];
+    // the kernel's buffers follow, the product's (parameter product_param) unallocated.
+    Node* fused_product = nullptr;
+    int product_param = -1;
+
+    bool is_gemm() const { return root->kind == NodeKind::Matmul || fused_product; }
     bool is_scan() const { return root->kind == NodeKind::Scan; }
 };
 
@@ -14315,6 +14515,69 @@ inline void lower_scan(const Schedule& s, Group& g) {
 }
 
 }  // namespace lazytensor::detail
+// ---- lazytensor/schedule/fuse_epilogues.hpp ----
+// Epilogue fusion: after lowering, a matrix product whose only reader is an element-wise
+// kernel that walks the product's elements in order (ir::fits_as_epilogue: relu(x @ w + b), a
+// scale, a residual add) becomes one item with it, where the backend can run the kernel in
+// the product's stores. The product then never reaches memory, unless a tensor outside the
+// graph holds it (realize passes a buffer for it then).
+
+#include <algorithm>
+#include <functional>
+#include <vector>
+
+
+namespace lazytensor::detail {
+
+/// Whether a backend fuses kernel `epilogue`, reading the product as parameter `product_param`,
+/// into the stores of `gemm` (the device's Backend::fuses_epilogue).
+using FusesEpilogue = std::function<bool(const Node* product, const ir::Gemm& gemm, const ir::Kernel& epilogue, int product_param)>;
+
+/// Merges each fusable product into its consumer's item (which keeps its place: what else the
+/// consumer reads is ready there). Schedule::group_of_root is stale afterwards.
+inline void fuse_epilogues(Schedule& s, const FusesEpilogue& fuses) {
+    std::vector<Group>& groups = s.groups;
+    std::vector<char> fused(groups.size(), 0);
+    for (std::size_t i = 0; i < groups.size(); ++i) {
+        const Group& product = groups[i];
+        if (product.view_only || product.root->kind != NodeKind::Matmul) continue;
+        Node* const result = product.root;
+        // The one item that reads the product; no view of it may exist either.
+        std::size_t reader = groups.size();
+        int readers = 0;
+        for (std::size_t j = i + 1; j < groups.size(); ++j) {
+            const Group& g = groups[j];
+            if (g.view_only && g.view.base == result) readers += 2;
+            if (!g.view_only && std::find(g.inputs.begin(), g.inputs.end(), result) != g.inputs.end()) ++readers, reader = j;
+        }
+        if (readers != 1) continue;
+        Group& consumer = groups[reader];
+        // (An assign's output is memory the product may read.)
+        if (consumer.is_gemm() || consumer.is_scan() || consumer.root->kind == NodeKind::Assign) continue;
+        if (std::count(consumer.inputs.begin(), consumer.inputs.end(), result) != 1) continue;
+        const int param = static_cast<int>(std::find(consumer.inputs.begin(), consumer.inputs.end(), result) - consumer.inputs.begin());
+        if (!ir::fits_as_epilogue(product.gemm, consumer.kernel, param) || !fuses(result, product.gemm, consumer.kernel, param))
+            continue;
+        std::vector<Node*> inputs = product.inputs;
+        inputs.insert(inputs.end(), consumer.inputs.begin(), consumer.inputs.end());
+        consumer.inputs = std::move(inputs);
+        consumer.gemm = product.gemm;
+        consumer.fused_product = result;
+        consumer.product_param = param;
+        consumer.ops.insert(consumer.ops.begin(), product.ops.begin(), product.ops.end());
+        fused[i] = 1;
+    }
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < groups.size(); ++i)
+        if (!fused[i]) {
+            if (kept != i) groups[kept] = std::move(groups[i]);
+            ++kept;
+        }
+    groups.resize(kept);
+    s.group_of_root.clear();
+}
+
+}  // namespace lazytensor::detail
 
 namespace lazytensor::detail {
 
@@ -14326,18 +14589,21 @@ struct PlannedItem {
     int view_base = -1;  // view_only: the node whose buffer it views, and how
     std::int64_t view_offset = 0;
     Strides view_strides;
-    ir::Kernel kernel;
+    ir::Kernel kernel;        // Kernel; a Scan's copy; a Matmul's fused epilogue (fused_product >= 0)
     ScheduleItem::Kind kind = ScheduleItem::Kind::Kernel;
+    int fused_product = -1;   // a Matmul with an epilogue: the product's node (in a buffer only
+    int product_param = -1;   // when kept), and the epilogue's parameter that reads it
     ir::Gemm gemm;            // Matmul: the product over the buffers of inputs[0] and inputs[1]
     ir::Scan scan;            // Scan: the scan of inputs[0] (copied contiguous first by `kernel`
                               // when that has phases)
-    std::vector<int> inputs;  // per input parameter
+    std::vector<int> inputs;  // per input parameter (a Matmul's: A, B, then its epilogue's)
     std::vector<int> scalars; // per scalar parameter: the node whose value is passed
     std::vector<std::string> ops;
     // The compiled kernel, looked up on the first run (realize holds its lock meanwhile).
     mutable std::shared_ptr<CompiledKernel> compiled;
 
     bool is_gemm() const { return kind == ScheduleItem::Kind::Matmul; }
+    bool has_epilogue() const { return fused_product >= 0; }
     bool is_scan() const { return kind == ScheduleItem::Kind::Scan; }
     /// Whether `kernel` runs: a kernel item, or the copy a scan item makes of its operand.
     bool runs_kernel() const {
@@ -14377,6 +14643,7 @@ inline GraphWalk walk_graph(const std::vector<Node*>& outputs) {
     std::unordered_map<const Buffer*, int> memory;
     std::vector<const Buffer*> exposed;  // the exposed buffers met so far
     sig.put(static_kernels_enabled());
+    sig.put(gemm_config_generation().load(std::memory_order_relaxed));
     for (Node* n : w.order.nodes) {
         sig.put(n->kind);
         sig.put(n->dtype);
@@ -14448,6 +14715,9 @@ inline Schedule schedule_and_lower(const GraphWalk& w) {
 
 inline Plan make_plan(const GraphWalk& w) {
     Schedule s = schedule_and_lower(w);
+    fuse_epilogues(s, [](const Node* product, const ir::Gemm& gemm, const ir::Kernel& epilogue, int param) {
+        return backend_for(product->device).fuses_epilogue(gemm, epilogue, param);
+    });
     auto index = [&](const Node* n) { return w.order.index.at(n); };
     Plan p;
     p.uses = std::move(s.uses);
@@ -14467,6 +14737,10 @@ inline Plan make_plan(const GraphWalk& w) {
                     : g.is_scan() ? ScheduleItem::Kind::Scan
                                   : ScheduleItem::Kind::Kernel;
         item.gemm = std::move(g.gemm);
+        if (g.fused_product) {
+            item.fused_product = index(g.fused_product);
+            item.product_param = g.product_param;
+        }
         item.scan = g.scan;
         for (Node* in : g.inputs) item.inputs.push_back(index(in));
         for (Node* v : g.scalars) item.scalars.push_back(index(v));
@@ -14738,6 +15012,10 @@ public:
         std::unordered_map<const Buffer*, BufferPtr> copies;  // one copy per buffer: in-place kernels alias
         for (std::size_t k = 0; k < params.size(); ++k) {
             const Buffer* b = params[k];
+            if (!b) {  // a fused product that is not kept: the host run makes its own
+                host_params_.push_back(nullptr);
+                continue;
+            }
             const bool output = k + 1 == params.size();
             auto it = copies.find(b);
             if (it == copies.end()) {
@@ -14801,6 +15079,7 @@ public:
                 << kCheckSubnormalUnits << " units of the smallest subnormal)";
         msg << "\n--- " << (item_.is_gemm() ? "matmul" : item_.is_scan() ? "scan" : "kernel IR") << " ---\n"
             << (item_.is_gemm() ? ir::to_string(item_.gemm) : item_.is_scan() ? ir::to_string(item_.scan) : ir::to_string(item_.kernel));
+        if (item_.has_epilogue()) msg << "--- epilogue (reads the product as p" << item_.product_param << ") ---\n" << ir::to_string(item_.kernel);
         if (item_.runs_kernel() && item_.compiled) {
             const std::string source = backend.kernel_source(*item_.compiled);
             if (!source.empty()) msg << "--- generated source ---\n" << source;
@@ -14813,6 +15092,10 @@ private:
     /// Runs the item on the host; says what ran it.
     const char* run_on_host(const std::vector<Buffer*>& params) const {
         Backend& host = host_backend();
+        if (item_.has_epilogue()) {
+            run_epilogue_on_host(params);
+            return "the host's packed GEMM and interpreter";
+        }
         if (item_.is_gemm()) {
             host.gemm(item_.gemm, *params[0], *params[1], *params[2]);
             return "the host's packed GEMM";
@@ -14851,13 +15134,28 @@ private:
                 clear_sign_bits(*absolute.back());
                 params[static_cast<std::size_t>(k)] = absolute.back().get();
             }
-            host.gemm(item_.gemm, *params[0], *params[1], *params[2]);
+            if (item_.has_epilogue()) run_epilogue_on_host(params, true);
+            else host.gemm(item_.gemm, *params[0], *params[1], *params[2]);
         } else {
             host.launch(*host.get_kernel(magnitude_kernel(item_.kernel)), params, scalars_);
         }
         std::vector<unsigned char> bytes(output->bytes());
         std::memcpy(bytes.data(), output->handle(), bytes.size());
         return bytes;
+    }
+
+    /// A product with a fused epilogue, on the host as two items: the product into a buffer of
+    /// its own, then the epilogue's kernel (its magnitude kernel with `magnitudes`). params: A,
+    /// B, then the epilogue's buffers.
+    void run_epilogue_on_host(const std::vector<Buffer*>& params, bool magnitudes = false) const {
+        Backend& host = host_backend();
+        std::vector<Buffer*> epilogue(params.begin() + 2, params.end());
+        BufferPtr product = host.allocate(item_.gemm.dtype, item_.gemm.batch_count() * item_.gemm.m * item_.gemm.n);
+        host.gemm(item_.gemm, *params[0], *params[1], *product);
+        epilogue[static_cast<std::size_t>(item_.product_param)] = product.get();
+        ir::Kernel kernel = magnitudes ? magnitude_kernel(item_.kernel) : item_.kernel;
+        kernel.candidate = nullptr;
+        host.launch(*host.get_kernel(kernel), epilogue, scalars_);
     }
 
     /// A scan item's copy of its operand, compiled for the host (null: the item reads in place).
@@ -14917,6 +15215,9 @@ inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
     item.output = describe(w.node(p.root));
     if (p.is_gemm()) {
         item.ir = ir::to_string(p.gemm);
+        if (p.has_epilogue())
+            item.ir += concat("    epilogue, applied in the product's stores (it reads the product as p", p.product_param,
+                              "):\n", ir::to_string(p.kernel));
         return item;
     }
     if (p.is_scan()) {
@@ -14973,7 +15274,8 @@ inline void print_timing(std::size_t i, Backend& backend, const std::vector<Buff
     const auto now = std::chrono::steady_clock::now();
     const std::vector<double> device = backend.take_device_times_ms();
     double bytes = 0;
-    for (Buffer* b : params) bytes += static_cast<double>(b->bytes());
+    for (Buffer* b : params)
+        if (b) bytes += static_cast<double>(b->bytes());  // (a fused product that is not kept has none)
     std::ostringstream out;
     out << "  " << item.kind << " " << i << ": ";
     double ms = ms_t(now - launch).count();
@@ -15073,7 +15375,8 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
         out << " for " << outputs.size() << " output" << (outputs.size() == 1 ? "" : "s") << "\n";
         for (std::size_t i = 0; i < items.size(); ++i) {
             const PlannedItem& p = items[i];
-            const std::string routine = p.is_gemm() ? backend_for(node(p.root)->device).gemm_routine(p.gemm) : "";
+            std::string routine = p.is_gemm() ? backend_for(node(p.root)->device).gemm_routine(p.gemm) : "";
+            if (p.has_epilogue()) routine += ", with the epilogue fused into its stores";
             print_item(out, i, describe(p, w), level, routine);
         }
         std::cerr << out.str();
@@ -15083,16 +15386,22 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
     // graph still holds its node; other intermediates go as soon as their last reader has run.
     std::vector<char> kept(w.order.nodes.size(), 0);
     for (int o : w.outputs) kept[static_cast<std::size_t>(o)] = 1;
-    for (const PlannedItem& p : items)
-        if (node(p.root)->holders() > plan->uses[static_cast<std::size_t>(p.root)]) kept[static_cast<std::size_t>(p.root)] = 1;
+    auto held_outside = [&](int i) { return node(i)->holders() > plan->uses[static_cast<std::size_t>(i)]; };
+    for (const PlannedItem& p : items) {
+        if (held_outside(p.root)) kept[static_cast<std::size_t>(p.root)] = 1;
+        if (p.has_epilogue() && held_outside(p.fused_product)) kept[static_cast<std::size_t>(p.fused_product)] = 1;
+    }
     std::vector<std::size_t> last_read(w.order.nodes.size(), 0);
     for (std::size_t i = 0; i < items.size(); ++i) {
         for (int in : items[i].inputs) last_read[static_cast<std::size_t>(in)] = i;
         if (items[i].view_only && kept[static_cast<std::size_t>(items[i].root)]) kept[static_cast<std::size_t>(items[i].view_base)] = 1;
     }
     std::vector<NodePtr> hold;  // committing one node may free others that are committed later
-    for (const PlannedItem& p : items)
+    for (const PlannedItem& p : items) {
         if (kept[static_cast<std::size_t>(p.root)]) hold.push_back(node(p.root)->shared_from_this());
+        if (p.has_epilogue() && kept[static_cast<std::size_t>(p.fused_product)])
+            hold.push_back(node(p.fused_product)->shared_from_this());
+    }
 
     compile_items(items, w, level);
 
@@ -15111,6 +15420,9 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
         }
         // An assign writes into its target's memory; everything else into new memory.
         BufferPtr out = root->kind == NodeKind::Assign ? root->src[0]->buffer : backend.allocate(root->dtype, numel(root->shape));
+        // A product fused with its epilogue gets memory only when it is kept.
+        if (p.has_epilogue() && kept[static_cast<std::size_t>(p.fused_product)])
+            produced[static_cast<std::size_t>(p.fused_product)] = backend.allocate(p.gemm.dtype, numel(node(p.fused_product)->shape));
         params.clear();
         for (int in : p.inputs) params.push_back(buffer_of(in).get());
         params.push_back(out.get());
@@ -15120,7 +15432,10 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
         if (check_enabled() && KernelCheck::applies(p, backend))
             check.emplace(p, params, scalars, root->kind == NodeKind::Assign);
         auto run = [&] {
-            if (p.is_gemm())
+            if (p.has_epilogue())
+                backend.gemm_epilogue(p.gemm, p.kernel, p.product_param, *params[0], *params[1],
+                                      std::vector<Buffer*>(params.begin() + 2, params.end()), scalars);
+            else if (p.is_gemm())
                 backend.gemm(p.gemm, *params[0], *params[1], *params[2]);
             else if (p.is_scan())
                 run_scan(backend, p.scan, p.compiled.get(), *params[0], *out);
@@ -15149,6 +15464,10 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
     // Commit: every kernel has run. Other threads may be building on these nodes.
     std::unique_lock<std::shared_mutex> commit(graph_mutex());
     for (const PlannedItem& p : items) {
+        if (p.has_epilogue() && kept[static_cast<std::size_t>(p.fused_product)]) {
+            Node* product = node(p.fused_product);
+            make_realized(*product, produced[static_cast<std::size_t>(p.fused_product)], 0, contiguous_strides(product->shape));
+        }
         if (!kept[static_cast<std::size_t>(p.root)]) continue;
         Node* n = node(p.root);
         if (p.view_only) {

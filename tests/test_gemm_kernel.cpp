@@ -1,7 +1,8 @@
 // lazytensor's own OpenCL GEMM kernel (backend/opencl/gemm_kernel.hpp), forced on for every
 // product: every operand layout (row- and column-major, strided, reversed), odd sizes 1-257,
-// k = 0, batches with constant strides and with per-matrix offsets, float64, and the epilogue
-// hook, against a double reference computed here.
+// k = 0, batches with constant strides and with per-matrix offsets, float64, the epilogue hook,
+// and products fused with their element-wise consumers, against a double reference computed
+// here.
 #include "common.hpp"
 
 #if LAZYTENSOR_OPENCL && !LAZYTENSOR_ENGINE_DEFINITIONS  // else lazytensor.hpp holds the backend
@@ -21,8 +22,9 @@ namespace gk_ocl = lt::detail::opencl;
 struct GkOwnGemm {
     gk_ocl::OpenCLBackend& backend;
     gk_ocl::GemmChoice old;
+    bool fused_before;
     explicit GkOwnGemm(lt::Device d, std::optional<gk_ocl::GemmKernelParams> params = std::nullopt)
-        : backend(gk_ocl::opencl_backend(d.index)), old(backend.gemm_choice()) {
+        : backend(gk_ocl::opencl_backend(d.index)), old(backend.gemm_choice()), fused_before(backend.fuse_epilogues()) {
         backend.set_gemm_choice(gk_ocl::GemmChoice::Own);
         backend.set_gemm_params(params);
     }
@@ -30,6 +32,7 @@ struct GkOwnGemm {
         backend.set_gemm_choice(old);
         backend.set_gemm_params(std::nullopt);
         backend.set_gemm_wide_index(false);
+        backend.set_fuse_epilogues(fused_before);
     }
 };
 #endif
@@ -315,4 +318,215 @@ TEST_CASE("the own GEMM kernel's epilogue hook sees each result with its row and
     });
 }
 
+#endif
+
+// ------------------------------------------------------------------------- fused epilogues
+
+#if LAZYTENSOR_OPENCL
+namespace {
+
+/// The reference of a product and its epilogue: f(product value, its coordinates) in double,
+/// with the bound the float product's rounding allows plus `slack` relative.
+void gk_check_epilogue(const std::vector<float>& got, const GkProduct& p, const std::vector<double>& expected,
+                       std::int64_t k, double slack = 1e-6) {
+    REQUIRE(got.size() == expected.size());
+    int failures = 0;
+    for (std::size_t i = 0; i < got.size() && failures < 5; ++i) {
+        const std::size_t at = i % p.value.size();
+        const double bound = 2.0 * double(k + 4) * 1.2e-7 * p.magnitude[at] + slack * (1 + std::fabs(expected[i]));
+        if (!(std::fabs(double(got[i]) - expected[i]) <= bound)) {
+            ++failures;
+            FAIL_CHECK("element " << i << ": got " << got[i] << ", expected " << expected[i] << " (bound " << bound << ")");
+        }
+    }
+}
+
+/// The schedule of `y` is one matmul item with its epilogue fused, and LAZYTENSOR_DEBUG says so.
+void gk_check_fused(const lt::Tensor<float>& y, bool fused) {
+    const auto items = lt::schedule(y);
+    if (fused) {
+        REQUIRE(items.size() == 1);
+        CHECK(items[0].kind == lt::ScheduleItem::Kind::Matmul);
+        CHECK(items[0].ops.size() > 1);
+        CHECK(items[0].ir.find("epilogue") != std::string::npos);
+    } else {
+        CHECK(items.size() > 1);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("a product's element-wise consumer runs in the own GEMM kernel's stores" *
+          doctest::skip(!has_test_device(lt::Device::Kind::OpenCL))) {
+    for_each_device([](lt::Device d) {
+        if (d.kind != lt::Device::Kind::OpenCL) return;
+        GkOwnGemm own(d);
+        own.backend.set_fuse_epilogues(true);
+        const std::int64_t m = 65, k = 33, n = 47;
+        const Ref a = random_ref<float>({m, k}, 301), b = random_ref<float>({k, n}, 302);
+        const Ref bias = random_ref<float>({n}, 303), res = random_ref<float>({m, n}, 304);
+        const GkProduct p = gk_reference(a, b);
+        const auto A = make_tensor<float>(a), B = make_tensor<float>(b), Bias = make_tensor<float>(bias);
+        const auto Res = make_tensor<float>(res);
+        std::vector<double> want(p.value.size());
+
+        SUBCASE("relu(x @ w + b), one kernel; its output is usable") {
+            const lt::Tensor<float> y = lt::relu(lt::matmul(A, B) + Bias);
+            gk_check_fused(y, true);
+            const std::string out = debug_output(1, [&] { lt::relu(lt::matmul(A, B) + Bias).realize(); });
+            CHECK(out.find("with the epilogue fused into its stores") != std::string::npos);
+            CHECK(out.find("1 matmul") != std::string::npos);
+            for (std::size_t i = 0; i < want.size(); ++i) want[i] = std::max(p.value[i] + bias.v[i % n], 0.0);
+            gk_check_epilogue(y.to_vector(), p, want, k);
+            gk_check_epilogue((y + 1.0f).to_vector(), p, [&] { auto w = want; for (double& v : w) v += 1; return w; }(), k);
+        }
+        SUBCASE("a scale and a residual add; a changing scale reuses the program") {
+            for (float scale : {0.5f, -3.0f}) {
+                lt::reset_compile_stats(d);
+                const lt::Tensor<float> y = lt::matmul(A, B) * scale + Res;
+                gk_check_fused(y, true);
+                for (std::size_t i = 0; i < want.size(); ++i) want[i] = p.value[i] * scale + res.v[i];
+                gk_check_epilogue(y.to_vector(), p, want, k, 1e-6 * 3);
+                if (scale != 0.5f) CHECK(lt::compile_stats(d).programs_built + lt::compile_stats(d).disk_hits == 0);
+            }
+        }
+        SUBCASE("a product held by the program is stored too") {
+            const lt::Tensor<float> h = lt::matmul(A, B);
+            const lt::Tensor<float> y = lt::relu(h + Bias);
+            y.realize();
+            CHECK(h.is_realized());
+            gk_check(h, a, b);
+            for (std::size_t i = 0; i < want.size(); ++i) want[i] = std::max(p.value[i] + bias.v[i % n], 0.0);
+            gk_check_epilogue(y.to_vector(), p, want, k);
+        }
+        SUBCASE("a product realized with its consumer") {
+            const lt::Tensor<float> h = lt::matmul(A, B);
+            const lt::Tensor<float> y = lt::tanh(h);
+            lt::realize({h, y});
+            gk_check(h, a, b);
+            for (std::size_t i = 0; i < want.size(); ++i) want[i] = std::tanh(p.value[i]);
+            gk_check_epilogue(y.to_vector(), p, want, k, 1e-5);
+        }
+        SUBCASE("bool and float16 inputs, and a select") {
+            const Ref mask = ref_of({m, n}, [](const auto& i) { return double((i[0] * 7 + i[1]) % 3 == 0); });
+            const Ref half_bias = map(random_ref<float>({n}, 305), [](double v) -> double { return double(static_cast<float>(lt::half(float(v)))); });
+            const lt::Tensor<bool> Mask = make_tensor<float>(mask) != 0.0f;
+            const lt::Tensor<lt::half> HalfBias = make_tensor<float>(half_bias).cast<lt::half>();
+            Mask.realize(), HalfBias.realize();
+            const lt::Tensor<float> y = lt::where(Mask, lt::matmul(A, B) + HalfBias.cast<float>(), -1.0f);
+            gk_check_fused(y, true);
+            for (std::size_t i = 0; i < want.size(); ++i) want[i] = mask.v[i] != 0 ? p.value[i] + half_bias.v[i % n] : -1.0;
+            gk_check_epilogue(y.to_vector(), p, want, k);
+        }
+        SUBCASE("what does not fuse still runs: a reduction, a cast, a second reader") {
+            const lt::Tensor<float> s = lt::softmax(lt::matmul(A, B), -1);
+            gk_check_fused(s, false);
+            const lt::Tensor<double> c = lt::matmul(A, B).cast<double>();
+            CHECK(lt::schedule(c).size() == 2);
+            const std::vector<double> cv = c.to_vector();
+            for (std::size_t i = 0; i < want.size(); ++i) want[i] = p.value[i];
+            gk_check_epilogue(std::vector<float>(cv.begin(), cv.end()), p, want, k);
+            const lt::Tensor<float> h = lt::matmul(A, B);
+            const lt::Tensor<float> y = lt::relu(h), z = h.sum(1);
+            lt::realize({y, z});
+            for (std::size_t i = 0; i < want.size(); ++i) want[i] = std::max(p.value[i], 0.0);
+            gk_check_epilogue(y.to_vector(), p, want, k);
+        }
+    });
+}
+
+TEST_CASE("fused epilogues over batches, folded batches, reshapes, n = 1 and k = 0" *
+          doctest::skip(!has_test_device(lt::Device::Kind::OpenCL))) {
+    for_each_device([](lt::Device d) {
+        if (d.kind != lt::Device::Kind::OpenCL) return;
+        GkOwnGemm own(d);
+        own.backend.set_fuse_epilogues(true);
+        SUBCASE("a batch with a bias per matrix: the domain is [batch, m, n]") {
+            const Ref a = random_ref<float>({3, 33, 17}, 311), b = random_ref<float>({3, 17, 29}, 312);
+            const Ref bias = random_ref<float>({3, 1, 29}, 313);
+            const lt::Tensor<float> y = lt::relu(lt::matmul(make_tensor<float>(a), make_tensor<float>(b)) * 0.25f + make_tensor<float>(bias));
+            gk_check_fused(y, true);
+            const GkProduct p = gk_reference(a, b);
+            std::vector<double> want(p.value.size());
+            for (std::size_t i = 0; i < want.size(); ++i)
+                want[i] = std::max(p.value[i] * 0.25 + bias.v[i / (33 * 29) * 29 + i % 29], 0.0);
+            gk_check_epilogue(y.to_vector(), p, want, 17);
+        }
+        SUBCASE("x[b, m, k] @ w[k, n] + bias: one GEMM of b*m rows") {
+            const Ref x = random_ref<float>({4, 9, 17}, 321), w = random_ref<float>({17, 21}, 322), bias = random_ref<float>({21}, 323);
+            const lt::Tensor<float> y = lt::matmul(make_tensor<float>(x), make_tensor<float>(w)) + make_tensor<float>(bias);
+            gk_check_fused(y, true);
+            const GkProduct p = gk_reference(Ref{{36, 17}, x.v}, w);
+            std::vector<double> want(p.value.size());
+            for (std::size_t i = 0; i < want.size(); ++i) want[i] = p.value[i] + bias.v[i % 21];
+            gk_check_epilogue(y.to_vector(), p, want, 17);
+        }
+        SUBCASE("a product read through a reshape: coordinates by division") {
+            const Ref a = random_ref<float>({6, 5}, 331), b = random_ref<float>({5, 10}, 332), bias = random_ref<float>({20}, 333);
+            const lt::Tensor<float> y = lt::matmul(make_tensor<float>(a), make_tensor<float>(b)).reshape({3, 20}) - make_tensor<float>(bias);
+            gk_check_fused(y, true);
+            const GkProduct p = gk_reference(a, b);
+            std::vector<double> want(p.value.size());
+            for (std::size_t i = 0; i < want.size(); ++i) want[i] = p.value[i] - bias.v[i % 20];
+            gk_check_epilogue(y.to_vector(), p, want, 5);
+        }
+        SUBCASE("a column-major operand, n = 1, and a transposed batch") {
+            const Ref a = random_ref<float>({19, 40}, 341), b = random_ref<float>({19, 1}, 342);
+            const lt::Tensor<float> y = lt::exp(lt::matmul(make_tensor<float>(a).t(), make_tensor<float>(b)) * 0.1f);
+            gk_check_fused(y, true);
+            const GkProduct p = gk_reference(permute(a, {1, 0}), b);
+            std::vector<double> want(p.value.size());
+            for (std::size_t i = 0; i < want.size(); ++i) want[i] = std::exp(p.value[i] * 0.1);
+            gk_check_epilogue(y.to_vector(), p, want, 19, 1e-5);
+        }
+        SUBCASE("k = 0: the epilogue of zeros") {
+            const Ref bias = random_ref<float>({7}, 351);
+            const auto empty_a = make_tensor<float>(Ref{{5, 0}, {}}), empty_b = make_tensor<float>(Ref{{0, 7}, {}});
+            const lt::Tensor<float> y = lt::relu(lt::matmul(empty_a, empty_b) + make_tensor<float>(bias));
+            const auto items = lt::schedule(y);  // (the front end may know the product is zeros)
+            CHECK(items.size() == 1);
+            const std::vector<float> got = y.to_vector();
+            REQUIRE(got.size() == 35);
+            for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == float(std::max(bias.v[i % 7], 0.0)));
+        }
+        SUBCASE("float64") {
+            if (!lt::detail::supports_float64(d)) return;
+            const Ref a = random_ref<double>({23, 31}, 361), b = random_ref<double>({31, 18}, 362);
+            const lt::Tensor<double> y = lt::relu(lt::matmul(make_tensor<double>(a), make_tensor<double>(b)) - 0.5);
+            const auto items = lt::schedule(y);
+            REQUIRE(items.size() == 1);
+            const GkProduct p = gk_reference(a, b);
+            const std::vector<double> got = y.to_vector();
+            for (std::size_t i = 0; i < got.size(); ++i)
+                CHECK(std::fabs(got[i] - std::max(p.value[i] - 0.5, 0.0)) <= 2.0 * 35 * 2.3e-16 * (p.magnitude[i] + 0.5));
+        }
+        SUBCASE("LAZYTENSOR_CHECK compares a fused item with the host") {
+            const bool before = lt::check_enabled();
+            lt::set_check_enabled(true);
+            const Ref a = random_ref<float>({12, 8}, 371), b = random_ref<float>({8, 9}, 372);
+            const lt::Tensor<float> h = lt::matmul(make_tensor<float>(a), make_tensor<float>(b));
+            const lt::Tensor<float> y = lt::sigmoid(h + 1.0f);
+            CHECK_NOTHROW(y.realize());
+            lt::set_check_enabled(before);
+            const GkProduct p = gk_reference(a, b);
+            std::vector<double> want(p.value.size());
+            for (std::size_t i = 0; i < want.size(); ++i) want[i] = 1.0 / (1.0 + std::exp(-(p.value[i] + 1.0)));
+            gk_check_epilogue(y.to_vector(), p, want, 8, 1e-5);
+        }
+    });
+}
+
+TEST_CASE("epilogue fusion turned off runs the consumer as a kernel of its own" *
+          doctest::skip(!has_test_device(lt::Device::Kind::OpenCL))) {
+    for_each_device([](lt::Device d) {
+        if (d.kind != lt::Device::Kind::OpenCL) return;
+        GkOwnGemm own(d);
+        own.backend.set_fuse_epilogues(false);
+        const Ref a = random_ref<float>({9, 4}, 381), b = random_ref<float>({4, 6}, 382);
+        const lt::Tensor<float> y = lt::relu(lt::matmul(make_tensor<float>(a), make_tensor<float>(b)));
+        CHECK(lt::schedule(y).size() == 2);
+        own.backend.set_fuse_epilogues(true);  // a plan made before is not reused
+        CHECK(lt::schedule(y).size() == 1);
+    });
+}
 #endif

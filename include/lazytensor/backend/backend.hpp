@@ -44,6 +44,14 @@ public:
     virtual ~CompiledKernel() = default;
 };
 
+/// Counts changes to how backends run matrix products that change what a plan may fuse into
+/// them (LAZYTENSOR_OPENCL_GEMM set from a program, epilogue fusion on or off): part of every
+/// plan's signature, so that plans made before are not reused.
+inline std::atomic<std::uint32_t>& gemm_config_generation() {
+    static std::atomic<std::uint32_t> generation{0};
+    return generation;
+}
+
 class Backend : public BufferAllocator {
 public:
     virtual Device device() const = 0;
@@ -124,6 +132,18 @@ public:
     /// Runs a matrix product into `c` (contiguous [batch..., m, n]), reading `a` and `b` as the
     /// layouts of `gemm` say. Its dtype is float32 or float64.
     virtual void gemm(const ir::Gemm& gemm, const Buffer& a, const Buffer& b, Buffer& c) = 0;
+    /// Whether gemm_epilogue can run `epilogue` (an ir::fits_as_epilogue kernel reading the
+    /// product as parameter `product_param`) in the stores of `gemm`. A change of the answer for
+    /// the same arguments must bump gemm_config_generation() (plans cache it).
+    virtual bool fuses_epilogue(const ir::Gemm&, const ir::Kernel&, int) const { return false; }
+    /// Runs `gemm` with `epilogue` applied to each result before its store: `params` are the
+    /// epilogue's buffers in parameter order (the last its output, where the results go);
+    /// params[product_param] is a buffer that also gets the product itself, or null.
+    virtual void gemm_epilogue(const ir::Gemm& gemm, const ir::Kernel& epilogue, int product_param, const Buffer& a,
+                               const Buffer& b, const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) {
+        (void)gemm, (void)epilogue, (void)product_param, (void)a, (void)b, (void)params, (void)scalars;
+        fail<Error>("lazytensor internal error: ", device(), " cannot fuse an epilogue into a matrix product");
+    }
     /// Runs an inclusive scan into `out` (contiguous [outer, length, inner]), reading `in` as
     /// `scan` says. Its dtype is float32, float64 or int64 (which wraps).
     virtual void scan(const ir::Scan& scan, const Buffer& in, Buffer& out) = 0;

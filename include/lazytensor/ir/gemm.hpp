@@ -3,7 +3,9 @@
 // The scheduler gives every matmul node an item of its own (as ug does). Its operands are
 // read in place through whatever strides their views have (a transposed operand is a
 // column-major matrix, a broadcast batch axis a zero stride); C is a fresh contiguous buffer.
-// Backends run it: the host with a packed GEMM, OpenCL with CLBlast.
+// Backends run it: the host with a packed GEMM, OpenCL with its own kernel or CLBlast. Where
+// the backend can, the product's element-wise consumer runs in the product's stores
+// (fits_as_epilogue): relu(x @ w + b) is one kernel.
 #pragma once
 
 #include <algorithm>
@@ -121,6 +123,32 @@ inline Kernel contiguous_copy(DType dtype, const Shape& batch, std::int64_t rows
     const Strides dense = contiguous_strides(shape);
     layout = MatrixLayout{0, cols, 1, Strides(dense.begin(), dense.end() - 2)};
     return k;
+}
+
+/// Whether kernel `k` can run as the epilogue of product `g`: applied to each result as the
+/// product stores it, instead of reading the product back from memory. `k` must be element-wise
+/// (one store phase over its whole domain, no reduction) and walk the product's elements in
+/// order: it reads the product (parameter `product_param`, of the product's dtype) only at the
+/// element it computes and stores one value of the product's dtype into the same position of
+/// its output (its last parameter, a fresh buffer). Extra inputs and scalars are free.
+inline bool fits_as_epilogue(const Gemm& g, const Kernel& k, int product_param) {
+    const std::size_t params = k.params.size();
+    if (k.in_place || params < 2 || product_param < 0 || static_cast<std::size_t>(product_param) + 1 >= params) return false;
+    for (std::size_t p = 0; p < params; ++p)
+        if (k.params[p].output != (p + 1 == params)) return false;
+    if (k.params.back().dtype != g.dtype || k.params[static_cast<std::size_t>(product_param)].dtype != g.dtype) return false;
+    if (k.has_reduction() || numel(k.domain) != g.batch_count() * g.m * g.n) return false;
+    if (k.phases.size() != 1) return false;
+    const Phase& phase = k.phases[0];
+    if (phase.kind != Phase::Kind::Store || phase.outer || phase.stores.size() != 1) return false;
+    const Access in_order{0, contiguous_strides(k.domain)};
+    const Store& store = phase.stores[0];
+    if (static_cast<std::size_t>(store.param) + 1 != params || store.access != in_order) return false;
+    for (const Instr& in : phase.instrs) {
+        if (in.op == Op::Slot) return false;
+        if (in.op == Op::Load && in.arg == product_param && !(in.plain_load() && in.access == in_order)) return false;
+    }
+    return true;
 }
 
 /// A GEMM's shape and operand layouts, as LAZYTENSOR_DEBUG=2 lists them.

@@ -264,6 +264,10 @@ public:
         std::unordered_map<const Buffer*, BufferPtr> copies;  // one copy per buffer: in-place kernels alias
         for (std::size_t k = 0; k < params.size(); ++k) {
             const Buffer* b = params[k];
+            if (!b) {  // a fused product that is not kept: the host run makes its own
+                host_params_.push_back(nullptr);
+                continue;
+            }
             const bool output = k + 1 == params.size();
             auto it = copies.find(b);
             if (it == copies.end()) {
@@ -327,6 +331,7 @@ public:
                 << kCheckSubnormalUnits << " units of the smallest subnormal)";
         msg << "\n--- " << (item_.is_gemm() ? "matmul" : item_.is_scan() ? "scan" : "kernel IR") << " ---\n"
             << (item_.is_gemm() ? ir::to_string(item_.gemm) : item_.is_scan() ? ir::to_string(item_.scan) : ir::to_string(item_.kernel));
+        if (item_.has_epilogue()) msg << "--- epilogue (reads the product as p" << item_.product_param << ") ---\n" << ir::to_string(item_.kernel);
         if (item_.runs_kernel() && item_.compiled) {
             const std::string source = backend.kernel_source(*item_.compiled);
             if (!source.empty()) msg << "--- generated source ---\n" << source;
@@ -339,6 +344,10 @@ private:
     /// Runs the item on the host; says what ran it.
     const char* run_on_host(const std::vector<Buffer*>& params) const {
         Backend& host = host_backend();
+        if (item_.has_epilogue()) {
+            run_epilogue_on_host(params);
+            return "the host's packed GEMM and interpreter";
+        }
         if (item_.is_gemm()) {
             host.gemm(item_.gemm, *params[0], *params[1], *params[2]);
             return "the host's packed GEMM";
@@ -377,13 +386,28 @@ private:
                 clear_sign_bits(*absolute.back());
                 params[static_cast<std::size_t>(k)] = absolute.back().get();
             }
-            host.gemm(item_.gemm, *params[0], *params[1], *params[2]);
+            if (item_.has_epilogue()) run_epilogue_on_host(params, true);
+            else host.gemm(item_.gemm, *params[0], *params[1], *params[2]);
         } else {
             host.launch(*host.get_kernel(magnitude_kernel(item_.kernel)), params, scalars_);
         }
         std::vector<unsigned char> bytes(output->bytes());
         std::memcpy(bytes.data(), output->handle(), bytes.size());
         return bytes;
+    }
+
+    /// A product with a fused epilogue, on the host as two items: the product into a buffer of
+    /// its own, then the epilogue's kernel (its magnitude kernel with `magnitudes`). params: A,
+    /// B, then the epilogue's buffers.
+    void run_epilogue_on_host(const std::vector<Buffer*>& params, bool magnitudes = false) const {
+        Backend& host = host_backend();
+        std::vector<Buffer*> epilogue(params.begin() + 2, params.end());
+        BufferPtr product = host.allocate(item_.gemm.dtype, item_.gemm.batch_count() * item_.gemm.m * item_.gemm.n);
+        host.gemm(item_.gemm, *params[0], *params[1], *product);
+        epilogue[static_cast<std::size_t>(item_.product_param)] = product.get();
+        ir::Kernel kernel = magnitudes ? magnitude_kernel(item_.kernel) : item_.kernel;
+        kernel.candidate = nullptr;
+        host.launch(*host.get_kernel(kernel), epilogue, scalars_);
     }
 
     /// A scan item's copy of its operand, compiled for the host (null: the item reads in place).

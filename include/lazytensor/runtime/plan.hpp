@@ -20,6 +20,7 @@
 #include "../codegen/lower_scan.hpp"
 #include "../core/config.hpp"
 #include "../core/lru_cache.hpp"
+#include "../schedule/fuse_epilogues.hpp"
 #include "../schedule/schedule.hpp"
 #include "seam.hpp"
 
@@ -33,18 +34,21 @@ struct PlannedItem {
     int view_base = -1;  // view_only: the node whose buffer it views, and how
     std::int64_t view_offset = 0;
     Strides view_strides;
-    ir::Kernel kernel;
+    ir::Kernel kernel;        // Kernel; a Scan's copy; a Matmul's fused epilogue (fused_product >= 0)
     ScheduleItem::Kind kind = ScheduleItem::Kind::Kernel;
+    int fused_product = -1;   // a Matmul with an epilogue: the product's node (in a buffer only
+    int product_param = -1;   // when kept), and the epilogue's parameter that reads it
     ir::Gemm gemm;            // Matmul: the product over the buffers of inputs[0] and inputs[1]
     ir::Scan scan;            // Scan: the scan of inputs[0] (copied contiguous first by `kernel`
                               // when that has phases)
-    std::vector<int> inputs;  // per input parameter
+    std::vector<int> inputs;  // per input parameter (a Matmul's: A, B, then its epilogue's)
     std::vector<int> scalars; // per scalar parameter: the node whose value is passed
     std::vector<std::string> ops;
     // The compiled kernel, looked up on the first run (realize holds its lock meanwhile).
     mutable std::shared_ptr<CompiledKernel> compiled;
 
     bool is_gemm() const { return kind == ScheduleItem::Kind::Matmul; }
+    bool has_epilogue() const { return fused_product >= 0; }
     bool is_scan() const { return kind == ScheduleItem::Kind::Scan; }
     /// Whether `kernel` runs: a kernel item, or the copy a scan item makes of its operand.
     bool runs_kernel() const {
@@ -84,6 +88,7 @@ inline GraphWalk walk_graph(const std::vector<Node*>& outputs) {
     std::unordered_map<const Buffer*, int> memory;
     std::vector<const Buffer*> exposed;  // the exposed buffers met so far
     sig.put(static_kernels_enabled());
+    sig.put(gemm_config_generation().load(std::memory_order_relaxed));
     for (Node* n : w.order.nodes) {
         sig.put(n->kind);
         sig.put(n->dtype);
@@ -155,6 +160,9 @@ inline Schedule schedule_and_lower(const GraphWalk& w) {
 
 inline Plan make_plan(const GraphWalk& w) {
     Schedule s = schedule_and_lower(w);
+    fuse_epilogues(s, [](const Node* product, const ir::Gemm& gemm, const ir::Kernel& epilogue, int param) {
+        return backend_for(product->device).fuses_epilogue(gemm, epilogue, param);
+    });
     auto index = [&](const Node* n) { return w.order.index.at(n); };
     Plan p;
     p.uses = std::move(s.uses);
@@ -174,6 +182,10 @@ inline Plan make_plan(const GraphWalk& w) {
                     : g.is_scan() ? ScheduleItem::Kind::Scan
                                   : ScheduleItem::Kind::Kernel;
         item.gemm = std::move(g.gemm);
+        if (g.fused_product) {
+            item.fused_product = index(g.fused_product);
+            item.product_param = g.product_param;
+        }
         item.scan = g.scan;
         for (Node* in : g.inputs) item.inputs.push_back(index(in));
         for (Node* v : g.scalars) item.scalars.push_back(index(v));

@@ -37,6 +37,9 @@ inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
     item.output = describe(w.node(p.root));
     if (p.is_gemm()) {
         item.ir = ir::to_string(p.gemm);
+        if (p.has_epilogue())
+            item.ir += concat("    epilogue, applied in the product's stores (it reads the product as p", p.product_param,
+                              "):\n", ir::to_string(p.kernel));
         return item;
     }
     if (p.is_scan()) {
@@ -93,7 +96,8 @@ inline void print_timing(std::size_t i, Backend& backend, const std::vector<Buff
     const auto now = std::chrono::steady_clock::now();
     const std::vector<double> device = backend.take_device_times_ms();
     double bytes = 0;
-    for (Buffer* b : params) bytes += static_cast<double>(b->bytes());
+    for (Buffer* b : params)
+        if (b) bytes += static_cast<double>(b->bytes());  // (a fused product that is not kept has none)
     std::ostringstream out;
     out << "  " << item.kind << " " << i << ": ";
     double ms = ms_t(now - launch).count();
@@ -193,7 +197,8 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
         out << " for " << outputs.size() << " output" << (outputs.size() == 1 ? "" : "s") << "\n";
         for (std::size_t i = 0; i < items.size(); ++i) {
             const PlannedItem& p = items[i];
-            const std::string routine = p.is_gemm() ? backend_for(node(p.root)->device).gemm_routine(p.gemm) : "";
+            std::string routine = p.is_gemm() ? backend_for(node(p.root)->device).gemm_routine(p.gemm) : "";
+            if (p.has_epilogue()) routine += ", with the epilogue fused into its stores";
             print_item(out, i, describe(p, w), level, routine);
         }
         std::cerr << out.str();
@@ -203,16 +208,22 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
     // graph still holds its node; other intermediates go as soon as their last reader has run.
     std::vector<char> kept(w.order.nodes.size(), 0);
     for (int o : w.outputs) kept[static_cast<std::size_t>(o)] = 1;
-    for (const PlannedItem& p : items)
-        if (node(p.root)->holders() > plan->uses[static_cast<std::size_t>(p.root)]) kept[static_cast<std::size_t>(p.root)] = 1;
+    auto held_outside = [&](int i) { return node(i)->holders() > plan->uses[static_cast<std::size_t>(i)]; };
+    for (const PlannedItem& p : items) {
+        if (held_outside(p.root)) kept[static_cast<std::size_t>(p.root)] = 1;
+        if (p.has_epilogue() && held_outside(p.fused_product)) kept[static_cast<std::size_t>(p.fused_product)] = 1;
+    }
     std::vector<std::size_t> last_read(w.order.nodes.size(), 0);
     for (std::size_t i = 0; i < items.size(); ++i) {
         for (int in : items[i].inputs) last_read[static_cast<std::size_t>(in)] = i;
         if (items[i].view_only && kept[static_cast<std::size_t>(items[i].root)]) kept[static_cast<std::size_t>(items[i].view_base)] = 1;
     }
     std::vector<NodePtr> hold;  // committing one node may free others that are committed later
-    for (const PlannedItem& p : items)
+    for (const PlannedItem& p : items) {
         if (kept[static_cast<std::size_t>(p.root)]) hold.push_back(node(p.root)->shared_from_this());
+        if (p.has_epilogue() && kept[static_cast<std::size_t>(p.fused_product)])
+            hold.push_back(node(p.fused_product)->shared_from_this());
+    }
 
     compile_items(items, w, level);
 
@@ -231,6 +242,9 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
         }
         // An assign writes into its target's memory; everything else into new memory.
         BufferPtr out = root->kind == NodeKind::Assign ? root->src[0]->buffer : backend.allocate(root->dtype, numel(root->shape));
+        // A product fused with its epilogue gets memory only when it is kept.
+        if (p.has_epilogue() && kept[static_cast<std::size_t>(p.fused_product)])
+            produced[static_cast<std::size_t>(p.fused_product)] = backend.allocate(p.gemm.dtype, numel(node(p.fused_product)->shape));
         params.clear();
         for (int in : p.inputs) params.push_back(buffer_of(in).get());
         params.push_back(out.get());
@@ -240,7 +254,10 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
         if (check_enabled() && KernelCheck::applies(p, backend))
             check.emplace(p, params, scalars, root->kind == NodeKind::Assign);
         auto run = [&] {
-            if (p.is_gemm())
+            if (p.has_epilogue())
+                backend.gemm_epilogue(p.gemm, p.kernel, p.product_param, *params[0], *params[1],
+                                      std::vector<Buffer*>(params.begin() + 2, params.end()), scalars);
+            else if (p.is_gemm())
                 backend.gemm(p.gemm, *params[0], *params[1], *params[2]);
             else if (p.is_scan())
                 run_scan(backend, p.scan, p.compiled.get(), *params[0], *out);
@@ -269,6 +286,10 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
     // Commit: every kernel has run. Other threads may be building on these nodes.
     std::unique_lock<std::shared_mutex> commit(graph_mutex());
     for (const PlannedItem& p : items) {
+        if (p.has_epilogue() && kept[static_cast<std::size_t>(p.fused_product)]) {
+            Node* product = node(p.fused_product);
+            make_realized(*product, produced[static_cast<std::size_t>(p.fused_product)], 0, contiguous_strides(product->shape));
+        }
         if (!kept[static_cast<std::size_t>(p.root)]) continue;
         Node* n = node(p.root);
         if (p.view_only) {

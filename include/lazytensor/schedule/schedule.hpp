@@ -64,7 +64,13 @@ struct Group {
     Axes reduced;
     Node* domain_reduce = nullptr;  // the reduction that set the domain
 
-    bool is_gemm() const { return root->kind == NodeKind::Matmul; }
+    // A product with its element-wise consumer fused into its stores (fuse_epilogues): root is
+    // the consumer, `kernel` its kernel, `gemm` the product, read from inputs[0] and inputs[1];
+    // the kernel's buffers follow, the product's (parameter product_param) unallocated.
+    Node* fused_product = nullptr;
+    int product_param = -1;
+
+    bool is_gemm() const { return root->kind == NodeKind::Matmul || fused_product; }
     bool is_scan() const { return root->kind == NodeKind::Scan; }
 };
 

@@ -63,12 +63,15 @@ struct GemmLayoutClass {
 };
 
 /// Code applied to each result before its store: `code` may read and assign `v` (the value, in
-/// the product's type) and read `row`, `col` (int or long) and `batch` (long); `parameters` are
-/// extra kernel parameter declarations (", __global const float* bias"), passed after the fixed
-/// ones. Empty: the product is stored as it is.
+/// the product's type) and read `row`, `col` (int or long), `batch` (long), `m` and `n`;
+/// `parameters` are extra kernel parameter declarations (", __global const float* bias"),
+/// passed after the fixed ones; `helpers` are functions it calls. Empty: the product is stored
+/// as it is.
 struct GemmEpilogue {
     std::string parameters;
     std::string code;
+    std::string helpers;
+    bool fp64 = false;  // the code computes in double
 };
 
 /// Which GEMM runs OpenCL matrix products: per shape (Auto), the own kernel, or CLBlast.
@@ -186,7 +189,10 @@ inline std::string gemm_kernel_source(DType dtype, const GemmLayoutClass& layout
     const std::string VT = V == 1 ? T : T + n(V);  // the vector type of a run
 
     std::string s;
-    if (dtype == DType::Float64) s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
+    // An epilogue rounds each operation on its own, as elsewhere (the product's FMAs are explicit).
+    if (!epilogue.code.empty()) s += "#pragma OPENCL FP_CONTRACT OFF\n";
+    if (dtype == DType::Float64 || epilogue.fp64) s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
+    s += epilogue.helpers;
     s += "// lazytensor GEMM: tm " + n(p.tm) + ", tn " + n(p.tn) + ", wm " + n(p.wm) + ", wn " + n(p.wn) + ", bk " +
          n(p.bk) + ", v " + n(V) + (p.prefetch ? ", prefetch" : "") + "; A " + (layout.a_k_fast ? "k" : "m") +
          "-fast, B " + (layout.b_n_fast ? "n" : "k") + "-fast\n";

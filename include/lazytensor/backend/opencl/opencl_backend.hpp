@@ -3,7 +3,8 @@
 // across processes through the disk cache, program_cache.hpp) and launched on the queue.
 //
 // Matrix products run on the same queue through lazytensor's own GEMM kernel (gemm_kernel.hpp)
-// or CLBlast (clblast_gemm.hpp), whichever LAZYTENSOR_OPENCL_GEMM and the shape choose.
+// or CLBlast (clblast_gemm.hpp), whichever LAZYTENSOR_OPENCL_GEMM and the shape choose; on
+// the own kernel, a product's element-wise consumer runs in its stores (gemm_epilogue.hpp).
 //
 // Caches, from the outside in: Backend::get_kernel keys compiled kernels (program + cl_kernel
 // objects) by the normalized IR, so a hit costs neither a build nor clCreateKernel; below it,
@@ -20,6 +21,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "../../core/lru_cache.hpp"
@@ -28,6 +30,7 @@
 #include "cl_api.hpp"
 #include "clblast_gemm.hpp"
 #include "clblast_tuning.hpp"
+#include "gemm_epilogue.hpp"
 #include "gemm_kernel.hpp"
 #include "program_cache.hpp"
 #include "renderer.hpp"
@@ -519,6 +522,46 @@ public:
 #endif
     }
 
+    bool fuses_epilogue(const ir::Gemm& g, const ir::Kernel& epilogue, int) const override {
+        if (!fuse_epilogues_ || !uses_own_gemm(g) || (g.dtype == DType::Float64 && !fp64_)) return false;
+        if (fp64_) return true;
+        for (const ir::Param& p : epilogue.params)  // float64 where the device has none: the kernel's own error
+            if (p.dtype == DType::Float64) return false;
+        for (const ir::Instr& in : epilogue.phases[0].instrs)
+            if (in.dtype == DType::Float64) return false;
+        return std::find(epilogue.scalars.begin(), epilogue.scalars.end(), DType::Float64) == epilogue.scalars.end();
+    }
+
+    void gemm_epilogue(const ir::Gemm& g, const ir::Kernel& epilogue, int product_param, const Buffer& a, const Buffer& b,
+                       const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) override {
+        if (g.dtype == DType::Float64 && !fp64_)
+            fail<DeviceError>(describe(), " does not support float64 (the device lacks cl_khr_fp64): matmul of float64 ",
+                              "tensors cannot run there; use float32, or run it on the host");
+        // The epilogue's code depends on the kernel and on how the domain splits into m and n.
+        const std::string key = concat(ir::key(epilogue), '|', product_param, '|', g.batch_count(), ',', g.m, ',', g.n);
+        auto it = epilogues_.find(key);
+        if (it == epilogues_.end()) {
+            if (epilogues_.size() >= cache_capacity()) epilogues_.clear();
+            it = epilogues_.emplace(key, gemm_epilogue_code(g, epilogue, product_param, traits_)).first;
+        }
+        Buffer* product = params[static_cast<std::size_t>(product_param)];
+        std::vector<const Buffer*> buffers{product ? product : params.back()};
+        for (std::size_t p = 0; p + 1 < params.size(); ++p)
+            if (static_cast<int>(p) != product_param) buffers.push_back(params[p]);
+        std::vector<ScalarArg> values;
+        for (std::size_t i = 0; i < scalars.size(); ++i) values.emplace_back(scalars[i], epilogue.scalars[i]);
+        values.emplace_back(Scalar::of<std::int32_t>(product ? 1 : 0), DType::Int32);
+        own_gemm(g, a, b, *params.back(), it->second, buffers, values);
+    }
+
+    /// Tests and benchmarks: whether products fuse their element-wise consumers from now on
+    /// (LAZYTENSOR_GEMM_EPILOGUE=0 turns it off from the start).
+    void set_fuse_epilogues(bool on) {
+        fuse_epilogues_ = on;
+        ++gemm_config_generation();
+    }
+    bool fuse_epilogues() const { return fuse_epilogues_; }
+
     std::string gemm_routine(const ir::Gemm& g) const override {
         if (uses_own_gemm(g)) {
             const GemmKernelParams p = own_gemm_params(g);
@@ -541,6 +584,7 @@ public:
         if (choice == GemmChoice::CLBlast && !LAZYTENSOR_CLBLAST)
             fail<DeviceError>("CLBlast cannot run matrix products on ", describe(), ": this build has LAZYTENSOR_CLBLAST off");
         gemm_choice_ = choice;
+        ++gemm_config_generation();
     }
     /// Benchmarks: the parameters of the own GEMM kernel from now on (nullopt: the device's set).
     void set_gemm_params(std::optional<GemmKernelParams> params) {
@@ -615,6 +659,7 @@ public:
         Backend::clear_kernel_cache();
         programs_.clear();
         gemm_kernels_.clear();
+        epilogues_.clear();
     }
 
     std::string describe() const { return concat(device().str(), " (", device_name_, ")"); }
@@ -792,6 +837,8 @@ private:
                                        epilogue.parameters, '\n', epilogue.code);
         auto it = gemm_kernels_.find(key);
         if (it == gemm_kernels_.end()) {
+            // Fused epilogues make a kernel per consumer and shape: bounded like the kernel cache.
+            if (gemm_kernels_.size() >= cache_capacity()) gemm_kernels_.clear();
             std::shared_ptr<ProgramOwner> program = build_program(gemm_kernel_source(dtype, layout, p, epilogue));
             cl_int err = CL_SUCCESS;
             KernelOwner kernel(clCreateKernel(program->program, gemm_kernel_name(), &err));
@@ -805,7 +852,7 @@ public:
     /// c = a x b on the own GEMM kernel: one launch, operands read in place; `epilogue` is
     /// applied to each result before its store, with `epilogue_buffers` as its parameters.
     void own_gemm(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c, const GemmEpilogue& epilogue = {},
-                  const std::vector<const Buffer*>& epilogue_buffers = {}) {
+                  const std::vector<const Buffer*>& epilogue_buffers = {}, const std::vector<ScalarArg>& epilogue_values = {}) {
         const std::int64_t count = g.batch_count();
         if (g.m == 0 || g.n == 0 || count == 0) return;
         const GemmKernelParams p = own_gemm_params(g);
@@ -846,6 +893,7 @@ public:
         set(per_matrix);
         const cl_uint first_matrix_arg = arg++;
         for (const Buffer* extra : epilogue_buffers) set(static_cast<cl_mem>(extra->handle()));
+        for (const ScalarArg& v : epilogue_values) check(clSetKernelArg(kernel, arg++, v.size, v.bytes), "clSetKernelArg");
         auto blocks = [](std::int64_t extent, int block) { return static_cast<std::size_t>((extent + block - 1) / block); };
         const std::size_t local[3] = {std::size_t(p.tn), std::size_t(p.tm), 1};
         // NVIDIA's driver allows 65535 work-groups along the second and third dimensions.
@@ -983,6 +1031,8 @@ private:
         KernelOwner kernel;
     };
     std::map<std::string, OwnGemmKernel> gemm_kernels_;  // by dtype, layout class, parameters and epilogue
+    std::unordered_map<std::string, GemmEpilogue> epilogues_;  // fused consumers' code, by kernel and shape
+    bool fuse_epilogues_ = env_flag("LAZYTENSOR_GEMM_EPILOGUE", true);
     GemmChoice gemm_choice_ = GemmChoice::Auto;
     std::optional<GemmKernelParams> gemm_params_override_;
     bool gemm_wide_index_ = false;

@@ -180,7 +180,41 @@ public:
         return out;
     }
 
+    /// The kernel (ir::fits_as_epilogue) as code applied to one element of a product in its
+    /// store: statements that compute the stored value at the domain coordinates `coord` (long
+    /// expressions) from `value`, the product's element (parameter `product_param`, which is not
+    /// read), and assign it to `value`. Parameters other than the product and the output keep
+    /// their names (p<i>, s<i>) and are declared in `parameters`, each after a comma.
+    struct Epilogue {
+        std::vector<std::string> helpers;
+        std::string parameters;
+        std::string code;
+        bool uses_fp64 = false;
+    };
+    Epilogue render_epilogue(int product_param, const std::vector<std::string>& coord, const std::string& value,
+                             const std::string& ind) {
+        analyze();
+        substitute_param_ = product_param;
+        substitute_value_ = value;
+        Epilogue e;
+        e.helpers = helpers();
+        const ir::Phase& phase = k_.phases.at(0);
+        const auto names = body(phase, 1, coord, ind);
+        src_ << ind << value << " = " << names[static_cast<std::size_t>(phase.stores.at(0).value)][0] << ";\n";
+        e.code = src_.str();
+        for (std::size_t p = 0; p + 1 < k_.params.size(); ++p)
+            if (static_cast<int>(p) != product_param)
+                e.parameters += std::string(", __global const ") + cl_storage_type(k_.params[p].dtype) + "* restrict p" +
+                                std::to_string(p);
+        for (std::size_t i = 0; i < k_.scalars.size(); ++i)
+            e.parameters += std::string(", const ") + cl_scalar_arg_type(k_.scalars[i]) + " s" + std::to_string(i);
+        e.uses_fp64 = fp64_;
+        return e;
+    }
+
 private:
+    int substitute_param_ = -1;   // render_epilogue: the parameter whose loads are substitute_value_
+    std::string substitute_value_;
     const ir::Kernel& k_;
     DeviceTraits dev_;
     std::string name_;  // of the kernel function (a second stage adds "_fold")
@@ -388,6 +422,10 @@ private:
                     continue;
                 }
                 case ir::Op::Load: {
+                    if (in.arg == substitute_param_) {
+                        out.push_back(substitute_value_);
+                        continue;
+                    }
                     const std::string p = "p" + std::to_string(in.arg);
                     const std::string addr = address(in.access, coord);
                     const bool is_bool = in.dtype == DType::Bool, is_half = in.dtype == DType::Float16;

@@ -1,0 +1,56 @@
+// A product's element-wise consumer (ir::fits_as_epilogue) as the own GEMM kernel's epilogue:
+// the consumer's kernel rendered as code applied to each result in the GEMM's stores, at the
+// domain coordinates of that result, so that relu(x @ w + b) is one kernel and the product
+// never reaches memory. The epilogue's results go to C (its output buffer); a `product` buffer
+// also gets the product itself when store_product is nonzero (a tensor outside the graph
+// holds it).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "../../ir/gemm.hpp"
+#include "gemm_kernel.hpp"
+#include "renderer.hpp"
+
+namespace lazytensor::detail::opencl {
+
+/// The epilogue of `g` computing kernel `k`, which reads the product as parameter
+/// `product_param`. Its parameters, after the GEMM's: `product` (C's type), the kernel's other
+/// inputs in parameter order, its scalars, then the int store_product.
+inline GemmEpilogue gemm_epilogue_code(const ir::Gemm& g, const ir::Kernel& k, int product_param, const DeviceTraits& device) {
+    // The result at (batch, row, col) is element (batch * m + row) * n + col of the domain in
+    // row-major order; its coordinates, without divisions where the domain's axes are the
+    // product's (the last one n, the others its rows, or the batch and m).
+    const Shape& d = k.domain;
+    const std::size_t rank = d.size();
+    const std::string ind = "                    ";
+    const std::string rows = "(batch * (long)m + row)";
+    std::vector<std::string> coord(rank);
+    std::string code;
+    auto decompose = [&](const std::string& flat, std::size_t axes) {
+        code += ind + "long rest = " + flat + ";\n";
+        for (std::size_t j = axes; j-- > 0;) {
+            coord[j] = "e" + std::to_string(j);
+            code += ind + "const long " + coord[j] + " = " + (j ? "rest % " + std::to_string(d[j]) : std::string("rest")) + ";\n";
+            if (j) code += ind + "rest /= " + std::to_string(d[j]) + ";\n";
+        }
+    };
+    if (rank > 0 && d[rank - 1] == g.n) {
+        coord[rank - 1] = "(long)col";
+        if (rank == 2) coord[0] = rows;
+        else if (rank == 3 && d[0] == g.batch_count() && d[1] == g.m) coord[0] = "batch", coord[1] = "(long)row";
+        else if (rank > 1) decompose(rows, rank - 1);
+    } else if (rank > 0) {
+        decompose(rows + " * n + col", rank);
+    }
+    Renderer::Epilogue e = Renderer(k, device, "lt_gemm").render_epilogue(product_param, coord, "v", ind);
+    GemmEpilogue out;
+    out.parameters = ", __global T* product" + e.parameters + ", const int store_product";
+    out.code = ind + "if (store_product) product[" + rows + " * n + col] = v;\n" + code + e.code;
+    for (const std::string& h : e.helpers) out.helpers += h;
+    out.fp64 = e.uses_fp64;
+    return out;
+}
+
+}  // namespace lazytensor::detail::opencl
