@@ -2,7 +2,8 @@
 // (backend/opencl/gemm_kernel.hpp) vs CLBlast, both through lt::matmul, and what
 // LAZYTENSOR_OPENCL_GEMM=auto chooses.
 //
-//   bench_gemm_kernel [--device N] [--reps R] [--sweep] [--params "tm,tn,wm,wn,bk,v,gv,prefetch;..."]
+//   bench_gemm_kernel [--device N] [--reps R] [--sweep]
+//                     [--params "tm,tn,wm,wn,bk,v,gv,prefetch[,double_buffer];..."]
 //                     [--divide D]   (every extent divided by D: a quick check on a slow device)
 //
 // Timing as the table: the wall clock of building a fresh `lt::matmul(a, b)`,
@@ -24,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -86,27 +88,30 @@ std::vector<ocl::GemmKernelParams> parse_params(const std::string& text) {
     std::stringstream list(text);
     for (std::string item; std::getline(list, item, ';');) {
         ocl::GemmKernelParams p;
-        int prefetch = 1;
-        if (std::sscanf(item.c_str(), "%d,%d,%d,%d,%d,%d,%d,%d", &p.tm, &p.tn, &p.wm, &p.wn, &p.bk, &p.v, &p.gv,
-                        &prefetch) != 8) {
-            std::fprintf(stderr, "bad --params entry '%s': expected tm,tn,wm,wn,bk,v,gv,prefetch\n", item.c_str());
+        int prefetch = 1, double_buffer = 0;
+        const int fields = std::sscanf(item.c_str(), "%d,%d,%d,%d,%d,%d,%d,%d,%d", &p.tm, &p.tn, &p.wm, &p.wn, &p.bk, &p.v,
+                                       &p.gv, &prefetch, &double_buffer);
+        if (fields != 8 && fields != 9) {
+            std::fprintf(stderr, "bad --params entry '%s': expected tm,tn,wm,wn,bk,v,gv,prefetch[,double_buffer]\n",
+                         item.c_str());
             std::exit(2);
         }
         p.prefetch = prefetch != 0;
+        p.double_buffer = double_buffer != 0;
         out.push_back(p);
     }
     return out;
 }
 
-const char* kSweep =
-    "16,16,8,8,8,4,1,1;16,16,8,8,8,4,4,1;16,16,8,4,16,4,1,1;16,16,8,4,16,4,4,1;16,8,8,8,32,4,4,1;16,8,8,8,16,4,4,1;"
-    "16,16,8,8,16,4,4,1;16,16,16,8,16,4,4,1;16,16,16,8,8,4,4,1;16,16,8,4,32,4,4,1;16,16,8,8,16,2,4,1;"
-    "16,8,8,8,32,2,4,1;16,16,8,8,32,4,4,1;8,16,8,8,16,4,4,1;16,16,4,8,16,4,4,1;16,16,8,8,8,4,4,0";
+const char* kSweep =  // the device's sets first, with and without double buffering; then others
+    "16,16,8,8,8,4,4,1,0;16,16,8,8,8,4,4,1,1;32,8,4,8,16,4,4,1,0;32,8,4,8,16,4,4,1,1;16,16,8,8,16,4,4,1,1;"
+    "32,16,8,8,16,4,4,1,0;16,32,8,8,16,4,4,1,0;16,16,8,16,8,4,4,1,1;16,16,16,8,8,4,4,1,1;"
+    "32,8,8,8,16,4,4,1,1;16,8,8,8,16,4,4,1,1;16,16,8,4,16,4,4,1,1;8,16,8,8,16,4,4,1,1";
 
 std::string describe(const ocl::GemmKernelParams& p) {
     char buf[96];
-    std::snprintf(buf, sizeof buf, "%d,%d,%d,%d,%d,%d,%d,%d (%dx%d)", p.tm, p.tn, p.wm, p.wn, p.bk, p.v, p.gv,
-                  int(p.prefetch), p.block_m(), p.block_n());
+    std::snprintf(buf, sizeof buf, "%d,%d,%d,%d,%d,%d,%d,%d,%d (%dx%d)", p.tm, p.tn, p.wm, p.wn, p.bk, p.v, p.gv,
+                  int(p.prefetch), int(p.double_buffer), p.block_m(), p.block_n());
     return buf;
 }
 
@@ -203,12 +208,38 @@ int main(int argc, char** argv) {
                                     b1 = uniform({512}, 13, 0.05f), w2 = uniform({512, 256}, 14, 0.05f),
                                     b2 = uniform({256}, 15, 0.05f), w3 = uniform({256, 10}, 16, 0.05f),
                                     b3 = uniform({10}, 17, 0.05f);
-            const double mlp = fresh_ms([&] {
+            auto mlp_expr = [&] {
                 lt::Tensor<float> h = lt::relu(lt::matmul(lt::relu(lt::matmul(x, w1) + b1), w2) + b2);
                 return lt::softmax(lt::matmul(h, w3) + b3, -1);
-            });
+            };
+            auto linear_relu = [&] { return lt::relu(lt::matmul(x, w1) + b1); };
+            // Each with its products' consumers fused into their stores (the default), then not
+            // (the lines the ratio script skips: they do not end in "ms").
+            const bool fused_before = be.fuse_epilogues();
+            be.set_fuse_epilogues(true);
+            const double mlp = fresh_ms(mlp_expr), linear = fresh_ms(linear_relu);
+            be.set_fuse_epilogues(false);
+            const double mlp_unfused = fresh_ms(mlp_expr), linear_unfused = fresh_ms(linear_relu);
+            be.set_fuse_epilogues(fused_before);
             std::printf("MLP 784-512-256-10 inference, batch %-6lld                      %9.3f ms\n",
                         static_cast<long long>(batch), mlp);
+            std::printf("  (its products' consumers not fused: %.3f ms)\n", mlp_unfused);
+            std::printf("relu(x @ w1 + b1), 8192x784 @ 784x512                          %9.3f ms\n", linear);
+            std::printf("  (not fused: %.3f ms)\n", linear_unfused);
+            {  // LAZYTENSOR_DEBUG=3's schedule and item times, without the kernel sources it also prints
+                std::ostringstream log;
+                std::streambuf* old = std::cerr.rdbuf(log.rdbuf());
+                lt::set_debug_level(3);
+                mlp_expr().realize();
+                lt::set_debug_level(0);
+                std::cerr.rdbuf(old);
+                std::istringstream lines(log.str());
+                std::printf("  one MLP realize, LAZYTENSOR_DEBUG=3 (schedule, then each item's device time):\n");
+                for (std::string line; std::getline(lines, line);)
+                    if (line.rfind("[lazytensor] schedule", 0) == 0 || line.rfind("  kernel ", 0) == 0 ||
+                        line.rfind("  matmul ", 0) == 0)
+                        if (line.find(" on opencl") == std::string::npos) std::printf("  %s\n", line.c_str());
+            }
             const lt::Tensor<float> q = uniform({32, t, 64}, 21, 1.0f), k = uniform({32, t, 64}, 22, 1.0f),
                                     v = uniform({32, t, 64}, 23, 1.0f);
             const double attention = fresh_ms([&] { return lt::matmul(lt::softmax(lt::matmul(q, k.mT()) * 0.125f, -1), v); });

@@ -58,6 +58,8 @@ def main():
     relu = torch.relu
     mlp = fresh_ms(lambda: torch.softmax(relu(relu(x @ w1 + b1) @ w2 + b2) @ w3 + b3, -1))
     print(f"MLP 784-512-256-10 inference, batch 8192                        {mlp:9.3f} ms")
+    linear = fresh_ms(lambda: relu(x @ w1 + b1))
+    print(f"relu(x @ w1 + b1), 8192x784 @ 784x512                          {linear:9.3f} ms")
     q, k, v = (uniform(32, 1024, 64) for _ in range(3))
     attention = fresh_ms(lambda: torch.softmax(q @ k.mT * 0.125, -1) @ v)
     print(f"attention, batch*heads 32, T 1024  d 64                        {attention:9.3f} ms")

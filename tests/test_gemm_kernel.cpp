@@ -180,19 +180,23 @@ TEST_CASE_TEMPLATE("the own OpenCL GEMM kernel runs batches and k = 0" *
 }
 
 // The GPU sets read local memory in vector runs (v > 1), may load global memory in vectors
-// (gv > 1: where a load is whole and aligned, else element by element) and prefetch: the same
-// code, small tiles.
-TEST_CASE_TEMPLATE("the own OpenCL GEMM kernel with vector loads and prefetch" *
+// (gv > 1: where a load is whole and aligned, else element by element), prefetch, and may
+// double-buffer the local tiles: the same code, small tiles.
+TEST_CASE_TEMPLATE("the own OpenCL GEMM kernel with vector loads, prefetch and double buffering" *
                        doctest::skip(!has_test_device(lt::Device::Kind::OpenCL)),
                    T, float, double) {
     for_each_device([](lt::Device d) {
         if (d.kind != lt::Device::Kind::OpenCL) return;
         if (std::is_same_v<T, double> && !lt::detail::supports_float64(d)) return;
-        const gk_ocl::GemmKernelParams params = std::is_same_v<T, float> ? gk_ocl::GemmKernelParams{4, 8, 4, 4, 8, 4, 4, true}
-                                                                         : gk_ocl::GemmKernelParams{8, 4, 2, 4, 8, 2, 2, true};
-        GkOwnGemm own(d, params);
-        gk_layouts_and_sizes<T>();
-        gk_batches<T>();
+        for (bool double_buffer : {false, true}) {
+            INFO("double buffer " << double_buffer);
+            gk_ocl::GemmKernelParams params = std::is_same_v<T, float> ? gk_ocl::GemmKernelParams{4, 8, 4, 4, 8, 4, 4, true}
+                                                                       : gk_ocl::GemmKernelParams{8, 4, 2, 4, 8, 2, 2, true};
+            params.double_buffer = double_buffer;
+            GkOwnGemm own(d, params);
+            gk_layouts_and_sizes<T>();
+            gk_batches<T>();
+        }
     });
 }
 
@@ -250,6 +254,8 @@ TEST_CASE("bad own GEMM kernel parameters are a ValueError" * doctest::skip(!has
         CHECK_THROWS_AS(backend.set_gemm_params(gk_ocl::GemmKernelParams{16, 16, 1, 1, 16, 1, 4, true}), lt::ValueError);
         CHECK_THROWS_AS(backend.set_gemm_params(gk_ocl::GemmKernelParams{64, 128, 1, 1, 128, 1, 1, true}),
                         lt::ValueError);  // more work-items than a group may have
+        CHECK_THROWS_AS(backend.set_gemm_params(gk_ocl::GemmKernelParams{16, 16, 1, 1, 16, 1, 1, false, true}),
+                        lt::ValueError);  // double buffering without prefetch
     });
 }
 

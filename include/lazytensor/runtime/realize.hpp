@@ -49,7 +49,8 @@ inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
     }
     item.phases = static_cast<int>(p.kernel.phases.size());
     StaticBinding binding;
-    item.compiled_loop = !p.view_only && p.kernel.candidate && p.kernel.candidate->match(p.kernel, binding);
+    item.compiled_loop = !p.view_only && w.node(p.root)->device.kind == Device::Kind::Host && p.kernel.candidate &&
+                         p.kernel.candidate->match(p.kernel, binding);  // (compiled loops run on the host only)
     if (!p.view_only) item.ir = ir::to_string(p.kernel);
     return item;
 }

@@ -44,13 +44,14 @@ struct GemmKernelParams {
     int v = 1;             // width of the local-memory reads and of the runs of rows and columns a work-item owns
     int gv = 1;            // width of the global loads along an operand's unit-stride axis (where aligned)
     bool prefetch = true;  // issue the next tile's global loads before multiplying this one
+    bool double_buffer = false;  // two local tiles (needs prefetch): one barrier per k step, not two
 
     int block_m() const { return tm * wm; }
     int block_n() const { return tn * wn; }
     int threads() const { return tm * tn; }
     bool operator==(const GemmKernelParams& o) const {
         return tm == o.tm && tn == o.tn && wm == o.wm && wn == o.wn && bk == o.bk && v == o.v && gv == o.gv &&
-               prefetch == o.prefetch;
+               prefetch == o.prefetch && double_buffer == o.double_buffer;
     }
 };
 
@@ -100,6 +101,11 @@ inline bool own_gemm_faster(const ir::Gemm& g, bool gpu, const std::string& devi
     return g.batch_count() > 1 || std::min({g.m, g.n, g.k}) < 2048;
 }
 
+/// The local memory a parameter set's tiles take, in bytes, for elements of `elem` bytes.
+inline std::size_t gemm_local_bytes(const GemmKernelParams& p, std::size_t elem) {
+    return std::size_t(p.double_buffer ? 2 : 1) * std::size_t(p.bk) * std::size_t(p.block_m() + p.block_n() + 2 * p.v) * elem;
+}
+
 /// Whether a parameter set makes a kernel: every work-item loads whole shares of a tile, in
 /// vectors of gv, and v and gv divide what they split.
 inline bool gemm_params_valid(const GemmKernelParams& p) {
@@ -108,16 +114,18 @@ inline bool gemm_params_valid(const GemmKernelParams& p) {
     const bool global_vector = (p.gv == 1 || p.gv == 2 || p.gv == 4) && positive && p.bk % p.gv == 0 &&
                                p.block_m() % p.gv == 0 && p.block_n() % p.gv == 0;
     const int share = p.threads() * p.gv;
-    return positive && vector && global_vector && (p.block_m() * p.bk) % share == 0 && (p.block_n() * p.bk) % share == 0;
+    return positive && vector && global_vector && (p.block_m() * p.bk) % share == 0 && (p.block_n() * p.bk) % share == 0 &&
+           (!p.double_buffer || p.prefetch);
 }
 
 /// ValueError unless the parameter set makes a kernel.
 inline void check_gemm_params(const GemmKernelParams& p) {
     if (!gemm_params_valid(p))
         fail<ValueError>("OpenCL GEMM kernel parameters tm ", p.tm, ", tn ", p.tn, ", wm ", p.wm, ", wn ", p.wn, ", bk ",
-                         p.bk, ", v ", p.v, ", gv ", p.gv, ": each tile of A (tm*wm x bk) and of B (bk x tn*wn) must "
-                         "split evenly over the tm*tn work-items in loads of gv, and v and gv (1, 2 or 4) divide wm "
-                         "and wn, and bk and the tiles");
+                         p.bk, ", v ", p.v, ", gv ", p.gv, p.double_buffer ? ", double-buffered" : "",
+                         ": each tile of A (tm*wm x bk) and of B (bk x tn*wn) must split evenly over the tm*tn "
+                         "work-items in loads of gv, v and gv (1, 2 or 4) divide wm and wn, and bk and the tiles, and "
+                         "double buffering needs prefetch");
 }
 
 /// The parameter set for a product on a device class. NVIDIA GPUs get sets measured on the H100
@@ -140,7 +148,7 @@ inline GemmKernelParams gemm_params_for(const ir::Gemm& g, bool gpu, const std::
     }
     // Fit the device: halve the work-group, then the k depth, while either is too large.
     const std::size_t elem = dtype_size(g.dtype);
-    auto local_bytes = [&] { return std::size_t(p.bk) * std::size_t(p.block_m() + p.block_n() + 2 * p.v) * elem; };
+    auto local_bytes = [&] { return gemm_local_bytes(p, elem); };
     while (std::size_t(p.threads()) > max_work_group && p.tm > 1) p.tm /= 2, p.wm *= 2;
     while (local_bytes() > local_memory && p.bk > p.gv) p.bk /= 2;
     if (!gemm_params_valid(p) || std::size_t(p.threads()) > max_work_group || local_bytes() > local_memory)
@@ -194,13 +202,13 @@ inline std::string gemm_kernel_source(DType dtype, const GemmLayoutClass& layout
     if (dtype == DType::Float64 || epilogue.fp64) s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
     s += epilogue.helpers;
     s += "// lazytensor GEMM: tm " + n(p.tm) + ", tn " + n(p.tn) + ", wm " + n(p.wm) + ", wn " + n(p.wn) + ", bk " +
-         n(p.bk) + ", v " + n(V) + (p.prefetch ? ", prefetch" : "") + "; A " + (layout.a_k_fast ? "k" : "m") +
+         n(p.bk) + ", v " + n(V) + (p.prefetch ? ", prefetch" : "") + (p.double_buffer ? ", double-buffered" : "") + "; A " + (layout.a_k_fast ? "k" : "m") +
          "-fast, B " + (layout.b_n_fast ? "n" : "k") + "-fast\n";
     s += "#define T " + T + "\n#define I " + I + "\n";
     s += "#define TM " + n(p.tm) + "\n#define TN " + n(p.tn) + "\n#define WM " + n(p.wm) + "\n#define WN " + n(p.wn) +
          "\n#define BK " + n(p.bk) + "\n#define BM " + n(BM) + "\n#define BN " + n(BN) + "\n#define NT " + n(NT) +
          "\n#define V " + n(V) + "\n#define LDA " + n(LDA) + "\n#define LDB " + n(LDB) + "\n#define LA " + n(LA) +
-         "\n#define LB " + n(LB) + "\n";
+         "\n#define LB " + n(LB) + "\n#define BUFFERS " + n(p.double_buffer ? 2 : 1) + "\n";
     // Element e of this work-item's share of a tile: its (row, k) in A's tile and (k, col) in B's.
     // A load is GV consecutive elements along the fast axis (A_DR, A_DC: its step in rows and k).
     s += "#define GV " + n(p.gv) + "\n";
@@ -219,8 +227,10 @@ void lt_gemm(__global T* restrict C, __global const T* restrict A, __global cons
              const long a_offset, const long a_batch_stride, const long b_offset, const long b_batch_stride,
              const int per_matrix_offsets, const long first_matrix)CL" +
          epilogue.parameters + R"CL() {
-    __local T As[BK * LDA];
-    __local T Bs[BK * LDB];
+    __local T As[BUFFERS * BK * LDA];
+    __local T Bs[BUFFERS * BK * LDB];
+    __local T* a_tile = As;  // the tiles being multiplied
+    __local T* b_tile = Bs;
     const int tx = get_local_id(0), ty = get_local_id(1), lid = ty * TN + tx;
     const I tiles_n = (n + BN - 1) / BN, tile = (I)get_group_id(0);
     const I row0 = tile / tiles_n * BM, col0 = tile % tiles_n * BN;
@@ -277,15 +287,15 @@ void lt_gemm(__global T* restrict C, __global const T* restrict A, __global cons
         return load_share(k0, indent, true) + load_share(k0, indent, false);
     };
     // Registers -> local memory, k-major.
-    auto store_tiles = [&](const std::string& indent) {
+    auto store_tiles = [&](const std::string& indent, const std::string& at_a, const std::string& at_b) {
         std::string r;
         for (int e = 0; e < LA / p.gv; ++e)
             for (int l = 0; l < p.gv; ++l)
-                r += indent + "{ const int x = lid + " + n(e * NT) + "; As[(A_K(x) + A_DC * " + n(l) + ") * LDA + A_ROW(x) + A_DR * " +
+                r += indent + "{ const int x = lid + " + n(e * NT) + "; " + at_a + "[(A_K(x) + A_DC * " + n(l) + ") * LDA + A_ROW(x) + A_DR * " +
                      n(l) + "] = ra[" + n(e * p.gv + l) + "]; }\n";
         for (int e = 0; e < LB / p.gv; ++e)
             for (int l = 0; l < p.gv; ++l)
-                r += indent + "{ const int x = lid + " + n(e * NT) + "; Bs[(B_K(x) + B_DR * " + n(l) + ") * LDB + B_COL(x) + B_DC * " +
+                r += indent + "{ const int x = lid + " + n(e * NT) + "; " + at_b + "[(B_K(x) + B_DR * " + n(l) + ") * LDB + B_COL(x) + B_DC * " +
                      n(l) + "] = rb[" + n(e * p.gv + l) + "]; }\n";
         return r;
     };
@@ -294,7 +304,7 @@ void lt_gemm(__global T* restrict C, __global const T* restrict A, __global cons
              (layout.a_k_fast ? "a_cs == 1 && a_rs % GV == 0" : "a_rs == 1 && a_cs % GV == 0") +
              " && a_base % GV == 0;\n    const bool B_vec = " +
              (layout.b_n_fast ? "b_cs == 1 && b_rs % GV == 0" : "b_rs == 1 && b_cs % GV == 0") + " && b_base % GV == 0;\n";
-    s += load_tiles("0", "    ") + store_tiles("    ");
+    s += load_tiles("0", "    ") + store_tiles("    ", "As", "Bs");
     s += R"CL(
     barrier(CLK_LOCAL_MEM_FENCE);
     for (I k0 = 0; k0 < k; k0 += BK) {
@@ -321,23 +331,29 @@ void lt_gemm(__global T* restrict C, __global const T* restrict A, __global cons
         }
         return r;
     };
-    s += reads("a", "As", "LDA", "OWN_ROW", p.wm);
-    s += reads("b", "Bs", "LDB", "OWN_COL", p.wn);
+    s += reads("a", "a_tile", "LDA", "OWN_ROW", p.wm);
+    s += reads("b", "b_tile", "LDB", "OWN_COL", p.wn);
     s += R"CL(            #pragma unroll
             for (int i = 0; i < WM; ++i)
                 #pragma unroll
                 for (int j = 0; j < WN; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
         }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (more) {
 )CL";
-    if (!p.prefetch) s += load_tiles("k0 + BK", "            ");
-    s += store_tiles("            ");
-    s += R"CL(        }
-        barrier(CLK_LOCAL_MEM_FENCE);
+    if (p.double_buffer) {
+        // The other tiles were last read before the previous barrier: store the next ones there
+        // while others may still multiply these, then one barrier.
+        s += "        if (more) {\n"
+             "            __local T* next_a = a_tile == As ? As + BK * LDA : As;\n"
+             "            __local T* next_b = b_tile == Bs ? Bs + BK * LDB : Bs;\n" +
+             store_tiles("            ", "next_a", "next_b") +
+             "            a_tile = next_a;\n            b_tile = next_b;\n        }\n"
+             "        barrier(CLK_LOCAL_MEM_FENCE);\n    }\n\n";
+    } else {
+        s += "        barrier(CLK_LOCAL_MEM_FENCE);\n        if (more) {\n";
+        if (!p.prefetch) s += load_tiles("k0 + BK", "            ");
+        s += store_tiles("            ", "As", "Bs");
+        s += "        }\n        barrier(CLK_LOCAL_MEM_FENCE);\n    }\n\n";
     }
-
-)CL";
     // Stores: each run of V columns as one vector store where it is whole and aligned (n a
     // multiple of V), else element by element.
     s += "    #pragma unroll\n    for (int i = 0; i < WM; ++i) {\n"

@@ -833,7 +833,7 @@ private:
                               const GemmEpilogue& epilogue) {
         // Keyed by what the source is made of: a product that hits costs no source generation.
         const std::string key = concat(dtype, ' ', layout.a_k_fast, layout.b_n_fast, layout.wide_index, ' ', p.tm, ',', p.tn,
-                                       ',', p.wm, ',', p.wn, ',', p.bk, ',', p.v, ',', p.gv, ',', p.prefetch, ' ',
+                                       ',', p.wm, ',', p.wn, ',', p.bk, ',', p.v, ',', p.gv, ',', p.prefetch, p.double_buffer, ' ',
                                        epilogue.parameters, '\n', epilogue.code);
         auto it = gemm_kernels_.find(key);
         if (it == gemm_kernels_.end()) {
