@@ -49,6 +49,7 @@ Shape kShapes[] = {
     {"batched 32 x (1024x1024 @ 1024x64)", 32, 1024, 1024, 64, false},
     {"GEMM 1024^3", 1, 1024, 1024, 1024, false},
     {"GEMM 4096^3", 1, 4096, 4096, 4096, false},
+    {"GEMM 8192x256 @ 256x10 (the MLP's last layer)", 1, 8192, 256, 10, false},
 };
 
 double median(std::vector<double> v) {
@@ -106,7 +107,10 @@ std::vector<ocl::GemmKernelParams> parse_params(const std::string& text) {
 const char* kSweep =  // the device's sets first, with and without double buffering; then others
     "16,16,8,8,8,4,4,1,0;16,16,8,8,8,4,4,1,1;32,8,4,8,16,4,4,1,0;32,8,4,8,16,4,4,1,1;16,16,8,8,16,4,4,1,1;"
     "32,16,8,8,16,4,4,1,0;16,32,8,8,16,4,4,1,0;16,16,8,16,8,4,4,1,1;16,16,16,8,8,4,4,1,1;"
-    "32,8,8,8,16,4,4,1,1;16,8,8,8,16,4,4,1,1;16,16,8,4,16,4,4,1,1;8,16,8,8,16,4,4,1,1";
+    "32,8,8,8,16,4,4,1,1;16,8,8,8,16,4,4,1,1;16,16,8,4,16,4,4,1,1;8,16,8,8,16,4,4,1,1;"
+    // narrow tiles for narrow products (more work-groups)
+    "8,4,4,4,16,4,4,1,1;16,4,4,4,16,4,4,1,1;16,8,4,4,16,4,4,1,1;32,4,2,4,16,2,2,1,1;8,8,4,4,16,4,4,1,1;"
+    "16,4,4,4,32,4,4,1,1";
 
 std::string describe(const ocl::GemmKernelParams& p) {
     char buf[96];

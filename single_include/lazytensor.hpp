@@ -10066,20 +10066,25 @@ inline void check_gemm_params(const GemmKernelParams& p) {
 }
 
 /// The parameter set for a product on a device class. NVIDIA GPUs get sets measured on the H100
-/// (bench_gemm_kernel --sweep, 2026-11-25): 128x128 tiles of depth 8 where n is at least 512 and
-/// there are at least 128 such tiles (about one per SM), else 128x64 tiles of depth 16 from 32 x 8
-/// work-items of 4x8 outputs (more work-groups for narrow or small products: 8192x512x256 0.098
-/// -> 0.091 ms, 32 x 1024x1024x64 0.189 -> 0.164, 1024^3 0.107 -> 0.098 against the sets before);
-/// both with vector loads of 4 from global and local memory. Other GPUs get a middle set, CPUs (PoCL) a small one that builds fast.
+/// (bench_gemm_kernel --sweep, 2026-11-25), all with vector loads of 4 from global and local
+/// memory and double-buffered local tiles: for one matrix with n >= 512 and at least 128 tiles of
+/// 256x128 (about a wave of the H100's 132 SMs), 256x128 tiles of depth 8 from 16 x 16
+/// work-items of 16x8 outputs (8192x784x512: 0.227 -> 0.210 ms); else where n >= 512 and there
+/// are 128 tiles of 128x128, those, of depth 16; else 128x64 tiles of depth 16 from 32 x 8
+/// work-items of 4x8 outputs (more work-groups for narrow or small products); where n <= 32,
+/// 64x16 tiles from 32 x 4 work-items of 2x4 (8192x256x10: 0.045 -> 0.027 ms). Other GPUs get a
+/// middle set, CPUs (PoCL) a small one that builds fast.
 inline GemmKernelParams gemm_params_for(const ir::Gemm& g, bool gpu, const std::string& device_name,
                                         std::size_t max_work_group, std::size_t local_memory) {
     //                  tm  tn  wm  wn  bk  v  gv  prefetch
     GemmKernelParams p{8, 8, 4, 4, 8, 1, 1, false};
     if (gpu && device_name.find("NVIDIA") != std::string::npos) {
-        const std::int64_t tiles = ((g.m + 127) / 128) * ((g.n + 127) / 128) * g.batch_count();
+        auto tiles = [&](std::int64_t bm, std::int64_t bn) { return ((g.m + bm - 1) / bm) * ((g.n + bn - 1) / bn) * g.batch_count(); };
         if (g.dtype == DType::Float64) p = GemmKernelParams{16, 16, 4, 4, 16, 2, 1, true};
-        else if (g.n >= 512 && tiles >= 128) p = GemmKernelParams{16, 16, 8, 8, 8, 4, 4, true};
-        else p = GemmKernelParams{32, 8, 4, 8, 16, 4, 4, true};
+        else if (g.n <= 32) p = GemmKernelParams{32, 4, 2, 4, 16, 2, 2, true, true};
+        else if (g.n >= 512 && g.batch_count() == 1 && tiles(256, 128) >= 128) p = GemmKernelParams{16, 16, 16, 8, 8, 4, 4, true, true};
+        else if (g.n >= 512 && tiles(128, 128) >= 128) p = GemmKernelParams{16, 16, 8, 8, 16, 4, 4, true, true};
+        else p = GemmKernelParams{32, 8, 4, 8, 16, 4, 4, true, true};
     } else if (gpu) {
         p = GemmKernelParams{16, 16, 4, 4, 16, 1, 1, true};
     }

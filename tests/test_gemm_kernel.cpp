@@ -207,8 +207,14 @@ TEST_CASE("the own GEMM kernel's parameter sets per device class fit the device"
     CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_n() == 64);  // 64 tiles of 128^2: narrower ones
     g.m = 8192, g.n = 512;
     CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_n() == 128);
+    CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_m() == 256);  // 128 tiles of 256x128: one wave
+    g.batch = lt::Shape{2};
+    CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_m() == 128);
+    g.batch = lt::Shape{};
     g.n = 256;  // 128 tiles of 128^2, but narrower ones measured faster
     CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_n() == 64);
+    g.n = 10;  // a classifier's last layer: narrow tiles, more work-groups
+    CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_n() == 16);
     g.n = 64;
     CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_n() == 64);
     CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).threads() == 256);

@@ -147,13 +147,17 @@ TEST_CASE("one-dimensional operands follow NumPy") {
 }
 
 TEST_CASE("producers fuse into their own kernels, the consumer of the product into one after it") {
-    for_each_device([](lt::Device) {
+    for_each_device([](lt::Device d) {
         const Ref x = random_ref<float>({33, 20}, 51), w = random_ref<float>({20, 17}, 52), bias = random_ref<float>({17}, 53);
         const auto X = make_tensor<float>(x), W = make_tensor<float>(w), Bias = make_tensor<float>(bias);
         lt::Tensor<float> y = lt::relu(lt::matmul(X, W) + Bias);
         const auto items = lt::schedule(y);
         CHECK(items_of_kind(items, lt::ScheduleItem::Kind::Matmul) == 1);
-        CHECK(lt::kernel_count(items) == 1);
+        // The consumer is one kernel after the product, or runs in its stores where the product
+        // runs on the own OpenCL GEMM kernel (test_gemm_kernel.cpp tests that in detail).
+        const bool fused = items.back().kind == lt::ScheduleItem::Kind::Matmul && items.back().ops.size() > 1;
+        if (fused) CHECK(d.kind == lt::Device::Kind::OpenCL);
+        CHECK(lt::kernel_count(items) == (fused ? 0 : 1));
         const Ref expected = map(zip(ref_matmul(x, w).value, bias, [](double p, double c) { return p + c; }),
                                  [](double v) { return v > 0 ? v : 0; });
         check_close(y, expected, 1e-4, 1e-4);
@@ -162,7 +166,7 @@ TEST_CASE("producers fuse into their own kernels, the consumer of the product in
         lt::Tensor<float> z = lt::matmul(lt::exp(X * 0.25f), W * 2.0f) - 1.0f;
         const auto zi = lt::schedule(z);
         CHECK(items_of_kind(zi, lt::ScheduleItem::Kind::Matmul) == 1);
-        CHECK(lt::kernel_count(zi) == 3);
+        CHECK(lt::kernel_count(zi) == (fused ? 2 : 3));
         const Ref ex = map(x, [](double v) { return std::exp(static_cast<double>(static_cast<float>(v * 0.25))); });
         const Ref w2 = map(w, [](double v) { return v * 2; });
         check_close(z, map(ref_matmul(ex, w2).value, [](double v) { return v - 1; }), 1e-4, 1e-3);
@@ -284,7 +288,9 @@ TEST_CASE("LAZYTENSOR_DEBUG names the matmul item and how the backend runs it") 
         const auto A = make_tensor<float>(random_ref<float>({4, 8}, 101));
         const auto B = make_tensor<float>(random_ref<float>({8, 2}, 102));
         const std::string one = debug_output(1, [&] { lt::relu(lt::matmul(A, B)).realize(); });
-        CHECK(one.find("1 kernel, 1 matmul") != std::string::npos);
+        // (relu runs in the product's stores where the own OpenCL GEMM kernel runs it)
+        CHECK((one.find("1 kernel, 1 matmul") != std::string::npos ||
+               (one.find("0 kernels, 1 matmul") != std::string::npos && one.find("epilogue fused") != std::string::npos)));
         if (device == lt::Device::host()) CHECK(one.find("packed SIMD GEMM") != std::string::npos);
         else  // CLBlast or lazytensor's own kernel, as LAZYTENSOR_OPENCL_GEMM and the device choose
             CHECK((one.find("CLBlast Gemm") != std::string::npos || one.find("lazytensor GEMM kernel") != std::string::npos));
