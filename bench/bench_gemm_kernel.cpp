@@ -217,19 +217,25 @@ int main(int argc, char** argv) {
                 return lt::softmax(lt::matmul(h, w3) + b3, -1);
             };
             auto linear_relu = [&] { return lt::relu(lt::matmul(x, w1) + b1); };
+            // A float16 batch: its cast runs in the product's loads (a prologue).
+            const lt::Tensor<lt::half> x16 = x.cast<lt::half>().realize();
+            auto linear_half = [&] { return lt::relu(lt::matmul(x16.cast<float>(), w1) + b1); };
             // Each with its products' consumers fused into their stores (the default), then not
             // (the lines the ratio script skips: they do not end in "ms").
             const bool fused_before = be.fuse_epilogues();
             be.set_fuse_epilogues(true);
-            const double mlp = fresh_ms(mlp_expr), linear = fresh_ms(linear_relu);
+            const double mlp = fresh_ms(mlp_expr), linear = fresh_ms(linear_relu), half_in = fresh_ms(linear_half);
             be.set_fuse_epilogues(false);
             const double mlp_unfused = fresh_ms(mlp_expr), linear_unfused = fresh_ms(linear_relu);
+            const double half_unfused = fresh_ms(linear_half);
             be.set_fuse_epilogues(fused_before);
             std::printf("MLP 784-512-256-10 inference, batch %-6lld                      %9.3f ms\n",
                         static_cast<long long>(batch), mlp);
             std::printf("  (its products' consumers not fused: %.3f ms)\n", mlp_unfused);
             std::printf("relu(x @ w1 + b1), 8192x784 @ 784x512                          %9.3f ms\n", linear);
             std::printf("  (not fused: %.3f ms)\n", linear_unfused);
+            std::printf("relu(x16.float() @ w1 + b1), a float16 batch                   %9.3f ms\n", half_in);
+            std::printf("  (cast and consumer not fused: %.3f ms)\n", half_unfused);
             {  // LAZYTENSOR_DEBUG=3's schedule and item times, without the kernel sources it also prints
                 std::ostringstream log;
                 std::streambuf* old = std::cerr.rdbuf(log.rdbuf());

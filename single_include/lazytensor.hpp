@@ -7192,6 +7192,27 @@ inline bool fits_as_epilogue(const Gemm& g, const Kernel& k, int product_param) 
     return true;
 }
 
+/// Whether kernel `k` can run as the prologue of an operand of product `g`: applied to each
+/// element of the operand as the product loads it, instead of writing the operand to memory
+/// first. `k` must map one input (parameter 0: float16, float32 or float64, read only at the
+/// element it computes) to one value of the product's dtype per element of its output
+/// (parameter 1), element-wise, with constants and scalars besides: a scale, a cast.
+inline bool fits_as_prologue(const Gemm& g, const Kernel& k) {
+    if (k.in_place || k.params.size() != 2 || k.params[0].output || !k.params[1].output) return false;
+    const DType in = k.params[0].dtype;
+    if (k.params[1].dtype != g.dtype || (in != DType::Float16 && in != DType::Float32 && in != DType::Float64)) return false;
+    if (k.has_reduction() || k.phases.size() != 1) return false;
+    const Phase& phase = k.phases[0];
+    if (phase.kind != Phase::Kind::Store || phase.outer || phase.stores.size() != 1) return false;
+    const Access in_order{0, contiguous_strides(k.domain)};
+    if (phase.stores[0].param != 1 || phase.stores[0].access != in_order) return false;
+    for (const Instr& i : phase.instrs) {
+        if (i.op == Op::Slot || i.op == Op::Index) return false;
+        if (i.op == Op::Load && !(i.arg == 0 && i.plain_load() && i.access == in_order)) return false;
+    }
+    return true;
+}
+
 /// A GEMM's shape and operand layouts, as LAZYTENSOR_DEBUG=2 lists them.
 inline std::string to_string(const Gemm& g) {
     std::ostringstream out;
@@ -7307,6 +7328,15 @@ inline std::atomic<std::uint32_t>& gemm_config_generation() {
     return generation;
 }
 
+/// Element-wise kernels fused into a matrix product: per operand, a producer applied to each
+/// element as it is loaded (ir::fits_as_prologue); a consumer applied to each result as it is
+/// stored (ir::fits_as_epilogue), reading the product as parameter product_param.
+struct GemmFusion {
+    const ir::Kernel* prologue[2] = {nullptr, nullptr};
+    const ir::Kernel* epilogue = nullptr;
+    int product_param = -1;
+};
+
 class Backend : public BufferAllocator {
 public:
     virtual Device device() const = 0;
@@ -7387,17 +7417,22 @@ public:
     /// Runs a matrix product into `c` (contiguous [batch..., m, n]), reading `a` and `b` as the
     /// layouts of `gemm` say. Its dtype is float32 or float64.
     virtual void gemm(const ir::Gemm& gemm, const Buffer& a, const Buffer& b, Buffer& c) = 0;
-    /// Whether gemm_epilogue can run `epilogue` (an ir::fits_as_epilogue kernel reading the
-    /// product as parameter `product_param`) in the stores of `gemm`. A change of the answer for
-    /// the same arguments must bump gemm_config_generation() (plans cache it).
+    /// Whether gemm_fused can run `epilogue` (an ir::fits_as_epilogue kernel reading the product
+    /// as parameter `product_param`) in the stores of `gemm`. A change of the answer for the same
+    /// arguments must bump gemm_config_generation() (plans keep it), as for fuses_prologue.
     virtual bool fuses_epilogue(const ir::Gemm&, const ir::Kernel&, int) const { return false; }
-    /// Runs `gemm` with `epilogue` applied to each result before its store: `params` are the
-    /// epilogue's buffers in parameter order (the last its output, where the results go);
-    /// params[product_param] is a buffer that also gets the product itself, or null.
-    virtual void gemm_epilogue(const ir::Gemm& gemm, const ir::Kernel& epilogue, int product_param, const Buffer& a,
-                               const Buffer& b, const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) {
-        (void)gemm, (void)epilogue, (void)product_param, (void)a, (void)b, (void)params, (void)scalars;
-        fail<Error>("lazytensor internal error: ", device(), " cannot fuse an epilogue into a matrix product");
+    /// Whether gemm_fused can run `prologue` (an ir::fits_as_prologue kernel) in the loads of an
+    /// operand of `gemm`.
+    virtual bool fuses_prologue(const ir::Gemm&, const ir::Kernel&) const { return false; }
+    /// Runs `gemm` with kernels fused into it (GemmFusion). `a` and `b` are its operands' buffers
+    /// (a prologue's input where it has one); `params` are the epilogue's buffers in parameter
+    /// order (the last its output, where the results go; params[product_param] a buffer that
+    /// also gets the product itself, or null), or just the result's buffer without an epilogue;
+    /// `scalars` are the prologues' scalars (A's, B's), then the epilogue's.
+    virtual void gemm_fused(const ir::Gemm& gemm, const GemmFusion& fusion, const Buffer& a, const Buffer& b,
+                            const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) {
+        (void)gemm, (void)fusion, (void)a, (void)b, (void)params, (void)scalars;
+        fail<Error>("lazytensor internal error: ", device(), " cannot fuse kernels into a matrix product");
     }
     /// Runs an inclusive scan into `out` (contiguous [outer, length, inner]), reading `in` as
     /// `scan` says. Its dtype is float32, float64 or int64 (which wraps).
@@ -9560,7 +9595,8 @@ private:
 //
 // Matrix products run on the same queue through lazytensor's own GEMM kernel (gemm_kernel.hpp)
 // or CLBlast (clblast_gemm.hpp), whichever LAZYTENSOR_OPENCL_GEMM and the shape choose; on
-// the own kernel, a product's element-wise consumer runs in its stores (gemm_epilogue.hpp).
+// the own kernel, a product's element-wise consumer runs in its stores and a simple producer of
+// an operand in its loads (gemm_epilogue.hpp).
 //
 // Caches, from the outside in: Backend::get_kernel keys compiled kernels (program + cl_kernel
 // objects) by the normalized IR, so a hit costs neither a build nor clCreateKernel; below it,
@@ -9929,12 +9965,14 @@ inline std::string apply_clblast_tuning(cl_device_id device, const std::string& 
 
 #endif
 // ---- lazytensor/backend/opencl/gemm_epilogue.hpp ----
-// A product's element-wise consumer (ir::fits_as_epilogue) as the own GEMM kernel's epilogue:
-// the consumer's kernel rendered as code applied to each result in the GEMM's stores, at the
-// domain coordinates of that result, so that relu(x @ w + b) is one kernel and the product
-// never reaches memory. The epilogue's results go to C (its output buffer); a `product` buffer
-// also gets the product itself when store_product is nonzero (a tensor outside the graph
-// holds it).
+// Kernels fused into the own GEMM kernel (schedule/fuse_products.hpp), rendered as code:
+//   - a product's element-wise consumer (ir::fits_as_epilogue) as its epilogue, applied to
+//     each result in the GEMM's stores at the domain coordinates of that result, so that
+//     relu(x @ w + b) is one kernel and the product never reaches memory. The epilogue's
+//     results go to C (its output buffer); a `product` buffer also gets the product itself
+//     when store_product is nonzero (a tensor outside the graph holds it);
+//   - an operand's producer (ir::fits_as_prologue) as a function applied to each element of
+//     its input as the GEMM loads it (a scale, a cast from float16).
 
 #include <string>
 #include <vector>
@@ -9968,6 +10006,7 @@ inline std::string apply_clblast_tuning(cl_device_id device, const std::string& 
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 
 namespace lazytensor::detail::opencl {
@@ -10008,8 +10047,20 @@ struct GemmLayoutClass {
 struct GemmEpilogue {
     std::string parameters;
     std::string code;
-    std::string helpers;
+    std::vector<std::string> helpers;
     bool fp64 = false;  // the code computes in double
+};
+
+/// Code applied to each element of an operand as it is loaded (a scale, a cast): the operand's
+/// buffer holds `storage` elements (float16 is read with vload_half); `function` defines
+/// `name`(x, scalars...), which returns the element in the product's type; `parameters` declare
+/// the scalars as kernel parameters (after the epilogue's), `arguments` pass them on. Empty
+/// (no name): the element as it is.
+struct GemmPrologue {
+    DType storage = DType::Float32;
+    std::string name, function, parameters, arguments;
+    std::vector<std::string> helpers;
+    bool fp64 = false;
 };
 
 /// Which GEMM runs OpenCL matrix products: per shape (Auto), the own kernel, or CLBlast.
@@ -10113,6 +10164,9 @@ inline GemmLayoutClass gemm_layout_class(const ir::Gemm& g) {
     return c;
 }
 
+/// The OpenCL C type of an operand's elements in memory.
+inline std::string storage_name(DType t) { return t == DType::Float16 ? "half" : t == DType::Float64 ? "double" : "float"; }
+
 /// The name of the kernel in every program gemm_kernel_source makes.
 inline const char* gemm_kernel_name() { return "lt_gemm"; }
 
@@ -10125,7 +10179,8 @@ inline const char* gemm_kernel_name() { return "lt_gemm"; }
 /// launch; then the epilogue's parameters. NDRange: (ceil(m / BM) * ceil(n / BN) * tn, tm,
 /// matrices in this launch), work-groups (tn, tm, 1).
 inline std::string gemm_kernel_source(DType dtype, const GemmLayoutClass& layout, const GemmKernelParams& p,
-                                      const GemmEpilogue& epilogue = {}) {
+                                      const GemmEpilogue& epilogue = {}, const GemmPrologue& prologue_a = {},
+                                      const GemmPrologue& prologue_b = {}) {
     check_gemm_params(p);
     if (dtype != DType::Float32 && dtype != DType::Float64)
         fail<DTypeError>("the OpenCL GEMM kernel computes float32 and float64 products, not ", dtype);
@@ -10138,15 +10193,32 @@ inline std::string gemm_kernel_source(DType dtype, const GemmLayoutClass& layout
     auto n = [](auto x) { return std::to_string(x); };
     const std::string VT = V == 1 ? T : T + n(V);  // the vector type of a run
 
+    const GemmPrologue* prologue[2] = {&prologue_a, &prologue_b};
+    // An operand without a prologue is stored in the product's type.
+    auto storage = [&](const GemmPrologue& f) { return f.name.empty() ? dtype : f.storage; };
     std::string s;
-    // An epilogue rounds each operation on its own, as elsewhere (the product's FMAs are explicit).
-    if (!epilogue.code.empty()) s += "#pragma OPENCL FP_CONTRACT OFF\n";
-    if (dtype == DType::Float64 || epilogue.fp64) s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
-    s += epilogue.helpers;
+    // Fused code rounds each operation on its own, as elsewhere (the product's FMAs are explicit).
+    const bool fused = !epilogue.code.empty() || !prologue_a.name.empty() || !prologue_b.name.empty();
+    if (fused) s += "#pragma OPENCL FP_CONTRACT OFF\n";
+    bool fp64 = dtype == DType::Float64 || epilogue.fp64;
+    for (const GemmPrologue* f : prologue) fp64 = fp64 || f->fp64 || storage(*f) == DType::Float64;
+    if (fp64) s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
+    {  // helper functions, each once, then the prologues' functions (before the macros below)
+        std::vector<std::string> helpers = epilogue.helpers;
+        for (const GemmPrologue* f : prologue) helpers.insert(helpers.end(), f->helpers.begin(), f->helpers.end());
+        std::vector<std::string> once;
+        for (const std::string& h : helpers)
+            if (std::find(once.begin(), once.end(), h) == once.end()) once.push_back(h), s += h;
+        for (const GemmPrologue* f : prologue) s += f->function;
+        if (storage(prologue_a) == DType::Float16 || storage(prologue_b) == DType::Float16)
+            s += "float2 lt_halves2(uint bits) { return vload_half2(0, (const __private half*)&bits); }\n"
+                 "float4 lt_halves4(uint2 bits) { return vload_half4(0, (const __private half*)&bits); }\n";
+    }
     s += "// lazytensor GEMM: tm " + n(p.tm) + ", tn " + n(p.tn) + ", wm " + n(p.wm) + ", wn " + n(p.wn) + ", bk " +
          n(p.bk) + ", v " + n(V) + (p.prefetch ? ", prefetch" : "") + (p.double_buffer ? ", double-buffered" : "") + "; A " + (layout.a_k_fast ? "k" : "m") +
          "-fast, B " + (layout.b_n_fast ? "n" : "k") + "-fast\n";
-    s += "#define T " + T + "\n#define I " + I + "\n";
+    s += "#define T " + T + "\n#define I " + I + "\n#define SA " + storage_name(storage(prologue_a)) + "\n#define SB " +
+         storage_name(storage(prologue_b)) + "\n";
     s += "#define TM " + n(p.tm) + "\n#define TN " + n(p.tn) + "\n#define WM " + n(p.wm) + "\n#define WN " + n(p.wn) +
          "\n#define BK " + n(p.bk) + "\n#define BM " + n(BM) + "\n#define BN " + n(BN) + "\n#define NT " + n(NT) +
          "\n#define V " + n(V) + "\n#define LDA " + n(LDA) + "\n#define LDB " + n(LDB) + "\n#define LA " + n(LA) +
@@ -10163,12 +10235,12 @@ inline std::string gemm_kernel_source(DType dtype, const GemmLayoutClass& layout
          "#define OWN_COL(j) (tx * V + ((j) / V) * (TN * V) + (j) % V)\n";
     s += R"CL(
 __kernel __attribute__((reqd_work_group_size(TN, TM, 1)))
-void lt_gemm(__global T* restrict C, __global const T* restrict A, __global const T* restrict B,
+void lt_gemm(__global T* restrict C, __global const SA* restrict A, __global const SB* restrict B,
              __global const long* restrict offsets, const I m, const I n, const I k,
              const I a_rs, const I a_cs, const I b_rs, const I b_cs,
              const long a_offset, const long a_batch_stride, const long b_offset, const long b_batch_stride,
              const int per_matrix_offsets, const long first_matrix)CL" +
-         epilogue.parameters + R"CL() {
+         epilogue.parameters + prologue_a.parameters + prologue_b.parameters + R"CL() {
     __local T As[BUFFERS * BK * LDA];
     __local T Bs[BUFFERS * BK * LDB];
     __local T* a_tile = As;  // the tiles being multiplied
@@ -10196,9 +10268,21 @@ void lt_gemm(__global T* restrict C, __global const T* restrict A, __global cons
     // Global -> registers: this work-item's share of the tiles at k0, zero outside the
     // matrices (unrolled here, so that ra and rb stay in registers). With GV > 1, a load that is
     // whole and aligned is one vector load.
-    const std::string GT = p.gv == 1 ? T : T + n(p.gv);
     auto load_share = [&](const std::string& k0, const std::string& indent, bool is_a) {
         const std::string X = is_a ? "A" : "B", reg = is_a ? "ra" : "rb", count = n((is_a ? LA : LB) / p.gv);
+        // The operand's storage, how a vector of GV and one element of it are read, and its
+        // prologue applied to what was read.
+        const GemmPrologue& f = *prologue[is_a ? 0 : 1];
+        const bool half = storage(f) == DType::Float16;
+        const std::string ST = storage_name(storage(f)), GT = half ? "float" + n(p.gv) : p.gv == 1 ? ST : ST + n(p.gv);
+        // float16: the GV halves as one aligned load of bits (vload_halfN from global memory
+        // was 4 loads on NVIDIA), converted from private memory.
+        auto read_vector = [&](const std::string& at) {
+            return half ? "lt_halves" + n(p.gv) + "(*(__global const " + (p.gv == 2 ? "uint" : "uint2") + "*)(" + X + " + " + at + "))"
+                        : "*(__global const " + GT + "*)(" + X + " + " + at + ")";
+        };
+        auto read_element = [&](const std::string& at) { return half ? "vload_half(" + at + ", " + X + ")" : X + "[" + at + "]"; };
+        auto apply = [&](const std::string& x) { return f.name.empty() ? x : f.name + "(" + x + f.arguments + ")"; };
         const std::string first = is_a ? "const I r = row0 + A_ROW(x), c = " + k0 + " + A_K(x);"
                                        : "const I r = " + k0 + " + B_K(x), c = col0 + B_COL(x);";
         const std::string rows = is_a ? "m" : "k", cols = is_a ? "k" : "n", rs = is_a ? "a_rs" : "b_rs",
@@ -10208,16 +10292,15 @@ void lt_gemm(__global T* restrict C, __global const T* restrict A, __global cons
             r += indent + "{ const int x = lid + " + n(e * NT) + "; " + first + "\n";
             if (p.gv > 1) {
                 r += indent + "  if (" + X + "_vec && r + " + DR + " * (GV - 1) < " + rows + " && c + " + DC +
-                     " * (GV - 1) < " + cols + ") { const " + GT + " w = *(__global const " + GT + "*)(" + X + " + r * " +
-                     rs + " + c * " + cs + ");";
+                     " * (GV - 1) < " + cols + ") { const " + GT + " w = " + read_vector("r * " + rs + " + c * " + cs) + ";";
                 const char* lane[] = {"s0", "s1", "s2", "s3"};
-                for (int l = 0; l < p.gv; ++l) r += " " + reg + "[" + n(e * p.gv + l) + "] = w." + lane[l] + ";";
+                for (int l = 0; l < p.gv; ++l) r += " " + reg + "[" + n(e * p.gv + l) + "] = " + apply(std::string("w.") + lane[l]) + ";";
                 r += " } else {\n";
             }
             for (int l = 0; l < p.gv; ++l) {
                 const std::string rl = "r + " + DR + " * " + n(l), cl = "c + " + DC + " * " + n(l);
                 r += indent + "  " + reg + "[" + n(e * p.gv + l) + "] = (" + rl + " < " + rows + " && " + cl + " < " +
-                     cols + ") ? " + X + "[(" + rl + ") * " + rs + " + (" + cl + ") * " + cs + "] : (T)0;\n";
+                     cols + ") ? " + apply(read_element("(" + rl + ") * " + rs + " + (" + cl + ") * " + cs)) + " : (T)0;\n";
             }
             if (p.gv > 1) r += indent + "  }\n";
             r += indent + "}\n";
@@ -11378,7 +11461,27 @@ inline GemmEpilogue gemm_epilogue_code(const ir::Gemm& g, const ir::Kernel& k, i
     GemmEpilogue out;
     out.parameters = ", __global T* product" + e.parameters + ", const int store_product";
     out.code = ind + "if (store_product) product[" + rows + " * n + col] = v;\n" + code + e.code;
-    for (const std::string& h : e.helpers) out.helpers += h;
+    out.helpers = e.helpers;
+    out.fp64 = e.uses_fp64;
+    return out;
+}
+
+/// The prologue of operand `which` (0: A, 1: B) computing kernel `k` (ir::fits_as_prologue)
+/// from each element of its input as it is loaded: a function of the element and the kernel's
+/// scalars, whose kernel parameters are named pa_s<i> (pb_s<i>).
+inline GemmPrologue gemm_prologue_code(const ir::Kernel& k, int which, const DeviceTraits& device) {
+    const std::string tag = which ? "b" : "a";
+    Renderer::Epilogue e = Renderer(k, device, "lt_gemm").render_epilogue(0, {}, "x", "    ");
+    GemmPrologue out;
+    out.storage = k.params[0].dtype;
+    out.name = "lt_prologue_" + tag;
+    out.function = std::string(cl_value_type(k.params[1].dtype)) + " " + out.name + "(" + cl_value_type(out.storage) + " x" +
+                   e.parameters + ") {\n" + e.code + "    return x;\n}\n";
+    for (std::size_t i = 0; i < k.scalars.size(); ++i) {
+        out.parameters += std::string(", const ") + cl_scalar_arg_type(k.scalars[i]) + " p" + tag + "_s" + std::to_string(i);
+        out.arguments += ", p" + tag + "_s" + std::to_string(i);
+    }
+    out.helpers = e.helpers;
     out.fp64 = e.uses_fp64;
     return out;
 }
@@ -12712,35 +12815,61 @@ public:
     }
 
     bool fuses_epilogue(const ir::Gemm& g, const ir::Kernel& epilogue, int) const override {
-        if (!fuse_epilogues_ || !uses_own_gemm(g) || (g.dtype == DType::Float64 && !fp64_)) return false;
-        if (fp64_) return true;
-        for (const ir::Param& p : epilogue.params)  // float64 where the device has none: the kernel's own error
-            if (p.dtype == DType::Float64) return false;
-        for (const ir::Instr& in : epilogue.phases[0].instrs)
-            if (in.dtype == DType::Float64) return false;
-        return std::find(epilogue.scalars.begin(), epilogue.scalars.end(), DType::Float64) == epilogue.scalars.end();
+        return fuses(g, epilogue);
+    }
+    bool fuses_prologue(const ir::Gemm& g, const ir::Kernel& prologue) const override {
+        if (prologue.params[0].dtype == DType::Float16 && !fuse_half_loads_.value_or(!traits_.gpu)) return false;
+        return fuses(g, prologue);
     }
 
-    void gemm_epilogue(const ir::Gemm& g, const ir::Kernel& epilogue, int product_param, const Buffer& a, const Buffer& b,
-                       const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) override {
+    void gemm_fused(const ir::Gemm& g, const GemmFusion& fusion, const Buffer& a, const Buffer& b,
+                    const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) override {
         if (g.dtype == DType::Float64 && !fp64_)
             fail<DeviceError>(describe(), " does not support float64 (the device lacks cl_khr_fp64): matmul of float64 ",
                               "tensors cannot run there; use float32, or run it on the host");
-        // The epilogue's code depends on the kernel and on how the domain splits into m and n.
-        const std::string key = concat(ir::key(epilogue), '|', product_param, '|', g.batch_count(), ',', g.m, ',', g.n);
-        auto it = epilogues_.find(key);
-        if (it == epilogues_.end()) {
-            if (epilogues_.size() >= cache_capacity()) epilogues_.clear();
-            it = epilogues_.emplace(key, gemm_epilogue_code(g, epilogue, product_param, traits_)).first;
+        // The code of each fused kernel, made once per kernel (and, for an epilogue, per split of
+        // its domain into the product's m and n).
+        auto code = [&](const std::string& key, auto make) -> const auto& {
+            auto& cache = fused_code_<std::decay_t<decltype(make())>>();
+            auto it = cache.find(key);
+            if (it == cache.end()) {
+                if (cache.size() >= cache_capacity()) cache.clear();
+                it = cache.emplace(key, make()).first;
+            }
+            return it->second;
+        };
+        static const GemmPrologue none;
+        const GemmPrologue* prologue[2] = {&none, &none};
+        // Scalars come as A's prologue's, B's, then the epilogue's; the kernel takes the
+        // epilogue's (and its store_product flag) first.
+        std::vector<ScalarArg> values, prologue_values;
+        std::size_t next_scalar = 0;
+        auto take_scalars = [&](const ir::Kernel& k, std::vector<ScalarArg>& into) {
+            for (DType t : k.scalars) into.emplace_back(scalars.at(next_scalar++), t);
+        };
+        for (int o = 0; o < 2; ++o) {
+            const ir::Kernel* k = fusion.prologue[o];
+            if (!k) continue;
+            prologue[o] = &code(concat(o, '|', ir::key(*k)), [&] { return gemm_prologue_code(*k, o, traits_); });
+            take_scalars(*k, prologue_values);
         }
-        Buffer* product = params[static_cast<std::size_t>(product_param)];
-        std::vector<const Buffer*> buffers{product ? product : params.back()};
-        for (std::size_t p = 0; p + 1 < params.size(); ++p)
-            if (static_cast<int>(p) != product_param) buffers.push_back(params[p]);
-        std::vector<ScalarArg> values;
-        for (std::size_t i = 0; i < scalars.size(); ++i) values.emplace_back(scalars[i], epilogue.scalars[i]);
-        values.emplace_back(Scalar::of<std::int32_t>(product ? 1 : 0), DType::Int32);
-        own_gemm(g, a, b, *params.back(), it->second, buffers, values);
+        static const GemmEpilogue no_epilogue;
+        const GemmEpilogue* epilogue = &no_epilogue;
+        std::vector<const Buffer*> buffers;
+        Buffer* out = params.back();
+        if (const ir::Kernel* k = fusion.epilogue) {
+            const int pp = fusion.product_param;
+            epilogue = &code(concat(ir::key(*k), '|', pp, '|', g.batch_count(), ',', g.m, ',', g.n),
+                             [&] { return gemm_epilogue_code(g, *k, pp, traits_); });
+            Buffer* product = params[static_cast<std::size_t>(pp)];
+            buffers.push_back(product ? product : out);
+            for (std::size_t p = 0; p + 1 < params.size(); ++p)
+                if (static_cast<int>(p) != pp) buffers.push_back(params[p]);
+            take_scalars(*k, values);
+            values.emplace_back(Scalar::of<std::int32_t>(product ? 1 : 0), DType::Int32);
+        }
+        values.insert(values.end(), prologue_values.begin(), prologue_values.end());
+        own_gemm(g, a, b, *out, *epilogue, buffers, values, *prologue[0], *prologue[1]);
     }
 
     /// Tests and benchmarks: whether products fuse their element-wise consumers from now on
@@ -12750,6 +12879,13 @@ public:
         ++gemm_config_generation();
     }
     bool fuse_epilogues() const { return fuse_epilogues_; }
+    /// Tests: whether a cast from float16 runs in the product's loads (null: the default, not on
+    /// GPUs, where the H100 ran relu(x16.float() @ w1 + b1) at 8192x784x512 slower fused, 0.242
+    /// ms, than as a cast kernel and a product, 0.231 ms).
+    void set_fuse_half_loads(std::optional<bool> on) {
+        fuse_half_loads_ = on;
+        ++gemm_config_generation();
+    }
 
     std::string gemm_routine(const ir::Gemm& g) const override {
         if (uses_own_gemm(g)) {
@@ -12849,6 +12985,7 @@ public:
         programs_.clear();
         gemm_kernels_.clear();
         epilogues_.clear();
+        prologues_.clear();
     }
 
     std::string describe() const { return concat(device().str(), " (", device_name_, ")"); }
@@ -13019,16 +13156,18 @@ private:
     /// The own GEMM kernel for a dtype, layout class and parameter set, built once (through the
     /// program caches) and kept.
     cl_kernel own_gemm_kernel(DType dtype, const GemmLayoutClass& layout, const GemmKernelParams& p,
-                              const GemmEpilogue& epilogue) {
+                              const GemmEpilogue& epilogue, const GemmPrologue& prologue_a, const GemmPrologue& prologue_b) {
         // Keyed by what the source is made of: a product that hits costs no source generation.
         const std::string key = concat(dtype, ' ', layout.a_k_fast, layout.b_n_fast, layout.wide_index, ' ', p.tm, ',', p.tn,
                                        ',', p.wm, ',', p.wn, ',', p.bk, ',', p.v, ',', p.gv, ',', p.prefetch, p.double_buffer, ' ',
-                                       epilogue.parameters, '\n', epilogue.code);
+                                       epilogue.parameters, '\n', epilogue.code, '\n', prologue_a.storage, prologue_a.function,
+                                       '\n', prologue_b.storage, prologue_b.function);
         auto it = gemm_kernels_.find(key);
         if (it == gemm_kernels_.end()) {
             // Fused epilogues make a kernel per consumer and shape: bounded like the kernel cache.
             if (gemm_kernels_.size() >= cache_capacity()) gemm_kernels_.clear();
-            std::shared_ptr<ProgramOwner> program = build_program(gemm_kernel_source(dtype, layout, p, epilogue));
+            std::shared_ptr<ProgramOwner> program =
+                build_program(gemm_kernel_source(dtype, layout, p, epilogue, prologue_a, prologue_b));
             cl_int err = CL_SUCCESS;
             KernelOwner kernel(clCreateKernel(program->program, gemm_kernel_name(), &err));
             check(err, "clCreateKernel", concat("for ", gemm_kernel_name(), " on ", describe()));
@@ -13041,13 +13180,14 @@ public:
     /// c = a x b on the own GEMM kernel: one launch, operands read in place; `epilogue` is
     /// applied to each result before its store, with `epilogue_buffers` as its parameters.
     void own_gemm(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c, const GemmEpilogue& epilogue = {},
-                  const std::vector<const Buffer*>& epilogue_buffers = {}, const std::vector<ScalarArg>& epilogue_values = {}) {
+                  const std::vector<const Buffer*>& epilogue_buffers = {}, const std::vector<ScalarArg>& epilogue_values = {},
+                  const GemmPrologue& prologue_a = {}, const GemmPrologue& prologue_b = {}) {
         const std::int64_t count = g.batch_count();
         if (g.m == 0 || g.n == 0 || count == 0) return;
         const GemmKernelParams p = own_gemm_params(g);
         GemmLayoutClass layout = gemm_layout_class(g);
         layout.wide_index = layout.wide_index || gemm_wide_index_;
-        cl_kernel kernel = own_gemm_kernel(g.dtype, layout, p, epilogue);
+        cl_kernel kernel = own_gemm_kernel(g.dtype, layout, p, epilogue, prologue_a, prologue_b);
         cl_long a_batch_stride = 0, b_batch_stride = 0;
         cl_int per_matrix = 0;
         BufferPtr table;  // a batch of several axes: each matrix's offsets of A and B
@@ -13220,8 +13360,26 @@ private:
         KernelOwner kernel;
     };
     std::map<std::string, OwnGemmKernel> gemm_kernels_;  // by dtype, layout class, parameters and epilogue
-    std::unordered_map<std::string, GemmEpilogue> epilogues_;  // fused consumers' code, by kernel and shape
+    std::unordered_map<std::string, GemmEpilogue> epilogues_;  // fused kernels' code, by kernel (and shape)
+    std::unordered_map<std::string, GemmPrologue> prologues_;
+    template <class Code>
+    std::unordered_map<std::string, Code>& fused_code_() {
+        if constexpr (std::is_same_v<Code, GemmEpilogue>) return epilogues_;
+        else return prologues_;
+    }
+    /// Whether a kernel fused into `g` can run: on the own GEMM kernel, computing in float64
+    /// only where the device has it.
+    bool fuses(const ir::Gemm& g, const ir::Kernel& k) const {
+        if (!fuse_epilogues_ || !uses_own_gemm(g) || (g.dtype == DType::Float64 && !fp64_)) return false;
+        if (fp64_) return true;
+        for (const ir::Param& p : k.params)
+            if (p.dtype == DType::Float64) return false;
+        for (const ir::Instr& in : k.phases[0].instrs)
+            if (in.dtype == DType::Float64) return false;
+        return std::find(k.scalars.begin(), k.scalars.end(), DType::Float64) == k.scalars.end();
+    }
     bool fuse_epilogues_ = env_flag("LAZYTENSOR_GEMM_EPILOGUE", true);
+    std::optional<bool> fuse_half_loads_;
     GemmChoice gemm_choice_ = GemmChoice::Auto;
     std::optional<GemmKernelParams> gemm_params_override_;
     bool gemm_wide_index_ = false;
@@ -13636,9 +13794,13 @@ struct Group {
     Axes reduced;
     Node* domain_reduce = nullptr;  // the reduction that set the domain
 
-    // A product with its element-wise consumer fused into its stores (fuse_epilogues): root is
-    // the consumer, `kernel` its kernel, `gemm` the product, read from inputs[0] and inputs[1];
-    // the kernel's buffers follow, the product's (parameter product_param) unallocated.
+    // A product with kernels fused into it (fuse_products.hpp). Producers of its operands run
+    // in its loads: prologue[o] computes operand o (fused_producer[o]) from inputs[o], with the
+    // first scalars. A consumer runs in its stores: root is then the consumer, `kernel` its
+    // kernel, whose buffers follow A's and B's in `inputs` (the product's, parameter
+    // product_param, unallocated) and whose scalars follow the prologues'.
+    ir::Kernel prologue[2];
+    Node* fused_producer[2] = {nullptr, nullptr};
     Node* fused_product = nullptr;
     int product_param = -1;
 
@@ -14536,12 +14698,17 @@ inline void lower_scan(const Schedule& s, Group& g) {
 }
 
 }  // namespace lazytensor::detail
-// ---- lazytensor/schedule/fuse_epilogues.hpp ----
-// Epilogue fusion: after lowering, a matrix product whose only reader is an element-wise
-// kernel that walks the product's elements in order (ir::fits_as_epilogue: relu(x @ w + b), a
-// scale, a residual add) becomes one item with it, where the backend can run the kernel in
-// the product's stores. The product then never reaches memory, unless a tensor outside the
-// graph holds it (realize passes a buffer for it then).
+// ---- lazytensor/schedule/fuse_products.hpp ----
+// Fusing element-wise kernels into matrix products, after lowering, where the backend can run
+// them there (ug's rule makes each of them a kernel of its own):
+//   - a prologue: the kernel that computes an operand, when the product is its only reader and
+//     it maps one input element to one operand element (ir::fits_as_prologue: a scale, a
+//     cast), runs in the product's loads of that input;
+//   - an epilogue: the product's only reader, when it is element-wise and walks the product's
+//     elements in order (ir::fits_as_epilogue: relu(x @ w + b), a scale, a residual add), runs
+//     in the product's stores, and the fused item takes its place.
+// The fused-away results never reach memory unless a tensor outside the graph holds them
+// (realize computes them then too).
 
 #include <algorithm>
 #include <functional>
@@ -14550,50 +14717,101 @@ inline void lower_scan(const Schedule& s, Group& g) {
 
 namespace lazytensor::detail {
 
-/// Whether a backend fuses kernel `epilogue`, reading the product as parameter `product_param`,
-/// into the stores of `gemm` (the device's Backend::fuses_epilogue).
-using FusesEpilogue = std::function<bool(const Node* product, const ir::Gemm& gemm, const ir::Kernel& epilogue, int product_param)>;
+/// What a backend fuses into `gemm` (the device's Backend::fuses_prologue and fuses_epilogue).
+struct ProductFusions {
+    std::function<bool(const Node* product, const ir::Gemm& gemm, const ir::Kernel& prologue)> prologue;
+    std::function<bool(const Node* product, const ir::Gemm& gemm, const ir::Kernel& epilogue, int product_param)> epilogue;
+};
 
-/// Merges each fusable product into its consumer's item (which keeps its place: what else the
-/// consumer reads is ready there). Schedule::group_of_root is stale afterwards.
-inline void fuse_epilogues(Schedule& s, const FusesEpilogue& fuses) {
-    std::vector<Group>& groups = s.groups;
-    std::vector<char> fused(groups.size(), 0);
-    for (std::size_t i = 0; i < groups.size(); ++i) {
-        const Group& product = groups[i];
-        if (product.view_only || product.root->kind != NodeKind::Matmul) continue;
-        Node* const result = product.root;
-        // The one item that reads the product; no view of it may exist either.
-        std::size_t reader = groups.size();
-        int readers = 0;
-        for (std::size_t j = i + 1; j < groups.size(); ++j) {
-            const Group& g = groups[j];
-            if (g.view_only && g.view.base == result) readers += 2;
-            if (!g.view_only && std::find(g.inputs.begin(), g.inputs.end(), result) != g.inputs.end()) ++readers, reader = j;
+namespace fuse_detail {
+
+/// The one item left that reads `result` (groups.size() if none or more, or a view of it).
+inline std::size_t only_reader(const std::vector<Group>& groups, const std::vector<char>& gone, const Node* result) {
+    std::size_t reader = groups.size();
+    int readers = 0;
+    for (std::size_t j = 0; j < groups.size(); ++j) {
+        const Group& g = groups[j];
+        if (gone[j]) continue;
+        if (g.view_only) {
+            if (g.view.base == result) readers += 2;
+            continue;
         }
-        if (readers != 1) continue;
+        const auto uses = std::count(g.inputs.begin(), g.inputs.end(), result);
+        readers += static_cast<int>(uses);
+        if (uses) reader = j;
+    }
+    return readers == 1 ? reader : groups.size();
+}
+
+/// Whether group g is a plain kernel that may be fused away (an assign writes memory the
+/// product may read).
+inline bool plain_kernel(const Group& g) {
+    return !g.view_only && !g.is_gemm() && !g.is_scan() && g.root->kind != NodeKind::Assign && !g.kernel.phases.empty();
+}
+
+}  // namespace fuse_detail
+
+/// Fuses what `fusions` allows. Schedule::group_of_root is stale afterwards.
+inline void fuse_into_products(Schedule& s, const ProductFusions& fusions) {
+    std::vector<Group>& groups = s.groups;
+    std::vector<char> gone(groups.size(), 0);
+    auto group_of = [&](const Node* n) {
+        for (std::size_t j = 0; j < groups.size(); ++j)
+            if (!gone[j] && groups[j].root == n && !groups[j].view_only) return j;
+        return groups.size();
+    };
+    for (std::size_t i = 0; i < groups.size(); ++i) {
+        if (groups[i].view_only || groups[i].root->kind != NodeKind::Matmul) continue;
+        // Prologues: A's, then B's (their scalars come in that order).
+        for (int o = 0; o < 2; ++o) {
+            Group& product = groups[i];
+            Node* operand = product.inputs[static_cast<std::size_t>(o)];
+            if (product.inputs[0] == product.inputs[1]) break;
+            const std::size_t at = group_of(operand);
+            if (at >= i || fuse_detail::only_reader(groups, gone, operand) != i) continue;
+            Group& producer = groups[at];
+            if (!fuse_detail::plain_kernel(producer) || !ir::fits_as_prologue(product.gemm, producer.kernel) ||
+                !fusions.prologue(product.root, product.gemm, producer.kernel))
+                continue;
+            product.inputs[static_cast<std::size_t>(o)] = producer.inputs[0];
+            product.prologue[o] = producer.kernel;
+            product.fused_producer[o] = operand;
+            product.scalars.insert(product.scalars.end(), producer.scalars.begin(), producer.scalars.end());
+            product.ops.insert(product.ops.begin(), producer.ops.begin(), producer.ops.end());
+            gone[at] = 1;
+        }
+        // The epilogue: the consumer's item becomes the product's.
+        Group& product = groups[i];
+        Node* const result = product.root;
+        const std::size_t reader = fuse_detail::only_reader(groups, gone, result);
+        if (reader == groups.size() || reader <= i || !fuse_detail::plain_kernel(groups[reader])) continue;
         Group& consumer = groups[reader];
-        // (An assign's output is memory the product may read.)
-        if (consumer.is_gemm() || consumer.is_scan() || consumer.root->kind == NodeKind::Assign) continue;
-        if (std::count(consumer.inputs.begin(), consumer.inputs.end(), result) != 1) continue;
         const int param = static_cast<int>(std::find(consumer.inputs.begin(), consumer.inputs.end(), result) - consumer.inputs.begin());
-        if (!ir::fits_as_epilogue(product.gemm, consumer.kernel, param) || !fuses(result, product.gemm, consumer.kernel, param))
+        if (!ir::fits_as_epilogue(product.gemm, consumer.kernel, param) ||
+            !fusions.epilogue(result, product.gemm, consumer.kernel, param))
             continue;
         std::vector<Node*> inputs = product.inputs;
         inputs.insert(inputs.end(), consumer.inputs.begin(), consumer.inputs.end());
         consumer.inputs = std::move(inputs);
+        std::vector<Node*> scalars = product.scalars;
+        scalars.insert(scalars.end(), consumer.scalars.begin(), consumer.scalars.end());
+        consumer.scalars = std::move(scalars);
         consumer.gemm = product.gemm;
+        for (int o = 0; o < 2; ++o) {
+            consumer.prologue[o] = std::move(product.prologue[o]);
+            consumer.fused_producer[o] = product.fused_producer[o];
+        }
         consumer.fused_product = result;
         consumer.product_param = param;
         consumer.ops.insert(consumer.ops.begin(), product.ops.begin(), product.ops.end());
-        fused[i] = 1;
+        gone[i] = 1;
     }
     std::size_t kept = 0;
-    for (std::size_t i = 0; i < groups.size(); ++i)
-        if (!fused[i]) {
-            if (kept != i) groups[kept] = std::move(groups[i]);
-            ++kept;
-        }
+    for (std::size_t i = 0; i < groups.size(); ++i) {
+        if (gone[i]) continue;
+        if (kept != i) groups[kept] = std::move(groups[i]);
+        ++kept;
+    }
     groups.resize(kept);
     s.group_of_root.clear();
 }
@@ -14612,12 +14830,19 @@ struct PlannedItem {
     Strides view_strides;
     ir::Kernel kernel;        // Kernel; a Scan's copy; a Matmul's fused epilogue (fused_product >= 0)
     ScheduleItem::Kind kind = ScheduleItem::Kind::Kernel;
-    int fused_product = -1;   // a Matmul with an epilogue: the product's node (in a buffer only
-    int product_param = -1;   // when kept), and the epilogue's parameter that reads it
+    // A Matmul with kernels fused into it (schedule/fuse_products.hpp): per operand, the
+    // producer run in its loads (producer[o] its node, in a buffer only when kept); the
+    // consumer run in its stores (the product's node, in a buffer only when kept, and the
+    // epilogue's parameter that reads it).
+    ir::Kernel prologue[2];
+    int producer[2] = {-1, -1};
+    int fused_product = -1;
+    int product_param = -1;
     ir::Gemm gemm;            // Matmul: the product over the buffers of inputs[0] and inputs[1]
     ir::Scan scan;            // Scan: the scan of inputs[0] (copied contiguous first by `kernel`
                               // when that has phases)
     std::vector<int> inputs;  // per input parameter (a Matmul's: A, B, then its epilogue's)
+                              // (a prologue's input stands for its operand)
     std::vector<int> scalars; // per scalar parameter: the node whose value is passed
     std::vector<std::string> ops;
     // The compiled kernel, looked up on the first run (realize holds its lock meanwhile).
@@ -14625,6 +14850,23 @@ struct PlannedItem {
 
     bool is_gemm() const { return kind == ScheduleItem::Kind::Matmul; }
     bool has_epilogue() const { return fused_product >= 0; }
+    bool has_prologue(int o) const { return producer[o] >= 0; }
+    bool fused() const { return has_epilogue() || has_prologue(0) || has_prologue(1); }
+    /// The nodes whose results a fused Matmul computes on the way (producers, the product).
+    SmallVector<int, 3> fused_away() const {
+        SmallVector<int, 3> out;
+        for (int n : {producer[0], producer[1], fused_product})
+            if (n >= 0) out.push_back(n);
+        return out;
+    }
+    /// The kernels fused into a Matmul, as the backend takes them.
+    GemmFusion fusion() const {
+        GemmFusion f;
+        for (int o = 0; o < 2; ++o)
+            if (has_prologue(o)) f.prologue[o] = &prologue[o];
+        if (has_epilogue()) f.epilogue = &kernel, f.product_param = product_param;
+        return f;
+    }
     bool is_scan() const { return kind == ScheduleItem::Kind::Scan; }
     /// Whether `kernel` runs: a kernel item, or the copy a scan item makes of its operand.
     bool runs_kernel() const {
@@ -14736,9 +14978,14 @@ inline Schedule schedule_and_lower(const GraphWalk& w) {
 
 inline Plan make_plan(const GraphWalk& w) {
     Schedule s = schedule_and_lower(w);
-    fuse_epilogues(s, [](const Node* product, const ir::Gemm& gemm, const ir::Kernel& epilogue, int param) {
+    ProductFusions fusions;
+    fusions.prologue = [](const Node* product, const ir::Gemm& gemm, const ir::Kernel& prologue) {
+        return backend_for(product->device).fuses_prologue(gemm, prologue);
+    };
+    fusions.epilogue = [](const Node* product, const ir::Gemm& gemm, const ir::Kernel& epilogue, int param) {
         return backend_for(product->device).fuses_epilogue(gemm, epilogue, param);
-    });
+    };
+    fuse_into_products(s, fusions);
     auto index = [&](const Node* n) { return w.order.index.at(n); };
     Plan p;
     p.uses = std::move(s.uses);
@@ -14762,6 +15009,11 @@ inline Plan make_plan(const GraphWalk& w) {
             item.fused_product = index(g.fused_product);
             item.product_param = g.product_param;
         }
+        for (int o = 0; o < 2; ++o)
+            if (g.fused_producer[o]) {
+                item.producer[o] = index(g.fused_producer[o]);
+                item.prologue[o] = std::move(g.prologue[o]);
+            }
         item.scan = g.scan;
         for (Node* in : g.inputs) item.inputs.push_back(index(in));
         for (Node* v : g.scalars) item.scalars.push_back(index(v));
@@ -15100,6 +15352,8 @@ public:
                 << kCheckSubnormalUnits << " units of the smallest subnormal)";
         msg << "\n--- " << (item_.is_gemm() ? "matmul" : item_.is_scan() ? "scan" : "kernel IR") << " ---\n"
             << (item_.is_gemm() ? ir::to_string(item_.gemm) : item_.is_scan() ? ir::to_string(item_.scan) : ir::to_string(item_.kernel));
+        for (int o = 0; o < 2; ++o)
+            if (item_.has_prologue(o)) msg << "--- prologue of " << (o ? "B" : "A") << " ---\n" << ir::to_string(item_.prologue[o]);
         if (item_.has_epilogue()) msg << "--- epilogue (reads the product as p" << item_.product_param << ") ---\n" << ir::to_string(item_.kernel);
         if (item_.runs_kernel() && item_.compiled) {
             const std::string source = backend.kernel_source(*item_.compiled);
@@ -15113,8 +15367,8 @@ private:
     /// Runs the item on the host; says what ran it.
     const char* run_on_host(const std::vector<Buffer*>& params) const {
         Backend& host = host_backend();
-        if (item_.has_epilogue()) {
-            run_epilogue_on_host(params);
+        if (item_.fused()) {
+            run_fused_on_host(params);
             return "the host's packed GEMM and interpreter";
         }
         if (item_.is_gemm()) {
@@ -15155,7 +15409,7 @@ private:
                 clear_sign_bits(*absolute.back());
                 params[static_cast<std::size_t>(k)] = absolute.back().get();
             }
-            if (item_.has_epilogue()) run_epilogue_on_host(params, true);
+            if (item_.fused()) run_fused_on_host(params, true);
             else host.gemm(item_.gemm, *params[0], *params[1], *params[2]);
         } else {
             host.launch(*host.get_kernel(magnitude_kernel(item_.kernel)), params, scalars_);
@@ -15165,18 +15419,37 @@ private:
         return bytes;
     }
 
-    /// A product with a fused epilogue, on the host as two items: the product into a buffer of
-    /// its own, then the epilogue's kernel (its magnitude kernel with `magnitudes`). params: A,
-    /// B, then the epilogue's buffers.
-    void run_epilogue_on_host(const std::vector<Buffer*>& params, bool magnitudes = false) const {
+    /// A product with kernels fused into it, on the host as separate items: each prologue into a
+    /// buffer of its own, the product (into a buffer of its own where an epilogue follows), then
+    /// the epilogue; with `magnitudes`, their magnitude kernels. params: A's and B's (or their
+    /// prologues' inputs), then the epilogue's buffers or the result's.
+    void run_fused_on_host(const std::vector<Buffer*>& params, bool magnitudes = false) const {
         Backend& host = host_backend();
+        auto run = [&](const ir::Kernel& k, const std::vector<Buffer*>& buffers, std::size_t first_scalar) {
+            ir::Kernel kernel = magnitudes ? magnitude_kernel(k) : k;
+            kernel.candidate = nullptr;
+            const std::vector<Scalar> own(scalars_.begin() + static_cast<std::ptrdiff_t>(first_scalar),
+                                          scalars_.begin() + static_cast<std::ptrdiff_t>(first_scalar + k.scalars.size()));
+            host.launch(*host.get_kernel(kernel), buffers, own);
+        };
+        const ir::Gemm& g = item_.gemm;
+        BufferPtr operand[2];
+        std::size_t first_scalar = 0;
+        for (int o = 0; o < 2; ++o) {
+            if (!item_.has_prologue(o)) continue;
+            const ir::Kernel& k = item_.prologue[o];
+            operand[o] = host.allocate(g.dtype, numel(k.domain));
+            run(k, {params[static_cast<std::size_t>(o)], operand[o].get()}, first_scalar);
+            first_scalar += k.scalars.size();
+        }
+        const Buffer& a = operand[0] ? *operand[0] : *params[0];
+        const Buffer& b = operand[1] ? *operand[1] : *params[1];
+        if (!item_.has_epilogue()) return host.gemm(g, a, b, *params[2]);
         std::vector<Buffer*> epilogue(params.begin() + 2, params.end());
-        BufferPtr product = host.allocate(item_.gemm.dtype, item_.gemm.batch_count() * item_.gemm.m * item_.gemm.n);
-        host.gemm(item_.gemm, *params[0], *params[1], *product);
+        BufferPtr product = host.allocate(g.dtype, g.batch_count() * g.m * g.n);
+        host.gemm(g, a, b, *product);
         epilogue[static_cast<std::size_t>(item_.product_param)] = product.get();
-        ir::Kernel kernel = magnitudes ? magnitude_kernel(item_.kernel) : item_.kernel;
-        kernel.candidate = nullptr;
-        host.launch(*host.get_kernel(kernel), epilogue, scalars_);
+        run(item_.kernel, epilogue, first_scalar);
     }
 
     /// A scan item's copy of its operand, compiled for the host (null: the item reads in place).
@@ -15236,6 +15509,9 @@ inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
     item.output = describe(w.node(p.root));
     if (p.is_gemm()) {
         item.ir = ir::to_string(p.gemm);
+        for (int o = 0; o < 2; ++o)
+            if (p.has_prologue(o))
+                item.ir += concat("    prologue of ", o ? "B" : "A", ", applied in the product's loads:\n", ir::to_string(p.prologue[o]));
         if (p.has_epilogue())
             item.ir += concat("    epilogue, applied in the product's stores (it reads the product as p", p.product_param,
                               "):\n", ir::to_string(p.kernel));
@@ -15318,6 +15594,27 @@ inline void print_timing(std::size_t i, Backend& backend, const std::vector<Buff
     std::cerr << out.str() << "\n";
 }
 
+/// A fused product's operands that a tensor outside the graph holds: computed into buffers of
+/// their own as well (the product computes them again in its loads).
+inline void run_kept_producers(Backend& backend, const PlannedItem& p, const std::vector<Buffer*>& params,
+                               const std::vector<Scalar>& scalars, const std::vector<char>& kept,
+                               std::vector<BufferPtr>& produced) {
+    std::size_t first_scalar = 0;
+    for (int o = 0; o < 2; ++o) {
+        if (!p.has_prologue(o)) continue;
+        const ir::Kernel& k = p.prologue[o];
+        const std::size_t count = k.scalars.size();
+        if (kept[static_cast<std::size_t>(p.producer[o])]) {
+            BufferPtr out = backend.allocate(k.params[1].dtype, numel(k.domain));
+            const std::vector<Scalar> own(scalars.begin() + static_cast<std::ptrdiff_t>(first_scalar),
+                                          scalars.begin() + static_cast<std::ptrdiff_t>(first_scalar + count));
+            backend.launch(*backend.get_kernel(k), {params[static_cast<std::size_t>(o)], out.get()}, own);
+            produced[static_cast<std::size_t>(p.producer[o])] = std::move(out);
+        }
+        first_scalar += count;
+    }
+}
+
 /// Gets the compiled kernel of every item that has not run on its device yet, all of a
 /// device's at once: a backend with a slow compiler (OpenCL) builds the new ones as one
 /// program, so a first realize that needs N new kernels costs less than N builds (four new
@@ -15398,6 +15695,8 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
         for (std::size_t i = 0; i < items.size(); ++i) {
             const PlannedItem& p = items[i];
             std::string routine = p.is_gemm() ? backend_for(node(p.root)->device).gemm_routine(p.gemm) : "";
+            for (int o = 0; o < 2; ++o)
+                if (p.has_prologue(o)) routine += concat(", with the producer of ", o ? "B" : "A", " fused into its loads");
             if (p.has_epilogue()) routine += ", with the epilogue fused into its stores";
             print_item(out, i, describe(p, w), level, routine);
         }
@@ -15411,7 +15710,8 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
     auto held_outside = [&](int i) { return node(i)->holders() > plan->uses[static_cast<std::size_t>(i)]; };
     for (const PlannedItem& p : items) {
         if (held_outside(p.root)) kept[static_cast<std::size_t>(p.root)] = 1;
-        if (p.has_epilogue() && held_outside(p.fused_product)) kept[static_cast<std::size_t>(p.fused_product)] = 1;
+        for (int f : p.fused_away())
+            if (held_outside(f)) kept[static_cast<std::size_t>(f)] = 1;
     }
     std::vector<std::size_t> last_read(w.order.nodes.size(), 0);
     for (std::size_t i = 0; i < items.size(); ++i) {
@@ -15421,8 +15721,8 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
     std::vector<NodePtr> hold;  // committing one node may free others that are committed later
     for (const PlannedItem& p : items) {
         if (kept[static_cast<std::size_t>(p.root)]) hold.push_back(node(p.root)->shared_from_this());
-        if (p.has_epilogue() && kept[static_cast<std::size_t>(p.fused_product)])
-            hold.push_back(node(p.fused_product)->shared_from_this());
+        for (int f : p.fused_away())
+            if (kept[static_cast<std::size_t>(f)]) hold.push_back(node(f)->shared_from_this());
     }
 
     compile_items(items, w, level);
@@ -15442,7 +15742,8 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
         }
         // An assign writes into its target's memory; everything else into new memory.
         BufferPtr out = root->kind == NodeKind::Assign ? root->src[0]->buffer : backend.allocate(root->dtype, numel(root->shape));
-        // A product fused with its epilogue gets memory only when it is kept.
+        // A product fused with its epilogue gets memory only when it is kept (and so does a
+        // producer fused into its loads: run_kept_producers).
         if (p.has_epilogue() && kept[static_cast<std::size_t>(p.fused_product)])
             produced[static_cast<std::size_t>(p.fused_product)] = backend.allocate(p.gemm.dtype, numel(node(p.fused_product)->shape));
         params.clear();
@@ -15454,9 +15755,11 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
         if (check_enabled() && KernelCheck::applies(p, backend))
             check.emplace(p, params, scalars, root->kind == NodeKind::Assign);
         auto run = [&] {
-            if (p.has_epilogue())
-                backend.gemm_epilogue(p.gemm, p.kernel, p.product_param, *params[0], *params[1],
-                                      std::vector<Buffer*>(params.begin() + 2, params.end()), scalars);
+            if (p.fused()) {
+                run_kept_producers(backend, p, params, scalars, kept, produced);
+                backend.gemm_fused(p.gemm, p.fusion(), *params[0], *params[1],
+                                   std::vector<Buffer*>(params.begin() + 2, params.end()), scalars);
+            }
             else if (p.is_gemm())
                 backend.gemm(p.gemm, *params[0], *params[1], *params[2]);
             else if (p.is_scan())
@@ -15486,10 +15789,9 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
     // Commit: every kernel has run. Other threads may be building on these nodes.
     std::unique_lock<std::shared_mutex> commit(graph_mutex());
     for (const PlannedItem& p : items) {
-        if (p.has_epilogue() && kept[static_cast<std::size_t>(p.fused_product)]) {
-            Node* product = node(p.fused_product);
-            make_realized(*product, produced[static_cast<std::size_t>(p.fused_product)], 0, contiguous_strides(product->shape));
-        }
+        for (int f : p.fused_away())
+            if (kept[static_cast<std::size_t>(f)])
+                make_realized(*node(f), produced[static_cast<std::size_t>(f)], 0, contiguous_strides(node(f)->shape));
         if (!kept[static_cast<std::size_t>(p.root)]) continue;
         Node* n = node(p.root);
         if (p.view_only) {

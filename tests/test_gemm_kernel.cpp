@@ -33,6 +33,7 @@ struct GkOwnGemm {
         backend.set_gemm_params(std::nullopt);
         backend.set_gemm_wide_index(false);
         backend.set_fuse_epilogues(fused_before);
+        backend.set_fuse_half_loads(std::nullopt);
     }
 };
 #endif
@@ -315,7 +316,9 @@ TEST_CASE("the own GEMM kernel's epilogue hook sees each result with its row and
         g.m = m, g.n = n, g.k = k;
         g.a = {0, k, 1, {}};
         g.b = {0, n, 1, {}};
-        const gk_ocl::GemmEpilogue relu_bias_row{", __global const T* bias", "v = fmax(v + bias[col], (T)0) + (T)row;"};
+        gk_ocl::GemmEpilogue relu_bias_row;
+        relu_bias_row.parameters = ", __global const T* bias";
+        relu_bias_row.code = "v = fmax(v + bias[col], (T)0) + (T)row;";
         backend.own_gemm(g, *ba, *bb, *bc, relu_bias_row, {bbias.get()});
         std::vector<float> got(static_cast<std::size_t>(m * n));
         backend.read(*bc, 0, got.data(), got.size() * sizeof(float));
@@ -524,6 +527,172 @@ TEST_CASE("fused epilogues over batches, folded batches, reshapes, n = 1 and k =
             std::vector<double> want(p.value.size());
             for (std::size_t i = 0; i < want.size(); ++i) want[i] = 1.0 / (1.0 + std::exp(-(p.value[i] + 1.0)));
             gk_check_epilogue(y.to_vector(), p, want, 8, 1e-5);
+        }
+    });
+}
+
+namespace {
+
+/// The schedule of `y` is one matmul item with the producer of operand `which` ("A" or "B")
+/// fused into its loads.
+void gk_check_prologue(const lt::Tensor<float>& y, const char* which) {
+    const auto items = lt::schedule(y);
+    REQUIRE(items.size() == 1);
+    CHECK(items[0].kind == lt::ScheduleItem::Kind::Matmul);
+    CHECK(items[0].ir.find(std::string("prologue of ") + which) != std::string::npos);
+}
+
+/// `r` with each element a float: f(float(v)) rounded to float, as the device computes it.
+Ref gk_float_map(const Ref& r, const std::function<float(float)>& f) {
+    return map(r, [&](double v) { return double(f(float(v))); });
+}
+
+}  // namespace
+
+TEST_CASE("an operand's scale or cast runs in the own GEMM kernel's loads" *
+          doctest::skip(!has_test_device(lt::Device::Kind::OpenCL))) {
+    for_each_device([](lt::Device d) {
+        if (d.kind != lt::Device::Kind::OpenCL) return;
+        GkOwnGemm own(d);
+        own.backend.set_fuse_epilogues(true);
+        own.backend.set_fuse_half_loads(true);  // (the default on CPU devices, not on GPUs)
+        const std::int64_t m = 67, k = 35, n = 45;
+        const Ref a = random_ref<float>({m, k}, 401), b = random_ref<float>({k, n}, 402), bias = random_ref<float>({n}, 403);
+        const auto A = make_tensor<float>(a), B = make_tensor<float>(b), Bias = make_tensor<float>(bias);
+
+        SUBCASE("a scale of A; a changing scale reuses the program") {
+            for (float s : {0.5f, -3.0f, 1e-3f}) {
+                lt::reset_compile_stats(d);
+                const lt::Tensor<float> y = lt::matmul(A * s, B);
+                gk_check_prologue(y, "A");
+                gk_check(y, gk_float_map(a, [&](float v) { return v * s; }), b);
+                if (s != 0.5f) CHECK(lt::compile_stats(d).programs_built + lt::compile_stats(d).disk_hits == 0);
+            }
+        }
+        SUBCASE("float16 B cast to float32, read as half; LAZYTENSOR_DEBUG names it") {
+            const Ref bh = map(b, [](double v) { return double(static_cast<float>(lt::half(float(v)))); });
+            const lt::Tensor<lt::half> Bh = make_tensor<float>(bh).cast<lt::half>();
+            Bh.realize();
+            const lt::Tensor<float> y = lt::matmul(A, Bh.cast<float>());
+            gk_check_prologue(y, "B");
+            const std::string out = debug_output(1, [&] { lt::matmul(A, Bh.cast<float>()).realize(); });
+            CHECK(out.find("with the producer of B fused into its loads") != std::string::npos);
+            gk_check(y, a, bh);
+        }
+        SUBCASE("float16 operands through vector loads of 4 and of 2, and where rows are not aligned") {
+            auto halves = [](const Ref& r) { return map(r, [](double v) { return double(static_cast<float>(lt::half(float(v)))); }); };
+            // k = 36 and n = 48: rows aligned for vectors of 4; k = 35 and n = 45: no row after
+            // the first is, so every load takes the element path.
+            for (const std::int64_t kk : {36, 35}) {
+                const std::int64_t nn = kk == 36 ? 48 : 45;
+                const Ref ah = halves(random_ref<float>({m, kk}, 409)), bh = halves(random_ref<float>({kk, nn}, 410));
+                const lt::Tensor<lt::half> Ah = make_tensor<float>(ah).cast<lt::half>().realize();
+                const lt::Tensor<lt::half> Bh = make_tensor<float>(bh).cast<lt::half>().realize();
+                for (const gk_ocl::GemmKernelParams& params :
+                     {gk_ocl::GemmKernelParams{4, 8, 4, 4, 8, 4, 4, true, true}, gk_ocl::GemmKernelParams{8, 4, 2, 4, 8, 2, 2, true}}) {
+                    own.backend.set_gemm_params(params);
+                    const lt::Tensor<float> y = lt::matmul(Ah.cast<float>() * 2.0f, Bh.cast<float>());
+                    const auto items = lt::schedule(y);
+                    REQUIRE(items.size() == 1);
+                    CHECK(items[0].ir.find("prologue of A") != std::string::npos);
+                    CHECK(items[0].ir.find("prologue of B") != std::string::npos);
+                    gk_check(y, map(ah, [](double v) { return 2 * v; }), bh);
+                    // B transposed: its loads run along k, the unit-stride axis of Bt.
+                    const lt::Tensor<lt::half> Bt = make_tensor<float>(permute(bh, {1, 0})).cast<lt::half>().realize();
+                    const lt::Tensor<float> z = lt::matmul(Ah.cast<float>(), Bt.cast<float>().t());
+                    CHECK(lt::schedule(z).size() == 1);
+                    gk_check(z, ah, bh);
+                }
+            }
+            own.backend.set_gemm_params(std::nullopt);
+        }
+        SUBCASE("both operands and an epilogue: one kernel") {
+            const lt::Tensor<float> y = lt::relu(lt::matmul(A * 0.25f, B - 1.0f) + Bias);
+            const auto items = lt::schedule(y);
+            REQUIRE(items.size() == 1);
+            CHECK(items[0].ir.find("prologue of A") != std::string::npos);
+            CHECK(items[0].ir.find("prologue of B") != std::string::npos);
+            CHECK(items[0].ir.find("epilogue") != std::string::npos);
+            const Ref a2 = gk_float_map(a, [](float v) { return v * 0.25f; });
+            const Ref b2 = gk_float_map(b, [](float v) { return v - 1.0f; });
+            const GkProduct p = gk_reference(a2, b2);
+            std::vector<double> want(p.value.size());
+            for (std::size_t i = 0; i < want.size(); ++i) want[i] = std::max(p.value[i] + bias.v[i % n], 0.0);
+            gk_check_epilogue(y.to_vector(), p, want, k);
+        }
+        SUBCASE("a producer held by the program is stored too") {
+            const lt::Tensor<float> as = A * 2.0f;
+            const lt::Tensor<float> y = lt::matmul(as, B);
+            gk_check_prologue(y, "A");
+            y.realize();
+            CHECK(as.is_realized());
+            const Ref a2 = gk_float_map(a, [](float v) { return v * 2.0f; });
+            check_close(as, a2, 0, 0);
+            gk_check(y, a2, b);
+        }
+        SUBCASE("operands read through transposes, a batch, and a column-major input") {
+            const Ref at = random_ref<float>({k, m}, 404);  // A stored transposed
+            const Ref at_t = permute(at, {1, 0});
+            const lt::Tensor<float> y = lt::matmul((make_tensor<float>(at) * 3.0f).t(), B);
+            gk_check(y, gk_float_map(at_t, [](float v) { return v * 3.0f; }), b);
+            const lt::Tensor<float> y2 = lt::matmul(make_tensor<float>(at).t() * 3.0f, B);
+            gk_check(y2, gk_float_map(at_t, [](float v) { return v * 3.0f; }), b);
+            const Ref a3 = random_ref<float>({3, 9, k}, 405);
+            const lt::Tensor<float> y3 = lt::matmul(make_tensor<float>(a3) * 0.5f, B);
+            gk_check_prologue(y3, "A");
+            gk_check(y3, gk_float_map(Ref{{27, k}, a3.v}, [](float v) { return v * 0.5f; }), b);
+        }
+        SUBCASE("what does not fuse still runs: two inputs, a second reader, a slice") {
+            const Ref row = random_ref<float>({1, k}, 406);
+            const lt::Tensor<float> y = lt::matmul(A * make_tensor<float>(row), B);
+            CHECK(lt::schedule(y).size() == 2);
+            gk_check(y, zip(a, broadcast(row, {m, k}), [](double x, double r) { return double(float(x) * float(r)); }), b);
+            const lt::Tensor<float> as = A * 2.0f;
+            const lt::Tensor<float> y2 = lt::matmul(as, B);
+            const lt::Tensor<float> s = as.sum(1);
+            lt::realize({y2, s});
+            const Ref a2 = gk_float_map(a, [](float v) { return v * 2.0f; });
+            gk_check(y2, a2, b);
+            check_close(s, reduce(a2, {1}, false, 0.0, ref_add), 1e-5, 1e-5);
+            const Ref wide = random_ref<float>({m, k + 3}, 407);
+            const lt::Tensor<float> y3 = lt::matmul(make_tensor<float>(wide).slice(1, 1, k + 1) * 2.0f, B);
+            const Ref sliced = ref_of({m, k}, [&](const auto& i) { return double(float(wide.at({i[0], i[1] + 1})) * 2.0f); });
+            gk_check(y3, sliced, b);
+        }
+        SUBCASE("k = 0 and float64 inputs") {
+            const auto empty_a = make_tensor<float>(Ref{{5, 0}, {}}), empty_b = make_tensor<float>(Ref{{0, 7}, {}});
+            const std::vector<float> zeros = lt::matmul(empty_a * 2.0f, empty_b).to_vector();
+            REQUIRE(zeros.size() == 35);
+            for (float z : zeros) CHECK(z == 0.0f);
+            const Ref bd = random_ref<double>({k, n}, 408);
+            const lt::Tensor<float> y = lt::matmul(A, make_tensor<double>(bd).cast<float>());
+            if (lt::detail::supports_float64(d)) gk_check_prologue(y, "B");
+            else CHECK(lt::schedule(y).size() == 2);  // the double buffer is read by a kernel of its own
+            gk_check(y, a, gk_float_map(bd, [](float v) { return v; }));
+        }
+        SUBCASE("LAZYTENSOR_CHECK compares a fused prologue with the host") {
+            const bool before = lt::check_enabled();
+            lt::set_check_enabled(true);
+            const lt::Tensor<float> y = lt::tanh(lt::matmul(A * 0.5f, B));
+            CHECK_NOTHROW(y.realize());
+            lt::set_check_enabled(before);
+            const GkProduct p = gk_reference(gk_float_map(a, [](float v) { return v * 0.5f; }), b);
+            std::vector<double> want(p.value.size());
+            for (std::size_t i = 0; i < want.size(); ++i) want[i] = std::tanh(p.value[i]);
+            gk_check_epilogue(y.to_vector(), p, want, k, 1e-5);
+        }
+        SUBCASE("fusion turned off runs the producer as a kernel of its own") {
+            own.backend.set_fuse_epilogues(false);
+            const lt::Tensor<float> y = lt::matmul(A * 0.5f, B);
+            CHECK(lt::schedule(y).size() == 2);
+            gk_check(y, gk_float_map(a, [](float v) { return v * 0.5f; }), b);
+            own.backend.set_fuse_epilogues(true);
+            own.backend.set_fuse_half_loads(false);
+            const lt::Tensor<lt::half> Ah = A.cast<lt::half>().realize();
+            const lt::Tensor<float> z = lt::matmul(Ah.cast<float>() * 0.5f, B);
+            CHECK(lt::schedule(z).size() == 2);
+            gk_check(z, gk_float_map(map(a, [](double v) { return double(static_cast<float>(lt::half(float(v)))); }),
+                                     [](float v) { return v * 0.5f; }), b);
         }
     });
 }

@@ -162,11 +162,12 @@ TEST_CASE("producers fuse into their own kernels, the consumer of the product in
                                  [](double v) { return v > 0 ? v : 0; });
         check_close(y, expected, 1e-4, 1e-4);
 
-        // exp(x) and w * 2 are computed by kernels of their own, then the GEMM reads them.
+        // exp(x) and w * 2 are computed by kernels of their own, then the GEMM reads them; on
+        // the own GEMM kernel they run in its loads, and the consumer in its stores.
         lt::Tensor<float> z = lt::matmul(lt::exp(X * 0.25f), W * 2.0f) - 1.0f;
         const auto zi = lt::schedule(z);
         CHECK(items_of_kind(zi, lt::ScheduleItem::Kind::Matmul) == 1);
-        CHECK(lt::kernel_count(zi) == (fused ? 2 : 3));
+        CHECK(lt::kernel_count(zi) == (fused ? 0 : 3));
         const Ref ex = map(x, [](double v) { return std::exp(static_cast<double>(static_cast<float>(v * 0.25))); });
         const Ref w2 = map(w, [](double v) { return v * 2; });
         check_close(z, map(ref_matmul(ex, w2).value, [](double v) { return v - 1; }), 1e-4, 1e-3);

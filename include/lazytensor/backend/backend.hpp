@@ -52,6 +52,15 @@ inline std::atomic<std::uint32_t>& gemm_config_generation() {
     return generation;
 }
 
+/// Element-wise kernels fused into a matrix product: per operand, a producer applied to each
+/// element as it is loaded (ir::fits_as_prologue); a consumer applied to each result as it is
+/// stored (ir::fits_as_epilogue), reading the product as parameter product_param.
+struct GemmFusion {
+    const ir::Kernel* prologue[2] = {nullptr, nullptr};
+    const ir::Kernel* epilogue = nullptr;
+    int product_param = -1;
+};
+
 class Backend : public BufferAllocator {
 public:
     virtual Device device() const = 0;
@@ -132,17 +141,22 @@ public:
     /// Runs a matrix product into `c` (contiguous [batch..., m, n]), reading `a` and `b` as the
     /// layouts of `gemm` say. Its dtype is float32 or float64.
     virtual void gemm(const ir::Gemm& gemm, const Buffer& a, const Buffer& b, Buffer& c) = 0;
-    /// Whether gemm_epilogue can run `epilogue` (an ir::fits_as_epilogue kernel reading the
-    /// product as parameter `product_param`) in the stores of `gemm`. A change of the answer for
-    /// the same arguments must bump gemm_config_generation() (plans cache it).
+    /// Whether gemm_fused can run `epilogue` (an ir::fits_as_epilogue kernel reading the product
+    /// as parameter `product_param`) in the stores of `gemm`. A change of the answer for the same
+    /// arguments must bump gemm_config_generation() (plans keep it), as for fuses_prologue.
     virtual bool fuses_epilogue(const ir::Gemm&, const ir::Kernel&, int) const { return false; }
-    /// Runs `gemm` with `epilogue` applied to each result before its store: `params` are the
-    /// epilogue's buffers in parameter order (the last its output, where the results go);
-    /// params[product_param] is a buffer that also gets the product itself, or null.
-    virtual void gemm_epilogue(const ir::Gemm& gemm, const ir::Kernel& epilogue, int product_param, const Buffer& a,
-                               const Buffer& b, const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) {
-        (void)gemm, (void)epilogue, (void)product_param, (void)a, (void)b, (void)params, (void)scalars;
-        fail<Error>("lazytensor internal error: ", device(), " cannot fuse an epilogue into a matrix product");
+    /// Whether gemm_fused can run `prologue` (an ir::fits_as_prologue kernel) in the loads of an
+    /// operand of `gemm`.
+    virtual bool fuses_prologue(const ir::Gemm&, const ir::Kernel&) const { return false; }
+    /// Runs `gemm` with kernels fused into it (GemmFusion). `a` and `b` are its operands' buffers
+    /// (a prologue's input where it has one); `params` are the epilogue's buffers in parameter
+    /// order (the last its output, where the results go; params[product_param] a buffer that
+    /// also gets the product itself, or null), or just the result's buffer without an epilogue;
+    /// `scalars` are the prologues' scalars (A's, B's), then the epilogue's.
+    virtual void gemm_fused(const ir::Gemm& gemm, const GemmFusion& fusion, const Buffer& a, const Buffer& b,
+                            const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) {
+        (void)gemm, (void)fusion, (void)a, (void)b, (void)params, (void)scalars;
+        fail<Error>("lazytensor internal error: ", device(), " cannot fuse kernels into a matrix product");
     }
     /// Runs an inclusive scan into `out` (contiguous [outer, length, inner]), reading `in` as
     /// `scan` says. Its dtype is float32, float64 or int64 (which wraps).

@@ -151,6 +151,27 @@ inline bool fits_as_epilogue(const Gemm& g, const Kernel& k, int product_param) 
     return true;
 }
 
+/// Whether kernel `k` can run as the prologue of an operand of product `g`: applied to each
+/// element of the operand as the product loads it, instead of writing the operand to memory
+/// first. `k` must map one input (parameter 0: float16, float32 or float64, read only at the
+/// element it computes) to one value of the product's dtype per element of its output
+/// (parameter 1), element-wise, with constants and scalars besides: a scale, a cast.
+inline bool fits_as_prologue(const Gemm& g, const Kernel& k) {
+    if (k.in_place || k.params.size() != 2 || k.params[0].output || !k.params[1].output) return false;
+    const DType in = k.params[0].dtype;
+    if (k.params[1].dtype != g.dtype || (in != DType::Float16 && in != DType::Float32 && in != DType::Float64)) return false;
+    if (k.has_reduction() || k.phases.size() != 1) return false;
+    const Phase& phase = k.phases[0];
+    if (phase.kind != Phase::Kind::Store || phase.outer || phase.stores.size() != 1) return false;
+    const Access in_order{0, contiguous_strides(k.domain)};
+    if (phase.stores[0].param != 1 || phase.stores[0].access != in_order) return false;
+    for (const Instr& i : phase.instrs) {
+        if (i.op == Op::Slot || i.op == Op::Index) return false;
+        if (i.op == Op::Load && !(i.arg == 0 && i.plain_load() && i.access == in_order)) return false;
+    }
+    return true;
+}
+
 /// A GEMM's shape and operand layouts, as LAZYTENSOR_DEBUG=2 lists them.
 inline std::string to_string(const Gemm& g) {
     std::ostringstream out;

@@ -331,6 +331,8 @@ public:
                 << kCheckSubnormalUnits << " units of the smallest subnormal)";
         msg << "\n--- " << (item_.is_gemm() ? "matmul" : item_.is_scan() ? "scan" : "kernel IR") << " ---\n"
             << (item_.is_gemm() ? ir::to_string(item_.gemm) : item_.is_scan() ? ir::to_string(item_.scan) : ir::to_string(item_.kernel));
+        for (int o = 0; o < 2; ++o)
+            if (item_.has_prologue(o)) msg << "--- prologue of " << (o ? "B" : "A") << " ---\n" << ir::to_string(item_.prologue[o]);
         if (item_.has_epilogue()) msg << "--- epilogue (reads the product as p" << item_.product_param << ") ---\n" << ir::to_string(item_.kernel);
         if (item_.runs_kernel() && item_.compiled) {
             const std::string source = backend.kernel_source(*item_.compiled);
@@ -344,8 +346,8 @@ private:
     /// Runs the item on the host; says what ran it.
     const char* run_on_host(const std::vector<Buffer*>& params) const {
         Backend& host = host_backend();
-        if (item_.has_epilogue()) {
-            run_epilogue_on_host(params);
+        if (item_.fused()) {
+            run_fused_on_host(params);
             return "the host's packed GEMM and interpreter";
         }
         if (item_.is_gemm()) {
@@ -386,7 +388,7 @@ private:
                 clear_sign_bits(*absolute.back());
                 params[static_cast<std::size_t>(k)] = absolute.back().get();
             }
-            if (item_.has_epilogue()) run_epilogue_on_host(params, true);
+            if (item_.fused()) run_fused_on_host(params, true);
             else host.gemm(item_.gemm, *params[0], *params[1], *params[2]);
         } else {
             host.launch(*host.get_kernel(magnitude_kernel(item_.kernel)), params, scalars_);
@@ -396,18 +398,37 @@ private:
         return bytes;
     }
 
-    /// A product with a fused epilogue, on the host as two items: the product into a buffer of
-    /// its own, then the epilogue's kernel (its magnitude kernel with `magnitudes`). params: A,
-    /// B, then the epilogue's buffers.
-    void run_epilogue_on_host(const std::vector<Buffer*>& params, bool magnitudes = false) const {
+    /// A product with kernels fused into it, on the host as separate items: each prologue into a
+    /// buffer of its own, the product (into a buffer of its own where an epilogue follows), then
+    /// the epilogue; with `magnitudes`, their magnitude kernels. params: A's and B's (or their
+    /// prologues' inputs), then the epilogue's buffers or the result's.
+    void run_fused_on_host(const std::vector<Buffer*>& params, bool magnitudes = false) const {
         Backend& host = host_backend();
+        auto run = [&](const ir::Kernel& k, const std::vector<Buffer*>& buffers, std::size_t first_scalar) {
+            ir::Kernel kernel = magnitudes ? magnitude_kernel(k) : k;
+            kernel.candidate = nullptr;
+            const std::vector<Scalar> own(scalars_.begin() + static_cast<std::ptrdiff_t>(first_scalar),
+                                          scalars_.begin() + static_cast<std::ptrdiff_t>(first_scalar + k.scalars.size()));
+            host.launch(*host.get_kernel(kernel), buffers, own);
+        };
+        const ir::Gemm& g = item_.gemm;
+        BufferPtr operand[2];
+        std::size_t first_scalar = 0;
+        for (int o = 0; o < 2; ++o) {
+            if (!item_.has_prologue(o)) continue;
+            const ir::Kernel& k = item_.prologue[o];
+            operand[o] = host.allocate(g.dtype, numel(k.domain));
+            run(k, {params[static_cast<std::size_t>(o)], operand[o].get()}, first_scalar);
+            first_scalar += k.scalars.size();
+        }
+        const Buffer& a = operand[0] ? *operand[0] : *params[0];
+        const Buffer& b = operand[1] ? *operand[1] : *params[1];
+        if (!item_.has_epilogue()) return host.gemm(g, a, b, *params[2]);
         std::vector<Buffer*> epilogue(params.begin() + 2, params.end());
-        BufferPtr product = host.allocate(item_.gemm.dtype, item_.gemm.batch_count() * item_.gemm.m * item_.gemm.n);
-        host.gemm(item_.gemm, *params[0], *params[1], *product);
+        BufferPtr product = host.allocate(g.dtype, g.batch_count() * g.m * g.n);
+        host.gemm(g, a, b, *product);
         epilogue[static_cast<std::size_t>(item_.product_param)] = product.get();
-        ir::Kernel kernel = magnitudes ? magnitude_kernel(item_.kernel) : item_.kernel;
-        kernel.candidate = nullptr;
-        host.launch(*host.get_kernel(kernel), epilogue, scalars_);
+        run(item_.kernel, epilogue, first_scalar);
     }
 
     /// A scan item's copy of its operand, compiled for the host (null: the item reads in place).

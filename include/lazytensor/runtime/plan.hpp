@@ -20,7 +20,7 @@
 #include "../codegen/lower_scan.hpp"
 #include "../core/config.hpp"
 #include "../core/lru_cache.hpp"
-#include "../schedule/fuse_epilogues.hpp"
+#include "../schedule/fuse_products.hpp"
 #include "../schedule/schedule.hpp"
 #include "seam.hpp"
 
@@ -36,12 +36,19 @@ struct PlannedItem {
     Strides view_strides;
     ir::Kernel kernel;        // Kernel; a Scan's copy; a Matmul's fused epilogue (fused_product >= 0)
     ScheduleItem::Kind kind = ScheduleItem::Kind::Kernel;
-    int fused_product = -1;   // a Matmul with an epilogue: the product's node (in a buffer only
-    int product_param = -1;   // when kept), and the epilogue's parameter that reads it
+    // A Matmul with kernels fused into it (schedule/fuse_products.hpp): per operand, the
+    // producer run in its loads (producer[o] its node, in a buffer only when kept); the
+    // consumer run in its stores (the product's node, in a buffer only when kept, and the
+    // epilogue's parameter that reads it).
+    ir::Kernel prologue[2];
+    int producer[2] = {-1, -1};
+    int fused_product = -1;
+    int product_param = -1;
     ir::Gemm gemm;            // Matmul: the product over the buffers of inputs[0] and inputs[1]
     ir::Scan scan;            // Scan: the scan of inputs[0] (copied contiguous first by `kernel`
                               // when that has phases)
     std::vector<int> inputs;  // per input parameter (a Matmul's: A, B, then its epilogue's)
+                              // (a prologue's input stands for its operand)
     std::vector<int> scalars; // per scalar parameter: the node whose value is passed
     std::vector<std::string> ops;
     // The compiled kernel, looked up on the first run (realize holds its lock meanwhile).
@@ -49,6 +56,23 @@ struct PlannedItem {
 
     bool is_gemm() const { return kind == ScheduleItem::Kind::Matmul; }
     bool has_epilogue() const { return fused_product >= 0; }
+    bool has_prologue(int o) const { return producer[o] >= 0; }
+    bool fused() const { return has_epilogue() || has_prologue(0) || has_prologue(1); }
+    /// The nodes whose results a fused Matmul computes on the way (producers, the product).
+    SmallVector<int, 3> fused_away() const {
+        SmallVector<int, 3> out;
+        for (int n : {producer[0], producer[1], fused_product})
+            if (n >= 0) out.push_back(n);
+        return out;
+    }
+    /// The kernels fused into a Matmul, as the backend takes them.
+    GemmFusion fusion() const {
+        GemmFusion f;
+        for (int o = 0; o < 2; ++o)
+            if (has_prologue(o)) f.prologue[o] = &prologue[o];
+        if (has_epilogue()) f.epilogue = &kernel, f.product_param = product_param;
+        return f;
+    }
     bool is_scan() const { return kind == ScheduleItem::Kind::Scan; }
     /// Whether `kernel` runs: a kernel item, or the copy a scan item makes of its operand.
     bool runs_kernel() const {
@@ -160,9 +184,14 @@ inline Schedule schedule_and_lower(const GraphWalk& w) {
 
 inline Plan make_plan(const GraphWalk& w) {
     Schedule s = schedule_and_lower(w);
-    fuse_epilogues(s, [](const Node* product, const ir::Gemm& gemm, const ir::Kernel& epilogue, int param) {
+    ProductFusions fusions;
+    fusions.prologue = [](const Node* product, const ir::Gemm& gemm, const ir::Kernel& prologue) {
+        return backend_for(product->device).fuses_prologue(gemm, prologue);
+    };
+    fusions.epilogue = [](const Node* product, const ir::Gemm& gemm, const ir::Kernel& epilogue, int param) {
         return backend_for(product->device).fuses_epilogue(gemm, epilogue, param);
-    });
+    };
+    fuse_into_products(s, fusions);
     auto index = [&](const Node* n) { return w.order.index.at(n); };
     Plan p;
     p.uses = std::move(s.uses);
@@ -186,6 +215,11 @@ inline Plan make_plan(const GraphWalk& w) {
             item.fused_product = index(g.fused_product);
             item.product_param = g.product_param;
         }
+        for (int o = 0; o < 2; ++o)
+            if (g.fused_producer[o]) {
+                item.producer[o] = index(g.fused_producer[o]);
+                item.prologue[o] = std::move(g.prologue[o]);
+            }
         item.scan = g.scan;
         for (Node* in : g.inputs) item.inputs.push_back(index(in));
         for (Node* v : g.scalars) item.scalars.push_back(index(v));

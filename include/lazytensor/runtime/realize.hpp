@@ -37,6 +37,9 @@ inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
     item.output = describe(w.node(p.root));
     if (p.is_gemm()) {
         item.ir = ir::to_string(p.gemm);
+        for (int o = 0; o < 2; ++o)
+            if (p.has_prologue(o))
+                item.ir += concat("    prologue of ", o ? "B" : "A", ", applied in the product's loads:\n", ir::to_string(p.prologue[o]));
         if (p.has_epilogue())
             item.ir += concat("    epilogue, applied in the product's stores (it reads the product as p", p.product_param,
                               "):\n", ir::to_string(p.kernel));
@@ -119,6 +122,27 @@ inline void print_timing(std::size_t i, Backend& backend, const std::vector<Buff
     std::cerr << out.str() << "\n";
 }
 
+/// A fused product's operands that a tensor outside the graph holds: computed into buffers of
+/// their own as well (the product computes them again in its loads).
+inline void run_kept_producers(Backend& backend, const PlannedItem& p, const std::vector<Buffer*>& params,
+                               const std::vector<Scalar>& scalars, const std::vector<char>& kept,
+                               std::vector<BufferPtr>& produced) {
+    std::size_t first_scalar = 0;
+    for (int o = 0; o < 2; ++o) {
+        if (!p.has_prologue(o)) continue;
+        const ir::Kernel& k = p.prologue[o];
+        const std::size_t count = k.scalars.size();
+        if (kept[static_cast<std::size_t>(p.producer[o])]) {
+            BufferPtr out = backend.allocate(k.params[1].dtype, numel(k.domain));
+            const std::vector<Scalar> own(scalars.begin() + static_cast<std::ptrdiff_t>(first_scalar),
+                                          scalars.begin() + static_cast<std::ptrdiff_t>(first_scalar + count));
+            backend.launch(*backend.get_kernel(k), {params[static_cast<std::size_t>(o)], out.get()}, own);
+            produced[static_cast<std::size_t>(p.producer[o])] = std::move(out);
+        }
+        first_scalar += count;
+    }
+}
+
 /// Gets the compiled kernel of every item that has not run on its device yet, all of a
 /// device's at once: a backend with a slow compiler (OpenCL) builds the new ones as one
 /// program, so a first realize that needs N new kernels costs less than N builds (four new
@@ -199,6 +223,8 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
         for (std::size_t i = 0; i < items.size(); ++i) {
             const PlannedItem& p = items[i];
             std::string routine = p.is_gemm() ? backend_for(node(p.root)->device).gemm_routine(p.gemm) : "";
+            for (int o = 0; o < 2; ++o)
+                if (p.has_prologue(o)) routine += concat(", with the producer of ", o ? "B" : "A", " fused into its loads");
             if (p.has_epilogue()) routine += ", with the epilogue fused into its stores";
             print_item(out, i, describe(p, w), level, routine);
         }
@@ -212,7 +238,8 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
     auto held_outside = [&](int i) { return node(i)->holders() > plan->uses[static_cast<std::size_t>(i)]; };
     for (const PlannedItem& p : items) {
         if (held_outside(p.root)) kept[static_cast<std::size_t>(p.root)] = 1;
-        if (p.has_epilogue() && held_outside(p.fused_product)) kept[static_cast<std::size_t>(p.fused_product)] = 1;
+        for (int f : p.fused_away())
+            if (held_outside(f)) kept[static_cast<std::size_t>(f)] = 1;
     }
     std::vector<std::size_t> last_read(w.order.nodes.size(), 0);
     for (std::size_t i = 0; i < items.size(); ++i) {
@@ -222,8 +249,8 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
     std::vector<NodePtr> hold;  // committing one node may free others that are committed later
     for (const PlannedItem& p : items) {
         if (kept[static_cast<std::size_t>(p.root)]) hold.push_back(node(p.root)->shared_from_this());
-        if (p.has_epilogue() && kept[static_cast<std::size_t>(p.fused_product)])
-            hold.push_back(node(p.fused_product)->shared_from_this());
+        for (int f : p.fused_away())
+            if (kept[static_cast<std::size_t>(f)]) hold.push_back(node(f)->shared_from_this());
     }
 
     compile_items(items, w, level);
@@ -243,7 +270,8 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
         }
         // An assign writes into its target's memory; everything else into new memory.
         BufferPtr out = root->kind == NodeKind::Assign ? root->src[0]->buffer : backend.allocate(root->dtype, numel(root->shape));
-        // A product fused with its epilogue gets memory only when it is kept.
+        // A product fused with its epilogue gets memory only when it is kept (and so does a
+        // producer fused into its loads: run_kept_producers).
         if (p.has_epilogue() && kept[static_cast<std::size_t>(p.fused_product)])
             produced[static_cast<std::size_t>(p.fused_product)] = backend.allocate(p.gemm.dtype, numel(node(p.fused_product)->shape));
         params.clear();
@@ -255,9 +283,11 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
         if (check_enabled() && KernelCheck::applies(p, backend))
             check.emplace(p, params, scalars, root->kind == NodeKind::Assign);
         auto run = [&] {
-            if (p.has_epilogue())
-                backend.gemm_epilogue(p.gemm, p.kernel, p.product_param, *params[0], *params[1],
-                                      std::vector<Buffer*>(params.begin() + 2, params.end()), scalars);
+            if (p.fused()) {
+                run_kept_producers(backend, p, params, scalars, kept, produced);
+                backend.gemm_fused(p.gemm, p.fusion(), *params[0], *params[1],
+                                   std::vector<Buffer*>(params.begin() + 2, params.end()), scalars);
+            }
             else if (p.is_gemm())
                 backend.gemm(p.gemm, *params[0], *params[1], *params[2]);
             else if (p.is_scan())
@@ -287,10 +317,9 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
     // Commit: every kernel has run. Other threads may be building on these nodes.
     std::unique_lock<std::shared_mutex> commit(graph_mutex());
     for (const PlannedItem& p : items) {
-        if (p.has_epilogue() && kept[static_cast<std::size_t>(p.fused_product)]) {
-            Node* product = node(p.fused_product);
-            make_realized(*product, produced[static_cast<std::size_t>(p.fused_product)], 0, contiguous_strides(product->shape));
-        }
+        for (int f : p.fused_away())
+            if (kept[static_cast<std::size_t>(f)])
+                make_realized(*node(f), produced[static_cast<std::size_t>(f)], 0, contiguous_strides(node(f)->shape));
         if (!kept[static_cast<std::size_t>(p.root)]) continue;
         Node* n = node(p.root);
         if (p.view_only) {

@@ -64,9 +64,13 @@ struct Group {
     Axes reduced;
     Node* domain_reduce = nullptr;  // the reduction that set the domain
 
-    // A product with its element-wise consumer fused into its stores (fuse_epilogues): root is
-    // the consumer, `kernel` its kernel, `gemm` the product, read from inputs[0] and inputs[1];
-    // the kernel's buffers follow, the product's (parameter product_param) unallocated.
+    // A product with kernels fused into it (fuse_products.hpp). Producers of its operands run
+    // in its loads: prologue[o] computes operand o (fused_producer[o]) from inputs[o], with the
+    // first scalars. A consumer runs in its stores: root is then the consumer, `kernel` its
+    // kernel, whose buffers follow A's and B's in `inputs` (the product's, parameter
+    // product_param, unallocated) and whose scalars follow the prologues'.
+    ir::Kernel prologue[2];
+    Node* fused_producer[2] = {nullptr, nullptr};
     Node* fused_product = nullptr;
     int product_param = -1;
 

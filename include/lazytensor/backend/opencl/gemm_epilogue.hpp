@@ -1,9 +1,11 @@
-// A product's element-wise consumer (ir::fits_as_epilogue) as the own GEMM kernel's epilogue:
-// the consumer's kernel rendered as code applied to each result in the GEMM's stores, at the
-// domain coordinates of that result, so that relu(x @ w + b) is one kernel and the product
-// never reaches memory. The epilogue's results go to C (its output buffer); a `product` buffer
-// also gets the product itself when store_product is nonzero (a tensor outside the graph
-// holds it).
+// Kernels fused into the own GEMM kernel (schedule/fuse_products.hpp), rendered as code:
+//   - a product's element-wise consumer (ir::fits_as_epilogue) as its epilogue, applied to
+//     each result in the GEMM's stores at the domain coordinates of that result, so that
+//     relu(x @ w + b) is one kernel and the product never reaches memory. The epilogue's
+//     results go to C (its output buffer); a `product` buffer also gets the product itself
+//     when store_product is nonzero (a tensor outside the graph holds it);
+//   - an operand's producer (ir::fits_as_prologue) as a function applied to each element of
+//     its input as the GEMM loads it (a scale, a cast from float16).
 #pragma once
 
 #include <string>
@@ -48,7 +50,27 @@ inline GemmEpilogue gemm_epilogue_code(const ir::Gemm& g, const ir::Kernel& k, i
     GemmEpilogue out;
     out.parameters = ", __global T* product" + e.parameters + ", const int store_product";
     out.code = ind + "if (store_product) product[" + rows + " * n + col] = v;\n" + code + e.code;
-    for (const std::string& h : e.helpers) out.helpers += h;
+    out.helpers = e.helpers;
+    out.fp64 = e.uses_fp64;
+    return out;
+}
+
+/// The prologue of operand `which` (0: A, 1: B) computing kernel `k` (ir::fits_as_prologue)
+/// from each element of its input as it is loaded: a function of the element and the kernel's
+/// scalars, whose kernel parameters are named pa_s<i> (pb_s<i>).
+inline GemmPrologue gemm_prologue_code(const ir::Kernel& k, int which, const DeviceTraits& device) {
+    const std::string tag = which ? "b" : "a";
+    Renderer::Epilogue e = Renderer(k, device, "lt_gemm").render_epilogue(0, {}, "x", "    ");
+    GemmPrologue out;
+    out.storage = k.params[0].dtype;
+    out.name = "lt_prologue_" + tag;
+    out.function = std::string(cl_value_type(k.params[1].dtype)) + " " + out.name + "(" + cl_value_type(out.storage) + " x" +
+                   e.parameters + ") {\n" + e.code + "    return x;\n}\n";
+    for (std::size_t i = 0; i < k.scalars.size(); ++i) {
+        out.parameters += std::string(", const ") + cl_scalar_arg_type(k.scalars[i]) + " p" + tag + "_s" + std::to_string(i);
+        out.arguments += ", p" + tag + "_s" + std::to_string(i);
+    }
+    out.helpers = e.helpers;
     out.fp64 = e.uses_fp64;
     return out;
 }

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "../../core/dtype.hpp"
 #include "../../core/env.hpp"
@@ -71,8 +72,20 @@ struct GemmLayoutClass {
 struct GemmEpilogue {
     std::string parameters;
     std::string code;
-    std::string helpers;
+    std::vector<std::string> helpers;
     bool fp64 = false;  // the code computes in double
+};
+
+/// Code applied to each element of an operand as it is loaded (a scale, a cast): the operand's
+/// buffer holds `storage` elements (float16 is read with vload_half); `function` defines
+/// `name`(x, scalars...), which returns the element in the product's type; `parameters` declare
+/// the scalars as kernel parameters (after the epilogue's), `arguments` pass them on. Empty
+/// (no name): the element as it is.
+struct GemmPrologue {
+    DType storage = DType::Float32;
+    std::string name, function, parameters, arguments;
+    std::vector<std::string> helpers;
+    bool fp64 = false;
 };
 
 /// Which GEMM runs OpenCL matrix products: per shape (Auto), the own kernel, or CLBlast.
@@ -176,6 +189,9 @@ inline GemmLayoutClass gemm_layout_class(const ir::Gemm& g) {
     return c;
 }
 
+/// The OpenCL C type of an operand's elements in memory.
+inline std::string storage_name(DType t) { return t == DType::Float16 ? "half" : t == DType::Float64 ? "double" : "float"; }
+
 /// The name of the kernel in every program gemm_kernel_source makes.
 inline const char* gemm_kernel_name() { return "lt_gemm"; }
 
@@ -188,7 +204,8 @@ inline const char* gemm_kernel_name() { return "lt_gemm"; }
 /// launch; then the epilogue's parameters. NDRange: (ceil(m / BM) * ceil(n / BN) * tn, tm,
 /// matrices in this launch), work-groups (tn, tm, 1).
 inline std::string gemm_kernel_source(DType dtype, const GemmLayoutClass& layout, const GemmKernelParams& p,
-                                      const GemmEpilogue& epilogue = {}) {
+                                      const GemmEpilogue& epilogue = {}, const GemmPrologue& prologue_a = {},
+                                      const GemmPrologue& prologue_b = {}) {
     check_gemm_params(p);
     if (dtype != DType::Float32 && dtype != DType::Float64)
         fail<DTypeError>("the OpenCL GEMM kernel computes float32 and float64 products, not ", dtype);
@@ -201,15 +218,32 @@ inline std::string gemm_kernel_source(DType dtype, const GemmLayoutClass& layout
     auto n = [](auto x) { return std::to_string(x); };
     const std::string VT = V == 1 ? T : T + n(V);  // the vector type of a run
 
+    const GemmPrologue* prologue[2] = {&prologue_a, &prologue_b};
+    // An operand without a prologue is stored in the product's type.
+    auto storage = [&](const GemmPrologue& f) { return f.name.empty() ? dtype : f.storage; };
     std::string s;
-    // An epilogue rounds each operation on its own, as elsewhere (the product's FMAs are explicit).
-    if (!epilogue.code.empty()) s += "#pragma OPENCL FP_CONTRACT OFF\n";
-    if (dtype == DType::Float64 || epilogue.fp64) s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
-    s += epilogue.helpers;
+    // Fused code rounds each operation on its own, as elsewhere (the product's FMAs are explicit).
+    const bool fused = !epilogue.code.empty() || !prologue_a.name.empty() || !prologue_b.name.empty();
+    if (fused) s += "#pragma OPENCL FP_CONTRACT OFF\n";
+    bool fp64 = dtype == DType::Float64 || epilogue.fp64;
+    for (const GemmPrologue* f : prologue) fp64 = fp64 || f->fp64 || storage(*f) == DType::Float64;
+    if (fp64) s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
+    {  // helper functions, each once, then the prologues' functions (before the macros below)
+        std::vector<std::string> helpers = epilogue.helpers;
+        for (const GemmPrologue* f : prologue) helpers.insert(helpers.end(), f->helpers.begin(), f->helpers.end());
+        std::vector<std::string> once;
+        for (const std::string& h : helpers)
+            if (std::find(once.begin(), once.end(), h) == once.end()) once.push_back(h), s += h;
+        for (const GemmPrologue* f : prologue) s += f->function;
+        if (storage(prologue_a) == DType::Float16 || storage(prologue_b) == DType::Float16)
+            s += "float2 lt_halves2(uint bits) { return vload_half2(0, (const __private half*)&bits); }\n"
+                 "float4 lt_halves4(uint2 bits) { return vload_half4(0, (const __private half*)&bits); }\n";
+    }
     s += "// lazytensor GEMM: tm " + n(p.tm) + ", tn " + n(p.tn) + ", wm " + n(p.wm) + ", wn " + n(p.wn) + ", bk " +
          n(p.bk) + ", v " + n(V) + (p.prefetch ? ", prefetch" : "") + (p.double_buffer ? ", double-buffered" : "") + "; A " + (layout.a_k_fast ? "k" : "m") +
          "-fast, B " + (layout.b_n_fast ? "n" : "k") + "-fast\n";
-    s += "#define T " + T + "\n#define I " + I + "\n";
+    s += "#define T " + T + "\n#define I " + I + "\n#define SA " + storage_name(storage(prologue_a)) + "\n#define SB " +
+         storage_name(storage(prologue_b)) + "\n";
     s += "#define TM " + n(p.tm) + "\n#define TN " + n(p.tn) + "\n#define WM " + n(p.wm) + "\n#define WN " + n(p.wn) +
          "\n#define BK " + n(p.bk) + "\n#define BM " + n(BM) + "\n#define BN " + n(BN) + "\n#define NT " + n(NT) +
          "\n#define V " + n(V) + "\n#define LDA " + n(LDA) + "\n#define LDB " + n(LDB) + "\n#define LA " + n(LA) +
@@ -226,12 +260,12 @@ inline std::string gemm_kernel_source(DType dtype, const GemmLayoutClass& layout
          "#define OWN_COL(j) (tx * V + ((j) / V) * (TN * V) + (j) % V)\n";
     s += R"CL(
 __kernel __attribute__((reqd_work_group_size(TN, TM, 1)))
-void lt_gemm(__global T* restrict C, __global const T* restrict A, __global const T* restrict B,
+void lt_gemm(__global T* restrict C, __global const SA* restrict A, __global const SB* restrict B,
              __global const long* restrict offsets, const I m, const I n, const I k,
              const I a_rs, const I a_cs, const I b_rs, const I b_cs,
              const long a_offset, const long a_batch_stride, const long b_offset, const long b_batch_stride,
              const int per_matrix_offsets, const long first_matrix)CL" +
-         epilogue.parameters + R"CL() {
+         epilogue.parameters + prologue_a.parameters + prologue_b.parameters + R"CL() {
     __local T As[BUFFERS * BK * LDA];
     __local T Bs[BUFFERS * BK * LDB];
     __local T* a_tile = As;  // the tiles being multiplied
@@ -259,9 +293,21 @@ void lt_gemm(__global T* restrict C, __global const T* restrict A, __global cons
     // Global -> registers: this work-item's share of the tiles at k0, zero outside the
     // matrices (unrolled here, so that ra and rb stay in registers). With GV > 1, a load that is
     // whole and aligned is one vector load.
-    const std::string GT = p.gv == 1 ? T : T + n(p.gv);
     auto load_share = [&](const std::string& k0, const std::string& indent, bool is_a) {
         const std::string X = is_a ? "A" : "B", reg = is_a ? "ra" : "rb", count = n((is_a ? LA : LB) / p.gv);
+        // The operand's storage, how a vector of GV and one element of it are read, and its
+        // prologue applied to what was read.
+        const GemmPrologue& f = *prologue[is_a ? 0 : 1];
+        const bool half = storage(f) == DType::Float16;
+        const std::string ST = storage_name(storage(f)), GT = half ? "float" + n(p.gv) : p.gv == 1 ? ST : ST + n(p.gv);
+        // float16: the GV halves as one aligned load of bits (vload_halfN from global memory
+        // was 4 loads on NVIDIA), converted from private memory.
+        auto read_vector = [&](const std::string& at) {
+            return half ? "lt_halves" + n(p.gv) + "(*(__global const " + (p.gv == 2 ? "uint" : "uint2") + "*)(" + X + " + " + at + "))"
+                        : "*(__global const " + GT + "*)(" + X + " + " + at + ")";
+        };
+        auto read_element = [&](const std::string& at) { return half ? "vload_half(" + at + ", " + X + ")" : X + "[" + at + "]"; };
+        auto apply = [&](const std::string& x) { return f.name.empty() ? x : f.name + "(" + x + f.arguments + ")"; };
         const std::string first = is_a ? "const I r = row0 + A_ROW(x), c = " + k0 + " + A_K(x);"
                                        : "const I r = " + k0 + " + B_K(x), c = col0 + B_COL(x);";
         const std::string rows = is_a ? "m" : "k", cols = is_a ? "k" : "n", rs = is_a ? "a_rs" : "b_rs",
@@ -271,16 +317,15 @@ void lt_gemm(__global T* restrict C, __global const T* restrict A, __global cons
             r += indent + "{ const int x = lid + " + n(e * NT) + "; " + first + "\n";
             if (p.gv > 1) {
                 r += indent + "  if (" + X + "_vec && r + " + DR + " * (GV - 1) < " + rows + " && c + " + DC +
-                     " * (GV - 1) < " + cols + ") { const " + GT + " w = *(__global const " + GT + "*)(" + X + " + r * " +
-                     rs + " + c * " + cs + ");";
+                     " * (GV - 1) < " + cols + ") { const " + GT + " w = " + read_vector("r * " + rs + " + c * " + cs) + ";";
                 const char* lane[] = {"s0", "s1", "s2", "s3"};
-                for (int l = 0; l < p.gv; ++l) r += " " + reg + "[" + n(e * p.gv + l) + "] = w." + lane[l] + ";";
+                for (int l = 0; l < p.gv; ++l) r += " " + reg + "[" + n(e * p.gv + l) + "] = " + apply(std::string("w.") + lane[l]) + ";";
                 r += " } else {\n";
             }
             for (int l = 0; l < p.gv; ++l) {
                 const std::string rl = "r + " + DR + " * " + n(l), cl = "c + " + DC + " * " + n(l);
                 r += indent + "  " + reg + "[" + n(e * p.gv + l) + "] = (" + rl + " < " + rows + " && " + cl + " < " +
-                     cols + ") ? " + X + "[(" + rl + ") * " + rs + " + (" + cl + ") * " + cs + "] : (T)0;\n";
+                     cols + ") ? " + apply(read_element("(" + rl + ") * " + rs + " + (" + cl + ") * " + cs)) + " : (T)0;\n";
             }
             if (p.gv > 1) r += indent + "  }\n";
             r += indent + "}\n";

@@ -4,7 +4,8 @@
 //
 // Matrix products run on the same queue through lazytensor's own GEMM kernel (gemm_kernel.hpp)
 // or CLBlast (clblast_gemm.hpp), whichever LAZYTENSOR_OPENCL_GEMM and the shape choose; on
-// the own kernel, a product's element-wise consumer runs in its stores (gemm_epilogue.hpp).
+// the own kernel, a product's element-wise consumer runs in its stores and a simple producer of
+// an operand in its loads (gemm_epilogue.hpp).
 //
 // Caches, from the outside in: Backend::get_kernel keys compiled kernels (program + cl_kernel
 // objects) by the normalized IR, so a hit costs neither a build nor clCreateKernel; below it,
@@ -523,35 +524,61 @@ public:
     }
 
     bool fuses_epilogue(const ir::Gemm& g, const ir::Kernel& epilogue, int) const override {
-        if (!fuse_epilogues_ || !uses_own_gemm(g) || (g.dtype == DType::Float64 && !fp64_)) return false;
-        if (fp64_) return true;
-        for (const ir::Param& p : epilogue.params)  // float64 where the device has none: the kernel's own error
-            if (p.dtype == DType::Float64) return false;
-        for (const ir::Instr& in : epilogue.phases[0].instrs)
-            if (in.dtype == DType::Float64) return false;
-        return std::find(epilogue.scalars.begin(), epilogue.scalars.end(), DType::Float64) == epilogue.scalars.end();
+        return fuses(g, epilogue);
+    }
+    bool fuses_prologue(const ir::Gemm& g, const ir::Kernel& prologue) const override {
+        if (prologue.params[0].dtype == DType::Float16 && !fuse_half_loads_.value_or(!traits_.gpu)) return false;
+        return fuses(g, prologue);
     }
 
-    void gemm_epilogue(const ir::Gemm& g, const ir::Kernel& epilogue, int product_param, const Buffer& a, const Buffer& b,
-                       const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) override {
+    void gemm_fused(const ir::Gemm& g, const GemmFusion& fusion, const Buffer& a, const Buffer& b,
+                    const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) override {
         if (g.dtype == DType::Float64 && !fp64_)
             fail<DeviceError>(describe(), " does not support float64 (the device lacks cl_khr_fp64): matmul of float64 ",
                               "tensors cannot run there; use float32, or run it on the host");
-        // The epilogue's code depends on the kernel and on how the domain splits into m and n.
-        const std::string key = concat(ir::key(epilogue), '|', product_param, '|', g.batch_count(), ',', g.m, ',', g.n);
-        auto it = epilogues_.find(key);
-        if (it == epilogues_.end()) {
-            if (epilogues_.size() >= cache_capacity()) epilogues_.clear();
-            it = epilogues_.emplace(key, gemm_epilogue_code(g, epilogue, product_param, traits_)).first;
+        // The code of each fused kernel, made once per kernel (and, for an epilogue, per split of
+        // its domain into the product's m and n).
+        auto code = [&](const std::string& key, auto make) -> const auto& {
+            auto& cache = fused_code_<std::decay_t<decltype(make())>>();
+            auto it = cache.find(key);
+            if (it == cache.end()) {
+                if (cache.size() >= cache_capacity()) cache.clear();
+                it = cache.emplace(key, make()).first;
+            }
+            return it->second;
+        };
+        static const GemmPrologue none;
+        const GemmPrologue* prologue[2] = {&none, &none};
+        // Scalars come as A's prologue's, B's, then the epilogue's; the kernel takes the
+        // epilogue's (and its store_product flag) first.
+        std::vector<ScalarArg> values, prologue_values;
+        std::size_t next_scalar = 0;
+        auto take_scalars = [&](const ir::Kernel& k, std::vector<ScalarArg>& into) {
+            for (DType t : k.scalars) into.emplace_back(scalars.at(next_scalar++), t);
+        };
+        for (int o = 0; o < 2; ++o) {
+            const ir::Kernel* k = fusion.prologue[o];
+            if (!k) continue;
+            prologue[o] = &code(concat(o, '|', ir::key(*k)), [&] { return gemm_prologue_code(*k, o, traits_); });
+            take_scalars(*k, prologue_values);
         }
-        Buffer* product = params[static_cast<std::size_t>(product_param)];
-        std::vector<const Buffer*> buffers{product ? product : params.back()};
-        for (std::size_t p = 0; p + 1 < params.size(); ++p)
-            if (static_cast<int>(p) != product_param) buffers.push_back(params[p]);
-        std::vector<ScalarArg> values;
-        for (std::size_t i = 0; i < scalars.size(); ++i) values.emplace_back(scalars[i], epilogue.scalars[i]);
-        values.emplace_back(Scalar::of<std::int32_t>(product ? 1 : 0), DType::Int32);
-        own_gemm(g, a, b, *params.back(), it->second, buffers, values);
+        static const GemmEpilogue no_epilogue;
+        const GemmEpilogue* epilogue = &no_epilogue;
+        std::vector<const Buffer*> buffers;
+        Buffer* out = params.back();
+        if (const ir::Kernel* k = fusion.epilogue) {
+            const int pp = fusion.product_param;
+            epilogue = &code(concat(ir::key(*k), '|', pp, '|', g.batch_count(), ',', g.m, ',', g.n),
+                             [&] { return gemm_epilogue_code(g, *k, pp, traits_); });
+            Buffer* product = params[static_cast<std::size_t>(pp)];
+            buffers.push_back(product ? product : out);
+            for (std::size_t p = 0; p + 1 < params.size(); ++p)
+                if (static_cast<int>(p) != pp) buffers.push_back(params[p]);
+            take_scalars(*k, values);
+            values.emplace_back(Scalar::of<std::int32_t>(product ? 1 : 0), DType::Int32);
+        }
+        values.insert(values.end(), prologue_values.begin(), prologue_values.end());
+        own_gemm(g, a, b, *out, *epilogue, buffers, values, *prologue[0], *prologue[1]);
     }
 
     /// Tests and benchmarks: whether products fuse their element-wise consumers from now on
@@ -561,6 +588,13 @@ public:
         ++gemm_config_generation();
     }
     bool fuse_epilogues() const { return fuse_epilogues_; }
+    /// Tests: whether a cast from float16 runs in the product's loads (null: the default, not on
+    /// GPUs, where the H100 ran relu(x16.float() @ w1 + b1) at 8192x784x512 slower fused, 0.242
+    /// ms, than as a cast kernel and a product, 0.231 ms).
+    void set_fuse_half_loads(std::optional<bool> on) {
+        fuse_half_loads_ = on;
+        ++gemm_config_generation();
+    }
 
     std::string gemm_routine(const ir::Gemm& g) const override {
         if (uses_own_gemm(g)) {
@@ -660,6 +694,7 @@ public:
         programs_.clear();
         gemm_kernels_.clear();
         epilogues_.clear();
+        prologues_.clear();
     }
 
     std::string describe() const { return concat(device().str(), " (", device_name_, ")"); }
@@ -830,16 +865,18 @@ private:
     /// The own GEMM kernel for a dtype, layout class and parameter set, built once (through the
     /// program caches) and kept.
     cl_kernel own_gemm_kernel(DType dtype, const GemmLayoutClass& layout, const GemmKernelParams& p,
-                              const GemmEpilogue& epilogue) {
+                              const GemmEpilogue& epilogue, const GemmPrologue& prologue_a, const GemmPrologue& prologue_b) {
         // Keyed by what the source is made of: a product that hits costs no source generation.
         const std::string key = concat(dtype, ' ', layout.a_k_fast, layout.b_n_fast, layout.wide_index, ' ', p.tm, ',', p.tn,
                                        ',', p.wm, ',', p.wn, ',', p.bk, ',', p.v, ',', p.gv, ',', p.prefetch, p.double_buffer, ' ',
-                                       epilogue.parameters, '\n', epilogue.code);
+                                       epilogue.parameters, '\n', epilogue.code, '\n', prologue_a.storage, prologue_a.function,
+                                       '\n', prologue_b.storage, prologue_b.function);
         auto it = gemm_kernels_.find(key);
         if (it == gemm_kernels_.end()) {
             // Fused epilogues make a kernel per consumer and shape: bounded like the kernel cache.
             if (gemm_kernels_.size() >= cache_capacity()) gemm_kernels_.clear();
-            std::shared_ptr<ProgramOwner> program = build_program(gemm_kernel_source(dtype, layout, p, epilogue));
+            std::shared_ptr<ProgramOwner> program =
+                build_program(gemm_kernel_source(dtype, layout, p, epilogue, prologue_a, prologue_b));
             cl_int err = CL_SUCCESS;
             KernelOwner kernel(clCreateKernel(program->program, gemm_kernel_name(), &err));
             check(err, "clCreateKernel", concat("for ", gemm_kernel_name(), " on ", describe()));
@@ -852,13 +889,14 @@ public:
     /// c = a x b on the own GEMM kernel: one launch, operands read in place; `epilogue` is
     /// applied to each result before its store, with `epilogue_buffers` as its parameters.
     void own_gemm(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c, const GemmEpilogue& epilogue = {},
-                  const std::vector<const Buffer*>& epilogue_buffers = {}, const std::vector<ScalarArg>& epilogue_values = {}) {
+                  const std::vector<const Buffer*>& epilogue_buffers = {}, const std::vector<ScalarArg>& epilogue_values = {},
+                  const GemmPrologue& prologue_a = {}, const GemmPrologue& prologue_b = {}) {
         const std::int64_t count = g.batch_count();
         if (g.m == 0 || g.n == 0 || count == 0) return;
         const GemmKernelParams p = own_gemm_params(g);
         GemmLayoutClass layout = gemm_layout_class(g);
         layout.wide_index = layout.wide_index || gemm_wide_index_;
-        cl_kernel kernel = own_gemm_kernel(g.dtype, layout, p, epilogue);
+        cl_kernel kernel = own_gemm_kernel(g.dtype, layout, p, epilogue, prologue_a, prologue_b);
         cl_long a_batch_stride = 0, b_batch_stride = 0;
         cl_int per_matrix = 0;
         BufferPtr table;  // a batch of several axes: each matrix's offsets of A and B
@@ -1031,8 +1069,26 @@ private:
         KernelOwner kernel;
     };
     std::map<std::string, OwnGemmKernel> gemm_kernels_;  // by dtype, layout class, parameters and epilogue
-    std::unordered_map<std::string, GemmEpilogue> epilogues_;  // fused consumers' code, by kernel and shape
+    std::unordered_map<std::string, GemmEpilogue> epilogues_;  // fused kernels' code, by kernel (and shape)
+    std::unordered_map<std::string, GemmPrologue> prologues_;
+    template <class Code>
+    std::unordered_map<std::string, Code>& fused_code_() {
+        if constexpr (std::is_same_v<Code, GemmEpilogue>) return epilogues_;
+        else return prologues_;
+    }
+    /// Whether a kernel fused into `g` can run: on the own GEMM kernel, computing in float64
+    /// only where the device has it.
+    bool fuses(const ir::Gemm& g, const ir::Kernel& k) const {
+        if (!fuse_epilogues_ || !uses_own_gemm(g) || (g.dtype == DType::Float64 && !fp64_)) return false;
+        if (fp64_) return true;
+        for (const ir::Param& p : k.params)
+            if (p.dtype == DType::Float64) return false;
+        for (const ir::Instr& in : k.phases[0].instrs)
+            if (in.dtype == DType::Float64) return false;
+        return std::find(k.scalars.begin(), k.scalars.end(), DType::Float64) == k.scalars.end();
+    }
     bool fuse_epilogues_ = env_flag("LAZYTENSOR_GEMM_EPILOGUE", true);
+    std::optional<bool> fuse_half_loads_;
     GemmChoice gemm_choice_ = GemmChoice::Auto;
     std::optional<GemmKernelParams> gemm_params_override_;
     bool gemm_wide_index_ = false;
