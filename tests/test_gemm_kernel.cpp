@@ -163,7 +163,10 @@ TEST_CASE_TEMPLATE("the own OpenCL GEMM kernel reads every layout in place, any 
                    T, float, double) {
     for_each_device([](lt::Device d) {
         if (d.kind != lt::Device::Kind::OpenCL) return;
-        if (std::is_same_v<T, double> && !lt::detail::supports_float64(d)) return;
+        if (std::is_same_v<T, double> && !lt::detail::supports_float64(d)) {
+            MESSAGE("skipped on " << d.str() << ": the device has no float64");
+            return;
+        }
         GkOwnGemm own(d);
         gk_layouts_and_sizes<T>();
     });
@@ -174,7 +177,10 @@ TEST_CASE_TEMPLATE("the own OpenCL GEMM kernel runs batches and k = 0" *
                    T, float, double) {
     for_each_device([](lt::Device d) {
         if (d.kind != lt::Device::Kind::OpenCL) return;
-        if (std::is_same_v<T, double> && !lt::detail::supports_float64(d)) return;
+        if (std::is_same_v<T, double> && !lt::detail::supports_float64(d)) {
+            MESSAGE("skipped on " << d.str() << ": the device has no float64");
+            return;
+        }
         GkOwnGemm own(d);
         gk_batches<T>();
     });
@@ -188,7 +194,10 @@ TEST_CASE_TEMPLATE("the own OpenCL GEMM kernel with vector loads, prefetch and d
                    T, float, double) {
     for_each_device([](lt::Device d) {
         if (d.kind != lt::Device::Kind::OpenCL) return;
-        if (std::is_same_v<T, double> && !lt::detail::supports_float64(d)) return;
+        if (std::is_same_v<T, double> && !lt::detail::supports_float64(d)) {
+            MESSAGE("skipped on " << d.str() << ": the device has no float64");
+            return;
+        }
         for (bool double_buffer : {false, true}) {
             INFO("double buffer " << double_buffer);
             gk_ocl::GemmKernelParams params = std::is_same_v<T, float> ? gk_ocl::GemmKernelParams{4, 8, 4, 4, 8, 4, 4, true}
@@ -505,7 +514,10 @@ TEST_CASE("fused epilogues over batches, folded batches, reshapes, n = 1 and k =
             for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == float(std::max(bias.v[i % 7], 0.0)));
         }
         SUBCASE("float64") {
-            if (!lt::detail::supports_float64(d)) return;
+            if (!lt::detail::supports_float64(d)) {
+                MESSAGE("skipped on " << d.str() << ": the device has no float64");
+                return;
+            }
             const Ref a = random_ref<double>({23, 31}, 361), b = random_ref<double>({31, 18}, 362);
             const lt::Tensor<double> y = lt::relu(lt::matmul(make_tensor<double>(a), make_tensor<double>(b)) - 0.5);
             const auto items = lt::schedule(y);
