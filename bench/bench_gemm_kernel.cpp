@@ -194,7 +194,7 @@ int main(int argc, char** argv) {
         {  // The workloads built on products, as LAZYTENSOR_OPENCL_GEMM=auto runs them.
             be.set_gemm_choice(ocl::GemmChoice::Auto);
             be.set_gemm_params(std::nullopt);
-            auto fresh_ms = [&](const std::function<lt::Tensor<float>()>& make) {
+            auto fresh_ms = [&](const auto& make) {  // make(): a fresh expression
                 std::vector<double> ms;
                 for (int r = -3; r < reps; ++r) {
                     const auto t0 = Clock::now();
@@ -220,6 +220,8 @@ int main(int argc, char** argv) {
             // A float16 batch: its cast runs in the product's loads (a prologue).
             const lt::Tensor<lt::half> x16 = x.cast<lt::half>().realize();
             auto linear_half = [&] { return lt::relu(lt::matmul(x16.cast<float>(), w1) + b1); };
+            // A float16 result: the cast runs in the product's stores (an epilogue).
+            auto linear_to_half = [&] { return (lt::matmul(x, w1) + b1).cast<lt::half>(); };
             // Each with its products' consumers fused into their stores (the default), then not
             // (the lines the ratio script skips: they do not end in "ms").
             const bool fused_before = be.fuse_epilogues();
@@ -228,6 +230,10 @@ int main(int argc, char** argv) {
             be.set_fuse_epilogues(false);
             const double mlp_unfused = fresh_ms(mlp_expr), linear_unfused = fresh_ms(linear_relu);
             const double half_unfused = fresh_ms(linear_half);
+            be.set_fuse_epilogues(true);
+            const double to_half = fresh_ms(linear_to_half);
+            be.set_fuse_epilogues(false);
+            const double to_half_unfused = fresh_ms(linear_to_half);
             be.set_fuse_epilogues(fused_before);
             std::printf("MLP 784-512-256-10 inference, batch %-6lld                      %9.3f ms\n",
                         static_cast<long long>(batch), mlp);
@@ -236,6 +242,8 @@ int main(int argc, char** argv) {
             std::printf("  (not fused: %.3f ms)\n", linear_unfused);
             std::printf("relu(x16.float() @ w1 + b1), a float16 batch                   %9.3f ms\n", half_in);
             std::printf("  (cast and consumer not fused: %.3f ms)\n", half_unfused);
+            std::printf("(x @ w1 + b1).half(), a float16 result                         %9.3f ms\n", to_half);
+            std::printf("  (not fused: %.3f ms)\n", to_half_unfused);
             {  // LAZYTENSOR_DEBUG=3's schedule and item times, without the kernel sources it also prints
                 std::ostringstream log;
                 std::streambuf* old = std::cerr.rdbuf(log.rdbuf());

@@ -7170,14 +7170,16 @@ inline Kernel contiguous_copy(DType dtype, const Shape& batch, std::int64_t rows
 /// product stores it, instead of reading the product back from memory. `k` must be element-wise
 /// (one store phase over its whole domain, no reduction) and walk the product's elements in
 /// order: it reads the product (parameter `product_param`, of the product's dtype) only at the
-/// element it computes and stores one value of the product's dtype into the same position of
-/// its output (its last parameter, a fresh buffer). Extra inputs and scalars are free.
+/// element it computes and stores one value into the same position of its output (its last
+/// parameter, a fresh buffer, of a floating dtype: a cast to another is an epilogue too; an
+/// integer or bool result stays a kernel of its own, so that check mode compares it exactly
+/// with the host's from the same product). Extra inputs and scalars are free.
 inline bool fits_as_epilogue(const Gemm& g, const Kernel& k, int product_param) {
     const std::size_t params = k.params.size();
     if (k.in_place || params < 2 || product_param < 0 || static_cast<std::size_t>(product_param) + 1 >= params) return false;
     for (std::size_t p = 0; p < params; ++p)
         if (k.params[p].output != (p + 1 == params)) return false;
-    if (k.params.back().dtype != g.dtype || k.params[static_cast<std::size_t>(product_param)].dtype != g.dtype) return false;
+    if (k.params[static_cast<std::size_t>(product_param)].dtype != g.dtype || !is_floating(k.params.back().dtype)) return false;
     if (k.has_reduction() || numel(k.domain) != g.batch_count() * g.m * g.n) return false;
     if (k.phases.size() != 1) return false;
     const Phase& phase = k.phases[0];
@@ -9969,8 +9971,9 @@ inline std::string apply_clblast_tuning(cl_device_id device, const std::string& 
 //   - a product's element-wise consumer (ir::fits_as_epilogue) as its epilogue, applied to
 //     each result in the GEMM's stores at the domain coordinates of that result, so that
 //     relu(x @ w + b) is one kernel and the product never reaches memory. The epilogue's
-//     results go to C (its output buffer); a `product` buffer also gets the product itself
-//     when store_product is nonzero (a tensor outside the graph holds it);
+//     results go to C (its output buffer, of the product's dtype or, after a cast, another);
+//     a `product` buffer also gets the product itself when store_product is nonzero (a tensor
+//     outside the graph holds it);
 //   - an operand's producer (ir::fits_as_prologue) as a function applied to each element of
 //     its input as the GEMM loads it (a scale, a cast from float16).
 
@@ -10005,437 +10008,7 @@ inline std::string apply_clblast_tuning(cl_device_id device, const std::string& 
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
-#include <string>
-#include <vector>
-
-
-namespace lazytensor::detail::opencl {
-
-/// The shape of the kernel: work-items per group along m and n, outputs per work-item along m
-/// and n, and the depth of a k tile.
-struct GemmKernelParams {
-    int tm = 16, tn = 16;
-    int wm = 8, wn = 8;
-    int bk = 16;
-    int v = 1;             // width of the local-memory reads and of the runs of rows and columns a work-item owns
-    int gv = 1;            // width of the global loads along an operand's unit-stride axis (where aligned)
-    bool prefetch = true;  // issue the next tile's global loads before multiplying this one
-    bool double_buffer = false;  // two local tiles (needs prefetch): one barrier per k step, not two
-
-    int block_m() const { return tm * wm; }
-    int block_n() const { return tn * wn; }
-    int threads() const { return tm * tn; }
-    bool operator==(const GemmKernelParams& o) const {
-        return tm == o.tm && tn == o.tn && wm == o.wm && wn == o.wn && bk == o.bk && v == o.v && gv == o.gv &&
-               prefetch == o.prefetch && double_buffer == o.double_buffer;
-    }
-};
-
-/// Which axis of each operand the tile loads walk with consecutive work-items: the unit-stride
-/// one where there is one, so that the loads coalesce.
-struct GemmLayoutClass {
-    bool a_k_fast = true;   // A's column (k) stride is 1 (row-major A); else walk m
-    bool b_n_fast = true;   // B's column (n) stride is 1 (row-major B); else walk k
-    bool wide_index = false;  // element offsets within a matrix need 64 bits
-};
-
-/// Code applied to each result before its store: `code` may read and assign `v` (the value, in
-/// the product's type) and read `row`, `col` (int or long), `batch` (long), `m` and `n`;
-/// `parameters` are extra kernel parameter declarations (", __global const float* bias"),
-/// passed after the fixed ones; `helpers` are functions it calls. Empty: the product is stored
-/// as it is.
-struct GemmEpilogue {
-    std::string parameters;
-    std::string code;
-    std::vector<std::string> helpers;
-    bool fp64 = false;  // the code computes in double
-};
-
-/// Code applied to each element of an operand as it is loaded (a scale, a cast): the operand's
-/// buffer holds `storage` elements (float16 is read with vload_half); `function` defines
-/// `name`(x, scalars...), which returns the element in the product's type; `parameters` declare
-/// the scalars as kernel parameters (after the epilogue's), `arguments` pass them on. Empty
-/// (no name): the element as it is.
-struct GemmPrologue {
-    DType storage = DType::Float32;
-    std::string name, function, parameters, arguments;
-    std::vector<std::string> helpers;
-    bool fp64 = false;
-};
-
-/// Which GEMM runs OpenCL matrix products: per shape (Auto), the own kernel, or CLBlast.
-enum class GemmChoice { Auto, Own, CLBlast };
-
-/// LAZYTENSOR_OPENCL_GEMM: auto (default), own or clblast; anything else is a ValueError.
-inline GemmChoice gemm_choice_from_env() {
-    const char* v = env("LAZYTENSOR_OPENCL_GEMM");
-    if (!v) return GemmChoice::Auto;
-    std::string s(v);
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (s == "auto") return GemmChoice::Auto;
-    if (s == "own") return GemmChoice::Own;
-    if (s == "clblast") return GemmChoice::CLBlast;
-    fail<ValueError>("LAZYTENSOR_OPENCL_GEMM=", v, " is not a GEMM choice: use auto, own (lazytensor's kernel) or clblast");
-}
-
-/// Auto's choice where CLBlast is built: whether the own kernel measured faster than CLBlast
-/// for products like `g` on this device class. On the H100 (2026-11-25, bench_gemm_kernel, the
-/// parameter sets below) it was for issue 18's float32 products up to 1024^3 and batches (0.12
-/// to 0.27 ms against CLBlast's 0.17 to 0.54), not for 4096^3 (CLBlast's tuned indirect kernel:
-/// 3.4 ms, ours at best 4.1). Elsewhere (float64, other devices) nothing was measured: CLBlast
-/// stays.
-inline bool own_gemm_faster(const ir::Gemm& g, bool gpu, const std::string& device_name) {
-    if (!gpu || device_name.find("NVIDIA") == std::string::npos || g.dtype != DType::Float32) return false;
-    return g.batch_count() > 1 || std::min({g.m, g.n, g.k}) < 2048;
-}
-
-/// The local memory a parameter set's tiles take, in bytes, for elements of `elem` bytes.
-inline std::size_t gemm_local_bytes(const GemmKernelParams& p, std::size_t elem) {
-    return std::size_t(p.double_buffer ? 2 : 1) * std::size_t(p.bk) * std::size_t(p.block_m() + p.block_n() + 2 * p.v) * elem;
-}
-
-/// Whether a parameter set makes a kernel: every work-item loads whole shares of a tile, in
-/// vectors of gv, and v and gv divide what they split.
-inline bool gemm_params_valid(const GemmKernelParams& p) {
-    const bool positive = p.tm > 0 && p.tn > 0 && p.wm > 0 && p.wn > 0 && p.bk > 0;
-    const bool vector = (p.v == 1 || p.v == 2 || p.v == 4) && p.wm % p.v == 0 && p.wn % p.v == 0;
-    const bool global_vector = (p.gv == 1 || p.gv == 2 || p.gv == 4) && positive && p.bk % p.gv == 0 &&
-                               p.block_m() % p.gv == 0 && p.block_n() % p.gv == 0;
-    const int share = p.threads() * p.gv;
-    return positive && vector && global_vector && (p.block_m() * p.bk) % share == 0 && (p.block_n() * p.bk) % share == 0 &&
-           (!p.double_buffer || p.prefetch);
-}
-
-/// ValueError unless the parameter set makes a kernel.
-inline void check_gemm_params(const GemmKernelParams& p) {
-    if (!gemm_params_valid(p))
-        fail<ValueError>("OpenCL GEMM kernel parameters tm ", p.tm, ", tn ", p.tn, ", wm ", p.wm, ", wn ", p.wn, ", bk ",
-                         p.bk, ", v ", p.v, ", gv ", p.gv, p.double_buffer ? ", double-buffered" : "",
-                         ": each tile of A (tm*wm x bk) and of B (bk x tn*wn) must split evenly over the tm*tn "
-                         "work-items in loads of gv, v and gv (1, 2 or 4) divide wm and wn, and bk and the tiles, and "
-                         "double buffering needs prefetch");
-}
-
-/// The parameter set for a product on a device class. NVIDIA GPUs get sets measured on the H100
-/// (bench_gemm_kernel --sweep, 2026-11-25), all with vector loads of 4 from global and local
-/// memory and double-buffered local tiles: for one matrix with n >= 512 and at least 128 tiles of
-/// 256x128 (about a wave of the H100's 132 SMs), 256x128 tiles of depth 8 from 16 x 16
-/// work-items of 16x8 outputs (8192x784x512: 0.227 -> 0.210 ms); else where n >= 512 and there
-/// are 128 tiles of 128x128, those, of depth 16; else 128x64 tiles of depth 16 from 32 x 8
-/// work-items of 4x8 outputs (more work-groups for narrow or small products); where n <= 32,
-/// 64x16 tiles from 32 x 4 work-items of 2x4 (8192x256x10: 0.045 -> 0.027 ms). Other GPUs get a
-/// middle set, CPUs (PoCL) a small one that builds fast.
-inline GemmKernelParams gemm_params_for(const ir::Gemm& g, bool gpu, const std::string& device_name,
-                                        std::size_t max_work_group, std::size_t local_memory) {
-    //                  tm  tn  wm  wn  bk  v  gv  prefetch
-    GemmKernelParams p{8, 8, 4, 4, 8, 1, 1, false};
-    if (gpu && device_name.find("NVIDIA") != std::string::npos) {
-        auto tiles = [&](std::int64_t bm, std::int64_t bn) { return ((g.m + bm - 1) / bm) * ((g.n + bn - 1) / bn) * g.batch_count(); };
-        if (g.dtype == DType::Float64) p = GemmKernelParams{16, 16, 4, 4, 16, 2, 1, true};
-        else if (g.n <= 32) p = GemmKernelParams{32, 4, 2, 4, 16, 2, 2, true, true};
-        else if (g.n >= 512 && g.batch_count() == 1 && tiles(256, 128) >= 128) p = GemmKernelParams{16, 16, 16, 8, 8, 4, 4, true, true};
-        else if (g.n >= 512 && tiles(128, 128) >= 128) p = GemmKernelParams{16, 16, 8, 8, 16, 4, 4, true, true};
-        else p = GemmKernelParams{32, 8, 4, 8, 16, 4, 4, true, true};
-    } else if (gpu) {
-        p = GemmKernelParams{16, 16, 4, 4, 16, 1, 1, true};
-    }
-    // Fit the device: halve the work-group, then the k depth, while either is too large.
-    const std::size_t elem = dtype_size(g.dtype);
-    auto local_bytes = [&] { return gemm_local_bytes(p, elem); };
-    while (std::size_t(p.threads()) > max_work_group && p.tm > 1) p.tm /= 2, p.wm *= 2;
-    while (local_bytes() > local_memory && p.bk > p.gv) p.bk /= 2;
-    if (!gemm_params_valid(p) || std::size_t(p.threads()) > max_work_group || local_bytes() > local_memory)
-        p = GemmKernelParams{1, 1, 1, 1, 1, 1, 1, false};  // a tiny device: one work-item per group, slow but right
-    return p;
-}
-
-/// The layout class of a product (which of its operands' strides are 1, whether 32-bit element
-/// offsets suffice within one matrix).
-inline GemmLayoutClass gemm_layout_class(const ir::Gemm& g) {
-    GemmLayoutClass c;
-    c.a_k_fast = g.m == 1 || (g.k > 1 && std::abs(g.a.col_stride) <= std::abs(g.a.row_stride));
-    c.b_n_fast = g.k == 1 || (g.n > 1 && std::abs(g.b.col_stride) <= std::abs(g.b.row_stride));
-    const auto span = [](const ir::MatrixLayout& l, std::int64_t rows, std::int64_t cols) {
-        return std::abs(l.row_stride) * std::max<std::int64_t>(rows - 1, 0) +
-               std::abs(l.col_stride) * std::max<std::int64_t>(cols - 1, 0);
-    };
-    const std::int64_t most = std::max({span(g.a, g.m, g.k), span(g.b, g.k, g.n), g.m * g.n});
-    c.wide_index = most >= (std::int64_t(1) << 31) - std::max<std::int64_t>(g.m, g.n) - 1;
-    return c;
-}
-
-/// The OpenCL C type of an operand's elements in memory.
-inline std::string storage_name(DType t) { return t == DType::Float16 ? "half" : t == DType::Float64 ? "double" : "float"; }
-
-/// The name of the kernel in every program gemm_kernel_source makes.
-inline const char* gemm_kernel_name() { return "lt_gemm"; }
-
-/// The OpenCL C source of lt_gemm for `dtype`, a layout class and a parameter set.
-///
-/// Arguments: C, A, B, the offset table (any buffer when unused), then (int or long as the
-/// layout class says) m, n, k, A's row and column strides, B's row and column strides; then the
-/// longs A's offset, A's batch stride, B's offset, B's batch stride, an int that is nonzero
-/// when the offset table holds each matrix's offsets, and a long, the first matrix of this
-/// launch; then the epilogue's parameters. NDRange: (ceil(m / BM) * ceil(n / BN) * tn, tm,
-/// matrices in this launch), work-groups (tn, tm, 1).
-inline std::string gemm_kernel_source(DType dtype, const GemmLayoutClass& layout, const GemmKernelParams& p,
-                                      const GemmEpilogue& epilogue = {}, const GemmPrologue& prologue_a = {},
-                                      const GemmPrologue& prologue_b = {}) {
-    check_gemm_params(p);
-    if (dtype != DType::Float32 && dtype != DType::Float64)
-        fail<DTypeError>("the OpenCL GEMM kernel computes float32 and float64 products, not ", dtype);
-    const std::string T = dtype == DType::Float64 ? "double" : "float";
-    const std::string I = layout.wide_index ? "long" : "int";
-    const int BM = p.block_m(), BN = p.block_n(), NT = p.threads(), V = p.v;
-    const int a_pad = layout.a_k_fast ? V : 0, b_pad = layout.b_n_fast ? 0 : V;  // spread k-fast stores over banks
-    const int LDA = BM + a_pad, LDB = BN + b_pad;
-    const int LA = BM * p.bk / NT, LB = BN * p.bk / NT;
-    auto n = [](auto x) { return std::to_string(x); };
-    const std::string VT = V == 1 ? T : T + n(V);  // the vector type of a run
-
-    const GemmPrologue* prologue[2] = {&prologue_a, &prologue_b};
-    // An operand without a prologue is stored in the product's type.
-    auto storage = [&](const GemmPrologue& f) { return f.name.empty() ? dtype : f.storage; };
-    std::string s;
-    // Fused code rounds each operation on its own, as elsewhere (the product's FMAs are explicit).
-    const bool fused = !epilogue.code.empty() || !prologue_a.name.empty() || !prologue_b.name.empty();
-    if (fused) s += "#pragma OPENCL FP_CONTRACT OFF\n";
-    bool fp64 = dtype == DType::Float64 || epilogue.fp64;
-    for (const GemmPrologue* f : prologue) fp64 = fp64 || f->fp64 || storage(*f) == DType::Float64;
-    if (fp64) s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
-    {  // helper functions, each once, then the prologues' functions (before the macros below)
-        std::vector<std::string> helpers = epilogue.helpers;
-        for (const GemmPrologue* f : prologue) helpers.insert(helpers.end(), f->helpers.begin(), f->helpers.end());
-        std::vector<std::string> once;
-        for (const std::string& h : helpers)
-            if (std::find(once.begin(), once.end(), h) == once.end()) once.push_back(h), s += h;
-        for (const GemmPrologue* f : prologue) s += f->function;
-        if (storage(prologue_a) == DType::Float16 || storage(prologue_b) == DType::Float16)
-            s += "float2 lt_halves2(uint bits) { return vload_half2(0, (const __private half*)&bits); }\n"
-                 "float4 lt_halves4(uint2 bits) { return vload_half4(0, (const __private half*)&bits); }\n";
-    }
-    s += "// lazytensor GEMM: tm " + n(p.tm) + ", tn " + n(p.tn) + ", wm " + n(p.wm) + ", wn " + n(p.wn) + ", bk " +
-         n(p.bk) + ", v " + n(V) + (p.prefetch ? ", prefetch" : "") + (p.double_buffer ? ", double-buffered" : "") + "; A " + (layout.a_k_fast ? "k" : "m") +
-         "-fast, B " + (layout.b_n_fast ? "n" : "k") + "-fast\n";
-    s += "#define T " + T + "\n#define I " + I + "\n#define SA " + storage_name(storage(prologue_a)) + "\n#define SB " +
-         storage_name(storage(prologue_b)) + "\n";
-    s += "#define TM " + n(p.tm) + "\n#define TN " + n(p.tn) + "\n#define WM " + n(p.wm) + "\n#define WN " + n(p.wn) +
-         "\n#define BK " + n(p.bk) + "\n#define BM " + n(BM) + "\n#define BN " + n(BN) + "\n#define NT " + n(NT) +
-         "\n#define V " + n(V) + "\n#define LDA " + n(LDA) + "\n#define LDB " + n(LDB) + "\n#define LA " + n(LA) +
-         "\n#define LB " + n(LB) + "\n#define BUFFERS " + n(p.double_buffer ? 2 : 1) + "\n";
-    // Element e of this work-item's share of a tile: its (row, k) in A's tile and (k, col) in B's.
-    // A load is GV consecutive elements along the fast axis (A_DR, A_DC: its step in rows and k).
-    s += "#define GV " + n(p.gv) + "\n";
-    s += layout.a_k_fast ? "#define A_ROW(x) ((x) / (BK / GV))\n#define A_K(x) ((x) % (BK / GV) * GV)\n#define A_DR 0\n#define A_DC 1\n"
-                         : "#define A_ROW(x) ((x) % (BM / GV) * GV)\n#define A_K(x) ((x) / (BM / GV))\n#define A_DR 1\n#define A_DC 0\n";
-    s += layout.b_n_fast ? "#define B_COL(x) ((x) % (BN / GV) * GV)\n#define B_K(x) ((x) / (BN / GV))\n#define B_DR 0\n#define B_DC 1\n"
-                         : "#define B_COL(x) ((x) / (BK / GV))\n#define B_K(x) ((x) % (BK / GV) * GV)\n#define B_DR 1\n#define B_DC 0\n";
-    // The tile row (column) of a work-item's i-th row (j-th column): runs of V, strided by TM*V.
-    s += "#define OWN_ROW(i) (ty * V + ((i) / V) * (TM * V) + (i) % V)\n"
-         "#define OWN_COL(j) (tx * V + ((j) / V) * (TN * V) + (j) % V)\n";
-    s += R"CL(
-__kernel __attribute__((reqd_work_group_size(TN, TM, 1)))
-void lt_gemm(__global T* restrict C, __global const SA* restrict A, __global const SB* restrict B,
-             __global const long* restrict offsets, const I m, const I n, const I k,
-             const I a_rs, const I a_cs, const I b_rs, const I b_cs,
-             const long a_offset, const long a_batch_stride, const long b_offset, const long b_batch_stride,
-             const int per_matrix_offsets, const long first_matrix)CL" +
-         epilogue.parameters + prologue_a.parameters + prologue_b.parameters + R"CL() {
-    __local T As[BUFFERS * BK * LDA];
-    __local T Bs[BUFFERS * BK * LDB];
-    __local T* a_tile = As;  // the tiles being multiplied
-    __local T* b_tile = Bs;
-    const int tx = get_local_id(0), ty = get_local_id(1), lid = ty * TN + tx;
-    const I tiles_n = (n + BN - 1) / BN, tile = (I)get_group_id(0);
-    const I row0 = tile / tiles_n * BM, col0 = tile % tiles_n * BN;
-    const long batch = first_matrix + get_group_id(2);
-    long a_base = a_offset + batch * a_batch_stride, b_base = b_offset + batch * b_batch_stride;
-    if (per_matrix_offsets) {
-        a_base = offsets[2 * batch];
-        b_base = offsets[2 * batch + 1];
-    }
-    A += a_base;
-    B += b_base;
-    C += batch * (long)m * (long)n;
-
-    T acc[WM][WN];
-    #pragma unroll
-    for (int i = 0; i < WM; ++i)
-        #pragma unroll
-        for (int j = 0; j < WN; ++j) acc[i][j] = 0;
-    T ra[LA], rb[LB];
-)CL";
-    // Global -> registers: this work-item's share of the tiles at k0, zero outside the
-    // matrices (unrolled here, so that ra and rb stay in registers). With GV > 1, a load that is
-    // whole and aligned is one vector load.
-    auto load_share = [&](const std::string& k0, const std::string& indent, bool is_a) {
-        const std::string X = is_a ? "A" : "B", reg = is_a ? "ra" : "rb", count = n((is_a ? LA : LB) / p.gv);
-        // The operand's storage, how a vector of GV and one element of it are read, and its
-        // prologue applied to what was read.
-        const GemmPrologue& f = *prologue[is_a ? 0 : 1];
-        const bool half = storage(f) == DType::Float16;
-        const std::string ST = storage_name(storage(f)), GT = half ? "float" + n(p.gv) : p.gv == 1 ? ST : ST + n(p.gv);
-        // float16: the GV halves as one aligned load of bits (vload_halfN from global memory
-        // was 4 loads on NVIDIA), converted from private memory.
-        auto read_vector = [&](const std::string& at) {
-            return half ? "lt_halves" + n(p.gv) + "(*(__global const " + (p.gv == 2 ? "uint" : "uint2") + "*)(" + X + " + " + at + "))"
-                        : "*(__global const " + GT + "*)(" + X + " + " + at + ")";
-        };
-        auto read_element = [&](const std::string& at) { return half ? "vload_half(" + at + ", " + X + ")" : X + "[" + at + "]"; };
-        auto apply = [&](const std::string& x) { return f.name.empty() ? x : f.name + "(" + x + f.arguments + ")"; };
-        const std::string first = is_a ? "const I r = row0 + A_ROW(x), c = " + k0 + " + A_K(x);"
-                                       : "const I r = " + k0 + " + B_K(x), c = col0 + B_COL(x);";
-        const std::string rows = is_a ? "m" : "k", cols = is_a ? "k" : "n", rs = is_a ? "a_rs" : "b_rs",
-                          cs = is_a ? "a_cs" : "b_cs", DR = X + "_DR", DC = X + "_DC";
-        std::string r;
-        for (int e = 0; e < (is_a ? LA : LB) / p.gv; ++e) {
-            r += indent + "{ const int x = lid + " + n(e * NT) + "; " + first + "\n";
-            if (p.gv > 1) {
-                r += indent + "  if (" + X + "_vec && r + " + DR + " * (GV - 1) < " + rows + " && c + " + DC +
-                     " * (GV - 1) < " + cols + ") { const " + GT + " w = " + read_vector("r * " + rs + " + c * " + cs) + ";";
-                const char* lane[] = {"s0", "s1", "s2", "s3"};
-                for (int l = 0; l < p.gv; ++l) r += " " + reg + "[" + n(e * p.gv + l) + "] = " + apply(std::string("w.") + lane[l]) + ";";
-                r += " } else {\n";
-            }
-            for (int l = 0; l < p.gv; ++l) {
-                const std::string rl = "r + " + DR + " * " + n(l), cl = "c + " + DC + " * " + n(l);
-                r += indent + "  " + reg + "[" + n(e * p.gv + l) + "] = (" + rl + " < " + rows + " && " + cl + " < " +
-                     cols + ") ? " + apply(read_element("(" + rl + ") * " + rs + " + (" + cl + ") * " + cs)) + " : (T)0;\n";
-            }
-            if (p.gv > 1) r += indent + "  }\n";
-            r += indent + "}\n";
-        }
-        (void)count;
-        return r;
-    };
-    auto load_tiles = [&](const std::string& k0, const std::string& indent) {
-        return load_share(k0, indent, true) + load_share(k0, indent, false);
-    };
-    // Registers -> local memory, k-major.
-    auto store_tiles = [&](const std::string& indent, const std::string& at_a, const std::string& at_b) {
-        std::string r;
-        for (int e = 0; e < LA / p.gv; ++e)
-            for (int l = 0; l < p.gv; ++l)
-                r += indent + "{ const int x = lid + " + n(e * NT) + "; " + at_a + "[(A_K(x) + A_DC * " + n(l) + ") * LDA + A_ROW(x) + A_DR * " +
-                     n(l) + "] = ra[" + n(e * p.gv + l) + "]; }\n";
-        for (int e = 0; e < LB / p.gv; ++e)
-            for (int l = 0; l < p.gv; ++l)
-                r += indent + "{ const int x = lid + " + n(e * NT) + "; " + at_b + "[(B_K(x) + B_DR * " + n(l) + ") * LDB + B_COL(x) + B_DC * " +
-                     n(l) + "] = rb[" + n(e * p.gv + l) + "]; }\n";
-        return r;
-    };
-    if (p.gv > 1)  // whole loads along the unit-stride axis are aligned where the other stride and the base are
-        s += std::string("    const bool A_vec = ") +
-             (layout.a_k_fast ? "a_cs == 1 && a_rs % GV == 0" : "a_rs == 1 && a_cs % GV == 0") +
-             " && a_base % GV == 0;\n    const bool B_vec = " +
-             (layout.b_n_fast ? "b_cs == 1 && b_rs % GV == 0" : "b_rs == 1 && b_cs % GV == 0") + " && b_base % GV == 0;\n";
-    s += load_tiles("0", "    ") + store_tiles("    ", "As", "Bs");
-    s += R"CL(
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (I k0 = 0; k0 < k; k0 += BK) {
-        const bool more = k0 + BK < k;
-)CL";
-    if (p.prefetch) s += "        if (more) {\n" + load_tiles("k0 + BK", "            ") + "        }\n";
-    s += R"CL(        #pragma unroll
-        for (int kk = 0; kk < BK; ++kk) {
-            T a[WM], b[WN];
-)CL";
-    // Reads of this k step's runs from local memory.
-    auto reads = [&](const char* dst, const char* src, const char* ld, const char* own, int count) {
-        std::string r;
-        for (int i = 0; i < count; i += V) {
-            const std::string at = std::string(src) + " + kk * " + ld + " + " + own + "(" + n(i) + ")";
-            if (V == 1) {
-                r += "            " + std::string(dst) + "[" + n(i) + "] = *(" + at + ");\n";
-            } else {
-                r += "            { const " + VT + " w = vload" + n(V) + "(0, " + at + ");";
-                const char* lane[] = {".s0", ".s1", ".s2", ".s3"};
-                for (int l = 0; l < V; ++l) r += " " + std::string(dst) + "[" + n(i + l) + "] = w" + lane[l] + ";";
-                r += " }\n";
-            }
-        }
-        return r;
-    };
-    s += reads("a", "a_tile", "LDA", "OWN_ROW", p.wm);
-    s += reads("b", "b_tile", "LDB", "OWN_COL", p.wn);
-    s += R"CL(            #pragma unroll
-            for (int i = 0; i < WM; ++i)
-                #pragma unroll
-                for (int j = 0; j < WN; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
-        }
-)CL";
-    if (p.double_buffer) {
-        // The other tiles were last read before the previous barrier: store the next ones there
-        // while others may still multiply these, then one barrier.
-        s += "        if (more) {\n"
-             "            __local T* next_a = a_tile == As ? As + BK * LDA : As;\n"
-             "            __local T* next_b = b_tile == Bs ? Bs + BK * LDB : Bs;\n" +
-             store_tiles("            ", "next_a", "next_b") +
-             "            a_tile = next_a;\n            b_tile = next_b;\n        }\n"
-             "        barrier(CLK_LOCAL_MEM_FENCE);\n    }\n\n";
-    } else {
-        s += "        barrier(CLK_LOCAL_MEM_FENCE);\n        if (more) {\n";
-        if (!p.prefetch) s += load_tiles("k0 + BK", "            ");
-        s += store_tiles("            ", "As", "Bs");
-        s += "        }\n        barrier(CLK_LOCAL_MEM_FENCE);\n    }\n\n";
-    }
-    // Stores: each run of V columns as one vector store where it is whole and aligned (n a
-    // multiple of V), else element by element.
-    s += "    #pragma unroll\n    for (int i = 0; i < WM; ++i) {\n"
-         "        const I row = row0 + OWN_ROW(i);\n        if (row >= m) continue;\n"
-         "        __global T* out = C + row * n;\n";
-    auto element = [&](int j, const std::string& col, const std::string& target) {
-        std::string e = "            { const I col = " + col + "; T v = acc[i][" + n(j) + "];";
-        if (!epilogue.code.empty()) e += "\n                {\n" + epilogue.code + "\n                }\n           ";
-        return e + " " + target + " = v; }\n";
-    };
-    for (int j = 0; j < p.wn; j += V) {
-        const std::string run = "col0 + OWN_COL(" + n(j) + ")";
-        if (V > 1) {
-            s += "        if (n % V == 0 && " + run + " + V <= n) {\n            " + VT + " w;\n";
-            const char* lane[] = {"s0", "s1", "s2", "s3"};
-            for (int l = 0; l < V; ++l) s += element(j + l, run + " + " + n(l), std::string("w.") + lane[l]);
-            s += "            vstore" + n(V) + "(w, 0, out + " + run + ");\n        } else\n";
-        }
-        s += "        {\n";
-        for (int l = 0; l < V; ++l) {
-            s += "          if (" + run + " + " + n(l) + " < n)\n";
-            s += element(j + l, run + " + " + n(l), "out[col]");
-        }
-        s += "        }\n";
-    }
-    s += "    }\n}\n";
-    return s;
-}
-
-}  // namespace lazytensor::detail::opencl
-// ---- lazytensor/backend/opencl/renderer.hpp ----
-// The renderer: kernel IR -> OpenCL C 1.2 source and the launch geometry to run it with.
-//
-// Two shapes of kernel:
-//   - element-wise (no reduce phase): one work-item per W consecutive elements of the domain's
-//     last axis. Accesses that are contiguous and aligned along it become one vector load or
-//     store (float4, ...); broadcast ones one scalar load; others a load per lane.
-//   - reducing: a work-group is LX outer indices x LY reduce lanes. Each lane folds a strided
-//     share of the reduced space (W consecutive elements at a time when the last axis is
-//     reduced and contiguous: "row" kernels; lanes over the outer index otherwise: "column"
-//     kernels), the LY lanes combine in local memory, and every lane reads the slot, so later
-//     phases (softmax's store, a variance's second pass) run in the same work-group. A kernel
-//     with one reduce phase and few outputs is split along the reduced space into G work-groups
-//     per outer index whose partials a second, small kernel folds before the outer store phase.
-//
-// Semantics follow the host interpreter (backend/host/simd_ops.hpp): integer arithmetic wraps
-// (done in unsigned types), floating max/min propagate NaN, float-to-integer casts saturate
-// (convert_*_sat), bool is stored as one byte. float16 is storage only, as on the host: buffers
-// of `half` are read with vload_half(N) and written with vstore_half(N)_rte (core OpenCL 1.2,
-// no cl_khr_fp16), values in between are float, and a cast to float16 rounds through half.
-
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
-#include <cstdio>
-#include <map>
-#include <sstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10464,6 +10037,11 @@ inline const char* cl_value_type(DType t) {
         case DType::Float64: return "double";
     }
     return "?";
+}
+
+/// The OpenCL C type of an element of a buffer of `t` (bool is a byte, as in C++).
+inline const char* cl_storage_type(DType t) {
+    return t == DType::Bool ? "uchar" : t == DType::Float16 ? "half" : cl_value_type(t);
 }
 
 /// The unsigned type integer arithmetic wraps in.
@@ -10629,6 +10207,443 @@ void cl_op_functions(Op op, DType t, std::vector<std::string>& defs) {
 
 namespace lazytensor::detail::opencl {
 
+/// The shape of the kernel: work-items per group along m and n, outputs per work-item along m
+/// and n, and the depth of a k tile.
+struct GemmKernelParams {
+    int tm = 16, tn = 16;
+    int wm = 8, wn = 8;
+    int bk = 16;
+    int v = 1;             // width of the local-memory reads and of the runs of rows and columns a work-item owns
+    int gv = 1;            // width of the global loads along an operand's unit-stride axis (where aligned)
+    bool prefetch = true;  // issue the next tile's global loads before multiplying this one
+    bool double_buffer = false;  // two local tiles (needs prefetch): one barrier per k step, not two
+
+    int block_m() const { return tm * wm; }
+    int block_n() const { return tn * wn; }
+    int threads() const { return tm * tn; }
+    bool operator==(const GemmKernelParams& o) const {
+        return tm == o.tm && tn == o.tn && wm == o.wm && wn == o.wn && bk == o.bk && v == o.v && gv == o.gv &&
+               prefetch == o.prefetch && double_buffer == o.double_buffer;
+    }
+};
+
+/// Which axis of each operand the tile loads walk with consecutive work-items: the unit-stride
+/// one where there is one, so that the loads coalesce.
+struct GemmLayoutClass {
+    bool a_k_fast = true;   // A's column (k) stride is 1 (row-major A); else walk m
+    bool b_n_fast = true;   // B's column (n) stride is 1 (row-major B); else walk k
+    bool wide_index = false;  // element offsets within a matrix need 64 bits
+};
+
+/// Code applied to each result before its store: `code` may read and assign `v` (the value, in
+/// the product's type) and read `row`, `col` (int or long), `batch` (long), `m` and `n`;
+/// `parameters` are extra kernel parameter declarations (", __global const float* bias"),
+/// passed after the fixed ones; `helpers` are functions it calls. Empty: the product is stored
+/// as it is.
+struct GemmEpilogue {
+    std::string parameters;
+    std::string code;
+    // C's dtype when it is not the product's (a cast): the code then leaves its result in `o`,
+    // of that dtype's value type, instead of in `v`.
+    std::optional<DType> output;
+    std::vector<std::string> helpers;
+    bool fp64 = false;  // the code computes in double
+};
+
+/// Code applied to each element of an operand as it is loaded (a scale, a cast): the operand's
+/// buffer holds `storage` elements (float16 is read with vload_half); `function` defines
+/// `name`(x, scalars...), which returns the element in the product's type; `parameters` declare
+/// the scalars as kernel parameters (after the epilogue's), `arguments` pass them on. Empty
+/// (no name): the element as it is.
+struct GemmPrologue {
+    DType storage = DType::Float32;
+    std::string name, function, parameters, arguments;
+    std::vector<std::string> helpers;
+    bool fp64 = false;
+};
+
+/// Which GEMM runs OpenCL matrix products: per shape (Auto), the own kernel, or CLBlast.
+enum class GemmChoice { Auto, Own, CLBlast };
+
+/// LAZYTENSOR_OPENCL_GEMM: auto (default), own or clblast; anything else is a ValueError.
+inline GemmChoice gemm_choice_from_env() {
+    const char* v = env("LAZYTENSOR_OPENCL_GEMM");
+    if (!v) return GemmChoice::Auto;
+    std::string s(v);
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (s == "auto") return GemmChoice::Auto;
+    if (s == "own") return GemmChoice::Own;
+    if (s == "clblast") return GemmChoice::CLBlast;
+    fail<ValueError>("LAZYTENSOR_OPENCL_GEMM=", v, " is not a GEMM choice: use auto, own (lazytensor's kernel) or clblast");
+}
+
+/// Auto's choice where CLBlast is built: whether the own kernel measured faster than CLBlast
+/// for products like `g` on this device class. On the H100 (2026-11-25, bench_gemm_kernel, the
+/// parameter sets below) it was for issue 18's float32 products up to 1024^3 and batches (0.12
+/// to 0.27 ms against CLBlast's 0.17 to 0.54), not for 4096^3 (CLBlast's tuned indirect kernel:
+/// 3.4 ms, ours at best 4.1). Elsewhere (float64, other devices) nothing was measured: CLBlast
+/// stays.
+inline bool own_gemm_faster(const ir::Gemm& g, bool gpu, const std::string& device_name) {
+    if (!gpu || device_name.find("NVIDIA") == std::string::npos || g.dtype != DType::Float32) return false;
+    return g.batch_count() > 1 || std::min({g.m, g.n, g.k}) < 2048;
+}
+
+/// The local memory a parameter set's tiles take, in bytes, for elements of `elem` bytes.
+inline std::size_t gemm_local_bytes(const GemmKernelParams& p, std::size_t elem) {
+    return std::size_t(p.double_buffer ? 2 : 1) * std::size_t(p.bk) * std::size_t(p.block_m() + p.block_n() + 2 * p.v) * elem;
+}
+
+/// Whether a parameter set makes a kernel: every work-item loads whole shares of a tile, in
+/// vectors of gv, and v and gv divide what they split.
+inline bool gemm_params_valid(const GemmKernelParams& p) {
+    const bool positive = p.tm > 0 && p.tn > 0 && p.wm > 0 && p.wn > 0 && p.bk > 0;
+    const bool vector = (p.v == 1 || p.v == 2 || p.v == 4) && p.wm % p.v == 0 && p.wn % p.v == 0;
+    const bool global_vector = (p.gv == 1 || p.gv == 2 || p.gv == 4) && positive && p.bk % p.gv == 0 &&
+                               p.block_m() % p.gv == 0 && p.block_n() % p.gv == 0;
+    const int share = p.threads() * p.gv;
+    return positive && vector && global_vector && (p.block_m() * p.bk) % share == 0 && (p.block_n() * p.bk) % share == 0 &&
+           (!p.double_buffer || p.prefetch);
+}
+
+/// ValueError unless the parameter set makes a kernel.
+inline void check_gemm_params(const GemmKernelParams& p) {
+    if (!gemm_params_valid(p))
+        fail<ValueError>("OpenCL GEMM kernel parameters tm ", p.tm, ", tn ", p.tn, ", wm ", p.wm, ", wn ", p.wn, ", bk ",
+                         p.bk, ", v ", p.v, ", gv ", p.gv, p.double_buffer ? ", double-buffered" : "",
+                         ": each tile of A (tm*wm x bk) and of B (bk x tn*wn) must split evenly over the tm*tn "
+                         "work-items in loads of gv, v and gv (1, 2 or 4) divide wm and wn, and bk and the tiles, and "
+                         "double buffering needs prefetch");
+}
+
+/// The parameter set for a product on a device class. NVIDIA GPUs get sets measured on the H100
+/// (bench_gemm_kernel --sweep, 2026-11-25), all with vector loads of 4 from global and local
+/// memory and double-buffered local tiles: for one matrix with n >= 512 and at least 128 tiles of
+/// 256x128 (about a wave of the H100's 132 SMs), 256x128 tiles of depth 8 from 16 x 16
+/// work-items of 16x8 outputs (8192x784x512: 0.227 -> 0.210 ms); else where n >= 512 and there
+/// are 128 tiles of 128x128, those, of depth 16; else 128x64 tiles of depth 16 from 32 x 8
+/// work-items of 4x8 outputs (more work-groups for narrow or small products); where n <= 32,
+/// 64x16 tiles from 32 x 4 work-items of 2x4 (8192x256x10: 0.045 -> 0.027 ms). Other GPUs get a
+/// middle set, CPUs (PoCL) a small one that builds fast.
+inline GemmKernelParams gemm_params_for(const ir::Gemm& g, bool gpu, const std::string& device_name,
+                                        std::size_t max_work_group, std::size_t local_memory) {
+    //                  tm  tn  wm  wn  bk  v  gv  prefetch
+    GemmKernelParams p{8, 8, 4, 4, 8, 1, 1, false};
+    if (gpu && device_name.find("NVIDIA") != std::string::npos) {
+        auto tiles = [&](std::int64_t bm, std::int64_t bn) { return ((g.m + bm - 1) / bm) * ((g.n + bn - 1) / bn) * g.batch_count(); };
+        if (g.dtype == DType::Float64) p = GemmKernelParams{16, 16, 4, 4, 16, 2, 1, true};
+        else if (g.n <= 32) p = GemmKernelParams{32, 4, 2, 4, 16, 2, 2, true, true};
+        else if (g.n >= 512 && g.batch_count() == 1 && tiles(256, 128) >= 128) p = GemmKernelParams{16, 16, 16, 8, 8, 4, 4, true, true};
+        else if (g.n >= 512 && tiles(128, 128) >= 128) p = GemmKernelParams{16, 16, 8, 8, 16, 4, 4, true, true};
+        else p = GemmKernelParams{32, 8, 4, 8, 16, 4, 4, true, true};
+    } else if (gpu) {
+        p = GemmKernelParams{16, 16, 4, 4, 16, 1, 1, true};
+    }
+    // Fit the device: halve the work-group, then the k depth, while either is too large.
+    const std::size_t elem = dtype_size(g.dtype);
+    auto local_bytes = [&] { return gemm_local_bytes(p, elem); };
+    while (std::size_t(p.threads()) > max_work_group && p.tm > 1) p.tm /= 2, p.wm *= 2;
+    while (local_bytes() > local_memory && p.bk > p.gv) p.bk /= 2;
+    if (!gemm_params_valid(p) || std::size_t(p.threads()) > max_work_group || local_bytes() > local_memory)
+        p = GemmKernelParams{1, 1, 1, 1, 1, 1, 1, false};  // a tiny device: one work-item per group, slow but right
+    return p;
+}
+
+/// The layout class of a product (which of its operands' strides are 1, whether 32-bit element
+/// offsets suffice within one matrix).
+inline GemmLayoutClass gemm_layout_class(const ir::Gemm& g) {
+    GemmLayoutClass c;
+    c.a_k_fast = g.m == 1 || (g.k > 1 && std::abs(g.a.col_stride) <= std::abs(g.a.row_stride));
+    c.b_n_fast = g.k == 1 || (g.n > 1 && std::abs(g.b.col_stride) <= std::abs(g.b.row_stride));
+    const auto span = [](const ir::MatrixLayout& l, std::int64_t rows, std::int64_t cols) {
+        return std::abs(l.row_stride) * std::max<std::int64_t>(rows - 1, 0) +
+               std::abs(l.col_stride) * std::max<std::int64_t>(cols - 1, 0);
+    };
+    const std::int64_t most = std::max({span(g.a, g.m, g.k), span(g.b, g.k, g.n), g.m * g.n});
+    c.wide_index = most >= (std::int64_t(1) << 31) - std::max<std::int64_t>(g.m, g.n) - 1;
+    return c;
+}
+
+/// The name of the kernel in every program gemm_kernel_source makes.
+inline const char* gemm_kernel_name() { return "lt_gemm"; }
+
+/// The OpenCL C source of lt_gemm for `dtype`, a layout class and a parameter set.
+///
+/// Arguments: C, A, B, the offset table (any buffer when unused), then (int or long as the
+/// layout class says) m, n, k, A's row and column strides, B's row and column strides; then the
+/// longs A's offset, A's batch stride, B's offset, B's batch stride, an int that is nonzero
+/// when the offset table holds each matrix's offsets, and a long, the first matrix of this
+/// launch; then the epilogue's parameters. NDRange: (ceil(m / BM) * ceil(n / BN) * tn, tm,
+/// matrices in this launch), work-groups (tn, tm, 1).
+inline std::string gemm_kernel_source(DType dtype, const GemmLayoutClass& layout, const GemmKernelParams& p,
+                                      const GemmEpilogue& epilogue = {}, const GemmPrologue& prologue_a = {},
+                                      const GemmPrologue& prologue_b = {}) {
+    check_gemm_params(p);
+    if (dtype != DType::Float32 && dtype != DType::Float64)
+        fail<DTypeError>("the OpenCL GEMM kernel computes float32 and float64 products, not ", dtype);
+    const std::string T = dtype == DType::Float64 ? "double" : "float";
+    const std::string I = layout.wide_index ? "long" : "int";
+    const int BM = p.block_m(), BN = p.block_n(), NT = p.threads(), V = p.v;
+    const int a_pad = layout.a_k_fast ? V : 0, b_pad = layout.b_n_fast ? 0 : V;  // spread k-fast stores over banks
+    const int LDA = BM + a_pad, LDB = BN + b_pad;
+    const int LA = BM * p.bk / NT, LB = BN * p.bk / NT;
+    auto n = [](auto x) { return std::to_string(x); };
+    const std::string VT = V == 1 ? T : T + n(V);  // the vector type of a run
+
+    const GemmPrologue* prologue[2] = {&prologue_a, &prologue_b};
+    // An operand without a prologue is stored in the product's type.
+    auto storage = [&](const GemmPrologue& f) { return f.name.empty() ? dtype : f.storage; };
+    std::string s;
+    // Fused code rounds each operation on its own, as elsewhere (the product's FMAs are explicit).
+    const bool fused = !epilogue.code.empty() || !prologue_a.name.empty() || !prologue_b.name.empty();
+    if (fused) s += "#pragma OPENCL FP_CONTRACT OFF\n";
+    bool fp64 = dtype == DType::Float64 || epilogue.fp64;
+    for (const GemmPrologue* f : prologue) fp64 = fp64 || f->fp64 || storage(*f) == DType::Float64;
+    if (fp64) s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
+    {  // helper functions, each once, then the prologues' functions (before the macros below)
+        std::vector<std::string> helpers = epilogue.helpers;
+        for (const GemmPrologue* f : prologue) helpers.insert(helpers.end(), f->helpers.begin(), f->helpers.end());
+        std::vector<std::string> once;
+        for (const std::string& h : helpers)
+            if (std::find(once.begin(), once.end(), h) == once.end()) once.push_back(h), s += h;
+        for (const GemmPrologue* f : prologue) s += f->function;
+        if (storage(prologue_a) == DType::Float16 || storage(prologue_b) == DType::Float16)
+            s += "float2 lt_halves2(uint bits) { return vload_half2(0, (const __private half*)&bits); }\n"
+                 "float4 lt_halves4(uint2 bits) { return vload_half4(0, (const __private half*)&bits); }\n";
+    }
+    s += "// lazytensor GEMM: tm " + n(p.tm) + ", tn " + n(p.tn) + ", wm " + n(p.wm) + ", wn " + n(p.wn) + ", bk " +
+         n(p.bk) + ", v " + n(V) + (p.prefetch ? ", prefetch" : "") + (p.double_buffer ? ", double-buffered" : "") + "; A " + (layout.a_k_fast ? "k" : "m") +
+         "-fast, B " + (layout.b_n_fast ? "n" : "k") + "-fast\n";
+    s += "#define T " + T + "\n#define I " + I + "\n#define SA " + cl_storage_type(storage(prologue_a)) + "\n#define SB " +
+         cl_storage_type(storage(prologue_b)) + "\n#define SC " + (epilogue.output ? cl_storage_type(*epilogue.output) : T) + "\n";
+    s += "#define TM " + n(p.tm) + "\n#define TN " + n(p.tn) + "\n#define WM " + n(p.wm) + "\n#define WN " + n(p.wn) +
+         "\n#define BK " + n(p.bk) + "\n#define BM " + n(BM) + "\n#define BN " + n(BN) + "\n#define NT " + n(NT) +
+         "\n#define V " + n(V) + "\n#define LDA " + n(LDA) + "\n#define LDB " + n(LDB) + "\n#define LA " + n(LA) +
+         "\n#define LB " + n(LB) + "\n#define BUFFERS " + n(p.double_buffer ? 2 : 1) + "\n";
+    // Element e of this work-item's share of a tile: its (row, k) in A's tile and (k, col) in B's.
+    // A load is GV consecutive elements along the fast axis (A_DR, A_DC: its step in rows and k).
+    s += "#define GV " + n(p.gv) + "\n";
+    s += layout.a_k_fast ? "#define A_ROW(x) ((x) / (BK / GV))\n#define A_K(x) ((x) % (BK / GV) * GV)\n#define A_DR 0\n#define A_DC 1\n"
+                         : "#define A_ROW(x) ((x) % (BM / GV) * GV)\n#define A_K(x) ((x) / (BM / GV))\n#define A_DR 1\n#define A_DC 0\n";
+    s += layout.b_n_fast ? "#define B_COL(x) ((x) % (BN / GV) * GV)\n#define B_K(x) ((x) / (BN / GV))\n#define B_DR 0\n#define B_DC 1\n"
+                         : "#define B_COL(x) ((x) / (BK / GV))\n#define B_K(x) ((x) % (BK / GV) * GV)\n#define B_DR 1\n#define B_DC 0\n";
+    // The tile row (column) of a work-item's i-th row (j-th column): runs of V, strided by TM*V.
+    s += "#define OWN_ROW(i) (ty * V + ((i) / V) * (TM * V) + (i) % V)\n"
+         "#define OWN_COL(j) (tx * V + ((j) / V) * (TN * V) + (j) % V)\n";
+    s += R"CL(
+__kernel __attribute__((reqd_work_group_size(TN, TM, 1)))
+void lt_gemm(__global SC* restrict C, __global const SA* restrict A, __global const SB* restrict B,
+             __global const long* restrict offsets, const I m, const I n, const I k,
+             const I a_rs, const I a_cs, const I b_rs, const I b_cs,
+             const long a_offset, const long a_batch_stride, const long b_offset, const long b_batch_stride,
+             const int per_matrix_offsets, const long first_matrix)CL" +
+         epilogue.parameters + prologue_a.parameters + prologue_b.parameters + R"CL() {
+    __local T As[BUFFERS * BK * LDA];
+    __local T Bs[BUFFERS * BK * LDB];
+    __local T* a_tile = As;  // the tiles being multiplied
+    __local T* b_tile = Bs;
+    const int tx = get_local_id(0), ty = get_local_id(1), lid = ty * TN + tx;
+    const I tiles_n = (n + BN - 1) / BN, tile = (I)get_group_id(0);
+    const I row0 = tile / tiles_n * BM, col0 = tile % tiles_n * BN;
+    const long batch = first_matrix + get_group_id(2);
+    long a_base = a_offset + batch * a_batch_stride, b_base = b_offset + batch * b_batch_stride;
+    if (per_matrix_offsets) {
+        a_base = offsets[2 * batch];
+        b_base = offsets[2 * batch + 1];
+    }
+    A += a_base;
+    B += b_base;
+    C += batch * (long)m * (long)n;
+
+    T acc[WM][WN];
+    #pragma unroll
+    for (int i = 0; i < WM; ++i)
+        #pragma unroll
+        for (int j = 0; j < WN; ++j) acc[i][j] = 0;
+    T ra[LA], rb[LB];
+)CL";
+    // Global -> registers: this work-item's share of the tiles at k0, zero outside the
+    // matrices (unrolled here, so that ra and rb stay in registers). With GV > 1, a load that is
+    // whole and aligned is one vector load.
+    auto load_share = [&](const std::string& k0, const std::string& indent, bool is_a) {
+        const std::string X = is_a ? "A" : "B", reg = is_a ? "ra" : "rb", count = n((is_a ? LA : LB) / p.gv);
+        // The operand's storage, how a vector of GV and one element of it are read, and its
+        // prologue applied to what was read.
+        const GemmPrologue& f = *prologue[is_a ? 0 : 1];
+        const bool half = storage(f) == DType::Float16;
+        const std::string ST = cl_storage_type(storage(f)), GT = half ? "float" + n(p.gv) : p.gv == 1 ? ST : ST + n(p.gv);
+        // float16: the GV halves as one aligned load of bits (vload_halfN from global memory
+        // was 4 loads on NVIDIA), converted from private memory.
+        auto read_vector = [&](const std::string& at) {
+            return half ? "lt_halves" + n(p.gv) + "(*(__global const " + (p.gv == 2 ? "uint" : "uint2") + "*)(" + X + " + " + at + "))"
+                        : "*(__global const " + GT + "*)(" + X + " + " + at + ")";
+        };
+        auto read_element = [&](const std::string& at) { return half ? "vload_half(" + at + ", " + X + ")" : X + "[" + at + "]"; };
+        auto apply = [&](const std::string& x) { return f.name.empty() ? x : f.name + "(" + x + f.arguments + ")"; };
+        const std::string first = is_a ? "const I r = row0 + A_ROW(x), c = " + k0 + " + A_K(x);"
+                                       : "const I r = " + k0 + " + B_K(x), c = col0 + B_COL(x);";
+        const std::string rows = is_a ? "m" : "k", cols = is_a ? "k" : "n", rs = is_a ? "a_rs" : "b_rs",
+                          cs = is_a ? "a_cs" : "b_cs", DR = X + "_DR", DC = X + "_DC";
+        std::string r;
+        for (int e = 0; e < (is_a ? LA : LB) / p.gv; ++e) {
+            r += indent + "{ const int x = lid + " + n(e * NT) + "; " + first + "\n";
+            if (p.gv > 1) {
+                r += indent + "  if (" + X + "_vec && r + " + DR + " * (GV - 1) < " + rows + " && c + " + DC +
+                     " * (GV - 1) < " + cols + ") { const " + GT + " w = " + read_vector("r * " + rs + " + c * " + cs) + ";";
+                const char* lane[] = {"s0", "s1", "s2", "s3"};
+                for (int l = 0; l < p.gv; ++l) r += " " + reg + "[" + n(e * p.gv + l) + "] = " + apply(std::string("w.") + lane[l]) + ";";
+                r += " } else {\n";
+            }
+            for (int l = 0; l < p.gv; ++l) {
+                const std::string rl = "r + " + DR + " * " + n(l), cl = "c + " + DC + " * " + n(l);
+                r += indent + "  " + reg + "[" + n(e * p.gv + l) + "] = (" + rl + " < " + rows + " && " + cl + " < " +
+                     cols + ") ? " + apply(read_element("(" + rl + ") * " + rs + " + (" + cl + ") * " + cs)) + " : (T)0;\n";
+            }
+            if (p.gv > 1) r += indent + "  }\n";
+            r += indent + "}\n";
+        }
+        (void)count;
+        return r;
+    };
+    auto load_tiles = [&](const std::string& k0, const std::string& indent) {
+        return load_share(k0, indent, true) + load_share(k0, indent, false);
+    };
+    // Registers -> local memory, k-major.
+    auto store_tiles = [&](const std::string& indent, const std::string& at_a, const std::string& at_b) {
+        std::string r;
+        for (int e = 0; e < LA / p.gv; ++e)
+            for (int l = 0; l < p.gv; ++l)
+                r += indent + "{ const int x = lid + " + n(e * NT) + "; " + at_a + "[(A_K(x) + A_DC * " + n(l) + ") * LDA + A_ROW(x) + A_DR * " +
+                     n(l) + "] = ra[" + n(e * p.gv + l) + "]; }\n";
+        for (int e = 0; e < LB / p.gv; ++e)
+            for (int l = 0; l < p.gv; ++l)
+                r += indent + "{ const int x = lid + " + n(e * NT) + "; " + at_b + "[(B_K(x) + B_DR * " + n(l) + ") * LDB + B_COL(x) + B_DC * " +
+                     n(l) + "] = rb[" + n(e * p.gv + l) + "]; }\n";
+        return r;
+    };
+    if (p.gv > 1)  // whole loads along the unit-stride axis are aligned where the other stride and the base are
+        s += std::string("    const bool A_vec = ") +
+             (layout.a_k_fast ? "a_cs == 1 && a_rs % GV == 0" : "a_rs == 1 && a_cs % GV == 0") +
+             " && a_base % GV == 0;\n    const bool B_vec = " +
+             (layout.b_n_fast ? "b_cs == 1 && b_rs % GV == 0" : "b_rs == 1 && b_cs % GV == 0") + " && b_base % GV == 0;\n";
+    s += load_tiles("0", "    ") + store_tiles("    ", "As", "Bs");
+    s += R"CL(
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (I k0 = 0; k0 < k; k0 += BK) {
+        const bool more = k0 + BK < k;
+)CL";
+    if (p.prefetch) s += "        if (more) {\n" + load_tiles("k0 + BK", "            ") + "        }\n";
+    s += R"CL(        #pragma unroll
+        for (int kk = 0; kk < BK; ++kk) {
+            T a[WM], b[WN];
+)CL";
+    // Reads of this k step's runs from local memory.
+    auto reads = [&](const char* dst, const char* src, const char* ld, const char* own, int count) {
+        std::string r;
+        for (int i = 0; i < count; i += V) {
+            const std::string at = std::string(src) + " + kk * " + ld + " + " + own + "(" + n(i) + ")";
+            if (V == 1) {
+                r += "            " + std::string(dst) + "[" + n(i) + "] = *(" + at + ");\n";
+            } else {
+                r += "            { const " + VT + " w = vload" + n(V) + "(0, " + at + ");";
+                const char* lane[] = {".s0", ".s1", ".s2", ".s3"};
+                for (int l = 0; l < V; ++l) r += " " + std::string(dst) + "[" + n(i + l) + "] = w" + lane[l] + ";";
+                r += " }\n";
+            }
+        }
+        return r;
+    };
+    s += reads("a", "a_tile", "LDA", "OWN_ROW", p.wm);
+    s += reads("b", "b_tile", "LDB", "OWN_COL", p.wn);
+    s += R"CL(            #pragma unroll
+            for (int i = 0; i < WM; ++i)
+                #pragma unroll
+                for (int j = 0; j < WN; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
+        }
+)CL";
+    if (p.double_buffer) {
+        // The other tiles were last read before the previous barrier: store the next ones there
+        // while others may still multiply these, then one barrier.
+        s += "        if (more) {\n"
+             "            __local T* next_a = a_tile == As ? As + BK * LDA : As;\n"
+             "            __local T* next_b = b_tile == Bs ? Bs + BK * LDB : Bs;\n" +
+             store_tiles("            ", "next_a", "next_b") +
+             "            a_tile = next_a;\n            b_tile = next_b;\n        }\n"
+             "        barrier(CLK_LOCAL_MEM_FENCE);\n    }\n\n";
+    } else {
+        s += "        barrier(CLK_LOCAL_MEM_FENCE);\n        if (more) {\n";
+        if (!p.prefetch) s += load_tiles("k0 + BK", "            ");
+        s += store_tiles("            ", "As", "Bs");
+        s += "        }\n        barrier(CLK_LOCAL_MEM_FENCE);\n    }\n\n";
+    }
+    // Stores: each run of V columns as one vector store where it is whole and aligned (n a
+    // multiple of V), else element by element.
+    // A cast epilogue stores `o`, of C's floating dtype (float16: vstore_half(N)_rte).
+    const std::optional<DType> cast = epilogue.output;
+    const bool half_out = cast == DType::Float16;
+    s += "    #pragma unroll\n    for (int i = 0; i < WM; ++i) {\n"
+         "        const I row = row0 + OWN_ROW(i);\n        if (row >= m) continue;\n"
+         "        __global " + std::string(cast ? cl_storage_type(*cast) : "T") + "* out = C + row * n;\n";
+    auto element = [&](int j, const std::string& col, const std::string& target) {
+        std::string e = "            { const I col = " + col + "; T v = acc[i][" + n(j) + "];";
+        if (cast) e += std::string(" ") + cl_value_type(*cast) + " o;";
+        if (!epilogue.code.empty()) e += "\n                {\n" + epilogue.code + "\n                }\n           ";
+        if (half_out && target == "out[col]") return e + " vstore_half_rte(o, col, out); }\n";
+        return e + " " + target + " = " + (cast ? "o" : "v") + "; }\n";
+    };
+    const std::string out_vector = cast ? cl_value_type(*cast) + n(V) : VT;
+    for (int j = 0; j < p.wn; j += V) {
+        const std::string run = "col0 + OWN_COL(" + n(j) + ")";
+        if (V > 1) {
+            s += "        if (n % V == 0 && " + run + " + V <= n) {\n            " + out_vector + " w;\n";
+            const char* lane[] = {"s0", "s1", "s2", "s3"};
+            for (int l = 0; l < V; ++l) s += element(j + l, run + " + " + n(l), std::string("w.") + lane[l]);
+            s += "            vstore" + std::string(half_out ? "_half" + n(V) + "_rte" : n(V)) + "(w, 0, out + " + run + ");\n        } else\n";
+        }
+        s += "        {\n";
+        for (int l = 0; l < V; ++l) {
+            s += "          if (" + run + " + " + n(l) + " < n)\n";
+            s += element(j + l, run + " + " + n(l), "out[col]");
+        }
+        s += "        }\n";
+    }
+    s += "    }\n}\n";
+    return s;
+}
+
+}  // namespace lazytensor::detail::opencl
+// ---- lazytensor/backend/opencl/renderer.hpp ----
+// The renderer: kernel IR -> OpenCL C 1.2 source and the launch geometry to run it with.
+//
+// Two shapes of kernel:
+//   - element-wise (no reduce phase): one work-item per W consecutive elements of the domain's
+//     last axis. Accesses that are contiguous and aligned along it become one vector load or
+//     store (float4, ...); broadcast ones one scalar load; others a load per lane.
+//   - reducing: a work-group is LX outer indices x LY reduce lanes. Each lane folds a strided
+//     share of the reduced space (W consecutive elements at a time when the last axis is
+//     reduced and contiguous: "row" kernels; lanes over the outer index otherwise: "column"
+//     kernels), the LY lanes combine in local memory, and every lane reads the slot, so later
+//     phases (softmax's store, a variance's second pass) run in the same work-group. A kernel
+//     with one reduce phase and few outputs is split along the reduced space into G work-groups
+//     per outer index whose partials a second, small kernel folds before the outer store phase.
+//
+// Semantics follow the host interpreter (backend/host/simd_ops.hpp): integer arithmetic wraps
+// (done in unsigned types), floating max/min propagate NaN, float-to-integer casts saturate
+// (convert_*_sat), bool is stored as one byte. float16 is storage only, as on the host: buffers
+// of `half` are read with vload_half(N) and written with vstore_half(N)_rte (core OpenCL 1.2,
+// no cl_khr_fp16), values in between are float, and a cast to float16 rounds through half.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+
+namespace lazytensor::detail::opencl {
+
 /// What the renderer needs to know of a device.
 struct DeviceTraits {
     std::size_t max_work_group = 256;  // of the device, capped by what our kernels use
@@ -10658,11 +10673,6 @@ struct RenderedKernel {
 };
 
 // ------------------------------------------------------------------------------ type spellings
-
-/// The OpenCL C type of an element of a buffer of `t` (bool is a byte, as in C++).
-inline const char* cl_storage_type(DType t) {
-    return t == DType::Bool ? "uchar" : t == DType::Float16 ? "half" : cl_value_type(t);
-}
 
 /// The OpenCL C type of a scalar kernel argument of `t`: bool is not a valid argument type (a
 /// byte instead), and a float16 value is passed as the float it is computed in.
@@ -10778,8 +10788,9 @@ public:
     /// The kernel (ir::fits_as_epilogue) as code applied to one element of a product in its
     /// store: statements that compute the stored value at the domain coordinates `coord` (long
     /// expressions) from `value`, the product's element (parameter `product_param`, which is not
-    /// read), and assign it to `value`. Parameters other than the product and the output keep
-    /// their names (p<i>, s<i>) and are declared in `parameters`, each after a comma.
+    /// read), and assign it to `result` (of the output's value type; may be `value`).
+    /// Parameters other than the product and the output keep their names (p<i>, s<i>) and are
+    /// declared in `parameters`, each after a comma.
     struct Epilogue {
         std::vector<std::string> helpers;
         std::string parameters;
@@ -10787,7 +10798,7 @@ public:
         bool uses_fp64 = false;
     };
     Epilogue render_epilogue(int product_param, const std::vector<std::string>& coord, const std::string& value,
-                             const std::string& ind) {
+                             const std::string& result, const std::string& ind) {
         analyze();
         substitute_param_ = product_param;
         substitute_value_ = value;
@@ -10795,7 +10806,7 @@ public:
         e.helpers = helpers();
         const ir::Phase& phase = k_.phases.at(0);
         const auto names = body(phase, 1, coord, ind);
-        src_ << ind << value << " = " << names[static_cast<std::size_t>(phase.stores.at(0).value)][0] << ";\n";
+        src_ << ind << result << " = " << names[static_cast<std::size_t>(phase.stores.at(0).value)][0] << ";\n";
         e.code = src_.str();
         for (std::size_t p = 0; p + 1 < k_.params.size(); ++p)
             if (static_cast<int>(p) != product_param)
@@ -11457,8 +11468,10 @@ inline GemmEpilogue gemm_epilogue_code(const ir::Gemm& g, const ir::Kernel& k, i
     } else if (rank > 0) {
         decompose(rows + " * n + col", rank);
     }
-    Renderer::Epilogue e = Renderer(k, device, "lt_gemm").render_epilogue(product_param, coord, "v", ind);
     GemmEpilogue out;
+    const DType result = k.params.back().dtype;
+    if (result != g.dtype) out.output = result;  // a cast: the result goes to `o`, of its type
+    Renderer::Epilogue e = Renderer(k, device, "lt_gemm").render_epilogue(product_param, coord, "v", out.output ? "o" : "v", ind);
     out.parameters = ", __global T* product" + e.parameters + ", const int store_product";
     out.code = ind + "if (store_product) product[" + rows + " * n + col] = v;\n" + code + e.code;
     out.helpers = e.helpers;
@@ -11471,7 +11484,7 @@ inline GemmEpilogue gemm_epilogue_code(const ir::Gemm& g, const ir::Kernel& k, i
 /// scalars, whose kernel parameters are named pa_s<i> (pb_s<i>).
 inline GemmPrologue gemm_prologue_code(const ir::Kernel& k, int which, const DeviceTraits& device) {
     const std::string tag = which ? "b" : "a";
-    Renderer::Epilogue e = Renderer(k, device, "lt_gemm").render_epilogue(0, {}, "x", "    ");
+    Renderer::Epilogue e = Renderer(k, device, "lt_gemm").render_epilogue(0, {}, "x", "x", "    ");
     GemmPrologue out;
     out.storage = k.params[0].dtype;
     out.name = "lt_prologue_" + tag;
@@ -13160,7 +13173,8 @@ private:
         // Keyed by what the source is made of: a product that hits costs no source generation.
         const std::string key = concat(dtype, ' ', layout.a_k_fast, layout.b_n_fast, layout.wide_index, ' ', p.tm, ',', p.tn,
                                        ',', p.wm, ',', p.wn, ',', p.bk, ',', p.v, ',', p.gv, ',', p.prefetch, p.double_buffer, ' ',
-                                       epilogue.parameters, '\n', epilogue.code, '\n', prologue_a.storage, prologue_a.function,
+                                       epilogue.parameters, '\n', epilogue.code, '\n', epilogue.output.value_or(dtype), ' ',
+                                       prologue_a.storage, prologue_a.function,
                                        '\n', prologue_b.storage, prologue_b.function);
         auto it = gemm_kernels_.find(key);
         if (it == gemm_kernels_.end()) {
@@ -15316,7 +15330,12 @@ public:
         const auto* want = static_cast<const unsigned char*>(expected.handle());
         const DType t = out.dtype();
         const std::int64_t n = out.numel();
-        const CheckTolerance tol = check_tolerance(t);
+        // A fused product rounds in its own dtype whatever it is cast to: the looser bound.
+        CheckTolerance tol = check_tolerance(t);
+        if (item_.fused() && is_floating(t) && check_tolerance(item_.gemm.dtype).rtol > tol.rtol) {
+            const CheckTolerance product = check_tolerance(item_.gemm.dtype);
+            tol.rtol = product.rtol, tol.atol = product.atol;
+        }
         std::vector<unsigned char> magnitudes;
         if (is_floating(t)) magnitudes = run_magnitudes_on_host();
         auto bound = [&](std::int64_t i) {

@@ -442,14 +442,71 @@ TEST_CASE("a product's element-wise consumer runs in the own GEMM kernel's store
             for (std::size_t i = 0; i < want.size(); ++i) want[i] = mask.v[i] != 0 ? p.value[i] + half_bias.v[i % n] : -1.0;
             gk_check_epilogue(y.to_vector(), p, want, k);
         }
-        SUBCASE("what does not fuse still runs: a reduction, a cast, a second reader") {
+        SUBCASE("casts to float16 and float64, with a product held; check mode compares them") {
+            // float16: the float product rounded once to nearest even, so within the product's
+            // bound plus half a float16 ulp (2^-11 relative).
+            const lt::Tensor<lt::half> h16 = (lt::matmul(A, B) + Bias).cast<lt::half>();
+            REQUIRE(lt::schedule(h16).size() == 1);
+            CHECK(lt::schedule(h16)[0].kind == lt::ScheduleItem::Kind::Matmul);
+            const std::vector<lt::half> got16 = h16.to_vector();
+            std::vector<float> as_float(got16.size());
+            for (std::size_t i = 0; i < got16.size(); ++i) as_float[i] = static_cast<float>(got16[i]);
+            for (std::size_t i = 0; i < want.size(); ++i) want[i] = p.value[i] + bias.v[i % n];
+            gk_check_epilogue(as_float, p, want, k, 4.9e-4);
+            // int32 and bool results stay kernels of their own (exact in check mode).
+            const lt::Tensor<int32_t> i32 = (lt::matmul(A, B) * 100.0f).cast<int32_t>();
+            CHECK(lt::schedule(i32).size() == 2);
+            const lt::Tensor<float> h = lt::matmul(A, B);
+            const lt::Tensor<bool> positive = h > 0.0f;
+            CHECK(lt::schedule(positive).size() == 2);
+            const std::vector<bool> gotb = positive.to_vector();
+            const std::vector<float> hv = h.to_vector();
+            for (std::size_t i = 0; i < gotb.size(); ++i) CHECK(gotb[i] == (hv[i] > 0.0f));
+            if (lt::detail::supports_float64(d)) {
+                const lt::Tensor<float> held = lt::matmul(A, B);
+                const lt::Tensor<double> c = held.cast<double>();
+                REQUIRE(lt::schedule(c).size() == 1);
+                const std::vector<double> cv = c.to_vector();
+                const std::vector<float> heldv = held.to_vector();  // stored by the fused item
+                CHECK(held.is_realized());
+                for (std::size_t i = 0; i < cv.size(); ++i) CHECK(cv[i] == double(heldv[i]));
+                for (std::size_t i = 0; i < want.size(); ++i) want[i] = p.value[i];
+                gk_check_epilogue(heldv, p, want, k);
+                const bool before = lt::check_enabled();
+                lt::set_check_enabled(true);
+                CHECK_NOTHROW((lt::matmul(A, B) * 3.0f).cast<double>().realize());
+                CHECK_NOTHROW((lt::matmul(A, B) - Bias).cast<lt::half>().realize());
+                lt::set_check_enabled(before);
+            } else {
+                MESSAGE("the float64 cast skipped on " << d.str() << ": the device has no float64");
+            }
+        }
+        SUBCASE("casts through vector stores of 4 and 2 (n = 48), and element stores (n = 45)") {
+            for (const gk_ocl::GemmKernelParams& params :
+                 {gk_ocl::GemmKernelParams{4, 8, 4, 4, 8, 4, 4, true, true}, gk_ocl::GemmKernelParams{8, 4, 2, 4, 8, 2, 2, true}}) {
+                own.backend.set_gemm_params(params);
+                for (const std::int64_t nn : {48, 45}) {
+                    const Ref b2 = random_ref<float>({k, nn}, 306);
+                    const GkProduct p2 = gk_reference(a, b2);
+                    const lt::Tensor<lt::half> y = (lt::matmul(A, make_tensor<float>(b2)) * 0.5f).cast<lt::half>();
+                    REQUIRE(lt::schedule(y).size() == 1);
+                    const std::vector<lt::half> got = y.to_vector();
+                    std::vector<float> as_float(got.size());
+                    for (std::size_t i = 0; i < got.size(); ++i) as_float[i] = static_cast<float>(got[i]);
+                    std::vector<double> w2(p2.value.size());
+                    for (std::size_t i = 0; i < w2.size(); ++i) w2[i] = p2.value[i] * 0.5;
+                    gk_check_epilogue(as_float, p2, w2, k, 4.9e-4);
+                    if (lt::detail::supports_float64(d)) {
+                        const std::vector<double> got64 = lt::matmul(A, make_tensor<float>(b2)).cast<double>().to_vector();
+                        gk_check_epilogue(std::vector<float>(got64.begin(), got64.end()), p2, p2.value, k);
+                    }
+                }
+            }
+            own.backend.set_gemm_params(std::nullopt);
+        }
+        SUBCASE("what does not fuse still runs: a reduction, a second reader") {
             const lt::Tensor<float> s = lt::softmax(lt::matmul(A, B), -1);
             gk_check_fused(s, false);
-            const lt::Tensor<double> c = lt::matmul(A, B).cast<double>();
-            CHECK(lt::schedule(c).size() == 2);
-            const std::vector<double> cv = c.to_vector();
-            for (std::size_t i = 0; i < want.size(); ++i) want[i] = p.value[i];
-            gk_check_epilogue(std::vector<float>(cv.begin(), cv.end()), p, want, k);
             const lt::Tensor<float> h = lt::matmul(A, B);
             const lt::Tensor<float> y = lt::relu(h), z = h.sum(1);
             lt::realize({y, z});

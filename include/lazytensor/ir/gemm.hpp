@@ -129,14 +129,16 @@ inline Kernel contiguous_copy(DType dtype, const Shape& batch, std::int64_t rows
 /// product stores it, instead of reading the product back from memory. `k` must be element-wise
 /// (one store phase over its whole domain, no reduction) and walk the product's elements in
 /// order: it reads the product (parameter `product_param`, of the product's dtype) only at the
-/// element it computes and stores one value of the product's dtype into the same position of
-/// its output (its last parameter, a fresh buffer). Extra inputs and scalars are free.
+/// element it computes and stores one value into the same position of its output (its last
+/// parameter, a fresh buffer, of a floating dtype: a cast to another is an epilogue too; an
+/// integer or bool result stays a kernel of its own, so that check mode compares it exactly
+/// with the host's from the same product). Extra inputs and scalars are free.
 inline bool fits_as_epilogue(const Gemm& g, const Kernel& k, int product_param) {
     const std::size_t params = k.params.size();
     if (k.in_place || params < 2 || product_param < 0 || static_cast<std::size_t>(product_param) + 1 >= params) return false;
     for (std::size_t p = 0; p < params; ++p)
         if (k.params[p].output != (p + 1 == params)) return false;
-    if (k.params.back().dtype != g.dtype || k.params[static_cast<std::size_t>(product_param)].dtype != g.dtype) return false;
+    if (k.params[static_cast<std::size_t>(product_param)].dtype != g.dtype || !is_floating(k.params.back().dtype)) return false;
     if (k.has_reduction() || numel(k.domain) != g.batch_count() * g.m * g.n) return false;
     if (k.phases.size() != 1) return false;
     const Phase& phase = k.phases[0];

@@ -2,8 +2,9 @@
 //   - a product's element-wise consumer (ir::fits_as_epilogue) as its epilogue, applied to
 //     each result in the GEMM's stores at the domain coordinates of that result, so that
 //     relu(x @ w + b) is one kernel and the product never reaches memory. The epilogue's
-//     results go to C (its output buffer); a `product` buffer also gets the product itself
-//     when store_product is nonzero (a tensor outside the graph holds it);
+//     results go to C (its output buffer, of the product's dtype or, after a cast, another);
+//     a `product` buffer also gets the product itself when store_product is nonzero (a tensor
+//     outside the graph holds it);
 //   - an operand's producer (ir::fits_as_prologue) as a function applied to each element of
 //     its input as the GEMM loads it (a scale, a cast from float16).
 #pragma once
@@ -46,8 +47,10 @@ inline GemmEpilogue gemm_epilogue_code(const ir::Gemm& g, const ir::Kernel& k, i
     } else if (rank > 0) {
         decompose(rows + " * n + col", rank);
     }
-    Renderer::Epilogue e = Renderer(k, device, "lt_gemm").render_epilogue(product_param, coord, "v", ind);
     GemmEpilogue out;
+    const DType result = k.params.back().dtype;
+    if (result != g.dtype) out.output = result;  // a cast: the result goes to `o`, of its type
+    Renderer::Epilogue e = Renderer(k, device, "lt_gemm").render_epilogue(product_param, coord, "v", out.output ? "o" : "v", ind);
     out.parameters = ", __global T* product" + e.parameters + ", const int store_product";
     out.code = ind + "if (store_product) product[" + rows + " * n + col] = v;\n" + code + e.code;
     out.helpers = e.helpers;
@@ -60,7 +63,7 @@ inline GemmEpilogue gemm_epilogue_code(const ir::Gemm& g, const ir::Kernel& k, i
 /// scalars, whose kernel parameters are named pa_s<i> (pb_s<i>).
 inline GemmPrologue gemm_prologue_code(const ir::Kernel& k, int which, const DeviceTraits& device) {
     const std::string tag = which ? "b" : "a";
-    Renderer::Epilogue e = Renderer(k, device, "lt_gemm").render_epilogue(0, {}, "x", "    ");
+    Renderer::Epilogue e = Renderer(k, device, "lt_gemm").render_epilogue(0, {}, "x", "x", "    ");
     GemmPrologue out;
     out.storage = k.params[0].dtype;
     out.name = "lt_prologue_" + tag;

@@ -26,6 +26,7 @@
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,7 @@
 #include "../../core/env.hpp"
 #include "../../core/error.hpp"
 #include "../../ir/gemm.hpp"
+#include "op_spellings.hpp"
 
 namespace lazytensor::detail::opencl {
 
@@ -72,6 +74,9 @@ struct GemmLayoutClass {
 struct GemmEpilogue {
     std::string parameters;
     std::string code;
+    // C's dtype when it is not the product's (a cast): the code then leaves its result in `o`,
+    // of that dtype's value type, instead of in `v`.
+    std::optional<DType> output;
     std::vector<std::string> helpers;
     bool fp64 = false;  // the code computes in double
 };
@@ -189,9 +194,6 @@ inline GemmLayoutClass gemm_layout_class(const ir::Gemm& g) {
     return c;
 }
 
-/// The OpenCL C type of an operand's elements in memory.
-inline std::string storage_name(DType t) { return t == DType::Float16 ? "half" : t == DType::Float64 ? "double" : "float"; }
-
 /// The name of the kernel in every program gemm_kernel_source makes.
 inline const char* gemm_kernel_name() { return "lt_gemm"; }
 
@@ -242,8 +244,8 @@ inline std::string gemm_kernel_source(DType dtype, const GemmLayoutClass& layout
     s += "// lazytensor GEMM: tm " + n(p.tm) + ", tn " + n(p.tn) + ", wm " + n(p.wm) + ", wn " + n(p.wn) + ", bk " +
          n(p.bk) + ", v " + n(V) + (p.prefetch ? ", prefetch" : "") + (p.double_buffer ? ", double-buffered" : "") + "; A " + (layout.a_k_fast ? "k" : "m") +
          "-fast, B " + (layout.b_n_fast ? "n" : "k") + "-fast\n";
-    s += "#define T " + T + "\n#define I " + I + "\n#define SA " + storage_name(storage(prologue_a)) + "\n#define SB " +
-         storage_name(storage(prologue_b)) + "\n";
+    s += "#define T " + T + "\n#define I " + I + "\n#define SA " + cl_storage_type(storage(prologue_a)) + "\n#define SB " +
+         cl_storage_type(storage(prologue_b)) + "\n#define SC " + (epilogue.output ? cl_storage_type(*epilogue.output) : T) + "\n";
     s += "#define TM " + n(p.tm) + "\n#define TN " + n(p.tn) + "\n#define WM " + n(p.wm) + "\n#define WN " + n(p.wn) +
          "\n#define BK " + n(p.bk) + "\n#define BM " + n(BM) + "\n#define BN " + n(BN) + "\n#define NT " + n(NT) +
          "\n#define V " + n(V) + "\n#define LDA " + n(LDA) + "\n#define LDB " + n(LDB) + "\n#define LA " + n(LA) +
@@ -260,7 +262,7 @@ inline std::string gemm_kernel_source(DType dtype, const GemmLayoutClass& layout
          "#define OWN_COL(j) (tx * V + ((j) / V) * (TN * V) + (j) % V)\n";
     s += R"CL(
 __kernel __attribute__((reqd_work_group_size(TN, TM, 1)))
-void lt_gemm(__global T* restrict C, __global const SA* restrict A, __global const SB* restrict B,
+void lt_gemm(__global SC* restrict C, __global const SA* restrict A, __global const SB* restrict B,
              __global const long* restrict offsets, const I m, const I n, const I k,
              const I a_rs, const I a_cs, const I b_rs, const I b_cs,
              const long a_offset, const long a_batch_stride, const long b_offset, const long b_batch_stride,
@@ -299,7 +301,7 @@ void lt_gemm(__global T* restrict C, __global const SA* restrict A, __global con
         // prologue applied to what was read.
         const GemmPrologue& f = *prologue[is_a ? 0 : 1];
         const bool half = storage(f) == DType::Float16;
-        const std::string ST = storage_name(storage(f)), GT = half ? "float" + n(p.gv) : p.gv == 1 ? ST : ST + n(p.gv);
+        const std::string ST = cl_storage_type(storage(f)), GT = half ? "float" + n(p.gv) : p.gv == 1 ? ST : ST + n(p.gv);
         // float16: the GV halves as one aligned load of bits (vload_halfN from global memory
         // was 4 loads on NVIDIA), converted from private memory.
         auto read_vector = [&](const std::string& at) {
@@ -406,21 +408,27 @@ void lt_gemm(__global T* restrict C, __global const SA* restrict A, __global con
     }
     // Stores: each run of V columns as one vector store where it is whole and aligned (n a
     // multiple of V), else element by element.
+    // A cast epilogue stores `o`, of C's floating dtype (float16: vstore_half(N)_rte).
+    const std::optional<DType> cast = epilogue.output;
+    const bool half_out = cast == DType::Float16;
     s += "    #pragma unroll\n    for (int i = 0; i < WM; ++i) {\n"
          "        const I row = row0 + OWN_ROW(i);\n        if (row >= m) continue;\n"
-         "        __global T* out = C + row * n;\n";
+         "        __global " + std::string(cast ? cl_storage_type(*cast) : "T") + "* out = C + row * n;\n";
     auto element = [&](int j, const std::string& col, const std::string& target) {
         std::string e = "            { const I col = " + col + "; T v = acc[i][" + n(j) + "];";
+        if (cast) e += std::string(" ") + cl_value_type(*cast) + " o;";
         if (!epilogue.code.empty()) e += "\n                {\n" + epilogue.code + "\n                }\n           ";
-        return e + " " + target + " = v; }\n";
+        if (half_out && target == "out[col]") return e + " vstore_half_rte(o, col, out); }\n";
+        return e + " " + target + " = " + (cast ? "o" : "v") + "; }\n";
     };
+    const std::string out_vector = cast ? cl_value_type(*cast) + n(V) : VT;
     for (int j = 0; j < p.wn; j += V) {
         const std::string run = "col0 + OWN_COL(" + n(j) + ")";
         if (V > 1) {
-            s += "        if (n % V == 0 && " + run + " + V <= n) {\n            " + VT + " w;\n";
+            s += "        if (n % V == 0 && " + run + " + V <= n) {\n            " + out_vector + " w;\n";
             const char* lane[] = {"s0", "s1", "s2", "s3"};
             for (int l = 0; l < V; ++l) s += element(j + l, run + " + " + n(l), std::string("w.") + lane[l]);
-            s += "            vstore" + n(V) + "(w, 0, out + " + run + ");\n        } else\n";
+            s += "            vstore" + std::string(half_out ? "_half" + n(V) + "_rte" : n(V)) + "(w, 0, out + " + run + ");\n        } else\n";
         }
         s += "        {\n";
         for (int l = 0; l < V; ++l) {

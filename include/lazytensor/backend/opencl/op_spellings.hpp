@@ -29,6 +29,11 @@ inline const char* cl_value_type(DType t) {
     return "?";
 }
 
+/// The OpenCL C type of an element of a buffer of `t` (bool is a byte, as in C++).
+inline const char* cl_storage_type(DType t) {
+    return t == DType::Bool ? "uchar" : t == DType::Float16 ? "half" : cl_value_type(t);
+}
+
 /// The unsigned type integer arithmetic wraps in.
 inline const char* cl_wrap_type(DType t) {
     switch (t) {

@@ -869,7 +869,8 @@ private:
         // Keyed by what the source is made of: a product that hits costs no source generation.
         const std::string key = concat(dtype, ' ', layout.a_k_fast, layout.b_n_fast, layout.wide_index, ' ', p.tm, ',', p.tn,
                                        ',', p.wm, ',', p.wn, ',', p.bk, ',', p.v, ',', p.gv, ',', p.prefetch, p.double_buffer, ' ',
-                                       epilogue.parameters, '\n', epilogue.code, '\n', prologue_a.storage, prologue_a.function,
+                                       epilogue.parameters, '\n', epilogue.code, '\n', epilogue.output.value_or(dtype), ' ',
+                                       prologue_a.storage, prologue_a.function,
                                        '\n', prologue_b.storage, prologue_b.function);
         auto it = gemm_kernels_.find(key);
         if (it == gemm_kernels_.end()) {

@@ -64,11 +64,6 @@ struct RenderedKernel {
 
 // ------------------------------------------------------------------------------ type spellings
 
-/// The OpenCL C type of an element of a buffer of `t` (bool is a byte, as in C++).
-inline const char* cl_storage_type(DType t) {
-    return t == DType::Bool ? "uchar" : t == DType::Float16 ? "half" : cl_value_type(t);
-}
-
 /// The OpenCL C type of a scalar kernel argument of `t`: bool is not a valid argument type (a
 /// byte instead), and a float16 value is passed as the float it is computed in.
 inline const char* cl_scalar_arg_type(DType t) { return t == DType::Bool ? "uchar" : cl_value_type(t); }
@@ -183,8 +178,9 @@ public:
     /// The kernel (ir::fits_as_epilogue) as code applied to one element of a product in its
     /// store: statements that compute the stored value at the domain coordinates `coord` (long
     /// expressions) from `value`, the product's element (parameter `product_param`, which is not
-    /// read), and assign it to `value`. Parameters other than the product and the output keep
-    /// their names (p<i>, s<i>) and are declared in `parameters`, each after a comma.
+    /// read), and assign it to `result` (of the output's value type; may be `value`).
+    /// Parameters other than the product and the output keep their names (p<i>, s<i>) and are
+    /// declared in `parameters`, each after a comma.
     struct Epilogue {
         std::vector<std::string> helpers;
         std::string parameters;
@@ -192,7 +188,7 @@ public:
         bool uses_fp64 = false;
     };
     Epilogue render_epilogue(int product_param, const std::vector<std::string>& coord, const std::string& value,
-                             const std::string& ind) {
+                             const std::string& result, const std::string& ind) {
         analyze();
         substitute_param_ = product_param;
         substitute_value_ = value;
@@ -200,7 +196,7 @@ public:
         e.helpers = helpers();
         const ir::Phase& phase = k_.phases.at(0);
         const auto names = body(phase, 1, coord, ind);
-        src_ << ind << value << " = " << names[static_cast<std::size_t>(phase.stores.at(0).value)][0] << ";\n";
+        src_ << ind << result << " = " << names[static_cast<std::size_t>(phase.stores.at(0).value)][0] << ";\n";
         e.code = src_.str();
         for (std::size_t p = 0; p + 1 < k_.params.size(); ++p)
             if (static_cast<int>(p) != product_param)
