@@ -22,6 +22,7 @@
 #include "../core/lru_cache.hpp"
 #include "../schedule/fuse_products.hpp"
 #include "../schedule/schedule.hpp"
+#include "device.hpp"
 #include "seam.hpp"
 
 namespace lazytensor::detail {
@@ -186,10 +187,10 @@ inline Plan make_plan(const GraphWalk& w) {
     Schedule s = schedule_and_lower(w);
     ProductFusions fusions;
     fusions.prologue = [](const Node* product, const ir::Gemm& gemm, const ir::Kernel& prologue) {
-        return backend_for(product->device).fuses_prologue(gemm, prologue);
+        return device_backend(product->device).fuses_prologue(gemm, prologue);
     };
     fusions.epilogue = [](const Node* product, const ir::Gemm& gemm, const ir::Kernel& epilogue, int param) {
-        return backend_for(product->device).fuses_epilogue(gemm, epilogue, param);
+        return device_backend(product->device).fuses_epilogue(gemm, epilogue, param);
     };
     fuse_into_products(s, fusions);
     auto index = [&](const Node* n) { return w.order.index.at(n); };
