@@ -467,8 +467,8 @@ TEST_CASE("a product's element-wise consumer runs in the own GEMM kernel's store
                 const lt::Tensor<double> c = held.cast<double>();
                 REQUIRE(lt::schedule(c).size() == 1);
                 const std::vector<double> cv = c.to_vector();
-                const std::vector<float> heldv = held.to_vector();  // stored by the fused item
-                CHECK(held.is_realized());
+                CHECK(held.is_realized());  // stored by the fused item (a tensor holds it)
+                const std::vector<float> heldv = held.to_vector();
                 for (std::size_t i = 0; i < cv.size(); ++i) CHECK(cv[i] == double(heldv[i]));
                 for (std::size_t i = 0; i < want.size(); ++i) want[i] = p.value[i];
                 gk_check_epilogue(heldv, p, want, k);
