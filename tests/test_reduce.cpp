@@ -171,6 +171,44 @@ TEST_CASE_TEMPLATE("row reductions of lengths around the SIMD width and the bloc
     });
 }
 
+TEST_CASE_TEMPLATE("exp(a - b), exp(a + b) and exp(a * b) in one step: row lengths around the SIMD width and the block size, "
+                   "a row's value or a scalar on either side, NaN and the ends",
+                   T, float, double) {
+    // The host computes exp of a sum, difference or product whose intermediate nothing else
+    // reads in one pass, reading a row's value or a scalar once rather than at every lane;
+    // softmax's exp(x - max) is the common case. Expected values are exp in double, rounded to T.
+    const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+    auto exp_t = [](double v) { return static_cast<double>(static_cast<T>(std::exp(v))); };
+    auto sub = [](double a, double b) { return a - b; };
+    for_each_device([&](lt::Device) {
+        for (std::int64_t n : {1, 2, 7, 15, 16, 17, 31, 33, 1023, 1024, 1025, 3000}) {
+            INFO("row length " << n);
+            Ref x = random_ref<T>({3, n}, static_cast<unsigned>(n) + 700, -20, 20);
+            Ref y = random_ref<T>({3, n}, static_cast<unsigned>(n) + 701, -20, 20);
+            x.v[static_cast<std::size_t>(n - 1)] = nan;   // row 0: a NaN (its max is NaN)
+            x.v[static_cast<std::size_t>(n)] = inf;       // row 1: +inf (inf - inf is NaN, the rest exp(-inf) = 0)
+            x.v[static_cast<std::size_t>(3 * n - 1)] = n > 1 ? -inf : 150;  // row 2: -inf, or past exp's range
+            y.v[static_cast<std::size_t>(2 * n + n / 2)] = 120;             // exp(x + y) overflows to inf in float
+            lt::Tensor<T> tx = make_tensor<T>(x), ty = make_tensor<T>(y);
+            const Ref mx = broadcast(reduce(x, {1}, true, -kInf, ref_max), {3, n});
+            const Ref mx0 = broadcast(reduce(x, {0}, true, -kInf, ref_max), {3, n});
+            const double rtol = tol<T>() * 5;
+            check_close(lt::exp(tx - tx.max(1, true)), map(zip(x, mx, sub), exp_t), rtol, 0);
+            check_close(lt::exp(tx.max(1, true) - tx), map(zip(mx, x, sub), exp_t), rtol, 0);
+            check_close(lt::exp(tx - tx.max(1, true)) * tx.max(1, true),
+                        zip(map(zip(x, mx, sub), exp_t), mx, [](double e, double m) { return e * m; }), rtol, 0);
+            check_close(lt::exp(tx - tx.max(0, true)), map(zip(x, mx0, sub), exp_t), rtol, 0);  // lanes across rows
+            check_close(lt::exp(tx * T(0.5)), map(x, [&](double v) { return exp_t(v * 0.5); }), rtol, 0);
+            check_close(lt::exp(T(2) - tx), map(x, [&](double v) { return exp_t(2 - v); }), rtol, 0);
+            check_close(lt::exp(tx + ty), map(zip(x, y, [](double a, double b) { return a + b; }), exp_t), rtol, 0);
+            check_close(lt::exp(tx - ty) + (tx - ty),  // the difference read twice: computed once, kept
+                        zip(x, y, [&](double a, double b) { return exp_t(a - b) + (a - b); }), rtol, 0);
+            const Ref e = map(zip(x, mx, sub), exp_t);
+            check_close(lt::exp(tx - tx.max(1, true)).sum(1), reduce(e, {1}, false, 0.0, ref_add), rtol * 10, 0);
+        }
+    });
+}
+
 TEST_CASE("reductions of permuted and broadcast inputs") {
     for_each_device([](lt::Device) {
         Ref x = random_ref<float>({3, 4, 5}, 200);

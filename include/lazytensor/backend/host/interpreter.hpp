@@ -72,8 +72,13 @@ struct PInstr {
     int scalar = -1;  // Param: which scalar parameter of the launch
     UnaryFn unary = nullptr;
     BinaryFn binary = nullptr;
+    UnaryOp unary_op = UnaryOp::Neg;     // of a Unary
+    BinaryOp binary_op = BinaryOp::Add;  // of a Binary
     WhereFn where = nullptr;
     UnaryFn fill = nullptr;
+    ExpOfBinaryFn exp_of = nullptr;  // an Exp that computes its operand too: exp(a op b)
+    int uniform = 0;                 // for exp_of: which operand is one value for all lanes (1: a, 2: b)
+    bool read_as_one_value = false;  // a broadcast that every inner reader reads as one value: fill one lane
     alignas(8) unsigned char value[8] = {};  // Const, in value_dtype(dtype)
     std::size_t own = 0, shadow = 0;         // arena offsets: value registers (own) and broadcast copy
     int forward_store = -1;                  // store that may receive this value in place
@@ -137,12 +142,20 @@ struct BlockCtx {
 };
 
 inline void cut_segments(const Space& space, std::int64_t start, std::int64_t n, std::vector<Segment>& out) {
+    const std::size_t d = space.extents.size();
+    if (d == 1) {  // one run (the common row): reuse the segment, no allocation
+        out.resize(1);
+        out[0].lane = 0;
+        out[0].len = n;
+        out[0].index.resize(1);
+        out[0].index[0] = start;
+        return;
+    }
     out.clear();
     if (space.axes.empty()) {
         out.push_back(Segment{0, n, {}});
         return;
     }
-    const std::size_t d = space.extents.size();
     Segment seg;
     seg.index.resize(d, 0);
     std::int64_t rest = start;
@@ -263,7 +276,10 @@ public:
         ptr_count_ = ptrs;
         split_ = can_split();
         if (mode_ == Mode::VecReduce && !split_) plan_row_caches(k);
-        for (PPhase& p : phases_) classify(p);
+        for (PPhase& p : phases_) {
+            classify(p);
+            fuse_exp_of_binary(p);
+        }
         lay_out_arena();
         if (k.candidate && mode_ == Mode::VecOuter && k.candidate->match(k, binding_)) static_ = k.candidate;
     }
@@ -413,10 +429,12 @@ private:
             case ir::Op::Slot: p.slot = in.arg; break;
             case ir::Op::Unary:
                 p.unary = unary_fn(in.unary, phase.instrs[static_cast<std::size_t>(in.a)].dtype);  // a predicate returns bool
+                p.unary_op = in.unary;
                 p.invariant = operand_invariant(in.a);
                 break;
             case ir::Op::Binary:
                 p.binary = binary_fn(in.binary, phase.instrs[static_cast<std::size_t>(in.a)].dtype);
+                p.binary_op = in.binary;
                 p.invariant = operand_invariant(in.a) && operand_invariant(in.b);
                 break;
             case ir::Op::Where:
@@ -635,6 +653,61 @@ private:
         }
     }
 
+    // exp(a op b) whose a op b nothing else reads runs as one instruction: the intermediate stays
+    // in vector registers instead of a block written and read again (softmax's exp(x - max)).
+    void fuse_exp_of_binary(PPhase& p) const {
+        std::vector<int> readers(p.instrs.size(), 0);
+        for (const PInstr& in : p.instrs)
+            if (in.live && in.cache_read < 0)
+                for (int o : {in.a, in.b, in.c})
+                    if (o >= 0) ++readers[static_cast<std::size_t>(o)];
+        std::vector<bool> removed(p.instrs.size(), false);
+        for (PInstr& in : p.instrs) {
+            if (!in.live || in.op != ir::Op::Unary || in.cache_read >= 0 || in.a < 0) continue;
+            if (in.dtype != DType::Float32 && in.dtype != DType::Float64) continue;
+            PInstr& op = p.instrs[static_cast<std::size_t>(in.a)];
+            if (op.op != ir::Op::Binary || op.dtype != in.dtype || op.invariant != in.invariant || op.broadcast ||
+                op.cache_read >= 0 || op.cache_write >= 0 || op.forward_store >= 0 || readers[static_cast<std::size_t>(in.a)] != 1)
+                continue;
+            if (in.unary_op != UnaryOp::Exp) continue;
+            const auto fused = exp_of_binary_fn(op.binary_op, in.dtype);
+            if (!fused || in.a == p.reduce_value ||
+                std::any_of(p.stores.begin(), p.stores.end(), [&](const PStore& st) { return st.value == in.a; }))
+                continue;
+            // One value for every lane: a scalar, or (lanes along a row) a value of the row.
+            auto uniform = [&](int o) {
+                const PInstr& x = p.instrs[static_cast<std::size_t>(o)];
+                return x.is_scalar() || (mode_ == Mode::VecReduce && !in.invariant && x.invariant);
+            };
+            removed[static_cast<std::size_t>(in.a)] = true;
+            op.live = false;
+            in.exp_of = fused;
+            in.uniform = uniform(op.b) ? 2 : uniform(op.a) ? 1 : 0;
+            in.b = op.b;
+            in.a = op.a;
+        }
+        auto drop = [&](std::vector<int>& list) {
+            list.erase(std::remove_if(list.begin(), list.end(), [&](int i) { return removed[static_cast<std::size_t>(i)]; }),
+                       list.end());
+        };
+        drop(p.hoisted);
+        drop(p.inner);
+        // A row's value that only fused instructions read (softmax's max) needs no block of copies.
+        std::vector<bool> whole(p.instrs.size(), false);  // read at every lane by some inner reader
+        for (int i : p.inner) {
+            const PInstr& in = p.instrs[static_cast<std::size_t>(i)];
+            if (in.cache_read >= 0) continue;
+            for (int j = 0; j < 3; ++j) {
+                const int o = j == 0 ? in.a : j == 1 ? in.b : in.c;
+                if (o >= 0 && !(in.exp_of && in.uniform == j + 1)) whole[static_cast<std::size_t>(o)] = true;
+            }
+        }
+        for (const PStore& st : p.stores) whole[static_cast<std::size_t>(st.value)] = true;
+        if (p.reduce_value >= 0) whole[static_cast<std::size_t>(p.reduce_value)] = true;
+        for (std::size_t i = 0; i < p.instrs.size(); ++i)
+            p.instrs[i].read_as_one_value = p.instrs[i].broadcast && !whole[i];
+    }
+
     bool can_split() const {
         // One reduction over a long reduced space with few outputs, then per-output stores.
         if (mode_ != Mode::VecReduce || o_.total > kBlock || a_.total < 2 * kSplitChunk) return false;
@@ -822,6 +895,9 @@ private:
                 case ir::Op::Param:
                 case ir::Op::Slot: continue;
                 case ir::Op::Unary:
+                    if (in.exp_of) in.exp_of(out, reg[in.a], reg[in.b], in.uniform, ctx.n);
+                    else in.unary(out, reg[in.a], ctx.n);
+                    break;
                 case ir::Op::Cast: in.unary(out, reg[in.a], ctx.n); break;
                 case ir::Op::Binary: in.binary(out, reg[in.a], reg[in.b], ctx.n); break;
                 case ir::Op::Where: in.where(out, reg[in.a], reg[in.b], reg[in.c], ctx.n); break;
@@ -895,7 +971,7 @@ private:
                 const char* v = static_cast<const char*>(f.hoisted_ptr[p.ptr_base + static_cast<std::size_t>(i)]) +
                                 l * static_cast<std::int64_t>(in.esize);
                 dst = f.arena + in.shadow;
-                in.fill(dst, v, std::min(kBlock, a1 - a0));
+                in.fill(dst, v, in.read_as_one_value ? 1 : std::min(kBlock, a1 - a0));
             }
             if (p.row_load >= 0) {
                 const PInstr& in = p.instrs[static_cast<std::size_t>(p.row_load)];
