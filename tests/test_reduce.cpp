@@ -209,6 +209,27 @@ TEST_CASE_TEMPLATE("exp(a - b), exp(a + b) and exp(a * b) in one step: row lengt
     });
 }
 
+TEST_CASE_TEMPLATE("a row's value broadcast along its row: every dtype, lengths around the SIMD width and the block size",
+                   T, uint8_t, int32_t, int64_t, float, double) {
+    // The host copies a row's value (and a bool made of it) across a block of lanes for the
+    // instructions that read it at every lane, in SIMD stores of its bytes.
+    for_each_device([](lt::Device) {
+        for (std::int64_t n : {1, 2, 15, 16, 17, 31, 32, 33, 63, 64, 65, 1023, 1024, 1025, 2049}) {
+            INFO("row length " << n);
+            const Ref x = random_ref<T>({3, n}, static_cast<unsigned>(n) + 800, 0, 100);
+            lt::Tensor<T> t = make_tensor<T>(x);
+            const Ref lo = broadcast(reduce(x, {1}, true, kInf, ref_min), {3, n});
+            const Ref hi = broadcast(reduce(x, {1}, true, -kInf, ref_max), {3, n});
+            const double rtol = std::is_floating_point_v<T> ? tol<T>() : 0;  // float subtraction rounds
+            check_close(t - t.min(1, true), zip(x, lo, [](double a, double b) { return a - b; }), rtol, 0);
+            Ref picked = x;  // where the row's maximum passes 90, the row; else its minimum
+            for (std::size_t i = 0; i < picked.v.size(); ++i)
+                if (!(hi.v[i] > 90)) picked.v[i] = lo.v[i];
+            check_close(lt::where(t.max(1, true) > T(90), t, t.min(1, true)), picked, 0, 0);
+        }
+    });
+}
+
 TEST_CASE("reductions of permuted and broadcast inputs") {
     for_each_device([](lt::Device) {
         Ref x = random_ref<float>({3, 4, 5}, 200);
