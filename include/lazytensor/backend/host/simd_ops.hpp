@@ -106,8 +106,8 @@ struct Relu {
     static B simd(const B& x) { return xsimd::select(x < B(0), B(0), x); }
 };
 /// Float exp for x in [-87, 88] (and NaN): Cody-Waite reduction x = k ln2 + r, Cephes' degree-7
-/// polynomial for exp(r), then 2^k put in the exponent. Within 1.25 ulp, and without the
-/// division of xsimd's rational form (11% faster: softmax's and the chains' main cost).
+/// polynomial for exp(r), then 2^k put in the exponent. No division, unlike xsimd's rational
+/// form: faster, and as accurate (bench/ulp_error; bench/README.md has both measurements).
 template <class B>
 inline B exp_float_in_range(const B& x) {
     const B k = xsimd::nearbyint(x * B(1.44269504088896341f));
