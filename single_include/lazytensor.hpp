@@ -6986,8 +6986,10 @@ LAZYTENSOR_ENGINE_API std::vector<NodePtr> vjp_nodes(const std::vector<NodePtr>&
 // The bound is per element: |device - host| <= rtol * |host| + atol * magnitude, where the
 // magnitude of an element is the size of what its computation added up (the same kernel over
 // absolute values, subtraction as addition: |x| + |mean| for x - mean, sum |x| for a sum), so
-// rounding that cancels is allowed for where it happens, and nowhere else.
+// rounding that cancels is allowed for where it happens, and nowhere else. A cumprod's rtol is
+// at least twice its length in epsilons (each factor rounds the product once).
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -7144,6 +7146,63 @@ private:
 #include <string>
 #include <vector>
 
+// ---- lazytensor/ir/fusion.hpp ----
+// Which element-wise kernels can run inside an item that a backend runs by itself (a matrix
+// product, a scan), instead of as kernels of their own around it:
+//   - a prologue maps each element of one input to one element of the item's operand, and runs
+//     in the item's loads of that input (a scale, a cast);
+//   - an epilogue reads the item's result only at the element it computes, and runs in the
+//     item's stores (relu(x @ w + b), exp(cumsum(x))).
+// ir/gemm.hpp and ir/scan.hpp say which of these each item takes.
+
+#include <cstdint>
+
+
+namespace lazytensor::detail::ir {
+
+/// Whether `k` is element-wise over `numel` elements and walks them in order: one store phase
+/// over its whole domain, no reduction, reading parameter `core_param` (of dtype `core`) only
+/// at the element it computes and storing one value into the same position of its output (its
+/// last parameter, a fresh buffer). Extra inputs and scalars are free.
+inline bool fits_as_epilogue(DType core, std::int64_t numel_of_core, const Kernel& k, int core_param) {
+    const std::size_t params = k.params.size();
+    if (k.in_place || params < 2 || core_param < 0 || static_cast<std::size_t>(core_param) + 1 >= params) return false;
+    for (std::size_t p = 0; p < params; ++p)
+        if (k.params[p].output != (p + 1 == params)) return false;
+    if (k.params[static_cast<std::size_t>(core_param)].dtype != core) return false;
+    if (k.has_reduction() || numel(k.domain) != numel_of_core) return false;
+    if (k.phases.size() != 1) return false;
+    const Phase& phase = k.phases[0];
+    if (phase.kind != Phase::Kind::Store || phase.outer || phase.stores.size() != 1) return false;
+    const Access in_order{0, contiguous_strides(k.domain)};
+    const Store& store = phase.stores[0];
+    if (static_cast<std::size_t>(store.param) + 1 != params || store.access != in_order) return false;
+    for (const Instr& in : phase.instrs) {
+        if (in.op == Op::Slot) return false;
+        if (in.op == Op::Load && in.arg == core_param && !(in.plain_load() && in.access == in_order)) return false;
+    }
+    return true;
+}
+
+/// Whether `k` maps one input (parameter 0, read only at the element it computes) to one value
+/// of dtype `core` per element of its output (parameter 1), element-wise, with constants and
+/// scalars besides.
+inline bool fits_as_prologue(DType core, const Kernel& k) {
+    if (k.in_place || k.params.size() != 2 || k.params[0].output || !k.params[1].output) return false;
+    if (k.params[1].dtype != core) return false;
+    if (k.has_reduction() || k.phases.size() != 1) return false;
+    const Phase& phase = k.phases[0];
+    if (phase.kind != Phase::Kind::Store || phase.outer || phase.stores.size() != 1) return false;
+    const Access in_order{0, contiguous_strides(k.domain)};
+    if (phase.stores[0].param != 1 || phase.stores[0].access != in_order) return false;
+    for (const Instr& i : phase.instrs) {
+        if (i.op == Op::Slot || i.op == Op::Index) return false;
+        if (i.op == Op::Load && !(i.arg == 0 && i.plain_load() && i.access == in_order)) return false;
+    }
+    return true;
+}
+
+}  // namespace lazytensor::detail::ir
 
 namespace lazytensor::detail::ir {
 
@@ -7251,53 +7310,20 @@ inline Kernel contiguous_copy(DType dtype, const Shape& batch, std::int64_t rows
     return k;
 }
 
-/// Whether kernel `k` can run as the epilogue of product `g`: applied to each result as the
-/// product stores it, instead of reading the product back from memory. `k` must be element-wise
-/// (one store phase over its whole domain, no reduction) and walk the product's elements in
-/// order: it reads the product (parameter `product_param`, of the product's dtype) only at the
-/// element it computes and stores one value into the same position of its output (its last
-/// parameter, a fresh buffer, of a floating dtype: a cast to another is an epilogue too; an
-/// integer or bool result stays a kernel of its own, so that check mode compares it exactly
-/// with the host's from the same product). Extra inputs and scalars are free.
+/// Whether kernel `k` can run as the epilogue of product `g` (ir::fits_as_epilogue), reading it
+/// as parameter `product_param`. Its result must be of a floating dtype (a cast to another is an
+/// epilogue too): an integer or bool result stays a kernel of its own, so that check mode
+/// compares it exactly with the host's from the same product.
 inline bool fits_as_epilogue(const Gemm& g, const Kernel& k, int product_param) {
-    const std::size_t params = k.params.size();
-    if (k.in_place || params < 2 || product_param < 0 || static_cast<std::size_t>(product_param) + 1 >= params) return false;
-    for (std::size_t p = 0; p < params; ++p)
-        if (k.params[p].output != (p + 1 == params)) return false;
-    if (k.params[static_cast<std::size_t>(product_param)].dtype != g.dtype || !is_floating(k.params.back().dtype)) return false;
-    if (k.has_reduction() || numel(k.domain) != g.batch_count() * g.m * g.n) return false;
-    if (k.phases.size() != 1) return false;
-    const Phase& phase = k.phases[0];
-    if (phase.kind != Phase::Kind::Store || phase.outer || phase.stores.size() != 1) return false;
-    const Access in_order{0, contiguous_strides(k.domain)};
-    const Store& store = phase.stores[0];
-    if (static_cast<std::size_t>(store.param) + 1 != params || store.access != in_order) return false;
-    for (const Instr& in : phase.instrs) {
-        if (in.op == Op::Slot) return false;
-        if (in.op == Op::Load && in.arg == product_param && !(in.plain_load() && in.access == in_order)) return false;
-    }
-    return true;
+    return fits_as_epilogue(g.dtype, g.batch_count() * g.m * g.n, k, product_param) && is_floating(k.params.back().dtype);
 }
 
-/// Whether kernel `k` can run as the prologue of an operand of product `g`: applied to each
-/// element of the operand as the product loads it, instead of writing the operand to memory
-/// first. `k` must map one input (parameter 0: float16, float32 or float64, read only at the
-/// element it computes) to one value of the product's dtype per element of its output
-/// (parameter 1), element-wise, with constants and scalars besides: a scale, a cast.
+/// Whether kernel `k` can run as the prologue of an operand of product `g` (ir::fits_as_prologue)
+/// from a float16, float32 or float64 input.
 inline bool fits_as_prologue(const Gemm& g, const Kernel& k) {
-    if (k.in_place || k.params.size() != 2 || k.params[0].output || !k.params[1].output) return false;
+    if (!fits_as_prologue(g.dtype, k)) return false;
     const DType in = k.params[0].dtype;
-    if (k.params[1].dtype != g.dtype || (in != DType::Float16 && in != DType::Float32 && in != DType::Float64)) return false;
-    if (k.has_reduction() || k.phases.size() != 1) return false;
-    const Phase& phase = k.phases[0];
-    if (phase.kind != Phase::Kind::Store || phase.outer || phase.stores.size() != 1) return false;
-    const Access in_order{0, contiguous_strides(k.domain)};
-    if (phase.stores[0].param != 1 || phase.stores[0].access != in_order) return false;
-    for (const Instr& i : phase.instrs) {
-        if (i.op == Op::Slot || i.op == Op::Index) return false;
-        if (i.op == Op::Load && !(i.arg == 0 && i.plain_load() && i.access == in_order)) return false;
-    }
-    return true;
+    return in == DType::Float16 || in == DType::Float32 || in == DType::Float64;
 }
 
 /// A GEMM's shape and operand layouts, as LAZYTENSOR_DEBUG=2 lists them.
@@ -7326,6 +7352,9 @@ inline std::string to_string(const Gemm& g) {
 // single strided runs, else the item first copies it into a contiguous buffer (`copy`). The
 // output is a fresh contiguous buffer. Backends run it as a real scan: the host along rows in
 // SIMD registers, OpenCL with per-tile scans in local memory and a pass over tile totals.
+// Where the backend can, the operand's element-wise producer runs in the scan's loads and its
+// element-wise consumer in its stores (fits_as_prologue, fits_as_epilogue): exp(cumsum(x * x))
+// is one item.
 
 #include <cstdint>
 #include <sstream>
@@ -7373,6 +7402,19 @@ inline bool scan_layout(const Shape& shape, const Strides& strides, std::int64_t
     return true;
 }
 
+/// Whether kernel `k` can run as the epilogue of scan `s` (ir::fits_as_epilogue), reading it as
+/// parameter `scan_param`. A floating scan's consumer must store a floating dtype: a comparison
+/// or an integer cast stays a kernel of its own, so that check mode compares it exactly with the
+/// host's from the same scan (an int64 scan is exact everywhere, so anything goes).
+inline bool fits_as_epilogue(const Scan& s, const Kernel& k, int scan_param) {
+    return fits_as_epilogue(s.dtype, s.numel(), k, scan_param) &&
+           (s.dtype == DType::Int64 || is_floating(k.params.back().dtype));
+}
+
+/// Whether kernel `k` can run as the prologue of scan `s` (ir::fits_as_prologue): a cast of any
+/// dtype to the scan's, a scale, a square.
+inline bool fits_as_prologue(const Scan& s, const Kernel& k) { return fits_as_prologue(s.dtype, k); }
+
 /// A scan's shape and operand layout, as LAZYTENSOR_DEBUG=2 lists them.
 inline std::string to_string(const Scan& s) {
     std::ostringstream out;
@@ -7415,10 +7457,11 @@ inline std::atomic<std::uint32_t>& gemm_config_generation() {
     return generation;
 }
 
-/// Element-wise kernels fused into a matrix product: per operand, a producer applied to each
-/// element as it is loaded (ir::fits_as_prologue); a consumer applied to each result as it is
-/// stored (ir::fits_as_epilogue), reading the product as parameter product_param.
-struct GemmFusion {
+/// Element-wise kernels fused into a matrix product or a scan: per operand (a scan has one), a
+/// producer applied to each element as it is loaded (ir::fits_as_prologue); a consumer applied
+/// to each result as it is stored (ir::fits_as_epilogue), reading the product or scan as
+/// parameter product_param.
+struct FusedKernels {
     const ir::Kernel* prologue[2] = {nullptr, nullptr};
     const ir::Kernel* epilogue = nullptr;
     int product_param = -1;
@@ -7511,12 +7554,12 @@ public:
     /// Whether gemm_fused can run `prologue` (an ir::fits_as_prologue kernel) in the loads of an
     /// operand of `gemm`.
     virtual bool fuses_prologue(const ir::Gemm&, const ir::Kernel&) const { return false; }
-    /// Runs `gemm` with kernels fused into it (GemmFusion). `a` and `b` are its operands' buffers
+    /// Runs `gemm` with kernels fused into it (FusedKernels). `a` and `b` are its operands' buffers
     /// (a prologue's input where it has one); `params` are the epilogue's buffers in parameter
     /// order (the last its output, where the results go; params[product_param] a buffer that
     /// also gets the product itself, or null), or just the result's buffer without an epilogue;
     /// `scalars` are the prologues' scalars (A's, B's), then the epilogue's.
-    virtual void gemm_fused(const ir::Gemm& gemm, const GemmFusion& fusion, const Buffer& a, const Buffer& b,
+    virtual void gemm_fused(const ir::Gemm& gemm, const FusedKernels& fusion, const Buffer& a, const Buffer& b,
                             const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) {
         (void)gemm, (void)fusion, (void)a, (void)b, (void)params, (void)scalars;
         fail<Error>("lazytensor internal error: ", device(), " cannot fuse kernels into a matrix product");
@@ -7524,6 +7567,23 @@ public:
     /// Runs an inclusive scan into `out` (contiguous [outer, length, inner]), reading `in` as
     /// `scan` says. Its dtype is float32, float64 or int64 (which wraps).
     virtual void scan(const ir::Scan& scan, const Buffer& in, Buffer& out) = 0;
+    /// Whether scan_fused can run `prologue` (an ir::fits_as_prologue kernel) in the loads of
+    /// `scan`'s operand. A change of the answer for the same arguments must bump
+    /// gemm_config_generation() (plans keep it), as for fuses_prologue.
+    virtual bool fuses_scan_prologue(const ir::Scan&, const ir::Kernel&) const { return false; }
+    /// Whether scan_fused can run `epilogue` (an ir::fits_as_epilogue kernel reading the scan as
+    /// parameter `scan_param`) in the stores of `scan`.
+    virtual bool fuses_scan_epilogue(const ir::Scan&, const ir::Kernel&, int) const { return false; }
+    /// Runs `scan` with kernels fused into it (FusedKernels: prologue[0] and the epilogue).
+    /// `in` is the operand's buffer (the prologue's input where it has one); `params` are the
+    /// epilogue's buffers as gemm_fused takes them (params[product_param]: a buffer that also
+    /// gets the scan itself, or null), or just the result's buffer; `scalars` are the
+    /// prologue's, then the epilogue's.
+    virtual void scan_fused(const ir::Scan& scan, const FusedKernels& fusion, const Buffer& in,
+                            const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) {
+        (void)scan, (void)fusion, (void)in, (void)params, (void)scalars;
+        fail<Error>("lazytensor internal error: ", device(), " cannot fuse kernels into a scan");
+    }
     /// The first k elements of each row of `in` (contiguous [rows, n]) in sorted order, stably,
     /// NaN after every number (before them when descending): values into `values` and positions
     /// into `indices` (int64), both contiguous [rows, k].
@@ -9775,6 +9835,7 @@ private:
 #include <optional>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -10128,15 +10189,16 @@ inline std::string apply_clblast_tuning(cl_device_id device, const std::string& 
 
 #endif
 // ---- lazytensor/backend/opencl/gemm_epilogue.hpp ----
-// Kernels fused into the own GEMM kernel (schedule/fuse_products.hpp), rendered as code:
-//   - a product's element-wise consumer (ir::fits_as_epilogue) as its epilogue, applied to
-//     each result in the GEMM's stores at the domain coordinates of that result, so that
-//     relu(x @ w + b) is one kernel and the product never reaches memory. The epilogue's
-//     results go to C (its output buffer, of the product's dtype or, after a cast, another);
-//     a `product` buffer also gets the product itself when store_product is nonzero (a tensor
-//     outside the graph holds it);
+// Kernels fused into the own GEMM kernel and the scan kernels (schedule/fuse_products.hpp),
+// rendered as code (fused_code.hpp):
+//   - a product's or scan's element-wise consumer (ir::fits_as_epilogue) as its epilogue,
+//     applied to each result in the item's stores at the domain coordinates of that result, so
+//     that relu(x @ w + b) is one kernel and the product never reaches memory. The epilogue's
+//     results go to the item's output buffer (of the product's dtype or, after a cast, another);
+//     a `product` (`scanned`) buffer also gets the product (scan) itself when store_product
+//     (store_scanned) is nonzero (a tensor outside the graph holds it);
 //   - an operand's producer (ir::fits_as_prologue) as a function applied to each element of
-//     its input as the GEMM loads it (a scale, a cast from float16).
+//     its input as the item loads it (a scale, a cast from float16).
 
 #include <string>
 #include <vector>
@@ -10162,7 +10224,7 @@ inline std::string apply_clblast_tuning(cl_device_id device, const std::string& 
 // Edges are guarded inside the kernel: out-of-range loads read 0, out-of-range stores are
 // skipped; there are no padding or transpose kernels.
 //
-// An epilogue (GemmEpilogue) is code applied to each result before its store, with its row,
+// An epilogue (FusedEpilogue) is code applied to each result before its store, with its row,
 // column and batch index in scope, and extra kernel parameters after the fixed ones.
 
 #include <algorithm>
@@ -10173,6 +10235,48 @@ inline std::string apply_clblast_tuning(cl_device_id device, const std::string& 
 #include <string>
 #include <vector>
 
+// ---- lazytensor/backend/opencl/fused_code.hpp ----
+// Element-wise kernels fused into a matrix product or a scan (ir/fusion.hpp), as the code that
+// the own GEMM kernel and the scan kernels splice into their loads and stores
+// (gemm_epilogue.hpp makes it).
+
+#include <optional>
+#include <string>
+#include <vector>
+
+
+namespace lazytensor::detail::opencl {
+
+/// Code applied to each result before its store: `code` may read and assign `v` (the value, in
+/// the product's or scan's type) and read the coordinates the kernel puts in scope (the GEMM:
+/// `row`, `col` (int or long), `batch` (long), `m` and `n`; a scan: lt_o, lt_i, lt_j, lt_at);
+/// `parameters` are extra kernel parameter declarations (", __global const float* bias"),
+/// passed after the fixed ones; `helpers` are functions it calls. Empty: the result is stored
+/// as it is.
+struct FusedEpilogue {
+    std::string parameters;
+    std::string code;
+    // The output's dtype when it is not the product's or scan's (a cast): the code then leaves
+    // its result in a variable of that dtype's value type (the GEMM's `o`, a scan's `lt_r`)
+    // instead of in `v`.
+    std::optional<DType> output;
+    std::vector<std::string> helpers;
+    bool fp64 = false;  // the code computes in double
+};
+
+/// Code applied to each element of an operand as it is loaded (a scale, a cast): the operand's
+/// buffer holds `storage` elements (float16 is read with vload_half); `function` defines
+/// `name`(x, scalars...), which returns the element in the product's or scan's type;
+/// `parameters` declare the scalars as kernel parameters (after the epilogue's), `arguments`
+/// pass them on. Empty (no name): the element as it is.
+struct FusedPrologue {
+    DType storage = DType::Float32;
+    std::string name, function, parameters, arguments;
+    std::vector<std::string> helpers;
+    bool fp64 = false;
+};
+
+}  // namespace lazytensor::detail::opencl
 // ---- lazytensor/backend/opencl/op_spellings.hpp ----
 // How the OpenCL renderer spells each element-wise op: one table row per op (tinygrad's
 // code_for_op), with the semantics of backend/host/simd_ops.hpp. An op that is not one
@@ -10396,33 +10500,6 @@ struct GemmLayoutClass {
     bool wide_index = false;  // element offsets within a matrix need 64 bits
 };
 
-/// Code applied to each result before its store: `code` may read and assign `v` (the value, in
-/// the product's type) and read `row`, `col` (int or long), `batch` (long), `m` and `n`;
-/// `parameters` are extra kernel parameter declarations (", __global const float* bias"),
-/// passed after the fixed ones; `helpers` are functions it calls. Empty: the product is stored
-/// as it is.
-struct GemmEpilogue {
-    std::string parameters;
-    std::string code;
-    // C's dtype when it is not the product's (a cast): the code then leaves its result in `o`,
-    // of that dtype's value type, instead of in `v`.
-    std::optional<DType> output;
-    std::vector<std::string> helpers;
-    bool fp64 = false;  // the code computes in double
-};
-
-/// Code applied to each element of an operand as it is loaded (a scale, a cast): the operand's
-/// buffer holds `storage` elements (float16 is read with vload_half); `function` defines
-/// `name`(x, scalars...), which returns the element in the product's type; `parameters` declare
-/// the scalars as kernel parameters (after the epilogue's), `arguments` pass them on. Empty
-/// (no name): the element as it is.
-struct GemmPrologue {
-    DType storage = DType::Float32;
-    std::string name, function, parameters, arguments;
-    std::vector<std::string> helpers;
-    bool fp64 = false;
-};
-
 /// Which GEMM runs OpenCL matrix products: per shape (Auto), the own kernel, or CLBlast.
 enum class GemmChoice { Auto, Own, CLBlast };
 
@@ -10536,8 +10613,8 @@ inline const char* gemm_kernel_name() { return "lt_gemm"; }
 /// launch; then the epilogue's parameters. NDRange: (ceil(m / BM) * ceil(n / BN) * tn, tm,
 /// matrices in this launch), work-groups (tn, tm, 1).
 inline std::string gemm_kernel_source(DType dtype, const GemmLayoutClass& layout, const GemmKernelParams& p,
-                                      const GemmEpilogue& epilogue = {}, const GemmPrologue& prologue_a = {},
-                                      const GemmPrologue& prologue_b = {}) {
+                                      const FusedEpilogue& epilogue = {}, const FusedPrologue& prologue_a = {},
+                                      const FusedPrologue& prologue_b = {}) {
     check_gemm_params(p);
     if (dtype != DType::Float32 && dtype != DType::Float64)
         fail<DTypeError>("the OpenCL GEMM kernel computes float32 and float64 products, not ", dtype);
@@ -10550,23 +10627,23 @@ inline std::string gemm_kernel_source(DType dtype, const GemmLayoutClass& layout
     auto n = [](auto x) { return std::to_string(x); };
     const std::string VT = V == 1 ? T : T + n(V);  // the vector type of a run
 
-    const GemmPrologue* prologue[2] = {&prologue_a, &prologue_b};
+    const FusedPrologue* prologue[2] = {&prologue_a, &prologue_b};
     // An operand without a prologue is stored in the product's type.
-    auto storage = [&](const GemmPrologue& f) { return f.name.empty() ? dtype : f.storage; };
+    auto storage = [&](const FusedPrologue& f) { return f.name.empty() ? dtype : f.storage; };
     std::string s;
     // Fused code rounds each operation on its own, as elsewhere (the product's FMAs are explicit).
     const bool fused = !epilogue.code.empty() || !prologue_a.name.empty() || !prologue_b.name.empty();
     if (fused) s += "#pragma OPENCL FP_CONTRACT OFF\n";
     bool fp64 = dtype == DType::Float64 || epilogue.fp64;
-    for (const GemmPrologue* f : prologue) fp64 = fp64 || f->fp64 || storage(*f) == DType::Float64;
+    for (const FusedPrologue* f : prologue) fp64 = fp64 || f->fp64 || storage(*f) == DType::Float64;
     if (fp64) s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
     {  // helper functions, each once, then the prologues' functions (before the macros below)
         std::vector<std::string> helpers = epilogue.helpers;
-        for (const GemmPrologue* f : prologue) helpers.insert(helpers.end(), f->helpers.begin(), f->helpers.end());
+        for (const FusedPrologue* f : prologue) helpers.insert(helpers.end(), f->helpers.begin(), f->helpers.end());
         std::vector<std::string> once;
         for (const std::string& h : helpers)
             if (std::find(once.begin(), once.end(), h) == once.end()) once.push_back(h), s += h;
-        for (const GemmPrologue* f : prologue) s += f->function;
+        for (const FusedPrologue* f : prologue) s += f->function;
         if (storage(prologue_a) == DType::Float16 || storage(prologue_b) == DType::Float16)
             s += "float2 lt_halves2(uint bits) { return vload_half2(0, (const __private half*)&bits); }\n"
                  "float4 lt_halves4(uint2 bits) { return vload_half4(0, (const __private half*)&bits); }\n";
@@ -10629,7 +10706,7 @@ void lt_gemm(__global SC* restrict C, __global const SA* restrict A, __global co
         const std::string X = is_a ? "A" : "B", reg = is_a ? "ra" : "rb", count = n((is_a ? LA : LB) / p.gv);
         // The operand's storage, how a vector of GV and one element of it are read, and its
         // prologue applied to what was read.
-        const GemmPrologue& f = *prologue[is_a ? 0 : 1];
+        const FusedPrologue& f = *prologue[is_a ? 0 : 1];
         const bool half = storage(f) == DType::Float16;
         const std::string ST = cl_storage_type(storage(f)), GT = half ? "float" + n(p.gv) : p.gv == 1 ? ST : ST + n(p.gv);
         // float16: the GV halves as one aligned load of bits (vload_halfN from global memory
@@ -11603,7 +11680,7 @@ namespace lazytensor::detail::opencl {
 /// The epilogue of `g` computing kernel `k`, which reads the product as parameter
 /// `product_param`. Its parameters, after the GEMM's: `product` (C's type), the kernel's other
 /// inputs in parameter order, its scalars, then the int store_product.
-inline GemmEpilogue gemm_epilogue_code(const ir::Gemm& g, const ir::Kernel& k, int product_param, const DeviceTraits& device) {
+inline FusedEpilogue gemm_epilogue_code(const ir::Gemm& g, const ir::Kernel& k, int product_param, const DeviceTraits& device) {
     // The result at (batch, row, col) is element (batch * m + row) * n + col of the domain in
     // row-major order; its coordinates, without divisions where the domain's axes are the
     // product's (the last one n, the others its rows, or the batch and m).
@@ -11629,7 +11706,7 @@ inline GemmEpilogue gemm_epilogue_code(const ir::Gemm& g, const ir::Kernel& k, i
     } else if (rank > 0) {
         decompose(rows + " * n + col", rank);
     }
-    GemmEpilogue out;
+    FusedEpilogue out;
     const DType result = k.params.back().dtype;
     if (result != g.dtype) out.output = result;  // a cast: the result goes to `o`, of its type
     Renderer::Epilogue e = Renderer(k, device, "lt_gemm").render_epilogue(product_param, coord, "v", out.output ? "o" : "v", ind);
@@ -11640,21 +11717,76 @@ inline GemmEpilogue gemm_epilogue_code(const ir::Gemm& g, const ir::Kernel& k, i
     return out;
 }
 
-/// The prologue of operand `which` (0: A, 1: B) computing kernel `k` (ir::fits_as_prologue)
-/// from each element of its input as it is loaded: a function of the element and the kernel's
-/// scalars, whose kernel parameters are named pa_s<i> (pb_s<i>).
-inline GemmPrologue gemm_prologue_code(const ir::Kernel& k, int which, const DeviceTraits& device) {
-    const std::string tag = which ? "b" : "a";
-    Renderer::Epilogue e = Renderer(k, device, "lt_gemm").render_epilogue(0, {}, "x", "x", "    ");
-    GemmPrologue out;
+/// A producer (ir::fits_as_prologue) computing kernel `k` from each element of its input as it
+/// is loaded: a function lt_prologue_<tag> of the element and the kernel's scalars, whose
+/// kernel parameters are named p<tag>_s<i>.
+inline FusedPrologue prologue_code(const ir::Kernel& k, const std::string& tag, const DeviceTraits& device) {
+    // The result has a variable of its own: x is of the input's type (float where it returns double).
+    Renderer::Epilogue e = Renderer(k, device, "lt_prologue_" + tag).render_epilogue(0, {}, "x", "lt_r", "    ");
+    FusedPrologue out;
     out.storage = k.params[0].dtype;
     out.name = "lt_prologue_" + tag;
-    out.function = std::string(cl_value_type(k.params[1].dtype)) + " " + out.name + "(" + cl_value_type(out.storage) + " x" +
-                   e.parameters + ") {\n" + e.code + "    return x;\n}\n";
+    const std::string result = cl_value_type(k.params[1].dtype);
+    out.function = result + " " + out.name + "(" + cl_value_type(out.storage) + " x" + e.parameters + ") {\n    " + result +
+                   " lt_r;\n" + e.code + "    return lt_r;\n}\n";
     for (std::size_t i = 0; i < k.scalars.size(); ++i) {
         out.parameters += std::string(", const ") + cl_scalar_arg_type(k.scalars[i]) + " p" + tag + "_s" + std::to_string(i);
         out.arguments += ", p" + tag + "_s" + std::to_string(i);
     }
+    out.helpers = e.helpers;
+    out.fp64 = e.uses_fp64;
+    return out;
+}
+
+/// The prologue of operand `which` (0: A, 1: B) of a product computing kernel `k`.
+inline FusedPrologue gemm_prologue_code(const ir::Kernel& k, int which, const DeviceTraits& device) {
+    return prologue_code(k, which ? "b" : "a", device);
+}
+
+/// The epilogue of scan `s` computing kernel `k`, which reads the scan as parameter
+/// `scan_param`. Its parameters, after the scan kernels' own: `scanned` (the scan's type), the
+/// kernel's other inputs in parameter order, its scalars, then the int store_scanned.
+inline FusedEpilogue scan_epilogue_code(const ir::Scan& s, const ir::Kernel& k, int scan_param, const DeviceTraits& device) {
+    // The result at (lt_o, lt_i, lt_j) of [outer, length, inner] is element lt_at of the domain
+    // in row-major order; its coordinates, from those three where the domain's axes split as
+    // the scan's (its own shape), else from lt_at.
+    const Shape& d = k.domain;
+    const std::size_t rank = d.size();
+    const std::string ind = "            ";
+    std::vector<std::string> coord(rank);
+    std::string code;
+    auto decompose = [&](const std::string& flat, std::size_t from, std::size_t to) {
+        if (to == from + 1) coord[from] = flat;
+        if (to <= from + 1) return;
+        const std::string rest = "rest_" + std::to_string(from);
+        code += ind + "long " + rest + " = " + flat + ";\n";
+        for (std::size_t j = to; j-- > from;) {
+            coord[j] = "e" + std::to_string(j);
+            code += ind + "const long " + coord[j] + " = " + (j > from ? rest + " % " + std::to_string(d[j]) : rest) + ";\n";
+            if (j > from) code += ind + rest + " /= " + std::to_string(d[j]) + ";\n";
+        }
+    };
+    auto product = [&](std::size_t from, std::size_t to) {
+        std::int64_t p = 1;
+        for (std::size_t j = from; j < to; ++j) p *= d[j];
+        return p;
+    };
+    std::size_t split = rank;
+    for (std::size_t a = 0; a < rank && split == rank; ++a)
+        if (product(0, a) == s.outer && d[a] == s.length && product(a + 1, rank) == s.inner) split = a;
+    if (split < rank) {
+        decompose("lt_o", 0, split);
+        coord[split] = "lt_i";
+        decompose("lt_j", split + 1, rank);
+    } else {
+        decompose("lt_at", 0, rank);
+    }
+    FusedEpilogue out;
+    const DType result = k.params.back().dtype;
+    if (result != s.dtype) out.output = result;  // a cast: the result goes to lt_r, of its type
+    Renderer::Epilogue e = Renderer(k, device, "lt_scan").render_epilogue(scan_param, coord, "v", out.output ? "lt_r" : "v", ind);
+    out.parameters = ", __global T* scanned" + e.parameters + ", const int store_scanned";
+    out.code = ind + "if (store_scanned) scanned[lt_at] = v;\n" + code + e.code;
     out.helpers = e.helpers;
     out.fp64 = e.uses_fp64;
     return out;
@@ -11982,9 +12114,17 @@ private:
 // neighbouring columns. A scan with too few rows or columns for the device is cut into chunks
 // along the scanned axis: the chunks' totals first (lt_fold_*), scanned themselves (the same
 // procedure, in place), then every chunk scanned from the total before it.
+//
+// Kernels fused into the scan (FusedKernels) change only its loads and stores: the operand's
+// producer is a function applied to each element read from its input (of the input's dtype),
+// and the consumer's code runs on each result before its store, with the result's coordinates
+// in scope. Their parameters follow the fixed ones in every kernel of such a program; the
+// totals' own scan runs on the plain program.
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 
 namespace lazytensor::detail::opencl {
@@ -11993,35 +12133,68 @@ namespace lazytensor::detail::opencl {
 inline constexpr int kScanPerItem = 8;
 
 /// The program of scans of `t` (float32, float64 or int64) by `op` (Sum or Prod): kernels
-/// lt_scan_rows, lt_fold_rows, lt_scan_columns and lt_fold_columns.
-inline std::string scan_program(DType t, ReduceOp op) {
+/// lt_scan_rows, lt_fold_rows, lt_scan_columns and lt_fold_columns. With a prologue, `in` holds
+/// the prologue's input (its storage dtype) and every element read goes through it; with an
+/// epilogue, each result goes through its code (which sees `v`, the scan's value, and the
+/// long coordinates lt_o, lt_i, lt_j and lt_at, its flat index) and `out` is of the epilogue's
+/// output dtype. The epilogue's parameters, then the prologue's, follow the fixed ones.
+inline std::string scan_program(DType t, ReduceOp op, const FusedPrologue& prologue = {}, const FusedEpilogue& epilogue = {}) {
     const bool product = op == ReduceOp::Prod;
+    const bool fused = !prologue.name.empty() || !epilogue.code.empty();
+    const DType in = prologue.name.empty() ? t : prologue.storage;
     std::string s;
-    if (t == DType::Float64) s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
+    if (fused) s += "#pragma OPENCL FP_CONTRACT OFF\n";  // fused code rounds each operation on its own, as elsewhere
+    if (t == DType::Float64 || in == DType::Float64 || prologue.fp64 || epilogue.fp64)
+        s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
+    std::vector<std::string> once;
+    for (const std::vector<std::string>* list : {&epilogue.helpers, &prologue.helpers})
+        for (const std::string& h : *list)
+            if (std::find(once.begin(), once.end(), h) == once.end()) once.push_back(h), s += h;
+    s += prologue.function;
     s += std::string("#define T ") + cl_value_type(t) + "\n";
+    s += std::string("#define S ") + cl_storage_type(in) + "\n";  // an element of `in`
+    s += std::string("#define O ") + (epilogue.output ? cl_storage_type(*epilogue.output) : "T") + "\n";  // of `out`
     if (t == DType::Int64)  // wrapping, as unsigned arithmetic does
         s += product ? "#define OP(a, b) ((long)((ulong)(a) * (ulong)(b)))\n" : "#define OP(a, b) ((long)((ulong)(a) + (ulong)(b)))\n";
     else
         s += product ? "#define OP(a, b) ((a) * (b))\n" : "#define OP(a, b) ((a) + (b))\n";
     s += std::string("#define IDENTITY ((T)") + (product ? "1" : "0") + ")\n";
     s += "#define V " + std::to_string(kScanPerItem) + "\n";
+    const std::string extra = epilogue.parameters + prologue.parameters;
+    // An element of the operand, at element `at` of `in`.
+    auto load = [&](const std::string& at) {
+        const std::string read = in == DType::Float16 ? "vload_half(" + at + ", src)" : "src[" + at + "]";
+        return prologue.name.empty() ? read : prologue.name + "(" + read + prologue.arguments + ")";
+    };
+    // The store of `value` at flat index `at`, coordinates (o, i, j) of [outer, length, inner].
+    auto store = [&](const std::string& o, const std::string& i, const std::string& j, const std::string& at,
+                     const std::string& value, const std::string& ind) {
+        if (epilogue.code.empty()) return ind + "out[" + at + "] = " + value + ";\n";
+        std::string r = ind + "{\n" + ind + "    const long lt_o = " + o + ", lt_i = " + i + ", lt_j = " + j + ", lt_at = " + at +
+                        ";\n" + ind + "    T v = " + value + ";\n";
+        if (epilogue.output) r += ind + "    " + cl_value_type(*epilogue.output) + " lt_r;\n";
+        r += ind + "    {\n" + epilogue.code + ind + "    }\n";
+        const std::string result = epilogue.output ? "lt_r" : "v";
+        r += epilogue.output == DType::Float16 ? ind + "    vstore_half_rte(" + result + ", lt_at, out);\n"
+                                               : ind + "    out[lt_at] = " + result + ";\n";
+        return r + ind + "}\n";
+    };
     s += R"CL(// A tile index with one spare slot per 32: work-items reading V apart hit different banks.
 #define PAD(x) ((x) + ((x) >> 5))
 
 // Work-group per (line, chunk) of a row scan; chunk c > 0 starts from carries[line * chunks + c - 1].
-__kernel void lt_scan_rows(__global const T* in, __global T* out, __global const T* carries, int has_carries,
+__kernel void lt_scan_rows(__global const S* in, __global O* out, __global const T* carries, int has_carries,
                            long offset, long outer_stride, long stride, long length, long chunks, long chunk_length,
-                           __local T* tile, __local T* sums) {
+                           __local T* tile, __local T* sums)CL" + extra + R"CL() {
     const long group = get_group_id(0), line = group / chunks, c = group - line * chunks;
     const int lid = (int)get_local_id(0), G = (int)get_local_size(0);
     const long begin = c * chunk_length, end = min(length, begin + chunk_length);
-    __global const T* src = in + offset + line * outer_stride;
-    __global T* dst = out + line * length;
+    __global const S* src = in + offset + line * outer_stride;
     T carry = has_carries && c > 0 ? carries[line * chunks + c - 1] : IDENTITY;
     for (long t0 = begin; t0 < end; t0 += (long)G * V) {
         for (int k = 0; k < V; ++k) {
             const long i = t0 + k * G + lid;
-            tile[PAD(k * G + lid)] = i < end ? src[i * stride] : IDENTITY;
+            tile[PAD(k * G + lid)] = i < end ? )CL" + load("i * stride") + R"CL( : IDENTITY;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         T mine[V];
@@ -12044,21 +12217,21 @@ __kernel void lt_scan_rows(__global const T* in, __global T* out, __global const
         barrier(CLK_LOCAL_MEM_FENCE);
         for (int k = 0; k < V; ++k) {
             const long i = t0 + k * G + lid;
-            if (i < end) dst[i] = tile[PAD(k * G + lid)];
-        }
+            if (i < end)
+)CL" + store("line", "i", "0", "line * length + i", "tile[PAD(k * G + lid)]", "                ") + R"CL(        }
         barrier(CLK_LOCAL_MEM_FENCE);  // the tile is read before the next one is loaded
     }
 }
 
 // Work-group per (line, chunk): the chunk's total into totals[line * chunks + c].
-__kernel void lt_fold_rows(__global const T* in, __global T* totals, long offset, long outer_stride, long stride,
-                           long length, long chunks, long chunk_length, __local T* sums) {
+__kernel void lt_fold_rows(__global const S* in, __global T* totals, long offset, long outer_stride, long stride,
+                           long length, long chunks, long chunk_length, __local T* sums)CL" + extra + R"CL() {
     const long group = get_group_id(0), line = group / chunks, c = group - line * chunks;
     const int lid = (int)get_local_id(0), G = (int)get_local_size(0);
     const long begin = c * chunk_length, end = min(length, begin + chunk_length);
-    __global const T* src = in + offset + line * outer_stride;
+    __global const S* src = in + offset + line * outer_stride;
     T acc = IDENTITY;
-    for (long i = begin + lid; i < end; i += G) acc = OP(acc, src[i * stride]);
+    for (long i = begin + lid; i < end; i += G) acc = OP(acc, )CL" + load("i * stride") + R"CL();
     sums[lid] = acc;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int width = G / 2; width > 0; width >>= 1) {
@@ -12070,32 +12243,31 @@ __kernel void lt_fold_rows(__global const T* in, __global T* totals, long offset
 
 // Work-item per (outer index, chunk, column) of a scan across rows; chunk c > 0 starts from
 // carries[(o * chunks + c - 1) * inner + j].
-__kernel void lt_scan_columns(__global const T* in, __global T* out, __global const T* carries, int has_carries,
+__kernel void lt_scan_columns(__global const S* in, __global O* out, __global const T* carries, int has_carries,
                               long offset, long outer_stride, long stride, long inner_stride, long outer, long length,
-                              long inner, long chunks, long chunk_length) {
+                              long inner, long chunks, long chunk_length)CL" + extra + R"CL() {
     const long g = get_global_id(0);
     if (g >= outer * chunks * inner) return;
     const long j = g % inner, rest = g / inner, c = rest % chunks, o = rest / chunks;
     const long begin = c * chunk_length, end = min(length, begin + chunk_length);
-    __global const T* src = in + offset + o * outer_stride + j * inner_stride;
-    __global T* dst = out + o * length * inner + j;
+    __global const S* src = in + offset + o * outer_stride + j * inner_stride;
     T acc = has_carries && c > 0 ? carries[(o * chunks + c - 1) * inner + j] : IDENTITY;
     for (long i = begin; i < end; ++i) {
-        acc = OP(acc, src[i * stride]);
-        dst[i * inner] = acc;
-    }
+        acc = OP(acc, )CL" + load("i * stride") + R"CL();
+)CL" + store("o", "i", "j", "(o * length + i) * inner + j", "acc", "        ") + R"CL(    }
 }
 
 // Work-item per (outer index, chunk, column): the chunk's total into totals[(o * chunks + c) * inner + j].
-__kernel void lt_fold_columns(__global const T* in, __global T* totals, long offset, long outer_stride, long stride,
-                              long inner_stride, long outer, long length, long inner, long chunks, long chunk_length) {
+__kernel void lt_fold_columns(__global const S* in, __global T* totals, long offset, long outer_stride, long stride,
+                              long inner_stride, long outer, long length, long inner, long chunks, long chunk_length)CL" +
+         extra + R"CL() {
     const long g = get_global_id(0);
     if (g >= outer * chunks * inner) return;
     const long j = g % inner, rest = g / inner, c = rest % chunks, o = rest / chunks;
     const long begin = c * chunk_length, end = min(length, begin + chunk_length);
-    __global const T* src = in + offset + o * outer_stride + j * inner_stride;
+    __global const S* src = in + offset + o * outer_stride + j * inner_stride;
     T acc = IDENTITY;
-    for (long i = begin; i < end; ++i) acc = OP(acc, src[i * stride]);
+    for (long i = begin; i < end; ++i) acc = OP(acc, )CL" + load("i * stride") + R"CL();
     totals[g] = acc;
 }
 )CL";
@@ -12748,6 +12920,11 @@ public:
     struct LocalBytes {
         std::size_t bytes;
     };
+    /// The arguments of fused kernels' parameters (after the fixed ones): buffers, then values.
+    struct FusedArgs {
+        std::vector<const Buffer*> buffers;
+        std::vector<ScalarArg> values;
+    };
 
     /// A kernel of a built program.
     KernelOwner make_kernel(const ProgramOwner& program, const char* name) {
@@ -12769,6 +12946,12 @@ public:
                 check(clSetKernelArg(kern.kernel, arg++, sizeof(cl_mem), &m), "clSetKernelArg");
             } else if constexpr (std::is_same_v<V, LocalBytes>) {  // a __local array
                 check(clSetKernelArg(kern.kernel, arg++, v.bytes, nullptr), "clSetKernelArg");
+            } else if constexpr (std::is_same_v<V, FusedArgs>) {
+                for (const Buffer* b : v.buffers) {
+                    cl_mem m = static_cast<cl_mem>(b->handle());
+                    check(clSetKernelArg(kern.kernel, arg++, sizeof(cl_mem), &m), "clSetKernelArg");
+                }
+                for (const ScalarArg& a : v.values) check(clSetKernelArg(kern.kernel, arg++, a.size, a.bytes), "clSetKernelArg");
             } else {
                 check(clSetKernelArg(kern.kernel, arg++, sizeof(V), &v), "clSetKernelArg");
             }
@@ -12781,8 +12964,11 @@ public:
         if (launch_events_) remember_launch(event, name);
     }
 
-    /// Runs scan `s` of `program` (scan_program) from in into out (which may be in itself).
-    void scan_with(const ProgramOwner& program, const ir::Scan& s, const Buffer& in, Buffer& out) {
+    /// Runs scan `s` from in into out (which may be in itself): `data` (scan_program, with the
+    /// fused kernels whose arguments `fused` holds) reads `in` and writes `out`; `plain` (without
+    /// them) scans the chunks' totals.
+    void scan_with(const ProgramOwner& plain, const ProgramOwner& data, const ir::Scan& s, const Buffer& in, Buffer& out,
+                   const FusedArgs& fused) {
         const std::size_t size = dtype_size(s.dtype);
         const Buffer* in_b = &in;
         const Buffer* out_b = &out;
@@ -12799,15 +12985,15 @@ public:
             BufferPtr totals;
             if (chunks > 1) {
                 totals = allocate(s.dtype, s.outer * chunks);
-                run_kernel(make_kernel(program, "lt_fold_rows"), "lt_fold_rows", std::size_t(s.outer * chunks) * G, G, in_b,
+                run_kernel(make_kernel(data, "lt_fold_rows"), "lt_fold_rows", std::size_t(s.outer * chunks) * G, G, in_b,
                            static_cast<const Buffer*>(totals.get()), offset, outer_stride, stride, length, cl_long(chunks),
-                           chunk_length, LocalBytes{G * size});
-                scan_with(program, ir::Scan{s.dtype, s.op, s.outer, chunks, 1, 0, chunks, 1, 0}, *totals, *totals);
+                           chunk_length, LocalBytes{G * size}, fused);
+                scan_with(plain, plain, ir::Scan{s.dtype, s.op, s.outer, chunks, 1, 0, chunks, 1, 0}, *totals, *totals, {});
             }
             const Buffer* carries = totals ? totals.get() : in_b;
-            run_kernel(make_kernel(program, "lt_scan_rows"), "lt_scan_rows", std::size_t(s.outer * chunks) * G, G, in_b, out_b,
+            run_kernel(make_kernel(data, "lt_scan_rows"), "lt_scan_rows", std::size_t(s.outer * chunks) * G, G, in_b, out_b,
                        carries, cl_int(chunks > 1), offset, outer_stride, stride, length, cl_long(chunks), chunk_length,
-                       LocalBytes{std::size_t(tile + tile / 32) * size}, LocalBytes{G * size});
+                       LocalBytes{std::size_t(tile + tile / 32) * size}, LocalBytes{G * size}, fused);
             return;
         }
         // Columns (or short rows): a work-item per (outer index, chunk, column), chunks of at
@@ -12820,16 +13006,16 @@ public:
         BufferPtr totals;
         if (chunks > 1) {
             totals = allocate(s.dtype, lines * chunks);
-            run_kernel(make_kernel(program, "lt_fold_columns"), "lt_fold_columns", work, G, in_b,
+            run_kernel(make_kernel(data, "lt_fold_columns"), "lt_fold_columns", work, G, in_b,
                        static_cast<const Buffer*>(totals.get()), offset, outer_stride, stride, inner_stride, outer, length,
-                       inner, cl_long(chunks), chunk_length);
-            scan_with(program, ir::Scan{s.dtype, s.op, s.outer, chunks, s.inner, 0, chunks * s.inner, s.inner, 1}, *totals,
-                      *totals);
+                       inner, cl_long(chunks), chunk_length, fused);
+            scan_with(plain, plain, ir::Scan{s.dtype, s.op, s.outer, chunks, s.inner, 0, chunks * s.inner, s.inner, 1},
+                      *totals, *totals, {});
         }
         const Buffer* carries = totals ? totals.get() : in_b;
-        run_kernel(make_kernel(program, "lt_scan_columns"), "lt_scan_columns", work, G, in_b, out_b, carries,
+        run_kernel(make_kernel(data, "lt_scan_columns"), "lt_scan_columns", work, G, in_b, out_b, carries,
                    cl_int(chunks > 1), offset, outer_stride, stride, inner_stride, outer, length, inner, cl_long(chunks),
-                   chunk_length);
+                   chunk_length, fused);
     }
 
     void sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k, bool descending, Buffer& values,
@@ -12920,7 +13106,52 @@ public:
         if (s.dtype == DType::Float64 && !supports_float64())
             fail<DeviceError>(describe(), " does not compute float64 (no cl_khr_fp64): cannot scan (cumsum, cumprod) a float64 tensor there");
         if (s.numel() == 0) return;
-        scan_with(*build_program(scan_program(s.dtype, s.op)), s, in, out);
+        const auto program = build_program(scan_program(s.dtype, s.op));
+        scan_with(*program, *program, s, in, out, {});
+    }
+
+    bool fuses_scan_prologue(const ir::Scan& s, const ir::Kernel& prologue) const override {
+        return fuse_epilogues_ && computes(s.dtype) && computes(prologue);
+    }
+    bool fuses_scan_epilogue(const ir::Scan& s, const ir::Kernel& epilogue, int) const override {
+        return fuse_epilogues_ && computes(s.dtype) && computes(epilogue);
+    }
+
+    void scan_fused(const ir::Scan& s, const FusedKernels& fusion, const Buffer& in, const std::vector<Buffer*>& params,
+                    const std::vector<Scalar>& scalars) override {
+        if (s.numel() == 0) return;
+        // As gemm_fused: the code of each fused kernel made once; the epilogue's arguments (and
+        // its store_scanned flag), then the prologue's.
+        FusedArgs args;
+        std::size_t next_scalar = 0;
+        std::vector<ScalarArg> prologue_values;
+        auto take_scalars = [&](const ir::Kernel& k, std::vector<ScalarArg>& into) {
+            for (DType t : k.scalars) into.emplace_back(scalars.at(next_scalar++), t);
+        };
+        static const FusedPrologue no_prologue;
+        const FusedPrologue* prologue = &no_prologue;
+        if (const ir::Kernel* k = fusion.prologue[0]) {
+            prologue = &fused_code(concat("scan|", ir::key(*k)), [&] { return prologue_code(*k, "s", traits_); });
+            take_scalars(*k, prologue_values);
+        }
+        static const FusedEpilogue no_epilogue;
+        const FusedEpilogue* epilogue = &no_epilogue;
+        Buffer* out = params.back();
+        if (const ir::Kernel* k = fusion.epilogue) {
+            const int pp = fusion.product_param;
+            epilogue = &fused_code(concat("scan|", ir::key(*k), '|', pp, '|', s.outer, ',', s.length, ',', s.inner),
+                                   [&] { return scan_epilogue_code(s, *k, pp, traits_); });
+            Buffer* scanned = params[static_cast<std::size_t>(pp)];
+            args.buffers.push_back(scanned ? scanned : out);
+            for (std::size_t p = 0; p + 1 < params.size(); ++p)
+                if (static_cast<int>(p) != pp) args.buffers.push_back(params[p]);
+            take_scalars(*k, args.values);
+            args.values.emplace_back(Scalar::of<std::int32_t>(scanned ? 1 : 0), DType::Int32);
+        }
+        args.values.insert(args.values.end(), prologue_values.begin(), prologue_values.end());
+        const auto plain = build_program(scan_program(s.dtype, s.op));
+        const auto data = build_program(scan_program(s.dtype, s.op, *prologue, *epilogue));
+        scan_with(*plain, *data, s, in, *out, args);
     }
 
     void flush() override { check(clFlush(queue_), "clFlush", concat("on ", describe())); }
@@ -12996,24 +13227,15 @@ public:
         return fuses(g, prologue);
     }
 
-    void gemm_fused(const ir::Gemm& g, const GemmFusion& fusion, const Buffer& a, const Buffer& b,
+    void gemm_fused(const ir::Gemm& g, const FusedKernels& fusion, const Buffer& a, const Buffer& b,
                     const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) override {
         if (g.dtype == DType::Float64 && !fp64_)
             fail<DeviceError>(describe(), " does not support float64 (the device lacks cl_khr_fp64): matmul of float64 ",
                               "tensors cannot run there; use float32, or run it on the host");
-        // The code of each fused kernel, made once per kernel (and, for an epilogue, per split of
-        // its domain into the product's m and n).
-        auto code = [&](const std::string& key, auto make) -> const auto& {
-            auto& cache = fused_code_<std::decay_t<decltype(make())>>();
-            auto it = cache.find(key);
-            if (it == cache.end()) {
-                if (cache.size() >= cache_capacity()) cache.clear();
-                it = cache.emplace(key, make()).first;
-            }
-            return it->second;
-        };
-        static const GemmPrologue none;
-        const GemmPrologue* prologue[2] = {&none, &none};
+        // The code of each fused kernel is made once per kernel (and, for an epilogue, per split
+        // of its domain into the product's m and n).
+        static const FusedPrologue none;
+        const FusedPrologue* prologue[2] = {&none, &none};
         // Scalars come as A's prologue's, B's, then the epilogue's; the kernel takes the
         // epilogue's (and its store_product flag) first.
         std::vector<ScalarArg> values, prologue_values;
@@ -13024,16 +13246,16 @@ public:
         for (int o = 0; o < 2; ++o) {
             const ir::Kernel* k = fusion.prologue[o];
             if (!k) continue;
-            prologue[o] = &code(concat(o, '|', ir::key(*k)), [&] { return gemm_prologue_code(*k, o, traits_); });
+            prologue[o] = &fused_code(concat(o, '|', ir::key(*k)), [&] { return gemm_prologue_code(*k, o, traits_); });
             take_scalars(*k, prologue_values);
         }
-        static const GemmEpilogue no_epilogue;
-        const GemmEpilogue* epilogue = &no_epilogue;
+        static const FusedEpilogue no_epilogue;
+        const FusedEpilogue* epilogue = &no_epilogue;
         std::vector<const Buffer*> buffers;
         Buffer* out = params.back();
         if (const ir::Kernel* k = fusion.epilogue) {
             const int pp = fusion.product_param;
-            epilogue = &code(concat(ir::key(*k), '|', pp, '|', g.batch_count(), ',', g.m, ',', g.n),
+            epilogue = &fused_code(concat(ir::key(*k), '|', pp, '|', g.batch_count(), ',', g.m, ',', g.n),
                              [&] { return gemm_epilogue_code(g, *k, pp, traits_); });
             Buffer* product = params[static_cast<std::size_t>(pp)];
             buffers.push_back(product ? product : out);
@@ -13330,7 +13552,7 @@ private:
     /// The own GEMM kernel for a dtype, layout class and parameter set, built once (through the
     /// program caches) and kept.
     cl_kernel own_gemm_kernel(DType dtype, const GemmLayoutClass& layout, const GemmKernelParams& p,
-                              const GemmEpilogue& epilogue, const GemmPrologue& prologue_a, const GemmPrologue& prologue_b) {
+                              const FusedEpilogue& epilogue, const FusedPrologue& prologue_a, const FusedPrologue& prologue_b) {
         // Keyed by what the source is made of: a product that hits costs no source generation.
         const std::string key = concat(dtype, ' ', layout.a_k_fast, layout.b_n_fast, layout.wide_index, ' ', p.tm, ',', p.tn,
                                        ',', p.wm, ',', p.wn, ',', p.bk, ',', p.v, ',', p.gv, ',', p.prefetch, p.double_buffer, ' ',
@@ -13354,9 +13576,9 @@ private:
 public:
     /// c = a x b on the own GEMM kernel: one launch, operands read in place; `epilogue` is
     /// applied to each result before its store, with `epilogue_buffers` as its parameters.
-    void own_gemm(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c, const GemmEpilogue& epilogue = {},
+    void own_gemm(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c, const FusedEpilogue& epilogue = {},
                   const std::vector<const Buffer*>& epilogue_buffers = {}, const std::vector<ScalarArg>& epilogue_values = {},
-                  const GemmPrologue& prologue_a = {}, const GemmPrologue& prologue_b = {}) {
+                  const FusedPrologue& prologue_a = {}, const FusedPrologue& prologue_b = {}) {
         const std::int64_t count = g.batch_count();
         if (g.m == 0 || g.n == 0 || count == 0) return;
         const GemmKernelParams p = own_gemm_params(g);
@@ -13535,23 +13757,39 @@ private:
         KernelOwner kernel;
     };
     std::map<std::string, OwnGemmKernel> gemm_kernels_;  // by dtype, layout class, parameters and epilogue
-    std::unordered_map<std::string, GemmEpilogue> epilogues_;  // fused kernels' code, by kernel (and shape)
-    std::unordered_map<std::string, GemmPrologue> prologues_;
+    std::unordered_map<std::string, FusedEpilogue> epilogues_;  // fused kernels' code, by kernel (and shape)
+    std::unordered_map<std::string, FusedPrologue> prologues_;
     template <class Code>
     std::unordered_map<std::string, Code>& fused_code_() {
-        if constexpr (std::is_same_v<Code, GemmEpilogue>) return epilogues_;
+        if constexpr (std::is_same_v<Code, FusedEpilogue>) return epilogues_;
         else return prologues_;
     }
-    /// Whether a kernel fused into `g` can run: on the own GEMM kernel, computing in float64
-    /// only where the device has it.
-    bool fuses(const ir::Gemm& g, const ir::Kernel& k) const {
-        if (!fuse_epilogues_ || !uses_own_gemm(g) || (g.dtype == DType::Float64 && !fp64_)) return false;
+    /// The code of a fused kernel under `key`, made by `make` the first time.
+    template <class Make, class Code = std::decay_t<std::invoke_result_t<Make>>>
+    const Code& fused_code(const std::string& key, Make make) {
+        auto& cache = fused_code_<Code>();
+        auto it = cache.find(key);
+        if (it == cache.end()) {
+            if (cache.size() >= cache_capacity()) cache.clear();
+            it = cache.emplace(key, make()).first;
+        }
+        return it->second;
+    }
+    /// Whether the device computes in `t` (float64 only with cl_khr_fp64).
+    bool computes(DType t) const { return t != DType::Float64 || fp64_; }
+    /// Whether the device computes what kernel `k` (a fused one: one phase) does.
+    bool computes(const ir::Kernel& k) const {
         if (fp64_) return true;
         for (const ir::Param& p : k.params)
             if (p.dtype == DType::Float64) return false;
         for (const ir::Instr& in : k.phases[0].instrs)
             if (in.dtype == DType::Float64) return false;
         return std::find(k.scalars.begin(), k.scalars.end(), DType::Float64) == k.scalars.end();
+    }
+    /// Whether a kernel fused into `g` can run: on the own GEMM kernel, computing in float64
+    /// only where the device has it.
+    bool fuses(const ir::Gemm& g, const ir::Kernel& k) const {
+        return fuse_epilogues_ && uses_own_gemm(g) && computes(g.dtype) && computes(k);
     }
     bool fuse_epilogues_ = env_flag("LAZYTENSOR_GEMM_EPILOGUE", true);
     std::optional<bool> fuse_half_loads_;
@@ -13969,18 +14207,21 @@ struct Group {
     Axes reduced;
     Node* domain_reduce = nullptr;  // the reduction that set the domain
 
-    // A product with kernels fused into it (fuse_products.hpp). Producers of its operands run
-    // in its loads: prologue[o] computes operand o (fused_producer[o]) from inputs[o], with the
-    // first scalars. A consumer runs in its stores: root is then the consumer, `kernel` its
-    // kernel, whose buffers follow A's and B's in `inputs` (the product's, parameter
-    // product_param, unallocated) and whose scalars follow the prologues'.
+    // A product or scan with kernels fused into it (fuse_products.hpp). Producers of its
+    // operands run in its loads: prologue[o] computes operand o (fused_producer[o]) from
+    // inputs[o], with the first scalars (a scan has operand 0 only). A consumer runs in its
+    // stores: root is then the consumer, `kernel` its kernel, whose buffers follow the operands'
+    // in `inputs` (the product's or scan's, parameter product_param, unallocated) and whose
+    // scalars follow the prologues'.
     ir::Kernel prologue[2];
     Node* fused_producer[2] = {nullptr, nullptr};
     Node* fused_product = nullptr;
     int product_param = -1;
 
-    bool is_gemm() const { return root->kind == NodeKind::Matmul || fused_product; }
-    bool is_scan() const { return root->kind == NodeKind::Scan; }
+    /// The matmul or scan node the item computes (before its epilogue, if it has one).
+    const Node* core() const { return fused_product ? fused_product : root; }
+    bool is_gemm() const { return core()->kind == NodeKind::Matmul; }
+    bool is_scan() const { return core()->kind == NodeKind::Scan; }
 };
 
 struct Schedule {
@@ -14874,14 +15115,14 @@ inline void lower_scan(const Schedule& s, Group& g) {
 
 }  // namespace lazytensor::detail
 // ---- lazytensor/schedule/fuse_products.hpp ----
-// Fusing element-wise kernels into matrix products, after lowering, where the backend can run
-// them there (ug's rule makes each of them a kernel of its own):
-//   - a prologue: the kernel that computes an operand, when the product is its only reader and
-//     it maps one input element to one operand element (ir::fits_as_prologue: a scale, a
-//     cast), runs in the product's loads of that input;
-//   - an epilogue: the product's only reader, when it is element-wise and walks the product's
-//     elements in order (ir::fits_as_epilogue: relu(x @ w + b), a scale, a residual add), runs
-//     in the product's stores, and the fused item takes its place.
+// Fusing element-wise kernels into matrix products and scans, after lowering, where the
+// backend can run them there (ug's rule makes each of them a kernel of its own):
+//   - a prologue: the kernel that computes an operand, when the item is its only reader and it
+//     maps one input element to one operand element (ir::fits_as_prologue: a scale, a cast),
+//     runs in the item's loads of that input;
+//   - an epilogue: the item's only reader, when it is element-wise and walks the item's result
+//     in order (ir::fits_as_epilogue: relu(x @ w + b), a scale, a residual add, exp(cumsum(x))),
+//     runs in the item's stores, and the fused item takes its place.
 // The fused-away results never reach memory unless a tensor outside the graph holds them
 // (realize computes them then too).
 
@@ -14892,10 +15133,13 @@ inline void lower_scan(const Schedule& s, Group& g) {
 
 namespace lazytensor::detail {
 
-/// What a backend fuses into `gemm` (the device's Backend::fuses_prologue and fuses_epilogue).
+/// What a backend fuses into a product or a scan (the device's Backend::fuses_prologue,
+/// fuses_epilogue, fuses_scan_prologue and fuses_scan_epilogue).
 struct ProductFusions {
     std::function<bool(const Node* product, const ir::Gemm& gemm, const ir::Kernel& prologue)> prologue;
     std::function<bool(const Node* product, const ir::Gemm& gemm, const ir::Kernel& epilogue, int product_param)> epilogue;
+    std::function<bool(const Node* scan, const ir::Scan& s, const ir::Kernel& prologue)> scan_prologue;
+    std::function<bool(const Node* scan, const ir::Scan& s, const ir::Kernel& epilogue, int scan_param)> scan_epilogue;
 };
 
 namespace fuse_detail {
@@ -14936,18 +15180,27 @@ inline void fuse_into_products(Schedule& s, const ProductFusions& fusions) {
         return groups.size();
     };
     for (std::size_t i = 0; i < groups.size(); ++i) {
-        if (groups[i].view_only || groups[i].root->kind != NodeKind::Matmul) continue;
-        // Prologues: A's, then B's (their scalars come in that order).
-        for (int o = 0; o < 2; ++o) {
+        if (groups[i].view_only || !runs_alone(groups[i].root->kind)) continue;
+        const bool scan = groups[i].root->kind == NodeKind::Scan;
+        // A scan that copies its operand first reads it through that copy: nothing fuses.
+        if (scan && !groups[i].kernel.phases.empty()) continue;
+        auto takes_prologue = [&](const Group& item, const ir::Kernel& k) {
+            return scan ? ir::fits_as_prologue(item.scan, k) && fusions.scan_prologue(item.root, item.scan, k)
+                        : ir::fits_as_prologue(item.gemm, k) && fusions.prologue(item.root, item.gemm, k);
+        };
+        auto takes_epilogue = [&](const Group& item, const ir::Kernel& k, int param) {
+            return scan ? ir::fits_as_epilogue(item.scan, k, param) && fusions.scan_epilogue(item.root, item.scan, k, param)
+                        : ir::fits_as_epilogue(item.gemm, k, param) && fusions.epilogue(item.root, item.gemm, k, param);
+        };
+        // Prologues: A's, then B's (their scalars come in that order); a scan's operand.
+        for (int o = 0; o < (scan ? 1 : 2); ++o) {
             Group& product = groups[i];
             Node* operand = product.inputs[static_cast<std::size_t>(o)];
-            if (product.inputs[0] == product.inputs[1]) break;
+            if (!scan && product.inputs[0] == product.inputs[1]) break;
             const std::size_t at = group_of(operand);
             if (at >= i || fuse_detail::only_reader(groups, gone, operand) != i) continue;
             Group& producer = groups[at];
-            if (!fuse_detail::plain_kernel(producer) || !ir::fits_as_prologue(product.gemm, producer.kernel) ||
-                !fusions.prologue(product.root, product.gemm, producer.kernel))
-                continue;
+            if (!fuse_detail::plain_kernel(producer) || !takes_prologue(product, producer.kernel)) continue;
             product.inputs[static_cast<std::size_t>(o)] = producer.inputs[0];
             product.prologue[o] = producer.kernel;
             product.fused_producer[o] = operand;
@@ -14955,16 +15208,14 @@ inline void fuse_into_products(Schedule& s, const ProductFusions& fusions) {
             product.ops.insert(product.ops.begin(), producer.ops.begin(), producer.ops.end());
             gone[at] = 1;
         }
-        // The epilogue: the consumer's item becomes the product's.
+        // The epilogue: the consumer's item becomes the product's (or the scan's).
         Group& product = groups[i];
         Node* const result = product.root;
         const std::size_t reader = fuse_detail::only_reader(groups, gone, result);
         if (reader == groups.size() || reader <= i || !fuse_detail::plain_kernel(groups[reader])) continue;
         Group& consumer = groups[reader];
         const int param = static_cast<int>(std::find(consumer.inputs.begin(), consumer.inputs.end(), result) - consumer.inputs.begin());
-        if (!ir::fits_as_epilogue(product.gemm, consumer.kernel, param) ||
-            !fusions.epilogue(result, product.gemm, consumer.kernel, param))
-            continue;
+        if (!takes_epilogue(product, consumer.kernel, param)) continue;
         std::vector<Node*> inputs = product.inputs;
         inputs.insert(inputs.end(), consumer.inputs.begin(), consumer.inputs.end());
         consumer.inputs = std::move(inputs);
@@ -14972,6 +15223,7 @@ inline void fuse_into_products(Schedule& s, const ProductFusions& fusions) {
         scalars.insert(scalars.end(), consumer.scalars.begin(), consumer.scalars.end());
         consumer.scalars = std::move(scalars);
         consumer.gemm = product.gemm;
+        consumer.scan = product.scan;
         for (int o = 0; o < 2; ++o) {
             consumer.prologue[o] = std::move(product.prologue[o]);
             consumer.fused_producer[o] = product.fused_producer[o];
@@ -15005,17 +15257,17 @@ struct PlannedItem {
     Strides view_strides;
     ir::Kernel kernel;        // Kernel; a Scan's copy; a Matmul's fused epilogue (fused_product >= 0)
     ScheduleItem::Kind kind = ScheduleItem::Kind::Kernel;
-    // A Matmul with kernels fused into it (schedule/fuse_products.hpp): per operand, the
+    // A Matmul or Scan with kernels fused into it (schedule/fuse_products.hpp): per operand, the
     // producer run in its loads (producer[o] its node, in a buffer only when kept); the
-    // consumer run in its stores (the product's node, in a buffer only when kept, and the
-    // epilogue's parameter that reads it).
+    // consumer run in its stores (the product's or scan's node, in a buffer only when kept, and
+    // the epilogue's parameter that reads it).
     ir::Kernel prologue[2];
     int producer[2] = {-1, -1};
     int fused_product = -1;
     int product_param = -1;
     ir::Gemm gemm;            // Matmul: the product over the buffers of inputs[0] and inputs[1]
     ir::Scan scan;            // Scan: the scan of inputs[0] (copied contiguous first by `kernel`
-                              // when that has phases)
+                              // when that has phases and nothing is fused)
     std::vector<int> inputs;  // per input parameter (a Matmul's: A, B, then its epilogue's)
                               // (a prologue's input stands for its operand)
     std::vector<int> scalars; // per scalar parameter: the node whose value is passed
@@ -15027,16 +15279,17 @@ struct PlannedItem {
     bool has_epilogue() const { return fused_product >= 0; }
     bool has_prologue(int o) const { return producer[o] >= 0; }
     bool fused() const { return has_epilogue() || has_prologue(0) || has_prologue(1); }
-    /// The nodes whose results a fused Matmul computes on the way (producers, the product).
+    /// The nodes whose results a fused Matmul or Scan computes on the way (producers, the
+    /// product or scan).
     SmallVector<int, 3> fused_away() const {
         SmallVector<int, 3> out;
         for (int n : {producer[0], producer[1], fused_product})
             if (n >= 0) out.push_back(n);
         return out;
     }
-    /// The kernels fused into a Matmul, as the backend takes them.
-    GemmFusion fusion() const {
-        GemmFusion f;
+    /// The kernels fused into a Matmul or Scan, as the backend takes them.
+    FusedKernels fusion() const {
+        FusedKernels f;
         for (int o = 0; o < 2; ++o)
             if (has_prologue(o)) f.prologue[o] = &prologue[o];
         if (has_epilogue()) f.epilogue = &kernel, f.product_param = product_param;
@@ -15045,8 +15298,10 @@ struct PlannedItem {
     bool is_scan() const { return kind == ScheduleItem::Kind::Scan; }
     /// Whether `kernel` runs: a kernel item, or the copy a scan item makes of its operand.
     bool runs_kernel() const {
-        return kind == ScheduleItem::Kind::Kernel || (kind == ScheduleItem::Kind::Scan && !kernel.phases.empty());
+        return kind == ScheduleItem::Kind::Kernel || (kind == ScheduleItem::Kind::Scan && !fused() && !kernel.phases.empty());
     }
+    /// The dtype the product or scan computes in (before an epilogue's cast).
+    DType core_dtype() const { return is_gemm() ? gemm.dtype : scan.dtype; }
 };
 
 /// Runs a scan item's scan on `backend`: `copy`, if the item has one, first copies the operand
@@ -15160,6 +15415,12 @@ inline Plan make_plan(const GraphWalk& w) {
     fusions.epilogue = [](const Node* product, const ir::Gemm& gemm, const ir::Kernel& epilogue, int param) {
         return device_backend(product->device).fuses_epilogue(gemm, epilogue, param);
     };
+    fusions.scan_prologue = [](const Node* scan, const ir::Scan& sc, const ir::Kernel& prologue) {
+        return device_backend(scan->device).fuses_scan_prologue(sc, prologue);
+    };
+    fusions.scan_epilogue = [](const Node* scan, const ir::Scan& sc, const ir::Kernel& epilogue, int param) {
+        return device_backend(scan->device).fuses_scan_epilogue(sc, epilogue, param);
+    };
     fuse_into_products(s, fusions);
     auto index = [&](const Node* n) { return w.order.index.at(n); };
     Plan p;
@@ -15255,6 +15516,16 @@ inline CheckTolerance check_tolerance(DType t) {
         case DType::Float32: return {1e-4, 1e-5, kCheckSubnormalUnits * 0x1p-149};
         case DType::Float64: return {1e-10, 1e-12, kCheckSubnormalUnits * 0x1p-1074};
         default: return {0, 0, 0};  // integers and bool: exact
+    }
+}
+
+/// The distance from 1 to the next value of a floating dtype (0 for others).
+inline double dtype_epsilon(DType t) {
+    switch (t) {
+        case DType::Float16: return 0x1p-10;
+        case DType::Float32: return 0x1p-23;
+        case DType::Float64: return 0x1p-52;
+        default: return 0;
     }
 }
 
@@ -15491,12 +15762,16 @@ public:
         const auto* want = static_cast<const unsigned char*>(expected.handle());
         const DType t = out.dtype();
         const std::int64_t n = out.numel();
-        // A fused product rounds in its own dtype whatever it is cast to: the looser bound.
+        // A fused product or scan rounds in its own dtype whatever it is cast to: the looser bound.
         CheckTolerance tol = check_tolerance(t);
-        if (item_.fused() && is_floating(t) && check_tolerance(item_.gemm.dtype).rtol > tol.rtol) {
-            const CheckTolerance product = check_tolerance(item_.gemm.dtype);
+        if (item_.fused() && is_floating(t) && check_tolerance(item_.core_dtype()).rtol > tol.rtol) {
+            const CheckTolerance product = check_tolerance(item_.core_dtype());
             tol.rtol = product.rtol, tol.atol = product.atol;
         }
+        // Each factor of a product rounds it once, relatively: a cumprod of n factors may differ
+        // by about n epsilons between two orders (70000 float factors did by 1.1e-4 on the H100).
+        if (item_.is_scan() && item_.scan.op == ReduceOp::Prod && is_floating(t))
+            tol.rtol = std::max(tol.rtol, 2.0 * static_cast<double>(item_.scan.length) * dtype_epsilon(item_.core_dtype()));
         std::vector<unsigned char> magnitudes;
         if (is_floating(t)) magnitudes = run_magnitudes_on_host();
         auto bound = [&](std::int64_t i) {
@@ -15533,8 +15808,11 @@ public:
         msg << "\n--- " << (item_.is_gemm() ? "matmul" : item_.is_scan() ? "scan" : "kernel IR") << " ---\n"
             << (item_.is_gemm() ? ir::to_string(item_.gemm) : item_.is_scan() ? ir::to_string(item_.scan) : ir::to_string(item_.kernel));
         for (int o = 0; o < 2; ++o)
-            if (item_.has_prologue(o)) msg << "--- prologue of " << (o ? "B" : "A") << " ---\n" << ir::to_string(item_.prologue[o]);
-        if (item_.has_epilogue()) msg << "--- epilogue (reads the product as p" << item_.product_param << ") ---\n" << ir::to_string(item_.kernel);
+            if (item_.has_prologue(o))
+                msg << "--- prologue" << (item_.is_gemm() ? (o ? " of B" : " of A") : "") << " ---\n" << ir::to_string(item_.prologue[o]);
+        if (item_.has_epilogue())
+            msg << "--- epilogue (reads the " << (item_.is_gemm() ? "product" : "scan") << " as p" << item_.product_param
+                << ") ---\n" << ir::to_string(item_.kernel);
         if (item_.runs_kernel() && item_.compiled) {
             const std::string source = backend.kernel_source(*item_.compiled);
             if (!source.empty()) msg << "--- generated source ---\n" << source;
@@ -15549,7 +15827,7 @@ private:
         Backend& host = host_backend();
         if (item_.fused()) {
             run_fused_on_host(params);
-            return "the host's packed GEMM and interpreter";
+            return item_.is_gemm() ? "the host's packed GEMM and interpreter" : "the host's scan and interpreter";
         }
         if (item_.is_gemm()) {
             host.gemm(item_.gemm, *params[0], *params[1], *params[2]);
@@ -15575,7 +15853,9 @@ private:
         if (!original_.empty()) std::memcpy(output->handle(), original_.data(), original_.size());
         std::vector<Buffer*> params;
         for (const BufferPtr& b : host_params_) params.push_back(b == reference ? output.get() : b.get());
-        if (item_.is_scan()) {  // the scan of |x|
+        if (item_.is_scan() && item_.fused()) {  // the magnitudes of the prologue, scanned, then the epilogue's
+            run_fused_on_host(params, true);
+        } else if (item_.is_scan()) {  // the scan of |x|
             BufferPtr absolute = host.allocate(params[0]->dtype(), params[0]->numel());
             std::memcpy(absolute->handle(), params[0]->handle(), params[0]->bytes());
             clear_sign_bits(*absolute);
@@ -15599,9 +15879,10 @@ private:
         return bytes;
     }
 
-    /// A product with kernels fused into it, on the host as separate items: each prologue into a
-    /// buffer of its own, the product (into a buffer of its own where an epilogue follows), then
-    /// the epilogue; with `magnitudes`, their magnitude kernels. params: A's and B's (or their
+    /// A product or scan with kernels fused into it, on the host as separate items: each
+    /// prologue into a buffer of its own, the product or scan (into a buffer of its own where an
+    /// epilogue follows), then the epilogue; with `magnitudes`, their magnitude kernels (and a
+    /// scan of the prologue's magnitudes, or of |x|). params: the operands' buffers (or their
     /// prologues' inputs), then the epilogue's buffers or the result's.
     void run_fused_on_host(const std::vector<Buffer*>& params, bool magnitudes = false) const {
         Backend& host = host_backend();
@@ -15612,23 +15893,33 @@ private:
                                           scalars_.begin() + static_cast<std::ptrdiff_t>(first_scalar + k.scalars.size()));
             host.launch(*host.get_kernel(kernel), buffers, own);
         };
-        const ir::Gemm& g = item_.gemm;
+        const int operands = item_.is_gemm() ? 2 : 1;
         BufferPtr operand[2];
         std::size_t first_scalar = 0;
-        for (int o = 0; o < 2; ++o) {
+        for (int o = 0; o < operands; ++o) {
             if (!item_.has_prologue(o)) continue;
             const ir::Kernel& k = item_.prologue[o];
-            operand[o] = host.allocate(g.dtype, numel(k.domain));
+            operand[o] = host.allocate(item_.core_dtype(), numel(k.domain));
             run(k, {params[static_cast<std::size_t>(o)], operand[o].get()}, first_scalar);
             first_scalar += k.scalars.size();
         }
-        const Buffer& a = operand[0] ? *operand[0] : *params[0];
-        const Buffer& b = operand[1] ? *operand[1] : *params[1];
-        if (!item_.has_epilogue()) return host.gemm(g, a, b, *params[2]);
-        std::vector<Buffer*> epilogue(params.begin() + 2, params.end());
-        BufferPtr product = host.allocate(g.dtype, g.batch_count() * g.m * g.n);
-        host.gemm(g, a, b, *product);
-        epilogue[static_cast<std::size_t>(item_.product_param)] = product.get();
+        auto core = [&](Buffer& out) {
+            if (item_.is_gemm())
+                return host.gemm(item_.gemm, operand[0] ? *operand[0] : *params[0], operand[1] ? *operand[1] : *params[1], out);
+            BufferPtr absolute;  // magnitudes without a prologue: the scan of |x| (integers scan exactly)
+            if (magnitudes && !operand[0] && is_floating(params[0]->dtype())) {
+                absolute = host.allocate(params[0]->dtype(), params[0]->numel());
+                std::memcpy(absolute->handle(), params[0]->handle(), params[0]->bytes());
+                clear_sign_bits(*absolute);
+            }
+            run_scan(host, item_.scan, nullptr, operand[0] ? *operand[0] : absolute ? *absolute : *params[0], out);
+        };
+        if (!item_.has_epilogue()) return core(*params[static_cast<std::size_t>(operands)]);
+        std::vector<Buffer*> epilogue(params.begin() + operands, params.end());
+        const std::int64_t count = item_.is_gemm() ? item_.gemm.batch_count() * item_.gemm.m * item_.gemm.n : item_.scan.numel();
+        BufferPtr result = host.allocate(item_.core_dtype(), count);
+        core(*result);
+        epilogue[static_cast<std::size_t>(item_.product_param)] = result.get();
         run(item_.kernel, epilogue, first_scalar);
     }
 
@@ -15687,19 +15978,17 @@ inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
     for (int in : p.inputs) item.inputs.push_back(describe(w.node(in)));
     item.scalars = static_cast<int>(p.scalars.size());
     item.output = describe(w.node(p.root));
-    if (p.is_gemm()) {
-        item.ir = ir::to_string(p.gemm);
+    if (p.is_gemm() || p.is_scan()) {
+        const char* what = p.is_gemm() ? "product" : "scan";
+        item.ir = p.is_gemm() ? ir::to_string(p.gemm) : ir::to_string(p.scan);
+        if (p.runs_kernel()) item.ir = "    copy to a contiguous buffer:\n" + ir::to_string(p.kernel) + item.ir;
         for (int o = 0; o < 2; ++o)
             if (p.has_prologue(o))
-                item.ir += concat("    prologue of ", o ? "B" : "A", ", applied in the product's loads:\n", ir::to_string(p.prologue[o]));
+                item.ir += concat("    prologue", p.is_gemm() ? (o ? " of B" : " of A") : "", ", applied in the ", what,
+                                  "'s loads:\n", ir::to_string(p.prologue[o]));
         if (p.has_epilogue())
-            item.ir += concat("    epilogue, applied in the product's stores (it reads the product as p", p.product_param,
-                              "):\n", ir::to_string(p.kernel));
-        return item;
-    }
-    if (p.is_scan()) {
-        item.ir = ir::to_string(p.scan);
-        if (p.runs_kernel()) item.ir = "    copy to a contiguous buffer:\n" + ir::to_string(p.kernel) + item.ir;
+            item.ir += concat("    epilogue, applied in the ", what, "'s stores (it reads the ", what, " as p",
+                              p.product_param, "):\n", ir::to_string(p.kernel));
         return item;
     }
     item.phases = static_cast<int>(p.kernel.phases.size());
@@ -15774,8 +16063,8 @@ inline void print_timing(std::size_t i, Backend& backend, const std::vector<Buff
     std::cerr << out.str() << "\n";
 }
 
-/// A fused product's operands that a tensor outside the graph holds: computed into buffers of
-/// their own as well (the product computes them again in its loads).
+/// A fused product's or scan's operands that a tensor outside the graph holds: computed into
+/// buffers of their own as well (the item computes them again in its loads).
 inline void run_kept_producers(Backend& backend, const PlannedItem& p, const std::vector<Buffer*>& params,
                                const std::vector<Scalar>& scalars, const std::vector<char>& kept,
                                std::vector<BufferPtr>& produced) {
@@ -15876,8 +16165,10 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
             const PlannedItem& p = items[i];
             std::string routine = p.is_gemm() ? backend_for(node(p.root)->device).gemm_routine(p.gemm) : "";
             for (int o = 0; o < 2; ++o)
-                if (p.has_prologue(o)) routine += concat(", with the producer of ", o ? "B" : "A", " fused into its loads");
-            if (p.has_epilogue()) routine += ", with the epilogue fused into its stores";
+                if (p.has_prologue(o))
+                    routine += concat(routine.empty() ? "" : ", ", "with the producer of ",
+                                      p.is_gemm() ? (o ? "B" : "A") : "its operand", " fused into its loads");
+            if (p.has_epilogue()) routine += concat(routine.empty() ? "" : ", ", "with the epilogue fused into its stores");
             print_item(out, i, describe(p, w), level, routine);
         }
         std::cerr << out.str();
@@ -15925,7 +16216,7 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
         // A product fused with its epilogue gets memory only when it is kept (and so does a
         // producer fused into its loads: run_kept_producers).
         if (p.has_epilogue() && kept[static_cast<std::size_t>(p.fused_product)])
-            produced[static_cast<std::size_t>(p.fused_product)] = backend.allocate(p.gemm.dtype, numel(node(p.fused_product)->shape));
+            produced[static_cast<std::size_t>(p.fused_product)] = backend.allocate(p.core_dtype(), numel(node(p.fused_product)->shape));
         params.clear();
         for (int in : p.inputs) params.push_back(buffer_of(in).get());
         params.push_back(out.get());
@@ -15937,8 +16228,12 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
         auto run = [&] {
             if (p.fused()) {
                 run_kept_producers(backend, p, params, scalars, kept, produced);
-                backend.gemm_fused(p.gemm, p.fusion(), *params[0], *params[1],
-                                   std::vector<Buffer*>(params.begin() + 2, params.end()), scalars);
+                if (p.is_gemm())
+                    backend.gemm_fused(p.gemm, p.fusion(), *params[0], *params[1],
+                                       std::vector<Buffer*>(params.begin() + 2, params.end()), scalars);
+                else
+                    backend.scan_fused(p.scan, p.fusion(), *params[0], std::vector<Buffer*>(params.begin() + 1, params.end()),
+                                       scalars);
             }
             else if (p.is_gemm())
                 backend.gemm(p.gemm, *params[0], *params[1], *params[2]);

@@ -325,7 +325,7 @@ TEST_CASE("the own GEMM kernel's epilogue hook sees each result with its row and
         g.m = m, g.n = n, g.k = k;
         g.a = {0, k, 1, {}};
         g.b = {0, n, 1, {}};
-        gk_ocl::GemmEpilogue relu_bias_row;
+        gk_ocl::FusedEpilogue relu_bias_row;
         relu_bias_row.parameters = ", __global const T* bias";
         relu_bias_row.code = "v = fmax(v + bias[col], (T)0) + (T)row;";
         backend.own_gemm(g, *ba, *bb, *bc, relu_bias_row, {bbias.get()});
@@ -604,7 +604,8 @@ namespace {
 
 /// The schedule of `y` is one matmul item with the producer of operand `which` ("A" or "B")
 /// fused into its loads.
-void gk_check_prologue(const lt::Tensor<float>& y, const char* which) {
+template <class T>
+void gk_check_prologue(const lt::Tensor<T>& y, const char* which) {
     const auto items = lt::schedule(y);
     REQUIRE(items.size() == 1);
     CHECK(items[0].kind == lt::ScheduleItem::Kind::Matmul);
@@ -738,6 +739,13 @@ TEST_CASE("an operand's scale or cast runs in the own GEMM kernel's loads" *
             if (lt::detail::supports_float64(d)) gk_check_prologue(y, "B");
             else CHECK(lt::schedule(y).size() == 2);  // the double buffer is read by a kernel of its own
             gk_check(y, a, gk_float_map(bd, [](float v) { return v; }));
+            if (lt::detail::supports_float64(d)) {
+                // A float32 input widened in the loads of a float64 product keeps double precision
+                // (the prologue's result is not rounded to its input's type).
+                const lt::Tensor<double> w = lt::matmul(A.cast<double>() * 3.0, make_tensor<double>(bd));
+                gk_check_prologue(w, "A");
+                gk_check(w, map(a, [](double v) { return 3 * v; }), bd);
+            }
         }
         SUBCASE("LAZYTENSOR_CHECK compares a fused prologue with the host") {
             const bool before = lt::check_enabled();

@@ -158,7 +158,8 @@ std::vector<std::int64_t> wrapped_scan(const std::vector<std::int64_t>& x, std::
 }
 
 template <class T>
-void check_scan(const lt::Tensor<T>& got, const ScanRef& want, double rtol) {
+void check_scan(const lt::Tensor<T>& got, const ScanRef& want, double rtol, const char* what = "") {
+    INFO(std::string(what));
     const std::vector<T> g = got.to_vector();
     REQUIRE(g.size() == want.value.size());
     std::size_t bad = 0, first = 0;
@@ -233,22 +234,197 @@ TEST_CASE("scans: every dtype, lengths around tiles and chunks, both axes, views
             INFO("axis " << axis);
             check_scan(view.cumsum(axis), scan_ref(viewed.v, {6, 4, 3}, axis, false), 1e-6);
         }
-        // Empty axes, and a scan between element-wise kernels: a scan item of its own.
+        // Empty axes, and a scan between element-wise kernels: a scan item of its own on the
+        // host; on OpenCL the kernels run in its loads and stores (the next case tests that).
         CHECK(lt::zeros<float>({3, 0}, d).cumsum(0).shape() == lt::Shape{3, 0});
         CHECK(lt::zeros<std::int32_t>({0, 3}, d).cumprod(1).shape() == lt::Shape{0, 3});
         lt::Tensor<float> r = make_tensor<float>(x_for_schedule(), d);
         lt::Tensor<float> fused = lt::cumsum(r * 2.0f, 1) + 1.0f;
         const std::vector<lt::ScheduleItem> items = lt::schedule(fused);
-        REQUIRE(items.size() == 3);
-        CHECK(items[0].kind == lt::ScheduleItem::Kind::Kernel);
-        CHECK(items[1].kind == lt::ScheduleItem::Kind::Scan);
-        CHECK(items[1].ops == std::vector<std::string>{"cumsum"});
-        CHECK(items[2].kind == lt::ScheduleItem::Kind::Kernel);
+        if (d.kind == lt::Device::Kind::Host) {
+            REQUIRE(items.size() == 3);
+            CHECK(items[0].kind == lt::ScheduleItem::Kind::Kernel);
+            CHECK(items[1].kind == lt::ScheduleItem::Kind::Scan);
+            CHECK(items[1].ops == std::vector<std::string>{"cumsum"});
+            CHECK(items[2].kind == lt::ScheduleItem::Kind::Kernel);
+        } else {
+            REQUIRE(items.size() == 1);
+            CHECK(items[0].kind == lt::ScheduleItem::Kind::Scan);
+            CHECK(items[0].ops == std::vector<std::string>{"mul", "cumsum", "add"});
+        }
         check_scan(lt::Tensor<float>(fused - 1.0f), scan_ref(map(x_for_schedule(), [](double v) { return 2 * v; }).v, {2, 50}, 1, false), 1e-6);
         // Axis 0 of the view: its axes after it are no single strided run; axis 1: both sides are.
         CHECK(lt::schedule(view.cumsum(0))[0].ops == std::vector<std::string>{"copy", "cumsum"});
         CHECK(lt::schedule(view.cumsum(1))[0].ops == std::vector<std::string>{"cumsum"});
         CHECK(lt::schedule(c.transpose(0, 2).cumsum(1))[0].ops == std::vector<std::string>{"cumsum"});  // in place
+    });
+}
+
+namespace {
+
+/// The kinds of a schedule's items, in order.
+std::vector<lt::ScheduleItem::Kind> kinds(const std::vector<lt::ScheduleItem>& items) {
+    std::vector<lt::ScheduleItem::Kind> out;
+    for (const lt::ScheduleItem& item : items) out.push_back(item.kind);
+    return out;
+}
+
+/// `scan` with an element-wise function applied: values f(v, at) and magnitudes |f'| bounds.
+ScanRef scan_then(const ScanRef& scan, const std::function<double(double, std::size_t)>& f,
+                  const std::function<double(double, std::size_t)>& magnitude) {
+    ScanRef out;
+    for (std::size_t i = 0; i < scan.value.size(); ++i) {
+        out.value.push_back(f(scan.value[i], i));
+        out.magnitude.push_back(magnitude(scan.magnitude[i], i));
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("scans fuse their operand's producer into their loads and their consumer into their stores on OpenCL") {
+    for_each_device([](lt::Device d) {
+        using Kind = lt::ScheduleItem::Kind;
+        const bool fuses = d.kind != lt::Device::Kind::Host;  // the host runs them as kernels of their own
+        // Along rows and across rows, short and long enough for chunks (a fold pass, then
+        // carries), with a consumer that reads two broadcast inputs at the result's coordinates.
+        for (std::int64_t n : {std::int64_t(1), std::int64_t(33), std::int64_t(1025), (std::int64_t(1) << 20) + 3}) {
+            INFO("n = " << n);
+            const std::int64_t rows = n > 4096 ? 2 : 3;
+            const Ref x = random_ref<float>({rows, n}, 51), w = random_ref<float>({1, n}, 52), b = random_ref<float>({rows, 1}, 53);
+            const lt::Tensor<float> tx = make_tensor<float>(x, d), tw = make_tensor<float>(w, d), tb = make_tensor<float>(b, d);
+            const ScanRef half_scan = scan_ref(map(x, [](double v) { return v * 0.5; }).v, {rows, n}, 1, false);
+            auto row_of = [&](std::size_t at) { return at / static_cast<std::size_t>(n); };
+            auto col_of = [&](std::size_t at) { return at % static_cast<std::size_t>(n); };
+            lt::Tensor<float> y = lt::cumsum(tx * 0.5f, 1) * tw + tb;
+            const std::vector<lt::ScheduleItem> items = lt::schedule(y);
+            if (fuses) {
+                REQUIRE(kinds(items) == std::vector<Kind>{Kind::Scan});
+                CHECK(items[0].ops == std::vector<std::string>{"mul", "cumsum", "mul", "add"});
+                CHECK(lt::kernel_count(items) == 0);
+            } else {
+                CHECK(kinds(items) == std::vector<Kind>{Kind::Kernel, Kind::Scan, Kind::Kernel});
+            }
+            check_scan(y,
+                       scan_then(half_scan, [&](double v, std::size_t at) { return v * w.v[col_of(at)] + b.v[row_of(at)]; },
+                                 [&](double m, std::size_t at) { return m * std::fabs(w.v[col_of(at)]) + std::fabs(b.v[row_of(at)]); }),
+                       1e-6, "rows");
+            // Across rows: [n, rows], the consumer's inputs broadcast the other way.
+            const Ref xt = permute(x, {1, 0});
+            lt::Tensor<float> z = lt::cumsum(make_tensor<float>(xt, d) * 0.5f, 0) * tb.reshape({1, rows}) + tw.reshape({n, 1});
+            if (fuses) CHECK(kinds(lt::schedule(z)) == std::vector<Kind>{Kind::Scan});
+            const ScanRef column_scan = scan_ref(map(xt, [](double v) { return v * 0.5; }).v, {n, rows}, 0, false);
+            check_scan(z,
+                       scan_then(column_scan, [&](double v, std::size_t at) { return v * b.v[at % static_cast<std::size_t>(rows)] + w.v[at / static_cast<std::size_t>(rows)]; },
+                                 [&](double m, std::size_t at) {
+                                     return m * std::fabs(b.v[at % static_cast<std::size_t>(rows)]) + std::fabs(w.v[at / static_cast<std::size_t>(rows)]);
+                                 }),
+                       1e-6, "columns");
+            // A product of a producer, read through a transpose of it.
+            const Ref near_one = random_ref<float>({rows, n}, 54, 0.999, 1.001);
+            lt::Tensor<float> p = lt::cumprod((make_tensor<float>(near_one, d) * 0.5f + 0.5f).transpose(0, 1), 0).transpose(0, 1);
+            if (fuses) CHECK(lt::kernel_count(lt::schedule(p)) == 0);  // a scan item, then a view of it
+            check_scan(p, scan_ref(map(near_one, [](double v) { return v * 0.5 + 0.5; }).v, {rows, n}, 1, true),
+                       1e-6 * std::sqrt(static_cast<double>(n)) + 1e-6);
+        }
+        // The middle axis of three, with a consumer broadcast along it: coordinates from (o, i, j).
+        const Ref cube = random_ref<float>({4, 37, 5}, 55), plane = random_ref<float>({4, 1, 5}, 56);
+        lt::Tensor<float> mid = lt::exp(lt::cumsum(make_tensor<float>(cube, d) * 0.25f, 1) - make_tensor<float>(plane, d));
+        if (fuses) CHECK(kinds(lt::schedule(mid)) == std::vector<Kind>{Kind::Scan});
+        const ScanRef mid_scan = scan_ref(map(cube, [](double v) { return v * 0.25; }).v, {4, 37, 5}, 1, false);
+        auto plane_at = [&](std::size_t at) { return plane.v[(at / (37 * 5)) * 5 + at % 5]; };
+        check_scan(mid,
+                   scan_then(mid_scan, [&](double v, std::size_t at) { return std::exp(v - plane_at(at)); },
+                             [&](double m, std::size_t at) { return std::exp(mid_scan.value[at] - plane_at(at)) * (m + std::fabs(plane_at(at)) + 1); }),
+                   1e-6, "the middle axis");
+        // A consumer of another shape (a reshape): coordinates from the flat index.
+        const Ref small = random_ref<float>({3, 10}, 57), bias = random_ref<float>({1, 6}, 58);
+        lt::Tensor<float> reshaped = lt::cumsum(make_tensor<float>(small, d) * 2.0f, 1).reshape({5, 6}) + make_tensor<float>(bias, d);
+        if (fuses) CHECK(kinds(lt::schedule(reshaped)) == std::vector<Kind>{Kind::Scan});
+        check_scan(reshaped,
+                   scan_then(scan_ref(map(small, [](double v) { return 2 * v; }).v, {3, 10}, 1, false),
+                             [&](double v, std::size_t at) { return v + bias.v[at % 6]; },
+                             [&](double m, std::size_t at) { return m + std::fabs(bias.v[at % 6]); }),
+                   1e-6, "a reshaped consumer");
+        // float64 through a cast in the loads.
+        lt::Tensor<double> wide = lt::cumsum(make_tensor<float>(small, d).cast<double>() * 3.0, 1);
+        if (fuses) CHECK(kinds(lt::schedule(wide)) == std::vector<Kind>{Kind::Scan});
+        check_scan(wide, scan_ref(map(small, [](double v) { return 3 * static_cast<double>(static_cast<float>(v)); }).v, {3, 10}, 1, false), 1e-14, "float64");
+        // Integers: int32, uint8 and bool cast to int64 in the loads; an int64 scan's consumer may
+        // store anything, exactly.
+        const Ref ints = random_ref<std::int64_t>({3, 300}, 59, -1000, 1000);
+        std::vector<std::int32_t> i32;
+        std::vector<std::int64_t> i64;
+        std::vector<std::uint8_t> bytes;
+        std::vector<bool> flags;
+        for (double v : ints.v) {
+            i32.push_back(static_cast<std::int32_t>(v));
+            i64.push_back(static_cast<std::int64_t>(v));
+            bytes.push_back(static_cast<std::uint8_t>(static_cast<std::int64_t>(v) & 0xff));
+            flags.push_back(v > 0);
+        }
+        const std::vector<std::int64_t> sums = wrapped_scan(i64, 300, false);
+        lt::Tensor<std::int64_t> scaled = lt::cumsum(lt::tensor<std::int32_t>(i32, {3, 300}, d), 1) * std::int64_t(3) - std::int64_t(1);
+        lt::Tensor<bool> positive = lt::cumsum(lt::tensor<std::int32_t>(i32, {3, 300}, d), 1) > std::int64_t(0);
+        if (fuses) {
+            CHECK(kinds(lt::schedule(scaled)) == std::vector<Kind>{Kind::Scan});
+            CHECK(kinds(lt::schedule(positive)) == std::vector<Kind>{Kind::Scan});
+        }
+        std::vector<std::int64_t> want_scaled;
+        std::vector<bool> want_positive;
+        for (std::int64_t v : sums) want_scaled.push_back(v * 3 - 1), want_positive.push_back(v > 0);
+        CHECK(scaled.to_vector() == want_scaled);
+        const std::vector<bool> got_positive = positive.to_vector();
+        CHECK(got_positive == want_positive);
+        std::vector<std::int64_t> byte_values(bytes.begin(), bytes.end()), flag_values(flags.begin(), flags.end());
+        CHECK(lt::tensor<std::uint8_t>(bytes, {3, 300}, d).cumsum(1).to_vector() == wrapped_scan(byte_values, 300, false));
+        CHECK(lt::tensor<bool>(flags, {3, 300}, d).cumsum(1).to_vector() == wrapped_scan(flag_values, 300, false));
+        // A float scan's comparison stays a kernel of its own (check mode compares it exactly).
+        const Ref signs = random_ref<float>({3, 300}, 60);
+        lt::Tensor<bool> above = lt::cumsum(make_tensor<float>(signs, d), 1) > 0.0f;
+        CHECK(kinds(lt::schedule(above)) == std::vector<Kind>{Kind::Scan, Kind::Kernel});
+        const ScanRef sign_scan = scan_ref(signs.v, {3, 300}, 1, false);
+        const std::vector<bool> got_above = above.to_vector();
+        for (std::size_t i = 0; i < got_above.size(); ++i)
+            if (std::fabs(sign_scan.value[i]) > 1e-4 * sign_scan.magnitude[i]) REQUIRE(got_above[i] == (sign_scan.value[i] > 0));
+        // half: cast to float32 in the loads, the sum rounded to half once in the stores.
+        std::vector<lt::half> h(700, lt::half(0.1f));
+        lt::Tensor<lt::half> hs = lt::tensor<lt::half>(h, {700}, d).cumsum(0);
+        if (fuses) {
+            REQUIRE(kinds(lt::schedule(hs)) == std::vector<Kind>{Kind::Scan});
+            CHECK(lt::schedule(hs)[0].ops == std::vector<std::string>{"cast", "cumsum", "cast"});
+        }
+        const std::vector<lt::half> hv = hs.to_vector();
+        for (std::size_t i = 0; i < 700; i += 33)
+            CHECK(static_cast<float>(hv[i]) == static_cast<float>(lt::half(static_cast<float>(lt::half(0.1f)) * static_cast<float>(i + 1))));
+        // A producer and a scan that tensors of the program hold are stored too, and right.
+        const lt::Tensor<float> held_x = make_tensor<float>(small, d);
+        lt::Tensor<float> producer = held_x * 2.0f;
+        lt::Tensor<float> scanned = lt::cumsum(producer, 1);
+        lt::Tensor<float> consumer = lt::exp(scanned * 0.125f);
+        if (fuses) CHECK(kinds(lt::schedule(consumer)) == std::vector<Kind>{Kind::Scan});
+        consumer.realize();
+        CHECK(producer.is_realized());
+        CHECK(scanned.is_realized());
+        const ScanRef doubled = scan_ref(map(small, [](double v) { return 2 * v; }).v, {3, 10}, 1, false);
+        check_close(producer, map(small, [](double v) { return 2 * v; }), 1e-6, 1e-6);
+        check_scan(scanned, doubled, 1e-6, "a held scan");
+        check_scan(consumer,
+                   scan_then(doubled, [](double v, std::size_t) { return std::exp(v * 0.125); },
+                             [&](double m, std::size_t at) { return std::exp(doubled.value[at] * 0.125) * (m * 0.125 + 1); }),
+                   1e-6, "a consumer of a held scan");
+        // A changing scalar in the loads and stores reuses the scan's program.
+        for (float scale : {0.5f, 1.5f}) {
+            lt::Tensor<float> varied = lt::cumsum(held_x * scale, 1) + scale;
+            check_scan(varied,
+                       scan_then(scan_ref(map(small, [&](double v) { return v * scale; }).v, {3, 10}, 1, false),
+                                 [&](double v, std::size_t) { return v + scale; }, [&](double m, std::size_t) { return m + scale; }),
+                       1e-6, "a changing scalar");
+        }
+        lt::reset_compile_stats(d);
+        lt::Tensor<float> again = lt::cumsum(held_x * 2.5f, 1) + 2.5f;
+        again.realize();
+        CHECK(lt::compile_stats(d).programs_built + lt::compile_stats(d).disk_hits + lt::compile_stats(d).kernels_compiled == 0);
     });
 }
 

@@ -219,6 +219,31 @@ TEST_CASE("check mode: a scan that disagrees with the host's scan throws; scans 
         double row = 0;
         for (std::size_t i = 0; i < 700; ++i) row += rx.v[i];
         CHECK(c.to_vector()[699] == doctest::Approx(row).epsilon(1e-5));
+        // Scans with their producer and consumer fused: rows in chunks, columns in chunks, a
+        // cast from half and back, int64 with an integer consumer, a held scan.
+        const Ref long_rows = random_ref<float>({2, 70000}, 6);
+        lt::Tensor<float> lx = make_tensor<float>(long_rows);
+        lt::Tensor<float> held = lt::cumsum(x * 0.5f, 1);
+        const lt::Tensor<float> rows = lt::exp(lt::cumsum(lx * 1e-3f, 1)) + 1.0f;
+        const lt::Tensor<float> columns = lt::cumprod(lx.transpose(0, 1) * 1e-4f + 1.0f, 0) * 2.0f;
+        const lt::Tensor<float> halves = lt::cumsum(x.cast<lt::half>(), 1).cast<float>();
+        const lt::Tensor<float> integers = lt::cast<float>(lt::cumsum(lt::cast<std::int32_t>(x * 100.0f), 1) * std::int64_t(3));
+        const lt::Tensor<float> twice = held * 2.0f;
+        CHECK_NOTHROW(lt::realize({rows, columns, halves, integers, twice}));
+        CHECK(held.is_realized());
+        // A fused scan that disagrees names the host's scan, its prologue and its epilogue.
+        lt::Tensor<float> fused = lt::cumsum(x * 2.0f, 1) + 1.0f;
+        REQUIRE(lt::schedule(fused).size() == 1);
+        corrupt_outputs(2100, 3, 1e6f);
+        const std::string fm = realize_error(fused);
+        INFO(fm);
+        CHECK(contains(fm, "LAZYTENSOR_CHECK: scan 0 of 1 on " + d.str()));
+        CHECK(contains(fm, "the host's scan and interpreter"));
+        CHECK(contains(fm, "--- prologue ---"));
+        CHECK(contains(fm, "--- epilogue (reads the scan as p0) ---"));
+        lt::detail::after_launch_hook() = nullptr;
+        CHECK_FALSE(fused.is_realized());
+        CHECK(fused.to_vector()[0] == doctest::Approx(2 * rx.v[0] + 1).epsilon(1e-6));
     });
 }
 

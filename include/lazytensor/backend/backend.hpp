@@ -52,10 +52,11 @@ inline std::atomic<std::uint32_t>& gemm_config_generation() {
     return generation;
 }
 
-/// Element-wise kernels fused into a matrix product: per operand, a producer applied to each
-/// element as it is loaded (ir::fits_as_prologue); a consumer applied to each result as it is
-/// stored (ir::fits_as_epilogue), reading the product as parameter product_param.
-struct GemmFusion {
+/// Element-wise kernels fused into a matrix product or a scan: per operand (a scan has one), a
+/// producer applied to each element as it is loaded (ir::fits_as_prologue); a consumer applied
+/// to each result as it is stored (ir::fits_as_epilogue), reading the product or scan as
+/// parameter product_param.
+struct FusedKernels {
     const ir::Kernel* prologue[2] = {nullptr, nullptr};
     const ir::Kernel* epilogue = nullptr;
     int product_param = -1;
@@ -148,12 +149,12 @@ public:
     /// Whether gemm_fused can run `prologue` (an ir::fits_as_prologue kernel) in the loads of an
     /// operand of `gemm`.
     virtual bool fuses_prologue(const ir::Gemm&, const ir::Kernel&) const { return false; }
-    /// Runs `gemm` with kernels fused into it (GemmFusion). `a` and `b` are its operands' buffers
+    /// Runs `gemm` with kernels fused into it (FusedKernels). `a` and `b` are its operands' buffers
     /// (a prologue's input where it has one); `params` are the epilogue's buffers in parameter
     /// order (the last its output, where the results go; params[product_param] a buffer that
     /// also gets the product itself, or null), or just the result's buffer without an epilogue;
     /// `scalars` are the prologues' scalars (A's, B's), then the epilogue's.
-    virtual void gemm_fused(const ir::Gemm& gemm, const GemmFusion& fusion, const Buffer& a, const Buffer& b,
+    virtual void gemm_fused(const ir::Gemm& gemm, const FusedKernels& fusion, const Buffer& a, const Buffer& b,
                             const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) {
         (void)gemm, (void)fusion, (void)a, (void)b, (void)params, (void)scalars;
         fail<Error>("lazytensor internal error: ", device(), " cannot fuse kernels into a matrix product");
@@ -161,6 +162,23 @@ public:
     /// Runs an inclusive scan into `out` (contiguous [outer, length, inner]), reading `in` as
     /// `scan` says. Its dtype is float32, float64 or int64 (which wraps).
     virtual void scan(const ir::Scan& scan, const Buffer& in, Buffer& out) = 0;
+    /// Whether scan_fused can run `prologue` (an ir::fits_as_prologue kernel) in the loads of
+    /// `scan`'s operand. A change of the answer for the same arguments must bump
+    /// gemm_config_generation() (plans keep it), as for fuses_prologue.
+    virtual bool fuses_scan_prologue(const ir::Scan&, const ir::Kernel&) const { return false; }
+    /// Whether scan_fused can run `epilogue` (an ir::fits_as_epilogue kernel reading the scan as
+    /// parameter `scan_param`) in the stores of `scan`.
+    virtual bool fuses_scan_epilogue(const ir::Scan&, const ir::Kernel&, int) const { return false; }
+    /// Runs `scan` with kernels fused into it (FusedKernels: prologue[0] and the epilogue).
+    /// `in` is the operand's buffer (the prologue's input where it has one); `params` are the
+    /// epilogue's buffers as gemm_fused takes them (params[product_param]: a buffer that also
+    /// gets the scan itself, or null), or just the result's buffer; `scalars` are the
+    /// prologue's, then the epilogue's.
+    virtual void scan_fused(const ir::Scan& scan, const FusedKernels& fusion, const Buffer& in,
+                            const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) {
+        (void)scan, (void)fusion, (void)in, (void)params, (void)scalars;
+        fail<Error>("lazytensor internal error: ", device(), " cannot fuse kernels into a scan");
+    }
     /// The first k elements of each row of `in` (contiguous [rows, n]) in sorted order, stably,
     /// NaN after every number (before them when descending): values into `values` and positions
     /// into `indices` (int64), both contiguous [rows, k].

@@ -17,6 +17,7 @@
 
 #include "../core/dtype.hpp"
 #include "../core/shape.hpp"
+#include "fusion.hpp"
 #include "kernel.hpp"
 
 namespace lazytensor::detail::ir {
@@ -125,53 +126,20 @@ inline Kernel contiguous_copy(DType dtype, const Shape& batch, std::int64_t rows
     return k;
 }
 
-/// Whether kernel `k` can run as the epilogue of product `g`: applied to each result as the
-/// product stores it, instead of reading the product back from memory. `k` must be element-wise
-/// (one store phase over its whole domain, no reduction) and walk the product's elements in
-/// order: it reads the product (parameter `product_param`, of the product's dtype) only at the
-/// element it computes and stores one value into the same position of its output (its last
-/// parameter, a fresh buffer, of a floating dtype: a cast to another is an epilogue too; an
-/// integer or bool result stays a kernel of its own, so that check mode compares it exactly
-/// with the host's from the same product). Extra inputs and scalars are free.
+/// Whether kernel `k` can run as the epilogue of product `g` (ir::fits_as_epilogue), reading it
+/// as parameter `product_param`. Its result must be of a floating dtype (a cast to another is an
+/// epilogue too): an integer or bool result stays a kernel of its own, so that check mode
+/// compares it exactly with the host's from the same product.
 inline bool fits_as_epilogue(const Gemm& g, const Kernel& k, int product_param) {
-    const std::size_t params = k.params.size();
-    if (k.in_place || params < 2 || product_param < 0 || static_cast<std::size_t>(product_param) + 1 >= params) return false;
-    for (std::size_t p = 0; p < params; ++p)
-        if (k.params[p].output != (p + 1 == params)) return false;
-    if (k.params[static_cast<std::size_t>(product_param)].dtype != g.dtype || !is_floating(k.params.back().dtype)) return false;
-    if (k.has_reduction() || numel(k.domain) != g.batch_count() * g.m * g.n) return false;
-    if (k.phases.size() != 1) return false;
-    const Phase& phase = k.phases[0];
-    if (phase.kind != Phase::Kind::Store || phase.outer || phase.stores.size() != 1) return false;
-    const Access in_order{0, contiguous_strides(k.domain)};
-    const Store& store = phase.stores[0];
-    if (static_cast<std::size_t>(store.param) + 1 != params || store.access != in_order) return false;
-    for (const Instr& in : phase.instrs) {
-        if (in.op == Op::Slot) return false;
-        if (in.op == Op::Load && in.arg == product_param && !(in.plain_load() && in.access == in_order)) return false;
-    }
-    return true;
+    return fits_as_epilogue(g.dtype, g.batch_count() * g.m * g.n, k, product_param) && is_floating(k.params.back().dtype);
 }
 
-/// Whether kernel `k` can run as the prologue of an operand of product `g`: applied to each
-/// element of the operand as the product loads it, instead of writing the operand to memory
-/// first. `k` must map one input (parameter 0: float16, float32 or float64, read only at the
-/// element it computes) to one value of the product's dtype per element of its output
-/// (parameter 1), element-wise, with constants and scalars besides: a scale, a cast.
+/// Whether kernel `k` can run as the prologue of an operand of product `g` (ir::fits_as_prologue)
+/// from a float16, float32 or float64 input.
 inline bool fits_as_prologue(const Gemm& g, const Kernel& k) {
-    if (k.in_place || k.params.size() != 2 || k.params[0].output || !k.params[1].output) return false;
+    if (!fits_as_prologue(g.dtype, k)) return false;
     const DType in = k.params[0].dtype;
-    if (k.params[1].dtype != g.dtype || (in != DType::Float16 && in != DType::Float32 && in != DType::Float64)) return false;
-    if (k.has_reduction() || k.phases.size() != 1) return false;
-    const Phase& phase = k.phases[0];
-    if (phase.kind != Phase::Kind::Store || phase.outer || phase.stores.size() != 1) return false;
-    const Access in_order{0, contiguous_strides(k.domain)};
-    if (phase.stores[0].param != 1 || phase.stores[0].access != in_order) return false;
-    for (const Instr& i : phase.instrs) {
-        if (i.op == Op::Slot || i.op == Op::Index) return false;
-        if (i.op == Op::Load && !(i.arg == 0 && i.plain_load() && i.access == in_order)) return false;
-    }
-    return true;
+    return in == DType::Float16 || in == DType::Float32 || in == DType::Float64;
 }
 
 /// A GEMM's shape and operand layouts, as LAZYTENSOR_DEBUG=2 lists them.

@@ -7,6 +7,9 @@
 // single strided runs, else the item first copies it into a contiguous buffer (`copy`). The
 // output is a fresh contiguous buffer. Backends run it as a real scan: the host along rows in
 // SIMD registers, OpenCL with per-tile scans in local memory and a pass over tile totals.
+// Where the backend can, the operand's element-wise producer runs in the scan's loads and its
+// element-wise consumer in its stores (fits_as_prologue, fits_as_epilogue): exp(cumsum(x * x))
+// is one item.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +18,7 @@
 
 #include "../core/dtype.hpp"
 #include "../core/shape.hpp"
+#include "fusion.hpp"
 #include "kernel.hpp"
 #include "ops.hpp"
 
@@ -58,6 +62,19 @@ inline bool scan_layout(const Shape& shape, const Strides& strides, std::int64_t
     s.offset = offset;
     return true;
 }
+
+/// Whether kernel `k` can run as the epilogue of scan `s` (ir::fits_as_epilogue), reading it as
+/// parameter `scan_param`. A floating scan's consumer must store a floating dtype: a comparison
+/// or an integer cast stays a kernel of its own, so that check mode compares it exactly with the
+/// host's from the same scan (an int64 scan is exact everywhere, so anything goes).
+inline bool fits_as_epilogue(const Scan& s, const Kernel& k, int scan_param) {
+    return fits_as_epilogue(s.dtype, s.numel(), k, scan_param) &&
+           (s.dtype == DType::Int64 || is_floating(k.params.back().dtype));
+}
+
+/// Whether kernel `k` can run as the prologue of scan `s` (ir::fits_as_prologue): a cast of any
+/// dtype to the scan's, a scale, a square.
+inline bool fits_as_prologue(const Scan& s, const Kernel& k) { return fits_as_prologue(s.dtype, k); }
 
 /// A scan's shape and operand layout, as LAZYTENSOR_DEBUG=2 lists them.
 inline std::string to_string(const Scan& s) {

@@ -12,9 +12,11 @@
 // The bound is per element: |device - host| <= rtol * |host| + atol * magnitude, where the
 // magnitude of an element is the size of what its computation added up (the same kernel over
 // absolute values, subtraction as addition: |x| + |mean| for x - mean, sum |x| for a sum), so
-// rounding that cancels is allowed for where it happens, and nowhere else.
+// rounding that cancels is allowed for where it happens, and nowhere else. A cumprod's rtol is
+// at least twice its length in epsilons (each factor rounds the product once).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -59,6 +61,16 @@ inline CheckTolerance check_tolerance(DType t) {
         case DType::Float32: return {1e-4, 1e-5, kCheckSubnormalUnits * 0x1p-149};
         case DType::Float64: return {1e-10, 1e-12, kCheckSubnormalUnits * 0x1p-1074};
         default: return {0, 0, 0};  // integers and bool: exact
+    }
+}
+
+/// The distance from 1 to the next value of a floating dtype (0 for others).
+inline double dtype_epsilon(DType t) {
+    switch (t) {
+        case DType::Float16: return 0x1p-10;
+        case DType::Float32: return 0x1p-23;
+        case DType::Float64: return 0x1p-52;
+        default: return 0;
     }
 }
 
@@ -295,12 +307,16 @@ public:
         const auto* want = static_cast<const unsigned char*>(expected.handle());
         const DType t = out.dtype();
         const std::int64_t n = out.numel();
-        // A fused product rounds in its own dtype whatever it is cast to: the looser bound.
+        // A fused product or scan rounds in its own dtype whatever it is cast to: the looser bound.
         CheckTolerance tol = check_tolerance(t);
-        if (item_.fused() && is_floating(t) && check_tolerance(item_.gemm.dtype).rtol > tol.rtol) {
-            const CheckTolerance product = check_tolerance(item_.gemm.dtype);
+        if (item_.fused() && is_floating(t) && check_tolerance(item_.core_dtype()).rtol > tol.rtol) {
+            const CheckTolerance product = check_tolerance(item_.core_dtype());
             tol.rtol = product.rtol, tol.atol = product.atol;
         }
+        // Each factor of a product rounds it once, relatively: a cumprod of n factors may differ
+        // by about n epsilons between two orders (70000 float factors did by 1.1e-4 on the H100).
+        if (item_.is_scan() && item_.scan.op == ReduceOp::Prod && is_floating(t))
+            tol.rtol = std::max(tol.rtol, 2.0 * static_cast<double>(item_.scan.length) * dtype_epsilon(item_.core_dtype()));
         std::vector<unsigned char> magnitudes;
         if (is_floating(t)) magnitudes = run_magnitudes_on_host();
         auto bound = [&](std::int64_t i) {
@@ -337,8 +353,11 @@ public:
         msg << "\n--- " << (item_.is_gemm() ? "matmul" : item_.is_scan() ? "scan" : "kernel IR") << " ---\n"
             << (item_.is_gemm() ? ir::to_string(item_.gemm) : item_.is_scan() ? ir::to_string(item_.scan) : ir::to_string(item_.kernel));
         for (int o = 0; o < 2; ++o)
-            if (item_.has_prologue(o)) msg << "--- prologue of " << (o ? "B" : "A") << " ---\n" << ir::to_string(item_.prologue[o]);
-        if (item_.has_epilogue()) msg << "--- epilogue (reads the product as p" << item_.product_param << ") ---\n" << ir::to_string(item_.kernel);
+            if (item_.has_prologue(o))
+                msg << "--- prologue" << (item_.is_gemm() ? (o ? " of B" : " of A") : "") << " ---\n" << ir::to_string(item_.prologue[o]);
+        if (item_.has_epilogue())
+            msg << "--- epilogue (reads the " << (item_.is_gemm() ? "product" : "scan") << " as p" << item_.product_param
+                << ") ---\n" << ir::to_string(item_.kernel);
         if (item_.runs_kernel() && item_.compiled) {
             const std::string source = backend.kernel_source(*item_.compiled);
             if (!source.empty()) msg << "--- generated source ---\n" << source;
@@ -353,7 +372,7 @@ private:
         Backend& host = host_backend();
         if (item_.fused()) {
             run_fused_on_host(params);
-            return "the host's packed GEMM and interpreter";
+            return item_.is_gemm() ? "the host's packed GEMM and interpreter" : "the host's scan and interpreter";
         }
         if (item_.is_gemm()) {
             host.gemm(item_.gemm, *params[0], *params[1], *params[2]);
@@ -379,7 +398,9 @@ private:
         if (!original_.empty()) std::memcpy(output->handle(), original_.data(), original_.size());
         std::vector<Buffer*> params;
         for (const BufferPtr& b : host_params_) params.push_back(b == reference ? output.get() : b.get());
-        if (item_.is_scan()) {  // the scan of |x|
+        if (item_.is_scan() && item_.fused()) {  // the magnitudes of the prologue, scanned, then the epilogue's
+            run_fused_on_host(params, true);
+        } else if (item_.is_scan()) {  // the scan of |x|
             BufferPtr absolute = host.allocate(params[0]->dtype(), params[0]->numel());
             std::memcpy(absolute->handle(), params[0]->handle(), params[0]->bytes());
             clear_sign_bits(*absolute);
@@ -403,9 +424,10 @@ private:
         return bytes;
     }
 
-    /// A product with kernels fused into it, on the host as separate items: each prologue into a
-    /// buffer of its own, the product (into a buffer of its own where an epilogue follows), then
-    /// the epilogue; with `magnitudes`, their magnitude kernels. params: A's and B's (or their
+    /// A product or scan with kernels fused into it, on the host as separate items: each
+    /// prologue into a buffer of its own, the product or scan (into a buffer of its own where an
+    /// epilogue follows), then the epilogue; with `magnitudes`, their magnitude kernels (and a
+    /// scan of the prologue's magnitudes, or of |x|). params: the operands' buffers (or their
     /// prologues' inputs), then the epilogue's buffers or the result's.
     void run_fused_on_host(const std::vector<Buffer*>& params, bool magnitudes = false) const {
         Backend& host = host_backend();
@@ -416,23 +438,33 @@ private:
                                           scalars_.begin() + static_cast<std::ptrdiff_t>(first_scalar + k.scalars.size()));
             host.launch(*host.get_kernel(kernel), buffers, own);
         };
-        const ir::Gemm& g = item_.gemm;
+        const int operands = item_.is_gemm() ? 2 : 1;
         BufferPtr operand[2];
         std::size_t first_scalar = 0;
-        for (int o = 0; o < 2; ++o) {
+        for (int o = 0; o < operands; ++o) {
             if (!item_.has_prologue(o)) continue;
             const ir::Kernel& k = item_.prologue[o];
-            operand[o] = host.allocate(g.dtype, numel(k.domain));
+            operand[o] = host.allocate(item_.core_dtype(), numel(k.domain));
             run(k, {params[static_cast<std::size_t>(o)], operand[o].get()}, first_scalar);
             first_scalar += k.scalars.size();
         }
-        const Buffer& a = operand[0] ? *operand[0] : *params[0];
-        const Buffer& b = operand[1] ? *operand[1] : *params[1];
-        if (!item_.has_epilogue()) return host.gemm(g, a, b, *params[2]);
-        std::vector<Buffer*> epilogue(params.begin() + 2, params.end());
-        BufferPtr product = host.allocate(g.dtype, g.batch_count() * g.m * g.n);
-        host.gemm(g, a, b, *product);
-        epilogue[static_cast<std::size_t>(item_.product_param)] = product.get();
+        auto core = [&](Buffer& out) {
+            if (item_.is_gemm())
+                return host.gemm(item_.gemm, operand[0] ? *operand[0] : *params[0], operand[1] ? *operand[1] : *params[1], out);
+            BufferPtr absolute;  // magnitudes without a prologue: the scan of |x| (integers scan exactly)
+            if (magnitudes && !operand[0] && is_floating(params[0]->dtype())) {
+                absolute = host.allocate(params[0]->dtype(), params[0]->numel());
+                std::memcpy(absolute->handle(), params[0]->handle(), params[0]->bytes());
+                clear_sign_bits(*absolute);
+            }
+            run_scan(host, item_.scan, nullptr, operand[0] ? *operand[0] : absolute ? *absolute : *params[0], out);
+        };
+        if (!item_.has_epilogue()) return core(*params[static_cast<std::size_t>(operands)]);
+        std::vector<Buffer*> epilogue(params.begin() + operands, params.end());
+        const std::int64_t count = item_.is_gemm() ? item_.gemm.batch_count() * item_.gemm.m * item_.gemm.n : item_.scan.numel();
+        BufferPtr result = host.allocate(item_.core_dtype(), count);
+        core(*result);
+        epilogue[static_cast<std::size_t>(item_.product_param)] = result.get();
         run(item_.kernel, epilogue, first_scalar);
     }
 

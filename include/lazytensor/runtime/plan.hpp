@@ -37,17 +37,17 @@ struct PlannedItem {
     Strides view_strides;
     ir::Kernel kernel;        // Kernel; a Scan's copy; a Matmul's fused epilogue (fused_product >= 0)
     ScheduleItem::Kind kind = ScheduleItem::Kind::Kernel;
-    // A Matmul with kernels fused into it (schedule/fuse_products.hpp): per operand, the
+    // A Matmul or Scan with kernels fused into it (schedule/fuse_products.hpp): per operand, the
     // producer run in its loads (producer[o] its node, in a buffer only when kept); the
-    // consumer run in its stores (the product's node, in a buffer only when kept, and the
-    // epilogue's parameter that reads it).
+    // consumer run in its stores (the product's or scan's node, in a buffer only when kept, and
+    // the epilogue's parameter that reads it).
     ir::Kernel prologue[2];
     int producer[2] = {-1, -1};
     int fused_product = -1;
     int product_param = -1;
     ir::Gemm gemm;            // Matmul: the product over the buffers of inputs[0] and inputs[1]
     ir::Scan scan;            // Scan: the scan of inputs[0] (copied contiguous first by `kernel`
-                              // when that has phases)
+                              // when that has phases and nothing is fused)
     std::vector<int> inputs;  // per input parameter (a Matmul's: A, B, then its epilogue's)
                               // (a prologue's input stands for its operand)
     std::vector<int> scalars; // per scalar parameter: the node whose value is passed
@@ -59,16 +59,17 @@ struct PlannedItem {
     bool has_epilogue() const { return fused_product >= 0; }
     bool has_prologue(int o) const { return producer[o] >= 0; }
     bool fused() const { return has_epilogue() || has_prologue(0) || has_prologue(1); }
-    /// The nodes whose results a fused Matmul computes on the way (producers, the product).
+    /// The nodes whose results a fused Matmul or Scan computes on the way (producers, the
+    /// product or scan).
     SmallVector<int, 3> fused_away() const {
         SmallVector<int, 3> out;
         for (int n : {producer[0], producer[1], fused_product})
             if (n >= 0) out.push_back(n);
         return out;
     }
-    /// The kernels fused into a Matmul, as the backend takes them.
-    GemmFusion fusion() const {
-        GemmFusion f;
+    /// The kernels fused into a Matmul or Scan, as the backend takes them.
+    FusedKernels fusion() const {
+        FusedKernels f;
         for (int o = 0; o < 2; ++o)
             if (has_prologue(o)) f.prologue[o] = &prologue[o];
         if (has_epilogue()) f.epilogue = &kernel, f.product_param = product_param;
@@ -77,8 +78,10 @@ struct PlannedItem {
     bool is_scan() const { return kind == ScheduleItem::Kind::Scan; }
     /// Whether `kernel` runs: a kernel item, or the copy a scan item makes of its operand.
     bool runs_kernel() const {
-        return kind == ScheduleItem::Kind::Kernel || (kind == ScheduleItem::Kind::Scan && !kernel.phases.empty());
+        return kind == ScheduleItem::Kind::Kernel || (kind == ScheduleItem::Kind::Scan && !fused() && !kernel.phases.empty());
     }
+    /// The dtype the product or scan computes in (before an epilogue's cast).
+    DType core_dtype() const { return is_gemm() ? gemm.dtype : scan.dtype; }
 };
 
 /// Runs a scan item's scan on `backend`: `copy`, if the item has one, first copies the operand
@@ -191,6 +194,12 @@ inline Plan make_plan(const GraphWalk& w) {
     };
     fusions.epilogue = [](const Node* product, const ir::Gemm& gemm, const ir::Kernel& epilogue, int param) {
         return device_backend(product->device).fuses_epilogue(gemm, epilogue, param);
+    };
+    fusions.scan_prologue = [](const Node* scan, const ir::Scan& sc, const ir::Kernel& prologue) {
+        return device_backend(scan->device).fuses_scan_prologue(sc, prologue);
+    };
+    fusions.scan_epilogue = [](const Node* scan, const ir::Scan& sc, const ir::Kernel& epilogue, int param) {
+        return device_backend(scan->device).fuses_scan_epilogue(sc, epilogue, param);
     };
     fuse_into_products(s, fusions);
     auto index = [&](const Node* n) { return w.order.index.at(n); };

@@ -35,19 +35,17 @@ inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
     for (int in : p.inputs) item.inputs.push_back(describe(w.node(in)));
     item.scalars = static_cast<int>(p.scalars.size());
     item.output = describe(w.node(p.root));
-    if (p.is_gemm()) {
-        item.ir = ir::to_string(p.gemm);
+    if (p.is_gemm() || p.is_scan()) {
+        const char* what = p.is_gemm() ? "product" : "scan";
+        item.ir = p.is_gemm() ? ir::to_string(p.gemm) : ir::to_string(p.scan);
+        if (p.runs_kernel()) item.ir = "    copy to a contiguous buffer:\n" + ir::to_string(p.kernel) + item.ir;
         for (int o = 0; o < 2; ++o)
             if (p.has_prologue(o))
-                item.ir += concat("    prologue of ", o ? "B" : "A", ", applied in the product's loads:\n", ir::to_string(p.prologue[o]));
+                item.ir += concat("    prologue", p.is_gemm() ? (o ? " of B" : " of A") : "", ", applied in the ", what,
+                                  "'s loads:\n", ir::to_string(p.prologue[o]));
         if (p.has_epilogue())
-            item.ir += concat("    epilogue, applied in the product's stores (it reads the product as p", p.product_param,
-                              "):\n", ir::to_string(p.kernel));
-        return item;
-    }
-    if (p.is_scan()) {
-        item.ir = ir::to_string(p.scan);
-        if (p.runs_kernel()) item.ir = "    copy to a contiguous buffer:\n" + ir::to_string(p.kernel) + item.ir;
+            item.ir += concat("    epilogue, applied in the ", what, "'s stores (it reads the ", what, " as p",
+                              p.product_param, "):\n", ir::to_string(p.kernel));
         return item;
     }
     item.phases = static_cast<int>(p.kernel.phases.size());
@@ -122,8 +120,8 @@ inline void print_timing(std::size_t i, Backend& backend, const std::vector<Buff
     std::cerr << out.str() << "\n";
 }
 
-/// A fused product's operands that a tensor outside the graph holds: computed into buffers of
-/// their own as well (the product computes them again in its loads).
+/// A fused product's or scan's operands that a tensor outside the graph holds: computed into
+/// buffers of their own as well (the item computes them again in its loads).
 inline void run_kept_producers(Backend& backend, const PlannedItem& p, const std::vector<Buffer*>& params,
                                const std::vector<Scalar>& scalars, const std::vector<char>& kept,
                                std::vector<BufferPtr>& produced) {
@@ -224,8 +222,10 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
             const PlannedItem& p = items[i];
             std::string routine = p.is_gemm() ? backend_for(node(p.root)->device).gemm_routine(p.gemm) : "";
             for (int o = 0; o < 2; ++o)
-                if (p.has_prologue(o)) routine += concat(", with the producer of ", o ? "B" : "A", " fused into its loads");
-            if (p.has_epilogue()) routine += ", with the epilogue fused into its stores";
+                if (p.has_prologue(o))
+                    routine += concat(routine.empty() ? "" : ", ", "with the producer of ",
+                                      p.is_gemm() ? (o ? "B" : "A") : "its operand", " fused into its loads");
+            if (p.has_epilogue()) routine += concat(routine.empty() ? "" : ", ", "with the epilogue fused into its stores");
             print_item(out, i, describe(p, w), level, routine);
         }
         std::cerr << out.str();
@@ -273,7 +273,7 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
         // A product fused with its epilogue gets memory only when it is kept (and so does a
         // producer fused into its loads: run_kept_producers).
         if (p.has_epilogue() && kept[static_cast<std::size_t>(p.fused_product)])
-            produced[static_cast<std::size_t>(p.fused_product)] = backend.allocate(p.gemm.dtype, numel(node(p.fused_product)->shape));
+            produced[static_cast<std::size_t>(p.fused_product)] = backend.allocate(p.core_dtype(), numel(node(p.fused_product)->shape));
         params.clear();
         for (int in : p.inputs) params.push_back(buffer_of(in).get());
         params.push_back(out.get());
@@ -285,8 +285,12 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
         auto run = [&] {
             if (p.fused()) {
                 run_kept_producers(backend, p, params, scalars, kept, produced);
-                backend.gemm_fused(p.gemm, p.fusion(), *params[0], *params[1],
-                                   std::vector<Buffer*>(params.begin() + 2, params.end()), scalars);
+                if (p.is_gemm())
+                    backend.gemm_fused(p.gemm, p.fusion(), *params[0], *params[1],
+                                       std::vector<Buffer*>(params.begin() + 2, params.end()), scalars);
+                else
+                    backend.scan_fused(p.scan, p.fusion(), *params[0], std::vector<Buffer*>(params.begin() + 1, params.end()),
+                                       scalars);
             }
             else if (p.is_gemm())
                 backend.gemm(p.gemm, *params[0], *params[1], *params[2]);

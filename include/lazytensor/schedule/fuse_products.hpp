@@ -1,11 +1,11 @@
-// Fusing element-wise kernels into matrix products, after lowering, where the backend can run
-// them there (ug's rule makes each of them a kernel of its own):
-//   - a prologue: the kernel that computes an operand, when the product is its only reader and
-//     it maps one input element to one operand element (ir::fits_as_prologue: a scale, a
-//     cast), runs in the product's loads of that input;
-//   - an epilogue: the product's only reader, when it is element-wise and walks the product's
-//     elements in order (ir::fits_as_epilogue: relu(x @ w + b), a scale, a residual add), runs
-//     in the product's stores, and the fused item takes its place.
+// Fusing element-wise kernels into matrix products and scans, after lowering, where the
+// backend can run them there (ug's rule makes each of them a kernel of its own):
+//   - a prologue: the kernel that computes an operand, when the item is its only reader and it
+//     maps one input element to one operand element (ir::fits_as_prologue: a scale, a cast),
+//     runs in the item's loads of that input;
+//   - an epilogue: the item's only reader, when it is element-wise and walks the item's result
+//     in order (ir::fits_as_epilogue: relu(x @ w + b), a scale, a residual add, exp(cumsum(x))),
+//     runs in the item's stores, and the fused item takes its place.
 // The fused-away results never reach memory unless a tensor outside the graph holds them
 // (realize computes them then too).
 #pragma once
@@ -18,10 +18,13 @@
 
 namespace lazytensor::detail {
 
-/// What a backend fuses into `gemm` (the device's Backend::fuses_prologue and fuses_epilogue).
+/// What a backend fuses into a product or a scan (the device's Backend::fuses_prologue,
+/// fuses_epilogue, fuses_scan_prologue and fuses_scan_epilogue).
 struct ProductFusions {
     std::function<bool(const Node* product, const ir::Gemm& gemm, const ir::Kernel& prologue)> prologue;
     std::function<bool(const Node* product, const ir::Gemm& gemm, const ir::Kernel& epilogue, int product_param)> epilogue;
+    std::function<bool(const Node* scan, const ir::Scan& s, const ir::Kernel& prologue)> scan_prologue;
+    std::function<bool(const Node* scan, const ir::Scan& s, const ir::Kernel& epilogue, int scan_param)> scan_epilogue;
 };
 
 namespace fuse_detail {
@@ -62,18 +65,27 @@ inline void fuse_into_products(Schedule& s, const ProductFusions& fusions) {
         return groups.size();
     };
     for (std::size_t i = 0; i < groups.size(); ++i) {
-        if (groups[i].view_only || groups[i].root->kind != NodeKind::Matmul) continue;
-        // Prologues: A's, then B's (their scalars come in that order).
-        for (int o = 0; o < 2; ++o) {
+        if (groups[i].view_only || !runs_alone(groups[i].root->kind)) continue;
+        const bool scan = groups[i].root->kind == NodeKind::Scan;
+        // A scan that copies its operand first reads it through that copy: nothing fuses.
+        if (scan && !groups[i].kernel.phases.empty()) continue;
+        auto takes_prologue = [&](const Group& item, const ir::Kernel& k) {
+            return scan ? ir::fits_as_prologue(item.scan, k) && fusions.scan_prologue(item.root, item.scan, k)
+                        : ir::fits_as_prologue(item.gemm, k) && fusions.prologue(item.root, item.gemm, k);
+        };
+        auto takes_epilogue = [&](const Group& item, const ir::Kernel& k, int param) {
+            return scan ? ir::fits_as_epilogue(item.scan, k, param) && fusions.scan_epilogue(item.root, item.scan, k, param)
+                        : ir::fits_as_epilogue(item.gemm, k, param) && fusions.epilogue(item.root, item.gemm, k, param);
+        };
+        // Prologues: A's, then B's (their scalars come in that order); a scan's operand.
+        for (int o = 0; o < (scan ? 1 : 2); ++o) {
             Group& product = groups[i];
             Node* operand = product.inputs[static_cast<std::size_t>(o)];
-            if (product.inputs[0] == product.inputs[1]) break;
+            if (!scan && product.inputs[0] == product.inputs[1]) break;
             const std::size_t at = group_of(operand);
             if (at >= i || fuse_detail::only_reader(groups, gone, operand) != i) continue;
             Group& producer = groups[at];
-            if (!fuse_detail::plain_kernel(producer) || !ir::fits_as_prologue(product.gemm, producer.kernel) ||
-                !fusions.prologue(product.root, product.gemm, producer.kernel))
-                continue;
+            if (!fuse_detail::plain_kernel(producer) || !takes_prologue(product, producer.kernel)) continue;
             product.inputs[static_cast<std::size_t>(o)] = producer.inputs[0];
             product.prologue[o] = producer.kernel;
             product.fused_producer[o] = operand;
@@ -81,16 +93,14 @@ inline void fuse_into_products(Schedule& s, const ProductFusions& fusions) {
             product.ops.insert(product.ops.begin(), producer.ops.begin(), producer.ops.end());
             gone[at] = 1;
         }
-        // The epilogue: the consumer's item becomes the product's.
+        // The epilogue: the consumer's item becomes the product's (or the scan's).
         Group& product = groups[i];
         Node* const result = product.root;
         const std::size_t reader = fuse_detail::only_reader(groups, gone, result);
         if (reader == groups.size() || reader <= i || !fuse_detail::plain_kernel(groups[reader])) continue;
         Group& consumer = groups[reader];
         const int param = static_cast<int>(std::find(consumer.inputs.begin(), consumer.inputs.end(), result) - consumer.inputs.begin());
-        if (!ir::fits_as_epilogue(product.gemm, consumer.kernel, param) ||
-            !fusions.epilogue(result, product.gemm, consumer.kernel, param))
-            continue;
+        if (!takes_epilogue(product, consumer.kernel, param)) continue;
         std::vector<Node*> inputs = product.inputs;
         inputs.insert(inputs.end(), consumer.inputs.begin(), consumer.inputs.end());
         consumer.inputs = std::move(inputs);
@@ -98,6 +108,7 @@ inline void fuse_into_products(Schedule& s, const ProductFusions& fusions) {
         scalars.insert(scalars.end(), consumer.scalars.begin(), consumer.scalars.end());
         consumer.scalars = std::move(scalars);
         consumer.gemm = product.gemm;
+        consumer.scan = product.scan;
         for (int o = 0; o < 2; ++o) {
             consumer.prologue[o] = std::move(product.prologue[o]);
             consumer.fused_producer[o] = product.fused_producer[o];

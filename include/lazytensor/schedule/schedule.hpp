@@ -64,18 +64,21 @@ struct Group {
     Axes reduced;
     Node* domain_reduce = nullptr;  // the reduction that set the domain
 
-    // A product with kernels fused into it (fuse_products.hpp). Producers of its operands run
-    // in its loads: prologue[o] computes operand o (fused_producer[o]) from inputs[o], with the
-    // first scalars. A consumer runs in its stores: root is then the consumer, `kernel` its
-    // kernel, whose buffers follow A's and B's in `inputs` (the product's, parameter
-    // product_param, unallocated) and whose scalars follow the prologues'.
+    // A product or scan with kernels fused into it (fuse_products.hpp). Producers of its
+    // operands run in its loads: prologue[o] computes operand o (fused_producer[o]) from
+    // inputs[o], with the first scalars (a scan has operand 0 only). A consumer runs in its
+    // stores: root is then the consumer, `kernel` its kernel, whose buffers follow the operands'
+    // in `inputs` (the product's or scan's, parameter product_param, unallocated) and whose
+    // scalars follow the prologues'.
     ir::Kernel prologue[2];
     Node* fused_producer[2] = {nullptr, nullptr};
     Node* fused_product = nullptr;
     int product_param = -1;
 
-    bool is_gemm() const { return root->kind == NodeKind::Matmul || fused_product; }
-    bool is_scan() const { return root->kind == NodeKind::Scan; }
+    /// The matmul or scan node the item computes (before its epilogue, if it has one).
+    const Node* core() const { return fused_product ? fused_product : root; }
+    bool is_gemm() const { return core()->kind == NodeKind::Matmul; }
+    bool is_scan() const { return core()->kind == NodeKind::Scan; }
 };
 
 struct Schedule {

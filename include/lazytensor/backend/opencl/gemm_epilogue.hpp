@@ -1,18 +1,20 @@
-// Kernels fused into the own GEMM kernel (schedule/fuse_products.hpp), rendered as code:
-//   - a product's element-wise consumer (ir::fits_as_epilogue) as its epilogue, applied to
-//     each result in the GEMM's stores at the domain coordinates of that result, so that
-//     relu(x @ w + b) is one kernel and the product never reaches memory. The epilogue's
-//     results go to C (its output buffer, of the product's dtype or, after a cast, another);
-//     a `product` buffer also gets the product itself when store_product is nonzero (a tensor
-//     outside the graph holds it);
+// Kernels fused into the own GEMM kernel and the scan kernels (schedule/fuse_products.hpp),
+// rendered as code (fused_code.hpp):
+//   - a product's or scan's element-wise consumer (ir::fits_as_epilogue) as its epilogue,
+//     applied to each result in the item's stores at the domain coordinates of that result, so
+//     that relu(x @ w + b) is one kernel and the product never reaches memory. The epilogue's
+//     results go to the item's output buffer (of the product's dtype or, after a cast, another);
+//     a `product` (`scanned`) buffer also gets the product (scan) itself when store_product
+//     (store_scanned) is nonzero (a tensor outside the graph holds it);
 //   - an operand's producer (ir::fits_as_prologue) as a function applied to each element of
-//     its input as the GEMM loads it (a scale, a cast from float16).
+//     its input as the item loads it (a scale, a cast from float16).
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "../../ir/gemm.hpp"
+#include "../../ir/scan.hpp"
 #include "gemm_kernel.hpp"
 #include "renderer.hpp"
 
@@ -21,7 +23,7 @@ namespace lazytensor::detail::opencl {
 /// The epilogue of `g` computing kernel `k`, which reads the product as parameter
 /// `product_param`. Its parameters, after the GEMM's: `product` (C's type), the kernel's other
 /// inputs in parameter order, its scalars, then the int store_product.
-inline GemmEpilogue gemm_epilogue_code(const ir::Gemm& g, const ir::Kernel& k, int product_param, const DeviceTraits& device) {
+inline FusedEpilogue gemm_epilogue_code(const ir::Gemm& g, const ir::Kernel& k, int product_param, const DeviceTraits& device) {
     // The result at (batch, row, col) is element (batch * m + row) * n + col of the domain in
     // row-major order; its coordinates, without divisions where the domain's axes are the
     // product's (the last one n, the others its rows, or the batch and m).
@@ -47,7 +49,7 @@ inline GemmEpilogue gemm_epilogue_code(const ir::Gemm& g, const ir::Kernel& k, i
     } else if (rank > 0) {
         decompose(rows + " * n + col", rank);
     }
-    GemmEpilogue out;
+    FusedEpilogue out;
     const DType result = k.params.back().dtype;
     if (result != g.dtype) out.output = result;  // a cast: the result goes to `o`, of its type
     Renderer::Epilogue e = Renderer(k, device, "lt_gemm").render_epilogue(product_param, coord, "v", out.output ? "o" : "v", ind);
@@ -58,21 +60,76 @@ inline GemmEpilogue gemm_epilogue_code(const ir::Gemm& g, const ir::Kernel& k, i
     return out;
 }
 
-/// The prologue of operand `which` (0: A, 1: B) computing kernel `k` (ir::fits_as_prologue)
-/// from each element of its input as it is loaded: a function of the element and the kernel's
-/// scalars, whose kernel parameters are named pa_s<i> (pb_s<i>).
-inline GemmPrologue gemm_prologue_code(const ir::Kernel& k, int which, const DeviceTraits& device) {
-    const std::string tag = which ? "b" : "a";
-    Renderer::Epilogue e = Renderer(k, device, "lt_gemm").render_epilogue(0, {}, "x", "x", "    ");
-    GemmPrologue out;
+/// A producer (ir::fits_as_prologue) computing kernel `k` from each element of its input as it
+/// is loaded: a function lt_prologue_<tag> of the element and the kernel's scalars, whose
+/// kernel parameters are named p<tag>_s<i>.
+inline FusedPrologue prologue_code(const ir::Kernel& k, const std::string& tag, const DeviceTraits& device) {
+    // The result has a variable of its own: x is of the input's type (float where it returns double).
+    Renderer::Epilogue e = Renderer(k, device, "lt_prologue_" + tag).render_epilogue(0, {}, "x", "lt_r", "    ");
+    FusedPrologue out;
     out.storage = k.params[0].dtype;
     out.name = "lt_prologue_" + tag;
-    out.function = std::string(cl_value_type(k.params[1].dtype)) + " " + out.name + "(" + cl_value_type(out.storage) + " x" +
-                   e.parameters + ") {\n" + e.code + "    return x;\n}\n";
+    const std::string result = cl_value_type(k.params[1].dtype);
+    out.function = result + " " + out.name + "(" + cl_value_type(out.storage) + " x" + e.parameters + ") {\n    " + result +
+                   " lt_r;\n" + e.code + "    return lt_r;\n}\n";
     for (std::size_t i = 0; i < k.scalars.size(); ++i) {
         out.parameters += std::string(", const ") + cl_scalar_arg_type(k.scalars[i]) + " p" + tag + "_s" + std::to_string(i);
         out.arguments += ", p" + tag + "_s" + std::to_string(i);
     }
+    out.helpers = e.helpers;
+    out.fp64 = e.uses_fp64;
+    return out;
+}
+
+/// The prologue of operand `which` (0: A, 1: B) of a product computing kernel `k`.
+inline FusedPrologue gemm_prologue_code(const ir::Kernel& k, int which, const DeviceTraits& device) {
+    return prologue_code(k, which ? "b" : "a", device);
+}
+
+/// The epilogue of scan `s` computing kernel `k`, which reads the scan as parameter
+/// `scan_param`. Its parameters, after the scan kernels' own: `scanned` (the scan's type), the
+/// kernel's other inputs in parameter order, its scalars, then the int store_scanned.
+inline FusedEpilogue scan_epilogue_code(const ir::Scan& s, const ir::Kernel& k, int scan_param, const DeviceTraits& device) {
+    // The result at (lt_o, lt_i, lt_j) of [outer, length, inner] is element lt_at of the domain
+    // in row-major order; its coordinates, from those three where the domain's axes split as
+    // the scan's (its own shape), else from lt_at.
+    const Shape& d = k.domain;
+    const std::size_t rank = d.size();
+    const std::string ind = "            ";
+    std::vector<std::string> coord(rank);
+    std::string code;
+    auto decompose = [&](const std::string& flat, std::size_t from, std::size_t to) {
+        if (to == from + 1) coord[from] = flat;
+        if (to <= from + 1) return;
+        const std::string rest = "rest_" + std::to_string(from);
+        code += ind + "long " + rest + " = " + flat + ";\n";
+        for (std::size_t j = to; j-- > from;) {
+            coord[j] = "e" + std::to_string(j);
+            code += ind + "const long " + coord[j] + " = " + (j > from ? rest + " % " + std::to_string(d[j]) : rest) + ";\n";
+            if (j > from) code += ind + rest + " /= " + std::to_string(d[j]) + ";\n";
+        }
+    };
+    auto product = [&](std::size_t from, std::size_t to) {
+        std::int64_t p = 1;
+        for (std::size_t j = from; j < to; ++j) p *= d[j];
+        return p;
+    };
+    std::size_t split = rank;
+    for (std::size_t a = 0; a < rank && split == rank; ++a)
+        if (product(0, a) == s.outer && d[a] == s.length && product(a + 1, rank) == s.inner) split = a;
+    if (split < rank) {
+        decompose("lt_o", 0, split);
+        coord[split] = "lt_i";
+        decompose("lt_j", split + 1, rank);
+    } else {
+        decompose("lt_at", 0, rank);
+    }
+    FusedEpilogue out;
+    const DType result = k.params.back().dtype;
+    if (result != s.dtype) out.output = result;  // a cast: the result goes to lt_r, of its type
+    Renderer::Epilogue e = Renderer(k, device, "lt_scan").render_epilogue(scan_param, coord, "v", out.output ? "lt_r" : "v", ind);
+    out.parameters = ", __global T* scanned" + e.parameters + ", const int store_scanned";
+    out.code = ind + "if (store_scanned) scanned[lt_at] = v;\n" + code + e.code;
     out.helpers = e.helpers;
     out.fp64 = e.uses_fp64;
     return out;

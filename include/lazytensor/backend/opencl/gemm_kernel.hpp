@@ -18,7 +18,7 @@
 // Edges are guarded inside the kernel: out-of-range loads read 0, out-of-range stores are
 // skipped; there are no padding or transpose kernels.
 //
-// An epilogue (GemmEpilogue) is code applied to each result before its store, with its row,
+// An epilogue (FusedEpilogue) is code applied to each result before its store, with its row,
 // column and batch index in scope, and extra kernel parameters after the fixed ones.
 #pragma once
 
@@ -34,6 +34,7 @@
 #include "../../core/env.hpp"
 #include "../../core/error.hpp"
 #include "../../ir/gemm.hpp"
+#include "fused_code.hpp"
 #include "op_spellings.hpp"
 
 namespace lazytensor::detail::opencl {
@@ -64,33 +65,6 @@ struct GemmLayoutClass {
     bool a_k_fast = true;   // A's column (k) stride is 1 (row-major A); else walk m
     bool b_n_fast = true;   // B's column (n) stride is 1 (row-major B); else walk k
     bool wide_index = false;  // element offsets within a matrix need 64 bits
-};
-
-/// Code applied to each result before its store: `code` may read and assign `v` (the value, in
-/// the product's type) and read `row`, `col` (int or long), `batch` (long), `m` and `n`;
-/// `parameters` are extra kernel parameter declarations (", __global const float* bias"),
-/// passed after the fixed ones; `helpers` are functions it calls. Empty: the product is stored
-/// as it is.
-struct GemmEpilogue {
-    std::string parameters;
-    std::string code;
-    // C's dtype when it is not the product's (a cast): the code then leaves its result in `o`,
-    // of that dtype's value type, instead of in `v`.
-    std::optional<DType> output;
-    std::vector<std::string> helpers;
-    bool fp64 = false;  // the code computes in double
-};
-
-/// Code applied to each element of an operand as it is loaded (a scale, a cast): the operand's
-/// buffer holds `storage` elements (float16 is read with vload_half); `function` defines
-/// `name`(x, scalars...), which returns the element in the product's type; `parameters` declare
-/// the scalars as kernel parameters (after the epilogue's), `arguments` pass them on. Empty
-/// (no name): the element as it is.
-struct GemmPrologue {
-    DType storage = DType::Float32;
-    std::string name, function, parameters, arguments;
-    std::vector<std::string> helpers;
-    bool fp64 = false;
 };
 
 /// Which GEMM runs OpenCL matrix products: per shape (Auto), the own kernel, or CLBlast.
@@ -206,8 +180,8 @@ inline const char* gemm_kernel_name() { return "lt_gemm"; }
 /// launch; then the epilogue's parameters. NDRange: (ceil(m / BM) * ceil(n / BN) * tn, tm,
 /// matrices in this launch), work-groups (tn, tm, 1).
 inline std::string gemm_kernel_source(DType dtype, const GemmLayoutClass& layout, const GemmKernelParams& p,
-                                      const GemmEpilogue& epilogue = {}, const GemmPrologue& prologue_a = {},
-                                      const GemmPrologue& prologue_b = {}) {
+                                      const FusedEpilogue& epilogue = {}, const FusedPrologue& prologue_a = {},
+                                      const FusedPrologue& prologue_b = {}) {
     check_gemm_params(p);
     if (dtype != DType::Float32 && dtype != DType::Float64)
         fail<DTypeError>("the OpenCL GEMM kernel computes float32 and float64 products, not ", dtype);
@@ -220,23 +194,23 @@ inline std::string gemm_kernel_source(DType dtype, const GemmLayoutClass& layout
     auto n = [](auto x) { return std::to_string(x); };
     const std::string VT = V == 1 ? T : T + n(V);  // the vector type of a run
 
-    const GemmPrologue* prologue[2] = {&prologue_a, &prologue_b};
+    const FusedPrologue* prologue[2] = {&prologue_a, &prologue_b};
     // An operand without a prologue is stored in the product's type.
-    auto storage = [&](const GemmPrologue& f) { return f.name.empty() ? dtype : f.storage; };
+    auto storage = [&](const FusedPrologue& f) { return f.name.empty() ? dtype : f.storage; };
     std::string s;
     // Fused code rounds each operation on its own, as elsewhere (the product's FMAs are explicit).
     const bool fused = !epilogue.code.empty() || !prologue_a.name.empty() || !prologue_b.name.empty();
     if (fused) s += "#pragma OPENCL FP_CONTRACT OFF\n";
     bool fp64 = dtype == DType::Float64 || epilogue.fp64;
-    for (const GemmPrologue* f : prologue) fp64 = fp64 || f->fp64 || storage(*f) == DType::Float64;
+    for (const FusedPrologue* f : prologue) fp64 = fp64 || f->fp64 || storage(*f) == DType::Float64;
     if (fp64) s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
     {  // helper functions, each once, then the prologues' functions (before the macros below)
         std::vector<std::string> helpers = epilogue.helpers;
-        for (const GemmPrologue* f : prologue) helpers.insert(helpers.end(), f->helpers.begin(), f->helpers.end());
+        for (const FusedPrologue* f : prologue) helpers.insert(helpers.end(), f->helpers.begin(), f->helpers.end());
         std::vector<std::string> once;
         for (const std::string& h : helpers)
             if (std::find(once.begin(), once.end(), h) == once.end()) once.push_back(h), s += h;
-        for (const GemmPrologue* f : prologue) s += f->function;
+        for (const FusedPrologue* f : prologue) s += f->function;
         if (storage(prologue_a) == DType::Float16 || storage(prologue_b) == DType::Float16)
             s += "float2 lt_halves2(uint bits) { return vload_half2(0, (const __private half*)&bits); }\n"
                  "float4 lt_halves4(uint2 bits) { return vload_half4(0, (const __private half*)&bits); }\n";
@@ -299,7 +273,7 @@ void lt_gemm(__global SC* restrict C, __global const SA* restrict A, __global co
         const std::string X = is_a ? "A" : "B", reg = is_a ? "ra" : "rb", count = n((is_a ? LA : LB) / p.gv);
         // The operand's storage, how a vector of GV and one element of it are read, and its
         // prologue applied to what was read.
-        const GemmPrologue& f = *prologue[is_a ? 0 : 1];
+        const FusedPrologue& f = *prologue[is_a ? 0 : 1];
         const bool half = storage(f) == DType::Float16;
         const std::string ST = cl_storage_type(storage(f)), GT = half ? "float" + n(p.gv) : p.gv == 1 ? ST : ST + n(p.gv);
         // float16: the GV halves as one aligned load of bits (vload_halfN from global memory

@@ -22,6 +22,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -283,6 +284,11 @@ public:
     struct LocalBytes {
         std::size_t bytes;
     };
+    /// The arguments of fused kernels' parameters (after the fixed ones): buffers, then values.
+    struct FusedArgs {
+        std::vector<const Buffer*> buffers;
+        std::vector<ScalarArg> values;
+    };
 
     /// A kernel of a built program.
     KernelOwner make_kernel(const ProgramOwner& program, const char* name) {
@@ -304,6 +310,12 @@ public:
                 check(clSetKernelArg(kern.kernel, arg++, sizeof(cl_mem), &m), "clSetKernelArg");
             } else if constexpr (std::is_same_v<V, LocalBytes>) {  // a __local array
                 check(clSetKernelArg(kern.kernel, arg++, v.bytes, nullptr), "clSetKernelArg");
+            } else if constexpr (std::is_same_v<V, FusedArgs>) {
+                for (const Buffer* b : v.buffers) {
+                    cl_mem m = static_cast<cl_mem>(b->handle());
+                    check(clSetKernelArg(kern.kernel, arg++, sizeof(cl_mem), &m), "clSetKernelArg");
+                }
+                for (const ScalarArg& a : v.values) check(clSetKernelArg(kern.kernel, arg++, a.size, a.bytes), "clSetKernelArg");
             } else {
                 check(clSetKernelArg(kern.kernel, arg++, sizeof(V), &v), "clSetKernelArg");
             }
@@ -316,8 +328,11 @@ public:
         if (launch_events_) remember_launch(event, name);
     }
 
-    /// Runs scan `s` of `program` (scan_program) from in into out (which may be in itself).
-    void scan_with(const ProgramOwner& program, const ir::Scan& s, const Buffer& in, Buffer& out) {
+    /// Runs scan `s` from in into out (which may be in itself): `data` (scan_program, with the
+    /// fused kernels whose arguments `fused` holds) reads `in` and writes `out`; `plain` (without
+    /// them) scans the chunks' totals.
+    void scan_with(const ProgramOwner& plain, const ProgramOwner& data, const ir::Scan& s, const Buffer& in, Buffer& out,
+                   const FusedArgs& fused) {
         const std::size_t size = dtype_size(s.dtype);
         const Buffer* in_b = &in;
         const Buffer* out_b = &out;
@@ -334,15 +349,15 @@ public:
             BufferPtr totals;
             if (chunks > 1) {
                 totals = allocate(s.dtype, s.outer * chunks);
-                run_kernel(make_kernel(program, "lt_fold_rows"), "lt_fold_rows", std::size_t(s.outer * chunks) * G, G, in_b,
+                run_kernel(make_kernel(data, "lt_fold_rows"), "lt_fold_rows", std::size_t(s.outer * chunks) * G, G, in_b,
                            static_cast<const Buffer*>(totals.get()), offset, outer_stride, stride, length, cl_long(chunks),
-                           chunk_length, LocalBytes{G * size});
-                scan_with(program, ir::Scan{s.dtype, s.op, s.outer, chunks, 1, 0, chunks, 1, 0}, *totals, *totals);
+                           chunk_length, LocalBytes{G * size}, fused);
+                scan_with(plain, plain, ir::Scan{s.dtype, s.op, s.outer, chunks, 1, 0, chunks, 1, 0}, *totals, *totals, {});
             }
             const Buffer* carries = totals ? totals.get() : in_b;
-            run_kernel(make_kernel(program, "lt_scan_rows"), "lt_scan_rows", std::size_t(s.outer * chunks) * G, G, in_b, out_b,
+            run_kernel(make_kernel(data, "lt_scan_rows"), "lt_scan_rows", std::size_t(s.outer * chunks) * G, G, in_b, out_b,
                        carries, cl_int(chunks > 1), offset, outer_stride, stride, length, cl_long(chunks), chunk_length,
-                       LocalBytes{std::size_t(tile + tile / 32) * size}, LocalBytes{G * size});
+                       LocalBytes{std::size_t(tile + tile / 32) * size}, LocalBytes{G * size}, fused);
             return;
         }
         // Columns (or short rows): a work-item per (outer index, chunk, column), chunks of at
@@ -355,16 +370,16 @@ public:
         BufferPtr totals;
         if (chunks > 1) {
             totals = allocate(s.dtype, lines * chunks);
-            run_kernel(make_kernel(program, "lt_fold_columns"), "lt_fold_columns", work, G, in_b,
+            run_kernel(make_kernel(data, "lt_fold_columns"), "lt_fold_columns", work, G, in_b,
                        static_cast<const Buffer*>(totals.get()), offset, outer_stride, stride, inner_stride, outer, length,
-                       inner, cl_long(chunks), chunk_length);
-            scan_with(program, ir::Scan{s.dtype, s.op, s.outer, chunks, s.inner, 0, chunks * s.inner, s.inner, 1}, *totals,
-                      *totals);
+                       inner, cl_long(chunks), chunk_length, fused);
+            scan_with(plain, plain, ir::Scan{s.dtype, s.op, s.outer, chunks, s.inner, 0, chunks * s.inner, s.inner, 1},
+                      *totals, *totals, {});
         }
         const Buffer* carries = totals ? totals.get() : in_b;
-        run_kernel(make_kernel(program, "lt_scan_columns"), "lt_scan_columns", work, G, in_b, out_b, carries,
+        run_kernel(make_kernel(data, "lt_scan_columns"), "lt_scan_columns", work, G, in_b, out_b, carries,
                    cl_int(chunks > 1), offset, outer_stride, stride, inner_stride, outer, length, inner, cl_long(chunks),
-                   chunk_length);
+                   chunk_length, fused);
     }
 
     void sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k, bool descending, Buffer& values,
@@ -455,7 +470,52 @@ public:
         if (s.dtype == DType::Float64 && !supports_float64())
             fail<DeviceError>(describe(), " does not compute float64 (no cl_khr_fp64): cannot scan (cumsum, cumprod) a float64 tensor there");
         if (s.numel() == 0) return;
-        scan_with(*build_program(scan_program(s.dtype, s.op)), s, in, out);
+        const auto program = build_program(scan_program(s.dtype, s.op));
+        scan_with(*program, *program, s, in, out, {});
+    }
+
+    bool fuses_scan_prologue(const ir::Scan& s, const ir::Kernel& prologue) const override {
+        return fuse_epilogues_ && computes(s.dtype) && computes(prologue);
+    }
+    bool fuses_scan_epilogue(const ir::Scan& s, const ir::Kernel& epilogue, int) const override {
+        return fuse_epilogues_ && computes(s.dtype) && computes(epilogue);
+    }
+
+    void scan_fused(const ir::Scan& s, const FusedKernels& fusion, const Buffer& in, const std::vector<Buffer*>& params,
+                    const std::vector<Scalar>& scalars) override {
+        if (s.numel() == 0) return;
+        // As gemm_fused: the code of each fused kernel made once; the epilogue's arguments (and
+        // its store_scanned flag), then the prologue's.
+        FusedArgs args;
+        std::size_t next_scalar = 0;
+        std::vector<ScalarArg> prologue_values;
+        auto take_scalars = [&](const ir::Kernel& k, std::vector<ScalarArg>& into) {
+            for (DType t : k.scalars) into.emplace_back(scalars.at(next_scalar++), t);
+        };
+        static const FusedPrologue no_prologue;
+        const FusedPrologue* prologue = &no_prologue;
+        if (const ir::Kernel* k = fusion.prologue[0]) {
+            prologue = &fused_code(concat("scan|", ir::key(*k)), [&] { return prologue_code(*k, "s", traits_); });
+            take_scalars(*k, prologue_values);
+        }
+        static const FusedEpilogue no_epilogue;
+        const FusedEpilogue* epilogue = &no_epilogue;
+        Buffer* out = params.back();
+        if (const ir::Kernel* k = fusion.epilogue) {
+            const int pp = fusion.product_param;
+            epilogue = &fused_code(concat("scan|", ir::key(*k), '|', pp, '|', s.outer, ',', s.length, ',', s.inner),
+                                   [&] { return scan_epilogue_code(s, *k, pp, traits_); });
+            Buffer* scanned = params[static_cast<std::size_t>(pp)];
+            args.buffers.push_back(scanned ? scanned : out);
+            for (std::size_t p = 0; p + 1 < params.size(); ++p)
+                if (static_cast<int>(p) != pp) args.buffers.push_back(params[p]);
+            take_scalars(*k, args.values);
+            args.values.emplace_back(Scalar::of<std::int32_t>(scanned ? 1 : 0), DType::Int32);
+        }
+        args.values.insert(args.values.end(), prologue_values.begin(), prologue_values.end());
+        const auto plain = build_program(scan_program(s.dtype, s.op));
+        const auto data = build_program(scan_program(s.dtype, s.op, *prologue, *epilogue));
+        scan_with(*plain, *data, s, in, *out, args);
     }
 
     void flush() override { check(clFlush(queue_), "clFlush", concat("on ", describe())); }
@@ -531,24 +591,15 @@ public:
         return fuses(g, prologue);
     }
 
-    void gemm_fused(const ir::Gemm& g, const GemmFusion& fusion, const Buffer& a, const Buffer& b,
+    void gemm_fused(const ir::Gemm& g, const FusedKernels& fusion, const Buffer& a, const Buffer& b,
                     const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) override {
         if (g.dtype == DType::Float64 && !fp64_)
             fail<DeviceError>(describe(), " does not support float64 (the device lacks cl_khr_fp64): matmul of float64 ",
                               "tensors cannot run there; use float32, or run it on the host");
-        // The code of each fused kernel, made once per kernel (and, for an epilogue, per split of
-        // its domain into the product's m and n).
-        auto code = [&](const std::string& key, auto make) -> const auto& {
-            auto& cache = fused_code_<std::decay_t<decltype(make())>>();
-            auto it = cache.find(key);
-            if (it == cache.end()) {
-                if (cache.size() >= cache_capacity()) cache.clear();
-                it = cache.emplace(key, make()).first;
-            }
-            return it->second;
-        };
-        static const GemmPrologue none;
-        const GemmPrologue* prologue[2] = {&none, &none};
+        // The code of each fused kernel is made once per kernel (and, for an epilogue, per split
+        // of its domain into the product's m and n).
+        static const FusedPrologue none;
+        const FusedPrologue* prologue[2] = {&none, &none};
         // Scalars come as A's prologue's, B's, then the epilogue's; the kernel takes the
         // epilogue's (and its store_product flag) first.
         std::vector<ScalarArg> values, prologue_values;
@@ -559,16 +610,16 @@ public:
         for (int o = 0; o < 2; ++o) {
             const ir::Kernel* k = fusion.prologue[o];
             if (!k) continue;
-            prologue[o] = &code(concat(o, '|', ir::key(*k)), [&] { return gemm_prologue_code(*k, o, traits_); });
+            prologue[o] = &fused_code(concat(o, '|', ir::key(*k)), [&] { return gemm_prologue_code(*k, o, traits_); });
             take_scalars(*k, prologue_values);
         }
-        static const GemmEpilogue no_epilogue;
-        const GemmEpilogue* epilogue = &no_epilogue;
+        static const FusedEpilogue no_epilogue;
+        const FusedEpilogue* epilogue = &no_epilogue;
         std::vector<const Buffer*> buffers;
         Buffer* out = params.back();
         if (const ir::Kernel* k = fusion.epilogue) {
             const int pp = fusion.product_param;
-            epilogue = &code(concat(ir::key(*k), '|', pp, '|', g.batch_count(), ',', g.m, ',', g.n),
+            epilogue = &fused_code(concat(ir::key(*k), '|', pp, '|', g.batch_count(), ',', g.m, ',', g.n),
                              [&] { return gemm_epilogue_code(g, *k, pp, traits_); });
             Buffer* product = params[static_cast<std::size_t>(pp)];
             buffers.push_back(product ? product : out);
@@ -865,7 +916,7 @@ private:
     /// The own GEMM kernel for a dtype, layout class and parameter set, built once (through the
     /// program caches) and kept.
     cl_kernel own_gemm_kernel(DType dtype, const GemmLayoutClass& layout, const GemmKernelParams& p,
-                              const GemmEpilogue& epilogue, const GemmPrologue& prologue_a, const GemmPrologue& prologue_b) {
+                              const FusedEpilogue& epilogue, const FusedPrologue& prologue_a, const FusedPrologue& prologue_b) {
         // Keyed by what the source is made of: a product that hits costs no source generation.
         const std::string key = concat(dtype, ' ', layout.a_k_fast, layout.b_n_fast, layout.wide_index, ' ', p.tm, ',', p.tn,
                                        ',', p.wm, ',', p.wn, ',', p.bk, ',', p.v, ',', p.gv, ',', p.prefetch, p.double_buffer, ' ',
@@ -889,9 +940,9 @@ private:
 public:
     /// c = a x b on the own GEMM kernel: one launch, operands read in place; `epilogue` is
     /// applied to each result before its store, with `epilogue_buffers` as its parameters.
-    void own_gemm(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c, const GemmEpilogue& epilogue = {},
+    void own_gemm(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c, const FusedEpilogue& epilogue = {},
                   const std::vector<const Buffer*>& epilogue_buffers = {}, const std::vector<ScalarArg>& epilogue_values = {},
-                  const GemmPrologue& prologue_a = {}, const GemmPrologue& prologue_b = {}) {
+                  const FusedPrologue& prologue_a = {}, const FusedPrologue& prologue_b = {}) {
         const std::int64_t count = g.batch_count();
         if (g.m == 0 || g.n == 0 || count == 0) return;
         const GemmKernelParams p = own_gemm_params(g);
@@ -1070,23 +1121,39 @@ private:
         KernelOwner kernel;
     };
     std::map<std::string, OwnGemmKernel> gemm_kernels_;  // by dtype, layout class, parameters and epilogue
-    std::unordered_map<std::string, GemmEpilogue> epilogues_;  // fused kernels' code, by kernel (and shape)
-    std::unordered_map<std::string, GemmPrologue> prologues_;
+    std::unordered_map<std::string, FusedEpilogue> epilogues_;  // fused kernels' code, by kernel (and shape)
+    std::unordered_map<std::string, FusedPrologue> prologues_;
     template <class Code>
     std::unordered_map<std::string, Code>& fused_code_() {
-        if constexpr (std::is_same_v<Code, GemmEpilogue>) return epilogues_;
+        if constexpr (std::is_same_v<Code, FusedEpilogue>) return epilogues_;
         else return prologues_;
     }
-    /// Whether a kernel fused into `g` can run: on the own GEMM kernel, computing in float64
-    /// only where the device has it.
-    bool fuses(const ir::Gemm& g, const ir::Kernel& k) const {
-        if (!fuse_epilogues_ || !uses_own_gemm(g) || (g.dtype == DType::Float64 && !fp64_)) return false;
+    /// The code of a fused kernel under `key`, made by `make` the first time.
+    template <class Make, class Code = std::decay_t<std::invoke_result_t<Make>>>
+    const Code& fused_code(const std::string& key, Make make) {
+        auto& cache = fused_code_<Code>();
+        auto it = cache.find(key);
+        if (it == cache.end()) {
+            if (cache.size() >= cache_capacity()) cache.clear();
+            it = cache.emplace(key, make()).first;
+        }
+        return it->second;
+    }
+    /// Whether the device computes in `t` (float64 only with cl_khr_fp64).
+    bool computes(DType t) const { return t != DType::Float64 || fp64_; }
+    /// Whether the device computes what kernel `k` (a fused one: one phase) does.
+    bool computes(const ir::Kernel& k) const {
         if (fp64_) return true;
         for (const ir::Param& p : k.params)
             if (p.dtype == DType::Float64) return false;
         for (const ir::Instr& in : k.phases[0].instrs)
             if (in.dtype == DType::Float64) return false;
         return std::find(k.scalars.begin(), k.scalars.end(), DType::Float64) == k.scalars.end();
+    }
+    /// Whether a kernel fused into `g` can run: on the own GEMM kernel, computing in float64
+    /// only where the device has it.
+    bool fuses(const ir::Gemm& g, const ir::Kernel& k) const {
+        return fuse_epilogues_ && uses_own_gemm(g) && computes(g.dtype) && computes(k);
     }
     bool fuse_epilogues_ = env_flag("LAZYTENSOR_GEMM_EPILOGUE", true);
     std::optional<bool> fuse_half_loads_;
