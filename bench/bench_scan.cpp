@@ -3,7 +3,9 @@
 // one read and one write, as a scan makes). Each timing is the wall clock of a realize and a
 // synchronize, median of 15 after a warm-up, on an input already realized on the device.
 // bench/scan_peer.py times PyTorch the same way; bench/run_scan_gpu.sh runs both and prints
-// the ratios. On the host the sizes are 4096 x 4096 and 2^24.
+// the ratios. On the host the sizes are 4096 x 4096 and 2^24. The last lines time a scan with
+// an element-wise producer and consumer (one item on OpenCL), and an int32 operand; on OpenCL
+// they are timed again with fusion off.
 //
 //   bench_scan [--device host|opencl:N] [--quick]
 #include <algorithm>
@@ -12,6 +14,12 @@
 #include <cstring>
 #include <functional>
 #include <lazytensor.hpp>
+#if LAZYTENSOR_OPENCL  // fusion turned off for the A/B lines
+#if !LAZYTENSOR_ENGINE_DEFINITIONS  // built against lazytensor::runtime: the internals used here
+#include <lazytensor/runtime/device.hpp>
+#endif
+#include <lazytensor/backend/opencl/opencl_backend.hpp>
+#endif
 #include <string>
 #include <vector>
 
@@ -40,4 +48,22 @@ int main(int argc, char** argv) {
     line("cumsum along columns, " + matrix + " floats", median_ms(d, [&] { y = m.cumsum(0).realize(); }));
     line("cumsum 1-D, " + std::to_string(n) + " floats", median_ms(d, [&] { y = x.cumsum(0).realize(); }));
     line("cumprod along rows, " + matrix + " floats", median_ms(d, [&] { y = m.cumprod(1).realize(); }));
+    // A producer and a consumer around the scan (on OpenCL one item: they run in its loads and
+    // stores), and a cast in its loads.
+    const lt::Tensor<std::int32_t> mi = lt::cast<std::int32_t>(m * 100.0f).realize();
+    lt::Tensor<std::int64_t> yi;
+    auto fused_rows = [&] {
+        line("exp(cumsum(m * 0.01, 1)), " + matrix + " floats", median_ms(d, [&] { y = lt::exp(lt::cumsum(m * 0.01f, 1)).realize(); }));
+        line("exp(cumsum(m * 0.01, 0)), " + matrix + " floats", median_ms(d, [&] { y = lt::exp(lt::cumsum(m * 0.01f, 0)).realize(); }));
+        line("cumsum along rows, " + matrix + " int32 -> int64", median_ms(d, [&] { yi = mi.cumsum(1).realize(); }));
+    };
+    fused_rows();
+#if LAZYTENSOR_OPENCL
+    if (d.kind == lt::Device::Kind::OpenCL) {  // the same, each kernel on its own (not compared with the peer)
+        std::printf("the last three with fusion off (LAZYTENSOR_GEMM_EPILOGUE=0):\n");
+        lt::detail::opencl::opencl_backend(d.index).set_fuse_epilogues(false);
+        fused_rows();
+        lt::detail::opencl::opencl_backend(d.index).set_fuse_epilogues(true);
+    }
+#endif
 }

@@ -34,6 +34,7 @@ def main():
     name = "CPU" if cpu else torch.cuda.get_device_name()
     m = torch.rand(side, side, device=device)
     x = torch.rand(n, device=device)
+    mi = (m * 100.0).to(torch.int32)
     matrix = f"{side}x{side}"
     for threads in ((os.cpu_count(), 1) if cpu else (None,)):
         if threads:
@@ -45,6 +46,9 @@ def main():
             (f"cumsum along columns, {matrix} floats", lambda: torch.cumsum(m, 0)),
             (f"cumsum 1-D, {n} floats", lambda: torch.cumsum(x, 0)),
             (f"cumprod along rows, {matrix} floats", lambda: torch.cumprod(m, 1)),
+            (f"exp(cumsum(m * 0.01, 1)), {matrix} floats", lambda: torch.exp(torch.cumsum(m * 0.01, 1))),
+            (f"exp(cumsum(m * 0.01, 0)), {matrix} floats", lambda: torch.exp(torch.cumsum(m * 0.01, 0))),
+            (f"cumsum along rows, {matrix} int32 -> int64", lambda: torch.cumsum(mi, 1)),
         ]
         for label, f in rows:
             print(f"{label:<52} {median_ms(f, sync):9.3f} ms")
