@@ -54,13 +54,15 @@ int main(int argc, char** argv) {
     lt::Tensor<std::int64_t> yi;
     auto fused_rows = [&] {
         line("exp(cumsum(m * 0.01, 1)), " + matrix + " floats", median_ms(d, [&] { y = lt::exp(lt::cumsum(m * 0.01f, 1)).realize(); }));
+        line("cumsum(m * 0.01, 1), " + matrix + " floats", median_ms(d, [&] { y = lt::cumsum(m * 0.01f, 1).realize(); }));
+        line("exp(cumsum(m, 1)), " + matrix + " floats", median_ms(d, [&] { y = lt::exp(lt::cumsum(m, 1)).realize(); }));
         line("exp(cumsum(m * 0.01, 0)), " + matrix + " floats", median_ms(d, [&] { y = lt::exp(lt::cumsum(m * 0.01f, 0)).realize(); }));
         line("cumsum along rows, " + matrix + " int32 -> int64", median_ms(d, [&] { yi = mi.cumsum(1).realize(); }));
     };
     fused_rows();
 #if LAZYTENSOR_OPENCL
     if (d.kind == lt::Device::Kind::OpenCL) {  // the same, each kernel on its own (not compared with the peer)
-        std::printf("the last three with fusion off (LAZYTENSOR_GEMM_EPILOGUE=0):\n");
+        std::printf("the last five with fusion off (LAZYTENSOR_GEMM_EPILOGUE=0):\n");
         lt::detail::opencl::opencl_backend(d.index).set_fuse_epilogues(false);
         fused_rows();
         lt::detail::opencl::opencl_backend(d.index).set_fuse_epilogues(true);

@@ -47,6 +47,8 @@ def main():
             (f"cumsum 1-D, {n} floats", lambda: torch.cumsum(x, 0)),
             (f"cumprod along rows, {matrix} floats", lambda: torch.cumprod(m, 1)),
             (f"exp(cumsum(m * 0.01, 1)), {matrix} floats", lambda: torch.exp(torch.cumsum(m * 0.01, 1))),
+            (f"cumsum(m * 0.01, 1), {matrix} floats", lambda: torch.cumsum(m * 0.01, 1)),
+            (f"exp(cumsum(m, 1)), {matrix} floats", lambda: torch.exp(torch.cumsum(m, 1))),
             (f"exp(cumsum(m * 0.01, 0)), {matrix} floats", lambda: torch.exp(torch.cumsum(m * 0.01, 0))),
             (f"cumsum along rows, {matrix} int32 -> int64", lambda: torch.cumsum(mi, 1)),
         ]
