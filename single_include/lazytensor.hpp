@@ -7607,6 +7607,10 @@ public:
     virtual std::vector<double> take_device_times_ms() { return {}; }
     /// The generated source of a compiled kernel (LAZYTENSOR_DEBUG=2), if the backend has one.
     virtual std::string kernel_source(const CompiledKernel&) const { return {}; }
+    /// The generated source that gemm_fused and scan_fused run for these kernels, where the
+    /// backend generates one (LAZYTENSOR_DEBUG=2, check mode's messages); else empty.
+    virtual std::string gemm_fused_source(const ir::Gemm&, const FusedKernels&) { return {}; }
+    virtual std::string scan_fused_source(const ir::Scan&, const FusedKernels&) { return {}; }
 
     /// The compiled form of `kernel`, from the cache when a kernel of the same structure was
     /// compiled before; `outcome` says which, and how long compiling took. The cache keeps the
@@ -13120,27 +13124,18 @@ public:
     void scan_fused(const ir::Scan& s, const FusedKernels& fusion, const Buffer& in, const std::vector<Buffer*>& params,
                     const std::vector<Scalar>& scalars) override {
         if (s.numel() == 0) return;
-        // As gemm_fused: the code of each fused kernel made once; the epilogue's arguments (and
-        // its store_scanned flag), then the prologue's.
+        const FusedCode code = fused_code_of(&s, nullptr, fusion);
+        // The epilogue's arguments (and its store_scanned flag), then the prologue's.
         FusedArgs args;
         std::size_t next_scalar = 0;
         std::vector<ScalarArg> prologue_values;
         auto take_scalars = [&](const ir::Kernel& k, std::vector<ScalarArg>& into) {
             for (DType t : k.scalars) into.emplace_back(scalars.at(next_scalar++), t);
         };
-        static const FusedPrologue no_prologue;
-        const FusedPrologue* prologue = &no_prologue;
-        if (const ir::Kernel* k = fusion.prologue[0]) {
-            prologue = &fused_code(concat("scan|", ir::key(*k)), [&] { return prologue_code(*k, "s", traits_); });
-            take_scalars(*k, prologue_values);
-        }
-        static const FusedEpilogue no_epilogue;
-        const FusedEpilogue* epilogue = &no_epilogue;
+        if (fusion.prologue[0]) take_scalars(*fusion.prologue[0], prologue_values);
         Buffer* out = params.back();
         if (const ir::Kernel* k = fusion.epilogue) {
             const int pp = fusion.product_param;
-            epilogue = &fused_code(concat("scan|", ir::key(*k), '|', pp, '|', s.outer, ',', s.length, ',', s.inner),
-                                   [&] { return scan_epilogue_code(s, *k, pp, traits_); });
             Buffer* scanned = params[static_cast<std::size_t>(pp)];
             args.buffers.push_back(scanned ? scanned : out);
             for (std::size_t p = 0; p + 1 < params.size(); ++p)
@@ -13150,8 +13145,19 @@ public:
         }
         args.values.insert(args.values.end(), prologue_values.begin(), prologue_values.end());
         const auto plain = build_program(scan_program(s.dtype, s.op));
-        const auto data = build_program(scan_program(s.dtype, s.op, *prologue, *epilogue));
+        const auto data = build_program(scan_program(s.dtype, s.op, *code.prologue[0], *code.epilogue));
         scan_with(*plain, *data, s, in, *out, args);
+    }
+
+    std::string scan_fused_source(const ir::Scan& s, const FusedKernels& fusion) override {
+        const FusedCode code = fused_code_of(&s, nullptr, fusion);
+        return scan_program(s.dtype, s.op, *code.prologue[0], *code.epilogue);
+    }
+    std::string gemm_fused_source(const ir::Gemm& g, const FusedKernels& fusion) override {
+        const FusedCode code = fused_code_of(nullptr, &g, fusion);
+        GemmLayoutClass layout = gemm_layout_class(g);
+        layout.wide_index = layout.wide_index || gemm_wide_index_;
+        return gemm_kernel_source(g.dtype, layout, own_gemm_params(g), *code.epilogue, *code.prologue[0], *code.prologue[1]);
     }
 
     void flush() override { check(clFlush(queue_), "clFlush", concat("on ", describe())); }
@@ -13232,10 +13238,7 @@ public:
         if (g.dtype == DType::Float64 && !fp64_)
             fail<DeviceError>(describe(), " does not support float64 (the device lacks cl_khr_fp64): matmul of float64 ",
                               "tensors cannot run there; use float32, or run it on the host");
-        // The code of each fused kernel is made once per kernel (and, for an epilogue, per split
-        // of its domain into the product's m and n).
-        static const FusedPrologue none;
-        const FusedPrologue* prologue[2] = {&none, &none};
+        const FusedCode code = fused_code_of(nullptr, &g, fusion);
         // Scalars come as A's prologue's, B's, then the epilogue's; the kernel takes the
         // epilogue's (and its store_product flag) first.
         std::vector<ScalarArg> values, prologue_values;
@@ -13243,20 +13246,12 @@ public:
         auto take_scalars = [&](const ir::Kernel& k, std::vector<ScalarArg>& into) {
             for (DType t : k.scalars) into.emplace_back(scalars.at(next_scalar++), t);
         };
-        for (int o = 0; o < 2; ++o) {
-            const ir::Kernel* k = fusion.prologue[o];
-            if (!k) continue;
-            prologue[o] = &fused_code(concat(o, '|', ir::key(*k)), [&] { return gemm_prologue_code(*k, o, traits_); });
-            take_scalars(*k, prologue_values);
-        }
-        static const FusedEpilogue no_epilogue;
-        const FusedEpilogue* epilogue = &no_epilogue;
+        for (int o = 0; o < 2; ++o)
+            if (fusion.prologue[o]) take_scalars(*fusion.prologue[o], prologue_values);
         std::vector<const Buffer*> buffers;
         Buffer* out = params.back();
         if (const ir::Kernel* k = fusion.epilogue) {
             const int pp = fusion.product_param;
-            epilogue = &fused_code(concat(ir::key(*k), '|', pp, '|', g.batch_count(), ',', g.m, ',', g.n),
-                             [&] { return gemm_epilogue_code(g, *k, pp, traits_); });
             Buffer* product = params[static_cast<std::size_t>(pp)];
             buffers.push_back(product ? product : out);
             for (std::size_t p = 0; p + 1 < params.size(); ++p)
@@ -13265,7 +13260,7 @@ public:
             values.emplace_back(Scalar::of<std::int32_t>(product ? 1 : 0), DType::Int32);
         }
         values.insert(values.end(), prologue_values.begin(), prologue_values.end());
-        own_gemm(g, a, b, *out, *epilogue, buffers, values, *prologue[0], *prologue[1]);
+        own_gemm(g, a, b, *out, *code.epilogue, buffers, values, *code.prologue[0], *code.prologue[1]);
     }
 
     /// Tests and benchmarks: whether products fuse their element-wise consumers from now on
@@ -13774,6 +13769,29 @@ private:
             it = cache.emplace(key, make()).first;
         }
         return it->second;
+    }
+    /// The code of the kernels fused into a scan (`s`) or a product (`g`): made once per kernel
+    /// (and, for an epilogue, per shape); absent ones are empty.
+    struct FusedCode {
+        const FusedPrologue* prologue[2];
+        const FusedEpilogue* epilogue;
+    };
+    FusedCode fused_code_of(const ir::Scan* s, const ir::Gemm* g, const FusedKernels& fusion) {
+        static const FusedPrologue no_prologue;
+        static const FusedEpilogue no_epilogue;
+        FusedCode code{{&no_prologue, &no_prologue}, &no_epilogue};
+        for (int o = 0; o < (s ? 1 : 2); ++o)
+            if (const ir::Kernel* k = fusion.prologue[o])
+                code.prologue[o] = s ? &fused_code(concat("scan|", ir::key(*k)), [&] { return prologue_code(*k, "s", traits_); })
+                                     : &fused_code(concat(o, '|', ir::key(*k)), [&] { return gemm_prologue_code(*k, o, traits_); });
+        if (const ir::Kernel* k = fusion.epilogue) {
+            const int pp = fusion.product_param;
+            code.epilogue = s ? &fused_code(concat("scan|", ir::key(*k), '|', pp, '|', s->outer, ',', s->length, ',', s->inner),
+                                            [&] { return scan_epilogue_code(*s, *k, pp, traits_); })
+                              : &fused_code(concat(ir::key(*k), '|', pp, '|', g->batch_count(), ',', g->m, ',', g->n),
+                                            [&] { return gemm_epilogue_code(*g, *k, pp, traits_); });
+        }
+        return code;
     }
     /// Whether the device computes in `t` (float64 only with cl_khr_fp64).
     bool computes(DType t) const { return t != DType::Float64 || fp64_; }
@@ -15304,6 +15322,13 @@ struct PlannedItem {
     DType core_dtype() const { return is_gemm() ? gemm.dtype : scan.dtype; }
 };
 
+/// The generated source an item runs on `backend`, where it has one: its compiled kernel's, or
+/// the fused product's or scan's program (LAZYTENSOR_DEBUG=2, check mode's messages).
+inline std::string item_source(Backend& backend, const PlannedItem& p) {
+    if (p.fused()) return p.is_gemm() ? backend.gemm_fused_source(p.gemm, p.fusion()) : backend.scan_fused_source(p.scan, p.fusion());
+    return p.runs_kernel() && p.compiled ? backend.kernel_source(*p.compiled) : std::string();
+}
+
 /// Runs a scan item's scan on `backend`: `copy`, if the item has one, first copies the operand
 /// into a contiguous buffer of its own.
 inline void run_scan(Backend& backend, const ir::Scan& scan, CompiledKernel* copy, const Buffer& in, Buffer& out) {
@@ -15813,10 +15838,8 @@ public:
         if (item_.has_epilogue())
             msg << "--- epilogue (reads the " << (item_.is_gemm() ? "product" : "scan") << " as p" << item_.product_param
                 << ") ---\n" << ir::to_string(item_.kernel);
-        if (item_.runs_kernel() && item_.compiled) {
-            const std::string source = backend.kernel_source(*item_.compiled);
-            if (!source.empty()) msg << "--- generated source ---\n" << source;
-        }
+        const std::string source = item_source(backend, item_);
+        if (!source.empty()) msg << "--- generated source ---\n" << source;
         if (!original_.empty()) backend.write(out, 0, original_.data(), original_.size());
         fail<BackendError>(msg.str());
     }
@@ -16207,9 +16230,9 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
         if (p.view_only) continue;
         Node* root = node(p.root);
         Backend& backend = backend_for(root->device);
-        if (level >= 2 && p.runs_kernel()) {
-            const std::string source = backend.kernel_source(*p.compiled);
-            if (!source.empty()) std::cerr << "  kernel " << i << " on " << root->device << ":\n" << source;
+        if (level >= 2) {
+            const std::string source = item_source(backend, p);
+            if (!source.empty()) std::cerr << "  " << p.kind << " " << i << " on " << root->device << ":\n" << source;
         }
         // An assign writes into its target's memory; everything else into new memory.
         BufferPtr out = root->kind == NodeKind::Assign ? root->src[0]->buffer : backend.allocate(root->dtype, numel(root->shape));

@@ -400,6 +400,11 @@ TEST_CASE("a product's element-wise consumer runs in the own GEMM kernel's store
             const std::string out = debug_output(1, [&] { lt::relu(lt::matmul(A, B) + Bias).realize(); });
             CHECK(out.find("with the epilogue fused into its stores") != std::string::npos);
             CHECK(out.find("1 matmul") != std::string::npos);
+            // Level 2 shows the fused kernel's generated source, epilogue included.
+            const std::string source = debug_output(2, [&] { lt::relu(lt::matmul(A, B) + Bias).realize(); });
+            CHECK(source.find("matmul 0 on " + d.str() + ":") != std::string::npos);
+            CHECK(source.find("void lt_gemm(") != std::string::npos);
+            CHECK(source.find("store_product") != std::string::npos);
             for (std::size_t i = 0; i < want.size(); ++i) want[i] = std::max(p.value[i] + bias.v[i % n], 0.0);
             gk_check_epilogue(y.to_vector(), p, want, k);
             gk_check_epilogue((y + 1.0f).to_vector(), p, [&] { auto w = want; for (double& v : w) v += 1; return w; }(), k);
@@ -746,6 +751,15 @@ TEST_CASE("an operand's scale or cast runs in the own GEMM kernel's loads" *
                 gk_check_prologue(w, "A");
                 gk_check(w, map(a, [](double v) { return 3 * v; }), bd);
             }
+        }
+        SUBCASE("both prologues made while the fused code's cache is full") {
+            // A's code must survive B's making room (under ASan, a dangling A was a use after free).
+            const std::size_t before = own.backend.cache_capacity();
+            own.backend.set_cache_capacity(1);
+            const lt::Tensor<float> y = lt::matmul(A * 0.25f, B * 4.0f);
+            gk_check_prologue(y, "B");
+            gk_check(y, gk_float_map(a, [](float v) { return v * 0.25f; }), gk_float_map(b, [](float v) { return v * 4.0f; }));
+            own.backend.set_cache_capacity(before);
         }
         SUBCASE("LAZYTENSOR_CHECK compares a fused prologue with the host") {
             const bool before = lt::check_enabled();

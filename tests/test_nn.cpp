@@ -425,6 +425,14 @@ TEST_CASE("scans fuse their operand's producer into their loads and their consum
         lt::Tensor<float> again = lt::cumsum(held_x * 2.5f, 1) + 2.5f;
         again.realize();
         CHECK(lt::compile_stats(d).programs_built + lt::compile_stats(d).disk_hits + lt::compile_stats(d).kernels_compiled == 0);
+        // LAZYTENSOR_DEBUG=2 shows the fused scan's generated program, its producer and consumer in it.
+        if (fuses) {
+            const std::string source = debug_output(2, [&] { (lt::cumsum(held_x * 3.5f, 1) + 3.5f).realize(); });
+            CHECK(source.find("scan 0 on " + d.str() + ":") != std::string::npos);
+            CHECK(source.find("__kernel void lt_scan_rows(") != std::string::npos);
+            CHECK(source.find("lt_prologue_s(") != std::string::npos);
+            CHECK(source.find("store_scanned") != std::string::npos);
+        }
     });
 }
 

@@ -202,6 +202,10 @@ public:
     virtual std::vector<double> take_device_times_ms() { return {}; }
     /// The generated source of a compiled kernel (LAZYTENSOR_DEBUG=2), if the backend has one.
     virtual std::string kernel_source(const CompiledKernel&) const { return {}; }
+    /// The generated source that gemm_fused and scan_fused run for these kernels, where the
+    /// backend generates one (LAZYTENSOR_DEBUG=2, check mode's messages); else empty.
+    virtual std::string gemm_fused_source(const ir::Gemm&, const FusedKernels&) { return {}; }
+    virtual std::string scan_fused_source(const ir::Scan&, const FusedKernels&) { return {}; }
 
     /// The compiled form of `kernel`, from the cache when a kernel of the same structure was
     /// compiled before; `outcome` says which, and how long compiling took. The cache keeps the

@@ -358,10 +358,8 @@ public:
         if (item_.has_epilogue())
             msg << "--- epilogue (reads the " << (item_.is_gemm() ? "product" : "scan") << " as p" << item_.product_param
                 << ") ---\n" << ir::to_string(item_.kernel);
-        if (item_.runs_kernel() && item_.compiled) {
-            const std::string source = backend.kernel_source(*item_.compiled);
-            if (!source.empty()) msg << "--- generated source ---\n" << source;
-        }
+        const std::string source = item_source(backend, item_);
+        if (!source.empty()) msg << "--- generated source ---\n" << source;
         if (!original_.empty()) backend.write(out, 0, original_.data(), original_.size());
         fail<BackendError>(msg.str());
     }

@@ -84,6 +84,13 @@ struct PlannedItem {
     DType core_dtype() const { return is_gemm() ? gemm.dtype : scan.dtype; }
 };
 
+/// The generated source an item runs on `backend`, where it has one: its compiled kernel's, or
+/// the fused product's or scan's program (LAZYTENSOR_DEBUG=2, check mode's messages).
+inline std::string item_source(Backend& backend, const PlannedItem& p) {
+    if (p.fused()) return p.is_gemm() ? backend.gemm_fused_source(p.gemm, p.fusion()) : backend.scan_fused_source(p.scan, p.fusion());
+    return p.runs_kernel() && p.compiled ? backend.kernel_source(*p.compiled) : std::string();
+}
+
 /// Runs a scan item's scan on `backend`: `copy`, if the item has one, first copies the operand
 /// into a contiguous buffer of its own.
 inline void run_scan(Backend& backend, const ir::Scan& scan, CompiledKernel* copy, const Buffer& in, Buffer& out) {

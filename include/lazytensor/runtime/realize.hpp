@@ -264,9 +264,9 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
         if (p.view_only) continue;
         Node* root = node(p.root);
         Backend& backend = backend_for(root->device);
-        if (level >= 2 && p.runs_kernel()) {
-            const std::string source = backend.kernel_source(*p.compiled);
-            if (!source.empty()) std::cerr << "  kernel " << i << " on " << root->device << ":\n" << source;
+        if (level >= 2) {
+            const std::string source = item_source(backend, p);
+            if (!source.empty()) std::cerr << "  " << p.kind << " " << i << " on " << root->device << ":\n" << source;
         }
         // An assign writes into its target's memory; everything else into new memory.
         BufferPtr out = root->kind == NodeKind::Assign ? root->src[0]->buffer : backend.allocate(root->dtype, numel(root->shape));

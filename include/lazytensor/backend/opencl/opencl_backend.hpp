@@ -484,27 +484,18 @@ public:
     void scan_fused(const ir::Scan& s, const FusedKernels& fusion, const Buffer& in, const std::vector<Buffer*>& params,
                     const std::vector<Scalar>& scalars) override {
         if (s.numel() == 0) return;
-        // As gemm_fused: the code of each fused kernel made once; the epilogue's arguments (and
-        // its store_scanned flag), then the prologue's.
+        const FusedCode code = fused_code_of(&s, nullptr, fusion);
+        // The epilogue's arguments (and its store_scanned flag), then the prologue's.
         FusedArgs args;
         std::size_t next_scalar = 0;
         std::vector<ScalarArg> prologue_values;
         auto take_scalars = [&](const ir::Kernel& k, std::vector<ScalarArg>& into) {
             for (DType t : k.scalars) into.emplace_back(scalars.at(next_scalar++), t);
         };
-        static const FusedPrologue no_prologue;
-        const FusedPrologue* prologue = &no_prologue;
-        if (const ir::Kernel* k = fusion.prologue[0]) {
-            prologue = &fused_code(concat("scan|", ir::key(*k)), [&] { return prologue_code(*k, "s", traits_); });
-            take_scalars(*k, prologue_values);
-        }
-        static const FusedEpilogue no_epilogue;
-        const FusedEpilogue* epilogue = &no_epilogue;
+        if (fusion.prologue[0]) take_scalars(*fusion.prologue[0], prologue_values);
         Buffer* out = params.back();
         if (const ir::Kernel* k = fusion.epilogue) {
             const int pp = fusion.product_param;
-            epilogue = &fused_code(concat("scan|", ir::key(*k), '|', pp, '|', s.outer, ',', s.length, ',', s.inner),
-                                   [&] { return scan_epilogue_code(s, *k, pp, traits_); });
             Buffer* scanned = params[static_cast<std::size_t>(pp)];
             args.buffers.push_back(scanned ? scanned : out);
             for (std::size_t p = 0; p + 1 < params.size(); ++p)
@@ -514,8 +505,19 @@ public:
         }
         args.values.insert(args.values.end(), prologue_values.begin(), prologue_values.end());
         const auto plain = build_program(scan_program(s.dtype, s.op));
-        const auto data = build_program(scan_program(s.dtype, s.op, *prologue, *epilogue));
+        const auto data = build_program(scan_program(s.dtype, s.op, *code.prologue[0], *code.epilogue));
         scan_with(*plain, *data, s, in, *out, args);
+    }
+
+    std::string scan_fused_source(const ir::Scan& s, const FusedKernels& fusion) override {
+        const FusedCode code = fused_code_of(&s, nullptr, fusion);
+        return scan_program(s.dtype, s.op, *code.prologue[0], *code.epilogue);
+    }
+    std::string gemm_fused_source(const ir::Gemm& g, const FusedKernels& fusion) override {
+        const FusedCode code = fused_code_of(nullptr, &g, fusion);
+        GemmLayoutClass layout = gemm_layout_class(g);
+        layout.wide_index = layout.wide_index || gemm_wide_index_;
+        return gemm_kernel_source(g.dtype, layout, own_gemm_params(g), *code.epilogue, *code.prologue[0], *code.prologue[1]);
     }
 
     void flush() override { check(clFlush(queue_), "clFlush", concat("on ", describe())); }
@@ -596,10 +598,7 @@ public:
         if (g.dtype == DType::Float64 && !fp64_)
             fail<DeviceError>(describe(), " does not support float64 (the device lacks cl_khr_fp64): matmul of float64 ",
                               "tensors cannot run there; use float32, or run it on the host");
-        // The code of each fused kernel is made once per kernel (and, for an epilogue, per split
-        // of its domain into the product's m and n).
-        static const FusedPrologue none;
-        const FusedPrologue* prologue[2] = {&none, &none};
+        const FusedCode code = fused_code_of(nullptr, &g, fusion);
         // Scalars come as A's prologue's, B's, then the epilogue's; the kernel takes the
         // epilogue's (and its store_product flag) first.
         std::vector<ScalarArg> values, prologue_values;
@@ -607,20 +606,12 @@ public:
         auto take_scalars = [&](const ir::Kernel& k, std::vector<ScalarArg>& into) {
             for (DType t : k.scalars) into.emplace_back(scalars.at(next_scalar++), t);
         };
-        for (int o = 0; o < 2; ++o) {
-            const ir::Kernel* k = fusion.prologue[o];
-            if (!k) continue;
-            prologue[o] = &fused_code(concat(o, '|', ir::key(*k)), [&] { return gemm_prologue_code(*k, o, traits_); });
-            take_scalars(*k, prologue_values);
-        }
-        static const FusedEpilogue no_epilogue;
-        const FusedEpilogue* epilogue = &no_epilogue;
+        for (int o = 0; o < 2; ++o)
+            if (fusion.prologue[o]) take_scalars(*fusion.prologue[o], prologue_values);
         std::vector<const Buffer*> buffers;
         Buffer* out = params.back();
         if (const ir::Kernel* k = fusion.epilogue) {
             const int pp = fusion.product_param;
-            epilogue = &fused_code(concat(ir::key(*k), '|', pp, '|', g.batch_count(), ',', g.m, ',', g.n),
-                             [&] { return gemm_epilogue_code(g, *k, pp, traits_); });
             Buffer* product = params[static_cast<std::size_t>(pp)];
             buffers.push_back(product ? product : out);
             for (std::size_t p = 0; p + 1 < params.size(); ++p)
@@ -629,7 +620,7 @@ public:
             values.emplace_back(Scalar::of<std::int32_t>(product ? 1 : 0), DType::Int32);
         }
         values.insert(values.end(), prologue_values.begin(), prologue_values.end());
-        own_gemm(g, a, b, *out, *epilogue, buffers, values, *prologue[0], *prologue[1]);
+        own_gemm(g, a, b, *out, *code.epilogue, buffers, values, *code.prologue[0], *code.prologue[1]);
     }
 
     /// Tests and benchmarks: whether products fuse their element-wise consumers from now on
@@ -1128,16 +1119,41 @@ private:
         if constexpr (std::is_same_v<Code, FusedEpilogue>) return epilogues_;
         else return prologues_;
     }
-    /// The code of a fused kernel under `key`, made by `make` the first time.
+    /// The code of a fused kernel under `key`, made by `make` the first time. (The caches are
+    /// emptied when full by fused_code_of only, before it takes pointers into them.)
     template <class Make, class Code = std::decay_t<std::invoke_result_t<Make>>>
     const Code& fused_code(const std::string& key, Make make) {
         auto& cache = fused_code_<Code>();
         auto it = cache.find(key);
-        if (it == cache.end()) {
-            if (cache.size() >= cache_capacity()) cache.clear();
-            it = cache.emplace(key, make()).first;
-        }
+        if (it == cache.end()) it = cache.emplace(key, make()).first;
         return it->second;
+    }
+    /// The code of the kernels fused into a scan (`s`) or a product (`g`): made once per kernel
+    /// (and, for an epilogue, per shape); absent ones are empty.
+    struct FusedCode {
+        const FusedPrologue* prologue[2];
+        const FusedEpilogue* epilogue;
+    };
+    FusedCode fused_code_of(const ir::Scan* s, const ir::Gemm* g, const FusedKernels& fusion) {
+        static const FusedPrologue no_prologue;
+        static const FusedEpilogue no_epilogue;
+        FusedCode code{{&no_prologue, &no_prologue}, &no_epilogue};
+        // Bounded like the kernel cache; emptied before any pointer below is taken (two
+        // prologues and an epilogue may be added).
+        if (prologues_.size() + 2 > cache_capacity()) prologues_.clear();
+        if (epilogues_.size() + 1 > cache_capacity()) epilogues_.clear();
+        for (int o = 0; o < (s ? 1 : 2); ++o)
+            if (const ir::Kernel* k = fusion.prologue[o])
+                code.prologue[o] = s ? &fused_code(concat("scan|", ir::key(*k)), [&] { return prologue_code(*k, "s", traits_); })
+                                     : &fused_code(concat(o, '|', ir::key(*k)), [&] { return gemm_prologue_code(*k, o, traits_); });
+        if (const ir::Kernel* k = fusion.epilogue) {
+            const int pp = fusion.product_param;
+            code.epilogue = s ? &fused_code(concat("scan|", ir::key(*k), '|', pp, '|', s->outer, ',', s->length, ',', s->inner),
+                                            [&] { return scan_epilogue_code(*s, *k, pp, traits_); })
+                              : &fused_code(concat(ir::key(*k), '|', pp, '|', g->batch_count(), ',', g->m, ',', g->n),
+                                            [&] { return gemm_epilogue_code(*g, *k, pp, traits_); });
+        }
+        return code;
     }
     /// Whether the device computes in `t` (float64 only with cl_khr_fp64).
     bool computes(DType t) const { return t != DType::Float64 || fp64_; }
