@@ -13759,15 +13759,13 @@ private:
         if constexpr (std::is_same_v<Code, FusedEpilogue>) return epilogues_;
         else return prologues_;
     }
-    /// The code of a fused kernel under `key`, made by `make` the first time.
+    /// The code of a fused kernel under `key`, made by `make` the first time. (The caches are
+    /// emptied when full by fused_code_of only, before it takes pointers into them.)
     template <class Make, class Code = std::decay_t<std::invoke_result_t<Make>>>
     const Code& fused_code(const std::string& key, Make make) {
         auto& cache = fused_code_<Code>();
         auto it = cache.find(key);
-        if (it == cache.end()) {
-            if (cache.size() >= cache_capacity()) cache.clear();
-            it = cache.emplace(key, make()).first;
-        }
+        if (it == cache.end()) it = cache.emplace(key, make()).first;
         return it->second;
     }
     /// The code of the kernels fused into a scan (`s`) or a product (`g`): made once per kernel
@@ -13780,6 +13778,10 @@ private:
         static const FusedPrologue no_prologue;
         static const FusedEpilogue no_epilogue;
         FusedCode code{{&no_prologue, &no_prologue}, &no_epilogue};
+        // Bounded like the kernel cache; emptied before any pointer below is taken (two
+        // prologues and an epilogue may be added).
+        if (prologues_.size() + 2 > cache_capacity()) prologues_.clear();
+        if (epilogues_.size() + 1 > cache_capacity()) epilogues_.clear();
         for (int o = 0; o < (s ? 1 : 2); ++o)
             if (const ir::Kernel* k = fusion.prologue[o])
                 code.prologue[o] = s ? &fused_code(concat("scan|", ir::key(*k)), [&] { return prologue_code(*k, "s", traits_); })
