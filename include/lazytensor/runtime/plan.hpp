@@ -35,7 +35,7 @@ struct PlannedItem {
     int view_base = -1;  // view_only: the node whose buffer it views, and how
     std::int64_t view_offset = 0;
     Strides view_strides;
-    ir::Kernel kernel;        // Kernel; a Scan's copy; a Matmul's fused epilogue (fused_product >= 0)
+    ir::Kernel kernel;        // Kernel; a Scan's copy; a fused Matmul's or Scan's epilogue (fused_product >= 0)
     ScheduleItem::Kind kind = ScheduleItem::Kind::Kernel;
     // A Matmul or Scan with kernels fused into it (schedule/fuse_products.hpp): per operand, the
     // producer run in its loads (producer[o] its node, in a buffer only when kept); the
