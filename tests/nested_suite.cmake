@@ -1,9 +1,11 @@
 # Configures, builds and runs this project's tests a second time in another configuration (ctest's
-# asan_ubsan_suite and tsan_threads):
+# asan_ubsan_* and tsan_threads):
 #   cmake -DSOURCE_DIR=... -DWORK_DIR=... -DJOBS=N -DCONFIGURE_ARGS=<;-list> [-DTARGETS=<;-list>]
 #         [-DENV=<;-list of NAME=value>] [-DRUN=<;-list: a command instead of ctest>] [-DOPTIMIZATION=-O0]
-#         -P nested_suite.cmake
-# RUN's first word names a program of the nested build (e.g. tests/test_reliability).
+#         [-DSTEP=build|test] [-DTESTS=<regex>] -P nested_suite.cmake
+# RUN's first word names a program of the nested build (e.g. tests/test_reliability). STEP=build
+# only configures and builds; STEP=test only runs the nested build's tests that match TESTS (ctest
+# -R), so that the outer ctest runs them side by side with its other tests.
 function(run)
     execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc)
     if(NOT rc EQUAL 0)
@@ -17,14 +19,21 @@ endfunction()
 if(NOT OPTIMIZATION)
     set(OPTIMIZATION -O1)
 endif()
-run(${CMAKE_COMMAND} -S "${SOURCE_DIR}" -B "${WORK_DIR}" -DLAZYTENSOR_BUILD_BENCH=OFF -DLAZYTENSOR_BUILD_EXAMPLES=OFF
-    -DLAZYTENSOR_PACKAGE_TESTS=OFF -DLAZYTENSOR_INSTALL=OFF ${CONFIGURE_ARGS} -DLAZYTENSOR_TEST_OPTIMIZATION=${OPTIMIZATION})
-set(targets)
-foreach(t ${TARGETS})
-    list(APPEND targets --target ${t})
-endforeach()
-run(${CMAKE_COMMAND} --build "${WORK_DIR}" -j ${JOBS} ${targets})
-if(RUN)
+if(NOT STEP STREQUAL "test")
+    run(${CMAKE_COMMAND} -S "${SOURCE_DIR}" -B "${WORK_DIR}" -DLAZYTENSOR_BUILD_BENCH=OFF -DLAZYTENSOR_BUILD_EXAMPLES=OFF
+        -DLAZYTENSOR_PACKAGE_TESTS=OFF -DLAZYTENSOR_INSTALL=OFF ${CONFIGURE_ARGS} -DLAZYTENSOR_TEST_OPTIMIZATION=${OPTIMIZATION})
+    set(targets)
+    foreach(t ${TARGETS})
+        list(APPEND targets --target ${t})
+    endforeach()
+    run(${CMAKE_COMMAND} --build "${WORK_DIR}" -j ${JOBS} ${targets})
+endif()
+if(STEP STREQUAL "build")
+    return()
+elseif(STEP STREQUAL "test")
+    run(${CMAKE_COMMAND} -E env ${ENV} ${CMAKE_CTEST_COMMAND} --test-dir "${WORK_DIR}" -R "${TESTS}" --output-on-failure
+        --no-tests=error)
+elseif(RUN)
     list(POP_FRONT RUN program)
     run(${CMAKE_COMMAND} -E env ${ENV} "${WORK_DIR}/${program}" ${RUN})
 else()
