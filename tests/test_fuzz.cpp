@@ -14,7 +14,11 @@
 //
 // The doctest seed range is LAZYTENSOR_FUZZ_SEEDS ("0:1000" = seeds 0..999) when set, for the
 // gradient seeds too.
+// In the sanitizer suite's test_all (LAZYTENSOR_FUZZ_IN_TEST_ALL), the doctest cases run under
+// that program's main, in one translation unit with other areas: the engine is compiled once less.
+#ifndef LAZYTENSOR_FUZZ_IN_TEST_ALL
 #define DOCTEST_CONFIG_IMPLEMENT
+#endif
 #include "common.hpp"
 #include "fuzz/fuzz.hpp"
 #include "fuzz/grad.hpp"
@@ -114,7 +118,7 @@ int grad_main(double seconds, std::uint64_t count, std::uint64_t seed, std::opti
     return 0;
 }
 
-int fuzz_main(int argc, char** argv) {
+[[maybe_unused]] int fuzz_main(int argc, char** argv) {  // (unused in test_all)
     double seconds = 0;
     std::uint64_t count = 0, seed = 1000000, print = 0;
     bool print_only = false, gradients = false;
@@ -687,9 +691,11 @@ TEST_CASE("fuzz: pow(x, 2) is x * x for negative x too" * doctest::skip(!has_tes
     });
 }
 
+#ifndef LAZYTENSOR_FUZZ_IN_TEST_ALL
 int main(int argc, char** argv) {
     for (int i = 1; i < argc; ++i)
         if (std::strncmp(argv[i], "--fuzz-", 7) == 0) return fuzz_main(argc, argv);
     doctest::Context ctx(argc, argv);
     return ctx.run();
 }
+#endif
