@@ -20,6 +20,23 @@
 
 namespace lazytensor::detail::opencl {
 
+/// Code that splits `flat`, a row-major index over axes [from, to) of domain `d`, into their
+/// coordinates: coord[j] names axis j's (e<j>, or `flat` itself for a single axis), declared
+/// by the returned lines (indented by `ind`).
+inline std::string coordinates_code(const Shape& d, const std::string& flat, std::size_t from, std::size_t to,
+                                    std::vector<std::string>& coord, const std::string& ind) {
+    if (to == from + 1) coord[from] = "(" + flat + ")";
+    if (to <= from + 1) return "";
+    const std::string rest = "rest_" + std::to_string(from);
+    std::string code = ind + "long " + rest + " = " + flat + ";\n";
+    for (std::size_t j = to; j-- > from;) {
+        coord[j] = "e" + std::to_string(j);
+        code += ind + "const long " + coord[j] + " = " + (j > from ? rest + " % " + std::to_string(d[j]) : rest) + ";\n";
+        if (j > from) code += ind + rest + " /= " + std::to_string(d[j]) + ";\n";
+    }
+    return code;
+}
+
 /// The epilogue of `g` computing kernel `k`, which reads the product as parameter
 /// `product_param`. Its parameters, after the GEMM's: `product` (C's type), the kernel's other
 /// inputs in parameter order, its scalars, then the int store_product.
@@ -33,21 +50,13 @@ inline FusedEpilogue gemm_epilogue_code(const ir::Gemm& g, const ir::Kernel& k, 
     const std::string rows = "(batch * (long)m + row)";
     std::vector<std::string> coord(rank);
     std::string code;
-    auto decompose = [&](const std::string& flat, std::size_t axes) {
-        code += ind + "long rest = " + flat + ";\n";
-        for (std::size_t j = axes; j-- > 0;) {
-            coord[j] = "e" + std::to_string(j);
-            code += ind + "const long " + coord[j] + " = " + (j ? "rest % " + std::to_string(d[j]) : std::string("rest")) + ";\n";
-            if (j) code += ind + "rest /= " + std::to_string(d[j]) + ";\n";
-        }
-    };
     if (rank > 0 && d[rank - 1] == g.n) {
         coord[rank - 1] = "(long)col";
         if (rank == 2) coord[0] = rows;
         else if (rank == 3 && d[0] == g.batch_count() && d[1] == g.m) coord[0] = "batch", coord[1] = "(long)row";
-        else if (rank > 1) decompose(rows, rank - 1);
+        else if (rank > 1) code = coordinates_code(d, rows, 0, rank - 1, coord, ind);
     } else if (rank > 0) {
-        decompose(rows + " * n + col", rank);
+        code = coordinates_code(d, rows + " * n + col", 0, rank, coord, ind);
     }
     FusedEpilogue out;
     const DType result = k.params.back().dtype;
@@ -97,18 +106,6 @@ inline FusedEpilogue scan_epilogue_code(const ir::Scan& s, const ir::Kernel& k, 
     const std::size_t rank = d.size();
     const std::string ind = "            ";
     std::vector<std::string> coord(rank);
-    std::string code;
-    auto decompose = [&](const std::string& flat, std::size_t from, std::size_t to) {
-        if (to == from + 1) coord[from] = flat;
-        if (to <= from + 1) return;
-        const std::string rest = "rest_" + std::to_string(from);
-        code += ind + "long " + rest + " = " + flat + ";\n";
-        for (std::size_t j = to; j-- > from;) {
-            coord[j] = "e" + std::to_string(j);
-            code += ind + "const long " + coord[j] + " = " + (j > from ? rest + " % " + std::to_string(d[j]) : rest) + ";\n";
-            if (j > from) code += ind + rest + " /= " + std::to_string(d[j]) + ";\n";
-        }
-    };
     auto product = [&](std::size_t from, std::size_t to) {
         std::int64_t p = 1;
         for (std::size_t j = from; j < to; ++j) p *= d[j];
@@ -117,12 +114,13 @@ inline FusedEpilogue scan_epilogue_code(const ir::Scan& s, const ir::Kernel& k, 
     std::size_t split = rank;
     for (std::size_t a = 0; a < rank && split == rank; ++a)
         if (product(0, a) == s.outer && d[a] == s.length && product(a + 1, rank) == s.inner) split = a;
+    std::string code;
     if (split < rank) {
-        decompose("lt_o", 0, split);
+        code = coordinates_code(d, "lt_o", 0, split, coord, ind);
         coord[split] = "lt_i";
-        decompose("lt_j", split + 1, rank);
+        code += coordinates_code(d, "lt_j", split + 1, rank, coord, ind);
     } else {
-        decompose("lt_at", 0, rank);
+        code = coordinates_code(d, "lt_at", 0, rank, coord, ind);
     }
     FusedEpilogue out;
     const DType result = k.params.back().dtype;
