@@ -21,7 +21,7 @@
 namespace lazytensor::detail::opencl {
 
 /// Code that splits `flat`, a row-major index over axes [from, to) of domain `d`, into their
-/// coordinates: coord[j] names axis j's (e<j>, or `flat` itself for a single axis), declared
+/// coordinates: coord[j] names axis j's (e<j>, or `(flat)` itself for a single axis), declared
 /// by the returned lines (indented by `ind`).
 inline std::string coordinates_code(const Shape& d, const std::string& flat, std::size_t from, std::size_t to,
                                     std::vector<std::string>& coord, const std::string& ind) {
