@@ -3,7 +3,7 @@
 // LAZYTENSOR_OPENCL_GEMM=auto chooses.
 //
 //   bench_gemm_kernel [--device N] [--reps R] [--sweep]
-//                     [--params "tm,tn,wm,wn,bk,v,gv,prefetch[,double_buffer];..."]
+//                     [--params "tm,tn,wm,wn,bk,v,gv,prefetch[,double_buffer[,fragments]];..."]
 //                     [--divide D]   (every extent divided by D: a quick check on a slow device)
 //
 // Timing as the table: the wall clock of building a fresh `lt::matmul(a, b)`,
@@ -49,6 +49,7 @@ Shape kShapes[] = {
     {"batched 32 x (1024x1024 @ 1024x64)", 32, 1024, 1024, 64, false},
     {"GEMM 1024^3", 1, 1024, 1024, 1024, false},
     {"GEMM 4096^3", 1, 4096, 4096, 4096, false},
+    {"GEMM 8192^3 (no target)", 1, 8192, 8192, 8192, false},
     {"GEMM 8192x256 @ 256x10 (the MLP's last layer)", 1, 8192, 256, 10, false},
 };
 
@@ -89,33 +90,33 @@ std::vector<ocl::GemmKernelParams> parse_params(const std::string& text) {
     std::stringstream list(text);
     for (std::string item; std::getline(list, item, ';');) {
         ocl::GemmKernelParams p;
-        int prefetch = 1, double_buffer = 0;
-        const int fields = std::sscanf(item.c_str(), "%d,%d,%d,%d,%d,%d,%d,%d,%d", &p.tm, &p.tn, &p.wm, &p.wn, &p.bk, &p.v,
-                                       &p.gv, &prefetch, &double_buffer);
-        if (fields != 8 && fields != 9) {
-            std::fprintf(stderr, "bad --params entry '%s': expected tm,tn,wm,wn,bk,v,gv,prefetch[,double_buffer]\n",
+        int prefetch = 1, double_buffer = 0, fragments = 0;
+        const int fields = std::sscanf(item.c_str(), "%d,%d,%d,%d,%d,%d,%d,%d,%d,%d", &p.tm, &p.tn, &p.wm, &p.wn, &p.bk, &p.v,
+                                       &p.gv, &prefetch, &double_buffer, &fragments);
+        if (fields < 8 || fields > 10) {
+            std::fprintf(stderr,
+                         "bad --params entry '%s': expected tm,tn,wm,wn,bk,v,gv,prefetch[,double_buffer[,fragments]]\n",
                          item.c_str());
             std::exit(2);
         }
         p.prefetch = prefetch != 0;
         p.double_buffer = double_buffer != 0;
+        p.fragments = fragments != 0;
         out.push_back(p);
     }
     return out;
 }
 
-const char* kSweep =  // the device's sets first, with and without double buffering; then others
-    "16,16,8,8,8,4,4,1,0;16,16,8,8,8,4,4,1,1;32,8,4,8,16,4,4,1,0;32,8,4,8,16,4,4,1,1;16,16,8,8,16,4,4,1,1;"
-    "32,16,8,8,16,4,4,1,0;16,32,8,8,16,4,4,1,0;16,16,8,16,8,4,4,1,1;16,16,16,8,8,4,4,1,1;"
-    "32,8,8,8,16,4,4,1,1;16,8,8,8,16,4,4,1,1;16,16,8,4,16,4,4,1,1;8,16,8,8,16,4,4,1,1;"
+const char* kSweep =  // the device's sets first, then others, with and without reading the next k step early
+    "16,16,8,16,8,4,4,1,1,1;16,16,8,16,8,4,4,1,1,0;8,16,8,8,16,4,4,1,1,1;32,8,4,8,16,4,4,1,1,0;32,4,2,4,16,2,2,1,1,0;"
+    "16,16,16,8,8,4,4,1,1,1;16,16,16,8,8,4,4,1,1,0;8,32,16,8,8,4,4,1,1,1;16,16,8,8,16,4,4,1,1,1;16,16,8,8,16,4,4,1,1,0;"
+    "16,8,8,16,8,4,4,1,1,1;16,8,8,8,16,4,4,1,1,1;32,8,4,8,16,4,4,1,1,1;16,16,8,8,8,4,4,1,1,1;"
     // narrow tiles for narrow products (more work-groups)
-    "8,4,4,4,16,4,4,1,1;16,4,4,4,16,4,4,1,1;16,8,4,4,16,4,4,1,1;32,4,2,4,16,2,2,1,1;8,8,4,4,16,4,4,1,1;"
-    "16,4,4,4,32,4,4,1,1";
+    "8,4,4,4,16,4,4,1,1;16,4,4,4,16,4,4,1,1;16,8,4,4,16,4,4,1,1;8,8,4,4,16,4,4,1,1;8,8,8,8,16,4,4,1,1,1";
 
 std::string describe(const ocl::GemmKernelParams& p) {
     char buf[96];
-    std::snprintf(buf, sizeof buf, "%d,%d,%d,%d,%d,%d,%d,%d,%d (%dx%d)", p.tm, p.tn, p.wm, p.wn, p.bk, p.v, p.gv,
-                  int(p.prefetch), int(p.double_buffer), p.block_m(), p.block_n());
+    std::snprintf(buf, sizeof buf, "%s (%dx%d)", p.str().c_str(), p.block_m(), p.block_n());
     return buf;
 }
 
@@ -266,7 +267,7 @@ int main(int argc, char** argv) {
             std::fflush(stdout);
         }
         if (sweep) {
-            std::printf("\nsweep: own kernel per parameter set (tm,tn,wm,wn,bk,v,gv,prefetch), ms, median of %d\n", reps);
+            std::printf("\nsweep: own kernel per parameter set (tm,tn,wm,wn,bk,v,gv,prefetch,double_buffer,fragments), ms, median of %d\n", reps);
             std::vector<Operands> operands;
             std::vector<std::vector<float>> expected;  // the device's default set's results
             be.set_gemm_choice(ocl::GemmChoice::Own);

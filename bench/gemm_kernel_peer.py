@@ -17,6 +17,7 @@ SHAPES = [  # name, batch, m, k, n, B transposed (as bench_gemm_kernel.cpp lists
     ("batched 32 x (1024x1024 @ 1024x64)", 32, 1024, 1024, 64, False),
     ("GEMM 1024^3", 1, 1024, 1024, 1024, False),
     ("GEMM 4096^3", 1, 4096, 4096, 4096, False),
+    ("GEMM 8192^3 (no target)", 1, 8192, 8192, 8192, False),
     ("GEMM 8192x256 @ 256x10 (the MLP's last layer)", 1, 8192, 256, 10, False),
 ]
 

@@ -10220,8 +10220,8 @@ inline std::string apply_clblast_tuning(cl_device_id device, const std::string& 
 //
 // Each work-group computes a BM x BN tile of C (BM = tm * wm, BN = tn * wn) with tm x tn
 // work-items, each holding a wm x wn register tile; a work-item owns runs of v consecutive rows
-// (and columns) strided by tm * v (tn * v), so that local-memory reads are v-wide vector loads
-// that are broadcasts or consecutive across the work-items, and the stores coalesce. Tiles of A (BM x bk) and B (bk x bn) are staged in local memory, k-major; the next
+// (and columns) strided by tm * v (tn * v), so that local-memory reads are aligned v-wide vector
+// loads that are broadcasts or consecutive across the work-items, and the stores coalesce. Tiles of A (BM x bk) and B (bk x bn) are staged in local memory, k-major; the next
 // tile's global loads are issued before the current tile is multiplied (register prefetch), so
 // their latency hides behind the FMAs. Loads of a tile map consecutive work-items along the
 // operand's unit-stride axis (the layout class), so they coalesce whatever the transposes.
@@ -10486,14 +10486,18 @@ struct GemmKernelParams {
     int gv = 1;            // width of the global loads along an operand's unit-stride axis (where aligned)
     bool prefetch = true;  // issue the next tile's global loads before multiplying this one
     bool double_buffer = false;  // two local tiles (needs prefetch): one barrier per k step, not two
+    bool fragments = false;      // read the next k step's runs from local memory before this step's products
 
     int block_m() const { return tm * wm; }
     int block_n() const { return tn * wn; }
     int threads() const { return tm * tn; }
-    bool operator==(const GemmKernelParams& o) const {
-        return tm == o.tm && tn == o.tn && wm == o.wm && wn == o.wn && bk == o.bk && v == o.v && gv == o.gv &&
-               prefetch == o.prefetch && double_buffer == o.double_buffer;
+    /// Every field, for keys and messages: a field left out of a key would let two kernels share it.
+    std::string str() const {
+        return std::to_string(tm) + ',' + std::to_string(tn) + ',' + std::to_string(wm) + ',' + std::to_string(wn) + ',' +
+               std::to_string(bk) + ',' + std::to_string(v) + ',' + std::to_string(gv) + ',' + char('0' + prefetch) + ',' +
+               char('0' + double_buffer) + ',' + char('0' + fragments);
     }
+    bool operator==(const GemmKernelParams& o) const { return str() == o.str(); }
 };
 
 /// Which axis of each operand the tile loads walk with consecutive work-items: the unit-stride
@@ -10520,14 +10524,12 @@ inline GemmChoice gemm_choice_from_env() {
 }
 
 /// Auto's choice where CLBlast is built: whether the own kernel measured faster than CLBlast
-/// for products like `g` on this device class. On the H100 (2026-11-25, bench_gemm_kernel, the
-/// parameter sets below) it was for issue 18's float32 products up to 1024^3 and batches (0.12
-/// to 0.27 ms against CLBlast's 0.17 to 0.54), not for 4096^3 (CLBlast's tuned indirect kernel:
-/// 3.4 ms, ours at best 4.1). Elsewhere (float64, other devices) nothing was measured: CLBlast
+/// for products like `g` on this device class. On the H100 (bench_gemm_kernel, 2026-11-27) it
+/// was for every float32 product of issue 18, 4096^3 included (3.1 ms against CLBlast's tuned
+/// indirect kernel's 3.4). Elsewhere (float64, other devices) nothing was measured: CLBlast
 /// stays.
 inline bool own_gemm_faster(const ir::Gemm& g, bool gpu, const std::string& device_name) {
-    if (!gpu || device_name.find("NVIDIA") == std::string::npos || g.dtype != DType::Float32) return false;
-    return g.batch_count() > 1 || std::min({g.m, g.n, g.k}) < 2048;
+    return gpu && device_name.find("NVIDIA") != std::string::npos && g.dtype == DType::Float32;
 }
 
 /// The local memory a parameter set's tiles take, in bytes, for elements of `elem` bytes.
@@ -10558,24 +10560,25 @@ inline void check_gemm_params(const GemmKernelParams& p) {
 }
 
 /// The parameter set for a product on a device class. NVIDIA GPUs get sets measured on the H100
-/// (bench_gemm_kernel --sweep, 2026-11-25), all with vector loads of 4 from global and local
+/// (bench_gemm_kernel --params, 2026-11-27), all with vector loads of 4 from global and local
 /// memory and double-buffered local tiles: for one matrix with n >= 512 and at least 128 tiles of
-/// 256x128 (about a wave of the H100's 132 SMs), 256x128 tiles of depth 8 from 16 x 16
-/// work-items of 16x8 outputs (8192x784x512: 0.227 -> 0.210 ms); else where n >= 512 and there
-/// are 128 tiles of 128x128, those, of depth 16; else 128x64 tiles of depth 16 from 32 x 8
-/// work-items of 4x8 outputs (more work-groups for narrow or small products); where n <= 32,
-/// 64x16 tiles from 32 x 4 work-items of 2x4 (8192x256x10: 0.045 -> 0.027 ms). Other GPUs get a
-/// middle set, CPUs (PoCL) a small one that builds fast.
+/// 128x256 (about a wave of the H100's 132 SMs), 128x256 tiles of depth 8 from 16 x 16
+/// work-items of 8x16 outputs, reading the next k step early (8192x784x512: 0.17 ms, 4096^3:
+/// 3.11); batches with n >= 512, 64x128 tiles from 8 x 16 work-items of 8x8 (32 x 1024x64x1024:
+/// 0.144 ms); where n <= 32, 64x16 tiles from 32 x 4 work-items of 2x4 (8192x256x10: 0.027 ms);
+/// else 128x64 tiles of depth 16 from 32 x 8 work-items of 4x8 outputs (more work-groups for
+/// narrow or small products: 1024^3 0.085 ms). Other GPUs get a middle set, CPUs (PoCL) a small
+/// one that builds fast.
 inline GemmKernelParams gemm_params_for(const ir::Gemm& g, bool gpu, const std::string& device_name,
                                         std::size_t max_work_group, std::size_t local_memory) {
-    //                  tm  tn  wm  wn  bk  v  gv  prefetch
+    //                  tm  tn  wm  wn  bk  v  gv  prefetch, double buffer, fragments
     GemmKernelParams p{8, 8, 4, 4, 8, 1, 1, false};
     if (gpu && device_name.find("NVIDIA") != std::string::npos) {
         auto tiles = [&](std::int64_t bm, std::int64_t bn) { return ((g.m + bm - 1) / bm) * ((g.n + bn - 1) / bn) * g.batch_count(); };
         if (g.dtype == DType::Float64) p = GemmKernelParams{16, 16, 4, 4, 16, 2, 1, true};
         else if (g.n <= 32) p = GemmKernelParams{32, 4, 2, 4, 16, 2, 2, true, true};
-        else if (g.n >= 512 && g.batch_count() == 1 && tiles(256, 128) >= 128) p = GemmKernelParams{16, 16, 16, 8, 8, 4, 4, true, true};
-        else if (g.n >= 512 && tiles(128, 128) >= 128) p = GemmKernelParams{16, 16, 8, 8, 16, 4, 4, true, true};
+        else if (g.n >= 512 && g.batch_count() == 1 && tiles(128, 256) >= 128) p = GemmKernelParams{16, 16, 8, 16, 8, 4, 4, true, true, true};
+        else if (g.n >= 512 && g.batch_count() > 1) p = GemmKernelParams{8, 16, 8, 8, 16, 4, 4, true, true, true};
         else p = GemmKernelParams{32, 8, 4, 8, 16, 4, 4, true, true};
     } else if (gpu) {
         p = GemmKernelParams{16, 16, 4, 4, 16, 1, 1, true};
@@ -10653,7 +10656,8 @@ inline std::string gemm_kernel_source(DType dtype, const GemmLayoutClass& layout
                  "float4 lt_halves4(uint2 bits) { return vload_half4(0, (const __private half*)&bits); }\n";
     }
     s += "// lazytensor GEMM: tm " + n(p.tm) + ", tn " + n(p.tn) + ", wm " + n(p.wm) + ", wn " + n(p.wn) + ", bk " +
-         n(p.bk) + ", v " + n(V) + (p.prefetch ? ", prefetch" : "") + (p.double_buffer ? ", double-buffered" : "") + "; A " + (layout.a_k_fast ? "k" : "m") +
+         n(p.bk) + ", v " + n(V) + (p.prefetch ? ", prefetch" : "") + (p.double_buffer ? ", double-buffered" : "") +
+         (p.fragments ? ", fragments" : "") + "; A " + (layout.a_k_fast ? "k" : "m") +
          "-fast, B " + (layout.b_n_fast ? "n" : "k") + "-fast\n";
     s += "#define T " + T + "\n#define I " + I + "\n#define SA " + cl_storage_type(storage(prologue_a)) + "\n#define SB " +
          cl_storage_type(storage(prologue_b)) + "\n#define SC " + (epilogue.output ? cl_storage_type(*epilogue.output) : T) + "\n";
@@ -10661,6 +10665,12 @@ inline std::string gemm_kernel_source(DType dtype, const GemmLayoutClass& layout
          "\n#define BK " + n(p.bk) + "\n#define BM " + n(BM) + "\n#define BN " + n(BN) + "\n#define NT " + n(NT) +
          "\n#define V " + n(V) + "\n#define LDA " + n(LDA) + "\n#define LDB " + n(LDB) + "\n#define LA " + n(LA) +
          "\n#define LB " + n(LB) + "\n#define BUFFERS " + n(p.double_buffer ? 2 : 1) + "\n";
+    // Vector accesses to the local tiles are casts that assert their alignment, so that each is
+    // one wide access (NVIDIA's compiler splits vloadN into element loads: 8192x784x512 took 0.21
+    // ms so, 0.17 aligned). Every offset they use is a multiple of V (reads) or GV (stores), and
+    // the tiles start at a multiple of both.
+    const std::size_t elem = dtype_size(dtype);
+    s += "#define LOCAL_ALIGN __attribute__((aligned(" + n(std::size_t(std::max(V, p.gv)) * elem) + ")))\n";
     // Element e of this work-item's share of a tile: its (row, k) in A's tile and (k, col) in B's.
     // A load is GV consecutive elements along the fast axis (A_DR, A_DC: its step in rows and k).
     s += "#define GV " + n(p.gv) + "\n";
@@ -10679,8 +10689,8 @@ void lt_gemm(__global SC* restrict C, __global const SA* restrict A, __global co
              const long a_offset, const long a_batch_stride, const long b_offset, const long b_batch_stride,
              const int per_matrix_offsets, const long first_matrix)CL" +
          epilogue.parameters + prologue_a.parameters + prologue_b.parameters + R"CL() {
-    __local T As[BUFFERS * BK * LDA];
-    __local T Bs[BUFFERS * BK * LDB];
+    __local T As[BUFFERS * BK * LDA] LOCAL_ALIGN;
+    __local T Bs[BUFFERS * BK * LDB] LOCAL_ALIGN;
     __local T* a_tile = As;  // the tiles being multiplied
     __local T* b_tile = Bs;
     const int tx = get_local_id(0), ty = get_local_id(1), lid = ty * TN + tx;
@@ -10752,11 +10762,21 @@ void lt_gemm(__global SC* restrict C, __global const SA* restrict A, __global co
     // Registers -> local memory, k-major.
     auto store_tiles = [&](const std::string& indent, const std::string& at_a, const std::string& at_b) {
         std::string r;
-        for (int e = 0; e < LA / p.gv; ++e)
+        // Lanes of a load that are consecutive in local memory too: one aligned vector store.
+        auto vector_store = [&](const std::string& at, const char* reg, int e) {
+            std::string lanes;
+            for (int l = 0; l < p.gv; ++l) lanes += std::string(l ? ", " : "") + reg + "[" + n(e * p.gv + l) + "]";
+            return indent + "{ const int x = lid + " + n(e * NT) + "; *(__local " + T + n(p.gv) + "*)(" + at + ") = (" + T +
+                   n(p.gv) + ")(" + lanes + "); }\n";
+        };
+        const bool vector_a = p.gv > 1 && !layout.a_k_fast, vector_b = p.gv > 1 && layout.b_n_fast;
+        for (int e = 0; vector_a && e < LA / p.gv; ++e) r += vector_store(at_a + " + A_K(x) * LDA + A_ROW(x)", "ra", e);
+        for (int e = 0; vector_b && e < LB / p.gv; ++e) r += vector_store(at_b + " + B_K(x) * LDB + B_COL(x)", "rb", e);
+        for (int e = 0; !vector_a && e < LA / p.gv; ++e)
             for (int l = 0; l < p.gv; ++l)
                 r += indent + "{ const int x = lid + " + n(e * NT) + "; " + at_a + "[(A_K(x) + A_DC * " + n(l) + ") * LDA + A_ROW(x) + A_DR * " +
                      n(l) + "] = ra[" + n(e * p.gv + l) + "]; }\n";
-        for (int e = 0; e < LB / p.gv; ++e)
+        for (int e = 0; !vector_b && e < LB / p.gv; ++e)
             for (int l = 0; l < p.gv; ++l)
                 r += indent + "{ const int x = lid + " + n(e * NT) + "; " + at_b + "[(B_K(x) + B_DR * " + n(l) + ") * LDB + B_COL(x) + B_DC * " +
                      n(l) + "] = rb[" + n(e * p.gv + l) + "]; }\n";
@@ -10774,34 +10794,44 @@ void lt_gemm(__global SC* restrict C, __global const SA* restrict A, __global co
         const bool more = k0 + BK < k;
 )CL";
     if (p.prefetch) s += "        if (more) {\n" + load_tiles("k0 + BK", "            ") + "        }\n";
-    s += R"CL(        #pragma unroll
-        for (int kk = 0; kk < BK; ++kk) {
-            T a[WM], b[WN];
-)CL";
-    // Reads of this k step's runs from local memory.
-    auto reads = [&](const char* dst, const char* src, const char* ld, const char* own, int count) {
+    // Reads of k step `kk`'s runs from local memory.
+    auto reads = [&](const std::string& dst, const char* src, const char* ld, const char* own, int count, const std::string& kk) {
         std::string r;
         for (int i = 0; i < count; i += V) {
-            const std::string at = std::string(src) + " + kk * " + ld + " + " + own + "(" + n(i) + ")";
+            const std::string at = std::string(src) + " + " + kk + " * " + ld + " + " + own + "(" + n(i) + ")";
             if (V == 1) {
-                r += "            " + std::string(dst) + "[" + n(i) + "] = *(" + at + ");\n";
+                r += "            " + dst + "[" + n(i) + "] = *(" + at + ");\n";
             } else {
-                r += "            { const " + VT + " w = vload" + n(V) + "(0, " + at + ");";
+                r += "            { const " + VT + " w = *(__local const " + VT + "*)(" + at + ");";
                 const char* lane[] = {".s0", ".s1", ".s2", ".s3"};
-                for (int l = 0; l < V; ++l) r += " " + std::string(dst) + "[" + n(i + l) + "] = w" + lane[l] + ";";
+                for (int l = 0; l < V; ++l) r += " " + dst + "[" + n(i + l) + "] = w" + lane[l] + ";";
                 r += " }\n";
             }
         }
         return r;
     };
-    s += reads("a", "a_tile", "LDA", "OWN_ROW", p.wm);
-    s += reads("b", "b_tile", "LDB", "OWN_COL", p.wn);
-    s += R"CL(            #pragma unroll
-            for (int i = 0; i < WM; ++i)
-                #pragma unroll
-                for (int j = 0; j < WN; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
+    auto products = [&](const std::string& a, const std::string& b) {
+        return "            #pragma unroll\n            for (int i = 0; i < WM; ++i)\n                #pragma unroll\n"
+               "                for (int j = 0; j < WN; ++j) acc[i][j] = fma(" + a + "[i], " + b + "[j], acc[i][j]);\n";
+    };
+    if (p.fragments) {
+        // The next k step's runs are read into a second set of registers before this step's
+        // products, so that their latency hides behind them.
+        s += "        {\n            T a0[WM], b0[WN], a1[WM], b1[WN];\n";
+        s += reads("a0", "a_tile", "LDA", "OWN_ROW", p.wm, "0") + reads("b0", "b_tile", "LDB", "OWN_COL", p.wn, "0");
+        for (int kk = 0; kk < p.bk; ++kk) {
+            const std::string cur = n(kk % 2), next = n((kk + 1) % 2);
+            if (kk + 1 < p.bk)
+                s += reads("a" + next, "a_tile", "LDA", "OWN_ROW", p.wm, n(kk + 1)) +
+                     reads("b" + next, "b_tile", "LDB", "OWN_COL", p.wn, n(kk + 1));
+            s += products("a" + cur, "b" + cur);
         }
-)CL";
+        s += "        }\n";
+    } else {
+        s += "        #pragma unroll\n        for (int kk = 0; kk < BK; ++kk) {\n            T a[WM], b[WN];\n";
+        s += reads("a", "a_tile", "LDA", "OWN_ROW", p.wm, "kk") + reads("b", "b_tile", "LDB", "OWN_COL", p.wn, "kk");
+        s += products("a", "b") + "        }\n";
+    }
     if (p.double_buffer) {
         // The other tiles were last read before the previous barrier: store the next ones there
         // while others may still multiply these, then one barrier.
@@ -10839,7 +10869,9 @@ void lt_gemm(__global SC* restrict C, __global const SA* restrict A, __global co
             s += "        if (n % V == 0 && " + run + " + V <= n) {\n            " + out_vector + " w;\n";
             const char* lane[] = {"s0", "s1", "s2", "s3"};
             for (int l = 0; l < V; ++l) s += element(j + l, run + " + " + n(l), std::string("w.") + lane[l]);
-            s += "            vstore" + std::string(half_out ? "_half" + n(V) + "_rte" : n(V)) + "(w, 0, out + " + run + ");\n        } else\n";
+            // C and its rows start at multiples of V here: an aligned store.
+            s += half_out ? "            vstore_half" + n(V) + "_rte(w, 0, out + " + run + ");\n        } else\n"
+                          : "            *(__global " + out_vector + "*)(out + " + run + ") = w;\n        } else\n";
         }
         s += "        {\n";
         for (int l = 0; l < V; ++l) {
@@ -13547,8 +13579,7 @@ private:
     cl_kernel own_gemm_kernel(DType dtype, const GemmLayoutClass& layout, const GemmKernelParams& p,
                               const FusedEpilogue& epilogue, const FusedPrologue& prologue_a, const FusedPrologue& prologue_b) {
         // Keyed by what the source is made of: a product that hits costs no source generation.
-        const std::string key = concat(dtype, ' ', layout.a_k_fast, layout.b_n_fast, layout.wide_index, ' ', p.tm, ',', p.tn,
-                                       ',', p.wm, ',', p.wn, ',', p.bk, ',', p.v, ',', p.gv, ',', p.prefetch, p.double_buffer, ' ',
+        const std::string key = concat(dtype, ' ', layout.a_k_fast, layout.b_n_fast, layout.wide_index, ' ', p.str(), ' ',
                                        epilogue.parameters, '\n', epilogue.code, '\n', epilogue.output.value_or(dtype), ' ',
                                        prologue_a.storage, prologue_a.function,
                                        '\n', prologue_b.storage, prologue_b.function);

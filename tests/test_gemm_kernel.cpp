@@ -198,11 +198,14 @@ TEST_CASE_TEMPLATE("the own OpenCL GEMM kernel with vector loads, prefetch and d
             MESSAGE("skipped on " << d.str() << ": the device has no float64");
             return;
         }
-        for (bool double_buffer : {false, true}) {
-            INFO("double buffer " << double_buffer);
+        // (double buffer, fragments): off, each alone, both
+        for (int variant = 0; variant < 4; ++variant) {
+            const bool double_buffer = variant & 1, fragments = variant & 2;
+            INFO("double buffer " << double_buffer << ", fragments " << fragments);
             gk_ocl::GemmKernelParams params = std::is_same_v<T, float> ? gk_ocl::GemmKernelParams{4, 8, 4, 4, 8, 4, 4, true}
                                                                        : gk_ocl::GemmKernelParams{8, 4, 2, 4, 8, 2, 2, true};
             params.double_buffer = double_buffer;
+            params.fragments = fragments;
             GkOwnGemm own(d, params);
             gk_layouts_and_sizes<T>();
             gk_batches<T>();
@@ -216,10 +219,14 @@ TEST_CASE("the own GEMM kernel's parameter sets per device class fit the device"
     const std::string h100 = "NVIDIA H100 80GB HBM3";
     CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_n() == 64);  // 64 tiles of 128^2: narrower ones
     g.m = 8192, g.n = 512;
+    CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_n() == 256);
+    CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_m() == 128);  // 128 tiles of 128x256: one wave
+    CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).fragments);
+    g.m = 4096;  // 64 tiles of 128x256: smaller ones
+    CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_n() == 64);
+    g.m = 8192, g.batch = lt::Shape{2};
+    CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_m() == 64);
     CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_n() == 128);
-    CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_m() == 256);  // 128 tiles of 256x128: one wave
-    g.batch = lt::Shape{2};
-    CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_m() == 128);
     g.batch = lt::Shape{};
     g.n = 256;  // 128 tiles of 128^2, but narrower ones measured faster
     CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_n() == 64);
@@ -239,8 +246,10 @@ TEST_CASE("the own GEMM kernel's parameter sets per device class fit the device"
         }
     CHECK(gk_ocl::own_gemm_faster(g, true, h100));
     g.m = g.n = g.k = 4096;
-    CHECK_FALSE(gk_ocl::own_gemm_faster(g, true, h100));  // CLBlast's tuned kernel measured faster there
-    g.m = 64;
+    CHECK(gk_ocl::own_gemm_faster(g, true, h100));  // measured faster than CLBlast's tuned kernel there too
+    g.dtype = lt::DType::Float64;
+    CHECK_FALSE(gk_ocl::own_gemm_faster(g, true, h100));  // not measured: CLBlast stays
+    g.dtype = lt::DType::Float32, g.m = 64;
     CHECK_FALSE(gk_ocl::own_gemm_faster(g, false, "pthread-cpu"));
 }
 

@@ -909,8 +909,7 @@ private:
     cl_kernel own_gemm_kernel(DType dtype, const GemmLayoutClass& layout, const GemmKernelParams& p,
                               const FusedEpilogue& epilogue, const FusedPrologue& prologue_a, const FusedPrologue& prologue_b) {
         // Keyed by what the source is made of: a product that hits costs no source generation.
-        const std::string key = concat(dtype, ' ', layout.a_k_fast, layout.b_n_fast, layout.wide_index, ' ', p.tm, ',', p.tn,
-                                       ',', p.wm, ',', p.wn, ',', p.bk, ',', p.v, ',', p.gv, ',', p.prefetch, p.double_buffer, ' ',
+        const std::string key = concat(dtype, ' ', layout.a_k_fast, layout.b_n_fast, layout.wide_index, ' ', p.str(), ' ',
                                        epilogue.parameters, '\n', epilogue.code, '\n', epilogue.output.value_or(dtype), ' ',
                                        prologue_a.storage, prologue_a.function,
                                        '\n', prologue_b.storage, prologue_b.function);
