@@ -47,13 +47,17 @@ int time_kernel(cl_context context, cl_device_id device, cl_program program, con
     cl_mem db = clCreateBuffer(context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, count * 4, b.data(), &err);
     cl_mem dc = clCreateBuffer(context, CL_MEM_READ_WRITE, count * 4, nullptr, &err);
     if (!ok(err, "clCreateBuffer")) return 1;
+    // The arguments as OpenCLBackend::own_gemm sets them for one row-major product (32-bit
+    // indices: main refuses sizes that need 64); a mismatch with the kernel fails here.
     cl_uint arg = 0;
-    auto set_arg = [&](const auto& v) { clSetKernelArg(kernel, arg++, sizeof v, &v); };
+    bool args_ok = true;
+    auto set_arg = [&](const auto& v) { args_ok = ok(clSetKernelArg(kernel, arg++, sizeof v, &v), "clSetKernelArg") && args_ok; };
     set_arg(dc), set_arg(da), set_arg(db), set_arg(dc);
-    for (cl_int v : {N, N, N, N, 1, N, 1}) set_arg(v);
-    for (cl_long v : {0, 0, 0, 0}) set_arg(v);
-    set_arg(cl_int(0));
-    set_arg(cl_long(0));
+    for (cl_int v : {N, N, N, N, 1, N, 1}) set_arg(v);  // m, n, k, A's and B's row and column strides
+    for (cl_long v : {0, 0, 0, 0}) set_arg(v);          // offsets and batch strides
+    set_arg(cl_int(0));                                 // per-matrix offsets: none
+    set_arg(cl_long(0));                                // first matrix
+    if (!args_ok) return 1;
     const std::size_t tiles = std::size_t((N + p.block_m() - 1) / p.block_m()) * ((N + p.block_n() - 1) / p.block_n());
     const std::size_t local[3] = {std::size_t(p.tn), std::size_t(p.tm), 1};
     const std::size_t global[3] = {tiles * local[0], local[1], 1};
@@ -100,6 +104,7 @@ int main(int argc, char** argv) {
     }
     ocl::GemmKernelParams p;
     int prefetch = 1, double_buffer = 0, fragments = 0, a_k_fast = 1, b_n_fast = 1, time_n = 0;
+    bool timed = false;
     std::string options;
     if (std::sscanf(argv[1], "%d,%d,%d,%d,%d,%d,%d,%d,%d,%d", &p.tm, &p.tn, &p.wm, &p.wn, &p.bk, &p.v, &p.gv, &prefetch,
                     &double_buffer, &fragments) < 8) {
@@ -108,7 +113,7 @@ int main(int argc, char** argv) {
     }
     for (int i = 2; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--options") && i + 1 < argc) options = argv[++i];
-        else if (!std::strcmp(argv[i], "--time") && i + 1 < argc) time_n = std::atoi(argv[++i]);
+        else if (!std::strcmp(argv[i], "--time") && i + 1 < argc) time_n = std::atoi(argv[++i]), timed = true;
         else if (std::sscanf(argv[i], "%d,%d", &a_k_fast, &b_n_fast) != 2) {
             std::fprintf(stderr, "gemm_kernel_binary: cannot read '%s'\n%s", argv[i], usage);
             return 2;
@@ -117,6 +122,10 @@ int main(int argc, char** argv) {
     p.prefetch = prefetch, p.double_buffer = double_buffer, p.fragments = fragments;
     if (time_n > 0 && (!a_k_fast || !b_n_fast)) {
         std::fprintf(stderr, "gemm_kernel_binary: --time multiplies row-major matrices (layout 1,1)\n");
+        return 2;
+    }
+    if (timed && (time_n < 1 || time_n > 32768)) {  // N^2 must fit the kernel's 32-bit element offsets
+        std::fprintf(stderr, "gemm_kernel_binary: --time takes N from 1 to 32768, not %d\n", time_n);
         return 2;
     }
     ocl::GemmLayoutClass layout;

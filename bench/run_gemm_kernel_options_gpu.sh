@@ -19,9 +19,15 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | tee "$OU
 cmake -S . -B /tmp/b -DCMAKE_BUILD_TYPE=Release -DLAZYTENSOR_BUILD_BENCH=ON -DLAZYTENSOR_PACKAGE_TESTS=OFF \
     -DLAZYTENSOR_SANITIZER_TESTS=OFF >"$OUT/build.txt" 2>&1
 cmake --build /tmp/b -j16 --target gemm_kernel_binary >>"$OUT/build.txt" 2>&1 || { tail -n 60 "$OUT/build.txt"; exit 1; }
+status=0
 for set in "${sets[@]}"; do
     for opt in "${options[@]}"; do
-        /tmp/b/bench/gemm_kernel_binary "$set" --options "$opt" --time "$n" 2>"$OUT/log.txt" | tee -a "$OUT/times.txt"
-        grep -hE "registers|spill" "$OUT/log.txt" | sed 's/^/    /' | tee -a "$OUT/times.txt"
+        if /tmp/b/bench/gemm_kernel_binary "$set" --options "$opt" --time "$n" 2>"$OUT/log.txt" | tee -a "$OUT/times.txt"; then
+            grep -hE "registers|spill" "$OUT/log.txt" | sed 's/^/    /' | tee -a "$OUT/times.txt"
+        else  # a failed build, launch or check: say so, with what the tool printed
+            { echo "FAILED: $set with '$opt'"; tail -n 20 "$OUT/log.txt"; } | tee -a "$OUT/times.txt"
+            status=1
+        fi
     done
 done
+exit $status
