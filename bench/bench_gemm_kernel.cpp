@@ -3,7 +3,7 @@
 // LAZYTENSOR_OPENCL_GEMM=auto chooses.
 //
 //   bench_gemm_kernel [--device N] [--reps R] [--sweep]
-//                     [--params "tm,tn,wm,wn,bk,v,gv,prefetch[,double_buffer[,fragments]];..."]
+//                     [--params "tm,tn,wm,wn,bk,v,gv,prefetch[,double_buffer[,fragments[,max_registers]]];..."]
 //                     [--divide D]   (every extent divided by D: a quick check on a slow device)
 //
 // Timing as the table: the wall clock of building a fresh `lt::matmul(a, b)`,
@@ -91,11 +91,12 @@ std::vector<ocl::GemmKernelParams> parse_params(const std::string& text) {
     for (std::string item; std::getline(list, item, ';');) {
         ocl::GemmKernelParams p;
         int prefetch = 1, double_buffer = 0, fragments = 0;
-        const int fields = std::sscanf(item.c_str(), "%d,%d,%d,%d,%d,%d,%d,%d,%d,%d", &p.tm, &p.tn, &p.wm, &p.wn, &p.bk, &p.v,
-                                       &p.gv, &prefetch, &double_buffer, &fragments);
-        if (fields < 8 || fields > 10) {
+        const int fields = std::sscanf(item.c_str(), "%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d", &p.tm, &p.tn, &p.wm, &p.wn, &p.bk,
+                                       &p.v, &p.gv, &prefetch, &double_buffer, &fragments, &p.max_registers);
+        if (fields < 8 || fields > 11) {
             std::fprintf(stderr,
-                         "bad --params entry '%s': expected tm,tn,wm,wn,bk,v,gv,prefetch[,double_buffer[,fragments]]\n",
+                         "bad --params entry '%s': expected "
+                         "tm,tn,wm,wn,bk,v,gv,prefetch[,double_buffer[,fragments[,max_registers]]]\n",
                          item.c_str());
             std::exit(2);
         }

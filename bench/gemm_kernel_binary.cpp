@@ -1,6 +1,6 @@
 // Builds lazytensor's own GEMM kernel for one parameter set on the first GPU (else the first
 // OpenCL device) and shows what the device compiler made of it:
-//   gemm_kernel_binary SET [a_k_fast,b_n_fast] [--options "BUILD OPTIONS"] [--time N]
+//   gemm_kernel_binary SET [a_k_fast,b_n_fast] [--options "BUILD OPTIONS"] [--time N] [--ptx-directive "TEXT"]
 // SET is bench_gemm_kernel's --params form (float32; A and B row-major unless told). The build
 // log goes to stderr when it is not empty (on NVIDIA, --options -cl-nv-verbose makes it list
 // each kernel's registers and spills). Without --time the device binary goes to stdout (on NVIDIA
@@ -8,6 +8,9 @@
 // row-major N x N matrices 15 times and the median device time (events) goes to stdout, after a
 // check of 64 sampled results against a double-precision product. The build options let one
 // process compare register caps (-cl-nv-maxrregcount) without touching the engine.
+// --ptx-directive (NVIDIA) rebuilds the kernel from its PTX with TEXT among the entry's
+// performance directives (".maxnreg 128", ".minnctapersm 2"), which NVIDIA's OpenCL C compiler
+// cannot be asked for: the way to learn whether more resident warps would pay.
 #include <CL/cl.h>
 
 #include <algorithm>
@@ -93,11 +96,30 @@ int time_kernel(cl_context context, cl_device_id device, cl_program program, con
     return worst < 1e-4 ? 0 : 1;
 }
 
+// `ptx` with `directive` placed before the body of its first entry (after `.reqntid`), or empty
+// when it is not PTX text.
+std::string with_directive(const std::string& ptx, const std::string& directive) {
+    const std::size_t entry = ptx.find(".entry");
+    if (entry == std::string::npos) return {};
+    const std::size_t body = ptx.find("\n{", entry);
+    if (body == std::string::npos) return {};
+    return ptx.substr(0, body + 1) + directive + "\n" + ptx.substr(body + 1);
+}
+
+std::vector<unsigned char> binary_of(cl_program program) {
+    std::size_t size = 0;
+    clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr);
+    std::vector<unsigned char> binary(size);
+    unsigned char* at = binary.data();
+    clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof at, &at, nullptr);
+    return binary;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     const char* usage = "usage: gemm_kernel_binary \"tm,tn,wm,wn,bk,v,gv,prefetch[,double_buffer[,fragments]]\" "
-                        "[a_k_fast,b_n_fast] [--options \"BUILD OPTIONS\"] [--time N]\n";
+                        "[a_k_fast,b_n_fast] [--options \"BUILD OPTIONS\"] [--time N] [--ptx-directive \"TEXT\"]\n";
     if (argc < 2) {
         std::fprintf(stderr, "%s", usage);
         return 2;
@@ -105,7 +127,7 @@ int main(int argc, char** argv) {
     ocl::GemmKernelParams p;
     int prefetch = 1, double_buffer = 0, fragments = 0, a_k_fast = 1, b_n_fast = 1, time_n = 0;
     bool timed = false;
-    std::string options;
+    std::string options, directive;
     if (std::sscanf(argv[1], "%d,%d,%d,%d,%d,%d,%d,%d,%d,%d", &p.tm, &p.tn, &p.wm, &p.wn, &p.bk, &p.v, &p.gv, &prefetch,
                     &double_buffer, &fragments) < 8) {
         std::fprintf(stderr, "gemm_kernel_binary: cannot read the parameter set '%s'\n%s", argv[1], usage);
@@ -113,6 +135,7 @@ int main(int argc, char** argv) {
     }
     for (int i = 2; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--options") && i + 1 < argc) options = argv[++i];
+        else if (!std::strcmp(argv[i], "--ptx-directive") && i + 1 < argc) directive = argv[++i];
         else if (!std::strcmp(argv[i], "--time") && i + 1 < argc) time_n = std::atoi(argv[++i]), timed = true;
         else if (std::sscanf(argv[i], "%d,%d", &a_k_fast, &b_n_fast) != 2) {
             std::fprintf(stderr, "gemm_kernel_binary: cannot read '%s'\n%s", argv[i], usage);
@@ -148,7 +171,22 @@ int main(int argc, char** argv) {
         cl_context context = clCreateContext(nullptr, 1, &device, nullptr, nullptr, &err);
         const char* text = source.c_str();
         cl_program program = clCreateProgramWithSource(context, 1, &text, nullptr, &err);
-        const cl_int built = clBuildProgram(program, 1, &device, options.c_str(), nullptr, nullptr);
+        cl_int built = clBuildProgram(program, 1, &device, options.c_str(), nullptr, nullptr);
+        if (built == CL_SUCCESS && !directive.empty()) {
+            const std::vector<unsigned char> binary = binary_of(program);
+            const std::string ptx = with_directive(std::string(binary.begin(), binary.end()), directive);
+            if (ptx.empty()) {
+                std::fprintf(stderr, "gemm_kernel_binary: --ptx-directive needs a device whose binary is PTX text\n");
+                return 1;
+            }
+            clReleaseProgram(program);
+            const unsigned char* data = reinterpret_cast<const unsigned char*>(ptx.data());
+            const std::size_t size = ptx.size();
+            cl_int status = CL_SUCCESS;
+            program = clCreateProgramWithBinary(context, 1, &device, &size, &data, &status, &err);
+            if (!ok(err, "clCreateProgramWithBinary") || !ok(status, "the PTX binary")) return 1;
+            built = clBuildProgram(program, 1, &device, options.c_str(), nullptr, nullptr);
+        }
         std::vector<char> log(1 << 20);
         clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, log.size(), log.data(), nullptr);
         if (built != CL_SUCCESS) {
@@ -159,13 +197,9 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "build log of %s (%s):\n%s\n", argv[1], options.c_str(), log.data());
         int rc = 0;
         if (time_n > 0) {
-            rc = time_kernel(context, device, program, p, argv[1], options, time_n);
+            rc = time_kernel(context, device, program, p, argv[1], directive.empty() ? options : options + " " + directive, time_n);
         } else {
-            std::size_t size = 0;
-            clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr);
-            std::vector<unsigned char> binary(size);
-            unsigned char* at = binary.data();
-            clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof at, &at, nullptr);
+            const std::vector<unsigned char> binary = binary_of(program);
             std::fwrite(binary.data(), 1, binary.size(), stdout);
         }
         clReleaseProgram(program);

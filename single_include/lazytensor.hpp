@@ -10487,6 +10487,10 @@ struct GemmKernelParams {
     bool prefetch = true;  // issue the next tile's global loads before multiplying this one
     bool double_buffer = false;  // two local tiles (needs prefetch): one barrier per k step, not two
     bool fragments = false;      // read the next k step's runs from local memory before this step's products
+    // NVIDIA: registers a work-item may use (the PTX directive .maxnreg, which NVIDIA's OpenCL C
+    // compiler has no option for; -cl-nv-maxrregcount is ignored), so that two work-groups fit a
+    // multiprocessor; 0: the compiler's choice. Other devices ignore it.
+    int max_registers = 0;
 
     int block_m() const { return tm * wm; }
     int block_n() const { return tn * wn; }
@@ -10495,7 +10499,7 @@ struct GemmKernelParams {
     std::string str() const {
         return std::to_string(tm) + ',' + std::to_string(tn) + ',' + std::to_string(wm) + ',' + std::to_string(wn) + ',' +
                std::to_string(bk) + ',' + std::to_string(v) + ',' + std::to_string(gv) + ',' + char('0' + prefetch) + ',' +
-               char('0' + double_buffer) + ',' + char('0' + fragments);
+               char('0' + double_buffer) + ',' + char('0' + fragments) + ',' + std::to_string(max_registers);
     }
     bool operator==(const GemmKernelParams& o) const { return str() == o.str(); }
 };
@@ -10545,8 +10549,9 @@ inline bool gemm_params_valid(const GemmKernelParams& p) {
     const bool global_vector = (p.gv == 1 || p.gv == 2 || p.gv == 4) && positive && p.bk % p.gv == 0 &&
                                p.block_m() % p.gv == 0 && p.block_n() % p.gv == 0;
     const int share = p.threads() * p.gv;
+    const bool registers = p.max_registers == 0 || (p.max_registers >= 16 && p.max_registers <= 255);
     return positive && vector && global_vector && (p.block_m() * p.bk) % share == 0 && (p.block_n() * p.bk) % share == 0 &&
-           (!p.double_buffer || p.prefetch);
+           (!p.double_buffer || p.prefetch) && registers;
 }
 
 /// ValueError unless the parameter set makes a kernel.
@@ -10554,30 +10559,32 @@ inline void check_gemm_params(const GemmKernelParams& p) {
     if (!gemm_params_valid(p))
         fail<ValueError>("OpenCL GEMM kernel parameters tm ", p.tm, ", tn ", p.tn, ", wm ", p.wm, ", wn ", p.wn, ", bk ",
                          p.bk, ", v ", p.v, ", gv ", p.gv, p.double_buffer ? ", double-buffered" : "",
+                         p.max_registers ? concat(", at most ", p.max_registers, " registers") : std::string(),
                          ": each tile of A (tm*wm x bk) and of B (bk x tn*wn) must split evenly over the tm*tn "
-                         "work-items in loads of gv, v and gv (1, 2 or 4) divide wm and wn, and bk and the tiles, and "
-                         "double buffering needs prefetch");
+                         "work-items in loads of gv, v and gv (1, 2 or 4) divide wm and wn, and bk and the tiles, "
+                         "double buffering needs prefetch, and a register cap is 0 (none) or 16 to 255");
 }
 
 /// The parameter set for a product on a device class. NVIDIA GPUs get sets measured on the H100
-/// (bench_gemm_kernel --params, 2026-11-27), all with vector loads of 4 from global and local
-/// memory and double-buffered local tiles: for one matrix with n >= 512 and at least 128 tiles of
-/// 128x256 (about a wave of the H100's 132 SMs), 128x256 tiles of depth 8 from 16 x 16
-/// work-items of 8x16 outputs, reading the next k step early (8192x784x512: 0.17 ms, 4096^3:
-/// 3.11); batches with n >= 512, 64x128 tiles from 8 x 16 work-items of 8x8 (32 x 1024x64x1024:
-/// 0.144 ms); where n <= 32, 64x16 tiles from 32 x 4 work-items of 2x4 (8192x256x10: 0.027 ms);
-/// else 128x64 tiles of depth 16 from 32 x 8 work-items of 4x8 outputs (more work-groups for
-/// narrow or small products: 1024^3 0.085 ms). Other GPUs get a middle set, CPUs (PoCL) a small
-/// one that builds fast.
+/// (bench_gemm_kernel --params, 2026-11-27/28), all with vector loads of 4 from global and local
+/// memory: for one matrix with n >= 256 and at least 128 tiles of 128x128 (about a wave of the
+/// H100's 132 SMs), 128x128 tiles of depth 8 from 16 x 16 work-items of 8x8 outputs, reading the
+/// next k step early, capped at 128 registers so that two work-groups share a multiprocessor
+/// (4096^3: 3.06 ms, 128x256 tiles uncapped 3.14; 8192x512x256: 0.073, 128x64 tiles 0.084);
+/// batches with n >= 512, 64x128 tiles from 8 x 16 work-items of 8x8, double-buffered (32 x
+/// 1024x64x1024: 0.145 ms); where n <= 32, 64x16 tiles from 32 x 4 work-items of 2x4
+/// (8192x256x10: 0.026 ms); else 128x64 tiles of depth 16 from 32 x 8 work-items of 4x8 outputs
+/// (more work-groups for narrow or small products: 1024^3 0.085 ms). Other GPUs get a middle
+/// set, CPUs (PoCL) a small one that builds fast.
 inline GemmKernelParams gemm_params_for(const ir::Gemm& g, bool gpu, const std::string& device_name,
                                         std::size_t max_work_group, std::size_t local_memory) {
-    //                  tm  tn  wm  wn  bk  v  gv  prefetch, double buffer, fragments
+    //                  tm  tn  wm  wn  bk  v  gv  prefetch, double buffer, fragments, max registers
     GemmKernelParams p{8, 8, 4, 4, 8, 1, 1, false};
     if (gpu && device_name.find("NVIDIA") != std::string::npos) {
         auto tiles = [&](std::int64_t bm, std::int64_t bn) { return ((g.m + bm - 1) / bm) * ((g.n + bn - 1) / bn) * g.batch_count(); };
         if (g.dtype == DType::Float64) p = GemmKernelParams{16, 16, 4, 4, 16, 2, 1, true};
         else if (g.n <= 32) p = GemmKernelParams{32, 4, 2, 4, 16, 2, 2, true, true};
-        else if (g.n >= 512 && g.batch_count() == 1 && tiles(128, 256) >= 128) p = GemmKernelParams{16, 16, 8, 16, 8, 4, 4, true, true, true};
+        else if (g.n >= 256 && g.batch_count() == 1 && tiles(128, 128) >= 128) p = GemmKernelParams{16, 16, 8, 8, 8, 4, 4, true, false, true, 128};
         else if (g.n >= 512 && g.batch_count() > 1) p = GemmKernelParams{8, 16, 8, 8, 16, 4, 4, true, true, true};
         else p = GemmKernelParams{32, 8, 4, 8, 16, 4, 4, true, true};
     } else if (gpu) {
@@ -10591,6 +10598,19 @@ inline GemmKernelParams gemm_params_for(const ir::Gemm& g, bool gpu, const std::
     if (!gemm_params_valid(p) || std::size_t(p.threads()) > max_work_group || local_bytes() > local_memory)
         p = GemmKernelParams{1, 1, 1, 1, 1, 1, 1, false};  // a tiny device: one work-item per group, slow but right
     return p;
+}
+
+/// `ptx` (a program's PTX text, as NVIDIA's driver gives it) with its kernel capped at `registers`
+/// per work-item: `.maxnreg` among the entry's performance directives, before its body. Nothing
+/// when `ptx` is not PTX of one entry without a cap.
+inline std::optional<std::string> ptx_with_register_cap(const std::string& ptx, int registers) {
+    const std::size_t entry = ptx.find(".entry ");
+    if (entry == std::string::npos || ptx.find(".entry ", entry + 1) != std::string::npos ||
+        ptx.find(".maxnreg") != std::string::npos)
+        return std::nullopt;
+    const std::size_t body = ptx.find("\n{", entry);
+    if (body == std::string::npos || ptx.rfind(')', body) < entry) return std::nullopt;
+    return ptx.substr(0, body + 1) + ".maxnreg " + std::to_string(registers) + "\n" + ptx.substr(body + 1);
 }
 
 /// The layout class of a product (which of its operands' strides are 1, whether 32-bit element
@@ -10657,7 +10677,8 @@ inline std::string gemm_kernel_source(DType dtype, const GemmLayoutClass& layout
     }
     s += "// lazytensor GEMM: tm " + n(p.tm) + ", tn " + n(p.tn) + ", wm " + n(p.wm) + ", wn " + n(p.wn) + ", bk " +
          n(p.bk) + ", v " + n(V) + (p.prefetch ? ", prefetch" : "") + (p.double_buffer ? ", double-buffered" : "") +
-         (p.fragments ? ", fragments" : "") + "; A " + (layout.a_k_fast ? "k" : "m") +
+         (p.fragments ? ", fragments" : "") + (p.max_registers ? ", at most " + n(p.max_registers) + " registers" : "") +
+         "; A " + (layout.a_k_fast ? "k" : "m") +
          "-fast, B " + (layout.b_n_fast ? "n" : "k") + "-fast\n";
     s += "#define T " + T + "\n#define I " + I + "\n#define SA " + cl_storage_type(storage(prologue_a)) + "\n#define SB " +
          cl_storage_type(storage(prologue_b)) + "\n#define SC " + (epilogue.output ? cl_storage_type(*epilogue.output) : T) + "\n";
@@ -12836,6 +12857,7 @@ public:
     std::string name() const override { return device_name_ + " (" + platform_name_ + ", " + kind_ + ")"; }
     /// "gpu", "cpu" or "accelerator".
     const std::string& kind() const { return kind_; }
+    const std::string& platform_name() const { return platform_name_; }
     bool supports_float64() const override { return fp64_; }
     cl_context context() const { return context_; }
     cl_command_queue queue() const { return queue_; }
@@ -13311,8 +13333,9 @@ public:
     std::string gemm_routine(const ir::Gemm& g) const override {
         if (uses_own_gemm(g)) {
             const GemmKernelParams p = own_gemm_params(g);
+            const bool capped = p.max_registers && platform_name_.find("NVIDIA") != std::string::npos;
             return concat("lazytensor GEMM kernel ", p.block_m(), "x", p.block_n(), "x", p.bk, " (", p.wm, "x", p.wn,
-                          " per work-item)");
+                          " per work-item", capped ? concat(", at most ", p.max_registers, " registers") : "", ")");
         }
 #if LAZYTENSOR_CLBLAST
         return std::string("CLBlast ") + clblast_routine(g) +
@@ -13372,8 +13395,10 @@ public:
     enum class ProgramSource { Memory, Disk, Compiler };
 
     /// A built program for `source` on this device: from memory, from the disk cache, or
-    /// compiled now. A failed build throws BackendError with the build log and the source.
-    std::shared_ptr<ProgramOwner> build_program(const std::string& source, ProgramSource* from = nullptr) {
+    /// compiled now (with its kernel capped at `max_registers` where that can be asked: NVIDIA).
+    /// A failed build throws BackendError with the build log and the source.
+    std::shared_ptr<ProgramOwner> build_program(const std::string& source, ProgramSource* from = nullptr,
+                                                int max_registers = 0) {
         if (from) *from = ProgramSource::Memory;
         if (auto hit = programs_.find(source)) return hit;
         const std::string key = concat("lazytensor program cache 1\noptions: ", build_options(), "\ndevice: ",
@@ -13383,6 +13408,7 @@ public:
         const bool from_disk = program != nullptr;
         if (!from_disk) {
             program = from_source(source);
+            if (max_registers) program = with_register_cap(std::move(program), max_registers);
             // Only when storing: asking PoCL for a binary makes it compile every kernel once more.
             if (disk_.enabled()) disk_.store(key, binary_of(program->program));
         }
@@ -13588,7 +13614,7 @@ private:
             // Fused epilogues make a kernel per consumer and shape: bounded like the kernel cache.
             if (gemm_kernels_.size() >= cache_capacity()) gemm_kernels_.clear();
             std::shared_ptr<ProgramOwner> program =
-                build_program(gemm_kernel_source(dtype, layout, p, epilogue, prologue_a, prologue_b));
+                build_program(gemm_kernel_source(dtype, layout, p, epilogue, prologue_a, prologue_b), nullptr, p.max_registers);
             cl_int err = CL_SUCCESS;
             KernelOwner kernel(clCreateKernel(program->program, gemm_kernel_name(), &err));
             check(err, "clCreateKernel", concat("for ", gemm_kernel_name(), " on ", describe()));
@@ -13719,6 +13745,25 @@ private:
             fail<BackendError>("OpenCL: building a lazytensor kernel for ", describe(), " failed: ", status_name(err), " (",
                                err, ")\n--- build log ---\n", build_log(program->program), "\n--- generated source (",
                                "options: ", options_, ") ---\n", numbered(source));
+        return program;
+    }
+
+    /// `program` rebuilt from its PTX with its kernel capped at `registers` (NVIDIA's OpenCL C
+    /// compiler takes no such option); elsewhere, or where the driver refuses the PTX, `program`.
+    std::shared_ptr<ProgramOwner> with_register_cap(std::shared_ptr<ProgramOwner> program, int registers) {
+        if (platform_name_.find("NVIDIA") == std::string::npos) return program;  // (binaries of others aren't PTX)
+        const std::vector<unsigned char> binary = binary_of(program->program);
+        const std::optional<std::string> ptx = ptx_with_register_cap(std::string(binary.begin(), binary.end()), registers);
+        if (!ptx) return program;
+        const auto* data = reinterpret_cast<const unsigned char*>(ptx->data());
+        const std::size_t len = ptx->size();
+        cl_int status = CL_SUCCESS, err = CL_SUCCESS;
+        auto capped = std::make_shared<ProgramOwner>(clCreateProgramWithBinary(context_, 1, &device_, &len, &data, &status, &err));
+        if (err == CL_SUCCESS && status == CL_SUCCESS)
+            err = clBuildProgram(capped->program, 1, &device_, options_.c_str(), nullptr, nullptr);
+        if (err == CL_SUCCESS && status == CL_SUCCESS) return capped;
+        std::cerr << "[lazytensor] warning: " << describe() << " refused a GEMM kernel's PTX with a cap of " << registers
+                  << " registers (" << status_name(err != CL_SUCCESS ? err : status) << "); it runs uncapped, slower\n";
         return program;
     }
 

@@ -198,14 +198,17 @@ TEST_CASE_TEMPLATE("the own OpenCL GEMM kernel with vector loads, prefetch and d
             MESSAGE("skipped on " << d.str() << ": the device has no float64");
             return;
         }
-        // (double buffer, fragments): off, each alone, both
-        for (int variant = 0; variant < 4; ++variant) {
-            const bool double_buffer = variant & 1, fragments = variant & 2;
-            INFO("double buffer " << double_buffer << ", fragments " << fragments);
+        // (double buffer, fragments): off, each alone, both; then fragments under a register cap
+        // (NVIDIA: a tight one, so that the compiler spills; other devices ignore it)
+        for (int variant = 0; variant < 5; ++variant) {
+            const bool double_buffer = variant & 1, fragments = variant & 2 || variant == 4;
+            const int max_registers = variant == 4 ? 32 : 0;
+            INFO("double buffer " << double_buffer << ", fragments " << fragments << ", max registers " << max_registers);
             gk_ocl::GemmKernelParams params = std::is_same_v<T, float> ? gk_ocl::GemmKernelParams{4, 8, 4, 4, 8, 4, 4, true}
                                                                        : gk_ocl::GemmKernelParams{8, 4, 2, 4, 8, 2, 2, true};
             params.double_buffer = double_buffer;
             params.fragments = fragments;
+            params.max_registers = max_registers;
             GkOwnGemm own(d, params);
             gk_layouts_and_sizes<T>();
             gk_batches<T>();
@@ -213,22 +216,74 @@ TEST_CASE_TEMPLATE("the own OpenCL GEMM kernel with vector loads, prefetch and d
     });
 }
 
+TEST_CASE("a register cap goes among the PTX entry's directives, once") {
+    const std::string ptx = "//\n.version 8.8\n.target sm_90\n.address_size 64\n\n"
+                            "\t// .globl\tlt_gemm\n.entry lt_gemm(\n\t.param .u64 lt_gemm_param_0,\n"
+                            "\t.param .u32 lt_gemm_param_1\n)\n.reqntid 16, 16, 1\n{\n\t.reg .f32 \t%f<9>;\n\tret;\n}\n";
+    const std::optional<std::string> capped = gk_ocl::ptx_with_register_cap(ptx, 128);
+    REQUIRE(capped);
+    CHECK(capped->find(".reqntid 16, 16, 1\n.maxnreg 128\n{\n\t.reg .f32") != std::string::npos);
+    CHECK(capped->size() == ptx.size() + std::string(".maxnreg 128\n").size());
+    CHECK_FALSE(gk_ocl::ptx_with_register_cap(*capped, 64));  // capped already
+    CHECK_FALSE(gk_ocl::ptx_with_register_cap(ptx + ptx.substr(ptx.find(".entry")), 128));  // two kernels
+    CHECK_FALSE(gk_ocl::ptx_with_register_cap("\x7f" "ELF\x02\x01 not text", 128));  // a CPU driver's binary
+    CHECK_FALSE(gk_ocl::ptx_with_register_cap("", 128));
+    // Caps outside 16-255 are refused with the rest of a bad set.
+    gk_ocl::GemmKernelParams p{4, 8, 4, 4, 8, 4, 4, true};
+    for (int cap : {0, 16, 128, 255}) {
+        p.max_registers = cap;
+        CHECK(gk_ocl::gemm_params_valid(p));
+    }
+    for (int cap : {-1, 8, 256}) {
+        p.max_registers = cap;
+        CHECK_FALSE(gk_ocl::gemm_params_valid(p));
+        CHECK_THROWS_WITH_AS(gk_ocl::check_gemm_params(p), doctest::Contains("register cap"), lt::ValueError);
+    }
+}
+
+// On NVIDIA the cap reaches the device compiler: the program's PTX carries it.
+TEST_CASE("a register cap on NVIDIA is in the built program's PTX" *
+          doctest::skip(!has_test_device(lt::Device::Kind::OpenCL))) {
+    int nvidia = 0;
+    for_each_device([&](lt::Device d) {
+        if (d.kind != lt::Device::Kind::OpenCL) return;
+        auto& backend = gk_ocl::opencl_backend(d.index);
+        const std::string platform = backend.platform_name();
+        if (platform.find("NVIDIA") == std::string::npos) return;
+        ++nvidia;
+        gk_ocl::GemmKernelParams p{16, 16, 8, 8, 8, 4, 4, true, false, true, 96};
+        const std::string source = gk_ocl::gemm_kernel_source(lt::DType::Float32, gk_ocl::GemmLayoutClass{}, p);
+        const auto program = backend.build_program(source, nullptr, p.max_registers);
+        std::size_t size = 0;
+        REQUIRE(clGetProgramInfo(program->program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr) == CL_SUCCESS);
+        std::string binary(size, '\0');
+        unsigned char* at = reinterpret_cast<unsigned char*>(binary.data());
+        REQUIRE(clGetProgramInfo(program->program, CL_PROGRAM_BINARIES, sizeof at, &at, nullptr) == CL_SUCCESS);
+        CHECK(binary.find(".maxnreg 96") != std::string::npos);
+    });
+    if (nvidia == 0) MESSAGE("no NVIDIA OpenCL device among the test devices: the PTX check did not run");
+}
+
 TEST_CASE("the own GEMM kernel's parameter sets per device class fit the device") {
     lt::detail::ir::Gemm g;
     g.m = g.n = g.k = 1024;
     const std::string h100 = "NVIDIA H100 80GB HBM3";
     CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_n() == 64);  // 64 tiles of 128^2: narrower ones
-    g.m = 8192, g.n = 512;
-    CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_n() == 256);
-    CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_m() == 128);  // 128 tiles of 128x256: one wave
+    g.m = 8192, g.n = 512;  // 256 tiles of 128^2, two work-groups a multiprocessor
+    CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_n() == 128);
+    CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_m() == 128);
     CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).fragments);
-    g.m = 4096;  // 64 tiles of 128x256: smaller ones
+    CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).max_registers == 128);
+    g.m = 2048;  // 64 tiles of 128^2: smaller ones
     CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_n() == 64);
+    CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).max_registers == 0);
     g.m = 8192, g.batch = lt::Shape{2};
     CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_m() == 64);
     CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_n() == 128);
     g.batch = lt::Shape{};
-    g.n = 256;  // 128 tiles of 128^2, but narrower ones measured faster
+    g.n = 256;  // 128 tiles of 128^2
+    CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_n() == 128);
+    g.n = 128;  // 64 tiles of 128^2: narrower ones
     CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_n() == 64);
     g.n = 10;  // a classifier's last layer: narrow tiles, more work-groups
     CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_n() == 16);

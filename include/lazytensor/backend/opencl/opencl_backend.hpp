@@ -166,6 +166,7 @@ public:
     std::string name() const override { return device_name_ + " (" + platform_name_ + ", " + kind_ + ")"; }
     /// "gpu", "cpu" or "accelerator".
     const std::string& kind() const { return kind_; }
+    const std::string& platform_name() const { return platform_name_; }
     bool supports_float64() const override { return fp64_; }
     cl_context context() const { return context_; }
     cl_command_queue queue() const { return queue_; }
@@ -641,8 +642,9 @@ public:
     std::string gemm_routine(const ir::Gemm& g) const override {
         if (uses_own_gemm(g)) {
             const GemmKernelParams p = own_gemm_params(g);
+            const bool capped = p.max_registers && platform_name_.find("NVIDIA") != std::string::npos;
             return concat("lazytensor GEMM kernel ", p.block_m(), "x", p.block_n(), "x", p.bk, " (", p.wm, "x", p.wn,
-                          " per work-item)");
+                          " per work-item", capped ? concat(", at most ", p.max_registers, " registers") : "", ")");
         }
 #if LAZYTENSOR_CLBLAST
         return std::string("CLBlast ") + clblast_routine(g) +
@@ -702,8 +704,10 @@ public:
     enum class ProgramSource { Memory, Disk, Compiler };
 
     /// A built program for `source` on this device: from memory, from the disk cache, or
-    /// compiled now. A failed build throws BackendError with the build log and the source.
-    std::shared_ptr<ProgramOwner> build_program(const std::string& source, ProgramSource* from = nullptr) {
+    /// compiled now (with its kernel capped at `max_registers` where that can be asked: NVIDIA).
+    /// A failed build throws BackendError with the build log and the source.
+    std::shared_ptr<ProgramOwner> build_program(const std::string& source, ProgramSource* from = nullptr,
+                                                int max_registers = 0) {
         if (from) *from = ProgramSource::Memory;
         if (auto hit = programs_.find(source)) return hit;
         const std::string key = concat("lazytensor program cache 1\noptions: ", build_options(), "\ndevice: ",
@@ -713,6 +717,7 @@ public:
         const bool from_disk = program != nullptr;
         if (!from_disk) {
             program = from_source(source);
+            if (max_registers) program = with_register_cap(std::move(program), max_registers);
             // Only when storing: asking PoCL for a binary makes it compile every kernel once more.
             if (disk_.enabled()) disk_.store(key, binary_of(program->program));
         }
@@ -918,7 +923,7 @@ private:
             // Fused epilogues make a kernel per consumer and shape: bounded like the kernel cache.
             if (gemm_kernels_.size() >= cache_capacity()) gemm_kernels_.clear();
             std::shared_ptr<ProgramOwner> program =
-                build_program(gemm_kernel_source(dtype, layout, p, epilogue, prologue_a, prologue_b));
+                build_program(gemm_kernel_source(dtype, layout, p, epilogue, prologue_a, prologue_b), nullptr, p.max_registers);
             cl_int err = CL_SUCCESS;
             KernelOwner kernel(clCreateKernel(program->program, gemm_kernel_name(), &err));
             check(err, "clCreateKernel", concat("for ", gemm_kernel_name(), " on ", describe()));
@@ -1049,6 +1054,25 @@ private:
             fail<BackendError>("OpenCL: building a lazytensor kernel for ", describe(), " failed: ", status_name(err), " (",
                                err, ")\n--- build log ---\n", build_log(program->program), "\n--- generated source (",
                                "options: ", options_, ") ---\n", numbered(source));
+        return program;
+    }
+
+    /// `program` rebuilt from its PTX with its kernel capped at `registers` (NVIDIA's OpenCL C
+    /// compiler takes no such option); elsewhere, or where the driver refuses the PTX, `program`.
+    std::shared_ptr<ProgramOwner> with_register_cap(std::shared_ptr<ProgramOwner> program, int registers) {
+        if (platform_name_.find("NVIDIA") == std::string::npos) return program;  // (binaries of others aren't PTX)
+        const std::vector<unsigned char> binary = binary_of(program->program);
+        const std::optional<std::string> ptx = ptx_with_register_cap(std::string(binary.begin(), binary.end()), registers);
+        if (!ptx) return program;
+        const auto* data = reinterpret_cast<const unsigned char*>(ptx->data());
+        const std::size_t len = ptx->size();
+        cl_int status = CL_SUCCESS, err = CL_SUCCESS;
+        auto capped = std::make_shared<ProgramOwner>(clCreateProgramWithBinary(context_, 1, &device_, &len, &data, &status, &err));
+        if (err == CL_SUCCESS && status == CL_SUCCESS)
+            err = clBuildProgram(capped->program, 1, &device_, options_.c_str(), nullptr, nullptr);
+        if (err == CL_SUCCESS && status == CL_SUCCESS) return capped;
+        std::cerr << "[lazytensor] warning: " << describe() << " refused a GEMM kernel's PTX with a cap of " << registers
+                  << " registers (" << status_name(err != CL_SUCCESS ? err : status) << "); it runs uncapped, slower\n";
         return program;
     }
 
