@@ -4119,7 +4119,7 @@ inline void normalize(Kernel& k) {
 /// is a bounds check and a memcpy, not a call into std::string.)
 class KeyWriter {
 public:
-    KeyWriter() { out_.resize(256); }
+    KeyWriter() { out_.resize(1024); }  // one allocation for most graphs (a 3-op graph needs about 300 bytes)
     template <class T>
     void put(const T& v) {
         static_assert(std::is_trivially_copyable_v<T>);
@@ -8562,7 +8562,7 @@ public:
         if (scalars.size() != n_scalars_)
             fail<Error>("lazytensor internal error: a kernel with ", n_scalars_, " scalar parameters launched with ",
                         scalars.size());
-        std::vector<char*> base(n_params_);
+        SmallVector<char*, 8> base(n_params_);
         for (std::size_t i = 0; i < n_params_; ++i) base[i] = static_cast<char*>(params[i]->handle());
         if (o_.total == 0) return;
         // An empty reduced space leaves only the stores made once per outer index (a sum over an
@@ -8571,16 +8571,12 @@ public:
             return;
         const std::int64_t blocks = (o_.total + oblock_ - 1) / oblock_;
         const bool parallel = numel(domain_) * static_cast<std::int64_t>(phases_.size()) >= LAZYTENSOR_HOST_PARALLEL_MIN;
-        const Launch launch{base, scalars};
+        const Launch launch{base.data(), scalars};
         if (split_ && parallel) return run_split(launch, pool);
         // Work items are runs of consecutive blocks: a few per thread balance the load without
         // contending for the item counter, and streaming stores are fenced once per run.
         const std::int64_t runs = parallel ? std::min<std::int64_t>(blocks, 8 * pool.size()) : 1;
-        std::vector<std::unique_ptr<Frame>> frames(static_cast<std::size_t>(pool.size()));
-        auto body = [&](std::int64_t run, int thread) {
-            auto& slot = frames[static_cast<std::size_t>(thread)];
-            if (!slot) slot = std::make_unique<Frame>(*this, launch);
-            Frame& f = *slot;
+        auto blocks_of = [&](Frame& f, std::int64_t run) {
             const std::int64_t last = blocks * (run + 1) / runs;
             for (std::int64_t b = blocks * run / runs; b < last; ++b) {
                 const std::int64_t start = b * oblock_;
@@ -8592,7 +8588,16 @@ public:
             }
             stream_fence();
         };
-        pool.parallel_for(runs, body);
+        if (runs == 1) {  // small launches: no frame on the heap
+            Frame f(*this, launch);
+            return blocks_of(f, 0);
+        }
+        std::vector<std::unique_ptr<Frame>> frames(static_cast<std::size_t>(pool.size()));
+        pool.parallel_for(runs, [&](std::int64_t run, int thread) {
+            auto& slot = frames[static_cast<std::size_t>(thread)];
+            if (!slot) slot = std::make_unique<Frame>(*this, launch);
+            blocks_of(*slot, run);
+        });
     }
 
 private:
@@ -8600,14 +8605,14 @@ private:
 
     /// What one launch runs on: buffer base addresses and scalar parameter values.
     struct Launch {
-        const std::vector<char*>& base;
+        char* const* base;
         const std::vector<Scalar>& scalars;
     };
 
     // Per-thread state of one launch: register pointers into the thread's arena.
     struct Frame {
         const HostKernel& k;
-        const std::vector<char*>& base;
+        char* const* base;
         const std::vector<Scalar>& scalars;
         char* arena;
         std::vector<void*> hoisted_ptr, inner_ptr;
@@ -8618,7 +8623,8 @@ private:
 
         Frame(const HostKernel& kernel, const Launch& launch)
             : k(kernel), base(launch.base), scalars(launch.scalars), arena(thread_arena(kernel.arena_bytes_)),
-              hoisted_ptr(kernel.ptr_count_, nullptr), inner_ptr(kernel.ptr_count_, nullptr) {
+              hoisted_ptr(kernel.static_ ? 0 : kernel.ptr_count_, nullptr),  // (the compiled loop has no registers)
+              inner_ptr(kernel.static_ ? 0 : kernel.ptr_count_, nullptr) {
             zero_o.resize(k.o_.axes.size(), 0);
             zero_a.resize(k.a_.axes.size(), 0);
             oindex = zero_o;
@@ -9028,7 +9034,7 @@ private:
         }
     }
 
-    void load(const PInstr& in, const BlockCtx& ctx, const std::vector<char*>& base, void** reg, void*& ptr,
+    void load(const PInstr& in, const BlockCtx& ctx, char* const* base, void** reg, void*& ptr,
               char* own) const {
         const LaneWalk w = lane_walk(in.access, ctx);
         ptr = own;
@@ -9060,7 +9066,7 @@ private:
     }
 
     /// A float16 load widens every element into the float register (never read in place).
-    void load_half(const PInstr& in, const BlockCtx& ctx, const LaneWalk& w, const std::vector<char*>& base, void** reg,
+    void load_half(const PInstr& in, const BlockCtx& ctx, const LaneWalk& w, char* const* base, void** reg,
                    char* own) const {
         const auto* src = reinterpret_cast<const half*>(base[static_cast<std::size_t>(in.param)]);
         auto* out = reinterpret_cast<float*>(own);
@@ -9098,7 +9104,7 @@ private:
     }
 
     /// Where a store writes its segment-0 run, if the block is one contiguous run (else null).
-    void* contiguous_target(const PStore& st, const BlockCtx& ctx, const std::vector<char*>& base) const {
+    void* contiguous_target(const PStore& st, const BlockCtx& ctx, char* const* base) const {
         const LaneWalk w = lane_walk(st.access, ctx);
         const auto& segs = *ctx.segments;
         if (segs.size() != 1 || w.step != 1) return nullptr;
@@ -9106,7 +9112,7 @@ private:
         return base[static_cast<std::size_t>(st.param)] + at * static_cast<std::int64_t>(st.esize);
     }
 
-    void store(const PStore& st, const BlockCtx& ctx, const std::vector<char*>& base, const void* value) const {
+    void store(const PStore& st, const BlockCtx& ctx, char* const* base, const void* value) const {
         const LaneWalk w = lane_walk(st.access, ctx);
         const Strides& vs = *w.vs;
         const std::int64_t fixed = w.fixed, step = w.step;
@@ -9129,7 +9135,7 @@ private:
     }
 
     /// A float16 store rounds the float register to half (nearest even).
-    void store_half(const PStore& st, const BlockCtx& ctx, const LaneWalk& w, const std::vector<char*>& base,
+    void store_half(const PStore& st, const BlockCtx& ctx, const LaneWalk& w, char* const* base,
                     const float* value) const {
         const std::int64_t step = w.step;
         auto* dst = reinterpret_cast<half*>(base[static_cast<std::size_t>(st.param)]);
@@ -14366,17 +14372,18 @@ inline constexpr int kMaxFusedDepth = 256;
 inline constexpr int kMaxFusedInputs = 64;
 inline constexpr int kMaxKernelArguments = 126;
 
-/// A map from nodes to ints: open addressing over a power-of-two table. Every realize orders
-/// its graph (a cached one too), and a node-based std::unordered_map costs an allocation per
-/// node there.
-class NodeIndex {
+/// A map from pointers (nodes, buffers) to ints: open addressing over a power-of-two table.
+/// Every realize orders its graph (a cached one too), and a node-based std::unordered_map costs
+/// an allocation per entry there.
+template <class Key>
+class PointerIndex {
 public:
-    NodeIndex() : slots_(16) {}
+    PointerIndex() : slots_(16) {}
 
     /// The value of `n`, inserted as -1 when absent.
-    int& operator[](const Node* n) { return emplace(n, -1).first; }
+    int& operator[](const Key* n) { return emplace(n, -1).first; }
     /// Inserts (n, value) unless n is present; the value in the map, and whether it was inserted.
-    std::pair<int&, bool> emplace(const Node* n, int value) {
+    std::pair<int&, bool> emplace(const Key* n, int value) {
         if (2 * (size_ + 1) > slots_.size()) grow();
         Slot& s = slot(n);
         if (s.node) return {s.value, false};
@@ -14384,8 +14391,9 @@ public:
         ++size_;
         return {s.value, true};
     }
-    std::size_t count(const Node* n) const { return slot(n).node ? 1 : 0; }
-    int at(const Node* n) const {
+    std::size_t count(const Key* n) const { return slot(n).node ? 1 : 0; }
+    std::size_t size() const { return size_; }
+    int at(const Key* n) const {
         const Slot& s = slot(n);
         if (!s.node) fail<Error>("lazytensor internal error: a node outside the graph being scheduled");
         return s.value;
@@ -14393,17 +14401,17 @@ public:
 
 private:
     struct Slot {
-        const Node* node = nullptr;
+        const Key* node = nullptr;  // (the key)
         int value = -1;
     };
-    std::size_t home(const Node* n) const {
+    std::size_t home(const Key* n) const {
         auto h = reinterpret_cast<std::uintptr_t>(n);
         h ^= h >> 17;
         h *= 0x9e3779b97f4a7c15ull;
         return static_cast<std::size_t>(h >> 20) & (slots_.size() - 1);
     }
-    const Slot& slot(const Node* n) const { return const_cast<NodeIndex*>(this)->slot(n); }
-    Slot& slot(const Node* n) {
+    const Slot& slot(const Key* n) const { return const_cast<PointerIndex*>(this)->slot(n); }
+    Slot& slot(const Key* n) {
         for (std::size_t i = home(n);; i = (i + 1) & (slots_.size() - 1))
             if (slots_[i].node == n || !slots_[i].node) return slots_[i];
     }
@@ -14417,6 +14425,7 @@ private:
     std::vector<Slot> slots_;
     std::size_t size_ = 0;
 };
+using NodeIndex = PointerIndex<Node>;
 
 /// The graph behind some outputs: every node reachable through unrealized nodes, sources
 /// before consumers (depth-first post-order, sources in order), each with its position.
@@ -14427,8 +14436,11 @@ struct GraphOrder {
 
 inline GraphOrder order_graph(const std::vector<Node*>& outputs) {
     GraphOrder g;
-    std::vector<std::pair<Node*, bool>> stack;
-    stack.reserve(32);
+    struct Visit {
+        Node* n;
+        bool expanded;  // its sources are placed: place it
+    };
+    SmallVector<Visit, 32> stack;
     g.nodes.reserve(16);
     for (auto it = outputs.rbegin(); it != outputs.rend(); ++it) stack.push_back({*it, false});
     while (!stack.empty()) {
@@ -15434,7 +15446,7 @@ inline GraphWalk walk_graph(const std::vector<Node*>& outputs) {
     w.order = order_graph(outputs);
     w.output_nodes = outputs;
     ir::KeyWriter sig;
-    std::unordered_map<const Buffer*, int> memory;
+    PointerIndex<Buffer> memory;
     std::vector<const Buffer*> exposed;  // the exposed buffers met so far
     sig.put(static_kernels_enabled());
     sig.put(gemm_config_generation().load(std::memory_order_relaxed));
@@ -15452,7 +15464,7 @@ inline GraphWalk walk_graph(const std::vector<Node*>& outputs) {
             // an exposed buffer, the earlier buffers that wrap some of the same memory.
             const Buffer* buffer = n->buffer.get();
             const auto [at, fresh] = memory.emplace(buffer, static_cast<int>(memory.size()));
-            sig.put(at->second);
+            sig.put(at);
             if (fresh) {
                 sig.put(buffer->exposed());
                 if (buffer->exposed()) {
@@ -16165,7 +16177,7 @@ inline void print_timing(std::size_t i, Backend& backend, const std::vector<Buff
 /// A fused product's or scan's operands that a tensor outside the graph holds: computed into
 /// buffers of their own as well (the item computes them again in its loads).
 inline void run_kept_producers(Backend& backend, const PlannedItem& p, const std::vector<Buffer*>& params,
-                               const std::vector<Scalar>& scalars, const std::vector<char>& kept,
+                               const std::vector<Scalar>& scalars, const SmallVector<char, 32>& kept,
                                std::vector<BufferPtr>& produced) {
     std::size_t first_scalar = 0;
     for (int o = 0; o < 2; ++o) {
@@ -16275,7 +16287,7 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
 
     // A result is kept (committed to its node) when it is an output or someone outside this
     // graph still holds its node; other intermediates go as soon as their last reader has run.
-    std::vector<char> kept(w.order.nodes.size(), 0);
+    SmallVector<char, 32> kept(w.order.nodes.size(), 0);
     for (int o : w.outputs) kept[static_cast<std::size_t>(o)] = 1;
     auto held_outside = [&](int i) { return node(i)->holders() > plan->uses[static_cast<std::size_t>(i)]; };
     for (const PlannedItem& p : items) {
@@ -16283,7 +16295,7 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
         for (int f : p.fused_away())
             if (held_outside(f)) kept[static_cast<std::size_t>(f)] = 1;
     }
-    std::vector<std::size_t> last_read(w.order.nodes.size(), 0);
+    SmallVector<std::size_t, 32> last_read(w.order.nodes.size(), 0);
     for (std::size_t i = 0; i < items.size(); ++i) {
         for (int in : items[i].inputs) last_read[static_cast<std::size_t>(in)] = i;
         if (items[i].view_only && kept[static_cast<std::size_t>(items[i].root)]) kept[static_cast<std::size_t>(items[i].view_base)] = 1;
@@ -16317,9 +16329,11 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
         if (p.has_epilogue() && kept[static_cast<std::size_t>(p.fused_product)])
             produced[static_cast<std::size_t>(p.fused_product)] = backend.allocate(p.core_dtype(), numel(node(p.fused_product)->shape));
         params.clear();
+        params.reserve(p.inputs.size() + 1);
         for (int in : p.inputs) params.push_back(buffer_of(in).get());
         params.push_back(out.get());
         scalars.clear();
+        scalars.reserve(p.scalars.size());
         for (int v : p.scalars) scalars.push_back(node(v)->value);
         std::optional<KernelCheck> check;
         if (check_enabled() && KernelCheck::applies(p, backend))

@@ -159,7 +159,7 @@ inline void normalize(Kernel& k) {
 /// is a bounds check and a memcpy, not a call into std::string.)
 class KeyWriter {
 public:
-    KeyWriter() { out_.resize(256); }
+    KeyWriter() { out_.resize(1024); }  // one allocation for most graphs (a 3-op graph needs about 300 bytes)
     template <class T>
     void put(const T& v) {
         static_assert(std::is_trivially_copyable_v<T>);

@@ -120,7 +120,7 @@ inline GraphWalk walk_graph(const std::vector<Node*>& outputs) {
     w.order = order_graph(outputs);
     w.output_nodes = outputs;
     ir::KeyWriter sig;
-    std::unordered_map<const Buffer*, int> memory;
+    PointerIndex<Buffer> memory;
     std::vector<const Buffer*> exposed;  // the exposed buffers met so far
     sig.put(static_kernels_enabled());
     sig.put(gemm_config_generation().load(std::memory_order_relaxed));
@@ -138,7 +138,7 @@ inline GraphWalk walk_graph(const std::vector<Node*>& outputs) {
             // an exposed buffer, the earlier buffers that wrap some of the same memory.
             const Buffer* buffer = n->buffer.get();
             const auto [at, fresh] = memory.emplace(buffer, static_cast<int>(memory.size()));
-            sig.put(at->second);
+            sig.put(at);
             if (fresh) {
                 sig.put(buffer->exposed());
                 if (buffer->exposed()) {

@@ -123,7 +123,7 @@ inline void print_timing(std::size_t i, Backend& backend, const std::vector<Buff
 /// A fused product's or scan's operands that a tensor outside the graph holds: computed into
 /// buffers of their own as well (the item computes them again in its loads).
 inline void run_kept_producers(Backend& backend, const PlannedItem& p, const std::vector<Buffer*>& params,
-                               const std::vector<Scalar>& scalars, const std::vector<char>& kept,
+                               const std::vector<Scalar>& scalars, const SmallVector<char, 32>& kept,
                                std::vector<BufferPtr>& produced) {
     std::size_t first_scalar = 0;
     for (int o = 0; o < 2; ++o) {
@@ -233,7 +233,7 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
 
     // A result is kept (committed to its node) when it is an output or someone outside this
     // graph still holds its node; other intermediates go as soon as their last reader has run.
-    std::vector<char> kept(w.order.nodes.size(), 0);
+    SmallVector<char, 32> kept(w.order.nodes.size(), 0);
     for (int o : w.outputs) kept[static_cast<std::size_t>(o)] = 1;
     auto held_outside = [&](int i) { return node(i)->holders() > plan->uses[static_cast<std::size_t>(i)]; };
     for (const PlannedItem& p : items) {
@@ -241,7 +241,7 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
         for (int f : p.fused_away())
             if (held_outside(f)) kept[static_cast<std::size_t>(f)] = 1;
     }
-    std::vector<std::size_t> last_read(w.order.nodes.size(), 0);
+    SmallVector<std::size_t, 32> last_read(w.order.nodes.size(), 0);
     for (std::size_t i = 0; i < items.size(); ++i) {
         for (int in : items[i].inputs) last_read[static_cast<std::size_t>(in)] = i;
         if (items[i].view_only && kept[static_cast<std::size_t>(items[i].root)]) kept[static_cast<std::size_t>(items[i].view_base)] = 1;
@@ -275,9 +275,11 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
         if (p.has_epilogue() && kept[static_cast<std::size_t>(p.fused_product)])
             produced[static_cast<std::size_t>(p.fused_product)] = backend.allocate(p.core_dtype(), numel(node(p.fused_product)->shape));
         params.clear();
+        params.reserve(p.inputs.size() + 1);
         for (int in : p.inputs) params.push_back(buffer_of(in).get());
         params.push_back(out.get());
         scalars.clear();
+        scalars.reserve(p.scalars.size());
         for (int v : p.scalars) scalars.push_back(node(v)->value);
         std::optional<KernelCheck> check;
         if (check_enabled() && KernelCheck::applies(p, backend))

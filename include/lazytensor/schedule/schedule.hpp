@@ -129,17 +129,18 @@ inline constexpr int kMaxFusedDepth = 256;
 inline constexpr int kMaxFusedInputs = 64;
 inline constexpr int kMaxKernelArguments = 126;
 
-/// A map from nodes to ints: open addressing over a power-of-two table. Every realize orders
-/// its graph (a cached one too), and a node-based std::unordered_map costs an allocation per
-/// node there.
-class NodeIndex {
+/// A map from pointers (nodes, buffers) to ints: open addressing over a power-of-two table.
+/// Every realize orders its graph (a cached one too), and a node-based std::unordered_map costs
+/// an allocation per entry there.
+template <class Key>
+class PointerIndex {
 public:
-    NodeIndex() : slots_(16) {}
+    PointerIndex() : slots_(16) {}
 
     /// The value of `n`, inserted as -1 when absent.
-    int& operator[](const Node* n) { return emplace(n, -1).first; }
+    int& operator[](const Key* n) { return emplace(n, -1).first; }
     /// Inserts (n, value) unless n is present; the value in the map, and whether it was inserted.
-    std::pair<int&, bool> emplace(const Node* n, int value) {
+    std::pair<int&, bool> emplace(const Key* n, int value) {
         if (2 * (size_ + 1) > slots_.size()) grow();
         Slot& s = slot(n);
         if (s.node) return {s.value, false};
@@ -147,8 +148,9 @@ public:
         ++size_;
         return {s.value, true};
     }
-    std::size_t count(const Node* n) const { return slot(n).node ? 1 : 0; }
-    int at(const Node* n) const {
+    std::size_t count(const Key* n) const { return slot(n).node ? 1 : 0; }
+    std::size_t size() const { return size_; }
+    int at(const Key* n) const {
         const Slot& s = slot(n);
         if (!s.node) fail<Error>("lazytensor internal error: a node outside the graph being scheduled");
         return s.value;
@@ -156,17 +158,17 @@ public:
 
 private:
     struct Slot {
-        const Node* node = nullptr;
+        const Key* node = nullptr;  // (the key)
         int value = -1;
     };
-    std::size_t home(const Node* n) const {
+    std::size_t home(const Key* n) const {
         auto h = reinterpret_cast<std::uintptr_t>(n);
         h ^= h >> 17;
         h *= 0x9e3779b97f4a7c15ull;
         return static_cast<std::size_t>(h >> 20) & (slots_.size() - 1);
     }
-    const Slot& slot(const Node* n) const { return const_cast<NodeIndex*>(this)->slot(n); }
-    Slot& slot(const Node* n) {
+    const Slot& slot(const Key* n) const { return const_cast<PointerIndex*>(this)->slot(n); }
+    Slot& slot(const Key* n) {
         for (std::size_t i = home(n);; i = (i + 1) & (slots_.size() - 1))
             if (slots_[i].node == n || !slots_[i].node) return slots_[i];
     }
@@ -180,6 +182,7 @@ private:
     std::vector<Slot> slots_;
     std::size_t size_ = 0;
 };
+using NodeIndex = PointerIndex<Node>;
 
 /// The graph behind some outputs: every node reachable through unrealized nodes, sources
 /// before consumers (depth-first post-order, sources in order), each with its position.
@@ -190,8 +193,11 @@ struct GraphOrder {
 
 inline GraphOrder order_graph(const std::vector<Node*>& outputs) {
     GraphOrder g;
-    std::vector<std::pair<Node*, bool>> stack;
-    stack.reserve(32);
+    struct Visit {
+        Node* n;
+        bool expanded;  // its sources are placed: place it
+    };
+    SmallVector<Visit, 32> stack;
     g.nodes.reserve(16);
     for (auto it = outputs.rbegin(); it != outputs.rend(); ++it) stack.push_back({*it, false});
     while (!stack.empty()) {

@@ -288,7 +288,7 @@ public:
         if (scalars.size() != n_scalars_)
             fail<Error>("lazytensor internal error: a kernel with ", n_scalars_, " scalar parameters launched with ",
                         scalars.size());
-        std::vector<char*> base(n_params_);
+        SmallVector<char*, 8> base(n_params_);
         for (std::size_t i = 0; i < n_params_; ++i) base[i] = static_cast<char*>(params[i]->handle());
         if (o_.total == 0) return;
         // An empty reduced space leaves only the stores made once per outer index (a sum over an
@@ -297,16 +297,12 @@ public:
             return;
         const std::int64_t blocks = (o_.total + oblock_ - 1) / oblock_;
         const bool parallel = numel(domain_) * static_cast<std::int64_t>(phases_.size()) >= LAZYTENSOR_HOST_PARALLEL_MIN;
-        const Launch launch{base, scalars};
+        const Launch launch{base.data(), scalars};
         if (split_ && parallel) return run_split(launch, pool);
         // Work items are runs of consecutive blocks: a few per thread balance the load without
         // contending for the item counter, and streaming stores are fenced once per run.
         const std::int64_t runs = parallel ? std::min<std::int64_t>(blocks, 8 * pool.size()) : 1;
-        std::vector<std::unique_ptr<Frame>> frames(static_cast<std::size_t>(pool.size()));
-        auto body = [&](std::int64_t run, int thread) {
-            auto& slot = frames[static_cast<std::size_t>(thread)];
-            if (!slot) slot = std::make_unique<Frame>(*this, launch);
-            Frame& f = *slot;
+        auto blocks_of = [&](Frame& f, std::int64_t run) {
             const std::int64_t last = blocks * (run + 1) / runs;
             for (std::int64_t b = blocks * run / runs; b < last; ++b) {
                 const std::int64_t start = b * oblock_;
@@ -318,7 +314,16 @@ public:
             }
             stream_fence();
         };
-        pool.parallel_for(runs, body);
+        if (runs == 1) {  // small launches: no frame on the heap
+            Frame f(*this, launch);
+            return blocks_of(f, 0);
+        }
+        std::vector<std::unique_ptr<Frame>> frames(static_cast<std::size_t>(pool.size()));
+        pool.parallel_for(runs, [&](std::int64_t run, int thread) {
+            auto& slot = frames[static_cast<std::size_t>(thread)];
+            if (!slot) slot = std::make_unique<Frame>(*this, launch);
+            blocks_of(*slot, run);
+        });
     }
 
 private:
@@ -326,14 +331,14 @@ private:
 
     /// What one launch runs on: buffer base addresses and scalar parameter values.
     struct Launch {
-        const std::vector<char*>& base;
+        char* const* base;
         const std::vector<Scalar>& scalars;
     };
 
     // Per-thread state of one launch: register pointers into the thread's arena.
     struct Frame {
         const HostKernel& k;
-        const std::vector<char*>& base;
+        char* const* base;
         const std::vector<Scalar>& scalars;
         char* arena;
         std::vector<void*> hoisted_ptr, inner_ptr;
@@ -344,7 +349,8 @@ private:
 
         Frame(const HostKernel& kernel, const Launch& launch)
             : k(kernel), base(launch.base), scalars(launch.scalars), arena(thread_arena(kernel.arena_bytes_)),
-              hoisted_ptr(kernel.ptr_count_, nullptr), inner_ptr(kernel.ptr_count_, nullptr) {
+              hoisted_ptr(kernel.static_ ? 0 : kernel.ptr_count_, nullptr),  // (the compiled loop has no registers)
+              inner_ptr(kernel.static_ ? 0 : kernel.ptr_count_, nullptr) {
             zero_o.resize(k.o_.axes.size(), 0);
             zero_a.resize(k.a_.axes.size(), 0);
             oindex = zero_o;
@@ -754,7 +760,7 @@ private:
         }
     }
 
-    void load(const PInstr& in, const BlockCtx& ctx, const std::vector<char*>& base, void** reg, void*& ptr,
+    void load(const PInstr& in, const BlockCtx& ctx, char* const* base, void** reg, void*& ptr,
               char* own) const {
         const LaneWalk w = lane_walk(in.access, ctx);
         ptr = own;
@@ -786,7 +792,7 @@ private:
     }
 
     /// A float16 load widens every element into the float register (never read in place).
-    void load_half(const PInstr& in, const BlockCtx& ctx, const LaneWalk& w, const std::vector<char*>& base, void** reg,
+    void load_half(const PInstr& in, const BlockCtx& ctx, const LaneWalk& w, char* const* base, void** reg,
                    char* own) const {
         const auto* src = reinterpret_cast<const half*>(base[static_cast<std::size_t>(in.param)]);
         auto* out = reinterpret_cast<float*>(own);
@@ -824,7 +830,7 @@ private:
     }
 
     /// Where a store writes its segment-0 run, if the block is one contiguous run (else null).
-    void* contiguous_target(const PStore& st, const BlockCtx& ctx, const std::vector<char*>& base) const {
+    void* contiguous_target(const PStore& st, const BlockCtx& ctx, char* const* base) const {
         const LaneWalk w = lane_walk(st.access, ctx);
         const auto& segs = *ctx.segments;
         if (segs.size() != 1 || w.step != 1) return nullptr;
@@ -832,7 +838,7 @@ private:
         return base[static_cast<std::size_t>(st.param)] + at * static_cast<std::int64_t>(st.esize);
     }
 
-    void store(const PStore& st, const BlockCtx& ctx, const std::vector<char*>& base, const void* value) const {
+    void store(const PStore& st, const BlockCtx& ctx, char* const* base, const void* value) const {
         const LaneWalk w = lane_walk(st.access, ctx);
         const Strides& vs = *w.vs;
         const std::int64_t fixed = w.fixed, step = w.step;
@@ -855,7 +861,7 @@ private:
     }
 
     /// A float16 store rounds the float register to half (nearest even).
-    void store_half(const PStore& st, const BlockCtx& ctx, const LaneWalk& w, const std::vector<char*>& base,
+    void store_half(const PStore& st, const BlockCtx& ctx, const LaneWalk& w, char* const* base,
                     const float* value) const {
         const std::int64_t step = w.step;
         auto* dst = reinterpret_cast<half*>(base[static_cast<std::size_t>(st.param)]);
