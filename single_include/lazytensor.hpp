@@ -14160,6 +14160,10 @@ inline Backend& device_backend(Device d) {
 /// Each device's lock. What runs on one device (realizes, assigns, reads, writes, sorts,
 /// synchronize) is ordered by it; different devices run at once.
 inline std::recursive_mutex& device_mutex(Device d) {
+    if (d.kind == Device::Kind::Host) {  // every realize on the host takes it: no table lookup
+        static auto& host = *new std::recursive_mutex();  // never destroyed
+        return host;
+    }
     static std::mutex table_mutex;
     static auto& table = *new std::map<std::pair<int, int>, std::unique_ptr<std::recursive_mutex>>();  // never destroyed
     std::lock_guard<std::mutex> lock(table_mutex);
@@ -14172,13 +14176,16 @@ inline std::recursive_mutex& device_mutex(Device d) {
 /// then OpenCL devices by number), so two threads that need overlapping sets cannot deadlock.
 /// A thread may take a device it holds again (nested scopes) but must not add a device that
 /// sorts before one it holds: every scope names all the devices it needs up front.
+/// A few devices (those of one realize, a copy's source and destination).
+using DeviceList = SmallVector<Device, 4>;
+
 class DeviceLock {
 public:
-    explicit DeviceLock(Device d) : DeviceLock(std::vector<Device>{d}) {}
-    explicit DeviceLock(std::vector<Device> devices) {
+    explicit DeviceLock(Device d) : DeviceLock(DeviceList{d}) {}
+    explicit DeviceLock(DeviceList devices) {
         auto key = [](const Device& d) { return std::make_pair(static_cast<int>(d.kind), d.index); };
         std::sort(devices.begin(), devices.end(), [&](const Device& a, const Device& b) { return key(a) < key(b); });
-        devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
+        devices.resize(static_cast<std::size_t>(std::unique(devices.begin(), devices.end()) - devices.begin()));
         for (const Device& d : devices) {
             std::recursive_mutex& m = device_mutex(d);
             m.lock();
@@ -14188,11 +14195,11 @@ public:
     DeviceLock(const DeviceLock&) = delete;
     DeviceLock& operator=(const DeviceLock&) = delete;
     ~DeviceLock() {
-        for (auto it = held_.rbegin(); it != held_.rend(); ++it) (*it)->unlock();
+        for (std::size_t i = held_.size(); i-- > 0;) held_[i]->unlock();
     }
 
 private:
-    std::vector<std::recursive_mutex*> held_;
+    SmallVector<std::recursive_mutex*, 4> held_;
 };
 
 struct DefaultDevice {
@@ -15441,10 +15448,10 @@ struct GraphWalk {
     Node* node(int i) const { return order.nodes[static_cast<std::size_t>(i)]; }
 };
 
-inline GraphWalk walk_graph(const std::vector<Node*>& outputs) {
+inline GraphWalk walk_graph(std::vector<Node*> outputs) {
     GraphWalk w;
     w.order = order_graph(outputs);
-    w.output_nodes = outputs;
+    w.output_nodes = std::move(outputs);
     ir::KeyWriter sig;
     PointerIndex<Buffer> memory;
     std::vector<const Buffer*> exposed;  // the exposed buffers met so far
@@ -15487,7 +15494,8 @@ inline GraphWalk walk_graph(const std::vector<Node*>& outputs) {
         sig.put(n->nsrc);
         for (int k = 0; k < n->nsrc; ++k) sig.put(w.order.index.at(n->src[static_cast<std::size_t>(k)].get()));
     }
-    for (Node* out : outputs) {
+    w.outputs.reserve(w.output_nodes.size());
+    for (Node* out : w.output_nodes) {
         w.outputs.push_back(w.order.index.at(out));
         sig.put(w.outputs.back());
     }
@@ -16245,8 +16253,8 @@ inline std::vector<Node*> unrealized(const std::vector<Node*>& nodes) {
 }
 
 /// The devices of `nodes` (an expression's nodes all live on its outputs' device).
-inline std::vector<Device> devices_of(const std::vector<Node*>& nodes) {
-    std::vector<Device> out;
+inline DeviceList devices_of(const std::vector<Node*>& nodes) {
+    DeviceList out;
     for (const Node* n : nodes)
         if (std::find(out.begin(), out.end(), n->device) == out.end()) out.push_back(n->device);
     return out;
@@ -16256,9 +16264,10 @@ inline std::vector<Device> devices_of(const std::vector<Node*>& nodes) {
 /// Holds the locks of the outputs' devices: realizes on other devices run at the same time.
 inline void realize_graph(const std::vector<Node*>& nodes) {
     const DeviceLock lock(devices_of(nodes));
-    const std::vector<Node*> outputs = unrealized(nodes);
+    std::vector<Node*> outputs = unrealized(nodes);
     if (outputs.empty()) return;
-    const GraphWalk w = walk_graph(outputs);
+    const GraphWalk w = walk_graph(std::move(outputs));
+    const std::vector<Node*>& output_nodes = w.output_nodes;
     const std::shared_ptr<const Plan> plan = plan_cache().get(w);
     const std::vector<PlannedItem>& items = plan->items;
     auto node = [&](int i) { return w.node(i); };
@@ -16271,7 +16280,7 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
         out << "[lazytensor] schedule: " << kernels << " kernel" << (kernels == 1 ? "" : "s");
         if (gemms) out << ", " << gemms << " matmul" << (gemms == 1 ? "" : "s");
         if (scans) out << ", " << scans << " scan" << (scans == 1 ? "" : "s");
-        out << " for " << outputs.size() << " output" << (outputs.size() == 1 ? "" : "s") << "\n";
+        out << " for " << output_nodes.size() << " output" << (output_nodes.size() == 1 ? "" : "s") << "\n";
         for (std::size_t i = 0; i < items.size(); ++i) {
             const PlannedItem& p = items[i];
             std::string routine = p.is_gemm() ? backend_for(node(p.root)->device).gemm_routine(p.gemm) : "";
@@ -16395,10 +16404,10 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
 /// The schedule realize_graph would run for `nodes`, without running it.
 inline std::vector<ScheduleItem> describe_schedule(const std::vector<Node*>& nodes) {
     const DeviceLock lock(devices_of(nodes));
-    const std::vector<Node*> outputs = unrealized(nodes);
+    std::vector<Node*> outputs = unrealized(nodes);
     std::vector<ScheduleItem> items;
     if (outputs.empty()) return items;
-    const GraphWalk w = walk_graph(outputs);
+    const GraphWalk w = walk_graph(std::move(outputs));
     for (const PlannedItem& p : plan_cache().get(w)->items) items.push_back(describe(p, w));
     return items;
 }

@@ -17,6 +17,7 @@
 #include "../core/config.hpp"
 #include "../core/device.hpp"
 #include "../core/error.hpp"
+#include "../core/small_vector.hpp"
 #include "seam.hpp"
 #if LAZYTENSOR_OPENCL
 #include "../backend/opencl/opencl_backend.hpp"
@@ -58,6 +59,10 @@ inline Backend& device_backend(Device d) {
 /// Each device's lock. What runs on one device (realizes, assigns, reads, writes, sorts,
 /// synchronize) is ordered by it; different devices run at once.
 inline std::recursive_mutex& device_mutex(Device d) {
+    if (d.kind == Device::Kind::Host) {  // every realize on the host takes it: no table lookup
+        static auto& host = *new std::recursive_mutex();  // never destroyed
+        return host;
+    }
     static std::mutex table_mutex;
     static auto& table = *new std::map<std::pair<int, int>, std::unique_ptr<std::recursive_mutex>>();  // never destroyed
     std::lock_guard<std::mutex> lock(table_mutex);
@@ -70,13 +75,16 @@ inline std::recursive_mutex& device_mutex(Device d) {
 /// then OpenCL devices by number), so two threads that need overlapping sets cannot deadlock.
 /// A thread may take a device it holds again (nested scopes) but must not add a device that
 /// sorts before one it holds: every scope names all the devices it needs up front.
+/// A few devices (those of one realize, a copy's source and destination).
+using DeviceList = SmallVector<Device, 4>;
+
 class DeviceLock {
 public:
-    explicit DeviceLock(Device d) : DeviceLock(std::vector<Device>{d}) {}
-    explicit DeviceLock(std::vector<Device> devices) {
+    explicit DeviceLock(Device d) : DeviceLock(DeviceList{d}) {}
+    explicit DeviceLock(DeviceList devices) {
         auto key = [](const Device& d) { return std::make_pair(static_cast<int>(d.kind), d.index); };
         std::sort(devices.begin(), devices.end(), [&](const Device& a, const Device& b) { return key(a) < key(b); });
-        devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
+        devices.resize(static_cast<std::size_t>(std::unique(devices.begin(), devices.end()) - devices.begin()));
         for (const Device& d : devices) {
             std::recursive_mutex& m = device_mutex(d);
             m.lock();
@@ -86,11 +94,11 @@ public:
     DeviceLock(const DeviceLock&) = delete;
     DeviceLock& operator=(const DeviceLock&) = delete;
     ~DeviceLock() {
-        for (auto it = held_.rbegin(); it != held_.rend(); ++it) (*it)->unlock();
+        for (std::size_t i = held_.size(); i-- > 0;) held_[i]->unlock();
     }
 
 private:
-    std::vector<std::recursive_mutex*> held_;
+    SmallVector<std::recursive_mutex*, 4> held_;
 };
 
 struct DefaultDevice {

@@ -115,10 +115,10 @@ struct GraphWalk {
     Node* node(int i) const { return order.nodes[static_cast<std::size_t>(i)]; }
 };
 
-inline GraphWalk walk_graph(const std::vector<Node*>& outputs) {
+inline GraphWalk walk_graph(std::vector<Node*> outputs) {
     GraphWalk w;
     w.order = order_graph(outputs);
-    w.output_nodes = outputs;
+    w.output_nodes = std::move(outputs);
     ir::KeyWriter sig;
     PointerIndex<Buffer> memory;
     std::vector<const Buffer*> exposed;  // the exposed buffers met so far
@@ -161,7 +161,8 @@ inline GraphWalk walk_graph(const std::vector<Node*>& outputs) {
         sig.put(n->nsrc);
         for (int k = 0; k < n->nsrc; ++k) sig.put(w.order.index.at(n->src[static_cast<std::size_t>(k)].get()));
     }
-    for (Node* out : outputs) {
+    w.outputs.reserve(w.output_nodes.size());
+    for (Node* out : w.output_nodes) {
         w.outputs.push_back(w.order.index.at(out));
         sig.put(w.outputs.back());
     }

@@ -191,8 +191,8 @@ inline std::vector<Node*> unrealized(const std::vector<Node*>& nodes) {
 }
 
 /// The devices of `nodes` (an expression's nodes all live on its outputs' device).
-inline std::vector<Device> devices_of(const std::vector<Node*>& nodes) {
-    std::vector<Device> out;
+inline DeviceList devices_of(const std::vector<Node*>& nodes) {
+    DeviceList out;
     for (const Node* n : nodes)
         if (std::find(out.begin(), out.end(), n->device) == out.end()) out.push_back(n->device);
     return out;
@@ -202,9 +202,10 @@ inline std::vector<Device> devices_of(const std::vector<Node*>& nodes) {
 /// Holds the locks of the outputs' devices: realizes on other devices run at the same time.
 inline void realize_graph(const std::vector<Node*>& nodes) {
     const DeviceLock lock(devices_of(nodes));
-    const std::vector<Node*> outputs = unrealized(nodes);
+    std::vector<Node*> outputs = unrealized(nodes);
     if (outputs.empty()) return;
-    const GraphWalk w = walk_graph(outputs);
+    const GraphWalk w = walk_graph(std::move(outputs));
+    const std::vector<Node*>& output_nodes = w.output_nodes;
     const std::shared_ptr<const Plan> plan = plan_cache().get(w);
     const std::vector<PlannedItem>& items = plan->items;
     auto node = [&](int i) { return w.node(i); };
@@ -217,7 +218,7 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
         out << "[lazytensor] schedule: " << kernels << " kernel" << (kernels == 1 ? "" : "s");
         if (gemms) out << ", " << gemms << " matmul" << (gemms == 1 ? "" : "s");
         if (scans) out << ", " << scans << " scan" << (scans == 1 ? "" : "s");
-        out << " for " << outputs.size() << " output" << (outputs.size() == 1 ? "" : "s") << "\n";
+        out << " for " << output_nodes.size() << " output" << (output_nodes.size() == 1 ? "" : "s") << "\n";
         for (std::size_t i = 0; i < items.size(); ++i) {
             const PlannedItem& p = items[i];
             std::string routine = p.is_gemm() ? backend_for(node(p.root)->device).gemm_routine(p.gemm) : "";
@@ -341,10 +342,10 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
 /// The schedule realize_graph would run for `nodes`, without running it.
 inline std::vector<ScheduleItem> describe_schedule(const std::vector<Node*>& nodes) {
     const DeviceLock lock(devices_of(nodes));
-    const std::vector<Node*> outputs = unrealized(nodes);
+    std::vector<Node*> outputs = unrealized(nodes);
     std::vector<ScheduleItem> items;
     if (outputs.empty()) return items;
-    const GraphWalk w = walk_graph(outputs);
+    const GraphWalk w = walk_graph(std::move(outputs));
     for (const PlannedItem& p : plan_cache().get(w)->items) items.push_back(describe(p, w));
     return items;
 }
