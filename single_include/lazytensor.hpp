@@ -1918,7 +1918,299 @@ struct Operand {
     DType dtype() const { return node ? node->dtype : scalar.dtype; }
 };
 
-inline NodePtr make(NodeKind kind, DType dtype, Device device, Shape shape) {
+LAZYTENSOR_ENGINE_API NodePtr make(NodeKind kind, DType dtype, Device device, Shape shape);
+
+LAZYTENSOR_ENGINE_API NodePtr with_sources(NodePtr n, std::initializer_list<NodePtr> sources);
+
+LAZYTENSOR_ENGINE_API NodePtr buffer(BufferPtr buf, Shape shape, Strides strides, std::int64_t offset);
+
+LAZYTENSOR_ENGINE_API NodePtr constant(Scalar value, DType dtype, Shape shape, Device device);
+
+// ---------------------------------------------------------------------------------------- views
+
+LAZYTENSOR_ENGINE_API NodePtr reshape(const NodePtr& x, Shape shape, const char* op = "lt::reshape");
+
+/// x's value, through which reverse mode passes no gradient: a view of x in its own shape.
+LAZYTENSOR_ENGINE_API NodePtr stop_gradient(const NodePtr& x);
+
+LAZYTENSOR_ENGINE_API NodePtr permute(const NodePtr& x, const Axes& perm, const char* op = "lt::permute");
+
+LAZYTENSOR_ENGINE_API NodePtr transpose(const NodePtr& x, int a, int b);
+
+/// Broadcasts x to `shape` (NumPy rules; -1 keeps an extent). Adds leading axes as a reshape.
+LAZYTENSOR_ENGINE_API NodePtr expand(const NodePtr& x, Shape shape, const char* op = "lt::expand");
+
+/// A window of x: per axis, result index i reads x at starts_steps[2k] + starts_steps[2k+1] * i.
+/// A window of a window is one window.
+LAZYTENSOR_ENGINE_API NodePtr window(const NodePtr& x, SmallVector<std::int64_t, 12> starts_steps, Shape shape);
+
+/// x[start:stop:step] along `axis`, with Python's rules: negative start/stop count from the
+/// end, out-of-range bounds are clipped, a negative step walks backwards (defaults then run
+/// from the end to the beginning). step 0 is an error.
+LAZYTENSOR_ENGINE_API NodePtr slice(const NodePtr& x, int axis, std::optional<std::int64_t> start, std::optional<std::int64_t> stop,
+                     std::int64_t step);
+
+/// x with the order of elements reversed along each of `axes`.
+LAZYTENSOR_ENGINE_API NodePtr flip(const NodePtr& x, const Axes& axes);
+
+/// x surrounded by `value`: before[k] elements before and after[k] after it along axis k.
+LAZYTENSOR_ENGINE_API NodePtr pad(const NodePtr& x, const Shape& before, const Shape& after, Scalar value);
+
+/// The int64 tensor whose value at index i is sum_k coefs[k] * i[k]: iota along an axis (one
+/// coefficient 1), or the row-major linear index (the contiguous strides).
+LAZYTENSOR_ENGINE_API NodePtr index(const Shape& shape, const Strides& coefs, Device device);
+
+/// 0, 1, ..., shape[axis] - 1 along `axis`, broadcast over the others (int64).
+LAZYTENSOR_ENGINE_API NodePtr iota(const Shape& shape, int axis, Device device);
+
+// ---------------------------------------------------------------------------------- element-wise
+
+LAZYTENSOR_ENGINE_API NodePtr cast(const NodePtr& x, DType to);
+
+/// The dtype operands meet in, by PyTorch's rule: scalars do not widen tensors of their category.
+LAZYTENSOR_ENGINE_API DType promote_operands(std::initializer_list<const Operand*> operands);
+
+/// The common device of the node operands, or an error naming both devices.
+LAZYTENSOR_ENGINE_API Device common_device(std::initializer_list<const Operand*> operands, const char* op);
+
+LAZYTENSOR_ENGINE_API Shape common_shape(std::initializer_list<const Operand*> operands, const char* op);
+
+/// ValueError unless the scalar `s` has a value of dtype `to` (an integer scalar within its
+/// range; a floating one, when `to` is an integer, finite and within range, truncated). A
+/// scalar never wraps: `u8 < 256` and `clamp(u8, 0, 300)` are errors, not comparisons with 0
+/// and 44. Into a floating dtype every value goes (rounded; past float16's range: inf); into
+/// bool, nonzero is true.
+LAZYTENSOR_ENGINE_API void check_scalar_fits(const Scalar& s, DType to, const char* op);
+
+/// The operand as a node of the given dtype and shape (cast, reshape and expand as needed).
+LAZYTENSOR_ENGINE_API NodePtr conform(const Operand& o, DType dtype, const Shape& shape, Device device, const char* op);
+
+/// What a rule that rejected some dtypes needs, for its error message.
+LAZYTENSOR_ENGINE_API const char* rule_needs(TypeRule rule);
+
+/// ValueError unless a unary function of `rule` is defined for x's dtype.
+LAZYTENSOR_ENGINE_API void check_unary_rule(TypeRule rule, DType x, const char* op);
+
+LAZYTENSOR_ENGINE_API NodePtr unary(UnaryOp uop, const NodePtr& x);
+
+/// The operands of a binary function of `rule`, checked (devices, shapes, dtypes) and made
+/// nodes of the dtype it computes in and of their broadcast shape.
+LAZYTENSOR_ENGINE_API std::array<NodePtr, 2> binary_operands(TypeRule rule, const Operand& a, const Operand& b, const char* op);
+
+LAZYTENSOR_ENGINE_API NodePtr binary(BinaryOp bop, const Operand& a, const Operand& b);
+
+LAZYTENSOR_ENGINE_API NodePtr where(const Operand& cond, const Operand& x, const Operand& y);
+
+// ----------------------------------------------------------------------------------- composites
+// The element-wise functions that are not ops of their own: rewrites into the ops above
+// (tinygrad's decompositions), written once, here, for the front end (frontend/composites.hpp),
+// reverse mode and the builders below alike. Every backend runs them as it runs the ops, fused
+// into the kernel that reads them, and reverse mode differentiates them through their ops. Each
+// keeps the semantics it had as an op of its own, exact at the extremes. (Composites only the
+// front end needs, softplus, clamp, nan_to_num, ..., are written there, typed.)
+
+namespace composite {
+
+LAZYTENSOR_ENGINE_API Scalar num(double v);
+/// A whole constant, which leaves any operand's dtype as it is (a double scalar would make an
+/// integer tensor float32).
+LAZYTENSOR_ENGINE_API Scalar whole(std::int64_t v);
+LAZYTENSOR_ENGINE_API NodePtr add(const Operand& a, const Operand& b);
+LAZYTENSOR_ENGINE_API NodePtr sub(const Operand& a, const Operand& b);
+LAZYTENSOR_ENGINE_API NodePtr mul(const Operand& a, const Operand& b);
+LAZYTENSOR_ENGINE_API NodePtr div(const Operand& a, const Operand& b);
+LAZYTENSOR_ENGINE_API NodePtr less(const Operand& a, const Operand& b);
+LAZYTENSOR_ENGINE_API NodePtr equal(const Operand& a, const Operand& b);
+LAZYTENSOR_ENGINE_API NodePtr differ(const Operand& a, const Operand& b);
+LAZYTENSOR_ENGINE_API NodePtr both(const NodePtr& a, const NodePtr& b);
+LAZYTENSOR_ENGINE_API NodePtr neg(const NodePtr& x);
+/// x limited to [lo, hi]: for a branch of a where that only uses x in that range, so that the
+/// lanes it does not use compute something finite (and their zero gradient stays zero, not
+/// 0 * inf).
+LAZYTENSOR_ENGINE_API NodePtr clamp(const NodePtr& x, double lo, double hi);
+
+/// exp(a) for a <= 0 is computed as exp(a + shift) * scale (scale = exp(-shift)) below `below`,
+/// where it would be subnormal: the shift is exact and the product rounds once, so that a
+/// product with exp(a) keeps its precision (silu(-105.f) is -2.66e-44, not -0).
+struct TinyExp {
+    double below, shift, scale;
+};
+LAZYTENSOR_ENGINE_API TinyExp tiny_exp(DType t);
+
+/// Veltkamp's split: v = hi + lo exactly, each with half of the significand, so that products of
+/// halves are exact (Dekker's products below, which need no FMA; the renderer keeps OpenCL from
+/// contracting them, and the host rounds every op).
+struct Halves {
+    NodePtr hi, lo;
+};
+LAZYTENSOR_ENGINE_API double splitter(DType t);
+/// The same split of a constant, in T. (Through volatile: a compiler allowed to contract
+/// c * s - c into an FMA, as GCC is by default with FMA hardware, would compute another hi.)
+template <class T>
+std::array<double, 2> split_value(T c, T s) {
+    volatile T p = c * s;
+    volatile T d = p - c;
+    const T hi = p - d;
+    return {static_cast<double>(hi), static_cast<double>(c - hi)};
+}
+/// a * c - p exactly, for p = a * c rounded and a constant c of a's dtype (Dekker).
+LAZYTENSOR_ENGINE_API NodePtr product_error(const NodePtr& a, double c, const NodePtr& p);
+/// a * a - p exactly, for p = a * a rounded (Dekker).
+LAZYTENSOR_ENGINE_API NodePtr square_error(const NodePtr& a, const NodePtr& p);
+
+/// x as the dtype a floating composite computes in: integers in float32 (as for the floating
+/// ops), the floating dtypes as they are. A bool x is a ValueError, as for the floating ops.
+LAZYTENSOR_ENGINE_API NodePtr floating_operand(const NodePtr& x, const char* op);
+
+/// sigmoid(x) of floating x: 1 / (1 + e) for x >= 0 and e / (1 + e) below, where e = exp(-|x|)
+/// never overflows and is computed as TinyExp says where it would be subnormal; also e0, the
+/// exp that gives e (exp(x + shift) below TinyExp's `below`), for silu. A float16 x computes in
+/// float (its registers) without TinyExp, whose values are far below half's range (and whose
+/// scale a float16 constant cannot hold).
+struct SigmoidParts {
+    NodePtr sigmoid, e0;
+};
+LAZYTENSOR_ENGINE_API SigmoidParts sigmoid_parts(const NodePtr& x);
+
+}  // namespace composite
+
+/// sign(x): 1, -1 or 0 in x's dtype (not bool); NaN stays NaN and -0 gives +0 (x - x is +0 for
+/// both zeros and NaN for NaN). It passes no gradient (PyTorch's: zero).
+LAZYTENSOR_ENGINE_API NodePtr sign(const NodePtr& x);
+
+/// 1 / sqrt(x), both steps correctly rounded (where the device's are): integers give float32.
+LAZYTENSOR_ENGINE_API NodePtr rsqrt(const NodePtr& x);
+
+/// 1 / (1 + exp(-x)) (composite::sigmoid_parts), exact down to the smallest subnormal;
+/// integers give float32.
+LAZYTENSOR_ENGINE_API NodePtr sigmoid(const NodePtr& x);
+
+/// x sigmoid(x), with its limit -0 at -inf. Below TinyExp's `below` it is (x exp(x + shift))
+/// exp(-shift): x e is rounded once, so that subnormal results keep their precision
+/// (silu(-105.f) is -2.66e-44). Integers give float32.
+LAZYTENSOR_ENGINE_API NodePtr silu(const NodePtr& x);
+
+/// gelu(x) = x Phi(x), PyTorch's exact form 0.5 x (1 + erf(x / sqrt(2))), computed as
+/// 0.5 x erfc(z), z = -x / sqrt(2): no cancellation below 0 (1 + erf gave -0 from x = -5.9 on in
+/// float, where gelu(-7.8f) is -2.8e-14). Below 0, where erfc is steep, the rounding of z is put
+/// back to first order (erfc(z + dz) = erfc(z) - dz 2/sqrt(pi) exp(-z^2), dz exact by Dekker's
+/// product); below -10 (float) or -37 (double), where erfc nears the subnormals, gelu(x) =
+/// -phi(x) S(1 / x^2), phi the normal density and S erfc's asymptotic series (7 terms: within
+/// 0.2 ulp there), x^2 split exactly, exp scaled as TinyExp says and the product rounded once
+/// (gelu(-14.f) is -1.1e-43). gelu rounds to -0 well before -20 (-50): -0 from there on, and at
+/// -inf. On the host, whose float exp and erfc are a few ulp off, float computes in double and
+/// rounds once (within 0.5 ulp and a hair): there 0.5 x erfc(z) needs no correction (rounding z
+/// costs 2 z^2 2^-53 relative, and erfc stays normal over float's range). Integers give
+/// float32; float16 computes in float32 (the constants need float's precision) or, on the host,
+/// in double, and rounds the result to half.
+LAZYTENSOR_ENGINE_API NodePtr gelu(const NodePtr& x);
+
+/// NumPy's remainder (Python's %): the result has the divisor's sign. As NumPy's divmod: fmod
+/// (exact), plus b where the signs differ (one rounding; for integers |r| < |b|, so it cannot
+/// overflow); a zero result takes b's sign. Integer remainders by 0 give 0 (fmod's), float ones
+/// NaN. Operands promote as for +; two bools are a ValueError.
+LAZYTENSOR_ENGINE_API NodePtr remainder(const Operand& a, const Operand& b);
+
+/// NumPy's floor_divide (Python's //): the floor of the exact quotient. Integers: C's truncated
+/// quotient, less 1 where the remainder is nonzero and the signs differ (by 0: 0; the most
+/// negative value by -1 wraps). Floats, as NumPy's divmod: (a - fmod(a, b)) / b is a whole number
+/// up to rounding, so 1 // 0.1 is 9 where floor(1 / 0.1) would be 10; a zero quotient keeps
+/// the sign of a / b, and by 0 it is a / b. It passes no gradient (PyTorch's: zero).
+LAZYTENSOR_ENGINE_API NodePtr floor_divide(const Operand& a, const Operand& b);
+
+// ------------------------------------------------------------------------------------- indexing
+
+/// out[i] = x[i with i[axis] replaced by index[i]] (PyTorch's gather): index has x's rank and,
+/// on every other axis, at most x's extent. Positions are clamped into range here; the front
+/// end checks them first and reports any out of range.
+LAZYTENSOR_ENGINE_API NodePtr gather(const NodePtr& x, int axis, const NodePtr& idx);
+
+// ------------------------------------------------------------------------------------- assign
+
+/// A copy of x that is its own node (an identity cast): lowering reads x into new memory.
+LAZYTENSOR_ENGINE_API NodePtr copy(const NodePtr& x);
+
+/// Whether a layout may give two elements one memory location. Exact for every layout views of
+/// lazytensor's own memory have (each axis, in order of its stride, steps past the span of the
+/// smaller ones); other layouts of wrapped memory (lt::from_blob) may be reported although their
+/// elements are distinct (extents [3, 2], strides [2, 3]).
+LAZYTENSOR_ENGINE_API bool may_overlap(const Shape& shape, const Strides& strides);
+
+/// Writes `value` (broadcast to the target's shape, cast to its dtype) into the memory of
+/// `target`, a realized tensor whose elements are distinct memory locations.
+LAZYTENSOR_ENGINE_API NodePtr assign(const NodePtr& target, const Operand& value);
+
+// ------------------------------------------------------------------------------------ reductions
+
+/// Drops the reduced axes of a keepdim-shaped result.
+LAZYTENSOR_ENGINE_API NodePtr squeeze_axes(const NodePtr& x, const Axes& axes);
+
+/// The dtype a reduction accumulates and returns: integer and bool sums and products give
+/// int64 (PyTorch).
+LAZYTENSOR_ENGINE_API DType reduce_dtype(ReduceOp rop, DType in);
+
+/// The axes a reduction of x over `user_axes` reduces: all of them when none are given or the
+/// list is empty (one meaning for every reduction: sum, max, mean, var, logsumexp, layer_norm).
+LAZYTENSOR_ENGINE_API Axes reduced_axes(const NodePtr& x, const std::optional<Axes>& user_axes, const char* op);
+
+/// reduce(x) over `axes` (none or empty: all axes). `logical`: a max (any) or min (all) of
+/// bools, which, unlike max and min of numbers, has an identity for an empty axis (false, true).
+LAZYTENSOR_ENGINE_API NodePtr reduce(ReduceOp rop, const NodePtr& x, const std::optional<Axes>& user_axes, bool keepdim,
+                      const char* op, bool logical = false);
+
+/// any (`all` false) or all of x != 0, over `axes` (none or empty: all axes); bool. NaN counts as true.
+LAZYTENSOR_ENGINE_API NodePtr any_all(bool all, const NodePtr& x, const std::optional<Axes>& axes, bool keepdim);
+
+/// Arithmetic mean. Integers are summed exactly (int64), divided in float64 and rounded once to
+/// float32; on a device without float64 (the caller asks the device: the graph knows none), in
+/// int64 and float32 (below: within 1 ulp).
+LAZYTENSOR_ENGINE_API NodePtr mean(const NodePtr& x, const std::optional<Axes>& user_axes, bool keepdim, bool device_has_float64);
+
+/// base with `values` added at the positions `positions` names along `axis` (PyTorch's
+/// scatter_add; the front end checks ranks, extents and positions first). Computed as a
+/// reduction over positions' extent along `axis` for every element of base: deterministic, in
+/// index order, at numel(base) * positions.shape[axis] operations.
+LAZYTENSOR_ENGINE_API NodePtr scatter_add(const NodePtr& base, int axis, const NodePtr& positions, const NodePtr& values);
+
+/// Inclusive cumsum (Sum) or cumprod (Prod) of x along `axis`: a scan node, which the
+/// scheduler makes an item of its own. Integers and bool accumulate in int64 (PyTorch); half in
+/// float32, each element rounded to half once.
+LAZYTENSOR_ENGINE_API NodePtr scan(ReduceOp rop, const NodePtr& x, int axis, const char* op);
+
+// ---------------------------------------------------------------------------- matrix products
+
+/// Whether a product of `dtype` on `device` runs as a GEMM schedule item. Other products are
+/// sums of element-wise products, which the scheduler fuses into one reduction kernel.
+LAZYTENSOR_ENGINE_API bool runs_as_gemm(DType dtype, Device device);
+
+/// How many parts to split the contracted axis of a GEMM into on a GPU-like device (1: none).
+/// BLAS kernels spread the output's tiles over the compute units; a product whose output is a
+/// few tiles but whose k is long (a weight gradient, x^T dy, sums over the batch) leaves most
+/// units idle. Split, the parts are one batched GEMM of the same work and their sum is one
+/// reduction kernel. Tiles of 128 x 128, as BLAS libraries tune them for large GPUs.
+LAZYTENSOR_ENGINE_API std::int64_t split_k_parts(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, Device device);
+
+/// NumPy's matmul: 1-D x 1-D is a dot product; a 1-D operand is a row (left) or a column
+/// (right) vector whose unit axis is dropped from the result; batch axes broadcast.
+LAZYTENSOR_ENGINE_API NodePtr matmul(const NodePtr& a, const NodePtr& b);
+
+}  // namespace lazytensor::detail::graph
+
+// The builders' definitions: inline in header-only units, once in the implementation unit,
+// never in a separate-runtime unit (each of those would compile them again: about 1 s a unit).
+#if LAZYTENSOR_ENGINE_DEFINITIONS
+// ---- lazytensor/ir/graph_definitions.hpp ----
+// The graph builders' definitions (ir/graph.hpp declares them, with their documentation):
+// compiled in header-only units and in the LAZYTENSOR_IMPLEMENTATION unit, as the engine is.
+
+
+#if !LAZYTENSOR_ENGINE_DEFINITIONS
+#error "lazytensor: ir/graph_definitions.hpp holds definitions of the runtime; a LAZYTENSOR_SEPARATE_RUNTIME unit must not include it"
+#endif
+
+namespace lazytensor::detail::graph {
+
+LAZYTENSOR_ENGINE_API NodePtr make(NodeKind kind, DType dtype, Device device, Shape shape) {
     auto n = std::make_shared<Node>();
     n->kind = kind;
     n->dtype = dtype;
@@ -1927,7 +2219,7 @@ inline NodePtr make(NodeKind kind, DType dtype, Device device, Shape shape) {
     return n;
 }
 
-inline NodePtr with_sources(NodePtr n, std::initializer_list<NodePtr> sources) {
+LAZYTENSOR_ENGINE_API NodePtr with_sources(NodePtr n, std::initializer_list<NodePtr> sources) {
     GraphReadLock lock;  // a source may be realized by another thread meanwhile
     for (auto& s : sources) {
         n->src[n->nsrc++] = s;
@@ -1939,21 +2231,19 @@ inline NodePtr with_sources(NodePtr n, std::initializer_list<NodePtr> sources) {
     return n;
 }
 
-inline NodePtr buffer(BufferPtr buf, Shape shape, Strides strides, std::int64_t offset) {
+LAZYTENSOR_ENGINE_API NodePtr buffer(BufferPtr buf, Shape shape, Strides strides, std::int64_t offset) {
     auto n = make(NodeKind::Buffer, buf->dtype(), buf->device(), std::move(shape));
     make_realized(*n, std::move(buf), offset, std::move(strides));
     return n;
 }
 
-inline NodePtr constant(Scalar value, DType dtype, Shape shape, Device device) {
+LAZYTENSOR_ENGINE_API NodePtr constant(Scalar value, DType dtype, Shape shape, Device device) {
     auto n = make(NodeKind::Const, dtype, device, std::move(shape));
     n->value = value.cast(dtype);
     return n;
 }
 
-// ---------------------------------------------------------------------------------------- views
-
-inline NodePtr reshape(const NodePtr& x, Shape shape, const char* op = "lt::reshape") {
+LAZYTENSOR_ENGINE_API NodePtr reshape(const NodePtr& x, Shape shape, const char* op) {
     GraphReadLock lock;  // x may be realized by another thread meanwhile
     {
         Shape known_part = shape;
@@ -1991,14 +2281,13 @@ inline NodePtr reshape(const NodePtr& x, Shape shape, const char* op = "lt::resh
     return with_sources(make(NodeKind::Reshape, x->dtype, x->device, std::move(shape)), {base});
 }
 
-/// x's value, through which reverse mode passes no gradient: a view of x in its own shape.
-inline NodePtr stop_gradient(const NodePtr& x) {
+LAZYTENSOR_ENGINE_API NodePtr stop_gradient(const NodePtr& x) {
     auto node = with_sources(make(NodeKind::Reshape, x->dtype, x->device, x->shape), {x});
     node->stops_gradient = true;
     return node;
 }
 
-inline NodePtr permute(const NodePtr& x, const Axes& perm, const char* op = "lt::permute") {
+LAZYTENSOR_ENGINE_API NodePtr permute(const NodePtr& x, const Axes& perm, const char* op) {
     GraphReadLock lock;  // x may be realized by another thread meanwhile
     const std::size_t n = x->shape.size();
     if (perm.size() != n)
@@ -2023,7 +2312,7 @@ inline NodePtr permute(const NodePtr& x, const Axes& perm, const char* op = "lt:
     return node;
 }
 
-inline NodePtr transpose(const NodePtr& x, int a, int b) {
+LAZYTENSOR_ENGINE_API NodePtr transpose(const NodePtr& x, int a, int b) {
     const std::size_t n = x->shape.size();
     a = normalize_axis(a, n, "lt::transpose", x->shape);
     b = normalize_axis(b, n, "lt::transpose", x->shape);
@@ -2032,8 +2321,7 @@ inline NodePtr transpose(const NodePtr& x, int a, int b) {
     return permute(x, perm, "lt::transpose");
 }
 
-/// Broadcasts x to `shape` (NumPy rules; -1 keeps an extent). Adds leading axes as a reshape.
-inline NodePtr expand(const NodePtr& x, Shape shape, const char* op = "lt::expand") {
+LAZYTENSOR_ENGINE_API NodePtr expand(const NodePtr& x, Shape shape, const char* op) {
     GraphReadLock lock;  // x may be realized by another thread meanwhile
     if (shape.size() < x->shape.size())
         fail<ShapeError>(op, ": cannot expand shape ", x->shape, " to ", shape, ", which has fewer dimensions");
@@ -2056,9 +2344,7 @@ inline NodePtr expand(const NodePtr& x, Shape shape, const char* op = "lt::expan
     return with_sources(make(NodeKind::Expand, x->dtype, x->device, std::move(shape)), {base});
 }
 
-/// A window of x: per axis, result index i reads x at starts_steps[2k] + starts_steps[2k+1] * i.
-/// A window of a window is one window.
-inline NodePtr window(const NodePtr& x, SmallVector<std::int64_t, 12> starts_steps, Shape shape) {
+LAZYTENSOR_ENGINE_API NodePtr window(const NodePtr& x, SmallVector<std::int64_t, 12> starts_steps, Shape shape) {
     GraphReadLock lock;  // x may be realized by another thread meanwhile
     bool identity = shape == x->shape;
     for (std::size_t k = 0; k < shape.size(); ++k)
@@ -2078,10 +2364,7 @@ inline NodePtr window(const NodePtr& x, SmallVector<std::int64_t, 12> starts_ste
     return node;
 }
 
-/// x[start:stop:step] along `axis`, with Python's rules: negative start/stop count from the
-/// end, out-of-range bounds are clipped, a negative step walks backwards (defaults then run
-/// from the end to the beginning). step 0 is an error.
-inline NodePtr slice(const NodePtr& x, int axis, std::optional<std::int64_t> start, std::optional<std::int64_t> stop,
+LAZYTENSOR_ENGINE_API NodePtr slice(const NodePtr& x, int axis, std::optional<std::int64_t> start, std::optional<std::int64_t> stop,
                      std::int64_t step) {
     const char* op = "slice";
     const auto k = static_cast<std::size_t>(normalize_axis(axis, x->shape.size(), op, x->shape));
@@ -2108,8 +2391,7 @@ inline NodePtr slice(const NodePtr& x, int axis, std::optional<std::int64_t> sta
     return window(x, std::move(ss), std::move(shape));
 }
 
-/// x with the order of elements reversed along each of `axes`.
-inline NodePtr flip(const NodePtr& x, const Axes& axes) {
+LAZYTENSOR_ENGINE_API NodePtr flip(const NodePtr& x, const Axes& axes) {
     const Axes norm = normalize_axes(axes, x->shape.size(), "flip", x->shape);
     SmallVector<std::int64_t, 12> ss;
     for (std::size_t j = 0; j < x->shape.size(); ++j) {
@@ -2120,8 +2402,7 @@ inline NodePtr flip(const NodePtr& x, const Axes& axes) {
     return window(x, std::move(ss), x->shape);
 }
 
-/// x surrounded by `value`: before[k] elements before and after[k] after it along axis k.
-inline NodePtr pad(const NodePtr& x, const Shape& before, const Shape& after, Scalar value) {
+LAZYTENSOR_ENGINE_API NodePtr pad(const NodePtr& x, const Shape& before, const Shape& after, Scalar value) {
     const char* op = "pad";
     if (before.size() != x->shape.size() || after.size() != x->shape.size())
         fail<ShapeError>(op, ": needs one (before, after) width per axis: the tensor has shape ", x->shape, " (",
@@ -2143,40 +2424,33 @@ inline NodePtr pad(const NodePtr& x, const Shape& before, const Shape& after, Sc
     return node;
 }
 
-/// The int64 tensor whose value at index i is sum_k coefs[k] * i[k]: iota along an axis (one
-/// coefficient 1), or the row-major linear index (the contiguous strides).
-inline NodePtr index(const Shape& shape, const Strides& coefs, Device device) {
+LAZYTENSOR_ENGINE_API NodePtr index(const Shape& shape, const Strides& coefs, Device device) {
     check_extents(shape, "index");
     auto node = make(NodeKind::Index, DType::Int64, device, shape);
     node->params = SmallVector<std::int64_t, 12>(coefs.begin(), coefs.end());
     return node;
 }
 
-/// 0, 1, ..., shape[axis] - 1 along `axis`, broadcast over the others (int64).
-inline NodePtr iota(const Shape& shape, int axis, Device device) {
+LAZYTENSOR_ENGINE_API NodePtr iota(const Shape& shape, int axis, Device device) {
     Strides coefs(shape.size(), 0);
     coefs[static_cast<std::size_t>(normalize_axis(axis, shape.size(), "iota", shape))] = 1;
     return index(shape, coefs, device);
 }
 
-// ---------------------------------------------------------------------------------- element-wise
-
-inline NodePtr cast(const NodePtr& x, DType to) {
+LAZYTENSOR_ENGINE_API NodePtr cast(const NodePtr& x, DType to) {
     GraphReadLock lock;  // x may be realized by another thread meanwhile
     if (x->dtype == to) return x;
     if (x->kind == NodeKind::Const) return constant(x->value, to, x->shape, x->device);
     return with_sources(make(NodeKind::Cast, to, x->device, x->shape), {x});
 }
 
-/// The dtype operands meet in, by PyTorch's rule: scalars do not widen tensors of their category.
-inline DType promote_operands(std::initializer_list<const Operand*> operands) {
+LAZYTENSOR_ENGINE_API DType promote_operands(std::initializer_list<const Operand*> operands) {
     Promotion p;
     for (const Operand* o : operands) p = o->is_scalar() ? p.with_scalar(o->scalar.dtype) : p.with_tensor(o->node->dtype);
     return p.result();
 }
 
-/// The common device of the node operands, or an error naming both devices.
-inline Device common_device(std::initializer_list<const Operand*> operands, const char* op) {
+LAZYTENSOR_ENGINE_API Device common_device(std::initializer_list<const Operand*> operands, const char* op) {
     std::optional<Device> device;
     for (const Operand* o : operands) {
         if (o->is_scalar()) continue;
@@ -2189,19 +2463,14 @@ inline Device common_device(std::initializer_list<const Operand*> operands, cons
     return *device;
 }
 
-inline Shape common_shape(std::initializer_list<const Operand*> operands, const char* op) {
+LAZYTENSOR_ENGINE_API Shape common_shape(std::initializer_list<const Operand*> operands, const char* op) {
     std::optional<Shape> shape;
     for (const Operand* o : operands)
         if (!o->is_scalar()) shape = shape ? broadcast_shapes(*shape, o->node->shape, op) : o->node->shape;
     return *shape;
 }
 
-/// ValueError unless the scalar `s` has a value of dtype `to` (an integer scalar within its
-/// range; a floating one, when `to` is an integer, finite and within range, truncated). A
-/// scalar never wraps: `u8 < 256` and `clamp(u8, 0, 300)` are errors, not comparisons with 0
-/// and 44. Into a floating dtype every value goes (rounded; past float16's range: inf); into
-/// bool, nonzero is true.
-inline void check_scalar_fits(const Scalar& s, DType to, const char* op) {
+LAZYTENSOR_ENGINE_API void check_scalar_fits(const Scalar& s, DType to, const char* op) {
     if (!is_integral(to)) return;
     const bool fits = visit_dtype(to, [&](auto tag) {
         using T = typename decltype(tag)::type;
@@ -2224,8 +2493,7 @@ inline void check_scalar_fits(const Scalar& s, DType to, const char* op) {
     }
 }
 
-/// The operand as a node of the given dtype and shape (cast, reshape and expand as needed).
-inline NodePtr conform(const Operand& o, DType dtype, const Shape& shape, Device device, const char* op) {
+LAZYTENSOR_ENGINE_API NodePtr conform(const Operand& o, DType dtype, const Shape& shape, Device device, const char* op) {
     if (o.is_scalar()) {
         check_scalar_fits(o.scalar, dtype, op);
         return constant(o.scalar, dtype, shape, device);
@@ -2233,8 +2501,7 @@ inline NodePtr conform(const Operand& o, DType dtype, const Shape& shape, Device
     return expand(cast(o.node, dtype), shape, op);
 }
 
-/// What a rule that rejected some dtypes needs, for its error message.
-inline const char* rule_needs(TypeRule rule) {
+LAZYTENSOR_ENGINE_API const char* rule_needs(TypeRule rule) {
     switch (rule) {
         case TypeRule::Bitwise: return "integer or bool operands; cast first, e.g. lt::cast<int32_t>(x)";
         case TypeRule::Shift: return "integer operands; cast first, e.g. lt::cast<int32_t>(x)";
@@ -2242,12 +2509,11 @@ inline const char* rule_needs(TypeRule rule) {
     }
 }
 
-/// ValueError unless a unary function of `rule` is defined for x's dtype.
-inline void check_unary_rule(TypeRule rule, DType x, const char* op) {
+LAZYTENSOR_ENGINE_API void check_unary_rule(TypeRule rule, DType x, const char* op) {
     if (!rule_accepts(rule, x)) fail<ValueError>(op, ": not defined for ", x, " tensors; it needs ", rule_needs(rule));
 }
 
-inline NodePtr unary(UnaryOp uop, const NodePtr& x) {
+LAZYTENSOR_ENGINE_API NodePtr unary(UnaryOp uop, const NodePtr& x) {
     const TypeRule rule = type_rule(uop);
     check_unary_rule(rule, x->dtype, op_name(uop));
     const DType t = compute_dtype(rule, x->dtype);
@@ -2256,9 +2522,7 @@ inline NodePtr unary(UnaryOp uop, const NodePtr& x) {
     return node;
 }
 
-/// The operands of a binary function of `rule`, checked (devices, shapes, dtypes) and made
-/// nodes of the dtype it computes in and of their broadcast shape.
-inline std::array<NodePtr, 2> binary_operands(TypeRule rule, const Operand& a, const Operand& b, const char* op) {
+LAZYTENSOR_ENGINE_API std::array<NodePtr, 2> binary_operands(TypeRule rule, const Operand& a, const Operand& b, const char* op) {
     const Device device = common_device({&a, &b}, op);
     const Shape shape = common_shape({&a, &b}, op);
     const DType promoted = promote_operands({&a, &b});
@@ -2272,7 +2536,7 @@ inline std::array<NodePtr, 2> binary_operands(TypeRule rule, const Operand& a, c
     return {conform(a, t, shape, device, op), conform(b, t, shape, device, op)};
 }
 
-inline NodePtr binary(BinaryOp bop, const Operand& a, const Operand& b) {
+LAZYTENSOR_ENGINE_API NodePtr binary(BinaryOp bop, const Operand& a, const Operand& b) {
     const TypeRule rule = type_rule(bop);
     auto [x, y] = binary_operands(rule, a, b, op_name(bop));
     auto node = make(NodeKind::Binary, result_dtype(rule, x->dtype), x->device, x->shape);
@@ -2280,7 +2544,7 @@ inline NodePtr binary(BinaryOp bop, const Operand& a, const Operand& b) {
     return with_sources(node, {std::move(x), std::move(y)});
 }
 
-inline NodePtr where(const Operand& cond, const Operand& x, const Operand& y) {
+LAZYTENSOR_ENGINE_API NodePtr where(const Operand& cond, const Operand& x, const Operand& y) {
     const char* op = "where";
     const Device device = common_device({&cond, &x, &y}, op);
     const Shape shape = common_shape({&cond, &x, &y}, op);
@@ -2290,99 +2554,66 @@ inline NodePtr where(const Operand& cond, const Operand& x, const Operand& y) {
                                conform(y, t, shape, device, op)});
 }
 
-// ----------------------------------------------------------------------------------- composites
-// The element-wise functions that are not ops of their own: rewrites into the ops above
-// (tinygrad's decompositions), written once, here, for the front end (frontend/composites.hpp),
-// reverse mode and the builders below alike. Every backend runs them as it runs the ops, fused
-// into the kernel that reads them, and reverse mode differentiates them through their ops. Each
-// keeps the semantics it had as an op of its own, exact at the extremes. (Composites only the
-// front end needs, softplus, clamp, nan_to_num, ..., are written there, typed.)
-
 namespace composite {
 
-inline Scalar num(double v) { return Scalar::of<double>(v); }
-/// A whole constant, which leaves any operand's dtype as it is (a double scalar would make an
-/// integer tensor float32).
-inline Scalar whole(std::int64_t v) { return Scalar::of<std::int64_t>(v); }
-inline NodePtr add(const Operand& a, const Operand& b) { return binary(BinaryOp::Add, a, b); }
-inline NodePtr sub(const Operand& a, const Operand& b) { return binary(BinaryOp::Sub, a, b); }
-inline NodePtr mul(const Operand& a, const Operand& b) { return binary(BinaryOp::Mul, a, b); }
-inline NodePtr div(const Operand& a, const Operand& b) { return binary(BinaryOp::Div, a, b); }
-inline NodePtr less(const Operand& a, const Operand& b) { return binary(BinaryOp::Lt, a, b); }
-inline NodePtr equal(const Operand& a, const Operand& b) { return binary(BinaryOp::Eq, a, b); }
-inline NodePtr differ(const Operand& a, const Operand& b) { return binary(BinaryOp::Ne, a, b); }
-inline NodePtr both(const NodePtr& a, const NodePtr& b) { return binary(BinaryOp::BitAnd, a, b); }
-inline NodePtr neg(const NodePtr& x) { return unary(UnaryOp::Neg, x); }
-/// x limited to [lo, hi]: for a branch of a where that only uses x in that range, so that the
-/// lanes it does not use compute something finite (and their zero gradient stays zero, not
-/// 0 * inf).
-inline NodePtr clamp(const NodePtr& x, double lo, double hi) {
+LAZYTENSOR_ENGINE_API Scalar num(double v) { return Scalar::of<double>(v); }
+
+LAZYTENSOR_ENGINE_API Scalar whole(std::int64_t v) { return Scalar::of<std::int64_t>(v); }
+
+LAZYTENSOR_ENGINE_API NodePtr add(const Operand& a, const Operand& b) { return binary(BinaryOp::Add, a, b); }
+
+LAZYTENSOR_ENGINE_API NodePtr sub(const Operand& a, const Operand& b) { return binary(BinaryOp::Sub, a, b); }
+
+LAZYTENSOR_ENGINE_API NodePtr mul(const Operand& a, const Operand& b) { return binary(BinaryOp::Mul, a, b); }
+
+LAZYTENSOR_ENGINE_API NodePtr div(const Operand& a, const Operand& b) { return binary(BinaryOp::Div, a, b); }
+
+LAZYTENSOR_ENGINE_API NodePtr less(const Operand& a, const Operand& b) { return binary(BinaryOp::Lt, a, b); }
+
+LAZYTENSOR_ENGINE_API NodePtr equal(const Operand& a, const Operand& b) { return binary(BinaryOp::Eq, a, b); }
+
+LAZYTENSOR_ENGINE_API NodePtr differ(const Operand& a, const Operand& b) { return binary(BinaryOp::Ne, a, b); }
+
+LAZYTENSOR_ENGINE_API NodePtr both(const NodePtr& a, const NodePtr& b) { return binary(BinaryOp::BitAnd, a, b); }
+
+LAZYTENSOR_ENGINE_API NodePtr neg(const NodePtr& x) { return unary(UnaryOp::Neg, x); }
+
+LAZYTENSOR_ENGINE_API NodePtr clamp(const NodePtr& x, double lo, double hi) {
     return binary(BinaryOp::Minimum, binary(BinaryOp::Maximum, x, num(lo)), num(hi));
 }
 
-/// exp(a) for a <= 0 is computed as exp(a + shift) * scale (scale = exp(-shift)) below `below`,
-/// where it would be subnormal: the shift is exact and the product rounds once, so that a
-/// product with exp(a) keeps its precision (silu(-105.f) is -2.66e-44, not -0).
-struct TinyExp {
-    double below, shift, scale;
-};
-inline TinyExp tiny_exp(DType t) {
+LAZYTENSOR_ENGINE_API TinyExp tiny_exp(DType t) {
     if (t == DType::Float64) return {-700, 512, 0x1.44109edb20931p-739};
     return {-80, 64, 0x1.969d48p-93};
 }
 
-/// Veltkamp's split: v = hi + lo exactly, each with half of the significand, so that products of
-/// halves are exact (Dekker's products below, which need no FMA; the renderer keeps OpenCL from
-/// contracting them, and the host rounds every op).
-struct Halves {
-    NodePtr hi, lo;
-};
-inline double splitter(DType t) { return t == DType::Float64 ? 134217729.0 : 4097.0; }  // 2^27 + 1, 2^12 + 1
+LAZYTENSOR_ENGINE_API double splitter(DType t) { return t == DType::Float64 ? 134217729.0 : 4097.0; }  // 2^27 + 1, 2^12 + 1
 inline Halves split(const NodePtr& v) {
     const NodePtr p = mul(v, num(splitter(v->dtype)));
     const NodePtr hi = sub(p, sub(p, v));
     return {hi, sub(v, hi)};
 }
-/// The same split of a constant, in T. (Through volatile: a compiler allowed to contract
-/// c * s - c into an FMA, as GCC is by default with FMA hardware, would compute another hi.)
-template <class T>
-std::array<double, 2> split_value(T c, T s) {
-    volatile T p = c * s;
-    volatile T d = p - c;
-    const T hi = p - d;
-    return {static_cast<double>(hi), static_cast<double>(c - hi)};
-}
-/// a * c - p exactly, for p = a * c rounded and a constant c of a's dtype (Dekker).
-inline NodePtr product_error(const NodePtr& a, double c, const NodePtr& p) {
+
+LAZYTENSOR_ENGINE_API NodePtr product_error(const NodePtr& a, double c, const NodePtr& p) {
     const auto [ch, cl] = a->dtype == DType::Float64
                               ? split_value<double>(c, splitter(DType::Float64))
                               : split_value<float>(static_cast<float>(c), static_cast<float>(splitter(DType::Float32)));
     const Halves h = split(a);
     return add(add(add(sub(mul(h.hi, num(ch)), p), mul(h.hi, num(cl))), mul(h.lo, num(ch))), mul(h.lo, num(cl)));
 }
-/// a * a - p exactly, for p = a * a rounded (Dekker).
-inline NodePtr square_error(const NodePtr& a, const NodePtr& p) {
+
+LAZYTENSOR_ENGINE_API NodePtr square_error(const NodePtr& a, const NodePtr& p) {
     const Halves h = split(a);
     const NodePtr cross = mul(h.hi, h.lo);
     return add(add(add(sub(mul(h.hi, h.hi), p), cross), cross), mul(h.lo, h.lo));
 }
 
-/// x as the dtype a floating composite computes in: integers in float32 (as for the floating
-/// ops), the floating dtypes as they are. A bool x is a ValueError, as for the floating ops.
-inline NodePtr floating_operand(const NodePtr& x, const char* op) {
+LAZYTENSOR_ENGINE_API NodePtr floating_operand(const NodePtr& x, const char* op) {
     check_unary_rule(TypeRule::Floating, x->dtype, op);
     return cast(x, compute_dtype(TypeRule::Floating, x->dtype));
 }
 
-/// sigmoid(x) of floating x: 1 / (1 + e) for x >= 0 and e / (1 + e) below, where e = exp(-|x|)
-/// never overflows and is computed as TinyExp says where it would be subnormal; also e0, the
-/// exp that gives e (exp(x + shift) below TinyExp's `below`), for silu. A float16 x computes in
-/// float (its registers) without TinyExp, whose values are far below half's range (and whose
-/// scale a float16 constant cannot hold).
-struct SigmoidParts {
-    NodePtr sigmoid, e0;
-};
-inline SigmoidParts sigmoid_parts(const NodePtr& x) {
+LAZYTENSOR_ENGINE_API SigmoidParts sigmoid_parts(const NodePtr& x) {
     const NodePtr up = binary(BinaryOp::Ge, x, whole(0));
     // -|x| as a where, not -abs(x): its derivative at 0 is -1, not abs's 0, so that the
     // gradient of sigmoid at 0 is 1/4.
@@ -2399,9 +2630,7 @@ inline SigmoidParts sigmoid_parts(const NodePtr& x) {
 
 }  // namespace composite
 
-/// sign(x): 1, -1 or 0 in x's dtype (not bool); NaN stays NaN and -0 gives +0 (x - x is +0 for
-/// both zeros and NaN for NaN). It passes no gradient (PyTorch's: zero).
-inline NodePtr sign(const NodePtr& x) {
+LAZYTENSOR_ENGINE_API NodePtr sign(const NodePtr& x) {
     using namespace composite;
     check_unary_rule(TypeRule::Numeric, x->dtype, "sign");
     const NodePtr rest = sub(x, x);
@@ -2409,23 +2638,17 @@ inline NodePtr sign(const NodePtr& x) {
     return stop_gradient(where(binary(BinaryOp::Gt, x, whole(0)), whole(1), below));
 }
 
-/// 1 / sqrt(x), both steps correctly rounded (where the device's are): integers give float32.
-inline NodePtr rsqrt(const NodePtr& x) {
+LAZYTENSOR_ENGINE_API NodePtr rsqrt(const NodePtr& x) {
     check_unary_rule(TypeRule::Floating, x->dtype, "rsqrt");
     return composite::div(composite::whole(1), unary(UnaryOp::Sqrt, x));
 }
 
-/// 1 / (1 + exp(-x)) (composite::sigmoid_parts), exact down to the smallest subnormal;
-/// integers give float32.
-inline NodePtr sigmoid(const NodePtr& x) {
+LAZYTENSOR_ENGINE_API NodePtr sigmoid(const NodePtr& x) {
     using namespace composite;
     return sigmoid_parts(floating_operand(x, "sigmoid")).sigmoid;
 }
 
-/// x sigmoid(x), with its limit -0 at -inf. Below TinyExp's `below` it is (x exp(x + shift))
-/// exp(-shift): x e is rounded once, so that subnormal results keep their precision
-/// (silu(-105.f) is -2.66e-44). Integers give float32.
-inline NodePtr silu(const NodePtr& x) {
+LAZYTENSOR_ENGINE_API NodePtr silu(const NodePtr& x) {
     using namespace composite;
     const NodePtr v = floating_operand(x, "silu");
     const SigmoidParts s = sigmoid_parts(v);
@@ -2437,20 +2660,7 @@ inline NodePtr silu(const NodePtr& x) {
     return where(equal(v, num(-INFINITY)), num(-0.0), r);
 }
 
-/// gelu(x) = x Phi(x), PyTorch's exact form 0.5 x (1 + erf(x / sqrt(2))), computed as
-/// 0.5 x erfc(z), z = -x / sqrt(2): no cancellation below 0 (1 + erf gave -0 from x = -5.9 on in
-/// float, where gelu(-7.8f) is -2.8e-14). Below 0, where erfc is steep, the rounding of z is put
-/// back to first order (erfc(z + dz) = erfc(z) - dz 2/sqrt(pi) exp(-z^2), dz exact by Dekker's
-/// product); below -10 (float) or -37 (double), where erfc nears the subnormals, gelu(x) =
-/// -phi(x) S(1 / x^2), phi the normal density and S erfc's asymptotic series (7 terms: within
-/// 0.2 ulp there), x^2 split exactly, exp scaled as TinyExp says and the product rounded once
-/// (gelu(-14.f) is -1.1e-43). gelu rounds to -0 well before -20 (-50): -0 from there on, and at
-/// -inf. On the host, whose float exp and erfc are a few ulp off, float computes in double and
-/// rounds once (within 0.5 ulp and a hair): there 0.5 x erfc(z) needs no correction (rounding z
-/// costs 2 z^2 2^-53 relative, and erfc stays normal over float's range). Integers give
-/// float32; float16 computes in float32 (the constants need float's precision) or, on the host,
-/// in double, and rounds the result to half.
-inline NodePtr gelu(const NodePtr& x) {
+LAZYTENSOR_ENGINE_API NodePtr gelu(const NodePtr& x) {
     using namespace composite;
     const NodePtr operand = floating_operand(x, "gelu");
     const DType result = operand->dtype;
@@ -2486,11 +2696,7 @@ inline NodePtr gelu(const NodePtr& x) {
     return cast(r, result);
 }
 
-/// NumPy's remainder (Python's %): the result has the divisor's sign. As NumPy's divmod: fmod
-/// (exact), plus b where the signs differ (one rounding; for integers |r| < |b|, so it cannot
-/// overflow); a zero result takes b's sign. Integer remainders by 0 give 0 (fmod's), float ones
-/// NaN. Operands promote as for +; two bools are a ValueError.
-inline NodePtr remainder(const Operand& a, const Operand& b) {
+LAZYTENSOR_ENGINE_API NodePtr remainder(const Operand& a, const Operand& b) {
     using namespace composite;
     const auto [x, y] = binary_operands(TypeRule::Arith, a, b, "remainder");
     const NodePtr r = binary(BinaryOp::Fmod, x, y);
@@ -2500,12 +2706,7 @@ inline NodePtr remainder(const Operand& a, const Operand& b) {
                  where(equal(r, whole(0)), binary(BinaryOp::Copysign, whole(0), y), where(other_sign, add(r, y), r)));
 }
 
-/// NumPy's floor_divide (Python's //): the floor of the exact quotient. Integers: C's truncated
-/// quotient, less 1 where the remainder is nonzero and the signs differ (by 0: 0; the most
-/// negative value by -1 wraps). Floats, as NumPy's divmod: (a - fmod(a, b)) / b is a whole number
-/// up to rounding, so 1 // 0.1 is 9 where floor(1 / 0.1) would be 10; a zero quotient keeps
-/// the sign of a / b, and by 0 it is a / b. It passes no gradient (PyTorch's: zero).
-inline NodePtr floor_divide(const Operand& a, const Operand& b) {
+LAZYTENSOR_ENGINE_API NodePtr floor_divide(const Operand& a, const Operand& b) {
     using namespace composite;
     const auto [x, y] = binary_operands(TypeRule::Arith, a, b, "floor_divide");
     if (!is_floating(x->dtype)) {
@@ -2523,12 +2724,7 @@ inline NodePtr floor_divide(const Operand& a, const Operand& b) {
         where(equal(y, whole(0)), q, where(equal(d, whole(0)), binary(BinaryOp::Copysign, whole(0), q), nearest)));
 }
 
-// ------------------------------------------------------------------------------------- indexing
-
-/// out[i] = x[i with i[axis] replaced by index[i]] (PyTorch's gather): index has x's rank and,
-/// on every other axis, at most x's extent. Positions are clamped into range here; the front
-/// end checks them first and reports any out of range.
-inline NodePtr gather(const NodePtr& x, int axis, const NodePtr& idx) {
+LAZYTENSOR_ENGINE_API NodePtr gather(const NodePtr& x, int axis, const NodePtr& idx) {
     const char* op = "gather";
     const int k = normalize_axis(axis, x->shape.size(), op, x->shape);
     if (!is_integral(idx->dtype))
@@ -2549,18 +2745,11 @@ inline NodePtr gather(const NodePtr& x, int axis, const NodePtr& idx) {
     return node;
 }
 
-// ------------------------------------------------------------------------------------- assign
-
-/// A copy of x that is its own node (an identity cast): lowering reads x into new memory.
-inline NodePtr copy(const NodePtr& x) {
+LAZYTENSOR_ENGINE_API NodePtr copy(const NodePtr& x) {
     return with_sources(make(NodeKind::Cast, x->dtype, x->device, x->shape), {x});
 }
 
-/// Whether a layout may give two elements one memory location. Exact for every layout views of
-/// lazytensor's own memory have (each axis, in order of its stride, steps past the span of the
-/// smaller ones); other layouts of wrapped memory (lt::from_blob) may be reported although their
-/// elements are distinct (extents [3, 2], strides [2, 3]).
-inline bool may_overlap(const Shape& shape, const Strides& strides) {
+LAZYTENSOR_ENGINE_API bool may_overlap(const Shape& shape, const Strides& strides) {
     SmallVector<std::array<std::int64_t, 2>, 6> axes;  // (|stride|, extent) of the axes of extent > 1
     for (std::size_t k = 0; k < shape.size(); ++k) {
         if (shape[k] == 0) return false;
@@ -2575,9 +2764,7 @@ inline bool may_overlap(const Shape& shape, const Strides& strides) {
     return false;
 }
 
-/// Writes `value` (broadcast to the target's shape, cast to its dtype) into the memory of
-/// `target`, a realized tensor whose elements are distinct memory locations.
-inline NodePtr assign(const NodePtr& target, const Operand& value) {
+LAZYTENSOR_ENGINE_API NodePtr assign(const NodePtr& target, const Operand& value) {
     const char* op = "assign";
     if (!target->realized()) fail<Error>("lazytensor internal error: assign to an unrealized tensor");
     if (!target->buffer->writable())
@@ -2610,10 +2797,7 @@ inline NodePtr assign(const NodePtr& target, const Operand& value) {
     return node;
 }
 
-// ------------------------------------------------------------------------------------ reductions
-
-/// Drops the reduced axes of a keepdim-shaped result.
-inline NodePtr squeeze_axes(const NodePtr& x, const Axes& axes) {
+LAZYTENSOR_ENGINE_API NodePtr squeeze_axes(const NodePtr& x, const Axes& axes) {
     Shape shape;
     for (std::size_t i = 0, k = 0; i < x->shape.size(); ++i) {
         if (k < axes.size() && axes[k] == static_cast<int>(i)) {
@@ -2625,23 +2809,17 @@ inline NodePtr squeeze_axes(const NodePtr& x, const Axes& axes) {
     return reshape(x, shape);
 }
 
-/// The dtype a reduction accumulates and returns: integer and bool sums and products give
-/// int64 (PyTorch).
-inline DType reduce_dtype(ReduceOp rop, DType in) {
+LAZYTENSOR_ENGINE_API DType reduce_dtype(ReduceOp rop, DType in) {
     return (rop == ReduceOp::Sum || rop == ReduceOp::Prod) && !is_floating(in) ? DType::Int64 : in;
 }
 
-/// The axes a reduction of x over `user_axes` reduces: all of them when none are given or the
-/// list is empty (one meaning for every reduction: sum, max, mean, var, logsumexp, layer_norm).
-inline Axes reduced_axes(const NodePtr& x, const std::optional<Axes>& user_axes, const char* op) {
+LAZYTENSOR_ENGINE_API Axes reduced_axes(const NodePtr& x, const std::optional<Axes>& user_axes, const char* op) {
     if (!user_axes || user_axes->empty()) return all_axes(x->shape.size());
     return normalize_axes(*user_axes, x->shape.size(), op, x->shape);
 }
 
-/// reduce(x) over `axes` (none or empty: all axes). `logical`: a max (any) or min (all) of
-/// bools, which, unlike max and min of numbers, has an identity for an empty axis (false, true).
-inline NodePtr reduce(ReduceOp rop, const NodePtr& x, const std::optional<Axes>& user_axes, bool keepdim,
-                      const char* op, bool logical = false) {
+LAZYTENSOR_ENGINE_API NodePtr reduce(ReduceOp rop, const NodePtr& x, const std::optional<Axes>& user_axes, bool keepdim,
+                      const char* op, bool logical) {
     const Axes axes = reduced_axes(x, user_axes, op);
     // Nothing to reduce (a 0-d tensor): the value itself.
     if (axes.empty()) return cast(x, reduce_dtype(rop, x->dtype));
@@ -2659,15 +2837,11 @@ inline NodePtr reduce(ReduceOp rop, const NodePtr& x, const std::optional<Axes>&
     return keepdim ? node : squeeze_axes(node, axes);
 }
 
-/// any (`all` false) or all of x != 0, over `axes` (none or empty: all axes); bool. NaN counts as true.
-inline NodePtr any_all(bool all, const NodePtr& x, const std::optional<Axes>& axes, bool keepdim) {
+LAZYTENSOR_ENGINE_API NodePtr any_all(bool all, const NodePtr& x, const std::optional<Axes>& axes, bool keepdim) {
     return reduce(all ? ReduceOp::Min : ReduceOp::Max, cast(x, DType::Bool), axes, keepdim, all ? "all" : "any", true);
 }
 
-/// Arithmetic mean. Integers are summed exactly (int64), divided in float64 and rounded once to
-/// float32; on a device without float64 (the caller asks the device: the graph knows none), in
-/// int64 and float32 (below: within 1 ulp).
-inline NodePtr mean(const NodePtr& x, const std::optional<Axes>& user_axes, bool keepdim, bool device_has_float64) {
+LAZYTENSOR_ENGINE_API NodePtr mean(const NodePtr& x, const std::optional<Axes>& user_axes, bool keepdim, bool device_has_float64) {
     const char* op = "mean";
     const Axes axes = reduced_axes(x, user_axes, op);
     std::int64_t count = 1;
@@ -2695,11 +2869,7 @@ inline NodePtr mean(const NodePtr& x, const std::optional<Axes>& user_axes, bool
     return binary(BinaryOp::Add, cast(q, DType::Float32), fraction);
 }
 
-/// base with `values` added at the positions `positions` names along `axis` (PyTorch's
-/// scatter_add; the front end checks ranks, extents and positions first). Computed as a
-/// reduction over positions' extent along `axis` for every element of base: deterministic, in
-/// index order, at numel(base) * positions.shape[axis] operations.
-inline NodePtr scatter_add(const NodePtr& base, int axis, const NodePtr& positions, const NodePtr& values) {
+LAZYTENSOR_ENGINE_API NodePtr scatter_add(const NodePtr& base, int axis, const NodePtr& positions, const NodePtr& values) {
     const char* op = "scatter_add";
     const Shape& s = base->shape;
     const std::size_t r = s.size(), k = static_cast<std::size_t>(axis);
@@ -2738,10 +2908,7 @@ inline NodePtr scatter_add(const NodePtr& base, int axis, const NodePtr& positio
     return binary(BinaryOp::Add, base, added);
 }
 
-/// Inclusive cumsum (Sum) or cumprod (Prod) of x along `axis`: a scan node, which the
-/// scheduler makes an item of its own. Integers and bool accumulate in int64 (PyTorch); half in
-/// float32, each element rounded to half once.
-inline NodePtr scan(ReduceOp rop, const NodePtr& x, int axis, const char* op) {
+LAZYTENSOR_ENGINE_API NodePtr scan(ReduceOp rop, const NodePtr& x, int axis, const char* op) {
     if (x->shape.empty()) fail<AxisError>(op, ": needs at least one dimension, the tensor is 0-d");
     const int k = normalize_axis(axis, x->shape.size(), op, x->shape);
     if (x->dtype == DType::Float16) return cast(scan(rop, cast(x, DType::Float32), k, op), DType::Float16);
@@ -2753,18 +2920,9 @@ inline NodePtr scan(ReduceOp rop, const NodePtr& x, int axis, const char* op) {
     return node;
 }
 
-// ---------------------------------------------------------------------------- matrix products
+LAZYTENSOR_ENGINE_API bool runs_as_gemm(DType dtype, Device device) { return gemm_available(dtype, device); }
 
-/// Whether a product of `dtype` on `device` runs as a GEMM schedule item. Other products are
-/// sums of element-wise products, which the scheduler fuses into one reduction kernel.
-inline bool runs_as_gemm(DType dtype, Device device) { return gemm_available(dtype, device); }
-
-/// How many parts to split the contracted axis of a GEMM into on a GPU-like device (1: none).
-/// BLAS kernels spread the output's tiles over the compute units; a product whose output is a
-/// few tiles but whose k is long (a weight gradient, x^T dy, sums over the batch) leaves most
-/// units idle. Split, the parts are one batched GEMM of the same work and their sum is one
-/// reduction kernel. Tiles of 128 x 128, as BLAS libraries tune them for large GPUs.
-inline std::int64_t split_k_parts(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, Device device) {
+LAZYTENSOR_ENGINE_API std::int64_t split_k_parts(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, Device device) {
     if (device.kind == Device::Kind::Host) return 1;  // the host GEMM threads over k's blocks itself
     if (k < 2048) return 1;                           // short sums keep one GEMM (and its schedule)
     const std::int64_t tiles = batch * ((m + 127) / 128) * ((n + 127) / 128);
@@ -2773,9 +2931,7 @@ inline std::int64_t split_k_parts(std::int64_t batch, std::int64_t m, std::int64
     return parts;
 }
 
-/// NumPy's matmul: 1-D x 1-D is a dot product; a 1-D operand is a row (left) or a column
-/// (right) vector whose unit axis is dropped from the result; batch axes broadcast.
-inline NodePtr matmul(const NodePtr& a, const NodePtr& b) {
+LAZYTENSOR_ENGINE_API NodePtr matmul(const NodePtr& a, const NodePtr& b) {
     const char* op = "matmul";
     const Operand first(a), second(b);
     const Device device = common_device({&first, &second}, op);
@@ -2861,6 +3017,7 @@ inline NodePtr matmul(const NodePtr& a, const NodePtr& b) {
 }
 
 }  // namespace lazytensor::detail::graph
+#endif
 
 namespace lazytensor {
 
