@@ -19561,15 +19561,11 @@ SortResult<typename E::value_type> topk(const E& x, std::int64_t k, int axis = -
 // columns (summarized when large), then shape, dtype and device; and the print options.
 // Printing realizes the tensor, then reads only the elements it shows.
 
-#include <algorithm>
-#include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <mutex>
 #include <optional>
 #include <ostream>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 
@@ -19640,6 +19636,59 @@ inline void set_print_options(int precision, std::optional<std::int64_t> thresho
 
 namespace detail {
 
+/// A run of consecutive buffer elements that printing reads.
+struct ReadRun {
+    std::int64_t first = 0;
+    std::int64_t count = 0;
+};
+
+/// What printing a realized tensor of this layout reads from its buffer, with `options`.
+LAZYTENSOR_ENGINE_API std::vector<ReadRun> print_reads(const Shape& shape, const Strides& strides, std::int64_t offset,
+                                                       const PrintOptions& options);
+
+/// `tensor([...], shape=[...], dtype=..., device=...)` for a realized node.
+LAZYTENSOR_ENGINE_API std::string format_tensor(const Node& n, const PrintOptions& options);
+
+}  // namespace detail
+
+/// Writes `tensor([...], shape=[...], dtype=..., device=...)`: nested rows with values in
+/// aligned columns, wrapped at print_options().linewidth; floating values with
+/// print_options().precision digits (see lt::PrintOptions), integers as numbers, bools as
+/// true/false. A tensor of more than print_options().threshold elements is summarized ("...")
+/// and only the elements shown are read from its device. Realizes x first.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+std::ostream& operator<<(std::ostream& out, const E& x) {
+    using T = typename E::value_type;
+    Tensor<T> t = x.realize();
+    return out << detail::format_tensor(*t.node_ptr(), print_options());
+}
+
+}  // namespace lazytensor
+
+// The printing code: compiled in header-only units and in the implementation unit, never in a
+// separate-runtime unit.
+#if LAZYTENSOR_ENGINE_DEFINITIONS
+// ---- lazytensor/frontend/print_definitions.hpp ----
+// How tensors print (frontend/print.hpp declares it): compiled in header-only units and in the
+// LAZYTENSOR_IMPLEMENTATION unit, as the engine is.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+
+#if !LAZYTENSOR_ENGINE_DEFINITIONS
+#error "lazytensor: frontend/print_definitions.hpp holds definitions of the runtime; a LAZYTENSOR_SEPARATE_RUNTIME unit must not include it"
+#endif
+
+namespace lazytensor {
+
+namespace detail {
+
 /// The positions printed along each axis: all of them, or, when the tensor is summarized, the
 /// first and last edgeitems of an axis longer than 2 * edgeitems (cut[k]: "..." goes between).
 struct ShownIndices {
@@ -19663,12 +19712,6 @@ inline ShownIndices shown_indices(const Shape& shape, const PrintOptions& option
     }
     return shown;
 }
-
-/// A run of consecutive buffer elements that printing reads.
-struct ReadRun {
-    std::int64_t first = 0;
-    std::int64_t count = 0;
-};
 
 /// The buffer position of each shown element (row-major over the shown grid) of a tensor whose
 /// element (i0, i1, ...) is at offset + i0 * strides[0] + ...
@@ -19698,9 +19741,8 @@ inline std::vector<ReadRun> read_runs(std::vector<std::int64_t> positions) {
     return runs;
 }
 
-/// What printing a realized tensor of this layout reads from its buffer, with `options`.
-inline std::vector<ReadRun> print_reads(const Shape& shape, const Strides& strides, std::int64_t offset,
-                                        const PrintOptions& options) {
+LAZYTENSOR_ENGINE_API std::vector<ReadRun> print_reads(const Shape& shape, const Strides& strides, std::int64_t offset,
+                                                       const PrintOptions& options) {
     if (lazytensor::numel(shape) == 0) return {};
     return read_runs(shown_positions(strides, offset, shown_indices(shape, options)));
 }
@@ -19817,9 +19859,8 @@ inline void layout_rows(std::string& out, const std::vector<std::string>& cells,
     out += ']';
 }
 
-/// `tensor([...], shape=[...], dtype=..., device=...)` for a realized node.
 template <class T>
-std::string format_tensor(const Node& n, const PrintOptions& options) {
+std::string format_tensor_of(const Node& n, const PrintOptions& options) {
     std::string out = "tensor(";
     if (lazytensor::numel(n.shape) == 0) {
         out += "[]";
@@ -19834,18 +19875,11 @@ std::string format_tensor(const Node& n, const PrintOptions& options) {
     return concat(out, ", shape=", n.shape, ", dtype=", n.dtype, ", device=", n.device, ")");
 }
 
-}  // namespace detail
-
-/// Writes `tensor([...], shape=[...], dtype=..., device=...)`: nested rows with values in
-/// aligned columns, wrapped at print_options().linewidth; floating values with
-/// print_options().precision digits (see lt::PrintOptions), integers as numbers, bools as
-/// true/false. A tensor of more than print_options().threshold elements is summarized ("...")
-/// and only the elements shown are read from its device. Realizes x first.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-std::ostream& operator<<(std::ostream& out, const E& x) {
-    using T = typename E::value_type;
-    Tensor<T> t = x.realize();
-    return out << detail::format_tensor<T>(*t.node_ptr(), print_options());
+LAZYTENSOR_ENGINE_API std::string format_tensor(const Node& n, const PrintOptions& options) {
+    return visit_dtype(n.dtype, [&](auto tag) { return format_tensor_of<typename decltype(tag)::type>(n, options); });
 }
 
+}  // namespace detail
+
 }  // namespace lazytensor
+#endif

@@ -40,6 +40,8 @@ foreach(header IN LISTS headers)
             continue()
         endif()
         check(${header} -I${DLPACK_INCLUDE} -DLAZYTENSOR_SEPARATE_RUNTIME)  # (-isystem /usr/include would reorder the system directories)
+    elseif(header MATCHES "_definitions[.]hpp$")  # the engine's side of a front-end header: never separate-runtime
+        check(${header})
     elseif(header MATCHES "^lazytensor/frontend/")
         check(${header} -DLAZYTENSOR_SEPARATE_RUNTIME)
         if(header STREQUAL "lazytensor/frontend/tensor.hpp")
