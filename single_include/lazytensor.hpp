@@ -10772,7 +10772,9 @@ inline std::optional<std::string> ptx_with_register_cap(const std::string& ptx, 
         ptx.find(".maxnreg") != std::string::npos)
         return std::nullopt;
     const std::size_t body = ptx.find("\n{", entry);
-    if (body == std::string::npos || ptx.rfind(')', body) < entry) return std::nullopt;
+    if (body == std::string::npos) return std::nullopt;
+    const std::size_t parameters_end = ptx.rfind(')', body);
+    if (parameters_end == std::string::npos || parameters_end < entry) return std::nullopt;
     return ptx.substr(0, body + 1) + ".maxnreg " + std::to_string(registers) + "\n" + ptx.substr(body + 1);
 }
 

@@ -228,6 +228,7 @@ TEST_CASE("a register cap goes among the PTX entry's directives, once") {
     CHECK_FALSE(gk_ocl::ptx_with_register_cap(ptx + ptx.substr(ptx.find(".entry")), 128));  // two kernels
     CHECK_FALSE(gk_ocl::ptx_with_register_cap("\x7f" "ELF\x02\x01 not text", 128));  // a CPU driver's binary
     CHECK_FALSE(gk_ocl::ptx_with_register_cap("", 128));
+    CHECK_FALSE(gk_ocl::ptx_with_register_cap(".entry lt_gemm\n{\n\tret;\n}\n", 128));  // no parameter list
     // Caps outside 16-255 are refused with the rest of a bad set.
     gk_ocl::GemmKernelParams p{4, 8, 4, 4, 8, 4, 4, true};
     for (int cap : {0, 16, 128, 255}) {
