@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -96,16 +97,6 @@ int time_kernel(cl_context context, cl_device_id device, cl_program program, con
     return worst < 1e-4 ? 0 : 1;
 }
 
-// `ptx` with `directive` placed before the body of its first entry (after `.reqntid`), or empty
-// when it is not PTX text.
-std::string with_directive(const std::string& ptx, const std::string& directive) {
-    const std::size_t entry = ptx.find(".entry");
-    if (entry == std::string::npos) return {};
-    const std::size_t body = ptx.find("\n{", entry);
-    if (body == std::string::npos) return {};
-    return ptx.substr(0, body + 1) + directive + "\n" + ptx.substr(body + 1);
-}
-
 std::vector<unsigned char> binary_of(cl_program program) {
     std::size_t size = 0;
     clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr);
@@ -174,14 +165,14 @@ int main(int argc, char** argv) {
         cl_int built = clBuildProgram(program, 1, &device, options.c_str(), nullptr, nullptr);
         if (built == CL_SUCCESS && !directive.empty()) {
             const std::vector<unsigned char> binary = binary_of(program);
-            const std::string ptx = with_directive(std::string(binary.begin(), binary.end()), directive);
-            if (ptx.empty()) {
-                std::fprintf(stderr, "gemm_kernel_binary: --ptx-directive needs a device whose binary is PTX text\n");
+            const std::optional<std::string> ptx = ocl::ptx_with_directive(std::string(binary.begin(), binary.end()), directive);
+            if (!ptx) {
+                std::fprintf(stderr, "gemm_kernel_binary: --ptx-directive needs a device whose binary is PTX text of one kernel without that directive\n");
                 return 1;
             }
             clReleaseProgram(program);
-            const unsigned char* data = reinterpret_cast<const unsigned char*>(ptx.data());
-            const std::size_t size = ptx.size();
+            const unsigned char* data = reinterpret_cast<const unsigned char*>(ptx->data());
+            const std::size_t size = ptx->size();
             cl_int status = CL_SUCCESS;
             program = clCreateProgramWithBinary(context, 1, &device, &size, &data, &status, &err);
             if (!ok(err, "clCreateProgramWithBinary") || !ok(status, "the PTX binary")) return 1;

@@ -10763,19 +10763,24 @@ inline GemmKernelParams gemm_params_for(const ir::Gemm& g, bool gpu, const std::
     return p;
 }
 
-/// `ptx` (a program's PTX text, as NVIDIA's driver gives it) with its kernel capped at `registers`
-/// per work-item: `.maxnreg` among the entry's performance directives, before its body. Nothing
-/// when `ptx` is not PTX of one entry without a cap.
-inline std::optional<std::string> ptx_with_register_cap(const std::string& ptx, int registers) {
+/// `ptx` (a program's PTX text, as NVIDIA's driver gives it) with `directive` (".maxnreg 128",
+/// ".minnctapersm 2") among its kernel's performance directives, before the body. Nothing when
+/// `ptx` is not PTX of one entry, or has that directive already.
+inline std::optional<std::string> ptx_with_directive(const std::string& ptx, const std::string& directive) {
     const std::size_t entry = ptx.find(".entry ");
     if (entry == std::string::npos || ptx.find(".entry ", entry + 1) != std::string::npos ||
-        ptx.find(".maxnreg") != std::string::npos)
+        ptx.find(directive.substr(0, directive.find(' '))) != std::string::npos)
         return std::nullopt;
     const std::size_t body = ptx.find("\n{", entry);
     if (body == std::string::npos) return std::nullopt;
     const std::size_t parameters_end = ptx.rfind(')', body);
     if (parameters_end == std::string::npos || parameters_end < entry) return std::nullopt;
-    return ptx.substr(0, body + 1) + ".maxnreg " + std::to_string(registers) + "\n" + ptx.substr(body + 1);
+    return ptx.substr(0, body + 1) + directive + "\n" + ptx.substr(body + 1);
+}
+
+/// `ptx` with its kernel capped at `registers` per work-item (`.maxnreg`).
+inline std::optional<std::string> ptx_with_register_cap(const std::string& ptx, int registers) {
+    return ptx_with_directive(ptx, ".maxnreg " + std::to_string(registers));
 }
 
 /// The layout class of a product (which of its operands' strides are 1, whether 32-bit element
@@ -13920,30 +13925,29 @@ private:
         const std::vector<unsigned char> binary = binary_of(program->program);
         const std::optional<std::string> ptx = ptx_with_register_cap(std::string(binary.begin(), binary.end()), registers);
         if (!ptx) return program;
-        const auto* data = reinterpret_cast<const unsigned char*>(ptx->data());
-        const std::size_t len = ptx->size();
-        cl_int status = CL_SUCCESS, err = CL_SUCCESS;
-        auto capped = std::make_shared<ProgramOwner>(clCreateProgramWithBinary(context_, 1, &device_, &len, &data, &status, &err));
-        if (err == CL_SUCCESS && status == CL_SUCCESS)
-            err = clBuildProgram(capped->program, 1, &device_, options_.c_str(), nullptr, nullptr);
-        if (err == CL_SUCCESS && status == CL_SUCCESS) return capped;
+        cl_int why = CL_SUCCESS;
+        if (auto capped = built_from_binary(reinterpret_cast<const unsigned char*>(ptx->data()), ptx->size(), why)) return capped;
         std::cerr << "[lazytensor] warning: " << describe() << " refused a GEMM kernel's PTX with a cap of " << registers
-                  << " registers (" << status_name(err != CL_SUCCESS ? err : status) << "); it runs uncapped, slower\n";
+                  << " registers (" << status_name(why) << "); it runs uncapped, slower\n";
         return program;
     }
 
     std::shared_ptr<ProgramOwner> from_binary(const std::vector<unsigned char>& binary, const std::string& path) {
-        const unsigned char* data = binary.data();
-        const std::size_t len = binary.size();
+        cl_int why = CL_SUCCESS;
+        if (auto program = built_from_binary(binary.data(), binary.size(), why)) return program;
+        std::cerr << "[lazytensor] warning: OpenCL program cache: " << path << " was rejected by the driver ("
+                  << status_name(why) << "); rebuilding it from source\n";
+        return nullptr;
+    }
+
+    /// A program built from a device binary, or null with the driver's status in `why`.
+    std::shared_ptr<ProgramOwner> built_from_binary(const unsigned char* data, std::size_t len, cl_int& why) {
         cl_int status = CL_SUCCESS, err = CL_SUCCESS;
-        auto program = std::make_shared<ProgramOwner>(
-            clCreateProgramWithBinary(context_, 1, &device_, &len, &data, &status, &err));
+        auto program = std::make_shared<ProgramOwner>(clCreateProgramWithBinary(context_, 1, &device_, &len, &data, &status, &err));
         if (err == CL_SUCCESS && status == CL_SUCCESS)
             err = clBuildProgram(program->program, 1, &device_, options_.c_str(), nullptr, nullptr);
-        if (err == CL_SUCCESS && status == CL_SUCCESS) return program;
-        std::cerr << "[lazytensor] warning: OpenCL program cache: " << path << " was rejected by the driver ("
-                  << status_name(err != CL_SUCCESS ? err : status) << "); rebuilding it from source\n";
-        return nullptr;
+        why = err != CL_SUCCESS ? err : status;
+        return why == CL_SUCCESS ? program : nullptr;
     }
 
     /// This device's binary of `program` (a program of a shared context has one slot per device

@@ -225,6 +225,9 @@ TEST_CASE("a register cap goes among the PTX entry's directives, once") {
     CHECK(capped->find(".reqntid 16, 16, 1\n.maxnreg 128\n{\n\t.reg .f32") != std::string::npos);
     CHECK(capped->size() == ptx.size() + std::string(".maxnreg 128\n").size());
     CHECK_FALSE(gk_ocl::ptx_with_register_cap(*capped, 64));  // capped already
+    const std::optional<std::string> both = gk_ocl::ptx_with_directive(*capped, ".minnctapersm 2");  // another directive
+    REQUIRE(both);
+    CHECK(both->find(".maxnreg 128\n.minnctapersm 2\n{") != std::string::npos);
     CHECK_FALSE(gk_ocl::ptx_with_register_cap(ptx + ptx.substr(ptx.find(".entry")), 128));  // two kernels
     CHECK_FALSE(gk_ocl::ptx_with_register_cap("\x7f" "ELF\x02\x01 not text", 128));  // a CPU driver's binary
     CHECK_FALSE(gk_ocl::ptx_with_register_cap("", 128));

@@ -163,19 +163,24 @@ inline GemmKernelParams gemm_params_for(const ir::Gemm& g, bool gpu, const std::
     return p;
 }
 
-/// `ptx` (a program's PTX text, as NVIDIA's driver gives it) with its kernel capped at `registers`
-/// per work-item: `.maxnreg` among the entry's performance directives, before its body. Nothing
-/// when `ptx` is not PTX of one entry without a cap.
-inline std::optional<std::string> ptx_with_register_cap(const std::string& ptx, int registers) {
+/// `ptx` (a program's PTX text, as NVIDIA's driver gives it) with `directive` (".maxnreg 128",
+/// ".minnctapersm 2") among its kernel's performance directives, before the body. Nothing when
+/// `ptx` is not PTX of one entry, or has that directive already.
+inline std::optional<std::string> ptx_with_directive(const std::string& ptx, const std::string& directive) {
     const std::size_t entry = ptx.find(".entry ");
     if (entry == std::string::npos || ptx.find(".entry ", entry + 1) != std::string::npos ||
-        ptx.find(".maxnreg") != std::string::npos)
+        ptx.find(directive.substr(0, directive.find(' '))) != std::string::npos)
         return std::nullopt;
     const std::size_t body = ptx.find("\n{", entry);
     if (body == std::string::npos) return std::nullopt;
     const std::size_t parameters_end = ptx.rfind(')', body);
     if (parameters_end == std::string::npos || parameters_end < entry) return std::nullopt;
-    return ptx.substr(0, body + 1) + ".maxnreg " + std::to_string(registers) + "\n" + ptx.substr(body + 1);
+    return ptx.substr(0, body + 1) + directive + "\n" + ptx.substr(body + 1);
+}
+
+/// `ptx` with its kernel capped at `registers` per work-item (`.maxnreg`).
+inline std::optional<std::string> ptx_with_register_cap(const std::string& ptx, int registers) {
+    return ptx_with_directive(ptx, ".maxnreg " + std::to_string(registers));
 }
 
 /// The layout class of a product (which of its operands' strides are 1, whether 32-bit element

@@ -1064,30 +1064,29 @@ private:
         const std::vector<unsigned char> binary = binary_of(program->program);
         const std::optional<std::string> ptx = ptx_with_register_cap(std::string(binary.begin(), binary.end()), registers);
         if (!ptx) return program;
-        const auto* data = reinterpret_cast<const unsigned char*>(ptx->data());
-        const std::size_t len = ptx->size();
-        cl_int status = CL_SUCCESS, err = CL_SUCCESS;
-        auto capped = std::make_shared<ProgramOwner>(clCreateProgramWithBinary(context_, 1, &device_, &len, &data, &status, &err));
-        if (err == CL_SUCCESS && status == CL_SUCCESS)
-            err = clBuildProgram(capped->program, 1, &device_, options_.c_str(), nullptr, nullptr);
-        if (err == CL_SUCCESS && status == CL_SUCCESS) return capped;
+        cl_int why = CL_SUCCESS;
+        if (auto capped = built_from_binary(reinterpret_cast<const unsigned char*>(ptx->data()), ptx->size(), why)) return capped;
         std::cerr << "[lazytensor] warning: " << describe() << " refused a GEMM kernel's PTX with a cap of " << registers
-                  << " registers (" << status_name(err != CL_SUCCESS ? err : status) << "); it runs uncapped, slower\n";
+                  << " registers (" << status_name(why) << "); it runs uncapped, slower\n";
         return program;
     }
 
     std::shared_ptr<ProgramOwner> from_binary(const std::vector<unsigned char>& binary, const std::string& path) {
-        const unsigned char* data = binary.data();
-        const std::size_t len = binary.size();
+        cl_int why = CL_SUCCESS;
+        if (auto program = built_from_binary(binary.data(), binary.size(), why)) return program;
+        std::cerr << "[lazytensor] warning: OpenCL program cache: " << path << " was rejected by the driver ("
+                  << status_name(why) << "); rebuilding it from source\n";
+        return nullptr;
+    }
+
+    /// A program built from a device binary, or null with the driver's status in `why`.
+    std::shared_ptr<ProgramOwner> built_from_binary(const unsigned char* data, std::size_t len, cl_int& why) {
         cl_int status = CL_SUCCESS, err = CL_SUCCESS;
-        auto program = std::make_shared<ProgramOwner>(
-            clCreateProgramWithBinary(context_, 1, &device_, &len, &data, &status, &err));
+        auto program = std::make_shared<ProgramOwner>(clCreateProgramWithBinary(context_, 1, &device_, &len, &data, &status, &err));
         if (err == CL_SUCCESS && status == CL_SUCCESS)
             err = clBuildProgram(program->program, 1, &device_, options_.c_str(), nullptr, nullptr);
-        if (err == CL_SUCCESS && status == CL_SUCCESS) return program;
-        std::cerr << "[lazytensor] warning: OpenCL program cache: " << path << " was rejected by the driver ("
-                  << status_name(err != CL_SUCCESS ? err : status) << "); rebuilding it from source\n";
-        return nullptr;
+        why = err != CL_SUCCESS ? err : status;
+        return why == CL_SUCCESS ? program : nullptr;
     }
 
     /// This device's binary of `program` (a program of a shared context has one slot per device
