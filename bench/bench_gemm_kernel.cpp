@@ -3,7 +3,7 @@
 // LAZYTENSOR_OPENCL_GEMM=auto chooses.
 //
 //   bench_gemm_kernel [--device N] [--reps R] [--sweep]
-//                     [--params "tm,tn,wm,wn,bk,v,gv,prefetch[,double_buffer[,fragments[,max_registers]]];..."]
+//                     [--params "tm,tn,wm,wn,bk,v,gv,prefetch[,double_buffer[,fragments[,max_registers[,swizzle]]]];..."]
 //                     [--divide D]   (every extent divided by D: a quick check on a slow device)
 //
 // Timing as the table: the wall clock of building a fresh `lt::matmul(a, b)`,
@@ -89,21 +89,12 @@ std::vector<ocl::GemmKernelParams> parse_params(const std::string& text) {
     std::vector<ocl::GemmKernelParams> out;
     std::stringstream list(text);
     for (std::string item; std::getline(list, item, ';');) {
-        ocl::GemmKernelParams p;
-        int prefetch = 1, double_buffer = 0, fragments = 0;
-        const int fields = std::sscanf(item.c_str(), "%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d", &p.tm, &p.tn, &p.wm, &p.wn, &p.bk,
-                                       &p.v, &p.gv, &prefetch, &double_buffer, &fragments, &p.max_registers);
-        if (fields < 8 || fields > 11) {
-            std::fprintf(stderr,
-                         "bad --params entry '%s': expected "
-                         "tm,tn,wm,wn,bk,v,gv,prefetch[,double_buffer[,fragments[,max_registers]]]\n",
-                         item.c_str());
+        const std::optional<ocl::GemmKernelParams> p = ocl::parse_gemm_params(item);
+        if (!p) {
+            std::fprintf(stderr, "bad --params entry '%s': expected %s\n", item.c_str(), ocl::gemm_params_form());
             std::exit(2);
         }
-        p.prefetch = prefetch != 0;
-        p.double_buffer = double_buffer != 0;
-        p.fragments = fragments != 0;
-        out.push_back(p);
+        out.push_back(*p);
     }
     return out;
 }
@@ -146,7 +137,7 @@ int main(int argc, char** argv) {
         else if (a == "--params" && i + 1 < argc) params = argv[++i], sweep = true;
         else {
             std::fprintf(stderr, "usage: bench_gemm_kernel [--device N] [--reps R] [--sweep] [--divide D] "
-                                 "[--params \"tm,tn,wm,wn,bk,v,gv,prefetch;...\"]\n");
+                                 "[--params \"SET;...\"] (SET: tm,tn,wm,wn,bk,v,gv,prefetch[,double_buffer[,fragments[,max_registers[,swizzle]]]])\n");
             return 2;
         }
     }
@@ -268,7 +259,7 @@ int main(int argc, char** argv) {
             std::fflush(stdout);
         }
         if (sweep) {
-            std::printf("\nsweep: own kernel per parameter set (tm,tn,wm,wn,bk,v,gv,prefetch,double_buffer,fragments), ms, median of %d\n", reps);
+            std::printf("\nsweep: own kernel per parameter set (%s), ms, median of %d\n", ocl::gemm_params_form(), reps);
             std::vector<Operands> operands;
             std::vector<std::vector<float>> expected;  // the device's default set's results
             be.set_gemm_choice(ocl::GemmChoice::Own);

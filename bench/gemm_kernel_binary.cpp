@@ -1,7 +1,8 @@
 // Builds lazytensor's own GEMM kernel for one parameter set on the first GPU (else the first
 // OpenCL device) and shows what the device compiler made of it:
 //   gemm_kernel_binary SET [a_k_fast,b_n_fast] [--options "BUILD OPTIONS"] [--time N] [--ptx-directive "TEXT"]
-// SET is bench_gemm_kernel's --params form (float32; A and B row-major unless told). The build
+// SET is bench_gemm_kernel's --params form (float32; A and B row-major unless told); its register
+// cap, where it has one, is applied as the engine applies it (.maxnreg, NVIDIA only). The build
 // log goes to stderr when it is not empty (on NVIDIA, --options -cl-nv-verbose makes it list
 // each kernel's registers and spills). Without --time the device binary goes to stdout (on NVIDIA
 // that binary is PTX text: `grep -c ld.shared.v4`); with --time N the kernel multiplies two
@@ -109,31 +110,33 @@ std::vector<unsigned char> binary_of(cl_program program) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    const char* usage = "usage: gemm_kernel_binary \"tm,tn,wm,wn,bk,v,gv,prefetch[,double_buffer[,fragments]]\" "
-                        "[a_k_fast,b_n_fast] [--options \"BUILD OPTIONS\"] [--time N] [--ptx-directive \"TEXT\"]\n";
+    const std::string usage = std::string("usage: gemm_kernel_binary \"") + ocl::gemm_params_form() +
+                              "\" [a_k_fast,b_n_fast] [--options \"BUILD OPTIONS\"] [--time N] [--ptx-directive \"TEXT\"]\n";
     if (argc < 2) {
-        std::fprintf(stderr, "%s", usage);
+        std::fprintf(stderr, "%s", usage.c_str());
         return 2;
     }
-    ocl::GemmKernelParams p;
-    int prefetch = 1, double_buffer = 0, fragments = 0, a_k_fast = 1, b_n_fast = 1, time_n = 0;
+    const std::optional<ocl::GemmKernelParams> parsed = ocl::parse_gemm_params(argv[1]);
+    if (!parsed) {
+        std::fprintf(stderr, "gemm_kernel_binary: cannot read the parameter set '%s'\n%s", argv[1], usage.c_str());
+        return 2;
+    }
+    const ocl::GemmKernelParams p = *parsed;
+    int a_k_fast = 1, b_n_fast = 1, time_n = 0;
     bool timed = false;
     std::string options, directive;
-    if (std::sscanf(argv[1], "%d,%d,%d,%d,%d,%d,%d,%d,%d,%d", &p.tm, &p.tn, &p.wm, &p.wn, &p.bk, &p.v, &p.gv, &prefetch,
-                    &double_buffer, &fragments) < 8) {
-        std::fprintf(stderr, "gemm_kernel_binary: cannot read the parameter set '%s'\n%s", argv[1], usage);
-        return 2;
-    }
     for (int i = 2; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--options") && i + 1 < argc) options = argv[++i];
         else if (!std::strcmp(argv[i], "--ptx-directive") && i + 1 < argc) directive = argv[++i];
         else if (!std::strcmp(argv[i], "--time") && i + 1 < argc) time_n = std::atoi(argv[++i]), timed = true;
         else if (std::sscanf(argv[i], "%d,%d", &a_k_fast, &b_n_fast) != 2) {
-            std::fprintf(stderr, "gemm_kernel_binary: cannot read '%s'\n%s", argv[i], usage);
+            std::fprintf(stderr, "gemm_kernel_binary: cannot read '%s'\n%s", argv[i], usage.c_str());
             return 2;
         }
     }
-    p.prefetch = prefetch, p.double_buffer = double_buffer, p.fragments = fragments;
+    // The set's register cap, as the engine applies it (where the binary is PTX), unless a directive is given.
+    const bool cap_of_set = directive.empty() && p.max_registers;
+    if (cap_of_set) directive = ".maxnreg " + std::to_string(p.max_registers);
     if (time_n > 0 && (!a_k_fast || !b_n_fast)) {
         std::fprintf(stderr, "gemm_kernel_binary: --time multiplies row-major matrices (layout 1,1)\n");
         return 2;
@@ -166,17 +169,21 @@ int main(int argc, char** argv) {
         if (built == CL_SUCCESS && !directive.empty()) {
             const std::vector<unsigned char> binary = binary_of(program);
             const std::optional<std::string> ptx = ocl::ptx_with_directive(std::string(binary.begin(), binary.end()), directive);
-            if (!ptx) {
+            if (!ptx && !cap_of_set) {
                 std::fprintf(stderr, "gemm_kernel_binary: --ptx-directive needs a device whose binary is PTX text of one kernel without that directive\n");
                 return 1;
             }
-            clReleaseProgram(program);
-            const unsigned char* data = reinterpret_cast<const unsigned char*>(ptx->data());
-            const std::size_t size = ptx->size();
-            cl_int status = CL_SUCCESS;
-            program = clCreateProgramWithBinary(context, 1, &device, &size, &data, &status, &err);
-            if (!ok(err, "clCreateProgramWithBinary") || !ok(status, "the PTX binary")) return 1;
-            built = clBuildProgram(program, 1, &device, options.c_str(), nullptr, nullptr);
+            if (!ptx) {
+                directive.clear();  // not PTX: the engine ignores the set's cap too
+            } else {
+                clReleaseProgram(program);
+                const unsigned char* data = reinterpret_cast<const unsigned char*>(ptx->data());
+                const std::size_t size = ptx->size();
+                cl_int status = CL_SUCCESS;
+                program = clCreateProgramWithBinary(context, 1, &device, &size, &data, &status, &err);
+                if (!ok(err, "clCreateProgramWithBinary") || !ok(status, "the PTX binary")) return 1;
+                built = clBuildProgram(program, 1, &device, options.c_str(), nullptr, nullptr);
+            }
         }
         std::vector<char> log(1 << 20);
         clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, log.size(), log.data(), nullptr);

@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -54,6 +55,9 @@ struct GemmKernelParams {
     // compiler has no option for; -cl-nv-maxrregcount is ignored), so that two work-groups fit a
     // multiprocessor; 0: the compiler's choice. Other devices ignore it.
     int max_registers = 0;
+    // Launch order: consecutive work-groups take the columns of `swizzle` tile rows together, so
+    // that the tiles of A and B in flight at once share the L2 cache; 1: row after row.
+    int swizzle = 1;
 
     int block_m() const { return tm * wm; }
     int block_n() const { return tn * wn; }
@@ -62,10 +66,28 @@ struct GemmKernelParams {
     std::string str() const {
         return std::to_string(tm) + ',' + std::to_string(tn) + ',' + std::to_string(wm) + ',' + std::to_string(wn) + ',' +
                std::to_string(bk) + ',' + std::to_string(v) + ',' + std::to_string(gv) + ',' + char('0' + prefetch) + ',' +
-               char('0' + double_buffer) + ',' + char('0' + fragments) + ',' + std::to_string(max_registers);
+               char('0' + double_buffer) + ',' + char('0' + fragments) + ',' + std::to_string(max_registers) + ',' + std::to_string(swizzle);
     }
     bool operator==(const GemmKernelParams& o) const { return str() == o.str(); }
 };
+
+/// The form of GemmKernelParams::str() that the tools read (--params): the first eight fields
+/// are required, the others default.
+inline const char* gemm_params_form() {
+    return "tm,tn,wm,wn,bk,v,gv,prefetch[,double_buffer[,fragments[,max_registers[,swizzle]]]]";
+}
+
+/// A parameter set written in gemm_params_form(); nothing when `text` is not in that form.
+inline std::optional<GemmKernelParams> parse_gemm_params(const std::string& text) {
+    GemmKernelParams p;
+    int flags[3] = {1, 0, 0}, end = 0;  // prefetch, double_buffer, fragments
+    const int fields = std::sscanf(text.c_str(), "%d,%d,%d,%d,%d,%d,%d,%d%n,%d%n,%d%n,%d%n,%d%n", &p.tm, &p.tn, &p.wm, &p.wn,
+                                   &p.bk, &p.v, &p.gv, &flags[0], &end, &flags[1], &end, &flags[2], &end, &p.max_registers,
+                                   &end, &p.swizzle, &end);
+    if (fields < 8 || std::size_t(end) != text.size()) return std::nullopt;
+    p.prefetch = flags[0] != 0, p.double_buffer = flags[1] != 0, p.fragments = flags[2] != 0;
+    return p;
+}
 
 /// Which axis of each operand the tile loads walk with consecutive work-items: the unit-stride
 /// one where there is one, so that the loads coalesce.
@@ -114,7 +136,7 @@ inline bool gemm_params_valid(const GemmKernelParams& p) {
     const int share = p.threads() * p.gv;
     const bool registers = p.max_registers == 0 || (p.max_registers >= 16 && p.max_registers <= 255);
     return positive && vector && global_vector && (p.block_m() * p.bk) % share == 0 && (p.block_n() * p.bk) % share == 0 &&
-           (!p.double_buffer || p.prefetch) && registers;
+           (!p.double_buffer || p.prefetch) && registers && p.swizzle >= 1;
 }
 
 /// ValueError unless the parameter set makes a kernel.
@@ -123,9 +145,9 @@ inline void check_gemm_params(const GemmKernelParams& p) {
         fail<ValueError>("OpenCL GEMM kernel parameters tm ", p.tm, ", tn ", p.tn, ", wm ", p.wm, ", wn ", p.wn, ", bk ",
                          p.bk, ", v ", p.v, ", gv ", p.gv, p.double_buffer ? ", double-buffered" : "",
                          p.max_registers ? concat(", at most ", p.max_registers, " registers") : std::string(),
-                         ": each tile of A (tm*wm x bk) and of B (bk x tn*wn) must split evenly over the tm*tn "
+                         ", swizzle ", p.swizzle, ": each tile of A (tm*wm x bk) and of B (bk x tn*wn) must split evenly over the tm*tn "
                          "work-items in loads of gv, v and gv (1, 2 or 4) divide wm and wn, and bk and the tiles, "
-                         "double buffering needs prefetch, and a register cap is 0 (none) or 16 to 255");
+                         "double buffering needs prefetch, a register cap is 0 (none) or 16 to 255, and the swizzle at least 1");
 }
 
 /// The parameter set for a product on a device class. NVIDIA GPUs get sets measured on the H100
@@ -248,6 +270,7 @@ inline std::string gemm_kernel_source(DType dtype, const GemmLayoutClass& layout
     s += "// lazytensor GEMM: tm " + n(p.tm) + ", tn " + n(p.tn) + ", wm " + n(p.wm) + ", wn " + n(p.wn) + ", bk " +
          n(p.bk) + ", v " + n(V) + (p.prefetch ? ", prefetch" : "") + (p.double_buffer ? ", double-buffered" : "") +
          (p.fragments ? ", fragments" : "") + (p.max_registers ? ", at most " + n(p.max_registers) + " registers" : "") +
+         (p.swizzle > 1 ? ", bands of " + n(p.swizzle) + " tile rows" : "") +
          "; A " + (layout.a_k_fast ? "k" : "m") +
          "-fast, B " + (layout.b_n_fast ? "n" : "k") + "-fast\n";
     s += "#define T " + T + "\n#define I " + I + "\n#define SA " + cl_storage_type(storage(prologue_a)) + "\n#define SB " +
@@ -286,8 +309,15 @@ void lt_gemm(__global SC* restrict C, __global const SA* restrict A, __global co
     __local T* b_tile = Bs;
     const int tx = get_local_id(0), ty = get_local_id(1), lid = ty * TN + tx;
     const I tiles_n = (n + BN - 1) / BN, tile = (I)get_group_id(0);
-    const I row0 = tile / tiles_n * BM, col0 = tile % tiles_n * BN;
-    const long batch = first_matrix + get_group_id(2);
+)CL";
+    if (p.swizzle > 1)  // bands of `swizzle` tile rows, column after column within a band (the last band may be thinner)
+        s += "    const I band = tile / (" + n(p.swizzle) + " * tiles_n), first_row = band * " + n(p.swizzle) +
+             ", at = tile - band * " + n(p.swizzle) + " * tiles_n;\n"
+             "    const I band_rows = min((m + BM - 1) / BM - first_row, (I)" + n(p.swizzle) + ");\n"
+             "    const I row0 = (first_row + at % band_rows) * BM, col0 = at / band_rows * BN;\n";
+    else
+        s += "    const I row0 = tile / tiles_n * BM, col0 = tile % tiles_n * BN;\n";
+    s += R"CL(    const long batch = first_matrix + get_group_id(2);
     long a_base = a_offset + batch * a_batch_stride, b_base = b_offset + batch * b_batch_stride;
     if (per_matrix_offsets) {
         a_base = offsets[2 * batch];
