@@ -3,7 +3,7 @@
 // LAZYTENSOR_OPENCL_GEMM=auto chooses.
 //
 //   bench_gemm_kernel [--device N] [--reps R] [--sweep]
-//                     [--params "tm,tn,wm,wn,bk,v,gv,prefetch[,double_buffer[,fragments[,max_registers[,swizzle]]]];..."]
+//                     [--params "tm,tn,wm,wn,bk,v,gv,prefetch[,double_buffer[,fragments[,max_registers]]];..."]
 //                     [--divide D]   (every extent divided by D: a quick check on a slow device)
 //
 // Timing as the table: the wall clock of building a fresh `lt::matmul(a, b)`,
@@ -137,7 +137,7 @@ int main(int argc, char** argv) {
         else if (a == "--params" && i + 1 < argc) params = argv[++i], sweep = true;
         else {
             std::fprintf(stderr, "usage: bench_gemm_kernel [--device N] [--reps R] [--sweep] [--divide D] "
-                                 "[--params \"SET;...\"] (SET: tm,tn,wm,wn,bk,v,gv,prefetch[,double_buffer[,fragments[,max_registers[,swizzle]]]])\n");
+                                 "[--params \"SET;...\"] (SET: tm,tn,wm,wn,bk,v,gv,prefetch[,double_buffer[,fragments[,max_registers]]])\n");
             return 2;
         }
     }

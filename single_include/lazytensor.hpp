@@ -10655,13 +10655,6 @@ struct GemmKernelParams {
     // compiler has no option for; -cl-nv-maxrregcount is ignored), so that two work-groups fit a
     // multiprocessor; 0: the compiler's choice. Other devices ignore it.
     int max_registers = 0;
-    // Launch order: consecutive work-groups take the columns of `swizzle` tile rows together, so
-    // that the tiles of A and B in flight at once share the L2 cache; 1: row after row.
-    int swizzle = 1;
-    // NVIDIA (PTX cp.async, sm_80 and later): 0, tiles pass through registers into local memory;
-    // 2 or more, a ring of this many tiles that work-items fill with asynchronous 16-byte copies
-    // this many minus one k steps ahead (float32, A and B row-major and 16-byte aligned).
-    int stages = 0;
 
     int block_m() const { return tm * wm; }
     int block_n() const { return tn * wn; }
@@ -10670,25 +10663,21 @@ struct GemmKernelParams {
     std::string str() const {
         return std::to_string(tm) + ',' + std::to_string(tn) + ',' + std::to_string(wm) + ',' + std::to_string(wn) + ',' +
                std::to_string(bk) + ',' + std::to_string(v) + ',' + std::to_string(gv) + ',' + char('0' + prefetch) + ',' +
-               char('0' + double_buffer) + ',' + char('0' + fragments) + ',' + std::to_string(max_registers) + ',' + std::to_string(swizzle) + ',' +
-               std::to_string(stages);
+               char('0' + double_buffer) + ',' + char('0' + fragments) + ',' + std::to_string(max_registers);
     }
     bool operator==(const GemmKernelParams& o) const { return str() == o.str(); }
 };
 
 /// The form of GemmKernelParams::str() that the tools read (--params): the first eight fields
 /// are required, the others default.
-inline const char* gemm_params_form() {
-    return "tm,tn,wm,wn,bk,v,gv,prefetch[,double_buffer[,fragments[,max_registers[,swizzle[,stages]]]]]";
-}
+inline const char* gemm_params_form() { return "tm,tn,wm,wn,bk,v,gv,prefetch[,double_buffer[,fragments[,max_registers]]]"; }
 
 /// A parameter set written in gemm_params_form(); nothing when `text` is not in that form.
 inline std::optional<GemmKernelParams> parse_gemm_params(const std::string& text) {
     GemmKernelParams p;
     int flags[3] = {1, 0, 0}, end = 0;  // prefetch, double_buffer, fragments
-    const int fields = std::sscanf(text.c_str(), "%d,%d,%d,%d,%d,%d,%d,%d%n,%d%n,%d%n,%d%n,%d%n,%d%n", &p.tm, &p.tn, &p.wm,
-                                   &p.wn, &p.bk, &p.v, &p.gv, &flags[0], &end, &flags[1], &end, &flags[2], &end,
-                                   &p.max_registers, &end, &p.swizzle, &end, &p.stages, &end);
+    const int fields = std::sscanf(text.c_str(), "%d,%d,%d,%d,%d,%d,%d,%d%n,%d%n,%d%n,%d%n", &p.tm, &p.tn, &p.wm, &p.wn, &p.bk,
+                                   &p.v, &p.gv, &flags[0], &end, &flags[1], &end, &flags[2], &end, &p.max_registers, &end);
     if (fields < 8 || std::size_t(end) != text.size()) return std::nullopt;
     p.prefetch = flags[0] != 0, p.double_buffer = flags[1] != 0, p.fragments = flags[2] != 0;
     return p;
@@ -10728,7 +10717,6 @@ inline bool own_gemm_faster(const ir::Gemm& g, bool gpu, const std::string& devi
 
 /// The local memory a parameter set's tiles take, in bytes, for elements of `elem` bytes.
 inline std::size_t gemm_local_bytes(const GemmKernelParams& p, std::size_t elem) {
-    if (p.stages) return std::size_t(p.stages) * std::size_t(p.block_m() * (p.bk + 4) + p.bk * p.block_n()) * elem;
     return std::size_t(p.double_buffer ? 2 : 1) * std::size_t(p.bk) * std::size_t(p.block_m() + p.block_n() + 2 * p.v) * elem;
 }
 
@@ -10740,12 +10728,9 @@ inline bool gemm_params_valid(const GemmKernelParams& p) {
     const bool global_vector = (p.gv == 1 || p.gv == 2 || p.gv == 4) && positive && p.bk % p.gv == 0 &&
                                p.block_m() % p.gv == 0 && p.block_n() % p.gv == 0;
     const int share = p.threads() * p.gv;
-    // Asynchronous copies: whole 16-byte chunks of float32, an even share per work-item.
-    const bool async = p.stages == 0 || (p.stages >= 2 && p.stages <= 8 && p.gv == 4 && !p.double_buffer && p.bk % 4 == 0 &&
-                                         (p.block_m() * p.bk) % share == 0 && (p.block_n() * p.bk) % share == 0);
     const bool registers = p.max_registers == 0 || (p.max_registers >= 16 && p.max_registers <= 255);
     return positive && vector && global_vector && (p.block_m() * p.bk) % share == 0 && (p.block_n() * p.bk) % share == 0 &&
-           (!p.double_buffer || p.prefetch) && registers && p.swizzle >= 1 && async;
+           (!p.double_buffer || p.prefetch) && registers;
 }
 
 /// ValueError unless the parameter set makes a kernel.
@@ -10754,10 +10739,9 @@ inline void check_gemm_params(const GemmKernelParams& p) {
         fail<ValueError>("OpenCL GEMM kernel parameters tm ", p.tm, ", tn ", p.tn, ", wm ", p.wm, ", wn ", p.wn, ", bk ",
                          p.bk, ", v ", p.v, ", gv ", p.gv, p.double_buffer ? ", double-buffered" : "",
                          p.max_registers ? concat(", at most ", p.max_registers, " registers") : std::string(),
-                         ", swizzle ", p.swizzle, ", stages ", p.stages, ": each tile of A (tm*wm x bk) and of B (bk x tn*wn) must split evenly over the tm*tn "
+                         ": each tile of A (tm*wm x bk) and of B (bk x tn*wn) must split evenly over the tm*tn "
                          "work-items in loads of gv, v and gv (1, 2 or 4) divide wm and wn, and bk and the tiles, "
-                         "double buffering needs prefetch, a register cap is 0 (none) or 16 to 255, the swizzle at least 1, and stages 0 or 2 to 8 "
-                         "with gv 4, bk a multiple of 4 and no double buffering");
+                         "double buffering needs prefetch, and a register cap is 0 (none) or 16 to 255");
 }
 
 /// The parameter set for a product on a device class. NVIDIA GPUs get sets measured on the H100
@@ -10880,8 +10864,6 @@ inline std::string gemm_kernel_source(DType dtype, const GemmLayoutClass& layout
     s += "// lazytensor GEMM: tm " + n(p.tm) + ", tn " + n(p.tn) + ", wm " + n(p.wm) + ", wn " + n(p.wn) + ", bk " +
          n(p.bk) + ", v " + n(V) + (p.prefetch ? ", prefetch" : "") + (p.double_buffer ? ", double-buffered" : "") +
          (p.fragments ? ", fragments" : "") + (p.max_registers ? ", at most " + n(p.max_registers) + " registers" : "") +
-         (p.swizzle > 1 ? ", bands of " + n(p.swizzle) + " tile rows" : "") +
-         (p.stages ? ", " + n(p.stages) + " stages of asynchronous copies" : "") +
          "; A " + (layout.a_k_fast ? "k" : "m") +
          "-fast, B " + (layout.b_n_fast ? "n" : "k") + "-fast\n";
     s += "#define T " + T + "\n#define I " + I + "\n#define SA " + cl_storage_type(storage(prologue_a)) + "\n#define SB " +
@@ -10890,12 +10872,6 @@ inline std::string gemm_kernel_source(DType dtype, const GemmLayoutClass& layout
          "\n#define BK " + n(p.bk) + "\n#define BM " + n(BM) + "\n#define BN " + n(BN) + "\n#define NT " + n(NT) +
          "\n#define V " + n(V) + "\n#define LDA " + n(LDA) + "\n#define LDB " + n(LDB) + "\n#define LA " + n(LA) +
          "\n#define LB " + n(LB) + "\n#define BUFFERS " + n(p.double_buffer ? 2 : 1) + "\n";
-    // With asynchronous copies A's tiles are [row][k] (rows of LDK, padded so that the two rows
-    // a warp reads fall in different banks) and the ring holds STAGES tiles of each operand.
-    if (p.stages)
-        s += "#define STAGES " + n(p.stages) + "\n#define LDK (BK + 4)\n#define A_LOCAL (STAGES * BM * LDK)\n#define B_LOCAL (STAGES * BK * LDB)\n";
-    else
-        s += "#define A_LOCAL (BUFFERS * BK * LDA)\n#define B_LOCAL (BUFFERS * BK * LDB)\n";
     // Vector accesses to the local tiles are casts that assert their alignment, so that each is
     // one wide access (NVIDIA's compiler splits vloadN into element loads: 8192x784x512 took 0.21
     // ms so, 0.17 aligned). Every offset they use is a multiple of V (reads) or GV (stores), and
@@ -10920,21 +10896,14 @@ void lt_gemm(__global SC* restrict C, __global const SA* restrict A, __global co
              const long a_offset, const long a_batch_stride, const long b_offset, const long b_batch_stride,
              const int per_matrix_offsets, const long first_matrix)CL" +
          epilogue.parameters + prologue_a.parameters + prologue_b.parameters + R"CL() {
-    __local T As[A_LOCAL] LOCAL_ALIGN;
-    __local T Bs[B_LOCAL] LOCAL_ALIGN;
+    __local T As[BUFFERS * BK * LDA] LOCAL_ALIGN;
+    __local T Bs[BUFFERS * BK * LDB] LOCAL_ALIGN;
     __local T* a_tile = As;  // the tiles being multiplied
     __local T* b_tile = Bs;
     const int tx = get_local_id(0), ty = get_local_id(1), lid = ty * TN + tx;
     const I tiles_n = (n + BN - 1) / BN, tile = (I)get_group_id(0);
-)CL";
-    if (p.swizzle > 1)  // bands of `swizzle` tile rows, column after column within a band (the last band may be thinner)
-        s += "    const I band = tile / (" + n(p.swizzle) + " * tiles_n), first_row = band * " + n(p.swizzle) +
-             ", at = tile - band * " + n(p.swizzle) + " * tiles_n;\n"
-             "    const I band_rows = min((m + BM - 1) / BM - first_row, (I)" + n(p.swizzle) + ");\n"
-             "    const I row0 = (first_row + at % band_rows) * BM, col0 = at / band_rows * BN;\n";
-    else
-        s += "    const I row0 = tile / tiles_n * BM, col0 = tile % tiles_n * BN;\n";
-    s += R"CL(    const long batch = first_matrix + get_group_id(2);
+    const I row0 = tile / tiles_n * BM, col0 = tile % tiles_n * BN;
+    const long batch = first_matrix + get_group_id(2);
     long a_base = a_offset + batch * a_batch_stride, b_base = b_offset + batch * b_batch_stride;
     if (per_matrix_offsets) {
         a_base = offsets[2 * batch];
@@ -11020,6 +10989,18 @@ void lt_gemm(__global SC* restrict C, __global const SA* restrict A, __global co
                      n(l) + "] = rb[" + n(e * p.gv + l) + "]; }\n";
         return r;
     };
+    if (p.gv > 1)  // whole loads along the unit-stride axis are aligned where the other stride and the base are
+        s += std::string("    const bool A_vec = ") +
+             (layout.a_k_fast ? "a_cs == 1 && a_rs % GV == 0" : "a_rs == 1 && a_cs % GV == 0") +
+             " && a_base % GV == 0;\n    const bool B_vec = " +
+             (layout.b_n_fast ? "b_cs == 1 && b_rs % GV == 0" : "b_rs == 1 && b_cs % GV == 0") + " && b_base % GV == 0;\n";
+    s += load_tiles("0", "    ") + store_tiles("    ", "As", "Bs");
+    s += R"CL(
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (I k0 = 0; k0 < k; k0 += BK) {
+        const bool more = k0 + BK < k;
+)CL";
+    if (p.prefetch) s += "        if (more) {\n" + load_tiles("k0 + BK", "            ") + "        }\n";
     // Reads of k step `kk`'s runs from local memory.
     auto reads = [&](const std::string& dst, const char* src, const char* ld, const char* own, int count, const std::string& kk) {
         std::string r;
@@ -11040,63 +11021,6 @@ void lt_gemm(__global SC* restrict C, __global const SA* restrict A, __global co
         return "            #pragma unroll\n            for (int i = 0; i < WM; ++i)\n                #pragma unroll\n"
                "                for (int j = 0; j < WN; ++j) acc[i][j] = fma(" + a + "[i], " + b + "[j], acc[i][j]);\n";
     };
-    if (p.stages) {
-        // Each work-item copies its 16-byte chunks of a k step's tiles straight into local memory
-        // (cp.async, zero-filled outside the matrices), STAGES - 1 k steps ahead; a ring of STAGES
-        // tiles, one barrier a step.
-        s += "#define LT_COPY(dst, src, bytes) asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\" :: \"r\"(dst), \"l\"(src), \"r\"(bytes) : \"memory\")\n";
-        s += "    const uint a_local = (uint)(ulong)As, b_local = (uint)(ulong)Bs;\n";
-        auto copies = [&](const std::string& k0, const std::string& slot, const std::string& indent) {
-            std::string r;
-            for (int e = 0; e < BM * p.bk / 4 / NT; ++e)
-                r += indent + "{ const int x = lid + " + n(e * NT) + ", row = x / (BK / 4), kq = x % (BK / 4) * 4; const I gr = row0 + row, gk = " +
-                     k0 + " + kq; const bool in = gr < m && gk < k;\n" + indent + "  LT_COPY(a_local + 4u * (uint)((" + slot +
-                     ") * (BM * LDK) + row * LDK + kq), (ulong)(A + (in ? gr * a_rs + gk : 0)), in ? 16u : 0u); }\n";
-            for (int e = 0; e < BN * p.bk / 4 / NT; ++e)
-                r += indent + "{ const int x = lid + " + n(e * NT) + ", kr = x / (BN / 4), cq = x % (BN / 4) * 4; const I gk = " + k0 +
-                     " + kr, gc = col0 + cq; const bool in = gk < k && gc < n;\n" + indent + "  LT_COPY(b_local + 4u * (uint)((" + slot +
-                     ") * (BK * LDB) + kr * LDB + cq), (ulong)(B + (in ? gk * b_rs + gc : 0)), in ? 16u : 0u); }\n";
-            return r;
-        };
-        const std::string commit = "asm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n";
-        s += "    #pragma unroll\n    for (int stage = 0; stage < STAGES - 1; ++stage) {\n        if (stage * BK < k) {\n" +
-             copies("stage * BK", "stage", "            ") + "        }\n        " + commit + "    }\n";
-        s += "    int slot = 0;\n    for (I k0 = 0; k0 < k; k0 += BK) {\n"
-             "        asm volatile(\"cp.async.wait_group " + n(p.stages - 2) + ";\" ::: \"memory\");\n"
-             "        barrier(CLK_LOCAL_MEM_FENCE);\n"
-             "        {  // the slot every work-item finished multiplying a step ago\n"
-             "            const int next = slot == 0 ? STAGES - 1 : slot - 1;\n"
-             "            const I kn = k0 + (STAGES - 1) * BK;\n"
-             "            if (kn < k) {\n" + copies("kn", "next", "                ") + "            }\n            " + commit + "        }\n"
-             "        __local const T* a_tile = As + slot * (BM * LDK);\n"
-             "        __local const T* b_tile = Bs + slot * (BK * LDB);\n";
-        // A's runs along k, V steps at a time; B's as elsewhere.
-        const char* lane[] = {".s0", ".s1", ".s2", ".s3"};
-        for (int kk = 0; kk < p.bk; kk += V) {
-            s += "        {\n            " + VT + " a[WM];\n";
-            for (int i = 0; i < p.wm; ++i)
-                s += "            a[" + n(i) + "] = *(__local const " + VT + "*)(a_tile + OWN_ROW(" + n(i) + ") * LDK + " + n(kk) + ");\n";
-            for (int q = 0; q < V; ++q) {
-                s += "            {\n            T aq[WM], b[WN];\n";
-                for (int i = 0; i < p.wm; ++i) s += "            aq[" + n(i) + "] = a[" + n(i) + "]" + (V == 1 ? "" : lane[q]) + ";\n";
-                s += reads("b", "b_tile", "LDB", "OWN_COL", p.wn, n(kk + q)) + products("aq", "b") + "            }\n";
-            }
-            s += "        }\n";
-        }
-        s += "        slot = slot + 1 == STAGES ? 0 : slot + 1;\n    }\n    asm volatile(\"cp.async.wait_group 0;\" ::: \"memory\");\n\n";
-    } else {
-    if (p.gv > 1)  // whole loads along the unit-stride axis are aligned where the other stride and the base are
-        s += std::string("    const bool A_vec = ") +
-             (layout.a_k_fast ? "a_cs == 1 && a_rs % GV == 0" : "a_rs == 1 && a_cs % GV == 0") +
-             " && a_base % GV == 0;\n    const bool B_vec = " +
-             (layout.b_n_fast ? "b_cs == 1 && b_rs % GV == 0" : "b_rs == 1 && b_cs % GV == 0") + " && b_base % GV == 0;\n";
-    s += load_tiles("0", "    ") + store_tiles("    ", "As", "Bs");
-    s += R"CL(
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (I k0 = 0; k0 < k; k0 += BK) {
-        const bool more = k0 + BK < k;
-)CL";
-    if (p.prefetch) s += "        if (more) {\n" + load_tiles("k0 + BK", "            ") + "        }\n";
     if (p.fragments) {
         // The next k step's runs are read into a second set of registers before this step's
         // products, so that their latency hides behind them.
@@ -11129,7 +11053,6 @@ void lt_gemm(__global SC* restrict C, __global const SA* restrict A, __global co
         if (!p.prefetch) s += load_tiles("k0 + BK", "            ");
         s += store_tiles("            ", "As", "Bs");
         s += "        }\n        barrier(CLK_LOCAL_MEM_FENCE);\n    }\n\n";
-    }
     }
     // Stores: each run of V columns as one vector store where it is whole and aligned (n a
     // multiple of V), else element by element.

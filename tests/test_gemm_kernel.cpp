@@ -199,19 +199,16 @@ TEST_CASE_TEMPLATE("the own OpenCL GEMM kernel with vector loads, prefetch and d
             return;
         }
         // (double buffer, fragments): off, each alone, both; then fragments under a register cap
-        // (NVIDIA: a tight one, so that the compiler spills; other devices ignore it). The
-        // double-buffered ones launch their tiles in bands of 3 tile rows (the last band thinner).
+        // (NVIDIA: a tight one, so that the compiler spills; other devices ignore it)
         for (int variant = 0; variant < 5; ++variant) {
             const bool double_buffer = variant & 1, fragments = variant & 2 || variant == 4;
-            const int max_registers = variant == 4 ? 32 : 0, swizzle = double_buffer ? 3 : 1;
-            INFO("double buffer " << double_buffer << ", fragments " << fragments << ", max registers " << max_registers
-                                  << ", swizzle " << swizzle);
+            const int max_registers = variant == 4 ? 32 : 0;
+            INFO("double buffer " << double_buffer << ", fragments " << fragments << ", max registers " << max_registers);
             gk_ocl::GemmKernelParams params = std::is_same_v<T, float> ? gk_ocl::GemmKernelParams{4, 8, 4, 4, 8, 4, 4, true}
                                                                        : gk_ocl::GemmKernelParams{8, 4, 2, 4, 8, 2, 2, true};
             params.double_buffer = double_buffer;
             params.fragments = fragments;
             params.max_registers = max_registers;
-            params.swizzle = swizzle;
             GkOwnGemm own(d, params);
             gk_layouts_and_sizes<T>();
             gk_batches<T>();
@@ -245,21 +242,18 @@ TEST_CASE("a register cap goes among the PTX entry's directives, once") {
         p.max_registers = cap;
         CHECK_FALSE(gk_ocl::gemm_params_valid(p));
         CHECK_THROWS_WITH_AS(gk_ocl::check_gemm_params(p), doctest::Contains("register cap"), lt::ValueError);
-    }    p.max_registers = 0;
-    p.swizzle = 0;
-    CHECK_THROWS_WITH_AS(gk_ocl::check_gemm_params(p), doctest::Contains("swizzle 0"), lt::ValueError);
+    }
 }
 
 TEST_CASE("a GEMM parameter set reads back from its text") {
-    gk_ocl::GemmKernelParams p{16, 16, 8, 8, 8, 4, 4, true, false, true, 128};
-    p.swizzle = 8;
+    const gk_ocl::GemmKernelParams p{16, 16, 8, 8, 8, 4, 4, true, false, true, 128};
     const std::optional<gk_ocl::GemmKernelParams> back = gk_ocl::parse_gemm_params(p.str());
     REQUIRE(back);
     CHECK(back->str() == p.str());
     const std::optional<gk_ocl::GemmKernelParams> short_form = gk_ocl::parse_gemm_params("32,8,4,8,16,4,4,0");
     REQUIRE(short_form);  // the other fields default
-    CHECK(short_form->str() == "32,8,4,8,16,4,4,0,0,0,0,1");
-    for (const char* bad : {"", "16,16,8,8,8,4,4", "16,16,8,8,8,4,4,1,", "16,16,8,8,8,4,4,1x", "16,16,8,8,8,4,4,1,0,1,128,8,9"})
+    CHECK(short_form->str() == "32,8,4,8,16,4,4,0,0,0,0");
+    for (const char* bad : {"", "16,16,8,8,8,4,4", "16,16,8,8,8,4,4,1,", "16,16,8,8,8,4,4,1x", "16,16,8,8,8,4,4,1,0,1,128,8"})
         CHECK_MESSAGE(!gk_ocl::parse_gemm_params(bad), bad);
 }
 
