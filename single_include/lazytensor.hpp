@@ -10535,7 +10535,9 @@ constexpr ClSpelling cl_spelling(UnaryOp op) {
 }
 
 // Integer + - * wrap: done in the unsigned type. On bool (0 or 1), & and | are the logical ops,
-// and no compiler warns of a constant operand.
+// and so are bool's maximum, minimum and orderings: a comparison of a bool with a constant that
+// the compiler folded (a pad's bounds, which lowering joins with minimum) makes clang warn that
+// it is always false, and PoCL prints "1 warning generated." for the user's program.
 constexpr ClSpelling cl_spelling(BinaryOp op) {
     switch (op) {
         case BinaryOp::Add: return {"($a + $b)", "(($T)(($U)$a + ($U)$b))", nullptr};
@@ -10545,12 +10547,12 @@ constexpr ClSpelling cl_spelling(BinaryOp op) {
         case BinaryOp::Pow: return {"lt_pow_$T($a, $b)", "lt_ipow_$T($a, $b)", nullptr};
         // b where it wins or is NaN, else a (NaN in a, and the first operand on ties such as -0
         // and +0, as NumPy and PyTorch give).
-        case BinaryOp::Maximum: return {"(($b > $a || isnan($b)) ? $b : $a)", "($b > $a ? $b : $a)", "($b > $a ? $b : $a)"};
-        case BinaryOp::Minimum: return {"(($b < $a || isnan($b)) ? $b : $a)", "($b < $a ? $b : $a)", "($b < $a ? $b : $a)"};
-        case BinaryOp::Lt: return {"($a < $b)", "($a < $b)", "($a < $b)"};
-        case BinaryOp::Le: return {"($a <= $b)", "($a <= $b)", "($a <= $b)"};
-        case BinaryOp::Gt: return {"($a > $b)", "($a > $b)", "($a > $b)"};
-        case BinaryOp::Ge: return {"($a >= $b)", "($a >= $b)", "($a >= $b)"};
+        case BinaryOp::Maximum: return {"(($b > $a || isnan($b)) ? $b : $a)", "($b > $a ? $b : $a)", "($a | $b)"};
+        case BinaryOp::Minimum: return {"(($b < $a || isnan($b)) ? $b : $a)", "($b < $a ? $b : $a)", "($a & $b)"};
+        case BinaryOp::Lt: return {"($a < $b)", "($a < $b)", "(!($a) & $b)"};
+        case BinaryOp::Le: return {"($a <= $b)", "($a <= $b)", "(!($a) | $b)"};
+        case BinaryOp::Gt: return {"($a > $b)", "($a > $b)", "($a & !($b))"};
+        case BinaryOp::Ge: return {"($a >= $b)", "($a >= $b)", "($a | !($b))"};
         case BinaryOp::Eq: return {"($a == $b)", "($a == $b)", "($a == $b)"};
         case BinaryOp::Ne: return {"($a != $b)", "($a != $b)", "($a != $b)"};
         case BinaryOp::Fmod: return {"fmod($a, $b)", "lt_ifmod_$T($a, $b)", nullptr};  // fmod is exact, as C's
@@ -13931,6 +13933,11 @@ private:
             fail<BackendError>("OpenCL: building a lazytensor kernel for ", describe(), " failed: ", status_name(err), " (",
                                err, ")\n--- build log ---\n", build_log(program->program), "\n--- generated source (",
                                "options: ", options_, ") ---\n", numbered(source));
+        if (debug_level() >= 2) {  // beside the generated source: what the device's compiler said of it, if anything
+            const std::string log = build_log(program->program);
+            if (log.find_first_not_of(" \t\r\n") != std::string::npos)
+                std::cerr << "[lazytensor] the OpenCL C compiler of " << describe() << " on a kernel it built:\n" << log << "\n";
+        }
         return program;
     }
 

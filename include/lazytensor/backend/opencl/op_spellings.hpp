@@ -92,7 +92,9 @@ constexpr ClSpelling cl_spelling(UnaryOp op) {
 }
 
 // Integer + - * wrap: done in the unsigned type. On bool (0 or 1), & and | are the logical ops,
-// and no compiler warns of a constant operand.
+// and so are bool's maximum, minimum and orderings: a comparison of a bool with a constant that
+// the compiler folded (a pad's bounds, which lowering joins with minimum) makes clang warn that
+// it is always false, and PoCL prints "1 warning generated." for the user's program.
 constexpr ClSpelling cl_spelling(BinaryOp op) {
     switch (op) {
         case BinaryOp::Add: return {"($a + $b)", "(($T)(($U)$a + ($U)$b))", nullptr};
@@ -102,12 +104,12 @@ constexpr ClSpelling cl_spelling(BinaryOp op) {
         case BinaryOp::Pow: return {"lt_pow_$T($a, $b)", "lt_ipow_$T($a, $b)", nullptr};
         // b where it wins or is NaN, else a (NaN in a, and the first operand on ties such as -0
         // and +0, as NumPy and PyTorch give).
-        case BinaryOp::Maximum: return {"(($b > $a || isnan($b)) ? $b : $a)", "($b > $a ? $b : $a)", "($b > $a ? $b : $a)"};
-        case BinaryOp::Minimum: return {"(($b < $a || isnan($b)) ? $b : $a)", "($b < $a ? $b : $a)", "($b < $a ? $b : $a)"};
-        case BinaryOp::Lt: return {"($a < $b)", "($a < $b)", "($a < $b)"};
-        case BinaryOp::Le: return {"($a <= $b)", "($a <= $b)", "($a <= $b)"};
-        case BinaryOp::Gt: return {"($a > $b)", "($a > $b)", "($a > $b)"};
-        case BinaryOp::Ge: return {"($a >= $b)", "($a >= $b)", "($a >= $b)"};
+        case BinaryOp::Maximum: return {"(($b > $a || isnan($b)) ? $b : $a)", "($b > $a ? $b : $a)", "($a | $b)"};
+        case BinaryOp::Minimum: return {"(($b < $a || isnan($b)) ? $b : $a)", "($b < $a ? $b : $a)", "($a & $b)"};
+        case BinaryOp::Lt: return {"($a < $b)", "($a < $b)", "(!($a) & $b)"};
+        case BinaryOp::Le: return {"($a <= $b)", "($a <= $b)", "(!($a) | $b)"};
+        case BinaryOp::Gt: return {"($a > $b)", "($a > $b)", "($a & !($b))"};
+        case BinaryOp::Ge: return {"($a >= $b)", "($a >= $b)", "($a | !($b))"};
         case BinaryOp::Eq: return {"($a == $b)", "($a == $b)", "($a == $b)"};
         case BinaryOp::Ne: return {"($a != $b)", "($a != $b)", "($a != $b)"};
         case BinaryOp::Fmod: return {"fmod($a, $b)", "lt_ifmod_$T($a, $b)", nullptr};  // fmod is exact, as C's

@@ -1054,6 +1054,11 @@ private:
             fail<BackendError>("OpenCL: building a lazytensor kernel for ", describe(), " failed: ", status_name(err), " (",
                                err, ")\n--- build log ---\n", build_log(program->program), "\n--- generated source (",
                                "options: ", options_, ") ---\n", numbered(source));
+        if (debug_level() >= 2) {  // beside the generated source: what the device's compiler said of it, if anything
+            const std::string log = build_log(program->program);
+            if (log.find_first_not_of(" \t\r\n") != std::string::npos)
+                std::cerr << "[lazytensor] the OpenCL C compiler of " << describe() << " on a kernel it built:\n" << log << "\n";
+        }
         return program;
     }
 
