@@ -526,6 +526,26 @@ TEST_CASE("bool maximum, minimum and orderings on OpenCL: right, and no compiler
         CHECK(m.min(1).to_vector() == std::vector<bool>{false, true, false});
         CHECK(m.max(0).to_vector() == std::vector<bool>{true, true, true});
         CHECK(m.min(0).to_vector() == std::vector<bool>{false, false, false});
+
+        // A comparison of a value with itself: integers get the answer without a compiler warning
+        // of a self-comparison; floats keep NaN's.
+        const lt::Tensor<std::int32_t> xi = lt::tensor<std::int32_t>({1, -2, 3}, {3}, d);
+        const lt::Tensor<float> xf = lt::tensor<float>({1.0f, std::nanf(""), -0.0f}, {3}, d);
+        std::vector<std::vector<bool>> got;
+        {
+            CaptureCerr err;
+            lt::set_debug_level(2);
+            backend_of(d).clear_kernel_cache();
+            for (const lt::Tensor<bool>& r : {lt::Tensor<bool>(xi <= xi), lt::Tensor<bool>(xi < xi), lt::Tensor<bool>(xi == xi),
+                                              lt::Tensor<bool>(xi != xi), lt::Tensor<bool>(xf == xf), lt::Tensor<bool>(xf >= xf)})
+                got.push_back(r.to_vector());
+            log = err.text.str();
+        }
+        lt::set_debug_level(saved);
+        CHECK_MESSAGE(log.find("warning") == std::string::npos, log);
+        const std::vector<std::vector<bool>> expected = {{true, true, true},   {false, false, false}, {true, true, true},
+                                                         {false, false, false}, {true, false, true},   {true, false, true}};
+        CHECK(got == expected);
     }
 }
 
