@@ -7,7 +7,9 @@
 #include <thread>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <random>
+#include <regex>
 #include <sstream>
 
 #include "common.hpp"
@@ -491,7 +493,10 @@ TEST_CASE("LAZYTENSOR_DEBUG=2 prints the generated OpenCL C; =3 the device time 
 TEST_CASE("bool maximum, minimum and orderings on OpenCL: right, and no compiler warning with a constant operand") {
     const lt::BinaryOp ops[] = {lt::BinaryOp::Maximum, lt::BinaryOp::Minimum, lt::BinaryOp::Lt,
                                 lt::BinaryOp::Le,      lt::BinaryOp::Gt,      lt::BinaryOp::Ge};
-    std::string source = "__kernel void bool_ops(__global const uchar* x, __global uchar* y) {\n"
+    // A kernel name of its own each run, so that PoCL's cache (keyed by the preprocessed source)
+    // cannot answer in place of the compiler.
+    const std::string nonce = std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+    std::string source = "__kernel void bool_ops_" + nonce + "(__global const uchar* x, __global uchar* y) {\n"
                          "    const bool v = x[get_global_id(0)] != 0;\n    const long zero = (long)(0);\n"
                          "    const bool k = (zero < 0L);\n";
     int at = 0;
@@ -527,25 +532,49 @@ TEST_CASE("bool maximum, minimum and orderings on OpenCL: right, and no compiler
         CHECK(m.max(0).to_vector() == std::vector<bool>{true, true, true});
         CHECK(m.min(0).to_vector() == std::vector<bool>{false, false, false});
 
-        // A comparison of a value with itself: integers get the answer without a compiler warning
-        // of a self-comparison; floats keep NaN's.
+        // A comparison of a value with itself, of a realized tensor and of a lazy one: integers get
+        // the answer (no self-comparison in the source, so no compiler warning of one); floats
+        // keep NaN's.
         const lt::Tensor<std::int32_t> xi = lt::tensor<std::int32_t>({1, -2, 3}, {3}, d);
+        const lt::Tensor<std::int32_t> lazy = xi.flip(0) + std::numeric_limits<std::int32_t>::max();
         const lt::Tensor<float> xf = lt::tensor<float>({1.0f, std::nanf(""), -0.0f}, {3}, d);
         std::vector<std::vector<bool>> got;
+        std::string integer_log;
         {
             CaptureCerr err;
             lt::set_debug_level(2);
             backend_of(d).clear_kernel_cache();
             for (const lt::Tensor<bool>& r : {lt::Tensor<bool>(xi <= xi), lt::Tensor<bool>(xi < xi), lt::Tensor<bool>(xi == xi),
-                                              lt::Tensor<bool>(xi != xi), lt::Tensor<bool>(xf == xf), lt::Tensor<bool>(xf >= xf)})
+                                              lt::Tensor<bool>(xi != xi), lt::Tensor<bool>(lazy >= lazy), lt::Tensor<bool>(lazy > lazy)})
                 got.push_back(r.to_vector());
+            integer_log = err.text.str();
+            for (const lt::Tensor<bool>& r : {lt::Tensor<bool>(xf == xf), lt::Tensor<bool>(xf >= xf)}) got.push_back(r.to_vector());
             log = err.text.str();
         }
         lt::set_debug_level(saved);
         CHECK_MESSAGE(log.find("warning") == std::string::npos, log);
+        const std::regex self_comparison(R"(\((\w+) (<|<=|==|!=|>=|>) \1\))");
+        CHECK_MESSAGE(!std::regex_search(integer_log, self_comparison), integer_log);
+        CHECK_MESSAGE(integer_log.find("__kernel") != std::string::npos, integer_log);  // the sources were shown
         const std::vector<std::vector<bool>> expected = {{true, true, true},   {false, false, false}, {true, true, true},
-                                                         {false, false, false}, {true, false, true},   {true, false, true}};
+                                                         {false, false, false}, {true, true, true},   {false, false, false},
+                                                         {true, false, true},   {true, false, true}};
         CHECK(got == expected);
+
+        // LAZYTENSOR_DEBUG=2 shows what the compiler said of a kernel that built: PoCL's clang
+        // warns of this self-comparison (other compilers may say nothing).
+        if (backend_of(d).platform_name().find("Portable Computing Language") != std::string::npos) {
+            {
+                CaptureCerr err;
+                lt::set_debug_level(2);
+                backend_of(d).build_program("__kernel void warns_" + nonce + "(__global int* x) {\n    const int a = x[0];\n"
+                                            "    x[1] = (a == a);\n}\n");
+                log = err.text.str();
+            }
+            lt::set_debug_level(saved);
+            CHECK_MESSAGE(log.find("the OpenCL C compiler of " + d.str()) != std::string::npos, log);
+            CHECK_MESSAGE(log.find("self-comparison") != std::string::npos, log);
+        }
     }
 }
 
