@@ -493,10 +493,10 @@ TEST_CASE("LAZYTENSOR_DEBUG=2 prints the generated OpenCL C; =3 the device time 
 TEST_CASE("bool maximum, minimum and orderings on OpenCL: right, and no compiler warning with a constant operand") {
     const lt::BinaryOp ops[] = {lt::BinaryOp::Maximum, lt::BinaryOp::Minimum, lt::BinaryOp::Lt,
                                 lt::BinaryOp::Le,      lt::BinaryOp::Gt,      lt::BinaryOp::Ge};
-    // A kernel name of its own each run, so that PoCL's cache (keyed by the preprocessed source)
-    // cannot answer in place of the compiler.
-    const std::string nonce = std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
-    std::string source = "__kernel void bool_ops_" + nonce + "(__global const uchar* x, __global uchar* y) {\n"
+    // Kernel names of their own each run and device, so that PoCL's cache (keyed by the
+    // preprocessed source) cannot answer in place of the compiler.
+    const std::string run = std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+    std::string source = "(__global const uchar* x, __global uchar* y) {\n"
                          "    const bool v = x[get_global_id(0)] != 0;\n    const long zero = (long)(0);\n"
                          "    const bool k = (zero < 0L);\n";
     int at = 0;
@@ -506,12 +506,13 @@ TEST_CASE("bool maximum, minimum and orderings on OpenCL: right, and no compiler
                       lt::detail::opencl::cl_binary(op, lt::DType::Bool, constant_first ? "k" : "v", constant_first ? "v" : "k") + ";\n";
     source += "}\n";
     for (lt::Device d : opencl_devices()) {
+        const std::string nonce = run + "_" + std::to_string(d.index);
         const int saved = lt::debug_level();
         std::string log;
         {
             CaptureCerr err;
             lt::set_debug_level(2);
-            backend_of(d).build_program(source);
+            backend_of(d).build_program("__kernel void bool_ops_" + nonce + source);
             log = err.text.str();
         }
         lt::set_debug_level(saved);
