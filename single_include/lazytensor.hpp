@@ -13981,7 +13981,9 @@ private:
     }
 
     /// This device's binary of `program` (a program of a shared context has one slot per device
-    /// of the context, filled for those it was built for).
+    /// of the context, filled for those it was built for). PoCL 3.1 files the binary of a program
+    /// built for its context's second device in the first slot; a program built for one device
+    /// has one binary, so a lone filled slot is that device's.
     std::vector<unsigned char> binary_of(cl_program program) const {
         cl_uint count = 0;
         if (clGetProgramInfo(program, CL_PROGRAM_NUM_DEVICES, sizeof count, &count, nullptr) != CL_SUCCESS || count == 0)
@@ -13991,14 +13993,20 @@ private:
         if (clGetProgramInfo(program, CL_PROGRAM_DEVICES, count * sizeof(cl_device_id), devices.data(), nullptr) != CL_SUCCESS ||
             clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, count * sizeof(std::size_t), sizes.data(), nullptr) != CL_SUCCESS)
             return {};
-        const auto mine = std::find(devices.begin(), devices.end(), device_) - devices.begin();
-        if (mine == count || sizes[static_cast<std::size_t>(mine)] == 0) return {};
-        std::vector<unsigned char> binary(sizes[static_cast<std::size_t>(mine)]);
+        std::size_t slot = static_cast<std::size_t>(std::find(devices.begin(), devices.end(), device_) - devices.begin());
+        if (slot == count) return {};
+        if (sizes[slot] == 0) {
+            if (std::count_if(sizes.begin(), sizes.end(), [](std::size_t s) { return s != 0; }) != 1) return {};
+            slot = static_cast<std::size_t>(std::find_if(sizes.begin(), sizes.end(), [](std::size_t s) { return s != 0; }) - sizes.begin());
+        }
+        // Every filled slot gets room (PoCL writes each one it has, whatever we asked for).
+        std::vector<std::vector<unsigned char>> binaries(count);
         std::vector<unsigned char*> slots(count, nullptr);  // (a null slot is skipped)
-        slots[static_cast<std::size_t>(mine)] = binary.data();
+        for (std::size_t i = 0; i < count; ++i)
+            if (sizes[i] != 0) slots[i] = (binaries[i] = std::vector<unsigned char>(sizes[i])).data();
         if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, count * sizeof(unsigned char*), slots.data(), nullptr) != CL_SUCCESS)
             return {};
-        return binary;
+        return std::move(binaries[slot]);
     }
 
     int index_;
