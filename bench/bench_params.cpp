@@ -2,8 +2,9 @@
 // the same loop with fixed values (the ratio must stay near 1: nothing is compiled after the
 // first step); the host time of a small cached realize, against the raw OpenCL enqueue of an
 // equivalent hand-written kernel; and the first realize of a schedule of several new kernels
-// (built as one program) against one new kernel. bench/params_peer.py runs the same loops in
-// PyTorch for the GPU comparison.
+// (built as one program) against one new kernel; and a row softmax whose batch size changes every
+// step (no program is built after the first: the count of rows is a kernel argument).
+// bench/params_peer.py runs the same loops in PyTorch for the GPU comparison.
 //
 //   bench_params [--device host|opencl:N] [--steps N]
 //
@@ -144,6 +145,26 @@ int main(int argc, char** argv) {
         if (d.kind == lt::Device::Kind::OpenCL)
             std::printf("  (the raw OpenCL enqueue of a hand-written kernel for it: %.2f us)\n", raw_enqueue_us(d.index));
 #endif
+    }
+
+    // 5. A batch whose size changes every step: a row softmax of the first B rows of a realized
+    // [B_max, 256] matrix, B = 1024 fixed, and B one row more each step.
+    {
+        const int max_rows = 1024 + 6 * steps + 8;
+        lt::Tensor<float> big = lt::rand<float>({max_rows, 256}, 6);
+        big.realize();
+        lt::Tensor<float> out;
+        const double fixed_rows = per_step_ms(d, steps, [&](int) { out = lt::softmax(big.slice(0, 0, 1024), -1).realize(); });
+        const lt::CompileStats before_rows = lt::compile_stats(d);
+        const double new_rows =
+            per_step_ms(d, steps, [&](int i) { out = lt::softmax(big.slice(0, 0, 1024 + i), -1).realize(); });
+        const lt::CompileStats after_rows = lt::compile_stats(d);
+        std::printf("\nsoftmax of B x 256 floats: %.4f ms/step with B = 1024, %.4f ms/step with a new B each step\n",
+                    fixed_rows, new_rows);
+        std::printf("new B each step, over %d steps: %zu kernels made (plans of a new shape), %zu programs built from "
+                    "source, %zu loaded from disk\n",
+                    5 * steps + 1, after_rows.kernels_compiled - before_rows.kernels_compiled,
+                    after_rows.programs_built - before_rows.programs_built, after_rows.disk_hits - before_rows.disk_hits);
     }
 
     // 4. First realize of new kernels: one, and four in one schedule (built as one program).

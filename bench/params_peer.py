@@ -62,6 +62,16 @@ def main():
 
     us = 1e3 * per_step_ms(20000, three_op)
     print(f"a*b + 1 - a, 1024 floats, per evaluation (3 eager kernels): {us:.2f} us")
+    big = torch.rand(1024 + 6 * args.steps + 8, 256, device=dev)
+
+    def fixed_rows(i):
+        out["r"] = torch.softmax(big[:1024], -1)
+
+    def new_rows(i):
+        out["r"] = torch.softmax(big[: 1024 + i], -1)
+
+    fr, nr = per_step_ms(args.steps, fixed_rows), per_step_ms(args.steps, new_rows)
+    print(f"softmax of B x 256 floats: {fr:.4f} ms/step with B = 1024, {nr:.4f} ms/step with a new B each step")
 
 
 if __name__ == "__main__":

@@ -11140,6 +11140,12 @@ struct Stage {
     std::string name;
     std::size_t global[2] = {1, 1};
     std::size_t local[2] = {1, 1};
+    // The count of work-items along the first axis (an element-wise kernel's elements, a
+    // reduction's outer indices), passed as the last argument (an int, or a long where
+    // `long_units`) rather than written into the source, so that lengths share a program.
+    // -1: no such argument.
+    std::int64_t units = -1;
+    bool long_units = false;
 };
 
 struct RenderedKernel {
@@ -11654,11 +11660,13 @@ private:
     void render_elementwise(RenderedKernel& out) {
         width_ = choose_width(true);
         const std::int64_t units = numel_ / width_;
-        const std::int64_t local = std::min<std::int64_t>(max_group(), pow2_ceil(units));
+        // Neither the count nor the work-group depends on the length (nor does the code of a
+        // one-axis domain, or a broadcast's outer axis): a new length reuses the program.
+        const std::int64_t local = max_group();
         src_ << "__kernel __attribute__((reqd_work_group_size(" << local << ", 1, 1)))\n"
-             << "void " << name_ << "(" << params(false, DType::Float32) << ") {\n";
+             << "void " << name_ << "(" << params(false, DType::Float32) << ", const " << idx_ << " units) {\n";
         src_ << "    const " << idx_ << " unit = (" << idx_ << ")get_global_id(0);\n";
-        src_ << "    if (unit >= " << units << ") return;\n";
+        src_ << "    if (unit >= units) return;\n";
         std::vector<int> all(n_);
         for (std::size_t j = 0; j < n_; ++j) all[j] = static_cast<int>(j);
         std::vector<std::string> coord(n_, "0");
@@ -11674,6 +11682,8 @@ private:
         s.name = name_;
         s.local[0] = static_cast<std::size_t>(local);
         s.global[0] = static_cast<std::size_t>((units + local - 1) / local * local);
+        s.units = units;
+        s.long_units = idx_ == "long";
         out.stages.push_back(s);
     }
 
@@ -11727,8 +11737,8 @@ private:
 
         // Stage 1: every phase (or, split, the reduce phase into partials).
         src_ << "__kernel __attribute__((reqd_work_group_size(" << g.lx << ", " << g.ly << ", 1)))\n"
-             << "void " << name_ << "(" << params(split, acc_t) << ") {\n";
-        reduce_prologue(g.lx, g.ly, outer_units);
+             << "void " << name_ << "(" << params(split, acc_t) << ", const " << idx_ << " units) {\n";
+        reduce_prologue(g.lx, g.ly);
         if (split) src_ << "    const " << idx_ << " split = (" << idx_ << ")get_group_id(1);\n";
         std::vector<std::string> coord(n_, "0");
         decompose("    ", outer_axes_, lanes_outer_ ? "o * " + std::to_string(width_) : std::string("o"), coord);
@@ -11763,6 +11773,8 @@ private:
         s1.local[1] = static_cast<std::size_t>(g.ly);
         s1.global[0] = static_cast<std::size_t>(g.groups_x * g.lx);
         s1.global[1] = static_cast<std::size_t>(g.split * g.ly);
+        s1.units = outer_units;
+        s1.long_units = idx_ == "long";
         out.stages.push_back(s1);
         if (!split) return;
 
@@ -11775,8 +11787,8 @@ private:
         const std::int64_t ly2 = std::min(pow2_ceil(g.split), max_group());
         const std::int64_t lx2 = std::min(max_group() / ly2, pow2_ceil(outer_));
         src_ << "\n__kernel __attribute__((reqd_work_group_size(" << lx2 << ", " << ly2 << ", 1)))\n"
-             << "void " << name_ << "_fold(" << params(true, acc_t) << ") {\n";
-        reduce_prologue(lx2, ly2, outer_);
+             << "void " << name_ << "_fold(" << params(true, acc_t) << ", const " << idx_ << " units) {\n";
+        reduce_prologue(lx2, ly2);
         std::vector<std::string> coord2(n_, "0");
         decompose("    ", outer_axes_, "o", coord2);
         const std::string T = cl_value_type(acc_t);
@@ -11794,6 +11806,8 @@ private:
         s2.local[1] = static_cast<std::size_t>(ly2);
         s2.global[0] = static_cast<std::size_t>((outer_ + lx2 - 1) / lx2 * lx2);
         s2.global[1] = static_cast<std::size_t>(ly2);
+        s2.units = outer_;
+        s2.long_units = idx_ == "long";
         out.stages.push_back(s2);
     }
 
@@ -11805,7 +11819,9 @@ private:
         return out;
     }
 
-    void reduce_prologue(std::int64_t lx, std::int64_t ly, std::int64_t outer_units) {
+    /// The count of outer indices (`units`) is an argument: where the geometry does not depend
+    /// on it (rows of a batch once it fills a work-group), any batch reuses the program.
+    void reduce_prologue(std::int64_t lx, std::int64_t ly) {
         // Local arrays must be declared at kernel scope; one per reduce phase (and lane).
         if (ly > 1)
             for (std::size_t p = 0; p < k_.phases.size(); ++p)
@@ -11817,7 +11833,7 @@ private:
                 }
         src_ << "    const " << idx_ << " lx = (" << idx_ << ")get_local_id(0), ly = (" << idx_ << ")get_local_id(1);\n"
              << "    const " << idx_ << " o = (" << idx_ << ")get_group_id(0) * " << lx << " + lx;\n"
-             << "    const bool active = o < " << outer_units << ";\n";
+             << "    const bool active = o < units;\n";
     }
 
     /// Renders `emit(coord)` for this lane's share of the reduced space, W elements a step:
@@ -13153,6 +13169,12 @@ public:
             for (std::size_t i = 0; i < scalars.size(); ++i) {
                 const ScalarArg v(scalars[i], k.scalars[i]);
                 check(clSetKernelArg(kernel, arg++, v.size, v.bytes), "clSetKernelArg");
+            }
+            if (st.units >= 0) {
+                const cl_long wide = st.units;
+                const cl_int narrow = static_cast<cl_int>(st.units);
+                check(st.long_units ? clSetKernelArg(kernel, arg++, sizeof wide, &wide) : clSetKernelArg(kernel, arg++, sizeof narrow, &narrow),
+                      "clSetKernelArg");
             }
             cl_event event = nullptr, wait = std::exchange(detail_launch_dependency(), nullptr);
             const cl_int err = clEnqueueNDRangeKernel(queue_, kernel, 2, nullptr, st.global, st.local, wait ? 1 : 0,

@@ -202,6 +202,82 @@ TEST_CASE("pow's exact exponents (2, 1, -1, 0.5) stay exact when the exponent is
     });
 }
 
+TEST_CASE("a new length of an element-wise expression builds no new OpenCL program; every length computes right") {
+    for_each_device([](lt::Device d) {
+        lt::detail::backend_for(d).clear_kernel_cache();
+        lt::reset_compile_stats(d);
+        // Lengths of one vector width (odd: one element a work-item) and of another (multiples
+        // of 4), on both sides of a work-group; and a broadcast over a batch of varying size.
+        for (std::int64_t n : {5, 255, 257, 4099, 100003}) {
+            INFO("length " << n);
+            const Ref rx = random_ref<float>({n}, 40);
+            check_close(lt::exp(make_tensor<float>(rx) * 0.5f) - 1.0f, map(rx, [](double v) { return std::exp(v * 0.5) - 1.0; }));
+        }
+        const std::size_t odd_programs = lt::compile_stats(d).programs_built + lt::compile_stats(d).disk_hits;
+        for (std::int64_t n : {4, 256, 1000, 65536}) {
+            INFO("length " << n);
+            const Ref rx = random_ref<float>({n}, 41);
+            check_close(lt::exp(make_tensor<float>(rx) * 0.5f) - 1.0f, map(rx, [](double v) { return std::exp(v * 0.5) - 1.0; }));
+        }
+        const std::size_t vector_programs = lt::compile_stats(d).programs_built + lt::compile_stats(d).disk_hits - odd_programs;
+        const Ref rb = random_ref<float>({24}, 42);
+        for (std::int64_t rows : {3, 11, 700}) {
+            INFO("rows " << rows);
+            const Ref ra = random_ref<float>({rows, 24}, 43);
+            Ref want = ra;
+            for (std::size_t i = 0; i < want.v.size(); ++i) want.v[i] = ra.v[i] * 2.0 + rb.v[i % 24];
+            check_close(make_tensor<float>(ra) * 2.0f + make_tensor<float>(rb), want);
+        }
+        const std::size_t programs = lt::compile_stats(d).programs_built + lt::compile_stats(d).disk_hits;
+        if (d.kind == lt::Device::Kind::OpenCL) {
+            CHECK(odd_programs == 1);
+            CHECK(vector_programs == 1);
+            CHECK(programs == 3);
+        }
+        // (One element, and a batch of one row, are kernels of their own shape: not counted.)
+        for (std::int64_t n : {1, 24}) {
+            const Ref rx = random_ref<float>({n}, 44);
+            check_close(lt::exp(make_tensor<float>(rx) * 0.5f) - 1.0f, map(rx, [](double v) { return std::exp(v * 0.5) - 1.0; }));
+        }
+        // Reductions along rows: the batch's size is an argument too, once it fills a work-group.
+        const std::size_t before_rows = lt::compile_stats(d).programs_built + lt::compile_stats(d).disk_hits;
+        for (std::int64_t rows : {64, 300, 1001}) {
+            INFO("softmax rows " << rows);
+            const Ref rx = random_ref<float>({rows, 64}, 45);
+            Ref want = rx;
+            for (std::int64_t r = 0; r < rows; ++r) {
+                double top = -INFINITY, total = 0;
+                for (std::int64_t c = 0; c < 64; ++c) top = std::max(top, rx.v[static_cast<std::size_t>(r * 64 + c)]);
+                for (std::int64_t c = 0; c < 64; ++c) total += std::exp(rx.v[static_cast<std::size_t>(r * 64 + c)] - top);
+                for (std::int64_t c = 0; c < 64; ++c)
+                    want.v[static_cast<std::size_t>(r * 64 + c)] = std::exp(rx.v[static_cast<std::size_t>(r * 64 + c)] - top) / total;
+            }
+            check_close(lt::softmax(make_tensor<float>(rx), -1), want, 1e-5, 1e-6);
+        }
+        const std::size_t softmax_programs = lt::compile_stats(d).programs_built + lt::compile_stats(d).disk_hits - before_rows;
+        for (std::int64_t rows : {16, 500, 3001}) {
+            INFO("row sums, rows " << rows);
+            const Ref rx = random_ref<float>({rows, 40}, 46);
+            check_close(make_tensor<float>(rx).sum(1), reduce(rx, {1}, false, 0, ref_add), 1e-5, 1e-5);
+        }
+        const std::size_t sum_programs =
+            lt::compile_stats(d).programs_built + lt::compile_stats(d).disk_hits - before_rows - softmax_programs;
+        if (d.kind == lt::Device::Kind::OpenCL) {
+            CHECK(softmax_programs == 1);
+            CHECK(sum_programs == 1);
+        }
+        // A block in the middle of a buffer: the count bounds the writes.
+        lt::Tensor<float> x = lt::full<float>({1000}, -1.0f);
+        x.realize();
+        x.slice(0, 3, 998).assign(lt::arange<float>(0, 995) * 2.0f);
+        const std::vector<float> got = x.to_vector();
+        for (std::size_t i = 0; i < got.size(); ++i) {
+            INFO("element " << i);
+            REQUIRE(got[i] == (i < 3 || i >= 998 ? -1.0f : 2.0f * static_cast<float>(i - 3)));
+        }
+    });
+}
+
 TEST_CASE("lt::compile_stats counts compiled kernels and cache hits; LAZYTENSOR_DEBUG says when it compiles") {
     for_each_device([](lt::Device d) {
         lt::reset_compile_stats(d);

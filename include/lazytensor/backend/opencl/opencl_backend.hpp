@@ -268,6 +268,12 @@ public:
                 const ScalarArg v(scalars[i], k.scalars[i]);
                 check(clSetKernelArg(kernel, arg++, v.size, v.bytes), "clSetKernelArg");
             }
+            if (st.units >= 0) {
+                const cl_long wide = st.units;
+                const cl_int narrow = static_cast<cl_int>(st.units);
+                check(st.long_units ? clSetKernelArg(kernel, arg++, sizeof wide, &wide) : clSetKernelArg(kernel, arg++, sizeof narrow, &narrow),
+                      "clSetKernelArg");
+            }
             cl_event event = nullptr, wait = std::exchange(detail_launch_dependency(), nullptr);
             const cl_int err = clEnqueueNDRangeKernel(queue_, kernel, 2, nullptr, st.global, st.local, wait ? 1 : 0,
                                                       wait ? &wait : nullptr, record_times_ || launch_events_ ? &event : nullptr);
