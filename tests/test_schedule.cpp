@@ -203,17 +203,17 @@ TEST_CASE("realizing a realized tensor, and a constant") {
     });
 }
 
-TEST_CASE("a kernel reads at most 64 buffers and takes at most 126 arguments: a sum of 200 scaled tensors is several kernels") {
+TEST_CASE("a kernel reads at most 64 buffers and takes at most 125 arguments: a sum of 200 scaled tensors is several kernels") {
     for_each_device([](lt::Device) {
         std::vector<lt::Tensor<float>> xs;
         for (int i = 0; i < 200; ++i) xs.push_back(lt::full<float>({3}, static_cast<float>(i)).realize());
         lt::Tensor<float> total = xs[0];
         for (int i = 1; i < 200; ++i) total = total + xs[static_cast<std::size_t>(i)] * 2.0f;
         auto items = lt::schedule(total);
-        // 200 buffers and 199 scalars: 126 arguments a kernel.
+        // 200 buffers and 199 scalars: 125 arguments a kernel.
         CHECK(lt::kernel_count(items) == 4);
         for (auto& item : items) CHECK(item.inputs.size() <= 64);
-        for (auto& item : items) CHECK(item.inputs.size() + static_cast<std::size_t>(item.scalars) <= 126);
+        for (auto& item : items) CHECK(item.inputs.size() + static_cast<std::size_t>(item.scalars) <= 125);
         CHECK(items[0].scalars > 0);
         CHECK(total.to_vector() == std::vector<float>(3, 2.0f * (199 * 200 / 2)));
         // 200 buffers alone: 64 a kernel.
@@ -224,15 +224,23 @@ TEST_CASE("a kernel reads at most 64 buffers and takes at most 126 arguments: a 
         for (auto& item : items) CHECK(item.inputs.size() <= 64);
         CHECK(items[0].reason.find("a kernel reads at most 64 buffers") != std::string::npos);
         CHECK(plain.to_vector() == std::vector<float>(3, 199 * 200 / 2));
-        // One buffer read 200 times with 200 scalar values: 126 arguments a kernel.
+        // One buffer read 200 times with 200 scalar values: 125 arguments a kernel.
         lt::Tensor<float> x = xs[1], scaled = x * 0.0f;
         for (int i = 1; i < 200; ++i) scaled = scaled + x * static_cast<float>(i);
         items = lt::schedule(scaled);
         CHECK(lt::kernel_count(items) >= 2);
-        for (auto& item : items) CHECK(item.inputs.size() + static_cast<std::size_t>(item.scalars) <= 126);
-        CHECK(items[0].reason.find("at most 126 arguments (buffers and scalar values)") != std::string::npos);
+        for (auto& item : items) CHECK(item.inputs.size() + static_cast<std::size_t>(item.scalars) <= 125);
+        CHECK(items[0].reason.find("at most 125 arguments (buffers and scalar values)") != std::string::npos);
         CHECK(scaled.to_vector() == std::vector<float>(3, 199 * 200 / 2));
         CHECK(total.to_vector() == std::vector<float>(3, 2.0f * (199 * 200 / 2)));
+        // The widest arguments: int64 scalars into a reduction split over work-groups (its output,
+        // scratch and count of work-items too: 1024 bytes, OpenCL's least guaranteed).
+        lt::Tensor<std::int64_t> w = lt::arange<std::int64_t>(0, 100000);
+        lt::Tensor<std::int64_t> shifted = w;
+        for (std::int64_t i = 1; i <= 124; ++i) shifted = shifted + i;  // a buffer and 124 scalars: one kernel
+        CHECK(lt::kernel_count(lt::schedule(shifted.sum())) == 1);
+        const std::int64_t want = std::int64_t(99999) * 100000 / 2 + std::int64_t(100000) * (124 * 125 / 2);
+        CHECK(shifted.sum().item() == want);
     });
 }
 
@@ -272,9 +280,9 @@ TEST_CASE("very deep lazy chains realize and free without deep recursion") {
         lt::Tensor<float> y = x;
         for (int i = 0; i < 20000; ++i) y = y + 1.0f;
         auto items = lt::schedule(y);
-        // 20000 additions of a scalar: 126 arguments a kernel (a buffer and 125 scalar values).
-        CHECK(lt::kernel_count(items) == (20000 + 124) / 125);
-        CHECK(items[0].reason.find("at most 126 arguments") != std::string::npos);
+        // 20000 additions of a scalar: 125 arguments a kernel (a buffer and 124 scalar values).
+        CHECK(lt::kernel_count(items) == (20000 + 123) / 124);
+        CHECK(items[0].reason.find("at most 125 arguments") != std::string::npos);
         CHECK(y.to_vector() == std::vector<float>{20001.0f, 20002.0f});
         // A million-node lazy chain is released without realizing it.
         lt::Tensor<float> z = x;

@@ -124,10 +124,11 @@ inline bool runs_alone(NodeKind kind) { return kind == NodeKind::Matmul || kind 
 /// The longest chain of operations fused into one kernel.
 inline constexpr int kMaxFusedDepth = 256;
 /// The most buffers one fused kernel reads, and the most arguments it takes (buffers and
-/// scalar values, 8 bytes each at most, with the output and a scratch buffer): OpenCL promises
-/// only 1024 bytes of kernel arguments, so a sum of 200 tensors becomes several kernels.
+/// scalar values, 8 bytes each at most; with the output, a scratch buffer and the count of
+/// work-items, 128): OpenCL promises only 1024 bytes of kernel arguments, so a sum of 200
+/// tensors becomes several kernels.
 inline constexpr int kMaxFusedInputs = 64;
-inline constexpr int kMaxKernelArguments = 126;
+inline constexpr int kMaxKernelArguments = 125;
 
 /// A map from pointers (nodes, buffers) to ints: open addressing over a power-of-two table.
 /// Every realize orders its graph (a cached one too), and a node-based std::unordered_map costs
