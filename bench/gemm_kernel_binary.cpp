@@ -111,7 +111,7 @@ std::vector<unsigned char> binary_of(cl_program program) {
 
 int main(int argc, char** argv) {
     const std::string usage = std::string("usage: gemm_kernel_binary \"") + ocl::gemm_params_form() +
-                              "\" [a_k_fast,b_n_fast] [--options \"BUILD OPTIONS\"] [--time N] [--ptx-directive \"TEXT\"]\n";
+                              "\" [a_k_fast,b_n_fast] [--options \"BUILD OPTIONS\"] [--time N] [--ptx-directive \"TEXT\"] [--whole-tiles]\n";
     if (argc < 2) {
         std::fprintf(stderr, "%s", usage.c_str());
         return 2;
@@ -123,12 +123,13 @@ int main(int argc, char** argv) {
     }
     const ocl::GemmKernelParams p = *parsed;
     int a_k_fast = 1, b_n_fast = 1, time_n = 0;
-    bool timed = false;
+    bool timed = false, whole_tiles = false;
     std::string options, directive;
     for (int i = 2; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--options") && i + 1 < argc) options = argv[++i];
         else if (!std::strcmp(argv[i], "--ptx-directive") && i + 1 < argc) directive = argv[++i];
         else if (!std::strcmp(argv[i], "--time") && i + 1 < argc) time_n = std::atoi(argv[++i]), timed = true;
+        else if (!std::strcmp(argv[i], "--whole-tiles")) whole_tiles = true;
         else if (std::sscanf(argv[i], "%d,%d", &a_k_fast, &b_n_fast) != 2) {
             std::fprintf(stderr, "gemm_kernel_binary: cannot read '%s'\n%s", argv[i], usage.c_str());
             return 2;
@@ -147,6 +148,12 @@ int main(int argc, char** argv) {
     }
     ocl::GemmLayoutClass layout;
     layout.a_k_fast = a_k_fast, layout.b_n_fast = b_n_fast;
+    if (whole_tiles && time_n > 0 && (time_n % p.block_m() || time_n % p.block_n() || time_n % p.bk)) {
+        std::fprintf(stderr, "gemm_kernel_binary: --whole-tiles needs N a multiple of the tile (%dx%dx%d)\n", p.block_m(),
+                     p.block_n(), p.bk);
+        return 2;
+    }
+    layout.whole_tiles = whole_tiles;
     try {
         const std::string source = ocl::gemm_kernel_source(lazytensor::DType::Float32, layout, p);
         if (time_n == 0) std::fwrite(source.data(), 1, source.size(), stderr);
@@ -195,7 +202,7 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "build log of %s (%s):\n%s\n", argv[1], options.c_str(), log.data());
         int rc = 0;
         if (time_n > 0) {
-            rc = time_kernel(context, device, program, p, argv[1], directive.empty() ? options : options + " " + directive, time_n);
+            rc = time_kernel(context, device, program, p, std::string(argv[1]) + (whole_tiles ? " whole" : ""), directive.empty() ? options : options + " " + directive, time_n);
         } else {
             const std::vector<unsigned char> binary = binary_of(program);
             std::fwrite(binary.data(), 1, binary.size(), stdout);

@@ -11,6 +11,7 @@
 
 #include <cstdlib>
 #include <optional>
+#include <tuple>
 
 namespace {
 
@@ -216,6 +217,123 @@ TEST_CASE_TEMPLATE("the own OpenCL GEMM kernel with vector loads, prefetch and d
     });
 }
 
+// A product whose tiles are all whole, with unit strides and aligned vectors, runs a kernel
+// without edge checks; one that misses any condition runs the checked kernel. Both must be right.
+TEST_CASE("the own GEMM kernel without edge checks where every tile is whole" *
+          doctest::skip(!has_test_device(lt::Device::Kind::OpenCL))) {
+    for_each_device([](lt::Device d) {
+        if (d.kind != lt::Device::Kind::OpenCL) return;
+        // 16 x 32 tiles of depth 8, vector loads of 4 (as the GPU sets), fragments on and off
+        for (const bool fragments : {false, true}) {
+            gk_ocl::GemmKernelParams params{4, 8, 4, 4, 8, 4, 4, true};
+            params.fragments = fragments;
+            GkOwnGemm own(d, params);
+            own.backend.set_fuse_epilogues(true);
+            auto whole = [](const auto& make) { return debug_output(1, [&] { make().realize(); }).find("whole tiles") != std::string::npos; };
+            auto product = [&](const Ref& a, const Ref& b, const lt::Tensor<float>& A, const lt::Tensor<float>& B, bool expect_whole) {
+                INFO("A " << A.shape() << ", B " << B.shape() << ", expect whole tiles " << expect_whole << ", fragments " << fragments);
+                CHECK(whole([&] { return lt::matmul(A, B); }) == expect_whole);
+                gk_check(lt::matmul(A, B), a, b);
+            };
+            const Ref a = random_ref<float>({64, 48}, 81), b = random_ref<float>({48, 96}, 82);
+            const auto A = make_tensor<float>(a), B = make_tensor<float>(b);
+            product(a, b, A, B, true);
+            // column-major A and B: their unit strides are along m and k
+            const Ref at = permute(a, {1, 0}), bt = permute(b, {1, 0});
+            product(a, b, make_tensor<float>(at).t(), make_tensor<float>(bt).t(), true);
+            // k not a multiple of the depth; m and n not multiples of the tile
+            const Ref a44 = random_ref<float>({64, 44}, 83), b44 = random_ref<float>({44, 96}, 84);
+            product(a44, b44, make_tensor<float>(a44), make_tensor<float>(b44), false);
+            const Ref a72 = random_ref<float>({72, 48}, 85), b80 = random_ref<float>({48, 80}, 86);
+            product(a72, b, make_tensor<float>(a72), B, false);
+            product(a, b80, A, make_tensor<float>(b80), false);
+            // A starting one element in (not aligned for vectors of 4), and rows 50 apart
+            const Ref wide = random_ref<float>({64, 50}, 87);
+            const Ref inner = ref_of({64, 48}, [&](const auto& i) { return wide.at({i[0], i[1] + 1}); });
+            product(inner, b, make_tensor<float>(wide).slice(1, 1, 49), B, false);
+            const Ref left = ref_of({64, 48}, [&](const auto& i) { return wide.at({i[0], i[1]}); });
+            product(left, b, make_tensor<float>(wide).slice(1, 0, 48), B, false);
+            // rows 52 apart, the first at 0: aligned, whole
+            const Ref wider = random_ref<float>({64, 52}, 88);
+            const Ref head = ref_of({64, 48}, [&](const auto& i) { return wider.at({i[0], i[1]}); });
+            product(head, b, make_tensor<float>(wider).slice(1, 0, 48), B, true);
+            // k = 0 is never whole (the first tile's loads would read past the operands)
+            CHECK_FALSE(whole([] { return lt::matmul(lt::ones<float>({64, 0}), lt::ones<float>({0, 96})); }));
+            for (float v : lt::matmul(lt::ones<float>({64, 0}), lt::ones<float>({0, 96})).to_vector()) CHECK(v == 0.0f);
+            // batches: a constant stride, a broadcast operand, and per-matrix offsets
+            for (const auto& [sa, sb] : {std::pair<lt::Shape, lt::Shape>{{3, 32, 16}, {3, 16, 64}},
+                                         {{32, 16}, {4, 16, 32}},
+                                         {{2, 1, 16, 8}, {1, 3, 8, 32}}}) {
+                INFO("batch " << sa << " x " << sb);
+                const Ref x = random_ref<float>(sa, 89), y = random_ref<float>(sb, 90);
+                const lt::Tensor<float> got = lt::matmul(make_tensor<float>(x), make_tensor<float>(y));
+                CHECK(whole([&] { return lt::matmul(make_tensor<float>(x), make_tensor<float>(y)); }));
+                const lt::Shape batch(got.shape().begin(), got.shape().end() - 2);
+                lt::Shape fx = batch, fy = batch;
+                fx.push_back(sa[sa.size() - 2]), fx.push_back(sa.back()), fy.push_back(sb[sb.size() - 2]), fy.push_back(sb.back());
+                gk_check(got, broadcast(x, fx), broadcast(y, fy));
+            }
+            // an epilogue and a prologue in the kernel without edge checks
+            const Ref bias = random_ref<float>({96}, 93);
+            const lt::Tensor<float> fused = lt::relu(lt::matmul(A * 0.5f, B) + make_tensor<float>(bias));
+            CHECK(whole([&] { return lt::relu(lt::matmul(A * 0.5f, B) + make_tensor<float>(bias)); }));
+            const GkProduct p = gk_reference(a, b);
+            const std::vector<float> got = fused.to_vector();
+            REQUIRE(got.size() == p.value.size());
+            for (std::size_t i = 0; i < got.size(); ++i) {
+                const double want = std::max(0.5 * p.value[i] + bias.v[i % 96], 0.0);
+                CHECK(std::fabs(got[i] - want) <= 1e-5 * (p.magnitude[i] + std::fabs(bias.v[i % 96])) + 1e-30);
+            }
+        }
+    });
+}
+
+TEST_CASE("which products have whole tiles") {
+    const gk_ocl::GemmKernelParams p{4, 8, 4, 4, 8, 4, 4, true};  // 16 x 32 tiles of depth 8, vectors of 4
+    lt::detail::ir::Gemm g;
+    g.dtype = lt::DType::Float32;
+    g.batch = {2};
+    g.m = 32, g.k = 16, g.n = 64;
+    g.a = {0, 16, 1, {512}};  // row-major, offset, row stride, column stride, batch strides
+    g.b = {0, 64, 1, {1024}};
+    auto whole = [&] { return gk_ocl::gemm_whole_tiles(g, gk_ocl::gemm_layout_class(g), p); };
+    CHECK(whole());
+    g.a.batch_strides = {514};  // the second matrix of A starts 2 elements past a vector
+    CHECK_FALSE(whole());
+    g.batch = {1};  // ... which one matrix never reads
+    CHECK(whole());
+    g.batch = {2}, g.a.batch_strides = {512}, g.b.offset = 2;
+    CHECK_FALSE(whole());
+    g.b.offset = 4, g.b.row_stride = 66;  // B's rows 66 apart: every other one unaligned
+    CHECK_FALSE(whole());
+    g.b.row_stride = 68;
+    CHECK(whole());
+    g.a = {0, 1, 32, {512}};  // column-major A: its unit stride is along m
+    CHECK(whole());
+    g.a.row_stride = 2, g.a.col_stride = 64;  // no unit stride
+    CHECK_FALSE(whole());
+    g.a = {0, 16, 1, {512}};
+    for (const auto& [m, k, n] : {std::tuple<int, int, int>{48, 16, 64}, {32, 12, 64}, {32, 16, 48}, {32, 0, 64}, {8, 16, 64}}) {
+        INFO(m << " x " << k << " x " << n);
+        g.m = m, g.k = k, g.n = n;
+        g.a.row_stride = std::max(k, 4), g.b.row_stride = n;
+        CHECK(whole() == (m == 48));
+    }
+}
+
+TEST_CASE("a kernel for whole tiles has no edge checks") {
+    gk_ocl::GemmLayoutClass layout;
+    const gk_ocl::GemmKernelParams p{16, 16, 8, 8, 8, 4, 4, true, false, true, 128};
+    const std::string checked = gk_ocl::gemm_kernel_source(lt::DType::Float32, layout, p);
+    layout.whole_tiles = true;
+    const std::string whole = gk_ocl::gemm_kernel_source(lt::DType::Float32, layout, p);
+    for (const char* edge : {"< m", "< k)", "< n", "A_vec", "continue"}) {
+        INFO(std::string(edge));
+        CHECK(checked.find(edge) != std::string::npos);
+        CHECK(whole.find(edge) == std::string::npos);
+    }
+}
+
 TEST_CASE("a register cap goes among the PTX entry's directives, once") {
     const std::string ptx = "//\n.version 8.8\n.target sm_90\n.address_size 64\n\n"
                             "\t// .globl\tlt_gemm\n.entry lt_gemm(\n\t.param .u64 lt_gemm_param_0,\n"
@@ -290,6 +408,12 @@ TEST_CASE("the own GEMM kernel's parameter sets per device class fit the device"
     CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_m() == 128);
     CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).fragments);
     CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).max_registers == 128);
+    CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).bk == 8);  // no unit strides: edge checks, depth 8
+    g.a = {0, 1024, 1, {}}, g.b = {0, 512, 1, {}};  // row-major: whole tiles, depth 16
+    CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).bk == 16);
+    g.k = 1000, g.a.row_stride = 1000;  // k not a multiple of 16
+    CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).bk == 8);
+    g.k = 1024, g.a = {}, g.b = {};
     g.m = 2048;  // 64 tiles of 128^2: smaller ones
     CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_n() == 64);
     CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).max_registers == 0);

@@ -16,7 +16,8 @@
 // their latency hides behind the FMAs. Loads of a tile map consecutive work-items along the
 // operand's unit-stride axis (the layout class), so they coalesce whatever the transposes.
 // Edges are guarded inside the kernel: out-of-range loads read 0, out-of-range stores are
-// skipped; there are no padding or transpose kernels.
+// skipped; there are no padding or transpose kernels. Where every tile is whole and every vector
+// access aligned (GemmLayoutClass::whole_tiles), a variant without those checks runs.
 //
 // An epilogue (FusedEpilogue) is code applied to each result before its store, with its row,
 // column and batch index in scope, and extra kernel parameters after the fixed ones.
@@ -89,6 +90,9 @@ struct GemmLayoutClass {
     bool a_k_fast = true;   // A's column (k) stride is 1 (row-major A); else walk m
     bool b_n_fast = true;   // B's column (n) stride is 1 (row-major B); else walk k
     bool wide_index = false;  // element offsets within a matrix need 64 bits
+    // Every tile is whole (m, n and k are multiples of the tile), the unit strides are 1 and every
+    // vector load is aligned: the kernel has no edge checks (fewer registers and instructions).
+    bool whole_tiles = false;
 };
 
 /// Which GEMM runs OpenCL matrix products: per shape (Auto), the own kernel, or CLBlast.
@@ -144,6 +148,37 @@ inline void check_gemm_params(const GemmKernelParams& p) {
                          "double buffering needs prefetch, and a register cap is 0 (none) or 16 to 255");
 }
 
+/// The layout class of a product (which of its operands' strides are 1, whether 32-bit element
+/// offsets suffice within one matrix).
+inline GemmLayoutClass gemm_layout_class(const ir::Gemm& g) {
+    GemmLayoutClass c;
+    c.a_k_fast = g.m == 1 || (g.k > 1 && std::abs(g.a.col_stride) <= std::abs(g.a.row_stride));
+    c.b_n_fast = g.k == 1 || (g.n > 1 && std::abs(g.b.col_stride) <= std::abs(g.b.row_stride));
+    const auto span = [](const ir::MatrixLayout& l, std::int64_t rows, std::int64_t cols) {
+        return std::abs(l.row_stride) * std::max<std::int64_t>(rows - 1, 0) +
+               std::abs(l.col_stride) * std::max<std::int64_t>(cols - 1, 0);
+    };
+    const std::int64_t most = std::max({span(g.a, g.m, g.k), span(g.b, g.k, g.n), g.m * g.n});
+    c.wide_index = most >= (std::int64_t(1) << 31) - std::max<std::int64_t>(g.m, g.n) - 1;
+    return c;
+}
+
+/// Whether a product may run a whole-tiles kernel with parameter set `p` (GemmLayoutClass::
+/// whole_tiles): m, n and k (> 0) are multiples of the tile, each operand's fast axis (as
+/// `layout` says) has stride 1, and its other stride and every matrix's start are multiples of
+/// the vector load's width.
+inline bool gemm_whole_tiles(const ir::Gemm& g, const GemmLayoutClass& layout, const GemmKernelParams& p) {
+    if (g.k <= 0 || g.m % p.block_m() != 0 || g.n % p.block_n() != 0 || g.k % p.bk != 0) return false;
+    const auto aligned = [&](const ir::MatrixLayout& l, bool row_fast) {
+        const std::int64_t unit = row_fast ? l.col_stride : l.row_stride, other = row_fast ? l.row_stride : l.col_stride;
+        if (unit != 1 || other % p.gv != 0 || l.offset % p.gv != 0) return false;
+        for (std::size_t t = 0; t < g.batch.size(); ++t)
+            if (g.batch[t] > 1 && l.batch_strides[t] % p.gv != 0) return false;
+        return true;
+    };
+    return aligned(g.a, layout.a_k_fast) && aligned(g.b, layout.b_n_fast);
+}
+
 /// The parameter set for a product on a device class. NVIDIA GPUs get sets measured on the H100
 /// (bench_gemm_kernel --params, 2026-11-27/28), all with vector loads of 4 from global and local
 /// memory: for one matrix with n >= 256 and at least 128 tiles of 128x128 (about a wave of the
@@ -153,7 +188,9 @@ inline void check_gemm_params(const GemmKernelParams& p) {
 /// batches with n >= 512, 64x128 tiles from 8 x 16 work-items of 8x8, double-buffered (32 x
 /// 1024x64x1024: 0.145 ms); where n <= 32, 64x16 tiles from 32 x 4 work-items of 2x4
 /// (8192x256x10: 0.026 ms); else 128x64 tiles of depth 16 from 32 x 8 work-items of 4x8 outputs
-/// (more work-groups for narrow or small products: 1024^3 0.085 ms). Other GPUs get a middle
+/// (more work-groups for narrow or small products: 1024^3 0.085 ms). The capped 128x128 set goes
+/// to depth 16 where its tiles are whole (no edge checks: 4096^3 2.876 ms against 2.913 at depth
+/// 8 on the H200, 2026-11-28; with edge checks depth 16 was the slower). Other GPUs get a middle
 /// set, CPUs (PoCL) a small one that builds fast.
 inline GemmKernelParams gemm_params_for(const ir::Gemm& g, bool gpu, const std::string& device_name,
                                         std::size_t max_work_group, std::size_t local_memory) {
@@ -163,7 +200,12 @@ inline GemmKernelParams gemm_params_for(const ir::Gemm& g, bool gpu, const std::
         auto tiles = [&](std::int64_t bm, std::int64_t bn) { return ((g.m + bm - 1) / bm) * ((g.n + bn - 1) / bn) * g.batch_count(); };
         if (g.dtype == DType::Float64) p = GemmKernelParams{16, 16, 4, 4, 16, 2, 1, true};
         else if (g.n <= 32) p = GemmKernelParams{32, 4, 2, 4, 16, 2, 2, true, true};
-        else if (g.n >= 256 && g.batch_count() == 1 && tiles(128, 128) >= 128) p = GemmKernelParams{16, 16, 8, 8, 8, 4, 4, true, false, true, 128};
+        else if (g.n >= 256 && g.batch_count() == 1 && tiles(128, 128) >= 128) {
+            p = GemmKernelParams{16, 16, 8, 8, 8, 4, 4, true, false, true, 128};
+            GemmKernelParams deep = p;  // depth 16 pays only without edge checks
+            deep.bk = 16;
+            if (gemm_whole_tiles(g, gemm_layout_class(g), deep)) p = deep;
+        }
         else if (g.n >= 512 && g.batch_count() > 1) p = GemmKernelParams{8, 16, 8, 8, 16, 4, 4, true, true, true};
         else p = GemmKernelParams{32, 8, 4, 8, 16, 4, 4, true, true};
     } else if (gpu) {
@@ -197,21 +239,6 @@ inline std::optional<std::string> ptx_with_directive(const std::string& ptx, con
 /// `ptx` with its kernel capped at `registers` per work-item (`.maxnreg`).
 inline std::optional<std::string> ptx_with_register_cap(const std::string& ptx, int registers) {
     return ptx_with_directive(ptx, ".maxnreg " + std::to_string(registers));
-}
-
-/// The layout class of a product (which of its operands' strides are 1, whether 32-bit element
-/// offsets suffice within one matrix).
-inline GemmLayoutClass gemm_layout_class(const ir::Gemm& g) {
-    GemmLayoutClass c;
-    c.a_k_fast = g.m == 1 || (g.k > 1 && std::abs(g.a.col_stride) <= std::abs(g.a.row_stride));
-    c.b_n_fast = g.k == 1 || (g.n > 1 && std::abs(g.b.col_stride) <= std::abs(g.b.row_stride));
-    const auto span = [](const ir::MatrixLayout& l, std::int64_t rows, std::int64_t cols) {
-        return std::abs(l.row_stride) * std::max<std::int64_t>(rows - 1, 0) +
-               std::abs(l.col_stride) * std::max<std::int64_t>(cols - 1, 0);
-    };
-    const std::int64_t most = std::max({span(g.a, g.m, g.k), span(g.b, g.k, g.n), g.m * g.n});
-    c.wide_index = most >= (std::int64_t(1) << 31) - std::max<std::int64_t>(g.m, g.n) - 1;
-    return c;
 }
 
 /// The name of the kernel in every program gemm_kernel_source makes.
@@ -265,7 +292,7 @@ inline std::string gemm_kernel_source(DType dtype, const GemmLayoutClass& layout
          n(p.bk) + ", v " + n(V) + (p.prefetch ? ", prefetch" : "") + (p.double_buffer ? ", double-buffered" : "") +
          (p.fragments ? ", fragments" : "") + (p.max_registers ? ", at most " + n(p.max_registers) + " registers" : "") +
          "; A " + (layout.a_k_fast ? "k" : "m") +
-         "-fast, B " + (layout.b_n_fast ? "n" : "k") + "-fast\n";
+         "-fast, B " + (layout.b_n_fast ? "n" : "k") + "-fast" + (layout.whole_tiles ? ", whole tiles" : "") + "\n";
     s += "#define T " + T + "\n#define I " + I + "\n#define SA " + cl_storage_type(storage(prologue_a)) + "\n#define SB " +
          cl_storage_type(storage(prologue_b)) + "\n#define SC " + (epilogue.output ? cl_storage_type(*epilogue.output) : T) + "\n";
     s += "#define TM " + n(p.tm) + "\n#define TN " + n(p.tn) + "\n#define WM " + n(p.wm) + "\n#define WN " + n(p.wn) +
@@ -343,6 +370,22 @@ void lt_gemm(__global SC* restrict C, __global const SA* restrict A, __global co
         const std::string rows = is_a ? "m" : "k", cols = is_a ? "k" : "n", rs = is_a ? "a_rs" : "b_rs",
                           cs = is_a ? "a_cs" : "b_cs", DR = X + "_DR", DC = X + "_DC";
         std::string r;
+        if (layout.whole_tiles) {  // in range and aligned: one load per vector, the unit stride a literal
+            const bool row_unit = is_a ? !layout.a_k_fast : !layout.b_n_fast;
+            const std::string at = row_unit ? "r + c * " + cs : "r * " + rs + " + c";
+            for (int e = 0; e < (is_a ? LA : LB) / p.gv; ++e) {
+                r += indent + "{ const int x = lid + " + n(e * NT) + "; " + first;
+                if (p.gv == 1) {
+                    r += " " + reg + "[" + n(e) + "] = " + apply(read_element(at)) + "; }\n";
+                    continue;
+                }
+                r += " const " + GT + " w = " + read_vector(at) + ";";
+                const char* lane[] = {"s0", "s1", "s2", "s3"};
+                for (int l = 0; l < p.gv; ++l) r += " " + reg + "[" + n(e * p.gv + l) + "] = " + apply(std::string("w.") + lane[l]) + ";";
+                r += " }\n";
+            }
+            return r;
+        }
         for (int e = 0; e < (is_a ? LA : LB) / p.gv; ++e) {
             r += indent + "{ const int x = lid + " + n(e * NT) + "; " + first + "\n";
             if (p.gv > 1) {
@@ -389,7 +432,7 @@ void lt_gemm(__global SC* restrict C, __global const SA* restrict A, __global co
                      n(l) + "] = rb[" + n(e * p.gv + l) + "]; }\n";
         return r;
     };
-    if (p.gv > 1)  // whole loads along the unit-stride axis are aligned where the other stride and the base are
+    if (p.gv > 1 && !layout.whole_tiles)  // whole loads along the unit-stride axis are aligned where the other stride and the base are
         s += std::string("    const bool A_vec = ") +
              (layout.a_k_fast ? "a_cs == 1 && a_rs % GV == 0" : "a_rs == 1 && a_cs % GV == 0") +
              " && a_base % GV == 0;\n    const bool B_vec = " +
@@ -459,9 +502,8 @@ void lt_gemm(__global SC* restrict C, __global const SA* restrict A, __global co
     // A cast epilogue stores `o`, of C's floating dtype (float16: vstore_half(N)_rte).
     const std::optional<DType> cast = epilogue.output;
     const bool half_out = cast == DType::Float16;
-    s += "    #pragma unroll\n    for (int i = 0; i < WM; ++i) {\n"
-         "        const I row = row0 + OWN_ROW(i);\n        if (row >= m) continue;\n"
-         "        __global " + std::string(cast ? cl_storage_type(*cast) : "T") + "* out = C + row * n;\n";
+    s += std::string("    #pragma unroll\n    for (int i = 0; i < WM; ++i) {\n        const I row = row0 + OWN_ROW(i);\n") +
+         (layout.whole_tiles ? "" : "        if (row >= m) continue;\n") + "        __global " + std::string(cast ? cl_storage_type(*cast) : "T") + "* out = C + row * n;\n";
     auto element = [&](int j, const std::string& col, const std::string& target) {
         std::string e = "            { const I col = " + col + "; T v = acc[i][" + n(j) + "];";
         if (cast) e += std::string(" ") + cl_value_type(*cast) + " o;";
@@ -473,16 +515,22 @@ void lt_gemm(__global SC* restrict C, __global const SA* restrict A, __global co
     for (int j = 0; j < p.wn; j += V) {
         const std::string run = "col0 + OWN_COL(" + n(j) + ")";
         if (V > 1) {
-            s += "        if (n % V == 0 && " + run + " + V <= n) {\n            " + out_vector + " w;\n";
+            s += std::string(layout.whole_tiles ? "        {" : "        if (n % V == 0 && " + run + " + V <= n) {") + "\n            " +
+                 out_vector + " w;\n";
             const char* lane[] = {"s0", "s1", "s2", "s3"};
             for (int l = 0; l < V; ++l) s += element(j + l, run + " + " + n(l), std::string("w.") + lane[l]);
             // C and its rows start at multiples of V here: an aligned store.
-            s += half_out ? "            vstore_half" + n(V) + "_rte(w, 0, out + " + run + ");\n        } else\n"
-                          : "            *(__global " + out_vector + "*)(out + " + run + ") = w;\n        } else\n";
+            s += half_out ? "            vstore_half" + n(V) + "_rte(w, 0, out + " + run + ");\n        }"
+                          : "            *(__global " + out_vector + "*)(out + " + run + ") = w;\n        }";
+            if (layout.whole_tiles) {
+                s += "\n";
+                continue;
+            }
+            s += " else\n";
         }
         s += "        {\n";
         for (int l = 0; l < V; ++l) {
-            s += "          if (" + run + " + " + n(l) + " < n)\n";
+            if (!layout.whole_tiles) s += "          if (" + run + " + " + n(l) + " < n)\n";
             s += element(j + l, run + " + " + n(l), "out[col]");
         }
         s += "        }\n";

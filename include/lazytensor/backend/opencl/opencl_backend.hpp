@@ -522,9 +522,8 @@ public:
     }
     std::string gemm_fused_source(const ir::Gemm& g, const FusedKernels& fusion) override {
         const FusedCode code = fused_code_of(nullptr, &g, fusion);
-        GemmLayoutClass layout = gemm_layout_class(g);
-        layout.wide_index = layout.wide_index || gemm_wide_index_;
-        return gemm_kernel_source(g.dtype, layout, own_gemm_params(g), *code.epilogue, *code.prologue[0], *code.prologue[1]);
+        const GemmKernelParams p = own_gemm_params(g);
+        return gemm_kernel_source(g.dtype, own_gemm_layout(g, p), p, *code.epilogue, *code.prologue[0], *code.prologue[1]);
     }
 
     void flush() override { check(clFlush(queue_), "clFlush", concat("on ", describe())); }
@@ -650,7 +649,8 @@ public:
             const GemmKernelParams p = own_gemm_params(g);
             const bool capped = p.max_registers && platform_name_.find("NVIDIA") != std::string::npos;
             return concat("lazytensor GEMM kernel ", p.block_m(), "x", p.block_n(), "x", p.bk, " (", p.wm, "x", p.wn,
-                          " per work-item", capped ? concat(", at most ", p.max_registers, " registers") : "", ")");
+                          " per work-item", capped ? concat(", at most ", p.max_registers, " registers") : "",
+                          own_gemm_layout(g, p).whole_tiles ? ", whole tiles" : "", ")");
         }
 #if LAZYTENSOR_CLBLAST
         return std::string("CLBlast ") + clblast_routine(g) +
@@ -687,6 +687,13 @@ public:
     GemmKernelParams own_gemm_params(const ir::Gemm& g) const {
         if (gemm_params_override_) return *gemm_params_override_;
         return gemm_params_for(g, traits_.gpu, device_name_, traits_.max_work_group, traits_.local_memory);
+    }
+    /// The layout class the own GEMM kernel runs `g` with (parameter set `p`).
+    GemmLayoutClass own_gemm_layout(const ir::Gemm& g, const GemmKernelParams& p) const {
+        GemmLayoutClass layout = gemm_layout_class(g);
+        layout.wide_index = layout.wide_index || gemm_wide_index_;
+        layout.whole_tiles = gemm_whole_tiles(g, layout, p);
+        return layout;
     }
     /// Whether `g` runs on the own GEMM kernel (else CLBlast).
     bool uses_own_gemm(const ir::Gemm& g) const {
@@ -920,7 +927,8 @@ private:
     cl_kernel own_gemm_kernel(DType dtype, const GemmLayoutClass& layout, const GemmKernelParams& p,
                               const FusedEpilogue& epilogue, const FusedPrologue& prologue_a, const FusedPrologue& prologue_b) {
         // Keyed by what the source is made of: a product that hits costs no source generation.
-        const std::string key = concat(dtype, ' ', layout.a_k_fast, layout.b_n_fast, layout.wide_index, ' ', p.str(), ' ',
+        const std::string key = concat(dtype, ' ', layout.a_k_fast, layout.b_n_fast, layout.wide_index, layout.whole_tiles, ' ',
+                                       p.str(), ' ',
                                        epilogue.parameters, '\n', epilogue.code, '\n', epilogue.output.value_or(dtype), ' ',
                                        prologue_a.storage, prologue_a.function,
                                        '\n', prologue_b.storage, prologue_b.function);
@@ -947,8 +955,7 @@ public:
         const std::int64_t count = g.batch_count();
         if (g.m == 0 || g.n == 0 || count == 0) return;
         const GemmKernelParams p = own_gemm_params(g);
-        GemmLayoutClass layout = gemm_layout_class(g);
-        layout.wide_index = layout.wide_index || gemm_wide_index_;
+        const GemmLayoutClass layout = own_gemm_layout(g, p);
         cl_kernel kernel = own_gemm_kernel(g.dtype, layout, p, epilogue, prologue_a, prologue_b);
         cl_long a_batch_stride = 0, b_batch_stride = 0;
         cl_int per_matrix = 0;
