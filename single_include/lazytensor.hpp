@@ -10766,11 +10766,11 @@ inline GemmLayoutClass gemm_layout_class(const ir::Gemm& g) {
 }
 
 /// Whether a product may run a whole-tiles kernel with parameter set `p` (GemmLayoutClass::
-/// whole_tiles): m, n and k (> 0) are multiples of the tile, each operand's fast axis (as
+/// whole_tiles): m, n and k (all > 0) are multiples of the tile, each operand's fast axis (as
 /// `layout` says) has stride 1, and its other stride and every matrix's start are multiples of
 /// the vector load's width.
 inline bool gemm_whole_tiles(const ir::Gemm& g, const GemmLayoutClass& layout, const GemmKernelParams& p) {
-    if (g.k <= 0 || g.m % p.block_m() != 0 || g.n % p.block_n() != 0 || g.k % p.bk != 0) return false;
+    if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.m % p.block_m() != 0 || g.n % p.block_n() != 0 || g.k % p.bk != 0) return false;
     const auto aligned = [&](const ir::MatrixLayout& l, bool row_fast) {
         const std::int64_t unit = row_fast ? l.col_stride : l.row_stride, other = row_fast ? l.row_stride : l.col_stride;
         if (unit != 1 || other % p.gv != 0 || l.offset % p.gv != 0) return false;
