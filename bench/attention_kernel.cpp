@@ -30,6 +30,8 @@ struct Shape {
     int batch = 32, t = 1024, s = 1024, d = 64, dv = 64;
     int bm = 64, bn = 32;
     int tx = 8, ty = 16;  // work-items along keys (and output columns) and along query rows
+    bool prefetch = false;  // load the next blocks of K and V into registers while this one is multiplied
+    int max_registers = 0;  // NVIDIA: rebuild from the PTX with .maxnreg (0: the compiler's choice)
 };
 
 std::string attention_source(const Shape& sh) {
@@ -37,7 +39,8 @@ std::string attention_source(const Shape& sh) {
     std::string s = "#define D " + n(sh.d) + "\n#define DV " + n(sh.dv) + "\n#define BM " + n(sh.bm) + "\n#define BN " + n(sh.bn) +
                     "\n#define TX " + n(sh.tx) + "\n#define TY " + n(sh.ty) + "\n#define RM (BM / TY)\n#define RN (BN / TX)\n#define CN (DV / TX)\n"
                     "#define LDQ (D + 4)\n#define LDK (D + 4)\n#define LDV (DV + 4)\n#define LDP (BN + 4)\n"
-                    "#define KV_FLOATS (BN * (LDK > LDV ? LDK : LDV))\n";
+                    "#define KV_FLOATS (BN * (LDK > LDV ? LDK : LDV))\n#define NT (TX * TY)\n#define PREFETCH " +
+                    n(sh.prefetch) + "\n";
     s += R"CL(
 // The maximum as lazytensor's reductions take it: NaN wins.
 #define LT_MAX(a, b) (((b) > (a) || isnan(b)) ? (b) : (a))
@@ -68,13 +71,33 @@ void lt_attention(__global float* restrict O, __global const float* restrict Q, 
         #pragma unroll
         for (int c = 0; c < CN; ++c) o[i][c] = 0.0f;
     }
+#if PREFETCH
+    // This work-item's share of a block of K (of V): BN * D / 4 / NT vectors, in registers.
+    float4 kr[BN * D / 4 / NT], vr[BN * DV / 4 / NT];
+    #define LOAD_SHARE(reg, X, W, first)                                                             \
+        _Pragma("unroll") for (int x = 0; x < BN * W / 4 / NT; ++x) {                               \
+            const int e = lid + x * NT, j = e / (W / 4), c = e % (W / 4) * 4;                       \
+            reg[x] = (first) + j < S ? vload4(0, X + (long)((first) + j) * W + c) : (float4)(0.0f); \
+        }
+    #define STORE_SHARE(reg, W, LD)                                                                  \
+        _Pragma("unroll") for (int x = 0; x < BN * W / 4 / NT; ++x) {                               \
+            const int e = lid + x * NT, j = e / (W / 4), c = e % (W / 4) * 4;                       \
+            *(__local float4*)(KV + j * LD + c) = reg[x];                                           \
+        }
+    LOAD_SHARE(kr, K, D, 0)
+#endif
     for (int j0 = 0; j0 < S; j0 += BN) {
         barrier(CLK_LOCAL_MEM_FENCE);  // the previous block's P and V are read
+#if PREFETCH
+        STORE_SHARE(kr, D, LDK)
+        LOAD_SHARE(vr, V, DV, j0)
+#else
         for (int e = lid; e < BN * D / 4; e += TX * TY) {
             const int j = e / (D / 4), c = e % (D / 4) * 4;
             const float4 k = j0 + j < S ? vload4(0, K + (long)(j0 + j) * D + c) : (float4)(0.0f);
             *(__local float4*)(KV + j * LDK + c) = k;
         }
+#endif
         barrier(CLK_LOCAL_MEM_FENCE);
         float sc[RM][RN];
         #pragma unroll
@@ -133,11 +156,18 @@ void lt_attention(__global float* restrict O, __global const float* restrict Q, 
                 Ps[(ty + TY * i) * LDP + tx + TX * j] = p;
             }
         }
+#if PREFETCH
+        STORE_SHARE(vr, DV, LDV)
+        if (j0 + BN < S) {
+            LOAD_SHARE(kr, K, D, j0 + BN)
+        }
+#else
         for (int e = lid; e < BN * DV / 4; e += TX * TY) {
             const int j = e / (DV / 4), c = e % (DV / 4) * 4;
             const float4 v = j0 + j < S ? vload4(0, V + (long)(j0 + j) * DV + c) : (float4)(0.0f);
             *(__local float4*)(KV + j * LDV + c) = v;
         }
+#endif
         barrier(CLK_LOCAL_MEM_FENCE);
         for (int j = 0; j < BN; j += 4) {
             float4 pv[RM], vv[4][CN / 4];
@@ -205,13 +235,19 @@ int main(int argc, char** argv) {
         const std::string a = argv[i];
         const bool read = a == "--batch" ? value(sh.batch) : a == "--t" ? value(sh.t) : a == "--s" ? value(sh.s)
                         : a == "--d" ? value(sh.d) : a == "--dv" ? value(sh.dv) : a == "--bm" ? value(sh.bm)
-                        : a == "--bn" ? value(sh.bn) : a == "--tx" ? value(sh.tx) : a == "--ty" ? value(sh.ty) : a == "--reps" ? value(reps) : a == "--print-source" ? (print_source = true)
+                        : a == "--bn" ? value(sh.bn) : a == "--tx" ? value(sh.tx) : a == "--ty" ? value(sh.ty)
+                        : a == "--max-registers" ? value(sh.max_registers) : a == "--prefetch" ? (sh.prefetch = true) : a == "--reps" ? value(reps) : a == "--print-source" ? (print_source = true)
                         : false;
         if (!read) {
             std::fprintf(stderr, "usage: attention_kernel [--batch B] [--t T] [--s S] [--d D] [--dv DV] [--bm BM] [--bn BN] "
-                                 "[--tx TX] [--ty TY] [--reps R] [--print-source]\n");
+                                 "[--tx TX] [--ty TY] [--prefetch] [--max-registers N] [--reps R] [--print-source]\n");
             return 2;
         }
+    }
+    const int threads = sh.tx * sh.ty;
+    if (sh.prefetch && ((sh.bn * sh.d / 4) % threads || (sh.bn * sh.dv / 4) % threads)) {
+        std::fprintf(stderr, "attention_kernel: --prefetch needs BN * D / 4 and BN * DV / 4 multiples of TX * TY\n");
+        return 2;
     }
     if (sh.tx % 4 || sh.ty < 1 || sh.d % 4 || sh.dv % (4 * sh.tx) || sh.bm % sh.ty || sh.bn % sh.tx || sh.bn % 4 ||
         sh.batch < 1 || sh.t < 1 || sh.s < 1) {
@@ -247,6 +283,31 @@ int main(int argc, char** argv) {
     if (err != CL_SUCCESS) {
         std::fprintf(stderr, "attention_kernel: build failed (%d):\n%s\n", err, log.data());
         return 2;
+    }
+    if (nvidia && sh.max_registers > 0) {  // the cap NVIDIA's OpenCL C compiler has no option for, through the PTX
+        std::size_t size = 0;
+        clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr);
+        std::string ptx(size, '\0');
+        unsigned char* at = reinterpret_cast<unsigned char*>(&ptx[0]);
+        clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof at, &at, nullptr);
+        while (!ptx.empty() && ptx.back() == '\0') ptx.pop_back();
+        const std::size_t body = ptx.find("\n{", ptx.find(".entry "));
+        if (body == std::string::npos) {
+            std::fprintf(stderr, "attention_kernel: no kernel entry in the PTX\n");
+            return 2;
+        }
+        ptx.insert(body + 1, ".maxnreg " + std::to_string(sh.max_registers) + "\n");
+        const unsigned char* bytes = reinterpret_cast<const unsigned char*>(ptx.data());
+        const std::size_t length = ptx.size();
+        clReleaseProgram(program);
+        program = clCreateProgramWithBinary(context, 1, &device, &length, &bytes, nullptr, &err);
+        if (!ok(err, "clCreateProgramWithBinary")) return 2;
+        err = clBuildProgram(program, 1, &device, "-cl-nv-verbose", nullptr, nullptr);
+        clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, log.size(), log.data(), nullptr);
+        if (err != CL_SUCCESS) {
+            std::fprintf(stderr, "attention_kernel: the capped build failed (%d):\n%s\n", err, log.data());
+            return 2;
+        }
     }
     std::string registers;
     for (const char* at = std::strstr(log.data(), "Used "); at; at = std::strstr(at + 1, "Used "))
@@ -316,8 +377,8 @@ int main(int argc, char** argv) {
     std::sort(ms.begin(), ms.end());
     const double median = ms[ms.size() / 2];
     const double flops = 2.0 * 2.0 * sh.batch * double(sh.t) * sh.s * (sh.d + sh.dv) / 2.0;
-    std::printf("%s: attention %d x T %d x S %d, d %d, dv %d, tiles %dx%d, %dx%d work-items: %.3f ms (min %.3f), %.1f TFLOP/s, relative error %.1e%s  %s\n",
-                name, sh.batch, sh.t, sh.s, sh.d, sh.dv, sh.bm, sh.bn, sh.tx, sh.ty, median, ms.front(), flops / (median * 1e9), worst,
+    std::printf("%s: attention %d x T %d x S %d, d %d, dv %d, tiles %dx%d, %dx%d work-items%s, cap %d: %.3f ms (min %.3f), %.1f TFLOP/s, relative error %.1e%s  %s\n",
+                name, sh.batch, sh.t, sh.s, sh.d, sh.dv, sh.bm, sh.bn, sh.tx, sh.ty, sh.prefetch ? ", prefetch" : "", sh.max_registers, median, ms.front(), flops / (median * 1e9), worst,
                 worst < 1e-4 ? "" : "  WRONG", registers.c_str());
     return worst < 1e-4 ? 0 : 1;
 }
