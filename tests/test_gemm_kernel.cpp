@@ -284,6 +284,22 @@ TEST_CASE("the own GEMM kernel without edge checks where every tile is whole" *
                 const double want = std::max(0.5 * p.value[i] + bias.v[i % 96], 0.0);
                 CHECK(std::fabs(got[i] - want) <= 1e-5 * (p.magnitude[i] + std::fabs(bias.v[i % 96])) + 1e-30);
             }
+            // float16: A read as halves through the vector loads, and a result stored as halves
+            own.backend.set_fuse_half_loads(true);
+            const Ref ah = map(a, [](double x) { return double(static_cast<float>(lt::half(float(x)))); });
+            const lt::Tensor<lt::half> Ah = make_tensor<float>(ah).cast<lt::half>().realize();
+            CHECK(whole([&] { return lt::matmul(Ah.cast<float>(), B); }));
+            const auto items = lt::schedule(lt::matmul(Ah.cast<float>(), B));
+            REQUIRE(items.size() == 1);
+            CHECK(items[0].ir.find("prologue of A") != std::string::npos);
+            gk_check(lt::matmul(Ah.cast<float>(), B), ah, b);
+            CHECK(whole([&] { return lt::matmul(A, B).cast<lt::half>(); }));
+            CHECK(lt::schedule(lt::matmul(A, B).cast<lt::half>()).size() == 1);
+            const lt::Tensor<lt::half> h = lt::matmul(A, B).cast<lt::half>();
+            const std::vector<lt::half> halves = h.to_vector();
+            REQUIRE(halves.size() == p.value.size());
+            for (std::size_t i = 0; i < halves.size(); ++i)
+                CHECK(std::fabs(static_cast<float>(halves[i]) - p.value[i]) <= 1e-3 * std::fabs(p.value[i]) + 1e-5 * p.magnitude[i]);
         }
     });
 }
