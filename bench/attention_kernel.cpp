@@ -32,7 +32,138 @@ struct Shape {
     int tx = 8, ty = 16;  // work-items along keys (and output columns) and along query rows
     bool prefetch = false;  // load the next blocks of K and V into registers while this one is multiplied
     int max_registers = 0;  // NVIDIA: rebuild from the PTX with .maxnreg (0: the compiler's choice)
+    bool warp = false;  // NVIDIA: a row's 8 work-items agree through warp shuffles (inline PTX), not barriers
 };
+
+// The variant for NVIDIA (--warp): the 8 work-items of a row are consecutive lanes of one warp,
+// so they agree on its maximum and total through shuffles, and P, which only that warp reads,
+// needs a warp barrier, not a work-group one. K and V get buffers of their own: two work-group
+// barriers a block of keys, not four.
+const char* kWarpKernel = R"CL(
+#define LT_MAX(a, b) (((b) > (a) || isnan(b)) ? (b) : (a))
+inline float lt_shfl_xor(float v, int mask) {
+    float r;
+    asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=f"(r) : "f"(v), "r"(mask));
+    return r;
+}
+
+__kernel __attribute__((reqd_work_group_size(TX, TY, 1)))
+void lt_attention(__global float* restrict O, __global const float* restrict Q, __global const float* restrict K,
+                  __global const float* restrict V, const int T, const int S, const float scale) {
+    __local float Qs[BM * LDQ] __attribute__((aligned(16)));
+    __local float Ks[BN * LDK] __attribute__((aligned(16)));
+    __local float Vs[BN * LDV] __attribute__((aligned(16)));
+    __local float Ps[BM * LDP] __attribute__((aligned(16)));
+    const int tx = get_local_id(0), ty = get_local_id(1), lid = ty * TX + tx;
+    const int row0 = get_group_id(0) * BM;
+    const long b = get_group_id(1);
+    Q += b * (long)T * D;
+    K += b * (long)S * D;
+    V += b * (long)S * DV;
+    O += b * (long)T * DV;
+    for (int e = lid; e < BM * D / 4; e += NT) {
+        const int r = e / (D / 4), c = e % (D / 4) * 4;
+        *(__local float4*)(Qs + r * LDQ + c) = row0 + r < T ? vload4(0, Q + (long)(row0 + r) * D + c) : (float4)(0.0f);
+    }
+    float o[RM][CN], m[RM], l[RM];
+    #pragma unroll
+    for (int i = 0; i < RM; ++i) {
+        m[i] = -INFINITY;
+        l[i] = 0.0f;
+        #pragma unroll
+        for (int c = 0; c < CN; ++c) o[i][c] = 0.0f;
+    }
+    for (int j0 = 0; j0 < S; j0 += BN) {
+        barrier(CLK_LOCAL_MEM_FENCE);  // every warp has read the previous K and V
+        for (int e = lid; e < BN * D / 4; e += NT) {
+            const int j = e / (D / 4), c = e % (D / 4) * 4;
+            *(__local float4*)(Ks + j * LDK + c) = j0 + j < S ? vload4(0, K + (long)(j0 + j) * D + c) : (float4)(0.0f);
+        }
+        for (int e = lid; e < BN * DV / 4; e += NT) {
+            const int j = e / (DV / 4), c = e % (DV / 4) * 4;
+            *(__local float4*)(Vs + j * LDV + c) = j0 + j < S ? vload4(0, V + (long)(j0 + j) * DV + c) : (float4)(0.0f);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        float sc[RM][RN];
+        #pragma unroll
+        for (int i = 0; i < RM; ++i)
+            #pragma unroll
+            for (int j = 0; j < RN; ++j) sc[i][j] = 0.0f;
+        for (int c = 0; c < D; c += 4) {
+            float4 qv[RM], kv[RN];
+            #pragma unroll
+            for (int i = 0; i < RM; ++i) qv[i] = *(__local const float4*)(Qs + (ty + TY * i) * LDQ + c);
+            #pragma unroll
+            for (int j = 0; j < RN; ++j) kv[j] = *(__local const float4*)(Ks + (tx + TX * j) * LDK + c);
+            #pragma unroll
+            for (int i = 0; i < RM; ++i)
+                #pragma unroll
+                for (int j = 0; j < RN; ++j)
+                    sc[i][j] = fma(qv[i].w, kv[j].w, fma(qv[i].z, kv[j].z, fma(qv[i].y, kv[j].y, fma(qv[i].x, kv[j].x, sc[i][j]))));
+        }
+        #pragma unroll
+        for (int i = 0; i < RM; ++i) {
+            float part = m[i];
+            #pragma unroll
+            for (int j = 0; j < RN; ++j) {
+                sc[i][j] = j0 + tx + TX * j < S ? sc[i][j] * scale : -INFINITY;
+                part = LT_MAX(part, sc[i][j]);
+            }
+            part = LT_MAX(part, lt_shfl_xor(part, 1));
+            part = LT_MAX(part, lt_shfl_xor(part, 2));
+            part = LT_MAX(part, lt_shfl_xor(part, 4));
+            // A row whose scores so far are all -inf keeps weights 0 (exp(-inf - 0)), not NaN.
+            const float shift = part == -INFINITY ? 0.0f : part;
+            const float alpha = exp(m[i] - shift);
+            m[i] = part;
+            l[i] *= alpha;
+            #pragma unroll
+            for (int c = 0; c < CN; ++c) o[i][c] *= alpha;
+            #pragma unroll
+            for (int j = 0; j < RN; ++j) {
+                const float p = exp(sc[i][j] - shift);
+                l[i] += p;
+                Ps[(ty + TY * i) * LDP + tx + TX * j] = p;
+            }
+        }
+        asm volatile("bar.warp.sync 0xffffffff;" ::: "memory");  // this warp's rows of P are written
+        for (int j = 0; j < BN; j += 4) {
+            float4 pv[RM], vv[4][CN / 4];
+            #pragma unroll
+            for (int i = 0; i < RM; ++i) pv[i] = *(__local const float4*)(Ps + (ty + TY * i) * LDP + j);
+            #pragma unroll
+            for (int t = 0; t < 4; ++t)
+                #pragma unroll
+                for (int c = 0; c < CN / 4; ++c) vv[t][c] = *(__local const float4*)(Vs + (j + t) * LDV + c * 4 * TX + tx * 4);
+            #pragma unroll
+            for (int i = 0; i < RM; ++i)
+                #pragma unroll
+                for (int c = 0; c < CN / 4; ++c) {
+                    float4 acc = (float4)(o[i][4 * c], o[i][4 * c + 1], o[i][4 * c + 2], o[i][4 * c + 3]);
+                    acc = fma((float4)(pv[i].x), vv[0][c], acc);
+                    acc = fma((float4)(pv[i].y), vv[1][c], acc);
+                    acc = fma((float4)(pv[i].z), vv[2][c], acc);
+                    acc = fma((float4)(pv[i].w), vv[3][c], acc);
+                    o[i][4 * c] = acc.x, o[i][4 * c + 1] = acc.y, o[i][4 * c + 2] = acc.z, o[i][4 * c + 3] = acc.w;
+                }
+        }
+        asm volatile("bar.warp.sync 0xffffffff;" ::: "memory");  // P is read before the next block writes it
+    }
+    #pragma unroll
+    for (int i = 0; i < RM; ++i) {
+        float total = l[i];
+        total += lt_shfl_xor(total, 1);
+        total += lt_shfl_xor(total, 2);
+        total += lt_shfl_xor(total, 4);
+        const int row = row0 + ty + TY * i;
+        if (row >= T) continue;
+        #pragma unroll
+        for (int c = 0; c < CN / 4; ++c)
+            vstore4((float4)(o[i][4 * c], o[i][4 * c + 1], o[i][4 * c + 2], o[i][4 * c + 3]) / total, 0,
+                    O + (long)row * DV + c * 4 * TX + tx * 4);
+    }
+}
+)CL";
 
 std::string attention_source(const Shape& sh) {
     auto n = [](int x) { return std::to_string(x); };
@@ -41,6 +172,7 @@ std::string attention_source(const Shape& sh) {
                     "#define LDQ (D + 4)\n#define LDK (D + 4)\n#define LDV (DV + 4)\n#define LDP (BN + 4)\n"
                     "#define KV_FLOATS (BN * (LDK > LDV ? LDK : LDV))\n#define NT (TX * TY)\n#define PREFETCH " +
                     n(sh.prefetch) + "\n";
+    if (sh.warp) return s + kWarpKernel;
     s += R"CL(
 // The maximum as lazytensor's reductions take it: NaN wins.
 #define LT_MAX(a, b) (((b) > (a) || isnan(b)) ? (b) : (a))
@@ -236,17 +368,26 @@ int main(int argc, char** argv) {
         const bool read = a == "--batch" ? value(sh.batch) : a == "--t" ? value(sh.t) : a == "--s" ? value(sh.s)
                         : a == "--d" ? value(sh.d) : a == "--dv" ? value(sh.dv) : a == "--bm" ? value(sh.bm)
                         : a == "--bn" ? value(sh.bn) : a == "--tx" ? value(sh.tx) : a == "--ty" ? value(sh.ty)
-                        : a == "--max-registers" ? value(sh.max_registers) : a == "--prefetch" ? (sh.prefetch = true) : a == "--reps" ? value(reps) : a == "--print-source" ? (print_source = true)
+                        : a == "--max-registers" ? value(sh.max_registers) : a == "--prefetch" ? (sh.prefetch = true)
+                        : a == "--warp" ? (sh.warp = true) : a == "--reps" ? value(reps) : a == "--print-source" ? (print_source = true)
                         : false;
         if (!read) {
             std::fprintf(stderr, "usage: attention_kernel [--batch B] [--t T] [--s S] [--d D] [--dv DV] [--bm BM] [--bn BN] "
-                                 "[--tx TX] [--ty TY] [--prefetch] [--max-registers N] [--reps R] [--print-source]\n");
+                                 "[--tx TX] [--ty TY] [--prefetch] [--max-registers N] [--warp] [--reps R] [--print-source]\n");
             return 2;
         }
     }
     const int threads = sh.tx * sh.ty;
     if (sh.prefetch && ((sh.bn * sh.d / 4) % threads || (sh.bn * sh.dv / 4) % threads)) {
         std::fprintf(stderr, "attention_kernel: --prefetch needs BN * D / 4 and BN * DV / 4 multiples of TX * TY\n");
+        return 2;
+    }
+    if (reps < 1) {
+        std::fprintf(stderr, "attention_kernel: --reps takes at least 1\n");
+        return 2;
+    }
+    if (sh.warp && (sh.tx != 8 || sh.prefetch)) {
+        std::fprintf(stderr, "attention_kernel: --warp needs TX 8 (a row's work-items: 8 lanes of a warp), no --prefetch\n");
         return 2;
     }
     if (sh.tx % 4 || sh.ty < 1 || sh.d % 4 || sh.dv % (4 * sh.tx) || sh.bm % sh.ty || sh.bn % sh.tx || sh.bn % 4 ||
@@ -377,8 +518,8 @@ int main(int argc, char** argv) {
     std::sort(ms.begin(), ms.end());
     const double median = ms[ms.size() / 2];
     const double flops = 2.0 * 2.0 * sh.batch * double(sh.t) * sh.s * (sh.d + sh.dv) / 2.0;
-    std::printf("%s: attention %d x T %d x S %d, d %d, dv %d, tiles %dx%d, %dx%d work-items%s, cap %d: %.3f ms (min %.3f), %.1f TFLOP/s, relative error %.1e%s  %s\n",
-                name, sh.batch, sh.t, sh.s, sh.d, sh.dv, sh.bm, sh.bn, sh.tx, sh.ty, sh.prefetch ? ", prefetch" : "", sh.max_registers, median, ms.front(), flops / (median * 1e9), worst,
+    std::printf("%s: attention %d x T %d x S %d, d %d, dv %d, tiles %dx%d, %dx%d work-items%s%s, cap %d: %.3f ms (min %.3f), %.1f TFLOP/s, relative error %.1e%s  %s\n",
+                name, sh.batch, sh.t, sh.s, sh.d, sh.dv, sh.bm, sh.bn, sh.tx, sh.ty, sh.prefetch ? ", prefetch" : "", sh.warp ? ", warp shuffles" : "", sh.max_registers, median, ms.front(), flops / (median * 1e9), worst,
                 worst < 1e-4 ? "" : "  WRONG", registers.c_str());
     return worst < 1e-4 ? 0 : 1;
 }
