@@ -39,25 +39,49 @@ struct Shape {
     bool warp = false;  // NVIDIA: a row's 8 work-items agree through warp shuffles (inline PTX), not barriers
 };
 
-// The variant for NVIDIA (--warp): the 8 work-items of a row are consecutive lanes of one warp,
-// so they agree on its maximum and total through shuffles, and P, which only that warp reads,
-// needs a warp barrier, not a work-group one. K and V get buffers of their own: two work-group
-// barriers a block of keys, not four.
-const char* kWarpKernel = R"CL(
+std::string attention_source(const Shape& sh) {
+    auto n = [](int x) { return std::to_string(x); };
+    std::string s = "#define D " + n(sh.d) + "\n#define DV " + n(sh.dv) + "\n#define BM " + n(sh.bm) + "\n#define BN " + n(sh.bn) +
+                    "\n#define TX " + n(sh.tx) + "\n#define TY " + n(sh.ty) + "\n#define RM (BM / TY)\n#define RN (BN / TX)\n#define CN (DV / TX)\n"
+                    "#define LDQ (D + 4)\n#define LDK (D + 4)\n#define LDV (DV + 4)\n#define LDP (BN + 4)\n"
+                    "#define KV_FLOATS (BN * (LDK > LDV ? LDK : LDV))\n#define NT (TX * TY)\n#define PREFETCH " +
+                    n(sh.prefetch) + "\n#define WARP " + n(sh.warp) + "\n";
+    // WARP (NVIDIA): the TX = 8 work-items of a row are consecutive lanes of one warp, so they
+    // agree on its maximum and total through shuffles, and P, which only that warp reads, needs a
+    // warp barrier; K and V get buffers of their own. Two work-group barriers a block of keys, not four.
+    s += R"CL(
+// The maximum as lazytensor's reductions take it: NaN wins.
 #define LT_MAX(a, b) (((b) > (a) || isnan(b)) ? (b) : (a))
+#if WARP
 inline float lt_shfl_xor(float v, int mask) {
     float r;
     asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=f"(r) : "f"(v), "r"(mask));
     return r;
 }
+#define WARP_SYNC() asm volatile("bar.warp.sync 0xffffffff;" ::: "memory")
+#endif
+
+// One block's share of rows of X (W floats each, rows first..first+BN of S) to local memory at LD.
+#define LOAD_BLOCK(dst, X, W, LD, first)                                                                    \
+    for (int e = lid; e < BN * W / 4; e += NT) {                                                            \
+        const int j = e / (W / 4), c = e % (W / 4) * 4;                                                     \
+        *(__local float4*)(dst + j * LD + c) = (first) + j < S ? vload4(0, X + (long)((first) + j) * W + c) \
+                                                               : (float4)(0.0f);                            \
+    }
 
 __kernel __attribute__((reqd_work_group_size(TX, TY, 1)))
 void lt_attention(__global float* restrict O, __global const float* restrict Q, __global const float* restrict K,
                   __global const float* restrict V, const int T, const int S, const float scale) {
     __local float Qs[BM * LDQ] __attribute__((aligned(16)));
+#if WARP
     __local float Ks[BN * LDK] __attribute__((aligned(16)));
     __local float Vs[BN * LDV] __attribute__((aligned(16)));
-    __local float Ps[BM * LDP] __attribute__((aligned(16)));
+#else
+    __local float KV[KV_FLOATS] __attribute__((aligned(16)));  // the block of K, then of V
+    #define Ks KV
+    #define Vs KV
+#endif
+    __local float Ps[BM * LDP] __attribute__((aligned(16)));   // (without WARP, the rows' partial maxima first) P
     const int tx = get_local_id(0), ty = get_local_id(1), lid = ty * TX + tx;
     const int row0 = get_group_id(0) * BM;
     const long b = get_group_id(1);
@@ -68,136 +92,6 @@ void lt_attention(__global float* restrict O, __global const float* restrict Q, 
     for (int e = lid; e < BM * D / 4; e += NT) {
         const int r = e / (D / 4), c = e % (D / 4) * 4;
         *(__local float4*)(Qs + r * LDQ + c) = row0 + r < T ? vload4(0, Q + (long)(row0 + r) * D + c) : (float4)(0.0f);
-    }
-    float o[RM][CN], m[RM], l[RM];
-    #pragma unroll
-    for (int i = 0; i < RM; ++i) {
-        m[i] = -INFINITY;
-        l[i] = 0.0f;
-        #pragma unroll
-        for (int c = 0; c < CN; ++c) o[i][c] = 0.0f;
-    }
-    for (int j0 = 0; j0 < S; j0 += BN) {
-        barrier(CLK_LOCAL_MEM_FENCE);  // every warp has read the previous K and V
-        for (int e = lid; e < BN * D / 4; e += NT) {
-            const int j = e / (D / 4), c = e % (D / 4) * 4;
-            *(__local float4*)(Ks + j * LDK + c) = j0 + j < S ? vload4(0, K + (long)(j0 + j) * D + c) : (float4)(0.0f);
-        }
-        for (int e = lid; e < BN * DV / 4; e += NT) {
-            const int j = e / (DV / 4), c = e % (DV / 4) * 4;
-            *(__local float4*)(Vs + j * LDV + c) = j0 + j < S ? vload4(0, V + (long)(j0 + j) * DV + c) : (float4)(0.0f);
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        float sc[RM][RN];
-        #pragma unroll
-        for (int i = 0; i < RM; ++i)
-            #pragma unroll
-            for (int j = 0; j < RN; ++j) sc[i][j] = 0.0f;
-        for (int c = 0; c < D; c += 4) {
-            float4 qv[RM], kv[RN];
-            #pragma unroll
-            for (int i = 0; i < RM; ++i) qv[i] = *(__local const float4*)(Qs + (ty + TY * i) * LDQ + c);
-            #pragma unroll
-            for (int j = 0; j < RN; ++j) kv[j] = *(__local const float4*)(Ks + (tx + TX * j) * LDK + c);
-            #pragma unroll
-            for (int i = 0; i < RM; ++i)
-                #pragma unroll
-                for (int j = 0; j < RN; ++j)
-                    sc[i][j] = fma(qv[i].w, kv[j].w, fma(qv[i].z, kv[j].z, fma(qv[i].y, kv[j].y, fma(qv[i].x, kv[j].x, sc[i][j]))));
-        }
-        #pragma unroll
-        for (int i = 0; i < RM; ++i) {
-            float part = m[i];
-            #pragma unroll
-            for (int j = 0; j < RN; ++j) {
-                sc[i][j] = j0 + tx + TX * j < S ? sc[i][j] * scale : -INFINITY;
-                part = LT_MAX(part, sc[i][j]);
-            }
-            part = LT_MAX(part, lt_shfl_xor(part, 1));
-            part = LT_MAX(part, lt_shfl_xor(part, 2));
-            part = LT_MAX(part, lt_shfl_xor(part, 4));
-            // A row whose scores so far are all -inf keeps weights 0 (exp(-inf - 0)), not NaN.
-            const float shift = part == -INFINITY ? 0.0f : part;
-            const float alpha = exp(m[i] - shift);
-            m[i] = part;
-            l[i] *= alpha;
-            #pragma unroll
-            for (int c = 0; c < CN; ++c) o[i][c] *= alpha;
-            #pragma unroll
-            for (int j = 0; j < RN; ++j) {
-                const float p = exp(sc[i][j] - shift);
-                l[i] += p;
-                Ps[(ty + TY * i) * LDP + tx + TX * j] = p;
-            }
-        }
-        asm volatile("bar.warp.sync 0xffffffff;" ::: "memory");  // this warp's rows of P are written
-        for (int j = 0; j < BN; j += 4) {
-            float4 pv[RM], vv[4][CN / 4];
-            #pragma unroll
-            for (int i = 0; i < RM; ++i) pv[i] = *(__local const float4*)(Ps + (ty + TY * i) * LDP + j);
-            #pragma unroll
-            for (int t = 0; t < 4; ++t)
-                #pragma unroll
-                for (int c = 0; c < CN / 4; ++c) vv[t][c] = *(__local const float4*)(Vs + (j + t) * LDV + c * 4 * TX + tx * 4);
-            #pragma unroll
-            for (int i = 0; i < RM; ++i)
-                #pragma unroll
-                for (int c = 0; c < CN / 4; ++c) {
-                    float4 acc = (float4)(o[i][4 * c], o[i][4 * c + 1], o[i][4 * c + 2], o[i][4 * c + 3]);
-                    acc = fma((float4)(pv[i].x), vv[0][c], acc);
-                    acc = fma((float4)(pv[i].y), vv[1][c], acc);
-                    acc = fma((float4)(pv[i].z), vv[2][c], acc);
-                    acc = fma((float4)(pv[i].w), vv[3][c], acc);
-                    o[i][4 * c] = acc.x, o[i][4 * c + 1] = acc.y, o[i][4 * c + 2] = acc.z, o[i][4 * c + 3] = acc.w;
-                }
-        }
-        asm volatile("bar.warp.sync 0xffffffff;" ::: "memory");  // P is read before the next block writes it
-    }
-    #pragma unroll
-    for (int i = 0; i < RM; ++i) {
-        float total = l[i];
-        total += lt_shfl_xor(total, 1);
-        total += lt_shfl_xor(total, 2);
-        total += lt_shfl_xor(total, 4);
-        const int row = row0 + ty + TY * i;
-        if (row >= T) continue;
-        #pragma unroll
-        for (int c = 0; c < CN / 4; ++c)
-            vstore4((float4)(o[i][4 * c], o[i][4 * c + 1], o[i][4 * c + 2], o[i][4 * c + 3]) / total, 0,
-                    O + (long)row * DV + c * 4 * TX + tx * 4);
-    }
-}
-)CL";
-
-std::string attention_source(const Shape& sh) {
-    auto n = [](int x) { return std::to_string(x); };
-    std::string s = "#define D " + n(sh.d) + "\n#define DV " + n(sh.dv) + "\n#define BM " + n(sh.bm) + "\n#define BN " + n(sh.bn) +
-                    "\n#define TX " + n(sh.tx) + "\n#define TY " + n(sh.ty) + "\n#define RM (BM / TY)\n#define RN (BN / TX)\n#define CN (DV / TX)\n"
-                    "#define LDQ (D + 4)\n#define LDK (D + 4)\n#define LDV (DV + 4)\n#define LDP (BN + 4)\n"
-                    "#define KV_FLOATS (BN * (LDK > LDV ? LDK : LDV))\n#define NT (TX * TY)\n#define PREFETCH " +
-                    n(sh.prefetch) + "\n";
-    if (sh.warp) return s + kWarpKernel;
-    s += R"CL(
-// The maximum as lazytensor's reductions take it: NaN wins.
-#define LT_MAX(a, b) (((b) > (a) || isnan(b)) ? (b) : (a))
-
-__kernel __attribute__((reqd_work_group_size(TX, TY, 1)))
-void lt_attention(__global float* restrict O, __global const float* restrict Q, __global const float* restrict K,
-                  __global const float* restrict V, const int T, const int S, const float scale) {
-    __local float Qs[BM * LDQ] __attribute__((aligned(16)));
-    __local float KV[KV_FLOATS] __attribute__((aligned(16)));  // the block of K, then of V
-    __local float Ps[BM * LDP] __attribute__((aligned(16)));   // the rows' partial maxima, then P
-    const int tx = get_local_id(0), ty = get_local_id(1), lid = ty * TX + tx;
-    const int row0 = get_group_id(0) * BM;
-    const long b = get_group_id(1);
-    Q += b * (long)T * D;
-    K += b * (long)S * D;
-    V += b * (long)S * DV;
-    O += b * (long)T * DV;
-    for (int e = lid; e < BM * D / 4; e += TX * TY) {
-        const int r = e / (D / 4), c = e % (D / 4) * 4;
-        const float4 q = row0 + r < T ? vload4(0, Q + (long)(row0 + r) * D + c) : (float4)(0.0f);
-        *(__local float4*)(Qs + r * LDQ + c) = q;
     }
     float o[RM][CN], m[RM], l[RM];
     #pragma unroll
@@ -223,16 +117,15 @@ void lt_attention(__global float* restrict O, __global const float* restrict Q, 
     LOAD_SHARE(kr, K, D, 0)
 #endif
     for (int j0 = 0; j0 < S; j0 += BN) {
-        barrier(CLK_LOCAL_MEM_FENCE);  // the previous block's P and V are read
+        barrier(CLK_LOCAL_MEM_FENCE);  // every warp has read the previous K and V
 #if PREFETCH
         STORE_SHARE(kr, D, LDK)
         LOAD_SHARE(vr, V, DV, j0)
 #else
-        for (int e = lid; e < BN * D / 4; e += TX * TY) {
-            const int j = e / (D / 4), c = e % (D / 4) * 4;
-            const float4 k = j0 + j < S ? vload4(0, K + (long)(j0 + j) * D + c) : (float4)(0.0f);
-            *(__local float4*)(KV + j * LDK + c) = k;
-        }
+        LOAD_BLOCK(Ks, K, D, LDK, j0)
+#endif
+#if WARP
+        LOAD_BLOCK(Vs, V, DV, LDV, j0)
 #endif
         barrier(CLK_LOCAL_MEM_FENCE);
         float sc[RM][RN];
@@ -245,7 +138,7 @@ void lt_attention(__global float* restrict O, __global const float* restrict Q, 
             #pragma unroll
             for (int i = 0; i < RM; ++i) qv[i] = *(__local const float4*)(Qs + (ty + TY * i) * LDQ + c);
             #pragma unroll
-            for (int j = 0; j < RN; ++j) kv[j] = *(__local const float4*)(KV + (tx + TX * j) * LDK + c);
+            for (int j = 0; j < RN; ++j) kv[j] = *(__local const float4*)(Ks + (tx + TX * j) * LDK + c);
             #pragma unroll
             for (int i = 0; i < RM; ++i)
                 #pragma unroll
@@ -253,18 +146,26 @@ void lt_attention(__global float* restrict O, __global const float* restrict Q, 
                     sc[i][j] = fma(qv[i].w, kv[j].w, fma(qv[i].z, kv[j].z, fma(qv[i].y, kv[j].y, fma(qv[i].x, kv[j].x, sc[i][j]))));
         }
         // Scale, mask the keys past S, and agree on each row's maximum.
+        float next[RM];
         #pragma unroll
         for (int i = 0; i < RM; ++i) {
-            float part = -INFINITY;
+            float part = m[i];
             #pragma unroll
             for (int j = 0; j < RN; ++j) {
                 sc[i][j] = j0 + tx + TX * j < S ? sc[i][j] * scale : -INFINITY;
                 part = LT_MAX(part, sc[i][j]);
             }
+#if WARP
+            part = LT_MAX(part, lt_shfl_xor(part, 1));
+            part = LT_MAX(part, lt_shfl_xor(part, 2));
+            part = LT_MAX(part, lt_shfl_xor(part, 4));
+            next[i] = part;
+#else
             Ps[(ty + TY * i) * TX + tx] = part;
+#endif
         }
+#if !WARP
         barrier(CLK_LOCAL_MEM_FENCE);
-        float next[RM];
         #pragma unroll
         for (int i = 0; i < RM; ++i) {
             float mx = m[i];
@@ -276,6 +177,7 @@ void lt_attention(__global float* restrict O, __global const float* restrict Q, 
             next[i] = mx;
         }
         barrier(CLK_LOCAL_MEM_FENCE);  // the maxima and K are read: P and V overwrite them
+#endif
         #pragma unroll
         for (int i = 0; i < RM; ++i) {
             // A row whose scores so far are all -inf keeps weights 0 (exp(-inf - 0)), not NaN.
@@ -292,19 +194,18 @@ void lt_attention(__global float* restrict O, __global const float* restrict Q, 
                 Ps[(ty + TY * i) * LDP + tx + TX * j] = p;
             }
         }
-#if PREFETCH
+#if WARP
+        WARP_SYNC();  // this warp's rows of P are written
+#elif PREFETCH
         STORE_SHARE(vr, DV, LDV)
         if (j0 + BN < S) {
             LOAD_SHARE(kr, K, D, j0 + BN)
         }
-#else
-        for (int e = lid; e < BN * DV / 4; e += TX * TY) {
-            const int j = e / (DV / 4), c = e % (DV / 4) * 4;
-            const float4 v = j0 + j < S ? vload4(0, V + (long)(j0 + j) * DV + c) : (float4)(0.0f);
-            *(__local float4*)(KV + j * LDV + c) = v;
-        }
-#endif
         barrier(CLK_LOCAL_MEM_FENCE);
+#else
+        LOAD_BLOCK(Vs, V, DV, LDV, j0)
+        barrier(CLK_LOCAL_MEM_FENCE);
+#endif
         for (int j = 0; j < BN; j += 4) {
             float4 pv[RM], vv[4][CN / 4];
             #pragma unroll
@@ -312,7 +213,7 @@ void lt_attention(__global float* restrict O, __global const float* restrict Q, 
             #pragma unroll
             for (int t = 0; t < 4; ++t)
                 #pragma unroll
-                for (int c = 0; c < CN / 4; ++c) vv[t][c] = *(__local const float4*)(KV + (j + t) * LDV + c * 4 * TX + tx * 4);
+                for (int c = 0; c < CN / 4; ++c) vv[t][c] = *(__local const float4*)(Vs + (j + t) * LDV + c * 4 * TX + tx * 4);
             #pragma unroll
             for (int i = 0; i < RM; ++i)
                 #pragma unroll
@@ -325,20 +226,32 @@ void lt_attention(__global float* restrict O, __global const float* restrict Q, 
                     o[i][4 * c] = acc.x, o[i][4 * c + 1] = acc.y, o[i][4 * c + 2] = acc.z, o[i][4 * c + 3] = acc.w;
                 }
         }
+#if WARP
+        WARP_SYNC();  // P is read before the next block writes it
+#endif
     }
-    // Each work-item summed the weights of its own keys: the rows' totals through local memory.
+    // Each work-item summed the weights of its own keys: the rows' totals.
+#if !WARP
     barrier(CLK_LOCAL_MEM_FENCE);
     #pragma unroll
     for (int i = 0; i < RM; ++i) Ps[(ty + TY * i) * TX + tx] = l[i];
     barrier(CLK_LOCAL_MEM_FENCE);
+#endif
     #pragma unroll
     for (int i = 0; i < RM; ++i) {
+#if WARP
+        float total = l[i];
+        total += lt_shfl_xor(total, 1);
+        total += lt_shfl_xor(total, 2);
+        total += lt_shfl_xor(total, 4);
+#else
         float total = 0.0f;
         #pragma unroll
         for (int t = 0; t < TX; t += 4) {
             const float4 w = *(__local const float4*)(Ps + (ty + TY * i) * TX + t);
             total += w.x + w.y + w.z + w.w;
         }
+#endif
         const int row = row0 + ty + TY * i;
         if (row >= T) continue;
         #pragma unroll
