@@ -10953,7 +10953,8 @@ void lt_gemm(__global SC* restrict C, __global const SA* restrict A, __global co
     // matrices (unrolled here, so that ra and rb stay in registers). With GV > 1, a load that is
     // whole and aligned is one vector load.
     auto load_share = [&](const std::string& k0, const std::string& indent, bool is_a) {
-        const std::string X = is_a ? "A" : "B", reg = is_a ? "ra" : "rb", count = n((is_a ? LA : LB) / p.gv);
+        const std::string X = is_a ? "A" : "B", reg = is_a ? "ra" : "rb";
+        const int shares = (is_a ? LA : LB) / p.gv;
         // The operand's storage, how a vector of GV and one element of it are read, and its
         // prologue applied to what was read.
         const FusedPrologue& f = *prologue[is_a ? 0 : 1];
@@ -10967,6 +10968,13 @@ void lt_gemm(__global SC* restrict C, __global const SA* restrict A, __global co
         };
         auto read_element = [&](const std::string& at) { return half ? "vload_half(" + at + ", " + X + ")" : X + "[" + at + "]"; };
         auto apply = [&](const std::string& x) { return f.name.empty() ? x : f.name + "(" + x + f.arguments + ")"; };
+        // Load e's GV elements at `at` as one vector, into its registers.
+        auto vector_load = [&](int e, const std::string& at) {
+            std::string v = "const " + GT + " w = " + read_vector(at) + ";";
+            const char* lane[] = {"s0", "s1", "s2", "s3"};
+            for (int l = 0; l < p.gv; ++l) v += " " + reg + "[" + n(e * p.gv + l) + "] = " + apply(std::string("w.") + lane[l]) + ";";
+            return v;
+        };
         const std::string first = is_a ? "const I r = row0 + A_ROW(x), c = " + k0 + " + A_K(x);"
                                        : "const I r = " + k0 + " + B_K(x), c = col0 + B_COL(x);";
         const std::string rows = is_a ? "m" : "k", cols = is_a ? "k" : "n", rs = is_a ? "a_rs" : "b_rs",
@@ -10975,27 +10983,17 @@ void lt_gemm(__global SC* restrict C, __global const SA* restrict A, __global co
         if (layout.whole_tiles) {  // in range and aligned: one load per vector, the unit stride a literal
             const bool row_unit = is_a ? !layout.a_k_fast : !layout.b_n_fast;
             const std::string at = row_unit ? "r + c * " + cs : "r * " + rs + " + c";
-            for (int e = 0; e < (is_a ? LA : LB) / p.gv; ++e) {
+            for (int e = 0; e < shares; ++e) {
                 r += indent + "{ const int x = lid + " + n(e * NT) + "; " + first;
-                if (p.gv == 1) {
-                    r += " " + reg + "[" + n(e) + "] = " + apply(read_element(at)) + "; }\n";
-                    continue;
-                }
-                r += " const " + GT + " w = " + read_vector(at) + ";";
-                const char* lane[] = {"s0", "s1", "s2", "s3"};
-                for (int l = 0; l < p.gv; ++l) r += " " + reg + "[" + n(e * p.gv + l) + "] = " + apply(std::string("w.") + lane[l]) + ";";
-                r += " }\n";
+                r += " " + (p.gv == 1 ? reg + "[" + n(e) + "] = " + apply(read_element(at)) + ";" : vector_load(e, at)) + " }\n";
             }
             return r;
         }
-        for (int e = 0; e < (is_a ? LA : LB) / p.gv; ++e) {
+        for (int e = 0; e < shares; ++e) {
             r += indent + "{ const int x = lid + " + n(e * NT) + "; " + first + "\n";
             if (p.gv > 1) {
-                r += indent + "  if (" + X + "_vec && r + " + DR + " * (GV - 1) < " + rows + " && c + " + DC +
-                     " * (GV - 1) < " + cols + ") { const " + GT + " w = " + read_vector("r * " + rs + " + c * " + cs) + ";";
-                const char* lane[] = {"s0", "s1", "s2", "s3"};
-                for (int l = 0; l < p.gv; ++l) r += " " + reg + "[" + n(e * p.gv + l) + "] = " + apply(std::string("w.") + lane[l]) + ";";
-                r += " } else {\n";
+                r += indent + "  if (" + X + "_vec && r + " + DR + " * (GV - 1) < " + rows + " && c + " + DC + " * (GV - 1) < " +
+                     cols + ") { " + vector_load(e, "r * " + rs + " + c * " + cs) + " } else {\n";
             }
             for (int l = 0; l < p.gv; ++l) {
                 const std::string rl = "r + " + DR + " * " + n(l), cl = "c + " + DC + " * " + n(l);
@@ -11005,7 +11003,6 @@ void lt_gemm(__global SC* restrict C, __global const SA* restrict A, __global co
             if (p.gv > 1) r += indent + "  }\n";
             r += indent + "}\n";
         }
-        (void)count;
         return r;
     };
     auto load_tiles = [&](const std::string& k0, const std::string& indent) {
