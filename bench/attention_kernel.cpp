@@ -24,9 +24,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
+
+#include <lazytensor/backend/opencl/gemm_kernel.hpp>  // ptx_with_register_cap, as the engine caps its GEMM
+
+#include "opencl_tool.hpp"
 
 namespace {
 
@@ -314,13 +319,7 @@ int main(int argc, char** argv) {
     }
     const std::string source = attention_source(sh);
     if (print_source) std::fputs(source.c_str(), stdout);
-    cl_platform_id platforms[8];
-    cl_uint platform_count = 0;
-    clGetPlatformIDs(8, platforms, &platform_count);
-    cl_device_id device = nullptr;
-    for (cl_device_type type : {cl_device_type(CL_DEVICE_TYPE_GPU), cl_device_type(CL_DEVICE_TYPE_ALL)})
-        for (cl_uint i = 0; i < platform_count && !device; ++i)
-            if (clGetDeviceIDs(platforms[i], type, 1, &device, nullptr) != CL_SUCCESS) device = nullptr;
+    cl_device_id device = first_gpu_or_device();
     if (!device) {
         std::fprintf(stderr, "attention_kernel: no OpenCL device\n");
         return 2;
@@ -343,18 +342,14 @@ int main(int argc, char** argv) {
         return 2;
     }
     if (nvidia && sh.max_registers > 0) {  // the cap NVIDIA's OpenCL C compiler has no option for, through the PTX
-        std::size_t size = 0;
-        clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr);
-        std::string ptx(size, '\0');
-        unsigned char* at = reinterpret_cast<unsigned char*>(&ptx[0]);
-        clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof at, &at, nullptr);
-        while (!ptx.empty() && ptx.back() == '\0') ptx.pop_back();
-        const std::size_t body = ptx.find("\n{", ptx.find(".entry "));
-        if (body == std::string::npos) {
-            std::fprintf(stderr, "attention_kernel: no kernel entry in the PTX\n");
+        const std::vector<unsigned char> binary = binary_of(program);
+        const std::optional<std::string> capped =
+            lazytensor::detail::opencl::ptx_with_register_cap(std::string(binary.begin(), binary.end()), sh.max_registers);
+        if (!capped) {
+            std::fprintf(stderr, "attention_kernel: the binary is not PTX of one kernel without a register cap\n");
             return 2;
         }
-        ptx.insert(body + 1, ".maxnreg " + std::to_string(sh.max_registers) + "\n");
+        const std::string& ptx = *capped;
         const unsigned char* bytes = reinterpret_cast<const unsigned char*>(ptx.data());
         const std::size_t length = ptx.size();
         clReleaseProgram(program);

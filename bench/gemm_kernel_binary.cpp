@@ -25,6 +25,8 @@
 
 #include <lazytensor/backend/opencl/gemm_kernel.hpp>
 
+#include "opencl_tool.hpp"
+
 namespace ocl = lazytensor::detail::opencl;
 
 namespace {
@@ -98,15 +100,6 @@ int time_kernel(cl_context context, cl_device_id device, cl_program program, con
     return worst < 1e-4 ? 0 : 1;
 }
 
-std::vector<unsigned char> binary_of(cl_program program) {
-    std::size_t size = 0;
-    clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr);
-    std::vector<unsigned char> binary(size);
-    unsigned char* at = binary.data();
-    clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof at, &at, nullptr);
-    return binary;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -157,13 +150,7 @@ int main(int argc, char** argv) {
     try {
         const std::string source = ocl::gemm_kernel_source(lazytensor::DType::Float32, layout, p);
         if (time_n == 0) std::fwrite(source.data(), 1, source.size(), stderr);
-        cl_platform_id platforms[8];
-        cl_uint count = 0;
-        clGetPlatformIDs(8, platforms, &count);
-        cl_device_id device = nullptr;
-        for (cl_device_type type : {cl_device_type(CL_DEVICE_TYPE_GPU), cl_device_type(CL_DEVICE_TYPE_ALL)})
-            for (cl_uint i = 0; i < count && !device; ++i)
-                if (clGetDeviceIDs(platforms[i], type, 1, &device, nullptr) != CL_SUCCESS) device = nullptr;
+        cl_device_id device = first_gpu_or_device();
         if (!device) {
             std::fprintf(stderr, "gemm_kernel_binary: no OpenCL device\n");
             return 1;
