@@ -1337,6 +1337,7 @@ struct ScheduleItem {
         Matmul,  // the backend's GEMM
         Scan,    // the backend's scan (cumsum, cumprod)
         View,    // zero-copy: a view of another buffer
+        Attention,  // softmax(f(q @ kt), -1) @ v as one kernel: the scores and weights never stored
     };
     Kind kind = Kind::Kernel;
     std::string reason;               // why its output is materialized
@@ -1349,13 +1350,14 @@ struct ScheduleItem {
     std::string ir;                   // the kernel IR listing, or the GEMM's shape and layouts
 };
 
-/// "kernel", "matmul", "scan" or "view".
+/// "kernel", "matmul", "scan", "view" or "attention".
 inline const char* to_string(ScheduleItem::Kind kind) {
     switch (kind) {
         case ScheduleItem::Kind::Kernel: return "kernel";
         case ScheduleItem::Kind::Matmul: return "matmul";
         case ScheduleItem::Kind::Scan: return "scan";
         case ScheduleItem::Kind::View: return "view";
+        case ScheduleItem::Kind::Attention: return "attention";
     }
     return "?";
 }
@@ -7286,6 +7288,21 @@ private:
 };
 
 }  // namespace lazytensor::detail
+// ---- lazytensor/ir/attention.hpp ----
+// Attention as one schedule item: out = softmax(f(q @ kt), last axis) @ v, where f is an
+// element-wise function of each score and scalars (a scale: `* 0.125`, `/ 8`).
+//
+// The scheduler makes it three items (ug's rule): the scores product, the row-softmax kernel
+// and the second product. A backend that can (Backend::fuses_attention) runs them as one
+// streaming kernel instead: an online softmax over blocks of keys, so that the scores and the
+// weights never reach memory (schedule/fuse_attention.hpp finds the pattern). The three items
+// are kept here as they were scheduled: realize runs them as they are where a tensor outside
+// the graph holds the scores or the weights, and check mode runs them on the host.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
 // ---- lazytensor/ir/gemm.hpp ----
 // A matrix product as a schedule item: C[b..., m, n] = sum_k A[b..., m, k] * B[b..., k, n].
 //
@@ -7496,6 +7513,118 @@ inline std::string to_string(const Gemm& g) {
     layout("A", g.a);
     layout("B", g.b);
     return out.str();
+}
+
+}  // namespace lazytensor::detail::ir
+
+namespace lazytensor::detail::ir {
+
+struct Attention {
+    Gemm scores;      // s = q @ kt: [batch..., T, S] (A is q, B is kt)
+    Kernel softmax;   // p = softmax(f(s)) over the last axis (p0: s, p1: p), as scheduled
+    Gemm values;      // out = p @ v: [batch..., T, DV] (A is p, contiguous; B is v)
+    Kernel score_function;  // f alone: element-wise from p0 to p1, with softmax's scalars
+
+    std::int64_t queries() const { return scores.m; }
+    std::int64_t keys() const { return scores.n; }
+    std::int64_t depth() const { return scores.k; }
+    std::int64_t value_depth() const { return values.n; }
+};
+
+namespace attention_detail {
+
+/// Whether instruction ia of phase a computes the same value as instruction ib of phase b
+/// (the same operation on the same values; slots name the same reduce phase).
+inline bool same_value(const Phase& a, std::int32_t ia, const Phase& b, std::int32_t ib) {
+    if (ia < 0 || ib < 0) return ia == ib;
+    const Instr& x = a.instrs[static_cast<std::size_t>(ia)];
+    const Instr& y = b.instrs[static_cast<std::size_t>(ib)];
+    if (x.op != y.op || x.dtype != y.dtype || x.arg != y.arg) return false;
+    switch (x.op) {
+        case Op::Load:
+        case Op::Index:
+            if (!(x.access == y.access) || x.dyn_stride != y.dyn_stride || x.dyn_extent != y.dyn_extent) return false;
+            break;
+        case Op::Const: if (!(x.value == y.value)) return false; break;
+        case Op::Unary: if (x.unary != y.unary) return false; break;
+        case Op::Binary: if (x.binary != y.binary) return false; break;
+        default: break;
+    }
+    return same_value(a, x.a, b, y.a) && same_value(a, x.b, b, y.b) && same_value(a, x.c, b, y.c);
+}
+
+/// The instruction `at` of `phase`, if it is `op` (and, for Unary and Binary, `which`).
+inline const Instr* instr_if(const Phase& phase, std::int32_t at, Op op) {
+    if (at < 0 || static_cast<std::size_t>(at) >= phase.instrs.size()) return nullptr;
+    const Instr& in = phase.instrs[static_cast<std::size_t>(at)];
+    return in.op == op && in.dtype == DType::Float32 ? &in : nullptr;
+}
+
+/// Whether `v` of `phase` is exp(f - slot 0), f the same value as phase 0's fold.
+inline bool exp_of_shifted_score(const Phase& phase, std::int32_t v, const Phase& first) {
+    const Instr* e = instr_if(phase, v, Op::Unary);
+    if (!e || e->unary != UnaryOp::Exp) return false;
+    const Instr* sub = instr_if(phase, e->a, Op::Binary);
+    if (!sub || sub->binary != BinaryOp::Sub) return false;
+    const Instr* slot = instr_if(phase, sub->b, Op::Slot);
+    return slot && slot->arg == 0 && same_value(phase, sub->a, first, first.reduce_value);
+}
+
+}  // namespace attention_detail
+
+/// If `k` is a row softmax of f(s) as lowering makes it, for s a contiguous [rows, keys] float32
+/// buffer (p0) and its result stored in the same layout (p1): f alone, as an element-wise
+/// kernel over rows * keys elements with k's scalars (its parameter 0 the score, 1 the result).
+/// The three phases: max of f(s) into slot 0; the sum of exp(f(s) - slot 0) into slot 1; the
+/// store of exp(f(s) - slot 0) / slot 1.
+inline std::optional<Kernel> row_softmax_function(const Kernel& k, std::int64_t rows, std::int64_t keys) {
+    using namespace attention_detail;
+    if (k.in_place || k.params.size() != 2 || k.params[0].output || !k.params[1].output) return std::nullopt;
+    if (k.params[0].dtype != DType::Float32 || k.params[1].dtype != DType::Float32 || keys < 2 || rows < 1) return std::nullopt;
+    // The domain, normalized: [rows, keys] with the keys reduced ([keys] for one row).
+    const Access row_major = rows == 1 ? Access{0, Strides{1}} : Access{0, Strides{keys, 1}};
+    const Shape domain = rows == 1 ? Shape{keys} : Shape{rows, keys};
+    const std::vector<bool> reduced = rows == 1 ? std::vector<bool>{true} : std::vector<bool>{false, true};
+    if (k.domain != domain || k.reduced != reduced || k.phases.size() != 3) return std::nullopt;
+    const Phase& max = k.phases[0];
+    const Phase& sum = k.phases[1];
+    const Phase& store = k.phases[2];
+    if (max.kind != Phase::Kind::Reduce || max.outer || max.reduce_op != ReduceOp::Max) return std::nullopt;
+    if (sum.kind != Phase::Kind::Reduce || sum.outer || sum.reduce_op != ReduceOp::Sum) return std::nullopt;
+    if (store.kind != Phase::Kind::Store || store.outer || store.stores.size() != 1) return std::nullopt;
+    const Store& out = store.stores[0];
+    if (out.param != 1 || !(out.access == row_major)) return std::nullopt;
+    // f: phase 0's code, which may read the score (plainly, in the layout above), scalars and constants.
+    for (const Instr& in : max.instrs) {
+        if (in.op == Op::Slot || in.op == Op::Index) return std::nullopt;
+        if (in.op == Op::Load && !(in.arg == 0 && in.plain_load() && in.access == row_major)) return std::nullopt;
+    }
+    if (max.reduce_value < 0 || max.instrs[static_cast<std::size_t>(max.reduce_value)].dtype != DType::Float32)
+        return std::nullopt;
+    if (!exp_of_shifted_score(sum, sum.reduce_value, max)) return std::nullopt;
+    const Instr* div = instr_if(store, out.value, Op::Binary);
+    if (!div || div->binary != BinaryOp::Div) return std::nullopt;
+    const Instr* total = instr_if(store, div->b, Op::Slot);
+    if (!total || total->arg != 1 || !exp_of_shifted_score(store, div->a, max)) return std::nullopt;
+
+    Kernel f;
+    f.domain = Shape{rows * keys};
+    f.reduced = {false};
+    f.params = {Param{DType::Float32, false}, Param{DType::Float32, true}};
+    f.scalars = k.scalars;
+    Phase code;
+    code.instrs = max.instrs;
+    for (Instr& in : code.instrs)
+        if (in.op == Op::Load) in.access = Access{0, Strides{1}};
+    code.stores.push_back(Store{1, max.reduce_value, Access{0, Strides{1}}});
+    f.phases.push_back(std::move(code));
+    return f;
+}
+
+/// LAZYTENSOR_DEBUG=2's listing of an attention item.
+inline std::string to_string(const Attention& a) {
+    return "    scores, never stored:\n" + to_string(a.scores) + "    softmax over the last axis, never stored:\n" +
+           to_string(a.softmax) + "    weighted values:\n" + to_string(a.values);
 }
 
 }  // namespace lazytensor::detail::ir
@@ -7747,6 +7876,16 @@ public:
     virtual void sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k, bool descending,
                            Buffer& values, Buffer& indices) = 0;
     /// How this backend runs `gemm` (LAZYTENSOR_DEBUG), e.g. "CLBlast GemmStridedBatched".
+    /// Whether attention `a` (ir/attention.hpp) runs as one kernel here (then `attention`
+    /// runs it; the scheduler otherwise leaves its three items as they are).
+    virtual bool fuses_attention(const ir::Attention&) const { return false; }
+    /// out = softmax(f(q @ kt), -1) @ v in one kernel; `scalars` are f's (the softmax kernel's).
+    virtual void attention(const ir::Attention&, const Buffer&, const Buffer&, const Buffer&, Buffer&,
+                           const std::vector<Scalar>&) {
+        fail<BackendError>("lazytensor internal error: ", name(), " was given an attention item it does not fuse");
+    }
+    virtual std::string attention_source(const ir::Attention&) { return {}; }
+    virtual std::string attention_routine(const ir::Attention&) const { return "attention kernel"; }
     virtual std::string gemm_routine(const ir::Gemm&) const { return "GEMM"; }
     /// Waits until every launched kernel has finished.
     virtual void synchronize() = 0;
@@ -10280,129 +10419,32 @@ clblast::StatusCode clblast_gemm(const ir::Gemm& g, cl_mem a, cl_mem b, cl_mem c
 }  // namespace lazytensor::detail::opencl
 
 #endif
-// ---- lazytensor/backend/opencl/clblast_tuning.hpp ----
-// CLBlast parameters for devices its own database lacks, found with CLBlast's tuner
-// (clblast_tuner_xgemm) on the device itself and handed to CLBlast through OverrideParameters
-// when the backend starts. LAZYTENSOR_CLBLAST_TUNING=off keeps CLBlast's defaults.
+// ---- lazytensor/backend/opencl/attention_kernel.hpp ----
+// lazytensor's OpenCL attention kernel: out = softmax(f(q @ kt), -1) @ v in one launch
+// (ir/attention.hpp), float32, the scores and the weights never in global memory.
 //
-// How an entry was found (bench/README.md has the numbers): clblast_tuner_xgemm -precision 32
-// -m 2048 -n 2048 -k 2048 -fraction 0.02 on the device; the fastest configurations were then
-// compared at 1024..8192 through bench_gemm_opencl, and the best one kept.
-
-
-#if LAZYTENSOR_OPENCL && LAZYTENSOR_CLBLAST
-
-#include <clblast.h>
-
-#include <cstdlib>
-#include <cstring>
-#include <iostream>
-#include <string>
-#include <unordered_map>
-
-namespace lazytensor::detail::opencl {
-
-struct ClblastTuning {
-    const char* device;  // CL_DEVICE_NAME, exactly
-    clblast::Precision precision;
-    const char* kernel;  // CLBlast's kernel family
-    const char* parameters;
-};
-
-// Tuned on an NVIDIA H100 80GB HBM3 (driver 580.159.04, CLBlast 1.5.3) on 2026-11-21; the H200
-// (same Hopper SM) measured the same gain with them (8192^3: 33.2 -> 44.8 TFLOP/s).
-inline constexpr const char* kHopperXgemm =
-    "GEMMK=0 MWG=128 NWG=64 KWG=32 MDIMC=16 NDIMC=8 MDIMA=8 NDIMB=32 KWI=2 VWM=4 VWN=2 STRM=1 STRN=1 SA=1 SB=1 KREG=1";
-
-inline constexpr ClblastTuning kClblastTunings[] = {
-    {"NVIDIA H100 80GB HBM3", clblast::Precision::kSingle, "Xgemm", kHopperXgemm},
-    {"NVIDIA H200", clblast::Precision::kSingle, "Xgemm", kHopperXgemm},
-};
-
-/// "KEY=VALUE KEY=VALUE ..." (commas also separate) as CLBlast's parameter map.
-inline std::unordered_map<std::string, std::size_t> parse_clblast_parameters(const std::string& text) {
-    std::unordered_map<std::string, std::size_t> out;
-    std::size_t at = 0;
-    while (at < text.size()) {
-        const std::size_t end = std::min(text.find_first_of(" ,", at), text.size());
-        const std::string item = text.substr(at, end - at);
-        const std::size_t eq = item.find('=');
-        if (eq != std::string::npos) out[item.substr(0, eq)] = std::strtoull(item.c_str() + eq + 1, nullptr, 10);
-        at = end + 1;
-    }
-    return out;
-}
-
-/// Hands CLBlast the tuned parameters of this device, if there are any; returns what it did
-/// ("" when nothing applies).
-inline std::string apply_clblast_tuning(cl_device_id device, const std::string& device_name) {
-    if (!env_flag("LAZYTENSOR_CLBLAST_TUNING", true)) return "";
-    std::string applied;
-    for (const ClblastTuning& t : kClblastTunings) {
-        if (device_name != t.device) continue;
-        const clblast::StatusCode status =
-            clblast::OverrideParameters(device, t.kernel, t.precision, parse_clblast_parameters(t.parameters));
-        if (status != clblast::StatusCode::kSuccess) {
-            std::cerr << "[lazytensor] warning: CLBlast rejected the tuned " << t.kernel << " parameters for "
-                      << device_name << " (status " << static_cast<int>(status) << "); using its defaults\n";
-            continue;
-        }
-        applied += std::string(applied.empty() ? "" : ", ") + t.kernel;
-    }
-    return applied;
-}
-
-}  // namespace lazytensor::detail::opencl
-
-#endif
-// ---- lazytensor/backend/opencl/gemm_epilogue.hpp ----
-// Kernels fused into the own GEMM kernel and the scan kernels (schedule/fuse_products.hpp),
-// rendered as code (fused_code.hpp):
-//   - a product's or scan's element-wise consumer (ir::fits_as_epilogue) as its epilogue,
-//     applied to each result in the item's stores at the domain coordinates of that result, so
-//     that relu(x @ w + b) is one kernel and the product never reaches memory. The epilogue's
-//     results go to the item's output buffer (of the product's dtype or, after a cast, another);
-//     a `product` (`scanned`) buffer also gets the product (scan) itself when store_product
-//     (store_scanned) is nonzero (a tensor outside the graph holds it);
-//   - an operand's producer (ir::fits_as_prologue) as a function applied to each element of
-//     its input as the item loads it (a scale, a cast from float16).
-
-#include <string>
-#include <vector>
-
-// ---- lazytensor/backend/opencl/gemm_kernel.hpp ----
-// lazytensor's own OpenCL GEMM kernel: C = A x B over an ir::Gemm, float32 or float64.
+// A work-group of TX x TY work-items (8 x 16, or 8 x 32) takes BM query rows of one matrix of
+// the batch (row ty + TY i for i < BM / TY) and walks the keys in blocks of BN: the block's
+// scores in registers (key tx + TX j for j < BN / TX), f applied to each, the rows' running
+// maxima agreed, the weights exp(f - max) written to local memory, and the output rows
+// rescaled and accumulated from the block of v (columns tx * 4 + 4 TX c, four at a time). This
+// is the online softmax of FlashAttention: where a block raises a row's maximum, what the row
+// has gathered so far is scaled by exp(old - new). At the end each row is divided by its total.
+// q, kt and v are read in place through their strides (vector loads where the fast axis has
+// stride 1); d and dv are padded to 4 and to 4 TX in local memory with zeros; keys past S
+// score -inf, query rows past T are not stored.
 //
-// A and B are read in place through their strides (any layout: row- or column-major, or
-// neither); C is contiguous [batch, m, n]. Sizes, strides and offsets are kernel arguments, so
-// one program serves every shape of a layout class. The tiles of C are the first NDRange
-// dimension (one index for rows and columns of tiles: some devices allow only 65535 work-groups
-// along the others), the batch the third, launched in chunks of at most 65535 matrices; each
-// matrix starts at a constant batch stride, or at the offsets of a per-matrix table (2 longs per
-// matrix: A's, then B's) where the batch has several axes.
+// The maximum takes NaN as lazytensor's reductions do (NaN wins). A row whose scores are all
+// -inf gets 0 / 0 = NaN, as the three items give (exp(-inf - -inf)).
 //
-// Each work-group computes a BM x BN tile of C (BM = tm * wm, BN = tn * wn) with tm x tn
-// work-items, each holding a wm x wn register tile; a work-item owns runs of v consecutive rows
-// (and columns) strided by tm * v (tn * v), so that local-memory reads are aligned v-wide vector
-// loads that are broadcasts or consecutive across the work-items, and the stores coalesce. Tiles of A (BM x bk) and B (bk x bn) are staged in local memory, k-major; the next
-// tile's global loads are issued before the current tile is multiplied (register prefetch), so
-// their latency hides behind the FMAs. Loads of a tile map consecutive work-items along the
-// operand's unit-stride axis (the layout class), so they coalesce whatever the transposes.
-// Edges are guarded inside the kernel: out-of-range loads read 0, out-of-range stores are
-// skipped; there are no padding or transpose kernels. Where every tile is whole and every vector
-// access aligned (GemmLayoutClass::whole_tiles), a variant without those checks runs.
-//
-// An epilogue (FusedEpilogue) is code applied to each result before its store, with its row,
-// column and batch index in scope, and extra kernel parameters after the fixed ones.
+// WARP (NVIDIA, a compute capability with 100+ KB of shared memory a block): a row's TX = 8
+// work-items are consecutive lanes of one warp and agree on its maximum and total through warp
+// shuffles (inline PTX) instead of local memory and barriers. On the H200 (2026-11-28,
+// bench/attention_kernel) that ran 32 x 1024 x 64 in 0.31 ms, the barrier version 0.33 ms.
 
-#include <algorithm>
-#include <cctype>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <optional>
 #include <string>
-#include <vector>
 
 // ---- lazytensor/backend/opencl/fused_code.hpp ----
 // Element-wise kernels fused into a matrix product or a scan (ir/fusion.hpp), as the code that
@@ -10446,6 +10488,36 @@ struct FusedPrologue {
 };
 
 }  // namespace lazytensor::detail::opencl
+// ---- lazytensor/backend/opencl/renderer.hpp ----
+// The renderer: kernel IR -> OpenCL C 1.2 source and the launch geometry to run it with.
+//
+// Two shapes of kernel:
+//   - element-wise (no reduce phase): one work-item per W consecutive elements of the domain's
+//     last axis. Accesses that are contiguous and aligned along it become one vector load or
+//     store (float4, ...); broadcast ones one scalar load; others a load per lane.
+//   - reducing: a work-group is LX outer indices x LY reduce lanes. Each lane folds a strided
+//     share of the reduced space (W consecutive elements at a time when the last axis is
+//     reduced and contiguous: "row" kernels; lanes over the outer index otherwise: "column"
+//     kernels), the LY lanes combine in local memory, and every lane reads the slot, so later
+//     phases (softmax's store, a variance's second pass) run in the same work-group. A kernel
+//     with one reduce phase and few outputs is split along the reduced space into G work-groups
+//     per outer index whose partials a second, small kernel folds before the outer store phase.
+//
+// Semantics follow the host interpreter (backend/host/simd_ops.hpp): integer arithmetic wraps
+// (done in unsigned types), floating max/min propagate NaN, float-to-integer casts saturate
+// (convert_*_sat), bool is stored as one byte. float16 is storage only, as on the host: buffers
+// of `half` are read with vload_half(N) and written with vstore_half(N)_rte (core OpenCL 1.2,
+// no cl_khr_fp16), values in between are float, and a cast to float16 rounds through half.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
 // ---- lazytensor/backend/opencl/op_spellings.hpp ----
 // How the OpenCL renderer spells each element-wise op: one table row per op (tinygrad's
 // code_for_op), with the semantics of backend/host/simd_ops.hpp. An op that is not one
@@ -10640,535 +10712,6 @@ void cl_op_functions(Op op, DType t, std::vector<std::string>& defs) {
 }
 
 }  // namespace lazytensor::detail::opencl
-
-namespace lazytensor::detail::opencl {
-
-/// The shape of the kernel: work-items per group along m and n, outputs per work-item along m
-/// and n, and the depth of a k tile.
-struct GemmKernelParams {
-    int tm = 16, tn = 16;
-    int wm = 8, wn = 8;
-    int bk = 16;
-    int v = 1;             // width of the local-memory reads and of the runs of rows and columns a work-item owns
-    int gv = 1;            // width of the global loads along an operand's unit-stride axis (where aligned)
-    bool prefetch = true;  // issue the next tile's global loads before multiplying this one
-    bool double_buffer = false;  // two local tiles (needs prefetch): one barrier per k step, not two
-    bool fragments = false;      // read the next k step's runs from local memory before this step's products
-    // NVIDIA: registers a work-item may use (the PTX directive .maxnreg, which NVIDIA's OpenCL C
-    // compiler has no option for; -cl-nv-maxrregcount is ignored), so that two work-groups fit a
-    // multiprocessor; 0: the compiler's choice. Other devices ignore it.
-    int max_registers = 0;
-
-    int block_m() const { return tm * wm; }
-    int block_n() const { return tn * wn; }
-    int threads() const { return tm * tn; }
-    /// Every field, for keys and messages: a field left out of a key would let two kernels share it.
-    std::string str() const {
-        return std::to_string(tm) + ',' + std::to_string(tn) + ',' + std::to_string(wm) + ',' + std::to_string(wn) + ',' +
-               std::to_string(bk) + ',' + std::to_string(v) + ',' + std::to_string(gv) + ',' + char('0' + prefetch) + ',' +
-               char('0' + double_buffer) + ',' + char('0' + fragments) + ',' + std::to_string(max_registers);
-    }
-    bool operator==(const GemmKernelParams& o) const { return str() == o.str(); }
-};
-
-/// The form of GemmKernelParams::str() that the tools read (--params): the first eight fields
-/// are required, the others default.
-inline const char* gemm_params_form() { return "tm,tn,wm,wn,bk,v,gv,prefetch[,double_buffer[,fragments[,max_registers]]]"; }
-
-/// A parameter set written in gemm_params_form(); nothing when `text` is not in that form.
-inline std::optional<GemmKernelParams> parse_gemm_params(const std::string& text) {
-    GemmKernelParams p;
-    int flags[3] = {1, 0, 0}, end = 0;  // prefetch, double_buffer, fragments
-    const int fields = std::sscanf(text.c_str(), "%d,%d,%d,%d,%d,%d,%d,%d%n,%d%n,%d%n,%d%n", &p.tm, &p.tn, &p.wm, &p.wn, &p.bk,
-                                   &p.v, &p.gv, &flags[0], &end, &flags[1], &end, &flags[2], &end, &p.max_registers, &end);
-    if (fields < 8 || std::size_t(end) != text.size()) return std::nullopt;
-    p.prefetch = flags[0] != 0, p.double_buffer = flags[1] != 0, p.fragments = flags[2] != 0;
-    return p;
-}
-
-/// Which axis of each operand the tile loads walk with consecutive work-items: the unit-stride
-/// one where there is one, so that the loads coalesce.
-struct GemmLayoutClass {
-    bool a_k_fast = true;   // A's column (k) stride is 1 (row-major A); else walk m
-    bool b_n_fast = true;   // B's column (n) stride is 1 (row-major B); else walk k
-    bool wide_index = false;  // element offsets within a matrix need 64 bits
-    // Every tile is whole (m, n and k are multiples of the tile), the unit strides are 1 and every
-    // vector load is aligned: the kernel has no edge checks (fewer registers and instructions).
-    bool whole_tiles = false;
-};
-
-/// Which GEMM runs OpenCL matrix products: per shape (Auto), the own kernel, or CLBlast.
-enum class GemmChoice { Auto, Own, CLBlast };
-
-/// LAZYTENSOR_OPENCL_GEMM: auto (default), own or clblast; anything else is a ValueError.
-inline GemmChoice gemm_choice_from_env() {
-    const char* v = env("LAZYTENSOR_OPENCL_GEMM");
-    if (!v) return GemmChoice::Auto;
-    std::string s(v);
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (s == "auto") return GemmChoice::Auto;
-    if (s == "own") return GemmChoice::Own;
-    if (s == "clblast") return GemmChoice::CLBlast;
-    fail<ValueError>("LAZYTENSOR_OPENCL_GEMM=", v, " is not a GEMM choice: use auto, own (lazytensor's kernel) or clblast");
-}
-
-/// Auto's choice where CLBlast is built: whether the own kernel measured faster than CLBlast
-/// for products like `g` on this device class. On the H100 (bench_gemm_kernel, 2026-11-27) it
-/// was for every float32 product of issue 18, 4096^3 included (3.1 ms against CLBlast's tuned
-/// indirect kernel's 3.4). Elsewhere (float64, other devices) nothing was measured: CLBlast
-/// stays.
-inline bool own_gemm_faster(const ir::Gemm& g, bool gpu, const std::string& device_name) {
-    return gpu && device_name.find("NVIDIA") != std::string::npos && g.dtype == DType::Float32;
-}
-
-/// The local memory a parameter set's tiles take, in bytes, for elements of `elem` bytes.
-inline std::size_t gemm_local_bytes(const GemmKernelParams& p, std::size_t elem) {
-    return std::size_t(p.double_buffer ? 2 : 1) * std::size_t(p.bk) * std::size_t(p.block_m() + p.block_n() + 2 * p.v) * elem;
-}
-
-/// Whether a parameter set makes a kernel: every work-item loads whole shares of a tile, in
-/// vectors of gv, and v and gv divide what they split.
-inline bool gemm_params_valid(const GemmKernelParams& p) {
-    const bool positive = p.tm > 0 && p.tn > 0 && p.wm > 0 && p.wn > 0 && p.bk > 0;
-    const bool vector = (p.v == 1 || p.v == 2 || p.v == 4) && p.wm % p.v == 0 && p.wn % p.v == 0;
-    const bool global_vector = (p.gv == 1 || p.gv == 2 || p.gv == 4) && positive && p.bk % p.gv == 0 &&
-                               p.block_m() % p.gv == 0 && p.block_n() % p.gv == 0;
-    const int share = p.threads() * p.gv;
-    const bool registers = p.max_registers == 0 || (p.max_registers >= 16 && p.max_registers <= 255);
-    return positive && vector && global_vector && (p.block_m() * p.bk) % share == 0 && (p.block_n() * p.bk) % share == 0 &&
-           (!p.double_buffer || p.prefetch) && registers;
-}
-
-/// ValueError unless the parameter set makes a kernel.
-inline void check_gemm_params(const GemmKernelParams& p) {
-    if (!gemm_params_valid(p))
-        fail<ValueError>("OpenCL GEMM kernel parameters tm ", p.tm, ", tn ", p.tn, ", wm ", p.wm, ", wn ", p.wn, ", bk ",
-                         p.bk, ", v ", p.v, ", gv ", p.gv, p.double_buffer ? ", double-buffered" : "",
-                         p.max_registers ? concat(", at most ", p.max_registers, " registers") : std::string(),
-                         ": each tile of A (tm*wm x bk) and of B (bk x tn*wn) must split evenly over the tm*tn "
-                         "work-items in loads of gv, v and gv (1, 2 or 4) divide wm and wn, and bk and the tiles, "
-                         "double buffering needs prefetch, and a register cap is 0 (none) or 16 to 255");
-}
-
-/// The layout class of a product (which of its operands' strides are 1, whether 32-bit element
-/// offsets suffice within one matrix).
-inline GemmLayoutClass gemm_layout_class(const ir::Gemm& g) {
-    GemmLayoutClass c;
-    c.a_k_fast = g.m == 1 || (g.k > 1 && std::abs(g.a.col_stride) <= std::abs(g.a.row_stride));
-    c.b_n_fast = g.k == 1 || (g.n > 1 && std::abs(g.b.col_stride) <= std::abs(g.b.row_stride));
-    const auto span = [](const ir::MatrixLayout& l, std::int64_t rows, std::int64_t cols) {
-        return std::abs(l.row_stride) * std::max<std::int64_t>(rows - 1, 0) +
-               std::abs(l.col_stride) * std::max<std::int64_t>(cols - 1, 0);
-    };
-    const std::int64_t most = std::max({span(g.a, g.m, g.k), span(g.b, g.k, g.n), g.m * g.n});
-    c.wide_index = most >= (std::int64_t(1) << 31) - std::max<std::int64_t>(g.m, g.n) - 1;
-    return c;
-}
-
-/// Whether a product may run a whole-tiles kernel with parameter set `p` (GemmLayoutClass::
-/// whole_tiles): m, n and k (all > 0) are multiples of the tile, each operand's fast axis (as
-/// `layout` says) has stride 1, and its other stride and every matrix's start are multiples of
-/// the vector load's width.
-inline bool gemm_whole_tiles(const ir::Gemm& g, const GemmLayoutClass& layout, const GemmKernelParams& p) {
-    if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.m % p.block_m() != 0 || g.n % p.block_n() != 0 || g.k % p.bk != 0) return false;
-    const auto aligned = [&](const ir::MatrixLayout& l, bool row_fast) {
-        const std::int64_t unit = row_fast ? l.col_stride : l.row_stride, other = row_fast ? l.row_stride : l.col_stride;
-        if (unit != 1 || other % p.gv != 0 || l.offset % p.gv != 0) return false;
-        for (std::size_t t = 0; t < g.batch.size(); ++t)
-            if (g.batch[t] > 1 && l.batch_strides[t] % p.gv != 0) return false;
-        return true;
-    };
-    return aligned(g.a, layout.a_k_fast) && aligned(g.b, layout.b_n_fast);
-}
-
-/// The parameter set for a product on a device class. NVIDIA GPUs get sets measured on the H100
-/// (bench_gemm_kernel --params, 2026-11-27/28), all with vector loads of 4 from global and local
-/// memory: for one matrix with n >= 256 and at least 128 tiles of 128x128 (about a wave of the
-/// H100's 132 SMs), 128x128 tiles of depth 8 from 16 x 16 work-items of 8x8 outputs, reading the
-/// next k step early, capped at 128 registers so that two work-groups share a multiprocessor
-/// (4096^3: 3.06 ms, 128x256 tiles uncapped 3.14; 8192x512x256: 0.073, 128x64 tiles 0.084);
-/// batches with n >= 512, 64x128 tiles from 8 x 16 work-items of 8x8, double-buffered (32 x
-/// 1024x64x1024: 0.145 ms); where n <= 32, 64x16 tiles from 32 x 4 work-items of 2x4
-/// (8192x256x10: 0.026 ms); else 128x64 tiles of depth 16 from 32 x 8 work-items of 4x8 outputs
-/// (more work-groups for narrow or small products: 1024^3 0.085 ms). The capped 128x128 set goes
-/// to depth 16 where its tiles are whole (no edge checks: 4096^3 2.876 ms against 2.913 at depth
-/// 8 on the H200, 2026-11-28; with edge checks depth 16 was the slower). Other GPUs get a middle
-/// set, CPUs (PoCL) a small one that builds fast.
-inline GemmKernelParams gemm_params_for(const ir::Gemm& g, bool gpu, const std::string& device_name,
-                                        std::size_t max_work_group, std::size_t local_memory) {
-    //                  tm  tn  wm  wn  bk  v  gv  prefetch, double buffer, fragments, max registers
-    GemmKernelParams p{8, 8, 4, 4, 8, 1, 1, false};
-    if (gpu && device_name.find("NVIDIA") != std::string::npos) {
-        auto tiles = [&](std::int64_t bm, std::int64_t bn) { return ((g.m + bm - 1) / bm) * ((g.n + bn - 1) / bn) * g.batch_count(); };
-        if (g.dtype == DType::Float64) p = GemmKernelParams{16, 16, 4, 4, 16, 2, 1, true};
-        else if (g.n <= 32) p = GemmKernelParams{32, 4, 2, 4, 16, 2, 2, true, true};
-        else if (g.n >= 256 && g.batch_count() == 1 && tiles(128, 128) >= 128) {
-            p = GemmKernelParams{16, 16, 8, 8, 8, 4, 4, true, false, true, 128};
-            GemmKernelParams deep = p;  // depth 16 pays only without edge checks
-            deep.bk = 16;
-            if (gemm_whole_tiles(g, gemm_layout_class(g), deep)) p = deep;
-        }
-        else if (g.n >= 512 && g.batch_count() > 1) p = GemmKernelParams{8, 16, 8, 8, 16, 4, 4, true, true, true};
-        else p = GemmKernelParams{32, 8, 4, 8, 16, 4, 4, true, true};
-    } else if (gpu) {
-        p = GemmKernelParams{16, 16, 4, 4, 16, 1, 1, true};
-    }
-    // Fit the device: halve the work-group, then the k depth, while either is too large.
-    const std::size_t elem = dtype_size(g.dtype);
-    auto local_bytes = [&] { return gemm_local_bytes(p, elem); };
-    while (std::size_t(p.threads()) > max_work_group && p.tm > 1) p.tm /= 2, p.wm *= 2;
-    while (local_bytes() > local_memory && p.bk > p.gv) p.bk /= 2;
-    if (!gemm_params_valid(p) || std::size_t(p.threads()) > max_work_group || local_bytes() > local_memory)
-        p = GemmKernelParams{1, 1, 1, 1, 1, 1, 1, false};  // a tiny device: one work-item per group, slow but right
-    return p;
-}
-
-/// `ptx` (a program's PTX text, as NVIDIA's driver gives it) with `directive` (".maxnreg 128",
-/// ".minnctapersm 2") among its kernel's performance directives, before the body. Nothing when
-/// `ptx` is not PTX of one entry, or has that directive already.
-inline std::optional<std::string> ptx_with_directive(const std::string& ptx, const std::string& directive) {
-    const std::size_t entry = ptx.find(".entry ");
-    if (entry == std::string::npos || ptx.find(".entry ", entry + 1) != std::string::npos ||
-        ptx.find(directive.substr(0, directive.find(' '))) != std::string::npos)
-        return std::nullopt;
-    const std::size_t body = ptx.find("\n{", entry);
-    if (body == std::string::npos) return std::nullopt;
-    const std::size_t parameters_end = ptx.rfind(')', body);
-    if (parameters_end == std::string::npos || parameters_end < entry) return std::nullopt;
-    return ptx.substr(0, body + 1) + directive + "\n" + ptx.substr(body + 1);
-}
-
-/// `ptx` with its kernel capped at `registers` per work-item (`.maxnreg`).
-inline std::optional<std::string> ptx_with_register_cap(const std::string& ptx, int registers) {
-    return ptx_with_directive(ptx, ".maxnreg " + std::to_string(registers));
-}
-
-/// The name of the kernel in every program gemm_kernel_source makes.
-inline const char* gemm_kernel_name() { return "lt_gemm"; }
-
-/// The OpenCL C source of lt_gemm for `dtype`, a layout class and a parameter set.
-///
-/// Arguments: C, A, B, the offset table (any buffer when unused), then (int or long as the
-/// layout class says) m, n, k, A's row and column strides, B's row and column strides; then the
-/// longs A's offset, A's batch stride, B's offset, B's batch stride, an int that is nonzero
-/// when the offset table holds each matrix's offsets, and a long, the first matrix of this
-/// launch; then the epilogue's parameters. NDRange: (ceil(m / BM) * ceil(n / BN) * tn, tm,
-/// matrices in this launch), work-groups (tn, tm, 1).
-inline std::string gemm_kernel_source(DType dtype, const GemmLayoutClass& layout, const GemmKernelParams& p,
-                                      const FusedEpilogue& epilogue = {}, const FusedPrologue& prologue_a = {},
-                                      const FusedPrologue& prologue_b = {}) {
-    check_gemm_params(p);
-    if (dtype != DType::Float32 && dtype != DType::Float64)
-        fail<DTypeError>("the OpenCL GEMM kernel computes float32 and float64 products, not ", dtype);
-    const std::string T = dtype == DType::Float64 ? "double" : "float";
-    const std::string I = layout.wide_index ? "long" : "int";
-    const int BM = p.block_m(), BN = p.block_n(), NT = p.threads(), V = p.v;
-    const int a_pad = layout.a_k_fast ? V : 0, b_pad = layout.b_n_fast ? 0 : V;  // spread k-fast stores over banks
-    const int LDA = BM + a_pad, LDB = BN + b_pad;
-    const int LA = BM * p.bk / NT, LB = BN * p.bk / NT;
-    auto n = [](auto x) { return std::to_string(x); };
-    const std::string VT = V == 1 ? T : T + n(V);  // the vector type of a run
-
-    const FusedPrologue* prologue[2] = {&prologue_a, &prologue_b};
-    // An operand without a prologue is stored in the product's type.
-    auto storage = [&](const FusedPrologue& f) { return f.name.empty() ? dtype : f.storage; };
-    std::string s;
-    // Fused code rounds each operation on its own, as elsewhere (the product's FMAs are explicit).
-    const bool fused = !epilogue.code.empty() || !prologue_a.name.empty() || !prologue_b.name.empty();
-    if (fused) s += "#pragma OPENCL FP_CONTRACT OFF\n";
-    bool fp64 = dtype == DType::Float64 || epilogue.fp64;
-    for (const FusedPrologue* f : prologue) fp64 = fp64 || f->fp64 || storage(*f) == DType::Float64;
-    if (fp64) s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
-    {  // helper functions, each once, then the prologues' functions (before the macros below)
-        std::vector<std::string> helpers = epilogue.helpers;
-        for (const FusedPrologue* f : prologue) helpers.insert(helpers.end(), f->helpers.begin(), f->helpers.end());
-        std::vector<std::string> once;
-        for (const std::string& h : helpers)
-            if (std::find(once.begin(), once.end(), h) == once.end()) once.push_back(h), s += h;
-        for (const FusedPrologue* f : prologue) s += f->function;
-        if (storage(prologue_a) == DType::Float16 || storage(prologue_b) == DType::Float16)
-            s += "float2 lt_halves2(uint bits) { return vload_half2(0, (const __private half*)&bits); }\n"
-                 "float4 lt_halves4(uint2 bits) { return vload_half4(0, (const __private half*)&bits); }\n";
-    }
-    s += "// lazytensor GEMM: tm " + n(p.tm) + ", tn " + n(p.tn) + ", wm " + n(p.wm) + ", wn " + n(p.wn) + ", bk " +
-         n(p.bk) + ", v " + n(V) + (p.prefetch ? ", prefetch" : "") + (p.double_buffer ? ", double-buffered" : "") +
-         (p.fragments ? ", fragments" : "") + (p.max_registers ? ", at most " + n(p.max_registers) + " registers" : "") +
-         "; A " + (layout.a_k_fast ? "k" : "m") +
-         "-fast, B " + (layout.b_n_fast ? "n" : "k") + "-fast" + (layout.whole_tiles ? ", whole tiles" : "") + "\n";
-    s += "#define T " + T + "\n#define I " + I + "\n#define SA " + cl_storage_type(storage(prologue_a)) + "\n#define SB " +
-         cl_storage_type(storage(prologue_b)) + "\n#define SC " + (epilogue.output ? cl_storage_type(*epilogue.output) : T) + "\n";
-    s += "#define TM " + n(p.tm) + "\n#define TN " + n(p.tn) + "\n#define WM " + n(p.wm) + "\n#define WN " + n(p.wn) +
-         "\n#define BK " + n(p.bk) + "\n#define BM " + n(BM) + "\n#define BN " + n(BN) + "\n#define NT " + n(NT) +
-         "\n#define V " + n(V) + "\n#define LDA " + n(LDA) + "\n#define LDB " + n(LDB) + "\n#define LA " + n(LA) +
-         "\n#define LB " + n(LB) + "\n#define BUFFERS " + n(p.double_buffer ? 2 : 1) + "\n";
-    // Vector accesses to the local tiles are casts that assert their alignment, so that each is
-    // one wide access (NVIDIA's compiler splits vloadN into element loads: 8192x784x512 took 0.21
-    // ms so, 0.17 aligned). Every offset they use is a multiple of V (reads) or GV (stores), and
-    // the tiles start at a multiple of both.
-    const std::size_t elem = dtype_size(dtype);
-    s += "#define LOCAL_ALIGN __attribute__((aligned(" + n(std::size_t(std::max(V, p.gv)) * elem) + ")))\n";
-    // Element e of this work-item's share of a tile: its (row, k) in A's tile and (k, col) in B's.
-    // A load is GV consecutive elements along the fast axis (A_DR, A_DC: its step in rows and k).
-    s += "#define GV " + n(p.gv) + "\n";
-    s += layout.a_k_fast ? "#define A_ROW(x) ((x) / (BK / GV))\n#define A_K(x) ((x) % (BK / GV) * GV)\n#define A_DR 0\n#define A_DC 1\n"
-                         : "#define A_ROW(x) ((x) % (BM / GV) * GV)\n#define A_K(x) ((x) / (BM / GV))\n#define A_DR 1\n#define A_DC 0\n";
-    s += layout.b_n_fast ? "#define B_COL(x) ((x) % (BN / GV) * GV)\n#define B_K(x) ((x) / (BN / GV))\n#define B_DR 0\n#define B_DC 1\n"
-                         : "#define B_COL(x) ((x) / (BK / GV))\n#define B_K(x) ((x) % (BK / GV) * GV)\n#define B_DR 1\n#define B_DC 0\n";
-    // The tile row (column) of a work-item's i-th row (j-th column): runs of V, strided by TM*V.
-    s += "#define OWN_ROW(i) (ty * V + ((i) / V) * (TM * V) + (i) % V)\n"
-         "#define OWN_COL(j) (tx * V + ((j) / V) * (TN * V) + (j) % V)\n";
-    s += R"CL(
-__kernel __attribute__((reqd_work_group_size(TN, TM, 1)))
-void lt_gemm(__global SC* restrict C, __global const SA* restrict A, __global const SB* restrict B,
-             __global const long* restrict offsets, const I m, const I n, const I k,
-             const I a_rs, const I a_cs, const I b_rs, const I b_cs,
-             const long a_offset, const long a_batch_stride, const long b_offset, const long b_batch_stride,
-             const int per_matrix_offsets, const long first_matrix)CL" +
-         epilogue.parameters + prologue_a.parameters + prologue_b.parameters + R"CL() {
-    __local T As[BUFFERS * BK * LDA] LOCAL_ALIGN;
-    __local T Bs[BUFFERS * BK * LDB] LOCAL_ALIGN;
-    __local T* a_tile = As;  // the tiles being multiplied
-    __local T* b_tile = Bs;
-    const int tx = get_local_id(0), ty = get_local_id(1), lid = ty * TN + tx;
-    const I tiles_n = (n + BN - 1) / BN, tile = (I)get_group_id(0);
-    const I row0 = tile / tiles_n * BM, col0 = tile % tiles_n * BN;
-    const long batch = first_matrix + get_group_id(2);
-    long a_base = a_offset + batch * a_batch_stride, b_base = b_offset + batch * b_batch_stride;
-    if (per_matrix_offsets) {
-        a_base = offsets[2 * batch];
-        b_base = offsets[2 * batch + 1];
-    }
-    A += a_base;
-    B += b_base;
-    C += batch * (long)m * (long)n;
-
-    T acc[WM][WN];
-    #pragma unroll
-    for (int i = 0; i < WM; ++i)
-        #pragma unroll
-        for (int j = 0; j < WN; ++j) acc[i][j] = 0;
-    T ra[LA], rb[LB];
-)CL";
-    // Global -> registers: this work-item's share of the tiles at k0, zero outside the
-    // matrices (unrolled here, so that ra and rb stay in registers). With GV > 1, a load that is
-    // whole and aligned is one vector load.
-    auto load_share = [&](const std::string& k0, const std::string& indent, bool is_a) {
-        const std::string X = is_a ? "A" : "B", reg = is_a ? "ra" : "rb";
-        const int shares = (is_a ? LA : LB) / p.gv;
-        // The operand's storage, how a vector of GV and one element of it are read, and its
-        // prologue applied to what was read.
-        const FusedPrologue& f = *prologue[is_a ? 0 : 1];
-        const bool half = storage(f) == DType::Float16;
-        const std::string ST = cl_storage_type(storage(f)), GT = half ? "float" + n(p.gv) : p.gv == 1 ? ST : ST + n(p.gv);
-        // float16: the GV halves as one aligned load of bits (vload_halfN from global memory
-        // was 4 loads on NVIDIA), converted from private memory.
-        auto read_vector = [&](const std::string& at) {
-            return half ? "lt_halves" + n(p.gv) + "(*(__global const " + (p.gv == 2 ? "uint" : "uint2") + "*)(" + X + " + " + at + "))"
-                        : "*(__global const " + GT + "*)(" + X + " + " + at + ")";
-        };
-        auto read_element = [&](const std::string& at) { return half ? "vload_half(" + at + ", " + X + ")" : X + "[" + at + "]"; };
-        auto apply = [&](const std::string& x) { return f.name.empty() ? x : f.name + "(" + x + f.arguments + ")"; };
-        // Load e's GV elements at `at` as one vector, into its registers.
-        auto vector_load = [&](int e, const std::string& at) {
-            std::string v = "const " + GT + " w = " + read_vector(at) + ";";
-            const char* lane[] = {"s0", "s1", "s2", "s3"};
-            for (int l = 0; l < p.gv; ++l) v += " " + reg + "[" + n(e * p.gv + l) + "] = " + apply(std::string("w.") + lane[l]) + ";";
-            return v;
-        };
-        const std::string first = is_a ? "const I r = row0 + A_ROW(x), c = " + k0 + " + A_K(x);"
-                                       : "const I r = " + k0 + " + B_K(x), c = col0 + B_COL(x);";
-        const std::string rows = is_a ? "m" : "k", cols = is_a ? "k" : "n", rs = is_a ? "a_rs" : "b_rs",
-                          cs = is_a ? "a_cs" : "b_cs", DR = X + "_DR", DC = X + "_DC";
-        std::string r;
-        if (layout.whole_tiles) {  // in range and aligned: one load per vector, the unit stride a literal
-            const bool row_unit = is_a ? !layout.a_k_fast : !layout.b_n_fast;
-            const std::string at = row_unit ? "r + c * " + cs : "r * " + rs + " + c";
-            for (int e = 0; e < shares; ++e) {
-                r += indent + "{ const int x = lid + " + n(e * NT) + "; " + first;
-                r += " " + (p.gv == 1 ? reg + "[" + n(e) + "] = " + apply(read_element(at)) + ";" : vector_load(e, at)) + " }\n";
-            }
-            return r;
-        }
-        for (int e = 0; e < shares; ++e) {
-            r += indent + "{ const int x = lid + " + n(e * NT) + "; " + first + "\n";
-            if (p.gv > 1) {
-                r += indent + "  if (" + X + "_vec && r + " + DR + " * (GV - 1) < " + rows + " && c + " + DC + " * (GV - 1) < " +
-                     cols + ") { " + vector_load(e, "r * " + rs + " + c * " + cs) + " } else {\n";
-            }
-            for (int l = 0; l < p.gv; ++l) {
-                const std::string rl = "r + " + DR + " * " + n(l), cl = "c + " + DC + " * " + n(l);
-                r += indent + "  " + reg + "[" + n(e * p.gv + l) + "] = (" + rl + " < " + rows + " && " + cl + " < " +
-                     cols + ") ? " + apply(read_element("(" + rl + ") * " + rs + " + (" + cl + ") * " + cs)) + " : (T)0;\n";
-            }
-            if (p.gv > 1) r += indent + "  }\n";
-            r += indent + "}\n";
-        }
-        return r;
-    };
-    auto load_tiles = [&](const std::string& k0, const std::string& indent) {
-        return load_share(k0, indent, true) + load_share(k0, indent, false);
-    };
-    // Registers -> local memory, k-major.
-    auto store_tiles = [&](const std::string& indent, const std::string& at_a, const std::string& at_b) {
-        std::string r;
-        // Lanes of a load that are consecutive in local memory too: one aligned vector store.
-        auto vector_store = [&](const std::string& at, const char* reg, int e) {
-            std::string lanes;
-            for (int l = 0; l < p.gv; ++l) lanes += std::string(l ? ", " : "") + reg + "[" + n(e * p.gv + l) + "]";
-            return indent + "{ const int x = lid + " + n(e * NT) + "; *(__local " + T + n(p.gv) + "*)(" + at + ") = (" + T +
-                   n(p.gv) + ")(" + lanes + "); }\n";
-        };
-        const bool vector_a = p.gv > 1 && !layout.a_k_fast, vector_b = p.gv > 1 && layout.b_n_fast;
-        for (int e = 0; vector_a && e < LA / p.gv; ++e) r += vector_store(at_a + " + A_K(x) * LDA + A_ROW(x)", "ra", e);
-        for (int e = 0; vector_b && e < LB / p.gv; ++e) r += vector_store(at_b + " + B_K(x) * LDB + B_COL(x)", "rb", e);
-        for (int e = 0; !vector_a && e < LA / p.gv; ++e)
-            for (int l = 0; l < p.gv; ++l)
-                r += indent + "{ const int x = lid + " + n(e * NT) + "; " + at_a + "[(A_K(x) + A_DC * " + n(l) + ") * LDA + A_ROW(x) + A_DR * " +
-                     n(l) + "] = ra[" + n(e * p.gv + l) + "]; }\n";
-        for (int e = 0; !vector_b && e < LB / p.gv; ++e)
-            for (int l = 0; l < p.gv; ++l)
-                r += indent + "{ const int x = lid + " + n(e * NT) + "; " + at_b + "[(B_K(x) + B_DR * " + n(l) + ") * LDB + B_COL(x) + B_DC * " +
-                     n(l) + "] = rb[" + n(e * p.gv + l) + "]; }\n";
-        return r;
-    };
-    if (p.gv > 1 && !layout.whole_tiles)  // whole loads along the unit-stride axis are aligned where the other stride and the base are
-        s += std::string("    const bool A_vec = ") +
-             (layout.a_k_fast ? "a_cs == 1 && a_rs % GV == 0" : "a_rs == 1 && a_cs % GV == 0") +
-             " && a_base % GV == 0;\n    const bool B_vec = " +
-             (layout.b_n_fast ? "b_cs == 1 && b_rs % GV == 0" : "b_rs == 1 && b_cs % GV == 0") + " && b_base % GV == 0;\n";
-    s += load_tiles("0", "    ") + store_tiles("    ", "As", "Bs");
-    s += R"CL(
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (I k0 = 0; k0 < k; k0 += BK) {
-        const bool more = k0 + BK < k;
-)CL";
-    if (p.prefetch) s += "        if (more) {\n" + load_tiles("k0 + BK", "            ") + "        }\n";
-    // Reads of k step `kk`'s runs from local memory.
-    auto reads = [&](const std::string& dst, const char* src, const char* ld, const char* own, int count, const std::string& kk) {
-        std::string r;
-        for (int i = 0; i < count; i += V) {
-            const std::string at = std::string(src) + " + " + kk + " * " + ld + " + " + own + "(" + n(i) + ")";
-            if (V == 1) {
-                r += "            " + dst + "[" + n(i) + "] = *(" + at + ");\n";
-            } else {
-                r += "            { const " + VT + " w = *(__local const " + VT + "*)(" + at + ");";
-                const char* lane[] = {".s0", ".s1", ".s2", ".s3"};
-                for (int l = 0; l < V; ++l) r += " " + dst + "[" + n(i + l) + "] = w" + lane[l] + ";";
-                r += " }\n";
-            }
-        }
-        return r;
-    };
-    auto products = [&](const std::string& a, const std::string& b) {
-        return "            #pragma unroll\n            for (int i = 0; i < WM; ++i)\n                #pragma unroll\n"
-               "                for (int j = 0; j < WN; ++j) acc[i][j] = fma(" + a + "[i], " + b + "[j], acc[i][j]);\n";
-    };
-    if (p.fragments) {
-        // The next k step's runs are read into a second set of registers before this step's
-        // products, so that their latency hides behind them.
-        s += "        {\n            T a0[WM], b0[WN], a1[WM], b1[WN];\n";
-        s += reads("a0", "a_tile", "LDA", "OWN_ROW", p.wm, "0") + reads("b0", "b_tile", "LDB", "OWN_COL", p.wn, "0");
-        for (int kk = 0; kk < p.bk; ++kk) {
-            const std::string cur = n(kk % 2), next = n((kk + 1) % 2);
-            if (kk + 1 < p.bk)
-                s += reads("a" + next, "a_tile", "LDA", "OWN_ROW", p.wm, n(kk + 1)) +
-                     reads("b" + next, "b_tile", "LDB", "OWN_COL", p.wn, n(kk + 1));
-            s += products("a" + cur, "b" + cur);
-        }
-        s += "        }\n";
-    } else {
-        s += "        #pragma unroll\n        for (int kk = 0; kk < BK; ++kk) {\n            T a[WM], b[WN];\n";
-        s += reads("a", "a_tile", "LDA", "OWN_ROW", p.wm, "kk") + reads("b", "b_tile", "LDB", "OWN_COL", p.wn, "kk");
-        s += products("a", "b") + "        }\n";
-    }
-    if (p.double_buffer) {
-        // The other tiles were last read before the previous barrier: store the next ones there
-        // while others may still multiply these, then one barrier.
-        s += "        if (more) {\n"
-             "            __local T* next_a = a_tile == As ? As + BK * LDA : As;\n"
-             "            __local T* next_b = b_tile == Bs ? Bs + BK * LDB : Bs;\n" +
-             store_tiles("            ", "next_a", "next_b") +
-             "            a_tile = next_a;\n            b_tile = next_b;\n        }\n"
-             "        barrier(CLK_LOCAL_MEM_FENCE);\n    }\n\n";
-    } else {
-        s += "        barrier(CLK_LOCAL_MEM_FENCE);\n        if (more) {\n";
-        if (!p.prefetch) s += load_tiles("k0 + BK", "            ");
-        s += store_tiles("            ", "As", "Bs");
-        s += "        }\n        barrier(CLK_LOCAL_MEM_FENCE);\n    }\n\n";
-    }
-    // Stores: each run of V columns as one vector store where it is whole and aligned (n a
-    // multiple of V), else element by element.
-    // A cast epilogue stores `o`, of C's floating dtype (float16: vstore_half(N)_rte).
-    const std::optional<DType> cast = epilogue.output;
-    const bool half_out = cast == DType::Float16;
-    s += std::string("    #pragma unroll\n    for (int i = 0; i < WM; ++i) {\n        const I row = row0 + OWN_ROW(i);\n") +
-         (layout.whole_tiles ? "" : "        if (row >= m) continue;\n") + "        __global " + std::string(cast ? cl_storage_type(*cast) : "T") + "* out = C + row * n;\n";
-    auto element = [&](int j, const std::string& col, const std::string& target) {
-        std::string e = "            { const I col = " + col + "; T v = acc[i][" + n(j) + "];";
-        if (cast) e += std::string(" ") + cl_value_type(*cast) + " o;";
-        if (!epilogue.code.empty()) e += "\n                {\n" + epilogue.code + "\n                }\n           ";
-        if (half_out && target == "out[col]") return e + " vstore_half_rte(o, col, out); }\n";
-        return e + " " + target + " = " + (cast ? "o" : "v") + "; }\n";
-    };
-    const std::string out_vector = cast ? cl_value_type(*cast) + n(V) : VT;
-    for (int j = 0; j < p.wn; j += V) {
-        const std::string run = "col0 + OWN_COL(" + n(j) + ")";
-        if (V > 1) {
-            s += std::string(layout.whole_tiles ? "        {" : "        if (n % V == 0 && " + run + " + V <= n) {") + "\n            " +
-                 out_vector + " w;\n";
-            const char* lane[] = {"s0", "s1", "s2", "s3"};
-            for (int l = 0; l < V; ++l) s += element(j + l, run + " + " + n(l), std::string("w.") + lane[l]);
-            // C and its rows start at multiples of V here: an aligned store.
-            s += half_out ? "            vstore_half" + n(V) + "_rte(w, 0, out + " + run + ");\n        }"
-                          : "            *(__global " + out_vector + "*)(out + " + run + ") = w;\n        }";
-            if (layout.whole_tiles) {
-                s += "\n";
-                continue;
-            }
-            s += " else\n";
-        }
-        s += "        {\n";
-        for (int l = 0; l < V; ++l) {
-            if (!layout.whole_tiles) s += "          if (" + run + " + " + n(l) + " < n)\n";
-            s += element(j + l, run + " + " + n(l), "out[col]");
-        }
-        s += "        }\n";
-    }
-    s += "    }\n}\n";
-    return s;
-}
-
-}  // namespace lazytensor::detail::opencl
-// ---- lazytensor/backend/opencl/renderer.hpp ----
-// The renderer: kernel IR -> OpenCL C 1.2 source and the launch geometry to run it with.
-//
-// Two shapes of kernel:
-//   - element-wise (no reduce phase): one work-item per W consecutive elements of the domain's
-//     last axis. Accesses that are contiguous and aligned along it become one vector load or
-//     store (float4, ...); broadcast ones one scalar load; others a load per lane.
-//   - reducing: a work-group is LX outer indices x LY reduce lanes. Each lane folds a strided
-//     share of the reduced space (W consecutive elements at a time when the last axis is
-//     reduced and contiguous: "row" kernels; lanes over the outer index otherwise: "column"
-//     kernels), the LY lanes combine in local memory, and every lane reads the slot, so later
-//     phases (softmax's store, a variance's second pass) run in the same work-group. A kernel
-//     with one reduce phase and few outputs is split along the reduced space into G work-groups
-//     per outer index whose partials a second, small kernel folds before the outer store phase.
-//
-// Semantics follow the host interpreter (backend/host/simd_ops.hpp): integer arithmetic wraps
-// (done in unsigned types), floating max/min propagate NaN, float-to-integer casts saturate
-// (convert_*_sat), bool is stored as one byte. float16 is storage only, as on the host: buffers
-// of `half` are read with vload_half(N) and written with vstore_half(N)_rte (core OpenCL 1.2,
-// no cl_khr_fp16), values in between are float, and a cast to float16 rounds through half.
-
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
-#include <cstdio>
-#include <map>
-#include <sstream>
-#include <string>
-#include <vector>
-
 
 namespace lazytensor::detail::opencl {
 
@@ -11984,6 +11527,908 @@ private:
 /// The kernel as OpenCL C, its kernel function named `name`.
 inline RenderedKernel render(const ir::Kernel& kernel, const DeviceTraits& device, const std::string& name = "lt_kernel") {
     return Renderer(kernel, device, name).render();
+}
+
+}  // namespace lazytensor::detail::opencl
+
+namespace lazytensor::detail::opencl {
+
+struct AttentionParams {
+    int bm = 64, bn = 32;  // query rows and keys of a block
+    int tx = 8, ty = 16;   // work-items along keys (and output columns) and along query rows
+    bool warp = false;
+    int threads() const { return tx * ty; }
+};
+
+inline std::int64_t round_up(std::int64_t x, std::int64_t to) { return (x + to - 1) / to * to; }
+
+/// The local memory a work-group of `p` uses, in bytes, for depths d and dv.
+inline std::size_t attention_local_bytes(const AttentionParams& p, std::int64_t d, std::int64_t dv) {
+    const std::int64_t ldq = round_up(d, 4) + 4, ldv = round_up(dv, 4 * p.tx) + 4, ldp = p.bn + 4;
+    const std::int64_t kv = p.warp ? p.bn * (ldq + ldv) : p.bn * std::max(ldq, ldv);
+    return static_cast<std::size_t>(4 * (p.bm * ldq + kv + p.bm * ldp));
+}
+
+/// The parameters attention of depths d and dv runs with on a device, if it can run there.
+/// `nvidia_cc`: NVIDIA's compute capability (major * 10 + minor), 0 elsewhere.
+inline std::optional<AttentionParams> attention_params_for(std::int64_t d, std::int64_t dv, const DeviceTraits& device,
+                                                           int nvidia_cc) {
+    // Registers: each work-item holds BM / TY rows of dv / TX outputs and of BN / TX scores.
+    if (d < 1 || dv < 1 || d > 256 || dv > 256) return std::nullopt;
+    // The measured fast case: 128 x 64 blocks with warp shuffles (104 KB of shared memory, more
+    // than the 48 KB NVIDIA's OpenCL reports; A100 and H100 allow 163 and 227 KB a block).
+    AttentionParams warp{128, 64, 8, 32, true};
+    if (d <= 64 && dv <= 64 && (nvidia_cc == 80 || nvidia_cc >= 90) && std::size_t(warp.threads()) <= device.max_work_group)
+        return warp;
+    for (int bm : {64, 32, 16}) {
+        AttentionParams p{bm, 32, 8, 16, false};
+        if (std::size_t(p.threads()) <= device.max_work_group && attention_local_bytes(p, d, dv) <= device.local_memory) return p;
+    }
+    return std::nullopt;
+}
+
+/// How the kernel reads one operand: vector loads where its fast axis has stride 1 and its
+/// length is a multiple of 4.
+struct AttentionLayout {
+    bool q_vec = false, k_vec = false, v_vec = false;
+};
+
+inline AttentionLayout attention_layout(const ir::Attention& a) {
+    const std::int64_t d = a.depth(), dv = a.value_depth();
+    return AttentionLayout{a.scores.a.col_stride == 1 && d % 4 == 0, a.scores.b.row_stride == 1 && d % 4 == 0,
+                           a.values.b.col_stride == 1 && dv % 4 == 0};
+}
+
+inline const char* attention_kernel_name() { return "lt_attention"; }
+
+/// The program of the attention kernel. `f` is the score function as a prologue function
+/// (prologue_code of ir::Attention::score_function), taking the score and f's scalars.
+inline std::string attention_kernel_source(std::int64_t d, std::int64_t dv, const AttentionParams& p,
+                                           const AttentionLayout& layout, const FusedPrologue& f) {
+    auto n = [](auto x) { return std::to_string(x); };
+    std::string s;
+    if (f.fp64) s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
+    for (const std::string& h : f.helpers) s += h;
+    s += f.function;
+    s += "// lazytensor attention: d " + n(d) + ", dv " + n(dv) + ", block " + n(p.bm) + " x " + n(p.bn) + ", work-items " +
+         n(p.tx) + " x " + n(p.ty) + (p.warp ? ", warp shuffles" : "") + "\n";
+    s += "#define D " + n(d) + "\n#define DP " + n(round_up(d, 4)) + "\n#define DV " + n(dv) + "\n#define DVP " +
+         n(round_up(dv, 4 * p.tx)) + "\n#define BM " + n(p.bm) + "\n#define BN " + n(p.bn) + "\n#define TX " + n(p.tx) +
+         "\n#define TY " + n(p.ty) + "\n#define WARP " + n(int(p.warp)) + "\n#define Q_VEC " + n(int(layout.q_vec)) +
+         "\n#define K_VEC " + n(int(layout.k_vec)) + "\n#define V_VEC " + n(int(layout.v_vec)) + "\n";
+    s += R"CL(#define RM (BM / TY)
+#define RN (BN / TX)
+#define CN (DVP / TX)
+#define LDQ (DP + 4)
+#define LDV (DVP + 4)
+#define LDP (BN + 4)
+#define NT (TX * TY)
+#define LT_MAX(a, b) (((b) > (a) || isnan(b)) ? (b) : (a))
+#if WARP
+inline float lt_shfl_xor(float v, int mask) {
+    float r;
+    asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=f"(r) : "f"(v), "r"(mask));
+    return r;
+}
+#define WARP_SYNC() asm volatile("bar.warp.sync 0xffffffff;" ::: "memory")
+#endif
+
+// Rows [first, first + ROWS) of a matrix whose element (row, c) is at X + row * RS + c * CS
+// (c < W; zeros past W and past `limit` rows), to local memory at dst with leading dimension LD
+// and WP columns.
+#define LOAD_ROWS(VEC, dst, LD, ROWS, WP, W, X, RS, CS, first, limit)                                   \
+    if (VEC) {                                                                                          \
+        for (int e = lid; e < ROWS * (WP / 4); e += NT) {                                               \
+            const int r = e / (WP / 4), c = e % (WP / 4) * 4;                                           \
+            *(__local float4*)(dst + r * LD + c) = (first) + r < (limit) && c < W                       \
+                ? vload4(0, X + (long)((first) + r) * (RS) + c) : (float4)(0.0f);                       \
+        }                                                                                               \
+    } else {                                                                                            \
+        for (int e = lid; e < ROWS * WP; e += NT) {                                                     \
+            const int r = e / WP, c = e % WP;                                                           \
+            dst[r * LD + c] = (first) + r < (limit) && c < W ? X[(long)((first) + r) * (RS) + (long)c * (CS)] : 0.0f; \
+        }                                                                                               \
+    }
+
+__kernel __attribute__((reqd_work_group_size(TX, TY, 1)))
+void lt_attention(__global float* restrict O, __global const float* Q, __global const float* K,
+                  __global const float* V, const int T, const int S, const long first_batch,
+                  const long q_off, const long q_bs, const long q_rs, const long q_cs,
+                  const long k_off, const long k_bs, const long k_rs, const long k_cs,
+                  const long v_off, const long v_bs, const long v_rs, const long v_cs)CL";
+    s += f.parameters;
+    s += R"CL() {
+    __local float Qs[BM * LDQ] __attribute__((aligned(16)));
+#if WARP
+    __local float Ks[BN * LDQ] __attribute__((aligned(16)));
+    __local float Vs[BN * LDV] __attribute__((aligned(16)));
+#else
+    __local float KV[BN * (LDQ > LDV ? LDQ : LDV)] __attribute__((aligned(16)));  // the block of K, then of V
+    #define Ks KV
+    #define Vs KV
+#endif
+    __local float Ps[BM * LDP] __attribute__((aligned(16)));  // (without WARP, the rows' partial maxima first) the weights
+    const int tx = get_local_id(0), ty = get_local_id(1), lid = ty * TX + tx;
+    const int row0 = get_group_id(0) * BM;
+    const long b = first_batch + get_group_id(2);
+    Q += q_off + b * q_bs;
+    K += k_off + b * k_bs;
+    V += v_off + b * v_bs;
+    O += b * (long)T * DV;
+    // K's row j is key j: element (key, c) of kt is at k_rs * c + k_cs * key.
+    LOAD_ROWS(Q_VEC, Qs, LDQ, BM, DP, D, Q, q_rs, q_cs, row0, T)
+    float o[RM][CN], m[RM], l[RM];
+    #pragma unroll
+    for (int i = 0; i < RM; ++i) {
+        m[i] = -INFINITY;
+        l[i] = 0.0f;
+        #pragma unroll
+        for (int c = 0; c < CN; ++c) o[i][c] = 0.0f;
+    }
+    for (int j0 = 0; j0 < S; j0 += BN) {
+        barrier(CLK_LOCAL_MEM_FENCE);  // every work-item has read the previous K and V (and Q is stored)
+        LOAD_ROWS(K_VEC, Ks, LDQ, BN, DP, D, K, k_cs, k_rs, j0, S)
+#if WARP
+        LOAD_ROWS(V_VEC, Vs, LDV, BN, DVP, DV, V, v_rs, v_cs, j0, S)
+#endif
+        barrier(CLK_LOCAL_MEM_FENCE);
+        float sc[RM][RN];
+        #pragma unroll
+        for (int i = 0; i < RM; ++i)
+            #pragma unroll
+            for (int j = 0; j < RN; ++j) sc[i][j] = 0.0f;
+        for (int c = 0; c < DP; c += 4) {
+            float4 qv[RM], kv[RN];
+            #pragma unroll
+            for (int i = 0; i < RM; ++i) qv[i] = *(__local const float4*)(Qs + (ty + TY * i) * LDQ + c);
+            #pragma unroll
+            for (int j = 0; j < RN; ++j) kv[j] = *(__local const float4*)(Ks + (tx + TX * j) * LDQ + c);
+            #pragma unroll
+            for (int i = 0; i < RM; ++i)
+                #pragma unroll
+                for (int j = 0; j < RN; ++j)
+                    sc[i][j] = fma(qv[i].w, kv[j].w, fma(qv[i].z, kv[j].z, fma(qv[i].y, kv[j].y, fma(qv[i].x, kv[j].x, sc[i][j]))));
+        }
+        // f, the keys past S masked, and each row's maximum agreed.
+        float next[RM];
+        #pragma unroll
+        for (int i = 0; i < RM; ++i) {
+            float part = m[i];
+            #pragma unroll
+            for (int j = 0; j < RN; ++j) {
+                sc[i][j] = j0 + tx + TX * j < S ? )CL";
+    s += f.name + "(sc[i][j]" + f.arguments + ")";
+    s += R"CL( : -INFINITY;
+                part = LT_MAX(part, sc[i][j]);
+            }
+#if WARP
+            part = LT_MAX(part, lt_shfl_xor(part, 1));
+            part = LT_MAX(part, lt_shfl_xor(part, 2));
+            part = LT_MAX(part, lt_shfl_xor(part, 4));
+            next[i] = part;
+#else
+            Ps[(ty + TY * i) * TX + tx] = part;
+#endif
+        }
+#if !WARP
+        barrier(CLK_LOCAL_MEM_FENCE);
+        #pragma unroll
+        for (int i = 0; i < RM; ++i) {
+            float mx = m[i];
+            #pragma unroll
+            for (int t = 0; t < TX; ++t) mx = LT_MAX(mx, Ps[(ty + TY * i) * TX + t]);
+            next[i] = mx;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);  // the maxima and K are read: the weights and V overwrite them
+#endif
+        #pragma unroll
+        for (int i = 0; i < RM; ++i) {
+            // A row whose scores so far are all -inf keeps weights 0 (exp(-inf - 0)) until a finite one comes.
+            const float shift = next[i] == -INFINITY ? 0.0f : next[i];
+            const float alpha = exp(m[i] - shift);
+            m[i] = next[i];
+            l[i] *= alpha;
+            #pragma unroll
+            for (int c = 0; c < CN; ++c) o[i][c] *= alpha;
+            #pragma unroll
+            for (int j = 0; j < RN; ++j) {
+                const float w = exp(sc[i][j] - shift);
+                l[i] += w;
+                Ps[(ty + TY * i) * LDP + tx + TX * j] = w;
+            }
+        }
+#if WARP
+        WARP_SYNC();  // this warp's rows of weights are written (only this warp reads them)
+#else
+        LOAD_ROWS(V_VEC, Vs, LDV, BN, DVP, DV, V, v_rs, v_cs, j0, S)
+        barrier(CLK_LOCAL_MEM_FENCE);
+#endif
+        for (int j = 0; j < BN; j += 4) {
+            float4 pv[RM], vv[4][CN / 4];
+            #pragma unroll
+            for (int i = 0; i < RM; ++i) pv[i] = *(__local const float4*)(Ps + (ty + TY * i) * LDP + j);
+            #pragma unroll
+            for (int t = 0; t < 4; ++t)
+                #pragma unroll
+                for (int c = 0; c < CN / 4; ++c) vv[t][c] = *(__local const float4*)(Vs + (j + t) * LDV + c * 4 * TX + tx * 4);
+            #pragma unroll
+            for (int i = 0; i < RM; ++i)
+                #pragma unroll
+                for (int c = 0; c < CN / 4; ++c) {
+                    float4 acc = (float4)(o[i][4 * c], o[i][4 * c + 1], o[i][4 * c + 2], o[i][4 * c + 3]);
+                    acc = fma((float4)(pv[i].x), vv[0][c], acc);
+                    acc = fma((float4)(pv[i].y), vv[1][c], acc);
+                    acc = fma((float4)(pv[i].z), vv[2][c], acc);
+                    acc = fma((float4)(pv[i].w), vv[3][c], acc);
+                    o[i][4 * c] = acc.x, o[i][4 * c + 1] = acc.y, o[i][4 * c + 2] = acc.z, o[i][4 * c + 3] = acc.w;
+                }
+        }
+#if WARP
+        WARP_SYNC();  // the weights are read before the next block writes them
+#endif
+    }
+    // Each work-item summed the weights of its own keys: the rows' totals.
+#if !WARP
+    barrier(CLK_LOCAL_MEM_FENCE);
+    #pragma unroll
+    for (int i = 0; i < RM; ++i) Ps[(ty + TY * i) * TX + tx] = l[i];
+    barrier(CLK_LOCAL_MEM_FENCE);
+#endif
+    #pragma unroll
+    for (int i = 0; i < RM; ++i) {
+#if WARP
+        float total = l[i];
+        total += lt_shfl_xor(total, 1);
+        total += lt_shfl_xor(total, 2);
+        total += lt_shfl_xor(total, 4);
+#else
+        float total = 0.0f;
+        #pragma unroll
+        for (int t = 0; t < TX; ++t) total += Ps[(ty + TY * i) * TX + t];
+#endif
+        const int row = row0 + ty + TY * i;
+        if (row >= T) continue;
+        __global float* out = O + (long)row * DV;
+        #pragma unroll
+        for (int c = 0; c < CN / 4; ++c) {
+            const int col = c * 4 * TX + tx * 4;
+            const float4 r = (float4)(o[i][4 * c], o[i][4 * c + 1], o[i][4 * c + 2], o[i][4 * c + 3]) / total;
+#if DV % 4 == 0
+            if (col < DV) vstore4(r, 0, out + col);
+#else
+            if (col < DV) out[col] = r.x;
+            if (col + 1 < DV) out[col + 1] = r.y;
+            if (col + 2 < DV) out[col + 2] = r.z;
+            if (col + 3 < DV) out[col + 3] = r.w;
+#endif
+        }
+    }
+}
+)CL";
+    return s;
+}
+
+}  // namespace lazytensor::detail::opencl
+// ---- lazytensor/backend/opencl/clblast_tuning.hpp ----
+// CLBlast parameters for devices its own database lacks, found with CLBlast's tuner
+// (clblast_tuner_xgemm) on the device itself and handed to CLBlast through OverrideParameters
+// when the backend starts. LAZYTENSOR_CLBLAST_TUNING=off keeps CLBlast's defaults.
+//
+// How an entry was found (bench/README.md has the numbers): clblast_tuner_xgemm -precision 32
+// -m 2048 -n 2048 -k 2048 -fraction 0.02 on the device; the fastest configurations were then
+// compared at 1024..8192 through bench_gemm_opencl, and the best one kept.
+
+
+#if LAZYTENSOR_OPENCL && LAZYTENSOR_CLBLAST
+
+#include <clblast.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <unordered_map>
+
+namespace lazytensor::detail::opencl {
+
+struct ClblastTuning {
+    const char* device;  // CL_DEVICE_NAME, exactly
+    clblast::Precision precision;
+    const char* kernel;  // CLBlast's kernel family
+    const char* parameters;
+};
+
+// Tuned on an NVIDIA H100 80GB HBM3 (driver 580.159.04, CLBlast 1.5.3) on 2026-11-21; the H200
+// (same Hopper SM) measured the same gain with them (8192^3: 33.2 -> 44.8 TFLOP/s).
+inline constexpr const char* kHopperXgemm =
+    "GEMMK=0 MWG=128 NWG=64 KWG=32 MDIMC=16 NDIMC=8 MDIMA=8 NDIMB=32 KWI=2 VWM=4 VWN=2 STRM=1 STRN=1 SA=1 SB=1 KREG=1";
+
+inline constexpr ClblastTuning kClblastTunings[] = {
+    {"NVIDIA H100 80GB HBM3", clblast::Precision::kSingle, "Xgemm", kHopperXgemm},
+    {"NVIDIA H200", clblast::Precision::kSingle, "Xgemm", kHopperXgemm},
+};
+
+/// "KEY=VALUE KEY=VALUE ..." (commas also separate) as CLBlast's parameter map.
+inline std::unordered_map<std::string, std::size_t> parse_clblast_parameters(const std::string& text) {
+    std::unordered_map<std::string, std::size_t> out;
+    std::size_t at = 0;
+    while (at < text.size()) {
+        const std::size_t end = std::min(text.find_first_of(" ,", at), text.size());
+        const std::string item = text.substr(at, end - at);
+        const std::size_t eq = item.find('=');
+        if (eq != std::string::npos) out[item.substr(0, eq)] = std::strtoull(item.c_str() + eq + 1, nullptr, 10);
+        at = end + 1;
+    }
+    return out;
+}
+
+/// Hands CLBlast the tuned parameters of this device, if there are any; returns what it did
+/// ("" when nothing applies).
+inline std::string apply_clblast_tuning(cl_device_id device, const std::string& device_name) {
+    if (!env_flag("LAZYTENSOR_CLBLAST_TUNING", true)) return "";
+    std::string applied;
+    for (const ClblastTuning& t : kClblastTunings) {
+        if (device_name != t.device) continue;
+        const clblast::StatusCode status =
+            clblast::OverrideParameters(device, t.kernel, t.precision, parse_clblast_parameters(t.parameters));
+        if (status != clblast::StatusCode::kSuccess) {
+            std::cerr << "[lazytensor] warning: CLBlast rejected the tuned " << t.kernel << " parameters for "
+                      << device_name << " (status " << static_cast<int>(status) << "); using its defaults\n";
+            continue;
+        }
+        applied += std::string(applied.empty() ? "" : ", ") + t.kernel;
+    }
+    return applied;
+}
+
+}  // namespace lazytensor::detail::opencl
+
+#endif
+// ---- lazytensor/backend/opencl/gemm_epilogue.hpp ----
+// Kernels fused into the own GEMM kernel and the scan kernels (schedule/fuse_products.hpp),
+// rendered as code (fused_code.hpp):
+//   - a product's or scan's element-wise consumer (ir::fits_as_epilogue) as its epilogue,
+//     applied to each result in the item's stores at the domain coordinates of that result, so
+//     that relu(x @ w + b) is one kernel and the product never reaches memory. The epilogue's
+//     results go to the item's output buffer (of the product's dtype or, after a cast, another);
+//     a `product` (`scanned`) buffer also gets the product (scan) itself when store_product
+//     (store_scanned) is nonzero (a tensor outside the graph holds it);
+//   - an operand's producer (ir::fits_as_prologue) as a function applied to each element of
+//     its input as the item loads it (a scale, a cast from float16).
+
+#include <string>
+#include <vector>
+
+// ---- lazytensor/backend/opencl/gemm_kernel.hpp ----
+// lazytensor's own OpenCL GEMM kernel: C = A x B over an ir::Gemm, float32 or float64.
+//
+// A and B are read in place through their strides (any layout: row- or column-major, or
+// neither); C is contiguous [batch, m, n]. Sizes, strides and offsets are kernel arguments, so
+// one program serves every shape of a layout class. The tiles of C are the first NDRange
+// dimension (one index for rows and columns of tiles: some devices allow only 65535 work-groups
+// along the others), the batch the third, launched in chunks of at most 65535 matrices; each
+// matrix starts at a constant batch stride, or at the offsets of a per-matrix table (2 longs per
+// matrix: A's, then B's) where the batch has several axes.
+//
+// Each work-group computes a BM x BN tile of C (BM = tm * wm, BN = tn * wn) with tm x tn
+// work-items, each holding a wm x wn register tile; a work-item owns runs of v consecutive rows
+// (and columns) strided by tm * v (tn * v), so that local-memory reads are aligned v-wide vector
+// loads that are broadcasts or consecutive across the work-items, and the stores coalesce. Tiles of A (BM x bk) and B (bk x bn) are staged in local memory, k-major; the next
+// tile's global loads are issued before the current tile is multiplied (register prefetch), so
+// their latency hides behind the FMAs. Loads of a tile map consecutive work-items along the
+// operand's unit-stride axis (the layout class), so they coalesce whatever the transposes.
+// Edges are guarded inside the kernel: out-of-range loads read 0, out-of-range stores are
+// skipped; there are no padding or transpose kernels. Where every tile is whole and every vector
+// access aligned (GemmLayoutClass::whole_tiles), a variant without those checks runs.
+//
+// An epilogue (FusedEpilogue) is code applied to each result before its store, with its row,
+// column and batch index in scope, and extra kernel parameters after the fixed ones.
+
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+
+namespace lazytensor::detail::opencl {
+
+/// The shape of the kernel: work-items per group along m and n, outputs per work-item along m
+/// and n, and the depth of a k tile.
+struct GemmKernelParams {
+    int tm = 16, tn = 16;
+    int wm = 8, wn = 8;
+    int bk = 16;
+    int v = 1;             // width of the local-memory reads and of the runs of rows and columns a work-item owns
+    int gv = 1;            // width of the global loads along an operand's unit-stride axis (where aligned)
+    bool prefetch = true;  // issue the next tile's global loads before multiplying this one
+    bool double_buffer = false;  // two local tiles (needs prefetch): one barrier per k step, not two
+    bool fragments = false;      // read the next k step's runs from local memory before this step's products
+    // NVIDIA: registers a work-item may use (the PTX directive .maxnreg, which NVIDIA's OpenCL C
+    // compiler has no option for; -cl-nv-maxrregcount is ignored), so that two work-groups fit a
+    // multiprocessor; 0: the compiler's choice. Other devices ignore it.
+    int max_registers = 0;
+
+    int block_m() const { return tm * wm; }
+    int block_n() const { return tn * wn; }
+    int threads() const { return tm * tn; }
+    /// Every field, for keys and messages: a field left out of a key would let two kernels share it.
+    std::string str() const {
+        return std::to_string(tm) + ',' + std::to_string(tn) + ',' + std::to_string(wm) + ',' + std::to_string(wn) + ',' +
+               std::to_string(bk) + ',' + std::to_string(v) + ',' + std::to_string(gv) + ',' + char('0' + prefetch) + ',' +
+               char('0' + double_buffer) + ',' + char('0' + fragments) + ',' + std::to_string(max_registers);
+    }
+    bool operator==(const GemmKernelParams& o) const { return str() == o.str(); }
+};
+
+/// The form of GemmKernelParams::str() that the tools read (--params): the first eight fields
+/// are required, the others default.
+inline const char* gemm_params_form() { return "tm,tn,wm,wn,bk,v,gv,prefetch[,double_buffer[,fragments[,max_registers]]]"; }
+
+/// A parameter set written in gemm_params_form(); nothing when `text` is not in that form.
+inline std::optional<GemmKernelParams> parse_gemm_params(const std::string& text) {
+    GemmKernelParams p;
+    int flags[3] = {1, 0, 0}, end = 0;  // prefetch, double_buffer, fragments
+    const int fields = std::sscanf(text.c_str(), "%d,%d,%d,%d,%d,%d,%d,%d%n,%d%n,%d%n,%d%n", &p.tm, &p.tn, &p.wm, &p.wn, &p.bk,
+                                   &p.v, &p.gv, &flags[0], &end, &flags[1], &end, &flags[2], &end, &p.max_registers, &end);
+    if (fields < 8 || std::size_t(end) != text.size()) return std::nullopt;
+    p.prefetch = flags[0] != 0, p.double_buffer = flags[1] != 0, p.fragments = flags[2] != 0;
+    return p;
+}
+
+/// Which axis of each operand the tile loads walk with consecutive work-items: the unit-stride
+/// one where there is one, so that the loads coalesce.
+struct GemmLayoutClass {
+    bool a_k_fast = true;   // A's column (k) stride is 1 (row-major A); else walk m
+    bool b_n_fast = true;   // B's column (n) stride is 1 (row-major B); else walk k
+    bool wide_index = false;  // element offsets within a matrix need 64 bits
+    // Every tile is whole (m, n and k are multiples of the tile), the unit strides are 1 and every
+    // vector load is aligned: the kernel has no edge checks (fewer registers and instructions).
+    bool whole_tiles = false;
+};
+
+/// Which GEMM runs OpenCL matrix products: per shape (Auto), the own kernel, or CLBlast.
+enum class GemmChoice { Auto, Own, CLBlast };
+
+/// LAZYTENSOR_OPENCL_GEMM: auto (default), own or clblast; anything else is a ValueError.
+inline GemmChoice gemm_choice_from_env() {
+    const char* v = env("LAZYTENSOR_OPENCL_GEMM");
+    if (!v) return GemmChoice::Auto;
+    std::string s(v);
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (s == "auto") return GemmChoice::Auto;
+    if (s == "own") return GemmChoice::Own;
+    if (s == "clblast") return GemmChoice::CLBlast;
+    fail<ValueError>("LAZYTENSOR_OPENCL_GEMM=", v, " is not a GEMM choice: use auto, own (lazytensor's kernel) or clblast");
+}
+
+/// Auto's choice where CLBlast is built: whether the own kernel measured faster than CLBlast
+/// for products like `g` on this device class. On the H100 (bench_gemm_kernel, 2026-11-27) it
+/// was for every float32 product of issue 18, 4096^3 included (3.1 ms against CLBlast's tuned
+/// indirect kernel's 3.4). Elsewhere (float64, other devices) nothing was measured: CLBlast
+/// stays.
+inline bool own_gemm_faster(const ir::Gemm& g, bool gpu, const std::string& device_name) {
+    return gpu && device_name.find("NVIDIA") != std::string::npos && g.dtype == DType::Float32;
+}
+
+/// The local memory a parameter set's tiles take, in bytes, for elements of `elem` bytes.
+inline std::size_t gemm_local_bytes(const GemmKernelParams& p, std::size_t elem) {
+    return std::size_t(p.double_buffer ? 2 : 1) * std::size_t(p.bk) * std::size_t(p.block_m() + p.block_n() + 2 * p.v) * elem;
+}
+
+/// Whether a parameter set makes a kernel: every work-item loads whole shares of a tile, in
+/// vectors of gv, and v and gv divide what they split.
+inline bool gemm_params_valid(const GemmKernelParams& p) {
+    const bool positive = p.tm > 0 && p.tn > 0 && p.wm > 0 && p.wn > 0 && p.bk > 0;
+    const bool vector = (p.v == 1 || p.v == 2 || p.v == 4) && p.wm % p.v == 0 && p.wn % p.v == 0;
+    const bool global_vector = (p.gv == 1 || p.gv == 2 || p.gv == 4) && positive && p.bk % p.gv == 0 &&
+                               p.block_m() % p.gv == 0 && p.block_n() % p.gv == 0;
+    const int share = p.threads() * p.gv;
+    const bool registers = p.max_registers == 0 || (p.max_registers >= 16 && p.max_registers <= 255);
+    return positive && vector && global_vector && (p.block_m() * p.bk) % share == 0 && (p.block_n() * p.bk) % share == 0 &&
+           (!p.double_buffer || p.prefetch) && registers;
+}
+
+/// ValueError unless the parameter set makes a kernel.
+inline void check_gemm_params(const GemmKernelParams& p) {
+    if (!gemm_params_valid(p))
+        fail<ValueError>("OpenCL GEMM kernel parameters tm ", p.tm, ", tn ", p.tn, ", wm ", p.wm, ", wn ", p.wn, ", bk ",
+                         p.bk, ", v ", p.v, ", gv ", p.gv, p.double_buffer ? ", double-buffered" : "",
+                         p.max_registers ? concat(", at most ", p.max_registers, " registers") : std::string(),
+                         ": each tile of A (tm*wm x bk) and of B (bk x tn*wn) must split evenly over the tm*tn "
+                         "work-items in loads of gv, v and gv (1, 2 or 4) divide wm and wn, and bk and the tiles, "
+                         "double buffering needs prefetch, and a register cap is 0 (none) or 16 to 255");
+}
+
+/// The layout class of a product (which of its operands' strides are 1, whether 32-bit element
+/// offsets suffice within one matrix).
+inline GemmLayoutClass gemm_layout_class(const ir::Gemm& g) {
+    GemmLayoutClass c;
+    c.a_k_fast = g.m == 1 || (g.k > 1 && std::abs(g.a.col_stride) <= std::abs(g.a.row_stride));
+    c.b_n_fast = g.k == 1 || (g.n > 1 && std::abs(g.b.col_stride) <= std::abs(g.b.row_stride));
+    const auto span = [](const ir::MatrixLayout& l, std::int64_t rows, std::int64_t cols) {
+        return std::abs(l.row_stride) * std::max<std::int64_t>(rows - 1, 0) +
+               std::abs(l.col_stride) * std::max<std::int64_t>(cols - 1, 0);
+    };
+    const std::int64_t most = std::max({span(g.a, g.m, g.k), span(g.b, g.k, g.n), g.m * g.n});
+    c.wide_index = most >= (std::int64_t(1) << 31) - std::max<std::int64_t>(g.m, g.n) - 1;
+    return c;
+}
+
+/// Whether a product may run a whole-tiles kernel with parameter set `p` (GemmLayoutClass::
+/// whole_tiles): m, n and k (all > 0) are multiples of the tile, each operand's fast axis (as
+/// `layout` says) has stride 1, and its other stride and every matrix's start are multiples of
+/// the vector load's width.
+inline bool gemm_whole_tiles(const ir::Gemm& g, const GemmLayoutClass& layout, const GemmKernelParams& p) {
+    if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.m % p.block_m() != 0 || g.n % p.block_n() != 0 || g.k % p.bk != 0) return false;
+    const auto aligned = [&](const ir::MatrixLayout& l, bool row_fast) {
+        const std::int64_t unit = row_fast ? l.col_stride : l.row_stride, other = row_fast ? l.row_stride : l.col_stride;
+        if (unit != 1 || other % p.gv != 0 || l.offset % p.gv != 0) return false;
+        for (std::size_t t = 0; t < g.batch.size(); ++t)
+            if (g.batch[t] > 1 && l.batch_strides[t] % p.gv != 0) return false;
+        return true;
+    };
+    return aligned(g.a, layout.a_k_fast) && aligned(g.b, layout.b_n_fast);
+}
+
+/// The parameter set for a product on a device class. NVIDIA GPUs get sets measured on the H100
+/// (bench_gemm_kernel --params, 2026-11-27/28), all with vector loads of 4 from global and local
+/// memory: for one matrix with n >= 256 and at least 128 tiles of 128x128 (about a wave of the
+/// H100's 132 SMs), 128x128 tiles of depth 8 from 16 x 16 work-items of 8x8 outputs, reading the
+/// next k step early, capped at 128 registers so that two work-groups share a multiprocessor
+/// (4096^3: 3.06 ms, 128x256 tiles uncapped 3.14; 8192x512x256: 0.073, 128x64 tiles 0.084);
+/// batches with n >= 512, 64x128 tiles from 8 x 16 work-items of 8x8, double-buffered (32 x
+/// 1024x64x1024: 0.145 ms); where n <= 32, 64x16 tiles from 32 x 4 work-items of 2x4
+/// (8192x256x10: 0.026 ms); else 128x64 tiles of depth 16 from 32 x 8 work-items of 4x8 outputs
+/// (more work-groups for narrow or small products: 1024^3 0.085 ms). The capped 128x128 set goes
+/// to depth 16 where its tiles are whole (no edge checks: 4096^3 2.876 ms against 2.913 at depth
+/// 8 on the H200, 2026-11-28; with edge checks depth 16 was the slower). Other GPUs get a middle
+/// set, CPUs (PoCL) a small one that builds fast.
+inline GemmKernelParams gemm_params_for(const ir::Gemm& g, bool gpu, const std::string& device_name,
+                                        std::size_t max_work_group, std::size_t local_memory) {
+    //                  tm  tn  wm  wn  bk  v  gv  prefetch, double buffer, fragments, max registers
+    GemmKernelParams p{8, 8, 4, 4, 8, 1, 1, false};
+    if (gpu && device_name.find("NVIDIA") != std::string::npos) {
+        auto tiles = [&](std::int64_t bm, std::int64_t bn) { return ((g.m + bm - 1) / bm) * ((g.n + bn - 1) / bn) * g.batch_count(); };
+        if (g.dtype == DType::Float64) p = GemmKernelParams{16, 16, 4, 4, 16, 2, 1, true};
+        else if (g.n <= 32) p = GemmKernelParams{32, 4, 2, 4, 16, 2, 2, true, true};
+        else if (g.n >= 256 && g.batch_count() == 1 && tiles(128, 128) >= 128) {
+            p = GemmKernelParams{16, 16, 8, 8, 8, 4, 4, true, false, true, 128};
+            GemmKernelParams deep = p;  // depth 16 pays only without edge checks
+            deep.bk = 16;
+            if (gemm_whole_tiles(g, gemm_layout_class(g), deep)) p = deep;
+        }
+        else if (g.n >= 512 && g.batch_count() > 1) p = GemmKernelParams{8, 16, 8, 8, 16, 4, 4, true, true, true};
+        else p = GemmKernelParams{32, 8, 4, 8, 16, 4, 4, true, true};
+    } else if (gpu) {
+        p = GemmKernelParams{16, 16, 4, 4, 16, 1, 1, true};
+    }
+    // Fit the device: halve the work-group, then the k depth, while either is too large.
+    const std::size_t elem = dtype_size(g.dtype);
+    auto local_bytes = [&] { return gemm_local_bytes(p, elem); };
+    while (std::size_t(p.threads()) > max_work_group && p.tm > 1) p.tm /= 2, p.wm *= 2;
+    while (local_bytes() > local_memory && p.bk > p.gv) p.bk /= 2;
+    if (!gemm_params_valid(p) || std::size_t(p.threads()) > max_work_group || local_bytes() > local_memory)
+        p = GemmKernelParams{1, 1, 1, 1, 1, 1, 1, false};  // a tiny device: one work-item per group, slow but right
+    return p;
+}
+
+/// `ptx` (a program's PTX text, as NVIDIA's driver gives it) with `directive` (".maxnreg 128",
+/// ".minnctapersm 2") among its kernel's performance directives, before the body. Nothing when
+/// `ptx` is not PTX of one entry, or has that directive already.
+inline std::optional<std::string> ptx_with_directive(const std::string& ptx, const std::string& directive) {
+    const std::size_t entry = ptx.find(".entry ");
+    if (entry == std::string::npos || ptx.find(".entry ", entry + 1) != std::string::npos ||
+        ptx.find(directive.substr(0, directive.find(' '))) != std::string::npos)
+        return std::nullopt;
+    const std::size_t body = ptx.find("\n{", entry);
+    if (body == std::string::npos) return std::nullopt;
+    const std::size_t parameters_end = ptx.rfind(')', body);
+    if (parameters_end == std::string::npos || parameters_end < entry) return std::nullopt;
+    return ptx.substr(0, body + 1) + directive + "\n" + ptx.substr(body + 1);
+}
+
+/// `ptx` with its kernel capped at `registers` per work-item (`.maxnreg`).
+inline std::optional<std::string> ptx_with_register_cap(const std::string& ptx, int registers) {
+    return ptx_with_directive(ptx, ".maxnreg " + std::to_string(registers));
+}
+
+/// The name of the kernel in every program gemm_kernel_source makes.
+inline const char* gemm_kernel_name() { return "lt_gemm"; }
+
+/// The OpenCL C source of lt_gemm for `dtype`, a layout class and a parameter set.
+///
+/// Arguments: C, A, B, the offset table (any buffer when unused), then (int or long as the
+/// layout class says) m, n, k, A's row and column strides, B's row and column strides; then the
+/// longs A's offset, A's batch stride, B's offset, B's batch stride, an int that is nonzero
+/// when the offset table holds each matrix's offsets, and a long, the first matrix of this
+/// launch; then the epilogue's parameters. NDRange: (ceil(m / BM) * ceil(n / BN) * tn, tm,
+/// matrices in this launch), work-groups (tn, tm, 1).
+inline std::string gemm_kernel_source(DType dtype, const GemmLayoutClass& layout, const GemmKernelParams& p,
+                                      const FusedEpilogue& epilogue = {}, const FusedPrologue& prologue_a = {},
+                                      const FusedPrologue& prologue_b = {}) {
+    check_gemm_params(p);
+    if (dtype != DType::Float32 && dtype != DType::Float64)
+        fail<DTypeError>("the OpenCL GEMM kernel computes float32 and float64 products, not ", dtype);
+    const std::string T = dtype == DType::Float64 ? "double" : "float";
+    const std::string I = layout.wide_index ? "long" : "int";
+    const int BM = p.block_m(), BN = p.block_n(), NT = p.threads(), V = p.v;
+    const int a_pad = layout.a_k_fast ? V : 0, b_pad = layout.b_n_fast ? 0 : V;  // spread k-fast stores over banks
+    const int LDA = BM + a_pad, LDB = BN + b_pad;
+    const int LA = BM * p.bk / NT, LB = BN * p.bk / NT;
+    auto n = [](auto x) { return std::to_string(x); };
+    const std::string VT = V == 1 ? T : T + n(V);  // the vector type of a run
+
+    const FusedPrologue* prologue[2] = {&prologue_a, &prologue_b};
+    // An operand without a prologue is stored in the product's type.
+    auto storage = [&](const FusedPrologue& f) { return f.name.empty() ? dtype : f.storage; };
+    std::string s;
+    // Fused code rounds each operation on its own, as elsewhere (the product's FMAs are explicit).
+    const bool fused = !epilogue.code.empty() || !prologue_a.name.empty() || !prologue_b.name.empty();
+    if (fused) s += "#pragma OPENCL FP_CONTRACT OFF\n";
+    bool fp64 = dtype == DType::Float64 || epilogue.fp64;
+    for (const FusedPrologue* f : prologue) fp64 = fp64 || f->fp64 || storage(*f) == DType::Float64;
+    if (fp64) s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
+    {  // helper functions, each once, then the prologues' functions (before the macros below)
+        std::vector<std::string> helpers = epilogue.helpers;
+        for (const FusedPrologue* f : prologue) helpers.insert(helpers.end(), f->helpers.begin(), f->helpers.end());
+        std::vector<std::string> once;
+        for (const std::string& h : helpers)
+            if (std::find(once.begin(), once.end(), h) == once.end()) once.push_back(h), s += h;
+        for (const FusedPrologue* f : prologue) s += f->function;
+        if (storage(prologue_a) == DType::Float16 || storage(prologue_b) == DType::Float16)
+            s += "float2 lt_halves2(uint bits) { return vload_half2(0, (const __private half*)&bits); }\n"
+                 "float4 lt_halves4(uint2 bits) { return vload_half4(0, (const __private half*)&bits); }\n";
+    }
+    s += "// lazytensor GEMM: tm " + n(p.tm) + ", tn " + n(p.tn) + ", wm " + n(p.wm) + ", wn " + n(p.wn) + ", bk " +
+         n(p.bk) + ", v " + n(V) + (p.prefetch ? ", prefetch" : "") + (p.double_buffer ? ", double-buffered" : "") +
+         (p.fragments ? ", fragments" : "") + (p.max_registers ? ", at most " + n(p.max_registers) + " registers" : "") +
+         "; A " + (layout.a_k_fast ? "k" : "m") +
+         "-fast, B " + (layout.b_n_fast ? "n" : "k") + "-fast" + (layout.whole_tiles ? ", whole tiles" : "") + "\n";
+    s += "#define T " + T + "\n#define I " + I + "\n#define SA " + cl_storage_type(storage(prologue_a)) + "\n#define SB " +
+         cl_storage_type(storage(prologue_b)) + "\n#define SC " + (epilogue.output ? cl_storage_type(*epilogue.output) : T) + "\n";
+    s += "#define TM " + n(p.tm) + "\n#define TN " + n(p.tn) + "\n#define WM " + n(p.wm) + "\n#define WN " + n(p.wn) +
+         "\n#define BK " + n(p.bk) + "\n#define BM " + n(BM) + "\n#define BN " + n(BN) + "\n#define NT " + n(NT) +
+         "\n#define V " + n(V) + "\n#define LDA " + n(LDA) + "\n#define LDB " + n(LDB) + "\n#define LA " + n(LA) +
+         "\n#define LB " + n(LB) + "\n#define BUFFERS " + n(p.double_buffer ? 2 : 1) + "\n";
+    // Vector accesses to the local tiles are casts that assert their alignment, so that each is
+    // one wide access (NVIDIA's compiler splits vloadN into element loads: 8192x784x512 took 0.21
+    // ms so, 0.17 aligned). Every offset they use is a multiple of V (reads) or GV (stores), and
+    // the tiles start at a multiple of both.
+    const std::size_t elem = dtype_size(dtype);
+    s += "#define LOCAL_ALIGN __attribute__((aligned(" + n(std::size_t(std::max(V, p.gv)) * elem) + ")))\n";
+    // Element e of this work-item's share of a tile: its (row, k) in A's tile and (k, col) in B's.
+    // A load is GV consecutive elements along the fast axis (A_DR, A_DC: its step in rows and k).
+    s += "#define GV " + n(p.gv) + "\n";
+    s += layout.a_k_fast ? "#define A_ROW(x) ((x) / (BK / GV))\n#define A_K(x) ((x) % (BK / GV) * GV)\n#define A_DR 0\n#define A_DC 1\n"
+                         : "#define A_ROW(x) ((x) % (BM / GV) * GV)\n#define A_K(x) ((x) / (BM / GV))\n#define A_DR 1\n#define A_DC 0\n";
+    s += layout.b_n_fast ? "#define B_COL(x) ((x) % (BN / GV) * GV)\n#define B_K(x) ((x) / (BN / GV))\n#define B_DR 0\n#define B_DC 1\n"
+                         : "#define B_COL(x) ((x) / (BK / GV))\n#define B_K(x) ((x) % (BK / GV) * GV)\n#define B_DR 1\n#define B_DC 0\n";
+    // The tile row (column) of a work-item's i-th row (j-th column): runs of V, strided by TM*V.
+    s += "#define OWN_ROW(i) (ty * V + ((i) / V) * (TM * V) + (i) % V)\n"
+         "#define OWN_COL(j) (tx * V + ((j) / V) * (TN * V) + (j) % V)\n";
+    s += R"CL(
+__kernel __attribute__((reqd_work_group_size(TN, TM, 1)))
+void lt_gemm(__global SC* restrict C, __global const SA* restrict A, __global const SB* restrict B,
+             __global const long* restrict offsets, const I m, const I n, const I k,
+             const I a_rs, const I a_cs, const I b_rs, const I b_cs,
+             const long a_offset, const long a_batch_stride, const long b_offset, const long b_batch_stride,
+             const int per_matrix_offsets, const long first_matrix)CL" +
+         epilogue.parameters + prologue_a.parameters + prologue_b.parameters + R"CL() {
+    __local T As[BUFFERS * BK * LDA] LOCAL_ALIGN;
+    __local T Bs[BUFFERS * BK * LDB] LOCAL_ALIGN;
+    __local T* a_tile = As;  // the tiles being multiplied
+    __local T* b_tile = Bs;
+    const int tx = get_local_id(0), ty = get_local_id(1), lid = ty * TN + tx;
+    const I tiles_n = (n + BN - 1) / BN, tile = (I)get_group_id(0);
+    const I row0 = tile / tiles_n * BM, col0 = tile % tiles_n * BN;
+    const long batch = first_matrix + get_group_id(2);
+    long a_base = a_offset + batch * a_batch_stride, b_base = b_offset + batch * b_batch_stride;
+    if (per_matrix_offsets) {
+        a_base = offsets[2 * batch];
+        b_base = offsets[2 * batch + 1];
+    }
+    A += a_base;
+    B += b_base;
+    C += batch * (long)m * (long)n;
+
+    T acc[WM][WN];
+    #pragma unroll
+    for (int i = 0; i < WM; ++i)
+        #pragma unroll
+        for (int j = 0; j < WN; ++j) acc[i][j] = 0;
+    T ra[LA], rb[LB];
+)CL";
+    // Global -> registers: this work-item's share of the tiles at k0, zero outside the
+    // matrices (unrolled here, so that ra and rb stay in registers). With GV > 1, a load that is
+    // whole and aligned is one vector load.
+    auto load_share = [&](const std::string& k0, const std::string& indent, bool is_a) {
+        const std::string X = is_a ? "A" : "B", reg = is_a ? "ra" : "rb";
+        const int shares = (is_a ? LA : LB) / p.gv;
+        // The operand's storage, how a vector of GV and one element of it are read, and its
+        // prologue applied to what was read.
+        const FusedPrologue& f = *prologue[is_a ? 0 : 1];
+        const bool half = storage(f) == DType::Float16;
+        const std::string ST = cl_storage_type(storage(f)), GT = half ? "float" + n(p.gv) : p.gv == 1 ? ST : ST + n(p.gv);
+        // float16: the GV halves as one aligned load of bits (vload_halfN from global memory
+        // was 4 loads on NVIDIA), converted from private memory.
+        auto read_vector = [&](const std::string& at) {
+            return half ? "lt_halves" + n(p.gv) + "(*(__global const " + (p.gv == 2 ? "uint" : "uint2") + "*)(" + X + " + " + at + "))"
+                        : "*(__global const " + GT + "*)(" + X + " + " + at + ")";
+        };
+        auto read_element = [&](const std::string& at) { return half ? "vload_half(" + at + ", " + X + ")" : X + "[" + at + "]"; };
+        auto apply = [&](const std::string& x) { return f.name.empty() ? x : f.name + "(" + x + f.arguments + ")"; };
+        // Load e's GV elements at `at` as one vector, into its registers.
+        auto vector_load = [&](int e, const std::string& at) {
+            std::string v = "const " + GT + " w = " + read_vector(at) + ";";
+            const char* lane[] = {"s0", "s1", "s2", "s3"};
+            for (int l = 0; l < p.gv; ++l) v += " " + reg + "[" + n(e * p.gv + l) + "] = " + apply(std::string("w.") + lane[l]) + ";";
+            return v;
+        };
+        const std::string first = is_a ? "const I r = row0 + A_ROW(x), c = " + k0 + " + A_K(x);"
+                                       : "const I r = " + k0 + " + B_K(x), c = col0 + B_COL(x);";
+        const std::string rows = is_a ? "m" : "k", cols = is_a ? "k" : "n", rs = is_a ? "a_rs" : "b_rs",
+                          cs = is_a ? "a_cs" : "b_cs", DR = X + "_DR", DC = X + "_DC";
+        std::string r;
+        if (layout.whole_tiles) {  // in range and aligned: one load per vector, the unit stride a literal
+            const bool row_unit = is_a ? !layout.a_k_fast : !layout.b_n_fast;
+            const std::string at = row_unit ? "r + c * " + cs : "r * " + rs + " + c";
+            for (int e = 0; e < shares; ++e) {
+                r += indent + "{ const int x = lid + " + n(e * NT) + "; " + first;
+                r += " " + (p.gv == 1 ? reg + "[" + n(e) + "] = " + apply(read_element(at)) + ";" : vector_load(e, at)) + " }\n";
+            }
+            return r;
+        }
+        for (int e = 0; e < shares; ++e) {
+            r += indent + "{ const int x = lid + " + n(e * NT) + "; " + first + "\n";
+            if (p.gv > 1) {
+                r += indent + "  if (" + X + "_vec && r + " + DR + " * (GV - 1) < " + rows + " && c + " + DC + " * (GV - 1) < " +
+                     cols + ") { " + vector_load(e, "r * " + rs + " + c * " + cs) + " } else {\n";
+            }
+            for (int l = 0; l < p.gv; ++l) {
+                const std::string rl = "r + " + DR + " * " + n(l), cl = "c + " + DC + " * " + n(l);
+                r += indent + "  " + reg + "[" + n(e * p.gv + l) + "] = (" + rl + " < " + rows + " && " + cl + " < " +
+                     cols + ") ? " + apply(read_element("(" + rl + ") * " + rs + " + (" + cl + ") * " + cs)) + " : (T)0;\n";
+            }
+            if (p.gv > 1) r += indent + "  }\n";
+            r += indent + "}\n";
+        }
+        return r;
+    };
+    auto load_tiles = [&](const std::string& k0, const std::string& indent) {
+        return load_share(k0, indent, true) + load_share(k0, indent, false);
+    };
+    // Registers -> local memory, k-major.
+    auto store_tiles = [&](const std::string& indent, const std::string& at_a, const std::string& at_b) {
+        std::string r;
+        // Lanes of a load that are consecutive in local memory too: one aligned vector store.
+        auto vector_store = [&](const std::string& at, const char* reg, int e) {
+            std::string lanes;
+            for (int l = 0; l < p.gv; ++l) lanes += std::string(l ? ", " : "") + reg + "[" + n(e * p.gv + l) + "]";
+            return indent + "{ const int x = lid + " + n(e * NT) + "; *(__local " + T + n(p.gv) + "*)(" + at + ") = (" + T +
+                   n(p.gv) + ")(" + lanes + "); }\n";
+        };
+        const bool vector_a = p.gv > 1 && !layout.a_k_fast, vector_b = p.gv > 1 && layout.b_n_fast;
+        for (int e = 0; vector_a && e < LA / p.gv; ++e) r += vector_store(at_a + " + A_K(x) * LDA + A_ROW(x)", "ra", e);
+        for (int e = 0; vector_b && e < LB / p.gv; ++e) r += vector_store(at_b + " + B_K(x) * LDB + B_COL(x)", "rb", e);
+        for (int e = 0; !vector_a && e < LA / p.gv; ++e)
+            for (int l = 0; l < p.gv; ++l)
+                r += indent + "{ const int x = lid + " + n(e * NT) + "; " + at_a + "[(A_K(x) + A_DC * " + n(l) + ") * LDA + A_ROW(x) + A_DR * " +
+                     n(l) + "] = ra[" + n(e * p.gv + l) + "]; }\n";
+        for (int e = 0; !vector_b && e < LB / p.gv; ++e)
+            for (int l = 0; l < p.gv; ++l)
+                r += indent + "{ const int x = lid + " + n(e * NT) + "; " + at_b + "[(B_K(x) + B_DR * " + n(l) + ") * LDB + B_COL(x) + B_DC * " +
+                     n(l) + "] = rb[" + n(e * p.gv + l) + "]; }\n";
+        return r;
+    };
+    if (p.gv > 1 && !layout.whole_tiles)  // whole loads along the unit-stride axis are aligned where the other stride and the base are
+        s += std::string("    const bool A_vec = ") +
+             (layout.a_k_fast ? "a_cs == 1 && a_rs % GV == 0" : "a_rs == 1 && a_cs % GV == 0") +
+             " && a_base % GV == 0;\n    const bool B_vec = " +
+             (layout.b_n_fast ? "b_cs == 1 && b_rs % GV == 0" : "b_rs == 1 && b_cs % GV == 0") + " && b_base % GV == 0;\n";
+    s += load_tiles("0", "    ") + store_tiles("    ", "As", "Bs");
+    s += R"CL(
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (I k0 = 0; k0 < k; k0 += BK) {
+        const bool more = k0 + BK < k;
+)CL";
+    if (p.prefetch) s += "        if (more) {\n" + load_tiles("k0 + BK", "            ") + "        }\n";
+    // Reads of k step `kk`'s runs from local memory.
+    auto reads = [&](const std::string& dst, const char* src, const char* ld, const char* own, int count, const std::string& kk) {
+        std::string r;
+        for (int i = 0; i < count; i += V) {
+            const std::string at = std::string(src) + " + " + kk + " * " + ld + " + " + own + "(" + n(i) + ")";
+            if (V == 1) {
+                r += "            " + dst + "[" + n(i) + "] = *(" + at + ");\n";
+            } else {
+                r += "            { const " + VT + " w = *(__local const " + VT + "*)(" + at + ");";
+                const char* lane[] = {".s0", ".s1", ".s2", ".s3"};
+                for (int l = 0; l < V; ++l) r += " " + dst + "[" + n(i + l) + "] = w" + lane[l] + ";";
+                r += " }\n";
+            }
+        }
+        return r;
+    };
+    auto products = [&](const std::string& a, const std::string& b) {
+        return "            #pragma unroll\n            for (int i = 0; i < WM; ++i)\n                #pragma unroll\n"
+               "                for (int j = 0; j < WN; ++j) acc[i][j] = fma(" + a + "[i], " + b + "[j], acc[i][j]);\n";
+    };
+    if (p.fragments) {
+        // The next k step's runs are read into a second set of registers before this step's
+        // products, so that their latency hides behind them.
+        s += "        {\n            T a0[WM], b0[WN], a1[WM], b1[WN];\n";
+        s += reads("a0", "a_tile", "LDA", "OWN_ROW", p.wm, "0") + reads("b0", "b_tile", "LDB", "OWN_COL", p.wn, "0");
+        for (int kk = 0; kk < p.bk; ++kk) {
+            const std::string cur = n(kk % 2), next = n((kk + 1) % 2);
+            if (kk + 1 < p.bk)
+                s += reads("a" + next, "a_tile", "LDA", "OWN_ROW", p.wm, n(kk + 1)) +
+                     reads("b" + next, "b_tile", "LDB", "OWN_COL", p.wn, n(kk + 1));
+            s += products("a" + cur, "b" + cur);
+        }
+        s += "        }\n";
+    } else {
+        s += "        #pragma unroll\n        for (int kk = 0; kk < BK; ++kk) {\n            T a[WM], b[WN];\n";
+        s += reads("a", "a_tile", "LDA", "OWN_ROW", p.wm, "kk") + reads("b", "b_tile", "LDB", "OWN_COL", p.wn, "kk");
+        s += products("a", "b") + "        }\n";
+    }
+    if (p.double_buffer) {
+        // The other tiles were last read before the previous barrier: store the next ones there
+        // while others may still multiply these, then one barrier.
+        s += "        if (more) {\n"
+             "            __local T* next_a = a_tile == As ? As + BK * LDA : As;\n"
+             "            __local T* next_b = b_tile == Bs ? Bs + BK * LDB : Bs;\n" +
+             store_tiles("            ", "next_a", "next_b") +
+             "            a_tile = next_a;\n            b_tile = next_b;\n        }\n"
+             "        barrier(CLK_LOCAL_MEM_FENCE);\n    }\n\n";
+    } else {
+        s += "        barrier(CLK_LOCAL_MEM_FENCE);\n        if (more) {\n";
+        if (!p.prefetch) s += load_tiles("k0 + BK", "            ");
+        s += store_tiles("            ", "As", "Bs");
+        s += "        }\n        barrier(CLK_LOCAL_MEM_FENCE);\n    }\n\n";
+    }
+    // Stores: each run of V columns as one vector store where it is whole and aligned (n a
+    // multiple of V), else element by element.
+    // A cast epilogue stores `o`, of C's floating dtype (float16: vstore_half(N)_rte).
+    const std::optional<DType> cast = epilogue.output;
+    const bool half_out = cast == DType::Float16;
+    s += std::string("    #pragma unroll\n    for (int i = 0; i < WM; ++i) {\n        const I row = row0 + OWN_ROW(i);\n") +
+         (layout.whole_tiles ? "" : "        if (row >= m) continue;\n") + "        __global " + std::string(cast ? cl_storage_type(*cast) : "T") + "* out = C + row * n;\n";
+    auto element = [&](int j, const std::string& col, const std::string& target) {
+        std::string e = "            { const I col = " + col + "; T v = acc[i][" + n(j) + "];";
+        if (cast) e += std::string(" ") + cl_value_type(*cast) + " o;";
+        if (!epilogue.code.empty()) e += "\n                {\n" + epilogue.code + "\n                }\n           ";
+        if (half_out && target == "out[col]") return e + " vstore_half_rte(o, col, out); }\n";
+        return e + " " + target + " = " + (cast ? "o" : "v") + "; }\n";
+    };
+    const std::string out_vector = cast ? cl_value_type(*cast) + n(V) : VT;
+    for (int j = 0; j < p.wn; j += V) {
+        const std::string run = "col0 + OWN_COL(" + n(j) + ")";
+        if (V > 1) {
+            s += std::string(layout.whole_tiles ? "        {" : "        if (n % V == 0 && " + run + " + V <= n) {") + "\n            " +
+                 out_vector + " w;\n";
+            const char* lane[] = {"s0", "s1", "s2", "s3"};
+            for (int l = 0; l < V; ++l) s += element(j + l, run + " + " + n(l), std::string("w.") + lane[l]);
+            // C and its rows start at multiples of V here: an aligned store.
+            s += half_out ? "            vstore_half" + n(V) + "_rte(w, 0, out + " + run + ");\n        }"
+                          : "            *(__global " + out_vector + "*)(out + " + run + ") = w;\n        }";
+            if (layout.whole_tiles) {
+                s += "\n";
+                continue;
+            }
+            s += " else\n";
+        }
+        s += "        {\n";
+        for (int l = 0; l < V; ++l) {
+            if (!layout.whole_tiles) s += "          if (" + run + " + " + n(l) + " < n)\n";
+            s += element(j + l, run + " + " + n(l), "out[col]");
+        }
+        s += "        }\n";
+    }
+    s += "    }\n}\n";
+    return s;
 }
 
 }  // namespace lazytensor::detail::opencl
@@ -13081,6 +13526,12 @@ public:
         traits_.compute_units = device_value<cl_uint>(device, CL_DEVICE_MAX_COMPUTE_UNITS);
         traits_.local_memory = device_value<cl_ulong>(device, CL_DEVICE_LOCAL_MEM_SIZE);
         traits_.gpu = kind_ == "gpu";
+        if (platform_name_.find("NVIDIA") != std::string::npos) {  // CL_DEVICE_COMPUTE_CAPABILITY_{MAJOR,MINOR}_NV
+            cl_uint major = 0, minor = 0;
+            if (clGetDeviceInfo(device, 0x4000, sizeof major, &major, nullptr) == CL_SUCCESS &&
+                clGetDeviceInfo(device, 0x4001, sizeof minor, &minor, nullptr) == CL_SUCCESS)
+                nvidia_cc_ = static_cast<int>(major * 10 + minor);
+        }
         max_alloc_ = device_value<cl_ulong>(device, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
         const auto global = device_value<cl_ulong>(device, CL_DEVICE_GLOBAL_MEM_SIZE);
         cache_limit_ = static_cast<std::size_t>(std::min<cl_ulong>(global / 4, cl_ulong(4) << 30));
@@ -13576,6 +14027,89 @@ public:
         own_gemm(g, a, b, *out, *code.epilogue, buffers, values, *code.prologue[0], *code.prologue[1]);
     }
 
+    bool fuses_attention(const ir::Attention& a) const override {
+        return fuse_attention_ && attention_params(a).has_value() && computes(a.score_function);
+    }
+    /// Tests and benchmarks: whether attention runs as one kernel from now on
+    /// (LAZYTENSOR_FUSE_ATTENTION=0 turns it off from the start).
+    void set_fuse_attention(bool on) {
+        fuse_attention_ = on;
+        ++gemm_config_generation();
+    }
+    std::string attention_routine(const ir::Attention& a) const override {
+        const std::optional<AttentionParams> p = attention_params(a);
+        if (!p) return "attention kernel";
+        return concat("lazytensor attention kernel ", p->bm, "x", p->bn, p->warp ? ", warp shuffles" : "",
+                      "; scores and weights never stored");
+    }
+    std::string attention_source(const ir::Attention& a) override {
+        const std::optional<AttentionParams> p = attention_params(a);
+        if (!p) return {};
+        return attention_kernel_source(a.depth(), a.value_depth(), *p, attention_layout(a), prologue_code(a.score_function, "s", traits_));
+    }
+
+    void attention(const ir::Attention& a, const Buffer& q, const Buffer& kt, const Buffer& v, Buffer& out,
+                   const std::vector<Scalar>& scalars) override {
+        const std::optional<AttentionParams> p = attention_params(a);
+        if (!p) fail<BackendError>("lazytensor internal error: attention of depth ", a.depth(), " and ", a.value_depth(),
+                                   " cannot run on ", describe());
+        const ir::Gemm& g = a.scores;
+        const std::int64_t count = g.batch_count();
+        if (count == 0 || g.m == 0) return;
+        const AttentionLayout layout = attention_layout(a);
+        const std::string key = concat(ir::key(a.score_function), '|', a.depth(), ',', a.value_depth(), ',', p->bm, ',', p->bn,
+                                       ',', p->ty, ',', p->warp, ',', layout.q_vec, layout.k_vec, layout.v_vec);
+        auto it = attention_kernels_.find(key);
+        if (it == attention_kernels_.end()) {
+            if (attention_kernels_.size() >= cache_capacity()) attention_kernels_.clear();
+            std::shared_ptr<ProgramOwner> program = build_program(attention_source(a));
+            cl_int err = CL_SUCCESS;
+            KernelOwner kernel(clCreateKernel(program->program, attention_kernel_name(), &err));
+            check(err, "clCreateKernel", concat("for ", attention_kernel_name(), " on ", describe()));
+            it = attention_kernels_.emplace(key, OwnGemmKernel{std::move(program), std::move(kernel)}).first;
+        }
+        cl_kernel kernel = it->second.kernel.kernel;
+        cl_uint arg = 0;
+        auto set = [&](const auto& value) { check(clSetKernelArg(kernel, arg++, sizeof value, &value), "clSetKernelArg"); };
+        auto batch_stride = [&](const ir::MatrixLayout& l) { return static_cast<cl_long>(l.batch_strides.empty() ? 0 : l.batch_strides[0]); };
+        set(static_cast<cl_mem>(out.handle()));
+        set(static_cast<cl_mem>(q.handle()));
+        set(static_cast<cl_mem>(kt.handle()));
+        set(static_cast<cl_mem>(v.handle()));
+        set(static_cast<cl_int>(g.m));
+        set(static_cast<cl_int>(g.n));
+        const cl_uint first_batch_arg = arg++;
+        for (const ir::MatrixLayout* l : {&g.a, &g.b, &a.values.b}) {
+            set(static_cast<cl_long>(l->offset));
+            set(batch_stride(*l));
+            set(static_cast<cl_long>(l->row_stride));
+            set(static_cast<cl_long>(l->col_stride));
+        }
+        for (std::size_t i = 0; i < a.score_function.scalars.size(); ++i) {
+            const ScalarArg value(scalars.at(i), a.score_function.scalars[i]);
+            check(clSetKernelArg(kernel, arg++, value.size, value.bytes), "clSetKernelArg");
+        }
+        const std::size_t local[3] = {std::size_t(p->tx), std::size_t(p->ty), 1};
+        constexpr std::int64_t most_matrices = 65535;  // NVIDIA's limit along the third dimension
+        double ms = 0;
+        for (std::int64_t first = 0; first < count; first += most_matrices) {
+            const cl_long first_batch = first;
+            check(clSetKernelArg(kernel, first_batch_arg, sizeof first_batch, &first_batch), "clSetKernelArg");
+            const std::size_t global[3] = {static_cast<std::size_t>((g.m + p->bm - 1) / p->bm) * local[0], local[1],
+                                           static_cast<std::size_t>(std::min(count - first, most_matrices))};
+            cl_event event = nullptr, wait = std::exchange(detail_launch_dependency(), nullptr);
+            const cl_int err = clEnqueueNDRangeKernel(queue_, kernel, 3, nullptr, global, local, wait ? 1 : 0,
+                                                      wait ? &wait : nullptr, record_times_ || launch_events_ ? &event : nullptr);
+            check(err, "clEnqueueNDRangeKernel", concat("launching ", attention_kernel_name(), " on ", describe()));
+            if (launch_events_) {
+                if (record_times_) clRetainEvent(event);
+                remember_launch(event, attention_kernel_name());
+            }
+            if (record_times_) ms += event_ms(event);
+        }
+        if (record_times_) times_ms_.push_back(ms);
+    }
+
     /// Tests and benchmarks: whether products fuse their element-wise consumers from now on
     /// (LAZYTENSOR_GEMM_EPILOGUE=0 turns it off from the start).
     void set_fuse_epilogues(bool on) {
@@ -13700,6 +14234,7 @@ public:
         Backend::clear_kernel_cache();
         programs_.clear();
         gemm_kernels_.clear();
+        attention_kernels_.clear();
         epilogues_.clear();
         prologues_.clear();
     }
@@ -14166,6 +14701,16 @@ private:
     bool fuses(const ir::Gemm& g, const ir::Kernel& k) const {
         return fuse_epilogues_ && uses_own_gemm(g) && computes(g.dtype) && computes(k);
     }
+    /// The parameters attention `a` runs with here, if it can run as one kernel: float32 with
+    /// int sizes (a batch of one axis at most; normalization merges the others where it can).
+    std::optional<AttentionParams> attention_params(const ir::Attention& a) const {
+        const ir::Gemm& g = a.scores;
+        if (g.batch.size() > 1 || g.m > INT32_MAX || g.n > INT32_MAX) return std::nullopt;
+        return attention_params_for(a.depth(), a.value_depth(), traits_, nvidia_cc_);
+    }
+    bool fuse_attention_ = env_flag("LAZYTENSOR_FUSE_ATTENTION", true);
+    int nvidia_cc_ = 0;  // NVIDIA's compute capability (major * 10 + minor), 0 elsewhere
+    std::map<std::string, OwnGemmKernel> attention_kernels_;  // by score function, depths, parameters and layout
     bool fuse_epilogues_ = env_flag("LAZYTENSOR_GEMM_EPILOGUE", true);
     std::optional<bool> fuse_half_loads_;
     GemmChoice gemm_choice_ = GemmChoice::Auto;
@@ -14599,10 +15144,17 @@ struct Group {
     Node* fused_producer[2] = {nullptr, nullptr};
     Node* fused_product = nullptr;
     int product_param = -1;
+    // Attention run as one item (fuse_attention.hpp): root is the second product's node; the
+    // scores and the weights (fused_scores, fused_weights) are computed on the way, and reach
+    // memory only when kept. inputs: q, kt and v; scalars: the softmax's.
+    ir::Attention attention;
+    Node* fused_scores = nullptr;
+    Node* fused_weights = nullptr;
 
     /// The matmul or scan node the item computes (before its epilogue, if it has one).
     const Node* core() const { return fused_product ? fused_product : root; }
-    bool is_gemm() const { return core()->kind == NodeKind::Matmul; }
+    bool is_attention() const { return fused_weights != nullptr; }
+    bool is_gemm() const { return !is_attention() && core()->kind == NodeKind::Matmul; }
     bool is_scan() const { return core()->kind == NodeKind::Scan; }
 };
 
@@ -15503,6 +16055,17 @@ inline void lower_scan(const Schedule& s, Group& g) {
 }
 
 }  // namespace lazytensor::detail
+// ---- lazytensor/schedule/fuse_attention.hpp ----
+// Fusing attention into one item, after lowering and before products take their prologues and
+// epilogues: softmax(f(q @ kt), -1) @ v arrives as three items (the scores product, a row-
+// softmax kernel reading only the scores, and a product whose A is the weights), each the only
+// reader of the one before. Where the backend can run the whole as one kernel
+// (Backend::fuses_attention), the three become one attention item (ir/attention.hpp) in the
+// second product's place, reading q, kt and v.
+
+#include <functional>
+#include <vector>
+
 // ---- lazytensor/schedule/fuse_products.hpp ----
 // Fusing element-wise kernels into matrix products and scans, after lowering, where the
 // backend can run them there (ug's rule makes each of them a kernel of its own):
@@ -15554,7 +16117,8 @@ inline std::size_t only_reader(const std::vector<Group>& groups, const std::vect
 /// Whether group g is a plain kernel that may be fused away (an assign writes memory the
 /// product may read).
 inline bool plain_kernel(const Group& g) {
-    return !g.view_only && !g.is_gemm() && !g.is_scan() && g.root->kind != NodeKind::Assign && !g.kernel.phases.empty();
+    return !g.view_only && !g.is_gemm() && !g.is_scan() && !g.is_attention() && g.root->kind != NodeKind::Assign &&
+           !g.kernel.phases.empty();
 }
 
 }  // namespace fuse_detail
@@ -15569,7 +16133,7 @@ inline void fuse_into_products(Schedule& s, const ProductFusions& fusions) {
         return groups.size();
     };
     for (std::size_t i = 0; i < groups.size(); ++i) {
-        if (groups[i].view_only || !runs_alone(groups[i].root->kind)) continue;
+        if (groups[i].view_only || groups[i].is_attention() || !runs_alone(groups[i].root->kind)) continue;
         const bool scan = groups[i].root->kind == NodeKind::Scan;
         // A scan that copies its operand first reads it through that copy: nothing fuses.
         if (scan && !groups[i].kernel.phases.empty()) continue;
@@ -15636,6 +16200,78 @@ inline void fuse_into_products(Schedule& s, const ProductFusions& fusions) {
 
 namespace lazytensor::detail {
 
+namespace attention_fuse_detail {
+
+/// The attention that groups `scores`, `softmax` and `values` compute, if they are that
+/// pattern (fuse_attention's conditions on layouts and readers aside).
+inline std::optional<ir::Attention> match(const Group& scores, const Group& softmax, const Group& values) {
+    const ir::Gemm& s = scores.gemm;
+    const ir::Gemm& v = values.gemm;
+    if (s.dtype != DType::Float32 || v.dtype != DType::Float32) return std::nullopt;
+    if (s.batch != v.batch || s.batch.size() > 1 || s.m != v.m || s.n != v.k || s.m < 1 || s.k < 1 || v.n < 1)
+        return std::nullopt;
+    // The second product reads the weights as they are stored: contiguous [batch..., T, S].
+    const ir::MatrixLayout weights{0, s.n, 1, s.batch.empty() ? Strides{} : Strides{s.m * s.n}};
+    const ir::MatrixLayout& a = v.a;
+    if (a.offset != 0 || (s.m > 1 && a.row_stride != s.n) || a.col_stride != 1 || !(a.batch_strides == weights.batch_strides))
+        return std::nullopt;
+    std::optional<ir::Kernel> f = ir::row_softmax_function(softmax.kernel, s.batch_count() * s.m, s.n);
+    if (!f) return std::nullopt;
+    return ir::Attention{s, softmax.kernel, v, std::move(*f)};
+}
+
+}  // namespace attention_fuse_detail
+
+/// Replaces every scores product -> row softmax -> product chain that `fuses` accepts (the
+/// backend of the product's device) by one attention item. Schedule::group_of_root is stale
+/// afterwards.
+inline void fuse_attention(Schedule& s, const std::function<bool(const Node* product, const ir::Attention&)>& fuses) {
+    std::vector<Group>& groups = s.groups;
+    std::vector<char> gone(groups.size(), 0);
+    bool any = false;
+    for (std::size_t i = 0; i < groups.size(); ++i) {
+        const Group& first = groups[i];
+        if (first.view_only || !first.is_gemm() || first.fused_product || first.fused_producer[0] || first.fused_producer[1])
+            continue;
+        const std::size_t k = fuse_detail::only_reader(groups, gone, first.root);
+        if (k == groups.size() || k <= i || !fuse_detail::plain_kernel(groups[k])) continue;
+        const Group& softmax = groups[k];
+        if (softmax.inputs.size() != 1 || softmax.inputs[0] != first.root) continue;
+        const std::size_t j = fuse_detail::only_reader(groups, gone, softmax.root);
+        if (j == groups.size() || j <= k) continue;
+        Group& second = groups[j];
+        if (second.view_only || !second.is_gemm() || second.inputs.size() != 2 || second.inputs[0] != softmax.root ||
+            second.inputs[1] == softmax.root)
+            continue;
+        std::optional<ir::Attention> a = attention_fuse_detail::match(first, softmax, second);
+        if (!a || !fuses(second.root, *a)) continue;
+        second.attention = std::move(*a);
+        second.fused_scores = first.root;
+        second.fused_weights = softmax.root;
+        second.inputs = {first.inputs[0], first.inputs[1], second.inputs[1]};
+        second.scalars = softmax.scalars;
+        std::vector<std::string> ops = first.ops;
+        ops.insert(ops.end(), softmax.ops.begin(), softmax.ops.end());
+        ops.insert(ops.end(), second.ops.begin(), second.ops.end());
+        second.ops = std::move(ops);
+        gone[i] = gone[k] = 1;
+        any = true;
+    }
+    if (!any) return;
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < groups.size(); ++i) {
+        if (gone[i]) continue;
+        if (kept != i) groups[kept] = std::move(groups[i]);
+        ++kept;
+    }
+    groups.resize(kept);
+    s.group_of_root.clear();
+}
+
+}  // namespace lazytensor::detail
+
+namespace lazytensor::detail {
+
 /// One schedule item, with nodes named by their position in the GraphOrder.
 struct PlannedItem {
     int root = -1;
@@ -15657,6 +16293,8 @@ struct PlannedItem {
     ir::Gemm gemm;            // Matmul: the product over the buffers of inputs[0] and inputs[1]
     ir::Scan scan;            // Scan: the scan of inputs[0] (copied contiguous first by `kernel`
                               // when that has phases and nothing is fused)
+    ir::Attention attention;  // Attention: over inputs q, kt and v; the scores' and the weights'
+    int scores = -1, weights = -1;  // nodes, in buffers only when kept
     std::vector<int> inputs;  // per input parameter (a Matmul's: A, B, then its epilogue's)
                               // (a prologue's input stands for its operand)
     std::vector<int> scalars; // per scalar parameter: the node whose value is passed
@@ -15668,10 +16306,12 @@ struct PlannedItem {
     bool has_epilogue() const { return fused_product >= 0; }
     bool has_prologue(int o) const { return producer[o] >= 0; }
     bool fused() const { return has_epilogue() || has_prologue(0) || has_prologue(1); }
+    bool is_attention() const { return kind == ScheduleItem::Kind::Attention; }
     /// The nodes whose results a fused Matmul or Scan computes on the way (producers, the
-    /// product or scan).
+    /// product or scan), or an Attention (the scores and the weights).
     SmallVector<int, 3> fused_away() const {
         SmallVector<int, 3> out;
+        if (is_attention()) return {scores, weights};
         for (int n : {producer[0], producer[1], fused_product})
             if (n >= 0) out.push_back(n);
         return out;
@@ -15696,6 +16336,7 @@ struct PlannedItem {
 /// The generated source an item runs on `backend`, where it has one: its compiled kernel's, or
 /// the fused product's or scan's program (LAZYTENSOR_DEBUG=2, check mode's messages).
 inline std::string item_source(Backend& backend, const PlannedItem& p) {
+    if (p.is_attention()) return backend.attention_source(p.attention);
     if (p.fused()) return p.is_gemm() ? backend.gemm_fused_source(p.gemm, p.fusion()) : backend.scan_fused_source(p.scan, p.fusion());
     return p.runs_kernel() && p.compiled ? backend.kernel_source(*p.compiled) : std::string();
 }
@@ -15818,6 +16459,7 @@ inline Plan make_plan(const GraphWalk& w) {
     fusions.scan_epilogue = [](const Node* scan, const ir::Scan& sc, const ir::Kernel& epilogue, int param) {
         return device_backend(scan->device).fuses_scan_epilogue(sc, epilogue, param);
     };
+    fuse_attention(s, [](const Node* product, const ir::Attention& a) { return device_backend(product->device).fuses_attention(a); });
     fuse_into_products(s, fusions);
     auto index = [&](const Node* n) { return w.order.index.at(n); };
     Plan p;
@@ -15834,6 +16476,7 @@ inline Plan make_plan(const GraphWalk& w) {
         }
         item.kernel = std::move(g.kernel);
         item.kind = g.view_only ? ScheduleItem::Kind::View
+                    : g.is_attention() ? ScheduleItem::Kind::Attention
                     : g.is_gemm() ? ScheduleItem::Kind::Matmul
                     : g.is_scan() ? ScheduleItem::Kind::Scan
                                   : ScheduleItem::Kind::Kernel;
@@ -15848,6 +16491,11 @@ inline Plan make_plan(const GraphWalk& w) {
                 item.prologue[o] = std::move(g.prologue[o]);
             }
         item.scan = g.scan;
+        if (g.is_attention()) {
+            item.attention = std::move(g.attention);
+            item.scores = index(g.fused_scores);
+            item.weights = index(g.fused_weights);
+        }
         for (Node* in : g.inputs) item.inputs.push_back(index(in));
         for (Node* v : g.scalars) item.scalars.push_back(index(v));
         item.ops = std::move(g.ops);
@@ -16202,8 +16850,9 @@ public:
             msg << " (tolerance " << bound(first) << ": " << tol.rtol << " relative + " << tol.atol
                 << " times the element's magnitude " << element_as_double(magnitudes.data(), t, first) << " + "
                 << kCheckSubnormalUnits << " units of the smallest subnormal)";
-        msg << "\n--- " << (item_.is_gemm() ? "matmul" : item_.is_scan() ? "scan" : "kernel IR") << " ---\n"
-            << (item_.is_gemm() ? ir::to_string(item_.gemm) : item_.is_scan() ? ir::to_string(item_.scan) : ir::to_string(item_.kernel));
+        msg << "\n--- " << (item_.is_attention() ? "attention" : item_.is_gemm() ? "matmul" : item_.is_scan() ? "scan" : "kernel IR") << " ---\n"
+            << (item_.is_attention() ? ir::to_string(item_.attention) : item_.is_gemm() ? ir::to_string(item_.gemm)
+                : item_.is_scan() ? ir::to_string(item_.scan) : ir::to_string(item_.kernel));
         for (int o = 0; o < 2; ++o)
             if (item_.has_prologue(o))
                 msg << "--- prologue" << (item_.is_gemm() ? (o ? " of B" : " of A") : "") << " ---\n" << ir::to_string(item_.prologue[o]);
@@ -16220,6 +16869,10 @@ private:
     /// Runs the item on the host; says what ran it.
     const char* run_on_host(const std::vector<Buffer*>& params) const {
         Backend& host = host_backend();
+        if (item_.is_attention()) {
+            run_attention_on_host(params);
+            return "the host's packed GEMM and interpreter, as three items";
+        }
         if (item_.fused()) {
             run_fused_on_host(params);
             return item_.is_gemm() ? "the host's packed GEMM and interpreter" : "the host's scan and interpreter";
@@ -16248,7 +16901,9 @@ private:
         if (!original_.empty()) std::memcpy(output->handle(), original_.data(), original_.size());
         std::vector<Buffer*> params;
         for (const BufferPtr& b : host_params_) params.push_back(b == reference ? output.get() : b.get());
-        if (item_.is_scan() && item_.fused()) {  // the magnitudes of the prologue, scanned, then the epilogue's
+        if (item_.is_attention()) {
+            run_attention_on_host(params, true);
+        } else if (item_.is_scan() && item_.fused()) {  // the magnitudes of the prologue, scanned, then the epilogue's
             run_fused_on_host(params, true);
         } else if (item_.is_scan()) {  // the scan of |x|
             BufferPtr absolute = host.allocate(params[0]->dtype(), params[0]->numel());
@@ -16318,6 +16973,34 @@ private:
         run(item_.kernel, epilogue, first_scalar);
     }
 
+    /// An attention item on the host as its three items. With `magnitudes`: the weights times
+    /// |v|, each row scaled by 1 + its largest |f(score)| (an error in a score moves the
+    /// output by about that error times the weighted values).
+    void run_attention_on_host(const std::vector<Buffer*>& params, bool magnitudes = false) const {
+        Backend& host = host_backend();
+        const ir::Attention& a = item_.attention;
+        const std::int64_t rows = a.scores.batch_count() * a.scores.m, keys = a.scores.n, depth = a.values.n;
+        BufferPtr s = host.allocate(DType::Float32, rows * keys), w = host.allocate(DType::Float32, rows * keys);
+        host.gemm(a.scores, *params[0], *params[1], *s);
+        ir::Kernel softmax = a.softmax;
+        softmax.candidate = nullptr;  // the interpreter
+        host.launch(*host.get_kernel(softmax), {s.get(), w.get()}, scalars_);
+        if (!magnitudes) return host.gemm(a.values, *w, *params[2], *params[3]);
+        BufferPtr absolute = host.allocate(params[2]->dtype(), params[2]->numel());
+        std::memcpy(absolute->handle(), params[2]->handle(), params[2]->bytes());
+        clear_sign_bits(*absolute);
+        host.gemm(a.values, *w, *absolute, *params[3]);
+        ir::Kernel f = a.score_function;  // f(s), to find each row's largest
+        host.launch(*host.get_kernel(f), {s.get(), w.get()}, scalars_);
+        const auto* fs = static_cast<const float*>(w->handle());
+        auto* out = static_cast<float*>(params[3]->handle());
+        for (std::int64_t r = 0; r < rows; ++r) {
+            float largest = 0;
+            for (std::int64_t j = 0; j < keys; ++j) largest = std::max(largest, std::fabs(fs[r * keys + j]));
+            for (std::int64_t c = 0; c < depth; ++c) out[r * depth + c] *= 1 + largest;
+        }
+    }
+
     /// A scan item's copy of its operand, compiled for the host (null: the item reads in place).
     std::shared_ptr<CompiledKernel> host_copy_kernel() const {
         return item_.runs_kernel() ? host_backend().get_kernel(item_.kernel) : nullptr;
@@ -16373,6 +17056,10 @@ inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
     for (int in : p.inputs) item.inputs.push_back(describe(w.node(in)));
     item.scalars = static_cast<int>(p.scalars.size());
     item.output = describe(w.node(p.root));
+    if (p.is_attention()) {
+        item.ir = ir::to_string(p.attention);
+        return item;
+    }
     if (p.is_gemm() || p.is_scan()) {
         const char* what = p.is_gemm() ? "product" : "scan";
         item.ir = p.is_gemm() ? ir::to_string(p.gemm) : ir::to_string(p.scan);
@@ -16447,10 +17134,12 @@ inline void print_timing(std::size_t i, Backend& backend, const std::vector<Buff
     } else {
         out << ms << " ms";
     }
-    if (ms > 0 && item.is_gemm()) {
-        const ir::Gemm& g = item.gemm;
-        const double flops = 2.0 * static_cast<double>(g.batch_count()) * static_cast<double>(g.m) *
-                             static_cast<double>(g.n) * static_cast<double>(g.k);
+    if (ms > 0 && (item.is_gemm() || item.is_attention())) {
+        const ir::Gemm& g = item.is_gemm() ? item.gemm : item.attention.scores;
+        const double rows = static_cast<double>(g.batch_count()) * static_cast<double>(g.m);
+        // (attention: both products; the softmax's exponentials are not counted)
+        const double depth = item.is_gemm() ? static_cast<double>(g.k) : static_cast<double>(g.k + item.attention.values.n);
+        const double flops = 2.0 * rows * static_cast<double>(g.n) * depth;
         out << ", " << flops / (ms * 1e-3) / 1e9 << " GFLOP/s";
     } else if (ms > 0) {
         out << ", " << bytes / (ms * 1e-3) / 1e9 << " GB/s";
@@ -16477,6 +17166,24 @@ inline void run_kept_producers(Backend& backend, const PlannedItem& p, const std
         }
         first_scalar += count;
     }
+}
+
+/// Runs an attention item: as one kernel, or as the three items it stands for where a tensor
+/// outside the graph holds the scores or the weights (then they are stored, and committed).
+/// params: q, kt, v, out.
+inline void run_attention(Backend& backend, const PlannedItem& p, const std::vector<Buffer*>& params,
+                          const std::vector<Scalar>& scalars, const SmallVector<char, 32>& kept,
+                          std::vector<BufferPtr>& produced) {
+    const ir::Attention& a = p.attention;
+    const auto scores = static_cast<std::size_t>(p.scores), weights = static_cast<std::size_t>(p.weights);
+    if (!kept[scores] && !kept[weights]) return backend.attention(a, *params[0], *params[1], *params[2], *params[3], scalars);
+    const std::int64_t count = a.scores.batch_count() * a.scores.m * a.scores.n;
+    BufferPtr s = backend.allocate(DType::Float32, count), w = backend.allocate(DType::Float32, count);
+    backend.gemm(a.scores, *params[0], *params[1], *s);
+    backend.launch(*backend.get_kernel(a.softmax), {s.get(), w.get()}, scalars);
+    backend.gemm(a.values, *w, *params[2], *params[3]);
+    if (kept[scores]) produced[scores] = std::move(s);
+    if (kept[weights]) produced[weights] = std::move(w);
 }
 
 /// Gets the compiled kernel of every item that has not run on its device yet, all of a
@@ -16551,15 +17258,20 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
     if (level >= 1) {
         std::ostringstream out;
         std::size_t kernels = 0, gemms = 0;
-        std::size_t scans = 0;
-        for (const PlannedItem& p : items) (p.is_gemm() ? gemms : p.is_scan() ? scans : kernels) += p.view_only ? 0 : 1;
+        std::size_t scans = 0, attentions = 0;
+        for (const PlannedItem& p : items)
+            (p.is_attention() ? attentions : p.is_gemm() ? gemms : p.is_scan() ? scans : kernels) += p.view_only ? 0 : 1;
         out << "[lazytensor] schedule: " << kernels << " kernel" << (kernels == 1 ? "" : "s");
         if (gemms) out << ", " << gemms << " matmul" << (gemms == 1 ? "" : "s");
         if (scans) out << ", " << scans << " scan" << (scans == 1 ? "" : "s");
+        if (attentions) out << ", " << attentions << " attention" << (attentions == 1 ? "" : "s");
         out << " for " << output_nodes.size() << " output" << (output_nodes.size() == 1 ? "" : "s") << "\n";
         for (std::size_t i = 0; i < items.size(); ++i) {
             const PlannedItem& p = items[i];
-            std::string routine = p.is_gemm() ? backend_for(node(p.root)->device).gemm_routine(p.gemm) : "";
+            Backend& backend = backend_for(node(p.root)->device);
+            std::string routine = p.is_gemm() ? backend.gemm_routine(p.gemm)
+                                  : p.is_attention() ? backend.attention_routine(p.attention)
+                                                     : "";
             for (int o = 0; o < 2; ++o)
                 if (p.has_prologue(o))
                     routine += concat(routine.empty() ? "" : ", ", "with the producer of ",
@@ -16624,7 +17336,9 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
         if (check_enabled() && KernelCheck::applies(p, backend))
             check.emplace(p, params, scalars, root->kind == NodeKind::Assign);
         auto run = [&] {
-            if (p.fused()) {
+            if (p.is_attention()) {
+                run_attention(backend, p, params, scalars, kept, produced);
+            } else if (p.fused()) {
                 run_kept_producers(backend, p, params, scalars, kept, produced);
                 if (p.is_gemm())
                     backend.gemm_fused(p.gemm, p.fusion(), *params[0], *params[1],

@@ -16,6 +16,7 @@
 #include "../core/device.hpp"
 #include "../core/env.hpp"
 #include "../core/lru_cache.hpp"
+#include "../ir/attention.hpp"
 #include "../ir/gemm.hpp"
 #include "../ir/scan.hpp"
 #include "../ir/kernel.hpp"
@@ -185,6 +186,16 @@ public:
     virtual void sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k, bool descending,
                            Buffer& values, Buffer& indices) = 0;
     /// How this backend runs `gemm` (LAZYTENSOR_DEBUG), e.g. "CLBlast GemmStridedBatched".
+    /// Whether attention `a` (ir/attention.hpp) runs as one kernel here (then `attention`
+    /// runs it; the scheduler otherwise leaves its three items as they are).
+    virtual bool fuses_attention(const ir::Attention&) const { return false; }
+    /// out = softmax(f(q @ kt), -1) @ v in one kernel; `scalars` are f's (the softmax kernel's).
+    virtual void attention(const ir::Attention&, const Buffer&, const Buffer&, const Buffer&, Buffer&,
+                           const std::vector<Scalar>&) {
+        fail<BackendError>("lazytensor internal error: ", name(), " was given an attention item it does not fuse");
+    }
+    virtual std::string attention_source(const ir::Attention&) { return {}; }
+    virtual std::string attention_routine(const ir::Attention&) const { return "attention kernel"; }
     virtual std::string gemm_routine(const ir::Gemm&) const { return "GEMM"; }
     /// Waits until every launched kernel has finished.
     virtual void synchronize() = 0;

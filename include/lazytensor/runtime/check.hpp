@@ -350,8 +350,9 @@ public:
             msg << " (tolerance " << bound(first) << ": " << tol.rtol << " relative + " << tol.atol
                 << " times the element's magnitude " << element_as_double(magnitudes.data(), t, first) << " + "
                 << kCheckSubnormalUnits << " units of the smallest subnormal)";
-        msg << "\n--- " << (item_.is_gemm() ? "matmul" : item_.is_scan() ? "scan" : "kernel IR") << " ---\n"
-            << (item_.is_gemm() ? ir::to_string(item_.gemm) : item_.is_scan() ? ir::to_string(item_.scan) : ir::to_string(item_.kernel));
+        msg << "\n--- " << (item_.is_attention() ? "attention" : item_.is_gemm() ? "matmul" : item_.is_scan() ? "scan" : "kernel IR") << " ---\n"
+            << (item_.is_attention() ? ir::to_string(item_.attention) : item_.is_gemm() ? ir::to_string(item_.gemm)
+                : item_.is_scan() ? ir::to_string(item_.scan) : ir::to_string(item_.kernel));
         for (int o = 0; o < 2; ++o)
             if (item_.has_prologue(o))
                 msg << "--- prologue" << (item_.is_gemm() ? (o ? " of B" : " of A") : "") << " ---\n" << ir::to_string(item_.prologue[o]);
@@ -368,6 +369,10 @@ private:
     /// Runs the item on the host; says what ran it.
     const char* run_on_host(const std::vector<Buffer*>& params) const {
         Backend& host = host_backend();
+        if (item_.is_attention()) {
+            run_attention_on_host(params);
+            return "the host's packed GEMM and interpreter, as three items";
+        }
         if (item_.fused()) {
             run_fused_on_host(params);
             return item_.is_gemm() ? "the host's packed GEMM and interpreter" : "the host's scan and interpreter";
@@ -396,7 +401,9 @@ private:
         if (!original_.empty()) std::memcpy(output->handle(), original_.data(), original_.size());
         std::vector<Buffer*> params;
         for (const BufferPtr& b : host_params_) params.push_back(b == reference ? output.get() : b.get());
-        if (item_.is_scan() && item_.fused()) {  // the magnitudes of the prologue, scanned, then the epilogue's
+        if (item_.is_attention()) {
+            run_attention_on_host(params, true);
+        } else if (item_.is_scan() && item_.fused()) {  // the magnitudes of the prologue, scanned, then the epilogue's
             run_fused_on_host(params, true);
         } else if (item_.is_scan()) {  // the scan of |x|
             BufferPtr absolute = host.allocate(params[0]->dtype(), params[0]->numel());
@@ -464,6 +471,34 @@ private:
         core(*result);
         epilogue[static_cast<std::size_t>(item_.product_param)] = result.get();
         run(item_.kernel, epilogue, first_scalar);
+    }
+
+    /// An attention item on the host as its three items. With `magnitudes`: the weights times
+    /// |v|, each row scaled by 1 + its largest |f(score)| (an error in a score moves the
+    /// output by about that error times the weighted values).
+    void run_attention_on_host(const std::vector<Buffer*>& params, bool magnitudes = false) const {
+        Backend& host = host_backend();
+        const ir::Attention& a = item_.attention;
+        const std::int64_t rows = a.scores.batch_count() * a.scores.m, keys = a.scores.n, depth = a.values.n;
+        BufferPtr s = host.allocate(DType::Float32, rows * keys), w = host.allocate(DType::Float32, rows * keys);
+        host.gemm(a.scores, *params[0], *params[1], *s);
+        ir::Kernel softmax = a.softmax;
+        softmax.candidate = nullptr;  // the interpreter
+        host.launch(*host.get_kernel(softmax), {s.get(), w.get()}, scalars_);
+        if (!magnitudes) return host.gemm(a.values, *w, *params[2], *params[3]);
+        BufferPtr absolute = host.allocate(params[2]->dtype(), params[2]->numel());
+        std::memcpy(absolute->handle(), params[2]->handle(), params[2]->bytes());
+        clear_sign_bits(*absolute);
+        host.gemm(a.values, *w, *absolute, *params[3]);
+        ir::Kernel f = a.score_function;  // f(s), to find each row's largest
+        host.launch(*host.get_kernel(f), {s.get(), w.get()}, scalars_);
+        const auto* fs = static_cast<const float*>(w->handle());
+        auto* out = static_cast<float*>(params[3]->handle());
+        for (std::int64_t r = 0; r < rows; ++r) {
+            float largest = 0;
+            for (std::int64_t j = 0; j < keys; ++j) largest = std::max(largest, std::fabs(fs[r * keys + j]));
+            for (std::int64_t c = 0; c < depth; ++c) out[r * depth + c] *= 1 + largest;
+        }
     }
 
     /// A scan item's copy of its operand, compiled for the host (null: the item reads in place).

@@ -20,6 +20,7 @@
 #include "../codegen/lower_scan.hpp"
 #include "../core/config.hpp"
 #include "../core/lru_cache.hpp"
+#include "../schedule/fuse_attention.hpp"
 #include "../schedule/fuse_products.hpp"
 #include "../schedule/schedule.hpp"
 #include "device.hpp"
@@ -48,6 +49,8 @@ struct PlannedItem {
     ir::Gemm gemm;            // Matmul: the product over the buffers of inputs[0] and inputs[1]
     ir::Scan scan;            // Scan: the scan of inputs[0] (copied contiguous first by `kernel`
                               // when that has phases and nothing is fused)
+    ir::Attention attention;  // Attention: over inputs q, kt and v; the scores' and the weights'
+    int scores = -1, weights = -1;  // nodes, in buffers only when kept
     std::vector<int> inputs;  // per input parameter (a Matmul's: A, B, then its epilogue's)
                               // (a prologue's input stands for its operand)
     std::vector<int> scalars; // per scalar parameter: the node whose value is passed
@@ -59,10 +62,12 @@ struct PlannedItem {
     bool has_epilogue() const { return fused_product >= 0; }
     bool has_prologue(int o) const { return producer[o] >= 0; }
     bool fused() const { return has_epilogue() || has_prologue(0) || has_prologue(1); }
+    bool is_attention() const { return kind == ScheduleItem::Kind::Attention; }
     /// The nodes whose results a fused Matmul or Scan computes on the way (producers, the
-    /// product or scan).
+    /// product or scan), or an Attention (the scores and the weights).
     SmallVector<int, 3> fused_away() const {
         SmallVector<int, 3> out;
+        if (is_attention()) return {scores, weights};
         for (int n : {producer[0], producer[1], fused_product})
             if (n >= 0) out.push_back(n);
         return out;
@@ -87,6 +92,7 @@ struct PlannedItem {
 /// The generated source an item runs on `backend`, where it has one: its compiled kernel's, or
 /// the fused product's or scan's program (LAZYTENSOR_DEBUG=2, check mode's messages).
 inline std::string item_source(Backend& backend, const PlannedItem& p) {
+    if (p.is_attention()) return backend.attention_source(p.attention);
     if (p.fused()) return p.is_gemm() ? backend.gemm_fused_source(p.gemm, p.fusion()) : backend.scan_fused_source(p.scan, p.fusion());
     return p.runs_kernel() && p.compiled ? backend.kernel_source(*p.compiled) : std::string();
 }
@@ -209,6 +215,7 @@ inline Plan make_plan(const GraphWalk& w) {
     fusions.scan_epilogue = [](const Node* scan, const ir::Scan& sc, const ir::Kernel& epilogue, int param) {
         return device_backend(scan->device).fuses_scan_epilogue(sc, epilogue, param);
     };
+    fuse_attention(s, [](const Node* product, const ir::Attention& a) { return device_backend(product->device).fuses_attention(a); });
     fuse_into_products(s, fusions);
     auto index = [&](const Node* n) { return w.order.index.at(n); };
     Plan p;
@@ -225,6 +232,7 @@ inline Plan make_plan(const GraphWalk& w) {
         }
         item.kernel = std::move(g.kernel);
         item.kind = g.view_only ? ScheduleItem::Kind::View
+                    : g.is_attention() ? ScheduleItem::Kind::Attention
                     : g.is_gemm() ? ScheduleItem::Kind::Matmul
                     : g.is_scan() ? ScheduleItem::Kind::Scan
                                   : ScheduleItem::Kind::Kernel;
@@ -239,6 +247,11 @@ inline Plan make_plan(const GraphWalk& w) {
                 item.prologue[o] = std::move(g.prologue[o]);
             }
         item.scan = g.scan;
+        if (g.is_attention()) {
+            item.attention = std::move(g.attention);
+            item.scores = index(g.fused_scores);
+            item.weights = index(g.fused_weights);
+        }
         for (Node* in : g.inputs) item.inputs.push_back(index(in));
         for (Node* v : g.scalars) item.scalars.push_back(index(v));
         item.ops = std::move(g.ops);

@@ -35,6 +35,10 @@ inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
     for (int in : p.inputs) item.inputs.push_back(describe(w.node(in)));
     item.scalars = static_cast<int>(p.scalars.size());
     item.output = describe(w.node(p.root));
+    if (p.is_attention()) {
+        item.ir = ir::to_string(p.attention);
+        return item;
+    }
     if (p.is_gemm() || p.is_scan()) {
         const char* what = p.is_gemm() ? "product" : "scan";
         item.ir = p.is_gemm() ? ir::to_string(p.gemm) : ir::to_string(p.scan);
@@ -109,10 +113,12 @@ inline void print_timing(std::size_t i, Backend& backend, const std::vector<Buff
     } else {
         out << ms << " ms";
     }
-    if (ms > 0 && item.is_gemm()) {
-        const ir::Gemm& g = item.gemm;
-        const double flops = 2.0 * static_cast<double>(g.batch_count()) * static_cast<double>(g.m) *
-                             static_cast<double>(g.n) * static_cast<double>(g.k);
+    if (ms > 0 && (item.is_gemm() || item.is_attention())) {
+        const ir::Gemm& g = item.is_gemm() ? item.gemm : item.attention.scores;
+        const double rows = static_cast<double>(g.batch_count()) * static_cast<double>(g.m);
+        // (attention: both products; the softmax's exponentials are not counted)
+        const double depth = item.is_gemm() ? static_cast<double>(g.k) : static_cast<double>(g.k + item.attention.values.n);
+        const double flops = 2.0 * rows * static_cast<double>(g.n) * depth;
         out << ", " << flops / (ms * 1e-3) / 1e9 << " GFLOP/s";
     } else if (ms > 0) {
         out << ", " << bytes / (ms * 1e-3) / 1e9 << " GB/s";
@@ -139,6 +145,24 @@ inline void run_kept_producers(Backend& backend, const PlannedItem& p, const std
         }
         first_scalar += count;
     }
+}
+
+/// Runs an attention item: as one kernel, or as the three items it stands for where a tensor
+/// outside the graph holds the scores or the weights (then they are stored, and committed).
+/// params: q, kt, v, out.
+inline void run_attention(Backend& backend, const PlannedItem& p, const std::vector<Buffer*>& params,
+                          const std::vector<Scalar>& scalars, const SmallVector<char, 32>& kept,
+                          std::vector<BufferPtr>& produced) {
+    const ir::Attention& a = p.attention;
+    const auto scores = static_cast<std::size_t>(p.scores), weights = static_cast<std::size_t>(p.weights);
+    if (!kept[scores] && !kept[weights]) return backend.attention(a, *params[0], *params[1], *params[2], *params[3], scalars);
+    const std::int64_t count = a.scores.batch_count() * a.scores.m * a.scores.n;
+    BufferPtr s = backend.allocate(DType::Float32, count), w = backend.allocate(DType::Float32, count);
+    backend.gemm(a.scores, *params[0], *params[1], *s);
+    backend.launch(*backend.get_kernel(a.softmax), {s.get(), w.get()}, scalars);
+    backend.gemm(a.values, *w, *params[2], *params[3]);
+    if (kept[scores]) produced[scores] = std::move(s);
+    if (kept[weights]) produced[weights] = std::move(w);
 }
 
 /// Gets the compiled kernel of every item that has not run on its device yet, all of a
@@ -213,15 +237,20 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
     if (level >= 1) {
         std::ostringstream out;
         std::size_t kernels = 0, gemms = 0;
-        std::size_t scans = 0;
-        for (const PlannedItem& p : items) (p.is_gemm() ? gemms : p.is_scan() ? scans : kernels) += p.view_only ? 0 : 1;
+        std::size_t scans = 0, attentions = 0;
+        for (const PlannedItem& p : items)
+            (p.is_attention() ? attentions : p.is_gemm() ? gemms : p.is_scan() ? scans : kernels) += p.view_only ? 0 : 1;
         out << "[lazytensor] schedule: " << kernels << " kernel" << (kernels == 1 ? "" : "s");
         if (gemms) out << ", " << gemms << " matmul" << (gemms == 1 ? "" : "s");
         if (scans) out << ", " << scans << " scan" << (scans == 1 ? "" : "s");
+        if (attentions) out << ", " << attentions << " attention" << (attentions == 1 ? "" : "s");
         out << " for " << output_nodes.size() << " output" << (output_nodes.size() == 1 ? "" : "s") << "\n";
         for (std::size_t i = 0; i < items.size(); ++i) {
             const PlannedItem& p = items[i];
-            std::string routine = p.is_gemm() ? backend_for(node(p.root)->device).gemm_routine(p.gemm) : "";
+            Backend& backend = backend_for(node(p.root)->device);
+            std::string routine = p.is_gemm() ? backend.gemm_routine(p.gemm)
+                                  : p.is_attention() ? backend.attention_routine(p.attention)
+                                                     : "";
             for (int o = 0; o < 2; ++o)
                 if (p.has_prologue(o))
                     routine += concat(routine.empty() ? "" : ", ", "with the producer of ",
@@ -286,7 +315,9 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
         if (check_enabled() && KernelCheck::applies(p, backend))
             check.emplace(p, params, scalars, root->kind == NodeKind::Assign);
         auto run = [&] {
-            if (p.fused()) {
+            if (p.is_attention()) {
+                run_attention(backend, p, params, scalars, kept, produced);
+            } else if (p.fused()) {
                 run_kept_producers(backend, p, params, scalars, kept, produced);
                 if (p.is_gemm())
                     backend.gemm_fused(p.gemm, p.fusion(), *params[0], *params[1],

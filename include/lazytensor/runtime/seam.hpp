@@ -97,6 +97,7 @@ struct ScheduleItem {
         Matmul,  // the backend's GEMM
         Scan,    // the backend's scan (cumsum, cumprod)
         View,    // zero-copy: a view of another buffer
+        Attention,  // softmax(f(q @ kt), -1) @ v as one kernel: the scores and weights never stored
     };
     Kind kind = Kind::Kernel;
     std::string reason;               // why its output is materialized
@@ -109,13 +110,14 @@ struct ScheduleItem {
     std::string ir;                   // the kernel IR listing, or the GEMM's shape and layouts
 };
 
-/// "kernel", "matmul", "scan" or "view".
+/// "kernel", "matmul", "scan", "view" or "attention".
 inline const char* to_string(ScheduleItem::Kind kind) {
     switch (kind) {
         case ScheduleItem::Kind::Kernel: return "kernel";
         case ScheduleItem::Kind::Matmul: return "matmul";
         case ScheduleItem::Kind::Scan: return "scan";
         case ScheduleItem::Kind::View: return "view";
+        case ScheduleItem::Kind::Attention: return "attention";
     }
     return "?";
 }

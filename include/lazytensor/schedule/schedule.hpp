@@ -27,6 +27,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "../ir/attention.hpp"
 #include "../ir/gemm.hpp"
 #include "../ir/index_map.hpp"
 #include "../ir/kernel.hpp"
@@ -74,10 +75,17 @@ struct Group {
     Node* fused_producer[2] = {nullptr, nullptr};
     Node* fused_product = nullptr;
     int product_param = -1;
+    // Attention run as one item (fuse_attention.hpp): root is the second product's node; the
+    // scores and the weights (fused_scores, fused_weights) are computed on the way, and reach
+    // memory only when kept. inputs: q, kt and v; scalars: the softmax's.
+    ir::Attention attention;
+    Node* fused_scores = nullptr;
+    Node* fused_weights = nullptr;
 
     /// The matmul or scan node the item computes (before its epilogue, if it has one).
     const Node* core() const { return fused_product ? fused_product : root; }
-    bool is_gemm() const { return core()->kind == NodeKind::Matmul; }
+    bool is_attention() const { return fused_weights != nullptr; }
+    bool is_gemm() const { return !is_attention() && core()->kind == NodeKind::Matmul; }
     bool is_scan() const { return core()->kind == NodeKind::Scan; }
 };
 

@@ -31,6 +31,7 @@
 #include "../../core/config.hpp"
 #include "cl_api.hpp"
 #include "clblast_gemm.hpp"
+#include "attention_kernel.hpp"
 #include "clblast_tuning.hpp"
 #include "gemm_epilogue.hpp"
 #include "gemm_kernel.hpp"
@@ -134,6 +135,12 @@ public:
         traits_.compute_units = device_value<cl_uint>(device, CL_DEVICE_MAX_COMPUTE_UNITS);
         traits_.local_memory = device_value<cl_ulong>(device, CL_DEVICE_LOCAL_MEM_SIZE);
         traits_.gpu = kind_ == "gpu";
+        if (platform_name_.find("NVIDIA") != std::string::npos) {  // CL_DEVICE_COMPUTE_CAPABILITY_{MAJOR,MINOR}_NV
+            cl_uint major = 0, minor = 0;
+            if (clGetDeviceInfo(device, 0x4000, sizeof major, &major, nullptr) == CL_SUCCESS &&
+                clGetDeviceInfo(device, 0x4001, sizeof minor, &minor, nullptr) == CL_SUCCESS)
+                nvidia_cc_ = static_cast<int>(major * 10 + minor);
+        }
         max_alloc_ = device_value<cl_ulong>(device, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
         const auto global = device_value<cl_ulong>(device, CL_DEVICE_GLOBAL_MEM_SIZE);
         cache_limit_ = static_cast<std::size_t>(std::min<cl_ulong>(global / 4, cl_ulong(4) << 30));
@@ -629,6 +636,89 @@ public:
         own_gemm(g, a, b, *out, *code.epilogue, buffers, values, *code.prologue[0], *code.prologue[1]);
     }
 
+    bool fuses_attention(const ir::Attention& a) const override {
+        return fuse_attention_ && attention_params(a).has_value() && computes(a.score_function);
+    }
+    /// Tests and benchmarks: whether attention runs as one kernel from now on
+    /// (LAZYTENSOR_FUSE_ATTENTION=0 turns it off from the start).
+    void set_fuse_attention(bool on) {
+        fuse_attention_ = on;
+        ++gemm_config_generation();
+    }
+    std::string attention_routine(const ir::Attention& a) const override {
+        const std::optional<AttentionParams> p = attention_params(a);
+        if (!p) return "attention kernel";
+        return concat("lazytensor attention kernel ", p->bm, "x", p->bn, p->warp ? ", warp shuffles" : "",
+                      "; scores and weights never stored");
+    }
+    std::string attention_source(const ir::Attention& a) override {
+        const std::optional<AttentionParams> p = attention_params(a);
+        if (!p) return {};
+        return attention_kernel_source(a.depth(), a.value_depth(), *p, attention_layout(a), prologue_code(a.score_function, "s", traits_));
+    }
+
+    void attention(const ir::Attention& a, const Buffer& q, const Buffer& kt, const Buffer& v, Buffer& out,
+                   const std::vector<Scalar>& scalars) override {
+        const std::optional<AttentionParams> p = attention_params(a);
+        if (!p) fail<BackendError>("lazytensor internal error: attention of depth ", a.depth(), " and ", a.value_depth(),
+                                   " cannot run on ", describe());
+        const ir::Gemm& g = a.scores;
+        const std::int64_t count = g.batch_count();
+        if (count == 0 || g.m == 0) return;
+        const AttentionLayout layout = attention_layout(a);
+        const std::string key = concat(ir::key(a.score_function), '|', a.depth(), ',', a.value_depth(), ',', p->bm, ',', p->bn,
+                                       ',', p->ty, ',', p->warp, ',', layout.q_vec, layout.k_vec, layout.v_vec);
+        auto it = attention_kernels_.find(key);
+        if (it == attention_kernels_.end()) {
+            if (attention_kernels_.size() >= cache_capacity()) attention_kernels_.clear();
+            std::shared_ptr<ProgramOwner> program = build_program(attention_source(a));
+            cl_int err = CL_SUCCESS;
+            KernelOwner kernel(clCreateKernel(program->program, attention_kernel_name(), &err));
+            check(err, "clCreateKernel", concat("for ", attention_kernel_name(), " on ", describe()));
+            it = attention_kernels_.emplace(key, OwnGemmKernel{std::move(program), std::move(kernel)}).first;
+        }
+        cl_kernel kernel = it->second.kernel.kernel;
+        cl_uint arg = 0;
+        auto set = [&](const auto& value) { check(clSetKernelArg(kernel, arg++, sizeof value, &value), "clSetKernelArg"); };
+        auto batch_stride = [&](const ir::MatrixLayout& l) { return static_cast<cl_long>(l.batch_strides.empty() ? 0 : l.batch_strides[0]); };
+        set(static_cast<cl_mem>(out.handle()));
+        set(static_cast<cl_mem>(q.handle()));
+        set(static_cast<cl_mem>(kt.handle()));
+        set(static_cast<cl_mem>(v.handle()));
+        set(static_cast<cl_int>(g.m));
+        set(static_cast<cl_int>(g.n));
+        const cl_uint first_batch_arg = arg++;
+        for (const ir::MatrixLayout* l : {&g.a, &g.b, &a.values.b}) {
+            set(static_cast<cl_long>(l->offset));
+            set(batch_stride(*l));
+            set(static_cast<cl_long>(l->row_stride));
+            set(static_cast<cl_long>(l->col_stride));
+        }
+        for (std::size_t i = 0; i < a.score_function.scalars.size(); ++i) {
+            const ScalarArg value(scalars.at(i), a.score_function.scalars[i]);
+            check(clSetKernelArg(kernel, arg++, value.size, value.bytes), "clSetKernelArg");
+        }
+        const std::size_t local[3] = {std::size_t(p->tx), std::size_t(p->ty), 1};
+        constexpr std::int64_t most_matrices = 65535;  // NVIDIA's limit along the third dimension
+        double ms = 0;
+        for (std::int64_t first = 0; first < count; first += most_matrices) {
+            const cl_long first_batch = first;
+            check(clSetKernelArg(kernel, first_batch_arg, sizeof first_batch, &first_batch), "clSetKernelArg");
+            const std::size_t global[3] = {static_cast<std::size_t>((g.m + p->bm - 1) / p->bm) * local[0], local[1],
+                                           static_cast<std::size_t>(std::min(count - first, most_matrices))};
+            cl_event event = nullptr, wait = std::exchange(detail_launch_dependency(), nullptr);
+            const cl_int err = clEnqueueNDRangeKernel(queue_, kernel, 3, nullptr, global, local, wait ? 1 : 0,
+                                                      wait ? &wait : nullptr, record_times_ || launch_events_ ? &event : nullptr);
+            check(err, "clEnqueueNDRangeKernel", concat("launching ", attention_kernel_name(), " on ", describe()));
+            if (launch_events_) {
+                if (record_times_) clRetainEvent(event);
+                remember_launch(event, attention_kernel_name());
+            }
+            if (record_times_) ms += event_ms(event);
+        }
+        if (record_times_) times_ms_.push_back(ms);
+    }
+
     /// Tests and benchmarks: whether products fuse their element-wise consumers from now on
     /// (LAZYTENSOR_GEMM_EPILOGUE=0 turns it off from the start).
     void set_fuse_epilogues(bool on) {
@@ -753,6 +843,7 @@ public:
         Backend::clear_kernel_cache();
         programs_.clear();
         gemm_kernels_.clear();
+        attention_kernels_.clear();
         epilogues_.clear();
         prologues_.clear();
     }
@@ -1219,6 +1310,16 @@ private:
     bool fuses(const ir::Gemm& g, const ir::Kernel& k) const {
         return fuse_epilogues_ && uses_own_gemm(g) && computes(g.dtype) && computes(k);
     }
+    /// The parameters attention `a` runs with here, if it can run as one kernel: float32 with
+    /// int sizes (a batch of one axis at most; normalization merges the others where it can).
+    std::optional<AttentionParams> attention_params(const ir::Attention& a) const {
+        const ir::Gemm& g = a.scores;
+        if (g.batch.size() > 1 || g.m > INT32_MAX || g.n > INT32_MAX) return std::nullopt;
+        return attention_params_for(a.depth(), a.value_depth(), traits_, nvidia_cc_);
+    }
+    bool fuse_attention_ = env_flag("LAZYTENSOR_FUSE_ATTENTION", true);
+    int nvidia_cc_ = 0;  // NVIDIA's compute capability (major * 10 + minor), 0 elsewhere
+    std::map<std::string, OwnGemmKernel> attention_kernels_;  // by score function, depths, parameters and layout
     bool fuse_epilogues_ = env_flag("LAZYTENSOR_GEMM_EPILOGUE", true);
     std::optional<bool> fuse_half_loads_;
     GemmChoice gemm_choice_ = GemmChoice::Auto;
