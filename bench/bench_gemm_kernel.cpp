@@ -5,6 +5,7 @@
 //   bench_gemm_kernel [--device N] [--reps R] [--sweep]
 //                     [--params "tm,tn,wm,wn,bk,v,gv,prefetch[,double_buffer[,fragments[,max_registers]]];..."]
 //                     [--divide D]   (every extent divided by D: a quick check on a slow device)
+//                     [--attention-params "bm,bn,tx,ty;..."]   (attention also timed with each)
 //
 // Timing as the table: the wall clock of building a fresh `lt::matmul(a, b)`,
 // realizing it and synchronizing the device, median of R (15) runs after 3 warm-up runs.
@@ -128,6 +129,7 @@ int main(int argc, char** argv) {
     int device = 0, reps = 15, divide = 1;
     bool sweep = false;
     std::string params = kSweep;
+    std::string attention_params;  // "bm,bn,tx,ty;...": attention timed with each
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--device" && i + 1 < argc) device = std::atoi(argv[++i]);
@@ -135,6 +137,7 @@ int main(int argc, char** argv) {
         else if (a == "--sweep") sweep = true;
         else if (a == "--divide" && i + 1 < argc) divide = std::max(1, std::atoi(argv[++i]));
         else if (a == "--params" && i + 1 < argc) params = argv[++i], sweep = true;
+        else if (a == "--attention-params" && i + 1 < argc) attention_params = argv[++i];
         else {
             std::fprintf(stderr, "usage: bench_gemm_kernel [--device N] [--reps R] [--sweep] [--divide D] "
                                  "[--params \"SET;...\"] (SET: tm,tn,wm,wn,bk,v,gv,prefetch[,double_buffer[,fragments[,max_registers]]])\n");
@@ -253,9 +256,52 @@ int main(int argc, char** argv) {
             }
             const lt::Tensor<float> q = uniform({32, t, 64}, 21, 1.0f), k = uniform({32, t, 64}, 22, 1.0f),
                                     v = uniform({32, t, 64}, 23, 1.0f);
-            const double attention = fresh_ms([&] { return lt::matmul(lt::softmax(lt::matmul(q, k.mT()) * 0.125f, -1), v); });
+            auto attention_expr = [&] { return lt::matmul(lt::softmax(lt::matmul(q, k.mT()) * 0.125f, -1), v); };
+            // One attention kernel (the default), then the three items (scores product, softmax, product).
+            be.set_fuse_attention(true);
+            const double attention = fresh_ms(attention_expr);
+            const std::vector<float> fused_values = attention_expr().to_vector();
+            be.set_fuse_attention(false);
+            const double attention_unfused = fresh_ms(attention_expr);
+            const double attention_difference = relative_difference(fused_values, attention_expr().to_vector());
+            be.set_fuse_attention(true);
+            if (!(attention_difference < 1e-4)) status = 1;
             std::printf("attention, batch*heads 32, T %-5lld d 64                        %9.3f ms\n",
                         static_cast<long long>(t), attention);
+            std::printf("  (not fused: %.3f ms; fused against not, relative difference %.2g)\n", attention_unfused,
+                        attention_difference);
+            {
+                std::ostringstream log;
+                std::streambuf* old = std::cerr.rdbuf(log.rdbuf());
+                lt::set_debug_level(3);
+                attention_expr().realize();
+                lt::set_debug_level(0);
+                std::cerr.rdbuf(old);
+                std::istringstream lines(log.str());
+                std::printf("  one attention realize, LAZYTENSOR_DEBUG=3:\n");
+                for (std::string line; std::getline(lines, line);)
+                    if (line.rfind("[lazytensor] schedule", 0) == 0 || line.rfind("  attention ", 0) == 0)
+                        if (line.find(" on opencl") == std::string::npos) std::printf("  %s\n", line.c_str());
+            }
+            std::stringstream sets(attention_params);
+            for (std::string set; std::getline(sets, set, ';');) {
+                ocl::AttentionParams p;
+                if (std::sscanf(set.c_str(), "%d,%d,%d,%d", &p.bm, &p.bn, &p.tx, &p.ty) != 4) {
+                    std::fprintf(stderr, "--attention-params: \"%s\" is not bm,bn,tx,ty\n", set.c_str());
+                    return 2;
+                }
+                try {
+                    be.set_attention_params(p);
+                    const double ms = fresh_ms(attention_expr);
+                    const double difference = relative_difference(fused_values, attention_expr().to_vector());
+                    if (!(difference < 1e-4)) status = 1;
+                    std::printf("  attention kernel %dx%d, %dx%d work-items: %.3f ms (against the default set: %.2g)\n", p.bm,
+                                p.bn, p.tx, p.ty, ms, difference);
+                } catch (const std::exception& e) {
+                    std::printf("  attention kernel %s: failed: %s\n", set.c_str(), e.what());
+                }
+                be.set_attention_params(std::nullopt);
+            }
             std::fflush(stdout);
         }
         if (sweep) {

@@ -10437,14 +10437,19 @@ clblast::StatusCode clblast_gemm(const ir::Gemm& g, cl_mem a, cl_mem b, cl_mem c
 // The maximum takes NaN as lazytensor's reductions do (NaN wins). A row whose scores are all
 // -inf gets 0 / 0 = NaN, as the three items give (exp(-inf - -inf)).
 //
-// WARP (NVIDIA, a compute capability with 100+ KB of shared memory a block): a row's TX = 8
-// work-items are consecutive lanes of one warp and agree on its maximum and total through warp
-// shuffles (inline PTX) instead of local memory and barriers. On the H200 (2026-11-28,
-// bench/attention_kernel) that ran 32 x 1024 x 64 in 0.31 ms, the barrier version 0.33 ms.
+// On NVIDIA devices of compute capability 8.0 and 9.x, d and dv up to 64 run in blocks of 256 x
+// 64 keys with 8 x 32 work-items (157 KB of local memory: more than the 48 KB NVIDIA's OpenCL
+// reports, less than the 163 and 227 KB that A100 and H100 allow a block, and its compiler
+// accepts it), or of 128 x 64 with 8 x 16 where 256-row blocks would leave multiprocessors idle.
+// On the H200 (2026-11-28, bench_gemm_kernel --attention-params) 32 x 1024 x 64 took 0.294 and
+// 0.302 ms that way, 0.31 with 128 x 64 and 8 x 32, 0.34 with 64 x 32 and 8 x 16.
+// bench/attention_kernel also tried warp shuffles (inline PTX) for the rows' maxima and totals;
+// a NaN in one row then changed the totals of the other rows of its warp, so they are not used.
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 
 // ---- lazytensor/backend/opencl/fused_code.hpp ----
 // Element-wise kernels fused into a matrix product or a scan (ir/fusion.hpp), as the code that
@@ -11536,32 +11541,40 @@ namespace lazytensor::detail::opencl {
 struct AttentionParams {
     int bm = 64, bn = 32;  // query rows and keys of a block
     int tx = 8, ty = 16;   // work-items along keys (and output columns) and along query rows
-    bool warp = false;
     int threads() const { return tx * ty; }
 };
+
+/// A ValueError unless `p` is a shape the kernel supports with at most `max_threads` work-items.
+inline void check_attention_params(const AttentionParams& p, std::size_t max_threads) {
+    const bool ok = p.bm > 0 && p.bn > 0 && p.tx > 0 && p.ty > 0 && p.bm % p.ty == 0 && p.bn % p.tx == 0 && p.bn % 4 == 0 &&
+                    p.bn + 4 >= p.tx && std::size_t(p.threads()) <= max_threads;
+    if (!ok)
+        fail<ValueError>("attention kernel parameters bm ", p.bm, ", bn ", p.bn, ", tx ", p.tx, ", ty ", p.ty,
+                         ": bm must be a multiple of ty, bn of tx and of 4, and tx * ty at most ", max_threads);
+}
 
 inline std::int64_t round_up(std::int64_t x, std::int64_t to) { return (x + to - 1) / to * to; }
 
 /// The local memory a work-group of `p` uses, in bytes, for depths d and dv.
 inline std::size_t attention_local_bytes(const AttentionParams& p, std::int64_t d, std::int64_t dv) {
     const std::int64_t ldq = round_up(d, 4) + 4, ldv = round_up(dv, 4 * p.tx) + 4, ldp = p.bn + 4;
-    const std::int64_t kv = p.warp ? p.bn * (ldq + ldv) : p.bn * std::max(ldq, ldv);
+    const std::int64_t kv = p.bn * std::max(ldq, ldv);
     return static_cast<std::size_t>(4 * (p.bm * ldq + kv + p.bm * ldp));
 }
 
-/// The parameters attention of depths d and dv runs with on a device, if it can run there.
-/// `nvidia_cc`: NVIDIA's compute capability (major * 10 + minor), 0 elsewhere.
-inline std::optional<AttentionParams> attention_params_for(std::int64_t d, std::int64_t dv, const DeviceTraits& device,
-                                                           int nvidia_cc) {
+/// The parameters attention of depths d and dv over `blocks_of_256` work-groups of 256 query rows
+/// (batch * ceil(T / 256)) runs with on a device, if it can run there. `nvidia_cc`: NVIDIA's
+/// compute capability (major * 10 + minor), 0 elsewhere.
+inline std::optional<AttentionParams> attention_params_for(std::int64_t d, std::int64_t dv, std::int64_t blocks_of_256,
+                                                           const DeviceTraits& device, int nvidia_cc) {
     // Registers: each work-item holds BM / TY rows of dv / TX outputs and of BN / TX scores.
     if (d < 1 || dv < 1 || d > 256 || dv > 256) return std::nullopt;
-    // The measured fast case: 128 x 64 blocks with warp shuffles (104 KB of shared memory, more
-    // than the 48 KB NVIDIA's OpenCL reports; A100 and H100 allow 163 and 227 KB a block).
-    AttentionParams warp{128, 64, 8, 32, true};
-    if (d <= 64 && dv <= 64 && (nvidia_cc == 80 || nvidia_cc >= 90) && std::size_t(warp.threads()) <= device.max_work_group)
-        return warp;
-    for (int bm : {64, 32, 16}) {
-        AttentionParams p{bm, 32, 8, 16, false};
+    // The measured fast cases (see the top), 8 rows a work-item: 256 x 64 blocks where they fill
+    // every multiprocessor, else 128 x 64.
+    if (d <= 64 && dv <= 64 && (nvidia_cc == 80 || nvidia_cc >= 90) && device.max_work_group >= 256)
+        return blocks_of_256 >= device.compute_units ? AttentionParams{256, 64, 8, 32} : AttentionParams{128, 64, 8, 16};
+    for (const auto [bm, bn] : {std::pair{64, 32}, std::pair{32, 32}, std::pair{16, 32}, std::pair{16, 16}}) {
+        const AttentionParams p{bm, bn, 8, 16};
         if (std::size_t(p.threads()) <= device.max_work_group && attention_local_bytes(p, d, dv) <= device.local_memory) return p;
     }
     return std::nullopt;
@@ -11591,10 +11604,10 @@ inline std::string attention_kernel_source(std::int64_t d, std::int64_t dv, cons
     for (const std::string& h : f.helpers) s += h;
     s += f.function;
     s += "// lazytensor attention: d " + n(d) + ", dv " + n(dv) + ", block " + n(p.bm) + " x " + n(p.bn) + ", work-items " +
-         n(p.tx) + " x " + n(p.ty) + (p.warp ? ", warp shuffles" : "") + "\n";
+         n(p.tx) + " x " + n(p.ty) + "\n";
     s += "#define D " + n(d) + "\n#define DP " + n(round_up(d, 4)) + "\n#define DV " + n(dv) + "\n#define DVP " +
          n(round_up(dv, 4 * p.tx)) + "\n#define BM " + n(p.bm) + "\n#define BN " + n(p.bn) + "\n#define TX " + n(p.tx) +
-         "\n#define TY " + n(p.ty) + "\n#define WARP " + n(int(p.warp)) + "\n#define Q_VEC " + n(int(layout.q_vec)) +
+ "\n#define TY " + n(p.ty) + "\n#define Q_VEC " + n(int(layout.q_vec)) +
          "\n#define K_VEC " + n(int(layout.k_vec)) + "\n#define V_VEC " + n(int(layout.v_vec)) + "\n";
     s += R"CL(#define RM (BM / TY)
 #define RN (BN / TX)
@@ -11604,14 +11617,6 @@ inline std::string attention_kernel_source(std::int64_t d, std::int64_t dv, cons
 #define LDP (BN + 4)
 #define NT (TX * TY)
 #define LT_MAX(a, b) (((b) > (a) || isnan(b)) ? (b) : (a))
-#if WARP
-inline float lt_shfl_xor(float v, int mask) {
-    float r;
-    asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=f"(r) : "f"(v), "r"(mask));
-    return r;
-}
-#define WARP_SYNC() asm volatile("bar.warp.sync 0xffffffff;" ::: "memory")
-#endif
 
 // Rows [first, first + ROWS) of a matrix whose element (row, c) is at X + row * RS + c * CS
 // (c < W; zeros past W and past `limit` rows), to local memory at dst with leading dimension LD
@@ -11639,15 +11644,10 @@ void lt_attention(__global float* restrict O, __global const float* Q, __global 
     s += f.parameters;
     s += R"CL() {
     __local float Qs[BM * LDQ] __attribute__((aligned(16)));
-#if WARP
-    __local float Ks[BN * LDQ] __attribute__((aligned(16)));
-    __local float Vs[BN * LDV] __attribute__((aligned(16)));
-#else
     __local float KV[BN * (LDQ > LDV ? LDQ : LDV)] __attribute__((aligned(16)));  // the block of K, then of V
     #define Ks KV
     #define Vs KV
-#endif
-    __local float Ps[BM * LDP] __attribute__((aligned(16)));  // (without WARP, the rows' partial maxima first) the weights
+    __local float Ps[BM * LDP] __attribute__((aligned(16)));  // the rows' partial maxima, then the weights
     const int tx = get_local_id(0), ty = get_local_id(1), lid = ty * TX + tx;
     const int row0 = get_group_id(0) * BM;
     const long b = first_batch + get_group_id(2);
@@ -11668,9 +11668,6 @@ void lt_attention(__global float* restrict O, __global const float* Q, __global 
     for (int j0 = 0; j0 < S; j0 += BN) {
         barrier(CLK_LOCAL_MEM_FENCE);  // every work-item has read the previous K and V (and Q is stored)
         LOAD_ROWS(K_VEC, Ks, LDQ, BN, DP, D, K, k_cs, k_rs, j0, S)
-#if WARP
-        LOAD_ROWS(V_VEC, Vs, LDV, BN, DVP, DV, V, v_rs, v_cs, j0, S)
-#endif
         barrier(CLK_LOCAL_MEM_FENCE);
         float sc[RM][RN];
         #pragma unroll
@@ -11701,16 +11698,8 @@ void lt_attention(__global float* restrict O, __global const float* Q, __global 
     s += R"CL( : -INFINITY;
                 part = LT_MAX(part, sc[i][j]);
             }
-#if WARP
-            part = LT_MAX(part, lt_shfl_xor(part, 1));
-            part = LT_MAX(part, lt_shfl_xor(part, 2));
-            part = LT_MAX(part, lt_shfl_xor(part, 4));
-            next[i] = part;
-#else
             Ps[(ty + TY * i) * TX + tx] = part;
-#endif
         }
-#if !WARP
         barrier(CLK_LOCAL_MEM_FENCE);
         #pragma unroll
         for (int i = 0; i < RM; ++i) {
@@ -11720,7 +11709,6 @@ void lt_attention(__global float* restrict O, __global const float* Q, __global 
             next[i] = mx;
         }
         barrier(CLK_LOCAL_MEM_FENCE);  // the maxima and K are read: the weights and V overwrite them
-#endif
         #pragma unroll
         for (int i = 0; i < RM; ++i) {
             // A row whose scores so far are all -inf keeps weights 0 (exp(-inf - 0)) until a finite one comes.
@@ -11737,12 +11725,8 @@ void lt_attention(__global float* restrict O, __global const float* Q, __global 
                 Ps[(ty + TY * i) * LDP + tx + TX * j] = w;
             }
         }
-#if WARP
-        WARP_SYNC();  // this warp's rows of weights are written (only this warp reads them)
-#else
         LOAD_ROWS(V_VEC, Vs, LDV, BN, DVP, DV, V, v_rs, v_cs, j0, S)
         barrier(CLK_LOCAL_MEM_FENCE);
-#endif
         for (int j = 0; j < BN; j += 4) {
             float4 pv[RM], vv[4][CN / 4];
             #pragma unroll
@@ -11763,29 +11747,17 @@ void lt_attention(__global float* restrict O, __global const float* Q, __global 
                     o[i][4 * c] = acc.x, o[i][4 * c + 1] = acc.y, o[i][4 * c + 2] = acc.z, o[i][4 * c + 3] = acc.w;
                 }
         }
-#if WARP
-        WARP_SYNC();  // the weights are read before the next block writes them
-#endif
     }
     // Each work-item summed the weights of its own keys: the rows' totals.
-#if !WARP
     barrier(CLK_LOCAL_MEM_FENCE);
     #pragma unroll
     for (int i = 0; i < RM; ++i) Ps[(ty + TY * i) * TX + tx] = l[i];
     barrier(CLK_LOCAL_MEM_FENCE);
-#endif
     #pragma unroll
     for (int i = 0; i < RM; ++i) {
-#if WARP
-        float total = l[i];
-        total += lt_shfl_xor(total, 1);
-        total += lt_shfl_xor(total, 2);
-        total += lt_shfl_xor(total, 4);
-#else
         float total = 0.0f;
         #pragma unroll
         for (int t = 0; t < TX; ++t) total += Ps[(ty + TY * i) * TX + t];
-#endif
         const int row = row0 + ty + TY * i;
         if (row >= T) continue;
         __global float* out = O + (long)row * DV;
@@ -14036,11 +14008,17 @@ public:
         fuse_attention_ = on;
         ++gemm_config_generation();
     }
+    /// Benchmarks: the attention kernel's block and work-group shape from now on (nullopt: the
+    /// device's choice); where it cannot run a product's depths, attention is not fused.
+    void set_attention_params(std::optional<AttentionParams> params) {
+        if (params) check_attention_params(*params, traits_.max_work_group);
+        attention_params_override_ = params;
+        ++gemm_config_generation();
+    }
     std::string attention_routine(const ir::Attention& a) const override {
         const std::optional<AttentionParams> p = attention_params(a);
         if (!p) return "attention kernel";
-        return concat("lazytensor attention kernel ", p->bm, "x", p->bn, p->warp ? ", warp shuffles" : "",
-                      "; scores and weights never stored");
+        return concat("lazytensor attention kernel ", p->bm, "x", p->bn, "; scores and weights never stored");
     }
     std::string attention_source(const ir::Attention& a) override {
         const std::optional<AttentionParams> p = attention_params(a);
@@ -14058,7 +14036,7 @@ public:
         if (count == 0 || g.m == 0) return;
         const AttentionLayout layout = attention_layout(a);
         const std::string key = concat(ir::key(a.score_function), '|', a.depth(), ',', a.value_depth(), ',', p->bm, ',', p->bn,
-                                       ',', p->ty, ',', p->warp, ',', layout.q_vec, layout.k_vec, layout.v_vec);
+                                       ',', p->ty, ',', layout.q_vec, layout.k_vec, layout.v_vec);
         auto it = attention_kernels_.find(key);
         if (it == attention_kernels_.end()) {
             if (attention_kernels_.size() >= cache_capacity()) attention_kernels_.clear();
@@ -14706,9 +14684,12 @@ private:
     std::optional<AttentionParams> attention_params(const ir::Attention& a) const {
         const ir::Gemm& g = a.scores;
         if (g.batch.size() > 1 || g.m > INT32_MAX || g.n > INT32_MAX) return std::nullopt;
-        return attention_params_for(a.depth(), a.value_depth(), traits_, nvidia_cc_);
+        if (attention_params_override_)  // (local memory unchecked: NVIDIA allows more than it reports)
+            return a.depth() <= 256 && a.value_depth() <= 256 ? attention_params_override_ : std::nullopt;
+        return attention_params_for(a.depth(), a.value_depth(), g.batch_count() * ((g.m + 255) / 256), traits_, nvidia_cc_);
     }
     bool fuse_attention_ = env_flag("LAZYTENSOR_FUSE_ATTENTION", true);
+    std::optional<AttentionParams> attention_params_override_;
     int nvidia_cc_ = 0;  // NVIDIA's compute capability (major * 10 + minor), 0 elsewhere
     std::map<std::string, OwnGemmKernel> attention_kernels_;  // by score function, depths, parameters and layout
     bool fuse_epilogues_ = env_flag("LAZYTENSOR_GEMM_EPILOGUE", true);

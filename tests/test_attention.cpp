@@ -81,9 +81,10 @@ TEST_CASE("attention: one item where the backend fuses it, the values of the dou
         struct Case {
             std::int64_t b, t, s, d, dv;
         };
-        // The issue's head size; odd T, S, d and dv; one query; two keys; d and dv to 256.
+        // The issue's head size; odd T, S, d and dv; one query; two keys; d and dv to 256; a batch
+        // large enough for NVIDIA's 256-row blocks.
         for (const Case c : {Case{2, 64, 64, 64, 64}, Case{3, 33, 67, 5, 7}, Case{1, 1, 5, 3, 40}, Case{2, 17, 2, 128, 96},
-                             Case{1, 9, 70, 256, 256}, Case{2, 130, 33, 16, 33}}) {
+                             Case{1, 9, 70, 256, 256}, Case{2, 130, 33, 16, 33}, Case{140, 20, 33, 16, 16}}) {
             INFO("batch " << c.b << ", T " << c.t << ", S " << c.s << ", d " << c.d << ", dv " << c.dv);
             const Ref q = random_ref<float>({c.b, c.t, c.d}, 11), k = random_ref<float>({c.b, c.s, c.d}, 12),
                       v = random_ref<float>({c.b, c.s, c.dv}, 13);
@@ -156,9 +157,13 @@ TEST_CASE("attention: rows whose scores are all equal, all -inf, or hold a NaN")
             CHECK(std::isnan(expected.at({0, 1, c})));
             CHECK(std::isnan(expected.at({0, 2, c})));
         }
-        check_close(out, expected, 1e-4, 1e-5);
+        {
+            INFO("as scheduled");
+            check_close(out, expected, 1e-4, 1e-5);
+        }
 #if !LAZYTENSOR_NO_OPENCL
         UnfusedAttention unfused(d);  // the three items give the same
+        INFO("as three items");
         lt::Tensor<float> composed = attention();
         CHECK(attention_items(lt::schedule(composed), lt::ScheduleItem::Kind::Attention) == 0);
         check_close(composed, expected, 1e-4, 1e-5);
@@ -291,3 +296,36 @@ TEST_CASE("attention: check mode compares the fused kernel with the host's three
         lt::set_default_device(lt::Device::host());
     }
 }
+
+#if !LAZYTENSOR_NO_OPENCL
+TEST_CASE("attention: the kernel's parameters per device, depth and batch") {
+    namespace ocl = lt::detail::opencl;
+    ocl::DeviceTraits h100;
+    h100.max_work_group = 1024, h100.compute_units = 132, h100.local_memory = 48 * 1024;
+    auto shape = [](const std::optional<ocl::AttentionParams>& p) {
+        return p ? std::to_string(p->bm) + "x" + std::to_string(p->bn) + "/" + std::to_string(p->tx) + "x" + std::to_string(p->ty)
+                 : std::string("none");
+    };
+    // NVIDIA 9.0 and 8.0, d and dv up to 64: 256-row blocks where they fill the device, else 128.
+    CHECK(shape(ocl::attention_params_for(64, 64, 32 * 4, h100, 90)) == "128x64/8x16");
+    CHECK(shape(ocl::attention_params_for(64, 64, 132, h100, 90)) == "256x64/8x32");
+    CHECK(shape(ocl::attention_params_for(64, 64, 200, h100, 80)) == "256x64/8x32");
+    // Elsewhere (8.6, other vendors) and for deeper heads: the blocks that fit the local memory.
+    CHECK(shape(ocl::attention_params_for(64, 64, 200, h100, 86)) == "64x32/8x16");
+    CHECK(shape(ocl::attention_params_for(65, 64, 200, h100, 90)) == "64x32/8x16");
+    CHECK(shape(ocl::attention_params_for(128, 128, 200, h100, 0)) == "32x32/8x16");
+    CHECK(shape(ocl::attention_params_for(256, 256, 200, h100, 0)) == "16x16/8x16");
+    for (int depth : {128, 256})
+        CHECK(ocl::attention_local_bytes(*ocl::attention_params_for(depth, depth, 1, h100, 0), depth, depth) <= 48 * 1024);
+    CHECK(shape(ocl::attention_params_for(257, 64, 200, h100, 90)) == "none");
+    CHECK(shape(ocl::attention_params_for(64, 257, 200, h100, 90)) == "none");
+    ocl::DeviceTraits small = h100;
+    small.local_memory = 16 * 1024;
+    CHECK(shape(ocl::attention_params_for(256, 256, 200, small, 0)) == "none");
+    small.max_work_group = 64;
+    CHECK(shape(ocl::attention_params_for(8, 8, 200, small, 90)) == "none");  // work-groups of 128 do not fit
+    CHECK_THROWS_AS(ocl::check_attention_params(ocl::AttentionParams{12, 32, 8, 16}, 1024), lt::ValueError);
+    CHECK_THROWS_AS(ocl::check_attention_params(ocl::AttentionParams{128, 64, 8, 32}, 128), lt::ValueError);
+    CHECK_NOTHROW(ocl::check_attention_params(ocl::AttentionParams{128, 64, 8, 32}, 256));
+}
+#endif

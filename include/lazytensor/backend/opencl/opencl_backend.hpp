@@ -645,11 +645,17 @@ public:
         fuse_attention_ = on;
         ++gemm_config_generation();
     }
+    /// Benchmarks: the attention kernel's block and work-group shape from now on (nullopt: the
+    /// device's choice); where it cannot run a product's depths, attention is not fused.
+    void set_attention_params(std::optional<AttentionParams> params) {
+        if (params) check_attention_params(*params, traits_.max_work_group);
+        attention_params_override_ = params;
+        ++gemm_config_generation();
+    }
     std::string attention_routine(const ir::Attention& a) const override {
         const std::optional<AttentionParams> p = attention_params(a);
         if (!p) return "attention kernel";
-        return concat("lazytensor attention kernel ", p->bm, "x", p->bn, p->warp ? ", warp shuffles" : "",
-                      "; scores and weights never stored");
+        return concat("lazytensor attention kernel ", p->bm, "x", p->bn, "; scores and weights never stored");
     }
     std::string attention_source(const ir::Attention& a) override {
         const std::optional<AttentionParams> p = attention_params(a);
@@ -667,7 +673,7 @@ public:
         if (count == 0 || g.m == 0) return;
         const AttentionLayout layout = attention_layout(a);
         const std::string key = concat(ir::key(a.score_function), '|', a.depth(), ',', a.value_depth(), ',', p->bm, ',', p->bn,
-                                       ',', p->ty, ',', p->warp, ',', layout.q_vec, layout.k_vec, layout.v_vec);
+                                       ',', p->ty, ',', layout.q_vec, layout.k_vec, layout.v_vec);
         auto it = attention_kernels_.find(key);
         if (it == attention_kernels_.end()) {
             if (attention_kernels_.size() >= cache_capacity()) attention_kernels_.clear();
@@ -1315,9 +1321,12 @@ private:
     std::optional<AttentionParams> attention_params(const ir::Attention& a) const {
         const ir::Gemm& g = a.scores;
         if (g.batch.size() > 1 || g.m > INT32_MAX || g.n > INT32_MAX) return std::nullopt;
-        return attention_params_for(a.depth(), a.value_depth(), traits_, nvidia_cc_);
+        if (attention_params_override_)  // (local memory unchecked: NVIDIA allows more than it reports)
+            return a.depth() <= 256 && a.value_depth() <= 256 ? attention_params_override_ : std::nullopt;
+        return attention_params_for(a.depth(), a.value_depth(), g.batch_count() * ((g.m + 255) / 256), traits_, nvidia_cc_);
     }
     bool fuse_attention_ = env_flag("LAZYTENSOR_FUSE_ATTENTION", true);
+    std::optional<AttentionParams> attention_params_override_;
     int nvidia_cc_ = 0;  // NVIDIA's compute capability (major * 10 + minor), 0 elsewhere
     std::map<std::string, OwnGemmKernel> attention_kernels_;  // by score function, depths, parameters and layout
     bool fuse_epilogues_ = env_flag("LAZYTENSOR_GEMM_EPILOGUE", true);
