@@ -1,8 +1,10 @@
 // An experiment toward issue 18's moonshot: attention softmax(q @ k^T * scale) @ v as one
 // streaming OpenCL kernel (online softmax over blocks of keys; the T x S scores never reach
-// global memory). Not used by the engine yet: this tool builds the kernel on the first GPU (else
-// the first OpenCL device), checks sampled rows against a double-precision reference and times
-// it, so that the kernel's speed is known before the scheduler learns to fuse the pattern.
+// global memory). The engine's kernel (backend/opencl/attention_kernel.hpp) grew from this
+// one; this tool keeps the variants it tried. It builds the kernel on the first GPU (else the
+// first OpenCL device), checks sampled rows against a double-precision reference and times it.
+// (--warp: on NVIDIA a NaN in one query row changed the other rows of its warp, which the engine's
+// tests found; the engine's kernel has no warp shuffles.)
 //
 //   attention_kernel [--batch B] [--t T] [--s S] [--d D] [--dv DV] [--bm BM] [--bn BN] [--tx TX] [--ty TY]
 //                    [--prefetch] [--max-registers N] [--warp] [--reps R] [--print-source]

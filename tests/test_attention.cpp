@@ -306,9 +306,11 @@ TEST_CASE("attention: the kernel's parameters per device, depth and batch") {
         return p ? std::to_string(p->bm) + "x" + std::to_string(p->bn) + "/" + std::to_string(p->tx) + "x" + std::to_string(p->ty)
                  : std::string("none");
     };
-    // NVIDIA 9.0 and 8.0, d and dv up to 64: 256-row blocks where they fill the device, else 128.
-    CHECK(shape(ocl::attention_params_for(64, 64, 32 * 4, h100, 90)) == "128x64/8x16");
-    CHECK(shape(ocl::attention_params_for(64, 64, 132, h100, 90)) == "256x64/8x32");
+    // NVIDIA 9.0 and 8.0, d and dv up to 64: 256-row blocks where they keep 3/4 of the device busy, else 128.
+    CHECK(shape(ocl::attention_params_for(64, 64, 16 * 4, h100, 90)) == "128x64/8x16");
+    CHECK(shape(ocl::attention_params_for(64, 64, 98, h100, 90)) == "128x64/8x16");
+    CHECK(shape(ocl::attention_params_for(64, 64, 99, h100, 90)) == "256x64/8x32");
+    CHECK(shape(ocl::attention_params_for(64, 64, 32 * 4, h100, 90)) == "256x64/8x32");
     CHECK(shape(ocl::attention_params_for(64, 64, 200, h100, 80)) == "256x64/8x32");
     // Elsewhere (8.6, other vendors) and for deeper heads: the blocks that fit the local memory.
     CHECK(shape(ocl::attention_params_for(64, 64, 200, h100, 86)) == "64x32/8x16");

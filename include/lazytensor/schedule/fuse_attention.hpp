@@ -7,6 +7,8 @@
 #pragma once
 
 #include <functional>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "../ir/attention.hpp"

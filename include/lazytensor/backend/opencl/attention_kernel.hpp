@@ -18,13 +18,15 @@
 // On NVIDIA devices of compute capability 8.0 and 9.x, d and dv up to 64 run in blocks of 256 x
 // 64 keys with 8 x 32 work-items (157 KB of local memory: more than the 48 KB NVIDIA's OpenCL
 // reports, less than the 163 and 227 KB that A100 and H100 allow a block, and its compiler
-// accepts it), or of 128 x 64 with 8 x 16 where 256-row blocks would leave multiprocessors idle.
-// On the H200 (2026-11-28, bench_gemm_kernel --attention-params) 32 x 1024 x 64 took 0.294 and
-// 0.302 ms that way, 0.31 with 128 x 64 and 8 x 32, 0.34 with 64 x 32 and 8 x 16.
+// accepts it), or of 128 x 64 with 8 x 16 where 256-row blocks would leave a quarter of the
+// multiprocessors idle. On the H200 (2026-11-28, bench_gemm_kernel --attention-params) 32 x
+// 1024 x 64 took 0.294-0.296 and 0.302-0.303 ms that way, 0.31 with 128 x 64 and 8 x 32, 0.34
+// with 64 x 32 and 8 x 16.
 // bench/attention_kernel also tried warp shuffles (inline PTX) for the rows' maxima and totals;
 // a NaN in one row then changed the totals of the other rows of its warp, so they are not used.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -68,10 +70,11 @@ inline std::optional<AttentionParams> attention_params_for(std::int64_t d, std::
                                                            const DeviceTraits& device, int nvidia_cc) {
     // Registers: each work-item holds BM / TY rows of dv / TX outputs and of BN / TX scores.
     if (d < 1 || dv < 1 || d > 256 || dv > 256) return std::nullopt;
-    // The measured fast cases (see the top), 8 rows a work-item: 256 x 64 blocks where they fill
-    // every multiprocessor, else 128 x 64.
+    // The measured fast cases (see the top), 8 rows a work-item: 256 x 64 blocks where they keep
+    // at least 3/4 of the multiprocessors busy (128 blocks on 132 were faster than 256 of 128
+    // rows), else 128 x 64.
     if (d <= 64 && dv <= 64 && (nvidia_cc == 80 || nvidia_cc >= 90) && device.max_work_group >= 256)
-        return blocks_of_256 >= device.compute_units ? AttentionParams{256, 64, 8, 32} : AttentionParams{128, 64, 8, 16};
+        return 4 * blocks_of_256 >= 3 * device.compute_units ? AttentionParams{256, 64, 8, 32} : AttentionParams{128, 64, 8, 16};
     for (const auto [bm, bn] : {std::pair{64, 32}, std::pair{32, 32}, std::pair{16, 32}, std::pair{16, 16}}) {
         const AttentionParams p{bm, bn, 8, 16};
         if (std::size_t(p.threads()) <= device.max_work_group && attention_local_bytes(p, d, dv) <= device.local_memory) return p;
