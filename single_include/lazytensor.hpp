@@ -11576,7 +11576,7 @@ inline std::optional<AttentionParams> attention_params_for(std::int64_t d, std::
     // rows), else 128 x 64.
     if (d <= 64 && dv <= 64 && (nvidia_cc == 80 || nvidia_cc >= 90) && device.max_work_group >= 256)
         return 4 * blocks_of_256 >= 3 * device.compute_units ? AttentionParams{256, 64, 8, 32} : AttentionParams{128, 64, 8, 16};
-    for (const auto [bm, bn] : {std::pair{64, 32}, std::pair{32, 32}, std::pair{16, 32}, std::pair{16, 16}}) {
+    for (const auto& [bm, bn] : {std::pair{64, 32}, std::pair{32, 32}, std::pair{16, 32}, std::pair{16, 16}}) {
         const AttentionParams p{bm, bn, 8, 16};
         if (std::size_t(p.threads()) <= device.max_work_group && attention_local_bytes(p, d, dv) <= device.local_memory) return p;
     }
@@ -16229,6 +16229,11 @@ inline void fuse_attention(Schedule& s, const std::function<bool(const Node* pro
         if (second.view_only || !second.is_gemm() || second.inputs.size() != 2 || second.inputs[0] != softmax.root ||
             second.inputs[1] == softmax.root)
             continue;
+        // The scores are now computed at the second product's place: an assign in between could
+        // change what q or kt hold there.
+        bool assign_between = false;
+        for (std::size_t g = i + 1; g < j; ++g) assign_between = assign_between || (!gone[g] && groups[g].root->kind == NodeKind::Assign);
+        if (assign_between) continue;
         std::optional<ir::Attention> a = attention_fuse_detail::match(first, softmax, second);
         if (!a || !fuses(second.root, *a)) continue;
         second.attention = std::move(*a);

@@ -60,6 +60,11 @@ inline void fuse_attention(Schedule& s, const std::function<bool(const Node* pro
         if (second.view_only || !second.is_gemm() || second.inputs.size() != 2 || second.inputs[0] != softmax.root ||
             second.inputs[1] == softmax.root)
             continue;
+        // The scores are now computed at the second product's place: an assign in between could
+        // change what q or kt hold there.
+        bool assign_between = false;
+        for (std::size_t g = i + 1; g < j; ++g) assign_between = assign_between || (!gone[g] && groups[g].root->kind == NodeKind::Assign);
+        if (assign_between) continue;
         std::optional<ir::Attention> a = attention_fuse_detail::match(first, softmax, second);
         if (!a || !fuses(second.root, *a)) continue;
         second.attention = std::move(*a);

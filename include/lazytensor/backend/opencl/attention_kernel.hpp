@@ -75,7 +75,7 @@ inline std::optional<AttentionParams> attention_params_for(std::int64_t d, std::
     // rows), else 128 x 64.
     if (d <= 64 && dv <= 64 && (nvidia_cc == 80 || nvidia_cc >= 90) && device.max_work_group >= 256)
         return 4 * blocks_of_256 >= 3 * device.compute_units ? AttentionParams{256, 64, 8, 32} : AttentionParams{128, 64, 8, 16};
-    for (const auto [bm, bn] : {std::pair{64, 32}, std::pair{32, 32}, std::pair{16, 32}, std::pair{16, 16}}) {
+    for (const auto& [bm, bn] : {std::pair{64, 32}, std::pair{32, 32}, std::pair{16, 32}, std::pair{16, 16}}) {
         const AttentionParams p{bm, bn, 8, 16};
         if (std::size_t(p.threads()) <= device.max_work_group && attention_local_bytes(p, d, dv) <= device.local_memory) return p;
     }
