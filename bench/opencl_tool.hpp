@@ -1,4 +1,4 @@
-// Helpers of the bench tools that drive OpenCL directly (gemm_kernel_binary, attention_kernel).
+// Helpers of the bench tools that drive OpenCL directly (gemm_kernel_binary).
 #pragma once
 
 #include <CL/cl.h>

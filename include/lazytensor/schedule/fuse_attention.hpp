@@ -79,15 +79,7 @@ inline void fuse_attention(Schedule& s, const std::function<bool(const Node* pro
         gone[i] = gone[k] = 1;
         any = true;
     }
-    if (!any) return;
-    std::size_t kept = 0;
-    for (std::size_t i = 0; i < groups.size(); ++i) {
-        if (gone[i]) continue;
-        if (kept != i) groups[kept] = std::move(groups[i]);
-        ++kept;
-    }
-    groups.resize(kept);
-    s.group_of_root.clear();
+    if (any) fuse_detail::drop_gone(s, gone);
 }
 
 }  // namespace lazytensor::detail

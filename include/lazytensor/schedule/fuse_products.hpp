@@ -54,6 +54,18 @@ inline bool plain_kernel(const Group& g) {
            !g.kernel.phases.empty();
 }
 
+/// Removes the groups marked gone, keeping the others' order; group_of_root is stale afterwards.
+inline void drop_gone(Schedule& s, const std::vector<char>& gone) {
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < s.groups.size(); ++i) {
+        if (gone[i]) continue;
+        if (kept != i) s.groups[kept] = std::move(s.groups[i]);
+        ++kept;
+    }
+    s.groups.resize(kept);
+    s.group_of_root.clear();
+}
+
 }  // namespace fuse_detail
 
 /// Fuses what `fusions` allows. Schedule::group_of_root is stale afterwards.
@@ -119,14 +131,7 @@ inline void fuse_into_products(Schedule& s, const ProductFusions& fusions) {
         consumer.ops.insert(consumer.ops.begin(), product.ops.begin(), product.ops.end());
         gone[i] = 1;
     }
-    std::size_t kept = 0;
-    for (std::size_t i = 0; i < groups.size(); ++i) {
-        if (gone[i]) continue;
-        if (kept != i) groups[kept] = std::move(groups[i]);
-        ++kept;
-    }
-    groups.resize(kept);
-    s.group_of_root.clear();
+    fuse_detail::drop_gone(s, gone);
 }
 
 }  // namespace lazytensor::detail

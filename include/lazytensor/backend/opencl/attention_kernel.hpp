@@ -22,8 +22,9 @@
 // multiprocessors idle. On the H200 (2026-11-28, bench_gemm_kernel --attention-params) 32 x
 // 1024 x 64 took 0.294-0.296 and 0.302-0.303 ms that way, 0.31 with 128 x 64 and 8 x 32, 0.34
 // with 64 x 32 and 8 x 16.
-// bench/attention_kernel also tried warp shuffles (inline PTX) for the rows' maxima and totals;
-// a NaN in one row then changed the totals of the other rows of its warp, so they are not used.
+// The experiment this kernel grew from (bench/README.md, "Toward fused attention") agreed on the
+// rows' maxima and totals through warp shuffles (inline PTX); a NaN in one row then changed the
+// totals of the other rows of its warp, so they are not used.
 #pragma once
 
 #include <algorithm>

@@ -705,24 +705,8 @@ public:
             check(clSetKernelArg(kernel, arg++, value.size, value.bytes), "clSetKernelArg");
         }
         const std::size_t local[3] = {std::size_t(p->tx), std::size_t(p->ty), 1};
-        constexpr std::int64_t most_matrices = 65535;  // NVIDIA's limit along the third dimension
-        double ms = 0;
-        for (std::int64_t first = 0; first < count; first += most_matrices) {
-            const cl_long first_batch = first;
-            check(clSetKernelArg(kernel, first_batch_arg, sizeof first_batch, &first_batch), "clSetKernelArg");
-            const std::size_t global[3] = {static_cast<std::size_t>((g.m + p->bm - 1) / p->bm) * local[0], local[1],
-                                           static_cast<std::size_t>(std::min(count - first, most_matrices))};
-            cl_event event = nullptr, wait = std::exchange(detail_launch_dependency(), nullptr);
-            const cl_int err = clEnqueueNDRangeKernel(queue_, kernel, 3, nullptr, global, local, wait ? 1 : 0,
-                                                      wait ? &wait : nullptr, record_times_ || launch_events_ ? &event : nullptr);
-            check(err, "clEnqueueNDRangeKernel", concat("launching ", attention_kernel_name(), " on ", describe()));
-            if (launch_events_) {
-                if (record_times_) clRetainEvent(event);
-                remember_launch(event, attention_kernel_name());
-            }
-            if (record_times_) ms += event_ms(event);
-        }
-        if (record_times_) times_ms_.push_back(ms);
+        launch_per_matrix(kernel, attention_kernel_name(), first_batch_arg, count,
+                          static_cast<std::size_t>((g.m + p->bm - 1) / p->bm) * local[0], local);
     }
 
     /// Tests and benchmarks: whether products fuse their element-wise consumers from now on
@@ -1091,28 +1075,36 @@ public:
         for (const ScalarArg& v : epilogue_values) check(clSetKernelArg(kernel, arg++, v.size, v.bytes), "clSetKernelArg");
         auto blocks = [](std::int64_t extent, int block) { return static_cast<std::size_t>((extent + block - 1) / block); };
         const std::size_t local[3] = {std::size_t(p.tn), std::size_t(p.tm), 1};
-        // NVIDIA's driver allows 65535 work-groups along the second and third dimensions.
+        launch_per_matrix(kernel, gemm_kernel_name(), first_matrix_arg, count,
+                          blocks(g.m, p.block_m()) * blocks(g.n, p.block_n()) * local[0], local);
+    }
+
+private:
+    /// Launches a kernel whose third NDRange dimension walks `count` matrices, in chunks of at
+    /// most 65535 (NVIDIA's limit along the second and third dimensions): argument `first_arg`
+    /// (a long) gets each chunk's first matrix; the first dimension spans `global0` work-items.
+    /// Timed as one item where times are recorded.
+    void launch_per_matrix(cl_kernel kernel, const char* name, cl_uint first_arg, std::int64_t count, std::size_t global0,
+                           const std::size_t (&local)[3]) {
         constexpr std::int64_t most_matrices = 65535;
         double ms = 0;
         for (std::int64_t first = 0; first < count; first += most_matrices) {
             const cl_long first_matrix = first;
-            check(clSetKernelArg(kernel, first_matrix_arg, sizeof first_matrix, &first_matrix), "clSetKernelArg");
-            const std::size_t global[3] = {blocks(g.m, p.block_m()) * blocks(g.n, p.block_n()) * local[0], local[1],
-                                           static_cast<std::size_t>(std::min(count - first, most_matrices))};
+            check(clSetKernelArg(kernel, first_arg, sizeof first_matrix, &first_matrix), "clSetKernelArg");
+            const std::size_t global[3] = {global0, local[1], static_cast<std::size_t>(std::min(count - first, most_matrices))};
             cl_event event = nullptr, wait = std::exchange(detail_launch_dependency(), nullptr);
             const cl_int err = clEnqueueNDRangeKernel(queue_, kernel, 3, nullptr, global, local, wait ? 1 : 0,
                                                       wait ? &wait : nullptr, record_times_ || launch_events_ ? &event : nullptr);
-            check(err, "clEnqueueNDRangeKernel", concat("launching ", gemm_kernel_name(), " on ", describe()));
+            check(err, "clEnqueueNDRangeKernel", concat("launching ", name, " on ", describe()));
             if (launch_events_) {
                 if (record_times_) clRetainEvent(event);  // event_ms releases its reference; the list keeps its own
-                remember_launch(event, gemm_kernel_name());
+                remember_launch(event, name);
             }
             if (record_times_) ms += event_ms(event);
         }
         if (record_times_) times_ms_.push_back(ms);
     }
 
-private:
     /// A contiguous copy of a gemm operand that BLAS cannot read in place (no unit stride), or
     /// null; `layout` becomes the copy's.
     BufferPtr blas_readable_copy(const ir::Gemm& g, const Buffer& operand, ir::MatrixLayout& layout,
