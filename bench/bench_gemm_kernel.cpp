@@ -240,20 +240,22 @@ int main(int argc, char** argv) {
             std::printf("  (cast and consumer not fused: %.3f ms)\n", half_unfused);
             std::printf("(x @ w1 + b1).half(), a float16 result                         %9.3f ms\n", to_half);
             std::printf("  (not fused: %.3f ms)\n", to_half_unfused);
-            {  // LAZYTENSOR_DEBUG=3's schedule and item times, without the kernel sources it also prints
+            // LAZYTENSOR_DEBUG=3's schedule and item times of one realize, without the kernel sources it also prints.
+            auto print_items = [&](const char* what, const auto& make) {
                 std::ostringstream log;
                 std::streambuf* old = std::cerr.rdbuf(log.rdbuf());
                 lt::set_debug_level(3);
-                mlp_expr().realize();
+                make().realize();
                 lt::set_debug_level(0);
                 std::cerr.rdbuf(old);
                 std::istringstream lines(log.str());
-                std::printf("  one MLP realize, LAZYTENSOR_DEBUG=3 (schedule, then each item's device time):\n");
+                std::printf("  one %s realize, LAZYTENSOR_DEBUG=3 (schedule, then each item's device time):\n", what);
                 for (std::string line; std::getline(lines, line);)
                     if (line.rfind("[lazytensor] schedule", 0) == 0 || line.rfind("  kernel ", 0) == 0 ||
-                        line.rfind("  matmul ", 0) == 0)
+                        line.rfind("  matmul ", 0) == 0 || line.rfind("  attention ", 0) == 0)
                         if (line.find(" on opencl") == std::string::npos) std::printf("  %s\n", line.c_str());
-            }
+            };
+            print_items("MLP", mlp_expr);
             const lt::Tensor<float> q = uniform({32, t, 64}, 21, 1.0f), k = uniform({32, t, 64}, 22, 1.0f),
                                     v = uniform({32, t, 64}, 23, 1.0f);
             auto attention_expr = [&] { return lt::matmul(lt::softmax(lt::matmul(q, k.mT()) * 0.125f, -1), v); };
@@ -270,19 +272,7 @@ int main(int argc, char** argv) {
                         static_cast<long long>(t), attention);
             std::printf("  (not fused: %.3f ms; fused against not, relative difference %.2g)\n", attention_unfused,
                         attention_difference);
-            {
-                std::ostringstream log;
-                std::streambuf* old = std::cerr.rdbuf(log.rdbuf());
-                lt::set_debug_level(3);
-                attention_expr().realize();
-                lt::set_debug_level(0);
-                std::cerr.rdbuf(old);
-                std::istringstream lines(log.str());
-                std::printf("  one attention realize, LAZYTENSOR_DEBUG=3:\n");
-                for (std::string line; std::getline(lines, line);)
-                    if (line.rfind("[lazytensor] schedule", 0) == 0 || line.rfind("  attention ", 0) == 0)
-                        if (line.find(" on opencl") == std::string::npos) std::printf("  %s\n", line.c_str());
-            }
+            print_items("attention", attention_expr);
             std::stringstream sets(attention_params);
             for (std::string set; std::getline(sets, set, ';');) {
                 ocl::AttentionParams p;
