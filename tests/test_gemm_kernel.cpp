@@ -200,16 +200,18 @@ TEST_CASE_TEMPLATE("the own OpenCL GEMM kernel with vector loads, prefetch and d
             return;
         }
         // (double buffer, fragments): off, each alone, both; then fragments under a register cap
-        // (NVIDIA: a tight one, so that the compiler spills; other devices ignore it)
-        for (int variant = 0; variant < 5; ++variant) {
-            const bool double_buffer = variant & 1, fragments = variant & 2 || variant == 4;
+        // (NVIDIA: a tight one, so that the compiler spills; other devices ignore it); then both
+        // with runs of 2 under global loads of 4 (NVIDIA's set for narrow batches)
+        for (int variant = 0; variant < 6; ++variant) {
+            const bool double_buffer = variant & 1 || variant == 5, fragments = variant & 2 || variant >= 4;
             const int max_registers = variant == 4 ? 32 : 0;
-            INFO("double buffer " << double_buffer << ", fragments " << fragments << ", max registers " << max_registers);
             gk_ocl::GemmKernelParams params = std::is_same_v<T, float> ? gk_ocl::GemmKernelParams{4, 8, 4, 4, 8, 4, 4, true}
                                                                        : gk_ocl::GemmKernelParams{8, 4, 2, 4, 8, 2, 2, true};
             params.double_buffer = double_buffer;
             params.fragments = fragments;
             params.max_registers = max_registers;
+            if (variant == 5) params.v = 2, params.gv = 4;
+            INFO("parameters " << params.str());
             GkOwnGemm own(d, params);
             gk_layouts_and_sizes<T>();
             gk_batches<T>();
@@ -446,6 +448,11 @@ TEST_CASE("the own GEMM kernel's parameter sets per device class fit the device"
     g.n = 64;
     CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_n() == 64);
     CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).threads() == 256);
+    g.batch = lt::Shape{32}, g.m = g.k = 1024;  // a narrow batch (attention's second product): runs of 2
+    CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).block_m() == 128);
+    CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).threads() == 128);
+    CHECK(gk_ocl::gemm_params_for(g, true, h100, 1024, 48 << 10).v == 2);
+    g.batch = lt::Shape{}, g.m = 8192, g.k = 1024;
     CHECK(gk_ocl::gemm_params_for(g, false, "pthread-cpu", 4096, 64 << 10).threads() == 64);
     // Small devices get sets that fit them, or one work-item per group.
     for (std::size_t group : {1, 16, 64})
