@@ -477,6 +477,24 @@ TEST_CASE("softmax, log_softmax and logsumexp: reference values, extremes, one k
         // Integers are computed in float.
         lt::Tensor<float> si = lt::softmax(lt::tensor<std::int32_t>({0, 0}, {1, 2}));
         CHECK(values(si) == std::vector<float>{0.5f, 0.5f});
+        // Over an empty axis (a batch of empty sequences), as PyTorch: softmax and log_softmax are
+        // empty, logsumexp is log(0) = -inf; a bad axis is still an AxisError.
+        const lt::Tensor<float> none = lt::zeros<float>({3, 0});
+        CHECK(lt::softmax(none, 1).shape() == lt::Shape{3, 0});
+        CHECK(lt::softmax(none, 1).to_vector().empty());
+        CHECK(lt::log_softmax(none, -1).shape() == lt::Shape{3, 0});
+        CHECK(lt::log_softmax(none, -1).to_vector().empty());
+        CHECK(values(lt::logsumexp(none, 1)) == std::vector<float>{-inf, -inf, -inf});
+        CHECK(values(lt::logsumexp(none, 1, true)).size() == 3);
+        CHECK(values(lt::logsumexp(none)) == std::vector<float>{-inf});
+        CHECK(values(lt::softmax(none, 0)).empty());  // the empty axis is the other one: 0 rows of 3
+        CHECK_THROWS_AS(lt::softmax(none, 2), lt::AxisError);
+        CHECK_THROWS_AS(lt::logsumexp(none, 2), lt::AxisError);
+        // Attention over no keys: the weights are empty, the product with them zeros.
+        const lt::Tensor<float> q = lt::ones<float>({2, 4, 3}), k = lt::ones<float>({2, 0, 3}), v = lt::ones<float>({2, 0, 5});
+        const lt::Tensor<float> attended = lt::matmul(lt::softmax(lt::matmul(q, k.mT()) * 0.5f, -1), v);
+        CHECK(attended.shape() == lt::Shape{2, 4, 5});
+        CHECK(values(attended) == std::vector<float>(40, 0.0f));
     });
 }
 

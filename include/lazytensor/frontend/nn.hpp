@@ -12,10 +12,21 @@ namespace lazytensor {
 
 namespace detail {
 
+/// Whether any of `axes` (valid for `x`) has extent 0: a softmax or logsumexp over it has nothing
+/// to shift by (the maximum of no elements), and nothing that could overflow either.
+inline bool over_empty_axis(const NodePtr& x, const Axes& axes, const char* op) {
+    for (int a : normalize_axes(axes, x->shape.size(), op, x->shape))
+        if (x->shape[static_cast<std::size_t>(a)] == 0) return true;
+    return false;
+}
+
 /// log(sum(exp(x))) over `axes`, shifted by the maximum so that nothing overflows. An
-/// all-(-inf) row gives -inf and a +inf element gives +inf, as the exact value would.
+/// all-(-inf) row gives -inf and a +inf element gives +inf, as the exact value would; over an
+/// empty axis, log(0) = -inf.
 inline NodePtr log_sum_exp(const NodePtr& x, const Axes& axes, bool keepdim) {
     const NodePtr v = floating(x);
+    if (over_empty_axis(v, axes, "logsumexp"))
+        return graph::unary(UnaryOp::Log, graph::reduce(ReduceOp::Sum, graph::unary(UnaryOp::Exp, v), axes, keepdim, "logsumexp"));
     // The shift cancels: it passes no gradient (which would be zero, at the cost of kernels).
     const NodePtr m = graph::stop_gradient(graph::reduce(ReduceOp::Max, v, axes, true, "logsumexp"));
     const NodePtr infinite = graph::binary(BinaryOp::Eq, graph::unary(UnaryOp::Abs, m), Scalar::of<double>(INFINITY));
@@ -28,16 +39,19 @@ inline NodePtr log_sum_exp(const NodePtr& x, const Axes& axes, bool keepdim) {
 
 }  // namespace detail
 
-/// exp(x) / sum(exp(x)) along `axis` (shifted by the maximum), same shape; integers compute in
-/// float32. Lazy; a softmax over rows is one kernel. AxisError for a bad axis.
+/// exp(x) / sum(exp(x)) along `axis` (shifted by the maximum), same shape (empty along an empty
+/// axis); integers compute in float32. Lazy; a softmax over rows is one kernel. AxisError for a
+/// bad axis.
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 auto softmax(const E& x, int axis = -1) {
     using R = detail::mean_t<typename E::value_type>;
     namespace g = detail::graph;
     const detail::NodePtr v = detail::floating(x.build());
     const Axes axes{axis};
-    const detail::NodePtr e =
-        g::unary(UnaryOp::Exp, g::binary(BinaryOp::Sub, v, g::stop_gradient(g::reduce(ReduceOp::Max, v, axes, true, "softmax"))));
+    const detail::NodePtr shifted = detail::over_empty_axis(v, axes, "softmax")
+                                        ? v
+                                        : g::binary(BinaryOp::Sub, v, g::stop_gradient(g::reduce(ReduceOp::Max, v, axes, true, "softmax")));
+    const detail::NodePtr e = g::unary(UnaryOp::Exp, shifted);
     return Tensor<R>(g::binary(BinaryOp::Div, e, g::reduce(ReduceOp::Sum, e, axes, true, "softmax")));
 }
 
