@@ -399,6 +399,33 @@ TEST_CASE("fuzz: the gradient check's differences, kinks and comparison") {
         REQUIRE(fuzz::reinfer(q, false));
         CHECK(!fg::differences(q).skip.empty());
     }
+    // sigmoid(a / b) + c with c empty (gradient seed 7408205, minimized): the result is empty, yet
+    // reverse mode takes a / b's local derivatives at a and b's own shape; at b = 0 they are not
+    // finite and the zero cotangent gives NaN (as PyTorch). The pole counts as a domain edge even
+    // there: skipped at b = 0, compared (all zeros) at b = 1.
+    for (const double b : {0.0, 1.0}) {
+        fuzz::Program p;
+        p.steps.push_back(leaf64({1, 1, 1}, {0.0}));
+        p.steps.push_back(leaf64({1, 0, 1}, {}));
+        p.steps.push_back(leaf64({1, 1, 1, 1}, {b}));
+        fuzz::Step fused = op_step(Kind::Fused, 0, 2);
+        fused.c = 1;
+        fused.pattern = 1;
+        fused.uop = fuzz::UnaryOp::Sigmoid;
+        fused.bop = fuzz::BinaryOp::Div;
+        fused.bop2 = fuzz::BinaryOp::Add;
+        p.steps.push_back(fused);
+        fuzz::Step total = op_step(Kind::Reduce, 3);
+        total.red = fuzz::Red::Sum;
+        total.all_axes = true;
+        total.output = true;
+        p.steps.push_back(total);
+        REQUIRE(fuzz::reinfer(p, false));
+        CHECK(p.steps[3].shape == lt::Shape{1, 1, 0, 1});
+        const auto d = fg::differences(p);
+        CHECK(d.skip.empty() == (b != 0.0));
+        if (d.skip.empty()) CHECK(d.fd[0][0] == 0.0);
+    }
     // The generator's programs are valid, differentiate every kind of step the typed path has,
     // and keep their values away from kinks (the margin and edge distances).
     for (std::uint64_t seed = 0; seed < 300; ++seed) {

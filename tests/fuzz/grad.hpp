@@ -170,6 +170,12 @@ void step_kinks(const Step& s, const std::vector<Arr>& v, Kink kink, Edge edge) 
             return;
         }
         case Kind::Fused: {
+            // u(a / b) op2 c computes a / b at a and b's own broadcast shape, even where an empty
+            // c makes the result empty: its zero cotangent then meets 1 / b in reverse mode, NaN at
+            // b = 0 (0 * inf, as in PyTorch), where the differences see no dependence at all.
+            if (s.pattern == 1 && s.bop == BinaryOp::Div && numel(s.shape) == 0)
+                if (const auto inner = broadcast(in(s.a).shape, in(s.b).shape))
+                    for (double b : spread(in(s.b), *inner)) edge(std::fabs(b));
             const std::vector<double> A = spread(in(s.a), s.shape), B = spread(in(s.b), s.shape);
             const std::vector<double> C = s.c >= 0 ? spread(in(s.c), s.shape) : std::vector<double>();
             for (std::size_t k = 0; k < A.size(); ++k) {
