@@ -209,6 +209,23 @@ TEST_CASE("scans: every dtype, lengths around tiles and chunks, both axes, views
             std::vector<std::int64_t> byte_values(bytes.begin(), bytes.end());
             CHECK(lt::tensor<std::uint8_t>(bytes, {rows, n}, d).cumsum(1).to_vector() == wrapped_scan(byte_values, n, false));
         }
+        // Outputs of 16 MiB and more (the host writes them with non-temporal stores), of odd
+        // lengths so that rows start unaligned: along rows and along columns (five blocks of
+        // columns), float32, float64 and int64.
+        {
+            const std::int64_t rows = 1031, n = 4099, half_n = 2053;
+            const Ref x = random_ref<float>({rows, n}, 45);
+            const lt::Tensor<float> t = make_tensor<float>(x, d);
+            check_scan(t.cumsum(1), scan_ref(x.v, {rows, n}, 1, false), 1e-6, "16.9 MB, float32 rows");
+            check_scan(t.cumsum(0), scan_ref(x.v, {rows, n}, 0, false), 1e-6, "16.9 MB, float32 columns");
+            const Ref y = random_ref<double>({rows, half_n}, 46);
+            const lt::Tensor<double> u = make_tensor<double>(y, d);
+            check_scan(u.cumsum(1), scan_ref(y.v, {rows, half_n}, 1, false), 1e-14, "16.9 MB, float64 rows");
+            check_scan(u.cumsum(0), scan_ref(y.v, {rows, half_n}, 0, false), 1e-14, "16.9 MB, float64 columns");
+            std::vector<std::int64_t> big;
+            for (double v : y.v) big.push_back(static_cast<std::int64_t>(v * 1e6) * (std::int64_t(1) << 40));
+            CHECK(lt::tensor<std::int64_t>(big, {rows, half_n}, d).cumsum(1).to_vector() == wrapped_scan(big, half_n, false));
+        }
         // NaN from its position on; inf - inf is NaN.
         const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
         std::vector<float> with_nan(3000, 1.0f);
