@@ -253,6 +253,16 @@ fuzz::Step op_step(fuzz::Kind kind, int a, int b = -1) {
     s.b = b;
     return s;
 }
+/// The fused step u(a op b) op2 c (pattern 1).
+fuzz::Step fused_step(int a, int b, int c, fuzz::UnaryOp u, fuzz::BinaryOp op, fuzz::BinaryOp op2) {
+    fuzz::Step s = op_step(fuzz::Kind::Fused, a, b);
+    s.c = c;
+    s.pattern = 1;
+    s.uop = u;
+    s.bop = op;
+    s.bop2 = op2;
+    return s;
+}
 
 }  // namespace
 
@@ -315,13 +325,7 @@ TEST_CASE("fuzz: the gradient check's differences, kinks and comparison") {
         p.steps.push_back(leaf64({1, 3, 1}, {0.0, 1.1580423454662743, 0.0}));
         p.steps.push_back(leaf64({1}, {0.33429765902491537}));
         p.steps.push_back(leaf64({1, 1}, {0.0}));
-        fuzz::Step fused = op_step(Kind::Fused, 0, 1);
-        fused.c = 2;
-        fused.pattern = 1;
-        fused.uop = fuzz::UnaryOp::Exp;
-        fused.bop = fuzz::BinaryOp::Div;
-        fused.bop2 = fuzz::BinaryOp::Maximum;
-        p.steps.push_back(fused);
+        p.steps.push_back(fused_step(0, 1, 2, fuzz::UnaryOp::Exp, fuzz::BinaryOp::Div, fuzz::BinaryOp::Maximum));
         fuzz::Step scan = op_step(Kind::Scan, 3);
         scan.red = fuzz::Red::Sum;
         scan.axis = 1;
@@ -408,13 +412,7 @@ TEST_CASE("fuzz: the gradient check's differences, kinks and comparison") {
         p.steps.push_back(leaf64({1, 1, 1}, {0.0}));
         p.steps.push_back(leaf64({1, 0, 1}, {}));
         p.steps.push_back(leaf64({1, 1, 1, 1}, {b}));
-        fuzz::Step fused = op_step(Kind::Fused, 0, 2);
-        fused.c = 1;
-        fused.pattern = 1;
-        fused.uop = fuzz::UnaryOp::Sigmoid;
-        fused.bop = fuzz::BinaryOp::Div;
-        fused.bop2 = fuzz::BinaryOp::Add;
-        p.steps.push_back(fused);
+        p.steps.push_back(fused_step(0, 2, 1, fuzz::UnaryOp::Sigmoid, fuzz::BinaryOp::Div, fuzz::BinaryOp::Add));
         fuzz::Step total = op_step(Kind::Reduce, 3);
         total.red = fuzz::Red::Sum;
         total.all_axes = true;
