@@ -8,8 +8,9 @@
 // is cut into chunks: rows (a long 1-D scan) are scanned chunk by chunk in order, each chunk
 // offset by the one before once that is done (chained_row_scan); across rows, each chunk's
 // total comes first, then the chunks are scanned from the combined totals before them. Outputs
-// of LAZYTENSOR_HOST_STREAM_MIN bytes and more are staged in cache and written with non-temporal
-// stores, as element-wise kernels write them: no read-for-ownership of the destination.
+// of LAZYTENSOR_HOST_STREAM_MIN bytes and more are written with non-temporal stores, as
+// element-wise kernels write them (no read-for-ownership of the destination): along rows each
+// batch as it is computed, across rows a row of a block of columns at a time.
 #pragma once
 
 #include <algorithm>
