@@ -186,7 +186,7 @@ inline bool gemm_whole_tiles(const ir::Gemm& g, const GemmLayoutClass& layout, c
 /// next k step early, capped at 128 registers so that two work-groups share a multiprocessor
 /// (4096^3: 3.06 ms, 128x256 tiles uncapped 3.14; 8192x512x256: 0.073, 128x64 tiles 0.084);
 /// batches with n >= 512, 64x128 tiles from 8 x 16 work-items of 8x8, double-buffered (32 x
-/// 1024x64x1024: 0.145 ms); batches with n <= 128, 128x64 tiles from 16 x 8 work-items of 8x8
+/// 1024x64x1024: 0.145 ms); batches with 32 < n <= 128, 128x64 tiles from 16 x 8 work-items of 8x8
 /// whose runs of rows and columns are 2 wide (32 x 1024x1024x64 on the H200, 2026-11-28: 0.123-0.130
 /// ms against 0.146-0.152 for the last set below, whose runs are 4 wide); where n <= 32, 64x16 tiles
 /// from 32 x 4 work-items of 2x4 (8192x256x10: 0.026 ms); else 128x64 tiles of depth 16 from 32 x 8 work-items of 4x8 outputs
