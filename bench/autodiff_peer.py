@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """PyTorch (CUDA, eager) running bench_autodiff's workloads, timed the same way: wall clock of one
 call and a synchronize, median of 15 after two warm-up calls, on inputs already on the device.
 

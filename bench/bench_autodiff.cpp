@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Automatic differentiation (issue 19's targets):
 //   - one training step of the 784-512-256-10 perceptron (relu, cross-entropy over 10 classes,
 //     batch 8192): forward, lt::grad's backward and the SGD update, realized in one call;

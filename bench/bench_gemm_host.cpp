@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The host backend's packed GEMM (host::gemm, and lt::matmul through the public API) vs
 // OpenBLAS's cblas_?gemm, same data, same process, same thread count. Prints GFLOP/s of each and
 // the ratio lt::matmul / OpenBLAS (above 1: lazytensor is faster), and the largest difference

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Issue 18's matrix products on an OpenCL device: lazytensor's own GEMM kernel
 // (backend/opencl/gemm_kernel.hpp) vs CLBlast, both through lt::matmul, and what
 // LAZYTENSOR_OPENCL_GEMM=auto chooses.

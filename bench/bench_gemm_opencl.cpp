@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // lazytensor's matmul on an OpenCL device vs CLBlast called directly on the same buffers, in
 // one process and on one queue.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Host backend vs Eigen, same data, same process. Prints times and ratios (Eigen time divided
 // by lazytensor time: above 1 means lazytensor is faster). Eigen runs single-threaded (its
 // element-wise and reduction code does not use threads); lazytensor uses all cores unless

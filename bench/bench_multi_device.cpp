@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Several devices at once (issue 20's targets): the host and an OpenCL device realizing from two
 // threads, sharded tensors (lt::shard, lt::replicate) over several OpenCL devices against one
 // device, and copies between devices (x.to(device)).

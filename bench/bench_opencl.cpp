@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The OpenCL backend vs hand-written OpenCL kernels, same device, same data, same process.
 //
 // The peer kernels are OpenCL C strings in this file, built with raw OpenCL calls on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Scalars and seeds as kernel parameters: what a loop that changes them costs per step, against
 // the same loop with fixed values (the ratio must stay near 1: nothing is compiled after the
 // first step); the host time of a small cached realize, against the raw OpenCL enqueue of an

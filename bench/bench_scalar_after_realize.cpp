@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Does a realize leave the calling thread slow for scalar libm code? On Intel CPUs, code that
 // leaves the upper halves of the AVX registers dirty (no vzeroupper) makes later SSE code, such
 // as glibc's tanh, pay a state transition on every instruction (issue: 25x slower after a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Scans (issue 18's targets): cumsum along the rows and along the columns of an 8192 x 8192
 // float matrix and over 2^26 floats, beside a copy of the same matrix (the memory-speed floor:
 // one read and one write, as a scan makes). Each timing is the wall clock of a realize and a

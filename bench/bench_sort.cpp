@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Sorting and selection (issue 21's targets): lt::sort of 2^24 floats and lt::topk(k = 8) over
 // the rows of an 8192 x 8192 float matrix, plus argsort along rows. Each timing is the wall
 // clock of one call (the sort runs when called) and a synchronize, median of 15 after a warm-up

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Experiment behind bench/README's first-realize note (not built by CMake): does an OpenCL
 // driver build programs in parallel, from threads on one context or on contexts of their own?
 // Builds the sources of 16 new lazytensor kernels with raw OpenCL calls and prints the times.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # How the CLBlast tuning in include/lazytensor/backend/opencl/clblast_tuning.hpp was found and
 # checked, on the GPU machine (after bench/run_gpu.sh has built into /tmp/b):
 #

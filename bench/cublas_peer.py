@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """cuBLAS SGEMM through PyTorch (TF32 off) for the cases of bench_gemm_opencl: the gap to report.
 
     python3 bench/cublas_peer.py [--sizes 1024,4096,8192] [--batch 64,512]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Builds lazytensor's own GEMM kernel for one parameter set on the first GPU (else the first
 // OpenCL device) and shows what the device compiler made of it:
 //   gemm_kernel_binary SET [a_k_fast,b_n_fast] [--options "BUILD OPTIONS"] [--time N] [--ptx-directive "TEXT"]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """cuBLAS through PyTorch (TF32 off) on issue 18's matrix products, timed as bench_gemm_kernel
 times lazytensor: the wall clock of one product and a synchronize, median of 15 after 3
 warm-up runs.

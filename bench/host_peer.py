@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """PyTorch (CPU) on bench_host's workloads, same sizes, best of N after a warm-up, on one thread
 and on all cores. Prints lines "name  ms" in bench_host's row names, so that run_host.sh can put
 them beside lazytensor's. Needs python3-torch (Debian: apt-get install python3-torch).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The timing of bench_sort and bench_scan (and of their PyTorch peers): the wall clock of one
 // call and a synchronize of the device, median of 15 after a warm-up call.
 #pragma once

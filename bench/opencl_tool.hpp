@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Helpers of the bench tools that drive OpenCL directly (gemm_kernel_binary).
 #pragma once
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """PyTorch (CUDA, eager) running the loops of bench_params, timed the same way: wall clock of N
 steps then a synchronize, divided by N, best of 5 runs after a warm-up step.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Puts lazytensor's and a peer's timings side by side: both files have lines "name  T ms" in
 the same order. Prints lazytensor / peer per line and, with --target R, whether it is <= R.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Issue 19's GPU targets on the device machine: builds the nn-area tests (autodiff included),
 # train_mlp and bench_autodiff, runs the tests and the example on opencl:0, then bench_autodiff
 # and its PyTorch peer, and prints lazytensor / PyTorch per line. Run from the repository root.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Issue 18's matrix products on the GPU machine: builds the matmul and nn tests and
 # bench_gemm_kernel, runs the tests on opencl:0 (the matmul area forces the own GEMM kernel on
 # over every layout; nn runs products as auto chooses), then

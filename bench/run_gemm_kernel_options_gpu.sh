@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The own GEMM kernel's parameter sets under device build options, on the GPU machine: builds
 # gemm_kernel_binary and times each set with each option string on a row-major N^3 product
 # (device time, median of 15), with the compiler's register and spill report where the driver

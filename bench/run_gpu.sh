@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds lazytensor on the GPU machine, runs the OpenCL tests, bench_opencl and
 # bench_gemm_opencl on opencl:0, and cuBLAS through PyTorch for the matrix-product gap.
 # Run from the repository root there, where .device/opencl-env.sh sets up OpenCL, CLBlast,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Issue 17's host table: bench_host built header-only at -O3, -O2 and -O1 (the engine at the
 # user's level), each on 1 thread and on 2, and PyTorch CPU on the same workloads
 # (bench/host_peer.py, if python3-torch is installed). Prints per row: lazytensor at each level

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Issue 20's multi-device targets on the GPU machine: builds bench_multi_device, runs it over
 # every OpenCL device (rows 1-4), then row 4 again with LAZYTENSOR_OPENCL_SHARED_CONTEXT=off:
 # separate contexts, so that copies between the GPUs go through pinned host memory (the staging

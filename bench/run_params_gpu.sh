@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Issue 15 on the GPU machine: builds the schedule-area tests (scalar parameters, compile
 # caching, batched first builds), the OpenCL tests and the fuzzer, runs them on opencl:0, then
 # bench_params on opencl:0 and on the host, its PyTorch peer, and bench_opencl (kernel speed with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Issue 18's scan targets on the GPU machine: builds the nn-area tests (scans, fused scans and
 # their gradients), the reliability area (check mode on scans) and bench_scan, runs the scan
 # tests on opencl:0, then bench_scan and its PyTorch peer, and prints lazytensor / PyTorch per

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Issue 21's sort targets on the GPU machine: builds the reduce-area tests (sort, argsort, topk)
 # and bench_sort, runs the tests on opencl:0, then bench_sort and its PyTorch peer, and prints
 # lazytensor / PyTorch per line (target: at most 2). Run from the repository root there.

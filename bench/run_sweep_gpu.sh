@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Issue 22 (correctness sweep) on the GPU machine: builds every test area, the fuzzer and the
 # sweep's benchmarks, runs each area on opencl:0 (the GPU), the fuzzer for FUZZ_GRAPHS graphs on
 # the GPU (FUZZ_JOBS processes over disjoint seed ranges: NVIDIA builds one program at a time

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Test areas on the GPU machine's first OpenCL device, each split into PARTS processes that run
 # side by side (NVIDIA compiles every kernel cold on a fresh machine, on the CPU: parallel
 # processes finish the slow areas within one device call). Run from the repository root there;

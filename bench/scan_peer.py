@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """PyTorch running bench_scan's operations, timed the same way: wall clock of one call and a
 synchronize, median of 15 after a warm-up call, on inputs already on the device (CUDA, or the
 CPU with --cpu: 4096 x 4096 and 2^24, on all cores and on one thread).

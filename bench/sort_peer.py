@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """PyTorch (CUDA) running bench_sort's operations, timed the same way: wall clock of one call and
 a synchronize, median of 15 after a warm-up call, on inputs already on the device.
 

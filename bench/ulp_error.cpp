@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The accuracy of every floating element-wise function, in ulps, on each path that computes it:
 // the host's compiled loops, the host interpreter (compiled loops off) and OpenCL devices. The
 // reference is long double (tests/ulp_reference.hpp, shared with the tests' bounds), never the

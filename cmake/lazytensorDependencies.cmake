@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Finds what lazytensor needs and attaches it to an INTERFACE target. One macro for both ways the
 # library is consumed, so they cannot drift apart: this project's CMakeLists.txt calls it for
 # the build tree (add_subdirectory, FetchContent), and the installed lazytensorConfig.cmake

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Install rules: the headers, the exported targets (the header-only library and the compiled
 # runtime) and a package config with a version file, so
 # that `cmake --install` to a prefix followed by find_package(lazytensor CONFIG) works.
@@ -10,6 +11,7 @@ set(LAZYTENSOR_INSTALL_CMAKEDIR "${CMAKE_INSTALL_DATADIR}/cmake/lazytensor"
 install(DIRECTORY include/ DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}" FILES_MATCHING PATTERN "*.hpp")
 install(TARGETS lazytensor lazytensor_runtime EXPORT lazytensorTargets
         ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}")
+install(FILES LICENSE DESTINATION "${CMAKE_INSTALL_DATADIR}/licenses/lazytensor")
 install(EXPORT lazytensorTargets NAMESPACE lazytensor:: DESTINATION "${LAZYTENSOR_INSTALL_CMAKEDIR}")
 
 configure_package_config_file(cmake/lazytensorConfig.cmake.in

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Runs an example and checks its output (stdout and stderr together) against expected/<name>.txt:
 # each line there that is not empty or a # comment is a regular expression that must match, in
 # the order given, somewhere after the previous one's match.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Lists the devices this build can run on and runs the same expression on each: the data is
 // moved there with .to(device), the expression is compiled for it (a fused host kernel or a
 // generated OpenCL C kernel), and the result is read back and compared with the host's.

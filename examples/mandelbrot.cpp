@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Renders the Mandelbrot set into a PGM image with tensor expressions: a grid of complex
 // numbers c, and z <- z^2 + c iterated with `where` freezing the points that have escaped.
 // Every iteration is one fused kernel over the whole image.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Inference with a 3-layer perceptron (784 -> 512 -> 256 -> 10) on a batch: three matrix
 // products (each run by the backend's GEMM: packed SIMD on the host, CLBlast on OpenCL) with the
 // bias, relu and the final softmax fused into one kernel after each. The weights are random but

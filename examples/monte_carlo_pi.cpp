@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Estimates pi by throwing random points at the unit square and counting those inside the
 // quarter circle. The random numbers are counter-based (Philox): each element's value depends
 // only on the seed and its index, so the points are made inside the counting kernel itself

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The README example: build lazy expressions, realize them, read the results.
 #include <iostream>
 #include <lazytensor.hpp>

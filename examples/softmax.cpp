@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Row softmax over a batch of logits, and what the scheduler makes of it: the row max, the
 // subtraction, exp, the row sum and the division all fuse into one kernel that makes one pass
 // per row. LAZYTENSOR_DEBUG=1 prints the same schedule for every realize.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Training a small classifier from scratch: two interleaved spirals (made with lt::rand), a
 // 2 -> 64 -> 64 -> 2 perceptron, cross-entropy loss, and Adam written in lazytensor ops. Each
 // step is one lazy graph (forward, lt::grad's backward, the Adam update) realized in one call;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // lazytensor: lazy tensor expressions in C++17, fused into kernels and run on a SIMD host
 // interpreter or as generated OpenCL C on OpenCL devices.
 //

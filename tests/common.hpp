@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Shared test helpers: the device loop, random data, and a plain double-precision reference
 // (no scheduler, no fusion) that results are compared against.
 #pragma once

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Configures, builds and runs this project's tests a second time in another configuration (ctest's
 # asan_ubsan_* and tsan_threads):
 #   cmake -DSOURCE_DIR=... -DWORK_DIR=... -DJOBS=N -DCONFIGURE_ARGS=<;-list> [-DTARGETS=<;-list>]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Attention, softmax(f(q @ k^T), -1) @ v: on a backend that fuses it (OpenCL) one item whose
 // scores and weights never reach memory, elsewhere three items; either way the same values as a
 // double-precision reference and as the unfused composition.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Automatic differentiation: every rule against central finite differences of the function in
 // double precision, on every test device; vjp, grad and value_and_grad, stop_gradient,
 // gradients of gradients, PyTorch's choices at non-differentiable points, kernel counts of the

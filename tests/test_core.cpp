@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Creation, element types and promotion, item/to_vector, printing, and bad input.
 #include <sstream>
 

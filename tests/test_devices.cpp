@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Several devices at once: copies between OpenCL devices and tensors sharded over devices (realizes
 // on several devices at the same time are tested in test_threads.cpp, which also runs under TSan). Runs on every device lt::devices() lists (in CI:
 // the host and PoCL's two devices, POCL_DEVICES="pthread pthread"); the `devices_staged` test

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Element-wise ops against a double-precision reference: every op, every dtype it allows,
 // broadcasting, scalars on either side, non-contiguous inputs, NaN and Inf.
 #include <cstring>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The differential fuzzer (tests/fuzz/fuzz.hpp): random graphs on every device against a
 // double-precision reference, each built through the graph builders and through the typed
 // public API (tests/fuzz/typed.hpp).

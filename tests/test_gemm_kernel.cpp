@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // lazytensor's own OpenCL GEMM kernel (backend/opencl/gemm_kernel.hpp), forced on for every
 // product: every operand layout (row- and column-major, strided, reversed), odd sizes 1-257,
 // k = 0, batches with constant strides and with per-matrix offsets, float64, the epilogue hook,

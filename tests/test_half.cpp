@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // float16 (lt::half): the scalar type's conversions against a reference written here, and half
 // tensors on every device: creation, casts, arithmetic, reductions, matmul and promotion.
 // References compute in double from the half inputs and round with ref_round below.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // host::gemm against a double-precision naive product on random data: odd and edge sizes,
 // every kind of operand stride (row-major, column-major, gaps, neither, negative, zero), batches
 // with broadcast axes, empty products, float and double, one thread and several.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Interop: wrapping user memory without a copy (from_blob, data(), strides(), copy_to), Eigen
 // matrices (LAZYTENSOR_TEST_EIGEN) and DLPack (LAZYTENSOR_TEST_DLPACK).
 #include "common.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // lt::norm and lt::einsum on every test device, against references written out plainly here:
 // norms accumulated in long double (no scaling: long double holds the squares of any double of
 // these tests), and an einsum that loops over every assignment of its letters.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Matrix products through the whole pipeline, on every test device: NumPy's matmul semantics
 // against a double-precision reference, transposed and broadcast operands read in place,
 // fusion around the product, integer products, and the errors users see.

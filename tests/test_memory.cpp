@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Memory: buffers are freed when their last holder goes, intermediates are released inside a
 // schedule, long loops of realizes keep memory flat (caches evict, nothing leaks), and a memory
 // limit gives a clear out-of-memory error that leaves every tensor usable.

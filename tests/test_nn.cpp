@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Composite reductions (var, std, argmax, argmin, cumsum, cumprod), indexing (gather,
 // index_select, one_hot, scatter_add), random numbers, the neural-network composites and
 // in-place assignment: each against a double-precision reference written here, on every device.

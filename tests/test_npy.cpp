@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // .npy files (save_npy, load_npy) and printing (operator<<, set_print_options).
 //
 // The .npy files under tests/fixtures were written by NumPy (tests/fixtures/make_npy_fixtures.py,

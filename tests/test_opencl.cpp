@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The OpenCL backend's own behaviour: device listing and moves, mixed-device errors, the disk
 // cache of program binaries, build errors, debug output, and failures that leave tensors usable.
 // (Every other test program also runs on OpenCL: see tests/CMakeLists.txt.)

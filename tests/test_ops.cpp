@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The rest of the element-wise op set (sign, exp2, log2, rsqrt, reciprocal, tan, gelu, silu,
 // rounding, integer division and remainders, bitwise and logical ops, shifts, predicates),
 // clamp, and the prod/any/all reductions: against double-precision references written here,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Scalars and seeds are kernel parameters: a loop whose values change compiles nothing after its
 // first step (no plan, no kernel, no OpenCL program), on every device, and every step's values
 // are right. Also: the compile statistics, batched first builds, and the bounded caches.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Reductions against a double-precision reference: every axis set, keepdim, negative axes,
 // every dtype, empty and 0-d inputs, long rows and columns, NaN, and fused producers.
 #include <cstring>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Faults: check mode catching a wrong kernel, a device that runs out of memory, a device that
 // disappears mid-run. Each gives a clear error and loses nothing already realized. (A kernel
 // that fails to build and a corrupt or unwritable disk cache are in test_opencl.cpp.)

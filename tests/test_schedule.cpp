@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The scheduler: how many kernels a graph becomes and why each ends, shared nodes computed
 // once, several outputs in one schedule, the kernel cache, debug output, buffer lifetimes.
 #include <iostream>

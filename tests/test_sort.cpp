@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // sort, argsort and topk: against std::stable_sort of the values (NaN last; descending: the
 // reverse order of values, ties still by position) on every device, every dtype, along every
 // axis, rows shorter and longer than the OpenCL sort's local blocks, many ties.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Reliability under threads: realizing, reading, building expressions and creating and
 // destroying tensors on several threads at once. realize() runs one schedule at a time (a
 // global lock), but everything around it (building graphs from tensors another thread is

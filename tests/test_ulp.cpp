@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The accuracy of the floating element-wise functions in ulps, against a long double reference
 // (tests/ulp_reference.hpp): 2^16 arguments per function and type, spread over every finite
 // value, over the function's active range and over its thresholds, plus the special values.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Views: reshape, permute, transpose, expand; zero-copy where the layout allows, a copy (or a
 // fused read) where it does not; views of lazy values and of other views.
 #include "common.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Accuracy in ulps of the floating element-wise functions, against an independent reference in
 // long double (x86's 80-bit format: 11 more bits than double, so the reference's own error is
 // below 0.001 ulp of a double result). Shared by bench/ulp_error.cpp (the dense measurement

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Compile times of one file at a time, wall clock (issue: compile the engine once). Prints one
 # line per case, best of N runs. Run on a quiet machine:
 #   tools/compile_time.sh [runs=3] [compiler=g++]

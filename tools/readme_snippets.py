@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Writes README.md's C++ code blocks as one translation unit that compiles (the readme_snippets
 test compiles it), so that every spelling the README shows is checked against the headers.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Must not compile: arithmetic on two bool tensors.
 #include <lazytensor.hpp>
 namespace lt = lazytensor;

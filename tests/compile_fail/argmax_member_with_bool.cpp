@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Must not compile: x.argmax(true) would take the bool for axis 1; the members reject a
 // floating or bool axis as the free functions do.
 #include <lazytensor.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Must not compile: a floating function of two bool tensors (as arithmetic on them).
 #include <lazytensor.hpp>
 namespace lt = lazytensor;

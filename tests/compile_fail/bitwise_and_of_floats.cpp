@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Must not compile: bitwise and of float tensors.
 #include <lazytensor.hpp>
 namespace lt = lazytensor;

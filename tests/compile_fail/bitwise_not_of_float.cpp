@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Must not compile: bitwise not of a float tensor.
 #include <lazytensor.hpp>
 namespace lt = lazytensor;

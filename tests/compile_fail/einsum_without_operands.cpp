@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Must not compile: einsum with subscripts and no operand.
 #include <lazytensor.hpp>
 namespace lt = lazytensor;

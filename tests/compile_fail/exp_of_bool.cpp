@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Must not compile: exp of a bool tensor.
 #include <lazytensor.hpp>
 namespace lt = lazytensor;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Gradients exist for floating tensors only: asking for one of an integer tensor must not compile.
 #include <lazytensor.hpp>
 namespace lt = lazytensor;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Must not compile: masked_fill with a mask that is not bool.
 #include <lazytensor.hpp>
 namespace lt = lazytensor;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Must not compile: a norm of bool values (PyTorch rejects it too); cast first.
 #include <lazytensor.hpp>
 namespace lt = lazytensor;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Must not compile: lt::norm(x, 2, true) would be the norm along axis 1 (the bool converts to an
 // int axis); keepdim is the fourth argument.
 #include <lazytensor.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Must not compile: a sharded tensor and a plain tensor in one expression (the plain one must
 // be replicated or sharded first: the message says how).
 #include <lazytensor.hpp>

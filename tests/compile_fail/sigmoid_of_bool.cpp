@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Must not compile: sigmoid of a bool tensor (a composite keeps the rule of the op it was).
 #include <lazytensor.hpp>
 namespace lt = lazytensor;

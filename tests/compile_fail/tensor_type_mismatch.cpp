@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Must not compile: a float expression assigned to a Tensor<int32_t> without a cast.
 #include <lazytensor.hpp>
 namespace lt = lazytensor;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Differential fuzzer: random expression graphs from a seed, evaluated by the library on each
 // device and by a plain double-precision reference (no scheduler, no fusion, one loop per op),
 // compared element by element within an error bound tracked per element.

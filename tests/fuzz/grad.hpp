@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Gradient fuzzing: random differentiable float64 programs (fuzz::Program, so the printer,
 // the reference evaluator and the minimizer of fuzz.hpp serve them too). For each program, the
 // gradient of L = sum_i sum(output_i * c_i) (c_i random cotangents) with respect to every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The typed build path: every step of a program written with the public API a user writes
 // (lt::Tensor<T>, C++ operators, free functions, members, C++ scalars of their own types), the
 // runtime dtypes dispatched to template code. Each step's C++ result type, which the front end

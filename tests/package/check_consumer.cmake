@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Builds and runs tests/package/consumer against this source tree, the way a user's project
 # would consume it, and checks what it prints. Run by ctest (tests/CMakeLists.txt):
 #   cmake -DMODE=find_package|add_subdirectory|fetchcontent -DSOURCE_DIR=... -DBUILD_DIR=...

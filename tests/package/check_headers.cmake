@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Every header under include/ compiles on its own, in a translation unit that includes nothing
 # else (so no header depends on what was included before it), and the umbrella header compiles
 # in each mode. The front end's and interop's headers compile as a LAZYTENSOR_SEPARATE_RUNTIME

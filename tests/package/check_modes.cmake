@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The separate-runtime mode on a plain compile line with the single header (no CMake in the
 # consumer), and the link errors that name a mode mistake. Run by ctest (tests/CMakeLists.txt):
 #   cmake -DSOURCE_DIR=... -DWORK_DIR=... -DCXX=... -P check_modes.cmake

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Reverse-mode differentiation over the lazy graph: the gradients are new lazy nodes, built
 // from the same graph builders as any expression, so they schedule, fuse and realize like the
 // forward pass (and can be differentiated again). Each node kind's rule is written once,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The backend interface (Rune's shape): a device, buffers on it, copies to and from the host,
 // kernels compiled from the IR (cached by the IR's key) and launched on buffers, and matrix
 // products (a GEMM of the backend's own).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Lowering: one schedule group -> one kernel IR.
 //
 // The kernel's domain is its output's shape, or, when the output is (an element-wise function

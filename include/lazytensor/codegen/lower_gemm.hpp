@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Lowering a matmul item: where the elements of its two operands are (ir::Gemm).
 //
 // Each operand is followed through its views to a buffer, so a transposed, sliced or batch-

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Lowering a scan item: where the elements of its operand are (ir::Scan).
 //
 // The operand is followed through its views to a buffer and read in place when the axes before

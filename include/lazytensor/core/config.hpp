@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Configuration macros, with their defaults, in one place. Define them before including
 // <lazytensor.hpp> to change them. Environment variables are read at run time (runtime/device.hpp).
 #pragma once

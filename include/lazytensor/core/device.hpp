@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Devices and buffers as plain data: which device a tensor lives on, and an owned allocation on
 // it. The backends that allocate and run on devices live in backend/ and runtime/.
 #pragma once

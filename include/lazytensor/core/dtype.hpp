@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Element types: the runtime tag (DType), the C++ type behind it, and the promotion rules.
 // Promotion follows PyTorch: a tensor of a higher category (bool < integer < floating) wins,
 // within a category the wider type wins, and a scalar never widens a tensor of its own

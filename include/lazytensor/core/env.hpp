@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Environment variables, read by one set of rules: unset or empty means the default; a switch
 // is 1/0, on/off, true/false or yes/no (any case); a number is a whole number in its range.
 // Anything else is a ValueError naming the variable and the value: a typo never silently

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Error types. Every message names the operation and the user's values (shapes, axes, dtypes,
 // devices) so that the mistake can be found without a debugger.
 #pragma once

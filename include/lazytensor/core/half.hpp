@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // lazytensor::half: IEEE 754 binary16 as a storage type (1 sign, 5 exponent, 10 mantissa bits).
 //
 // A half holds its 16 bits. It converts to float exactly and implicitly, and from float,

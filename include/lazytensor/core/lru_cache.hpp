@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A thread-safe map from string keys to shared values that keeps the most recently used
 // entries: the kernel caches of the backends and the plan cache share it.
 #pragma once

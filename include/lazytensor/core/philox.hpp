@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Philox 4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC 2011): a
 // counter-based generator. The value for a counter depends on nothing else, so every backend,
 // thread count and evaluation order gives the same numbers. lazytensor uses the counter

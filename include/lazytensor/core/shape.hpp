@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Shapes, strides and axes, and the rules that combine them (NumPy broadcasting, axis
 // normalization). All extents and strides are 64-bit: no silent overflow above 2^31 elements.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A vector of trivially copyable values with inline storage: shapes, strides and axis lists
 // are short, and building them must not touch the heap on the hot path of realize().
 #pragma once

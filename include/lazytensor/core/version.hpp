@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The library's version: the one place it is written (CMake's project() reads it from here, and
 // the single header is stamped with it).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // In-place writes: Tensor::assign. The write is an Assign node, scheduled and lowered like any
 // other (its kernel stores into the target's memory at the target's layout) and realized at
 // once, after every lazy reader of that memory that is not part of the value (the seam's

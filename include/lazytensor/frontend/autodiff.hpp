@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Automatic differentiation, functional and reverse mode: lt::grad, lt::vjp, lt::value_and_grad
 // and lt::stop_gradient. No state hides in tensors: a gradient is taken of the lazy graph that
 // an output was built from, and comes back as lazy tensors, which the scheduler fuses with each

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Wrapping memory the user owns as a tensor, without a copy: lt::from_blob.
 #pragma once
 

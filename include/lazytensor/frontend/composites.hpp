@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Composite element-wise functions: rewrites into the primitives of ir/ops.hpp, written once
 // (tinygrad's decompositions), so that every backend runs them as it runs the primitives,
 // fused into the kernel of whatever reads them. Each is written to be exact at the extremes.

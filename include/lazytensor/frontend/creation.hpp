@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Creating tensors: from data, constants, ranges. Data is copied to the device at once;
 // constants stay lazy (a constant costs nothing until something reads it).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // einsum: Einstein summation rewritten into the graph's own operations. A repeated subscript
 // in one operand is its diagonal (a strided view, or a gather), a subscript in one operand only
 // is a sum, and each pair of operands, left to right, is one batched matrix product (a GEMM for

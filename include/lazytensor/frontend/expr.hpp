@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Expression templates. Combining tensors builds a typed expression: its C++ type is the tree,
 // it holds its operands by value (tensor handles, scalars, sub-expressions) and allocates
 // nothing. Shapes are checked as the expression is built, so a broadcast mistake throws at the

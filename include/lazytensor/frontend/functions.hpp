@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The free functions and operators of the public API. Element-wise functions are generated
 // from the op list (ir/ops.hpp); reductions and views have a free form next to the members.
 #pragma once

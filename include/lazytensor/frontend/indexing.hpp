@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Indexing by tensors of positions: gather, index_select, one_hot, scatter_add.
 //
 // Positions are checked before anything is computed: the index tensor is realized with its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Norms, built from the primitive reductions so that the scheduler fuses them: a p-norm over
 // rows is one kernel (the largest |x| of the row, then the sum of the scaled powers: two phases,
 // like softmax's).

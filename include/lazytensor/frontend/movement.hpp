@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Movement ops: slices, flips, pads, squeezes, tiles, concatenation, splits. Slices, flips,
 // splits and movedim are strided views (zero-copy, read in place by every kernel); squeeze,
 // unsqueeze, flatten, tile and repeat_interleave are reshapes and broadcasts; pad and concat

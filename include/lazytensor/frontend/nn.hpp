@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Neural-network composites, built from primitives so that the scheduler fuses them: a row
 // softmax is one kernel (max, sum of exponentials and the normalized store are three phases of
 // it), logsumexp and layer_norm likewise; cross_entropy is one kernel per row plus the mean.

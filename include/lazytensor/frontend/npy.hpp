@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // .npy files, NumPy's format for one array: lt::save_npy writes a tensor (version 1.0, C order,
 // little-endian), lt::load_npy reads one into a Tensor<T> of the file's own dtype (versions 1.0
 // to 3.0, C or Fortran order, either byte order). Data moves in pieces between the file and

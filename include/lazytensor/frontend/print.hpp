@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // operator<< for tensors and expressions, as PyTorch prints them: the values in aligned
 // columns (summarized when large), then shape, dtype and device; and the print options.
 // Printing realizes the tensor, then reads only the elements it shows.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // How tensors print (frontend/print.hpp declares it): compiled in header-only units and in the
 // LAZYTENSOR_IMPLEMENTATION unit, as the engine is.
 #pragma once

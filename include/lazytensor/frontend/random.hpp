@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Random tensors from the counter-based Philox 4x32-10 generator (core/philox.hpp): element i
 // of a tensor made with seed s is a function of (i, s) alone, so the same seed gives the same
 // numbers on every device and thread count, and nothing is stored until the tensor is read.

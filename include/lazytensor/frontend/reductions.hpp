@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Reductions built from the primitive ones, so that the scheduler fuses them: var and std
 // (two reduce phases of one kernel), argmax and argmin (a max, then the first position that
 // holds it: one kernel); and cumsum and cumprod, scan nodes (ir/graph.hpp).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Tensors split across devices: lt::shard(x, {dev0, dev1}, axis) gives a ShardedTensor whose
 // slices along `axis` live on the devices, in proportion to per-device weights (by default each
 // device's measured memory bandwidth, as VexCL partitions). Element-wise expressions run on

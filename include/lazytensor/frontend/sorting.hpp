@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Sorting and selection along an axis: sort, argsort and topk. A sort is a step of its own: the
 // call realizes its input (as a matrix product needs its operands in memory), runs the device's
 // row sort at once (host: in parallel over rows; OpenCL: a bitonic sort in device memory) and

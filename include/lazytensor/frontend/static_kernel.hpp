@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The static kernel of an expression template (see ir/static_kernel.hpp): the expression's
 // tree, compiled into one loop over SIMD batches, for expressions whose values are all of one
 // floating type T (comparisons and predicates may appear as where() conditions).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Tensor<T>: a cheap shared handle to a lazy graph node, and TensorBase, the member API that
 // tensors and expressions share (shape, reductions, views, realize, to_vector, item, cast).
 #pragma once

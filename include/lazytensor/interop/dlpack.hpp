@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // DLPack interop, without copies: a tensor as a DLManagedTensor (lt::to_dlpack) and a
 // DLManagedTensor as a tensor (lt::from_dlpack), on the host (kDLCPU) and on OpenCL devices
 // (kDLOpenCL: the data pointer is a cl_mem). Optional: lazytensor.hpp does not include it;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Attention as one schedule item: out = softmax(f(q @ kt), last axis) @ v, where f is an
 // element-wise function of each score and scalars (a scale: `* 0.125`, `/ 8`).
 //

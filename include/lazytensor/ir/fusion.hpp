@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Which element-wise kernels can run inside an item that a backend runs by itself (a matrix
 // product, a scan), instead of as kernels of their own around it:
 //   - a prologue maps each element of one input to one element of the item's operand, and runs

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A matrix product as a schedule item: C[b..., m, n] = sum_k A[b..., m, k] * B[b..., k, n].
 //
 // The scheduler gives every matmul node an item of its own (as ug does). Its operands are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Building graph nodes, with every check a user can trip over: broadcasting, axes, reshape
 // sizes, devices and dtypes. The typed front end calls these; so does any untyped caller.
 // Binary ops and `where` make broadcasting and type promotion explicit here (expand and cast

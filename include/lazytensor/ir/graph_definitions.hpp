@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The graph builders' definitions (ir/graph.hpp declares them, with their documentation):
 // compiled in header-only units and in the LAZYTENSOR_IMPLEMENTATION unit, as the engine is.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Affine index maps: how a kernel's iteration index reaches an element of a node through views.
 //
 // A kernel iterates over a domain (an index d with extents D). Each node it touches is read at

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The kernel IR: what one schedule item computes, in a form every backend can run.
 //
 // A kernel iterates over a domain (extents D) whose axes are either kept ("outer") or reduced.

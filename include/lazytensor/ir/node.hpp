@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The lazy graph. A Node is one operation on whole tensors; a Tensor is a shared handle to one.
 // Once realized, a node turns into a Buffer node (a strided view of a device buffer) and drops
 // its sources, so the graph behind it can be freed.

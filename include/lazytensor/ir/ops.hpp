@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The op list, defined once. The front end (free functions, operators, result types), the graph,
 // the kernel IR and every backend are generated from these tables or switch over them: adding
 // an element-wise op means one line here and one functor per backend.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A scan as a schedule item: out[o, i, j] = in[o, 0, j] (+ or *) ... (+ or *) in[o, i, j], an
 // inclusive cumsum or cumprod along one axis, with every axis before it merged into o and every
 // axis after it into j.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The scalar semantics of the ops that are not one expression (tanh's ends, pow's common
 // exponents, integer pow, C's integer division and remainder, shifts), each written once, in
 // the subset of C that is both C++ and OpenCL C. The host backend calls them as C++ templates

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Static kernels: compiled-in implementations of element-wise kernels, offered by expression
 // templates. An interpreter evaluates one op at a time over a block; a compiled loop keeps
 // every intermediate in registers and overlaps memory with arithmetic, which is what a chain

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Check mode (LAZYTENSOR_CHECK=1, or lt::set_check_enabled): every schedule item that has a
 // second implementation also runs on the host interpreter, the reference semantics, and the
 // two results must agree within a tolerance suited to the dtype:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Devices at run time: the backend behind each device, the default device's state, and the
 // host backend's environment variables (LAZYTENSOR_THREADS, LAZYTENSOR_HOST_CACHE_MB). The public
 // device functions (lt::devices, lt::default_device, ...) are defined in runtime/engine.hpp.

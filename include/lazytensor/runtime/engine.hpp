@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The engine's side of the seam (runtime/seam.hpp): the definitions of what the seam declares
 // (but gemm_available, which the seam defines itself).
 // lazytensor.hpp includes this in header-only units (the definitions are inline) and in the one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Buffers whose memory is known outside lazytensor: wrapped user memory (lt::from_blob, DLPack)
 // and buffers whose address was handed out (data(), to_dlpack). Another buffer may wrap the same
 // memory, so an assign into one first computes the lazy readers of every buffer sharing it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Plans: a schedule with its kernels lowered, kept for reuse.
 //
 // Realizing the same expression again builds a new graph of the same structure. Its signature

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // realize(): plan (schedule and lower, or reuse the plan of a graph of the same structure) ->
 // get compiled kernels (cached) -> launch -> commit.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The seam between the typed front end and the engine: everything the front end (and the
 // public API) needs from the scheduler, lowering and backends, as declared functions. The front
 // end includes this and never the engine, so the engine can be compiled once:

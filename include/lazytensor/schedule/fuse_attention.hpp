@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Fusing attention into one item, after lowering and before products take their prologues and
 // epilogues: softmax(f(q @ kt), -1) @ v arrives as three items (the scores product, a row-
 // softmax kernel reading only the scores, and a product whose A is the weights), each the only

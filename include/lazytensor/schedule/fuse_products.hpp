@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Fusing element-wise kernels into matrix products and scans, after lowering, where the
 // backend can run them there (ug's rule makes each of them a kernel of its own):
 //   - a prologue: the kernel that computes an operand, when the item is its only reader and it

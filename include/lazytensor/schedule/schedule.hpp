@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The scheduler: cuts the lazy graph behind a set of outputs into kernels (ug's rule).
 //
 // Uses are counted over the unrealized graph reachable from the outputs. Walking from the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Eigen interop, without copies: an Eigen matrix or vector as a tensor (lt::from_eigen) and a
 // host tensor as an Eigen::Map (lt::as_eigen). Optional: lazytensor.hpp does not include it;
 // include this where you use Eigen (it includes <Eigen/Core> and <lazytensor.hpp>).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A header-only unit: linked into a separate-runtime program, it must fail to link (check_modes.cmake).
 #include <lazytensor.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Uses the library through whichever way CMake found it, on every device it has.
 #include <iostream>
 #include <lazytensor.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The separate-runtime mode: this unit and separate_part.cpp see only the seam's declarations
 // (LAZYTENSOR_SEPARATE_RUNTIME, set by lazytensor::runtime); the engine comes compiled, from the
 // library's one LAZYTENSOR_IMPLEMENTATION unit (or, on a plain compile line, separate_impl.cpp).

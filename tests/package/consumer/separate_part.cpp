@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A second unit of the separate-runtime consumer (see separate_main.cpp).
 #include <lazytensor.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The host backend's matrix product: a packed GEMM in the BLIS style.
 //
 // C (row-major, ldc = n) is computed in mr x nr register tiles by a micro-kernel that, for each

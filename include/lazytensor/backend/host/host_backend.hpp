@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The host backend: buffers in host memory, kernels run by the interpreter and matrix products
 // by the packed GEMM (gemm.hpp), on a thread pool of LAZYTENSOR_THREADS threads (default: all
 // cores).

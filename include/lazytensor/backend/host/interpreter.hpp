@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The host interpreter: runs kernel IR on blocks of elements with xsimd (the reference
 // semantics for every other backend).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Scans on the host (cumsum, cumprod): ir::Scan over float, double and int64 (which wraps).
 //
 // Along rows (one element after the next in memory) each SIMD batch is scanned in registers

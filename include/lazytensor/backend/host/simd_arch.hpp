@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The instruction set of the host backend's SIMD batches, chosen in one place.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The host backend's element-wise arithmetic: one functor per op in ir/ops.hpp, each with a
 // scalar form (every dtype the op allows) and an xsimd form (float and double). The loops run
 // over a block of elements; a tail shorter than a SIMD batch is padded into one batch, so every

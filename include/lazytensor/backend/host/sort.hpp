@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Row sorts on the host, for sort, argsort and topk: every row of a contiguous [rows, n]
 // buffer, in parallel over rows, stably (ties keep their order), NaN after every number in
 // ascending order and before them in descending order (PyTorch's order); -0 equals +0.

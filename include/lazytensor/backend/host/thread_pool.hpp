@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A small fixed thread pool for the host backend. parallel_for hands out items through one
 // atomic counter (dynamic load balance); the calling thread works too. Workers spin briefly
 // before sleeping so that back-to-back kernels do not pay a wake-up each.

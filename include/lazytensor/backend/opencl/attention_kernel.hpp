@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // lazytensor's OpenCL attention kernel: out = softmax(f(q @ kt), -1) @ v in one launch
 // (ir/attention.hpp), float32, the scores and the weights never in global memory.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The OpenCL C API as lazytensor uses it: OpenCL 1.2 entry points only (every ICD loader and
 // driver has them), every status checked and reported by name, and small RAII owners.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Matrix products on OpenCL through CLBlast, enqueued on the backend's queue.
 //
 // One product (no batch) is a Gemm; a batch along one axis with constant strides (zero for a

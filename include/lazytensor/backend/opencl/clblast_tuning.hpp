@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // CLBlast parameters for devices its own database lacks, found with CLBlast's tuner
 // (clblast_tuner_xgemm) on the device itself and handed to CLBlast through OverrideParameters
 // when the backend starts. LAZYTENSOR_CLBLAST_TUNING=off keeps CLBlast's defaults.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Element-wise kernels fused into a matrix product or a scan (ir/fusion.hpp), as the code that
 // the own GEMM kernel and the scan kernels splice into their loads and stores
 // (gemm_epilogue.hpp makes it).

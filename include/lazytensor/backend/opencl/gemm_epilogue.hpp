@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Kernels fused into the own GEMM kernel and the scan kernels (schedule/fuse_products.hpp),
 // rendered as code (fused_code.hpp):
 //   - a product's or scan's element-wise consumer (ir::fits_as_epilogue) as its epilogue,

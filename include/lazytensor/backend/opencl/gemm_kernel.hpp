@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // lazytensor's own OpenCL GEMM kernel: C = A x B over an ir::Gemm, float32 or float64.
 //
 // A and B are read in place through their strides (any layout: row- or column-major, or

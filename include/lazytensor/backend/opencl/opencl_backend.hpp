@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The OpenCL backend: one context and one in-order queue per device; buffers from a caching
 // allocator; kernels rendered from the IR (renderer.hpp), built once per source (in memory, and
 // across processes through the disk cache, program_cache.hpp) and launched on the queue.

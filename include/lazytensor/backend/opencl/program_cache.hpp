@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The on-disk cache of OpenCL program binaries, so that a second process skips the compiler.
 //
 // An entry is keyed by everything that decides the binary: the source, the build options, the

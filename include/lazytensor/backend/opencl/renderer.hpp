@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The renderer: kernel IR -> OpenCL C 1.2 source and the launch geometry to run it with.
 //
 // Two shapes of kernel:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The OpenCL scan (cumsum, cumprod) of ir::Scan: float, double and long (which wraps).
 //
 // Along rows (inner == 1) a work-group scans one chunk of a row, a tile of G * kScanPerItem

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The OpenCL row sort (lt::sort, argsort, topk): a bitonic sort of (key, position) pairs, one
 // sort per row of P = n rounded up to a power of two, padded with pairs that sort last.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Copies between two OpenCL devices: x.to(opencl:1) from opencl:0.
 //
 // Devices that share a context (the devices of one platform, opencl_backend.hpp) copy with
