@@ -1370,6 +1370,8 @@ struct ScheduleItem {
     std::string output;               // the result, e.g. "float32[4, 8]"
     int phases = 0;                   // reduce and store phases of the kernel
     bool compiled_loop = false;       // runs as the expression's compiled loop, not interpreted
+    std::int64_t work = 0;            // a kernel's instructions times the elements each phase runs over
+                                      // (values computed, loads and stores included; 0 for other kinds)
     std::string ir;                   // the kernel IR listing, or the GEMM's shape and layouts
 };
 
@@ -9360,6 +9362,7 @@ private:
         if (in.dtype == DType::Float16) return load_half(in, ctx, w, base, reg, own);
         const char* src = base[static_cast<std::size_t>(in.param)];
         const auto es = static_cast<std::int64_t>(in.esize);
+        if (!in.plain && in.b < 0) return load_gated(in, ctx, w, reg, src, own);
         if (!in.plain) {
             for_each_indexed_lane(in, ctx, w, reg, [&](std::int64_t lane, bool inside, std::int64_t at) {
                 if (inside) std::memcpy(own + lane * es, src + at * es, in.esize);
@@ -9381,6 +9384,33 @@ private:
                 in.fill(to, from, s.len);
             else
                 strided_copy(to, from, w.step, s.len, in.esize);
+        }
+    }
+
+    /// A gated load (a pad's operand): the lanes inside the gate lie in runs (a pad's border is
+    /// at the ends of a row), each copied as a plain load's segment would be; zeros elsewhere.
+    static void load_gated(const PInstr& in, const BlockCtx& ctx, const LaneWalk& w, void** reg, const char* src,
+                           char* own) {
+        const auto* inside = static_cast<const bool*>(reg[in.c]);
+        const auto es = static_cast<std::int64_t>(in.esize);
+        for (const Segment& s : *ctx.segments) {
+            const std::int64_t first = w.fixed + dot(s.index, *w.vs);
+            const bool* gate = inside + s.lane;
+            for (std::int64_t t = 0; t < s.len;) {
+                const bool on = gate[t];
+                const std::int64_t end = std::find(gate + t + 1, gate + s.len, !on) - gate;
+                char* to = own + (s.lane + t) * es;
+                const auto len = static_cast<std::size_t>(end - t);
+                if (!on)
+                    std::memset(to, 0, len * in.esize);
+                else if (w.step == 1)
+                    std::memcpy(to, src + (first + t) * es, len * in.esize);
+                else if (w.step == 0)
+                    in.fill(to, src + first * es, end - t);
+                else
+                    strided_copy(to, src + (first + t * w.step) * es, w.step, end - t, in.esize);
+                t = end;
+            }
         }
     }
 
@@ -15181,6 +15211,15 @@ inline DefaultDevice& default_device_state() {
 // A scan (cumsum, cumprod) is an item of its own in the same way, run by the backend's scan.
 // Every item records why its output is materialized.
 //
+// Inlining has a cost rule. Lowering computes a node once per (phase, index map, padding gate)
+// it is read at in a kernel, so a node that its kernel reads through several index maps
+// (shifted slices, flips, pads, broadcasts along different axes) is computed once per map, and
+// a chain of such reads multiplies: a stencil iterated k times lazily would cost 2^k. The
+// scheduler follows those reads down the graph as lowering will (ReadTracker) and materializes
+// a node read through more than kMaxRecomputations maps in one phase, unless it is one
+// operation over buffers and constants (recomputing it costs no more than the loads it needs).
+// A kernel's work is then at most kMaxRecomputations times its graph's, phase by phase.
+//
 // Lowering (codegen/lower.hpp) can still find a node that cannot be read in place (a reshape
 // that the index math cannot follow, a reduction read through a transposing view); it names
 // the node, which is then materialized, and the schedule is made again.
@@ -15504,6 +15543,154 @@ struct Refinement {
     }
 };
 
+/// The most index maps (with padding gates) through which one phase of a kernel may read a node
+/// that is more than one operation over buffers: past it, the node is materialized.
+inline constexpr int kMaxRecomputations = 2;
+
+/// The reads of every node inside the kernels it is computed in, as lowering will make them: a
+/// node is evaluated once per distinct read. A read follows its consumer's read through views
+/// (their index maps), pads (a window and a gate), element-wise nodes (unchanged) and
+/// reductions (a phase of their own, at the identity of their input).
+class ReadTracker {
+public:
+    struct Read {
+        int group = -1;
+        const Node* phase = nullptr;  // the reduction whose phase reads it; null: the store phase
+        int gate = -1;                // the padding gate it is read under (-1: none)
+        int opaque = 0;               // nonzero: a map the analysis cannot follow (equal to no other)
+        IndexMap map;
+    };
+
+    explicit ReadTracker(std::size_t nodes) : reads_(nodes) {}
+
+    /// Node i is computed by `group` at its own index: its root.
+    void set_root(std::size_t i, int group, const Node* n) {
+        reads_[i].clear();
+        Read r;
+        r.group = group;
+        r.map = IndexMap::identity(n->shape);
+        reads_[i].push_back(std::move(r));
+    }
+
+    /// The most distinct reads of node i in one phase of `group`.
+    int evaluations(std::size_t i, int group) const {
+        int most = 0;
+        const auto& rs = reads_[i];
+        for (std::size_t a = 0; a < rs.size(); ++a) {
+            if (rs[a].group != group) continue;
+            int same_phase = 0;
+            for (const Read& b : rs)
+                if (b.group == group && b.phase == rs[a].phase) ++same_phase;
+            most = std::max(most, same_phase);
+        }
+        return most;
+    }
+
+    /// Passes the reads of node n (at position i) on to its sources (`at` maps a node to its
+    /// position).
+    template <class At>
+    void pass_to_sources(std::size_t i, Node* n, const At& at) {
+        for (const Read& r : reads_[i]) {
+            switch (n->kind) {
+                case NodeKind::Unary:
+                case NodeKind::Binary:
+                case NodeKind::Where:
+                case NodeKind::Cast:
+                    for (int k = 0; k < n->nsrc; ++k) add(at(source(n, k)), r);
+                    break;
+                case NodeKind::Reduce: {  // its phase reads the input once, at the input's index
+                    Read in;
+                    in.group = r.group;
+                    in.phase = n;
+                    in.map = IndexMap::identity(source(n, 0)->shape);
+                    add(at(source(n, 0)), std::move(in));
+                    break;
+                }
+                case NodeKind::Pad: {
+                    Read in = r;
+                    in.gate = gate(n, r);
+                    if (!r.opaque) {
+                        SmallVector<std::int64_t, 12> starts_steps;
+                        for (std::size_t k = 0; k < n->shape.size(); ++k) {
+                            starts_steps.push_back(-n->params[k]);
+                            starts_steps.push_back(1);
+                        }
+                        in.map.window(starts_steps, source(n, 0)->shape);
+                    }
+                    add(at(source(n, 0)), std::move(in));
+                    break;
+                }
+                case NodeKind::Reshape:
+                case NodeKind::Permute:
+                case NodeKind::Expand:
+                case NodeKind::Slice: {
+                    Read in = r;
+                    if (!r.opaque && !in.map.through_view(*n)) in.opaque = ++opaque_;
+                    add(at(source(n, 0)), std::move(in));
+                    break;
+                }
+                case NodeKind::Gather:  // the positions like an element-wise operand; the data apart
+                    add(at(source(n, 1)), r);
+                    add(at(source(n, 0)), opaque(r));
+                    break;
+                default:  // products, scans and the rest read their operands in ways of their own
+                    for (int k = 0; k < n->nsrc; ++k) add(at(source(n, k)), opaque(r));
+                    break;
+            }
+        }
+    }
+
+private:
+    static Node* source(Node* n, int k) { return n->src[static_cast<std::size_t>(k)].get(); }
+
+    Read opaque(const Read& r) {
+        Read o = r;
+        o.opaque = ++opaque_;
+        return o;
+    }
+
+    static bool same(const Read& a, const Read& b) {
+        return a.group == b.group && a.phase == b.phase && a.gate == b.gate && !a.opaque && !b.opaque && a.map == b.map;
+    }
+
+    void add(std::size_t i, Read r) {
+        auto& rs = reads_[i];
+        for (const Read& have : rs)
+            if (same(have, r)) return;
+        rs.push_back(std::move(r));
+    }
+
+    // Lowering makes one gate per (pad, read of the pad): the same pad read at the same map under
+    // the same outer gate shares it.
+    int gate(const Node* pad, const Read& r) {
+        auto range = gates_.equal_range(pad);
+        for (auto it = range.first; it != range.second; ++it) {
+            const Read& g = gate_reads_[static_cast<std::size_t>(it->second)];
+            if (same(g, r)) return it->second;
+        }
+        const int id = static_cast<int>(gate_reads_.size());
+        gate_reads_.push_back(r);
+        gates_.emplace(pad, id);
+        return id;
+    }
+
+    std::vector<std::vector<Read>> reads_;  // per node of the GraphOrder
+    std::unordered_multimap<const Node*, int> gates_;
+    std::vector<Read> gate_reads_;  // per gate: the read of its pad
+    int opaque_ = 0;
+};
+
+/// Whether node n is one operation over buffers and constants (through views): recomputing it
+/// per read costs no more than the loads it makes.
+inline bool reads_only_buffers(const Node* n) {
+    for (int k = 0; k < n->nsrc; ++k) {
+        const Node* s = n->src[static_cast<std::size_t>(k)].get();
+        while (!s->realized() && is_view(s->kind)) s = s->src[0].get();
+        if (!s->realized() && s->kind != NodeKind::Const && s->kind != NodeKind::Index) return false;
+    }
+    return true;
+}
+
 /// Groups the graph behind `outputs` (ordered by order_graph) into schedule items; lowering
 /// is done separately. `forced` names nodes that lowering found must be materialized.
 inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& outputs,
@@ -15622,9 +15809,9 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
 
     std::vector<Group> groups;  // in creation order (outputs first)
     std::vector<SmallVector<int, 2>> groups_of(g.nodes.size());  // per node: the kernels it is computed in
-    for (std::size_t t = g.nodes.size(); t-- > 0;) {
-        Node* n = g.nodes[t];
-        if (n->realized()) continue;
+    ReadTracker reads(g.nodes.size());
+    // Places node t, whose consumers are placed: in their kernel, or at the root of a new one.
+    auto place = [&](std::size_t t, Node* n) {
         std::string reason;
         if (is_output.count(n)) {
             reason = "output";
@@ -15643,7 +15830,7 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
                     if (std::find(cons.begin(), cons.end(), id) == cons.end()) cons.push_back(id);
             if (n->kind == NodeKind::Const || n->kind == NodeKind::Index || is_view(n->kind)) {
                 groups_of[t] = cons;  // free to recompute in every kernel that reads it
-                continue;
+                return;
             }
             if (cons.size() == 1 && groups[static_cast<std::size_t>(cons[0])].is_gemm()) {
                 reason = "operand of a matrix product";
@@ -15651,16 +15838,20 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
                 reason = "operand of a scan";
             } else if (cons.size() == 1) {
                 Group& target = groups[static_cast<std::size_t>(cons[0])];
+                // (A reduction is one phase of its kernel however often it is read.)
+                const int maps = n->kind == NodeKind::Reduce || reads_only_buffers(n) ? 1 : reads.evaluations(t, cons[0]);
                 Node* below = reduced_from[t];
                 const bool other_domain = n->kind != NodeKind::Reduce && !is_view(n->kind) && target.has_domain && below &&
                                           below != mixed &&
                                           !(below->src[0]->shape == target.domain && below->axes == target.reduced);
-                if (other_domain) {
+                if (maps > kMaxRecomputations) {
+                    reason = concat("read through ", maps, " index maps in one kernel: materialized to avoid recomputation");
+                } else if (other_domain) {
                     reason = concat("computed from reductions over ", below->src[0]->shape, " axes ", below->axes,
                                     ", not the domain of its consumer's kernel");
                 } else if (n->kind != NodeKind::Reduce || reduction_fits(target, n)) {
                     groups_of[t] = cons;
-                    continue;
+                    return;
                 } else {
                     reason = concat("reduction over ", n->src[0]->shape, " axes ", n->axes,
                                     " does not match the domain of its consumer's kernel");
@@ -15671,6 +15862,14 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
         }
         groups_of[t] = {static_cast<int>(groups.size())};
         groups.push_back(new_group(n, std::move(reason)));
+    };
+    for (std::size_t t = g.nodes.size(); t-- > 0;) {
+        Node* n = g.nodes[t];
+        if (n->realized()) continue;
+        place(t, n);
+        const SmallVector<int, 2>& in = groups_of[t];
+        if (in.size() == 1 && groups[static_cast<std::size_t>(in[0])].root == n) reads.set_root(t, in[0], n);
+        reads.pass_to_sources(t, n, at);
     }
 
     // Execution order: a kernel's inputs are its root's ancestors, so topological order of roots.
@@ -17145,6 +17344,20 @@ namespace detail {
 
 inline std::string describe(const Node* n) { return concat(n->dtype, n->shape); }
 
+/// The instructions a kernel evaluates in all: each phase's instructions and stores times the
+/// elements it runs over (the outer ones only, for a phase that runs once per outer index).
+inline std::int64_t kernel_work(const ir::Kernel& k) {
+    std::int64_t all = 1, outer = 1;
+    for (std::size_t j = 0; j < k.domain.size(); ++j) {
+        all *= k.domain[j];
+        if (!k.reduced[j]) outer *= k.domain[j];
+    }
+    std::int64_t work = 0;
+    for (const ir::Phase& phase : k.phases)
+        work += static_cast<std::int64_t>(phase.instrs.size() + phase.stores.size()) * (phase.outer ? outer : all);
+    return work;
+}
+
 inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
     ScheduleItem item;
     item.kind = p.kind;
@@ -17174,7 +17387,10 @@ inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
     StaticBinding binding;
     item.compiled_loop = !p.view_only && w.node(p.root)->device.kind == Device::Kind::Host && p.kernel.candidate &&
                          p.kernel.candidate->match(p.kernel, binding);  // (compiled loops run on the host only)
-    if (!p.view_only) item.ir = ir::to_string(p.kernel);
+    if (!p.view_only) {
+        item.ir = ir::to_string(p.kernel);
+        item.work = kernel_work(p.kernel);
+    }
     return item;
 }
 
@@ -17785,6 +18001,22 @@ std::vector<Tensor<P>> typed_gradients(const std::vector<NodePtr>& outputs, cons
     return out;
 }
 
+/// A braced list of parameters of several dtypes ({w_float, v_double}), which the list forms of
+/// lt::grad, lt::vjp and lt::value_and_grad cannot take: a std::initializer_list<Tensor<P>> has
+/// one element type. Choosing this overload is the mistake; its constructor says so. (A list
+/// of one dtype takes the initializer_list overload: this constructor is not viable for it.)
+struct ParamsOfSeveralDtypes {
+    template <class A, class B, class... Rest,
+              class = std::enable_if_t<!(std::is_same_v<A, B> && (std::is_same_v<A, Rest> && ...))>>
+    ParamsOfSeveralDtypes(const Tensor<A>&, const Tensor<B>&, const Tensor<Rest>&...) {
+        static_assert(!std::is_same_v<A, A>,
+                      "lazytensor: the parameters in one list of lt::grad, lt::value_and_grad or lt::vjp must all "
+                      "have one dtype (the list is a std::vector<Tensor<T>> of one T); for parameters of several "
+                      "dtypes, take the gradients once per dtype, e.g. lt::grad(loss, {w, b}) for the float ones "
+                      "and lt::grad(loss, {v}) for the double ones, and realize them together");
+    }
+};
+
 /// The 0-d loss's node and a cotangent of 1.
 template <class L>
 std::pair<NodePtr, NodePtr> loss_and_seed(const L& loss) {
@@ -17818,6 +18050,12 @@ template <class L, class P, class = std::enable_if_t<detail::is_tensor_like_v<L>
 std::vector<Tensor<P>> grad(const L& loss, std::initializer_list<Tensor<P>> params) {
     return grad(loss, std::vector<Tensor<P>>(params));
 }
+/// Parameters of several dtypes in one list: does not compile (detail::ParamsOfSeveralDtypes's
+/// static_assert), with the usual result type, so that the static_assert is the one error.
+template <class L, class = std::enable_if_t<detail::is_tensor_like_v<L>>>
+std::vector<Tensor<float>> grad(const L&, detail::ParamsOfSeveralDtypes) {
+    return {};
+}
 /// The gradient with respect to one parameter: lt::grad(loss, w).
 template <class L, class P, class = std::enable_if_t<detail::is_tensor_like_v<L>>>
 Tensor<P> grad(const L& loss, const Tensor<P>& param) {
@@ -17840,6 +18078,11 @@ template <class P>
 std::vector<Tensor<P>> vjp(const std::vector<TensorRef>& outputs, std::initializer_list<Tensor<P>> inputs,
                            const std::vector<TensorRef>& cotangents) {
     return vjp(outputs, std::vector<Tensor<P>>(inputs), cotangents);
+}
+/// Inputs of several dtypes in one list: does not compile (as grad's).
+inline std::vector<Tensor<float>> vjp(const std::vector<TensorRef>&, detail::ParamsOfSeveralDtypes,
+                                      const std::vector<TensorRef>&) {
+    return {};
 }
 
 /// A loss and its gradients (auto [loss, grads] = lt::value_and_grad(...)), lazy until realized.
@@ -17874,6 +18117,12 @@ auto value_and_grad(F&& f, const std::vector<Tensor<P>>& params) {
 template <class F, class P>
 auto value_and_grad(F&& f, std::initializer_list<Tensor<P>> params) {
     return value_and_grad(std::forward<F>(f), std::vector<Tensor<P>>(params));
+}
+/// Parameters of several dtypes in one list: does not compile (as grad's; with the usual result
+/// type, so that the static_assert is the one error).
+template <class F>
+ValueAndGrad<float, float> value_and_grad(F&&, detail::ParamsOfSeveralDtypes) {
+    return {};
 }
 
 }  // namespace lazytensor
@@ -17964,11 +18213,15 @@ auto operator!(E&& x) {
     return detail::make_unary<UnaryOp::LogicalNot>(std::forward<E>(x));
 }
 
-/// x where cond is true, y elsewhere (broadcast together; x and y may be scalars). cond of any
-/// dtype counts non-zero as true; the result has x and y's promoted type. Lazy.
+/// x where cond is true, y elsewhere (broadcast together; x and y may be scalars). cond is bool,
+/// or an integer tensor whose non-zero elements count as true; a floating cond does not compile
+/// (compare it: where(t > 0, x, y)). The result has x and y's promoted type. Lazy.
 template <class C, class X, class Y,
           class = std::enable_if_t<detail::is_tensor_like_v<C> || detail::is_tensor_like_v<X> || detail::is_tensor_like_v<Y>>>
 auto where(C&& cond, X&& x, Y&& y) {
+    static_assert(!is_floating(detail::operand_traits<detail::wrapped_t<C>>::dtype),
+                  "lazytensor: where needs a bool (or integer) condition, not a floating-point one; compare "
+                  "first, e.g. lt::where(t > 0.0f, x, y), or lt::where(t != 0.0f, x, y) for non-zero");
     return detail::WhereExpr<detail::wrapped_t<C>, detail::wrapped_t<X>, detail::wrapped_t<Y>>(
         detail::wrap(std::forward<C>(cond)), detail::wrap(std::forward<X>(x)), detail::wrap(std::forward<Y>(y)));
 }
@@ -18945,6 +19198,11 @@ inline void check_positions(const NodePtr& positions, std::int64_t bound, const 
                          bound - 1, ")");
 }
 
+/// Whether labels of element type T are integers (uint8, int32, int64): one_hot's and
+/// cross_entropy's static check. The untyped path checks the dtype when it runs (check_positions).
+template <class T>
+inline constexpr bool is_integer_label_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+
 }  // namespace detail
 
 /// out[i] = x[i with i[axis] replaced by index[i]] (PyTorch's gather). index is an integer
@@ -18982,9 +19240,12 @@ auto index_select(const E& x, int axis, const I& index) {
 
 /// labels (integers in [0, num_classes)) as one-hot int64 vectors along a new last axis.
 /// num_classes = -1 takes the largest label + 1. Realizes labels now to check them (IndexError
-/// for a label out of range, ValueError for non-integer labels).
+/// for a label out of range). Floating or bool labels do not compile.
 template <class I, class = std::enable_if_t<detail::is_tensor_like_v<I>>>
 Tensor<std::int64_t> one_hot(const I& labels, std::int64_t num_classes = -1) {
+    static_assert(detail::is_integer_label_v<typename I::value_type>,
+                  "lazytensor: one_hot needs integer labels (uint8, int32 or int64), not floating or bool ones; "
+                  "cast them first, e.g. lt::one_hot(lt::cast<std::int64_t>(labels), num_classes)");
     const detail::NodePtr l = labels.build();
     if (num_classes < -1) detail::fail<ValueError>("one_hot: num_classes must be >= 0 or -1, got ", num_classes);
     if (num_classes == -1) {
@@ -19139,9 +19400,12 @@ enum class Reduction { Mean, Sum, None };
 /// The negative log-likelihood of `labels` (integers in [0, C)) under softmax(logits) along
 /// the last axis: logsumexp(logits) - logits[label], per sample ([...]) or its mean or sum.
 /// logits have shape [..., C] and labels [...] (ShapeError otherwise); labels are realized now
-/// and checked: one out of range is an IndexError.
+/// and checked: one out of range is an IndexError. Floating or bool labels do not compile.
 template <class E, class I, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I>>>
 auto cross_entropy(const E& logits, const I& labels, Reduction reduction = Reduction::Mean) {
+    static_assert(detail::is_integer_label_v<typename I::value_type>,
+                  "lazytensor: cross_entropy needs integer class labels (uint8, int32 or int64), not floating or "
+                  "bool ones; cast them first, e.g. lt::cross_entropy(logits, lt::cast<std::int64_t>(labels))");
     using R = detail::mean_t<typename E::value_type>;
     namespace g = detail::graph;
     const char* op = "cross_entropy";

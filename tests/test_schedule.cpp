@@ -354,3 +354,127 @@ TEST_CASE("the kernel cache keeps the most recently used kernels") {
         CHECK((a + 1.0f).to_vector().size() == 17);
     });
 }
+
+namespace {
+
+struct ScheduleCost {
+    std::size_t kernels = 0;
+    std::int64_t work = 0;
+};
+
+ScheduleCost cost_of(const std::vector<lt::ScheduleItem>& items) {
+    ScheduleCost c;
+    c.kernels = lt::kernel_count(items);
+    for (const auto& item : items) c.work += item.work;
+    return c;
+}
+
+// u <- pad(u[:-2] + u[2:], 1): every step reads the last one through two shifted maps.
+lt::Tensor<float> stencil_1d(const lt::Tensor<float>& u) { return lt::pad(u.slice(0, 0, -2) + u.slice(0, 2, {}), {{1, 1}}, 0.0f); }
+
+std::vector<float> stencil_1d_reference(std::vector<float> u, int steps) {
+    for (int k = 0; k < steps; ++k) {
+        std::vector<float> next(u.size(), 0.0f);
+        for (std::size_t i = 1; i + 1 < u.size(); ++i) next[i] = u[i - 1] + u[i + 1];
+        u.swap(next);
+    }
+    return u;
+}
+
+// A 2-D step of shifted slices, a pad back to the shape and a flip: v = pad(0.25 * (up + down +
+// left + right), 1); u <- 0.5 * (v + v.flip(0)).
+lt::Tensor<float> stencil_2d(const lt::Tensor<float>& u) {
+    lt::Tensor<float> v = lt::pad(0.25f * (u.slice(0, 0, -2).slice(1, 1, -1) + u.slice(0, 2, {}).slice(1, 1, -1) +
+                                           u.slice(0, 1, -1).slice(1, 0, -2) + u.slice(0, 1, -1).slice(1, 2, {})),
+                                  {{1, 1}, {1, 1}}, 0.0f);
+    return 0.5f * (v + v.flip(0));
+}
+
+// In float, in the graph's order of operations.
+std::vector<float> stencil_2d_reference(std::vector<float> u, std::int64_t rows, std::int64_t cols, int steps) {
+    auto at = [&](const std::vector<float>& a, std::int64_t i, std::int64_t j) { return a[static_cast<std::size_t>(i * cols + j)]; };
+    for (int k = 0; k < steps; ++k) {
+        std::vector<float> v(u.size(), 0.0f), next(u.size());
+        for (std::int64_t i = 1; i + 1 < rows; ++i)
+            for (std::int64_t j = 1; j + 1 < cols; ++j)
+                v[static_cast<std::size_t>(i * cols + j)] =
+                    0.25f * (at(u, i - 1, j) + at(u, i + 1, j) + at(u, i, j - 1) + at(u, i, j + 1));
+        for (std::int64_t i = 0; i < rows; ++i)
+            for (std::int64_t j = 0; j < cols; ++j)
+                next[static_cast<std::size_t>(i * cols + j)] = 0.5f * (at(v, i, j) + at(v, rows - 1 - i, j));
+        u.swap(next);
+    }
+    return u;
+}
+
+}  // namespace
+
+TEST_CASE("a lazy stencil loop costs work linear in its steps (a node read through several maps is not recomputed per read)") {
+    for_each_device([](lt::Device) {
+        // 1-D, realized only at the end: values against a plain loop, kernels and work linear.
+        const Ref r1 = random_ref<float>({257}, 11);
+        const std::vector<float> start(r1.v.begin(), r1.v.end());
+        lt::Tensor<float> u0 = lt::tensor<float>(start, {257});
+        ScheduleCost cost[2];
+        int which = 0;
+        for (int steps : {10, 40}) {
+            lt::Tensor<float> u = u0;
+            for (int k = 0; k < steps; ++k) u = stencil_1d(u);
+            cost[which++] = cost_of(lt::schedule(u));
+            const std::vector<float> want = stencil_1d_reference(start, steps), got = u.to_vector();
+            REQUIRE(got.size() == want.size());
+            for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-6));
+        }
+        INFO("kernels " << cost[0].kernels << " and " << cost[1].kernels << ", work " << cost[0].work << " and " << cost[1].work);
+        CHECK(cost[0].kernels >= 2);  // 10 steps are not one kernel: that would recompute 2^10 times
+        CHECK(cost[1].kernels <= 4 * cost[0].kernels + 1);
+        CHECK(cost[1].work <= 5 * cost[0].work);
+        // Each step is at most kMaxRecomputations evaluations of its few instructions per element.
+        CHECK(cost[1].work <= 40 * 2 * 16 * 257);
+
+        // 2-D with pad, shifted slices and a flip.
+        const lt::Shape shape{13, 11};
+        const Ref r = random_ref<float>(shape, 12);
+        lt::Tensor<float> v0 = make_tensor<float>(r);
+        which = 0;
+        for (int steps : {10, 40}) {
+            lt::Tensor<float> u = v0;
+            for (int k = 0; k < steps; ++k) u = stencil_2d(u);
+            cost[which++] = cost_of(lt::schedule(u));
+            const std::vector<float> want = stencil_2d_reference(std::vector<float>(r.v.begin(), r.v.end()), shape[0], shape[1], steps);
+            const std::vector<float> got = u.to_vector();
+            REQUIRE(got.size() == want.size());
+            for (std::size_t i = 0; i < got.size(); ++i) CHECK(std::fabs(got[i] - want[i]) <= 1e-6f + 1e-5f * std::fabs(want[i]));
+        }
+        INFO("2-D: kernels " << cost[0].kernels << " and " << cost[1].kernels << ", work " << cost[0].work << " and " << cost[1].work);
+        CHECK(cost[1].kernels <= 4 * cost[0].kernels + 1);
+        CHECK(cost[1].work <= 5 * cost[0].work);
+    });
+}
+
+TEST_CASE("the recomputation rule: why a node is materialized, and what still fuses") {
+    for_each_device([](lt::Device) {
+        lt::Tensor<float> x = rand_tensor({64, 48}, 21), y = rand_tensor({64, 48}, 22);
+        // One operation over buffers is recomputed per read, whatever the fan-out.
+        lt::Tensor<float> e = lt::exp(x);
+        CHECK(lt::kernel_count(lt::schedule(e.slice(0, 0, -2) + e.slice(0, 1, -1) + e.slice(0, 2, {}))) == 1);
+        // A node of several operations read through two maps: recomputed twice, still one kernel.
+        lt::Tensor<float> f = lt::exp(x) * y + 1.0f;
+        CHECK(lt::kernel_count(lt::schedule(f + f.flip(0))) == 1);
+        // Read the same way twice: computed once (no recomputation to avoid).
+        CHECK(lt::kernel_count(lt::schedule(f * 0.5f + lt::sqrt(f))) == 1);
+        // Three maps: materialized, and the reason says why.
+        const auto items = lt::schedule(f.slice(0, 0, -2) + f.slice(0, 1, -1) + f.slice(0, 2, {}));
+        REQUIRE(lt::kernel_count(items) == 2);
+        CHECK(items[0].reason == "read through 3 index maps in one kernel: materialized to avoid recomputation");
+        CHECK(items[0].output == "float32[64, 48]");
+        // Softmax and layer norm of a computed input stay one kernel: reductions are phases, and
+        // each phase reads the input at one map.
+        lt::Tensor<float> z = x * y + 1.0f;
+        lt::Tensor<float> ez = lt::exp(z - z.max(1, true));
+        CHECK(lt::kernel_count(lt::schedule(ez / ez.sum(1, true))) == 1);
+        // The LAZYTENSOR_DEBUG listing gives the same reason.
+        const auto three = f.slice(1, 0, -2) + f.slice(1, 1, -1) + f.slice(1, 2, {});
+        CHECK(lt::schedule(three)[0].reason.find("read through 3 index maps") != std::string::npos);
+    });
+}

@@ -29,6 +29,20 @@ namespace detail {
 
 inline std::string describe(const Node* n) { return concat(n->dtype, n->shape); }
 
+/// The instructions a kernel evaluates in all: each phase's instructions and stores times the
+/// elements it runs over (the outer ones only, for a phase that runs once per outer index).
+inline std::int64_t kernel_work(const ir::Kernel& k) {
+    std::int64_t all = 1, outer = 1;
+    for (std::size_t j = 0; j < k.domain.size(); ++j) {
+        all *= k.domain[j];
+        if (!k.reduced[j]) outer *= k.domain[j];
+    }
+    std::int64_t work = 0;
+    for (const ir::Phase& phase : k.phases)
+        work += static_cast<std::int64_t>(phase.instrs.size() + phase.stores.size()) * (phase.outer ? outer : all);
+    return work;
+}
+
 inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
     ScheduleItem item;
     item.kind = p.kind;
@@ -58,7 +72,10 @@ inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
     StaticBinding binding;
     item.compiled_loop = !p.view_only && w.node(p.root)->device.kind == Device::Kind::Host && p.kernel.candidate &&
                          p.kernel.candidate->match(p.kernel, binding);  // (compiled loops run on the host only)
-    if (!p.view_only) item.ir = ir::to_string(p.kernel);
+    if (!p.view_only) {
+        item.ir = ir::to_string(p.kernel);
+        item.work = kernel_work(p.kernel);
+    }
     return item;
 }
 

@@ -108,6 +108,8 @@ struct ScheduleItem {
     std::string output;               // the result, e.g. "float32[4, 8]"
     int phases = 0;                   // reduce and store phases of the kernel
     bool compiled_loop = false;       // runs as the expression's compiled loop, not interpreted
+    std::int64_t work = 0;            // a kernel's instructions times the elements each phase runs over
+                                      // (values computed, loads and stores included; 0 for other kinds)
     std::string ir;                   // the kernel IR listing, or the GEMM's shape and layouts
 };
 

@@ -14,6 +14,15 @@
 // A scan (cumsum, cumprod) is an item of its own in the same way, run by the backend's scan.
 // Every item records why its output is materialized.
 //
+// Inlining has a cost rule. Lowering computes a node once per (phase, index map, padding gate)
+// it is read at in a kernel, so a node that its kernel reads through several index maps
+// (shifted slices, flips, pads, broadcasts along different axes) is computed once per map, and
+// a chain of such reads multiplies: a stencil iterated k times lazily would cost 2^k. The
+// scheduler follows those reads down the graph as lowering will (ReadTracker) and materializes
+// a node read through more than kMaxRecomputations maps in one phase, unless it is one
+// operation over buffers and constants (recomputing it costs no more than the loads it needs).
+// A kernel's work is then at most kMaxRecomputations times its graph's, phase by phase.
+//
 // Lowering (codegen/lower.hpp) can still find a node that cannot be read in place (a reshape
 // that the index math cannot follow, a reduction read through a transposing view); it names
 // the node, which is then materialized, and the schedule is made again.
@@ -344,6 +353,154 @@ struct Refinement {
     }
 };
 
+/// The most index maps (with padding gates) through which one phase of a kernel may read a node
+/// that is more than one operation over buffers: past it, the node is materialized.
+inline constexpr int kMaxRecomputations = 2;
+
+/// The reads of every node inside the kernels it is computed in, as lowering will make them: a
+/// node is evaluated once per distinct read. A read follows its consumer's read through views
+/// (their index maps), pads (a window and a gate), element-wise nodes (unchanged) and
+/// reductions (a phase of their own, at the identity of their input).
+class ReadTracker {
+public:
+    struct Read {
+        int group = -1;
+        const Node* phase = nullptr;  // the reduction whose phase reads it; null: the store phase
+        int gate = -1;                // the padding gate it is read under (-1: none)
+        int opaque = 0;               // nonzero: a map the analysis cannot follow (equal to no other)
+        IndexMap map;
+    };
+
+    explicit ReadTracker(std::size_t nodes) : reads_(nodes) {}
+
+    /// Node i is computed by `group` at its own index: its root.
+    void set_root(std::size_t i, int group, const Node* n) {
+        reads_[i].clear();
+        Read r;
+        r.group = group;
+        r.map = IndexMap::identity(n->shape);
+        reads_[i].push_back(std::move(r));
+    }
+
+    /// The most distinct reads of node i in one phase of `group`.
+    int evaluations(std::size_t i, int group) const {
+        int most = 0;
+        const auto& rs = reads_[i];
+        for (std::size_t a = 0; a < rs.size(); ++a) {
+            if (rs[a].group != group) continue;
+            int same_phase = 0;
+            for (const Read& b : rs)
+                if (b.group == group && b.phase == rs[a].phase) ++same_phase;
+            most = std::max(most, same_phase);
+        }
+        return most;
+    }
+
+    /// Passes the reads of node n (at position i) on to its sources (`at` maps a node to its
+    /// position).
+    template <class At>
+    void pass_to_sources(std::size_t i, Node* n, const At& at) {
+        for (const Read& r : reads_[i]) {
+            switch (n->kind) {
+                case NodeKind::Unary:
+                case NodeKind::Binary:
+                case NodeKind::Where:
+                case NodeKind::Cast:
+                    for (int k = 0; k < n->nsrc; ++k) add(at(source(n, k)), r);
+                    break;
+                case NodeKind::Reduce: {  // its phase reads the input once, at the input's index
+                    Read in;
+                    in.group = r.group;
+                    in.phase = n;
+                    in.map = IndexMap::identity(source(n, 0)->shape);
+                    add(at(source(n, 0)), std::move(in));
+                    break;
+                }
+                case NodeKind::Pad: {
+                    Read in = r;
+                    in.gate = gate(n, r);
+                    if (!r.opaque) {
+                        SmallVector<std::int64_t, 12> starts_steps;
+                        for (std::size_t k = 0; k < n->shape.size(); ++k) {
+                            starts_steps.push_back(-n->params[k]);
+                            starts_steps.push_back(1);
+                        }
+                        in.map.window(starts_steps, source(n, 0)->shape);
+                    }
+                    add(at(source(n, 0)), std::move(in));
+                    break;
+                }
+                case NodeKind::Reshape:
+                case NodeKind::Permute:
+                case NodeKind::Expand:
+                case NodeKind::Slice: {
+                    Read in = r;
+                    if (!r.opaque && !in.map.through_view(*n)) in.opaque = ++opaque_;
+                    add(at(source(n, 0)), std::move(in));
+                    break;
+                }
+                case NodeKind::Gather:  // the positions like an element-wise operand; the data apart
+                    add(at(source(n, 1)), r);
+                    add(at(source(n, 0)), opaque(r));
+                    break;
+                default:  // products, scans and the rest read their operands in ways of their own
+                    for (int k = 0; k < n->nsrc; ++k) add(at(source(n, k)), opaque(r));
+                    break;
+            }
+        }
+    }
+
+private:
+    static Node* source(Node* n, int k) { return n->src[static_cast<std::size_t>(k)].get(); }
+
+    Read opaque(const Read& r) {
+        Read o = r;
+        o.opaque = ++opaque_;
+        return o;
+    }
+
+    static bool same(const Read& a, const Read& b) {
+        return a.group == b.group && a.phase == b.phase && a.gate == b.gate && !a.opaque && !b.opaque && a.map == b.map;
+    }
+
+    void add(std::size_t i, Read r) {
+        auto& rs = reads_[i];
+        for (const Read& have : rs)
+            if (same(have, r)) return;
+        rs.push_back(std::move(r));
+    }
+
+    // Lowering makes one gate per (pad, read of the pad): the same pad read at the same map under
+    // the same outer gate shares it.
+    int gate(const Node* pad, const Read& r) {
+        auto range = gates_.equal_range(pad);
+        for (auto it = range.first; it != range.second; ++it) {
+            const Read& g = gate_reads_[static_cast<std::size_t>(it->second)];
+            if (same(g, r)) return it->second;
+        }
+        const int id = static_cast<int>(gate_reads_.size());
+        gate_reads_.push_back(r);
+        gates_.emplace(pad, id);
+        return id;
+    }
+
+    std::vector<std::vector<Read>> reads_;  // per node of the GraphOrder
+    std::unordered_multimap<const Node*, int> gates_;
+    std::vector<Read> gate_reads_;  // per gate: the read of its pad
+    int opaque_ = 0;
+};
+
+/// Whether node n is one operation over buffers and constants (through views): recomputing it
+/// per read costs no more than the loads it makes.
+inline bool reads_only_buffers(const Node* n) {
+    for (int k = 0; k < n->nsrc; ++k) {
+        const Node* s = n->src[static_cast<std::size_t>(k)].get();
+        while (!s->realized() && is_view(s->kind)) s = s->src[0].get();
+        if (!s->realized() && s->kind != NodeKind::Const && s->kind != NodeKind::Index) return false;
+    }
+    return true;
+}
+
 /// Groups the graph behind `outputs` (ordered by order_graph) into schedule items; lowering
 /// is done separately. `forced` names nodes that lowering found must be materialized.
 inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& outputs,
@@ -462,9 +619,9 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
 
     std::vector<Group> groups;  // in creation order (outputs first)
     std::vector<SmallVector<int, 2>> groups_of(g.nodes.size());  // per node: the kernels it is computed in
-    for (std::size_t t = g.nodes.size(); t-- > 0;) {
-        Node* n = g.nodes[t];
-        if (n->realized()) continue;
+    ReadTracker reads(g.nodes.size());
+    // Places node t, whose consumers are placed: in their kernel, or at the root of a new one.
+    auto place = [&](std::size_t t, Node* n) {
         std::string reason;
         if (is_output.count(n)) {
             reason = "output";
@@ -483,7 +640,7 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
                     if (std::find(cons.begin(), cons.end(), id) == cons.end()) cons.push_back(id);
             if (n->kind == NodeKind::Const || n->kind == NodeKind::Index || is_view(n->kind)) {
                 groups_of[t] = cons;  // free to recompute in every kernel that reads it
-                continue;
+                return;
             }
             if (cons.size() == 1 && groups[static_cast<std::size_t>(cons[0])].is_gemm()) {
                 reason = "operand of a matrix product";
@@ -491,16 +648,20 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
                 reason = "operand of a scan";
             } else if (cons.size() == 1) {
                 Group& target = groups[static_cast<std::size_t>(cons[0])];
+                // (A reduction is one phase of its kernel however often it is read.)
+                const int maps = n->kind == NodeKind::Reduce || reads_only_buffers(n) ? 1 : reads.evaluations(t, cons[0]);
                 Node* below = reduced_from[t];
                 const bool other_domain = n->kind != NodeKind::Reduce && !is_view(n->kind) && target.has_domain && below &&
                                           below != mixed &&
                                           !(below->src[0]->shape == target.domain && below->axes == target.reduced);
-                if (other_domain) {
+                if (maps > kMaxRecomputations) {
+                    reason = concat("read through ", maps, " index maps in one kernel: materialized to avoid recomputation");
+                } else if (other_domain) {
                     reason = concat("computed from reductions over ", below->src[0]->shape, " axes ", below->axes,
                                     ", not the domain of its consumer's kernel");
                 } else if (n->kind != NodeKind::Reduce || reduction_fits(target, n)) {
                     groups_of[t] = cons;
-                    continue;
+                    return;
                 } else {
                     reason = concat("reduction over ", n->src[0]->shape, " axes ", n->axes,
                                     " does not match the domain of its consumer's kernel");
@@ -511,6 +672,14 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
         }
         groups_of[t] = {static_cast<int>(groups.size())};
         groups.push_back(new_group(n, std::move(reason)));
+    };
+    for (std::size_t t = g.nodes.size(); t-- > 0;) {
+        Node* n = g.nodes[t];
+        if (n->realized()) continue;
+        place(t, n);
+        const SmallVector<int, 2>& in = groups_of[t];
+        if (in.size() == 1 && groups[static_cast<std::size_t>(in[0])].root == n) reads.set_root(t, in[0], n);
+        reads.pass_to_sources(t, n, at);
     }
 
     // Execution order: a kernel's inputs are its root's ancestors, so topological order of roots.
