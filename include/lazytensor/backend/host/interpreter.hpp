@@ -768,6 +768,7 @@ private:
         if (in.dtype == DType::Float16) return load_half(in, ctx, w, base, reg, own);
         const char* src = base[static_cast<std::size_t>(in.param)];
         const auto es = static_cast<std::int64_t>(in.esize);
+        if (!in.plain && in.b < 0) return load_gated(in, ctx, w, reg, src, own);
         if (!in.plain) {
             for_each_indexed_lane(in, ctx, w, reg, [&](std::int64_t lane, bool inside, std::int64_t at) {
                 if (inside) std::memcpy(own + lane * es, src + at * es, in.esize);
@@ -789,6 +790,33 @@ private:
                 in.fill(to, from, s.len);
             else
                 strided_copy(to, from, w.step, s.len, in.esize);
+        }
+    }
+
+    /// A gated load (a pad's operand): the lanes inside the gate lie in runs (a pad's border is
+    /// at the ends of a row), each copied as a plain load's segment would be; zeros elsewhere.
+    static void load_gated(const PInstr& in, const BlockCtx& ctx, const LaneWalk& w, void** reg, const char* src,
+                           char* own) {
+        const auto* inside = static_cast<const bool*>(reg[in.c]);
+        const auto es = static_cast<std::int64_t>(in.esize);
+        for (const Segment& s : *ctx.segments) {
+            const std::int64_t first = w.fixed + dot(s.index, *w.vs);
+            const bool* gate = inside + s.lane;
+            for (std::int64_t t = 0; t < s.len;) {
+                const bool on = gate[t];
+                const std::int64_t end = std::find(gate + t + 1, gate + s.len, !on) - gate;
+                char* to = own + (s.lane + t) * es;
+                const auto len = static_cast<std::size_t>(end - t);
+                if (!on)
+                    std::memset(to, 0, len * in.esize);
+                else if (w.step == 1)
+                    std::memcpy(to, src + (first + t) * es, len * in.esize);
+                else if (w.step == 0)
+                    in.fill(to, src + first * es, end - t);
+                else
+                    strided_copy(to, src + (first + t * w.step) * es, w.step, end - t, in.esize);
+                t = end;
+            }
         }
     }
 
