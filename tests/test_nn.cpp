@@ -579,6 +579,33 @@ TEST_CASE("cross_entropy against the reference, all reductions, label errors") {
     });
 }
 
+TEST_CASE("one_hot and cross_entropy take labels of every integer dtype") {
+    // Floating and bool labels do not compile (compile_fail_one_hot_of_float_labels,
+    // compile_fail_cross_entropy_with_*_labels); uint8, int32 and int64 all work alike.
+    for_each_device([](lt::Device) {
+        Ref x = random_ref<float>({3, 4}, 44, -3, 3);
+        const lt::Tensor<float> logits = make_tensor<float>(x);
+        const std::vector<int> labels = {2, 0, 3};
+        Ref per{{3}, {}};
+        for (std::int64_t r = 0; r < 3; ++r) {
+            double s = 0;
+            for (double v : line(x, 1, r)) s += std::exp(v);
+            per.v.push_back(std::log(s) - x.at({r, labels[static_cast<std::size_t>(r)]}));
+        }
+        auto check = [&](auto tag) {
+            using T = decltype(tag);
+            INFO("labels of " << lt::dtype_of<T>());
+            const lt::Tensor<T> l = lt::tensor<T>({T(2), T(0), T(3)}, {3});
+            CHECK(values(lt::one_hot(l, 4)) == std::vector<std::int64_t>{0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 1});
+            CHECK(lt::one_hot(l).shape() == lt::Shape{3, 4});
+            check_close(lt::cross_entropy(logits, l, lt::Reduction::None), per, 1e-5, 1e-5);
+        };
+        check(std::uint8_t{});
+        check(std::int32_t{});
+        check(std::int64_t{});
+    });
+}
+
 // ---------------------------------------------------------------------------------- indexing
 
 TEST_CASE("gather and index_select read the named positions; out-of-range positions are errors") {

@@ -2315,7 +2315,10 @@ inline std::string to_cpp(const Program& p) {
                 o << "lt::" << op_name(s.bop) << "(" << (s.scalar_side == 1 ? scalar_literal(s.value) : a) << ", "
                   << (s.scalar_side == 2 ? scalar_literal(s.value) : b) << ")";
                 break;
-            case Kind::Where: o << "lt::where(" << a << ", " << b << ", " << c << ")"; break;
+            case Kind::Where:  // a floating condition does not compile: converted as graph::where does
+                o << "lt::where(" << (is_float(p.steps[static_cast<std::size_t>(s.a)].dtype) ? "lt::cast<bool>(" + a + ")" : a)
+                  << ", " << b << ", " << c << ")";
+                break;
             case Kind::Cast: o << "lt::cast<" << ctype(s.dtype) << ">(" << a << ")"; break;
             case Kind::Reduce:
                 o << a << "." << red_name(s.red) << "(";

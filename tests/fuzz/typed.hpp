@@ -209,9 +209,17 @@ T scalar_as(const Scalar& v0, DType t) {
     else return static_cast<T>(v.i);
 }
 
+/// where under a condition of any dtype, as graph::where converts it to bool; a floating one
+/// is converted explicitly (lt::where does not compile with it).
 template <class P>
 Any where_cast(const Any& cond, const lt::Tensor<P>& x, const lt::Tensor<P>& y, DType want) {
-    return std::visit([&](const auto& c) { return finish(lt::where(c, x, y), want); }, cond);
+    return std::visit(
+        [&](const auto& c) {
+            if constexpr (lt::detail::is_floating_v<typename std::decay_t<decltype(c)>::value_type>)
+                return finish(lt::where(lt::cast<bool>(c), x, y), want);
+            else return finish(lt::where(c, x, y), want);
+        },
+        cond);
 }
 
 template <class Q>

@@ -74,11 +74,15 @@ auto operator!(E&& x) {
     return detail::make_unary<UnaryOp::LogicalNot>(std::forward<E>(x));
 }
 
-/// x where cond is true, y elsewhere (broadcast together; x and y may be scalars). cond of any
-/// dtype counts non-zero as true; the result has x and y's promoted type. Lazy.
+/// x where cond is true, y elsewhere (broadcast together; x and y may be scalars). cond is bool,
+/// or an integer tensor whose non-zero elements count as true; a floating cond does not compile
+/// (compare it: where(t > 0, x, y)). The result has x and y's promoted type. Lazy.
 template <class C, class X, class Y,
           class = std::enable_if_t<detail::is_tensor_like_v<C> || detail::is_tensor_like_v<X> || detail::is_tensor_like_v<Y>>>
 auto where(C&& cond, X&& x, Y&& y) {
+    static_assert(!is_floating(detail::operand_traits<detail::wrapped_t<C>>::dtype),
+                  "lazytensor: where needs a bool (or integer) condition, not a floating-point one; compare "
+                  "first, e.g. lt::where(t > 0.0f, x, y), or lt::where(t != 0.0f, x, y) for non-zero");
     return detail::WhereExpr<detail::wrapped_t<C>, detail::wrapped_t<X>, detail::wrapped_t<Y>>(
         detail::wrap(std::forward<C>(cond)), detail::wrap(std::forward<X>(x)), detail::wrap(std::forward<Y>(y)));
 }

@@ -30,6 +30,11 @@ inline void check_positions(const NodePtr& positions, std::int64_t bound, const 
                          bound - 1, ")");
 }
 
+/// Whether labels of element type T are integers (uint8, int32, int64): one_hot's and
+/// cross_entropy's static check. The untyped path checks the dtype when it runs (check_positions).
+template <class T>
+inline constexpr bool is_integer_label_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+
 }  // namespace detail
 
 /// out[i] = x[i with i[axis] replaced by index[i]] (PyTorch's gather). index is an integer
@@ -67,9 +72,12 @@ auto index_select(const E& x, int axis, const I& index) {
 
 /// labels (integers in [0, num_classes)) as one-hot int64 vectors along a new last axis.
 /// num_classes = -1 takes the largest label + 1. Realizes labels now to check them (IndexError
-/// for a label out of range, ValueError for non-integer labels).
+/// for a label out of range). Floating or bool labels do not compile.
 template <class I, class = std::enable_if_t<detail::is_tensor_like_v<I>>>
 Tensor<std::int64_t> one_hot(const I& labels, std::int64_t num_classes = -1) {
+    static_assert(detail::is_integer_label_v<typename I::value_type>,
+                  "lazytensor: one_hot needs integer labels (uint8, int32 or int64), not floating or bool ones; "
+                  "cast them first, e.g. lt::one_hot(lt::cast<std::int64_t>(labels), num_classes)");
     const detail::NodePtr l = labels.build();
     if (num_classes < -1) detail::fail<ValueError>("one_hot: num_classes must be >= 0 or -1, got ", num_classes);
     if (num_classes == -1) {

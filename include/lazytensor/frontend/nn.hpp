@@ -112,9 +112,12 @@ enum class Reduction { Mean, Sum, None };
 /// The negative log-likelihood of `labels` (integers in [0, C)) under softmax(logits) along
 /// the last axis: logsumexp(logits) - logits[label], per sample ([...]) or its mean or sum.
 /// logits have shape [..., C] and labels [...] (ShapeError otherwise); labels are realized now
-/// and checked: one out of range is an IndexError.
+/// and checked: one out of range is an IndexError. Floating or bool labels do not compile.
 template <class E, class I, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I>>>
 auto cross_entropy(const E& logits, const I& labels, Reduction reduction = Reduction::Mean) {
+    static_assert(detail::is_integer_label_v<typename I::value_type>,
+                  "lazytensor: cross_entropy needs integer class labels (uint8, int32 or int64), not floating or "
+                  "bool ones; cast them first, e.g. lt::cross_entropy(logits, lt::cast<std::int64_t>(labels))");
     using R = detail::mean_t<typename E::value_type>;
     namespace g = detail::graph;
     const char* op = "cross_entropy";
