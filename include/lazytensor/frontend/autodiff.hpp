@@ -39,6 +39,22 @@ std::vector<Tensor<P>> typed_gradients(const std::vector<NodePtr>& outputs, cons
     return out;
 }
 
+/// A braced list of parameters of several dtypes ({w_float, v_double}), which the list forms of
+/// lt::grad, lt::vjp and lt::value_and_grad cannot take: a std::initializer_list<Tensor<P>> has
+/// one element type. Choosing this overload is the mistake; its constructor says so. (A list
+/// of one dtype takes the initializer_list overload: this constructor is not viable for it.)
+struct ParamsOfSeveralDtypes {
+    template <class A, class B, class... Rest,
+              class = std::enable_if_t<!(std::is_same_v<A, B> && (std::is_same_v<A, Rest> && ...))>>
+    ParamsOfSeveralDtypes(const Tensor<A>&, const Tensor<B>&, const Tensor<Rest>&...) {
+        static_assert(!std::is_same_v<A, A>,
+                      "lazytensor: the parameters in one list of lt::grad, lt::value_and_grad or lt::vjp must all "
+                      "have one dtype (the list is a std::vector<Tensor<T>> of one T); for parameters of several "
+                      "dtypes, take the gradients once per dtype, e.g. lt::grad(loss, {w, b}) for the float ones "
+                      "and lt::grad(loss, {v}) for the double ones, and realize them together");
+    }
+};
+
 /// The 0-d loss's node and a cotangent of 1.
 template <class L>
 std::pair<NodePtr, NodePtr> loss_and_seed(const L& loss) {
@@ -72,6 +88,12 @@ template <class L, class P, class = std::enable_if_t<detail::is_tensor_like_v<L>
 std::vector<Tensor<P>> grad(const L& loss, std::initializer_list<Tensor<P>> params) {
     return grad(loss, std::vector<Tensor<P>>(params));
 }
+/// Parameters of several dtypes in one list: does not compile (detail::ParamsOfSeveralDtypes's
+/// static_assert), with the usual result type, so that the static_assert is the one error.
+template <class L, class = std::enable_if_t<detail::is_tensor_like_v<L>>>
+std::vector<Tensor<float>> grad(const L&, detail::ParamsOfSeveralDtypes) {
+    return {};
+}
 /// The gradient with respect to one parameter: lt::grad(loss, w).
 template <class L, class P, class = std::enable_if_t<detail::is_tensor_like_v<L>>>
 Tensor<P> grad(const L& loss, const Tensor<P>& param) {
@@ -94,6 +116,11 @@ template <class P>
 std::vector<Tensor<P>> vjp(const std::vector<TensorRef>& outputs, std::initializer_list<Tensor<P>> inputs,
                            const std::vector<TensorRef>& cotangents) {
     return vjp(outputs, std::vector<Tensor<P>>(inputs), cotangents);
+}
+/// Inputs of several dtypes in one list: does not compile (as grad's).
+inline std::vector<Tensor<float>> vjp(const std::vector<TensorRef>&, detail::ParamsOfSeveralDtypes,
+                                      const std::vector<TensorRef>&) {
+    return {};
 }
 
 /// A loss and its gradients (auto [loss, grads] = lt::value_and_grad(...)), lazy until realized.
@@ -128,6 +155,12 @@ auto value_and_grad(F&& f, const std::vector<Tensor<P>>& params) {
 template <class F, class P>
 auto value_and_grad(F&& f, std::initializer_list<Tensor<P>> params) {
     return value_and_grad(std::forward<F>(f), std::vector<Tensor<P>>(params));
+}
+/// Parameters of several dtypes in one list: does not compile (as grad's; with the usual result
+/// type, so that the static_assert is the one error).
+template <class F>
+ValueAndGrad<float, float> value_and_grad(F&&, detail::ParamsOfSeveralDtypes) {
+    return {};
 }
 
 }  // namespace lazytensor
