@@ -1012,6 +1012,7 @@ inline Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
 /// Maps a possibly negative axis into [0, ndim).
 inline int normalize_axis(int axis, std::size_t ndim, const char* op, const Shape& shape) {
     const int n = static_cast<int>(ndim);
+    if (n == 0) fail<AxisError>(op, ": axis ", axis, " is out of range: the tensor is 0-d (shape []) and has no axes");
     if (axis < -n || axis >= n)
         fail<AxisError>(op, ": axis ", axis, " is out of range for a tensor of ", n, " dimension", n == 1 ? "" : "s",
                         " (shape ", shape, "; valid axes are ", -n, "..", n - 1, ")");
@@ -8674,6 +8675,10 @@ struct PInstr {
     ExpOfBinaryFn exp_of = nullptr;  // an Exp that computes its operand too: exp(a op b)
     int uniform = 0;                 // for exp_of: which operand is one value for all lanes (1: a, 2: b)
     bool read_as_one_value = false;  // a broadcast that every inner reader reads as one value: fill one lane
+    // A comparison of an index with a constant (a pad's bounds): computed from `access` and
+    // `bound` run by run, without the index's values.
+    bool index_compare = false;
+    std::int64_t bound = 0;
     alignas(8) unsigned char value[8] = {};  // Const, in value_dtype(dtype)
     std::size_t own = 0, shadow = 0;         // arena offsets: value registers (own) and broadcast copy
     int forward_store = -1;                  // store that may receive this value in place
@@ -8872,6 +8877,7 @@ public:
         split_ = can_split();
         if (mode_ == Mode::VecReduce && !split_) plan_row_caches(k);
         for (PPhase& p : phases_) {
+            fuse_index_compares(p);
             classify(p);
             fuse_exp_of_binary(p);
         }
@@ -9254,6 +9260,28 @@ private:
         }
     }
 
+    // index >= c, index < c (and > and <=), the bounds of a pad: true along one run of each
+    // segment (an index is affine in the lane), so they are computed by runs and the index
+    // itself is not computed where nothing else reads it.
+    static void fuse_index_compares(PPhase& p) {
+        bool fused = false;
+        for (PInstr& in : p.instrs) {
+            if (in.op != ir::Op::Binary || in.cache_read >= 0 || in.a < 0 || in.b < 0) continue;
+            if (in.binary_op != BinaryOp::Ge && in.binary_op != BinaryOp::Gt && in.binary_op != BinaryOp::Lt &&
+                in.binary_op != BinaryOp::Le)
+                continue;
+            const PInstr& index = p.instrs[static_cast<std::size_t>(in.a)];
+            const PInstr& bound = p.instrs[static_cast<std::size_t>(in.b)];
+            if (index.op != ir::Op::Index || bound.op != ir::Op::Const || bound.dtype != DType::Int64 || index.cache_read >= 0) continue;
+            in.index_compare = true;
+            in.access = index.access;
+            std::memcpy(&in.bound, bound.value, sizeof(in.bound));
+            in.a = in.b = -1;
+            fused = true;
+        }
+        if (fused) mark_live(p);
+    }
+
     // exp(a op b) whose a op b nothing else reads runs as one instruction: the intermediate stays
     // in vector registers instead of a block written and read again (softmax's exp(x - max)).
     void fuse_exp_of_binary(PPhase& p) const {
@@ -9362,7 +9390,7 @@ private:
         if (in.dtype == DType::Float16) return load_half(in, ctx, w, base, reg, own);
         const char* src = base[static_cast<std::size_t>(in.param)];
         const auto es = static_cast<std::int64_t>(in.esize);
-        if (!in.plain && in.b < 0) return load_gated(in, ctx, w, reg, src, own);
+        if (!in.plain && in.b < 0) return load_gated(in, ctx, w, reg, src, own, ptr);
         if (!in.plain) {
             for_each_indexed_lane(in, ctx, w, reg, [&](std::int64_t lane, bool inside, std::int64_t at) {
                 if (inside) std::memcpy(own + lane * es, src + at * es, in.esize);
@@ -9390,9 +9418,15 @@ private:
     /// A gated load (a pad's operand): the lanes inside the gate lie in runs (a pad's border is
     /// at the ends of a row), each copied as a plain load's segment would be; zeros elsewhere.
     static void load_gated(const PInstr& in, const BlockCtx& ctx, const LaneWalk& w, void** reg, const char* src,
-                           char* own) {
+                           char* own, void*& ptr) {
         const auto* inside = static_cast<const bool*>(reg[in.c]);
         const auto es = static_cast<std::int64_t>(in.esize);
+        const auto& segs = *ctx.segments;
+        if (segs.size() == 1 && w.step == 1 && std::find(inside + segs[0].lane, inside + segs[0].lane + segs[0].len, false) ==
+                                                    inside + segs[0].lane + segs[0].len) {
+            ptr = const_cast<char*>(src) + (w.fixed + dot(segs[0].index, *w.vs)) * es;  // all inside: read in place
+            return;
+        }
         for (const Segment& s : *ctx.segments) {
             const std::int64_t first = w.fixed + dot(s.index, *w.vs);
             const bool* gate = inside + s.lane;
@@ -9449,6 +9483,33 @@ private:
             std::int64_t t = 0;
             for (B v = steps + B(first); t + W <= s.len; t += W, v += stride) v.store_unaligned(out + s.lane + t);
             for (; t < s.len; ++t) out[s.lane + t] = first + t * w.step;
+        }
+    }
+
+    void index_compare(const PInstr& in, const BlockCtx& ctx, bool* out) const {
+        const LaneWalk w = lane_walk(in.access, ctx);
+        auto holds = [&](std::int64_t index) {
+            switch (in.binary_op) {
+                case BinaryOp::Ge: return index >= in.bound;
+                case BinaryOp::Gt: return index > in.bound;
+                case BinaryOp::Lt: return index < in.bound;
+                default: return index <= in.bound;
+            }
+        };
+        for (const Segment& s : *ctx.segments) {
+            const std::int64_t first = w.fixed + dot(s.index, *w.vs);
+            bool* o = out + s.lane;
+            if (s.len <= 0) continue;
+            const bool at_start = holds(first);
+            // The lanes where it holds are a prefix or a suffix (the index is monotone in the
+            // lane): lanes [0, change) agree with lane 0, the rest do not.
+            std::int64_t lo = 0, change = s.len;
+            while (change - lo > 1) {
+                const std::int64_t mid = lo + (change - lo) / 2;
+                (holds(first + mid * w.step) == at_start ? lo : change) = mid;
+            }
+            std::memset(o, at_start, static_cast<std::size_t>(change));
+            std::memset(o + change, !at_start, static_cast<std::size_t>(s.len - change));
         }
     }
 
@@ -9528,7 +9589,10 @@ private:
                     else in.unary(out, reg[in.a], ctx.n);
                     break;
                 case ir::Op::Cast: in.unary(out, reg[in.a], ctx.n); break;
-                case ir::Op::Binary: in.binary(out, reg[in.a], reg[in.b], ctx.n); break;
+                case ir::Op::Binary:
+                    if (in.index_compare) index_compare(in, ctx, static_cast<bool*>(out));
+                    else in.binary(out, reg[in.a], reg[in.b], ctx.n);
+                    break;
                 case ir::Op::Where: in.where(out, reg[in.a], reg[in.b], reg[in.c], ctx.n); break;
             }
             reg[i] = out;
@@ -19193,9 +19257,11 @@ inline void check_positions(const NodePtr& positions, std::int64_t bound, const 
     const NodePtr hi = graph::reduce(ReduceOp::Max, wide, std::nullopt, false, op);
     realize_nodes({positions.get(), lo.get(), hi.get()});
     const std::int64_t low = read_elements<std::int64_t>(*lo)[0], high = read_elements<std::int64_t>(*hi)[0];
-    if (low < 0 || high >= bound)
-        fail<IndexError>(op, ": ", what, " ", low < 0 ? low : high, " is out of range for ", range, " (valid: 0 to ",
-                         bound - 1, ")");
+    if (low < 0 || high >= bound) {
+        const std::int64_t bad = low < 0 ? low : high;
+        if (bound == 0) fail<IndexError>(op, ": ", what, " ", bad, " is out of range for ", range, " (no position is valid)");
+        fail<IndexError>(op, ": ", what, " ", bad, " is out of range for ", range, " (valid: 0 to ", bound - 1, ")");
+    }
 }
 
 /// Whether labels of element type T are integers (uint8, int32, int64): one_hot's and
@@ -19366,9 +19432,36 @@ auto logsumexp(const E& x, int axis, bool keepdim = false) {
     return logsumexp(x, Axes{axis}, keepdim);
 }
 
+namespace detail {
+
+/// layer_norm's check of its weight's or bias's shape (`what`), before anything is built: it
+/// must broadcast to x's shape. A ShapeError names both shapes and the normalized shape (x's
+/// extents along the normalized axes, with the axes before them left out: [C] for the last axis
+/// of [N, C], [N, 1] for axis 0), the shape a weight usually has.
+inline void check_layer_norm_affine(const char* what, const Shape& p, const Shape& x, const Axes& norm) {
+    Shape normalized(x.size(), 1);
+    for (int a : norm) normalized[static_cast<std::size_t>(a)] = x[static_cast<std::size_t>(a)];
+    std::size_t lead = 0;
+    while (lead < normalized.size() && normalized[lead] == 1) ++lead;
+    normalized = Shape(normalized.begin() + static_cast<std::ptrdiff_t>(lead), normalized.end());
+    bool fits = p.size() <= x.size();
+    for (std::size_t k = 0; fits && k < p.size(); ++k) {
+        const std::int64_t e = p[p.size() - 1 - k], xe = x[x.size() - 1 - k];
+        fits = e == 1 || e == xe;
+    }
+    if (!fits)
+        fail<ShapeError>("layer_norm: the ", what, "'s shape ", p, " does not fit the normalized shape ", normalized,
+                         " (x has shape ", x, ", normalized over axes ", norm, "); the ", what,
+                         " must broadcast to x's shape, e.g. have shape ", normalized);
+}
+
+}  // namespace detail
+
 /// (x - mean) / sqrt(var + eps) over `axes` (all when empty; biased variance, as PyTorch's layer_norm), then
-/// times `weight` and plus `bias` when given (broadcast against x). Integers compute in float32.
-/// Lazy. ValueError if eps is negative or NaN; AxisError for a bad axis.
+/// times `weight` and plus `bias` when given (each broadcast to x's shape: usually of the
+/// normalized shape, [C] for the last axis of [N, C]). Integers compute in float32. Lazy.
+/// ValueError if eps is negative or NaN; AxisError for a bad axis; ShapeError for a weight or
+/// bias that does not broadcast to x's shape (a larger one too).
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 auto layer_norm(const E& x, const Axes& axes, double eps = 1e-5,
                 const std::optional<Tensor<detail::mean_t<typename E::value_type>>>& weight = std::nullopt,
@@ -19379,6 +19472,8 @@ auto layer_norm(const E& x, const Axes& axes, double eps = 1e-5,
     const detail::NodePtr v = detail::floating(x.build());
     const Axes norm = axes.empty() ? detail::all_axes(v->shape.size())  // all, as var and logsumexp
                                    : detail::normalize_axes(axes, v->shape.size(), "layer_norm", v->shape);
+    if (weight) detail::check_layer_norm_affine("weight", weight->shape(), v->shape, norm);
+    if (bias) detail::check_layer_norm_affine("bias", bias->shape(), v->shape, norm);
     const detail::NodePtr centered = g::binary(BinaryOp::Sub, v, g::mean(v, norm, true, true));
     const detail::NodePtr var = g::mean(g::binary(BinaryOp::Mul, centered, centered), norm, true, true);
     detail::NodePtr out = g::binary(BinaryOp::Div, centered,
@@ -20717,7 +20812,9 @@ SortResult<typename E::value_type> sort_along(const E& x, int axis, std::int64_t
     using T = typename E::value_type;
     Tensor<T> t(x);
     if (t.ndim() == 0) {  // one element, as PyTorch: axis 0 or -1
-        normalize_axis(axis, 1, op, Shape{1});
+        if (axis != 0 && axis != -1)
+            fail<AxisError>(op, ": axis ", axis, " is out of range: the tensor is 0-d (shape []) and has no axes; "
+                            "as in PyTorch, axis 0 or -1 takes its one element");
         SortResult<T> r = sort_along(t.reshape({1}), 0, k, descending, op);
         return {r.values.reshape({}), r.indices.reshape({})};
     }

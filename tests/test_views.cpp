@@ -279,6 +279,63 @@ TEST_CASE("pad surrounds with a constant, reads no memory outside, and fuses") {
     });
 }
 
+namespace {
+
+// x padded by before[k] / after[k] elements of `value` along each axis k.
+Ref pad_ref(const Ref& x, const std::vector<std::int64_t>& before, const std::vector<std::int64_t>& after, double value) {
+    lt::Shape shape = x.shape;
+    for (std::size_t k = 0; k < shape.size(); ++k) shape[k] += before[k] + after[k];
+    return ref_of(shape, [&](const std::vector<std::int64_t>& i) {
+        std::vector<std::int64_t> src(i.size());
+        for (std::size_t k = 0; k < i.size(); ++k) {
+            src[k] = i[k] - before[k];
+            if (src[k] < 0 || src[k] >= x.shape[k]) return value;
+        }
+        return x.at(src);
+    });
+}
+
+}  // namespace
+
+TEST_CASE("pad in kernels of many rows: short rows, long rows, flipped and broadcast operands, every element size") {
+    for_each_device([](lt::Device) {
+        // Rows shorter than a block (many rows per block), and rows longer than one.
+        for (const lt::Shape& shape : {lt::Shape{37, 5}, lt::Shape{3, 3000}, lt::Shape{4, 6, 9}}) {
+            const Ref x = random_ref<float>(shape, 31);
+            lt::Tensor<float> t = make_tensor<float>(x);
+            std::vector<std::int64_t> before(shape.size()), after(shape.size());
+            std::vector<std::pair<std::int64_t, std::int64_t>> widths;
+            for (std::size_t k = 0; k < shape.size(); ++k) {
+                before[k] = static_cast<std::int64_t>(k % 3);
+                after[k] = static_cast<std::int64_t>((k + 2) % 4);
+                widths.emplace_back(before[k], after[k]);
+            }
+            INFO("shape " << shape.size() << "-d, first extent " << shape[0]);
+            check_close(t.pad(widths, -2.5f), pad_ref(x, before, after, -2.5), 0, 0);
+            // A pad of a flipped view (its reads walk backwards) and arithmetic on both sides.
+            const Ref flipped = ref_of(shape, [&](std::vector<std::int64_t> i) {
+                i[0] = shape[0] - 1 - i[0];
+                i.back() = shape.back() - 1 - i.back();
+                return x.at(i);
+            });
+            lt::Tensor<float> f = (t.flip(lt::Axes{0, static_cast<int>(shape.size()) - 1}) * 2.0f).pad(widths, 1.0f) + 0.5f;
+            check_close(f, map(pad_ref(map(flipped, [](double v) { return 2 * v; }), before, after, 1.0), [](double v) { return v + 0.5; }),
+                        1e-6, 0);
+        }
+        // A pad of a broadcast (every lane of a row reads one element).
+        const Ref col = random_ref<float>({9, 1}, 32);
+        lt::Tensor<float> b = make_tensor<float>(col).expand({9, 700}).pad({{1, 2}, {3, 1}}, 4.0f) * 1.0f;
+        check_close(b, pad_ref(broadcast(col, {9, 700}), {1, 3}, {2, 1}, 4.0), 0, 0);
+        // Element sizes of 1, 2 (half), 4 and 8 bytes.
+        const Ref ints = random_ref<std::int64_t>({11, 13}, 33, -1e6, 1e6);
+        check_close(make_tensor<std::int64_t>(ints).pad({{2, 1}, {0, 5}}, std::int64_t(-7)), pad_ref(ints, {2, 0}, {1, 5}, -7), 0, 0);
+        const Ref bytes = random_ref<std::uint8_t>({11, 13}, 34, 0, 200);
+        check_close(make_tensor<std::uint8_t>(bytes).pad({{1, 1}, {4, 0}}, std::uint8_t(255)), pad_ref(bytes, {1, 4}, {1, 0}, 255), 0, 0);
+        const Ref halves = random_ref<lt::half>({11, 13}, 35);
+        check_close(make_tensor<lt::half>(halves).pad({{0, 3}, {2, 2}}, lt::half(1.5f)), pad_ref(halves, {0, 2}, {3, 2}, 1.5), 0, 0);
+    });
+}
+
 TEST_CASE("concat, stack, tile and repeat_interleave") {
     for_each_device([](lt::Device) {
         Ref a = random_ref<float>({2, 3}, 24), b = random_ref<float>({2, 1}, 25), c = random_ref<float>({2, 4}, 26);

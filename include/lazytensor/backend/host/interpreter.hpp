@@ -80,6 +80,10 @@ struct PInstr {
     ExpOfBinaryFn exp_of = nullptr;  // an Exp that computes its operand too: exp(a op b)
     int uniform = 0;                 // for exp_of: which operand is one value for all lanes (1: a, 2: b)
     bool read_as_one_value = false;  // a broadcast that every inner reader reads as one value: fill one lane
+    // A comparison of an index with a constant (a pad's bounds): computed from `access` and
+    // `bound` run by run, without the index's values.
+    bool index_compare = false;
+    std::int64_t bound = 0;
     alignas(8) unsigned char value[8] = {};  // Const, in value_dtype(dtype)
     std::size_t own = 0, shadow = 0;         // arena offsets: value registers (own) and broadcast copy
     int forward_store = -1;                  // store that may receive this value in place
@@ -278,6 +282,7 @@ public:
         split_ = can_split();
         if (mode_ == Mode::VecReduce && !split_) plan_row_caches(k);
         for (PPhase& p : phases_) {
+            fuse_index_compares(p);
             classify(p);
             fuse_exp_of_binary(p);
         }
@@ -660,6 +665,28 @@ private:
         }
     }
 
+    // index >= c, index < c (and > and <=), the bounds of a pad: true along one run of each
+    // segment (an index is affine in the lane), so they are computed by runs and the index
+    // itself is not computed where nothing else reads it.
+    static void fuse_index_compares(PPhase& p) {
+        bool fused = false;
+        for (PInstr& in : p.instrs) {
+            if (in.op != ir::Op::Binary || in.cache_read >= 0 || in.a < 0 || in.b < 0) continue;
+            if (in.binary_op != BinaryOp::Ge && in.binary_op != BinaryOp::Gt && in.binary_op != BinaryOp::Lt &&
+                in.binary_op != BinaryOp::Le)
+                continue;
+            const PInstr& index = p.instrs[static_cast<std::size_t>(in.a)];
+            const PInstr& bound = p.instrs[static_cast<std::size_t>(in.b)];
+            if (index.op != ir::Op::Index || bound.op != ir::Op::Const || bound.dtype != DType::Int64 || index.cache_read >= 0) continue;
+            in.index_compare = true;
+            in.access = index.access;
+            std::memcpy(&in.bound, bound.value, sizeof(in.bound));
+            in.a = in.b = -1;
+            fused = true;
+        }
+        if (fused) mark_live(p);
+    }
+
     // exp(a op b) whose a op b nothing else reads runs as one instruction: the intermediate stays
     // in vector registers instead of a block written and read again (softmax's exp(x - max)).
     void fuse_exp_of_binary(PPhase& p) const {
@@ -768,7 +795,7 @@ private:
         if (in.dtype == DType::Float16) return load_half(in, ctx, w, base, reg, own);
         const char* src = base[static_cast<std::size_t>(in.param)];
         const auto es = static_cast<std::int64_t>(in.esize);
-        if (!in.plain && in.b < 0) return load_gated(in, ctx, w, reg, src, own);
+        if (!in.plain && in.b < 0) return load_gated(in, ctx, w, reg, src, own, ptr);
         if (!in.plain) {
             for_each_indexed_lane(in, ctx, w, reg, [&](std::int64_t lane, bool inside, std::int64_t at) {
                 if (inside) std::memcpy(own + lane * es, src + at * es, in.esize);
@@ -796,9 +823,15 @@ private:
     /// A gated load (a pad's operand): the lanes inside the gate lie in runs (a pad's border is
     /// at the ends of a row), each copied as a plain load's segment would be; zeros elsewhere.
     static void load_gated(const PInstr& in, const BlockCtx& ctx, const LaneWalk& w, void** reg, const char* src,
-                           char* own) {
+                           char* own, void*& ptr) {
         const auto* inside = static_cast<const bool*>(reg[in.c]);
         const auto es = static_cast<std::int64_t>(in.esize);
+        const auto& segs = *ctx.segments;
+        if (segs.size() == 1 && w.step == 1 && std::find(inside + segs[0].lane, inside + segs[0].lane + segs[0].len, false) ==
+                                                    inside + segs[0].lane + segs[0].len) {
+            ptr = const_cast<char*>(src) + (w.fixed + dot(segs[0].index, *w.vs)) * es;  // all inside: read in place
+            return;
+        }
         for (const Segment& s : *ctx.segments) {
             const std::int64_t first = w.fixed + dot(s.index, *w.vs);
             const bool* gate = inside + s.lane;
@@ -855,6 +888,33 @@ private:
             std::int64_t t = 0;
             for (B v = steps + B(first); t + W <= s.len; t += W, v += stride) v.store_unaligned(out + s.lane + t);
             for (; t < s.len; ++t) out[s.lane + t] = first + t * w.step;
+        }
+    }
+
+    void index_compare(const PInstr& in, const BlockCtx& ctx, bool* out) const {
+        const LaneWalk w = lane_walk(in.access, ctx);
+        auto holds = [&](std::int64_t index) {
+            switch (in.binary_op) {
+                case BinaryOp::Ge: return index >= in.bound;
+                case BinaryOp::Gt: return index > in.bound;
+                case BinaryOp::Lt: return index < in.bound;
+                default: return index <= in.bound;
+            }
+        };
+        for (const Segment& s : *ctx.segments) {
+            const std::int64_t first = w.fixed + dot(s.index, *w.vs);
+            bool* o = out + s.lane;
+            if (s.len <= 0) continue;
+            const bool at_start = holds(first);
+            // The lanes where it holds are a prefix or a suffix (the index is monotone in the
+            // lane): lanes [0, change) agree with lane 0, the rest do not.
+            std::int64_t lo = 0, change = s.len;
+            while (change - lo > 1) {
+                const std::int64_t mid = lo + (change - lo) / 2;
+                (holds(first + mid * w.step) == at_start ? lo : change) = mid;
+            }
+            std::memset(o, at_start, static_cast<std::size_t>(change));
+            std::memset(o + change, !at_start, static_cast<std::size_t>(s.len - change));
         }
     }
 
@@ -934,7 +994,10 @@ private:
                     else in.unary(out, reg[in.a], ctx.n);
                     break;
                 case ir::Op::Cast: in.unary(out, reg[in.a], ctx.n); break;
-                case ir::Op::Binary: in.binary(out, reg[in.a], reg[in.b], ctx.n); break;
+                case ir::Op::Binary:
+                    if (in.index_compare) index_compare(in, ctx, static_cast<bool*>(out));
+                    else in.binary(out, reg[in.a], reg[in.b], ctx.n);
+                    break;
                 case ir::Op::Where: in.where(out, reg[in.a], reg[in.b], reg[in.c], ctx.n); break;
             }
             reg[i] = out;
