@@ -344,6 +344,14 @@ TEST_CASE("README's table of bad input: each row gives its error type and the me
     CHECK_THROWS_WITH_AS(lt::full<float>({-1, 2}, 1.0f), "lt::full: negative extent in shape [-1, 2]", lt::ShapeError);
     CHECK_THROWS_WITH_AS(a.sum({5}), "sum: axis 5 is out of range for a tensor of 2 dimensions (shape [2, 3]; valid axes are -2..1)",
                          lt::AxisError);
+    // A 0-d tensor has no axes (not "valid axes are 0..-1").
+    const lt::Tensor<float> zero_d = lt::full<float>({}, 1.0f);
+    CHECK_THROWS_WITH_AS(zero_d.sum({0}), "sum: axis 0 is out of range: the tensor is 0-d (shape []) and has no axes",
+                         lt::AxisError);
+    CHECK_THROWS_WITH_AS(zero_d.select(-1, 0), "select: axis -1 is out of range: the tensor is 0-d (shape []) and has no axes",
+                         lt::AxisError);
+    CHECK_THROWS_WITH_AS(lt::softmax(zero_d, 0), "softmax: axis 0 is out of range: the tensor is 0-d (shape []) and has no axes",
+                         lt::AxisError);
     CHECK_THROWS_WITH_AS(a.permute({0, 0}), "lt::permute: axis 0 appears twice in permutation [0, 0] (shape [2, 3])", lt::AxisError);
     CHECK_THROWS_WITH_AS(a.slice(0, 0, 2, 0), "slice: step must not be 0 (axis 0, shape [2, 3])", lt::ValueError);
     CHECK_THROWS_WITH_AS(a.item(), "item(): the tensor has shape [2, 3] (6 elements); item() needs exactly one element", lt::ValueError);

@@ -656,6 +656,9 @@ TEST_CASE("one_hot and scatter_add") {
         CHECK(lt::one_hot(labels).shape() == lt::Shape{3, 4});
         CHECK(lt::one_hot(lt::tensor<std::int32_t>({1, 0, 1, 1}, {2, 2}), 2).shape() == lt::Shape{2, 2, 2});
         CHECK_THROWS_AS(lt::one_hot(labels, 3), lt::IndexError);
+        // No class at all: no valid label (not "valid: 0 to -1").
+        CHECK_THROWS_WITH_AS(lt::one_hot(labels, 0), "one_hot: label 3 is out of range for 0 classes (no position is valid)",
+                             lt::IndexError);
 
         Ref x = random_ref<float>({3, 5}, 42), src = random_ref<float>({4, 5}, 43);
         const std::vector<std::int64_t> idx = {0, 2, 2, 1, 0, 1, 1, 0, 2, 2, 2, 0};  // shape [3, 4]: index < src's [4, 5]

@@ -151,6 +151,13 @@ TEST_CASE("sort, argsort and topk: 0-d, empty axes, k at its ends, errors") {
         CHECK_THROWS_AS(lt::topk(x, 6), lt::ValueError);
         CHECK_THROWS_AS(lt::topk(x, -1), lt::ValueError);
         CHECK_THROWS_AS(lt::sort(x, 1), lt::AxisError);
+        // A 0-d tensor takes axis 0 or -1 (its one element, as PyTorch); another axis names the 0-d
+        // tensor, not the [1] it is sorted as.
+        CHECK(lt::sort(s, 0).values.item() == 2.5f);
+        CHECK_THROWS_WITH_AS(lt::sort(s, 1),
+                             "lt::sort: axis 1 is out of range: the tensor is 0-d (shape []) and has no axes; as in "
+                             "PyTorch, axis 0 or -1 takes its one element",
+                             lt::AxisError);
         CHECK_THROWS_AS(lt::argsort(x, -2), lt::AxisError);
         try {
             (void)lt::topk(x.reshape({1, 5}), 7, 1);

@@ -106,6 +106,7 @@ inline Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
 /// Maps a possibly negative axis into [0, ndim).
 inline int normalize_axis(int axis, std::size_t ndim, const char* op, const Shape& shape) {
     const int n = static_cast<int>(ndim);
+    if (n == 0) fail<AxisError>(op, ": axis ", axis, " is out of range: the tensor is 0-d (shape []) and has no axes");
     if (axis < -n || axis >= n)
         fail<AxisError>(op, ": axis ", axis, " is out of range for a tensor of ", n, " dimension", n == 1 ? "" : "s",
                         " (shape ", shape, "; valid axes are ", -n, "..", n - 1, ")");

@@ -25,9 +25,11 @@ inline void check_positions(const NodePtr& positions, std::int64_t bound, const 
     const NodePtr hi = graph::reduce(ReduceOp::Max, wide, std::nullopt, false, op);
     realize_nodes({positions.get(), lo.get(), hi.get()});
     const std::int64_t low = read_elements<std::int64_t>(*lo)[0], high = read_elements<std::int64_t>(*hi)[0];
-    if (low < 0 || high >= bound)
-        fail<IndexError>(op, ": ", what, " ", low < 0 ? low : high, " is out of range for ", range, " (valid: 0 to ",
-                         bound - 1, ")");
+    if (low < 0 || high >= bound) {
+        const std::int64_t bad = low < 0 ? low : high;
+        if (bound == 0) fail<IndexError>(op, ": ", what, " ", bad, " is out of range for ", range, " (no position is valid)");
+        fail<IndexError>(op, ": ", what, " ", bad, " is out of range for ", range, " (valid: 0 to ", bound - 1, ")");
+    }
 }
 
 /// Whether labels of element type T are integers (uint8, int32, int64): one_hot's and

@@ -30,7 +30,9 @@ SortResult<typename E::value_type> sort_along(const E& x, int axis, std::int64_t
     using T = typename E::value_type;
     Tensor<T> t(x);
     if (t.ndim() == 0) {  // one element, as PyTorch: axis 0 or -1
-        normalize_axis(axis, 1, op, Shape{1});
+        if (axis != 0 && axis != -1)
+            fail<AxisError>(op, ": axis ", axis, " is out of range: the tensor is 0-d (shape []) and has no axes; "
+                            "as in PyTorch, axis 0 or -1 takes its one element");
         SortResult<T> r = sort_along(t.reshape({1}), 0, k, descending, op);
         return {r.values.reshape({}), r.indices.reshape({})};
     }
