@@ -545,6 +545,36 @@ TEST_CASE("layer_norm with and without weight and bias, in at most 3 kernels") {
         CHECK(lt::kernel_count(lt::schedule(two)) <= 3);
         check_close(two, reference(false, true), 1e-4, 1e-5);
         CHECK_THROWS_AS(lt::layer_norm(t, {3}), lt::AxisError);
+        // A weight or bias that does not broadcast to x's shape is layer_norm's error (was mul's
+        // or add's), naming its shape and the normalized shape.
+        CHECK_THROWS_WITH_AS(lt::layer_norm(t, {-1}, 1e-5, lt::ones<float>({9})),
+                             "layer_norm: the weight's shape [9] does not fit the normalized shape [10] (x has shape "
+                             "[4, 6, 10], normalized over axes [2]); the weight must broadcast to x's shape, e.g. have "
+                             "shape [10]",
+                             lt::ShapeError);
+        CHECK_THROWS_WITH_AS(lt::layer_norm(t, {1, 2}, 1e-5, std::nullopt, lt::zeros<float>({10, 6})),
+                             "layer_norm: the bias's shape [10, 6] does not fit the normalized shape [6, 10] (x has shape "
+                             "[4, 6, 10], normalized over axes [1, 2]); the bias must broadcast to x's shape, e.g. have "
+                             "shape [6, 10]",
+                             lt::ShapeError);
+        CHECK_THROWS_WITH_AS(lt::layer_norm(t, {0}, 1e-5, lt::ones<float>({4})),
+                             "layer_norm: the weight's shape [4] does not fit the normalized shape [4, 1, 1] (x has shape "
+                             "[4, 6, 10], normalized over axes [0]); the weight must broadcast to x's shape, e.g. have "
+                             "shape [4, 1, 1]",
+                             lt::ShapeError);
+        // Larger than x: the result would not have x's shape.
+        CHECK_THROWS_AS(lt::layer_norm(t, {-1}, 1e-5, lt::ones<float>({2, 4, 6, 10})), lt::ShapeError);
+        // Shapes that broadcast to x's stay accepted: a weight of the normalized shape along axis 0,
+        // and a bias of one element.
+        Ref w0 = random_ref<float>({4, 1, 1}, 46);
+        lt::Tensor<float> along_0 = lt::layer_norm(t, {0}, 1e-5, make_tensor<float>(w0), lt::full<float>({1}, 0.5f));
+        check_close(along_0, ref_of({4, 6, 10}, [&](const std::vector<std::int64_t>& i) {
+                        double mean = 0, ss = 0;
+                        for (std::int64_t p = 0; p < 4; ++p) mean += x.at({p, i[1], i[2]}) / 4;
+                        for (std::int64_t p = 0; p < 4; ++p) ss += (x.at({p, i[1], i[2]}) - mean) * (x.at({p, i[1], i[2]}) - mean) / 4;
+                        return (x.at(i) - mean) / std::sqrt(ss + 1e-5) * w0.at({i[0], 0, 0}) + 0.5;
+                    }),
+                    1e-4, 1e-5);
         // No axes means all of them, as for var, std and logsumexp: each [6, 10] slab normalized
         // on its own is reference(false, true)'s slab.
         lt::Tensor<float> slab = lt::layer_norm(t.select(0, 2), lt::Axes{});

@@ -78,9 +78,36 @@ auto logsumexp(const E& x, int axis, bool keepdim = false) {
     return logsumexp(x, Axes{axis}, keepdim);
 }
 
+namespace detail {
+
+/// layer_norm's check of its weight's or bias's shape (`what`), before anything is built: it
+/// must broadcast to x's shape. A ShapeError names both shapes and the normalized shape (x's
+/// extents along the normalized axes, with the axes before them left out: [C] for the last axis
+/// of [N, C], [N, 1] for axis 0), the shape a weight usually has.
+inline void check_layer_norm_affine(const char* what, const Shape& p, const Shape& x, const Axes& norm) {
+    Shape normalized(x.size(), 1);
+    for (int a : norm) normalized[static_cast<std::size_t>(a)] = x[static_cast<std::size_t>(a)];
+    std::size_t lead = 0;
+    while (lead < normalized.size() && normalized[lead] == 1) ++lead;
+    normalized = Shape(normalized.begin() + static_cast<std::ptrdiff_t>(lead), normalized.end());
+    bool fits = p.size() <= x.size();
+    for (std::size_t k = 0; fits && k < p.size(); ++k) {
+        const std::int64_t e = p[p.size() - 1 - k], xe = x[x.size() - 1 - k];
+        fits = e == 1 || e == xe;
+    }
+    if (!fits)
+        fail<ShapeError>("layer_norm: the ", what, "'s shape ", p, " does not fit the normalized shape ", normalized,
+                         " (x has shape ", x, ", normalized over axes ", norm, "); the ", what,
+                         " must broadcast to x's shape, e.g. have shape ", normalized);
+}
+
+}  // namespace detail
+
 /// (x - mean) / sqrt(var + eps) over `axes` (all when empty; biased variance, as PyTorch's layer_norm), then
-/// times `weight` and plus `bias` when given (broadcast against x). Integers compute in float32.
-/// Lazy. ValueError if eps is negative or NaN; AxisError for a bad axis.
+/// times `weight` and plus `bias` when given (each broadcast to x's shape: usually of the
+/// normalized shape, [C] for the last axis of [N, C]). Integers compute in float32. Lazy.
+/// ValueError if eps is negative or NaN; AxisError for a bad axis; ShapeError for a weight or
+/// bias that does not broadcast to x's shape (a larger one too).
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 auto layer_norm(const E& x, const Axes& axes, double eps = 1e-5,
                 const std::optional<Tensor<detail::mean_t<typename E::value_type>>>& weight = std::nullopt,
@@ -91,6 +118,8 @@ auto layer_norm(const E& x, const Axes& axes, double eps = 1e-5,
     const detail::NodePtr v = detail::floating(x.build());
     const Axes norm = axes.empty() ? detail::all_axes(v->shape.size())  // all, as var and logsumexp
                                    : detail::normalize_axes(axes, v->shape.size(), "layer_norm", v->shape);
+    if (weight) detail::check_layer_norm_affine("weight", weight->shape(), v->shape, norm);
+    if (bias) detail::check_layer_norm_affine("bias", bias->shape(), v->shape, norm);
     const detail::NodePtr centered = g::binary(BinaryOp::Sub, v, g::mean(v, norm, true, true));
     const detail::NodePtr var = g::mean(g::binary(BinaryOp::Mul, centered, centered), norm, true, true);
     detail::NodePtr out = g::binary(BinaryOp::Div, centered,
