@@ -10338,6 +10338,7 @@ private:
 // programs are keyed by their source, and then by source, options, device and driver on disk.
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <iostream>
@@ -13857,7 +13858,7 @@ public:
                 check(st.long_units ? clSetKernelArg(kernel, arg++, sizeof wide, &wide) : clSetKernelArg(kernel, arg++, sizeof narrow, &narrow),
                       "clSetKernelArg");
             }
-            cl_event event = nullptr, wait = std::exchange(detail_launch_dependency(), nullptr);
+            cl_event event = nullptr, wait = take_launch_dependency();
             const cl_int err = clEnqueueNDRangeKernel(queue_, kernel, 2, nullptr, st.global, st.local, wait ? 1 : 0,
                                                       wait ? &wait : nullptr, record_times_ || launch_events_ ? &event : nullptr);
             check(err, "clEnqueueNDRangeKernel", concat("launching ", st.name, " on ", describe()));
@@ -13911,7 +13912,7 @@ public:
             }
         };
         (set(args), ...);
-        cl_event event = nullptr, wait = std::exchange(detail_launch_dependency(), nullptr);
+        cl_event event = nullptr, wait = take_launch_dependency();
         const cl_int err = clEnqueueNDRangeKernel(queue_, kern.kernel, 1, nullptr, &work, group ? &group : nullptr,
                                                   wait ? 1 : 0, wait ? &wait : nullptr, launch_events_ ? &event : nullptr);
         check(err, "clEnqueueNDRangeKernel", concat("launching ", name, " on ", describe()));
@@ -14129,11 +14130,13 @@ public:
         launch_events_ = on;
     }
 
-    /// Tests only: the next kernel launched waits for this event (a user event the test sets to
-    /// an error status stands in for a kernel that fails while the device runs it).
-    static cl_event& detail_launch_dependency() {
-        static cl_event event = nullptr;
-        return event;
+    /// Tests only: the next kernel launched on this device waits for this event (a user event the
+    /// test sets to an error status stands in for a kernel that fails while the device runs it).
+    /// One per device: another device's launches neither wait for it nor take it.
+    std::atomic<cl_event>& detail_launch_dependency() { return launch_dependency_; }
+    /// The event the next launch waits for (see detail_launch_dependency), taken: null almost always.
+    cl_event take_launch_dependency() {
+        return launch_dependency_.load(std::memory_order_relaxed) ? launch_dependency_.exchange(nullptr) : nullptr;
     }
 
     void gemm(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c) override {
@@ -14668,7 +14671,7 @@ private:
             const cl_long first_matrix = first;
             check(clSetKernelArg(kernel, first_arg, sizeof first_matrix, &first_matrix), "clSetKernelArg");
             const std::size_t global[3] = {global0, local[1], static_cast<std::size_t>(std::min(count - first, most_matrices))};
-            cl_event event = nullptr, wait = std::exchange(detail_launch_dependency(), nullptr);
+            cl_event event = nullptr, wait = take_launch_dependency();
             const cl_int err = clEnqueueNDRangeKernel(queue_, kernel, 3, nullptr, global, local, wait ? 1 : 0,
                                                       wait ? &wait : nullptr, record_times_ || launch_events_ ? &event : nullptr);
             check(err, "clEnqueueNDRangeKernel", concat("launching ", name, " on ", describe()));
@@ -14914,6 +14917,7 @@ private:
     std::mutex launched_mutex_;
     std::vector<Launched> launched_;
     bool launch_events_ = true;
+    std::atomic<cl_event> launch_dependency_{nullptr};  // detail_launch_dependency()
     std::size_t next_scan_ = 512;
 
     void remember_launch(cl_event event, const std::string& name) {

@@ -372,7 +372,7 @@ cl_event fail_next_launch(lt::detail::opencl::OpenCLBackend& backend) {
     cl_int err = CL_SUCCESS;
     cl_event failing = clCreateUserEvent(backend.context(), &err);
     REQUIRE(err == CL_SUCCESS);
-    lt::detail::opencl::OpenCLBackend::detail_launch_dependency() = failing;
+    backend.detail_launch_dependency() = failing;
     return failing;
 }
 void fail_now(cl_event failing) {
@@ -396,6 +396,30 @@ int reports(F&& wait, int times, std::string& message) {
 
 }  // namespace
 
+TEST_CASE("the launch a test makes wait is one device's: two devices launching do not take each other's" *
+          doctest::skip(lt::devices().size() < 3)) {
+    // (CI runs this with POCL_DEVICES="pthread pthread": two OpenCL devices.)
+    const lt::Device d0 = lt::Device::opencl(0), d1 = lt::Device::opencl(1);
+    auto& b0 = backend_of(d0);
+    cl_int err = CL_SUCCESS;
+    cl_event pending = clCreateUserEvent(b0.context(), &err);
+    REQUIRE(err == CL_SUCCESS);
+    b0.detail_launch_dependency() = pending;
+    lt::Tensor<float> x = lt::tensor<float>({1, 2, 3}, {3}, d1);
+    lt::Tensor<float> y = x * 2.0f + 1.0f;
+    y.realize();  // a launch on opencl:1
+    CHECK(b0.detail_launch_dependency().load() == pending);  // still opencl:0's
+    CHECK(backend_of(d1).detail_launch_dependency().load() == nullptr);
+    clSetUserEventStatus(pending, CL_COMPLETE);  // (had opencl:1 taken it, its kernel may now run)
+    CHECK(y.to_vector() == std::vector<float>{3, 5, 7});
+    // opencl:0's next launch takes it (and waits for it: complete).
+    lt::Tensor<float> z = lt::tensor<float>({1, 2}, {2}, d0) * 3.0f;
+    z.realize();
+    CHECK(b0.detail_launch_dependency().load() == nullptr);
+    CHECK(z.to_vector() == std::vector<float>{3, 6});
+    clReleaseEvent(pending);
+}
+
 TEST_CASE("a kernel that fails while the device runs it is reported by the next wait, once, as README says") {
     for (lt::Device d : opencl_devices()) {
         auto& backend = backend_of(d);
@@ -416,7 +440,7 @@ TEST_CASE("a kernel that fails while the device runs it is reported by the next 
             cl_event failing = fail_next_launch(backend);
             lt::Tensor<float> y = x * 3.0f + 1.0f;
             y.realize();  // enqueued: realize has returned, the kernel has not run
-            CHECK(lt::detail::opencl::OpenCLBackend::detail_launch_dependency() == nullptr);
+            CHECK(backend.detail_launch_dependency().load() == nullptr);
             CHECK(y.is_realized());
             fail_now(failing);
             int n = reports([&] { lt::synchronize(d); }, 3, m);
