@@ -170,6 +170,16 @@ TEST_CASE("sharded element-wise expressions equal the single-device result") {
             auto positive = lt::where(sa > 0.0f, sa, 0.0f);
             check_close(positive.gather(lt::Device::host()), map(ra, [](double x) { return x > 0 ? x : 0.0; }));
             check_close(lt::sigmoid(sa).gather(lt::Device::host()), map(ra, [](double x) { return 1.0 / (1.0 + std::exp(-x)); }));
+            // The composites with scalar arguments.
+            check_close(lt::clamp(sa, -0.5f, 0.75f).gather(lt::Device::host()),
+                        map(ra, [](double x) { return std::min(std::max(x, -0.5), 0.75); }), 0, 0);
+            check_close(lt::softplus(sa).gather(lt::Device::host()), map(ra, [](double x) { return std::log1p(std::exp(x)); }), 1e-5);
+            check_close(lt::softplus(sa, 2.0).gather(lt::Device::host()),
+                        map(ra, [](double x) { return std::log1p(std::exp(2 * x)) / 2; }), 1e-5);
+            check_close(lt::elu(sa, 0.5).gather(lt::Device::host()), map(ra, [](double x) { return x > 0 ? x : 0.5 * std::expm1(x); }),
+                        1e-5);
+            check_close(lt::leaky_relu(sa, 0.1).gather(lt::Device::host()), map(ra, [](double x) { return x > 0 ? x : 0.1 * x; }),
+                        1e-6);
             // A softmax along the axis that is not split: shard by shard.
             const int other = 1 - axis;
             const Ref e = map(ra, [](double x) { return std::exp(x); });
@@ -239,6 +249,25 @@ TEST_CASE("a max over the split axis propagates NaN and skips empty shards; inte
     lt::Tensor<std::int32_t> ints = lt::tensor<std::int32_t>(values, {1000}, lt::Device::host());
     CHECK(lt::mean(lt::shard(ints, all, 0, weights)).item() == 4.0f);
     CHECK(lt::mean(ints).item() == 4.0f);
+}
+
+TEST_CASE("a sharded mean is lt::mean's: the exact sum divided once, half summed in float32") {
+    const std::vector<lt::Device> all = all_devices();
+    const std::vector<double> weights(all.size(), 1.0);
+    // 2^25 + 5 is no float32: rounding the sum first and then the quotient by 5 gives 6710887,
+    // one rounding of (2^25 + 5) / 5 = 6710887.4 gives 6710887.5.
+    lt::Tensor<std::int64_t> ints = lt::tensor<std::int64_t>({std::int64_t(1) << 25, 1, 2, 0, 2}, {5}, lt::Device::host());
+    CHECK(lt::mean(ints).item() == 6710887.5f);
+    CHECK(lt::mean(lt::shard(ints, all, 0, weights)).item() == 6710887.5f);
+    CHECK(lt::mean(lt::shard(ints, all, 0, weights), 0, true).gather(lt::Device::host()).item() == 6710887.5f);
+    // 2049 ones: a half sum is 2048, a float32 sum 2049; the mean is 1.
+    lt::Tensor<lt::half> ones = lt::full<lt::half>({2049}, lt::half(1.0f), lt::Device::host());
+    CHECK(static_cast<float>(lt::mean(ones).item()) == 1.0f);
+    CHECK(static_cast<float>(lt::mean(lt::shard(ones, all, 0, weights)).item()) == 1.0f);
+    // Along an axis that is not split: per shard, by the same division.
+    lt::Tensor<lt::half> rows = lt::full<lt::half>({2 * static_cast<std::int64_t>(all.size()), 2049}, lt::half(1.0f), lt::Device::host());
+    const auto per_row = lt::mean(lt::shard(rows, all, 0, weights), 1).gather(lt::Device::host()).to_vector();
+    for (lt::half v : per_row) CHECK(static_cast<float>(v) == 1.0f);
 }
 
 TEST_CASE("a product with a split left operand and a replicated right one is one product per device") {

@@ -388,7 +388,27 @@ inline constexpr bool is_sharded_and_tensor_v =
     }
 LAZYTENSOR_UNARY_OPS(LAZYTENSOR_X)
 LAZYTENSOR_X(, sigmoid, ) LAZYTENSOR_X(, silu, ) LAZYTENSOR_X(, gelu, ) LAZYTENSOR_X(, rsqrt, ) LAZYTENSOR_X(, sign, )
+LAZYTENSOR_X(, softplus, )
 #undef LAZYTENSOR_X
+
+// The composites that take scalar arguments, shard by shard.
+template <class T>
+auto softplus(const ShardedTensor<T>& x, double beta) {
+    return detail::per_shard("softplus", [beta](const auto& s) { return lazytensor::softplus(s, beta); }, x);
+}
+template <class T>
+auto elu(const ShardedTensor<T>& x, double alpha = 1.0) {
+    return detail::per_shard("elu", [alpha](const auto& s) { return lazytensor::elu(s, alpha); }, x);
+}
+template <class T>
+auto leaky_relu(const ShardedTensor<T>& x, double negative_slope = 0.01) {
+    return detail::per_shard("leaky_relu", [negative_slope](const auto& s) { return lazytensor::leaky_relu(s, negative_slope); }, x);
+}
+/// clamp of a sharded tensor between two scalars.
+template <class T, class Lo, class Hi, std::enable_if_t<detail::is_scalar_v<Lo> && detail::is_scalar_v<Hi>, int> = 0>
+auto clamp(const ShardedTensor<T>& x, Lo lo, Hi hi) {
+    return detail::per_shard("clamp", [lo, hi](const auto& s) { return lazytensor::clamp(s, lo, hi); }, x);
+}
 
 #define LAZYTENSOR_X(name, fn, rule)                                                                      \
     template <class L, class R, std::enable_if_t<detail::is_sharded_operands_v<L, R>, int> = 0>           \
@@ -581,16 +601,20 @@ LAZYTENSOR_X(max, maximum, true)
 LAZYTENSOR_X(min, minimum, true)
 #undef LAZYTENSOR_X
 
-/// The mean over `axes`: the sum (in the mean's type) divided by the count of reduced elements.
+/// The mean over `axes`: the sharded sum (half in float32, integers in int64, as lt::mean sums)
+/// divided by the count of reduced elements, per shard, by lt::mean's own division.
 template <class T>
 auto mean(const ShardedTensor<T>& x, const Axes& axes, bool keepdim = false) {
-    using R = typename decltype(lazytensor::mean(x.shard(0)))::value_type;
+    using R = detail::mean_t<T>;
     std::int64_t count = 1;
     for (int a : axes.empty() ? detail::all_axes(x.ndim()) : axes)
         count *= x.shape()[static_cast<std::size_t>(detail::normalize_axis(a, x.ndim(), "mean", x.shape()))];
-    // Integers sum exactly (in int64, as lt::sum does) and are divided once, as lt::mean does.
-    if constexpr (std::is_integral_v<T>) return sum(x, axes, keepdim).template cast<R>() / static_cast<R>(count);
-    else return sum(x.template cast<R>(), axes, keepdim) / static_cast<R>(count);
+    auto divide = [count](const auto& total) {
+        const detail::NodePtr t = total.build();
+        return Tensor<R>(detail::graph::mean_of_sum(t, dtype_of<T>(), count, detail::supports_float64(t->device)));
+    };
+    if constexpr (std::is_same_v<T, half>) return detail::per_shard("mean", divide, sum(x.template cast<float>(), axes, keepdim));
+    else return detail::per_shard("mean", divide, sum(x, axes, keepdim));
 }
 template <class T>
 auto mean(const ShardedTensor<T>& x, int axis, bool keepdim = false) {

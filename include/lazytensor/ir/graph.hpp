@@ -279,6 +279,9 @@ LAZYTENSOR_ENGINE_API NodePtr any_all(bool all, const NodePtr& x, const std::opt
 /// float32; on a device without float64 (the caller asks the device: the graph knows none), in
 /// int64 and float32 (below: within 1 ulp).
 LAZYTENSOR_ENGINE_API NodePtr mean(const NodePtr& x, const std::optional<Axes>& user_axes, bool keepdim, bool device_has_float64);
+/// The mean from `total`, the sum of `count` elements of dtype `input` (as mean sums them: half in
+/// float32, integers and bool in int64): mean's one division, shared with sharded tensors' mean.
+LAZYTENSOR_ENGINE_API NodePtr mean_of_sum(const NodePtr& total, DType input, std::int64_t count, bool device_has_float64);
 
 /// base with `values` added at the positions `positions` names along `axis` (PyTorch's
 /// scatter_add; the front end checks ranks, extents and positions first). Computed as a

@@ -647,22 +647,25 @@ LAZYTENSOR_ENGINE_API NodePtr mean(const NodePtr& x, const std::optional<Axes>& 
     const Axes axes = reduced_axes(x, user_axes, op);
     std::int64_t count = 1;
     for (int a : axes) count *= x->shape[static_cast<std::size_t>(a)];
-    if (x->dtype == DType::Float16) {  // in float32 (a count past 65504 is no half), rounded once
-        NodePtr total = reduce(ReduceOp::Sum, cast(x, DType::Float32), axes, keepdim, op);
+    // half sums in float32 (a count past 65504 is no half); integers and bool in int64.
+    const NodePtr total = reduce(ReduceOp::Sum, x->dtype == DType::Float16 ? cast(x, DType::Float32) : x, axes, keepdim, op);
+    return mean_of_sum(total, x->dtype, count, device_has_float64);
+}
+
+LAZYTENSOR_ENGINE_API NodePtr mean_of_sum(const NodePtr& total, DType input, std::int64_t count, bool device_has_float64) {
+    if (input == DType::Float16)  // rounded to half once
         return cast(binary(BinaryOp::Div, total, Scalar::of(static_cast<double>(count))), DType::Float16);
-    }
-    NodePtr total = reduce(ReduceOp::Sum, x, axes, keepdim, op);
-    if (is_floating(x->dtype)) return binary(BinaryOp::Div, total, Scalar::of(static_cast<double>(count)));
+    if (is_floating(input)) return binary(BinaryOp::Div, total, Scalar::of(static_cast<double>(count)));
     if (device_has_float64) {
         NodePtr quotient = binary(BinaryOp::Div, cast(total, DType::Float64), Scalar::of(static_cast<double>(count)));
         return cast(quotient, DType::Float32);
     }
     if (count == 0) return binary(BinaryOp::Div, cast(total, DType::Float32), Scalar::of(0.0));  // 0 / 0: NaN
-    total = cast(total, DType::Int64);
+    const NodePtr exact = cast(total, DType::Int64);
     // The nearest quotient q and its remainder r, |r| <= count / 2: q is exact in float32 up to
     // 2^24, and r / count rounds once; their sum rounds once more, to within 1 ulp.
-    const NodePtr floor_q = floor_divide(total, Scalar::of(count));
-    const NodePtr floor_r = remainder(total, Scalar::of(count));  // 0 <= r < count
+    const NodePtr floor_q = floor_divide(exact, Scalar::of(count));
+    const NodePtr floor_r = remainder(exact, Scalar::of(count));  // 0 <= r < count
     const NodePtr up = binary(BinaryOp::Gt, floor_r, Scalar::of(count / 2));
     const NodePtr q = where(up, binary(BinaryOp::Add, floor_q, Scalar::of(std::int64_t(1))), floor_q);
     const NodePtr r = where(up, binary(BinaryOp::Sub, floor_r, Scalar::of(count)), floor_r);
