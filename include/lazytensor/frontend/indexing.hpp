@@ -3,7 +3,8 @@
 //
 // Positions are checked before anything is computed: the index tensor is realized with its
 // minimum and maximum (one small schedule), and a position out of range is an IndexError
-// naming it. The kernels clamp positions as well, so no read ever leaves a buffer.
+// naming it. The kernels clamp positions as well, so no read ever leaves a buffer. one_hot
+// checks nothing (a label out of range gives a row of zeros) and reads nothing back.
 #pragma once
 
 #include <vector>
@@ -72,9 +73,12 @@ auto index_select(const E& x, int axis, const I& index) {
     return Tensor<T>(detail::graph::gather(data, static_cast<int>(k), expanded));
 }
 
-/// labels (integers in [0, num_classes)) as one-hot int64 vectors along a new last axis.
-/// num_classes = -1 takes the largest label + 1. Realizes labels now to check them (IndexError
-/// for a label out of range). Floating or bool labels do not compile.
+/// labels as one-hot int64 vectors along a new last axis: out[..., c] = (labels[...] == c) for c
+/// in [0, num_classes). Lazy, one kernel, no read-back: a label outside [0, num_classes)
+/// (negative, or num_classes or more) gives a row of zeros, as in JAX's one_hot (PyTorch's
+/// raises; checking would read the labels back to the host on every call). num_classes = -1
+/// takes the largest label + 1, which reads that one value back (the shape depends on it);
+/// negative labels then give rows of zeros too. Floating or bool labels do not compile.
 template <class I, class = std::enable_if_t<detail::is_tensor_like_v<I>>>
 Tensor<std::int64_t> one_hot(const I& labels, std::int64_t num_classes = -1) {
     static_assert(detail::is_integer_label_v<typename I::value_type>,
@@ -82,16 +86,15 @@ Tensor<std::int64_t> one_hot(const I& labels, std::int64_t num_classes = -1) {
                   "cast them first, e.g. lt::one_hot(lt::cast<std::int64_t>(labels), num_classes)");
     const detail::NodePtr l = labels.build();
     if (num_classes < -1) detail::fail<ValueError>("one_hot: num_classes must be >= 0 or -1, got ", num_classes);
+    if (!is_integral(l->dtype)) detail::fail<ValueError>("one_hot: labels must be integers, got ", l->dtype);
     if (num_classes == -1) {
-        if (!is_integral(l->dtype)) detail::fail<ValueError>("one_hot: labels must be integers, got ", l->dtype);
         if (numel(l->shape) == 0)
             detail::fail<ValueError>("one_hot: cannot infer num_classes from empty labels; pass it");
         const detail::NodePtr hi = detail::graph::reduce(ReduceOp::Max, detail::graph::cast(l, DType::Int64), std::nullopt,
                                                           false, "one_hot");
         detail::realize_nodes({hi.get()});
-        num_classes = detail::read_elements<std::int64_t>(*hi)[0] + 1;
+        num_classes = std::max<std::int64_t>(detail::read_elements<std::int64_t>(*hi)[0] + 1, 0);
     }
-    detail::check_positions(l, num_classes, "one_hot", "label", detail::concat(num_classes, " classes"));
     Shape out = l->shape;
     out.push_back(num_classes);
     Shape spread = l->shape;

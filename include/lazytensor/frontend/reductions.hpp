@@ -29,13 +29,23 @@ inline NodePtr variance(const NodePtr& x, const Axes& user_axes, bool keepdim, i
 }
 
 /// argmax (Max) or argmin (Min) along one axis: the first position holding the extreme value,
-/// or the first NaN.
+/// or the first NaN (NumPy's and PyTorch's argmax). Two reduce phases of one kernel: the
+/// extreme, then the first position that holds it.
+///
+/// Max and min propagate NaN, so a row with a NaN has NaN as its extreme, and no value equals
+/// it: the NaN test is folded into the comparison with the extreme, as where(extreme is NaN,
+/// x, 0) != itself. Every element-wise node over x then also reads the extreme (a node over x
+/// alone, such as x != x, is a kernel of its own when x comes from a reduction of another
+/// domain: k-means' distances gave a bool buffer of the whole input).
 inline NodePtr arg_extreme(ReduceOp extreme, const NodePtr& x, int axis, bool keepdim, const char* op) {
     const int k = normalize_axis(axis, x->shape.size(), op, x->shape);
     const NodePtr best = graph::reduce(extreme, x, Axes{k}, true, op);
     NodePtr hit = graph::binary(BinaryOp::Eq, x, best);
-    if (is_floating(x->dtype))  // x != x: NaN, which max and min propagate
-        hit = graph::binary(BinaryOp::Maximum, hit, graph::binary(BinaryOp::Ne, x, x));
+    if (is_floating(x->dtype)) {
+        const NodePtr nan_row = graph::binary(BinaryOp::Ne, best, best);
+        const NodePtr in_nan_row = graph::where(nan_row, x, Scalar::of<std::int64_t>(0).cast(x->dtype));
+        hit = graph::binary(BinaryOp::Maximum, hit, graph::binary(BinaryOp::Ne, in_nan_row, in_nan_row));
+    }
     const NodePtr positions = graph::where(hit, graph::iota(x->shape, k, x->device),
                                            Scalar::of<std::int64_t>(x->shape[static_cast<std::size_t>(k)]));
     return graph::reduce(ReduceOp::Min, positions, Axes{k}, keepdim, op);
