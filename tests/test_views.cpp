@@ -567,3 +567,41 @@ TEST_CASE("split, chunk, unbind, movedim and broadcast_to give zero-copy views")
         CHECK_THROWS_AS(lt::broadcast_to(lt::tensor({1.0f, 2.0f, 3.0f}, device), {2, 4}), lt::ShapeError);
     });
 }
+
+TEST_CASE("lt::schedule names each input by the shape it is read in, a view's, not its buffer's") {
+    // Issue 54: a [4, 16] slice of a [1000, 16] buffer was listed as float32[1000, 16].
+    for_each_device([](lt::Device) {
+        const auto X = make_tensor<float>(random_ref<float>({1000, 16}, 71));
+        const auto b = make_tensor<float>(random_ref<float>({16}, 72));
+        const auto T = make_tensor<float>(random_ref<float>({16, 1000}, 73));
+        // A product of the buffer and a transposed slice of it (32 columns: a GEMM everywhere).
+        auto items = lt::schedule(lt::matmul(X, X.slice(0, 0, 32).t()));
+        REQUIRE(items.size() == 1);
+        CHECK(items[0].inputs == std::vector<std::string>{"float32[1000, 16]", "float32[16, 32]"});
+        // A transposed buffer as the left operand.
+        items = lt::schedule(lt::matmul(T.t(), X.slice(0, 0, 32).t()));
+        REQUIRE(items.size() == 1);
+        CHECK(items[0].inputs == std::vector<std::string>{"float32[1000, 16]", "float32[16, 32]"});
+        // Kernels: a slice, a strided slice and a transpose are read in their shapes; one buffer
+        // read through two views lists both; a broadcast bias is read in its own shape.
+        items = lt::schedule(X.slice(0, 0, 4) * 2.0f);
+        REQUIRE(items.size() == 1);
+        CHECK(items[0].inputs == std::vector<std::string>{"float32[4, 16]"});
+        items = lt::schedule(lt::sum(X.slice(0, 10, 20, 5), {1}));
+        REQUIRE(items.size() == 1);
+        CHECK(items[0].inputs == std::vector<std::string>{"float32[2, 16]"});
+        items = lt::schedule(X.slice(0, 0, 4) + X.slice(0, 0, 64).reshape({4, 16, 16}).sum({2}));
+        REQUIRE(items.size() == 1);
+        CHECK(items[0].inputs == std::vector<std::string>{"float32[4, 16] and [4, 16, 16]"});
+        items = lt::schedule(T.t() + b);
+        REQUIRE(items.size() == 1);
+        CHECK(items[0].inputs == std::vector<std::string>{"float32[1000, 16]", "float32[16]"});
+        // A whole buffer keeps its own shape; a scan reads its operand's view.
+        items = lt::schedule(X * 2.0f);
+        REQUIRE(items.size() == 1);
+        CHECK(items[0].inputs == std::vector<std::string>{"float32[1000, 16]"});
+        items = lt::schedule(lt::cumsum(X.slice(0, 0, 8), 0));
+        REQUIRE(items.size() == 1);
+        CHECK(items[0].inputs == std::vector<std::string>{"float32[8, 16]"});
+    });
+}

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "../backend/backend.hpp"
@@ -55,6 +56,9 @@ struct PlannedItem {
     std::vector<int> inputs;  // per input parameter (a Matmul's: A, B, then its epilogue's)
                               // (a prologue's input stands for its operand)
     std::vector<int> scalars; // per scalar parameter: the node whose value is passed
+    // Per input parameter: the shapes the item reads that buffer through (a slice, a transpose,
+    // ... of it: not the buffer's own shape), each once; empty: the buffer's node's shape.
+    std::vector<std::vector<Shape>> read_shapes;
     std::vector<std::string> ops;
     // The compiled kernel, looked up on the first run (realize holds its lock meanwhile).
     mutable std::shared_ptr<CompiledKernel> compiled;
@@ -201,6 +205,93 @@ inline Schedule schedule_and_lower(const GraphWalk& w) {
     }
 }
 
+/// The shapes each input of an item is read through (PlannedItem::read_shapes), found by walking
+/// its graph from what it computes down to the buffers it loads, as lowering does: a view (a
+/// slice, a permute, a reshape) over a buffer is read in the view's shape, the topmost of a
+/// chain of views; broadcasts and reshapes that only add or drop unit axes read the shape under
+/// them (a bias [16] added to [64, 16] reads [16]).
+class ReadShapes {
+public:
+    explicit ReadShapes(const Schedule& s) {
+        for (const Group& g : s.groups) base_of_[g.root] = g.view_only ? g.view.base : g.root;
+    }
+
+    void find(const Group& g, std::vector<std::vector<Shape>>& out) const {
+        out.assign(g.inputs.size(), {});
+        if (g.view_only) return;
+        std::size_t first_kernel_input = 0;  // the inputs before it are operands of a product or scan
+        if (g.is_attention()) {
+            const Node* scores = g.fused_scores;
+            const Node* operands[3] = {scores->src[0].get(), scores->src[1].get(), g.root->src[1].get()};
+            for (std::size_t o = 0; o < 3 && o < g.inputs.size(); ++o) read_operand(operands[o], g.inputs[o], out[o]);
+            return;
+        }
+        if (g.is_gemm() || g.is_scan()) {
+            const Node* core = g.core();
+            first_kernel_input = g.is_gemm() ? 2 : 1;
+            for (std::size_t o = 0; o < first_kernel_input && o < g.inputs.size(); ++o)
+                read_operand(core->src[o].get(), g.inputs[o], out[o]);
+            if (!g.fused_product) return;
+        }
+        Reads reads;
+        Walk walk{*this, g.root, g.fused_product, reads, {}};
+        walk.from(g.root, nullptr);
+        for (std::size_t i = first_kernel_input; i < g.inputs.size(); ++i)
+            if (auto it = reads.find(g.inputs[i]); it != reads.end()) out[i] = it->second;
+    }
+
+private:
+    using Reads = std::unordered_map<const Node*, std::vector<Shape>>;
+
+    /// Whether a view reads the same elements in the same order as its source, with unit axes
+    /// or broadcast copies added: its source's shape is what it reads.
+    static bool transparent(const Node* n) {
+        if (n->kind == NodeKind::Expand) return true;
+        if (n->kind != NodeKind::Reshape) return false;
+        auto non_unit = [](const Shape& shape) {
+            Shape out;
+            for (std::int64_t e : shape)
+                if (e != 1) out.push_back(e);
+            return out;
+        };
+        return non_unit(n->shape) == non_unit(n->src[0]->shape);
+    }
+
+    struct Walk {
+        const ReadShapes& shapes;
+        const Node* self;     // the item's root: not a load however it is listed
+        const Node* product;  // a fused product's node: loaded by its epilogue (null: none)
+        Reads& reads;
+        std::unordered_map<const Node*, std::vector<const Node*>> seen;  // (node, top view) pairs walked
+
+        void from(const Node* n, const Node* top) {
+            std::vector<const Node*>& tops = seen[n];
+            if (std::find(tops.begin(), tops.end(), top) != tops.end()) return;
+            tops.push_back(top);
+            const auto base = shapes.base_of_.find(n);
+            if (n != self && (n->realized() || n == product || base != shapes.base_of_.end())) {
+                const Node* buffer = n->realized() || n == product ? n : base->second;
+                std::vector<Shape>& list = reads[buffer];
+                const Shape& shape = top ? top->shape : n->shape;
+                if (std::find(list.begin(), list.end(), shape) == list.end()) list.push_back(shape);
+                return;
+            }
+            if (is_view(n->kind)) return from(n->src[0].get(), top || transparent(n) ? top : n);
+            for (int k = 0; k < n->nsrc; ++k) from(n->src[static_cast<std::size_t>(k)].get(), nullptr);
+        }
+    };
+
+    /// The shapes operand `start` of a product or scan reads the buffer of `input` through.
+    void read_operand(const Node* start, const Node* input, std::vector<Shape>& out) const {
+        Reads reads;
+        Walk walk{*this, nullptr, nullptr, reads, {}};
+        walk.from(start, nullptr);
+        if (auto it = reads.find(input); it != reads.end()) out = it->second;
+    }
+
+    std::unordered_map<const Node*, const Node*> base_of_;  // per item's root: the node whose buffer holds it
+};
+
 inline Plan make_plan(const GraphWalk& w) {
     Schedule s = schedule_and_lower(w);
     ProductFusions fusions;
@@ -219,6 +310,7 @@ inline Plan make_plan(const GraphWalk& w) {
     fuse_attention(s, [](const Node* product, const ir::Attention& a) { return device_backend(product->device).fuses_attention(a); });
     fuse_into_products(s, fusions);
     auto index = [&](const Node* n) { return w.order.index.at(n); };
+    const ReadShapes read_shapes(s);
     Plan p;
     p.uses = std::move(s.uses);
     for (Group& g : s.groups) {
@@ -254,6 +346,7 @@ inline Plan make_plan(const GraphWalk& w) {
             item.weights = index(g.fused_weights);
         }
         for (Node* in : g.inputs) item.inputs.push_back(index(in));
+        read_shapes.find(g, item.read_shapes);
         for (Node* v : g.scalars) item.scalars.push_back(index(v));
         item.ops = std::move(g.ops);
         p.items.push_back(std::move(item));

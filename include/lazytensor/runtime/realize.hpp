@@ -48,7 +48,18 @@ inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
     item.kind = p.kind;
     item.reason = p.reason;
     item.ops = p.ops;
-    for (int in : p.inputs) item.inputs.push_back(describe(w.node(in)));
+    for (std::size_t i = 0; i < p.inputs.size(); ++i) {
+        // The shapes it is read through (a view's, not its buffer's), else its node's own.
+        const Node* input = w.node(p.inputs[i]);
+        const std::vector<Shape>* reads = i < p.read_shapes.size() ? &p.read_shapes[i] : nullptr;
+        if (!reads || reads->empty()) {
+            item.inputs.push_back(describe(input));
+            continue;
+        }
+        std::string text = concat(input->dtype, reads->front());
+        for (std::size_t r = 1; r < reads->size(); ++r) text += concat(" and ", (*reads)[r]);
+        item.inputs.push_back(std::move(text));
+    }
     item.scalars = static_cast<int>(p.scalars.size());
     item.output = describe(w.node(p.root));
     if (p.is_attention()) {

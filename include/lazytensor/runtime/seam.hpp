@@ -103,7 +103,9 @@ struct ScheduleItem {
     Kind kind = Kind::Kernel;
     std::string reason;               // why its output is materialized
     std::vector<std::string> ops;     // the ops fused into it, in evaluation order
-    std::vector<std::string> inputs;  // "float32[2, 3]" per input buffer
+    std::vector<std::string> inputs;  // per input buffer, the shape it is read in: "float32[2, 3]" (a
+                                      // view's shape, not its buffer's; "float32[4, 16] and [16, 4]":
+                                      // one buffer read through two views)
     int scalars = 0;                  // scalar values passed to it at launch (operands, seeds, ...)
     std::string output;               // the result, e.g. "float32[4, 8]"
     int phases = 0;                   // reduce and store phases of the kernel
