@@ -334,3 +334,72 @@ TEST_CASE("a product with few output tiles and a long contracted axis splits k o
         }
     });
 }
+
+TEST_CASE_TEMPLATE("thin products: a reduction kernel on OpenCL CPU devices, right for every shape", T, float, double) {
+    // Matrix x vector, vector x matrix, a few columns and k = 1 (issue 54): CLBlast's GEMM pads
+    // them to its tiles, so on an OpenCL CPU device (PoCL) those of 2^16 elements or more run
+    // as the engine's reduction kernel, fused with what feeds and reads them; the host and
+    // GPUs keep their GEMM.
+    std::vector<lt::Device> cpu_opencl;
+    for (const auto& info : lt::devices())
+        if (info.device.kind == lt::Device::Kind::OpenCL && info.kind == "cpu") cpu_opencl.push_back(info.device);
+    for_each_device([&](lt::Device d) {
+        if (!lt::detail::supports_float64(d) && lt::dtype_of<T>() == lt::DType::Float64) return;
+        const bool reduction = std::find(cpu_opencl.begin(), cpu_opencl.end(), d) != cpu_opencl.end();
+        INFO("runs as a reduction: " << reduction);
+        struct Shapes {
+            lt::Shape a, b;
+            bool thin;
+        };
+        const Shapes cases[] = {
+            {{3000, 37}, {37}, true},           // matrix x vector
+            {{37}, {37, 3000}, true},           // vector x matrix
+            {{3000, 37}, {37, 1}, true},        // a one-column matrix
+            {{1, 37}, {37, 3000}, true},        // a one-row matrix
+            {{3000, 37}, {37, 2}, true},        // a few columns
+            {{8, 300, 37}, {37, 5}, true},      // batched, a shared right operand
+            {{8, 300, 37}, {8, 37, 1}, true},   // batched matrix x vector
+            {{8, 37}, {37, 3000}, true},        // 8 rows
+            {{3000, 37}, {37, 9}, false},       // 9 columns: a GEMM everywhere
+            {{400, 1}, {1, 200}, true},         // k = 1: an outer product
+            {{40, 37}, {37}, false},            // small: a launch either way, the GEMM everywhere
+            {{16, 37}, {37, 3000}, false},      // 16 rows
+            {{40, 37}, {37, 300}, false},
+        };
+        unsigned seed = 300;
+        for (const Shapes& c : cases) {
+            INFO("shapes " << c.a << " x " << c.b);
+            const Ref a = random_ref<T>(c.a, seed += 2), b = random_ref<T>(c.b, seed + 1);
+            const auto p = lt::matmul(make_tensor<T>(a), make_tensor<T>(b));
+            const auto items = lt::schedule(p);
+            const bool gemm = !(reduction && c.thin);
+            CHECK(items_of_kind(items, lt::ScheduleItem::Kind::Matmul) == (gemm ? 1u : 0u));
+            if (!gemm) CHECK(lt::kernel_count(items) == 1);
+            check_product(p, ref_matmul(a, b), c.a.back());
+        }
+        // Operands read through views: a transposed matrix, a strided slice of a vector, a
+        // transposed batch.
+        const Ref stored = random_ref<T>({37, 3000}, 331), v = random_ref<T>({74}, 332);
+        const auto S = make_tensor<T>(stored), V = make_tensor<T>(v);
+        Ref every_other{{37}, {}};
+        for (std::int64_t i = 0; i < 37; ++i) every_other.v.push_back(v.v[static_cast<std::size_t>(2 * i)]);
+        const auto mv = lt::matmul(S.t(), V.slice(0, 0, 74, 2));
+        CHECK(items_of_kind(lt::schedule(mv), lt::ScheduleItem::Kind::Matmul) == (reduction ? 0u : 1u));
+        check_product(mv, ref_matmul(permute(stored, {1, 0}), every_other), 37);
+        check_product(lt::matmul(V.slice(0, 0, 37), S), ref_matmul(Ref{{37}, std::vector<double>(v.v.begin(), v.v.begin() + 37)}, stored), 37);
+        const Ref batch = random_ref<T>({37, 3, 50}, 333), col = random_ref<T>({3, 37, 1}, 334);
+        check_product(lt::matmul(make_tensor<T>(batch).permute({1, 2, 0}), make_tensor<T>(col)),
+                      ref_matmul(permute(batch, {1, 2, 0}), col), 37);
+        // Fused: relu(A x + b) is one kernel when the product is a reduction.
+        const Ref m = random_ref<T>({3000, 37}, 335), x = random_ref<T>({37}, 336), bias = random_ref<T>({3000}, 337);
+        const lt::Tensor<T> layer = lt::relu(lt::matmul(make_tensor<T>(m), make_tensor<T>(x)) + make_tensor<T>(bias));
+        const auto layer_items = lt::schedule(layer);
+        if (reduction) CHECK(layer_items.size() == 1);
+        const RefProduct mx = ref_matmul(m, x);
+        Ref want = mx.value;
+        for (std::size_t i = 0; i < want.v.size(); ++i) want.v[i] = std::max(0.0, want.v[i] + bias.v[i]);
+        RefProduct expected{want, mx.magnitude};
+        for (std::size_t i = 0; i < want.v.size(); ++i) expected.magnitude.v[i] += std::fabs(bias.v[i]);
+        check_product(layer, expected, 38);
+    });
+}

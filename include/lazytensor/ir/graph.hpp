@@ -299,6 +299,12 @@ LAZYTENSOR_ENGINE_API NodePtr scan(ReduceOp rop, const NodePtr& x, int axis, con
 /// Whether a product of `dtype` on `device` runs as a GEMM schedule item. Other products are
 /// sums of element-wise products, which the scheduler fuses into one reduction kernel.
 LAZYTENSOR_ENGINE_API bool runs_as_gemm(DType dtype, Device device);
+/// Whether this product (`batch` products of [m, k] x [k, n] in `dtype`) runs as a GEMM item:
+/// runs_as_gemm(dtype, device), unless the device's backend runs a product this thin faster as
+/// a reduction kernel (Backend::product_as_reduction: matrix-vector products on OpenCL CPU
+/// devices). graph::matmul decides here, and only here.
+LAZYTENSOR_ENGINE_API bool runs_as_gemm(DType dtype, Device device, std::int64_t batch, std::int64_t m, std::int64_t n,
+                                        std::int64_t k);
 
 /// How many parts to split the contracted axis of a GEMM into on a GPU-like device (1: none).
 /// BLAS kernels spread the output's tiles over the compute units; a product whose output is a

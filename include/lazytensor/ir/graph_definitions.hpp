@@ -726,6 +726,8 @@ LAZYTENSOR_ENGINE_API NodePtr scan(ReduceOp rop, const NodePtr& x, int axis, con
 
 LAZYTENSOR_ENGINE_API bool runs_as_gemm(DType dtype, Device device) { return gemm_available(dtype, device); }
 
+// (The shape-aware runs_as_gemm is defined in runtime/engine.hpp, which sees the backends.)
+
 LAZYTENSOR_ENGINE_API std::int64_t split_k_parts(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, Device device) {
     if (device.kind == Device::Kind::Host) return 1;  // the host GEMM threads over k's blocks itself
     if (k < 2048) return 1;                           // short sums keep one GEMM (and its schedule)
@@ -777,7 +779,7 @@ LAZYTENSOR_ENGINE_API NodePtr matmul(const NodePtr& a, const NodePtr& b) {
     NodePtr product;
     if (numel(out) == 0 || k == 0) {
         product = constant(Scalar::of<std::int64_t>(0), t, out, device);  // an empty sum is 0
-    } else if (runs_as_gemm(t, device)) {
+    } else if (runs_as_gemm(t, device, numel(batch), m, n, k)) {
         const std::int64_t parts = split_k_parts(numel(batch), m, n, k, device);
         if (parts == 1) {
             product = with_sources(make(NodeKind::Matmul, t, device, out), {x, y});

@@ -53,6 +53,15 @@ LAZYTENSOR_ENGINE_API std::vector<DeviceInfo> devices() {
     return out;
 }
 
+namespace detail::graph {
+
+LAZYTENSOR_ENGINE_API bool runs_as_gemm(DType dtype, Device device, std::int64_t batch, std::int64_t m, std::int64_t n,
+                                        std::int64_t k) {
+    return runs_as_gemm(dtype, device) && !device_backend(device).product_as_reduction(dtype, batch, m, n, k);
+}
+
+}  // namespace detail::graph
+
 LAZYTENSOR_ENGINE_API Device default_device() {
     auto& s = detail::default_device_state();
     std::lock_guard<std::mutex> lock(s.mutex);
