@@ -1366,7 +1366,9 @@ struct ScheduleItem {
     Kind kind = Kind::Kernel;
     std::string reason;               // why its output is materialized
     std::vector<std::string> ops;     // the ops fused into it, in evaluation order
-    std::vector<std::string> inputs;  // "float32[2, 3]" per input buffer
+    std::vector<std::string> inputs;  // per input buffer, the shape it is read in: "float32[2, 3]" (a
+                                      // view's shape, not its buffer's; "float32[4, 16] and [16, 4]":
+                                      // one buffer read through two views)
     int scalars = 0;                  // scalar values passed to it at launch (operands, seeds, ...)
     std::string output;               // the result, e.g. "float32[4, 8]"
     int phases = 0;                   // reduce and store phases of the kernel
@@ -2193,6 +2195,9 @@ LAZYTENSOR_ENGINE_API NodePtr any_all(bool all, const NodePtr& x, const std::opt
 /// float32; on a device without float64 (the caller asks the device: the graph knows none), in
 /// int64 and float32 (below: within 1 ulp).
 LAZYTENSOR_ENGINE_API NodePtr mean(const NodePtr& x, const std::optional<Axes>& user_axes, bool keepdim, bool device_has_float64);
+/// The mean from `total`, the sum of `count` elements of dtype `input` (as mean sums them: half in
+/// float32, integers and bool in int64): mean's one division, shared with sharded tensors' mean.
+LAZYTENSOR_ENGINE_API NodePtr mean_of_sum(const NodePtr& total, DType input, std::int64_t count, bool device_has_float64);
 
 /// base with `values` added at the positions `positions` names along `axis` (PyTorch's
 /// scatter_add; the front end checks ranks, extents and positions first). Computed as a
@@ -2210,6 +2215,12 @@ LAZYTENSOR_ENGINE_API NodePtr scan(ReduceOp rop, const NodePtr& x, int axis, con
 /// Whether a product of `dtype` on `device` runs as a GEMM schedule item. Other products are
 /// sums of element-wise products, which the scheduler fuses into one reduction kernel.
 LAZYTENSOR_ENGINE_API bool runs_as_gemm(DType dtype, Device device);
+/// Whether this product (`batch` products of [m, k] x [k, n] in `dtype`) runs as a GEMM item:
+/// runs_as_gemm(dtype, device), unless the device's backend runs a product this thin faster as
+/// a reduction kernel (Backend::product_as_reduction: matrix-vector products on OpenCL CPU
+/// devices). graph::matmul decides here, and only here.
+LAZYTENSOR_ENGINE_API bool runs_as_gemm(DType dtype, Device device, std::int64_t batch, std::int64_t m, std::int64_t n,
+                                        std::int64_t k);
 
 /// How many parts to split the contracted axis of a GEMM into on a GPU-like device (1: none).
 /// BLAS kernels spread the output's tiles over the compute units; a product whose output is a
@@ -2874,22 +2885,25 @@ LAZYTENSOR_ENGINE_API NodePtr mean(const NodePtr& x, const std::optional<Axes>& 
     const Axes axes = reduced_axes(x, user_axes, op);
     std::int64_t count = 1;
     for (int a : axes) count *= x->shape[static_cast<std::size_t>(a)];
-    if (x->dtype == DType::Float16) {  // in float32 (a count past 65504 is no half), rounded once
-        NodePtr total = reduce(ReduceOp::Sum, cast(x, DType::Float32), axes, keepdim, op);
+    // half sums in float32 (a count past 65504 is no half); integers and bool in int64.
+    const NodePtr total = reduce(ReduceOp::Sum, x->dtype == DType::Float16 ? cast(x, DType::Float32) : x, axes, keepdim, op);
+    return mean_of_sum(total, x->dtype, count, device_has_float64);
+}
+
+LAZYTENSOR_ENGINE_API NodePtr mean_of_sum(const NodePtr& total, DType input, std::int64_t count, bool device_has_float64) {
+    if (input == DType::Float16)  // rounded to half once
         return cast(binary(BinaryOp::Div, total, Scalar::of(static_cast<double>(count))), DType::Float16);
-    }
-    NodePtr total = reduce(ReduceOp::Sum, x, axes, keepdim, op);
-    if (is_floating(x->dtype)) return binary(BinaryOp::Div, total, Scalar::of(static_cast<double>(count)));
+    if (is_floating(input)) return binary(BinaryOp::Div, total, Scalar::of(static_cast<double>(count)));
     if (device_has_float64) {
         NodePtr quotient = binary(BinaryOp::Div, cast(total, DType::Float64), Scalar::of(static_cast<double>(count)));
         return cast(quotient, DType::Float32);
     }
     if (count == 0) return binary(BinaryOp::Div, cast(total, DType::Float32), Scalar::of(0.0));  // 0 / 0: NaN
-    total = cast(total, DType::Int64);
+    const NodePtr exact = cast(total, DType::Int64);
     // The nearest quotient q and its remainder r, |r| <= count / 2: q is exact in float32 up to
     // 2^24, and r / count rounds once; their sum rounds once more, to within 1 ulp.
-    const NodePtr floor_q = floor_divide(total, Scalar::of(count));
-    const NodePtr floor_r = remainder(total, Scalar::of(count));  // 0 <= r < count
+    const NodePtr floor_q = floor_divide(exact, Scalar::of(count));
+    const NodePtr floor_r = remainder(exact, Scalar::of(count));  // 0 <= r < count
     const NodePtr up = binary(BinaryOp::Gt, floor_r, Scalar::of(count / 2));
     const NodePtr q = where(up, binary(BinaryOp::Add, floor_q, Scalar::of(std::int64_t(1))), floor_q);
     const NodePtr r = where(up, binary(BinaryOp::Sub, floor_r, Scalar::of(count)), floor_r);
@@ -2950,6 +2964,8 @@ LAZYTENSOR_ENGINE_API NodePtr scan(ReduceOp rop, const NodePtr& x, int axis, con
 
 LAZYTENSOR_ENGINE_API bool runs_as_gemm(DType dtype, Device device) { return gemm_available(dtype, device); }
 
+// (The shape-aware runs_as_gemm is defined in runtime/engine.hpp, which sees the backends.)
+
 LAZYTENSOR_ENGINE_API std::int64_t split_k_parts(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, Device device) {
     if (device.kind == Device::Kind::Host) return 1;  // the host GEMM threads over k's blocks itself
     if (k < 2048) return 1;                           // short sums keep one GEMM (and its schedule)
@@ -3001,7 +3017,7 @@ LAZYTENSOR_ENGINE_API NodePtr matmul(const NodePtr& a, const NodePtr& b) {
     NodePtr product;
     if (numel(out) == 0 || k == 0) {
         product = constant(Scalar::of<std::int64_t>(0), t, out, device);  // an empty sum is 0
-    } else if (runs_as_gemm(t, device)) {
+    } else if (runs_as_gemm(t, device, numel(batch), m, n, k)) {
         const std::int64_t parts = split_k_parts(numel(batch), m, n, k, device);
         if (parts == 1) {
             product = with_sources(make(NodeKind::Matmul, t, device, out), {x, y});
@@ -6702,13 +6718,23 @@ inline NodePtr variance(const NodePtr& x, const Axes& user_axes, bool keepdim, i
 }
 
 /// argmax (Max) or argmin (Min) along one axis: the first position holding the extreme value,
-/// or the first NaN.
+/// or the first NaN (NumPy's and PyTorch's argmax). Two reduce phases of one kernel: the
+/// extreme, then the first position that holds it.
+///
+/// Max and min propagate NaN, so a row with a NaN has NaN as its extreme, and no value equals
+/// it: the NaN test is folded into the comparison with the extreme, as where(extreme is NaN,
+/// x, 0) != itself. Every element-wise node over x then also reads the extreme (a node over x
+/// alone, such as x != x, is a kernel of its own when x comes from a reduction of another
+/// domain: k-means' distances gave a bool buffer of the whole input).
 inline NodePtr arg_extreme(ReduceOp extreme, const NodePtr& x, int axis, bool keepdim, const char* op) {
     const int k = normalize_axis(axis, x->shape.size(), op, x->shape);
     const NodePtr best = graph::reduce(extreme, x, Axes{k}, true, op);
     NodePtr hit = graph::binary(BinaryOp::Eq, x, best);
-    if (is_floating(x->dtype))  // x != x: NaN, which max and min propagate
-        hit = graph::binary(BinaryOp::Maximum, hit, graph::binary(BinaryOp::Ne, x, x));
+    if (is_floating(x->dtype)) {
+        const NodePtr nan_row = graph::binary(BinaryOp::Ne, best, best);
+        const NodePtr in_nan_row = graph::where(nan_row, x, Scalar::of<std::int64_t>(0).cast(x->dtype));
+        hit = graph::binary(BinaryOp::Maximum, hit, graph::binary(BinaryOp::Ne, in_nan_row, in_nan_row));
+    }
     const NodePtr positions = graph::where(hit, graph::iota(x->shape, k, x->device),
                                            Scalar::of<std::int64_t>(x->shape[static_cast<std::size_t>(k)]));
     return graph::reduce(ReduceOp::Min, positions, Axes{k}, keepdim, op);
@@ -7859,6 +7885,14 @@ public:
     /// Runs a matrix product into `c` (contiguous [batch..., m, n]), reading `a` and `b` as the
     /// layouts of `gemm` say. Its dtype is float32 or float64.
     virtual void gemm(const ir::Gemm& gemm, const Buffer& a, const Buffer& b, Buffer& c) = 0;
+    /// Whether a float32 or float64 product of `batch` products of [m, k] x [k, n] runs better
+    /// as a reduction kernel (the sum of element-wise products that the scheduler fuses with
+    /// what reads and feeds it) than as this backend's GEMM: the one place that says which
+    /// products are too thin for a GEMM (graph::runs_as_gemm asks it when the product is built).
+    virtual bool product_as_reduction(DType, std::int64_t /*batch*/, std::int64_t /*m*/, std::int64_t /*n*/,
+                                      std::int64_t /*k*/) const {
+        return false;
+    }
     /// Whether gemm_fused can run `epilogue` (an ir::fits_as_epilogue kernel reading the product
     /// as parameter `product_param`) in the stores of `gemm`. A change of the answer for the same
     /// arguments must bump gemm_config_generation() (plans keep it), as for fuses_prologue.
@@ -14354,6 +14388,20 @@ public:
         layout.whole_tiles = gemm_whole_tiles(g, layout, p);
         return layout;
     }
+    /// On a CPU device (PoCL), a product with at most kThinProduct rows or columns (matrix x
+    /// vector, vector x matrix, a few columns; batched too) or with k = 1 runs as a reduction
+    /// kernel once it moves kThinElements elements or more (its largest operand or its result):
+    /// CLBlast's GEMM pads such a product to its tiles and ran [100000, 64] x [64] at 0.3-0.75
+    /// GFLOP/s, the reduction 3-5x faster, and up to 8 columns 4-9x faster (16 columns 2x too,
+    /// but attention's second product, weights x v, has that many and fuses only as products;
+    /// bench/bench_thin_matmul.cpp, bench/README.md). Smaller products cost a launch either way
+    /// and keep the GEMM; GPUs keep their GEMM (not measured there).
+    static constexpr std::int64_t kThinProduct = 8;
+    static constexpr std::int64_t kThinElements = std::int64_t(1) << 16;
+    bool product_as_reduction(DType, std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k) const override {
+        if (traits_.gpu || (std::min(m, n) > kThinProduct && k != 1)) return false;
+        return batch * std::max({m * k, k * n, m * n}) >= kThinElements;
+    }
     /// Whether `g` runs on the own GEMM kernel (else CLBlast).
     bool uses_own_gemm(const ir::Gemm& g) const {
         if (!LAZYTENSOR_CLBLAST || gemm_choice_ == GemmChoice::Own) return true;
@@ -15239,6 +15287,7 @@ inline DefaultDevice& default_device_state() {
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 // ---- lazytensor/codegen/lower.hpp ----
@@ -16661,6 +16710,9 @@ struct PlannedItem {
     std::vector<int> inputs;  // per input parameter (a Matmul's: A, B, then its epilogue's)
                               // (a prologue's input stands for its operand)
     std::vector<int> scalars; // per scalar parameter: the node whose value is passed
+    // Per input parameter: the shapes the item reads that buffer through (a slice, a transpose,
+    // ... of it: not the buffer's own shape), each once; empty: the buffer's node's shape.
+    std::vector<std::vector<Shape>> read_shapes;
     std::vector<std::string> ops;
     // The compiled kernel, looked up on the first run (realize holds its lock meanwhile).
     mutable std::shared_ptr<CompiledKernel> compiled;
@@ -16807,6 +16859,93 @@ inline Schedule schedule_and_lower(const GraphWalk& w) {
     }
 }
 
+/// The shapes each input of an item is read through (PlannedItem::read_shapes), found by walking
+/// its graph from what it computes down to the buffers it loads, as lowering does: a view (a
+/// slice, a permute, a reshape) over a buffer is read in the view's shape, the topmost of a
+/// chain of views; broadcasts and reshapes that only add or drop unit axes read the shape under
+/// them (a bias [16] added to [64, 16] reads [16]).
+class ReadShapes {
+public:
+    explicit ReadShapes(const Schedule& s) {
+        for (const Group& g : s.groups) base_of_[g.root] = g.view_only ? g.view.base : g.root;
+    }
+
+    void find(const Group& g, std::vector<std::vector<Shape>>& out) const {
+        out.assign(g.inputs.size(), {});
+        if (g.view_only) return;
+        std::size_t first_kernel_input = 0;  // the inputs before it are operands of a product or scan
+        if (g.is_attention()) {
+            const Node* scores = g.fused_scores;
+            const Node* operands[3] = {scores->src[0].get(), scores->src[1].get(), g.root->src[1].get()};
+            for (std::size_t o = 0; o < 3 && o < g.inputs.size(); ++o) read_operand(operands[o], g.inputs[o], out[o]);
+            return;
+        }
+        if (g.is_gemm() || g.is_scan()) {
+            const Node* core = g.core();
+            first_kernel_input = g.is_gemm() ? 2 : 1;
+            for (std::size_t o = 0; o < first_kernel_input && o < g.inputs.size(); ++o)
+                read_operand(core->src[o].get(), g.inputs[o], out[o]);
+            if (!g.fused_product) return;
+        }
+        Reads reads;
+        Walk walk{*this, g.root, g.fused_product, reads, {}};
+        walk.from(g.root, nullptr);
+        for (std::size_t i = first_kernel_input; i < g.inputs.size(); ++i)
+            if (auto it = reads.find(g.inputs[i]); it != reads.end()) out[i] = it->second;
+    }
+
+private:
+    using Reads = std::unordered_map<const Node*, std::vector<Shape>>;
+
+    /// Whether a view reads the same elements in the same order as its source, with unit axes
+    /// or broadcast copies added: its source's shape is what it reads.
+    static bool transparent(const Node* n) {
+        if (n->kind == NodeKind::Expand) return true;
+        if (n->kind != NodeKind::Reshape) return false;
+        auto non_unit = [](const Shape& shape) {
+            Shape out;
+            for (std::int64_t e : shape)
+                if (e != 1) out.push_back(e);
+            return out;
+        };
+        return non_unit(n->shape) == non_unit(n->src[0]->shape);
+    }
+
+    struct Walk {
+        const ReadShapes& shapes;
+        const Node* self;     // the item's root: not a load however it is listed
+        const Node* product;  // a fused product's node: loaded by its epilogue (null: none)
+        Reads& reads;
+        std::unordered_map<const Node*, std::vector<const Node*>> seen;  // (node, top view) pairs walked
+
+        void from(const Node* n, const Node* top) {
+            std::vector<const Node*>& tops = seen[n];
+            if (std::find(tops.begin(), tops.end(), top) != tops.end()) return;
+            tops.push_back(top);
+            const auto base = shapes.base_of_.find(n);
+            if (n != self && (n->realized() || n == product || base != shapes.base_of_.end())) {
+                const Node* buffer = n->realized() || n == product ? n : base->second;
+                std::vector<Shape>& list = reads[buffer];
+                const Shape& shape = top ? top->shape : n->shape;
+                if (std::find(list.begin(), list.end(), shape) == list.end()) list.push_back(shape);
+                return;
+            }
+            if (is_view(n->kind)) return from(n->src[0].get(), top || transparent(n) ? top : n);
+            for (int k = 0; k < n->nsrc; ++k) from(n->src[static_cast<std::size_t>(k)].get(), nullptr);
+        }
+    };
+
+    /// The shapes operand `start` of a product or scan reads the buffer of `input` through.
+    void read_operand(const Node* start, const Node* input, std::vector<Shape>& out) const {
+        Reads reads;
+        Walk walk{*this, nullptr, nullptr, reads, {}};
+        walk.from(start, nullptr);
+        if (auto it = reads.find(input); it != reads.end()) out = it->second;
+    }
+
+    std::unordered_map<const Node*, const Node*> base_of_;  // per item's root: the node whose buffer holds it
+};
+
 inline Plan make_plan(const GraphWalk& w) {
     Schedule s = schedule_and_lower(w);
     ProductFusions fusions;
@@ -16825,6 +16964,7 @@ inline Plan make_plan(const GraphWalk& w) {
     fuse_attention(s, [](const Node* product, const ir::Attention& a) { return device_backend(product->device).fuses_attention(a); });
     fuse_into_products(s, fusions);
     auto index = [&](const Node* n) { return w.order.index.at(n); };
+    const ReadShapes read_shapes(s);
     Plan p;
     p.uses = std::move(s.uses);
     for (Group& g : s.groups) {
@@ -16860,6 +17000,7 @@ inline Plan make_plan(const GraphWalk& w) {
             item.weights = index(g.fused_weights);
         }
         for (Node* in : g.inputs) item.inputs.push_back(index(in));
+        read_shapes.find(g, item.read_shapes);
         for (Node* v : g.scalars) item.scalars.push_back(index(v));
         item.ops = std::move(g.ops);
         p.items.push_back(std::move(item));
@@ -17431,7 +17572,18 @@ inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
     item.kind = p.kind;
     item.reason = p.reason;
     item.ops = p.ops;
-    for (int in : p.inputs) item.inputs.push_back(describe(w.node(in)));
+    for (std::size_t i = 0; i < p.inputs.size(); ++i) {
+        // The shapes it is read through (a view's, not its buffer's), else its node's own.
+        const Node* input = w.node(p.inputs[i]);
+        const std::vector<Shape>* reads = i < p.read_shapes.size() ? &p.read_shapes[i] : nullptr;
+        if (!reads || reads->empty()) {
+            item.inputs.push_back(describe(input));
+            continue;
+        }
+        std::string text = concat(input->dtype, reads->front());
+        for (std::size_t r = 1; r < reads->size(); ++r) text += concat(" and ", (*reads)[r]);
+        item.inputs.push_back(std::move(text));
+    }
     item.scalars = static_cast<int>(p.scalars.size());
     item.output = describe(w.node(p.root));
     if (p.is_attention()) {
@@ -17882,6 +18034,15 @@ LAZYTENSOR_ENGINE_API std::vector<DeviceInfo> devices() {
 #endif
     return out;
 }
+
+namespace detail::graph {
+
+LAZYTENSOR_ENGINE_API bool runs_as_gemm(DType dtype, Device device, std::int64_t batch, std::int64_t m, std::int64_t n,
+                                        std::int64_t k) {
+    return runs_as_gemm(dtype, device) && !device_backend(device).product_as_reduction(dtype, batch, m, n, k);
+}
+
+}  // namespace detail::graph
 
 LAZYTENSOR_ENGINE_API Device default_device() {
     auto& s = detail::default_device_state();
@@ -19241,7 +19402,8 @@ void norm(const E&, P, V, bool = false) {
 //
 // Positions are checked before anything is computed: the index tensor is realized with its
 // minimum and maximum (one small schedule), and a position out of range is an IndexError
-// naming it. The kernels clamp positions as well, so no read ever leaves a buffer.
+// naming it. The kernels clamp positions as well, so no read ever leaves a buffer. one_hot
+// checks nothing (a label out of range gives a row of zeros) and reads nothing back.
 
 #include <vector>
 
@@ -19308,9 +19470,12 @@ auto index_select(const E& x, int axis, const I& index) {
     return Tensor<T>(detail::graph::gather(data, static_cast<int>(k), expanded));
 }
 
-/// labels (integers in [0, num_classes)) as one-hot int64 vectors along a new last axis.
-/// num_classes = -1 takes the largest label + 1. Realizes labels now to check them (IndexError
-/// for a label out of range). Floating or bool labels do not compile.
+/// labels as one-hot int64 vectors along a new last axis: out[..., c] = (labels[...] == c) for c
+/// in [0, num_classes). Lazy, one kernel, no read-back: a label outside [0, num_classes)
+/// (negative, or num_classes or more) gives a row of zeros, as in JAX's one_hot (PyTorch's
+/// raises; checking would read the labels back to the host on every call). num_classes = -1
+/// takes the largest label + 1, which reads that one value back (the shape depends on it);
+/// negative labels then give rows of zeros too. Floating or bool labels do not compile.
 template <class I, class = std::enable_if_t<detail::is_tensor_like_v<I>>>
 Tensor<std::int64_t> one_hot(const I& labels, std::int64_t num_classes = -1) {
     static_assert(detail::is_integer_label_v<typename I::value_type>,
@@ -19318,16 +19483,15 @@ Tensor<std::int64_t> one_hot(const I& labels, std::int64_t num_classes = -1) {
                   "cast them first, e.g. lt::one_hot(lt::cast<std::int64_t>(labels), num_classes)");
     const detail::NodePtr l = labels.build();
     if (num_classes < -1) detail::fail<ValueError>("one_hot: num_classes must be >= 0 or -1, got ", num_classes);
+    if (!is_integral(l->dtype)) detail::fail<ValueError>("one_hot: labels must be integers, got ", l->dtype);
     if (num_classes == -1) {
-        if (!is_integral(l->dtype)) detail::fail<ValueError>("one_hot: labels must be integers, got ", l->dtype);
         if (numel(l->shape) == 0)
             detail::fail<ValueError>("one_hot: cannot infer num_classes from empty labels; pass it");
         const detail::NodePtr hi = detail::graph::reduce(ReduceOp::Max, detail::graph::cast(l, DType::Int64), std::nullopt,
                                                           false, "one_hot");
         detail::realize_nodes({hi.get()});
-        num_classes = detail::read_elements<std::int64_t>(*hi)[0] + 1;
+        num_classes = std::max<std::int64_t>(detail::read_elements<std::int64_t>(*hi)[0] + 1, 0);
     }
-    detail::check_positions(l, num_classes, "one_hot", "label", detail::concat(num_classes, " classes"));
     Shape out = l->shape;
     out.push_back(num_classes);
     Shape spread = l->shape;
@@ -20574,7 +20738,27 @@ inline constexpr bool is_sharded_and_tensor_v =
     }
 LAZYTENSOR_UNARY_OPS(LAZYTENSOR_X)
 LAZYTENSOR_X(, sigmoid, ) LAZYTENSOR_X(, silu, ) LAZYTENSOR_X(, gelu, ) LAZYTENSOR_X(, rsqrt, ) LAZYTENSOR_X(, sign, )
+LAZYTENSOR_X(, softplus, )
 #undef LAZYTENSOR_X
+
+// The composites that take scalar arguments, shard by shard.
+template <class T>
+auto softplus(const ShardedTensor<T>& x, double beta) {
+    return detail::per_shard("softplus", [beta](const auto& s) { return lazytensor::softplus(s, beta); }, x);
+}
+template <class T>
+auto elu(const ShardedTensor<T>& x, double alpha = 1.0) {
+    return detail::per_shard("elu", [alpha](const auto& s) { return lazytensor::elu(s, alpha); }, x);
+}
+template <class T>
+auto leaky_relu(const ShardedTensor<T>& x, double negative_slope = 0.01) {
+    return detail::per_shard("leaky_relu", [negative_slope](const auto& s) { return lazytensor::leaky_relu(s, negative_slope); }, x);
+}
+/// clamp of a sharded tensor between two scalars.
+template <class T, class Lo, class Hi, std::enable_if_t<detail::is_scalar_v<Lo> && detail::is_scalar_v<Hi>, int> = 0>
+auto clamp(const ShardedTensor<T>& x, Lo lo, Hi hi) {
+    return detail::per_shard("clamp", [lo, hi](const auto& s) { return lazytensor::clamp(s, lo, hi); }, x);
+}
 
 #define LAZYTENSOR_X(name, fn, rule)                                                                      \
     template <class L, class R, std::enable_if_t<detail::is_sharded_operands_v<L, R>, int> = 0>           \
@@ -20767,16 +20951,20 @@ LAZYTENSOR_X(max, maximum, true)
 LAZYTENSOR_X(min, minimum, true)
 #undef LAZYTENSOR_X
 
-/// The mean over `axes`: the sum (in the mean's type) divided by the count of reduced elements.
+/// The mean over `axes`: the sharded sum (half in float32, integers in int64, as lt::mean sums)
+/// divided by the count of reduced elements, per shard, by lt::mean's own division.
 template <class T>
 auto mean(const ShardedTensor<T>& x, const Axes& axes, bool keepdim = false) {
-    using R = typename decltype(lazytensor::mean(x.shard(0)))::value_type;
+    using R = detail::mean_t<T>;
     std::int64_t count = 1;
     for (int a : axes.empty() ? detail::all_axes(x.ndim()) : axes)
         count *= x.shape()[static_cast<std::size_t>(detail::normalize_axis(a, x.ndim(), "mean", x.shape()))];
-    // Integers sum exactly (in int64, as lt::sum does) and are divided once, as lt::mean does.
-    if constexpr (std::is_integral_v<T>) return sum(x, axes, keepdim).template cast<R>() / static_cast<R>(count);
-    else return sum(x.template cast<R>(), axes, keepdim) / static_cast<R>(count);
+    auto divide = [count](const auto& total) {
+        const detail::NodePtr t = total.build();
+        return Tensor<R>(detail::graph::mean_of_sum(t, dtype_of<T>(), count, detail::supports_float64(t->device)));
+    };
+    if constexpr (std::is_same_v<T, half>) return detail::per_shard("mean", divide, sum(x.template cast<float>(), axes, keepdim));
+    else return detail::per_shard("mean", divide, sum(x, axes, keepdim));
 }
 template <class T>
 auto mean(const ShardedTensor<T>& x, int axis, bool keepdim = false) {
