@@ -207,6 +207,174 @@ TEST_CASE("fuzz: fixed seeds") {
     }
 }
 
+// ------------------------------------------------------------------ chains of shifted views
+
+namespace {
+
+/// A program of a deep chain of shifted views (issue 54): a float leaf, then 8 to 40 links, each
+/// reading the link before through two index maps (shifted slices added and padded back to the
+/// shape, the value and its flip, the value and a one-sided shift), halved so that values stay
+/// bounded. Realized only at the end, as a lazy loop is: fused naively, link k would be
+/// recomputed 2^k times.
+fuzz::Program chain_program(std::uint64_t seed) {
+    using fuzz::Kind;
+    using fuzz::Step;
+    fuzz::Rng rng(seed * 7919 + 54);
+    fuzz::Program p;
+    p.seed = seed;
+    const lt::Shape shape = rng.chance(0.5) ? lt::Shape{rng.range(3, 12), rng.range(3, 12)} : lt::Shape{rng.range(3, 64)};
+    Step leaf;
+    leaf.kind = Kind::Leaf;
+    leaf.dtype = lt::DType::Float32;
+    leaf.shape = shape;
+    for (std::int64_t i = 0; i < lt::numel(shape); ++i) leaf.data.push_back(static_cast<double>(rng.range(-64, 64)) / 16.0);
+    p.steps.push_back(leaf);
+    auto add = [&](Step s) {
+        s.dtype = lt::DType::Float32;
+        p.steps.push_back(std::move(s));
+        return static_cast<int>(p.steps.size()) - 1;
+    };
+    auto like = [&](Kind kind, int a) {
+        Step s;
+        s.kind = kind;
+        s.a = a;
+        s.shape = p.steps[static_cast<std::size_t>(a)].shape;
+        return s;
+    };
+    int cur = 0;
+    const int links = static_cast<int>(rng.range(8, 40));
+    for (int l = 0; l < links; ++l) {
+        const std::size_t k = static_cast<std::size_t>(rng.below(static_cast<std::int64_t>(shape.size())));
+        const std::int64_t n = shape[k];
+        auto slice = [&](int a, std::int64_t start, std::optional<std::int64_t> stop) {
+            Step s = like(Kind::Slice, a);
+            s.axis = static_cast<int>(k);
+            s.start = start;
+            s.stop = stop;
+            s.shape[k] = fuzz::Generator::slice_indices(n, s.start, s.stop, 1)[2];
+            return add(s);
+        };
+        auto pad = [&](int a, std::int64_t before, std::int64_t after) {
+            Step s = like(Kind::Pad, a);
+            s.before = lt::Shape(shape.size(), 0);
+            s.after = lt::Shape(shape.size(), 0);
+            s.before[k] = before;
+            s.after[k] = after;
+            s.shape[k] += before + after;
+            s.value = lt::Scalar::of<double>(0.0);
+            return add(s);
+        };
+        auto binary = [&](fuzz::BinaryOp op, int a, int b) {
+            Step s = like(Kind::Binary, a);
+            s.bop = op;
+            s.b = b;
+            return add(s);
+        };
+        int next = 0;
+        switch (rng.below(3)) {
+            case 0: next = pad(binary(fuzz::BinaryOp::Add, slice(cur, 0, n - 2), slice(cur, 2, std::nullopt)), 1, 1); break;
+            case 1: {
+                Step f = like(Kind::Flip, cur);
+                f.axes = lt::Axes{static_cast<int>(k)};
+                next = binary(fuzz::BinaryOp::Add, cur, add(f));
+                break;
+            }
+            default: next = binary(fuzz::BinaryOp::Maximum, cur, pad(slice(cur, 1, std::nullopt), 0, 1)); break;
+        }
+        Step half = like(Kind::Binary, next);
+        half.bop = fuzz::BinaryOp::Mul;
+        half.scalar_side = 2;
+        half.value = lt::Scalar::of<double>(0.5);
+        cur = add(half);
+    }
+    p.steps.back().output = true;
+    return p;
+}
+
+/// The most instructions a schedule may evaluate per element of its graph. A kernel computes a
+/// node at most kMaxRecomputations (2) times per phase, each node lowers to a few instructions
+/// (a pad to about 10: index bounds and a select), and each reduction fused into a kernel adds
+/// a phase that computes its producers again.
+constexpr std::int64_t kWorkPerElement = 32;
+
+/// Where the schedule of p's outputs on d evaluates more than kWorkPerElement instructions per
+/// element of the graph (the elements each step writes or reads), per phase: the work is not
+/// linear in the graph. Programs with random leaves or assigns (they realize while built) are
+/// not checked.
+std::optional<std::string> work_failure(const fuzz::Program& p, lt::Device d) {
+    std::int64_t size = 0, phases = 1;
+    for (const fuzz::Step& s : p.steps) {
+        if (s.kind == fuzz::Kind::Random || s.kind == fuzz::Kind::Assign) return std::nullopt;
+        std::int64_t elements = lt::numel(s.shape);
+        for (int o : {s.a, s.b, s.c})
+            if (o >= 0) elements = std::max(elements, lt::numel(p.steps[static_cast<std::size_t>(o)].shape));
+        size += std::max<std::int64_t>(elements, 1);
+        if (s.kind == fuzz::Kind::Reduce || s.kind == fuzz::Kind::ArgExt) ++phases;
+    }
+    std::vector<fuzz::NodePtr> nodes;
+    for (const fuzz::Step& s : p.steps) nodes.push_back(fuzz::build_step(s, nodes, d));
+    std::vector<lt::detail::Node*> outs;
+    for (std::size_t i = 0; i < p.steps.size(); ++i)
+        if (p.steps[i].output) outs.push_back(nodes[i].get());
+    std::int64_t work = 0;
+    for (const lt::ScheduleItem& item : lt::detail::schedule_items(outs)) work += item.work;
+    const std::int64_t bound = kWorkPerElement * phases * size;
+    if (work <= bound) return std::nullopt;
+    return "FUZZ WORK: the schedule of seed " + std::to_string(p.seed) + " on " + d.str() + " evaluates " +
+           std::to_string(work) + " instructions, more than " + std::to_string(bound) + " (" +
+           std::to_string(kWorkPerElement) + " x " + std::to_string(phases) + " phases x " + std::to_string(size) +
+           " elements of the graph)\n" + fuzz::to_cpp(p);
+}
+
+/// The longest run of links in p that read their input through a view (slice, pad, flip).
+int view_chain_depth(const fuzz::Program& p) {
+    std::vector<int> depth(p.steps.size(), 0);
+    int deepest = 0;
+    for (std::size_t i = 0; i < p.steps.size(); ++i) {
+        const fuzz::Step& s = p.steps[i];
+        int d = 0;
+        for (int o : {s.a, s.b, s.c})
+            if (o >= 0) d = std::max(d, depth[static_cast<std::size_t>(o)]);
+        const bool view = s.kind == fuzz::Kind::Slice || s.kind == fuzz::Kind::Pad || s.kind == fuzz::Kind::Flip;
+        depth[i] = d + (view ? 1 : 0);
+        deepest = std::max(deepest, depth[i]);
+    }
+    return deepest;
+}
+
+}  // namespace
+
+TEST_CASE("fuzz: deep chains of shifted views, realized at the end, against the reference, in linear work") {
+    for (lt::Device d : test_devices()) {
+        const int seeds = d.kind == lt::Device::Kind::Host ? 40 : 8;
+        for (int seed = 0; seed < seeds; ++seed) {
+            const fuzz::Program p = chain_program(static_cast<std::uint64_t>(seed));
+            INFO("chain seed " << seed << " on " << d.str());
+            const auto failure = work_failure(p, d);
+            CHECK_MESSAGE(!failure, (failure ? *failure : std::string()));
+            for (fuzz::Path path : {fuzz::Path::Graph, fuzz::Path::Typed}) {
+                const fuzz::Failure f = fuzz::check(p, d, path);
+                CHECK_MESSAGE(!f.failed, (f.failed ? "FUZZ MISMATCH " + fuzz::report(p, d, f, path) : std::string()));
+            }
+        }
+    }
+}
+
+TEST_CASE("fuzz: the chain generator builds deep chains, and the work bound is far below a naive fusion's 2^k") {
+    int deep = 0;
+    for (std::uint64_t seed = 0; seed < 40; ++seed) {
+        const fuzz::Program p = chain_program(seed);
+        CHECK(view_chain_depth(p) >= 8);
+        deep = std::max(deep, view_chain_depth(p));
+    }
+    CHECK(deep >= 40);
+    // The bound against what fusing a chain of k two-map links naively costs: 2^k evaluations of
+    // the first link per element (k = 16: 65536 x its instructions), against 32 x the graph's
+    // size per element (a chain program of 16 links has at most 5 x 16 + 1 steps).
+    const std::int64_t steps = 5 * 16 + 1;
+    CHECK(kWorkPerElement * steps < (std::int64_t(1) << 16));
+}
+
 /// The gradient seeds CI runs on a device: 0..1999 on the host (~2 s), 0..59 on OpenCL (PoCL
 /// compiles each graph's forward and backward kernels: ~35 s with cold caches, 2 s warm);
 /// LAZYTENSOR_FUZZ_SEEDS for all.
