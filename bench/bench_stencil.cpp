@@ -7,36 +7,20 @@
 // NumPy (--numpy) or PyTorch, in the same order, for bench/print_ratios.py.
 //
 //   bench_stencil [--device host|opencl:N] [--steps2d 200]
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <lazytensor.hpp>
 #include <lazytensor/core/device.hpp>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "median_ms.hpp"
+
 namespace lt = lazytensor;
 
 namespace {
-
-double median_ms(lt::Device d, int runs, const std::function<void()>& f) {
-    using Clock = std::chrono::steady_clock;
-    f();
-    lt::synchronize(d);
-    std::vector<double> t;
-    for (int i = 0; i < runs; ++i) {
-        const auto t0 = Clock::now();
-        f();
-        lt::synchronize(d);
-        t.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-    }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
-}
 
 lt::Tensor<float> stencil_1d(lt::Tensor<float> u) {
     return lt::pad(u.slice(0, 0, -2) + u.slice(0, 2, {}), {{1, 1}}, 0.0f);
@@ -83,10 +67,10 @@ int main(int argc, char** argv) {
         }
         check1 = lt::sum(u * 1e-12f).item();
     };
-    const double l10 = median_ms(device, 15, [&] { lazy_1d(10); });
-    const double l40 = median_ms(device, 15, [&] { lazy_1d(40); });
+    const double l10 = median_ms(device, [&] { lazy_1d(10); });
+    const double l40 = median_ms(device, [&] { lazy_1d(40); });
     const float lazy_check = check1;
-    const double e40 = median_ms(device, 15, [&] { eager_1d(40); });
+    const double e40 = median_ms(device, [&] { eager_1d(40); });
     std::printf("1-D stencil 2^16, 10 steps, realized at the end  %.3f ms\n", l10);
     std::printf("1-D stencil 2^16, 40 steps, realized at the end  %.3f ms\n", l40);
     std::printf("1-D stencil 2^16, 40 steps, realized every step  %.3f ms\n", e40);
@@ -97,21 +81,21 @@ int main(int argc, char** argv) {
     lt::Tensor<float> u0 = lt::rand<float>({2048, 2048}, 2);
     u0.realize();
     float sum_lazy = 0, sum_each = 0, sum_assign = 0;
-    const double pad_lazy = median_ms(device, 3, [&] {
+    const double pad_lazy = median_ms(device, [&] {
         lt::Tensor<float> u = u0;
         for (int i = 0; i < steps2d; ++i) u = heat_pad(u, c);
         u.realize();
         sum_lazy = lt::sum(u).item();
-    });
-    const double pad_each = median_ms(device, 3, [&] {
+    }, 3);
+    const double pad_each = median_ms(device, [&] {
         lt::Tensor<float> u = u0;
         for (int i = 0; i < steps2d; ++i) {
             u = heat_pad(u, c);
             u.realize();
         }
         sum_each = lt::sum(u).item();
-    });
-    const double assign = median_ms(device, 3, [&] {
+    }, 3);
+    const double assign = median_ms(device, [&] {
         lt::Tensor<float> u = u0 + 0.0f, v = u0 + 0.0f;  // copies: the steps write into them
         lt::realize({u, v});
         for (int i = 0; i < steps2d; ++i) {
@@ -119,7 +103,7 @@ int main(int argc, char** argv) {
             std::swap(u, v);
         }
         sum_assign = lt::sum(u).item();
-    });
+    }, 3);
     std::printf("heat 2048^2, %d steps, pad, realized at the end  %.3f ms\n", steps2d, pad_lazy);
     std::printf("heat 2048^2, %d steps, pad, realized every step  %.3f ms\n", steps2d, pad_each);
     std::printf("heat 2048^2, %d steps, assign into the interior  %.3f ms\n", steps2d, assign);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The timing of bench_sort and bench_scan (and of their PyTorch peers): the wall clock of one
-// call and a synchronize of the device, median of 15 after a warm-up call.
+// call and a synchronize of the device, median of 15 (or `runs`) after a warm-up call.
 #pragma once
 
 #include <algorithm>
@@ -9,12 +9,12 @@
 #include <lazytensor.hpp>
 #include <vector>
 
-inline double median_ms(lazytensor::Device d, const std::function<void()>& f) {
+inline double median_ms(lazytensor::Device d, const std::function<void()>& f, int runs = 15) {
     using Clock = std::chrono::steady_clock;
     f();
     lazytensor::synchronize(d);
     std::vector<double> t;
-    for (int i = 0; i < 15; ++i) {
+    for (int i = 0; i < runs; ++i) {
         const auto t0 = Clock::now();
         f();
         lazytensor::synchronize(d);
