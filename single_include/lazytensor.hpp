@@ -2215,12 +2215,21 @@ LAZYTENSOR_ENGINE_API NodePtr scan(ReduceOp rop, const NodePtr& x, int axis, con
 /// Whether a product of `dtype` on `device` runs as a GEMM schedule item. Other products are
 /// sums of element-wise products, which the scheduler fuses into one reduction kernel.
 LAZYTENSOR_ENGINE_API bool runs_as_gemm(DType dtype, Device device);
-/// Whether this product (`batch` products of [m, k] x [k, n] in `dtype`) runs as a GEMM item:
-/// runs_as_gemm(dtype, device), unless the device's backend runs a product this thin faster as
-/// a reduction kernel (Backend::product_as_reduction: matrix-vector products on OpenCL CPU
-/// devices). graph::matmul decides here, and only here.
-LAZYTENSOR_ENGINE_API bool runs_as_gemm(DType dtype, Device device, std::int64_t batch, std::int64_t m, std::int64_t n,
-                                        std::int64_t k);
+/// Whether a device's backend runs a product (`batch` products of [m, k] x [k, n] in `dtype`)
+/// faster as a reduction kernel than as a GEMM (Backend::product_as_reduction: matrix-vector
+/// products on OpenCL CPU devices). The engine installs its backends' answer
+/// (runtime/engine.hpp); the graph layer sees no backend, and without it no product is.
+using ThinProductPolicy = bool (*)(DType, Device, std::int64_t, std::int64_t, std::int64_t, std::int64_t);
+inline ThinProductPolicy& thin_product_policy() {
+    static ThinProductPolicy policy = nullptr;
+    return policy;
+}
+/// Whether this product runs as a GEMM item: runs_as_gemm(dtype, device), unless the device's
+/// backend runs one this thin faster as a reduction kernel. graph::matmul decides here, and only here.
+inline bool runs_as_gemm(DType dtype, Device device, std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k) {
+    const ThinProductPolicy as_reduction = thin_product_policy();
+    return runs_as_gemm(dtype, device) && !(as_reduction && as_reduction(dtype, device, batch, m, n, k));
+}
 
 /// How many parts to split the contracted axis of a GEMM into on a GPU-like device (1: none).
 /// BLAS kernels spread the output's tiles over the compute units; a product whose output is a
@@ -2963,8 +2972,6 @@ LAZYTENSOR_ENGINE_API NodePtr scan(ReduceOp rop, const NodePtr& x, int axis, con
 }
 
 LAZYTENSOR_ENGINE_API bool runs_as_gemm(DType dtype, Device device) { return gemm_available(dtype, device); }
-
-// (The shape-aware runs_as_gemm is defined in runtime/engine.hpp, which sees the backends.)
 
 LAZYTENSOR_ENGINE_API std::int64_t split_k_parts(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, Device device) {
     if (device.kind == Device::Kind::Host) return 1;  // the host GEMM threads over k's blocks itself
@@ -18035,14 +18042,16 @@ LAZYTENSOR_ENGINE_API std::vector<DeviceInfo> devices() {
     return out;
 }
 
-namespace detail::graph {
+namespace detail {
 
-LAZYTENSOR_ENGINE_API bool runs_as_gemm(DType dtype, Device device, std::int64_t batch, std::int64_t m, std::int64_t n,
-                                        std::int64_t k) {
-    return runs_as_gemm(dtype, device) && !device_backend(device).product_as_reduction(dtype, batch, m, n, k);
+// The backends' answer to graph::runs_as_gemm, installed when the engine starts.
+inline bool product_as_reduction(DType dtype, Device device, std::int64_t batch, std::int64_t m, std::int64_t n,
+                                 std::int64_t k) {
+    return device_backend(device).product_as_reduction(dtype, batch, m, n, k);
 }
+[[maybe_unused]] inline const bool thin_product_policy_installed = (graph::thin_product_policy() = &product_as_reduction, true);
 
-}  // namespace detail::graph
+}  // namespace detail
 
 LAZYTENSOR_ENGINE_API Device default_device() {
     auto& s = detail::default_device_state();

@@ -299,12 +299,21 @@ LAZYTENSOR_ENGINE_API NodePtr scan(ReduceOp rop, const NodePtr& x, int axis, con
 /// Whether a product of `dtype` on `device` runs as a GEMM schedule item. Other products are
 /// sums of element-wise products, which the scheduler fuses into one reduction kernel.
 LAZYTENSOR_ENGINE_API bool runs_as_gemm(DType dtype, Device device);
-/// Whether this product (`batch` products of [m, k] x [k, n] in `dtype`) runs as a GEMM item:
-/// runs_as_gemm(dtype, device), unless the device's backend runs a product this thin faster as
-/// a reduction kernel (Backend::product_as_reduction: matrix-vector products on OpenCL CPU
-/// devices). graph::matmul decides here, and only here.
-LAZYTENSOR_ENGINE_API bool runs_as_gemm(DType dtype, Device device, std::int64_t batch, std::int64_t m, std::int64_t n,
-                                        std::int64_t k);
+/// Whether a device's backend runs a product (`batch` products of [m, k] x [k, n] in `dtype`)
+/// faster as a reduction kernel than as a GEMM (Backend::product_as_reduction: matrix-vector
+/// products on OpenCL CPU devices). The engine installs its backends' answer
+/// (runtime/engine.hpp); the graph layer sees no backend, and without it no product is.
+using ThinProductPolicy = bool (*)(DType, Device, std::int64_t, std::int64_t, std::int64_t, std::int64_t);
+inline ThinProductPolicy& thin_product_policy() {
+    static ThinProductPolicy policy = nullptr;
+    return policy;
+}
+/// Whether this product runs as a GEMM item: runs_as_gemm(dtype, device), unless the device's
+/// backend runs one this thin faster as a reduction kernel. graph::matmul decides here, and only here.
+inline bool runs_as_gemm(DType dtype, Device device, std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k) {
+    const ThinProductPolicy as_reduction = thin_product_policy();
+    return runs_as_gemm(dtype, device) && !(as_reduction && as_reduction(dtype, device, batch, m, n, k));
+}
 
 /// How many parts to split the contracted axis of a GEMM into on a GPU-like device (1: none).
 /// BLAS kernels spread the output's tiles over the compute units; a product whose output is a

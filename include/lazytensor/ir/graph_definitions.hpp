@@ -726,8 +726,6 @@ LAZYTENSOR_ENGINE_API NodePtr scan(ReduceOp rop, const NodePtr& x, int axis, con
 
 LAZYTENSOR_ENGINE_API bool runs_as_gemm(DType dtype, Device device) { return gemm_available(dtype, device); }
 
-// (The shape-aware runs_as_gemm is defined in runtime/engine.hpp, which sees the backends.)
-
 LAZYTENSOR_ENGINE_API std::int64_t split_k_parts(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, Device device) {
     if (device.kind == Device::Kind::Host) return 1;  // the host GEMM threads over k's blocks itself
     if (k < 2048) return 1;                           // short sums keep one GEMM (and its schedule)

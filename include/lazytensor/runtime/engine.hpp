@@ -53,14 +53,16 @@ LAZYTENSOR_ENGINE_API std::vector<DeviceInfo> devices() {
     return out;
 }
 
-namespace detail::graph {
+namespace detail {
 
-LAZYTENSOR_ENGINE_API bool runs_as_gemm(DType dtype, Device device, std::int64_t batch, std::int64_t m, std::int64_t n,
-                                        std::int64_t k) {
-    return runs_as_gemm(dtype, device) && !device_backend(device).product_as_reduction(dtype, batch, m, n, k);
+// The backends' answer to graph::runs_as_gemm, installed when the engine starts.
+inline bool product_as_reduction(DType dtype, Device device, std::int64_t batch, std::int64_t m, std::int64_t n,
+                                 std::int64_t k) {
+    return device_backend(device).product_as_reduction(dtype, batch, m, n, k);
 }
+[[maybe_unused]] inline const bool thin_product_policy_installed = (graph::thin_product_policy() = &product_as_reduction, true);
 
-}  // namespace detail::graph
+}  // namespace detail
 
 LAZYTENSOR_ENGINE_API Device default_device() {
     auto& s = detail::default_device_state();
