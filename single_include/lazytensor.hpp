@@ -1083,18 +1083,11 @@ inline Axes all_axes(std::size_t ndim) {
 #include <utility>
 #include <vector>
 
-// ---- lazytensor/runtime/seam.hpp ----
-// The seam between the typed front end and the engine: everything the front end (and the
-// public API) needs from the scheduler, lowering and backends, as declared functions. The front
-// end includes this and never the engine, so the engine can be compiled once:
-//
-//   header-only (default)            the engine's definitions are inline in every unit;
-//   LAZYTENSOR_SEPARATE_RUNTIME      units see these declarations only (and compile in seconds);
-//   LAZYTENSOR_IMPLEMENTATION        defined in exactly one unit, which holds the definitions
-//                                    (runtime/engine.hpp) as ordinary external functions.
-//
-// In header-only mode every header that uses a seam function includes runtime/engine.hpp at its
-// end, so that the definitions are there wherever the declarations are used.
+// ---- lazytensor/core/engine_mode.hpp ----
+// How a unit sees the engine (runtime/seam.hpp tells the modes apart): LAZYTENSOR_ENGINE_API
+// marks the engine's functions, inline in header-only mode, external ones otherwise, and
+// LAZYTENSOR_ENGINE_DEFINITIONS says whether this unit holds their definitions. Any layer that
+// defines an engine function (the graph builders, reverse mode) uses them.
 //
 // A program must not mix header-only units with separate-runtime ones: the link fails, naming
 // lazytensor_ERROR_a_unit_is_header_only_while_another_uses_LAZYTENSOR_SEPARATE_RUNTIME; a
@@ -1102,12 +1095,46 @@ inline Axes all_axes(std::size_t ndim) {
 // lazytensor_ERROR_LAZYTENSOR_SEPARATE_RUNTIME_needs_one_unit_with_LAZYTENSOR_IMPLEMENTATION
 // (GCC and Clang with an ELF linker; elsewhere these checks are absent).
 
-#include <cstddef>
-#include <functional>
+#if defined(LAZYTENSOR_IMPLEMENTATION)
+#define LAZYTENSOR_ENGINE_DEFINITIONS 1
+#define LAZYTENSOR_ENGINE_API
+#elif defined(LAZYTENSOR_SEPARATE_RUNTIME)
+#define LAZYTENSOR_ENGINE_DEFINITIONS 0
+#define LAZYTENSOR_ENGINE_API
+#else
+#define LAZYTENSOR_ENGINE_DEFINITIONS 1
+#define LAZYTENSOR_ENGINE_API inline
+#endif
+
+#if defined(__GNUC__) && defined(__ELF__)
+#if !defined(LAZYTENSOR_IMPLEMENTATION) && !defined(LAZYTENSOR_SEPARATE_RUNTIME)
+// Header-only: every unit defines this symbol in one COMDAT group (so header-only units link
+// together), as a global symbol that clashes with the implementation unit's plain definition.
+__asm__(".pushsection .rodata.lazytensor_mode_marker,\"aG\",@progbits,lazytensor_mode_marker,comdat\n"
+        ".globl lazytensor_ERROR_a_unit_is_header_only_while_another_uses_LAZYTENSOR_SEPARATE_RUNTIME\n"
+        "lazytensor_ERROR_a_unit_is_header_only_while_another_uses_LAZYTENSOR_SEPARATE_RUNTIME: .byte 0\n"
+        ".popsection\n");
+#elif !defined(LAZYTENSOR_IMPLEMENTATION)
+// Separate runtime: every unit refers to a symbol that only the implementation unit defines.
+extern "C" const char lazytensor_ERROR_LAZYTENSOR_SEPARATE_RUNTIME_needs_one_unit_with_LAZYTENSOR_IMPLEMENTATION;
+namespace lazytensor::detail {
+namespace {
+[[maybe_unused]] __attribute__((used)) const char* const separate_runtime_link_check =
+    &lazytensor_ERROR_LAZYTENSOR_SEPARATE_RUNTIME_needs_one_unit_with_LAZYTENSOR_IMPLEMENTATION;
+}  // namespace
+}  // namespace lazytensor::detail
+#endif
+#endif
+// ---- lazytensor/ir/node.hpp ----
+// The lazy graph. A Node is one operation on whole tensors; a Tensor is a shared handle to one.
+// Once realized, a node turns into a Buffer node (a strided view of a device buffer) and drops
+// its sources, so the graph behind it can be freed.
+
+#include <array>
+#include <atomic>
+#include <cstdint>
 #include <memory>
-#include <ostream>
-#include <string>
-#include <utility>
+#include <shared_mutex>
 #include <vector>
 
 // ---- lazytensor/core/device.hpp ----
@@ -1292,235 +1319,6 @@ inline bool shares_memory(const Buffer& a, const Buffer& b) {
 }  // namespace detail
 
 }  // namespace lazytensor
-
-#if defined(LAZYTENSOR_IMPLEMENTATION)
-#define LAZYTENSOR_ENGINE_DEFINITIONS 1
-#define LAZYTENSOR_ENGINE_API
-#elif defined(LAZYTENSOR_SEPARATE_RUNTIME)
-#define LAZYTENSOR_ENGINE_DEFINITIONS 0
-#define LAZYTENSOR_ENGINE_API
-#else
-#define LAZYTENSOR_ENGINE_DEFINITIONS 1
-#define LAZYTENSOR_ENGINE_API inline
-#endif
-
-#if defined(__GNUC__) && defined(__ELF__)
-#if !defined(LAZYTENSOR_IMPLEMENTATION) && !defined(LAZYTENSOR_SEPARATE_RUNTIME)
-// Header-only: every unit defines this symbol in one COMDAT group (so header-only units link
-// together), as a global symbol that clashes with the implementation unit's plain definition.
-__asm__(".pushsection .rodata.lazytensor_mode_marker,\"aG\",@progbits,lazytensor_mode_marker,comdat\n"
-        ".globl lazytensor_ERROR_a_unit_is_header_only_while_another_uses_LAZYTENSOR_SEPARATE_RUNTIME\n"
-        "lazytensor_ERROR_a_unit_is_header_only_while_another_uses_LAZYTENSOR_SEPARATE_RUNTIME: .byte 0\n"
-        ".popsection\n");
-#elif !defined(LAZYTENSOR_IMPLEMENTATION)
-// Separate runtime: every unit refers to a symbol that only the implementation unit defines.
-extern "C" const char lazytensor_ERROR_LAZYTENSOR_SEPARATE_RUNTIME_needs_one_unit_with_LAZYTENSOR_IMPLEMENTATION;
-namespace lazytensor::detail {
-namespace {
-[[maybe_unused]] __attribute__((used)) const char* const separate_runtime_link_check =
-    &lazytensor_ERROR_LAZYTENSOR_SEPARATE_RUNTIME_needs_one_unit_with_LAZYTENSOR_IMPLEMENTATION;
-}  // namespace
-}  // namespace lazytensor::detail
-#endif
-#endif
-
-namespace lazytensor {
-
-/// The memory of one device's tensors, as lt::memory_stats reports it.
-struct MemoryStats {
-    std::size_t live_bytes = 0;    // in buffers that tensors (or a running schedule) hold now
-    std::size_t live_buffers = 0;  // how many such buffers
-    std::size_t peak_bytes = 0;    // the most live_bytes since the last lt::reset_peak_memory
-    std::size_t cached_bytes = 0;  // freed blocks the caching allocator keeps for reuse
-    std::size_t limit_bytes = 0;   // lt::set_memory_limit's limit on live_bytes; 0 for none
-};
-
-/// What one device compiled and what its caches answered, as lt::compile_stats reports it. A
-/// loop whose scalars or seeds change compiles nothing after its first step.
-struct CompileStats {
-    std::size_t kernels_compiled = 0;  // kernels made because no kernel of that structure was in memory
-    std::size_t memory_hits = 0;       // kernels found in memory (a new plan whose kernels were known)
-    std::size_t programs_built = 0;    // OpenCL programs built from source: the device's compiler ran
-    std::size_t disk_hits = 0;         // OpenCL programs loaded from the disk cache instead
-    double compile_ms = 0;             // time spent compiling kernels
-};
-
-/// A device and what it is, as listed by lt::devices().
-struct DeviceInfo {
-    Device device;
-    std::string name;  // "host (16 threads, avx512bw)", "NVIDIA H100 80GB HBM3 (NVIDIA CUDA, gpu)"
-    std::string kind;  // "host", or the OpenCL device type: "gpu", "cpu" or "accelerator"
-    bool float64 = true;  // computes double (OpenCL: cl_khr_fp64, unless LAZYTENSOR_OPENCL_FP64=off)
-    std::size_t largest_buffer = 0;  // bytes one tensor's buffer may hold (OpenCL: CL_DEVICE_MAX_MEM_ALLOC_SIZE)
-};
-
-/// One item of a schedule, as lt::schedule() reports it.
-struct ScheduleItem {
-    enum class Kind {
-        Kernel,  // a generated kernel (or the expression's compiled loop on the host)
-        Matmul,  // the backend's GEMM
-        Scan,    // the backend's scan (cumsum, cumprod)
-        View,    // zero-copy: a view of another buffer
-        Attention,  // softmax(f(q @ kt), -1) @ v as one kernel: the scores and weights never stored
-    };
-    Kind kind = Kind::Kernel;
-    std::string reason;               // why its output is materialized
-    std::vector<std::string> ops;     // the ops fused into it, in evaluation order
-    std::vector<std::string> inputs;  // per input buffer, the shape it is read in: "float32[2, 3]" (a
-                                      // view's shape, not its buffer's; "float32[4, 16] and [16, 4]":
-                                      // one buffer read through two views)
-    int scalars = 0;                  // scalar values passed to it at launch (operands, seeds, ...)
-    std::string output;               // the result, e.g. "float32[4, 8]"
-    int phases = 0;                   // reduce and store phases of the kernel
-    bool compiled_loop = false;       // runs as the expression's compiled loop, not interpreted
-    std::int64_t work = 0;            // a kernel's instructions times the elements each phase runs over
-                                      // (values computed, loads and stores included; 0 for other kinds)
-    std::string ir;                   // the kernel IR listing, or the GEMM's shape and layouts
-};
-
-/// "kernel", "matmul", "scan", "view" or "attention".
-inline const char* to_string(ScheduleItem::Kind kind) {
-    switch (kind) {
-        case ScheduleItem::Kind::Kernel: return "kernel";
-        case ScheduleItem::Kind::Matmul: return "matmul";
-        case ScheduleItem::Kind::Scan: return "scan";
-        case ScheduleItem::Kind::View: return "view";
-        case ScheduleItem::Kind::Attention: return "attention";
-    }
-    return "?";
-}
-inline std::ostream& operator<<(std::ostream& out, ScheduleItem::Kind kind) { return out << to_string(kind); }
-
-/// Every device this build can run on; the host is always first, then every OpenCL device of
-/// every platform (opencl:0, opencl:1, ...).
-LAZYTENSOR_ENGINE_API std::vector<DeviceInfo> devices();
-/// The device new tensors are created on: set_default_device's, else LAZYTENSOR_DEVICE (host,
-/// opencl, opencl:N), else host. DeviceError if LAZYTENSOR_DEVICE is unknown or unavailable.
-LAZYTENSOR_ENGINE_API Device default_device();
-/// Makes `d` the device new tensors are created on; DeviceError (and no change) if `d` is
-/// not available.
-LAZYTENSOR_ENGINE_API void set_default_device(Device d);
-/// Waits until every kernel launched on `d` has finished (realize() only enqueues on OpenCL
-/// devices; reading a result waits by itself). DeviceError if `d` is not available.
-LAZYTENSOR_ENGINE_API void synchronize(Device d);
-
-/// How much memory the tensors on `d` hold (live, peak, cached by the allocator, the limit).
-/// DeviceError if `d` is not available.
-LAZYTENSOR_ENGINE_API MemoryStats memory_stats(Device d);
-/// Starts a new peak: memory_stats(d).peak_bytes becomes the live bytes now.
-LAZYTENSOR_ENGINE_API void reset_peak_memory(Device d);
-/// Caps the bytes that live buffers on `d` may hold (0: no cap, the default). An allocation past
-/// it throws OutOfMemoryError, as a full device does, and leaves every tensor usable. Tensors
-/// that already exist are kept even when they hold more.
-LAZYTENSOR_ENGINE_API void set_memory_limit(Device d, std::size_t bytes);
-/// Gives the free blocks that the caching allocator keeps for reuse on `d` back to the system
-/// (the host) or the driver (OpenCL), as torch.cuda.empty_cache does.
-LAZYTENSOR_ENGINE_API void empty_cache(Device d);
-
-/// What `d` has compiled since the start (or reset_compile_stats): kernels compiled and found in
-/// memory, OpenCL programs built from source or loaded from the disk cache, and the time spent.
-/// A loop that changes only scalar values or random seeds compiles nothing after its first step.
-LAZYTENSOR_ENGINE_API CompileStats compile_stats(Device d);
-/// Sets compile_stats(d)'s counters to zero.
-LAZYTENSOR_ENGINE_API void reset_compile_stats(Device d);
-
-/// Whether check mode is on (LAZYTENSOR_CHECK=1 at start): see runtime/check.hpp.
-LAZYTENSOR_ENGINE_API bool check_enabled();
-/// Turns check mode on or off for the following realizes.
-LAZYTENSOR_ENGINE_API void set_check_enabled(bool on);
-
-namespace detail {
-
-struct Node;
-class Backend;
-namespace graph {
-struct Operand;
-}
-
-/// The backend that runs `d`'s kernels; DeviceError, naming the device, if it is unavailable
-/// (so the front end calls it to check a device before any work).
-LAZYTENSOR_ENGINE_API Backend& backend_for(Device d);
-/// Whether a matrix product of `dtype` on `device` runs as the backend's GEMM (a schedule item
-/// of its own) rather than as a reduction kernel: float and double products do on every
-/// backend (OpenCL runs its own GEMM kernel where the build has no CLBlast).
-#if LAZYTENSOR_ENGINE_DEFINITIONS
-LAZYTENSOR_ENGINE_API bool gemm_available(DType dtype, Device device) {
-    if (dtype != DType::Float32 && dtype != DType::Float64) return false;
-    (void)device;
-    return true;
-}
-#else
-LAZYTENSOR_ENGINE_API bool gemm_available(DType dtype, Device device);
-#endif
-
-/// Whether `device` computes float64 (the host always; OpenCL with cl_khr_fp64). Composites that
-/// would compute in double for accuracy (an integer mean) choose another way where it does not.
-LAZYTENSOR_ENGINE_API bool supports_float64(Device device);
-/// Computes `nodes` together (runtime/realize.hpp): one schedule, shared parts computed once.
-/// If anything fails, every node is left as it was.
-LAZYTENSOR_ENGINE_API void realize_nodes(const std::vector<Node*>& nodes);
-/// The schedule realize_nodes would run, without running it.
-LAZYTENSOR_ENGINE_API std::vector<ScheduleItem> schedule_items(const std::vector<Node*>& nodes);
-/// Writes `value` into the memory of `target` (a tensor or a view of one), now: Tensor::assign.
-LAZYTENSOR_ENGINE_API void assign_into(const std::shared_ptr<Node>& target, const graph::Operand& value);
-
-/// Reverse mode (autodiff/reverse.hpp): the gradient of sum_i <outputs[i], cotangents[i]> with
-/// respect to each of `inputs`, as lazy nodes of the inputs' shapes and dtypes (zeros where no
-/// output depends on an input). `op` names the caller in errors.
-LAZYTENSOR_ENGINE_API std::vector<std::shared_ptr<Node>> vjp_nodes(const std::vector<std::shared_ptr<Node>>& outputs,
-                                                                   const std::vector<std::shared_ptr<Node>>& cotangents,
-                                                                   const std::vector<std::shared_ptr<Node>>& inputs,
-                                                                   const char* op);
-
-/// The first k elements of each row of `in` (contiguous [rows, n]) in sorted order, stably (NaN
-/// after every number; before them when descending), into new contiguous [rows, k] buffers of
-/// values and int64 positions on in's device: lt::sort, argsort and topk.
-LAZYTENSOR_ENGINE_API std::pair<BufferPtr, BufferPtr> sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n,
-                                                                std::int64_t k, bool descending);
-/// Memory lazytensor did not allocate, as a buffer of `numel` elements of `dtype` on `d` (the
-/// host: a pointer; OpenCL: a cl_mem of d's context, checked (DeviceError) and retained):
-/// `release` (may be empty) runs once, when the last holder lets go, after the kernels that use
-/// the memory. Read-only unless `writable`. Not counted in memory_stats. If this throws,
-/// `release` is not called.
-LAZYTENSOR_ENGINE_API BufferPtr wrap_memory(Device d, DType dtype, std::int64_t numel, void* handle,
-                                            std::function<void()> release, bool writable);
-/// Records that `buffer`'s address was handed out (data(), to_dlpack), so that memory another
-/// buffer may wrap is known to be shared (an assign then computes the readers of both first).
-LAZYTENSOR_ENGINE_API void expose_memory(const BufferPtr& buffer);
-
-/// A new buffer on `d` holding `bytes` bytes copied from host memory (`numel` elements of `dtype`).
-LAZYTENSOR_ENGINE_API BufferPtr upload(Device d, DType dtype, std::int64_t numel, const void* data);
-/// Copies `bytes` bytes at byte offset `at` of `src` to host memory (waits for the kernels
-/// that write it).
-LAZYTENSOR_ENGINE_API void download(const Buffer& src, std::size_t at, void* dst, std::size_t bytes);
-/// Starts the kernels queued on `d` without waiting for them (so that several devices run at once).
-LAZYTENSOR_ENGINE_API void flush(Device d);
-/// A new buffer on `dst` holding `numel` elements of `dtype` copied from byte `at` of `src`
-/// (x.to(device)). Between OpenCL devices of one context the copy is direct and asynchronous
-/// (ordered by events); between others it goes through host memory.
-LAZYTENSOR_ENGINE_API BufferPtr copy_to_device(const Buffer& src, std::size_t at, DType dtype, std::int64_t numel, Device dst);
-/// A new buffer on `d` of `numel` elements of `dtype`, contents undefined, to be filled with
-/// write_buffer before a tensor reads it (lt::load_npy fills one piece by piece, so that a large
-/// file needs no whole copy in host memory).
-LAZYTENSOR_ENGINE_API BufferPtr allocate_buffer(Device d, DType dtype, std::int64_t numel);
-/// Copies `bytes` bytes from host memory into `dst` at byte offset `at`. BackendError if the
-/// range passes the end of the buffer.
-LAZYTENSOR_ENGINE_API void write_buffer(Buffer& dst, std::size_t at, const void* src, std::size_t bytes);
-
-}  // namespace detail
-}  // namespace lazytensor
-// ---- lazytensor/ir/node.hpp ----
-// The lazy graph. A Node is one operation on whole tensors; a Tensor is a shared handle to one.
-// Once realized, a node turns into a Buffer node (a strided view of a device buffer) and drops
-// its sources, so the graph behind it can be freed.
-
-#include <array>
-#include <atomic>
-#include <cstdint>
-#include <memory>
-#include <shared_mutex>
-#include <vector>
-
 // ---- lazytensor/ir/ops.hpp ----
 // The op list, defined once. The front end (free functions, operators, result types), the graph,
 // the kernel IR and every backend are generated from these tables or switch over them: adding
@@ -1766,6 +1564,9 @@ namespace lazytensor::detail {
 //   - Gather: src[0] read along axis axes[0] at the positions src[1] holds (int64, clamped).
 //   - Assign: writes src[1] into the buffer of src[0] (a realized tensor) in place, at the
 //     region params describe; the result is the whole updated tensor.
+//   - Sort: the positions (int64) of the first params[0] elements of each row of src[0] along
+//     its last axis, in sorted order (descending where params[1] is 1), stably; NaN sorts after
+//     every number (before them when descending).
 #define LAZYTENSOR_NODE_KINDS(X) \
     X(Buffer, "buffer")          \
     X(Const, "const")            \
@@ -1783,7 +1584,8 @@ namespace lazytensor::detail {
     X(Gather, "gather")          \
     X(Assign, "assign")          \
     X(Matmul, "matmul")          \
-    X(Scan, "scan")
+    X(Scan, "scan")              \
+    X(Sort, "sort")
 
 enum class NodeKind : std::uint8_t {
 #define LAZYTENSOR_X(name, text) name,
@@ -2209,6 +2011,11 @@ LAZYTENSOR_ENGINE_API NodePtr scatter_add(const NodePtr& base, int axis, const N
 /// scheduler makes an item of its own. Integers and bool accumulate in int64 (PyTorch); half in
 /// float32, each element rounded to half once.
 LAZYTENSOR_ENGINE_API NodePtr scan(ReduceOp rop, const NodePtr& x, int axis, const char* op);
+
+/// The positions (int64) of the first k elements of each row of x along its last axis, in
+/// sorted order, stably (a Sort node: NaN after every number, before them when descending).
+/// ValueError, naming `op`, unless 0 <= k <= the last axis' extent.
+LAZYTENSOR_ENGINE_API NodePtr sort_positions(const NodePtr& x, std::int64_t k, bool descending, const char* op);
 
 // ---------------------------------------------------------------------------- matrix products
 
@@ -2971,7 +2778,22 @@ LAZYTENSOR_ENGINE_API NodePtr scan(ReduceOp rop, const NodePtr& x, int axis, con
     return node;
 }
 
-LAZYTENSOR_ENGINE_API bool runs_as_gemm(DType dtype, Device device) { return gemm_available(dtype, device); }
+LAZYTENSOR_ENGINE_API NodePtr sort_positions(const NodePtr& x, std::int64_t k, bool descending, const char* op) {
+    if (x->shape.empty()) fail<AxisError>(op, ": needs at least one dimension, the tensor is 0-d");
+    const std::int64_t n = x->shape.back();
+    if (k < 0 || k > n) fail<ValueError>(op, ": k = ", k, " is outside [0, ", n, "], the extent of the last axis of shape ", x->shape);
+    Shape out = x->shape;
+    out.back() = k;
+    if (numel(out) == 0) return constant(Scalar::of<std::int64_t>(0), DType::Int64, out, x->device);
+    NodePtr node = with_sources(make(NodeKind::Sort, DType::Int64, x->device, out), {x});
+    node->params = {k, descending ? 1 : 0};
+    return node;
+}
+
+LAZYTENSOR_ENGINE_API bool runs_as_gemm(DType dtype, Device device) {
+    (void)device;  // float and double products run as a GEMM on every backend (OpenCL has its own kernel where the build has no CLBlast)
+    return dtype == DType::Float32 || dtype == DType::Float64;
+}
 
 LAZYTENSOR_ENGINE_API std::int64_t split_k_parts(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, Device device) {
     if (device.kind == Device::Kind::Host) return 1;  // the host GEMM threads over k's blocks itself
@@ -3069,6 +2891,219 @@ LAZYTENSOR_ENGINE_API NodePtr matmul(const NodePtr& a, const NodePtr& b) {
 
 }  // namespace lazytensor::detail::graph
 #endif
+// ---- lazytensor/runtime/seam.hpp ----
+// The seam between the typed front end and the engine: everything the front end (and the
+// public API) needs from the scheduler, lowering and backends, as declared functions. The front
+// end includes this and never the engine, so the engine can be compiled once:
+//
+//   header-only (default)            the engine's definitions are inline in every unit;
+//   LAZYTENSOR_SEPARATE_RUNTIME      units see these declarations only (and compile in seconds);
+//   LAZYTENSOR_IMPLEMENTATION        defined in exactly one unit, which holds the definitions
+//                                    (runtime/engine.hpp) as ordinary external functions.
+//
+// In header-only mode every header that uses a seam function includes runtime/engine.hpp at its
+// end, so that the definitions are there wherever the declarations are used.
+//
+// (core/engine_mode.hpp defines the macros and the link checks.)
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+// ---- lazytensor/core/reports.hpp ----
+// The plain types the engine reports through the public API: memory and compile statistics,
+// the devices, and the items of a schedule (lt::memory_stats, lt::compile_stats, lt::devices,
+// lt::schedule).
+
+#include <cstddef>
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+
+namespace lazytensor {
+
+/// The memory of one device's tensors, as lt::memory_stats reports it.
+struct MemoryStats {
+    std::size_t live_bytes = 0;    // in buffers that tensors (or a running schedule) hold now
+    std::size_t live_buffers = 0;  // how many such buffers
+    std::size_t peak_bytes = 0;    // the most live_bytes since the last lt::reset_peak_memory
+    std::size_t cached_bytes = 0;  // freed blocks the caching allocator keeps for reuse
+    std::size_t limit_bytes = 0;   // lt::set_memory_limit's limit on live_bytes; 0 for none
+};
+
+/// What one device compiled and what its caches answered, as lt::compile_stats reports it. A
+/// loop whose scalars or seeds change compiles nothing after its first step.
+struct CompileStats {
+    std::size_t kernels_compiled = 0;  // kernels made because no kernel of that structure was in memory
+    std::size_t memory_hits = 0;       // kernels found in memory (a new plan whose kernels were known)
+    std::size_t programs_built = 0;    // OpenCL programs built from source: the device's compiler ran
+    std::size_t disk_hits = 0;         // OpenCL programs loaded from the disk cache instead
+    double compile_ms = 0;             // time spent compiling kernels
+};
+
+/// A device and what it is, as listed by lt::devices().
+struct DeviceInfo {
+    Device device;
+    std::string name;  // "host (16 threads, avx512bw)", "NVIDIA H100 80GB HBM3 (NVIDIA CUDA, gpu)"
+    std::string kind;  // "host", or the OpenCL device type: "gpu", "cpu" or "accelerator"
+    bool float64 = true;  // computes double (OpenCL: cl_khr_fp64, unless LAZYTENSOR_OPENCL_FP64=off)
+    std::size_t largest_buffer = 0;  // bytes one tensor's buffer may hold (OpenCL: CL_DEVICE_MAX_MEM_ALLOC_SIZE)
+};
+
+/// One item of a schedule, as lt::schedule() reports it.
+struct ScheduleItem {
+    enum class Kind {
+        Kernel,  // a generated kernel (or the expression's compiled loop on the host)
+        Matmul,  // the backend's GEMM
+        Scan,    // the backend's scan (cumsum, cumprod)
+        View,    // zero-copy: a view of another buffer
+        Attention,  // softmax(f(q @ kt), -1) @ v as one kernel: the scores and weights never stored
+        Sort,    // the backend's row sort: the positions of the first k along the last axis, in order
+    };
+    Kind kind = Kind::Kernel;
+    std::string reason;               // why its output is materialized
+    std::vector<std::string> ops;     // the ops fused into it, in evaluation order
+    std::vector<std::string> inputs;  // per input buffer, the shape it is read in: "float32[2, 3]" (a
+                                      // view's shape, not its buffer's; "float32[4, 16] and [16, 4]":
+                                      // one buffer read through two views)
+    int scalars = 0;                  // scalar values passed to it at launch (operands, seeds, ...)
+    std::string output;               // the result, e.g. "float32[4, 8]"
+    int phases = 0;                   // reduce and store phases of the kernel
+    bool compiled_loop = false;       // runs as the expression's compiled loop, not interpreted
+    std::int64_t work = 0;            // a kernel's instructions times the elements each phase runs over
+                                      // (values computed, loads and stores included; 0 for other kinds)
+    std::string ir;                   // the kernel IR listing, or the GEMM's shape and layouts
+};
+
+/// "kernel", "matmul", "scan", "view", "attention" or "sort".
+inline const char* to_string(ScheduleItem::Kind kind) {
+    switch (kind) {
+        case ScheduleItem::Kind::Kernel: return "kernel";
+        case ScheduleItem::Kind::Matmul: return "matmul";
+        case ScheduleItem::Kind::Scan: return "scan";
+        case ScheduleItem::Kind::View: return "view";
+        case ScheduleItem::Kind::Attention: return "attention";
+        case ScheduleItem::Kind::Sort: return "sort";
+    }
+    return "?";
+}
+inline std::ostream& operator<<(std::ostream& out, ScheduleItem::Kind kind) { return out << to_string(kind); }
+
+}  // namespace lazytensor
+
+namespace lazytensor {
+
+/// Every device this build can run on; the host is always first, then every OpenCL device of
+/// every platform (opencl:0, opencl:1, ...).
+LAZYTENSOR_ENGINE_API std::vector<DeviceInfo> devices();
+/// The device new tensors are created on: set_default_device's, else LAZYTENSOR_DEVICE (host,
+/// opencl, opencl:N), else host. DeviceError if LAZYTENSOR_DEVICE is unknown or unavailable.
+LAZYTENSOR_ENGINE_API Device default_device();
+/// Makes `d` the device new tensors are created on; DeviceError (and no change) if `d` is
+/// not available.
+LAZYTENSOR_ENGINE_API void set_default_device(Device d);
+/// Waits until every kernel launched on `d` has finished (realize() only enqueues on OpenCL
+/// devices; reading a result waits by itself). DeviceError if `d` is not available.
+LAZYTENSOR_ENGINE_API void synchronize(Device d);
+
+/// How much memory the tensors on `d` hold (live, peak, cached by the allocator, the limit).
+/// DeviceError if `d` is not available.
+LAZYTENSOR_ENGINE_API MemoryStats memory_stats(Device d);
+/// Starts a new peak: memory_stats(d).peak_bytes becomes the live bytes now.
+LAZYTENSOR_ENGINE_API void reset_peak_memory(Device d);
+/// Caps the bytes that live buffers on `d` may hold (0: no cap, the default). An allocation past
+/// it throws OutOfMemoryError, as a full device does, and leaves every tensor usable. Tensors
+/// that already exist are kept even when they hold more.
+LAZYTENSOR_ENGINE_API void set_memory_limit(Device d, std::size_t bytes);
+/// Gives the free blocks that the caching allocator keeps for reuse on `d` back to the system
+/// (the host) or the driver (OpenCL), as torch.cuda.empty_cache does.
+LAZYTENSOR_ENGINE_API void empty_cache(Device d);
+
+/// What `d` has compiled since the start (or reset_compile_stats): kernels compiled and found in
+/// memory, OpenCL programs built from source or loaded from the disk cache, and the time spent.
+/// A loop that changes only scalar values or random seeds compiles nothing after its first step.
+LAZYTENSOR_ENGINE_API CompileStats compile_stats(Device d);
+/// Sets compile_stats(d)'s counters to zero.
+LAZYTENSOR_ENGINE_API void reset_compile_stats(Device d);
+
+/// Whether check mode is on (LAZYTENSOR_CHECK=1 at start): see runtime/check.hpp.
+LAZYTENSOR_ENGINE_API bool check_enabled();
+/// Turns check mode on or off for the following realizes.
+LAZYTENSOR_ENGINE_API void set_check_enabled(bool on);
+
+namespace detail {
+
+struct Node;
+class Backend;
+namespace graph {
+struct Operand;
+}
+
+/// The backend that runs `d`'s kernels; DeviceError, naming the device, if it is unavailable
+/// (so the front end calls it to check a device before any work).
+LAZYTENSOR_ENGINE_API Backend& backend_for(Device d);
+/// Whether a matrix product of `dtype` on `device` runs as the backend's GEMM (a schedule item
+/// of its own) rather than as a reduction kernel: float and double products do on every
+/// backend (OpenCL runs its own GEMM kernel where the build has no CLBlast).
+LAZYTENSOR_ENGINE_API bool gemm_available(DType dtype, Device device);
+
+/// Whether `device` computes float64 (the host always; OpenCL with cl_khr_fp64). Composites that
+/// would compute in double for accuracy (an integer mean) choose another way where it does not.
+LAZYTENSOR_ENGINE_API bool supports_float64(Device device);
+/// Computes `nodes` together (runtime/realize.hpp): one schedule, shared parts computed once.
+/// If anything fails, every node is left as it was.
+LAZYTENSOR_ENGINE_API void realize_nodes(const std::vector<Node*>& nodes);
+/// The schedule realize_nodes would run, without running it.
+LAZYTENSOR_ENGINE_API std::vector<ScheduleItem> schedule_items(const std::vector<Node*>& nodes);
+/// Writes `value` into the memory of `target` (a tensor or a view of one), now: Tensor::assign.
+LAZYTENSOR_ENGINE_API void assign_into(const std::shared_ptr<Node>& target, const graph::Operand& value);
+
+/// Reverse mode (autodiff/reverse.hpp): the gradient of sum_i <outputs[i], cotangents[i]> with
+/// respect to each of `inputs`, as lazy nodes of the inputs' shapes and dtypes (zeros where no
+/// output depends on an input). `op` names the caller in errors.
+LAZYTENSOR_ENGINE_API std::vector<std::shared_ptr<Node>> vjp_nodes(const std::vector<std::shared_ptr<Node>>& outputs,
+                                                                   const std::vector<std::shared_ptr<Node>>& cotangents,
+                                                                   const std::vector<std::shared_ptr<Node>>& inputs,
+                                                                   const char* op);
+
+/// Memory lazytensor did not allocate, as a buffer of `numel` elements of `dtype` on `d` (the
+/// host: a pointer; OpenCL: a cl_mem of d's context, checked (DeviceError) and retained):
+/// `release` (may be empty) runs once, when the last holder lets go, after the kernels that use
+/// the memory. Read-only unless `writable`. Not counted in memory_stats. If this throws,
+/// `release` is not called.
+LAZYTENSOR_ENGINE_API BufferPtr wrap_memory(Device d, DType dtype, std::int64_t numel, void* handle,
+                                            std::function<void()> release, bool writable);
+/// Records that `buffer`'s address was handed out (data(), to_dlpack), so that memory another
+/// buffer may wrap is known to be shared (an assign then computes the readers of both first).
+LAZYTENSOR_ENGINE_API void expose_memory(const BufferPtr& buffer);
+
+/// A new buffer on `d` holding `bytes` bytes copied from host memory (`numel` elements of `dtype`).
+LAZYTENSOR_ENGINE_API BufferPtr upload(Device d, DType dtype, std::int64_t numel, const void* data);
+/// Copies `bytes` bytes at byte offset `at` of `src` to host memory (waits for the kernels
+/// that write it).
+LAZYTENSOR_ENGINE_API void download(const Buffer& src, std::size_t at, void* dst, std::size_t bytes);
+/// Starts the kernels queued on `d` without waiting for them (so that several devices run at once).
+LAZYTENSOR_ENGINE_API void flush(Device d);
+/// A new buffer on `dst` holding `numel` elements of `dtype` copied from byte `at` of `src`
+/// (x.to(device)). Between OpenCL devices of one context the copy is direct and asynchronous
+/// (ordered by events); between others it goes through host memory.
+LAZYTENSOR_ENGINE_API BufferPtr copy_to_device(const Buffer& src, std::size_t at, DType dtype, std::int64_t numel, Device dst);
+/// A new buffer on `d` of `numel` elements of `dtype`, contents undefined, to be filled with
+/// write_buffer before a tensor reads it (lt::load_npy fills one piece by piece, so that a large
+/// file needs no whole copy in host memory).
+LAZYTENSOR_ENGINE_API BufferPtr allocate_buffer(Device d, DType dtype, std::int64_t numel);
+/// Copies `bytes` bytes from host memory into `dst` at byte offset `at`. BackendError if the
+/// range passes the end of the buffer.
+LAZYTENSOR_ENGINE_API void write_buffer(Buffer& dst, std::size_t at, const void* src, std::size_t bytes);
+
+}  // namespace detail
+}  // namespace lazytensor
 
 namespace lazytensor {
 
@@ -6811,7 +6846,6 @@ LAZYTENSOR_FREE_AXIS_GUARD(cumprod)
 #if LAZYTENSOR_ENGINE_DEFINITIONS
 // ---- lazytensor/runtime/engine.hpp ----
 // The engine's side of the seam (runtime/seam.hpp): the definitions of what the seam declares
-// (but gemm_available, which the seam defines itself).
 // lazytensor.hpp includes this in header-only units (the definitions are inline) and in the one
 // LAZYTENSOR_IMPLEMENTATION unit (ordinary external definitions); separate-runtime units never
 // see it.
@@ -7083,6 +7117,7 @@ void node_rule(const NodePtr& n, const NodePtr& gy, Wanted wanted, Emit emit) {
         case NodeKind::Buffer:
         case NodeKind::Const:
         case NodeKind::Index: break;  // leaves
+        case NodeKind::Sort: break;   // positions: integers, no gradient (the values' flows through their gather)
     }
 }
 
@@ -7191,21 +7226,18 @@ LAZYTENSOR_ENGINE_API std::vector<NodePtr> vjp_nodes(const std::vector<NodePtr>&
 }  // namespace lazytensor::detail
 // ---- lazytensor/runtime/check.hpp ----
 // Check mode (LAZYTENSOR_CHECK=1, or lt::set_check_enabled): every schedule item that has a
-// second implementation also runs on the host interpreter, the reference semantics, and the
-// two results must agree within a tolerance suited to the dtype:
-//   - a kernel on an OpenCL device: the same kernel IR interpreted on the host;
-//   - a compiled loop on the host (ir/static_kernel.hpp): the same IR interpreted;
-//   - a matrix product on an OpenCL device (CLBlast): the host's packed GEMM.
-// A difference throws a BackendError naming the kernel, the first differing element, and the
-// kernel's IR and generated source; realize has not committed anything then, so every tensor
-// stays usable. Slow (every kernel runs three times, with copies through host memory): for
+// second implementation also runs on the host, and the two results must agree within a
+// tolerance suited to the dtype. Each kind of item says what its reference is (items/*.hpp:
+// checked_on, reference): a kernel on an OpenCL device or a compiled loop on the host, the same
+// IR on the host interpreter; a routine of the OpenCL backend's, the host's. A difference
+// throws a BackendError naming the item, the first differing element, and the item's IR and
+// generated source; realize has not committed anything then, so every tensor stays usable. Slow (every kernel runs three times, with copies through host memory): for
 // debugging.
 //
 // The bound is per element: |device - host| <= rtol * |host| + atol * magnitude, where the
 // magnitude of an element is the size of what its computation added up (the same kernel over
 // absolute values, subtraction as addition: |x| + |mean| for x - mean, sum |x| for a sum), so
-// rounding that cancels is allowed for where it happens, and nowhere else. A cumprod's rtol is
-// at least twice its length in epsilons (each factor rounds the product once).
+// rounding that cancels is allowed for where it happens, and nowhere else (items/reference.hpp).
 
 #include <algorithm>
 #include <cmath>
@@ -15295,6 +15327,23 @@ inline DefaultDevice& default_device_state() {
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <variant>
+#include <vector>
+
+// ---- lazytensor/items/items.hpp ----
+// The closed set of kinds of schedule items, and the one place that tells them apart: which
+// kind a schedule group is, how each is lowered, and what is fused into which. Everything else
+// about a kind is in its own header (item.hpp lists what a kind answers); runtime/ only visits.
+//
+// Adding a kind: a header here (its data, lowering, run, host reference, description), an
+// entry in ItemKind and in the two dispatches below, the backend routines it calls, and the
+// node kind the scheduler gives an item of its own (schedule.hpp: runs_alone).
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <variant>
 #include <vector>
 
 // ---- lazytensor/codegen/lower.hpp ----
@@ -15315,6 +15364,7 @@ inline DefaultDevice& default_device_state() {
 // node's padding is a scalar parameter of the kernel, not a literal: the kernel's key holds
 // its dtype, and each launch passes the value of the node it came from (Group::scalars).
 
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -15368,6 +15418,10 @@ struct Source {
     Strides strides;
 };
 
+/// Whether a node of this kind is always a schedule item of its own (run by the backend's GEMM,
+/// scan or sort, not by a generated kernel).
+inline bool runs_alone(NodeKind kind) { return kind == NodeKind::Matmul || kind == NodeKind::Scan || kind == NodeKind::Sort; }
+
 /// One schedule item: a kernel that materializes `root`, a matrix product (root is a matmul
 /// node), a scan (root is a scan node), or a zero-copy view of another buffer.
 struct Group {
@@ -15375,6 +15429,7 @@ struct Group {
     std::string reason;
     bool view_only = false;
     Source view;  // view_only: the layout of root in its base's buffer
+    bool copy = false;  // computed into memory of its own even where it is a view (Materialize::copy)
     // Filled in by lowering:
     ir::Kernel kernel;
     ir::Gemm gemm;              // a matmul item: the product, over the buffers of `inputs`
@@ -15405,12 +15460,18 @@ struct Group {
     ir::Attention attention;
     Node* fused_scores = nullptr;
     Node* fused_weights = nullptr;
+    // A sort that also stores the values at its positions (items/sort_item.hpp): the gather
+    // node that reads them, whose item it replaced.
+    Node* sorted_values = nullptr;
 
     /// The matmul or scan node the item computes (before its epilogue, if it has one).
     const Node* core() const { return fused_product ? fused_product : root; }
     bool is_attention() const { return fused_weights != nullptr; }
     bool is_gemm() const { return !is_attention() && core()->kind == NodeKind::Matmul; }
     bool is_scan() const { return core()->kind == NodeKind::Scan; }
+    bool is_sort() const { return root->kind == NodeKind::Sort; }
+    /// A generated kernel alone (not a view, nor an item run by a routine of the backend's).
+    bool is_kernel() const { return !view_only && !is_attention() && !runs_alone(core()->kind); }
 };
 
 struct Schedule {
@@ -15437,10 +15498,12 @@ struct Schedule {
 /// the memory being assigned at other positions. Such a group is a copy even when it is a view.
 inline const char* const kCopyBeforeAssign = "the assigned value reads the memory it overwrites: computed into a copy first";
 
-/// Thrown by lowering: `node` must get its own buffer before its consumers can read it.
-struct NeedsMaterialization {
+/// Lowering's answer where it cannot lower an item yet: `node` must get its own buffer before
+/// its consumers can read it (the schedule is then made again).
+struct Materialize {
     Node* node;
     std::string reason;
+    bool copy = false;  // into memory of its own even where it is a view (an assign's value, kCopyBeforeAssign)
 };
 
 /// Strips reshapes from a kernel's output: a contiguous buffer is the same memory in both shapes.
@@ -15448,10 +15511,6 @@ inline Node* peel_reshapes(Node* n) {
     while (n->kind == NodeKind::Reshape && !n->realized()) n = n->src[0].get();
     return n;
 }
-
-/// Whether a node of this kind is always a schedule item of its own (run by the backend's GEMM
-/// or scan, not by a generated kernel).
-inline bool runs_alone(NodeKind kind) { return kind == NodeKind::Matmul || kind == NodeKind::Scan; }
 
 /// The longest chain of operations fused into one kernel.
 inline constexpr int kMaxFusedDepth = 256;
@@ -15722,7 +15781,8 @@ public:
                 case NodeKind::Cast:
                     for (int k = 0; k < n->nsrc; ++k) add(at(source(n, k)), r);
                     break;
-                case NodeKind::Reduce: {  // its phase reads the input once, at the input's index
+                case NodeKind::Reduce:    // its phase reads the input once, at the input's index
+                case NodeKind::Sort: {    // its operand's kernel does
                     Read in;
                     in.group = r.group;
                     in.phase = n;
@@ -15818,7 +15878,7 @@ inline bool reads_only_buffers(const Node* n) {
 /// Groups the graph behind `outputs` (ordered by order_graph) into schedule items; lowering
 /// is done separately. `forced` names nodes that lowering found must be materialized.
 inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& outputs,
-                              const std::unordered_map<Node*, std::string>& forced) {
+                              const std::unordered_map<Node*, Materialize>& forced) {
     using namespace schedule_detail;
     Schedule s;
     auto at = [&](const Node* n) { return static_cast<std::size_t>(g.index.at(n)); };
@@ -15940,13 +16000,15 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
         if (is_output.count(n)) {
             reason = "output";
         } else if (auto f = forced.find(n); f != forced.end()) {
-            reason = f->second;
+            reason = f->second.reason;
         } else if (auto c = cuts.find(n); c != cuts.end()) {
             reason = c->second;
         } else if (n->kind == NodeKind::Matmul) {
             reason = "matrix product (an item of its own, run by the GEMM)";
         } else if (n->kind == NodeKind::Scan) {
             reason = "scan (an item of its own, run by the backend's scan)";
+        } else if (n->kind == NodeKind::Sort) {
+            reason = "sort (an item of its own, run by the backend's sort)";
         } else {
             SmallVector<int, 2> cons;
             for (int c : consumers[t])
@@ -15960,6 +16022,8 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
                 reason = "operand of a matrix product";
             } else if (cons.size() == 1 && groups[static_cast<std::size_t>(cons[0])].is_scan()) {
                 reason = "operand of a scan";
+            } else if (cons.size() == 1 && n->kind == NodeKind::Reduce && groups[static_cast<std::size_t>(cons[0])].is_sort()) {
+                reason = "reduction read by a sort's operand (a kernel without a reduced domain)";
             } else if (cons.size() == 1) {
                 Group& target = groups[static_cast<std::size_t>(cons[0])];
                 // (A reduction is one phase of its kernel however often it is read.)
@@ -15986,6 +16050,7 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
         }
         groups_of[t] = {static_cast<int>(groups.size())};
         groups.push_back(new_group(n, std::move(reason)));
+        if (auto f = forced.find(n); f != forced.end()) groups.back().copy = f->second.copy;
     };
     for (std::size_t t = g.nodes.size(); t-- > 0;) {
         Node* n = g.nodes[t];
@@ -16005,7 +16070,7 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
     // A group whose root is only a view of a buffer needs no kernel: zero-copy when the layout
     // allows (the same rule as PyTorch's view: merged axes must be walked as one).
     for (Group& grp : s.groups) {
-        if (!is_view(grp.root->kind) || grp.reason == kCopyBeforeAssign) continue;
+        if (!is_view(grp.root->kind) || grp.copy) continue;
         Refinement ref(grp.root->shape);
         for (;;) {
             IndexMap map = IndexMap::identity(ref.fine);
@@ -16039,7 +16104,9 @@ public:
           outer_rooted_(group.has_domain && coarse_ != root_->shape),
           refinement_(coarse_) {}
 
-    void run() {
+    /// Lowers the group into g.kernel (its inputs, scalars and ops too), or says which node must
+    /// be materialized first.
+    std::optional<Materialize> run() {
         for (;;) {
             Attempt attempt(*this);
             try {
@@ -16047,17 +16114,20 @@ public:
             } catch (const ReshapeResult& split) {
                 refinement_.split(split.axis, split.factor);
                 continue;
+            } catch (const Materialize& first) {
+                return first;
             }
             g_.kernel = std::move(attempt.kernel);
             g_.inputs = std::move(attempt.inputs);
             g_.ops = std::move(attempt.ops);
             g_.scalars = std::move(attempt.scalar_nodes);
-            return;
+            return std::nullopt;
         }
     }
 
 private:
-    [[noreturn]] static void materialize(Node* n, std::string reason) { throw NeedsMaterialization{n, std::move(reason)}; }
+    // (Thrown from deep in the walk and caught by run(): lowering's answer, not an error.)
+    [[noreturn]] static void materialize(Node* n, std::string reason) { throw Materialize{n, std::move(reason)}; }
 
     // One try at lowering over the current refinement of the domain.
     struct Attempt {
@@ -16228,7 +16298,7 @@ private:
             if (!target_buffer || !base->realized()) return;
             const Buffer& source = *base->buffer;
             if (&source == target_buffer ? read != store_access : shares_memory(source, *target_buffer))
-                materialize(L.root_->src[1].get(), kCopyBeforeAssign);
+                throw Materialize{L.root_->src[1].get(), kCopyBeforeAssign, true};
         }
 
         int constant(PhaseBuilder& pb, Scalar value) {
@@ -16399,77 +16469,6 @@ private:
 };
 
 }  // namespace lazytensor::detail
-// ---- lazytensor/codegen/lower_gemm.hpp ----
-// Lowering a matmul item: where the elements of its two operands are (ir::Gemm).
-//
-// Each operand is followed through its views to a buffer, so a transposed, sliced or batch-
-// broadcast operand is read in place (transpose flags, leading dimensions, zero batch strides).
-// An operand that is not in a buffer yet (a constant, a reshape the index math cannot follow)
-// is materialized first, and the schedule is made again. Layouts BLAS cannot read (no unit
-// stride) are the backend's business: the host GEMM packs any strides, the CLBlast path copies.
-
-
-namespace lazytensor::detail {
-
-inline void lower_gemm(const Schedule& s, Group& g) {
-    Node* product = g.root;
-    ir::Gemm& gemm = g.gemm;
-    gemm.dtype = product->dtype;
-    const std::size_t rank = product->shape.size();
-    gemm.batch = Shape(product->shape.begin(), product->shape.end() - 2);
-    gemm.m = product->shape[rank - 2];
-    gemm.n = product->shape[rank - 1];
-    gemm.k = product->src[0]->shape[rank - 1];
-    g.inputs.clear();
-    for (int i = 0; i < 2; ++i) {
-        Node* operand = product->src[static_cast<std::size_t>(i)].get();
-        Reached r = walk_views(s, &g, operand, IndexMap::identity(operand->shape));
-        if (!r.load) throw NeedsMaterialization{operand, "operand of a matrix product, not yet in a buffer"};
-        ir::MatrixLayout& layout = i == 0 ? gemm.a : gemm.b;
-        layout.offset = r.access.offset;
-        layout.row_stride = r.access.strides[rank - 2];
-        layout.col_stride = r.access.strides[rank - 1];
-        layout.batch_strides = Strides(r.access.strides.begin(), r.access.strides.end() - 2);
-        g.inputs.push_back(r.node);
-    }
-    // CLBlast reads BLAS layouts only; the fold must not turn a readable layout into another.
-    ir::normalize(gemm, product->device.kind != Device::Kind::Host);
-    g.ops = {"matmul"};
-}
-
-}  // namespace lazytensor::detail
-// ---- lazytensor/codegen/lower_scan.hpp ----
-// Lowering a scan item: where the elements of its operand are (ir::Scan).
-//
-// The operand is followed through its views to a buffer and read in place when the axes before
-// and after the scanned one are each one strided run (a transposed or sliced operand usually
-// is). Otherwise the item copies it into a contiguous buffer first (`kernel`). An operand that
-// is not in a buffer yet is materialized first, and the schedule is made again.
-
-
-namespace lazytensor::detail {
-
-inline void lower_scan(const Schedule& s, Group& g) {
-    Node* scan = g.root;
-    Node* operand = scan->src[0].get();
-    const std::size_t axis = static_cast<std::size_t>(scan->axes[0]);
-    Reached r = walk_views(s, &g, operand, IndexMap::identity(operand->shape));
-    if (!r.load) throw NeedsMaterialization{operand, "operand of a scan, not yet in a buffer"};
-    g.inputs = {r.node};
-    g.scan = ir::Scan{};
-    g.scan.dtype = scan->dtype;
-    g.scan.op = scan->reduce_op;
-    g.kernel = ir::Kernel{};
-    if (!ir::scan_layout(operand->shape, r.access.strides, r.access.offset, axis, g.scan)) {
-        g.kernel = ir::contiguous_copy(scan->dtype, operand->shape, r.access);
-        ir::scan_layout(operand->shape, contiguous_strides(operand->shape), 0, axis, g.scan);
-        g.ops = {"copy", scan->reduce_op == ReduceOp::Sum ? "cumsum" : "cumprod"};
-        return;
-    }
-    g.ops = {scan->reduce_op == ReduceOp::Sum ? "cumsum" : "cumprod"};
-}
-
-}  // namespace lazytensor::detail
 // ---- lazytensor/schedule/fuse_attention.hpp ----
 // Fusing attention into one item, after lowering and before products take their prologues and
 // epilogues: softmax(f(q @ kt), -1) @ v arrives as three items (the scores product, a row-
@@ -16534,8 +16533,7 @@ inline std::size_t only_reader(const std::vector<Group>& groups, const std::vect
 /// Whether group g is a plain kernel that may be fused away (an assign writes memory the
 /// product may read).
 inline bool plain_kernel(const Group& g) {
-    return !g.view_only && !g.is_gemm() && !g.is_scan() && !g.is_attention() && g.root->kind != NodeKind::Assign &&
-           !g.kernel.phases.empty();
+    return g.is_kernel() && g.root->kind != NodeKind::Assign && !g.kernel.phases.empty();
 }
 
 /// Removes the groups marked gone, keeping the others' order; group_of_root is stale afterwards.
@@ -16562,7 +16560,7 @@ inline void fuse_into_products(Schedule& s, const ProductFusions& fusions) {
         return groups.size();
     };
     for (std::size_t i = 0; i < groups.size(); ++i) {
-        if (groups[i].view_only || groups[i].is_attention() || !runs_alone(groups[i].root->kind)) continue;
+        if (groups[i].view_only || groups[i].is_attention() || groups[i].is_sort() || !runs_alone(groups[i].root->kind)) continue;
         const bool scan = groups[i].root->kind == NodeKind::Scan;
         // A scan that copies its operand first reads it through that copy: nothing fuses.
         if (scan && !groups[i].kernel.phases.empty()) continue;
@@ -16688,375 +16686,46 @@ inline void fuse_attention(Schedule& s, const std::function<bool(const Node* pro
 }
 
 }  // namespace lazytensor::detail
+// ---- lazytensor/items/attention_item.hpp ----
+// The attention item: softmax(f(q @ kt), -1) @ v as one kernel (ir/attention.hpp), where the
+// backend fuses it (schedule/fuse_attention.hpp makes it from a product, a row softmax and a
+// product). The scores and the weights are computed on the way and reach memory only where a
+// tensor outside the graph holds them: then the item runs as the three items it stands for.
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+// ---- lazytensor/items/item.hpp ----
+// What every kind of schedule item is given and answers. A schedule item is one of a closed set
+// of kinds (items/items.hpp: a generated kernel, a matrix product, a scan, attention, a sort, a
+// zero-copy view), each in a header of its own holding everything about that kind: its data,
+// how it is lowered from a schedule group, how it runs on a backend, how check mode computes
+// it on the host, and how lt::schedule and LAZYTENSOR_DEBUG describe it. Planning, realize and
+// check mode (runtime/) only loop over items and call these.
+//
+// A kind is a struct deriving from ItemDefaults, which answers for a kind that has nothing to
+// say; a kind hides the members it has more to say about. Nodes are named by their position in
+// the plan's graph order (ints), buffers are passed in parameter order: the item's input
+// buffers, then its output.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+// ---- lazytensor/items/reference.hpp ----
+// Check mode's reference computations on the host, shared by the kinds of items: the tolerance
+// per dtype, the magnitude of an element (a bound on the values its computation added up, so
+// that rounding that cancels is allowed for where it happens and nowhere else), and running a
+// kernel on the host interpreter (the reference semantics) for its values or its magnitudes.
+
+#include <cstring>
+#include <vector>
+
 
 namespace lazytensor::detail {
-
-/// One schedule item, with nodes named by their position in the GraphOrder.
-struct PlannedItem {
-    int root = -1;
-    std::string reason;
-    bool view_only = false;
-    int view_base = -1;  // view_only: the node whose buffer it views, and how
-    std::int64_t view_offset = 0;
-    Strides view_strides;
-    ir::Kernel kernel;        // Kernel; a Scan's copy; a fused Matmul's or Scan's epilogue (fused_product >= 0)
-    ScheduleItem::Kind kind = ScheduleItem::Kind::Kernel;
-    // A Matmul or Scan with kernels fused into it (schedule/fuse_products.hpp): per operand, the
-    // producer run in its loads (producer[o] its node, in a buffer only when kept); the
-    // consumer run in its stores (the product's or scan's node, in a buffer only when kept, and
-    // the epilogue's parameter that reads it).
-    ir::Kernel prologue[2];
-    int producer[2] = {-1, -1};
-    int fused_product = -1;
-    int product_param = -1;
-    ir::Gemm gemm;            // Matmul: the product over the buffers of inputs[0] and inputs[1]
-    ir::Scan scan;            // Scan: the scan of inputs[0] (copied contiguous first by `kernel`
-                              // when that has phases and nothing is fused)
-    ir::Attention attention;  // Attention: over inputs q, kt and v; the scores' and the weights'
-    int scores = -1, weights = -1;  // nodes, in buffers only when kept
-    std::vector<int> inputs;  // per input parameter (a Matmul's: A, B, then its epilogue's)
-                              // (a prologue's input stands for its operand)
-    std::vector<int> scalars; // per scalar parameter: the node whose value is passed
-    // Per input parameter: the shapes the item reads that buffer through (a slice, a transpose,
-    // ... of it: not the buffer's own shape), each once; empty: the buffer's node's shape.
-    std::vector<std::vector<Shape>> read_shapes;
-    std::vector<std::string> ops;
-    // The compiled kernel, looked up on the first run (realize holds its lock meanwhile).
-    mutable std::shared_ptr<CompiledKernel> compiled;
-
-    bool is_gemm() const { return kind == ScheduleItem::Kind::Matmul; }
-    bool has_epilogue() const { return fused_product >= 0; }
-    bool has_prologue(int o) const { return producer[o] >= 0; }
-    bool fused() const { return has_epilogue() || has_prologue(0) || has_prologue(1); }
-    bool is_attention() const { return kind == ScheduleItem::Kind::Attention; }
-    /// The nodes whose results a fused Matmul or Scan computes on the way (producers, the
-    /// product or scan), or an Attention (the scores and the weights).
-    SmallVector<int, 3> fused_away() const {
-        SmallVector<int, 3> out;
-        if (is_attention()) return {scores, weights};
-        for (int n : {producer[0], producer[1], fused_product})
-            if (n >= 0) out.push_back(n);
-        return out;
-    }
-    /// The kernels fused into a Matmul or Scan, as the backend takes them.
-    FusedKernels fusion() const {
-        FusedKernels f;
-        for (int o = 0; o < 2; ++o)
-            if (has_prologue(o)) f.prologue[o] = &prologue[o];
-        if (has_epilogue()) f.epilogue = &kernel, f.product_param = product_param;
-        return f;
-    }
-    bool is_scan() const { return kind == ScheduleItem::Kind::Scan; }
-    /// Whether `kernel` runs: a kernel item, or the copy a scan item makes of its operand.
-    bool runs_kernel() const {
-        return kind == ScheduleItem::Kind::Kernel || (kind == ScheduleItem::Kind::Scan && !fused() && !kernel.phases.empty());
-    }
-    /// The dtype the product or scan computes in (before an epilogue's cast).
-    DType core_dtype() const { return is_gemm() ? gemm.dtype : scan.dtype; }
-};
-
-/// The generated source an item runs on `backend`, where it has one: its compiled kernel's, or
-/// the fused product's or scan's program (LAZYTENSOR_DEBUG=2, check mode's messages).
-inline std::string item_source(Backend& backend, const PlannedItem& p) {
-    if (p.is_attention()) return backend.attention_source(p.attention);
-    if (p.fused()) return p.is_gemm() ? backend.gemm_fused_source(p.gemm, p.fusion()) : backend.scan_fused_source(p.scan, p.fusion());
-    return p.runs_kernel() && p.compiled ? backend.kernel_source(*p.compiled) : std::string();
-}
-
-/// Runs a scan item's scan on `backend`: `copy`, if the item has one, first copies the operand
-/// into a contiguous buffer of its own.
-inline void run_scan(Backend& backend, const ir::Scan& scan, CompiledKernel* copy, const Buffer& in, Buffer& out) {
-    if (!copy) return backend.scan(scan, in, out);
-    BufferPtr contiguous = backend.allocate(in.dtype(), scan.numel());
-    backend.launch(*copy, {const_cast<Buffer*>(&in), contiguous.get()}, {});
-    backend.scan(scan, *contiguous, out);
-}
-
-struct Plan {
-    std::vector<PlannedItem> items;  // execution order
-    std::vector<int> uses;           // per node: consumer edges inside the graph
-};
-
-/// The graph behind some outputs, in the scheduler's order, and its signature.
-struct GraphWalk {
-    GraphOrder order;
-    std::vector<Node*> output_nodes;
-    std::vector<int> outputs;  // indices into order.nodes
-    std::string signature;
-
-    Node* node(int i) const { return order.nodes[static_cast<std::size_t>(i)]; }
-};
-
-inline GraphWalk walk_graph(std::vector<Node*> outputs) {
-    GraphWalk w;
-    w.order = order_graph(outputs);
-    w.output_nodes = std::move(outputs);
-    ir::KeyWriter sig;
-    PointerIndex<Buffer> memory;
-    std::vector<const Buffer*> exposed;  // the exposed buffers met so far
-    sig.put(static_kernels_enabled());
-    sig.put(gemm_config_generation().load(std::memory_order_relaxed));
-    for (Node* n : w.order.nodes) {
-        sig.put(n->kind);
-        sig.put(n->dtype);
-        sig.put(n->device.kind);
-        sig.put(n->device.index);
-        sig.put_list(n->shape);
-        if (n->realized()) {
-            sig.put(n->offset);
-            sig.put_list(n->strides);
-            // Which realized nodes share memory matters to an assign (a read of the memory it
-            // writes is computed into a copy first): the first node with this buffer, and for
-            // an exposed buffer, the earlier buffers that wrap some of the same memory.
-            const Buffer* buffer = n->buffer.get();
-            const auto [at, fresh] = memory.emplace(buffer, static_cast<int>(memory.size()));
-            sig.put(at);
-            if (fresh) {
-                sig.put(buffer->exposed());
-                if (buffer->exposed()) {
-                    for (const Buffer* other : exposed)
-                        if (shares_memory(*buffer, *other)) sig.put(memory.at(other));
-                    sig.put(-1);
-                    exposed.push_back(buffer);
-                }
-            }
-            continue;
-        }
-        // (n->value, of Const and Pad nodes, is a kernel parameter: not part of the structure.)
-        sig.put(n->unary_op);
-        sig.put(n->binary_op);
-        sig.put(n->reduce_op);
-        sig.put(static_cast<std::uint32_t>(n->axes.size()));
-        for (int a : n->axes) sig.put(a);
-        sig.put_list(n->params);
-        sig.put(n->static_kernel);
-        sig.put(n->nsrc);
-        for (int k = 0; k < n->nsrc; ++k) sig.put(w.order.index.at(n->src[static_cast<std::size_t>(k)].get()));
-    }
-    w.outputs.reserve(w.output_nodes.size());
-    for (Node* out : w.output_nodes) {
-        w.outputs.push_back(w.order.index.at(out));
-        sig.put(w.outputs.back());
-    }
-    w.signature = sig.take();
-    return w;
-}
-
-/// Schedules and lowers a graph, materializing what lowering asks for.
-inline Schedule schedule_and_lower(const GraphWalk& w) {
-    std::unordered_map<Node*, std::string> forced;
-    for (;;) {
-        Schedule s = assign_groups(w.order, w.output_nodes, forced);
-        try {
-            for (Group& g : s.groups) {
-                if (g.view_only) continue;
-                if (g.is_gemm())
-                    lower_gemm(s, g);
-                else if (g.is_scan())
-                    lower_scan(s, g);
-                else
-                    Lowering(s, g).run();
-            }
-            return s;
-        } catch (const NeedsMaterialization& m) {
-            if (!forced.emplace(m.node, m.reason).second)
-                fail<Error>("lazytensor internal error: scheduling did not converge at a ", kind_name(m.node->kind),
-                            " node (", m.reason, ")");
-        }
-    }
-}
-
-/// The shapes each input of an item is read through (PlannedItem::read_shapes), found by walking
-/// its graph from what it computes down to the buffers it loads, as lowering does: a view (a
-/// slice, a permute, a reshape) over a buffer is read in the view's shape, the topmost of a
-/// chain of views; broadcasts and reshapes that only add or drop unit axes read the shape under
-/// them (a bias [16] added to [64, 16] reads [16]).
-class ReadShapes {
-public:
-    explicit ReadShapes(const Schedule& s) {
-        for (const Group& g : s.groups) base_of_[g.root] = g.view_only ? g.view.base : g.root;
-    }
-
-    void find(const Group& g, std::vector<std::vector<Shape>>& out) const {
-        out.assign(g.inputs.size(), {});
-        if (g.view_only) return;
-        std::size_t first_kernel_input = 0;  // the inputs before it are operands of a product or scan
-        if (g.is_attention()) {
-            const Node* scores = g.fused_scores;
-            const Node* operands[3] = {scores->src[0].get(), scores->src[1].get(), g.root->src[1].get()};
-            for (std::size_t o = 0; o < 3 && o < g.inputs.size(); ++o) read_operand(operands[o], g.inputs[o], out[o]);
-            return;
-        }
-        if (g.is_gemm() || g.is_scan()) {
-            const Node* core = g.core();
-            first_kernel_input = g.is_gemm() ? 2 : 1;
-            for (std::size_t o = 0; o < first_kernel_input && o < g.inputs.size(); ++o)
-                read_operand(core->src[o].get(), g.inputs[o], out[o]);
-            if (!g.fused_product) return;
-        }
-        Reads reads;
-        Walk walk{*this, g.root, g.fused_product, reads, {}};
-        walk.from(g.root, nullptr);
-        for (std::size_t i = first_kernel_input; i < g.inputs.size(); ++i)
-            if (auto it = reads.find(g.inputs[i]); it != reads.end()) out[i] = it->second;
-    }
-
-private:
-    using Reads = std::unordered_map<const Node*, std::vector<Shape>>;
-
-    /// Whether a view reads the same elements in the same order as its source, with unit axes
-    /// or broadcast copies added: its source's shape is what it reads.
-    static bool transparent(const Node* n) {
-        if (n->kind == NodeKind::Expand) return true;
-        if (n->kind != NodeKind::Reshape) return false;
-        auto non_unit = [](const Shape& shape) {
-            Shape out;
-            for (std::int64_t e : shape)
-                if (e != 1) out.push_back(e);
-            return out;
-        };
-        return non_unit(n->shape) == non_unit(n->src[0]->shape);
-    }
-
-    struct Walk {
-        const ReadShapes& shapes;
-        const Node* self;     // the item's root: not a load however it is listed
-        const Node* product;  // a fused product's node: loaded by its epilogue (null: none)
-        Reads& reads;
-        std::unordered_map<const Node*, std::vector<const Node*>> seen;  // (node, top view) pairs walked
-
-        void from(const Node* n, const Node* top) {
-            std::vector<const Node*>& tops = seen[n];
-            if (std::find(tops.begin(), tops.end(), top) != tops.end()) return;
-            tops.push_back(top);
-            const auto base = shapes.base_of_.find(n);
-            if (n != self && (n->realized() || n == product || base != shapes.base_of_.end())) {
-                const Node* buffer = n->realized() || n == product ? n : base->second;
-                std::vector<Shape>& list = reads[buffer];
-                const Shape& shape = top ? top->shape : n->shape;
-                if (std::find(list.begin(), list.end(), shape) == list.end()) list.push_back(shape);
-                return;
-            }
-            if (is_view(n->kind)) return from(n->src[0].get(), top || transparent(n) ? top : n);
-            for (int k = 0; k < n->nsrc; ++k) from(n->src[static_cast<std::size_t>(k)].get(), nullptr);
-        }
-    };
-
-    /// The shapes operand `start` of a product or scan reads the buffer of `input` through.
-    void read_operand(const Node* start, const Node* input, std::vector<Shape>& out) const {
-        Reads reads;
-        Walk walk{*this, nullptr, nullptr, reads, {}};
-        walk.from(start, nullptr);
-        if (auto it = reads.find(input); it != reads.end()) out = it->second;
-    }
-
-    std::unordered_map<const Node*, const Node*> base_of_;  // per item's root: the node whose buffer holds it
-};
-
-inline Plan make_plan(const GraphWalk& w) {
-    Schedule s = schedule_and_lower(w);
-    ProductFusions fusions;
-    fusions.prologue = [](const Node* product, const ir::Gemm& gemm, const ir::Kernel& prologue) {
-        return device_backend(product->device).fuses_prologue(gemm, prologue);
-    };
-    fusions.epilogue = [](const Node* product, const ir::Gemm& gemm, const ir::Kernel& epilogue, int param) {
-        return device_backend(product->device).fuses_epilogue(gemm, epilogue, param);
-    };
-    fusions.scan_prologue = [](const Node* scan, const ir::Scan& sc, const ir::Kernel& prologue) {
-        return device_backend(scan->device).fuses_scan_prologue(sc, prologue);
-    };
-    fusions.scan_epilogue = [](const Node* scan, const ir::Scan& sc, const ir::Kernel& epilogue, int param) {
-        return device_backend(scan->device).fuses_scan_epilogue(sc, epilogue, param);
-    };
-    fuse_attention(s, [](const Node* product, const ir::Attention& a) { return device_backend(product->device).fuses_attention(a); });
-    fuse_into_products(s, fusions);
-    auto index = [&](const Node* n) { return w.order.index.at(n); };
-    const ReadShapes read_shapes(s);
-    Plan p;
-    p.uses = std::move(s.uses);
-    for (Group& g : s.groups) {
-        PlannedItem item;
-        item.root = index(g.root);
-        item.reason = std::move(g.reason);
-        item.view_only = g.view_only;
-        if (g.view_only) {
-            item.view_base = index(g.view.base);
-            item.view_offset = g.view.offset;
-            item.view_strides = g.view.strides;
-        }
-        item.kernel = std::move(g.kernel);
-        item.kind = g.view_only ? ScheduleItem::Kind::View
-                    : g.is_attention() ? ScheduleItem::Kind::Attention
-                    : g.is_gemm() ? ScheduleItem::Kind::Matmul
-                    : g.is_scan() ? ScheduleItem::Kind::Scan
-                                  : ScheduleItem::Kind::Kernel;
-        item.gemm = std::move(g.gemm);
-        if (g.fused_product) {
-            item.fused_product = index(g.fused_product);
-            item.product_param = g.product_param;
-        }
-        for (int o = 0; o < 2; ++o)
-            if (g.fused_producer[o]) {
-                item.producer[o] = index(g.fused_producer[o]);
-                item.prologue[o] = std::move(g.prologue[o]);
-            }
-        item.scan = g.scan;
-        if (g.is_attention()) {
-            item.attention = std::move(g.attention);
-            item.scores = index(g.fused_scores);
-            item.weights = index(g.fused_weights);
-        }
-        for (Node* in : g.inputs) item.inputs.push_back(index(in));
-        read_shapes.find(g, item.read_shapes);
-        for (Node* v : g.scalars) item.scalars.push_back(index(v));
-        item.ops = std::move(g.ops);
-        p.items.push_back(std::move(item));
-    }
-    return p;
-}
-
-/// The plans of recently realized graphs, by signature.
-class PlanCache {
-public:
-    std::shared_ptr<const Plan> get(const GraphWalk& w) {
-        if (auto hit = plans_.find(w.signature)) return hit;
-        ++made_;
-        return plans_.insert(w.signature, std::make_shared<const Plan>(make_plan(w))).first;
-    }
-    std::size_t size() const { return plans_.size(); }
-    /// How many plans were made (cache misses) since the start.
-    std::size_t made() const { return made_.load(); }
-
-private:
-    LruCache<const Plan> plans_{1024};
-    std::atomic<std::size_t> made_{0};
-};
-
-inline PlanCache& plan_cache() {
-    static PlanCache* cache = new PlanCache();  // never destroyed, like the backends
-    return *cache;
-}
-
-}  // namespace lazytensor::detail
-
-namespace lazytensor {
-
-namespace detail {
-/// Check mode's switch (lt::check_enabled, lt::set_check_enabled): LAZYTENSOR_CHECK at start.
-inline std::atomic<bool>& check_flag() {
-    static std::atomic<bool> on{env_flag("LAZYTENSOR_CHECK", false)};
-    return on;
-}
-
-/// Tests only: called with an item's output buffer after it ran, before check mode compares
-/// it (a hook that corrupts the result stands in for a miscompiled kernel).
-inline std::function<void(Buffer&)>& after_launch_hook() {
-    static std::function<void(Buffer&)> hook;
-    return hook;
-}
-}  // namespace detail
-
-namespace detail {
 
 /// The relative and absolute (times the element's magnitude) tolerances of check mode: the host
 /// and a device may round transcendentals differently and sum in another order. Plus a few units
@@ -17083,23 +16752,6 @@ inline double dtype_epsilon(DType t) {
         case DType::Float64: return 0x1p-52;
         default: return 0;
     }
-}
-
-inline double element_as_double(const unsigned char* data, DType t, std::int64_t i) {
-    const std::size_t size = dtype_size(t);
-    const unsigned char* p = data + static_cast<std::size_t>(i) * size;
-    switch (t) {
-#define LAZYTENSOR_X(name, type, text)                                           \
-    case DType::name: {                                                          \
-        using Stored = std::conditional_t<std::is_same_v<type, bool>, std::uint8_t, type>; \
-        Stored v;                                                                \
-        std::memcpy(&v, p, sizeof v);                                            \
-        return static_cast<double>(v);                                           \
-    }
-        LAZYTENSOR_DTYPES(LAZYTENSOR_X)
-#undef LAZYTENSOR_X
-    }
-    return 0;
 }
 
 /// The kernel that computes, for every element `k` outputs, its magnitude: a bound on the size of
@@ -17270,15 +16922,1112 @@ inline ir::Kernel magnitude_kernel(const ir::Kernel& k) {
     return out;
 }
 
+/// |x| for every element of a floating host buffer (IEEE: the top bit of each element).
+inline void clear_sign_bits(Buffer& b) {
+    const std::size_t size = dtype_size(b.dtype());
+    auto* bytes = static_cast<unsigned char*>(b.handle());
+    for (std::int64_t i = 0; i < b.numel(); ++i) bytes[static_cast<std::size_t>(i) * size + size - 1] &= 0x7f;
+}
+
+/// A host copy of `in` holding |x| (a floating buffer; an integer one is copied as it is).
+inline BufferPtr absolute_copy(Backend& host, const Buffer& in) {
+    BufferPtr out = host.allocate(in.dtype(), in.numel());
+    std::memcpy(out->handle(), in.handle(), in.bytes());
+    if (is_floating(in.dtype())) clear_sign_bits(*out);
+    return out;
+}
+
+/// Runs `k` on the host interpreter (not a compiled loop: the reference), or with `magnitudes`
+/// its magnitude kernel, on host buffers.
+inline void interpret_on_host(Backend& host, const ir::Kernel& k, const std::vector<Buffer*>& params,
+                              const std::vector<Scalar>& scalars, bool magnitudes) {
+    ir::Kernel kernel = magnitudes ? magnitude_kernel(k) : k;
+    kernel.candidate = nullptr;
+    host.launch(*host.get_kernel(kernel), params, scalars);
+}
+
+}  // namespace lazytensor::detail
+
+namespace lazytensor::detail {
+
+/// What realize gives an item to run it.
+struct ItemRun {
+    Backend& backend;
+    const std::vector<Buffer*>& params;  // the inputs' buffers, then the output's
+    const std::vector<Scalar>& scalars;  // the values of its scalar parameters
+    CompiledKernel* compiled;            // its own kernel (ItemDefaults::own_kernel), compiled
+    const SmallVector<char, 32>& kept;   // per node: whether its result is committed
+    std::vector<BufferPtr>& produced;    // per node: the buffers results are computed into
+
+    Buffer& out() const { return *params.back(); }
+    bool keeps(int node) const { return node >= 0 && kept[static_cast<std::size_t>(node)]; }
+};
+
+/// What check mode gives an item to compute its reference on the host: host copies of its
+/// buffers (`params`, as ItemRun's) and its scalars. With `magnitudes`, the item computes the
+/// magnitude of each output element instead (reference.hpp: a bound on what rounding moves).
+struct HostRun {
+    Backend& host;
+    const std::vector<Buffer*>& params;
+    const std::vector<Scalar>& scalars;
+    bool magnitudes = false;
+};
+
+/// The memory an item aliases instead of computing: node `base`'s buffer at this layout.
+struct Aliasing {
+    int base = -1;
+    std::int64_t offset = 0;
+    Strides strides;
+};
+
+/// The answers of a kind that has nothing to say.
+struct ItemDefaults {
+    /// The kernel the item runs itself (null: none): compiled with the others of the plan
+    /// before anything runs, and passed to run() as ItemRun::compiled.
+    const ir::Kernel* own_kernel() const { return nullptr; }
+    /// Whether the item computes anything (a view aliases memory instead).
+    bool computes() const { return true; }
+    /// The memory it aliases, where it computes nothing.
+    const Aliasing* aliasing() const { return nullptr; }
+    /// The nodes whose results the item computes on the way (fused into it): they are committed
+    /// where a tensor outside the graph holds them.
+    SmallVector<int, 3> fused_away() const { return {}; }
+    /// Called before the item's buffers are gathered: gives results computed on the way their
+    /// buffers where the item's own parameters or later items read them (a kept fused product, a
+    /// sort's values).
+    void allocate_results(Backend&, const SmallVector<char, 32>&, std::vector<BufferPtr>&) const {}
+    /// How the backend runs it (LAZYTENSOR_DEBUG=1), e.g. "CLBlast GemmStridedBatched".
+    std::string routine(Backend&) const { return {}; }
+    /// The generated source it runs, where the backend has one (LAZYTENSOR_DEBUG=2, check mode).
+    std::string source(Backend&, const CompiledKernel*) const { return {}; }
+    /// Floating-point operations it performs, for LAZYTENSOR_DEBUG=3's rate (0: report bandwidth).
+    double flops() const { return 0; }
+    /// Whether check mode compares it with a second implementation on `backend` (on OpenCL: the
+    /// host's; on the host, only a kind with a second host implementation).
+    bool checked_on(const Backend& backend) const { return backend.device().kind != Device::Kind::Host; }
+    /// Loosens check mode's bound for an output of dtype `out` where the kind rounds more.
+    void widen_tolerance(CheckTolerance&, DType /*out*/) const {}
+};
+
+}  // namespace lazytensor::detail
+
+namespace lazytensor::detail {
+
+struct AttentionItem : ItemDefaults {
+    static constexpr ScheduleItem::Kind kind = ScheduleItem::Kind::Attention;
+    ir::Attention attention;
+    int scores = -1, weights = -1;  // the nodes computed on the way
+
+    SmallVector<int, 3> fused_away() const { return {scores, weights}; }
+    void describe(ScheduleItem& item, Device) const { item.ir = ir::to_string(attention); }
+    std::string routine(Backend& backend) const { return backend.attention_routine(attention); }
+    std::string source(Backend& backend, const CompiledKernel*) const { return backend.attention_source(attention); }
+    /// Both products (the softmax's exponentials are not counted).
+    double flops() const {
+        const ir::Gemm& s = attention.scores;
+        return 2.0 * static_cast<double>(s.batch_count() * s.m) * static_cast<double>(s.n) *
+               static_cast<double>(s.k + attention.values.n);
+    }
+
+    /// params: q, kt, v, out.
+    void run(const ItemRun& r) const {
+        const ir::Attention& a = attention;
+        if (!r.keeps(scores) && !r.keeps(weights))
+            return r.backend.attention(a, *r.params[0], *r.params[1], *r.params[2], r.out(), r.scalars);
+        const std::int64_t count = a.scores.batch_count() * a.scores.m * a.scores.n;
+        BufferPtr s = r.backend.allocate(DType::Float32, count), w = r.backend.allocate(DType::Float32, count);
+        r.backend.gemm(a.scores, *r.params[0], *r.params[1], *s);
+        r.backend.launch(*r.backend.get_kernel(a.softmax), {s.get(), w.get()}, r.scalars);
+        r.backend.gemm(a.values, *w, *r.params[2], r.out());
+        if (r.keeps(scores)) r.produced[static_cast<std::size_t>(scores)] = std::move(s);
+        if (r.keeps(weights)) r.produced[static_cast<std::size_t>(weights)] = std::move(w);
+    }
+
+    /// On the host as its three items. Magnitudes: the weights times |v|, each row scaled by 1 +
+    /// its largest |f(score)| (an error in a score moves the output by about that error times
+    /// the weighted values).
+    const char* reference(const HostRun& h) const {
+        Backend& host = h.host;
+        const ir::Attention& a = attention;
+        const std::int64_t rows = a.scores.batch_count() * a.scores.m, keys = a.scores.n, depth = a.values.n;
+        BufferPtr s = host.allocate(DType::Float32, rows * keys), w = host.allocate(DType::Float32, rows * keys);
+        host.gemm(a.scores, *h.params[0], *h.params[1], *s);
+        interpret_on_host(host, a.softmax, {s.get(), w.get()}, h.scalars, false);
+        const char* what = "the host's packed GEMM and interpreter, as three items";
+        if (!h.magnitudes) {
+            host.gemm(a.values, *w, *h.params[2], *h.params[3]);
+            return what;
+        }
+        const BufferPtr absolute = absolute_copy(host, *h.params[2]);
+        host.gemm(a.values, *w, *absolute, *h.params[3]);
+        interpret_on_host(host, a.score_function, {s.get(), w.get()}, h.scalars, false);  // f(s), for each row's largest
+        const auto* fs = static_cast<const float*>(w->handle());
+        auto* out = static_cast<float*>(h.params[3]->handle());
+        for (std::int64_t r = 0; r < rows; ++r) {
+            float largest = 0;
+            for (std::int64_t j = 0; j < keys; ++j) largest = std::max(largest, std::fabs(fs[r * keys + j]));
+            for (std::int64_t c = 0; c < depth; ++c) out[r * depth + c] *= 1 + largest;
+        }
+        return what;
+    }
+    std::string listing() const { return "--- attention ---\n" + ir::to_string(attention); }
+};
+
+}  // namespace lazytensor::detail
+// ---- lazytensor/items/gemm_item.hpp ----
+// The matrix-product item: a matmul node run by the backend's GEMM (the host's packed GEMM,
+// CLBlast or the OpenCL backend's own kernel), with the element-wise producers of its operands
+// and its consumer fused into its loads and stores where the backend can (core_fusion.hpp).
+//
+// Lowering follows each operand through its views to a buffer, so a transposed, sliced or
+// batch-broadcast operand is read in place (transpose flags, leading dimensions, zero batch
+// strides). An operand that is not in a buffer yet (a constant, a reshape the index math cannot
+// follow) must be materialized first. Layouts BLAS cannot read (no unit stride) are the
+// backend's business: the host GEMM packs any strides, the CLBlast path copies.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+// ---- lazytensor/items/core_fusion.hpp ----
+// Element-wise kernels fused into a matrix product or a scan (schedule/fuse_products.hpp picks
+// them): per operand a producer run in the item's loads (a prologue), and a consumer run in its
+// stores (an epilogue). Shared by the two kinds that take them (gemm_item.hpp, scan_item.hpp):
+// what is fused, how realize keeps the results fused away where a tensor holds them, how it is
+// described, and how check mode runs it on the host as separate steps.
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+
+namespace lazytensor::detail {
+
+struct CoreFusion {
+    ir::Kernel prologue[2];       // prologue[o] computes operand o from the item's input o
+    int producer[2] = {-1, -1};   // the nodes the prologues compute (-1: none)
+    ir::Kernel epilogue;          // reads the product or scan as parameter product_param
+    int product = -1;             // the product's or scan's node, when an epilogue consumes it
+    int product_param = -1;
+
+    bool has_prologue(int o) const { return producer[o] >= 0; }
+    bool has_epilogue() const { return product >= 0; }
+    bool any() const { return has_epilogue() || has_prologue(0) || has_prologue(1); }
+
+    /// The fused kernels as the backend takes them.
+    FusedKernels kernels() const {
+        FusedKernels f;
+        for (int o = 0; o < 2; ++o)
+            if (has_prologue(o)) f.prologue[o] = &prologue[o];
+        if (has_epilogue()) f.epilogue = &epilogue, f.product_param = product_param;
+        return f;
+    }
+    SmallVector<int, 3> fused_away() const {
+        SmallVector<int, 3> out;
+        for (int n : {producer[0], producer[1], product})
+            if (n >= 0) out.push_back(n);
+        return out;
+    }
+    /// A kept product (or scan) under an epilogue gets memory of its own: the epilogue's
+    /// parameter product_param, which the backend also fills.
+    void allocate_results(Backend& backend, const SmallVector<char, 32>& kept, std::vector<BufferPtr>& produced, DType core,
+                       std::int64_t count) const {
+        if (has_epilogue() && kept[static_cast<std::size_t>(product)])
+            produced[static_cast<std::size_t>(product)] = backend.allocate(core, count);
+    }
+
+    /// Producers that a tensor outside the graph holds: computed into buffers of their own as
+    /// well (the item computes them again in its loads). Their scalars come first, A's then B's.
+    void run_kept_producers(const ItemRun& r) const {
+        std::size_t first_scalar = 0;
+        for (int o = 0; o < 2; ++o) {
+            if (!has_prologue(o)) continue;
+            const ir::Kernel& k = prologue[o];
+            if (r.keeps(producer[o])) {
+                BufferPtr out = r.backend.allocate(k.params[1].dtype, numel(k.domain));
+                r.backend.launch(*r.backend.get_kernel(k), {r.params[static_cast<std::size_t>(o)], out.get()},
+                                 scalars_of(r.scalars, first_scalar, k));
+                r.produced[static_cast<std::size_t>(producer[o])] = std::move(out);
+            }
+            first_scalar += k.scalars.size();
+        }
+    }
+
+    /// LAZYTENSOR_DEBUG=1's words for what is fused ("with the epilogue fused into its stores").
+    std::string routine(bool two_operands) const {
+        std::string out;
+        for (int o = 0; o < 2; ++o)
+            if (has_prologue(o))
+                out += concat(out.empty() ? "" : ", ", "with the producer of ", two_operands ? (o ? "B" : "A") : "its operand",
+                              " fused into its loads");
+        if (has_epilogue()) out += concat(out.empty() ? "" : ", ", "with the epilogue fused into its stores");
+        return out;
+    }
+    /// The fused kernels' IR, as lt::schedule and LAZYTENSOR_DEBUG=2 list them after the core's.
+    /// `what`: "product" or "scan".
+    std::string describe(const char* what, bool two_operands) const {
+        std::string out;
+        for (int o = 0; o < 2; ++o)
+            if (has_prologue(o))
+                out += concat("    prologue", two_operands ? (o ? " of B" : " of A") : "", ", applied in the ", what,
+                              "'s loads:\n", ir::to_string(prologue[o]));
+        if (has_epilogue())
+            out += concat("    epilogue, applied in the ", what, "'s stores (it reads the ", what, " as p", product_param,
+                          "):\n", ir::to_string(epilogue));
+        return out;
+    }
+    /// The same for check mode's messages.
+    std::string listing(const char* what, bool two_operands) const {
+        std::string out;
+        for (int o = 0; o < 2; ++o)
+            if (has_prologue(o))
+                out += concat("--- prologue", two_operands ? (o ? " of B" : " of A") : "", " ---\n", ir::to_string(prologue[o]));
+        if (has_epilogue())
+            out += concat("--- epilogue (reads the ", what, " as p", product_param, ") ---\n", ir::to_string(epilogue));
+        return out;
+    }
+
+    /// Check mode's reference: each prologue into a buffer of its own, then `core(operands, out)`
+    /// (the product or scan, into a buffer of its own where an epilogue follows), then the
+    /// epilogue, each on the host (with HostRun::magnitudes, the prologues' and epilogue's
+    /// magnitude kernels). h.params: the operands' buffers (or their prologues' inputs), then the
+    /// epilogue's buffers or the result's. `count`: the core's elements, of dtype `core_dtype`.
+    template <class Core>
+    void run_on_host(const HostRun& h, int operands, DType core_dtype, std::int64_t count, const Core& core) const {
+        BufferPtr made[2];
+        Buffer* operand[2] = {nullptr, nullptr};
+        std::size_t first_scalar = 0;
+        for (int o = 0; o < operands; ++o) {
+            operand[o] = h.params[static_cast<std::size_t>(o)];
+            if (!has_prologue(o)) continue;
+            const ir::Kernel& k = prologue[o];
+            made[o] = h.host.allocate(core_dtype, numel(k.domain));
+            interpret_on_host(h.host, k, {operand[o], made[o].get()}, scalars_of(h.scalars, first_scalar, k), h.magnitudes);
+            first_scalar += k.scalars.size();
+            operand[o] = made[o].get();
+        }
+        if (!has_epilogue()) return core(operand, *h.params[static_cast<std::size_t>(operands)]);
+        std::vector<Buffer*> buffers(h.params.begin() + operands, h.params.end());
+        BufferPtr result = h.host.allocate(core_dtype, count);
+        core(operand, *result);
+        buffers[static_cast<std::size_t>(product_param)] = result.get();
+        interpret_on_host(h.host, epilogue, buffers, scalars_of(h.scalars, first_scalar, epilogue), h.magnitudes);
+    }
+
+private:
+    /// Kernel k's own scalars: those from `first` on.
+    static std::vector<Scalar> scalars_of(const std::vector<Scalar>& all, std::size_t first, const ir::Kernel& k) {
+        return std::vector<Scalar>(all.begin() + static_cast<std::ptrdiff_t>(first),
+                                   all.begin() + static_cast<std::ptrdiff_t>(first + k.scalars.size()));
+    }
+};
+
+}  // namespace lazytensor::detail
+
+namespace lazytensor::detail {
+
+struct GemmItem : ItemDefaults {
+    static constexpr ScheduleItem::Kind kind = ScheduleItem::Kind::Matmul;
+    ir::Gemm gemm;
+    CoreFusion fusion;
+
+    /// Lowers group g (its root a matmul node): fills g.gemm, g.inputs (A's and B's buffers)
+    /// and g.ops, or says which operand must be in a buffer first.
+    static std::optional<Materialize> lower(const Schedule& s, Group& g) {
+        Node* product = g.root;
+        ir::Gemm& gemm = g.gemm;
+        gemm.dtype = product->dtype;
+        const std::size_t rank = product->shape.size();
+        gemm.batch = Shape(product->shape.begin(), product->shape.end() - 2);
+        gemm.m = product->shape[rank - 2];
+        gemm.n = product->shape[rank - 1];
+        gemm.k = product->src[0]->shape[rank - 1];
+        g.inputs.clear();
+        for (int i = 0; i < 2; ++i) {
+            Node* operand = product->src[static_cast<std::size_t>(i)].get();
+            Reached r = walk_views(s, &g, operand, IndexMap::identity(operand->shape));
+            if (!r.load) return Materialize{operand, "operand of a matrix product, not yet in a buffer"};
+            ir::MatrixLayout& layout = i == 0 ? gemm.a : gemm.b;
+            layout.offset = r.access.offset;
+            layout.row_stride = r.access.strides[rank - 2];
+            layout.col_stride = r.access.strides[rank - 1];
+            layout.batch_strides = Strides(r.access.strides.begin(), r.access.strides.end() - 2);
+            g.inputs.push_back(r.node);
+        }
+        // CLBlast reads BLAS layouts only; the fold must not turn a readable layout into another.
+        ir::normalize(gemm, product->device.kind != Device::Kind::Host);
+        g.ops = {"matmul"};
+        return std::nullopt;
+    }
+
+    std::int64_t count() const { return gemm.batch_count() * gemm.m * gemm.n; }
+    SmallVector<int, 3> fused_away() const { return fusion.fused_away(); }
+    void allocate_results(Backend& backend, const SmallVector<char, 32>& kept, std::vector<BufferPtr>& produced) const {
+        fusion.allocate_results(backend, kept, produced, gemm.dtype, count());
+    }
+    void describe(ScheduleItem& item, Device) const { item.ir = ir::to_string(gemm) + fusion.describe("product", true); }
+    std::string routine(Backend& backend) const {
+        const std::string fused = fusion.routine(true);
+        return backend.gemm_routine(gemm) + (fused.empty() ? "" : ", ") + fused;
+    }
+    std::string source(Backend& backend, const CompiledKernel*) const {
+        return fusion.any() ? backend.gemm_fused_source(gemm, fusion.kernels()) : std::string();
+    }
+    void run(const ItemRun& r) const {
+        if (!fusion.any()) return r.backend.gemm(gemm, *r.params[0], *r.params[1], r.out());
+        fusion.run_kept_producers(r);
+        r.backend.gemm_fused(gemm, fusion.kernels(), *r.params[0], *r.params[1],
+                             std::vector<Buffer*>(r.params.begin() + 2, r.params.end()), r.scalars);
+    }
+    double flops() const { return 2.0 * static_cast<double>(count()) * static_cast<double>(gemm.k); }
+
+    /// A fused product rounds in its own dtype whatever the epilogue casts it to.
+    void widen_tolerance(CheckTolerance& tol, DType out) const {
+        const CheckTolerance product = check_tolerance(gemm.dtype);
+        if (fusion.any() && is_floating(out) && product.rtol > tol.rtol) tol.rtol = product.rtol, tol.atol = product.atol;
+    }
+    /// The host's packed GEMM (and the fused kernels on the interpreter); magnitudes: |A| @ |B|.
+    const char* reference(const HostRun& h) const {
+        std::vector<Buffer*> params = h.params;
+        BufferPtr absolute[2];
+        for (std::size_t o = 0; o < 2 && h.magnitudes; ++o) {
+            absolute[o] = absolute_copy(h.host, *params[o]);
+            params[o] = absolute[o].get();
+        }
+        fusion.run_on_host(HostRun{h.host, params, h.scalars, h.magnitudes}, 2, gemm.dtype, count(),
+                           [&](Buffer* const* operand, Buffer& out) { h.host.gemm(gemm, *operand[0], *operand[1], out); });
+        return fusion.any() ? "the host's packed GEMM and interpreter" : "the host's packed GEMM";
+    }
+    std::string listing() const { return "--- matmul ---\n" + ir::to_string(gemm) + fusion.listing("product", true); }
+};
+
+}  // namespace lazytensor::detail
+// ---- lazytensor/items/kernel_item.hpp ----
+// The kernel item: a generated kernel (codegen/lower.hpp) that computes one materialized node,
+// element-wise work and reductions fused. On the host it runs on the interpreter, or as the
+// expression's compiled loop where one matches the IR (ir/static_kernel.hpp); on OpenCL as
+// generated OpenCL C. Check mode compares it with the host interpreter.
+
+#include <cstdint>
+#include <string>
+
+
+namespace lazytensor::detail {
+
+/// The instructions a kernel evaluates in all: each phase's instructions and stores times the
+/// elements it runs over (the outer ones only, for a phase that runs once per outer index).
+inline std::int64_t kernel_work(const ir::Kernel& k) {
+    std::int64_t all = 1, outer = 1;
+    for (std::size_t j = 0; j < k.domain.size(); ++j) {
+        all *= k.domain[j];
+        if (!k.reduced[j]) outer *= k.domain[j];
+    }
+    std::int64_t work = 0;
+    for (const ir::Phase& phase : k.phases)
+        work += static_cast<std::int64_t>(phase.instrs.size() + phase.stores.size()) * (phase.outer ? outer : all);
+    return work;
+}
+
+struct KernelItem : ItemDefaults {
+    static constexpr ScheduleItem::Kind kind = ScheduleItem::Kind::Kernel;
+    ir::Kernel kernel;
+
+    const ir::Kernel* own_kernel() const { return &kernel; }
+
+    void describe(ScheduleItem& item, Device device) const {
+        item.phases = static_cast<int>(kernel.phases.size());
+        StaticBinding binding;  // (compiled loops run on the host only)
+        item.compiled_loop = device.kind == Device::Kind::Host && kernel.candidate && kernel.candidate->match(kernel, binding);
+        item.ir = ir::to_string(kernel);
+        item.work = kernel_work(kernel);
+    }
+    std::string source(Backend& backend, const CompiledKernel* compiled) const {
+        return compiled ? backend.kernel_source(*compiled) : std::string();
+    }
+    void run(const ItemRun& r) const { r.backend.launch(*r.compiled, r.params, r.scalars); }
+
+    /// On the host: a compiled loop, compared with the interpreter.
+    bool checked_on(const Backend& backend) const {
+        return backend.device().kind != Device::Kind::Host || kernel.candidate != nullptr;
+    }
+    const char* reference(const HostRun& h) const {
+        interpret_on_host(h.host, kernel, h.params, h.scalars, h.magnitudes);
+        return "the host interpreter";
+    }
+    std::string listing() const { return "--- kernel IR ---\n" + ir::to_string(kernel); }
+};
+
+}  // namespace lazytensor::detail
+// ---- lazytensor/items/scan_item.hpp ----
+// The scan item: a cumsum or cumprod node (ir/scan.hpp) run by the backend's scan, with the
+// element-wise producer of its operand and its consumer fused into its loads and stores where
+// the backend can (core_fusion.hpp).
+//
+// Lowering follows the operand through its views to a buffer and reads it in place when the
+// axes before and after the scanned one are each one strided run (a transposed or sliced
+// operand usually is). Otherwise the item first copies it into a contiguous buffer (`copy`). An
+// operand that is not in a buffer yet must be materialized first.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+
+namespace lazytensor::detail {
+
+struct ScanItem : ItemDefaults {
+    static constexpr ScheduleItem::Kind kind = ScheduleItem::Kind::Scan;
+    ir::Scan scan;
+    ir::Kernel copy;  // copies the operand into a contiguous buffer first (no phases: read in place)
+    CoreFusion fusion;
+
+    /// Lowers group g (its root a scan node): fills g.scan, g.kernel (the copy), g.inputs and
+    /// g.ops, or says that the operand must be in a buffer first.
+    static std::optional<Materialize> lower(const Schedule& s, Group& g) {
+        Node* node = g.root;
+        Node* operand = node->src[0].get();
+        const std::size_t axis = static_cast<std::size_t>(node->axes[0]);
+        Reached r = walk_views(s, &g, operand, IndexMap::identity(operand->shape));
+        if (!r.load) return Materialize{operand, "operand of a scan, not yet in a buffer"};
+        g.inputs = {r.node};
+        g.scan = ir::Scan{};
+        g.scan.dtype = node->dtype;
+        g.scan.op = node->reduce_op;
+        g.kernel = ir::Kernel{};
+        const char* name = node->reduce_op == ReduceOp::Sum ? "cumsum" : "cumprod";
+        g.ops = {name};
+        if (!ir::scan_layout(operand->shape, r.access.strides, r.access.offset, axis, g.scan)) {
+            g.kernel = ir::contiguous_copy(node->dtype, operand->shape, r.access);
+            ir::scan_layout(operand->shape, contiguous_strides(operand->shape), 0, axis, g.scan);
+            g.ops = {"copy", name};
+        }
+        return std::nullopt;
+    }
+
+    const ir::Kernel* own_kernel() const { return !fusion.any() && !copy.phases.empty() ? &copy : nullptr; }
+    SmallVector<int, 3> fused_away() const { return fusion.fused_away(); }
+    void allocate_results(Backend& backend, const SmallVector<char, 32>& kept, std::vector<BufferPtr>& produced) const {
+        fusion.allocate_results(backend, kept, produced, scan.dtype, scan.numel());
+    }
+    void describe(ScheduleItem& item, Device) const {
+        item.ir = (own_kernel() ? "    copy to a contiguous buffer:\n" + ir::to_string(copy) : std::string()) +
+                  ir::to_string(scan) + fusion.describe("scan", false);
+    }
+    std::string routine(Backend&) const { return fusion.routine(false); }
+    std::string source(Backend& backend, const CompiledKernel* compiled) const {
+        if (fusion.any()) return backend.scan_fused_source(scan, fusion.kernels());
+        return compiled ? backend.kernel_source(*compiled) : std::string();
+    }
+    void run(const ItemRun& r) const {
+        if (!fusion.any()) return scan_rows(r.backend, r.compiled, *r.params[0], r.out());
+        fusion.run_kept_producers(r);
+        r.backend.scan_fused(scan, fusion.kernels(), *r.params[0], std::vector<Buffer*>(r.params.begin() + 1, r.params.end()),
+                             r.scalars);
+    }
+
+    /// A fused scan rounds in its own dtype whatever the epilogue casts it to; each factor of a
+    /// product rounds it once, relatively: a cumprod of n factors may differ by about n
+    /// epsilons between two orders (70000 float factors did by 1.1e-4 on the H100).
+    void widen_tolerance(CheckTolerance& tol, DType out) const {
+        const CheckTolerance own = check_tolerance(scan.dtype);
+        if (fusion.any() && is_floating(out) && own.rtol > tol.rtol) tol.rtol = own.rtol, tol.atol = own.atol;
+        if (scan.op == ReduceOp::Prod && is_floating(out))
+            tol.rtol = std::max(tol.rtol, 2.0 * static_cast<double>(scan.length) * dtype_epsilon(scan.dtype));
+    }
+    /// The host's scan (and the fused kernels on the interpreter); magnitudes: the scan of |x|,
+    /// or of the prologue's magnitudes.
+    const char* reference(const HostRun& h) const {
+        std::vector<Buffer*> params = h.params;
+        BufferPtr absolute;
+        if (h.magnitudes && !fusion.has_prologue(0)) {
+            absolute = absolute_copy(h.host, *params[0]);
+            params[0] = absolute.get();
+        }
+        const std::shared_ptr<CompiledKernel> host_copy = own_kernel() ? h.host.get_kernel(copy) : nullptr;
+        fusion.run_on_host(HostRun{h.host, params, h.scalars, h.magnitudes}, 1, scan.dtype, scan.numel(),
+                           [&](Buffer* const* operand, Buffer& out) { scan_rows(h.host, host_copy.get(), *operand[0], out); });
+        return fusion.any() ? "the host's scan and interpreter" : "the host's scan";
+    }
+    std::string listing() const { return "--- scan ---\n" + ir::to_string(scan) + fusion.listing("scan", false); }
+
+private:
+    /// The scan of `in` into `out` on `backend`; `compiled_copy`, where the item has one, first
+    /// copies the operand into a contiguous buffer of its own.
+    void scan_rows(Backend& backend, CompiledKernel* compiled_copy, const Buffer& in, Buffer& out) const {
+        if (!compiled_copy) return backend.scan(scan, in, out);
+        BufferPtr contiguous = backend.allocate(in.dtype(), scan.numel());
+        backend.launch(*compiled_copy, {const_cast<Buffer*>(&in), contiguous.get()}, {});
+        backend.scan(scan, *contiguous, out);
+    }
+};
+
+}  // namespace lazytensor::detail
+// ---- lazytensor/items/sort_item.hpp ----
+// The sort item: a sort node (graph::sort_positions: the positions of the first k elements of
+// each row along the last axis, in sorted order, stably) run by the backend's row sort (host:
+// in parallel over rows; OpenCL: a bitonic sort in device memory). lt::sort, argsort and topk
+// build one, and gather the values at its positions: lazy like any node, differentiable through
+// the gather, checked against the host's sort.
+//
+// The backend sorts contiguous rows. Where the operand is not such a buffer, the item first
+// computes it into one with a kernel lowered like any other, so the element-wise work that
+// produces the operand runs in that kernel: argsort(exp(x) * w) is one item.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+
+namespace lazytensor::detail {
+
+struct SortItem : ItemDefaults {
+    static constexpr ScheduleItem::Kind kind = ScheduleItem::Kind::Sort;
+    DType dtype = DType::Float32;  // the operand's
+    std::int64_t rows = 0, n = 0, k = 0;
+    bool descending = false;
+    ir::Kernel operand;  // computes the operand into contiguous rows first (no phases: read in place)
+    int values = -1;     // the node of the values at the positions, stored by the sort (-1: not)
+
+    /// Lowers group g (its root a sort node): g.kernel computes the operand into contiguous rows
+    /// unless it is in a buffer as such (then g.kernel has no phases and g.inputs is that buffer).
+    static std::optional<Materialize> lower(const Schedule& s, Group& g) {
+        Node* values = g.root->src[0].get();
+        Reached r = walk_views(s, &g, values, IndexMap::identity(values->shape));
+        g.kernel = ir::Kernel{};
+        g.scalars.clear();
+        if (r.load && is_contiguous_layout(values->shape, r.access.strides, r.access.offset)) {
+            g.inputs = {r.node};
+            g.ops = {"sort"};
+            return std::nullopt;
+        }
+        Group operand = g;  // the same group, computing the operand (its nodes sit in g)
+        operand.root = values;
+        if (std::optional<Materialize> m = Lowering(s, operand).run()) return m;
+        g.kernel = std::move(operand.kernel);
+        g.inputs = std::move(operand.inputs);
+        g.scalars = std::move(operand.scalars);
+        g.ops = std::move(operand.ops);
+        g.ops.push_back("sort");
+        return std::nullopt;
+    }
+    /// Where an item's root gathers a sort's operand at the sort's positions (lt::sort's values,
+    /// stored on their own), the sort stores them as it sorts and that item goes: one pass over
+    /// the values less. Schedule::group_of_root is stale afterwards.
+    static void fuse_values(Schedule& s) {
+        std::vector<char> gone(s.groups.size(), 0);
+        bool any = false;
+        for (std::size_t i = 0; i < s.groups.size(); ++i) {
+            Group& g = s.groups[i];
+            const Node* r = g.root;
+            if (!g.is_kernel() || r->kind != NodeKind::Gather || r->axes[0] + 1 != static_cast<int>(r->shape.size())) continue;
+            const auto sort = s.group_of_root.find(r->src[1].get());
+            if (sort == s.group_of_root.end()) continue;
+            Group& sorter = s.groups[static_cast<std::size_t>(sort->second)];
+            if (!sorter.is_sort() || sorter.sorted_values || sorter.root->src[0] != r->src[0]) continue;
+            sorter.sorted_values = g.root;
+            gone[i] = 1;
+            any = true;
+        }
+        if (any) fuse_detail::drop_gone(s, gone);
+    }
+    template <class Index>
+    static SortItem of(const Group& g, const Index& index) {
+        SortItem item = of(g.root, g.kernel);
+        if (g.sorted_values) item.values = index(g.sorted_values);
+        return item;
+    }
+    static SortItem of(const Node* sort, ir::Kernel operand_kernel) {
+        SortItem item;
+        const Node& values = *sort->src[0];
+        item.dtype = values.dtype;
+        item.n = values.shape.back();
+        item.rows = item.n == 0 ? 0 : numel(values.shape) / item.n;
+        item.k = sort->params[0];
+        item.descending = sort->params[1] != 0;
+        item.operand = std::move(operand_kernel);
+        return item;
+    }
+
+    const ir::Kernel* own_kernel() const { return operand.phases.empty() ? nullptr : &operand; }
+    SmallVector<int, 3> fused_away() const {
+        if (values < 0) return {};
+        return {values};
+    }
+    /// The values get their buffer before the items that read them run.
+    void allocate_results(Backend& backend, const SmallVector<char, 32>&, std::vector<BufferPtr>& produced) const {
+        if (values >= 0) produced[static_cast<std::size_t>(values)] = backend.allocate(dtype, rows * k);
+    }
+    void describe(ScheduleItem& item, Device) const {
+        item.ir = (own_kernel() ? "    operand computed into contiguous rows:\n" + ir::to_string(operand) : std::string()) +
+                  what();
+    }
+    std::string source(Backend& backend, const CompiledKernel* compiled) const {
+        return compiled ? backend.kernel_source(*compiled) : std::string();
+    }
+    void run(const ItemRun& r) const {
+        sort_on(r.backend, r.compiled, r.params, r.scalars, values >= 0 ? r.produced[static_cast<std::size_t>(values)].get() : nullptr);
+    }
+    const char* reference(const HostRun& h) const {
+        const std::shared_ptr<CompiledKernel> host_operand = own_kernel() ? h.host.get_kernel(on_interpreter()) : nullptr;
+        sort_on(h.host, host_operand.get(), h.params, h.scalars, nullptr);
+        return own_kernel() ? "the host interpreter and the host's sort" : "the host's sort";
+    }
+    std::string listing() const { return "--- sort ---\n" + what() + (own_kernel() ? ir::to_string(operand) : std::string()); }
+
+private:
+    std::string what() const {
+        return concat("    sort ", descending ? "descending" : "ascending", " ", dtype, ": ", rows, " rows of ", n,
+                      ", the first ", k, " positions of each", values >= 0 ? " and their values" : "", "\n");
+    }
+    /// The operand's kernel on the interpreter (check mode's reference, not a compiled loop).
+    ir::Kernel on_interpreter() const {
+        ir::Kernel kernel = operand;
+        kernel.candidate = nullptr;
+        return kernel;
+    }
+    /// params: the operand's buffer (or its kernel's inputs), then the positions' [rows, k];
+    /// `into`: the values' buffer, or null where only the positions are wanted.
+    void sort_on(Backend& backend, CompiledKernel* compiled, const std::vector<Buffer*>& params,
+                 const std::vector<Scalar>& scalars, Buffer* into) const {
+        if (rows * k == 0) return;
+        BufferPtr contiguous;
+        if (compiled) {
+            contiguous = backend.allocate(dtype, rows * n);
+            std::vector<Buffer*> buffers(params.begin(), params.end() - 1);
+            buffers.push_back(contiguous.get());
+            backend.launch(*compiled, buffers, scalars);
+        }
+        const BufferPtr scratch = into ? nullptr : backend.allocate(dtype, rows * k);
+        backend.sort_rows(contiguous ? *contiguous : *params[0], rows, n, k, descending, into ? *into : *scratch, *params.back());
+    }
+};
+
+}  // namespace lazytensor::detail
+// ---- lazytensor/items/view_item.hpp ----
+// The view item: a node that is a view of another item's buffer (or of a realized one) at a
+// layout the index math can name, as PyTorch's views are. It computes nothing: realize commits
+// the node as that buffer at that layout.
+
+#include <cstdint>
+
+
+namespace lazytensor::detail {
+
+struct ViewItem : ItemDefaults {
+    static constexpr ScheduleItem::Kind kind = ScheduleItem::Kind::View;
+    Aliasing view;
+
+    bool computes() const { return false; }
+    const Aliasing* aliasing() const { return &view; }
+    bool checked_on(const Backend&) const { return false; }
+    void describe(ScheduleItem&, Device) const {}
+    void run(const ItemRun&) const {}
+    const char* reference(const HostRun&) const { return "nothing"; }
+    std::string listing() const { return {}; }
+};
+
+}  // namespace lazytensor::detail
+
+namespace lazytensor::detail {
+
+using ItemKind = std::variant<KernelItem, GemmItem, ScanItem, AttentionItem, SortItem, ViewItem>;
+
+/// Lowers every group of `s`, or says which node must be materialized first.
+inline std::optional<Materialize> lower_groups(Schedule& s) {
+    for (Group& g : s.groups) {
+        std::optional<Materialize> first;
+        if (g.view_only) continue;
+        if (g.is_gemm()) first = GemmItem::lower(s, g);
+        else if (g.is_scan()) first = ScanItem::lower(s, g);
+        else if (g.is_sort()) first = SortItem::lower(s, g);
+        else first = Lowering(s, g).run();
+        if (first) return first;
+    }
+    return std::nullopt;
+}
+
+/// Schedules and lowers the graph behind `outputs`, materializing what lowering asks for.
+inline Schedule schedule_and_lower(const GraphOrder& order, const std::vector<Node*>& outputs) {
+    std::unordered_map<Node*, Materialize> forced;
+    for (;;) {
+        Schedule s = assign_groups(order, outputs, forced);
+        const std::optional<Materialize> first = lower_groups(s);
+        if (!first) return s;
+        if (!forced.emplace(first->node, *first).second)
+            fail<Error>("lazytensor internal error: scheduling did not converge at a ", kind_name(first->node->kind),
+                        " node (", first->reason, ")");
+    }
+}
+
+/// Fuses kernels into the items that take them where `backend_of` a node's device runs them
+/// there: attention (three items into one), then producers and consumers into products and
+/// scans; a sort stores the values a gather would read at its positions. Schedule::group_of_root
+/// is stale afterwards.
+inline void fuse_items(Schedule& s, const std::function<Backend&(Device)>& backend_of) {
+    fuse_attention(s, [&](const Node* product, const ir::Attention& a) { return backend_of(product->device).fuses_attention(a); });
+    ProductFusions fusions;
+    fusions.prologue = [&](const Node* product, const ir::Gemm& gemm, const ir::Kernel& prologue) {
+        return backend_of(product->device).fuses_prologue(gemm, prologue);
+    };
+    fusions.epilogue = [&](const Node* product, const ir::Gemm& gemm, const ir::Kernel& epilogue, int param) {
+        return backend_of(product->device).fuses_epilogue(gemm, epilogue, param);
+    };
+    fusions.scan_prologue = [&](const Node* scan, const ir::Scan& sc, const ir::Kernel& prologue) {
+        return backend_of(scan->device).fuses_scan_prologue(sc, prologue);
+    };
+    fusions.scan_epilogue = [&](const Node* scan, const ir::Scan& sc, const ir::Kernel& epilogue, int param) {
+        return backend_of(scan->device).fuses_scan_epilogue(sc, epilogue, param);
+    };
+    fuse_into_products(s, fusions);
+    for (std::size_t i = 0; i < s.groups.size(); ++i) s.group_of_root[s.groups[i].root] = static_cast<int>(i);
+    SortItem::fuse_values(s);
+}
+
+/// The item a lowered (and fused) group is, its nodes named by `index` (a node's position in
+/// the plan's graph order).
+template <class Index>
+ItemKind item_of(Group& g, const Index& index) {
+    auto fusion = [&] {
+        CoreFusion f;
+        for (int o = 0; o < 2; ++o)
+            if (g.fused_producer[o]) {
+                f.producer[o] = index(g.fused_producer[o]);
+                f.prologue[o] = std::move(g.prologue[o]);
+            }
+        if (g.fused_product) {
+            f.product = index(g.fused_product);
+            f.product_param = g.product_param;
+            f.epilogue = std::move(g.kernel);
+        }
+        return f;
+    };
+    if (g.view_only) {
+        ViewItem v;
+        v.view = Aliasing{index(g.view.base), g.view.offset, g.view.strides};
+        return v;
+    }
+    if (g.is_attention()) {
+        AttentionItem a;
+        a.attention = std::move(g.attention);
+        a.scores = index(g.fused_scores);
+        a.weights = index(g.fused_weights);
+        return a;
+    }
+    if (g.is_gemm()) {
+        GemmItem m;
+        m.gemm = std::move(g.gemm);
+        m.fusion = fusion();
+        return m;
+    }
+    if (g.is_scan()) {
+        ScanItem c;
+        c.scan = g.scan;
+        if (!g.fused_product) c.copy = std::move(g.kernel);
+        c.fusion = fusion();
+        return c;
+    }
+    if (g.is_sort()) return SortItem::of(g, index);
+    KernelItem k;
+    k.kernel = std::move(g.kernel);
+    return k;
+}
+
+}  // namespace lazytensor::detail
+// ---- lazytensor/schedule/read_shapes.hpp ----
+// The shapes an item reads its input buffers through, as lt::schedule reports them.
+
+#include <algorithm>
+#include <unordered_map>
+#include <vector>
+
+
+namespace lazytensor::detail {
+
+/// The shapes each input of an item is read through (what lt::schedule reports per input), found by walking
+/// its graph from what it computes down to the buffers it loads, as lowering does: a view (a
+/// slice, a permute, a reshape) over a buffer is read in the view's shape, the topmost of a
+/// chain of views; broadcasts and reshapes that only add or drop unit axes read the shape under
+/// them (a bias [16] added to [64, 16] reads [16]).
+class ReadShapes {
+public:
+    explicit ReadShapes(const Schedule& s) {
+        for (const Group& g : s.groups) {
+            base_of_[g.root] = g.view_only ? g.view.base : g.root;
+            if (g.sorted_values) base_of_[g.sorted_values] = g.sorted_values;  // stored by its sort
+        }
+    }
+
+    void find(const Group& g, std::vector<std::vector<Shape>>& out) const {
+        out.assign(g.inputs.size(), {});
+        if (g.view_only) return;
+        std::size_t first_kernel_input = 0;  // the inputs before it are operands of a product or scan
+        if (g.is_attention()) {
+            const Node* scores = g.fused_scores;
+            const Node* operands[3] = {scores->src[0].get(), scores->src[1].get(), g.root->src[1].get()};
+            for (std::size_t o = 0; o < 3 && o < g.inputs.size(); ++o) read_operand(operands[o], g.inputs[o], out[o]);
+            return;
+        }
+        if (g.is_gemm() || g.is_scan()) {
+            const Node* core = g.core();
+            first_kernel_input = g.is_gemm() ? 2 : 1;
+            for (std::size_t o = 0; o < first_kernel_input && o < g.inputs.size(); ++o)
+                read_operand(core->src[o].get(), g.inputs[o], out[o]);
+            if (!g.fused_product) return;
+        }
+        Reads reads;
+        Walk walk{*this, g.root, g.fused_product, reads, {}};
+        walk.from(g.root, nullptr);
+        for (std::size_t i = first_kernel_input; i < g.inputs.size(); ++i)
+            if (auto it = reads.find(g.inputs[i]); it != reads.end()) out[i] = it->second;
+    }
+
+private:
+    using Reads = std::unordered_map<const Node*, std::vector<Shape>>;
+
+    /// Whether a view reads the same elements in the same order as its source, with unit axes
+    /// or broadcast copies added: its source's shape is what it reads.
+    static bool transparent(const Node* n) {
+        if (n->kind == NodeKind::Expand) return true;
+        if (n->kind != NodeKind::Reshape) return false;
+        auto non_unit = [](const Shape& shape) {
+            Shape out;
+            for (std::int64_t e : shape)
+                if (e != 1) out.push_back(e);
+            return out;
+        };
+        return non_unit(n->shape) == non_unit(n->src[0]->shape);
+    }
+
+    struct Walk {
+        const ReadShapes& shapes;
+        const Node* self;     // the item's root: not a load however it is listed
+        const Node* product;  // a fused product's node: loaded by its epilogue (null: none)
+        Reads& reads;
+        std::unordered_map<const Node*, std::vector<const Node*>> seen;  // (node, top view) pairs walked
+
+        void from(const Node* n, const Node* top) {
+            std::vector<const Node*>& tops = seen[n];
+            if (std::find(tops.begin(), tops.end(), top) != tops.end()) return;
+            tops.push_back(top);
+            const auto base = shapes.base_of_.find(n);
+            if (n != self && (n->realized() || n == product || base != shapes.base_of_.end())) {
+                const Node* buffer = n->realized() || n == product ? n : base->second;
+                std::vector<Shape>& list = reads[buffer];
+                const Shape& shape = top ? top->shape : n->shape;
+                if (std::find(list.begin(), list.end(), shape) == list.end()) list.push_back(shape);
+                return;
+            }
+            if (is_view(n->kind)) return from(n->src[0].get(), top || transparent(n) ? top : n);
+            for (int k = 0; k < n->nsrc; ++k) from(n->src[static_cast<std::size_t>(k)].get(), nullptr);
+        }
+    };
+
+    /// The shapes operand `start` of a product or scan reads the buffer of `input` through.
+    void read_operand(const Node* start, const Node* input, std::vector<Shape>& out) const {
+        Reads reads;
+        Walk walk{*this, nullptr, nullptr, reads, {}};
+        walk.from(start, nullptr);
+        if (auto it = reads.find(input); it != reads.end()) out = it->second;
+    }
+
+    std::unordered_map<const Node*, const Node*> base_of_;  // per item's root: the node whose buffer holds it
+};
+
+}  // namespace lazytensor::detail
+
+namespace lazytensor::detail {
+
+/// One schedule item, with nodes named by their position in the GraphOrder: what every item
+/// has, and its kind's own data (items/items.hpp).
+struct PlannedItem {
+    int root = -1;            // the node it computes
+    std::string reason;       // why that node is materialized
+    std::vector<int> inputs;  // per input parameter: the node whose buffer is read
+    std::vector<int> scalars; // per scalar parameter: the node whose value is passed
+    // Per input parameter: the shapes the item reads that buffer through (a slice, a transpose,
+    // ... of it: not the buffer's own shape), each once; empty: the buffer's node's shape.
+    std::vector<std::vector<Shape>> read_shapes;
+    std::vector<std::string> ops;
+    ItemKind work;
+    // Its own kernel, compiled on the first run (realize holds its lock meanwhile).
+    mutable std::shared_ptr<CompiledKernel> compiled;
+
+    ScheduleItem::Kind kind() const {
+        return std::visit([](const auto& k) { return std::decay_t<decltype(k)>::kind; }, work);
+    }
+    /// Calls f(the kind's data).
+    template <class F>
+    decltype(auto) visit(F&& f) const {
+        return std::visit(std::forward<F>(f), work);
+    }
+    const ir::Kernel* own_kernel() const { return visit([](const auto& k) { return k.own_kernel(); }); }
+    bool computes() const { return visit([](const auto& k) { return k.computes(); }); }
+    SmallVector<int, 3> fused_away() const { return visit([](const auto& k) { return k.fused_away(); }); }
+    /// The generated source it runs on `backend`, where it has one (LAZYTENSOR_DEBUG=2, check mode).
+    std::string source(Backend& backend) const {
+        return visit([&](const auto& k) { return k.source(backend, compiled.get()); });
+    }
+};
+
+struct Plan {
+    std::vector<PlannedItem> items;  // execution order
+    std::vector<int> uses;           // per node: consumer edges inside the graph
+};
+
+/// The graph behind some outputs, in the scheduler's order, and its signature.
+struct GraphWalk {
+    GraphOrder order;
+    std::vector<Node*> output_nodes;
+    std::vector<int> outputs;  // indices into order.nodes
+    std::string signature;
+
+    Node* node(int i) const { return order.nodes[static_cast<std::size_t>(i)]; }
+};
+
+inline GraphWalk walk_graph(std::vector<Node*> outputs) {
+    GraphWalk w;
+    w.order = order_graph(outputs);
+    w.output_nodes = std::move(outputs);
+    ir::KeyWriter sig;
+    PointerIndex<Buffer> memory;
+    std::vector<const Buffer*> exposed;  // the exposed buffers met so far
+    sig.put(static_kernels_enabled());
+    sig.put(gemm_config_generation().load(std::memory_order_relaxed));
+    for (Node* n : w.order.nodes) {
+        sig.put(n->kind);
+        sig.put(n->dtype);
+        sig.put(n->device.kind);
+        sig.put(n->device.index);
+        sig.put_list(n->shape);
+        if (n->realized()) {
+            sig.put(n->offset);
+            sig.put_list(n->strides);
+            // Which realized nodes share memory matters to an assign (a read of the memory it
+            // writes is computed into a copy first): the first node with this buffer, and for
+            // an exposed buffer, the earlier buffers that wrap some of the same memory.
+            const Buffer* buffer = n->buffer.get();
+            const auto [at, fresh] = memory.emplace(buffer, static_cast<int>(memory.size()));
+            sig.put(at);
+            if (fresh) {
+                sig.put(buffer->exposed());
+                if (buffer->exposed()) {
+                    for (const Buffer* other : exposed)
+                        if (shares_memory(*buffer, *other)) sig.put(memory.at(other));
+                    sig.put(-1);
+                    exposed.push_back(buffer);
+                }
+            }
+            continue;
+        }
+        // (n->value, of Const and Pad nodes, is a kernel parameter: not part of the structure.)
+        sig.put(n->unary_op);
+        sig.put(n->binary_op);
+        sig.put(n->reduce_op);
+        sig.put(static_cast<std::uint32_t>(n->axes.size()));
+        for (int a : n->axes) sig.put(a);
+        sig.put_list(n->params);
+        sig.put(n->static_kernel);
+        sig.put(n->nsrc);
+        for (int k = 0; k < n->nsrc; ++k) sig.put(w.order.index.at(n->src[static_cast<std::size_t>(k)].get()));
+    }
+    w.outputs.reserve(w.output_nodes.size());
+    for (Node* out : w.output_nodes) {
+        w.outputs.push_back(w.order.index.at(out));
+        sig.put(w.outputs.back());
+    }
+    w.signature = sig.take();
+    return w;
+}
+
+inline Plan make_plan(const GraphWalk& w) {
+    Schedule s = schedule_and_lower(w.order, w.output_nodes);
+    fuse_items(s, device_backend);
+    auto index = [&](const Node* n) { return w.order.index.at(n); };
+    const ReadShapes read_shapes(s);
+    Plan p;
+    p.uses = std::move(s.uses);
+    for (Group& g : s.groups) {
+        PlannedItem item;
+        item.root = index(g.root);
+        item.reason = std::move(g.reason);
+        for (Node* in : g.inputs) item.inputs.push_back(index(in));
+        read_shapes.find(g, item.read_shapes);
+        for (Node* v : g.scalars) item.scalars.push_back(index(v));
+        item.ops = std::move(g.ops);
+        item.work = item_of(g, index);
+        p.items.push_back(std::move(item));
+    }
+    return p;
+}
+
+/// The plans of recently realized graphs, by signature.
+class PlanCache {
+public:
+    std::shared_ptr<const Plan> get(const GraphWalk& w) {
+        if (auto hit = plans_.find(w.signature)) return hit;
+        ++made_;
+        return plans_.insert(w.signature, std::make_shared<const Plan>(make_plan(w))).first;
+    }
+    std::size_t size() const { return plans_.size(); }
+    /// How many plans were made (cache misses) since the start.
+    std::size_t made() const { return made_.load(); }
+
+private:
+    LruCache<const Plan> plans_{1024};
+    std::atomic<std::size_t> made_{0};
+};
+
+inline PlanCache& plan_cache() {
+    static PlanCache* cache = new PlanCache();  // never destroyed, like the backends
+    return *cache;
+}
+
+}  // namespace lazytensor::detail
+
+namespace lazytensor {
+
+namespace detail {
+/// Check mode's switch (lt::check_enabled, lt::set_check_enabled): LAZYTENSOR_CHECK at start.
+inline std::atomic<bool>& check_flag() {
+    static std::atomic<bool> on{env_flag("LAZYTENSOR_CHECK", false)};
+    return on;
+}
+
+/// Tests only: called with an item's output buffer after it ran, before check mode compares
+/// it (a hook that corrupts the result stands in for a miscompiled kernel).
+inline std::function<void(Buffer&)>& after_launch_hook() {
+    static std::function<void(Buffer&)> hook;
+    return hook;
+}
+}  // namespace detail
+
+namespace detail {
+
+inline double element_as_double(const unsigned char* data, DType t, std::int64_t i) {
+    const std::size_t size = dtype_size(t);
+    const unsigned char* p = data + static_cast<std::size_t>(i) * size;
+    switch (t) {
+#define LAZYTENSOR_X(name, type, text)                                           \
+    case DType::name: {                                                          \
+        using Stored = std::conditional_t<std::is_same_v<type, bool>, std::uint8_t, type>; \
+        Stored v;                                                                \
+        std::memcpy(&v, p, sizeof v);                                            \
+        return static_cast<double>(v);                                           \
+    }
+        LAZYTENSOR_DTYPES(LAZYTENSOR_X)
+#undef LAZYTENSOR_X
+    }
+    return 0;
+}
+
 /// One item run twice: snapshots of its buffers in host memory, taken before it runs on its
 /// backend (an assign overwrites its target), then the host's run and the comparison.
 class KernelCheck {
 public:
     /// Whether `p` on `backend` has a second implementation to compare with.
     static bool applies(const PlannedItem& p, const Backend& backend) {
-        if (p.view_only) return false;
-        if (backend.device().kind != Device::Kind::Host) return true;
-        return p.kind == ScheduleItem::Kind::Kernel && p.kernel.candidate;  // a compiled loop: compare with the interpreter
+        return p.visit([&](const auto& k) { return k.checked_on(backend); });
     }
 
     KernelCheck(const PlannedItem& p, const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars,
@@ -17295,7 +18044,7 @@ public:
             auto it = copies.find(b);
             if (it == copies.end()) {
                 BufferPtr copy = host_backend().allocate(b->dtype(), b->numel());
-                if (!output || output_is_read) backend_for(b->device()).read(*b, 0, copy->handle(), b->bytes());
+                if (!output || output_is_read) device_backend(b->device()).read(*b, 0, copy->handle(), b->bytes());
                 it = copies.emplace(b, std::move(copy)).first;
             }
             if (output && output_is_read) {  // an assign: what its target held, to put back on a failure
@@ -17311,23 +18060,15 @@ public:
     void verify(std::size_t index, std::size_t count, Backend& backend, Buffer& out) const {
         std::vector<Buffer*> params;
         for (const BufferPtr& b : host_params_) params.push_back(b.get());
-        const char* reference = run_on_host(params);
+        const char* reference = item_.visit([&](const auto& k) { return k.reference(HostRun{host_backend(), params, scalars_}); });
         Buffer& expected = *params.back();
         std::vector<unsigned char> got(out.bytes());
         backend.read(out, 0, got.data(), got.size());
         const auto* want = static_cast<const unsigned char*>(expected.handle());
         const DType t = out.dtype();
         const std::int64_t n = out.numel();
-        // A fused product or scan rounds in its own dtype whatever it is cast to: the looser bound.
         CheckTolerance tol = check_tolerance(t);
-        if (item_.fused() && is_floating(t) && check_tolerance(item_.core_dtype()).rtol > tol.rtol) {
-            const CheckTolerance product = check_tolerance(item_.core_dtype());
-            tol.rtol = product.rtol, tol.atol = product.atol;
-        }
-        // Each factor of a product rounds it once, relatively: a cumprod of n factors may differ
-        // by about n epsilons between two orders (70000 float factors did by 1.1e-4 on the H100).
-        if (item_.is_scan() && item_.scan.op == ReduceOp::Prod && is_floating(t))
-            tol.rtol = std::max(tol.rtol, 2.0 * static_cast<double>(item_.scan.length) * dtype_epsilon(item_.core_dtype()));
+        item_.visit([&](const auto& k) { k.widen_tolerance(tol, t); });
         std::vector<unsigned char> magnitudes;
         if (is_floating(t)) magnitudes = run_magnitudes_on_host();
         auto bound = [&](std::int64_t i) {
@@ -17352,7 +18093,7 @@ public:
         }
         if (!differing) return;
         std::ostringstream msg;
-        msg << "LAZYTENSOR_CHECK: " << item_.kind << " " << index << " of " << count
+        msg << "LAZYTENSOR_CHECK: " << item_.kind() << " " << index << " of " << count
             << " on " << backend.device() << " (" << backend.name() << ") disagrees with " << reference << ": "
             << differing << " of " << n << " elements of its " << t << " output differ; the first is element "
             << first << ": " << element_as_double(got.data(), t, first) << " on " << backend.device() << ", "
@@ -17361,50 +18102,16 @@ public:
             msg << " (tolerance " << bound(first) << ": " << tol.rtol << " relative + " << tol.atol
                 << " times the element's magnitude " << element_as_double(magnitudes.data(), t, first) << " + "
                 << kCheckSubnormalUnits << " units of the smallest subnormal)";
-        msg << "\n--- " << (item_.is_attention() ? "attention" : item_.is_gemm() ? "matmul" : item_.is_scan() ? "scan" : "kernel IR") << " ---\n"
-            << (item_.is_attention() ? ir::to_string(item_.attention) : item_.is_gemm() ? ir::to_string(item_.gemm)
-                : item_.is_scan() ? ir::to_string(item_.scan) : ir::to_string(item_.kernel));
-        for (int o = 0; o < 2; ++o)
-            if (item_.has_prologue(o))
-                msg << "--- prologue" << (item_.is_gemm() ? (o ? " of B" : " of A") : "") << " ---\n" << ir::to_string(item_.prologue[o]);
-        if (item_.has_epilogue())
-            msg << "--- epilogue (reads the " << (item_.is_gemm() ? "product" : "scan") << " as p" << item_.product_param
-                << ") ---\n" << ir::to_string(item_.kernel);
-        const std::string source = item_source(backend, item_);
+        msg << "\n" << item_.visit([](const auto& k) { return k.listing(); });
+        const std::string source = item_.source(backend);
         if (!source.empty()) msg << "--- generated source ---\n" << source;
         if (!original_.empty()) backend.write(out, 0, original_.data(), original_.size());
         fail<BackendError>(msg.str());
     }
 
 private:
-    /// Runs the item on the host; says what ran it.
-    const char* run_on_host(const std::vector<Buffer*>& params) const {
-        Backend& host = host_backend();
-        if (item_.is_attention()) {
-            run_attention_on_host(params);
-            return "the host's packed GEMM and interpreter, as three items";
-        }
-        if (item_.fused()) {
-            run_fused_on_host(params);
-            return item_.is_gemm() ? "the host's packed GEMM and interpreter" : "the host's scan and interpreter";
-        }
-        if (item_.is_gemm()) {
-            host.gemm(item_.gemm, *params[0], *params[1], *params[2]);
-            return "the host's packed GEMM";
-        }
-        if (item_.is_scan()) {
-            run_scan(host, item_.scan, host_copy_kernel().get(), *params[0], *params[1]);
-            return "the host's scan";
-        }
-        ir::Kernel interpreted = item_.kernel;
-        interpreted.candidate = nullptr;  // the interpreter, not a compiled loop
-        host.launch(*host.get_kernel(interpreted), params, scalars_);
-        return "the host interpreter";
-    }
-
-    /// Runs the item's magnitude computation on the host (magnitude_kernel; |A| @ |B| for a
-    /// product) and returns the output's bytes. The output gets a buffer of its own, holding what
-    /// the target held before for an assign.
+    /// Runs the item's magnitude computation on the host and returns the output's bytes. The
+    /// output gets a buffer of its own, holding what the target held before for an assign.
     std::vector<unsigned char> run_magnitudes_on_host() const {
         Backend& host = host_backend();
         const BufferPtr& reference = host_params_.back();
@@ -17412,116 +18119,10 @@ private:
         if (!original_.empty()) std::memcpy(output->handle(), original_.data(), original_.size());
         std::vector<Buffer*> params;
         for (const BufferPtr& b : host_params_) params.push_back(b == reference ? output.get() : b.get());
-        if (item_.is_attention()) {
-            run_attention_on_host(params, true);
-        } else if (item_.is_scan() && item_.fused()) {  // the magnitudes of the prologue, scanned, then the epilogue's
-            run_fused_on_host(params, true);
-        } else if (item_.is_scan()) {  // the scan of |x|
-            BufferPtr absolute = host.allocate(params[0]->dtype(), params[0]->numel());
-            std::memcpy(absolute->handle(), params[0]->handle(), params[0]->bytes());
-            clear_sign_bits(*absolute);
-            run_scan(host, item_.scan, host_copy_kernel().get(), *absolute, *params[1]);
-        } else if (item_.is_gemm()) {
-            std::vector<BufferPtr> absolute;
-            for (int k = 0; k < 2; ++k) {
-                const Buffer& in = *params[static_cast<std::size_t>(k)];
-                absolute.push_back(host.allocate(in.dtype(), in.numel()));
-                std::memcpy(absolute.back()->handle(), in.handle(), in.bytes());
-                clear_sign_bits(*absolute.back());
-                params[static_cast<std::size_t>(k)] = absolute.back().get();
-            }
-            if (item_.fused()) run_fused_on_host(params, true);
-            else host.gemm(item_.gemm, *params[0], *params[1], *params[2]);
-        } else {
-            host.launch(*host.get_kernel(magnitude_kernel(item_.kernel)), params, scalars_);
-        }
+        item_.visit([&](const auto& k) { k.reference(HostRun{host, params, scalars_, true}); });
         std::vector<unsigned char> bytes(output->bytes());
         std::memcpy(bytes.data(), output->handle(), bytes.size());
         return bytes;
-    }
-
-    /// A product or scan with kernels fused into it, on the host as separate items: each
-    /// prologue into a buffer of its own, the product or scan (into a buffer of its own where an
-    /// epilogue follows), then the epilogue; with `magnitudes`, their magnitude kernels (and a
-    /// scan of the prologue's magnitudes, or of |x|). params: the operands' buffers (or their
-    /// prologues' inputs), then the epilogue's buffers or the result's.
-    void run_fused_on_host(const std::vector<Buffer*>& params, bool magnitudes = false) const {
-        Backend& host = host_backend();
-        auto run = [&](const ir::Kernel& k, const std::vector<Buffer*>& buffers, std::size_t first_scalar) {
-            ir::Kernel kernel = magnitudes ? magnitude_kernel(k) : k;
-            kernel.candidate = nullptr;
-            const std::vector<Scalar> own(scalars_.begin() + static_cast<std::ptrdiff_t>(first_scalar),
-                                          scalars_.begin() + static_cast<std::ptrdiff_t>(first_scalar + k.scalars.size()));
-            host.launch(*host.get_kernel(kernel), buffers, own);
-        };
-        const int operands = item_.is_gemm() ? 2 : 1;
-        BufferPtr operand[2];
-        std::size_t first_scalar = 0;
-        for (int o = 0; o < operands; ++o) {
-            if (!item_.has_prologue(o)) continue;
-            const ir::Kernel& k = item_.prologue[o];
-            operand[o] = host.allocate(item_.core_dtype(), numel(k.domain));
-            run(k, {params[static_cast<std::size_t>(o)], operand[o].get()}, first_scalar);
-            first_scalar += k.scalars.size();
-        }
-        auto core = [&](Buffer& out) {
-            if (item_.is_gemm())
-                return host.gemm(item_.gemm, operand[0] ? *operand[0] : *params[0], operand[1] ? *operand[1] : *params[1], out);
-            BufferPtr absolute;  // magnitudes without a prologue: the scan of |x| (integers scan exactly)
-            if (magnitudes && !operand[0] && is_floating(params[0]->dtype())) {
-                absolute = host.allocate(params[0]->dtype(), params[0]->numel());
-                std::memcpy(absolute->handle(), params[0]->handle(), params[0]->bytes());
-                clear_sign_bits(*absolute);
-            }
-            run_scan(host, item_.scan, nullptr, operand[0] ? *operand[0] : absolute ? *absolute : *params[0], out);
-        };
-        if (!item_.has_epilogue()) return core(*params[static_cast<std::size_t>(operands)]);
-        std::vector<Buffer*> epilogue(params.begin() + operands, params.end());
-        const std::int64_t count = item_.is_gemm() ? item_.gemm.batch_count() * item_.gemm.m * item_.gemm.n : item_.scan.numel();
-        BufferPtr result = host.allocate(item_.core_dtype(), count);
-        core(*result);
-        epilogue[static_cast<std::size_t>(item_.product_param)] = result.get();
-        run(item_.kernel, epilogue, first_scalar);
-    }
-
-    /// An attention item on the host as its three items. With `magnitudes`: the weights times
-    /// |v|, each row scaled by 1 + its largest |f(score)| (an error in a score moves the
-    /// output by about that error times the weighted values).
-    void run_attention_on_host(const std::vector<Buffer*>& params, bool magnitudes = false) const {
-        Backend& host = host_backend();
-        const ir::Attention& a = item_.attention;
-        const std::int64_t rows = a.scores.batch_count() * a.scores.m, keys = a.scores.n, depth = a.values.n;
-        BufferPtr s = host.allocate(DType::Float32, rows * keys), w = host.allocate(DType::Float32, rows * keys);
-        host.gemm(a.scores, *params[0], *params[1], *s);
-        ir::Kernel softmax = a.softmax;
-        softmax.candidate = nullptr;  // the interpreter
-        host.launch(*host.get_kernel(softmax), {s.get(), w.get()}, scalars_);
-        if (!magnitudes) return host.gemm(a.values, *w, *params[2], *params[3]);
-        BufferPtr absolute = host.allocate(params[2]->dtype(), params[2]->numel());
-        std::memcpy(absolute->handle(), params[2]->handle(), params[2]->bytes());
-        clear_sign_bits(*absolute);
-        host.gemm(a.values, *w, *absolute, *params[3]);
-        ir::Kernel f = a.score_function;  // f(s), to find each row's largest
-        host.launch(*host.get_kernel(f), {s.get(), w.get()}, scalars_);
-        const auto* fs = static_cast<const float*>(w->handle());
-        auto* out = static_cast<float*>(params[3]->handle());
-        for (std::int64_t r = 0; r < rows; ++r) {
-            float largest = 0;
-            for (std::int64_t j = 0; j < keys; ++j) largest = std::max(largest, std::fabs(fs[r * keys + j]));
-            for (std::int64_t c = 0; c < depth; ++c) out[r * depth + c] *= 1 + largest;
-        }
-    }
-
-    /// A scan item's copy of its operand, compiled for the host (null: the item reads in place).
-    std::shared_ptr<CompiledKernel> host_copy_kernel() const {
-        return item_.runs_kernel() ? host_backend().get_kernel(item_.kernel) : nullptr;
-    }
-
-    /// |x| for every element of a floating host buffer (IEEE: the top bit of each element).
-    static void clear_sign_bits(Buffer& b) {
-        const std::size_t size = dtype_size(b.dtype());
-        auto* bytes = static_cast<unsigned char*>(b.handle());
-        for (std::int64_t i = 0; i < b.numel(); ++i) bytes[static_cast<std::size_t>(i) * size + size - 1] &= 0x7f;
     }
 
     const PlannedItem& item_;
@@ -17532,423 +18133,6 @@ private:
 
 }  // namespace detail
 }  // namespace lazytensor
-
-// realize(), which runs these checks, and (header-only) through it the definitions of the seam
-// functions used above: included last, so that check.hpp comes complete however it is reached.
-// ---- lazytensor/runtime/realize.hpp ----
-// realize(): plan (schedule and lower, or reuse the plan of a graph of the same structure) ->
-// get compiled kernels (cached) -> launch -> commit.
-//
-// Nothing is committed until every kernel has run: if any step throws, every tensor is left
-// as it was (still lazy, still usable). Buffers of intermediate results that nobody else holds
-// are released as soon as the last kernel reading them has run.
-
-#include <algorithm>
-#include <chrono>
-#include <iostream>
-#include <mutex>
-#include <numeric>
-#include <optional>
-#include <sstream>
-#include <string>
-#include <vector>
-
-
-namespace lazytensor {
-
-namespace detail {
-
-inline std::string describe(const Node* n) { return concat(n->dtype, n->shape); }
-
-/// The instructions a kernel evaluates in all: each phase's instructions and stores times the
-/// elements it runs over (the outer ones only, for a phase that runs once per outer index).
-inline std::int64_t kernel_work(const ir::Kernel& k) {
-    std::int64_t all = 1, outer = 1;
-    for (std::size_t j = 0; j < k.domain.size(); ++j) {
-        all *= k.domain[j];
-        if (!k.reduced[j]) outer *= k.domain[j];
-    }
-    std::int64_t work = 0;
-    for (const ir::Phase& phase : k.phases)
-        work += static_cast<std::int64_t>(phase.instrs.size() + phase.stores.size()) * (phase.outer ? outer : all);
-    return work;
-}
-
-inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
-    ScheduleItem item;
-    item.kind = p.kind;
-    item.reason = p.reason;
-    item.ops = p.ops;
-    for (std::size_t i = 0; i < p.inputs.size(); ++i) {
-        // The shapes it is read through (a view's, not its buffer's), else its node's own.
-        const Node* input = w.node(p.inputs[i]);
-        const std::vector<Shape>* reads = i < p.read_shapes.size() ? &p.read_shapes[i] : nullptr;
-        if (!reads || reads->empty()) {
-            item.inputs.push_back(describe(input));
-            continue;
-        }
-        std::string text = concat(input->dtype, reads->front());
-        for (std::size_t r = 1; r < reads->size(); ++r) text += concat(" and ", (*reads)[r]);
-        item.inputs.push_back(std::move(text));
-    }
-    item.scalars = static_cast<int>(p.scalars.size());
-    item.output = describe(w.node(p.root));
-    if (p.is_attention()) {
-        item.ir = ir::to_string(p.attention);
-        return item;
-    }
-    if (p.is_gemm() || p.is_scan()) {
-        const char* what = p.is_gemm() ? "product" : "scan";
-        item.ir = p.is_gemm() ? ir::to_string(p.gemm) : ir::to_string(p.scan);
-        if (p.runs_kernel()) item.ir = "    copy to a contiguous buffer:\n" + ir::to_string(p.kernel) + item.ir;
-        for (int o = 0; o < 2; ++o)
-            if (p.has_prologue(o))
-                item.ir += concat("    prologue", p.is_gemm() ? (o ? " of B" : " of A") : "", ", applied in the ", what,
-                                  "'s loads:\n", ir::to_string(p.prologue[o]));
-        if (p.has_epilogue())
-            item.ir += concat("    epilogue, applied in the ", what, "'s stores (it reads the ", what, " as p",
-                              p.product_param, "):\n", ir::to_string(p.kernel));
-        return item;
-    }
-    item.phases = static_cast<int>(p.kernel.phases.size());
-    StaticBinding binding;
-    item.compiled_loop = !p.view_only && w.node(p.root)->device.kind == Device::Kind::Host && p.kernel.candidate &&
-                         p.kernel.candidate->match(p.kernel, binding);  // (compiled loops run on the host only)
-    if (!p.view_only) {
-        item.ir = ir::to_string(p.kernel);
-        item.work = kernel_work(p.kernel);
-    }
-    return item;
-}
-
-inline void print_item(std::ostream& out, std::size_t i, const ScheduleItem& item, int level,
-                       const std::string& routine = {}) {
-    out << "  " << item.kind << " " << i << ": ";
-    if (item.kind == ScheduleItem::Kind::View) {
-        out << "view of another buffer -> " << item.output << "  (" << item.reason << ")\n";
-        return;
-    }
-    for (std::size_t k = 0; k < item.ops.size(); ++k) out << (k ? ", " : "") << item.ops[k];
-    if (item.ops.empty()) out << "copy";
-    if (!routine.empty()) out << " (" << routine << ")";
-    if (item.compiled_loop) out << " (compiled loop)";
-    out << "  [";
-    for (std::size_t k = 0; k < item.inputs.size(); ++k) out << (k ? ", " : "") << item.inputs[k];
-    out << "] -> " << item.output << "  (ends: " << item.reason << ")\n";
-    if (level >= 2) out << item.ir;
-}
-
-/// Turns a backend's device timers on for a scope (dropping earlier records), then back to
-/// what they were.
-class RecordingTimes {
-public:
-    explicit RecordingTimes(Backend& backend) : backend_(backend), was_(backend.record_times()) {
-        backend_.set_record_times(true);
-        backend_.take_device_times_ms();
-    }
-    RecordingTimes(const RecordingTimes&) = delete;
-    RecordingTimes& operator=(const RecordingTimes&) = delete;
-    ~RecordingTimes() { backend_.set_record_times(was_); }
-
-private:
-    Backend& backend_;
-    bool was_;
-};
-
-/// LAZYTENSOR_DEBUG=3: a kernel's time (on the device's own clock where it has one) and the
-/// bandwidth of reading its inputs and writing its output once; for a GEMM, its FLOP rate.
-inline void print_timing(std::size_t i, Backend& backend, const std::vector<Buffer*>& params, const PlannedItem& item,
-                         std::chrono::steady_clock::time_point launch) {
-    using ms_t = std::chrono::duration<double, std::milli>;
-    const auto now = std::chrono::steady_clock::now();
-    const std::vector<double> device = backend.take_device_times_ms();
-    double bytes = 0;
-    for (Buffer* b : params)
-        if (b) bytes += static_cast<double>(b->bytes());  // (a fused product that is not kept has none)
-    std::ostringstream out;
-    out << "  " << item.kind << " " << i << ": ";
-    double ms = ms_t(now - launch).count();
-    if (!device.empty()) {
-        // Every kernel the item ran (a scan's copy, an attention's three items where it stores them).
-        ms = std::accumulate(device.begin(), device.end(), 0.0);
-        out << ms << " ms on the device";
-    } else {
-        out << ms << " ms";
-    }
-    if (ms > 0 && (item.is_gemm() || item.is_attention())) {
-        const ir::Gemm& g = item.is_gemm() ? item.gemm : item.attention.scores;
-        const double rows = static_cast<double>(g.batch_count()) * static_cast<double>(g.m);
-        // (attention: both products; the softmax's exponentials are not counted)
-        const double depth = item.is_gemm() ? static_cast<double>(g.k) : static_cast<double>(g.k + item.attention.values.n);
-        const double flops = 2.0 * rows * static_cast<double>(g.n) * depth;
-        out << ", " << flops / (ms * 1e-3) / 1e9 << " GFLOP/s";
-    } else if (ms > 0) {
-        out << ", " << bytes / (ms * 1e-3) / 1e9 << " GB/s";
-    }
-    std::cerr << out.str() << "\n";
-}
-
-/// A fused product's or scan's operands that a tensor outside the graph holds: computed into
-/// buffers of their own as well (the item computes them again in its loads).
-inline void run_kept_producers(Backend& backend, const PlannedItem& p, const std::vector<Buffer*>& params,
-                               const std::vector<Scalar>& scalars, const SmallVector<char, 32>& kept,
-                               std::vector<BufferPtr>& produced) {
-    std::size_t first_scalar = 0;
-    for (int o = 0; o < 2; ++o) {
-        if (!p.has_prologue(o)) continue;
-        const ir::Kernel& k = p.prologue[o];
-        const std::size_t count = k.scalars.size();
-        if (kept[static_cast<std::size_t>(p.producer[o])]) {
-            BufferPtr out = backend.allocate(k.params[1].dtype, numel(k.domain));
-            const std::vector<Scalar> own(scalars.begin() + static_cast<std::ptrdiff_t>(first_scalar),
-                                          scalars.begin() + static_cast<std::ptrdiff_t>(first_scalar + count));
-            backend.launch(*backend.get_kernel(k), {params[static_cast<std::size_t>(o)], out.get()}, own);
-            produced[static_cast<std::size_t>(p.producer[o])] = std::move(out);
-        }
-        first_scalar += count;
-    }
-}
-
-/// Runs an attention item: as one kernel, or as the three items it stands for where a tensor
-/// outside the graph holds the scores or the weights (then they are stored, and committed).
-/// params: q, kt, v, out.
-inline void run_attention(Backend& backend, const PlannedItem& p, const std::vector<Buffer*>& params,
-                          const std::vector<Scalar>& scalars, const SmallVector<char, 32>& kept,
-                          std::vector<BufferPtr>& produced) {
-    const ir::Attention& a = p.attention;
-    const auto scores = static_cast<std::size_t>(p.scores), weights = static_cast<std::size_t>(p.weights);
-    if (!kept[scores] && !kept[weights]) return backend.attention(a, *params[0], *params[1], *params[2], *params[3], scalars);
-    const std::int64_t count = a.scores.batch_count() * a.scores.m * a.scores.n;
-    BufferPtr s = backend.allocate(DType::Float32, count), w = backend.allocate(DType::Float32, count);
-    backend.gemm(a.scores, *params[0], *params[1], *s);
-    backend.launch(*backend.get_kernel(a.softmax), {s.get(), w.get()}, scalars);
-    backend.gemm(a.values, *w, *params[2], *params[3]);
-    if (kept[scores]) produced[scores] = std::move(s);
-    if (kept[weights]) produced[weights] = std::move(w);
-}
-
-/// Gets the compiled kernel of every item that has not run on its device yet, all of a
-/// device's at once: a backend with a slow compiler (OpenCL) builds the new ones as one
-/// program, so a first realize that needs N new kernels costs less than N builds (four new
-/// kernels: 2.3-2.4 times one on NVIDIA, bench/README.md). A build that fails throws before any
-/// item has run. (A plan is made for one device: an item compiled once is compiled for good.)
-inline void compile_items(const std::vector<PlannedItem>& items, const GraphWalk& w, int level) {
-    std::vector<std::size_t> todo;
-    for (std::size_t i = 0; i < items.size(); ++i) {
-        const PlannedItem& p = items[i];
-        if (p.runs_kernel() && !p.compiled) todo.push_back(i);
-    }
-    if (todo.empty()) return;  // (the common case: a plan that has run before)
-    std::ostringstream out;
-    while (!todo.empty()) {
-        Backend& backend = backend_for(w.node(items[todo[0]].root)->device);
-        std::vector<std::size_t> batch, rest;
-        std::vector<const ir::Kernel*> kernels;
-        for (std::size_t i : todo) {
-            if (&backend_for(w.node(items[i].root)->device) != &backend) {
-                rest.push_back(i);
-                continue;
-            }
-            batch.push_back(i);
-            kernels.push_back(&items[i].kernel);
-        }
-        std::vector<CompileOutcome> outcome;
-        std::vector<std::shared_ptr<CompiledKernel>> compiled = backend.get_kernels(kernels, outcome);
-        for (std::size_t b = 0; b < batch.size(); ++b) {
-            items[batch[b]].compiled = std::move(compiled[b]);
-            const CompileOutcome& o = outcome[b];
-            if (level < 1 || !o.compiled) continue;
-            out << "[lazytensor] kernel " << batch[b] << " on " << backend.device() << ": compiled in " << o.ms << " ms"
-                << (o.batch > 1 ? concat(" with ", o.batch - 1, " other", o.batch > 2 ? "s" : "") : std::string())
-                << (o.built_from_source ? ", program built from source" : o.from_disk ? ", program loaded from the disk cache" : "")
-                << " (a kernel structure not in this device's kernel cache: new, or evicted from its "
-                << backend.cache_capacity() << " entries)\n";
-        }
-        todo = std::move(rest);
-    }
-    if (level >= 1) std::cerr << out.str();
-}
-
-inline std::vector<Node*> unrealized(const std::vector<Node*>& nodes) {
-    std::vector<Node*> out;
-    for (Node* n : nodes)
-        if (!n->realized() && std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
-    return out;
-}
-
-/// The devices of `nodes` (an expression's nodes all live on its outputs' device).
-inline DeviceList devices_of(const std::vector<Node*>& nodes) {
-    DeviceList out;
-    for (const Node* n : nodes)
-        if (std::find(out.begin(), out.end(), n->device) == out.end()) out.push_back(n->device);
-    return out;
-}
-
-/// Realizes `nodes` together: one schedule, shared parts computed once (the seam's realize_nodes).
-/// Holds the locks of the outputs' devices: realizes on other devices run at the same time.
-inline void realize_graph(const std::vector<Node*>& nodes) {
-    const DeviceLock lock(devices_of(nodes));
-    std::vector<Node*> outputs = unrealized(nodes);
-    if (outputs.empty()) return;
-    const GraphWalk w = walk_graph(std::move(outputs));
-    const std::vector<Node*>& output_nodes = w.output_nodes;
-    const std::shared_ptr<const Plan> plan = plan_cache().get(w);
-    const std::vector<PlannedItem>& items = plan->items;
-    auto node = [&](int i) { return w.node(i); };
-    const int level = debug_level();
-    if (level >= 1) {
-        std::ostringstream out;
-        std::size_t kernels = 0, gemms = 0;
-        std::size_t scans = 0, attentions = 0;
-        for (const PlannedItem& p : items)
-            (p.is_attention() ? attentions : p.is_gemm() ? gemms : p.is_scan() ? scans : kernels) += p.view_only ? 0 : 1;
-        out << "[lazytensor] schedule: " << kernels << " kernel" << (kernels == 1 ? "" : "s");
-        if (gemms) out << ", " << gemms << " matmul" << (gemms == 1 ? "" : "s");
-        if (scans) out << ", " << scans << " scan" << (scans == 1 ? "" : "s");
-        if (attentions) out << ", " << attentions << " attention" << (attentions == 1 ? "" : "s");
-        out << " for " << output_nodes.size() << " output" << (output_nodes.size() == 1 ? "" : "s") << "\n";
-        for (std::size_t i = 0; i < items.size(); ++i) {
-            const PlannedItem& p = items[i];
-            Backend& backend = backend_for(node(p.root)->device);
-            std::string routine = p.is_gemm() ? backend.gemm_routine(p.gemm)
-                                  : p.is_attention() ? backend.attention_routine(p.attention)
-                                                     : "";
-            for (int o = 0; o < 2; ++o)
-                if (p.has_prologue(o))
-                    routine += concat(routine.empty() ? "" : ", ", "with the producer of ",
-                                      p.is_gemm() ? (o ? "B" : "A") : "its operand", " fused into its loads");
-            if (p.has_epilogue()) routine += concat(routine.empty() ? "" : ", ", "with the epilogue fused into its stores");
-            print_item(out, i, describe(p, w), level, routine);
-        }
-        std::cerr << out.str();
-    }
-
-    // A result is kept (committed to its node) when it is an output or someone outside this
-    // graph still holds its node; other intermediates go as soon as their last reader has run.
-    SmallVector<char, 32> kept(w.order.nodes.size(), 0);
-    for (int o : w.outputs) kept[static_cast<std::size_t>(o)] = 1;
-    auto held_outside = [&](int i) { return node(i)->holders() > plan->uses[static_cast<std::size_t>(i)]; };
-    for (const PlannedItem& p : items) {
-        if (held_outside(p.root)) kept[static_cast<std::size_t>(p.root)] = 1;
-        for (int f : p.fused_away())
-            if (held_outside(f)) kept[static_cast<std::size_t>(f)] = 1;
-    }
-    SmallVector<std::size_t, 32> last_read(w.order.nodes.size(), 0);
-    for (std::size_t i = 0; i < items.size(); ++i) {
-        for (int in : items[i].inputs) last_read[static_cast<std::size_t>(in)] = i;
-        if (items[i].view_only && kept[static_cast<std::size_t>(items[i].root)]) kept[static_cast<std::size_t>(items[i].view_base)] = 1;
-    }
-    std::vector<NodePtr> hold;  // committing one node may free others that are committed later
-    for (const PlannedItem& p : items) {
-        if (kept[static_cast<std::size_t>(p.root)]) hold.push_back(node(p.root)->shared_from_this());
-        for (int f : p.fused_away())
-            if (kept[static_cast<std::size_t>(f)]) hold.push_back(node(f)->shared_from_this());
-    }
-
-    compile_items(items, w, level);
-
-    std::vector<BufferPtr> produced(w.order.nodes.size());
-    auto buffer_of = [&](int i) { return node(i)->realized() ? node(i)->buffer : produced[static_cast<std::size_t>(i)]; };
-    std::vector<Buffer*> params;
-    std::vector<Scalar> scalars;
-    for (std::size_t i = 0; i < items.size(); ++i) {
-        const PlannedItem& p = items[i];
-        if (p.view_only) continue;
-        Node* root = node(p.root);
-        Backend& backend = backend_for(root->device);
-        if (level >= 2) {
-            const std::string source = item_source(backend, p);
-            if (!source.empty()) std::cerr << "  " << p.kind << " " << i << " on " << root->device << ":\n" << source;
-        }
-        // An assign writes into its target's memory; everything else into new memory.
-        BufferPtr out = root->kind == NodeKind::Assign ? root->src[0]->buffer : backend.allocate(root->dtype, numel(root->shape));
-        // A product fused with its epilogue gets memory only when it is kept (and so does a
-        // producer fused into its loads: run_kept_producers).
-        if (p.has_epilogue() && kept[static_cast<std::size_t>(p.fused_product)])
-            produced[static_cast<std::size_t>(p.fused_product)] = backend.allocate(p.core_dtype(), numel(node(p.fused_product)->shape));
-        params.clear();
-        params.reserve(p.inputs.size() + 1);
-        for (int in : p.inputs) params.push_back(buffer_of(in).get());
-        params.push_back(out.get());
-        scalars.clear();
-        scalars.reserve(p.scalars.size());
-        for (int v : p.scalars) scalars.push_back(node(v)->value);
-        std::optional<KernelCheck> check;
-        if (check_enabled() && KernelCheck::applies(p, backend))
-            check.emplace(p, params, scalars, root->kind == NodeKind::Assign);
-        auto run = [&] {
-            if (p.is_attention()) {
-                run_attention(backend, p, params, scalars, kept, produced);
-            } else if (p.fused()) {
-                run_kept_producers(backend, p, params, scalars, kept, produced);
-                if (p.is_gemm())
-                    backend.gemm_fused(p.gemm, p.fusion(), *params[0], *params[1],
-                                       std::vector<Buffer*>(params.begin() + 2, params.end()), scalars);
-                else
-                    backend.scan_fused(p.scan, p.fusion(), *params[0], std::vector<Buffer*>(params.begin() + 1, params.end()),
-                                       scalars);
-            }
-            else if (p.is_gemm())
-                backend.gemm(p.gemm, *params[0], *params[1], *params[2]);
-            else if (p.is_scan())
-                run_scan(backend, p.scan, p.compiled.get(), *params[0], *out);
-            else
-                backend.launch(*p.compiled, params, scalars);
-            if (after_launch_hook()) after_launch_hook()(*out);
-            if (check) check->verify(i, items.size(), backend, *out);
-        };
-        if (level >= 3) {
-            const auto t1 = std::chrono::steady_clock::now();
-            {
-                RecordingTimes recording(backend);
-                run();
-                backend.synchronize();
-            }
-            print_timing(i, backend, params, p, t1);
-        } else {
-            run();
-        }
-        produced[static_cast<std::size_t>(p.root)] = std::move(out);
-        for (int in : p.inputs)
-            if (last_read[static_cast<std::size_t>(in)] == i && !kept[static_cast<std::size_t>(in)])
-                produced[static_cast<std::size_t>(in)].reset();
-    }
-
-    // Commit: every kernel has run. Other threads may be building on these nodes.
-    std::unique_lock<std::shared_mutex> commit(graph_mutex());
-    for (const PlannedItem& p : items) {
-        for (int f : p.fused_away())
-            if (kept[static_cast<std::size_t>(f)])
-                make_realized(*node(f), produced[static_cast<std::size_t>(f)], 0, contiguous_strides(node(f)->shape));
-        if (!kept[static_cast<std::size_t>(p.root)]) continue;
-        Node* n = node(p.root);
-        if (p.view_only) {
-            make_realized(*n, buffer_of(p.view_base), p.view_offset, p.view_strides);
-        } else if (n->kind == NodeKind::Assign) {
-            const Node& target = *n->src[0];
-            make_realized(*n, target.buffer, target.offset, target.strides);
-        } else
-            make_realized(*n, produced[static_cast<std::size_t>(p.root)], 0, contiguous_strides(n->shape));
-    }
-}
-
-/// The schedule realize_graph would run for `nodes`, without running it.
-inline std::vector<ScheduleItem> describe_schedule(const std::vector<Node*>& nodes) {
-    const DeviceLock lock(devices_of(nodes));
-    std::vector<Node*> outputs = unrealized(nodes);
-    std::vector<ScheduleItem> items;
-    if (outputs.empty()) return items;
-    const GraphWalk w = walk_graph(std::move(outputs));
-    for (const PlannedItem& p : plan_cache().get(w)->items) items.push_back(describe(p, w));
-    return items;
-}
-
-}  // namespace detail
-}  // namespace lazytensor
-
-// Header-only: the definitions of the seam functions used above (runtime/seam.hpp).
-#if LAZYTENSOR_ENGINE_DEFINITIONS
-#endif
 // ---- lazytensor/runtime/exposed.hpp ----
 // Buffers whose memory is known outside lazytensor: wrapped user memory (lt::from_blob, DLPack)
 // and buffers whose address was handed out (data(), to_dlpack). Another buffer may wrap the same
@@ -18006,6 +18190,309 @@ inline ExposedBuffers& exposed_buffers() {
 }
 
 }  // namespace lazytensor::detail
+// ---- lazytensor/runtime/realize.hpp ----
+// realize(): plan (schedule and lower, or reuse the plan of a graph of the same structure) ->
+// get compiled kernels (cached) -> launch -> commit.
+//
+// Nothing is committed until every kernel has run: if any step throws, every tensor is left
+// as it was (still lazy, still usable). Buffers of intermediate results that nobody else holds
+// are released as soon as the last kernel reading them has run.
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+
+namespace lazytensor {
+
+namespace detail {
+
+inline std::string describe(const Node* n) { return concat(n->dtype, n->shape); }
+
+inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
+    ScheduleItem item;
+    item.kind = p.kind();
+    item.reason = p.reason;
+    item.ops = p.ops;
+    for (std::size_t i = 0; i < p.inputs.size(); ++i) {
+        // The shapes it is read through (a view's, not its buffer's), else its node's own.
+        const Node* input = w.node(p.inputs[i]);
+        const std::vector<Shape>* reads = i < p.read_shapes.size() ? &p.read_shapes[i] : nullptr;
+        if (!reads || reads->empty()) {
+            item.inputs.push_back(describe(input));
+            continue;
+        }
+        std::string text = concat(input->dtype, reads->front());
+        for (std::size_t r = 1; r < reads->size(); ++r) text += concat(" and ", (*reads)[r]);
+        item.inputs.push_back(std::move(text));
+    }
+    item.scalars = static_cast<int>(p.scalars.size());
+    item.output = describe(w.node(p.root));
+    p.visit([&](const auto& k) { k.describe(item, w.node(p.root)->device); });
+    return item;
+}
+
+inline void print_item(std::ostream& out, std::size_t i, const ScheduleItem& item, int level,
+                       const std::string& routine = {}) {
+    out << "  " << item.kind << " " << i << ": ";
+    if (item.kind == ScheduleItem::Kind::View) {
+        out << "view of another buffer -> " << item.output << "  (" << item.reason << ")\n";
+        return;
+    }
+    for (std::size_t k = 0; k < item.ops.size(); ++k) out << (k ? ", " : "") << item.ops[k];
+    if (item.ops.empty()) out << "copy";
+    if (!routine.empty()) out << " (" << routine << ")";
+    if (item.compiled_loop) out << " (compiled loop)";
+    out << "  [";
+    for (std::size_t k = 0; k < item.inputs.size(); ++k) out << (k ? ", " : "") << item.inputs[k];
+    out << "] -> " << item.output << "  (ends: " << item.reason << ")\n";
+    if (level >= 2) out << item.ir;
+}
+
+/// Turns a backend's device timers on for a scope (dropping earlier records), then back to
+/// what they were.
+class RecordingTimes {
+public:
+    explicit RecordingTimes(Backend& backend) : backend_(backend), was_(backend.record_times()) {
+        backend_.set_record_times(true);
+        backend_.take_device_times_ms();
+    }
+    RecordingTimes(const RecordingTimes&) = delete;
+    RecordingTimes& operator=(const RecordingTimes&) = delete;
+    ~RecordingTimes() { backend_.set_record_times(was_); }
+
+private:
+    Backend& backend_;
+    bool was_;
+};
+
+/// LAZYTENSOR_DEBUG=3: an item's time (on the device's own clock where it has one) and the
+/// bandwidth of reading its inputs and writing its output once, or its FLOP rate.
+inline void print_timing(std::size_t i, Backend& backend, const std::vector<Buffer*>& params, const PlannedItem& item,
+                         std::chrono::steady_clock::time_point launch) {
+    using ms_t = std::chrono::duration<double, std::milli>;
+    const auto now = std::chrono::steady_clock::now();
+    const std::vector<double> device = backend.take_device_times_ms();
+    double bytes = 0;
+    for (Buffer* b : params)
+        if (b) bytes += static_cast<double>(b->bytes());  // (a fused product that is not kept has none)
+    std::ostringstream out;
+    out << "  " << item.kind() << " " << i << ": ";
+    double ms = ms_t(now - launch).count();
+    if (!device.empty()) {
+        // Every kernel the item ran (a copy before the routine, the parts of a fused item).
+        ms = std::accumulate(device.begin(), device.end(), 0.0);
+        out << ms << " ms on the device";
+    } else {
+        out << ms << " ms";
+    }
+    const double flops = item.visit([](const auto& k) { return k.flops(); });
+    if (ms > 0 && flops > 0) out << ", " << flops / (ms * 1e-3) / 1e9 << " GFLOP/s";
+    else if (ms > 0) out << ", " << bytes / (ms * 1e-3) / 1e9 << " GB/s";
+    std::cerr << out.str() << "\n";
+}
+
+/// Gets the compiled kernel of every item that has not run on its device yet, all of a
+/// device's at once: a backend with a slow compiler (OpenCL) builds the new ones as one
+/// program, so a first realize that needs N new kernels costs less than N builds (four new
+/// kernels: 2.3-2.4 times one on NVIDIA, bench/README.md). A build that fails throws before any
+/// item has run. (A plan is made for one device: an item compiled once is compiled for good.)
+inline void compile_items(const std::vector<PlannedItem>& items, const GraphWalk& w, int level) {
+    std::vector<std::size_t> todo;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        const PlannedItem& p = items[i];
+        if (p.own_kernel() && !p.compiled) todo.push_back(i);
+    }
+    if (todo.empty()) return;  // (the common case: a plan that has run before)
+    std::ostringstream out;
+    while (!todo.empty()) {
+        Backend& backend = device_backend(w.node(items[todo[0]].root)->device);
+        std::vector<std::size_t> batch, rest;
+        std::vector<const ir::Kernel*> kernels;
+        for (std::size_t i : todo) {
+            if (&device_backend(w.node(items[i].root)->device) != &backend) {
+                rest.push_back(i);
+                continue;
+            }
+            batch.push_back(i);
+            kernels.push_back(items[i].own_kernel());
+        }
+        std::vector<CompileOutcome> outcome;
+        std::vector<std::shared_ptr<CompiledKernel>> compiled = backend.get_kernels(kernels, outcome);
+        for (std::size_t b = 0; b < batch.size(); ++b) {
+            items[batch[b]].compiled = std::move(compiled[b]);
+            const CompileOutcome& o = outcome[b];
+            if (level < 1 || !o.compiled) continue;
+            out << "[lazytensor] kernel " << batch[b] << " on " << backend.device() << ": compiled in " << o.ms << " ms"
+                << (o.batch > 1 ? concat(" with ", o.batch - 1, " other", o.batch > 2 ? "s" : "") : std::string())
+                << (o.built_from_source ? ", program built from source" : o.from_disk ? ", program loaded from the disk cache" : "")
+                << " (a kernel structure not in this device's kernel cache: new, or evicted from its "
+                << backend.cache_capacity() << " entries)\n";
+        }
+        todo = std::move(rest);
+    }
+    if (level >= 1) std::cerr << out.str();
+}
+
+inline std::vector<Node*> unrealized(const std::vector<Node*>& nodes) {
+    std::vector<Node*> out;
+    for (Node* n : nodes)
+        if (!n->realized() && std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+    return out;
+}
+
+/// The devices of `nodes` (an expression's nodes all live on its outputs' device).
+inline DeviceList devices_of(const std::vector<Node*>& nodes) {
+    DeviceList out;
+    for (const Node* n : nodes)
+        if (std::find(out.begin(), out.end(), n->device) == out.end()) out.push_back(n->device);
+    return out;
+}
+
+/// Realizes `nodes` together: one schedule, shared parts computed once (the seam's realize_nodes).
+/// Holds the locks of the outputs' devices: realizes on other devices run at the same time.
+inline void realize_graph(const std::vector<Node*>& nodes) {
+    const DeviceLock lock(devices_of(nodes));
+    std::vector<Node*> outputs = unrealized(nodes);
+    if (outputs.empty()) return;
+    const GraphWalk w = walk_graph(std::move(outputs));
+    const std::vector<Node*>& output_nodes = w.output_nodes;
+    const std::shared_ptr<const Plan> plan = plan_cache().get(w);
+    const std::vector<PlannedItem>& items = plan->items;
+    auto node = [&](int i) { return w.node(i); };
+    const int level = debug_level();
+    if (level >= 1) {
+        std::ostringstream out;
+        // "2 kernels, 1 matmul": kernels always, other kinds where there are some.
+        std::map<ScheduleItem::Kind, std::size_t> count{{ScheduleItem::Kind::Kernel, 0}};
+        for (const PlannedItem& p : items)
+            if (p.computes()) ++count[p.kind()];
+        out << "[lazytensor] schedule: ";
+        for (const auto& [kind, n] : count) {
+            if (!n && kind != ScheduleItem::Kind::Kernel) continue;
+            out << (kind == ScheduleItem::Kind::Kernel ? "" : ", ") << n << " " << kind << (n == 1 ? "" : "s");
+        }
+        out << " for " << output_nodes.size() << " output" << (output_nodes.size() == 1 ? "" : "s") << "\n";
+        for (std::size_t i = 0; i < items.size(); ++i) {
+            const PlannedItem& p = items[i];
+            Backend& backend = device_backend(node(p.root)->device);
+            print_item(out, i, describe(p, w), level, p.visit([&](const auto& k) { return k.routine(backend); }));
+        }
+        std::cerr << out.str();
+    }
+
+    // A result is kept (committed to its node) when it is an output or someone outside this
+    // graph still holds its node; other intermediates go as soon as their last reader has run.
+    SmallVector<char, 32> kept(w.order.nodes.size(), 0);
+    for (int o : w.outputs) kept[static_cast<std::size_t>(o)] = 1;
+    auto held_outside = [&](int i) { return node(i)->holders() > plan->uses[static_cast<std::size_t>(i)]; };
+    for (const PlannedItem& p : items) {
+        if (held_outside(p.root)) kept[static_cast<std::size_t>(p.root)] = 1;
+        for (int f : p.fused_away())
+            if (held_outside(f)) kept[static_cast<std::size_t>(f)] = 1;
+    }
+    SmallVector<std::size_t, 32> last_read(w.order.nodes.size(), 0);
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        for (int in : items[i].inputs) last_read[static_cast<std::size_t>(in)] = i;
+        const Aliasing* alias = items[i].visit([](const auto& k) { return k.aliasing(); });
+        if (alias && kept[static_cast<std::size_t>(items[i].root)]) kept[static_cast<std::size_t>(alias->base)] = 1;
+    }
+    std::vector<NodePtr> hold;  // committing one node may free others that are committed later
+    for (const PlannedItem& p : items) {
+        if (kept[static_cast<std::size_t>(p.root)]) hold.push_back(node(p.root)->shared_from_this());
+        for (int f : p.fused_away())
+            if (kept[static_cast<std::size_t>(f)]) hold.push_back(node(f)->shared_from_this());
+    }
+
+    compile_items(items, w, level);
+
+    std::vector<BufferPtr> produced(w.order.nodes.size());
+    auto buffer_of = [&](int i) { return node(i)->realized() ? node(i)->buffer : produced[static_cast<std::size_t>(i)]; };
+    std::vector<Buffer*> params;
+    std::vector<Scalar> scalars;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        const PlannedItem& p = items[i];
+        if (!p.computes()) continue;
+        Node* root = node(p.root);
+        Backend& backend = device_backend(root->device);
+        if (level >= 2) {
+            const std::string source = p.source(backend);
+            if (!source.empty()) std::cerr << "  " << p.kind() << " " << i << " on " << root->device << ":\n" << source;
+        }
+        // An assign writes into its target's memory; everything else into new memory.
+        BufferPtr out = root->kind == NodeKind::Assign ? root->src[0]->buffer : backend.allocate(root->dtype, numel(root->shape));
+        p.visit([&](const auto& k) { k.allocate_results(backend, kept, produced); });
+        params.clear();
+        params.reserve(p.inputs.size() + 1);
+        for (int in : p.inputs) params.push_back(buffer_of(in).get());
+        params.push_back(out.get());
+        scalars.clear();
+        scalars.reserve(p.scalars.size());
+        for (int v : p.scalars) scalars.push_back(node(v)->value);
+        std::optional<KernelCheck> check;
+        if (check_flag().load() && KernelCheck::applies(p, backend))
+            check.emplace(p, params, scalars, root->kind == NodeKind::Assign);
+        auto run = [&] {
+            const ItemRun context{backend, params, scalars, p.compiled.get(), kept, produced};
+            p.visit([&](const auto& k) { k.run(context); });
+            if (after_launch_hook()) after_launch_hook()(*out);
+            if (check) check->verify(i, items.size(), backend, *out);
+        };
+        if (level >= 3) {
+            const auto t1 = std::chrono::steady_clock::now();
+            {
+                RecordingTimes recording(backend);
+                run();
+                backend.synchronize();
+            }
+            print_timing(i, backend, params, p, t1);
+        } else {
+            run();
+        }
+        produced[static_cast<std::size_t>(p.root)] = std::move(out);
+        for (int in : p.inputs)
+            if (last_read[static_cast<std::size_t>(in)] == i && !kept[static_cast<std::size_t>(in)])
+                produced[static_cast<std::size_t>(in)].reset();
+    }
+
+    // Commit: every kernel has run. Other threads may be building on these nodes.
+    std::unique_lock<std::shared_mutex> commit(graph_mutex());
+    for (const PlannedItem& p : items) {
+        for (int f : p.fused_away())
+            if (kept[static_cast<std::size_t>(f)])
+                make_realized(*node(f), produced[static_cast<std::size_t>(f)], 0, contiguous_strides(node(f)->shape));
+        if (!kept[static_cast<std::size_t>(p.root)]) continue;
+        Node* n = node(p.root);
+        if (const Aliasing* alias = p.visit([](const auto& k) { return k.aliasing(); })) {
+            make_realized(*n, buffer_of(alias->base), alias->offset, alias->strides);
+        } else if (n->kind == NodeKind::Assign) {
+            const Node& target = *n->src[0];
+            make_realized(*n, target.buffer, target.offset, target.strides);
+        } else
+            make_realized(*n, produced[static_cast<std::size_t>(p.root)], 0, contiguous_strides(n->shape));
+    }
+}
+
+/// The schedule realize_graph would run for `nodes`, without running it.
+inline std::vector<ScheduleItem> describe_schedule(const std::vector<Node*>& nodes) {
+    const DeviceLock lock(devices_of(nodes));
+    std::vector<Node*> outputs = unrealized(nodes);
+    std::vector<ScheduleItem> items;
+    if (outputs.empty()) return items;
+    const GraphWalk w = walk_graph(std::move(outputs));
+    for (const PlannedItem& p : plan_cache().get(w)->items) items.push_back(describe(p, w));
+    return items;
+}
+
+}  // namespace detail
+}  // namespace lazytensor
 
 #if !LAZYTENSOR_ENGINE_DEFINITIONS
 #error "lazytensor: runtime/engine.hpp holds the engine's definitions; a LAZYTENSOR_SEPARATE_RUNTIME unit must not include it (define LAZYTENSOR_IMPLEMENTATION in the one unit that should)"
@@ -18091,6 +18578,8 @@ namespace detail {
 LAZYTENSOR_ENGINE_API Backend& backend_for(Device d) { return device_backend(d); }
 
 LAZYTENSOR_ENGINE_API bool supports_float64(Device d) { return device_backend(d).supports_float64(); }
+
+LAZYTENSOR_ENGINE_API bool gemm_available(DType dtype, Device device) { return graph::runs_as_gemm(dtype, device); }
 
 LAZYTENSOR_ENGINE_API void realize_nodes(const std::vector<Node*>& nodes) { realize_graph(nodes); }
 
@@ -18193,15 +18682,6 @@ LAZYTENSOR_ENGINE_API BufferPtr copy_to_device(const Buffer& src, std::size_t at
 
 LAZYTENSOR_ENGINE_API BufferPtr allocate_buffer(Device d, DType dtype, std::int64_t numel) {
     return device_backend(d).allocate(dtype, numel);
-}
-
-LAZYTENSOR_ENGINE_API std::pair<BufferPtr, BufferPtr> sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n,
-                                                                std::int64_t k, bool descending) {
-    Backend& backend = device_backend(in.device());
-    const DeviceLock lock(in.device());
-    BufferPtr values = backend.allocate(in.dtype(), rows * k), indices = backend.allocate(DType::Int64, rows * k);
-    if (rows * k > 0) backend.sort_rows(in, rows, n, k, descending, *values, *indices);
-    return {std::move(values), std::move(indices)};
 }
 
 LAZYTENSOR_ENGINE_API void write_buffer(Buffer& dst, std::size_t at, const void* src, std::size_t bytes) {
@@ -20986,11 +21466,12 @@ auto mean(const ShardedTensor<T>& x) {
 
 }  // namespace lazytensor
 // ---- lazytensor/frontend/sorting.hpp ----
-// Sorting and selection along an axis: sort, argsort and topk. A sort is a step of its own: the
-// call realizes its input (as a matrix product needs its operands in memory), runs the device's
-// row sort at once (host: in parallel over rows; OpenCL: a bitonic sort in device memory) and
-// gives realized tensors. Every sort is stable, and NaN sorts after every number (before them
-// when descending), as in PyTorch; -0 and +0 are equal.
+// Sorting and selection along an axis: sort, argsort and topk. Lazy like every other op: the
+// positions are a sort node (a schedule item of its own, items/sort_item.hpp: the device's row
+// sort, with the element-wise work that produces its input computed on the way) and the values
+// are gathered at them, so they fuse with what reads them and are differentiable. Every sort is
+// stable, and NaN sorts after every number (before them when descending), as in PyTorch; -0 and
+// +0 are equal.
 
 #include <cstdint>
 
@@ -21023,23 +21504,19 @@ SortResult<typename E::value_type> sort_along(const E& x, int axis, std::int64_t
     const std::int64_t n = t.shape()[static_cast<std::size_t>(a)];
     if (k < 0 || k > n)
         fail<ValueError>(op, ": k = ", k, " is outside [0, ", n, "], the extent of axis ", axis, " of shape ", t.shape());
-    // Rows along the last axis, contiguous from the buffer's start.
-    Tensor<T> rows_view = contiguous(movedim(t, a, -1)).realize();
-    if (rows_view.node_ptr()->offset != 0) rows_view = Tensor<T>(graph::copy(rows_view.node_ptr())).realize();
-    Shape out = rows_view.shape();
-    const std::int64_t rows = n == 0 ? 0 : lazytensor::numel(out) / n;
-    out.back() = k;
-    auto [values, indices] = sort_rows(*rows_view.node_ptr()->buffer, rows, n, k, descending);
-    const Strides strides = contiguous_strides(out);
-    return {movedim(Tensor<T>(graph::buffer(std::move(values), out, strides, 0)), -1, a),
-            movedim(Tensor<std::int64_t>(graph::buffer(std::move(indices), out, strides, 0)), -1, a)};
+    // The positions along the last axis, and the values gathered at them (lazy both: the
+    // gradient of the values reaches x through the gather, as in PyTorch).
+    const NodePtr rows = movedim(t, a, -1).node_ptr();
+    const NodePtr positions = graph::sort_positions(rows, k, descending, op);
+    const int last = t.ndim() - 1;
+    return {movedim(Tensor<T>(graph::gather(rows, last, positions)), -1, a), movedim(Tensor<std::int64_t>(positions), -1, a)};
 }
 
 }  // namespace detail
 
 /// x sorted along `axis` (ascending, or descending), stably: {values, indices}, where indices
 /// are the positions along `axis` the values came from (int64). NaN sorts after every number
-/// (before them when descending). Realizes x; AxisError for a bad axis.
+/// (before them when descending). Lazy; AxisError for a bad axis.
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 SortResult<typename E::value_type> sort(const E& x, int axis = -1, bool descending = false) {
     const std::int64_t n = x.ndim() == 0 ? 1 : x.shape()[static_cast<std::size_t>(normalize_axis(axis, x.ndim(), "lt::sort", x.shape()))];

@@ -613,13 +613,14 @@ TEST_CASE("the renderer keeps work-groups within the device's limit") {
         const auto w = lt::detail::walk_graph({t->node_ptr().get()});
         const auto plan = lt::detail::plan_cache().get(w);
         for (const auto& item : plan->items) {
+            REQUIRE(item.own_kernel());  // (each is a kernel item)
             for (std::size_t limit : {1, 2, 32, 64, 256, 1024}) {
                 lt::detail::opencl::DeviceTraits traits;
                 traits.max_work_group = limit;
                 traits.compute_units = 16;
                 for (bool gpu : {true, false}) {
                     traits.gpu = gpu;
-                    const auto r = lt::detail::opencl::render(item.kernel, traits);
+                    const auto r = lt::detail::opencl::render(*item.own_kernel(), traits);
                     REQUIRE(!r.stages.empty());
                     if (t == &all && limit >= 256) CHECK(r.stages.size() == 2);  // one output: split
                     for (const auto& st : r.stages) {

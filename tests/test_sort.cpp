@@ -236,3 +236,125 @@ TEST_CASE_TEMPLATE("a long row's sorted values are its elements bit for bit (-0,
         }
     });
 }
+
+namespace {
+
+int count_items(const std::vector<lt::ScheduleItem>& items, lt::ScheduleItem::Kind kind) {
+    int n = 0;
+    for (const lt::ScheduleItem& item : items) n += item.kind == kind;
+    return n;
+}
+
+bool has_op(const lt::ScheduleItem& item, const std::string& op) {
+    return std::find(item.ops.begin(), item.ops.end(), op) != item.ops.end();
+}
+
+}  // namespace
+
+TEST_CASE("sort is lazy: one sort item, the element-wise work producing its input computed in it") {
+    for_each_device([](lt::Device) {
+        const Ref ra = random_ref<float>({5, 40}, 31, -2, 2), rb = random_ref<float>({5, 40}, 32, 0.5, 2);
+        const lt::Tensor<float> a = make_tensor<float>(ra), b = make_tensor<float>(rb);
+        const lt::Tensor<std::int64_t> order = lt::argsort(lt::exp(a) * b, 1, true);
+        CHECK_FALSE(order.is_realized());
+        const std::vector<lt::ScheduleItem> items = lt::schedule(order);
+        REQUIRE(items.size() == 1);
+        CHECK(items[0].kind == lt::ScheduleItem::Kind::Sort);
+        CHECK(has_op(items[0], "exp"));
+        CHECK(has_op(items[0], "sort"));
+        CHECK(lt::to_string(items[0].kind) == std::string("sort"));
+        // Against the order of the reference values, row by row.
+        const std::vector<std::int64_t> got = order.to_vector();
+        for (std::size_t row = 0; row < 5; ++row) {
+            std::vector<double> values(40);
+            for (std::size_t j = 0; j < 40; ++j) values[j] = std::exp(ra.v[row * 40 + j]) * rb.v[row * 40 + j];
+            const std::vector<std::int64_t> want = sorted_positions(values, true);
+            CHECK(std::vector<std::int64_t>(got.begin() + static_cast<std::ptrdiff_t>(row * 40),
+                                            got.begin() + static_cast<std::ptrdiff_t>(row * 40 + 40)) == want);
+        }
+        // Values and positions both stored: the sort stores the values as it sorts (one item).
+        auto [sorted, sorted_at] = lt::sort(a, 1);
+        const std::vector<lt::ScheduleItem> both = lt::schedule({sorted, sorted_at});
+        REQUIRE(both.size() == 1);
+        CHECK(both[0].kind == lt::ScheduleItem::Kind::Sort);
+        lt::realize({sorted, sorted_at});
+        const std::vector<float> sv = sorted.to_vector();
+        const std::vector<std::int64_t> si = sorted_at.to_vector();
+        for (std::size_t j = 0; j < 200; ++j)
+            CHECK(sv[j] == static_cast<float>(ra.v[(j / 40) * 40 + static_cast<std::size_t>(si[j])]));
+        // The values are gathered where they are read: topk's values times 2 is one kernel after the sort.
+        auto [top, top_at] = lt::topk(a, 3, 1);
+        const lt::Tensor<float> scaled = top * 2.0f;
+        const std::vector<lt::ScheduleItem> two = lt::schedule(scaled);
+        CHECK(count_items(two, lt::ScheduleItem::Kind::Sort) == 1);
+        CHECK(count_items(two, lt::ScheduleItem::Kind::Kernel) == 1);
+        const std::vector<float> v = scaled.to_vector();
+        const std::vector<std::int64_t> at = top_at.to_vector();
+        for (std::size_t row = 0; row < 5; ++row)
+            for (std::size_t j = 0; j < 3; ++j)
+                CHECK(v[row * 3 + j] == static_cast<float>(2 * ra.v[row * 40 + static_cast<std::size_t>(at[row * 3 + j])]));
+        // A sort along a reduction's result: the reduction is a kernel of its own, then the sort.
+        const lt::Tensor<std::int64_t> by_mean = lt::argsort(a - lt::mean(a, {1}, true), 1);
+        CHECK(count_items(lt::schedule(by_mean), lt::ScheduleItem::Kind::Sort) == 1);
+        CHECK(by_mean.to_vector() == lt::argsort(a, 1).to_vector());  // (a shift keeps the order)
+    });
+}
+
+TEST_CASE("the gradient of sorted values flows back through their positions") {
+    for_each_device([](lt::Device) {
+        const Ref rx = random_ref<float>({4, 9}, 41, -3, 3), rw = random_ref<float>({4, 3}, 42, -1, 1);
+        const lt::Tensor<float> x = make_tensor<float>(rx), w = make_tensor<float>(rw);
+        auto [top, positions] = lt::topk(x * 1.5f, 3, 1);
+        const lt::Tensor<float> g = lt::grad(lt::sum(top * w), x);
+        // d/dx[r, p] = 1.5 * w[r, j] where p is the j-th largest of row r, else 0.
+        std::vector<double> want(36, 0.0);
+        for (std::size_t row = 0; row < 4; ++row) {
+            const std::vector<double> values(rx.v.begin() + static_cast<std::ptrdiff_t>(row * 9),
+                                             rx.v.begin() + static_cast<std::ptrdiff_t>(row * 9 + 9));
+            const std::vector<std::int64_t> order = sorted_positions(values, true);
+            for (std::size_t j = 0; j < 3; ++j) want[row * 9 + static_cast<std::size_t>(order[j])] += 1.5 * rw.v[row * 3 + j];
+        }
+        const std::vector<float> got = g.to_vector();
+        for (std::size_t i = 0; i < 36; ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-6));
+        // Positions have no gradient: sorting a descending copy gives the same gradient of the values.
+        const lt::Tensor<float> gs = lt::grad(lt::sum(lt::sort(x, 1, true).values * lt::arange<float>(9)), x);
+        std::vector<double> want_all(36, 0.0);
+        for (std::size_t row = 0; row < 4; ++row) {
+            const std::vector<double> values(rx.v.begin() + static_cast<std::ptrdiff_t>(row * 9),
+                                             rx.v.begin() + static_cast<std::ptrdiff_t>(row * 9 + 9));
+            const std::vector<std::int64_t> order = sorted_positions(values, true);
+            for (std::size_t j = 0; j < 9; ++j) want_all[row * 9 + static_cast<std::size_t>(order[j])] = static_cast<double>(j);
+        }
+        const std::vector<float> all = gs.to_vector();
+        for (std::size_t i = 0; i < 36; ++i) CHECK(all[i] == static_cast<float>(want_all[i]));
+    });
+}
+
+TEST_CASE("check mode compares a sort item with the host's sort, and a wrong position fails the realize") {
+    const bool was = lt::check_enabled();
+    lt::set_check_enabled(true);
+    for_each_device([](lt::Device d) {
+        const Ref r = sort_data<float>({6, 50}, 51);
+        const lt::Tensor<float> x = make_tensor<float>(r);
+        check_sorts(lt::Tensor<float>(x * 1.0f), r, 1);  // a fused operand, checked
+        if (d.kind == lt::Device::Kind::Host) return;     // (the host's sort is the reference itself)
+        lt::detail::after_launch_hook() = [](lt::Buffer& out) {
+            if (out.dtype() != lt::DType::Int64 || out.numel() != 6 * 50) return;
+            const std::int64_t wrong = 49;
+            lt::detail::backend_for(out.device()).write(out, 0, &wrong, sizeof wrong);
+        };
+        const lt::Tensor<std::int64_t> order = lt::argsort(lt::exp(x), 1);
+        try {
+            order.realize();
+            FAIL_CHECK("a wrong position passed check mode");
+        } catch (const lt::BackendError& e) {
+            const std::string what = e.what();
+            CHECK(what.find("LAZYTENSOR_CHECK: sort 0 of 1") != std::string::npos);
+            CHECK(what.find("--- sort ---") != std::string::npos);
+        }
+        lt::detail::after_launch_hook() = nullptr;
+        CHECK_FALSE(order.is_realized());  // nothing committed; it realizes again
+        CHECK(order.to_vector() == lt::argsort(x, 1).to_vector());
+    });
+    lt::set_check_enabled(was);
+}

@@ -5,9 +5,13 @@
     core <- ir <- autodiff <- schedule <- codegen <- backend <- items <- runtime <- frontend <- interop
 
 A header may include headers of its own layer and of the layers before it, never of a layer
-after it; include/lazytensor.hpp (the entry point) may include anything. Within a layer, the
-includes must not form a cycle. Prints every violation as "file:line: includes path (layer A
-is above layer B)" and exits 1 if there is one.
+after it; include/lazytensor.hpp (the entry point) may include anything. The front end and
+interop know no backend: they include nothing under backend/, schedule/, codegen/ or items/.
+Within a layer, the includes must not form a cycle, except through a trailing include: one
+after all of a header's code (only preprocessor lines and comments follow it), which a header
+uses to pull in the definitions of what it declared; the header is complete by then, so the
+order cannot break. Prints every violation as "file:line: includes path (why)" and exits 1 if
+there is one. Run by ctest (test check_layers).
 
     python3 tools/check_layers.py
 """
@@ -24,14 +28,26 @@ def layer_of(path):
     return path.relative_to(ROOT).parts[0]
 
 
+BACKEND_BLIND = {"frontend", "interop"}
+ENGINE_INSIDES = {"backend", "schedule", "codegen", "items"}
+
+
+def is_code(line):
+    stripped = line.strip()
+    return bool(stripped) and not stripped.startswith(("#", "//"))
+
+
 def includes(path):
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
+    """(line number, included header, whether the include is trailing) per include of ours."""
+    lines = path.read_text().splitlines()
+    last_code = max((i for i, line in enumerate(lines) if is_code(line)), default=-1)
+    for index, line in enumerate(lines):
         m = INCLUDE_RE.match(line)
         if not m:
             continue
         target = (path.parent / m.group(1)).resolve()
         if target.is_file() and ROOT in target.parents:
-            yield number, target
+            yield index + 1, target, index > last_code
 
 
 def main():
@@ -44,14 +60,16 @@ def main():
         if layer not in rank:
             problems.append(f"{h.relative_to(ROOT.parent)}: in no layer (known: {', '.join(LAYERS)})")
             continue
-        for number, target in includes(h):
+        for number, target, trailing in includes(h):
             to = layer_of(target)
             if to not in rank:
                 continue
+            where = f"{h.relative_to(ROOT.parent)}:{number}: includes {target.relative_to(ROOT.parent)}"
             if rank[to] > rank[layer]:
-                problems.append(f"{h.relative_to(ROOT.parent)}:{number}: includes {target.relative_to(ROOT.parent)} "
-                                f"(layer {to} is above layer {layer})")
-            elif to == layer:
+                problems.append(f"{where} (layer {to} is above layer {layer})")
+            elif layer in BACKEND_BLIND and to in ENGINE_INSIDES:
+                problems.append(f"{where} (the {layer} layer knows no backend: it reaches the engine through runtime/seam.hpp)")
+            elif to == layer and not trailing:
                 edges.setdefault(h, []).append(target)
     # Cycles within a layer (depth-first search, colours: 1 on the stack, 2 done).
     colour = {}

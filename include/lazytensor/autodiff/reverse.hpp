@@ -22,7 +22,7 @@
 
 #include "../core/error.hpp"
 #include "../ir/graph.hpp"
-#include "../runtime/seam.hpp"
+#include "../core/engine_mode.hpp"
 
 namespace lazytensor::detail {
 
@@ -264,6 +264,7 @@ void node_rule(const NodePtr& n, const NodePtr& gy, Wanted wanted, Emit emit) {
         case NodeKind::Buffer:
         case NodeKind::Const:
         case NodeKind::Index: break;  // leaves
+        case NodeKind::Sort: break;   // positions: integers, no gradient (the values' flows through their gather)
     }
 }
 

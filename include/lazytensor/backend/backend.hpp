@@ -21,7 +21,7 @@
 #include "../ir/gemm.hpp"
 #include "../ir/scan.hpp"
 #include "../ir/kernel.hpp"
-#include "../runtime/seam.hpp"
+#include "../core/reports.hpp"
 
 namespace lazytensor::detail {
 

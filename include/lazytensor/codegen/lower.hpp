@@ -17,6 +17,7 @@
 // its dtype, and each launch passes the value of the node it came from (Group::scalars).
 #pragma once
 
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -36,7 +37,9 @@ public:
           outer_rooted_(group.has_domain && coarse_ != root_->shape),
           refinement_(coarse_) {}
 
-    void run() {
+    /// Lowers the group into g.kernel (its inputs, scalars and ops too), or says which node must
+    /// be materialized first.
+    std::optional<Materialize> run() {
         for (;;) {
             Attempt attempt(*this);
             try {
@@ -44,17 +47,20 @@ public:
             } catch (const ReshapeResult& split) {
                 refinement_.split(split.axis, split.factor);
                 continue;
+            } catch (const Materialize& first) {
+                return first;
             }
             g_.kernel = std::move(attempt.kernel);
             g_.inputs = std::move(attempt.inputs);
             g_.ops = std::move(attempt.ops);
             g_.scalars = std::move(attempt.scalar_nodes);
-            return;
+            return std::nullopt;
         }
     }
 
 private:
-    [[noreturn]] static void materialize(Node* n, std::string reason) { throw NeedsMaterialization{n, std::move(reason)}; }
+    // (Thrown from deep in the walk and caught by run(): lowering's answer, not an error.)
+    [[noreturn]] static void materialize(Node* n, std::string reason) { throw Materialize{n, std::move(reason)}; }
 
     // One try at lowering over the current refinement of the domain.
     struct Attempt {
@@ -225,7 +231,7 @@ private:
             if (!target_buffer || !base->realized()) return;
             const Buffer& source = *base->buffer;
             if (&source == target_buffer ? read != store_access : shares_memory(source, *target_buffer))
-                materialize(L.root_->src[1].get(), kCopyBeforeAssign);
+                throw Materialize{L.root_->src[1].get(), kCopyBeforeAssign, true};
         }
 
         int constant(PhaseBuilder& pb, Scalar value) {

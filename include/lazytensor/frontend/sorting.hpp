@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
-// Sorting and selection along an axis: sort, argsort and topk. A sort is a step of its own: the
-// call realizes its input (as a matrix product needs its operands in memory), runs the device's
-// row sort at once (host: in parallel over rows; OpenCL: a bitonic sort in device memory) and
-// gives realized tensors. Every sort is stable, and NaN sorts after every number (before them
-// when descending), as in PyTorch; -0 and +0 are equal.
+// Sorting and selection along an axis: sort, argsort and topk. Lazy like every other op: the
+// positions are a sort node (a schedule item of its own, items/sort_item.hpp: the device's row
+// sort, with the element-wise work that produces its input computed on the way) and the values
+// are gathered at them, so they fuse with what reads them and are differentiable. Every sort is
+// stable, and NaN sorts after every number (before them when descending), as in PyTorch; -0 and
+// +0 are equal.
 #pragma once
 
 #include <cstdint>
@@ -40,23 +41,19 @@ SortResult<typename E::value_type> sort_along(const E& x, int axis, std::int64_t
     const std::int64_t n = t.shape()[static_cast<std::size_t>(a)];
     if (k < 0 || k > n)
         fail<ValueError>(op, ": k = ", k, " is outside [0, ", n, "], the extent of axis ", axis, " of shape ", t.shape());
-    // Rows along the last axis, contiguous from the buffer's start.
-    Tensor<T> rows_view = contiguous(movedim(t, a, -1)).realize();
-    if (rows_view.node_ptr()->offset != 0) rows_view = Tensor<T>(graph::copy(rows_view.node_ptr())).realize();
-    Shape out = rows_view.shape();
-    const std::int64_t rows = n == 0 ? 0 : lazytensor::numel(out) / n;
-    out.back() = k;
-    auto [values, indices] = sort_rows(*rows_view.node_ptr()->buffer, rows, n, k, descending);
-    const Strides strides = contiguous_strides(out);
-    return {movedim(Tensor<T>(graph::buffer(std::move(values), out, strides, 0)), -1, a),
-            movedim(Tensor<std::int64_t>(graph::buffer(std::move(indices), out, strides, 0)), -1, a)};
+    // The positions along the last axis, and the values gathered at them (lazy both: the
+    // gradient of the values reaches x through the gather, as in PyTorch).
+    const NodePtr rows = movedim(t, a, -1).node_ptr();
+    const NodePtr positions = graph::sort_positions(rows, k, descending, op);
+    const int last = t.ndim() - 1;
+    return {movedim(Tensor<T>(graph::gather(rows, last, positions)), -1, a), movedim(Tensor<std::int64_t>(positions), -1, a)};
 }
 
 }  // namespace detail
 
 /// x sorted along `axis` (ascending, or descending), stably: {values, indices}, where indices
 /// are the positions along `axis` the values came from (int64). NaN sorts after every number
-/// (before them when descending). Realizes x; AxisError for a bad axis.
+/// (before them when descending). Lazy; AxisError for a bad axis.
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 SortResult<typename E::value_type> sort(const E& x, int axis = -1, bool descending = false) {
     const std::int64_t n = x.ndim() == 0 ? 1 : x.shape()[static_cast<std::size_t>(normalize_axis(axis, x.ndim(), "lt::sort", x.shape()))];

@@ -16,7 +16,7 @@
 
 #include "../core/config.hpp"
 #include "../core/error.hpp"
-#include "../runtime/seam.hpp"
+#include "../core/engine_mode.hpp"
 #include "node.hpp"
 
 namespace lazytensor::detail::graph {
@@ -293,6 +293,11 @@ LAZYTENSOR_ENGINE_API NodePtr scatter_add(const NodePtr& base, int axis, const N
 /// scheduler makes an item of its own. Integers and bool accumulate in int64 (PyTorch); half in
 /// float32, each element rounded to half once.
 LAZYTENSOR_ENGINE_API NodePtr scan(ReduceOp rop, const NodePtr& x, int axis, const char* op);
+
+/// The positions (int64) of the first k elements of each row of x along its last axis, in
+/// sorted order, stably (a Sort node: NaN after every number, before them when descending).
+/// ValueError, naming `op`, unless 0 <= k <= the last axis' extent.
+LAZYTENSOR_ENGINE_API NodePtr sort_positions(const NodePtr& x, std::int64_t k, bool descending, const char* op);
 
 // ---------------------------------------------------------------------------- matrix products
 

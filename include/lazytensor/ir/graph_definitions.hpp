@@ -724,7 +724,22 @@ LAZYTENSOR_ENGINE_API NodePtr scan(ReduceOp rop, const NodePtr& x, int axis, con
     return node;
 }
 
-LAZYTENSOR_ENGINE_API bool runs_as_gemm(DType dtype, Device device) { return gemm_available(dtype, device); }
+LAZYTENSOR_ENGINE_API NodePtr sort_positions(const NodePtr& x, std::int64_t k, bool descending, const char* op) {
+    if (x->shape.empty()) fail<AxisError>(op, ": needs at least one dimension, the tensor is 0-d");
+    const std::int64_t n = x->shape.back();
+    if (k < 0 || k > n) fail<ValueError>(op, ": k = ", k, " is outside [0, ", n, "], the extent of the last axis of shape ", x->shape);
+    Shape out = x->shape;
+    out.back() = k;
+    if (numel(out) == 0) return constant(Scalar::of<std::int64_t>(0), DType::Int64, out, x->device);
+    NodePtr node = with_sources(make(NodeKind::Sort, DType::Int64, x->device, out), {x});
+    node->params = {k, descending ? 1 : 0};
+    return node;
+}
+
+LAZYTENSOR_ENGINE_API bool runs_as_gemm(DType dtype, Device device) {
+    (void)device;  // float and double products run as a GEMM on every backend (OpenCL has its own kernel where the build has no CLBlast)
+    return dtype == DType::Float32 || dtype == DType::Float64;
+}
 
 LAZYTENSOR_ENGINE_API std::int64_t split_k_parts(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, Device device) {
     if (device.kind == Device::Kind::Host) return 1;  // the host GEMM threads over k's blocks itself

@@ -31,6 +31,9 @@ namespace lazytensor::detail {
 //   - Gather: src[0] read along axis axes[0] at the positions src[1] holds (int64, clamped).
 //   - Assign: writes src[1] into the buffer of src[0] (a realized tensor) in place, at the
 //     region params describe; the result is the whole updated tensor.
+//   - Sort: the positions (int64) of the first params[0] elements of each row of src[0] along
+//     its last axis, in sorted order (descending where params[1] is 1), stably; NaN sorts after
+//     every number (before them when descending).
 #define LAZYTENSOR_NODE_KINDS(X) \
     X(Buffer, "buffer")          \
     X(Const, "const")            \
@@ -48,7 +51,8 @@ namespace lazytensor::detail {
     X(Gather, "gather")          \
     X(Assign, "assign")          \
     X(Matmul, "matmul")          \
-    X(Scan, "scan")
+    X(Scan, "scan")              \
+    X(Sort, "sort")
 
 enum class NodeKind : std::uint8_t {
 #define LAZYTENSOR_X(name, text) name,

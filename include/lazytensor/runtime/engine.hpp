@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: MIT
 // The engine's side of the seam (runtime/seam.hpp): the definitions of what the seam declares
-// (but gemm_available, which the seam defines itself).
 // lazytensor.hpp includes this in header-only units (the definitions are inline) and in the one
 // LAZYTENSOR_IMPLEMENTATION unit (ordinary external definitions); separate-runtime units never
 // see it.
@@ -103,6 +102,8 @@ LAZYTENSOR_ENGINE_API Backend& backend_for(Device d) { return device_backend(d);
 
 LAZYTENSOR_ENGINE_API bool supports_float64(Device d) { return device_backend(d).supports_float64(); }
 
+LAZYTENSOR_ENGINE_API bool gemm_available(DType dtype, Device device) { return graph::runs_as_gemm(dtype, device); }
+
 LAZYTENSOR_ENGINE_API void realize_nodes(const std::vector<Node*>& nodes) { realize_graph(nodes); }
 
 LAZYTENSOR_ENGINE_API std::vector<ScheduleItem> schedule_items(const std::vector<Node*>& nodes) {
@@ -204,15 +205,6 @@ LAZYTENSOR_ENGINE_API BufferPtr copy_to_device(const Buffer& src, std::size_t at
 
 LAZYTENSOR_ENGINE_API BufferPtr allocate_buffer(Device d, DType dtype, std::int64_t numel) {
     return device_backend(d).allocate(dtype, numel);
-}
-
-LAZYTENSOR_ENGINE_API std::pair<BufferPtr, BufferPtr> sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n,
-                                                                std::int64_t k, bool descending) {
-    Backend& backend = device_backend(in.device());
-    const DeviceLock lock(in.device());
-    BufferPtr values = backend.allocate(in.dtype(), rows * k), indices = backend.allocate(DType::Int64, rows * k);
-    if (rows * k > 0) backend.sort_rows(in, rows, n, k, descending, *values, *indices);
-    return {std::move(values), std::move(indices)};
 }
 
 LAZYTENSOR_ENGINE_API void write_buffer(Buffer& dst, std::size_t at, const void* src, std::size_t bytes) {

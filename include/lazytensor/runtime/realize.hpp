@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <numeric>
 #include <optional>
@@ -29,23 +30,9 @@ namespace detail {
 
 inline std::string describe(const Node* n) { return concat(n->dtype, n->shape); }
 
-/// The instructions a kernel evaluates in all: each phase's instructions and stores times the
-/// elements it runs over (the outer ones only, for a phase that runs once per outer index).
-inline std::int64_t kernel_work(const ir::Kernel& k) {
-    std::int64_t all = 1, outer = 1;
-    for (std::size_t j = 0; j < k.domain.size(); ++j) {
-        all *= k.domain[j];
-        if (!k.reduced[j]) outer *= k.domain[j];
-    }
-    std::int64_t work = 0;
-    for (const ir::Phase& phase : k.phases)
-        work += static_cast<std::int64_t>(phase.instrs.size() + phase.stores.size()) * (phase.outer ? outer : all);
-    return work;
-}
-
 inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
     ScheduleItem item;
-    item.kind = p.kind;
+    item.kind = p.kind();
     item.reason = p.reason;
     item.ops = p.ops;
     for (std::size_t i = 0; i < p.inputs.size(); ++i) {
@@ -62,31 +49,7 @@ inline ScheduleItem describe(const PlannedItem& p, const GraphWalk& w) {
     }
     item.scalars = static_cast<int>(p.scalars.size());
     item.output = describe(w.node(p.root));
-    if (p.is_attention()) {
-        item.ir = ir::to_string(p.attention);
-        return item;
-    }
-    if (p.is_gemm() || p.is_scan()) {
-        const char* what = p.is_gemm() ? "product" : "scan";
-        item.ir = p.is_gemm() ? ir::to_string(p.gemm) : ir::to_string(p.scan);
-        if (p.runs_kernel()) item.ir = "    copy to a contiguous buffer:\n" + ir::to_string(p.kernel) + item.ir;
-        for (int o = 0; o < 2; ++o)
-            if (p.has_prologue(o))
-                item.ir += concat("    prologue", p.is_gemm() ? (o ? " of B" : " of A") : "", ", applied in the ", what,
-                                  "'s loads:\n", ir::to_string(p.prologue[o]));
-        if (p.has_epilogue())
-            item.ir += concat("    epilogue, applied in the ", what, "'s stores (it reads the ", what, " as p",
-                              p.product_param, "):\n", ir::to_string(p.kernel));
-        return item;
-    }
-    item.phases = static_cast<int>(p.kernel.phases.size());
-    StaticBinding binding;
-    item.compiled_loop = !p.view_only && w.node(p.root)->device.kind == Device::Kind::Host && p.kernel.candidate &&
-                         p.kernel.candidate->match(p.kernel, binding);  // (compiled loops run on the host only)
-    if (!p.view_only) {
-        item.ir = ir::to_string(p.kernel);
-        item.work = kernel_work(p.kernel);
-    }
+    p.visit([&](const auto& k) { k.describe(item, w.node(p.root)->device); });
     return item;
 }
 
@@ -124,8 +87,8 @@ private:
     bool was_;
 };
 
-/// LAZYTENSOR_DEBUG=3: a kernel's time (on the device's own clock where it has one) and the
-/// bandwidth of reading its inputs and writing its output once; for a GEMM, its FLOP rate.
+/// LAZYTENSOR_DEBUG=3: an item's time (on the device's own clock where it has one) and the
+/// bandwidth of reading its inputs and writing its output once, or its FLOP rate.
 inline void print_timing(std::size_t i, Backend& backend, const std::vector<Buffer*>& params, const PlannedItem& item,
                          std::chrono::steady_clock::time_point launch) {
     using ms_t = std::chrono::duration<double, std::milli>;
@@ -135,65 +98,19 @@ inline void print_timing(std::size_t i, Backend& backend, const std::vector<Buff
     for (Buffer* b : params)
         if (b) bytes += static_cast<double>(b->bytes());  // (a fused product that is not kept has none)
     std::ostringstream out;
-    out << "  " << item.kind << " " << i << ": ";
+    out << "  " << item.kind() << " " << i << ": ";
     double ms = ms_t(now - launch).count();
     if (!device.empty()) {
-        // Every kernel the item ran (a scan's copy, an attention's three items where it stores them).
+        // Every kernel the item ran (a copy before the routine, the parts of a fused item).
         ms = std::accumulate(device.begin(), device.end(), 0.0);
         out << ms << " ms on the device";
     } else {
         out << ms << " ms";
     }
-    if (ms > 0 && (item.is_gemm() || item.is_attention())) {
-        const ir::Gemm& g = item.is_gemm() ? item.gemm : item.attention.scores;
-        const double rows = static_cast<double>(g.batch_count()) * static_cast<double>(g.m);
-        // (attention: both products; the softmax's exponentials are not counted)
-        const double depth = item.is_gemm() ? static_cast<double>(g.k) : static_cast<double>(g.k + item.attention.values.n);
-        const double flops = 2.0 * rows * static_cast<double>(g.n) * depth;
-        out << ", " << flops / (ms * 1e-3) / 1e9 << " GFLOP/s";
-    } else if (ms > 0) {
-        out << ", " << bytes / (ms * 1e-3) / 1e9 << " GB/s";
-    }
+    const double flops = item.visit([](const auto& k) { return k.flops(); });
+    if (ms > 0 && flops > 0) out << ", " << flops / (ms * 1e-3) / 1e9 << " GFLOP/s";
+    else if (ms > 0) out << ", " << bytes / (ms * 1e-3) / 1e9 << " GB/s";
     std::cerr << out.str() << "\n";
-}
-
-/// A fused product's or scan's operands that a tensor outside the graph holds: computed into
-/// buffers of their own as well (the item computes them again in its loads).
-inline void run_kept_producers(Backend& backend, const PlannedItem& p, const std::vector<Buffer*>& params,
-                               const std::vector<Scalar>& scalars, const SmallVector<char, 32>& kept,
-                               std::vector<BufferPtr>& produced) {
-    std::size_t first_scalar = 0;
-    for (int o = 0; o < 2; ++o) {
-        if (!p.has_prologue(o)) continue;
-        const ir::Kernel& k = p.prologue[o];
-        const std::size_t count = k.scalars.size();
-        if (kept[static_cast<std::size_t>(p.producer[o])]) {
-            BufferPtr out = backend.allocate(k.params[1].dtype, numel(k.domain));
-            const std::vector<Scalar> own(scalars.begin() + static_cast<std::ptrdiff_t>(first_scalar),
-                                          scalars.begin() + static_cast<std::ptrdiff_t>(first_scalar + count));
-            backend.launch(*backend.get_kernel(k), {params[static_cast<std::size_t>(o)], out.get()}, own);
-            produced[static_cast<std::size_t>(p.producer[o])] = std::move(out);
-        }
-        first_scalar += count;
-    }
-}
-
-/// Runs an attention item: as one kernel, or as the three items it stands for where a tensor
-/// outside the graph holds the scores or the weights (then they are stored, and committed).
-/// params: q, kt, v, out.
-inline void run_attention(Backend& backend, const PlannedItem& p, const std::vector<Buffer*>& params,
-                          const std::vector<Scalar>& scalars, const SmallVector<char, 32>& kept,
-                          std::vector<BufferPtr>& produced) {
-    const ir::Attention& a = p.attention;
-    const auto scores = static_cast<std::size_t>(p.scores), weights = static_cast<std::size_t>(p.weights);
-    if (!kept[scores] && !kept[weights]) return backend.attention(a, *params[0], *params[1], *params[2], *params[3], scalars);
-    const std::int64_t count = a.scores.batch_count() * a.scores.m * a.scores.n;
-    BufferPtr s = backend.allocate(DType::Float32, count), w = backend.allocate(DType::Float32, count);
-    backend.gemm(a.scores, *params[0], *params[1], *s);
-    backend.launch(*backend.get_kernel(a.softmax), {s.get(), w.get()}, scalars);
-    backend.gemm(a.values, *w, *params[2], *params[3]);
-    if (kept[scores]) produced[scores] = std::move(s);
-    if (kept[weights]) produced[weights] = std::move(w);
 }
 
 /// Gets the compiled kernel of every item that has not run on its device yet, all of a
@@ -205,21 +122,21 @@ inline void compile_items(const std::vector<PlannedItem>& items, const GraphWalk
     std::vector<std::size_t> todo;
     for (std::size_t i = 0; i < items.size(); ++i) {
         const PlannedItem& p = items[i];
-        if (p.runs_kernel() && !p.compiled) todo.push_back(i);
+        if (p.own_kernel() && !p.compiled) todo.push_back(i);
     }
     if (todo.empty()) return;  // (the common case: a plan that has run before)
     std::ostringstream out;
     while (!todo.empty()) {
-        Backend& backend = backend_for(w.node(items[todo[0]].root)->device);
+        Backend& backend = device_backend(w.node(items[todo[0]].root)->device);
         std::vector<std::size_t> batch, rest;
         std::vector<const ir::Kernel*> kernels;
         for (std::size_t i : todo) {
-            if (&backend_for(w.node(items[i].root)->device) != &backend) {
+            if (&device_backend(w.node(items[i].root)->device) != &backend) {
                 rest.push_back(i);
                 continue;
             }
             batch.push_back(i);
-            kernels.push_back(&items[i].kernel);
+            kernels.push_back(items[i].own_kernel());
         }
         std::vector<CompileOutcome> outcome;
         std::vector<std::shared_ptr<CompiledKernel>> compiled = backend.get_kernels(kernels, outcome);
@@ -267,27 +184,20 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
     const int level = debug_level();
     if (level >= 1) {
         std::ostringstream out;
-        std::size_t kernels = 0, gemms = 0;
-        std::size_t scans = 0, attentions = 0;
+        // "2 kernels, 1 matmul": kernels always, other kinds where there are some.
+        std::map<ScheduleItem::Kind, std::size_t> count{{ScheduleItem::Kind::Kernel, 0}};
         for (const PlannedItem& p : items)
-            (p.is_attention() ? attentions : p.is_gemm() ? gemms : p.is_scan() ? scans : kernels) += p.view_only ? 0 : 1;
-        out << "[lazytensor] schedule: " << kernels << " kernel" << (kernels == 1 ? "" : "s");
-        if (gemms) out << ", " << gemms << " matmul" << (gemms == 1 ? "" : "s");
-        if (scans) out << ", " << scans << " scan" << (scans == 1 ? "" : "s");
-        if (attentions) out << ", " << attentions << " attention" << (attentions == 1 ? "" : "s");
+            if (p.computes()) ++count[p.kind()];
+        out << "[lazytensor] schedule: ";
+        for (const auto& [kind, n] : count) {
+            if (!n && kind != ScheduleItem::Kind::Kernel) continue;
+            out << (kind == ScheduleItem::Kind::Kernel ? "" : ", ") << n << " " << kind << (n == 1 ? "" : "s");
+        }
         out << " for " << output_nodes.size() << " output" << (output_nodes.size() == 1 ? "" : "s") << "\n";
         for (std::size_t i = 0; i < items.size(); ++i) {
             const PlannedItem& p = items[i];
-            Backend& backend = backend_for(node(p.root)->device);
-            std::string routine = p.is_gemm() ? backend.gemm_routine(p.gemm)
-                                  : p.is_attention() ? backend.attention_routine(p.attention)
-                                                     : "";
-            for (int o = 0; o < 2; ++o)
-                if (p.has_prologue(o))
-                    routine += concat(routine.empty() ? "" : ", ", "with the producer of ",
-                                      p.is_gemm() ? (o ? "B" : "A") : "its operand", " fused into its loads");
-            if (p.has_epilogue()) routine += concat(routine.empty() ? "" : ", ", "with the epilogue fused into its stores");
-            print_item(out, i, describe(p, w), level, routine);
+            Backend& backend = device_backend(node(p.root)->device);
+            print_item(out, i, describe(p, w), level, p.visit([&](const auto& k) { return k.routine(backend); }));
         }
         std::cerr << out.str();
     }
@@ -305,7 +215,8 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
     SmallVector<std::size_t, 32> last_read(w.order.nodes.size(), 0);
     for (std::size_t i = 0; i < items.size(); ++i) {
         for (int in : items[i].inputs) last_read[static_cast<std::size_t>(in)] = i;
-        if (items[i].view_only && kept[static_cast<std::size_t>(items[i].root)]) kept[static_cast<std::size_t>(items[i].view_base)] = 1;
+        const Aliasing* alias = items[i].visit([](const auto& k) { return k.aliasing(); });
+        if (alias && kept[static_cast<std::size_t>(items[i].root)]) kept[static_cast<std::size_t>(alias->base)] = 1;
     }
     std::vector<NodePtr> hold;  // committing one node may free others that are committed later
     for (const PlannedItem& p : items) {
@@ -322,19 +233,16 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
     std::vector<Scalar> scalars;
     for (std::size_t i = 0; i < items.size(); ++i) {
         const PlannedItem& p = items[i];
-        if (p.view_only) continue;
+        if (!p.computes()) continue;
         Node* root = node(p.root);
-        Backend& backend = backend_for(root->device);
+        Backend& backend = device_backend(root->device);
         if (level >= 2) {
-            const std::string source = item_source(backend, p);
-            if (!source.empty()) std::cerr << "  " << p.kind << " " << i << " on " << root->device << ":\n" << source;
+            const std::string source = p.source(backend);
+            if (!source.empty()) std::cerr << "  " << p.kind() << " " << i << " on " << root->device << ":\n" << source;
         }
         // An assign writes into its target's memory; everything else into new memory.
         BufferPtr out = root->kind == NodeKind::Assign ? root->src[0]->buffer : backend.allocate(root->dtype, numel(root->shape));
-        // A product fused with its epilogue gets memory only when it is kept (and so does a
-        // producer fused into its loads: run_kept_producers).
-        if (p.has_epilogue() && kept[static_cast<std::size_t>(p.fused_product)])
-            produced[static_cast<std::size_t>(p.fused_product)] = backend.allocate(p.core_dtype(), numel(node(p.fused_product)->shape));
+        p.visit([&](const auto& k) { k.allocate_results(backend, kept, produced); });
         params.clear();
         params.reserve(p.inputs.size() + 1);
         for (int in : p.inputs) params.push_back(buffer_of(in).get());
@@ -343,26 +251,11 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
         scalars.reserve(p.scalars.size());
         for (int v : p.scalars) scalars.push_back(node(v)->value);
         std::optional<KernelCheck> check;
-        if (check_enabled() && KernelCheck::applies(p, backend))
+        if (check_flag().load() && KernelCheck::applies(p, backend))
             check.emplace(p, params, scalars, root->kind == NodeKind::Assign);
         auto run = [&] {
-            if (p.is_attention()) {
-                run_attention(backend, p, params, scalars, kept, produced);
-            } else if (p.fused()) {
-                run_kept_producers(backend, p, params, scalars, kept, produced);
-                if (p.is_gemm())
-                    backend.gemm_fused(p.gemm, p.fusion(), *params[0], *params[1],
-                                       std::vector<Buffer*>(params.begin() + 2, params.end()), scalars);
-                else
-                    backend.scan_fused(p.scan, p.fusion(), *params[0], std::vector<Buffer*>(params.begin() + 1, params.end()),
-                                       scalars);
-            }
-            else if (p.is_gemm())
-                backend.gemm(p.gemm, *params[0], *params[1], *params[2]);
-            else if (p.is_scan())
-                run_scan(backend, p.scan, p.compiled.get(), *params[0], *out);
-            else
-                backend.launch(*p.compiled, params, scalars);
+            const ItemRun context{backend, params, scalars, p.compiled.get(), kept, produced};
+            p.visit([&](const auto& k) { k.run(context); });
             if (after_launch_hook()) after_launch_hook()(*out);
             if (check) check->verify(i, items.size(), backend, *out);
         };
@@ -391,8 +284,8 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
                 make_realized(*node(f), produced[static_cast<std::size_t>(f)], 0, contiguous_strides(node(f)->shape));
         if (!kept[static_cast<std::size_t>(p.root)]) continue;
         Node* n = node(p.root);
-        if (p.view_only) {
-            make_realized(*n, buffer_of(p.view_base), p.view_offset, p.view_strides);
+        if (const Aliasing* alias = p.visit([](const auto& k) { return k.aliasing(); })) {
+            make_realized(*n, buffer_of(alias->base), alias->offset, alias->strides);
         } else if (n->kind == NodeKind::Assign) {
             const Node& target = *n->src[0];
             make_realized(*n, target.buffer, target.offset, target.strides);
@@ -414,8 +307,3 @@ inline std::vector<ScheduleItem> describe_schedule(const std::vector<Node*>& nod
 
 }  // namespace detail
 }  // namespace lazytensor
-
-// Header-only: the definitions of the seam functions used above (runtime/seam.hpp).
-#if LAZYTENSOR_ENGINE_DEFINITIONS
-#include "engine.hpp"
-#endif

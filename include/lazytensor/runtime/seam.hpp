@@ -11,11 +11,7 @@
 // In header-only mode every header that uses a seam function includes runtime/engine.hpp at its
 // end, so that the definitions are there wherever the declarations are used.
 //
-// A program must not mix header-only units with separate-runtime ones: the link fails, naming
-// lazytensor_ERROR_a_unit_is_header_only_while_another_uses_LAZYTENSOR_SEPARATE_RUNTIME; a
-// separate-runtime program without an implementation unit fails to link, naming
-// lazytensor_ERROR_LAZYTENSOR_SEPARATE_RUNTIME_needs_one_unit_with_LAZYTENSOR_IMPLEMENTATION
-// (GCC and Clang with an ELF linker; elsewhere these checks are absent).
+// (core/engine_mode.hpp defines the macros and the link checks.)
 #pragma once
 
 #include <cstddef>
@@ -29,104 +25,10 @@
 #include "../core/config.hpp"
 #include "../core/device.hpp"
 #include "../core/dtype.hpp"
-
-#if defined(LAZYTENSOR_IMPLEMENTATION)
-#define LAZYTENSOR_ENGINE_DEFINITIONS 1
-#define LAZYTENSOR_ENGINE_API
-#elif defined(LAZYTENSOR_SEPARATE_RUNTIME)
-#define LAZYTENSOR_ENGINE_DEFINITIONS 0
-#define LAZYTENSOR_ENGINE_API
-#else
-#define LAZYTENSOR_ENGINE_DEFINITIONS 1
-#define LAZYTENSOR_ENGINE_API inline
-#endif
-
-#if defined(__GNUC__) && defined(__ELF__)
-#if !defined(LAZYTENSOR_IMPLEMENTATION) && !defined(LAZYTENSOR_SEPARATE_RUNTIME)
-// Header-only: every unit defines this symbol in one COMDAT group (so header-only units link
-// together), as a global symbol that clashes with the implementation unit's plain definition.
-__asm__(".pushsection .rodata.lazytensor_mode_marker,\"aG\",@progbits,lazytensor_mode_marker,comdat\n"
-        ".globl lazytensor_ERROR_a_unit_is_header_only_while_another_uses_LAZYTENSOR_SEPARATE_RUNTIME\n"
-        "lazytensor_ERROR_a_unit_is_header_only_while_another_uses_LAZYTENSOR_SEPARATE_RUNTIME: .byte 0\n"
-        ".popsection\n");
-#elif !defined(LAZYTENSOR_IMPLEMENTATION)
-// Separate runtime: every unit refers to a symbol that only the implementation unit defines.
-extern "C" const char lazytensor_ERROR_LAZYTENSOR_SEPARATE_RUNTIME_needs_one_unit_with_LAZYTENSOR_IMPLEMENTATION;
-namespace lazytensor::detail {
-namespace {
-[[maybe_unused]] __attribute__((used)) const char* const separate_runtime_link_check =
-    &lazytensor_ERROR_LAZYTENSOR_SEPARATE_RUNTIME_needs_one_unit_with_LAZYTENSOR_IMPLEMENTATION;
-}  // namespace
-}  // namespace lazytensor::detail
-#endif
-#endif
+#include "../core/engine_mode.hpp"
+#include "../core/reports.hpp"
 
 namespace lazytensor {
-
-/// The memory of one device's tensors, as lt::memory_stats reports it.
-struct MemoryStats {
-    std::size_t live_bytes = 0;    // in buffers that tensors (or a running schedule) hold now
-    std::size_t live_buffers = 0;  // how many such buffers
-    std::size_t peak_bytes = 0;    // the most live_bytes since the last lt::reset_peak_memory
-    std::size_t cached_bytes = 0;  // freed blocks the caching allocator keeps for reuse
-    std::size_t limit_bytes = 0;   // lt::set_memory_limit's limit on live_bytes; 0 for none
-};
-
-/// What one device compiled and what its caches answered, as lt::compile_stats reports it. A
-/// loop whose scalars or seeds change compiles nothing after its first step.
-struct CompileStats {
-    std::size_t kernels_compiled = 0;  // kernels made because no kernel of that structure was in memory
-    std::size_t memory_hits = 0;       // kernels found in memory (a new plan whose kernels were known)
-    std::size_t programs_built = 0;    // OpenCL programs built from source: the device's compiler ran
-    std::size_t disk_hits = 0;         // OpenCL programs loaded from the disk cache instead
-    double compile_ms = 0;             // time spent compiling kernels
-};
-
-/// A device and what it is, as listed by lt::devices().
-struct DeviceInfo {
-    Device device;
-    std::string name;  // "host (16 threads, avx512bw)", "NVIDIA H100 80GB HBM3 (NVIDIA CUDA, gpu)"
-    std::string kind;  // "host", or the OpenCL device type: "gpu", "cpu" or "accelerator"
-    bool float64 = true;  // computes double (OpenCL: cl_khr_fp64, unless LAZYTENSOR_OPENCL_FP64=off)
-    std::size_t largest_buffer = 0;  // bytes one tensor's buffer may hold (OpenCL: CL_DEVICE_MAX_MEM_ALLOC_SIZE)
-};
-
-/// One item of a schedule, as lt::schedule() reports it.
-struct ScheduleItem {
-    enum class Kind {
-        Kernel,  // a generated kernel (or the expression's compiled loop on the host)
-        Matmul,  // the backend's GEMM
-        Scan,    // the backend's scan (cumsum, cumprod)
-        View,    // zero-copy: a view of another buffer
-        Attention,  // softmax(f(q @ kt), -1) @ v as one kernel: the scores and weights never stored
-    };
-    Kind kind = Kind::Kernel;
-    std::string reason;               // why its output is materialized
-    std::vector<std::string> ops;     // the ops fused into it, in evaluation order
-    std::vector<std::string> inputs;  // per input buffer, the shape it is read in: "float32[2, 3]" (a
-                                      // view's shape, not its buffer's; "float32[4, 16] and [16, 4]":
-                                      // one buffer read through two views)
-    int scalars = 0;                  // scalar values passed to it at launch (operands, seeds, ...)
-    std::string output;               // the result, e.g. "float32[4, 8]"
-    int phases = 0;                   // reduce and store phases of the kernel
-    bool compiled_loop = false;       // runs as the expression's compiled loop, not interpreted
-    std::int64_t work = 0;            // a kernel's instructions times the elements each phase runs over
-                                      // (values computed, loads and stores included; 0 for other kinds)
-    std::string ir;                   // the kernel IR listing, or the GEMM's shape and layouts
-};
-
-/// "kernel", "matmul", "scan", "view" or "attention".
-inline const char* to_string(ScheduleItem::Kind kind) {
-    switch (kind) {
-        case ScheduleItem::Kind::Kernel: return "kernel";
-        case ScheduleItem::Kind::Matmul: return "matmul";
-        case ScheduleItem::Kind::Scan: return "scan";
-        case ScheduleItem::Kind::View: return "view";
-        case ScheduleItem::Kind::Attention: return "attention";
-    }
-    return "?";
-}
-inline std::ostream& operator<<(std::ostream& out, ScheduleItem::Kind kind) { return out << to_string(kind); }
 
 /// Every device this build can run on; the host is always first, then every OpenCL device of
 /// every platform (opencl:0, opencl:1, ...).
@@ -180,15 +82,7 @@ LAZYTENSOR_ENGINE_API Backend& backend_for(Device d);
 /// Whether a matrix product of `dtype` on `device` runs as the backend's GEMM (a schedule item
 /// of its own) rather than as a reduction kernel: float and double products do on every
 /// backend (OpenCL runs its own GEMM kernel where the build has no CLBlast).
-#if LAZYTENSOR_ENGINE_DEFINITIONS
-LAZYTENSOR_ENGINE_API bool gemm_available(DType dtype, Device device) {
-    if (dtype != DType::Float32 && dtype != DType::Float64) return false;
-    (void)device;
-    return true;
-}
-#else
 LAZYTENSOR_ENGINE_API bool gemm_available(DType dtype, Device device);
-#endif
 
 /// Whether `device` computes float64 (the host always; OpenCL with cl_khr_fp64). Composites that
 /// would compute in double for accuracy (an integer mean) choose another way where it does not.
@@ -209,11 +103,6 @@ LAZYTENSOR_ENGINE_API std::vector<std::shared_ptr<Node>> vjp_nodes(const std::ve
                                                                    const std::vector<std::shared_ptr<Node>>& inputs,
                                                                    const char* op);
 
-/// The first k elements of each row of `in` (contiguous [rows, n]) in sorted order, stably (NaN
-/// after every number; before them when descending), into new contiguous [rows, k] buffers of
-/// values and int64 positions on in's device: lt::sort, argsort and topk.
-LAZYTENSOR_ENGINE_API std::pair<BufferPtr, BufferPtr> sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n,
-                                                                std::int64_t k, bool descending);
 /// Memory lazytensor did not allocate, as a buffer of `numel` elements of `dtype` on `d` (the
 /// host: a pointer; OpenCL: a cl_mem of d's context, checked (DeviceError) and retained):
 /// `release` (may be empty) runs once, when the last holder lets go, after the kernels that use

@@ -51,8 +51,7 @@ inline std::size_t only_reader(const std::vector<Group>& groups, const std::vect
 /// Whether group g is a plain kernel that may be fused away (an assign writes memory the
 /// product may read).
 inline bool plain_kernel(const Group& g) {
-    return !g.view_only && !g.is_gemm() && !g.is_scan() && !g.is_attention() && g.root->kind != NodeKind::Assign &&
-           !g.kernel.phases.empty();
+    return g.is_kernel() && g.root->kind != NodeKind::Assign && !g.kernel.phases.empty();
 }
 
 /// Removes the groups marked gone, keeping the others' order; group_of_root is stale afterwards.
@@ -79,7 +78,7 @@ inline void fuse_into_products(Schedule& s, const ProductFusions& fusions) {
         return groups.size();
     };
     for (std::size_t i = 0; i < groups.size(); ++i) {
-        if (groups[i].view_only || groups[i].is_attention() || !runs_alone(groups[i].root->kind)) continue;
+        if (groups[i].view_only || groups[i].is_attention() || groups[i].is_sort() || !runs_alone(groups[i].root->kind)) continue;
         const bool scan = groups[i].root->kind == NodeKind::Scan;
         // A scan that copies its operand first reads it through that copy: nothing fuses.
         if (scan && !groups[i].kernel.phases.empty()) continue;

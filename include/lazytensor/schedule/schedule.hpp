@@ -54,6 +54,10 @@ struct Source {
     Strides strides;
 };
 
+/// Whether a node of this kind is always a schedule item of its own (run by the backend's GEMM,
+/// scan or sort, not by a generated kernel).
+inline bool runs_alone(NodeKind kind) { return kind == NodeKind::Matmul || kind == NodeKind::Scan || kind == NodeKind::Sort; }
+
 /// One schedule item: a kernel that materializes `root`, a matrix product (root is a matmul
 /// node), a scan (root is a scan node), or a zero-copy view of another buffer.
 struct Group {
@@ -61,6 +65,7 @@ struct Group {
     std::string reason;
     bool view_only = false;
     Source view;  // view_only: the layout of root in its base's buffer
+    bool copy = false;  // computed into memory of its own even where it is a view (Materialize::copy)
     // Filled in by lowering:
     ir::Kernel kernel;
     ir::Gemm gemm;              // a matmul item: the product, over the buffers of `inputs`
@@ -91,12 +96,18 @@ struct Group {
     ir::Attention attention;
     Node* fused_scores = nullptr;
     Node* fused_weights = nullptr;
+    // A sort that also stores the values at its positions (items/sort_item.hpp): the gather
+    // node that reads them, whose item it replaced.
+    Node* sorted_values = nullptr;
 
     /// The matmul or scan node the item computes (before its epilogue, if it has one).
     const Node* core() const { return fused_product ? fused_product : root; }
     bool is_attention() const { return fused_weights != nullptr; }
     bool is_gemm() const { return !is_attention() && core()->kind == NodeKind::Matmul; }
     bool is_scan() const { return core()->kind == NodeKind::Scan; }
+    bool is_sort() const { return root->kind == NodeKind::Sort; }
+    /// A generated kernel alone (not a view, nor an item run by a routine of the backend's).
+    bool is_kernel() const { return !view_only && !is_attention() && !runs_alone(core()->kind); }
 };
 
 struct Schedule {
@@ -123,10 +134,12 @@ struct Schedule {
 /// the memory being assigned at other positions. Such a group is a copy even when it is a view.
 inline const char* const kCopyBeforeAssign = "the assigned value reads the memory it overwrites: computed into a copy first";
 
-/// Thrown by lowering: `node` must get its own buffer before its consumers can read it.
-struct NeedsMaterialization {
+/// Lowering's answer where it cannot lower an item yet: `node` must get its own buffer before
+/// its consumers can read it (the schedule is then made again).
+struct Materialize {
     Node* node;
     std::string reason;
+    bool copy = false;  // into memory of its own even where it is a view (an assign's value, kCopyBeforeAssign)
 };
 
 /// Strips reshapes from a kernel's output: a contiguous buffer is the same memory in both shapes.
@@ -134,10 +147,6 @@ inline Node* peel_reshapes(Node* n) {
     while (n->kind == NodeKind::Reshape && !n->realized()) n = n->src[0].get();
     return n;
 }
-
-/// Whether a node of this kind is always a schedule item of its own (run by the backend's GEMM
-/// or scan, not by a generated kernel).
-inline bool runs_alone(NodeKind kind) { return kind == NodeKind::Matmul || kind == NodeKind::Scan; }
 
 /// The longest chain of operations fused into one kernel.
 inline constexpr int kMaxFusedDepth = 256;
@@ -408,7 +417,8 @@ public:
                 case NodeKind::Cast:
                     for (int k = 0; k < n->nsrc; ++k) add(at(source(n, k)), r);
                     break;
-                case NodeKind::Reduce: {  // its phase reads the input once, at the input's index
+                case NodeKind::Reduce:    // its phase reads the input once, at the input's index
+                case NodeKind::Sort: {    // its operand's kernel does
                     Read in;
                     in.group = r.group;
                     in.phase = n;
@@ -504,7 +514,7 @@ inline bool reads_only_buffers(const Node* n) {
 /// Groups the graph behind `outputs` (ordered by order_graph) into schedule items; lowering
 /// is done separately. `forced` names nodes that lowering found must be materialized.
 inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& outputs,
-                              const std::unordered_map<Node*, std::string>& forced) {
+                              const std::unordered_map<Node*, Materialize>& forced) {
     using namespace schedule_detail;
     Schedule s;
     auto at = [&](const Node* n) { return static_cast<std::size_t>(g.index.at(n)); };
@@ -626,13 +636,15 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
         if (is_output.count(n)) {
             reason = "output";
         } else if (auto f = forced.find(n); f != forced.end()) {
-            reason = f->second;
+            reason = f->second.reason;
         } else if (auto c = cuts.find(n); c != cuts.end()) {
             reason = c->second;
         } else if (n->kind == NodeKind::Matmul) {
             reason = "matrix product (an item of its own, run by the GEMM)";
         } else if (n->kind == NodeKind::Scan) {
             reason = "scan (an item of its own, run by the backend's scan)";
+        } else if (n->kind == NodeKind::Sort) {
+            reason = "sort (an item of its own, run by the backend's sort)";
         } else {
             SmallVector<int, 2> cons;
             for (int c : consumers[t])
@@ -646,6 +658,8 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
                 reason = "operand of a matrix product";
             } else if (cons.size() == 1 && groups[static_cast<std::size_t>(cons[0])].is_scan()) {
                 reason = "operand of a scan";
+            } else if (cons.size() == 1 && n->kind == NodeKind::Reduce && groups[static_cast<std::size_t>(cons[0])].is_sort()) {
+                reason = "reduction read by a sort's operand (a kernel without a reduced domain)";
             } else if (cons.size() == 1) {
                 Group& target = groups[static_cast<std::size_t>(cons[0])];
                 // (A reduction is one phase of its kernel however often it is read.)
@@ -672,6 +686,7 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
         }
         groups_of[t] = {static_cast<int>(groups.size())};
         groups.push_back(new_group(n, std::move(reason)));
+        if (auto f = forced.find(n); f != forced.end()) groups.back().copy = f->second.copy;
     };
     for (std::size_t t = g.nodes.size(); t-- > 0;) {
         Node* n = g.nodes[t];
@@ -691,7 +706,7 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
     // A group whose root is only a view of a buffer needs no kernel: zero-copy when the layout
     // allows (the same rule as PyTorch's view: merged axes must be walked as one).
     for (Group& grp : s.groups) {
-        if (!is_view(grp.root->kind) || grp.reason == kCopyBeforeAssign) continue;
+        if (!is_view(grp.root->kind) || grp.copy) continue;
         Refinement ref(grp.root->shape);
         for (;;) {
             IndexMap map = IndexMap::identity(ref.fine);
