@@ -1125,17 +1125,16 @@ namespace {
 }  // namespace lazytensor::detail
 #endif
 #endif
-// ---- lazytensor/ir/node.hpp ----
-// The lazy graph. A Node is one operation on whole tensors; a Tensor is a shared handle to one.
-// Once realized, a node turns into a Buffer node (a strided view of a device buffer) and drops
-// its sources, so the graph behind it can be freed.
+// ---- lazytensor/ir/device_policy.hpp ----
+// The decisions about a device that the graph builders and the scheduler make before anything
+// runs: which products are too thin for a GEMM, how a long contraction is split, whether a
+// float function is computed through double, how many buffers and arguments a kernel takes.
+// Each backend answers for its devices (Backend::policy); the graph layer sees no backend, so
+// the engine installs the lookup (device_policy_lookup) when it starts, and a graph built
+// without it gets the plain answers below.
 
-#include <array>
-#include <atomic>
+#include <algorithm>
 #include <cstdint>
-#include <memory>
-#include <shared_mutex>
-#include <vector>
 
 // ---- lazytensor/core/device.hpp ----
 // Devices and buffers as plain data: which device a tensor lives on, and an owned allocation on
@@ -1319,6 +1318,71 @@ inline bool shares_memory(const Buffer& a, const Buffer& b) {
 }  // namespace detail
 
 }  // namespace lazytensor
+
+namespace lazytensor::detail {
+
+class DevicePolicy {
+public:
+    virtual ~DevicePolicy() = default;
+    /// Whether a float32 or float64 product of `batch` products of [m, k] x [k, n] runs better
+    /// as a reduction kernel (the sum of element-wise products, fused with what reads and feeds
+    /// it) than as the backend's GEMM.
+    virtual bool product_as_reduction(DType, std::int64_t /*batch*/, std::int64_t /*m*/, std::int64_t /*n*/,
+                                      std::int64_t /*k*/) const {
+        return false;
+    }
+    /// How many parts to split the contracted axis of a GEMM into (1: none); the parts are one
+    /// batched GEMM of the same work, and their sum one reduction kernel.
+    virtual std::int64_t split_k_parts(std::int64_t /*batch*/, std::int64_t /*m*/, std::int64_t /*n*/,
+                                       std::int64_t /*k*/) const {
+        return 1;
+    }
+    /// Whether gelu of float32 is computed in float64 (where double's erfc is exact and cheap).
+    virtual bool gelu_through_float64() const { return false; }
+    /// The most buffers one fused kernel reads, and the most arguments it takes (buffers and
+    /// scalar values): a kernel that would take more is cut in two.
+    virtual int max_fused_inputs() const { return 64; }
+    virtual int max_kernel_arguments() const { return 125; }
+};
+
+/// BLAS kernels spread a product's output tiles over the compute units; a product whose output
+/// is a few tiles but whose k is long (a weight gradient, x^T dy, sums over the batch) leaves
+/// most of a GPU idle: split k until there are enough tiles. Tiles of 128 x 128, as BLAS
+/// libraries tune them for large GPUs.
+inline std::int64_t split_k_for_many_units(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k) {
+    if (k < 2048) return 1;  // short sums keep one GEMM (and its schedule)
+    const std::int64_t tiles = batch * ((m + 127) / 128) * ((n + 127) / 128);
+    std::int64_t parts = 1;
+    while (k % (2 * parts) == 0 && k / (2 * parts) >= 256 && tiles * 2 * parts <= 128) parts *= 2;
+    return parts;
+}
+
+using DevicePolicyLookup = const DevicePolicy& (*)(Device);
+/// Set by the engine when it starts: the policy of a device's backend.
+inline DevicePolicyLookup& device_policy_lookup() {
+    static DevicePolicyLookup lookup = nullptr;
+    return lookup;
+}
+/// The policy of device `d` (the plain one where no engine is installed).
+inline const DevicePolicy& device_policy(Device d) {
+    static const DevicePolicy plain;
+    const DevicePolicyLookup lookup = device_policy_lookup();
+    return lookup ? lookup(d) : plain;
+}
+
+}  // namespace lazytensor::detail
+// ---- lazytensor/ir/node.hpp ----
+// The lazy graph. A Node is one operation on whole tensors; a Tensor is a shared handle to one.
+// Once realized, a node turns into a Buffer node (a strided view of a device buffer) and drops
+// its sources, so the graph behind it can be freed.
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <shared_mutex>
+#include <vector>
+
 // ---- lazytensor/ir/ops.hpp ----
 // The op list, defined once. The front end (free functions, operators, result types), the graph,
 // the kernel IR and every backend are generated from these tables or switch over them: adding
@@ -1930,11 +1994,11 @@ LAZYTENSOR_ENGINE_API NodePtr silu(const NodePtr& x);
 /// -phi(x) S(1 / x^2), phi the normal density and S erfc's asymptotic series (7 terms: within
 /// 0.2 ulp there), x^2 split exactly, exp scaled as TinyExp says and the product rounded once
 /// (gelu(-14.f) is -1.1e-43). gelu rounds to -0 well before -20 (-50): -0 from there on, and at
-/// -inf. On the host, whose float exp and erfc are a few ulp off, float computes in double and
-/// rounds once (within 0.5 ulp and a hair): there 0.5 x erfc(z) needs no correction (rounding z
+/// -inf. Where the device's policy says so (DevicePolicy::gelu_through_float64: the host, whose
+/// float exp and erfc are a few ulp off), float computes in double and rounds once (within 0.5 ulp and a hair): there 0.5 x erfc(z) needs no correction (rounding z
 /// costs 2 z^2 2^-53 relative, and erfc stays normal over float's range). Integers give
-/// float32; float16 computes in float32 (the constants need float's precision) or, on the host,
-/// in double, and rounds the result to half.
+/// float32; float16 computes in float32 (the constants need float's precision) or, there, in
+/// double, and rounds the result to half.
 LAZYTENSOR_ENGINE_API NodePtr gelu(const NodePtr& x);
 
 /// NumPy's remainder (Python's %): the result has the divisor's sign. As NumPy's divmod: fmod
@@ -2022,28 +2086,12 @@ LAZYTENSOR_ENGINE_API NodePtr sort_positions(const NodePtr& x, std::int64_t k, b
 /// Whether a product of `dtype` on `device` runs as a GEMM schedule item. Other products are
 /// sums of element-wise products, which the scheduler fuses into one reduction kernel.
 LAZYTENSOR_ENGINE_API bool runs_as_gemm(DType dtype, Device device);
-/// Whether a device's backend runs a product (`batch` products of [m, k] x [k, n] in `dtype`)
-/// faster as a reduction kernel than as a GEMM (Backend::product_as_reduction: matrix-vector
-/// products on OpenCL CPU devices). The engine installs its backends' answer
-/// (runtime/engine.hpp); the graph layer sees no backend, and without it no product is.
-using ThinProductPolicy = bool (*)(DType, Device, std::int64_t, std::int64_t, std::int64_t, std::int64_t);
-inline ThinProductPolicy& thin_product_policy() {
-    static ThinProductPolicy policy = nullptr;
-    return policy;
-}
 /// Whether this product runs as a GEMM item: runs_as_gemm(dtype, device), unless the device's
-/// backend runs one this thin faster as a reduction kernel. graph::matmul decides here, and only here.
+/// policy runs one this thin faster as a reduction kernel (DevicePolicy::product_as_reduction).
+/// graph::matmul decides here, and only here.
 inline bool runs_as_gemm(DType dtype, Device device, std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k) {
-    const ThinProductPolicy as_reduction = thin_product_policy();
-    return runs_as_gemm(dtype, device) && !(as_reduction && as_reduction(dtype, device, batch, m, n, k));
+    return runs_as_gemm(dtype, device) && !device_policy(device).product_as_reduction(dtype, batch, m, n, k);
 }
-
-/// How many parts to split the contracted axis of a GEMM into on a GPU-like device (1: none).
-/// BLAS kernels spread the output's tiles over the compute units; a product whose output is a
-/// few tiles but whose k is long (a weight gradient, x^T dy, sums over the batch) leaves most
-/// units idle. Split, the parts are one batched GEMM of the same work and their sum is one
-/// reduction kernel. Tiles of 128 x 128, as BLAS libraries tune them for large GPUs.
-LAZYTENSOR_ENGINE_API std::int64_t split_k_parts(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, Device device);
 
 /// NumPy's matmul: 1-D x 1-D is a dot product; a 1-D operand is a row (left) or a column
 /// (right) vector whose unit axis is dropped from the result; batch axes broadcast.
@@ -2519,7 +2567,7 @@ LAZYTENSOR_ENGINE_API NodePtr gelu(const NodePtr& x) {
     using namespace composite;
     const NodePtr operand = floating_operand(x, "gelu");
     const DType result = operand->dtype;
-    if (result != DType::Float64 && x->device.kind == Device::Kind::Host) {
+    if (result != DType::Float64 && device_policy(x->device).gelu_through_float64()) {
         const NodePtr d = cast(operand, DType::Float64);
         const NodePtr g = mul(mul(d, num(0.5)), unary(UnaryOp::Erfc, mul(neg(d), num(0.70710678118654752440))));
         return cast(where(equal(d, num(-INFINITY)), num(-0.0), g), result);
@@ -2795,15 +2843,6 @@ LAZYTENSOR_ENGINE_API bool runs_as_gemm(DType dtype, Device device) {
     return dtype == DType::Float32 || dtype == DType::Float64;
 }
 
-LAZYTENSOR_ENGINE_API std::int64_t split_k_parts(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, Device device) {
-    if (device.kind == Device::Kind::Host) return 1;  // the host GEMM threads over k's blocks itself
-    if (k < 2048) return 1;                           // short sums keep one GEMM (and its schedule)
-    const std::int64_t tiles = batch * ((m + 127) / 128) * ((n + 127) / 128);
-    std::int64_t parts = 1;
-    while (k % (2 * parts) == 0 && k / (2 * parts) >= 256 && tiles * 2 * parts <= 128) parts *= 2;
-    return parts;
-}
-
 LAZYTENSOR_ENGINE_API NodePtr matmul(const NodePtr& a, const NodePtr& b) {
     const char* op = "matmul";
     const Operand first(a), second(b);
@@ -2847,7 +2886,7 @@ LAZYTENSOR_ENGINE_API NodePtr matmul(const NodePtr& a, const NodePtr& b) {
     if (numel(out) == 0 || k == 0) {
         product = constant(Scalar::of<std::int64_t>(0), t, out, device);  // an empty sum is 0
     } else if (runs_as_gemm(t, device, numel(batch), m, n, k)) {
-        const std::int64_t parts = split_k_parts(numel(batch), m, n, k, device);
+        const std::int64_t parts = device_policy(device).split_k_parts(numel(batch), m, n, k);
         if (parts == 1) {
             product = with_sources(make(NodeKind::Matmul, t, device, out), {x, y});
         } else {  // [..., parts, m, k / parts] x [..., parts, k / parts, n], summed over parts
@@ -7924,14 +7963,9 @@ public:
     /// Runs a matrix product into `c` (contiguous [batch..., m, n]), reading `a` and `b` as the
     /// layouts of `gemm` say. Its dtype is float32 or float64.
     virtual void gemm(const ir::Gemm& gemm, const Buffer& a, const Buffer& b, Buffer& c) = 0;
-    /// Whether a float32 or float64 product of `batch` products of [m, k] x [k, n] runs better
-    /// as a reduction kernel (the sum of element-wise products that the scheduler fuses with
-    /// what reads and feeds it) than as this backend's GEMM: the one place that says which
-    /// products are too thin for a GEMM (graph::runs_as_gemm asks it when the product is built).
-    virtual bool product_as_reduction(DType, std::int64_t /*batch*/, std::int64_t /*m*/, std::int64_t /*n*/,
-                                      std::int64_t /*k*/) const {
-        return false;
-    }
+    /// The decisions about this device that graph builders and the scheduler make (products too
+    /// thin for a GEMM, split-k, argument limits: ir/device_policy.hpp).
+    virtual const DevicePolicy& policy() const = 0;
     /// Whether gemm_fused can run `epilogue` (an ir::fits_as_epilogue kernel reading the product
     /// as parameter `product_param`) in the stores of `gemm`. A change of the answer for the same
     /// arguments must bump gemm_config_generation() (plans keep it), as for fuses_prologue.
@@ -10253,12 +10287,21 @@ void sort_rows(const S* in, S* values, std::int64_t* indices, std::int64_t rows,
 
 namespace lazytensor::detail::host {
 
+/// The host's decisions that graph builders and the scheduler make: no split-k (the host GEMM
+/// threads over k's blocks itself); gelu of float through double, whose exp and erfc are exact
+/// where float's are a few ulp off.
+class HostPolicy final : public DevicePolicy {
+public:
+    bool gelu_through_float64() const override { return true; }
+};
+
 class HostBackend final : public Backend {
 public:
     HostBackend(int threads, std::size_t cache_bytes) : pool_(threads), cache_limit_(cache_bytes) {}
     ~HostBackend() override { release_cached(); }
 
     Device device() const override { return Device::host(); }
+    const DevicePolicy& policy() const override { return policy_; }
     std::string name() const override {
         return concat("host (", pool_.size(), " thread", pool_.size() == 1 ? "" : "s", ", ",
                       simd_arch::name(), ")");
@@ -10388,6 +10431,7 @@ private:
     }
 
     ThreadPool pool_;
+    HostPolicy policy_;
     mutable std::mutex cache_mutex_;
     std::multimap<std::size_t, void*> cached_;
     std::size_t cached_bytes_ = 0;
@@ -12808,6 +12852,42 @@ inline FusedEpilogue scan_epilogue_code(const ir::Scan& s, const ir::Kernel& k, 
 }
 
 }  // namespace lazytensor::detail::opencl
+// ---- lazytensor/backend/opencl/policy.hpp ----
+// The OpenCL backend's decisions that graph builders and the scheduler make (ir/device_policy.hpp).
+
+#include <algorithm>
+#include <cstdint>
+
+
+namespace lazytensor::detail::opencl {
+
+class OpenCLPolicy final : public DevicePolicy {
+public:
+    bool gpu = false;  // the device is a GPU (CL_DEVICE_TYPE_GPU)
+
+    /// On a CPU device (PoCL), a product with at most kThinProduct rows or columns (matrix x
+    /// vector, vector x matrix, a few columns; batched too) or with k = 1 runs as a reduction
+    /// kernel once it moves kThinElements elements or more (its largest operand or its result):
+    /// CLBlast's GEMM pads such a product to its tiles and ran [100000, 64] x [64] at 0.3-0.75
+    /// GFLOP/s, the reduction 3-5x faster, and up to 8 columns 4-9x faster (16 columns 2x too,
+    /// but attention's second product, weights x v, has that many and fuses only as products;
+    /// bench/bench_thin_matmul.cpp, bench/README.md). Smaller products cost a launch either way
+    /// and keep the GEMM; GPUs keep their GEMM (not measured there).
+    static constexpr std::int64_t kThinProduct = 8;
+    static constexpr std::int64_t kThinElements = std::int64_t(1) << 16;
+    bool product_as_reduction(DType, std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k) const override {
+        if (gpu || (std::min(m, n) > kThinProduct && k != 1)) return false;
+        return batch * std::max({m * k, k * n, m * n}) >= kThinElements;
+    }
+    std::int64_t split_k_parts(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k) const override {
+        return split_k_for_many_units(batch, m, n, k);
+    }
+    // Kernel arguments: 8 bytes each at most; with the output, a scratch buffer and the count
+    // of work-items, 128. OpenCL promises only 1024 bytes of them, so a sum of 200 tensors
+    // becomes several kernels (the plain policy's 64 buffers and 125 arguments).
+};
+
+}  // namespace lazytensor::detail::opencl
 // ---- lazytensor/backend/opencl/program_cache.hpp ----
 // The on-disk cache of OpenCL program binaries, so that a second process skips the compiler.
 //
@@ -13785,6 +13865,7 @@ public:
         traits_.compute_units = device_value<cl_uint>(device, CL_DEVICE_MAX_COMPUTE_UNITS);
         traits_.local_memory = device_value<cl_ulong>(device, CL_DEVICE_LOCAL_MEM_SIZE);
         traits_.gpu = kind_ == "gpu";
+        policy_.gpu = traits_.gpu;
         if (platform_name_.find("NVIDIA") != std::string::npos) {  // CL_DEVICE_COMPUTE_CAPABILITY_{MAJOR,MINOR}_NV
             cl_uint major = 0, minor = 0;
             if (clGetDeviceInfo(device, 0x4000, sizeof major, &major, nullptr) == CL_SUCCESS &&
@@ -14427,20 +14508,7 @@ public:
         layout.whole_tiles = gemm_whole_tiles(g, layout, p);
         return layout;
     }
-    /// On a CPU device (PoCL), a product with at most kThinProduct rows or columns (matrix x
-    /// vector, vector x matrix, a few columns; batched too) or with k = 1 runs as a reduction
-    /// kernel once it moves kThinElements elements or more (its largest operand or its result):
-    /// CLBlast's GEMM pads such a product to its tiles and ran [100000, 64] x [64] at 0.3-0.75
-    /// GFLOP/s, the reduction 3-5x faster, and up to 8 columns 4-9x faster (16 columns 2x too,
-    /// but attention's second product, weights x v, has that many and fuses only as products;
-    /// bench/bench_thin_matmul.cpp, bench/README.md). Smaller products cost a launch either way
-    /// and keep the GEMM; GPUs keep their GEMM (not measured there).
-    static constexpr std::int64_t kThinProduct = 8;
-    static constexpr std::int64_t kThinElements = std::int64_t(1) << 16;
-    bool product_as_reduction(DType, std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k) const override {
-        if (traits_.gpu || (std::min(m, n) > kThinProduct && k != 1)) return false;
-        return batch * std::max({m * k, k * n, m * n}) >= kThinElements;
-    }
+    const DevicePolicy& policy() const override { return policy_; }
     /// Whether `g` runs on the own GEMM kernel (else CLBlast).
     bool uses_own_gemm(const ir::Gemm& g) const {
         if (!LAZYTENSOR_CLBLAST || gemm_choice_ == GemmChoice::Own) return true;
@@ -14897,6 +14965,7 @@ private:
     cl_context context_ = nullptr;
     cl_command_queue queue_ = nullptr;
     std::string device_name_, platform_name_, kind_, driver_, options_;
+    OpenCLPolicy policy_;
     bool fp64_ = false;
     DeviceTraits traits_;
     cl_ulong max_alloc_ = 0;
@@ -15514,12 +15583,6 @@ inline Node* peel_reshapes(Node* n) {
 
 /// The longest chain of operations fused into one kernel.
 inline constexpr int kMaxFusedDepth = 256;
-/// The most buffers one fused kernel reads, and the most arguments it takes (buffers and
-/// scalar values, 8 bytes each at most; with the output, a scratch buffer and the count of
-/// work-items, 128): OpenCL promises only 1024 bytes of kernel arguments, so a sum of 200
-/// tensors becomes several kernels.
-inline constexpr int kMaxFusedInputs = 64;
-inline constexpr int kMaxKernelArguments = 125;
 
 /// A map from pointers (nodes, buffers) to ints: open addressing over a power-of-two table.
 /// Every realize orders its graph (a cached one too), and a node-based std::unordered_map costs
@@ -15923,6 +15986,7 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
                 materialize(i);
                 continue;
             }
+            const DevicePolicy& policy = device_policy(n->device);
             if (n->kind == NodeKind::Const || n->kind == NodeKind::Pad) scalars[i] = {static_cast<int>(i)};
             for (;;) {
                 Set in = buffers[i], arg = scalars[i];
@@ -15933,8 +15997,9 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
                     merge_into(in, buffers[src]);
                     merge_into(arg, scalars[src]);
                 }
-                const bool too_many_buffers = in.size() > static_cast<std::size_t>(kMaxFusedInputs);
-                if (!too_many_buffers && in.size() + arg.size() <= static_cast<std::size_t>(kMaxKernelArguments)) {
+                const int max_inputs = policy.max_fused_inputs(), max_arguments = policy.max_kernel_arguments();
+                const bool too_many_buffers = in.size() > static_cast<std::size_t>(max_inputs);
+                if (!too_many_buffers && in.size() + arg.size() <= static_cast<std::size_t>(max_arguments)) {
                     buffers[i] = std::move(in);
                     scalars[i] = std::move(arg);
                     depth[i] = d + 1;
@@ -15951,8 +16016,8 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
                 }
                 cuts[g.nodes[widest]] =
                     too_many_buffers
-                        ? concat("a kernel reads at most ", kMaxFusedInputs, " buffers; a new kernel starts here")
-                        : concat("a kernel takes at most ", kMaxKernelArguments,
+                        ? concat("a kernel reads at most ", max_inputs, " buffers; a new kernel starts here")
+                        : concat("a kernel takes at most ", max_arguments,
                                  " arguments (buffers and scalar values); a new kernel starts here");
                 materialize(widest);
             }
@@ -18531,12 +18596,9 @@ LAZYTENSOR_ENGINE_API std::vector<DeviceInfo> devices() {
 
 namespace detail {
 
-// The backends' answer to graph::runs_as_gemm, installed when the engine starts.
-inline bool product_as_reduction(DType dtype, Device device, std::int64_t batch, std::int64_t m, std::int64_t n,
-                                 std::int64_t k) {
-    return device_backend(device).product_as_reduction(dtype, batch, m, n, k);
-}
-[[maybe_unused]] inline const bool thin_product_policy_installed = (graph::thin_product_policy() = &product_as_reduction, true);
+// The backends' policies reach the graph builders and the scheduler, installed when the engine starts.
+inline const DevicePolicy& policy_of(Device device) { return device_backend(device).policy(); }
+[[maybe_unused]] inline const bool device_policies_installed = (device_policy_lookup() = &policy_of, true);
 
 }  // namespace detail
 

@@ -18,6 +18,7 @@
 #include "../core/env.hpp"
 #include "../core/lru_cache.hpp"
 #include "../ir/attention.hpp"
+#include "../ir/device_policy.hpp"
 #include "../ir/gemm.hpp"
 #include "../ir/scan.hpp"
 #include "../ir/kernel.hpp"
@@ -144,14 +145,9 @@ public:
     /// Runs a matrix product into `c` (contiguous [batch..., m, n]), reading `a` and `b` as the
     /// layouts of `gemm` say. Its dtype is float32 or float64.
     virtual void gemm(const ir::Gemm& gemm, const Buffer& a, const Buffer& b, Buffer& c) = 0;
-    /// Whether a float32 or float64 product of `batch` products of [m, k] x [k, n] runs better
-    /// as a reduction kernel (the sum of element-wise products that the scheduler fuses with
-    /// what reads and feeds it) than as this backend's GEMM: the one place that says which
-    /// products are too thin for a GEMM (graph::runs_as_gemm asks it when the product is built).
-    virtual bool product_as_reduction(DType, std::int64_t /*batch*/, std::int64_t /*m*/, std::int64_t /*n*/,
-                                      std::int64_t /*k*/) const {
-        return false;
-    }
+    /// The decisions about this device that graph builders and the scheduler make (products too
+    /// thin for a GEMM, split-k, argument limits: ir/device_policy.hpp).
+    virtual const DevicePolicy& policy() const = 0;
     /// Whether gemm_fused can run `epilogue` (an ir::fits_as_epilogue kernel reading the product
     /// as parameter `product_param`) in the stores of `gemm`. A change of the answer for the same
     /// arguments must bump gemm_config_generation() (plans keep it), as for fuses_prologue.

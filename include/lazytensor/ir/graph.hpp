@@ -17,6 +17,7 @@
 #include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "../core/engine_mode.hpp"
+#include "device_policy.hpp"
 #include "node.hpp"
 
 namespace lazytensor::detail::graph {
@@ -212,11 +213,11 @@ LAZYTENSOR_ENGINE_API NodePtr silu(const NodePtr& x);
 /// -phi(x) S(1 / x^2), phi the normal density and S erfc's asymptotic series (7 terms: within
 /// 0.2 ulp there), x^2 split exactly, exp scaled as TinyExp says and the product rounded once
 /// (gelu(-14.f) is -1.1e-43). gelu rounds to -0 well before -20 (-50): -0 from there on, and at
-/// -inf. On the host, whose float exp and erfc are a few ulp off, float computes in double and
-/// rounds once (within 0.5 ulp and a hair): there 0.5 x erfc(z) needs no correction (rounding z
+/// -inf. Where the device's policy says so (DevicePolicy::gelu_through_float64: the host, whose
+/// float exp and erfc are a few ulp off), float computes in double and rounds once (within 0.5 ulp and a hair): there 0.5 x erfc(z) needs no correction (rounding z
 /// costs 2 z^2 2^-53 relative, and erfc stays normal over float's range). Integers give
-/// float32; float16 computes in float32 (the constants need float's precision) or, on the host,
-/// in double, and rounds the result to half.
+/// float32; float16 computes in float32 (the constants need float's precision) or, there, in
+/// double, and rounds the result to half.
 LAZYTENSOR_ENGINE_API NodePtr gelu(const NodePtr& x);
 
 /// NumPy's remainder (Python's %): the result has the divisor's sign. As NumPy's divmod: fmod
@@ -304,28 +305,12 @@ LAZYTENSOR_ENGINE_API NodePtr sort_positions(const NodePtr& x, std::int64_t k, b
 /// Whether a product of `dtype` on `device` runs as a GEMM schedule item. Other products are
 /// sums of element-wise products, which the scheduler fuses into one reduction kernel.
 LAZYTENSOR_ENGINE_API bool runs_as_gemm(DType dtype, Device device);
-/// Whether a device's backend runs a product (`batch` products of [m, k] x [k, n] in `dtype`)
-/// faster as a reduction kernel than as a GEMM (Backend::product_as_reduction: matrix-vector
-/// products on OpenCL CPU devices). The engine installs its backends' answer
-/// (runtime/engine.hpp); the graph layer sees no backend, and without it no product is.
-using ThinProductPolicy = bool (*)(DType, Device, std::int64_t, std::int64_t, std::int64_t, std::int64_t);
-inline ThinProductPolicy& thin_product_policy() {
-    static ThinProductPolicy policy = nullptr;
-    return policy;
-}
 /// Whether this product runs as a GEMM item: runs_as_gemm(dtype, device), unless the device's
-/// backend runs one this thin faster as a reduction kernel. graph::matmul decides here, and only here.
+/// policy runs one this thin faster as a reduction kernel (DevicePolicy::product_as_reduction).
+/// graph::matmul decides here, and only here.
 inline bool runs_as_gemm(DType dtype, Device device, std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k) {
-    const ThinProductPolicy as_reduction = thin_product_policy();
-    return runs_as_gemm(dtype, device) && !(as_reduction && as_reduction(dtype, device, batch, m, n, k));
+    return runs_as_gemm(dtype, device) && !device_policy(device).product_as_reduction(dtype, batch, m, n, k);
 }
-
-/// How many parts to split the contracted axis of a GEMM into on a GPU-like device (1: none).
-/// BLAS kernels spread the output's tiles over the compute units; a product whose output is a
-/// few tiles but whose k is long (a weight gradient, x^T dy, sums over the batch) leaves most
-/// units idle. Split, the parts are one batched GEMM of the same work and their sum is one
-/// reduction kernel. Tiles of 128 x 128, as BLAS libraries tune them for large GPUs.
-LAZYTENSOR_ENGINE_API std::int64_t split_k_parts(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, Device device);
 
 /// NumPy's matmul: 1-D x 1-D is a dot product; a 1-D operand is a row (left) or a column
 /// (right) vector whose unit axis is dropped from the result; batch axes broadcast.

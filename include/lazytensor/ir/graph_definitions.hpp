@@ -465,7 +465,7 @@ LAZYTENSOR_ENGINE_API NodePtr gelu(const NodePtr& x) {
     using namespace composite;
     const NodePtr operand = floating_operand(x, "gelu");
     const DType result = operand->dtype;
-    if (result != DType::Float64 && x->device.kind == Device::Kind::Host) {
+    if (result != DType::Float64 && device_policy(x->device).gelu_through_float64()) {
         const NodePtr d = cast(operand, DType::Float64);
         const NodePtr g = mul(mul(d, num(0.5)), unary(UnaryOp::Erfc, mul(neg(d), num(0.70710678118654752440))));
         return cast(where(equal(d, num(-INFINITY)), num(-0.0), g), result);
@@ -741,15 +741,6 @@ LAZYTENSOR_ENGINE_API bool runs_as_gemm(DType dtype, Device device) {
     return dtype == DType::Float32 || dtype == DType::Float64;
 }
 
-LAZYTENSOR_ENGINE_API std::int64_t split_k_parts(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, Device device) {
-    if (device.kind == Device::Kind::Host) return 1;  // the host GEMM threads over k's blocks itself
-    if (k < 2048) return 1;                           // short sums keep one GEMM (and its schedule)
-    const std::int64_t tiles = batch * ((m + 127) / 128) * ((n + 127) / 128);
-    std::int64_t parts = 1;
-    while (k % (2 * parts) == 0 && k / (2 * parts) >= 256 && tiles * 2 * parts <= 128) parts *= 2;
-    return parts;
-}
-
 LAZYTENSOR_ENGINE_API NodePtr matmul(const NodePtr& a, const NodePtr& b) {
     const char* op = "matmul";
     const Operand first(a), second(b);
@@ -793,7 +784,7 @@ LAZYTENSOR_ENGINE_API NodePtr matmul(const NodePtr& a, const NodePtr& b) {
     if (numel(out) == 0 || k == 0) {
         product = constant(Scalar::of<std::int64_t>(0), t, out, device);  // an empty sum is 0
     } else if (runs_as_gemm(t, device, numel(batch), m, n, k)) {
-        const std::int64_t parts = split_k_parts(numel(batch), m, n, k, device);
+        const std::int64_t parts = device_policy(device).split_k_parts(numel(batch), m, n, k);
         if (parts == 1) {
             product = with_sources(make(NodeKind::Matmul, t, device, out), {x, y});
         } else {  // [..., parts, m, k / parts] x [..., parts, k / parts, n], summed over parts

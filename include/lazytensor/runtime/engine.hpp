@@ -54,12 +54,9 @@ LAZYTENSOR_ENGINE_API std::vector<DeviceInfo> devices() {
 
 namespace detail {
 
-// The backends' answer to graph::runs_as_gemm, installed when the engine starts.
-inline bool product_as_reduction(DType dtype, Device device, std::int64_t batch, std::int64_t m, std::int64_t n,
-                                 std::int64_t k) {
-    return device_backend(device).product_as_reduction(dtype, batch, m, n, k);
-}
-[[maybe_unused]] inline const bool thin_product_policy_installed = (graph::thin_product_policy() = &product_as_reduction, true);
+// The backends' policies reach the graph builders and the scheduler, installed when the engine starts.
+inline const DevicePolicy& policy_of(Device device) { return device_backend(device).policy(); }
+[[maybe_unused]] inline const bool device_policies_installed = (device_policy_lookup() = &policy_of, true);
 
 }  // namespace detail
 

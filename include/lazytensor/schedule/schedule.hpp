@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "../ir/attention.hpp"
+#include "../ir/device_policy.hpp"
 #include "../ir/gemm.hpp"
 #include "../ir/index_map.hpp"
 #include "../ir/kernel.hpp"
@@ -150,12 +151,6 @@ inline Node* peel_reshapes(Node* n) {
 
 /// The longest chain of operations fused into one kernel.
 inline constexpr int kMaxFusedDepth = 256;
-/// The most buffers one fused kernel reads, and the most arguments it takes (buffers and
-/// scalar values, 8 bytes each at most; with the output, a scratch buffer and the count of
-/// work-items, 128): OpenCL promises only 1024 bytes of kernel arguments, so a sum of 200
-/// tensors becomes several kernels.
-inline constexpr int kMaxFusedInputs = 64;
-inline constexpr int kMaxKernelArguments = 125;
 
 /// A map from pointers (nodes, buffers) to ints: open addressing over a power-of-two table.
 /// Every realize orders its graph (a cached one too), and a node-based std::unordered_map costs
@@ -559,6 +554,7 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
                 materialize(i);
                 continue;
             }
+            const DevicePolicy& policy = device_policy(n->device);
             if (n->kind == NodeKind::Const || n->kind == NodeKind::Pad) scalars[i] = {static_cast<int>(i)};
             for (;;) {
                 Set in = buffers[i], arg = scalars[i];
@@ -569,8 +565,9 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
                     merge_into(in, buffers[src]);
                     merge_into(arg, scalars[src]);
                 }
-                const bool too_many_buffers = in.size() > static_cast<std::size_t>(kMaxFusedInputs);
-                if (!too_many_buffers && in.size() + arg.size() <= static_cast<std::size_t>(kMaxKernelArguments)) {
+                const int max_inputs = policy.max_fused_inputs(), max_arguments = policy.max_kernel_arguments();
+                const bool too_many_buffers = in.size() > static_cast<std::size_t>(max_inputs);
+                if (!too_many_buffers && in.size() + arg.size() <= static_cast<std::size_t>(max_arguments)) {
                     buffers[i] = std::move(in);
                     scalars[i] = std::move(arg);
                     depth[i] = d + 1;
@@ -587,8 +584,8 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
                 }
                 cuts[g.nodes[widest]] =
                     too_many_buffers
-                        ? concat("a kernel reads at most ", kMaxFusedInputs, " buffers; a new kernel starts here")
-                        : concat("a kernel takes at most ", kMaxKernelArguments,
+                        ? concat("a kernel reads at most ", max_inputs, " buffers; a new kernel starts here")
+                        : concat("a kernel takes at most ", max_arguments,
                                  " arguments (buffers and scalar values); a new kernel starts here");
                 materialize(widest);
             }

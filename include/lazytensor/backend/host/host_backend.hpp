@@ -30,12 +30,21 @@
 
 namespace lazytensor::detail::host {
 
+/// The host's decisions that graph builders and the scheduler make: no split-k (the host GEMM
+/// threads over k's blocks itself); gelu of float through double, whose exp and erfc are exact
+/// where float's are a few ulp off.
+class HostPolicy final : public DevicePolicy {
+public:
+    bool gelu_through_float64() const override { return true; }
+};
+
 class HostBackend final : public Backend {
 public:
     HostBackend(int threads, std::size_t cache_bytes) : pool_(threads), cache_limit_(cache_bytes) {}
     ~HostBackend() override { release_cached(); }
 
     Device device() const override { return Device::host(); }
+    const DevicePolicy& policy() const override { return policy_; }
     std::string name() const override {
         return concat("host (", pool_.size(), " thread", pool_.size() == 1 ? "" : "s", ", ",
                       simd_arch::name(), ")");
@@ -165,6 +174,7 @@ private:
     }
 
     ThreadPool pool_;
+    HostPolicy policy_;
     mutable std::mutex cache_mutex_;
     std::multimap<std::size_t, void*> cached_;
     std::size_t cached_bytes_ = 0;

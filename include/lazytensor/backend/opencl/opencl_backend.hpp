@@ -37,6 +37,7 @@
 #include "clblast_tuning.hpp"
 #include "gemm_epilogue.hpp"
 #include "gemm_kernel.hpp"
+#include "policy.hpp"
 #include "program_cache.hpp"
 #include "renderer.hpp"
 #include "scan.hpp"
@@ -137,6 +138,7 @@ public:
         traits_.compute_units = device_value<cl_uint>(device, CL_DEVICE_MAX_COMPUTE_UNITS);
         traits_.local_memory = device_value<cl_ulong>(device, CL_DEVICE_LOCAL_MEM_SIZE);
         traits_.gpu = kind_ == "gpu";
+        policy_.gpu = traits_.gpu;
         if (platform_name_.find("NVIDIA") != std::string::npos) {  // CL_DEVICE_COMPUTE_CAPABILITY_{MAJOR,MINOR}_NV
             cl_uint major = 0, minor = 0;
             if (clGetDeviceInfo(device, 0x4000, sizeof major, &major, nullptr) == CL_SUCCESS &&
@@ -779,20 +781,7 @@ public:
         layout.whole_tiles = gemm_whole_tiles(g, layout, p);
         return layout;
     }
-    /// On a CPU device (PoCL), a product with at most kThinProduct rows or columns (matrix x
-    /// vector, vector x matrix, a few columns; batched too) or with k = 1 runs as a reduction
-    /// kernel once it moves kThinElements elements or more (its largest operand or its result):
-    /// CLBlast's GEMM pads such a product to its tiles and ran [100000, 64] x [64] at 0.3-0.75
-    /// GFLOP/s, the reduction 3-5x faster, and up to 8 columns 4-9x faster (16 columns 2x too,
-    /// but attention's second product, weights x v, has that many and fuses only as products;
-    /// bench/bench_thin_matmul.cpp, bench/README.md). Smaller products cost a launch either way
-    /// and keep the GEMM; GPUs keep their GEMM (not measured there).
-    static constexpr std::int64_t kThinProduct = 8;
-    static constexpr std::int64_t kThinElements = std::int64_t(1) << 16;
-    bool product_as_reduction(DType, std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k) const override {
-        if (traits_.gpu || (std::min(m, n) > kThinProduct && k != 1)) return false;
-        return batch * std::max({m * k, k * n, m * n}) >= kThinElements;
-    }
+    const DevicePolicy& policy() const override { return policy_; }
     /// Whether `g` runs on the own GEMM kernel (else CLBlast).
     bool uses_own_gemm(const ir::Gemm& g) const {
         if (!LAZYTENSOR_CLBLAST || gemm_choice_ == GemmChoice::Own) return true;
@@ -1249,6 +1238,7 @@ private:
     cl_context context_ = nullptr;
     cl_command_queue queue_ = nullptr;
     std::string device_name_, platform_name_, kind_, driver_, options_;
+    OpenCLPolicy policy_;
     bool fp64_ = false;
     DeviceTraits traits_;
     cl_ulong max_alloc_ = 0;
