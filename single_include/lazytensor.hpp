@@ -4839,7 +4839,7 @@ auto TensorBase<T, D>::cast() const {
 #include <cstring>
 #include <type_traits>
 
-// ---- lazytensor/backend/host/simd_ops.hpp ----
+// ---- lazytensor/simd/simd_ops.hpp ----
 // The host backend's element-wise arithmetic: one functor per op in ir/ops.hpp, each with a
 // scalar form (every dtype the op allows) and an xsimd form (float and double). The loops run
 // over a block of elements; a tail shorter than a SIMD batch is padded into one batch, so every
@@ -4922,7 +4922,7 @@ inline const char* philox_opencl_source() {
 // The scalar semantics of the ops that are not one expression (tanh's ends, pow's common
 // exponents, integer pow, C's integer division and remainder, shifts), each written once, in
 // the subset of C that is both C++ and OpenCL C. The host backend calls them as C++ templates
-// (backend/host/simd_ops.hpp: the scalar forms, which the SIMD forms must agree with), and the
+// (simd/simd_ops.hpp: the scalar forms, which the SIMD forms must agree with), and the
 // OpenCL renderer pastes their text into its programs (backend/opencl/op_spellings.hpp). A
 // body may use:
 //   T              the value type (float, double, int, long, uchar; half computes as float)
@@ -5042,7 +5042,7 @@ inline constexpr const SharedFunction* all_shared_functions[] = {
 #undef LT_CALL
 
 }  // namespace lazytensor::detail::shared
-// ---- lazytensor/backend/host/simd_arch.hpp ----
+// ---- lazytensor/simd/simd_arch.hpp ----
 // The instruction set of the host backend's SIMD batches, chosen in one place.
 
 #include <type_traits>
@@ -10835,7 +10835,7 @@ struct FusedPrologue {
 //     with one reduce phase and few outputs is split along the reduced space into G work-groups
 //     per outer index whose partials a second, small kernel folds before the outer store phase.
 //
-// Semantics follow the host interpreter (backend/host/simd_ops.hpp): integer arithmetic wraps
+// Semantics follow the host interpreter (simd/simd_ops.hpp): integer arithmetic wraps
 // (done in unsigned types), floating max/min propagate NaN, float-to-integer casts saturate
 // (convert_*_sat), bool is stored as one byte. float16 is storage only, as on the host: buffers
 // of `half` are read with vload_half(N) and written with vstore_half(N)_rte (core OpenCL 1.2,
@@ -10852,7 +10852,7 @@ struct FusedPrologue {
 
 // ---- lazytensor/backend/opencl/op_spellings.hpp ----
 // How the OpenCL renderer spells each element-wise op: one table row per op (tinygrad's
-// code_for_op), with the semantics of backend/host/simd_ops.hpp. An op that is not one
+// code_for_op), with the semantics of simd/simd_ops.hpp. An op that is not one
 // expression calls a shared function (ir/shared_functions.hpp), whose text the program gets
 // from the same definition the host runs.
 

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Checks that includes under include/lazytensor/ run one way, down the layers:
 
-    core <- ir <- autodiff <- schedule <- codegen <- backend <- items <- runtime <- frontend <- interop
+    core <- ir <- simd <- autodiff <- schedule <- codegen <- backend <- items <- runtime <- frontend <- interop
 
 A header may include headers of its own layer and of the layers before it, never of a layer
 after it; include/lazytensor.hpp (the entry point) may include anything. The front end and
@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent / "include" / "lazytensor"
-LAYERS = ["core", "ir", "autodiff", "schedule", "codegen", "backend", "items", "runtime", "frontend", "interop"]
+LAYERS = ["core", "ir", "simd", "autodiff", "schedule", "codegen", "backend", "items", "runtime", "frontend", "interop"]
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 
 

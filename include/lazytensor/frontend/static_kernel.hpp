@@ -7,7 +7,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "../backend/host/simd_ops.hpp"
+#include "../simd/simd_ops.hpp"
 #include "../ir/static_kernel.hpp"
 #include "expr.hpp"
 

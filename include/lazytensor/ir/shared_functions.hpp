@@ -2,7 +2,7 @@
 // The scalar semantics of the ops that are not one expression (tanh's ends, pow's common
 // exponents, integer pow, C's integer division and remainder, shifts), each written once, in
 // the subset of C that is both C++ and OpenCL C. The host backend calls them as C++ templates
-// (backend/host/simd_ops.hpp: the scalar forms, which the SIMD forms must agree with), and the
+// (simd/simd_ops.hpp: the scalar forms, which the SIMD forms must agree with), and the
 // OpenCL renderer pastes their text into its programs (backend/opencl/op_spellings.hpp). A
 // body may use:
 //   T              the value type (float, double, int, long, uchar; half computes as float)

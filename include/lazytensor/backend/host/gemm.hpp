@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "../../core/config.hpp"
-#include "simd_arch.hpp"
+#include "../../simd/simd_arch.hpp"
 LAZYTENSOR_XSIMD_WARNINGS_OFF
 #include <xsimd/xsimd.hpp>
 #if XSIMD_WITH_AVX512F

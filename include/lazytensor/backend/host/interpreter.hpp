@@ -35,7 +35,7 @@
 #include "../../ir/kernel.hpp"
 #include "../../ir/static_kernel.hpp"
 #include "../backend.hpp"
-#include "simd_ops.hpp"
+#include "../../simd/simd_ops.hpp"
 #include "thread_pool.hpp"
 
 namespace lazytensor::detail::host {

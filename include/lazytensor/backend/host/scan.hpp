@@ -26,8 +26,8 @@
 #include "../../core/config.hpp"
 #include "../../core/dtype.hpp"
 #include "../../ir/scan.hpp"
-#include "simd_arch.hpp"
-#include "simd_ops.hpp"
+#include "../../simd/simd_arch.hpp"
+#include "../../simd/simd_ops.hpp"
 #include "thread_pool.hpp"
 
 namespace lazytensor::detail::host {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // How the OpenCL renderer spells each element-wise op: one table row per op (tinygrad's
-// code_for_op), with the semantics of backend/host/simd_ops.hpp. An op that is not one
+// code_for_op), with the semantics of simd/simd_ops.hpp. An op that is not one
 // expression calls a shared function (ir/shared_functions.hpp), whose text the program gets
 // from the same definition the host runs.
 #pragma once

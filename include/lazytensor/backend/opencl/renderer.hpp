@@ -13,7 +13,7 @@
 //     with one reduce phase and few outputs is split along the reduced space into G work-groups
 //     per outer index whose partials a second, small kernel folds before the outer store phase.
 //
-// Semantics follow the host interpreter (backend/host/simd_ops.hpp): integer arithmetic wraps
+// Semantics follow the host interpreter (simd/simd_ops.hpp): integer arithmetic wraps
 // (done in unsigned types), floating max/min propagate NaN, float-to-integer casts saturate
 // (convert_*_sat), bool is stored as one byte. float16 is storage only, as on the host: buffers
 // of `half` are read with vload_half(N) and written with vstore_half(N)_rte (core OpenCL 1.2,

@@ -2,7 +2,7 @@
 // The instruction set of the host backend's SIMD batches, chosen in one place.
 #pragma once
 
-#include "../../core/config.hpp"
+#include "../core/config.hpp"
 #include <type_traits>
 
 LAZYTENSOR_XSIMD_WARNINGS_OFF

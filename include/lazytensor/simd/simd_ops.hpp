@@ -15,17 +15,17 @@
 #include <limits>
 #include <type_traits>
 
-#include "../../core/config.hpp"
+#include "../core/config.hpp"
 LAZYTENSOR_XSIMD_WARNINGS_OFF
 #include <xsimd/xsimd.hpp>
 #if defined(__SSE2__)
 #include <immintrin.h>
 #endif
 
-#include "../../core/dtype.hpp"
-#include "../../core/philox.hpp"
-#include "../../ir/ops.hpp"
-#include "../../ir/shared_functions.hpp"
+#include "../core/dtype.hpp"
+#include "../core/philox.hpp"
+#include "../ir/ops.hpp"
+#include "../ir/shared_functions.hpp"
 #include "simd_arch.hpp"
 
 namespace lazytensor::detail::host {
