@@ -866,10 +866,18 @@ public:
     std::string exchange_build_options(std::string options) { return std::exchange(options_, std::move(options)); }
 
 protected:
+    // A kernel is rendered once per cache miss: the rendering is kept with the compiled kernel
+    // (kernel_source shows it), and a kernel built with others takes its rendering under another
+    // name (renamed) rather than a second rendering. It is rendered again only for a smaller
+    // work-group, where the built kernel cannot run the one it was rendered for.
     std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel, CompileOutcome& outcome) override {
+        return compile_rendered(kernel, render(kernel, traits_), outcome);
+    }
+
+    /// The kernel of `rendered` (a rendering of `kernel` for the device's work-groups), built.
+    std::shared_ptr<OpenCLKernel> compile_rendered(const ir::Kernel& kernel, RenderedKernel rendered, CompileOutcome& outcome) {
         DeviceTraits traits = traits_;
         for (;;) {
-            RenderedKernel rendered = render(kernel, traits);
             if (rendered.stages.empty()) return with_program(kernel, std::move(rendered), nullptr, traits);
             require_fp64(rendered);
             ProgramSource from = ProgramSource::Memory;
@@ -881,6 +889,7 @@ protected:
             // The compiled kernel needs too many registers for its work-group: render it for
             // smaller work-groups.
             traits.max_work_group = k->fits;
+            rendered = render(kernel, traits);
         }
     }
 
@@ -891,25 +900,27 @@ protected:
     std::vector<std::shared_ptr<CompiledKernel>> compile_batch(const std::vector<const ir::Kernel*>& kernels,
                                                                std::vector<CompileOutcome>& outcomes) override {
         std::vector<std::shared_ptr<CompiledKernel>> out(kernels.size());
-        std::vector<RenderedKernel> rendered(kernels.size());
+        std::vector<RenderedKernel> alone(kernels.size());  // each kernel as a program of its own
         std::vector<std::size_t> together;
         for (std::size_t i = 0; i < kernels.size(); ++i) {
-            rendered[i] = render(*kernels[i], traits_, "lt_kernel" + std::to_string(i));
-            if (rendered[i].stages.empty()) continue;
-            require_fp64(rendered[i]);
+            alone[i] = render(*kernels[i], traits_);
+            if (alone[i].stages.empty()) continue;
+            require_fp64(alone[i]);
             // A kernel whose own program is in memory already (built alone before) uses it.
-            if (programs_.find(render(*kernels[i], traits_).source)) continue;
+            if (programs_.find(alone[i].source)) continue;
             together.push_back(i);
         }
         if (together.size() >= 2) {
             bool fp64 = false;
             std::vector<std::string> helpers;
             std::string functions;
+            std::vector<RenderedKernel> named;
             for (std::size_t i : together) {
-                fp64 = fp64 || rendered[i].uses_fp64;
-                for (std::string& h : rendered[i].helpers)
-                    if (std::find(helpers.begin(), helpers.end(), h) == helpers.end()) helpers.push_back(std::move(h));
-                functions += rendered[i].functions;
+                named.push_back(renamed(alone[i], "lt_kernel" + std::to_string(i)));
+                fp64 = fp64 || named.back().uses_fp64;
+                for (const std::string& h : named.back().helpers)
+                    if (std::find(helpers.begin(), helpers.end(), h) == helpers.end()) helpers.push_back(h);
+                functions += named.back().functions;
             }
             std::shared_ptr<ProgramOwner> program;
             ProgramSource from = ProgramSource::Memory;
@@ -918,9 +929,9 @@ protected:
             } catch (const BackendError&) {
                 // Built one by one below: the kernel that fails reports its own log and source.
             }
-            for (std::size_t i : together) {
-                if (!program) break;
-                auto k = with_program(*kernels[i], std::move(rendered[i]), program, traits_);
+            for (std::size_t n = 0; n < together.size() && program; ++n) {
+                const std::size_t i = together[n];
+                auto k = with_program(*kernels[i], std::move(named[n]), program, traits_);
                 if (k->kernels.size() != k->rendered.stages.size()) continue;  // too big a work-group: alone below
                 outcomes[i].built_from_source = from == ProgramSource::Compiler;
                 outcomes[i].from_disk = from == ProgramSource::Disk;
@@ -928,7 +939,7 @@ protected:
             }
         }
         for (std::size_t i = 0; i < kernels.size(); ++i)
-            if (!out[i]) out[i] = compile(*kernels[i], outcomes[i]);
+            if (!out[i]) out[i] = compile_rendered(*kernels[i], std::move(alone[i]), outcomes[i]);
         return out;
     }
 
