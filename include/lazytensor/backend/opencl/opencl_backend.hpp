@@ -31,7 +31,9 @@
 #include "../../core/lru_cache.hpp"
 #include "../backend.hpp"
 #include "../../core/config.hpp"
+#include "allocator.hpp"
 #include "cl_api.hpp"
+#include "device.hpp"
 #include "clblast_gemm.hpp"
 #include "attention_kernel.hpp"
 #include "clblast_tuning.hpp"
@@ -85,167 +87,56 @@ inline std::string numbered(const std::string& source) {
     return out.str();
 }
 
-inline const std::vector<std::pair<cl_platform_id, cl_device_id>>& opencl_device_ids();
-
-/// A context for `device`, retained for the caller: one per platform, shared by every device
-/// of it, so that buffers move between those devices with clEnqueueCopyBuffer (transfer.hpp).
-/// A context of its own where LAZYTENSOR_OPENCL_SHARED_CONTEXT=off or the driver refuses a
-/// shared one; copies between such devices go through host memory.
-inline cl_context context_for(cl_platform_id platform, cl_device_id device) {
-    if (env_flag("LAZYTENSOR_OPENCL_SHARED_CONTEXT", true)) {
-        static std::mutex mutex;
-        static auto& shared = *new std::map<cl_platform_id, cl_context>();  // never destroyed, like the backends
-        std::lock_guard<std::mutex> lock(mutex);
-        auto it = shared.find(platform);
-        if (it == shared.end()) {
-            std::vector<cl_device_id> all;
-            for (const auto& [p, d] : opencl_device_ids())
-                if (p == platform) all.push_back(d);
-            cl_int err = CL_SUCCESS;
-            cl_context c = clCreateContext(nullptr, static_cast<cl_uint>(all.size()), all.data(), nullptr, nullptr, &err);
-            it = shared.emplace(platform, err == CL_SUCCESS ? c : nullptr).first;
-        }
-        if (it->second) {
-            check(clRetainContext(it->second), "clRetainContext");
-            return it->second;
-        }
-    }
-    cl_int err = CL_SUCCESS;
-    cl_context c = clCreateContext(nullptr, 1, &device, nullptr, nullptr, &err);
-    check(err, "clCreateContext");
-    return c;
-}
-
 class OpenCLBackend final : public Backend {
 public:
     OpenCLBackend(int index, cl_platform_id platform, cl_device_id device)
-        : index_(index), platform_(platform), device_(device), disk_(default_cache_dir()) {
-        device_name_ = device_string(device, CL_DEVICE_NAME);
-        const auto type = device_value<cl_device_type>(device, CL_DEVICE_TYPE);
-        kind_ = (type & CL_DEVICE_TYPE_GPU) ? "gpu" : (type & CL_DEVICE_TYPE_CPU) ? "cpu" : "accelerator";
-        platform_name_ = platform_string(platform, CL_PLATFORM_NAME);
-        driver_ = device_string(device, CL_DRIVER_VERSION) + " / " + platform_string(platform, CL_PLATFORM_VERSION) +
-                  " / " + device_string(device, CL_DEVICE_VERSION);
-        const std::string ext = device_string(device, CL_DEVICE_EXTENSIONS);
-        // LAZYTENSOR_OPENCL_FP64=off: behave as a device without double would (to check that a
-        // program runs on one).
-        fp64_ = ext.find("cl_khr_fp64") != std::string::npos && env_flag("LAZYTENSOR_OPENCL_FP64", true);
+        : device_(index, platform, device), memory_(device_), options_(device_.build_options()), disk_(default_cache_dir()) {
         // An event per launch, for kernels that fail while running: cheap on CPU devices, about
         // 10 us a realize on an NVIDIA GPU, whose own waits report a kernel's fault (README).
-        launch_events_ = env_flag("LAZYTENSOR_OPENCL_LAUNCH_EVENTS", kind_ != "gpu");
-        traits_.max_work_group = device_value<std::size_t>(device, CL_DEVICE_MAX_WORK_GROUP_SIZE);
-        traits_.compute_units = device_value<cl_uint>(device, CL_DEVICE_MAX_COMPUTE_UNITS);
-        traits_.local_memory = device_value<cl_ulong>(device, CL_DEVICE_LOCAL_MEM_SIZE);
-        traits_.gpu = kind_ == "gpu";
-        if (platform_name_.find("NVIDIA") != std::string::npos) {  // CL_DEVICE_COMPUTE_CAPABILITY_{MAJOR,MINOR}_NV
-            cl_uint major = 0, minor = 0;
-            if (clGetDeviceInfo(device, 0x4000, sizeof major, &major, nullptr) == CL_SUCCESS &&
-                clGetDeviceInfo(device, 0x4001, sizeof minor, &minor, nullptr) == CL_SUCCESS)
-                nvidia_cc_ = static_cast<int>(major * 10 + minor);
-        }
-        max_alloc_ = device_value<cl_ulong>(device, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
-        const auto global = device_value<cl_ulong>(device, CL_DEVICE_GLOBAL_MEM_SIZE);
-        cache_limit_ = static_cast<std::size_t>(std::min<cl_ulong>(global / 4, cl_ulong(4) << 30));
-        options_ = "-cl-std=CL1.2";
-        if (device_value<cl_device_fp_config>(device, CL_DEVICE_SINGLE_FP_CONFIG) & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT)
-            options_ += " -cl-fp32-correctly-rounded-divide-sqrt";  // the same quotients as the host
-
-        cl_int err = CL_SUCCESS;
-        context_ = context_for(platform, device);
-        queue_ = clCreateCommandQueue(context_, device_, CL_QUEUE_PROFILING_ENABLE, &err);
-        if (err != CL_SUCCESS) {
-            clReleaseContext(context_);
-            check(err, "clCreateCommandQueue", "for", describe());
-        }
+        launch_events_ = env_flag("LAZYTENSOR_OPENCL_LAUNCH_EVENTS", device_.kind() != "gpu");
 #if LAZYTENSOR_CLBLAST
-        clblast_tuned_ = apply_clblast_tuning(device_, device_name_);
+        clblast_tuned_ = apply_clblast_tuning(device_.id(), device_.name());
 #endif
         set_gemm_choice(gemm_choice_from_env());
     }
 
     ~OpenCLBackend() override {
-        clFinish(queue_);
+        clFinish(queue());
         for (const Launched& l : launched_) clReleaseEvent(l.event);
-        release_cached();
-        clReleaseCommandQueue(queue_);
-        clReleaseContext(context_);
     }
 
-    Device device() const override { return Device::opencl(index_); }
-    std::string name() const override { return device_name_ + " (" + platform_name_ + ", " + kind_ + ")"; }
+    Device device() const override { return device_.device(); }
+    std::string name() const override {
+        return device_.name() + " (" + device_.platform_name() + ", " + device_.kind() + ")";
+    }
     /// "gpu", "cpu" or "accelerator".
-    const std::string& kind() const { return kind_; }
-    const std::string& platform_name() const { return platform_name_; }
-    bool supports_float64() const override { return fp64_; }
-    cl_context context() const { return context_; }
-    cl_command_queue queue() const { return queue_; }
-    cl_device_id device_id() const { return device_; }
-    const DeviceTraits& traits() const { return traits_; }
+    const std::string& kind() const { return device_.kind(); }
+    const std::string& platform_name() const { return device_.platform_name(); }
+    bool supports_float64() const override { return device_.fp64(); }
+    cl_context context() const { return device_.context(); }
+    cl_command_queue queue() const { return device_.queue(); }
+    cl_device_id device_id() const { return device_.id(); }
+    const DeviceTraits& traits() const { return device_.traits(); }
     ProgramDiskCache& disk_cache() { return disk_; }
     const std::string& build_options() const { return options_; }
 
     // ------------------------------------------------------------------------------- memory
 
-    /// Returns every cached free buffer to the driver.
-    void release_cached() noexcept override {
-        std::lock_guard<std::mutex> lock(cache_mutex_);
-        for (auto& [size, m] : cached_) clReleaseMemObject(m);
-        cached_.clear();
-        cached_bytes_ = 0;
-    }
-
-    /// A cl_mem made elsewhere (DLPack): it must be a buffer of this device's context, at least
-    /// numel elements large; it is retained, and released (then `release` runs) after every
-    /// kernel queued so far has finished. Read-only memory (CL_MEM_READ_ONLY) gives a read-only
-    /// buffer.
+    void release_cached() noexcept override { memory_.release_cached(); }
+    /// A cl_mem made elsewhere (DLPack) as a buffer: BlockAllocator::wrap.
     BufferPtr wrap(DType dtype, std::int64_t numel, void* handle, std::function<void()> release, bool writable) override {
-        cl_mem m = static_cast<cl_mem>(handle);
-        cl_context context = nullptr;
-        cl_mem_object_type type = 0;
-        std::size_t size = 0;
-        cl_mem_flags flags = 0;
-        cl_int err = clGetMemObjectInfo(m, CL_MEM_CONTEXT, sizeof context, &context, nullptr);
-        if (err == CL_SUCCESS) err = clGetMemObjectInfo(m, CL_MEM_TYPE, sizeof type, &type, nullptr);
-        if (err == CL_SUCCESS) err = clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof size, &size, nullptr);
-        if (err == CL_SUCCESS) err = clGetMemObjectInfo(m, CL_MEM_FLAGS, sizeof flags, &flags, nullptr);
-        if (err != CL_SUCCESS)
-            fail<DeviceError>("the memory handed to ", describe(), " is not an OpenCL memory object (clGetMemObjectInfo: ",
-                              status_name(err), ")");
-        if (context != context_)
-            fail<DeviceError>("the cl_mem belongs to another OpenCL context than the one lazytensor uses for ", describe(),
-                              ": lazytensor can use memory of its own context only; copy the values through the host "
-                              "(lt::tensor(values, shape, device))");
-        if (type != CL_MEM_OBJECT_BUFFER)
-            fail<DeviceError>("the cl_mem handed to ", describe(), " is an image or pipe, not a buffer");
-        const std::size_t bytes = static_cast<std::size_t>(numel) * dtype_size(dtype);
-        if (bytes > size)
-            fail<ValueError>("the tensor reaches ", bytes, " bytes into its cl_mem, which holds ", size, " bytes");
-        if (flags & CL_MEM_WRITE_ONLY)
-            fail<ValueError>("the cl_mem handed to ", describe(), " is write-only (CL_MEM_WRITE_ONLY): kernels could not "
-                             "read it");
-        if (flags & CL_MEM_READ_ONLY) writable = false;
-        check(clRetainMemObject(m), "clRetainMemObject");
-        try {
-            return std::make_shared<Buffer>(device(), dtype, numel, handle, [this, m, release = std::move(release)] {
-                clFinish(queue_);  // kernels queued on it must not outlive the memory
-                clReleaseMemObject(m);
-                if (release) release();
-            }, writable);
-        } catch (...) {
-            clReleaseMemObject(m);
-            throw;
-        }
+        return memory_.wrap(dtype, numel, handle, std::move(release), writable);
     }
 
     void write(Buffer& dst, std::size_t at, const void* src, std::size_t bytes) override {
         if (!bytes) return;
-        check(clEnqueueWriteBuffer(queue_, static_cast<cl_mem>(dst.handle()), CL_TRUE, at, bytes, src, 0, nullptr, nullptr),
+        check(clEnqueueWriteBuffer(queue(), static_cast<cl_mem>(dst.handle()), CL_TRUE, at, bytes, src, 0, nullptr, nullptr),
               "clEnqueueWriteBuffer", concat("copying ", bytes, " bytes to ", describe()));
     }
     void read(const Buffer& src, std::size_t at, void* dst, std::size_t bytes) override {
         if (!bytes) return;
         const cl_int err =
-            clEnqueueReadBuffer(queue_, static_cast<cl_mem>(src.handle()), CL_TRUE, at, bytes, dst, 0, nullptr, nullptr);
+            clEnqueueReadBuffer(queue(), static_cast<cl_mem>(src.handle()), CL_TRUE, at, bytes, dst, 0, nullptr, nullptr);
         check_launched(true);  // first: a failed kernel is named, and reported once (NVIDIA's wait reports it too)
         check(err, "clEnqueueReadBuffer", concat("copying ", bytes, " bytes from ", describe()));
     }
@@ -284,7 +175,7 @@ public:
                       "clSetKernelArg");
             }
             cl_event event = nullptr, wait = take_launch_dependency();
-            const cl_int err = clEnqueueNDRangeKernel(queue_, kernel, 2, nullptr, st.global, st.local, wait ? 1 : 0,
+            const cl_int err = clEnqueueNDRangeKernel(queue(), kernel, 2, nullptr, st.global, st.local, wait ? 1 : 0,
                                                       wait ? &wait : nullptr, record_times_ || launch_events_ ? &event : nullptr);
             check(err, "clEnqueueNDRangeKernel", concat("launching ", st.name, " on ", describe()));
             if (launch_events_) {
@@ -338,7 +229,7 @@ public:
         };
         (set(args), ...);
         cl_event event = nullptr, wait = take_launch_dependency();
-        const cl_int err = clEnqueueNDRangeKernel(queue_, kern.kernel, 1, nullptr, &work, group ? &group : nullptr,
+        const cl_int err = clEnqueueNDRangeKernel(queue(), kern.kernel, 1, nullptr, &work, group ? &group : nullptr,
                                                   wait ? 1 : 0, wait ? &wait : nullptr, launch_events_ ? &event : nullptr);
         check(err, "clEnqueueNDRangeKernel", concat("launching ", name, " on ", describe()));
         if (launch_events_) remember_launch(event, name);
@@ -355,11 +246,11 @@ public:
         const cl_long offset = s.offset, outer_stride = s.outer_stride, stride = s.stride, inner_stride = s.inner_stride;
         const cl_long outer = s.outer, length = s.length, inner = s.inner;
         std::size_t G = 256;  // work-group size: a tile of G * kScanPerItem elements (and pads) in local memory
-        while (G > 1 && (G > traits_.max_work_group || (G * kScanPerItem * 33 / 32 + G) * size > traits_.local_memory)) G >>= 1;
+        while (G > 1 && (G > device_.traits().max_work_group || (G * kScanPerItem * 33 / 32 + G) * size > device_.traits().local_memory)) G >>= 1;
         auto ceil_div = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
         if (s.inner == 1 && s.length >= std::int64_t(G)) {  // rows: a work-group per (row, chunk)
             const std::int64_t tile = std::int64_t(G) * kScanPerItem, tiles = ceil_div(s.length, tile);
-            std::int64_t chunks = std::clamp<std::int64_t>(ceil_div(8 * traits_.compute_units, s.outer), 1, tiles);
+            std::int64_t chunks = std::clamp<std::int64_t>(ceil_div(8 * device_.traits().compute_units, s.outer), 1, tiles);
             const cl_long chunk_length = ceil_div(tiles, chunks) * tile;
             chunks = ceil_div(s.length, chunk_length);
             BufferPtr totals;
@@ -378,7 +269,7 @@ public:
         }
         // Columns (or short rows): a work-item per (outer index, chunk, column), chunks of at
         // least 64 elements, enough work-items to fill the device.
-        const std::int64_t lines = s.outer * s.inner, wanted = traits_.compute_units * (traits_.gpu ? 2048 : 64);
+        const std::int64_t lines = s.outer * s.inner, wanted = device_.traits().compute_units * (device_.traits().gpu ? 2048 : 64);
         std::int64_t chunks = std::clamp<std::int64_t>(ceil_div(wanted, lines), 1, std::max<std::int64_t>(1, s.length / 64));
         const cl_long chunk_length = ceil_div(s.length, chunks);
         chunks = ceil_div(s.length, chunk_length);
@@ -409,13 +300,13 @@ public:
         while (P < n) P <<= 1;
         const bool select = k <= 16 && k < n;  // topk_program: one read of each row
         const bool radix = !select && rows == 1 && n >= (std::int64_t(1) << 16);  // radix_program: one long row
-        const RadixShape shape = radix_shape(t, traits_.max_work_group, traits_.local_memory);
+        const RadixShape shape = radix_shape(t, device_.traits().max_work_group, device_.traits().local_memory);
         const std::shared_ptr<ProgramOwner> program =
             build_program(select ? topk_program(t, k) : radix ? radix_program(t, shape) : sort_program(t));
         // Pairs of 12 bytes: a block of 2 L of them in local memory, at most 24 KiB (OpenCL 1.2
         // devices have at least 32).
         std::int64_t L = std::max<std::int64_t>(1, std::min<std::int64_t>(P / 2, 1024));
-        while (L > 1 && std::size_t(L) > traits_.max_work_group) L >>= 1;
+        while (L > 1 && std::size_t(L) > device_.traits().max_work_group) L >>= 1;
         const std::int64_t B = 2 * L;
         auto kernel = [&](const char* name) { return make_kernel(*program, name); };
         auto run = [&](const KernelOwner& kern, const char* name, std::size_t work, std::size_t group, auto... args) {
@@ -427,7 +318,7 @@ public:
         const cl_long n_l = n, P_l = P, k_l = k;
         if (select) {
             std::size_t group = 256;
-            while (group > 1 && group > traits_.max_work_group) group >>= 1;
+            while (group > 1 && group > device_.traits().max_work_group) group >>= 1;
             run(kernel("lt_topk_rows"), "lt_topk_rows", std::size_t(rows) * group, group, in_b, values_b, indices_b, n_l,
                 cl_int(descending), LocalBytes{group * sizeof(cl_ulong)}, LocalBytes{group * sizeof(cl_uint)},
                 LocalBytes{group * sizeof(cl_uint)});
@@ -535,10 +426,10 @@ public:
         return gemm_kernel_source(g.dtype, own_gemm_layout(g, p), p, *code.epilogue, *code.prologue[0], *code.prologue[1]);
     }
 
-    void flush() override { check(clFlush(queue_), "clFlush", concat("on ", describe())); }
+    void flush() override { check(clFlush(queue()), "clFlush", concat("on ", describe())); }
 
     void synchronize() override {
-        const cl_int err = clFinish(queue_);
+        const cl_int err = clFinish(queue());
         check_launched(true);  // first: a failed kernel is named, and reported once (NVIDIA's wait reports it too)
         check(err, "clFinish", concat("on ", describe()));
     }
@@ -565,7 +456,7 @@ public:
     }
 
     void gemm(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c) override {
-        if (g.dtype == DType::Float64 && !fp64_)
+        if (g.dtype == DType::Float64 && !device_.fp64())
             fail<DeviceError>(describe(), " does not support float64 (the device lacks cl_khr_fp64): matmul of float64 ",
                               "tensors cannot run there; use float32, or run it on the host");
         if (uses_own_gemm(g)) return own_gemm(g, a, b, c);
@@ -580,8 +471,8 @@ public:
         if (record_times_) synchronize();  // time the whole product: CLBlast may run several kernels
         const auto start = std::chrono::steady_clock::now();
         const clblast::StatusCode status = spec.dtype == DType::Float64
-                                               ? clblast_gemm<double>(spec, ma, mb, mc, queue_, nullptr)
-                                               : clblast_gemm<float>(spec, ma, mb, mc, queue_, nullptr);
+                                               ? clblast_gemm<double>(spec, ma, mb, mc, queue(), nullptr)
+                                               : clblast_gemm<float>(spec, ma, mb, mc, queue(), nullptr);
         const double enqueue_ms = ms_t(std::chrono::steady_clock::now() - start).count();
         if (status != clblast::StatusCode::kSuccess)
             fail<BackendError>("OpenCL: CLBlast ", gemm_routine(spec), " failed on ", describe(), ": ",
@@ -606,13 +497,13 @@ public:
         return fuses(g, epilogue);
     }
     bool fuses_prologue(const ir::Gemm& g, const ir::Kernel& prologue) const override {
-        if (prologue.params[0].dtype == DType::Float16 && !fuse_half_loads_.value_or(!traits_.gpu)) return false;
+        if (prologue.params[0].dtype == DType::Float16 && !fuse_half_loads_.value_or(!device_.traits().gpu)) return false;
         return fuses(g, prologue);
     }
 
     void gemm_fused(const ir::Gemm& g, const FusedKernels& fusion, const Buffer& a, const Buffer& b,
                     const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) override {
-        if (g.dtype == DType::Float64 && !fp64_)
+        if (g.dtype == DType::Float64 && !device_.fp64())
             fail<DeviceError>(describe(), " does not support float64 (the device lacks cl_khr_fp64): matmul of float64 ",
                               "tensors cannot run there; use float32, or run it on the host");
         const FusedCode code = fused_code_of(nullptr, &g, fusion);
@@ -652,7 +543,7 @@ public:
     /// Benchmarks: the attention kernel's block and work-group shape from now on (nullopt: the
     /// device's choice); where it cannot run a product's depths, attention is not fused.
     void set_attention_params(std::optional<AttentionParams> params) {
-        if (params) check_attention_params(*params, traits_.max_work_group);
+        if (params) check_attention_params(*params, device_.traits().max_work_group);
         attention_params_override_ = params;
         ++gemm_config_generation();
     }
@@ -664,7 +555,7 @@ public:
     std::string attention_source(const ir::Attention& a) override {
         const std::optional<AttentionParams> p = attention_params(a);
         if (!p) return {};
-        return attention_kernel_source(a.depth(), a.value_depth(), *p, attention_layout(a), prologue_code(a.score_function, "s", traits_));
+        return attention_kernel_source(a.depth(), a.value_depth(), *p, attention_layout(a), prologue_code(a.score_function, "s", device_.traits()));
     }
 
     void attention(const ir::Attention& a, const Buffer& q, const Buffer& kt, const Buffer& v, Buffer& out,
@@ -731,7 +622,7 @@ public:
     std::string gemm_routine(const ir::Gemm& g) const override {
         if (uses_own_gemm(g)) {
             const GemmKernelParams p = own_gemm_params(g);
-            const bool capped = p.max_registers && platform_name_.find("NVIDIA") != std::string::npos;
+            const bool capped = p.max_registers && device_.nvidia();
             return concat("lazytensor GEMM kernel ", p.block_m(), "x", p.block_n(), "x", p.bk, " (", p.wm, "x", p.wn,
                           " per work-item", capped ? concat(", at most ", p.max_registers, " registers") : "",
                           own_gemm_layout(g, p).whole_tiles ? ", whole tiles" : "", ")");
@@ -758,9 +649,9 @@ public:
     void set_gemm_params(std::optional<GemmKernelParams> params) {
         if (params) {
             check_gemm_params(*params);
-            if (std::size_t(params->threads()) > traits_.max_work_group)
+            if (std::size_t(params->threads()) > device_.traits().max_work_group)
                 fail<ValueError>("OpenCL GEMM kernel parameters tm ", params->tm, ", tn ", params->tn, ": work-groups of ",
-                                 params->threads(), " work-items, but ", describe(), " allows ", traits_.max_work_group);
+                                 params->threads(), " work-items, but ", describe(), " allows ", device_.traits().max_work_group);
         }
         gemm_params_override_ = params;
     }
@@ -770,7 +661,7 @@ public:
     /// The parameters the own GEMM kernel runs `g` with on this device.
     GemmKernelParams own_gemm_params(const ir::Gemm& g) const {
         if (gemm_params_override_) return *gemm_params_override_;
-        return gemm_params_for(g, traits_.gpu, device_name_, traits_.max_work_group, traits_.local_memory);
+        return gemm_params_for(g, device_.traits().gpu, device_.name(), device_.traits().max_work_group, device_.traits().local_memory);
     }
     /// The layout class the own GEMM kernel runs `g` with (parameter set `p`).
     GemmLayoutClass own_gemm_layout(const ir::Gemm& g, const GemmKernelParams& p) const {
@@ -790,14 +681,14 @@ public:
     static constexpr std::int64_t kThinProduct = 8;
     static constexpr std::int64_t kThinElements = std::int64_t(1) << 16;
     bool product_as_reduction(DType, std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k) const override {
-        if (traits_.gpu || (std::min(m, n) > kThinProduct && k != 1)) return false;
+        if (device_.traits().gpu || (std::min(m, n) > kThinProduct && k != 1)) return false;
         return batch * std::max({m * k, k * n, m * n}) >= kThinElements;
     }
     /// Whether `g` runs on the own GEMM kernel (else CLBlast).
     bool uses_own_gemm(const ir::Gemm& g) const {
         if (!LAZYTENSOR_CLBLAST || gemm_choice_ == GemmChoice::Own) return true;
         if (gemm_choice_ == GemmChoice::CLBlast) return false;
-        return own_gemm_faster(g, traits_.gpu, device_name_);
+        return own_gemm_faster(g, device_.traits().gpu, device_.name());
     }
 
     /// Makes launch() time every kernel with profiling events (waits for each kernel).
@@ -822,7 +713,7 @@ public:
         if (from) *from = ProgramSource::Memory;
         if (auto hit = programs_.find(source)) return hit;
         const std::string key = concat("lazytensor program cache 1\noptions: ", build_options(), "\ndevice: ",
-                                       device_name_, "\ndriver: ", driver_, "\nsource:\n", source);
+                                       device_.name(), "\ndriver: ", device_.driver(), "\nsource:\n", source);
         std::shared_ptr<ProgramOwner> program;
         if (auto binary = disk_.load(key)) program = from_binary(*binary, disk_.path_for(key));
         const bool from_disk = program != nullptr;
@@ -856,11 +747,11 @@ public:
         prologues_.clear();
     }
 
-    std::string describe() const { return concat(device().str(), " (", device_name_, ")"); }
+    std::string describe() const { return device_.describe(); }
 
     /// Tests only: replaces the command queue and returns the old one. A null queue stands in
     /// for a device that was lost mid-run (every call then fails with CL_INVALID_COMMAND_QUEUE).
-    cl_command_queue exchange_queue(cl_command_queue queue) { return std::exchange(queue_, queue); }
+    cl_command_queue exchange_queue(cl_command_queue queue) { return device_.exchange_queue(queue); }
     /// Tests only: replaces the program build options and returns the old ones (bad options
     /// stand in for a driver whose compiler fails).
     std::string exchange_build_options(std::string options) { return std::exchange(options_, std::move(options)); }
@@ -871,12 +762,12 @@ protected:
     // name (renamed) rather than a second rendering. It is rendered again only for a smaller
     // work-group, where the built kernel cannot run the one it was rendered for.
     std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel, CompileOutcome& outcome) override {
-        return compile_rendered(kernel, render(kernel, traits_), outcome);
+        return compile_rendered(kernel, render(kernel, device_.traits()), outcome);
     }
 
     /// The kernel of `rendered` (a rendering of `kernel` for the device's work-groups), built.
     std::shared_ptr<OpenCLKernel> compile_rendered(const ir::Kernel& kernel, RenderedKernel rendered, CompileOutcome& outcome) {
-        DeviceTraits traits = traits_;
+        DeviceTraits traits = device_.traits();
         for (;;) {
             if (rendered.stages.empty()) return with_program(kernel, std::move(rendered), nullptr, traits);
             require_fp64(rendered);
@@ -903,7 +794,7 @@ protected:
         std::vector<RenderedKernel> alone(kernels.size());  // each kernel as a program of its own
         std::vector<std::size_t> together;
         for (std::size_t i = 0; i < kernels.size(); ++i) {
-            alone[i] = render(*kernels[i], traits_);
+            alone[i] = render(*kernels[i], device_.traits());
             if (alone[i].stages.empty()) continue;
             require_fp64(alone[i]);
             // A kernel whose own program is in memory already (built alone before) uses it.
@@ -931,7 +822,7 @@ protected:
             }
             for (std::size_t n = 0; n < together.size() && program; ++n) {
                 const std::size_t i = together[n];
-                auto k = with_program(*kernels[i], std::move(named[n]), program, traits_);
+                auto k = with_program(*kernels[i], std::move(named[n]), program, device_.traits());
                 if (k->kernels.size() != k->rendered.stages.size()) continue;  // too big a work-group: alone below
                 outcomes[i].built_from_source = from == ProgramSource::Compiler;
                 outcomes[i].from_disk = from == ProgramSource::Disk;
@@ -944,7 +835,7 @@ protected:
     }
 
     void require_fp64(const RenderedKernel& rendered) const {
-        if (rendered.uses_fp64 && !fp64_)
+        if (rendered.uses_fp64 && !device_.fp64())
             fail<DeviceError>(describe(), " does not support float64 (the device lacks cl_khr_fp64); "
                               "use float32 tensors, or run this on the host");
     }
@@ -966,7 +857,7 @@ protected:
             check(err, "clCreateKernel", concat("for ", st.name, " on ", describe()));
             made.emplace_back(h);
             std::size_t most = 0;
-            check(clGetKernelWorkGroupInfo(h, device_, CL_KERNEL_WORK_GROUP_SIZE, sizeof most, &most, nullptr),
+            check(clGetKernelWorkGroupInfo(h, device_.id(), CL_KERNEL_WORK_GROUP_SIZE, sizeof most, &most, nullptr),
                   "clGetKernelWorkGroupInfo");
             if (st.local[0] * st.local[1] > most) fits = std::min(fits, most);
         }
@@ -982,56 +873,14 @@ protected:
         return k;
     }
 
-    std::size_t largest_buffer() const override { return static_cast<std::size_t>(max_alloc_); }
-
+    std::size_t largest_buffer() const override { return device_.largest_buffer(); }
     void* allocate_memory(std::size_t bytes, std::int64_t numel, DType dtype) override {
-        const std::size_t size = block_size(bytes);
-        if (cl_mem m = take_cached(size)) return m;
-        cl_int err = CL_SUCCESS;
-        cl_mem m = clCreateBuffer(context_, CL_MEM_READ_WRITE, size, nullptr, &err);
-        if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES || err == CL_OUT_OF_HOST_MEMORY) {
-            release_cached();  // give the cached blocks back, then try once more
-            m = clCreateBuffer(context_, CL_MEM_READ_WRITE, size, nullptr, &err);
-        }
-        if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES || err == CL_OUT_OF_HOST_MEMORY)
-            fail<OutOfMemoryError>("out of memory on ", describe(), ": allocating ", numel, " elements of ", dtype, " (",
-                                   bytes, " bytes) failed: clCreateBuffer: ", status_name(err),
-                                   "; free tensors that are no longer needed and try again");
-        check(err, "clCreateBuffer", concat("allocating ", numel, " elements of ", dtype, " (", bytes, " bytes) on ", describe()));
-        return m;
+        return memory_.allocate(bytes, numel, dtype);
     }
-
-    void free_memory(void* handle, std::size_t bytes) noexcept override {
-        const std::size_t size = block_size(bytes);
-        {
-            std::lock_guard<std::mutex> lock(cache_mutex_);
-            if (cached_bytes_ + size <= cache_limit_) {
-                cached_.emplace(size, static_cast<cl_mem>(handle));
-                cached_bytes_ += size;
-                return;
-            }
-        }
-        clReleaseMemObject(static_cast<cl_mem>(handle));
-    }
-
-    std::size_t cached_bytes() const override {
-        std::lock_guard<std::mutex> lock(cache_mutex_);
-        return cached_bytes_;
-    }
+    void free_memory(void* handle, std::size_t bytes) noexcept override { memory_.free(handle, bytes); }
+    std::size_t cached_bytes() const override { return memory_.cached_bytes(); }
 
 private:
-    static std::size_t block_size(std::size_t bytes) {
-        if (bytes <= 256) return 256;
-        if (bytes < (std::size_t(1) << 20)) {  // powers of two below 1 MiB, then whole MiB
-            std::size_t p = 256;
-            while (p < bytes) p *= 2;
-            return p;
-        }
-        const std::size_t mb = std::size_t(1) << 20;
-        return (bytes + mb - 1) / mb * mb;
-    }
-
-
     /// The own GEMM kernel for a dtype, layout class and parameter set, built once (through the
     /// program caches) and kept.
     cl_kernel own_gemm_kernel(DType dtype, const GemmLayoutClass& layout, const GemmKernelParams& p,
@@ -1122,7 +971,7 @@ private:
             check(clSetKernelArg(kernel, first_arg, sizeof first_matrix, &first_matrix), "clSetKernelArg");
             const std::size_t global[3] = {global0, local[1], static_cast<std::size_t>(std::min(count - first, most_matrices))};
             cl_event event = nullptr, wait = take_launch_dependency();
-            const cl_int err = clEnqueueNDRangeKernel(queue_, kernel, 3, nullptr, global, local, wait ? 1 : 0,
+            const cl_int err = clEnqueueNDRangeKernel(queue(), kernel, 3, nullptr, global, local, wait ? 1 : 0,
                                                       wait ? &wait : nullptr, record_times_ || launch_events_ ? &event : nullptr);
             check(err, "clEnqueueNDRangeKernel", concat("launching ", name, " on ", describe()));
             if (launch_events_) {
@@ -1145,16 +994,6 @@ private:
         return out;
     }
 
-    cl_mem take_cached(std::size_t size) {
-        std::lock_guard<std::mutex> lock(cache_mutex_);
-        auto it = cached_.find(size);
-        if (it == cached_.end()) return nullptr;
-        cl_mem m = it->second;
-        cached_bytes_ -= size;
-        cached_.erase(it);
-        return m;
-    }
-
     double event_ms(cl_event event) {
         cl_ulong start = 0, end = 0;
         cl_int err = clWaitForEvents(1, &event);
@@ -1167,9 +1006,9 @@ private:
 
     std::string build_log(cl_program program) const {
         std::size_t n = 0;
-        if (clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n) != CL_SUCCESS) return "";
+        if (clGetProgramBuildInfo(program, device_.id(), CL_PROGRAM_BUILD_LOG, 0, nullptr, &n) != CL_SUCCESS) return "";
         std::string log(n, '\0');
-        clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
+        clGetProgramBuildInfo(program, device_.id(), CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
         while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
         return log;
     }
@@ -1178,9 +1017,10 @@ private:
         const char* text = source.c_str();
         const std::size_t len = source.size();
         cl_int err = CL_SUCCESS;
-        auto program = std::make_shared<ProgramOwner>(clCreateProgramWithSource(context_, 1, &text, &len, &err));
+        auto program = std::make_shared<ProgramOwner>(clCreateProgramWithSource(device_.context(), 1, &text, &len, &err));
         check(err, "clCreateProgramWithSource", concat("on ", describe()));
-        err = clBuildProgram(program->program, 1, &device_, options_.c_str(), nullptr, nullptr);
+        const cl_device_id id = device_.id();
+        err = clBuildProgram(program->program, 1, &id, options_.c_str(), nullptr, nullptr);
         if (err != CL_SUCCESS)
             fail<BackendError>("OpenCL: building a lazytensor kernel for ", describe(), " failed: ", status_name(err), " (",
                                err, ")\n--- build log ---\n", build_log(program->program), "\n--- generated source (",
@@ -1196,7 +1036,7 @@ private:
     /// `program` rebuilt from its PTX with its kernel capped at `registers` (NVIDIA's OpenCL C
     /// compiler takes no such option); elsewhere, or where the driver refuses the PTX, `program`.
     std::shared_ptr<ProgramOwner> with_register_cap(std::shared_ptr<ProgramOwner> program, int registers) {
-        if (platform_name_.find("NVIDIA") == std::string::npos) return program;  // (binaries of others aren't PTX)
+        if (!device_.nvidia()) return program;  // (binaries of others aren't PTX)
         const std::vector<unsigned char> binary = binary_of(program->program);
         const std::optional<std::string> ptx = ptx_with_register_cap(std::string(binary.begin(), binary.end()), registers);
         if (!ptx) return program;
@@ -1218,9 +1058,10 @@ private:
     /// A program built from a device binary, or null with the driver's status in `why`.
     std::shared_ptr<ProgramOwner> built_from_binary(const unsigned char* data, std::size_t len, cl_int& why) {
         cl_int status = CL_SUCCESS, err = CL_SUCCESS;
-        auto program = std::make_shared<ProgramOwner>(clCreateProgramWithBinary(context_, 1, &device_, &len, &data, &status, &err));
+        const cl_device_id id = device_.id();
+        auto program = std::make_shared<ProgramOwner>(clCreateProgramWithBinary(device_.context(), 1, &id, &len, &data, &status, &err));
         if (err == CL_SUCCESS && status == CL_SUCCESS)
-            err = clBuildProgram(program->program, 1, &device_, options_.c_str(), nullptr, nullptr);
+            err = clBuildProgram(program->program, 1, &id, options_.c_str(), nullptr, nullptr);
         why = err != CL_SUCCESS ? err : status;
         return why == CL_SUCCESS ? program : nullptr;
     }
@@ -1238,7 +1079,7 @@ private:
         if (clGetProgramInfo(program, CL_PROGRAM_DEVICES, count * sizeof(cl_device_id), devices.data(), nullptr) != CL_SUCCESS ||
             clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, count * sizeof(std::size_t), sizes.data(), nullptr) != CL_SUCCESS)
             return {};
-        std::size_t slot = static_cast<std::size_t>(std::find(devices.begin(), devices.end(), device_) - devices.begin());
+        std::size_t slot = static_cast<std::size_t>(std::find(devices.begin(), devices.end(), device_.id()) - devices.begin());
         if (slot == count) return {};
         if (sizes[slot] == 0) {
             if (std::count_if(sizes.begin(), sizes.end(), [](std::size_t s) { return s != 0; }) != 1) return {};
@@ -1254,20 +1095,10 @@ private:
         return std::move(binaries[slot]);
     }
 
-    int index_;
-    cl_platform_id platform_;
-    cl_device_id device_;
-    cl_context context_ = nullptr;
-    cl_command_queue queue_ = nullptr;
-    std::string device_name_, platform_name_, kind_, driver_, options_;
-    bool fp64_ = false;
-    DeviceTraits traits_;
-    cl_ulong max_alloc_ = 0;
-
-    mutable std::mutex cache_mutex_;
-    std::multimap<std::size_t, cl_mem> cached_;
-    std::size_t cached_bytes_ = 0;
-    std::size_t cache_limit_ = 0;
+    // Destroyed in reverse: last the cached blocks, then the queue and context.
+    OpenCLDevice device_;
+    BlockAllocator memory_;
+    std::string options_;
 
     LruCache<ProgramOwner> programs_{kernel_cache_capacity_from_env()};
     ProgramDiskCache disk_;
@@ -1310,22 +1141,22 @@ private:
         if (epilogues_.size() + 1 > cache_capacity()) epilogues_.clear();
         for (int o = 0; o < (s ? 1 : 2); ++o)
             if (const ir::Kernel* k = fusion.prologue[o])
-                code.prologue[o] = s ? &fused_code(concat("scan|", ir::key(*k)), [&] { return prologue_code(*k, "s", traits_); })
-                                     : &fused_code(concat(o, '|', ir::key(*k)), [&] { return gemm_prologue_code(*k, o, traits_); });
+                code.prologue[o] = s ? &fused_code(concat("scan|", ir::key(*k)), [&] { return prologue_code(*k, "s", device_.traits()); })
+                                     : &fused_code(concat(o, '|', ir::key(*k)), [&] { return gemm_prologue_code(*k, o, device_.traits()); });
         if (const ir::Kernel* k = fusion.epilogue) {
             const int pp = fusion.product_param;
             code.epilogue = s ? &fused_code(concat("scan|", ir::key(*k), '|', pp, '|', s->outer, ',', s->length, ',', s->inner),
-                                            [&] { return scan_epilogue_code(*s, *k, pp, traits_); })
+                                            [&] { return scan_epilogue_code(*s, *k, pp, device_.traits()); })
                               : &fused_code(concat(ir::key(*k), '|', pp, '|', g->batch_count(), ',', g->m, ',', g->n),
-                                            [&] { return gemm_epilogue_code(*g, *k, pp, traits_); });
+                                            [&] { return gemm_epilogue_code(*g, *k, pp, device_.traits()); });
         }
         return code;
     }
     /// Whether the device computes in `t` (float64 only with cl_khr_fp64).
-    bool computes(DType t) const { return t != DType::Float64 || fp64_; }
+    bool computes(DType t) const { return t != DType::Float64 || device_.fp64(); }
     /// Whether the device computes what kernel `k` (a fused one: one phase) does.
     bool computes(const ir::Kernel& k) const {
-        if (fp64_) return true;
+        if (device_.fp64()) return true;
         for (const ir::Param& p : k.params)
             if (p.dtype == DType::Float64) return false;
         for (const ir::Instr& in : k.phases[0].instrs)
@@ -1344,11 +1175,10 @@ private:
         if (g.batch.size() > 1 || g.m > INT32_MAX || g.n > INT32_MAX) return std::nullopt;
         if (attention_params_override_)  // (local memory unchecked: NVIDIA allows more than it reports)
             return a.depth() <= 256 && a.value_depth() <= 256 ? attention_params_override_ : std::nullopt;
-        return attention_params_for(a.depth(), a.value_depth(), g.batch_count() * ((g.m + 255) / 256), traits_, nvidia_cc_);
+        return attention_params_for(a.depth(), a.value_depth(), g.batch_count() * ((g.m + 255) / 256), device_.traits(), device_.nvidia_cc());
     }
     bool fuse_attention_ = env_flag("LAZYTENSOR_FUSE_ATTENTION", true);
     std::optional<AttentionParams> attention_params_override_;
-    int nvidia_cc_ = 0;  // NVIDIA's compute capability (major * 10 + minor), 0 elsewhere
     std::map<std::string, OwnGemmKernel> attention_kernels_;  // by score function, depths, parameters and layout
     bool fuse_epilogues_ = env_flag("LAZYTENSOR_GEMM_EPILOGUE", true);
     std::optional<bool> fuse_half_loads_;
@@ -1416,12 +1246,6 @@ private:
 };
 
 // ------------------------------------------------------------------------------------ registry
-
-/// The OpenCL devices of this machine, listed once.
-inline const std::vector<std::pair<cl_platform_id, cl_device_id>>& opencl_device_ids() {
-    static const auto ids = list_devices();
-    return ids;
-}
 
 /// The backend of opencl:N, created on first use and kept for the process's lifetime (buffers
 /// of static tensors may outlive any destruction order).
