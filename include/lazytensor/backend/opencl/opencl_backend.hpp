@@ -39,7 +39,9 @@
 #include "clblast_tuning.hpp"
 #include "gemm_epilogue.hpp"
 #include "gemm_kernel.hpp"
+#include "launch.hpp"
 #include "program_cache.hpp"
+#include "programs.hpp"
 #include "renderer.hpp"
 #include "scan.hpp"
 #include "sort.hpp"
@@ -56,53 +58,15 @@ public:
     std::size_t fits = 0;              // (while compiling: a smaller work-group it must be rendered for)
 };
 
-/// A scalar kernel argument: the value in the argument's OpenCL type (cl_scalar_arg_type).
-struct ScalarArg {
-    alignas(8) unsigned char bytes[8] = {};
-    std::size_t size = 0;
-
-    ScalarArg(const Scalar& value, DType t) {
-        auto put = [&](auto v) {
-            std::memcpy(bytes, &v, sizeof v);
-            size = sizeof v;
-        };
-        switch (t) {
-            case DType::Bool: put(static_cast<cl_uchar>(value.as<bool>() ? 1 : 0)); break;
-            case DType::UInt8: put(static_cast<cl_uchar>(value.as<std::uint8_t>())); break;
-            case DType::Int32: put(static_cast<cl_int>(value.as<std::int32_t>())); break;
-            case DType::Int64: put(static_cast<cl_long>(value.as<std::int64_t>())); break;
-            case DType::Float16: put(static_cast<cl_float>(value.cast(DType::Float16).as<float>())); break;
-            case DType::Float32: put(static_cast<cl_float>(value.as<float>())); break;
-            case DType::Float64: put(static_cast<cl_double>(value.as<double>())); break;
-        }
-    }
-};
-
-/// The source with line numbers, as build errors show it.
-inline std::string numbered(const std::string& source) {
-    std::ostringstream out;
-    std::istringstream in(source);
-    int n = 1;
-    for (std::string line; std::getline(in, line); ++n) out << (n < 10 ? "   " : n < 100 ? "  " : n < 1000 ? " " : "") << n << "  " << line << "\n";
-    return out.str();
-}
-
 class OpenCLBackend final : public Backend {
 public:
     OpenCLBackend(int index, cl_platform_id platform, cl_device_id device)
-        : device_(index, platform, device), memory_(device_), options_(device_.build_options()), disk_(default_cache_dir()) {
-        // An event per launch, for kernels that fail while running: cheap on CPU devices, about
-        // 10 us a realize on an NVIDIA GPU, whose own waits report a kernel's fault (README).
-        launch_events_ = env_flag("LAZYTENSOR_OPENCL_LAUNCH_EVENTS", device_.kind() != "gpu");
+        : device_(index, platform, device), memory_(device_),
+          programs_(device_, [this](bool from_disk) { count_program(from_disk); }), launcher_(device_) {
 #if LAZYTENSOR_CLBLAST
         clblast_tuned_ = apply_clblast_tuning(device_.id(), device_.name());
 #endif
         set_gemm_choice(gemm_choice_from_env());
-    }
-
-    ~OpenCLBackend() override {
-        clFinish(queue());
-        for (const Launched& l : launched_) clReleaseEvent(l.event);
     }
 
     Device device() const override { return device_.device(); }
@@ -117,8 +81,8 @@ public:
     cl_command_queue queue() const { return device_.queue(); }
     cl_device_id device_id() const { return device_.id(); }
     const DeviceTraits& traits() const { return device_.traits(); }
-    ProgramDiskCache& disk_cache() { return disk_; }
-    const std::string& build_options() const { return options_; }
+    ProgramDiskCache& disk_cache() { return programs_.disk(); }
+    const std::string& build_options() const { return programs_.options(); }
 
     // ------------------------------------------------------------------------------- memory
 
@@ -137,7 +101,7 @@ public:
         if (!bytes) return;
         const cl_int err =
             clEnqueueReadBuffer(queue(), static_cast<cl_mem>(src.handle()), CL_TRUE, at, bytes, dst, 0, nullptr, nullptr);
-        check_launched(true);  // first: a failed kernel is named, and reported once (NVIDIA's wait reports it too)
+        launcher_.check_launched(true);  // first: a failed kernel is named, and reported once (NVIDIA's wait reports it too)
         check(err, "clEnqueueReadBuffer", concat("copying ", bytes, " bytes from ", describe()));
     }
 
@@ -151,88 +115,21 @@ public:
         if (k.rendered.stages.empty()) return;
         BufferPtr scratch;
         if (k.rendered.scratch_elems) scratch = allocate(k.rendered.scratch_dtype, k.rendered.scratch_elems);
+        const bool timed = launcher_.record_times();
         double ms = 0;
         for (std::size_t s = 0; s < k.rendered.stages.size(); ++s) {
             const Stage& st = k.rendered.stages[s];
             cl_kernel kernel = k.kernels[s].kernel;
-            cl_uint arg = 0;
-            for (Buffer* b : params) {
-                cl_mem m = static_cast<cl_mem>(b->handle());
-                check(clSetKernelArg(kernel, arg++, sizeof(cl_mem), &m), "clSetKernelArg");
-            }
-            if (scratch) {
-                cl_mem m = static_cast<cl_mem>(scratch->handle());
-                check(clSetKernelArg(kernel, arg++, sizeof(cl_mem), &m), "clSetKernelArg");
-            }
-            for (std::size_t i = 0; i < scalars.size(); ++i) {
-                const ScalarArg v(scalars[i], k.scalars[i]);
-                check(clSetKernelArg(kernel, arg++, v.size, v.bytes), "clSetKernelArg");
-            }
+            KernelArgs args(kernel, params);
+            if (scratch) args.add(*scratch);
+            for (std::size_t i = 0; i < scalars.size(); ++i) args.add(ScalarArg(scalars[i], k.scalars[i]));
             if (st.units >= 0) {
-                const cl_long wide = st.units;
-                const cl_int narrow = static_cast<cl_int>(st.units);
-                check(st.long_units ? clSetKernelArg(kernel, arg++, sizeof wide, &wide) : clSetKernelArg(kernel, arg++, sizeof narrow, &narrow),
-                      "clSetKernelArg");
+                if (st.long_units) args.add(static_cast<cl_long>(st.units));
+                else args.add(static_cast<cl_int>(st.units));
             }
-            cl_event event = nullptr, wait = take_launch_dependency();
-            const cl_int err = clEnqueueNDRangeKernel(queue(), kernel, 2, nullptr, st.global, st.local, wait ? 1 : 0,
-                                                      wait ? &wait : nullptr, record_times_ || launch_events_ ? &event : nullptr);
-            check(err, "clEnqueueNDRangeKernel", concat("launching ", st.name, " on ", describe()));
-            if (launch_events_) {
-                if (record_times_) clRetainEvent(event);  // event_ms releases its reference; the list keeps its own
-                remember_launch(event, st.name);
-            }
-            if (record_times_) ms += event_ms(event);
+            ms += launcher_.enqueue(kernel, st.name, 2, st.global, st.local, timed);
         }
-        if (record_times_) times_ms_.push_back(ms);
-    }
-
-    /// The size of a __local array argument of a kernel.
-    struct LocalBytes {
-        std::size_t bytes;
-    };
-    /// The arguments of fused kernels' parameters (after the fixed ones): buffers, then values.
-    struct FusedArgs {
-        std::vector<const Buffer*> buffers;
-        std::vector<ScalarArg> values;
-    };
-
-    /// A kernel of a built program.
-    KernelOwner make_kernel(const ProgramOwner& program, const char* name) {
-        cl_int err = CL_SUCCESS;
-        KernelOwner owner(clCreateKernel(program.program, name, &err));
-        check(err, "clCreateKernel", concat("for ", name, " on ", describe()));
-        return owner;
-    }
-
-    /// Launches `kern` over `work` work-items in groups of `group` (0: the driver's choice) with
-    /// these arguments: buffers (const Buffer*), __local arrays (LocalBytes) and values.
-    template <class... Args>
-    void run_kernel(const KernelOwner& kern, const char* name, std::size_t work, std::size_t group, const Args&... args) {
-        cl_uint arg = 0;
-        auto set = [&](const auto& v) {
-            using V = std::decay_t<decltype(v)>;
-            if constexpr (std::is_same_v<V, const Buffer*>) {
-                cl_mem m = static_cast<cl_mem>(v->handle());
-                check(clSetKernelArg(kern.kernel, arg++, sizeof(cl_mem), &m), "clSetKernelArg");
-            } else if constexpr (std::is_same_v<V, LocalBytes>) {  // a __local array
-                check(clSetKernelArg(kern.kernel, arg++, v.bytes, nullptr), "clSetKernelArg");
-            } else if constexpr (std::is_same_v<V, FusedArgs>) {
-                for (const Buffer* b : v.buffers) {
-                    cl_mem m = static_cast<cl_mem>(b->handle());
-                    check(clSetKernelArg(kern.kernel, arg++, sizeof(cl_mem), &m), "clSetKernelArg");
-                }
-                for (const ScalarArg& a : v.values) check(clSetKernelArg(kern.kernel, arg++, a.size, a.bytes), "clSetKernelArg");
-            } else {
-                check(clSetKernelArg(kern.kernel, arg++, sizeof(V), &v), "clSetKernelArg");
-            }
-        };
-        (set(args), ...);
-        cl_event event = nullptr, wait = take_launch_dependency();
-        const cl_int err = clEnqueueNDRangeKernel(queue(), kern.kernel, 1, nullptr, &work, group ? &group : nullptr,
-                                                  wait ? 1 : 0, wait ? &wait : nullptr, launch_events_ ? &event : nullptr);
-        check(err, "clEnqueueNDRangeKernel", concat("launching ", name, " on ", describe()));
-        if (launch_events_) remember_launch(event, name);
+        if (timed) launcher_.record_time(ms);
     }
 
     /// Runs scan `s` from in into out (which may be in itself): `data` (scan_program, with the
@@ -240,36 +137,37 @@ public:
     /// them) scans the chunks' totals.
     void scan_with(const ProgramOwner& plain, const ProgramOwner& data, const ir::Scan& s, const Buffer& in, Buffer& out,
                    const FusedArgs& fused) {
+        const DeviceTraits& traits = device_.traits();
         const std::size_t size = dtype_size(s.dtype);
-        const Buffer* in_b = &in;
-        const Buffer* out_b = &out;
         const cl_long offset = s.offset, outer_stride = s.outer_stride, stride = s.stride, inner_stride = s.inner_stride;
         const cl_long outer = s.outer, length = s.length, inner = s.inner;
         std::size_t G = 256;  // work-group size: a tile of G * kScanPerItem elements (and pads) in local memory
-        while (G > 1 && (G > device_.traits().max_work_group || (G * kScanPerItem * 33 / 32 + G) * size > device_.traits().local_memory)) G >>= 1;
+        while (G > 1 && (G > traits.max_work_group || (G * kScanPerItem * 33 / 32 + G) * size > traits.local_memory)) G >>= 1;
         auto ceil_div = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
+        auto run = [&](const ProgramOwner& program, const char* name, std::size_t work, const auto&... args) {
+            launcher_.run(programs_.make_kernel(program, name), name, work, G, args...);
+        };
         if (s.inner == 1 && s.length >= std::int64_t(G)) {  // rows: a work-group per (row, chunk)
             const std::int64_t tile = std::int64_t(G) * kScanPerItem, tiles = ceil_div(s.length, tile);
-            std::int64_t chunks = std::clamp<std::int64_t>(ceil_div(8 * device_.traits().compute_units, s.outer), 1, tiles);
+            std::int64_t chunks = std::clamp<std::int64_t>(ceil_div(8 * traits.compute_units, s.outer), 1, tiles);
             const cl_long chunk_length = ceil_div(tiles, chunks) * tile;
             chunks = ceil_div(s.length, chunk_length);
+            const std::size_t work = std::size_t(s.outer * chunks) * G;
             BufferPtr totals;
             if (chunks > 1) {
                 totals = allocate(s.dtype, s.outer * chunks);
-                run_kernel(make_kernel(data, "lt_fold_rows"), "lt_fold_rows", std::size_t(s.outer * chunks) * G, G, in_b,
-                           static_cast<const Buffer*>(totals.get()), offset, outer_stride, stride, length, cl_long(chunks),
-                           chunk_length, LocalBytes{G * size}, fused);
+                run(data, "lt_fold_rows", work, in, *totals, offset, outer_stride, stride, length, cl_long(chunks), chunk_length,
+                    LocalBytes{G * size}, fused);
                 scan_with(plain, plain, ir::Scan{s.dtype, s.op, s.outer, chunks, 1, 0, chunks, 1, 0}, *totals, *totals, {});
             }
-            const Buffer* carries = totals ? totals.get() : in_b;
-            run_kernel(make_kernel(data, "lt_scan_rows"), "lt_scan_rows", std::size_t(s.outer * chunks) * G, G, in_b, out_b,
-                       carries, cl_int(chunks > 1), offset, outer_stride, stride, length, cl_long(chunks), chunk_length,
-                       LocalBytes{std::size_t(tile + tile / 32) * size}, LocalBytes{G * size}, fused);
+            const Buffer& carries = totals ? *totals : in;
+            run(data, "lt_scan_rows", work, in, out, carries, cl_int(chunks > 1), offset, outer_stride, stride, length,
+                cl_long(chunks), chunk_length, LocalBytes{std::size_t(tile + tile / 32) * size}, LocalBytes{G * size}, fused);
             return;
         }
         // Columns (or short rows): a work-item per (outer index, chunk, column), chunks of at
         // least 64 elements, enough work-items to fill the device.
-        const std::int64_t lines = s.outer * s.inner, wanted = device_.traits().compute_units * (device_.traits().gpu ? 2048 : 64);
+        const std::int64_t lines = s.outer * s.inner, wanted = traits.compute_units * (traits.gpu ? 2048 : 64);
         std::int64_t chunks = std::clamp<std::int64_t>(ceil_div(wanted, lines), 1, std::max<std::int64_t>(1, s.length / 64));
         const cl_long chunk_length = ceil_div(s.length, chunks);
         chunks = ceil_div(s.length, chunk_length);
@@ -277,51 +175,45 @@ public:
         BufferPtr totals;
         if (chunks > 1) {
             totals = allocate(s.dtype, lines * chunks);
-            run_kernel(make_kernel(data, "lt_fold_columns"), "lt_fold_columns", work, G, in_b,
-                       static_cast<const Buffer*>(totals.get()), offset, outer_stride, stride, inner_stride, outer, length,
-                       inner, cl_long(chunks), chunk_length, fused);
+            run(data, "lt_fold_columns", work, in, *totals, offset, outer_stride, stride, inner_stride, outer, length, inner,
+                cl_long(chunks), chunk_length, fused);
             scan_with(plain, plain, ir::Scan{s.dtype, s.op, s.outer, chunks, s.inner, 0, chunks * s.inner, s.inner, 1},
                       *totals, *totals, {});
         }
-        const Buffer* carries = totals ? totals.get() : in_b;
-        run_kernel(make_kernel(data, "lt_scan_columns"), "lt_scan_columns", work, G, in_b, out_b, carries,
-                   cl_int(chunks > 1), offset, outer_stride, stride, inner_stride, outer, length, inner, cl_long(chunks),
-                   chunk_length, fused);
+        const Buffer& carries = totals ? *totals : in;
+        run(data, "lt_scan_columns", work, in, out, carries, cl_int(chunks > 1), offset, outer_stride, stride, inner_stride,
+            outer, length, inner, cl_long(chunks), chunk_length, fused);
     }
 
     void sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k, bool descending, Buffer& values,
                    Buffer& indices) override {
         const DType t = in.dtype();
-        if (t == DType::Float64 && !supports_float64())
-            fail<DeviceError>(describe(), " does not compute float64 (no cl_khr_fp64): cannot sort a float64 tensor there");
+        if (t == DType::Float64 && !device_.fp64())
+            fail<DeviceError>(device_.describe(), " does not compute float64 (no cl_khr_fp64): cannot sort a float64 tensor there");
         if (n > std::int64_t(UINT32_MAX))
-            fail<ValueError>("sorting rows of ", n, " elements on ", describe(), ": at most 2^32 - 1 per row");
+            fail<ValueError>("sorting rows of ", n, " elements on ", device_.describe(), ": at most 2^32 - 1 per row");
+        const DeviceTraits& traits = device_.traits();
         std::int64_t P = 1;
         while (P < n) P <<= 1;
         const bool select = k <= 16 && k < n;  // topk_program: one read of each row
         const bool radix = !select && rows == 1 && n >= (std::int64_t(1) << 16);  // radix_program: one long row
-        const RadixShape shape = radix_shape(t, device_.traits().max_work_group, device_.traits().local_memory);
+        const RadixShape shape = radix_shape(t, traits.max_work_group, traits.local_memory);
         const std::shared_ptr<ProgramOwner> program =
-            build_program(select ? topk_program(t, k) : radix ? radix_program(t, shape) : sort_program(t));
+            programs_.build(select ? topk_program(t, k) : radix ? radix_program(t, shape) : sort_program(t));
         // Pairs of 12 bytes: a block of 2 L of them in local memory, at most 24 KiB (OpenCL 1.2
         // devices have at least 32).
         std::int64_t L = std::max<std::int64_t>(1, std::min<std::int64_t>(P / 2, 1024));
-        while (L > 1 && std::size_t(L) > device_.traits().max_work_group) L >>= 1;
+        while (L > 1 && std::size_t(L) > traits.max_work_group) L >>= 1;
         const std::int64_t B = 2 * L;
-        auto kernel = [&](const char* name) { return make_kernel(*program, name); };
-        auto run = [&](const KernelOwner& kern, const char* name, std::size_t work, std::size_t group, auto... args) {
-            run_kernel(kern, name, work, group, args...);
-        };
-        const Buffer* in_b = &in;
-        const Buffer* values_b = &values;
-        const Buffer* indices_b = &indices;
+        auto kernel = [&](const char* name) { return programs_.make_kernel(*program, name); };
+        Launcher& launcher = launcher_;
         const cl_long n_l = n, P_l = P, k_l = k;
         if (select) {
             std::size_t group = 256;
-            while (group > 1 && group > device_.traits().max_work_group) group >>= 1;
-            run(kernel("lt_topk_rows"), "lt_topk_rows", std::size_t(rows) * group, group, in_b, values_b, indices_b, n_l,
-                cl_int(descending), LocalBytes{group * sizeof(cl_ulong)}, LocalBytes{group * sizeof(cl_uint)},
-                LocalBytes{group * sizeof(cl_uint)});
+            while (group > 1 && group > traits.max_work_group) group >>= 1;
+            launcher.run(kernel("lt_topk_rows"), "lt_topk_rows", std::size_t(rows) * group, group, in, values, indices, n_l,
+                         cl_int(descending), LocalBytes{group * sizeof(cl_ulong)}, LocalBytes{group * sizeof(cl_uint)},
+                         LocalBytes{group * sizeof(cl_uint)});
             return;
         }
         if (radix) {
@@ -331,46 +223,45 @@ public:
             const std::int64_t tiles = (n + shape.tile() - 1) / shape.tile();
             const std::size_t group = std::size_t(shape.group);
             const DType key_type = bits == 64 ? DType::Int64 : DType::Int32;
-            BufferPtr keys[2] = {allocate(key_type, n), allocate(key_type, n)};
+                        BufferPtr keys[2] = {allocate(key_type, n), allocate(key_type, n)};
             BufferPtr places[2] = {allocate(DType::Int32, n), allocate(DType::Int32, n)};
             BufferPtr counts = allocate(DType::Int32, 256 * tiles), totals = allocate(DType::Int32, 256);
-            const Buffer* counts_b = counts.get();
-            const Buffer* totals_b = totals.get();
             const cl_long tiles_l = tiles;
             KernelOwner count = kernel("lt_radix_count"), scan = kernel("lt_radix_scan"), digits = kernel("lt_radix_digits"),
                         scatter = kernel("lt_radix_scatter");
             for (int shift = 0, from = 0; shift < bits; shift += 8, from ^= 1) {
-                const Buffer* key_in = keys[from].get();
-                const Buffer* pos_in = places[from].get();
-                const Buffer* key_out = keys[from ^ 1].get();
-                const Buffer* pos_out = places[from ^ 1].get();
+                const Buffer& key_in = *keys[from];
+                const Buffer& pos_in = *places[from];
+                const Buffer& key_out = *keys[from ^ 1];
+                const Buffer& pos_out = *places[from ^ 1];
                 const cl_int first = shift == 0, last = shift + 8 == bits;
-                run(count, "lt_radix_count", std::size_t(tiles) * group, group, in_b, key_in, n_l, cl_int(shift), first,
-                    cl_int(descending), counts_b);
-                run(scan, "lt_radix_scan", 256 * group, group, counts_b, tiles_l, totals_b);
-                run(digits, "lt_radix_digits", group, group, totals_b);
-                run(scatter, "lt_radix_scatter", std::size_t(tiles) * group, group, in_b, key_in, pos_in, key_out, pos_out,
-                    values_b, indices_b, n_l, k_l, cl_int(shift), first, last, cl_int(descending), counts_b, totals_b);
+                launcher.run(count, "lt_radix_count", std::size_t(tiles) * group, group, in, key_in, n_l, cl_int(shift), first,
+                             cl_int(descending), *counts);
+                launcher.run(scan, "lt_radix_scan", 256 * group, group, *counts, tiles_l, *totals);
+                launcher.run(digits, "lt_radix_digits", group, group, *totals);
+                launcher.run(scatter, "lt_radix_scatter", std::size_t(tiles) * group, group, in, key_in, pos_in, key_out,
+                             pos_out, values, indices, n_l, k_l, cl_int(shift), first, last, cl_int(descending), *counts,
+                             *totals);
             }
             return;
         }
         BufferPtr key = allocate(DType::Int64, rows * P), pos = allocate(DType::Int32, rows * P);
-        const Buffer* key_b = key.get();
-        const Buffer* pos_b = pos.get();
         KernelOwner keys = kernel("lt_sort_keys"), local = kernel("lt_sort_local"), global = kernel("lt_sort_global"),
                     gather = kernel("lt_sort_gather");
-        run(keys, "lt_sort_keys", std::size_t(rows * P), 0, in_b, key_b, pos_b, n_l, P_l, cl_int(descending));
+        launcher.run(keys, "lt_sort_keys", std::size_t(rows * P), 0, in, *key, *pos, n_l, P_l, cl_int(descending));
         if (P > 1) {
             const std::size_t pairs = std::size_t(rows * P / 2);
             const LocalBytes lk{std::size_t(B) * sizeof(cl_ulong)}, lp{std::size_t(B) * sizeof(cl_uint)};
-            run(local, "lt_sort_local", pairs, std::size_t(L), key_b, pos_b, P_l, cl_long(2), cl_long(std::min(B, P)), cl_long(1), lk, lp);
+            launcher.run(local, "lt_sort_local", pairs, std::size_t(L), *key, *pos, P_l, cl_long(2), cl_long(std::min(B, P)),
+                         cl_long(1), lk, lp);
             for (std::int64_t kk = 2 * B; kk <= P; kk <<= 1) {
                 for (std::int64_t j = kk / 2; j >= B; j >>= 1)
-                    run(global, "lt_sort_global", pairs, 0, key_b, pos_b, P_l, cl_long(kk), cl_long(j));
-                run(local, "lt_sort_local", pairs, std::size_t(L), key_b, pos_b, P_l, cl_long(kk), cl_long(kk), cl_long(B / 2), lk, lp);
+                    launcher.run(global, "lt_sort_global", pairs, 0, *key, *pos, P_l, cl_long(kk), cl_long(j));
+                launcher.run(local, "lt_sort_local", pairs, std::size_t(L), *key, *pos, P_l, cl_long(kk), cl_long(kk),
+                             cl_long(B / 2), lk, lp);
             }
         }
-        run(gather, "lt_sort_gather", std::size_t(rows * k), 0, in_b, pos_b, values_b, indices_b, n_l, P_l, k_l);
+        launcher.run(gather, "lt_sort_gather", std::size_t(rows * k), 0, in, *pos, values, indices, n_l, P_l, k_l);
     }
 
     void scan(const ir::Scan& s, const Buffer& in, Buffer& out) override {
@@ -382,46 +273,28 @@ public:
     }
 
     bool fuses_scan_prologue(const ir::Scan& s, const ir::Kernel& prologue) const override {
-        return fuse_epilogues_ && computes(s.dtype) && computes(prologue);
+        return fuse_epilogues_ && device_.computes(s.dtype) && device_.computes(prologue);
     }
     bool fuses_scan_epilogue(const ir::Scan& s, const ir::Kernel& epilogue, int) const override {
-        return fuse_epilogues_ && computes(s.dtype) && computes(epilogue);
+        return fuse_epilogues_ && device_.computes(s.dtype) && device_.computes(epilogue);
     }
 
     void scan_fused(const ir::Scan& s, const FusedKernels& fusion, const Buffer& in, const std::vector<Buffer*>& params,
                     const std::vector<Scalar>& scalars) override {
         if (s.numel() == 0) return;
-        const FusedCode code = fused_code_of(&s, nullptr, fusion);
-        // The epilogue's arguments (and its store_scanned flag), then the prologue's.
-        FusedArgs args;
-        std::size_t next_scalar = 0;
-        std::vector<ScalarArg> prologue_values;
-        auto take_scalars = [&](const ir::Kernel& k, std::vector<ScalarArg>& into) {
-            for (DType t : k.scalars) into.emplace_back(scalars.at(next_scalar++), t);
-        };
-        if (fusion.prologue[0]) take_scalars(*fusion.prologue[0], prologue_values);
-        Buffer* out = params.back();
-        if (const ir::Kernel* k = fusion.epilogue) {
-            const int pp = fusion.product_param;
-            Buffer* scanned = params[static_cast<std::size_t>(pp)];
-            args.buffers.push_back(scanned ? scanned : out);
-            for (std::size_t p = 0; p + 1 < params.size(); ++p)
-                if (static_cast<int>(p) != pp) args.buffers.push_back(params[p]);
-            take_scalars(*k, args.values);
-            args.values.emplace_back(Scalar::of<std::int32_t>(scanned ? 1 : 0), DType::Int32);
-        }
-        args.values.insert(args.values.end(), prologue_values.begin(), prologue_values.end());
-        const auto plain = build_program(scan_program(s.dtype, s.op));
-        const auto data = build_program(scan_program(s.dtype, s.op, *code.prologue[0], *code.epilogue));
-        scan_with(*plain, *data, s, in, *out, args);
+        const FusedCode code = fused_code_.for_scan(s, fusion, device_.traits(), cache_capacity());
+        const FusedArgs args = fused_args(fusion, 1, params, scalars);
+        const auto plain = programs_.build(scan_program(s.dtype, s.op));
+        const auto data = programs_.build(scan_program(s.dtype, s.op, *code.prologue[0], *code.epilogue));
+        scan_with(*plain, *data, s, in, *params.back(), args);
     }
 
     std::string scan_fused_source(const ir::Scan& s, const FusedKernels& fusion) override {
-        const FusedCode code = fused_code_of(&s, nullptr, fusion);
+        const FusedCode code = fused_code_.for_scan(s, fusion, device_.traits(), cache_capacity());
         return scan_program(s.dtype, s.op, *code.prologue[0], *code.epilogue);
     }
     std::string gemm_fused_source(const ir::Gemm& g, const FusedKernels& fusion) override {
-        const FusedCode code = fused_code_of(nullptr, &g, fusion);
+        const FusedCode code = fused_code_.for_gemm(g, fusion, device_.traits(), cache_capacity());
         const GemmKernelParams p = own_gemm_params(g);
         return gemm_kernel_source(g.dtype, own_gemm_layout(g, p), p, *code.epilogue, *code.prologue[0], *code.prologue[1]);
     }
@@ -430,35 +303,29 @@ public:
 
     void synchronize() override {
         const cl_int err = clFinish(queue());
-        check_launched(true);  // first: a failed kernel is named, and reported once (NVIDIA's wait reports it too)
+        launcher_.check_launched(true);  // first: a failed kernel is named, and reported once (NVIDIA's wait reports it too)
         check(err, "clFinish", concat("on ", describe()));
     }
 
     /// Keeps `event` (a command queued on this device's queue; the reference passes to the backend)
     /// until a wait checks it, as for a kernel: a copy that fails is reported by the next wait.
-    void track(cl_event event, const std::string& name) { remember_launch(event, name); }
+    void track(cl_event event, const std::string& name) { launcher_.remember(event, name); }
 
     /// Whether every launch keeps its event until a wait checks it (LAZYTENSOR_OPENCL_LAUNCH_EVENTS).
-    bool launch_events() const { return launch_events_; }
+    bool launch_events() const { return launcher_.launch_events(); }
     /// Tests only: turns launch events on or off (after a wait: the list must be empty).
     void set_launch_events(bool on) {
         synchronize();
-        launch_events_ = on;
+        launcher_.set_launch_events(on);
     }
 
     /// Tests only: the next kernel launched on this device waits for this event (a user event the
     /// test sets to an error status stands in for a kernel that fails while the device runs it).
     /// One per device: another device's launches neither wait for it nor take it.
-    std::atomic<cl_event>& detail_launch_dependency() { return launch_dependency_; }
-    /// The event the next launch waits for (see detail_launch_dependency), taken: null almost always.
-    cl_event take_launch_dependency() {
-        return launch_dependency_.load(std::memory_order_relaxed) ? launch_dependency_.exchange(nullptr) : nullptr;
-    }
+    std::atomic<cl_event>& detail_launch_dependency() { return launcher_.launch_dependency(); }
 
     void gemm(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c) override {
-        if (g.dtype == DType::Float64 && !device_.fp64())
-            fail<DeviceError>(describe(), " does not support float64 (the device lacks cl_khr_fp64): matmul of float64 ",
-                              "tensors cannot run there; use float32, or run it on the host");
+        require_fp64(g);
         if (uses_own_gemm(g)) return own_gemm(g, a, b, c);
 #if LAZYTENSOR_CLBLAST
         using ms_t = std::chrono::duration<double, std::milli>;
@@ -468,25 +335,26 @@ public:
         cl_mem ma = static_cast<cl_mem>((a_copy ? a_copy.get() : &a)->handle());
         cl_mem mb = static_cast<cl_mem>((b_copy ? b_copy.get() : &b)->handle());
         cl_mem mc = static_cast<cl_mem>(c.handle());
-        if (record_times_) synchronize();  // time the whole product: CLBlast may run several kernels
+        const bool timed = launcher_.record_times();
+        if (timed) synchronize();  // time the whole product: CLBlast may run several kernels
         const auto start = std::chrono::steady_clock::now();
         const clblast::StatusCode status = spec.dtype == DType::Float64
-                                               ? clblast_gemm<double>(spec, ma, mb, mc, queue(), nullptr)
-                                               : clblast_gemm<float>(spec, ma, mb, mc, queue(), nullptr);
+                                               ? clblast_gemm<double>(spec, ma, mb, mc, device_.queue(), nullptr)
+                                               : clblast_gemm<float>(spec, ma, mb, mc, device_.queue(), nullptr);
         const double enqueue_ms = ms_t(std::chrono::steady_clock::now() - start).count();
         if (status != clblast::StatusCode::kSuccess)
-            fail<BackendError>("OpenCL: CLBlast ", gemm_routine(spec), " failed on ", describe(), ": ",
+            fail<BackendError>("OpenCL: CLBlast ", gemm_routine(spec), " failed on ", device_.describe(), ": ",
                                clblast_status_name(status), " (", static_cast<int>(status), ") for ", spec.dtype,
                                " batch ", spec.batch, ", m ", spec.m, ", n ", spec.n, ", k ", spec.k,
                                lost_device_hint(static_cast<cl_int>(status)));  // CLBlast reuses OpenCL's codes
         // Enqueueing takes microseconds; a slow call is CLBlast compiling its kernels.
         if (enqueue_ms > 20 && debug_level() >= 1)
             std::cerr << "[lazytensor] CLBlast compiled its " << (spec.dtype == DType::Float64 ? "d" : "s")
-                      << "gemm kernels for " << describe() << " on first use: " << enqueue_ms
+                      << "gemm kernels for " << device_.describe() << " on first use: " << enqueue_ms
                       << " ms (once per process and kernel variant)\n";
-        if (record_times_) {
+        if (timed) {
             synchronize();
-            times_ms_.push_back(ms_t(std::chrono::steady_clock::now() - start).count());
+            launcher_.record_time(ms_t(std::chrono::steady_clock::now() - start).count());
         }
 #else
         (void)a, (void)b, (void)c;
@@ -503,36 +371,14 @@ public:
 
     void gemm_fused(const ir::Gemm& g, const FusedKernels& fusion, const Buffer& a, const Buffer& b,
                     const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) override {
-        if (g.dtype == DType::Float64 && !device_.fp64())
-            fail<DeviceError>(describe(), " does not support float64 (the device lacks cl_khr_fp64): matmul of float64 ",
-                              "tensors cannot run there; use float32, or run it on the host");
-        const FusedCode code = fused_code_of(nullptr, &g, fusion);
-        // Scalars come as A's prologue's, B's, then the epilogue's; the kernel takes the
-        // epilogue's (and its store_product flag) first.
-        std::vector<ScalarArg> values, prologue_values;
-        std::size_t next_scalar = 0;
-        auto take_scalars = [&](const ir::Kernel& k, std::vector<ScalarArg>& into) {
-            for (DType t : k.scalars) into.emplace_back(scalars.at(next_scalar++), t);
-        };
-        for (int o = 0; o < 2; ++o)
-            if (fusion.prologue[o]) take_scalars(*fusion.prologue[o], prologue_values);
-        std::vector<const Buffer*> buffers;
-        Buffer* out = params.back();
-        if (const ir::Kernel* k = fusion.epilogue) {
-            const int pp = fusion.product_param;
-            Buffer* product = params[static_cast<std::size_t>(pp)];
-            buffers.push_back(product ? product : out);
-            for (std::size_t p = 0; p + 1 < params.size(); ++p)
-                if (static_cast<int>(p) != pp) buffers.push_back(params[p]);
-            take_scalars(*k, values);
-            values.emplace_back(Scalar::of<std::int32_t>(product ? 1 : 0), DType::Int32);
-        }
-        values.insert(values.end(), prologue_values.begin(), prologue_values.end());
-        own_gemm(g, a, b, *out, *code.epilogue, buffers, values, *code.prologue[0], *code.prologue[1]);
+        require_fp64(g);
+        const FusedCode code = fused_code_.for_gemm(g, fusion, device_.traits(), cache_capacity());
+        own_gemm(g, a, b, *params.back(), *code.epilogue, fused_args(fusion, 2, params, scalars), *code.prologue[0],
+                 *code.prologue[1]);
     }
 
     bool fuses_attention(const ir::Attention& a) const override {
-        return fuse_attention_ && attention_params(a).has_value() && computes(a.score_function);
+        return fuse_attention_ && attention_params(a).has_value() && device_.computes(a.score_function);
     }
     /// Tests and benchmarks: whether attention runs as one kernel from now on
     /// (LAZYTENSOR_FUSE_ATTENTION=0 turns it off from the start).
@@ -561,47 +407,27 @@ public:
     void attention(const ir::Attention& a, const Buffer& q, const Buffer& kt, const Buffer& v, Buffer& out,
                    const std::vector<Scalar>& scalars) override {
         const std::optional<AttentionParams> p = attention_params(a);
-        if (!p) fail<BackendError>("lazytensor internal error: attention of depth ", a.depth(), " and ", a.value_depth(),
-                                   " cannot run on ", describe());
+        if (!p)
+            fail<BackendError>("lazytensor internal error: attention of depth ", a.depth(), " and ", a.value_depth(),
+                               " cannot run on ", device_.describe());
         const ir::Gemm& g = a.scores;
         const std::int64_t count = g.batch_count();
         if (count == 0 || g.m == 0) return;
         const AttentionLayout layout = attention_layout(a);
         const std::string key = concat(ir::key(a.score_function), '|', a.depth(), ',', a.value_depth(), ',', p->bm, ',', p->bn,
                                        ',', p->ty, ',', layout.q_vec, layout.k_vec, layout.v_vec);
-        auto it = attention_kernels_.find(key);
-        if (it == attention_kernels_.end()) {
-            if (attention_kernels_.size() >= cache_capacity()) attention_kernels_.clear();
-            std::shared_ptr<ProgramOwner> program = build_program(attention_source(a));
-            cl_int err = CL_SUCCESS;
-            KernelOwner kernel(clCreateKernel(program->program, attention_kernel_name(), &err));
-            check(err, "clCreateKernel", concat("for ", attention_kernel_name(), " on ", describe()));
-            it = attention_kernels_.emplace(key, OwnGemmKernel{std::move(program), std::move(kernel)}).first;
-        }
-        cl_kernel kernel = it->second.kernel.kernel;
-        cl_uint arg = 0;
-        auto set = [&](const auto& value) { check(clSetKernelArg(kernel, arg++, sizeof value, &value), "clSetKernelArg"); };
-        auto batch_stride = [&](const ir::MatrixLayout& l) { return static_cast<cl_long>(l.batch_strides.empty() ? 0 : l.batch_strides[0]); };
-        set(static_cast<cl_mem>(out.handle()));
-        set(static_cast<cl_mem>(q.handle()));
-        set(static_cast<cl_mem>(kt.handle()));
-        set(static_cast<cl_mem>(v.handle()));
-        set(static_cast<cl_int>(g.m));
-        set(static_cast<cl_int>(g.n));
-        const cl_uint first_batch_arg = arg++;
-        for (const ir::MatrixLayout* l : {&g.a, &g.b, &a.values.b}) {
-            set(static_cast<cl_long>(l->offset));
-            set(batch_stride(*l));
-            set(static_cast<cl_long>(l->row_stride));
-            set(static_cast<cl_long>(l->col_stride));
-        }
-        for (std::size_t i = 0; i < a.score_function.scalars.size(); ++i) {
-            const ScalarArg value(scalars.at(i), a.score_function.scalars[i]);
-            check(clSetKernelArg(kernel, arg++, value.size, value.bytes), "clSetKernelArg");
-        }
+        cl_kernel kernel = attention_kernels_.get(
+            key, [&] { return attention_source(a); }, attention_kernel_name(), programs_, cache_capacity());
+        auto batch_stride = [](const ir::MatrixLayout& l) { return static_cast<cl_long>(l.batch_strides.empty() ? 0 : l.batch_strides[0]); };
+        KernelArgs args(kernel, out, q, kt, v, static_cast<cl_int>(g.m), static_cast<cl_int>(g.n), FirstMatrix{});
+        for (const ir::MatrixLayout* l : {&g.a, &g.b, &a.values.b})
+            args.add(static_cast<cl_long>(l->offset), batch_stride(*l), static_cast<cl_long>(l->row_stride),
+                     static_cast<cl_long>(l->col_stride));
+        for (std::size_t i = 0; i < a.score_function.scalars.size(); ++i)
+            args.add(ScalarArg(scalars.at(i), a.score_function.scalars[i]));
         const std::size_t local[3] = {std::size_t(p->tx), std::size_t(p->ty), 1};
-        launch_per_matrix(kernel, attention_kernel_name(), first_batch_arg, count,
-                          static_cast<std::size_t>((g.m + p->bm - 1) / p->bm) * local[0], local);
+        launcher_.run_per_matrix(args, attention_kernel_name(), count,
+                                   static_cast<std::size_t>((g.m + p->bm - 1) / p->bm) * local[0], local);
     }
 
     /// Tests and benchmarks: whether products fuse their element-wise consumers from now on
@@ -692,9 +518,9 @@ public:
     }
 
     /// Makes launch() time every kernel with profiling events (waits for each kernel).
-    void set_record_times(bool on) override { record_times_ = on; }
-    bool record_times() const override { return record_times_; }
-    std::vector<double> take_device_times_ms() override { return std::exchange(times_ms_, {}); }
+    void set_record_times(bool on) override { launcher_.set_record_times(on); }
+    bool record_times() const override { return launcher_.record_times(); }
+    std::vector<double> take_device_times_ms() override { return launcher_.take_times_ms(); }
 
     std::string kernel_source(const CompiledKernel& compiled) const override {
         return static_cast<const OpenCLKernel&>(compiled).rendered.source;
@@ -702,30 +528,11 @@ public:
 
     // --------------------------------------------------------------------------- programs
 
-    /// Where build_program found a program.
-    enum class ProgramSource { Memory, Disk, Compiler };
-
-    /// A built program for `source` on this device: from memory, from the disk cache, or
-    /// compiled now (with its kernel capped at `max_registers` where that can be asked: NVIDIA).
-    /// A failed build throws BackendError with the build log and the source.
+    using ProgramSource = opencl::ProgramSource;
+    /// A built program for `source` (ProgramCache::build).
     std::shared_ptr<ProgramOwner> build_program(const std::string& source, ProgramSource* from = nullptr,
                                                 int max_registers = 0) {
-        if (from) *from = ProgramSource::Memory;
-        if (auto hit = programs_.find(source)) return hit;
-        const std::string key = concat("lazytensor program cache 1\noptions: ", build_options(), "\ndevice: ",
-                                       device_.name(), "\ndriver: ", device_.driver(), "\nsource:\n", source);
-        std::shared_ptr<ProgramOwner> program;
-        if (auto binary = disk_.load(key)) program = from_binary(*binary, disk_.path_for(key));
-        const bool from_disk = program != nullptr;
-        if (!from_disk) {
-            program = from_source(source);
-            if (max_registers) program = with_register_cap(std::move(program), max_registers);
-            // Only when storing: asking PoCL for a binary makes it compile every kernel once more.
-            if (disk_.enabled()) disk_.store(key, binary_of(program->program));
-        }
-        count_program(from_disk);
-        if (from) *from = from_disk ? ProgramSource::Disk : ProgramSource::Compiler;
-        return programs_.insert(source, std::move(program)).first;
+        return programs_.build(source, from, max_registers);
     }
 
     /// Built programs held in memory (bounded like the kernel cache).
@@ -743,8 +550,7 @@ public:
         programs_.clear();
         gemm_kernels_.clear();
         attention_kernels_.clear();
-        epilogues_.clear();
-        prologues_.clear();
+        fused_code_.clear();
     }
 
     std::string describe() const { return device_.describe(); }
@@ -754,7 +560,7 @@ public:
     cl_command_queue exchange_queue(cl_command_queue queue) { return device_.exchange_queue(queue); }
     /// Tests only: replaces the program build options and returns the old ones (bad options
     /// stand in for a driver whose compiler fails).
-    std::string exchange_build_options(std::string options) { return std::exchange(options_, std::move(options)); }
+    std::string exchange_build_options(std::string options) { return programs_.exchange_options(std::move(options)); }
 
 protected:
     // A kernel is rendered once per cache miss: the rendering is kept with the compiled kernel
@@ -852,12 +658,10 @@ protected:
         std::size_t fits = traits.max_work_group;
         std::vector<KernelOwner> made;
         for (const Stage& st : k->rendered.stages) {
-            cl_int err = CL_SUCCESS;
-            cl_kernel h = clCreateKernel(k->program->program, st.name.c_str(), &err);
-            check(err, "clCreateKernel", concat("for ", st.name, " on ", describe()));
-            made.emplace_back(h);
+            made.push_back(programs_.make_kernel(*k->program, st.name.c_str()));
             std::size_t most = 0;
-            check(clGetKernelWorkGroupInfo(h, device_.id(), CL_KERNEL_WORK_GROUP_SIZE, sizeof most, &most, nullptr),
+            check(clGetKernelWorkGroupInfo(made.back().kernel, device_.id(), CL_KERNEL_WORK_GROUP_SIZE, sizeof most, &most,
+                                           nullptr),
                   "clGetKernelWorkGroupInfo");
             if (st.local[0] * st.local[1] > most) fits = std::min(fits, most);
         }
@@ -881,41 +685,29 @@ protected:
     std::size_t cached_bytes() const override { return memory_.cached_bytes(); }
 
 private:
-    /// The own GEMM kernel for a dtype, layout class and parameter set, built once (through the
-    /// program caches) and kept.
-    cl_kernel own_gemm_kernel(DType dtype, const GemmLayoutClass& layout, const GemmKernelParams& p,
-                              const FusedEpilogue& epilogue, const FusedPrologue& prologue_a, const FusedPrologue& prologue_b) {
-        // Keyed by what the source is made of: a product that hits costs no source generation.
-        const std::string key = concat(dtype, ' ', layout.a_k_fast, layout.b_n_fast, layout.wide_index, layout.whole_tiles, ' ',
-                                       p.str(), ' ',
-                                       epilogue.parameters, '\n', epilogue.code, '\n', epilogue.output.value_or(dtype), ' ',
-                                       prologue_a.storage, prologue_a.function,
-                                       '\n', prologue_b.storage, prologue_b.function);
-        auto it = gemm_kernels_.find(key);
-        if (it == gemm_kernels_.end()) {
-            // Fused epilogues make a kernel per consumer and shape: bounded like the kernel cache.
-            if (gemm_kernels_.size() >= cache_capacity()) gemm_kernels_.clear();
-            std::shared_ptr<ProgramOwner> program =
-                build_program(gemm_kernel_source(dtype, layout, p, epilogue, prologue_a, prologue_b), nullptr, p.max_registers);
-            cl_int err = CL_SUCCESS;
-            KernelOwner kernel(clCreateKernel(program->program, gemm_kernel_name(), &err));
-            check(err, "clCreateKernel", concat("for ", gemm_kernel_name(), " on ", describe()));
-            it = gemm_kernels_.emplace(key, OwnGemmKernel{std::move(program), std::move(kernel)}).first;
-        }
-        return it->second.kernel.kernel;
-    }
-
 public:
     /// c = a x b on the own GEMM kernel: one launch, operands read in place; `epilogue` is
-    /// applied to each result before its store, with `epilogue_buffers` as its parameters.
+    /// applied to each result before its store, with `fused` as its arguments, and the
+    /// prologues to each element of A and B as it is loaded.
     void own_gemm(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c, const FusedEpilogue& epilogue = {},
                   const std::vector<const Buffer*>& epilogue_buffers = {}, const std::vector<ScalarArg>& epilogue_values = {},
                   const FusedPrologue& prologue_a = {}, const FusedPrologue& prologue_b = {}) {
+        own_gemm(g, a, b, c, epilogue, FusedArgs{epilogue_buffers, epilogue_values}, prologue_a, prologue_b);
+    }
+    void own_gemm(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c, const FusedEpilogue& epilogue,
+                  const FusedArgs& fused, const FusedPrologue& prologue_a, const FusedPrologue& prologue_b) {
         const std::int64_t count = g.batch_count();
         if (g.m == 0 || g.n == 0 || count == 0) return;
         const GemmKernelParams p = own_gemm_params(g);
         const GemmLayoutClass layout = own_gemm_layout(g, p);
-        cl_kernel kernel = own_gemm_kernel(g.dtype, layout, p, epilogue, prologue_a, prologue_b);
+        // Keyed by what the source is made of: a product that hits costs no source generation.
+        const std::string key = concat(g.dtype, ' ', layout.a_k_fast, layout.b_n_fast, layout.wide_index, layout.whole_tiles,
+                                       ' ', p.str(), ' ', epilogue.parameters, '\n', epilogue.code, '\n',
+                                       epilogue.output.value_or(g.dtype), ' ', prologue_a.storage, prologue_a.function, '\n',
+                                       prologue_b.storage, prologue_b.function);
+        cl_kernel kernel = gemm_kernels_.get(
+            key, [&] { return gemm_kernel_source(g.dtype, layout, p, epilogue, prologue_a, prologue_b); }, gemm_kernel_name(),
+            programs_, cache_capacity(), p.max_registers);
         cl_long a_batch_stride = 0, b_batch_stride = 0;
         cl_int per_matrix = 0;
         BufferPtr table;  // a batch of several axes: each matrix's offsets of A and B
@@ -932,61 +724,30 @@ public:
             write(*table, 0, pairs.data(), pairs.size() * sizeof(cl_long));
             per_matrix = 1;
         }
-        cl_uint arg = 0;
-        auto set = [&](const auto& v) { check(clSetKernelArg(kernel, arg++, sizeof v, &v), "clSetKernelArg"); };
-        auto set_index = [&](std::int64_t v) {
-            if (layout.wide_index) set(static_cast<cl_long>(v));
-            else set(static_cast<cl_int>(v));
-        };
-        set(static_cast<cl_mem>(c.handle()));
-        set(static_cast<cl_mem>(a.handle()));
-        set(static_cast<cl_mem>(b.handle()));
-        set(static_cast<cl_mem>((table ? table.get() : &c)->handle()));
-        for (std::int64_t v : {g.m, g.n, g.k, g.a.row_stride, g.a.col_stride, g.b.row_stride, g.b.col_stride}) set_index(v);
-        set(static_cast<cl_long>(g.a.offset));
-        set(a_batch_stride);
-        set(static_cast<cl_long>(g.b.offset));
-        set(b_batch_stride);
-        set(per_matrix);
-        const cl_uint first_matrix_arg = arg++;
-        for (const Buffer* extra : epilogue_buffers) set(static_cast<cl_mem>(extra->handle()));
-        for (const ScalarArg& v : epilogue_values) check(clSetKernelArg(kernel, arg++, v.size, v.bytes), "clSetKernelArg");
+        KernelArgs args(kernel, c, a, b, table ? *table : c);
+        for (std::int64_t v : {g.m, g.n, g.k, g.a.row_stride, g.a.col_stride, g.b.row_stride, g.b.col_stride}) {
+            if (layout.wide_index) args.add(static_cast<cl_long>(v));
+            else args.add(static_cast<cl_int>(v));
+        }
+        args.add(static_cast<cl_long>(g.a.offset), a_batch_stride, static_cast<cl_long>(g.b.offset), b_batch_stride, per_matrix,
+                 FirstMatrix{}, fused);
         auto blocks = [](std::int64_t extent, int block) { return static_cast<std::size_t>((extent + block - 1) / block); };
         const std::size_t local[3] = {std::size_t(p.tn), std::size_t(p.tm), 1};
-        launch_per_matrix(kernel, gemm_kernel_name(), first_matrix_arg, count,
-                          blocks(g.m, p.block_m()) * blocks(g.n, p.block_n()) * local[0], local);
+        launcher_.run_per_matrix(args, gemm_kernel_name(), count, blocks(g.m, p.block_m()) * blocks(g.n, p.block_n()) * local[0],
+                                   local);
     }
 
 private:
-    /// Launches a kernel whose third NDRange dimension walks `count` matrices, in chunks of at
-    /// most 65535 (NVIDIA's limit along the second and third dimensions): argument `first_arg`
-    /// (a long) gets each chunk's first matrix; the first dimension spans `global0` work-items.
-    /// Timed as one item where times are recorded.
-    void launch_per_matrix(cl_kernel kernel, const char* name, cl_uint first_arg, std::int64_t count, std::size_t global0,
-                           const std::size_t (&local)[3]) {
-        constexpr std::int64_t most_matrices = 65535;
-        double ms = 0;
-        for (std::int64_t first = 0; first < count; first += most_matrices) {
-            const cl_long first_matrix = first;
-            check(clSetKernelArg(kernel, first_arg, sizeof first_matrix, &first_matrix), "clSetKernelArg");
-            const std::size_t global[3] = {global0, local[1], static_cast<std::size_t>(std::min(count - first, most_matrices))};
-            cl_event event = nullptr, wait = take_launch_dependency();
-            const cl_int err = clEnqueueNDRangeKernel(queue(), kernel, 3, nullptr, global, local, wait ? 1 : 0,
-                                                      wait ? &wait : nullptr, record_times_ || launch_events_ ? &event : nullptr);
-            check(err, "clEnqueueNDRangeKernel", concat("launching ", name, " on ", describe()));
-            if (launch_events_) {
-                if (record_times_) clRetainEvent(event);  // event_ms releases its reference; the list keeps its own
-                remember_launch(event, name);
-            }
-            if (record_times_) ms += event_ms(event);
-        }
-        if (record_times_) times_ms_.push_back(ms);
+    void require_fp64(const ir::Gemm& g) const {
+        if (g.dtype == DType::Float64 && !device_.fp64())
+            fail<DeviceError>(describe(), " does not support float64 (the device lacks cl_khr_fp64): matmul of float64 ",
+                              "tensors cannot run there; use float32, or run it on the host");
     }
 
     /// A contiguous copy of a gemm operand that BLAS cannot read in place (no unit stride), or
     /// null; `layout` becomes the copy's.
-    BufferPtr blas_readable_copy(const ir::Gemm& g, const Buffer& operand, ir::MatrixLayout& layout,
-                                 std::int64_t rows, std::int64_t cols) {
+    BufferPtr blas_readable_copy(const ir::Gemm& g, const Buffer& operand, ir::MatrixLayout& layout, std::int64_t rows,
+                                 std::int64_t cols) {
         if (ir::blas_operand(layout, rows, cols)) return nullptr;
         const ir::Kernel copy = ir::contiguous_copy(g.dtype, g.batch, rows, cols, layout);
         BufferPtr out = allocate(g.dtype, g.batch_count() * rows * cols);
@@ -994,179 +755,19 @@ private:
         return out;
     }
 
-    double event_ms(cl_event event) {
-        cl_ulong start = 0, end = 0;
-        cl_int err = clWaitForEvents(1, &event);
-        if (err == CL_SUCCESS) err = clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_START, sizeof start, &start, nullptr);
-        if (err == CL_SUCCESS) err = clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr);
-        clReleaseEvent(event);
-        check(err, "clGetEventProfilingInfo", concat("on ", describe()));
-        return static_cast<double>(end - start) * 1e-6;
-    }
-
-    std::string build_log(cl_program program) const {
-        std::size_t n = 0;
-        if (clGetProgramBuildInfo(program, device_.id(), CL_PROGRAM_BUILD_LOG, 0, nullptr, &n) != CL_SUCCESS) return "";
-        std::string log(n, '\0');
-        clGetProgramBuildInfo(program, device_.id(), CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
-        while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
-        return log;
-    }
-
-    std::shared_ptr<ProgramOwner> from_source(const std::string& source) {
-        const char* text = source.c_str();
-        const std::size_t len = source.size();
-        cl_int err = CL_SUCCESS;
-        auto program = std::make_shared<ProgramOwner>(clCreateProgramWithSource(device_.context(), 1, &text, &len, &err));
-        check(err, "clCreateProgramWithSource", concat("on ", describe()));
-        const cl_device_id id = device_.id();
-        err = clBuildProgram(program->program, 1, &id, options_.c_str(), nullptr, nullptr);
-        if (err != CL_SUCCESS)
-            fail<BackendError>("OpenCL: building a lazytensor kernel for ", describe(), " failed: ", status_name(err), " (",
-                               err, ")\n--- build log ---\n", build_log(program->program), "\n--- generated source (",
-                               "options: ", options_, ") ---\n", numbered(source));
-        if (debug_level() >= 2) {  // beside the generated source: what the device's compiler said of it, if anything
-            const std::string log = build_log(program->program);
-            if (log.find_first_not_of(" \t\r\n") != std::string::npos)
-                std::cerr << "[lazytensor] the OpenCL C compiler of " << describe() << " on a kernel it built:\n" << log << "\n";
-        }
-        return program;
-    }
-
-    /// `program` rebuilt from its PTX with its kernel capped at `registers` (NVIDIA's OpenCL C
-    /// compiler takes no such option); elsewhere, or where the driver refuses the PTX, `program`.
-    std::shared_ptr<ProgramOwner> with_register_cap(std::shared_ptr<ProgramOwner> program, int registers) {
-        if (!device_.nvidia()) return program;  // (binaries of others aren't PTX)
-        const std::vector<unsigned char> binary = binary_of(program->program);
-        const std::optional<std::string> ptx = ptx_with_register_cap(std::string(binary.begin(), binary.end()), registers);
-        if (!ptx) return program;
-        cl_int why = CL_SUCCESS;
-        if (auto capped = built_from_binary(reinterpret_cast<const unsigned char*>(ptx->data()), ptx->size(), why)) return capped;
-        std::cerr << "[lazytensor] warning: " << describe() << " refused a GEMM kernel's PTX with a cap of " << registers
-                  << " registers (" << status_name(why) << "); it runs uncapped, slower\n";
-        return program;
-    }
-
-    std::shared_ptr<ProgramOwner> from_binary(const std::vector<unsigned char>& binary, const std::string& path) {
-        cl_int why = CL_SUCCESS;
-        if (auto program = built_from_binary(binary.data(), binary.size(), why)) return program;
-        std::cerr << "[lazytensor] warning: OpenCL program cache: " << path << " was rejected by the driver ("
-                  << status_name(why) << "); rebuilding it from source\n";
-        return nullptr;
-    }
-
-    /// A program built from a device binary, or null with the driver's status in `why`.
-    std::shared_ptr<ProgramOwner> built_from_binary(const unsigned char* data, std::size_t len, cl_int& why) {
-        cl_int status = CL_SUCCESS, err = CL_SUCCESS;
-        const cl_device_id id = device_.id();
-        auto program = std::make_shared<ProgramOwner>(clCreateProgramWithBinary(device_.context(), 1, &id, &len, &data, &status, &err));
-        if (err == CL_SUCCESS && status == CL_SUCCESS)
-            err = clBuildProgram(program->program, 1, &id, options_.c_str(), nullptr, nullptr);
-        why = err != CL_SUCCESS ? err : status;
-        return why == CL_SUCCESS ? program : nullptr;
-    }
-
-    /// This device's binary of `program` (a program of a shared context has one slot per device
-    /// of the context, filled for those it was built for). PoCL 3.1 files the binary of a program
-    /// built for its context's second device in the first slot; a program built for one device
-    /// has one binary, so a lone filled slot is that device's.
-    std::vector<unsigned char> binary_of(cl_program program) const {
-        cl_uint count = 0;
-        if (clGetProgramInfo(program, CL_PROGRAM_NUM_DEVICES, sizeof count, &count, nullptr) != CL_SUCCESS || count == 0)
-            return {};
-        std::vector<cl_device_id> devices(count);
-        std::vector<std::size_t> sizes(count);
-        if (clGetProgramInfo(program, CL_PROGRAM_DEVICES, count * sizeof(cl_device_id), devices.data(), nullptr) != CL_SUCCESS ||
-            clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, count * sizeof(std::size_t), sizes.data(), nullptr) != CL_SUCCESS)
-            return {};
-        std::size_t slot = static_cast<std::size_t>(std::find(devices.begin(), devices.end(), device_.id()) - devices.begin());
-        if (slot == count) return {};
-        if (sizes[slot] == 0) {
-            if (std::count_if(sizes.begin(), sizes.end(), [](std::size_t s) { return s != 0; }) != 1) return {};
-            slot = static_cast<std::size_t>(std::find_if(sizes.begin(), sizes.end(), [](std::size_t s) { return s != 0; }) - sizes.begin());
-        }
-        // Every filled slot gets room (PoCL writes each one it has, whatever we asked for).
-        std::vector<std::vector<unsigned char>> binaries(count);
-        std::vector<unsigned char*> slots(count, nullptr);  // (a null slot is skipped)
-        for (std::size_t i = 0; i < count; ++i)
-            if (sizes[i] != 0) slots[i] = (binaries[i] = std::vector<unsigned char>(sizes[i])).data();
-        if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, count * sizeof(unsigned char*), slots.data(), nullptr) != CL_SUCCESS)
-            return {};
-        return std::move(binaries[slot]);
-    }
-
-    // Destroyed in reverse: last the cached blocks, then the queue and context.
+    // Destroyed in reverse: the launcher (which waits for the queue and releases the
+    // launches' events), the programs, the cached blocks, and last the queue and context.
     OpenCLDevice device_;
     BlockAllocator memory_;
-    std::string options_;
+    ProgramCache programs_;
+    FusedCodeCache fused_code_;
+    Launcher launcher_;
 
-    LruCache<ProgramOwner> programs_{kernel_cache_capacity_from_env()};
-    ProgramDiskCache disk_;
-
-    bool record_times_ = false;
-    struct OwnGemmKernel {
-        std::shared_ptr<ProgramOwner> program;
-        KernelOwner kernel;
-    };
-    std::map<std::string, OwnGemmKernel> gemm_kernels_;  // by dtype, layout class, parameters and epilogue
-    std::unordered_map<std::string, FusedEpilogue> epilogues_;  // fused kernels' code, by kernel (and shape)
-    std::unordered_map<std::string, FusedPrologue> prologues_;
-    template <class Code>
-    std::unordered_map<std::string, Code>& fused_code_() {
-        if constexpr (std::is_same_v<Code, FusedEpilogue>) return epilogues_;
-        else return prologues_;
-    }
-    /// The code of a fused kernel under `key`, made by `make` the first time. (The caches are
-    /// emptied when full by fused_code_of only, before it takes pointers into them.)
-    template <class Make, class Code = std::decay_t<std::invoke_result_t<Make>>>
-    const Code& fused_code(const std::string& key, Make make) {
-        auto& cache = fused_code_<Code>();
-        auto it = cache.find(key);
-        if (it == cache.end()) it = cache.emplace(key, make()).first;
-        return it->second;
-    }
-    /// The code of the kernels fused into a scan (`s`) or a product (`g`): made once per kernel
-    /// (and, for an epilogue, per shape); absent ones are empty.
-    struct FusedCode {
-        const FusedPrologue* prologue[2];
-        const FusedEpilogue* epilogue;
-    };
-    FusedCode fused_code_of(const ir::Scan* s, const ir::Gemm* g, const FusedKernels& fusion) {
-        static const FusedPrologue no_prologue;
-        static const FusedEpilogue no_epilogue;
-        FusedCode code{{&no_prologue, &no_prologue}, &no_epilogue};
-        // Bounded like the kernel cache; emptied before any pointer below is taken (two
-        // prologues and an epilogue may be added).
-        if (prologues_.size() + 2 > cache_capacity()) prologues_.clear();
-        if (epilogues_.size() + 1 > cache_capacity()) epilogues_.clear();
-        for (int o = 0; o < (s ? 1 : 2); ++o)
-            if (const ir::Kernel* k = fusion.prologue[o])
-                code.prologue[o] = s ? &fused_code(concat("scan|", ir::key(*k)), [&] { return prologue_code(*k, "s", device_.traits()); })
-                                     : &fused_code(concat(o, '|', ir::key(*k)), [&] { return gemm_prologue_code(*k, o, device_.traits()); });
-        if (const ir::Kernel* k = fusion.epilogue) {
-            const int pp = fusion.product_param;
-            code.epilogue = s ? &fused_code(concat("scan|", ir::key(*k), '|', pp, '|', s->outer, ',', s->length, ',', s->inner),
-                                            [&] { return scan_epilogue_code(*s, *k, pp, device_.traits()); })
-                              : &fused_code(concat(ir::key(*k), '|', pp, '|', g->batch_count(), ',', g->m, ',', g->n),
-                                            [&] { return gemm_epilogue_code(*g, *k, pp, device_.traits()); });
-        }
-        return code;
-    }
-    /// Whether the device computes in `t` (float64 only with cl_khr_fp64).
-    bool computes(DType t) const { return t != DType::Float64 || device_.fp64(); }
-    /// Whether the device computes what kernel `k` (a fused one: one phase) does.
-    bool computes(const ir::Kernel& k) const {
-        if (device_.fp64()) return true;
-        for (const ir::Param& p : k.params)
-            if (p.dtype == DType::Float64) return false;
-        for (const ir::Instr& in : k.phases[0].instrs)
-            if (in.dtype == DType::Float64) return false;
-        return std::find(k.scalars.begin(), k.scalars.end(), DType::Float64) == k.scalars.end();
-    }
+    KernelsByKey gemm_kernels_;  // by dtype, layout class, parameters and epilogue
     /// Whether a kernel fused into `g` can run: on the own GEMM kernel, computing in float64
     /// only where the device has it.
     bool fuses(const ir::Gemm& g, const ir::Kernel& k) const {
-        return fuse_epilogues_ && uses_own_gemm(g) && computes(g.dtype) && computes(k);
+        return fuse_epilogues_ && uses_own_gemm(g) && device_.computes(g.dtype) && device_.computes(k);
     }
     /// The parameters attention `a` runs with here, if it can run as one kernel: float32 with
     /// int sizes (a batch of one axis at most; normalization merges the others where it can).
@@ -1179,69 +780,12 @@ private:
     }
     bool fuse_attention_ = env_flag("LAZYTENSOR_FUSE_ATTENTION", true);
     std::optional<AttentionParams> attention_params_override_;
-    std::map<std::string, OwnGemmKernel> attention_kernels_;  // by score function, depths, parameters and layout
+    KernelsByKey attention_kernels_;  // by score function, depths, parameters and layout
     bool fuse_epilogues_ = env_flag("LAZYTENSOR_GEMM_EPILOGUE", true);
     std::optional<bool> fuse_half_loads_;
     GemmChoice gemm_choice_ = GemmChoice::Auto;
     std::optional<GemmKernelParams> gemm_params_override_;
     bool gemm_wide_index_ = false;
-    std::vector<double> times_ms_;
-
-    // Kernels launched since the last wait, with their events: drivers report a kernel that
-    // failed while running only in its event's status (PoCL's clFinish and blocking reads
-    // return CL_SUCCESS), so every wait looks at them.
-    struct Launched {
-        cl_event event;
-        std::string name;
-    };
-    std::mutex launched_mutex_;
-    std::vector<Launched> launched_;
-    bool launch_events_ = true;
-    std::atomic<cl_event> launch_dependency_{nullptr};  // detail_launch_dependency()
-    std::size_t next_scan_ = 512;
-
-    void remember_launch(cl_event event, const std::string& name) {
-        std::lock_guard<std::mutex> lock(launched_mutex_);
-        launched_.push_back(Launched{event, name});
-        // Keep the list short between waits, at O(1) a launch: when the device is far behind,
-        // most events are still pending after a scan, and the next scan waits for 512 more.
-        if (launched_.size() >= next_scan_) {
-            check_launched(false);
-            next_scan_ = launched_.size() + 512;
-        }
-    }
-
-    /// Releases the events of kernels that completed; throws for one that failed. `all`: after a
-    /// wait (every event is final); otherwise only those already final are looked at.
-    void check_launched(bool all) {
-        std::unique_lock<std::mutex> lock(launched_mutex_, std::defer_lock);
-        if (all) lock.lock();  // (called with the lock held otherwise)
-        std::string failed;
-        cl_int failed_status = 0;
-        std::size_t kept = 0;
-        for (Launched& l : launched_) {
-            cl_int status = CL_COMPLETE;
-            const cl_int err = clGetEventInfo(l.event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
-            if (err == CL_SUCCESS && status > CL_COMPLETE && !all) {
-                if (&launched_[kept] != &l) launched_[kept] = std::move(l);  // still running (not a self-move)
-                ++kept;
-                continue;
-            }
-            if (failed.empty() && (err != CL_SUCCESS || status < 0)) {
-                failed = l.name;
-                failed_status = err != CL_SUCCESS ? err : status;
-            }
-            clReleaseEvent(l.event);
-        }
-        launched_.resize(kept);
-        if (all) next_scan_ = 512;
-        if (!failed.empty())
-            fail<BackendError>("OpenCL: kernel ", failed, " failed while ", describe(), " ran it: execution status ",
-                               status_name(failed_status), " (", failed_status, "). The realize that launched it had ",
-                               "returned (OpenCL runs kernels after realize returns): the tensors it computed have ",
-                               "undefined contents; tensors it did not compute are intact",
-                               lost_device_hint(failed_status));
-    }
     std::string clblast_tuned_;  // the CLBlast kernels given tuned parameters (clblast_tuning.hpp)
 };
 
