@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Launching kernels on a device's queue: KernelArgs, the one place where values become OpenCL
 // kernel arguments (buffers, scalars of each dtype, __local arrays, the first matrix of a batch
-// walked in chunks), and the Launcher, which enqueues every kernel the backend runs, keeps each
-// launch's event until a wait checks it (a kernel that fails while running is reported by the
-// next wait) and times launches where times are recorded.
+// walked in chunks), and the Launcher, which enqueues every kernel of lazytensor's own (CLBlast
+// enqueues its own), keeps each launch's event until a wait checks it (a kernel that fails
+// while running is reported by the next wait) and times launches where times are recorded.
 #pragma once
 
 #include <algorithm>
@@ -175,7 +175,7 @@ public:
     /// these arguments (KernelArgs::add takes them). Not timed.
     template <class... Args>
     void run(const KernelOwner& kernel, const char* name, std::size_t work, std::size_t group, const Args&... args) {
-        KernelArgs(kernel.kernel, args...);
+        KernelArgs(kernel.kernel).add(args...);
         enqueue(kernel.kernel, name, 1, &work, group ? &group : nullptr, false);
     }
 
