@@ -1,722 +1,192 @@
 // SPDX-License-Identifier: MIT
-// The OpenCL backend: one context and one in-order queue per device; buffers from a caching
-// allocator; kernels rendered from the IR (renderer.hpp), built once per source (in memory, and
-// across processes through the disk cache, program_cache.hpp) and launched on the queue.
+// The OpenCL backend: one context and one in-order queue per device (device.hpp); buffers from
+// a caching allocator (allocator.hpp); kernels rendered from the IR (renderer.hpp), built once
+// per source (in memory, and across processes through the disk cache: programs.hpp) and
+// launched on the queue (launch.hpp, which every launch goes through).
 //
-// Matrix products run on the same queue through lazytensor's own GEMM kernel (gemm_kernel.hpp)
-// or CLBlast (clblast_gemm.hpp), whichever LAZYTENSOR_OPENCL_GEMM and the shape choose; on
-// the own kernel, a product's element-wise consumer runs in its stores and a simple producer of
-// an operand in its loads (gemm_epilogue.hpp).
+// Each kind of work has its routines: the IR's kernels (kernel_routines.hpp), scans
+// (scan_routines.hpp), sorts (sort_routines.hpp), matrix products on lazytensor's own GEMM
+// kernel or CLBlast (gemm_routines.hpp) and attention as one kernel (attention_routines.hpp).
+// OpenCLBackend puts them together behind the Backend interface, with the switches tests and
+// benchmarks turn.
 //
 // Caches, from the outside in: Backend::get_kernel keys compiled kernels (program + cl_kernel
 // objects) by the normalized IR, so a hit costs neither a build nor clCreateKernel; below it,
 // programs are keyed by their source, and then by source, options, device and driver on disk.
 #pragma once
 
-#include <algorithm>
 #include <atomic>
-#include <chrono>
-#include <cstring>
-#include <iostream>
-#include <map>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <sstream>
 #include <string>
-#include <type_traits>
-#include <unordered_map>
 #include <vector>
 
-#include "../../core/lru_cache.hpp"
+#include "../../core/error.hpp"
+#include "../../core/env.hpp"
 #include "../backend.hpp"
-#include "../../core/config.hpp"
+#include "allocator.hpp"
+#include "attention_routines.hpp"
 #include "cl_api.hpp"
-#include "clblast_gemm.hpp"
-#include "attention_kernel.hpp"
-#include "clblast_tuning.hpp"
-#include "gemm_epilogue.hpp"
-#include "gemm_kernel.hpp"
+#include "device.hpp"
+#include "gemm_routines.hpp"
+#include "kernel_routines.hpp"
+#include "launch.hpp"
 #include "policy.hpp"
-#include "program_cache.hpp"
-#include "renderer.hpp"
-#include "scan.hpp"
-#include "sort.hpp"
+#include "programs.hpp"
+#include "routine_context.hpp"
+#include "scan_routines.hpp"
+#include "sort_routines.hpp"
 
 namespace lazytensor::detail::opencl {
-
-/// A kernel ready to launch: its program, one cl_kernel per stage, and how to launch them.
-class OpenCLKernel final : public CompiledKernel {
-public:
-    RenderedKernel rendered;
-    std::shared_ptr<ProgramOwner> program;
-    std::vector<KernelOwner> kernels;  // per stage
-    std::vector<DType> scalars;        // the kernel's scalar parameters, passed after its buffers
-    std::size_t fits = 0;              // (while compiling: a smaller work-group it must be rendered for)
-};
-
-/// A scalar kernel argument: the value in the argument's OpenCL type (cl_scalar_arg_type).
-struct ScalarArg {
-    alignas(8) unsigned char bytes[8] = {};
-    std::size_t size = 0;
-
-    ScalarArg(const Scalar& value, DType t) {
-        auto put = [&](auto v) {
-            std::memcpy(bytes, &v, sizeof v);
-            size = sizeof v;
-        };
-        switch (t) {
-            case DType::Bool: put(static_cast<cl_uchar>(value.as<bool>() ? 1 : 0)); break;
-            case DType::UInt8: put(static_cast<cl_uchar>(value.as<std::uint8_t>())); break;
-            case DType::Int32: put(static_cast<cl_int>(value.as<std::int32_t>())); break;
-            case DType::Int64: put(static_cast<cl_long>(value.as<std::int64_t>())); break;
-            case DType::Float16: put(static_cast<cl_float>(value.cast(DType::Float16).as<float>())); break;
-            case DType::Float32: put(static_cast<cl_float>(value.as<float>())); break;
-            case DType::Float64: put(static_cast<cl_double>(value.as<double>())); break;
-        }
-    }
-};
-
-/// The source with line numbers, as build errors show it.
-inline std::string numbered(const std::string& source) {
-    std::ostringstream out;
-    std::istringstream in(source);
-    int n = 1;
-    for (std::string line; std::getline(in, line); ++n) out << (n < 10 ? "   " : n < 100 ? "  " : n < 1000 ? " " : "") << n << "  " << line << "\n";
-    return out.str();
-}
-
-inline const std::vector<std::pair<cl_platform_id, cl_device_id>>& opencl_device_ids();
-
-/// A context for `device`, retained for the caller: one per platform, shared by every device
-/// of it, so that buffers move between those devices with clEnqueueCopyBuffer (transfer.hpp).
-/// A context of its own where LAZYTENSOR_OPENCL_SHARED_CONTEXT=off or the driver refuses a
-/// shared one; copies between such devices go through host memory.
-inline cl_context context_for(cl_platform_id platform, cl_device_id device) {
-    if (env_flag("LAZYTENSOR_OPENCL_SHARED_CONTEXT", true)) {
-        static std::mutex mutex;
-        static auto& shared = *new std::map<cl_platform_id, cl_context>();  // never destroyed, like the backends
-        std::lock_guard<std::mutex> lock(mutex);
-        auto it = shared.find(platform);
-        if (it == shared.end()) {
-            std::vector<cl_device_id> all;
-            for (const auto& [p, d] : opencl_device_ids())
-                if (p == platform) all.push_back(d);
-            cl_int err = CL_SUCCESS;
-            cl_context c = clCreateContext(nullptr, static_cast<cl_uint>(all.size()), all.data(), nullptr, nullptr, &err);
-            it = shared.emplace(platform, err == CL_SUCCESS ? c : nullptr).first;
-        }
-        if (it->second) {
-            check(clRetainContext(it->second), "clRetainContext");
-            return it->second;
-        }
-    }
-    cl_int err = CL_SUCCESS;
-    cl_context c = clCreateContext(nullptr, 1, &device, nullptr, nullptr, &err);
-    check(err, "clCreateContext");
-    return c;
-}
 
 class OpenCLBackend final : public Backend {
 public:
     OpenCLBackend(int index, cl_platform_id platform, cl_device_id device)
-        : index_(index), platform_(platform), device_(device), disk_(default_cache_dir()) {
-        device_name_ = device_string(device, CL_DEVICE_NAME);
-        const auto type = device_value<cl_device_type>(device, CL_DEVICE_TYPE);
-        kind_ = (type & CL_DEVICE_TYPE_GPU) ? "gpu" : (type & CL_DEVICE_TYPE_CPU) ? "cpu" : "accelerator";
-        platform_name_ = platform_string(platform, CL_PLATFORM_NAME);
-        driver_ = device_string(device, CL_DRIVER_VERSION) + " / " + platform_string(platform, CL_PLATFORM_VERSION) +
-                  " / " + device_string(device, CL_DEVICE_VERSION);
-        const std::string ext = device_string(device, CL_DEVICE_EXTENSIONS);
-        // LAZYTENSOR_OPENCL_FP64=off: behave as a device without double would (to check that a
-        // program runs on one).
-        fp64_ = ext.find("cl_khr_fp64") != std::string::npos && env_flag("LAZYTENSOR_OPENCL_FP64", true);
-        // An event per launch, for kernels that fail while running: cheap on CPU devices, about
-        // 10 us a realize on an NVIDIA GPU, whose own waits report a kernel's fault (README).
-        launch_events_ = env_flag("LAZYTENSOR_OPENCL_LAUNCH_EVENTS", kind_ != "gpu");
-        traits_.max_work_group = device_value<std::size_t>(device, CL_DEVICE_MAX_WORK_GROUP_SIZE);
-        traits_.compute_units = device_value<cl_uint>(device, CL_DEVICE_MAX_COMPUTE_UNITS);
-        traits_.local_memory = device_value<cl_ulong>(device, CL_DEVICE_LOCAL_MEM_SIZE);
-        traits_.gpu = kind_ == "gpu";
-        policy_.gpu = traits_.gpu;
-        if (platform_name_.find("NVIDIA") != std::string::npos) {  // CL_DEVICE_COMPUTE_CAPABILITY_{MAJOR,MINOR}_NV
-            cl_uint major = 0, minor = 0;
-            if (clGetDeviceInfo(device, 0x4000, sizeof major, &major, nullptr) == CL_SUCCESS &&
-                clGetDeviceInfo(device, 0x4001, sizeof minor, &minor, nullptr) == CL_SUCCESS)
-                nvidia_cc_ = static_cast<int>(major * 10 + minor);
-        }
-        max_alloc_ = device_value<cl_ulong>(device, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
-        const auto global = device_value<cl_ulong>(device, CL_DEVICE_GLOBAL_MEM_SIZE);
-        cache_limit_ = static_cast<std::size_t>(std::min<cl_ulong>(global / 4, cl_ulong(4) << 30));
-        options_ = "-cl-std=CL1.2";
-        if (device_value<cl_device_fp_config>(device, CL_DEVICE_SINGLE_FP_CONFIG) & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT)
-            options_ += " -cl-fp32-correctly-rounded-divide-sqrt";  // the same quotients as the host
+        : device_(index, platform, device), memory_(device_),
+          programs_(device_, [this](bool from_disk) { count_program(from_disk); }), launcher_(device_) {}
 
-        cl_int err = CL_SUCCESS;
-        context_ = context_for(platform, device);
-        queue_ = clCreateCommandQueue(context_, device_, CL_QUEUE_PROFILING_ENABLE, &err);
-        if (err != CL_SUCCESS) {
-            clReleaseContext(context_);
-            check(err, "clCreateCommandQueue", "for", describe());
-        }
-#if LAZYTENSOR_CLBLAST
-        clblast_tuned_ = apply_clblast_tuning(device_, device_name_);
-#endif
-        set_gemm_choice(gemm_choice_from_env());
+    Device device() const override { return device_.device(); }
+    std::string name() const override {
+        return device_.name() + " (" + device_.platform_name() + ", " + device_.kind() + ")";
     }
-
-    ~OpenCLBackend() override {
-        clFinish(queue_);
-        for (const Launched& l : launched_) clReleaseEvent(l.event);
-        release_cached();
-        clReleaseCommandQueue(queue_);
-        clReleaseContext(context_);
-    }
-
-    Device device() const override { return Device::opencl(index_); }
-    std::string name() const override { return device_name_ + " (" + platform_name_ + ", " + kind_ + ")"; }
+    std::string describe() const { return device_.describe(); }
     /// "gpu", "cpu" or "accelerator".
-    const std::string& kind() const { return kind_; }
-    const std::string& platform_name() const { return platform_name_; }
-    bool supports_float64() const override { return fp64_; }
-    cl_context context() const { return context_; }
-    cl_command_queue queue() const { return queue_; }
-    cl_device_id device_id() const { return device_; }
-    const DeviceTraits& traits() const { return traits_; }
-    ProgramDiskCache& disk_cache() { return disk_; }
-    const std::string& build_options() const { return options_; }
+    std::string kind() const { return device_.kind(); }
+    const std::string& platform_name() const { return device_.platform_name(); }
+    bool supports_float64() const override { return device_.fp64(); }
+    cl_context context() const { return device_.context(); }
+    cl_command_queue queue() const { return device_.queue(); }
+    cl_device_id device_id() const { return device_.id(); }
+    const DeviceTraits& traits() const { return device_.traits(); }
 
     // ------------------------------------------------------------------------------- memory
 
-    /// Returns every cached free buffer to the driver.
-    void release_cached() noexcept override {
-        std::lock_guard<std::mutex> lock(cache_mutex_);
-        for (auto& [size, m] : cached_) clReleaseMemObject(m);
-        cached_.clear();
-        cached_bytes_ = 0;
-    }
-
-    /// A cl_mem made elsewhere (DLPack): it must be a buffer of this device's context, at least
-    /// numel elements large; it is retained, and released (then `release` runs) after every
-    /// kernel queued so far has finished. Read-only memory (CL_MEM_READ_ONLY) gives a read-only
-    /// buffer.
+    void release_cached() noexcept override { memory_.release_cached(); }
+    /// A cl_mem made elsewhere (DLPack) as a buffer: BlockAllocator::wrap.
     BufferPtr wrap(DType dtype, std::int64_t numel, void* handle, std::function<void()> release, bool writable) override {
-        cl_mem m = static_cast<cl_mem>(handle);
-        cl_context context = nullptr;
-        cl_mem_object_type type = 0;
-        std::size_t size = 0;
-        cl_mem_flags flags = 0;
-        cl_int err = clGetMemObjectInfo(m, CL_MEM_CONTEXT, sizeof context, &context, nullptr);
-        if (err == CL_SUCCESS) err = clGetMemObjectInfo(m, CL_MEM_TYPE, sizeof type, &type, nullptr);
-        if (err == CL_SUCCESS) err = clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof size, &size, nullptr);
-        if (err == CL_SUCCESS) err = clGetMemObjectInfo(m, CL_MEM_FLAGS, sizeof flags, &flags, nullptr);
-        if (err != CL_SUCCESS)
-            fail<DeviceError>("the memory handed to ", describe(), " is not an OpenCL memory object (clGetMemObjectInfo: ",
-                              status_name(err), ")");
-        if (context != context_)
-            fail<DeviceError>("the cl_mem belongs to another OpenCL context than the one lazytensor uses for ", describe(),
-                              ": lazytensor can use memory of its own context only; copy the values through the host "
-                              "(lt::tensor(values, shape, device))");
-        if (type != CL_MEM_OBJECT_BUFFER)
-            fail<DeviceError>("the cl_mem handed to ", describe(), " is an image or pipe, not a buffer");
-        const std::size_t bytes = static_cast<std::size_t>(numel) * dtype_size(dtype);
-        if (bytes > size)
-            fail<ValueError>("the tensor reaches ", bytes, " bytes into its cl_mem, which holds ", size, " bytes");
-        if (flags & CL_MEM_WRITE_ONLY)
-            fail<ValueError>("the cl_mem handed to ", describe(), " is write-only (CL_MEM_WRITE_ONLY): kernels could not "
-                             "read it");
-        if (flags & CL_MEM_READ_ONLY) writable = false;
-        check(clRetainMemObject(m), "clRetainMemObject");
-        try {
-            return std::make_shared<Buffer>(device(), dtype, numel, handle, [this, m, release = std::move(release)] {
-                clFinish(queue_);  // kernels queued on it must not outlive the memory
-                clReleaseMemObject(m);
-                if (release) release();
-            }, writable);
-        } catch (...) {
-            clReleaseMemObject(m);
-            throw;
-        }
+        return memory_.wrap(dtype, numel, handle, std::move(release), writable);
     }
 
     void write(Buffer& dst, std::size_t at, const void* src, std::size_t bytes) override {
         if (!bytes) return;
-        check(clEnqueueWriteBuffer(queue_, static_cast<cl_mem>(dst.handle()), CL_TRUE, at, bytes, src, 0, nullptr, nullptr),
+        check(clEnqueueWriteBuffer(queue(), static_cast<cl_mem>(dst.handle()), CL_TRUE, at, bytes, src, 0, nullptr, nullptr),
               "clEnqueueWriteBuffer", concat("copying ", bytes, " bytes to ", describe()));
     }
     void read(const Buffer& src, std::size_t at, void* dst, std::size_t bytes) override {
         if (!bytes) return;
         const cl_int err =
-            clEnqueueReadBuffer(queue_, static_cast<cl_mem>(src.handle()), CL_TRUE, at, bytes, dst, 0, nullptr, nullptr);
-        check_launched(true);  // first: a failed kernel is named, and reported once (NVIDIA's wait reports it too)
+            clEnqueueReadBuffer(queue(), static_cast<cl_mem>(src.handle()), CL_TRUE, at, bytes, dst, 0, nullptr, nullptr);
+        launcher_.check_launched(true);  // first: a failed kernel is named, and reported once (NVIDIA's wait reports it too)
         check(err, "clEnqueueReadBuffer", concat("copying ", bytes, " bytes from ", describe()));
     }
 
     // ------------------------------------------------------------------------------ running
 
-    void launch(CompiledKernel& compiled, const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) override {
-        auto& k = static_cast<OpenCLKernel&>(compiled);
-        if (scalars.size() != k.scalars.size())
-            fail<Error>("lazytensor internal error: a kernel with ", k.scalars.size(), " scalar parameters launched with ",
-                        scalars.size());
-        if (k.rendered.stages.empty()) return;
-        BufferPtr scratch;
-        if (k.rendered.scratch_elems) scratch = allocate(k.rendered.scratch_dtype, k.rendered.scratch_elems);
-        double ms = 0;
-        for (std::size_t s = 0; s < k.rendered.stages.size(); ++s) {
-            const Stage& st = k.rendered.stages[s];
-            cl_kernel kernel = k.kernels[s].kernel;
-            cl_uint arg = 0;
-            for (Buffer* b : params) {
-                cl_mem m = static_cast<cl_mem>(b->handle());
-                check(clSetKernelArg(kernel, arg++, sizeof(cl_mem), &m), "clSetKernelArg");
-            }
-            if (scratch) {
-                cl_mem m = static_cast<cl_mem>(scratch->handle());
-                check(clSetKernelArg(kernel, arg++, sizeof(cl_mem), &m), "clSetKernelArg");
-            }
-            for (std::size_t i = 0; i < scalars.size(); ++i) {
-                const ScalarArg v(scalars[i], k.scalars[i]);
-                check(clSetKernelArg(kernel, arg++, v.size, v.bytes), "clSetKernelArg");
-            }
-            if (st.units >= 0) {
-                const cl_long wide = st.units;
-                const cl_int narrow = static_cast<cl_int>(st.units);
-                check(st.long_units ? clSetKernelArg(kernel, arg++, sizeof wide, &wide) : clSetKernelArg(kernel, arg++, sizeof narrow, &narrow),
-                      "clSetKernelArg");
-            }
-            cl_event event = nullptr, wait = take_launch_dependency();
-            const cl_int err = clEnqueueNDRangeKernel(queue_, kernel, 2, nullptr, st.global, st.local, wait ? 1 : 0,
-                                                      wait ? &wait : nullptr, record_times_ || launch_events_ ? &event : nullptr);
-            check(err, "clEnqueueNDRangeKernel", concat("launching ", st.name, " on ", describe()));
-            if (launch_events_) {
-                if (record_times_) clRetainEvent(event);  // event_ms releases its reference; the list keeps its own
-                remember_launch(event, st.name);
-            }
-            if (record_times_) ms += event_ms(event);
-        }
-        if (record_times_) times_ms_.push_back(ms);
+    void launch(CompiledKernel& kernel, const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) override {
+        kernels_.launch(kernel, params, scalars);
+    }
+    std::string kernel_source(const CompiledKernel& compiled) const override {
+        return static_cast<const OpenCLKernel&>(compiled).rendered.source;
     }
 
-    /// The size of a __local array argument of a kernel.
-    struct LocalBytes {
-        std::size_t bytes;
-    };
-    /// The arguments of fused kernels' parameters (after the fixed ones): buffers, then values.
-    struct FusedArgs {
-        std::vector<const Buffer*> buffers;
-        std::vector<ScalarArg> values;
-    };
-
-    /// A kernel of a built program.
-    KernelOwner make_kernel(const ProgramOwner& program, const char* name) {
-        cl_int err = CL_SUCCESS;
-        KernelOwner owner(clCreateKernel(program.program, name, &err));
-        check(err, "clCreateKernel", concat("for ", name, " on ", describe()));
-        return owner;
-    }
-
-    /// Launches `kern` over `work` work-items in groups of `group` (0: the driver's choice) with
-    /// these arguments: buffers (const Buffer*), __local arrays (LocalBytes) and values.
-    template <class... Args>
-    void run_kernel(const KernelOwner& kern, const char* name, std::size_t work, std::size_t group, const Args&... args) {
-        cl_uint arg = 0;
-        auto set = [&](const auto& v) {
-            using V = std::decay_t<decltype(v)>;
-            if constexpr (std::is_same_v<V, const Buffer*>) {
-                cl_mem m = static_cast<cl_mem>(v->handle());
-                check(clSetKernelArg(kern.kernel, arg++, sizeof(cl_mem), &m), "clSetKernelArg");
-            } else if constexpr (std::is_same_v<V, LocalBytes>) {  // a __local array
-                check(clSetKernelArg(kern.kernel, arg++, v.bytes, nullptr), "clSetKernelArg");
-            } else if constexpr (std::is_same_v<V, FusedArgs>) {
-                for (const Buffer* b : v.buffers) {
-                    cl_mem m = static_cast<cl_mem>(b->handle());
-                    check(clSetKernelArg(kern.kernel, arg++, sizeof(cl_mem), &m), "clSetKernelArg");
-                }
-                for (const ScalarArg& a : v.values) check(clSetKernelArg(kern.kernel, arg++, a.size, a.bytes), "clSetKernelArg");
-            } else {
-                check(clSetKernelArg(kern.kernel, arg++, sizeof(V), &v), "clSetKernelArg");
-            }
-        };
-        (set(args), ...);
-        cl_event event = nullptr, wait = take_launch_dependency();
-        const cl_int err = clEnqueueNDRangeKernel(queue_, kern.kernel, 1, nullptr, &work, group ? &group : nullptr,
-                                                  wait ? 1 : 0, wait ? &wait : nullptr, launch_events_ ? &event : nullptr);
-        check(err, "clEnqueueNDRangeKernel", concat("launching ", name, " on ", describe()));
-        if (launch_events_) remember_launch(event, name);
-    }
-
-    /// Runs scan `s` from in into out (which may be in itself): `data` (scan_program, with the
-    /// fused kernels whose arguments `fused` holds) reads `in` and writes `out`; `plain` (without
-    /// them) scans the chunks' totals.
-    void scan_with(const ProgramOwner& plain, const ProgramOwner& data, const ir::Scan& s, const Buffer& in, Buffer& out,
-                   const FusedArgs& fused) {
-        const std::size_t size = dtype_size(s.dtype);
-        const Buffer* in_b = &in;
-        const Buffer* out_b = &out;
-        const cl_long offset = s.offset, outer_stride = s.outer_stride, stride = s.stride, inner_stride = s.inner_stride;
-        const cl_long outer = s.outer, length = s.length, inner = s.inner;
-        std::size_t G = 256;  // work-group size: a tile of G * kScanPerItem elements (and pads) in local memory
-        while (G > 1 && (G > traits_.max_work_group || (G * kScanPerItem * 33 / 32 + G) * size > traits_.local_memory)) G >>= 1;
-        auto ceil_div = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
-        if (s.inner == 1 && s.length >= std::int64_t(G)) {  // rows: a work-group per (row, chunk)
-            const std::int64_t tile = std::int64_t(G) * kScanPerItem, tiles = ceil_div(s.length, tile);
-            std::int64_t chunks = std::clamp<std::int64_t>(ceil_div(8 * traits_.compute_units, s.outer), 1, tiles);
-            const cl_long chunk_length = ceil_div(tiles, chunks) * tile;
-            chunks = ceil_div(s.length, chunk_length);
-            BufferPtr totals;
-            if (chunks > 1) {
-                totals = allocate(s.dtype, s.outer * chunks);
-                run_kernel(make_kernel(data, "lt_fold_rows"), "lt_fold_rows", std::size_t(s.outer * chunks) * G, G, in_b,
-                           static_cast<const Buffer*>(totals.get()), offset, outer_stride, stride, length, cl_long(chunks),
-                           chunk_length, LocalBytes{G * size}, fused);
-                scan_with(plain, plain, ir::Scan{s.dtype, s.op, s.outer, chunks, 1, 0, chunks, 1, 0}, *totals, *totals, {});
-            }
-            const Buffer* carries = totals ? totals.get() : in_b;
-            run_kernel(make_kernel(data, "lt_scan_rows"), "lt_scan_rows", std::size_t(s.outer * chunks) * G, G, in_b, out_b,
-                       carries, cl_int(chunks > 1), offset, outer_stride, stride, length, cl_long(chunks), chunk_length,
-                       LocalBytes{std::size_t(tile + tile / 32) * size}, LocalBytes{G * size}, fused);
-            return;
-        }
-        // Columns (or short rows): a work-item per (outer index, chunk, column), chunks of at
-        // least 64 elements, enough work-items to fill the device.
-        const std::int64_t lines = s.outer * s.inner, wanted = traits_.compute_units * (traits_.gpu ? 2048 : 64);
-        std::int64_t chunks = std::clamp<std::int64_t>(ceil_div(wanted, lines), 1, std::max<std::int64_t>(1, s.length / 64));
-        const cl_long chunk_length = ceil_div(s.length, chunks);
-        chunks = ceil_div(s.length, chunk_length);
-        const std::size_t work = std::size_t(ceil_div(lines * chunks, std::int64_t(G))) * G;
-        BufferPtr totals;
-        if (chunks > 1) {
-            totals = allocate(s.dtype, lines * chunks);
-            run_kernel(make_kernel(data, "lt_fold_columns"), "lt_fold_columns", work, G, in_b,
-                       static_cast<const Buffer*>(totals.get()), offset, outer_stride, stride, inner_stride, outer, length,
-                       inner, cl_long(chunks), chunk_length, fused);
-            scan_with(plain, plain, ir::Scan{s.dtype, s.op, s.outer, chunks, s.inner, 0, chunks * s.inner, s.inner, 1},
-                      *totals, *totals, {});
-        }
-        const Buffer* carries = totals ? totals.get() : in_b;
-        run_kernel(make_kernel(data, "lt_scan_columns"), "lt_scan_columns", work, G, in_b, out_b, carries,
-                   cl_int(chunks > 1), offset, outer_stride, stride, inner_stride, outer, length, inner, cl_long(chunks),
-                   chunk_length, fused);
-    }
-
-    void sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k, bool descending, Buffer& values,
-                   Buffer& indices) override {
-        const DType t = in.dtype();
-        if (t == DType::Float64 && !supports_float64())
-            fail<DeviceError>(describe(), " does not compute float64 (no cl_khr_fp64): cannot sort a float64 tensor there");
-        if (n > std::int64_t(UINT32_MAX))
-            fail<ValueError>("sorting rows of ", n, " elements on ", describe(), ": at most 2^32 - 1 per row");
-        std::int64_t P = 1;
-        while (P < n) P <<= 1;
-        const bool select = k <= 16 && k < n;  // topk_program: one read of each row
-        const bool radix = !select && rows == 1 && n >= (std::int64_t(1) << 16);  // radix_program: one long row
-        const RadixShape shape = radix_shape(t, traits_.max_work_group, traits_.local_memory);
-        const std::shared_ptr<ProgramOwner> program =
-            build_program(select ? topk_program(t, k) : radix ? radix_program(t, shape) : sort_program(t));
-        // Pairs of 12 bytes: a block of 2 L of them in local memory, at most 24 KiB (OpenCL 1.2
-        // devices have at least 32).
-        std::int64_t L = std::max<std::int64_t>(1, std::min<std::int64_t>(P / 2, 1024));
-        while (L > 1 && std::size_t(L) > traits_.max_work_group) L >>= 1;
-        const std::int64_t B = 2 * L;
-        auto kernel = [&](const char* name) { return make_kernel(*program, name); };
-        auto run = [&](const KernelOwner& kern, const char* name, std::size_t work, std::size_t group, auto... args) {
-            run_kernel(kern, name, work, group, args...);
-        };
-        const Buffer* in_b = &in;
-        const Buffer* values_b = &values;
-        const Buffer* indices_b = &indices;
-        const cl_long n_l = n, P_l = P, k_l = k;
-        if (select) {
-            std::size_t group = 256;
-            while (group > 1 && group > traits_.max_work_group) group >>= 1;
-            run(kernel("lt_topk_rows"), "lt_topk_rows", std::size_t(rows) * group, group, in_b, values_b, indices_b, n_l,
-                cl_int(descending), LocalBytes{group * sizeof(cl_ulong)}, LocalBytes{group * sizeof(cl_uint)},
-                LocalBytes{group * sizeof(cl_uint)});
-            return;
-        }
-        if (radix) {
-            // Keys of 1-byte types have 8 significant bits, of 2- and 4-byte types 32 (half sorts
-            // by its float), others 64.
-            const int bits = dtype_size(t) == 1 ? 8 : dtype_size(t) <= 4 ? 32 : 64;
-            const std::int64_t tiles = (n + shape.tile() - 1) / shape.tile();
-            const std::size_t group = std::size_t(shape.group);
-            const DType key_type = bits == 64 ? DType::Int64 : DType::Int32;
-            BufferPtr keys[2] = {allocate(key_type, n), allocate(key_type, n)};
-            BufferPtr places[2] = {allocate(DType::Int32, n), allocate(DType::Int32, n)};
-            BufferPtr counts = allocate(DType::Int32, 256 * tiles), totals = allocate(DType::Int32, 256);
-            const Buffer* counts_b = counts.get();
-            const Buffer* totals_b = totals.get();
-            const cl_long tiles_l = tiles;
-            KernelOwner count = kernel("lt_radix_count"), scan = kernel("lt_radix_scan"), digits = kernel("lt_radix_digits"),
-                        scatter = kernel("lt_radix_scatter");
-            for (int shift = 0, from = 0; shift < bits; shift += 8, from ^= 1) {
-                const Buffer* key_in = keys[from].get();
-                const Buffer* pos_in = places[from].get();
-                const Buffer* key_out = keys[from ^ 1].get();
-                const Buffer* pos_out = places[from ^ 1].get();
-                const cl_int first = shift == 0, last = shift + 8 == bits;
-                run(count, "lt_radix_count", std::size_t(tiles) * group, group, in_b, key_in, n_l, cl_int(shift), first,
-                    cl_int(descending), counts_b);
-                run(scan, "lt_radix_scan", 256 * group, group, counts_b, tiles_l, totals_b);
-                run(digits, "lt_radix_digits", group, group, totals_b);
-                run(scatter, "lt_radix_scatter", std::size_t(tiles) * group, group, in_b, key_in, pos_in, key_out, pos_out,
-                    values_b, indices_b, n_l, k_l, cl_int(shift), first, last, cl_int(descending), counts_b, totals_b);
-            }
-            return;
-        }
-        BufferPtr key = allocate(DType::Int64, rows * P), pos = allocate(DType::Int32, rows * P);
-        const Buffer* key_b = key.get();
-        const Buffer* pos_b = pos.get();
-        KernelOwner keys = kernel("lt_sort_keys"), local = kernel("lt_sort_local"), global = kernel("lt_sort_global"),
-                    gather = kernel("lt_sort_gather");
-        run(keys, "lt_sort_keys", std::size_t(rows * P), 0, in_b, key_b, pos_b, n_l, P_l, cl_int(descending));
-        if (P > 1) {
-            const std::size_t pairs = std::size_t(rows * P / 2);
-            const LocalBytes lk{std::size_t(B) * sizeof(cl_ulong)}, lp{std::size_t(B) * sizeof(cl_uint)};
-            run(local, "lt_sort_local", pairs, std::size_t(L), key_b, pos_b, P_l, cl_long(2), cl_long(std::min(B, P)), cl_long(1), lk, lp);
-            for (std::int64_t kk = 2 * B; kk <= P; kk <<= 1) {
-                for (std::int64_t j = kk / 2; j >= B; j >>= 1)
-                    run(global, "lt_sort_global", pairs, 0, key_b, pos_b, P_l, cl_long(kk), cl_long(j));
-                run(local, "lt_sort_local", pairs, std::size_t(L), key_b, pos_b, P_l, cl_long(kk), cl_long(kk), cl_long(B / 2), lk, lp);
-            }
-        }
-        run(gather, "lt_sort_gather", std::size_t(rows * k), 0, in_b, pos_b, values_b, indices_b, n_l, P_l, k_l);
-    }
-
-    void scan(const ir::Scan& s, const Buffer& in, Buffer& out) override {
-        if (s.dtype == DType::Float64 && !supports_float64())
-            fail<DeviceError>(describe(), " does not compute float64 (no cl_khr_fp64): cannot scan (cumsum, cumprod) a float64 tensor there");
-        if (s.numel() == 0) return;
-        const auto program = build_program(scan_program(s.dtype, s.op));
-        scan_with(*program, *program, s, in, out, {});
-    }
-
-    bool fuses_scan_prologue(const ir::Scan& s, const ir::Kernel& prologue) const override {
-        return fuse_epilogues_ && computes(s.dtype) && computes(prologue);
-    }
-    bool fuses_scan_epilogue(const ir::Scan& s, const ir::Kernel& epilogue, int) const override {
-        return fuse_epilogues_ && computes(s.dtype) && computes(epilogue);
-    }
-
-    void scan_fused(const ir::Scan& s, const FusedKernels& fusion, const Buffer& in, const std::vector<Buffer*>& params,
-                    const std::vector<Scalar>& scalars) override {
-        if (s.numel() == 0) return;
-        const FusedCode code = fused_code_of(&s, nullptr, fusion);
-        // The epilogue's arguments (and its store_scanned flag), then the prologue's.
-        FusedArgs args;
-        std::size_t next_scalar = 0;
-        std::vector<ScalarArg> prologue_values;
-        auto take_scalars = [&](const ir::Kernel& k, std::vector<ScalarArg>& into) {
-            for (DType t : k.scalars) into.emplace_back(scalars.at(next_scalar++), t);
-        };
-        if (fusion.prologue[0]) take_scalars(*fusion.prologue[0], prologue_values);
-        Buffer* out = params.back();
-        if (const ir::Kernel* k = fusion.epilogue) {
-            const int pp = fusion.product_param;
-            Buffer* scanned = params[static_cast<std::size_t>(pp)];
-            args.buffers.push_back(scanned ? scanned : out);
-            for (std::size_t p = 0; p + 1 < params.size(); ++p)
-                if (static_cast<int>(p) != pp) args.buffers.push_back(params[p]);
-            take_scalars(*k, args.values);
-            args.values.emplace_back(Scalar::of<std::int32_t>(scanned ? 1 : 0), DType::Int32);
-        }
-        args.values.insert(args.values.end(), prologue_values.begin(), prologue_values.end());
-        const auto plain = build_program(scan_program(s.dtype, s.op));
-        const auto data = build_program(scan_program(s.dtype, s.op, *code.prologue[0], *code.epilogue));
-        scan_with(*plain, *data, s, in, *out, args);
-    }
-
-    std::string scan_fused_source(const ir::Scan& s, const FusedKernels& fusion) override {
-        const FusedCode code = fused_code_of(&s, nullptr, fusion);
-        return scan_program(s.dtype, s.op, *code.prologue[0], *code.epilogue);
-    }
-    std::string gemm_fused_source(const ir::Gemm& g, const FusedKernels& fusion) override {
-        const FusedCode code = fused_code_of(nullptr, &g, fusion);
-        const GemmKernelParams p = own_gemm_params(g);
-        return gemm_kernel_source(g.dtype, own_gemm_layout(g, p), p, *code.epilogue, *code.prologue[0], *code.prologue[1]);
-    }
-
-    void flush() override { check(clFlush(queue_), "clFlush", concat("on ", describe())); }
-
+    void flush() override { check(clFlush(queue()), "clFlush", concat("on ", describe())); }
     void synchronize() override {
-        const cl_int err = clFinish(queue_);
-        check_launched(true);  // first: a failed kernel is named, and reported once (NVIDIA's wait reports it too)
+        const cl_int err = clFinish(queue());
+        launcher_.check_launched(true);  // first: a failed kernel is named, and reported once (NVIDIA's wait reports it too)
         check(err, "clFinish", concat("on ", describe()));
     }
 
     /// Keeps `event` (a command queued on this device's queue; the reference passes to the backend)
     /// until a wait checks it, as for a kernel: a copy that fails is reported by the next wait.
-    void track(cl_event event, const std::string& name) { remember_launch(event, name); }
-
+    void track(cl_event event, const std::string& name) { launcher_.remember(event, name); }
     /// Whether every launch keeps its event until a wait checks it (LAZYTENSOR_OPENCL_LAUNCH_EVENTS).
-    bool launch_events() const { return launch_events_; }
+    bool launch_events() const { return launcher_.launch_events(); }
     /// Tests only: turns launch events on or off (after a wait: the list must be empty).
     void set_launch_events(bool on) {
         synchronize();
-        launch_events_ = on;
+        launcher_.set_launch_events(on);
     }
-
     /// Tests only: the next kernel launched on this device waits for this event (a user event the
     /// test sets to an error status stands in for a kernel that fails while the device runs it).
     /// One per device: another device's launches neither wait for it nor take it.
-    std::atomic<cl_event>& detail_launch_dependency() { return launch_dependency_; }
-    /// The event the next launch waits for (see detail_launch_dependency), taken: null almost always.
-    cl_event take_launch_dependency() {
-        return launch_dependency_.load(std::memory_order_relaxed) ? launch_dependency_.exchange(nullptr) : nullptr;
+    std::atomic<cl_event>& detail_launch_dependency() { return launcher_.launch_dependency(); }
+
+    /// Makes launch() time every kernel with profiling events (waits for each kernel).
+    void set_record_times(bool on) override { launcher_.set_record_times(on); }
+    bool record_times() const override { return launcher_.record_times(); }
+    std::vector<double> take_device_times_ms() override { return launcher_.take_times_ms(); }
+
+    // ---------------------------------------------------------------------- scans and sorts
+
+    void scan(const ir::Scan& s, const Buffer& in, Buffer& out) override { scans_.run(s, in, out); }
+    bool fuses_scan_prologue(const ir::Scan& s, const ir::Kernel& prologue) const override {
+        return fuse_epilogues_ && scans_.can_fuse(s, prologue);
+    }
+    bool fuses_scan_epilogue(const ir::Scan& s, const ir::Kernel& epilogue, int) const override {
+        return fuse_epilogues_ && scans_.can_fuse(s, epilogue);
+    }
+    void scan_fused(const ir::Scan& s, const FusedKernels& fusion, const Buffer& in, const std::vector<Buffer*>& params,
+                    const std::vector<Scalar>& scalars) override {
+        scans_.run_fused(s, fusion, in, params, scalars);
+    }
+    std::string scan_fused_source(const ir::Scan& s, const FusedKernels& fusion) override {
+        return scans_.fused_source(s, fusion);
     }
 
-    void gemm(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c) override {
-        if (g.dtype == DType::Float64 && !fp64_)
-            fail<DeviceError>(describe(), " does not support float64 (the device lacks cl_khr_fp64): matmul of float64 ",
-                              "tensors cannot run there; use float32, or run it on the host");
-        if (uses_own_gemm(g)) return own_gemm(g, a, b, c);
-#if LAZYTENSOR_CLBLAST
-        using ms_t = std::chrono::duration<double, std::milli>;
-        ir::Gemm spec = g;
-        BufferPtr a_copy = blas_readable_copy(spec, a, spec.a, spec.m, spec.k);
-        BufferPtr b_copy = blas_readable_copy(spec, b, spec.b, spec.k, spec.n);
-        cl_mem ma = static_cast<cl_mem>((a_copy ? a_copy.get() : &a)->handle());
-        cl_mem mb = static_cast<cl_mem>((b_copy ? b_copy.get() : &b)->handle());
-        cl_mem mc = static_cast<cl_mem>(c.handle());
-        if (record_times_) synchronize();  // time the whole product: CLBlast may run several kernels
-        const auto start = std::chrono::steady_clock::now();
-        const clblast::StatusCode status = spec.dtype == DType::Float64
-                                               ? clblast_gemm<double>(spec, ma, mb, mc, queue_, nullptr)
-                                               : clblast_gemm<float>(spec, ma, mb, mc, queue_, nullptr);
-        const double enqueue_ms = ms_t(std::chrono::steady_clock::now() - start).count();
-        if (status != clblast::StatusCode::kSuccess)
-            fail<BackendError>("OpenCL: CLBlast ", gemm_routine(spec), " failed on ", describe(), ": ",
-                               clblast_status_name(status), " (", static_cast<int>(status), ") for ", spec.dtype,
-                               " batch ", spec.batch, ", m ", spec.m, ", n ", spec.n, ", k ", spec.k,
-                               lost_device_hint(static_cast<cl_int>(status)));  // CLBlast reuses OpenCL's codes
-        // Enqueueing takes microseconds; a slow call is CLBlast compiling its kernels.
-        if (enqueue_ms > 20 && debug_level() >= 1)
-            std::cerr << "[lazytensor] CLBlast compiled its " << (spec.dtype == DType::Float64 ? "d" : "s")
-                      << "gemm kernels for " << describe() << " on first use: " << enqueue_ms
-                      << " ms (once per process and kernel variant)\n";
-        if (record_times_) {
-            synchronize();
-            times_ms_.push_back(ms_t(std::chrono::steady_clock::now() - start).count());
-        }
-#else
-        (void)a, (void)b, (void)c;
-#endif
+    void sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k, bool descending, Buffer& values,
+                   Buffer& indices) override {
+        sorts_.run(in, rows, n, k, descending, values, indices);
     }
 
+    // ------------------------------------------------------------------- matrix products
+
+    void gemm(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c) override { gemm_.run(g, a, b, c); }
     bool fuses_epilogue(const ir::Gemm& g, const ir::Kernel& epilogue, int) const override {
-        return fuses(g, epilogue);
+        return fuse_epilogues_ && gemm_.can_fuse(g, epilogue);
     }
     bool fuses_prologue(const ir::Gemm& g, const ir::Kernel& prologue) const override {
-        if (prologue.params[0].dtype == DType::Float16 && !fuse_half_loads_.value_or(!traits_.gpu)) return false;
-        return fuses(g, prologue);
+        return fuse_epilogues_ && gemm_.can_fuse_prologue(g, prologue);
     }
-
     void gemm_fused(const ir::Gemm& g, const FusedKernels& fusion, const Buffer& a, const Buffer& b,
                     const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) override {
-        if (g.dtype == DType::Float64 && !fp64_)
-            fail<DeviceError>(describe(), " does not support float64 (the device lacks cl_khr_fp64): matmul of float64 ",
-                              "tensors cannot run there; use float32, or run it on the host");
-        const FusedCode code = fused_code_of(nullptr, &g, fusion);
-        // Scalars come as A's prologue's, B's, then the epilogue's; the kernel takes the
-        // epilogue's (and its store_product flag) first.
-        std::vector<ScalarArg> values, prologue_values;
-        std::size_t next_scalar = 0;
-        auto take_scalars = [&](const ir::Kernel& k, std::vector<ScalarArg>& into) {
-            for (DType t : k.scalars) into.emplace_back(scalars.at(next_scalar++), t);
-        };
-        for (int o = 0; o < 2; ++o)
-            if (fusion.prologue[o]) take_scalars(*fusion.prologue[o], prologue_values);
-        std::vector<const Buffer*> buffers;
-        Buffer* out = params.back();
-        if (const ir::Kernel* k = fusion.epilogue) {
-            const int pp = fusion.product_param;
-            Buffer* product = params[static_cast<std::size_t>(pp)];
-            buffers.push_back(product ? product : out);
-            for (std::size_t p = 0; p + 1 < params.size(); ++p)
-                if (static_cast<int>(p) != pp) buffers.push_back(params[p]);
-            take_scalars(*k, values);
-            values.emplace_back(Scalar::of<std::int32_t>(product ? 1 : 0), DType::Int32);
-        }
-        values.insert(values.end(), prologue_values.begin(), prologue_values.end());
-        own_gemm(g, a, b, *out, *code.epilogue, buffers, values, *code.prologue[0], *code.prologue[1]);
+        gemm_.run_fused(g, fusion, a, b, params, scalars);
     }
+    std::string gemm_fused_source(const ir::Gemm& g, const FusedKernels& fusion) override {
+        return gemm_.fused_source(g, fusion);
+    }
+    std::string gemm_routine(const ir::Gemm& g) const override { return gemm_.routine(g); }
+    const DevicePolicy& policy() const override { return policy_; }
 
-    bool fuses_attention(const ir::Attention& a) const override {
-        return fuse_attention_ && attention_params(a).has_value() && computes(a.score_function);
+    /// c = a x b on the own GEMM kernel: one launch, operands read in place; `epilogue` is
+    /// applied to each result before its store, with `epilogue_buffers` as its parameters.
+    void own_gemm(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c, const FusedEpilogue& epilogue = {},
+                  const std::vector<const Buffer*>& epilogue_buffers = {}, const std::vector<ScalarArg>& epilogue_values = {},
+                  const FusedPrologue& prologue_a = {}, const FusedPrologue& prologue_b = {}) {
+        gemm_.own(g, a, b, c, epilogue, FusedArgs{epilogue_buffers, epilogue_values}, prologue_a, prologue_b);
     }
-    /// Tests and benchmarks: whether attention runs as one kernel from now on
-    /// (LAZYTENSOR_FUSE_ATTENTION=0 turns it off from the start).
-    void set_fuse_attention(bool on) {
-        fuse_attention_ = on;
-        ++gemm_config_generation();
-    }
-    /// Benchmarks: the attention kernel's block and work-group shape from now on (nullopt: the
-    /// device's choice); where it cannot run a product's depths, attention is not fused.
-    void set_attention_params(std::optional<AttentionParams> params) {
-        if (params) check_attention_params(*params, traits_.max_work_group);
-        attention_params_override_ = params;
-        ++gemm_config_generation();
-    }
-    std::string attention_routine(const ir::Attention& a) const override {
-        const std::optional<AttentionParams> p = attention_params(a);
-        if (!p) return "attention kernel";
-        return concat("lazytensor attention kernel ", p->bm, "x", p->bn, "; scores and weights never stored");
-    }
-    std::string attention_source(const ir::Attention& a) override {
-        const std::optional<AttentionParams> p = attention_params(a);
-        if (!p) return {};
-        return attention_kernel_source(a.depth(), a.value_depth(), *p, attention_layout(a), prologue_code(a.score_function, "s", traits_));
-    }
+    /// Whether `g` runs on the own GEMM kernel (else CLBlast).
+    bool uses_own_gemm(const ir::Gemm& g) const { return gemm_.uses_own(g); }
+    /// The parameters the own GEMM kernel runs `g` with on this device.
+    GemmKernelParams own_gemm_params(const ir::Gemm& g) const { return gemm_.params(g); }
+    /// The layout class the own GEMM kernel runs `g` with (parameter set `p`).
+    GemmLayoutClass own_gemm_layout(const ir::Gemm& g, const GemmKernelParams& p) const { return gemm_.layout(g, p); }
 
-    void attention(const ir::Attention& a, const Buffer& q, const Buffer& kt, const Buffer& v, Buffer& out,
-                   const std::vector<Scalar>& scalars) override {
-        const std::optional<AttentionParams> p = attention_params(a);
-        if (!p) fail<BackendError>("lazytensor internal error: attention of depth ", a.depth(), " and ", a.value_depth(),
-                                   " cannot run on ", describe());
-        const ir::Gemm& g = a.scores;
-        const std::int64_t count = g.batch_count();
-        if (count == 0 || g.m == 0) return;
-        const AttentionLayout layout = attention_layout(a);
-        const std::string key = concat(ir::key(a.score_function), '|', a.depth(), ',', a.value_depth(), ',', p->bm, ',', p->bn,
-                                       ',', p->ty, ',', layout.q_vec, layout.k_vec, layout.v_vec);
-        auto it = attention_kernels_.find(key);
-        if (it == attention_kernels_.end()) {
-            if (attention_kernels_.size() >= cache_capacity()) attention_kernels_.clear();
-            std::shared_ptr<ProgramOwner> program = build_program(attention_source(a));
-            cl_int err = CL_SUCCESS;
-            KernelOwner kernel(clCreateKernel(program->program, attention_kernel_name(), &err));
-            check(err, "clCreateKernel", concat("for ", attention_kernel_name(), " on ", describe()));
-            it = attention_kernels_.emplace(key, OwnGemmKernel{std::move(program), std::move(kernel)}).first;
-        }
-        cl_kernel kernel = it->second.kernel.kernel;
-        cl_uint arg = 0;
-        auto set = [&](const auto& value) { check(clSetKernelArg(kernel, arg++, sizeof value, &value), "clSetKernelArg"); };
-        auto batch_stride = [&](const ir::MatrixLayout& l) { return static_cast<cl_long>(l.batch_strides.empty() ? 0 : l.batch_strides[0]); };
-        set(static_cast<cl_mem>(out.handle()));
-        set(static_cast<cl_mem>(q.handle()));
-        set(static_cast<cl_mem>(kt.handle()));
-        set(static_cast<cl_mem>(v.handle()));
-        set(static_cast<cl_int>(g.m));
-        set(static_cast<cl_int>(g.n));
-        const cl_uint first_batch_arg = arg++;
-        for (const ir::MatrixLayout* l : {&g.a, &g.b, &a.values.b}) {
-            set(static_cast<cl_long>(l->offset));
-            set(batch_stride(*l));
-            set(static_cast<cl_long>(l->row_stride));
-            set(static_cast<cl_long>(l->col_stride));
-        }
-        for (std::size_t i = 0; i < a.score_function.scalars.size(); ++i) {
-            const ScalarArg value(scalars.at(i), a.score_function.scalars[i]);
-            check(clSetKernelArg(kernel, arg++, value.size, value.bytes), "clSetKernelArg");
-        }
-        const std::size_t local[3] = {std::size_t(p->tx), std::size_t(p->ty), 1};
-        launch_per_matrix(kernel, attention_kernel_name(), first_batch_arg, count,
-                          static_cast<std::size_t>((g.m + p->bm - 1) / p->bm) * local[0], local);
-    }
-
-    /// Tests and benchmarks: whether products fuse their element-wise consumers from now on
-    /// (LAZYTENSOR_GEMM_EPILOGUE=0 turns it off from the start).
+    /// Which GEMM runs matrix products (LAZYTENSOR_OPENCL_GEMM; Auto: per shape and device).
+    GemmChoice gemm_choice() const { return gemm_.choice(); }
+    /// Tests and benchmarks: chooses the GEMM for the products run from now on (CLBlast in a
+    /// build without it is a DeviceError).
+    void set_gemm_choice(GemmChoice choice) { gemm_.set_choice(choice); }
+    /// Benchmarks: the parameters of the own GEMM kernel from now on (nullopt: the device's set).
+    void set_gemm_params(std::optional<GemmKernelParams> params) { gemm_.set_params(params); }
+    /// Tests only: the own GEMM kernel computes element offsets in 64 bits whatever the sizes
+    /// (as it does for matrices of 2^31 elements or more).
+    void set_gemm_wide_index(bool on) { gemm_.set_wide_index(on); }
+    /// Tests and benchmarks: whether products (and scans) fuse their element-wise consumers and
+    /// producers from now on (LAZYTENSOR_GEMM_EPILOGUE=0 turns it off from the start).
     void set_fuse_epilogues(bool on) {
         fuse_epilogues_ = on;
         ++gemm_config_generation();
@@ -725,682 +195,94 @@ public:
     /// Tests: whether a cast from float16 runs in the product's loads (null: the default, not on
     /// GPUs, where the H100 ran relu(x16.float() @ w1 + b1) at 8192x784x512 slower fused, 0.242
     /// ms, than as a cast kernel and a product, 0.231 ms).
-    void set_fuse_half_loads(std::optional<bool> on) {
-        fuse_half_loads_ = on;
-        ++gemm_config_generation();
-    }
+    void set_fuse_half_loads(std::optional<bool> on) { gemm_.set_fuse_half_loads(on); }
 
-    std::string gemm_routine(const ir::Gemm& g) const override {
-        if (uses_own_gemm(g)) {
-            const GemmKernelParams p = own_gemm_params(g);
-            const bool capped = p.max_registers && platform_name_.find("NVIDIA") != std::string::npos;
-            return concat("lazytensor GEMM kernel ", p.block_m(), "x", p.block_n(), "x", p.bk, " (", p.wm, "x", p.wn,
-                          " per work-item", capped ? concat(", at most ", p.max_registers, " registers") : "",
-                          own_gemm_layout(g, p).whole_tiles ? ", whole tiles" : "", ")");
-        }
-#if LAZYTENSOR_CLBLAST
-        return std::string("CLBlast ") + clblast_routine(g) +
-               (clblast_tuned_.empty() || g.dtype != DType::Float32 ? "" : ", tuned " + clblast_tuned_);
-#else
-        return Backend::gemm_routine(g);
-#endif
-    }
+    // ------------------------------------------------------------------------- attention
 
-    /// Which GEMM runs matrix products (LAZYTENSOR_OPENCL_GEMM; Auto: per shape and device).
-    GemmChoice gemm_choice() const { return gemm_choice_; }
-    /// Tests and benchmarks: chooses the GEMM for the products run from now on (CLBlast in a
-    /// build without it is a DeviceError).
-    void set_gemm_choice(GemmChoice choice) {
-        if (choice == GemmChoice::CLBlast && !LAZYTENSOR_CLBLAST)
-            fail<DeviceError>("CLBlast cannot run matrix products on ", describe(), ": this build has LAZYTENSOR_CLBLAST off");
-        gemm_choice_ = choice;
-        ++gemm_config_generation();
+    bool fuses_attention(const ir::Attention& a) const override { return attention_.fuses(a); }
+    std::string attention_routine(const ir::Attention& a) const override { return attention_.routine(a); }
+    std::string attention_source(const ir::Attention& a) override { return attention_.source(a); }
+    void attention(const ir::Attention& a, const Buffer& q, const Buffer& kt, const Buffer& v, Buffer& out,
+                   const std::vector<Scalar>& scalars) override {
+        attention_.run(a, q, kt, v, out, scalars);
     }
-    /// Benchmarks: the parameters of the own GEMM kernel from now on (nullopt: the device's set).
-    void set_gemm_params(std::optional<GemmKernelParams> params) {
-        if (params) {
-            check_gemm_params(*params);
-            if (std::size_t(params->threads()) > traits_.max_work_group)
-                fail<ValueError>("OpenCL GEMM kernel parameters tm ", params->tm, ", tn ", params->tn, ": work-groups of ",
-                                 params->threads(), " work-items, but ", describe(), " allows ", traits_.max_work_group);
-        }
-        gemm_params_override_ = params;
-    }
-    /// Tests only: the own GEMM kernel computes element offsets in 64 bits whatever the sizes
-    /// (as it does for matrices of 2^31 elements or more).
-    void set_gemm_wide_index(bool on) { gemm_wide_index_ = on; }
-    /// The parameters the own GEMM kernel runs `g` with on this device.
-    GemmKernelParams own_gemm_params(const ir::Gemm& g) const {
-        if (gemm_params_override_) return *gemm_params_override_;
-        return gemm_params_for(g, traits_.gpu, device_name_, traits_.max_work_group, traits_.local_memory);
-    }
-    /// The layout class the own GEMM kernel runs `g` with (parameter set `p`).
-    GemmLayoutClass own_gemm_layout(const ir::Gemm& g, const GemmKernelParams& p) const {
-        GemmLayoutClass layout = gemm_layout_class(g);
-        layout.wide_index = layout.wide_index || gemm_wide_index_;
-        layout.whole_tiles = gemm_whole_tiles(g, layout, p);
-        return layout;
-    }
-    const DevicePolicy& policy() const override { return policy_; }
-    /// Whether `g` runs on the own GEMM kernel (else CLBlast).
-    bool uses_own_gemm(const ir::Gemm& g) const {
-        if (!LAZYTENSOR_CLBLAST || gemm_choice_ == GemmChoice::Own) return true;
-        if (gemm_choice_ == GemmChoice::CLBlast) return false;
-        return own_gemm_faster(g, traits_.gpu, device_name_);
-    }
-
-    /// Makes launch() time every kernel with profiling events (waits for each kernel).
-    void set_record_times(bool on) override { record_times_ = on; }
-    bool record_times() const override { return record_times_; }
-    std::vector<double> take_device_times_ms() override { return std::exchange(times_ms_, {}); }
-
-    std::string kernel_source(const CompiledKernel& compiled) const override {
-        return static_cast<const OpenCLKernel&>(compiled).rendered.source;
-    }
+    /// Tests and benchmarks: whether attention runs as one kernel from now on
+    /// (LAZYTENSOR_FUSE_ATTENTION=0 turns it off from the start).
+    void set_fuse_attention(bool on) { attention_.set_fuse(on); }
+    /// Benchmarks: the attention kernel's block and work-group shape from now on (nullopt: the
+    /// device's choice); where it cannot run a product's depths, attention is not fused.
+    void set_attention_params(std::optional<AttentionParams> params) { attention_.set_params(params); }
 
     // --------------------------------------------------------------------------- programs
 
-    /// Where build_program found a program.
-    enum class ProgramSource { Memory, Disk, Compiler };
-
-    /// A built program for `source` on this device: from memory, from the disk cache, or
-    /// compiled now (with its kernel capped at `max_registers` where that can be asked: NVIDIA).
-    /// A failed build throws BackendError with the build log and the source.
+    using ProgramSource = opencl::ProgramSource;
+    /// A built program for `source` (ProgramCache::build).
     std::shared_ptr<ProgramOwner> build_program(const std::string& source, ProgramSource* from = nullptr,
                                                 int max_registers = 0) {
-        if (from) *from = ProgramSource::Memory;
-        if (auto hit = programs_.find(source)) return hit;
-        const std::string key = concat("lazytensor program cache 1\noptions: ", build_options(), "\ndevice: ",
-                                       device_name_, "\ndriver: ", driver_, "\nsource:\n", source);
-        std::shared_ptr<ProgramOwner> program;
-        if (auto binary = disk_.load(key)) program = from_binary(*binary, disk_.path_for(key));
-        const bool from_disk = program != nullptr;
-        if (!from_disk) {
-            program = from_source(source);
-            if (max_registers) program = with_register_cap(std::move(program), max_registers);
-            // Only when storing: asking PoCL for a binary makes it compile every kernel once more.
-            if (disk_.enabled()) disk_.store(key, binary_of(program->program));
-        }
-        count_program(from_disk);
-        if (from) *from = from_disk ? ProgramSource::Disk : ProgramSource::Compiler;
-        return programs_.insert(source, std::move(program)).first;
+        return programs_.build(source, from, max_registers);
     }
-
     /// Built programs held in memory (bounded like the kernel cache).
     std::size_t cached_programs() const { return programs_.size(); }
+    ProgramDiskCache& disk_cache() { return programs_.disk(); }
+    const std::string& build_options() const { return programs_.options(); }
 
     /// The kernel cache and the program cache below it keep `kernels` entries each.
     void set_cache_capacity(std::size_t kernels) override {
         Backend::set_cache_capacity(kernels);
         programs_.set_capacity(kernels);
     }
-
     /// Forgets compiled kernels and built programs held in memory (the disk cache stays).
     void clear_kernel_cache() override {
         Backend::clear_kernel_cache();
         programs_.clear();
-        gemm_kernels_.clear();
-        attention_kernels_.clear();
-        epilogues_.clear();
-        prologues_.clear();
+        gemm_.clear_cache();
+        attention_.clear_cache();
+        fused_code_.clear();
     }
-
-    std::string describe() const { return concat(device().str(), " (", device_name_, ")"); }
 
     /// Tests only: replaces the command queue and returns the old one. A null queue stands in
     /// for a device that was lost mid-run (every call then fails with CL_INVALID_COMMAND_QUEUE).
-    cl_command_queue exchange_queue(cl_command_queue queue) { return std::exchange(queue_, queue); }
+    cl_command_queue exchange_queue(cl_command_queue queue) { return device_.exchange_queue(queue); }
     /// Tests only: replaces the program build options and returns the old ones (bad options
     /// stand in for a driver whose compiler fails).
-    std::string exchange_build_options(std::string options) { return std::exchange(options_, std::move(options)); }
+    std::string exchange_build_options(std::string options) { return programs_.exchange_options(std::move(options)); }
 
 protected:
     std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel, CompileOutcome& outcome) override {
-        DeviceTraits traits = traits_;
-        for (;;) {
-            RenderedKernel rendered = render(kernel, traits);
-            if (rendered.stages.empty()) return with_program(kernel, std::move(rendered), nullptr, traits);
-            require_fp64(rendered);
-            ProgramSource from = ProgramSource::Memory;
-            std::shared_ptr<ProgramOwner> program = build_program(rendered.source, &from);
-            outcome.built_from_source = outcome.built_from_source || from == ProgramSource::Compiler;
-            outcome.from_disk = outcome.from_disk || from == ProgramSource::Disk;
-            auto k = with_program(kernel, std::move(rendered), std::move(program), traits);
-            if (k->kernels.size() == k->rendered.stages.size()) return k;
-            // The compiled kernel needs too many registers for its work-group: render it for
-            // smaller work-groups.
-            traits.max_work_group = k->fits;
-        }
+        return kernels_.compile(kernel, outcome);
     }
-
-    // A program of several kernels builds faster than as many programs (NVIDIA's driver builds
-    // one program at a time in a process, whatever the threads or contexts: bench/README.md), so
-    // the kernels one realize needs are built as one program (functions named apart, helpers
-    // shared).
     std::vector<std::shared_ptr<CompiledKernel>> compile_batch(const std::vector<const ir::Kernel*>& kernels,
                                                                std::vector<CompileOutcome>& outcomes) override {
-        std::vector<std::shared_ptr<CompiledKernel>> out(kernels.size());
-        std::vector<RenderedKernel> rendered(kernels.size());
-        std::vector<std::size_t> together;
-        for (std::size_t i = 0; i < kernels.size(); ++i) {
-            rendered[i] = render(*kernels[i], traits_, "lt_kernel" + std::to_string(i));
-            if (rendered[i].stages.empty()) continue;
-            require_fp64(rendered[i]);
-            // A kernel whose own program is in memory already (built alone before) uses it.
-            if (programs_.find(render(*kernels[i], traits_).source)) continue;
-            together.push_back(i);
-        }
-        if (together.size() >= 2) {
-            bool fp64 = false;
-            std::vector<std::string> helpers;
-            std::string functions;
-            for (std::size_t i : together) {
-                fp64 = fp64 || rendered[i].uses_fp64;
-                for (std::string& h : rendered[i].helpers)
-                    if (std::find(helpers.begin(), helpers.end(), h) == helpers.end()) helpers.push_back(std::move(h));
-                functions += rendered[i].functions;
-            }
-            std::shared_ptr<ProgramOwner> program;
-            ProgramSource from = ProgramSource::Memory;
-            try {
-                program = build_program(program_source(fp64, helpers, functions), &from);
-            } catch (const BackendError&) {
-                // Built one by one below: the kernel that fails reports its own log and source.
-            }
-            for (std::size_t i : together) {
-                if (!program) break;
-                auto k = with_program(*kernels[i], std::move(rendered[i]), program, traits_);
-                if (k->kernels.size() != k->rendered.stages.size()) continue;  // too big a work-group: alone below
-                outcomes[i].built_from_source = from == ProgramSource::Compiler;
-                outcomes[i].from_disk = from == ProgramSource::Disk;
-                out[i] = std::move(k);
-            }
-        }
-        for (std::size_t i = 0; i < kernels.size(); ++i)
-            if (!out[i]) out[i] = compile(*kernels[i], outcomes[i]);
-        return out;
+        return kernels_.compile_batch(kernels, outcomes);
     }
 
-    void require_fp64(const RenderedKernel& rendered) const {
-        if (rendered.uses_fp64 && !fp64_)
-            fail<DeviceError>(describe(), " does not support float64 (the device lacks cl_khr_fp64); "
-                              "use float32 tensors, or run this on the host");
-    }
-
-    /// The kernel of `rendered` in `program`: a cl_kernel per stage. When a stage needs a
-    /// smaller work-group than it was rendered for, the result has no cl_kernels and `fits`
-    /// says the largest work-group that can run.
-    std::shared_ptr<OpenCLKernel> with_program(const ir::Kernel& kernel, RenderedKernel rendered,
-                                               std::shared_ptr<ProgramOwner> program, const DeviceTraits& traits) {
-        auto k = std::make_shared<OpenCLKernel>();
-        k->rendered = std::move(rendered);
-        k->scalars = kernel.scalars;
-        k->program = std::move(program);
-        std::size_t fits = traits.max_work_group;
-        std::vector<KernelOwner> made;
-        for (const Stage& st : k->rendered.stages) {
-            cl_int err = CL_SUCCESS;
-            cl_kernel h = clCreateKernel(k->program->program, st.name.c_str(), &err);
-            check(err, "clCreateKernel", concat("for ", st.name, " on ", describe()));
-            made.emplace_back(h);
-            std::size_t most = 0;
-            check(clGetKernelWorkGroupInfo(h, device_, CL_KERNEL_WORK_GROUP_SIZE, sizeof most, &most, nullptr),
-                  "clGetKernelWorkGroupInfo");
-            if (st.local[0] * st.local[1] > most) fits = std::min(fits, most);
-        }
-        if (fits == traits.max_work_group) {
-            k->kernels = std::move(made);
-            return k;
-        }
-        std::size_t p = 1;
-        while (p * 2 <= fits) p *= 2;
-        if (p >= traits.max_work_group || p == 0)
-            fail<BackendError>("OpenCL: ", describe(), " cannot run the kernel with any work-group size");
-        k->fits = p;
-        return k;
-    }
-
-    std::size_t largest_buffer() const override { return static_cast<std::size_t>(max_alloc_); }
-
+    std::size_t largest_buffer() const override { return device_.largest_buffer(); }
     void* allocate_memory(std::size_t bytes, std::int64_t numel, DType dtype) override {
-        const std::size_t size = block_size(bytes);
-        if (cl_mem m = take_cached(size)) return m;
-        cl_int err = CL_SUCCESS;
-        cl_mem m = clCreateBuffer(context_, CL_MEM_READ_WRITE, size, nullptr, &err);
-        if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES || err == CL_OUT_OF_HOST_MEMORY) {
-            release_cached();  // give the cached blocks back, then try once more
-            m = clCreateBuffer(context_, CL_MEM_READ_WRITE, size, nullptr, &err);
-        }
-        if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES || err == CL_OUT_OF_HOST_MEMORY)
-            fail<OutOfMemoryError>("out of memory on ", describe(), ": allocating ", numel, " elements of ", dtype, " (",
-                                   bytes, " bytes) failed: clCreateBuffer: ", status_name(err),
-                                   "; free tensors that are no longer needed and try again");
-        check(err, "clCreateBuffer", concat("allocating ", numel, " elements of ", dtype, " (", bytes, " bytes) on ", describe()));
-        return m;
+        return memory_.allocate(bytes, numel, dtype);
     }
-
-    void free_memory(void* handle, std::size_t bytes) noexcept override {
-        const std::size_t size = block_size(bytes);
-        {
-            std::lock_guard<std::mutex> lock(cache_mutex_);
-            if (cached_bytes_ + size <= cache_limit_) {
-                cached_.emplace(size, static_cast<cl_mem>(handle));
-                cached_bytes_ += size;
-                return;
-            }
-        }
-        clReleaseMemObject(static_cast<cl_mem>(handle));
-    }
-
-    std::size_t cached_bytes() const override {
-        std::lock_guard<std::mutex> lock(cache_mutex_);
-        return cached_bytes_;
-    }
+    void free_memory(void* handle, std::size_t bytes) noexcept override { memory_.free(handle, bytes); }
+    std::size_t cached_bytes() const override { return memory_.cached_bytes(); }
 
 private:
-    static std::size_t block_size(std::size_t bytes) {
-        if (bytes <= 256) return 256;
-        if (bytes < (std::size_t(1) << 20)) {  // powers of two below 1 MiB, then whole MiB
-            std::size_t p = 256;
-            while (p < bytes) p *= 2;
-            return p;
-        }
-        const std::size_t mb = std::size_t(1) << 20;
-        return (bytes + mb - 1) / mb * mb;
-    }
-
-
-    /// The own GEMM kernel for a dtype, layout class and parameter set, built once (through the
-    /// program caches) and kept.
-    cl_kernel own_gemm_kernel(DType dtype, const GemmLayoutClass& layout, const GemmKernelParams& p,
-                              const FusedEpilogue& epilogue, const FusedPrologue& prologue_a, const FusedPrologue& prologue_b) {
-        // Keyed by what the source is made of: a product that hits costs no source generation.
-        const std::string key = concat(dtype, ' ', layout.a_k_fast, layout.b_n_fast, layout.wide_index, layout.whole_tiles, ' ',
-                                       p.str(), ' ',
-                                       epilogue.parameters, '\n', epilogue.code, '\n', epilogue.output.value_or(dtype), ' ',
-                                       prologue_a.storage, prologue_a.function,
-                                       '\n', prologue_b.storage, prologue_b.function);
-        auto it = gemm_kernels_.find(key);
-        if (it == gemm_kernels_.end()) {
-            // Fused epilogues make a kernel per consumer and shape: bounded like the kernel cache.
-            if (gemm_kernels_.size() >= cache_capacity()) gemm_kernels_.clear();
-            std::shared_ptr<ProgramOwner> program =
-                build_program(gemm_kernel_source(dtype, layout, p, epilogue, prologue_a, prologue_b), nullptr, p.max_registers);
-            cl_int err = CL_SUCCESS;
-            KernelOwner kernel(clCreateKernel(program->program, gemm_kernel_name(), &err));
-            check(err, "clCreateKernel", concat("for ", gemm_kernel_name(), " on ", describe()));
-            it = gemm_kernels_.emplace(key, OwnGemmKernel{std::move(program), std::move(kernel)}).first;
-        }
-        return it->second.kernel.kernel;
-    }
-
-public:
-    /// c = a x b on the own GEMM kernel: one launch, operands read in place; `epilogue` is
-    /// applied to each result before its store, with `epilogue_buffers` as its parameters.
-    void own_gemm(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c, const FusedEpilogue& epilogue = {},
-                  const std::vector<const Buffer*>& epilogue_buffers = {}, const std::vector<ScalarArg>& epilogue_values = {},
-                  const FusedPrologue& prologue_a = {}, const FusedPrologue& prologue_b = {}) {
-        const std::int64_t count = g.batch_count();
-        if (g.m == 0 || g.n == 0 || count == 0) return;
-        const GemmKernelParams p = own_gemm_params(g);
-        const GemmLayoutClass layout = own_gemm_layout(g, p);
-        cl_kernel kernel = own_gemm_kernel(g.dtype, layout, p, epilogue, prologue_a, prologue_b);
-        cl_long a_batch_stride = 0, b_batch_stride = 0;
-        cl_int per_matrix = 0;
-        BufferPtr table;  // a batch of several axes: each matrix's offsets of A and B
-        if (g.batch.size() == 1) {
-            a_batch_stride = g.a.batch_strides[0];
-            b_batch_stride = g.b.batch_strides[0];
-        } else if (g.batch.size() > 1) {
-            std::vector<std::int64_t> a_offsets, b_offsets;
-            g.batch_offsets(a_offsets, b_offsets);
-            std::vector<cl_long> pairs;
-            pairs.reserve(2 * a_offsets.size());
-            for (std::size_t i = 0; i < a_offsets.size(); ++i) pairs.push_back(a_offsets[i]), pairs.push_back(b_offsets[i]);
-            table = allocate(DType::Int64, static_cast<std::int64_t>(pairs.size()));
-            write(*table, 0, pairs.data(), pairs.size() * sizeof(cl_long));
-            per_matrix = 1;
-        }
-        cl_uint arg = 0;
-        auto set = [&](const auto& v) { check(clSetKernelArg(kernel, arg++, sizeof v, &v), "clSetKernelArg"); };
-        auto set_index = [&](std::int64_t v) {
-            if (layout.wide_index) set(static_cast<cl_long>(v));
-            else set(static_cast<cl_int>(v));
-        };
-        set(static_cast<cl_mem>(c.handle()));
-        set(static_cast<cl_mem>(a.handle()));
-        set(static_cast<cl_mem>(b.handle()));
-        set(static_cast<cl_mem>((table ? table.get() : &c)->handle()));
-        for (std::int64_t v : {g.m, g.n, g.k, g.a.row_stride, g.a.col_stride, g.b.row_stride, g.b.col_stride}) set_index(v);
-        set(static_cast<cl_long>(g.a.offset));
-        set(a_batch_stride);
-        set(static_cast<cl_long>(g.b.offset));
-        set(b_batch_stride);
-        set(per_matrix);
-        const cl_uint first_matrix_arg = arg++;
-        for (const Buffer* extra : epilogue_buffers) set(static_cast<cl_mem>(extra->handle()));
-        for (const ScalarArg& v : epilogue_values) check(clSetKernelArg(kernel, arg++, v.size, v.bytes), "clSetKernelArg");
-        auto blocks = [](std::int64_t extent, int block) { return static_cast<std::size_t>((extent + block - 1) / block); };
-        const std::size_t local[3] = {std::size_t(p.tn), std::size_t(p.tm), 1};
-        launch_per_matrix(kernel, gemm_kernel_name(), first_matrix_arg, count,
-                          blocks(g.m, p.block_m()) * blocks(g.n, p.block_n()) * local[0], local);
-    }
-
-private:
-    /// Launches a kernel whose third NDRange dimension walks `count` matrices, in chunks of at
-    /// most 65535 (NVIDIA's limit along the second and third dimensions): argument `first_arg`
-    /// (a long) gets each chunk's first matrix; the first dimension spans `global0` work-items.
-    /// Timed as one item where times are recorded.
-    void launch_per_matrix(cl_kernel kernel, const char* name, cl_uint first_arg, std::int64_t count, std::size_t global0,
-                           const std::size_t (&local)[3]) {
-        constexpr std::int64_t most_matrices = 65535;
-        double ms = 0;
-        for (std::int64_t first = 0; first < count; first += most_matrices) {
-            const cl_long first_matrix = first;
-            check(clSetKernelArg(kernel, first_arg, sizeof first_matrix, &first_matrix), "clSetKernelArg");
-            const std::size_t global[3] = {global0, local[1], static_cast<std::size_t>(std::min(count - first, most_matrices))};
-            cl_event event = nullptr, wait = take_launch_dependency();
-            const cl_int err = clEnqueueNDRangeKernel(queue_, kernel, 3, nullptr, global, local, wait ? 1 : 0,
-                                                      wait ? &wait : nullptr, record_times_ || launch_events_ ? &event : nullptr);
-            check(err, "clEnqueueNDRangeKernel", concat("launching ", name, " on ", describe()));
-            if (launch_events_) {
-                if (record_times_) clRetainEvent(event);  // event_ms releases its reference; the list keeps its own
-                remember_launch(event, name);
-            }
-            if (record_times_) ms += event_ms(event);
-        }
-        if (record_times_) times_ms_.push_back(ms);
-    }
-
-    /// A contiguous copy of a gemm operand that BLAS cannot read in place (no unit stride), or
-    /// null; `layout` becomes the copy's.
-    BufferPtr blas_readable_copy(const ir::Gemm& g, const Buffer& operand, ir::MatrixLayout& layout,
-                                 std::int64_t rows, std::int64_t cols) {
-        if (ir::blas_operand(layout, rows, cols)) return nullptr;
-        const ir::Kernel copy = ir::contiguous_copy(g.dtype, g.batch, rows, cols, layout);
-        BufferPtr out = allocate(g.dtype, g.batch_count() * rows * cols);
-        launch(*get_kernel(copy), {const_cast<Buffer*>(&operand), out.get()}, {});
-        return out;
-    }
-
-    cl_mem take_cached(std::size_t size) {
-        std::lock_guard<std::mutex> lock(cache_mutex_);
-        auto it = cached_.find(size);
-        if (it == cached_.end()) return nullptr;
-        cl_mem m = it->second;
-        cached_bytes_ -= size;
-        cached_.erase(it);
-        return m;
-    }
-
-    double event_ms(cl_event event) {
-        cl_ulong start = 0, end = 0;
-        cl_int err = clWaitForEvents(1, &event);
-        if (err == CL_SUCCESS) err = clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_START, sizeof start, &start, nullptr);
-        if (err == CL_SUCCESS) err = clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr);
-        clReleaseEvent(event);
-        check(err, "clGetEventProfilingInfo", concat("on ", describe()));
-        return static_cast<double>(end - start) * 1e-6;
-    }
-
-    std::string build_log(cl_program program) const {
-        std::size_t n = 0;
-        if (clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n) != CL_SUCCESS) return "";
-        std::string log(n, '\0');
-        clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
-        while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
-        return log;
-    }
-
-    std::shared_ptr<ProgramOwner> from_source(const std::string& source) {
-        const char* text = source.c_str();
-        const std::size_t len = source.size();
-        cl_int err = CL_SUCCESS;
-        auto program = std::make_shared<ProgramOwner>(clCreateProgramWithSource(context_, 1, &text, &len, &err));
-        check(err, "clCreateProgramWithSource", concat("on ", describe()));
-        err = clBuildProgram(program->program, 1, &device_, options_.c_str(), nullptr, nullptr);
-        if (err != CL_SUCCESS)
-            fail<BackendError>("OpenCL: building a lazytensor kernel for ", describe(), " failed: ", status_name(err), " (",
-                               err, ")\n--- build log ---\n", build_log(program->program), "\n--- generated source (",
-                               "options: ", options_, ") ---\n", numbered(source));
-        if (debug_level() >= 2) {  // beside the generated source: what the device's compiler said of it, if anything
-            const std::string log = build_log(program->program);
-            if (log.find_first_not_of(" \t\r\n") != std::string::npos)
-                std::cerr << "[lazytensor] the OpenCL C compiler of " << describe() << " on a kernel it built:\n" << log << "\n";
-        }
-        return program;
-    }
-
-    /// `program` rebuilt from its PTX with its kernel capped at `registers` (NVIDIA's OpenCL C
-    /// compiler takes no such option); elsewhere, or where the driver refuses the PTX, `program`.
-    std::shared_ptr<ProgramOwner> with_register_cap(std::shared_ptr<ProgramOwner> program, int registers) {
-        if (platform_name_.find("NVIDIA") == std::string::npos) return program;  // (binaries of others aren't PTX)
-        const std::vector<unsigned char> binary = binary_of(program->program);
-        const std::optional<std::string> ptx = ptx_with_register_cap(std::string(binary.begin(), binary.end()), registers);
-        if (!ptx) return program;
-        cl_int why = CL_SUCCESS;
-        if (auto capped = built_from_binary(reinterpret_cast<const unsigned char*>(ptx->data()), ptx->size(), why)) return capped;
-        std::cerr << "[lazytensor] warning: " << describe() << " refused a GEMM kernel's PTX with a cap of " << registers
-                  << " registers (" << status_name(why) << "); it runs uncapped, slower\n";
-        return program;
-    }
-
-    std::shared_ptr<ProgramOwner> from_binary(const std::vector<unsigned char>& binary, const std::string& path) {
-        cl_int why = CL_SUCCESS;
-        if (auto program = built_from_binary(binary.data(), binary.size(), why)) return program;
-        std::cerr << "[lazytensor] warning: OpenCL program cache: " << path << " was rejected by the driver ("
-                  << status_name(why) << "); rebuilding it from source\n";
-        return nullptr;
-    }
-
-    /// A program built from a device binary, or null with the driver's status in `why`.
-    std::shared_ptr<ProgramOwner> built_from_binary(const unsigned char* data, std::size_t len, cl_int& why) {
-        cl_int status = CL_SUCCESS, err = CL_SUCCESS;
-        auto program = std::make_shared<ProgramOwner>(clCreateProgramWithBinary(context_, 1, &device_, &len, &data, &status, &err));
-        if (err == CL_SUCCESS && status == CL_SUCCESS)
-            err = clBuildProgram(program->program, 1, &device_, options_.c_str(), nullptr, nullptr);
-        why = err != CL_SUCCESS ? err : status;
-        return why == CL_SUCCESS ? program : nullptr;
-    }
-
-    /// This device's binary of `program` (a program of a shared context has one slot per device
-    /// of the context, filled for those it was built for). PoCL 3.1 files the binary of a program
-    /// built for its context's second device in the first slot; a program built for one device
-    /// has one binary, so a lone filled slot is that device's.
-    std::vector<unsigned char> binary_of(cl_program program) const {
-        cl_uint count = 0;
-        if (clGetProgramInfo(program, CL_PROGRAM_NUM_DEVICES, sizeof count, &count, nullptr) != CL_SUCCESS || count == 0)
-            return {};
-        std::vector<cl_device_id> devices(count);
-        std::vector<std::size_t> sizes(count);
-        if (clGetProgramInfo(program, CL_PROGRAM_DEVICES, count * sizeof(cl_device_id), devices.data(), nullptr) != CL_SUCCESS ||
-            clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, count * sizeof(std::size_t), sizes.data(), nullptr) != CL_SUCCESS)
-            return {};
-        std::size_t slot = static_cast<std::size_t>(std::find(devices.begin(), devices.end(), device_) - devices.begin());
-        if (slot == count) return {};
-        if (sizes[slot] == 0) {
-            if (std::count_if(sizes.begin(), sizes.end(), [](std::size_t s) { return s != 0; }) != 1) return {};
-            slot = static_cast<std::size_t>(std::find_if(sizes.begin(), sizes.end(), [](std::size_t s) { return s != 0; }) - sizes.begin());
-        }
-        // Every filled slot gets room (PoCL writes each one it has, whatever we asked for).
-        std::vector<std::vector<unsigned char>> binaries(count);
-        std::vector<unsigned char*> slots(count, nullptr);  // (a null slot is skipped)
-        for (std::size_t i = 0; i < count; ++i)
-            if (sizes[i] != 0) slots[i] = (binaries[i] = std::vector<unsigned char>(sizes[i])).data();
-        if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, count * sizeof(unsigned char*), slots.data(), nullptr) != CL_SUCCESS)
-            return {};
-        return std::move(binaries[slot]);
-    }
-
-    int index_;
-    cl_platform_id platform_;
-    cl_device_id device_;
-    cl_context context_ = nullptr;
-    cl_command_queue queue_ = nullptr;
-    std::string device_name_, platform_name_, kind_, driver_, options_;
-    OpenCLPolicy policy_;
-    bool fp64_ = false;
-    DeviceTraits traits_;
-    cl_ulong max_alloc_ = 0;
-
-    mutable std::mutex cache_mutex_;
-    std::multimap<std::size_t, cl_mem> cached_;
-    std::size_t cached_bytes_ = 0;
-    std::size_t cache_limit_ = 0;
-
-    LruCache<ProgramOwner> programs_{kernel_cache_capacity_from_env()};
-    ProgramDiskCache disk_;
-
-    bool record_times_ = false;
-    struct OwnGemmKernel {
-        std::shared_ptr<ProgramOwner> program;
-        KernelOwner kernel;
-    };
-    std::map<std::string, OwnGemmKernel> gemm_kernels_;  // by dtype, layout class, parameters and epilogue
-    std::unordered_map<std::string, FusedEpilogue> epilogues_;  // fused kernels' code, by kernel (and shape)
-    std::unordered_map<std::string, FusedPrologue> prologues_;
-    template <class Code>
-    std::unordered_map<std::string, Code>& fused_code_() {
-        if constexpr (std::is_same_v<Code, FusedEpilogue>) return epilogues_;
-        else return prologues_;
-    }
-    /// The code of a fused kernel under `key`, made by `make` the first time. (The caches are
-    /// emptied when full by fused_code_of only, before it takes pointers into them.)
-    template <class Make, class Code = std::decay_t<std::invoke_result_t<Make>>>
-    const Code& fused_code(const std::string& key, Make make) {
-        auto& cache = fused_code_<Code>();
-        auto it = cache.find(key);
-        if (it == cache.end()) it = cache.emplace(key, make()).first;
-        return it->second;
-    }
-    /// The code of the kernels fused into a scan (`s`) or a product (`g`): made once per kernel
-    /// (and, for an epilogue, per shape); absent ones are empty.
-    struct FusedCode {
-        const FusedPrologue* prologue[2];
-        const FusedEpilogue* epilogue;
-    };
-    FusedCode fused_code_of(const ir::Scan* s, const ir::Gemm* g, const FusedKernels& fusion) {
-        static const FusedPrologue no_prologue;
-        static const FusedEpilogue no_epilogue;
-        FusedCode code{{&no_prologue, &no_prologue}, &no_epilogue};
-        // Bounded like the kernel cache; emptied before any pointer below is taken (two
-        // prologues and an epilogue may be added).
-        if (prologues_.size() + 2 > cache_capacity()) prologues_.clear();
-        if (epilogues_.size() + 1 > cache_capacity()) epilogues_.clear();
-        for (int o = 0; o < (s ? 1 : 2); ++o)
-            if (const ir::Kernel* k = fusion.prologue[o])
-                code.prologue[o] = s ? &fused_code(concat("scan|", ir::key(*k)), [&] { return prologue_code(*k, "s", traits_); })
-                                     : &fused_code(concat(o, '|', ir::key(*k)), [&] { return gemm_prologue_code(*k, o, traits_); });
-        if (const ir::Kernel* k = fusion.epilogue) {
-            const int pp = fusion.product_param;
-            code.epilogue = s ? &fused_code(concat("scan|", ir::key(*k), '|', pp, '|', s->outer, ',', s->length, ',', s->inner),
-                                            [&] { return scan_epilogue_code(*s, *k, pp, traits_); })
-                              : &fused_code(concat(ir::key(*k), '|', pp, '|', g->batch_count(), ',', g->m, ',', g->n),
-                                            [&] { return gemm_epilogue_code(*g, *k, pp, traits_); });
-        }
-        return code;
-    }
-    /// Whether the device computes in `t` (float64 only with cl_khr_fp64).
-    bool computes(DType t) const { return t != DType::Float64 || fp64_; }
-    /// Whether the device computes what kernel `k` (a fused one: one phase) does.
-    bool computes(const ir::Kernel& k) const {
-        if (fp64_) return true;
-        for (const ir::Param& p : k.params)
-            if (p.dtype == DType::Float64) return false;
-        for (const ir::Instr& in : k.phases[0].instrs)
-            if (in.dtype == DType::Float64) return false;
-        return std::find(k.scalars.begin(), k.scalars.end(), DType::Float64) == k.scalars.end();
-    }
-    /// Whether a kernel fused into `g` can run: on the own GEMM kernel, computing in float64
-    /// only where the device has it.
-    bool fuses(const ir::Gemm& g, const ir::Kernel& k) const {
-        return fuse_epilogues_ && uses_own_gemm(g) && computes(g.dtype) && computes(k);
-    }
-    /// The parameters attention `a` runs with here, if it can run as one kernel: float32 with
-    /// int sizes (a batch of one axis at most; normalization merges the others where it can).
-    std::optional<AttentionParams> attention_params(const ir::Attention& a) const {
-        const ir::Gemm& g = a.scores;
-        if (g.batch.size() > 1 || g.m > INT32_MAX || g.n > INT32_MAX) return std::nullopt;
-        if (attention_params_override_)  // (local memory unchecked: NVIDIA allows more than it reports)
-            return a.depth() <= 256 && a.value_depth() <= 256 ? attention_params_override_ : std::nullopt;
-        return attention_params_for(a.depth(), a.value_depth(), g.batch_count() * ((g.m + 255) / 256), traits_, nvidia_cc_);
-    }
-    bool fuse_attention_ = env_flag("LAZYTENSOR_FUSE_ATTENTION", true);
-    std::optional<AttentionParams> attention_params_override_;
-    int nvidia_cc_ = 0;  // NVIDIA's compute capability (major * 10 + minor), 0 elsewhere
-    std::map<std::string, OwnGemmKernel> attention_kernels_;  // by score function, depths, parameters and layout
+    // Destroyed in reverse: the routines' kernels, then the launcher (which waits for the
+    // queue and releases the launches' events), the programs, the cached blocks, and last the
+    // queue and context.
+    OpenCLDevice device_;
+    BlockAllocator memory_;
+    ProgramCache programs_;
+    FusedCodeCache fused_code_;
+    Launcher launcher_;
+    RoutineContext routine_context_{device_, programs_, fused_code_, launcher_, *this};
+    KernelRoutines kernels_{routine_context_};
+    ScanRoutines scans_{routine_context_};
+    SortRoutines sorts_{routine_context_};
+    GemmRoutines gemm_{routine_context_};
+    AttentionRoutines attention_{routine_context_};
     bool fuse_epilogues_ = env_flag("LAZYTENSOR_GEMM_EPILOGUE", true);
-    std::optional<bool> fuse_half_loads_;
-    GemmChoice gemm_choice_ = GemmChoice::Auto;
-    std::optional<GemmKernelParams> gemm_params_override_;
-    bool gemm_wide_index_ = false;
-    std::vector<double> times_ms_;
-
-    // Kernels launched since the last wait, with their events: drivers report a kernel that
-    // failed while running only in its event's status (PoCL's clFinish and blocking reads
-    // return CL_SUCCESS), so every wait looks at them.
-    struct Launched {
-        cl_event event;
-        std::string name;
-    };
-    std::mutex launched_mutex_;
-    std::vector<Launched> launched_;
-    bool launch_events_ = true;
-    std::atomic<cl_event> launch_dependency_{nullptr};  // detail_launch_dependency()
-    std::size_t next_scan_ = 512;
-
-    void remember_launch(cl_event event, const std::string& name) {
-        std::lock_guard<std::mutex> lock(launched_mutex_);
-        launched_.push_back(Launched{event, name});
-        // Keep the list short between waits, at O(1) a launch: when the device is far behind,
-        // most events are still pending after a scan, and the next scan waits for 512 more.
-        if (launched_.size() >= next_scan_) {
-            check_launched(false);
-            next_scan_ = launched_.size() + 512;
-        }
-    }
-
-    /// Releases the events of kernels that completed; throws for one that failed. `all`: after a
-    /// wait (every event is final); otherwise only those already final are looked at.
-    void check_launched(bool all) {
-        std::unique_lock<std::mutex> lock(launched_mutex_, std::defer_lock);
-        if (all) lock.lock();  // (called with the lock held otherwise)
-        std::string failed;
-        cl_int failed_status = 0;
-        std::size_t kept = 0;
-        for (Launched& l : launched_) {
-            cl_int status = CL_COMPLETE;
-            const cl_int err = clGetEventInfo(l.event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
-            if (err == CL_SUCCESS && status > CL_COMPLETE && !all) {
-                if (&launched_[kept] != &l) launched_[kept] = std::move(l);  // still running (not a self-move)
-                ++kept;
-                continue;
-            }
-            if (failed.empty() && (err != CL_SUCCESS || status < 0)) {
-                failed = l.name;
-                failed_status = err != CL_SUCCESS ? err : status;
-            }
-            clReleaseEvent(l.event);
-        }
-        launched_.resize(kept);
-        if (all) next_scan_ = 512;
-        if (!failed.empty())
-            fail<BackendError>("OpenCL: kernel ", failed, " failed while ", describe(), " ran it: execution status ",
-                               status_name(failed_status), " (", failed_status, "). The realize that launched it had ",
-                               "returned (OpenCL runs kernels after realize returns): the tensors it computed have ",
-                               "undefined contents; tensors it did not compute are intact",
-                               lost_device_hint(failed_status));
-    }
-    std::string clblast_tuned_;  // the CLBlast kernels given tuned parameters (clblast_tuning.hpp)
+    OpenCLPolicy policy_{device_.traits().gpu};
 };
 
 // ------------------------------------------------------------------------------------ registry
-
-/// The OpenCL devices of this machine, listed once.
-inline const std::vector<std::pair<cl_platform_id, cl_device_id>>& opencl_device_ids() {
-    static const auto ids = list_devices();
-    return ids;
-}
 
 /// The backend of opencl:N, created on first use and kept for the process's lifetime (buffers
 /// of static tensors may outlive any destruction order).

@@ -11,7 +11,7 @@ namespace lazytensor::detail::opencl {
 
 class OpenCLPolicy final : public DevicePolicy {
 public:
-    bool gpu = false;  // the device is a GPU (CL_DEVICE_TYPE_GPU)
+    explicit OpenCLPolicy(bool gpu) : gpu_(gpu) {}
 
     /// On a CPU device (PoCL), a product with at most kThinProduct rows or columns (matrix x
     /// vector, vector x matrix, a few columns; batched too) or with k = 1 runs as a reduction
@@ -24,7 +24,7 @@ public:
     static constexpr std::int64_t kThinProduct = 8;
     static constexpr std::int64_t kThinElements = std::int64_t(1) << 16;
     bool product_as_reduction(DType, std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k) const override {
-        if (gpu || (std::min(m, n) > kThinProduct && k != 1)) return false;
+        if (gpu_ || (std::min(m, n) > kThinProduct && k != 1)) return false;
         return batch * std::max({m * k, k * n, m * n}) >= kThinElements;
     }
     std::int64_t split_k_parts(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k) const override {
@@ -33,6 +33,9 @@ public:
     // Kernel arguments: 8 bytes each at most; with the output, a scratch buffer and the count
     // of work-items, 128. OpenCL promises only 1024 bytes of them, so a sum of 200 tensors
     // becomes several kernels (the plain policy's 64 buffers and 125 arguments).
+
+private:
+    bool gpu_;  // the device is a GPU (CL_DEVICE_TYPE_GPU)
 };
 
 }  // namespace lazytensor::detail::opencl

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "../../core/dtype.hpp"
+#include "../../core/error.hpp"
 #include "../../ir/kernel.hpp"
 #include "op_spellings.hpp"
 
@@ -220,7 +221,7 @@ private:
     std::string substitute_value_;
     const ir::Kernel& k_;
     DeviceTraits dev_;
-    std::string name_;  // of the kernel function (a second stage adds "_fold")
+    std::string name_;  // of the kernel function (a second stage adds "_fold"); see renamed()
     std::ostringstream src_;
     std::size_t n_ = 0;  // domain rank
     std::int64_t numel_ = 0, outer_ = 1, reduced_ = 1;
@@ -847,6 +848,24 @@ private:
 /// The kernel as OpenCL C, its kernel function named `name`.
 inline RenderedKernel render(const ir::Kernel& kernel, const DeviceTraits& device, const std::string& name = "lt_kernel") {
     return Renderer(kernel, device, name).render();
+}
+
+/// `kernel` as render would have made it with the name `name`, without rendering it again (so
+/// that a kernel rendered as a program of its own can join a program of several): the name
+/// appears only where each stage's function is declared, "void <stage name>(".
+inline RenderedKernel renamed(RenderedKernel kernel, const std::string& name) {
+    if (kernel.stages.empty()) return kernel;
+    const std::size_t old_length = kernel.stages[0].name.size();  // the first stage is named `name`
+    for (Stage& stage : kernel.stages) {
+        const std::string to = name + stage.name.substr(old_length);
+        const std::string declared = "void " + stage.name + "(";
+        const std::size_t at = kernel.functions.find(declared);
+        if (at == std::string::npos) fail<Error>("lazytensor internal error: no function ", stage.name, " to rename");
+        kernel.functions.replace(at, declared.size(), "void " + to + "(");
+        stage.name = to;
+    }
+    kernel.source = program_source(kernel.uses_fp64, kernel.helpers, kernel.functions);
+    return kernel;
 }
 
 }  // namespace lazytensor::detail::opencl

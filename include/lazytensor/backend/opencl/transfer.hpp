@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Copies between two OpenCL devices: x.to(opencl:1) from opencl:0.
 //
-// Devices that share a context (the devices of one platform, opencl_backend.hpp) copy with
+// Devices that share a context (the devices of one platform, device.hpp) copy with
 // clEnqueueCopyBuffer on the destination's queue, asynchronously: the copy waits for what the
 // source's queue has queued so far (a marker's event), and the source's queue waits for the
 // copy before its next command, so the source buffer cannot be reused or rewritten under it.

@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: MIT
+// Running matrix products on an OpenCL device: which GEMM runs a product (lazytensor's own
+// kernel, gemm_kernel.hpp, or CLBlast, clblast_gemm.hpp: LAZYTENSOR_OPENCL_GEMM and the shape
+// choose), which products run as reductions instead, and the drivers of both GEMMs. On the own
+// kernel, a product's element-wise consumer runs in its stores and a simple producer of an
+// operand in its loads (gemm_epilogue.hpp).
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "../../core/config.hpp"
+#include "../../core/device.hpp"
+#include "../../core/error.hpp"
+#include "../../ir/gemm.hpp"
+#include "../../ir/kernel.hpp"
+#include "../backend.hpp"
+#include "cl_api.hpp"
+#include "clblast_gemm.hpp"
+#include "clblast_tuning.hpp"
+#include "fused_code.hpp"
+#include "gemm_kernel.hpp"
+#include "launch.hpp"
+#include "programs.hpp"
+#include "routine_context.hpp"
+
+namespace lazytensor::detail::opencl {
+
+class GemmRoutines {
+public:
+    explicit GemmRoutines(RoutineContext context) : c_(context) {
+#if LAZYTENSOR_CLBLAST
+        clblast_tuned_ = apply_clblast_tuning(c_.device.id(), c_.device.name());
+#endif
+        set_choice(gemm_choice_from_env());
+    }
+
+    /// Backend::gemm.
+    void run(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c) {
+        require_fp64(g);
+        if (uses_own(g)) return own(g, a, b, c);
+#if LAZYTENSOR_CLBLAST
+        using ms_t = std::chrono::duration<double, std::milli>;
+        ir::Gemm spec = g;
+        BufferPtr a_copy = blas_readable_copy(spec, a, spec.a, spec.m, spec.k);
+        BufferPtr b_copy = blas_readable_copy(spec, b, spec.b, spec.k, spec.n);
+        cl_mem ma = static_cast<cl_mem>((a_copy ? a_copy.get() : &a)->handle());
+        cl_mem mb = static_cast<cl_mem>((b_copy ? b_copy.get() : &b)->handle());
+        cl_mem mc = static_cast<cl_mem>(c.handle());
+        const bool timed = c_.launcher.record_times();
+        if (timed) c_.backend.synchronize();  // time the whole product: CLBlast may run several kernels
+        const auto start = std::chrono::steady_clock::now();
+        const clblast::StatusCode status = spec.dtype == DType::Float64
+                                               ? clblast_gemm<double>(spec, ma, mb, mc, c_.device.queue(), nullptr)
+                                               : clblast_gemm<float>(spec, ma, mb, mc, c_.device.queue(), nullptr);
+        const double enqueue_ms = ms_t(std::chrono::steady_clock::now() - start).count();
+        if (status != clblast::StatusCode::kSuccess)
+            fail<BackendError>("OpenCL: CLBlast ", routine(spec), " failed on ", c_.device.describe(), ": ",
+                               clblast_status_name(status), " (", static_cast<int>(status), ") for ", spec.dtype,
+                               " batch ", spec.batch, ", m ", spec.m, ", n ", spec.n, ", k ", spec.k,
+                               lost_device_hint(static_cast<cl_int>(status)));  // CLBlast reuses OpenCL's codes
+        // Enqueueing takes microseconds; a slow call is CLBlast compiling its kernels.
+        if (enqueue_ms > 20 && debug_level() >= 1)
+            std::cerr << "[lazytensor] CLBlast compiled its " << (spec.dtype == DType::Float64 ? "d" : "s")
+                      << "gemm kernels for " << c_.device.describe() << " on first use: " << enqueue_ms
+                      << " ms (once per process and kernel variant)\n";
+        if (timed) {
+            c_.backend.synchronize();
+            c_.launcher.record_time(ms_t(std::chrono::steady_clock::now() - start).count());
+        }
+#else
+        (void)a, (void)b, (void)c;
+#endif
+    }
+
+    /// Backend::gemm_fused: on the own kernel, with the fused kernels' code and arguments.
+    void run_fused(const ir::Gemm& g, const FusedKernels& fusion, const Buffer& a, const Buffer& b,
+                   const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) {
+        require_fp64(g);
+        const FusedCode code = code_of(g, fusion);
+        own(g, a, b, *params.back(), *code.epilogue, fused_args(fusion, 2, params, scalars), *code.prologue[0],
+            *code.prologue[1]);
+    }
+
+    /// The own kernel's source for `g` with these kernels fused into it.
+    std::string fused_source(const ir::Gemm& g, const FusedKernels& fusion) {
+        const FusedCode code = code_of(g, fusion);
+        const GemmKernelParams p = params(g);
+        return gemm_kernel_source(g.dtype, layout(g, p), p, *code.epilogue, *code.prologue[0], *code.prologue[1]);
+    }
+
+    /// Whether kernel `k` can run fused into `g`: on the own GEMM kernel, computing in float64
+    /// only where the device has it.
+    bool can_fuse(const ir::Gemm& g, const ir::Kernel& k) const {
+        return uses_own(g) && c_.device.computes(g.dtype) && c_.device.computes(k);
+    }
+    bool can_fuse_prologue(const ir::Gemm& g, const ir::Kernel& prologue) const {
+        if (prologue.params[0].dtype == DType::Float16 && !fuse_half_loads_.value_or(!c_.device.traits().gpu)) return false;
+        return can_fuse(g, prologue);
+    }
+
+    /// Backend::gemm_routine.
+    std::string routine(const ir::Gemm& g) const {
+#if LAZYTENSOR_CLBLAST
+        if (!uses_own(g))
+            return std::string("CLBlast ") + clblast_routine(g) +
+                   (clblast_tuned_.empty() || g.dtype != DType::Float32 ? "" : ", tuned " + clblast_tuned_);
+#endif
+        const GemmKernelParams p = params(g);
+        const bool capped = p.max_registers && c_.device.nvidia();
+        return concat("lazytensor GEMM kernel ", p.block_m(), "x", p.block_n(), "x", p.bk, " (", p.wm, "x", p.wn,
+                      " per work-item", capped ? concat(", at most ", p.max_registers, " registers") : "",
+                      layout(g, p).whole_tiles ? ", whole tiles" : "", ")");
+    }
+
+    /// Which GEMM runs matrix products (LAZYTENSOR_OPENCL_GEMM; Auto: per shape and device).
+    GemmChoice choice() const { return choice_; }
+    /// Chooses the GEMM for the products run from now on (CLBlast in a build without it is a
+    /// DeviceError).
+    void set_choice(GemmChoice choice) {
+        if (choice == GemmChoice::CLBlast && !LAZYTENSOR_CLBLAST)
+            fail<DeviceError>("CLBlast cannot run matrix products on ", c_.device.describe(),
+                              ": this build has LAZYTENSOR_CLBLAST off");
+        choice_ = choice;
+        ++gemm_config_generation();
+    }
+    /// The parameters of the own GEMM kernel from now on (nullopt: the device's set).
+    void set_params(std::optional<GemmKernelParams> params) {
+        if (params) {
+            check_gemm_params(*params);
+            if (std::size_t(params->threads()) > c_.device.traits().max_work_group)
+                fail<ValueError>("OpenCL GEMM kernel parameters tm ", params->tm, ", tn ", params->tn, ": work-groups of ",
+                                 params->threads(), " work-items, but ", c_.device.describe(), " allows ",
+                                 c_.device.traits().max_work_group);
+        }
+        params_override_ = params;
+    }
+    /// The own GEMM kernel computes element offsets in 64 bits whatever the sizes (as it does
+    /// for matrices of 2^31 elements or more).
+    void set_wide_index(bool on) { wide_index_ = on; }
+    /// Whether a cast from float16 runs in the product's loads (null: the default, not on GPUs).
+    void set_fuse_half_loads(std::optional<bool> on) {
+        fuse_half_loads_ = on;
+        ++gemm_config_generation();
+    }
+
+    /// The parameters the own GEMM kernel runs `g` with on this device.
+    GemmKernelParams params(const ir::Gemm& g) const {
+        if (params_override_) return *params_override_;
+        const DeviceTraits& traits = c_.device.traits();
+        return gemm_params_for(g, traits.gpu, c_.device.name(), traits.max_work_group, traits.local_memory);
+    }
+    /// The layout class the own GEMM kernel runs `g` with (parameter set `p`).
+    GemmLayoutClass layout(const ir::Gemm& g, const GemmKernelParams& p) const {
+        GemmLayoutClass layout = gemm_layout_class(g);
+        layout.wide_index = layout.wide_index || wide_index_;
+        layout.whole_tiles = gemm_whole_tiles(g, layout, p);
+        return layout;
+    }
+    /// Whether `g` runs on the own GEMM kernel (else CLBlast).
+    bool uses_own(const ir::Gemm& g) const {
+        if (!LAZYTENSOR_CLBLAST || choice_ == GemmChoice::Own) return true;
+        if (choice_ == GemmChoice::CLBlast) return false;
+        return own_gemm_faster(g, c_.device.traits().gpu, c_.device.name());
+    }
+
+    /// c = a x b on the own GEMM kernel: one launch, operands read in place; `epilogue` is
+    /// applied to each result before its store, with `fused` as its arguments, and the
+    /// prologues to each element of A and B as it is loaded.
+    void own(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c, const FusedEpilogue& epilogue = {},
+             const FusedArgs& fused = {}, const FusedPrologue& prologue_a = {}, const FusedPrologue& prologue_b = {}) {
+        const std::int64_t count = g.batch_count();
+        if (g.m == 0 || g.n == 0 || count == 0) return;
+        const GemmKernelParams p = params(g);
+        const GemmLayoutClass layout = this->layout(g, p);
+        // Keyed by what the source is made of: a product that hits costs no source generation.
+        const std::string key = concat(g.dtype, ' ', layout.a_k_fast, layout.b_n_fast, layout.wide_index, layout.whole_tiles,
+                                       ' ', p.str(), ' ', epilogue.parameters, '\n', epilogue.code, '\n',
+                                       epilogue.output.value_or(g.dtype), ' ', prologue_a.storage, prologue_a.function, '\n',
+                                       prologue_b.storage, prologue_b.function);
+        cl_kernel kernel = kernels_.get(
+            key, [&] { return gemm_kernel_source(g.dtype, layout, p, epilogue, prologue_a, prologue_b); }, gemm_kernel_name(),
+            c_.programs, c_.backend.cache_capacity(), p.max_registers);
+        cl_long a_batch_stride = 0, b_batch_stride = 0;
+        cl_int per_matrix = 0;
+        BufferPtr table;  // a batch of several axes: each matrix's offsets of A and B
+        if (g.batch.size() == 1) {
+            a_batch_stride = g.a.batch_strides[0];
+            b_batch_stride = g.b.batch_strides[0];
+        } else if (g.batch.size() > 1) {
+            std::vector<std::int64_t> a_offsets, b_offsets;
+            g.batch_offsets(a_offsets, b_offsets);
+            std::vector<cl_long> pairs;
+            pairs.reserve(2 * a_offsets.size());
+            for (std::size_t i = 0; i < a_offsets.size(); ++i) pairs.push_back(a_offsets[i]), pairs.push_back(b_offsets[i]);
+            table = c_.backend.allocate(DType::Int64, static_cast<std::int64_t>(pairs.size()));
+            c_.backend.write(*table, 0, pairs.data(), pairs.size() * sizeof(cl_long));
+            per_matrix = 1;
+        }
+        KernelArgs args(kernel, c, a, b, table ? *table : c);
+        for (std::int64_t v : {g.m, g.n, g.k, g.a.row_stride, g.a.col_stride, g.b.row_stride, g.b.col_stride}) {
+            if (layout.wide_index) args.add(static_cast<cl_long>(v));
+            else args.add(static_cast<cl_int>(v));
+        }
+        args.add(static_cast<cl_long>(g.a.offset), a_batch_stride, static_cast<cl_long>(g.b.offset), b_batch_stride, per_matrix,
+                 FirstMatrix{}, fused);
+        auto blocks = [](std::int64_t extent, int block) { return static_cast<std::size_t>((extent + block - 1) / block); };
+        const std::size_t local[3] = {std::size_t(p.tn), std::size_t(p.tm), 1};
+        c_.launcher.run_per_matrix(args, gemm_kernel_name(), count, blocks(g.m, p.block_m()) * blocks(g.n, p.block_n()) * local[0],
+                                   local);
+    }
+
+    /// Forgets the own GEMM kernels built (with the kernel cache).
+    void clear_cache() { kernels_.clear(); }
+
+private:
+    void require_fp64(const ir::Gemm& g) const {
+        if (g.dtype == DType::Float64 && !c_.device.fp64())
+            fail<DeviceError>(c_.device.describe(), " does not support float64 (the device lacks cl_khr_fp64): matmul of float64 ",
+                              "tensors cannot run there; use float32, or run it on the host");
+    }
+
+    FusedCode code_of(const ir::Gemm& g, const FusedKernels& fusion) {
+        return c_.fused_code.for_gemm(g, fusion, c_.device.traits(), c_.backend.cache_capacity());
+    }
+
+    /// A contiguous copy of a gemm operand that BLAS cannot read in place (no unit stride), or
+    /// null; `layout` becomes the copy's.
+    BufferPtr blas_readable_copy(const ir::Gemm& g, const Buffer& operand, ir::MatrixLayout& layout, std::int64_t rows,
+                                 std::int64_t cols) {
+        if (ir::blas_operand(layout, rows, cols)) return nullptr;
+        const ir::Kernel copy = ir::contiguous_copy(g.dtype, g.batch, rows, cols, layout);
+        BufferPtr out = c_.backend.allocate(g.dtype, g.batch_count() * rows * cols);
+        c_.backend.launch(*c_.backend.get_kernel(copy), {const_cast<Buffer*>(&operand), out.get()}, {});
+        return out;
+    }
+
+    RoutineContext c_;
+    GemmChoice choice_ = GemmChoice::Auto;
+    std::optional<GemmKernelParams> params_override_;
+    bool wide_index_ = false;
+    std::optional<bool> fuse_half_loads_;
+    KernelsByKey kernels_;  // the own kernels, by dtype, layout class, parameters and fused code
+    std::string clblast_tuned_;  // the CLBlast kernels given tuned parameters (clblast_tuning.hpp)
+};
+
+}  // namespace lazytensor::detail::opencl
