@@ -18,14 +18,14 @@ namespace lazytensor::detail::host {
 
 class HostKernel final : public CompiledKernel {
 public:
-    HostKernel(const ir::Kernel& k, int threads) : plan_(plan_kernel(k, threads)) {}
+    HostKernel(const ir::Kernel& k, int threads) : runner_(plan_kernel(k, threads)) {}
 
     void run(const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars, ThreadPool& pool) const {
-        run_kernel_plan(plan_, params, scalars, pool);
+        runner_.run(params, scalars, pool);
     }
 
 private:
-    HostKernelPlan plan_;
+    KernelRunner runner_;  // holds the plan
 };
 
 }  // namespace lazytensor::detail::host

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The host interpreter's plan of a kernel: what kernel_exec.hpp runs, decided once when the
 // kernel is compiled. Plain data (the SIMD routines it calls are function pointers chosen here);
-// plan_kernel does all the analysis, and nothing here runs a kernel or knows the thread pool.
+// plan_kernel does all the analysis. Nothing here runs a kernel; of the thread pool, only its
+// size is an input (it sets the blocking and the split).
 //
 // The domain's axes split into the outer space O (kept) and the reduced space A. Lanes run
 // along one of them (LaneMode):
@@ -124,8 +125,6 @@ struct PPhase {
     // straight from memory a row at a time instead of block by block (set by classify).
     int row_load = -1;
 };
-
-/// Lanes of a block: a linear range of one space, cut into runs along its last axis.
 
 /// Which space the lanes of a block walk (see the top of this file).
 enum class LaneMode { VecOuter, VecReduce };
