@@ -8709,34 +8709,56 @@ void gemm(const ir::Gemm& g, const T* a, const T* b, T* c, ThreadPool& pool) {
 LAZYTENSOR_XSIMD_WARNINGS_ON
 // ---- lazytensor/backend/host/interpreter.hpp ----
 // The host interpreter: runs kernel IR on blocks of elements with xsimd (the reference
-// semantics for every other backend).
+// semantics for every other backend). A kernel is planned once when it is compiled
+// (kernel_plan.hpp: which space the lanes walk, what is hoisted, cached or fused, where every
+// register lies) and each launch runs that plan over the thread pool (kernel_exec.hpp).
+
+#include <vector>
+
+// ---- lazytensor/backend/host/kernel_exec.hpp ----
+// Runs a host kernel's plan (kernel_plan.hpp) on buffers and scalars: blocks of lanes over the
+// thread pool, each instruction evaluated for a whole block at once with the SIMD routines of
+// simd/simd_ops.hpp (a vectorized interpreter, like numexpr), so dispatch costs once per block and
+// the inner loops are SIMD loops over cache-resident registers. Contiguous loads read the input
+// buffer in place, and the last operation before a contiguous store writes straight into the
+// output.
 //
-// Each instruction is evaluated for a whole block of lanes at once (a vectorized interpreter,
-// like numexpr), so dispatch costs once per block and the inner loops are SIMD loops over
-// cache-resident registers. Contiguous loads read the input buffer in place, and the last
-// operation before a contiguous store writes straight into the output.
-//
-// The domain's axes split into the outer space O (kept) and the reduced space A. Lanes run
-// along one of them:
-//   - VecOuter: lanes are a block of outer indices; the reduced space is walked one index at a
-//     time and folded lane by lane (column sums, element-wise kernels);
-//   - VecReduce: for each outer index, lanes are blocks of the reduced space, folded into a
-//     lane accumulator and then pairwise (row sums, softmax rows).
-// Instructions that do not depend on the reduced index (slots, constants, broadcast loads) are
-// hoisted: evaluated once per block of outer indices. Work is split across the thread pool by
-// blocks of outer indices, and a reduction with few outputs is also split along its reduced
-// space, in chunks of a fixed size so that results do not depend on the thread count.
-//
-// Also here: values a later phase would compute again are kept in a per-thread row cache;
-// outputs of 16 MiB and more are written with streaming stores; and an element-wise kernel
-// whose expression template brought a compiled loop (ir/static_kernel.hpp) runs that loop.
+// Work is split across the thread pool by blocks of outer indices; a split plan also splits
+// its reduction along the reduced space, in chunks of a fixed size so that results do not
+// depend on the thread count.
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <memory>
+#include <utility>
+#include <vector>
+
+// ---- lazytensor/backend/host/kernel_plan.hpp ----
+// The host interpreter's plan of a kernel: what kernel_exec.hpp runs, decided once when the
+// kernel is compiled. Plain data (the SIMD routines it calls are function pointers chosen here);
+// plan_kernel does all the analysis. Nothing here runs a kernel; of the thread pool, only its
+// size is an input (it sets the blocking and the split).
+//
+// The domain's axes split into the outer space O (kept) and the reduced space A. Lanes run
+// along one of them (LaneMode):
+//   - VecOuter: lanes are a block of outer indices; the reduced space is walked one index at a
+//     time and folded lane by lane (column sums, element-wise kernels);
+//   - VecReduce: for each outer index, lanes are blocks of the reduced space, folded into a
+//     lane accumulator and then pairwise (row sums, softmax rows).
+// Instructions that do not depend on the reduced index (slots, constants, broadcast loads) are
+// hoisted: evaluated once per block of outer indices. A reduction with few outputs may be split
+// along its reduced space (HostKernelPlan::split). Values a later phase would compute again are
+// given a per-thread row cache; outputs of 16 MiB and more are marked for streaming stores; and
+// an element-wise kernel whose expression template brought a compiled loop
+// (ir/static_kernel.hpp) is bound to it.
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <utility>
 #include <vector>
 
 
@@ -8833,6 +8855,458 @@ struct PPhase {
     // straight from memory a row at a time instead of block by block (set by classify).
     int row_load = -1;
 };
+
+/// Which space the lanes of a block walk (see the top of this file).
+enum class LaneMode { VecOuter, VecReduce };
+
+/// Everything the execution needs to run a kernel, decided by plan_kernel.
+struct HostKernelPlan {
+    Shape domain;
+    std::size_t n_params = 0, n_scalars = 0;  // buffers and scalar parameters of a launch
+    Space o, a;                               // the outer (kept) and reduced axes
+    LaneMode mode = LaneMode::VecOuter;
+    std::int64_t oblock = kBlock;             // outer indices per block
+    std::vector<PPhase> phases;
+    std::size_t ptr_count = 0;                // register pointers of all phases
+    bool split = false;                       // split along the reduced space (few outputs)
+    const StaticKernel* static_loop = nullptr;  // the expression's compiled loop, when it matches
+    StaticBinding binding;                      // and how its leaves bind to this kernel
+    std::vector<std::size_t> cache_bytes, cache_at;  // row caches: size and arena offset
+    std::size_t arena_bytes = 0;                     // per-thread scratch of a launch
+};
+
+// The steps of plan_kernel.
+namespace planning {
+
+inline void choose_mode(HostKernelPlan& plan, int threads) {
+    if (plan.a.axes.empty()) {
+        plan.mode = LaneMode::VecOuter;
+    } else {
+        plan.mode = plan.a.axes.back() == static_cast<int>(plan.domain.size()) - 1 ? LaneMode::VecReduce : LaneMode::VecOuter;
+        if (plan.mode == LaneMode::VecOuter && plan.o.total < 256 && plan.a.total >= 4096) plan.mode = LaneMode::VecReduce;
+        if (plan.mode == LaneMode::VecReduce && plan.a.total < 64 && plan.o.total >= 64) plan.mode = LaneMode::VecOuter;
+    }
+    if (plan.mode == LaneMode::VecOuter) {
+        plan.oblock = kBlock;
+    } else {
+        // Outer indices per block: their rows should stay in cache from one phase to the next.
+        const std::int64_t row_bytes = std::max<std::int64_t>(1, plan.a.total) * 8;
+        plan.oblock = std::clamp<std::int64_t>((256 << 10) / row_bytes, 1, kBlock);
+        const std::int64_t want_items = 4 * threads;
+        plan.oblock = std::max<std::int64_t>(1, std::min(plan.oblock, (plan.o.total + want_items - 1) / want_items));
+    }
+}
+
+inline AccessPlan split_access(const HostKernelPlan& plan, const Access& a) {
+    AccessPlan p;
+    p.offset = a.offset;
+    for (int j : plan.o.axes) p.o_strides.push_back(a.strides[static_cast<std::size_t>(j)]);
+    for (int j : plan.a.axes) {
+        p.a_strides.push_back(a.strides[static_cast<std::size_t>(j)]);
+        if (a.strides[static_cast<std::size_t>(j)] != 0) p.a_invariant = false;
+    }
+    return p;
+}
+
+inline PInstr prepare_instr(const HostKernelPlan& plan, const ir::Instr& in, const PPhase& phase) {
+    PInstr p;
+    p.op = in.op;
+    p.dtype = in.dtype;
+    p.esize = dtype_size(value_dtype(in.dtype));
+    p.a = in.a;
+    p.b = in.b;
+    p.c = in.c;
+    auto operand_invariant = [&](int i) { return i < 0 || phase.instrs[static_cast<std::size_t>(i)].invariant; };
+    switch (in.op) {
+        case ir::Op::Load:
+            p.param = in.arg;
+            p.access = split_access(plan, in.access);
+            p.dyn_stride = in.dyn_stride;
+            p.dyn_extent = in.dyn_extent;
+            p.plain = in.plain_load();
+            p.invariant = (phase.outer || p.access.a_invariant) && operand_invariant(in.b) && operand_invariant(in.c);
+            break;
+        case ir::Op::Index:
+            p.access = split_access(plan, in.access);
+            p.invariant = phase.outer || p.access.a_invariant;
+            break;
+        case ir::Op::Const: scalar_register_bytes(in.value, in.dtype, p.value); break;
+        case ir::Op::Param: p.scalar = in.arg; break;
+        case ir::Op::Slot: p.slot = in.arg; break;
+        case ir::Op::Unary:
+            p.unary = unary_fn(in.unary, phase.instrs[static_cast<std::size_t>(in.a)].dtype);  // a predicate returns bool
+            p.unary_op = in.unary;
+            p.invariant = operand_invariant(in.a);
+            break;
+        case ir::Op::Binary:
+            p.binary = binary_fn(in.binary, phase.instrs[static_cast<std::size_t>(in.a)].dtype);
+            p.binary_op = in.binary;
+            p.invariant = operand_invariant(in.a) && operand_invariant(in.b);
+            break;
+        case ir::Op::Where:
+            p.where = where_fn(in.dtype);
+            p.invariant = operand_invariant(in.a) && operand_invariant(in.b) && operand_invariant(in.c);
+            break;
+        case ir::Op::Cast:
+            p.unary = cast_fn(in.dtype, phase.instrs[static_cast<std::size_t>(in.a)].dtype);
+            p.invariant = operand_invariant(in.a);
+            break;
+    }
+    if ((in.op == ir::Op::Unary || in.op == ir::Op::Binary || in.op == ir::Op::Cast) && !p.unary && !p.binary)
+        fail<BackendError>("host backend: no implementation of this op for ", in.dtype);
+    p.fill = fill_fn(in.dtype);
+    return p;
+}
+
+// Marks what the phase's fold and stores need; values read from a row cache need nothing.
+inline void mark_live(PPhase& p) {
+    for (PInstr& in : p.instrs) in.live = false;
+    auto need = [&](int i) {
+        if (i >= 0) p.instrs[static_cast<std::size_t>(i)].live = true;
+    };
+    need(p.reduce_value);
+    for (const PStore& st : p.stores) need(st.value);
+    for (std::size_t i = 0; i < p.instrs.size(); ++i)
+        if (p.instrs[i].cache_write >= 0) need(static_cast<int>(i));  // a later phase reads it
+    for (std::size_t i = p.instrs.size(); i-- > 0;) {
+        const PInstr& in = p.instrs[i];
+        if (!in.live || in.cache_read >= 0) continue;
+        need(in.a);
+        need(in.b);
+        need(in.c);
+    }
+}
+
+// Values a later phase recomputes (the exp of softmax: summed in one phase, divided in the
+// next) are kept in a per-thread row cache instead, when the rows of a block fit. Found by
+// numbering the values of every phase; a cached value cuts the code below it in later phases.
+inline void plan_row_caches(HostKernelPlan& plan, const ir::Kernel& k) {
+    std::map<std::vector<std::int64_t>, int> numbers;
+    std::map<int, std::pair<std::size_t, int>> first_computed;  // value -> (phase, instr)
+    std::vector<std::vector<int>> value(k.phases.size());
+    for (std::size_t q = 0; q < k.phases.size(); ++q) {
+        const ir::Phase& ph = k.phases[q];
+        mark_live(plan.phases[q]);  // a dead instruction never runs: it cannot fill a cache
+        for (std::size_t i = 0; i < ph.instrs.size(); ++i) {
+            const ir::Instr& in = ph.instrs[i];
+            std::vector<std::int64_t> sig{static_cast<std::int64_t>(in.op), static_cast<std::int64_t>(in.dtype),
+                                          static_cast<std::int64_t>(in.unary), static_cast<std::int64_t>(in.binary), in.arg};
+            for (int o : {in.a, in.b, in.c}) sig.push_back(o < 0 ? -1 : value[q][static_cast<std::size_t>(o)]);
+            if (in.op == ir::Op::Load || in.op == ir::Op::Index) {
+                sig.push_back(in.access.offset);
+                for (auto st : in.access.strides) sig.push_back(st);
+                sig.push_back(in.dyn_stride);
+            }
+            if (in.op == ir::Op::Const) {
+                sig.push_back(static_cast<std::int64_t>(in.value.i));
+                std::int64_t bits;
+                std::memcpy(&bits, &in.value.f, sizeof(bits));
+                sig.push_back(bits);
+            }
+            const int v = numbers.emplace(std::move(sig), static_cast<int>(numbers.size())).first->second;
+            value[q].push_back(v);
+            PInstr& pi = plan.phases[q].instrs[i];
+            const bool computed = in.op == ir::Op::Unary || in.op == ir::Op::Binary || in.op == ir::Op::Where || in.op == ir::Op::Cast;
+            if (!computed || pi.invariant || plan.phases[q].outer) continue;
+            auto first = first_computed.find(v);
+            if (first == first_computed.end()) {
+                if (pi.live) first_computed.emplace(v, std::make_pair(q, static_cast<int>(i)));
+            }
+            else pi.cache_read = v;  // provisional: the value number
+        }
+        mark_live(plan.phases[q]);
+    }
+    // Give each value that a live reader needs one cache, written where it is first computed.
+    const std::int64_t row_elems = plan.oblock * std::max<std::int64_t>(plan.a.total, 1);
+    std::map<int, int> cache_of;
+    std::size_t bytes = 0;
+    for (PPhase& p : plan.phases)
+        for (PInstr& in : p.instrs) {
+            if (in.cache_read < 0) continue;
+            if (!in.live) {
+                in.cache_read = -1;
+                continue;
+            }
+            auto it = cache_of.find(in.cache_read);
+            if (it == cache_of.end()) {
+                const std::size_t need = static_cast<std::size_t>(row_elems) * in.esize;
+                if (bytes + need > kRowCacheBytes) {  // does not fit: recompute instead
+                    in.cache_read = -1;
+                    continue;
+                }
+                bytes += need;
+                const auto [q, i] = first_computed.at(in.cache_read);
+                it = cache_of.emplace(in.cache_read, static_cast<int>(plan.cache_bytes.size())).first;
+                plan.phases[q].instrs[static_cast<std::size_t>(i)].cache_write = it->second;
+                plan.cache_bytes.push_back(need);
+            }
+            in.cache_read = it->second;
+        }
+    for (PPhase& p : plan.phases) mark_live(p);
+}
+
+// Places registers, accumulators, slots and row caches in the per-thread arena.
+inline void lay_out_arena(HostKernelPlan& plan) {
+    std::size_t arena = 0, registers = 0;
+    auto reserve = [&](std::size_t bytes) {
+        // Stagger registers by a few cache lines: blocks of 4 KiB multiples would otherwise
+        // all map to the same L1 sets (and alias each other's loads and stores).
+        const std::size_t at = arena;
+        arena += (bytes + 63) / 64 * 64 + 64 * (1 + (registers++ % 13));
+        return at;
+    };
+    for (PPhase& p : plan.phases) {
+        if (p.kind == ir::Phase::Kind::Reduce) {
+            p.acc = reserve(static_cast<std::size_t>(kBlock) * dtype_size(p.reduce_dtype));
+            p.slot = reserve(static_cast<std::size_t>(kBlock) * dtype_size(p.reduce_dtype));
+        }
+        // A hoisted value that only hoisted instructions read is dead after its last reader:
+        // a later hoisted instruction takes its register, so that a long element-wise
+        // expression (a composite) keeps a few registers in the L1 cache rather than one
+        // per instruction. Never reused: scalars (filled once per launch), and values read
+        // later in the phase (by inner instructions, stores, the fold, the row cache, as
+        // broadcasts or in place of a store).
+        const std::size_t n = p.instrs.size();
+        std::vector<bool> kept(n, false);
+        std::vector<std::size_t> last_read(n, 0);
+        auto keep = [&](int i) {
+            if (i >= 0) kept[static_cast<std::size_t>(i)] = true;
+        };
+        for (int i : p.inner) {
+            const PInstr& in = p.instrs[static_cast<std::size_t>(i)];
+            keep(i), keep(in.a), keep(in.b), keep(in.c);
+        }
+        for (const PStore& st : p.stores) keep(st.value);
+        keep(p.reduce_value);
+        for (std::size_t i = 0; i < n; ++i) {
+            const PInstr& in = p.instrs[i];
+            if (in.is_scalar() || in.cache_write >= 0 || in.broadcast || in.forward_store >= 0 || in.op == ir::Op::Slot)
+                kept[i] = true;
+        }
+        for (std::size_t k = 0; k < p.hoisted.size(); ++k) {
+            const PInstr& in = p.instrs[static_cast<std::size_t>(p.hoisted[k])];
+            for (int o : {in.a, in.b, in.c})
+                if (o >= 0) last_read[static_cast<std::size_t>(o)] = k;
+        }
+        std::map<std::size_t, std::vector<std::size_t>> free_registers;  // by size
+        for (std::size_t k = 0; k < p.hoisted.size(); ++k) {
+            const auto i = static_cast<std::size_t>(p.hoisted[k]);
+            PInstr& in = p.instrs[i];
+            if (!in.live || in.cache_read >= 0 || in.op == ir::Op::Slot) continue;
+            const std::size_t bytes = static_cast<std::size_t>(kBlock) * in.esize;
+            std::vector<std::size_t>& pool = free_registers[bytes];
+            if (!in.is_scalar() && !pool.empty()) {
+                in.own = pool.back();
+                pool.pop_back();
+            } else {
+                in.own = reserve(bytes);
+            }
+            in.placed = true;
+            const int operands[3] = {in.a, in.b, in.c};
+            for (int j = 0; j < 3; ++j) {
+                const int o = operands[j];
+                if (o < 0 || (j > 0 && o == operands[0]) || (j > 1 && o == operands[1])) continue;  // each operand once
+                const auto u = static_cast<std::size_t>(o);
+                const PInstr& operand = p.instrs[u];
+                if (kept[u] || last_read[u] != k || !operand.placed || operand.cache_read >= 0) continue;
+                free_registers[static_cast<std::size_t>(kBlock) * operand.esize].push_back(operand.own);
+            }
+        }
+        for (PInstr& in : p.instrs) {
+            if (!in.live || in.cache_read >= 0) continue;
+            if (in.op != ir::Op::Slot && !in.placed) in.own = reserve(static_cast<std::size_t>(kBlock) * in.esize);  // slots live in p.slot
+            if (in.broadcast && !in.is_scalar()) in.shadow = reserve(static_cast<std::size_t>(kBlock) * in.esize);
+        }
+    }
+    for (std::size_t bytes : plan.cache_bytes) plan.cache_at.push_back(reserve(bytes));
+    plan.arena_bytes = arena;
+}
+
+// Splits instructions into hoisted and inner lists; marks values read across the split,
+// and values that a store may receive in place.
+inline void classify(const HostKernelPlan& plan, PPhase& p, bool in_place) {
+    auto read_inner = [&](int i) {
+        if (i >= 0 && p.instrs[static_cast<std::size_t>(i)].invariant) p.instrs[static_cast<std::size_t>(i)].broadcast = true;
+    };
+    if (plan.mode != LaneMode::VecReduce || plan.split) mark_live(p);
+    for (std::size_t i = 0; i < p.instrs.size(); ++i) {
+        PInstr& in = p.instrs[i];
+        if (!in.live) continue;
+        (in.invariant ? p.hoisted : p.inner).push_back(static_cast<int>(i));
+        if (!in.invariant && in.cache_read < 0) {
+            read_inner(in.a);
+            read_inner(in.b);
+            read_inner(in.c);
+        }
+    }
+    if (p.kind == ir::Phase::Kind::Reduce && !p.outer) read_inner(p.reduce_value);
+    if (plan.mode == LaneMode::VecReduce && p.kind == ir::Phase::Kind::Reduce && !p.outer && p.stores.empty() &&
+        p.reduce.fold_batches && plan.a.axes.size() == 1 && p.inner.size() == 1 && p.inner[0] == p.reduce_value) {
+        const PInstr& in = p.instrs[static_cast<std::size_t>(p.reduce_value)];
+        if (in.op == ir::Op::Load && in.plain && in.dtype != DType::Float16 && in.cache_write < 0 &&
+            in.access.a_strides.size() == 1 && in.access.a_strides[0] == 1)
+            p.row_load = p.reduce_value;
+    }
+    for (std::size_t s = 0; s < p.stores.size(); ++s) {
+        const PStore& st = p.stores[s];
+        PInstr& v = p.instrs[static_cast<std::size_t>(st.value)];
+        if (st.variant) read_inner(st.value);
+        const bool computed = v.op == ir::Op::Unary || v.op == ir::Op::Binary || v.op == ir::Op::Where || v.op == ir::Op::Cast;
+        // (A float16 output cannot receive the float register in place.)
+        // (Nor an assign's output: its block may still be read after the value is computed.)
+        if (computed && !st.stream && !st.half && !in_place && v.invariant != st.variant && v.forward_store < 0)
+            v.forward_store = static_cast<int>(s);
+    }
+}
+
+// index >= c, index < c (and > and <=), the bounds of a pad: true along one run of each
+// segment (an index is affine in the lane), so they are computed by runs and the index
+// itself is not computed where nothing else reads it.
+inline void fuse_index_compares(PPhase& p) {
+    bool fused = false;
+    for (PInstr& in : p.instrs) {
+        if (in.op != ir::Op::Binary || in.cache_read >= 0 || in.a < 0 || in.b < 0) continue;
+        if (in.binary_op != BinaryOp::Ge && in.binary_op != BinaryOp::Gt && in.binary_op != BinaryOp::Lt &&
+            in.binary_op != BinaryOp::Le)
+            continue;
+        const PInstr& index = p.instrs[static_cast<std::size_t>(in.a)];
+        const PInstr& bound = p.instrs[static_cast<std::size_t>(in.b)];
+        if (index.op != ir::Op::Index || bound.op != ir::Op::Const || bound.dtype != DType::Int64 || index.cache_read >= 0) continue;
+        in.index_compare = true;
+        in.access = index.access;
+        std::memcpy(&in.bound, bound.value, sizeof(in.bound));
+        in.a = in.b = -1;
+        fused = true;
+    }
+    if (fused) mark_live(p);
+}
+
+// exp(a op b) whose a op b nothing else reads runs as one instruction: the intermediate stays
+// in vector registers instead of a block written and read again (softmax's exp(x - max)).
+inline void fuse_exp_of_binary(const HostKernelPlan& plan, PPhase& p) {
+    std::vector<int> readers(p.instrs.size(), 0);
+    for (const PInstr& in : p.instrs)
+        if (in.live && in.cache_read < 0)
+            for (int o : {in.a, in.b, in.c})
+                if (o >= 0) ++readers[static_cast<std::size_t>(o)];
+    std::vector<bool> removed(p.instrs.size(), false);
+    for (PInstr& in : p.instrs) {
+        if (!in.live || in.op != ir::Op::Unary || in.cache_read >= 0 || in.a < 0) continue;
+        if (in.dtype != DType::Float32 && in.dtype != DType::Float64) continue;
+        PInstr& op = p.instrs[static_cast<std::size_t>(in.a)];
+        if (op.op != ir::Op::Binary || op.dtype != in.dtype || op.invariant != in.invariant || op.broadcast ||
+            op.cache_read >= 0 || op.cache_write >= 0 || op.forward_store >= 0 || readers[static_cast<std::size_t>(in.a)] != 1)
+            continue;
+        if (in.unary_op != UnaryOp::Exp) continue;
+        const auto fused = exp_of_binary_fn(op.binary_op, in.dtype);
+        if (!fused || in.a == p.reduce_value ||
+            std::any_of(p.stores.begin(), p.stores.end(), [&](const PStore& st) { return st.value == in.a; }))
+            continue;
+        // One value for every lane: a scalar, or (lanes along a row) a value of the row.
+        auto uniform = [&](int o) {
+            const PInstr& x = p.instrs[static_cast<std::size_t>(o)];
+            return x.is_scalar() || (plan.mode == LaneMode::VecReduce && !in.invariant && x.invariant);
+        };
+        removed[static_cast<std::size_t>(in.a)] = true;
+        op.live = false;
+        in.exp_of = fused;
+        in.uniform = uniform(op.b) ? 2 : uniform(op.a) ? 1 : 0;
+        in.b = op.b;
+        in.a = op.a;
+    }
+    auto drop = [&](std::vector<int>& list) {
+        list.erase(std::remove_if(list.begin(), list.end(), [&](int i) { return removed[static_cast<std::size_t>(i)]; }),
+                   list.end());
+    };
+    drop(p.hoisted);
+    drop(p.inner);
+    // A row's value that only fused instructions read (softmax's max) needs no block of copies.
+    std::vector<bool> whole(p.instrs.size(), false);  // read at every lane by some inner reader
+    for (int i : p.inner) {
+        const PInstr& in = p.instrs[static_cast<std::size_t>(i)];
+        if (in.cache_read >= 0) continue;
+        for (int j = 0; j < 3; ++j) {
+            const int o = j == 0 ? in.a : j == 1 ? in.b : in.c;
+            if (o >= 0 && !(in.exp_of && in.uniform == j + 1)) whole[static_cast<std::size_t>(o)] = true;
+        }
+    }
+    for (const PStore& st : p.stores) whole[static_cast<std::size_t>(st.value)] = true;
+    if (p.reduce_value >= 0) whole[static_cast<std::size_t>(p.reduce_value)] = true;
+    for (std::size_t i = 0; i < p.instrs.size(); ++i)
+        p.instrs[i].read_as_one_value = p.instrs[i].broadcast && !whole[i];
+}
+
+inline bool can_split(const HostKernelPlan& plan, int threads) {
+    // One reduction over a long reduced space with few outputs, then per-output stores.
+    if (plan.mode != LaneMode::VecReduce || plan.o.total > kBlock || plan.a.total < 2 * kSplitChunk) return false;
+    if ((plan.o.total + plan.oblock - 1) / plan.oblock >= 2 * threads) return false;
+    if (plan.phases.empty() || plan.phases[0].kind != ir::Phase::Kind::Reduce || plan.phases[0].outer) return false;
+    if (!plan.phases[0].stores.empty()) return false;
+    for (std::size_t p = 1; p < plan.phases.size(); ++p)
+        if (!plan.phases[p].outer) return false;
+    return true;
+}
+
+}  // namespace planning
+
+/// Plans kernel k for a pool of `threads` threads (the blocking and the split depend on it).
+inline HostKernelPlan plan_kernel(const ir::Kernel& k, int threads) {
+    using namespace planning;
+    HostKernelPlan plan;
+    plan.domain = k.domain;
+    plan.n_params = k.params.size();
+    plan.n_scalars = k.scalars.size();
+    for (std::size_t j = 0; j < k.domain.size(); ++j) {
+        Space& s = k.reduced[j] ? plan.a : plan.o;
+        s.axes.push_back(static_cast<int>(j));
+        s.extents.push_back(k.domain[j]);
+        s.total *= k.domain[j];
+    }
+    choose_mode(plan, threads);
+    std::size_t ptrs = 0;
+    for (const ir::Phase& ph : k.phases) {
+        PPhase p;
+        p.kind = ph.kind;
+        p.outer = ph.outer || plan.a.axes.empty();
+        p.ptr_base = ptrs;
+        ptrs += ph.instrs.size();
+        for (const ir::Instr& in : ph.instrs) p.instrs.push_back(prepare_instr(plan, in, p));
+        for (const ir::Store& st : ph.stores) {
+            PStore s;
+            s.param = st.param;
+            s.value = st.value;
+            s.access = split_access(plan, st.access);
+            s.esize = dtype_size(k.params[static_cast<std::size_t>(st.param)].dtype);
+            s.half = k.params[static_cast<std::size_t>(st.param)].dtype == DType::Float16;
+            s.variant = !p.outer && (!s.access.a_invariant || !p.instrs[static_cast<std::size_t>(st.value)].invariant);
+            const std::int64_t written = s.variant ? plan.o.total * plan.a.total : plan.o.total;
+            // (written * esize can pass int64 for a domain that is refused later, at allocation)
+            s.stream = written >= LAZYTENSOR_HOST_STREAM_MIN / static_cast<std::int64_t>(s.esize);
+            p.stores.push_back(std::move(s));
+        }
+        if (ph.kind == ir::Phase::Kind::Reduce) {
+            p.reduce_value = ph.reduce_value;
+            p.reduce_dtype = value_dtype(p.instrs[static_cast<std::size_t>(ph.reduce_value)].dtype);
+            p.reduce = reduce_fns(ph.reduce_op, p.reduce_dtype);
+        }
+        plan.phases.push_back(std::move(p));
+    }
+    plan.ptr_count = ptrs;
+    plan.split = can_split(plan, threads);
+    if (plan.mode == LaneMode::VecReduce && !plan.split) plan_row_caches(plan, k);
+    for (PPhase& p : plan.phases) {
+        fuse_index_compares(p);
+        classify(plan, p, k.in_place);
+        fuse_exp_of_binary(plan, p);
+    }
+    lay_out_arena(plan);
+    if (k.candidate && plan.mode == LaneMode::VecOuter && k.candidate->match(k, plan.binding)) plan.static_loop = k.candidate;
+    return plan;
+}
+
+}  // namespace lazytensor::detail::host
+
+namespace lazytensor::detail::host {
 
 /// Lanes of a block: a linear range of one space, cut into runs along its last axis.
 struct Segment {
@@ -8941,84 +9415,43 @@ inline char* thread_arena(std::size_t bytes) {
     return arena.data;
 }
 
-class HostKernel final : public CompiledKernel {
+/// Runs a kernel's plan. The steps are member functions, not free ones, on purpose: GCC turns
+/// the steps that read nothing of the plan into local copies without `this` (IPA-SRA) and
+/// inlines them into eval, their one caller. As free functions, load stayed a call per block at
+/// -O2 and -O3 (and load_half and index_compare at -O2).
+class KernelRunner {
 public:
-    HostKernel(const ir::Kernel& k, int threads)
-        : domain_(k.domain), n_params_(k.params.size()), n_scalars_(k.scalars.size()), threads_(threads), in_place_(k.in_place) {
-        for (std::size_t j = 0; j < k.domain.size(); ++j) {
-            Space& s = k.reduced[j] ? a_ : o_;
-            s.axes.push_back(static_cast<int>(j));
-            s.extents.push_back(k.domain[j]);
-            s.total *= k.domain[j];
-        }
-        choose_mode();
-        std::size_t ptrs = 0;
-        for (const ir::Phase& ph : k.phases) {
-            PPhase p;
-            p.kind = ph.kind;
-            p.outer = ph.outer || a_.axes.empty();
-            p.ptr_base = ptrs;
-            ptrs += ph.instrs.size();
-            for (const ir::Instr& in : ph.instrs) p.instrs.push_back(prepare(in, p));
-            for (const ir::Store& st : ph.stores) {
-                PStore s;
-                s.param = st.param;
-                s.value = st.value;
-                s.access = split(st.access);
-                s.esize = dtype_size(k.params[static_cast<std::size_t>(st.param)].dtype);
-                s.half = k.params[static_cast<std::size_t>(st.param)].dtype == DType::Float16;
-                s.variant = !p.outer && (!s.access.a_invariant || !p.instrs[static_cast<std::size_t>(st.value)].invariant);
-                const std::int64_t written = s.variant ? o_.total * a_.total : o_.total;
-                // (written * esize can pass int64 for a domain that is refused later, at allocation)
-                s.stream = written >= LAZYTENSOR_HOST_STREAM_MIN / static_cast<std::int64_t>(s.esize);
-                p.stores.push_back(std::move(s));
-            }
-            if (ph.kind == ir::Phase::Kind::Reduce) {
-                p.reduce_value = ph.reduce_value;
-                p.reduce_dtype = value_dtype(p.instrs[static_cast<std::size_t>(ph.reduce_value)].dtype);
-                p.reduce = reduce_fns(ph.reduce_op, p.reduce_dtype);
-            }
-            phases_.push_back(std::move(p));
-        }
-        ptr_count_ = ptrs;
-        split_ = can_split();
-        if (mode_ == Mode::VecReduce && !split_) plan_row_caches(k);
-        for (PPhase& p : phases_) {
-            fuse_index_compares(p);
-            classify(p);
-            fuse_exp_of_binary(p);
-        }
-        lay_out_arena();
-        if (k.candidate && mode_ == Mode::VecOuter && k.candidate->match(k, binding_)) static_ = k.candidate;
-    }
+    explicit KernelRunner(HostKernelPlan plan) : plan_(std::move(plan)) {}
 
+    /// Runs the kernel once on these buffers and scalar parameters.
     void run(const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars, ThreadPool& pool) const {
-        if (scalars.size() != n_scalars_)
-            fail<Error>("lazytensor internal error: a kernel with ", n_scalars_, " scalar parameters launched with ",
+        if (scalars.size() != plan_.n_scalars)
+            fail<Error>("lazytensor internal error: a kernel with ", plan_.n_scalars, " scalar parameters launched with ",
                         scalars.size());
-        SmallVector<char*, 8> base(n_params_);
-        for (std::size_t i = 0; i < n_params_; ++i) base[i] = static_cast<char*>(params[i]->handle());
-        if (o_.total == 0) return;
+        SmallVector<char*, 8> base(plan_.n_params);
+        for (std::size_t i = 0; i < plan_.n_params; ++i) base[i] = static_cast<char*>(params[i]->handle());
+        if (plan_.o.total == 0) return;
         // An empty reduced space leaves only the stores made once per outer index (a sum over an
         // empty axis is its identity); stores per element of the domain have no element to write.
-        if (a_.total == 0 && std::none_of(phases_.begin(), phases_.end(), [](const PPhase& p) { return p.outer && !p.stores.empty(); }))
+        if (plan_.a.total == 0 &&
+            std::none_of(plan_.phases.begin(), plan_.phases.end(), [](const PPhase& p) { return p.outer && !p.stores.empty(); }))
             return;
-        const std::int64_t blocks = (o_.total + oblock_ - 1) / oblock_;
-        const bool parallel = numel(domain_) * static_cast<std::int64_t>(phases_.size()) >= LAZYTENSOR_HOST_PARALLEL_MIN;
+        const std::int64_t blocks = (plan_.o.total + plan_.oblock - 1) / plan_.oblock;
+        const bool parallel = numel(plan_.domain) * static_cast<std::int64_t>(plan_.phases.size()) >= LAZYTENSOR_HOST_PARALLEL_MIN;
         const Launch launch{base.data(), scalars};
-        if (split_ && parallel) return run_split(launch, pool);
+        if (plan_.split && parallel) return run_split(launch, pool);
         // Work items are runs of consecutive blocks: a few per thread balance the load without
         // contending for the item counter, and streaming stores are fenced once per run.
         const std::int64_t runs = parallel ? std::min<std::int64_t>(blocks, 8 * pool.size()) : 1;
         auto blocks_of = [&](Frame& f, std::int64_t run) {
             const std::int64_t last = blocks * (run + 1) / runs;
             for (std::int64_t b = blocks * run / runs; b < last; ++b) {
-                const std::int64_t start = b * oblock_;
-                f.set_oblock(start, std::min(oblock_, o_.total - start));
-                if (static_)
+                const std::int64_t start = b * plan_.oblock;
+                f.set_oblock(start, std::min(plan_.oblock, plan_.o.total - start));
+                if (plan_.static_loop)
                     run_static(f);
                 else
-                    for (std::size_t p = 0; p < phases_.size(); ++p) run_phase(p, f, 0, a_.total);
+                    for (std::size_t p = 0; p < plan_.phases.size(); ++p) run_phase(p, f, 0, plan_.a.total);
             }
             stream_fence();
         };
@@ -9035,8 +9468,6 @@ public:
     }
 
 private:
-    enum class Mode { VecOuter, VecReduce };
-
     /// What one launch runs on: buffer base addresses and scalar parameter values.
     struct Launch {
         char* const* base;
@@ -9045,7 +9476,7 @@ private:
 
     // Per-thread state of one launch: register pointers into the thread's arena.
     struct Frame {
-        const HostKernel& k;
+        const KernelRunner& k;
         char* const* base;
         const std::vector<Scalar>& scalars;
         char* arena;
@@ -9055,16 +9486,16 @@ private:
         SmallVector<std::int64_t, 6> oindex, aindex, zero_o, zero_a;
         std::int64_t olen = 0, ostart = 0;
 
-        Frame(const HostKernel& kernel, const Launch& launch)
-            : k(kernel), base(launch.base), scalars(launch.scalars), arena(thread_arena(kernel.arena_bytes_)),
-              hoisted_ptr(kernel.static_ ? 0 : kernel.ptr_count_, nullptr),  // (the compiled loop has no registers)
-              inner_ptr(kernel.static_ ? 0 : kernel.ptr_count_, nullptr) {
-            zero_o.resize(k.o_.axes.size(), 0);
-            zero_a.resize(k.a_.axes.size(), 0);
+        Frame(const KernelRunner& kernel, const Launch& launch)
+            : k(kernel), base(launch.base), scalars(launch.scalars), arena(thread_arena(kernel.plan_.arena_bytes)),
+              hoisted_ptr(kernel.plan_.static_loop ? 0 : kernel.plan_.ptr_count, nullptr),  // (the compiled loop has no registers)
+              inner_ptr(kernel.plan_.static_loop ? 0 : kernel.plan_.ptr_count, nullptr) {
+            zero_o.resize(k.plan_.o.axes.size(), 0);
+            zero_a.resize(k.plan_.a.axes.size(), 0);
             oindex = zero_o;
             aindex = zero_a;
-            if (k.static_) return;  // the compiled loop needs only the segments
-            for (const PPhase& p : k.phases_)
+            if (k.plan_.static_loop) return;  // the compiled loop needs only the segments
+            for (const PPhase& p : k.plan_.phases)
                 for (std::size_t i = 0; i < p.instrs.size(); ++i) {
                     const PInstr& in = p.instrs[i];
                     if (!in.live) continue;  // has no register
@@ -9074,7 +9505,7 @@ private:
                         in.fill(arena + in.own, in.op == ir::Op::Param ? param : in.value, kBlock);
                         hoisted_ptr[p.ptr_base + i] = inner_ptr[p.ptr_base + i] = arena + in.own;
                     } else if (in.op == ir::Op::Slot) {
-                        hoisted_ptr[p.ptr_base + i] = arena + k.phases_[static_cast<std::size_t>(in.slot)].slot;
+                        hoisted_ptr[p.ptr_base + i] = arena + k.plan_.phases[static_cast<std::size_t>(in.slot)].slot;
                     }
                 }
         }
@@ -9082,378 +9513,9 @@ private:
         void set_oblock(std::int64_t start, std::int64_t len) {
             ostart = start;
             olen = len;
-            cut_segments(k.o_, start, len, osegs);
+            cut_segments(k.plan_.o, start, len, osegs);
         }
     };
-
-    void choose_mode() {
-        if (a_.axes.empty()) {
-            mode_ = Mode::VecOuter;
-        } else {
-            mode_ = a_.axes.back() == static_cast<int>(domain_.size()) - 1 ? Mode::VecReduce : Mode::VecOuter;
-            if (mode_ == Mode::VecOuter && o_.total < 256 && a_.total >= 4096) mode_ = Mode::VecReduce;
-            if (mode_ == Mode::VecReduce && a_.total < 64 && o_.total >= 64) mode_ = Mode::VecOuter;
-        }
-        if (mode_ == Mode::VecOuter) {
-            oblock_ = kBlock;
-        } else {
-            // Outer indices per block: their rows should stay in cache from one phase to the next.
-            const std::int64_t row_bytes = std::max<std::int64_t>(1, a_.total) * 8;
-            oblock_ = std::clamp<std::int64_t>((256 << 10) / row_bytes, 1, kBlock);
-            const std::int64_t want_items = 4 * threads_;
-            oblock_ = std::max<std::int64_t>(1, std::min(oblock_, (o_.total + want_items - 1) / want_items));
-        }
-    }
-
-    AccessPlan split(const Access& a) const {
-        AccessPlan p;
-        p.offset = a.offset;
-        for (int j : o_.axes) p.o_strides.push_back(a.strides[static_cast<std::size_t>(j)]);
-        for (int j : a_.axes) {
-            p.a_strides.push_back(a.strides[static_cast<std::size_t>(j)]);
-            if (a.strides[static_cast<std::size_t>(j)] != 0) p.a_invariant = false;
-        }
-        return p;
-    }
-
-    PInstr prepare(const ir::Instr& in, const PPhase& phase) const {
-        PInstr p;
-        p.op = in.op;
-        p.dtype = in.dtype;
-        p.esize = dtype_size(value_dtype(in.dtype));
-        p.a = in.a;
-        p.b = in.b;
-        p.c = in.c;
-        auto operand_invariant = [&](int i) { return i < 0 || phase.instrs[static_cast<std::size_t>(i)].invariant; };
-        switch (in.op) {
-            case ir::Op::Load:
-                p.param = in.arg;
-                p.access = split(in.access);
-                p.dyn_stride = in.dyn_stride;
-                p.dyn_extent = in.dyn_extent;
-                p.plain = in.plain_load();
-                p.invariant = (phase.outer || p.access.a_invariant) && operand_invariant(in.b) && operand_invariant(in.c);
-                break;
-            case ir::Op::Index:
-                p.access = split(in.access);
-                p.invariant = phase.outer || p.access.a_invariant;
-                break;
-            case ir::Op::Const: scalar_register_bytes(in.value, in.dtype, p.value); break;
-            case ir::Op::Param: p.scalar = in.arg; break;
-            case ir::Op::Slot: p.slot = in.arg; break;
-            case ir::Op::Unary:
-                p.unary = unary_fn(in.unary, phase.instrs[static_cast<std::size_t>(in.a)].dtype);  // a predicate returns bool
-                p.unary_op = in.unary;
-                p.invariant = operand_invariant(in.a);
-                break;
-            case ir::Op::Binary:
-                p.binary = binary_fn(in.binary, phase.instrs[static_cast<std::size_t>(in.a)].dtype);
-                p.binary_op = in.binary;
-                p.invariant = operand_invariant(in.a) && operand_invariant(in.b);
-                break;
-            case ir::Op::Where:
-                p.where = where_fn(in.dtype);
-                p.invariant = operand_invariant(in.a) && operand_invariant(in.b) && operand_invariant(in.c);
-                break;
-            case ir::Op::Cast:
-                p.unary = cast_fn(in.dtype, phase.instrs[static_cast<std::size_t>(in.a)].dtype);
-                p.invariant = operand_invariant(in.a);
-                break;
-        }
-        if ((in.op == ir::Op::Unary || in.op == ir::Op::Binary || in.op == ir::Op::Cast) && !p.unary && !p.binary)
-            fail<BackendError>("host backend: no implementation of this op for ", in.dtype);
-        p.fill = fill_fn(in.dtype);
-        return p;
-    }
-
-    // Values a later phase recomputes (the exp of softmax: summed in one phase, divided in the
-    // next) are kept in a per-thread row cache instead, when the rows of a block fit. Found by
-    // numbering the values of every phase; a cached value cuts the code below it in later phases.
-    void plan_row_caches(const ir::Kernel& k) {
-        std::map<std::vector<std::int64_t>, int> numbers;
-        std::map<int, std::pair<std::size_t, int>> first_computed;  // value -> (phase, instr)
-        std::vector<std::vector<int>> value(k.phases.size());
-        for (std::size_t q = 0; q < k.phases.size(); ++q) {
-            const ir::Phase& ph = k.phases[q];
-            mark_live(phases_[q]);  // a dead instruction never runs: it cannot fill a cache
-            for (std::size_t i = 0; i < ph.instrs.size(); ++i) {
-                const ir::Instr& in = ph.instrs[i];
-                std::vector<std::int64_t> sig{static_cast<std::int64_t>(in.op), static_cast<std::int64_t>(in.dtype),
-                                              static_cast<std::int64_t>(in.unary), static_cast<std::int64_t>(in.binary), in.arg};
-                for (int o : {in.a, in.b, in.c}) sig.push_back(o < 0 ? -1 : value[q][static_cast<std::size_t>(o)]);
-                if (in.op == ir::Op::Load || in.op == ir::Op::Index) {
-                    sig.push_back(in.access.offset);
-                    for (auto st : in.access.strides) sig.push_back(st);
-                    sig.push_back(in.dyn_stride);
-                }
-                if (in.op == ir::Op::Const) {
-                    sig.push_back(static_cast<std::int64_t>(in.value.i));
-                    std::int64_t bits;
-                    std::memcpy(&bits, &in.value.f, sizeof(bits));
-                    sig.push_back(bits);
-                }
-                const int v = numbers.emplace(std::move(sig), static_cast<int>(numbers.size())).first->second;
-                value[q].push_back(v);
-                PInstr& pi = phases_[q].instrs[i];
-                const bool computed = in.op == ir::Op::Unary || in.op == ir::Op::Binary || in.op == ir::Op::Where || in.op == ir::Op::Cast;
-                if (!computed || pi.invariant || phases_[q].outer) continue;
-                auto first = first_computed.find(v);
-                if (first == first_computed.end()) {
-                    if (pi.live) first_computed.emplace(v, std::make_pair(q, static_cast<int>(i)));
-                }
-                else pi.cache_read = v;  // provisional: the value number
-            }
-            mark_live(phases_[q]);
-        }
-        // Give each value that a live reader needs one cache, written where it is first computed.
-        const std::int64_t row_elems = oblock_ * std::max<std::int64_t>(a_.total, 1);
-        std::map<int, int> cache_of;
-        std::size_t bytes = 0;
-        for (PPhase& p : phases_)
-            for (PInstr& in : p.instrs) {
-                if (in.cache_read < 0) continue;
-                if (!in.live) {
-                    in.cache_read = -1;
-                    continue;
-                }
-                auto it = cache_of.find(in.cache_read);
-                if (it == cache_of.end()) {
-                    const std::size_t need = static_cast<std::size_t>(row_elems) * in.esize;
-                    if (bytes + need > kRowCacheBytes) {  // does not fit: recompute instead
-                        in.cache_read = -1;
-                        continue;
-                    }
-                    bytes += need;
-                    const auto [q, i] = first_computed.at(in.cache_read);
-                    it = cache_of.emplace(in.cache_read, static_cast<int>(cache_bytes_.size())).first;
-                    phases_[q].instrs[static_cast<std::size_t>(i)].cache_write = it->second;
-                    cache_bytes_.push_back(need);
-                }
-                in.cache_read = it->second;
-            }
-        for (PPhase& p : phases_) mark_live(p);
-    }
-
-    // Marks what the phase's fold and stores need; values read from a row cache need nothing.
-    static void mark_live(PPhase& p) {
-        for (PInstr& in : p.instrs) in.live = false;
-        auto need = [&](int i) {
-            if (i >= 0) p.instrs[static_cast<std::size_t>(i)].live = true;
-        };
-        need(p.reduce_value);
-        for (const PStore& st : p.stores) need(st.value);
-        for (std::size_t i = 0; i < p.instrs.size(); ++i)
-            if (p.instrs[i].cache_write >= 0) need(static_cast<int>(i));  // a later phase reads it
-        for (std::size_t i = p.instrs.size(); i-- > 0;) {
-            const PInstr& in = p.instrs[i];
-            if (!in.live || in.cache_read >= 0) continue;
-            need(in.a);
-            need(in.b);
-            need(in.c);
-        }
-    }
-
-    // Places registers, accumulators, slots and row caches in the per-thread arena.
-    void lay_out_arena() {
-        std::size_t arena = 0, registers = 0;
-        auto reserve = [&](std::size_t bytes) {
-            // Stagger registers by a few cache lines: blocks of 4 KiB multiples would otherwise
-            // all map to the same L1 sets (and alias each other's loads and stores).
-            const std::size_t at = arena;
-            arena += (bytes + 63) / 64 * 64 + 64 * (1 + (registers++ % 13));
-            return at;
-        };
-        for (PPhase& p : phases_) {
-            if (p.kind == ir::Phase::Kind::Reduce) {
-                p.acc = reserve(static_cast<std::size_t>(kBlock) * dtype_size(p.reduce_dtype));
-                p.slot = reserve(static_cast<std::size_t>(kBlock) * dtype_size(p.reduce_dtype));
-            }
-            // A hoisted value that only hoisted instructions read is dead after its last reader:
-            // a later hoisted instruction takes its register, so that a long element-wise
-            // expression (a composite) keeps a few registers in the L1 cache rather than one
-            // per instruction. Never reused: scalars (filled once per launch), and values read
-            // later in the phase (by inner instructions, stores, the fold, the row cache, as
-            // broadcasts or in place of a store).
-            const std::size_t n = p.instrs.size();
-            std::vector<bool> kept(n, false);
-            std::vector<std::size_t> last_read(n, 0);
-            auto keep = [&](int i) {
-                if (i >= 0) kept[static_cast<std::size_t>(i)] = true;
-            };
-            for (int i : p.inner) {
-                const PInstr& in = p.instrs[static_cast<std::size_t>(i)];
-                keep(i), keep(in.a), keep(in.b), keep(in.c);
-            }
-            for (const PStore& st : p.stores) keep(st.value);
-            keep(p.reduce_value);
-            for (std::size_t i = 0; i < n; ++i) {
-                const PInstr& in = p.instrs[i];
-                if (in.is_scalar() || in.cache_write >= 0 || in.broadcast || in.forward_store >= 0 || in.op == ir::Op::Slot)
-                    kept[i] = true;
-            }
-            for (std::size_t k = 0; k < p.hoisted.size(); ++k) {
-                const PInstr& in = p.instrs[static_cast<std::size_t>(p.hoisted[k])];
-                for (int o : {in.a, in.b, in.c})
-                    if (o >= 0) last_read[static_cast<std::size_t>(o)] = k;
-            }
-            std::map<std::size_t, std::vector<std::size_t>> free_registers;  // by size
-            for (std::size_t k = 0; k < p.hoisted.size(); ++k) {
-                const auto i = static_cast<std::size_t>(p.hoisted[k]);
-                PInstr& in = p.instrs[i];
-                if (!in.live || in.cache_read >= 0 || in.op == ir::Op::Slot) continue;
-                const std::size_t bytes = static_cast<std::size_t>(kBlock) * in.esize;
-                std::vector<std::size_t>& pool = free_registers[bytes];
-                if (!in.is_scalar() && !pool.empty()) {
-                    in.own = pool.back();
-                    pool.pop_back();
-                } else {
-                    in.own = reserve(bytes);
-                }
-                in.placed = true;
-                const int operands[3] = {in.a, in.b, in.c};
-                for (int j = 0; j < 3; ++j) {
-                    const int o = operands[j];
-                    if (o < 0 || (j > 0 && o == operands[0]) || (j > 1 && o == operands[1])) continue;  // each operand once
-                    const auto u = static_cast<std::size_t>(o);
-                    const PInstr& operand = p.instrs[u];
-                    if (kept[u] || last_read[u] != k || !operand.placed || operand.cache_read >= 0) continue;
-                    free_registers[static_cast<std::size_t>(kBlock) * operand.esize].push_back(operand.own);
-                }
-            }
-            for (PInstr& in : p.instrs) {
-                if (!in.live || in.cache_read >= 0) continue;
-                if (in.op != ir::Op::Slot && !in.placed) in.own = reserve(static_cast<std::size_t>(kBlock) * in.esize);  // slots live in p.slot
-                if (in.broadcast && !in.is_scalar()) in.shadow = reserve(static_cast<std::size_t>(kBlock) * in.esize);
-            }
-        }
-        for (std::size_t bytes : cache_bytes_) cache_at_.push_back(reserve(bytes));
-        arena_bytes_ = arena;
-    }
-
-    // Splits instructions into hoisted and inner lists; marks values read across the split,
-    // and values that a store may receive in place.
-    void classify(PPhase& p) const {
-        auto read_inner = [&](int i) {
-            if (i >= 0 && p.instrs[static_cast<std::size_t>(i)].invariant) p.instrs[static_cast<std::size_t>(i)].broadcast = true;
-        };
-        if (mode_ != Mode::VecReduce || split_) mark_live(p);
-        for (std::size_t i = 0; i < p.instrs.size(); ++i) {
-            PInstr& in = p.instrs[i];
-            if (!in.live) continue;
-            (in.invariant ? p.hoisted : p.inner).push_back(static_cast<int>(i));
-            if (!in.invariant && in.cache_read < 0) {
-                read_inner(in.a);
-                read_inner(in.b);
-                read_inner(in.c);
-            }
-        }
-        if (p.kind == ir::Phase::Kind::Reduce && !p.outer) read_inner(p.reduce_value);
-        if (mode_ == Mode::VecReduce && p.kind == ir::Phase::Kind::Reduce && !p.outer && p.stores.empty() &&
-            p.reduce.fold_batches && a_.axes.size() == 1 && p.inner.size() == 1 && p.inner[0] == p.reduce_value) {
-            const PInstr& in = p.instrs[static_cast<std::size_t>(p.reduce_value)];
-            if (in.op == ir::Op::Load && in.plain && in.dtype != DType::Float16 && in.cache_write < 0 &&
-                in.access.a_strides.size() == 1 && in.access.a_strides[0] == 1)
-                p.row_load = p.reduce_value;
-        }
-        for (std::size_t s = 0; s < p.stores.size(); ++s) {
-            const PStore& st = p.stores[s];
-            PInstr& v = p.instrs[static_cast<std::size_t>(st.value)];
-            if (st.variant) read_inner(st.value);
-            const bool computed = v.op == ir::Op::Unary || v.op == ir::Op::Binary || v.op == ir::Op::Where || v.op == ir::Op::Cast;
-            // (A float16 output cannot receive the float register in place.)
-            // (Nor an assign's output: its block may still be read after the value is computed.)
-            if (computed && !st.stream && !st.half && !in_place_ && v.invariant != st.variant && v.forward_store < 0)
-                v.forward_store = static_cast<int>(s);
-        }
-    }
-
-    // index >= c, index < c (and > and <=), the bounds of a pad: true along one run of each
-    // segment (an index is affine in the lane), so they are computed by runs and the index
-    // itself is not computed where nothing else reads it.
-    static void fuse_index_compares(PPhase& p) {
-        bool fused = false;
-        for (PInstr& in : p.instrs) {
-            if (in.op != ir::Op::Binary || in.cache_read >= 0 || in.a < 0 || in.b < 0) continue;
-            if (in.binary_op != BinaryOp::Ge && in.binary_op != BinaryOp::Gt && in.binary_op != BinaryOp::Lt &&
-                in.binary_op != BinaryOp::Le)
-                continue;
-            const PInstr& index = p.instrs[static_cast<std::size_t>(in.a)];
-            const PInstr& bound = p.instrs[static_cast<std::size_t>(in.b)];
-            if (index.op != ir::Op::Index || bound.op != ir::Op::Const || bound.dtype != DType::Int64 || index.cache_read >= 0) continue;
-            in.index_compare = true;
-            in.access = index.access;
-            std::memcpy(&in.bound, bound.value, sizeof(in.bound));
-            in.a = in.b = -1;
-            fused = true;
-        }
-        if (fused) mark_live(p);
-    }
-
-    // exp(a op b) whose a op b nothing else reads runs as one instruction: the intermediate stays
-    // in vector registers instead of a block written and read again (softmax's exp(x - max)).
-    void fuse_exp_of_binary(PPhase& p) const {
-        std::vector<int> readers(p.instrs.size(), 0);
-        for (const PInstr& in : p.instrs)
-            if (in.live && in.cache_read < 0)
-                for (int o : {in.a, in.b, in.c})
-                    if (o >= 0) ++readers[static_cast<std::size_t>(o)];
-        std::vector<bool> removed(p.instrs.size(), false);
-        for (PInstr& in : p.instrs) {
-            if (!in.live || in.op != ir::Op::Unary || in.cache_read >= 0 || in.a < 0) continue;
-            if (in.dtype != DType::Float32 && in.dtype != DType::Float64) continue;
-            PInstr& op = p.instrs[static_cast<std::size_t>(in.a)];
-            if (op.op != ir::Op::Binary || op.dtype != in.dtype || op.invariant != in.invariant || op.broadcast ||
-                op.cache_read >= 0 || op.cache_write >= 0 || op.forward_store >= 0 || readers[static_cast<std::size_t>(in.a)] != 1)
-                continue;
-            if (in.unary_op != UnaryOp::Exp) continue;
-            const auto fused = exp_of_binary_fn(op.binary_op, in.dtype);
-            if (!fused || in.a == p.reduce_value ||
-                std::any_of(p.stores.begin(), p.stores.end(), [&](const PStore& st) { return st.value == in.a; }))
-                continue;
-            // One value for every lane: a scalar, or (lanes along a row) a value of the row.
-            auto uniform = [&](int o) {
-                const PInstr& x = p.instrs[static_cast<std::size_t>(o)];
-                return x.is_scalar() || (mode_ == Mode::VecReduce && !in.invariant && x.invariant);
-            };
-            removed[static_cast<std::size_t>(in.a)] = true;
-            op.live = false;
-            in.exp_of = fused;
-            in.uniform = uniform(op.b) ? 2 : uniform(op.a) ? 1 : 0;
-            in.b = op.b;
-            in.a = op.a;
-        }
-        auto drop = [&](std::vector<int>& list) {
-            list.erase(std::remove_if(list.begin(), list.end(), [&](int i) { return removed[static_cast<std::size_t>(i)]; }),
-                       list.end());
-        };
-        drop(p.hoisted);
-        drop(p.inner);
-        // A row's value that only fused instructions read (softmax's max) needs no block of copies.
-        std::vector<bool> whole(p.instrs.size(), false);  // read at every lane by some inner reader
-        for (int i : p.inner) {
-            const PInstr& in = p.instrs[static_cast<std::size_t>(i)];
-            if (in.cache_read >= 0) continue;
-            for (int j = 0; j < 3; ++j) {
-                const int o = j == 0 ? in.a : j == 1 ? in.b : in.c;
-                if (o >= 0 && !(in.exp_of && in.uniform == j + 1)) whole[static_cast<std::size_t>(o)] = true;
-            }
-        }
-        for (const PStore& st : p.stores) whole[static_cast<std::size_t>(st.value)] = true;
-        if (p.reduce_value >= 0) whole[static_cast<std::size_t>(p.reduce_value)] = true;
-        for (std::size_t i = 0; i < p.instrs.size(); ++i)
-            p.instrs[i].read_as_one_value = p.instrs[i].broadcast && !whole[i];
-    }
-
-    bool can_split() const {
-        // One reduction over a long reduced space with few outputs, then per-output stores.
-        if (mode_ != Mode::VecReduce || o_.total > kBlock || a_.total < 2 * kSplitChunk) return false;
-        if ((o_.total + oblock_ - 1) / oblock_ >= 2 * threads_) return false;
-        if (phases_.empty() || phases_[0].kind != ir::Phase::Kind::Reduce || phases_[0].outer) return false;
-        if (!phases_[0].stores.empty()) return false;
-        for (std::size_t p = 1; p < phases_.size(); ++p)
-            if (!phases_[p].outer) return false;
-        return true;
-    }
 
     // --------------------------------------------------------------------------- evaluation
 
@@ -9707,7 +9769,7 @@ private:
     }
 
     char* row_cache(Frame& f, int cache, std::size_t esize, const BlockCtx& ctx) const {
-        return f.arena + cache_at_[static_cast<std::size_t>(cache)] + ctx.cache_at * static_cast<std::int64_t>(esize);
+        return f.arena + plan_.cache_at[static_cast<std::size_t>(cache)] + ctx.cache_at * static_cast<std::int64_t>(esize);
     }
 
     void prepare_forwarding(const PPhase& p, Frame& f, const BlockCtx& ctx, bool variant) const {
@@ -9724,7 +9786,7 @@ private:
     // Runs phase p for the frame's block of outer indices, over reduced indices [a0, a1).
     // A split work item passes a chunk; it then leaves the per-lane result in the accumulator.
     void run_phase(std::size_t pi, Frame& f, std::int64_t a0, std::int64_t a1) const {
-        const PPhase& p = phases_[pi];
+        const PPhase& p = plan_.phases[pi];
         if (!p.outer && p.kind == ir::Phase::Kind::Reduce && a1 <= a0) {
             // An empty reduced axis: the identity, and no load (not even a hoisted one: an empty
             // input has no element 0).
@@ -9746,24 +9808,24 @@ private:
         const bool reduce = p.kind == ir::Phase::Kind::Reduce;
         const std::size_t rsize = dtype_size(p.reduce_dtype);
         char* acc = f.arena + p.acc;
-        if (mode_ == Mode::VecOuter) {
+        if (plan_.mode == LaneMode::VecOuter) {
             for (int i : p.hoisted) f.inner_ptr[p.ptr_base + static_cast<std::size_t>(i)] = f.hoisted_ptr[p.ptr_base + static_cast<std::size_t>(i)];
             if (reduce) p.reduce.init(acc, f.olen);
-            unravel(a_, a0, f.aindex);
+            unravel(plan_.a, a0, f.aindex);
             BlockCtx ctx{f.olen, &f.osegs, true, &f.aindex};
             for (std::int64_t a = a0; a < a1; ++a) {
                 prepare_forwarding(p, f, ctx, true);
                 eval(p, p.inner, f.inner_ptr, f, ctx);
                 if (reduce) p.reduce.fold(acc, f.inner_ptr[p.ptr_base + static_cast<std::size_t>(p.reduce_value)], f.olen);
                 run_stores(p, f, ctx, true, f.inner_ptr);
-                increment(a_, f.aindex);
+                increment(plan_.a, f.aindex);
             }
             if (reduce) std::memcpy(f.arena + p.slot, acc, static_cast<std::size_t>(f.olen) * rsize);
             return;
         }
         // VecReduce: one outer index at a time, lanes along the reduced space.
         for (std::int64_t l = 0; l < f.olen; ++l) {
-            unravel(o_, f.ostart + l, f.oindex);
+            unravel(plan_.o, f.ostart + l, f.oindex);
             for (int i : p.hoisted) {
                 const PInstr& in = p.instrs[static_cast<std::size_t>(i)];
                 void*& dst = f.inner_ptr[p.ptr_base + static_cast<std::size_t>(i)];
@@ -9790,8 +9852,8 @@ private:
             if (reduce) p.reduce.init(acc, batches ? p.reduce.batch_lanes : kBlock);
             for (std::int64_t start = a0; start < a1; start += kBlock) {
                 const std::int64_t n = std::min(kBlock, a1 - start);
-                cut_segments(a_, start, n, f.asegs);
-                BlockCtx ctx{n, &f.asegs, false, &f.oindex, l * a_.total + start};
+                cut_segments(plan_.a, start, n, f.asegs);
+                BlockCtx ctx{n, &f.asegs, false, &f.oindex, l * plan_.a.total + start};
                 prepare_forwarding(p, f, ctx, true);
                 eval(p, p.inner, f.inner_ptr, f, ctx);
                 if (reduce)
@@ -9807,20 +9869,20 @@ private:
 
     // The expression's compiled loop, run of lanes by run of lanes.
     void run_static(Frame& f) const {
-        const PPhase& p = phases_[0];
+        const PPhase& p = plan_.phases[0];
         const PStore& st = p.stores[0];
-        SmallVector<LeafView, 16> leaves(binding_.leaf_loads.size());
+        SmallVector<LeafView, 16> leaves(plan_.binding.leaf_loads.size());
         auto at = [&](int param, const AccessPlan& a, std::size_t esize, const Segment& seg) {
             return f.base[static_cast<std::size_t>(param)] + (a.offset + dot(seg.index, a.o_strides)) * static_cast<std::int64_t>(esize);
         };
         for (const Segment& seg : f.osegs) {
             for (std::size_t i = 0; i < leaves.size(); ++i) {
-                const PInstr& in = p.instrs[static_cast<std::size_t>(binding_.leaf_loads[i])];
+                const PInstr& in = p.instrs[static_cast<std::size_t>(plan_.binding.leaf_loads[i])];
                 leaves[i].ptr = at(in.param, in.access, in.esize, seg);
                 leaves[i].step = in.access.o_strides.empty() ? 0 : in.access.o_strides.back();
             }
             const std::int64_t out_step = st.access.o_strides.empty() ? 0 : st.access.o_strides.back();
-            static_->run(binding_, f.scalars.data(), leaves.data(), at(st.param, st.access, st.esize, seg), out_step, seg.len,
+            plan_.static_loop->run(plan_.binding, f.scalars.data(), leaves.data(), at(st.param, st.access, st.esize, seg), out_step, seg.len,
                          st.stream);
         }
     }
@@ -9828,34 +9890,34 @@ private:
     // A reduction with few outputs: items are (outer block, chunk of the reduced space); the
     // chunk results are folded in chunk order, then the per-output phases run.
     void run_split(const Launch& launch, ThreadPool& pool) const {
-        const PPhase& red = phases_[0];
+        const PPhase& red = plan_.phases[0];
         const std::size_t rsize = dtype_size(red.reduce_dtype);
-        const std::int64_t oblocks = (o_.total + oblock_ - 1) / oblock_;
-        const std::int64_t chunks = (a_.total + kSplitChunk - 1) / kSplitChunk;
-        std::vector<char> partial(static_cast<std::size_t>(chunks * o_.total) * rsize);
+        const std::int64_t oblocks = (plan_.o.total + plan_.oblock - 1) / plan_.oblock;
+        const std::int64_t chunks = (plan_.a.total + kSplitChunk - 1) / kSplitChunk;
+        std::vector<char> partial(static_cast<std::size_t>(chunks * plan_.o.total) * rsize);
         std::vector<std::unique_ptr<Frame>> frames(static_cast<std::size_t>(pool.size()));
         pool.parallel_for(oblocks * chunks, [&](std::int64_t item, int thread) {
             auto& slot = frames[static_cast<std::size_t>(thread)];
             if (!slot) slot = std::make_unique<Frame>(*this, launch);
             Frame& f = *slot;
             const std::int64_t ob = item / chunks, chunk = item % chunks;
-            const std::int64_t start = ob * oblock_;
-            f.set_oblock(start, std::min(oblock_, o_.total - start));
+            const std::int64_t start = ob * plan_.oblock;
+            f.set_oblock(start, std::min(plan_.oblock, plan_.o.total - start));
             const std::int64_t a0 = chunk * kSplitChunk;
-            run_phase(0, f, a0, std::min(a_.total, a0 + kSplitChunk));
-            std::memcpy(partial.data() + static_cast<std::size_t>(chunk * o_.total + start) * rsize, f.arena + red.slot,
+            run_phase(0, f, a0, std::min(plan_.a.total, a0 + kSplitChunk));
+            std::memcpy(partial.data() + static_cast<std::size_t>(chunk * plan_.o.total + start) * rsize, f.arena + red.slot,
                         static_cast<std::size_t>(f.olen) * rsize);
         });
         frames.clear();  // this thread's frame is rebuilt below; its arena is the same memory
         Frame f(*this, launch);
         for (std::int64_t ob = 0; ob < oblocks; ++ob) {
-            const std::int64_t start = ob * oblock_;
-            f.set_oblock(start, std::min(oblock_, o_.total - start));
+            const std::int64_t start = ob * plan_.oblock;
+            f.set_oblock(start, std::min(plan_.oblock, plan_.o.total - start));
             char* slot = f.arena + red.slot;
             std::memcpy(slot, partial.data() + static_cast<std::size_t>(start) * rsize, static_cast<std::size_t>(f.olen) * rsize);
             for (std::int64_t chunk = 1; chunk < chunks; ++chunk)
-                red.reduce.fold(slot, partial.data() + static_cast<std::size_t>(chunk * o_.total + start) * rsize, f.olen);
-            for (std::size_t p = 1; p < phases_.size(); ++p) run_phase(p, f, 0, a_.total);
+                red.reduce.fold(slot, partial.data() + static_cast<std::size_t>(chunk * plan_.o.total + start) * rsize, f.olen);
+            for (std::size_t p = 1; p < plan_.phases.size(); ++p) run_phase(p, f, 0, plan_.a.total);
         }
         stream_fence();
     }
@@ -9874,20 +9936,23 @@ private:
         }
     }
 
-    Shape domain_;
-    std::size_t n_params_, n_scalars_;
-    int threads_;
-    bool in_place_;
-    Space o_, a_;
-    Mode mode_ = Mode::VecOuter;
-    std::int64_t oblock_ = kBlock;
-    std::vector<PPhase> phases_;
-    std::size_t arena_bytes_ = 0;
-    std::size_t ptr_count_ = 0;
-    bool split_ = false;
-    const StaticKernel* static_ = nullptr;  // the expression's compiled loop, when it matches
-    StaticBinding binding_;
-    std::vector<std::size_t> cache_bytes_, cache_at_;  // row caches: size and arena offset
+    HostKernelPlan plan_;
+};
+
+}  // namespace lazytensor::detail::host
+
+namespace lazytensor::detail::host {
+
+class HostKernel final : public CompiledKernel {
+public:
+    HostKernel(const ir::Kernel& k, int threads) : runner_(plan_kernel(k, threads)) {}
+
+    void run(const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars, ThreadPool& pool) const {
+        runner_.run(params, scalars, pool);
+    }
+
+private:
+    KernelRunner runner_;  // holds the plan
 };
 
 }  // namespace lazytensor::detail::host
@@ -10441,33 +10506,44 @@ private:
 }  // namespace lazytensor::detail::host
 #if LAZYTENSOR_OPENCL
 // ---- lazytensor/backend/opencl/opencl_backend.hpp ----
-// The OpenCL backend: one context and one in-order queue per device; buffers from a caching
-// allocator; kernels rendered from the IR (renderer.hpp), built once per source (in memory, and
-// across processes through the disk cache, program_cache.hpp) and launched on the queue.
+// The OpenCL backend: one context and one in-order queue per device (device.hpp); buffers from
+// a caching allocator (allocator.hpp); kernels rendered from the IR (renderer.hpp), built once
+// per source (in memory, and across processes through the disk cache: programs.hpp) and
+// launched on the queue (launch.hpp, which every launch goes through).
 //
-// Matrix products run on the same queue through lazytensor's own GEMM kernel (gemm_kernel.hpp)
-// or CLBlast (clblast_gemm.hpp), whichever LAZYTENSOR_OPENCL_GEMM and the shape choose; on
-// the own kernel, a product's element-wise consumer runs in its stores and a simple producer of
-// an operand in its loads (gemm_epilogue.hpp).
+// Each kind of work has its routines: the IR's kernels (kernel_routines.hpp), scans
+// (scan_routines.hpp), sorts (sort_routines.hpp), matrix products on lazytensor's own GEMM
+// kernel or CLBlast (gemm_routines.hpp) and attention as one kernel (attention_routines.hpp).
+// OpenCLBackend puts them together behind the Backend interface, with the switches tests and
+// benchmarks turn.
 //
 // Caches, from the outside in: Backend::get_kernel keys compiled kernels (program + cl_kernel
 // objects) by the normalized IR, so a hit costs neither a build nor clCreateKernel; below it,
 // programs are keyed by their source, and then by source, options, device and driver on disk.
 
-#include <algorithm>
 #include <atomic>
-#include <chrono>
-#include <cstring>
-#include <iostream>
-#include <map>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <sstream>
 #include <string>
-#include <type_traits>
-#include <unordered_map>
 #include <vector>
+
+// ---- lazytensor/backend/opencl/allocator.hpp ----
+// The OpenCL backend's caching allocator: cl_mem blocks of a few sizes (powers of two below
+// 1 MiB, then whole MiB), kept when freed (up to a quarter of the device's memory, at most
+// 4 GiB) and handed out again. Also wraps cl_mem made elsewhere (DLPack) as buffers.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <utility>
 
 // ---- lazytensor/backend/opencl/cl_api.hpp ----
 // The OpenCL C API as lazytensor uses it: OpenCL 1.2 entry points only (every ICD loader and
@@ -10653,173 +10729,18 @@ struct KernelOwner {
 };
 
 }  // namespace lazytensor::detail::opencl
-// ---- lazytensor/backend/opencl/clblast_gemm.hpp ----
-// Matrix products on OpenCL through CLBlast, enqueued on the backend's queue.
-//
-// One product (no batch) is a Gemm; a batch along one axis with constant strides (zero for a
-// shared operand) a GemmStridedBatched; any other batch a GemmBatched with per-matrix offsets.
-// Operands are read in place in BLAS layouts: row-major, or column-major as a transpose flag,
-// with the leading dimension their views give. CLBlast compiles its kernels on first use of a
-// routine in a process (seconds on some devices); the backend reports that in LAZYTENSOR_DEBUG.
-
-
-#if LAZYTENSOR_OPENCL && LAZYTENSOR_CLBLAST
-
-#include <clblast.h>
-
-#include <string>
-#include <vector>
-
-
-namespace lazytensor::detail::opencl {
-
-/// The name of a CLBlast status; OpenCL's own codes by their CL_ names.
-inline std::string clblast_status_name(clblast::StatusCode status) {
-    using S = clblast::StatusCode;
-    switch (status) {
-        case S::kNotImplemented: return "CLBlast kNotImplemented";
-        case S::kInvalidMatrixA: return "CLBlast kInvalidMatrixA";
-        case S::kInvalidMatrixB: return "CLBlast kInvalidMatrixB";
-        case S::kInvalidMatrixC: return "CLBlast kInvalidMatrixC";
-        case S::kInvalidDimension: return "CLBlast kInvalidDimension";
-        case S::kInvalidLeadDimA: return "CLBlast kInvalidLeadDimA";
-        case S::kInvalidLeadDimB: return "CLBlast kInvalidLeadDimB";
-        case S::kInvalidLeadDimC: return "CLBlast kInvalidLeadDimC";
-        case S::kInsufficientMemoryA: return "CLBlast kInsufficientMemoryA";
-        case S::kInsufficientMemoryB: return "CLBlast kInsufficientMemoryB";
-        case S::kInsufficientMemoryC: return "CLBlast kInsufficientMemoryC";
-        case S::kInsufficientMemoryTemp: return "CLBlast kInsufficientMemoryTemp";
-        case S::kInvalidBatchCount: return "CLBlast kInvalidBatchCount";
-        case S::kInvalidOverrideKernel: return "CLBlast kInvalidOverrideKernel";
-        case S::kMissingOverrideParameter: return "CLBlast kMissingOverrideParameter";
-        case S::kInvalidLocalMemUsage: return "CLBlast kInvalidLocalMemUsage";
-        case S::kNoDoublePrecision: return "CLBlast kNoDoublePrecision";
-        case S::kDatabaseError: return "CLBlast kDatabaseError";
-        case S::kUnknownError: return "CLBlast kUnknownError";
-        case S::kUnexpectedError: return "CLBlast kUnexpectedError";
-        default: break;
-    }
-    const int code = static_cast<int>(status);
-    return code > -1000 ? status_name(code) : "CLBlast status";
-}
-
-/// The CLBlast routine a product runs as.
-inline const char* clblast_routine(const ir::Gemm& g) {
-    if (g.batch_count() == 1) return "Gemm";
-    return g.batch.size() == 1 ? "GemmStridedBatched" : "GemmBatched";
-}
-
-/// Enqueues c = a x b (every operand in a BLAS layout; c contiguous) on `queue`; `event` gets
-/// the event of CLBlast's last kernel.
-template <class T>
-clblast::StatusCode clblast_gemm(const ir::Gemm& g, cl_mem a, cl_mem b, cl_mem c, cl_command_queue queue,
-                                 cl_event* event) {
-    using clblast::Transpose;
-    const ir::BlasOperand oa = *ir::blas_operand(g.a, g.m, g.k), ob = *ir::blas_operand(g.b, g.k, g.n);
-    const Transpose ta = oa.transposed ? Transpose::kYes : Transpose::kNo;
-    const Transpose tb = ob.transposed ? Transpose::kYes : Transpose::kNo;
-    const auto layout = clblast::Layout::kRowMajor;
-    const auto m = static_cast<std::size_t>(g.m), n = static_cast<std::size_t>(g.n), k = static_cast<std::size_t>(g.k);
-    const auto lda = static_cast<std::size_t>(oa.ld), ldb = static_cast<std::size_t>(ob.ld);
-    auto size = [](std::int64_t v) { return static_cast<std::size_t>(v); };
-    const std::int64_t count = g.batch_count();
-    if (count == 1)
-        return clblast::Gemm<T>(layout, ta, tb, m, n, k, T(1), a, size(g.a.offset), lda, b, size(g.b.offset), ldb, T(0),
-                                c, 0, n, &queue, event);
-    if (g.batch.size() == 1)
-        return clblast::GemmStridedBatched<T>(layout, ta, tb, m, n, k, T(1), a, size(g.a.offset), lda,
-                                              size(g.a.batch_strides[0]), b, size(g.b.offset), ldb,
-                                              size(g.b.batch_strides[0]), T(0), c, 0, n, m * n, size(count), &queue,
-                                              event);
-    std::vector<std::int64_t> a_offsets, b_offsets;
-    g.batch_offsets(a_offsets, b_offsets);
-    std::vector<std::size_t> ao(a_offsets.begin(), a_offsets.end()), bo(b_offsets.begin(), b_offsets.end()), co;
-    for (std::int64_t i = 0; i < count; ++i) co.push_back(size(i) * m * n);
-    const std::vector<T> alphas(size(count), T(1)), betas(size(count), T(0));
-    return clblast::GemmBatched<T>(layout, ta, tb, m, n, k, alphas.data(), a, ao.data(), lda, b, bo.data(), ldb,
-                                   betas.data(), c, co.data(), n, size(count), &queue, event);
-}
-
-}  // namespace lazytensor::detail::opencl
-
-#endif
-// ---- lazytensor/backend/opencl/attention_kernel.hpp ----
-// lazytensor's OpenCL attention kernel: out = softmax(f(q @ kt), -1) @ v in one launch
-// (ir/attention.hpp), float32, the scores and the weights never in global memory.
-//
-// A work-group of TX x TY work-items (8 x 16, or 8 x 32) takes BM query rows of one matrix of
-// the batch (row ty + TY i for i < BM / TY) and walks the keys in blocks of BN: the block's
-// scores in registers (key tx + TX j for j < BN / TX), f applied to each, the rows' running
-// maxima agreed, the weights exp(f - max) written to local memory, and the output rows
-// rescaled and accumulated from the block of v (columns tx * 4 + 4 TX c, four at a time). This
-// is the online softmax of FlashAttention: where a block raises a row's maximum, what the row
-// has gathered so far is scaled by exp(old - new). At the end each row is divided by its total.
-// q, kt and v are read in place through their strides (vector loads where the fast axis has
-// stride 1); d and dv are padded to 4 and to 4 TX in local memory with zeros; keys past S
-// score -inf, query rows past T are not stored.
-//
-// The maximum takes NaN as lazytensor's reductions do (NaN wins). A row whose scores are all
-// -inf gets 0 / 0 = NaN, as the three items give (exp(-inf - -inf)).
-//
-// On NVIDIA devices of compute capability 8.0 and 9.x, d and dv up to 64 run in blocks of 256 x
-// 64 keys with 8 x 32 work-items (157 KB of local memory: more than the 48 KB NVIDIA's OpenCL
-// reports, less than the 163 and 227 KB that A100 and H100 allow a block, and its compiler
-// accepts it), or of 128 x 64 with 8 x 16 where 256-row blocks would leave a quarter of the
-// multiprocessors idle. On the H200 (2026-11-28, bench_gemm_kernel --attention-params) 32 x
-// 1024 x 64 took 0.294-0.296 and 0.302-0.303 ms that way, 0.31 with 128 x 64 and 8 x 32, 0.34
-// with 64 x 32 and 8 x 16.
-// The experiment this kernel grew from (bench/README.md, "Toward fused attention") agreed on the
-// rows' maxima and totals through warp shuffles (inline PTX); a NaN in one row then changed the
-// totals of the other rows of its warp, so they are not used.
+// ---- lazytensor/backend/opencl/device.hpp ----
+// One OpenCL device as the backend uses it: which devices there are, the context (shared by the
+// devices of a platform) and the in-order queue, and the properties the rest of the backend
+// asks about (float64, the largest buffer, the vendor, what the renderer needs to know).
 
 #include <algorithm>
-#include <cstdint>
-#include <optional>
+#include <map>
+#include <mutex>
 #include <string>
 #include <utility>
-
-// ---- lazytensor/backend/opencl/fused_code.hpp ----
-// Element-wise kernels fused into a matrix product or a scan (ir/fusion.hpp), as the code that
-// the own GEMM kernel and the scan kernels splice into their loads and stores
-// (gemm_epilogue.hpp makes it).
-
-#include <optional>
-#include <string>
 #include <vector>
 
-
-namespace lazytensor::detail::opencl {
-
-/// Code applied to each result before its store: `code` may read and assign `v` (the value, in
-/// the product's or scan's type) and read the coordinates the kernel puts in scope (the GEMM:
-/// `row`, `col` (int or long), `batch` (long), `m` and `n`; a scan: lt_o, lt_i, lt_j, lt_at);
-/// `parameters` are extra kernel parameter declarations (", __global const float* bias"),
-/// passed after the fixed ones; `helpers` are functions it calls. Empty: the result is stored
-/// as it is.
-struct FusedEpilogue {
-    std::string parameters;
-    std::string code;
-    // The output's dtype when it is not the product's or scan's (a cast): the code then leaves
-    // its result in a variable of that dtype's value type (the GEMM's `o`, a scan's `lt_r`)
-    // instead of in `v`.
-    std::optional<DType> output;
-    std::vector<std::string> helpers;
-    bool fp64 = false;  // the code computes in double
-};
-
-/// Code applied to each element of an operand as it is loaded (a scale, a cast): the operand's
-/// buffer holds `storage` elements (float16 is read with vload_half); `function` defines
-/// `name`(x, scalars...), which returns the element in the product's or scan's type;
-/// `parameters` declare the scalars as kernel parameters (after the epilogue's), `arguments`
-/// pass them on. Empty (no name): the element as it is.
-struct FusedPrologue {
-    DType storage = DType::Float32;
-    std::string name, function, parameters, arguments;
-    std::vector<std::string> helpers;
-    bool fp64 = false;
-};
-
-}  // namespace lazytensor::detail::opencl
 // ---- lazytensor/backend/opencl/renderer.hpp ----
 // The renderer: kernel IR -> OpenCL C 1.2 source and the launch geometry to run it with.
 //
@@ -11232,7 +11153,7 @@ private:
     std::string substitute_value_;
     const ir::Kernel& k_;
     DeviceTraits dev_;
-    std::string name_;  // of the kernel function (a second stage adds "_fold")
+    std::string name_;  // of the kernel function (a second stage adds "_fold"); see renamed()
     std::ostringstream src_;
     std::size_t n_ = 0;  // domain rank
     std::int64_t numel_ = 0, outer_ = 1, reduced_ = 1;
@@ -11861,6 +11782,394 @@ inline RenderedKernel render(const ir::Kernel& kernel, const DeviceTraits& devic
     return Renderer(kernel, device, name).render();
 }
 
+/// `kernel` as render would have made it with the name `name`, without rendering it again (so
+/// that a kernel rendered as a program of its own can join a program of several): the name
+/// appears only where each stage's function is declared, "void <stage name>(".
+inline RenderedKernel renamed(RenderedKernel kernel, const std::string& name) {
+    if (kernel.stages.empty()) return kernel;
+    const std::size_t old_length = kernel.stages[0].name.size();  // the first stage is named `name`
+    for (Stage& stage : kernel.stages) {
+        const std::string to = name + stage.name.substr(old_length);
+        const std::string declared = "void " + stage.name + "(";
+        const std::size_t at = kernel.functions.find(declared);
+        if (at == std::string::npos) fail<Error>("lazytensor internal error: no function ", stage.name, " to rename");
+        kernel.functions.replace(at, declared.size(), "void " + to + "(");
+        stage.name = to;
+    }
+    kernel.source = program_source(kernel.uses_fp64, kernel.helpers, kernel.functions);
+    return kernel;
+}
+
+}  // namespace lazytensor::detail::opencl
+
+namespace lazytensor::detail::opencl {
+
+/// The OpenCL devices of this machine, listed once.
+inline const std::vector<std::pair<cl_platform_id, cl_device_id>>& opencl_device_ids() {
+    static const auto ids = list_devices();
+    return ids;
+}
+
+/// A context for `device`, retained for the caller: one per platform, shared by every device
+/// of it, so that buffers move between those devices with clEnqueueCopyBuffer (transfer.hpp).
+/// A context of its own where LAZYTENSOR_OPENCL_SHARED_CONTEXT=off or the driver refuses a
+/// shared one; copies between such devices go through host memory.
+inline cl_context context_for(cl_platform_id platform, cl_device_id device) {
+    if (env_flag("LAZYTENSOR_OPENCL_SHARED_CONTEXT", true)) {
+        static std::mutex mutex;
+        static auto& shared = *new std::map<cl_platform_id, cl_context>();  // never destroyed, like the backends
+        std::lock_guard<std::mutex> lock(mutex);
+        auto it = shared.find(platform);
+        if (it == shared.end()) {
+            std::vector<cl_device_id> all;
+            for (const auto& [p, d] : opencl_device_ids())
+                if (p == platform) all.push_back(d);
+            cl_int err = CL_SUCCESS;
+            cl_context c = clCreateContext(nullptr, static_cast<cl_uint>(all.size()), all.data(), nullptr, nullptr, &err);
+            it = shared.emplace(platform, err == CL_SUCCESS ? c : nullptr).first;
+        }
+        if (it->second) {
+            check(clRetainContext(it->second), "clRetainContext");
+            return it->second;
+        }
+    }
+    cl_int err = CL_SUCCESS;
+    cl_context c = clCreateContext(nullptr, 1, &device, nullptr, nullptr, &err);
+    check(err, "clCreateContext");
+    return c;
+}
+
+/// What an OpenCL device is (CL_DEVICE_TYPE), and whose platform runs it: decided once, when
+/// the device opens, and compared as values from then on.
+enum class DeviceType { Gpu, Cpu, Accelerator };
+enum class Vendor { Nvidia, Other };
+inline const char* to_string(DeviceType t) {
+    switch (t) {
+        case DeviceType::Gpu: return "gpu";
+        case DeviceType::Cpu: return "cpu";
+        case DeviceType::Accelerator: return "accelerator";
+    }
+    return "?";
+}
+
+/// Device opencl:N opened: its context and queue (released with it) and its properties.
+class OpenCLDevice {
+public:
+    OpenCLDevice(int index, cl_platform_id platform, cl_device_id device) : index_(index), platform_(platform), id_(device) {
+        name_ = device_string(device, CL_DEVICE_NAME);
+        const auto type = device_value<cl_device_type>(device, CL_DEVICE_TYPE);
+        type_ = (type & CL_DEVICE_TYPE_GPU) ? DeviceType::Gpu : (type & CL_DEVICE_TYPE_CPU) ? DeviceType::Cpu : DeviceType::Accelerator;
+        platform_name_ = platform_string(platform, CL_PLATFORM_NAME);
+        vendor_ = platform_name_.find("NVIDIA") != std::string::npos ? Vendor::Nvidia : Vendor::Other;
+        driver_ = device_string(device, CL_DRIVER_VERSION) + " / " + platform_string(platform, CL_PLATFORM_VERSION) +
+                  " / " + device_string(device, CL_DEVICE_VERSION);
+        const std::string ext = device_string(device, CL_DEVICE_EXTENSIONS);
+        // LAZYTENSOR_OPENCL_FP64=off: behave as a device without double would (to check that a
+        // program runs on one).
+        fp64_ = ext.find("cl_khr_fp64") != std::string::npos && env_flag("LAZYTENSOR_OPENCL_FP64", true);
+        traits_.max_work_group = device_value<std::size_t>(device, CL_DEVICE_MAX_WORK_GROUP_SIZE);
+        traits_.compute_units = device_value<cl_uint>(device, CL_DEVICE_MAX_COMPUTE_UNITS);
+        traits_.local_memory = device_value<cl_ulong>(device, CL_DEVICE_LOCAL_MEM_SIZE);
+        traits_.gpu = type_ == DeviceType::Gpu;
+        if (nvidia()) {  // CL_DEVICE_COMPUTE_CAPABILITY_{MAJOR,MINOR}_NV
+            cl_uint major = 0, minor = 0;
+            if (clGetDeviceInfo(device, 0x4000, sizeof major, &major, nullptr) == CL_SUCCESS &&
+                clGetDeviceInfo(device, 0x4001, sizeof minor, &minor, nullptr) == CL_SUCCESS)
+                nvidia_cc_ = static_cast<int>(major * 10 + minor);
+        }
+        max_alloc_ = device_value<cl_ulong>(device, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
+        global_memory_ = device_value<cl_ulong>(device, CL_DEVICE_GLOBAL_MEM_SIZE);
+        build_options_ = "-cl-std=CL1.2";
+        if (device_value<cl_device_fp_config>(device, CL_DEVICE_SINGLE_FP_CONFIG) & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT)
+            build_options_ += " -cl-fp32-correctly-rounded-divide-sqrt";  // the same quotients as the host
+
+        cl_int err = CL_SUCCESS;
+        context_ = context_for(platform, device);
+        queue_ = clCreateCommandQueue(context_, id_, CL_QUEUE_PROFILING_ENABLE, &err);
+        if (err != CL_SUCCESS) {
+            clReleaseContext(context_);
+            check(err, "clCreateCommandQueue", "for", describe());
+        }
+    }
+    OpenCLDevice(const OpenCLDevice&) = delete;
+    OpenCLDevice& operator=(const OpenCLDevice&) = delete;
+    ~OpenCLDevice() {
+        clReleaseCommandQueue(queue_);
+        clReleaseContext(context_);
+    }
+
+    Device device() const { return Device::opencl(index_); }
+    /// "opencl:0 (the device's name)", as messages name it.
+    std::string describe() const { return concat(device().str(), " (", name_, ")"); }
+    const std::string& name() const { return name_; }
+    const std::string& platform_name() const { return platform_name_; }
+    DeviceType type() const { return type_; }
+    /// "gpu", "cpu" or "accelerator" (lt::devices() reports it).
+    std::string kind() const { return to_string(type_); }
+    /// The driver's, platform's and device's versions (part of the disk cache's key).
+    const std::string& driver() const { return driver_; }
+    bool nvidia() const { return vendor_ == Vendor::Nvidia; }
+    /// NVIDIA's compute capability (major * 10 + minor), 0 elsewhere.
+    int nvidia_cc() const { return nvidia_cc_; }
+    const DeviceTraits& traits() const { return traits_; }
+    std::size_t largest_buffer() const { return static_cast<std::size_t>(max_alloc_); }
+    cl_ulong global_memory() const { return global_memory_; }
+    /// The options programs are built with on this device (ProgramCache may replace them).
+    const std::string& build_options() const { return build_options_; }
+
+    bool fp64() const { return fp64_; }
+    /// Whether the device computes in `t` (float64 only with cl_khr_fp64).
+    bool computes(DType t) const { return t != DType::Float64 || fp64_; }
+    /// Whether the device computes what kernel `k` (a fused one: one phase) does.
+    bool computes(const ir::Kernel& k) const {
+        if (fp64_) return true;
+        for (const ir::Param& p : k.params)
+            if (p.dtype == DType::Float64) return false;
+        for (const ir::Instr& in : k.phases[0].instrs)
+            if (in.dtype == DType::Float64) return false;
+        return std::find(k.scalars.begin(), k.scalars.end(), DType::Float64) == k.scalars.end();
+    }
+
+    cl_platform_id platform() const { return platform_; }
+    cl_device_id id() const { return id_; }
+    cl_context context() const { return context_; }
+    cl_command_queue queue() const { return queue_; }
+    /// Tests only: replaces the command queue and returns the old one (see OpenCLBackend).
+    cl_command_queue exchange_queue(cl_command_queue queue) { return std::exchange(queue_, queue); }
+
+private:
+    int index_;
+    cl_platform_id platform_;
+    cl_device_id id_;
+    cl_context context_ = nullptr;
+    cl_command_queue queue_ = nullptr;
+    std::string name_, platform_name_, driver_, build_options_;
+    DeviceType type_ = DeviceType::Gpu;
+    Vendor vendor_ = Vendor::Other;
+    bool fp64_ = false;
+    DeviceTraits traits_;
+    int nvidia_cc_ = 0;
+    cl_ulong max_alloc_ = 0, global_memory_ = 0;
+};
+
+}  // namespace lazytensor::detail::opencl
+
+namespace lazytensor::detail::opencl {
+
+class BlockAllocator {
+public:
+    explicit BlockAllocator(const OpenCLDevice& device)
+        : device_(device),
+          cache_limit_(static_cast<std::size_t>(std::min<cl_ulong>(device.global_memory() / 4, cl_ulong(4) << 30))) {}
+    BlockAllocator(const BlockAllocator&) = delete;
+    BlockAllocator& operator=(const BlockAllocator&) = delete;
+    ~BlockAllocator() { release_cached(); }
+
+    /// A block for `bytes` (of `numel` elements of `dtype`, for messages): a cached one, or new.
+    cl_mem allocate(std::size_t bytes, std::int64_t numel, DType dtype) {
+        const std::size_t size = block_size(bytes);
+        if (cl_mem m = take_cached(size)) return m;
+        cl_int err = CL_SUCCESS;
+        cl_mem m = clCreateBuffer(device_.context(), CL_MEM_READ_WRITE, size, nullptr, &err);
+        if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES || err == CL_OUT_OF_HOST_MEMORY) {
+            release_cached();  // give the cached blocks back, then try once more
+            m = clCreateBuffer(device_.context(), CL_MEM_READ_WRITE, size, nullptr, &err);
+        }
+        if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES || err == CL_OUT_OF_HOST_MEMORY)
+            fail<OutOfMemoryError>("out of memory on ", device_.describe(), ": allocating ", numel, " elements of ", dtype,
+                                   " (", bytes, " bytes) failed: clCreateBuffer: ", status_name(err),
+                                   "; free tensors that are no longer needed and try again");
+        check(err, "clCreateBuffer",
+              concat("allocating ", numel, " elements of ", dtype, " (", bytes, " bytes) on ", device_.describe()));
+        return m;
+    }
+
+    /// Takes back what allocate returned: cached while the cache has room, else released.
+    void free(void* handle, std::size_t bytes) noexcept {
+        const std::size_t size = block_size(bytes);
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            if (cached_bytes_ + size <= cache_limit_) {
+                cached_.emplace(size, static_cast<cl_mem>(handle));
+                cached_bytes_ += size;
+                return;
+            }
+        }
+        clReleaseMemObject(static_cast<cl_mem>(handle));
+    }
+
+    std::size_t cached_bytes() const {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return cached_bytes_;
+    }
+
+    /// Returns every cached free block to the driver.
+    void release_cached() noexcept {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (auto& [size, m] : cached_) clReleaseMemObject(m);
+        cached_.clear();
+        cached_bytes_ = 0;
+    }
+
+    /// A cl_mem made elsewhere (DLPack): it must be a buffer of this device's context, at least
+    /// numel elements large; it is retained, and released (then `release` runs) after every
+    /// kernel queued so far has finished. Read-only memory (CL_MEM_READ_ONLY) gives a read-only
+    /// buffer.
+    BufferPtr wrap(DType dtype, std::int64_t numel, void* handle, std::function<void()> release, bool writable) {
+        cl_mem m = static_cast<cl_mem>(handle);
+        cl_context context = nullptr;
+        cl_mem_object_type type = 0;
+        std::size_t size = 0;
+        cl_mem_flags flags = 0;
+        cl_int err = clGetMemObjectInfo(m, CL_MEM_CONTEXT, sizeof context, &context, nullptr);
+        if (err == CL_SUCCESS) err = clGetMemObjectInfo(m, CL_MEM_TYPE, sizeof type, &type, nullptr);
+        if (err == CL_SUCCESS) err = clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof size, &size, nullptr);
+        if (err == CL_SUCCESS) err = clGetMemObjectInfo(m, CL_MEM_FLAGS, sizeof flags, &flags, nullptr);
+        if (err != CL_SUCCESS)
+            fail<DeviceError>("the memory handed to ", device_.describe(), " is not an OpenCL memory object (clGetMemObjectInfo: ",
+                              status_name(err), ")");
+        if (context != device_.context())
+            fail<DeviceError>("the cl_mem belongs to another OpenCL context than the one lazytensor uses for ", device_.describe(),
+                              ": lazytensor can use memory of its own context only; copy the values through the host "
+                              "(lt::tensor(values, shape, device))");
+        if (type != CL_MEM_OBJECT_BUFFER)
+            fail<DeviceError>("the cl_mem handed to ", device_.describe(), " is an image or pipe, not a buffer");
+        const std::size_t bytes = static_cast<std::size_t>(numel) * dtype_size(dtype);
+        if (bytes > size)
+            fail<ValueError>("the tensor reaches ", bytes, " bytes into its cl_mem, which holds ", size, " bytes");
+        if (flags & CL_MEM_WRITE_ONLY)
+            fail<ValueError>("the cl_mem handed to ", device_.describe(), " is write-only (CL_MEM_WRITE_ONLY): kernels could not "
+                             "read it");
+        if (flags & CL_MEM_READ_ONLY) writable = false;
+        check(clRetainMemObject(m), "clRetainMemObject");
+        try {
+            return std::make_shared<Buffer>(device_.device(), dtype, numel, handle, [this, m, release = std::move(release)] {
+                clFinish(device_.queue());  // kernels queued on it must not outlive the memory
+                clReleaseMemObject(m);
+                if (release) release();
+            }, writable);
+        } catch (...) {
+            clReleaseMemObject(m);
+            throw;
+        }
+    }
+
+private:
+    static std::size_t block_size(std::size_t bytes) {
+        if (bytes <= 256) return 256;
+        if (bytes < (std::size_t(1) << 20)) {  // powers of two below 1 MiB, then whole MiB
+            std::size_t p = 256;
+            while (p < bytes) p *= 2;
+            return p;
+        }
+        const std::size_t mb = std::size_t(1) << 20;
+        return (bytes + mb - 1) / mb * mb;
+    }
+
+    cl_mem take_cached(std::size_t size) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto it = cached_.find(size);
+        if (it == cached_.end()) return nullptr;
+        cl_mem m = it->second;
+        cached_bytes_ -= size;
+        cached_.erase(it);
+        return m;
+    }
+
+    const OpenCLDevice& device_;
+    mutable std::mutex mutex_;
+    std::multimap<std::size_t, cl_mem> cached_;
+    std::size_t cached_bytes_ = 0;
+    const std::size_t cache_limit_;
+};
+
+}  // namespace lazytensor::detail::opencl
+// ---- lazytensor/backend/opencl/attention_routines.hpp ----
+// Running attention (ir/attention.hpp) as one kernel on an OpenCL device (attention_kernel.hpp):
+// whether it can, with which block shape, and its launch.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+// ---- lazytensor/backend/opencl/attention_kernel.hpp ----
+// lazytensor's OpenCL attention kernel: out = softmax(f(q @ kt), -1) @ v in one launch
+// (ir/attention.hpp), float32, the scores and the weights never in global memory.
+//
+// A work-group of TX x TY work-items (8 x 16, or 8 x 32) takes BM query rows of one matrix of
+// the batch (row ty + TY i for i < BM / TY) and walks the keys in blocks of BN: the block's
+// scores in registers (key tx + TX j for j < BN / TX), f applied to each, the rows' running
+// maxima agreed, the weights exp(f - max) written to local memory, and the output rows
+// rescaled and accumulated from the block of v (columns tx * 4 + 4 TX c, four at a time). This
+// is the online softmax of FlashAttention: where a block raises a row's maximum, what the row
+// has gathered so far is scaled by exp(old - new). At the end each row is divided by its total.
+// q, kt and v are read in place through their strides (vector loads where the fast axis has
+// stride 1); d and dv are padded to 4 and to 4 TX in local memory with zeros; keys past S
+// score -inf, query rows past T are not stored.
+//
+// The maximum takes NaN as lazytensor's reductions do (NaN wins). A row whose scores are all
+// -inf gets 0 / 0 = NaN, as the three items give (exp(-inf - -inf)).
+//
+// On NVIDIA devices of compute capability 8.0 and 9.x, d and dv up to 64 run in blocks of 256 x
+// 64 keys with 8 x 32 work-items (157 KB of local memory: more than the 48 KB NVIDIA's OpenCL
+// reports, less than the 163 and 227 KB that A100 and H100 allow a block, and its compiler
+// accepts it), or of 128 x 64 with 8 x 16 where 256-row blocks would leave a quarter of the
+// multiprocessors idle. On the H200 (2026-11-28, bench_gemm_kernel --attention-params) 32 x
+// 1024 x 64 took 0.294-0.296 and 0.302-0.303 ms that way, 0.31 with 128 x 64 and 8 x 32, 0.34
+// with 64 x 32 and 8 x 16.
+// The experiment this kernel grew from (bench/README.md, "Toward fused attention") agreed on the
+// rows' maxima and totals through warp shuffles (inline PTX); a NaN in one row then changed the
+// totals of the other rows of its warp, so they are not used.
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+
+// ---- lazytensor/backend/opencl/fused_code.hpp ----
+// Element-wise kernels fused into a matrix product or a scan (ir/fusion.hpp), as the code that
+// the own GEMM kernel and the scan kernels splice into their loads and stores
+// (gemm_epilogue.hpp makes it).
+
+#include <optional>
+#include <string>
+#include <vector>
+
+
+namespace lazytensor::detail::opencl {
+
+/// Code applied to each result before its store: `code` may read and assign `v` (the value, in
+/// the product's or scan's type) and read the coordinates the kernel puts in scope (the GEMM:
+/// `row`, `col` (int or long), `batch` (long), `m` and `n`; a scan: lt_o, lt_i, lt_j, lt_at);
+/// `parameters` are extra kernel parameter declarations (", __global const float* bias"),
+/// passed after the fixed ones; `helpers` are functions it calls. Empty: the result is stored
+/// as it is.
+struct FusedEpilogue {
+    std::string parameters;
+    std::string code;
+    // The output's dtype when it is not the product's or scan's (a cast): the code then leaves
+    // its result in a variable of that dtype's value type (the GEMM's `o`, a scan's `lt_r`)
+    // instead of in `v`.
+    std::optional<DType> output;
+    std::vector<std::string> helpers;
+    bool fp64 = false;  // the code computes in double
+};
+
+/// Code applied to each element of an operand as it is loaded (a scale, a cast): the operand's
+/// buffer holds `storage` elements (float16 is read with vload_half); `function` defines
+/// `name`(x, scalars...), which returns the element in the product's or scan's type;
+/// `parameters` declare the scalars as kernel parameters (after the epilogue's), `arguments`
+/// pass them on. Empty (no name): the element as it is.
+struct FusedPrologue {
+    DType storage = DType::Float32;
+    std::string name, function, parameters, arguments;
+    std::vector<std::string> helpers;
+    bool fp64 = false;
+};
+
 }  // namespace lazytensor::detail::opencl
 
 namespace lazytensor::detail::opencl {
@@ -12109,81 +12418,6 @@ void lt_attention(__global float* restrict O, __global const float* Q, __global 
 }
 
 }  // namespace lazytensor::detail::opencl
-// ---- lazytensor/backend/opencl/clblast_tuning.hpp ----
-// CLBlast parameters for devices its own database lacks, found with CLBlast's tuner
-// (clblast_tuner_xgemm) on the device itself and handed to CLBlast through OverrideParameters
-// when the backend starts. LAZYTENSOR_CLBLAST_TUNING=off keeps CLBlast's defaults.
-//
-// How an entry was found (bench/README.md has the numbers): clblast_tuner_xgemm -precision 32
-// -m 2048 -n 2048 -k 2048 -fraction 0.02 on the device; the fastest configurations were then
-// compared at 1024..8192 through bench_gemm_opencl, and the best one kept.
-
-
-#if LAZYTENSOR_OPENCL && LAZYTENSOR_CLBLAST
-
-#include <clblast.h>
-
-#include <cstdlib>
-#include <cstring>
-#include <iostream>
-#include <string>
-#include <unordered_map>
-
-namespace lazytensor::detail::opencl {
-
-struct ClblastTuning {
-    const char* device;  // CL_DEVICE_NAME, exactly
-    clblast::Precision precision;
-    const char* kernel;  // CLBlast's kernel family
-    const char* parameters;
-};
-
-// Tuned on an NVIDIA H100 80GB HBM3 (driver 580.159.04, CLBlast 1.5.3) on 2026-11-21; the H200
-// (same Hopper SM) measured the same gain with them (8192^3: 33.2 -> 44.8 TFLOP/s).
-inline constexpr const char* kHopperXgemm =
-    "GEMMK=0 MWG=128 NWG=64 KWG=32 MDIMC=16 NDIMC=8 MDIMA=8 NDIMB=32 KWI=2 VWM=4 VWN=2 STRM=1 STRN=1 SA=1 SB=1 KREG=1";
-
-inline constexpr ClblastTuning kClblastTunings[] = {
-    {"NVIDIA H100 80GB HBM3", clblast::Precision::kSingle, "Xgemm", kHopperXgemm},
-    {"NVIDIA H200", clblast::Precision::kSingle, "Xgemm", kHopperXgemm},
-};
-
-/// "KEY=VALUE KEY=VALUE ..." (commas also separate) as CLBlast's parameter map.
-inline std::unordered_map<std::string, std::size_t> parse_clblast_parameters(const std::string& text) {
-    std::unordered_map<std::string, std::size_t> out;
-    std::size_t at = 0;
-    while (at < text.size()) {
-        const std::size_t end = std::min(text.find_first_of(" ,", at), text.size());
-        const std::string item = text.substr(at, end - at);
-        const std::size_t eq = item.find('=');
-        if (eq != std::string::npos) out[item.substr(0, eq)] = std::strtoull(item.c_str() + eq + 1, nullptr, 10);
-        at = end + 1;
-    }
-    return out;
-}
-
-/// Hands CLBlast the tuned parameters of this device, if there are any; returns what it did
-/// ("" when nothing applies).
-inline std::string apply_clblast_tuning(cl_device_id device, const std::string& device_name) {
-    if (!env_flag("LAZYTENSOR_CLBLAST_TUNING", true)) return "";
-    std::string applied;
-    for (const ClblastTuning& t : kClblastTunings) {
-        if (device_name != t.device) continue;
-        const clblast::StatusCode status =
-            clblast::OverrideParameters(device, t.kernel, t.precision, parse_clblast_parameters(t.parameters));
-        if (status != clblast::StatusCode::kSuccess) {
-            std::cerr << "[lazytensor] warning: CLBlast rejected the tuned " << t.kernel << " parameters for "
-                      << device_name << " (status " << static_cast<int>(status) << "); using its defaults\n";
-            continue;
-        }
-        applied += std::string(applied.empty() ? "" : ", ") + t.kernel;
-    }
-    return applied;
-}
-
-}  // namespace lazytensor::detail::opencl
-
-#endif
 // ---- lazytensor/backend/opencl/gemm_epilogue.hpp ----
 // Kernels fused into the own GEMM kernel and the scan kernels (schedule/fuse_products.hpp),
 // rendered as code (fused_code.hpp):
@@ -12852,42 +13086,311 @@ inline FusedEpilogue scan_epilogue_code(const ir::Scan& s, const ir::Kernel& k, 
 }
 
 }  // namespace lazytensor::detail::opencl
-// ---- lazytensor/backend/opencl/policy.hpp ----
-// The OpenCL backend's decisions that graph builders and the scheduler make (ir/device_policy.hpp).
+// ---- lazytensor/backend/opencl/launch.hpp ----
+// Launching kernels on a device's queue: KernelArgs, the one place where values become OpenCL
+// kernel arguments (buffers, scalars of each dtype, __local arrays, the first matrix of a batch
+// walked in chunks), and the Launcher, which enqueues every kernel of lazytensor's own (CLBlast
+// enqueues its own), keeps each launch's event until a wait checks it (a kernel that fails
+// while running is reported by the next wait) and times launches where times are recorded.
 
 #include <algorithm>
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 
 namespace lazytensor::detail::opencl {
 
-class OpenCLPolicy final : public DevicePolicy {
-public:
-    bool gpu = false;  // the device is a GPU (CL_DEVICE_TYPE_GPU)
+/// The size of a __local array argument of a kernel.
+struct LocalBytes {
+    std::size_t bytes;
+};
 
-    /// On a CPU device (PoCL), a product with at most kThinProduct rows or columns (matrix x
-    /// vector, vector x matrix, a few columns; batched too) or with k = 1 runs as a reduction
-    /// kernel once it moves kThinElements elements or more (its largest operand or its result):
-    /// CLBlast's GEMM pads such a product to its tiles and ran [100000, 64] x [64] at 0.3-0.75
-    /// GFLOP/s, the reduction 3-5x faster, and up to 8 columns 4-9x faster (16 columns 2x too,
-    /// but attention's second product, weights x v, has that many and fuses only as products;
-    /// bench/bench_thin_matmul.cpp, bench/README.md). Smaller products cost a launch either way
-    /// and keep the GEMM; GPUs keep their GEMM (not measured there).
-    static constexpr std::int64_t kThinProduct = 8;
-    static constexpr std::int64_t kThinElements = std::int64_t(1) << 16;
-    bool product_as_reduction(DType, std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k) const override {
-        if (gpu || (std::min(m, n) > kThinProduct && k != 1)) return false;
-        return batch * std::max({m * k, k * n, m * n}) >= kThinElements;
+/// A scalar kernel argument: the value in the argument's OpenCL type (cl_scalar_arg_type).
+struct ScalarArg {
+    alignas(8) unsigned char bytes[8] = {};
+    std::size_t size = 0;
+
+    ScalarArg(const Scalar& value, DType t) {
+        auto put = [&](auto v) {
+            std::memcpy(bytes, &v, sizeof v);
+            size = sizeof v;
+        };
+        switch (t) {
+            case DType::Bool: put(static_cast<cl_uchar>(value.as<bool>() ? 1 : 0)); break;
+            case DType::UInt8: put(static_cast<cl_uchar>(value.as<std::uint8_t>())); break;
+            case DType::Int32: put(static_cast<cl_int>(value.as<std::int32_t>())); break;
+            case DType::Int64: put(static_cast<cl_long>(value.as<std::int64_t>())); break;
+            case DType::Float16: put(static_cast<cl_float>(value.cast(DType::Float16).as<float>())); break;
+            case DType::Float32: put(static_cast<cl_float>(value.as<float>())); break;
+            case DType::Float64: put(static_cast<cl_double>(value.as<double>())); break;
+        }
     }
-    std::int64_t split_k_parts(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k) const override {
-        return split_k_for_many_units(batch, m, n, k);
+};
+
+/// The arguments of fused kernels' parameters (after the fixed ones): buffers, then values.
+struct FusedArgs {
+    std::vector<const Buffer*> buffers;
+    std::vector<ScalarArg> values;
+};
+
+/// The arguments of the kernels fused into a product (`operands` 2) or a scan (1), as
+/// Backend::gemm_fused and scan_fused get them: the epilogue's buffers (the product's or
+/// scan's own first: params[product_param], else the output), its scalars and whether the
+/// product or scan is stored too, then the prologues' scalars.
+inline FusedArgs fused_args(const FusedKernels& fusion, int operands, const std::vector<Buffer*>& params,
+                            const std::vector<Scalar>& scalars) {
+    FusedArgs args;
+    std::size_t next_scalar = 0;
+    std::vector<ScalarArg> prologue_values;
+    auto take_scalars = [&](const ir::Kernel& k, std::vector<ScalarArg>& into) {
+        for (DType t : k.scalars) into.emplace_back(scalars.at(next_scalar++), t);
+    };
+    for (int o = 0; o < operands; ++o)
+        if (fusion.prologue[o]) take_scalars(*fusion.prologue[o], prologue_values);
+    if (const ir::Kernel* k = fusion.epilogue) {
+        const int pp = fusion.product_param;
+        Buffer* product = params[static_cast<std::size_t>(pp)];
+        args.buffers.push_back(product ? product : params.back());
+        for (std::size_t p = 0; p + 1 < params.size(); ++p)
+            if (static_cast<int>(p) != pp) args.buffers.push_back(params[p]);
+        take_scalars(*k, args.values);
+        args.values.emplace_back(Scalar::of<std::int32_t>(product ? 1 : 0), DType::Int32);
     }
-    // Kernel arguments: 8 bytes each at most; with the output, a scratch buffer and the count
-    // of work-items, 128. OpenCL promises only 1024 bytes of them, so a sum of 200 tensors
-    // becomes several kernels (the plain policy's 64 buffers and 125 arguments).
+    args.values.insert(args.values.end(), prologue_values.begin(), prologue_values.end());
+    return args;
+}
+
+/// Where a kernel that walks a batch of matrices takes the index of the first matrix of a
+/// launch (Launcher::run_per_matrix sets it for each chunk).
+struct FirstMatrix {};
+
+/// Sets a kernel's arguments in order: the one place where kernel arguments are set.
+class KernelArgs {
+public:
+    template <class... Args>
+    explicit KernelArgs(cl_kernel kernel, const Args&... args) : kernel_(kernel) {
+        add(args...);
+    }
+
+    /// The next arguments: buffers (a Buffer, or each of a vector of them), values of the OpenCL
+    /// types of their parameters (cl_int, cl_long, ScalarArg), __local arrays (LocalBytes), the
+    /// fused kernels' (FusedArgs) and a batch's first matrix (FirstMatrix).
+    template <class... Args>
+    KernelArgs& add(const Args&... args) {
+        (add_one(args), ...);
+        return *this;
+    }
+
+    cl_kernel kernel() const { return kernel_; }
+    void set_first_matrix(cl_long first) const {
+        check(clSetKernelArg(kernel_, first_matrix_, sizeof first, &first), "clSetKernelArg");
+    }
+
+private:
+    void add_one(const Buffer& buffer) {
+        cl_mem m = static_cast<cl_mem>(buffer.handle());
+        set(sizeof m, &m);
+    }
+    void add_one(const std::vector<Buffer*>& buffers) {
+        for (const Buffer* b : buffers) add_one(*b);
+    }
+    void add_one(LocalBytes local) { set(local.bytes, nullptr); }
+    void add_one(const ScalarArg& value) { set(value.size, value.bytes); }
+    void add_one(const FusedArgs& fused) {
+        for (const Buffer* b : fused.buffers) add_one(*b);
+        for (const ScalarArg& v : fused.values) add_one(v);
+    }
+    void add_one(FirstMatrix) { first_matrix_ = next_++; }
+    template <class T, std::enable_if_t<std::is_arithmetic_v<T> && !std::is_same_v<T, bool>, int> = 0>
+    void add_one(T value) {
+        set(sizeof value, &value);
+    }
+
+    void set(std::size_t size, const void* value) { check(clSetKernelArg(kernel_, next_++, size, value), "clSetKernelArg"); }
+
+    cl_kernel kernel_;
+    cl_uint next_ = 0;
+    cl_uint first_matrix_ = 0;
+};
+
+/// Enqueues the kernels of one device, and tracks and times them.
+class Launcher {
+public:
+    explicit Launcher(const OpenCLDevice& device)
+        // An event per launch, for kernels that fail while running: cheap on CPU devices, about
+        // 10 us a realize on an NVIDIA GPU, whose own waits report a kernel's fault (README).
+        : device_(device), launch_events_(env_flag("LAZYTENSOR_OPENCL_LAUNCH_EVENTS", device.type() != DeviceType::Gpu)) {}
+    Launcher(const Launcher&) = delete;
+    Launcher& operator=(const Launcher&) = delete;
+    ~Launcher() {
+        clFinish(device_.queue());
+        for (const Launched& l : launched_) clReleaseEvent(l.event);
+    }
+
+    /// Enqueues `kernel` (its arguments set) over a `dims`-dimensional NDRange. Returns its
+    /// device time in ms where `timed` (waiting for it), else 0.
+    double enqueue(cl_kernel kernel, std::string_view name, cl_uint dims, const std::size_t* global,
+                   const std::size_t* local, bool timed) {
+        cl_event event = nullptr, wait = take_launch_dependency();
+        const cl_int err = clEnqueueNDRangeKernel(device_.queue(), kernel, dims, nullptr, global, local, wait ? 1 : 0,
+                                                  wait ? &wait : nullptr, timed || launch_events_ ? &event : nullptr);
+        check(err, "clEnqueueNDRangeKernel", concat("launching ", name, " on ", device_.describe()));
+        if (launch_events_) {
+            if (timed) clRetainEvent(event);  // event_ms releases its reference; the list keeps its own
+            remember(event, std::string(name));
+        }
+        return timed ? event_ms(event) : 0;
+    }
+
+    /// Runs `kernel` over `work` work-items in groups of `group` (0: the driver's choice) with
+    /// these arguments (KernelArgs::add takes them). Not timed.
+    template <class... Args>
+    void run(const KernelOwner& kernel, const char* name, std::size_t work, std::size_t group, const Args&... args) {
+        KernelArgs(kernel.kernel).add(args...);
+        enqueue(kernel.kernel, name, 1, &work, group ? &group : nullptr, false);
+    }
+
+    /// Runs a kernel whose third NDRange dimension walks `count` matrices, in chunks of at most
+    /// 65535 (NVIDIA's limit along the second and third dimensions): its FirstMatrix argument
+    /// gets each chunk's first matrix; the first dimension spans `global0` work-items. Timed as
+    /// one item where times are recorded.
+    void run_per_matrix(const KernelArgs& args, const char* name, std::int64_t count, std::size_t global0,
+                        const std::size_t (&local)[3]) {
+        constexpr std::int64_t most_matrices = 65535;
+        double ms = 0;
+        for (std::int64_t first = 0; first < count; first += most_matrices) {
+            args.set_first_matrix(first);
+            const std::size_t global[3] = {global0, local[1], static_cast<std::size_t>(std::min(count - first, most_matrices))};
+            ms += enqueue(args.kernel(), name, 3, global, local, record_times_);
+        }
+        if (record_times_) times_ms_.push_back(ms);
+    }
+
+    /// Whether launches are timed with profiling events (each waits for its kernel).
+    bool record_times() const { return record_times_; }
+    void set_record_times(bool on) { record_times_ = on; }
+    /// Records the time of one item (a launch, a CLBlast product) run while times are recorded.
+    void record_time(double ms) { times_ms_.push_back(ms); }
+    std::vector<double> take_times_ms() { return std::exchange(times_ms_, {}); }
+
+    /// Whether every launch keeps its event until a wait checks it (LAZYTENSOR_OPENCL_LAUNCH_EVENTS).
+    bool launch_events() const { return launch_events_; }
+    /// After a wait only (the list must be empty).
+    void set_launch_events(bool on) { launch_events_ = on; }
+
+    /// Tests only: the event the next launch waits for (OpenCLBackend::detail_launch_dependency).
+    std::atomic<cl_event>& launch_dependency() { return launch_dependency_; }
+
+    /// Keeps `event` (a command queued on this device's queue; the reference passes here) until
+    /// a wait checks it.
+    void remember(cl_event event, std::string name) {
+        std::lock_guard<std::mutex> lock(launched_mutex_);
+        launched_.push_back(Launched{event, std::move(name)});
+        // Keep the list short between waits, at O(1) a launch: when the device is far behind,
+        // most events are still pending after a scan, and the next scan waits for 512 more.
+        if (launched_.size() >= next_scan_) {
+            check_launched(false);
+            next_scan_ = launched_.size() + 512;
+        }
+    }
+
+    /// Releases the events of kernels that completed; throws for one that failed. `all`: after a
+    /// wait (every event is final); otherwise only those already final are looked at.
+    void check_launched(bool all) {
+        std::unique_lock<std::mutex> lock(launched_mutex_, std::defer_lock);
+        if (all) lock.lock();  // (called with the lock held otherwise)
+        std::string failed;
+        cl_int failed_status = 0;
+        std::size_t kept = 0;
+        for (Launched& l : launched_) {
+            cl_int status = CL_COMPLETE;
+            const cl_int err = clGetEventInfo(l.event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
+            if (err == CL_SUCCESS && status > CL_COMPLETE && !all) {
+                if (&launched_[kept] != &l) launched_[kept] = std::move(l);  // still running (not a self-move)
+                ++kept;
+                continue;
+            }
+            if (failed.empty() && (err != CL_SUCCESS || status < 0)) {
+                failed = l.name;
+                failed_status = err != CL_SUCCESS ? err : status;
+            }
+            clReleaseEvent(l.event);
+        }
+        launched_.resize(kept);
+        if (all) next_scan_ = 512;
+        if (!failed.empty())
+            fail<BackendError>("OpenCL: kernel ", failed, " failed while ", device_.describe(), " ran it: execution status ",
+                               status_name(failed_status), " (", failed_status, "). The realize that launched it had ",
+                               "returned (OpenCL runs kernels after realize returns): the tensors it computed have ",
+                               "undefined contents; tensors it did not compute are intact",
+                               lost_device_hint(failed_status));
+    }
+
+private:
+    /// The event the next launch waits for (see launch_dependency), taken: null almost always.
+    cl_event take_launch_dependency() {
+        return launch_dependency_.load(std::memory_order_relaxed) ? launch_dependency_.exchange(nullptr) : nullptr;
+    }
+
+    double event_ms(cl_event event) {
+        cl_ulong start = 0, end = 0;
+        cl_int err = clWaitForEvents(1, &event);
+        if (err == CL_SUCCESS) err = clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_START, sizeof start, &start, nullptr);
+        if (err == CL_SUCCESS) err = clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr);
+        clReleaseEvent(event);
+        check(err, "clGetEventProfilingInfo", concat("on ", device_.describe()));
+        return static_cast<double>(end - start) * 1e-6;
+    }
+
+    const OpenCLDevice& device_;
+    bool record_times_ = false;
+    std::vector<double> times_ms_;
+
+    // Kernels launched since the last wait, with their events: drivers report a kernel that
+    // failed while running only in its event's status (PoCL's clFinish and blocking reads
+    // return CL_SUCCESS), so every wait looks at them.
+    struct Launched {
+        cl_event event;
+        std::string name;
+    };
+    std::mutex launched_mutex_;
+    std::vector<Launched> launched_;
+    bool launch_events_ = true;
+    std::size_t next_scan_ = 512;
+    std::atomic<cl_event> launch_dependency_{nullptr};
 };
 
 }  // namespace lazytensor::detail::opencl
+// ---- lazytensor/backend/opencl/programs.hpp ----
+// Built programs of one device, and the caches above and below them. A program is looked up
+// by its source in memory, then by source, options, device and driver on disk
+// (program_cache.hpp), and only then compiled. Above the programs, the kinds of work whose
+// source is generated per call keep what they made, keyed by what the source is made of, so
+// that a hit generates no source: the own GEMM and attention kernels (KernelsByKey), and the
+// code of kernels fused into products and scans (FusedCodeCache).
+
+#include <algorithm>
+#include <cstddef>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
 // ---- lazytensor/backend/opencl/program_cache.hpp ----
 // The on-disk cache of OpenCL program binaries, so that a second process skips the compiler.
 //
@@ -13198,6 +13701,1004 @@ private:
 };
 
 }  // namespace lazytensor::detail::opencl
+
+namespace lazytensor::detail::opencl {
+
+/// Where ProgramCache::build found a program.
+enum class ProgramSource { Memory, Disk, Compiler };
+
+/// The source with line numbers, as build errors show it.
+inline std::string numbered(const std::string& source) {
+    std::ostringstream out;
+    std::istringstream in(source);
+    int n = 1;
+    for (std::string line; std::getline(in, line); ++n) out << (n < 10 ? "   " : n < 100 ? "  " : n < 1000 ? " " : "") << n << "  " << line << "\n";
+    return out.str();
+}
+
+class ProgramCache {
+public:
+    /// `count_build` hears of every program not found in memory: loaded from disk (true) or
+    /// compiled (false).
+    ProgramCache(const OpenCLDevice& device, std::function<void(bool from_disk)> count_build)
+        : device_(device), options_(device.build_options()), disk_(default_cache_dir()), count_build_(std::move(count_build)) {}
+
+    /// A built program for `source` on this device: from memory, from the disk cache, or
+    /// compiled now (with its kernel capped at `max_registers` where that can be asked: NVIDIA).
+    /// A failed build throws BackendError with the build log and the source.
+    std::shared_ptr<ProgramOwner> build(const std::string& source, ProgramSource* from = nullptr, int max_registers = 0) {
+        if (from) *from = ProgramSource::Memory;
+        if (auto hit = programs_.find(source)) return hit;
+        const std::string key = concat("lazytensor program cache 1\noptions: ", options_, "\ndevice: ", device_.name(),
+                                       "\ndriver: ", device_.driver(), "\nsource:\n", source);
+        std::shared_ptr<ProgramOwner> program;
+        if (auto binary = disk_.load(key)) program = from_binary(*binary, disk_.path_for(key));
+        const bool from_disk = program != nullptr;
+        if (!from_disk) {
+            program = from_source(source);
+            if (max_registers) program = with_register_cap(std::move(program), max_registers);
+            // Only when storing: asking PoCL for a binary makes it compile every kernel once more.
+            if (disk_.enabled()) disk_.store(key, binary_of(program->program));
+        }
+        count_build_(from_disk);
+        if (from) *from = from_disk ? ProgramSource::Disk : ProgramSource::Compiler;
+        return programs_.insert(source, std::move(program)).first;
+    }
+
+    /// The program built for `source`, if it is held in memory.
+    std::shared_ptr<ProgramOwner> find(const std::string& source) { return programs_.find(source); }
+
+    /// A kernel of a built program.
+    KernelOwner make_kernel(const ProgramOwner& program, const char* name) const {
+        cl_int err = CL_SUCCESS;
+        KernelOwner owner(clCreateKernel(program.program, name, &err));
+        check(err, "clCreateKernel", concat("for ", name, " on ", device_.describe()));
+        return owner;
+    }
+
+    /// Built programs held in memory (bounded like the kernel cache).
+    std::size_t size() const { return programs_.size(); }
+    void set_capacity(std::size_t programs) { programs_.set_capacity(programs); }
+    /// Forgets the programs held in memory (the disk cache stays).
+    void clear() { programs_.clear(); }
+
+    ProgramDiskCache& disk() { return disk_; }
+    const std::string& options() const { return options_; }
+    /// Tests only: see OpenCLBackend::exchange_build_options.
+    std::string exchange_options(std::string options) { return std::exchange(options_, std::move(options)); }
+
+private:
+    std::string build_log(cl_program program) const {
+        std::size_t n = 0;
+        if (clGetProgramBuildInfo(program, device_.id(), CL_PROGRAM_BUILD_LOG, 0, nullptr, &n) != CL_SUCCESS) return "";
+        std::string log(n, '\0');
+        clGetProgramBuildInfo(program, device_.id(), CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
+        while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+        return log;
+    }
+
+    std::shared_ptr<ProgramOwner> from_source(const std::string& source) {
+        const char* text = source.c_str();
+        const std::size_t len = source.size();
+        cl_int err = CL_SUCCESS;
+        auto program = std::make_shared<ProgramOwner>(clCreateProgramWithSource(device_.context(), 1, &text, &len, &err));
+        check(err, "clCreateProgramWithSource", concat("on ", device_.describe()));
+        const cl_device_id id = device_.id();
+        err = clBuildProgram(program->program, 1, &id, options_.c_str(), nullptr, nullptr);
+        if (err != CL_SUCCESS)
+            fail<BackendError>("OpenCL: building a lazytensor kernel for ", device_.describe(), " failed: ", status_name(err),
+                               " (", err, ")\n--- build log ---\n", build_log(program->program), "\n--- generated source (",
+                               "options: ", options_, ") ---\n", numbered(source));
+        if (debug_level() >= 2) {  // beside the generated source: what the device's compiler said of it, if anything
+            const std::string log = build_log(program->program);
+            if (log.find_first_not_of(" \t\r\n") != std::string::npos)
+                std::cerr << "[lazytensor] the OpenCL C compiler of " << device_.describe() << " on a kernel it built:\n"
+                          << log << "\n";
+        }
+        return program;
+    }
+
+    /// `program` rebuilt from its PTX with its kernel capped at `registers` (NVIDIA's OpenCL C
+    /// compiler takes no such option); elsewhere, or where the driver refuses the PTX, `program`.
+    std::shared_ptr<ProgramOwner> with_register_cap(std::shared_ptr<ProgramOwner> program, int registers) {
+        if (!device_.nvidia()) return program;  // (binaries of others aren't PTX)
+        const std::vector<unsigned char> binary = binary_of(program->program);
+        const std::optional<std::string> ptx = ptx_with_register_cap(std::string(binary.begin(), binary.end()), registers);
+        if (!ptx) return program;
+        cl_int why = CL_SUCCESS;
+        if (auto capped = built_from_binary(reinterpret_cast<const unsigned char*>(ptx->data()), ptx->size(), why)) return capped;
+        std::cerr << "[lazytensor] warning: " << device_.describe() << " refused a GEMM kernel's PTX with a cap of "
+                  << registers << " registers (" << status_name(why) << "); it runs uncapped, slower\n";
+        return program;
+    }
+
+    std::shared_ptr<ProgramOwner> from_binary(const std::vector<unsigned char>& binary, const std::string& path) {
+        cl_int why = CL_SUCCESS;
+        if (auto program = built_from_binary(binary.data(), binary.size(), why)) return program;
+        std::cerr << "[lazytensor] warning: OpenCL program cache: " << path << " was rejected by the driver ("
+                  << status_name(why) << "); rebuilding it from source\n";
+        return nullptr;
+    }
+
+    /// A program built from a device binary, or null with the driver's status in `why`.
+    std::shared_ptr<ProgramOwner> built_from_binary(const unsigned char* data, std::size_t len, cl_int& why) {
+        cl_int status = CL_SUCCESS, err = CL_SUCCESS;
+        const cl_device_id id = device_.id();
+        auto program = std::make_shared<ProgramOwner>(clCreateProgramWithBinary(device_.context(), 1, &id, &len, &data, &status, &err));
+        if (err == CL_SUCCESS && status == CL_SUCCESS)
+            err = clBuildProgram(program->program, 1, &id, options_.c_str(), nullptr, nullptr);
+        why = err != CL_SUCCESS ? err : status;
+        return why == CL_SUCCESS ? program : nullptr;
+    }
+
+    /// This device's binary of `program` (a program of a shared context has one slot per device
+    /// of the context, filled for those it was built for). PoCL 3.1 files the binary of a program
+    /// built for its context's second device in the first slot; a program built for one device
+    /// has one binary, so a lone filled slot is that device's.
+    std::vector<unsigned char> binary_of(cl_program program) const {
+        cl_uint count = 0;
+        if (clGetProgramInfo(program, CL_PROGRAM_NUM_DEVICES, sizeof count, &count, nullptr) != CL_SUCCESS || count == 0)
+            return {};
+        std::vector<cl_device_id> devices(count);
+        std::vector<std::size_t> sizes(count);
+        if (clGetProgramInfo(program, CL_PROGRAM_DEVICES, count * sizeof(cl_device_id), devices.data(), nullptr) != CL_SUCCESS ||
+            clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, count * sizeof(std::size_t), sizes.data(), nullptr) != CL_SUCCESS)
+            return {};
+        std::size_t slot = static_cast<std::size_t>(std::find(devices.begin(), devices.end(), device_.id()) - devices.begin());
+        if (slot == count) return {};
+        if (sizes[slot] == 0) {
+            if (std::count_if(sizes.begin(), sizes.end(), [](std::size_t s) { return s != 0; }) != 1) return {};
+            slot = static_cast<std::size_t>(std::find_if(sizes.begin(), sizes.end(), [](std::size_t s) { return s != 0; }) - sizes.begin());
+        }
+        // Every filled slot gets room (PoCL writes each one it has, whatever we asked for).
+        std::vector<std::vector<unsigned char>> binaries(count);
+        std::vector<unsigned char*> slots(count, nullptr);  // (a null slot is skipped)
+        for (std::size_t i = 0; i < count; ++i)
+            if (sizes[i] != 0) slots[i] = (binaries[i] = std::vector<unsigned char>(sizes[i])).data();
+        if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, count * sizeof(unsigned char*), slots.data(), nullptr) != CL_SUCCESS)
+            return {};
+        return std::move(binaries[slot]);
+    }
+
+    const OpenCLDevice& device_;
+    std::string options_;
+    LruCache<ProgramOwner> programs_{kernel_cache_capacity_from_env()};
+    ProgramDiskCache disk_;
+    std::function<void(bool)> count_build_;
+};
+
+/// Kernels of one kind of work, each the one kernel of a program of its own, keyed by what its
+/// source is made of. A kind that makes a kernel per shape class and fused code keeps at most
+/// as many as the kernel cache (emptied when full).
+class KernelsByKey {
+public:
+    /// The kernel `name` of the program of `make_source()`, built (ProgramCache::build, with
+    /// `max_registers`) the first time `key` is asked for.
+    template <class MakeSource>
+    cl_kernel get(const std::string& key, MakeSource make_source, const char* name, ProgramCache& programs,
+                  std::size_t capacity, int max_registers = 0) {
+        auto it = kernels_.find(key);
+        if (it == kernels_.end()) {
+            if (kernels_.size() >= capacity) kernels_.clear();
+            std::shared_ptr<ProgramOwner> program = programs.build(make_source(), nullptr, max_registers);
+            KernelOwner kernel = programs.make_kernel(*program, name);
+            it = kernels_.emplace(key, Built{std::move(program), std::move(kernel)}).first;
+        }
+        return it->second.kernel.kernel;
+    }
+    void clear() { kernels_.clear(); }
+
+private:
+    struct Built {
+        std::shared_ptr<ProgramOwner> program;
+        KernelOwner kernel;
+    };
+    std::map<std::string, Built> kernels_;
+};
+
+/// The code of the kernels fused into a scan or a product; absent ones are empty.
+struct FusedCode {
+    const FusedPrologue* prologue[2];
+    const FusedEpilogue* epilogue;
+};
+
+/// The code of fused kernels (gemm_epilogue.hpp), made once per kernel (and, for an epilogue,
+/// per shape) and kept, bounded like the kernel cache.
+class FusedCodeCache {
+public:
+    FusedCode for_scan(const ir::Scan& s, const FusedKernels& fusion, const DeviceTraits& traits, std::size_t capacity) {
+        return of(&s, nullptr, fusion, traits, capacity);
+    }
+    FusedCode for_gemm(const ir::Gemm& g, const FusedKernels& fusion, const DeviceTraits& traits, std::size_t capacity) {
+        return of(nullptr, &g, fusion, traits, capacity);
+    }
+    void clear() {
+        epilogues_.clear();
+        prologues_.clear();
+    }
+
+private:
+    FusedCode of(const ir::Scan* s, const ir::Gemm* g, const FusedKernels& fusion, const DeviceTraits& traits,
+                 std::size_t capacity) {
+        static const FusedPrologue no_prologue;
+        static const FusedEpilogue no_epilogue;
+        FusedCode code{{&no_prologue, &no_prologue}, &no_epilogue};
+        // Emptied before any pointer below is taken (two prologues and an epilogue may be added).
+        if (prologues_.size() + 2 > capacity) prologues_.clear();
+        if (epilogues_.size() + 1 > capacity) epilogues_.clear();
+        for (int o = 0; o < (s ? 1 : 2); ++o)
+            if (const ir::Kernel* k = fusion.prologue[o])
+                code.prologue[o] = s ? &get(concat("scan|", ir::key(*k)), [&] { return prologue_code(*k, "s", traits); })
+                                     : &get(concat(o, '|', ir::key(*k)), [&] { return gemm_prologue_code(*k, o, traits); });
+        if (const ir::Kernel* k = fusion.epilogue) {
+            const int pp = fusion.product_param;
+            code.epilogue = s ? &get(concat("scan|", ir::key(*k), '|', pp, '|', s->outer, ',', s->length, ',', s->inner),
+                                     [&] { return scan_epilogue_code(*s, *k, pp, traits); })
+                              : &get(concat(ir::key(*k), '|', pp, '|', g->batch_count(), ',', g->m, ',', g->n),
+                                     [&] { return gemm_epilogue_code(*g, *k, pp, traits); });
+        }
+        return code;
+    }
+
+    /// The code under `key`, made by `make` the first time.
+    template <class Make, class Code = std::decay_t<std::invoke_result_t<Make>>>
+    const Code& get(const std::string& key, Make make) {
+        std::unordered_map<std::string, Code>& cache = cache_of<Code>();
+        auto it = cache.find(key);
+        if (it == cache.end()) it = cache.emplace(key, make()).first;
+        return it->second;
+    }
+
+    template <class Code>
+    std::unordered_map<std::string, Code>& cache_of() {
+        if constexpr (std::is_same_v<Code, FusedEpilogue>) return epilogues_;
+        else return prologues_;
+    }
+
+    std::unordered_map<std::string, FusedEpilogue> epilogues_;  // by kernel and shape
+    std::unordered_map<std::string, FusedPrologue> prologues_;  // by kernel and operand
+};
+
+}  // namespace lazytensor::detail::opencl
+// ---- lazytensor/backend/opencl/routine_context.hpp ----
+// What the OpenCL backend's routines (kernel_routines.hpp, scan_routines.hpp, sort_routines.hpp,
+// gemm_routines.hpp, attention_routines.hpp) run with: the parts of the backend they share.
+
+
+namespace lazytensor::detail::opencl {
+
+struct RoutineContext {
+    const OpenCLDevice& device;
+    ProgramCache& programs;
+    FusedCodeCache& fused_code;  // of the kernels fused into products and scans
+    Launcher& launcher;
+    // The backend itself, through its interface: temporary buffers come from Backend::allocate
+    // (which counts them), and the per-kind caches are as large as its kernel cache.
+    Backend& backend;
+};
+
+}  // namespace lazytensor::detail::opencl
+
+namespace lazytensor::detail::opencl {
+
+class AttentionRoutines {
+public:
+    explicit AttentionRoutines(RoutineContext context) : c_(context) {}
+
+    /// Backend::fuses_attention.
+    bool fuses(const ir::Attention& a) const {
+        return fuse_ && params(a).has_value() && c_.device.computes(a.score_function);
+    }
+    /// Whether attention runs as one kernel from now on (LAZYTENSOR_FUSE_ATTENTION=0 turns it
+    /// off from the start).
+    void set_fuse(bool on) {
+        fuse_ = on;
+        ++gemm_config_generation();
+    }
+    /// The kernel's block and work-group shape from now on (nullopt: the device's choice); where
+    /// it cannot run a product's depths, attention is not fused.
+    void set_params(std::optional<AttentionParams> params) {
+        if (params) check_attention_params(*params, c_.device.traits().max_work_group);
+        params_override_ = params;
+        ++gemm_config_generation();
+    }
+
+    /// Backend::attention_routine.
+    std::string routine(const ir::Attention& a) const {
+        const std::optional<AttentionParams> p = params(a);
+        if (!p) return "attention kernel";
+        return concat("lazytensor attention kernel ", p->bm, "x", p->bn, "; scores and weights never stored");
+    }
+    /// Backend::attention_source.
+    std::string source(const ir::Attention& a) const {
+        const std::optional<AttentionParams> p = params(a);
+        if (!p) return {};
+        return source(a, *p, attention_layout(a));
+    }
+
+    /// Backend::attention.
+    void run(const ir::Attention& a, const Buffer& q, const Buffer& kt, const Buffer& v, Buffer& out,
+             const std::vector<Scalar>& scalars) {
+        const std::optional<AttentionParams> p = params(a);
+        if (!p)
+            fail<BackendError>("lazytensor internal error: attention of depth ", a.depth(), " and ", a.value_depth(),
+                               " cannot run on ", c_.device.describe());
+        const ir::Gemm& g = a.scores;
+        const std::int64_t count = g.batch_count();
+        if (count == 0 || g.m == 0) return;
+        const AttentionLayout layout = attention_layout(a);
+        const std::string key = concat(ir::key(a.score_function), '|', a.depth(), ',', a.value_depth(), ',', p->bm, ',', p->bn,
+                                       ',', p->ty, ',', layout.q_vec, layout.k_vec, layout.v_vec);
+        cl_kernel kernel = kernels_.get(
+            key, [&] { return source(a, *p, layout); }, attention_kernel_name(), c_.programs, c_.backend.cache_capacity());
+        auto batch_stride = [](const ir::MatrixLayout& l) { return static_cast<cl_long>(l.batch_strides.empty() ? 0 : l.batch_strides[0]); };
+        KernelArgs args(kernel, out, q, kt, v, static_cast<cl_int>(g.m), static_cast<cl_int>(g.n), FirstMatrix{});
+        for (const ir::MatrixLayout* l : {&g.a, &g.b, &a.values.b})
+            args.add(static_cast<cl_long>(l->offset), batch_stride(*l), static_cast<cl_long>(l->row_stride),
+                     static_cast<cl_long>(l->col_stride));
+        for (std::size_t i = 0; i < a.score_function.scalars.size(); ++i)
+            args.add(ScalarArg(scalars.at(i), a.score_function.scalars[i]));
+        const std::size_t local[3] = {std::size_t(p->tx), std::size_t(p->ty), 1};
+        c_.launcher.run_per_matrix(args, attention_kernel_name(), count,
+                                   static_cast<std::size_t>((g.m + p->bm - 1) / p->bm) * local[0], local);
+    }
+
+    /// Forgets the attention kernels built (with the kernel cache).
+    void clear_cache() { kernels_.clear(); }
+
+private:
+    std::string source(const ir::Attention& a, const AttentionParams& p, const AttentionLayout& layout) const {
+        return attention_kernel_source(a.depth(), a.value_depth(), p, layout,
+                                       prologue_code(a.score_function, "s", c_.device.traits()));
+    }
+
+    /// The parameters attention `a` runs with here, if it can run as one kernel: float32 with
+    /// int sizes (a batch of one axis at most; normalization merges the others where it can).
+    std::optional<AttentionParams> params(const ir::Attention& a) const {
+        const ir::Gemm& g = a.scores;
+        if (g.batch.size() > 1 || g.m > INT32_MAX || g.n > INT32_MAX) return std::nullopt;
+        if (params_override_)  // (local memory unchecked: NVIDIA allows more than it reports)
+            return a.depth() <= 256 && a.value_depth() <= 256 ? params_override_ : std::nullopt;
+        const DeviceTraits& traits = c_.device.traits();
+        return attention_params_for(a.depth(), a.value_depth(), g.batch_count() * ((g.m + 255) / 256), traits,
+                                    c_.device.nvidia_cc());
+    }
+
+    RoutineContext c_;
+    bool fuse_ = env_flag("LAZYTENSOR_FUSE_ATTENTION", true);
+    std::optional<AttentionParams> params_override_;
+    KernelsByKey kernels_;  // by score function, depths, parameters and layout
+};
+
+}  // namespace lazytensor::detail::opencl
+// ---- lazytensor/backend/opencl/gemm_routines.hpp ----
+// Running matrix products on an OpenCL device: which GEMM runs a product (lazytensor's own
+// kernel, gemm_kernel.hpp, or CLBlast, clblast_gemm.hpp: LAZYTENSOR_OPENCL_GEMM and the shape
+// choose), which products run as reductions instead, and the drivers of both GEMMs. On the own
+// kernel, a product's element-wise consumer runs in its stores and a simple producer of an
+// operand in its loads (gemm_epilogue.hpp).
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+// ---- lazytensor/backend/opencl/clblast_gemm.hpp ----
+// Matrix products on OpenCL through CLBlast, enqueued on the backend's queue.
+//
+// One product (no batch) is a Gemm; a batch along one axis with constant strides (zero for a
+// shared operand) a GemmStridedBatched; any other batch a GemmBatched with per-matrix offsets.
+// Operands are read in place in BLAS layouts: row-major, or column-major as a transpose flag,
+// with the leading dimension their views give. CLBlast compiles its kernels on first use of a
+// routine in a process (seconds on some devices); the backend reports that in LAZYTENSOR_DEBUG.
+
+
+#if LAZYTENSOR_OPENCL && LAZYTENSOR_CLBLAST
+
+#include <clblast.h>
+
+#include <string>
+#include <vector>
+
+
+namespace lazytensor::detail::opencl {
+
+/// The name of a CLBlast status; OpenCL's own codes by their CL_ names.
+inline std::string clblast_status_name(clblast::StatusCode status) {
+    using S = clblast::StatusCode;
+    switch (status) {
+        case S::kNotImplemented: return "CLBlast kNotImplemented";
+        case S::kInvalidMatrixA: return "CLBlast kInvalidMatrixA";
+        case S::kInvalidMatrixB: return "CLBlast kInvalidMatrixB";
+        case S::kInvalidMatrixC: return "CLBlast kInvalidMatrixC";
+        case S::kInvalidDimension: return "CLBlast kInvalidDimension";
+        case S::kInvalidLeadDimA: return "CLBlast kInvalidLeadDimA";
+        case S::kInvalidLeadDimB: return "CLBlast kInvalidLeadDimB";
+        case S::kInvalidLeadDimC: return "CLBlast kInvalidLeadDimC";
+        case S::kInsufficientMemoryA: return "CLBlast kInsufficientMemoryA";
+        case S::kInsufficientMemoryB: return "CLBlast kInsufficientMemoryB";
+        case S::kInsufficientMemoryC: return "CLBlast kInsufficientMemoryC";
+        case S::kInsufficientMemoryTemp: return "CLBlast kInsufficientMemoryTemp";
+        case S::kInvalidBatchCount: return "CLBlast kInvalidBatchCount";
+        case S::kInvalidOverrideKernel: return "CLBlast kInvalidOverrideKernel";
+        case S::kMissingOverrideParameter: return "CLBlast kMissingOverrideParameter";
+        case S::kInvalidLocalMemUsage: return "CLBlast kInvalidLocalMemUsage";
+        case S::kNoDoublePrecision: return "CLBlast kNoDoublePrecision";
+        case S::kDatabaseError: return "CLBlast kDatabaseError";
+        case S::kUnknownError: return "CLBlast kUnknownError";
+        case S::kUnexpectedError: return "CLBlast kUnexpectedError";
+        default: break;
+    }
+    const int code = static_cast<int>(status);
+    return code > -1000 ? status_name(code) : "CLBlast status";
+}
+
+/// The CLBlast routine a product runs as.
+inline const char* clblast_routine(const ir::Gemm& g) {
+    if (g.batch_count() == 1) return "Gemm";
+    return g.batch.size() == 1 ? "GemmStridedBatched" : "GemmBatched";
+}
+
+/// Enqueues c = a x b (every operand in a BLAS layout; c contiguous) on `queue`; `event` gets
+/// the event of CLBlast's last kernel.
+template <class T>
+clblast::StatusCode clblast_gemm(const ir::Gemm& g, cl_mem a, cl_mem b, cl_mem c, cl_command_queue queue,
+                                 cl_event* event) {
+    using clblast::Transpose;
+    const ir::BlasOperand oa = *ir::blas_operand(g.a, g.m, g.k), ob = *ir::blas_operand(g.b, g.k, g.n);
+    const Transpose ta = oa.transposed ? Transpose::kYes : Transpose::kNo;
+    const Transpose tb = ob.transposed ? Transpose::kYes : Transpose::kNo;
+    const auto layout = clblast::Layout::kRowMajor;
+    const auto m = static_cast<std::size_t>(g.m), n = static_cast<std::size_t>(g.n), k = static_cast<std::size_t>(g.k);
+    const auto lda = static_cast<std::size_t>(oa.ld), ldb = static_cast<std::size_t>(ob.ld);
+    auto size = [](std::int64_t v) { return static_cast<std::size_t>(v); };
+    const std::int64_t count = g.batch_count();
+    if (count == 1)
+        return clblast::Gemm<T>(layout, ta, tb, m, n, k, T(1), a, size(g.a.offset), lda, b, size(g.b.offset), ldb, T(0),
+                                c, 0, n, &queue, event);
+    if (g.batch.size() == 1)
+        return clblast::GemmStridedBatched<T>(layout, ta, tb, m, n, k, T(1), a, size(g.a.offset), lda,
+                                              size(g.a.batch_strides[0]), b, size(g.b.offset), ldb,
+                                              size(g.b.batch_strides[0]), T(0), c, 0, n, m * n, size(count), &queue,
+                                              event);
+    std::vector<std::int64_t> a_offsets, b_offsets;
+    g.batch_offsets(a_offsets, b_offsets);
+    std::vector<std::size_t> ao(a_offsets.begin(), a_offsets.end()), bo(b_offsets.begin(), b_offsets.end()), co;
+    for (std::int64_t i = 0; i < count; ++i) co.push_back(size(i) * m * n);
+    const std::vector<T> alphas(size(count), T(1)), betas(size(count), T(0));
+    return clblast::GemmBatched<T>(layout, ta, tb, m, n, k, alphas.data(), a, ao.data(), lda, b, bo.data(), ldb,
+                                   betas.data(), c, co.data(), n, size(count), &queue, event);
+}
+
+}  // namespace lazytensor::detail::opencl
+
+#endif
+// ---- lazytensor/backend/opencl/clblast_tuning.hpp ----
+// CLBlast parameters for devices its own database lacks, found with CLBlast's tuner
+// (clblast_tuner_xgemm) on the device itself and handed to CLBlast through OverrideParameters
+// when the backend starts. LAZYTENSOR_CLBLAST_TUNING=off keeps CLBlast's defaults.
+//
+// How an entry was found (bench/README.md has the numbers): clblast_tuner_xgemm -precision 32
+// -m 2048 -n 2048 -k 2048 -fraction 0.02 on the device; the fastest configurations were then
+// compared at 1024..8192 through bench_gemm_opencl, and the best one kept.
+
+
+#if LAZYTENSOR_OPENCL && LAZYTENSOR_CLBLAST
+
+#include <clblast.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <unordered_map>
+
+namespace lazytensor::detail::opencl {
+
+struct ClblastTuning {
+    const char* device;  // CL_DEVICE_NAME, exactly
+    clblast::Precision precision;
+    const char* kernel;  // CLBlast's kernel family
+    const char* parameters;
+};
+
+// Tuned on an NVIDIA H100 80GB HBM3 (driver 580.159.04, CLBlast 1.5.3) on 2026-11-21; the H200
+// (same Hopper SM) measured the same gain with them (8192^3: 33.2 -> 44.8 TFLOP/s).
+inline constexpr const char* kHopperXgemm =
+    "GEMMK=0 MWG=128 NWG=64 KWG=32 MDIMC=16 NDIMC=8 MDIMA=8 NDIMB=32 KWI=2 VWM=4 VWN=2 STRM=1 STRN=1 SA=1 SB=1 KREG=1";
+
+inline constexpr ClblastTuning kClblastTunings[] = {
+    {"NVIDIA H100 80GB HBM3", clblast::Precision::kSingle, "Xgemm", kHopperXgemm},
+    {"NVIDIA H200", clblast::Precision::kSingle, "Xgemm", kHopperXgemm},
+};
+
+/// "KEY=VALUE KEY=VALUE ..." (commas also separate) as CLBlast's parameter map.
+inline std::unordered_map<std::string, std::size_t> parse_clblast_parameters(const std::string& text) {
+    std::unordered_map<std::string, std::size_t> out;
+    std::size_t at = 0;
+    while (at < text.size()) {
+        const std::size_t end = std::min(text.find_first_of(" ,", at), text.size());
+        const std::string item = text.substr(at, end - at);
+        const std::size_t eq = item.find('=');
+        if (eq != std::string::npos) out[item.substr(0, eq)] = std::strtoull(item.c_str() + eq + 1, nullptr, 10);
+        at = end + 1;
+    }
+    return out;
+}
+
+/// Hands CLBlast the tuned parameters of this device, if there are any; returns what it did
+/// ("" when nothing applies).
+inline std::string apply_clblast_tuning(cl_device_id device, const std::string& device_name) {
+    if (!env_flag("LAZYTENSOR_CLBLAST_TUNING", true)) return "";
+    std::string applied;
+    for (const ClblastTuning& t : kClblastTunings) {
+        if (device_name != t.device) continue;
+        const clblast::StatusCode status =
+            clblast::OverrideParameters(device, t.kernel, t.precision, parse_clblast_parameters(t.parameters));
+        if (status != clblast::StatusCode::kSuccess) {
+            std::cerr << "[lazytensor] warning: CLBlast rejected the tuned " << t.kernel << " parameters for "
+                      << device_name << " (status " << static_cast<int>(status) << "); using its defaults\n";
+            continue;
+        }
+        applied += std::string(applied.empty() ? "" : ", ") + t.kernel;
+    }
+    return applied;
+}
+
+}  // namespace lazytensor::detail::opencl
+
+#endif
+
+namespace lazytensor::detail::opencl {
+
+class GemmRoutines {
+public:
+    explicit GemmRoutines(RoutineContext context) : c_(context) {
+#if LAZYTENSOR_CLBLAST
+        clblast_tuned_ = apply_clblast_tuning(c_.device.id(), c_.device.name());
+#endif
+        set_choice(gemm_choice_from_env());
+    }
+
+    /// Backend::gemm.
+    void run(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c) {
+        require_fp64(g);
+        if (uses_own(g)) return own(g, a, b, c);
+#if LAZYTENSOR_CLBLAST
+        using ms_t = std::chrono::duration<double, std::milli>;
+        ir::Gemm spec = g;
+        BufferPtr a_copy = blas_readable_copy(spec, a, spec.a, spec.m, spec.k);
+        BufferPtr b_copy = blas_readable_copy(spec, b, spec.b, spec.k, spec.n);
+        cl_mem ma = static_cast<cl_mem>((a_copy ? a_copy.get() : &a)->handle());
+        cl_mem mb = static_cast<cl_mem>((b_copy ? b_copy.get() : &b)->handle());
+        cl_mem mc = static_cast<cl_mem>(c.handle());
+        const bool timed = c_.launcher.record_times();
+        if (timed) c_.backend.synchronize();  // time the whole product: CLBlast may run several kernels
+        const auto start = std::chrono::steady_clock::now();
+        const clblast::StatusCode status = spec.dtype == DType::Float64
+                                               ? clblast_gemm<double>(spec, ma, mb, mc, c_.device.queue(), nullptr)
+                                               : clblast_gemm<float>(spec, ma, mb, mc, c_.device.queue(), nullptr);
+        const double enqueue_ms = ms_t(std::chrono::steady_clock::now() - start).count();
+        if (status != clblast::StatusCode::kSuccess)
+            fail<BackendError>("OpenCL: CLBlast ", routine(spec), " failed on ", c_.device.describe(), ": ",
+                               clblast_status_name(status), " (", static_cast<int>(status), ") for ", spec.dtype,
+                               " batch ", spec.batch, ", m ", spec.m, ", n ", spec.n, ", k ", spec.k,
+                               lost_device_hint(static_cast<cl_int>(status)));  // CLBlast reuses OpenCL's codes
+        // Enqueueing takes microseconds; a slow call is CLBlast compiling its kernels.
+        if (enqueue_ms > 20 && debug_level() >= 1)
+            std::cerr << "[lazytensor] CLBlast compiled its " << (spec.dtype == DType::Float64 ? "d" : "s")
+                      << "gemm kernels for " << c_.device.describe() << " on first use: " << enqueue_ms
+                      << " ms (once per process and kernel variant)\n";
+        if (timed) {
+            c_.backend.synchronize();
+            c_.launcher.record_time(ms_t(std::chrono::steady_clock::now() - start).count());
+        }
+#else
+        (void)a, (void)b, (void)c;
+#endif
+    }
+
+    /// Backend::gemm_fused: on the own kernel, with the fused kernels' code and arguments.
+    void run_fused(const ir::Gemm& g, const FusedKernels& fusion, const Buffer& a, const Buffer& b,
+                   const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) {
+        require_fp64(g);
+        const FusedCode code = code_of(g, fusion);
+        own(g, a, b, *params.back(), *code.epilogue, fused_args(fusion, 2, params, scalars), *code.prologue[0],
+            *code.prologue[1]);
+    }
+
+    /// The own kernel's source for `g` with these kernels fused into it.
+    std::string fused_source(const ir::Gemm& g, const FusedKernels& fusion) {
+        const FusedCode code = code_of(g, fusion);
+        const GemmKernelParams p = params(g);
+        return gemm_kernel_source(g.dtype, layout(g, p), p, *code.epilogue, *code.prologue[0], *code.prologue[1]);
+    }
+
+    /// Whether kernel `k` can run fused into `g`: on the own GEMM kernel, computing in float64
+    /// only where the device has it.
+    bool can_fuse(const ir::Gemm& g, const ir::Kernel& k) const {
+        return uses_own(g) && c_.device.computes(g.dtype) && c_.device.computes(k);
+    }
+    bool can_fuse_prologue(const ir::Gemm& g, const ir::Kernel& prologue) const {
+        if (prologue.params[0].dtype == DType::Float16 && !fuse_half_loads_.value_or(!c_.device.traits().gpu)) return false;
+        return can_fuse(g, prologue);
+    }
+
+    /// Backend::gemm_routine.
+    std::string routine(const ir::Gemm& g) const {
+#if LAZYTENSOR_CLBLAST
+        if (!uses_own(g))
+            return std::string("CLBlast ") + clblast_routine(g) +
+                   (clblast_tuned_.empty() || g.dtype != DType::Float32 ? "" : ", tuned " + clblast_tuned_);
+#endif
+        const GemmKernelParams p = params(g);
+        const bool capped = p.max_registers && c_.device.nvidia();
+        return concat("lazytensor GEMM kernel ", p.block_m(), "x", p.block_n(), "x", p.bk, " (", p.wm, "x", p.wn,
+                      " per work-item", capped ? concat(", at most ", p.max_registers, " registers") : "",
+                      layout(g, p).whole_tiles ? ", whole tiles" : "", ")");
+    }
+
+    /// Which GEMM runs matrix products (LAZYTENSOR_OPENCL_GEMM; Auto: per shape and device).
+    GemmChoice choice() const { return choice_; }
+    /// Chooses the GEMM for the products run from now on (CLBlast in a build without it is a
+    /// DeviceError).
+    void set_choice(GemmChoice choice) {
+        if (choice == GemmChoice::CLBlast && !LAZYTENSOR_CLBLAST)
+            fail<DeviceError>("CLBlast cannot run matrix products on ", c_.device.describe(),
+                              ": this build has LAZYTENSOR_CLBLAST off");
+        choice_ = choice;
+        ++gemm_config_generation();
+    }
+    /// The parameters of the own GEMM kernel from now on (nullopt: the device's set).
+    void set_params(std::optional<GemmKernelParams> params) {
+        if (params) {
+            check_gemm_params(*params);
+            if (std::size_t(params->threads()) > c_.device.traits().max_work_group)
+                fail<ValueError>("OpenCL GEMM kernel parameters tm ", params->tm, ", tn ", params->tn, ": work-groups of ",
+                                 params->threads(), " work-items, but ", c_.device.describe(), " allows ",
+                                 c_.device.traits().max_work_group);
+        }
+        params_override_ = params;
+    }
+    /// The own GEMM kernel computes element offsets in 64 bits whatever the sizes (as it does
+    /// for matrices of 2^31 elements or more).
+    void set_wide_index(bool on) { wide_index_ = on; }
+    /// Whether a cast from float16 runs in the product's loads (null: the default, not on GPUs).
+    void set_fuse_half_loads(std::optional<bool> on) {
+        fuse_half_loads_ = on;
+        ++gemm_config_generation();
+    }
+
+    /// The parameters the own GEMM kernel runs `g` with on this device.
+    GemmKernelParams params(const ir::Gemm& g) const {
+        if (params_override_) return *params_override_;
+        const DeviceTraits& traits = c_.device.traits();
+        return gemm_params_for(g, traits.gpu, c_.device.name(), traits.max_work_group, traits.local_memory);
+    }
+    /// The layout class the own GEMM kernel runs `g` with (parameter set `p`).
+    GemmLayoutClass layout(const ir::Gemm& g, const GemmKernelParams& p) const {
+        GemmLayoutClass layout = gemm_layout_class(g);
+        layout.wide_index = layout.wide_index || wide_index_;
+        layout.whole_tiles = gemm_whole_tiles(g, layout, p);
+        return layout;
+    }
+    /// Whether `g` runs on the own GEMM kernel (else CLBlast).
+    bool uses_own(const ir::Gemm& g) const {
+        if (!LAZYTENSOR_CLBLAST || choice_ == GemmChoice::Own) return true;
+        if (choice_ == GemmChoice::CLBlast) return false;
+        return own_gemm_faster(g, c_.device.traits().gpu, c_.device.name());
+    }
+
+    /// c = a x b on the own GEMM kernel: one launch, operands read in place; `epilogue` is
+    /// applied to each result before its store, with `fused` as its arguments, and the
+    /// prologues to each element of A and B as it is loaded.
+    void own(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c, const FusedEpilogue& epilogue = {},
+             const FusedArgs& fused = {}, const FusedPrologue& prologue_a = {}, const FusedPrologue& prologue_b = {}) {
+        const std::int64_t count = g.batch_count();
+        if (g.m == 0 || g.n == 0 || count == 0) return;
+        const GemmKernelParams p = params(g);
+        const GemmLayoutClass layout = this->layout(g, p);
+        // Keyed by what the source is made of: a product that hits costs no source generation.
+        const std::string key = concat(g.dtype, ' ', layout.a_k_fast, layout.b_n_fast, layout.wide_index, layout.whole_tiles,
+                                       ' ', p.str(), ' ', epilogue.parameters, '\n', epilogue.code, '\n',
+                                       epilogue.output.value_or(g.dtype), ' ', prologue_a.storage, prologue_a.function, '\n',
+                                       prologue_b.storage, prologue_b.function);
+        cl_kernel kernel = kernels_.get(
+            key, [&] { return gemm_kernel_source(g.dtype, layout, p, epilogue, prologue_a, prologue_b); }, gemm_kernel_name(),
+            c_.programs, c_.backend.cache_capacity(), p.max_registers);
+        cl_long a_batch_stride = 0, b_batch_stride = 0;
+        cl_int per_matrix = 0;
+        BufferPtr table;  // a batch of several axes: each matrix's offsets of A and B
+        if (g.batch.size() == 1) {
+            a_batch_stride = g.a.batch_strides[0];
+            b_batch_stride = g.b.batch_strides[0];
+        } else if (g.batch.size() > 1) {
+            std::vector<std::int64_t> a_offsets, b_offsets;
+            g.batch_offsets(a_offsets, b_offsets);
+            std::vector<cl_long> pairs;
+            pairs.reserve(2 * a_offsets.size());
+            for (std::size_t i = 0; i < a_offsets.size(); ++i) pairs.push_back(a_offsets[i]), pairs.push_back(b_offsets[i]);
+            table = c_.backend.allocate(DType::Int64, static_cast<std::int64_t>(pairs.size()));
+            c_.backend.write(*table, 0, pairs.data(), pairs.size() * sizeof(cl_long));
+            per_matrix = 1;
+        }
+        KernelArgs args(kernel, c, a, b, table ? *table : c);
+        for (std::int64_t v : {g.m, g.n, g.k, g.a.row_stride, g.a.col_stride, g.b.row_stride, g.b.col_stride}) {
+            if (layout.wide_index) args.add(static_cast<cl_long>(v));
+            else args.add(static_cast<cl_int>(v));
+        }
+        args.add(static_cast<cl_long>(g.a.offset), a_batch_stride, static_cast<cl_long>(g.b.offset), b_batch_stride, per_matrix,
+                 FirstMatrix{}, fused);
+        auto blocks = [](std::int64_t extent, int block) { return static_cast<std::size_t>((extent + block - 1) / block); };
+        const std::size_t local[3] = {std::size_t(p.tn), std::size_t(p.tm), 1};
+        c_.launcher.run_per_matrix(args, gemm_kernel_name(), count, blocks(g.m, p.block_m()) * blocks(g.n, p.block_n()) * local[0],
+                                   local);
+    }
+
+    /// Forgets the own GEMM kernels built (with the kernel cache).
+    void clear_cache() { kernels_.clear(); }
+
+private:
+    void require_fp64(const ir::Gemm& g) const {
+        if (g.dtype == DType::Float64 && !c_.device.fp64())
+            fail<DeviceError>(c_.device.describe(), " does not support float64 (the device lacks cl_khr_fp64): matmul of float64 ",
+                              "tensors cannot run there; use float32, or run it on the host");
+    }
+
+    FusedCode code_of(const ir::Gemm& g, const FusedKernels& fusion) {
+        return c_.fused_code.for_gemm(g, fusion, c_.device.traits(), c_.backend.cache_capacity());
+    }
+
+    /// A contiguous copy of a gemm operand that BLAS cannot read in place (no unit stride), or
+    /// null; `layout` becomes the copy's.
+    BufferPtr blas_readable_copy(const ir::Gemm& g, const Buffer& operand, ir::MatrixLayout& layout, std::int64_t rows,
+                                 std::int64_t cols) {
+        if (ir::blas_operand(layout, rows, cols)) return nullptr;
+        const ir::Kernel copy = ir::contiguous_copy(g.dtype, g.batch, rows, cols, layout);
+        BufferPtr out = c_.backend.allocate(g.dtype, g.batch_count() * rows * cols);
+        c_.backend.launch(*c_.backend.get_kernel(copy), {const_cast<Buffer*>(&operand), out.get()}, {});
+        return out;
+    }
+
+    RoutineContext c_;
+    GemmChoice choice_ = GemmChoice::Auto;
+    std::optional<GemmKernelParams> params_override_;
+    bool wide_index_ = false;
+    std::optional<bool> fuse_half_loads_;
+    KernelsByKey kernels_;  // the own kernels, by dtype, layout class, parameters and fused code
+    std::string clblast_tuned_;  // the CLBlast kernels given tuned parameters (clblast_tuning.hpp)
+};
+
+}  // namespace lazytensor::detail::opencl
+// ---- lazytensor/backend/opencl/kernel_routines.hpp ----
+// The kernels of the IR (element-wise and reducing) on an OpenCL device: rendered to OpenCL C
+// (renderer.hpp), built alone or several as one program, and launched stage by stage.
+//
+// A kernel is rendered once per cache miss: the rendering is kept with the compiled kernel
+// (kernel_source shows it), and a kernel built with others takes its rendering under another
+// name (renamed) rather than a second rendering. It is rendered again only for a smaller
+// work-group, where the built kernel cannot run the one it was rendered for.
+
+#include <algorithm>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+
+namespace lazytensor::detail::opencl {
+
+/// A kernel ready to launch: its program, one cl_kernel per stage, and how to launch them.
+class OpenCLKernel final : public CompiledKernel {
+public:
+    RenderedKernel rendered;
+    std::shared_ptr<ProgramOwner> program;
+    std::vector<KernelOwner> kernels;  // per stage
+    std::vector<DType> scalars;        // the kernel's scalar parameters, passed after its buffers
+    std::size_t fits = 0;              // (while compiling: a smaller work-group it must be rendered for)
+};
+
+class KernelRoutines {
+public:
+    explicit KernelRoutines(RoutineContext context) : c_(context) {}
+
+    /// Backend::compile.
+    std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel, CompileOutcome& outcome) {
+        return compile_rendered(kernel, render(kernel, c_.device.traits()), outcome);
+    }
+
+    /// Backend::compile_batch. A program of several kernels builds faster than as many programs
+    /// (NVIDIA's driver builds one program at a time in a process, whatever the threads or
+    /// contexts: bench/README.md), so the kernels one realize needs are built as one program
+    /// (functions named apart, helpers shared).
+    std::vector<std::shared_ptr<CompiledKernel>> compile_batch(const std::vector<const ir::Kernel*>& kernels,
+                                                               std::vector<CompileOutcome>& outcomes) {
+        std::vector<std::shared_ptr<CompiledKernel>> out(kernels.size());
+        std::vector<RenderedKernel> alone(kernels.size());  // each kernel as a program of its own
+        std::vector<std::size_t> together;
+        for (std::size_t i = 0; i < kernels.size(); ++i) {
+            alone[i] = render(*kernels[i], c_.device.traits());
+            if (alone[i].stages.empty()) continue;
+            require_fp64(alone[i]);
+            // A kernel whose own program is in memory already (built alone before) uses it.
+            if (c_.programs.find(alone[i].source)) continue;
+            together.push_back(i);
+        }
+        if (together.size() >= 2) {
+            bool fp64 = false;
+            std::vector<std::string> helpers;
+            std::string functions;
+            std::vector<RenderedKernel> named;
+            for (std::size_t i : together) {
+                named.push_back(renamed(alone[i], "lt_kernel" + std::to_string(i)));
+                fp64 = fp64 || named.back().uses_fp64;
+                for (const std::string& h : named.back().helpers)
+                    if (std::find(helpers.begin(), helpers.end(), h) == helpers.end()) helpers.push_back(h);
+                functions += named.back().functions;
+            }
+            std::shared_ptr<ProgramOwner> program;
+            ProgramSource from = ProgramSource::Memory;
+            try {
+                program = c_.programs.build(program_source(fp64, helpers, functions), &from);
+            } catch (const BackendError&) {
+                // Built one by one below: the kernel that fails reports its own log and source.
+            }
+            for (std::size_t n = 0; n < together.size() && program; ++n) {
+                const std::size_t i = together[n];
+                auto k = with_program(*kernels[i], std::move(named[n]), program, c_.device.traits());
+                if (k->kernels.size() != k->rendered.stages.size()) continue;  // too big a work-group: alone below
+                outcomes[i].built_from_source = from == ProgramSource::Compiler;
+                outcomes[i].from_disk = from == ProgramSource::Disk;
+                out[i] = std::move(k);
+            }
+        }
+        for (std::size_t i = 0; i < kernels.size(); ++i)
+            if (!out[i]) out[i] = compile_rendered(*kernels[i], std::move(alone[i]), outcomes[i]);
+        return out;
+    }
+
+    /// Backend::launch.
+    void launch(CompiledKernel& compiled, const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) {
+        auto& k = static_cast<OpenCLKernel&>(compiled);
+        if (scalars.size() != k.scalars.size())
+            fail<Error>("lazytensor internal error: a kernel with ", k.scalars.size(), " scalar parameters launched with ",
+                        scalars.size());
+        if (k.rendered.stages.empty()) return;
+        BufferPtr scratch;
+        if (k.rendered.scratch_elems) scratch = c_.backend.allocate(k.rendered.scratch_dtype, k.rendered.scratch_elems);
+        const bool timed = c_.launcher.record_times();
+        double ms = 0;
+        for (std::size_t s = 0; s < k.rendered.stages.size(); ++s) {
+            const Stage& st = k.rendered.stages[s];
+            cl_kernel kernel = k.kernels[s].kernel;
+            KernelArgs args(kernel, params);
+            if (scratch) args.add(*scratch);
+            for (std::size_t i = 0; i < scalars.size(); ++i) args.add(ScalarArg(scalars[i], k.scalars[i]));
+            if (st.units >= 0) {
+                if (st.long_units) args.add(static_cast<cl_long>(st.units));
+                else args.add(static_cast<cl_int>(st.units));
+            }
+            ms += c_.launcher.enqueue(kernel, st.name, 2, st.global, st.local, timed);
+        }
+        if (timed) c_.launcher.record_time(ms);
+    }
+
+private:
+    /// The kernel of `rendered` (a rendering of `kernel` for the device's work-groups), built.
+    std::shared_ptr<OpenCLKernel> compile_rendered(const ir::Kernel& kernel, RenderedKernel rendered,
+                                                   CompileOutcome& outcome) {
+        DeviceTraits traits = c_.device.traits();
+        for (;;) {
+            if (rendered.stages.empty()) return with_program(kernel, std::move(rendered), nullptr, traits);
+            require_fp64(rendered);
+            ProgramSource from = ProgramSource::Memory;
+            std::shared_ptr<ProgramOwner> program = c_.programs.build(rendered.source, &from);
+            outcome.built_from_source = outcome.built_from_source || from == ProgramSource::Compiler;
+            outcome.from_disk = outcome.from_disk || from == ProgramSource::Disk;
+            auto k = with_program(kernel, std::move(rendered), std::move(program), traits);
+            if (k->kernels.size() == k->rendered.stages.size()) return k;
+            // The compiled kernel needs too many registers for its work-group: render it for
+            // smaller work-groups.
+            traits.max_work_group = k->fits;
+            rendered = render(kernel, traits);
+        }
+    }
+
+    void require_fp64(const RenderedKernel& rendered) const {
+        if (rendered.uses_fp64 && !c_.device.fp64())
+            fail<DeviceError>(c_.device.describe(), " does not support float64 (the device lacks cl_khr_fp64); "
+                              "use float32 tensors, or run this on the host");
+    }
+
+    /// The kernel of `rendered` in `program`: a cl_kernel per stage. When a stage needs a
+    /// smaller work-group than it was rendered for, the result has no cl_kernels and `fits`
+    /// says the largest work-group that can run.
+    std::shared_ptr<OpenCLKernel> with_program(const ir::Kernel& kernel, RenderedKernel rendered,
+                                               std::shared_ptr<ProgramOwner> program, const DeviceTraits& traits) {
+        auto k = std::make_shared<OpenCLKernel>();
+        k->rendered = std::move(rendered);
+        k->scalars = kernel.scalars;
+        k->program = std::move(program);
+        std::size_t fits = traits.max_work_group;
+        std::vector<KernelOwner> made;
+        for (const Stage& st : k->rendered.stages) {
+            made.push_back(c_.programs.make_kernel(*k->program, st.name.c_str()));
+            std::size_t most = 0;
+            check(clGetKernelWorkGroupInfo(made.back().kernel, c_.device.id(), CL_KERNEL_WORK_GROUP_SIZE, sizeof most, &most,
+                                           nullptr),
+                  "clGetKernelWorkGroupInfo");
+            if (st.local[0] * st.local[1] > most) fits = std::min(fits, most);
+        }
+        if (fits == traits.max_work_group) {
+            k->kernels = std::move(made);
+            return k;
+        }
+        std::size_t p = 1;
+        while (p * 2 <= fits) p *= 2;
+        if (p >= traits.max_work_group || p == 0)
+            fail<BackendError>("OpenCL: ", c_.device.describe(), " cannot run the kernel with any work-group size");
+        k->fits = p;
+        return k;
+    }
+
+    RoutineContext c_;
+};
+
+}  // namespace lazytensor::detail::opencl
+// ---- lazytensor/backend/opencl/policy.hpp ----
+// The OpenCL backend's decisions that graph builders and the scheduler make (ir/device_policy.hpp).
+
+#include <algorithm>
+#include <cstdint>
+
+
+namespace lazytensor::detail::opencl {
+
+class OpenCLPolicy final : public DevicePolicy {
+public:
+    explicit OpenCLPolicy(bool gpu) : gpu_(gpu) {}
+
+    /// On a CPU device (PoCL), a product with at most kThinProduct rows or columns (matrix x
+    /// vector, vector x matrix, a few columns; batched too) or with k = 1 runs as a reduction
+    /// kernel once it moves kThinElements elements or more (its largest operand or its result):
+    /// CLBlast's GEMM pads such a product to its tiles and ran [100000, 64] x [64] at 0.3-0.75
+    /// GFLOP/s, the reduction 3-5x faster, and up to 8 columns 4-9x faster (16 columns 2x too,
+    /// but attention's second product, weights x v, has that many and fuses only as products;
+    /// bench/bench_thin_matmul.cpp, bench/README.md). Smaller products cost a launch either way
+    /// and keep the GEMM; GPUs keep their GEMM (not measured there).
+    static constexpr std::int64_t kThinProduct = 8;
+    static constexpr std::int64_t kThinElements = std::int64_t(1) << 16;
+    bool product_as_reduction(DType, std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k) const override {
+        if (gpu_ || (std::min(m, n) > kThinProduct && k != 1)) return false;
+        return batch * std::max({m * k, k * n, m * n}) >= kThinElements;
+    }
+    std::int64_t split_k_parts(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k) const override {
+        return split_k_for_many_units(batch, m, n, k);
+    }
+    // Kernel arguments: 8 bytes each at most; with the output, a scratch buffer and the count
+    // of work-items, 128. OpenCL promises only 1024 bytes of them, so a sum of 200 tensors
+    // becomes several kernels (the plain policy's 64 buffers and 125 arguments).
+
+private:
+    bool gpu_;  // the device is a GPU (CL_DEVICE_TYPE_GPU)
+};
+
+}  // namespace lazytensor::detail::opencl
+// ---- lazytensor/backend/opencl/scan_routines.hpp ----
+// Running scans (cumsum, cumprod) on an OpenCL device: the kernels of scan.hpp chosen, sized
+// and launched for an ir::Scan, with or without the element-wise kernels fused into it.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
 // ---- lazytensor/backend/opencl/scan.hpp ----
 // The OpenCL scan (cumsum, cumprod) of ir::Scan: float, double and long (which wraps).
 //
@@ -13370,6 +14871,113 @@ __kernel void lt_fold_columns(__global const S* in, __global T* totals, long off
 }
 
 }  // namespace lazytensor::detail::opencl
+
+namespace lazytensor::detail::opencl {
+
+class ScanRoutines {
+public:
+    explicit ScanRoutines(RoutineContext context) : c_(context) {}
+
+    void run(const ir::Scan& s, const Buffer& in, Buffer& out) {
+        if (s.dtype == DType::Float64 && !c_.device.fp64())
+            fail<DeviceError>(c_.device.describe(), " does not compute float64 (no cl_khr_fp64): cannot scan (cumsum, cumprod) a float64 tensor there");
+        if (s.numel() == 0) return;
+        const auto program = c_.programs.build(scan_program(s.dtype, s.op));
+        scan_with(*program, *program, s, in, out, {});
+    }
+
+    /// Backend::scan_fused.
+    void run_fused(const ir::Scan& s, const FusedKernels& fusion, const Buffer& in, const std::vector<Buffer*>& params,
+                   const std::vector<Scalar>& scalars) {
+        if (s.numel() == 0) return;
+        const FusedCode code = code_of(s, fusion);
+        const FusedArgs args = fused_args(fusion, 1, params, scalars);
+        const auto plain = c_.programs.build(scan_program(s.dtype, s.op));
+        const auto data = c_.programs.build(program_with(s, code));
+        scan_with(*plain, *data, s, in, *params.back(), args);
+    }
+
+    /// The program run_fused runs `s` with.
+    std::string fused_source(const ir::Scan& s, const FusedKernels& fusion) { return program_with(s, code_of(s, fusion)); }
+
+    /// Whether kernel `k` can run fused into `s` (in float64 only where the device computes it).
+    bool can_fuse(const ir::Scan& s, const ir::Kernel& k) const { return c_.device.computes(s.dtype) && c_.device.computes(k); }
+
+private:
+    static std::string program_with(const ir::Scan& s, const FusedCode& code) {
+        return scan_program(s.dtype, s.op, *code.prologue[0], *code.epilogue);
+    }
+    FusedCode code_of(const ir::Scan& s, const FusedKernels& fusion) {
+        return c_.fused_code.for_scan(s, fusion, c_.device.traits(), c_.backend.cache_capacity());
+    }
+
+    /// Runs scan `s` from in into out (which may be in itself): `data` (scan_program, with the
+    /// fused kernels whose arguments `fused` holds) reads `in` and writes `out`; `plain` (without
+    /// them) scans the chunks' totals.
+    void scan_with(const ProgramOwner& plain, const ProgramOwner& data, const ir::Scan& s, const Buffer& in, Buffer& out,
+                   const FusedArgs& fused) {
+        const DeviceTraits& traits = c_.device.traits();
+        const std::size_t size = dtype_size(s.dtype);
+        const cl_long offset = s.offset, outer_stride = s.outer_stride, stride = s.stride, inner_stride = s.inner_stride;
+        const cl_long outer = s.outer, length = s.length, inner = s.inner;
+        std::size_t G = 256;  // work-group size: a tile of G * kScanPerItem elements (and pads) in local memory
+        while (G > 1 && (G > traits.max_work_group || (G * kScanPerItem * 33 / 32 + G) * size > traits.local_memory)) G >>= 1;
+        auto ceil_div = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
+        auto run = [&](const ProgramOwner& program, const char* name, std::size_t work, const auto&... args) {
+            c_.launcher.run(c_.programs.make_kernel(program, name), name, work, G, args...);
+        };
+        if (s.inner == 1 && s.length >= std::int64_t(G)) {  // rows: a work-group per (row, chunk)
+            const std::int64_t tile = std::int64_t(G) * kScanPerItem, tiles = ceil_div(s.length, tile);
+            std::int64_t chunks = std::clamp<std::int64_t>(ceil_div(8 * traits.compute_units, s.outer), 1, tiles);
+            const cl_long chunk_length = ceil_div(tiles, chunks) * tile;
+            chunks = ceil_div(s.length, chunk_length);
+            const std::size_t work = std::size_t(s.outer * chunks) * G;
+            BufferPtr totals;
+            if (chunks > 1) {
+                totals = c_.backend.allocate(s.dtype, s.outer * chunks);
+                run(data, "lt_fold_rows", work, in, *totals, offset, outer_stride, stride, length, cl_long(chunks), chunk_length,
+                    LocalBytes{G * size}, fused);
+                scan_with(plain, plain, ir::Scan{s.dtype, s.op, s.outer, chunks, 1, 0, chunks, 1, 0}, *totals, *totals, {});
+            }
+            const Buffer& carries = totals ? *totals : in;
+            run(data, "lt_scan_rows", work, in, out, carries, cl_int(chunks > 1), offset, outer_stride, stride, length,
+                cl_long(chunks), chunk_length, LocalBytes{std::size_t(tile + tile / 32) * size}, LocalBytes{G * size}, fused);
+            return;
+        }
+        // Columns (or short rows): a work-item per (outer index, chunk, column), chunks of at
+        // least 64 elements, enough work-items to fill the device.
+        const std::int64_t lines = s.outer * s.inner, wanted = traits.compute_units * (traits.gpu ? 2048 : 64);
+        std::int64_t chunks = std::clamp<std::int64_t>(ceil_div(wanted, lines), 1, std::max<std::int64_t>(1, s.length / 64));
+        const cl_long chunk_length = ceil_div(s.length, chunks);
+        chunks = ceil_div(s.length, chunk_length);
+        const std::size_t work = std::size_t(ceil_div(lines * chunks, std::int64_t(G))) * G;
+        BufferPtr totals;
+        if (chunks > 1) {
+            totals = c_.backend.allocate(s.dtype, lines * chunks);
+            run(data, "lt_fold_columns", work, in, *totals, offset, outer_stride, stride, inner_stride, outer, length, inner,
+                cl_long(chunks), chunk_length, fused);
+            scan_with(plain, plain, ir::Scan{s.dtype, s.op, s.outer, chunks, s.inner, 0, chunks * s.inner, s.inner, 1},
+                      *totals, *totals, {});
+        }
+        const Buffer& carries = totals ? *totals : in;
+        run(data, "lt_scan_columns", work, in, out, carries, cl_int(chunks > 1), offset, outer_stride, stride, inner_stride,
+            outer, length, inner, cl_long(chunks), chunk_length, fused);
+    }
+
+    RoutineContext c_;
+};
+
+}  // namespace lazytensor::detail::opencl
+// ---- lazytensor/backend/opencl/sort_routines.hpp ----
+// Running row sorts (lt::sort, argsort, topk) on an OpenCL device: which of the programs of
+// sort.hpp runs (a selection for small k, a radix sort for one long row, a bitonic sort
+// otherwise), and its launches.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
 // ---- lazytensor/backend/opencl/sort.hpp ----
 // The OpenCL row sort (lt::sort, argsort, topk): a bitonic sort of (key, position) pairs, one
 // sort per row of P = n rounded up to a power of two, padded with pairs that sort last.
@@ -13772,394 +15380,40 @@ void lt_radix_scatter(__global const )CL" + S + R"CL(* in, __global const lt_rke
 
 namespace lazytensor::detail::opencl {
 
-/// A kernel ready to launch: its program, one cl_kernel per stage, and how to launch them.
-class OpenCLKernel final : public CompiledKernel {
+class SortRoutines {
 public:
-    RenderedKernel rendered;
-    std::shared_ptr<ProgramOwner> program;
-    std::vector<KernelOwner> kernels;  // per stage
-    std::vector<DType> scalars;        // the kernel's scalar parameters, passed after its buffers
-    std::size_t fits = 0;              // (while compiling: a smaller work-group it must be rendered for)
-};
+    explicit SortRoutines(RoutineContext context) : c_(context) {}
 
-/// A scalar kernel argument: the value in the argument's OpenCL type (cl_scalar_arg_type).
-struct ScalarArg {
-    alignas(8) unsigned char bytes[8] = {};
-    std::size_t size = 0;
-
-    ScalarArg(const Scalar& value, DType t) {
-        auto put = [&](auto v) {
-            std::memcpy(bytes, &v, sizeof v);
-            size = sizeof v;
-        };
-        switch (t) {
-            case DType::Bool: put(static_cast<cl_uchar>(value.as<bool>() ? 1 : 0)); break;
-            case DType::UInt8: put(static_cast<cl_uchar>(value.as<std::uint8_t>())); break;
-            case DType::Int32: put(static_cast<cl_int>(value.as<std::int32_t>())); break;
-            case DType::Int64: put(static_cast<cl_long>(value.as<std::int64_t>())); break;
-            case DType::Float16: put(static_cast<cl_float>(value.cast(DType::Float16).as<float>())); break;
-            case DType::Float32: put(static_cast<cl_float>(value.as<float>())); break;
-            case DType::Float64: put(static_cast<cl_double>(value.as<double>())); break;
-        }
-    }
-};
-
-/// The source with line numbers, as build errors show it.
-inline std::string numbered(const std::string& source) {
-    std::ostringstream out;
-    std::istringstream in(source);
-    int n = 1;
-    for (std::string line; std::getline(in, line); ++n) out << (n < 10 ? "   " : n < 100 ? "  " : n < 1000 ? " " : "") << n << "  " << line << "\n";
-    return out.str();
-}
-
-inline const std::vector<std::pair<cl_platform_id, cl_device_id>>& opencl_device_ids();
-
-/// A context for `device`, retained for the caller: one per platform, shared by every device
-/// of it, so that buffers move between those devices with clEnqueueCopyBuffer (transfer.hpp).
-/// A context of its own where LAZYTENSOR_OPENCL_SHARED_CONTEXT=off or the driver refuses a
-/// shared one; copies between such devices go through host memory.
-inline cl_context context_for(cl_platform_id platform, cl_device_id device) {
-    if (env_flag("LAZYTENSOR_OPENCL_SHARED_CONTEXT", true)) {
-        static std::mutex mutex;
-        static auto& shared = *new std::map<cl_platform_id, cl_context>();  // never destroyed, like the backends
-        std::lock_guard<std::mutex> lock(mutex);
-        auto it = shared.find(platform);
-        if (it == shared.end()) {
-            std::vector<cl_device_id> all;
-            for (const auto& [p, d] : opencl_device_ids())
-                if (p == platform) all.push_back(d);
-            cl_int err = CL_SUCCESS;
-            cl_context c = clCreateContext(nullptr, static_cast<cl_uint>(all.size()), all.data(), nullptr, nullptr, &err);
-            it = shared.emplace(platform, err == CL_SUCCESS ? c : nullptr).first;
-        }
-        if (it->second) {
-            check(clRetainContext(it->second), "clRetainContext");
-            return it->second;
-        }
-    }
-    cl_int err = CL_SUCCESS;
-    cl_context c = clCreateContext(nullptr, 1, &device, nullptr, nullptr, &err);
-    check(err, "clCreateContext");
-    return c;
-}
-
-class OpenCLBackend final : public Backend {
-public:
-    OpenCLBackend(int index, cl_platform_id platform, cl_device_id device)
-        : index_(index), platform_(platform), device_(device), disk_(default_cache_dir()) {
-        device_name_ = device_string(device, CL_DEVICE_NAME);
-        const auto type = device_value<cl_device_type>(device, CL_DEVICE_TYPE);
-        kind_ = (type & CL_DEVICE_TYPE_GPU) ? "gpu" : (type & CL_DEVICE_TYPE_CPU) ? "cpu" : "accelerator";
-        platform_name_ = platform_string(platform, CL_PLATFORM_NAME);
-        driver_ = device_string(device, CL_DRIVER_VERSION) + " / " + platform_string(platform, CL_PLATFORM_VERSION) +
-                  " / " + device_string(device, CL_DEVICE_VERSION);
-        const std::string ext = device_string(device, CL_DEVICE_EXTENSIONS);
-        // LAZYTENSOR_OPENCL_FP64=off: behave as a device without double would (to check that a
-        // program runs on one).
-        fp64_ = ext.find("cl_khr_fp64") != std::string::npos && env_flag("LAZYTENSOR_OPENCL_FP64", true);
-        // An event per launch, for kernels that fail while running: cheap on CPU devices, about
-        // 10 us a realize on an NVIDIA GPU, whose own waits report a kernel's fault (README).
-        launch_events_ = env_flag("LAZYTENSOR_OPENCL_LAUNCH_EVENTS", kind_ != "gpu");
-        traits_.max_work_group = device_value<std::size_t>(device, CL_DEVICE_MAX_WORK_GROUP_SIZE);
-        traits_.compute_units = device_value<cl_uint>(device, CL_DEVICE_MAX_COMPUTE_UNITS);
-        traits_.local_memory = device_value<cl_ulong>(device, CL_DEVICE_LOCAL_MEM_SIZE);
-        traits_.gpu = kind_ == "gpu";
-        policy_.gpu = traits_.gpu;
-        if (platform_name_.find("NVIDIA") != std::string::npos) {  // CL_DEVICE_COMPUTE_CAPABILITY_{MAJOR,MINOR}_NV
-            cl_uint major = 0, minor = 0;
-            if (clGetDeviceInfo(device, 0x4000, sizeof major, &major, nullptr) == CL_SUCCESS &&
-                clGetDeviceInfo(device, 0x4001, sizeof minor, &minor, nullptr) == CL_SUCCESS)
-                nvidia_cc_ = static_cast<int>(major * 10 + minor);
-        }
-        max_alloc_ = device_value<cl_ulong>(device, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
-        const auto global = device_value<cl_ulong>(device, CL_DEVICE_GLOBAL_MEM_SIZE);
-        cache_limit_ = static_cast<std::size_t>(std::min<cl_ulong>(global / 4, cl_ulong(4) << 30));
-        options_ = "-cl-std=CL1.2";
-        if (device_value<cl_device_fp_config>(device, CL_DEVICE_SINGLE_FP_CONFIG) & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT)
-            options_ += " -cl-fp32-correctly-rounded-divide-sqrt";  // the same quotients as the host
-
-        cl_int err = CL_SUCCESS;
-        context_ = context_for(platform, device);
-        queue_ = clCreateCommandQueue(context_, device_, CL_QUEUE_PROFILING_ENABLE, &err);
-        if (err != CL_SUCCESS) {
-            clReleaseContext(context_);
-            check(err, "clCreateCommandQueue", "for", describe());
-        }
-#if LAZYTENSOR_CLBLAST
-        clblast_tuned_ = apply_clblast_tuning(device_, device_name_);
-#endif
-        set_gemm_choice(gemm_choice_from_env());
-    }
-
-    ~OpenCLBackend() override {
-        clFinish(queue_);
-        for (const Launched& l : launched_) clReleaseEvent(l.event);
-        release_cached();
-        clReleaseCommandQueue(queue_);
-        clReleaseContext(context_);
-    }
-
-    Device device() const override { return Device::opencl(index_); }
-    std::string name() const override { return device_name_ + " (" + platform_name_ + ", " + kind_ + ")"; }
-    /// "gpu", "cpu" or "accelerator".
-    const std::string& kind() const { return kind_; }
-    const std::string& platform_name() const { return platform_name_; }
-    bool supports_float64() const override { return fp64_; }
-    cl_context context() const { return context_; }
-    cl_command_queue queue() const { return queue_; }
-    cl_device_id device_id() const { return device_; }
-    const DeviceTraits& traits() const { return traits_; }
-    ProgramDiskCache& disk_cache() { return disk_; }
-    const std::string& build_options() const { return options_; }
-
-    // ------------------------------------------------------------------------------- memory
-
-    /// Returns every cached free buffer to the driver.
-    void release_cached() noexcept override {
-        std::lock_guard<std::mutex> lock(cache_mutex_);
-        for (auto& [size, m] : cached_) clReleaseMemObject(m);
-        cached_.clear();
-        cached_bytes_ = 0;
-    }
-
-    /// A cl_mem made elsewhere (DLPack): it must be a buffer of this device's context, at least
-    /// numel elements large; it is retained, and released (then `release` runs) after every
-    /// kernel queued so far has finished. Read-only memory (CL_MEM_READ_ONLY) gives a read-only
-    /// buffer.
-    BufferPtr wrap(DType dtype, std::int64_t numel, void* handle, std::function<void()> release, bool writable) override {
-        cl_mem m = static_cast<cl_mem>(handle);
-        cl_context context = nullptr;
-        cl_mem_object_type type = 0;
-        std::size_t size = 0;
-        cl_mem_flags flags = 0;
-        cl_int err = clGetMemObjectInfo(m, CL_MEM_CONTEXT, sizeof context, &context, nullptr);
-        if (err == CL_SUCCESS) err = clGetMemObjectInfo(m, CL_MEM_TYPE, sizeof type, &type, nullptr);
-        if (err == CL_SUCCESS) err = clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof size, &size, nullptr);
-        if (err == CL_SUCCESS) err = clGetMemObjectInfo(m, CL_MEM_FLAGS, sizeof flags, &flags, nullptr);
-        if (err != CL_SUCCESS)
-            fail<DeviceError>("the memory handed to ", describe(), " is not an OpenCL memory object (clGetMemObjectInfo: ",
-                              status_name(err), ")");
-        if (context != context_)
-            fail<DeviceError>("the cl_mem belongs to another OpenCL context than the one lazytensor uses for ", describe(),
-                              ": lazytensor can use memory of its own context only; copy the values through the host "
-                              "(lt::tensor(values, shape, device))");
-        if (type != CL_MEM_OBJECT_BUFFER)
-            fail<DeviceError>("the cl_mem handed to ", describe(), " is an image or pipe, not a buffer");
-        const std::size_t bytes = static_cast<std::size_t>(numel) * dtype_size(dtype);
-        if (bytes > size)
-            fail<ValueError>("the tensor reaches ", bytes, " bytes into its cl_mem, which holds ", size, " bytes");
-        if (flags & CL_MEM_WRITE_ONLY)
-            fail<ValueError>("the cl_mem handed to ", describe(), " is write-only (CL_MEM_WRITE_ONLY): kernels could not "
-                             "read it");
-        if (flags & CL_MEM_READ_ONLY) writable = false;
-        check(clRetainMemObject(m), "clRetainMemObject");
-        try {
-            return std::make_shared<Buffer>(device(), dtype, numel, handle, [this, m, release = std::move(release)] {
-                clFinish(queue_);  // kernels queued on it must not outlive the memory
-                clReleaseMemObject(m);
-                if (release) release();
-            }, writable);
-        } catch (...) {
-            clReleaseMemObject(m);
-            throw;
-        }
-    }
-
-    void write(Buffer& dst, std::size_t at, const void* src, std::size_t bytes) override {
-        if (!bytes) return;
-        check(clEnqueueWriteBuffer(queue_, static_cast<cl_mem>(dst.handle()), CL_TRUE, at, bytes, src, 0, nullptr, nullptr),
-              "clEnqueueWriteBuffer", concat("copying ", bytes, " bytes to ", describe()));
-    }
-    void read(const Buffer& src, std::size_t at, void* dst, std::size_t bytes) override {
-        if (!bytes) return;
-        const cl_int err =
-            clEnqueueReadBuffer(queue_, static_cast<cl_mem>(src.handle()), CL_TRUE, at, bytes, dst, 0, nullptr, nullptr);
-        check_launched(true);  // first: a failed kernel is named, and reported once (NVIDIA's wait reports it too)
-        check(err, "clEnqueueReadBuffer", concat("copying ", bytes, " bytes from ", describe()));
-    }
-
-    // ------------------------------------------------------------------------------ running
-
-    void launch(CompiledKernel& compiled, const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) override {
-        auto& k = static_cast<OpenCLKernel&>(compiled);
-        if (scalars.size() != k.scalars.size())
-            fail<Error>("lazytensor internal error: a kernel with ", k.scalars.size(), " scalar parameters launched with ",
-                        scalars.size());
-        if (k.rendered.stages.empty()) return;
-        BufferPtr scratch;
-        if (k.rendered.scratch_elems) scratch = allocate(k.rendered.scratch_dtype, k.rendered.scratch_elems);
-        double ms = 0;
-        for (std::size_t s = 0; s < k.rendered.stages.size(); ++s) {
-            const Stage& st = k.rendered.stages[s];
-            cl_kernel kernel = k.kernels[s].kernel;
-            cl_uint arg = 0;
-            for (Buffer* b : params) {
-                cl_mem m = static_cast<cl_mem>(b->handle());
-                check(clSetKernelArg(kernel, arg++, sizeof(cl_mem), &m), "clSetKernelArg");
-            }
-            if (scratch) {
-                cl_mem m = static_cast<cl_mem>(scratch->handle());
-                check(clSetKernelArg(kernel, arg++, sizeof(cl_mem), &m), "clSetKernelArg");
-            }
-            for (std::size_t i = 0; i < scalars.size(); ++i) {
-                const ScalarArg v(scalars[i], k.scalars[i]);
-                check(clSetKernelArg(kernel, arg++, v.size, v.bytes), "clSetKernelArg");
-            }
-            if (st.units >= 0) {
-                const cl_long wide = st.units;
-                const cl_int narrow = static_cast<cl_int>(st.units);
-                check(st.long_units ? clSetKernelArg(kernel, arg++, sizeof wide, &wide) : clSetKernelArg(kernel, arg++, sizeof narrow, &narrow),
-                      "clSetKernelArg");
-            }
-            cl_event event = nullptr, wait = take_launch_dependency();
-            const cl_int err = clEnqueueNDRangeKernel(queue_, kernel, 2, nullptr, st.global, st.local, wait ? 1 : 0,
-                                                      wait ? &wait : nullptr, record_times_ || launch_events_ ? &event : nullptr);
-            check(err, "clEnqueueNDRangeKernel", concat("launching ", st.name, " on ", describe()));
-            if (launch_events_) {
-                if (record_times_) clRetainEvent(event);  // event_ms releases its reference; the list keeps its own
-                remember_launch(event, st.name);
-            }
-            if (record_times_) ms += event_ms(event);
-        }
-        if (record_times_) times_ms_.push_back(ms);
-    }
-
-    /// The size of a __local array argument of a kernel.
-    struct LocalBytes {
-        std::size_t bytes;
-    };
-    /// The arguments of fused kernels' parameters (after the fixed ones): buffers, then values.
-    struct FusedArgs {
-        std::vector<const Buffer*> buffers;
-        std::vector<ScalarArg> values;
-    };
-
-    /// A kernel of a built program.
-    KernelOwner make_kernel(const ProgramOwner& program, const char* name) {
-        cl_int err = CL_SUCCESS;
-        KernelOwner owner(clCreateKernel(program.program, name, &err));
-        check(err, "clCreateKernel", concat("for ", name, " on ", describe()));
-        return owner;
-    }
-
-    /// Launches `kern` over `work` work-items in groups of `group` (0: the driver's choice) with
-    /// these arguments: buffers (const Buffer*), __local arrays (LocalBytes) and values.
-    template <class... Args>
-    void run_kernel(const KernelOwner& kern, const char* name, std::size_t work, std::size_t group, const Args&... args) {
-        cl_uint arg = 0;
-        auto set = [&](const auto& v) {
-            using V = std::decay_t<decltype(v)>;
-            if constexpr (std::is_same_v<V, const Buffer*>) {
-                cl_mem m = static_cast<cl_mem>(v->handle());
-                check(clSetKernelArg(kern.kernel, arg++, sizeof(cl_mem), &m), "clSetKernelArg");
-            } else if constexpr (std::is_same_v<V, LocalBytes>) {  // a __local array
-                check(clSetKernelArg(kern.kernel, arg++, v.bytes, nullptr), "clSetKernelArg");
-            } else if constexpr (std::is_same_v<V, FusedArgs>) {
-                for (const Buffer* b : v.buffers) {
-                    cl_mem m = static_cast<cl_mem>(b->handle());
-                    check(clSetKernelArg(kern.kernel, arg++, sizeof(cl_mem), &m), "clSetKernelArg");
-                }
-                for (const ScalarArg& a : v.values) check(clSetKernelArg(kern.kernel, arg++, a.size, a.bytes), "clSetKernelArg");
-            } else {
-                check(clSetKernelArg(kern.kernel, arg++, sizeof(V), &v), "clSetKernelArg");
-            }
-        };
-        (set(args), ...);
-        cl_event event = nullptr, wait = take_launch_dependency();
-        const cl_int err = clEnqueueNDRangeKernel(queue_, kern.kernel, 1, nullptr, &work, group ? &group : nullptr,
-                                                  wait ? 1 : 0, wait ? &wait : nullptr, launch_events_ ? &event : nullptr);
-        check(err, "clEnqueueNDRangeKernel", concat("launching ", name, " on ", describe()));
-        if (launch_events_) remember_launch(event, name);
-    }
-
-    /// Runs scan `s` from in into out (which may be in itself): `data` (scan_program, with the
-    /// fused kernels whose arguments `fused` holds) reads `in` and writes `out`; `plain` (without
-    /// them) scans the chunks' totals.
-    void scan_with(const ProgramOwner& plain, const ProgramOwner& data, const ir::Scan& s, const Buffer& in, Buffer& out,
-                   const FusedArgs& fused) {
-        const std::size_t size = dtype_size(s.dtype);
-        const Buffer* in_b = &in;
-        const Buffer* out_b = &out;
-        const cl_long offset = s.offset, outer_stride = s.outer_stride, stride = s.stride, inner_stride = s.inner_stride;
-        const cl_long outer = s.outer, length = s.length, inner = s.inner;
-        std::size_t G = 256;  // work-group size: a tile of G * kScanPerItem elements (and pads) in local memory
-        while (G > 1 && (G > traits_.max_work_group || (G * kScanPerItem * 33 / 32 + G) * size > traits_.local_memory)) G >>= 1;
-        auto ceil_div = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
-        if (s.inner == 1 && s.length >= std::int64_t(G)) {  // rows: a work-group per (row, chunk)
-            const std::int64_t tile = std::int64_t(G) * kScanPerItem, tiles = ceil_div(s.length, tile);
-            std::int64_t chunks = std::clamp<std::int64_t>(ceil_div(8 * traits_.compute_units, s.outer), 1, tiles);
-            const cl_long chunk_length = ceil_div(tiles, chunks) * tile;
-            chunks = ceil_div(s.length, chunk_length);
-            BufferPtr totals;
-            if (chunks > 1) {
-                totals = allocate(s.dtype, s.outer * chunks);
-                run_kernel(make_kernel(data, "lt_fold_rows"), "lt_fold_rows", std::size_t(s.outer * chunks) * G, G, in_b,
-                           static_cast<const Buffer*>(totals.get()), offset, outer_stride, stride, length, cl_long(chunks),
-                           chunk_length, LocalBytes{G * size}, fused);
-                scan_with(plain, plain, ir::Scan{s.dtype, s.op, s.outer, chunks, 1, 0, chunks, 1, 0}, *totals, *totals, {});
-            }
-            const Buffer* carries = totals ? totals.get() : in_b;
-            run_kernel(make_kernel(data, "lt_scan_rows"), "lt_scan_rows", std::size_t(s.outer * chunks) * G, G, in_b, out_b,
-                       carries, cl_int(chunks > 1), offset, outer_stride, stride, length, cl_long(chunks), chunk_length,
-                       LocalBytes{std::size_t(tile + tile / 32) * size}, LocalBytes{G * size}, fused);
-            return;
-        }
-        // Columns (or short rows): a work-item per (outer index, chunk, column), chunks of at
-        // least 64 elements, enough work-items to fill the device.
-        const std::int64_t lines = s.outer * s.inner, wanted = traits_.compute_units * (traits_.gpu ? 2048 : 64);
-        std::int64_t chunks = std::clamp<std::int64_t>(ceil_div(wanted, lines), 1, std::max<std::int64_t>(1, s.length / 64));
-        const cl_long chunk_length = ceil_div(s.length, chunks);
-        chunks = ceil_div(s.length, chunk_length);
-        const std::size_t work = std::size_t(ceil_div(lines * chunks, std::int64_t(G))) * G;
-        BufferPtr totals;
-        if (chunks > 1) {
-            totals = allocate(s.dtype, lines * chunks);
-            run_kernel(make_kernel(data, "lt_fold_columns"), "lt_fold_columns", work, G, in_b,
-                       static_cast<const Buffer*>(totals.get()), offset, outer_stride, stride, inner_stride, outer, length,
-                       inner, cl_long(chunks), chunk_length, fused);
-            scan_with(plain, plain, ir::Scan{s.dtype, s.op, s.outer, chunks, s.inner, 0, chunks * s.inner, s.inner, 1},
-                      *totals, *totals, {});
-        }
-        const Buffer* carries = totals ? totals.get() : in_b;
-        run_kernel(make_kernel(data, "lt_scan_columns"), "lt_scan_columns", work, G, in_b, out_b, carries,
-                   cl_int(chunks > 1), offset, outer_stride, stride, inner_stride, outer, length, inner, cl_long(chunks),
-                   chunk_length, fused);
-    }
-
-    void sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k, bool descending, Buffer& values,
-                   Buffer& indices) override {
+    /// Backend::sort_rows.
+    void run(const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k, bool descending, Buffer& values,
+             Buffer& indices) {
         const DType t = in.dtype();
-        if (t == DType::Float64 && !supports_float64())
-            fail<DeviceError>(describe(), " does not compute float64 (no cl_khr_fp64): cannot sort a float64 tensor there");
+        if (t == DType::Float64 && !c_.device.fp64())
+            fail<DeviceError>(c_.device.describe(), " does not compute float64 (no cl_khr_fp64): cannot sort a float64 tensor there");
         if (n > std::int64_t(UINT32_MAX))
-            fail<ValueError>("sorting rows of ", n, " elements on ", describe(), ": at most 2^32 - 1 per row");
+            fail<ValueError>("sorting rows of ", n, " elements on ", c_.device.describe(), ": at most 2^32 - 1 per row");
+        const DeviceTraits& traits = c_.device.traits();
         std::int64_t P = 1;
         while (P < n) P <<= 1;
         const bool select = k <= 16 && k < n;  // topk_program: one read of each row
         const bool radix = !select && rows == 1 && n >= (std::int64_t(1) << 16);  // radix_program: one long row
-        const RadixShape shape = radix_shape(t, traits_.max_work_group, traits_.local_memory);
+        const RadixShape shape = radix_shape(t, traits.max_work_group, traits.local_memory);
         const std::shared_ptr<ProgramOwner> program =
-            build_program(select ? topk_program(t, k) : radix ? radix_program(t, shape) : sort_program(t));
+            c_.programs.build(select ? topk_program(t, k) : radix ? radix_program(t, shape) : sort_program(t));
         // Pairs of 12 bytes: a block of 2 L of them in local memory, at most 24 KiB (OpenCL 1.2
         // devices have at least 32).
         std::int64_t L = std::max<std::int64_t>(1, std::min<std::int64_t>(P / 2, 1024));
-        while (L > 1 && std::size_t(L) > traits_.max_work_group) L >>= 1;
+        while (L > 1 && std::size_t(L) > traits.max_work_group) L >>= 1;
         const std::int64_t B = 2 * L;
-        auto kernel = [&](const char* name) { return make_kernel(*program, name); };
-        auto run = [&](const KernelOwner& kern, const char* name, std::size_t work, std::size_t group, auto... args) {
-            run_kernel(kern, name, work, group, args...);
-        };
-        const Buffer* in_b = &in;
-        const Buffer* values_b = &values;
-        const Buffer* indices_b = &indices;
+        auto kernel = [&](const char* name) { return c_.programs.make_kernel(*program, name); };
+        Launcher& launcher = c_.launcher;
         const cl_long n_l = n, P_l = P, k_l = k;
         if (select) {
             std::size_t group = 256;
-            while (group > 1 && group > traits_.max_work_group) group >>= 1;
-            run(kernel("lt_topk_rows"), "lt_topk_rows", std::size_t(rows) * group, group, in_b, values_b, indices_b, n_l,
-                cl_int(descending), LocalBytes{group * sizeof(cl_ulong)}, LocalBytes{group * sizeof(cl_uint)},
-                LocalBytes{group * sizeof(cl_uint)});
+            while (group > 1 && group > traits.max_work_group) group >>= 1;
+            launcher.run(kernel("lt_topk_rows"), "lt_topk_rows", std::size_t(rows) * group, group, in, values, indices, n_l,
+                         cl_int(descending), LocalBytes{group * sizeof(cl_ulong)}, LocalBytes{group * sizeof(cl_uint)},
+                         LocalBytes{group * sizeof(cl_uint)});
             return;
         }
         if (radix) {
@@ -14169,281 +15423,200 @@ public:
             const std::int64_t tiles = (n + shape.tile() - 1) / shape.tile();
             const std::size_t group = std::size_t(shape.group);
             const DType key_type = bits == 64 ? DType::Int64 : DType::Int32;
-            BufferPtr keys[2] = {allocate(key_type, n), allocate(key_type, n)};
-            BufferPtr places[2] = {allocate(DType::Int32, n), allocate(DType::Int32, n)};
-            BufferPtr counts = allocate(DType::Int32, 256 * tiles), totals = allocate(DType::Int32, 256);
-            const Buffer* counts_b = counts.get();
-            const Buffer* totals_b = totals.get();
+            Backend& backend = c_.backend;
+            BufferPtr keys[2] = {backend.allocate(key_type, n), backend.allocate(key_type, n)};
+            BufferPtr places[2] = {backend.allocate(DType::Int32, n), backend.allocate(DType::Int32, n)};
+            BufferPtr counts = backend.allocate(DType::Int32, 256 * tiles), totals = backend.allocate(DType::Int32, 256);
             const cl_long tiles_l = tiles;
             KernelOwner count = kernel("lt_radix_count"), scan = kernel("lt_radix_scan"), digits = kernel("lt_radix_digits"),
                         scatter = kernel("lt_radix_scatter");
             for (int shift = 0, from = 0; shift < bits; shift += 8, from ^= 1) {
-                const Buffer* key_in = keys[from].get();
-                const Buffer* pos_in = places[from].get();
-                const Buffer* key_out = keys[from ^ 1].get();
-                const Buffer* pos_out = places[from ^ 1].get();
+                const Buffer& key_in = *keys[from];
+                const Buffer& pos_in = *places[from];
+                const Buffer& key_out = *keys[from ^ 1];
+                const Buffer& pos_out = *places[from ^ 1];
                 const cl_int first = shift == 0, last = shift + 8 == bits;
-                run(count, "lt_radix_count", std::size_t(tiles) * group, group, in_b, key_in, n_l, cl_int(shift), first,
-                    cl_int(descending), counts_b);
-                run(scan, "lt_radix_scan", 256 * group, group, counts_b, tiles_l, totals_b);
-                run(digits, "lt_radix_digits", group, group, totals_b);
-                run(scatter, "lt_radix_scatter", std::size_t(tiles) * group, group, in_b, key_in, pos_in, key_out, pos_out,
-                    values_b, indices_b, n_l, k_l, cl_int(shift), first, last, cl_int(descending), counts_b, totals_b);
+                launcher.run(count, "lt_radix_count", std::size_t(tiles) * group, group, in, key_in, n_l, cl_int(shift), first,
+                             cl_int(descending), *counts);
+                launcher.run(scan, "lt_radix_scan", 256 * group, group, *counts, tiles_l, *totals);
+                launcher.run(digits, "lt_radix_digits", group, group, *totals);
+                launcher.run(scatter, "lt_radix_scatter", std::size_t(tiles) * group, group, in, key_in, pos_in, key_out,
+                             pos_out, values, indices, n_l, k_l, cl_int(shift), first, last, cl_int(descending), *counts,
+                             *totals);
             }
             return;
         }
-        BufferPtr key = allocate(DType::Int64, rows * P), pos = allocate(DType::Int32, rows * P);
-        const Buffer* key_b = key.get();
-        const Buffer* pos_b = pos.get();
+        BufferPtr key = c_.backend.allocate(DType::Int64, rows * P), pos = c_.backend.allocate(DType::Int32, rows * P);
         KernelOwner keys = kernel("lt_sort_keys"), local = kernel("lt_sort_local"), global = kernel("lt_sort_global"),
                     gather = kernel("lt_sort_gather");
-        run(keys, "lt_sort_keys", std::size_t(rows * P), 0, in_b, key_b, pos_b, n_l, P_l, cl_int(descending));
+        launcher.run(keys, "lt_sort_keys", std::size_t(rows * P), 0, in, *key, *pos, n_l, P_l, cl_int(descending));
         if (P > 1) {
             const std::size_t pairs = std::size_t(rows * P / 2);
             const LocalBytes lk{std::size_t(B) * sizeof(cl_ulong)}, lp{std::size_t(B) * sizeof(cl_uint)};
-            run(local, "lt_sort_local", pairs, std::size_t(L), key_b, pos_b, P_l, cl_long(2), cl_long(std::min(B, P)), cl_long(1), lk, lp);
+            launcher.run(local, "lt_sort_local", pairs, std::size_t(L), *key, *pos, P_l, cl_long(2), cl_long(std::min(B, P)),
+                         cl_long(1), lk, lp);
             for (std::int64_t kk = 2 * B; kk <= P; kk <<= 1) {
                 for (std::int64_t j = kk / 2; j >= B; j >>= 1)
-                    run(global, "lt_sort_global", pairs, 0, key_b, pos_b, P_l, cl_long(kk), cl_long(j));
-                run(local, "lt_sort_local", pairs, std::size_t(L), key_b, pos_b, P_l, cl_long(kk), cl_long(kk), cl_long(B / 2), lk, lp);
+                    launcher.run(global, "lt_sort_global", pairs, 0, *key, *pos, P_l, cl_long(kk), cl_long(j));
+                launcher.run(local, "lt_sort_local", pairs, std::size_t(L), *key, *pos, P_l, cl_long(kk), cl_long(kk),
+                             cl_long(B / 2), lk, lp);
             }
         }
-        run(gather, "lt_sort_gather", std::size_t(rows * k), 0, in_b, pos_b, values_b, indices_b, n_l, P_l, k_l);
+        launcher.run(gather, "lt_sort_gather", std::size_t(rows * k), 0, in, *pos, values, indices, n_l, P_l, k_l);
     }
 
-    void scan(const ir::Scan& s, const Buffer& in, Buffer& out) override {
-        if (s.dtype == DType::Float64 && !supports_float64())
-            fail<DeviceError>(describe(), " does not compute float64 (no cl_khr_fp64): cannot scan (cumsum, cumprod) a float64 tensor there");
-        if (s.numel() == 0) return;
-        const auto program = build_program(scan_program(s.dtype, s.op));
-        scan_with(*program, *program, s, in, out, {});
+private:
+    RoutineContext c_;
+};
+
+}  // namespace lazytensor::detail::opencl
+
+namespace lazytensor::detail::opencl {
+
+class OpenCLBackend final : public Backend {
+public:
+    OpenCLBackend(int index, cl_platform_id platform, cl_device_id device)
+        : device_(index, platform, device), memory_(device_),
+          programs_(device_, [this](bool from_disk) { count_program(from_disk); }), launcher_(device_) {}
+
+    Device device() const override { return device_.device(); }
+    std::string name() const override {
+        return device_.name() + " (" + device_.platform_name() + ", " + device_.kind() + ")";
+    }
+    std::string describe() const { return device_.describe(); }
+    /// "gpu", "cpu" or "accelerator".
+    std::string kind() const { return device_.kind(); }
+    const std::string& platform_name() const { return device_.platform_name(); }
+    bool supports_float64() const override { return device_.fp64(); }
+    cl_context context() const { return device_.context(); }
+    cl_command_queue queue() const { return device_.queue(); }
+    cl_device_id device_id() const { return device_.id(); }
+    const DeviceTraits& traits() const { return device_.traits(); }
+
+    // ------------------------------------------------------------------------------- memory
+
+    void release_cached() noexcept override { memory_.release_cached(); }
+    /// A cl_mem made elsewhere (DLPack) as a buffer: BlockAllocator::wrap.
+    BufferPtr wrap(DType dtype, std::int64_t numel, void* handle, std::function<void()> release, bool writable) override {
+        return memory_.wrap(dtype, numel, handle, std::move(release), writable);
     }
 
-    bool fuses_scan_prologue(const ir::Scan& s, const ir::Kernel& prologue) const override {
-        return fuse_epilogues_ && computes(s.dtype) && computes(prologue);
+    void write(Buffer& dst, std::size_t at, const void* src, std::size_t bytes) override {
+        if (!bytes) return;
+        check(clEnqueueWriteBuffer(queue(), static_cast<cl_mem>(dst.handle()), CL_TRUE, at, bytes, src, 0, nullptr, nullptr),
+              "clEnqueueWriteBuffer", concat("copying ", bytes, " bytes to ", describe()));
     }
-    bool fuses_scan_epilogue(const ir::Scan& s, const ir::Kernel& epilogue, int) const override {
-        return fuse_epilogues_ && computes(s.dtype) && computes(epilogue);
-    }
-
-    void scan_fused(const ir::Scan& s, const FusedKernels& fusion, const Buffer& in, const std::vector<Buffer*>& params,
-                    const std::vector<Scalar>& scalars) override {
-        if (s.numel() == 0) return;
-        const FusedCode code = fused_code_of(&s, nullptr, fusion);
-        // The epilogue's arguments (and its store_scanned flag), then the prologue's.
-        FusedArgs args;
-        std::size_t next_scalar = 0;
-        std::vector<ScalarArg> prologue_values;
-        auto take_scalars = [&](const ir::Kernel& k, std::vector<ScalarArg>& into) {
-            for (DType t : k.scalars) into.emplace_back(scalars.at(next_scalar++), t);
-        };
-        if (fusion.prologue[0]) take_scalars(*fusion.prologue[0], prologue_values);
-        Buffer* out = params.back();
-        if (const ir::Kernel* k = fusion.epilogue) {
-            const int pp = fusion.product_param;
-            Buffer* scanned = params[static_cast<std::size_t>(pp)];
-            args.buffers.push_back(scanned ? scanned : out);
-            for (std::size_t p = 0; p + 1 < params.size(); ++p)
-                if (static_cast<int>(p) != pp) args.buffers.push_back(params[p]);
-            take_scalars(*k, args.values);
-            args.values.emplace_back(Scalar::of<std::int32_t>(scanned ? 1 : 0), DType::Int32);
-        }
-        args.values.insert(args.values.end(), prologue_values.begin(), prologue_values.end());
-        const auto plain = build_program(scan_program(s.dtype, s.op));
-        const auto data = build_program(scan_program(s.dtype, s.op, *code.prologue[0], *code.epilogue));
-        scan_with(*plain, *data, s, in, *out, args);
+    void read(const Buffer& src, std::size_t at, void* dst, std::size_t bytes) override {
+        if (!bytes) return;
+        const cl_int err =
+            clEnqueueReadBuffer(queue(), static_cast<cl_mem>(src.handle()), CL_TRUE, at, bytes, dst, 0, nullptr, nullptr);
+        launcher_.check_launched(true);  // first: a failed kernel is named, and reported once (NVIDIA's wait reports it too)
+        check(err, "clEnqueueReadBuffer", concat("copying ", bytes, " bytes from ", describe()));
     }
 
-    std::string scan_fused_source(const ir::Scan& s, const FusedKernels& fusion) override {
-        const FusedCode code = fused_code_of(&s, nullptr, fusion);
-        return scan_program(s.dtype, s.op, *code.prologue[0], *code.epilogue);
+    // ------------------------------------------------------------------------------ running
+
+    void launch(CompiledKernel& kernel, const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) override {
+        kernels_.launch(kernel, params, scalars);
     }
-    std::string gemm_fused_source(const ir::Gemm& g, const FusedKernels& fusion) override {
-        const FusedCode code = fused_code_of(nullptr, &g, fusion);
-        const GemmKernelParams p = own_gemm_params(g);
-        return gemm_kernel_source(g.dtype, own_gemm_layout(g, p), p, *code.epilogue, *code.prologue[0], *code.prologue[1]);
+    std::string kernel_source(const CompiledKernel& compiled) const override {
+        return static_cast<const OpenCLKernel&>(compiled).rendered.source;
     }
 
-    void flush() override { check(clFlush(queue_), "clFlush", concat("on ", describe())); }
-
+    void flush() override { check(clFlush(queue()), "clFlush", concat("on ", describe())); }
     void synchronize() override {
-        const cl_int err = clFinish(queue_);
-        check_launched(true);  // first: a failed kernel is named, and reported once (NVIDIA's wait reports it too)
+        const cl_int err = clFinish(queue());
+        launcher_.check_launched(true);  // first: a failed kernel is named, and reported once (NVIDIA's wait reports it too)
         check(err, "clFinish", concat("on ", describe()));
     }
 
     /// Keeps `event` (a command queued on this device's queue; the reference passes to the backend)
     /// until a wait checks it, as for a kernel: a copy that fails is reported by the next wait.
-    void track(cl_event event, const std::string& name) { remember_launch(event, name); }
-
+    void track(cl_event event, const std::string& name) { launcher_.remember(event, name); }
     /// Whether every launch keeps its event until a wait checks it (LAZYTENSOR_OPENCL_LAUNCH_EVENTS).
-    bool launch_events() const { return launch_events_; }
+    bool launch_events() const { return launcher_.launch_events(); }
     /// Tests only: turns launch events on or off (after a wait: the list must be empty).
     void set_launch_events(bool on) {
         synchronize();
-        launch_events_ = on;
+        launcher_.set_launch_events(on);
     }
-
     /// Tests only: the next kernel launched on this device waits for this event (a user event the
     /// test sets to an error status stands in for a kernel that fails while the device runs it).
     /// One per device: another device's launches neither wait for it nor take it.
-    std::atomic<cl_event>& detail_launch_dependency() { return launch_dependency_; }
-    /// The event the next launch waits for (see detail_launch_dependency), taken: null almost always.
-    cl_event take_launch_dependency() {
-        return launch_dependency_.load(std::memory_order_relaxed) ? launch_dependency_.exchange(nullptr) : nullptr;
+    std::atomic<cl_event>& detail_launch_dependency() { return launcher_.launch_dependency(); }
+
+    /// Makes launch() time every kernel with profiling events (waits for each kernel).
+    void set_record_times(bool on) override { launcher_.set_record_times(on); }
+    bool record_times() const override { return launcher_.record_times(); }
+    std::vector<double> take_device_times_ms() override { return launcher_.take_times_ms(); }
+
+    // ---------------------------------------------------------------------- scans and sorts
+
+    void scan(const ir::Scan& s, const Buffer& in, Buffer& out) override { scans_.run(s, in, out); }
+    bool fuses_scan_prologue(const ir::Scan& s, const ir::Kernel& prologue) const override {
+        return fuse_epilogues_ && scans_.can_fuse(s, prologue);
+    }
+    bool fuses_scan_epilogue(const ir::Scan& s, const ir::Kernel& epilogue, int) const override {
+        return fuse_epilogues_ && scans_.can_fuse(s, epilogue);
+    }
+    void scan_fused(const ir::Scan& s, const FusedKernels& fusion, const Buffer& in, const std::vector<Buffer*>& params,
+                    const std::vector<Scalar>& scalars) override {
+        scans_.run_fused(s, fusion, in, params, scalars);
+    }
+    std::string scan_fused_source(const ir::Scan& s, const FusedKernels& fusion) override {
+        return scans_.fused_source(s, fusion);
     }
 
-    void gemm(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c) override {
-        if (g.dtype == DType::Float64 && !fp64_)
-            fail<DeviceError>(describe(), " does not support float64 (the device lacks cl_khr_fp64): matmul of float64 ",
-                              "tensors cannot run there; use float32, or run it on the host");
-        if (uses_own_gemm(g)) return own_gemm(g, a, b, c);
-#if LAZYTENSOR_CLBLAST
-        using ms_t = std::chrono::duration<double, std::milli>;
-        ir::Gemm spec = g;
-        BufferPtr a_copy = blas_readable_copy(spec, a, spec.a, spec.m, spec.k);
-        BufferPtr b_copy = blas_readable_copy(spec, b, spec.b, spec.k, spec.n);
-        cl_mem ma = static_cast<cl_mem>((a_copy ? a_copy.get() : &a)->handle());
-        cl_mem mb = static_cast<cl_mem>((b_copy ? b_copy.get() : &b)->handle());
-        cl_mem mc = static_cast<cl_mem>(c.handle());
-        if (record_times_) synchronize();  // time the whole product: CLBlast may run several kernels
-        const auto start = std::chrono::steady_clock::now();
-        const clblast::StatusCode status = spec.dtype == DType::Float64
-                                               ? clblast_gemm<double>(spec, ma, mb, mc, queue_, nullptr)
-                                               : clblast_gemm<float>(spec, ma, mb, mc, queue_, nullptr);
-        const double enqueue_ms = ms_t(std::chrono::steady_clock::now() - start).count();
-        if (status != clblast::StatusCode::kSuccess)
-            fail<BackendError>("OpenCL: CLBlast ", gemm_routine(spec), " failed on ", describe(), ": ",
-                               clblast_status_name(status), " (", static_cast<int>(status), ") for ", spec.dtype,
-                               " batch ", spec.batch, ", m ", spec.m, ", n ", spec.n, ", k ", spec.k,
-                               lost_device_hint(static_cast<cl_int>(status)));  // CLBlast reuses OpenCL's codes
-        // Enqueueing takes microseconds; a slow call is CLBlast compiling its kernels.
-        if (enqueue_ms > 20 && debug_level() >= 1)
-            std::cerr << "[lazytensor] CLBlast compiled its " << (spec.dtype == DType::Float64 ? "d" : "s")
-                      << "gemm kernels for " << describe() << " on first use: " << enqueue_ms
-                      << " ms (once per process and kernel variant)\n";
-        if (record_times_) {
-            synchronize();
-            times_ms_.push_back(ms_t(std::chrono::steady_clock::now() - start).count());
-        }
-#else
-        (void)a, (void)b, (void)c;
-#endif
+    void sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k, bool descending, Buffer& values,
+                   Buffer& indices) override {
+        sorts_.run(in, rows, n, k, descending, values, indices);
     }
 
+    // ------------------------------------------------------------------- matrix products
+
+    void gemm(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c) override { gemm_.run(g, a, b, c); }
     bool fuses_epilogue(const ir::Gemm& g, const ir::Kernel& epilogue, int) const override {
-        return fuses(g, epilogue);
+        return fuse_epilogues_ && gemm_.can_fuse(g, epilogue);
     }
     bool fuses_prologue(const ir::Gemm& g, const ir::Kernel& prologue) const override {
-        if (prologue.params[0].dtype == DType::Float16 && !fuse_half_loads_.value_or(!traits_.gpu)) return false;
-        return fuses(g, prologue);
+        return fuse_epilogues_ && gemm_.can_fuse_prologue(g, prologue);
     }
-
     void gemm_fused(const ir::Gemm& g, const FusedKernels& fusion, const Buffer& a, const Buffer& b,
                     const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) override {
-        if (g.dtype == DType::Float64 && !fp64_)
-            fail<DeviceError>(describe(), " does not support float64 (the device lacks cl_khr_fp64): matmul of float64 ",
-                              "tensors cannot run there; use float32, or run it on the host");
-        const FusedCode code = fused_code_of(nullptr, &g, fusion);
-        // Scalars come as A's prologue's, B's, then the epilogue's; the kernel takes the
-        // epilogue's (and its store_product flag) first.
-        std::vector<ScalarArg> values, prologue_values;
-        std::size_t next_scalar = 0;
-        auto take_scalars = [&](const ir::Kernel& k, std::vector<ScalarArg>& into) {
-            for (DType t : k.scalars) into.emplace_back(scalars.at(next_scalar++), t);
-        };
-        for (int o = 0; o < 2; ++o)
-            if (fusion.prologue[o]) take_scalars(*fusion.prologue[o], prologue_values);
-        std::vector<const Buffer*> buffers;
-        Buffer* out = params.back();
-        if (const ir::Kernel* k = fusion.epilogue) {
-            const int pp = fusion.product_param;
-            Buffer* product = params[static_cast<std::size_t>(pp)];
-            buffers.push_back(product ? product : out);
-            for (std::size_t p = 0; p + 1 < params.size(); ++p)
-                if (static_cast<int>(p) != pp) buffers.push_back(params[p]);
-            take_scalars(*k, values);
-            values.emplace_back(Scalar::of<std::int32_t>(product ? 1 : 0), DType::Int32);
-        }
-        values.insert(values.end(), prologue_values.begin(), prologue_values.end());
-        own_gemm(g, a, b, *out, *code.epilogue, buffers, values, *code.prologue[0], *code.prologue[1]);
+        gemm_.run_fused(g, fusion, a, b, params, scalars);
     }
+    std::string gemm_fused_source(const ir::Gemm& g, const FusedKernels& fusion) override {
+        return gemm_.fused_source(g, fusion);
+    }
+    std::string gemm_routine(const ir::Gemm& g) const override { return gemm_.routine(g); }
+    const DevicePolicy& policy() const override { return policy_; }
 
-    bool fuses_attention(const ir::Attention& a) const override {
-        return fuse_attention_ && attention_params(a).has_value() && computes(a.score_function);
+    /// c = a x b on the own GEMM kernel: one launch, operands read in place; `epilogue` is
+    /// applied to each result before its store, with `epilogue_buffers` as its parameters.
+    void own_gemm(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c, const FusedEpilogue& epilogue = {},
+                  const std::vector<const Buffer*>& epilogue_buffers = {}, const std::vector<ScalarArg>& epilogue_values = {},
+                  const FusedPrologue& prologue_a = {}, const FusedPrologue& prologue_b = {}) {
+        gemm_.own(g, a, b, c, epilogue, FusedArgs{epilogue_buffers, epilogue_values}, prologue_a, prologue_b);
     }
-    /// Tests and benchmarks: whether attention runs as one kernel from now on
-    /// (LAZYTENSOR_FUSE_ATTENTION=0 turns it off from the start).
-    void set_fuse_attention(bool on) {
-        fuse_attention_ = on;
-        ++gemm_config_generation();
-    }
-    /// Benchmarks: the attention kernel's block and work-group shape from now on (nullopt: the
-    /// device's choice); where it cannot run a product's depths, attention is not fused.
-    void set_attention_params(std::optional<AttentionParams> params) {
-        if (params) check_attention_params(*params, traits_.max_work_group);
-        attention_params_override_ = params;
-        ++gemm_config_generation();
-    }
-    std::string attention_routine(const ir::Attention& a) const override {
-        const std::optional<AttentionParams> p = attention_params(a);
-        if (!p) return "attention kernel";
-        return concat("lazytensor attention kernel ", p->bm, "x", p->bn, "; scores and weights never stored");
-    }
-    std::string attention_source(const ir::Attention& a) override {
-        const std::optional<AttentionParams> p = attention_params(a);
-        if (!p) return {};
-        return attention_kernel_source(a.depth(), a.value_depth(), *p, attention_layout(a), prologue_code(a.score_function, "s", traits_));
-    }
+    /// Whether `g` runs on the own GEMM kernel (else CLBlast).
+    bool uses_own_gemm(const ir::Gemm& g) const { return gemm_.uses_own(g); }
+    /// The parameters the own GEMM kernel runs `g` with on this device.
+    GemmKernelParams own_gemm_params(const ir::Gemm& g) const { return gemm_.params(g); }
+    /// The layout class the own GEMM kernel runs `g` with (parameter set `p`).
+    GemmLayoutClass own_gemm_layout(const ir::Gemm& g, const GemmKernelParams& p) const { return gemm_.layout(g, p); }
 
-    void attention(const ir::Attention& a, const Buffer& q, const Buffer& kt, const Buffer& v, Buffer& out,
-                   const std::vector<Scalar>& scalars) override {
-        const std::optional<AttentionParams> p = attention_params(a);
-        if (!p) fail<BackendError>("lazytensor internal error: attention of depth ", a.depth(), " and ", a.value_depth(),
-                                   " cannot run on ", describe());
-        const ir::Gemm& g = a.scores;
-        const std::int64_t count = g.batch_count();
-        if (count == 0 || g.m == 0) return;
-        const AttentionLayout layout = attention_layout(a);
-        const std::string key = concat(ir::key(a.score_function), '|', a.depth(), ',', a.value_depth(), ',', p->bm, ',', p->bn,
-                                       ',', p->ty, ',', layout.q_vec, layout.k_vec, layout.v_vec);
-        auto it = attention_kernels_.find(key);
-        if (it == attention_kernels_.end()) {
-            if (attention_kernels_.size() >= cache_capacity()) attention_kernels_.clear();
-            std::shared_ptr<ProgramOwner> program = build_program(attention_source(a));
-            cl_int err = CL_SUCCESS;
-            KernelOwner kernel(clCreateKernel(program->program, attention_kernel_name(), &err));
-            check(err, "clCreateKernel", concat("for ", attention_kernel_name(), " on ", describe()));
-            it = attention_kernels_.emplace(key, OwnGemmKernel{std::move(program), std::move(kernel)}).first;
-        }
-        cl_kernel kernel = it->second.kernel.kernel;
-        cl_uint arg = 0;
-        auto set = [&](const auto& value) { check(clSetKernelArg(kernel, arg++, sizeof value, &value), "clSetKernelArg"); };
-        auto batch_stride = [&](const ir::MatrixLayout& l) { return static_cast<cl_long>(l.batch_strides.empty() ? 0 : l.batch_strides[0]); };
-        set(static_cast<cl_mem>(out.handle()));
-        set(static_cast<cl_mem>(q.handle()));
-        set(static_cast<cl_mem>(kt.handle()));
-        set(static_cast<cl_mem>(v.handle()));
-        set(static_cast<cl_int>(g.m));
-        set(static_cast<cl_int>(g.n));
-        const cl_uint first_batch_arg = arg++;
-        for (const ir::MatrixLayout* l : {&g.a, &g.b, &a.values.b}) {
-            set(static_cast<cl_long>(l->offset));
-            set(batch_stride(*l));
-            set(static_cast<cl_long>(l->row_stride));
-            set(static_cast<cl_long>(l->col_stride));
-        }
-        for (std::size_t i = 0; i < a.score_function.scalars.size(); ++i) {
-            const ScalarArg value(scalars.at(i), a.score_function.scalars[i]);
-            check(clSetKernelArg(kernel, arg++, value.size, value.bytes), "clSetKernelArg");
-        }
-        const std::size_t local[3] = {std::size_t(p->tx), std::size_t(p->ty), 1};
-        launch_per_matrix(kernel, attention_kernel_name(), first_batch_arg, count,
-                          static_cast<std::size_t>((g.m + p->bm - 1) / p->bm) * local[0], local);
-    }
-
-    /// Tests and benchmarks: whether products fuse their element-wise consumers from now on
-    /// (LAZYTENSOR_GEMM_EPILOGUE=0 turns it off from the start).
+    /// Which GEMM runs matrix products (LAZYTENSOR_OPENCL_GEMM; Auto: per shape and device).
+    GemmChoice gemm_choice() const { return gemm_.choice(); }
+    /// Tests and benchmarks: chooses the GEMM for the products run from now on (CLBlast in a
+    /// build without it is a DeviceError).
+    void set_gemm_choice(GemmChoice choice) { gemm_.set_choice(choice); }
+    /// Benchmarks: the parameters of the own GEMM kernel from now on (nullopt: the device's set).
+    void set_gemm_params(std::optional<GemmKernelParams> params) { gemm_.set_params(params); }
+    /// Tests only: the own GEMM kernel computes element offsets in 64 bits whatever the sizes
+    /// (as it does for matrices of 2^31 elements or more).
+    void set_gemm_wide_index(bool on) { gemm_.set_wide_index(on); }
+    /// Tests and benchmarks: whether products (and scans) fuse their element-wise consumers and
+    /// producers from now on (LAZYTENSOR_GEMM_EPILOGUE=0 turns it off from the start).
     void set_fuse_epilogues(bool on) {
         fuse_epilogues_ = on;
         ++gemm_config_generation();
@@ -14452,682 +15625,94 @@ public:
     /// Tests: whether a cast from float16 runs in the product's loads (null: the default, not on
     /// GPUs, where the H100 ran relu(x16.float() @ w1 + b1) at 8192x784x512 slower fused, 0.242
     /// ms, than as a cast kernel and a product, 0.231 ms).
-    void set_fuse_half_loads(std::optional<bool> on) {
-        fuse_half_loads_ = on;
-        ++gemm_config_generation();
-    }
+    void set_fuse_half_loads(std::optional<bool> on) { gemm_.set_fuse_half_loads(on); }
 
-    std::string gemm_routine(const ir::Gemm& g) const override {
-        if (uses_own_gemm(g)) {
-            const GemmKernelParams p = own_gemm_params(g);
-            const bool capped = p.max_registers && platform_name_.find("NVIDIA") != std::string::npos;
-            return concat("lazytensor GEMM kernel ", p.block_m(), "x", p.block_n(), "x", p.bk, " (", p.wm, "x", p.wn,
-                          " per work-item", capped ? concat(", at most ", p.max_registers, " registers") : "",
-                          own_gemm_layout(g, p).whole_tiles ? ", whole tiles" : "", ")");
-        }
-#if LAZYTENSOR_CLBLAST
-        return std::string("CLBlast ") + clblast_routine(g) +
-               (clblast_tuned_.empty() || g.dtype != DType::Float32 ? "" : ", tuned " + clblast_tuned_);
-#else
-        return Backend::gemm_routine(g);
-#endif
-    }
+    // ------------------------------------------------------------------------- attention
 
-    /// Which GEMM runs matrix products (LAZYTENSOR_OPENCL_GEMM; Auto: per shape and device).
-    GemmChoice gemm_choice() const { return gemm_choice_; }
-    /// Tests and benchmarks: chooses the GEMM for the products run from now on (CLBlast in a
-    /// build without it is a DeviceError).
-    void set_gemm_choice(GemmChoice choice) {
-        if (choice == GemmChoice::CLBlast && !LAZYTENSOR_CLBLAST)
-            fail<DeviceError>("CLBlast cannot run matrix products on ", describe(), ": this build has LAZYTENSOR_CLBLAST off");
-        gemm_choice_ = choice;
-        ++gemm_config_generation();
+    bool fuses_attention(const ir::Attention& a) const override { return attention_.fuses(a); }
+    std::string attention_routine(const ir::Attention& a) const override { return attention_.routine(a); }
+    std::string attention_source(const ir::Attention& a) override { return attention_.source(a); }
+    void attention(const ir::Attention& a, const Buffer& q, const Buffer& kt, const Buffer& v, Buffer& out,
+                   const std::vector<Scalar>& scalars) override {
+        attention_.run(a, q, kt, v, out, scalars);
     }
-    /// Benchmarks: the parameters of the own GEMM kernel from now on (nullopt: the device's set).
-    void set_gemm_params(std::optional<GemmKernelParams> params) {
-        if (params) {
-            check_gemm_params(*params);
-            if (std::size_t(params->threads()) > traits_.max_work_group)
-                fail<ValueError>("OpenCL GEMM kernel parameters tm ", params->tm, ", tn ", params->tn, ": work-groups of ",
-                                 params->threads(), " work-items, but ", describe(), " allows ", traits_.max_work_group);
-        }
-        gemm_params_override_ = params;
-    }
-    /// Tests only: the own GEMM kernel computes element offsets in 64 bits whatever the sizes
-    /// (as it does for matrices of 2^31 elements or more).
-    void set_gemm_wide_index(bool on) { gemm_wide_index_ = on; }
-    /// The parameters the own GEMM kernel runs `g` with on this device.
-    GemmKernelParams own_gemm_params(const ir::Gemm& g) const {
-        if (gemm_params_override_) return *gemm_params_override_;
-        return gemm_params_for(g, traits_.gpu, device_name_, traits_.max_work_group, traits_.local_memory);
-    }
-    /// The layout class the own GEMM kernel runs `g` with (parameter set `p`).
-    GemmLayoutClass own_gemm_layout(const ir::Gemm& g, const GemmKernelParams& p) const {
-        GemmLayoutClass layout = gemm_layout_class(g);
-        layout.wide_index = layout.wide_index || gemm_wide_index_;
-        layout.whole_tiles = gemm_whole_tiles(g, layout, p);
-        return layout;
-    }
-    const DevicePolicy& policy() const override { return policy_; }
-    /// Whether `g` runs on the own GEMM kernel (else CLBlast).
-    bool uses_own_gemm(const ir::Gemm& g) const {
-        if (!LAZYTENSOR_CLBLAST || gemm_choice_ == GemmChoice::Own) return true;
-        if (gemm_choice_ == GemmChoice::CLBlast) return false;
-        return own_gemm_faster(g, traits_.gpu, device_name_);
-    }
-
-    /// Makes launch() time every kernel with profiling events (waits for each kernel).
-    void set_record_times(bool on) override { record_times_ = on; }
-    bool record_times() const override { return record_times_; }
-    std::vector<double> take_device_times_ms() override { return std::exchange(times_ms_, {}); }
-
-    std::string kernel_source(const CompiledKernel& compiled) const override {
-        return static_cast<const OpenCLKernel&>(compiled).rendered.source;
-    }
+    /// Tests and benchmarks: whether attention runs as one kernel from now on
+    /// (LAZYTENSOR_FUSE_ATTENTION=0 turns it off from the start).
+    void set_fuse_attention(bool on) { attention_.set_fuse(on); }
+    /// Benchmarks: the attention kernel's block and work-group shape from now on (nullopt: the
+    /// device's choice); where it cannot run a product's depths, attention is not fused.
+    void set_attention_params(std::optional<AttentionParams> params) { attention_.set_params(params); }
 
     // --------------------------------------------------------------------------- programs
 
-    /// Where build_program found a program.
-    enum class ProgramSource { Memory, Disk, Compiler };
-
-    /// A built program for `source` on this device: from memory, from the disk cache, or
-    /// compiled now (with its kernel capped at `max_registers` where that can be asked: NVIDIA).
-    /// A failed build throws BackendError with the build log and the source.
+    using ProgramSource = opencl::ProgramSource;
+    /// A built program for `source` (ProgramCache::build).
     std::shared_ptr<ProgramOwner> build_program(const std::string& source, ProgramSource* from = nullptr,
                                                 int max_registers = 0) {
-        if (from) *from = ProgramSource::Memory;
-        if (auto hit = programs_.find(source)) return hit;
-        const std::string key = concat("lazytensor program cache 1\noptions: ", build_options(), "\ndevice: ",
-                                       device_name_, "\ndriver: ", driver_, "\nsource:\n", source);
-        std::shared_ptr<ProgramOwner> program;
-        if (auto binary = disk_.load(key)) program = from_binary(*binary, disk_.path_for(key));
-        const bool from_disk = program != nullptr;
-        if (!from_disk) {
-            program = from_source(source);
-            if (max_registers) program = with_register_cap(std::move(program), max_registers);
-            // Only when storing: asking PoCL for a binary makes it compile every kernel once more.
-            if (disk_.enabled()) disk_.store(key, binary_of(program->program));
-        }
-        count_program(from_disk);
-        if (from) *from = from_disk ? ProgramSource::Disk : ProgramSource::Compiler;
-        return programs_.insert(source, std::move(program)).first;
+        return programs_.build(source, from, max_registers);
     }
-
     /// Built programs held in memory (bounded like the kernel cache).
     std::size_t cached_programs() const { return programs_.size(); }
+    ProgramDiskCache& disk_cache() { return programs_.disk(); }
+    const std::string& build_options() const { return programs_.options(); }
 
     /// The kernel cache and the program cache below it keep `kernels` entries each.
     void set_cache_capacity(std::size_t kernels) override {
         Backend::set_cache_capacity(kernels);
         programs_.set_capacity(kernels);
     }
-
     /// Forgets compiled kernels and built programs held in memory (the disk cache stays).
     void clear_kernel_cache() override {
         Backend::clear_kernel_cache();
         programs_.clear();
-        gemm_kernels_.clear();
-        attention_kernels_.clear();
-        epilogues_.clear();
-        prologues_.clear();
+        gemm_.clear_cache();
+        attention_.clear_cache();
+        fused_code_.clear();
     }
-
-    std::string describe() const { return concat(device().str(), " (", device_name_, ")"); }
 
     /// Tests only: replaces the command queue and returns the old one. A null queue stands in
     /// for a device that was lost mid-run (every call then fails with CL_INVALID_COMMAND_QUEUE).
-    cl_command_queue exchange_queue(cl_command_queue queue) { return std::exchange(queue_, queue); }
+    cl_command_queue exchange_queue(cl_command_queue queue) { return device_.exchange_queue(queue); }
     /// Tests only: replaces the program build options and returns the old ones (bad options
     /// stand in for a driver whose compiler fails).
-    std::string exchange_build_options(std::string options) { return std::exchange(options_, std::move(options)); }
+    std::string exchange_build_options(std::string options) { return programs_.exchange_options(std::move(options)); }
 
 protected:
     std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel, CompileOutcome& outcome) override {
-        DeviceTraits traits = traits_;
-        for (;;) {
-            RenderedKernel rendered = render(kernel, traits);
-            if (rendered.stages.empty()) return with_program(kernel, std::move(rendered), nullptr, traits);
-            require_fp64(rendered);
-            ProgramSource from = ProgramSource::Memory;
-            std::shared_ptr<ProgramOwner> program = build_program(rendered.source, &from);
-            outcome.built_from_source = outcome.built_from_source || from == ProgramSource::Compiler;
-            outcome.from_disk = outcome.from_disk || from == ProgramSource::Disk;
-            auto k = with_program(kernel, std::move(rendered), std::move(program), traits);
-            if (k->kernels.size() == k->rendered.stages.size()) return k;
-            // The compiled kernel needs too many registers for its work-group: render it for
-            // smaller work-groups.
-            traits.max_work_group = k->fits;
-        }
+        return kernels_.compile(kernel, outcome);
     }
-
-    // A program of several kernels builds faster than as many programs (NVIDIA's driver builds
-    // one program at a time in a process, whatever the threads or contexts: bench/README.md), so
-    // the kernels one realize needs are built as one program (functions named apart, helpers
-    // shared).
     std::vector<std::shared_ptr<CompiledKernel>> compile_batch(const std::vector<const ir::Kernel*>& kernels,
                                                                std::vector<CompileOutcome>& outcomes) override {
-        std::vector<std::shared_ptr<CompiledKernel>> out(kernels.size());
-        std::vector<RenderedKernel> rendered(kernels.size());
-        std::vector<std::size_t> together;
-        for (std::size_t i = 0; i < kernels.size(); ++i) {
-            rendered[i] = render(*kernels[i], traits_, "lt_kernel" + std::to_string(i));
-            if (rendered[i].stages.empty()) continue;
-            require_fp64(rendered[i]);
-            // A kernel whose own program is in memory already (built alone before) uses it.
-            if (programs_.find(render(*kernels[i], traits_).source)) continue;
-            together.push_back(i);
-        }
-        if (together.size() >= 2) {
-            bool fp64 = false;
-            std::vector<std::string> helpers;
-            std::string functions;
-            for (std::size_t i : together) {
-                fp64 = fp64 || rendered[i].uses_fp64;
-                for (std::string& h : rendered[i].helpers)
-                    if (std::find(helpers.begin(), helpers.end(), h) == helpers.end()) helpers.push_back(std::move(h));
-                functions += rendered[i].functions;
-            }
-            std::shared_ptr<ProgramOwner> program;
-            ProgramSource from = ProgramSource::Memory;
-            try {
-                program = build_program(program_source(fp64, helpers, functions), &from);
-            } catch (const BackendError&) {
-                // Built one by one below: the kernel that fails reports its own log and source.
-            }
-            for (std::size_t i : together) {
-                if (!program) break;
-                auto k = with_program(*kernels[i], std::move(rendered[i]), program, traits_);
-                if (k->kernels.size() != k->rendered.stages.size()) continue;  // too big a work-group: alone below
-                outcomes[i].built_from_source = from == ProgramSource::Compiler;
-                outcomes[i].from_disk = from == ProgramSource::Disk;
-                out[i] = std::move(k);
-            }
-        }
-        for (std::size_t i = 0; i < kernels.size(); ++i)
-            if (!out[i]) out[i] = compile(*kernels[i], outcomes[i]);
-        return out;
+        return kernels_.compile_batch(kernels, outcomes);
     }
 
-    void require_fp64(const RenderedKernel& rendered) const {
-        if (rendered.uses_fp64 && !fp64_)
-            fail<DeviceError>(describe(), " does not support float64 (the device lacks cl_khr_fp64); "
-                              "use float32 tensors, or run this on the host");
-    }
-
-    /// The kernel of `rendered` in `program`: a cl_kernel per stage. When a stage needs a
-    /// smaller work-group than it was rendered for, the result has no cl_kernels and `fits`
-    /// says the largest work-group that can run.
-    std::shared_ptr<OpenCLKernel> with_program(const ir::Kernel& kernel, RenderedKernel rendered,
-                                               std::shared_ptr<ProgramOwner> program, const DeviceTraits& traits) {
-        auto k = std::make_shared<OpenCLKernel>();
-        k->rendered = std::move(rendered);
-        k->scalars = kernel.scalars;
-        k->program = std::move(program);
-        std::size_t fits = traits.max_work_group;
-        std::vector<KernelOwner> made;
-        for (const Stage& st : k->rendered.stages) {
-            cl_int err = CL_SUCCESS;
-            cl_kernel h = clCreateKernel(k->program->program, st.name.c_str(), &err);
-            check(err, "clCreateKernel", concat("for ", st.name, " on ", describe()));
-            made.emplace_back(h);
-            std::size_t most = 0;
-            check(clGetKernelWorkGroupInfo(h, device_, CL_KERNEL_WORK_GROUP_SIZE, sizeof most, &most, nullptr),
-                  "clGetKernelWorkGroupInfo");
-            if (st.local[0] * st.local[1] > most) fits = std::min(fits, most);
-        }
-        if (fits == traits.max_work_group) {
-            k->kernels = std::move(made);
-            return k;
-        }
-        std::size_t p = 1;
-        while (p * 2 <= fits) p *= 2;
-        if (p >= traits.max_work_group || p == 0)
-            fail<BackendError>("OpenCL: ", describe(), " cannot run the kernel with any work-group size");
-        k->fits = p;
-        return k;
-    }
-
-    std::size_t largest_buffer() const override { return static_cast<std::size_t>(max_alloc_); }
-
+    std::size_t largest_buffer() const override { return device_.largest_buffer(); }
     void* allocate_memory(std::size_t bytes, std::int64_t numel, DType dtype) override {
-        const std::size_t size = block_size(bytes);
-        if (cl_mem m = take_cached(size)) return m;
-        cl_int err = CL_SUCCESS;
-        cl_mem m = clCreateBuffer(context_, CL_MEM_READ_WRITE, size, nullptr, &err);
-        if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES || err == CL_OUT_OF_HOST_MEMORY) {
-            release_cached();  // give the cached blocks back, then try once more
-            m = clCreateBuffer(context_, CL_MEM_READ_WRITE, size, nullptr, &err);
-        }
-        if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES || err == CL_OUT_OF_HOST_MEMORY)
-            fail<OutOfMemoryError>("out of memory on ", describe(), ": allocating ", numel, " elements of ", dtype, " (",
-                                   bytes, " bytes) failed: clCreateBuffer: ", status_name(err),
-                                   "; free tensors that are no longer needed and try again");
-        check(err, "clCreateBuffer", concat("allocating ", numel, " elements of ", dtype, " (", bytes, " bytes) on ", describe()));
-        return m;
+        return memory_.allocate(bytes, numel, dtype);
     }
-
-    void free_memory(void* handle, std::size_t bytes) noexcept override {
-        const std::size_t size = block_size(bytes);
-        {
-            std::lock_guard<std::mutex> lock(cache_mutex_);
-            if (cached_bytes_ + size <= cache_limit_) {
-                cached_.emplace(size, static_cast<cl_mem>(handle));
-                cached_bytes_ += size;
-                return;
-            }
-        }
-        clReleaseMemObject(static_cast<cl_mem>(handle));
-    }
-
-    std::size_t cached_bytes() const override {
-        std::lock_guard<std::mutex> lock(cache_mutex_);
-        return cached_bytes_;
-    }
+    void free_memory(void* handle, std::size_t bytes) noexcept override { memory_.free(handle, bytes); }
+    std::size_t cached_bytes() const override { return memory_.cached_bytes(); }
 
 private:
-    static std::size_t block_size(std::size_t bytes) {
-        if (bytes <= 256) return 256;
-        if (bytes < (std::size_t(1) << 20)) {  // powers of two below 1 MiB, then whole MiB
-            std::size_t p = 256;
-            while (p < bytes) p *= 2;
-            return p;
-        }
-        const std::size_t mb = std::size_t(1) << 20;
-        return (bytes + mb - 1) / mb * mb;
-    }
-
-
-    /// The own GEMM kernel for a dtype, layout class and parameter set, built once (through the
-    /// program caches) and kept.
-    cl_kernel own_gemm_kernel(DType dtype, const GemmLayoutClass& layout, const GemmKernelParams& p,
-                              const FusedEpilogue& epilogue, const FusedPrologue& prologue_a, const FusedPrologue& prologue_b) {
-        // Keyed by what the source is made of: a product that hits costs no source generation.
-        const std::string key = concat(dtype, ' ', layout.a_k_fast, layout.b_n_fast, layout.wide_index, layout.whole_tiles, ' ',
-                                       p.str(), ' ',
-                                       epilogue.parameters, '\n', epilogue.code, '\n', epilogue.output.value_or(dtype), ' ',
-                                       prologue_a.storage, prologue_a.function,
-                                       '\n', prologue_b.storage, prologue_b.function);
-        auto it = gemm_kernels_.find(key);
-        if (it == gemm_kernels_.end()) {
-            // Fused epilogues make a kernel per consumer and shape: bounded like the kernel cache.
-            if (gemm_kernels_.size() >= cache_capacity()) gemm_kernels_.clear();
-            std::shared_ptr<ProgramOwner> program =
-                build_program(gemm_kernel_source(dtype, layout, p, epilogue, prologue_a, prologue_b), nullptr, p.max_registers);
-            cl_int err = CL_SUCCESS;
-            KernelOwner kernel(clCreateKernel(program->program, gemm_kernel_name(), &err));
-            check(err, "clCreateKernel", concat("for ", gemm_kernel_name(), " on ", describe()));
-            it = gemm_kernels_.emplace(key, OwnGemmKernel{std::move(program), std::move(kernel)}).first;
-        }
-        return it->second.kernel.kernel;
-    }
-
-public:
-    /// c = a x b on the own GEMM kernel: one launch, operands read in place; `epilogue` is
-    /// applied to each result before its store, with `epilogue_buffers` as its parameters.
-    void own_gemm(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c, const FusedEpilogue& epilogue = {},
-                  const std::vector<const Buffer*>& epilogue_buffers = {}, const std::vector<ScalarArg>& epilogue_values = {},
-                  const FusedPrologue& prologue_a = {}, const FusedPrologue& prologue_b = {}) {
-        const std::int64_t count = g.batch_count();
-        if (g.m == 0 || g.n == 0 || count == 0) return;
-        const GemmKernelParams p = own_gemm_params(g);
-        const GemmLayoutClass layout = own_gemm_layout(g, p);
-        cl_kernel kernel = own_gemm_kernel(g.dtype, layout, p, epilogue, prologue_a, prologue_b);
-        cl_long a_batch_stride = 0, b_batch_stride = 0;
-        cl_int per_matrix = 0;
-        BufferPtr table;  // a batch of several axes: each matrix's offsets of A and B
-        if (g.batch.size() == 1) {
-            a_batch_stride = g.a.batch_strides[0];
-            b_batch_stride = g.b.batch_strides[0];
-        } else if (g.batch.size() > 1) {
-            std::vector<std::int64_t> a_offsets, b_offsets;
-            g.batch_offsets(a_offsets, b_offsets);
-            std::vector<cl_long> pairs;
-            pairs.reserve(2 * a_offsets.size());
-            for (std::size_t i = 0; i < a_offsets.size(); ++i) pairs.push_back(a_offsets[i]), pairs.push_back(b_offsets[i]);
-            table = allocate(DType::Int64, static_cast<std::int64_t>(pairs.size()));
-            write(*table, 0, pairs.data(), pairs.size() * sizeof(cl_long));
-            per_matrix = 1;
-        }
-        cl_uint arg = 0;
-        auto set = [&](const auto& v) { check(clSetKernelArg(kernel, arg++, sizeof v, &v), "clSetKernelArg"); };
-        auto set_index = [&](std::int64_t v) {
-            if (layout.wide_index) set(static_cast<cl_long>(v));
-            else set(static_cast<cl_int>(v));
-        };
-        set(static_cast<cl_mem>(c.handle()));
-        set(static_cast<cl_mem>(a.handle()));
-        set(static_cast<cl_mem>(b.handle()));
-        set(static_cast<cl_mem>((table ? table.get() : &c)->handle()));
-        for (std::int64_t v : {g.m, g.n, g.k, g.a.row_stride, g.a.col_stride, g.b.row_stride, g.b.col_stride}) set_index(v);
-        set(static_cast<cl_long>(g.a.offset));
-        set(a_batch_stride);
-        set(static_cast<cl_long>(g.b.offset));
-        set(b_batch_stride);
-        set(per_matrix);
-        const cl_uint first_matrix_arg = arg++;
-        for (const Buffer* extra : epilogue_buffers) set(static_cast<cl_mem>(extra->handle()));
-        for (const ScalarArg& v : epilogue_values) check(clSetKernelArg(kernel, arg++, v.size, v.bytes), "clSetKernelArg");
-        auto blocks = [](std::int64_t extent, int block) { return static_cast<std::size_t>((extent + block - 1) / block); };
-        const std::size_t local[3] = {std::size_t(p.tn), std::size_t(p.tm), 1};
-        launch_per_matrix(kernel, gemm_kernel_name(), first_matrix_arg, count,
-                          blocks(g.m, p.block_m()) * blocks(g.n, p.block_n()) * local[0], local);
-    }
-
-private:
-    /// Launches a kernel whose third NDRange dimension walks `count` matrices, in chunks of at
-    /// most 65535 (NVIDIA's limit along the second and third dimensions): argument `first_arg`
-    /// (a long) gets each chunk's first matrix; the first dimension spans `global0` work-items.
-    /// Timed as one item where times are recorded.
-    void launch_per_matrix(cl_kernel kernel, const char* name, cl_uint first_arg, std::int64_t count, std::size_t global0,
-                           const std::size_t (&local)[3]) {
-        constexpr std::int64_t most_matrices = 65535;
-        double ms = 0;
-        for (std::int64_t first = 0; first < count; first += most_matrices) {
-            const cl_long first_matrix = first;
-            check(clSetKernelArg(kernel, first_arg, sizeof first_matrix, &first_matrix), "clSetKernelArg");
-            const std::size_t global[3] = {global0, local[1], static_cast<std::size_t>(std::min(count - first, most_matrices))};
-            cl_event event = nullptr, wait = take_launch_dependency();
-            const cl_int err = clEnqueueNDRangeKernel(queue_, kernel, 3, nullptr, global, local, wait ? 1 : 0,
-                                                      wait ? &wait : nullptr, record_times_ || launch_events_ ? &event : nullptr);
-            check(err, "clEnqueueNDRangeKernel", concat("launching ", name, " on ", describe()));
-            if (launch_events_) {
-                if (record_times_) clRetainEvent(event);  // event_ms releases its reference; the list keeps its own
-                remember_launch(event, name);
-            }
-            if (record_times_) ms += event_ms(event);
-        }
-        if (record_times_) times_ms_.push_back(ms);
-    }
-
-    /// A contiguous copy of a gemm operand that BLAS cannot read in place (no unit stride), or
-    /// null; `layout` becomes the copy's.
-    BufferPtr blas_readable_copy(const ir::Gemm& g, const Buffer& operand, ir::MatrixLayout& layout,
-                                 std::int64_t rows, std::int64_t cols) {
-        if (ir::blas_operand(layout, rows, cols)) return nullptr;
-        const ir::Kernel copy = ir::contiguous_copy(g.dtype, g.batch, rows, cols, layout);
-        BufferPtr out = allocate(g.dtype, g.batch_count() * rows * cols);
-        launch(*get_kernel(copy), {const_cast<Buffer*>(&operand), out.get()}, {});
-        return out;
-    }
-
-    cl_mem take_cached(std::size_t size) {
-        std::lock_guard<std::mutex> lock(cache_mutex_);
-        auto it = cached_.find(size);
-        if (it == cached_.end()) return nullptr;
-        cl_mem m = it->second;
-        cached_bytes_ -= size;
-        cached_.erase(it);
-        return m;
-    }
-
-    double event_ms(cl_event event) {
-        cl_ulong start = 0, end = 0;
-        cl_int err = clWaitForEvents(1, &event);
-        if (err == CL_SUCCESS) err = clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_START, sizeof start, &start, nullptr);
-        if (err == CL_SUCCESS) err = clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr);
-        clReleaseEvent(event);
-        check(err, "clGetEventProfilingInfo", concat("on ", describe()));
-        return static_cast<double>(end - start) * 1e-6;
-    }
-
-    std::string build_log(cl_program program) const {
-        std::size_t n = 0;
-        if (clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n) != CL_SUCCESS) return "";
-        std::string log(n, '\0');
-        clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
-        while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
-        return log;
-    }
-
-    std::shared_ptr<ProgramOwner> from_source(const std::string& source) {
-        const char* text = source.c_str();
-        const std::size_t len = source.size();
-        cl_int err = CL_SUCCESS;
-        auto program = std::make_shared<ProgramOwner>(clCreateProgramWithSource(context_, 1, &text, &len, &err));
-        check(err, "clCreateProgramWithSource", concat("on ", describe()));
-        err = clBuildProgram(program->program, 1, &device_, options_.c_str(), nullptr, nullptr);
-        if (err != CL_SUCCESS)
-            fail<BackendError>("OpenCL: building a lazytensor kernel for ", describe(), " failed: ", status_name(err), " (",
-                               err, ")\n--- build log ---\n", build_log(program->program), "\n--- generated source (",
-                               "options: ", options_, ") ---\n", numbered(source));
-        if (debug_level() >= 2) {  // beside the generated source: what the device's compiler said of it, if anything
-            const std::string log = build_log(program->program);
-            if (log.find_first_not_of(" \t\r\n") != std::string::npos)
-                std::cerr << "[lazytensor] the OpenCL C compiler of " << describe() << " on a kernel it built:\n" << log << "\n";
-        }
-        return program;
-    }
-
-    /// `program` rebuilt from its PTX with its kernel capped at `registers` (NVIDIA's OpenCL C
-    /// compiler takes no such option); elsewhere, or where the driver refuses the PTX, `program`.
-    std::shared_ptr<ProgramOwner> with_register_cap(std::shared_ptr<ProgramOwner> program, int registers) {
-        if (platform_name_.find("NVIDIA") == std::string::npos) return program;  // (binaries of others aren't PTX)
-        const std::vector<unsigned char> binary = binary_of(program->program);
-        const std::optional<std::string> ptx = ptx_with_register_cap(std::string(binary.begin(), binary.end()), registers);
-        if (!ptx) return program;
-        cl_int why = CL_SUCCESS;
-        if (auto capped = built_from_binary(reinterpret_cast<const unsigned char*>(ptx->data()), ptx->size(), why)) return capped;
-        std::cerr << "[lazytensor] warning: " << describe() << " refused a GEMM kernel's PTX with a cap of " << registers
-                  << " registers (" << status_name(why) << "); it runs uncapped, slower\n";
-        return program;
-    }
-
-    std::shared_ptr<ProgramOwner> from_binary(const std::vector<unsigned char>& binary, const std::string& path) {
-        cl_int why = CL_SUCCESS;
-        if (auto program = built_from_binary(binary.data(), binary.size(), why)) return program;
-        std::cerr << "[lazytensor] warning: OpenCL program cache: " << path << " was rejected by the driver ("
-                  << status_name(why) << "); rebuilding it from source\n";
-        return nullptr;
-    }
-
-    /// A program built from a device binary, or null with the driver's status in `why`.
-    std::shared_ptr<ProgramOwner> built_from_binary(const unsigned char* data, std::size_t len, cl_int& why) {
-        cl_int status = CL_SUCCESS, err = CL_SUCCESS;
-        auto program = std::make_shared<ProgramOwner>(clCreateProgramWithBinary(context_, 1, &device_, &len, &data, &status, &err));
-        if (err == CL_SUCCESS && status == CL_SUCCESS)
-            err = clBuildProgram(program->program, 1, &device_, options_.c_str(), nullptr, nullptr);
-        why = err != CL_SUCCESS ? err : status;
-        return why == CL_SUCCESS ? program : nullptr;
-    }
-
-    /// This device's binary of `program` (a program of a shared context has one slot per device
-    /// of the context, filled for those it was built for). PoCL 3.1 files the binary of a program
-    /// built for its context's second device in the first slot; a program built for one device
-    /// has one binary, so a lone filled slot is that device's.
-    std::vector<unsigned char> binary_of(cl_program program) const {
-        cl_uint count = 0;
-        if (clGetProgramInfo(program, CL_PROGRAM_NUM_DEVICES, sizeof count, &count, nullptr) != CL_SUCCESS || count == 0)
-            return {};
-        std::vector<cl_device_id> devices(count);
-        std::vector<std::size_t> sizes(count);
-        if (clGetProgramInfo(program, CL_PROGRAM_DEVICES, count * sizeof(cl_device_id), devices.data(), nullptr) != CL_SUCCESS ||
-            clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, count * sizeof(std::size_t), sizes.data(), nullptr) != CL_SUCCESS)
-            return {};
-        std::size_t slot = static_cast<std::size_t>(std::find(devices.begin(), devices.end(), device_) - devices.begin());
-        if (slot == count) return {};
-        if (sizes[slot] == 0) {
-            if (std::count_if(sizes.begin(), sizes.end(), [](std::size_t s) { return s != 0; }) != 1) return {};
-            slot = static_cast<std::size_t>(std::find_if(sizes.begin(), sizes.end(), [](std::size_t s) { return s != 0; }) - sizes.begin());
-        }
-        // Every filled slot gets room (PoCL writes each one it has, whatever we asked for).
-        std::vector<std::vector<unsigned char>> binaries(count);
-        std::vector<unsigned char*> slots(count, nullptr);  // (a null slot is skipped)
-        for (std::size_t i = 0; i < count; ++i)
-            if (sizes[i] != 0) slots[i] = (binaries[i] = std::vector<unsigned char>(sizes[i])).data();
-        if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, count * sizeof(unsigned char*), slots.data(), nullptr) != CL_SUCCESS)
-            return {};
-        return std::move(binaries[slot]);
-    }
-
-    int index_;
-    cl_platform_id platform_;
-    cl_device_id device_;
-    cl_context context_ = nullptr;
-    cl_command_queue queue_ = nullptr;
-    std::string device_name_, platform_name_, kind_, driver_, options_;
-    OpenCLPolicy policy_;
-    bool fp64_ = false;
-    DeviceTraits traits_;
-    cl_ulong max_alloc_ = 0;
-
-    mutable std::mutex cache_mutex_;
-    std::multimap<std::size_t, cl_mem> cached_;
-    std::size_t cached_bytes_ = 0;
-    std::size_t cache_limit_ = 0;
-
-    LruCache<ProgramOwner> programs_{kernel_cache_capacity_from_env()};
-    ProgramDiskCache disk_;
-
-    bool record_times_ = false;
-    struct OwnGemmKernel {
-        std::shared_ptr<ProgramOwner> program;
-        KernelOwner kernel;
-    };
-    std::map<std::string, OwnGemmKernel> gemm_kernels_;  // by dtype, layout class, parameters and epilogue
-    std::unordered_map<std::string, FusedEpilogue> epilogues_;  // fused kernels' code, by kernel (and shape)
-    std::unordered_map<std::string, FusedPrologue> prologues_;
-    template <class Code>
-    std::unordered_map<std::string, Code>& fused_code_() {
-        if constexpr (std::is_same_v<Code, FusedEpilogue>) return epilogues_;
-        else return prologues_;
-    }
-    /// The code of a fused kernel under `key`, made by `make` the first time. (The caches are
-    /// emptied when full by fused_code_of only, before it takes pointers into them.)
-    template <class Make, class Code = std::decay_t<std::invoke_result_t<Make>>>
-    const Code& fused_code(const std::string& key, Make make) {
-        auto& cache = fused_code_<Code>();
-        auto it = cache.find(key);
-        if (it == cache.end()) it = cache.emplace(key, make()).first;
-        return it->second;
-    }
-    /// The code of the kernels fused into a scan (`s`) or a product (`g`): made once per kernel
-    /// (and, for an epilogue, per shape); absent ones are empty.
-    struct FusedCode {
-        const FusedPrologue* prologue[2];
-        const FusedEpilogue* epilogue;
-    };
-    FusedCode fused_code_of(const ir::Scan* s, const ir::Gemm* g, const FusedKernels& fusion) {
-        static const FusedPrologue no_prologue;
-        static const FusedEpilogue no_epilogue;
-        FusedCode code{{&no_prologue, &no_prologue}, &no_epilogue};
-        // Bounded like the kernel cache; emptied before any pointer below is taken (two
-        // prologues and an epilogue may be added).
-        if (prologues_.size() + 2 > cache_capacity()) prologues_.clear();
-        if (epilogues_.size() + 1 > cache_capacity()) epilogues_.clear();
-        for (int o = 0; o < (s ? 1 : 2); ++o)
-            if (const ir::Kernel* k = fusion.prologue[o])
-                code.prologue[o] = s ? &fused_code(concat("scan|", ir::key(*k)), [&] { return prologue_code(*k, "s", traits_); })
-                                     : &fused_code(concat(o, '|', ir::key(*k)), [&] { return gemm_prologue_code(*k, o, traits_); });
-        if (const ir::Kernel* k = fusion.epilogue) {
-            const int pp = fusion.product_param;
-            code.epilogue = s ? &fused_code(concat("scan|", ir::key(*k), '|', pp, '|', s->outer, ',', s->length, ',', s->inner),
-                                            [&] { return scan_epilogue_code(*s, *k, pp, traits_); })
-                              : &fused_code(concat(ir::key(*k), '|', pp, '|', g->batch_count(), ',', g->m, ',', g->n),
-                                            [&] { return gemm_epilogue_code(*g, *k, pp, traits_); });
-        }
-        return code;
-    }
-    /// Whether the device computes in `t` (float64 only with cl_khr_fp64).
-    bool computes(DType t) const { return t != DType::Float64 || fp64_; }
-    /// Whether the device computes what kernel `k` (a fused one: one phase) does.
-    bool computes(const ir::Kernel& k) const {
-        if (fp64_) return true;
-        for (const ir::Param& p : k.params)
-            if (p.dtype == DType::Float64) return false;
-        for (const ir::Instr& in : k.phases[0].instrs)
-            if (in.dtype == DType::Float64) return false;
-        return std::find(k.scalars.begin(), k.scalars.end(), DType::Float64) == k.scalars.end();
-    }
-    /// Whether a kernel fused into `g` can run: on the own GEMM kernel, computing in float64
-    /// only where the device has it.
-    bool fuses(const ir::Gemm& g, const ir::Kernel& k) const {
-        return fuse_epilogues_ && uses_own_gemm(g) && computes(g.dtype) && computes(k);
-    }
-    /// The parameters attention `a` runs with here, if it can run as one kernel: float32 with
-    /// int sizes (a batch of one axis at most; normalization merges the others where it can).
-    std::optional<AttentionParams> attention_params(const ir::Attention& a) const {
-        const ir::Gemm& g = a.scores;
-        if (g.batch.size() > 1 || g.m > INT32_MAX || g.n > INT32_MAX) return std::nullopt;
-        if (attention_params_override_)  // (local memory unchecked: NVIDIA allows more than it reports)
-            return a.depth() <= 256 && a.value_depth() <= 256 ? attention_params_override_ : std::nullopt;
-        return attention_params_for(a.depth(), a.value_depth(), g.batch_count() * ((g.m + 255) / 256), traits_, nvidia_cc_);
-    }
-    bool fuse_attention_ = env_flag("LAZYTENSOR_FUSE_ATTENTION", true);
-    std::optional<AttentionParams> attention_params_override_;
-    int nvidia_cc_ = 0;  // NVIDIA's compute capability (major * 10 + minor), 0 elsewhere
-    std::map<std::string, OwnGemmKernel> attention_kernels_;  // by score function, depths, parameters and layout
+    // Destroyed in reverse: the routines' kernels, then the launcher (which waits for the
+    // queue and releases the launches' events), the programs, the cached blocks, and last the
+    // queue and context.
+    OpenCLDevice device_;
+    BlockAllocator memory_;
+    ProgramCache programs_;
+    FusedCodeCache fused_code_;
+    Launcher launcher_;
+    RoutineContext routine_context_{device_, programs_, fused_code_, launcher_, *this};
+    KernelRoutines kernels_{routine_context_};
+    ScanRoutines scans_{routine_context_};
+    SortRoutines sorts_{routine_context_};
+    GemmRoutines gemm_{routine_context_};
+    AttentionRoutines attention_{routine_context_};
     bool fuse_epilogues_ = env_flag("LAZYTENSOR_GEMM_EPILOGUE", true);
-    std::optional<bool> fuse_half_loads_;
-    GemmChoice gemm_choice_ = GemmChoice::Auto;
-    std::optional<GemmKernelParams> gemm_params_override_;
-    bool gemm_wide_index_ = false;
-    std::vector<double> times_ms_;
-
-    // Kernels launched since the last wait, with their events: drivers report a kernel that
-    // failed while running only in its event's status (PoCL's clFinish and blocking reads
-    // return CL_SUCCESS), so every wait looks at them.
-    struct Launched {
-        cl_event event;
-        std::string name;
-    };
-    std::mutex launched_mutex_;
-    std::vector<Launched> launched_;
-    bool launch_events_ = true;
-    std::atomic<cl_event> launch_dependency_{nullptr};  // detail_launch_dependency()
-    std::size_t next_scan_ = 512;
-
-    void remember_launch(cl_event event, const std::string& name) {
-        std::lock_guard<std::mutex> lock(launched_mutex_);
-        launched_.push_back(Launched{event, name});
-        // Keep the list short between waits, at O(1) a launch: when the device is far behind,
-        // most events are still pending after a scan, and the next scan waits for 512 more.
-        if (launched_.size() >= next_scan_) {
-            check_launched(false);
-            next_scan_ = launched_.size() + 512;
-        }
-    }
-
-    /// Releases the events of kernels that completed; throws for one that failed. `all`: after a
-    /// wait (every event is final); otherwise only those already final are looked at.
-    void check_launched(bool all) {
-        std::unique_lock<std::mutex> lock(launched_mutex_, std::defer_lock);
-        if (all) lock.lock();  // (called with the lock held otherwise)
-        std::string failed;
-        cl_int failed_status = 0;
-        std::size_t kept = 0;
-        for (Launched& l : launched_) {
-            cl_int status = CL_COMPLETE;
-            const cl_int err = clGetEventInfo(l.event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
-            if (err == CL_SUCCESS && status > CL_COMPLETE && !all) {
-                if (&launched_[kept] != &l) launched_[kept] = std::move(l);  // still running (not a self-move)
-                ++kept;
-                continue;
-            }
-            if (failed.empty() && (err != CL_SUCCESS || status < 0)) {
-                failed = l.name;
-                failed_status = err != CL_SUCCESS ? err : status;
-            }
-            clReleaseEvent(l.event);
-        }
-        launched_.resize(kept);
-        if (all) next_scan_ = 512;
-        if (!failed.empty())
-            fail<BackendError>("OpenCL: kernel ", failed, " failed while ", describe(), " ran it: execution status ",
-                               status_name(failed_status), " (", failed_status, "). The realize that launched it had ",
-                               "returned (OpenCL runs kernels after realize returns): the tensors it computed have ",
-                               "undefined contents; tensors it did not compute are intact",
-                               lost_device_hint(failed_status));
-    }
-    std::string clblast_tuned_;  // the CLBlast kernels given tuned parameters (clblast_tuning.hpp)
+    OpenCLPolicy policy_{device_.traits().gpu};
 };
 
 // ------------------------------------------------------------------------------------ registry
-
-/// The OpenCL devices of this machine, listed once.
-inline const std::vector<std::pair<cl_platform_id, cl_device_id>>& opencl_device_ids() {
-    static const auto ids = list_devices();
-    return ids;
-}
 
 /// The backend of opencl:N, created on first use and kept for the process's lifetime (buffers
 /// of static tensors may outlive any destruction order).
@@ -15154,7 +15739,7 @@ inline OpenCLBackend& opencl_backend(int index) {
 // ---- lazytensor/backend/opencl/transfer.hpp ----
 // Copies between two OpenCL devices: x.to(opencl:1) from opencl:0.
 //
-// Devices that share a context (the devices of one platform, opencl_backend.hpp) copy with
+// Devices that share a context (the devices of one platform, device.hpp) copy with
 // clEnqueueCopyBuffer on the destination's queue, asynchronously: the copy waits for what the
 // source's queue has queued so far (a marker's event), and the source's queue waits for the
 // copy before its next command, so the source buffer cannot be reused or rewritten under it.
