@@ -35,5 +35,11 @@
 #include "lazytensor/frontend/sorting.hpp"
 #include "lazytensor/frontend/print.hpp"
 #include "lazytensor/frontend/static_kernel.hpp"
-#include "lazytensor/frontend/tensor.hpp"  // and, unless LAZYTENSOR_SEPARATE_RUNTIME, the engine
+#include "lazytensor/frontend/tensor.hpp"
 #include "lazytensor/runtime/seam.hpp"
+
+// The engine: the seam's definitions, in header-only mode in every unit, with
+// LAZYTENSOR_IMPLEMENTATION in one (only this header pulls it in; the front end sees the seam).
+#if LAZYTENSOR_ENGINE_DEFINITIONS
+#include "lazytensor/runtime/engine.hpp"
+#endif

@@ -606,8 +606,3 @@ inline std::size_t kernel_count(const std::vector<ScheduleItem>& items) {
 #include "expr.hpp"
 #include "movement.hpp"
 #include "reductions.hpp"
-
-// Header-only: the definitions of the seam functions used above (runtime/seam.hpp).
-#if LAZYTENSOR_ENGINE_DEFINITIONS
-#include "../runtime/engine.hpp"
-#endif

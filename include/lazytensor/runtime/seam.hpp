@@ -8,8 +8,8 @@
 //   LAZYTENSOR_IMPLEMENTATION        defined in exactly one unit, which holds the definitions
 //                                    (runtime/engine.hpp) as ordinary external functions.
 //
-// In header-only mode every header that uses a seam function includes runtime/engine.hpp at its
-// end, so that the definitions are there wherever the declarations are used.
+// Only lazytensor.hpp includes runtime/engine.hpp (in header-only mode, and in the
+// implementation unit); a unit that uses a front-end header alone must be a separate-runtime one.
 //
 // (core/engine_mode.hpp defines the macros and the link checks.)
 #pragma once
