@@ -20,6 +20,7 @@
 #include "lazytensor/core/shape.hpp"
 #include "lazytensor/frontend/autodiff.hpp"
 #include "lazytensor/frontend/composites.hpp"
+#include "lazytensor/frontend/conv.hpp"
 #include "lazytensor/frontend/creation.hpp"
 #include "lazytensor/frontend/blob.hpp"
 #include "lazytensor/frontend/einsum.hpp"

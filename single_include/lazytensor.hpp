@@ -1622,6 +1622,8 @@ namespace lazytensor::detail {
 // cumprod of src[0] along axes[0], reduce_op Sum or Prod), run by the backend's scan.
 //   - Slice: a strided window (per axis: source index = start + step * index); slices, flips
 //     and negative steps are views like the others.
+//   - Unfold: sliding windows along axis params[0] (size params[1], step params[2], dilation
+//     params[3]); the window index is a new last axis. A view; windows may overlap.
 //   - Pad: the source surrounded by a constant; out-of-range reads are gated, never made.
 //   - Index: no sources; its value at an index i is sum_k params[k] * i[k] (an iota along one
 //     axis, or the linear index: counters for the random number generator).
@@ -1643,6 +1645,7 @@ namespace lazytensor::detail {
     X(Permute, "permute")        \
     X(Expand, "expand")          \
     X(Slice, "slice")            \
+    X(Unfold, "unfold")          \
     X(Pad, "pad")                \
     X(Index, "index")            \
     X(Gather, "gather")          \
@@ -1668,7 +1671,8 @@ inline const char* kind_name(NodeKind k) {
 }
 
 inline bool is_view(NodeKind k) {
-    return k == NodeKind::Reshape || k == NodeKind::Permute || k == NodeKind::Expand || k == NodeKind::Slice;
+    return k == NodeKind::Reshape || k == NodeKind::Permute || k == NodeKind::Expand || k == NodeKind::Slice ||
+           k == NodeKind::Unfold;
 }
 
 struct Node;
@@ -1848,6 +1852,14 @@ LAZYTENSOR_ENGINE_API NodePtr slice(const NodePtr& x, int axis, std::optional<st
 
 /// x with the order of elements reversed along each of `axes`.
 LAZYTENSOR_ENGINE_API NodePtr flip(const NodePtr& x, const Axes& axes);
+
+/// Sliding windows along one axis (PyTorch's Tensor.unfold, with a dilation), a view: the axis
+/// becomes the count of windows, (extent - dilation * (size - 1) - 1) / step + 1, and a new last
+/// axis of `size` walks each window: out[..., o, ..., k] = x[..., o * step + k * dilation, ...].
+/// Windows may overlap (step < size * dilation): such a view is read-only. ShapeError when the
+/// window is longer than the axis.
+LAZYTENSOR_ENGINE_API NodePtr unfold(const NodePtr& x, int axis, std::int64_t size, std::int64_t step,
+                                     std::int64_t dilation = 1, const char* op = "unfold");
 
 /// x surrounded by `value`: before[k] elements before and after[k] after it along axis k.
 LAZYTENSOR_ENGINE_API NodePtr pad(const NodePtr& x, const Shape& before, const Shape& after, Scalar value);
@@ -2303,6 +2315,25 @@ LAZYTENSOR_ENGINE_API NodePtr flip(const NodePtr& x, const Axes& axes) {
         ss.push_back(flipped ? -1 : 1);
     }
     return window(x, std::move(ss), x->shape);
+}
+
+LAZYTENSOR_ENGINE_API NodePtr unfold(const NodePtr& x, int axis, std::int64_t size, std::int64_t step,
+                                     std::int64_t dilation, const char* op) {
+    const auto k = static_cast<std::size_t>(normalize_axis(axis, x->shape.size(), op, x->shape));
+    if (size < 1) fail<ValueError>(op, ": the window size must be at least 1, not ", size);
+    if (step < 1) fail<ValueError>(op, ": the step must be at least 1, not ", step);
+    if (dilation < 1) fail<ValueError>(op, ": the dilation must be at least 1, not ", dilation);
+    const std::int64_t span = dilation * (size - 1) + 1;
+    if (span > x->shape[k])
+        fail<ShapeError>(op, ": a window of ", size, dilation > 1 ? concat(" elements dilated by ", dilation, " spans ", span) : "",
+                         " elements is longer than axis ", axis, " of shape ", x->shape, " (extent ", x->shape[k], ")");
+    Shape shape = x->shape;
+    shape[k] = (x->shape[k] - span) / step + 1;
+    shape.push_back(size);
+    check_extents(shape, op);
+    auto node = with_sources(make(NodeKind::Unfold, x->dtype, x->device, std::move(shape)), {x});
+    for (std::int64_t v : {static_cast<std::int64_t>(k), size, step, dilation}) node->params.push_back(v);
+    return node;
 }
 
 LAZYTENSOR_ENGINE_API NodePtr pad(const NodePtr& x, const Shape& before, const Shape& after, Scalar value) {
@@ -2940,8 +2971,8 @@ LAZYTENSOR_ENGINE_API NodePtr matmul(const NodePtr& a, const NodePtr& b) {
 //   LAZYTENSOR_IMPLEMENTATION        defined in exactly one unit, which holds the definitions
 //                                    (runtime/engine.hpp) as ordinary external functions.
 //
-// In header-only mode every header that uses a seam function includes runtime/engine.hpp at its
-// end, so that the definitions are there wherever the declarations are used.
+// Only lazytensor.hpp includes runtime/engine.hpp (in header-only mode, and in the
+// implementation unit); a unit that uses a front-end header alone must be a separate-runtime one.
 //
 // (core/engine_mode.hpp defines the macros and the link checks.)
 
@@ -3296,6 +3327,11 @@ public:
     /// The elements in reverse order along `axes`. A view. AxisError for a bad or repeated axis.
     Tensor<T> flip(const Axes& axes) const;
     Tensor<T> flip(int axis) const { return flip(Axes{axis}); }
+    /// Sliding windows along `axis` (PyTorch's Tensor.unfold): the axis becomes the number of
+    /// windows, (extent - size) / step + 1, and a new last axis of `size` walks each window. A
+    /// view (windows may overlap; such a view cannot be assigned into). ShapeError when `size`
+    /// exceeds the extent; ValueError for a size or step below 1.
+    Tensor<T> unfold(int axis, std::int64_t size, std::int64_t step) const;
     /// Surrounded by `value`: widths[k] = {before, after} elements along axis k (NumPy's pad,
     /// constant mode). Fused into the kernel that reads it; padding positions read no memory.
     /// ShapeError unless there is one pair per axis; ValueError for a negative width.
@@ -4104,6 +4140,19 @@ public:
                 break;
             }
             case NodeKind::Slice: window(view.params, src); break;
+            case NodeKind::Unfold: {  // params: axis, size, step, dilation; the window axis is last
+                const auto axis = static_cast<std::size_t>(view.params[0]), last = m() - 1;
+                const std::int64_t step = view.params[2], dilation = view.params[3];
+                IndexMap out = zero(domain_, src);
+                for (std::size_t k = 0; k < src.size(); ++k) {
+                    out.offset_[k] = offset_[k];
+                    for (std::size_t j = 0; j < n(); ++j) out.at(k, j) = at(k, j);
+                }
+                out.offset_[axis] = step * offset_[axis] + dilation * offset_[last];
+                for (std::size_t j = 0; j < n(); ++j) out.at(axis, j) = step * at(axis, j) + dilation * at(last, j);
+                *this = std::move(out);
+                break;
+            }
             default: return ReshapeResult{ReshapeResult::Kind::Fail};
         }
         canonicalize();
@@ -6456,6 +6505,11 @@ Tensor<T> TensorBase<T, D>::flip(const Axes& axes) const {
 }
 
 template <class T, class D>
+Tensor<T> TensorBase<T, D>::unfold(int axis, std::int64_t size, std::int64_t step) const {
+    return Tensor<T>(detail::graph::unfold(self().build(), axis, size, step, 1, "unfold"));
+}
+
+template <class T, class D>
 Tensor<T> TensorBase<T, D>::pad(const std::vector<std::pair<std::int64_t, std::int64_t>>& widths, T value) const {
     Shape before, after;
     for (const auto& w : widths) {
@@ -6634,6 +6688,10 @@ auto slice(const E& x, int axis, std::optional<std::int64_t> start, std::optiona
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 auto flip(const E& x, const Axes& axes) {
     return x.flip(axes);
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto unfold(const E& x, int axis, std::int64_t size, std::int64_t step) {
+    return x.unfold(axis, size, step);
 }
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 auto pad(const E& x, const std::vector<std::pair<std::int64_t, std::int64_t>>& widths,
@@ -6881,7 +6939,3958 @@ LAZYTENSOR_FREE_AXIS_GUARD(cumprod)
 
 }  // namespace lazytensor
 
-// Header-only: the definitions of the seam functions used above (runtime/seam.hpp).
+namespace lazytensor {
+
+namespace detail {
+
+template <class T>
+inline constexpr void check_differentiable() {
+    static_assert(is_floating_v<T>, "lazytensor: gradients exist for floating tensors only (float, double, half); "
+                                    "cast integer or bool tensors with lt::cast<float>(x) first");
+}
+
+template <class P>
+std::vector<Tensor<P>> typed_gradients(const std::vector<NodePtr>& outputs, const std::vector<NodePtr>& cotangents,
+                                       const std::vector<Tensor<P>>& inputs, const char* op) {
+    check_differentiable<P>();
+    std::vector<NodePtr> in;
+    in.reserve(inputs.size());
+    for (const Tensor<P>& x : inputs) in.push_back(x.build());
+    std::vector<Tensor<P>> out;
+    for (NodePtr& gx : vjp_nodes(outputs, cotangents, in, op)) out.emplace_back(std::move(gx));
+    return out;
+}
+
+/// A braced list of parameters of several dtypes ({w_float, v_double}), which the list forms of
+/// lt::grad, lt::vjp and lt::value_and_grad cannot take: a std::initializer_list<Tensor<P>> has
+/// one element type. Choosing this overload is the mistake; its constructor says so. (A list
+/// of one dtype takes the initializer_list overload: this constructor is not viable for it.)
+struct ParamsOfSeveralDtypes {
+    template <class A, class B, class... Rest,
+              class = std::enable_if_t<!(std::is_same_v<A, B> && (std::is_same_v<A, Rest> && ...))>>
+    ParamsOfSeveralDtypes(const Tensor<A>&, const Tensor<B>&, const Tensor<Rest>&...) {
+        static_assert(!std::is_same_v<A, A>,
+                      "lazytensor: the parameters in one list of lt::grad, lt::value_and_grad or lt::vjp must all "
+                      "have one dtype (the list is a std::vector<Tensor<T>> of one T); for parameters of several "
+                      "dtypes, take the gradients once per dtype, e.g. lt::grad(loss, {w, b}) for the float ones "
+                      "and lt::grad(loss, {v}) for the double ones, and realize them together");
+    }
+};
+
+/// The 0-d loss's node and a cotangent of 1.
+template <class L>
+std::pair<NodePtr, NodePtr> loss_and_seed(const L& loss) {
+    check_differentiable<typename L::value_type>();
+    NodePtr y = loss.build();
+    if (!y->shape.empty())
+        fail<ShapeError>("grad: the loss must be a 0-d tensor, got shape ", y->shape,
+                         "; reduce it (lt::sum, .mean()) or give a cotangent of its shape to lt::vjp");
+    return {y, graph::constant(Scalar::of<std::int64_t>(1), y->dtype, y->shape, y->device)};
+}
+
+}  // namespace detail
+
+/// x's value, as a constant to lt::grad and lt::vjp: no gradient flows through it (JAX's and
+/// MLX's stop_gradient, PyTorch's detach). Costs nothing: a view.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+Tensor<typename E::value_type> stop_gradient(const E& x) {
+    return Tensor<typename E::value_type>(detail::graph::stop_gradient(x.build()));
+}
+
+/// The gradients of a 0-d floating `loss` with respect to `params`, in their order, each of its
+/// parameter's shape and dtype, as lazy tensors: auto g = lt::grad(loss, {w, b}). A parameter
+/// that the loss does not depend on gets zeros. ShapeError if the loss is not 0-d; ValueError
+/// if a parameter may have been cut off by a realize (see above).
+template <class L, class P, class = std::enable_if_t<detail::is_tensor_like_v<L>>>
+std::vector<Tensor<P>> grad(const L& loss, const std::vector<Tensor<P>>& params) {
+    auto [y, seed] = detail::loss_and_seed(loss);
+    return detail::typed_gradients({y}, {seed}, params, "grad");
+}
+template <class L, class P, class = std::enable_if_t<detail::is_tensor_like_v<L>>>
+std::vector<Tensor<P>> grad(const L& loss, std::initializer_list<Tensor<P>> params) {
+    return grad(loss, std::vector<Tensor<P>>(params));
+}
+/// Parameters of several dtypes in one list: does not compile (detail::ParamsOfSeveralDtypes's
+/// static_assert), with the usual result type, so that the static_assert is the one error.
+template <class L, class = std::enable_if_t<detail::is_tensor_like_v<L>>>
+std::vector<Tensor<float>> grad(const L&, detail::ParamsOfSeveralDtypes) {
+    return {};
+}
+/// The gradient with respect to one parameter: lt::grad(loss, w).
+template <class L, class P, class = std::enable_if_t<detail::is_tensor_like_v<L>>>
+Tensor<P> grad(const L& loss, const Tensor<P>& param) {
+    return grad(loss, std::vector<Tensor<P>>{param})[0];
+}
+
+/// The vector-Jacobian product: the gradient of sum_i sum(outputs[i] * cotangents[i]) with
+/// respect to each of `inputs`, as lazy tensors of the inputs' shapes and dtypes:
+/// lt::vjp({y}, {w, b}, {dy}). Each cotangent has its output's shape (ShapeError naming both)
+/// and device; it is converted to the output's dtype.
+template <class P>
+std::vector<Tensor<P>> vjp(const std::vector<TensorRef>& outputs, const std::vector<Tensor<P>>& inputs,
+                           const std::vector<TensorRef>& cotangents) {
+    std::vector<detail::NodePtr> ys, cs;
+    for (const TensorRef& y : outputs) ys.push_back(y.node_ptr());
+    for (const TensorRef& c : cotangents) cs.push_back(c.node_ptr());
+    return detail::typed_gradients(ys, cs, inputs, "vjp");
+}
+template <class P>
+std::vector<Tensor<P>> vjp(const std::vector<TensorRef>& outputs, std::initializer_list<Tensor<P>> inputs,
+                           const std::vector<TensorRef>& cotangents) {
+    return vjp(outputs, std::vector<Tensor<P>>(inputs), cotangents);
+}
+/// Inputs of several dtypes in one list: does not compile (as grad's).
+inline std::vector<Tensor<float>> vjp(const std::vector<TensorRef>&, detail::ParamsOfSeveralDtypes,
+                                      const std::vector<TensorRef>&) {
+    return {};
+}
+
+/// A loss and its gradients (auto [loss, grads] = lt::value_and_grad(...)), lazy until realized.
+template <class L, class P>
+struct ValueAndGrad {
+    Tensor<L> value;
+    std::vector<Tensor<P>> grads;
+
+    /// Computes the loss and every gradient in one schedule (shared parts once); returns *this.
+    ValueAndGrad& realize() {
+        std::vector<TensorRef> all{value};
+        for (const Tensor<P>& g : grads) all.emplace_back(g);
+        lazytensor::realize(all);
+        return *this;
+    }
+};
+
+/// Calls f (with `params`, if it takes them, else with no arguments) for a 0-d loss and gives the
+/// loss with its gradients with respect to params: the lazy values of lt::grad, so that
+/// .realize() computes them together.
+///   auto [loss, g] = lt::value_and_grad([&] { auto d = x.matmul(w) - y; return lt::sum(d * d); }, {w});
+template <class F, class P>
+auto value_and_grad(F&& f, const std::vector<Tensor<P>>& params) {
+    auto loss = [&] {
+        if constexpr (std::is_invocable_v<F&, const std::vector<Tensor<P>>&>) return std::forward<F>(f)(params);
+        else return std::forward<F>(f)();
+    }();
+    using L = typename std::decay_t<decltype(loss)>::value_type;
+    Tensor<L> value(loss);
+    return ValueAndGrad<L, P>{value, grad(value, params)};
+}
+template <class F, class P>
+auto value_and_grad(F&& f, std::initializer_list<Tensor<P>> params) {
+    return value_and_grad(std::forward<F>(f), std::vector<Tensor<P>>(params));
+}
+/// Parameters of several dtypes in one list: does not compile (as grad's; with the usual result
+/// type, so that the static_assert is the one error).
+template <class F>
+ValueAndGrad<float, float> value_and_grad(F&&, detail::ParamsOfSeveralDtypes) {
+    return {};
+}
+
+}  // namespace lazytensor
+// ---- lazytensor/frontend/composites.hpp ----
+// Composite element-wise functions: rewrites into the primitives of ir/ops.hpp, written once
+// (tinygrad's decompositions), so that every backend runs them as it runs the primitives,
+// fused into the kernel of whatever reads them. Each is written to be exact at the extremes.
+// Those that reverse mode and the graph builders need too (sigmoid, silu, gelu, rsqrt, sign,
+// remainder, floor_divide) are written as graph builders (ir/graph.hpp), which the functions
+// below give their types; the others are written here.
+
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <type_traits>
+
+// ---- lazytensor/frontend/functions.hpp ----
+// The free functions and operators of the public API. Element-wise functions are generated
+// from the op list (ir/ops.hpp); reductions and views have a free form next to the members.
+
+#include <optional>
+
+
+namespace lazytensor {
+
+/// Element-wise unary functions: lt::exp(x), lt::relu(x), ... (one per entry of the op list,
+/// ir/ops.hpp). Lazy, same shape. exp, log, sqrt, ... give float32 for integers; abs, floor, ...
+/// keep the type (neither kind compiles for bool); isnan, isinf, logical_not give bool.
+#define LAZYTENSOR_X(name, fn, rule)                                                      \
+    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>            \
+    auto fn(E&& x) {                                                                      \
+        return detail::make_unary<UnaryOp::name>(std::forward<E>(x));                     \
+    }
+LAZYTENSOR_UNARY_OPS(LAZYTENSOR_X)
+#undef LAZYTENSOR_X
+
+/// Element-wise binary functions: lt::maximum(a, b), lt::pow(a, 2.0f), lt::add(a, b), ... A
+/// tensor or a C++ scalar on either side, broadcast (NumPy), types promoted (PyTorch). Lazy;
+/// ShapeError if the shapes do not broadcast, DeviceError for tensors on different devices.
+#define LAZYTENSOR_X(name, fn, rule)                                                      \
+    template <class L, class R, class = std::enable_if_t<detail::is_binary_operands_v<L, R>>> \
+    auto fn(L&& a, R&& b) {                                                               \
+        return detail::make_binary<BinaryOp::name>(std::forward<L>(a), std::forward<R>(b)); \
+    }
+LAZYTENSOR_PUBLIC_BINARY_OPS(LAZYTENSOR_X)
+#undef LAZYTENSOR_X
+
+/// Operators (LAZYTENSOR_OPERATORS, ir/ops.hpp): the same ops, NumPy broadcasting, a tensor or
+/// a scalar on either side; && and || are element-wise (both sides are evaluated). Comparisons, && and || give bool tensors. Lazy,
+/// and they throw as the functions above do. (% is NumPy's remainder, a composite:
+/// frontend/composites.hpp.)
+#define LAZYTENSOR_X(symbol, name)                                                        \
+    template <class L, class R, class = std::enable_if_t<detail::is_binary_operands_v<L, R>>> \
+    auto operator symbol(L&& a, R&& b) {                                                  \
+        return detail::make_binary<BinaryOp::name>(std::forward<L>(a), std::forward<R>(b)); \
+    }
+LAZYTENSOR_OPERATORS(LAZYTENSOR_X)
+#undef LAZYTENSOR_X
+
+/// Compound assignment: x += y is x = x + y (a new lazy value; the result type must be T, or it
+/// does not compile). It rebinds x only: other handles and views keep the old value (see assign).
+/// (%= is with %, in frontend/composites.hpp.)
+#define LAZYTENSOR_COMPOUND(X) \
+    X(+=, Add) X(-=, Sub) X(*=, Mul) X(/=, Div) X(&=, BitAnd) X(|=, BitOr) X(^=, BitXor) X(<<=, Shl) X(>>=, Shr)
+#define LAZYTENSOR_X(symbol, name)                                                                   \
+    template <class T, class R, class = std::enable_if_t<detail::is_tensor_like_v<R> || detail::is_scalar_v<R>>> \
+    Tensor<T>& operator symbol(Tensor<T>& x, R&& y) {                                                \
+        x = detail::make_binary<BinaryOp::name>(x, std::forward<R>(y));                              \
+        return x;                                                                                    \
+    }
+LAZYTENSOR_COMPOUND(LAZYTENSOR_X)
+#undef LAZYTENSOR_X
+#undef LAZYTENSOR_COMPOUND
+
+/// Element-wise negation (not defined for bool: does not compile).
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto operator-(E&& x) {
+    return detail::make_unary<UnaryOp::Neg>(std::forward<E>(x));
+}
+/// Bitwise not of integers; logical not of bool.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto operator~(E&& x) {
+    return detail::make_unary<UnaryOp::BitwiseNot>(std::forward<E>(x));
+}
+/// x == 0, for any dtype (bool result).
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto operator!(E&& x) {
+    return detail::make_unary<UnaryOp::LogicalNot>(std::forward<E>(x));
+}
+
+/// x where cond is true, y elsewhere (broadcast together; x and y may be scalars). cond is bool,
+/// or an integer tensor whose non-zero elements count as true; a floating cond does not compile
+/// (compare it: where(t > 0, x, y)). The result has x and y's promoted type. Lazy.
+template <class C, class X, class Y,
+          class = std::enable_if_t<detail::is_tensor_like_v<C> || detail::is_tensor_like_v<X> || detail::is_tensor_like_v<Y>>>
+auto where(C&& cond, X&& x, Y&& y) {
+    static_assert(!is_floating(detail::operand_traits<detail::wrapped_t<C>>::dtype),
+                  "lazytensor: where needs a bool (or integer) condition, not a floating-point one; compare "
+                  "first, e.g. lt::where(t > 0.0f, x, y), or lt::where(t != 0.0f, x, y) for non-zero");
+    return detail::WhereExpr<detail::wrapped_t<C>, detail::wrapped_t<X>, detail::wrapped_t<Y>>(
+        detail::wrap(std::forward<C>(cond)), detail::wrap(std::forward<X>(x)), detail::wrap(std::forward<Y>(y)));
+}
+
+/// Element-wise conversion to U (float to integer saturates; NaN becomes 0).
+template <class U, class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto cast(const E& x) {
+    return x.template cast<U>();
+}
+
+/// Free forms of the reductions: lt::sum(x), lt::sum(x, axes, keepdim), lt::sum(x, axis, keepdim),
+/// and likewise max, min, prod, any, all, mean (see the members of TensorBase).
+#define LAZYTENSOR_REDUCTION(fn)                                                           \
+    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>             \
+    auto fn(const E& x) {                                                                  \
+        return x.fn();                                                                     \
+    }                                                                                      \
+    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>             \
+    auto fn(const E& x, const Axes& axes, bool keepdim = false) {                         \
+        return x.fn(axes, keepdim);                                                        \
+    }                                                                                      \
+    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>             \
+    auto fn(const E& x, int axis, bool keepdim = false) {                                 \
+        return x.fn(Axes{axis}, keepdim);                                                  \
+    }                                                                                      \
+    LAZYTENSOR_FREE_AXIS_GUARD(fn)
+LAZYTENSOR_REDUCTION(sum)
+LAZYTENSOR_REDUCTION(max)
+LAZYTENSOR_REDUCTION(min)
+LAZYTENSOR_REDUCTION(prod)
+LAZYTENSOR_REDUCTION(any)
+LAZYTENSOR_REDUCTION(all)
+LAZYTENSOR_REDUCTION(mean)
+#undef LAZYTENSOR_REDUCTION
+
+/// PyTorch's rule for max and min: of one tensor (and axes) a reduction, of two tensors the
+/// element-wise maximum(a, b) / minimum(a, b).
+template <class A, class B,
+          class = std::enable_if_t<detail::is_tensor_like_v<std::decay_t<A>> && detail::is_tensor_like_v<std::decay_t<B>>>>
+auto max(A&& a, B&& b) {
+    return maximum(std::forward<A>(a), std::forward<B>(b));
+}
+template <class A, class B,
+          class = std::enable_if_t<detail::is_tensor_like_v<std::decay_t<A>> && detail::is_tensor_like_v<std::decay_t<B>>>>
+auto min(A&& a, B&& b) {
+    return minimum(std::forward<A>(a), std::forward<B>(b));
+}
+
+/// Matrix product with NumPy's rules. [m, k] x [k, n] -> [m, n]; batch axes broadcast
+/// ([8, 1, 64, 32] x [4, 32, 16] -> [8, 4, 64, 16]); a 1-d left operand is a row vector and a
+/// 1-d right operand a column vector, whose axis is dropped from the result (1-d x 1-d is a
+/// dot product, a 0-d tensor). Operands meet in their promoted type. Float and double run as
+/// a GEMM (host: packed SIMD GEMM on all cores; OpenCL: CLBlast) reading transposed and
+/// broadcast operands in place; half multiplies in float. Other types (and OpenCL without
+/// CLBlast) run as a fused reduction kernel. Lazy. ShapeError for a 0-d operand, contracted
+/// extents that differ or batch axes that do not broadcast; DeviceError across devices.
+template <class A, class B, class = std::enable_if_t<detail::is_tensor_like_v<A> && detail::is_tensor_like_v<B>>>
+auto matmul(const A& a, const B& b) {
+    using R = promote_t<typename std::decay_t<A>::value_type, typename std::decay_t<B>::value_type>;
+    return Tensor<R>(detail::graph::matmul(a.build(), b.build()));
+}
+
+
+/// Free forms of the view members: lt::reshape(x, shape) is x.reshape(shape), and likewise
+/// permute, transpose and expand.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto reshape(const E& x, const Shape& shape) {
+    return x.reshape(shape);
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto permute(const E& x, const Axes& perm) {
+    return x.permute(perm);
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto transpose(const E& x, int a, int b) {
+    return x.transpose(a, b);
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto expand(const E& x, const Shape& shape) {
+    return x.expand(shape);
+}
+
+}  // namespace lazytensor
+
+namespace lazytensor {
+
+namespace detail {
+
+/// x as one lazy graph node, so that a composite that reads it several times computes it once
+/// (a subexpression written twice would be computed twice).
+template <class E>
+Tensor<typename E::value_type> read_once(const E& x) {
+    return Tensor<typename E::value_type>(x);
+}
+
+template <class T>
+inline constexpr bool is_floating_element_v = std::is_floating_point_v<T> || std::is_same_v<T, half>;
+
+/// A composite of ir/graph.hpp as a typed function: a Tensor of the dtype that the composite's
+/// type rule gives (compile-time, as for an op: an element type the rule rejects is a
+/// static_assert with the op's message).
+template <TypeRule Rule, class E>
+auto unary_composite(const E& x, NodePtr (*build)(const NodePtr&)) {
+    return Tensor<dtype_type_t<unary_rule_result<Rule, typename E::value_type>()>>(build(x.build()));
+}
+template <TypeRule Rule, class L, class R>
+auto binary_composite(const L& a, const R& b, NodePtr (*build)(const graph::Operand&, const graph::Operand&)) {
+    using Result = dtype_type_t<binary_rule_result<Rule, wrapped_t<const L&>, wrapped_t<const R&>>()>;
+    return Tensor<Result>(build(operand(wrap(a)), operand(wrap(b))));
+}
+
+}  // namespace detail
+
+/// The logistic function 1 / (1 + exp(-x)), from exp(-|x|) (which never overflows) and exact
+/// down to the smallest subnormal (sigmoid(-100.f) is 3.78e-44, e^-100 rounded to float). Integers give float32; bool
+/// does not compile. Lazy, like the ops.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto sigmoid(const E& x) {
+    return detail::unary_composite<TypeRule::Floating>(x, &detail::graph::sigmoid);
+}
+
+/// x sigmoid(x) (the swish), exact down to the smallest subnormal (silu(-105.f) is
+/// -2.66e-44) and -0 at -inf. Integers give float32; bool does not compile.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto silu(const E& x) {
+    return detail::unary_composite<TypeRule::Floating>(x, &detail::graph::silu);
+}
+
+/// PyTorch's exact gelu, 0.5 x (1 + erf(x / sqrt(2))), computed as 0.5 x erfc(-x / sqrt(2)) and,
+/// far below 0, from erfc's asymptotic series: exact down to the smallest subnormal
+/// (gelu(-14.f) is -1.1e-43). Integers give float32; bool does not compile.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto gelu(const E& x) {
+    return detail::unary_composite<TypeRule::Floating>(x, &detail::graph::gelu);
+}
+
+/// 1 / sqrt(x). Integers give float32; bool does not compile.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto rsqrt(const E& x) {
+    return detail::unary_composite<TypeRule::Floating>(x, &detail::graph::rsqrt);
+}
+
+/// 1, -1 or 0 in x's type; NaN stays NaN and -0 gives 0. Zero gradient. Bool does not compile.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto sign(const E& x) {
+    return detail::unary_composite<TypeRule::Numeric>(x, &detail::graph::sign);
+}
+
+/// NumPy's remainder, also a % b: the result has the divisor's sign (a zero result too:
+/// remainder(0, -2) is -0). Integer remainders by 0 give 0, float ones NaN; -1 % inf is inf.
+/// Operands promote as for +, a tensor or a C++ scalar on either side, broadcast; two bools do
+/// not compile.
+template <class L, class R, class = std::enable_if_t<detail::is_binary_operands_v<L, R>>>
+auto remainder(const L& a, const R& b) {
+    return detail::binary_composite<TypeRule::Arith>(a, b, &detail::graph::remainder);
+}
+template <class L, class R, class = std::enable_if_t<detail::is_binary_operands_v<L, R>>>
+auto operator%(const L& a, const R& b) {
+    return remainder(a, b);
+}
+/// x %= y is x = x % y (the result type must be T, or it does not compile; see +=).
+template <class T, class R, class = std::enable_if_t<detail::is_tensor_like_v<R> || detail::is_scalar_v<R>>>
+Tensor<T>& operator%=(Tensor<T>& x, const R& y) {
+    x = remainder(x, y);
+    return x;
+}
+
+/// NumPy's floor_divide (Python's //): the floor of the exact quotient, as NumPy's divmod gives
+/// it (1 // 0.1 is 9, not floor(1 / 0.1) = 10). Integers divided by 0 give 0 and the most
+/// negative value divided by -1 wraps; floats divided by 0 give a / b. Zero gradient. Operands
+/// promote as for +; two bools do not compile.
+template <class L, class R, class = std::enable_if_t<detail::is_binary_operands_v<L, R>>>
+auto floor_divide(const L& a, const R& b) {
+    return detail::binary_composite<TypeRule::Arith>(a, b, &detail::graph::floor_divide);
+}
+
+/// x limited to [lo, hi] (NumPy's clip): minimum(maximum(x, lo), hi), so NaN in any operand
+/// propagates and hi wins where lo > hi. lo and hi may be tensors (broadcast) or scalars.
+template <class E, class Lo, class Hi,
+          class = std::enable_if_t<detail::is_tensor_like_v<E> && (detail::is_tensor_like_v<Lo> || detail::is_scalar_v<Lo>) &&
+                                   (detail::is_tensor_like_v<Hi> || detail::is_scalar_v<Hi>)>>
+auto clamp(E&& x, Lo&& lo, Hi&& hi) {
+    return minimum(maximum(std::forward<E>(x), std::forward<Lo>(lo)), std::forward<Hi>(hi));
+}
+
+/// Whether each element is finite (neither NaN nor infinite): bool, same shape. Integers and
+/// bool are always finite.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto isfinite(const E& x) {
+    using T = typename E::value_type;
+    if constexpr (detail::is_floating_element_v<T>) return abs(x) < std::numeric_limits<double>::infinity();  // false for NaN
+    else return full<bool>(x.shape(), true, x.device());
+}
+
+/// NumPy's nan_to_num: NaN becomes `nan`, +inf `posinf` and -inf `neginf` (by default the
+/// largest and the lowest finite value of x's type). Integers and bool are returned as they are.
+/// ValueError where a replacement does not fit x's type.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto nan_to_num(const E& x, double nan = 0.0, std::optional<double> posinf = std::nullopt,
+                std::optional<double> neginf = std::nullopt) {
+    using T = typename E::value_type;
+    if constexpr (detail::is_floating_element_v<T>) {
+        const double inf = std::numeric_limits<double>::infinity(), top = static_cast<double>(std::numeric_limits<T>::max());
+        for (const double v : {nan, posinf.value_or(0.0), neginf.value_or(0.0)})
+            if (std::isfinite(v) && std::fabs(v) > top)
+                detail::fail<ValueError>("lt::nan_to_num: the replacement ", v, " does not fit ", dtype_of<T>(), " (largest finite value ",
+                                 top, ")");
+        const T hi = posinf ? static_cast<T>(*posinf) : std::numeric_limits<T>::max();
+        const T lo = neginf ? static_cast<T>(*neginf) : std::numeric_limits<T>::lowest();
+        const auto t = detail::read_once(x);
+        return where(isnan(t), static_cast<T>(nan), where(t == inf, hi, where(t == -inf, lo, t)));
+    } else {
+        return detail::read_once(x);
+    }
+}
+
+/// x where it is positive, x * negative_slope elsewhere (PyTorch's leaky_relu); floating x.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto leaky_relu(const E& x, double negative_slope = 0.01) {
+    using T = typename E::value_type;
+    static_assert(detail::is_floating_element_v<T>, "lazytensor: leaky_relu needs a floating tensor; cast first, e.g. lt::leaky_relu(lt::cast<float>(x))");
+    const auto t = detail::read_once(x);
+    return where(t > 0.0, t, t * negative_slope);
+}
+
+/// x where it is positive, alpha (exp(x) - 1) elsewhere (PyTorch's elu; expm1 keeps small
+/// negative x exact); floating x.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto elu(const E& x, double alpha = 1.0) {
+    using T = typename E::value_type;
+    static_assert(detail::is_floating_element_v<T>, "lazytensor: elu needs a floating tensor; cast first, e.g. lt::elu(lt::cast<float>(x))");
+    const auto t = detail::read_once(x);
+    return where(t > 0.0, t, alpha * expm1(t));
+}
+
+/// log(1 + exp(x)), as max(x, 0) + log1p(exp(-|x|)): exact at both ends (x itself for large x,
+/// exp(x) for very negative x), without PyTorch's cut to x above 20. With beta:
+/// softplus(beta x) / beta. Floating x.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto softplus(const E& x) {
+    using T = typename E::value_type;
+    static_assert(detail::is_floating_element_v<T>, "lazytensor: softplus needs a floating tensor; cast first, e.g. lt::softplus(lt::cast<float>(x))");
+    const auto t = detail::read_once(x);
+    return maximum(t, 0.0) + log1p(exp(-abs(t)));
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto softplus(const E& x, double beta) {
+    if (!(beta > 0) || !std::isfinite(beta)) detail::fail<ValueError>("lt::softplus: beta must be positive and finite, got ", beta);
+    return softplus(x * beta) / beta;
+}
+
+/// x with `value` where mask is true (PyTorch's masked_fill): x's type and shape. mask is a bool
+/// tensor that broadcasts to x's shape (ShapeError otherwise); ValueError if value does not fit
+/// x's type.
+template <class E, class M, class V,
+          class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<M> && detail::is_scalar_v<V>>>
+auto masked_fill(const E& x, const M& mask, V value) {
+    using T = typename E::value_type;
+    static_assert(std::is_same_v<typename M::value_type, bool>,
+                  "lazytensor: masked_fill needs a bool mask, e.g. x > 0; for another dtype use x != 0");
+    detail::graph::check_scalar_fits(detail::make_scalar(value), dtype_of<T>(), "lt::masked_fill");
+    if (broadcast_shapes(x.shape(), mask.shape(), "lt::masked_fill") != x.shape())
+        detail::fail<ShapeError>("lt::masked_fill: the mask's shape ", mask.shape(), " does not broadcast to the tensor's shape ",
+                         x.shape());
+    return where(mask, static_cast<T>(value), x);
+}
+
+}  // namespace lazytensor
+// ---- lazytensor/frontend/conv.hpp ----
+// Convolutions and pooling, spelled as PyTorch's functional API (torch.nn.functional): the
+// layout is [batch, channels, spatial...] (the batch may be left out), weights are [out
+// channels, in channels / groups, kernel...]. ir/convolution.hpp builds them from unfold views
+// and a batched product; gradients come with them.
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+// ---- lazytensor/ir/convolution.hpp ----
+// Convolutions and pooling as graphs of the existing kinds of work, no path of their own: the
+// windows of a padded input are unfold views (index math, no memory), a convolution copies them
+// once into the GEMM's operand layout (im2col: the copy kernel the scheduler makes for a reshape
+// the index math cannot follow) and multiplies by the weight in one batched product, whose
+// epilogue takes the bias and whatever element-wise code reads the result. Gradients follow
+// from the nodes' rules: unfold's is fold (col2im), a sum of placed windows in one kernel.
+// Pooling reduces over the window axes of the same views, in one kernel.
+
+#include <array>
+#include <cstdint>
+
+
+namespace lazytensor::detail::graph {
+
+/// A convolution's or pool's options, one entry per spatial axis: the padding before and after
+/// each axis, stride, dilation, and (transposed convolutions only) output padding; and the
+/// number of groups the channels are split into. The front end fills every entry.
+struct ConvSpec {
+    Shape stride, dilation, pad_before, pad_after, output_padding;
+    std::int64_t groups = 1;
+};
+
+/// PyTorch's conv1d/2d/3d (cross-correlation): x [N, C_in, spatial...], weight [C_out,
+/// C_in / groups, kernel...], bias [C_out] or null; the result is [N, C_out, out...] with
+/// out = (in + before + after - dilation * (kernel - 1) - 1) / stride + 1. ShapeError or
+/// ValueError, naming `op` and the numbers, for mismatched channels, groups that do not divide
+/// them, a kernel larger than the padded input, a stride or dilation below 1, a negative padding,
+/// a wrong rank, dtype or device.
+LAZYTENSOR_ENGINE_API NodePtr convolution(const NodePtr& x, const NodePtr& weight, const NodePtr& bias, const ConvSpec& spec,
+                                          const char* op);
+
+/// PyTorch's conv_transpose1d/2d/3d, the gradient of a convolution with respect to its input:
+/// x [N, C_in, in...], weight [C_in, C_out / groups, kernel...], bias [C_out] or null; the
+/// result is [N, C_out, out...] with out = (in - 1) * stride - before - after + dilation *
+/// (kernel - 1) + output_padding + 1. A batched product, then fold (no multiplications by the
+/// zeros a stride would insert). output_padding must be below the stride or the dilation.
+LAZYTENSOR_ENGINE_API NodePtr conv_transpose(const NodePtr& x, const NodePtr& weight, const NodePtr& bias,
+                                             const ConvSpec& spec, const char* op);
+
+/// The values of a window's source (of shape `source`) from the window's values (a Slice's
+/// starts and steps, per axis): each put back at the position it was read from, zeros
+/// elsewhere, summed along axes of step 0. A view's gradient, and fold's pieces.
+LAZYTENSOR_ENGINE_API NodePtr scatter_window(const Shape& source, const SmallVector<std::int64_t, 12>& starts_steps,
+                                             const NodePtr& values);
+
+/// PyTorch's fold along one axis (col2im): `windows` has the shape that unfold(x, axis, size,
+/// step, dilation) has for an x of shape `source`; the result, of that shape, sums each window
+/// element at the position it was read from. Null when there are no windows.
+LAZYTENSOR_ENGINE_API NodePtr fold(const NodePtr& windows, const Shape& source, int axis, std::int64_t size,
+                                   std::int64_t step, std::int64_t dilation);
+
+/// Max pooling: x [N, C, spatial...] padded with the lowest value, windows of `kernel` (spec's
+/// stride, dilation and padding; padding at most half the kernel). Returns the maxima and their
+/// positions (int64, as PyTorch's return_indices: the flat index into each input plane), the
+/// first in window order on ties; a NaN wins. The gradient reaches that one position.
+LAZYTENSOR_ENGINE_API std::array<NodePtr, 2> max_pool(const NodePtr& x, const Shape& kernel, const ConvSpec& spec,
+                                                      const char* op);
+
+/// Average pooling: x [N, C, spatial...] padded with zeros; each window's sum divided by its
+/// size, or, without count_include_pad, by the number of its elements inside the input.
+LAZYTENSOR_ENGINE_API NodePtr avg_pool(const NodePtr& x, const Shape& kernel, const ConvSpec& spec, bool count_include_pad,
+                                       const char* op);
+
+}  // namespace lazytensor::detail::graph
+
+#if LAZYTENSOR_ENGINE_DEFINITIONS
+// ---- lazytensor/ir/convolution_definitions.hpp ----
+// The definitions of ir/convolution.hpp's builders (documented there), compiled where the
+// engine is.
+
+#include <limits>
+#include <string>
+
+
+#if !LAZYTENSOR_ENGINE_DEFINITIONS
+#error "lazytensor: ir/convolution_definitions.hpp holds definitions of the runtime; a LAZYTENSOR_SEPARATE_RUNTIME unit must not include it"
+#endif
+
+namespace lazytensor::detail::graph {
+
+namespace conv {
+
+using namespace composite;
+
+/// Output positions per sample from which one product per sample fills a GPU as well as one
+/// product over the batch (H200, ResNet-18 layers at batch 32: per sample 0.34 ms against 0.43
+/// at 56x56 (3,136 positions); 0.40 against 0.27 at 28x28).
+inline constexpr std::int64_t kWideEnoughPerSample = 2048;  // (the composites' shorthands: add, mul, num, whole, ...)
+
+inline std::int64_t product(const Shape& s, std::size_t from = 0, std::size_t to = ~std::size_t{0}) {
+    std::int64_t p = 1;
+    for (std::size_t k = from; k < s.size() && k < to; ++k) p *= s[k];
+    return p;
+}
+
+inline Shape spatial(const Shape& s) { return Shape(s.begin() + 2, s.end()); }
+
+/// The checks every convolution and pool shares: the rank, and options of one entry per
+/// spatial axis within their ranges.
+inline void check_options(const NodePtr& x, const ConvSpec& spec, const char* op, const char* what) {
+    const std::size_t dims = spec.stride.size();
+    if (x->shape.size() != dims + 2)
+        fail<ShapeError>(op, ": the ", what, " must have ", dims + 2, " axes ([batch, channels, ", dims, " spatial]) or ",
+                         dims + 1, " without the batch, got shape ", x->shape);
+    for (std::size_t i = 0; i < dims; ++i) {
+        if (spec.stride[i] < 1) fail<ValueError>(op, ": the stride must be at least 1 along every axis, got ", spec.stride);
+        if (spec.dilation[i] < 1)
+            fail<ValueError>(op, ": the dilation must be at least 1 along every axis, got ", spec.dilation);
+        if (spec.pad_before[i] < 0 || spec.pad_after[i] < 0)
+            fail<ValueError>(op, ": the padding must not be negative, got ", spec.pad_before, " before and ", spec.pad_after,
+                             " after");
+    }
+}
+
+/// The kernel spans (dilation * (kernel - 1) + 1) fit the padded input.
+inline void check_fits(const NodePtr& x, const Shape& kernel, const ConvSpec& spec, const char* op) {
+    Shape span, padded;
+    bool fits = true;
+    for (std::size_t i = 0; i < kernel.size(); ++i) {
+        span.push_back(spec.dilation[i] * (kernel[i] - 1) + 1);
+        padded.push_back(x->shape[2 + i] + spec.pad_before[i] + spec.pad_after[i]);
+        fits = fits && span[i] <= padded[i];
+    }
+    if (!fits)
+        fail<ShapeError>(op, ": the kernel ", kernel, " spans ", span, " positions (with dilation ", spec.dilation,
+                         "), more than the padded input's ", padded, " (input ", spatial(x->shape), ", padding ",
+                         spec.pad_before, " before and ", spec.pad_after, " after)");
+}
+
+/// A pool's checks: a kernel of at least 1, the options, padding at most half the kernel's span
+/// (PyTorch's rule: every window holds an element of the input), the span within the padded input.
+inline void check_pool(const NodePtr& x, const Shape& kernel, const ConvSpec& spec, const char* op) {
+    for (std::int64_t k : kernel)
+        if (k < 1) fail<ValueError>(op, ": the kernel size must be at least 1 along every axis, got ", kernel);
+    check_options(x, spec, op, "input");
+    for (std::size_t i = 0; i < kernel.size(); ++i) {
+        const std::int64_t half = (spec.dilation[i] * (kernel[i] - 1) + 1) / 2;
+        if (spec.pad_before[i] > half || spec.pad_after[i] > half)
+            fail<ValueError>(op, ": the padding (", spec.pad_before, " before, ", spec.pad_after,
+                             " after) must be at most half the kernel's span along each axis (kernel ", kernel,
+                             ", dilation ", spec.dilation, ")");
+    }
+    check_fits(x, kernel, spec, op);
+}
+
+inline bool padded(const ConvSpec& spec) {
+    for (std::size_t i = 0; i < spec.pad_before.size(); ++i)
+        if (spec.pad_before[i] || spec.pad_after[i]) return true;
+    return false;
+}
+
+/// Windows of x padded with `fill`: [N, C, out..., kernel...] (unfold views of a pad).
+inline NodePtr windows(const NodePtr& x, const Shape& kernel, const ConvSpec& spec, Scalar fill, const char* op) {
+    const std::size_t dims = kernel.size();
+    Shape before(2 + dims, 0), after(2 + dims, 0);
+    for (std::size_t i = 0; i < dims; ++i) {
+        before[2 + i] = spec.pad_before[i];
+        after[2 + i] = spec.pad_after[i];
+    }
+    NodePtr u = pad(x, before, after, fill);
+    for (std::size_t i = 0; i < dims; ++i)
+        u = unfold(u, static_cast<int>(2 + i), kernel[i], spec.stride[i], spec.dilation[i], op);
+    return u;
+}
+
+inline Axes window_axes(std::size_t dims) {
+    Axes axes;
+    for (std::size_t i = 0; i < dims; ++i) axes.push_back(static_cast<int>(2 + dims + i));
+    return axes;
+}
+
+inline void check_operands(const NodePtr& x, const NodePtr& weight, const NodePtr& bias, std::int64_t out_channels,
+                           const char* op) {
+    if (weight->dtype != x->dtype)
+        fail<DTypeError>(op, ": the input is ", x->dtype, " but the weight is ", weight->dtype, "; cast one of them");
+    if (weight->device != x->device)
+        fail<DeviceError>(op, ": the input is on ", x->device, " but the weight is on ", weight->device,
+                          "; move one with .to(device)");
+    if (!bias) return;
+    if (bias->shape != Shape{out_channels})
+        fail<ShapeError>(op, ": the bias must have shape [", out_channels, "] (one per output channel), got ", bias->shape);
+    if (bias->dtype != x->dtype)
+        fail<DTypeError>(op, ": the input is ", x->dtype, " but the bias is ", bias->dtype, "; cast one of them");
+    if (bias->device != x->device)
+        fail<DeviceError>(op, ": the input is on ", x->device, " but the bias is on ", bias->device,
+                          "; move one with .to(device)");
+}
+
+inline NodePtr with_bias(NodePtr y, const NodePtr& bias) {
+    if (!bias) return y;
+    Shape shape(y->shape.size(), 1);
+    shape[1] = bias->shape[0];
+    return add(y, reshape(bias, shape));
+}
+
+inline Scalar lowest(DType t) {
+    if (is_floating(t)) {
+        Scalar s = Scalar::of<double>(-std::numeric_limits<double>::infinity());
+        return s.cast(t);
+    }
+    return visit_dtype(t, [](auto tag) {
+        using T = typename decltype(tag)::type;
+        return Scalar::of<T>(std::numeric_limits<T>::lowest());
+    });
+}
+
+}  // namespace conv
+
+LAZYTENSOR_ENGINE_API NodePtr convolution(const NodePtr& x, const NodePtr& weight, const NodePtr& bias, const ConvSpec& spec,
+                                          const char* op) {
+    using namespace composite;
+    conv::check_options(x, spec, op, "input");
+    const std::size_t dims = spec.stride.size();
+    if (weight->shape.size() != dims + 2)
+        fail<ShapeError>(op, ": the weight must have ", dims + 2, " axes ([out channels, in channels / groups, ", dims,
+                         " kernel]), got shape ", weight->shape);
+    const std::int64_t groups = spec.groups, channels = x->shape[1], out_channels = weight->shape[0];
+    if (groups < 1) fail<ValueError>(op, ": groups must be at least 1, got ", groups);
+    if (channels % groups != 0)
+        fail<ValueError>(op, ": groups = ", groups, " does not divide the input's ", channels, " channels (shape ",
+                         x->shape, ")");
+    if (out_channels % groups != 0)
+        fail<ValueError>(op, ": groups = ", groups, " does not divide the weight's ", out_channels,
+                         " output channels (shape ", weight->shape, ")");
+    if (weight->shape[1] * groups != channels)
+        fail<ShapeError>(op, ": the input has ", channels, " channels (shape ", x->shape, ") but the weight ",
+                         weight->shape, " takes ", weight->shape[1], " per group x ", groups, " group(s) = ",
+                         weight->shape[1] * groups);
+    conv::check_operands(x, weight, bias, out_channels, op);
+    const Shape kernel = conv::spatial(weight->shape);
+    for (std::size_t i = 0; i < dims; ++i)
+        if (kernel[i] < 1) fail<ShapeError>(op, ": the weight's kernel ", kernel, " is empty (shape ", weight->shape, ")");
+    conv::check_fits(x, kernel, spec, op);
+
+    const NodePtr u = conv::windows(x, kernel, spec, Scalar::of<std::int64_t>(0).cast(x->dtype), op);
+    const std::int64_t batch = x->shape[0], per_group = channels / groups, out_per_group = out_channels / groups;
+    const Shape out(u->shape.begin() + 2, u->shape.begin() + 2 + static_cast<std::ptrdiff_t>(dims));
+    const std::int64_t taps = conv::product(kernel), spots = conv::product(out);
+    Shape result{batch, out_channels};
+    for (std::int64_t e : out) result.push_back(e);
+    Shape grouped{batch, groups, per_group};  // u as [N, G, C/G, out..., kernel...]
+    for (std::int64_t e : out) grouped.push_back(e);
+    for (std::int64_t k : kernel) grouped.push_back(k);
+    const NodePtr windows = reshape(u, grouped, op);
+
+    if (per_group == 1 && taps <= 64) {
+        // Depthwise: each output channel sums the taps of one input channel, too few for a
+        // product (k = taps). One element-wise kernel over the output reads every tap of the
+        // windows in place: sum over taps t of windows[..., t] * weight[g, j, t].
+        const DType compute = x->dtype == DType::Float16 ? DType::Float32 : x->dtype;
+        const NodePtr w = cast(reshape(weight, Shape{1, groups, out_per_group, taps}, op), compute);
+        Shape term_shape{1, groups, out_per_group};
+        for (std::size_t i = 0; i < dims; ++i) term_shape.push_back(1);
+        NodePtr total;
+        for (std::int64_t t = 0; t < taps; ++t) {
+            NodePtr tap = windows;  // [N, G, 1, out..., kernel...] -> [N, G, 1, out...] at tap t
+            std::int64_t rest = t;
+            for (std::size_t i = dims; i-- > 0;) {
+                const int axis = static_cast<int>(3 + dims + i);
+                tap = slice(tap, axis, rest % kernel[i], rest % kernel[i] + 1, 1);
+                rest /= kernel[i];
+            }
+            tap = reshape(tap, Shape(tap->shape.begin(), tap->shape.end() - static_cast<std::ptrdiff_t>(dims)), op);
+            const NodePtr term = mul(cast(tap, compute), reshape(slice(w, 3, t, t + 1, 1), term_shape, op));
+            total = total ? add(total, term) : term;
+        }
+        return conv::with_bias(reshape(cast(total, x->dtype), result, op), bias);
+    }
+
+    // im2col: the windows copied once into the product's operand layout (the copy kernel the
+    // scheduler makes for the reshape below), multiplied by the weight [G, C_out/G, C/G *
+    // kernel]. A 1x1 kernel of stride 1 without padding needs no copy: x is the operand.
+    const NodePtr w = reshape(weight, Shape{groups, out_per_group, per_group * taps}, op);
+    bool pointwise = taps == 1;
+    for (std::size_t i = 0; i < dims; ++i)
+        pointwise = pointwise && spec.stride[i] == 1 && spec.pad_before[i] == 0 && spec.pad_after[i] == 0;
+    if (pointwise) {
+        const NodePtr columns = reshape(x, Shape{batch, groups, per_group, spots}, op);
+        return conv::with_bias(reshape(matmul(w, columns), result, op), bias);
+    }
+    if (spots >= conv::kWideEnoughPerSample) {
+        // Wide outputs: one product per sample, [N, G, C/G * kernel, out], its result already
+        // [N, C_out, out...], so that a bias, activation or residual add fuses into its epilogue.
+        Axes order{0, 1, 2};
+        for (std::size_t i = 0; i < dims; ++i) order.push_back(static_cast<int>(3 + dims + i));
+        for (std::size_t i = 0; i < dims; ++i) order.push_back(static_cast<int>(3 + i));
+        const NodePtr columns = reshape(permute(windows, order, op), Shape{batch, groups, per_group * taps, spots}, op);
+        return conv::with_bias(reshape(matmul(w, columns), result, op), bias);
+    }
+    // Narrow outputs (deep layers): one product per group over every sample, [G, C/G * kernel,
+    // N * out], a GEMM wide enough to fill the device; its [G, C_out/G, N, out...] result is
+    // read as [N, C_out, out...] through a permutation.
+    Axes order{1, 2};  // [G, C/G, kernel..., N, out...]
+    for (std::size_t i = 0; i < dims; ++i) order.push_back(static_cast<int>(3 + dims + i));
+    order.push_back(0);
+    for (std::size_t i = 0; i < dims; ++i) order.push_back(static_cast<int>(3 + i));
+    const NodePtr columns = reshape(permute(windows, order, op), Shape{groups, per_group * taps, batch * spots}, op);
+    Shape product_shape{groups, out_per_group, batch};
+    for (std::int64_t e : out) product_shape.push_back(e);
+    Axes back{2, 0, 1};
+    for (std::size_t i = 0; i < dims; ++i) back.push_back(static_cast<int>(3 + i));
+    const NodePtr y = permute(reshape(matmul(w, columns), product_shape, op), back, op);
+    return conv::with_bias(reshape(y, result, op), bias);
+}
+
+LAZYTENSOR_ENGINE_API NodePtr conv_transpose(const NodePtr& x, const NodePtr& weight, const NodePtr& bias,
+                                             const ConvSpec& spec, const char* op) {
+    using namespace composite;
+    conv::check_options(x, spec, op, "input");
+    const std::size_t dims = spec.stride.size();
+    if (weight->shape.size() != dims + 2)
+        fail<ShapeError>(op, ": the weight must have ", dims + 2, " axes ([in channels, out channels / groups, ", dims,
+                         " kernel]), got shape ", weight->shape);
+    const std::int64_t groups = spec.groups, channels = x->shape[1];
+    if (groups < 1) fail<ValueError>(op, ": groups must be at least 1, got ", groups);
+    if (weight->shape[0] != channels)
+        fail<ShapeError>(op, ": the input has ", channels, " channels (shape ", x->shape, ") but the weight ",
+                         weight->shape, " takes ", weight->shape[0], " (its first axis)");
+    if (channels % groups != 0)
+        fail<ValueError>(op, ": groups = ", groups, " does not divide the input's ", channels, " channels (shape ",
+                         x->shape, ")");
+    const std::int64_t per_group = channels / groups, out_per_group = weight->shape[1],
+                       out_channels = out_per_group * groups;
+    conv::check_operands(x, weight, bias, out_channels, op);
+    const Shape kernel = conv::spatial(weight->shape), in = conv::spatial(x->shape);
+    Shape full, out;  // full: the positions the windows cover; out: after cropping the padding
+    for (std::size_t i = 0; i < dims; ++i) {
+        if (kernel[i] < 1) fail<ShapeError>(op, ": the weight's kernel ", kernel, " is empty (shape ", weight->shape, ")");
+        const std::int64_t extra = spec.output_padding[i];
+        if (extra < 0 || (extra >= spec.stride[i] && extra >= spec.dilation[i]))
+            fail<ValueError>(op, ": the output padding ", spec.output_padding,
+                             " must be at least 0 and smaller than the stride ", spec.stride, " or the dilation ",
+                             spec.dilation, " along each axis");
+        full.push_back(in[i] == 0 ? 0 : (in[i] - 1) * spec.stride[i] + spec.dilation[i] * (kernel[i] - 1) + 1);
+        out.push_back(full[i] + extra - spec.pad_before[i] - spec.pad_after[i]);
+        if (in[i] == 0 || out[i] < 1)
+            fail<ShapeError>(op, ": the output would have spatial extent ", out[i], " along axis ", 2 + i, " for input ", in, ", kernel ", kernel,
+                             ", stride ", spec.stride, ", padding ", spec.pad_before, " before and ", spec.pad_after,
+                             " after; every extent must be at least 1");
+    }
+    const std::int64_t batch = x->shape[0];
+    // cols[n, g] = weight[g]^T x[n, g]: [N, G, C_out/G * kernel, in] -> [N, C_out, in..., kernel...],
+    // the shape unfold gives a [N, C_out, full...] tensor; fold sums each window element back.
+    const NodePtr xs = reshape(x, Shape{batch, groups, per_group, conv::product(in)}, op);
+    const NodePtr w = transpose(reshape(weight, Shape{groups, per_group, out_per_group * conv::product(kernel)}, op), -2, -1);
+    Shape split{batch, out_channels};
+    for (std::int64_t k : kernel) split.push_back(k);
+    for (std::int64_t e : in) split.push_back(e);
+    Axes order{0, 1};
+    for (std::size_t i = 0; i < dims; ++i) order.push_back(static_cast<int>(2 + dims + i));
+    for (std::size_t i = 0; i < dims; ++i) order.push_back(static_cast<int>(2 + i));
+    NodePtr y = permute(reshape(matmul(w, xs), split, op), order, op);
+    // Fold the last window axis first: after axis i, the shape is [N, C_out, in[..i), full[i..), kernel[..i)].
+    for (std::size_t i = dims; i-- > 0;) {
+        Shape source{batch, out_channels};
+        for (std::size_t j = 0; j < dims; ++j) source.push_back(j < i ? in[j] : full[j]);
+        for (std::size_t j = 0; j < i; ++j) source.push_back(kernel[j]);
+        y = fold(y, source, static_cast<int>(2 + i), kernel[i], spec.stride[i], spec.dilation[i]);
+    }
+    // Output padding adds zeros after the last window; padding crops.
+    Shape before(2 + dims, 0), after(2 + dims, 0);
+    for (std::size_t i = 0; i < dims; ++i) after[2 + i] = spec.output_padding[i];
+    y = pad(y, before, after, Scalar::of<std::int64_t>(0).cast(y->dtype));
+    for (std::size_t i = 0; i < dims; ++i)
+        y = slice(y, static_cast<int>(2 + i), spec.pad_before[i], spec.pad_before[i] + out[i], 1);
+    return conv::with_bias(y, bias);
+}
+
+LAZYTENSOR_ENGINE_API NodePtr scatter_window(const Shape& source, const SmallVector<std::int64_t, 12>& starts_steps,
+                                             const NodePtr& values) {
+    using namespace composite;
+    NodePtr out = values;
+    for (std::size_t k = 0; k < source.size(); ++k) {
+        std::int64_t start = starts_steps[2 * k], step = starts_steps[2 * k + 1];
+        const std::int64_t n = values->shape[k], m = source[k];
+        if (n == 0) return nullptr;  // nothing was read
+        if (n == 1) step = 1;
+        if (step == 0) {
+            out = reduce(ReduceOp::Sum, out, Axes{static_cast<int>(k)}, true, "grad");
+            step = 1;
+        } else if (step < 0) {  // read backwards from start: the same positions, forwards
+            out = flip(out, Axes{static_cast<int>(k)});
+            start += step * (n - 1);
+            step = -step;
+        }
+        std::int64_t covered = out->shape[k];
+        if (step > 1) {  // interleave step - 1 zeros after each element
+            Shape lifted = out->shape, spaced = out->shape;
+            lifted.insert(k + 1, 1);
+            spaced[k] = covered * step;
+            Shape before(lifted.size(), 0), after(lifted.size(), 0);
+            after[k + 1] = step - 1;
+            out = reshape(pad(reshape(out, lifted), before, after, num(0.0)), spaced);
+            covered *= step;
+        }
+        const std::int64_t tail = m - start - covered;  // < 0: the last step's spacing runs past the end
+        if (tail < 0) out = slice(out, static_cast<int>(k), 0, covered + tail, 1);
+        Shape before(source.size(), 0), after(source.size(), 0);
+        before[k] = start;
+        after[k] = std::max<std::int64_t>(tail, 0);
+        out = pad(out, before, after, num(0.0));
+    }
+    return out;
+}
+
+LAZYTENSOR_ENGINE_API NodePtr fold(const NodePtr& windows, const Shape& source, int axis, std::int64_t size,
+                                   std::int64_t step, std::int64_t dilation) {
+    using namespace composite;
+    const auto k = static_cast<std::size_t>(axis);
+    const int last = static_cast<int>(windows->shape.size()) - 1;
+    Shape sliced = windows->shape;
+    sliced.pop_back();
+    NodePtr total;
+    for (std::int64_t j = 0; j < size; ++j) {
+        SmallVector<std::int64_t, 12> starts_steps;
+        for (std::size_t a = 0; a < source.size(); ++a) {
+            starts_steps.push_back(a == k ? j * dilation : 0);
+            starts_steps.push_back(a == k ? step : 1);
+        }
+        const NodePtr term = scatter_window(source, starts_steps, reshape(slice(windows, last, j, j + 1, 1), sliced));
+        if (!term) return constant(Scalar::of<std::int64_t>(0).cast(windows->dtype), windows->dtype, source, windows->device);
+        total = total ? add(total, term) : term;
+    }
+    return total;
+}
+
+LAZYTENSOR_ENGINE_API std::array<NodePtr, 2> max_pool(const NodePtr& x, const Shape& kernel, const ConvSpec& spec,
+                                                      const char* op) {
+    using namespace composite;
+    conv::check_pool(x, kernel, spec, op);
+    const std::size_t dims = kernel.size();
+    const NodePtr win = conv::windows(x, kernel, spec, conv::lowest(x->dtype), op);
+    const Axes axes = conv::window_axes(dims);
+    const NodePtr best = reduce(ReduceOp::Max, win, axes, true, op);
+    NodePtr hit = binary(BinaryOp::Eq, win, best);
+    if (is_floating(x->dtype)) {  // a NaN is the maximum (max propagates it) and equals nothing
+        const NodePtr nan_window = binary(BinaryOp::Ne, best, best);
+        const NodePtr in_nan_window = where(nan_window, win, Scalar::of<std::int64_t>(0).cast(x->dtype));
+        hit = binary(BinaryOp::Maximum, hit, binary(BinaryOp::Ne, in_nan_window, in_nan_window));
+    }
+    if (conv::padded(spec))  // padding never wins a tie
+        hit = both(hit, conv::windows(constant(Scalar::of<bool>(true), DType::Bool, x->shape, x->device), kernel, spec,
+                                      Scalar::of<bool>(false), op));
+    // Each window element's position in the padded plane: increasing in window order, so the
+    // least position that holds the maximum is the first.
+    Shape plane;  // padded extents
+    for (std::size_t i = 0; i < dims; ++i) plane.push_back(x->shape[2 + i] + spec.pad_before[i] + spec.pad_after[i]);
+    Strides coefs(win->shape.size(), 0);
+    for (std::size_t i = 0; i < dims; ++i) {
+        const std::int64_t row = conv::product(plane, i + 1);
+        coefs[2 + i] = spec.stride[i] * row;
+        coefs[2 + dims + i] = spec.dilation[i] * row;
+    }
+    const NodePtr first = reduce(ReduceOp::Min, where(hit, index(win->shape, coefs, x->device), whole(conv::product(plane))),
+                                 axes, false, op);
+    // The padded-plane position -> the flat index into the input's plane.
+    NodePtr rest = first, flat;
+    for (std::size_t i = 0; i < dims; ++i) {
+        const std::int64_t row = conv::product(plane, i + 1);
+        NodePtr at = sub(floor_divide(rest, whole(row)), whole(spec.pad_before[i]));
+        if (i + 1 < dims) rest = remainder(rest, whole(row));
+        flat = flat ? add(mul(flat, whole(x->shape[2 + i])), at) : at;
+    }
+    const std::int64_t batch = x->shape[0], channels = x->shape[1];
+    const Shape out(first->shape.begin() + 2, first->shape.end());
+    const NodePtr values = gather(reshape(x, Shape{batch, channels, conv::product(conv::spatial(x->shape))}, op), 2,
+                                  reshape(flat, Shape{batch, channels, conv::product(out)}, op));
+    return {reshape(values, first->shape, op), flat};
+}
+
+LAZYTENSOR_ENGINE_API NodePtr avg_pool(const NodePtr& x, const Shape& kernel, const ConvSpec& spec, bool count_include_pad,
+                                       const char* op) {
+    using namespace composite;
+    conv::check_pool(x, kernel, spec, op);
+    const std::size_t dims = kernel.size();
+    const NodePtr v = floating_operand(x, op);
+    const Axes axes = conv::window_axes(dims);
+    const NodePtr total = reduce(ReduceOp::Sum, conv::windows(v, kernel, spec, num(0.0), op), axes, false, op);
+    if (count_include_pad || !conv::padded(spec)) return div(total, num(static_cast<double>(conv::product(kernel))));
+    const NodePtr inside = conv::windows(constant(Scalar::of<std::int64_t>(1).cast(v->dtype), v->dtype, v->shape, v->device),
+                                         kernel, spec, num(0.0), op);
+    return div(total, reduce(ReduceOp::Sum, inside, axes, false, op));
+}
+
+}  // namespace lazytensor::detail::graph
+#endif
+
+namespace lazytensor {
+
+/// Padding by name: Valid (none) or Same (the output as large as the input; stride 1 only, as
+/// PyTorch's; an odd total goes after, as PyTorch puts it).
+enum class Padding { Valid, Same };
+
+/// One integer per spatial axis, or one for all of them: `2` or `{2, 1}`. Empty (`{}`) where a
+/// default applies (a pool's stride is its kernel).
+class Spatial {
+public:
+    Spatial() = default;
+    Spatial(std::int64_t all) : all_(all), set_(true) {}  // NOLINT: 2 means 2 along every axis
+    template <class I, class = std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>>>
+    Spatial(I all) : Spatial(static_cast<std::int64_t>(all)) {}  // NOLINT
+    Spatial(std::initializer_list<std::int64_t> each) : each_(each), set_(each.size() > 0) {}
+    Spatial(std::vector<std::int64_t> each) : each_(std::move(each)), set_(!each_.empty()) {}  // NOLINT
+
+    bool given() const { return set_; }
+    /// `dims` values; ValueError naming `op` and `what` unless one or `dims` were given.
+    Shape resolve(std::size_t dims, const char* op, const char* what) const {
+        if (each_.empty()) return Shape(dims, all_);
+        if (each_.size() == 1) return Shape(dims, each_[0]);
+        if (each_.size() != dims)
+            detail::fail<ValueError>(op, ": ", what, " needs 1 or ", dims, " values (one per spatial axis), got ",
+                                     Shape(each_.begin(), each_.end()));
+        return Shape(each_.begin(), each_.end());
+    }
+
+private:
+    std::int64_t all_ = 0;
+    std::vector<std::int64_t> each_;
+    bool set_ = false;
+};
+
+/// A convolution's zero padding: one width for every side (`1`), one per spatial axis on both
+/// sides (`{1, 2}`), (before, after) per axis (`{{0, 1}, {1, 1}}`: asymmetric), or by name
+/// (`lt::Padding::Same`).
+class ConvPadding {
+public:
+    ConvPadding(std::int64_t all) : widths_(all) {}  // NOLINT
+    template <class I, class = std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>>>
+    ConvPadding(I all) : ConvPadding(static_cast<std::int64_t>(all)) {}  // NOLINT
+    ConvPadding(std::initializer_list<std::int64_t> each) : widths_(each) {}
+    ConvPadding(std::vector<std::int64_t> each) : widths_(std::move(each)) {}  // NOLINT
+    ConvPadding(std::initializer_list<std::pair<std::int64_t, std::int64_t>> sides) : sides_(sides) {}
+    ConvPadding(std::vector<std::pair<std::int64_t, std::int64_t>> sides) : sides_(std::move(sides)) {}  // NOLINT
+    ConvPadding(Padding mode) : mode_(mode), named_(true) {}  // NOLINT
+
+    /// Fills spec.pad_before and pad_after; Same needs the kernel (and stride 1).
+    void resolve(std::size_t dims, const Shape& kernel, detail::graph::ConvSpec& spec, const char* op) const {
+        if (named_) {
+            spec.pad_before = Shape(dims, 0);
+            spec.pad_after = Shape(dims, 0);
+            if (mode_ == Padding::Valid) return;
+            for (std::size_t i = 0; i < dims; ++i) {
+                if (spec.stride[i] != 1)
+                    detail::fail<ValueError>(op, ": padding Same needs stride 1 along every axis (as PyTorch's), got ",
+                                             spec.stride);
+                const std::int64_t total = spec.dilation[i] * (kernel.size() == dims ? kernel[i] - 1 : 0);
+                spec.pad_before[i] = total / 2;
+                spec.pad_after[i] = total - total / 2;
+            }
+            return;
+        }
+        if (!sides_.empty()) {
+            if (sides_.size() != dims)
+                detail::fail<ValueError>(op, ": padding needs one (before, after) pair per spatial axis (", dims, "), got ",
+                                         sides_.size());
+            for (const auto& [before, after] : sides_) {
+                spec.pad_before.push_back(before);
+                spec.pad_after.push_back(after);
+            }
+            return;
+        }
+        spec.pad_before = widths_.resolve(dims, op, "padding");
+        spec.pad_after = spec.pad_before;
+    }
+
+private:
+    Spatial widths_ = 0;
+    std::vector<std::pair<std::int64_t, std::int64_t>> sides_;
+    Padding mode_ = Padding::Valid;
+    bool named_ = false;
+};
+
+namespace detail {
+
+/// The input with a batch axis (added when it has `dims` + 1 axes), and whether it was added.
+inline std::pair<NodePtr, bool> batched(const NodePtr& x, std::size_t dims) {
+    if (x->shape.size() != dims + 1) return {x, false};
+    Shape shape{1};
+    for (std::int64_t e : x->shape) shape.push_back(e);
+    return {graph::reshape(x, shape), true};
+}
+
+inline NodePtr unbatched(const NodePtr& y, bool added) {
+    return added ? graph::reshape(y, Shape(y->shape.begin() + 1, y->shape.end())) : y;
+}
+
+template <class T>
+Tensor<T> convolve(std::size_t dims, bool transposed, const char* op, const NodePtr& input, const NodePtr& weight,
+                   const std::optional<Tensor<T>>& bias, const Spatial& stride, const ConvPadding& padding,
+                   const Spatial& output_padding, std::int64_t groups, const Spatial& dilation) {
+    const auto [x, added] = batched(input, dims);
+    graph::ConvSpec spec;
+    spec.stride = stride.resolve(dims, op, "stride");
+    spec.dilation = dilation.resolve(dims, op, "dilation");
+    spec.output_padding = output_padding.resolve(dims, op, "output_padding");
+    spec.groups = groups;
+    const Shape kernel = weight->shape.size() == dims + 2 ? Shape(weight->shape.begin() + 2, weight->shape.end()) : Shape{};
+    padding.resolve(dims, kernel, spec, op);
+    const NodePtr b = bias ? bias->build() : nullptr;
+    return Tensor<T>(unbatched(transposed ? graph::conv_transpose(x, weight, b, spec, op)
+                                          : graph::convolution(x, weight, b, spec, op),
+                               added));
+}
+
+template <class X, class W>
+constexpr bool same_value_type_v = std::is_same_v<typename X::value_type, typename W::value_type>;
+
+inline graph::ConvSpec pool_spec(std::size_t dims, const Shape& kernel, const Spatial& stride, const Spatial& padding,
+                                 const Spatial& dilation, const char* op) {
+    graph::ConvSpec spec;
+    spec.stride = stride.given() ? stride.resolve(dims, op, "stride") : kernel;
+    spec.pad_before = padding.resolve(dims, op, "padding");
+    spec.pad_after = spec.pad_before;
+    spec.dilation = dilation.resolve(dims, op, "dilation");
+    spec.output_padding = Shape(dims, 0);
+    return spec;
+}
+
+template <class T>
+std::pair<Tensor<T>, Tensor<std::int64_t>> max_pool(std::size_t dims, const char* op, const NodePtr& input,
+                                                    const Spatial& kernel_size, const Spatial& stride,
+                                                    const Spatial& padding, const Spatial& dilation) {
+    const auto [x, added] = batched(input, dims);
+    const Shape kernel = kernel_size.resolve(dims, op, "kernel_size");
+    const auto [values, positions] = graph::max_pool(x, kernel, pool_spec(dims, kernel, stride, padding, dilation, op), op);
+    return {Tensor<T>(unbatched(values, added)), Tensor<std::int64_t>(unbatched(positions, added))};
+}
+
+template <class T>
+Tensor<mean_t<T>> avg_pool(std::size_t dims, const char* op, const NodePtr& input, const Spatial& kernel_size,
+                           const Spatial& stride, const Spatial& padding, bool count_include_pad) {
+    const auto [x, added] = batched(input, dims);
+    const Shape kernel = kernel_size.resolve(dims, op, "kernel_size");
+    return Tensor<mean_t<T>>(
+        unbatched(graph::avg_pool(x, kernel, pool_spec(dims, kernel, stride, padding, 1, op), count_include_pad, op), added));
+}
+
+/// Adaptive average pooling: output cell o of an axis of extent L averages [floor(o L / O),
+/// ceil((o + 1) L / O)), as PyTorch's. An even split is a plain average pool (one kernel);
+/// otherwise each axis is a product with its averaging matrix.
+template <class T>
+Tensor<mean_t<T>> adaptive_avg_pool(std::size_t dims, const char* op, const NodePtr& input, const Spatial& output_size) {
+    using R = mean_t<T>;
+    const auto [x, added] = batched(input, dims);
+    if (x->shape.size() != dims + 2)
+        fail<ShapeError>(op, ": the input must have ", dims + 2, " axes ([batch, channels, ", dims, " spatial]) or ",
+                         dims + 1, " without the batch, got shape ", input->shape);
+    const Shape out = output_size.resolve(dims, op, "output_size");
+    bool even = true;
+    for (std::size_t i = 0; i < dims; ++i) {
+        if (out[i] < 1) fail<ValueError>(op, ": the output size must be at least 1 along every axis, got ", out);
+        even = even && x->shape[2 + i] % out[i] == 0;
+    }
+    if (even) {
+        Shape kernel;
+        for (std::size_t i = 0; i < dims; ++i) kernel.push_back(x->shape[2 + i] / out[i]);
+        const graph::ConvSpec spec = pool_spec(dims, kernel, Spatial(), 0, 1, op);
+        return Tensor<R>(unbatched(graph::avg_pool(x, kernel, spec, true, op), added));
+    }
+    NodePtr y = graph::composite::floating_operand(x, op);
+    for (std::size_t i = 0; i < dims; ++i) {
+        const std::int64_t length = x->shape[2 + i], cells = out[i];
+        std::vector<R> averaging(static_cast<std::size_t>(cells * length), R(0));  // [cells, length]
+        for (std::int64_t o = 0; o < cells; ++o) {
+            const std::int64_t begin = o * length / cells, end = ((o + 1) * length + cells - 1) / cells;
+            for (std::int64_t l = begin; l < end; ++l)
+                averaging[static_cast<std::size_t>(o * length + l)] = convert<R>(1.0 / static_cast<double>(end - begin));
+        }
+        const NodePtr matrix = tensor<R>(averaging, Shape{cells, length}, x->device).build();
+        const int axis = static_cast<int>(2 + i);
+        const int last = static_cast<int>(y->shape.size()) - 1;
+        Axes to_last, back;
+        for (int a = 0; a <= last; ++a)
+            if (a != axis) to_last.push_back(a);
+        to_last.push_back(axis);
+        for (int a = 0; a <= last; ++a) back.push_back(a < axis ? a : a == axis ? last : a - 1);
+        y = graph::permute(graph::matmul(graph::permute(y, to_last), graph::transpose(matrix, 0, 1)), back);
+    }
+    return Tensor<R>(unbatched(y, added));
+}
+
+}  // namespace detail
+
+// Convolutions: x [N, C_in, spatial...] (or [C_in, spatial...]), weight [C_out, C_in / groups,
+// kernel...], bias [C_out] (or std::nullopt); stride, padding and dilation per spatial axis
+// (one value for all, or one each); groups split the channels (groups = C_in: depthwise). The
+// result is [N, C_out, out...], out = (in + padding before + after - dilation * (kernel - 1) -
+// 1) / stride + 1. Lazy: the windows are copied once into the product's layout (none for a 1x1
+// kernel of stride 1), one batched GEMM multiplies them, and a bias or activation on the result
+// fuses into that GEMM. Differentiable in x, weight and bias. ShapeError or ValueError, where
+// the call is written, for channels that do not match the weight (both named), groups that do
+// not divide the channels, a kernel larger than the padded input, a stride or dilation below
+// 1, negative padding, or a wrong rank; DTypeError or DeviceError when x, weight and bias differ.
+#define LAZYTENSOR_CONV(name, dims)                                                                                        \
+    template <class X, class W,                                                                                            \
+              class = std::enable_if_t<detail::is_tensor_like_v<X> && detail::is_tensor_like_v<W>>>                        \
+    auto name(const X& x, const W& weight, const std::optional<Tensor<typename X::value_type>>& bias = std::nullopt,       \
+              const Spatial& stride = 1, const ConvPadding& padding = 0, const Spatial& dilation = 1,                      \
+              std::int64_t groups = 1) {                                                                                   \
+        static_assert(detail::same_value_type_v<X, W>, #name ": the input and the weight must have one dtype");            \
+        return detail::convolve<typename X::value_type>(dims, false, #name, x.build(), weight.build(), bias, stride,       \
+                                                        padding, 0, groups, dilation);                                     \
+    }
+LAZYTENSOR_CONV(conv1d, 1)
+LAZYTENSOR_CONV(conv2d, 2)
+LAZYTENSOR_CONV(conv3d, 3)
+#undef LAZYTENSOR_CONV
+
+// Transposed convolutions (PyTorch's argument order): x [N, C_in, in...], weight [C_in, C_out /
+// groups, kernel...]; out = (in - 1) * stride - padding before - after + dilation * (kernel -
+// 1) + output_padding + 1, output_padding below the stride or the dilation. The gradient of the
+// convolution with these options with respect to its input: a batched GEMM, then the windows'
+// elements summed back where they belong (fold), with no products of the zeros a stride would
+// put between inputs.
+#define LAZYTENSOR_CONV_TRANSPOSE(name, dims)                                                                              \
+    template <class X, class W,                                                                                            \
+              class = std::enable_if_t<detail::is_tensor_like_v<X> && detail::is_tensor_like_v<W>>>                        \
+    auto name(const X& x, const W& weight, const std::optional<Tensor<typename X::value_type>>& bias = std::nullopt,       \
+              const Spatial& stride = 1, const ConvPadding& padding = 0, const Spatial& output_padding = 0,                \
+              std::int64_t groups = 1, const Spatial& dilation = 1) {                                                      \
+        static_assert(detail::same_value_type_v<X, W>, #name ": the input and the weight must have one dtype");            \
+        return detail::convolve<typename X::value_type>(dims, true, #name, x.build(), weight.build(), bias, stride,        \
+                                                        padding, output_padding, groups, dilation);                        \
+    }
+LAZYTENSOR_CONV_TRANSPOSE(conv_transpose1d, 1)
+LAZYTENSOR_CONV_TRANSPOSE(conv_transpose2d, 2)
+LAZYTENSOR_CONV_TRANSPOSE(conv_transpose3d, 3)
+#undef LAZYTENSOR_CONV_TRANSPOSE
+
+// Pooling over x [N, C, spatial...] (or [C, spatial...]): windows of kernel_size, stride
+// (default: the kernel), padding (at most half the kernel) and, for max, dilation. One kernel
+// each. max_pool*_with_indices also gives each maximum's flat index into its input plane
+// (PyTorch's return_indices); ties go to the first in window order, a NaN wins, and the gradient
+// reaches that one position. avg_pool* divides by the kernel's size, or, without
+// count_include_pad, by the number of input elements in the window; integers average in float32.
+#define LAZYTENSOR_POOL(dims, max_name, with_indices_name, avg_name, adaptive_name)                                         \
+    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>                                             \
+    auto with_indices_name(const E& x, const Spatial& kernel_size, const Spatial& stride = {}, const Spatial& padding = 0, \
+                           const Spatial& dilation = 1) {                                                                  \
+        return detail::max_pool<typename E::value_type>(dims, #max_name, x.build(), kernel_size, stride, padding,         \
+                                                        dilation);                                                         \
+    }                                                                                                                      \
+    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>                                             \
+    auto max_name(const E& x, const Spatial& kernel_size, const Spatial& stride = {}, const Spatial& padding = 0,          \
+                  const Spatial& dilation = 1) {                                                                           \
+        return detail::max_pool<typename E::value_type>(dims, #max_name, x.build(), kernel_size, stride, padding,         \
+                                                        dilation)                                                          \
+            .first;                                                                                                        \
+    }                                                                                                                      \
+    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>                                             \
+    auto avg_name(const E& x, const Spatial& kernel_size, const Spatial& stride = {}, const Spatial& padding = 0,          \
+                  bool count_include_pad = true) {                                                                         \
+        return detail::avg_pool<typename E::value_type>(dims, #avg_name, x.build(), kernel_size, stride, padding,         \
+                                                        count_include_pad);                                                \
+    }                                                                                                                      \
+    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>                                             \
+    auto adaptive_name(const E& x, const Spatial& output_size) {                                                           \
+        return detail::adaptive_avg_pool<typename E::value_type>(dims, #adaptive_name, x.build(), output_size);            \
+    }
+LAZYTENSOR_POOL(1, max_pool1d, max_pool1d_with_indices, avg_pool1d, adaptive_avg_pool1d)
+LAZYTENSOR_POOL(2, max_pool2d, max_pool2d_with_indices, avg_pool2d, adaptive_avg_pool2d)
+LAZYTENSOR_POOL(3, max_pool3d, max_pool3d_with_indices, avg_pool3d, adaptive_avg_pool3d)
+#undef LAZYTENSOR_POOL
+
+}  // namespace lazytensor
+// ---- lazytensor/frontend/blob.hpp ----
+// Wrapping memory the user owns as a tensor, without a copy: lt::from_blob.
+
+#include <cstdint>
+#include <functional>
+#include <type_traits>
+#include <utility>
+
+
+namespace lazytensor {
+
+namespace detail {
+
+/// T where it must not be deduced (a deleter given as a lambda names no T).
+template <class T>
+struct no_deduce {
+    using type = T;
+};
+template <class T>
+using no_deduce_t = typename no_deduce<T>::type;
+
+/// The elements a layout reaches from element [0, ..., 0] (1 + the largest offset; 0 for an
+/// empty shape), after the checks every wrapped layout gets: extents and strides that do not
+/// fit the shape, negative strides and 64-bit overflow are errors naming `op`.
+inline std::int64_t wrapped_span(const Shape& shape, const Strides& strides, std::size_t element_size, const char* op) {
+    check_extents(shape, op);
+    if (strides.size() != shape.size())
+        fail<ShapeError>(op, ": ", strides.size(), " strides ", strides, " for a shape of ", shape.size(), " dimensions ",
+                         shape);
+    for (std::size_t k = 0; k < shape.size(); ++k)
+        if (strides[k] < 0)
+            fail<ValueError>(op, ": negative stride ", strides[k], " on axis ", k, " (shape ", shape, ", strides ", strides,
+                             "); wrap the memory from its lowest address with positive strides and flip() the tensor");
+    if (numel(shape) == 0) return 0;
+    std::int64_t last = 0, bytes = 0;  // the largest element offset; the bytes up to it
+    for (std::size_t k = 0; k < shape.size(); ++k) {
+        std::int64_t reach = 0;
+        if (__builtin_mul_overflow(shape[k] - 1, strides[k], &reach) || __builtin_add_overflow(last, reach, &last))
+            fail<ShapeError>(op, ": shape ", shape, " with strides ", strides, " reaches past a 64-bit element offset");
+    }
+    if (__builtin_mul_overflow(last + 1, static_cast<std::int64_t>(element_size), &bytes))
+        fail<ShapeError>(op, ": shape ", shape, " with strides ", strides, " spans more bytes than 64 bits can count");
+    return last + 1;
+}
+
+/// A tensor of host memory at `data` (from_blob's checks, then the seam's wrap_memory).
+template <class T>
+Tensor<T> wrap_host(const T* data, Shape shape, Strides strides, std::function<void()> release, bool writable) {
+    const char* op = "lt::from_blob";
+    if (strides.empty() && !shape.empty()) {
+        check_extents(shape, op);
+        strides = contiguous_strides(shape);
+    }
+    const std::int64_t span = wrapped_span(shape, strides, sizeof(T), op);
+    if (!data && span > 0) fail<ValueError>(op, ": null pointer for a tensor of shape ", shape);
+    if (reinterpret_cast<std::uintptr_t>(data) % alignof(T) != 0)
+        fail<ValueError>(op, ": the pointer ", static_cast<const void*>(data), " is not aligned for ", dtype_of<T>(),
+                         " (to ", alignof(T), " bytes)");
+    BufferPtr buf = wrap_memory(Device::host(), dtype_of<T>(), span, const_cast<T*>(data), std::move(release), writable);
+    return Tensor<T>(graph::buffer(std::move(buf), std::move(shape), std::move(strides), 0));
+}
+
+}  // namespace detail
+
+/// A host tensor whose memory is `data`, the user's, without a copy: element [i, j, ...] is
+/// data[i * strides[0] + j * strides[1] + ...]. Strides are in elements, 0 or more (0 repeats
+/// an element along an axis); none means row-major. Reading sees the values in the memory when
+/// a kernel reads it, and x.assign(...) writes into it. The deleter, if any, is called with
+/// `data` once, when the last tensor, view or schedule using the memory lets go; without one,
+/// the memory must outlive every tensor that uses it. If from_blob throws, the deleter is not
+/// called. ShapeError for strides that do not fit the shape; ValueError for a negative stride,
+/// a null `data` with elements, or a pointer not aligned for T.
+template <class T, class = std::enable_if_t<!std::is_const_v<T>>>
+Tensor<T> from_blob(T* data, Shape shape, Strides strides = {}, std::function<void(detail::no_deduce_t<T>*)> deleter = {}) {
+    std::function<void()> release;
+    if (deleter) release = [data, deleter = std::move(deleter)] { deleter(data); };
+    return detail::wrap_host<T>(data, std::move(shape), std::move(strides), std::move(release), true);
+}
+
+/// from_blob(data, shape, {}, deleter): row-major memory with a deleter.
+template <class T, class Deleter,
+          class = std::enable_if_t<!std::is_const_v<T> && std::is_invocable_v<Deleter&, T*>>>
+Tensor<T> from_blob(T* data, Shape shape, Deleter deleter) {
+    return from_blob<T>(data, std::move(shape), Strides{}, std::function<void(T*)>(std::move(deleter)));
+}
+
+/// A read-only tensor of the user's memory (as from_blob above): lazytensor never writes it;
+/// assign() into it and data() are ValueErrors (const_data() reads it).
+template <class T>
+Tensor<T> from_blob(const T* data, Shape shape, Strides strides = {},
+                    std::function<void(const detail::no_deduce_t<T>*)> deleter = {}) {
+    std::function<void()> release;
+    if (deleter) release = [data, deleter = std::move(deleter)] { deleter(data); };
+    return detail::wrap_host<T>(data, std::move(shape), std::move(strides), std::move(release), false);
+}
+
+/// from_blob(data, shape, {}, deleter) of read-only memory.
+template <class T, class Deleter, class = std::enable_if_t<std::is_invocable_v<Deleter&, const T*>>>
+Tensor<T> from_blob(const T* data, Shape shape, Deleter deleter) {
+    return from_blob<T>(data, std::move(shape), Strides{}, std::function<void(const T*)>(std::move(deleter)));
+}
+
+}  // namespace lazytensor
+// ---- lazytensor/frontend/einsum.hpp ----
+// einsum: Einstein summation rewritten into the graph's own operations. A repeated subscript
+// in one operand is its diagonal (a strided view, or a gather), a subscript in one operand only
+// is a sum, and each pair of operands, left to right, is one batched matrix product (a GEMM for
+// float and double) between permutes and reshapes, or a broadcast product and a sum (one fused
+// kernel) when nothing is contracted or the pair is a dot product per output element.
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+
+namespace lazytensor {
+
+namespace detail {
+
+/// Labels: the letters A-Z are 0-25 and a-z 26-51 (ASCII order, which orders an implicit
+/// output); the axes an ellipsis covers are labels from 52 on, aligned from the right across
+/// the operands, so that they broadcast as NumPy's do.
+inline constexpr int kEinsumLetters = 52;
+inline constexpr int kEinsumEllipsis = -1;  // where "..." stands in a parsed term
+
+inline std::string einsum_label_name(int label) {
+    if (label >= kEinsumLetters) return "...";
+    return std::string(1, static_cast<char>(label < 26 ? 'A' + label : 'a' + (label - 26)));
+}
+
+/// One term of the subscripts: its letters' labels in order, kEinsumEllipsis for "...".
+struct EinsumTerm {
+    std::string text;
+    std::vector<int> labels;
+    bool has_ellipsis = false;
+    std::size_t letters() const { return labels.size() - (has_ellipsis ? 1 : 0); }
+};
+
+inline EinsumTerm parse_einsum_term(const std::string& text, const std::string& subscripts, const std::string& what) {
+    EinsumTerm term{text, {}, false};
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (c >= 'A' && c <= 'Z') {
+            term.labels.push_back(c - 'A');
+        } else if (c >= 'a' && c <= 'z') {
+            term.labels.push_back(26 + (c - 'a'));
+        } else if (c == '.') {
+            if (text.compare(i, 3, "...") != 0)
+                fail<ValueError>("einsum: a '.' that is not part of an ellipsis (...) in ", what, " of \"", subscripts, "\"");
+            if (term.has_ellipsis)
+                fail<ValueError>("einsum: more than one ellipsis (...) in ", what, " of \"", subscripts, "\"");
+            term.has_ellipsis = true;
+            term.labels.push_back(kEinsumEllipsis);
+            i += 2;
+        } else {
+            fail<ValueError>("einsum: invalid character '", c, "' in ", what, " of \"", subscripts,
+                             "\"; subscripts are letters a-z and A-Z, at most one ... per operand, commas between "
+                             "operands and -> before the output");
+        }
+    }
+    return term;
+}
+
+/// The parsed subscripts: per operand a label per axis (ellipses expanded), and the output's.
+struct EinsumSpec {
+    std::vector<std::vector<int>> inputs;
+    std::vector<int> output;
+    std::vector<std::int64_t> extents;  // per label: the extent all its axes broadcast to
+};
+
+inline EinsumSpec parse_einsum(const std::string& subscripts, const std::vector<NodePtr>& operands) {
+    std::string s;
+    for (char c : subscripts)
+        if (c != ' ' && c != '\t' && c != '\n' && c != '\r') s += c;
+    const std::size_t arrow = s.find("->");
+    if (arrow != std::string::npos && s.find("->", arrow + 2) != std::string::npos)
+        fail<ValueError>("einsum: more than one -> in \"", subscripts, "\"");
+    const std::string lhs = s.substr(0, arrow);
+    std::vector<EinsumTerm> terms;
+    for (std::size_t start = 0;;) {
+        const std::size_t comma = lhs.find(',', start);
+        const std::string what = concat("the subscript of operand ", terms.size());
+        terms.push_back(parse_einsum_term(lhs.substr(start, comma - start), subscripts, what));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
+    if (terms.size() != operands.size())
+        fail<ValueError>("einsum: \"", subscripts, "\" has subscripts for ", terms.size(), " operand",
+                         terms.size() == 1 ? "" : "s", " but ", operands.size(), operands.size() == 1 ? " was" : " were",
+                         " given");
+
+    // Each operand's rank against its subscript; the widest ellipsis.
+    std::size_t ellipsis_rank = 0;
+    for (std::size_t i = 0; i < terms.size(); ++i) {
+        const EinsumTerm& t = terms[i];
+        const std::size_t rank = operands[i]->shape.size();
+        if (t.has_ellipsis ? t.letters() > rank : t.letters() != rank)
+            fail<ShapeError>("einsum: operand ", i, " has ", rank, " dimension", rank == 1 ? "" : "s", " (shape ",
+                             operands[i]->shape, ") but its subscript \"", t.text, "\" names ",
+                             t.has_ellipsis ? "at least " : "", t.letters(), " in \"", subscripts, "\"");
+        if (t.has_ellipsis) ellipsis_rank = std::max(ellipsis_rank, rank - t.letters());
+    }
+    auto expand_term = [&](const EinsumTerm& t, std::size_t covered) {
+        std::vector<int> labels;
+        for (int label : t.labels) {
+            if (label != kEinsumEllipsis) {
+                labels.push_back(label);
+                continue;
+            }
+            for (std::size_t j = ellipsis_rank - covered; j < ellipsis_rank; ++j)
+                labels.push_back(kEinsumLetters + static_cast<int>(j));
+        }
+        return labels;
+    };
+    EinsumSpec spec;
+    std::array<int, kEinsumLetters> count{};
+    for (std::size_t i = 0; i < terms.size(); ++i) {
+        spec.inputs.push_back(expand_term(terms[i], operands[i]->shape.size() - terms[i].letters()));
+        for (int label : terms[i].labels)
+            if (label != kEinsumEllipsis) ++count[static_cast<std::size_t>(label)];
+    }
+
+    // The extent of every label: equal along a repeated subscript of one operand (a diagonal),
+    // else broadcast (1 stretches), as NumPy and PyTorch do.
+    spec.extents.assign(kEinsumLetters + ellipsis_rank, -1);
+    std::vector<std::size_t> source(spec.extents.size(), 0);
+    for (std::size_t i = 0; i < operands.size(); ++i) {
+        const Shape& shape = operands[i]->shape;
+        std::vector<std::int64_t> own(spec.extents.size(), -1);
+        for (std::size_t k = 0; k < shape.size(); ++k) {
+            const auto label = static_cast<std::size_t>(spec.inputs[i][k]);
+            const std::int64_t e = shape[k];
+            if (own[label] >= 0 && own[label] != e)
+                fail<ShapeError>("einsum: subscript '", einsum_label_name(static_cast<int>(label)), "' is repeated in operand ", i,
+                                 " (shape ", shape, ") over extents ", own[label], " and ", e,
+                                 "; a repeated subscript takes a diagonal, which needs equal extents (in \"", subscripts, "\")");
+            own[label] = e;
+            std::int64_t& known = spec.extents[label];
+            if (known < 0 || (known == 1 && e != 1)) {
+                known = e;
+                source[label] = i;
+            } else if (e != known && e != 1) {
+                const std::size_t j = source[label];
+                if (label >= kEinsumLetters)
+                    fail<ShapeError>("einsum: the dimensions that ... covers do not broadcast: extent ", known, " in operand ", j,
+                                     " (shape ", operands[j]->shape, ") vs ", e, " in operand ", i, " (shape ", shape,
+                                     ") in \"", subscripts, "\"");
+                fail<ShapeError>("einsum: subscript '", einsum_label_name(static_cast<int>(label)), "' has extent ", known,
+                                 " in operand ", j, " (shape ", operands[j]->shape, ") but ", e, " in operand ", i,
+                                 " (shape ", shape, ") in \"", subscripts, "\"");
+            }
+        }
+    }
+
+    if (arrow == std::string::npos) {
+        // Implicit output: the ellipsis's axes, then the letters used once, in ASCII order.
+        for (std::size_t j = 0; j < ellipsis_rank; ++j) spec.output.push_back(kEinsumLetters + static_cast<int>(j));
+        for (int label = 0; label < kEinsumLetters; ++label)
+            if (count[static_cast<std::size_t>(label)] == 1) spec.output.push_back(label);
+        return spec;
+    }
+    const EinsumTerm out = parse_einsum_term(s.substr(arrow + 2), subscripts, "the output");
+    if (!out.has_ellipsis && ellipsis_rank > 0)
+        fail<ValueError>("einsum: the operands' ... covers ", ellipsis_rank, " dimension", ellipsis_rank == 1 ? "" : "s",
+                         " but the output \"", out.text, "\" has no ...; write ... in the output (sum those axes "
+                         "afterwards if they are not wanted) in \"", subscripts, "\"");
+    std::array<bool, kEinsumLetters> seen{};
+    for (int label : out.labels) {
+        if (label == kEinsumEllipsis) continue;
+        const auto l = static_cast<std::size_t>(label);
+        if (seen[l])
+            fail<ValueError>("einsum: subscript '", einsum_label_name(label), "' appears twice in the output \"", out.text,
+                             "\" of \"", subscripts, "\"");
+        if (count[l] == 0)
+            fail<ValueError>("einsum: the output \"", out.text, "\" names subscript '", einsum_label_name(label),
+                             "', which no operand has, in \"", subscripts, "\"");
+        seen[l] = true;
+    }
+    spec.output = expand_term(out, ellipsis_rank);
+    return spec;
+}
+
+template <class Pred>
+std::vector<int> einsum_positions(const std::vector<int>& labels, Pred&& pred) {
+    std::vector<int> out;
+    for (std::size_t k = 0; k < labels.size(); ++k)
+        if (pred(labels[k])) out.push_back(static_cast<int>(k));
+    return out;
+}
+
+inline bool einsum_has(const std::vector<int>& labels, int label) {
+    return std::find(labels.begin(), labels.end(), label) != labels.end();
+}
+
+/// x without the permutations on top of it, its labels permuted instead: einsum reorders axes
+/// anyway, and a diagonal of the unpermuted value is a plain strided view more often.
+inline NodePtr einsum_unpermute(NodePtr x, std::vector<int>& labels) {
+    GraphReadLock lock;  // x may be realized by another thread meanwhile (its kind, axes, sources)
+    while (x->kind == NodeKind::Permute) {
+        std::vector<int> source(labels.size());
+        for (std::size_t k = 0; k < labels.size(); ++k) source[static_cast<std::size_t>(x->axes[k])] = labels[k];
+        labels = source;
+        x = x->src[0];
+    }
+    return x;
+}
+
+/// Whether x's diagonal is best gathered: x is in memory, but not as rows without gaps (a
+/// realized transpose, a slice, or a view of one), so a reshape may not describe its diagonal,
+/// while a gather reads it in place. Rows without gaps and lazy values are reshaped instead.
+inline bool einsum_gathers_diagonal(const Node* x) {
+    GraphReadLock lock;  // x may be realized by another thread meanwhile
+    if (x->realized()) return !is_contiguous_layout(x->shape, x->strides, 0);
+    while (!x->realized() && is_view(x->kind)) x = x->src[0].get();
+    return x->realized();
+}
+
+/// An operand with every repeated label taken down to its diagonal. The axes that share a label
+/// are moved last; where einsum_gathers_diagonal says so and there are two of them, a gather at
+/// (i, i) reads the diagonal; otherwise they are merged into one axis, of which every
+/// (1 + n + ... + n^(k-1))-th element is a diagonal element (a strided view where the operand's
+/// layout allows, else read through a copy).
+inline NodePtr einsum_diagonals(NodePtr x, std::vector<int>& labels) {
+    for (;;) {
+        std::optional<int> repeated;
+        for (std::size_t k = 0; k < labels.size() && !repeated; ++k)
+            if (std::count(labels.begin(), labels.end(), labels[k]) > 1) repeated = labels[k];
+        if (!repeated) return x;
+        const std::vector<int> on = einsum_positions(labels, [&](int l) { return l == *repeated; });
+        const std::vector<int> off = einsum_positions(labels, [&](int l) { return l != *repeated; });
+        Axes perm;
+        Shape merged;
+        std::vector<int> remaining;
+        for (int k : off) {
+            perm.push_back(k);
+            merged.push_back(x->shape[static_cast<std::size_t>(k)]);
+            remaining.push_back(labels[static_cast<std::size_t>(k)]);
+        }
+        for (int k : on) perm.push_back(k);
+        const std::int64_t n = x->shape[static_cast<std::size_t>(on[0])];
+        const bool gather = on.size() == 2 && einsum_gathers_diagonal(x.get());
+        x = graph::permute(x, perm, "einsum");
+        if (numel(x->shape) == 0) {  // nothing to read (and n^k need not fit in 64 bits)
+            merged.push_back(n);
+            x = graph::constant(Scalar::of<std::int64_t>(0), x->dtype, merged, x->device);
+        } else if (gather) {
+            Shape positions = merged;
+            positions.push_back(n);
+            positions.push_back(1);
+            const int last = static_cast<int>(merged.size()) + 1;
+            x = graph::gather(x, last, graph::iota(positions, last - 1, x->device));  // x[..., i, i]
+            merged.push_back(n);
+            x = graph::reshape(x, merged, "einsum");
+        } else {
+            std::int64_t flat = 1, step = 0;
+            for (std::size_t j = 0; j < on.size(); ++j) {
+                step += flat;  // 1 + n + ... + n^(k-1)
+                flat *= n;
+            }
+            merged.push_back(flat);
+            x = graph::slice(graph::reshape(x, merged, "einsum"), -1, 0, std::nullopt, step);
+        }
+        remaining.push_back(*repeated);
+        labels = remaining;
+    }
+}
+
+/// x summed over the axes whose labels are not in `keep` (for bool: any).
+template <class Keep>
+NodePtr einsum_sum_out(const NodePtr& x, std::vector<int>& labels, Keep&& keep) {
+    Axes axes;
+    std::vector<int> kept;
+    for (std::size_t k = 0; k < labels.size(); ++k) {
+        if (keep(labels[k])) kept.push_back(labels[k]);
+        else axes.push_back(static_cast<int>(k));
+    }
+    if (axes.empty()) return x;
+    labels = kept;
+    if (x->dtype == DType::Bool) return graph::any_all(false, x, axes, false);
+    return graph::cast(graph::reduce(ReduceOp::Sum, x, axes, false, "einsum"), x->dtype);  // integers wrap, as matmul's
+}
+
+/// The product of two operands summed over their shared labels that are not in `keep`: a
+/// batched matrix product [batch, m, k] x [batch, k, n] (batch: shared labels kept; m, n: the
+/// labels of one side only), or, when nothing is contracted or neither side has labels of its
+/// own (a dot product per batch element), a broadcast product and a sum: one fused kernel.
+template <class Keep>
+NodePtr einsum_pair(NodePtr a, std::vector<int>& la, NodePtr b, std::vector<int> lb, Keep&& keep) {
+    namespace g = graph;
+    a = einsum_sum_out(a, la, [&](int l) { return keep(l) || einsum_has(lb, l); });
+    b = einsum_sum_out(b, lb, [&](int l) { return keep(l) || einsum_has(la, l); });
+    std::vector<int> batch, contracted, left, right;
+    for (int l : la) {
+        if (!einsum_has(lb, l)) left.push_back(l);
+        else if (keep(l)) batch.push_back(l);
+        else contracted.push_back(l);
+    }
+    for (int l : lb)
+        if (!einsum_has(la, l)) right.push_back(l);
+    auto extent = [](const NodePtr& x, const std::vector<int>& labels, int l) {
+        return x->shape[static_cast<std::size_t>(std::find(labels.begin(), labels.end(), l) - labels.begin())];
+    };
+    // x's axes in the order of `groups`, each group merged into one axis where `merge` says, or
+    // spread over the axes of the labels it stands for (extent 1 where x lacks the label).
+    auto arrange = [&](const NodePtr& x, const std::vector<int>& labels,
+                       std::initializer_list<std::pair<const std::vector<int>*, bool>> groups) {
+        Axes perm;
+        Shape shape;
+        for (const auto& [group, merge] : groups) {
+            std::int64_t size = 1;
+            for (int l : *group) {
+                const bool has = einsum_has(labels, l);
+                if (has) perm.push_back(static_cast<int>(std::find(labels.begin(), labels.end(), l) - labels.begin()));
+                if (merge) size *= extent(x, labels, l);
+                else shape.push_back(has ? extent(x, labels, l) : 1);
+            }
+            if (merge) shape.push_back(size);
+        }
+        return g::reshape(g::permute(x, perm, "einsum"), shape, "einsum");
+    };
+    std::vector<int> labels = batch;
+    labels.insert(labels.end(), left.begin(), left.end());
+    labels.insert(labels.end(), right.begin(), right.end());
+    Shape shape;
+    for (int l : batch) shape.push_back(extent(a, la, l));
+    for (int l : left) shape.push_back(extent(a, la, l));
+    for (int l : right) shape.push_back(extent(b, lb, l));
+    if (numel(a->shape) == 0 || numel(b->shape) == 0) {  // every sum is empty (and merged extents need not fit)
+        la = labels;
+        return g::constant(Scalar::of<std::int64_t>(0), a->dtype, shape, a->device);
+    }
+    if (contracted.empty() || (left.empty() && right.empty())) {
+        // [batch, contracted, left, 1...] x [batch, contracted, 1..., right], then the sum.
+        const NodePtr x = arrange(a, la, {{&batch, false}, {&contracted, false}, {&left, false}, {&right, false}});
+        const NodePtr y = arrange(b, lb, {{&batch, false}, {&contracted, false}, {&left, false}, {&right, false}});
+        std::vector<int> spread = batch;
+        spread.insert(spread.end(), contracted.begin(), contracted.end());
+        spread.insert(spread.end(), left.begin(), left.end());
+        spread.insert(spread.end(), right.begin(), right.end());
+        NodePtr product = g::binary(a->dtype == DType::Bool ? BinaryOp::LogicalAnd : BinaryOp::Mul, x, y);
+        product = einsum_sum_out(product, spread, [&](int l) { return !einsum_has(contracted, l); });
+        la = labels;
+        return product;
+    }
+    const NodePtr x = arrange(a, la, {{&batch, false}, {&left, true}, {&contracted, true}});
+    const NodePtr y = arrange(b, lb, {{&batch, false}, {&contracted, true}, {&right, true}});
+    la = labels;
+    return g::reshape(g::matmul(x, y), shape, "einsum");
+}
+
+/// einsum over nodes: the result's dtype is the operands' promoted one (half computes in
+/// float32 and is rounded once, as matmul's).
+inline NodePtr einsum(const std::string& subscripts, const std::vector<NodePtr>& operands) {
+    namespace g = graph;
+    if (operands.empty()) fail<ValueError>("einsum: needs at least one operand (\"", subscripts, "\")");
+    Promotion promotion;
+    for (std::size_t i = 0; i < operands.size(); ++i) {
+        promotion = promotion.with_tensor(operands[i]->dtype);
+        if (operands[i]->device != operands[0]->device)
+            fail<DeviceError>("einsum: operand ", i, " is on ", operands[i]->device, " but operand 0 is on ",
+                              operands[0]->device, "; move one with .to(device)");
+    }
+    const DType promoted = promotion.result(), t = value_dtype(promoted);
+    const EinsumSpec spec = parse_einsum(subscripts, operands);
+    const std::vector<int>& out = spec.output;
+
+    NodePtr result;
+    std::vector<int> labels;
+    for (std::size_t i = 0; i < operands.size(); ++i) {
+        std::vector<int> own = spec.inputs[i];
+        NodePtr x = einsum_diagonals(g::cast(einsum_unpermute(operands[i], own), t), own);
+        Shape full;
+        for (int l : own) full.push_back(spec.extents[static_cast<std::size_t>(l)]);
+        x = g::expand(x, full, "einsum");  // extents of 1 broadcast against the other operands'
+        // Labels still needed after this step: the output's and those of the operands to come.
+        auto keep = [&](int l) {
+            if (einsum_has(out, l)) return true;
+            for (std::size_t j = i + 1; j < operands.size(); ++j)
+                if (einsum_has(spec.inputs[j], l)) return true;
+            return false;
+        };
+        if (i == 0) {
+            result = einsum_sum_out(x, own, keep);
+            labels = own;
+        } else {
+            result = einsum_pair(result, labels, x, own, keep);
+        }
+    }
+    Axes perm;
+    for (int l : out) perm.push_back(static_cast<int>(std::find(labels.begin(), labels.end(), l) - labels.begin()));
+    return g::cast(g::permute(result, perm, "einsum"), promoted);
+}
+
+template <class... T>
+constexpr DType promote_all() {
+    Promotion p;
+    ((p = p.with_tensor(dtype_of<T>())), ...);
+    return p.result();
+}
+
+}  // namespace detail
+
+/// Einstein summation, NumPy's and PyTorch's einsum: lt::einsum("ij,jk->ik", a, b). The
+/// subscripts give each operand's axes a letter (a-z, A-Z; spaces are ignored); "..." stands for
+/// the axes no letter names (at most one per operand; they broadcast across operands, NumPy's
+/// rule, and the output must place them). After "->" the output's letters, in order; without
+/// it, the output is "..." then the letters used exactly once, in ASCII order (A-Z before a-z).
+/// Every letter not in the output is summed over, after the operands are multiplied: a letter
+/// repeated in one operand takes its diagonal ("ii->i", "ii->" the trace), one in one operand
+/// only is a sum ("ij->i"), one shared by two is contracted. Axes of one letter must have one
+/// extent, or 1, which broadcasts. Operands are combined left to right, each pair one batched
+/// matrix product (a GEMM for float and double, reading permuted operands in place where their
+/// layout allows; "bij,bjk->bik" is exactly matmul) or, when no letter is contracted or the pair
+/// is a dot product per output element ("i,i->", "bij,bij->ij"), a product and a sum fused into
+/// one kernel. The result has the operands' promoted type; integers wrap in it (as
+/// matmul's), bool gives or-of-ands, half computes in float32 and is rounded once. Lazy.
+/// ValueError for malformed subscripts (a character other than letters, ",", "->", "...";
+/// a letter twice in the output or in no operand; subscripts for another number of operands;
+/// "..." in the operands but not in an explicit output);
+/// ShapeError for an operand whose rank its subscript does not match or extents that disagree;
+/// DeviceError across devices.
+template <class... E, class = std::enable_if_t<(detail::is_tensor_like_v<E> && ...)>>
+auto einsum(const std::string& subscripts, const E&... operands) {
+    static_assert(sizeof...(E) > 0, "lazytensor: einsum needs at least one operand: lt::einsum(\"ii\", x)");
+    using R = dtype_type_t<detail::promote_all<typename E::value_type...>()>;
+    return Tensor<R>(detail::einsum(subscripts, std::vector<detail::NodePtr>{operands.build()...}));
+}
+
+/// einsum of a list of tensors of one type (ValueError if it is empty).
+template <class T>
+Tensor<T> einsum(const std::string& subscripts, const std::vector<Tensor<T>>& operands) {
+    std::vector<detail::NodePtr> nodes;
+    for (const Tensor<T>& x : operands) nodes.push_back(x.build());
+    return Tensor<T>(detail::einsum(subscripts, nodes));
+}
+
+/// einsum("ij,jk", {a, b}): the braced form.
+template <class T>
+Tensor<T> einsum(const std::string& subscripts, std::initializer_list<Tensor<T>> operands) {
+    return lazytensor::einsum<T>(subscripts, std::vector<Tensor<T>>(operands));
+}
+
+}  // namespace lazytensor
+// ---- lazytensor/frontend/linalg.hpp ----
+// Norms, built from the primitive reductions so that the scheduler fuses them: a p-norm over
+// rows is one kernel (the largest |x| of the row, then the sum of the scaled powers: two phases,
+// like softmax's).
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+
+namespace lazytensor {
+
+/// Infinity, for the order of a norm: lt::norm(x, lt::inf) is the largest |x|.
+inline constexpr double inf = std::numeric_limits<double>::infinity();
+
+namespace detail {
+
+/// The p-norm of x's elements over `user_axes` (all when empty), PyTorch's vector_norm: the
+/// largest |x| (p = inf), the smallest (-inf), the count of non-zeros (0), else
+/// (sum |x|^p)^(1/p). Integers compute in float32, half in float32 rounded once.
+inline NodePtr vector_norm(const NodePtr& x, double p, const Axes& user_axes, bool keepdim) {
+    const char* op = "lt::norm";
+    namespace g = graph;
+    if (std::isnan(p)) fail<ValueError>(op, ": the order p must be a number or +-inf, got NaN");
+    const Axes axes = user_axes.empty() ? all_axes(x->shape.size()) : normalize_axes(user_axes, x->shape.size(), op, x->shape);
+    if (x->dtype == DType::Float16)
+        return g::cast(vector_norm(g::cast(x, DType::Float32), p, axes, keepdim), DType::Float16);
+    const NodePtr v = floating(x);
+    const NodePtr a = g::unary(UnaryOp::Abs, v);
+    if (std::isinf(p)) return g::reduce(p > 0 ? ReduceOp::Max : ReduceOp::Min, a, axes, keepdim, op);
+    if (p == 0)
+        return g::reduce(ReduceOp::Sum, g::cast(g::binary(BinaryOp::Ne, v, Scalar::of<double>(0.0)), v->dtype), axes,
+                         keepdim, op);
+    if (p == 1) return g::reduce(ReduceOp::Sum, a, axes, keepdim, op);
+    auto root = [&](const NodePtr& terms) {
+        const NodePtr total = g::reduce(ReduceOp::Sum, terms, axes, keepdim, op);
+        return p == 2 ? g::unary(UnaryOp::Sqrt, total) : g::binary(BinaryOp::Pow, total, Scalar::of<double>(1.0 / p));
+    };
+    auto power = [&](const NodePtr& base) {
+        return p == 2 ? g::binary(BinaryOp::Mul, base, base) : g::binary(BinaryOp::Pow, base, Scalar::of<double>(p));
+    };
+    bool empty = false;
+    for (int k : axes) empty = empty || x->shape[static_cast<std::size_t>(k)] == 0;
+    // An empty sum is 0: the norm is 0 for p > 0 and inf for p < 0 (0^(1/p)); no extreme to scale by.
+    if (empty) return root(power(a));
+    // |x| divided by its largest value (the smallest for p < 0, whose terms are the large ones),
+    // so that no |x|^p overflows or underflows: the scaled terms lie in [0, 1] with one of them
+    // 1. A scale of 0, inf or NaN is left at 1: the sum then gives 0 (all zero), inf or NaN.
+    const NodePtr extreme = g::reduce(p > 0 ? ReduceOp::Max : ReduceOp::Min, a, axes, true, op);
+    const NodePtr usable = g::binary(BinaryOp::LogicalAnd, g::binary(BinaryOp::Gt, extreme, Scalar::of<double>(0.0)),
+                                     g::binary(BinaryOp::Lt, extreme, Scalar::of<double>(inf)));
+    const NodePtr scale = g::where(usable, extreme, Scalar::of<double>(1.0));
+    const NodePtr scaled = root(power(g::binary(BinaryOp::Div, a, scale)));
+    return g::binary(BinaryOp::Mul, scaled, keepdim ? scale : g::squeeze_axes(scale, axes));
+}
+
+/// The norm named `ord`: "fro" (the square root of the sum of squares); "nuc" and anything else
+/// are ValueErrors.
+inline NodePtr named_norm(const NodePtr& x, const std::string& ord, const Axes& axes, bool keepdim) {
+    if (ord == "fro") return vector_norm(x, 2, axes, keepdim);
+    if (ord == "nuc")
+        fail<ValueError>("lt::norm: ord \"nuc\" (the nuclear norm, the sum of the singular values) needs a singular value "
+                         "decomposition, which lazytensor does not have");
+    fail<ValueError>("lt::norm: unknown ord \"", ord, "\"; use a number p (a vector norm: 2, 1, 0, lt::inf, -lt::inf, any other "
+                     "p) or \"fro\"");
+}
+
+/// Norms take every element type but bool: a compile error here, naming the fix.
+template <class T>
+constexpr void check_norm_dtype() {
+    static_assert(!std::is_same_v<T, bool>,
+                  "lazytensor: norm is not defined for bool tensors; cast first, e.g. lt::norm(lt::cast<float>(x))");
+}
+
+}  // namespace detail
+
+/// The p-norm of x's elements over `axes` (all axes when empty; negative axes count from the
+/// end; keepdim keeps them with extent 1): torch.linalg.vector_norm's semantics, also for a
+/// matrix or more axes (the 2-norm over two axes is the Frobenius norm, not the spectral norm).
+/// p = 2 (default): sqrt(sum x^2); 1: sum |x|; lt::inf: max |x|; -lt::inf: min |x|; 0: the
+/// number of non-zero elements (NaN counts); any other p, negative too: (sum |x|^p)^(1/p).
+/// Computed as m (sum (|x|/m)^p)^(1/p) with m the largest |x| (the smallest for p < 0), in the
+/// same kernel, so that no power overflows or underflows: the 2-norm of floats near 1e30 is
+/// right. All zeros give 0, an infinite element inf, a NaN NaN. Floating tensors keep their
+/// type (half computes in float32, rounded once); integers give float32; bool does not compile.
+/// Over an empty axis: 0 for p > 0 (inf for p < 0); ValueError for +-inf. Lazy. ValueError for
+/// a NaN p, AxisError for a bad axis.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto norm(const E& x, double p = 2, const Axes& axes = {}, bool keepdim = false) {
+    using T = typename E::value_type;
+    detail::check_norm_dtype<T>();
+    return Tensor<detail::mean_t<T>>(detail::vector_norm(x.build(), p, axes, keepdim));
+}
+template <class E, class I,
+          class = std::enable_if_t<detail::is_tensor_like_v<E> && std::is_integral_v<I> && !std::is_same_v<I, bool>>>
+auto norm(const E& x, double p, I axis, bool keepdim = false) {
+    return norm(x, p, Axes{static_cast<int>(axis)}, keepdim);
+}
+/// A norm by name over `axes` (all when empty): "fro", the Frobenius norm (the 2-norm of the
+/// elements). "nuc" (it needs singular values) and other names are ValueErrors.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto norm(const E& x, const std::string& ord, const Axes& axes = {}, bool keepdim = false) {
+    using T = typename E::value_type;
+    detail::check_norm_dtype<T>();
+    return Tensor<detail::mean_t<T>>(detail::named_norm(x.build(), ord, axes, keepdim));
+}
+template <class E, class I,
+          class = std::enable_if_t<detail::is_tensor_like_v<E> && std::is_integral_v<I> && !std::is_same_v<I, bool>>>
+auto norm(const E& x, const std::string& ord, I axis, bool keepdim = false) {
+    return norm(x, ord, Axes{static_cast<int>(axis)}, keepdim);
+}
+/// A floating or bool value where the axis goes (lt::norm(x, 2, true)) is a compile error, not
+/// axis 1.
+template <class E, class P, class V,
+          class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_non_axis_scalar_v<V>>>
+void norm(const E&, P, V, bool = false) {
+    static_assert(!std::is_same_v<V, V>,
+                  "lazytensor: norm(x, p, axis) takes an integer axis (or a list of axes), not a floating or bool "
+                  "value; keepdim is the fourth argument: lt::norm(x, p, axes, true)");
+}
+
+}  // namespace lazytensor
+// ---- lazytensor/frontend/nn.hpp ----
+// Neural-network composites, built from primitives so that the scheduler fuses them: a row
+// softmax is one kernel (max, sum of exponentials and the normalized store are three phases of
+// it), logsumexp and layer_norm likewise; cross_entropy is one kernel per row plus the mean.
+
+#include <optional>
+
+// ---- lazytensor/frontend/indexing.hpp ----
+// Indexing by tensors of positions: gather, index_select, one_hot, scatter_add.
+//
+// Positions are checked before anything is computed: the index tensor is realized with its
+// minimum and maximum (one small schedule), and a position out of range is an IndexError
+// naming it. The kernels clamp positions as well, so no read ever leaves a buffer. one_hot
+// checks nothing (a label out of range gives a row of zeros) and reads nothing back.
+
+#include <vector>
+
+
+namespace lazytensor {
+
+namespace detail {
+
+/// Realizes an integer tensor and checks that its values lie in [0, bound).
+inline void check_positions(const NodePtr& positions, std::int64_t bound, const char* op, const char* what,
+                            const std::string& range) {
+    if (!is_integral(positions->dtype))
+        fail<ValueError>(op, ": ", what, " must be an integer tensor, got ", positions->dtype);
+    if (numel(positions->shape) == 0) return;
+    const NodePtr wide = graph::cast(positions, DType::Int64);
+    const NodePtr lo = graph::reduce(ReduceOp::Min, wide, std::nullopt, false, op);
+    const NodePtr hi = graph::reduce(ReduceOp::Max, wide, std::nullopt, false, op);
+    realize_nodes({positions.get(), lo.get(), hi.get()});
+    const std::int64_t low = read_elements<std::int64_t>(*lo)[0], high = read_elements<std::int64_t>(*hi)[0];
+    if (low < 0 || high >= bound) {
+        const std::int64_t bad = low < 0 ? low : high;
+        if (bound == 0) fail<IndexError>(op, ": ", what, " ", bad, " is out of range for ", range, " (no position is valid)");
+        fail<IndexError>(op, ": ", what, " ", bad, " is out of range for ", range, " (valid: 0 to ", bound - 1, ")");
+    }
+}
+
+/// Whether labels of element type T are integers (uint8, int32, int64): one_hot's and
+/// cross_entropy's static check. The untyped path checks the dtype when it runs (check_positions).
+template <class T>
+inline constexpr bool is_integer_label_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+
+}  // namespace detail
+
+/// out[i] = x[i with i[axis] replaced by index[i]] (PyTorch's gather). index is an integer
+/// tensor with x's rank, at most x's extent on every other axis; the result has its shape.
+/// Realizes index now to check it (IndexError naming a bad position); the gather stays lazy.
+template <class E, class I, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I>>>
+auto gather(const E& x, int axis, const I& index) {
+    using T = typename E::value_type;
+    const detail::NodePtr data = x.build(), positions = index.build();
+    const auto k = static_cast<std::size_t>(detail::normalize_axis(axis, data->shape.size(), "gather", data->shape));
+    detail::graph::gather(data, axis, positions);  // shape, dtype and device checks first
+    detail::check_positions(positions, data->shape[k], "gather", "index",
+                            detail::concat("axis ", axis, " of extent ", data->shape[k], " (shape ", data->shape, ")"));
+    return Tensor<T>(detail::graph::gather(data, axis, positions));
+}
+
+/// The slices of x at `index` (a 1-d integer tensor) along `axis`, in that order: x's shape
+/// with that extent replaced by index's. ShapeError unless index is 1-d; realizes index now to
+/// check it (IndexError for a position out of range).
+template <class E, class I, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I>>>
+auto index_select(const E& x, int axis, const I& index) {
+    using T = typename E::value_type;
+    const detail::NodePtr data = x.build(), positions = index.build();
+    const auto k = static_cast<std::size_t>(detail::normalize_axis(axis, data->shape.size(), "index_select", data->shape));
+    if (positions->shape.size() != 1)
+        detail::fail<ShapeError>("index_select: the index must be 1-dimensional, got shape ", positions->shape);
+    detail::check_positions(positions, data->shape[k], "index_select", "index",
+                            detail::concat("axis ", axis, " of extent ", data->shape[k], " (shape ", data->shape, ")"));
+    Shape spread(data->shape.size(), 1), out = data->shape;
+    spread[k] = positions->shape[0];
+    out[k] = positions->shape[0];
+    const detail::NodePtr expanded = detail::graph::expand(detail::graph::reshape(positions, spread), out);
+    return Tensor<T>(detail::graph::gather(data, static_cast<int>(k), expanded));
+}
+
+/// labels as one-hot int64 vectors along a new last axis: out[..., c] = (labels[...] == c) for c
+/// in [0, num_classes). Lazy, one kernel, no read-back: a label outside [0, num_classes)
+/// (negative, or num_classes or more) gives a row of zeros, as in JAX's one_hot (PyTorch's
+/// raises; checking would read the labels back to the host on every call). num_classes = -1
+/// takes the largest label + 1, which reads that one value back (the shape depends on it);
+/// negative labels then give rows of zeros too. Floating or bool labels do not compile.
+template <class I, class = std::enable_if_t<detail::is_tensor_like_v<I>>>
+Tensor<std::int64_t> one_hot(const I& labels, std::int64_t num_classes = -1) {
+    static_assert(detail::is_integer_label_v<typename I::value_type>,
+                  "lazytensor: one_hot needs integer labels (uint8, int32 or int64), not floating or bool ones; "
+                  "cast them first, e.g. lt::one_hot(lt::cast<std::int64_t>(labels), num_classes)");
+    const detail::NodePtr l = labels.build();
+    if (num_classes < -1) detail::fail<ValueError>("one_hot: num_classes must be >= 0 or -1, got ", num_classes);
+    if (!is_integral(l->dtype)) detail::fail<ValueError>("one_hot: labels must be integers, got ", l->dtype);
+    if (num_classes == -1) {
+        if (numel(l->shape) == 0)
+            detail::fail<ValueError>("one_hot: cannot infer num_classes from empty labels; pass it");
+        const detail::NodePtr hi = detail::graph::reduce(ReduceOp::Max, detail::graph::cast(l, DType::Int64), std::nullopt,
+                                                          false, "one_hot");
+        detail::realize_nodes({hi.get()});
+        num_classes = std::max<std::int64_t>(detail::read_elements<std::int64_t>(*hi)[0] + 1, 0);
+    }
+    Shape out = l->shape;
+    out.push_back(num_classes);
+    Shape spread = l->shape;
+    spread.push_back(1);
+    const detail::NodePtr classes = detail::graph::iota(out, -1, l->device);
+    const detail::NodePtr wide = detail::graph::expand(detail::graph::reshape(detail::graph::cast(l, DType::Int64), spread), out);
+    return Tensor<std::int64_t>(detail::graph::cast(detail::graph::binary(BinaryOp::Eq, wide, classes), DType::Int64));
+}
+
+/// x with src added at the positions index names along `axis` (PyTorch's scatter_add:
+/// out[i with i[axis] = index[j]] += src[j] for every j in index's shape). Deterministic:
+/// each output element sums its contributions in index order, on every backend. It is
+/// computed as a reduction over index's extent along `axis` for every output element, so it
+/// costs numel(x) * index.shape[axis] operations (fine for small index extents). src is
+/// converted to x's type. Realizes index now to check it (IndexError); ShapeError for ranks or
+/// extents that do not fit.
+template <class E, class I, class S,
+          class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I> && detail::is_tensor_like_v<S>>>
+auto scatter_add(const E& x, int axis, const I& index, const S& src) {
+    using T = typename E::value_type;
+    const char* op = "scatter_add";
+    const detail::NodePtr base = x.build(), positions = index.build(), values = detail::graph::cast(src.build(), dtype_of<T>());
+    const Shape& s = base->shape;
+    const auto r = s.size();
+    const auto k = static_cast<std::size_t>(detail::normalize_axis(axis, r, op, s));
+    if (positions->shape.size() != r || values->shape.size() != r)
+        detail::fail<ShapeError>(op, ": x (shape ", s, "), index (shape ", positions->shape, ") and src (shape ",
+                                 values->shape, ") must have the same number of dimensions");
+    for (std::size_t d = 0; d < r; ++d) {
+        if (positions->shape[d] > values->shape[d] || (d != k && positions->shape[d] > s[d]))
+            detail::fail<ShapeError>(op, ": index shape ", positions->shape, " must not exceed src shape ", values->shape,
+                                     ", nor x shape ", s, " outside axis ", k);
+    }
+    detail::check_positions(positions, s[k], op, "index", detail::concat("axis ", axis, " of extent ", s[k], " (shape ", s, ")"));
+    return Tensor<T>(detail::graph::scatter_add(base, static_cast<int>(k), positions, values));
+}
+
+}  // namespace lazytensor
+
+namespace lazytensor {
+
+namespace detail {
+
+/// Whether any of `axes` (valid for `x`) has extent 0: a softmax or logsumexp over it has nothing
+/// to shift by (the maximum of no elements), and nothing that could overflow either.
+inline bool over_empty_axis(const NodePtr& x, const Axes& axes, const char* op) {
+    for (int a : normalize_axes(axes, x->shape.size(), op, x->shape))
+        if (x->shape[static_cast<std::size_t>(a)] == 0) return true;
+    return false;
+}
+
+/// log(sum(exp(x))) over `axes`, shifted by the maximum so that nothing overflows. An
+/// all-(-inf) row gives -inf and a +inf element gives +inf, as the exact value would; over an
+/// empty axis, log(0) = -inf.
+inline NodePtr log_sum_exp(const NodePtr& x, const Axes& axes, bool keepdim) {
+    const NodePtr v = floating(x);
+    if (over_empty_axis(v, axes, "logsumexp"))
+        return graph::unary(UnaryOp::Log, graph::reduce(ReduceOp::Sum, graph::unary(UnaryOp::Exp, v), axes, keepdim, "logsumexp"));
+    // The shift cancels: it passes no gradient (which would be zero, at the cost of kernels).
+    const NodePtr m = graph::stop_gradient(graph::reduce(ReduceOp::Max, v, axes, true, "logsumexp"));
+    const NodePtr infinite = graph::binary(BinaryOp::Eq, graph::unary(UnaryOp::Abs, m), Scalar::of<double>(INFINITY));
+    const NodePtr shift = graph::where(infinite, Scalar::of<double>(0.0), m);
+    const NodePtr sum = graph::reduce(ReduceOp::Sum, graph::unary(UnaryOp::Exp, graph::binary(BinaryOp::Sub, v, shift)),
+                                      axes, keepdim, "logsumexp");
+    const NodePtr kept = keepdim ? shift : graph::squeeze_axes(shift, normalize_axes(axes, x->shape.size(), "logsumexp", x->shape));
+    return graph::binary(BinaryOp::Add, graph::unary(UnaryOp::Log, sum), kept);
+}
+
+}  // namespace detail
+
+/// exp(x) / sum(exp(x)) along `axis` (shifted by the maximum), same shape (empty along an empty
+/// axis); integers compute in float32. Lazy; a softmax over rows is one kernel. AxisError for a
+/// bad axis.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto softmax(const E& x, int axis = -1) {
+    using R = detail::mean_t<typename E::value_type>;
+    namespace g = detail::graph;
+    const detail::NodePtr v = detail::floating(x.build());
+    const Axes axes{axis};
+    const detail::NodePtr shifted = detail::over_empty_axis(v, axes, "softmax")
+                                        ? v
+                                        : g::binary(BinaryOp::Sub, v, g::stop_gradient(g::reduce(ReduceOp::Max, v, axes, true, "softmax")));
+    const detail::NodePtr e = g::unary(UnaryOp::Exp, shifted);
+    return Tensor<R>(g::binary(BinaryOp::Div, e, g::reduce(ReduceOp::Sum, e, axes, true, "softmax")));
+}
+
+/// log(softmax(x, axis)), computed as x - logsumexp(x, axis) (no log of a rounded 0). Same
+/// shape; integers compute in float32. Lazy.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto log_softmax(const E& x, int axis = -1) {
+    using R = detail::mean_t<typename E::value_type>;
+    const detail::NodePtr v = detail::floating(x.build());
+    return Tensor<R>(detail::graph::binary(BinaryOp::Sub, v, detail::log_sum_exp(v, Axes{axis}, true)));
+}
+
+/// log(sum(exp(x))) over `axes` (all when empty), without overflow; integers compute in float32.
+/// Lazy.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto logsumexp(const E& x, const Axes& axes = {}, bool keepdim = false) {
+    using R = detail::mean_t<typename E::value_type>;
+    const detail::NodePtr v = x.build();
+    return Tensor<R>(detail::log_sum_exp(v, axes.empty() ? detail::all_axes(v->shape.size()) : axes, keepdim));
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto logsumexp(const E& x, int axis, bool keepdim = false) {
+    return logsumexp(x, Axes{axis}, keepdim);
+}
+
+namespace detail {
+
+/// layer_norm's check of its weight's or bias's shape (`what`), before anything is built: it
+/// must broadcast to x's shape. A ShapeError names both shapes and the normalized shape (x's
+/// extents along the normalized axes, with the axes before them left out: [C] for the last axis
+/// of [N, C], [N, 1] for axis 0), the shape a weight usually has.
+inline void check_layer_norm_affine(const char* what, const Shape& p, const Shape& x, const Axes& norm) {
+    Shape normalized(x.size(), 1);
+    for (int a : norm) normalized[static_cast<std::size_t>(a)] = x[static_cast<std::size_t>(a)];
+    std::size_t lead = 0;
+    while (lead < normalized.size() && normalized[lead] == 1) ++lead;
+    normalized = Shape(normalized.begin() + static_cast<std::ptrdiff_t>(lead), normalized.end());
+    bool fits = p.size() <= x.size();
+    for (std::size_t k = 0; fits && k < p.size(); ++k) {
+        const std::int64_t e = p[p.size() - 1 - k], xe = x[x.size() - 1 - k];
+        fits = e == 1 || e == xe;
+    }
+    if (!fits)
+        fail<ShapeError>("layer_norm: the ", what, "'s shape ", p, " does not fit the normalized shape ", normalized,
+                         " (x has shape ", x, ", normalized over axes ", norm, "); the ", what,
+                         " must broadcast to x's shape, e.g. have shape ", normalized);
+}
+
+}  // namespace detail
+
+/// (x - mean) / sqrt(var + eps) over `axes` (all when empty; biased variance, as PyTorch's layer_norm), then
+/// times `weight` and plus `bias` when given (each broadcast to x's shape: usually of the
+/// normalized shape, [C] for the last axis of [N, C]). Integers compute in float32. Lazy.
+/// ValueError if eps is negative or NaN; AxisError for a bad axis; ShapeError for a weight or
+/// bias that does not broadcast to x's shape (a larger one too).
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto layer_norm(const E& x, const Axes& axes, double eps = 1e-5,
+                const std::optional<Tensor<detail::mean_t<typename E::value_type>>>& weight = std::nullopt,
+                const std::optional<Tensor<detail::mean_t<typename E::value_type>>>& bias = std::nullopt) {
+    using R = detail::mean_t<typename E::value_type>;
+    namespace g = detail::graph;
+    if (!(eps >= 0)) detail::fail<ValueError>("layer_norm: eps must be >= 0, got ", eps);
+    const detail::NodePtr v = detail::floating(x.build());
+    const Axes norm = axes.empty() ? detail::all_axes(v->shape.size())  // all, as var and logsumexp
+                                   : detail::normalize_axes(axes, v->shape.size(), "layer_norm", v->shape);
+    if (weight) detail::check_layer_norm_affine("weight", weight->shape(), v->shape, norm);
+    if (bias) detail::check_layer_norm_affine("bias", bias->shape(), v->shape, norm);
+    const detail::NodePtr centered = g::binary(BinaryOp::Sub, v, g::mean(v, norm, true, true));
+    const detail::NodePtr var = g::mean(g::binary(BinaryOp::Mul, centered, centered), norm, true, true);
+    detail::NodePtr out = g::binary(BinaryOp::Div, centered,
+                                    g::unary(UnaryOp::Sqrt, g::binary(BinaryOp::Add, var, Scalar::of<double>(eps))));
+    if (weight) out = g::binary(BinaryOp::Mul, out, weight->build());
+    if (bias) out = g::binary(BinaryOp::Add, out, bias->build());
+    return Tensor<R>(out);
+}
+/// layer_norm over one axis (the last by default), without weight and bias.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto layer_norm(const E& x, int axis = -1, double eps = 1e-5) {
+    return layer_norm(x, Axes{axis}, eps);
+}
+
+/// How cross_entropy combines the per-sample losses: their Mean or Sum (a 0-d tensor), or
+/// None (one loss per sample, in labels' shape).
+enum class Reduction { Mean, Sum, None };
+
+/// The negative log-likelihood of `labels` (integers in [0, C)) under softmax(logits) along
+/// the last axis: logsumexp(logits) - logits[label], per sample ([...]) or its mean or sum.
+/// logits have shape [..., C] and labels [...] (ShapeError otherwise); labels are realized now
+/// and checked: one out of range is an IndexError. Floating or bool labels do not compile.
+template <class E, class I, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I>>>
+auto cross_entropy(const E& logits, const I& labels, Reduction reduction = Reduction::Mean) {
+    static_assert(detail::is_integer_label_v<typename I::value_type>,
+                  "lazytensor: cross_entropy needs integer class labels (uint8, int32 or int64), not floating or "
+                  "bool ones; cast them first, e.g. lt::cross_entropy(logits, lt::cast<std::int64_t>(labels))");
+    using R = detail::mean_t<typename E::value_type>;
+    namespace g = detail::graph;
+    const char* op = "cross_entropy";
+    const detail::NodePtr x = detail::floating(logits.build()), l = labels.build();
+    if (x->shape.empty()) detail::fail<ShapeError>(op, ": logits need a class axis, got a 0-d tensor");
+    const Shape batch(x->shape.begin(), x->shape.end() - 1);
+    if (l->shape != batch)
+        detail::fail<ShapeError>(op, ": labels of shape ", l->shape, " do not match logits of shape ", x->shape,
+                                 " (expected labels of shape ", batch, ")");
+    const std::int64_t classes = x->shape[x->shape.size() - 1];
+    detail::check_positions(l, classes, op, "label", detail::concat(classes, " classes (logits shape ", x->shape, ")"));
+    Shape spread = batch;
+    spread.push_back(1);
+    const int last = static_cast<int>(batch.size());
+    const detail::NodePtr is_label =
+        g::binary(BinaryOp::Eq, g::iota(x->shape, last, x->device), g::reshape(g::cast(l, DType::Int64), spread));
+    const detail::NodePtr picked =
+        g::reduce(ReduceOp::Sum, g::where(is_label, x, Scalar::of<double>(0.0)), Axes{last}, false, op);
+    detail::NodePtr loss = g::binary(BinaryOp::Sub, detail::log_sum_exp(x, Axes{last}, false), picked);
+    if (reduction == Reduction::Mean) loss = g::mean(loss, std::nullopt, false, true);
+    if (reduction == Reduction::Sum) loss = g::reduce(ReduceOp::Sum, loss, std::nullopt, false, op);
+    return Tensor<R>(loss);
+}
+
+}  // namespace lazytensor
+// ---- lazytensor/frontend/npy.hpp ----
+// .npy files, NumPy's format for one array: lt::save_npy writes a tensor (version 1.0, C order,
+// little-endian), lt::load_npy reads one into a Tensor<T> of the file's own dtype (versions 1.0
+// to 3.0, C or Fortran order, either byte order). Data moves in pieces between the file and
+// the device, never as a whole copy in host memory.
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+
+namespace lazytensor {
+
+namespace detail::npy {
+
+inline constexpr char magic[] = "\x93NUMPY";
+inline constexpr std::size_t magic_size = 6;
+/// The piece of data that goes through host memory at a time.
+inline constexpr std::size_t piece_bytes = std::size_t(4) << 20;
+
+/// What a .npy header describes.
+struct Header {
+    DType dtype = DType::Float32;
+    std::string descr;           // as written in the file, e.g. "<f4"
+    bool swap = false;           // the file's byte order is not this machine's
+    bool fortran_order = false;  // the data is column-major
+    Shape shape;
+    std::int64_t numel = 0;
+    std::size_t data_bytes = 0;
+};
+
+inline bool little_endian_host() {
+    const std::uint16_t one = 1;
+    unsigned char first = 0;
+    std::memcpy(&first, &one, 1);
+    return first == 1;
+}
+
+/// Reverses the bytes of each `size`-byte element.
+inline void swap_bytes(unsigned char* data, std::size_t bytes, std::size_t size) {
+    for (std::size_t at = 0; at + size <= bytes; at += size)
+        for (std::size_t i = 0, j = size - 1; i < j; ++i, --j) std::swap(data[at + i], data[at + j]);
+}
+
+/// The descr NumPy writes for a dtype on a little-endian machine.
+inline const char* descr_of(DType t) {
+    switch (t) {
+        case DType::Bool: return "|b1";
+        case DType::UInt8: return "|u1";
+        case DType::Int32: return "<i4";
+        case DType::Int64: return "<i8";
+        case DType::Float16: return "<f2";
+        case DType::Float32: return "<f4";
+        case DType::Float64: return "<f8";
+    }
+    return "?";
+}
+
+/// The C++ spelling of a dtype's element type, as lt::load_npy<...> takes it.
+inline const char* cpp_type_of(DType t) {
+    switch (t) {
+        case DType::Bool: return "bool";
+        case DType::UInt8: return "uint8_t";
+        case DType::Int32: return "int32_t";
+        case DType::Int64: return "int64_t";
+        case DType::Float16: return "lt::half";
+        case DType::Float32: return "float";
+        case DType::Float64: return "double";
+    }
+    return "?";
+}
+
+/// A NumPy type code without its byte order ("c8", "U5", "O") in words, for messages.
+inline std::string describe_code(const std::string& code) {
+    if (code.empty()) return "an empty type code";
+    std::size_t bytes = 0;
+    bool numeric = code.size() > 1 && code.size() <= 4;
+    for (std::size_t i = 1; i < code.size() && numeric; ++i) numeric = code[i] >= '0' && code[i] <= '9';
+    if (numeric) bytes = static_cast<std::size_t>(std::stoul(code.substr(1)));
+    const std::string bits = std::to_string(bytes * 8);
+    switch (numeric ? code[0] : '\0') {
+        case 'i': return "int" + bits;
+        case 'u': return "uint" + bits;
+        case 'f': return "float" + bits;
+        case 'c': return "complex" + bits;
+        case 'b': return "a bool of " + std::to_string(bytes) + " bytes";
+        default: break;
+    }
+    switch (code[0]) {
+        case 'O': return "Python objects";
+        case 'U': return "unicode strings";
+        case 'S':
+        case 'a': return "byte strings";
+        case 'V': return "raw bytes";
+        case 'M': return "datetime64";
+        case 'm': return "timedelta64";
+        default: return "not a NumPy type code";
+    }
+}
+
+/// The header text as a message can show it: non-printable bytes escaped, long text cut.
+inline std::string excerpt(const std::string& text) {
+    std::string out;
+    const std::size_t shown = std::min<std::size_t>(text.size(), 160);
+    for (std::size_t i = 0; i < shown; ++i) {
+        const unsigned char c = static_cast<unsigned char>(text[i]);
+        if (c >= 0x20 && c < 0x7f) {
+            out += static_cast<char>(c);
+        } else {
+            static const char hex[] = "0123456789abcdef";
+            out += "\\x";
+            out += hex[c >> 4];
+            out += hex[c & 15];
+        }
+    }
+    if (shown < text.size()) out += "... (" + std::to_string(text.size()) + " bytes)";
+    return out;
+}
+
+/// A header as a message shows it: without the padding spaces and the newline at its end.
+inline std::string shown_header(const std::string& header) {
+    std::size_t end = header.size();
+    while (end > 0 && (header[end - 1] == ' ' || header[end - 1] == '\n')) --end;
+    return excerpt(header.substr(0, end));
+}
+
+[[noreturn]] inline void bad_file(const std::string& path, const std::string& problem) {
+    fail<FileError>("lt::load_npy: ", path, ": ", problem);
+}
+
+/// The header's dictionary, e.g. {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }:
+/// a Python literal with exactly these three keys, parsed strictly (anything else is a
+/// FileError naming the byte where it goes wrong).
+class HeaderParser {
+public:
+    HeaderParser(const std::string& text, const std::string& path) : text_(text), path_(path) {}
+
+    Header parse() {
+        Header h;
+        bool has_descr = false, has_order = false, has_shape = false;
+        expect('{', "'{' (a .npy header is a Python dictionary)");
+        while (!eat('}')) {
+            const std::string key = string_literal();
+            expect(':', "':' after the key");
+            if (key == "descr") {
+                once(has_descr, key);
+                skip_space();
+                if (at_char('[') || at_char('('))
+                    fail<DTypeError>("lt::load_npy: ", path_, ": the file holds a structured dtype (fields ",
+                                     excerpt(text_.substr(pos_, 60)),
+                                     "...), which lazytensor does not have; it loads arrays of bool, uint8, int32, "
+                                     "int64, float16, float32 or float64");
+                h.descr = string_literal();
+            } else if (key == "fortran_order") {
+                once(has_order, key);
+                if (word("True")) h.fortran_order = true;
+                else if (word("False")) h.fortran_order = false;
+                else syntax("fortran_order must be True or False");
+            } else if (key == "shape") {
+                once(has_shape, key);
+                h.shape = shape_tuple();
+            } else {
+                syntax("unexpected key '" + excerpt(key) +
+                       "' (a .npy header has exactly the keys 'descr', 'fortran_order' and 'shape')");
+            }
+            if (!eat(',')) {
+                expect('}', "',' or '}' after a value");
+                break;
+            }
+        }
+        skip_space();
+        if (pos_ != text_.size()) syntax("unexpected text after the dictionary");
+        if (!has_descr || !has_order || !has_shape)
+            bad_file(path_, concat("the header has no '", !has_descr ? "descr" : !has_order ? "fortran_order" : "shape",
+                                   "' key: ", shown_header(text_)));
+        return h;
+    }
+
+private:
+    [[noreturn]] void syntax(const std::string& problem) {
+        bad_file(path_, concat("the header is not a valid .npy header: ", problem, " (at byte ", pos_,
+                               " of the header ", shown_header(text_), ")"));
+    }
+    static bool space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+    void skip_space() {
+        while (pos_ < text_.size() && space(text_[pos_])) ++pos_;
+    }
+    bool at_char(char c) const { return pos_ < text_.size() && text_[pos_] == c; }
+    bool eat(char c) {
+        skip_space();
+        if (!at_char(c)) return false;
+        ++pos_;
+        return true;
+    }
+    void expect(char c, const char* what) {
+        if (!eat(c)) syntax(concat("expected ", what));
+    }
+    void once(bool& seen, const std::string& key) {
+        if (seen) syntax("the key '" + key + "' appears twice");
+        seen = true;
+    }
+    bool word(const char* w) {
+        skip_space();
+        const std::size_t n = std::strlen(w);
+        if (text_.compare(pos_, n, w) != 0) return false;
+        const std::size_t end = pos_ + n;
+        if (end < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[end])) || text_[end] == '_'))
+            return false;
+        pos_ = end;
+        return true;
+    }
+    std::string string_literal() {
+        skip_space();
+        if (!at_char('\'') && !at_char('"')) syntax("expected a quoted string");
+        const char quote = text_[pos_++];
+        const std::size_t start = pos_;
+        while (pos_ < text_.size() && text_[pos_] != quote && text_[pos_] != '\n') {
+            if (text_[pos_] == '\\') syntax("an escape sequence in a string (no .npy header has one)");
+            ++pos_;
+        }
+        if (pos_ == text_.size() || text_[pos_] == '\n') syntax("a string is not closed");
+        return text_.substr(start, pos_++ - start);
+    }
+    std::int64_t extent() {
+        skip_space();
+        const bool negative = at_char('-');
+        if (negative) ++pos_;
+        if (pos_ == text_.size() || text_[pos_] < '0' || text_[pos_] > '9') syntax("expected a whole number in the shape");
+        std::int64_t value = 0;
+        for (; pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9'; ++pos_) {
+            const int digit = text_[pos_] - '0';
+            if (value > (std::numeric_limits<std::int64_t>::max() - digit) / 10)
+                syntax("an extent in the shape does not fit in 64 bits");
+            value = value * 10 + digit;
+        }
+        if (at_char('L') || at_char('l')) ++pos_;  // written by Python 2
+        if (negative && value != 0) syntax(concat("negative extent -", value, " in the shape"));
+        return value;
+    }
+    Shape shape_tuple() {
+        skip_space();
+        if (!eat('(')) syntax("the shape must be a tuple such as (2, 3), (5,) or ()");
+        Shape shape;
+        if (eat(')')) return shape;
+        for (;;) {
+            shape.push_back(extent());
+            if (eat(',')) {
+                if (eat(')')) return shape;
+                continue;
+            }
+            expect(')', "',' or ')' in the shape");
+            if (shape.size() == 1) syntax("a shape (n) without a comma is a number, not a tuple: write (n,)");
+            return shape;
+        }
+    }
+
+    const std::string& text_;
+    const std::string& path_;
+    std::size_t pos_ = 0;
+};
+
+/// The dtype a descr names (DTypeError naming the file for one lazytensor does not have), and
+/// whether its byte order is not this machine's.
+inline std::pair<DType, bool> descr_dtype(const std::string& descr, const std::string& path) {
+    char order = '=';
+    std::string code = descr;
+    if (!code.empty() && std::strchr("<>|=", code[0])) {
+        order = code[0];
+        code.erase(0, 1);
+    }
+    DType t;
+    if (code == "b1") t = DType::Bool;
+    else if (code == "u1") t = DType::UInt8;
+    else if (code == "i4") t = DType::Int32;
+    else if (code == "i8") t = DType::Int64;
+    else if (code == "f2") t = DType::Float16;
+    else if (code == "f4") t = DType::Float32;
+    else if (code == "f8") t = DType::Float64;
+    else
+        fail<DTypeError>("lt::load_npy: ", path, ": the file's dtype '", excerpt(descr), "' (", describe_code(code),
+                         ") is not one lazytensor has; it loads bool, uint8, int32, int64, float16, float32 and float64 "
+                         "arrays");
+    // '|' (no byte order) and '=' mean this machine's, as in NumPy.
+    const bool swap = dtype_size(t) > 1 && (order == '<' || order == '>') && (order == '<') != little_endian_host();
+    return {t, swap};
+}
+
+/// A file opened for reading, closed when it goes.
+class File {
+public:
+    File(const std::string& path, const char* mode) : file_(std::fopen(path.c_str(), mode)) {}
+    File(const File&) = delete;
+    File& operator=(const File&) = delete;
+    ~File() {
+        if (file_) std::fclose(file_);
+    }
+    std::FILE* get() const { return file_; }
+
+private:
+    std::FILE* file_;
+};
+
+/// Reads the preamble and header of an open .npy file, checking them against the file's size.
+inline Header read_header(std::FILE* file, std::uintmax_t file_size, const std::string& path) {
+    unsigned char pre[12] = {};
+    const std::size_t got = std::fread(pre, 1, 8, file);
+    if (got == 0) bad_file(path, "not a .npy file: the file is empty");
+    if (std::memcmp(pre, magic, std::min(got, magic_size)) != 0)
+        bad_file(path, "not a .npy file: it does not start with NumPy's magic string \\x93NUMPY");
+    const auto truncated = [&](const char* part) {
+        bad_file(path, concat("the file is truncated: it ends (after ", file_size, " bytes) inside the ", part));
+    };
+    if (got < 8) truncated("preamble");
+    const int major = pre[6], minor = pre[7];
+    if (major < 1 || major > 3 || minor != 0)
+        bad_file(path, concat("unsupported .npy format version ", major, ".", minor,
+                              " (lazytensor reads versions 1.0, 2.0 and 3.0)"));
+    const std::size_t length_bytes = major == 1 ? 2 : 4;
+    if (std::fread(pre + 8, 1, length_bytes, file) != length_bytes) truncated("header length");
+    std::size_t header_length = 0;
+    for (std::size_t i = length_bytes; i-- > 0;) header_length = header_length << 8 | pre[8 + i];
+    const std::size_t data_offset = 8 + length_bytes + header_length;
+    if (data_offset > file_size)
+        bad_file(path, concat("the file is truncated: its header is ", header_length, " bytes long, but the file ends after ",
+                              file_size, " bytes"));
+    std::string text(header_length, '\0');
+    if (header_length && std::fread(&text[0], 1, header_length, file) != header_length) truncated("header");
+
+    Header h = HeaderParser(text, path).parse();
+    std::tie(h.dtype, h.swap) = descr_dtype(h.descr, path);
+    // Every partial product of the extents (strides, counts) must fit, zero extents or not.
+    std::int64_t product = 1;
+    for (std::int64_t e : h.shape)
+        if (e != 0 && __builtin_mul_overflow(product, e, &product))
+            bad_file(path, concat("the header's shape ", h.shape, " is too large: its extents multiply past 64 bits"));
+    h.numel = lazytensor::numel(h.shape);
+    if (__builtin_mul_overflow(static_cast<std::size_t>(h.numel), dtype_size(h.dtype), &h.data_bytes))
+        bad_file(path, concat("the header's shape ", h.shape, " of ", h.dtype, " needs more bytes than a 64-bit size can hold"));
+    const std::uintmax_t available = file_size - data_offset;
+    if (available < h.data_bytes)
+        bad_file(path, concat("the file is truncated: shape ", h.shape, " of ", h.dtype, " needs ", h.data_bytes,
+                              " bytes of data, the file has ", available, " after its header"));
+    if (available > h.data_bytes)
+        bad_file(path, concat("the file has ", available - h.data_bytes, " bytes after its data (shape ", h.shape, " of ",
+                              h.dtype, ": ", h.data_bytes, " bytes); lazytensor does not load files with trailing bytes"));
+    return h;
+}
+
+/// The file's array as a node on `device`: a new buffer filled from the file a piece at a time,
+/// row-major (a Fortran-order file is transposed on the device). Checks the file's dtype
+/// against `expected` before reading any data.
+inline NodePtr load(const std::string& path, Device device, DType expected) {
+    backend_for(device);  // an unavailable device fails before the file is read
+    File file(path, "rb");
+    if (!file.get()) bad_file(path, concat("cannot open the file: ", std::strerror(errno)));
+    std::error_code ec;
+    const std::uintmax_t size = std::filesystem::file_size(path, ec);
+    if (ec) bad_file(path, concat("cannot read the file: ", ec.message()));
+    const Header h = read_header(file.get(), size, path);
+    if (h.dtype != expected)
+        fail<DTypeError>("lt::load_npy<", cpp_type_of(expected), ">: ", path, " holds ", h.dtype, " values (descr '",
+                         h.descr, "'), not ", expected, "; load it with lt::load_npy<", cpp_type_of(h.dtype),
+                         "> (and convert with lt::cast<", cpp_type_of(expected), "> if needed)");
+
+    BufferPtr buffer = allocate_buffer(device, h.dtype, h.numel);
+    const std::size_t item = dtype_size(h.dtype);
+    std::vector<unsigned char> piece(std::min(h.data_bytes, piece_bytes));
+    for (std::size_t at = 0; at < h.data_bytes; at += piece.size()) {
+        const std::size_t n = std::min(piece.size(), h.data_bytes - at);
+        if (std::fread(piece.data(), 1, n, file.get()) != n) {
+            if (std::ferror(file.get())) bad_file(path, concat("cannot read the file: ", std::strerror(errno)));
+            bad_file(path, "the file is truncated: it became shorter while it was read");
+        }
+        if (h.swap) swap_bytes(piece.data(), n, item);
+        if (h.dtype == DType::Bool)  // any non-zero byte is true; a bool holds only 0 or 1
+            for (std::size_t i = 0; i < n; ++i) piece[i] = piece[i] != 0;
+        write_buffer(*buffer, at, piece.data(), n);
+    }
+    Strides strides = contiguous_strides(h.shape);
+    if (h.fortran_order) {
+        std::int64_t s = 1;
+        for (std::size_t k = 0; k < h.shape.size(); ++k) {
+            strides[k] = s;
+            s *= h.shape[k];
+        }
+    }
+    NodePtr node = graph::buffer(std::move(buffer), h.shape, std::move(strides), 0);
+    if (!is_contiguous_layout(node->shape, node->strides, 0)) {
+        node = graph::copy(node);
+        realize_nodes({node.get()});
+    }
+    return node;
+}
+
+/// The preamble and header NumPy 1.24 writes for a C-order array: the dictionary with its
+/// keys sorted, room for the first extent to grow to 21 digits, spaces and a newline up to a
+/// multiple of 64 bytes; version 1.0, or 2.0 when the header needs more than 65535 bytes.
+inline std::string header_bytes(DType dtype, const Shape& shape) {
+    std::string dict = std::string("{'descr': '") + descr_of(dtype) + "', 'fortran_order': False, 'shape': (";
+    for (std::size_t k = 0; k < shape.size(); ++k) dict += (k ? ", " : "") + std::to_string(shape[k]);
+    dict += shape.size() == 1 ? ",), }" : "), }";
+    if (!shape.empty()) dict.append(21 - std::min<std::size_t>(21, std::to_string(shape[0]).size()), ' ');
+    const std::size_t text = dict.size() + 1;  // with the final newline
+    int major = 1;
+    std::size_t prefix = magic_size + 2 + 2;
+    std::size_t padding = 64 - (prefix + text) % 64;
+    if (text + padding > 65535) {
+        major = 2;
+        prefix = magic_size + 2 + 4;
+        padding = 64 - (prefix + text) % 64;
+    }
+    const std::size_t length = text + padding;
+    std::string out(magic, magic_size);
+    out += static_cast<char>(major);
+    out += '\0';
+    for (std::size_t i = 0; i < prefix - magic_size - 2; ++i) out += static_cast<char>((length >> (8 * i)) & 0xff);
+    out += dict;
+    out.append(padding, ' ');
+    out += '\n';
+    return out;
+}
+
+/// Where save_npy writes: a new file beside the target (with the old file's permissions),
+/// renamed over it once complete, so a save that fails leaves the old file (or none). A target
+/// that exists and is not a regular file (a device such as /dev/null, a pipe) is written in
+/// place. A symbolic link is followed.
+class OutputFile {
+public:
+    explicit OutputFile(const std::string& path) : path_(path) {
+        namespace fs = std::filesystem;
+        std::error_code ec;
+        fs::path target = path;
+        if (fs::is_symlink(target, ec)) {
+            const fs::path resolved = fs::weakly_canonical(target, ec);
+            if (!ec) target = resolved;
+        }
+        const fs::file_status status = fs::status(target, ec);
+        in_place_ = fs::exists(status) && !fs::is_regular_file(status);
+        target_ = target.string();
+        if (in_place_) {
+            written_ = target_;
+            file_ = std::fopen(written_.c_str(), "wb");
+        } else {
+            // A name no other writer uses ("x": never take over a file that exists).
+            static std::atomic<std::uint64_t> saves{0};
+            std::mt19937_64 rng(static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+                                std::hash<std::thread::id>{}(std::this_thread::get_id()) ^ saves++);
+            for (int attempt = 0; attempt < 16 && !file_; ++attempt) {
+                written_ = target_ + ".tmp" + std::to_string(rng());
+                file_ = std::fopen(written_.c_str(), "wbx");
+                if (!file_ && errno != EEXIST) break;
+            }
+            created_ = file_ != nullptr;
+            // The replacement keeps the permissions of the file it replaces.
+            if (created_ && fs::is_regular_file(status)) fs::permissions(written_, status.permissions(), ec);
+        }
+        if (!file_) failed("cannot create the file");
+    }
+    OutputFile(const OutputFile&) = delete;
+    OutputFile& operator=(const OutputFile&) = delete;
+    ~OutputFile() {
+        if (file_) std::fclose(file_);
+        std::error_code ec;
+        if (!done_ && created_) std::filesystem::remove(written_, ec);
+    }
+
+    void write(const void* data, std::size_t bytes) {
+        if (bytes && std::fwrite(data, 1, bytes, file_) != bytes) failed("cannot write the file");
+    }
+    /// Flushes and closes the file, then puts it in place.
+    void commit() {
+        if (std::fflush(file_) != 0) failed("cannot write the file");
+        std::FILE* f = file_;
+        file_ = nullptr;
+        if (std::fclose(f) != 0) failed("cannot write the file");
+        if (!in_place_) {
+            std::error_code ec;
+            std::filesystem::rename(written_, target_, ec);
+            if (ec) fail<FileError>("lt::save_npy: ", path_, ": cannot replace the file: ", ec.message());
+        }
+        done_ = true;
+    }
+
+private:
+    [[noreturn]] void failed(const char* what) {
+        const int error = errno;
+        fail<FileError>("lt::save_npy: ", path_, ": ", what, ": ", std::strerror(error));
+    }
+
+    std::string path_, target_, written_;
+    bool in_place_ = false;
+    bool created_ = false;  // a temporary file of ours exists
+    bool done_ = false;
+    std::FILE* file_ = nullptr;
+};
+
+/// Writes a realized row-major node (any offset) to `path`, a piece at a time.
+inline void save(const std::string& path, const Node& node) {
+    const std::string header = header_bytes(node.dtype, node.shape);
+    const std::size_t item = dtype_size(node.dtype);
+    const std::size_t bytes = static_cast<std::size_t>(lazytensor::numel(node.shape)) * item;
+    OutputFile out(path);
+    out.write(header.data(), header.size());
+    std::vector<unsigned char> piece(std::min(bytes, piece_bytes));
+    const std::size_t start = static_cast<std::size_t>(node.offset) * item;
+    for (std::size_t at = 0; at < bytes; at += piece.size()) {
+        const std::size_t n = std::min(piece.size(), bytes - at);
+        download(*node.buffer, start + at, piece.data(), n);
+        if (!little_endian_host()) swap_bytes(piece.data(), n, item);
+        out.write(piece.data(), n);
+    }
+    out.commit();
+}
+
+}  // namespace detail::npy
+
+/// Writes x (a tensor or expression; realized first) to `path` as a .npy file: NumPy's format
+/// version 1.0 (2.0 if the header needs more than 65535 bytes), C order, little-endian, descr
+/// |b1, |u1, <i4, <i8, <f2, <f4 or <f8. A view that is not row-major is copied on its device
+/// first. The file is written under a temporary name beside `path` and renamed into place, so a
+/// save that fails leaves what was there before. FileError naming the file if it cannot be
+/// written (a missing directory, a full disk).
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+void save_npy(const std::string& path, const E& x) {
+    using T = typename E::value_type;
+    Tensor<T> t = x.realize();
+    Tensor<T> data = contiguous(t);
+    data.realize();
+    detail::npy::save(path, *data.node_ptr());
+}
+
+/// The array in the .npy file at `path`, as a tensor on `device` (read a piece at a time, copied
+/// there now). Reads versions 1.0, 2.0 and 3.0, C and Fortran order (a Fortran-order file gives
+/// the same row-major tensor), either byte order. The file's dtype must be T's: DTypeError
+/// naming both otherwise (nothing is converted; load the file's dtype and lt::cast it), and
+/// for dtypes lazytensor does not have (complex, int16, strings, structured, ...). FileError
+/// naming the file and the problem for a file that is missing, unreadable, truncated, not a
+/// .npy file, of another version, with a malformed header, or with bytes after its data.
+template <class T>
+Tensor<T> load_npy(const std::string& path, Device device = default_device()) {
+    return Tensor<T>(detail::npy::load(path, device, dtype_of<T>()));
+}
+
+}  // namespace lazytensor
+// ---- lazytensor/frontend/random.hpp ----
+// Random tensors from the counter-based Philox 4x32-10 generator (core/philox.hpp): element i
+// of a tensor made with seed s is a function of (i, s) alone, so the same seed gives the same
+// numbers on every device and thread count, and nothing is stored until the tensor is read.
+// Tensors of one shape and seed are equal; use different seeds for independent tensors.
+
+#include <cmath>
+#include <cstdint>
+
+
+namespace lazytensor {
+
+namespace detail {
+
+/// 64 random bits (int64) per element: philox(linear index, seed).
+inline NodePtr random_bits(const Shape& shape, std::uint64_t seed, Device device, const char* op) {
+    check_extents(shape, op);
+    backend_for(device);
+    const NodePtr counter = graph::index(shape, contiguous_strides(shape), device);
+    return graph::binary(BinaryOp::Philox, counter, Scalar::of<std::int64_t>(static_cast<std::int64_t>(seed)));
+}
+
+/// bits >> shift, keeping `width` bits: a non-negative int64 below 2^width.
+inline NodePtr bit_field(const NodePtr& bits, int shift, int width) {
+    const NodePtr shifted = shift ? graph::binary(BinaryOp::Shr, bits, Scalar::of<std::int64_t>(shift)) : bits;
+    return graph::binary(BinaryOp::BitAnd, shifted, Scalar::of<std::int64_t>(static_cast<std::int64_t>((std::uint64_t(1) << width) - 1)));
+}
+
+/// Mantissa bits of a floating type: a uniform value with this many random bits is exact.
+inline int mantissa_bits(DType t) { return t == DType::Float64 ? 53 : t == DType::Float32 ? 24 : 11; }
+
+/// A field of `width` bits as a floating value in [0, 1) (or (0, 1] with `open_at_zero`).
+inline NodePtr unit_interval(const NodePtr& field, int width, DType t, bool open_at_zero) {
+    NodePtr v = open_at_zero ? graph::binary(BinaryOp::Add, field, Scalar::of<std::int64_t>(1)) : field;
+    return graph::binary(BinaryOp::Mul, graph::cast(v, t), Scalar::of<double>(std::ldexp(1.0, -width)));
+}
+
+}  // namespace detail
+
+/// Uniform random numbers in [0, 1) (float, double or half; every value a multiple of 2^-24,
+/// 2^-53 or 2^-11 respectively), bit-identical on every device. Lazy (nothing stored until read).
+template <class T>
+Tensor<T> rand(const Shape& shape, std::uint64_t seed, Device device = default_device()) {
+    static_assert(detail::is_floating_v<T>, "lazytensor: rand<T> needs a floating T (float, double, half)");
+    const DType t = dtype_of<T>();
+    const int width = detail::mantissa_bits(t);
+    const detail::NodePtr bits = detail::random_bits(shape, seed, device, "rand");
+    return Tensor<T>(detail::unit_interval(detail::bit_field(bits, 64 - width, width), width, t, false));
+}
+
+/// Standard normal random numbers (Box-Muller on two uniforms per element, computed in T; in
+/// float for half). The same on every device up to the rounding of log, sqrt and cos. Lazy.
+template <class T>
+Tensor<T> randn(const Shape& shape, std::uint64_t seed, Device device = default_device()) {
+    static_assert(detail::is_floating_v<T>, "lazytensor: randn<T> needs a floating T (float, double, half)");
+    namespace g = detail::graph;
+    const DType t = dtype_of<T>() == DType::Float64 ? DType::Float64 : DType::Float32;
+    const int width = t == DType::Float64 ? 32 : 24;
+    const detail::NodePtr bits = detail::random_bits(shape, seed, device, "randn");
+    const detail::NodePtr u1 = detail::unit_interval(detail::bit_field(bits, 32, width), width, t, true);  // (0, 1]
+    const detail::NodePtr u2 = detail::unit_interval(detail::bit_field(bits, 0, width), width, t, false);  // [0, 1)
+    const detail::NodePtr radius =
+        g::unary(UnaryOp::Sqrt, g::binary(BinaryOp::Mul, g::unary(UnaryOp::Log, u1), Scalar::of<double>(-2.0)));
+    const detail::NodePtr angle = g::binary(BinaryOp::Mul, u2, Scalar::of<double>(6.283185307179586476925));
+    return Tensor<T>(g::cast(g::binary(BinaryOp::Mul, radius, g::unary(UnaryOp::Cos, angle)), dtype_of<T>()));
+}
+
+/// Uniform random integers in [low, high) (bias below (high - low) / 2^63), bit-identical on
+/// every device. Lazy. ValueError if high <= low, the range does not fit T or is wider than 2^63 - 1.
+template <class T>
+Tensor<T> randint(std::int64_t low, std::int64_t high, const Shape& shape, std::uint64_t seed,
+                  Device device = default_device()) {
+    static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>,
+                  "lazytensor: randint<T> needs an integer T (uint8_t, int32_t, int64_t)");
+    if (high <= low) detail::fail<ValueError>("randint: needs low < high, got [", low, ", ", high, ")");
+    // Values are low + (63 random bits) mod (high - low): the width must fit in int64.
+    if (static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low) > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+        detail::fail<ValueError>("randint: [", low, ", ", high, ") is wider than 2^63 - 1 values");
+    if (low < static_cast<std::int64_t>(std::numeric_limits<T>::min()) ||
+        high - 1 > static_cast<std::int64_t>(std::numeric_limits<T>::max()))
+        detail::fail<ValueError>("randint: [", low, ", ", high, ") does not fit ", dtype_of<T>());
+    namespace g = detail::graph;
+    const detail::NodePtr bits = detail::random_bits(shape, seed, device, "randint");
+    const detail::NodePtr r63 = detail::bit_field(bits, 1, 63);
+    // (Both operands are non-negative: C's remainder is NumPy's.)
+    const detail::NodePtr offset = g::binary(BinaryOp::Fmod, r63, Scalar::of<std::int64_t>(high - low));
+    return Tensor<T>(g::cast(g::binary(BinaryOp::Add, offset, Scalar::of<std::int64_t>(low)), dtype_of<T>()));
+}
+
+/// rand and randn of x's shape, dtype and device.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto rand_like(const E& x, std::uint64_t seed) {
+    return rand<typename E::value_type>(x.shape(), seed, x.device());
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto randn_like(const E& x, std::uint64_t seed) {
+    return randn<typename E::value_type>(x.shape(), seed, x.device());
+}
+
+}  // namespace lazytensor
+// ---- lazytensor/frontend/sharded.hpp ----
+// Tensors split across devices: lt::shard(x, {dev0, dev1}, axis) gives a ShardedTensor whose
+// slices along `axis` live on the devices, in proportion to per-device weights (by default each
+// device's measured memory bandwidth, as VexCL partitions). Element-wise expressions run on
+// every device at once, one shard each; reductions over the split axis combine the per-device
+// partials on the first device and copy the total to every device (an all-reduce); a matmul
+// with a split left operand and a replicated right one is one product per device. Gathering
+// onto one device is explicit: s.gather(device).
+//
+// lt::replicate(x, devices) puts a whole copy on each device (weights, biases): a replicated
+// operand meets a split one slice by slice (broadcast axes as they are, full axes sliced).
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+
+namespace lazytensor {
+
+template <class T>
+class ShardedTensor;
+
+namespace detail {
+
+template <class S>
+struct is_sharded : std::false_type {};
+template <class T>
+struct is_sharded<ShardedTensor<T>> : std::true_type {};
+template <class S>
+inline constexpr bool is_sharded_v = is_sharded<std::decay_t<S>>::value;
+
+inline std::string device_list(const std::vector<Device>& devices) {
+    std::string out = "{";
+    for (std::size_t i = 0; i < devices.size(); ++i) out += (i ? ", " : "") + devices[i].str();
+    return out + "}";
+}
+
+/// A device's memory bandwidth in GB/s, measured once (the best of three realizes of a 64 MiB
+/// scale after a warm-up) and kept; lt::shard's default weights.
+inline double measured_bandwidth(Device d) {
+    static std::mutex mutex;
+    static std::map<std::pair<int, int>, double> measured;
+    const std::pair<int, int> key{static_cast<int>(d.kind), d.index};
+    {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (auto it = measured.find(key); it != measured.end()) return it->second;
+    }
+    const std::int64_t n = std::int64_t(1) << 24;
+    Tensor<float> x = full<float>({n}, 1.0f, d);
+    x.realize();
+    double best = 0;
+    for (int run = 0; run < 4; ++run) {
+        const auto start = std::chrono::steady_clock::now();
+        Tensor<float> y = x * 2.0f;
+        y.realize();
+        synchronize(d);
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (run > 0) best = std::max(best, 8.0 * static_cast<double>(n) / std::max(s, 1e-9) / 1e9);
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    return measured.emplace(key, best).first->second;
+}
+
+/// The default weights: measured bandwidth, averaged over devices of one name (identical devices
+/// get identical shares, not shares that differ by measurement noise).
+inline std::vector<double> bandwidth_weights(const std::vector<Device>& devices) {
+    const std::vector<DeviceInfo> all = lazytensor::devices();
+    auto name_of = [&](Device d) {
+        for (const DeviceInfo& info : all)
+            if (info.device == d) return info.name;
+        return d.str();
+    };
+    std::vector<double> w;
+    for (Device d : devices) w.push_back(measured_bandwidth(d));
+    std::vector<double> out(w.size());
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+        double sum = 0;
+        int count = 0;
+        for (std::size_t j = 0; j < devices.size(); ++j)
+            if (name_of(devices[j]) == name_of(devices[i])) sum += w[j], ++count;
+        out[i] = sum / count;
+    }
+    return out;
+}
+
+/// Extents along the split axis, in proportion to `weights`, summing to `total`.
+inline std::vector<std::int64_t> split_extents(std::int64_t total, const std::vector<double>& weights) {
+    double sum = 0;
+    for (double w : weights) sum += w;
+    std::vector<std::int64_t> out;
+    double before = 0;
+    std::int64_t start = 0;
+    for (std::size_t i = 0; i < weights.size(); ++i) {
+        before += weights[i];
+        const std::int64_t end = i + 1 == weights.size() ? total
+                                                         : std::min<std::int64_t>(total, std::llround(static_cast<double>(total) * before / sum));
+        out.push_back(std::max<std::int64_t>(0, end - start));
+        start = std::max(start, end);
+    }
+    return out;
+}
+
+/// Realizes every tensor, each on its device: OpenCL ones first (a realize there only enqueues,
+/// so their devices run while the host computes its own).
+template <class T>
+void realize_all(std::vector<Tensor<T>>& tensors) {
+    for (Tensor<T>& t : tensors)
+        if (t.device().kind != Device::Kind::Host) {
+            t.realize();
+            flush(t.device());  // a driver may hold queued work until a flush or a wait
+        }
+    for (Tensor<T>& t : tensors)
+        if (t.device().kind == Device::Kind::Host) t.realize();
+}
+
+/// `x` on `device` as a tensor of its own: a copy even where x is there already (a shard or a
+/// replica must not alias the tensor it came from, which an assign could change).
+template <class T>
+Tensor<T> copy_onto(const Tensor<T>& x, Device device) {
+    return x.device() == device ? Tensor<T>(clone(x)) : x.to(device);
+}
+
+}  // namespace detail
+
+/// A tensor split along one axis over several devices (axis() >= 0), or replicated: a whole copy
+/// on each device (axis() == -1). Shard i lives on devices()[i]. Lazy like Tensor: operations
+/// build one expression per device; realize() computes them all, each on its own device. (A
+/// reduction over the split axis is the exception: it computes the partials when called.)
+template <class T>
+class ShardedTensor {
+public:
+    using value_type = T;
+
+    /// No shards and no devices: a handle to assign to later.
+    ShardedTensor() = default;
+
+    /// From shards made elsewhere: split along `axis` (they must agree on every other extent),
+    /// or replicated (axis -1: they must have one shape). One shard per device, devices distinct.
+    ShardedTensor(std::vector<Tensor<T>> shards, int axis) : shards_(std::move(shards)), axis_(axis) {
+        const char* op = "ShardedTensor";
+        if (shards_.empty()) detail::fail<ValueError>(op, ": needs at least one shard");
+        shape_ = shards_[0].shape();
+        if (axis_ != -1 && (axis_ < 0 || axis_ >= static_cast<int>(shape_.size())))
+            detail::fail<AxisError>(op, ": split axis ", axis_, " is out of range for shards of shape ", shape_);
+        for (std::size_t i = 0; i < shards_.size(); ++i) {
+            const Device d = shards_[i].device();
+            for (std::size_t j = 0; j < i; ++j)
+                if (devices_[j] == d) detail::fail<ValueError>(op, ": device ", d, " holds two shards (", j, " and ", i, ")");
+            devices_.push_back(d);
+            const Shape& s = shards_[i].shape();
+            bool fits = s.size() == shape_.size();
+            for (std::size_t k = 0; fits && k < s.size(); ++k) fits = static_cast<int>(k) == axis_ || s[k] == shape_[k];
+            if (!fits)
+                detail::fail<ShapeError>(op, ": shard ", i, " has shape ", s, " but shard 0 has shape ", shards_[0].shape(),
+                                         axis_ < 0 ? "; replicated shards must have one shape"
+                                                   : "; shards may differ only along the split axis");
+            if (axis_ >= 0 && i > 0) shape_[static_cast<std::size_t>(axis_)] += s[static_cast<std::size_t>(axis_)];
+        }
+    }
+
+    /// The whole tensor's shape.
+    const Shape& shape() const { return shape_; }
+    std::size_t ndim() const { return shape_.size(); }
+    /// The split axis, or -1 for a replicated tensor.
+    int axis() const { return axis_; }
+    bool replicated() const { return axis_ < 0; }
+    const std::vector<Device>& devices() const { return devices_; }
+    const std::vector<Tensor<T>>& shards() const { return shards_; }
+    const Tensor<T>& shard(std::size_t i) const { return shards_.at(i); }
+    /// Each shard's extent along the split axis (every shard's whole extent when replicated).
+    std::vector<std::int64_t> extents() const {
+        std::vector<std::int64_t> out;
+        for (const Tensor<T>& s : shards_) out.push_back(axis_ < 0 ? numel(s.shape()) : s.shape()[static_cast<std::size_t>(axis_)]);
+        return out;
+    }
+
+    /// Computes every shard, each on its device: OpenCL shards first (they only enqueue, so their
+    /// devices run while the host computes its shard). On an error the shards already computed
+    /// stay computed and the others stay lazy; all stay usable.
+    ShardedTensor realize() const {
+        std::vector<Tensor<T>> shards = shards_;  // (handles: their nodes are realized in place)
+        detail::realize_all(shards);
+        return *this;
+    }
+    /// Waits for every shard's device.
+    void synchronize() const {
+        for (Device d : devices_) lazytensor::synchronize(d);
+    }
+
+    /// The whole tensor on `device`: the shards copied there and joined (a replicated tensor: one
+    /// copy, the one already on `device` if there is one).
+    Tensor<T> gather(Device device) const {
+        if (axis_ < 0) {
+            for (const Tensor<T>& s : shards_)
+                if (s.device() == device) return s;
+            return shards_[0].to(device);
+        }
+        std::vector<Tensor<T>> parts = shards_;
+        detail::realize_all(parts);  // every device computes its shard at once
+        for (Tensor<T>& p : parts) p = p.to(device);
+        return lazytensor::concat(parts, axis_);
+    }
+    /// The elements, row-major (gathered on the host).
+    std::vector<T> to_vector() const { return gather(Device::host()).to_vector(); }
+    /// The value of a one-element tensor (a replicated total: lt::sum(s).item()). ValueError
+    /// for more elements.
+    T item() const { return gather(devices_.empty() ? Device::host() : devices_[0]).item(); }
+
+    /// Element type conversion, shard by shard.
+    template <class U>
+    ShardedTensor<U> cast() const {
+        return map([](const Tensor<T>& s) { return Tensor<U>(s.template cast<U>()); });
+    }
+
+    /// f(shard) for every shard, same split axis (f must keep the rank).
+    template <class F>
+    auto map(F&& f) const {
+        using R = typename std::decay_t<decltype(f(shards_[0]))>::value_type;
+        std::vector<Tensor<R>> out;
+        for (const Tensor<T>& s : shards_) out.push_back(Tensor<R>(f(s)));
+        return ShardedTensor<R>(std::move(out), axis_);
+    }
+
+private:
+    std::vector<Tensor<T>> shards_;
+    std::vector<Device> devices_;
+    int axis_ = -1;
+    Shape shape_;
+};
+
+/// `x` split along `axis` over `devices` (distinct), shard i getting a share of the axis in
+/// proportion to weights[i] (default: each device's measured memory bandwidth). A weight of 0
+/// gives an empty shard. Copies the slices now (x is computed first on its own device).
+/// ValueError for no devices, a repeated device, a weight list of another length, a negative or
+/// non-finite weight, or weights that are all 0; AxisError for a bad axis.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+ShardedTensor<typename E::value_type> shard(const E& x, const std::vector<Device>& devices, int axis = 0,
+                                            std::vector<double> weights = {}) {
+    using T = typename E::value_type;
+    const char* op = "lt::shard";
+    Tensor<T> whole(x);
+    if (devices.empty()) detail::fail<ValueError>(op, ": needs at least one device");
+    const auto k = static_cast<std::size_t>(detail::normalize_axis(axis, whole.shape().size(), op, whole.shape()));
+    for (Device d : devices) detail::backend_for(d);
+    if (weights.empty()) {
+        weights = detail::bandwidth_weights(devices);
+    } else if (weights.size() != devices.size()) {
+        detail::fail<ValueError>(op, ": ", weights.size(), " weights for ", devices.size(), " devices ",
+                                 detail::device_list(devices), "; give one weight per device, or none");
+    }
+    double total = 0;
+    for (std::size_t i = 0; i < weights.size(); ++i) {
+        if (!(weights[i] >= 0) || !std::isfinite(weights[i]))
+            detail::fail<ValueError>(op, ": weight ", i, " (for ", devices[i], ") is ", weights[i],
+                                     "; weights must be finite and not negative");
+        total += weights[i];
+    }
+    if (!(total > 0)) detail::fail<ValueError>(op, ": the weights are all 0; at least one device must get a share");
+    const std::vector<std::int64_t> extents = detail::split_extents(whole.shape()[k], weights);
+    whole.realize();
+    std::vector<Tensor<T>> shards;
+    std::int64_t start = 0;
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+        shards.push_back(detail::copy_onto(whole.slice(static_cast<int>(k), start, start + extents[i]), devices[i]));
+        start += extents[i];
+    }
+    detail::realize_all(shards);
+    return ShardedTensor<T>(std::move(shards), static_cast<int>(k));
+}
+
+/// A whole copy of `x` on each of `devices` (weights, biases: operands that every shard of a
+/// split tensor needs), copied now. ValueError for no devices or a repeated device.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+ShardedTensor<typename E::value_type> replicate(const E& x, const std::vector<Device>& devices) {
+    using T = typename E::value_type;
+    if (devices.empty()) detail::fail<ValueError>("lt::replicate: needs at least one device");
+    Tensor<T> whole(x);
+    whole.realize();
+    std::vector<Tensor<T>> copies;
+    for (Device d : devices) copies.push_back(detail::copy_onto(whole, d));
+    detail::realize_all(copies);
+    return ShardedTensor<T>(std::move(copies), -1);
+}
+
+namespace detail {
+
+/// The layout operands of an element-wise op agree on: the first split operand's, if any.
+struct ShardLayout {
+    std::vector<Device> devices;
+    int axis = -1;        // in the result's shape (right-aligned broadcasting)
+    std::size_t rank = 0;  // the result's
+    std::vector<std::int64_t> starts, extents;
+};
+
+template <class S>
+void join_layout(ShardLayout& layout, const S& s, const char* op) {
+    if constexpr (is_sharded_v<S>) {
+        if (layout.devices.empty()) layout.devices = s.devices();
+        if (s.devices() != layout.devices)
+            fail<DeviceError>(op, ": operands are on different devices (", device_list(layout.devices), " and ",
+                              device_list(s.devices()), "); shard or replicate them over the same devices");
+        layout.rank = std::max(layout.rank, s.ndim());
+    } else {
+        (void)s;
+    }
+}
+
+template <class S>
+void join_split(ShardLayout& layout, const S& s, const char* op) {
+    if constexpr (is_sharded_v<S>) {
+        if (s.replicated()) return;
+        const int axis = s.axis() + static_cast<int>(layout.rank - s.ndim());
+        std::vector<std::int64_t> extents = s.extents();
+        if (layout.axis < 0) {
+            layout.axis = axis;
+            layout.extents = extents;
+            std::int64_t start = 0;
+            for (std::int64_t e : extents) layout.starts.push_back(start), start += e;
+        } else if (axis != layout.axis || extents != layout.extents) {
+            fail<DeviceError>(op, ": operands are split differently (along axis ", layout.axis, " of the result in parts ",
+                              Shape(layout.extents.begin(), layout.extents.end()), ", and along axis ", axis, " in parts ",
+                              Shape(extents.begin(), extents.end()), "); gather one and shard it like the other");
+        }
+    } else {
+        (void)s;
+    }
+}
+
+/// Operand `s` as shard i sees it: a split operand's own shard; a replicated one sliced to the
+/// shard's part of the split axis where it spans that axis (where it broadcasts, whole); a
+/// scalar as it is.
+template <class S>
+decltype(auto) shard_operand(const S& s, const ShardLayout& layout, std::size_t i) {
+    if constexpr (is_sharded_v<S>) {
+        using T = typename std::decay_t<S>::value_type;
+        if (!s.replicated() || layout.axis < 0) return Tensor<T>(s.shard(i));
+        const int axis = layout.axis - static_cast<int>(layout.rank - s.ndim());
+        if (axis < 0 || s.shape()[static_cast<std::size_t>(axis)] == 1) return Tensor<T>(s.shard(i));
+        return s.shard(i).slice(axis, layout.starts[i], layout.starts[i] + layout.extents[i]);
+    } else {
+        return s;
+    }
+}
+
+/// f applied shard by shard to operands of which at least one is sharded (the others scalars).
+template <class F, class... S>
+auto per_shard(const char* op, F&& f, const S&... operands) {
+    ShardLayout layout;
+    (join_layout(layout, operands, op), ...);
+    (join_split(layout, operands, op), ...);
+    using R = typename std::decay_t<decltype(f(shard_operand(operands, layout, 0)...))>::value_type;
+    std::vector<Tensor<R>> out;
+    for (std::size_t i = 0; i < layout.devices.size(); ++i) out.push_back(Tensor<R>(f(shard_operand(operands, layout, i)...)));
+    return ShardedTensor<R>(std::move(out), layout.axis);
+}
+
+template <class L, class R>
+inline constexpr bool is_sharded_operands_v =
+    (is_sharded_v<L> && (is_sharded_v<R> || is_scalar_v<R>)) || (is_scalar_v<L> && is_sharded_v<R>);
+
+/// A sharded tensor never meets a plain tensor implicitly: say how to make the plain one fit.
+template <class L, class R>
+inline constexpr bool is_sharded_and_tensor_v =
+    (is_sharded_v<L> && is_tensor_like_v<std::decay_t<R>>) || (is_tensor_like_v<std::decay_t<L>> && is_sharded_v<R>);
+
+}  // namespace detail
+
+// Element-wise functions and operators of sharded tensors, one per entry of the op list: shard by
+// shard, each on its device. Split operands must be split alike; replicated ones are sliced to
+// fit; scalars go to every shard.
+#define LAZYTENSOR_X(name, fn, rule)                                                             \
+    template <class T>                                                                           \
+    auto fn(const ShardedTensor<T>& x) {                                                         \
+        return detail::per_shard(#fn, [](const auto& s) { return lazytensor::fn(s); }, x);       \
+    }
+LAZYTENSOR_UNARY_OPS(LAZYTENSOR_X)
+LAZYTENSOR_X(, sigmoid, ) LAZYTENSOR_X(, silu, ) LAZYTENSOR_X(, gelu, ) LAZYTENSOR_X(, rsqrt, ) LAZYTENSOR_X(, sign, )
+LAZYTENSOR_X(, softplus, )
+#undef LAZYTENSOR_X
+
+// The composites that take scalar arguments, shard by shard.
+template <class T>
+auto softplus(const ShardedTensor<T>& x, double beta) {
+    return detail::per_shard("softplus", [beta](const auto& s) { return lazytensor::softplus(s, beta); }, x);
+}
+template <class T>
+auto elu(const ShardedTensor<T>& x, double alpha = 1.0) {
+    return detail::per_shard("elu", [alpha](const auto& s) { return lazytensor::elu(s, alpha); }, x);
+}
+template <class T>
+auto leaky_relu(const ShardedTensor<T>& x, double negative_slope = 0.01) {
+    return detail::per_shard("leaky_relu", [negative_slope](const auto& s) { return lazytensor::leaky_relu(s, negative_slope); }, x);
+}
+/// clamp of a sharded tensor between two scalars.
+template <class T, class Lo, class Hi, std::enable_if_t<detail::is_scalar_v<Lo> && detail::is_scalar_v<Hi>, int> = 0>
+auto clamp(const ShardedTensor<T>& x, Lo lo, Hi hi) {
+    return detail::per_shard("clamp", [lo, hi](const auto& s) { return lazytensor::clamp(s, lo, hi); }, x);
+}
+
+#define LAZYTENSOR_X(name, fn, rule)                                                                      \
+    template <class L, class R, std::enable_if_t<detail::is_sharded_operands_v<L, R>, int> = 0>           \
+    auto fn(const L& a, const R& b) {                                                                     \
+        return detail::per_shard(#fn, [](const auto& x, const auto& y) { return lazytensor::fn(x, y); }, a, b); \
+    }
+LAZYTENSOR_PUBLIC_BINARY_OPS(LAZYTENSOR_X)
+#undef LAZYTENSOR_X
+
+#define LAZYTENSOR_X(symbol, name)                                                                                 \
+    template <class L, class R, std::enable_if_t<detail::is_sharded_operands_v<L, R>, int> = 0>                    \
+    auto operator symbol(const L& a, const R& b) {                                                                 \
+        return detail::per_shard("operator" #symbol, [](const auto& x, const auto& y) { return x symbol y; }, a, b); \
+    }                                                                                                              \
+    template <class L, class R, std::enable_if_t<detail::is_sharded_and_tensor_v<L, R>, int> = 0>                  \
+    void operator symbol(const L&, const R&) {                                                                     \
+        static_assert(!detail::is_sharded_and_tensor_v<L, R>,                                                      \
+                      "lazytensor: a ShardedTensor and a Tensor do not combine; make the Tensor sharded too: "     \
+                      "lt::replicate(t, s.devices()) or lt::shard(t, s.devices(), axis)");                         \
+    }
+LAZYTENSOR_OPERATORS(LAZYTENSOR_X)
+LAZYTENSOR_X(%, Remainder)
+#undef LAZYTENSOR_X
+
+template <class T>
+auto operator-(const ShardedTensor<T>& x) {
+    return detail::per_shard("operator-", [](const auto& s) { return -s; }, x);
+}
+
+/// where(cond, x, y) of sharded operands (x or y may be scalars).
+template <class C, class X, class Y,
+          std::enable_if_t<detail::is_sharded_v<C> && (detail::is_sharded_v<X> || detail::is_scalar_v<X>) &&
+                               (detail::is_sharded_v<Y> || detail::is_scalar_v<Y>),
+                           int> = 0>
+auto where(const C& cond, const X& x, const Y& y) {
+    return detail::per_shard("where", [](const auto& c, const auto& a, const auto& b) { return lazytensor::where(c, a, b); },
+                             cond, x, y);
+}
+
+/// f(shard i of each operand, ...) on every device i: split operands give their shards,
+/// replicated ones their whole copy, scalars themselves. For functions that act on each slice
+/// of the split axis independently (a row softmax of a batch split by rows, an MLP layer); the
+/// result is split along the first split operand's axis (replicated if none is split), and its
+/// shards must agree on every other extent. DeviceError for operands over other devices or split
+/// differently.
+template <class F, class... S>
+auto map_shards(F&& f, const S&... operands) {
+    static_assert((detail::is_sharded_v<S> || ...), "lt::map_shards needs at least one ShardedTensor operand");
+    const char* op = "map_shards";
+    detail::ShardLayout layout;
+    (detail::join_layout(layout, operands, op), ...);
+    int axis = -1;
+    std::vector<std::int64_t> extents;
+    auto join = [&](const auto& s) {
+        if constexpr (detail::is_sharded_v<decltype(s)>) {
+            if (s.replicated()) return;
+            if (axis < 0) {
+                axis = s.axis();
+                extents = s.extents();
+            } else if (s.axis() != axis || s.extents() != extents) {
+                detail::fail<DeviceError>(op, ": operands are split differently (along axis ", axis, " in parts ",
+                                          Shape(extents.begin(), extents.end()), ", and along axis ", s.axis(), " in parts ",
+                                          Shape(s.extents().begin(), s.extents().end()),
+                                          "); gather one and shard it like the other");
+            }
+        }
+    };
+    (join(operands), ...);
+    auto part = [](const auto& s, std::size_t i) {
+        if constexpr (detail::is_sharded_v<decltype(s)>)
+            return s.shard(i);
+        else
+            return s;
+    };
+    using R = typename std::decay_t<decltype(f(part(operands, 0)...))>::value_type;
+    std::vector<Tensor<R>> out;
+    for (std::size_t i = 0; i < layout.devices.size(); ++i) out.push_back(Tensor<R>(f(part(operands, i)...)));
+    if (axis >= static_cast<int>(out[0].shape().size()))
+        detail::fail<ShapeError>(op, ": the result has shape ", out[0].shape(), ", without the split axis ", axis,
+                                 " of the operands");
+    return ShardedTensor<R>(std::move(out), axis);
+}
+
+/// a @ b, one product per device: a split along an axis other than its last (the contracted
+/// one) with b replicated gives a result split alike; a replicated with b split along its last
+/// axis gives a result split along the last axis. ValueError for a split contracted axis.
+template <class A, class B>
+auto matmul(const ShardedTensor<A>& a, const ShardedTensor<B>& b) {
+    const char* op = "matmul";
+    if (!a.replicated() && a.axis() == static_cast<int>(a.ndim()) - 1)
+        detail::fail<ValueError>(op, ": the left operand is split along its last axis, which the product contracts; "
+                                 "split it along another axis, or gather it");
+    if (!b.replicated() && (b.ndim() < 2 || b.axis() != static_cast<int>(b.ndim()) - 1))
+        detail::fail<ValueError>(op, ": the right operand is split along axis ", b.axis(), " of shape ", b.shape(),
+                                 "; a product of sharded operands needs the left split along a row or batch axis and the "
+                                 "right replicated, or the left replicated and the right split along its last axis");
+    if (!a.replicated() && !b.replicated())
+        detail::fail<ValueError>(op, ": both operands are split; replicate one of them");
+    if (a.devices() != b.devices())
+        detail::fail<DeviceError>(op, ": operands are on different devices (", detail::device_list(a.devices()), " and ",
+                                  detail::device_list(b.devices()), "); shard or replicate them over the same devices");
+    using R = promote_t<A, B>;
+    std::vector<Tensor<R>> out;
+    for (std::size_t i = 0; i < a.devices().size(); ++i) out.push_back(lazytensor::matmul(a.shard(i), b.shard(i)));
+    // Where a's split axis lands: a's axes end the result's, but its last when b is 1-D (dropped).
+    const int rank = static_cast<int>(out[0].shape().size());
+    const int a_axes_kept = static_cast<int>(a.ndim()) - (b.ndim() == 1 ? 1 : 0);
+    const int axis = !a.replicated() ? a.axis() + rank - a_axes_kept : b.replicated() ? -1 : rank - 1;
+    return ShardedTensor<R>(std::move(out), axis);
+}
+
+/// softmax and log_softmax along an axis that is not split: shard by shard.
+template <class T>
+auto softmax(const ShardedTensor<T>& x, int axis = -1) {
+    const int k = detail::normalize_axis(axis, x.ndim(), "softmax", x.shape());
+    if (k == x.axis()) detail::fail<ValueError>("softmax: axis ", axis, " is the split axis; gather the tensor first");
+    return detail::per_shard("softmax", [k](const auto& s) { return lazytensor::softmax(s, k); }, x);
+}
+template <class T>
+auto log_softmax(const ShardedTensor<T>& x, int axis = -1) {
+    const int k = detail::normalize_axis(axis, x.ndim(), "log_softmax", x.shape());
+    if (k == x.axis()) detail::fail<ValueError>("log_softmax: axis ", axis, " is the split axis; gather the tensor first");
+    return detail::per_shard("log_softmax", [k](const auto& s) { return lazytensor::log_softmax(s, k); }, x);
+}
+
+namespace detail {
+
+/// A reduction of a sharded tensor over `axes`. Where the split axis is kept, shard by shard (a
+/// result split alike). Where it is reduced, the per-device partials are combined on the first
+/// device and the total is copied to every device: a replicated result (an all-reduce), which
+/// the shards can go on using (x / x.sum()). `skip_empty`: an empty shard has no partial (max).
+template <class T, class Partial, class Combine>
+auto reduce_sharded(const ShardedTensor<T>& x, Axes axes, bool keepdim, const char* op, bool skip_empty,
+                    Partial partial, Combine combine) {
+    if (axes.empty()) axes = all_axes(x.ndim());  // (as for every reduction: an empty list is all axes)
+    bool over_split = false;
+    int kept_axis = x.axis();
+    for (int& a : axes) {
+        a = normalize_axis(a, x.ndim(), op, x.shape());
+        if (a == x.axis()) over_split = true;
+    }
+    using R = typename std::decay_t<decltype(partial(x.shard(0), axes, keepdim))>::value_type;
+    if (x.replicated() || !over_split) {
+        if (!keepdim && !x.replicated())
+            for (int a : axes)
+                if (a < x.axis()) --kept_axis;
+        std::vector<Tensor<R>> out;
+        for (const Tensor<T>& s : x.shards()) out.push_back(Tensor<R>(partial(s, axes, keepdim)));
+        return ShardedTensor<R>(std::move(out), x.replicated() ? -1 : kept_axis);
+    }
+    std::vector<Tensor<R>> partials;
+    for (const Tensor<T>& s : x.shards())
+        if (!skip_empty || s.shape()[static_cast<std::size_t>(x.axis())] > 0) partials.push_back(Tensor<R>(partial(s, axes, keepdim)));
+    if (partials.empty()) fail<ValueError>(op, ": every shard is empty along the split axis, which it reduces");
+    realize_all(partials);  // every device computes its partial at once
+    const Device home = x.devices()[0];
+    Tensor<R> total = partials[0].to(home);
+    for (std::size_t i = 1; i < partials.size(); ++i) total = Tensor<R>(combine(total, partials[i].to(home)));
+    total.realize();
+    std::vector<Tensor<R>> copies{total};  // (total is nobody else's: no copy on its own device)
+    for (std::size_t i = 1; i < x.devices().size(); ++i) copies.push_back(total.to(x.devices()[i]));
+    return ShardedTensor<R>(std::move(copies), -1);
+}
+
+}  // namespace detail
+
+/// Reductions of sharded tensors: lt::sum(s), lt::sum(s, axes, keepdim), lt::sum(s, axis,
+/// keepdim), and likewise max, min, prod and mean. Over the split axis the per-device partials
+/// are combined and the result is replicated on every device (see reduce_sharded); otherwise the
+/// result is split alike. max and min skip empty shards.
+#define LAZYTENSOR_X(fn, combine_fn, skip_empty)                                                                   \
+    template <class T>                                                                                            \
+    auto fn(const ShardedTensor<T>& x, const Axes& axes, bool keepdim = false) {                                  \
+        return detail::reduce_sharded(                                                                            \
+            x, axes, keepdim, #fn, skip_empty,                                                                    \
+            [](const Tensor<T>& s, const Axes& a, bool k) { return lazytensor::fn(s, a, k); },                    \
+            [](const auto& p, const auto& q) { return lazytensor::combine_fn(p, q); });                           \
+    }                                                                                                             \
+    template <class T>                                                                                            \
+    auto fn(const ShardedTensor<T>& x, int axis, bool keepdim = false) {                                          \
+        return fn(x, Axes{axis}, keepdim);                                                                        \
+    }                                                                                                             \
+    template <class T>                                                                                            \
+    auto fn(const ShardedTensor<T>& x) {                                                                          \
+        return fn(x, detail::all_axes(x.ndim()), false);                                                          \
+    }
+LAZYTENSOR_X(sum, add, false)
+LAZYTENSOR_X(prod, mul, false)
+LAZYTENSOR_X(max, maximum, true)
+LAZYTENSOR_X(min, minimum, true)
+#undef LAZYTENSOR_X
+
+/// The mean over `axes`: the sharded sum (half in float32, integers in int64, as lt::mean sums)
+/// divided by the count of reduced elements, per shard, by lt::mean's own division.
+template <class T>
+auto mean(const ShardedTensor<T>& x, const Axes& axes, bool keepdim = false) {
+    using R = detail::mean_t<T>;
+    std::int64_t count = 1;
+    for (int a : axes.empty() ? detail::all_axes(x.ndim()) : axes)
+        count *= x.shape()[static_cast<std::size_t>(detail::normalize_axis(a, x.ndim(), "mean", x.shape()))];
+    auto divide = [count](const auto& total) {
+        const detail::NodePtr t = total.build();
+        return Tensor<R>(detail::graph::mean_of_sum(t, dtype_of<T>(), count, detail::supports_float64(t->device)));
+    };
+    if constexpr (std::is_same_v<T, half>) return detail::per_shard("mean", divide, sum(x.template cast<float>(), axes, keepdim));
+    else return detail::per_shard("mean", divide, sum(x, axes, keepdim));
+}
+template <class T>
+auto mean(const ShardedTensor<T>& x, int axis, bool keepdim = false) {
+    return mean(x, Axes{axis}, keepdim);
+}
+template <class T>
+auto mean(const ShardedTensor<T>& x) {
+    return mean(x, detail::all_axes(x.ndim()), false);
+}
+
+}  // namespace lazytensor
+// ---- lazytensor/frontend/sorting.hpp ----
+// Sorting and selection along an axis: sort, argsort and topk. Lazy like every other op: the
+// positions are a sort node (a schedule item of its own, items/sort_item.hpp: the device's row
+// sort, with the element-wise work that produces its input computed on the way) and the values
+// are gathered at them, so they fuse with what reads them and are differentiable. Every sort is
+// stable, and NaN sorts after every number (before them when descending), as in PyTorch; -0 and
+// +0 are equal.
+
+#include <cstdint>
+
+
+namespace lazytensor {
+
+/// The result of lt::sort and lt::topk: the values and their positions along the axis, both of
+/// the same shape (auto [values, indices] = lt::sort(x)).
+template <class T>
+struct SortResult {
+    Tensor<T> values;
+    Tensor<std::int64_t> indices;
+};
+
+namespace detail {
+
+/// The first k of x along `axis` in order. AxisError for a bad axis, ValueError for a bad k.
+template <class E>
+SortResult<typename E::value_type> sort_along(const E& x, int axis, std::int64_t k, bool descending, const char* op) {
+    using T = typename E::value_type;
+    Tensor<T> t(x);
+    if (t.ndim() == 0) {  // one element, as PyTorch: axis 0 or -1
+        if (axis != 0 && axis != -1)
+            fail<AxisError>(op, ": axis ", axis, " is out of range: the tensor is 0-d (shape []) and has no axes; "
+                            "as in PyTorch, axis 0 or -1 takes its one element");
+        SortResult<T> r = sort_along(t.reshape({1}), 0, k, descending, op);
+        return {r.values.reshape({}), r.indices.reshape({})};
+    }
+    const int a = normalize_axis(axis, t.ndim(), op, t.shape());
+    const std::int64_t n = t.shape()[static_cast<std::size_t>(a)];
+    if (k < 0 || k > n)
+        fail<ValueError>(op, ": k = ", k, " is outside [0, ", n, "], the extent of axis ", axis, " of shape ", t.shape());
+    // The positions along the last axis, and the values gathered at them (lazy both: the
+    // gradient of the values reaches x through the gather, as in PyTorch).
+    const NodePtr rows = movedim(t, a, -1).node_ptr();
+    const NodePtr positions = graph::sort_positions(rows, k, descending, op);
+    const int last = t.ndim() - 1;
+    return {movedim(Tensor<T>(graph::gather(rows, last, positions)), -1, a), movedim(Tensor<std::int64_t>(positions), -1, a)};
+}
+
+}  // namespace detail
+
+/// x sorted along `axis` (ascending, or descending), stably: {values, indices}, where indices
+/// are the positions along `axis` the values came from (int64). NaN sorts after every number
+/// (before them when descending). Lazy; AxisError for a bad axis.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+SortResult<typename E::value_type> sort(const E& x, int axis = -1, bool descending = false) {
+    const std::int64_t n = x.ndim() == 0 ? 1 : x.shape()[static_cast<std::size_t>(normalize_axis(axis, x.ndim(), "lt::sort", x.shape()))];
+    return detail::sort_along(x, axis, n, descending, "lt::sort");
+}
+
+/// The positions that sort x along `axis` (stable: equal values keep their order), int64.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+Tensor<std::int64_t> argsort(const E& x, int axis = -1, bool descending = false) {
+    const std::int64_t n = x.ndim() == 0 ? 1 : x.shape()[static_cast<std::size_t>(normalize_axis(axis, x.ndim(), "lt::argsort", x.shape()))];
+    return detail::sort_along(x, axis, n, descending, "lt::argsort").indices;
+}
+
+/// The k largest (or, with largest = false, smallest) elements along `axis`, in order (largest
+/// first, or smallest first), with their positions: {values, indices}. Equal values come in
+/// the order of their positions; NaN counts as the largest value. ValueError unless
+/// 0 <= k <= the axis' extent.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+SortResult<typename E::value_type> topk(const E& x, std::int64_t k, int axis = -1, bool largest = true) {
+    return detail::sort_along(x, axis, k, largest, "lt::topk");
+}
+
+}  // namespace lazytensor
+// ---- lazytensor/frontend/print.hpp ----
+// operator<< for tensors and expressions, as PyTorch prints them: the values in aligned
+// columns (summarized when large), then shape, dtype and device; and the print options.
+// Printing realizes the tensor, then reads only the elements it shows.
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+
+namespace lazytensor {
+
+/// How operator<< prints tensors; lt::set_print_options sets them for every thread. The
+/// defaults are PyTorch's.
+struct PrintOptions {
+    /// Digits after the decimal point of floating values (in fixed and scientific notation).
+    int precision = 4;
+    /// A tensor of more elements than this is summarized: along each axis longer than
+    /// 2 * edgeitems only the first and last `edgeitems` are shown (and read from the device).
+    std::int64_t threshold = 1000;
+    std::int64_t edgeitems = 3;
+    /// Characters per line (counted from the line's start) before a row of values wraps.
+    std::int64_t linewidth = 80;
+};
+
+namespace detail {
+
+struct PrintOptionsState {
+    std::mutex mutex;
+    PrintOptions options;
+};
+inline PrintOptionsState& print_options_state() {
+    static PrintOptionsState state;
+    return state;
+}
+
+}  // namespace detail
+
+/// The options operator<< prints with now (a copy: change it and pass it to set_print_options).
+inline PrintOptions print_options() {
+    auto& s = detail::print_options_state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    return s.options;
+}
+
+/// Makes operator<< print with `options` from now on, in every thread. ValueError (and no
+/// change) for a precision outside 0..30, a negative threshold, or an edgeitems or linewidth
+/// below 1.
+inline void set_print_options(const PrintOptions& options) {
+    if (options.precision < 0 || options.precision > 30)
+        detail::fail<ValueError>("lt::set_print_options: precision must be from 0 to 30 digits, got ", options.precision);
+    if (options.threshold < 0)
+        detail::fail<ValueError>("lt::set_print_options: threshold must be >= 0, got ", options.threshold);
+    if (options.edgeitems < 1)
+        detail::fail<ValueError>("lt::set_print_options: edgeitems must be >= 1, got ", options.edgeitems);
+    if (options.linewidth < 1)
+        detail::fail<ValueError>("lt::set_print_options: linewidth must be >= 1, got ", options.linewidth);
+    auto& s = detail::print_options_state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.options = options;
+}
+
+/// NumPy's and PyTorch's spelling: set_print_options(precision, threshold, edgeitems,
+/// linewidth), where an option left out keeps its current value.
+inline void set_print_options(int precision, std::optional<std::int64_t> threshold = std::nullopt,
+                              std::optional<std::int64_t> edgeitems = std::nullopt,
+                              std::optional<std::int64_t> linewidth = std::nullopt) {
+    PrintOptions options = print_options();
+    options.precision = precision;
+    if (threshold) options.threshold = *threshold;
+    if (edgeitems) options.edgeitems = *edgeitems;
+    if (linewidth) options.linewidth = *linewidth;
+    set_print_options(options);
+}
+
+namespace detail {
+
+/// A run of consecutive buffer elements that printing reads.
+struct ReadRun {
+    std::int64_t first = 0;
+    std::int64_t count = 0;
+};
+
+/// What printing a realized tensor of this layout reads from its buffer, with `options`.
+LAZYTENSOR_ENGINE_API std::vector<ReadRun> print_reads(const Shape& shape, const Strides& strides, std::int64_t offset,
+                                                       const PrintOptions& options);
+
+/// `tensor([...], shape=[...], dtype=..., device=...)` for a realized node.
+LAZYTENSOR_ENGINE_API std::string format_tensor(const Node& n, const PrintOptions& options);
+
+}  // namespace detail
+
+/// Writes `tensor([...], shape=[...], dtype=..., device=...)`: nested rows with values in
+/// aligned columns, wrapped at print_options().linewidth; floating values with
+/// print_options().precision digits (see lt::PrintOptions), integers as numbers, bools as
+/// true/false. A tensor of more than print_options().threshold elements is summarized ("...")
+/// and only the elements shown are read from its device. Realizes x first.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+std::ostream& operator<<(std::ostream& out, const E& x) {
+    using T = typename E::value_type;
+    Tensor<T> t = x.realize();
+    return out << detail::format_tensor(*t.node_ptr(), print_options());
+}
+
+}  // namespace lazytensor
+
+// The printing code: compiled in header-only units and in the implementation unit, never in a
+// separate-runtime unit.
+#if LAZYTENSOR_ENGINE_DEFINITIONS
+// ---- lazytensor/frontend/print_definitions.hpp ----
+// How tensors print (frontend/print.hpp declares it): compiled in header-only units and in the
+// LAZYTENSOR_IMPLEMENTATION unit, as the engine is.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+
+#if !LAZYTENSOR_ENGINE_DEFINITIONS
+#error "lazytensor: frontend/print_definitions.hpp holds definitions of the runtime; a LAZYTENSOR_SEPARATE_RUNTIME unit must not include it"
+#endif
+
+namespace lazytensor {
+
+namespace detail {
+
+/// The positions printed along each axis: all of them, or, when the tensor is summarized, the
+/// first and last edgeitems of an axis longer than 2 * edgeitems (cut[k]: "..." goes between).
+struct ShownIndices {
+    std::vector<std::vector<std::int64_t>> index;
+    std::vector<bool> cut;
+};
+
+inline ShownIndices shown_indices(const Shape& shape, const PrintOptions& options) {
+    const bool summarize = lazytensor::numel(shape) > options.threshold;
+    ShownIndices shown;
+    for (std::int64_t n : shape) {
+        const std::int64_t e = options.edgeitems;
+        const bool cut = summarize && n - e > e;
+        std::vector<std::int64_t> index;
+        for (std::int64_t i = 0; i < n; ++i) {
+            if (cut && i == e) i = n - e;
+            index.push_back(i);
+        }
+        shown.index.push_back(std::move(index));
+        shown.cut.push_back(cut);
+    }
+    return shown;
+}
+
+/// The buffer position of each shown element (row-major over the shown grid) of a tensor whose
+/// element (i0, i1, ...) is at offset + i0 * strides[0] + ...
+inline std::vector<std::int64_t> shown_positions(const Strides& strides, std::int64_t offset, const ShownIndices& shown) {
+    std::vector<std::int64_t> positions{offset};
+    for (std::size_t k = 0; k < shown.index.size(); ++k) {
+        std::vector<std::int64_t> next;
+        next.reserve(positions.size() * shown.index[k].size());
+        for (std::int64_t p : positions)
+            for (std::int64_t i : shown.index[k]) next.push_back(p + i * strides[k]);
+        positions = std::move(next);
+    }
+    return positions;
+}
+
+/// The runs that cover `positions`: sorted, with gaps of up to 64 elements read through, so
+/// that a summarized print makes few reads of a few elements each.
+inline std::vector<ReadRun> read_runs(std::vector<std::int64_t> positions) {
+    std::sort(positions.begin(), positions.end());
+    std::vector<ReadRun> runs;
+    for (std::int64_t p : positions) {
+        if (!runs.empty() && p - (runs.back().first + runs.back().count) <= 64)
+            runs.back().count = std::max(runs.back().count, p - runs.back().first + 1);
+        else
+            runs.push_back(ReadRun{p, 1});
+    }
+    return runs;
+}
+
+LAZYTENSOR_ENGINE_API std::vector<ReadRun> print_reads(const Shape& shape, const Strides& strides, std::int64_t offset,
+                                                       const PrintOptions& options) {
+    if (lazytensor::numel(shape) == 0) return {};
+    return read_runs(shown_positions(strides, offset, shown_indices(shape, options)));
+}
+
+/// The shown elements of a realized node, row-major over the shown grid, read run by run.
+template <class T>
+std::vector<T> read_shown(const Node& n, const ShownIndices& shown) {
+    using Stored = std::conditional_t<std::is_same_v<T, bool>, std::uint8_t, T>;
+    const std::vector<std::int64_t> positions = shown_positions(n.strides, n.offset, shown);
+    const std::vector<ReadRun> runs = read_runs(positions);
+    std::vector<std::int64_t> start(runs.size());  // of each run in `staged`
+    std::int64_t total = 0;
+    for (std::size_t r = 0; r < runs.size(); ++r) start[r] = total, total += runs[r].count;
+    std::vector<Stored> staged(static_cast<std::size_t>(total));
+    for (std::size_t r = 0; r < runs.size(); ++r)
+        download(*n.buffer, static_cast<std::size_t>(runs[r].first) * sizeof(Stored), &staged[static_cast<std::size_t>(start[r])],
+                 static_cast<std::size_t>(runs[r].count) * sizeof(Stored));
+    std::vector<T> out;
+    out.reserve(positions.size());
+    for (std::int64_t p : positions) {
+        const auto run = std::upper_bound(runs.begin(), runs.end(), p, [](std::int64_t v, const ReadRun& r) { return v < r.first; }) - 1;
+        const std::size_t r = static_cast<std::size_t>(run - runs.begin());
+        out.push_back(static_cast<T>(staged[static_cast<std::size_t>(start[r] + p - run->first)]));
+    }
+    return out;
+}
+
+inline std::string format_double(const char* format, int precision, double v) {
+    const int n = std::snprintf(nullptr, 0, format, precision, v);
+    std::string s(static_cast<std::size_t>(n) + 1, '\0');
+    std::snprintf(&s[0], s.size(), format, precision, v);
+    s.pop_back();
+    return s;
+}
+
+/// Floating values as PyTorch writes them: all whole numbers as "3."; otherwise `precision`
+/// digits after the point; scientific notation when the magnitudes of the finite non-zero
+/// values span more than a factor 1000, or pass 1e8, or (not whole) fall below 1e-4. NaN and
+/// infinities as nan, inf, -inf.
+inline std::vector<std::string> format_floating(const std::vector<double>& values, int precision) {
+    bool whole = true, any = false;
+    double lo = 0, hi = 0;
+    for (double v : values) {
+        if (!std::isfinite(v) || v == 0) continue;
+        const double a = std::fabs(v);
+        lo = any ? std::min(lo, a) : a;
+        hi = any ? std::max(hi, a) : a;
+        any = true;
+        whole = whole && v == std::ceil(v);
+    }
+    const bool scientific = any && (hi / lo > 1000 || hi > 1e8 || (!whole && lo < 1e-4));
+    std::vector<std::string> out;
+    out.reserve(values.size());
+    for (double v : values) {
+        if (std::isnan(v)) out.push_back("nan");
+        else if (std::isinf(v)) out.push_back(v > 0 ? "inf" : "-inf");
+        else if (scientific) out.push_back(format_double("%.*e", precision, v));
+        else if (whole) out.push_back(format_double("%.*f", 0, v) + ".");
+        else out.push_back(format_double("%.*f", precision, v));
+    }
+    return out;
+}
+
+template <class T>
+std::vector<std::string> format_values(const std::vector<T>& values, int precision) {
+    std::vector<std::string> out;
+    if constexpr (is_floating_v<T>) {
+        std::vector<double> v(values.size());
+        for (std::size_t i = 0; i < values.size(); ++i) v[i] = static_cast<double>(static_cast<value_type_t<T>>(values[i]));
+        return format_floating(v, precision);
+    } else {
+        for (T v : values) {
+            if constexpr (std::is_same_v<T, bool>) out.push_back(v ? "true" : "false");
+            else out.push_back(std::to_string(static_cast<long long>(v)));
+        }
+    }
+    return out;
+}
+
+/// Writes the nested rows of axis `dim` onward, whose "[" is at column `indent`; `next` walks
+/// the cells (each padded to `width`) in row-major order.
+inline void layout_rows(std::string& out, const std::vector<std::string>& cells, std::size_t width, const ShownIndices& shown,
+                        std::size_t dim, std::size_t& next, std::int64_t indent, const PrintOptions& options) {
+    const std::size_t ndim = shown.index.size();
+    const auto pad = [&](const std::string& s) { return std::string(width - std::min(width, s.size()), ' ') + s; };
+    if (dim == ndim) {
+        out += pad(cells[next++]);
+        return;
+    }
+    const std::vector<std::int64_t>& index = shown.index[dim];
+    const std::size_t gap = shown.cut[dim] ? static_cast<std::size_t>(options.edgeitems) : index.size() + 1;
+    out += '[';
+    if (dim + 1 == ndim) {
+        // One row, wrapped to the line width; continuation lines start under the first value.
+        std::vector<std::string> items;
+        for (std::size_t i = 0; i < index.size(); ++i) {
+            if (i == gap) items.push_back("...");
+            items.push_back(pad(cells[next++]));
+        }
+        const std::size_t per_line = static_cast<std::size_t>(
+            std::max<std::int64_t>(1, (options.linewidth - indent) / static_cast<std::int64_t>(width + 2)));
+        for (std::size_t i = 0; i < items.size(); ++i) {
+            if (i > 0) out += i % per_line == 0 ? ",\n" + std::string(static_cast<std::size_t>(indent + 1), ' ') : ", ";
+            out += items[i];
+        }
+    } else {
+        const std::string separator = "," + std::string(ndim - dim - 1, '\n') + std::string(static_cast<std::size_t>(indent + 1), ' ');
+        for (std::size_t i = 0; i < index.size(); ++i) {
+            if (i > 0) out += separator;
+            if (i == gap) out += "..." + separator;
+            layout_rows(out, cells, width, shown, dim + 1, next, indent + 1, options);
+        }
+    }
+    out += ']';
+}
+
+template <class T>
+std::string format_tensor_of(const Node& n, const PrintOptions& options) {
+    std::string out = "tensor(";
+    if (lazytensor::numel(n.shape) == 0) {
+        out += "[]";
+    } else {
+        const ShownIndices shown = shown_indices(n.shape, options);
+        const std::vector<std::string> cells = format_values(read_shown<T>(n, shown), options.precision);
+        std::size_t width = 0;
+        for (const std::string& c : cells) width = std::max(width, c.size());
+        std::size_t next = 0;
+        layout_rows(out, cells, width, shown, 0, next, 7, options);
+    }
+    return concat(out, ", shape=", n.shape, ", dtype=", n.dtype, ", device=", n.device, ")");
+}
+
+LAZYTENSOR_ENGINE_API std::string format_tensor(const Node& n, const PrintOptions& options) {
+    return visit_dtype(n.dtype, [&](auto tag) { return format_tensor_of<typename decltype(tag)::type>(n, options); });
+}
+
+}  // namespace detail
+
+}  // namespace lazytensor
+#endif
+
+// The engine: the seam's definitions, in header-only mode in every unit, with
+// LAZYTENSOR_IMPLEMENTATION in one (only this header pulls it in; the front end sees the seam).
 #if LAZYTENSOR_ENGINE_DEFINITIONS
 // ---- lazytensor/runtime/engine.hpp ----
 // The engine's side of the seam (runtime/seam.hpp): the definitions of what the seam declares
@@ -7057,43 +11066,6 @@ inline NodePtr scan_rule(ReduceOp op, const NodePtr& x, const NodePtr& y, int k,
     return g::where(none_yet, before, g::where(first_zero, at_zero, num(0.0)));
 }
 
-/// The gradient of a window's source x (shape s) from gy: gy's elements put back at the
-/// positions they were read from, zeros elsewhere; along an axis of step 0, their sum.
-inline NodePtr window_rule(const NodePtr& x, const NodePtr& y, const NodePtr& gy) {
-    NodePtr out = gy;
-    for (std::size_t k = 0; k < x->shape.size(); ++k) {
-        std::int64_t start = y->params[2 * k], step = y->params[2 * k + 1];
-        const std::int64_t n = y->shape[k], m = x->shape[k];
-        if (n == 0) return nullptr;  // nothing was read
-        if (n == 1) step = 1;
-        if (step == 0) {
-            out = g::reduce(ReduceOp::Sum, out, Axes{static_cast<int>(k)}, true, "grad");
-            step = 1;
-        } else if (step < 0) {  // read backwards from start: the same positions, forwards
-            out = g::flip(out, Axes{static_cast<int>(k)});
-            start += step * (n - 1);
-            step = -step;
-        }
-        std::int64_t covered = out->shape[k];
-        if (step > 1) {  // interleave step - 1 zeros after each element
-            Shape lifted = out->shape, spaced = out->shape;
-            lifted.insert(k + 1, 1);
-            spaced[k] = covered * step;
-            Shape before(lifted.size(), 0), after(lifted.size(), 0);
-            after[k + 1] = step - 1;
-            out = g::reshape(g::pad(g::reshape(out, lifted), before, after, num(0.0)), spaced);
-            covered *= step;
-        }
-        const std::int64_t tail = m - start - covered;  // < 0: the last step's spacing runs past the end
-        if (tail < 0) out = g::slice(out, static_cast<int>(k), 0, covered + tail, 1);
-        Shape before(x->shape.size(), 0), after(x->shape.size(), 0);
-        before[k] = start;
-        after[k] = std::max<std::int64_t>(tail, 0);
-        out = g::pad(out, before, after, num(0.0));
-    }
-    return out;
-}
-
 /// The gradient of a pad's source x (the window of gy that x fills).
 inline NodePtr pad_rule(const NodePtr& x, const NodePtr& y, const NodePtr& gy) {
     SmallVector<std::int64_t, 12> starts_steps;
@@ -7140,7 +11112,10 @@ void node_rule(const NodePtr& n, const NodePtr& gy, Wanted wanted, Emit emit) {
             break;
         }
         case NodeKind::Expand: emit(0, expand_rule(x, n, gy)); break;
-        case NodeKind::Slice: emit(0, window_rule(x, n, gy)); break;
+        case NodeKind::Slice: emit(0, g::scatter_window(x->shape, n->params, gy)); break;
+        case NodeKind::Unfold:  // fold: the windows' elements summed back where they were read
+            emit(0, g::fold(gy, x->shape, static_cast<int>(n->params[0]), n->params[1], n->params[2], n->params[3]));
+            break;
         case NodeKind::Pad: emit(0, pad_rule(x, n, gy)); break;
         case NodeKind::Gather:
             emit(0, g::scatter_add(zeros_like(x), n->axes[0], n->src[1], gy));
@@ -16455,7 +20430,8 @@ public:
                 case NodeKind::Reshape:
                 case NodeKind::Permute:
                 case NodeKind::Expand:
-                case NodeKind::Slice: {
+                case NodeKind::Slice:
+                case NodeKind::Unfold: {
                     Read in = r;
                     if (!r.opaque && !in.map.through_view(*n)) in.opaque = ++opaque_;
                     add(at(source(n, 0)), std::move(in));
@@ -19341,3176 +23317,5 @@ LAZYTENSOR_ENGINE_API void write_buffer(Buffer& dst, std::size_t at, const void*
 }
 
 }  // namespace detail
-}  // namespace lazytensor
-#endif
-
-namespace lazytensor {
-
-namespace detail {
-
-template <class T>
-inline constexpr void check_differentiable() {
-    static_assert(is_floating_v<T>, "lazytensor: gradients exist for floating tensors only (float, double, half); "
-                                    "cast integer or bool tensors with lt::cast<float>(x) first");
-}
-
-template <class P>
-std::vector<Tensor<P>> typed_gradients(const std::vector<NodePtr>& outputs, const std::vector<NodePtr>& cotangents,
-                                       const std::vector<Tensor<P>>& inputs, const char* op) {
-    check_differentiable<P>();
-    std::vector<NodePtr> in;
-    in.reserve(inputs.size());
-    for (const Tensor<P>& x : inputs) in.push_back(x.build());
-    std::vector<Tensor<P>> out;
-    for (NodePtr& gx : vjp_nodes(outputs, cotangents, in, op)) out.emplace_back(std::move(gx));
-    return out;
-}
-
-/// A braced list of parameters of several dtypes ({w_float, v_double}), which the list forms of
-/// lt::grad, lt::vjp and lt::value_and_grad cannot take: a std::initializer_list<Tensor<P>> has
-/// one element type. Choosing this overload is the mistake; its constructor says so. (A list
-/// of one dtype takes the initializer_list overload: this constructor is not viable for it.)
-struct ParamsOfSeveralDtypes {
-    template <class A, class B, class... Rest,
-              class = std::enable_if_t<!(std::is_same_v<A, B> && (std::is_same_v<A, Rest> && ...))>>
-    ParamsOfSeveralDtypes(const Tensor<A>&, const Tensor<B>&, const Tensor<Rest>&...) {
-        static_assert(!std::is_same_v<A, A>,
-                      "lazytensor: the parameters in one list of lt::grad, lt::value_and_grad or lt::vjp must all "
-                      "have one dtype (the list is a std::vector<Tensor<T>> of one T); for parameters of several "
-                      "dtypes, take the gradients once per dtype, e.g. lt::grad(loss, {w, b}) for the float ones "
-                      "and lt::grad(loss, {v}) for the double ones, and realize them together");
-    }
-};
-
-/// The 0-d loss's node and a cotangent of 1.
-template <class L>
-std::pair<NodePtr, NodePtr> loss_and_seed(const L& loss) {
-    check_differentiable<typename L::value_type>();
-    NodePtr y = loss.build();
-    if (!y->shape.empty())
-        fail<ShapeError>("grad: the loss must be a 0-d tensor, got shape ", y->shape,
-                         "; reduce it (lt::sum, .mean()) or give a cotangent of its shape to lt::vjp");
-    return {y, graph::constant(Scalar::of<std::int64_t>(1), y->dtype, y->shape, y->device)};
-}
-
-}  // namespace detail
-
-/// x's value, as a constant to lt::grad and lt::vjp: no gradient flows through it (JAX's and
-/// MLX's stop_gradient, PyTorch's detach). Costs nothing: a view.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-Tensor<typename E::value_type> stop_gradient(const E& x) {
-    return Tensor<typename E::value_type>(detail::graph::stop_gradient(x.build()));
-}
-
-/// The gradients of a 0-d floating `loss` with respect to `params`, in their order, each of its
-/// parameter's shape and dtype, as lazy tensors: auto g = lt::grad(loss, {w, b}). A parameter
-/// that the loss does not depend on gets zeros. ShapeError if the loss is not 0-d; ValueError
-/// if a parameter may have been cut off by a realize (see above).
-template <class L, class P, class = std::enable_if_t<detail::is_tensor_like_v<L>>>
-std::vector<Tensor<P>> grad(const L& loss, const std::vector<Tensor<P>>& params) {
-    auto [y, seed] = detail::loss_and_seed(loss);
-    return detail::typed_gradients({y}, {seed}, params, "grad");
-}
-template <class L, class P, class = std::enable_if_t<detail::is_tensor_like_v<L>>>
-std::vector<Tensor<P>> grad(const L& loss, std::initializer_list<Tensor<P>> params) {
-    return grad(loss, std::vector<Tensor<P>>(params));
-}
-/// Parameters of several dtypes in one list: does not compile (detail::ParamsOfSeveralDtypes's
-/// static_assert), with the usual result type, so that the static_assert is the one error.
-template <class L, class = std::enable_if_t<detail::is_tensor_like_v<L>>>
-std::vector<Tensor<float>> grad(const L&, detail::ParamsOfSeveralDtypes) {
-    return {};
-}
-/// The gradient with respect to one parameter: lt::grad(loss, w).
-template <class L, class P, class = std::enable_if_t<detail::is_tensor_like_v<L>>>
-Tensor<P> grad(const L& loss, const Tensor<P>& param) {
-    return grad(loss, std::vector<Tensor<P>>{param})[0];
-}
-
-/// The vector-Jacobian product: the gradient of sum_i sum(outputs[i] * cotangents[i]) with
-/// respect to each of `inputs`, as lazy tensors of the inputs' shapes and dtypes:
-/// lt::vjp({y}, {w, b}, {dy}). Each cotangent has its output's shape (ShapeError naming both)
-/// and device; it is converted to the output's dtype.
-template <class P>
-std::vector<Tensor<P>> vjp(const std::vector<TensorRef>& outputs, const std::vector<Tensor<P>>& inputs,
-                           const std::vector<TensorRef>& cotangents) {
-    std::vector<detail::NodePtr> ys, cs;
-    for (const TensorRef& y : outputs) ys.push_back(y.node_ptr());
-    for (const TensorRef& c : cotangents) cs.push_back(c.node_ptr());
-    return detail::typed_gradients(ys, cs, inputs, "vjp");
-}
-template <class P>
-std::vector<Tensor<P>> vjp(const std::vector<TensorRef>& outputs, std::initializer_list<Tensor<P>> inputs,
-                           const std::vector<TensorRef>& cotangents) {
-    return vjp(outputs, std::vector<Tensor<P>>(inputs), cotangents);
-}
-/// Inputs of several dtypes in one list: does not compile (as grad's).
-inline std::vector<Tensor<float>> vjp(const std::vector<TensorRef>&, detail::ParamsOfSeveralDtypes,
-                                      const std::vector<TensorRef>&) {
-    return {};
-}
-
-/// A loss and its gradients (auto [loss, grads] = lt::value_and_grad(...)), lazy until realized.
-template <class L, class P>
-struct ValueAndGrad {
-    Tensor<L> value;
-    std::vector<Tensor<P>> grads;
-
-    /// Computes the loss and every gradient in one schedule (shared parts once); returns *this.
-    ValueAndGrad& realize() {
-        std::vector<TensorRef> all{value};
-        for (const Tensor<P>& g : grads) all.emplace_back(g);
-        lazytensor::realize(all);
-        return *this;
-    }
-};
-
-/// Calls f (with `params`, if it takes them, else with no arguments) for a 0-d loss and gives the
-/// loss with its gradients with respect to params: the lazy values of lt::grad, so that
-/// .realize() computes them together.
-///   auto [loss, g] = lt::value_and_grad([&] { auto d = x.matmul(w) - y; return lt::sum(d * d); }, {w});
-template <class F, class P>
-auto value_and_grad(F&& f, const std::vector<Tensor<P>>& params) {
-    auto loss = [&] {
-        if constexpr (std::is_invocable_v<F&, const std::vector<Tensor<P>>&>) return std::forward<F>(f)(params);
-        else return std::forward<F>(f)();
-    }();
-    using L = typename std::decay_t<decltype(loss)>::value_type;
-    Tensor<L> value(loss);
-    return ValueAndGrad<L, P>{value, grad(value, params)};
-}
-template <class F, class P>
-auto value_and_grad(F&& f, std::initializer_list<Tensor<P>> params) {
-    return value_and_grad(std::forward<F>(f), std::vector<Tensor<P>>(params));
-}
-/// Parameters of several dtypes in one list: does not compile (as grad's; with the usual result
-/// type, so that the static_assert is the one error).
-template <class F>
-ValueAndGrad<float, float> value_and_grad(F&&, detail::ParamsOfSeveralDtypes) {
-    return {};
-}
-
-}  // namespace lazytensor
-// ---- lazytensor/frontend/composites.hpp ----
-// Composite element-wise functions: rewrites into the primitives of ir/ops.hpp, written once
-// (tinygrad's decompositions), so that every backend runs them as it runs the primitives,
-// fused into the kernel of whatever reads them. Each is written to be exact at the extremes.
-// Those that reverse mode and the graph builders need too (sigmoid, silu, gelu, rsqrt, sign,
-// remainder, floor_divide) are written as graph builders (ir/graph.hpp), which the functions
-// below give their types; the others are written here.
-
-#include <cmath>
-#include <limits>
-#include <optional>
-#include <type_traits>
-
-// ---- lazytensor/frontend/functions.hpp ----
-// The free functions and operators of the public API. Element-wise functions are generated
-// from the op list (ir/ops.hpp); reductions and views have a free form next to the members.
-
-#include <optional>
-
-
-namespace lazytensor {
-
-/// Element-wise unary functions: lt::exp(x), lt::relu(x), ... (one per entry of the op list,
-/// ir/ops.hpp). Lazy, same shape. exp, log, sqrt, ... give float32 for integers; abs, floor, ...
-/// keep the type (neither kind compiles for bool); isnan, isinf, logical_not give bool.
-#define LAZYTENSOR_X(name, fn, rule)                                                      \
-    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>            \
-    auto fn(E&& x) {                                                                      \
-        return detail::make_unary<UnaryOp::name>(std::forward<E>(x));                     \
-    }
-LAZYTENSOR_UNARY_OPS(LAZYTENSOR_X)
-#undef LAZYTENSOR_X
-
-/// Element-wise binary functions: lt::maximum(a, b), lt::pow(a, 2.0f), lt::add(a, b), ... A
-/// tensor or a C++ scalar on either side, broadcast (NumPy), types promoted (PyTorch). Lazy;
-/// ShapeError if the shapes do not broadcast, DeviceError for tensors on different devices.
-#define LAZYTENSOR_X(name, fn, rule)                                                      \
-    template <class L, class R, class = std::enable_if_t<detail::is_binary_operands_v<L, R>>> \
-    auto fn(L&& a, R&& b) {                                                               \
-        return detail::make_binary<BinaryOp::name>(std::forward<L>(a), std::forward<R>(b)); \
-    }
-LAZYTENSOR_PUBLIC_BINARY_OPS(LAZYTENSOR_X)
-#undef LAZYTENSOR_X
-
-/// Operators (LAZYTENSOR_OPERATORS, ir/ops.hpp): the same ops, NumPy broadcasting, a tensor or
-/// a scalar on either side; && and || are element-wise (both sides are evaluated). Comparisons, && and || give bool tensors. Lazy,
-/// and they throw as the functions above do. (% is NumPy's remainder, a composite:
-/// frontend/composites.hpp.)
-#define LAZYTENSOR_X(symbol, name)                                                        \
-    template <class L, class R, class = std::enable_if_t<detail::is_binary_operands_v<L, R>>> \
-    auto operator symbol(L&& a, R&& b) {                                                  \
-        return detail::make_binary<BinaryOp::name>(std::forward<L>(a), std::forward<R>(b)); \
-    }
-LAZYTENSOR_OPERATORS(LAZYTENSOR_X)
-#undef LAZYTENSOR_X
-
-/// Compound assignment: x += y is x = x + y (a new lazy value; the result type must be T, or it
-/// does not compile). It rebinds x only: other handles and views keep the old value (see assign).
-/// (%= is with %, in frontend/composites.hpp.)
-#define LAZYTENSOR_COMPOUND(X) \
-    X(+=, Add) X(-=, Sub) X(*=, Mul) X(/=, Div) X(&=, BitAnd) X(|=, BitOr) X(^=, BitXor) X(<<=, Shl) X(>>=, Shr)
-#define LAZYTENSOR_X(symbol, name)                                                                   \
-    template <class T, class R, class = std::enable_if_t<detail::is_tensor_like_v<R> || detail::is_scalar_v<R>>> \
-    Tensor<T>& operator symbol(Tensor<T>& x, R&& y) {                                                \
-        x = detail::make_binary<BinaryOp::name>(x, std::forward<R>(y));                              \
-        return x;                                                                                    \
-    }
-LAZYTENSOR_COMPOUND(LAZYTENSOR_X)
-#undef LAZYTENSOR_X
-#undef LAZYTENSOR_COMPOUND
-
-/// Element-wise negation (not defined for bool: does not compile).
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto operator-(E&& x) {
-    return detail::make_unary<UnaryOp::Neg>(std::forward<E>(x));
-}
-/// Bitwise not of integers; logical not of bool.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto operator~(E&& x) {
-    return detail::make_unary<UnaryOp::BitwiseNot>(std::forward<E>(x));
-}
-/// x == 0, for any dtype (bool result).
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto operator!(E&& x) {
-    return detail::make_unary<UnaryOp::LogicalNot>(std::forward<E>(x));
-}
-
-/// x where cond is true, y elsewhere (broadcast together; x and y may be scalars). cond is bool,
-/// or an integer tensor whose non-zero elements count as true; a floating cond does not compile
-/// (compare it: where(t > 0, x, y)). The result has x and y's promoted type. Lazy.
-template <class C, class X, class Y,
-          class = std::enable_if_t<detail::is_tensor_like_v<C> || detail::is_tensor_like_v<X> || detail::is_tensor_like_v<Y>>>
-auto where(C&& cond, X&& x, Y&& y) {
-    static_assert(!is_floating(detail::operand_traits<detail::wrapped_t<C>>::dtype),
-                  "lazytensor: where needs a bool (or integer) condition, not a floating-point one; compare "
-                  "first, e.g. lt::where(t > 0.0f, x, y), or lt::where(t != 0.0f, x, y) for non-zero");
-    return detail::WhereExpr<detail::wrapped_t<C>, detail::wrapped_t<X>, detail::wrapped_t<Y>>(
-        detail::wrap(std::forward<C>(cond)), detail::wrap(std::forward<X>(x)), detail::wrap(std::forward<Y>(y)));
-}
-
-/// Element-wise conversion to U (float to integer saturates; NaN becomes 0).
-template <class U, class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto cast(const E& x) {
-    return x.template cast<U>();
-}
-
-/// Free forms of the reductions: lt::sum(x), lt::sum(x, axes, keepdim), lt::sum(x, axis, keepdim),
-/// and likewise max, min, prod, any, all, mean (see the members of TensorBase).
-#define LAZYTENSOR_REDUCTION(fn)                                                           \
-    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>             \
-    auto fn(const E& x) {                                                                  \
-        return x.fn();                                                                     \
-    }                                                                                      \
-    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>             \
-    auto fn(const E& x, const Axes& axes, bool keepdim = false) {                         \
-        return x.fn(axes, keepdim);                                                        \
-    }                                                                                      \
-    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>             \
-    auto fn(const E& x, int axis, bool keepdim = false) {                                 \
-        return x.fn(Axes{axis}, keepdim);                                                  \
-    }                                                                                      \
-    LAZYTENSOR_FREE_AXIS_GUARD(fn)
-LAZYTENSOR_REDUCTION(sum)
-LAZYTENSOR_REDUCTION(max)
-LAZYTENSOR_REDUCTION(min)
-LAZYTENSOR_REDUCTION(prod)
-LAZYTENSOR_REDUCTION(any)
-LAZYTENSOR_REDUCTION(all)
-LAZYTENSOR_REDUCTION(mean)
-#undef LAZYTENSOR_REDUCTION
-
-/// PyTorch's rule for max and min: of one tensor (and axes) a reduction, of two tensors the
-/// element-wise maximum(a, b) / minimum(a, b).
-template <class A, class B,
-          class = std::enable_if_t<detail::is_tensor_like_v<std::decay_t<A>> && detail::is_tensor_like_v<std::decay_t<B>>>>
-auto max(A&& a, B&& b) {
-    return maximum(std::forward<A>(a), std::forward<B>(b));
-}
-template <class A, class B,
-          class = std::enable_if_t<detail::is_tensor_like_v<std::decay_t<A>> && detail::is_tensor_like_v<std::decay_t<B>>>>
-auto min(A&& a, B&& b) {
-    return minimum(std::forward<A>(a), std::forward<B>(b));
-}
-
-/// Matrix product with NumPy's rules. [m, k] x [k, n] -> [m, n]; batch axes broadcast
-/// ([8, 1, 64, 32] x [4, 32, 16] -> [8, 4, 64, 16]); a 1-d left operand is a row vector and a
-/// 1-d right operand a column vector, whose axis is dropped from the result (1-d x 1-d is a
-/// dot product, a 0-d tensor). Operands meet in their promoted type. Float and double run as
-/// a GEMM (host: packed SIMD GEMM on all cores; OpenCL: CLBlast) reading transposed and
-/// broadcast operands in place; half multiplies in float. Other types (and OpenCL without
-/// CLBlast) run as a fused reduction kernel. Lazy. ShapeError for a 0-d operand, contracted
-/// extents that differ or batch axes that do not broadcast; DeviceError across devices.
-template <class A, class B, class = std::enable_if_t<detail::is_tensor_like_v<A> && detail::is_tensor_like_v<B>>>
-auto matmul(const A& a, const B& b) {
-    using R = promote_t<typename std::decay_t<A>::value_type, typename std::decay_t<B>::value_type>;
-    return Tensor<R>(detail::graph::matmul(a.build(), b.build()));
-}
-
-
-/// Free forms of the view members: lt::reshape(x, shape) is x.reshape(shape), and likewise
-/// permute, transpose and expand.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto reshape(const E& x, const Shape& shape) {
-    return x.reshape(shape);
-}
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto permute(const E& x, const Axes& perm) {
-    return x.permute(perm);
-}
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto transpose(const E& x, int a, int b) {
-    return x.transpose(a, b);
-}
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto expand(const E& x, const Shape& shape) {
-    return x.expand(shape);
-}
-
-}  // namespace lazytensor
-
-namespace lazytensor {
-
-namespace detail {
-
-/// x as one lazy graph node, so that a composite that reads it several times computes it once
-/// (a subexpression written twice would be computed twice).
-template <class E>
-Tensor<typename E::value_type> read_once(const E& x) {
-    return Tensor<typename E::value_type>(x);
-}
-
-template <class T>
-inline constexpr bool is_floating_element_v = std::is_floating_point_v<T> || std::is_same_v<T, half>;
-
-/// A composite of ir/graph.hpp as a typed function: a Tensor of the dtype that the composite's
-/// type rule gives (compile-time, as for an op: an element type the rule rejects is a
-/// static_assert with the op's message).
-template <TypeRule Rule, class E>
-auto unary_composite(const E& x, NodePtr (*build)(const NodePtr&)) {
-    return Tensor<dtype_type_t<unary_rule_result<Rule, typename E::value_type>()>>(build(x.build()));
-}
-template <TypeRule Rule, class L, class R>
-auto binary_composite(const L& a, const R& b, NodePtr (*build)(const graph::Operand&, const graph::Operand&)) {
-    using Result = dtype_type_t<binary_rule_result<Rule, wrapped_t<const L&>, wrapped_t<const R&>>()>;
-    return Tensor<Result>(build(operand(wrap(a)), operand(wrap(b))));
-}
-
-}  // namespace detail
-
-/// The logistic function 1 / (1 + exp(-x)), from exp(-|x|) (which never overflows) and exact
-/// down to the smallest subnormal (sigmoid(-100.f) is 3.78e-44, e^-100 rounded to float). Integers give float32; bool
-/// does not compile. Lazy, like the ops.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto sigmoid(const E& x) {
-    return detail::unary_composite<TypeRule::Floating>(x, &detail::graph::sigmoid);
-}
-
-/// x sigmoid(x) (the swish), exact down to the smallest subnormal (silu(-105.f) is
-/// -2.66e-44) and -0 at -inf. Integers give float32; bool does not compile.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto silu(const E& x) {
-    return detail::unary_composite<TypeRule::Floating>(x, &detail::graph::silu);
-}
-
-/// PyTorch's exact gelu, 0.5 x (1 + erf(x / sqrt(2))), computed as 0.5 x erfc(-x / sqrt(2)) and,
-/// far below 0, from erfc's asymptotic series: exact down to the smallest subnormal
-/// (gelu(-14.f) is -1.1e-43). Integers give float32; bool does not compile.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto gelu(const E& x) {
-    return detail::unary_composite<TypeRule::Floating>(x, &detail::graph::gelu);
-}
-
-/// 1 / sqrt(x). Integers give float32; bool does not compile.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto rsqrt(const E& x) {
-    return detail::unary_composite<TypeRule::Floating>(x, &detail::graph::rsqrt);
-}
-
-/// 1, -1 or 0 in x's type; NaN stays NaN and -0 gives 0. Zero gradient. Bool does not compile.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto sign(const E& x) {
-    return detail::unary_composite<TypeRule::Numeric>(x, &detail::graph::sign);
-}
-
-/// NumPy's remainder, also a % b: the result has the divisor's sign (a zero result too:
-/// remainder(0, -2) is -0). Integer remainders by 0 give 0, float ones NaN; -1 % inf is inf.
-/// Operands promote as for +, a tensor or a C++ scalar on either side, broadcast; two bools do
-/// not compile.
-template <class L, class R, class = std::enable_if_t<detail::is_binary_operands_v<L, R>>>
-auto remainder(const L& a, const R& b) {
-    return detail::binary_composite<TypeRule::Arith>(a, b, &detail::graph::remainder);
-}
-template <class L, class R, class = std::enable_if_t<detail::is_binary_operands_v<L, R>>>
-auto operator%(const L& a, const R& b) {
-    return remainder(a, b);
-}
-/// x %= y is x = x % y (the result type must be T, or it does not compile; see +=).
-template <class T, class R, class = std::enable_if_t<detail::is_tensor_like_v<R> || detail::is_scalar_v<R>>>
-Tensor<T>& operator%=(Tensor<T>& x, const R& y) {
-    x = remainder(x, y);
-    return x;
-}
-
-/// NumPy's floor_divide (Python's //): the floor of the exact quotient, as NumPy's divmod gives
-/// it (1 // 0.1 is 9, not floor(1 / 0.1) = 10). Integers divided by 0 give 0 and the most
-/// negative value divided by -1 wraps; floats divided by 0 give a / b. Zero gradient. Operands
-/// promote as for +; two bools do not compile.
-template <class L, class R, class = std::enable_if_t<detail::is_binary_operands_v<L, R>>>
-auto floor_divide(const L& a, const R& b) {
-    return detail::binary_composite<TypeRule::Arith>(a, b, &detail::graph::floor_divide);
-}
-
-/// x limited to [lo, hi] (NumPy's clip): minimum(maximum(x, lo), hi), so NaN in any operand
-/// propagates and hi wins where lo > hi. lo and hi may be tensors (broadcast) or scalars.
-template <class E, class Lo, class Hi,
-          class = std::enable_if_t<detail::is_tensor_like_v<E> && (detail::is_tensor_like_v<Lo> || detail::is_scalar_v<Lo>) &&
-                                   (detail::is_tensor_like_v<Hi> || detail::is_scalar_v<Hi>)>>
-auto clamp(E&& x, Lo&& lo, Hi&& hi) {
-    return minimum(maximum(std::forward<E>(x), std::forward<Lo>(lo)), std::forward<Hi>(hi));
-}
-
-/// Whether each element is finite (neither NaN nor infinite): bool, same shape. Integers and
-/// bool are always finite.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto isfinite(const E& x) {
-    using T = typename E::value_type;
-    if constexpr (detail::is_floating_element_v<T>) return abs(x) < std::numeric_limits<double>::infinity();  // false for NaN
-    else return full<bool>(x.shape(), true, x.device());
-}
-
-/// NumPy's nan_to_num: NaN becomes `nan`, +inf `posinf` and -inf `neginf` (by default the
-/// largest and the lowest finite value of x's type). Integers and bool are returned as they are.
-/// ValueError where a replacement does not fit x's type.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto nan_to_num(const E& x, double nan = 0.0, std::optional<double> posinf = std::nullopt,
-                std::optional<double> neginf = std::nullopt) {
-    using T = typename E::value_type;
-    if constexpr (detail::is_floating_element_v<T>) {
-        const double inf = std::numeric_limits<double>::infinity(), top = static_cast<double>(std::numeric_limits<T>::max());
-        for (const double v : {nan, posinf.value_or(0.0), neginf.value_or(0.0)})
-            if (std::isfinite(v) && std::fabs(v) > top)
-                detail::fail<ValueError>("lt::nan_to_num: the replacement ", v, " does not fit ", dtype_of<T>(), " (largest finite value ",
-                                 top, ")");
-        const T hi = posinf ? static_cast<T>(*posinf) : std::numeric_limits<T>::max();
-        const T lo = neginf ? static_cast<T>(*neginf) : std::numeric_limits<T>::lowest();
-        const auto t = detail::read_once(x);
-        return where(isnan(t), static_cast<T>(nan), where(t == inf, hi, where(t == -inf, lo, t)));
-    } else {
-        return detail::read_once(x);
-    }
-}
-
-/// x where it is positive, x * negative_slope elsewhere (PyTorch's leaky_relu); floating x.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto leaky_relu(const E& x, double negative_slope = 0.01) {
-    using T = typename E::value_type;
-    static_assert(detail::is_floating_element_v<T>, "lazytensor: leaky_relu needs a floating tensor; cast first, e.g. lt::leaky_relu(lt::cast<float>(x))");
-    const auto t = detail::read_once(x);
-    return where(t > 0.0, t, t * negative_slope);
-}
-
-/// x where it is positive, alpha (exp(x) - 1) elsewhere (PyTorch's elu; expm1 keeps small
-/// negative x exact); floating x.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto elu(const E& x, double alpha = 1.0) {
-    using T = typename E::value_type;
-    static_assert(detail::is_floating_element_v<T>, "lazytensor: elu needs a floating tensor; cast first, e.g. lt::elu(lt::cast<float>(x))");
-    const auto t = detail::read_once(x);
-    return where(t > 0.0, t, alpha * expm1(t));
-}
-
-/// log(1 + exp(x)), as max(x, 0) + log1p(exp(-|x|)): exact at both ends (x itself for large x,
-/// exp(x) for very negative x), without PyTorch's cut to x above 20. With beta:
-/// softplus(beta x) / beta. Floating x.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto softplus(const E& x) {
-    using T = typename E::value_type;
-    static_assert(detail::is_floating_element_v<T>, "lazytensor: softplus needs a floating tensor; cast first, e.g. lt::softplus(lt::cast<float>(x))");
-    const auto t = detail::read_once(x);
-    return maximum(t, 0.0) + log1p(exp(-abs(t)));
-}
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto softplus(const E& x, double beta) {
-    if (!(beta > 0) || !std::isfinite(beta)) detail::fail<ValueError>("lt::softplus: beta must be positive and finite, got ", beta);
-    return softplus(x * beta) / beta;
-}
-
-/// x with `value` where mask is true (PyTorch's masked_fill): x's type and shape. mask is a bool
-/// tensor that broadcasts to x's shape (ShapeError otherwise); ValueError if value does not fit
-/// x's type.
-template <class E, class M, class V,
-          class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<M> && detail::is_scalar_v<V>>>
-auto masked_fill(const E& x, const M& mask, V value) {
-    using T = typename E::value_type;
-    static_assert(std::is_same_v<typename M::value_type, bool>,
-                  "lazytensor: masked_fill needs a bool mask, e.g. x > 0; for another dtype use x != 0");
-    detail::graph::check_scalar_fits(detail::make_scalar(value), dtype_of<T>(), "lt::masked_fill");
-    if (broadcast_shapes(x.shape(), mask.shape(), "lt::masked_fill") != x.shape())
-        detail::fail<ShapeError>("lt::masked_fill: the mask's shape ", mask.shape(), " does not broadcast to the tensor's shape ",
-                         x.shape());
-    return where(mask, static_cast<T>(value), x);
-}
-
-}  // namespace lazytensor
-// ---- lazytensor/frontend/blob.hpp ----
-// Wrapping memory the user owns as a tensor, without a copy: lt::from_blob.
-
-#include <cstdint>
-#include <functional>
-#include <type_traits>
-#include <utility>
-
-
-namespace lazytensor {
-
-namespace detail {
-
-/// T where it must not be deduced (a deleter given as a lambda names no T).
-template <class T>
-struct no_deduce {
-    using type = T;
-};
-template <class T>
-using no_deduce_t = typename no_deduce<T>::type;
-
-/// The elements a layout reaches from element [0, ..., 0] (1 + the largest offset; 0 for an
-/// empty shape), after the checks every wrapped layout gets: extents and strides that do not
-/// fit the shape, negative strides and 64-bit overflow are errors naming `op`.
-inline std::int64_t wrapped_span(const Shape& shape, const Strides& strides, std::size_t element_size, const char* op) {
-    check_extents(shape, op);
-    if (strides.size() != shape.size())
-        fail<ShapeError>(op, ": ", strides.size(), " strides ", strides, " for a shape of ", shape.size(), " dimensions ",
-                         shape);
-    for (std::size_t k = 0; k < shape.size(); ++k)
-        if (strides[k] < 0)
-            fail<ValueError>(op, ": negative stride ", strides[k], " on axis ", k, " (shape ", shape, ", strides ", strides,
-                             "); wrap the memory from its lowest address with positive strides and flip() the tensor");
-    if (numel(shape) == 0) return 0;
-    std::int64_t last = 0, bytes = 0;  // the largest element offset; the bytes up to it
-    for (std::size_t k = 0; k < shape.size(); ++k) {
-        std::int64_t reach = 0;
-        if (__builtin_mul_overflow(shape[k] - 1, strides[k], &reach) || __builtin_add_overflow(last, reach, &last))
-            fail<ShapeError>(op, ": shape ", shape, " with strides ", strides, " reaches past a 64-bit element offset");
-    }
-    if (__builtin_mul_overflow(last + 1, static_cast<std::int64_t>(element_size), &bytes))
-        fail<ShapeError>(op, ": shape ", shape, " with strides ", strides, " spans more bytes than 64 bits can count");
-    return last + 1;
-}
-
-/// A tensor of host memory at `data` (from_blob's checks, then the seam's wrap_memory).
-template <class T>
-Tensor<T> wrap_host(const T* data, Shape shape, Strides strides, std::function<void()> release, bool writable) {
-    const char* op = "lt::from_blob";
-    if (strides.empty() && !shape.empty()) {
-        check_extents(shape, op);
-        strides = contiguous_strides(shape);
-    }
-    const std::int64_t span = wrapped_span(shape, strides, sizeof(T), op);
-    if (!data && span > 0) fail<ValueError>(op, ": null pointer for a tensor of shape ", shape);
-    if (reinterpret_cast<std::uintptr_t>(data) % alignof(T) != 0)
-        fail<ValueError>(op, ": the pointer ", static_cast<const void*>(data), " is not aligned for ", dtype_of<T>(),
-                         " (to ", alignof(T), " bytes)");
-    BufferPtr buf = wrap_memory(Device::host(), dtype_of<T>(), span, const_cast<T*>(data), std::move(release), writable);
-    return Tensor<T>(graph::buffer(std::move(buf), std::move(shape), std::move(strides), 0));
-}
-
-}  // namespace detail
-
-/// A host tensor whose memory is `data`, the user's, without a copy: element [i, j, ...] is
-/// data[i * strides[0] + j * strides[1] + ...]. Strides are in elements, 0 or more (0 repeats
-/// an element along an axis); none means row-major. Reading sees the values in the memory when
-/// a kernel reads it, and x.assign(...) writes into it. The deleter, if any, is called with
-/// `data` once, when the last tensor, view or schedule using the memory lets go; without one,
-/// the memory must outlive every tensor that uses it. If from_blob throws, the deleter is not
-/// called. ShapeError for strides that do not fit the shape; ValueError for a negative stride,
-/// a null `data` with elements, or a pointer not aligned for T.
-template <class T, class = std::enable_if_t<!std::is_const_v<T>>>
-Tensor<T> from_blob(T* data, Shape shape, Strides strides = {}, std::function<void(detail::no_deduce_t<T>*)> deleter = {}) {
-    std::function<void()> release;
-    if (deleter) release = [data, deleter = std::move(deleter)] { deleter(data); };
-    return detail::wrap_host<T>(data, std::move(shape), std::move(strides), std::move(release), true);
-}
-
-/// from_blob(data, shape, {}, deleter): row-major memory with a deleter.
-template <class T, class Deleter,
-          class = std::enable_if_t<!std::is_const_v<T> && std::is_invocable_v<Deleter&, T*>>>
-Tensor<T> from_blob(T* data, Shape shape, Deleter deleter) {
-    return from_blob<T>(data, std::move(shape), Strides{}, std::function<void(T*)>(std::move(deleter)));
-}
-
-/// A read-only tensor of the user's memory (as from_blob above): lazytensor never writes it;
-/// assign() into it and data() are ValueErrors (const_data() reads it).
-template <class T>
-Tensor<T> from_blob(const T* data, Shape shape, Strides strides = {},
-                    std::function<void(const detail::no_deduce_t<T>*)> deleter = {}) {
-    std::function<void()> release;
-    if (deleter) release = [data, deleter = std::move(deleter)] { deleter(data); };
-    return detail::wrap_host<T>(data, std::move(shape), std::move(strides), std::move(release), false);
-}
-
-/// from_blob(data, shape, {}, deleter) of read-only memory.
-template <class T, class Deleter, class = std::enable_if_t<std::is_invocable_v<Deleter&, const T*>>>
-Tensor<T> from_blob(const T* data, Shape shape, Deleter deleter) {
-    return from_blob<T>(data, std::move(shape), Strides{}, std::function<void(const T*)>(std::move(deleter)));
-}
-
-}  // namespace lazytensor
-// ---- lazytensor/frontend/einsum.hpp ----
-// einsum: Einstein summation rewritten into the graph's own operations. A repeated subscript
-// in one operand is its diagonal (a strided view, or a gather), a subscript in one operand only
-// is a sum, and each pair of operands, left to right, is one batched matrix product (a GEMM for
-// float and double) between permutes and reshapes, or a broadcast product and a sum (one fused
-// kernel) when nothing is contracted or the pair is a dot product per output element.
-
-#include <algorithm>
-#include <array>
-#include <cstdint>
-#include <initializer_list>
-#include <optional>
-#include <string>
-#include <type_traits>
-#include <vector>
-
-
-namespace lazytensor {
-
-namespace detail {
-
-/// Labels: the letters A-Z are 0-25 and a-z 26-51 (ASCII order, which orders an implicit
-/// output); the axes an ellipsis covers are labels from 52 on, aligned from the right across
-/// the operands, so that they broadcast as NumPy's do.
-inline constexpr int kEinsumLetters = 52;
-inline constexpr int kEinsumEllipsis = -1;  // where "..." stands in a parsed term
-
-inline std::string einsum_label_name(int label) {
-    if (label >= kEinsumLetters) return "...";
-    return std::string(1, static_cast<char>(label < 26 ? 'A' + label : 'a' + (label - 26)));
-}
-
-/// One term of the subscripts: its letters' labels in order, kEinsumEllipsis for "...".
-struct EinsumTerm {
-    std::string text;
-    std::vector<int> labels;
-    bool has_ellipsis = false;
-    std::size_t letters() const { return labels.size() - (has_ellipsis ? 1 : 0); }
-};
-
-inline EinsumTerm parse_einsum_term(const std::string& text, const std::string& subscripts, const std::string& what) {
-    EinsumTerm term{text, {}, false};
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        const char c = text[i];
-        if (c >= 'A' && c <= 'Z') {
-            term.labels.push_back(c - 'A');
-        } else if (c >= 'a' && c <= 'z') {
-            term.labels.push_back(26 + (c - 'a'));
-        } else if (c == '.') {
-            if (text.compare(i, 3, "...") != 0)
-                fail<ValueError>("einsum: a '.' that is not part of an ellipsis (...) in ", what, " of \"", subscripts, "\"");
-            if (term.has_ellipsis)
-                fail<ValueError>("einsum: more than one ellipsis (...) in ", what, " of \"", subscripts, "\"");
-            term.has_ellipsis = true;
-            term.labels.push_back(kEinsumEllipsis);
-            i += 2;
-        } else {
-            fail<ValueError>("einsum: invalid character '", c, "' in ", what, " of \"", subscripts,
-                             "\"; subscripts are letters a-z and A-Z, at most one ... per operand, commas between "
-                             "operands and -> before the output");
-        }
-    }
-    return term;
-}
-
-/// The parsed subscripts: per operand a label per axis (ellipses expanded), and the output's.
-struct EinsumSpec {
-    std::vector<std::vector<int>> inputs;
-    std::vector<int> output;
-    std::vector<std::int64_t> extents;  // per label: the extent all its axes broadcast to
-};
-
-inline EinsumSpec parse_einsum(const std::string& subscripts, const std::vector<NodePtr>& operands) {
-    std::string s;
-    for (char c : subscripts)
-        if (c != ' ' && c != '\t' && c != '\n' && c != '\r') s += c;
-    const std::size_t arrow = s.find("->");
-    if (arrow != std::string::npos && s.find("->", arrow + 2) != std::string::npos)
-        fail<ValueError>("einsum: more than one -> in \"", subscripts, "\"");
-    const std::string lhs = s.substr(0, arrow);
-    std::vector<EinsumTerm> terms;
-    for (std::size_t start = 0;;) {
-        const std::size_t comma = lhs.find(',', start);
-        const std::string what = concat("the subscript of operand ", terms.size());
-        terms.push_back(parse_einsum_term(lhs.substr(start, comma - start), subscripts, what));
-        if (comma == std::string::npos) break;
-        start = comma + 1;
-    }
-    if (terms.size() != operands.size())
-        fail<ValueError>("einsum: \"", subscripts, "\" has subscripts for ", terms.size(), " operand",
-                         terms.size() == 1 ? "" : "s", " but ", operands.size(), operands.size() == 1 ? " was" : " were",
-                         " given");
-
-    // Each operand's rank against its subscript; the widest ellipsis.
-    std::size_t ellipsis_rank = 0;
-    for (std::size_t i = 0; i < terms.size(); ++i) {
-        const EinsumTerm& t = terms[i];
-        const std::size_t rank = operands[i]->shape.size();
-        if (t.has_ellipsis ? t.letters() > rank : t.letters() != rank)
-            fail<ShapeError>("einsum: operand ", i, " has ", rank, " dimension", rank == 1 ? "" : "s", " (shape ",
-                             operands[i]->shape, ") but its subscript \"", t.text, "\" names ",
-                             t.has_ellipsis ? "at least " : "", t.letters(), " in \"", subscripts, "\"");
-        if (t.has_ellipsis) ellipsis_rank = std::max(ellipsis_rank, rank - t.letters());
-    }
-    auto expand_term = [&](const EinsumTerm& t, std::size_t covered) {
-        std::vector<int> labels;
-        for (int label : t.labels) {
-            if (label != kEinsumEllipsis) {
-                labels.push_back(label);
-                continue;
-            }
-            for (std::size_t j = ellipsis_rank - covered; j < ellipsis_rank; ++j)
-                labels.push_back(kEinsumLetters + static_cast<int>(j));
-        }
-        return labels;
-    };
-    EinsumSpec spec;
-    std::array<int, kEinsumLetters> count{};
-    for (std::size_t i = 0; i < terms.size(); ++i) {
-        spec.inputs.push_back(expand_term(terms[i], operands[i]->shape.size() - terms[i].letters()));
-        for (int label : terms[i].labels)
-            if (label != kEinsumEllipsis) ++count[static_cast<std::size_t>(label)];
-    }
-
-    // The extent of every label: equal along a repeated subscript of one operand (a diagonal),
-    // else broadcast (1 stretches), as NumPy and PyTorch do.
-    spec.extents.assign(kEinsumLetters + ellipsis_rank, -1);
-    std::vector<std::size_t> source(spec.extents.size(), 0);
-    for (std::size_t i = 0; i < operands.size(); ++i) {
-        const Shape& shape = operands[i]->shape;
-        std::vector<std::int64_t> own(spec.extents.size(), -1);
-        for (std::size_t k = 0; k < shape.size(); ++k) {
-            const auto label = static_cast<std::size_t>(spec.inputs[i][k]);
-            const std::int64_t e = shape[k];
-            if (own[label] >= 0 && own[label] != e)
-                fail<ShapeError>("einsum: subscript '", einsum_label_name(static_cast<int>(label)), "' is repeated in operand ", i,
-                                 " (shape ", shape, ") over extents ", own[label], " and ", e,
-                                 "; a repeated subscript takes a diagonal, which needs equal extents (in \"", subscripts, "\")");
-            own[label] = e;
-            std::int64_t& known = spec.extents[label];
-            if (known < 0 || (known == 1 && e != 1)) {
-                known = e;
-                source[label] = i;
-            } else if (e != known && e != 1) {
-                const std::size_t j = source[label];
-                if (label >= kEinsumLetters)
-                    fail<ShapeError>("einsum: the dimensions that ... covers do not broadcast: extent ", known, " in operand ", j,
-                                     " (shape ", operands[j]->shape, ") vs ", e, " in operand ", i, " (shape ", shape,
-                                     ") in \"", subscripts, "\"");
-                fail<ShapeError>("einsum: subscript '", einsum_label_name(static_cast<int>(label)), "' has extent ", known,
-                                 " in operand ", j, " (shape ", operands[j]->shape, ") but ", e, " in operand ", i,
-                                 " (shape ", shape, ") in \"", subscripts, "\"");
-            }
-        }
-    }
-
-    if (arrow == std::string::npos) {
-        // Implicit output: the ellipsis's axes, then the letters used once, in ASCII order.
-        for (std::size_t j = 0; j < ellipsis_rank; ++j) spec.output.push_back(kEinsumLetters + static_cast<int>(j));
-        for (int label = 0; label < kEinsumLetters; ++label)
-            if (count[static_cast<std::size_t>(label)] == 1) spec.output.push_back(label);
-        return spec;
-    }
-    const EinsumTerm out = parse_einsum_term(s.substr(arrow + 2), subscripts, "the output");
-    if (!out.has_ellipsis && ellipsis_rank > 0)
-        fail<ValueError>("einsum: the operands' ... covers ", ellipsis_rank, " dimension", ellipsis_rank == 1 ? "" : "s",
-                         " but the output \"", out.text, "\" has no ...; write ... in the output (sum those axes "
-                         "afterwards if they are not wanted) in \"", subscripts, "\"");
-    std::array<bool, kEinsumLetters> seen{};
-    for (int label : out.labels) {
-        if (label == kEinsumEllipsis) continue;
-        const auto l = static_cast<std::size_t>(label);
-        if (seen[l])
-            fail<ValueError>("einsum: subscript '", einsum_label_name(label), "' appears twice in the output \"", out.text,
-                             "\" of \"", subscripts, "\"");
-        if (count[l] == 0)
-            fail<ValueError>("einsum: the output \"", out.text, "\" names subscript '", einsum_label_name(label),
-                             "', which no operand has, in \"", subscripts, "\"");
-        seen[l] = true;
-    }
-    spec.output = expand_term(out, ellipsis_rank);
-    return spec;
-}
-
-template <class Pred>
-std::vector<int> einsum_positions(const std::vector<int>& labels, Pred&& pred) {
-    std::vector<int> out;
-    for (std::size_t k = 0; k < labels.size(); ++k)
-        if (pred(labels[k])) out.push_back(static_cast<int>(k));
-    return out;
-}
-
-inline bool einsum_has(const std::vector<int>& labels, int label) {
-    return std::find(labels.begin(), labels.end(), label) != labels.end();
-}
-
-/// x without the permutations on top of it, its labels permuted instead: einsum reorders axes
-/// anyway, and a diagonal of the unpermuted value is a plain strided view more often.
-inline NodePtr einsum_unpermute(NodePtr x, std::vector<int>& labels) {
-    GraphReadLock lock;  // x may be realized by another thread meanwhile (its kind, axes, sources)
-    while (x->kind == NodeKind::Permute) {
-        std::vector<int> source(labels.size());
-        for (std::size_t k = 0; k < labels.size(); ++k) source[static_cast<std::size_t>(x->axes[k])] = labels[k];
-        labels = source;
-        x = x->src[0];
-    }
-    return x;
-}
-
-/// Whether x's diagonal is best gathered: x is in memory, but not as rows without gaps (a
-/// realized transpose, a slice, or a view of one), so a reshape may not describe its diagonal,
-/// while a gather reads it in place. Rows without gaps and lazy values are reshaped instead.
-inline bool einsum_gathers_diagonal(const Node* x) {
-    GraphReadLock lock;  // x may be realized by another thread meanwhile
-    if (x->realized()) return !is_contiguous_layout(x->shape, x->strides, 0);
-    while (!x->realized() && is_view(x->kind)) x = x->src[0].get();
-    return x->realized();
-}
-
-/// An operand with every repeated label taken down to its diagonal. The axes that share a label
-/// are moved last; where einsum_gathers_diagonal says so and there are two of them, a gather at
-/// (i, i) reads the diagonal; otherwise they are merged into one axis, of which every
-/// (1 + n + ... + n^(k-1))-th element is a diagonal element (a strided view where the operand's
-/// layout allows, else read through a copy).
-inline NodePtr einsum_diagonals(NodePtr x, std::vector<int>& labels) {
-    for (;;) {
-        std::optional<int> repeated;
-        for (std::size_t k = 0; k < labels.size() && !repeated; ++k)
-            if (std::count(labels.begin(), labels.end(), labels[k]) > 1) repeated = labels[k];
-        if (!repeated) return x;
-        const std::vector<int> on = einsum_positions(labels, [&](int l) { return l == *repeated; });
-        const std::vector<int> off = einsum_positions(labels, [&](int l) { return l != *repeated; });
-        Axes perm;
-        Shape merged;
-        std::vector<int> remaining;
-        for (int k : off) {
-            perm.push_back(k);
-            merged.push_back(x->shape[static_cast<std::size_t>(k)]);
-            remaining.push_back(labels[static_cast<std::size_t>(k)]);
-        }
-        for (int k : on) perm.push_back(k);
-        const std::int64_t n = x->shape[static_cast<std::size_t>(on[0])];
-        const bool gather = on.size() == 2 && einsum_gathers_diagonal(x.get());
-        x = graph::permute(x, perm, "einsum");
-        if (numel(x->shape) == 0) {  // nothing to read (and n^k need not fit in 64 bits)
-            merged.push_back(n);
-            x = graph::constant(Scalar::of<std::int64_t>(0), x->dtype, merged, x->device);
-        } else if (gather) {
-            Shape positions = merged;
-            positions.push_back(n);
-            positions.push_back(1);
-            const int last = static_cast<int>(merged.size()) + 1;
-            x = graph::gather(x, last, graph::iota(positions, last - 1, x->device));  // x[..., i, i]
-            merged.push_back(n);
-            x = graph::reshape(x, merged, "einsum");
-        } else {
-            std::int64_t flat = 1, step = 0;
-            for (std::size_t j = 0; j < on.size(); ++j) {
-                step += flat;  // 1 + n + ... + n^(k-1)
-                flat *= n;
-            }
-            merged.push_back(flat);
-            x = graph::slice(graph::reshape(x, merged, "einsum"), -1, 0, std::nullopt, step);
-        }
-        remaining.push_back(*repeated);
-        labels = remaining;
-    }
-}
-
-/// x summed over the axes whose labels are not in `keep` (for bool: any).
-template <class Keep>
-NodePtr einsum_sum_out(const NodePtr& x, std::vector<int>& labels, Keep&& keep) {
-    Axes axes;
-    std::vector<int> kept;
-    for (std::size_t k = 0; k < labels.size(); ++k) {
-        if (keep(labels[k])) kept.push_back(labels[k]);
-        else axes.push_back(static_cast<int>(k));
-    }
-    if (axes.empty()) return x;
-    labels = kept;
-    if (x->dtype == DType::Bool) return graph::any_all(false, x, axes, false);
-    return graph::cast(graph::reduce(ReduceOp::Sum, x, axes, false, "einsum"), x->dtype);  // integers wrap, as matmul's
-}
-
-/// The product of two operands summed over their shared labels that are not in `keep`: a
-/// batched matrix product [batch, m, k] x [batch, k, n] (batch: shared labels kept; m, n: the
-/// labels of one side only), or, when nothing is contracted or neither side has labels of its
-/// own (a dot product per batch element), a broadcast product and a sum: one fused kernel.
-template <class Keep>
-NodePtr einsum_pair(NodePtr a, std::vector<int>& la, NodePtr b, std::vector<int> lb, Keep&& keep) {
-    namespace g = graph;
-    a = einsum_sum_out(a, la, [&](int l) { return keep(l) || einsum_has(lb, l); });
-    b = einsum_sum_out(b, lb, [&](int l) { return keep(l) || einsum_has(la, l); });
-    std::vector<int> batch, contracted, left, right;
-    for (int l : la) {
-        if (!einsum_has(lb, l)) left.push_back(l);
-        else if (keep(l)) batch.push_back(l);
-        else contracted.push_back(l);
-    }
-    for (int l : lb)
-        if (!einsum_has(la, l)) right.push_back(l);
-    auto extent = [](const NodePtr& x, const std::vector<int>& labels, int l) {
-        return x->shape[static_cast<std::size_t>(std::find(labels.begin(), labels.end(), l) - labels.begin())];
-    };
-    // x's axes in the order of `groups`, each group merged into one axis where `merge` says, or
-    // spread over the axes of the labels it stands for (extent 1 where x lacks the label).
-    auto arrange = [&](const NodePtr& x, const std::vector<int>& labels,
-                       std::initializer_list<std::pair<const std::vector<int>*, bool>> groups) {
-        Axes perm;
-        Shape shape;
-        for (const auto& [group, merge] : groups) {
-            std::int64_t size = 1;
-            for (int l : *group) {
-                const bool has = einsum_has(labels, l);
-                if (has) perm.push_back(static_cast<int>(std::find(labels.begin(), labels.end(), l) - labels.begin()));
-                if (merge) size *= extent(x, labels, l);
-                else shape.push_back(has ? extent(x, labels, l) : 1);
-            }
-            if (merge) shape.push_back(size);
-        }
-        return g::reshape(g::permute(x, perm, "einsum"), shape, "einsum");
-    };
-    std::vector<int> labels = batch;
-    labels.insert(labels.end(), left.begin(), left.end());
-    labels.insert(labels.end(), right.begin(), right.end());
-    Shape shape;
-    for (int l : batch) shape.push_back(extent(a, la, l));
-    for (int l : left) shape.push_back(extent(a, la, l));
-    for (int l : right) shape.push_back(extent(b, lb, l));
-    if (numel(a->shape) == 0 || numel(b->shape) == 0) {  // every sum is empty (and merged extents need not fit)
-        la = labels;
-        return g::constant(Scalar::of<std::int64_t>(0), a->dtype, shape, a->device);
-    }
-    if (contracted.empty() || (left.empty() && right.empty())) {
-        // [batch, contracted, left, 1...] x [batch, contracted, 1..., right], then the sum.
-        const NodePtr x = arrange(a, la, {{&batch, false}, {&contracted, false}, {&left, false}, {&right, false}});
-        const NodePtr y = arrange(b, lb, {{&batch, false}, {&contracted, false}, {&left, false}, {&right, false}});
-        std::vector<int> spread = batch;
-        spread.insert(spread.end(), contracted.begin(), contracted.end());
-        spread.insert(spread.end(), left.begin(), left.end());
-        spread.insert(spread.end(), right.begin(), right.end());
-        NodePtr product = g::binary(a->dtype == DType::Bool ? BinaryOp::LogicalAnd : BinaryOp::Mul, x, y);
-        product = einsum_sum_out(product, spread, [&](int l) { return !einsum_has(contracted, l); });
-        la = labels;
-        return product;
-    }
-    const NodePtr x = arrange(a, la, {{&batch, false}, {&left, true}, {&contracted, true}});
-    const NodePtr y = arrange(b, lb, {{&batch, false}, {&contracted, true}, {&right, true}});
-    la = labels;
-    return g::reshape(g::matmul(x, y), shape, "einsum");
-}
-
-/// einsum over nodes: the result's dtype is the operands' promoted one (half computes in
-/// float32 and is rounded once, as matmul's).
-inline NodePtr einsum(const std::string& subscripts, const std::vector<NodePtr>& operands) {
-    namespace g = graph;
-    if (operands.empty()) fail<ValueError>("einsum: needs at least one operand (\"", subscripts, "\")");
-    Promotion promotion;
-    for (std::size_t i = 0; i < operands.size(); ++i) {
-        promotion = promotion.with_tensor(operands[i]->dtype);
-        if (operands[i]->device != operands[0]->device)
-            fail<DeviceError>("einsum: operand ", i, " is on ", operands[i]->device, " but operand 0 is on ",
-                              operands[0]->device, "; move one with .to(device)");
-    }
-    const DType promoted = promotion.result(), t = value_dtype(promoted);
-    const EinsumSpec spec = parse_einsum(subscripts, operands);
-    const std::vector<int>& out = spec.output;
-
-    NodePtr result;
-    std::vector<int> labels;
-    for (std::size_t i = 0; i < operands.size(); ++i) {
-        std::vector<int> own = spec.inputs[i];
-        NodePtr x = einsum_diagonals(g::cast(einsum_unpermute(operands[i], own), t), own);
-        Shape full;
-        for (int l : own) full.push_back(spec.extents[static_cast<std::size_t>(l)]);
-        x = g::expand(x, full, "einsum");  // extents of 1 broadcast against the other operands'
-        // Labels still needed after this step: the output's and those of the operands to come.
-        auto keep = [&](int l) {
-            if (einsum_has(out, l)) return true;
-            for (std::size_t j = i + 1; j < operands.size(); ++j)
-                if (einsum_has(spec.inputs[j], l)) return true;
-            return false;
-        };
-        if (i == 0) {
-            result = einsum_sum_out(x, own, keep);
-            labels = own;
-        } else {
-            result = einsum_pair(result, labels, x, own, keep);
-        }
-    }
-    Axes perm;
-    for (int l : out) perm.push_back(static_cast<int>(std::find(labels.begin(), labels.end(), l) - labels.begin()));
-    return g::cast(g::permute(result, perm, "einsum"), promoted);
-}
-
-template <class... T>
-constexpr DType promote_all() {
-    Promotion p;
-    ((p = p.with_tensor(dtype_of<T>())), ...);
-    return p.result();
-}
-
-}  // namespace detail
-
-/// Einstein summation, NumPy's and PyTorch's einsum: lt::einsum("ij,jk->ik", a, b). The
-/// subscripts give each operand's axes a letter (a-z, A-Z; spaces are ignored); "..." stands for
-/// the axes no letter names (at most one per operand; they broadcast across operands, NumPy's
-/// rule, and the output must place them). After "->" the output's letters, in order; without
-/// it, the output is "..." then the letters used exactly once, in ASCII order (A-Z before a-z).
-/// Every letter not in the output is summed over, after the operands are multiplied: a letter
-/// repeated in one operand takes its diagonal ("ii->i", "ii->" the trace), one in one operand
-/// only is a sum ("ij->i"), one shared by two is contracted. Axes of one letter must have one
-/// extent, or 1, which broadcasts. Operands are combined left to right, each pair one batched
-/// matrix product (a GEMM for float and double, reading permuted operands in place where their
-/// layout allows; "bij,bjk->bik" is exactly matmul) or, when no letter is contracted or the pair
-/// is a dot product per output element ("i,i->", "bij,bij->ij"), a product and a sum fused into
-/// one kernel. The result has the operands' promoted type; integers wrap in it (as
-/// matmul's), bool gives or-of-ands, half computes in float32 and is rounded once. Lazy.
-/// ValueError for malformed subscripts (a character other than letters, ",", "->", "...";
-/// a letter twice in the output or in no operand; subscripts for another number of operands;
-/// "..." in the operands but not in an explicit output);
-/// ShapeError for an operand whose rank its subscript does not match or extents that disagree;
-/// DeviceError across devices.
-template <class... E, class = std::enable_if_t<(detail::is_tensor_like_v<E> && ...)>>
-auto einsum(const std::string& subscripts, const E&... operands) {
-    static_assert(sizeof...(E) > 0, "lazytensor: einsum needs at least one operand: lt::einsum(\"ii\", x)");
-    using R = dtype_type_t<detail::promote_all<typename E::value_type...>()>;
-    return Tensor<R>(detail::einsum(subscripts, std::vector<detail::NodePtr>{operands.build()...}));
-}
-
-/// einsum of a list of tensors of one type (ValueError if it is empty).
-template <class T>
-Tensor<T> einsum(const std::string& subscripts, const std::vector<Tensor<T>>& operands) {
-    std::vector<detail::NodePtr> nodes;
-    for (const Tensor<T>& x : operands) nodes.push_back(x.build());
-    return Tensor<T>(detail::einsum(subscripts, nodes));
-}
-
-/// einsum("ij,jk", {a, b}): the braced form.
-template <class T>
-Tensor<T> einsum(const std::string& subscripts, std::initializer_list<Tensor<T>> operands) {
-    return lazytensor::einsum<T>(subscripts, std::vector<Tensor<T>>(operands));
-}
-
-}  // namespace lazytensor
-// ---- lazytensor/frontend/linalg.hpp ----
-// Norms, built from the primitive reductions so that the scheduler fuses them: a p-norm over
-// rows is one kernel (the largest |x| of the row, then the sum of the scaled powers: two phases,
-// like softmax's).
-
-#include <cmath>
-#include <limits>
-#include <string>
-#include <type_traits>
-
-
-namespace lazytensor {
-
-/// Infinity, for the order of a norm: lt::norm(x, lt::inf) is the largest |x|.
-inline constexpr double inf = std::numeric_limits<double>::infinity();
-
-namespace detail {
-
-/// The p-norm of x's elements over `user_axes` (all when empty), PyTorch's vector_norm: the
-/// largest |x| (p = inf), the smallest (-inf), the count of non-zeros (0), else
-/// (sum |x|^p)^(1/p). Integers compute in float32, half in float32 rounded once.
-inline NodePtr vector_norm(const NodePtr& x, double p, const Axes& user_axes, bool keepdim) {
-    const char* op = "lt::norm";
-    namespace g = graph;
-    if (std::isnan(p)) fail<ValueError>(op, ": the order p must be a number or +-inf, got NaN");
-    const Axes axes = user_axes.empty() ? all_axes(x->shape.size()) : normalize_axes(user_axes, x->shape.size(), op, x->shape);
-    if (x->dtype == DType::Float16)
-        return g::cast(vector_norm(g::cast(x, DType::Float32), p, axes, keepdim), DType::Float16);
-    const NodePtr v = floating(x);
-    const NodePtr a = g::unary(UnaryOp::Abs, v);
-    if (std::isinf(p)) return g::reduce(p > 0 ? ReduceOp::Max : ReduceOp::Min, a, axes, keepdim, op);
-    if (p == 0)
-        return g::reduce(ReduceOp::Sum, g::cast(g::binary(BinaryOp::Ne, v, Scalar::of<double>(0.0)), v->dtype), axes,
-                         keepdim, op);
-    if (p == 1) return g::reduce(ReduceOp::Sum, a, axes, keepdim, op);
-    auto root = [&](const NodePtr& terms) {
-        const NodePtr total = g::reduce(ReduceOp::Sum, terms, axes, keepdim, op);
-        return p == 2 ? g::unary(UnaryOp::Sqrt, total) : g::binary(BinaryOp::Pow, total, Scalar::of<double>(1.0 / p));
-    };
-    auto power = [&](const NodePtr& base) {
-        return p == 2 ? g::binary(BinaryOp::Mul, base, base) : g::binary(BinaryOp::Pow, base, Scalar::of<double>(p));
-    };
-    bool empty = false;
-    for (int k : axes) empty = empty || x->shape[static_cast<std::size_t>(k)] == 0;
-    // An empty sum is 0: the norm is 0 for p > 0 and inf for p < 0 (0^(1/p)); no extreme to scale by.
-    if (empty) return root(power(a));
-    // |x| divided by its largest value (the smallest for p < 0, whose terms are the large ones),
-    // so that no |x|^p overflows or underflows: the scaled terms lie in [0, 1] with one of them
-    // 1. A scale of 0, inf or NaN is left at 1: the sum then gives 0 (all zero), inf or NaN.
-    const NodePtr extreme = g::reduce(p > 0 ? ReduceOp::Max : ReduceOp::Min, a, axes, true, op);
-    const NodePtr usable = g::binary(BinaryOp::LogicalAnd, g::binary(BinaryOp::Gt, extreme, Scalar::of<double>(0.0)),
-                                     g::binary(BinaryOp::Lt, extreme, Scalar::of<double>(inf)));
-    const NodePtr scale = g::where(usable, extreme, Scalar::of<double>(1.0));
-    const NodePtr scaled = root(power(g::binary(BinaryOp::Div, a, scale)));
-    return g::binary(BinaryOp::Mul, scaled, keepdim ? scale : g::squeeze_axes(scale, axes));
-}
-
-/// The norm named `ord`: "fro" (the square root of the sum of squares); "nuc" and anything else
-/// are ValueErrors.
-inline NodePtr named_norm(const NodePtr& x, const std::string& ord, const Axes& axes, bool keepdim) {
-    if (ord == "fro") return vector_norm(x, 2, axes, keepdim);
-    if (ord == "nuc")
-        fail<ValueError>("lt::norm: ord \"nuc\" (the nuclear norm, the sum of the singular values) needs a singular value "
-                         "decomposition, which lazytensor does not have");
-    fail<ValueError>("lt::norm: unknown ord \"", ord, "\"; use a number p (a vector norm: 2, 1, 0, lt::inf, -lt::inf, any other "
-                     "p) or \"fro\"");
-}
-
-/// Norms take every element type but bool: a compile error here, naming the fix.
-template <class T>
-constexpr void check_norm_dtype() {
-    static_assert(!std::is_same_v<T, bool>,
-                  "lazytensor: norm is not defined for bool tensors; cast first, e.g. lt::norm(lt::cast<float>(x))");
-}
-
-}  // namespace detail
-
-/// The p-norm of x's elements over `axes` (all axes when empty; negative axes count from the
-/// end; keepdim keeps them with extent 1): torch.linalg.vector_norm's semantics, also for a
-/// matrix or more axes (the 2-norm over two axes is the Frobenius norm, not the spectral norm).
-/// p = 2 (default): sqrt(sum x^2); 1: sum |x|; lt::inf: max |x|; -lt::inf: min |x|; 0: the
-/// number of non-zero elements (NaN counts); any other p, negative too: (sum |x|^p)^(1/p).
-/// Computed as m (sum (|x|/m)^p)^(1/p) with m the largest |x| (the smallest for p < 0), in the
-/// same kernel, so that no power overflows or underflows: the 2-norm of floats near 1e30 is
-/// right. All zeros give 0, an infinite element inf, a NaN NaN. Floating tensors keep their
-/// type (half computes in float32, rounded once); integers give float32; bool does not compile.
-/// Over an empty axis: 0 for p > 0 (inf for p < 0); ValueError for +-inf. Lazy. ValueError for
-/// a NaN p, AxisError for a bad axis.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto norm(const E& x, double p = 2, const Axes& axes = {}, bool keepdim = false) {
-    using T = typename E::value_type;
-    detail::check_norm_dtype<T>();
-    return Tensor<detail::mean_t<T>>(detail::vector_norm(x.build(), p, axes, keepdim));
-}
-template <class E, class I,
-          class = std::enable_if_t<detail::is_tensor_like_v<E> && std::is_integral_v<I> && !std::is_same_v<I, bool>>>
-auto norm(const E& x, double p, I axis, bool keepdim = false) {
-    return norm(x, p, Axes{static_cast<int>(axis)}, keepdim);
-}
-/// A norm by name over `axes` (all when empty): "fro", the Frobenius norm (the 2-norm of the
-/// elements). "nuc" (it needs singular values) and other names are ValueErrors.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto norm(const E& x, const std::string& ord, const Axes& axes = {}, bool keepdim = false) {
-    using T = typename E::value_type;
-    detail::check_norm_dtype<T>();
-    return Tensor<detail::mean_t<T>>(detail::named_norm(x.build(), ord, axes, keepdim));
-}
-template <class E, class I,
-          class = std::enable_if_t<detail::is_tensor_like_v<E> && std::is_integral_v<I> && !std::is_same_v<I, bool>>>
-auto norm(const E& x, const std::string& ord, I axis, bool keepdim = false) {
-    return norm(x, ord, Axes{static_cast<int>(axis)}, keepdim);
-}
-/// A floating or bool value where the axis goes (lt::norm(x, 2, true)) is a compile error, not
-/// axis 1.
-template <class E, class P, class V,
-          class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_non_axis_scalar_v<V>>>
-void norm(const E&, P, V, bool = false) {
-    static_assert(!std::is_same_v<V, V>,
-                  "lazytensor: norm(x, p, axis) takes an integer axis (or a list of axes), not a floating or bool "
-                  "value; keepdim is the fourth argument: lt::norm(x, p, axes, true)");
-}
-
-}  // namespace lazytensor
-// ---- lazytensor/frontend/nn.hpp ----
-// Neural-network composites, built from primitives so that the scheduler fuses them: a row
-// softmax is one kernel (max, sum of exponentials and the normalized store are three phases of
-// it), logsumexp and layer_norm likewise; cross_entropy is one kernel per row plus the mean.
-
-#include <optional>
-
-// ---- lazytensor/frontend/indexing.hpp ----
-// Indexing by tensors of positions: gather, index_select, one_hot, scatter_add.
-//
-// Positions are checked before anything is computed: the index tensor is realized with its
-// minimum and maximum (one small schedule), and a position out of range is an IndexError
-// naming it. The kernels clamp positions as well, so no read ever leaves a buffer. one_hot
-// checks nothing (a label out of range gives a row of zeros) and reads nothing back.
-
-#include <vector>
-
-
-namespace lazytensor {
-
-namespace detail {
-
-/// Realizes an integer tensor and checks that its values lie in [0, bound).
-inline void check_positions(const NodePtr& positions, std::int64_t bound, const char* op, const char* what,
-                            const std::string& range) {
-    if (!is_integral(positions->dtype))
-        fail<ValueError>(op, ": ", what, " must be an integer tensor, got ", positions->dtype);
-    if (numel(positions->shape) == 0) return;
-    const NodePtr wide = graph::cast(positions, DType::Int64);
-    const NodePtr lo = graph::reduce(ReduceOp::Min, wide, std::nullopt, false, op);
-    const NodePtr hi = graph::reduce(ReduceOp::Max, wide, std::nullopt, false, op);
-    realize_nodes({positions.get(), lo.get(), hi.get()});
-    const std::int64_t low = read_elements<std::int64_t>(*lo)[0], high = read_elements<std::int64_t>(*hi)[0];
-    if (low < 0 || high >= bound) {
-        const std::int64_t bad = low < 0 ? low : high;
-        if (bound == 0) fail<IndexError>(op, ": ", what, " ", bad, " is out of range for ", range, " (no position is valid)");
-        fail<IndexError>(op, ": ", what, " ", bad, " is out of range for ", range, " (valid: 0 to ", bound - 1, ")");
-    }
-}
-
-/// Whether labels of element type T are integers (uint8, int32, int64): one_hot's and
-/// cross_entropy's static check. The untyped path checks the dtype when it runs (check_positions).
-template <class T>
-inline constexpr bool is_integer_label_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
-
-}  // namespace detail
-
-/// out[i] = x[i with i[axis] replaced by index[i]] (PyTorch's gather). index is an integer
-/// tensor with x's rank, at most x's extent on every other axis; the result has its shape.
-/// Realizes index now to check it (IndexError naming a bad position); the gather stays lazy.
-template <class E, class I, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I>>>
-auto gather(const E& x, int axis, const I& index) {
-    using T = typename E::value_type;
-    const detail::NodePtr data = x.build(), positions = index.build();
-    const auto k = static_cast<std::size_t>(detail::normalize_axis(axis, data->shape.size(), "gather", data->shape));
-    detail::graph::gather(data, axis, positions);  // shape, dtype and device checks first
-    detail::check_positions(positions, data->shape[k], "gather", "index",
-                            detail::concat("axis ", axis, " of extent ", data->shape[k], " (shape ", data->shape, ")"));
-    return Tensor<T>(detail::graph::gather(data, axis, positions));
-}
-
-/// The slices of x at `index` (a 1-d integer tensor) along `axis`, in that order: x's shape
-/// with that extent replaced by index's. ShapeError unless index is 1-d; realizes index now to
-/// check it (IndexError for a position out of range).
-template <class E, class I, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I>>>
-auto index_select(const E& x, int axis, const I& index) {
-    using T = typename E::value_type;
-    const detail::NodePtr data = x.build(), positions = index.build();
-    const auto k = static_cast<std::size_t>(detail::normalize_axis(axis, data->shape.size(), "index_select", data->shape));
-    if (positions->shape.size() != 1)
-        detail::fail<ShapeError>("index_select: the index must be 1-dimensional, got shape ", positions->shape);
-    detail::check_positions(positions, data->shape[k], "index_select", "index",
-                            detail::concat("axis ", axis, " of extent ", data->shape[k], " (shape ", data->shape, ")"));
-    Shape spread(data->shape.size(), 1), out = data->shape;
-    spread[k] = positions->shape[0];
-    out[k] = positions->shape[0];
-    const detail::NodePtr expanded = detail::graph::expand(detail::graph::reshape(positions, spread), out);
-    return Tensor<T>(detail::graph::gather(data, static_cast<int>(k), expanded));
-}
-
-/// labels as one-hot int64 vectors along a new last axis: out[..., c] = (labels[...] == c) for c
-/// in [0, num_classes). Lazy, one kernel, no read-back: a label outside [0, num_classes)
-/// (negative, or num_classes or more) gives a row of zeros, as in JAX's one_hot (PyTorch's
-/// raises; checking would read the labels back to the host on every call). num_classes = -1
-/// takes the largest label + 1, which reads that one value back (the shape depends on it);
-/// negative labels then give rows of zeros too. Floating or bool labels do not compile.
-template <class I, class = std::enable_if_t<detail::is_tensor_like_v<I>>>
-Tensor<std::int64_t> one_hot(const I& labels, std::int64_t num_classes = -1) {
-    static_assert(detail::is_integer_label_v<typename I::value_type>,
-                  "lazytensor: one_hot needs integer labels (uint8, int32 or int64), not floating or bool ones; "
-                  "cast them first, e.g. lt::one_hot(lt::cast<std::int64_t>(labels), num_classes)");
-    const detail::NodePtr l = labels.build();
-    if (num_classes < -1) detail::fail<ValueError>("one_hot: num_classes must be >= 0 or -1, got ", num_classes);
-    if (!is_integral(l->dtype)) detail::fail<ValueError>("one_hot: labels must be integers, got ", l->dtype);
-    if (num_classes == -1) {
-        if (numel(l->shape) == 0)
-            detail::fail<ValueError>("one_hot: cannot infer num_classes from empty labels; pass it");
-        const detail::NodePtr hi = detail::graph::reduce(ReduceOp::Max, detail::graph::cast(l, DType::Int64), std::nullopt,
-                                                          false, "one_hot");
-        detail::realize_nodes({hi.get()});
-        num_classes = std::max<std::int64_t>(detail::read_elements<std::int64_t>(*hi)[0] + 1, 0);
-    }
-    Shape out = l->shape;
-    out.push_back(num_classes);
-    Shape spread = l->shape;
-    spread.push_back(1);
-    const detail::NodePtr classes = detail::graph::iota(out, -1, l->device);
-    const detail::NodePtr wide = detail::graph::expand(detail::graph::reshape(detail::graph::cast(l, DType::Int64), spread), out);
-    return Tensor<std::int64_t>(detail::graph::cast(detail::graph::binary(BinaryOp::Eq, wide, classes), DType::Int64));
-}
-
-/// x with src added at the positions index names along `axis` (PyTorch's scatter_add:
-/// out[i with i[axis] = index[j]] += src[j] for every j in index's shape). Deterministic:
-/// each output element sums its contributions in index order, on every backend. It is
-/// computed as a reduction over index's extent along `axis` for every output element, so it
-/// costs numel(x) * index.shape[axis] operations (fine for small index extents). src is
-/// converted to x's type. Realizes index now to check it (IndexError); ShapeError for ranks or
-/// extents that do not fit.
-template <class E, class I, class S,
-          class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I> && detail::is_tensor_like_v<S>>>
-auto scatter_add(const E& x, int axis, const I& index, const S& src) {
-    using T = typename E::value_type;
-    const char* op = "scatter_add";
-    const detail::NodePtr base = x.build(), positions = index.build(), values = detail::graph::cast(src.build(), dtype_of<T>());
-    const Shape& s = base->shape;
-    const auto r = s.size();
-    const auto k = static_cast<std::size_t>(detail::normalize_axis(axis, r, op, s));
-    if (positions->shape.size() != r || values->shape.size() != r)
-        detail::fail<ShapeError>(op, ": x (shape ", s, "), index (shape ", positions->shape, ") and src (shape ",
-                                 values->shape, ") must have the same number of dimensions");
-    for (std::size_t d = 0; d < r; ++d) {
-        if (positions->shape[d] > values->shape[d] || (d != k && positions->shape[d] > s[d]))
-            detail::fail<ShapeError>(op, ": index shape ", positions->shape, " must not exceed src shape ", values->shape,
-                                     ", nor x shape ", s, " outside axis ", k);
-    }
-    detail::check_positions(positions, s[k], op, "index", detail::concat("axis ", axis, " of extent ", s[k], " (shape ", s, ")"));
-    return Tensor<T>(detail::graph::scatter_add(base, static_cast<int>(k), positions, values));
-}
-
-}  // namespace lazytensor
-
-namespace lazytensor {
-
-namespace detail {
-
-/// Whether any of `axes` (valid for `x`) has extent 0: a softmax or logsumexp over it has nothing
-/// to shift by (the maximum of no elements), and nothing that could overflow either.
-inline bool over_empty_axis(const NodePtr& x, const Axes& axes, const char* op) {
-    for (int a : normalize_axes(axes, x->shape.size(), op, x->shape))
-        if (x->shape[static_cast<std::size_t>(a)] == 0) return true;
-    return false;
-}
-
-/// log(sum(exp(x))) over `axes`, shifted by the maximum so that nothing overflows. An
-/// all-(-inf) row gives -inf and a +inf element gives +inf, as the exact value would; over an
-/// empty axis, log(0) = -inf.
-inline NodePtr log_sum_exp(const NodePtr& x, const Axes& axes, bool keepdim) {
-    const NodePtr v = floating(x);
-    if (over_empty_axis(v, axes, "logsumexp"))
-        return graph::unary(UnaryOp::Log, graph::reduce(ReduceOp::Sum, graph::unary(UnaryOp::Exp, v), axes, keepdim, "logsumexp"));
-    // The shift cancels: it passes no gradient (which would be zero, at the cost of kernels).
-    const NodePtr m = graph::stop_gradient(graph::reduce(ReduceOp::Max, v, axes, true, "logsumexp"));
-    const NodePtr infinite = graph::binary(BinaryOp::Eq, graph::unary(UnaryOp::Abs, m), Scalar::of<double>(INFINITY));
-    const NodePtr shift = graph::where(infinite, Scalar::of<double>(0.0), m);
-    const NodePtr sum = graph::reduce(ReduceOp::Sum, graph::unary(UnaryOp::Exp, graph::binary(BinaryOp::Sub, v, shift)),
-                                      axes, keepdim, "logsumexp");
-    const NodePtr kept = keepdim ? shift : graph::squeeze_axes(shift, normalize_axes(axes, x->shape.size(), "logsumexp", x->shape));
-    return graph::binary(BinaryOp::Add, graph::unary(UnaryOp::Log, sum), kept);
-}
-
-}  // namespace detail
-
-/// exp(x) / sum(exp(x)) along `axis` (shifted by the maximum), same shape (empty along an empty
-/// axis); integers compute in float32. Lazy; a softmax over rows is one kernel. AxisError for a
-/// bad axis.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto softmax(const E& x, int axis = -1) {
-    using R = detail::mean_t<typename E::value_type>;
-    namespace g = detail::graph;
-    const detail::NodePtr v = detail::floating(x.build());
-    const Axes axes{axis};
-    const detail::NodePtr shifted = detail::over_empty_axis(v, axes, "softmax")
-                                        ? v
-                                        : g::binary(BinaryOp::Sub, v, g::stop_gradient(g::reduce(ReduceOp::Max, v, axes, true, "softmax")));
-    const detail::NodePtr e = g::unary(UnaryOp::Exp, shifted);
-    return Tensor<R>(g::binary(BinaryOp::Div, e, g::reduce(ReduceOp::Sum, e, axes, true, "softmax")));
-}
-
-/// log(softmax(x, axis)), computed as x - logsumexp(x, axis) (no log of a rounded 0). Same
-/// shape; integers compute in float32. Lazy.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto log_softmax(const E& x, int axis = -1) {
-    using R = detail::mean_t<typename E::value_type>;
-    const detail::NodePtr v = detail::floating(x.build());
-    return Tensor<R>(detail::graph::binary(BinaryOp::Sub, v, detail::log_sum_exp(v, Axes{axis}, true)));
-}
-
-/// log(sum(exp(x))) over `axes` (all when empty), without overflow; integers compute in float32.
-/// Lazy.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto logsumexp(const E& x, const Axes& axes = {}, bool keepdim = false) {
-    using R = detail::mean_t<typename E::value_type>;
-    const detail::NodePtr v = x.build();
-    return Tensor<R>(detail::log_sum_exp(v, axes.empty() ? detail::all_axes(v->shape.size()) : axes, keepdim));
-}
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto logsumexp(const E& x, int axis, bool keepdim = false) {
-    return logsumexp(x, Axes{axis}, keepdim);
-}
-
-namespace detail {
-
-/// layer_norm's check of its weight's or bias's shape (`what`), before anything is built: it
-/// must broadcast to x's shape. A ShapeError names both shapes and the normalized shape (x's
-/// extents along the normalized axes, with the axes before them left out: [C] for the last axis
-/// of [N, C], [N, 1] for axis 0), the shape a weight usually has.
-inline void check_layer_norm_affine(const char* what, const Shape& p, const Shape& x, const Axes& norm) {
-    Shape normalized(x.size(), 1);
-    for (int a : norm) normalized[static_cast<std::size_t>(a)] = x[static_cast<std::size_t>(a)];
-    std::size_t lead = 0;
-    while (lead < normalized.size() && normalized[lead] == 1) ++lead;
-    normalized = Shape(normalized.begin() + static_cast<std::ptrdiff_t>(lead), normalized.end());
-    bool fits = p.size() <= x.size();
-    for (std::size_t k = 0; fits && k < p.size(); ++k) {
-        const std::int64_t e = p[p.size() - 1 - k], xe = x[x.size() - 1 - k];
-        fits = e == 1 || e == xe;
-    }
-    if (!fits)
-        fail<ShapeError>("layer_norm: the ", what, "'s shape ", p, " does not fit the normalized shape ", normalized,
-                         " (x has shape ", x, ", normalized over axes ", norm, "); the ", what,
-                         " must broadcast to x's shape, e.g. have shape ", normalized);
-}
-
-}  // namespace detail
-
-/// (x - mean) / sqrt(var + eps) over `axes` (all when empty; biased variance, as PyTorch's layer_norm), then
-/// times `weight` and plus `bias` when given (each broadcast to x's shape: usually of the
-/// normalized shape, [C] for the last axis of [N, C]). Integers compute in float32. Lazy.
-/// ValueError if eps is negative or NaN; AxisError for a bad axis; ShapeError for a weight or
-/// bias that does not broadcast to x's shape (a larger one too).
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto layer_norm(const E& x, const Axes& axes, double eps = 1e-5,
-                const std::optional<Tensor<detail::mean_t<typename E::value_type>>>& weight = std::nullopt,
-                const std::optional<Tensor<detail::mean_t<typename E::value_type>>>& bias = std::nullopt) {
-    using R = detail::mean_t<typename E::value_type>;
-    namespace g = detail::graph;
-    if (!(eps >= 0)) detail::fail<ValueError>("layer_norm: eps must be >= 0, got ", eps);
-    const detail::NodePtr v = detail::floating(x.build());
-    const Axes norm = axes.empty() ? detail::all_axes(v->shape.size())  // all, as var and logsumexp
-                                   : detail::normalize_axes(axes, v->shape.size(), "layer_norm", v->shape);
-    if (weight) detail::check_layer_norm_affine("weight", weight->shape(), v->shape, norm);
-    if (bias) detail::check_layer_norm_affine("bias", bias->shape(), v->shape, norm);
-    const detail::NodePtr centered = g::binary(BinaryOp::Sub, v, g::mean(v, norm, true, true));
-    const detail::NodePtr var = g::mean(g::binary(BinaryOp::Mul, centered, centered), norm, true, true);
-    detail::NodePtr out = g::binary(BinaryOp::Div, centered,
-                                    g::unary(UnaryOp::Sqrt, g::binary(BinaryOp::Add, var, Scalar::of<double>(eps))));
-    if (weight) out = g::binary(BinaryOp::Mul, out, weight->build());
-    if (bias) out = g::binary(BinaryOp::Add, out, bias->build());
-    return Tensor<R>(out);
-}
-/// layer_norm over one axis (the last by default), without weight and bias.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto layer_norm(const E& x, int axis = -1, double eps = 1e-5) {
-    return layer_norm(x, Axes{axis}, eps);
-}
-
-/// How cross_entropy combines the per-sample losses: their Mean or Sum (a 0-d tensor), or
-/// None (one loss per sample, in labels' shape).
-enum class Reduction { Mean, Sum, None };
-
-/// The negative log-likelihood of `labels` (integers in [0, C)) under softmax(logits) along
-/// the last axis: logsumexp(logits) - logits[label], per sample ([...]) or its mean or sum.
-/// logits have shape [..., C] and labels [...] (ShapeError otherwise); labels are realized now
-/// and checked: one out of range is an IndexError. Floating or bool labels do not compile.
-template <class E, class I, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I>>>
-auto cross_entropy(const E& logits, const I& labels, Reduction reduction = Reduction::Mean) {
-    static_assert(detail::is_integer_label_v<typename I::value_type>,
-                  "lazytensor: cross_entropy needs integer class labels (uint8, int32 or int64), not floating or "
-                  "bool ones; cast them first, e.g. lt::cross_entropy(logits, lt::cast<std::int64_t>(labels))");
-    using R = detail::mean_t<typename E::value_type>;
-    namespace g = detail::graph;
-    const char* op = "cross_entropy";
-    const detail::NodePtr x = detail::floating(logits.build()), l = labels.build();
-    if (x->shape.empty()) detail::fail<ShapeError>(op, ": logits need a class axis, got a 0-d tensor");
-    const Shape batch(x->shape.begin(), x->shape.end() - 1);
-    if (l->shape != batch)
-        detail::fail<ShapeError>(op, ": labels of shape ", l->shape, " do not match logits of shape ", x->shape,
-                                 " (expected labels of shape ", batch, ")");
-    const std::int64_t classes = x->shape[x->shape.size() - 1];
-    detail::check_positions(l, classes, op, "label", detail::concat(classes, " classes (logits shape ", x->shape, ")"));
-    Shape spread = batch;
-    spread.push_back(1);
-    const int last = static_cast<int>(batch.size());
-    const detail::NodePtr is_label =
-        g::binary(BinaryOp::Eq, g::iota(x->shape, last, x->device), g::reshape(g::cast(l, DType::Int64), spread));
-    const detail::NodePtr picked =
-        g::reduce(ReduceOp::Sum, g::where(is_label, x, Scalar::of<double>(0.0)), Axes{last}, false, op);
-    detail::NodePtr loss = g::binary(BinaryOp::Sub, detail::log_sum_exp(x, Axes{last}, false), picked);
-    if (reduction == Reduction::Mean) loss = g::mean(loss, std::nullopt, false, true);
-    if (reduction == Reduction::Sum) loss = g::reduce(ReduceOp::Sum, loss, std::nullopt, false, op);
-    return Tensor<R>(loss);
-}
-
-}  // namespace lazytensor
-// ---- lazytensor/frontend/npy.hpp ----
-// .npy files, NumPy's format for one array: lt::save_npy writes a tensor (version 1.0, C order,
-// little-endian), lt::load_npy reads one into a Tensor<T> of the file's own dtype (versions 1.0
-// to 3.0, C or Fortran order, either byte order). Data moves in pieces between the file and
-// the device, never as a whole copy in host memory.
-
-#include <algorithm>
-#include <atomic>
-#include <cctype>
-#include <cerrno>
-#include <chrono>
-#include <cstdint>
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <functional>
-#include <limits>
-#include <random>
-#include <string>
-#include <system_error>
-#include <thread>
-#include <tuple>
-#include <type_traits>
-#include <utility>
-#include <vector>
-
-
-namespace lazytensor {
-
-namespace detail::npy {
-
-inline constexpr char magic[] = "\x93NUMPY";
-inline constexpr std::size_t magic_size = 6;
-/// The piece of data that goes through host memory at a time.
-inline constexpr std::size_t piece_bytes = std::size_t(4) << 20;
-
-/// What a .npy header describes.
-struct Header {
-    DType dtype = DType::Float32;
-    std::string descr;           // as written in the file, e.g. "<f4"
-    bool swap = false;           // the file's byte order is not this machine's
-    bool fortran_order = false;  // the data is column-major
-    Shape shape;
-    std::int64_t numel = 0;
-    std::size_t data_bytes = 0;
-};
-
-inline bool little_endian_host() {
-    const std::uint16_t one = 1;
-    unsigned char first = 0;
-    std::memcpy(&first, &one, 1);
-    return first == 1;
-}
-
-/// Reverses the bytes of each `size`-byte element.
-inline void swap_bytes(unsigned char* data, std::size_t bytes, std::size_t size) {
-    for (std::size_t at = 0; at + size <= bytes; at += size)
-        for (std::size_t i = 0, j = size - 1; i < j; ++i, --j) std::swap(data[at + i], data[at + j]);
-}
-
-/// The descr NumPy writes for a dtype on a little-endian machine.
-inline const char* descr_of(DType t) {
-    switch (t) {
-        case DType::Bool: return "|b1";
-        case DType::UInt8: return "|u1";
-        case DType::Int32: return "<i4";
-        case DType::Int64: return "<i8";
-        case DType::Float16: return "<f2";
-        case DType::Float32: return "<f4";
-        case DType::Float64: return "<f8";
-    }
-    return "?";
-}
-
-/// The C++ spelling of a dtype's element type, as lt::load_npy<...> takes it.
-inline const char* cpp_type_of(DType t) {
-    switch (t) {
-        case DType::Bool: return "bool";
-        case DType::UInt8: return "uint8_t";
-        case DType::Int32: return "int32_t";
-        case DType::Int64: return "int64_t";
-        case DType::Float16: return "lt::half";
-        case DType::Float32: return "float";
-        case DType::Float64: return "double";
-    }
-    return "?";
-}
-
-/// A NumPy type code without its byte order ("c8", "U5", "O") in words, for messages.
-inline std::string describe_code(const std::string& code) {
-    if (code.empty()) return "an empty type code";
-    std::size_t bytes = 0;
-    bool numeric = code.size() > 1 && code.size() <= 4;
-    for (std::size_t i = 1; i < code.size() && numeric; ++i) numeric = code[i] >= '0' && code[i] <= '9';
-    if (numeric) bytes = static_cast<std::size_t>(std::stoul(code.substr(1)));
-    const std::string bits = std::to_string(bytes * 8);
-    switch (numeric ? code[0] : '\0') {
-        case 'i': return "int" + bits;
-        case 'u': return "uint" + bits;
-        case 'f': return "float" + bits;
-        case 'c': return "complex" + bits;
-        case 'b': return "a bool of " + std::to_string(bytes) + " bytes";
-        default: break;
-    }
-    switch (code[0]) {
-        case 'O': return "Python objects";
-        case 'U': return "unicode strings";
-        case 'S':
-        case 'a': return "byte strings";
-        case 'V': return "raw bytes";
-        case 'M': return "datetime64";
-        case 'm': return "timedelta64";
-        default: return "not a NumPy type code";
-    }
-}
-
-/// The header text as a message can show it: non-printable bytes escaped, long text cut.
-inline std::string excerpt(const std::string& text) {
-    std::string out;
-    const std::size_t shown = std::min<std::size_t>(text.size(), 160);
-    for (std::size_t i = 0; i < shown; ++i) {
-        const unsigned char c = static_cast<unsigned char>(text[i]);
-        if (c >= 0x20 && c < 0x7f) {
-            out += static_cast<char>(c);
-        } else {
-            static const char hex[] = "0123456789abcdef";
-            out += "\\x";
-            out += hex[c >> 4];
-            out += hex[c & 15];
-        }
-    }
-    if (shown < text.size()) out += "... (" + std::to_string(text.size()) + " bytes)";
-    return out;
-}
-
-/// A header as a message shows it: without the padding spaces and the newline at its end.
-inline std::string shown_header(const std::string& header) {
-    std::size_t end = header.size();
-    while (end > 0 && (header[end - 1] == ' ' || header[end - 1] == '\n')) --end;
-    return excerpt(header.substr(0, end));
-}
-
-[[noreturn]] inline void bad_file(const std::string& path, const std::string& problem) {
-    fail<FileError>("lt::load_npy: ", path, ": ", problem);
-}
-
-/// The header's dictionary, e.g. {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }:
-/// a Python literal with exactly these three keys, parsed strictly (anything else is a
-/// FileError naming the byte where it goes wrong).
-class HeaderParser {
-public:
-    HeaderParser(const std::string& text, const std::string& path) : text_(text), path_(path) {}
-
-    Header parse() {
-        Header h;
-        bool has_descr = false, has_order = false, has_shape = false;
-        expect('{', "'{' (a .npy header is a Python dictionary)");
-        while (!eat('}')) {
-            const std::string key = string_literal();
-            expect(':', "':' after the key");
-            if (key == "descr") {
-                once(has_descr, key);
-                skip_space();
-                if (at_char('[') || at_char('('))
-                    fail<DTypeError>("lt::load_npy: ", path_, ": the file holds a structured dtype (fields ",
-                                     excerpt(text_.substr(pos_, 60)),
-                                     "...), which lazytensor does not have; it loads arrays of bool, uint8, int32, "
-                                     "int64, float16, float32 or float64");
-                h.descr = string_literal();
-            } else if (key == "fortran_order") {
-                once(has_order, key);
-                if (word("True")) h.fortran_order = true;
-                else if (word("False")) h.fortran_order = false;
-                else syntax("fortran_order must be True or False");
-            } else if (key == "shape") {
-                once(has_shape, key);
-                h.shape = shape_tuple();
-            } else {
-                syntax("unexpected key '" + excerpt(key) +
-                       "' (a .npy header has exactly the keys 'descr', 'fortran_order' and 'shape')");
-            }
-            if (!eat(',')) {
-                expect('}', "',' or '}' after a value");
-                break;
-            }
-        }
-        skip_space();
-        if (pos_ != text_.size()) syntax("unexpected text after the dictionary");
-        if (!has_descr || !has_order || !has_shape)
-            bad_file(path_, concat("the header has no '", !has_descr ? "descr" : !has_order ? "fortran_order" : "shape",
-                                   "' key: ", shown_header(text_)));
-        return h;
-    }
-
-private:
-    [[noreturn]] void syntax(const std::string& problem) {
-        bad_file(path_, concat("the header is not a valid .npy header: ", problem, " (at byte ", pos_,
-                               " of the header ", shown_header(text_), ")"));
-    }
-    static bool space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
-    void skip_space() {
-        while (pos_ < text_.size() && space(text_[pos_])) ++pos_;
-    }
-    bool at_char(char c) const { return pos_ < text_.size() && text_[pos_] == c; }
-    bool eat(char c) {
-        skip_space();
-        if (!at_char(c)) return false;
-        ++pos_;
-        return true;
-    }
-    void expect(char c, const char* what) {
-        if (!eat(c)) syntax(concat("expected ", what));
-    }
-    void once(bool& seen, const std::string& key) {
-        if (seen) syntax("the key '" + key + "' appears twice");
-        seen = true;
-    }
-    bool word(const char* w) {
-        skip_space();
-        const std::size_t n = std::strlen(w);
-        if (text_.compare(pos_, n, w) != 0) return false;
-        const std::size_t end = pos_ + n;
-        if (end < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[end])) || text_[end] == '_'))
-            return false;
-        pos_ = end;
-        return true;
-    }
-    std::string string_literal() {
-        skip_space();
-        if (!at_char('\'') && !at_char('"')) syntax("expected a quoted string");
-        const char quote = text_[pos_++];
-        const std::size_t start = pos_;
-        while (pos_ < text_.size() && text_[pos_] != quote && text_[pos_] != '\n') {
-            if (text_[pos_] == '\\') syntax("an escape sequence in a string (no .npy header has one)");
-            ++pos_;
-        }
-        if (pos_ == text_.size() || text_[pos_] == '\n') syntax("a string is not closed");
-        return text_.substr(start, pos_++ - start);
-    }
-    std::int64_t extent() {
-        skip_space();
-        const bool negative = at_char('-');
-        if (negative) ++pos_;
-        if (pos_ == text_.size() || text_[pos_] < '0' || text_[pos_] > '9') syntax("expected a whole number in the shape");
-        std::int64_t value = 0;
-        for (; pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9'; ++pos_) {
-            const int digit = text_[pos_] - '0';
-            if (value > (std::numeric_limits<std::int64_t>::max() - digit) / 10)
-                syntax("an extent in the shape does not fit in 64 bits");
-            value = value * 10 + digit;
-        }
-        if (at_char('L') || at_char('l')) ++pos_;  // written by Python 2
-        if (negative && value != 0) syntax(concat("negative extent -", value, " in the shape"));
-        return value;
-    }
-    Shape shape_tuple() {
-        skip_space();
-        if (!eat('(')) syntax("the shape must be a tuple such as (2, 3), (5,) or ()");
-        Shape shape;
-        if (eat(')')) return shape;
-        for (;;) {
-            shape.push_back(extent());
-            if (eat(',')) {
-                if (eat(')')) return shape;
-                continue;
-            }
-            expect(')', "',' or ')' in the shape");
-            if (shape.size() == 1) syntax("a shape (n) without a comma is a number, not a tuple: write (n,)");
-            return shape;
-        }
-    }
-
-    const std::string& text_;
-    const std::string& path_;
-    std::size_t pos_ = 0;
-};
-
-/// The dtype a descr names (DTypeError naming the file for one lazytensor does not have), and
-/// whether its byte order is not this machine's.
-inline std::pair<DType, bool> descr_dtype(const std::string& descr, const std::string& path) {
-    char order = '=';
-    std::string code = descr;
-    if (!code.empty() && std::strchr("<>|=", code[0])) {
-        order = code[0];
-        code.erase(0, 1);
-    }
-    DType t;
-    if (code == "b1") t = DType::Bool;
-    else if (code == "u1") t = DType::UInt8;
-    else if (code == "i4") t = DType::Int32;
-    else if (code == "i8") t = DType::Int64;
-    else if (code == "f2") t = DType::Float16;
-    else if (code == "f4") t = DType::Float32;
-    else if (code == "f8") t = DType::Float64;
-    else
-        fail<DTypeError>("lt::load_npy: ", path, ": the file's dtype '", excerpt(descr), "' (", describe_code(code),
-                         ") is not one lazytensor has; it loads bool, uint8, int32, int64, float16, float32 and float64 "
-                         "arrays");
-    // '|' (no byte order) and '=' mean this machine's, as in NumPy.
-    const bool swap = dtype_size(t) > 1 && (order == '<' || order == '>') && (order == '<') != little_endian_host();
-    return {t, swap};
-}
-
-/// A file opened for reading, closed when it goes.
-class File {
-public:
-    File(const std::string& path, const char* mode) : file_(std::fopen(path.c_str(), mode)) {}
-    File(const File&) = delete;
-    File& operator=(const File&) = delete;
-    ~File() {
-        if (file_) std::fclose(file_);
-    }
-    std::FILE* get() const { return file_; }
-
-private:
-    std::FILE* file_;
-};
-
-/// Reads the preamble and header of an open .npy file, checking them against the file's size.
-inline Header read_header(std::FILE* file, std::uintmax_t file_size, const std::string& path) {
-    unsigned char pre[12] = {};
-    const std::size_t got = std::fread(pre, 1, 8, file);
-    if (got == 0) bad_file(path, "not a .npy file: the file is empty");
-    if (std::memcmp(pre, magic, std::min(got, magic_size)) != 0)
-        bad_file(path, "not a .npy file: it does not start with NumPy's magic string \\x93NUMPY");
-    const auto truncated = [&](const char* part) {
-        bad_file(path, concat("the file is truncated: it ends (after ", file_size, " bytes) inside the ", part));
-    };
-    if (got < 8) truncated("preamble");
-    const int major = pre[6], minor = pre[7];
-    if (major < 1 || major > 3 || minor != 0)
-        bad_file(path, concat("unsupported .npy format version ", major, ".", minor,
-                              " (lazytensor reads versions 1.0, 2.0 and 3.0)"));
-    const std::size_t length_bytes = major == 1 ? 2 : 4;
-    if (std::fread(pre + 8, 1, length_bytes, file) != length_bytes) truncated("header length");
-    std::size_t header_length = 0;
-    for (std::size_t i = length_bytes; i-- > 0;) header_length = header_length << 8 | pre[8 + i];
-    const std::size_t data_offset = 8 + length_bytes + header_length;
-    if (data_offset > file_size)
-        bad_file(path, concat("the file is truncated: its header is ", header_length, " bytes long, but the file ends after ",
-                              file_size, " bytes"));
-    std::string text(header_length, '\0');
-    if (header_length && std::fread(&text[0], 1, header_length, file) != header_length) truncated("header");
-
-    Header h = HeaderParser(text, path).parse();
-    std::tie(h.dtype, h.swap) = descr_dtype(h.descr, path);
-    // Every partial product of the extents (strides, counts) must fit, zero extents or not.
-    std::int64_t product = 1;
-    for (std::int64_t e : h.shape)
-        if (e != 0 && __builtin_mul_overflow(product, e, &product))
-            bad_file(path, concat("the header's shape ", h.shape, " is too large: its extents multiply past 64 bits"));
-    h.numel = lazytensor::numel(h.shape);
-    if (__builtin_mul_overflow(static_cast<std::size_t>(h.numel), dtype_size(h.dtype), &h.data_bytes))
-        bad_file(path, concat("the header's shape ", h.shape, " of ", h.dtype, " needs more bytes than a 64-bit size can hold"));
-    const std::uintmax_t available = file_size - data_offset;
-    if (available < h.data_bytes)
-        bad_file(path, concat("the file is truncated: shape ", h.shape, " of ", h.dtype, " needs ", h.data_bytes,
-                              " bytes of data, the file has ", available, " after its header"));
-    if (available > h.data_bytes)
-        bad_file(path, concat("the file has ", available - h.data_bytes, " bytes after its data (shape ", h.shape, " of ",
-                              h.dtype, ": ", h.data_bytes, " bytes); lazytensor does not load files with trailing bytes"));
-    return h;
-}
-
-/// The file's array as a node on `device`: a new buffer filled from the file a piece at a time,
-/// row-major (a Fortran-order file is transposed on the device). Checks the file's dtype
-/// against `expected` before reading any data.
-inline NodePtr load(const std::string& path, Device device, DType expected) {
-    backend_for(device);  // an unavailable device fails before the file is read
-    File file(path, "rb");
-    if (!file.get()) bad_file(path, concat("cannot open the file: ", std::strerror(errno)));
-    std::error_code ec;
-    const std::uintmax_t size = std::filesystem::file_size(path, ec);
-    if (ec) bad_file(path, concat("cannot read the file: ", ec.message()));
-    const Header h = read_header(file.get(), size, path);
-    if (h.dtype != expected)
-        fail<DTypeError>("lt::load_npy<", cpp_type_of(expected), ">: ", path, " holds ", h.dtype, " values (descr '",
-                         h.descr, "'), not ", expected, "; load it with lt::load_npy<", cpp_type_of(h.dtype),
-                         "> (and convert with lt::cast<", cpp_type_of(expected), "> if needed)");
-
-    BufferPtr buffer = allocate_buffer(device, h.dtype, h.numel);
-    const std::size_t item = dtype_size(h.dtype);
-    std::vector<unsigned char> piece(std::min(h.data_bytes, piece_bytes));
-    for (std::size_t at = 0; at < h.data_bytes; at += piece.size()) {
-        const std::size_t n = std::min(piece.size(), h.data_bytes - at);
-        if (std::fread(piece.data(), 1, n, file.get()) != n) {
-            if (std::ferror(file.get())) bad_file(path, concat("cannot read the file: ", std::strerror(errno)));
-            bad_file(path, "the file is truncated: it became shorter while it was read");
-        }
-        if (h.swap) swap_bytes(piece.data(), n, item);
-        if (h.dtype == DType::Bool)  // any non-zero byte is true; a bool holds only 0 or 1
-            for (std::size_t i = 0; i < n; ++i) piece[i] = piece[i] != 0;
-        write_buffer(*buffer, at, piece.data(), n);
-    }
-    Strides strides = contiguous_strides(h.shape);
-    if (h.fortran_order) {
-        std::int64_t s = 1;
-        for (std::size_t k = 0; k < h.shape.size(); ++k) {
-            strides[k] = s;
-            s *= h.shape[k];
-        }
-    }
-    NodePtr node = graph::buffer(std::move(buffer), h.shape, std::move(strides), 0);
-    if (!is_contiguous_layout(node->shape, node->strides, 0)) {
-        node = graph::copy(node);
-        realize_nodes({node.get()});
-    }
-    return node;
-}
-
-/// The preamble and header NumPy 1.24 writes for a C-order array: the dictionary with its
-/// keys sorted, room for the first extent to grow to 21 digits, spaces and a newline up to a
-/// multiple of 64 bytes; version 1.0, or 2.0 when the header needs more than 65535 bytes.
-inline std::string header_bytes(DType dtype, const Shape& shape) {
-    std::string dict = std::string("{'descr': '") + descr_of(dtype) + "', 'fortran_order': False, 'shape': (";
-    for (std::size_t k = 0; k < shape.size(); ++k) dict += (k ? ", " : "") + std::to_string(shape[k]);
-    dict += shape.size() == 1 ? ",), }" : "), }";
-    if (!shape.empty()) dict.append(21 - std::min<std::size_t>(21, std::to_string(shape[0]).size()), ' ');
-    const std::size_t text = dict.size() + 1;  // with the final newline
-    int major = 1;
-    std::size_t prefix = magic_size + 2 + 2;
-    std::size_t padding = 64 - (prefix + text) % 64;
-    if (text + padding > 65535) {
-        major = 2;
-        prefix = magic_size + 2 + 4;
-        padding = 64 - (prefix + text) % 64;
-    }
-    const std::size_t length = text + padding;
-    std::string out(magic, magic_size);
-    out += static_cast<char>(major);
-    out += '\0';
-    for (std::size_t i = 0; i < prefix - magic_size - 2; ++i) out += static_cast<char>((length >> (8 * i)) & 0xff);
-    out += dict;
-    out.append(padding, ' ');
-    out += '\n';
-    return out;
-}
-
-/// Where save_npy writes: a new file beside the target (with the old file's permissions),
-/// renamed over it once complete, so a save that fails leaves the old file (or none). A target
-/// that exists and is not a regular file (a device such as /dev/null, a pipe) is written in
-/// place. A symbolic link is followed.
-class OutputFile {
-public:
-    explicit OutputFile(const std::string& path) : path_(path) {
-        namespace fs = std::filesystem;
-        std::error_code ec;
-        fs::path target = path;
-        if (fs::is_symlink(target, ec)) {
-            const fs::path resolved = fs::weakly_canonical(target, ec);
-            if (!ec) target = resolved;
-        }
-        const fs::file_status status = fs::status(target, ec);
-        in_place_ = fs::exists(status) && !fs::is_regular_file(status);
-        target_ = target.string();
-        if (in_place_) {
-            written_ = target_;
-            file_ = std::fopen(written_.c_str(), "wb");
-        } else {
-            // A name no other writer uses ("x": never take over a file that exists).
-            static std::atomic<std::uint64_t> saves{0};
-            std::mt19937_64 rng(static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
-                                std::hash<std::thread::id>{}(std::this_thread::get_id()) ^ saves++);
-            for (int attempt = 0; attempt < 16 && !file_; ++attempt) {
-                written_ = target_ + ".tmp" + std::to_string(rng());
-                file_ = std::fopen(written_.c_str(), "wbx");
-                if (!file_ && errno != EEXIST) break;
-            }
-            created_ = file_ != nullptr;
-            // The replacement keeps the permissions of the file it replaces.
-            if (created_ && fs::is_regular_file(status)) fs::permissions(written_, status.permissions(), ec);
-        }
-        if (!file_) failed("cannot create the file");
-    }
-    OutputFile(const OutputFile&) = delete;
-    OutputFile& operator=(const OutputFile&) = delete;
-    ~OutputFile() {
-        if (file_) std::fclose(file_);
-        std::error_code ec;
-        if (!done_ && created_) std::filesystem::remove(written_, ec);
-    }
-
-    void write(const void* data, std::size_t bytes) {
-        if (bytes && std::fwrite(data, 1, bytes, file_) != bytes) failed("cannot write the file");
-    }
-    /// Flushes and closes the file, then puts it in place.
-    void commit() {
-        if (std::fflush(file_) != 0) failed("cannot write the file");
-        std::FILE* f = file_;
-        file_ = nullptr;
-        if (std::fclose(f) != 0) failed("cannot write the file");
-        if (!in_place_) {
-            std::error_code ec;
-            std::filesystem::rename(written_, target_, ec);
-            if (ec) fail<FileError>("lt::save_npy: ", path_, ": cannot replace the file: ", ec.message());
-        }
-        done_ = true;
-    }
-
-private:
-    [[noreturn]] void failed(const char* what) {
-        const int error = errno;
-        fail<FileError>("lt::save_npy: ", path_, ": ", what, ": ", std::strerror(error));
-    }
-
-    std::string path_, target_, written_;
-    bool in_place_ = false;
-    bool created_ = false;  // a temporary file of ours exists
-    bool done_ = false;
-    std::FILE* file_ = nullptr;
-};
-
-/// Writes a realized row-major node (any offset) to `path`, a piece at a time.
-inline void save(const std::string& path, const Node& node) {
-    const std::string header = header_bytes(node.dtype, node.shape);
-    const std::size_t item = dtype_size(node.dtype);
-    const std::size_t bytes = static_cast<std::size_t>(lazytensor::numel(node.shape)) * item;
-    OutputFile out(path);
-    out.write(header.data(), header.size());
-    std::vector<unsigned char> piece(std::min(bytes, piece_bytes));
-    const std::size_t start = static_cast<std::size_t>(node.offset) * item;
-    for (std::size_t at = 0; at < bytes; at += piece.size()) {
-        const std::size_t n = std::min(piece.size(), bytes - at);
-        download(*node.buffer, start + at, piece.data(), n);
-        if (!little_endian_host()) swap_bytes(piece.data(), n, item);
-        out.write(piece.data(), n);
-    }
-    out.commit();
-}
-
-}  // namespace detail::npy
-
-/// Writes x (a tensor or expression; realized first) to `path` as a .npy file: NumPy's format
-/// version 1.0 (2.0 if the header needs more than 65535 bytes), C order, little-endian, descr
-/// |b1, |u1, <i4, <i8, <f2, <f4 or <f8. A view that is not row-major is copied on its device
-/// first. The file is written under a temporary name beside `path` and renamed into place, so a
-/// save that fails leaves what was there before. FileError naming the file if it cannot be
-/// written (a missing directory, a full disk).
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-void save_npy(const std::string& path, const E& x) {
-    using T = typename E::value_type;
-    Tensor<T> t = x.realize();
-    Tensor<T> data = contiguous(t);
-    data.realize();
-    detail::npy::save(path, *data.node_ptr());
-}
-
-/// The array in the .npy file at `path`, as a tensor on `device` (read a piece at a time, copied
-/// there now). Reads versions 1.0, 2.0 and 3.0, C and Fortran order (a Fortran-order file gives
-/// the same row-major tensor), either byte order. The file's dtype must be T's: DTypeError
-/// naming both otherwise (nothing is converted; load the file's dtype and lt::cast it), and
-/// for dtypes lazytensor does not have (complex, int16, strings, structured, ...). FileError
-/// naming the file and the problem for a file that is missing, unreadable, truncated, not a
-/// .npy file, of another version, with a malformed header, or with bytes after its data.
-template <class T>
-Tensor<T> load_npy(const std::string& path, Device device = default_device()) {
-    return Tensor<T>(detail::npy::load(path, device, dtype_of<T>()));
-}
-
-}  // namespace lazytensor
-// ---- lazytensor/frontend/random.hpp ----
-// Random tensors from the counter-based Philox 4x32-10 generator (core/philox.hpp): element i
-// of a tensor made with seed s is a function of (i, s) alone, so the same seed gives the same
-// numbers on every device and thread count, and nothing is stored until the tensor is read.
-// Tensors of one shape and seed are equal; use different seeds for independent tensors.
-
-#include <cmath>
-#include <cstdint>
-
-
-namespace lazytensor {
-
-namespace detail {
-
-/// 64 random bits (int64) per element: philox(linear index, seed).
-inline NodePtr random_bits(const Shape& shape, std::uint64_t seed, Device device, const char* op) {
-    check_extents(shape, op);
-    backend_for(device);
-    const NodePtr counter = graph::index(shape, contiguous_strides(shape), device);
-    return graph::binary(BinaryOp::Philox, counter, Scalar::of<std::int64_t>(static_cast<std::int64_t>(seed)));
-}
-
-/// bits >> shift, keeping `width` bits: a non-negative int64 below 2^width.
-inline NodePtr bit_field(const NodePtr& bits, int shift, int width) {
-    const NodePtr shifted = shift ? graph::binary(BinaryOp::Shr, bits, Scalar::of<std::int64_t>(shift)) : bits;
-    return graph::binary(BinaryOp::BitAnd, shifted, Scalar::of<std::int64_t>(static_cast<std::int64_t>((std::uint64_t(1) << width) - 1)));
-}
-
-/// Mantissa bits of a floating type: a uniform value with this many random bits is exact.
-inline int mantissa_bits(DType t) { return t == DType::Float64 ? 53 : t == DType::Float32 ? 24 : 11; }
-
-/// A field of `width` bits as a floating value in [0, 1) (or (0, 1] with `open_at_zero`).
-inline NodePtr unit_interval(const NodePtr& field, int width, DType t, bool open_at_zero) {
-    NodePtr v = open_at_zero ? graph::binary(BinaryOp::Add, field, Scalar::of<std::int64_t>(1)) : field;
-    return graph::binary(BinaryOp::Mul, graph::cast(v, t), Scalar::of<double>(std::ldexp(1.0, -width)));
-}
-
-}  // namespace detail
-
-/// Uniform random numbers in [0, 1) (float, double or half; every value a multiple of 2^-24,
-/// 2^-53 or 2^-11 respectively), bit-identical on every device. Lazy (nothing stored until read).
-template <class T>
-Tensor<T> rand(const Shape& shape, std::uint64_t seed, Device device = default_device()) {
-    static_assert(detail::is_floating_v<T>, "lazytensor: rand<T> needs a floating T (float, double, half)");
-    const DType t = dtype_of<T>();
-    const int width = detail::mantissa_bits(t);
-    const detail::NodePtr bits = detail::random_bits(shape, seed, device, "rand");
-    return Tensor<T>(detail::unit_interval(detail::bit_field(bits, 64 - width, width), width, t, false));
-}
-
-/// Standard normal random numbers (Box-Muller on two uniforms per element, computed in T; in
-/// float for half). The same on every device up to the rounding of log, sqrt and cos. Lazy.
-template <class T>
-Tensor<T> randn(const Shape& shape, std::uint64_t seed, Device device = default_device()) {
-    static_assert(detail::is_floating_v<T>, "lazytensor: randn<T> needs a floating T (float, double, half)");
-    namespace g = detail::graph;
-    const DType t = dtype_of<T>() == DType::Float64 ? DType::Float64 : DType::Float32;
-    const int width = t == DType::Float64 ? 32 : 24;
-    const detail::NodePtr bits = detail::random_bits(shape, seed, device, "randn");
-    const detail::NodePtr u1 = detail::unit_interval(detail::bit_field(bits, 32, width), width, t, true);  // (0, 1]
-    const detail::NodePtr u2 = detail::unit_interval(detail::bit_field(bits, 0, width), width, t, false);  // [0, 1)
-    const detail::NodePtr radius =
-        g::unary(UnaryOp::Sqrt, g::binary(BinaryOp::Mul, g::unary(UnaryOp::Log, u1), Scalar::of<double>(-2.0)));
-    const detail::NodePtr angle = g::binary(BinaryOp::Mul, u2, Scalar::of<double>(6.283185307179586476925));
-    return Tensor<T>(g::cast(g::binary(BinaryOp::Mul, radius, g::unary(UnaryOp::Cos, angle)), dtype_of<T>()));
-}
-
-/// Uniform random integers in [low, high) (bias below (high - low) / 2^63), bit-identical on
-/// every device. Lazy. ValueError if high <= low, the range does not fit T or is wider than 2^63 - 1.
-template <class T>
-Tensor<T> randint(std::int64_t low, std::int64_t high, const Shape& shape, std::uint64_t seed,
-                  Device device = default_device()) {
-    static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>,
-                  "lazytensor: randint<T> needs an integer T (uint8_t, int32_t, int64_t)");
-    if (high <= low) detail::fail<ValueError>("randint: needs low < high, got [", low, ", ", high, ")");
-    // Values are low + (63 random bits) mod (high - low): the width must fit in int64.
-    if (static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low) > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-        detail::fail<ValueError>("randint: [", low, ", ", high, ") is wider than 2^63 - 1 values");
-    if (low < static_cast<std::int64_t>(std::numeric_limits<T>::min()) ||
-        high - 1 > static_cast<std::int64_t>(std::numeric_limits<T>::max()))
-        detail::fail<ValueError>("randint: [", low, ", ", high, ") does not fit ", dtype_of<T>());
-    namespace g = detail::graph;
-    const detail::NodePtr bits = detail::random_bits(shape, seed, device, "randint");
-    const detail::NodePtr r63 = detail::bit_field(bits, 1, 63);
-    // (Both operands are non-negative: C's remainder is NumPy's.)
-    const detail::NodePtr offset = g::binary(BinaryOp::Fmod, r63, Scalar::of<std::int64_t>(high - low));
-    return Tensor<T>(g::cast(g::binary(BinaryOp::Add, offset, Scalar::of<std::int64_t>(low)), dtype_of<T>()));
-}
-
-/// rand and randn of x's shape, dtype and device.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto rand_like(const E& x, std::uint64_t seed) {
-    return rand<typename E::value_type>(x.shape(), seed, x.device());
-}
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto randn_like(const E& x, std::uint64_t seed) {
-    return randn<typename E::value_type>(x.shape(), seed, x.device());
-}
-
-}  // namespace lazytensor
-// ---- lazytensor/frontend/sharded.hpp ----
-// Tensors split across devices: lt::shard(x, {dev0, dev1}, axis) gives a ShardedTensor whose
-// slices along `axis` live on the devices, in proportion to per-device weights (by default each
-// device's measured memory bandwidth, as VexCL partitions). Element-wise expressions run on
-// every device at once, one shard each; reductions over the split axis combine the per-device
-// partials on the first device and copy the total to every device (an all-reduce); a matmul
-// with a split left operand and a replicated right one is one product per device. Gathering
-// onto one device is explicit: s.gather(device).
-//
-// lt::replicate(x, devices) puts a whole copy on each device (weights, biases): a replicated
-// operand meets a split one slice by slice (broadcast axes as they are, full axes sliced).
-
-#include <algorithm>
-#include <chrono>
-#include <cmath>
-#include <cstdint>
-#include <map>
-#include <mutex>
-#include <optional>
-#include <string>
-#include <type_traits>
-#include <vector>
-
-
-namespace lazytensor {
-
-template <class T>
-class ShardedTensor;
-
-namespace detail {
-
-template <class S>
-struct is_sharded : std::false_type {};
-template <class T>
-struct is_sharded<ShardedTensor<T>> : std::true_type {};
-template <class S>
-inline constexpr bool is_sharded_v = is_sharded<std::decay_t<S>>::value;
-
-inline std::string device_list(const std::vector<Device>& devices) {
-    std::string out = "{";
-    for (std::size_t i = 0; i < devices.size(); ++i) out += (i ? ", " : "") + devices[i].str();
-    return out + "}";
-}
-
-/// A device's memory bandwidth in GB/s, measured once (the best of three realizes of a 64 MiB
-/// scale after a warm-up) and kept; lt::shard's default weights.
-inline double measured_bandwidth(Device d) {
-    static std::mutex mutex;
-    static std::map<std::pair<int, int>, double> measured;
-    const std::pair<int, int> key{static_cast<int>(d.kind), d.index};
-    {
-        std::lock_guard<std::mutex> lock(mutex);
-        if (auto it = measured.find(key); it != measured.end()) return it->second;
-    }
-    const std::int64_t n = std::int64_t(1) << 24;
-    Tensor<float> x = full<float>({n}, 1.0f, d);
-    x.realize();
-    double best = 0;
-    for (int run = 0; run < 4; ++run) {
-        const auto start = std::chrono::steady_clock::now();
-        Tensor<float> y = x * 2.0f;
-        y.realize();
-        synchronize(d);
-        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        if (run > 0) best = std::max(best, 8.0 * static_cast<double>(n) / std::max(s, 1e-9) / 1e9);
-    }
-    std::lock_guard<std::mutex> lock(mutex);
-    return measured.emplace(key, best).first->second;
-}
-
-/// The default weights: measured bandwidth, averaged over devices of one name (identical devices
-/// get identical shares, not shares that differ by measurement noise).
-inline std::vector<double> bandwidth_weights(const std::vector<Device>& devices) {
-    const std::vector<DeviceInfo> all = lazytensor::devices();
-    auto name_of = [&](Device d) {
-        for (const DeviceInfo& info : all)
-            if (info.device == d) return info.name;
-        return d.str();
-    };
-    std::vector<double> w;
-    for (Device d : devices) w.push_back(measured_bandwidth(d));
-    std::vector<double> out(w.size());
-    for (std::size_t i = 0; i < devices.size(); ++i) {
-        double sum = 0;
-        int count = 0;
-        for (std::size_t j = 0; j < devices.size(); ++j)
-            if (name_of(devices[j]) == name_of(devices[i])) sum += w[j], ++count;
-        out[i] = sum / count;
-    }
-    return out;
-}
-
-/// Extents along the split axis, in proportion to `weights`, summing to `total`.
-inline std::vector<std::int64_t> split_extents(std::int64_t total, const std::vector<double>& weights) {
-    double sum = 0;
-    for (double w : weights) sum += w;
-    std::vector<std::int64_t> out;
-    double before = 0;
-    std::int64_t start = 0;
-    for (std::size_t i = 0; i < weights.size(); ++i) {
-        before += weights[i];
-        const std::int64_t end = i + 1 == weights.size() ? total
-                                                         : std::min<std::int64_t>(total, std::llround(static_cast<double>(total) * before / sum));
-        out.push_back(std::max<std::int64_t>(0, end - start));
-        start = std::max(start, end);
-    }
-    return out;
-}
-
-/// Realizes every tensor, each on its device: OpenCL ones first (a realize there only enqueues,
-/// so their devices run while the host computes its own).
-template <class T>
-void realize_all(std::vector<Tensor<T>>& tensors) {
-    for (Tensor<T>& t : tensors)
-        if (t.device().kind != Device::Kind::Host) {
-            t.realize();
-            flush(t.device());  // a driver may hold queued work until a flush or a wait
-        }
-    for (Tensor<T>& t : tensors)
-        if (t.device().kind == Device::Kind::Host) t.realize();
-}
-
-/// `x` on `device` as a tensor of its own: a copy even where x is there already (a shard or a
-/// replica must not alias the tensor it came from, which an assign could change).
-template <class T>
-Tensor<T> copy_onto(const Tensor<T>& x, Device device) {
-    return x.device() == device ? Tensor<T>(clone(x)) : x.to(device);
-}
-
-}  // namespace detail
-
-/// A tensor split along one axis over several devices (axis() >= 0), or replicated: a whole copy
-/// on each device (axis() == -1). Shard i lives on devices()[i]. Lazy like Tensor: operations
-/// build one expression per device; realize() computes them all, each on its own device. (A
-/// reduction over the split axis is the exception: it computes the partials when called.)
-template <class T>
-class ShardedTensor {
-public:
-    using value_type = T;
-
-    /// No shards and no devices: a handle to assign to later.
-    ShardedTensor() = default;
-
-    /// From shards made elsewhere: split along `axis` (they must agree on every other extent),
-    /// or replicated (axis -1: they must have one shape). One shard per device, devices distinct.
-    ShardedTensor(std::vector<Tensor<T>> shards, int axis) : shards_(std::move(shards)), axis_(axis) {
-        const char* op = "ShardedTensor";
-        if (shards_.empty()) detail::fail<ValueError>(op, ": needs at least one shard");
-        shape_ = shards_[0].shape();
-        if (axis_ != -1 && (axis_ < 0 || axis_ >= static_cast<int>(shape_.size())))
-            detail::fail<AxisError>(op, ": split axis ", axis_, " is out of range for shards of shape ", shape_);
-        for (std::size_t i = 0; i < shards_.size(); ++i) {
-            const Device d = shards_[i].device();
-            for (std::size_t j = 0; j < i; ++j)
-                if (devices_[j] == d) detail::fail<ValueError>(op, ": device ", d, " holds two shards (", j, " and ", i, ")");
-            devices_.push_back(d);
-            const Shape& s = shards_[i].shape();
-            bool fits = s.size() == shape_.size();
-            for (std::size_t k = 0; fits && k < s.size(); ++k) fits = static_cast<int>(k) == axis_ || s[k] == shape_[k];
-            if (!fits)
-                detail::fail<ShapeError>(op, ": shard ", i, " has shape ", s, " but shard 0 has shape ", shards_[0].shape(),
-                                         axis_ < 0 ? "; replicated shards must have one shape"
-                                                   : "; shards may differ only along the split axis");
-            if (axis_ >= 0 && i > 0) shape_[static_cast<std::size_t>(axis_)] += s[static_cast<std::size_t>(axis_)];
-        }
-    }
-
-    /// The whole tensor's shape.
-    const Shape& shape() const { return shape_; }
-    std::size_t ndim() const { return shape_.size(); }
-    /// The split axis, or -1 for a replicated tensor.
-    int axis() const { return axis_; }
-    bool replicated() const { return axis_ < 0; }
-    const std::vector<Device>& devices() const { return devices_; }
-    const std::vector<Tensor<T>>& shards() const { return shards_; }
-    const Tensor<T>& shard(std::size_t i) const { return shards_.at(i); }
-    /// Each shard's extent along the split axis (every shard's whole extent when replicated).
-    std::vector<std::int64_t> extents() const {
-        std::vector<std::int64_t> out;
-        for (const Tensor<T>& s : shards_) out.push_back(axis_ < 0 ? numel(s.shape()) : s.shape()[static_cast<std::size_t>(axis_)]);
-        return out;
-    }
-
-    /// Computes every shard, each on its device: OpenCL shards first (they only enqueue, so their
-    /// devices run while the host computes its shard). On an error the shards already computed
-    /// stay computed and the others stay lazy; all stay usable.
-    ShardedTensor realize() const {
-        std::vector<Tensor<T>> shards = shards_;  // (handles: their nodes are realized in place)
-        detail::realize_all(shards);
-        return *this;
-    }
-    /// Waits for every shard's device.
-    void synchronize() const {
-        for (Device d : devices_) lazytensor::synchronize(d);
-    }
-
-    /// The whole tensor on `device`: the shards copied there and joined (a replicated tensor: one
-    /// copy, the one already on `device` if there is one).
-    Tensor<T> gather(Device device) const {
-        if (axis_ < 0) {
-            for (const Tensor<T>& s : shards_)
-                if (s.device() == device) return s;
-            return shards_[0].to(device);
-        }
-        std::vector<Tensor<T>> parts = shards_;
-        detail::realize_all(parts);  // every device computes its shard at once
-        for (Tensor<T>& p : parts) p = p.to(device);
-        return lazytensor::concat(parts, axis_);
-    }
-    /// The elements, row-major (gathered on the host).
-    std::vector<T> to_vector() const { return gather(Device::host()).to_vector(); }
-    /// The value of a one-element tensor (a replicated total: lt::sum(s).item()). ValueError
-    /// for more elements.
-    T item() const { return gather(devices_.empty() ? Device::host() : devices_[0]).item(); }
-
-    /// Element type conversion, shard by shard.
-    template <class U>
-    ShardedTensor<U> cast() const {
-        return map([](const Tensor<T>& s) { return Tensor<U>(s.template cast<U>()); });
-    }
-
-    /// f(shard) for every shard, same split axis (f must keep the rank).
-    template <class F>
-    auto map(F&& f) const {
-        using R = typename std::decay_t<decltype(f(shards_[0]))>::value_type;
-        std::vector<Tensor<R>> out;
-        for (const Tensor<T>& s : shards_) out.push_back(Tensor<R>(f(s)));
-        return ShardedTensor<R>(std::move(out), axis_);
-    }
-
-private:
-    std::vector<Tensor<T>> shards_;
-    std::vector<Device> devices_;
-    int axis_ = -1;
-    Shape shape_;
-};
-
-/// `x` split along `axis` over `devices` (distinct), shard i getting a share of the axis in
-/// proportion to weights[i] (default: each device's measured memory bandwidth). A weight of 0
-/// gives an empty shard. Copies the slices now (x is computed first on its own device).
-/// ValueError for no devices, a repeated device, a weight list of another length, a negative or
-/// non-finite weight, or weights that are all 0; AxisError for a bad axis.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-ShardedTensor<typename E::value_type> shard(const E& x, const std::vector<Device>& devices, int axis = 0,
-                                            std::vector<double> weights = {}) {
-    using T = typename E::value_type;
-    const char* op = "lt::shard";
-    Tensor<T> whole(x);
-    if (devices.empty()) detail::fail<ValueError>(op, ": needs at least one device");
-    const auto k = static_cast<std::size_t>(detail::normalize_axis(axis, whole.shape().size(), op, whole.shape()));
-    for (Device d : devices) detail::backend_for(d);
-    if (weights.empty()) {
-        weights = detail::bandwidth_weights(devices);
-    } else if (weights.size() != devices.size()) {
-        detail::fail<ValueError>(op, ": ", weights.size(), " weights for ", devices.size(), " devices ",
-                                 detail::device_list(devices), "; give one weight per device, or none");
-    }
-    double total = 0;
-    for (std::size_t i = 0; i < weights.size(); ++i) {
-        if (!(weights[i] >= 0) || !std::isfinite(weights[i]))
-            detail::fail<ValueError>(op, ": weight ", i, " (for ", devices[i], ") is ", weights[i],
-                                     "; weights must be finite and not negative");
-        total += weights[i];
-    }
-    if (!(total > 0)) detail::fail<ValueError>(op, ": the weights are all 0; at least one device must get a share");
-    const std::vector<std::int64_t> extents = detail::split_extents(whole.shape()[k], weights);
-    whole.realize();
-    std::vector<Tensor<T>> shards;
-    std::int64_t start = 0;
-    for (std::size_t i = 0; i < devices.size(); ++i) {
-        shards.push_back(detail::copy_onto(whole.slice(static_cast<int>(k), start, start + extents[i]), devices[i]));
-        start += extents[i];
-    }
-    detail::realize_all(shards);
-    return ShardedTensor<T>(std::move(shards), static_cast<int>(k));
-}
-
-/// A whole copy of `x` on each of `devices` (weights, biases: operands that every shard of a
-/// split tensor needs), copied now. ValueError for no devices or a repeated device.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-ShardedTensor<typename E::value_type> replicate(const E& x, const std::vector<Device>& devices) {
-    using T = typename E::value_type;
-    if (devices.empty()) detail::fail<ValueError>("lt::replicate: needs at least one device");
-    Tensor<T> whole(x);
-    whole.realize();
-    std::vector<Tensor<T>> copies;
-    for (Device d : devices) copies.push_back(detail::copy_onto(whole, d));
-    detail::realize_all(copies);
-    return ShardedTensor<T>(std::move(copies), -1);
-}
-
-namespace detail {
-
-/// The layout operands of an element-wise op agree on: the first split operand's, if any.
-struct ShardLayout {
-    std::vector<Device> devices;
-    int axis = -1;        // in the result's shape (right-aligned broadcasting)
-    std::size_t rank = 0;  // the result's
-    std::vector<std::int64_t> starts, extents;
-};
-
-template <class S>
-void join_layout(ShardLayout& layout, const S& s, const char* op) {
-    if constexpr (is_sharded_v<S>) {
-        if (layout.devices.empty()) layout.devices = s.devices();
-        if (s.devices() != layout.devices)
-            fail<DeviceError>(op, ": operands are on different devices (", device_list(layout.devices), " and ",
-                              device_list(s.devices()), "); shard or replicate them over the same devices");
-        layout.rank = std::max(layout.rank, s.ndim());
-    } else {
-        (void)s;
-    }
-}
-
-template <class S>
-void join_split(ShardLayout& layout, const S& s, const char* op) {
-    if constexpr (is_sharded_v<S>) {
-        if (s.replicated()) return;
-        const int axis = s.axis() + static_cast<int>(layout.rank - s.ndim());
-        std::vector<std::int64_t> extents = s.extents();
-        if (layout.axis < 0) {
-            layout.axis = axis;
-            layout.extents = extents;
-            std::int64_t start = 0;
-            for (std::int64_t e : extents) layout.starts.push_back(start), start += e;
-        } else if (axis != layout.axis || extents != layout.extents) {
-            fail<DeviceError>(op, ": operands are split differently (along axis ", layout.axis, " of the result in parts ",
-                              Shape(layout.extents.begin(), layout.extents.end()), ", and along axis ", axis, " in parts ",
-                              Shape(extents.begin(), extents.end()), "); gather one and shard it like the other");
-        }
-    } else {
-        (void)s;
-    }
-}
-
-/// Operand `s` as shard i sees it: a split operand's own shard; a replicated one sliced to the
-/// shard's part of the split axis where it spans that axis (where it broadcasts, whole); a
-/// scalar as it is.
-template <class S>
-decltype(auto) shard_operand(const S& s, const ShardLayout& layout, std::size_t i) {
-    if constexpr (is_sharded_v<S>) {
-        using T = typename std::decay_t<S>::value_type;
-        if (!s.replicated() || layout.axis < 0) return Tensor<T>(s.shard(i));
-        const int axis = layout.axis - static_cast<int>(layout.rank - s.ndim());
-        if (axis < 0 || s.shape()[static_cast<std::size_t>(axis)] == 1) return Tensor<T>(s.shard(i));
-        return s.shard(i).slice(axis, layout.starts[i], layout.starts[i] + layout.extents[i]);
-    } else {
-        return s;
-    }
-}
-
-/// f applied shard by shard to operands of which at least one is sharded (the others scalars).
-template <class F, class... S>
-auto per_shard(const char* op, F&& f, const S&... operands) {
-    ShardLayout layout;
-    (join_layout(layout, operands, op), ...);
-    (join_split(layout, operands, op), ...);
-    using R = typename std::decay_t<decltype(f(shard_operand(operands, layout, 0)...))>::value_type;
-    std::vector<Tensor<R>> out;
-    for (std::size_t i = 0; i < layout.devices.size(); ++i) out.push_back(Tensor<R>(f(shard_operand(operands, layout, i)...)));
-    return ShardedTensor<R>(std::move(out), layout.axis);
-}
-
-template <class L, class R>
-inline constexpr bool is_sharded_operands_v =
-    (is_sharded_v<L> && (is_sharded_v<R> || is_scalar_v<R>)) || (is_scalar_v<L> && is_sharded_v<R>);
-
-/// A sharded tensor never meets a plain tensor implicitly: say how to make the plain one fit.
-template <class L, class R>
-inline constexpr bool is_sharded_and_tensor_v =
-    (is_sharded_v<L> && is_tensor_like_v<std::decay_t<R>>) || (is_tensor_like_v<std::decay_t<L>> && is_sharded_v<R>);
-
-}  // namespace detail
-
-// Element-wise functions and operators of sharded tensors, one per entry of the op list: shard by
-// shard, each on its device. Split operands must be split alike; replicated ones are sliced to
-// fit; scalars go to every shard.
-#define LAZYTENSOR_X(name, fn, rule)                                                             \
-    template <class T>                                                                           \
-    auto fn(const ShardedTensor<T>& x) {                                                         \
-        return detail::per_shard(#fn, [](const auto& s) { return lazytensor::fn(s); }, x);       \
-    }
-LAZYTENSOR_UNARY_OPS(LAZYTENSOR_X)
-LAZYTENSOR_X(, sigmoid, ) LAZYTENSOR_X(, silu, ) LAZYTENSOR_X(, gelu, ) LAZYTENSOR_X(, rsqrt, ) LAZYTENSOR_X(, sign, )
-LAZYTENSOR_X(, softplus, )
-#undef LAZYTENSOR_X
-
-// The composites that take scalar arguments, shard by shard.
-template <class T>
-auto softplus(const ShardedTensor<T>& x, double beta) {
-    return detail::per_shard("softplus", [beta](const auto& s) { return lazytensor::softplus(s, beta); }, x);
-}
-template <class T>
-auto elu(const ShardedTensor<T>& x, double alpha = 1.0) {
-    return detail::per_shard("elu", [alpha](const auto& s) { return lazytensor::elu(s, alpha); }, x);
-}
-template <class T>
-auto leaky_relu(const ShardedTensor<T>& x, double negative_slope = 0.01) {
-    return detail::per_shard("leaky_relu", [negative_slope](const auto& s) { return lazytensor::leaky_relu(s, negative_slope); }, x);
-}
-/// clamp of a sharded tensor between two scalars.
-template <class T, class Lo, class Hi, std::enable_if_t<detail::is_scalar_v<Lo> && detail::is_scalar_v<Hi>, int> = 0>
-auto clamp(const ShardedTensor<T>& x, Lo lo, Hi hi) {
-    return detail::per_shard("clamp", [lo, hi](const auto& s) { return lazytensor::clamp(s, lo, hi); }, x);
-}
-
-#define LAZYTENSOR_X(name, fn, rule)                                                                      \
-    template <class L, class R, std::enable_if_t<detail::is_sharded_operands_v<L, R>, int> = 0>           \
-    auto fn(const L& a, const R& b) {                                                                     \
-        return detail::per_shard(#fn, [](const auto& x, const auto& y) { return lazytensor::fn(x, y); }, a, b); \
-    }
-LAZYTENSOR_PUBLIC_BINARY_OPS(LAZYTENSOR_X)
-#undef LAZYTENSOR_X
-
-#define LAZYTENSOR_X(symbol, name)                                                                                 \
-    template <class L, class R, std::enable_if_t<detail::is_sharded_operands_v<L, R>, int> = 0>                    \
-    auto operator symbol(const L& a, const R& b) {                                                                 \
-        return detail::per_shard("operator" #symbol, [](const auto& x, const auto& y) { return x symbol y; }, a, b); \
-    }                                                                                                              \
-    template <class L, class R, std::enable_if_t<detail::is_sharded_and_tensor_v<L, R>, int> = 0>                  \
-    void operator symbol(const L&, const R&) {                                                                     \
-        static_assert(!detail::is_sharded_and_tensor_v<L, R>,                                                      \
-                      "lazytensor: a ShardedTensor and a Tensor do not combine; make the Tensor sharded too: "     \
-                      "lt::replicate(t, s.devices()) or lt::shard(t, s.devices(), axis)");                         \
-    }
-LAZYTENSOR_OPERATORS(LAZYTENSOR_X)
-LAZYTENSOR_X(%, Remainder)
-#undef LAZYTENSOR_X
-
-template <class T>
-auto operator-(const ShardedTensor<T>& x) {
-    return detail::per_shard("operator-", [](const auto& s) { return -s; }, x);
-}
-
-/// where(cond, x, y) of sharded operands (x or y may be scalars).
-template <class C, class X, class Y,
-          std::enable_if_t<detail::is_sharded_v<C> && (detail::is_sharded_v<X> || detail::is_scalar_v<X>) &&
-                               (detail::is_sharded_v<Y> || detail::is_scalar_v<Y>),
-                           int> = 0>
-auto where(const C& cond, const X& x, const Y& y) {
-    return detail::per_shard("where", [](const auto& c, const auto& a, const auto& b) { return lazytensor::where(c, a, b); },
-                             cond, x, y);
-}
-
-/// f(shard i of each operand, ...) on every device i: split operands give their shards,
-/// replicated ones their whole copy, scalars themselves. For functions that act on each slice
-/// of the split axis independently (a row softmax of a batch split by rows, an MLP layer); the
-/// result is split along the first split operand's axis (replicated if none is split), and its
-/// shards must agree on every other extent. DeviceError for operands over other devices or split
-/// differently.
-template <class F, class... S>
-auto map_shards(F&& f, const S&... operands) {
-    static_assert((detail::is_sharded_v<S> || ...), "lt::map_shards needs at least one ShardedTensor operand");
-    const char* op = "map_shards";
-    detail::ShardLayout layout;
-    (detail::join_layout(layout, operands, op), ...);
-    int axis = -1;
-    std::vector<std::int64_t> extents;
-    auto join = [&](const auto& s) {
-        if constexpr (detail::is_sharded_v<decltype(s)>) {
-            if (s.replicated()) return;
-            if (axis < 0) {
-                axis = s.axis();
-                extents = s.extents();
-            } else if (s.axis() != axis || s.extents() != extents) {
-                detail::fail<DeviceError>(op, ": operands are split differently (along axis ", axis, " in parts ",
-                                          Shape(extents.begin(), extents.end()), ", and along axis ", s.axis(), " in parts ",
-                                          Shape(s.extents().begin(), s.extents().end()),
-                                          "); gather one and shard it like the other");
-            }
-        }
-    };
-    (join(operands), ...);
-    auto part = [](const auto& s, std::size_t i) {
-        if constexpr (detail::is_sharded_v<decltype(s)>)
-            return s.shard(i);
-        else
-            return s;
-    };
-    using R = typename std::decay_t<decltype(f(part(operands, 0)...))>::value_type;
-    std::vector<Tensor<R>> out;
-    for (std::size_t i = 0; i < layout.devices.size(); ++i) out.push_back(Tensor<R>(f(part(operands, i)...)));
-    if (axis >= static_cast<int>(out[0].shape().size()))
-        detail::fail<ShapeError>(op, ": the result has shape ", out[0].shape(), ", without the split axis ", axis,
-                                 " of the operands");
-    return ShardedTensor<R>(std::move(out), axis);
-}
-
-/// a @ b, one product per device: a split along an axis other than its last (the contracted
-/// one) with b replicated gives a result split alike; a replicated with b split along its last
-/// axis gives a result split along the last axis. ValueError for a split contracted axis.
-template <class A, class B>
-auto matmul(const ShardedTensor<A>& a, const ShardedTensor<B>& b) {
-    const char* op = "matmul";
-    if (!a.replicated() && a.axis() == static_cast<int>(a.ndim()) - 1)
-        detail::fail<ValueError>(op, ": the left operand is split along its last axis, which the product contracts; "
-                                 "split it along another axis, or gather it");
-    if (!b.replicated() && (b.ndim() < 2 || b.axis() != static_cast<int>(b.ndim()) - 1))
-        detail::fail<ValueError>(op, ": the right operand is split along axis ", b.axis(), " of shape ", b.shape(),
-                                 "; a product of sharded operands needs the left split along a row or batch axis and the "
-                                 "right replicated, or the left replicated and the right split along its last axis");
-    if (!a.replicated() && !b.replicated())
-        detail::fail<ValueError>(op, ": both operands are split; replicate one of them");
-    if (a.devices() != b.devices())
-        detail::fail<DeviceError>(op, ": operands are on different devices (", detail::device_list(a.devices()), " and ",
-                                  detail::device_list(b.devices()), "); shard or replicate them over the same devices");
-    using R = promote_t<A, B>;
-    std::vector<Tensor<R>> out;
-    for (std::size_t i = 0; i < a.devices().size(); ++i) out.push_back(lazytensor::matmul(a.shard(i), b.shard(i)));
-    // Where a's split axis lands: a's axes end the result's, but its last when b is 1-D (dropped).
-    const int rank = static_cast<int>(out[0].shape().size());
-    const int a_axes_kept = static_cast<int>(a.ndim()) - (b.ndim() == 1 ? 1 : 0);
-    const int axis = !a.replicated() ? a.axis() + rank - a_axes_kept : b.replicated() ? -1 : rank - 1;
-    return ShardedTensor<R>(std::move(out), axis);
-}
-
-/// softmax and log_softmax along an axis that is not split: shard by shard.
-template <class T>
-auto softmax(const ShardedTensor<T>& x, int axis = -1) {
-    const int k = detail::normalize_axis(axis, x.ndim(), "softmax", x.shape());
-    if (k == x.axis()) detail::fail<ValueError>("softmax: axis ", axis, " is the split axis; gather the tensor first");
-    return detail::per_shard("softmax", [k](const auto& s) { return lazytensor::softmax(s, k); }, x);
-}
-template <class T>
-auto log_softmax(const ShardedTensor<T>& x, int axis = -1) {
-    const int k = detail::normalize_axis(axis, x.ndim(), "log_softmax", x.shape());
-    if (k == x.axis()) detail::fail<ValueError>("log_softmax: axis ", axis, " is the split axis; gather the tensor first");
-    return detail::per_shard("log_softmax", [k](const auto& s) { return lazytensor::log_softmax(s, k); }, x);
-}
-
-namespace detail {
-
-/// A reduction of a sharded tensor over `axes`. Where the split axis is kept, shard by shard (a
-/// result split alike). Where it is reduced, the per-device partials are combined on the first
-/// device and the total is copied to every device: a replicated result (an all-reduce), which
-/// the shards can go on using (x / x.sum()). `skip_empty`: an empty shard has no partial (max).
-template <class T, class Partial, class Combine>
-auto reduce_sharded(const ShardedTensor<T>& x, Axes axes, bool keepdim, const char* op, bool skip_empty,
-                    Partial partial, Combine combine) {
-    if (axes.empty()) axes = all_axes(x.ndim());  // (as for every reduction: an empty list is all axes)
-    bool over_split = false;
-    int kept_axis = x.axis();
-    for (int& a : axes) {
-        a = normalize_axis(a, x.ndim(), op, x.shape());
-        if (a == x.axis()) over_split = true;
-    }
-    using R = typename std::decay_t<decltype(partial(x.shard(0), axes, keepdim))>::value_type;
-    if (x.replicated() || !over_split) {
-        if (!keepdim && !x.replicated())
-            for (int a : axes)
-                if (a < x.axis()) --kept_axis;
-        std::vector<Tensor<R>> out;
-        for (const Tensor<T>& s : x.shards()) out.push_back(Tensor<R>(partial(s, axes, keepdim)));
-        return ShardedTensor<R>(std::move(out), x.replicated() ? -1 : kept_axis);
-    }
-    std::vector<Tensor<R>> partials;
-    for (const Tensor<T>& s : x.shards())
-        if (!skip_empty || s.shape()[static_cast<std::size_t>(x.axis())] > 0) partials.push_back(Tensor<R>(partial(s, axes, keepdim)));
-    if (partials.empty()) fail<ValueError>(op, ": every shard is empty along the split axis, which it reduces");
-    realize_all(partials);  // every device computes its partial at once
-    const Device home = x.devices()[0];
-    Tensor<R> total = partials[0].to(home);
-    for (std::size_t i = 1; i < partials.size(); ++i) total = Tensor<R>(combine(total, partials[i].to(home)));
-    total.realize();
-    std::vector<Tensor<R>> copies{total};  // (total is nobody else's: no copy on its own device)
-    for (std::size_t i = 1; i < x.devices().size(); ++i) copies.push_back(total.to(x.devices()[i]));
-    return ShardedTensor<R>(std::move(copies), -1);
-}
-
-}  // namespace detail
-
-/// Reductions of sharded tensors: lt::sum(s), lt::sum(s, axes, keepdim), lt::sum(s, axis,
-/// keepdim), and likewise max, min, prod and mean. Over the split axis the per-device partials
-/// are combined and the result is replicated on every device (see reduce_sharded); otherwise the
-/// result is split alike. max and min skip empty shards.
-#define LAZYTENSOR_X(fn, combine_fn, skip_empty)                                                                   \
-    template <class T>                                                                                            \
-    auto fn(const ShardedTensor<T>& x, const Axes& axes, bool keepdim = false) {                                  \
-        return detail::reduce_sharded(                                                                            \
-            x, axes, keepdim, #fn, skip_empty,                                                                    \
-            [](const Tensor<T>& s, const Axes& a, bool k) { return lazytensor::fn(s, a, k); },                    \
-            [](const auto& p, const auto& q) { return lazytensor::combine_fn(p, q); });                           \
-    }                                                                                                             \
-    template <class T>                                                                                            \
-    auto fn(const ShardedTensor<T>& x, int axis, bool keepdim = false) {                                          \
-        return fn(x, Axes{axis}, keepdim);                                                                        \
-    }                                                                                                             \
-    template <class T>                                                                                            \
-    auto fn(const ShardedTensor<T>& x) {                                                                          \
-        return fn(x, detail::all_axes(x.ndim()), false);                                                          \
-    }
-LAZYTENSOR_X(sum, add, false)
-LAZYTENSOR_X(prod, mul, false)
-LAZYTENSOR_X(max, maximum, true)
-LAZYTENSOR_X(min, minimum, true)
-#undef LAZYTENSOR_X
-
-/// The mean over `axes`: the sharded sum (half in float32, integers in int64, as lt::mean sums)
-/// divided by the count of reduced elements, per shard, by lt::mean's own division.
-template <class T>
-auto mean(const ShardedTensor<T>& x, const Axes& axes, bool keepdim = false) {
-    using R = detail::mean_t<T>;
-    std::int64_t count = 1;
-    for (int a : axes.empty() ? detail::all_axes(x.ndim()) : axes)
-        count *= x.shape()[static_cast<std::size_t>(detail::normalize_axis(a, x.ndim(), "mean", x.shape()))];
-    auto divide = [count](const auto& total) {
-        const detail::NodePtr t = total.build();
-        return Tensor<R>(detail::graph::mean_of_sum(t, dtype_of<T>(), count, detail::supports_float64(t->device)));
-    };
-    if constexpr (std::is_same_v<T, half>) return detail::per_shard("mean", divide, sum(x.template cast<float>(), axes, keepdim));
-    else return detail::per_shard("mean", divide, sum(x, axes, keepdim));
-}
-template <class T>
-auto mean(const ShardedTensor<T>& x, int axis, bool keepdim = false) {
-    return mean(x, Axes{axis}, keepdim);
-}
-template <class T>
-auto mean(const ShardedTensor<T>& x) {
-    return mean(x, detail::all_axes(x.ndim()), false);
-}
-
-}  // namespace lazytensor
-// ---- lazytensor/frontend/sorting.hpp ----
-// Sorting and selection along an axis: sort, argsort and topk. Lazy like every other op: the
-// positions are a sort node (a schedule item of its own, items/sort_item.hpp: the device's row
-// sort, with the element-wise work that produces its input computed on the way) and the values
-// are gathered at them, so they fuse with what reads them and are differentiable. Every sort is
-// stable, and NaN sorts after every number (before them when descending), as in PyTorch; -0 and
-// +0 are equal.
-
-#include <cstdint>
-
-
-namespace lazytensor {
-
-/// The result of lt::sort and lt::topk: the values and their positions along the axis, both of
-/// the same shape (auto [values, indices] = lt::sort(x)).
-template <class T>
-struct SortResult {
-    Tensor<T> values;
-    Tensor<std::int64_t> indices;
-};
-
-namespace detail {
-
-/// The first k of x along `axis` in order. AxisError for a bad axis, ValueError for a bad k.
-template <class E>
-SortResult<typename E::value_type> sort_along(const E& x, int axis, std::int64_t k, bool descending, const char* op) {
-    using T = typename E::value_type;
-    Tensor<T> t(x);
-    if (t.ndim() == 0) {  // one element, as PyTorch: axis 0 or -1
-        if (axis != 0 && axis != -1)
-            fail<AxisError>(op, ": axis ", axis, " is out of range: the tensor is 0-d (shape []) and has no axes; "
-                            "as in PyTorch, axis 0 or -1 takes its one element");
-        SortResult<T> r = sort_along(t.reshape({1}), 0, k, descending, op);
-        return {r.values.reshape({}), r.indices.reshape({})};
-    }
-    const int a = normalize_axis(axis, t.ndim(), op, t.shape());
-    const std::int64_t n = t.shape()[static_cast<std::size_t>(a)];
-    if (k < 0 || k > n)
-        fail<ValueError>(op, ": k = ", k, " is outside [0, ", n, "], the extent of axis ", axis, " of shape ", t.shape());
-    // The positions along the last axis, and the values gathered at them (lazy both: the
-    // gradient of the values reaches x through the gather, as in PyTorch).
-    const NodePtr rows = movedim(t, a, -1).node_ptr();
-    const NodePtr positions = graph::sort_positions(rows, k, descending, op);
-    const int last = t.ndim() - 1;
-    return {movedim(Tensor<T>(graph::gather(rows, last, positions)), -1, a), movedim(Tensor<std::int64_t>(positions), -1, a)};
-}
-
-}  // namespace detail
-
-/// x sorted along `axis` (ascending, or descending), stably: {values, indices}, where indices
-/// are the positions along `axis` the values came from (int64). NaN sorts after every number
-/// (before them when descending). Lazy; AxisError for a bad axis.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-SortResult<typename E::value_type> sort(const E& x, int axis = -1, bool descending = false) {
-    const std::int64_t n = x.ndim() == 0 ? 1 : x.shape()[static_cast<std::size_t>(normalize_axis(axis, x.ndim(), "lt::sort", x.shape()))];
-    return detail::sort_along(x, axis, n, descending, "lt::sort");
-}
-
-/// The positions that sort x along `axis` (stable: equal values keep their order), int64.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-Tensor<std::int64_t> argsort(const E& x, int axis = -1, bool descending = false) {
-    const std::int64_t n = x.ndim() == 0 ? 1 : x.shape()[static_cast<std::size_t>(normalize_axis(axis, x.ndim(), "lt::argsort", x.shape()))];
-    return detail::sort_along(x, axis, n, descending, "lt::argsort").indices;
-}
-
-/// The k largest (or, with largest = false, smallest) elements along `axis`, in order (largest
-/// first, or smallest first), with their positions: {values, indices}. Equal values come in
-/// the order of their positions; NaN counts as the largest value. ValueError unless
-/// 0 <= k <= the axis' extent.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-SortResult<typename E::value_type> topk(const E& x, std::int64_t k, int axis = -1, bool largest = true) {
-    return detail::sort_along(x, axis, k, largest, "lt::topk");
-}
-
-}  // namespace lazytensor
-// ---- lazytensor/frontend/print.hpp ----
-// operator<< for tensors and expressions, as PyTorch prints them: the values in aligned
-// columns (summarized when large), then shape, dtype and device; and the print options.
-// Printing realizes the tensor, then reads only the elements it shows.
-
-#include <cstdint>
-#include <mutex>
-#include <optional>
-#include <ostream>
-#include <string>
-#include <vector>
-
-
-namespace lazytensor {
-
-/// How operator<< prints tensors; lt::set_print_options sets them for every thread. The
-/// defaults are PyTorch's.
-struct PrintOptions {
-    /// Digits after the decimal point of floating values (in fixed and scientific notation).
-    int precision = 4;
-    /// A tensor of more elements than this is summarized: along each axis longer than
-    /// 2 * edgeitems only the first and last `edgeitems` are shown (and read from the device).
-    std::int64_t threshold = 1000;
-    std::int64_t edgeitems = 3;
-    /// Characters per line (counted from the line's start) before a row of values wraps.
-    std::int64_t linewidth = 80;
-};
-
-namespace detail {
-
-struct PrintOptionsState {
-    std::mutex mutex;
-    PrintOptions options;
-};
-inline PrintOptionsState& print_options_state() {
-    static PrintOptionsState state;
-    return state;
-}
-
-}  // namespace detail
-
-/// The options operator<< prints with now (a copy: change it and pass it to set_print_options).
-inline PrintOptions print_options() {
-    auto& s = detail::print_options_state();
-    std::lock_guard<std::mutex> lock(s.mutex);
-    return s.options;
-}
-
-/// Makes operator<< print with `options` from now on, in every thread. ValueError (and no
-/// change) for a precision outside 0..30, a negative threshold, or an edgeitems or linewidth
-/// below 1.
-inline void set_print_options(const PrintOptions& options) {
-    if (options.precision < 0 || options.precision > 30)
-        detail::fail<ValueError>("lt::set_print_options: precision must be from 0 to 30 digits, got ", options.precision);
-    if (options.threshold < 0)
-        detail::fail<ValueError>("lt::set_print_options: threshold must be >= 0, got ", options.threshold);
-    if (options.edgeitems < 1)
-        detail::fail<ValueError>("lt::set_print_options: edgeitems must be >= 1, got ", options.edgeitems);
-    if (options.linewidth < 1)
-        detail::fail<ValueError>("lt::set_print_options: linewidth must be >= 1, got ", options.linewidth);
-    auto& s = detail::print_options_state();
-    std::lock_guard<std::mutex> lock(s.mutex);
-    s.options = options;
-}
-
-/// NumPy's and PyTorch's spelling: set_print_options(precision, threshold, edgeitems,
-/// linewidth), where an option left out keeps its current value.
-inline void set_print_options(int precision, std::optional<std::int64_t> threshold = std::nullopt,
-                              std::optional<std::int64_t> edgeitems = std::nullopt,
-                              std::optional<std::int64_t> linewidth = std::nullopt) {
-    PrintOptions options = print_options();
-    options.precision = precision;
-    if (threshold) options.threshold = *threshold;
-    if (edgeitems) options.edgeitems = *edgeitems;
-    if (linewidth) options.linewidth = *linewidth;
-    set_print_options(options);
-}
-
-namespace detail {
-
-/// A run of consecutive buffer elements that printing reads.
-struct ReadRun {
-    std::int64_t first = 0;
-    std::int64_t count = 0;
-};
-
-/// What printing a realized tensor of this layout reads from its buffer, with `options`.
-LAZYTENSOR_ENGINE_API std::vector<ReadRun> print_reads(const Shape& shape, const Strides& strides, std::int64_t offset,
-                                                       const PrintOptions& options);
-
-/// `tensor([...], shape=[...], dtype=..., device=...)` for a realized node.
-LAZYTENSOR_ENGINE_API std::string format_tensor(const Node& n, const PrintOptions& options);
-
-}  // namespace detail
-
-/// Writes `tensor([...], shape=[...], dtype=..., device=...)`: nested rows with values in
-/// aligned columns, wrapped at print_options().linewidth; floating values with
-/// print_options().precision digits (see lt::PrintOptions), integers as numbers, bools as
-/// true/false. A tensor of more than print_options().threshold elements is summarized ("...")
-/// and only the elements shown are read from its device. Realizes x first.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-std::ostream& operator<<(std::ostream& out, const E& x) {
-    using T = typename E::value_type;
-    Tensor<T> t = x.realize();
-    return out << detail::format_tensor(*t.node_ptr(), print_options());
-}
-
-}  // namespace lazytensor
-
-// The printing code: compiled in header-only units and in the implementation unit, never in a
-// separate-runtime unit.
-#if LAZYTENSOR_ENGINE_DEFINITIONS
-// ---- lazytensor/frontend/print_definitions.hpp ----
-// How tensors print (frontend/print.hpp declares it): compiled in header-only units and in the
-// LAZYTENSOR_IMPLEMENTATION unit, as the engine is.
-
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
-#include <cstdio>
-#include <string>
-#include <type_traits>
-#include <vector>
-
-
-#if !LAZYTENSOR_ENGINE_DEFINITIONS
-#error "lazytensor: frontend/print_definitions.hpp holds definitions of the runtime; a LAZYTENSOR_SEPARATE_RUNTIME unit must not include it"
-#endif
-
-namespace lazytensor {
-
-namespace detail {
-
-/// The positions printed along each axis: all of them, or, when the tensor is summarized, the
-/// first and last edgeitems of an axis longer than 2 * edgeitems (cut[k]: "..." goes between).
-struct ShownIndices {
-    std::vector<std::vector<std::int64_t>> index;
-    std::vector<bool> cut;
-};
-
-inline ShownIndices shown_indices(const Shape& shape, const PrintOptions& options) {
-    const bool summarize = lazytensor::numel(shape) > options.threshold;
-    ShownIndices shown;
-    for (std::int64_t n : shape) {
-        const std::int64_t e = options.edgeitems;
-        const bool cut = summarize && n - e > e;
-        std::vector<std::int64_t> index;
-        for (std::int64_t i = 0; i < n; ++i) {
-            if (cut && i == e) i = n - e;
-            index.push_back(i);
-        }
-        shown.index.push_back(std::move(index));
-        shown.cut.push_back(cut);
-    }
-    return shown;
-}
-
-/// The buffer position of each shown element (row-major over the shown grid) of a tensor whose
-/// element (i0, i1, ...) is at offset + i0 * strides[0] + ...
-inline std::vector<std::int64_t> shown_positions(const Strides& strides, std::int64_t offset, const ShownIndices& shown) {
-    std::vector<std::int64_t> positions{offset};
-    for (std::size_t k = 0; k < shown.index.size(); ++k) {
-        std::vector<std::int64_t> next;
-        next.reserve(positions.size() * shown.index[k].size());
-        for (std::int64_t p : positions)
-            for (std::int64_t i : shown.index[k]) next.push_back(p + i * strides[k]);
-        positions = std::move(next);
-    }
-    return positions;
-}
-
-/// The runs that cover `positions`: sorted, with gaps of up to 64 elements read through, so
-/// that a summarized print makes few reads of a few elements each.
-inline std::vector<ReadRun> read_runs(std::vector<std::int64_t> positions) {
-    std::sort(positions.begin(), positions.end());
-    std::vector<ReadRun> runs;
-    for (std::int64_t p : positions) {
-        if (!runs.empty() && p - (runs.back().first + runs.back().count) <= 64)
-            runs.back().count = std::max(runs.back().count, p - runs.back().first + 1);
-        else
-            runs.push_back(ReadRun{p, 1});
-    }
-    return runs;
-}
-
-LAZYTENSOR_ENGINE_API std::vector<ReadRun> print_reads(const Shape& shape, const Strides& strides, std::int64_t offset,
-                                                       const PrintOptions& options) {
-    if (lazytensor::numel(shape) == 0) return {};
-    return read_runs(shown_positions(strides, offset, shown_indices(shape, options)));
-}
-
-/// The shown elements of a realized node, row-major over the shown grid, read run by run.
-template <class T>
-std::vector<T> read_shown(const Node& n, const ShownIndices& shown) {
-    using Stored = std::conditional_t<std::is_same_v<T, bool>, std::uint8_t, T>;
-    const std::vector<std::int64_t> positions = shown_positions(n.strides, n.offset, shown);
-    const std::vector<ReadRun> runs = read_runs(positions);
-    std::vector<std::int64_t> start(runs.size());  // of each run in `staged`
-    std::int64_t total = 0;
-    for (std::size_t r = 0; r < runs.size(); ++r) start[r] = total, total += runs[r].count;
-    std::vector<Stored> staged(static_cast<std::size_t>(total));
-    for (std::size_t r = 0; r < runs.size(); ++r)
-        download(*n.buffer, static_cast<std::size_t>(runs[r].first) * sizeof(Stored), &staged[static_cast<std::size_t>(start[r])],
-                 static_cast<std::size_t>(runs[r].count) * sizeof(Stored));
-    std::vector<T> out;
-    out.reserve(positions.size());
-    for (std::int64_t p : positions) {
-        const auto run = std::upper_bound(runs.begin(), runs.end(), p, [](std::int64_t v, const ReadRun& r) { return v < r.first; }) - 1;
-        const std::size_t r = static_cast<std::size_t>(run - runs.begin());
-        out.push_back(static_cast<T>(staged[static_cast<std::size_t>(start[r] + p - run->first)]));
-    }
-    return out;
-}
-
-inline std::string format_double(const char* format, int precision, double v) {
-    const int n = std::snprintf(nullptr, 0, format, precision, v);
-    std::string s(static_cast<std::size_t>(n) + 1, '\0');
-    std::snprintf(&s[0], s.size(), format, precision, v);
-    s.pop_back();
-    return s;
-}
-
-/// Floating values as PyTorch writes them: all whole numbers as "3."; otherwise `precision`
-/// digits after the point; scientific notation when the magnitudes of the finite non-zero
-/// values span more than a factor 1000, or pass 1e8, or (not whole) fall below 1e-4. NaN and
-/// infinities as nan, inf, -inf.
-inline std::vector<std::string> format_floating(const std::vector<double>& values, int precision) {
-    bool whole = true, any = false;
-    double lo = 0, hi = 0;
-    for (double v : values) {
-        if (!std::isfinite(v) || v == 0) continue;
-        const double a = std::fabs(v);
-        lo = any ? std::min(lo, a) : a;
-        hi = any ? std::max(hi, a) : a;
-        any = true;
-        whole = whole && v == std::ceil(v);
-    }
-    const bool scientific = any && (hi / lo > 1000 || hi > 1e8 || (!whole && lo < 1e-4));
-    std::vector<std::string> out;
-    out.reserve(values.size());
-    for (double v : values) {
-        if (std::isnan(v)) out.push_back("nan");
-        else if (std::isinf(v)) out.push_back(v > 0 ? "inf" : "-inf");
-        else if (scientific) out.push_back(format_double("%.*e", precision, v));
-        else if (whole) out.push_back(format_double("%.*f", 0, v) + ".");
-        else out.push_back(format_double("%.*f", precision, v));
-    }
-    return out;
-}
-
-template <class T>
-std::vector<std::string> format_values(const std::vector<T>& values, int precision) {
-    std::vector<std::string> out;
-    if constexpr (is_floating_v<T>) {
-        std::vector<double> v(values.size());
-        for (std::size_t i = 0; i < values.size(); ++i) v[i] = static_cast<double>(static_cast<value_type_t<T>>(values[i]));
-        return format_floating(v, precision);
-    } else {
-        for (T v : values) {
-            if constexpr (std::is_same_v<T, bool>) out.push_back(v ? "true" : "false");
-            else out.push_back(std::to_string(static_cast<long long>(v)));
-        }
-    }
-    return out;
-}
-
-/// Writes the nested rows of axis `dim` onward, whose "[" is at column `indent`; `next` walks
-/// the cells (each padded to `width`) in row-major order.
-inline void layout_rows(std::string& out, const std::vector<std::string>& cells, std::size_t width, const ShownIndices& shown,
-                        std::size_t dim, std::size_t& next, std::int64_t indent, const PrintOptions& options) {
-    const std::size_t ndim = shown.index.size();
-    const auto pad = [&](const std::string& s) { return std::string(width - std::min(width, s.size()), ' ') + s; };
-    if (dim == ndim) {
-        out += pad(cells[next++]);
-        return;
-    }
-    const std::vector<std::int64_t>& index = shown.index[dim];
-    const std::size_t gap = shown.cut[dim] ? static_cast<std::size_t>(options.edgeitems) : index.size() + 1;
-    out += '[';
-    if (dim + 1 == ndim) {
-        // One row, wrapped to the line width; continuation lines start under the first value.
-        std::vector<std::string> items;
-        for (std::size_t i = 0; i < index.size(); ++i) {
-            if (i == gap) items.push_back("...");
-            items.push_back(pad(cells[next++]));
-        }
-        const std::size_t per_line = static_cast<std::size_t>(
-            std::max<std::int64_t>(1, (options.linewidth - indent) / static_cast<std::int64_t>(width + 2)));
-        for (std::size_t i = 0; i < items.size(); ++i) {
-            if (i > 0) out += i % per_line == 0 ? ",\n" + std::string(static_cast<std::size_t>(indent + 1), ' ') : ", ";
-            out += items[i];
-        }
-    } else {
-        const std::string separator = "," + std::string(ndim - dim - 1, '\n') + std::string(static_cast<std::size_t>(indent + 1), ' ');
-        for (std::size_t i = 0; i < index.size(); ++i) {
-            if (i > 0) out += separator;
-            if (i == gap) out += "..." + separator;
-            layout_rows(out, cells, width, shown, dim + 1, next, indent + 1, options);
-        }
-    }
-    out += ']';
-}
-
-template <class T>
-std::string format_tensor_of(const Node& n, const PrintOptions& options) {
-    std::string out = "tensor(";
-    if (lazytensor::numel(n.shape) == 0) {
-        out += "[]";
-    } else {
-        const ShownIndices shown = shown_indices(n.shape, options);
-        const std::vector<std::string> cells = format_values(read_shown<T>(n, shown), options.precision);
-        std::size_t width = 0;
-        for (const std::string& c : cells) width = std::max(width, c.size());
-        std::size_t next = 0;
-        layout_rows(out, cells, width, shown, 0, next, 7, options);
-    }
-    return concat(out, ", shape=", n.shape, ", dtype=", n.dtype, ", device=", n.device, ")");
-}
-
-LAZYTENSOR_ENGINE_API std::string format_tensor(const Node& n, const PrintOptions& options) {
-    return visit_dtype(n.dtype, [&](auto tag) { return format_tensor_of<typename decltype(tag)::type>(n, options); });
-}
-
-}  // namespace detail
-
 }  // namespace lazytensor
 #endif

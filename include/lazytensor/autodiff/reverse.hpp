@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "../core/error.hpp"
+#include "../ir/convolution.hpp"
 #include "../ir/graph.hpp"
 #include "../core/engine_mode.hpp"
 
@@ -165,43 +166,6 @@ inline NodePtr scan_rule(ReduceOp op, const NodePtr& x, const NodePtr& y, int k,
     return g::where(none_yet, before, g::where(first_zero, at_zero, num(0.0)));
 }
 
-/// The gradient of a window's source x (shape s) from gy: gy's elements put back at the
-/// positions they were read from, zeros elsewhere; along an axis of step 0, their sum.
-inline NodePtr window_rule(const NodePtr& x, const NodePtr& y, const NodePtr& gy) {
-    NodePtr out = gy;
-    for (std::size_t k = 0; k < x->shape.size(); ++k) {
-        std::int64_t start = y->params[2 * k], step = y->params[2 * k + 1];
-        const std::int64_t n = y->shape[k], m = x->shape[k];
-        if (n == 0) return nullptr;  // nothing was read
-        if (n == 1) step = 1;
-        if (step == 0) {
-            out = g::reduce(ReduceOp::Sum, out, Axes{static_cast<int>(k)}, true, "grad");
-            step = 1;
-        } else if (step < 0) {  // read backwards from start: the same positions, forwards
-            out = g::flip(out, Axes{static_cast<int>(k)});
-            start += step * (n - 1);
-            step = -step;
-        }
-        std::int64_t covered = out->shape[k];
-        if (step > 1) {  // interleave step - 1 zeros after each element
-            Shape lifted = out->shape, spaced = out->shape;
-            lifted.insert(k + 1, 1);
-            spaced[k] = covered * step;
-            Shape before(lifted.size(), 0), after(lifted.size(), 0);
-            after[k + 1] = step - 1;
-            out = g::reshape(g::pad(g::reshape(out, lifted), before, after, num(0.0)), spaced);
-            covered *= step;
-        }
-        const std::int64_t tail = m - start - covered;  // < 0: the last step's spacing runs past the end
-        if (tail < 0) out = g::slice(out, static_cast<int>(k), 0, covered + tail, 1);
-        Shape before(x->shape.size(), 0), after(x->shape.size(), 0);
-        before[k] = start;
-        after[k] = std::max<std::int64_t>(tail, 0);
-        out = g::pad(out, before, after, num(0.0));
-    }
-    return out;
-}
-
 /// The gradient of a pad's source x (the window of gy that x fills).
 inline NodePtr pad_rule(const NodePtr& x, const NodePtr& y, const NodePtr& gy) {
     SmallVector<std::int64_t, 12> starts_steps;
@@ -248,7 +212,10 @@ void node_rule(const NodePtr& n, const NodePtr& gy, Wanted wanted, Emit emit) {
             break;
         }
         case NodeKind::Expand: emit(0, expand_rule(x, n, gy)); break;
-        case NodeKind::Slice: emit(0, window_rule(x, n, gy)); break;
+        case NodeKind::Slice: emit(0, g::scatter_window(x->shape, n->params, gy)); break;
+        case NodeKind::Unfold:  // fold: the windows' elements summed back where they were read
+            emit(0, g::fold(gy, x->shape, static_cast<int>(n->params[0]), n->params[1], n->params[2], n->params[3]));
+            break;
         case NodeKind::Pad: emit(0, pad_rule(x, n, gy)); break;
         case NodeKind::Gather:
             emit(0, g::scatter_add(zeros_like(x), n->axes[0], n->src[1], gy));

@@ -41,6 +41,11 @@ Tensor<T> TensorBase<T, D>::flip(const Axes& axes) const {
 }
 
 template <class T, class D>
+Tensor<T> TensorBase<T, D>::unfold(int axis, std::int64_t size, std::int64_t step) const {
+    return Tensor<T>(detail::graph::unfold(self().build(), axis, size, step, 1, "unfold"));
+}
+
+template <class T, class D>
 Tensor<T> TensorBase<T, D>::pad(const std::vector<std::pair<std::int64_t, std::int64_t>>& widths, T value) const {
     Shape before, after;
     for (const auto& w : widths) {
@@ -219,6 +224,10 @@ auto slice(const E& x, int axis, std::optional<std::int64_t> start, std::optiona
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 auto flip(const E& x, const Axes& axes) {
     return x.flip(axes);
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto unfold(const E& x, int axis, std::int64_t size, std::int64_t step) {
+    return x.unfold(axis, size, step);
 }
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 auto pad(const E& x, const std::vector<std::pair<std::int64_t, std::int64_t>>& widths,

@@ -165,6 +165,11 @@ public:
     /// The elements in reverse order along `axes`. A view. AxisError for a bad or repeated axis.
     Tensor<T> flip(const Axes& axes) const;
     Tensor<T> flip(int axis) const { return flip(Axes{axis}); }
+    /// Sliding windows along `axis` (PyTorch's Tensor.unfold): the axis becomes the number of
+    /// windows, (extent - size) / step + 1, and a new last axis of `size` walks each window. A
+    /// view (windows may overlap; such a view cannot be assigned into). ShapeError when `size`
+    /// exceeds the extent; ValueError for a size or step below 1.
+    Tensor<T> unfold(int axis, std::int64_t size, std::int64_t step) const;
     /// Surrounded by `value`: widths[k] = {before, after} elements along axis k (NumPy's pad,
     /// constant mode). Fused into the kernel that reads it; padding positions read no memory.
     /// ShapeError unless there is one pair per axis; ValueError for a negative width.

@@ -68,6 +68,14 @@ LAZYTENSOR_ENGINE_API NodePtr slice(const NodePtr& x, int axis, std::optional<st
 /// x with the order of elements reversed along each of `axes`.
 LAZYTENSOR_ENGINE_API NodePtr flip(const NodePtr& x, const Axes& axes);
 
+/// Sliding windows along one axis (PyTorch's Tensor.unfold, with a dilation), a view: the axis
+/// becomes the count of windows, (extent - dilation * (size - 1) - 1) / step + 1, and a new last
+/// axis of `size` walks each window: out[..., o, ..., k] = x[..., o * step + k * dilation, ...].
+/// Windows may overlap (step < size * dilation): such a view is read-only. ShapeError when the
+/// window is longer than the axis.
+LAZYTENSOR_ENGINE_API NodePtr unfold(const NodePtr& x, int axis, std::int64_t size, std::int64_t step,
+                                     std::int64_t dilation = 1, const char* op = "unfold");
+
 /// x surrounded by `value`: before[k] elements before and after[k] after it along axis k.
 LAZYTENSOR_ENGINE_API NodePtr pad(const NodePtr& x, const Shape& before, const Shape& after, Scalar value);
 

@@ -203,6 +203,25 @@ LAZYTENSOR_ENGINE_API NodePtr flip(const NodePtr& x, const Axes& axes) {
     return window(x, std::move(ss), x->shape);
 }
 
+LAZYTENSOR_ENGINE_API NodePtr unfold(const NodePtr& x, int axis, std::int64_t size, std::int64_t step,
+                                     std::int64_t dilation, const char* op) {
+    const auto k = static_cast<std::size_t>(normalize_axis(axis, x->shape.size(), op, x->shape));
+    if (size < 1) fail<ValueError>(op, ": the window size must be at least 1, not ", size);
+    if (step < 1) fail<ValueError>(op, ": the step must be at least 1, not ", step);
+    if (dilation < 1) fail<ValueError>(op, ": the dilation must be at least 1, not ", dilation);
+    const std::int64_t span = dilation * (size - 1) + 1;
+    if (span > x->shape[k])
+        fail<ShapeError>(op, ": a window of ", size, dilation > 1 ? concat(" elements dilated by ", dilation, " spans ", span) : "",
+                         " elements is longer than axis ", axis, " of shape ", x->shape, " (extent ", x->shape[k], ")");
+    Shape shape = x->shape;
+    shape[k] = (x->shape[k] - span) / step + 1;
+    shape.push_back(size);
+    check_extents(shape, op);
+    auto node = with_sources(make(NodeKind::Unfold, x->dtype, x->device, std::move(shape)), {x});
+    for (std::int64_t v : {static_cast<std::int64_t>(k), size, step, dilation}) node->params.push_back(v);
+    return node;
+}
+
 LAZYTENSOR_ENGINE_API NodePtr pad(const NodePtr& x, const Shape& before, const Shape& after, Scalar value) {
     const char* op = "pad";
     if (before.size() != x->shape.size() || after.size() != x->shape.size())

@@ -84,6 +84,19 @@ public:
                 break;
             }
             case NodeKind::Slice: window(view.params, src); break;
+            case NodeKind::Unfold: {  // params: axis, size, step, dilation; the window axis is last
+                const auto axis = static_cast<std::size_t>(view.params[0]), last = m() - 1;
+                const std::int64_t step = view.params[2], dilation = view.params[3];
+                IndexMap out = zero(domain_, src);
+                for (std::size_t k = 0; k < src.size(); ++k) {
+                    out.offset_[k] = offset_[k];
+                    for (std::size_t j = 0; j < n(); ++j) out.at(k, j) = at(k, j);
+                }
+                out.offset_[axis] = step * offset_[axis] + dilation * offset_[last];
+                for (std::size_t j = 0; j < n(); ++j) out.at(axis, j) = step * at(axis, j) + dilation * at(last, j);
+                *this = std::move(out);
+                break;
+            }
             default: return ReshapeResult{ReshapeResult::Kind::Fail};
         }
         canonicalize();

@@ -25,6 +25,8 @@ namespace lazytensor::detail {
 // cumprod of src[0] along axes[0], reduce_op Sum or Prod), run by the backend's scan.
 //   - Slice: a strided window (per axis: source index = start + step * index); slices, flips
 //     and negative steps are views like the others.
+//   - Unfold: sliding windows along axis params[0] (size params[1], step params[2], dilation
+//     params[3]); the window index is a new last axis. A view; windows may overlap.
 //   - Pad: the source surrounded by a constant; out-of-range reads are gated, never made.
 //   - Index: no sources; its value at an index i is sum_k params[k] * i[k] (an iota along one
 //     axis, or the linear index: counters for the random number generator).
@@ -46,6 +48,7 @@ namespace lazytensor::detail {
     X(Permute, "permute")        \
     X(Expand, "expand")          \
     X(Slice, "slice")            \
+    X(Unfold, "unfold")          \
     X(Pad, "pad")                \
     X(Index, "index")            \
     X(Gather, "gather")          \
@@ -71,7 +74,8 @@ inline const char* kind_name(NodeKind k) {
 }
 
 inline bool is_view(NodeKind k) {
-    return k == NodeKind::Reshape || k == NodeKind::Permute || k == NodeKind::Expand || k == NodeKind::Slice;
+    return k == NodeKind::Reshape || k == NodeKind::Permute || k == NodeKind::Expand || k == NodeKind::Slice ||
+           k == NodeKind::Unfold;
 }
 
 struct Node;

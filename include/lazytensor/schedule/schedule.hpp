@@ -438,7 +438,8 @@ public:
                 case NodeKind::Reshape:
                 case NodeKind::Permute:
                 case NodeKind::Expand:
-                case NodeKind::Slice: {
+                case NodeKind::Slice:
+                case NodeKind::Unfold: {
                     Read in = r;
                     if (!r.opaque && !in.map.through_view(*n)) in.opaque = ++opaque_;
                     add(at(source(n, 0)), std::move(in));

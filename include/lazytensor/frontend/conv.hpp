@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: MIT
+// Convolutions and pooling, spelled as PyTorch's functional API (torch.nn.functional): the
+// layout is [batch, channels, spatial...] (the batch may be left out), weights are [out
+// channels, in channels / groups, kernel...]. ir/convolution.hpp builds them from unfold views
+// and a batched product; gradients come with them.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "../ir/convolution.hpp"
+#include "tensor.hpp"
+
+namespace lazytensor {
+
+/// Padding by name: Valid (none) or Same (the output as large as the input; stride 1 only, as
+/// PyTorch's; an odd total goes after, as PyTorch puts it).
+enum class Padding { Valid, Same };
+
+/// One integer per spatial axis, or one for all of them: `2` or `{2, 1}`. Empty (`{}`) where a
+/// default applies (a pool's stride is its kernel).
+class Spatial {
+public:
+    Spatial() = default;
+    Spatial(std::int64_t all) : all_(all), set_(true) {}  // NOLINT: 2 means 2 along every axis
+    template <class I, class = std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>>>
+    Spatial(I all) : Spatial(static_cast<std::int64_t>(all)) {}  // NOLINT
+    Spatial(std::initializer_list<std::int64_t> each) : each_(each), set_(each.size() > 0) {}
+    Spatial(std::vector<std::int64_t> each) : each_(std::move(each)), set_(!each_.empty()) {}  // NOLINT
+
+    bool given() const { return set_; }
+    /// `dims` values; ValueError naming `op` and `what` unless one or `dims` were given.
+    Shape resolve(std::size_t dims, const char* op, const char* what) const {
+        if (each_.empty()) return Shape(dims, all_);
+        if (each_.size() == 1) return Shape(dims, each_[0]);
+        if (each_.size() != dims)
+            detail::fail<ValueError>(op, ": ", what, " needs 1 or ", dims, " values (one per spatial axis), got ",
+                                     Shape(each_.begin(), each_.end()));
+        return Shape(each_.begin(), each_.end());
+    }
+
+private:
+    std::int64_t all_ = 0;
+    std::vector<std::int64_t> each_;
+    bool set_ = false;
+};
+
+/// A convolution's zero padding: one width for every side (`1`), one per spatial axis on both
+/// sides (`{1, 2}`), (before, after) per axis (`{{0, 1}, {1, 1}}`: asymmetric), or by name
+/// (`lt::Padding::Same`).
+class ConvPadding {
+public:
+    ConvPadding(std::int64_t all) : widths_(all) {}  // NOLINT
+    template <class I, class = std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>>>
+    ConvPadding(I all) : ConvPadding(static_cast<std::int64_t>(all)) {}  // NOLINT
+    ConvPadding(std::initializer_list<std::int64_t> each) : widths_(each) {}
+    ConvPadding(std::vector<std::int64_t> each) : widths_(std::move(each)) {}  // NOLINT
+    ConvPadding(std::initializer_list<std::pair<std::int64_t, std::int64_t>> sides) : sides_(sides) {}
+    ConvPadding(std::vector<std::pair<std::int64_t, std::int64_t>> sides) : sides_(std::move(sides)) {}  // NOLINT
+    ConvPadding(Padding mode) : mode_(mode), named_(true) {}  // NOLINT
+
+    /// Fills spec.pad_before and pad_after; Same needs the kernel (and stride 1).
+    void resolve(std::size_t dims, const Shape& kernel, detail::graph::ConvSpec& spec, const char* op) const {
+        if (named_) {
+            spec.pad_before = Shape(dims, 0);
+            spec.pad_after = Shape(dims, 0);
+            if (mode_ == Padding::Valid) return;
+            for (std::size_t i = 0; i < dims; ++i) {
+                if (spec.stride[i] != 1)
+                    detail::fail<ValueError>(op, ": padding Same needs stride 1 along every axis (as PyTorch's), got ",
+                                             spec.stride);
+                const std::int64_t total = spec.dilation[i] * (kernel.size() == dims ? kernel[i] - 1 : 0);
+                spec.pad_before[i] = total / 2;
+                spec.pad_after[i] = total - total / 2;
+            }
+            return;
+        }
+        if (!sides_.empty()) {
+            if (sides_.size() != dims)
+                detail::fail<ValueError>(op, ": padding needs one (before, after) pair per spatial axis (", dims, "), got ",
+                                         sides_.size());
+            for (const auto& [before, after] : sides_) {
+                spec.pad_before.push_back(before);
+                spec.pad_after.push_back(after);
+            }
+            return;
+        }
+        spec.pad_before = widths_.resolve(dims, op, "padding");
+        spec.pad_after = spec.pad_before;
+    }
+
+private:
+    Spatial widths_ = 0;
+    std::vector<std::pair<std::int64_t, std::int64_t>> sides_;
+    Padding mode_ = Padding::Valid;
+    bool named_ = false;
+};
+
+namespace detail {
+
+/// The input with a batch axis (added when it has `dims` + 1 axes), and whether it was added.
+inline std::pair<NodePtr, bool> batched(const NodePtr& x, std::size_t dims) {
+    if (x->shape.size() != dims + 1) return {x, false};
+    Shape shape{1};
+    for (std::int64_t e : x->shape) shape.push_back(e);
+    return {graph::reshape(x, shape), true};
+}
+
+inline NodePtr unbatched(const NodePtr& y, bool added) {
+    return added ? graph::reshape(y, Shape(y->shape.begin() + 1, y->shape.end())) : y;
+}
+
+template <class T>
+Tensor<T> convolve(std::size_t dims, bool transposed, const char* op, const NodePtr& input, const NodePtr& weight,
+                   const std::optional<Tensor<T>>& bias, const Spatial& stride, const ConvPadding& padding,
+                   const Spatial& output_padding, std::int64_t groups, const Spatial& dilation) {
+    const auto [x, added] = batched(input, dims);
+    graph::ConvSpec spec;
+    spec.stride = stride.resolve(dims, op, "stride");
+    spec.dilation = dilation.resolve(dims, op, "dilation");
+    spec.output_padding = output_padding.resolve(dims, op, "output_padding");
+    spec.groups = groups;
+    const Shape kernel = weight->shape.size() == dims + 2 ? Shape(weight->shape.begin() + 2, weight->shape.end()) : Shape{};
+    padding.resolve(dims, kernel, spec, op);
+    const NodePtr b = bias ? bias->build() : nullptr;
+    return Tensor<T>(unbatched(transposed ? graph::conv_transpose(x, weight, b, spec, op)
+                                          : graph::convolution(x, weight, b, spec, op),
+                               added));
+}
+
+template <class X, class W>
+constexpr bool same_value_type_v = std::is_same_v<typename X::value_type, typename W::value_type>;
+
+inline graph::ConvSpec pool_spec(std::size_t dims, const Shape& kernel, const Spatial& stride, const Spatial& padding,
+                                 const Spatial& dilation, const char* op) {
+    graph::ConvSpec spec;
+    spec.stride = stride.given() ? stride.resolve(dims, op, "stride") : kernel;
+    spec.pad_before = padding.resolve(dims, op, "padding");
+    spec.pad_after = spec.pad_before;
+    spec.dilation = dilation.resolve(dims, op, "dilation");
+    spec.output_padding = Shape(dims, 0);
+    return spec;
+}
+
+template <class T>
+std::pair<Tensor<T>, Tensor<std::int64_t>> max_pool(std::size_t dims, const char* op, const NodePtr& input,
+                                                    const Spatial& kernel_size, const Spatial& stride,
+                                                    const Spatial& padding, const Spatial& dilation) {
+    const auto [x, added] = batched(input, dims);
+    const Shape kernel = kernel_size.resolve(dims, op, "kernel_size");
+    const auto [values, positions] = graph::max_pool(x, kernel, pool_spec(dims, kernel, stride, padding, dilation, op), op);
+    return {Tensor<T>(unbatched(values, added)), Tensor<std::int64_t>(unbatched(positions, added))};
+}
+
+template <class T>
+Tensor<mean_t<T>> avg_pool(std::size_t dims, const char* op, const NodePtr& input, const Spatial& kernel_size,
+                           const Spatial& stride, const Spatial& padding, bool count_include_pad) {
+    const auto [x, added] = batched(input, dims);
+    const Shape kernel = kernel_size.resolve(dims, op, "kernel_size");
+    return Tensor<mean_t<T>>(
+        unbatched(graph::avg_pool(x, kernel, pool_spec(dims, kernel, stride, padding, 1, op), count_include_pad, op), added));
+}
+
+/// Adaptive average pooling: output cell o of an axis of extent L averages [floor(o L / O),
+/// ceil((o + 1) L / O)), as PyTorch's. An even split is a plain average pool (one kernel);
+/// otherwise each axis is a product with its averaging matrix.
+template <class T>
+Tensor<mean_t<T>> adaptive_avg_pool(std::size_t dims, const char* op, const NodePtr& input, const Spatial& output_size) {
+    using R = mean_t<T>;
+    const auto [x, added] = batched(input, dims);
+    if (x->shape.size() != dims + 2)
+        fail<ShapeError>(op, ": the input must have ", dims + 2, " axes ([batch, channels, ", dims, " spatial]) or ",
+                         dims + 1, " without the batch, got shape ", input->shape);
+    const Shape out = output_size.resolve(dims, op, "output_size");
+    bool even = true;
+    for (std::size_t i = 0; i < dims; ++i) {
+        if (out[i] < 1) fail<ValueError>(op, ": the output size must be at least 1 along every axis, got ", out);
+        even = even && x->shape[2 + i] % out[i] == 0;
+    }
+    if (even) {
+        Shape kernel;
+        for (std::size_t i = 0; i < dims; ++i) kernel.push_back(x->shape[2 + i] / out[i]);
+        const graph::ConvSpec spec = pool_spec(dims, kernel, Spatial(), 0, 1, op);
+        return Tensor<R>(unbatched(graph::avg_pool(x, kernel, spec, true, op), added));
+    }
+    NodePtr y = graph::composite::floating_operand(x, op);
+    for (std::size_t i = 0; i < dims; ++i) {
+        const std::int64_t length = x->shape[2 + i], cells = out[i];
+        std::vector<R> averaging(static_cast<std::size_t>(cells * length), R(0));  // [cells, length]
+        for (std::int64_t o = 0; o < cells; ++o) {
+            const std::int64_t begin = o * length / cells, end = ((o + 1) * length + cells - 1) / cells;
+            for (std::int64_t l = begin; l < end; ++l)
+                averaging[static_cast<std::size_t>(o * length + l)] = convert<R>(1.0 / static_cast<double>(end - begin));
+        }
+        const NodePtr matrix = tensor<R>(averaging, Shape{cells, length}, x->device).build();
+        const int axis = static_cast<int>(2 + i);
+        const int last = static_cast<int>(y->shape.size()) - 1;
+        Axes to_last, back;
+        for (int a = 0; a <= last; ++a)
+            if (a != axis) to_last.push_back(a);
+        to_last.push_back(axis);
+        for (int a = 0; a <= last; ++a) back.push_back(a < axis ? a : a == axis ? last : a - 1);
+        y = graph::permute(graph::matmul(graph::permute(y, to_last), graph::transpose(matrix, 0, 1)), back);
+    }
+    return Tensor<R>(unbatched(y, added));
+}
+
+}  // namespace detail
+
+// Convolutions: x [N, C_in, spatial...] (or [C_in, spatial...]), weight [C_out, C_in / groups,
+// kernel...], bias [C_out] (or std::nullopt); stride, padding and dilation per spatial axis
+// (one value for all, or one each); groups split the channels (groups = C_in: depthwise). The
+// result is [N, C_out, out...], out = (in + padding before + after - dilation * (kernel - 1) -
+// 1) / stride + 1. Lazy: the windows are copied once into the product's layout (none for a 1x1
+// kernel of stride 1), one batched GEMM multiplies them, and a bias or activation on the result
+// fuses into that GEMM. Differentiable in x, weight and bias. ShapeError or ValueError, where
+// the call is written, for channels that do not match the weight (both named), groups that do
+// not divide the channels, a kernel larger than the padded input, a stride or dilation below
+// 1, negative padding, or a wrong rank; DTypeError or DeviceError when x, weight and bias differ.
+#define LAZYTENSOR_CONV(name, dims)                                                                                        \
+    template <class X, class W,                                                                                            \
+              class = std::enable_if_t<detail::is_tensor_like_v<X> && detail::is_tensor_like_v<W>>>                        \
+    auto name(const X& x, const W& weight, const std::optional<Tensor<typename X::value_type>>& bias = std::nullopt,       \
+              const Spatial& stride = 1, const ConvPadding& padding = 0, const Spatial& dilation = 1,                      \
+              std::int64_t groups = 1) {                                                                                   \
+        static_assert(detail::same_value_type_v<X, W>, #name ": the input and the weight must have one dtype");            \
+        return detail::convolve<typename X::value_type>(dims, false, #name, x.build(), weight.build(), bias, stride,       \
+                                                        padding, 0, groups, dilation);                                     \
+    }
+LAZYTENSOR_CONV(conv1d, 1)
+LAZYTENSOR_CONV(conv2d, 2)
+LAZYTENSOR_CONV(conv3d, 3)
+#undef LAZYTENSOR_CONV
+
+// Transposed convolutions (PyTorch's argument order): x [N, C_in, in...], weight [C_in, C_out /
+// groups, kernel...]; out = (in - 1) * stride - padding before - after + dilation * (kernel -
+// 1) + output_padding + 1, output_padding below the stride or the dilation. The gradient of the
+// convolution with these options with respect to its input: a batched GEMM, then the windows'
+// elements summed back where they belong (fold), with no products of the zeros a stride would
+// put between inputs.
+#define LAZYTENSOR_CONV_TRANSPOSE(name, dims)                                                                              \
+    template <class X, class W,                                                                                            \
+              class = std::enable_if_t<detail::is_tensor_like_v<X> && detail::is_tensor_like_v<W>>>                        \
+    auto name(const X& x, const W& weight, const std::optional<Tensor<typename X::value_type>>& bias = std::nullopt,       \
+              const Spatial& stride = 1, const ConvPadding& padding = 0, const Spatial& output_padding = 0,                \
+              std::int64_t groups = 1, const Spatial& dilation = 1) {                                                      \
+        static_assert(detail::same_value_type_v<X, W>, #name ": the input and the weight must have one dtype");            \
+        return detail::convolve<typename X::value_type>(dims, true, #name, x.build(), weight.build(), bias, stride,        \
+                                                        padding, output_padding, groups, dilation);                        \
+    }
+LAZYTENSOR_CONV_TRANSPOSE(conv_transpose1d, 1)
+LAZYTENSOR_CONV_TRANSPOSE(conv_transpose2d, 2)
+LAZYTENSOR_CONV_TRANSPOSE(conv_transpose3d, 3)
+#undef LAZYTENSOR_CONV_TRANSPOSE
+
+// Pooling over x [N, C, spatial...] (or [C, spatial...]): windows of kernel_size, stride
+// (default: the kernel), padding (at most half the kernel) and, for max, dilation. One kernel
+// each. max_pool*_with_indices also gives each maximum's flat index into its input plane
+// (PyTorch's return_indices); ties go to the first in window order, a NaN wins, and the gradient
+// reaches that one position. avg_pool* divides by the kernel's size, or, without
+// count_include_pad, by the number of input elements in the window; integers average in float32.
+#define LAZYTENSOR_POOL(dims, max_name, with_indices_name, avg_name, adaptive_name)                                         \
+    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>                                             \
+    auto with_indices_name(const E& x, const Spatial& kernel_size, const Spatial& stride = {}, const Spatial& padding = 0, \
+                           const Spatial& dilation = 1) {                                                                  \
+        return detail::max_pool<typename E::value_type>(dims, #max_name, x.build(), kernel_size, stride, padding,         \
+                                                        dilation);                                                         \
+    }                                                                                                                      \
+    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>                                             \
+    auto max_name(const E& x, const Spatial& kernel_size, const Spatial& stride = {}, const Spatial& padding = 0,          \
+                  const Spatial& dilation = 1) {                                                                           \
+        return detail::max_pool<typename E::value_type>(dims, #max_name, x.build(), kernel_size, stride, padding,         \
+                                                        dilation)                                                          \
+            .first;                                                                                                        \
+    }                                                                                                                      \
+    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>                                             \
+    auto avg_name(const E& x, const Spatial& kernel_size, const Spatial& stride = {}, const Spatial& padding = 0,          \
+                  bool count_include_pad = true) {                                                                         \
+        return detail::avg_pool<typename E::value_type>(dims, #avg_name, x.build(), kernel_size, stride, padding,         \
+                                                        count_include_pad);                                                \
+    }                                                                                                                      \
+    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>                                             \
+    auto adaptive_name(const E& x, const Spatial& output_size) {                                                           \
+        return detail::adaptive_avg_pool<typename E::value_type>(dims, #adaptive_name, x.build(), output_size);            \
+    }
+LAZYTENSOR_POOL(1, max_pool1d, max_pool1d_with_indices, avg_pool1d, adaptive_avg_pool1d)
+LAZYTENSOR_POOL(2, max_pool2d, max_pool2d_with_indices, avg_pool2d, adaptive_avg_pool2d)
+LAZYTENSOR_POOL(3, max_pool3d, max_pool3d_with_indices, avg_pool3d, adaptive_avg_pool3d)
+#undef LAZYTENSOR_POOL
+
+}  // namespace lazytensor

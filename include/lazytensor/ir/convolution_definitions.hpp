@@ -1,0 +1,421 @@
+// SPDX-License-Identifier: MIT
+// The definitions of ir/convolution.hpp's builders (documented there), compiled where the
+// engine is.
+#pragma once
+
+#include <limits>
+#include <string>
+
+#include "convolution.hpp"
+
+#if !LAZYTENSOR_ENGINE_DEFINITIONS
+#error "lazytensor: ir/convolution_definitions.hpp holds definitions of the runtime; a LAZYTENSOR_SEPARATE_RUNTIME unit must not include it"
+#endif
+
+namespace lazytensor::detail::graph {
+
+namespace conv {
+
+using namespace composite;
+
+/// Output positions per sample from which one product per sample fills a GPU as well as one
+/// product over the batch (H200, ResNet-18 layers at batch 32: per sample 0.34 ms against 0.43
+/// at 56x56 (3,136 positions); 0.40 against 0.27 at 28x28).
+inline constexpr std::int64_t kWideEnoughPerSample = 2048;  // (the composites' shorthands: add, mul, num, whole, ...)
+
+inline std::int64_t product(const Shape& s, std::size_t from = 0, std::size_t to = ~std::size_t{0}) {
+    std::int64_t p = 1;
+    for (std::size_t k = from; k < s.size() && k < to; ++k) p *= s[k];
+    return p;
+}
+
+inline Shape spatial(const Shape& s) { return Shape(s.begin() + 2, s.end()); }
+
+/// The checks every convolution and pool shares: the rank, and options of one entry per
+/// spatial axis within their ranges.
+inline void check_options(const NodePtr& x, const ConvSpec& spec, const char* op, const char* what) {
+    const std::size_t dims = spec.stride.size();
+    if (x->shape.size() != dims + 2)
+        fail<ShapeError>(op, ": the ", what, " must have ", dims + 2, " axes ([batch, channels, ", dims, " spatial]) or ",
+                         dims + 1, " without the batch, got shape ", x->shape);
+    for (std::size_t i = 0; i < dims; ++i) {
+        if (spec.stride[i] < 1) fail<ValueError>(op, ": the stride must be at least 1 along every axis, got ", spec.stride);
+        if (spec.dilation[i] < 1)
+            fail<ValueError>(op, ": the dilation must be at least 1 along every axis, got ", spec.dilation);
+        if (spec.pad_before[i] < 0 || spec.pad_after[i] < 0)
+            fail<ValueError>(op, ": the padding must not be negative, got ", spec.pad_before, " before and ", spec.pad_after,
+                             " after");
+    }
+}
+
+/// The kernel spans (dilation * (kernel - 1) + 1) fit the padded input.
+inline void check_fits(const NodePtr& x, const Shape& kernel, const ConvSpec& spec, const char* op) {
+    Shape span, padded;
+    bool fits = true;
+    for (std::size_t i = 0; i < kernel.size(); ++i) {
+        span.push_back(spec.dilation[i] * (kernel[i] - 1) + 1);
+        padded.push_back(x->shape[2 + i] + spec.pad_before[i] + spec.pad_after[i]);
+        fits = fits && span[i] <= padded[i];
+    }
+    if (!fits)
+        fail<ShapeError>(op, ": the kernel ", kernel, " spans ", span, " positions (with dilation ", spec.dilation,
+                         "), more than the padded input's ", padded, " (input ", spatial(x->shape), ", padding ",
+                         spec.pad_before, " before and ", spec.pad_after, " after)");
+}
+
+/// A pool's checks: a kernel of at least 1, the options, padding at most half the kernel's span
+/// (PyTorch's rule: every window holds an element of the input), the span within the padded input.
+inline void check_pool(const NodePtr& x, const Shape& kernel, const ConvSpec& spec, const char* op) {
+    for (std::int64_t k : kernel)
+        if (k < 1) fail<ValueError>(op, ": the kernel size must be at least 1 along every axis, got ", kernel);
+    check_options(x, spec, op, "input");
+    for (std::size_t i = 0; i < kernel.size(); ++i) {
+        const std::int64_t half = (spec.dilation[i] * (kernel[i] - 1) + 1) / 2;
+        if (spec.pad_before[i] > half || spec.pad_after[i] > half)
+            fail<ValueError>(op, ": the padding (", spec.pad_before, " before, ", spec.pad_after,
+                             " after) must be at most half the kernel's span along each axis (kernel ", kernel,
+                             ", dilation ", spec.dilation, ")");
+    }
+    check_fits(x, kernel, spec, op);
+}
+
+inline bool padded(const ConvSpec& spec) {
+    for (std::size_t i = 0; i < spec.pad_before.size(); ++i)
+        if (spec.pad_before[i] || spec.pad_after[i]) return true;
+    return false;
+}
+
+/// Windows of x padded with `fill`: [N, C, out..., kernel...] (unfold views of a pad).
+inline NodePtr windows(const NodePtr& x, const Shape& kernel, const ConvSpec& spec, Scalar fill, const char* op) {
+    const std::size_t dims = kernel.size();
+    Shape before(2 + dims, 0), after(2 + dims, 0);
+    for (std::size_t i = 0; i < dims; ++i) {
+        before[2 + i] = spec.pad_before[i];
+        after[2 + i] = spec.pad_after[i];
+    }
+    NodePtr u = pad(x, before, after, fill);
+    for (std::size_t i = 0; i < dims; ++i)
+        u = unfold(u, static_cast<int>(2 + i), kernel[i], spec.stride[i], spec.dilation[i], op);
+    return u;
+}
+
+inline Axes window_axes(std::size_t dims) {
+    Axes axes;
+    for (std::size_t i = 0; i < dims; ++i) axes.push_back(static_cast<int>(2 + dims + i));
+    return axes;
+}
+
+inline void check_operands(const NodePtr& x, const NodePtr& weight, const NodePtr& bias, std::int64_t out_channels,
+                           const char* op) {
+    if (weight->dtype != x->dtype)
+        fail<DTypeError>(op, ": the input is ", x->dtype, " but the weight is ", weight->dtype, "; cast one of them");
+    if (weight->device != x->device)
+        fail<DeviceError>(op, ": the input is on ", x->device, " but the weight is on ", weight->device,
+                          "; move one with .to(device)");
+    if (!bias) return;
+    if (bias->shape != Shape{out_channels})
+        fail<ShapeError>(op, ": the bias must have shape [", out_channels, "] (one per output channel), got ", bias->shape);
+    if (bias->dtype != x->dtype)
+        fail<DTypeError>(op, ": the input is ", x->dtype, " but the bias is ", bias->dtype, "; cast one of them");
+    if (bias->device != x->device)
+        fail<DeviceError>(op, ": the input is on ", x->device, " but the bias is on ", bias->device,
+                          "; move one with .to(device)");
+}
+
+inline NodePtr with_bias(NodePtr y, const NodePtr& bias) {
+    if (!bias) return y;
+    Shape shape(y->shape.size(), 1);
+    shape[1] = bias->shape[0];
+    return add(y, reshape(bias, shape));
+}
+
+inline Scalar lowest(DType t) {
+    if (is_floating(t)) {
+        Scalar s = Scalar::of<double>(-std::numeric_limits<double>::infinity());
+        return s.cast(t);
+    }
+    return visit_dtype(t, [](auto tag) {
+        using T = typename decltype(tag)::type;
+        return Scalar::of<T>(std::numeric_limits<T>::lowest());
+    });
+}
+
+}  // namespace conv
+
+LAZYTENSOR_ENGINE_API NodePtr convolution(const NodePtr& x, const NodePtr& weight, const NodePtr& bias, const ConvSpec& spec,
+                                          const char* op) {
+    using namespace composite;
+    conv::check_options(x, spec, op, "input");
+    const std::size_t dims = spec.stride.size();
+    if (weight->shape.size() != dims + 2)
+        fail<ShapeError>(op, ": the weight must have ", dims + 2, " axes ([out channels, in channels / groups, ", dims,
+                         " kernel]), got shape ", weight->shape);
+    const std::int64_t groups = spec.groups, channels = x->shape[1], out_channels = weight->shape[0];
+    if (groups < 1) fail<ValueError>(op, ": groups must be at least 1, got ", groups);
+    if (channels % groups != 0)
+        fail<ValueError>(op, ": groups = ", groups, " does not divide the input's ", channels, " channels (shape ",
+                         x->shape, ")");
+    if (out_channels % groups != 0)
+        fail<ValueError>(op, ": groups = ", groups, " does not divide the weight's ", out_channels,
+                         " output channels (shape ", weight->shape, ")");
+    if (weight->shape[1] * groups != channels)
+        fail<ShapeError>(op, ": the input has ", channels, " channels (shape ", x->shape, ") but the weight ",
+                         weight->shape, " takes ", weight->shape[1], " per group x ", groups, " group(s) = ",
+                         weight->shape[1] * groups);
+    conv::check_operands(x, weight, bias, out_channels, op);
+    const Shape kernel = conv::spatial(weight->shape);
+    for (std::size_t i = 0; i < dims; ++i)
+        if (kernel[i] < 1) fail<ShapeError>(op, ": the weight's kernel ", kernel, " is empty (shape ", weight->shape, ")");
+    conv::check_fits(x, kernel, spec, op);
+
+    const NodePtr u = conv::windows(x, kernel, spec, Scalar::of<std::int64_t>(0).cast(x->dtype), op);
+    const std::int64_t batch = x->shape[0], per_group = channels / groups, out_per_group = out_channels / groups;
+    const Shape out(u->shape.begin() + 2, u->shape.begin() + 2 + static_cast<std::ptrdiff_t>(dims));
+    const std::int64_t taps = conv::product(kernel), spots = conv::product(out);
+    Shape result{batch, out_channels};
+    for (std::int64_t e : out) result.push_back(e);
+    Shape grouped{batch, groups, per_group};  // u as [N, G, C/G, out..., kernel...]
+    for (std::int64_t e : out) grouped.push_back(e);
+    for (std::int64_t k : kernel) grouped.push_back(k);
+    const NodePtr windows = reshape(u, grouped, op);
+
+    if (per_group == 1 && taps <= 64) {
+        // Depthwise: each output channel sums the taps of one input channel, too few for a
+        // product (k = taps). One element-wise kernel over the output reads every tap of the
+        // windows in place: sum over taps t of windows[..., t] * weight[g, j, t].
+        const DType compute = x->dtype == DType::Float16 ? DType::Float32 : x->dtype;
+        const NodePtr w = cast(reshape(weight, Shape{1, groups, out_per_group, taps}, op), compute);
+        Shape term_shape{1, groups, out_per_group};
+        for (std::size_t i = 0; i < dims; ++i) term_shape.push_back(1);
+        NodePtr total;
+        for (std::int64_t t = 0; t < taps; ++t) {
+            NodePtr tap = windows;  // [N, G, 1, out..., kernel...] -> [N, G, 1, out...] at tap t
+            std::int64_t rest = t;
+            for (std::size_t i = dims; i-- > 0;) {
+                const int axis = static_cast<int>(3 + dims + i);
+                tap = slice(tap, axis, rest % kernel[i], rest % kernel[i] + 1, 1);
+                rest /= kernel[i];
+            }
+            tap = reshape(tap, Shape(tap->shape.begin(), tap->shape.end() - static_cast<std::ptrdiff_t>(dims)), op);
+            const NodePtr term = mul(cast(tap, compute), reshape(slice(w, 3, t, t + 1, 1), term_shape, op));
+            total = total ? add(total, term) : term;
+        }
+        return conv::with_bias(reshape(cast(total, x->dtype), result, op), bias);
+    }
+
+    // im2col: the windows copied once into the product's operand layout (the copy kernel the
+    // scheduler makes for the reshape below), multiplied by the weight [G, C_out/G, C/G *
+    // kernel]. A 1x1 kernel of stride 1 without padding needs no copy: x is the operand.
+    const NodePtr w = reshape(weight, Shape{groups, out_per_group, per_group * taps}, op);
+    bool pointwise = taps == 1;
+    for (std::size_t i = 0; i < dims; ++i)
+        pointwise = pointwise && spec.stride[i] == 1 && spec.pad_before[i] == 0 && spec.pad_after[i] == 0;
+    if (pointwise) {
+        const NodePtr columns = reshape(x, Shape{batch, groups, per_group, spots}, op);
+        return conv::with_bias(reshape(matmul(w, columns), result, op), bias);
+    }
+    if (spots >= conv::kWideEnoughPerSample) {
+        // Wide outputs: one product per sample, [N, G, C/G * kernel, out], its result already
+        // [N, C_out, out...], so that a bias, activation or residual add fuses into its epilogue.
+        Axes order{0, 1, 2};
+        for (std::size_t i = 0; i < dims; ++i) order.push_back(static_cast<int>(3 + dims + i));
+        for (std::size_t i = 0; i < dims; ++i) order.push_back(static_cast<int>(3 + i));
+        const NodePtr columns = reshape(permute(windows, order, op), Shape{batch, groups, per_group * taps, spots}, op);
+        return conv::with_bias(reshape(matmul(w, columns), result, op), bias);
+    }
+    // Narrow outputs (deep layers): one product per group over every sample, [G, C/G * kernel,
+    // N * out], a GEMM wide enough to fill the device; its [G, C_out/G, N, out...] result is
+    // read as [N, C_out, out...] through a permutation.
+    Axes order{1, 2};  // [G, C/G, kernel..., N, out...]
+    for (std::size_t i = 0; i < dims; ++i) order.push_back(static_cast<int>(3 + dims + i));
+    order.push_back(0);
+    for (std::size_t i = 0; i < dims; ++i) order.push_back(static_cast<int>(3 + i));
+    const NodePtr columns = reshape(permute(windows, order, op), Shape{groups, per_group * taps, batch * spots}, op);
+    Shape product_shape{groups, out_per_group, batch};
+    for (std::int64_t e : out) product_shape.push_back(e);
+    Axes back{2, 0, 1};
+    for (std::size_t i = 0; i < dims; ++i) back.push_back(static_cast<int>(3 + i));
+    const NodePtr y = permute(reshape(matmul(w, columns), product_shape, op), back, op);
+    return conv::with_bias(reshape(y, result, op), bias);
+}
+
+LAZYTENSOR_ENGINE_API NodePtr conv_transpose(const NodePtr& x, const NodePtr& weight, const NodePtr& bias,
+                                             const ConvSpec& spec, const char* op) {
+    using namespace composite;
+    conv::check_options(x, spec, op, "input");
+    const std::size_t dims = spec.stride.size();
+    if (weight->shape.size() != dims + 2)
+        fail<ShapeError>(op, ": the weight must have ", dims + 2, " axes ([in channels, out channels / groups, ", dims,
+                         " kernel]), got shape ", weight->shape);
+    const std::int64_t groups = spec.groups, channels = x->shape[1];
+    if (groups < 1) fail<ValueError>(op, ": groups must be at least 1, got ", groups);
+    if (weight->shape[0] != channels)
+        fail<ShapeError>(op, ": the input has ", channels, " channels (shape ", x->shape, ") but the weight ",
+                         weight->shape, " takes ", weight->shape[0], " (its first axis)");
+    if (channels % groups != 0)
+        fail<ValueError>(op, ": groups = ", groups, " does not divide the input's ", channels, " channels (shape ",
+                         x->shape, ")");
+    const std::int64_t per_group = channels / groups, out_per_group = weight->shape[1],
+                       out_channels = out_per_group * groups;
+    conv::check_operands(x, weight, bias, out_channels, op);
+    const Shape kernel = conv::spatial(weight->shape), in = conv::spatial(x->shape);
+    Shape full, out;  // full: the positions the windows cover; out: after cropping the padding
+    for (std::size_t i = 0; i < dims; ++i) {
+        if (kernel[i] < 1) fail<ShapeError>(op, ": the weight's kernel ", kernel, " is empty (shape ", weight->shape, ")");
+        const std::int64_t extra = spec.output_padding[i];
+        if (extra < 0 || (extra >= spec.stride[i] && extra >= spec.dilation[i]))
+            fail<ValueError>(op, ": the output padding ", spec.output_padding,
+                             " must be at least 0 and smaller than the stride ", spec.stride, " or the dilation ",
+                             spec.dilation, " along each axis");
+        full.push_back(in[i] == 0 ? 0 : (in[i] - 1) * spec.stride[i] + spec.dilation[i] * (kernel[i] - 1) + 1);
+        out.push_back(full[i] + extra - spec.pad_before[i] - spec.pad_after[i]);
+        if (in[i] == 0 || out[i] < 1)
+            fail<ShapeError>(op, ": the output would have spatial extent ", out[i], " along axis ", 2 + i, " for input ", in, ", kernel ", kernel,
+                             ", stride ", spec.stride, ", padding ", spec.pad_before, " before and ", spec.pad_after,
+                             " after; every extent must be at least 1");
+    }
+    const std::int64_t batch = x->shape[0];
+    // cols[n, g] = weight[g]^T x[n, g]: [N, G, C_out/G * kernel, in] -> [N, C_out, in..., kernel...],
+    // the shape unfold gives a [N, C_out, full...] tensor; fold sums each window element back.
+    const NodePtr xs = reshape(x, Shape{batch, groups, per_group, conv::product(in)}, op);
+    const NodePtr w = transpose(reshape(weight, Shape{groups, per_group, out_per_group * conv::product(kernel)}, op), -2, -1);
+    Shape split{batch, out_channels};
+    for (std::int64_t k : kernel) split.push_back(k);
+    for (std::int64_t e : in) split.push_back(e);
+    Axes order{0, 1};
+    for (std::size_t i = 0; i < dims; ++i) order.push_back(static_cast<int>(2 + dims + i));
+    for (std::size_t i = 0; i < dims; ++i) order.push_back(static_cast<int>(2 + i));
+    NodePtr y = permute(reshape(matmul(w, xs), split, op), order, op);
+    // Fold the last window axis first: after axis i, the shape is [N, C_out, in[..i), full[i..), kernel[..i)].
+    for (std::size_t i = dims; i-- > 0;) {
+        Shape source{batch, out_channels};
+        for (std::size_t j = 0; j < dims; ++j) source.push_back(j < i ? in[j] : full[j]);
+        for (std::size_t j = 0; j < i; ++j) source.push_back(kernel[j]);
+        y = fold(y, source, static_cast<int>(2 + i), kernel[i], spec.stride[i], spec.dilation[i]);
+    }
+    // Output padding adds zeros after the last window; padding crops.
+    Shape before(2 + dims, 0), after(2 + dims, 0);
+    for (std::size_t i = 0; i < dims; ++i) after[2 + i] = spec.output_padding[i];
+    y = pad(y, before, after, Scalar::of<std::int64_t>(0).cast(y->dtype));
+    for (std::size_t i = 0; i < dims; ++i)
+        y = slice(y, static_cast<int>(2 + i), spec.pad_before[i], spec.pad_before[i] + out[i], 1);
+    return conv::with_bias(y, bias);
+}
+
+LAZYTENSOR_ENGINE_API NodePtr scatter_window(const Shape& source, const SmallVector<std::int64_t, 12>& starts_steps,
+                                             const NodePtr& values) {
+    using namespace composite;
+    NodePtr out = values;
+    for (std::size_t k = 0; k < source.size(); ++k) {
+        std::int64_t start = starts_steps[2 * k], step = starts_steps[2 * k + 1];
+        const std::int64_t n = values->shape[k], m = source[k];
+        if (n == 0) return nullptr;  // nothing was read
+        if (n == 1) step = 1;
+        if (step == 0) {
+            out = reduce(ReduceOp::Sum, out, Axes{static_cast<int>(k)}, true, "grad");
+            step = 1;
+        } else if (step < 0) {  // read backwards from start: the same positions, forwards
+            out = flip(out, Axes{static_cast<int>(k)});
+            start += step * (n - 1);
+            step = -step;
+        }
+        std::int64_t covered = out->shape[k];
+        if (step > 1) {  // interleave step - 1 zeros after each element
+            Shape lifted = out->shape, spaced = out->shape;
+            lifted.insert(k + 1, 1);
+            spaced[k] = covered * step;
+            Shape before(lifted.size(), 0), after(lifted.size(), 0);
+            after[k + 1] = step - 1;
+            out = reshape(pad(reshape(out, lifted), before, after, num(0.0)), spaced);
+            covered *= step;
+        }
+        const std::int64_t tail = m - start - covered;  // < 0: the last step's spacing runs past the end
+        if (tail < 0) out = slice(out, static_cast<int>(k), 0, covered + tail, 1);
+        Shape before(source.size(), 0), after(source.size(), 0);
+        before[k] = start;
+        after[k] = std::max<std::int64_t>(tail, 0);
+        out = pad(out, before, after, num(0.0));
+    }
+    return out;
+}
+
+LAZYTENSOR_ENGINE_API NodePtr fold(const NodePtr& windows, const Shape& source, int axis, std::int64_t size,
+                                   std::int64_t step, std::int64_t dilation) {
+    using namespace composite;
+    const auto k = static_cast<std::size_t>(axis);
+    const int last = static_cast<int>(windows->shape.size()) - 1;
+    Shape sliced = windows->shape;
+    sliced.pop_back();
+    NodePtr total;
+    for (std::int64_t j = 0; j < size; ++j) {
+        SmallVector<std::int64_t, 12> starts_steps;
+        for (std::size_t a = 0; a < source.size(); ++a) {
+            starts_steps.push_back(a == k ? j * dilation : 0);
+            starts_steps.push_back(a == k ? step : 1);
+        }
+        const NodePtr term = scatter_window(source, starts_steps, reshape(slice(windows, last, j, j + 1, 1), sliced));
+        if (!term) return constant(Scalar::of<std::int64_t>(0).cast(windows->dtype), windows->dtype, source, windows->device);
+        total = total ? add(total, term) : term;
+    }
+    return total;
+}
+
+LAZYTENSOR_ENGINE_API std::array<NodePtr, 2> max_pool(const NodePtr& x, const Shape& kernel, const ConvSpec& spec,
+                                                      const char* op) {
+    using namespace composite;
+    conv::check_pool(x, kernel, spec, op);
+    const std::size_t dims = kernel.size();
+    const NodePtr win = conv::windows(x, kernel, spec, conv::lowest(x->dtype), op);
+    const Axes axes = conv::window_axes(dims);
+    const NodePtr best = reduce(ReduceOp::Max, win, axes, true, op);
+    NodePtr hit = binary(BinaryOp::Eq, win, best);
+    if (is_floating(x->dtype)) {  // a NaN is the maximum (max propagates it) and equals nothing
+        const NodePtr nan_window = binary(BinaryOp::Ne, best, best);
+        const NodePtr in_nan_window = where(nan_window, win, Scalar::of<std::int64_t>(0).cast(x->dtype));
+        hit = binary(BinaryOp::Maximum, hit, binary(BinaryOp::Ne, in_nan_window, in_nan_window));
+    }
+    if (conv::padded(spec))  // padding never wins a tie
+        hit = both(hit, conv::windows(constant(Scalar::of<bool>(true), DType::Bool, x->shape, x->device), kernel, spec,
+                                      Scalar::of<bool>(false), op));
+    // Each window element's position in the padded plane: increasing in window order, so the
+    // least position that holds the maximum is the first.
+    Shape plane;  // padded extents
+    for (std::size_t i = 0; i < dims; ++i) plane.push_back(x->shape[2 + i] + spec.pad_before[i] + spec.pad_after[i]);
+    Strides coefs(win->shape.size(), 0);
+    for (std::size_t i = 0; i < dims; ++i) {
+        const std::int64_t row = conv::product(plane, i + 1);
+        coefs[2 + i] = spec.stride[i] * row;
+        coefs[2 + dims + i] = spec.dilation[i] * row;
+    }
+    const NodePtr first = reduce(ReduceOp::Min, where(hit, index(win->shape, coefs, x->device), whole(conv::product(plane))),
+                                 axes, false, op);
+    // The padded-plane position -> the flat index into the input's plane.
+    NodePtr rest = first, flat;
+    for (std::size_t i = 0; i < dims; ++i) {
+        const std::int64_t row = conv::product(plane, i + 1);
+        NodePtr at = sub(floor_divide(rest, whole(row)), whole(spec.pad_before[i]));
+        if (i + 1 < dims) rest = remainder(rest, whole(row));
+        flat = flat ? add(mul(flat, whole(x->shape[2 + i])), at) : at;
+    }
+    const std::int64_t batch = x->shape[0], channels = x->shape[1];
+    const Shape out(first->shape.begin() + 2, first->shape.end());
+    const NodePtr values = gather(reshape(x, Shape{batch, channels, conv::product(conv::spatial(x->shape))}, op), 2,
+                                  reshape(flat, Shape{batch, channels, conv::product(out)}, op));
+    return {reshape(values, first->shape, op), flat};
+}
+
+LAZYTENSOR_ENGINE_API NodePtr avg_pool(const NodePtr& x, const Shape& kernel, const ConvSpec& spec, bool count_include_pad,
+                                       const char* op) {
+    using namespace composite;
+    conv::check_pool(x, kernel, spec, op);
+    const std::size_t dims = kernel.size();
+    const NodePtr v = floating_operand(x, op);
+    const Axes axes = conv::window_axes(dims);
+    const NodePtr total = reduce(ReduceOp::Sum, conv::windows(v, kernel, spec, num(0.0), op), axes, false, op);
+    if (count_include_pad || !conv::padded(spec)) return div(total, num(static_cast<double>(conv::product(kernel))));
+    const NodePtr inside = conv::windows(constant(Scalar::of<std::int64_t>(1).cast(v->dtype), v->dtype, v->shape, v->device),
+                                         kernel, spec, num(0.0), op);
+    return div(total, reduce(ReduceOp::Sum, inside, axes, false, op));
+}
+
+}  // namespace lazytensor::detail::graph

@@ -1,0 +1,595 @@
+// SPDX-License-Identifier: MIT
+// Convolutions, transposed convolutions, pooling and Tensor::unfold against plain double loops
+// (no unfold, no product: the definitions written out), on every device; gradients against
+// central differences of those loops; bad input by its messages.
+#include <array>
+#include <limits>
+
+#include "common.hpp"
+
+namespace {
+
+using Pairs = std::vector<std::pair<std::int64_t, std::int64_t>>;
+
+/// Whether `d` computes float64 (an OpenCL device without cl_khr_fp64 does not).
+bool computes_double(lt::Device d) {
+    for (const lt::DeviceInfo& info : lt::devices())
+        if (info.device == d) return info.float64;
+    return true;
+}
+
+/// A convolution's options, written out per spatial axis.
+struct Options {
+    lt::Shape stride, before, after, dilation, output_padding;
+    std::int64_t groups = 1;
+};
+
+Options options(std::size_t dims, std::int64_t stride = 1, std::int64_t pad = 0, std::int64_t dilation = 1,
+                std::int64_t groups = 1) {
+    return {lt::Shape(dims, stride), lt::Shape(dims, pad), lt::Shape(dims, pad), lt::Shape(dims, dilation),
+            lt::Shape(dims, 0), groups};
+}
+
+Pairs sides(const Options& o) {
+    Pairs p;
+    for (std::size_t i = 0; i < o.before.size(); ++i) p.push_back({o.before[i], o.after[i]});
+    return p;
+}
+
+std::vector<std::int64_t> list(const lt::Shape& s) { return std::vector<std::int64_t>(s.begin(), s.end()); }
+
+lt::Shape spatial(const lt::Shape& s) { return lt::Shape(s.begin() + 2, s.end()); }
+
+std::int64_t flat_index(const lt::Shape& shape, const std::vector<std::int64_t>& index) {
+    std::int64_t at = 0;
+    for (std::size_t k = 0; k < shape.size(); ++k) at = at * shape[k] + index[k];
+    return at;
+}
+
+/// conv: out[n, oc, o] = bias[oc] + sum over ic, k of x[n, g C/G + ic, o s + k d - before] w[oc, ic, k].
+Ref ref_conv(const Ref& x, const Ref& w, const Ref* bias, const Options& o) {
+    const std::size_t dims = x.shape.size() - 2;
+    const std::int64_t batch = x.shape[0], out_channels = w.shape[0], per_group = w.shape[1];
+    const std::int64_t out_per_group = out_channels / o.groups;
+    const lt::Shape kernel = spatial(w.shape);
+    lt::Shape shape{batch, out_channels};
+    for (std::size_t i = 0; i < dims; ++i)
+        shape.push_back((x.shape[2 + i] + o.before[i] + o.after[i] - o.dilation[i] * (kernel[i] - 1) - 1) / o.stride[i] + 1);
+    return ref_of(shape, [&](const std::vector<std::int64_t>& at) {
+        const std::int64_t n = at[0], oc = at[1], g = oc / out_per_group;
+        double acc = bias ? bias->v[static_cast<std::size_t>(oc)] : 0.0;
+        for (std::int64_t ic = 0; ic < per_group; ++ic)
+            for (std::int64_t kl = 0; kl < lt::numel(kernel); ++kl) {
+                const std::vector<std::int64_t> k = unravel(kl, kernel);
+                std::vector<std::int64_t> xi{n, g * per_group + ic};
+                bool inside = true;
+                for (std::size_t i = 0; i < dims; ++i) {
+                    const std::int64_t p = at[2 + i] * o.stride[i] + k[i] * o.dilation[i] - o.before[i];
+                    inside = inside && p >= 0 && p < x.shape[2 + i];
+                    xi.push_back(p);
+                }
+                if (!inside) continue;
+                std::vector<std::int64_t> wi{oc, ic};
+                wi.insert(wi.end(), k.begin(), k.end());
+                acc += x.at(xi) * w.at(wi);
+            }
+        return acc;
+    });
+}
+
+/// conv_transpose: every x[n, ic, p] w[ic, oc, k] added at out[n, g C_out/G + oc, p s + k d - before].
+Ref ref_conv_transpose(const Ref& x, const Ref& w, const Ref* bias, const Options& o) {
+    const std::size_t dims = x.shape.size() - 2;
+    const std::int64_t batch = x.shape[0], channels = x.shape[1], out_per_group = w.shape[1];
+    const std::int64_t per_group = channels / o.groups;
+    const lt::Shape kernel = spatial(w.shape), in = spatial(x.shape);
+    lt::Shape shape{batch, out_per_group * o.groups};
+    for (std::size_t i = 0; i < dims; ++i)
+        shape.push_back((in[i] - 1) * o.stride[i] - o.before[i] - o.after[i] + o.dilation[i] * (kernel[i] - 1) +
+                        o.output_padding[i] + 1);
+    Ref out{shape, std::vector<double>(static_cast<std::size_t>(lt::numel(shape)), 0.0)};
+    for (std::int64_t n = 0; n < batch; ++n)
+        for (std::int64_t ic = 0; ic < channels; ++ic)
+            for (std::int64_t oc = 0; oc < out_per_group; ++oc)
+                for (std::int64_t pl = 0; pl < lt::numel(in); ++pl)
+                    for (std::int64_t kl = 0; kl < lt::numel(kernel); ++kl) {
+                        const std::vector<std::int64_t> p = unravel(pl, in), k = unravel(kl, kernel);
+                        std::vector<std::int64_t> oi{n, ic / per_group * out_per_group + oc};
+                        bool inside = true;
+                        for (std::size_t i = 0; i < dims; ++i) {
+                            const std::int64_t q = p[i] * o.stride[i] + k[i] * o.dilation[i] - o.before[i];
+                            inside = inside && q >= 0 && q < shape[2 + i];
+                            oi.push_back(q);
+                        }
+                        if (!inside) continue;
+                        std::vector<std::int64_t> xi{n, ic}, wi{ic, oc};
+                        xi.insert(xi.end(), p.begin(), p.end());
+                        wi.insert(wi.end(), k.begin(), k.end());
+                        out.v[static_cast<std::size_t>(flat_index(shape, oi))] += x.at(xi) * w.at(wi);
+                    }
+    if (bias)
+        for (std::int64_t i = 0; i < out.size(); ++i)
+            out.v[static_cast<std::size_t>(i)] += bias->v[static_cast<std::size_t>(unravel(i, shape)[1])];
+    return out;
+}
+
+template <class T>
+lt::Tensor<T> conv(std::size_t dims, const lt::Tensor<T>& x, const lt::Tensor<T>& w, const std::optional<lt::Tensor<T>>& b,
+                   const Options& o) {
+    const lt::ConvPadding padding(sides(o));
+    if (dims == 1) return lt::conv1d(x, w, b, list(o.stride), padding, list(o.dilation), o.groups);
+    if (dims == 2) return lt::conv2d(x, w, b, list(o.stride), padding, list(o.dilation), o.groups);
+    return lt::conv3d(x, w, b, list(o.stride), padding, list(o.dilation), o.groups);
+}
+
+template <class T>
+lt::Tensor<T> conv_transpose(std::size_t dims, const lt::Tensor<T>& x, const lt::Tensor<T>& w,
+                             const std::optional<lt::Tensor<T>>& b, const Options& o) {
+    const lt::ConvPadding padding(sides(o));
+    if (dims == 1)
+        return lt::conv_transpose1d(x, w, b, list(o.stride), padding, list(o.output_padding), o.groups, list(o.dilation));
+    if (dims == 2)
+        return lt::conv_transpose2d(x, w, b, list(o.stride), padding, list(o.output_padding), o.groups, list(o.dilation));
+    return lt::conv_transpose3d(x, w, b, list(o.stride), padding, list(o.output_padding), o.groups, list(o.dilation));
+}
+
+struct ConvCase {
+    const char* name;
+    lt::Shape x, w;
+    Options o;
+    bool bias;
+};
+
+std::vector<ConvCase> conv_cases() {
+    Options asymmetric = options(2, 1, 0);
+    asymmetric.before = {0, 2};
+    asymmetric.after = {1, 0};
+    Options mixed = options(2, 1, 1);
+    mixed.stride = {2, 1};
+    mixed.dilation = {1, 2};
+    Options strided_3d = options(3, 2, 1);
+    strided_3d.dilation = {1, 1, 2};
+    return {
+        {"3x3, padding 1", {2, 3, 7, 6}, {4, 3, 3, 3}, options(2, 1, 1), true},
+        {"3x3, stride 2, odd sizes", {1, 3, 9, 7}, {5, 3, 3, 3}, options(2, 2, 1), true},
+        {"1x1", {2, 8, 5, 5}, {6, 8, 1, 1}, options(2), false},
+        {"1x1, stride 2", {2, 4, 5, 6}, {3, 4, 1, 1}, options(2, 2), true},
+        {"dilation 2", {1, 2, 9, 9}, {3, 2, 3, 3}, options(2, 1, 2, 2), false},
+        {"asymmetric padding", {2, 2, 5, 4}, {3, 2, 2, 3}, asymmetric, true},
+        {"stride (2, 1), dilation (1, 2)", {2, 3, 8, 9}, {2, 3, 3, 2}, mixed, true},
+        {"groups 2", {2, 4, 6, 6}, {6, 2, 3, 3}, options(2, 1, 1, 1, 2), true},
+        {"depthwise", {2, 4, 6, 5}, {4, 1, 3, 3}, options(2, 1, 1, 1, 4), true},
+        {"depthwise, multiplier 2", {1, 3, 5, 5}, {6, 1, 3, 3}, options(2, 2, 1, 1, 3), false},
+        {"kernel larger than the input, padded", {1, 2, 2, 3}, {2, 2, 4, 5}, options(2, 1, 2), true},
+        {"batch 0", {0, 3, 5, 5}, {2, 3, 3, 3}, options(2, 1, 1), true},
+        {"wide output: one product per sample", {2, 2, 48, 50}, {3, 2, 3, 3}, options(2, 1, 1), true},
+        {"depthwise 9x9: more taps than one kernel reads", {1, 2, 10, 10}, {2, 1, 9, 9}, options(2, 1, 4, 1, 2), true},
+        {"conv1d", {3, 4, 11}, {5, 4, 3}, options(1, 2, 1), true},
+        {"conv1d, dilation 3, groups 2", {2, 4, 13}, {4, 2, 3}, options(1, 1, 2, 3, 2), false},
+        {"conv3d", {1, 2, 5, 4, 6}, {3, 2, 3, 2, 3}, options(3, 1, 1), true},
+        {"conv3d, stride 2, dilation (1, 1, 2)", {2, 2, 6, 5, 7}, {2, 2, 2, 3, 2}, strided_3d, false},
+    };
+}
+
+template <class T>
+void check_conv_case(const ConvCase& c, unsigned seed) {
+    INFO(c.name);
+    const std::size_t dims = c.x.size() - 2;
+    const Ref xr = random_ref<T>(c.x, seed), wr = random_ref<T>(c.w, seed + 1), br = random_ref<T>({c.w[0]}, seed + 2);
+    const lt::Tensor<T> x = make_tensor<T>(xr), w = make_tensor<T>(wr), b = make_tensor<T>(br);
+    const std::optional<lt::Tensor<T>> bias = c.bias ? std::optional<lt::Tensor<T>>(b) : std::nullopt;
+    const double t = std::is_same_v<T, float> ? 2e-5 : 1e-12;
+    check_close(conv<T>(dims, x, w, bias, c.o), ref_conv(xr, wr, c.bias ? &br : nullptr, c.o), t, 50 * t);
+}
+
+}  // namespace
+
+TEST_CASE("conv1d, conv2d, conv3d: every option against the double loop") {
+    for_each_device([](lt::Device d) {
+        unsigned seed = 10;
+        for (const ConvCase& c : conv_cases()) check_conv_case<float>(c, seed += 3);
+        if (computes_double(d))
+            for (const ConvCase& c : conv_cases()) check_conv_case<double>(c, seed += 3);
+    });
+}
+
+TEST_CASE("conv2d: Same padding, a missing batch axis, padding given per axis") {
+    for_each_device([](lt::Device) {
+        const Ref xr = random_ref<float>({3, 7, 6}, 1), wr = random_ref<float>({2, 3, 4, 3}, 2);
+        const lt::Tensor<float> x = make_tensor<float>(xr), w = make_tensor<float>(wr);
+        // Same with an even kernel: the odd total goes after (PyTorch's rule).
+        Options same = options(2, 1, 0, 2);
+        same.before = {3, 2};
+        same.after = {3, 2};
+        Options even = options(2);
+        even.before = {1, 1};
+        even.after = {2, 1};
+        Ref batched = xr;
+        batched.shape = {1, 3, 7, 6};
+        Ref expected = ref_conv(batched, wr, nullptr, even);
+        expected.shape = {2, 7, 6};
+        check_close(lt::conv2d(x, w, std::nullopt, 1, lt::Padding::Same), expected, 2e-5, 1e-4);
+        expected = ref_conv(batched, wr, nullptr, same);
+        expected.shape = {2, 7, 6};
+        check_close(lt::conv2d(x, w, std::nullopt, 1, lt::Padding::Same, 2), expected, 2e-5, 1e-4);
+        Options per_axis = options(2);
+        per_axis.before = per_axis.after = {2, 0};
+        expected = ref_conv(batched, wr, nullptr, per_axis);
+        expected.shape = lt::Shape(expected.shape.begin() + 1, expected.shape.end());
+        check_close(lt::conv2d(x, w, std::nullopt, {1, 1}, {2, 0}), expected, 2e-5, 1e-4);
+        CHECK(lt::conv2d(x, w, std::nullopt, 1, lt::Padding::Valid).shape() == lt::Shape{2, 4, 4});
+    });
+}
+
+TEST_CASE("conv2d: bias, activation and a residual add fuse into the product") {
+    for_each_device([](lt::Device) {
+        // (48 x 48 outputs: one product per sample, whose result is the convolution's layout)
+        const Ref xr = random_ref<float>({2, 3, 48, 48}, 4), wr = random_ref<float>({3, 3, 3, 3}, 5),
+                  br = random_ref<float>({3}, 6);
+        const lt::Tensor<float> x = make_tensor<float>(xr), w = make_tensor<float>(wr), b = make_tensor<float>(br);
+        const lt::Tensor<float> y = lt::relu(lt::conv2d(x, w, b, 1, 1)) + x;
+        const auto items = lt::schedule(y);
+        int products = 0, kernels = 0;
+        for (const auto& item : items) {
+            products += item.kind == lt::ScheduleItem::Kind::Matmul;
+            kernels += item.kind == lt::ScheduleItem::Kind::Kernel;
+        }
+        // The same product written out (the weight [1, 3, 27] times windows [2, 1, 27, 2304]
+        // already in a buffer) with the same bias, relu and add: the convolution schedules as
+        // it does, plus the windows' copy where the product is a GEMM (a product this device
+        // runs as a reduction reads the windows in place). So where the GEMM takes the
+        // epilogue, the convolution's goes there too.
+        const lt::Tensor<float> a = lt::ones<float>({1, 3, 27}).realize(), m = lt::ones<float>({2, 1, 27, 2304}).realize();
+        const auto written = lt::schedule(
+            lt::relu(lt::reshape(lt::matmul(a, m), {2, 3, 48, 48}) + lt::reshape(b, {1, 3, 1, 1})) + x);
+        int written_products = 0, written_kernels = 0;
+        for (const auto& item : written) {
+            written_products += item.kind == lt::ScheduleItem::Kind::Matmul;
+            written_kernels += item.kind == lt::ScheduleItem::Kind::Kernel;
+        }
+        CHECK(products == written_products);
+        CHECK(kernels == written_kernels + products);
+        Ref expected = ref_conv(xr, wr, &br, options(2, 1, 1));
+        expected = zip(map(expected, [](double v) { return v > 0 ? v : 0.0; }), xr, ref_add);
+        check_close(y, expected, 2e-5, 1e-4);
+    });
+}
+
+TEST_CASE("conv_transpose1d, 2d, 3d: stride, padding, output padding, groups, dilation against the double loop") {
+    for_each_device([](lt::Device d) {
+        Options strided = options(2, 2, 1);
+        strided.output_padding = {1, 0};
+        Options dilated = options(2, 1, 0, 2, 2);
+        Options asymmetric = options(2, 3, 0);
+        asymmetric.before = {1, 0};
+        asymmetric.after = {0, 2};
+        asymmetric.output_padding = {2, 1};
+        Options dilated_padding = options(1, 2, 0, 3);
+        dilated_padding.output_padding = {2};  // below the dilation, not the stride
+        const std::vector<ConvCase> cases = {
+            {"stride 2, padding 1, output padding (1, 0)", {2, 3, 4, 5}, {3, 2, 3, 3}, strided, true},
+            {"dilation 2, groups 2", {1, 4, 5, 4}, {4, 3, 3, 2}, dilated, false},
+            {"stride 3, asymmetric padding", {2, 2, 3, 3}, {2, 2, 4, 3}, asymmetric, true},
+            {"1x1", {2, 5, 3, 4}, {5, 3, 1, 1}, options(2), true},
+            {"1-D, output padding from the dilation", {2, 2, 6}, {2, 3, 3}, dilated_padding, true},
+            {"3-D", {1, 2, 3, 2, 3}, {2, 2, 2, 3, 2}, options(3, 2, 1), true},
+            {"batch 0", {0, 2, 3, 3}, {2, 2, 3, 3}, options(2, 2), true},
+        };
+        const bool fp64 = computes_double(d);
+        unsigned seed = 40;
+        for (const ConvCase& c : cases) {
+            INFO(c.name);
+            const std::size_t dims = c.x.size() - 2;
+            const Ref xr = random_ref<float>(c.x, seed), wr = random_ref<float>(c.w, seed + 1),
+                      br = random_ref<float>({c.w[1] * c.o.groups}, seed + 2);
+            seed += 3;
+            const std::optional<lt::Tensor<float>> bias =
+                c.bias ? std::optional<lt::Tensor<float>>(make_tensor<float>(br)) : std::nullopt;
+            const Ref expected = ref_conv_transpose(xr, wr, c.bias ? &br : nullptr, c.o);
+            check_close(conv_transpose<float>(dims, make_tensor<float>(xr), make_tensor<float>(wr), bias, c.o), expected,
+                        2e-5, 1e-4);
+            if (fp64) {
+                const std::optional<lt::Tensor<double>> b64 =
+                    c.bias ? std::optional<lt::Tensor<double>>(make_tensor<double>(br)) : std::nullopt;
+                check_close(conv_transpose<double>(dims, make_tensor<double>(xr), make_tensor<double>(wr), b64, c.o),
+                            expected, 1e-12, 1e-12);
+            }
+        }
+    });
+}
+
+namespace {
+
+/// Central differences of sum(f(x) * r) along every element of `at` (f: double loops).
+Ref central_differences(const Ref& at, const std::function<Ref(const Ref&)>& f, const Ref& r) {
+    Ref grad{at.shape, std::vector<double>(at.v.size())};
+    const double h = 1e-3;
+    for (std::size_t i = 0; i < at.v.size(); ++i) {
+        Ref up = at, down = at;
+        up.v[i] += h;
+        down.v[i] -= h;
+        const Ref fu = f(up), fd = f(down);
+        double s = 0;
+        for (std::size_t j = 0; j < r.v.size(); ++j) s += (fu.v[j] - fd.v[j]) * r.v[j];
+        grad.v[i] = s / (2 * h);
+    }
+    return grad;
+}
+
+}  // namespace
+
+TEST_CASE("conv2d and conv_transpose2d gradients against central differences") {
+    for_each_device([](lt::Device d) {
+        if (!computes_double(d)) return;  // (the OpenCL device without float64 has the float cases above)
+        Options o = options(2, 2, 1, 1, 2);
+        o.after = {0, 1};
+        o.output_padding = {1, 0};
+        const Ref xr = random_ref<double>({2, 4, 5, 4}, 70), wr = random_ref<double>({4, 2, 3, 2}, 71),
+                  br = random_ref<double>({4}, 72);
+        const lt::Tensor<double> x = make_tensor<double>(xr), w = make_tensor<double>(wr), b = make_tensor<double>(br);
+        {
+            INFO("conv2d");
+            const Ref y = ref_conv(xr, wr, &br, o), r = random_ref<double>(y.shape, 73);
+            const lt::Tensor<double> rt = make_tensor<double>(r);
+            auto grads = lt::grad(lt::sum(conv<double>(2, x, w, b, o) * rt), {x, w, b});
+            check_close(grads[0], central_differences(xr, [&](const Ref& v) { return ref_conv(v, wr, &br, o); }, r), 1e-7, 1e-7);
+            check_close(grads[1], central_differences(wr, [&](const Ref& v) { return ref_conv(xr, v, &br, o); }, r), 1e-7, 1e-7);
+            check_close(grads[2], central_differences(br, [&](const Ref& v) { return ref_conv(xr, wr, &v, o); }, r), 1e-7, 1e-7);
+        }
+        {
+            INFO("depthwise conv2d");
+            const Options dw = options(2, 1, 1, 1, 4);
+            const Ref wd = random_ref<double>({4, 1, 3, 3}, 75);
+            const lt::Tensor<double> wt = make_tensor<double>(wd);
+            const Ref y = ref_conv(xr, wd, nullptr, dw), r = random_ref<double>(y.shape, 76);
+            const lt::Tensor<double> rt = make_tensor<double>(r);
+            auto grads = lt::grad(lt::sum(conv<double>(2, x, wt, std::nullopt, dw) * rt), {x, wt});
+            check_close(grads[0], central_differences(xr, [&](const Ref& v) { return ref_conv(v, wd, nullptr, dw); }, r), 1e-7, 1e-7);
+            check_close(grads[1], central_differences(wd, [&](const Ref& v) { return ref_conv(xr, v, nullptr, dw); }, r), 1e-7, 1e-7);
+        }
+        {
+            INFO("conv_transpose2d");
+            const Ref y = ref_conv_transpose(xr, wr, nullptr, o), r = random_ref<double>(y.shape, 74);
+            const lt::Tensor<double> rt = make_tensor<double>(r);
+            auto grads = lt::grad(lt::sum(conv_transpose<double>(2, x, w, std::nullopt, o) * rt), {x, w});
+            check_close(grads[0],
+                        central_differences(xr, [&](const Ref& v) { return ref_conv_transpose(v, wr, nullptr, o); }, r),
+                        1e-7, 1e-7);
+            check_close(grads[1],
+                        central_differences(wr, [&](const Ref& v) { return ref_conv_transpose(xr, v, nullptr, o); }, r),
+                        1e-7, 1e-7);
+        }
+    });
+}
+
+namespace {
+
+/// Max and average pooling written out: windows over the input, padding outside it.
+struct PoolRef {
+    Ref max, argmax, avg, avg_without_pad;
+};
+
+PoolRef ref_pool(const Ref& x, const lt::Shape& kernel, const Options& o) {
+    const std::size_t dims = kernel.size();
+    lt::Shape shape{x.shape[0], x.shape[1]};
+    for (std::size_t i = 0; i < dims; ++i)
+        shape.push_back((x.shape[2 + i] + o.before[i] + o.after[i] - o.dilation[i] * (kernel[i] - 1) - 1) / o.stride[i] + 1);
+    PoolRef out{{shape, {}}, {shape, {}}, {shape, {}}, {shape, {}}};
+    const lt::Shape in = spatial(x.shape);
+    for (std::int64_t l = 0; l < lt::numel(shape); ++l) {
+        const std::vector<std::int64_t> at = unravel(l, shape);
+        double best = -std::numeric_limits<double>::infinity(), sum = 0;
+        std::int64_t best_at = -1, inside = 0;
+        for (std::int64_t kl = 0; kl < lt::numel(kernel); ++kl) {
+            const std::vector<std::int64_t> k = unravel(kl, kernel);
+            std::vector<std::int64_t> xi{at[0], at[1]}, p;
+            bool ok = true;
+            for (std::size_t i = 0; i < dims; ++i) {
+                p.push_back(at[2 + i] * o.stride[i] + k[i] * o.dilation[i] - o.before[i]);
+                ok = ok && p[i] >= 0 && p[i] < in[i];
+            }
+            if (!ok) continue;
+            xi.insert(xi.end(), p.begin(), p.end());
+            const double v = x.at(xi);
+            ++inside;
+            sum += v;
+            if (best_at < 0 || v > best || (std::isnan(v) && !std::isnan(best))) {
+                best = v;
+                best_at = flat_index(in, p);
+            }
+        }
+        out.max.v.push_back(best);
+        out.argmax.v.push_back(static_cast<double>(best_at));
+        out.avg.v.push_back(sum / static_cast<double>(lt::numel(kernel)));
+        out.avg_without_pad.v.push_back(sum / static_cast<double>(inside));
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("max_pool and avg_pool: windows, padding, ties, NaN, indices") {
+    for_each_device([](lt::Device) {
+        struct PoolCase {
+            const char* name;
+            lt::Shape x, kernel;
+            Options o;
+        };
+        Options overlapping = options(2, 1, 1);
+        Options dilated = options(2, 2, 1, 2);
+        Options asymmetric = options(2, 2, 0);
+        asymmetric.before = {1, 0};
+        asymmetric.after = {0, 1};
+        const std::vector<PoolCase> cases = {
+            {"2x2, stride 2", {2, 3, 6, 8}, {2, 2}, options(2, 2)},
+            {"3x3, stride 1, padding 1", {1, 2, 5, 5}, {3, 3}, overlapping},
+            {"odd sizes, stride 2", {1, 1, 7, 5}, {3, 2}, options(2, 2)},
+            {"dilation 2, padding 1", {1, 2, 9, 8}, {3, 3}, dilated},
+            {"1-D", {2, 3, 9}, {3}, options(1, 2, 1)},
+            {"3-D", {1, 2, 4, 5, 4}, {2, 3, 2}, options(3, 2, 1)},
+        };
+        unsigned seed = 90;
+        for (const PoolCase& c : cases) {
+            INFO(c.name);
+            const std::size_t dims = c.kernel.size();
+            Ref xr = random_ref<float>(c.x, seed++);
+            for (double& v : xr.v) v = std::round(v) - 3;  // negative values, many ties
+            const PoolRef want = ref_pool(xr, c.kernel, c.o);
+            const lt::Tensor<float> x = make_tensor<float>(xr);
+            const std::vector<std::int64_t> k = list(c.kernel), s = list(c.o.stride), p = list(c.o.before),
+                                            dl = list(c.o.dilation);
+            auto pools = [&](auto max_pool, auto avg_pool) {
+                auto [values, at] = max_pool(x, k, s, p, dl);
+                check_close(values, want.max, 0, 0);
+                REQUIRE(at.shape() == want.argmax.shape);
+                const std::vector<std::int64_t> got = at.to_vector();
+                for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == static_cast<std::int64_t>(want.argmax.v[i]));
+                if (dl == std::vector<std::int64_t>(dims, 1)) {
+                    check_close(avg_pool(x, k, s, p, true), want.avg, 1e-6, 1e-6);
+                    check_close(avg_pool(x, k, s, p, false), want.avg_without_pad, 1e-6, 1e-6);
+                }
+            };
+            auto avg_for = [](auto f) {
+                return [f](const lt::Tensor<float>& a, const std::vector<std::int64_t>& kk, const std::vector<std::int64_t>& ss,
+                           const std::vector<std::int64_t>& pp, bool include) { return f(a, kk, ss, pp, include); };
+            };
+            if (dims == 1)
+                pools([](auto&&... a) { return lt::max_pool1d_with_indices(a...); },
+                      avg_for([](auto&&... a) { return lt::avg_pool1d(a...); }));
+            if (dims == 2)
+                pools([](auto&&... a) { return lt::max_pool2d_with_indices(a...); },
+                      avg_for([](auto&&... a) { return lt::avg_pool2d(a...); }));
+            if (dims == 3)
+                pools([](auto&&... a) { return lt::max_pool3d_with_indices(a...); },
+                      avg_for([](auto&&... a) { return lt::avg_pool3d(a...); }));
+        }
+        // A NaN wins its window; -inf inputs still beat the padding.
+        const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+        const lt::Tensor<float> x = lt::tensor<float>({1, 3, nan, -inf, -inf, 2}, {1, 1, 1, 6});
+        auto [v, at] = lt::max_pool2d_with_indices(x, {1, 3}, {1, 2}, {0, 1});
+        const std::vector<float> values = v.to_vector();
+        REQUIRE(values.size() == 3);
+        CHECK(values[0] == 3.0f);  // {padding, 1, 3}
+        CHECK(std::isnan(values[1]));  // {3, NaN, -inf}
+        CHECK(values[2] == 2.0f);  // {-inf, -inf, 2}
+        CHECK(at.to_vector() == std::vector<std::int64_t>{1, 2, 5});
+        const lt::Tensor<float> lows = lt::tensor<float>({-inf, -inf, -inf}, {1, 1, 3});
+        auto [lv, la] = lt::max_pool1d_with_indices(lows, 3, 1, 1);
+        CHECK(la.to_vector() == std::vector<std::int64_t>{0, 0, 1});
+        CHECK(lv.to_vector() == std::vector<float>{-inf, -inf, -inf});
+    });
+}
+
+TEST_CASE("max_pool2d's gradient reaches the first maximum of each window; avg_pool's every element") {
+    for_each_device([](lt::Device) {
+        // Overlapping windows with ties: the gradient of each output goes to one position.
+        const lt::Tensor<float> x = lt::tensor<float>({1, 5, 5, 2,  //
+                                                       5, 0, 1, 5,  //
+                                                       3, 3, 3, 3},
+                                                      {1, 1, 3, 4});
+        auto g = lt::grad(lt::sum(lt::max_pool2d(x, 2, 1)), {x});
+        // windows (row, col) -> first max: (0,0): 5 at 1; (0,1): 5 at 1; (0,2): 5 at 2;
+        // (1,0): 5 at 4; (1,1): 3 at 9; (1,2): 5 at 7.
+        CHECK(g[0].to_vector() == std::vector<float>{0, 2, 1, 0, 1, 0, 0, 1, 0, 1, 0, 0});
+        const Ref xr = random_ref<float>({2, 2, 5, 5}, 11);
+        const lt::Tensor<float> xt = make_tensor<float>(xr);
+        auto ga = lt::grad(lt::sum(lt::avg_pool2d(xt, 3, 2, 1, false) * 3.0f), {xt});
+        Options o = options(2, 2, 1);
+        const Ref ones = ref_of(ref_pool(xr, {3, 3}, o).avg.shape, [](const auto&) { return 3.0; });
+        const Ref want = central_differences(
+            xr, [&](const Ref& v) { return ref_pool(v, {3, 3}, o).avg_without_pad; }, ones);
+        check_close(ga[0], want, 1e-3, 1e-3);
+    });
+}
+
+TEST_CASE("adaptive_avg_pool1d/2d/3d: even and uneven splits, as PyTorch's cells") {
+    for_each_device([](lt::Device) {
+        const Ref xr = random_ref<float>({2, 3, 7, 6}, 12);
+        const lt::Tensor<float> x = make_tensor<float>(xr);
+        for (const std::array<std::int64_t, 2> out : {std::array<std::int64_t, 2>{3, 2}, {3, 4}, {1, 1}, {7, 6}, {9, 5}}) {
+            INFO("output " << out[0] << "x" << out[1]);
+            const Ref want = ref_of({2, 3, out[0], out[1]}, [&](const std::vector<std::int64_t>& at) {
+                const std::int64_t h0 = at[2] * 7 / out[0], h1 = ((at[2] + 1) * 7 + out[0] - 1) / out[0];
+                const std::int64_t w0 = at[3] * 6 / out[1], w1 = ((at[3] + 1) * 6 + out[1] - 1) / out[1];
+                double s = 0;
+                for (std::int64_t h = h0; h < h1; ++h)
+                    for (std::int64_t w = w0; w < w1; ++w) s += xr.at({at[0], at[1], h, w});
+                return s / static_cast<double>((h1 - h0) * (w1 - w0));
+            });
+            check_close(lt::adaptive_avg_pool2d(x, {out[0], out[1]}), want, 1e-5, 1e-6);
+        }
+        CHECK(lt::adaptive_avg_pool1d(lt::ones<float>({2, 3, 5}), 2).shape() == lt::Shape{2, 3, 2});
+        check_close(lt::adaptive_avg_pool3d(lt::ones<float>({1, 2, 3, 4, 5}), {2, 3, 2}), ref_of({1, 2, 2, 3, 2}, [](const auto&) {
+                        return 1.0;
+                    }));
+    });
+}
+
+TEST_CASE("Tensor::unfold: windows as a view, its gradient sums overlapping windows, no writes into overlaps") {
+    for_each_device([](lt::Device) {
+        const Ref xr = random_ref<float>({3, 10}, 13);
+        const lt::Tensor<float> x = make_tensor<float>(xr);
+        const lt::Tensor<float> u = x.unfold(1, 4, 3);
+        check_close(u, ref_of({3, 3, 4}, [&](const std::vector<std::int64_t>& at) { return xr.at({at[0], at[1] * 3 + at[2]}); }), 0, 0);
+        check_close(lt::unfold(x, 0, 2, 1), ref_of({2, 10, 2}, [&](const std::vector<std::int64_t>& at) {
+                        return xr.at({at[0] + at[2], at[1]});
+                    }), 0, 0);
+        // Each element's gradient counts the windows that read it (times 2).
+        auto g = lt::grad(lt::sum(x.unfold(1, 4, 2) * 2.0f), {x});
+        check_close(g[0], ref_of({3, 10}, [](const std::vector<std::int64_t>& at) {
+                        int windows = 0;
+                        for (std::int64_t o = 0; o < 4; ++o) windows += at[1] >= 2 * o && at[1] < 2 * o + 4;
+                        return 2.0 * windows;
+                    }), 0, 0);
+        lt::Tensor<float> base = lt::zeros<float>({8});
+        base.realize();
+        lt::Tensor<float> windows = base.unfold(0, 3, 1);
+        windows.realize();  // a view of base's memory, windows overlapping
+        CHECK_THROWS_WITH_AS(windows.assign(1.0f), doctest::Contains("may make several of its elements one memory location"),
+                             lt::ValueError);
+        CHECK_THROWS_WITH_AS(x.unfold(1, 11, 1), doctest::Contains("longer than axis 1 of shape [3, 10]"), lt::ShapeError);
+        CHECK_THROWS_WITH_AS(x.unfold(1, 2, 0), doctest::Contains("step must be at least 1"), lt::ValueError);
+    });
+}
+
+TEST_CASE("convolutions and pools: bad input names the mistake where it is written") {
+    const lt::Tensor<float> x = lt::ones<float>({2, 3, 5, 5}), w = lt::ones<float>({4, 3, 3, 3});
+    CHECK_THROWS_WITH_AS(lt::conv2d(x, lt::ones<float>({4, 2, 3, 3})),
+                         doctest::Contains("the input has 3 channels (shape [2, 3, 5, 5]) but the weight [4, 2, 3, 3] takes 2 per group x 1 group(s) = 2"),
+                         lt::ShapeError);
+    CHECK_THROWS_WITH_AS(lt::conv2d(lt::ones<float>({2, 4, 5, 5}), lt::ones<float>({4, 2, 3, 3}), std::nullopt, 1, 0, 1, 3),
+                         doctest::Contains("groups = 3 does not divide the input's 4 channels"), lt::ValueError);
+    CHECK_THROWS_WITH_AS(lt::conv2d(x, lt::ones<float>({4, 3, 7, 3})),
+                         doctest::Contains("the kernel [7, 3] spans [7, 3] positions"), lt::ShapeError);
+    CHECK_THROWS_WITH_AS(lt::conv2d(x, w, std::nullopt, 0), doctest::Contains("stride must be at least 1"), lt::ValueError);
+    CHECK_THROWS_WITH_AS(lt::conv2d(x, w, std::nullopt, {1, -1}), doctest::Contains("stride must be at least 1"),
+                         lt::ValueError);
+    CHECK_THROWS_WITH_AS(lt::conv2d(x, w, std::nullopt, 1, 0, 0), doctest::Contains("dilation must be at least 1"),
+                         lt::ValueError);
+    CHECK_THROWS_WITH_AS(lt::conv2d(x, w, std::nullopt, 1, -1), doctest::Contains("padding must not be negative"),
+                         lt::ValueError);
+    CHECK_THROWS_WITH_AS(lt::conv2d(lt::ones<float>({5, 5}), w),
+                         doctest::Contains("must have 4 axes ([batch, channels, 2 spatial]) or 3 without the batch, got shape [5, 5]"),
+                         lt::ShapeError);
+    CHECK_THROWS_WITH_AS(lt::conv1d(lt::ones<float>({2, 3, 5}), w), doctest::Contains("the weight must have 3 axes"),
+                         lt::ShapeError);
+    CHECK_THROWS_WITH_AS(lt::conv2d(x, w, lt::ones<float>({3})), doctest::Contains("the bias must have shape [4]"),
+                         lt::ShapeError);
+    CHECK_THROWS_WITH_AS(lt::conv2d(x, w, std::nullopt, 2, lt::Padding::Same),
+                         doctest::Contains("padding Same needs stride 1"), lt::ValueError);
+    CHECK_THROWS_WITH_AS(lt::conv2d(x, w, std::nullopt, {1, 1, 1}), doctest::Contains("stride needs 1 or 2 values"),
+                         lt::ValueError);
+    CHECK_THROWS_WITH_AS(lt::conv_transpose2d(x, lt::ones<float>({3, 2, 3, 3}), std::nullopt, 2, 0, 2),
+                         doctest::Contains("output padding [2, 2] must be at least 0 and smaller than the stride [2, 2]"),
+                         lt::ValueError);
+    CHECK_THROWS_WITH_AS(lt::conv_transpose2d(x, w), doctest::Contains("the input has 3 channels (shape [2, 3, 5, 5]) but the weight [4, 3, 3, 3] takes 4"),
+                         lt::ShapeError);
+    CHECK_THROWS_WITH_AS(lt::max_pool2d(x, 2, 2, 2), doctest::Contains("must be at most half the kernel's span"),
+                         lt::ValueError);
+    CHECK_THROWS_WITH_AS(lt::max_pool2d(x, 0), doctest::Contains("kernel size must be at least 1"), lt::ValueError);
+    CHECK_THROWS_WITH_AS(lt::avg_pool2d(x, 6), doctest::Contains("spans [6, 6] positions"), lt::ShapeError);
+    CHECK_THROWS_WITH_AS(lt::adaptive_avg_pool2d(x, {0, 2}), doctest::Contains("output size must be at least 1"),
+                         lt::ValueError);
+    // Nothing was built: the inputs are still usable.
+    CHECK(lt::sum(lt::conv2d(x, w)).item() == doctest::Approx(2 * 4 * 9 * 27.0));
+}
