@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+// Issue 46's convolution table: ResNet-18's layers (batch 32 on OpenCL, 8 on the host), the
+// forward pass, and the backward pass (the input's and the weight's gradients from a given
+// output gradient). Each timing is the wall clock of a realize and a synchronize, median of 15
+// after a warm-up, on inputs already on the device. bench/conv_peer.py times PyTorch the same
+// way (cuDNN, TF32 off; or the CPU); bench/run_conv_gpu.sh runs both and prints the ratios.
+//
+//   bench_conv [--device host|opencl:N] [--batch B] [--quick]
+#include <cstdio>
+#include <cstring>
+#include <lazytensor.hpp>
+#include <string>
+#include <vector>
+
+#include "median_ms.hpp"
+
+namespace lt = lazytensor;
+
+struct Layer {
+    const char* name;
+    std::int64_t in, out, size, kernel, stride, groups;
+};
+
+int main(int argc, char** argv) {
+    lt::Device d = lt::Device::host();
+    std::int64_t batch = 0;
+    bool quick = false;
+    for (int i = 1; i < argc; ++i) {
+        if (!std::strcmp(argv[i], "--device") && i + 1 < argc) d = lt::detail::parse_device(argv[++i]);
+        else if (!std::strcmp(argv[i], "--batch") && i + 1 < argc) batch = std::atoll(argv[++i]);
+        else if (!std::strcmp(argv[i], "--quick")) quick = true;
+    }
+    const bool host = d == lt::Device::host();
+    if (batch == 0) batch = quick ? 2 : host ? 8 : 32;
+    for (const auto& info : lt::devices())
+        if (info.device == d) std::printf("bench_conv on %s (%s), batch %lld\n", d.str().c_str(), info.name.c_str(), (long long)batch);
+    const std::vector<Layer> layers = {
+        {"64->64 56x56 3x3", 64, 64, 56, 3, 1, 1},       {"128->128 28x28 3x3", 128, 128, 28, 3, 1, 1},
+        {"256->256 14x14 3x3", 256, 256, 14, 3, 1, 1},   {"512->512 7x7 3x3", 512, 512, 7, 3, 1, 1},
+        {"64->128 56x56 3x3 stride 2", 64, 128, 56, 3, 2, 1}, {"1x1 64->256 56x56", 64, 256, 56, 1, 1, 1},
+        {"depthwise 3x3 256 28x28", 256, 256, 28, 3, 1, 256},
+    };
+    unsigned seed = 1;
+    for (const Layer& l : layers) {
+        const std::int64_t pad = l.kernel / 2;
+        const lt::Tensor<float> x = lt::randn<float>({batch, l.in, l.size, l.size}, seed++, d).realize();
+        const lt::Tensor<float> w =
+            (lt::randn<float>({l.out, l.in / l.groups, l.kernel, l.kernel}, seed++, d) * 0.05f).realize();
+        lt::Tensor<float> y = lt::conv2d(x, w, std::nullopt, l.stride, pad, 1, l.groups).realize();
+        const lt::Tensor<float> gy = lt::randn<float>(y.shape(), seed++, d).realize();
+        std::printf("%-52s %9.3f ms\n", (std::string("forward ") + l.name).c_str(),
+                    median_ms(d, [&] { y = lt::conv2d(x, w, std::nullopt, l.stride, pad, 1, l.groups).realize(); }));
+        std::printf("%-52s %9.3f ms\n", (std::string("backward ") + l.name).c_str(), median_ms(d, [&] {
+                        auto g = lt::vjp({lt::conv2d(x, w, std::nullopt, l.stride, pad, 1, l.groups)}, {x, w}, {gy});
+                        lt::realize({g[0], g[1]});
+                    }));
+    }
+}
