@@ -7456,6 +7456,8 @@ auto masked_fill(const E& x, const M& mask, V value) {
 // channels, in channels / groups, kernel...]. ir/convolution.hpp builds them from unfold views
 // and a batched product; gradients come with them.
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
@@ -8227,6 +8229,112 @@ LAZYTENSOR_POOL(1, max_pool1d, max_pool1d_with_indices, avg_pool1d, adaptive_avg
 LAZYTENSOR_POOL(2, max_pool2d, max_pool2d_with_indices, avg_pool2d, adaptive_avg_pool2d)
 LAZYTENSOR_POOL(3, max_pool3d, max_pool3d_with_indices, avg_pool3d, adaptive_avg_pool3d)
 #undef LAZYTENSOR_POOL
+
+/// How interpolate fills in: Nearest (the source element at floor(position)), or Linear
+/// (linear, bilinear, trilinear by the number of spatial axes: a weighted pair along each).
+enum class Interpolation { Nearest, Linear };
+
+/// Scale factors for interpolate, one for every spatial axis or one each: lt::Scale(2.0),
+/// lt::Scale({2.0, 1.5}). The output extent is floor(in * factor). (Explicit, so that a braced
+/// list given to interpolate is a size.)
+class Scale {
+public:
+    explicit Scale(double all) : each_{all} {}
+    explicit Scale(std::vector<double> each) : each_(std::move(each)) {}
+    const std::vector<double>& factors() const { return each_; }
+
+private:
+    std::vector<double> each_;
+};
+
+namespace detail {
+
+/// Resamples axis `axis` of y from `in` to `out` positions by PyTorch's rules: the source of
+/// output position o is o * scale (nearest) or (o + 0.5) * scale - 0.5, at least 0 (linear;
+/// with align_corners o * (in - 1) / (out - 1)), with scale = in / out or 1 / the scale factor.
+/// Reads through gathers at positions computed here (no checks needed: all within the axis).
+template <class R>
+NodePtr resample_axis(const NodePtr& y, int axis, std::int64_t out, double scale, Interpolation mode, bool align_corners) {
+    namespace g = graph;
+    const std::int64_t in = y->shape[static_cast<std::size_t>(axis)];
+    Shape along(y->shape.size(), 1), result = y->shape;
+    along[static_cast<std::size_t>(axis)] = out;
+    result[static_cast<std::size_t>(axis)] = out;
+    auto gather_at = [&](const std::vector<std::int64_t>& at) {
+        const NodePtr positions = g::expand(tensor<std::int64_t>(at, along, y->device).build(), result);
+        return g::gather(y, axis, positions);
+    };
+    std::vector<std::int64_t> first(static_cast<std::size_t>(out)), second(static_cast<std::size_t>(out));
+    std::vector<R> weight(static_cast<std::size_t>(out));
+    for (std::int64_t o = 0; o < out; ++o) {
+        const auto k = static_cast<std::size_t>(o);
+        if (mode == Interpolation::Nearest) {
+            first[k] = std::min<std::int64_t>(static_cast<std::int64_t>(std::floor(static_cast<double>(o) * scale)), in - 1);
+            continue;
+        }
+        double source = align_corners ? (out > 1 ? static_cast<double>(o) * static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0)
+                                      : std::max((static_cast<double>(o) + 0.5) * scale - 0.5, 0.0);
+        first[k] = std::min<std::int64_t>(static_cast<std::int64_t>(source), in - 1);
+        second[k] = std::min<std::int64_t>(first[k] + 1, in - 1);
+        weight[k] = convert<R>(source - static_cast<double>(first[k]));
+    }
+    if (mode == Interpolation::Nearest) return gather_at(first);
+    const NodePtr lambda = tensor<R>(weight, along, y->device).build();
+    const NodePtr low = gather_at(first), high = gather_at(second);
+    return g::binary(BinaryOp::Add, low, g::binary(BinaryOp::Mul, g::binary(BinaryOp::Sub, high, low), lambda));
+}
+
+template <class T>
+Tensor<mean_t<T>> interpolate(const NodePtr& input, const Shape* size, const Scale* scale, Interpolation mode,
+                              bool align_corners) {
+    using R = mean_t<T>;
+    const char* op = "interpolate";
+    if (input->shape.size() < 3 || input->shape.size() > 5)
+        fail<ShapeError>(op, ": x must have 3 to 5 axes ([batch, channels, 1 to 3 spatial]), got shape ", input->shape);
+    if (align_corners && mode == Interpolation::Nearest)
+        fail<ValueError>(op, ": align_corners applies to Linear interpolation only (as PyTorch's)");
+    const std::size_t dims = input->shape.size() - 2;
+    NodePtr y = graph::composite::floating_operand(input, op);
+    for (std::size_t i = 0; i < dims; ++i) {
+        const std::int64_t in = input->shape[2 + i];
+        std::int64_t out;
+        double ratio;
+        if (size) {
+            out = (*size)[i];
+            ratio = out > 0 ? static_cast<double>(in) / static_cast<double>(out) : 0.0;
+        } else {
+            const std::vector<double>& f = scale->factors();
+            if (f.size() != 1 && f.size() != dims)
+                fail<ValueError>(op, ": the scale needs 1 or ", dims, " factors (one per spatial axis), got ", f.size());
+            const double factor = f.size() == 1 ? f[0] : f[i];
+            if (!(factor > 0)) fail<ValueError>(op, ": scale factors must be positive, got ", factor);
+            out = static_cast<std::int64_t>(std::floor(static_cast<double>(in) * factor));
+            ratio = 1.0 / factor;
+        }
+        if (out < 1) fail<ValueError>(op, ": the output extent along spatial axis ", i, " would be ", out, "; it must be at least 1");
+        if (in == 0) fail<ShapeError>(op, ": x has no elements along spatial axis ", i, " (shape ", input->shape, ")");
+        y = resample_axis<R>(y, static_cast<int>(2 + i), out, ratio, mode, align_corners);
+    }
+    return Tensor<R>(y);
+}
+
+}  // namespace detail
+
+/// PyTorch's interpolate (upsampling and downsampling) of x [N, C, spatial...] (1 to 3 spatial
+/// axes) to `size` (one extent for every axis, or one each), Nearest or Linear (bilinear for 2
+/// spatial axes, trilinear for 3), with PyTorch's source positions (align_corners for Linear).
+/// Lazy, differentiable (gathers; their gradient is a scatter-add); integers give float32.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto interpolate(const E& x, const Spatial& size, Interpolation mode = Interpolation::Nearest, bool align_corners = false) {
+    const detail::NodePtr v = x.build();
+    const Shape extents = size.resolve(v->shape.size() >= 2 ? v->shape.size() - 2 : 1, "interpolate", "size");
+    return detail::interpolate<typename E::value_type>(v, &extents, nullptr, mode, align_corners);
+}
+/// interpolate by scale factors: lt::interpolate(x, lt::Scale(2.0), lt::Interpolation::Linear).
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto interpolate(const E& x, const Scale& scale, Interpolation mode = Interpolation::Nearest, bool align_corners = false) {
+    return detail::interpolate<typename E::value_type>(x.build(), nullptr, &scale, mode, align_corners);
+}
 
 }  // namespace lazytensor
 // ---- lazytensor/frontend/blob.hpp ----
@@ -9040,6 +9148,106 @@ auto scatter_add(const E& x, int axis, const I& index, const S& src) {
 }
 
 }  // namespace lazytensor
+// ---- lazytensor/frontend/random.hpp ----
+// Random tensors from the counter-based Philox 4x32-10 generator (core/philox.hpp): element i
+// of a tensor made with seed s is a function of (i, s) alone, so the same seed gives the same
+// numbers on every device and thread count, and nothing is stored until the tensor is read.
+// Tensors of one shape and seed are equal; use different seeds for independent tensors.
+
+#include <cmath>
+#include <cstdint>
+
+
+namespace lazytensor {
+
+namespace detail {
+
+/// 64 random bits (int64) per element: philox(linear index, seed).
+inline NodePtr random_bits(const Shape& shape, std::uint64_t seed, Device device, const char* op) {
+    check_extents(shape, op);
+    backend_for(device);
+    const NodePtr counter = graph::index(shape, contiguous_strides(shape), device);
+    return graph::binary(BinaryOp::Philox, counter, Scalar::of<std::int64_t>(static_cast<std::int64_t>(seed)));
+}
+
+/// bits >> shift, keeping `width` bits: a non-negative int64 below 2^width.
+inline NodePtr bit_field(const NodePtr& bits, int shift, int width) {
+    const NodePtr shifted = shift ? graph::binary(BinaryOp::Shr, bits, Scalar::of<std::int64_t>(shift)) : bits;
+    return graph::binary(BinaryOp::BitAnd, shifted, Scalar::of<std::int64_t>(static_cast<std::int64_t>((std::uint64_t(1) << width) - 1)));
+}
+
+/// Mantissa bits of a floating type: a uniform value with this many random bits is exact.
+inline int mantissa_bits(DType t) { return t == DType::Float64 ? 53 : t == DType::Float32 ? 24 : 11; }
+
+/// A field of `width` bits as a floating value in [0, 1) (or (0, 1] with `open_at_zero`).
+inline NodePtr unit_interval(const NodePtr& field, int width, DType t, bool open_at_zero) {
+    NodePtr v = open_at_zero ? graph::binary(BinaryOp::Add, field, Scalar::of<std::int64_t>(1)) : field;
+    return graph::binary(BinaryOp::Mul, graph::cast(v, t), Scalar::of<double>(std::ldexp(1.0, -width)));
+}
+
+}  // namespace detail
+
+/// Uniform random numbers in [0, 1) (float, double or half; every value a multiple of 2^-24,
+/// 2^-53 or 2^-11 respectively), bit-identical on every device. Lazy (nothing stored until read).
+template <class T>
+Tensor<T> rand(const Shape& shape, std::uint64_t seed, Device device = default_device()) {
+    static_assert(detail::is_floating_v<T>, "lazytensor: rand<T> needs a floating T (float, double, half)");
+    const DType t = dtype_of<T>();
+    const int width = detail::mantissa_bits(t);
+    const detail::NodePtr bits = detail::random_bits(shape, seed, device, "rand");
+    return Tensor<T>(detail::unit_interval(detail::bit_field(bits, 64 - width, width), width, t, false));
+}
+
+/// Standard normal random numbers (Box-Muller on two uniforms per element, computed in T; in
+/// float for half). The same on every device up to the rounding of log, sqrt and cos. Lazy.
+template <class T>
+Tensor<T> randn(const Shape& shape, std::uint64_t seed, Device device = default_device()) {
+    static_assert(detail::is_floating_v<T>, "lazytensor: randn<T> needs a floating T (float, double, half)");
+    namespace g = detail::graph;
+    const DType t = dtype_of<T>() == DType::Float64 ? DType::Float64 : DType::Float32;
+    const int width = t == DType::Float64 ? 32 : 24;
+    const detail::NodePtr bits = detail::random_bits(shape, seed, device, "randn");
+    const detail::NodePtr u1 = detail::unit_interval(detail::bit_field(bits, 32, width), width, t, true);  // (0, 1]
+    const detail::NodePtr u2 = detail::unit_interval(detail::bit_field(bits, 0, width), width, t, false);  // [0, 1)
+    const detail::NodePtr radius =
+        g::unary(UnaryOp::Sqrt, g::binary(BinaryOp::Mul, g::unary(UnaryOp::Log, u1), Scalar::of<double>(-2.0)));
+    const detail::NodePtr angle = g::binary(BinaryOp::Mul, u2, Scalar::of<double>(6.283185307179586476925));
+    return Tensor<T>(g::cast(g::binary(BinaryOp::Mul, radius, g::unary(UnaryOp::Cos, angle)), dtype_of<T>()));
+}
+
+/// Uniform random integers in [low, high) (bias below (high - low) / 2^63), bit-identical on
+/// every device. Lazy. ValueError if high <= low, the range does not fit T or is wider than 2^63 - 1.
+template <class T>
+Tensor<T> randint(std::int64_t low, std::int64_t high, const Shape& shape, std::uint64_t seed,
+                  Device device = default_device()) {
+    static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>,
+                  "lazytensor: randint<T> needs an integer T (uint8_t, int32_t, int64_t)");
+    if (high <= low) detail::fail<ValueError>("randint: needs low < high, got [", low, ", ", high, ")");
+    // Values are low + (63 random bits) mod (high - low): the width must fit in int64.
+    if (static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low) > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+        detail::fail<ValueError>("randint: [", low, ", ", high, ") is wider than 2^63 - 1 values");
+    if (low < static_cast<std::int64_t>(std::numeric_limits<T>::min()) ||
+        high - 1 > static_cast<std::int64_t>(std::numeric_limits<T>::max()))
+        detail::fail<ValueError>("randint: [", low, ", ", high, ") does not fit ", dtype_of<T>());
+    namespace g = detail::graph;
+    const detail::NodePtr bits = detail::random_bits(shape, seed, device, "randint");
+    const detail::NodePtr r63 = detail::bit_field(bits, 1, 63);
+    // (Both operands are non-negative: C's remainder is NumPy's.)
+    const detail::NodePtr offset = g::binary(BinaryOp::Fmod, r63, Scalar::of<std::int64_t>(high - low));
+    return Tensor<T>(g::cast(g::binary(BinaryOp::Add, offset, Scalar::of<std::int64_t>(low)), dtype_of<T>()));
+}
+
+/// rand and randn of x's shape, dtype and device.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto rand_like(const E& x, std::uint64_t seed) {
+    return rand<typename E::value_type>(x.shape(), seed, x.device());
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto randn_like(const E& x, std::uint64_t seed) {
+    return randn<typename E::value_type>(x.shape(), seed, x.device());
+}
+
+}  // namespace lazytensor
 
 namespace lazytensor {
 
@@ -9201,6 +9409,157 @@ auto cross_entropy(const E& logits, const I& labels, Reduction reduction = Reduc
     if (reduction == Reduction::Mean) loss = g::mean(loss, std::nullopt, false, true);
     if (reduction == Reduction::Sum) loss = g::reduce(ReduceOp::Sum, loss, std::nullopt, false, op);
     return Tensor<R>(loss);
+}
+
+namespace detail {
+
+/// [1, C, 1, ...]: a per-channel tensor broadcast over x's batch and spatial axes.
+inline NodePtr per_channel(const NodePtr& v, std::size_t rank) {
+    Shape shape(rank, 1);
+    shape[1] = v->shape[0];
+    return graph::reshape(v, shape);
+}
+
+inline void check_per_channel(const char* op, const char* what, const Shape& given, const Shape& x) {
+    if (given != Shape{x[1]})
+        fail<ShapeError>(op, ": the ", what, " must have shape [", x[1], "] (one per channel of x, shape ", x,
+                         "), got ", given);
+}
+
+inline NodePtr normalized(const NodePtr& centered, const NodePtr& var, double eps) {
+    namespace g = graph;
+    return g::binary(BinaryOp::Div, centered,
+                     g::unary(UnaryOp::Sqrt, g::binary(BinaryOp::Add, var, Scalar::of<double>(eps))));
+}
+
+template <class R>
+Tensor<R> batch_norm(const NodePtr& input, Tensor<R>* running_mean, Tensor<R>* running_var,
+                     const std::optional<Tensor<R>>& weight, const std::optional<Tensor<R>>& bias, bool training,
+                     double momentum, double eps) {
+    namespace g = graph;
+    const char* op = "batch_norm";
+    const NodePtr v = floating(input);
+    if (v->shape.size() < 2)
+        fail<ShapeError>(op, ": x must have at least 2 axes ([batch, channels, ...]), got shape ", v->shape);
+    if (!(eps >= 0)) fail<ValueError>(op, ": eps must be >= 0, got ", eps);
+    if (!(momentum >= 0 && momentum <= 1)) fail<ValueError>(op, ": momentum must be in [0, 1], got ", momentum);
+    if (running_mean) check_per_channel(op, "running mean", running_mean->shape(), v->shape);
+    if (running_var) check_per_channel(op, "running variance", running_var->shape(), v->shape);
+    if (weight) check_per_channel(op, "weight", weight->shape(), v->shape);
+    if (bias) check_per_channel(op, "bias", bias->shape(), v->shape);
+    const std::size_t rank = v->shape.size();
+    NodePtr out;
+    if (training) {
+        Axes axes{0};
+        for (std::size_t k = 2; k < rank; ++k) axes.push_back(static_cast<int>(k));
+        const std::int64_t count = numel(v->shape) / std::max<std::int64_t>(v->shape[1], 1);
+        if (count < 2)
+            fail<ValueError>(op, ": training needs more than one value per channel (as PyTorch's), got x of shape ",
+                             v->shape);
+        const NodePtr mean = g::mean(v, axes, true, true);
+        const NodePtr centered = g::binary(BinaryOp::Sub, v, mean);
+        const NodePtr var = g::mean(g::binary(BinaryOp::Mul, centered, centered), axes, true, true);
+        out = normalized(centered, var, eps);
+        // The running statistics become lazy updates (PyTorch's: the unbiased variance), computed
+        // with whatever realizes them next; no gradient flows into them.
+        const Shape channels{v->shape[1]};
+        auto update = [&](Tensor<R>* running, const NodePtr& batch_value) {
+            const NodePtr old = g::binary(BinaryOp::Mul, running->build(), Scalar::of<double>(1 - momentum));
+            const NodePtr fresh = g::binary(BinaryOp::Mul, g::stop_gradient(g::reshape(batch_value, channels)),
+                                            Scalar::of<double>(momentum));
+            *running = Tensor<R>(g::cast(g::binary(BinaryOp::Add, old, fresh), dtype_of<R>()));
+        };
+        if (running_mean) update(running_mean, mean);
+        if (running_var)
+            update(running_var, g::binary(BinaryOp::Mul, var,
+                                          Scalar::of<double>(static_cast<double>(count) / static_cast<double>(count - 1))));
+    } else {
+        if (!running_mean || !running_var)
+            fail<ValueError>(op, ": evaluation (training = false) needs the running mean and variance");
+        out = normalized(g::binary(BinaryOp::Sub, v, per_channel(running_mean->build(), rank)),
+                         per_channel(running_var->build(), rank), eps);
+    }
+    if (weight) out = g::binary(BinaryOp::Mul, out, per_channel(weight->build(), rank));
+    if (bias) out = g::binary(BinaryOp::Add, out, per_channel(bias->build(), rank));
+    return Tensor<R>(out);
+}
+
+}  // namespace detail
+
+/// PyTorch's batch_norm over x [N, C, ...]: each channel normalized by the batch's mean and
+/// biased variance over every axis but the channels (training), or by the running statistics
+/// (evaluation), then times `weight` and plus `bias` ([C] each, when given). In training the
+/// running statistics, when given, are replaced by lazy updates, (1 - momentum) * running +
+/// momentum * batch (the variance unbiased, as PyTorch's), realized with whatever realizes them
+/// next; gradients flow through the batch statistics, none into the running ones. ShapeError for
+/// a per-channel tensor not of shape [C]; ValueError for training on one value per channel,
+/// evaluation without running statistics, eps < 0 or momentum outside [0, 1].
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto batch_norm(const E& x, Tensor<detail::mean_t<typename E::value_type>>& running_mean,
+                Tensor<detail::mean_t<typename E::value_type>>& running_var,
+                const std::optional<Tensor<detail::mean_t<typename E::value_type>>>& weight = std::nullopt,
+                const std::optional<Tensor<detail::mean_t<typename E::value_type>>>& bias = std::nullopt,
+                bool training = false, double momentum = 0.1, double eps = 1e-5) {
+    using R = detail::mean_t<typename E::value_type>;
+    return detail::batch_norm<R>(x.build(), &running_mean, &running_var, weight, bias, training, momentum, eps);
+}
+/// batch_norm without running statistics: the batch's statistics (training).
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto batch_norm(const E& x, std::nullopt_t, std::nullopt_t,
+                const std::optional<Tensor<detail::mean_t<typename E::value_type>>>& weight = std::nullopt,
+                const std::optional<Tensor<detail::mean_t<typename E::value_type>>>& bias = std::nullopt,
+                bool training = true, double momentum = 0.1, double eps = 1e-5) {
+    using R = detail::mean_t<typename E::value_type>;
+    return detail::batch_norm<R>(x.build(), nullptr, nullptr, weight, bias, training, momentum, eps);
+}
+
+/// PyTorch's group_norm over x [N, C, ...]: the channels split into `num_groups` groups, each
+/// sample's group normalized by its mean and biased variance (over its channels and every
+/// spatial position), then times `weight` and plus `bias` ([C] each, when given). ValueError if
+/// num_groups does not divide C.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto group_norm(const E& x, std::int64_t num_groups,
+                const std::optional<Tensor<detail::mean_t<typename E::value_type>>>& weight = std::nullopt,
+                const std::optional<Tensor<detail::mean_t<typename E::value_type>>>& bias = std::nullopt, double eps = 1e-5) {
+    using R = detail::mean_t<typename E::value_type>;
+    namespace g = detail::graph;
+    const char* op = "group_norm";
+    const detail::NodePtr v = detail::floating(x.build());
+    if (v->shape.size() < 2)
+        detail::fail<ShapeError>(op, ": x must have at least 2 axes ([batch, channels, ...]), got shape ", v->shape);
+    if (!(eps >= 0)) detail::fail<ValueError>(op, ": eps must be >= 0, got ", eps);
+    if (num_groups < 1 || v->shape[1] % num_groups != 0)
+        detail::fail<ValueError>(op, ": num_groups = ", num_groups, " must be at least 1 and divide the ", v->shape[1],
+                                 " channels of x (shape ", v->shape, ")");
+    if (weight) detail::check_per_channel(op, "weight", weight->shape(), v->shape);
+    if (bias) detail::check_per_channel(op, "bias", bias->shape(), v->shape);
+    std::int64_t per_group = v->shape[1] / num_groups;
+    for (std::size_t k = 2; k < v->shape.size(); ++k) per_group *= v->shape[k];
+    const detail::NodePtr grouped = g::reshape(v, Shape{v->shape[0], num_groups, per_group});
+    const detail::NodePtr centered = g::binary(BinaryOp::Sub, grouped, g::mean(grouped, Axes{2}, true, true));
+    const detail::NodePtr var = g::mean(g::binary(BinaryOp::Mul, centered, centered), Axes{2}, true, true);
+    detail::NodePtr out = g::reshape(detail::normalized(centered, var, eps), v->shape);
+    if (weight) out = g::binary(BinaryOp::Mul, out, detail::per_channel(weight->build(), v->shape.size()));
+    if (bias) out = g::binary(BinaryOp::Add, out, detail::per_channel(bias->build(), v->shape.size()));
+    return Tensor<R>(out);
+}
+
+/// Dropout: each element kept with probability 1 - p and scaled by 1 / (1 - p), else 0, from
+/// counter-based random bits of `seed` (the same mask on every device); x itself when not
+/// training or p = 0. Lazy, one kernel with its producer. ValueError unless 0 <= p <= 1.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto dropout(const E& x, double p, std::uint64_t seed, bool training = true) {
+    using T = typename E::value_type;
+    static_assert(detail::is_floating_v<T>, "lazytensor: dropout needs a floating tensor");
+    namespace g = detail::graph;
+    if (!(p >= 0 && p <= 1)) detail::fail<ValueError>("dropout: p must be in [0, 1], got ", p);
+    const detail::NodePtr v = x.build();
+    if (!training || p == 0) return Tensor<T>(v);
+    const detail::NodePtr keep =
+        g::binary(BinaryOp::Ge, rand<float>(v->shape, seed, v->device).build(), Scalar::of<double>(p));
+    const detail::NodePtr scaled = p == 1 ? g::binary(BinaryOp::Mul, v, Scalar::of<double>(0.0))
+                                          : g::binary(BinaryOp::Mul, v, Scalar::of<double>(1.0 / (1.0 - p)));
+    return Tensor<T>(g::where(keep, scaled, Scalar::of<double>(0.0).cast(v->dtype)));
 }
 
 }  // namespace lazytensor
@@ -9761,106 +10120,6 @@ void save_npy(const std::string& path, const E& x) {
 template <class T>
 Tensor<T> load_npy(const std::string& path, Device device = default_device()) {
     return Tensor<T>(detail::npy::load(path, device, dtype_of<T>()));
-}
-
-}  // namespace lazytensor
-// ---- lazytensor/frontend/random.hpp ----
-// Random tensors from the counter-based Philox 4x32-10 generator (core/philox.hpp): element i
-// of a tensor made with seed s is a function of (i, s) alone, so the same seed gives the same
-// numbers on every device and thread count, and nothing is stored until the tensor is read.
-// Tensors of one shape and seed are equal; use different seeds for independent tensors.
-
-#include <cmath>
-#include <cstdint>
-
-
-namespace lazytensor {
-
-namespace detail {
-
-/// 64 random bits (int64) per element: philox(linear index, seed).
-inline NodePtr random_bits(const Shape& shape, std::uint64_t seed, Device device, const char* op) {
-    check_extents(shape, op);
-    backend_for(device);
-    const NodePtr counter = graph::index(shape, contiguous_strides(shape), device);
-    return graph::binary(BinaryOp::Philox, counter, Scalar::of<std::int64_t>(static_cast<std::int64_t>(seed)));
-}
-
-/// bits >> shift, keeping `width` bits: a non-negative int64 below 2^width.
-inline NodePtr bit_field(const NodePtr& bits, int shift, int width) {
-    const NodePtr shifted = shift ? graph::binary(BinaryOp::Shr, bits, Scalar::of<std::int64_t>(shift)) : bits;
-    return graph::binary(BinaryOp::BitAnd, shifted, Scalar::of<std::int64_t>(static_cast<std::int64_t>((std::uint64_t(1) << width) - 1)));
-}
-
-/// Mantissa bits of a floating type: a uniform value with this many random bits is exact.
-inline int mantissa_bits(DType t) { return t == DType::Float64 ? 53 : t == DType::Float32 ? 24 : 11; }
-
-/// A field of `width` bits as a floating value in [0, 1) (or (0, 1] with `open_at_zero`).
-inline NodePtr unit_interval(const NodePtr& field, int width, DType t, bool open_at_zero) {
-    NodePtr v = open_at_zero ? graph::binary(BinaryOp::Add, field, Scalar::of<std::int64_t>(1)) : field;
-    return graph::binary(BinaryOp::Mul, graph::cast(v, t), Scalar::of<double>(std::ldexp(1.0, -width)));
-}
-
-}  // namespace detail
-
-/// Uniform random numbers in [0, 1) (float, double or half; every value a multiple of 2^-24,
-/// 2^-53 or 2^-11 respectively), bit-identical on every device. Lazy (nothing stored until read).
-template <class T>
-Tensor<T> rand(const Shape& shape, std::uint64_t seed, Device device = default_device()) {
-    static_assert(detail::is_floating_v<T>, "lazytensor: rand<T> needs a floating T (float, double, half)");
-    const DType t = dtype_of<T>();
-    const int width = detail::mantissa_bits(t);
-    const detail::NodePtr bits = detail::random_bits(shape, seed, device, "rand");
-    return Tensor<T>(detail::unit_interval(detail::bit_field(bits, 64 - width, width), width, t, false));
-}
-
-/// Standard normal random numbers (Box-Muller on two uniforms per element, computed in T; in
-/// float for half). The same on every device up to the rounding of log, sqrt and cos. Lazy.
-template <class T>
-Tensor<T> randn(const Shape& shape, std::uint64_t seed, Device device = default_device()) {
-    static_assert(detail::is_floating_v<T>, "lazytensor: randn<T> needs a floating T (float, double, half)");
-    namespace g = detail::graph;
-    const DType t = dtype_of<T>() == DType::Float64 ? DType::Float64 : DType::Float32;
-    const int width = t == DType::Float64 ? 32 : 24;
-    const detail::NodePtr bits = detail::random_bits(shape, seed, device, "randn");
-    const detail::NodePtr u1 = detail::unit_interval(detail::bit_field(bits, 32, width), width, t, true);  // (0, 1]
-    const detail::NodePtr u2 = detail::unit_interval(detail::bit_field(bits, 0, width), width, t, false);  // [0, 1)
-    const detail::NodePtr radius =
-        g::unary(UnaryOp::Sqrt, g::binary(BinaryOp::Mul, g::unary(UnaryOp::Log, u1), Scalar::of<double>(-2.0)));
-    const detail::NodePtr angle = g::binary(BinaryOp::Mul, u2, Scalar::of<double>(6.283185307179586476925));
-    return Tensor<T>(g::cast(g::binary(BinaryOp::Mul, radius, g::unary(UnaryOp::Cos, angle)), dtype_of<T>()));
-}
-
-/// Uniform random integers in [low, high) (bias below (high - low) / 2^63), bit-identical on
-/// every device. Lazy. ValueError if high <= low, the range does not fit T or is wider than 2^63 - 1.
-template <class T>
-Tensor<T> randint(std::int64_t low, std::int64_t high, const Shape& shape, std::uint64_t seed,
-                  Device device = default_device()) {
-    static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>,
-                  "lazytensor: randint<T> needs an integer T (uint8_t, int32_t, int64_t)");
-    if (high <= low) detail::fail<ValueError>("randint: needs low < high, got [", low, ", ", high, ")");
-    // Values are low + (63 random bits) mod (high - low): the width must fit in int64.
-    if (static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low) > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-        detail::fail<ValueError>("randint: [", low, ", ", high, ") is wider than 2^63 - 1 values");
-    if (low < static_cast<std::int64_t>(std::numeric_limits<T>::min()) ||
-        high - 1 > static_cast<std::int64_t>(std::numeric_limits<T>::max()))
-        detail::fail<ValueError>("randint: [", low, ", ", high, ") does not fit ", dtype_of<T>());
-    namespace g = detail::graph;
-    const detail::NodePtr bits = detail::random_bits(shape, seed, device, "randint");
-    const detail::NodePtr r63 = detail::bit_field(bits, 1, 63);
-    // (Both operands are non-negative: C's remainder is NumPy's.)
-    const detail::NodePtr offset = g::binary(BinaryOp::Fmod, r63, Scalar::of<std::int64_t>(high - low));
-    return Tensor<T>(g::cast(g::binary(BinaryOp::Add, offset, Scalar::of<std::int64_t>(low)), dtype_of<T>()));
-}
-
-/// rand and randn of x's shape, dtype and device.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto rand_like(const E& x, std::uint64_t seed) {
-    return rand<typename E::value_type>(x.shape(), seed, x.device());
-}
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto randn_like(const E& x, std::uint64_t seed) {
-    return randn<typename E::value_type>(x.shape(), seed, x.device());
 }
 
 }  // namespace lazytensor

@@ -593,3 +593,178 @@ TEST_CASE("convolutions and pools: bad input names the mistake where it is writt
     // Nothing was built: the inputs are still usable.
     CHECK(lt::sum(lt::conv2d(x, w)).item() == doctest::Approx(2 * 4 * 9 * 27.0));
 }
+
+namespace {
+
+/// Per-channel statistics of x [N, C, ...]: mean and biased variance over every other axis.
+std::pair<std::vector<double>, std::vector<double>> channel_stats(const Ref& x) {
+    const std::int64_t channels = x.shape[1];
+    std::vector<double> mean(static_cast<std::size_t>(channels), 0.0), var(static_cast<std::size_t>(channels), 0.0);
+    const double count = static_cast<double>(x.size() / channels);
+    for (std::int64_t i = 0; i < x.size(); ++i) mean[static_cast<std::size_t>(unravel(i, x.shape)[1])] += x.v[static_cast<std::size_t>(i)] / count;
+    for (std::int64_t i = 0; i < x.size(); ++i) {
+        const auto c = static_cast<std::size_t>(unravel(i, x.shape)[1]);
+        var[c] += (x.v[static_cast<std::size_t>(i)] - mean[c]) * (x.v[static_cast<std::size_t>(i)] - mean[c]) / count;
+    }
+    return {mean, var};
+}
+
+Ref ref_batch_norm(const Ref& x, const std::vector<double>& mean, const std::vector<double>& var, const Ref& w, const Ref& b,
+                   double eps) {
+    return ref_of(x.shape, [&](const std::vector<std::int64_t>& at) {
+        const auto c = static_cast<std::size_t>(at[1]);
+        return (x.at(at) - mean[c]) / std::sqrt(var[c] + eps) * w.v[c] + b.v[c];
+    });
+}
+
+}  // namespace
+
+TEST_CASE("batch_norm: batch statistics, lazy running updates, evaluation, gradients") {
+    for_each_device([](lt::Device d) {
+        const Ref xr = random_ref<float>({4, 3, 5, 2}, 20), wr = random_ref<float>({3}, 21), br = random_ref<float>({3}, 22);
+        const lt::Tensor<float> x = make_tensor<float>(xr), w = make_tensor<float>(wr), b = make_tensor<float>(br);
+        lt::Tensor<float> running_mean = lt::zeros<float>({3}).realize(), running_var = lt::ones<float>({3}).realize();
+        const lt::Tensor<float> y = lt::batch_norm(x, running_mean, running_var, w, b, /*training=*/true, 0.1, 1e-5);
+        const auto [mean, var] = channel_stats(xr);
+        check_close(y, ref_batch_norm(xr, mean, var, wr, br, 1e-5), 1e-4, 1e-5);
+        std::vector<double> want_mean, want_var;
+        for (std::size_t c = 0; c < 3; ++c) {
+            want_mean.push_back(0.1 * mean[c]);
+            want_var.push_back(0.9 + 0.1 * var[c] * 40.0 / 39.0);  // unbiased, as PyTorch's
+        }
+        check_close(running_mean, Ref{{3}, want_mean}, 1e-5, 1e-6);
+        check_close(running_var, Ref{{3}, want_var}, 1e-5, 1e-6);
+        // Evaluation reads the running statistics.
+        check_close(lt::batch_norm(x, running_mean, running_var, w, b), ref_batch_norm(xr, want_mean, want_var, wr, br, 1e-5),
+                    1e-4, 1e-5);
+        // No running statistics: the batch's.
+        check_close(lt::batch_norm(x, std::nullopt, std::nullopt), ref_batch_norm(xr, mean, var, Ref{{3}, {1, 1, 1}}, Ref{{3}, {0, 0, 0}}, 1e-5),
+                    1e-4, 1e-5);
+        CHECK_THROWS_WITH_AS(lt::batch_norm(x, std::nullopt, std::nullopt, std::nullopt, std::nullopt, false),
+                             doctest::Contains("needs the running mean and variance"), lt::ValueError);
+        CHECK_THROWS_WITH_AS(lt::batch_norm(x, running_mean, running_var, lt::ones<float>({4})),
+                             doctest::Contains("the weight must have shape [3] (one per channel of x, shape [4, 3, 5, 2]), got [4]"),
+                             lt::ShapeError);
+        CHECK_THROWS_WITH_AS(lt::batch_norm(lt::ones<float>({1, 3}), std::nullopt, std::nullopt),
+                             doctest::Contains("more than one value per channel"), lt::ValueError);
+        if (!computes_double(d)) return;
+        const Ref xd = random_ref<double>({3, 2, 4}, 23), r = random_ref<double>({3, 2, 4}, 24);
+        const lt::Tensor<double> xt = make_tensor<double>(xd), wt = make_tensor<double>(Ref{{2}, {1.5, -0.5}}),
+                                 bt = make_tensor<double>(Ref{{2}, {0.25, 2}});
+        lt::Tensor<double> rm = lt::zeros<double>({2}), rv = lt::ones<double>({2});
+        auto grads = lt::grad(lt::sum(lt::batch_norm(xt, rm, rv, wt, bt, true) * make_tensor<double>(r)), {xt, wt, bt});
+        auto f = [&](const Ref& v) {
+            const auto [m, s] = channel_stats(v);
+            return ref_batch_norm(v, m, s, Ref{{2}, {1.5, -0.5}}, Ref{{2}, {0.25, 2}}, 1e-5);
+        };
+        check_close(grads[0], central_differences(xd, f, r), 1e-5, 1e-6);
+        const Ref normalized = ref_batch_norm(xd, channel_stats(xd).first, channel_stats(xd).second, Ref{{2}, {1, 1}},
+                                              Ref{{2}, {0, 0}}, 1e-5);
+        check_close(grads[1], reduce(zip(normalized, r, [](double a, double c) { return a * c; }), {0, 2}, false, 0.0, ref_add),
+                    1e-9, 1e-9);
+        check_close(grads[2], reduce(r, {0, 2}, false, 0.0, ref_add), 1e-9, 1e-9);
+    });
+}
+
+TEST_CASE("group_norm: per sample and group of channels, weight and bias, gradient") {
+    for_each_device([](lt::Device d) {
+        const Ref xr = random_ref<float>({2, 6, 3, 3}, 30), wr = random_ref<float>({6}, 31), br = random_ref<float>({6}, 32);
+        auto ref = [&](const Ref& x, const Ref& w, const Ref& b) {
+            return ref_of(x.shape, [&](const std::vector<std::int64_t>& at) {
+                const std::int64_t group = at[1] / 2;
+                double mean = 0, var = 0;
+                for (std::int64_t c = group * 2; c < group * 2 + 2; ++c)
+                    for (std::int64_t h = 0; h < 3; ++h)
+                        for (std::int64_t v = 0; v < 3; ++v) mean += x.at({at[0], c, h, v}) / 18.0;
+                for (std::int64_t c = group * 2; c < group * 2 + 2; ++c)
+                    for (std::int64_t h = 0; h < 3; ++h)
+                        for (std::int64_t v = 0; v < 3; ++v) var += std::pow(x.at({at[0], c, h, v}) - mean, 2) / 18.0;
+                const auto c = static_cast<std::size_t>(at[1]);
+                return (x.at(at) - mean) / std::sqrt(var + 1e-5) * w.v[c] + b.v[c];
+            });
+        };
+        check_close(lt::group_norm(make_tensor<float>(xr), 3, make_tensor<float>(wr), make_tensor<float>(br)), ref(xr, wr, br),
+                    1e-4, 1e-5);
+        CHECK_THROWS_WITH_AS(lt::group_norm(make_tensor<float>(xr), 4),
+                             doctest::Contains("num_groups = 4 must be at least 1 and divide the 6 channels"), lt::ValueError);
+        if (!computes_double(d)) return;
+        const lt::Tensor<double> x = make_tensor<double>(xr);
+        const Ref r = random_ref<double>(xr.shape, 33);
+        auto g = lt::grad(lt::sum(lt::group_norm(x, 3, make_tensor<double>(wr), make_tensor<double>(br)) * make_tensor<double>(r)), x);
+        check_close(g, central_differences(xr, [&](const Ref& v) { return ref(v, wr, br); }, r), 1e-5, 1e-6);
+    });
+}
+
+TEST_CASE("dropout: the kept fraction, the scale, one mask on every device, its gradient") {
+    const lt::Tensor<float> on_host = lt::dropout(lt::ones<float>({10000}, lt::Device::host()), 0.3, 7);
+    const std::vector<float> host_values = on_host.to_vector();
+    for_each_device([&](lt::Device) {
+        const lt::Tensor<float> x = lt::ones<float>({10000});
+        const std::vector<float> v = lt::dropout(x, 0.3, 7).to_vector();
+        int kept = 0;
+        for (float e : v) {
+            CHECK((e == 0.0f || e == doctest::Approx(1.0 / 0.7)));
+            kept += e != 0.0f;
+        }
+        CHECK(std::abs(kept / 10000.0 - 0.7) < 0.02);
+        CHECK(v == host_values);
+        CHECK(lt::dropout(x, 0.3, 8).to_vector() != v);  // another seed, another mask
+        CHECK(lt::dropout(x, 0.3, 7, /*training=*/false).to_vector() == std::vector<float>(10000, 1.0f));
+        CHECK(lt::sum(lt::dropout(x, 1.0, 7)).item() == 0.0f);
+        CHECK(lt::dropout(x * 2.0f, 0.0, 7).to_vector() == std::vector<float>(10000, 2.0f));
+        CHECK(lt::grad(lt::sum(lt::dropout(x, 0.3, 7)), x).to_vector() == v);
+        CHECK_THROWS_WITH_AS(lt::dropout(x, 1.5, 7), doctest::Contains("p must be in [0, 1], got 1.5"), lt::ValueError);
+    });
+}
+
+TEST_CASE("interpolate: nearest and linear as PyTorch's, sizes and scales, 1 to 3 spatial axes, gradient") {
+    for_each_device([](lt::Device d) {
+        // PyTorch's outputs for 0, 1, 2, 3.
+        const lt::Tensor<float> ramp = lt::arange<float>(4).reshape({1, 1, 4});
+        CHECK(lt::interpolate(ramp, 8).to_vector() == std::vector<float>{0, 0, 1, 1, 2, 2, 3, 3});
+        CHECK(lt::interpolate(ramp, 3).to_vector() == std::vector<float>{0, 1, 2});
+        check_close(lt::interpolate(ramp, 8, lt::Interpolation::Linear), Ref{{1, 1, 8}, {0, 0.25, 0.75, 1.25, 1.75, 2.25, 2.75, 3}});
+        check_close(lt::interpolate(ramp, 7, lt::Interpolation::Linear, true), Ref{{1, 1, 7}, {0, 0.5, 1, 1.5, 2, 2.5, 3}});
+        check_close(lt::interpolate(ramp, lt::Scale(1.5), lt::Interpolation::Linear),
+                    Ref{{1, 1, 6}, {0, 0.5, 7.0 / 6.0, 11.0 / 6.0, 2.5, 3}}, 1e-6, 1e-6);
+        // Bilinear and trilinear: one axis after the other (the same weights as PyTorch's).
+        const Ref xr = random_ref<float>({2, 3, 4, 5}, 40);
+        auto along = [](const Ref& x, std::size_t axis, std::int64_t out, bool corners) {
+            lt::Shape shape = x.shape;
+            const std::int64_t in = shape[axis];
+            shape[axis] = out;
+            return ref_of(shape, [&](const std::vector<std::int64_t>& at) {
+                const double scale = static_cast<double>(in) / static_cast<double>(out);
+                const double src = corners ? (out > 1 ? at[axis] * static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0)
+                                           : std::max((at[axis] + 0.5) * scale - 0.5, 0.0);
+                std::vector<std::int64_t> lo = at, hi = at;
+                lo[axis] = std::min<std::int64_t>(static_cast<std::int64_t>(src), in - 1);
+                hi[axis] = std::min<std::int64_t>(lo[axis] + 1, in - 1);
+                const double lambda = src - static_cast<double>(lo[axis]);
+                return x.at(lo) * (1 - lambda) + x.at(hi) * lambda;
+            });
+        };
+        for (bool corners : {false, true}) {
+            INFO("align_corners " << corners);
+            check_close(lt::interpolate(make_tensor<float>(xr), {7, 3}, lt::Interpolation::Linear, corners),
+                        along(along(xr, 2, 7, corners), 3, 3, corners), 1e-5, 1e-5);
+        }
+        const Ref cube = random_ref<float>({1, 2, 2, 3, 2}, 41);
+        check_close(lt::interpolate(make_tensor<float>(cube), {3, 5, 4}, lt::Interpolation::Linear),
+                    along(along(along(cube, 2, 3, false), 3, 5, false), 4, 4, false), 1e-5, 1e-5);
+        // Nearest by a scale: floor(o / 2).
+        const lt::Tensor<float> up = lt::interpolate(make_tensor<float>(xr), lt::Scale({2.0, 1.0}));
+        check_close(up, ref_of({2, 3, 8, 5}, [&](const std::vector<std::int64_t>& at) { return xr.at({at[0], at[1], at[2] / 2, at[3]}); }), 0, 0);
+        // Integers resample in float32.
+        CHECK(lt::interpolate(lt::arange<std::int32_t>(3).reshape({1, 1, 3}), 6).to_vector() == std::vector<float>{0, 0, 1, 1, 2, 2});
+        CHECK_THROWS_WITH_AS(lt::interpolate(ramp, 8, lt::Interpolation::Nearest, true),
+                             doctest::Contains("align_corners applies to Linear"), lt::ValueError);
+        CHECK_THROWS_WITH_AS(lt::interpolate(lt::ones<float>({4, 4}), 8), doctest::Contains("must have 3 to 5 axes"), lt::ShapeError);
+        CHECK_THROWS_WITH_AS(lt::interpolate(ramp, 0), doctest::Contains("would be 0"), lt::ValueError);
+        if (!computes_double(d)) return;
+        const Ref r = random_ref<double>({2, 3, 7, 3}, 42);
+        const lt::Tensor<double> x = make_tensor<double>(xr);
+        auto g = lt::grad(lt::sum(lt::interpolate(x, {7, 3}, lt::Interpolation::Linear) * make_tensor<double>(r)), x);
+        check_close(g, central_differences(xr, [&](const Ref& v) { return along(along(v, 2, 7, false), 3, 3, false); }, r), 1e-7, 1e-7);
+    });
+}

@@ -5,6 +5,8 @@
 // and a batched product; gradients come with them.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
@@ -291,5 +293,111 @@ LAZYTENSOR_POOL(1, max_pool1d, max_pool1d_with_indices, avg_pool1d, adaptive_avg
 LAZYTENSOR_POOL(2, max_pool2d, max_pool2d_with_indices, avg_pool2d, adaptive_avg_pool2d)
 LAZYTENSOR_POOL(3, max_pool3d, max_pool3d_with_indices, avg_pool3d, adaptive_avg_pool3d)
 #undef LAZYTENSOR_POOL
+
+/// How interpolate fills in: Nearest (the source element at floor(position)), or Linear
+/// (linear, bilinear, trilinear by the number of spatial axes: a weighted pair along each).
+enum class Interpolation { Nearest, Linear };
+
+/// Scale factors for interpolate, one for every spatial axis or one each: lt::Scale(2.0),
+/// lt::Scale({2.0, 1.5}). The output extent is floor(in * factor). (Explicit, so that a braced
+/// list given to interpolate is a size.)
+class Scale {
+public:
+    explicit Scale(double all) : each_{all} {}
+    explicit Scale(std::vector<double> each) : each_(std::move(each)) {}
+    const std::vector<double>& factors() const { return each_; }
+
+private:
+    std::vector<double> each_;
+};
+
+namespace detail {
+
+/// Resamples axis `axis` of y from `in` to `out` positions by PyTorch's rules: the source of
+/// output position o is o * scale (nearest) or (o + 0.5) * scale - 0.5, at least 0 (linear;
+/// with align_corners o * (in - 1) / (out - 1)), with scale = in / out or 1 / the scale factor.
+/// Reads through gathers at positions computed here (no checks needed: all within the axis).
+template <class R>
+NodePtr resample_axis(const NodePtr& y, int axis, std::int64_t out, double scale, Interpolation mode, bool align_corners) {
+    namespace g = graph;
+    const std::int64_t in = y->shape[static_cast<std::size_t>(axis)];
+    Shape along(y->shape.size(), 1), result = y->shape;
+    along[static_cast<std::size_t>(axis)] = out;
+    result[static_cast<std::size_t>(axis)] = out;
+    auto gather_at = [&](const std::vector<std::int64_t>& at) {
+        const NodePtr positions = g::expand(tensor<std::int64_t>(at, along, y->device).build(), result);
+        return g::gather(y, axis, positions);
+    };
+    std::vector<std::int64_t> first(static_cast<std::size_t>(out)), second(static_cast<std::size_t>(out));
+    std::vector<R> weight(static_cast<std::size_t>(out));
+    for (std::int64_t o = 0; o < out; ++o) {
+        const auto k = static_cast<std::size_t>(o);
+        if (mode == Interpolation::Nearest) {
+            first[k] = std::min<std::int64_t>(static_cast<std::int64_t>(std::floor(static_cast<double>(o) * scale)), in - 1);
+            continue;
+        }
+        double source = align_corners ? (out > 1 ? static_cast<double>(o) * static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0)
+                                      : std::max((static_cast<double>(o) + 0.5) * scale - 0.5, 0.0);
+        first[k] = std::min<std::int64_t>(static_cast<std::int64_t>(source), in - 1);
+        second[k] = std::min<std::int64_t>(first[k] + 1, in - 1);
+        weight[k] = convert<R>(source - static_cast<double>(first[k]));
+    }
+    if (mode == Interpolation::Nearest) return gather_at(first);
+    const NodePtr lambda = tensor<R>(weight, along, y->device).build();
+    const NodePtr low = gather_at(first), high = gather_at(second);
+    return g::binary(BinaryOp::Add, low, g::binary(BinaryOp::Mul, g::binary(BinaryOp::Sub, high, low), lambda));
+}
+
+template <class T>
+Tensor<mean_t<T>> interpolate(const NodePtr& input, const Shape* size, const Scale* scale, Interpolation mode,
+                              bool align_corners) {
+    using R = mean_t<T>;
+    const char* op = "interpolate";
+    if (input->shape.size() < 3 || input->shape.size() > 5)
+        fail<ShapeError>(op, ": x must have 3 to 5 axes ([batch, channels, 1 to 3 spatial]), got shape ", input->shape);
+    if (align_corners && mode == Interpolation::Nearest)
+        fail<ValueError>(op, ": align_corners applies to Linear interpolation only (as PyTorch's)");
+    const std::size_t dims = input->shape.size() - 2;
+    NodePtr y = graph::composite::floating_operand(input, op);
+    for (std::size_t i = 0; i < dims; ++i) {
+        const std::int64_t in = input->shape[2 + i];
+        std::int64_t out;
+        double ratio;
+        if (size) {
+            out = (*size)[i];
+            ratio = out > 0 ? static_cast<double>(in) / static_cast<double>(out) : 0.0;
+        } else {
+            const std::vector<double>& f = scale->factors();
+            if (f.size() != 1 && f.size() != dims)
+                fail<ValueError>(op, ": the scale needs 1 or ", dims, " factors (one per spatial axis), got ", f.size());
+            const double factor = f.size() == 1 ? f[0] : f[i];
+            if (!(factor > 0)) fail<ValueError>(op, ": scale factors must be positive, got ", factor);
+            out = static_cast<std::int64_t>(std::floor(static_cast<double>(in) * factor));
+            ratio = 1.0 / factor;
+        }
+        if (out < 1) fail<ValueError>(op, ": the output extent along spatial axis ", i, " would be ", out, "; it must be at least 1");
+        if (in == 0) fail<ShapeError>(op, ": x has no elements along spatial axis ", i, " (shape ", input->shape, ")");
+        y = resample_axis<R>(y, static_cast<int>(2 + i), out, ratio, mode, align_corners);
+    }
+    return Tensor<R>(y);
+}
+
+}  // namespace detail
+
+/// PyTorch's interpolate (upsampling and downsampling) of x [N, C, spatial...] (1 to 3 spatial
+/// axes) to `size` (one extent for every axis, or one each), Nearest or Linear (bilinear for 2
+/// spatial axes, trilinear for 3), with PyTorch's source positions (align_corners for Linear).
+/// Lazy, differentiable (gathers; their gradient is a scatter-add); integers give float32.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto interpolate(const E& x, const Spatial& size, Interpolation mode = Interpolation::Nearest, bool align_corners = false) {
+    const detail::NodePtr v = x.build();
+    const Shape extents = size.resolve(v->shape.size() >= 2 ? v->shape.size() - 2 : 1, "interpolate", "size");
+    return detail::interpolate<typename E::value_type>(v, &extents, nullptr, mode, align_corners);
+}
+/// interpolate by scale factors: lt::interpolate(x, lt::Scale(2.0), lt::Interpolation::Linear).
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto interpolate(const E& x, const Scale& scale, Interpolation mode = Interpolation::Nearest, bool align_corners = false) {
+    return detail::interpolate<typename E::value_type>(x.build(), nullptr, &scale, mode, align_corners);
+}
 
 }  // namespace lazytensor

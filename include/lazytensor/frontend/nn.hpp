@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "indexing.hpp"
+#include "random.hpp"
 #include "reductions.hpp"
 
 namespace lazytensor {
@@ -169,6 +170,157 @@ auto cross_entropy(const E& logits, const I& labels, Reduction reduction = Reduc
     if (reduction == Reduction::Mean) loss = g::mean(loss, std::nullopt, false, true);
     if (reduction == Reduction::Sum) loss = g::reduce(ReduceOp::Sum, loss, std::nullopt, false, op);
     return Tensor<R>(loss);
+}
+
+namespace detail {
+
+/// [1, C, 1, ...]: a per-channel tensor broadcast over x's batch and spatial axes.
+inline NodePtr per_channel(const NodePtr& v, std::size_t rank) {
+    Shape shape(rank, 1);
+    shape[1] = v->shape[0];
+    return graph::reshape(v, shape);
+}
+
+inline void check_per_channel(const char* op, const char* what, const Shape& given, const Shape& x) {
+    if (given != Shape{x[1]})
+        fail<ShapeError>(op, ": the ", what, " must have shape [", x[1], "] (one per channel of x, shape ", x,
+                         "), got ", given);
+}
+
+inline NodePtr normalized(const NodePtr& centered, const NodePtr& var, double eps) {
+    namespace g = graph;
+    return g::binary(BinaryOp::Div, centered,
+                     g::unary(UnaryOp::Sqrt, g::binary(BinaryOp::Add, var, Scalar::of<double>(eps))));
+}
+
+template <class R>
+Tensor<R> batch_norm(const NodePtr& input, Tensor<R>* running_mean, Tensor<R>* running_var,
+                     const std::optional<Tensor<R>>& weight, const std::optional<Tensor<R>>& bias, bool training,
+                     double momentum, double eps) {
+    namespace g = graph;
+    const char* op = "batch_norm";
+    const NodePtr v = floating(input);
+    if (v->shape.size() < 2)
+        fail<ShapeError>(op, ": x must have at least 2 axes ([batch, channels, ...]), got shape ", v->shape);
+    if (!(eps >= 0)) fail<ValueError>(op, ": eps must be >= 0, got ", eps);
+    if (!(momentum >= 0 && momentum <= 1)) fail<ValueError>(op, ": momentum must be in [0, 1], got ", momentum);
+    if (running_mean) check_per_channel(op, "running mean", running_mean->shape(), v->shape);
+    if (running_var) check_per_channel(op, "running variance", running_var->shape(), v->shape);
+    if (weight) check_per_channel(op, "weight", weight->shape(), v->shape);
+    if (bias) check_per_channel(op, "bias", bias->shape(), v->shape);
+    const std::size_t rank = v->shape.size();
+    NodePtr out;
+    if (training) {
+        Axes axes{0};
+        for (std::size_t k = 2; k < rank; ++k) axes.push_back(static_cast<int>(k));
+        const std::int64_t count = numel(v->shape) / std::max<std::int64_t>(v->shape[1], 1);
+        if (count < 2)
+            fail<ValueError>(op, ": training needs more than one value per channel (as PyTorch's), got x of shape ",
+                             v->shape);
+        const NodePtr mean = g::mean(v, axes, true, true);
+        const NodePtr centered = g::binary(BinaryOp::Sub, v, mean);
+        const NodePtr var = g::mean(g::binary(BinaryOp::Mul, centered, centered), axes, true, true);
+        out = normalized(centered, var, eps);
+        // The running statistics become lazy updates (PyTorch's: the unbiased variance), computed
+        // with whatever realizes them next; no gradient flows into them.
+        const Shape channels{v->shape[1]};
+        auto update = [&](Tensor<R>* running, const NodePtr& batch_value) {
+            const NodePtr old = g::binary(BinaryOp::Mul, running->build(), Scalar::of<double>(1 - momentum));
+            const NodePtr fresh = g::binary(BinaryOp::Mul, g::stop_gradient(g::reshape(batch_value, channels)),
+                                            Scalar::of<double>(momentum));
+            *running = Tensor<R>(g::cast(g::binary(BinaryOp::Add, old, fresh), dtype_of<R>()));
+        };
+        if (running_mean) update(running_mean, mean);
+        if (running_var)
+            update(running_var, g::binary(BinaryOp::Mul, var,
+                                          Scalar::of<double>(static_cast<double>(count) / static_cast<double>(count - 1))));
+    } else {
+        if (!running_mean || !running_var)
+            fail<ValueError>(op, ": evaluation (training = false) needs the running mean and variance");
+        out = normalized(g::binary(BinaryOp::Sub, v, per_channel(running_mean->build(), rank)),
+                         per_channel(running_var->build(), rank), eps);
+    }
+    if (weight) out = g::binary(BinaryOp::Mul, out, per_channel(weight->build(), rank));
+    if (bias) out = g::binary(BinaryOp::Add, out, per_channel(bias->build(), rank));
+    return Tensor<R>(out);
+}
+
+}  // namespace detail
+
+/// PyTorch's batch_norm over x [N, C, ...]: each channel normalized by the batch's mean and
+/// biased variance over every axis but the channels (training), or by the running statistics
+/// (evaluation), then times `weight` and plus `bias` ([C] each, when given). In training the
+/// running statistics, when given, are replaced by lazy updates, (1 - momentum) * running +
+/// momentum * batch (the variance unbiased, as PyTorch's), realized with whatever realizes them
+/// next; gradients flow through the batch statistics, none into the running ones. ShapeError for
+/// a per-channel tensor not of shape [C]; ValueError for training on one value per channel,
+/// evaluation without running statistics, eps < 0 or momentum outside [0, 1].
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto batch_norm(const E& x, Tensor<detail::mean_t<typename E::value_type>>& running_mean,
+                Tensor<detail::mean_t<typename E::value_type>>& running_var,
+                const std::optional<Tensor<detail::mean_t<typename E::value_type>>>& weight = std::nullopt,
+                const std::optional<Tensor<detail::mean_t<typename E::value_type>>>& bias = std::nullopt,
+                bool training = false, double momentum = 0.1, double eps = 1e-5) {
+    using R = detail::mean_t<typename E::value_type>;
+    return detail::batch_norm<R>(x.build(), &running_mean, &running_var, weight, bias, training, momentum, eps);
+}
+/// batch_norm without running statistics: the batch's statistics (training).
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto batch_norm(const E& x, std::nullopt_t, std::nullopt_t,
+                const std::optional<Tensor<detail::mean_t<typename E::value_type>>>& weight = std::nullopt,
+                const std::optional<Tensor<detail::mean_t<typename E::value_type>>>& bias = std::nullopt,
+                bool training = true, double momentum = 0.1, double eps = 1e-5) {
+    using R = detail::mean_t<typename E::value_type>;
+    return detail::batch_norm<R>(x.build(), nullptr, nullptr, weight, bias, training, momentum, eps);
+}
+
+/// PyTorch's group_norm over x [N, C, ...]: the channels split into `num_groups` groups, each
+/// sample's group normalized by its mean and biased variance (over its channels and every
+/// spatial position), then times `weight` and plus `bias` ([C] each, when given). ValueError if
+/// num_groups does not divide C.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto group_norm(const E& x, std::int64_t num_groups,
+                const std::optional<Tensor<detail::mean_t<typename E::value_type>>>& weight = std::nullopt,
+                const std::optional<Tensor<detail::mean_t<typename E::value_type>>>& bias = std::nullopt, double eps = 1e-5) {
+    using R = detail::mean_t<typename E::value_type>;
+    namespace g = detail::graph;
+    const char* op = "group_norm";
+    const detail::NodePtr v = detail::floating(x.build());
+    if (v->shape.size() < 2)
+        detail::fail<ShapeError>(op, ": x must have at least 2 axes ([batch, channels, ...]), got shape ", v->shape);
+    if (!(eps >= 0)) detail::fail<ValueError>(op, ": eps must be >= 0, got ", eps);
+    if (num_groups < 1 || v->shape[1] % num_groups != 0)
+        detail::fail<ValueError>(op, ": num_groups = ", num_groups, " must be at least 1 and divide the ", v->shape[1],
+                                 " channels of x (shape ", v->shape, ")");
+    if (weight) detail::check_per_channel(op, "weight", weight->shape(), v->shape);
+    if (bias) detail::check_per_channel(op, "bias", bias->shape(), v->shape);
+    std::int64_t per_group = v->shape[1] / num_groups;
+    for (std::size_t k = 2; k < v->shape.size(); ++k) per_group *= v->shape[k];
+    const detail::NodePtr grouped = g::reshape(v, Shape{v->shape[0], num_groups, per_group});
+    const detail::NodePtr centered = g::binary(BinaryOp::Sub, grouped, g::mean(grouped, Axes{2}, true, true));
+    const detail::NodePtr var = g::mean(g::binary(BinaryOp::Mul, centered, centered), Axes{2}, true, true);
+    detail::NodePtr out = g::reshape(detail::normalized(centered, var, eps), v->shape);
+    if (weight) out = g::binary(BinaryOp::Mul, out, detail::per_channel(weight->build(), v->shape.size()));
+    if (bias) out = g::binary(BinaryOp::Add, out, detail::per_channel(bias->build(), v->shape.size()));
+    return Tensor<R>(out);
+}
+
+/// Dropout: each element kept with probability 1 - p and scaled by 1 / (1 - p), else 0, from
+/// counter-based random bits of `seed` (the same mask on every device); x itself when not
+/// training or p = 0. Lazy, one kernel with its producer. ValueError unless 0 <= p <= 1.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto dropout(const E& x, double p, std::uint64_t seed, bool training = true) {
+    using T = typename E::value_type;
+    static_assert(detail::is_floating_v<T>, "lazytensor: dropout needs a floating tensor");
+    namespace g = detail::graph;
+    if (!(p >= 0 && p <= 1)) detail::fail<ValueError>("dropout: p must be in [0, 1], got ", p);
+    const detail::NodePtr v = x.build();
+    if (!training || p == 0) return Tensor<T>(v);
+    const detail::NodePtr keep =
+        g::binary(BinaryOp::Ge, rand<float>(v->shape, seed, v->device).build(), Scalar::of<double>(p));
+    const detail::NodePtr scaled = p == 1 ? g::binary(BinaryOp::Mul, v, Scalar::of<double>(0.0))
+                                          : g::binary(BinaryOp::Mul, v, Scalar::of<double>(1.0 / (1.0 - p)));
+    return Tensor<T>(g::where(keep, scaled, Scalar::of<double>(0.0).cast(v->dtype)));
 }
 
 }  // namespace lazytensor
