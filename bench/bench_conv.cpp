@@ -2,7 +2,8 @@
 // Issue 46's convolution table: ResNet-18's layers (batch 32 on OpenCL, 8 on the host), the
 // forward pass, and the backward pass (the input's and the weight's gradients from a given
 // output gradient). Each timing is the wall clock of a realize and a synchronize, median of 15
-// after a warm-up, on inputs already on the device. bench/conv_peer.py times PyTorch the same
+// after a warm-up, on inputs already on the device. The last line is one training step of a
+// small CNN (issue 46's train_cnn-sized model at batch 256). bench/conv_peer.py times PyTorch the same
 // way (cuDNN, TF32 off; or the CPU); bench/run_conv_gpu.sh runs both and prints the ratios.
 //
 //   bench_conv [--device host|opencl:N] [--batch B] [--quick]
@@ -55,4 +56,29 @@ int main(int argc, char** argv) {
                         lt::realize({g[0], g[1]});
                     }));
     }
+    // One training step of a small CNN on 8x8 images (examples/train_cnn.cpp's size: conv 1->8,
+    // relu, max pool, conv 8->16, relu, max pool, linear 64->10, cross-entropy), batch 256:
+    // forward, gradients and the SGD update of every parameter, realized together.
+    const std::int64_t images = quick ? 16 : 256;
+    const lt::Tensor<float> x = lt::rand<float>({images, 1, 8, 8}, seed++, d).realize();
+    const lt::Tensor<std::int64_t> labels = lt::randint<std::int64_t>(0, 10, {images}, seed++, d).realize();
+    std::vector<lt::Tensor<float>> params = {
+        (lt::randn<float>({8, 1, 3, 3}, seed++, d) * 0.3f).realize(), lt::zeros<float>({8}, d).realize(),
+        (lt::randn<float>({16, 8, 3, 3}, seed++, d) * 0.1f).realize(), lt::zeros<float>({16}, d).realize(),
+        (lt::randn<float>({64, 10}, seed++, d) * 0.1f).realize(), lt::zeros<float>({10}, d).realize()};
+    auto step = [&] {
+        auto h = lt::max_pool2d(lt::relu(lt::conv2d(x, params[0], params[1], 1, 1)), 2);
+        h = lt::max_pool2d(lt::relu(lt::conv2d(h, params[2], params[3], 1, 1)), 2);
+        const lt::Tensor<float> logits = lt::matmul(h.reshape({images, 64}), params[4]) + params[5];
+        const lt::Tensor<float> loss = lt::cross_entropy(logits, labels);
+        const std::vector<lt::Tensor<float>> g = lt::grad(loss, params);
+        std::vector<lt::TensorRef> out{loss};
+        for (std::size_t i = 0; i < params.size(); ++i) {
+            params[i] = params[i] - g[i] * 0.1f;
+            out.push_back(params[i]);
+        }
+        lt::realize(out);
+    };
+    std::printf("%-52s %9.3f ms\n", (std::string("train step, small CNN, batch ") + std::to_string(images)).c_str(),
+                median_ms(d, step));
 }

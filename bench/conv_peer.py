@@ -70,6 +70,27 @@ def main():
         print(f"{'forward ' + label:<52} {median_ms(forward, sync):9.3f} ms")
         print(f"{'backward ' + label:<52} {median_ms(backward, sync):9.3f} ms")
 
+    # bench_conv's training step: the same small CNN, eager PyTorch with autograd and SGD.
+    images = 16 if quick else 256
+    x = torch.rand(images, 1, 8, 8, device=device)
+    labels = torch.randint(0, 10, (images,), device=device)
+    params = [(torch.randn(8, 1, 3, 3, device=device) * 0.3), torch.zeros(8, device=device),
+              (torch.randn(16, 8, 3, 3, device=device) * 0.1), torch.zeros(16, device=device),
+              (torch.randn(64, 10, device=device) * 0.1), torch.zeros(10, device=device)]
+    for p in params:
+        p.requires_grad_()
+    optimizer = torch.optim.SGD(params, lr=0.1)
+
+    def step():
+        h = F.max_pool2d(F.relu(F.conv2d(x, params[0], params[1], 1, 1)), 2)
+        h = F.max_pool2d(F.relu(F.conv2d(h, params[2], params[3], 1, 1)), 2)
+        loss = F.cross_entropy(h.reshape(images, 64) @ params[4] + params[5], labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+    print(f"{'train step, small CNN, batch ' + str(images):<52} {median_ms(step, sync):9.3f} ms")
+
 
 if __name__ == "__main__":
     main()

@@ -7617,15 +7617,17 @@ inline bool padded(const ConvSpec& spec) {
     return false;
 }
 
+/// `widths` after `lead` zeros: a pad's widths for [N, C, spatial...].
+inline Shape leading_zeros(const Shape& widths, std::size_t lead) {
+    Shape out(lead, 0);
+    for (std::int64_t w : widths) out.push_back(w);
+    return out;
+}
+
 /// Windows of x padded with `fill`: [N, C, out..., kernel...] (unfold views of a pad).
 inline NodePtr windows(const NodePtr& x, const Shape& kernel, const ConvSpec& spec, Scalar fill, const char* op) {
     const std::size_t dims = kernel.size();
-    Shape before(2 + dims, 0), after(2 + dims, 0);
-    for (std::size_t i = 0; i < dims; ++i) {
-        before[2 + i] = spec.pad_before[i];
-        after[2 + i] = spec.pad_after[i];
-    }
-    NodePtr u = pad(x, before, after, fill);
+    NodePtr u = pad(x, leading_zeros(spec.pad_before, 2), leading_zeros(spec.pad_after, 2), fill);
     for (std::size_t i = 0; i < dims; ++i)
         u = unfold(u, static_cast<int>(2 + i), kernel[i], spec.stride[i], spec.dilation[i], op);
     return u;
@@ -7713,22 +7715,30 @@ LAZYTENSOR_ENGINE_API NodePtr convolution(const NodePtr& x, const NodePtr& weigh
 
     if (per_group == 1 && taps <= 64) {
         // Depthwise: each output channel sums the taps of one input channel, too few for a
-        // product (k = taps). One element-wise kernel over the output reads every tap of the
-        // windows in place: sum over taps t of windows[..., t] * weight[g, j, t].
+        // product (k = taps). One element-wise kernel over the output reads every tap in place:
+        // sum over taps t of x_padded[..., o * stride + t * dilation] * weight[g, j, t]. Each tap
+        // is one strided window of the padded input (not a slice of the unfold view), so that
+        // its gradient is one placed window too: the input's gradient is again one kernel.
         const DType compute = x->dtype == DType::Float16 ? DType::Float32 : x->dtype;
+        const NodePtr padded = pad(x, conv::leading_zeros(spec.pad_before, 2), conv::leading_zeros(spec.pad_after, 2),
+                                   Scalar::of<std::int64_t>(0).cast(x->dtype));
         const NodePtr w = cast(reshape(weight, Shape{1, groups, out_per_group, taps}, op), compute);
-        Shape term_shape{1, groups, out_per_group};
+        Shape tap_shape{batch, groups, 1}, term_shape{1, groups, out_per_group};
+        for (std::int64_t e : out) tap_shape.push_back(e);
         for (std::size_t i = 0; i < dims; ++i) term_shape.push_back(1);
         NodePtr total;
         for (std::int64_t t = 0; t < taps; ++t) {
-            NodePtr tap = windows;  // [N, G, 1, out..., kernel...] -> [N, G, 1, out...] at tap t
-            std::int64_t rest = t;
-            for (std::size_t i = dims; i-- > 0;) {
-                const int axis = static_cast<int>(3 + dims + i);
-                tap = slice(tap, axis, rest % kernel[i], rest % kernel[i] + 1, 1);
-                rest /= kernel[i];
+            SmallVector<std::int64_t, 12> starts_steps{0, 1, 0, 1};
+            Shape at(dims, 0);
+            for (std::size_t i = dims, rest = static_cast<std::size_t>(t); i-- > 0; rest /= static_cast<std::size_t>(kernel[i]))
+                at[i] = static_cast<std::int64_t>(rest % static_cast<std::size_t>(kernel[i]));
+            for (std::size_t i = 0; i < dims; ++i) {
+                starts_steps.push_back(at[i] * spec.dilation[i]);
+                starts_steps.push_back(spec.stride[i]);
             }
-            tap = reshape(tap, Shape(tap->shape.begin(), tap->shape.end() - static_cast<std::ptrdiff_t>(dims)), op);
+            Shape window_shape{batch, channels};
+            for (std::int64_t e : out) window_shape.push_back(e);
+            const NodePtr tap = reshape(window(padded, starts_steps, window_shape), tap_shape, op);
             const NodePtr term = mul(cast(tap, compute), reshape(slice(w, 3, t, t + 1, 1), term_shape, op));
             total = total ? add(total, term) : term;
         }
