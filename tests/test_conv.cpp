@@ -247,8 +247,10 @@ TEST_CASE("conv2d: bias, activation and a residual add fuse into the product") {
             written_products += item.kind == lt::ScheduleItem::Kind::Matmul;
             written_kernels += item.kind == lt::ScheduleItem::Kind::Kernel;
         }
+        // (A device that reads windows from a padded buffer makes that buffer first.)
+        const bool padded_buffer = lt::detail::device_policy(lt::default_device()).pad_into_buffer();
         CHECK(products == written_products);
-        CHECK(kernels == written_kernels + products);
+        CHECK(kernels == written_kernels + products + (padded_buffer ? 1 : 0));
         Ref expected = ref_conv(xr, wr, &br, options(2, 1, 1));
         expected = zip(map(expected, [](double v) { return v > 0 ? v : 0.0; }), xr, ref_add);
         check_close(y, expected, 2e-5, 1e-4);

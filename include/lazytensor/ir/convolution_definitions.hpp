@@ -92,10 +92,17 @@ inline Shape leading_zeros(const Shape& widths, std::size_t lead) {
     return out;
 }
 
+/// x padded for windows: a buffer of its own where the device prefers (DevicePolicy::pad_into_buffer).
+inline NodePtr padded(const NodePtr& x, const ConvSpec& spec, Scalar fill) {
+    NodePtr p = pad(x, leading_zeros(spec.pad_before, 2), leading_zeros(spec.pad_after, 2), fill);
+    if (p != x && x->kind != NodeKind::Const && device_policy(x->device).pad_into_buffer()) p->own_buffer = true;
+    return p;
+}
+
 /// Windows of x padded with `fill`: [N, C, out..., kernel...] (unfold views of a pad).
 inline NodePtr windows(const NodePtr& x, const Shape& kernel, const ConvSpec& spec, Scalar fill, const char* op) {
     const std::size_t dims = kernel.size();
-    NodePtr u = pad(x, leading_zeros(spec.pad_before, 2), leading_zeros(spec.pad_after, 2), fill);
+    NodePtr u = padded(x, spec, fill);
     for (std::size_t i = 0; i < dims; ++i)
         u = unfold(u, static_cast<int>(2 + i), kernel[i], spec.stride[i], spec.dilation[i], op);
     return u;
@@ -188,8 +195,7 @@ LAZYTENSOR_ENGINE_API NodePtr convolution(const NodePtr& x, const NodePtr& weigh
         // is one strided window of the padded input (not a slice of the unfold view), so that
         // its gradient is one placed window too: the input's gradient is again one kernel.
         const DType compute = x->dtype == DType::Float16 ? DType::Float32 : x->dtype;
-        const NodePtr padded = pad(x, conv::leading_zeros(spec.pad_before, 2), conv::leading_zeros(spec.pad_after, 2),
-                                   Scalar::of<std::int64_t>(0).cast(x->dtype));
+        const NodePtr padded = conv::padded(x, spec, Scalar::of<std::int64_t>(0).cast(x->dtype));
         const NodePtr w = cast(reshape(weight, Shape{1, groups, out_per_group, taps}, op), compute);
         Shape tap_shape{batch, groups, 1}, term_shape{1, groups, out_per_group};
         for (std::int64_t e : out) tap_shape.push_back(e);

@@ -114,6 +114,9 @@ struct Node : std::enable_shared_from_this<Node> {
     // whether a realized node was computed from other nodes (realize cut that graph), and when
     // (the serial number of the realize), so that a node created after it cannot be under it.
     bool stops_gradient = false;
+    // The scheduler gives this node a buffer of its own, whatever reads it (its builder asks: a
+    // padded input that windows read on a device where gated reads cost more than a pass).
+    bool own_buffer = false;
     bool computed = false;
     std::uint64_t created = next_serial();
     std::uint64_t realized_at = 0;

@@ -86,6 +86,7 @@ inline GraphWalk walk_graph(std::vector<Node*> outputs) {
     sig.put(gemm_config_generation().load(std::memory_order_relaxed));
     for (Node* n : w.order.nodes) {
         sig.put(n->kind);
+        sig.put(n->own_buffer);
         sig.put(n->dtype);
         sig.put(n->device.kind);
         sig.put(n->device.index);

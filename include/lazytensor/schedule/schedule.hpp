@@ -637,6 +637,8 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
             reason = f->second.reason;
         } else if (auto c = cuts.find(n); c != cuts.end()) {
             reason = c->second;
+        } else if (n->own_buffer) {
+            reason = "a buffer of its own, as its builder asks (the device reads it through many windows)";
         } else if (n->kind == NodeKind::Matmul) {
             reason = "matrix product (an item of its own, run by the GEMM)";
         } else if (n->kind == NodeKind::Scan) {
