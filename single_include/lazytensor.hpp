@@ -7526,7 +7526,8 @@ LAZYTENSOR_ENGINE_API NodePtr fold(const NodePtr& windows, const Shape& source, 
 /// Max pooling: x [N, C, spatial...] padded with the lowest value, windows of `kernel` (spec's
 /// stride, dilation and padding; padding at most half the kernel). Returns the maxima and their
 /// positions (int64, as PyTorch's return_indices: the flat index into each input plane), the
-/// first in window order on ties; a NaN wins. The gradient reaches that one position.
+/// first in window order on ties; a NaN wins. The gradient reaches that one position. A dilated
+/// window that holds no input element gives the lowest value (-inf) at position -1.
 LAZYTENSOR_ENGINE_API std::array<NodePtr, 2> max_pool(const NodePtr& x, const Shape& kernel, const ConvSpec& spec,
                                                       const char* op);
 
@@ -7955,7 +7956,10 @@ LAZYTENSOR_ENGINE_API std::array<NodePtr, 2> max_pool(const NodePtr& x, const Sh
     const Shape out(first->shape.begin() + 2, first->shape.end());
     const NodePtr values = gather(reshape(x, Shape{batch, channels, conv::product(conv::spatial(x->shape))}, op), 2,
                                   reshape(flat, Shape{batch, channels, conv::product(out)}, op));
-    return {reshape(values, first->shape, op), flat};
+    // A dilated window can miss the input altogether: its maximum is the lowest value (PyTorch's
+    // -inf) and its position -1.
+    const NodePtr empty = binary(BinaryOp::Eq, first, whole(conv::product(plane)));
+    return {where(empty, conv::lowest(x->dtype), reshape(values, first->shape, op)), where(empty, whole(-1), flat)};
 }
 
 LAZYTENSOR_ENGINE_API NodePtr avg_pool(const NodePtr& x, const Shape& kernel, const ConvSpec& spec, bool count_include_pad,

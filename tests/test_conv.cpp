@@ -479,6 +479,10 @@ TEST_CASE("max_pool and avg_pool: windows, padding, ties, NaN, indices") {
         auto [lv, la] = lt::max_pool1d_with_indices(lows, 3, 1, 1);
         CHECK(la.to_vector() == std::vector<std::int64_t>{0, 0, 1});
         CHECK(lv.to_vector() == std::vector<float>{-inf, -inf, -inf});
+        // A dilated window over padding alone: -inf at position -1 (PyTorch's value).
+        auto [ev, ea] = lt::max_pool1d_with_indices(lt::tensor<float>({5}, {1, 1, 1}), 2, 1, 2, 3);
+        CHECK(ev.to_vector() == std::vector<float>{-inf, -inf});
+        CHECK(ea.to_vector() == std::vector<std::int64_t>{-1, -1});
     });
 }
 

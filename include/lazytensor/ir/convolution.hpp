@@ -55,7 +55,8 @@ LAZYTENSOR_ENGINE_API NodePtr fold(const NodePtr& windows, const Shape& source, 
 /// Max pooling: x [N, C, spatial...] padded with the lowest value, windows of `kernel` (spec's
 /// stride, dilation and padding; padding at most half the kernel). Returns the maxima and their
 /// positions (int64, as PyTorch's return_indices: the flat index into each input plane), the
-/// first in window order on ties; a NaN wins. The gradient reaches that one position.
+/// first in window order on ties; a NaN wins. The gradient reaches that one position. A dilated
+/// window that holds no input element gives the lowest value (-inf) at position -1.
 LAZYTENSOR_ENGINE_API std::array<NodePtr, 2> max_pool(const NodePtr& x, const Shape& kernel, const ConvSpec& spec,
                                                       const char* op);
 

@@ -417,7 +417,10 @@ LAZYTENSOR_ENGINE_API std::array<NodePtr, 2> max_pool(const NodePtr& x, const Sh
     const Shape out(first->shape.begin() + 2, first->shape.end());
     const NodePtr values = gather(reshape(x, Shape{batch, channels, conv::product(conv::spatial(x->shape))}, op), 2,
                                   reshape(flat, Shape{batch, channels, conv::product(out)}, op));
-    return {reshape(values, first->shape, op), flat};
+    // A dilated window can miss the input altogether: its maximum is the lowest value (PyTorch's
+    // -inf) and its position -1.
+    const NodePtr empty = binary(BinaryOp::Eq, first, whole(conv::product(plane)));
+    return {where(empty, conv::lowest(x->dtype), reshape(values, first->shape, op)), where(empty, whole(-1), flat)};
 }
 
 LAZYTENSOR_ENGINE_API NodePtr avg_pool(const NodePtr& x, const Shape& kernel, const ConvSpec& spec, bool count_include_pad,
