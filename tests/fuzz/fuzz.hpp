@@ -3312,6 +3312,15 @@ inline Program minimize(Program p, const std::function<bool(const Program&)>& fa
                 if (attempt(q)) done = changed = true;
             }
             if (done) break;
+            // (A conv without its bias: its weight's output channels can then shrink.)
+            if (s.kind == Kind::Conv && s.c >= 0) {
+                Program q = p;
+                q.steps[i].c = -1;
+                if (attempt(q)) {
+                    changed = true;
+                    break;
+                }
+            }
             // 2) Replace a non-output step by a leaf holding its reference values.
             if (!s.output) {
                 const auto ref = evaluate(p);
