@@ -572,6 +572,33 @@ TEST_CASE("fuzz: the gradient check's differences, kinks and comparison") {
         REQUIRE(fuzz::reinfer(q, false));
         CHECK(!fg::differences(q).skip.empty());
     }
+    // max_pool over copies (an expanded axis): ties that move together; the first in window
+    // order takes each window's cotangent, and it reaches the copies' source.
+    {
+        fuzz::Program p;
+        p.steps.push_back(leaf64({1, 1, 2, 1}, {0.25, -0.75}));
+        fuzz::Step ex = op_step(Kind::Expand, 0);
+        ex.target = {1, 1, 2, 3};
+        p.steps.push_back(ex);
+        fuzz::Step pool = op_step(Kind::Pool, 1);
+        pool.kernel = {1, 2}, pool.stride = {1, 1}, pool.dilation = {1, 1}, pool.before = pool.after = {0, 0};
+        pool.output = true;
+        p.steps.push_back(pool);
+        REQUIRE(fuzz::reinfer(p, false));
+        REQUIRE(p.steps[2].shape == lt::Shape{1, 1, 2, 2});
+        const auto d = fg::differences(p);
+        REQUIRE(d.skip.empty());
+        const auto c = fg::cotangent(p, 2);
+        CHECK(d.usable[0][0]);
+        CHECK(std::fabs(d.fd[0][0] - (c[0] + c[1])) < 1e-8);
+        CHECK(std::fabs(d.fd[0][1] - (c[2] + c[3])) < 1e-8);
+        for (lt::Device dev : test_devices())
+            for (fuzz::Path path : {fuzz::Path::Graph, fuzz::Path::Typed}) {
+                if (!lt::detail::supports_float64(dev)) continue;
+                const fg::Mismatch m = fg::check_grad(p, dev, path);
+                CHECK_MESSAGE(!m.failed, m.what);
+            }
+    }
     // sigmoid(a / b) + c with c empty (gradient seed 7408205, minimized): the result is empty, yet
     // reverse mode takes a / b's local derivatives at a and b's own shape; at b = 0 they are not
     // finite and the zero cotangent gives NaN (as PyTorch). The pole counts as a domain edge even
@@ -612,7 +639,7 @@ TEST_CASE("fuzz: the gradient seeds cover every differentiable op") {
         std::vector<int> kinds(fuzz::kKinds, 0);
         std::vector<int> unary(static_cast<std::size_t>(fuzz::UnaryOp::Atanh) + 1), binary(static_cast<std::size_t>(fuzz::BinaryOp::Copysign) + 1);
         int reds[5] = {}, negative_step = 0, long_step = 0, scalar_left = 0, stops = 0, fused[3] = {}, multi = 0, mask = 0, prod_scan = 0,
-            blocked_scan = 0;
+            blocked_scan = 0, pools[4] = {}, transposed = 0, depthwise = 0, conv_bias = 0;
         for (std::uint64_t seed = 0; seed < hi; ++seed) {
             const fuzz::Program p = fuzz::grad::generate(seed);
             int outputs = 0;
@@ -626,6 +653,13 @@ TEST_CASE("fuzz: the gradient seeds cover every differentiable op") {
                 if (s.kind == fuzz::Kind::Slice) negative_step += s.step < 0, long_step += std::abs(s.step) > 1;
                 if (s.kind == fuzz::Kind::Fused) ++fused[s.pattern];
                 if (s.kind == fuzz::Kind::Where) mask += p.steps[static_cast<std::size_t>(s.a)].kind == fuzz::Kind::Leaf;
+                if (s.kind == fuzz::Kind::Pool) ++pools[s.pool];
+                if (s.kind == fuzz::Kind::Conv) {
+                    const lt::Shape& x = p.steps[static_cast<std::size_t>(s.a)].shape;
+                    transposed += s.transposed;
+                    depthwise += s.groups > 1 && s.groups == x[x.size() - fuzz::spatial_dims(s) - 1];
+                    conv_bias += s.c >= 0;
+                }
                 if (s.kind == fuzz::Kind::Scan) {
                     prod_scan += s.red == fuzz::Red::Prod;
                     blocked_scan += s.shape[static_cast<std::size_t>(fuzz::norm_axis(s.axis, s.shape.size()))] > 32;  // scan_last's blocks
@@ -635,12 +669,17 @@ TEST_CASE("fuzz: the gradient seeds cover every differentiable op") {
         }
         for (fuzz::Kind k : {fuzz::Kind::Unary, fuzz::Kind::Binary, fuzz::Kind::Where, fuzz::Kind::Reduce, fuzz::Kind::Reshape,
                              fuzz::Kind::Slice, fuzz::Kind::Matmul, fuzz::Kind::Concat})
-            CHECK_MESSAGE(kinds[static_cast<std::size_t>(k)] > 0, "seeds 0.." << hi << " have no " << fuzz::kind_name(k));
+            CHECK_MESSAGE(kinds[static_cast<std::size_t>(k)] > 0, "seeds 0.." << hi << " have no " << std::string(fuzz::kind_name(k)));
         CHECK(multi > 0);
         if (hi < 2000) continue;
         for (fuzz::Kind k : {fuzz::Kind::Cast, fuzz::Kind::Permute, fuzz::Kind::Expand, fuzz::Kind::Pad, fuzz::Kind::Flip,
-                             fuzz::Kind::Gather, fuzz::Kind::ScatterAdd, fuzz::Kind::Scan, fuzz::Kind::ArgExt, fuzz::Kind::Fused})
-            CHECK_MESSAGE(kinds[static_cast<std::size_t>(k)] > 0, "seeds 0.." << hi << " have no " << fuzz::kind_name(k));
+                             fuzz::Kind::Gather, fuzz::Kind::ScatterAdd, fuzz::Kind::Scan, fuzz::Kind::ArgExt, fuzz::Kind::Fused,
+                             fuzz::Kind::Conv, fuzz::Kind::Pool})
+            CHECK_MESSAGE(kinds[static_cast<std::size_t>(k)] > 0, "seeds 0.." << hi << " have no " << std::string(fuzz::kind_name(k)));
+        for (int n : pools) CHECK(n > 0);
+        CHECK(transposed > 0);
+        CHECK(depthwise > 0);
+        CHECK(conv_bias > 0);
         for (std::size_t op = 0; op < unary.size(); ++op) {
             const auto u = static_cast<fuzz::UnaryOp>(op);
             if (!fuzz::unary_ok(u, lt::DType::Float64) || !fuzz::is_float(fuzz::unary_result(u, lt::DType::Float64))) continue;
