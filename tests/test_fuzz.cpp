@@ -33,7 +33,7 @@ namespace {
 
 /// Runs one seed on every device; on a mismatch returns the report of the minimized graph.
 std::optional<std::string> run_seed(std::uint64_t seed, const std::vector<lt::Device>& devices, bool minimize,
-                                    fuzz::Stats* stats = nullptr, int version = 4,
+                                    fuzz::Stats* stats = nullptr, int version = 5,
                                     std::vector<fuzz::Path> paths = {fuzz::Path::Graph, fuzz::Path::Typed}) {
     fuzz::GenOptions opt;
     opt.version = version;
@@ -201,7 +201,7 @@ TEST_CASE("fuzz: fixed seeds") {
             // builders too (the run time of CI's fuzz tests).
             std::vector<fuzz::Path> paths{fuzz::Path::Typed};
             if (seed % 2 == 0) paths.push_back(fuzz::Path::Graph);
-            const auto failure = run_seed(seed, {d}, false, nullptr, 4, paths);
+            const auto failure = run_seed(seed, {d}, false, nullptr, 5, paths);
             if (failure) FAIL_CHECK(*failure);
         }
     }
@@ -572,6 +572,33 @@ TEST_CASE("fuzz: the gradient check's differences, kinks and comparison") {
         REQUIRE(fuzz::reinfer(q, false));
         CHECK(!fg::differences(q).skip.empty());
     }
+    // max_pool over copies (an expanded axis): ties that move together; the first in window
+    // order takes each window's cotangent, and it reaches the copies' source.
+    {
+        fuzz::Program p;
+        p.steps.push_back(leaf64({1, 1, 2, 1}, {0.25, -0.75}));
+        fuzz::Step ex = op_step(Kind::Expand, 0);
+        ex.target = {1, 1, 2, 3};
+        p.steps.push_back(ex);
+        fuzz::Step pool = op_step(Kind::Pool, 1);
+        pool.kernel = {1, 2}, pool.stride = {1, 1}, pool.dilation = {1, 1}, pool.before = pool.after = {0, 0};
+        pool.output = true;
+        p.steps.push_back(pool);
+        REQUIRE(fuzz::reinfer(p, false));
+        REQUIRE(p.steps[2].shape == lt::Shape{1, 1, 2, 2});
+        const auto d = fg::differences(p);
+        REQUIRE(d.skip.empty());
+        const auto c = fg::cotangent(p, 2);
+        CHECK(d.usable[0][0]);
+        CHECK(std::fabs(d.fd[0][0] - (c[0] + c[1])) < 1e-8);
+        CHECK(std::fabs(d.fd[0][1] - (c[2] + c[3])) < 1e-8);
+        for (lt::Device dev : test_devices())
+            for (fuzz::Path path : {fuzz::Path::Graph, fuzz::Path::Typed}) {
+                if (!lt::detail::supports_float64(dev)) continue;
+                const fg::Mismatch m = fg::check_grad(p, dev, path);
+                CHECK_MESSAGE(!m.failed, m.what);
+            }
+    }
     // sigmoid(a / b) + c with c empty (gradient seed 7408205, minimized): the result is empty, yet
     // reverse mode takes a / b's local derivatives at a and b's own shape; at b = 0 they are not
     // finite and the zero cotangent gives NaN (as PyTorch). The pole counts as a domain edge even
@@ -612,7 +639,7 @@ TEST_CASE("fuzz: the gradient seeds cover every differentiable op") {
         std::vector<int> kinds(fuzz::kKinds, 0);
         std::vector<int> unary(static_cast<std::size_t>(fuzz::UnaryOp::Atanh) + 1), binary(static_cast<std::size_t>(fuzz::BinaryOp::Copysign) + 1);
         int reds[5] = {}, negative_step = 0, long_step = 0, scalar_left = 0, stops = 0, fused[3] = {}, multi = 0, mask = 0, prod_scan = 0,
-            blocked_scan = 0;
+            blocked_scan = 0, pools[4] = {}, transposed = 0, depthwise = 0, conv_bias = 0;
         for (std::uint64_t seed = 0; seed < hi; ++seed) {
             const fuzz::Program p = fuzz::grad::generate(seed);
             int outputs = 0;
@@ -626,6 +653,13 @@ TEST_CASE("fuzz: the gradient seeds cover every differentiable op") {
                 if (s.kind == fuzz::Kind::Slice) negative_step += s.step < 0, long_step += std::abs(s.step) > 1;
                 if (s.kind == fuzz::Kind::Fused) ++fused[s.pattern];
                 if (s.kind == fuzz::Kind::Where) mask += p.steps[static_cast<std::size_t>(s.a)].kind == fuzz::Kind::Leaf;
+                if (s.kind == fuzz::Kind::Pool) ++pools[s.pool];
+                if (s.kind == fuzz::Kind::Conv) {
+                    const lt::Shape& x = p.steps[static_cast<std::size_t>(s.a)].shape;
+                    transposed += s.transposed;
+                    depthwise += s.groups > 1 && s.groups == x[x.size() - fuzz::spatial_dims(s) - 1];
+                    conv_bias += s.c >= 0;
+                }
                 if (s.kind == fuzz::Kind::Scan) {
                     prod_scan += s.red == fuzz::Red::Prod;
                     blocked_scan += s.shape[static_cast<std::size_t>(fuzz::norm_axis(s.axis, s.shape.size()))] > 32;  // scan_last's blocks
@@ -635,12 +669,17 @@ TEST_CASE("fuzz: the gradient seeds cover every differentiable op") {
         }
         for (fuzz::Kind k : {fuzz::Kind::Unary, fuzz::Kind::Binary, fuzz::Kind::Where, fuzz::Kind::Reduce, fuzz::Kind::Reshape,
                              fuzz::Kind::Slice, fuzz::Kind::Matmul, fuzz::Kind::Concat})
-            CHECK_MESSAGE(kinds[static_cast<std::size_t>(k)] > 0, "seeds 0.." << hi << " have no " << fuzz::kind_name(k));
+            CHECK_MESSAGE(kinds[static_cast<std::size_t>(k)] > 0, "seeds 0.." << hi << " have no " << std::string(fuzz::kind_name(k)));
         CHECK(multi > 0);
         if (hi < 2000) continue;
         for (fuzz::Kind k : {fuzz::Kind::Cast, fuzz::Kind::Permute, fuzz::Kind::Expand, fuzz::Kind::Pad, fuzz::Kind::Flip,
-                             fuzz::Kind::Gather, fuzz::Kind::ScatterAdd, fuzz::Kind::Scan, fuzz::Kind::ArgExt, fuzz::Kind::Fused})
-            CHECK_MESSAGE(kinds[static_cast<std::size_t>(k)] > 0, "seeds 0.." << hi << " have no " << fuzz::kind_name(k));
+                             fuzz::Kind::Gather, fuzz::Kind::ScatterAdd, fuzz::Kind::Scan, fuzz::Kind::ArgExt, fuzz::Kind::Fused,
+                             fuzz::Kind::Conv, fuzz::Kind::Pool})
+            CHECK_MESSAGE(kinds[static_cast<std::size_t>(k)] > 0, "seeds 0.." << hi << " have no " << std::string(fuzz::kind_name(k)));
+        for (int n : pools) CHECK(n > 0);
+        CHECK(transposed > 0);
+        CHECK(depthwise > 0);
+        CHECK(conv_bias > 0);
         for (std::size_t op = 0; op < unary.size(); ++op) {
             const auto u = static_cast<fuzz::UnaryOp>(op);
             if (!fuzz::unary_ok(u, lt::DType::Float64) || !fuzz::is_float(fuzz::unary_result(u, lt::DType::Float64))) continue;
@@ -731,6 +770,123 @@ TEST_CASE("fuzz: the reference evaluator's own rules") {
     }
 }
 
+TEST_CASE("fuzz: the reference's convolutions and pools, by hand") {
+    using fuzz::Kind;
+    auto leaf = [](lt::DType t, const lt::Shape& shape, std::vector<double> data) {
+        fuzz::Step s;
+        s.kind = Kind::Leaf;
+        s.dtype = t;
+        s.shape = shape;
+        s.data = std::move(data);
+        return s;
+    };
+    // One spatial axis: stride, dilation, padding before and after.
+    auto windows = [](fuzz::Step s, std::int64_t stride, std::int64_t before, std::int64_t after) {
+        s.stride = {stride};
+        s.dilation = {1};
+        s.before = {before};
+        s.after = {after};
+        s.out_pad = {0};
+        return s;
+    };
+    const lt::DType f32 = lt::DType::Float32;
+    auto values = [](const fuzz::Arr& a) {
+        std::vector<double> v;
+        for (const fuzz::Val& e : a.x) v.push_back(e.dc ? -999 : fuzz::is_float(a.dtype) ? e.v : static_cast<double>(e.i));
+        return v;
+    };
+    {  // conv1d, stride 2, padding (1, 0), bias: padded {0, 1, 2, 3, 4}; windows {0, 1} and {2, 3}
+        fuzz::Program p;
+        p.steps = {leaf(f32, {1, 1, 4}, {1, 2, 3, 4}), leaf(f32, {1, 1, 2}, {1, 10}), leaf(f32, {1}, {0.5})};
+        fuzz::Step conv = windows(fuzz::Step{}, 2, 1, 0);
+        conv.kind = Kind::Conv, conv.a = 0, conv.b = 1, conv.c = 2;
+        p.steps.push_back(conv);
+        // Depthwise over two channels of an input without its batch axis: a scale per channel.
+        p.steps.push_back(leaf(f32, {2, 3}, {1, 2, 3, 4, 5, 6}));
+        p.steps.push_back(leaf(f32, {2, 1, 1}, {2, -1}));
+        fuzz::Step depthwise = windows(fuzz::Step{}, 1, 0, 0);
+        depthwise.kind = Kind::Conv, depthwise.a = 4, depthwise.b = 5, depthwise.groups = 2;
+        p.steps.push_back(depthwise);
+        // conv_transpose1d, stride 2, output padding 1, the first position cropped: x[p] w[k] at
+        // 2 p + k - 1.
+        p.steps.push_back(leaf(f32, {1, 1, 2}, {1, 2}));
+        p.steps.push_back(leaf(f32, {1, 1, 2}, {1, 3}));
+        fuzz::Step transposed = windows(fuzz::Step{}, 2, 1, 0);
+        transposed.kind = Kind::Conv, transposed.a = 7, transposed.b = 8, transposed.transposed = true, transposed.out_pad = {1};
+        p.steps.push_back(transposed);
+        p.steps.back().output = true;  // (reinfer wants an output)
+        REQUIRE(fuzz::reinfer(p, false));
+        const auto ref = fuzz::evaluate(p);
+        CHECK(values(ref[3]) == std::vector<double>{10.5, 32.5});
+        CHECK(p.steps[6].shape == lt::Shape{2, 3});
+        CHECK(values(ref[6]) == std::vector<double>{2, 4, 6, -4, -5, -6});
+        CHECK(values(ref[9]) == std::vector<double>{3, 2, 6, 0});
+    }
+    {  // Pools of kernel 2, stride 1, padding 1 over {3, 3, 1, 5}: the first maximum's index
+        fuzz::Program p;
+        p.steps = {leaf(f32, {1, 1, 4}, {3, 3, 1, 5})};
+        fuzz::Step pool = windows(fuzz::Step{}, 1, 1, 1);
+        pool.kind = Kind::Pool, pool.a = 0, pool.kernel = {2};
+        p.steps.push_back(pool);
+        pool.pool = 1;
+        p.steps.push_back(pool);
+        // A NaN wins; -inf elements beat the padding.
+        p.steps.push_back(leaf(f32, {1, 1, 2}, {1, NAN}));
+        fuzz::Step strided = windows(fuzz::Step{}, 2, 0, 0);
+        strided.kind = Kind::Pool, strided.a = 3, strided.kernel = {2}, strided.pool = 1;
+        p.steps.push_back(strided);
+        p.steps.push_back(leaf(f32, {1, 1, 2}, {-INFINITY, -INFINITY}));
+        pool.a = 5, pool.pool = 0;
+        p.steps.push_back(pool);
+        pool.pool = 1;
+        p.steps.push_back(pool);
+        // avg_pool with and without the padding counted; of integers, in float32.
+        p.steps.push_back(leaf(lt::DType::Int32, {1, 1, 2}, {2, 4}));
+        pool.a = 8, pool.pool = 2, pool.include_pad = true;
+        p.steps.push_back(pool);
+        pool.include_pad = false;
+        p.steps.push_back(pool);
+        // adaptive_avg_pool to 3 cells of 5 ([0, 2), [1, 4), [3, 5)), and to 2 of 4 (avg_pool's).
+        p.steps.push_back(leaf(f32, {1, 1, 5}, {1, 2, 3, 4, 5}));
+        fuzz::Step adaptive;
+        adaptive.kind = Kind::Pool, adaptive.pool = 3, adaptive.a = 11, adaptive.target = {3};
+        p.steps.push_back(adaptive);
+        p.steps.push_back(leaf(f32, {1, 1, 4}, {1, 2, 3, 4}));
+        adaptive.a = 13, adaptive.target = {2};
+        p.steps.push_back(adaptive);
+        p.steps.back().output = true;
+        REQUIRE(fuzz::reinfer(p, false));
+        const auto ref = fuzz::evaluate(p);
+        CHECK(values(ref[1]) == std::vector<double>{3, 3, 3, 5, 5});
+        CHECK(p.steps[2].dtype == lt::DType::Int64);
+        CHECK(values(ref[2]) == std::vector<double>{0, 0, 1, 3, 3});
+        CHECK(values(ref[4]) == std::vector<double>{1});
+        CHECK(values(ref[6]) == std::vector<double>{-INFINITY, -INFINITY, -INFINITY});
+        CHECK(values(ref[7]) == std::vector<double>{0, 0, 1});
+        CHECK(p.steps[9].dtype == lt::DType::Float32);
+        CHECK(values(ref[9]) == std::vector<double>{1, 3, 2});
+        CHECK(values(ref[10]) == std::vector<double>{2, 3, 4});
+        const std::vector<double> cells = values(ref[12]), want{1.5, 3, 4.5};
+        for (std::size_t k = 0; k < 3; ++k) CHECK(std::fabs(cells[k] - want[k]) <= ref[12].x[k].e + 1e-6);
+        CHECK(values(ref[14]) == std::vector<double>{1.5, 3.5});
+    }
+    // The options the library rejects are not valid steps: channels the groups do not divide, a
+    // kernel past the padded input, a pool's padding past half its kernel.
+    {
+        fuzz::Step conv = windows(fuzz::Step{}, 1, 0, 0);
+        conv.kind = Kind::Conv, conv.groups = 2;
+        const lt::Shape w{2, 1, 3};
+        CHECK(fuzz::conv_result(conv, {1, 2, 3}, &w));
+        CHECK(!fuzz::conv_result(conv, {1, 3, 3}, &w));
+        CHECK(!fuzz::conv_result(conv, {1, 2, 2}, &w));
+        fuzz::Step pool = windows(fuzz::Step{}, 1, 2, 2);
+        pool.kind = Kind::Pool, pool.kernel = {3};
+        CHECK(!fuzz::conv_result(pool, {1, 1, 5}));
+        pool.before = pool.after = {1};
+        CHECK(fuzz::conv_result(pool, {1, 1, 5}) == lt::Shape{1, 1, 5});
+    }
+}
+
 TEST_CASE("fuzz: CI's fixed seeds cover every op kind and the special cases") {
     // Every seed runs through the typed front end (the even ones through the graph builders
     // too) on every device, so what the OpenCL seeds (0..59) and the host seeds (0..999) hold is what CI fuzzes; every
@@ -738,6 +894,12 @@ TEST_CASE("fuzz: CI's fixed seeds cover every op kind and the special cases") {
     for (std::uint64_t hi : {60, 1000}) {
         std::vector<int> kinds(fuzz::kKinds, 0);
         int empty_assign = 0, lazy_assign = 0, mixed_concat = 0, patterns[4] = {}, random[3] = {};
+        // Convolutions: 1-3 spatial axes, transposed (with output padding), grouped, depthwise,
+        // strided, dilated, asymmetric padding, bias, no batch axis; pools of each kind, over
+        // integers, average without the padding counted, uneven adaptive cells; each spelling.
+        int conv_dims[4] = {}, transposed = 0, out_pad = 0, grouped = 0, depthwise = 0, strided = 0, dilated = 0,
+            asymmetric = 0, bias = 0, unbatched = 0, pools[4] = {}, int_pool = 0, without_pad = 0, uneven = 0,
+            spellings[4] = {}, short_form = 0;
         std::vector<int> unary(static_cast<std::size_t>(fuzz::UnaryOp::Atanh) + 1), binary(static_cast<std::size_t>(fuzz::BinaryOp::Copysign) + 1);
         for (std::uint64_t seed = 0; seed < hi; ++seed) {
             const fuzz::Program p = fuzz::generate(seed);
@@ -756,15 +918,50 @@ TEST_CASE("fuzz: CI's fixed seeds cover every op kind and the special cases") {
                         mixed_concat += i >= 0 && p.steps[static_cast<std::size_t>(i)].dtype != s.dtype;
                 if (s.kind == fuzz::Kind::Fused) ++patterns[s.pattern];
                 if (s.kind == fuzz::Kind::Random) ++random[s.rkind];
+                if (s.kind != fuzz::Kind::Conv && s.kind != fuzz::Kind::Pool) continue;
+                const lt::Shape& x = p.steps[static_cast<std::size_t>(s.a)].shape;
+                const std::size_t dims = fuzz::spatial_dims(s);
+                unbatched += x.size() == dims + 1;
+                short_form += s.spell == 2 && fuzz::passed_args(s) < 3;
+                if (s.kind == fuzz::Kind::Pool) {
+                    ++pools[s.pool];
+                    int_pool += !fuzz::is_float(p.steps[static_cast<std::size_t>(s.a)].dtype);
+                    without_pad += s.pool == 2 && !s.include_pad && !fuzz::all_are(s.before, 0);
+                    if (s.pool == 3)
+                        for (std::size_t i = 0; i < dims; ++i) uneven += x[x.size() - dims + i] % s.target[i] != 0;
+                    continue;
+                }
+                const lt::Shape& w = p.steps[static_cast<std::size_t>(s.b)].shape;
+                const std::int64_t channels = x[x.size() - dims - 1];
+                ++conv_dims[dims];
+                transposed += s.transposed;
+                out_pad += !fuzz::all_are(s.out_pad, 0);
+                depthwise += s.groups > 1 && s.groups == channels;
+                grouped += s.groups > 1 && s.groups < channels;
+                strided += !fuzz::all_are(s.stride, 1);
+                dilated += !fuzz::all_are(s.dilation, 1);
+                asymmetric += s.before != s.after;
+                bias += s.c >= 0;
+                ++spellings[static_cast<int>(fuzz::pad_spelling(s, lt::Shape(w.begin() + 2, w.end())))];
             }
         }
         for (int k = 0; k < fuzz::kKinds; ++k)
-            CHECK_MESSAGE(kinds[static_cast<std::size_t>(k)] > 0, "seeds 0.." << hi << " have no " << fuzz::kind_name(static_cast<fuzz::Kind>(k)));
+            CHECK_MESSAGE(kinds[static_cast<std::size_t>(k)] > 0, "seeds 0.." << hi << " have no " << std::string(fuzz::kind_name(static_cast<fuzz::Kind>(k))));
         CHECK(lazy_assign > 0);
         CHECK(mixed_concat > 0);
         for (int n : patterns) CHECK(n > 0);
         for (int n : random) CHECK(n > 0);
         if (hi == 1000) {
+            const std::pair<const char*, int> conv_cases[] = {
+                {"conv1d", conv_dims[1]}, {"conv2d", conv_dims[2]}, {"conv3d", conv_dims[3]}, {"conv_transpose", transposed},
+                {"output padding", out_pad}, {"groups", grouped}, {"depthwise", depthwise}, {"stride", strided},
+                {"dilation", dilated}, {"asymmetric padding", asymmetric}, {"bias", bias}, {"no batch axis", unbatched},
+                {"max_pool", pools[0]}, {"max_pool's indices", pools[1]}, {"avg_pool", pools[2]},
+                {"adaptive_avg_pool", pools[3]}, {"a pool of integers", int_pool},
+                {"avg_pool without the padding counted", without_pad}, {"uneven adaptive cells", uneven},
+                {"padding as pairs", spellings[0]}, {"padding as widths", spellings[1]}, {"padding Same", spellings[2]},
+                {"padding Valid", spellings[3]}, {"trailing defaults left out", short_form}};
+            for (const auto& [name, n] : conv_cases) CHECK_MESSAGE(n > 0, "seeds 0..1000 have no " << std::string(name));
             CHECK(empty_assign > 0);  // the library bug of assign into an empty slice
             for (std::size_t op = 0; op < unary.size(); ++op)
                 CHECK_MESSAGE(unary[op] > 0, "seeds 0..1000 have no unary " << std::string(fuzz::op_name(static_cast<fuzz::UnaryOp>(op))));

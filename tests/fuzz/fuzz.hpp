@@ -247,15 +247,17 @@ enum class Kind {
     // small set: the typed path keeps it one expression template, so the host's compiled loop
     // runs it whole (float, double; pattern 3 mixes float and double, and sigmoid is a
     // composite: no compiled loop).
-    Fused
+    Fused,
+    // conv1d/2d/3d and conv_transpose; max_pool (values or indices), avg_pool, adaptive_avg_pool.
+    Conv, Pool
 };
 inline const char* kind_name(Kind k) {
     static const char* names[] = {"leaf", "unary", "binary", "where", "cast", "reduce", "reshape", "permute",
                                   "expand", "slice", "pad", "flip", "matmul", "gather", "scatter_add", "scan",
-                                  "argmax/argmin", "concat", "assign", "random", "fused"};
+                                  "argmax/argmin", "concat", "assign", "random", "fused", "conv", "pool"};
     return names[static_cast<int>(k)];
 }
-inline constexpr int kKinds = static_cast<int>(Kind::Fused) + 1;
+inline constexpr int kKinds = static_cast<int>(Kind::Pool) + 1;
 enum class Red { Sum, Max, Min, Prod, Mean, Any, All };
 inline const char* red_name(Red r) {
     static const char* names[] = {"sum", "max", "min", "prod", "mean", "any", "all"};
@@ -300,7 +302,20 @@ struct Step {
     int pattern = 0;
     BinaryOp bop2 = BinaryOp::Add;
     bool stop_grad = false;  // gradient fuzzing (grad.hpp): the step's value passes through lt::stop_gradient
+    // Conv: a x, b weight, c bias (-1: none); Pool: a x. x is [N, C, spatial...] or, without
+    // the batch axis, [C, spatial...]. Per spatial axis: stride, dilation, kernel (pools), the
+    // padding in before and after (pools: symmetric), out_pad (conv_transpose's output padding).
+    // pool: 0 max_pool, 1 its indices, 2 avg_pool (include_pad: count_include_pad), 3
+    // adaptive_avg_pool to the extents in target. spell: how the typed path and the printer
+    // write the options (see spatial_arg).
+    Shape stride, dilation, kernel, out_pad;
+    i64 groups = 1;
+    bool transposed = false, include_pad = true;
+    int pool = 0, spell = 0;
 };
+
+/// The spatial axes of a Conv or Pool step.
+inline std::size_t spatial_dims(const Step& s) { return s.kind == Kind::Pool && s.pool == 3 ? s.target.size() : s.stride.size(); }
 
 inline const UnaryOp kFusedUnary[] = {UnaryOp::Neg, UnaryOp::Exp, UnaryOp::Sigmoid};
 inline const BinaryOp kFusedOp[] = {BinaryOp::Add, BinaryOp::Mul, BinaryOp::Div};
@@ -312,6 +327,70 @@ struct Program {
     std::vector<Step> steps;
     bool together = true;  // realize all outputs with one lt::realize, else one by one
 };
+
+/// The result shape of a Conv or Pool step on an input of shape xs (a Conv's weight ws, its bias
+/// bs or null), by PyTorch's formulas; nullopt where the library rejects the options (written
+/// from conv.hpp's rules: the generator draws valid ones, the minimizer's shrunk leaves may not).
+inline std::optional<Shape> conv_result(const Step& s, const Shape& xs, const Shape* ws = nullptr, const Shape* bs = nullptr) {
+    const std::size_t dims = spatial_dims(s);
+    if (dims == 0 || (xs.size() != dims + 1 && xs.size() != dims + 2)) return std::nullopt;
+    const std::size_t c = xs.size() - dims - 1;  // the channel axis
+    Shape out(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(c) + 1);
+    for (std::size_t i = 0; i < dims; ++i)
+        if (xs[c + 1 + i] < 1) return std::nullopt;
+    if (s.kind == Kind::Pool && s.pool == 3) {
+        for (i64 e : s.target) {
+            if (e < 1) return std::nullopt;
+            out.push_back(e);
+        }
+        return out;
+    }
+    if (s.dilation.size() != dims || s.before.size() != dims || s.after.size() != dims) return std::nullopt;
+    Shape kernel = s.kernel;
+    if (s.kind == Kind::Conv) {
+        if (!ws || ws->size() != dims + 2 || s.out_pad.size() != dims || xs[c] < 1 || s.groups < 1 || xs[c] % s.groups)
+            return std::nullopt;
+        kernel = Shape(ws->begin() + 2, ws->end());
+        i64 channels;
+        if (s.transposed) {
+            if ((*ws)[0] != xs[c]) return std::nullopt;
+            channels = (*ws)[1] * s.groups;
+        } else {
+            if ((*ws)[0] % s.groups || (*ws)[1] * s.groups != xs[c]) return std::nullopt;
+            channels = (*ws)[0];
+        }
+        if (bs && !(*bs == Shape{channels})) return std::nullopt;
+        out[c] = channels;
+    }
+    if (kernel.size() != dims) return std::nullopt;
+    for (std::size_t i = 0; i < dims; ++i) {
+        const i64 in = xs[c + 1 + i], k = kernel[i], st = s.stride[i], d = s.dilation[i], pb = s.before[i], pa = s.after[i];
+        if (k < 1 || st < 1 || d < 1 || pb < 0 || pa < 0) return std::nullopt;
+        const i64 span = d * (k - 1) + 1;
+        if (s.transposed) {
+            const i64 extra = s.out_pad[i];
+            if (extra < 0 || (extra >= st && extra >= d)) return std::nullopt;
+            const i64 o = (in - 1) * st + span + extra - pb - pa;
+            if (o < 1) return std::nullopt;
+            out.push_back(o);
+            continue;
+        }
+        if (s.kind == Kind::Pool && (pb != pa || pb > span / 2)) return std::nullopt;
+        if (span > in + pb + pa) return std::nullopt;
+        out.push_back((in + pb + pa - span) / st + 1);
+        // A max_pool window of no input element (dilation steps over the input: in 1, kernel
+        // 2, dilation 2, padding 1) gives an element of the input and an index past the plane
+        // where PyTorch gives -inf: a library bug, reported; such pools are not drawn until it
+        // is fixed (pool_ref has the -inf).
+        if (s.kind == Kind::Pool && s.pool < 2 && d > 1)
+            for (i64 o = 0; o < out.back(); ++o) {
+                bool holds = false;
+                for (i64 j = 0; j < k && !holds; ++j) holds = o * st + j * d - pb >= 0 && o * st + j * d - pb < in;
+                if (!holds) return std::nullopt;
+            }
+    }
+    return out;
+}
 
 // ============================================================================= generator
 
@@ -390,6 +469,106 @@ inline std::vector<int> random_flip_axes(Rng& rng, std::size_t r) {
     return axes;
 }
 
+// Convolutions and pools: options drawn for an input of a given shape, valid by construction.
+
+/// 1, 2 or 3 spatial axes (2 most often).
+inline std::size_t conv_dims(Rng& rng) {
+    const double u = rng.uniform();
+    return u < 0.35 ? 1 : u < 0.87 ? 2 : 3;
+}
+
+/// A shape of `rank` axes holding n > 0 elements: n's prime factors spread over the axes.
+inline Shape spread_factors(Rng& rng, i64 n, std::size_t rank) {
+    Shape t(rank, 1);
+    for (i64 f = 2, m = n; m > 1;) {
+        if (m % f == 0) {
+            t[static_cast<std::size_t>(rng.below(static_cast<i64>(rank)))] *= f;
+            m /= f;
+        } else {
+            ++f;
+            if (f * f > m) f = m;
+        }
+    }
+    return t;
+}
+
+/// Per axis: a kernel of 1-3 (now and then 4-5), dilation 1 (now and then 2-3), stride 1 (or
+/// 2-3); the kernel's span shrunk to fit the input plus the padding drawn here, padding before
+/// and after (equal 60% of the time; a pool's always equal and at most half the span).
+inline void draw_windows(Rng& rng, Step& s, const Shape& in, bool pool, bool dilate) {
+    for (i64 extent : in) {
+        i64 k = rng.chance(0.1) ? rng.range(4, 5) : rng.range(1, 3);
+        i64 d = dilate && rng.chance(0.25) ? rng.range(2, 3) : 1;
+        i64 before = rng.chance(0.5) ? rng.range(0, 2) : 0;
+        i64 after = pool || rng.chance(0.6) ? before : rng.range(0, 2);
+        for (;;) {
+            const i64 span = d * (k - 1) + 1;
+            if (pool) before = after = std::min(before, span / 2);
+            if (span <= extent + before + after) break;
+            if (d > 1) d = 1;
+            else --k;
+        }
+        s.kernel.push_back(k);
+        s.dilation.push_back(d);
+        s.before.push_back(before);
+        s.after.push_back(after);
+        s.stride.push_back(pool && rng.chance(0.4) ? k : rng.chance(0.4) ? rng.range(2, 3) : 1);
+    }
+}
+
+/// A conv's options for an input of shape xs (rank dims + 1 or dims + 2): groups (1, depthwise,
+/// or another divisor of the channels), windows (now and then padded as Same pads them), and a
+/// transposed convolution (with output padding now and then) a quarter of the time. Returns the
+/// weight's shape.
+inline Shape draw_conv(Rng& rng, Step& s, const Shape& xs, std::size_t dims) {
+    const std::size_t c = xs.size() - dims - 1;
+    const i64 channels = xs[c];
+    std::vector<i64> divisors{1};  // (1 where the channels have no divisor but 1 and themselves)
+    for (i64 g = 2; g < channels; ++g)
+        if (channels % g == 0) divisors.push_back(g);
+    if (divisors.size() > 1) divisors.erase(divisors.begin());
+    const double u = rng.uniform();
+    s.groups = u < 0.55 ? 1 : u < 0.8 ? channels : rng.pick(divisors);
+    const i64 per_out_group = rng.range(1, s.groups > 4 ? 1 : s.groups > 1 ? 2 : 4);
+    s.transposed = rng.chance(0.25);
+    draw_windows(rng, s, Shape(xs.end() - static_cast<std::ptrdiff_t>(dims), xs.end()), false, true);
+    if (!s.transposed && rng.chance(0.15))  // Same: stride 1, the span's extra positions split, the odd one after
+        for (std::size_t i = 0; i < dims; ++i) {
+            const i64 total = s.dilation[i] * (s.kernel[i] - 1);
+            s.stride[i] = 1;
+            s.before[i] = total / 2;
+            s.after[i] = total - total / 2;
+        }
+    for (std::size_t i = 0; i < dims; ++i) {
+        const i64 st = s.stride[i], d = s.dilation[i];
+        s.out_pad.push_back(s.transposed && rng.chance(0.3) ? rng.below(std::max(st, d)) : 0);
+        if (!s.transposed) continue;
+        // At least one output position: less padding.
+        const i64 full = (xs[c + 1 + i] - 1) * st + d * (s.kernel[i] - 1) + 1 + s.out_pad[i];
+        while (full - s.before[i] - s.after[i] < 1) --(s.before[i] > 0 ? s.before[i] : s.after[i]);
+    }
+    Shape ws = s.transposed ? Shape{channels, per_out_group} : Shape{per_out_group * s.groups, channels / s.groups};
+    for (i64 k : s.kernel) ws.push_back(k);
+    s.kernel.clear();  // (a conv's kernel is its weight's)
+    s.spell = static_cast<int>(rng.below(3));
+    return ws;
+}
+
+/// A pool's options for an input of shape xs: max_pool (values 35%, indices 15%), avg_pool
+/// (35%, count_include_pad or not), adaptive_avg_pool (15%, to extents up to the input's + 2).
+inline void draw_pool(Rng& rng, Step& s, const Shape& xs, std::size_t dims) {
+    const double u = rng.uniform();
+    s.pool = u < 0.35 ? 0 : u < 0.5 ? 1 : u < 0.85 ? 2 : 3;
+    const Shape in(xs.end() - static_cast<std::ptrdiff_t>(dims), xs.end());
+    if (s.pool == 3) {
+        for (i64 e : in) s.target.push_back(rng.chance(0.7) ? rng.range(1, e) : rng.range(1, e + 2));
+    } else {
+        draw_windows(rng, s, in, true, s.pool < 2);
+        s.include_pad = rng.chance(0.5);
+    }
+    s.spell = static_cast<int>(rng.below(3));
+}
+
 /// Rounds v to what dtype t holds exactly.
 inline double to_dtype(DType t, double v) {
     switch (t) {
@@ -409,8 +588,9 @@ struct GenOptions {
     // 1: the original op mix (the seeds of the regression list before the typed path);
     // 2: also gather, scatter_add, scans, argmax/argmin, concat, assign and random leaves;
     // 3: also fused expressions;
-    // 4: also log1p ... atanh, atan2, hypot and copysign.
-    int version = 4;
+    // 4: also log1p ... atanh, atan2, hypot and copysign;
+    // 5: also convolutions and pooling.
+    int version = 5;
 };
 
 class Generator {
@@ -545,6 +725,52 @@ private:
         for (auto& v : prog.steps[static_cast<std::size_t>(i)].data) v = static_cast<double>(rng.below(bound));
         return i;
     }
+    /// An input for a conv or pool of `dims` spatial axes (floating for a conv, not bool for a
+    /// pool), [N, C, spatial...] or [C, spatial...] with every extent but N at least 1: step a
+    /// where it fits, else a reshape of it, else a new leaf (sizes kept small: the reference
+    /// loops over every window).
+    int conv_input(int a, std::size_t dims, bool floating) {
+        const Step x = at(a);  // (a copy: adding a step may move the steps)
+        const bool dtype_ok = floating ? is_float(x.dtype) : x.dtype != DType::Bool;
+        const std::size_t r = x.shape.size();
+        const i64 n = numel(x.shape);
+        if (dtype_ok && n <= 1024 && (r == dims + 1 || r == dims + 2)) {
+            bool ok = true;
+            for (std::size_t k = r - dims - 1; k < r; ++k) ok = ok && x.shape[k] >= 1;
+            if (ok && rng.chance(0.8)) return a;
+        }
+        if (dtype_ok && n >= 1 && n <= 1024 && rng.chance(0.6)) {
+            Step s;
+            s.kind = Kind::Reshape;
+            s.a = a;
+            s.dtype = x.dtype;
+            s.shape = spread_factors(rng, n, dims + (rng.chance(0.8) ? 2 : 1));
+            // Many channels make a large weight: those go to the last axis.
+            const std::size_t c = s.shape.size() - dims - 1;
+            if (s.shape[c] > 8) std::swap(s.shape[c], s.shape.back());
+            s.target = s.shape;
+            if (rng.chance(0.2)) s.target[static_cast<std::size_t>(rng.below(static_cast<i64>(dims) + 1))] = -1;
+            push(s);
+            return count() - 1;
+        }
+        static const std::vector<DType> floats = {DType::Float32, DType::Float32, DType::Float64, DType::Float16};
+        static const std::vector<DType> numeric = {DType::Float32, DType::Float32, DType::Float64, DType::Float16,
+                                                   DType::Int32,   DType::Int64,   DType::UInt8};
+        const DType t = dtype_ok && rng.chance(0.7) ? x.dtype : rng.pick(floating ? floats : numeric);
+        Shape shape;
+        if (rng.chance(0.8)) shape.push_back(rng.chance(0.04) ? 0 : rng.pick(std::vector<i64>{1, 1, 2, 3}));
+        shape.push_back(rng.range(1, 4));
+        for (std::size_t i = 0; i < dims; ++i) shape.push_back(rng.range(1, dims == 1 ? 12 : dims == 2 ? 7 : 4));
+        return add_leaf(t, shape);
+    }
+    /// An earlier step of shape `shape` and dtype t (now and then), else a new leaf.
+    int operand(const Shape& shape, DType t) {
+        std::vector<int> same;
+        for (int i = 0; i < count(); ++i)
+            if (at(i).shape == shape && at(i).dtype == t) same.push_back(i);
+        return !same.empty() && rng.chance(0.3) ? rng.pick(same) : add_leaf(t, shape);
+    }
+
     void try_step() {
         static const std::vector<Kind> kinds = {
             Kind::Unary,   Kind::Unary,   Kind::Unary,  Kind::Binary, Kind::Binary, Kind::Binary, Kind::Binary,
@@ -563,7 +789,12 @@ private:
             for (int i = 0; i < 3; ++i) k.push_back(Kind::Fused);
             return k;
         }();
-        const Kind kind = rng.pick(opt.version >= 3 ? kinds3 : opt.version == 2 ? kinds2 : kinds);
+        static const std::vector<Kind> kinds5 = [] {
+            std::vector<Kind> k = kinds3;
+            for (Kind n : {Kind::Pool, Kind::Conv, Kind::Conv}) k.push_back(n);
+            return k;
+        }();
+        const Kind kind = rng.pick(opt.version >= 5 ? kinds5 : opt.version >= 3 ? kinds3 : opt.version == 2 ? kinds2 : kinds);
         const int a = pick_input();
         Step x;  // a copy: adding a leaf below may move the steps
         x.dtype = at(a).dtype;
@@ -908,6 +1139,35 @@ private:
                     s.shape = *broadcast(s.shape, at(s.c).shape);
                 }
                 s.dtype = s.pattern == 3 ? DType::Float64 : x.dtype;
+                break;
+            }
+            case Kind::Conv: {
+                const std::size_t dims = conv_dims(rng);
+                s.a = conv_input(a, dims, true);
+                const Shape xs = at(s.a).shape;
+                s.dtype = at(s.a).dtype;
+                const Shape ws = draw_conv(rng, s, xs, dims);
+                const auto out = conv_result(s, xs, &ws);
+                // The reference's multiply-adds (at most channels / groups x taps per output), and
+                // the weight's size.
+                if (!out || numel(*out) * (xs[xs.size() - dims - 1] / s.groups) * numel(ws) / (ws[0] * ws[1]) > 100000 ||
+                    numel(ws) > 1024)
+                    return;
+                s.b = operand(ws, s.dtype);
+                if (rng.chance(0.5)) s.c = operand(Shape{(*out)[xs.size() - dims - 1]}, s.dtype);
+                s.shape = *out;
+                break;
+            }
+            case Kind::Pool: {
+                const std::size_t dims = conv_dims(rng);
+                s.a = conv_input(a, dims, false);
+                const Shape xs = at(s.a).shape;
+                const DType t = at(s.a).dtype;
+                draw_pool(rng, s, xs, dims);
+                const auto out = conv_result(s, xs);
+                if (!out) return;
+                s.shape = *out;
+                s.dtype = s.pool == 1 ? DType::Int64 : s.pool == 0 || is_float(t) ? t : DType::Float32;
                 break;
             }
         }
@@ -1535,6 +1795,248 @@ inline Val reduce_vals(Red red, const std::vector<const Val*>& vals, DType t) {
     return fin(t, acc, (up - down) + order_factor(n) * unit(t) * up, false);
 }
 
+// Convolutions and pools, written out from their definitions (no windows as views, no product).
+
+/// Steps a row-major multi-index through `shape`; false after the last.
+inline bool advance(std::vector<i64>& idx, const Shape& shape) {
+    for (std::size_t k = idx.size(); k-- > 0;)
+        if (++idx[k] < shape[k]) return true;
+        else idx[k] = 0;
+    return false;
+}
+
+/// The windows of a conv or pool of spatial input `in`, output `out`, `kernel`: per output
+/// position (flat), per kernel offset in window order (row-major), the flat input position
+/// read, or -1 for padding.
+inline std::vector<std::vector<i64>> windows_of(const Shape& in, const Shape& out, const Shape& kernel, const Step& s) {
+    std::vector<std::vector<i64>> at(static_cast<std::size_t>(numel(out)));
+    if (at.empty() || numel(kernel) == 0) return at;
+    std::vector<i64> o(in.size(), 0), k(in.size(), 0);
+    for (auto& window : at) {
+        do {
+            i64 flat = 0;
+            bool inside = true;
+            for (std::size_t i = 0; i < in.size(); ++i) {
+                const i64 p = o[i] * s.stride[i] + k[i] * s.dilation[i] - s.before[i];
+                inside = inside && p >= 0 && p < in[i];
+                flat = flat * in[i] + p;
+            }
+            window.push_back(inside ? flat : -1);
+        } while (advance(k, kernel));
+        advance(o, out);
+    }
+    return at;
+}
+
+/// A sum of products, bounded as the matmul step's is: every order of summation, the terms'
+/// own bounds; exact for whole values that no partial sum rounds.
+struct Dot {
+    double acc = 0, e = 0, mag = 0;
+    bool exact = true, whole = true, dc = false;
+    i64 n = 0;
+    void add(const Val& x, const Val& y) {
+        dc = dc || x.dc || y.dc;
+        acc += x.v * y.v;
+        e += scaled(x.v, y.e) + scaled(y.v, x.e) + x.e * y.e;
+        mag += std::fabs(x.v * y.v);
+        exact = exact && x.e == 0 && y.e == 0;
+        whole = whole && x.v == std::nearbyint(x.v) && y.v == std::nearbyint(y.v);
+        ++n;
+    }
+    /// The sum in dtype t (float16 accumulates in float and rounds once). `stages` > 0: float16
+    /// partial sums are rounded to half on the way, up to stages + 1 times (conv_transpose's
+    /// products per window offset, then their placed sums).
+    Val value(DType t, i64 stages = 0) const {
+        const DType ct = t == DType::Float16 ? DType::Float32 : t;
+        if (dc) return dont_care();
+        Val v;
+        const double limit = ct == DType::Float64 ? 0x1.0p53 : stages > 0 && t == DType::Float16 ? 0x1.0p11 : 0x1.0p24;
+        if (!std::isfinite(acc) || !std::isfinite(mag)) v = exact && n == 1 ? fin(ct, acc, 0, true) : dont_care();
+        else if (exact && whole && mag < limit) v = fin(ct, acc, 0, true);
+        else {
+            double bound = e + order_factor(n) * unit(ct) * mag;
+            if (stages > 0 && t == DType::Float16) bound += static_cast<double>(stages + 1) * 0x1.0p-11 * mag;
+            v = fin(ct, acc, bound, false);
+        }
+        return v.dc || ct == t ? v : cast_val(v, ct, t);
+    }
+};
+
+/// conv (cross-correlation): out[n, oc, o] = bias[oc] + sum over ic < C/G and kernel offsets k
+/// of x[n, g C/G + ic, o stride + k dilation - before] w[oc, ic, k], g = oc / (C_out/G), the
+/// padding's zeros multiplied too (0 * inf is NaN there as well). conv_transpose: every
+/// x[n, ic, p] w[ic, oc, k] added at out[n, g C_out/G + oc, p stride + k dilation - before].
+inline Arr conv_ref(const Step& s, const Arr& x, const Arr& w, const Arr* bias) {
+    const std::size_t dims = spatial_dims(s), c = x.shape.size() - dims - 1;
+    const DType t = s.dtype;
+    const Shape in(x.shape.begin() + static_cast<std::ptrdiff_t>(c) + 1, x.shape.end());
+    const Shape out(s.shape.begin() + static_cast<std::ptrdiff_t>(c) + 1, s.shape.end());
+    const Shape kernel(w.shape.begin() + 2, w.shape.end());
+    const i64 batch = c ? x.shape[0] : 1, channels = x.shape[c], out_channels = s.shape[c];
+    const i64 plane = numel(in), spots = numel(out), taps = numel(kernel);
+    const i64 per_group = channels / s.groups, out_per_group = out_channels / s.groups;
+    Arr r{t, s.shape, std::vector<Val>(static_cast<std::size_t>(numel(s.shape)))};
+    auto xv = [&](i64 n, i64 ch, i64 p) -> const Val& { return x.x[static_cast<std::size_t>((n * channels + ch) * plane + p)]; };
+    if (!s.transposed) {
+        const auto win = windows_of(in, out, kernel, s);
+        const Val zero;
+        for (i64 n = 0; n < batch; ++n)
+            for (i64 oc = 0; oc < out_channels; ++oc)
+                for (i64 o = 0; o < spots; ++o) {
+                    const i64 g = oc / out_per_group;
+                    Dot d;
+                    for (i64 ic = 0; ic < per_group; ++ic)
+                        for (i64 k = 0; k < taps; ++k) {
+                            const i64 p = win[static_cast<std::size_t>(o)][static_cast<std::size_t>(k)];
+                            d.add(p < 0 ? zero : xv(n, g * per_group + ic, p), w.x[static_cast<std::size_t>((oc * per_group + ic) * taps + k)]);
+                        }
+                    r.x[static_cast<std::size_t>((n * out_channels + oc) * spots + o)] = d.value(t);
+                }
+    } else {
+        // Which (input position, kernel offset) pairs land on each output position.
+        std::vector<std::vector<std::pair<i64, i64>>> hits(static_cast<std::size_t>(spots));
+        std::vector<i64> p(dims, 0), k(dims, 0);
+        if (plane > 0 && taps > 0)
+            do {
+                do {
+                    i64 q = 0;
+                    bool inside = true;
+                    for (std::size_t i = 0; i < dims; ++i) {
+                        const i64 at = p[i] * s.stride[i] + k[i] * s.dilation[i] - s.before[i];
+                        inside = inside && at >= 0 && at < out[i];
+                        q = q * out[i] + at;
+                    }
+                    if (inside) hits[static_cast<std::size_t>(q)].emplace_back(linear(p, in), linear(k, kernel));
+                } while (advance(k, kernel));
+            } while (advance(p, in));
+        for (i64 n = 0; n < batch; ++n)
+            for (i64 oc = 0; oc < out_channels; ++oc)
+                for (i64 q = 0; q < spots; ++q) {
+                    const i64 g = oc / out_per_group, j = oc % out_per_group;
+                    Dot d;
+                    for (i64 ic = g * per_group; ic < (g + 1) * per_group; ++ic)
+                        for (const auto& [at, tap] : hits[static_cast<std::size_t>(q)])
+                            d.add(xv(n, ic, at), w.x[static_cast<std::size_t>((ic * out_per_group + j) * taps + tap)]);
+                    r.x[static_cast<std::size_t>((n * out_channels + oc) * spots + q)] = d.value(t, taps);
+                }
+    }
+    if (bias)
+        for (std::size_t k = 0; k < r.x.size(); ++k)
+            r.x[k] = binary_val(BinaryOp::Add, r.x[k], bias->x[static_cast<std::size_t>(static_cast<i64>(k) / spots % out_channels)], t, t);
+    return r;
+}
+
+inline Arr pool_ref(const Step& s, const Arr& x0);
+
+/// The lowest value of an integer dtype.
+inline double scalar_lowest(DType t) {
+    return t == DType::Int32 ? -2147483648.0 : t == DType::Int64 ? -9223372036854775808.0 : 0.0;
+}
+
+/// adaptive_avg_pool: cell o of an axis of extent L averages [floor(o L / O), ceil((o + 1) L / O)).
+/// An even split of every axis is avg_pool's; otherwise, axis after axis, a product with the
+/// averaging matrix, its 1 / count entries rounded to the dtype, its zeros multiplied too.
+inline Arr adaptive_ref(const Step& s, const Arr& x0) {
+    const std::size_t dims = s.target.size(), c = x0.shape.size() - dims - 1;
+    bool even = true;
+    for (std::size_t i = 0; i < dims; ++i) even = even && x0.shape[c + 1 + i] % s.target[i] == 0;
+    if (even) {
+        Step q = s;
+        q.pool = 2;
+        q.include_pad = true;
+        for (std::size_t i = 0; i < dims; ++i) {
+            q.kernel.push_back(x0.shape[c + 1 + i] / s.target[i]);
+            q.stride.push_back(q.kernel.back());
+            q.dilation.push_back(1);
+            q.before.push_back(0);
+            q.after.push_back(0);
+        }
+        return pool_ref(q, x0);
+    }
+    const DType t = s.dtype;
+    Arr y = cast_arr(x0, t);
+    for (std::size_t i = 0; i < dims; ++i) {
+        const std::size_t axis = c + 1 + i;
+        const i64 len = y.shape[axis], cells = s.target[i];
+        i64 outer = 1, inner = 1;
+        for (std::size_t k = 0; k < axis; ++k) outer *= y.shape[k];
+        for (std::size_t k = axis + 1; k < y.shape.size(); ++k) inner *= y.shape[k];
+        Arr next{t, y.shape, {}};
+        next.shape[axis] = cells;
+        next.x.resize(static_cast<std::size_t>(outer * cells * inner));
+        for (i64 cell = 0; cell < cells; ++cell) {
+            const i64 begin = cell * len / cells, end = ((cell + 1) * len + cells - 1) / cells;
+            Val weight, zero;
+            weight.v = to_dtype(t, 1.0 / static_cast<double>(end - begin));
+            for (i64 o = 0; o < outer; ++o)
+                for (i64 q = 0; q < inner; ++q) {
+                    Dot d;
+                    for (i64 l = 0; l < len; ++l)
+                        d.add(y.x[static_cast<std::size_t>((o * len + l) * inner + q)], l >= begin && l < end ? weight : zero);
+                    next.x[static_cast<std::size_t>((o * cells + cell) * inner + q)] = d.value(t);
+                }
+        }
+        y = std::move(next);
+    }
+    return y;
+}
+
+/// max_pool: each window's maximum over the input elements it holds (a NaN wins), or its
+/// position (pool 1: the first maximum in window order, the flat index into the input's
+/// plane; undetermined where another element is within the bounds of it); avg_pool: the
+/// window's sum divided by the kernel's size, or (without count_include_pad) by the number
+/// of input elements it holds; integers average in float32.
+inline Arr pool_ref(const Step& s, const Arr& x0) {
+    if (s.pool == 3) return adaptive_ref(s, x0);
+    const std::size_t dims = spatial_dims(s), c = x0.shape.size() - dims - 1;
+    const Arr x = s.pool == 2 ? cast_arr(x0, s.dtype) : x0;
+    const Shape in(x.shape.begin() + static_cast<std::ptrdiff_t>(c) + 1, x.shape.end());
+    const Shape out(s.shape.begin() + static_cast<std::ptrdiff_t>(c) + 1, s.shape.end());
+    const i64 planes = numel(Shape(x.shape.begin(), x.shape.begin() + static_cast<std::ptrdiff_t>(c) + 1));
+    const i64 plane = numel(in), spots = numel(out);
+    const auto win = windows_of(in, out, s.kernel, s);
+    Arr r{s.dtype, s.shape, std::vector<Val>(static_cast<std::size_t>(planes * spots))};
+    for (i64 pl = 0; pl < planes; ++pl)
+        for (i64 o = 0; o < spots; ++o) {
+            std::vector<const Val*> vals;
+            std::vector<i64> at;
+            for (i64 p : win[static_cast<std::size_t>(o)])
+                if (p >= 0) {
+                    vals.push_back(&x.x[static_cast<std::size_t>(pl * plane + p)]);
+                    at.push_back(p);
+                }
+            Val& v = r.x[static_cast<std::size_t>(pl * spots + o)];
+            if (vals.empty()) {  // (PyTorch's: the padding's lowest value; no index)
+                v = s.pool == 1 ? dont_care() : is_float(x.dtype) ? fin(x.dtype, -INFINITY, 0, true)
+                                                                  : ival(x.dtype, static_cast<i64>(scalar_lowest(x.dtype)));
+            } else if (s.pool == 0) {
+                v = reduce_vals(Red::Max, vals, x.dtype);
+            } else if (s.pool == 2) {
+                Val count;
+                count.v = static_cast<double>(s.include_pad ? numel(s.kernel) : static_cast<i64>(vals.size()));
+                v = binary_val(BinaryOp::Div, reduce_vals(Red::Sum, vals, s.dtype), count, s.dtype, s.dtype);
+            } else {  // as argmax's reference (ArgExt), within the window
+                const bool fl = is_float(x.dtype);
+                auto key = [&](std::size_t j) { return fl ? vals[j]->v : static_cast<double>(vals[j]->i); };
+                std::size_t best = 0;
+                bool dc = false, nan = false;
+                for (std::size_t j = 0; j < vals.size(); ++j) {
+                    dc = dc || vals[j]->dc;
+                    if (!nan && fl && std::isnan(vals[j]->v)) nan = true, best = j;
+                }
+                for (std::size_t j = 1; j < vals.size() && !nan; ++j)
+                    if (key(j) > key(best)) best = j;
+                bool unsure = false;
+                for (std::size_t j = 0; j < vals.size() && !nan; ++j) {
+                    const double slack = (vals[j]->e + vals[best]->e) * 1.0000001;
+                    if (j != best && slack > 0 && key(best) - key(j) <= slack) unsure = true;
+                }
+                v = dc || unsure ? dont_care() : ival(DType::Int64, at[best]);
+            }
+        }
+    return r;
+}
+
 /// The reference value of every step (in order), reading leaves from their data.
 inline std::vector<Arr> evaluate(const Program& p) {
     std::vector<Arr> out;
@@ -1940,6 +2442,8 @@ inline std::vector<Arr> evaluate(const Program& p) {
                 }
                 break;
             }
+            case Kind::Conv: r = conv_ref(s, in(s.a), in(s.b), s.c >= 0 ? &in(s.c) : nullptr); break;
+            case Kind::Pool: r = pool_ref(s, in(s.a)); break;
             case Kind::Random: {
                 // The values were read back from the host's realize (fill_random; they cannot be
                 // predicted); randn's may differ between devices by the rounding of log and cos.
@@ -1970,6 +2474,33 @@ lt::Tensor<T> leaf_tensor(const Step& s, Device d) {
         else data[k] = static_cast<T>(s.data[k]);
     }
     return lt::tensor<T>(data, s.shape, d);
+}
+
+/// A Conv or Pool step through the graph builders (ir/convolution.hpp), the batch axis added and
+/// dropped as the front end does; adaptive_avg_pool, which has none, through the front end's.
+inline NodePtr build_conv(const Step& s, const NodePtr& input, const NodePtr& weight, const NodePtr& bias) {
+    const std::size_t dims = spatial_dims(s);
+    if (s.kind == Kind::Pool && s.pool == 3)
+        return lt::detail::visit_dtype(input->dtype, [&](auto tag) -> NodePtr {
+            using T = typename decltype(tag)::type;
+            return lt::detail::adaptive_avg_pool<T>(dims, "adaptive_avg_pool", input, std::vector<i64>(s.target.begin(), s.target.end()))
+                .node_ptr();
+        });
+    const auto batched = lt::detail::batched(input, dims);
+    graph::ConvSpec spec;
+    spec.stride = s.stride;
+    spec.dilation = s.dilation;
+    spec.pad_before = s.before;
+    spec.pad_after = s.after;
+    spec.output_padding = s.kind == Kind::Conv ? s.out_pad : Shape(dims, 0);
+    spec.groups = s.groups;
+    const NodePtr& x = batched.first;
+    NodePtr y;
+    if (s.kind == Kind::Conv)
+        y = s.transposed ? graph::conv_transpose(x, weight, bias, spec, "conv_transpose") : graph::convolution(x, weight, bias, spec, "conv");
+    else if (s.pool == 2) y = graph::avg_pool(x, s.kernel, spec, s.include_pad, "avg_pool");
+    else y = graph::max_pool(x, s.kernel, spec, "max_pool")[s.pool == 1 ? 1 : 0];
+    return lt::detail::unbatched(y, batched.second);
 }
 
 /// Builds step `s` on the device from the nodes of earlier steps.
@@ -2056,6 +2587,8 @@ inline NodePtr build_step(const Step& s, const std::vector<NodePtr>& nodes, Devi
                 case 1: return build_binary(s.bop2, build_unary(s.uop, build_binary(s.bop, in(s.a), in(s.b))), in(s.c));
                 default: return graph::where(build_binary(s.bop, in(s.a), in(s.b)), build_unary(s.uop, in(s.a)), in(s.c));
             }
+        case Kind::Conv: return build_conv(s, in(s.a), in(s.b), s.c >= 0 ? in(s.c) : nullptr);
+        case Kind::Pool: return build_conv(s, in(s.a), nullptr, nullptr);
         case Kind::Random:
             return lt::detail::visit_dtype(s.dtype, [&](auto tag) -> NodePtr {
                 using T = typename decltype(tag)::type;
@@ -2295,6 +2828,53 @@ inline std::string scalar_literal(const Scalar& s) {
     return "std::int64_t(" + std::to_string(s.i) + ")";
 }
 
+/// A spatial option as typed.hpp's spatial_arg passes it.
+inline std::string spatial_text(const Shape& v, int spell) {
+    return spell >= 1 && uniform(v) ? std::to_string(v[0]) : shape_str(v);
+}
+
+/// A Conv or Pool step as the typed path calls it (conv_typed, pool_typed).
+inline std::string conv_cpp(const Program& p, const Step& s, const std::string& x) {
+    const std::string dims = std::to_string(spatial_dims(s));
+    std::vector<std::string> args{x};
+    if (s.kind == Kind::Pool && s.pool == 3) return "lt::adaptive_avg_pool" + dims + "d(" + x + ", " + spatial_text(s.target, s.spell) + ")";
+    std::string name, tail;
+    std::vector<std::string> options;
+    if (s.kind == Kind::Conv) {
+        const Shape& ws = p.steps[static_cast<std::size_t>(s.b)].shape;
+        args.push_back("s" + std::to_string(s.b));
+        std::string pad;
+        switch (pad_spelling(s, Shape(ws.begin() + 2, ws.end()))) {
+            case PadSpelling::Same: pad = "lt::Padding::Same"; break;
+            case PadSpelling::Valid: pad = "lt::Padding::Valid"; break;
+            case PadSpelling::Widths: pad = spatial_text(s.before, s.spell); break;
+            case PadSpelling::Pairs:
+                pad = "std::vector<std::pair<std::int64_t, std::int64_t>>{";
+                for (std::size_t i = 0; i < s.before.size(); ++i)
+                    pad += (i ? ", {" : "{") + std::to_string(s.before[i]) + ", " + std::to_string(s.after[i]) + "}";
+                pad += "}";
+                break;
+        }
+        name = (s.transposed ? "lt::conv_transpose" : "lt::conv") + dims + "d";
+        options = {s.c >= 0 ? "s" + std::to_string(s.c) : "std::nullopt", spatial_text(s.stride, s.spell), pad};
+        if (s.transposed) options.push_back(spatial_text(s.out_pad, s.spell));
+        options.push_back(std::to_string(s.groups));
+        if (s.transposed) options.push_back(spatial_text(s.dilation, s.spell));
+        else options.insert(options.end() - 1, spatial_text(s.dilation, s.spell));
+    } else {
+        name = std::string(s.pool == 2 ? "lt::avg_pool" : "lt::max_pool") + dims + "d" + (s.pool == 1 ? "_with_indices" : "");
+        args.push_back(spatial_text(s.kernel, s.spell));
+        options = {default_stride(s) ? "{}" : spatial_text(s.stride, s.spell), spatial_text(s.before, s.spell),
+                   s.pool == 2 ? (s.include_pad ? "true" : "false") : spatial_text(s.dilation, s.spell)};
+        if (s.pool == 1) tail = ".second";
+    }
+    options.resize(static_cast<std::size_t>(passed_args(s)));
+    std::string text = name + "(";
+    for (const auto* list : {&args, &options})
+        for (const std::string& a : *list) text += (text.back() == '(' ? "" : ", ") + a;
+    return text + ")" + tail;
+}
+
 /// The program as C++ against the public API, ready to paste into a test.
 inline std::string to_cpp(const Program& p) {
     std::ostringstream o;
@@ -2374,6 +2954,7 @@ inline std::string to_cpp(const Program& p) {
                 else o << op << "(" << u << "(" << a << "), " << b << ")";
                 break;
             }
+            case Kind::Conv: case Kind::Pool: o << conv_cpp(p, s, a); break;
             case Kind::Random:
                 if (s.rkind == 2) o << "lt::randint<" << ctype(s.dtype) << ">(" << s.low << ", " << s.high << ", ";
                 else o << (s.rkind == 1 ? "lt::randn<" : "lt::rand<") << ctype(s.dtype) << ">(";
@@ -2605,6 +3186,21 @@ inline bool infer_step(Step& s, const std::vector<Step>& steps) {
             s.shape = *b;
             return true;
         }
+        case Kind::Conv: {
+            const Step& w = in(s.b);
+            if (!is_float(x->dtype) || w.dtype != x->dtype || (s.c >= 0 && in(s.c).dtype != x->dtype)) return false;
+            const auto out = conv_result(s, x->shape, &w.shape, s.c >= 0 ? &in(s.c).shape : nullptr);
+            if (!out) return false;
+            s.shape = *out, s.dtype = x->dtype;
+            return true;
+        }
+        case Kind::Pool: {
+            const auto out = conv_result(s, x->shape);
+            if (!out || x->dtype == DType::Bool) return false;
+            s.shape = *out;
+            s.dtype = s.pool == 1 ? DType::Int64 : s.pool == 0 || is_float(x->dtype) ? x->dtype : DType::Float32;
+            return true;
+        }
         case Kind::Concat: {
             if (!axis_ok(s.axis, r)) return false;
             const std::size_t k = static_cast<std::size_t>(norm_axis(s.axis, r));
@@ -2716,6 +3312,15 @@ inline Program minimize(Program p, const std::function<bool(const Program&)>& fa
                 if (attempt(q)) done = changed = true;
             }
             if (done) break;
+            // (A conv without its bias: its weight's output channels can then shrink.)
+            if (s.kind == Kind::Conv && s.c >= 0) {
+                Program q = p;
+                q.steps[i].c = -1;
+                if (attempt(q)) {
+                    changed = true;
+                    break;
+                }
+            }
             // 2) Replace a non-output step by a leaf holding its reference values.
             if (!s.output) {
                 const auto ref = evaluate(p);

@@ -11,22 +11,24 @@
 // Non-differentiable points. Three layers:
 //   1. The generator evaluates the reference as it goes and rejects a step whose sampled values
 //      lie within 1e-3 of a kink or jump (abs, relu, sign, floor..., maximum/minimum, a max/min
-//      reduction's runner-up, a comparison feeding where, fmod/remainder's a / b near a whole
-//      number, copysign's operands, atan2's branch cut) or within 0.05 of a domain edge or pole
-//      (log, sqrt, rsqrt, reciprocal, div, pow's base, asin, atanh, acosh, tan, hypot and atan2
-//      at the origin); a domain op whose input fails is fed through hypot(x, c) or tanh(x) * r
-//      first. Exactly equal operands of a maximum, minimum, comparison or max/min reduction
-//      (gap 0) are allowed: they come from structure (expand, a step meeting itself, pad
-//      values), and move together under any perturbation; the rules' tie splitting is tested
-//      so.
+//      reduction's or a max_pool window's runner-up, a comparison feeding where, fmod/remainder's
+//      a / b near a whole number, copysign's operands, atan2's branch cut) or within 0.05 of a
+//      domain edge or pole (log, sqrt, rsqrt, reciprocal, div, pow's base, asin, atanh, acosh,
+//      tan, hypot and atan2 at the origin); a domain op whose input fails is fed through
+//      hypot(x, c) or tanh(x) * r first. Exactly equal operands of a maximum, minimum,
+//      comparison, max/min reduction or max_pool window (gap 0) are allowed: they come from
+//      structure (expand, a step meeting itself, pad values), and move together under any
+//      perturbation; the rules' tie splitting (max_pool's: all to the first maximum in window
+//      order) is tested so.
 //   2. Every check recomputes the same gaps on the program it is given (the minimizer's
 //      programs included) and skips the whole program if a gap is nonzero but below 1e-9 (the
 //      library's rounding could take the other branch than the reference) or a domain edge is
 //      nearer than 1e-2 (finite differences are unreliable there).
 //   3. Per element: the reference records every branch decision of the program (the values of
 //      bool and integer steps, the sign of each kink's gap, which elements of a max/min group
-//      reach the extremum). An element whose perturbations x + h or x - h change a decision
-//      has a kink within h along that direction: it is not compared (counted as skipped).
+//      or a max_pool window reach the extremum). An element whose perturbations x + h or x - h
+//      change a decision has a kink within h along that direction: it is not compared (counted
+//      as skipped).
 #pragma once
 
 #include "fuzz.hpp"
@@ -168,6 +170,27 @@ void step_kinks(const Step& s, const std::vector<Arr>& v, Kink kink, Edge edge) 
                     kink(e == ext, std::fabs(e - ext), true);
                 }
             }
+            return;
+        }
+        case Kind::Pool: {  // max_pool (values and indices): the elements of a window at its maximum
+            if (s.pool > 1) return;
+            const Arr& x = in(s.a);
+            const std::size_t dims = spatial_dims(s), c = x.shape.size() - dims - 1;
+            const Shape plane_in(x.shape.begin() + static_cast<std::ptrdiff_t>(c) + 1, x.shape.end());
+            const Shape plane_out(s.shape.begin() + static_cast<std::ptrdiff_t>(c) + 1, s.shape.end());
+            const auto win = windows_of(plane_in, plane_out, s.kernel, s);
+            const i64 planes = numel(Shape(x.shape.begin(), x.shape.begin() + static_cast<std::ptrdiff_t>(c) + 1));
+            for (i64 pl = 0; pl < planes; ++pl)
+                for (const auto& window : win) {
+                    double ext = -INFINITY;
+                    for (i64 p : window)
+                        if (p >= 0) ext = std::max(ext, x.x[static_cast<std::size_t>(pl * numel(plane_in) + p)].v);
+                    for (i64 p : window)
+                        if (p >= 0) {
+                            const double e = x.x[static_cast<std::size_t>(pl * numel(plane_in) + p)].v;
+                            kink(e == ext, std::fabs(e - ext), true);
+                        }
+                }
             return;
         }
         case Kind::Fused: {
@@ -336,6 +359,33 @@ private:
         return count() - 1;
     }
 
+    /// A float64 input for a conv or pool of `dims` spatial axes ([N, C, spatial...] or
+    /// [C, spatial...], extents but N at least 1): step a where it fits, else a reshape of it,
+    /// else a new leaf; -1 if the reshape was rejected.
+    int conv_input(int a, std::size_t dims) {
+        const Shape xs = at(a).shape;
+        const std::size_t r = xs.size();
+        const i64 n = numel(xs);
+        if (at(a).dtype == DType::Float64 && (r == dims + 1 || r == dims + 2)) {
+            bool ok = true;
+            for (std::size_t k = r - dims - 1; k < r; ++k) ok = ok && xs[k] >= 1;
+            if (ok && rng.chance(0.8)) return a;
+        }
+        if (at(a).dtype == DType::Float64 && n >= 1 && rng.chance(0.6)) {
+            Step s;
+            s.kind = Kind::Reshape, s.a = a, s.dtype = DType::Float64;
+            s.shape = s.target = spread_factors(rng, n, dims + (rng.chance(0.8) ? 2 : 1));
+            return accept(s);
+        }
+        for (;;) {
+            Shape shape;
+            if (rng.chance(0.8)) shape.push_back(rng.range(1, 2));
+            shape.push_back(rng.range(1, 3));
+            for (std::size_t i = 0; i < dims; ++i) shape.push_back(rng.range(1, dims == 1 ? 8 : dims == 2 ? 5 : 2));
+            if (numel(shape) <= opt.max_leaf) return add_leaf(shape);
+        }
+    }
+
     int pick_input() {
         // Recent steps most often; float64 ones only.
         for (int tries = 0; tries < 20; ++tries) {
@@ -473,7 +523,8 @@ private:
             Kind::Unary, Kind::Unary, Kind::Unary, Kind::Unary, Kind::Binary, Kind::Binary, Kind::Binary, Kind::Binary,
             Kind::Where, Kind::Where, Kind::Cast, Kind::Reduce, Kind::Reduce, Kind::Reduce, Kind::Reshape, Kind::Permute,
             Kind::Expand, Kind::Slice, Kind::Slice, Kind::Pad, Kind::Flip, Kind::Matmul, Kind::Matmul, Kind::Gather,
-            Kind::ScatterAdd, Kind::Scan, Kind::Concat, Kind::Fused, Kind::ArgExt, Kind::Leaf};
+            Kind::ScatterAdd, Kind::Scan, Kind::Concat, Kind::Fused, Kind::ArgExt, Kind::Leaf, Kind::Pool, Kind::Conv,
+            Kind::Conv};
         const Kind kind = rng.pick(kinds);
         const int a = pick_input();
         const Shape xs = at(a).shape;  // a copy: adding a leaf moves the steps
@@ -701,6 +752,37 @@ private:
                     out[k] += at(part).shape[k];
                 }
                 s.shape = out;
+                break;
+            }
+            case Kind::Conv: case Kind::Pool: {
+                const std::size_t dims = conv_dims(rng);
+                s.a = conv_input(a, dims);
+                if (s.a < 0) return;
+                const Shape in = at(s.a).shape;
+                if (kind == Kind::Pool) {
+                    draw_pool(rng, s, in, dims);
+                    const auto out = conv_result(s, in);
+                    if (!out) return;
+                    s.shape = *out;
+                    if (s.pool != 1) break;
+                    // Indices, then as float64 (piecewise constant), as argmax's.
+                    s.dtype = DType::Int64;
+                    const int i = accept(s);
+                    if (i < 0) return;
+                    Step c;
+                    c.kind = Kind::Cast, c.a = i, c.dtype = DType::Float64, c.shape = s.shape;
+                    accept(c);
+                    return;
+                }
+                const Shape ws = draw_conv(rng, s, in, dims);
+                const auto out = conv_result(s, in, &ws);
+                if (!out || numel(ws) > opt.max_leaf) return;
+                std::vector<int> same;
+                for (int i = 0; i < count(); ++i)
+                    if (at(i).shape == ws && at(i).dtype == DType::Float64) same.push_back(i);
+                s.b = !same.empty() && rng.chance(0.3) ? rng.pick(same) : add_leaf(ws);
+                if (rng.chance(0.5)) s.c = add_leaf({(*out)[in.size() - dims - 1]});
+                s.shape = *out;
                 break;
             }
             case Kind::Fused: {  // patterns 0-2 (3 mixes float and double)

@@ -277,6 +277,159 @@ Any fused_typed(const Step& s, const lt::Tensor<T>& a, const lt::Tensor<B>& b, c
     });
 }
 
+// Convolutions and pools, their options spelled as a user writes them (Step::spell): 0 one
+// value per axis, padding as (before, after) pairs; 1 one value for all axes where they agree,
+// padding by name (Same, Valid) or as widths where that says it, a pool's stride left to its
+// default (the kernel) where it is the kernel; 2 as 1, the trailing default arguments left out.
+
+inline bool all_are(const Shape& v, i64 x) {
+    for (i64 e : v)
+        if (e != x) return false;
+    return true;
+}
+inline bool uniform(const Shape& v) { return !v.empty() && all_are(v, v[0]); }
+
+enum class PadSpelling { Pairs, Widths, Same, Valid };
+/// A conv's padding (its kernel from the weight's shape).
+inline PadSpelling pad_spelling(const Step& s, const Shape& kernel) {
+    if (s.spell == 0) return PadSpelling::Pairs;
+    const bool zero = all_are(s.before, 0) && all_are(s.after, 0);
+    bool same = !zero && !s.transposed && all_are(s.stride, 1) && kernel.size() == s.before.size();
+    for (std::size_t i = 0; same && i < kernel.size(); ++i) {
+        const i64 total = s.dilation[i] * (kernel[i] - 1);
+        same = s.before[i] == total / 2 && s.after[i] == total - total / 2;
+    }
+    if (same) return PadSpelling::Same;
+    if (zero && s.spell == 1) return PadSpelling::Valid;
+    return s.before == s.after ? PadSpelling::Widths : PadSpelling::Pairs;
+}
+/// Whether a pool's stride is left to its default.
+inline bool default_stride(const Step& s) { return s.spell >= 1 && s.stride == s.kernel; }
+
+/// How many of the optional arguments (after x, or x and the weight) the typed path passes and
+/// the printer writes.
+inline int passed_args(const Step& s) {
+    std::vector<bool> given;  // per optional argument: whether it differs from its default
+    const bool padded = !all_are(s.before, 0) || !all_are(s.after, 0);
+    if (s.kind == Kind::Conv && !s.transposed)
+        given = {s.c >= 0, !all_are(s.stride, 1), padded, !all_are(s.dilation, 1), s.groups != 1};
+    else if (s.kind == Kind::Conv)
+        given = {s.c >= 0, !all_are(s.stride, 1), padded, !all_are(s.out_pad, 0), s.groups != 1, !all_are(s.dilation, 1)};
+    else if (s.pool == 3) given = {true};
+    else
+        given = {!default_stride(s), padded, s.pool == 2 ? !s.include_pad : !all_are(s.dilation, 1)};
+    int n = static_cast<int>(given.size());
+    if (s.spell == 2)
+        while (n > 0 && !given[static_cast<std::size_t>(n) - 1]) --n;
+    return n;
+}
+
+inline lt::Spatial spatial_arg(const Shape& v, int spell) {
+    if (spell >= 1 && uniform(v)) return lt::Spatial(v[0]);
+    return lt::Spatial(std::vector<i64>(v.begin(), v.end()));
+}
+inline lt::ConvPadding padding_arg(const Step& s, const Shape& kernel) {
+    switch (pad_spelling(s, kernel)) {
+        case PadSpelling::Same: return lt::Padding::Same;
+        case PadSpelling::Valid: return lt::Padding::Valid;
+        case PadSpelling::Widths:
+            if (uniform(s.before)) return lt::ConvPadding(s.before[0]);
+            return lt::ConvPadding(std::vector<i64>(s.before.begin(), s.before.end()));
+        default: {
+            std::vector<std::pair<i64, i64>> sides;
+            for (std::size_t i = 0; i < s.before.size(); ++i) sides.emplace_back(s.before[i], s.after[i]);
+            return lt::ConvPadding(sides);
+        }
+    }
+}
+
+template <class T>
+Any conv_typed(const Step& s, const lt::Tensor<T>& x, const lt::Tensor<T>& w, const std::optional<lt::Tensor<T>>& b) {
+    if constexpr (!lt::detail::is_floating_v<T>) {
+        throw std::logic_error("typed path: a conv of a non-floating dtype");
+    } else {
+        const Shape kernel(w.shape().begin() + 2, w.shape().end());
+        const lt::Spatial st = spatial_arg(s.stride, s.spell), dl = spatial_arg(s.dilation, s.spell),
+                          op = spatial_arg(s.out_pad, s.spell);
+        const lt::ConvPadding pad = padding_arg(s, kernel);
+        const int n = passed_args(s);
+        auto conv = [&](auto f) -> Any {
+            switch (n) {
+                case 0: return finish(f(x, w), s.dtype);
+                case 1: return finish(f(x, w, b), s.dtype);
+                case 2: return finish(f(x, w, b, st), s.dtype);
+                case 3: return finish(f(x, w, b, st, pad), s.dtype);
+                case 4: return finish(f(x, w, b, st, pad, dl), s.dtype);
+                default: return finish(f(x, w, b, st, pad, dl, s.groups), s.dtype);
+            }
+        };
+        auto transposed = [&](auto f) -> Any {
+            switch (n) {
+                case 0: return finish(f(x, w), s.dtype);
+                case 1: return finish(f(x, w, b), s.dtype);
+                case 2: return finish(f(x, w, b, st), s.dtype);
+                case 3: return finish(f(x, w, b, st, pad), s.dtype);
+                case 4: return finish(f(x, w, b, st, pad, op), s.dtype);
+                case 5: return finish(f(x, w, b, st, pad, op, s.groups), s.dtype);
+                default: return finish(f(x, w, b, st, pad, op, s.groups, dl), s.dtype);
+            }
+        };
+        switch (spatial_dims(s) * 2 + s.transposed) {
+            case 2: return conv([](const auto&... a) { return lt::conv1d(a...); });
+            case 3: return transposed([](const auto&... a) { return lt::conv_transpose1d(a...); });
+            case 4: return conv([](const auto&... a) { return lt::conv2d(a...); });
+            case 5: return transposed([](const auto&... a) { return lt::conv_transpose2d(a...); });
+            case 6: return conv([](const auto&... a) { return lt::conv3d(a...); });
+            default: return transposed([](const auto&... a) { return lt::conv_transpose3d(a...); });
+        }
+    }
+}
+
+template <class T>
+Any pool_typed(const Step& s, const lt::Tensor<T>& x) {
+    if constexpr (std::is_same_v<T, bool>) {
+        throw std::logic_error("typed path: a pool of bool");
+    } else {
+        const std::size_t dims = spatial_dims(s);
+        if (s.pool == 3) {
+            const lt::Spatial size = spatial_arg(s.target, s.spell);
+            if (dims == 1) return finish(lt::adaptive_avg_pool1d(x, size), s.dtype);
+            if (dims == 2) return finish(lt::adaptive_avg_pool2d(x, size), s.dtype);
+            return finish(lt::adaptive_avg_pool3d(x, size), s.dtype);
+        }
+        const lt::Spatial k = spatial_arg(s.kernel, s.spell), st = default_stride(s) ? lt::Spatial() : spatial_arg(s.stride, s.spell),
+                          pad = spatial_arg(s.before, s.spell), dl = spatial_arg(s.dilation, s.spell);
+        const int n = passed_args(s);
+        auto max = [&](auto f) -> Any {
+            switch (n) {
+                case 0: return finish(f(x, k), s.dtype);
+                case 1: return finish(f(x, k, st), s.dtype);
+                case 2: return finish(f(x, k, st, pad), s.dtype);
+                default: return finish(f(x, k, st, pad, dl), s.dtype);
+            }
+        };
+        auto avg = [&](auto f) -> Any {
+            switch (n) {
+                case 0: return finish(f(x, k), s.dtype);
+                case 1: return finish(f(x, k, st), s.dtype);
+                case 2: return finish(f(x, k, st, pad), s.dtype);
+                default: return finish(f(x, k, st, pad, s.include_pad), s.dtype);
+            }
+        };
+        switch (dims * 3 + static_cast<std::size_t>(s.pool)) {
+            case 3: return max([](const auto&... a) { return lt::max_pool1d(a...); });
+            case 4: return max([](const auto&... a) { return lt::max_pool1d_with_indices(a...).second; });
+            case 5: return avg([](const auto&... a) { return lt::avg_pool1d(a...); });
+            case 6: return max([](const auto&... a) { return lt::max_pool2d(a...); });
+            case 7: return max([](const auto&... a) { return lt::max_pool2d_with_indices(a...).second; });
+            case 8: return avg([](const auto&... a) { return lt::avg_pool2d(a...); });
+            case 9: return max([](const auto&... a) { return lt::max_pool3d(a...); });
+            case 10: return max([](const auto&... a) { return lt::max_pool3d_with_indices(a...).second; });
+            default: return avg([](const auto&... a) { return lt::avg_pool3d(a...); });
+        }
+    }
+}
+
 /// Builds step s through the public API from the typed values of earlier steps.
 inline Any build_typed(const Step& s, const std::vector<Any>& vals, Device d) {
     auto in = [&](int k) -> const Any& { return vals[static_cast<std::size_t>(k)]; };
@@ -403,6 +556,18 @@ inline Any build_typed(const Step& s, const std::vector<Any>& vals, Device d) {
             return fused_typed(s, std::get<lt::Tensor<double>>(in(s.a)), std::get<lt::Tensor<double>>(in(s.b)),
                                std::get<lt::Tensor<double>>(c));
         }
+        case Kind::Conv:
+            // (x, the weight and the bias have one dtype: the generator's rule and conv's.)
+            return std::visit(
+                [&](const auto& x) -> Any {
+                    using T = typename std::decay_t<decltype(x)>::value_type;
+                    const auto& w = std::get<lt::Tensor<T>>(in(s.b));
+                    std::optional<lt::Tensor<T>> b;
+                    if (s.c >= 0) b = std::get<lt::Tensor<T>>(in(s.c));
+                    return conv_typed(s, x, w, b);
+                },
+                in(s.a));
+        case Kind::Pool: return std::visit([&](const auto& x) { return pool_typed(s, x); }, in(s.a));
         case Kind::Random:
             return lt::detail::visit_dtype(s.dtype, [&](auto tag) -> Any {
                 using T = typename decltype(tag)::type;
