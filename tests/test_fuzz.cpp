@@ -854,6 +854,14 @@ TEST_CASE("fuzz: the reference's convolutions and pools, by hand") {
         p.steps.push_back(leaf(f32, {1, 1, 4}, {1, 2, 3, 4}));
         adaptive.a = 13, adaptive.target = {2};
         p.steps.push_back(adaptive);
+        // A dilated window over padding alone (positions -1 and 1 of one element): the lowest
+        // value at position -1, as the library documents it (PyTorch's value).
+        p.steps.push_back(leaf(lt::DType::Int32, {1, 1, 1}, {5}));
+        fuzz::Step dilated = windows(fuzz::Step{}, 1, 1, 1);
+        dilated.kind = Kind::Pool, dilated.a = 15, dilated.kernel = {2}, dilated.dilation = {2};
+        p.steps.push_back(dilated);
+        dilated.pool = 1;
+        p.steps.push_back(dilated);
         p.steps.back().output = true;
         REQUIRE(fuzz::reinfer(p, false));
         const auto ref = fuzz::evaluate(p);
@@ -869,6 +877,8 @@ TEST_CASE("fuzz: the reference's convolutions and pools, by hand") {
         const std::vector<double> cells = values(ref[12]), want{1.5, 3, 4.5};
         for (std::size_t k = 0; k < 3; ++k) CHECK(std::fabs(cells[k] - want[k]) <= ref[12].x[k].e + 1e-6);
         CHECK(values(ref[14]) == std::vector<double>{1.5, 3.5});
+        CHECK(values(ref[16]) == std::vector<double>{-2147483648.0});
+        CHECK(values(ref[17]) == std::vector<double>{-1});
     }
     // The options the library rejects are not valid steps: channels the groups do not divide, a
     // kernel past the padded input, a pool's padding past half its kernel.
@@ -896,10 +906,11 @@ TEST_CASE("fuzz: CI's fixed seeds cover every op kind and the special cases") {
         int empty_assign = 0, lazy_assign = 0, mixed_concat = 0, patterns[4] = {}, random[3] = {};
         // Convolutions: 1-3 spatial axes, transposed (with output padding), grouped, depthwise,
         // strided, dilated, asymmetric padding, bias, no batch axis; pools of each kind, over
-        // integers, average without the padding counted, uneven adaptive cells; each spelling.
+        // integers, average without the padding counted, uneven adaptive cells, a dilated window over
+        // padding alone; each spelling.
         int conv_dims[4] = {}, transposed = 0, out_pad = 0, grouped = 0, depthwise = 0, strided = 0, dilated = 0,
             asymmetric = 0, bias = 0, unbatched = 0, pools[4] = {}, int_pool = 0, without_pad = 0, uneven = 0,
-            spellings[4] = {}, short_form = 0;
+            padding_alone = 0, spellings[4] = {}, short_form = 0;
         std::vector<int> unary(static_cast<std::size_t>(fuzz::UnaryOp::Atanh) + 1), binary(static_cast<std::size_t>(fuzz::BinaryOp::Copysign) + 1);
         for (std::uint64_t seed = 0; seed < hi; ++seed) {
             const fuzz::Program p = fuzz::generate(seed);
@@ -929,6 +940,11 @@ TEST_CASE("fuzz: CI's fixed seeds cover every op kind and the special cases") {
                     without_pad += s.pool == 2 && !s.include_pad && !fuzz::all_are(s.before, 0);
                     if (s.pool == 3)
                         for (std::size_t i = 0; i < dims; ++i) uneven += x[x.size() - dims + i] % s.target[i] != 0;
+                    else if (s.pool < 2)
+                        for (const auto& window : fuzz::windows_of(lt::Shape(x.end() - static_cast<std::ptrdiff_t>(dims), x.end()),
+                                                                   lt::Shape(s.shape.end() - static_cast<std::ptrdiff_t>(dims), s.shape.end()),
+                                                                   s.kernel, s))
+                            padding_alone += std::all_of(window.begin(), window.end(), [](std::int64_t p) { return p < 0; });
                     continue;
                 }
                 const lt::Shape& w = p.steps[static_cast<std::size_t>(s.b)].shape;
@@ -959,6 +975,7 @@ TEST_CASE("fuzz: CI's fixed seeds cover every op kind and the special cases") {
                 {"max_pool", pools[0]}, {"max_pool's indices", pools[1]}, {"avg_pool", pools[2]},
                 {"adaptive_avg_pool", pools[3]}, {"a pool of integers", int_pool},
                 {"avg_pool without the padding counted", without_pad}, {"uneven adaptive cells", uneven},
+                {"a max_pool window over padding alone", padding_alone},
                 {"padding as pairs", spellings[0]}, {"padding as widths", spellings[1]}, {"padding Same", spellings[2]},
                 {"padding Valid", spellings[3]}, {"trailing defaults left out", short_form}};
             for (const auto& [name, n] : conv_cases) CHECK_MESSAGE(n > 0, "seeds 0..1000 have no " << std::string(name));

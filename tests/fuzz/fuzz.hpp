@@ -378,16 +378,6 @@ inline std::optional<Shape> conv_result(const Step& s, const Shape& xs, const Sh
         if (s.kind == Kind::Pool && (pb != pa || pb > span / 2)) return std::nullopt;
         if (span > in + pb + pa) return std::nullopt;
         out.push_back((in + pb + pa - span) / st + 1);
-        // A max_pool window of no input element (dilation steps over the input: in 1, kernel
-        // 2, dilation 2, padding 1) gives an element of the input and an index past the plane
-        // where PyTorch gives -inf: a library bug, reported; such pools are not drawn until it
-        // is fixed (pool_ref has the -inf).
-        if (s.kind == Kind::Pool && s.pool < 2 && d > 1)
-            for (i64 o = 0; o < out.back(); ++o) {
-                bool holds = false;
-                for (i64 j = 0; j < k && !holds; ++j) holds = o * st + j * d - pb >= 0 && o * st + j * d - pb < in;
-                if (!holds) return std::nullopt;
-            }
     }
     return out;
 }
@@ -494,12 +484,18 @@ inline Shape spread_factors(Rng& rng, i64 n, std::size_t rank) {
 
 /// Per axis: a kernel of 1-3 (now and then 4-5), dilation 1 (now and then 2-3), stride 1 (or
 /// 2-3); the kernel's span shrunk to fit the input plus the padding drawn here, padding before
-/// and after (equal 60% of the time; a pool's always equal and at most half the span).
+/// and after (equal 60% of the time; a pool's always equal and at most half the span, a dilated
+/// pool's padding, if any, that half, with a kernel of 2 over an extent of 1: a window of
+/// padding alone).
 inline void draw_windows(Rng& rng, Step& s, const Shape& in, bool pool, bool dilate) {
     for (i64 extent : in) {
         i64 k = rng.chance(0.1) ? rng.range(4, 5) : rng.range(1, 3);
         i64 d = dilate && rng.chance(0.25) ? rng.range(2, 3) : 1;
         i64 before = rng.chance(0.5) ? rng.range(0, 2) : 0;
+        if (pool && d > 1 && before > 0) {
+            if (extent == 1) k = 2;
+            before = d * (k - 1);
+        }
         i64 after = pool || rng.chance(0.6) ? before : rng.range(0, 2);
         for (;;) {
             const i64 span = d * (k - 1) + 1;
@@ -2006,9 +2002,9 @@ inline Arr pool_ref(const Step& s, const Arr& x0) {
                     at.push_back(p);
                 }
             Val& v = r.x[static_cast<std::size_t>(pl * spots + o)];
-            if (vals.empty()) {  // (PyTorch's: the padding's lowest value; no index)
-                v = s.pool == 1 ? dont_care() : is_float(x.dtype) ? fin(x.dtype, -INFINITY, 0, true)
-                                                                  : ival(x.dtype, static_cast<i64>(scalar_lowest(x.dtype)));
+            if (vals.empty()) {  // a dilated window over padding alone: the lowest value at position -1
+                v = s.pool == 1 ? ival(DType::Int64, -1) : is_float(x.dtype) ? fin(x.dtype, -INFINITY, 0, true)
+                                                                             : ival(x.dtype, static_cast<i64>(scalar_lowest(x.dtype)));
             } else if (s.pool == 0) {
                 v = reduce_vals(Red::Max, vals, x.dtype);
             } else if (s.pool == 2) {
