@@ -361,7 +361,8 @@ private:
 
     /// A float64 input for a conv or pool of `dims` spatial axes ([N, C, spatial...] or
     /// [C, spatial...], extents but N at least 1): step a where it fits, else a reshape of it,
-    /// else a new leaf; -1 if the reshape was rejected.
+    /// else a new leaf of at most half max_leaf elements (each leaf element costs the differences
+    /// four evaluations of the program); -1 if the reshape was rejected.
     int conv_input(int a, std::size_t dims) {
         const Shape xs = at(a).shape;
         const std::size_t r = xs.size();
@@ -382,7 +383,7 @@ private:
             if (rng.chance(0.8)) shape.push_back(rng.range(1, 2));
             shape.push_back(rng.range(1, 3));
             for (std::size_t i = 0; i < dims; ++i) shape.push_back(rng.range(1, dims == 1 ? 8 : dims == 2 ? 5 : 2));
-            if (numel(shape) <= opt.max_leaf) return add_leaf(shape);
+            if (numel(shape) <= opt.max_leaf / 2) return add_leaf(shape);
         }
     }
 
@@ -776,7 +777,7 @@ private:
                 }
                 const Shape ws = draw_conv(rng, s, in, dims);
                 const auto out = conv_result(s, in, &ws);
-                if (!out || numel(ws) > opt.max_leaf) return;
+                if (!out || numel(ws) > opt.max_leaf / 2) return;
                 std::vector<int> same;
                 for (int i = 0; i < count(); ++i)
                     if (at(i).shape == ws && at(i).dtype == DType::Float64) same.push_back(i);
