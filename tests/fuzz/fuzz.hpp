@@ -787,7 +787,7 @@ private:
         }();
         static const std::vector<Kind> kinds5 = [] {
             std::vector<Kind> k = kinds3;
-            for (Kind n : {Kind::Pool, Kind::Conv, Kind::Conv}) k.push_back(n);
+            for (Kind n : {Kind::Pool, Kind::Conv}) k.push_back(n);
             return k;
         }();
         const Kind kind = rng.pick(opt.version >= 5 ? kinds5 : opt.version >= 3 ? kinds3 : opt.version == 2 ? kinds2 : kinds);

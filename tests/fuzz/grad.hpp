@@ -524,8 +524,7 @@ private:
             Kind::Unary, Kind::Unary, Kind::Unary, Kind::Unary, Kind::Binary, Kind::Binary, Kind::Binary, Kind::Binary,
             Kind::Where, Kind::Where, Kind::Cast, Kind::Reduce, Kind::Reduce, Kind::Reduce, Kind::Reshape, Kind::Permute,
             Kind::Expand, Kind::Slice, Kind::Slice, Kind::Pad, Kind::Flip, Kind::Matmul, Kind::Matmul, Kind::Gather,
-            Kind::ScatterAdd, Kind::Scan, Kind::Concat, Kind::Fused, Kind::ArgExt, Kind::Leaf, Kind::Pool, Kind::Conv,
-            Kind::Conv};
+            Kind::ScatterAdd, Kind::Scan, Kind::Concat, Kind::Fused, Kind::ArgExt, Kind::Leaf, Kind::Pool, Kind::Conv};
         const Kind kind = rng.pick(kinds);
         const int a = pick_input();
         const Shape xs = at(a).shape;  // a copy: adding a leaf moves the steps
