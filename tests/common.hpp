@@ -106,6 +106,9 @@ lt::Tensor<T> make_tensor(const Ref& r, lt::Device device = lt::default_device()
     return lt::tensor<T>(data, r.shape, device);
 }
 
+/// A one-dimensional reference holding exactly these values.
+inline Ref ref_of(const std::vector<double>& v) { return Ref{{static_cast<std::int64_t>(v.size())}, v}; }
+
 /// The reference array whose element at index i is f(i).
 inline Ref ref_of(const lt::Shape& shape, const std::function<double(const std::vector<std::int64_t>&)>& f) {
     Ref out{shape, std::vector<double>(static_cast<std::size_t>(lt::numel(shape)))};

@@ -61,7 +61,6 @@ template <class T>
 lt::Tensor<T> values(const std::vector<double>& v) {
     return make_tensor<T>(Ref{{static_cast<std::int64_t>(v.size())}, v});
 }
-inline Ref ref_of(const std::vector<double>& v) { return Ref{{static_cast<std::int64_t>(v.size())}, v}; }
 
 /// Halves: random multiples of 0.5 (rounding ties), in T.
 template <class T>
