@@ -40,7 +40,14 @@ struct GemmItem : ItemDefaults {
         for (int i = 0; i < 2; ++i) {
             Node* operand = product->src[static_cast<std::size_t>(i)].get();
             Reached r = walk_views(s, &g, operand, IndexMap::identity(operand->shape));
-            if (!r.load) return Materialize{operand, "operand of a matrix product, not yet in a buffer"};
+            if (!r.load) {
+                // A permuted operand is computed in its own layout and read permuted (GEMMs take
+                // strided operands), so that its copy walks its sources in order: a weight
+                // gradient's transposed im2col columns are the columns, read transposed.
+                Node* m = operand;
+                while (m->kind == NodeKind::Permute && !m->realized()) m = m->src[0].get();
+                return Materialize{m, "operand of a matrix product, not yet in a buffer"};
+            }
             ir::MatrixLayout& layout = i == 0 ? gemm.a : gemm.b;
             layout.offset = r.access.offset;
             layout.row_stride = r.access.strides[rank - 2];
