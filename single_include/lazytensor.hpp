@@ -1625,8 +1625,9 @@ namespace lazytensor::detail {
 // cumprod of src[0] along axes[0], reduce_op Sum or Prod), run by the backend's scan.
 //   - Slice: a strided window (per axis: source index = start + step * index); slices, flips
 //     and negative steps are views like the others.
-//   - Unfold: sliding windows along axis params[0] (size params[1], step params[2], dilation
-//     params[3]); the window index is a new last axis. A view; windows may overlap.
+//   - Unfold: sliding windows along axes: params holds (axis, size, step, dilation) per
+//     unfolded axis, and each one's window index is a new axis at the end, in that order. A
+//     view; windows may overlap.
 //   - Pad: the source surrounded by a constant; out-of-range reads are gated, never made.
 //   - Index: no sources; its value at an index i is sum_k params[k] * i[k] (an iota along one
 //     axis, or the linear index: counters for the random number generator).
@@ -1866,6 +1867,13 @@ LAZYTENSOR_ENGINE_API NodePtr flip(const NodePtr& x, const Axes& axes);
 /// window is longer than the axis.
 LAZYTENSOR_ENGINE_API NodePtr unfold(const NodePtr& x, int axis, std::int64_t size, std::int64_t step,
                                      std::int64_t dilation = 1, const char* op = "unfold");
+
+/// Sliding windows along several axes at once, one view: `windows` holds (axis, size, step,
+/// dilation) per unfolded axis, distinct axes of x; their window axes are appended in that
+/// order ([N, C, out..., kernel...] for a convolution's input). Its gradient is one fold over
+/// every axis, rather than one per axis through a stored intermediate.
+LAZYTENSOR_ENGINE_API NodePtr unfold_axes(const NodePtr& x, const SmallVector<std::int64_t, 12>& windows,
+                                          const char* op = "unfold");
 
 /// x surrounded by `value`: before[k] elements before and after[k] after it along axis k.
 LAZYTENSOR_ENGINE_API NodePtr pad(const NodePtr& x, const Shape& before, const Shape& after, Scalar value);
@@ -2325,20 +2333,33 @@ LAZYTENSOR_ENGINE_API NodePtr flip(const NodePtr& x, const Axes& axes) {
 
 LAZYTENSOR_ENGINE_API NodePtr unfold(const NodePtr& x, int axis, std::int64_t size, std::int64_t step,
                                      std::int64_t dilation, const char* op) {
-    const auto k = static_cast<std::size_t>(normalize_axis(axis, x->shape.size(), op, x->shape));
-    if (size < 1) fail<ValueError>(op, ": the window size must be at least 1, not ", size);
-    if (step < 1) fail<ValueError>(op, ": the step must be at least 1, not ", step);
-    if (dilation < 1) fail<ValueError>(op, ": the dilation must be at least 1, not ", dilation);
-    const std::int64_t span = dilation * (size - 1) + 1;
-    if (span > x->shape[k])
-        fail<ShapeError>(op, ": a window of ", size, dilation > 1 ? concat(" elements dilated by ", dilation, " spans ", span) : "",
-                         " elements is longer than axis ", axis, " of shape ", x->shape, " (extent ", x->shape[k], ")");
+    const auto k = normalize_axis(axis, x->shape.size(), op, x->shape);
+    return unfold_axes(x, SmallVector<std::int64_t, 12>{k, size, step, dilation}, op);
+}
+
+LAZYTENSOR_ENGINE_API NodePtr unfold_axes(const NodePtr& x, const SmallVector<std::int64_t, 12>& windows, const char* op) {
     Shape shape = x->shape;
-    shape[k] = (x->shape[k] - span) / step + 1;
-    shape.push_back(size);
+    std::vector<char> seen(x->shape.size(), 0);
+    for (std::size_t g = 0; g + 3 < windows.size(); g += 4) {
+        const std::int64_t axis = windows[g], size = windows[g + 1], step = windows[g + 2], dilation = windows[g + 3];
+        const auto k = static_cast<std::size_t>(axis);
+        if (axis < 0 || k >= x->shape.size() || seen[k])
+            fail<AxisError>(op, ": axis ", axis, " is not a distinct axis of shape ", x->shape);
+        seen[k] = 1;
+        if (size < 1) fail<ValueError>(op, ": the window size must be at least 1, not ", size);
+        if (step < 1) fail<ValueError>(op, ": the step must be at least 1, not ", step);
+        if (dilation < 1) fail<ValueError>(op, ": the dilation must be at least 1, not ", dilation);
+        const std::int64_t span = dilation * (size - 1) + 1;
+        if (span > x->shape[k])
+            fail<ShapeError>(op, ": a window of ", size,
+                             dilation > 1 ? concat(" elements dilated by ", dilation, " spans ", span) : "",
+                             " elements is longer than axis ", axis, " of shape ", x->shape, " (extent ", x->shape[k], ")");
+        shape[k] = (x->shape[k] - span) / step + 1;
+        shape.push_back(size);
+    }
     check_extents(shape, op);
     auto node = with_sources(make(NodeKind::Unfold, x->dtype, x->device, std::move(shape)), {x});
-    for (std::int64_t v : {static_cast<std::int64_t>(k), size, step, dilation}) node->params.push_back(v);
+    node->params = windows;
     return node;
 }
 
@@ -4146,16 +4167,18 @@ public:
                 break;
             }
             case NodeKind::Slice: window(view.params, src); break;
-            case NodeKind::Unfold: {  // params: axis, size, step, dilation; the window axis is last
-                const auto axis = static_cast<std::size_t>(view.params[0]), last = m() - 1;
-                const std::int64_t step = view.params[2], dilation = view.params[3];
+            case NodeKind::Unfold: {  // params: (axis, size, step, dilation) per axis; window axes last
                 IndexMap out = zero(domain_, src);
                 for (std::size_t k = 0; k < src.size(); ++k) {
                     out.offset_[k] = offset_[k];
                     for (std::size_t j = 0; j < n(); ++j) out.at(k, j) = at(k, j);
                 }
-                out.offset_[axis] = step * offset_[axis] + dilation * offset_[last];
-                for (std::size_t j = 0; j < n(); ++j) out.at(axis, j) = step * at(axis, j) + dilation * at(last, j);
+                for (std::size_t g = 0, window = src.size(); g + 3 < view.params.size(); g += 4, ++window) {
+                    const auto axis = static_cast<std::size_t>(view.params[g]);
+                    const std::int64_t step = view.params[g + 2], dilation = view.params[g + 3];
+                    out.offset_[axis] = step * offset_[axis] + dilation * offset_[window];
+                    for (std::size_t j = 0; j < n(); ++j) out.at(axis, j) = step * at(axis, j) + dilation * at(window, j);
+                }
                 *this = std::move(out);
                 break;
             }
@@ -7517,11 +7540,10 @@ LAZYTENSOR_ENGINE_API NodePtr conv_transpose(const NodePtr& x, const NodePtr& we
 LAZYTENSOR_ENGINE_API NodePtr scatter_window(const Shape& source, const SmallVector<std::int64_t, 12>& starts_steps,
                                              const NodePtr& values);
 
-/// PyTorch's fold along one axis (col2im): `windows` has the shape that unfold(x, axis, size,
-/// step, dilation) has for an x of shape `source`; the result, of that shape, sums each window
-/// element at the position it was read from. Null when there are no windows.
-LAZYTENSOR_ENGINE_API NodePtr fold(const NodePtr& windows, const Shape& source, int axis, std::int64_t size,
-                                   std::int64_t step, std::int64_t dilation);
+/// PyTorch's fold (col2im): `windows` has the shape that unfold_axes(x, params) has for an x of
+/// shape `source`; the result, of that shape, sums each window element at the position it was
+/// read from: one sum of placed windows over every tap (axis by axis where the taps are many).
+LAZYTENSOR_ENGINE_API NodePtr fold(const NodePtr& windows, const Shape& source, const SmallVector<std::int64_t, 12>& params);
 
 /// Max pooling: x [N, C, spatial...] padded with the lowest value, windows of `kernel` (spec's
 /// stride, dilation and padding; padding at most half the kernel). Returns the maxima and their
@@ -7560,7 +7582,11 @@ using namespace composite;
 /// Output positions per sample from which one product per sample fills a GPU as well as one
 /// product over the batch (H200, ResNet-18 layers at batch 32: per sample 0.34 ms against 0.43
 /// at 56x56 (3,136 positions); 0.40 against 0.27 at 28x28).
-inline constexpr std::int64_t kWideEnoughPerSample = 2048;  // (the composites' shorthands: add, mul, num, whole, ...)
+inline constexpr std::int64_t kWideEnoughPerSample = 2048;
+
+/// The most taps a fold sums in one expression (one kernel where the stride is 1); beyond,
+/// it folds axis by axis through stored intermediates.
+inline constexpr std::int64_t kMostFoldTerms = 64;
 
 inline std::int64_t product(const Shape& s, std::size_t from = 0, std::size_t to = ~std::size_t{0}) {
     std::int64_t p = 1;
@@ -7641,10 +7667,10 @@ inline NodePtr padded(const NodePtr& x, const ConvSpec& spec, Scalar fill) {
 /// Windows of x padded with `fill`: [N, C, out..., kernel...] (unfold views of a pad).
 inline NodePtr windows(const NodePtr& x, const Shape& kernel, const ConvSpec& spec, Scalar fill, const char* op) {
     const std::size_t dims = kernel.size();
-    NodePtr u = padded(x, spec, fill);
+    SmallVector<std::int64_t, 12> params;
     for (std::size_t i = 0; i < dims; ++i)
-        u = unfold(u, static_cast<int>(2 + i), kernel[i], spec.stride[i], spec.dilation[i], op);
-    return u;
+        for (std::int64_t v : {static_cast<std::int64_t>(2 + i), kernel[i], spec.stride[i], spec.dilation[i]}) params.push_back(v);
+    return unfold_axes(padded(x, spec, fill), params, op);
 }
 
 inline Axes window_axes(std::size_t dims) {
@@ -7716,23 +7742,24 @@ LAZYTENSOR_ENGINE_API NodePtr convolution(const NodePtr& x, const NodePtr& weigh
         if (kernel[i] < 1) fail<ShapeError>(op, ": the weight's kernel ", kernel, " is empty (shape ", weight->shape, ")");
     conv::check_fits(x, kernel, spec, op);
 
-    const NodePtr u = conv::windows(x, kernel, spec, Scalar::of<std::int64_t>(0).cast(x->dtype), op);
     const std::int64_t batch = x->shape[0], per_group = channels / groups, out_per_group = out_channels / groups;
-    const Shape out(u->shape.begin() + 2, u->shape.begin() + 2 + static_cast<std::ptrdiff_t>(dims));
+    Shape out;
+    for (std::size_t i = 0; i < dims; ++i)
+        out.push_back((x->shape[2 + i] + spec.pad_before[i] + spec.pad_after[i] - spec.dilation[i] * (kernel[i] - 1) - 1) /
+                          spec.stride[i] +
+                      1);
     const std::int64_t taps = conv::product(kernel), spots = conv::product(out);
     Shape result{batch, out_channels};
     for (std::int64_t e : out) result.push_back(e);
-    Shape grouped{batch, groups, per_group};  // u as [N, G, C/G, out..., kernel...]
-    for (std::int64_t e : out) grouped.push_back(e);
-    for (std::int64_t k : kernel) grouped.push_back(k);
-    const NodePtr windows = reshape(u, grouped, op);
 
-    if (per_group == 1 && taps <= 64) {
+    if (per_group == 1 && groups > 1 && taps <= 64) {
         // Depthwise: each output channel sums the taps of one input channel, too few for a
         // product (k = taps). One element-wise kernel over the output reads every tap in place:
         // sum over taps t of x_padded[..., o * stride + t * dilation] * weight[g, j, t]. Each tap
-        // is one strided window of the padded input (not a slice of the unfold view), so that
-        // its gradient is one placed window too: the input's gradient is again one kernel.
+        // is one strided window of the padded input, so that its gradient is one placed window
+        // too: the input's gradient is again one kernel. (One input channel without groups is a
+        // product over the batch below: its weight's gradient is one product, not one
+        // reduction per tap.)
         const DType compute = x->dtype == DType::Float16 ? DType::Float32 : x->dtype;
         const NodePtr padded = conv::padded(x, spec, Scalar::of<std::int64_t>(0).cast(x->dtype));
         const NodePtr w = cast(reshape(weight, Shape{1, groups, out_per_group, taps}, op), compute);
@@ -7769,6 +7796,11 @@ LAZYTENSOR_ENGINE_API NodePtr convolution(const NodePtr& x, const NodePtr& weigh
         const NodePtr columns = reshape(x, Shape{batch, groups, per_group, spots}, op);
         return conv::with_bias(reshape(matmul(w, columns), result, op), bias);
     }
+    Shape grouped{batch, groups, per_group};  // the windows as [N, G, C/G, out..., kernel...]
+    for (std::int64_t e : out) grouped.push_back(e);
+    for (std::int64_t k : kernel) grouped.push_back(k);
+    const NodePtr windows =
+        reshape(conv::windows(x, kernel, spec, Scalar::of<std::int64_t>(0).cast(x->dtype), op), grouped, op);
     if (spots >= conv::kWideEnoughPerSample) {
         // Wide outputs: one product per sample, [N, G, C/G * kernel, out], its result already
         // [N, C_out, out...], so that a bias, activation or residual add fuses into its epilogue.
@@ -7841,13 +7873,13 @@ LAZYTENSOR_ENGINE_API NodePtr conv_transpose(const NodePtr& x, const NodePtr& we
     for (std::size_t i = 0; i < dims; ++i) order.push_back(static_cast<int>(2 + dims + i));
     for (std::size_t i = 0; i < dims; ++i) order.push_back(static_cast<int>(2 + i));
     NodePtr y = permute(reshape(matmul(w, xs), split, op), order, op);
-    // Fold the last window axis first: after axis i, the shape is [N, C_out, in[..i), full[i..), kernel[..i)].
-    for (std::size_t i = dims; i-- > 0;) {
-        Shape source{batch, out_channels};
-        for (std::size_t j = 0; j < dims; ++j) source.push_back(j < i ? in[j] : full[j]);
-        for (std::size_t j = 0; j < i; ++j) source.push_back(kernel[j]);
-        y = fold(y, source, static_cast<int>(2 + i), kernel[i], spec.stride[i], spec.dilation[i]);
+    Shape source{batch, out_channels};
+    SmallVector<std::int64_t, 12> windows;
+    for (std::size_t i = 0; i < dims; ++i) {
+        source.push_back(full[i]);
+        for (std::int64_t v : {static_cast<std::int64_t>(2 + i), kernel[i], spec.stride[i], spec.dilation[i]}) windows.push_back(v);
     }
+    y = fold(y, source, windows);
     // Output padding adds zeros after the last window; padding crops.
     Shape before(2 + dims, 0), after(2 + dims, 0);
     for (std::size_t i = 0; i < dims; ++i) after[2 + i] = spec.output_padding[i];
@@ -7894,21 +7926,37 @@ LAZYTENSOR_ENGINE_API NodePtr scatter_window(const Shape& source, const SmallVec
     return out;
 }
 
-LAZYTENSOR_ENGINE_API NodePtr fold(const NodePtr& windows, const Shape& source, int axis, std::int64_t size,
-                                   std::int64_t step, std::int64_t dilation) {
+LAZYTENSOR_ENGINE_API NodePtr fold(const NodePtr& windows, const Shape& source, const SmallVector<std::int64_t, 12>& params) {
     using namespace composite;
-    const auto k = static_cast<std::size_t>(axis);
-    const int last = static_cast<int>(windows->shape.size()) - 1;
-    Shape sliced = windows->shape;
-    sliced.pop_back();
+    const std::size_t groups = params.size() / 4, rank = source.size();
+    std::int64_t taps = 1;
+    for (std::size_t g = 0; g < groups; ++g) taps *= params[4 * g + 1];
+    if (groups > 1 && taps > conv::kMostFoldTerms) {
+        // Axis by axis, the last window axis first: into the windows of the other axes.
+        const SmallVector<std::int64_t, 12> last(params.end() - 4, params.end()), rest(params.begin(), params.end() - 4);
+        Shape partial = windows->shape;
+        partial.pop_back();
+        partial[static_cast<std::size_t>(last[0])] = source[static_cast<std::size_t>(last[0])];
+        return fold(fold(windows, partial, last), source, rest);
+    }
+    const Shape placed(windows->shape.begin(), windows->shape.begin() + static_cast<std::ptrdiff_t>(rank));
     NodePtr total;
-    for (std::int64_t j = 0; j < size; ++j) {
+    for (std::int64_t t = 0; t < taps; ++t) {
         SmallVector<std::int64_t, 12> starts_steps;
-        for (std::size_t a = 0; a < source.size(); ++a) {
-            starts_steps.push_back(a == k ? j * dilation : 0);
-            starts_steps.push_back(a == k ? step : 1);
+        for (std::size_t a = 0; a < rank; ++a) {
+            starts_steps.push_back(0);
+            starts_steps.push_back(1);
         }
-        const NodePtr term = scatter_window(source, starts_steps, reshape(slice(windows, last, j, j + 1, 1), sliced));
+        NodePtr values = windows;
+        for (std::size_t g = groups, rest = static_cast<std::size_t>(t); g-- > 0;) {  // the last window axis fastest
+            const std::int64_t size = params[4 * g + 1], at = static_cast<std::int64_t>(rest % static_cast<std::size_t>(size));
+            rest /= static_cast<std::size_t>(size);
+            const auto axis = static_cast<std::size_t>(params[4 * g]);
+            starts_steps[2 * axis] = at * params[4 * g + 3];
+            starts_steps[2 * axis + 1] = params[4 * g + 2];
+            values = slice(values, static_cast<int>(rank + g), at, at + 1, 1);
+        }
+        const NodePtr term = scatter_window(source, starts_steps, reshape(values, placed));
         if (!term) return constant(Scalar::of<std::int64_t>(0).cast(windows->dtype), windows->dtype, source, windows->device);
         total = total ? add(total, term) : term;
     }
@@ -7942,8 +7990,9 @@ LAZYTENSOR_ENGINE_API std::array<NodePtr, 2> max_pool(const NodePtr& x, const Sh
         coefs[2 + i] = spec.stride[i] * row;
         coefs[2 + dims + i] = spec.dilation[i] * row;
     }
-    const NodePtr first = reduce(ReduceOp::Min, where(hit, index(win->shape, coefs, x->device), whole(conv::product(plane))),
-                                 axes, false, op);
+    const NodePtr position = index(win->shape, coefs, x->device);
+    const NodePtr first_kept = reduce(ReduceOp::Min, where(hit, position, whole(conv::product(plane))), axes, true, op);
+    const NodePtr first = reshape(first_kept, Shape(first_kept->shape.begin(), first_kept->shape.end() - static_cast<std::ptrdiff_t>(dims)), op);
     // The padded-plane position -> the flat index into the input's plane.
     NodePtr rest = first, flat;
     for (std::size_t i = 0; i < dims; ++i) {
@@ -7952,14 +8001,24 @@ LAZYTENSOR_ENGINE_API std::array<NodePtr, 2> max_pool(const NodePtr& x, const Sh
         if (i + 1 < dims) rest = remainder(rest, whole(row));
         flat = flat ? add(mul(flat, whole(x->shape[2 + i])), at) : at;
     }
-    const std::int64_t batch = x->shape[0], channels = x->shape[1];
-    const Shape out(first->shape.begin() + 2, first->shape.end());
-    const NodePtr values = gather(reshape(x, Shape{batch, channels, conv::product(conv::spatial(x->shape))}, op), 2,
-                                  reshape(flat, Shape{batch, channels, conv::product(out)}, op));
+    // The value at the first maximum, selected within its window rather than gathered from the
+    // input: a gather's gradient compares every input position with every output one, this
+    // one's is a fold, taps x the output. The max of the window with the others at the lowest
+    // value is exact (-0 included), but its gradient splits among ties, and a window's -inf ties
+    // with that lowest value; the sum with the others at 0 hands all of the gradient to the one
+    // element, but turns -0 into +0. So: the sum, and the max where the sum is 0. (Integers: the
+    // max, as a sum would widen them.)
+    // (The comparison is built once per reduction: one node read by both would be stored.)
+    auto at_first = [&] { return binary(BinaryOp::Eq, position, first_kept); };
+    NodePtr values = reduce(ReduceOp::Max, where(at_first(), win, conv::lowest(x->dtype)), axes, false, op);
+    if (is_floating(x->dtype)) {
+        const NodePtr sum = reduce(ReduceOp::Sum, where(at_first(), win, num(0.0)), axes, false, op);
+        values = where(binary(BinaryOp::Eq, sum, num(0.0)), values, sum);
+    }
     // A dilated window can miss the input altogether: its maximum is the lowest value (PyTorch's
     // -inf) and its position -1.
     const NodePtr empty = binary(BinaryOp::Eq, first, whole(conv::product(plane)));
-    return {where(empty, conv::lowest(x->dtype), reshape(values, first->shape, op)), where(empty, whole(-1), flat)};
+    return {where(empty, conv::lowest(x->dtype), values), where(empty, whole(-1), flat)};
 }
 
 LAZYTENSOR_ENGINE_API NodePtr avg_pool(const NodePtr& x, const Shape& kernel, const ConvSpec& spec, bool count_include_pad,
@@ -11399,7 +11458,7 @@ void node_rule(const NodePtr& n, const NodePtr& gy, Wanted wanted, Emit emit) {
         case NodeKind::Expand: emit(0, expand_rule(x, n, gy)); break;
         case NodeKind::Slice: emit(0, g::scatter_window(x->shape, n->params, gy)); break;
         case NodeKind::Unfold:  // fold: the windows' elements summed back where they were read
-            emit(0, g::fold(gy, x->shape, static_cast<int>(n->params[0]), n->params[1], n->params[2], n->params[3]));
+            emit(0, g::fold(gy, x->shape, n->params));
             break;
         case NodeKind::Pad: emit(0, pad_rule(x, n, gy)); break;
         case NodeKind::Gather:
@@ -22163,7 +22222,14 @@ struct GemmItem : ItemDefaults {
         for (int i = 0; i < 2; ++i) {
             Node* operand = product->src[static_cast<std::size_t>(i)].get();
             Reached r = walk_views(s, &g, operand, IndexMap::identity(operand->shape));
-            if (!r.load) return Materialize{operand, "operand of a matrix product, not yet in a buffer"};
+            if (!r.load) {
+                // A permuted operand is computed in its own layout and read permuted (GEMMs take
+                // strided operands), so that its copy walks its sources in order: a weight
+                // gradient's transposed im2col columns are the columns, read transposed.
+                Node* m = operand;
+                while (m->kind == NodeKind::Permute && !m->realized()) m = m->src[0].get();
+                return Materialize{m, "operand of a matrix product, not yet in a buffer"};
+            }
             ir::MatrixLayout& layout = i == 0 ? gemm.a : gemm.b;
             layout.offset = r.access.offset;
             layout.row_stride = r.access.strides[rank - 2];

@@ -350,6 +350,32 @@ TEST_CASE("conv2d and conv_transpose2d gradients against central differences") {
             check_close(grads[1], central_differences(wd, [&](const Ref& v) { return ref_conv(xr, v, nullptr, dw); }, r), 1e-7, 1e-7);
         }
         {
+            // Windows over three axes at once (27 taps: one fold), and a 9x9 kernel (81 taps:
+            // folded axis by axis).
+            INFO("conv3d, and conv2d and conv_transpose2d with a 9x9 kernel");
+            const Options o3 = options(3, 1, 1), o9 = options(2, 2, 4);
+            const Ref x3 = random_ref<double>({1, 2, 4, 3, 5}, 77), w3 = random_ref<double>({2, 2, 3, 3, 2}, 78);
+            const Ref x9 = random_ref<double>({1, 1, 6, 7}, 79), w9 = random_ref<double>({2, 1, 9, 9}, 80);
+            const lt::Tensor<double> x3t = make_tensor<double>(x3), w3t = make_tensor<double>(w3), x9t = make_tensor<double>(x9),
+                                     w9t = make_tensor<double>(w9);
+            const Ref r3 = random_ref<double>(ref_conv(x3, w3, nullptr, o3).shape, 81),
+                      r9 = random_ref<double>(ref_conv(x9, w9, nullptr, o9).shape, 82);
+            auto g3 = lt::grad(lt::sum(conv<double>(3, x3t, w3t, std::nullopt, o3) * make_tensor<double>(r3)), {x3t, w3t});
+            check_close(g3[0], central_differences(x3, [&](const Ref& v) { return ref_conv(v, w3, nullptr, o3); }, r3), 1e-7, 1e-7);
+            check_close(g3[1], central_differences(w3, [&](const Ref& v) { return ref_conv(x3, v, nullptr, o3); }, r3), 1e-7, 1e-7);
+            auto g9 = lt::grad(lt::sum(conv<double>(2, x9t, w9t, std::nullopt, o9) * make_tensor<double>(r9)), {x9t, w9t});
+            check_close(g9[0], central_differences(x9, [&](const Ref& v) { return ref_conv(v, w9, nullptr, o9); }, r9), 1e-7, 1e-7);
+            check_close(g9[1], central_differences(w9, [&](const Ref& v) { return ref_conv(x9, v, nullptr, o9); }, r9), 1e-7, 1e-7);
+            const Options t9 = options(2, 2, 1);
+            const Ref wt9 = random_ref<double>({1, 2, 9, 9}, 83);
+            const lt::Tensor<double> wt9t = make_tensor<double>(wt9);
+            check_close(conv_transpose<double>(2, x9t, wt9t, std::nullopt, t9), ref_conv_transpose(x9, wt9, nullptr, t9), 1e-9, 1e-9);
+            const Ref rt9 = random_ref<double>(ref_conv_transpose(x9, wt9, nullptr, t9).shape, 84);
+            auto gt9 = lt::grad(lt::sum(conv_transpose<double>(2, x9t, wt9t, std::nullopt, t9) * make_tensor<double>(rt9)), {x9t});
+            check_close(gt9[0], central_differences(x9, [&](const Ref& v) { return ref_conv_transpose(v, wt9, nullptr, t9); }, rt9),
+                        1e-7, 1e-7);
+        }
+        {
             INFO("conv_transpose2d");
             const Ref y = ref_conv_transpose(xr, wr, nullptr, o), r = random_ref<double>(y.shape, 74);
             const lt::Tensor<double> rt = make_tensor<double>(r);
@@ -483,6 +509,14 @@ TEST_CASE("max_pool and avg_pool: windows, padding, ties, NaN, indices") {
         auto [ev, ea] = lt::max_pool1d_with_indices(lt::tensor<float>({5}, {1, 1, 1}), 2, 1, 2, 3);
         CHECK(ev.to_vector() == std::vector<float>{-inf, -inf});
         CHECK(ea.to_vector() == std::vector<std::int64_t>{-1, -1});
+        // The maximum's own value: -0 stays -0; integers keep their type.
+        const std::vector<float> zeros = lt::max_pool1d(lt::tensor<float>({-0.0f, -1, -2, 0.0f, -0.0f, -5}, {1, 1, 6}), 3).to_vector();
+        REQUIRE(zeros.size() == 2);
+        CHECK((zeros[0] == 0.0f && std::signbit(zeros[0])));
+        CHECK((zeros[1] == 0.0f && !std::signbit(zeros[1])));
+        const lt::Tensor<std::int32_t> ints =
+            lt::max_pool1d(lt::tensor<std::int32_t>({std::numeric_limits<std::int32_t>::min(), -7, 3, 2147483647}, {1, 1, 4}), 2);
+        CHECK(ints.to_vector() == std::vector<std::int32_t>{-7, 2147483647});
     });
 }
 
@@ -497,6 +531,11 @@ TEST_CASE("max_pool2d's gradient reaches the first maximum of each window; avg_p
         // windows (row, col) -> first max: (0,0): 5 at 1; (0,1): 5 at 1; (0,2): 5 at 2;
         // (1,0): 5 at 4; (1,1): 3 at 9; (1,2): 5 at 7.
         CHECK(g[0].to_vector() == std::vector<float>{0, 2, 1, 0, 1, 0, 0, 1, 0, 1, 0, 0});
+        // A window of -inf, and windows whose maximum is -0 or NaN: the whole gradient reaches the first.
+        const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+        const lt::Tensor<float> lows = lt::tensor<float>({-inf, -inf, -0.0f, 0.0f, -1, nan, 2, nan}, {1, 1, 8});
+        auto gl = lt::grad(lt::sum(lt::max_pool1d(lows, 2) * 3.0f), {lows});
+        CHECK(gl[0].to_vector() == std::vector<float>{3, 0, 3, 0, 0, 3, 0, 3});
         const Ref xr = random_ref<float>({2, 2, 5, 5}, 11);
         const lt::Tensor<float> xt = make_tensor<float>(xr);
         auto ga = lt::grad(lt::sum(lt::avg_pool2d(xt, 3, 2, 1, false) * 3.0f), {xt});

@@ -214,7 +214,7 @@ void node_rule(const NodePtr& n, const NodePtr& gy, Wanted wanted, Emit emit) {
         case NodeKind::Expand: emit(0, expand_rule(x, n, gy)); break;
         case NodeKind::Slice: emit(0, g::scatter_window(x->shape, n->params, gy)); break;
         case NodeKind::Unfold:  // fold: the windows' elements summed back where they were read
-            emit(0, g::fold(gy, x->shape, static_cast<int>(n->params[0]), n->params[1], n->params[2], n->params[3]));
+            emit(0, g::fold(gy, x->shape, n->params));
             break;
         case NodeKind::Pad: emit(0, pad_rule(x, n, gy)); break;
         case NodeKind::Gather:

@@ -46,11 +46,10 @@ LAZYTENSOR_ENGINE_API NodePtr conv_transpose(const NodePtr& x, const NodePtr& we
 LAZYTENSOR_ENGINE_API NodePtr scatter_window(const Shape& source, const SmallVector<std::int64_t, 12>& starts_steps,
                                              const NodePtr& values);
 
-/// PyTorch's fold along one axis (col2im): `windows` has the shape that unfold(x, axis, size,
-/// step, dilation) has for an x of shape `source`; the result, of that shape, sums each window
-/// element at the position it was read from. Null when there are no windows.
-LAZYTENSOR_ENGINE_API NodePtr fold(const NodePtr& windows, const Shape& source, int axis, std::int64_t size,
-                                   std::int64_t step, std::int64_t dilation);
+/// PyTorch's fold (col2im): `windows` has the shape that unfold_axes(x, params) has for an x of
+/// shape `source`; the result, of that shape, sums each window element at the position it was
+/// read from: one sum of placed windows over every tap (axis by axis where the taps are many).
+LAZYTENSOR_ENGINE_API NodePtr fold(const NodePtr& windows, const Shape& source, const SmallVector<std::int64_t, 12>& params);
 
 /// Max pooling: x [N, C, spatial...] padded with the lowest value, windows of `kernel` (spec's
 /// stride, dilation and padding; padding at most half the kernel). Returns the maxima and their

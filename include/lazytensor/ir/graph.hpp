@@ -76,6 +76,13 @@ LAZYTENSOR_ENGINE_API NodePtr flip(const NodePtr& x, const Axes& axes);
 LAZYTENSOR_ENGINE_API NodePtr unfold(const NodePtr& x, int axis, std::int64_t size, std::int64_t step,
                                      std::int64_t dilation = 1, const char* op = "unfold");
 
+/// Sliding windows along several axes at once, one view: `windows` holds (axis, size, step,
+/// dilation) per unfolded axis, distinct axes of x; their window axes are appended in that
+/// order ([N, C, out..., kernel...] for a convolution's input). Its gradient is one fold over
+/// every axis, rather than one per axis through a stored intermediate.
+LAZYTENSOR_ENGINE_API NodePtr unfold_axes(const NodePtr& x, const SmallVector<std::int64_t, 12>& windows,
+                                          const char* op = "unfold");
+
 /// x surrounded by `value`: before[k] elements before and after[k] after it along axis k.
 LAZYTENSOR_ENGINE_API NodePtr pad(const NodePtr& x, const Shape& before, const Shape& after, Scalar value);
 

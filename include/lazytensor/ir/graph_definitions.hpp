@@ -205,20 +205,33 @@ LAZYTENSOR_ENGINE_API NodePtr flip(const NodePtr& x, const Axes& axes) {
 
 LAZYTENSOR_ENGINE_API NodePtr unfold(const NodePtr& x, int axis, std::int64_t size, std::int64_t step,
                                      std::int64_t dilation, const char* op) {
-    const auto k = static_cast<std::size_t>(normalize_axis(axis, x->shape.size(), op, x->shape));
-    if (size < 1) fail<ValueError>(op, ": the window size must be at least 1, not ", size);
-    if (step < 1) fail<ValueError>(op, ": the step must be at least 1, not ", step);
-    if (dilation < 1) fail<ValueError>(op, ": the dilation must be at least 1, not ", dilation);
-    const std::int64_t span = dilation * (size - 1) + 1;
-    if (span > x->shape[k])
-        fail<ShapeError>(op, ": a window of ", size, dilation > 1 ? concat(" elements dilated by ", dilation, " spans ", span) : "",
-                         " elements is longer than axis ", axis, " of shape ", x->shape, " (extent ", x->shape[k], ")");
+    const auto k = normalize_axis(axis, x->shape.size(), op, x->shape);
+    return unfold_axes(x, SmallVector<std::int64_t, 12>{k, size, step, dilation}, op);
+}
+
+LAZYTENSOR_ENGINE_API NodePtr unfold_axes(const NodePtr& x, const SmallVector<std::int64_t, 12>& windows, const char* op) {
     Shape shape = x->shape;
-    shape[k] = (x->shape[k] - span) / step + 1;
-    shape.push_back(size);
+    std::vector<char> seen(x->shape.size(), 0);
+    for (std::size_t g = 0; g + 3 < windows.size(); g += 4) {
+        const std::int64_t axis = windows[g], size = windows[g + 1], step = windows[g + 2], dilation = windows[g + 3];
+        const auto k = static_cast<std::size_t>(axis);
+        if (axis < 0 || k >= x->shape.size() || seen[k])
+            fail<AxisError>(op, ": axis ", axis, " is not a distinct axis of shape ", x->shape);
+        seen[k] = 1;
+        if (size < 1) fail<ValueError>(op, ": the window size must be at least 1, not ", size);
+        if (step < 1) fail<ValueError>(op, ": the step must be at least 1, not ", step);
+        if (dilation < 1) fail<ValueError>(op, ": the dilation must be at least 1, not ", dilation);
+        const std::int64_t span = dilation * (size - 1) + 1;
+        if (span > x->shape[k])
+            fail<ShapeError>(op, ": a window of ", size,
+                             dilation > 1 ? concat(" elements dilated by ", dilation, " spans ", span) : "",
+                             " elements is longer than axis ", axis, " of shape ", x->shape, " (extent ", x->shape[k], ")");
+        shape[k] = (x->shape[k] - span) / step + 1;
+        shape.push_back(size);
+    }
     check_extents(shape, op);
     auto node = with_sources(make(NodeKind::Unfold, x->dtype, x->device, std::move(shape)), {x});
-    for (std::int64_t v : {static_cast<std::int64_t>(k), size, step, dilation}) node->params.push_back(v);
+    node->params = windows;
     return node;
 }
 

@@ -84,16 +84,18 @@ public:
                 break;
             }
             case NodeKind::Slice: window(view.params, src); break;
-            case NodeKind::Unfold: {  // params: axis, size, step, dilation; the window axis is last
-                const auto axis = static_cast<std::size_t>(view.params[0]), last = m() - 1;
-                const std::int64_t step = view.params[2], dilation = view.params[3];
+            case NodeKind::Unfold: {  // params: (axis, size, step, dilation) per axis; window axes last
                 IndexMap out = zero(domain_, src);
                 for (std::size_t k = 0; k < src.size(); ++k) {
                     out.offset_[k] = offset_[k];
                     for (std::size_t j = 0; j < n(); ++j) out.at(k, j) = at(k, j);
                 }
-                out.offset_[axis] = step * offset_[axis] + dilation * offset_[last];
-                for (std::size_t j = 0; j < n(); ++j) out.at(axis, j) = step * at(axis, j) + dilation * at(last, j);
+                for (std::size_t g = 0, window = src.size(); g + 3 < view.params.size(); g += 4, ++window) {
+                    const auto axis = static_cast<std::size_t>(view.params[g]);
+                    const std::int64_t step = view.params[g + 2], dilation = view.params[g + 3];
+                    out.offset_[axis] = step * offset_[axis] + dilation * offset_[window];
+                    for (std::size_t j = 0; j < n(); ++j) out.at(axis, j) = step * at(axis, j) + dilation * at(window, j);
+                }
                 *this = std::move(out);
                 break;
             }

@@ -25,8 +25,9 @@ namespace lazytensor::detail {
 // cumprod of src[0] along axes[0], reduce_op Sum or Prod), run by the backend's scan.
 //   - Slice: a strided window (per axis: source index = start + step * index); slices, flips
 //     and negative steps are views like the others.
-//   - Unfold: sliding windows along axis params[0] (size params[1], step params[2], dilation
-//     params[3]); the window index is a new last axis. A view; windows may overlap.
+//   - Unfold: sliding windows along axes: params holds (axis, size, step, dilation) per
+//     unfolded axis, and each one's window index is a new axis at the end, in that order. A
+//     view; windows may overlap.
 //   - Pad: the source surrounded by a constant; out-of-range reads are gated, never made.
 //   - Index: no sources; its value at an index i is sum_k params[k] * i[k] (an iota along one
 //     axis, or the linear index: counters for the random number generator).
