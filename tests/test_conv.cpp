@@ -536,6 +536,25 @@ TEST_CASE("max_pool2d's gradient reaches the first maximum of each window; avg_p
         const lt::Tensor<float> lows = lt::tensor<float>({-inf, -inf, -0.0f, 0.0f, -1, nan, 2, nan}, {1, 1, 8});
         auto gl = lt::grad(lt::sum(lt::max_pool1d(lows, 2) * 3.0f), {lows});
         CHECK(gl[0].to_vector() == std::vector<float>{3, 0, 3, 0, 0, 3, 0, 3});
+        // Windows side by side (stride = kernel) over odd extents: the last row and column are
+        // in no window and get nothing; each window's weight reaches its first maximum.
+        for (const std::vector<std::int64_t>& k : {std::vector<std::int64_t>{2, 2}, std::vector<std::int64_t>{2, 3}}) {
+            Ref xo = random_ref<float>({2, 3, 5, 7}, 12);
+            for (double& v : xo.v) v = std::round(v * 2);  // ties
+            const Options o = options(2, 1, 0);
+            Options side = o;
+            side.stride = lt::Shape(k.begin(), k.end());
+            const PoolRef want = ref_pool(xo, lt::Shape(k.begin(), k.end()), side);
+            const Ref r = random_ref<float>(want.max.shape, 13);
+            Ref expected{xo.shape, std::vector<double>(xo.v.size(), 0.0)};
+            for (std::size_t i = 0; i < want.argmax.v.size(); ++i) {
+                const std::size_t plane = i / static_cast<std::size_t>(want.max.shape[2] * want.max.shape[3]);
+                expected.v[plane * 35 + static_cast<std::size_t>(want.argmax.v[i])] += r.v[i];
+            }
+            const lt::Tensor<float> xt = make_tensor<float>(xo);
+            auto gk = lt::grad(lt::sum(lt::max_pool2d(xt, k) * make_tensor<float>(r)), {xt});
+            check_close(gk[0], expected, 1e-6, 1e-6);
+        }
         const Ref xr = random_ref<float>({2, 2, 5, 5}, 11);
         const lt::Tensor<float> xt = make_tensor<float>(xr);
         auto ga = lt::grad(lt::sum(lt::avg_pool2d(xt, 3, 2, 1, false) * 3.0f), {xt});

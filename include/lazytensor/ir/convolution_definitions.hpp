@@ -369,7 +369,27 @@ LAZYTENSOR_ENGINE_API NodePtr fold(const NodePtr& windows, const Shape& source, 
     using namespace composite;
     const std::size_t groups = params.size() / 4, rank = source.size();
     std::int64_t taps = 1;
-    for (std::size_t g = 0; g < groups; ++g) taps *= params[4 * g + 1];
+    bool tiles = true;  // windows side by side, without gaps or overlaps (pools whose stride is their size)
+    for (std::size_t g = 0; g < groups; ++g) {
+        taps *= params[4 * g + 1];
+        tiles = tiles && params[4 * g + 2] == params[4 * g + 1] && params[4 * g + 3] == 1;
+    }
+    if (tiles) {  // each window axis beside its axis, merged, and zeros after the last window
+        Axes order;
+        Shape merged, after(rank, 0);
+        for (std::size_t a = 0; a < rank; ++a) {
+            order.push_back(static_cast<int>(a));
+            merged.push_back(windows->shape[a]);
+            for (std::size_t g = 0; g < groups; ++g) {
+                if (params[4 * g] != static_cast<std::int64_t>(a)) continue;
+                order.push_back(static_cast<int>(rank + g));
+                merged.back() *= params[4 * g + 1];
+                after[a] = source[a] - merged.back();
+            }
+        }
+        return pad(reshape(permute(windows, order), merged), Shape(rank, 0), after,
+                   Scalar::of<std::int64_t>(0).cast(windows->dtype));
+    }
     if (groups > 1 && taps > conv::kMostFoldTerms) {
         // Axis by axis, the last window axis first: into the windows of the other axes.
         const SmallVector<std::int64_t, 12> last(params.end() - 4, params.end()), rest(params.begin(), params.end() - 4);
