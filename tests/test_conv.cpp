@@ -248,7 +248,7 @@ TEST_CASE("conv2d: bias, activation and a residual add fuse into the product") {
             written_kernels += item.kind == lt::ScheduleItem::Kind::Kernel;
         }
         // (A device that reads windows from a padded buffer makes that buffer first.)
-        const bool padded_buffer = lt::detail::device_policy(lt::default_device()).pad_into_buffer();
+        const bool padded_buffer = lt::detail::device_policy(lt::default_device()).windows_through_buffers();
         CHECK(products == written_products);
         CHECK(kernels == written_kernels + products + (padded_buffer ? 1 : 0));
         Ref expected = ref_conv(xr, wr, &br, options(2, 1, 1));
@@ -366,6 +366,15 @@ TEST_CASE("conv2d and conv_transpose2d gradients against central differences") {
             auto g9 = lt::grad(lt::sum(conv<double>(2, x9t, w9t, std::nullopt, o9) * make_tensor<double>(r9)), {x9t, w9t});
             check_close(g9[0], central_differences(x9, [&](const Ref& v) { return ref_conv(v, w9, nullptr, o9); }, r9), 1e-7, 1e-7);
             check_close(g9[1], central_differences(w9, [&](const Ref& v) { return ref_conv(x9, v, nullptr, o9); }, r9), 1e-7, 1e-7);
+            // Strides with dilations: taps of one residue class, or none (dilation 2, stride 2).
+            for (const Options& od : {options(1, 2, 1, 2), options(1, 3, 1, 2), options(1, 3, 0, 1)}) {
+                const Ref x1 = random_ref<double>({2, 2, 11}, 85), w1 = random_ref<double>({3, 2, 3}, 86);
+                const lt::Tensor<double> x1t = make_tensor<double>(x1), w1t = make_tensor<double>(w1);
+                const Ref r1 = random_ref<double>(ref_conv(x1, w1, nullptr, od).shape, 87);
+                auto g1 = lt::grad(lt::sum(conv<double>(1, x1t, w1t, std::nullopt, od) * make_tensor<double>(r1)), {x1t, w1t});
+                check_close(g1[0], central_differences(x1, [&](const Ref& v) { return ref_conv(v, w1, nullptr, od); }, r1), 1e-7, 1e-7);
+                check_close(g1[1], central_differences(w1, [&](const Ref& v) { return ref_conv(x1, v, nullptr, od); }, r1), 1e-7, 1e-7);
+            }
             const Options t9 = options(2, 2, 1);
             const Ref wt9 = random_ref<double>({1, 2, 9, 9}, 83);
             const lt::Tensor<double> wt9t = make_tensor<double>(wt9);

@@ -33,9 +33,11 @@ public:
     }
     /// Whether gelu of float32 is computed in float64 (where double's erfc is exact and cheap).
     virtual bool gelu_through_float64() const { return false; }
-    /// Whether the windows of a padded input (convolutions, pools) read it from a buffer of
-    /// its own, one pass more, rather than testing every read against the padding.
-    virtual bool pad_into_buffer() const { return false; }
+    /// Whether convolutions and pools go through buffers of their own, one pass more each: the
+    /// padded input their windows read (rather than testing every read against the padding),
+    /// and a strided fold's residue classes and their interleave (rather than one kernel that
+    /// walks runs of the stride's length).
+    virtual bool windows_through_buffers() const { return false; }
     /// The most buffers one fused kernel reads, and the most arguments it takes (buffers and
     /// scalar values): a kernel that would take more is cut in two.
     virtual int max_fused_inputs() const { return 64; }

@@ -638,7 +638,7 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
         } else if (auto c = cuts.find(n); c != cuts.end()) {
             reason = c->second;
         } else if (n->own_buffer) {
-            reason = "a buffer of its own, as its builder asks (the device reads it through many windows)";
+            reason = "a buffer of its own, as its builder asks (convolutions and pools go through buffers on this device)";
         } else if (n->kind == NodeKind::Matmul) {
             reason = "matrix product (an item of its own, run by the GEMM)";
         } else if (n->kind == NodeKind::Scan) {

@@ -532,6 +532,23 @@ inline HostKernelPlan plan_kernel(const ir::Kernel& k, int threads) {
         s.extents.push_back(k.domain[j]);
         s.total *= k.domain[j];
     }
+    // Lanes run along the last outer axis, and every run costs the same setup: a short last
+    // axis (a stride's residues, pairs) makes runs of a few lanes. Where nothing is reduced the
+    // order of the axes is free: a long one goes last instead, read with strides.
+    bool reordered = false;
+    if (plan.a.axes.empty() && plan.o.axes.size() >= 2 && plan.o.extents.back() <= 4) {
+        for (std::size_t j = plan.o.axes.size() - 1; j-- > 0;) {
+            if (plan.o.extents[j] < 8) continue;
+            const int axis = plan.o.axes[j];
+            const std::int64_t extent = plan.o.extents[j];
+            plan.o.axes.erase(j);
+            plan.o.extents.erase(j);
+            plan.o.axes.push_back(axis);
+            plan.o.extents.push_back(extent);
+            reordered = true;
+            break;
+        }
+    }
     choose_mode(plan, threads);
     std::size_t ptrs = 0;
     for (const ir::Phase& ph : k.phases) {
@@ -570,7 +587,8 @@ inline HostKernelPlan plan_kernel(const ir::Kernel& k, int threads) {
         fuse_exp_of_binary(plan, p);
     }
     lay_out_arena(plan);
-    if (k.candidate && plan.mode == LaneMode::VecOuter && k.candidate->match(k, plan.binding)) plan.static_loop = k.candidate;
+    if (k.candidate && !reordered && plan.mode == LaneMode::VecOuter && k.candidate->match(k, plan.binding))
+        plan.static_loop = k.candidate;
     return plan;
 }
 
