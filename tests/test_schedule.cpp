@@ -117,6 +117,16 @@ TEST_CASE("realize of several outputs shares one schedule") {
         CHECK(base.is_realized());
         // Already realized outputs schedule nothing.
         CHECK(lt::schedule({x, y}).empty());
+        // A std::vector of tensors of one type realizes the same way.
+        std::vector<lt::Tensor<float>> list{lt::exp(a) * 3.0f, lt::exp(a) - 1.0f};
+        lt::realize(list);
+        CHECK(list[0].is_realized());
+        CHECK(list[1].is_realized());
+        const std::vector<float> l0 = list[0].to_vector(), l1 = list[1].to_vector();
+        for (std::size_t i = 0; i < av.size(); ++i) {
+            CHECK(l0[i] == doctest::Approx(3 * std::exp(av[i])).epsilon(1e-6));
+            CHECK(l1[i] == doctest::Approx(std::exp(av[i]) - 1).epsilon(1e-6));
+        }
     });
 }
 

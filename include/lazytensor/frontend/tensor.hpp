@@ -574,6 +574,11 @@ inline void realize(const std::vector<TensorRef>& tensors) {
     for (const TensorRef& t : tensors) nodes.push_back(t.node());
     detail::realize_nodes(nodes);
 }
+/// The same for a list of tensors of one type (lt::grad's result, a model's parameters).
+template <class T>
+void realize(const std::vector<Tensor<T>>& tensors) {
+    realize(std::vector<TensorRef>(tensors.begin(), tensors.end()));
+}
 
 /// The schedule realize() would run for these tensors (or one expression), without running it:
 /// one item per kernel, matmul (GEMM) or zero-copy view.
