@@ -6,7 +6,10 @@
 // small CNN (issue 46's train_cnn-sized model at batch 256). bench/conv_peer.py times PyTorch the same
 // way (cuDNN, TF32 off; or the CPU); bench/run_conv_gpu.sh runs both and prints the ratios.
 //
-//   bench_conv [--device host|opencl:N] [--batch B] [--quick]
+//   bench_conv [--device host|opencl:N] [--batch B] [--quick] [--items]
+//
+// --items: after each layer's timings, one more forward and backward with LAZYTENSOR_DEBUG=3,
+// which lists every schedule item with its own time on stderr.
 #include <cstdio>
 #include <cstring>
 #include <lazytensor.hpp>
@@ -25,11 +28,12 @@ struct Layer {
 int main(int argc, char** argv) {
     lt::Device d = lt::Device::host();
     std::int64_t batch = 0;
-    bool quick = false;
+    bool quick = false, items = false;
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--device") && i + 1 < argc) d = lt::detail::parse_device(argv[++i]);
         else if (!std::strcmp(argv[i], "--batch") && i + 1 < argc) batch = std::atoll(argv[++i]);
         else if (!std::strcmp(argv[i], "--quick")) quick = true;
+        else if (!std::strcmp(argv[i], "--items")) items = true;
     }
     const bool host = d == lt::Device::host();
     if (batch == 0) batch = quick ? 2 : host ? 8 : 32;
@@ -55,6 +59,15 @@ int main(int argc, char** argv) {
                         auto g = lt::vjp({lt::conv2d(x, w, std::nullopt, l.stride, pad, 1, l.groups)}, {x, w}, {gy});
                         lt::realize({g[0], g[1]});
                     }));
+        if (items) {
+            lt::set_debug_level(3);
+            std::fprintf(stderr, "==== forward %s\n", l.name);
+            y = lt::conv2d(x, w, std::nullopt, l.stride, pad, 1, l.groups).realize();
+            std::fprintf(stderr, "==== backward %s\n", l.name);
+            auto g = lt::vjp({lt::conv2d(x, w, std::nullopt, l.stride, pad, 1, l.groups)}, {x, w}, {gy});
+            lt::realize({g[0], g[1]});
+            lt::set_debug_level(0);
+        }
     }
     // One training step of a small CNN on 8x8 images (examples/train_cnn.cpp's size: conv 1->8,
     // relu, max pool, conv 8->16, relu, max pool, linear 64->10, cross-entropy), batch 256:

@@ -28,7 +28,7 @@ fi
 LAZYTENSOR_TEST_DEVICES=opencl:0 timeout 200 build-gpu/tests/test_nn -tc="*conv*,*pool*,*unfold*" >"$OUT/tests.txt" 2>&1
 grep -A12 "ERROR" "$OUT/tests.txt" | head -n 60
 tail -n 3 "$OUT/tests.txt"
-build-gpu/bench/bench_conv --device opencl:0 | tee "$OUT/bench_conv_gpu.txt"
+build-gpu/bench/bench_conv --device opencl:0 --items 2>"$OUT/items_gpu.txt" | tee "$OUT/bench_conv_gpu.txt"
 python3 bench/conv_peer.py | tee "$OUT/conv_peer_gpu.txt"
 python3 bench/print_ratios.py "$OUT/bench_conv_gpu.txt" "$OUT/conv_peer_gpu.txt" | tee "$OUT/ratios_gpu.txt"
 LAZYTENSOR_THREADS=2 taskset -c 0,1 build-gpu/bench/bench_conv --device host --batch 8 | tee "$OUT/bench_conv_host.txt"

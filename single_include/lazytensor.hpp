@@ -1339,9 +1339,11 @@ public:
     }
     /// Whether gelu of float32 is computed in float64 (where double's erfc is exact and cheap).
     virtual bool gelu_through_float64() const { return false; }
-    /// Whether the windows of a padded input (convolutions, pools) read it from a buffer of
-    /// its own, one pass more, rather than testing every read against the padding.
-    virtual bool pad_into_buffer() const { return false; }
+    /// Whether convolutions and pools go through buffers of their own, one pass more each: the
+    /// padded input their windows read (rather than testing every read against the padding),
+    /// and a strided fold's residue classes and their interleave (rather than one kernel that
+    /// walks runs of the stride's length).
+    virtual bool windows_through_buffers() const { return false; }
     /// The most buffers one fused kernel reads, and the most arguments it takes (buffers and
     /// scalar values): a kernel that would take more is cut in two.
     virtual int max_fused_inputs() const { return 64; }
@@ -3762,6 +3764,11 @@ inline void realize(const std::vector<TensorRef>& tensors) {
     std::vector<detail::Node*> nodes;
     for (const TensorRef& t : tensors) nodes.push_back(t.node());
     detail::realize_nodes(nodes);
+}
+/// The same for a list of tensors of one type (lt::grad's result, a model's parameters).
+template <class T>
+void realize(const std::vector<Tensor<T>>& tensors) {
+    realize(std::vector<TensorRef>(tensors.begin(), tensors.end()));
 }
 
 /// The schedule realize() would run for these tensors (or one expression), without running it:
@@ -7657,10 +7664,10 @@ inline Shape leading_zeros(const Shape& widths, std::size_t lead) {
     return out;
 }
 
-/// x padded for windows: a buffer of its own where the device prefers (DevicePolicy::pad_into_buffer).
+/// x padded for windows: a buffer of its own where the device prefers (DevicePolicy::windows_through_buffers).
 inline NodePtr padded(const NodePtr& x, const ConvSpec& spec, Scalar fill) {
     NodePtr p = pad(x, leading_zeros(spec.pad_before, 2), leading_zeros(spec.pad_after, 2), fill);
-    if (p != x && x->kind != NodeKind::Const && device_policy(x->device).pad_into_buffer()) p->own_buffer = true;
+    if (p != x && x->kind != NodeKind::Const && device_policy(x->device).windows_through_buffers()) p->own_buffer = true;
     return p;
 }
 
@@ -7959,28 +7966,82 @@ LAZYTENSOR_ENGINE_API NodePtr fold(const NodePtr& windows, const Shape& source, 
         partial[static_cast<std::size_t>(last[0])] = source[static_cast<std::size_t>(last[0])];
         return fold(fold(windows, partial, last), source, rest);
     }
+    // Window element j of window o lands at p = o * step + j * dilation along each folded axis.
+    // Split p by its residue, p = q * step + r: within one residue class every tap lands on
+    // consecutive q (q = o + (j * dilation - r) / step), so a class is a sum of windows placed
+    // with step 1 (one kernel); the classes then interleave once, along a new axis of extent
+    // step beside each folded axis, merged into it. (One class, and no interleave, where every
+    // step is 1.)
+    const NodePtr zeros = constant(Scalar::of<std::int64_t>(0).cast(windows->dtype), windows->dtype, source, windows->device);
+    if (numel(windows->shape) == 0) return zeros;
     const Shape placed(windows->shape.begin(), windows->shape.begin() + static_cast<std::ptrdiff_t>(rank));
-    NodePtr total;
-    for (std::int64_t t = 0; t < taps; ++t) {
-        SmallVector<std::int64_t, 12> starts_steps;
-        for (std::size_t a = 0; a < rank; ++a) {
-            starts_steps.push_back(0);
-            starts_steps.push_back(1);
-        }
-        NodePtr values = windows;
-        for (std::size_t g = groups, rest = static_cast<std::size_t>(t); g-- > 0;) {  // the last window axis fastest
-            const std::int64_t size = params[4 * g + 1], at = static_cast<std::int64_t>(rest % static_cast<std::size_t>(size));
-            rest /= static_cast<std::size_t>(size);
-            const auto axis = static_cast<std::size_t>(params[4 * g]);
-            starts_steps[2 * axis] = at * params[4 * g + 3];
-            starts_steps[2 * axis + 1] = params[4 * g + 2];
-            values = slice(values, static_cast<int>(rank + g), at, at + 1, 1);
-        }
-        const NodePtr term = scatter_window(source, starts_steps, reshape(values, placed));
-        if (!term) return constant(Scalar::of<std::int64_t>(0).cast(windows->dtype), windows->dtype, source, windows->device);
-        total = total ? add(total, term) : term;
+    Shape class_shape = source;  // q along each folded axis
+    std::int64_t classes = 1;
+    std::vector<std::int64_t> step_of(rank, 1);
+    for (std::size_t g = 0; g < groups; ++g) {
+        const auto axis = static_cast<std::size_t>(params[4 * g]);
+        step_of[axis] = params[4 * g + 2];
+        class_shape[axis] = (source[axis] + step_of[axis] - 1) / step_of[axis];
+        classes *= step_of[axis];
     }
-    return total;
+    // Devices that test every read against the padding (the host) compute each class into a
+    // buffer of its own, and the interleave into another, rather than all in one kernel.
+    const bool through_buffers = classes > 1 && device_policy(windows->device).windows_through_buffers();
+    const Scalar zero = Scalar::of<std::int64_t>(0).cast(windows->dtype);
+    NodePtr total;
+    for (std::int64_t c = 0; c < classes; ++c) {
+        std::vector<std::int64_t> residue(rank, 0);
+        for (std::size_t a = rank, rest = static_cast<std::size_t>(c); a-- > 0;) {
+            residue[a] = static_cast<std::int64_t>(rest % static_cast<std::size_t>(step_of[a]));
+            rest /= static_cast<std::size_t>(step_of[a]);
+        }
+        NodePtr sum;
+        for (std::int64_t t = 0; t < taps; ++t) {
+            SmallVector<std::int64_t, 12> starts_steps;
+            for (std::size_t a = 0; a < rank; ++a) {
+                starts_steps.push_back(0);
+                starts_steps.push_back(1);
+            }
+            NodePtr values = windows;
+            bool in_class = true;
+            for (std::size_t g = groups, rest = static_cast<std::size_t>(t); g-- > 0;) {  // the last window axis fastest
+                const std::int64_t size = params[4 * g + 1], j = static_cast<std::int64_t>(rest % static_cast<std::size_t>(size));
+                rest /= static_cast<std::size_t>(size);
+                const auto axis = static_cast<std::size_t>(params[4 * g]);
+                const std::int64_t at = j * params[4 * g + 3];
+                in_class = in_class && at % step_of[axis] == residue[axis];
+                starts_steps[2 * axis] = at / step_of[axis];
+                values = slice(values, static_cast<int>(rank + g), j, j + 1, 1);
+            }
+            if (!in_class) continue;
+            const NodePtr term = scatter_window(class_shape, starts_steps, reshape(values, placed));
+            sum = sum ? add(sum, term) : term;
+        }
+        if (!sum) continue;  // no tap lands in this class (a dilation that is a multiple of the step)
+        if (classes > 1) {  // at its residue along new axes beside the folded ones
+            if (through_buffers) sum->own_buffer = true;
+            Shape lifted, before, after;
+            for (std::size_t a = 0; a < rank; ++a) {
+                lifted.push_back(class_shape[a]);
+                before.push_back(0);
+                after.push_back(0);
+                if (step_of[a] == 1) continue;
+                lifted.push_back(1);
+                before.push_back(residue[a]);
+                after.push_back(step_of[a] - 1 - residue[a]);
+            }
+            sum = pad(reshape(sum, lifted), before, after, zero);
+        }
+        total = total ? add(total, sum) : sum;
+    }
+    if (classes == 1) return total;
+    if (through_buffers) total->own_buffer = true;
+    Shape merged;
+    for (std::size_t a = 0; a < rank; ++a) merged.push_back(class_shape[a] * step_of[a]);
+    NodePtr out = reshape(total, merged);
+    for (std::size_t a = 0; a < rank; ++a)
+        if (merged[a] != source[a]) out = slice(out, static_cast<int>(a), 0, source[a], 1);
+    return out;
 }
 
 LAZYTENSOR_ENGINE_API std::array<NodePtr, 2> max_pool(const NodePtr& x, const Shape& kernel, const ConvSpec& spec,
@@ -13601,6 +13662,23 @@ inline HostKernelPlan plan_kernel(const ir::Kernel& k, int threads) {
         s.extents.push_back(k.domain[j]);
         s.total *= k.domain[j];
     }
+    // Lanes run along the last outer axis, and every run costs the same setup: a short last
+    // axis (a stride's residues, pairs) makes runs of a few lanes. Where nothing is reduced the
+    // order of the axes is free: a long one goes last instead, read with strides.
+    bool reordered = false;
+    if (plan.a.axes.empty() && plan.o.axes.size() >= 2 && plan.o.extents.back() <= 4) {
+        for (std::size_t j = plan.o.axes.size() - 1; j-- > 0;) {
+            if (plan.o.extents[j] < 8) continue;
+            const int axis = plan.o.axes[j];
+            const std::int64_t extent = plan.o.extents[j];
+            plan.o.axes.erase(j);
+            plan.o.extents.erase(j);
+            plan.o.axes.push_back(axis);
+            plan.o.extents.push_back(extent);
+            reordered = true;
+            break;
+        }
+    }
     choose_mode(plan, threads);
     std::size_t ptrs = 0;
     for (const ir::Phase& ph : k.phases) {
@@ -13639,7 +13717,8 @@ inline HostKernelPlan plan_kernel(const ir::Kernel& k, int threads) {
         fuse_exp_of_binary(plan, p);
     }
     lay_out_arena(plan);
-    if (k.candidate && plan.mode == LaneMode::VecOuter && k.candidate->match(k, plan.binding)) plan.static_loop = k.candidate;
+    if (k.candidate && !reordered && plan.mode == LaneMode::VecOuter && k.candidate->match(k, plan.binding))
+        plan.static_loop = k.candidate;
     return plan;
 }
 
@@ -14699,7 +14778,7 @@ public:
     bool gelu_through_float64() const override { return true; }
     // The interpreter pays for every gated read: a padded copy made the forward of a 3x3
     // convolution 1.5x and a depthwise one 3.1x faster (2 threads, batch 4).
-    bool pad_into_buffer() const override { return true; }
+    bool windows_through_buffers() const override { return true; }
 };
 
 class HostBackend final : public Backend {
@@ -20997,7 +21076,7 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
         } else if (auto c = cuts.find(n); c != cuts.end()) {
             reason = c->second;
         } else if (n->own_buffer) {
-            reason = "a buffer of its own, as its builder asks (the device reads it through many windows)";
+            reason = "a buffer of its own, as its builder asks (convolutions and pools go through buffers on this device)";
         } else if (n->kind == NodeKind::Matmul) {
             reason = "matrix product (an item of its own, run by the GEMM)";
         } else if (n->kind == NodeKind::Scan) {
