@@ -7522,6 +7522,7 @@ namespace lazytensor::detail::graph {
 struct ConvSpec {
     Shape stride, dilation, pad_before, pad_after, output_padding;
     std::int64_t groups = 1;
+    bool ceil_mode = false;  // pools: a last window may start inside and run past the padding
 };
 
 /// PyTorch's conv1d/2d/3d (cross-correlation): x [N, C_in, spatial...], weight [C_out,
@@ -7553,17 +7554,21 @@ LAZYTENSOR_ENGINE_API NodePtr scatter_window(const Shape& source, const SmallVec
 LAZYTENSOR_ENGINE_API NodePtr fold(const NodePtr& windows, const Shape& source, const SmallVector<std::int64_t, 12>& params);
 
 /// Max pooling: x [N, C, spatial...] padded with the lowest value, windows of `kernel` (spec's
-/// stride, dilation and padding; padding at most half the kernel). Returns the maxima and their
+/// stride, dilation and padding; padding at most half the kernel; with ceil_mode, PyTorch's
+/// rounding up: one more window where it starts inside the input or the padding before it, its
+/// part past the padding ignored). Returns the maxima and their
 /// positions (int64, as PyTorch's return_indices: the flat index into each input plane), the
 /// first in window order on ties; a NaN wins. The gradient reaches that one position. A dilated
 /// window that holds no input element gives the lowest value (-inf) at position -1.
 LAZYTENSOR_ENGINE_API std::array<NodePtr, 2> max_pool(const NodePtr& x, const Shape& kernel, const ConvSpec& spec,
                                                       const char* op);
 
-/// Average pooling: x [N, C, spatial...] padded with zeros; each window's sum divided by its
-/// size, or, without count_include_pad, by the number of its elements inside the input.
+/// Average pooling: x [N, C, spatial...] padded with zeros; each window's sum divided by
+/// `divisor` where it is above 0, else by the number of its elements inside the padded input
+/// (count_include_pad: the kernel's size, less what a ceil_mode window has past the padding) or
+/// inside the input, as PyTorch's.
 LAZYTENSOR_ENGINE_API NodePtr avg_pool(const NodePtr& x, const Shape& kernel, const ConvSpec& spec, bool count_include_pad,
-                                       const char* op);
+                                       std::int64_t divisor, const char* op);
 
 }  // namespace lazytensor::detail::graph
 
@@ -7649,6 +7654,21 @@ inline void check_pool(const NodePtr& x, const Shape& kernel, const ConvSpec& sp
                              ", dilation ", spec.dilation, ")");
     }
     check_fits(x, kernel, spec, op);
+}
+
+/// With ceil_mode, the padding after each axis that PyTorch's rounding up adds: the extent of
+/// one more window where it starts inside the input or the padding before it.
+inline ConvSpec rounded_up(const NodePtr& x, const Shape& kernel, ConvSpec spec) {
+    if (!spec.ceil_mode) return spec;
+    for (std::size_t i = 0; i < kernel.size(); ++i) {
+        const std::int64_t span = spec.dilation[i] * (kernel[i] - 1) + 1, stride = spec.stride[i],
+                           extent = x->shape[2 + i] + spec.pad_before[i] + spec.pad_after[i];
+        std::int64_t windows = (extent - span + stride - 1) / stride + 1;
+        if ((windows - 1) * stride >= x->shape[2 + i] + spec.pad_before[i]) --windows;
+        spec.pad_after[i] += std::max<std::int64_t>(0, (windows - 1) * stride + span - extent);
+    }
+    spec.ceil_mode = false;
+    return spec;
 }
 
 inline bool padded(const ConvSpec& spec) {
@@ -8044,10 +8064,11 @@ LAZYTENSOR_ENGINE_API NodePtr fold(const NodePtr& windows, const Shape& source, 
     return out;
 }
 
-LAZYTENSOR_ENGINE_API std::array<NodePtr, 2> max_pool(const NodePtr& x, const Shape& kernel, const ConvSpec& spec,
+LAZYTENSOR_ENGINE_API std::array<NodePtr, 2> max_pool(const NodePtr& x, const Shape& kernel, const ConvSpec& given,
                                                       const char* op) {
     using namespace composite;
-    conv::check_pool(x, kernel, spec, op);
+    conv::check_pool(x, kernel, given, op);
+    const ConvSpec spec = conv::rounded_up(x, kernel, given);
     const std::size_t dims = kernel.size();
     const NodePtr win = conv::windows(x, kernel, spec, conv::lowest(x->dtype), op);
     const Axes axes = conv::window_axes(dims);
@@ -8102,18 +8123,32 @@ LAZYTENSOR_ENGINE_API std::array<NodePtr, 2> max_pool(const NodePtr& x, const Sh
     return {where(empty, conv::lowest(x->dtype), values), where(empty, whole(-1), flat)};
 }
 
-LAZYTENSOR_ENGINE_API NodePtr avg_pool(const NodePtr& x, const Shape& kernel, const ConvSpec& spec, bool count_include_pad,
-                                       const char* op) {
+LAZYTENSOR_ENGINE_API NodePtr avg_pool(const NodePtr& x, const Shape& kernel, const ConvSpec& given, bool count_include_pad,
+                                       std::int64_t divisor, const char* op) {
     using namespace composite;
-    conv::check_pool(x, kernel, spec, op);
+    conv::check_pool(x, kernel, given, op);
+    const ConvSpec spec = conv::rounded_up(x, kernel, given);
     const std::size_t dims = kernel.size();
     const NodePtr v = floating_operand(x, op);
     const Axes axes = conv::window_axes(dims);
     const NodePtr total = reduce(ReduceOp::Sum, conv::windows(v, kernel, spec, num(0.0), op), axes, false, op);
-    if (count_include_pad || !conv::padded(spec)) return div(total, num(static_cast<double>(conv::product(kernel))));
-    const NodePtr inside = conv::windows(constant(Scalar::of<std::int64_t>(1).cast(v->dtype), v->dtype, v->shape, v->device),
-                                         kernel, spec, num(0.0), op);
-    return div(total, reduce(ReduceOp::Sum, inside, axes, false, op));
+    if (divisor > 0) return div(total, num(static_cast<double>(divisor)));
+    bool rounded = false;  // ceil_mode added windows that run past the padding
+    for (std::size_t i = 0; i < dims; ++i) rounded = rounded || spec.pad_after[i] != given.pad_after[i];
+    if ((count_include_pad && !rounded) || !conv::padded(spec))
+        return div(total, num(static_cast<double>(conv::product(kernel))));
+    // The count of each window's elements inside the input, or inside the padded input: ones
+    // (padded with ones where the padding counts), windows of them with zeros past that.
+    NodePtr inside = constant(Scalar::of<std::int64_t>(1).cast(v->dtype), v->dtype, v->shape, v->device);
+    ConvSpec beyond = spec;
+    if (count_include_pad) {
+        inside = pad(inside, conv::leading_zeros(given.pad_before, 2), conv::leading_zeros(given.pad_after, 2), num(1.0));
+        for (std::size_t i = 0; i < dims; ++i) {
+            beyond.pad_before[i] = 0;
+            beyond.pad_after[i] = spec.pad_after[i] - given.pad_after[i];
+        }
+    }
+    return div(total, reduce(ReduceOp::Sum, conv::windows(inside, kernel, beyond, num(0.0), op), axes, false, op));
 }
 
 }  // namespace lazytensor::detail::graph
@@ -8253,20 +8288,26 @@ inline graph::ConvSpec pool_spec(std::size_t dims, const Shape& kernel, const Sp
 template <class T>
 std::pair<Tensor<T>, Tensor<std::int64_t>> max_pool(std::size_t dims, const char* op, const NodePtr& input,
                                                     const Spatial& kernel_size, const Spatial& stride,
-                                                    const Spatial& padding, const Spatial& dilation) {
+                                                    const Spatial& padding, const Spatial& dilation, bool ceil_mode) {
     const auto [x, added] = batched(input, dims);
     const Shape kernel = kernel_size.resolve(dims, op, "kernel_size");
-    const auto [values, positions] = graph::max_pool(x, kernel, pool_spec(dims, kernel, stride, padding, dilation, op), op);
+    graph::ConvSpec spec = pool_spec(dims, kernel, stride, padding, dilation, op);
+    spec.ceil_mode = ceil_mode;
+    const auto [values, positions] = graph::max_pool(x, kernel, spec, op);
     return {Tensor<T>(unbatched(values, added)), Tensor<std::int64_t>(unbatched(positions, added))};
 }
 
 template <class T>
 Tensor<mean_t<T>> avg_pool(std::size_t dims, const char* op, const NodePtr& input, const Spatial& kernel_size,
-                           const Spatial& stride, const Spatial& padding, bool count_include_pad) {
+                           const Spatial& stride, const Spatial& padding, bool count_include_pad, bool ceil_mode,
+                           std::optional<std::int64_t> divisor_override) {
     const auto [x, added] = batched(input, dims);
     const Shape kernel = kernel_size.resolve(dims, op, "kernel_size");
+    if (divisor_override && *divisor_override == 0) fail<ValueError>(op, ": the divisor must not be zero");
+    graph::ConvSpec spec = pool_spec(dims, kernel, stride, padding, 1, op);
+    spec.ceil_mode = ceil_mode;
     return Tensor<mean_t<T>>(
-        unbatched(graph::avg_pool(x, kernel, pool_spec(dims, kernel, stride, padding, 1, op), count_include_pad, op), added));
+        unbatched(graph::avg_pool(x, kernel, spec, count_include_pad, divisor_override.value_or(0), op), added));
 }
 
 /// Adaptive average pooling: output cell o of an axis of extent L averages [floor(o L / O),
@@ -8289,7 +8330,7 @@ Tensor<mean_t<T>> adaptive_avg_pool(std::size_t dims, const char* op, const Node
         Shape kernel;
         for (std::size_t i = 0; i < dims; ++i) kernel.push_back(x->shape[2 + i] / out[i]);
         const graph::ConvSpec spec = pool_spec(dims, kernel, Spatial(), 0, 1, op);
-        return Tensor<R>(unbatched(graph::avg_pool(x, kernel, spec, true, op), added));
+        return Tensor<R>(unbatched(graph::avg_pool(x, kernel, spec, true, 0, op), added));
     }
     NodePtr y = graph::composite::floating_operand(x, op);
     for (std::size_t i = 0; i < dims; ++i) {
@@ -8366,26 +8407,31 @@ LAZYTENSOR_CONV_TRANSPOSE(conv_transpose3d, 3)
 // each. max_pool*_with_indices also gives each maximum's flat index into its input plane
 // (PyTorch's return_indices); ties go to the first in window order, a NaN wins, and the gradient
 // reaches that one position. avg_pool* divides by the kernel's size, or, without
-// count_include_pad, by the number of input elements in the window; integers average in float32.
+// count_include_pad, by the number of input elements in the window, or by divisor_override;
+// integers average in float32. ceil_mode rounds the number of windows up as PyTorch does (one
+// more where it starts inside the input or the padding before it; what it has past the padding
+// counts for nothing). avg_pool's parameters are PyTorch's with count_include_pad before
+// ceil_mode (PyTorch: ceil_mode, count_include_pad).
 #define LAZYTENSOR_POOL(dims, max_name, with_indices_name, avg_name, adaptive_name)                                         \
     template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>                                             \
     auto with_indices_name(const E& x, const Spatial& kernel_size, const Spatial& stride = {}, const Spatial& padding = 0, \
-                           const Spatial& dilation = 1) {                                                                  \
+                           const Spatial& dilation = 1, bool ceil_mode = false) {                                          \
         return detail::max_pool<typename E::value_type>(dims, #max_name, x.build(), kernel_size, stride, padding,         \
-                                                        dilation);                                                         \
+                                                        dilation, ceil_mode);                                              \
     }                                                                                                                      \
     template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>                                             \
     auto max_name(const E& x, const Spatial& kernel_size, const Spatial& stride = {}, const Spatial& padding = 0,          \
-                  const Spatial& dilation = 1) {                                                                           \
+                  const Spatial& dilation = 1, bool ceil_mode = false) {                                                   \
         return detail::max_pool<typename E::value_type>(dims, #max_name, x.build(), kernel_size, stride, padding,         \
-                                                        dilation)                                                          \
+                                                        dilation, ceil_mode)                                               \
             .first;                                                                                                        \
     }                                                                                                                      \
     template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>                                             \
     auto avg_name(const E& x, const Spatial& kernel_size, const Spatial& stride = {}, const Spatial& padding = 0,          \
-                  bool count_include_pad = true) {                                                                         \
+                  bool count_include_pad = true, bool ceil_mode = false,                                                   \
+                  std::optional<std::int64_t> divisor_override = std::nullopt) {                                           \
         return detail::avg_pool<typename E::value_type>(dims, #avg_name, x.build(), kernel_size, stride, padding,         \
-                                                        count_include_pad);                                                \
+                                                        count_include_pad, ceil_mode, divisor_override);                   \
     }                                                                                                                      \
     template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>                                             \
     auto adaptive_name(const E& x, const Spatial& output_size) {                                                           \

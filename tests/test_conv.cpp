@@ -403,15 +403,23 @@ namespace {
 
 /// Max and average pooling written out: windows over the input, padding outside it.
 struct PoolRef {
-    Ref max, argmax, avg, avg_without_pad;
+    Ref max, argmax, avg, avg_without_pad, sum;
 };
 
-PoolRef ref_pool(const Ref& x, const lt::Shape& kernel, const Options& o) {
+/// ceil_mode as PyTorch's pooling shape functions write it: round the count of windows up,
+/// then drop a last window that would start past the input and the padding before it; an
+/// average over a window counts the padded input's positions in it (count_include_pad), its
+/// part past the padding not.
+PoolRef ref_pool(const Ref& x, const lt::Shape& kernel, const Options& o, bool ceil_mode = false) {
     const std::size_t dims = kernel.size();
     lt::Shape shape{x.shape[0], x.shape[1]};
-    for (std::size_t i = 0; i < dims; ++i)
-        shape.push_back((x.shape[2 + i] + o.before[i] + o.after[i] - o.dilation[i] * (kernel[i] - 1) - 1) / o.stride[i] + 1);
-    PoolRef out{{shape, {}}, {shape, {}}, {shape, {}}, {shape, {}}};
+    for (std::size_t i = 0; i < dims; ++i) {
+        const std::int64_t reach = x.shape[2 + i] + o.before[i] + o.after[i] - o.dilation[i] * (kernel[i] - 1) - 1;
+        std::int64_t n = (ceil_mode ? reach + o.stride[i] - 1 : reach) / o.stride[i] + 1;
+        if (ceil_mode && (n - 1) * o.stride[i] >= x.shape[2 + i] + o.before[i]) --n;
+        shape.push_back(n);
+    }
+    PoolRef out{{shape, {}}, {shape, {}}, {shape, {}}, {shape, {}}, {shape, {}}};
     const lt::Shape in = spatial(x.shape);
     for (std::int64_t l = 0; l < lt::numel(shape); ++l) {
         const std::vector<std::int64_t> at = unravel(l, shape);
@@ -437,7 +445,13 @@ PoolRef ref_pool(const Ref& x, const lt::Shape& kernel, const Options& o) {
         }
         out.max.v.push_back(best);
         out.argmax.v.push_back(static_cast<double>(best_at));
-        out.avg.v.push_back(sum / static_cast<double>(lt::numel(kernel)));
+        double counted = 1;  // positions of the window inside the padded input
+        for (std::size_t i = 0; i < dims; ++i) {
+            const std::int64_t start = at[2 + i] * o.stride[i] - o.before[i];
+            counted *= static_cast<double>(std::min(start + kernel[i], x.shape[2 + i] + o.after[i]) - start);
+        }
+        out.avg.v.push_back(sum / counted);
+        out.sum.v.push_back(sum);
         out.avg_without_pad.v.push_back(sum / static_cast<double>(inside));
     }
     return out;
@@ -572,6 +586,62 @@ TEST_CASE("max_pool2d's gradient reaches the first maximum of each window; avg_p
         const Ref want = central_differences(
             xr, [&](const Ref& v) { return ref_pool(v, {3, 3}, o).avg_without_pad; }, ones);
         check_close(ga[0], want, 1e-3, 1e-3);
+    });
+}
+
+TEST_CASE("pools with ceil_mode and divisor_override, as PyTorch's") {
+    for_each_device([](lt::Device) {
+        struct Rounded {
+            lt::Shape x, kernel;
+            std::int64_t stride, pad;
+        };
+        // 6 -> 3 windows (the last runs one past the input), 8 padded -> 4, 5 -> 3 with one past;
+        // 5 with stride 3 and padding 1: the rounded-up window would start in the padding after
+        // the input, so it is dropped.
+        const std::vector<Rounded> cases = {
+            {{1, 2, 6}, {3}, 2, 0}, {{2, 1, 6, 5}, {3, 2}, 2, 1}, {{1, 2, 5, 7}, {2, 3}, 2, 0}, {{1, 1, 5}, {2}, 3, 1}};
+        unsigned seed = 120;
+        for (const Rounded& c : cases) {
+            const std::size_t dims = c.kernel.size();
+            CAPTURE(c.x);
+            Ref xr = random_ref<float>(c.x, seed++);
+            for (double& v : xr.v) v = std::round(v * 4) - 2;  // ties, negatives
+            const Options o = options(dims, c.stride, c.pad);
+            const PoolRef want = ref_pool(xr, c.kernel, o, true);
+            const lt::Tensor<float> x = make_tensor<float>(xr);
+            const std::vector<std::int64_t> k = list(c.kernel);
+            auto check = [&](auto values, auto at, auto avg, auto avg_out, auto avg_by_3) {
+                check_close(values, want.max, 0, 0);
+                REQUIRE(at.shape() == want.argmax.shape);
+                const std::vector<std::int64_t> got = at.to_vector();
+                for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == static_cast<std::int64_t>(want.argmax.v[i]));
+                check_close(avg, want.avg, 1e-6, 1e-6);
+                check_close(avg_out, want.avg_without_pad, 1e-6, 1e-6);
+                check_close(avg_by_3, map(want.sum, [](double v) { return v / 3; }), 1e-6, 1e-6);
+            };
+            if (dims == 1) {
+                auto [v, at] = lt::max_pool1d_with_indices(x, k, c.stride, c.pad, 1, true);
+                check(v, at, lt::avg_pool1d(x, k, c.stride, c.pad, true, true), lt::avg_pool1d(x, k, c.stride, c.pad, false, true),
+                      lt::avg_pool1d(x, k, c.stride, c.pad, true, true, 3));
+            } else {
+                auto [v, at] = lt::max_pool2d_with_indices(x, k, c.stride, c.pad, 1, true);
+                check(v, at, lt::avg_pool2d(x, k, c.stride, c.pad, true, true), lt::avg_pool2d(x, k, c.stride, c.pad, false, true),
+                      lt::avg_pool2d(x, k, c.stride, c.pad, true, true, 3));
+                // Gradients: the average's against central differences, the maximum's at its index.
+                const Ref r = random_ref<float>(want.max.shape, seed++);
+                auto ga = lt::grad(lt::sum(lt::avg_pool2d(x, k, c.stride, c.pad, false, true) * make_tensor<float>(r)), {x});
+                check_close(ga[0], central_differences(xr, [&](const Ref& in) { return ref_pool(in, c.kernel, o, true).avg_without_pad; }, r),
+                            1e-3, 1e-3);
+                auto gm = lt::grad(lt::sum(lt::max_pool2d(x, k, c.stride, c.pad, 1, true) * make_tensor<float>(r)), {x});
+                Ref expected{xr.shape, std::vector<double>(xr.v.size(), 0.0)};
+                const std::int64_t plane = c.x[2] * c.x[3], cells = want.max.shape[2] * want.max.shape[3];
+                for (std::size_t i = 0; i < want.argmax.v.size(); ++i)
+                    expected.v[static_cast<std::size_t>(static_cast<std::int64_t>(i) / cells * plane +
+                                                        static_cast<std::int64_t>(want.argmax.v[i]))] += r.v[i];
+                check_close(gm[0], expected, 1e-6, 1e-6);
+            }
+        }
+        CHECK_THROWS_AS(lt::avg_pool1d(lt::ones<float>({1, 1, 4}), 2, 2, 0, true, false, 0), lt::ValueError);
     });
 }
 

@@ -2494,7 +2494,7 @@ inline NodePtr build_conv(const Step& s, const NodePtr& input, const NodePtr& we
     NodePtr y;
     if (s.kind == Kind::Conv)
         y = s.transposed ? graph::conv_transpose(x, weight, bias, spec, "conv_transpose") : graph::convolution(x, weight, bias, spec, "conv");
-    else if (s.pool == 2) y = graph::avg_pool(x, s.kernel, spec, s.include_pad, "avg_pool");
+    else if (s.pool == 2) y = graph::avg_pool(x, s.kernel, spec, s.include_pad, 0, "avg_pool");
     else y = graph::max_pool(x, s.kernel, spec, "max_pool")[s.pool == 1 ? 1 : 0];
     return lt::detail::unbatched(y, batched.second);
 }

@@ -151,20 +151,26 @@ inline graph::ConvSpec pool_spec(std::size_t dims, const Shape& kernel, const Sp
 template <class T>
 std::pair<Tensor<T>, Tensor<std::int64_t>> max_pool(std::size_t dims, const char* op, const NodePtr& input,
                                                     const Spatial& kernel_size, const Spatial& stride,
-                                                    const Spatial& padding, const Spatial& dilation) {
+                                                    const Spatial& padding, const Spatial& dilation, bool ceil_mode) {
     const auto [x, added] = batched(input, dims);
     const Shape kernel = kernel_size.resolve(dims, op, "kernel_size");
-    const auto [values, positions] = graph::max_pool(x, kernel, pool_spec(dims, kernel, stride, padding, dilation, op), op);
+    graph::ConvSpec spec = pool_spec(dims, kernel, stride, padding, dilation, op);
+    spec.ceil_mode = ceil_mode;
+    const auto [values, positions] = graph::max_pool(x, kernel, spec, op);
     return {Tensor<T>(unbatched(values, added)), Tensor<std::int64_t>(unbatched(positions, added))};
 }
 
 template <class T>
 Tensor<mean_t<T>> avg_pool(std::size_t dims, const char* op, const NodePtr& input, const Spatial& kernel_size,
-                           const Spatial& stride, const Spatial& padding, bool count_include_pad) {
+                           const Spatial& stride, const Spatial& padding, bool count_include_pad, bool ceil_mode,
+                           std::optional<std::int64_t> divisor_override) {
     const auto [x, added] = batched(input, dims);
     const Shape kernel = kernel_size.resolve(dims, op, "kernel_size");
+    if (divisor_override && *divisor_override == 0) fail<ValueError>(op, ": the divisor must not be zero");
+    graph::ConvSpec spec = pool_spec(dims, kernel, stride, padding, 1, op);
+    spec.ceil_mode = ceil_mode;
     return Tensor<mean_t<T>>(
-        unbatched(graph::avg_pool(x, kernel, pool_spec(dims, kernel, stride, padding, 1, op), count_include_pad, op), added));
+        unbatched(graph::avg_pool(x, kernel, spec, count_include_pad, divisor_override.value_or(0), op), added));
 }
 
 /// Adaptive average pooling: output cell o of an axis of extent L averages [floor(o L / O),
@@ -187,7 +193,7 @@ Tensor<mean_t<T>> adaptive_avg_pool(std::size_t dims, const char* op, const Node
         Shape kernel;
         for (std::size_t i = 0; i < dims; ++i) kernel.push_back(x->shape[2 + i] / out[i]);
         const graph::ConvSpec spec = pool_spec(dims, kernel, Spatial(), 0, 1, op);
-        return Tensor<R>(unbatched(graph::avg_pool(x, kernel, spec, true, op), added));
+        return Tensor<R>(unbatched(graph::avg_pool(x, kernel, spec, true, 0, op), added));
     }
     NodePtr y = graph::composite::floating_operand(x, op);
     for (std::size_t i = 0; i < dims; ++i) {
@@ -264,26 +270,31 @@ LAZYTENSOR_CONV_TRANSPOSE(conv_transpose3d, 3)
 // each. max_pool*_with_indices also gives each maximum's flat index into its input plane
 // (PyTorch's return_indices); ties go to the first in window order, a NaN wins, and the gradient
 // reaches that one position. avg_pool* divides by the kernel's size, or, without
-// count_include_pad, by the number of input elements in the window; integers average in float32.
+// count_include_pad, by the number of input elements in the window, or by divisor_override;
+// integers average in float32. ceil_mode rounds the number of windows up as PyTorch does (one
+// more where it starts inside the input or the padding before it; what it has past the padding
+// counts for nothing). avg_pool's parameters are PyTorch's with count_include_pad before
+// ceil_mode (PyTorch: ceil_mode, count_include_pad).
 #define LAZYTENSOR_POOL(dims, max_name, with_indices_name, avg_name, adaptive_name)                                         \
     template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>                                             \
     auto with_indices_name(const E& x, const Spatial& kernel_size, const Spatial& stride = {}, const Spatial& padding = 0, \
-                           const Spatial& dilation = 1) {                                                                  \
+                           const Spatial& dilation = 1, bool ceil_mode = false) {                                          \
         return detail::max_pool<typename E::value_type>(dims, #max_name, x.build(), kernel_size, stride, padding,         \
-                                                        dilation);                                                         \
+                                                        dilation, ceil_mode);                                              \
     }                                                                                                                      \
     template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>                                             \
     auto max_name(const E& x, const Spatial& kernel_size, const Spatial& stride = {}, const Spatial& padding = 0,          \
-                  const Spatial& dilation = 1) {                                                                           \
+                  const Spatial& dilation = 1, bool ceil_mode = false) {                                                   \
         return detail::max_pool<typename E::value_type>(dims, #max_name, x.build(), kernel_size, stride, padding,         \
-                                                        dilation)                                                          \
+                                                        dilation, ceil_mode)                                               \
             .first;                                                                                                        \
     }                                                                                                                      \
     template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>                                             \
     auto avg_name(const E& x, const Spatial& kernel_size, const Spatial& stride = {}, const Spatial& padding = 0,          \
-                  bool count_include_pad = true) {                                                                         \
+                  bool count_include_pad = true, bool ceil_mode = false,                                                   \
+                  std::optional<std::int64_t> divisor_override = std::nullopt) {                                           \
         return detail::avg_pool<typename E::value_type>(dims, #avg_name, x.build(), kernel_size, stride, padding,         \
-                                                        count_include_pad);                                                \
+                                                        count_include_pad, ceil_mode, divisor_override);                   \
     }                                                                                                                      \
     template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>                                             \
     auto adaptive_name(const E& x, const Spatial& output_size) {                                                           \

@@ -21,6 +21,7 @@ namespace lazytensor::detail::graph {
 struct ConvSpec {
     Shape stride, dilation, pad_before, pad_after, output_padding;
     std::int64_t groups = 1;
+    bool ceil_mode = false;  // pools: a last window may start inside and run past the padding
 };
 
 /// PyTorch's conv1d/2d/3d (cross-correlation): x [N, C_in, spatial...], weight [C_out,
@@ -52,17 +53,21 @@ LAZYTENSOR_ENGINE_API NodePtr scatter_window(const Shape& source, const SmallVec
 LAZYTENSOR_ENGINE_API NodePtr fold(const NodePtr& windows, const Shape& source, const SmallVector<std::int64_t, 12>& params);
 
 /// Max pooling: x [N, C, spatial...] padded with the lowest value, windows of `kernel` (spec's
-/// stride, dilation and padding; padding at most half the kernel). Returns the maxima and their
+/// stride, dilation and padding; padding at most half the kernel; with ceil_mode, PyTorch's
+/// rounding up: one more window where it starts inside the input or the padding before it, its
+/// part past the padding ignored). Returns the maxima and their
 /// positions (int64, as PyTorch's return_indices: the flat index into each input plane), the
 /// first in window order on ties; a NaN wins. The gradient reaches that one position. A dilated
 /// window that holds no input element gives the lowest value (-inf) at position -1.
 LAZYTENSOR_ENGINE_API std::array<NodePtr, 2> max_pool(const NodePtr& x, const Shape& kernel, const ConvSpec& spec,
                                                       const char* op);
 
-/// Average pooling: x [N, C, spatial...] padded with zeros; each window's sum divided by its
-/// size, or, without count_include_pad, by the number of its elements inside the input.
+/// Average pooling: x [N, C, spatial...] padded with zeros; each window's sum divided by
+/// `divisor` where it is above 0, else by the number of its elements inside the padded input
+/// (count_include_pad: the kernel's size, less what a ceil_mode window has past the padding) or
+/// inside the input, as PyTorch's.
 LAZYTENSOR_ENGINE_API NodePtr avg_pool(const NodePtr& x, const Shape& kernel, const ConvSpec& spec, bool count_include_pad,
-                                       const char* op);
+                                       std::int64_t divisor, const char* op);
 
 }  // namespace lazytensor::detail::graph
 

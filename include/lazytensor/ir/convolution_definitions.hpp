@@ -83,6 +83,21 @@ inline void check_pool(const NodePtr& x, const Shape& kernel, const ConvSpec& sp
     check_fits(x, kernel, spec, op);
 }
 
+/// With ceil_mode, the padding after each axis that PyTorch's rounding up adds: the extent of
+/// one more window where it starts inside the input or the padding before it.
+inline ConvSpec rounded_up(const NodePtr& x, const Shape& kernel, ConvSpec spec) {
+    if (!spec.ceil_mode) return spec;
+    for (std::size_t i = 0; i < kernel.size(); ++i) {
+        const std::int64_t span = spec.dilation[i] * (kernel[i] - 1) + 1, stride = spec.stride[i],
+                           extent = x->shape[2 + i] + spec.pad_before[i] + spec.pad_after[i];
+        std::int64_t windows = (extent - span + stride - 1) / stride + 1;
+        if ((windows - 1) * stride >= x->shape[2 + i] + spec.pad_before[i]) --windows;
+        spec.pad_after[i] += std::max<std::int64_t>(0, (windows - 1) * stride + span - extent);
+    }
+    spec.ceil_mode = false;
+    return spec;
+}
+
 inline bool padded(const ConvSpec& spec) {
     for (std::size_t i = 0; i < spec.pad_before.size(); ++i)
         if (spec.pad_before[i] || spec.pad_after[i]) return true;
@@ -476,10 +491,11 @@ LAZYTENSOR_ENGINE_API NodePtr fold(const NodePtr& windows, const Shape& source, 
     return out;
 }
 
-LAZYTENSOR_ENGINE_API std::array<NodePtr, 2> max_pool(const NodePtr& x, const Shape& kernel, const ConvSpec& spec,
+LAZYTENSOR_ENGINE_API std::array<NodePtr, 2> max_pool(const NodePtr& x, const Shape& kernel, const ConvSpec& given,
                                                       const char* op) {
     using namespace composite;
-    conv::check_pool(x, kernel, spec, op);
+    conv::check_pool(x, kernel, given, op);
+    const ConvSpec spec = conv::rounded_up(x, kernel, given);
     const std::size_t dims = kernel.size();
     const NodePtr win = conv::windows(x, kernel, spec, conv::lowest(x->dtype), op);
     const Axes axes = conv::window_axes(dims);
@@ -534,18 +550,32 @@ LAZYTENSOR_ENGINE_API std::array<NodePtr, 2> max_pool(const NodePtr& x, const Sh
     return {where(empty, conv::lowest(x->dtype), values), where(empty, whole(-1), flat)};
 }
 
-LAZYTENSOR_ENGINE_API NodePtr avg_pool(const NodePtr& x, const Shape& kernel, const ConvSpec& spec, bool count_include_pad,
-                                       const char* op) {
+LAZYTENSOR_ENGINE_API NodePtr avg_pool(const NodePtr& x, const Shape& kernel, const ConvSpec& given, bool count_include_pad,
+                                       std::int64_t divisor, const char* op) {
     using namespace composite;
-    conv::check_pool(x, kernel, spec, op);
+    conv::check_pool(x, kernel, given, op);
+    const ConvSpec spec = conv::rounded_up(x, kernel, given);
     const std::size_t dims = kernel.size();
     const NodePtr v = floating_operand(x, op);
     const Axes axes = conv::window_axes(dims);
     const NodePtr total = reduce(ReduceOp::Sum, conv::windows(v, kernel, spec, num(0.0), op), axes, false, op);
-    if (count_include_pad || !conv::padded(spec)) return div(total, num(static_cast<double>(conv::product(kernel))));
-    const NodePtr inside = conv::windows(constant(Scalar::of<std::int64_t>(1).cast(v->dtype), v->dtype, v->shape, v->device),
-                                         kernel, spec, num(0.0), op);
-    return div(total, reduce(ReduceOp::Sum, inside, axes, false, op));
+    if (divisor > 0) return div(total, num(static_cast<double>(divisor)));
+    bool rounded = false;  // ceil_mode added windows that run past the padding
+    for (std::size_t i = 0; i < dims; ++i) rounded = rounded || spec.pad_after[i] != given.pad_after[i];
+    if ((count_include_pad && !rounded) || !conv::padded(spec))
+        return div(total, num(static_cast<double>(conv::product(kernel))));
+    // The count of each window's elements inside the input, or inside the padded input: ones
+    // (padded with ones where the padding counts), windows of them with zeros past that.
+    NodePtr inside = constant(Scalar::of<std::int64_t>(1).cast(v->dtype), v->dtype, v->shape, v->device);
+    ConvSpec beyond = spec;
+    if (count_include_pad) {
+        inside = pad(inside, conv::leading_zeros(given.pad_before, 2), conv::leading_zeros(given.pad_after, 2), num(1.0));
+        for (std::size_t i = 0; i < dims; ++i) {
+            beyond.pad_before[i] = 0;
+            beyond.pad_after[i] = spec.pad_after[i] - given.pad_after[i];
+        }
+    }
+    return div(total, reduce(ReduceOp::Sum, conv::windows(inside, kernel, beyond, num(0.0), op), axes, false, op));
 }
 
 }  // namespace lazytensor::detail::graph
