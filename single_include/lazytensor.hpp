@@ -7496,6 +7496,7 @@ auto masked_fill(const E& x, const M& mask, V value) {
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <optional>
 #include <type_traits>
 #include <utility>
@@ -8310,22 +8311,35 @@ Tensor<mean_t<T>> avg_pool(std::size_t dims, const char* op, const NodePtr& inpu
         unbatched(graph::avg_pool(x, kernel, spec, count_include_pad, divisor_override.value_or(0), op), added));
 }
 
-/// Adaptive average pooling: output cell o of an axis of extent L averages [floor(o L / O),
-/// ceil((o + 1) L / O)), as PyTorch's. An even split is a plain average pool (one kernel);
-/// otherwise each axis is a product with its averaging matrix.
-template <class T>
-Tensor<mean_t<T>> adaptive_avg_pool(std::size_t dims, const char* op, const NodePtr& input, const Spatial& output_size) {
-    using R = mean_t<T>;
-    const auto [x, added] = batched(input, dims);
+/// An adaptive pool's output extents, checked; `even` when every axis splits into equal cells.
+inline Shape adaptive_cells(const NodePtr& x, const NodePtr& input, std::size_t dims, const Spatial& output_size,
+                            const char* op, bool& even) {
     if (x->shape.size() != dims + 2)
         fail<ShapeError>(op, ": the input must have ", dims + 2, " axes ([batch, channels, ", dims, " spatial]) or ",
                          dims + 1, " without the batch, got shape ", input->shape);
     const Shape out = output_size.resolve(dims, op, "output_size");
-    bool even = true;
+    even = true;
     for (std::size_t i = 0; i < dims; ++i) {
         if (out[i] < 1) fail<ValueError>(op, ": the output size must be at least 1 along every axis, got ", out);
         even = even && x->shape[2 + i] % out[i] == 0;
     }
+    return out;
+}
+
+/// Cell o of an axis of extent L holds [floor(o L / O), ceil((o + 1) L / O)), as PyTorch's.
+inline std::int64_t cell_begin(std::int64_t o, std::int64_t length, std::int64_t cells) { return o * length / cells; }
+inline std::int64_t cell_end(std::int64_t o, std::int64_t length, std::int64_t cells) {
+    return ((o + 1) * length + cells - 1) / cells;
+}
+
+/// Adaptive average pooling: the average of each cell. An even split is a plain average pool
+/// (one kernel); otherwise each axis is a product with its averaging matrix.
+template <class T>
+Tensor<mean_t<T>> adaptive_avg_pool(std::size_t dims, const char* op, const NodePtr& input, const Spatial& output_size) {
+    using R = mean_t<T>;
+    const auto [x, added] = batched(input, dims);
+    bool even = true;
+    const Shape out = adaptive_cells(x, input, dims, output_size, op, even);
     if (even) {
         Shape kernel;
         for (std::size_t i = 0; i < dims; ++i) kernel.push_back(x->shape[2 + i] / out[i]);
@@ -8337,7 +8351,7 @@ Tensor<mean_t<T>> adaptive_avg_pool(std::size_t dims, const char* op, const Node
         const std::int64_t length = x->shape[2 + i], cells = out[i];
         std::vector<R> averaging(static_cast<std::size_t>(cells * length), R(0));  // [cells, length]
         for (std::int64_t o = 0; o < cells; ++o) {
-            const std::int64_t begin = o * length / cells, end = ((o + 1) * length + cells - 1) / cells;
+            const std::int64_t begin = cell_begin(o, length, cells), end = cell_end(o, length, cells);
             for (std::int64_t l = begin; l < end; ++l)
                 averaging[static_cast<std::size_t>(o * length + l)] = convert<R>(1.0 / static_cast<double>(end - begin));
         }
@@ -8352,6 +8366,80 @@ Tensor<mean_t<T>> adaptive_avg_pool(std::size_t dims, const char* op, const Node
         y = graph::permute(graph::matmul(graph::permute(y, to_last), graph::transpose(matrix, 0, 1)), back);
     }
     return Tensor<R>(unbatched(y, added));
+}
+
+/// Adaptive max pooling: the first maximum of each cell (a NaN wins) and its flat index into
+/// the input plane. An even split is a max pool; otherwise each axis, the last first, gathers
+/// its cells' elements (padded to the longest cell with the lowest value) and keeps each cell's
+/// first maximum, carrying the positions along: the first in row-major order overall.
+template <class T>
+std::pair<Tensor<T>, Tensor<std::int64_t>> adaptive_max_pool(std::size_t dims, const char* op, const NodePtr& input,
+                                                             const Spatial& output_size) {
+    const auto [x, added] = batched(input, dims);
+    bool even = true;
+    const Shape out = adaptive_cells(x, input, dims, output_size, op, even);
+    if (even) {
+        Shape kernel;
+        for (std::size_t i = 0; i < dims; ++i) kernel.push_back(x->shape[2 + i] / out[i]);
+        const auto [values, positions] = graph::max_pool(x, kernel, pool_spec(dims, kernel, Spatial(), 0, 1, op), op);
+        return {Tensor<T>(unbatched(values, added)), Tensor<std::int64_t>(unbatched(positions, added))};
+    }
+    const bool floating = is_floating(x->dtype);
+    const Scalar lowest = floating ? Scalar::of<double>(-std::numeric_limits<double>::infinity()).cast(x->dtype)
+                                   : Scalar::of<T>(std::numeric_limits<T>::lowest());
+    NodePtr values = x, positions;  // positions: the flat offset within the axes pooled so far
+    std::int64_t inner = 1;         // the input's extent over those axes
+    for (std::size_t i = dims; i-- > 0;) {
+        const int axis = static_cast<int>(2 + i);
+        const std::int64_t length = x->shape[2 + i], cells = out[i];
+        std::int64_t widest = 0;
+        for (std::int64_t o = 0; o < cells; ++o) widest = std::max(widest, cell_end(o, length, cells) - cell_begin(o, length, cells));
+        std::vector<std::int64_t> at(static_cast<std::size_t>(cells * widest)), begins;
+        std::vector<bool> inside_cell(at.size());
+        for (std::int64_t o = 0; o < cells; ++o) {
+            begins.push_back(cell_begin(o, length, cells));
+            for (std::int64_t t = 0; t < widest; ++t) {
+                const auto k = static_cast<std::size_t>(o * widest + t);
+                inside_cell[k] = begins.back() + t < cell_end(o, length, cells);
+                at[k] = std::min(begins.back() + t, length - 1);
+            }
+        }
+        const std::size_t rank = values->shape.size();
+        Shape lifted(rank, 1), spread = values->shape, split = values->shape;
+        lifted[static_cast<std::size_t>(axis)] = cells * widest;
+        spread[static_cast<std::size_t>(axis)] = cells * widest;
+        split[static_cast<std::size_t>(axis)] = cells;
+        split.insert(static_cast<std::size_t>(axis) + 1, widest);
+        Shape table_shape(rank + 1, 1);
+        table_shape[static_cast<std::size_t>(axis)] = cells;
+        table_shape[static_cast<std::size_t>(axis) + 1] = widest;
+        const NodePtr index =
+            graph::expand(graph::reshape(tensor<std::int64_t>(at, Shape{cells * widest}, x->device).build(), lifted), spread);
+        const NodePtr inside = graph::reshape(tensor<bool>(inside_cell, Shape{cells * widest}, x->device).build(), table_shape);
+        auto cells_of = [&](const NodePtr& v) { return graph::reshape(graph::gather(v, axis, index), split); };
+        const NodePtr window = graph::where(inside, cells_of(values), lowest);
+        const Axes w{axis + 1};
+        const NodePtr best = graph::reduce(ReduceOp::Max, window, w, true, op);
+        NodePtr hit = graph::binary(BinaryOp::Eq, window, best);
+        if (floating) hit = graph::binary(BinaryOp::Maximum, hit, graph::binary(BinaryOp::Ne, window, window));
+        hit = graph::composite::both(hit, inside);  // a cell of the lowest values ties with its padding
+        Strides along(rank + 1, 0);
+        along[static_cast<std::size_t>(axis) + 1] = 1;
+        const NodePtr first = graph::reduce(ReduceOp::Min, graph::where(hit, graph::index(split, along, x->device), Scalar::of<std::int64_t>(widest)), w, true, op);
+        Shape kept = split;
+        kept.erase(static_cast<std::size_t>(axis) + 1);
+        auto pick = [&](const NodePtr& cellwise) { return graph::reshape(graph::gather(cellwise, axis + 1, first), kept); };
+        values = pick(window);
+        Shape begin_shape(rank + 1, 1);
+        begin_shape[static_cast<std::size_t>(axis)] = cells;
+        const NodePtr begin = graph::reshape(tensor<std::int64_t>(begins, Shape{cells}, x->device).build(), begin_shape);
+        NodePtr position = graph::reshape(graph::binary(BinaryOp::Add, first, begin), kept);  // along this axis
+        position = graph::binary(BinaryOp::Mul, position, Scalar::of<std::int64_t>(inner));
+        if (positions) position = graph::binary(BinaryOp::Add, position, pick(cells_of(positions)));
+        positions = position;
+        inner *= length;
+    }
+    return {Tensor<T>(unbatched(values, added)), Tensor<std::int64_t>(unbatched(positions, added))};
 }
 
 }  // namespace detail
@@ -8412,7 +8500,7 @@ LAZYTENSOR_CONV_TRANSPOSE(conv_transpose3d, 3)
 // more where it starts inside the input or the padding before it; what it has past the padding
 // counts for nothing). avg_pool's parameters are PyTorch's with count_include_pad before
 // ceil_mode (PyTorch: ceil_mode, count_include_pad).
-#define LAZYTENSOR_POOL(dims, max_name, with_indices_name, avg_name, adaptive_name)                                         \
+#define LAZYTENSOR_POOL(dims, max_name, with_indices_name, avg_name, adaptive_name, adaptive_max_name)                      \
     template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>                                             \
     auto with_indices_name(const E& x, const Spatial& kernel_size, const Spatial& stride = {}, const Spatial& padding = 0, \
                            const Spatial& dilation = 1, bool ceil_mode = false) {                                          \
@@ -8436,10 +8524,18 @@ LAZYTENSOR_CONV_TRANSPOSE(conv_transpose3d, 3)
     template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>                                             \
     auto adaptive_name(const E& x, const Spatial& output_size) {                                                           \
         return detail::adaptive_avg_pool<typename E::value_type>(dims, #adaptive_name, x.build(), output_size);            \
+    }                                                                                                                      \
+    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>                                             \
+    auto adaptive_max_name##_with_indices(const E& x, const Spatial& output_size) {                                        \
+        return detail::adaptive_max_pool<typename E::value_type>(dims, #adaptive_max_name, x.build(), output_size);        \
+    }                                                                                                                      \
+    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>                                             \
+    auto adaptive_max_name(const E& x, const Spatial& output_size) {                                                       \
+        return detail::adaptive_max_pool<typename E::value_type>(dims, #adaptive_max_name, x.build(), output_size).first;  \
     }
-LAZYTENSOR_POOL(1, max_pool1d, max_pool1d_with_indices, avg_pool1d, adaptive_avg_pool1d)
-LAZYTENSOR_POOL(2, max_pool2d, max_pool2d_with_indices, avg_pool2d, adaptive_avg_pool2d)
-LAZYTENSOR_POOL(3, max_pool3d, max_pool3d_with_indices, avg_pool3d, adaptive_avg_pool3d)
+LAZYTENSOR_POOL(1, max_pool1d, max_pool1d_with_indices, avg_pool1d, adaptive_avg_pool1d, adaptive_max_pool1d)
+LAZYTENSOR_POOL(2, max_pool2d, max_pool2d_with_indices, avg_pool2d, adaptive_avg_pool2d, adaptive_max_pool2d)
+LAZYTENSOR_POOL(3, max_pool3d, max_pool3d_with_indices, avg_pool3d, adaptive_avg_pool3d, adaptive_max_pool3d)
 #undef LAZYTENSOR_POOL
 
 /// How interpolate fills in: Nearest (the source element at floor(position)), or Linear

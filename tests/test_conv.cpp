@@ -668,6 +668,80 @@ TEST_CASE("adaptive_avg_pool1d/2d/3d: even and uneven splits, as PyTorch's cells
     });
 }
 
+TEST_CASE("adaptive_max_pool1d/2d/3d: PyTorch's cells, the first maximum and its index, NaN, ties, gradient") {
+    for_each_device([](lt::Device) {
+        // The first maximum of each cell in row-major order (a NaN wins), written out.
+        auto reference = [](const Ref& x, const lt::Shape& out, Ref& index) {
+            const std::size_t dims = out.size();
+            lt::Shape shape{x.shape[0], x.shape[1]};
+            for (std::int64_t o : out) shape.push_back(o);
+            index = Ref{shape, {}};
+            const lt::Shape in = spatial(x.shape);
+            return ref_of(shape, [&](const std::vector<std::int64_t>& at) {
+                lt::Shape begin, extent;
+                for (std::size_t i = 0; i < dims; ++i) {
+                    begin.push_back(at[2 + i] * in[i] / out[i]);
+                    extent.push_back(((at[2 + i] + 1) * in[i] + out[i] - 1) / out[i] - begin.back());
+                }
+                double best = 0;
+                std::int64_t best_at = -1;
+                for (std::int64_t l = 0; l < lt::numel(extent); ++l) {
+                    std::vector<std::int64_t> p = unravel(l, extent), xi{at[0], at[1]};
+                    for (std::size_t i = 0; i < dims; ++i) p[i] += begin[i];
+                    xi.insert(xi.end(), p.begin(), p.end());
+                    const double v = x.at(xi);
+                    if (best_at < 0 || v > best || (std::isnan(v) && !std::isnan(best))) {
+                        best = v;
+                        best_at = flat_index(in, p);
+                    }
+                }
+                index.v.push_back(static_cast<double>(best_at));
+                return best;
+            });
+        };
+        Ref xr = random_ref<float>({2, 3, 7, 6}, 14);
+        for (double& v : xr.v) v = std::round(v * 3);  // ties
+        xr.v[5] = std::numeric_limits<double>::quiet_NaN();
+        xr.v[50] = -std::numeric_limits<double>::infinity();
+        const lt::Tensor<float> x = make_tensor<float>(xr);
+        for (const std::array<std::int64_t, 2> out : {std::array<std::int64_t, 2>{3, 2}, {3, 4}, {1, 1}, {7, 6}, {9, 5}, {5, 1}}) {
+            INFO("output " << out[0] << "x" << out[1]);
+            Ref index;
+            const Ref want = reference(xr, {out[0], out[1]}, index);
+            auto [values, at] = lt::adaptive_max_pool2d_with_indices(x, {out[0], out[1]});
+            check_close(values, want, 0, 0);
+            check_close(at, index, 0, 0);
+            // The gradient reaches each cell's first maximum.
+            const Ref r = random_ref<float>(want.shape, 15);
+            auto g = lt::grad(lt::sum(lt::adaptive_max_pool2d(x, {out[0], out[1]}) * make_tensor<float>(r)), {x});
+            Ref expected{xr.shape, std::vector<double>(xr.v.size(), 0.0)};
+            for (std::size_t i = 0; i < index.v.size(); ++i)
+                expected.v[i / static_cast<std::size_t>(out[0] * out[1]) * 42 + static_cast<std::size_t>(index.v[i])] += r.v[i];
+            check_close(g[0], expected, 1e-6, 1e-6);
+        }
+        // 1-D and 3-D, integers, a cell of -inf alone.
+        Ref ir = random_ref<float>({1, 2, 7}, 16);
+        for (double& v : ir.v) v = std::round(v * 10);
+        Ref index1;
+        const Ref want1 = reference(ir, {3}, index1);
+        auto [v1, i1] = lt::adaptive_max_pool1d_with_indices(make_tensor<std::int32_t>(ir), 3);
+        check_close(v1, want1, 0, 0);
+        check_close(i1, index1, 0, 0);
+        const float inf = std::numeric_limits<float>::infinity();
+        auto [lv, li] = lt::adaptive_max_pool1d_with_indices(lt::tensor<float>({-inf, -inf, 1, -inf, -inf}, {1, 1, 5}), 3);
+        CHECK(lv.to_vector() == std::vector<float>{-inf, 1, -inf});
+        CHECK(li.to_vector() == std::vector<std::int64_t>{0, 2, 3});
+        const Ref x3 = random_ref<float>({1, 2, 5, 4, 3}, 17);
+        Ref index3;
+        const Ref want3 = reference(x3, {2, 3, 2}, index3);
+        auto [v3, i3] = lt::adaptive_max_pool3d_with_indices(make_tensor<float>(x3), {2, 3, 2});
+        check_close(v3, want3, 0, 0);
+        check_close(i3, index3, 0, 0);
+        CHECK_THROWS_AS(lt::adaptive_max_pool2d(x, {0, 2}), lt::ValueError);
+        CHECK_THROWS_AS(lt::adaptive_max_pool2d(lt::ones<float>({5}), {2, 2}), lt::ShapeError);
+    });
+}
+
 TEST_CASE("Tensor::unfold: windows as a view, its gradient sums overlapping windows, no writes into overlaps") {
     for_each_device([](lt::Device) {
         const Ref xr = random_ref<float>({3, 10}, 13);
