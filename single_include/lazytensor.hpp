@@ -8311,19 +8311,24 @@ Tensor<mean_t<T>> avg_pool(std::size_t dims, const char* op, const NodePtr& inpu
         unbatched(graph::avg_pool(x, kernel, spec, count_include_pad, divisor_override.value_or(0), op), added));
 }
 
-/// An adaptive pool's output extents, checked; `even` when every axis splits into equal cells.
-inline Shape adaptive_cells(const NodePtr& x, const NodePtr& input, std::size_t dims, const Spatial& output_size,
-                            const char* op, bool& even) {
+/// An adaptive pool's output extents, checked, and the kernel of an even split (every axis in
+/// equal cells: a plain pool, stride = kernel), if it is one.
+struct AdaptiveCells {
+    Shape out;
+    std::optional<Shape> even_kernel;
+};
+inline AdaptiveCells adaptive_cells(const NodePtr& x, const NodePtr& input, std::size_t dims, const Spatial& output_size,
+                                    const char* op) {
     if (x->shape.size() != dims + 2)
         fail<ShapeError>(op, ": the input must have ", dims + 2, " axes ([batch, channels, ", dims, " spatial]) or ",
                          dims + 1, " without the batch, got shape ", input->shape);
-    const Shape out = output_size.resolve(dims, op, "output_size");
-    even = true;
+    AdaptiveCells c{output_size.resolve(dims, op, "output_size"), Shape{}};
     for (std::size_t i = 0; i < dims; ++i) {
-        if (out[i] < 1) fail<ValueError>(op, ": the output size must be at least 1 along every axis, got ", out);
-        even = even && x->shape[2 + i] % out[i] == 0;
+        if (c.out[i] < 1) fail<ValueError>(op, ": the output size must be at least 1 along every axis, got ", c.out);
+        if (x->shape[2 + i] % c.out[i] != 0) c.even_kernel.reset();
+        if (c.even_kernel) c.even_kernel->push_back(x->shape[2 + i] / c.out[i]);
     }
-    return out;
+    return c;
 }
 
 /// Cell o of an axis of extent L holds [floor(o L / O), ceil((o + 1) L / O)), as PyTorch's.
@@ -8338,14 +8343,9 @@ template <class T>
 Tensor<mean_t<T>> adaptive_avg_pool(std::size_t dims, const char* op, const NodePtr& input, const Spatial& output_size) {
     using R = mean_t<T>;
     const auto [x, added] = batched(input, dims);
-    bool even = true;
-    const Shape out = adaptive_cells(x, input, dims, output_size, op, even);
-    if (even) {
-        Shape kernel;
-        for (std::size_t i = 0; i < dims; ++i) kernel.push_back(x->shape[2 + i] / out[i]);
-        const graph::ConvSpec spec = pool_spec(dims, kernel, Spatial(), 0, 1, op);
-        return Tensor<R>(unbatched(graph::avg_pool(x, kernel, spec, true, 0, op), added));
-    }
+    const auto [out, kernel] = adaptive_cells(x, input, dims, output_size, op);
+    if (kernel)
+        return Tensor<R>(unbatched(graph::avg_pool(x, *kernel, pool_spec(dims, *kernel, Spatial(), 0, 1, op), true, 0, op), added));
     NodePtr y = graph::composite::floating_operand(x, op);
     for (std::size_t i = 0; i < dims; ++i) {
         const std::int64_t length = x->shape[2 + i], cells = out[i];
@@ -8376,12 +8376,9 @@ template <class T>
 std::pair<Tensor<T>, Tensor<std::int64_t>> adaptive_max_pool(std::size_t dims, const char* op, const NodePtr& input,
                                                              const Spatial& output_size) {
     const auto [x, added] = batched(input, dims);
-    bool even = true;
-    const Shape out = adaptive_cells(x, input, dims, output_size, op, even);
-    if (even) {
-        Shape kernel;
-        for (std::size_t i = 0; i < dims; ++i) kernel.push_back(x->shape[2 + i] / out[i]);
-        const auto [values, positions] = graph::max_pool(x, kernel, pool_spec(dims, kernel, Spatial(), 0, 1, op), op);
+    const auto [out, kernel] = adaptive_cells(x, input, dims, output_size, op);
+    if (kernel) {
+        const auto [values, positions] = graph::max_pool(x, *kernel, pool_spec(dims, *kernel, Spatial(), 0, 1, op), op);
         return {Tensor<T>(unbatched(values, added)), Tensor<std::int64_t>(unbatched(positions, added))};
     }
     const bool floating = is_floating(x->dtype);
