@@ -257,6 +257,33 @@ TEST_CASE("conv2d: bias, activation and a residual add fuse into the product") {
     });
 }
 
+TEST_CASE("convolution gradients: the input's of a depthwise or stride-1 convolution is one kernel after its products") {
+    for_each_device([](lt::Device) {
+        auto count = [](const std::vector<lt::ScheduleItem>& items, lt::ScheduleItem::Kind kind) {
+            int n = 0;
+            for (const auto& item : items) n += item.kind == kind;
+            return n;
+        };
+        const lt::Tensor<float> x = lt::randn<float>({2, 4, 9, 8}, 1).realize(), gy = lt::randn<float>({2, 4, 9, 8}, 2).realize();
+        // Depthwise: every tap's placed window summed in one kernel (no stored term per tap).
+        const lt::Tensor<float> wd = lt::randn<float>({4, 1, 3, 3}, 3).realize();
+        const auto depthwise = lt::schedule(lt::vjp({lt::conv2d(x, wd, std::nullopt, 1, 1, 1, 4)}, {x}, {gy})[0]);
+        CHECK(count(depthwise, lt::ScheduleItem::Kind::Kernel) == 1);
+        CHECK(count(depthwise, lt::ScheduleItem::Kind::Matmul) == 0);
+        // 3x3, stride 1: the product (the weight's transpose times the output's gradient) and one fold.
+        const lt::Tensor<float> w = lt::randn<float>({4, 4, 3, 3}, 4).realize();
+        const auto dense = lt::schedule(lt::vjp({lt::conv2d(x, w, std::nullopt, 1, 1)}, {x}, {gy})[0]);
+        CHECK(count(dense, lt::ScheduleItem::Kind::Matmul) == 1);
+        CHECK(count(dense, lt::ScheduleItem::Kind::Kernel) <= 2);  // (and the gradient's copy into the product's layout)
+        // Max pooling: as many kernels for windows of 4 as of 9 (none per tap), overlapping or not.
+        auto pool_kernels = [&](std::int64_t k, std::int64_t stride) {
+            return count(lt::schedule(lt::grad(lt::sum(lt::max_pool2d(x, k, stride) * 3.0f), {x})[0]), lt::ScheduleItem::Kind::Kernel);
+        };
+        CHECK(pool_kernels(2, 2) == pool_kernels(3, 3));
+        CHECK(pool_kernels(2, 1) == pool_kernels(3, 1));
+    });
+}
+
 TEST_CASE("conv_transpose1d, 2d, 3d: stride, padding, output padding, groups, dilation against the double loop") {
     for_each_device([](lt::Device d) {
         Options strided = options(2, 2, 1);

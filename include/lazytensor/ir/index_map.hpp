@@ -218,6 +218,27 @@ private:
             *this = zero(domain_, src);
             return {};
         }
+        // A reshape that only adds or drops axes of extent 1 maps axis to axis: offsets and
+        // terms carry over as they are, also where a gated read's offset lies outside its axis
+        // (a fold's placed windows), which the linear split below must refuse.
+        {
+            SmallVector<std::size_t, 6> from, to;
+            for (std::size_t k = 0; k < m(); ++k)
+                if (target_[k] != 1) from.push_back(k);
+            for (std::size_t k = 0; k < src.size(); ++k)
+                if (src[k] != 1) to.push_back(k);
+            bool same = from.size() == to.size();
+            for (std::size_t i = 0; same && i < from.size(); ++i) same = target_[from[i]] == src[to[i]];
+            if (same) {
+                IndexMap out = zero(domain_, src);
+                for (std::size_t i = 0; i < from.size(); ++i) {
+                    out.offset_[to[i]] = offset_[from[i]];
+                    for (std::size_t j = 0; j < n(); ++j) out.at(to[i], j) = at(from[i], j);
+                }
+                *this = std::move(out);
+                return {};
+            }
+        }
         // Linear (row-major) index into the current target, as an affine function of d.
         const Strides cur = contiguous_strides(target_);
         std::int64_t linear0 = 0;
