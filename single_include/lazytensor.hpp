@@ -8656,8 +8656,8 @@ LAZYTENSOR_ENGINE_API std::vector<NodePtr> linalg(LinalgOp op, int flags, const 
     const bool two = linalg_info(op).operands == 2;
     auto check_dtype = [&](const NodePtr& x, const char* which) {
         if (x->dtype != DType::Float32 && x->dtype != DType::Float64)
-            fail<DTypeError>(api, ": needs float32 or float64 matrices, but ", which, " is a ", x->dtype, " tensor of shape ",
-                             x->shape, "; cast it first (lt::cast<double>(...))");
+            fail<DTypeError>(api, ": needs float32 or float64 matrices, but ", which, " has dtype ", x->dtype, " (shape ",
+                             x->shape, "); cast it first (lt::cast<double>(...))");
     };
     auto check_rank = [&](const NodePtr& x, const char* which) {
         if (x->shape.size() < 2)
@@ -9689,8 +9689,8 @@ inline NodePtr vector_norm(const NodePtr& x, double p, const Axes& user_axes, bo
 inline NodePtr named_norm(const NodePtr& x, const std::string& ord, const Axes& axes, bool keepdim) {
     if (ord == "fro") return vector_norm(x, 2, axes, keepdim);
     if (ord == "nuc")
-        fail<ValueError>("lt::norm: ord \"nuc\" (the nuclear norm, the sum of the singular values) needs a singular value "
-                         "decomposition, which lazytensor does not have");
+        fail<ValueError>("lt::norm: ord \"nuc\" (the nuclear norm, the sum of the singular values) is not a norm of "
+                         "lt::norm's; sum the singular values: lt::sum(lt::linalg::svdvals(x), {-1})");
     fail<ValueError>("lt::norm: unknown ord \"", ord, "\"; use a number p (a vector norm: 2, 1, 0, lt::inf, -lt::inf, any other "
                      "p) or \"fro\"");
 }
@@ -15249,6 +15249,11 @@ namespace linalg_detail {
 /// without the diagonal, which a unit-diagonal solve does not read: ones stand there).
 enum class Reads { Whole, Lower, Upper, StrictLower, StrictUpper };
 
+/// Copies run over square tiles: a row-major matrix into column-major memory is a transpose,
+/// which element by element misses the cache on every read (a 1024 x 1024 solve took 1.2x
+/// NumPy's time that way).
+constexpr std::int64_t kTile = 32;
+
 /// Matrix (rows x cols) of an operand at element `at`, into column-major `dst` with leading
 /// dimension ld (zeros outside what the routine reads, and below row `rows` up to ld). False if
 /// what it reads holds a NaN or an infinity.
@@ -15258,26 +15263,32 @@ bool load(const T* base, std::int64_t at, const Strides& strides, std::int64_t r
     dst.assign(static_cast<std::size_t>(std::max<std::int64_t>(1, ld * columns)), T(0));
     const std::int64_t rs = strides[strides.size() - 2], cs = strides[strides.size() - 1];
     bool finite = true;
-    for (std::int64_t j = 0; j < cols; ++j)
-        for (std::int64_t i = 0; i < rows; ++i) {
-            const bool read = reads == Reads::Whole || (reads == Reads::Lower && i >= j) || (reads == Reads::Upper && i <= j) ||
-                              (reads == Reads::StrictLower && i > j) || (reads == Reads::StrictUpper && i < j);
-            if (!read) {
-                if (i == j) dst[static_cast<std::size_t>(i + j * ld)] = T(1);
-                continue;
-            }
-            const T v = base[at + i * rs + j * cs];
-            finite = finite && std::isfinite(v);
-            dst[static_cast<std::size_t>(i + j * ld)] = v;
-        }
+    for (std::int64_t i0 = 0; i0 < rows; i0 += kTile)
+        for (std::int64_t j0 = 0; j0 < cols; j0 += kTile)
+            for (std::int64_t i = i0; i < std::min(rows, i0 + kTile); ++i)
+                for (std::int64_t j = j0; j < std::min(cols, j0 + kTile); ++j) {
+                    const bool read = reads == Reads::Whole || (reads == Reads::Lower && i >= j) ||
+                                      (reads == Reads::Upper && i <= j) || (reads == Reads::StrictLower && i > j) ||
+                                      (reads == Reads::StrictUpper && i < j);
+                    if (!read) {
+                        if (i == j) dst[static_cast<std::size_t>(i + j * ld)] = T(1);
+                        continue;
+                    }
+                    const T v = base[at + i * rs + j * cs];
+                    finite = finite && std::isfinite(v);
+                    dst[static_cast<std::size_t>(i + j * ld)] = v;
+                }
     return finite;
 }
 
 /// Column-major `src` (leading dimension ld), rows x cols of it, row-major into `out`.
 template <class T>
 void store(const std::vector<T>& src, std::int64_t ld, std::int64_t rows, std::int64_t cols, T* out) {
-    for (std::int64_t i = 0; i < rows; ++i)
-        for (std::int64_t j = 0; j < cols; ++j) out[i * cols + j] = src[static_cast<std::size_t>(i + j * ld)];
+    for (std::int64_t i0 = 0; i0 < rows; i0 += kTile)
+        for (std::int64_t j0 = 0; j0 < cols; j0 += kTile)
+            for (std::int64_t i = i0; i < std::min(rows, i0 + kTile); ++i)
+                for (std::int64_t j = j0; j < std::min(cols, j0 + kTile); ++j)
+                    out[i * cols + j] = src[static_cast<std::size_t>(i + j * ld)];
 }
 
 inline lapack_int dim(std::int64_t v) { return static_cast<lapack_int>(std::max<std::int64_t>(1, v)); }

@@ -50,8 +50,8 @@ LAZYTENSOR_ENGINE_API std::vector<NodePtr> linalg(LinalgOp op, int flags, const 
     const bool two = linalg_info(op).operands == 2;
     auto check_dtype = [&](const NodePtr& x, const char* which) {
         if (x->dtype != DType::Float32 && x->dtype != DType::Float64)
-            fail<DTypeError>(api, ": needs float32 or float64 matrices, but ", which, " is a ", x->dtype, " tensor of shape ",
-                             x->shape, "; cast it first (lt::cast<double>(...))");
+            fail<DTypeError>(api, ": needs float32 or float64 matrices, but ", which, " has dtype ", x->dtype, " (shape ",
+                             x->shape, "); cast it first (lt::cast<double>(...))");
     };
     auto check_rank = [&](const NodePtr& x, const char* which) {
         if (x->shape.size() < 2)
