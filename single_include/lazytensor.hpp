@@ -8792,11 +8792,14 @@ inline NodePtr drop_last(const NodePtr& x, bool vector, const char* api) {
     if (!vector) return x;
     return g::reshape(x, Shape(x->shape.begin(), x->shape.end() - 1), api);
 }
-/// The default relative tolerance of pinv and matrix_rank: eps * max(m, n) (PyTorch's).
+/// Checks pinv's and matrix_rank's A and fills in the default relative tolerance, eps *
+/// max(m, n) (PyTorch's), where rtol < 0; true where A has no singular values (an extent 0).
 template <class T>
-double default_rtol(const NodePtr& a) {
+bool prepare_cutoff(const NodePtr& a, double& rtol, const char* api) {
+    need_matrix(a, "A", api);
     const std::size_t r = a->shape.size();
-    return std::numeric_limits<T>::epsilon() * static_cast<double>(std::max(a->shape[r - 2], a->shape[r - 1]));
+    if (rtol < 0) rtol = std::numeric_limits<T>::epsilon() * static_cast<double>(std::max(a->shape[r - 2], a->shape[r - 1]));
+    return a->shape[r - 2] == 0 || a->shape[r - 1] == 0;
 }
 /// s [..., k] (non-negative: singular values or |eigenvalues|) above rtol times their largest.
 inline NodePtr above_cutoff(const NodePtr& s, double rtol, const char* api) {
@@ -9003,12 +9006,7 @@ Tensor<detail::value_t<E>> pinv(const E& A, double rtol = -1, bool hermitian = f
     namespace g = detail::g;
     const char* api = "lt::linalg::pinv";
     const detail::NodePtr a = detail::node_of(A);
-    detail::need_matrix(a, "A", api);
-    const std::size_t r = a->shape.size();
-    if (rtol < 0) rtol = detail::default_rtol<T>(a);
-    Shape t = a->shape;
-    std::swap(t[r - 2], t[r - 1]);
-    if (a->shape[r - 2] == 0 || a->shape[r - 1] == 0) return zeros<T>(t, a->device);
+    if (detail::prepare_cutoff<T>(a, rtol, api)) return zeros<T>(detail::mT(a)->shape, a->device);
     auto inverted = [&](const detail::NodePtr& magnitudes, const detail::NodePtr& values) {
         // 1 / value where |value| is above the cutoff, else 0, as a row to scale columns by
         Shape row = values->shape;
@@ -9034,11 +9032,7 @@ Tensor<std::int64_t> matrix_rank(const E& A, double rtol = -1, bool hermitian = 
     namespace g = detail::g;
     const char* api = "lt::linalg::matrix_rank";
     const detail::NodePtr a = detail::node_of(A);
-    detail::need_matrix(a, "A", api);
-    const std::size_t r = a->shape.size();
-    if (rtol < 0) rtol = detail::default_rtol<T>(a);
-    if (a->shape[r - 2] == 0 || a->shape[r - 1] == 0)
-        return zeros<std::int64_t>(Shape(a->shape.begin(), a->shape.end() - 2), a->device);
+    if (detail::prepare_cutoff<T>(a, rtol, api)) return zeros<std::int64_t>(Shape(a->shape.begin(), a->shape.end() - 2), a->device);
     const detail::NodePtr values =
         hermitian ? g::unary(UnaryOp::Abs, detail::run(detail::LinalgOp::Eigh, 0, a, nullptr, api)[0])
                   : detail::run(detail::LinalgOp::Svd, 0, a, nullptr, api)[0];
@@ -15423,7 +15417,7 @@ lapack_int run_one(const ir::Linalg& L, const std::vector<LinalgPart>& parts, co
             std::vector<T> s(static_cast<std::size_t>(std::max<std::int64_t>(1, small)));
             lapack_int rank = 0;
             const T rcond = std::numeric_limits<T>::epsilon() * static_cast<T>(std::max(m, n));
-            if (small > 0 && k > 0)
+            if (small > 0)
                 if (const lapack_int info = gelsd(static_cast<lapack_int>(m), static_cast<lapack_int>(n),
                                                   static_cast<lapack_int>(k), a.data(), lm, b.data(), dim(ldb), s.data(),
                                                   rcond, &rank))
@@ -22994,9 +22988,9 @@ inline void fuse_attention(Schedule& s, const std::function<bool(const Node* pro
 // ---- lazytensor/items/item.hpp ----
 // What every kind of schedule item is given and answers. A schedule item is one of a closed set
 // of kinds (items/items.hpp: a generated kernel, a matrix product, a scan, attention, a sort, a
-// zero-copy view), each in a header of its own holding everything about that kind: its data,
-// how it is lowered from a schedule group, how it runs on a backend, how check mode computes
-// it on the host, and how lt::schedule and LAZYTENSOR_DEBUG describe it. Planning, realize and
+// LAPACK routine, a zero-copy view), each in a header of its own holding everything about that
+// kind: its data, how it is lowered from a schedule group, how it runs on a backend, how check
+// mode computes it on the host, and how lt::schedule and LAZYTENSOR_DEBUG describe it. Planning, realize and
 // check mode (runtime/) only loop over items and call these.
 //
 // A kind is a struct deriving from ItemDefaults, which answers for a kind that has nothing to

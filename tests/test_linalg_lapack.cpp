@@ -14,6 +14,10 @@
 
 #include "common.hpp"
 
+#if LAZYTENSOR_LAPACK
+#include <lapacke.h>
+#endif
+
 namespace lapack_tests {
 
 template <class T>
@@ -456,6 +460,32 @@ TEST_CASE_TEMPLATE("linalg: lstsq, pinv, matrix_rank and matrix_power", T, float
     });
 }
 
+#if LAZYTENSOR_LAPACK
+TEST_CASE("linalg: singular values, eigenvalues and LU against LAPACKE called directly (row-major)") {
+    for_each_device([](lt::Device) {
+        const Ref a = lapack_random<double>({3, 6, 4}, 111);
+        const Ref s = lapack_values(lt::linalg::svdvals(make_tensor<double>(a)));
+        const Ref raw = lapack_random<double>({3, 5, 5}, 112);
+        const Ref sym = lapack_mm(raw, lapack_transpose(raw));
+        const Ref w = lapack_values(lt::linalg::eigvalsh(make_tensor<double>(sym)));
+        const Ref x = lapack_values(lt::linalg::solve(make_tensor<double>(raw), make_tensor<double>(lapack_random<double>({3, 5, 2}, 113))));
+        const Ref b = lapack_random<double>({3, 5, 2}, 113);
+        for (std::int64_t q = 0; q < 3; ++q) {
+            std::vector<double> m(a.v.begin() + q * 24, a.v.begin() + (q + 1) * 24), sv(4), u(1), vt(1);
+            REQUIRE(LAPACKE_dgesdd(LAPACK_ROW_MAJOR, 'N', 6, 4, m.data(), 4, sv.data(), u.data(), 1, vt.data(), 1) == 0);
+            for (int i = 0; i < 4; ++i) CHECK(s.v[static_cast<std::size_t>(q * 4 + i)] == doctest::Approx(sv[i]).epsilon(1e-12));
+            std::vector<double> e(sym.v.begin() + q * 25, sym.v.begin() + (q + 1) * 25), ev(5);
+            REQUIRE(LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'N', 'L', 5, e.data(), 5, ev.data()) == 0);
+            for (int i = 0; i < 5; ++i) CHECK(w.v[static_cast<std::size_t>(q * 5 + i)] == doctest::Approx(ev[i]).epsilon(1e-12));
+            std::vector<double> lu(raw.v.begin() + q * 25, raw.v.begin() + (q + 1) * 25), rhs(b.v.begin() + q * 10, b.v.begin() + (q + 1) * 10);
+            std::vector<lapack_int> pivots(5);
+            REQUIRE(LAPACKE_dgesv(LAPACK_ROW_MAJOR, 5, 2, lu.data(), 5, pivots.data(), rhs.data(), 2) == 0);
+            for (int i = 0; i < 10; ++i) CHECK(x.v[static_cast<std::size_t>(q * 10 + i)] == doctest::Approx(rhs[static_cast<std::size_t>(i)]).epsilon(1e-9));
+        }
+    });
+}
+#endif
+
 TEST_CASE("linalg: results are lazy views that fuse; the schedule says where LAPACK runs") {
     for_each_device([](lt::Device d) {
         const lt::Tensor<double> a = make_tensor<double>(lapack_spd<double>({}, 3, 81));
@@ -484,6 +514,15 @@ TEST_CASE("linalg: results are lazy views that fuse; the schedule says where LAP
         CHECK(lt::linalg::cholesky(lt::zeros<double>({2, 0, 0})).to_vector().empty());
         CHECK(lt::linalg::det(lt::zeros<double>({2, 0, 0})).to_vector() == std::vector<double>{1, 1});
         CHECK(lt::linalg::svdvals(lt::zeros<double>({3, 0})).shape() == lt::Shape{0});
+        CHECK(lt::linalg::pinv(lt::zeros<double>({2, 3, 0})).shape() == lt::Shape{2, 0, 3});
+        CHECK(lt::linalg::matrix_rank(lt::zeros<double>({2, 0, 4})).to_vector() == std::vector<std::int64_t>{0, 0});
+        auto [q0, r0] = lt::linalg::qr(lt::zeros<double>({3, 0}), "complete");  // Q is I, R empty
+        lapack_close(lapack_values(q0), lapack_eye({}, 3), 0);
+        CHECK(r0.shape() == lt::Shape{3, 0});
+        // 1x1: the element's own factorizations.
+        CHECK(lt::linalg::cholesky(lt::tensor<double>({9}, {1, 1})).item() == 3);
+        CHECK(lt::linalg::inv(lt::tensor<double>({4}, {1, 1})).item() == 0.25);
+        CHECK(lt::linalg::eigvalsh(lt::tensor<double>({-2}, {1, 1})).item() == -2);
     });
 }
 

@@ -256,7 +256,7 @@ lapack_int run_one(const ir::Linalg& L, const std::vector<LinalgPart>& parts, co
             std::vector<T> s(static_cast<std::size_t>(std::max<std::int64_t>(1, small)));
             lapack_int rank = 0;
             const T rcond = std::numeric_limits<T>::epsilon() * static_cast<T>(std::max(m, n));
-            if (small > 0 && k > 0)
+            if (small > 0)
                 if (const lapack_int info = gelsd(static_cast<lapack_int>(m), static_cast<lapack_int>(n),
                                                   static_cast<lapack_int>(k), a.data(), lm, b.data(), dim(ldb), s.data(),
                                                   rcond, &rank))
