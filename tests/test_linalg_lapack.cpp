@@ -183,9 +183,6 @@ inline lt::Tensor<double> lapack_symmetric(const lt::Tensor<double>& x, double s
     return lt::Tensor<double>((x + x.transpose(-2, -1)) * 0.5 + lt::eye<double>(n) * shift);
 }
 
-}  // namespace lapack_tests
-
-using namespace lapack_tests;
 
 TEST_CASE_TEMPLATE("linalg: cholesky reconstructs A = L L^T, batched, lower and upper", T, float, double) {
     for_each_device([](lt::Device) {
@@ -471,8 +468,8 @@ TEST_CASE("linalg: singular values, eigenvalues and LU against LAPACKE called di
         const Ref x = lapack_values(lt::linalg::solve(make_tensor<double>(raw), make_tensor<double>(lapack_random<double>({3, 5, 2}, 113))));
         const Ref b = lapack_random<double>({3, 5, 2}, 113);
         for (std::int64_t q = 0; q < 3; ++q) {
-            std::vector<double> m(a.v.begin() + q * 24, a.v.begin() + (q + 1) * 24), sv(4), u(1), vt(1);
-            REQUIRE(LAPACKE_dgesdd(LAPACK_ROW_MAJOR, 'N', 6, 4, m.data(), 4, sv.data(), u.data(), 1, vt.data(), 1) == 0);
+            std::vector<double> m(a.v.begin() + q * 24, a.v.begin() + (q + 1) * 24), sv(4), u(36), vt(16);
+            REQUIRE(LAPACKE_dgesdd(LAPACK_ROW_MAJOR, 'N', 6, 4, m.data(), 4, sv.data(), u.data(), 6, vt.data(), 4) == 0);
             for (int i = 0; i < 4; ++i) CHECK(s.v[static_cast<std::size_t>(q * 4 + i)] == doctest::Approx(sv[i]).epsilon(1e-12));
             std::vector<double> e(sym.v.begin() + q * 25, sym.v.begin() + (q + 1) * 25), ev(5);
             REQUIRE(LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'N', 'L', 5, e.data(), 5, ev.data()) == 0);
@@ -506,6 +503,13 @@ TEST_CASE("linalg: results are lazy views that fuse; the schedule says where LAP
         // A lazy, transposed, sliced operand.
         const lt::Tensor<double> big = make_tensor<double>(lapack_random<double>({4, 5}, 82)) + 0.0;
         const lt::Tensor<double> part = big.transpose(0, 1).slice(0, 1, 5);  // [4, 4] of a lazy expression
+        // The lazy tensor under the view is computed once, and the routine reads the view in place.
+        const auto operand_items = lt::schedule(lt::linalg::det(part));
+        REQUIRE(operand_items.size() >= 2);
+        CHECK(operand_items[0].kind == lt::ScheduleItem::Kind::Kernel);
+        CHECK(operand_items[0].reason == "operand of a linear-algebra routine");
+        CHECK(operand_items[0].output == "float64[4, 5]");
+        CHECK(operand_items[1].kind == lt::ScheduleItem::Kind::Linalg);
         const Ref pv = lapack_values(lt::Tensor<double>(part + 0.0));
         lapack_close(lapack_values(lt::linalg::det(part).reshape({1, 1})),
                      Ref{{1, 1}, {lapack_reference_det(std::vector<long double>(pv.v.begin(), pv.v.end()), 4)}}, 1e-10);
@@ -582,8 +586,6 @@ TEST_CASE("linalg: bad input is an error where the expression is written, naming
     CHECK_THROWS_AS((void)lt::linalg::matrix_power(rect, 2), lt::ShapeError);
 }
 
-namespace lapack_tests {
-
 using LapackTensors = std::vector<lt::Tensor<double>>;
 
 /// A batch of two well-conditioned 3x3 matrices and a right-hand side for them.
@@ -593,8 +595,6 @@ inline Ref lapack_square_input() {
         for (std::int64_t i = 0; i < 3; ++i) lapack_at(a, q, i, i) += 3;
     return a;
 }
-
-}  // namespace lapack_tests
 
 TEST_CASE("linalg: gradients of solve, inv, det and slogdet against central differences") {
     using Ts = LapackTensors;
@@ -655,3 +655,5 @@ TEST_CASE("linalg: gradients of svd, svdvals and pinv against central difference
         }
     });
 }
+
+}  // namespace lapack_tests

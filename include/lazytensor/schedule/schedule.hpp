@@ -666,6 +666,8 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
                 reason = "operand of a matrix product";
             } else if (cons.size() == 1 && groups[static_cast<std::size_t>(cons[0])].is_scan()) {
                 reason = "operand of a scan";
+            } else if (cons.size() == 1 && groups[static_cast<std::size_t>(cons[0])].is_linalg()) {
+                reason = "operand of a linear-algebra routine";
             } else if (cons.size() == 1 && n->kind == NodeKind::Reduce && groups[static_cast<std::size_t>(cons[0])].is_sort()) {
                 reason = "reduction read by a sort's operand (a kernel without a reduced domain)";
             } else if (cons.size() == 1) {
