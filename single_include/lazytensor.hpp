@@ -8816,14 +8816,16 @@ inline void check_uplo(const std::string& uplo, const char* api) {
 #define LAZYTENSOR_LINALG_TENSOR_LIKE(E) class E, class = std::enable_if_t<lazytensor::detail::is_tensor_like_v<E>>
 
 /// L, lower triangular with a positive diagonal, with A = L L^T, from A's lower triangle (A
-/// symmetric positive definite); with upper, U = L^T (A = U^T U). LinAlgError at realize where A
-/// is not positive definite, naming the batch element and the order of the failing minor.
+/// symmetric positive definite); with upper, U with A = U^T U from A's upper triangle (as
+/// PyTorch: for a symmetric A, U = L^T). LinAlgError at realize where A is not positive
+/// definite, naming the batch element and the order of the failing minor.
 template <LAZYTENSOR_LINALG_TENSOR_LIKE(E)>
 Tensor<detail::value_t<E>> cholesky(const E& A, bool upper = false) {
     const char* api = "lt::linalg::cholesky";
     const detail::NodePtr a = detail::node_of(A);
     detail::need_matrix(a, "A", api);
-    const detail::NodePtr l = detail::run(detail::LinalgOp::Cholesky, 0, a, nullptr, api)[0];
+    // A's upper triangle is A^T's lower one: U = (cholesky of A^T)^T.
+    const detail::NodePtr l = detail::run(detail::LinalgOp::Cholesky, 0, upper ? detail::mT(a) : a, nullptr, api)[0];
     return Tensor<detail::value_t<E>>(upper ? detail::mT(l) : l);
 }
 

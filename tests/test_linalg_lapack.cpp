@@ -204,6 +204,11 @@ TEST_CASE_TEMPLATE("linalg: cholesky reconstructs A = L L^T, batched, lower and 
         const Ref u = lapack_values(lt::linalg::cholesky(make_tensor<T>(a), true));
         lapack_triangular(u, true);
         lapack_close(lapack_mm(lapack_transpose(u), u), a, lapack_tol<T>());
+        lapack_close(u, lapack_transpose(l), lapack_tol<T>());
+        // With upper, only the upper triangle is read (PyTorch's choice).
+        Ref below = a;
+        for (std::int64_t q = 0; q < 6; ++q) lapack_at(below, q, 4, 0) = 1e3;
+        lapack_close(lapack_values(lt::linalg::cholesky(make_tensor<T>(below), true)), u, lapack_tol<T>());
     });
 }
 
