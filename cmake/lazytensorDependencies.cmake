@@ -6,11 +6,11 @@
 # target file carries none of them: the installed config adds them when it is loaded, finding
 # each dependency on the consumer's machine.
 #
-#   lazytensor_add_dependencies(<target> OPENCL <bool> CLBLAST <bool>)
+#   lazytensor_add_dependencies(<target> OPENCL <bool> CLBLAST <bool> [LAPACK <bool>])
 #
 # Sets lazytensor_DEPENDENCY_ERROR to a message naming what is missing (empty when all was found).
 macro(lazytensor_add_dependencies _lt_target)
-    cmake_parse_arguments(_lt "" "OPENCL;CLBLAST" "" ${ARGN})
+    cmake_parse_arguments(_lt "" "OPENCL;CLBLAST;LAPACK" "" ${ARGN})
     set(lazytensor_DEPENDENCY_ERROR "")
     find_package(Threads QUIET)
     find_package(xsimd QUIET)
@@ -49,6 +49,20 @@ macro(lazytensor_add_dependencies _lt_target)
                 target_link_libraries(${_lt_target} INTERFACE $<BUILD_INTERFACE:clblast>)
                 target_compile_definitions(${_lt_target} INTERFACE $<BUILD_INTERFACE:LAZYTENSOR_CLBLAST=1>)
             endif()
+        endif()
+    endif()
+    # lt::linalg runs LAPACK through LAPACKE (its header and library; the LAPACK behind it is
+    # whichever the system provides, OpenBLAS's where it is installed).
+    if(_lt_LAPACK AND NOT lazytensor_DEPENDENCY_ERROR)
+        find_path(LAZYTENSOR_LAPACKE_INCLUDE_DIR lapacke.h PATH_SUFFIXES lapacke openblas)
+        find_library(LAZYTENSOR_LAPACKE_LIBRARY lapacke)
+        if(NOT LAZYTENSOR_LAPACKE_INCLUDE_DIR OR NOT LAZYTENSOR_LAPACKE_LIBRARY)
+            set(lazytensor_DEPENDENCY_ERROR
+                "lt::linalg uses LAPACK through LAPACKE, which was not found (Debian: apt-get install liblapacke-dev); without it use LAZYTENSOR_NO_LAPACK=ON (installed package) or -DLAZYTENSOR_LAPACK=OFF (source tree)")
+        else()
+            target_include_directories(${_lt_target} SYSTEM INTERFACE $<BUILD_INTERFACE:${LAZYTENSOR_LAPACKE_INCLUDE_DIR}>)
+            target_link_libraries(${_lt_target} INTERFACE $<BUILD_INTERFACE:${LAZYTENSOR_LAPACKE_LIBRARY}>)
+            target_compile_definitions(${_lt_target} INTERFACE $<BUILD_INTERFACE:LAZYTENSOR_LAPACK=1>)
         endif()
     endif()
 endmacro()

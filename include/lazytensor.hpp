@@ -22,6 +22,7 @@
 #include "lazytensor/frontend/composites.hpp"
 #include "lazytensor/frontend/conv.hpp"
 #include "lazytensor/frontend/creation.hpp"
+#include "lazytensor/frontend/decompositions.hpp"
 #include "lazytensor/frontend/blob.hpp"
 #include "lazytensor/frontend/einsum.hpp"
 #include "lazytensor/frontend/expr.hpp"

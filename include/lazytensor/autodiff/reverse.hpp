@@ -23,6 +23,8 @@
 #include "../core/error.hpp"
 #include "../ir/convolution.hpp"
 #include "../ir/graph.hpp"
+#include "../ir/linalg.hpp"
+#include "linalg_rules.hpp"
 #include "../core/engine_mode.hpp"
 
 namespace lazytensor::detail {
@@ -232,6 +234,7 @@ void node_rule(const NodePtr& n, const NodePtr& gy, Wanted wanted, Emit emit) {
         case NodeKind::Const:
         case NodeKind::Index: break;  // leaves
         case NodeKind::Sort: break;   // positions: integers, no gradient (the values' flows through their gather)
+        case NodeKind::Linalg: linalg_rules::linalg_rule(n, gy, wanted, emit); break;
     }
 }
 

@@ -22,6 +22,7 @@
 #include "../ir/gemm.hpp"
 #include "../ir/scan.hpp"
 #include "../ir/kernel.hpp"
+#include "../ir/linalg.hpp"
 #include "../core/reports.hpp"
 
 namespace lazytensor::detail {
@@ -190,6 +191,13 @@ public:
     /// into `indices` (int64), both contiguous [rows, k].
     virtual void sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k, bool descending,
                            Buffer& values, Buffer& indices) = 0;
+    /// Runs a linear-algebra routine (ir/linalg.hpp) over every matrix of its batch: `operands`
+    /// are A's (and B's) buffers, read at the layouts `call` gives; `out` gets the packed results
+    /// (contiguous [batch..., total]). LinAlgError for a matrix the routine cannot handle
+    /// (singular, not positive definite, no convergence), naming the batch element.
+    virtual void linalg(const ir::Linalg& call, const std::vector<const Buffer*>& operands, Buffer& out) = 0;
+    /// How this backend runs `call` (LAZYTENSOR_DEBUG, lt::schedule).
+    virtual std::string linalg_routine(const ir::Linalg& call) const = 0;
     /// How this backend runs `gemm` (LAZYTENSOR_DEBUG), e.g. "CLBlast GemmStridedBatched".
     /// Whether attention `a` (ir/attention.hpp) runs as one kernel here (then `attention`
     /// runs it; the scheduler otherwise leaves its three items as they are).

@@ -46,6 +46,16 @@
 #define LAZYTENSOR_CLBLAST 0
 #endif
 
+/// With LAZYTENSOR_LAPACK 1, lt::linalg's decompositions and solvers run LAPACK through LAPACKE
+/// (Debian: liblapacke-dev; link lapacke, CMake does when it finds it). Without it (or with
+/// LAZYTENSOR_NO_LAPACK) they throw an Error that says so where the expression is written.
+#if defined(LAZYTENSOR_NO_LAPACK)
+#undef LAZYTENSOR_LAPACK
+#define LAZYTENSOR_LAPACK 0
+#elif !defined(LAZYTENSOR_LAPACK)
+#define LAZYTENSOR_LAPACK 0
+#endif
+
 // A hot SIMD loop whose callees (xsimd's exp, tanh, ...) must be inlined into it whatever the
 // user's optimization level: -O2 inlines less than -O3, and a call per batch spills every vector
 // register (all are caller-saved), which made the compiled loop 2.3 times slower (issue 17).

@@ -56,6 +56,16 @@ public:
     using Error::Error;
 };
 
+/// A linear-algebra routine that cannot complete for the values it was given (lt::linalg): a
+/// matrix that is not positive definite (cholesky) or is singular (inv, solve,
+/// solve_triangular), or a decomposition that does not converge. Thrown by the realize that
+/// runs it, naming the function, the batch element and LAPACK's pivot; every tensor is left as
+/// it was.
+class LinAlgError : public Error {
+public:
+    using Error::Error;
+};
+
 /// A device that is unknown, unavailable, or mixed with another in one expression.
 class DeviceError : public Error {
 public:

@@ -51,6 +51,7 @@ struct ScheduleItem {
         View,    // zero-copy: a view of another buffer
         Attention,  // softmax(f(q @ kt), -1) @ v as one kernel: the scores and weights never stored
         Sort,    // the backend's row sort: the positions of the first k along the last axis, in order
+        Linalg,  // a LAPACK routine over a batch of matrices (lt::linalg; on the host for every device)
     };
     Kind kind = Kind::Kernel;
     std::string reason;               // why its output is materialized
@@ -76,6 +77,7 @@ inline const char* to_string(ScheduleItem::Kind kind) {
         case ScheduleItem::Kind::View: return "view";
         case ScheduleItem::Kind::Attention: return "attention";
         case ScheduleItem::Kind::Sort: return "sort";
+        case ScheduleItem::Kind::Linalg: return "linalg";
     }
     return "?";
 }

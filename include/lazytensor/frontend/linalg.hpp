@@ -62,8 +62,8 @@ inline NodePtr vector_norm(const NodePtr& x, double p, const Axes& user_axes, bo
 inline NodePtr named_norm(const NodePtr& x, const std::string& ord, const Axes& axes, bool keepdim) {
     if (ord == "fro") return vector_norm(x, 2, axes, keepdim);
     if (ord == "nuc")
-        fail<ValueError>("lt::norm: ord \"nuc\" (the nuclear norm, the sum of the singular values) needs a singular value "
-                         "decomposition, which lazytensor does not have");
+        fail<ValueError>("lt::norm: ord \"nuc\" (the nuclear norm, the sum of the singular values) is not a norm of "
+                         "lt::norm's; sum the singular values: lt::sum(lt::linalg::svdvals(x), {-1})");
     fail<ValueError>("lt::norm: unknown ord \"", ord, "\"; use a number p (a vector norm: 2, 1, 0, lt::inf, -lt::inf, any other "
                      "p) or \"fro\"");
 }

@@ -37,6 +37,8 @@ namespace lazytensor::detail {
 //   - Sort: the positions (int64) of the first params[0] elements of each row of src[0] along
 //     its last axis, in sorted order (descending where params[1] is 1), stably; NaN sorts after
 //     every number (before them when descending).
+//   - Linalg: a LAPACK routine over every matrix of src[0] (and src[1]), batch axes broadcast
+//     already; params {op, flags, m, n, k}; its results packed along the last axis (ir/linalg.hpp).
 #define LAZYTENSOR_NODE_KINDS(X) \
     X(Buffer, "buffer")          \
     X(Const, "const")            \
@@ -56,7 +58,8 @@ namespace lazytensor::detail {
     X(Assign, "assign")          \
     X(Matmul, "matmul")          \
     X(Scan, "scan")              \
-    X(Sort, "sort")
+    X(Sort, "sort")              \
+    X(Linalg, "linalg")
 
 enum class NodeKind : std::uint8_t {
 #define LAZYTENSOR_X(name, text) name,

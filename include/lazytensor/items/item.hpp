@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // What every kind of schedule item is given and answers. A schedule item is one of a closed set
 // of kinds (items/items.hpp: a generated kernel, a matrix product, a scan, attention, a sort, a
-// zero-copy view), each in a header of its own holding everything about that kind: its data,
-// how it is lowered from a schedule group, how it runs on a backend, how check mode computes
-// it on the host, and how lt::schedule and LAZYTENSOR_DEBUG describe it. Planning, realize and
+// LAPACK routine, a zero-copy view), each in a header of its own holding everything about that
+// kind: its data, how it is lowered from a schedule group, how it runs on a backend, how check
+// mode computes it on the host, and how lt::schedule and LAZYTENSOR_DEBUG describe it. Planning, realize and
 // check mode (runtime/) only loop over items and call these.
 //
 // A kind is a struct deriving from ItemDefaults, which answers for a kind that has nothing to

@@ -22,13 +22,14 @@
 #include "attention_item.hpp"
 #include "gemm_item.hpp"
 #include "kernel_item.hpp"
+#include "linalg_item.hpp"
 #include "scan_item.hpp"
 #include "sort_item.hpp"
 #include "view_item.hpp"
 
 namespace lazytensor::detail {
 
-using ItemKind = std::variant<KernelItem, GemmItem, ScanItem, AttentionItem, SortItem, ViewItem>;
+using ItemKind = std::variant<KernelItem, GemmItem, ScanItem, AttentionItem, SortItem, LinalgItem, ViewItem>;
 
 /// Lowers every group of `s`, or says which node must be materialized first.
 inline std::optional<Materialize> lower_groups(Schedule& s) {
@@ -38,6 +39,7 @@ inline std::optional<Materialize> lower_groups(Schedule& s) {
         if (g.is_gemm()) first = GemmItem::lower(s, g);
         else if (g.is_scan()) first = ScanItem::lower(s, g);
         else if (g.is_sort()) first = SortItem::lower(s, g);
+        else if (g.is_linalg()) first = LinalgItem::lower(s, g);
         else first = Lowering(s, g).run();
         if (first) return first;
     }
@@ -125,6 +127,7 @@ ItemKind item_of(Group& g, const Index& index) {
         return c;
     }
     if (g.is_sort()) return SortItem::of(g, index);
+    if (g.is_linalg()) return LinalgItem::of(g);
     KernelItem k;
     k.kernel = std::move(g.kernel);
     return k;

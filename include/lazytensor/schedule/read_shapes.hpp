@@ -34,9 +34,9 @@ public:
             for (std::size_t o = 0; o < 3 && o < g.inputs.size(); ++o) read_operand(operands[o], g.inputs[o], out[o]);
             return;
         }
-        if (g.is_gemm() || g.is_scan()) {
+        if (g.is_gemm() || g.is_scan() || g.is_linalg()) {
             const Node* core = g.core();
-            first_kernel_input = g.is_gemm() ? 2 : 1;
+            first_kernel_input = g.is_linalg() ? static_cast<std::size_t>(core->nsrc) : g.is_gemm() ? 2 : 1;
             for (std::size_t o = 0; o < first_kernel_input && o < g.inputs.size(); ++o)
                 read_operand(core->src[o].get(), g.inputs[o], out[o]);
             if (!g.fused_product) return;

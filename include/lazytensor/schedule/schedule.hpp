@@ -42,6 +42,7 @@
 #include "../ir/gemm.hpp"
 #include "../ir/index_map.hpp"
 #include "../ir/kernel.hpp"
+#include "../ir/linalg.hpp"
 #include "../ir/node.hpp"
 #include "../ir/scan.hpp"
 
@@ -56,8 +57,10 @@ struct Source {
 };
 
 /// Whether a node of this kind is always a schedule item of its own (run by the backend's GEMM,
-/// scan or sort, not by a generated kernel).
-inline bool runs_alone(NodeKind kind) { return kind == NodeKind::Matmul || kind == NodeKind::Scan || kind == NodeKind::Sort; }
+/// scan, sort or LAPACK, not by a generated kernel).
+inline bool runs_alone(NodeKind kind) {
+    return kind == NodeKind::Matmul || kind == NodeKind::Scan || kind == NodeKind::Sort || kind == NodeKind::Linalg;
+}
 
 /// One schedule item: a kernel that materializes `root`, a matrix product (root is a matmul
 /// node), a scan (root is a scan node), or a zero-copy view of another buffer.
@@ -100,6 +103,8 @@ struct Group {
     // A sort that also stores the values at its positions (items/sort_item.hpp): the gather
     // node that reads them, whose item it replaced.
     Node* sorted_values = nullptr;
+    // A linear-algebra routine (items/linalg_item.hpp): over the buffers of `inputs`.
+    ir::Linalg linalg;
 
     /// The matmul or scan node the item computes (before its epilogue, if it has one).
     const Node* core() const { return fused_product ? fused_product : root; }
@@ -107,6 +112,7 @@ struct Group {
     bool is_gemm() const { return !is_attention() && core()->kind == NodeKind::Matmul; }
     bool is_scan() const { return core()->kind == NodeKind::Scan; }
     bool is_sort() const { return root->kind == NodeKind::Sort; }
+    bool is_linalg() const { return root->kind == NodeKind::Linalg; }
     /// A generated kernel alone (not a view, nor an item run by a routine of the backend's).
     bool is_kernel() const { return !view_only && !is_attention() && !runs_alone(core()->kind); }
 };
@@ -645,6 +651,8 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
             reason = "scan (an item of its own, run by the backend's scan)";
         } else if (n->kind == NodeKind::Sort) {
             reason = "sort (an item of its own, run by the backend's sort)";
+        } else if (n->kind == NodeKind::Linalg) {
+            reason = "linear-algebra routine (an item of its own, run by LAPACK)";
         } else {
             SmallVector<int, 2> cons;
             for (int c : consumers[t])
@@ -658,6 +666,8 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
                 reason = "operand of a matrix product";
             } else if (cons.size() == 1 && groups[static_cast<std::size_t>(cons[0])].is_scan()) {
                 reason = "operand of a scan";
+            } else if (cons.size() == 1 && groups[static_cast<std::size_t>(cons[0])].is_linalg()) {
+                reason = "operand of a linear-algebra routine";
             } else if (cons.size() == 1 && n->kind == NodeKind::Reduce && groups[static_cast<std::size_t>(cons[0])].is_sort()) {
                 reason = "reduction read by a sort's operand (a kernel without a reduced domain)";
             } else if (cons.size() == 1) {

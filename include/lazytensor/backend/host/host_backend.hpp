@@ -25,6 +25,7 @@
 #include "../backend.hpp"
 #include "gemm.hpp"
 #include "interpreter.hpp"
+#include "lapack.hpp"
 #include "scan.hpp"
 #include "sort.hpp"
 
@@ -92,6 +93,14 @@ public:
             host::sort_rows(static_cast<const S*>(in.handle()), static_cast<S*>(values.handle()),
                             static_cast<std::int64_t*>(indices.handle()), rows, n, k, descending, pool_);
         });
+    }
+
+    void linalg(const ir::Linalg& call, const std::vector<const Buffer*>& operands, Buffer& out) override {
+        host::run_linalg(call, operands, out, pool_);
+    }
+    std::string linalg_routine(const ir::Linalg& call) const override {
+        return concat("LAPACK ", call.dtype == DType::Float64 ? "d" : "s", linalg_info(call.op).routines,
+                      call.batch_count() > 1 ? ", the batch's matrices in parallel" : "");
     }
 
 protected:

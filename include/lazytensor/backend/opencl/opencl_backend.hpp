@@ -40,6 +40,7 @@
 #include "routine_context.hpp"
 #include "scan_routines.hpp"
 #include "sort_routines.hpp"
+#include "../host/lapack.hpp"
 
 namespace lazytensor::detail::opencl {
 
@@ -140,6 +141,20 @@ public:
     void sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k, bool descending, Buffer& values,
                    Buffer& indices) override {
         sorts_.run(in, rows, n, k, descending, values, indices);
+    }
+
+    // ------------------------------------------------------------------- linear algebra
+
+    /// LAPACK on the host (issue 47's first slice): the operands are read into host memory, the
+    /// routines run there, and the results are written back to the device.
+    void linalg(const ir::Linalg& call, const std::vector<const Buffer*>& operands, Buffer& out) override {
+        host::run_linalg_staged(
+            call, operands, out, [&](const Buffer& b, std::size_t at, void* dst, std::size_t bytes) { read(b, at, dst, bytes); },
+            [&](Buffer& b, const void* src, std::size_t bytes) { write(b, 0, src, bytes); });
+    }
+    std::string linalg_routine(const ir::Linalg& call) const override {
+        return concat("LAPACK ", call.dtype == DType::Float64 ? "d" : "s", linalg_info(call.op).routines,
+                      " on the host (operands copied from the device, results copied back)");
     }
 
     // ------------------------------------------------------------------- matrix products
