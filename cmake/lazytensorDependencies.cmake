@@ -66,3 +66,18 @@ macro(lazytensor_add_dependencies _lt_target)
         endif()
     endif()
 endmacro()
+
+# lazytensor::distributed: lt::dist's MPI transport (lazytensor/dist/mpi.hpp), for the programs
+# that link it: MPI's compile and link flags (find_package(MPI): Open MPI or MPICH) and
+# LAZYTENSOR_MPI=1. The engine itself holds no MPI. Sets lazytensor_MPI_FOUND.
+#
+#   lazytensor_add_distributed(<INTERFACE target>)
+macro(lazytensor_add_distributed _lt_target)
+    set(MPI_CXX_SKIP_MPICXX ON)  # the C API alone (MPI's C++ bindings are deprecated)
+    find_package(MPI QUIET COMPONENTS CXX)
+    set(lazytensor_MPI_FOUND ${MPI_CXX_FOUND})
+    if(MPI_CXX_FOUND)
+        target_link_libraries(${_lt_target} INTERFACE MPI::MPI_CXX)
+        target_compile_definitions(${_lt_target} INTERFACE LAZYTENSOR_MPI=1)
+    endif()
+endmacro()

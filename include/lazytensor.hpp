@@ -23,6 +23,7 @@
 #include "lazytensor/frontend/conv.hpp"
 #include "lazytensor/frontend/creation.hpp"
 #include "lazytensor/frontend/decompositions.hpp"
+#include "lazytensor/frontend/dist.hpp"
 #include "lazytensor/frontend/blob.hpp"
 #include "lazytensor/frontend/einsum.hpp"
 #include "lazytensor/frontend/expr.hpp"
@@ -44,4 +45,9 @@
 // LAZYTENSOR_IMPLEMENTATION in one (only this header pulls it in; the front end sees the seam).
 #if LAZYTENSOR_ENGINE_DEFINITIONS
 #include "lazytensor/runtime/engine.hpp"
+#endif
+
+// The MPI transport of lt::dist, where the program asks for it.
+#if LAZYTENSOR_MPI
+#include "lazytensor/dist/mpi.hpp"
 #endif

@@ -148,6 +148,15 @@ public:
     using Error::Error;
 };
 
+/// Processes of one group (lt::dist) that disagree: ranks that realize different collectives
+/// (operations, dtypes, shapes, order), or a rank whose realize failed before its collectives
+/// started. Every rank throws it, naming what each rank had; no data has moved and every tensor
+/// is left as it was.
+class DistributedError : public Error {
+public:
+    using Error::Error;
+};
+
 /// A device that is unknown, unavailable, or mixed with another in one expression.
 class DeviceError : public Error {
 public:
@@ -265,6 +274,14 @@ inline long long env_int(const char* name, long long fallback, long long lo, lon
 #define LAZYTENSOR_LAPACK 0
 #elif !defined(LAZYTENSOR_LAPACK)
 #define LAZYTENSOR_LAPACK 0
+#endif
+
+/// With LAZYTENSOR_MPI 1, lt::dist connects the ranks an MPI launcher started, through MPI
+/// (dist/mpi.hpp: compile and link with MPI; the CMake target lazytensor::distributed does).
+/// Without it, a program is a group of one, and started by a launcher, lt::dist::init says so.
+/// Only the program's own units need it: the engine holds no MPI.
+#if !defined(LAZYTENSOR_MPI)
+#define LAZYTENSOR_MPI 0
 #endif
 
 // A hot SIMD loop whose callees (xsimd's exp, tanh, ...) must be inlined into it whatever the
@@ -1661,6 +1678,8 @@ namespace lazytensor::detail {
 //     every number (before them when descending).
 //   - Linalg: a LAPACK routine over every matrix of src[0] (and src[1]), batch axes broadcast
 //     already; params {op, flags, m, n, k}; its results packed along the last axis (ir/linalg.hpp).
+//   - Collective: src[0] combined over the processes of a group (lt::dist), on its leading axis;
+//     params {op, group, root} (ir/collective.hpp).
 #define LAZYTENSOR_NODE_KINDS(X) \
     X(Buffer, "buffer")          \
     X(Const, "const")            \
@@ -1681,7 +1700,8 @@ namespace lazytensor::detail {
     X(Matmul, "matmul")          \
     X(Scan, "scan")              \
     X(Sort, "sort")              \
-    X(Linalg, "linalg")
+    X(Linalg, "linalg")            \
+    X(Collective, "collective")
 
 enum class NodeKind : std::uint8_t {
 #define LAZYTENSOR_X(name, text) name,
@@ -3088,6 +3108,7 @@ struct ScheduleItem {
         Attention,  // softmax(f(q @ kt), -1) @ v as one kernel: the scores and weights never stored
         Sort,    // the backend's row sort: the positions of the first k along the last axis, in order
         Linalg,  // a LAPACK routine over a batch of matrices (lt::linalg; on the host for every device)
+        Collective,  // data combined over the processes of a group (lt::dist: MPI)
     };
     Kind kind = Kind::Kernel;
     std::string reason;               // why its output is materialized
@@ -3114,6 +3135,7 @@ inline const char* to_string(ScheduleItem::Kind kind) {
         case ScheduleItem::Kind::Attention: return "attention";
         case ScheduleItem::Kind::Sort: return "sort";
         case ScheduleItem::Kind::Linalg: return "linalg";
+        case ScheduleItem::Kind::Collective: return "collective";
     }
     return "?";
 }
@@ -9375,6 +9397,542 @@ Tensor<detail::value_t<E>> matrix_power(const E& A, std::int64_t n) {
 
 }  // namespace linalg
 }  // namespace lazytensor
+// ---- lazytensor/frontend/dist.hpp ----
+// lt::dist: processes started by mpirun working as one group (docs/distributed.md). Collectives
+// are lazy like every op: a training step's forward pass, backward pass, gradient averaging and
+// update stay one realize, each collective a schedule item of its own (items/collective_item.hpp)
+// that is in flight while the items after it run.
+//
+// The transport is MPI where the program was built with it (the CMake target
+// lazytensor::distributed, or LAZYTENSOR_MPI=1: dist/mpi.hpp); without it, or started without a
+// launcher, the group is this process alone and every collective is its input (no node at all),
+// so one binary runs alone or under mpirun.
+//
+// Every rank must realize the same collectives, in the same order and in the same realize calls
+// (a realize that reads a collective's value counts: item(), printing). Ranks that do not get a
+// DistributedError on every rank before any data moves; a rank that never arrives is reported
+// after LAZYTENSOR_DIST_TIMEOUT seconds (300), and the job ends.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+// ---- lazytensor/core/communicator.hpp ----
+// A group of processes as the collectives see it (lt::dist): what the collective item
+// (items/collective_item.hpp) calls to move data between ranks, and the registry through which a
+// transport makes itself known. The MPI transport (dist/mpi.hpp) is compiled only into programs
+// that ask for it (LAZYTENSOR_MPI): the engine, header-only or compiled once, holds no MPI. A
+// program without a transport, or started without a launcher, is a group of one.
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+
+namespace lazytensor::detail {
+
+// The collectives, defined once: X(enumerator, the lt::dist function). all_mean is all_sum
+// followed by a division in the graph.
+//   - Sum, Max, Min: element-wise over the ranks, the same result on every rank.
+//   - Gather: every rank's input concatenated in rank order (the front end moves the axis).
+//   - ReduceScatter: the sum, of which rank r keeps the r-th of `size` equal pieces.
+//   - Broadcast: the root's input on every rank.
+#define LAZYTENSOR_COLLECTIVES(X)     \
+    X(Sum, "all_sum")                 \
+    X(Max, "all_max")                 \
+    X(Min, "all_min")                 \
+    X(Gather, "all_gather")           \
+    X(ReduceScatter, "reduce_scatter") \
+    X(Broadcast, "broadcast")
+
+enum class CollectiveOp : std::uint8_t {
+#define LAZYTENSOR_X(name, text) name,
+    LAZYTENSOR_COLLECTIVES(LAZYTENSOR_X)
+#undef LAZYTENSOR_X
+};
+
+inline const char* collective_name(CollectiveOp op) {
+    switch (op) {
+#define LAZYTENSOR_X(name, text) \
+    case CollectiveOp::name: return text;
+        LAZYTENSOR_COLLECTIVES(LAZYTENSOR_X)
+#undef LAZYTENSOR_X
+    }
+    return "?";
+}
+
+/// A collective in flight.
+class Transfer {
+public:
+    virtual ~Transfer() = default;
+    /// Advances it; true once it is done.
+    virtual bool test() = 0;
+    /// Returns once it is done; past LAZYTENSOR_DIST_TIMEOUT, ends the job (Communicator::abort).
+    virtual void wait() = 0;
+};
+
+/// What the ranks of a realize that holds collectives said to each other before any data moved.
+struct Agreement {
+    bool agreed = true;                // every rank had the same record and none failed
+    std::vector<std::string> records;  // where not: every rank's record, in rank order
+};
+
+/// One group of processes and the transport that connects them.
+class Communicator {
+public:
+    virtual ~Communicator() = default;
+    virtual int rank() const = 0;
+    virtual int size() const = 0;
+    /// This rank's index among the ranks of its machine.
+    virtual int local_rank() const = 0;
+    /// "MPI (Open MPI v4.1.4), rank 1 of 2".
+    virtual std::string describe() const = 0;
+    /// Starts `op` on host memory: `count` elements of `dtype` at `in` (for Gather, this rank's
+    /// part; for ReduceScatter, the whole), the result at `out` (Gather: size() * count
+    /// elements; ReduceScatter: count / size()). `what` names it in a timeout's message.
+    virtual std::unique_ptr<Transfer> start(CollectiveOp op, DType dtype, const void* in, void* out, std::int64_t count,
+                                            int root, const std::string& what) = 0;
+    /// The transport's routine for `op` ("MPI_Iallreduce"), for lt::schedule and LAZYTENSOR_DEBUG.
+    virtual std::string routine(CollectiveOp op) const = 0;
+    /// Compares this rank's `record` (its collectives, in order) with every other rank's, and
+    /// says whether any rank `failed` before its collectives. Called by every rank of a realize
+    /// that holds collectives, before the first one starts.
+    virtual Agreement agree(const std::string& record, bool failed) = 0;
+    /// Returns once every rank has called it (an agreement with nothing to agree on).
+    virtual void barrier() = 0;
+    /// Ends every rank of the job after writing `message` to stderr: what a rank does when the
+    /// others wait inside collectives that can no longer complete.
+    [[noreturn]] virtual void abort(const std::string& message) = 0;
+    /// Ends the transport where lazytensor started it (lt::dist::finalize).
+    virtual void finalize() {}
+    /// Held by a realize from its agreement to its last collective: the ranks must issue a
+    /// group's collectives in one order, so one realize at a time issues them.
+    std::mutex& issue_mutex() { return issue_mutex_; }
+
+private:
+    std::mutex issue_mutex_;
+};
+
+/// The group of this process alone: every collective is a copy.
+class SingleProcess final : public Communicator {
+public:
+    int rank() const override { return 0; }
+    int size() const override { return 1; }
+    int local_rank() const override { return 0; }
+    std::string describe() const override { return "a single process (no MPI), rank 0 of 1"; }
+    std::unique_ptr<Transfer> start(CollectiveOp, DType dtype, const void* in, void* out, std::int64_t count, int,
+                                    const std::string&) override {
+        if (count > 0 && in != out) std::memcpy(out, in, static_cast<std::size_t>(count) * dtype_size(dtype));
+        struct Done final : Transfer {
+            bool test() override { return true; }
+            void wait() override {}
+        };
+        return std::make_unique<Done>();
+    }
+    std::string routine(CollectiveOp) const override { return "a copy (a group of one process)"; }
+    Agreement agree(const std::string&, bool) override { return {}; }
+    void barrier() override {}
+    [[noreturn]] void abort(const std::string& message) override { fail<Error>(message); }
+};
+
+/// How lt::dist::init connects the processes.
+enum class Transport { Auto, Mpi, Single };
+
+/// Makes the communicator of every process a launcher started (the world).
+using TransportFactory = std::shared_ptr<Communicator> (*)();
+
+struct TransportRegistry {
+    std::mutex mutex;
+    TransportFactory mpi = nullptr;        // set by dist/mpi.hpp where the program includes it
+    std::shared_ptr<Communicator> world;   // made by the first init
+    Transport chosen = Transport::Auto;
+    bool finalized = false;
+    std::vector<std::shared_ptr<Communicator>> groups;  // by group id: 0 is the world
+};
+
+inline TransportRegistry& transports() {
+    static TransportRegistry* registry = new TransportRegistry();  // never destroyed: MPI may finalize at exit
+    return *registry;
+}
+
+/// Called by a transport's header as the program starts (an inline variable's initializer).
+inline bool register_mpi_transport(TransportFactory factory) {
+    std::lock_guard<std::mutex> lock(transports().mutex);
+    transports().mpi = factory;
+    return true;
+}
+
+/// The launcher variable that says this process was started by one ("OMPI_COMM_WORLD_SIZE=2"),
+/// or empty: Open MPI's mpirun, MPICH's Hydra and Slurm's PMI, PMIx.
+inline std::string launcher_variable() {
+    for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
+        if (const char* v = env(name)) return concat(name, "=", v);
+    return {};
+}
+
+/// LAZYTENSOR_DIST_TIMEOUT: how long a rank waits for the others in one collective or
+/// agreement, in seconds (0: for ever); 300 by default.
+inline long long dist_timeout_seconds() {
+    return env_int("LAZYTENSOR_DIST_TIMEOUT", 300, 0, 1LL << 40, "a number of seconds");
+}
+
+/// The world group, made once (lt::dist::init): `asked` or LAZYTENSOR_DIST chooses the
+/// transport; Auto is MPI where a launcher started the process.
+inline std::shared_ptr<Communicator> init_world(Transport asked) {
+    TransportRegistry& r = transports();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    if (r.finalized)
+        fail<Error>("lt::dist::init: lt::dist::finalize() was called already; a process initializes its group once");
+    if (r.world) return r.world;
+    Transport t = asked;
+    if (t == Transport::Auto) {
+        if (const char* v = env("LAZYTENSOR_DIST")) {
+            const std::string s(v);
+            if (s == "single") t = Transport::Single;
+            else if (s == "mpi") t = Transport::Mpi;
+            else if (s != "auto") fail<ValueError>("LAZYTENSOR_DIST=", s, " is not a transport: use single, mpi or auto");
+        }
+    }
+    const std::string launcher = launcher_variable();
+    if (t == Transport::Auto) t = launcher.empty() ? Transport::Single : Transport::Mpi;
+    if (t == Transport::Mpi) {
+        if (!r.mpi)
+            fail<Error>("lt::dist::init: ",
+                        launcher.empty() ? std::string("MPI was asked for")
+                                         : concat("this process was started by an MPI launcher (", launcher, ")"),
+                        ", but this program was built without MPI: link the CMake target lazytensor::distributed "
+                        "(find_package(MPI) finds Open MPI or MPICH; Debian: apt-get install libopenmpi-dev), or define "
+                        "LAZYTENSOR_MPI=1 and compile and link with mpicxx");
+        r.world = r.mpi();
+    } else {
+        r.world = std::make_shared<SingleProcess>();
+    }
+    r.chosen = t;
+    r.groups.assign(1, r.world);
+    return r.world;
+}
+
+/// Group `id`'s communicator (0: the world). Error after finalize.
+inline std::shared_ptr<Communicator> communicator(int id) {
+    TransportRegistry& r = transports();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    if (r.finalized) fail<Error>("lt::dist: a collective was realized after lt::dist::finalize()");
+    if (id < 0 || static_cast<std::size_t>(id) >= r.groups.size())
+        fail<Error>("lazytensor internal error: no communicator for group ", id);
+    return r.groups[static_cast<std::size_t>(id)];
+}
+
+}  // namespace lazytensor::detail
+// ---- lazytensor/ir/collective.hpp ----
+// Collectives as one node kind (NodeKind::Collective) and one kind of schedule item
+// (items/collective_item.hpp), run by the group's transport (core/communicator.hpp: MPI, or this
+// process alone).
+//
+// A collective node works on its operand's leading axis; the front end (frontend/dist.hpp) moves
+// the user's axis there and back with views. Sum, Max, Min and Broadcast keep the shape; Gather
+// of [d0, ...] is [size * d0, ...] (every rank's rows, in rank order); ReduceScatter of
+// [size * k, ...] is [k, ...] (this rank's piece of the sum). The operand is read from a
+// contiguous buffer and the result written to a new one: a collective is a cut in the graph, and
+// what produces or reads it fuses into the kernels on either side.
+
+#include <cstdint>
+#include <string>
+
+
+namespace lazytensor::detail {
+namespace ir {
+
+/// A collective item: `count` elements of the operand (contiguous, from `offset`) through
+/// group `group`'s communicator.
+struct Collective {
+    CollectiveOp op = CollectiveOp::Sum;
+    DType dtype = DType::Float32;
+    int group = 0;
+    int root = 0;
+    std::int64_t count = 0;   // the operand's elements
+    std::int64_t offset = 0;  // of the operand in its buffer
+    Shape operand;            // its shape (for messages)
+};
+
+inline std::string to_string(const Collective& c) {
+    std::string out = concat("    ", collective_name(c.op), " of ", c.dtype, c.operand, " (", c.count, " elements");
+    if (c.op == CollectiveOp::Broadcast) out += concat(", root ", c.root);
+    return out + concat(", group ", c.group, ")\n");
+}
+
+/// The record the ranks compare before a realize's collectives start: what each one is.
+inline std::string agreement_record(const Collective& c) {
+    std::string out = concat(collective_name(c.op), " ", c.dtype, c.operand);
+    if (c.op == CollectiveOp::Broadcast) out += concat(" from rank ", c.root);
+    return out;
+}
+
+}  // namespace ir
+
+namespace graph {
+
+/// Collective `op` over group `group` (of `size` ranks) on x's leading axis, as described above
+/// (`root`: Broadcast's). ShapeError where ReduceScatter's leading extent does not divide by
+/// the size; DTypeError for a sum of bools.
+inline NodePtr collective(CollectiveOp op, const NodePtr& x, int group, int size, int root, const char* api) {
+    Shape shape = x->shape;
+    if ((op == CollectiveOp::Gather || op == CollectiveOp::ReduceScatter) && shape.empty())
+        fail<ShapeError>(api, ": needs at least one axis, got a scalar");
+    if (op == CollectiveOp::Gather) shape[0] *= size;
+    if (op == CollectiveOp::ReduceScatter) {
+        if (shape[0] % size != 0)
+            fail<ShapeError>(api, ": the extent ", shape[0], " of the scattered axis must divide by the group's size ", size,
+                             " (shape ", x->shape, ")");
+        shape[0] /= size;
+    }
+    if (x->dtype == DType::Bool && (op == CollectiveOp::Sum || op == CollectiveOp::ReduceScatter))
+        fail<DTypeError>(api, ": cannot sum bool tensors (shape ", x->shape, "); cast to an integer type first");
+    if (x->dtype == DType::Float16 && op != CollectiveOp::Gather && op != CollectiveOp::Broadcast)
+        fail<DTypeError>(api, ": float16 is reduced in float32 by the front end; got float16 here");
+    NodePtr node = make(NodeKind::Collective, x->dtype, x->device, shape);
+    node = with_sources(node, {x});
+    node->params = {static_cast<std::int64_t>(op), group, root};
+    return node;
+}
+
+}  // namespace graph
+}  // namespace lazytensor::detail
+
+namespace lazytensor::dist {
+
+using detail::Transport;
+
+/// A group of processes: the world of a launcher's ranks (init). Cheap to copy.
+class Group {
+public:
+    /// This process's rank: 0 .. size() - 1.
+    int rank() const { return comm().rank(); }
+    /// The number of processes (1 without a launcher).
+    int size() const { return comm().size(); }
+    /// Mpi or Single.
+    Transport transport() const { return transport_; }
+    /// "MPI (Open MPI v4.1.4), rank 1 of 2".
+    std::string describe() const { return comm().describe(); }
+    /// Returns once every rank has called it.
+    void barrier() const { comm().barrier(); }
+    friend bool operator==(const Group& a, const Group& b) { return a.id_ == b.id_; }
+    friend bool operator!=(const Group& a, const Group& b) { return a.id_ != b.id_; }
+
+    /// (The group's number in the engine's registry: 0 is the world.)
+    int id() const { return id_; }
+
+private:
+    friend Group init(Transport);
+    Group(int id, Transport transport) : id_(id), transport_(transport) {}
+    detail::Communicator& comm() const { return *detail::communicator(id_); }
+
+    int id_ = 0;
+    Transport transport_ = Transport::Single;
+};
+
+/// Connects this process to the others a launcher started (once per process; later calls
+/// return the same group). Auto (or LAZYTENSOR_DIST=auto) is MPI where a launcher's variables
+/// are set (mpirun's OMPI_COMM_WORLD_SIZE, Hydra's or Slurm's PMI_SIZE, PMIX_RANK), else a group
+/// of one. Error where MPI is asked for (or a launcher started the process) but the program
+/// was built without it, and after finalize().
+inline Group init(Transport transport = Transport::Auto) {
+    detail::init_world(transport);
+    return Group(0, detail::transports().chosen);
+}
+
+/// The group init() made (calling init() on first use).
+inline Group world() { return init(); }
+
+/// Ends MPI where lazytensor started it (else leaves that to the program); collectives realized
+/// afterwards are errors. Optional: without it MPI is finalized as the program exits.
+inline void finalize() {
+    detail::TransportRegistry& r = detail::transports();
+    std::shared_ptr<detail::Communicator> world;
+    {
+        std::lock_guard<std::mutex> lock(r.mutex);
+        if (r.finalized || !r.world) {
+            r.finalized = true;
+            return;
+        }
+        r.finalized = true;
+        world = r.world;
+    }
+    world->finalize();
+}
+
+inline int rank() { return world().rank(); }
+inline int size() { return world().size(); }
+/// This rank's index among the ranks of its machine: pick a GPU with it.
+inline int local_rank() { return detail::communicator(world().id())->local_rank(); }
+inline void barrier() { world().barrier(); }
+
+namespace detail {
+
+using lazytensor::detail::CollectiveOp;
+using lazytensor::detail::NodePtr;
+namespace g = lazytensor::detail::graph;
+
+/// Collective `op` of x along `axis` over `group`: the node on x's axis moved first, moved back.
+inline NodePtr collective(CollectiveOp op, NodePtr x, int axis, int root, const Group& group, const char* api) {
+    const int size = group.size();
+    if (root < 0 || root >= size)
+        lazytensor::detail::fail<ValueError>(api, ": root ", root, " is not a rank of the group (ranks 0 to ", size - 1, ")");
+    const bool along_axis = op == CollectiveOp::Gather || op == CollectiveOp::ReduceScatter;
+    int a = 0;
+    if (along_axis) {
+        if (x->shape.empty()) lazytensor::detail::fail<ShapeError>(api, ": needs at least one axis, got a scalar");
+        a = lazytensor::detail::normalize_axis(axis, x->shape.size(), api, x->shape);
+        if (op == CollectiveOp::ReduceScatter && x->shape[static_cast<std::size_t>(a)] % size != 0)
+            lazytensor::detail::fail<ShapeError>(api, ": the extent ", x->shape[static_cast<std::size_t>(a)], " of axis ", axis,
+                                                 " (shape ", x->shape, ") must divide by the group's size ", size);
+    }
+    if (x->dtype == DType::Bool && (op == CollectiveOp::Sum || op == CollectiveOp::ReduceScatter))
+        lazytensor::detail::fail<DTypeError>(api, ": cannot sum bool tensors (shape ", x->shape,
+                                             "); cast to an integer type first");
+    if (size == 1) return x;  // a group of one: the collective is its input
+    if (x->dtype == DType::Float16 && !(op == CollectiveOp::Gather || op == CollectiveOp::Broadcast))
+        return g::cast(collective(op, g::cast(x, DType::Float32), axis, root, group, api), DType::Float16);
+    auto move = [&](const NodePtr& t, int from, int to) {
+        if (from == to) return t;
+        std::vector<int> rest;
+        for (int k = 0; k < static_cast<int>(t->shape.size()); ++k)
+            if (k != from) rest.push_back(k);
+        rest.insert(rest.begin() + to, from);
+        return g::permute(t, Axes(rest), api);
+    };
+    const NodePtr moved = along_axis ? move(x, a, 0) : x;
+    const NodePtr out = g::collective(op, moved, group.id(), size, root, api);
+    return along_axis ? move(out, 0, a) : out;
+}
+
+template <class E>
+using value_t = typename E::value_type;
+
+template <class E>
+NodePtr node_of(const E& x) {
+    return Tensor<value_t<E>>(x).node_ptr();
+}
+
+}  // namespace detail
+
+/// The element-wise sum of x over the ranks, the same on every rank. x must have one dtype and
+/// shape on every rank. Integers wrap as they do in C; float16 is summed in float32 and rounded
+/// once; bool is a DTypeError (cast first).
+template <class E>
+Tensor<detail::value_t<E>> all_sum(const E& x, const Group& group = world()) {
+    return Tensor<detail::value_t<E>>(
+        detail::collective(detail::CollectiveOp::Sum, detail::node_of(x), 0, 0, group, "lt::dist::all_sum"));
+}
+
+/// The element-wise mean over the ranks: all_sum(x) / size(), the division fused into what reads
+/// it. Integers are summed in int64 (exactly) and averaged in float32, as lt::mean.
+template <class E>
+Tensor<lazytensor::detail::mean_t<detail::value_t<E>>> all_mean(const E& x, const Group& group = world()) {
+    using T = detail::value_t<E>;
+    using R = lazytensor::detail::mean_t<T>;
+    namespace g = lazytensor::detail::graph;
+    detail::NodePtr v = detail::node_of(x);
+    const char* api = "lt::dist::all_mean";
+    if (v->dtype == DType::Bool)
+        lazytensor::detail::fail<DTypeError>(api, ": cannot average bool tensors (shape ", v->shape,
+                                             "); cast to a floating type first");
+    if (!is_floating(v->dtype)) v = g::cast(v, DType::Int64);
+    detail::NodePtr sum = detail::collective(detail::CollectiveOp::Sum, v, 0, 0, group, api);
+    const DType r = dtype_of<R>();
+    if (sum->dtype != r) sum = g::cast(sum, r);
+    if (group.size() == 1) return Tensor<R>(sum);
+    return Tensor<R>(g::binary(BinaryOp::Div, sum, Scalar::of<double>(static_cast<double>(group.size()))));
+}
+
+/// The element-wise largest value over the ranks (for bool: whether any rank has true).
+template <class E>
+Tensor<detail::value_t<E>> all_max(const E& x, const Group& group = world()) {
+    return Tensor<detail::value_t<E>>(
+        detail::collective(detail::CollectiveOp::Max, detail::node_of(x), 0, 0, group, "lt::dist::all_max"));
+}
+
+/// The element-wise smallest value over the ranks (for bool: whether every rank has true).
+template <class E>
+Tensor<detail::value_t<E>> all_min(const E& x, const Group& group = world()) {
+    return Tensor<detail::value_t<E>>(
+        detail::collective(detail::CollectiveOp::Min, detail::node_of(x), 0, 0, group, "lt::dist::all_min"));
+}
+
+/// Every rank's x concatenated along `axis` in rank order (that axis size() times longer). x
+/// must have one shape on every rank. Any dtype.
+template <class E>
+Tensor<detail::value_t<E>> all_gather(const E& x, int axis = 0, const Group& group = world()) {
+    return Tensor<detail::value_t<E>>(
+        detail::collective(detail::CollectiveOp::Gather, detail::node_of(x), axis, 0, group, "lt::dist::all_gather"));
+}
+
+/// Rank `root`'s x on every rank (the others' x gives only dtype and shape). Any dtype.
+/// ValueError for a root that is not a rank.
+template <class E>
+Tensor<detail::value_t<E>> broadcast(const E& x, int root = 0, const Group& group = world()) {
+    return Tensor<detail::value_t<E>>(
+        detail::collective(detail::CollectiveOp::Broadcast, detail::node_of(x), 0, root, group, "lt::dist::broadcast"));
+}
+
+/// The sum over the ranks, cut along `axis` into size() equal pieces, of which rank r keeps the
+/// r-th. ShapeError unless the axis's extent divides by size().
+template <class E>
+Tensor<detail::value_t<E>> reduce_scatter(const E& x, int axis = 0, const Group& group = world()) {
+    return Tensor<detail::value_t<E>>(detail::collective(detail::CollectiveOp::ReduceScatter, detail::node_of(x), axis, 0,
+                                                         group, "lt::dist::reduce_scatter"));
+}
+
+/// all_mean of each tensor.
+template <class T>
+std::vector<Tensor<lazytensor::detail::mean_t<T>>> all_mean(const std::vector<Tensor<T>>& xs, const Group& group = world()) {
+    std::vector<Tensor<lazytensor::detail::mean_t<T>>> out;
+    out.reserve(xs.size());
+    for (const Tensor<T>& x : xs) out.push_back(all_mean(x, group));
+    return out;
+}
+
+/// The mean of each gradient over the ranks, as data-parallel training needs it (PyTorch DDP's
+/// averaging): the gradients are packed into buckets of about `bucket_bytes`, last parameter
+/// first (the backward pass computes those first), and each bucket is one all-reduce, which
+/// starts as soon as its gradients are computed while the rest of the backward pass runs in the
+/// same realize. Each result is a view of its bucket's average. Floating tensors only.
+template <class T>
+std::vector<Tensor<T>> average_gradients(const std::vector<Tensor<T>>& grads, const Group& group = world(),
+                                         std::size_t bucket_bytes = std::size_t(25) << 20) {
+    static_assert(lazytensor::detail::is_floating_v<T>, "lt::dist::average_gradients: gradients are floating tensors");
+    std::vector<Tensor<T>> out(grads.size());
+    if (group.size() == 1) {
+        for (std::size_t i = 0; i < grads.size(); ++i) out[i] = grads[i];
+        return out;
+    }
+    std::size_t i = grads.size();
+    while (i > 0) {
+        // [first, last): the bucket, filled from the end.
+        const std::size_t last = i;
+        std::size_t bytes = 0;
+        while (i > 0 && (i == last || bytes + static_cast<std::size_t>(grads[i - 1].numel()) * sizeof(T) <= bucket_bytes)) {
+            bytes += static_cast<std::size_t>(grads[i - 1].numel()) * sizeof(T);
+            --i;
+        }
+        const std::size_t first = i;
+        std::vector<Tensor<T>> flat;
+        for (std::size_t k = first; k < last; ++k) flat.push_back(grads[k].reshape({-1}));
+        const Tensor<T> mean = all_mean(flat.size() == 1 ? flat[0] : lazytensor::concat(flat, 0), group);
+        std::int64_t at = 0;
+        for (std::size_t k = first; k < last; ++k) {
+            const std::int64_t n = grads[k].numel();
+            out[k] = mean.slice(0, at, at + n).reshape(grads[k].shape());
+            at += n;
+        }
+    }
+    return out;
+}
+
+}  // namespace lazytensor::dist
 // ---- lazytensor/frontend/blob.hpp ----
 // Wrapping memory the user owns as a tensor, without a copy: lt::from_blob.
 
@@ -12661,6 +13219,12 @@ void node_rule(const NodePtr& n, const NodePtr& gy, Wanted wanted, Emit emit) {
         case NodeKind::Index: break;  // leaves
         case NodeKind::Sort: break;   // positions: integers, no gradient (the values' flows through their gather)
         case NodeKind::Linalg: linalg_rules::linalg_rule(n, gy, wanted, emit); break;
+        case NodeKind::Collective:
+            // Whether a rank's cotangent is its own or the group's sum depends on what the loss
+            // means (MLX and torch.distributed.nn differ): take gradients per rank, then average.
+            fail<ValueError>("grad: cannot differentiate through a collective (lt::dist) of a ", n->dtype, n->shape,
+                             " tensor; take each rank's gradients, then average them (lt::dist::all_mean or "
+                             "lt::dist::average_gradients)");
     }
 }
 
@@ -22023,7 +22587,8 @@ struct Source {
 /// Whether a node of this kind is always a schedule item of its own (run by the backend's GEMM,
 /// scan, sort or LAPACK, not by a generated kernel).
 inline bool runs_alone(NodeKind kind) {
-    return kind == NodeKind::Matmul || kind == NodeKind::Scan || kind == NodeKind::Sort || kind == NodeKind::Linalg;
+    return kind == NodeKind::Matmul || kind == NodeKind::Scan || kind == NodeKind::Sort || kind == NodeKind::Linalg ||
+           kind == NodeKind::Collective;
 }
 
 /// One schedule item: a kernel that materializes `root`, a matrix product (root is a matmul
@@ -22069,6 +22634,8 @@ struct Group {
     Node* sorted_values = nullptr;
     // A linear-algebra routine (items/linalg_item.hpp): over the buffers of `inputs`.
     ir::Linalg linalg;
+    // A collective (items/collective_item.hpp): its operand's buffer is inputs[0].
+    ir::Collective collective;
 
     /// The matmul or scan node the item computes (before its epilogue, if it has one).
     const Node* core() const { return fused_product ? fused_product : root; }
@@ -22077,6 +22644,7 @@ struct Group {
     bool is_scan() const { return core()->kind == NodeKind::Scan; }
     bool is_sort() const { return root->kind == NodeKind::Sort; }
     bool is_linalg() const { return root->kind == NodeKind::Linalg; }
+    bool is_collective() const { return root->kind == NodeKind::Collective; }
     /// A generated kernel alone (not a view, nor an item run by a routine of the backend's).
     bool is_kernel() const { return !view_only && !is_attention() && !runs_alone(core()->kind); }
 };
@@ -22617,6 +23185,8 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
             reason = "sort (an item of its own, run by the backend's sort)";
         } else if (n->kind == NodeKind::Linalg) {
             reason = "linear-algebra routine (an item of its own, run by LAPACK)";
+        } else if (n->kind == NodeKind::Collective) {
+            reason = "collective (an item of its own, run by the group's transport)";
         } else {
             SmallVector<int, 2> cons;
             for (int c : consumers[t])
@@ -22632,6 +23202,8 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
                 reason = "operand of a scan";
             } else if (cons.size() == 1 && groups[static_cast<std::size_t>(cons[0])].is_linalg()) {
                 reason = "operand of a linear-algebra routine";
+            } else if (cons.size() == 1 && groups[static_cast<std::size_t>(cons[0])].is_collective()) {
+                reason = "operand of a collective";
             } else if (cons.size() == 1 && n->kind == NodeKind::Reduce && groups[static_cast<std::size_t>(cons[0])].is_sort()) {
                 reason = "reduction read by a sort's operand (a kernel without a reduced domain)";
             } else if (cons.size() == 1) {
@@ -23310,7 +23882,7 @@ inline void fuse_attention(Schedule& s, const std::function<bool(const Node* pro
 // ---- lazytensor/items/item.hpp ----
 // What every kind of schedule item is given and answers. A schedule item is one of a closed set
 // of kinds (items/items.hpp: a generated kernel, a matrix product, a scan, attention, a sort, a
-// LAPACK routine, a zero-copy view), each in a header of its own holding everything about that
+// LAPACK routine, a collective, a zero-copy view), each in a header of its own holding everything about that
 // kind: its data, how it is lowered from a schedule group, how it runs on a backend, how check
 // mode computes it on the host, and how lt::schedule and LAZYTENSOR_DEBUG describe it. Planning, realize and
 // check mode (runtime/) only loop over items and call these.
@@ -23321,6 +23893,7 @@ inline void fuse_attention(Schedule& s, const std::function<bool(const Node* pro
 // buffers, then its output.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23560,6 +24133,16 @@ inline void interpret_on_host(Backend& host, const ir::Kernel& k, const std::vec
 
 namespace lazytensor::detail {
 
+/// Work an item started that completes after its run() returns (a collective in flight).
+/// Realize finishes it before the first item that reads the item's result, and before it
+/// commits; meanwhile it calls test() between items, which lets the transport progress.
+struct Deferred {
+    std::function<bool()> test;    // advances it; true once done
+    std::function<void()> finish;  // waits for it, then completes it (copies the result in place)
+    int node = -1;                 // the result it completes (set by realize)
+    std::vector<BufferPtr> hold;   // the item's buffers, kept until then (set by realize)
+};
+
 /// What realize gives an item to run it.
 struct ItemRun {
     Backend& backend;
@@ -23568,6 +24151,7 @@ struct ItemRun {
     CompiledKernel* compiled;            // its own kernel (ItemDefaults::own_kernel), compiled
     const SmallVector<char, 32>& kept;   // per node: whether its result is committed
     std::vector<BufferPtr>& produced;    // per node: the buffers results are computed into
+    std::vector<Deferred>* deferred = nullptr;  // where work may be left to complete later (null: complete it now)
 
     Buffer& out() const { return *params.back(); }
     bool keeps(int node) const { return node >= 0 && kept[static_cast<std::size_t>(node)]; }
@@ -23681,6 +24265,120 @@ struct AttentionItem : ItemDefaults {
         return what;
     }
     std::string listing() const { return "--- attention ---\n" + ir::to_string(attention); }
+};
+
+}  // namespace lazytensor::detail
+// ---- lazytensor/items/collective_item.hpp ----
+// The collective item: a collective node (ir/collective.hpp) run by its group's transport.
+//
+// The operand is read from contiguous memory (a kernel materializes it where it is not: what
+// produces it fuses into that kernel), and the result is a new buffer that later kernels read.
+// On the host the transport reads and writes the buffers in place; an OpenCL operand is copied to
+// host memory and the result back (the transport reaches host memory only). The item starts the
+// collective and leaves it in flight (ItemRun::deferred): realize finishes it before the first
+// item that reads the result, so the items between run meanwhile.
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+
+namespace lazytensor::detail {
+
+struct CollectiveItem : ItemDefaults {
+    static constexpr ScheduleItem::Kind kind = ScheduleItem::Kind::Collective;
+    ir::Collective call;
+
+    /// Lowers group g (its root a collective node): fills g.collective and g.inputs (the
+    /// operand's buffer), or asks for the operand in contiguous memory of its own first.
+    static std::optional<Materialize> lower(const Schedule& s, Group& g) {
+        const Node* node = g.root;
+        Node* operand = node->src[0].get();
+        ir::Collective& c = g.collective;
+        c.op = static_cast<CollectiveOp>(node->params[0]);
+        c.group = static_cast<int>(node->params[1]);
+        c.root = static_cast<int>(node->params[2]);
+        c.dtype = node->dtype;
+        c.count = numel(operand->shape);
+        c.operand = operand->shape;
+        Reached r = walk_views(s, &g, operand, IndexMap::identity(operand->shape));
+        if (!r.load || !is_contiguous_layout(operand->shape, r.access.strides, 0))
+            return Materialize{operand, "operand of a collective (the transport reads contiguous memory)", true};
+        c.offset = r.access.offset;
+        g.inputs = {r.node};
+        g.ops = {collective_name(c.op)};
+        return std::nullopt;
+    }
+    static CollectiveItem of(const Group& g) {
+        CollectiveItem item;
+        item.call = g.collective;
+        return item;
+    }
+
+    void describe(ScheduleItem& item, Device device) const {
+        item.ir = ir::to_string(call);
+        if (device.kind != Device::Kind::Host)
+            item.ir += concat("    through host memory: the operand is copied from ", device, " and the result back\n");
+    }
+    std::string routine(Backend& backend) const {
+        std::string out = communicator(call.group)->routine(call.op);
+        return out + (backend.device().kind == Device::Kind::Host ? ", host memory" : ", staged through host memory");
+    }
+    /// Nothing to compare with: the transport is the only implementation.
+    bool checked_on(const Backend&) const { return false; }
+    const char* reference(const HostRun& h) const {
+        start(h.host, h.params, nullptr);
+        return "the transport, on host copies";
+    }
+    std::string listing() const { return "--- collective ---\n" + ir::to_string(call); }
+    void run(const ItemRun& r) const { start(r.backend, r.params, r.deferred); }
+
+private:
+    std::int64_t out_count(int size) const {
+        if (call.op == CollectiveOp::Gather) return call.count * size;
+        if (call.op == CollectiveOp::ReduceScatter) return call.count / size;
+        return call.count;
+    }
+
+    /// Starts the collective on params (the operand's buffer, then the result's); completes it
+    /// at once unless `deferred` takes it.
+    void start(Backend& backend, const std::vector<Buffer*>& params, std::vector<Deferred>* deferred) const {
+        const std::shared_ptr<Communicator> comm = communicator(call.group);
+        const std::size_t element = dtype_size(call.dtype);
+        Buffer& in = *params[0];
+        Buffer& out = *params.back();
+        const std::int64_t results = out_count(comm->size());
+        const std::string what = ir::agreement_record(call);
+        std::unique_ptr<Transfer> transfer;
+        std::function<void()> complete;
+        if (backend.device().kind == Device::Kind::Host) {
+            const char* from = static_cast<const char*>(in.handle()) + call.offset * static_cast<std::int64_t>(element);
+            transfer = comm->start(call.op, call.dtype, from, out.handle(), call.count, call.root, what);
+        } else {
+            // Host staging: the transport reaches host memory only.
+            auto sent = std::make_shared<std::vector<char>>(static_cast<std::size_t>(call.count) * element);
+            auto received = std::make_shared<std::vector<char>>(static_cast<std::size_t>(results) * element);
+            if (!sent->empty()) backend.read(in, static_cast<std::size_t>(call.offset) * element, sent->data(), sent->size());
+            transfer = comm->start(call.op, call.dtype, sent->data(), received->data(), call.count, call.root, what);
+            complete = [&backend, &out, sent, received] {
+                if (!received->empty()) backend.write(out, 0, received->data(), received->size());
+            };
+        }
+        if (!deferred) {
+            transfer->wait();
+            if (complete) complete();
+            return;
+        }
+        std::shared_ptr<Transfer> flight(std::move(transfer));
+        Deferred d;
+        d.test = [flight] { return flight->test(); };
+        d.finish = [flight, complete] {
+            flight->wait();
+            if (complete) complete();
+        };
+        deferred->push_back(std::move(d));
+    }
 };
 
 }  // namespace lazytensor::detail
@@ -24324,7 +25022,7 @@ struct ViewItem : ItemDefaults {
 
 namespace lazytensor::detail {
 
-using ItemKind = std::variant<KernelItem, GemmItem, ScanItem, AttentionItem, SortItem, LinalgItem, ViewItem>;
+using ItemKind = std::variant<KernelItem, GemmItem, ScanItem, AttentionItem, SortItem, LinalgItem, CollectiveItem, ViewItem>;
 
 /// Lowers every group of `s`, or says which node must be materialized first.
 inline std::optional<Materialize> lower_groups(Schedule& s) {
@@ -24335,6 +25033,7 @@ inline std::optional<Materialize> lower_groups(Schedule& s) {
         else if (g.is_scan()) first = ScanItem::lower(s, g);
         else if (g.is_sort()) first = SortItem::lower(s, g);
         else if (g.is_linalg()) first = LinalgItem::lower(s, g);
+        else if (g.is_collective()) first = CollectiveItem::lower(s, g);
         else first = Lowering(s, g).run();
         if (first) return first;
     }
@@ -24423,6 +25122,7 @@ ItemKind item_of(Group& g, const Index& index) {
     }
     if (g.is_sort()) return SortItem::of(g, index);
     if (g.is_linalg()) return LinalgItem::of(g);
+    if (g.is_collective()) return CollectiveItem::of(g);
     KernelItem k;
     k.kernel = std::move(g.kernel);
     return k;
@@ -24527,6 +25227,186 @@ private:
     }
 
     std::unordered_map<const Node*, const Node*> base_of_;  // per item's root: the node whose buffer holds it
+};
+
+}  // namespace lazytensor::detail
+// ---- lazytensor/runtime/collectives.hpp ----
+// What realize does for a plan that holds collectives (lt::dist, items/collective_item.hpp):
+//   - the order: each collective, with what it needs, moves as early as the graph allows, so that
+//     it is in flight while the rest runs (a gradient's all-reduce during the backward pass);
+//   - the agreement: before the first collective starts, the ranks compare what they are about
+//     to do, so that a mismatch is an error on every rank instead of a hang (MPI matches
+//     collectives by order alone); a rank that failed before that point says so there;
+//   - the waits: a collective in flight is finished before the first item that reads it.
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+
+namespace lazytensor::detail {
+
+/// The groups whose collectives the graph holds (not yet realized), in first-use order.
+template <class Nodes>
+std::vector<int> collective_groups(const Nodes& nodes) {
+    std::vector<int> groups;
+    for (const Node* n : nodes)
+        if (n->kind == NodeKind::Collective && !n->realized()) {
+            const int g = static_cast<int>(n->params[1]);
+            if (std::find(groups.begin(), groups.end(), g) == groups.end()) groups.push_back(g);
+        }
+    return groups;
+}
+
+inline std::string group_name(int group) { return group == 0 ? "world" : concat("#", group); }
+
+/// Says to the other ranks of `groups` that this rank's realize failed before its collectives
+/// (`message`), so that they throw too instead of waiting; the caller then throws its own error.
+inline void tell_failure(const std::vector<int>& groups, const std::string& message) {
+    for (int g : groups) communicator(g)->agree(concat("failed: ", message.substr(0, 400)), true);
+}
+
+/// Reorders `items` (a valid order) so that every collective starts as early as the graph
+/// allows: for the collective that needs the fewest items not yet placed, those items (in their
+/// order) and then the collective; again until none is left; then the rest in their order.
+/// `producer_known(node)` says whether a node's value exists before the plan runs. Leaves the
+/// order alone where an item's dependencies are not all known (an in-place write orders by
+/// memory, not by edges).
+template <class Item, class IsCollective, class NodeOf>
+void start_collectives_early(std::vector<Item>& items, const IsCollective& is_collective, const NodeOf& node_of) {
+    const std::size_t n = items.size();
+    std::unordered_map<int, std::size_t> made_by;
+    for (std::size_t i = 0; i < n; ++i) {
+        if (node_of(items[i].root)->kind == NodeKind::Assign) return;
+        made_by[items[i].root] = i;
+        for (int f : items[i].fused_away()) made_by[f] = i;
+    }
+    std::vector<std::vector<std::size_t>> needs(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        std::vector<int> reads = items[i].inputs;
+        if (const Aliasing* a = items[i].visit([](const auto& k) { return k.aliasing(); })) reads.push_back(a->base);
+        for (int in : reads) {
+            auto it = made_by.find(in);
+            if (it == made_by.end()) {
+                if (!node_of(in)->realized()) return;  // made where the edges do not say
+                continue;
+            }
+            if (it->second >= i) return;
+            needs[i].push_back(it->second);
+        }
+    }
+    std::vector<char> placed(n, 0);
+    std::vector<std::size_t> order;
+    order.reserve(n);
+    // The items not yet placed that item i needs, i included, in their order.
+    auto closure = [&](std::size_t i) {
+        std::vector<char> in(n, 0);
+        std::vector<std::size_t> stack{i};
+        while (!stack.empty()) {
+            const std::size_t k = stack.back();
+            stack.pop_back();
+            if (in[k] || placed[k]) continue;
+            in[k] = 1;
+            for (std::size_t d : needs[k]) stack.push_back(d);
+        }
+        std::vector<std::size_t> out;
+        for (std::size_t k = 0; k < n; ++k)
+            if (in[k]) out.push_back(k);
+        return out;
+    };
+    for (;;) {
+        std::vector<std::size_t> best;
+        bool any = false;
+        for (std::size_t i = 0; i < n; ++i) {
+            if (placed[i] || !is_collective(items[i])) continue;
+            std::vector<std::size_t> c = closure(i);
+            if (!any || c.size() < best.size()) best = std::move(c);
+            any = true;
+        }
+        if (!any) break;
+        for (std::size_t k : best) {
+            placed[k] = 1;
+            order.push_back(k);
+        }
+    }
+    for (std::size_t k = 0; k < n; ++k)
+        if (!placed[k]) order.push_back(k);
+    std::vector<Item> reordered;
+    reordered.reserve(n);
+    for (std::size_t k : order) reordered.push_back(std::move(items[k]));
+    items = std::move(reordered);
+}
+
+/// The agreement of every group the plan's collectives use: throws DistributedError, on every
+/// rank, where the ranks differ or one of them failed before its collectives.
+template <class Item>
+void agree_on_collectives(const std::vector<Item>& items) {
+    std::vector<int> groups;
+    std::unordered_map<int, std::string> records;
+    for (const Item& p : items) {
+        const CollectiveItem* c = std::get_if<CollectiveItem>(&p.work);
+        if (!c) continue;
+        std::string& record = records[c->call.group];
+        if (record.empty()) groups.push_back(c->call.group);
+        record += (record.empty() ? "" : "; ") + ir::agreement_record(c->call);
+    }
+    for (int g : groups) {
+        const std::shared_ptr<Communicator> comm = communicator(g);
+        const Agreement a = comm->agree(records[g], false);
+        if (a.agreed) continue;
+        std::string failed, all;
+        for (std::size_t r = 0; r < a.records.size(); ++r) {
+            const std::string& rec = a.records[r];
+            if (rec.rfind("failed: ", 0) == 0 && failed.empty())
+                failed = concat("rank ", r, "'s realize failed before its collectives started: ", rec.substr(8));
+            all += concat(r ? "; " : "", "rank ", r, ": ", rec.empty() ? std::string("no collective") : rec);
+        }
+        if (!failed.empty())
+            fail<DistributedError>("lt::dist: ", failed, " (group ", group_name(g), ", rank ", comm->rank(), " of ",
+                                   comm->size(), " here); no data has moved");
+        fail<DistributedError>("lt::dist: the ranks realize different collectives (group ", group_name(g), ", ",
+                               comm->size(), " ranks): ", all,
+                               "; every rank must realize the same collectives, in the same order and in the same "
+                               "realize calls (docs/distributed.md); no data has moved");
+    }
+}
+
+/// Collectives in flight: finished before what reads them (deferred per node).
+class InFlight {
+public:
+    std::vector<Deferred>& list() { return list_; }
+    /// Finishes the ones that complete `node`'s result.
+    void finish(int node) {
+        for (std::size_t i = 0; i < list_.size();) {
+            if (list_[i].node == node) {
+                list_[i].finish();
+                list_.erase(list_.begin() + static_cast<std::ptrdiff_t>(i));
+            } else {
+                ++i;
+            }
+        }
+    }
+    /// Lets the transport progress; finishes the ones that are done.
+    void progress() {
+        for (std::size_t i = 0; i < list_.size();) {
+            if (list_[i].test()) {
+                list_[i].finish();
+                list_.erase(list_.begin() + static_cast<std::ptrdiff_t>(i));
+            } else {
+                ++i;
+            }
+        }
+    }
+    void finish_all() {
+        for (Deferred& d : list_) d.finish();
+        list_.clear();
+    }
+
+private:
+    std::vector<Deferred> list_;
 };
 
 }  // namespace lazytensor::detail
@@ -24654,6 +25534,9 @@ inline Plan make_plan(const GraphWalk& w) {
         item.work = item_of(g, index);
         p.items.push_back(std::move(item));
     }
+    auto is_collective = [](const PlannedItem& item) { return item.kind() == ScheduleItem::Kind::Collective; };
+    if (std::any_of(p.items.begin(), p.items.end(), is_collective))
+        start_collectives_early(p.items, is_collective, [&](int i) { return w.node(i); });
     return p;
 }
 
@@ -25052,6 +25935,9 @@ inline DeviceList devices_of(const std::vector<Node*>& nodes) {
     return out;
 }
 
+inline void run_items(const GraphWalk& w, const Plan& plan, const SmallVector<char, 32>& kept,
+                      const SmallVector<std::size_t, 32>& last_read, int level);
+
 /// Realizes `nodes` together: one schedule, shared parts computed once (the seam's realize_nodes).
 /// Holds the locks of the outputs' devices: realizes on other devices run at the same time.
 inline void realize_graph(const std::vector<Node*>& nodes) {
@@ -25059,8 +25945,18 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
     std::vector<Node*> outputs = unrealized(nodes);
     if (outputs.empty()) return;
     const GraphWalk w = walk_graph(std::move(outputs));
+    // Collectives: one realize at a time issues a group's, and every rank agrees first.
+    const std::vector<int> groups = collective_groups(w.order.nodes);
+    std::vector<std::unique_lock<std::mutex>> issuing;
+    for (int g : groups) issuing.emplace_back(communicator(g)->issue_mutex());
+    std::shared_ptr<const Plan> plan;
+    try {
+        plan = plan_cache().get(w);
+    } catch (const std::exception& e) {
+        if (!groups.empty()) tell_failure(groups, e.what());
+        throw;
+    }
     const std::vector<Node*>& output_nodes = w.output_nodes;
-    const std::shared_ptr<const Plan> plan = plan_cache().get(w);
     const std::vector<PlannedItem>& items = plan->items;
     auto node = [&](int i) { return w.node(i); };
     const int level = debug_level();
@@ -25107,8 +26003,30 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
             if (kept[static_cast<std::size_t>(f)]) hold.push_back(node(f)->shared_from_this());
     }
 
-    compile_items(items, w, level);
+    try {
+        compile_items(items, w, level);
+    } catch (const std::exception& e) {
+        if (!groups.empty()) tell_failure(groups, e.what());
+        throw;
+    }
+    if (!groups.empty()) agree_on_collectives(items);
+    // From here on the other ranks may be inside collectives that only this rank can complete:
+    // an error ends the job (Communicator::abort) rather than leaving them waiting.
+    try {
+        run_items(w, *plan, kept, last_read, level);
+    } catch (const std::exception& e) {
+        if (groups.empty()) throw;
+        const std::shared_ptr<Communicator> comm = communicator(groups[0]);
+        comm->abort(concat("[lazytensor rank ", comm->rank(), " of ", comm->size(), "] ", e.what()));
+    }
+}
 
+/// Runs the items of `plan` in order, then commits the results that are kept.
+inline void run_items(const GraphWalk& w, const Plan& plan, const SmallVector<char, 32>& kept,
+                      const SmallVector<std::size_t, 32>& last_read, int level) {
+    const std::vector<PlannedItem>& items = plan.items;
+    auto node = [&](int i) { return w.node(i); };
+    InFlight in_flight;
     std::vector<BufferPtr> produced(w.order.nodes.size());
     auto buffer_of = [&](int i) { return node(i)->realized() ? node(i)->buffer : produced[static_cast<std::size_t>(i)]; };
     std::vector<Buffer*> params;
@@ -25127,6 +26045,7 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
         p.visit([&](const auto& k) { k.allocate_results(backend, kept, produced); });
         params.clear();
         params.reserve(p.inputs.size() + 1);
+        for (int in : p.inputs) in_flight.finish(in);
         for (int in : p.inputs) params.push_back(buffer_of(in).get());
         params.push_back(out.get());
         scalars.clear();
@@ -25135,9 +26054,18 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
         std::optional<KernelCheck> check;
         if (check_flag().load() && KernelCheck::applies(p, backend))
             check.emplace(p, params, scalars, root->kind == NodeKind::Assign);
+        // Work left in flight where nothing times the item or checks its result.
+        const std::size_t flying = in_flight.list().size();
+        std::vector<Deferred>* deferred = level >= 3 || check ? nullptr : &in_flight.list();
         auto run = [&] {
-            const ItemRun context{backend, params, scalars, p.compiled.get(), kept, produced};
+            const ItemRun context{backend, params, scalars, p.compiled.get(), kept, produced, deferred};
             p.visit([&](const auto& k) { k.run(context); });
+            for (std::size_t d = flying; d < in_flight.list().size(); ++d) {
+                Deferred& started = in_flight.list()[d];
+                started.node = p.root;
+                for (int in : p.inputs) started.hold.push_back(buffer_of(in));
+                started.hold.push_back(out);
+            }
             if (after_launch_hook()) after_launch_hook()(*out);
             if (check) check->verify(i, items.size(), backend, *out);
         };
@@ -25156,7 +26084,9 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
         for (int in : p.inputs)
             if (last_read[static_cast<std::size_t>(in)] == i && !kept[static_cast<std::size_t>(in)])
                 produced[static_cast<std::size_t>(in)].reset();
+        in_flight.progress();
     }
+    in_flight.finish_all();
 
     // Commit: every kernel has run. Other threads may be building on these nodes.
     std::unique_lock<std::shared_mutex> commit(graph_mutex());
@@ -25388,4 +26318,330 @@ LAZYTENSOR_ENGINE_API void write_buffer(Buffer& dst, std::size_t at, const void*
 
 }  // namespace detail
 }  // namespace lazytensor
+#endif
+
+// The MPI transport of lt::dist, where the program asks for it.
+#if LAZYTENSOR_MPI
+// ---- lazytensor/dist/mpi.hpp ----
+// The MPI transport of lt::dist: compiled into a program only where it asks for MPI
+// (LAZYTENSOR_MPI=1, which the CMake target lazytensor::distributed sets and links MPI for);
+// lazytensor.hpp includes it then. It registers itself as the program starts, so the engine,
+// which includes no MPI header, finds it when lt::dist::init runs under a launcher. Written
+// against <mpi.h> alone: Open MPI and MPICH both build it.
+//
+// Every MPI call is made under one mutex (MPI_THREAD_SERIALIZED), on a duplicate of
+// MPI_COMM_WORLD, so that the program's own MPI traffic never meets lazytensor's. Waits poll
+// with MPI_Test (which is also what drives Open MPI's progress), up to LAZYTENSOR_DIST_TIMEOUT.
+
+#include <mpi.h>
+
+#include <chrono>
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+
+namespace lazytensor::detail::mpi {
+
+inline std::mutex& call_mutex() {
+    static std::mutex* m = new std::mutex();
+    return *m;
+}
+
+inline std::string error_text(int code) {
+    char text[MPI_MAX_ERROR_STRING];
+    int length = 0;
+    if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) return concat("MPI error ", code);
+    return std::string(text, static_cast<std::size_t>(length));
+}
+
+/// Throws DistributedError with MPI's message unless `code` is MPI_SUCCESS.
+inline void check(int code, const char* call) {
+    if (code != MPI_SUCCESS) fail<DistributedError>("lt::dist: ", call, " failed: ", error_text(code));
+}
+
+inline MPI_Datatype datatype(DType t) {
+    switch (t) {
+        case DType::Bool: return MPI_C_BOOL;
+        case DType::UInt8: return MPI_UINT8_T;
+        case DType::Int32: return MPI_INT32_T;
+        case DType::Int64: return MPI_INT64_T;
+        case DType::Float16: return MPI_UINT16_T;  // moved as 16-bit words; reduced in float32 (frontend/dist.hpp)
+        case DType::Float32: return MPI_FLOAT;
+        case DType::Float64: return MPI_DOUBLE;
+    }
+    return MPI_BYTE;
+}
+
+inline MPI_Op reduction(CollectiveOp op, DType t) {
+    if (op == CollectiveOp::Max) return t == DType::Bool ? MPI_LOR : MPI_MAX;
+    if (op == CollectiveOp::Min) return t == DType::Bool ? MPI_LAND : MPI_MIN;
+    return MPI_SUM;
+}
+
+class Communicator;
+
+/// Requests in flight, waited on by polling until the timeout.
+class Requests final : public Transfer {
+public:
+    Requests(Communicator& comm, std::vector<MPI_Request> requests, std::string what)
+        : comm_(comm), requests_(std::move(requests)), what_(std::move(what)) {}
+    ~Requests() override;
+    bool test() override;
+    void wait() override;
+
+private:
+    Communicator& comm_;
+    std::vector<MPI_Request> requests_;
+    std::string what_;
+    bool done_ = false;
+};
+
+class Communicator final : public lazytensor::detail::Communicator {
+public:
+    Communicator() {
+        std::lock_guard<std::mutex> lock(call_mutex());
+        int initialized = 0;
+        MPI_Initialized(&initialized);
+        if (!initialized) {
+            int provided = 0;
+            check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
+            started_ = true;
+        }
+        check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
+        MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+        MPI_Comm_rank(comm_, &rank_);
+        MPI_Comm_size(comm_, &size_);
+        if (const char* v = env("OMPI_COMM_WORLD_LOCAL_RANK")) {
+            local_rank_ = std::atoi(v);
+        } else {
+            MPI_Comm shared;
+            check(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &shared), "MPI_Comm_split_type");
+            MPI_Comm_rank(shared, &local_rank_);
+            MPI_Comm_free(&shared);
+        }
+        char version[MPI_MAX_LIBRARY_VERSION_STRING];
+        int length = 0;
+        MPI_Get_library_version(version, &length);
+        library_.assign(version, static_cast<std::size_t>(length));
+        const std::size_t cut = library_.find_first_of(",\n");
+        if (cut != std::string::npos) library_.resize(cut);
+        if (started_) std::atexit([] { finalize_at_exit(); });
+    }
+
+    int rank() const override { return rank_; }
+    int size() const override { return size_; }
+    int local_rank() const override { return local_rank_; }
+    std::string describe() const override { return concat("MPI (", library_, "), rank ", rank_, " of ", size_); }
+
+    std::string routine(CollectiveOp op) const override {
+        switch (op) {
+            case CollectiveOp::Sum:
+            case CollectiveOp::Max:
+            case CollectiveOp::Min: return "MPI_Iallreduce";
+            case CollectiveOp::Gather: return "MPI_Iallgather";
+            case CollectiveOp::ReduceScatter: return "MPI_Ireduce_scatter_block";
+            case CollectiveOp::Broadcast: return "MPI_Ibcast";
+        }
+        return "MPI";
+    }
+
+    std::unique_ptr<Transfer> start(CollectiveOp op, DType dtype, const void* in, void* out, std::int64_t count, int root,
+                                    const std::string& what) override {
+        const MPI_Datatype type = datatype(dtype);
+        const std::size_t element = dtype_size(dtype);
+        std::vector<MPI_Request> requests;
+        std::lock_guard<std::mutex> lock(call_mutex());
+        auto issued = [&](int code, const char* call) {
+            if (code == MPI_SUCCESS) return;
+            for (MPI_Request& r : requests) MPI_Wait(&r, MPI_STATUS_IGNORE);
+            check(code, call);
+        };
+        // MPI counts are ints: element-wise collectives go in pieces; the others must fit.
+        constexpr std::int64_t most = INT_MAX;
+        switch (op) {
+            case CollectiveOp::Sum:
+            case CollectiveOp::Max:
+            case CollectiveOp::Min:
+            case CollectiveOp::Broadcast:
+                for (std::int64_t at = 0; at < count || (count == 0 && at == 0); at += most) {
+                    const int n = static_cast<int>(std::min(most, count - at));
+                    const char* from = static_cast<const char*>(in) + at * static_cast<std::int64_t>(element);
+                    char* to = static_cast<char*>(out) + at * static_cast<std::int64_t>(element);
+                    MPI_Request r;
+                    if (op == CollectiveOp::Broadcast) {
+                        if (rank_ == root && n > 0) std::memcpy(to, from, static_cast<std::size_t>(n) * element);
+                        issued(MPI_Ibcast(to, n, type, root, comm_, &r), "MPI_Ibcast");
+                    } else {
+                        issued(MPI_Iallreduce(from, to, n, type, reduction(op, dtype), comm_, &r), "MPI_Iallreduce");
+                    }
+                    requests.push_back(r);
+                    if (count == 0) break;
+                }
+                break;
+            case CollectiveOp::Gather:
+            case CollectiveOp::ReduceScatter: {
+                const std::int64_t per_rank = op == CollectiveOp::Gather ? count : count / size_;
+                if (per_rank > most)
+                    fail<DistributedError>("lt::dist: ", what, ": ", per_rank, " elements per rank; ",
+                                           op == CollectiveOp::Gather ? "all_gather" : "reduce_scatter",
+                                           " moves at most 2^31 - 1 elements per rank in one call");
+                MPI_Request r;
+                if (op == CollectiveOp::Gather)
+                    issued(MPI_Iallgather(in, static_cast<int>(per_rank), type, out, static_cast<int>(per_rank), type, comm_, &r),
+                           "MPI_Iallgather");
+                else
+                    issued(MPI_Ireduce_scatter_block(in, out, static_cast<int>(per_rank), type, MPI_SUM, comm_, &r),
+                           "MPI_Ireduce_scatter_block");
+                requests.push_back(r);
+                break;
+            }
+        }
+        return std::make_unique<Requests>(*this, std::move(requests), what);
+    }
+
+    Agreement agree(const std::string& record, bool failed) override {
+        // The largest of (h, ~h, failed) over the ranks: a rank whose h is not the largest sees
+        // max(h) != h, the one with the largest sees max(~h) != ~h.
+        const std::uint64_t h = hash(record);
+        std::uint64_t mine[3] = {h, ~h, failed ? 1u : 0u}, most[3] = {0, 0, 0};
+        {
+            MPI_Request r;
+            {
+                std::lock_guard<std::mutex> lock(call_mutex());
+                check(MPI_Iallreduce(mine, most, 3, MPI_UINT64_T, MPI_MAX, comm_, &r), "MPI_Iallreduce");
+            }
+            Requests(*this, {r}, concat("the agreement before this realize's collectives (", record, ")")).wait();
+        }
+        Agreement a;
+        if (most[0] == h && most[1] == ~h && most[2] == 0) return a;
+        // Every rank is on this path: exchange the records themselves.
+        a.agreed = false;
+        int length = static_cast<int>(record.size());
+        std::vector<int> lengths(static_cast<std::size_t>(size_)), at(static_cast<std::size_t>(size_));
+        {
+            MPI_Request r;
+            {
+                std::lock_guard<std::mutex> lock(call_mutex());
+                check(MPI_Iallgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm_, &r), "MPI_Iallgather");
+            }
+            Requests(*this, {r}, "the records of a failed agreement").wait();
+        }
+        int total = 0;
+        for (int k = 0; k < size_; ++k) {
+            at[static_cast<std::size_t>(k)] = total;
+            total += lengths[static_cast<std::size_t>(k)];
+        }
+        std::vector<char> all(static_cast<std::size_t>(total) + 1);
+        {
+            MPI_Request r;
+            {
+                std::lock_guard<std::mutex> lock(call_mutex());
+                check(MPI_Iallgatherv(record.data(), length, MPI_CHAR, all.data(), lengths.data(), at.data(), MPI_CHAR, comm_, &r),
+                  "MPI_Iallgatherv");
+            }
+            Requests(*this, {r}, "the records of a failed agreement").wait();
+        }
+        for (int k = 0; k < size_; ++k)
+            a.records.emplace_back(all.data() + at[static_cast<std::size_t>(k)],
+                                   static_cast<std::size_t>(lengths[static_cast<std::size_t>(k)]));
+        return a;
+    }
+
+    void barrier() override {
+        const Agreement a = agree("barrier", false);
+        if (a.agreed) return;
+        std::string all;
+        for (std::size_t r = 0; r < a.records.size(); ++r) all += concat(r ? "; " : "", "rank ", r, ": ", a.records[r]);
+        fail<DistributedError>("lt::dist::barrier: the ranks were not all at a barrier: ", all,
+                               "; every rank must call barrier() at the same point (docs/distributed.md)");
+    }
+
+    [[noreturn]] void abort(const std::string& message) override {
+        std::fprintf(stderr, "%s\n", message.c_str());
+        std::fflush(stderr);
+        MPI_Abort(comm_, 1);
+        std::abort();
+    }
+
+    void finalize() override {
+        std::lock_guard<std::mutex> lock(call_mutex());
+        finalize_locked();
+    }
+
+private:
+    friend class Requests;
+
+    static std::uint64_t hash(const std::string& s) {
+        std::uint64_t h = 1469598103934665603ull;  // FNV-1a
+        for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+        return h;
+    }
+
+    void finalize_locked() {
+        if (finalized_) return;
+        finalized_ = true;
+        int done = 0;
+        MPI_Finalized(&done);
+        if (done) return;
+        MPI_Comm_free(&comm_);
+        if (started_) MPI_Finalize();
+    }
+
+    static void finalize_at_exit() {
+        std::shared_ptr<lazytensor::detail::Communicator> world;
+        {
+            std::lock_guard<std::mutex> lock(transports().mutex);
+            world = transports().world;
+        }
+        if (world) world->finalize();
+    }
+
+    MPI_Comm comm_ = MPI_COMM_NULL;
+    int rank_ = 0, size_ = 1, local_rank_ = 0;
+    bool started_ = false, finalized_ = false;
+    std::string library_;
+};
+
+inline Requests::~Requests() {
+    // A transfer dropped in flight (an error elsewhere ends the job first): complete it.
+    if (!done_ && !requests_.empty()) wait();
+}
+
+inline bool Requests::test() {
+    if (done_) return true;
+    std::lock_guard<std::mutex> lock(call_mutex());
+    int flag = 0;
+    check(MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &flag, MPI_STATUSES_IGNORE), "MPI_Testall");
+    done_ = flag != 0;
+    return done_;
+}
+
+inline void Requests::wait() {
+    const long long timeout = dist_timeout_seconds();
+    const auto start = std::chrono::steady_clock::now();
+    for (int spins = 0; !test(); ++spins) {
+        if (spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
+        else std::this_thread::yield();
+        const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (timeout > 0 && waited > static_cast<double>(timeout))
+            comm_.abort(concat("[lazytensor rank ", comm_.rank(), " of ", comm_.size(), "] lt::dist: rank ", comm_.rank(),
+                               " waited ", timeout, " s for ", what_,
+                               " (group world); some rank did not reach it (LAZYTENSOR_DIST_TIMEOUT sets the limit)"));
+    }
+}
+
+/// The transport, registered as the program starts.
+inline std::shared_ptr<lazytensor::detail::Communicator> make_world() { return std::make_shared<Communicator>(); }
+
+inline const bool registered = register_mpi_transport(&make_world);
+
+}  // namespace lazytensor::detail::mpi
 #endif

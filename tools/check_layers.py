@@ -2,11 +2,11 @@
 # SPDX-License-Identifier: MIT
 """Checks that includes under include/lazytensor/ run one way, down the layers:
 
-    core <- ir <- simd <- autodiff <- schedule <- codegen <- backend <- items <- runtime <- frontend <- interop
+    core <- ir <- simd <- autodiff <- schedule <- codegen <- backend <- items <- runtime <- frontend <- interop <- dist
 
 A header may include headers of its own layer and of the layers before it, never of a layer
-after it; include/lazytensor.hpp (the entry point) may include anything. The front end and
-interop know no backend: they include nothing under backend/, schedule/, codegen/ or items/.
+after it; include/lazytensor.hpp (the entry point) may include anything. The front end,
+interop and dist (transports: MPI) know no backend: they include nothing under backend/, schedule/, codegen/ or items/.
 Within a layer, the includes must not form a cycle, except through a trailing include: one
 after all of a header's code (only preprocessor lines and comments follow it), which a header
 uses to pull in the definitions of what it declared; the header is complete by then, so the
@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent / "include" / "lazytensor"
-LAYERS = ["core", "ir", "simd", "autodiff", "schedule", "codegen", "backend", "items", "runtime", "frontend", "interop"]
+LAYERS = ["core", "ir", "simd", "autodiff", "schedule", "codegen", "backend", "items", "runtime", "frontend", "interop", "dist"]
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 
 
@@ -28,7 +28,7 @@ def layer_of(path):
     return path.relative_to(ROOT).parts[0]
 
 
-BACKEND_BLIND = {"frontend", "interop"}
+BACKEND_BLIND = {"frontend", "interop", "dist"}
 ENGINE_INSIDES = {"backend", "schedule", "codegen", "items"}
 
 

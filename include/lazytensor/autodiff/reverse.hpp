@@ -235,6 +235,12 @@ void node_rule(const NodePtr& n, const NodePtr& gy, Wanted wanted, Emit emit) {
         case NodeKind::Index: break;  // leaves
         case NodeKind::Sort: break;   // positions: integers, no gradient (the values' flows through their gather)
         case NodeKind::Linalg: linalg_rules::linalg_rule(n, gy, wanted, emit); break;
+        case NodeKind::Collective:
+            // Whether a rank's cotangent is its own or the group's sum depends on what the loss
+            // means (MLX and torch.distributed.nn differ): take gradients per rank, then average.
+            fail<ValueError>("grad: cannot differentiate through a collective (lt::dist) of a ", n->dtype, n->shape,
+                             " tensor; take each rank's gradients, then average them (lt::dist::all_mean or "
+                             "lt::dist::average_gradients)");
     }
 }
 

@@ -56,6 +56,14 @@
 #define LAZYTENSOR_LAPACK 0
 #endif
 
+/// With LAZYTENSOR_MPI 1, lt::dist connects the ranks an MPI launcher started, through MPI
+/// (dist/mpi.hpp: compile and link with MPI; the CMake target lazytensor::distributed does).
+/// Without it, a program is a group of one, and started by a launcher, lt::dist::init says so.
+/// Only the program's own units need it: the engine holds no MPI.
+#if !defined(LAZYTENSOR_MPI)
+#define LAZYTENSOR_MPI 0
+#endif
+
 // A hot SIMD loop whose callees (xsimd's exp, tanh, ...) must be inlined into it whatever the
 // user's optimization level: -O2 inlines less than -O3, and a call per batch spills every vector
 // register (all are caller-saved), which made the compiled loop 2.3 times slower (issue 17).

@@ -66,6 +66,15 @@ public:
     using Error::Error;
 };
 
+/// Processes of one group (lt::dist) that disagree: ranks that realize different collectives
+/// (operations, dtypes, shapes, order), or a rank whose realize failed before its collectives
+/// started. Every rank throws it, naming what each rank had; no data has moved and every tensor
+/// is left as it was.
+class DistributedError : public Error {
+public:
+    using Error::Error;
+};
+
 /// A device that is unknown, unavailable, or mixed with another in one expression.
 class DeviceError : public Error {
 public:

@@ -52,6 +52,7 @@ struct ScheduleItem {
         Attention,  // softmax(f(q @ kt), -1) @ v as one kernel: the scores and weights never stored
         Sort,    // the backend's row sort: the positions of the first k along the last axis, in order
         Linalg,  // a LAPACK routine over a batch of matrices (lt::linalg; on the host for every device)
+        Collective,  // data combined over the processes of a group (lt::dist: MPI)
     };
     Kind kind = Kind::Kernel;
     std::string reason;               // why its output is materialized
@@ -78,6 +79,7 @@ inline const char* to_string(ScheduleItem::Kind kind) {
         case ScheduleItem::Kind::Attention: return "attention";
         case ScheduleItem::Kind::Sort: return "sort";
         case ScheduleItem::Kind::Linalg: return "linalg";
+        case ScheduleItem::Kind::Collective: return "collective";
     }
     return "?";
 }

@@ -39,6 +39,8 @@ namespace lazytensor::detail {
 //     every number (before them when descending).
 //   - Linalg: a LAPACK routine over every matrix of src[0] (and src[1]), batch axes broadcast
 //     already; params {op, flags, m, n, k}; its results packed along the last axis (ir/linalg.hpp).
+//   - Collective: src[0] combined over the processes of a group (lt::dist), on its leading axis;
+//     params {op, group, root} (ir/collective.hpp).
 #define LAZYTENSOR_NODE_KINDS(X) \
     X(Buffer, "buffer")          \
     X(Const, "const")            \
@@ -59,7 +61,8 @@ namespace lazytensor::detail {
     X(Matmul, "matmul")          \
     X(Scan, "scan")              \
     X(Sort, "sort")              \
-    X(Linalg, "linalg")
+    X(Linalg, "linalg")            \
+    X(Collective, "collective")
 
 enum class NodeKind : std::uint8_t {
 #define LAZYTENSOR_X(name, text) name,

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // What every kind of schedule item is given and answers. A schedule item is one of a closed set
 // of kinds (items/items.hpp: a generated kernel, a matrix product, a scan, attention, a sort, a
-// LAPACK routine, a zero-copy view), each in a header of its own holding everything about that
+// LAPACK routine, a collective, a zero-copy view), each in a header of its own holding everything about that
 // kind: its data, how it is lowered from a schedule group, how it runs on a backend, how check
 // mode computes it on the host, and how lt::schedule and LAZYTENSOR_DEBUG describe it. Planning, realize and
 // check mode (runtime/) only loop over items and call these.
@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +24,16 @@
 
 namespace lazytensor::detail {
 
+/// Work an item started that completes after its run() returns (a collective in flight).
+/// Realize finishes it before the first item that reads the item's result, and before it
+/// commits; meanwhile it calls test() between items, which lets the transport progress.
+struct Deferred {
+    std::function<bool()> test;    // advances it; true once done
+    std::function<void()> finish;  // waits for it, then completes it (copies the result in place)
+    int node = -1;                 // the result it completes (set by realize)
+    std::vector<BufferPtr> hold;   // the item's buffers, kept until then (set by realize)
+};
+
 /// What realize gives an item to run it.
 struct ItemRun {
     Backend& backend;
@@ -31,6 +42,7 @@ struct ItemRun {
     CompiledKernel* compiled;            // its own kernel (ItemDefaults::own_kernel), compiled
     const SmallVector<char, 32>& kept;   // per node: whether its result is committed
     std::vector<BufferPtr>& produced;    // per node: the buffers results are computed into
+    std::vector<Deferred>* deferred = nullptr;  // where work may be left to complete later (null: complete it now)
 
     Buffer& out() const { return *params.back(); }
     bool keeps(int node) const { return node >= 0 && kept[static_cast<std::size_t>(node)]; }

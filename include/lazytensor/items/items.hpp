@@ -20,6 +20,7 @@
 #include "../schedule/fuse_products.hpp"
 #include "../schedule/schedule.hpp"
 #include "attention_item.hpp"
+#include "collective_item.hpp"
 #include "gemm_item.hpp"
 #include "kernel_item.hpp"
 #include "linalg_item.hpp"
@@ -29,7 +30,7 @@
 
 namespace lazytensor::detail {
 
-using ItemKind = std::variant<KernelItem, GemmItem, ScanItem, AttentionItem, SortItem, LinalgItem, ViewItem>;
+using ItemKind = std::variant<KernelItem, GemmItem, ScanItem, AttentionItem, SortItem, LinalgItem, CollectiveItem, ViewItem>;
 
 /// Lowers every group of `s`, or says which node must be materialized first.
 inline std::optional<Materialize> lower_groups(Schedule& s) {
@@ -40,6 +41,7 @@ inline std::optional<Materialize> lower_groups(Schedule& s) {
         else if (g.is_scan()) first = ScanItem::lower(s, g);
         else if (g.is_sort()) first = SortItem::lower(s, g);
         else if (g.is_linalg()) first = LinalgItem::lower(s, g);
+        else if (g.is_collective()) first = CollectiveItem::lower(s, g);
         else first = Lowering(s, g).run();
         if (first) return first;
     }
@@ -128,6 +130,7 @@ ItemKind item_of(Group& g, const Index& index) {
     }
     if (g.is_sort()) return SortItem::of(g, index);
     if (g.is_linalg()) return LinalgItem::of(g);
+    if (g.is_collective()) return CollectiveItem::of(g);
     KernelItem k;
     k.kernel = std::move(g.kernel);
     return k;

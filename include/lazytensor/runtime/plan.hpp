@@ -23,6 +23,7 @@
 #include "../items/items.hpp"
 #include "../schedule/read_shapes.hpp"
 #include "../schedule/schedule.hpp"
+#include "collectives.hpp"
 #include "device.hpp"
 #include "seam.hpp"
 
@@ -149,6 +150,9 @@ inline Plan make_plan(const GraphWalk& w) {
         item.work = item_of(g, index);
         p.items.push_back(std::move(item));
     }
+    auto is_collective = [](const PlannedItem& item) { return item.kind() == ScheduleItem::Kind::Collective; };
+    if (std::any_of(p.items.begin(), p.items.end(), is_collective))
+        start_collectives_early(p.items, is_collective, [&](int i) { return w.node(i); });
     return p;
 }
 

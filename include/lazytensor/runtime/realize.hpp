@@ -20,6 +20,7 @@
 
 #include "../ir/static_kernel.hpp"
 #include "check.hpp"
+#include "collectives.hpp"
 #include "device.hpp"
 #include "plan.hpp"
 #include "seam.hpp"
@@ -170,6 +171,9 @@ inline DeviceList devices_of(const std::vector<Node*>& nodes) {
     return out;
 }
 
+inline void run_items(const GraphWalk& w, const Plan& plan, const SmallVector<char, 32>& kept,
+                      const SmallVector<std::size_t, 32>& last_read, int level);
+
 /// Realizes `nodes` together: one schedule, shared parts computed once (the seam's realize_nodes).
 /// Holds the locks of the outputs' devices: realizes on other devices run at the same time.
 inline void realize_graph(const std::vector<Node*>& nodes) {
@@ -177,8 +181,18 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
     std::vector<Node*> outputs = unrealized(nodes);
     if (outputs.empty()) return;
     const GraphWalk w = walk_graph(std::move(outputs));
+    // Collectives: one realize at a time issues a group's, and every rank agrees first.
+    const std::vector<int> groups = collective_groups(w.order.nodes);
+    std::vector<std::unique_lock<std::mutex>> issuing;
+    for (int g : groups) issuing.emplace_back(communicator(g)->issue_mutex());
+    std::shared_ptr<const Plan> plan;
+    try {
+        plan = plan_cache().get(w);
+    } catch (const std::exception& e) {
+        if (!groups.empty()) tell_failure(groups, e.what());
+        throw;
+    }
     const std::vector<Node*>& output_nodes = w.output_nodes;
-    const std::shared_ptr<const Plan> plan = plan_cache().get(w);
     const std::vector<PlannedItem>& items = plan->items;
     auto node = [&](int i) { return w.node(i); };
     const int level = debug_level();
@@ -225,8 +239,30 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
             if (kept[static_cast<std::size_t>(f)]) hold.push_back(node(f)->shared_from_this());
     }
 
-    compile_items(items, w, level);
+    try {
+        compile_items(items, w, level);
+    } catch (const std::exception& e) {
+        if (!groups.empty()) tell_failure(groups, e.what());
+        throw;
+    }
+    if (!groups.empty()) agree_on_collectives(items);
+    // From here on the other ranks may be inside collectives that only this rank can complete:
+    // an error ends the job (Communicator::abort) rather than leaving them waiting.
+    try {
+        run_items(w, *plan, kept, last_read, level);
+    } catch (const std::exception& e) {
+        if (groups.empty()) throw;
+        const std::shared_ptr<Communicator> comm = communicator(groups[0]);
+        comm->abort(concat("[lazytensor rank ", comm->rank(), " of ", comm->size(), "] ", e.what()));
+    }
+}
 
+/// Runs the items of `plan` in order, then commits the results that are kept.
+inline void run_items(const GraphWalk& w, const Plan& plan, const SmallVector<char, 32>& kept,
+                      const SmallVector<std::size_t, 32>& last_read, int level) {
+    const std::vector<PlannedItem>& items = plan.items;
+    auto node = [&](int i) { return w.node(i); };
+    InFlight in_flight;
     std::vector<BufferPtr> produced(w.order.nodes.size());
     auto buffer_of = [&](int i) { return node(i)->realized() ? node(i)->buffer : produced[static_cast<std::size_t>(i)]; };
     std::vector<Buffer*> params;
@@ -245,6 +281,7 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
         p.visit([&](const auto& k) { k.allocate_results(backend, kept, produced); });
         params.clear();
         params.reserve(p.inputs.size() + 1);
+        for (int in : p.inputs) in_flight.finish(in);
         for (int in : p.inputs) params.push_back(buffer_of(in).get());
         params.push_back(out.get());
         scalars.clear();
@@ -253,9 +290,18 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
         std::optional<KernelCheck> check;
         if (check_flag().load() && KernelCheck::applies(p, backend))
             check.emplace(p, params, scalars, root->kind == NodeKind::Assign);
+        // Work left in flight where nothing times the item or checks its result.
+        const std::size_t flying = in_flight.list().size();
+        std::vector<Deferred>* deferred = level >= 3 || check ? nullptr : &in_flight.list();
         auto run = [&] {
-            const ItemRun context{backend, params, scalars, p.compiled.get(), kept, produced};
+            const ItemRun context{backend, params, scalars, p.compiled.get(), kept, produced, deferred};
             p.visit([&](const auto& k) { k.run(context); });
+            for (std::size_t d = flying; d < in_flight.list().size(); ++d) {
+                Deferred& started = in_flight.list()[d];
+                started.node = p.root;
+                for (int in : p.inputs) started.hold.push_back(buffer_of(in));
+                started.hold.push_back(out);
+            }
             if (after_launch_hook()) after_launch_hook()(*out);
             if (check) check->verify(i, items.size(), backend, *out);
         };
@@ -274,7 +320,9 @@ inline void realize_graph(const std::vector<Node*>& nodes) {
         for (int in : p.inputs)
             if (last_read[static_cast<std::size_t>(in)] == i && !kept[static_cast<std::size_t>(in)])
                 produced[static_cast<std::size_t>(in)].reset();
+        in_flight.progress();
     }
+    in_flight.finish_all();
 
     // Commit: every kernel has run. Other threads may be building on these nodes.
     std::unique_lock<std::shared_mutex> commit(graph_mutex());

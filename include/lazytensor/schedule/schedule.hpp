@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "../ir/attention.hpp"
+#include "../ir/collective.hpp"
 #include "../ir/device_policy.hpp"
 #include "../ir/gemm.hpp"
 #include "../ir/index_map.hpp"
@@ -59,7 +60,8 @@ struct Source {
 /// Whether a node of this kind is always a schedule item of its own (run by the backend's GEMM,
 /// scan, sort or LAPACK, not by a generated kernel).
 inline bool runs_alone(NodeKind kind) {
-    return kind == NodeKind::Matmul || kind == NodeKind::Scan || kind == NodeKind::Sort || kind == NodeKind::Linalg;
+    return kind == NodeKind::Matmul || kind == NodeKind::Scan || kind == NodeKind::Sort || kind == NodeKind::Linalg ||
+           kind == NodeKind::Collective;
 }
 
 /// One schedule item: a kernel that materializes `root`, a matrix product (root is a matmul
@@ -105,6 +107,8 @@ struct Group {
     Node* sorted_values = nullptr;
     // A linear-algebra routine (items/linalg_item.hpp): over the buffers of `inputs`.
     ir::Linalg linalg;
+    // A collective (items/collective_item.hpp): its operand's buffer is inputs[0].
+    ir::Collective collective;
 
     /// The matmul or scan node the item computes (before its epilogue, if it has one).
     const Node* core() const { return fused_product ? fused_product : root; }
@@ -113,6 +117,7 @@ struct Group {
     bool is_scan() const { return core()->kind == NodeKind::Scan; }
     bool is_sort() const { return root->kind == NodeKind::Sort; }
     bool is_linalg() const { return root->kind == NodeKind::Linalg; }
+    bool is_collective() const { return root->kind == NodeKind::Collective; }
     /// A generated kernel alone (not a view, nor an item run by a routine of the backend's).
     bool is_kernel() const { return !view_only && !is_attention() && !runs_alone(core()->kind); }
 };
@@ -653,6 +658,8 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
             reason = "sort (an item of its own, run by the backend's sort)";
         } else if (n->kind == NodeKind::Linalg) {
             reason = "linear-algebra routine (an item of its own, run by LAPACK)";
+        } else if (n->kind == NodeKind::Collective) {
+            reason = "collective (an item of its own, run by the group's transport)";
         } else {
             SmallVector<int, 2> cons;
             for (int c : consumers[t])
@@ -668,6 +675,8 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
                 reason = "operand of a scan";
             } else if (cons.size() == 1 && groups[static_cast<std::size_t>(cons[0])].is_linalg()) {
                 reason = "operand of a linear-algebra routine";
+            } else if (cons.size() == 1 && groups[static_cast<std::size_t>(cons[0])].is_collective()) {
+                reason = "operand of a collective";
             } else if (cons.size() == 1 && n->kind == NodeKind::Reduce && groups[static_cast<std::size_t>(cons[0])].is_sort()) {
                 reason = "reduction read by a sort's operand (a kernel without a reduced domain)";
             } else if (cons.size() == 1) {
