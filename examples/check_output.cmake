@@ -2,10 +2,16 @@
 # Runs an example and checks its output (stdout and stderr together) against expected/<name>.txt:
 # each line there that is not empty or a # comment is a regular expression that must match, in
 # the order given, somewhere after the previous one's match.
-#   cmake -DPROGRAM=<exe> -DEXPECTED=<file> -DWORK_DIR=<dir> [-DARGS=<;-list>] -P check_output.cmake
+#   cmake -DPROGRAM=<exe> -DEXPECTED=<file> -DWORK_DIR=<dir> [-DARGS=<;-list>] [-DRANKS=<n> -DMPIEXEC=<mpiexec>]
+#         -P check_output.cmake
+# With RANKS above 0, the example runs as that many ranks under MPIEXEC.
 file(REMOVE_RECURSE "${WORK_DIR}")
 file(MAKE_DIRECTORY "${WORK_DIR}")
-execute_process(COMMAND "${PROGRAM}" ${ARGS} WORKING_DIRECTORY "${WORK_DIR}"
+set(launcher)
+if(RANKS GREATER 0)
+    set(launcher "${MPIEXEC}" -n ${RANKS})
+endif()
+execute_process(COMMAND ${launcher} "${PROGRAM}" ${ARGS} WORKING_DIRECTORY "${WORK_DIR}"
                 RESULT_VARIABLE rc OUTPUT_VARIABLE output ERROR_VARIABLE output)
 message("${output}")
 if(NOT rc EQUAL 0)

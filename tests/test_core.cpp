@@ -414,3 +414,34 @@ TEST_CASE("README's table of bad input: each row gives its error type and the me
 #endif
     // The environment rows: the "environment variables" case above.
 }
+
+TEST_CASE("lt::dist in a program built without MPI: a group of one; a launcher or LAZYTENSOR_DIST=mpi make init an error") {
+    // This program is not built with LAZYTENSOR_MPI (test_dist is).
+    REQUIRE(std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr);
+    ::setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+    std::string launched;
+    try {
+        lt::dist::init();
+    } catch (const lt::Error& e) {
+        launched = e.what();
+    }
+    ::unsetenv("OMPI_COMM_WORLD_SIZE");
+    CHECK(launched.find("started by an MPI launcher (OMPI_COMM_WORLD_SIZE=2)") != std::string::npos);
+    CHECK(launched.find("built without MPI") != std::string::npos);
+    ::setenv("LAZYTENSOR_DIST", "mpi", 1);
+    CHECK_THROWS_WITH_AS(lt::dist::init(), doctest::Contains("MPI was asked for"), lt::Error);
+    ::setenv("LAZYTENSOR_DIST", "mpy", 1);
+    CHECK_THROWS_WITH_AS(lt::dist::init(), doctest::Contains("LAZYTENSOR_DIST=mpy is not a transport"), lt::ValueError);
+    ::unsetenv("LAZYTENSOR_DIST");
+    const lt::dist::Group world = lt::dist::init();
+    CHECK(world.size() == 1);
+    CHECK(world.rank() == 0);
+    CHECK(world.transport() == lt::dist::Transport::Single);
+    const lt::Tensor<float> x = lt::arange<float>(0, 6).reshape({2, 3});
+    CHECK(lt::schedule(lt::dist::all_sum(x) * 2.0f).size() == 1);  // no collective: one kernel
+    CHECK(lt::dist::all_gather(x, 1).to_vector() == x.to_vector());
+    CHECK(lt::dist::all_mean(lt::tensor<std::int32_t>({1, 2})).to_vector() == std::vector<float>{1, 2});
+    CHECK_THROWS_AS(lt::dist::broadcast(x, 1), lt::ValueError);
+    const std::vector<lt::Tensor<float>> grads{x, x * 2.0f};
+    CHECK(lt::dist::average_gradients(grads)[1].to_vector() == (x * 2.0f).to_vector());
+}
