@@ -444,4 +444,7 @@ TEST_CASE("lt::dist in a program built without MPI: a group of one; a launcher o
     CHECK_THROWS_AS(lt::dist::broadcast(x, 1), lt::ValueError);
     const std::vector<lt::Tensor<float>> grads{x, x * 2.0f};
     CHECK(lt::dist::average_gradients(grads)[1].to_vector() == (x * 2.0f).to_vector());
+    lt::dist::finalize();
+    CHECK_THROWS_WITH_AS(lt::dist::all_sum(x), doctest::Contains("used after lt::dist::finalize()"), lt::Error);
+    CHECK_THROWS_WITH_AS(lt::dist::init(), doctest::Contains("finalize() was called already"), lt::Error);
 }

@@ -179,6 +179,26 @@ TEST_CASE("lt::dist: reduce_scatter keeps this rank's piece of the sum") {
     });
 }
 
+TEST_CASE("lt::dist: views of realized tensors are read in place or copied; empty tensors") {
+    for_each_device([](lt::Device) {
+        const lt::dist::Group world = lt::dist::world();
+        lt::Tensor<float> x = lt::arange<float>(0, 12).reshape({3, 4}) + static_cast<float>(world.rank());
+        x.realize();
+        const float ranks = static_cast<float>(world.size()), offsets = ranks * (ranks - 1) / 2;
+        // A slice (contiguous, at an offset) and a transpose (copied first).
+        const std::vector<float> rows = lt::dist::all_sum(x.slice(0, 1, 3)).to_vector();
+        for (int i = 0; i < 8; ++i) CHECK(rows[static_cast<std::size_t>(i)] == ranks * static_cast<float>(4 + i) + offsets);
+        const std::vector<float> t = lt::dist::all_sum(x.transpose(0, 1)).to_vector();
+        for (int j = 0; j < 4; ++j)
+            for (int i = 0; i < 3; ++i)
+                CHECK(t[static_cast<std::size_t>(j * 3 + i)] == ranks * static_cast<float>(i * 4 + j) + offsets);
+        const lt::Tensor<float> empty = lt::dist::all_gather(lt::zeros<float>({0, 3}), 0);
+        CHECK(empty.shape() == lt::Shape{0, 3});
+        CHECK(empty.to_vector().empty());
+        CHECK(lt::dist::all_sum(lt::zeros<float>({0})).to_vector().empty());
+    });
+}
+
 TEST_CASE("lt::dist: a group of one makes no collective; bad arguments are errors there too") {
     const lt::dist::Group world = lt::dist::world();
     const lt::Tensor<float> x = lt::ones<float>({4, 6});

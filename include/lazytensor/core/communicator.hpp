@@ -204,7 +204,7 @@ inline std::shared_ptr<Communicator> init_world(Transport asked) {
 inline std::shared_ptr<Communicator> communicator(int id) {
     TransportRegistry& r = transports();
     std::lock_guard<std::mutex> lock(r.mutex);
-    if (r.finalized) fail<Error>("lt::dist: a collective was realized after lt::dist::finalize()");
+    if (r.finalized) fail<Error>("lt::dist: the group was used after lt::dist::finalize(); a process finalizes once, at its end");
     if (id < 0 || static_cast<std::size_t>(id) >= r.groups.size())
         fail<Error>("lazytensor internal error: no communicator for group ", id);
     return r.groups[static_cast<std::size_t>(id)];

@@ -67,8 +67,16 @@ inline Group init(Transport transport = Transport::Auto) {
     return Group(0, detail::transports().chosen);
 }
 
-/// The group init() made (calling init() on first use).
-inline Group world() { return init(); }
+/// The group init() made (calling init() on first use). Error after finalize().
+inline Group world() {
+    {
+        detail::TransportRegistry& r = detail::transports();
+        std::lock_guard<std::mutex> lock(r.mutex);
+        if (r.finalized)
+            lazytensor::detail::fail<Error>("lt::dist: the group was used after lt::dist::finalize(); a process finalizes once, at its end");
+    }
+    return init();
+}
 
 /// Ends MPI where lazytensor started it (else leaves that to the program); collectives realized
 /// afterwards are errors. Optional: without it MPI is finalized as the program exits.
