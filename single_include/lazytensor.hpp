@@ -1098,6 +1098,7 @@ inline Axes all_axes(std::size_t ndim) {
 // Tensor<T>: a cheap shared handle to a lazy graph node, and TensorBase, the member API that
 // tensors and expressions share (shape, reductions, views, realize, to_vector, item, cast).
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -1235,6 +1236,17 @@ inline Device parse_device(const std::string& text) {
 namespace detail {
 
 struct Node;
+
+/// A point in a device's queue of work (lt::Event): done when everything queued on the device
+/// before it is done.
+class DeviceEvent {
+public:
+    virtual ~DeviceEvent() = default;
+    /// Whether the work before it has finished (without waiting). BackendError where it failed.
+    virtual bool is_done() = 0;
+    /// Returns once the work before it has finished. BackendError where it failed.
+    virtual void wait() = 0;
+};
 
 /// Frees what an allocator handed out; implemented by each backend.
 class BufferAllocator {
@@ -3234,6 +3246,10 @@ LAZYTENSOR_ENGINE_API BufferPtr upload(Device d, DType dtype, std::int64_t numel
 /// Copies `bytes` bytes at byte offset `at` of `src` to host memory (waits for the kernels
 /// that write it).
 LAZYTENSOR_ENGINE_API void download(const Buffer& src, std::size_t at, void* dst, std::size_t bytes);
+/// An event after everything queued on `d` so far (lt::Event).
+LAZYTENSOR_ENGINE_API std::shared_ptr<DeviceEvent> record_event(Device d);
+/// Makes the work queued on `d` from now on wait for `event`.
+LAZYTENSOR_ENGINE_API void wait_for_event(Device d, DeviceEvent& event);
 /// Starts the kernels queued on `d` without waiting for them (so that several devices run at once).
 LAZYTENSOR_ENGINE_API void flush(Device d);
 /// A new buffer on `dst` holding `numel` elements of `dtype` copied from byte `at` of `src`
@@ -3816,6 +3832,56 @@ inline void realize(const std::vector<TensorRef>& tensors) {
 template <class T>
 void realize(const std::vector<Tensor<T>>& tensors) {
     realize(std::vector<TensorRef>(tensors.begin(), tensors.end()));
+}
+
+/// A point in the work of one or more devices (lt::realize_async's): done when everything the
+/// devices had queued before it has finished. Cheap to copy; an Event() is done.
+class Event {
+public:
+    Event() = default;
+    /// Whether the work has finished, without waiting. BackendError where it failed.
+    bool is_done() const {
+        for (const auto& e : parts_)
+            if (!e->is_done()) return false;
+        return true;
+    }
+    /// Returns once the work has finished. BackendError where it failed.
+    void wait() const {
+        for (const auto& e : parts_) e->wait();
+    }
+    /// The event of each device (library internals).
+    const std::vector<std::shared_ptr<detail::DeviceEvent>>& parts() const { return parts_; }
+    void add(std::shared_ptr<detail::DeviceEvent> e) { parts_.push_back(std::move(e)); }
+
+private:
+    std::vector<std::shared_ptr<detail::DeviceEvent>> parts_;
+};
+
+/// Makes the work queued on `device` from now on wait for `event`: on the device itself where
+/// the event is one of its context's (an OpenCL barrier; the host thread goes on), else by
+/// waiting here.
+inline void wait_for(const Event& event, Device device) {
+    for (const auto& e : event.parts()) detail::wait_for_event(device, *e);
+}
+
+/// realize() that returns as soon as the work is queued, with an Event for it: OpenCL devices
+/// run it while the program goes on (the host's work is done when this returns). With `after`,
+/// the work waits for that event first (one realize after another's, on other devices).
+inline Event realize_async(const std::vector<TensorRef>& tensors, const Event& after = {}) {
+    std::vector<detail::Node*> nodes;
+    std::vector<Device> devices;
+    for (const TensorRef& t : tensors) {
+        nodes.push_back(t.node());
+        if (std::find(devices.begin(), devices.end(), t.node()->device) == devices.end()) devices.push_back(t.node()->device);
+    }
+    for (Device d : devices) wait_for(after, d);
+    detail::realize_nodes(nodes);
+    Event done;
+    for (Device d : devices) done.add(detail::record_event(d));
+    return done;
+}
+inline Event realize_async(std::initializer_list<TensorRef> tensors, const Event& after = {}) {
+    return realize_async(std::vector<TensorRef>(tensors), after);
 }
 
 /// The schedule realize() would run for these tensors (or one expression), without running it:
@@ -9620,7 +9686,7 @@ inline std::shared_ptr<Communicator> init_world(Transport asked) {
 inline std::shared_ptr<Communicator> communicator(int id) {
     TransportRegistry& r = transports();
     std::lock_guard<std::mutex> lock(r.mutex);
-    if (r.finalized) fail<Error>("lt::dist: a collective was realized after lt::dist::finalize()");
+    if (r.finalized) fail<Error>("lt::dist: the group was used after lt::dist::finalize(); a process finalizes once, at its end");
     if (id < 0 || static_cast<std::size_t>(id) >= r.groups.size())
         fail<Error>("lazytensor internal error: no communicator for group ", id);
     return r.groups[static_cast<std::size_t>(id)];
@@ -9744,8 +9810,16 @@ inline Group init(Transport transport = Transport::Auto) {
     return Group(0, detail::transports().chosen);
 }
 
-/// The group init() made (calling init() on first use).
-inline Group world() { return init(); }
+/// The group init() made (calling init() on first use). Error after finalize().
+inline Group world() {
+    {
+        detail::TransportRegistry& r = detail::transports();
+        std::lock_guard<std::mutex> lock(r.mutex);
+        if (r.finalized)
+            lazytensor::detail::fail<Error>("lt::dist: the group was used after lt::dist::finalize(); a process finalizes once, at its end");
+    }
+    return init();
+}
 
 /// Ends MPI where lazytensor started it (else leaves that to the program); collectives realized
 /// afterwards are errors. Optional: without it MPI is finalized as the program exits.
@@ -14097,6 +14171,18 @@ public:
     virtual std::string gemm_routine(const ir::Gemm&) const { return "GEMM"; }
     /// Waits until every launched kernel has finished.
     virtual void synchronize() = 0;
+    /// An event after everything queued so far (lt::Event). A backend whose work is done when
+    /// its calls return (the host) gives one that is done.
+    virtual std::shared_ptr<DeviceEvent> record_event() {
+        struct Done final : DeviceEvent {
+            bool is_done() override { return true; }
+            void wait() override {}
+        };
+        return std::make_shared<Done>();
+    }
+    /// Makes what is queued from now on wait for `event` (recorded on any device): on the device
+    /// where it can, else by waiting here.
+    virtual void wait_for(DeviceEvent& event) { event.wait(); }
     /// Starts what is queued without waiting for it (OpenCL: clFlush), so that several devices
     /// run at once; nothing where work runs when launched (the host).
     virtual void flush() {}
@@ -21971,6 +22057,25 @@ private:
 
 namespace lazytensor::detail::opencl {
 
+class OpenCLBackend;
+
+/// A marker on an OpenCL device's queue (lt::Event): done when the commands before it are.
+class QueueEvent final : public DeviceEvent {
+public:
+    QueueEvent(OpenCLBackend& owner, cl_event event) : owner_(owner), event_(event) {}
+    QueueEvent(const QueueEvent&) = delete;
+    QueueEvent& operator=(const QueueEvent&) = delete;
+    ~QueueEvent() override { clReleaseEvent(event_); }
+    bool is_done() override;
+    void wait() override;
+    OpenCLBackend& owner() const { return owner_; }
+    cl_event event() const { return event_; }
+
+private:
+    OpenCLBackend& owner_;
+    cl_event event_;
+};
+
 class OpenCLBackend final : public Backend {
 public:
     OpenCLBackend(int index, cl_platform_id platform, cl_device_id device)
@@ -22026,6 +22131,26 @@ public:
         const cl_int err = clFinish(queue());
         launcher_.check_launched(true);  // first: a failed kernel is named, and reported once (NVIDIA's wait reports it too)
         check(err, "clFinish", concat("on ", describe()));
+    }
+
+    /// A marker after everything queued so far (lt::Event).
+    std::shared_ptr<DeviceEvent> record_event() override {
+        cl_event marker = nullptr;
+        check(clEnqueueMarkerWithWaitList(queue(), 0, nullptr, &marker), "clEnqueueMarkerWithWaitList",
+              concat("recording an event on ", describe()));
+        return std::make_shared<QueueEvent>(*this, marker);
+    }
+    /// Another device's marker in this context is waited for by this queue (a barrier); any other
+    /// event, here.
+    void wait_for(DeviceEvent& event) override {
+        auto* marker = dynamic_cast<QueueEvent*>(&event);
+        if (!marker || marker->owner().context() != context()) {
+            event.wait();
+            return;
+        }
+        cl_event e = marker->event();
+        check(clEnqueueBarrierWithWaitList(queue(), 1, &e, nullptr), "clEnqueueBarrierWithWaitList",
+              concat("waiting for an event of ", marker->owner().describe(), " on ", describe()));
     }
 
     /// Keeps `event` (a command queued on this device's queue; the reference passes to the backend)
@@ -22225,6 +22350,21 @@ private:
 };
 
 // ------------------------------------------------------------------------------------ registry
+
+inline bool QueueEvent::is_done() {
+    cl_int status = CL_QUEUED;
+    check(clGetEventInfo(event_, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr), "clGetEventInfo",
+          concat("an event of ", owner_.describe()));
+    if (status < 0) owner_.synchronize();  // names the command that failed
+    if (status < 0) fail<BackendError>("work queued on ", owner_.describe(), " before an event failed (status ", status, ")");
+    return status == CL_COMPLETE;
+}
+
+inline void QueueEvent::wait() {
+    const cl_int err = clWaitForEvents(1, &event_);
+    if (err != CL_SUCCESS) owner_.synchronize();  // names the command that failed
+    check(err, "clWaitForEvents", concat("an event of ", owner_.describe()));
+}
 
 /// The backend of opencl:N, created on first use and kept for the process's lifetime (buffers
 /// of static tensors may outlive any destruction order).
@@ -26196,6 +26336,20 @@ LAZYTENSOR_ENGINE_API void synchronize(Device d) {
     const detail::DeviceLock lock(d);
     backend.synchronize();
 }
+namespace detail {
+LAZYTENSOR_ENGINE_API std::shared_ptr<DeviceEvent> record_event(Device d) {
+    Backend& backend = device_backend(d);
+    const DeviceLock lock(d);
+    std::shared_ptr<DeviceEvent> event = backend.record_event();
+    backend.flush();
+    return event;
+}
+LAZYTENSOR_ENGINE_API void wait_for_event(Device d, DeviceEvent& event) {
+    Backend& backend = device_backend(d);
+    const DeviceLock lock(d);
+    backend.wait_for(event);
+}
+}  // namespace detail
 LAZYTENSOR_ENGINE_API MemoryStats memory_stats(Device d) { return detail::device_backend(d).memory_stats(); }
 LAZYTENSOR_ENGINE_API void reset_peak_memory(Device d) { detail::device_backend(d).reset_peak_memory(); }
 LAZYTENSOR_ENGINE_API void set_memory_limit(Device d, std::size_t bytes) { detail::device_backend(d).set_memory_limit(bytes); }

@@ -955,3 +955,47 @@ TEST_CASE("the disk cache: threads sharing one cache, and two caches on one dire
         CHECK(clbin_bytes(dir.path) <= cap + 2 * (cap / 10 + kHammerEntryMax));
     }
 }
+
+TEST_CASE("realize_async: its Event is done once the device has run the work; another device's realize can wait for it") {
+    // A kernel held back by a user event stands in for a long one.
+    for (lt::Device d : opencl_devices()) {
+        auto& backend = backend_of(d);
+        cl_int err = CL_SUCCESS;
+        cl_event pending = clCreateUserEvent(backend.context(), &err);
+        REQUIRE(err == CL_SUCCESS);
+        backend.detail_launch_dependency() = pending;
+        const lt::Tensor<float> x = lt::tensor<float>({1, 2, 3}, {3}, d);
+        const lt::Tensor<float> y = x * 2.0f + 1.0f;
+        const lt::Event done = lt::realize_async({y});
+        CHECK(y.is_realized());
+        CHECK_FALSE(done.is_done());
+        clSetUserEventStatus(pending, CL_COMPLETE);
+        done.wait();
+        CHECK(done.is_done());
+        CHECK(y.to_vector() == std::vector<float>{3, 5, 7});
+        clReleaseEvent(pending);
+    }
+    const lt::Tensor<float> h = lt::arange<float>(0, 4) * 2.0f;
+    CHECK(lt::realize_async({h}).is_done());  // the host's work is done when it returns
+    CHECK(lt::Event().is_done());
+    const std::vector<lt::Device> both = opencl_devices();
+    if (both.size() < 2 || backend_of(both[0]).context() != backend_of(both[1]).context()) return;
+    // opencl:1's work waits, on the device, for opencl:0's event (the host thread goes on).
+    auto& b0 = backend_of(both[0]);
+    cl_int err = CL_SUCCESS;
+    cl_event pending = clCreateUserEvent(b0.context(), &err);
+    REQUIRE(err == CL_SUCCESS);
+    b0.detail_launch_dependency() = pending;
+    const lt::Tensor<float> first = lt::tensor<float>({1, 2}, {2}, both[0]) * 3.0f;
+    const lt::Event e0 = lt::realize_async({first});
+    const lt::Tensor<float> second = lt::tensor<float>({5, 6}, {2}, both[1]) - 1.0f;
+    const lt::Event e1 = lt::realize_async({second}, e0);
+    CHECK_FALSE(e0.is_done());
+    CHECK_FALSE(e1.is_done());  // held behind opencl:0's kernel
+    clSetUserEventStatus(pending, CL_COMPLETE);
+    e1.wait();
+    CHECK(e0.is_done());
+    CHECK(second.to_vector() == std::vector<float>{4, 5});
+    CHECK(first.to_vector() == std::vector<float>{3, 6});
+    clReleaseEvent(pending);
+}

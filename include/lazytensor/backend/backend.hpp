@@ -212,6 +212,18 @@ public:
     virtual std::string gemm_routine(const ir::Gemm&) const { return "GEMM"; }
     /// Waits until every launched kernel has finished.
     virtual void synchronize() = 0;
+    /// An event after everything queued so far (lt::Event). A backend whose work is done when
+    /// its calls return (the host) gives one that is done.
+    virtual std::shared_ptr<DeviceEvent> record_event() {
+        struct Done final : DeviceEvent {
+            bool is_done() override { return true; }
+            void wait() override {}
+        };
+        return std::make_shared<Done>();
+    }
+    /// Makes what is queued from now on wait for `event` (recorded on any device): on the device
+    /// where it can, else by waiting here.
+    virtual void wait_for(DeviceEvent& event) { event.wait(); }
     /// Starts what is queued without waiting for it (OpenCL: clFlush), so that several devices
     /// run at once; nothing where work runs when launched (the host).
     virtual void flush() {}

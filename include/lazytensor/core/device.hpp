@@ -63,6 +63,17 @@ namespace detail {
 
 struct Node;
 
+/// A point in a device's queue of work (lt::Event): done when everything queued on the device
+/// before it is done.
+class DeviceEvent {
+public:
+    virtual ~DeviceEvent() = default;
+    /// Whether the work before it has finished (without waiting). BackendError where it failed.
+    virtual bool is_done() = 0;
+    /// Returns once the work before it has finished. BackendError where it failed.
+    virtual void wait() = 0;
+};
+
 /// Frees what an allocator handed out; implemented by each backend.
 class BufferAllocator {
 public:

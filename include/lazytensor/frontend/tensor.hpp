@@ -3,6 +3,7 @@
 // tensors and expressions share (shape, reductions, views, realize, to_vector, item, cast).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -578,6 +579,56 @@ inline void realize(const std::vector<TensorRef>& tensors) {
 template <class T>
 void realize(const std::vector<Tensor<T>>& tensors) {
     realize(std::vector<TensorRef>(tensors.begin(), tensors.end()));
+}
+
+/// A point in the work of one or more devices (lt::realize_async's): done when everything the
+/// devices had queued before it has finished. Cheap to copy; an Event() is done.
+class Event {
+public:
+    Event() = default;
+    /// Whether the work has finished, without waiting. BackendError where it failed.
+    bool is_done() const {
+        for (const auto& e : parts_)
+            if (!e->is_done()) return false;
+        return true;
+    }
+    /// Returns once the work has finished. BackendError where it failed.
+    void wait() const {
+        for (const auto& e : parts_) e->wait();
+    }
+    /// The event of each device (library internals).
+    const std::vector<std::shared_ptr<detail::DeviceEvent>>& parts() const { return parts_; }
+    void add(std::shared_ptr<detail::DeviceEvent> e) { parts_.push_back(std::move(e)); }
+
+private:
+    std::vector<std::shared_ptr<detail::DeviceEvent>> parts_;
+};
+
+/// Makes the work queued on `device` from now on wait for `event`: on the device itself where
+/// the event is one of its context's (an OpenCL barrier; the host thread goes on), else by
+/// waiting here.
+inline void wait_for(const Event& event, Device device) {
+    for (const auto& e : event.parts()) detail::wait_for_event(device, *e);
+}
+
+/// realize() that returns as soon as the work is queued, with an Event for it: OpenCL devices
+/// run it while the program goes on (the host's work is done when this returns). With `after`,
+/// the work waits for that event first (one realize after another's, on other devices).
+inline Event realize_async(const std::vector<TensorRef>& tensors, const Event& after = {}) {
+    std::vector<detail::Node*> nodes;
+    std::vector<Device> devices;
+    for (const TensorRef& t : tensors) {
+        nodes.push_back(t.node());
+        if (std::find(devices.begin(), devices.end(), t.node()->device) == devices.end()) devices.push_back(t.node()->device);
+    }
+    for (Device d : devices) wait_for(after, d);
+    detail::realize_nodes(nodes);
+    Event done;
+    for (Device d : devices) done.add(detail::record_event(d));
+    return done;
+}
+inline Event realize_async(std::initializer_list<TensorRef> tensors, const Event& after = {}) {
+    return realize_async(std::vector<TensorRef>(tensors), after);
 }
 
 /// The schedule realize() would run for these tensors (or one expression), without running it:

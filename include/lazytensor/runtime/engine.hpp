@@ -84,6 +84,20 @@ LAZYTENSOR_ENGINE_API void synchronize(Device d) {
     const detail::DeviceLock lock(d);
     backend.synchronize();
 }
+namespace detail {
+LAZYTENSOR_ENGINE_API std::shared_ptr<DeviceEvent> record_event(Device d) {
+    Backend& backend = device_backend(d);
+    const DeviceLock lock(d);
+    std::shared_ptr<DeviceEvent> event = backend.record_event();
+    backend.flush();
+    return event;
+}
+LAZYTENSOR_ENGINE_API void wait_for_event(Device d, DeviceEvent& event) {
+    Backend& backend = device_backend(d);
+    const DeviceLock lock(d);
+    backend.wait_for(event);
+}
+}  // namespace detail
 LAZYTENSOR_ENGINE_API MemoryStats memory_stats(Device d) { return detail::device_backend(d).memory_stats(); }
 LAZYTENSOR_ENGINE_API void reset_peak_memory(Device d) { detail::device_backend(d).reset_peak_memory(); }
 LAZYTENSOR_ENGINE_API void set_memory_limit(Device d, std::size_t bytes) { detail::device_backend(d).set_memory_limit(bytes); }

@@ -119,6 +119,10 @@ LAZYTENSOR_ENGINE_API BufferPtr upload(Device d, DType dtype, std::int64_t numel
 /// Copies `bytes` bytes at byte offset `at` of `src` to host memory (waits for the kernels
 /// that write it).
 LAZYTENSOR_ENGINE_API void download(const Buffer& src, std::size_t at, void* dst, std::size_t bytes);
+/// An event after everything queued on `d` so far (lt::Event).
+LAZYTENSOR_ENGINE_API std::shared_ptr<DeviceEvent> record_event(Device d);
+/// Makes the work queued on `d` from now on wait for `event`.
+LAZYTENSOR_ENGINE_API void wait_for_event(Device d, DeviceEvent& event);
 /// Starts the kernels queued on `d` without waiting for them (so that several devices run at once).
 LAZYTENSOR_ENGINE_API void flush(Device d);
 /// A new buffer on `dst` holding `numel` elements of `dtype` copied from byte `at` of `src`

@@ -44,6 +44,25 @@
 
 namespace lazytensor::detail::opencl {
 
+class OpenCLBackend;
+
+/// A marker on an OpenCL device's queue (lt::Event): done when the commands before it are.
+class QueueEvent final : public DeviceEvent {
+public:
+    QueueEvent(OpenCLBackend& owner, cl_event event) : owner_(owner), event_(event) {}
+    QueueEvent(const QueueEvent&) = delete;
+    QueueEvent& operator=(const QueueEvent&) = delete;
+    ~QueueEvent() override { clReleaseEvent(event_); }
+    bool is_done() override;
+    void wait() override;
+    OpenCLBackend& owner() const { return owner_; }
+    cl_event event() const { return event_; }
+
+private:
+    OpenCLBackend& owner_;
+    cl_event event_;
+};
+
 class OpenCLBackend final : public Backend {
 public:
     OpenCLBackend(int index, cl_platform_id platform, cl_device_id device)
@@ -99,6 +118,26 @@ public:
         const cl_int err = clFinish(queue());
         launcher_.check_launched(true);  // first: a failed kernel is named, and reported once (NVIDIA's wait reports it too)
         check(err, "clFinish", concat("on ", describe()));
+    }
+
+    /// A marker after everything queued so far (lt::Event).
+    std::shared_ptr<DeviceEvent> record_event() override {
+        cl_event marker = nullptr;
+        check(clEnqueueMarkerWithWaitList(queue(), 0, nullptr, &marker), "clEnqueueMarkerWithWaitList",
+              concat("recording an event on ", describe()));
+        return std::make_shared<QueueEvent>(*this, marker);
+    }
+    /// Another device's marker in this context is waited for by this queue (a barrier); any other
+    /// event, here.
+    void wait_for(DeviceEvent& event) override {
+        auto* marker = dynamic_cast<QueueEvent*>(&event);
+        if (!marker || marker->owner().context() != context()) {
+            event.wait();
+            return;
+        }
+        cl_event e = marker->event();
+        check(clEnqueueBarrierWithWaitList(queue(), 1, &e, nullptr), "clEnqueueBarrierWithWaitList",
+              concat("waiting for an event of ", marker->owner().describe(), " on ", describe()));
     }
 
     /// Keeps `event` (a command queued on this device's queue; the reference passes to the backend)
@@ -298,6 +337,21 @@ private:
 };
 
 // ------------------------------------------------------------------------------------ registry
+
+inline bool QueueEvent::is_done() {
+    cl_int status = CL_QUEUED;
+    check(clGetEventInfo(event_, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr), "clGetEventInfo",
+          concat("an event of ", owner_.describe()));
+    if (status < 0) owner_.synchronize();  // names the command that failed
+    if (status < 0) fail<BackendError>("work queued on ", owner_.describe(), " before an event failed (status ", status, ")");
+    return status == CL_COMPLETE;
+}
+
+inline void QueueEvent::wait() {
+    const cl_int err = clWaitForEvents(1, &event_);
+    if (err != CL_SUCCESS) owner_.synchronize();  // names the command that failed
+    check(err, "clWaitForEvents", concat("an event of ", owner_.describe()));
+}
 
 /// The backend of opencl:N, created on first use and kept for the process's lifetime (buffers
 /// of static tensors may outlive any destruction order).
