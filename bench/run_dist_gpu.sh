@@ -24,7 +24,7 @@ if [ "$1" = build ]; then
     exit 0
 fi
 export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1
-LAZYTENSOR_TEST_DEVICES=opencl:0 timeout 300 mpirun -n 2 build-gpu/tests/test_dist >"$OUT/test_dist_gpu.txt" 2>&1
+LAZYTENSOR_CACHE_DIR=off LAZYTENSOR_TEST_DEVICES=opencl:0 timeout 300 mpirun -n 2 build-gpu/tests/test_dist >"$OUT/test_dist_gpu.txt" 2>&1
 grep -E "test cases|ERROR" "$OUT/test_dist_gpu.txt" | head -n 20
 LAZYTENSOR_TEST_DEVICES=opencl:0 timeout 120 build-gpu/tests/test_opencl -tc="realize_async*" 2>&1 | tail -n 2
 LAZYTENSOR_THREADS=4 mpirun -n 2 build-gpu/bench/bench_dist allreduce | tee "$OUT/bench_dist_allreduce.txt"

@@ -73,7 +73,8 @@ void start_collectives_early(std::vector<Item>& items, const IsCollective& is_co
                 if (!node_of(in)->realized()) return;  // made where the edges do not say
                 continue;
             }
-            if (it->second >= i) return;
+            if (it->second == i) continue;  // (a fused product's epilogue reads the product as a parameter)
+            if (it->second > i) return;
             needs[i].push_back(it->second);
         }
     }
