@@ -14098,6 +14098,12 @@ public:
     virtual void write(Buffer& dst, std::size_t at, const void* src, std::size_t bytes) = 0;
     /// Copies `bytes` from the buffer at byte offset `at` into host memory.
     virtual void read(const Buffer& src, std::size_t at, void* dst, std::size_t bytes) = 0;
+    /// read() that may return before the copy is done: `dst` must stay valid until the event
+    /// says so. What is queued later runs after the copy has read the buffer.
+    virtual std::shared_ptr<DeviceEvent> read_async(const Buffer& src, std::size_t at, void* dst, std::size_t bytes) {
+        read(src, at, dst, bytes);
+        return record_event();
+    }
 
     /// Runs a compiled kernel: `params` are its buffers in parameter order, `scalars` the values
     /// of its scalar parameters (ir::Kernel::scalars), each of that parameter's dtype.
@@ -22117,6 +22123,15 @@ public:
         check(err, "clEnqueueReadBuffer", concat("copying ", bytes, " bytes from ", describe()));
     }
 
+    std::shared_ptr<DeviceEvent> read_async(const Buffer& src, std::size_t at, void* dst, std::size_t bytes) override {
+        if (!bytes) return record_event();
+        cl_event done = nullptr;
+        check(clEnqueueReadBuffer(queue(), static_cast<cl_mem>(src.handle()), CL_FALSE, at, bytes, dst, 0, nullptr, &done),
+              "clEnqueueReadBuffer", concat("copying ", bytes, " bytes from ", describe()));
+        flush();
+        return std::make_shared<QueueEvent>(*this, done);
+    }
+
     // ------------------------------------------------------------------------------ running
 
     void launch(CompiledKernel& kernel, const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) override {
@@ -23882,7 +23897,9 @@ inline void fuse_into_products(Schedule& s, const ProductFusions& fusions) {
         return groups.size();
     };
     for (std::size_t i = 0; i < groups.size(); ++i) {
-        if (groups[i].view_only || groups[i].is_attention() || groups[i].is_sort() || groups[i].is_linalg() || !runs_alone(groups[i].root->kind)) continue;
+        // Products and scans only: other kinds of items (a sort, a LAPACK routine, a collective)
+        // take no element-wise code into their loads and stores.
+        if (groups[i].view_only || !(groups[i].is_gemm() || groups[i].is_scan())) continue;
         const bool scan = groups[i].root->kind == NodeKind::Scan;
         // A scan that copies its operand first reads it through that copy: nothing fuses.
         if (scan && !groups[i].kernel.phases.empty()) continue;
@@ -24279,6 +24296,11 @@ namespace lazytensor::detail {
 struct Deferred {
     std::function<bool()> test;    // advances it; true once done
     std::function<void()> finish;  // waits for it, then completes it (copies the result in place)
+    // Where it waits for something before it is issued (an OpenCL operand's copy to the host):
+    // whether it has been issued, and issuing it (waiting first). Collectives must be issued in
+    // item order on every rank, so a later one is never issued before an earlier one.
+    std::function<bool()> issued;
+    std::function<void()> issue;
     int node = -1;                 // the result it completes (set by realize)
     std::vector<BufferPtr> hold;   // the item's buffers, kept until then (set by realize)
 };
@@ -24414,9 +24436,10 @@ struct AttentionItem : ItemDefaults {
 // The operand is read from contiguous memory (a kernel materializes it where it is not: what
 // produces it fuses into that kernel), and the result is a new buffer that later kernels read.
 // On the host the transport reads and writes the buffers in place; an OpenCL operand is copied to
-// host memory and the result back (the transport reaches host memory only). The item starts the
-// collective and leaves it in flight (ItemRun::deferred): realize finishes it before the first
-// item that reads the result, so the items between run meanwhile.
+// host memory and the result back (the transport reaches host memory only; the copy out does not
+// wait, the one back does, before what reads the result). The item starts the collective and
+// leaves it in flight (ItemRun::deferred): realize finishes it before the first item that reads
+// the result, so the items between run meanwhile.
 
 #include <memory>
 #include <optional>
@@ -24482,41 +24505,69 @@ private:
     }
 
     /// Starts the collective on params (the operand's buffer, then the result's); completes it
-    /// at once unless `deferred` takes it.
+    /// at once unless `deferred` takes it. An OpenCL operand is read to host memory without
+    /// waiting (the collective starts once the read is done), so kernels queued after it keep
+    /// the device busy meanwhile.
     void start(Backend& backend, const std::vector<Buffer*>& params, std::vector<Deferred>* deferred) const {
-        const std::shared_ptr<Communicator> comm = communicator(call.group);
+        struct Flight {
+            std::shared_ptr<Communicator> comm;
+            std::shared_ptr<DeviceEvent> staged;  // the operand's copy to host memory
+            std::vector<char> sent, received;     // host staging (OpenCL)
+            std::unique_ptr<Transfer> transfer;
+        };
+        auto f = std::make_shared<Flight>();
+        f->comm = communicator(call.group);
         const std::size_t element = dtype_size(call.dtype);
         Buffer& in = *params[0];
         Buffer& out = *params.back();
-        const std::int64_t results = out_count(comm->size());
-        const std::string what = ir::agreement_record(call);
-        std::unique_ptr<Transfer> transfer;
-        std::function<void()> complete;
-        if (backend.device().kind == Device::Kind::Host) {
-            const char* from = static_cast<const char*>(in.handle()) + call.offset * static_cast<std::int64_t>(element);
-            transfer = comm->start(call.op, call.dtype, from, out.handle(), call.count, call.root, what);
+        const std::int64_t results = out_count(f->comm->size());
+        const bool host = backend.device().kind == Device::Kind::Host;
+        const ir::Collective c = call;
+        auto begin = [f, c, host, &in, &out, element] {
+            const std::string what = ir::agreement_record(c);
+            if (host) {
+                const char* from = static_cast<const char*>(in.handle()) + c.offset * static_cast<std::int64_t>(element);
+                f->transfer = f->comm->start(c.op, c.dtype, from, out.handle(), c.count, c.root, what);
+            } else {
+                f->transfer = f->comm->start(c.op, c.dtype, f->sent.data(), f->received.data(), c.count, c.root, what);
+            }
+        };
+        if (!host) {
+            f->sent.resize(static_cast<std::size_t>(call.count) * element);
+            f->received.resize(static_cast<std::size_t>(results) * element);
+            f->staged = backend.read_async(in, static_cast<std::size_t>(call.offset) * element, f->sent.data(), f->sent.size());
         } else {
-            // Host staging: the transport reaches host memory only.
-            auto sent = std::make_shared<std::vector<char>>(static_cast<std::size_t>(call.count) * element);
-            auto received = std::make_shared<std::vector<char>>(static_cast<std::size_t>(results) * element);
-            if (!sent->empty()) backend.read(in, static_cast<std::size_t>(call.offset) * element, sent->data(), sent->size());
-            transfer = comm->start(call.op, call.dtype, sent->data(), received->data(), call.count, call.root, what);
-            complete = [&backend, &out, sent, received] {
-                if (!received->empty()) backend.write(out, 0, received->data(), received->size());
-            };
+            // Issued now: the collectives still waiting for a copy (on another device) go first.
+            if (deferred)
+                for (Deferred& earlier : *deferred)
+                    if (earlier.issue && !earlier.issued()) earlier.issue();
+            begin();
         }
+        auto issue = [f, begin] {
+            if (f->transfer) return;
+            f->staged->wait();
+            begin();
+        };
+        auto finish = [f, issue, host, &backend, &out] {
+            issue();
+            f->transfer->wait();
+            if (!host && !f->received.empty()) backend.write(out, 0, f->received.data(), f->received.size());
+        };
         if (!deferred) {
-            transfer->wait();
-            if (complete) complete();
+            finish();
             return;
         }
-        std::shared_ptr<Transfer> flight(std::move(transfer));
         Deferred d;
-        d.test = [flight] { return flight->test(); };
-        d.finish = [flight, complete] {
-            flight->wait();
-            if (complete) complete();
+        d.test = [f, begin] {
+            if (!f->transfer) {
+                if (!f->staged->is_done()) return false;
+                begin();
+            }
+            return f->transfer->test();
         };
+        d.finish = finish;
+        d.issued = [f] { return f->transfer != nullptr; };
+        d.issue = issue;
         deferred->push_back(std::move(d));
     }
 };
@@ -25442,7 +25493,8 @@ void start_collectives_early(std::vector<Item>& items, const IsCollective& is_co
                 if (!node_of(in)->realized()) return;  // made where the edges do not say
                 continue;
             }
-            if (it->second >= i) return;
+            if (it->second == i) continue;  // (a fused product's epilogue reads the product as a parameter)
+            if (it->second > i) return;
             needs[i].push_back(it->second);
         }
     }
@@ -25523,38 +25575,45 @@ void agree_on_collectives(const std::vector<Item>& items) {
     }
 }
 
-/// Collectives in flight: finished before what reads them (deferred per node).
+/// Collectives in flight, in the order their items ran: finished before what reads them, and
+/// issued in that order (every rank must issue a group's collectives in one order).
 class InFlight {
 public:
     std::vector<Deferred>& list() { return list_; }
-    /// Finishes the ones that complete `node`'s result.
+    /// Finishes the ones that complete `node`'s result (issuing the ones before them first).
     void finish(int node) {
-        for (std::size_t i = 0; i < list_.size();) {
-            if (list_[i].node == node) {
-                list_[i].finish();
-                list_.erase(list_.begin() + static_cast<std::ptrdiff_t>(i));
-            } else {
-                ++i;
-            }
+        for (std::size_t i = 0; i < list_.size(); ++i) {
+            if (list_[i].node != node) continue;
+            for (std::size_t k = 0; k < i; ++k) issue(list_[k]);
+            list_[i].finish();
+            list_.erase(list_.begin() + static_cast<std::ptrdiff_t>(i));
+            --i;
         }
     }
-    /// Lets the transport progress; finishes the ones that are done.
+    /// Lets the transport progress; finishes the ones that are done. Stops at one that cannot be
+    /// issued yet: the ones after it wait for it.
     void progress() {
         for (std::size_t i = 0; i < list_.size();) {
-            if (list_[i].test()) {
-                list_[i].finish();
+            Deferred& d = list_[i];
+            if (d.test()) {
+                d.finish();
                 list_.erase(list_.begin() + static_cast<std::ptrdiff_t>(i));
-            } else {
-                ++i;
+                continue;
             }
+            if (d.issued && !d.issued()) return;
+            ++i;
         }
     }
     void finish_all() {
-        for (Deferred& d : list_) d.finish();
+        for (Deferred& d : list_) d.finish();  // (in order: each issues itself first)
         list_.clear();
     }
 
 private:
+    static void issue(Deferred& d) {
+        if (d.issue && !d.issued()) d.issue();
+    }
+
     std::vector<Deferred> list_;
 };
 

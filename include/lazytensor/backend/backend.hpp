@@ -139,6 +139,12 @@ public:
     virtual void write(Buffer& dst, std::size_t at, const void* src, std::size_t bytes) = 0;
     /// Copies `bytes` from the buffer at byte offset `at` into host memory.
     virtual void read(const Buffer& src, std::size_t at, void* dst, std::size_t bytes) = 0;
+    /// read() that may return before the copy is done: `dst` must stay valid until the event
+    /// says so. What is queued later runs after the copy has read the buffer.
+    virtual std::shared_ptr<DeviceEvent> read_async(const Buffer& src, std::size_t at, void* dst, std::size_t bytes) {
+        read(src, at, dst, bytes);
+        return record_event();
+    }
 
     /// Runs a compiled kernel: `params` are its buffers in parameter order, `scalars` the values
     /// of its scalar parameters (ir::Kernel::scalars), each of that parameter's dtype.

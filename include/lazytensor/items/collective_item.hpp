@@ -4,9 +4,10 @@
 // The operand is read from contiguous memory (a kernel materializes it where it is not: what
 // produces it fuses into that kernel), and the result is a new buffer that later kernels read.
 // On the host the transport reads and writes the buffers in place; an OpenCL operand is copied to
-// host memory and the result back (the transport reaches host memory only). The item starts the
-// collective and leaves it in flight (ItemRun::deferred): realize finishes it before the first
-// item that reads the result, so the items between run meanwhile.
+// host memory and the result back (the transport reaches host memory only; the copy out does not
+// wait, the one back does, before what reads the result). The item starts the collective and
+// leaves it in flight (ItemRun::deferred): realize finishes it before the first item that reads
+// the result, so the items between run meanwhile.
 #pragma once
 
 #include <memory>
@@ -76,41 +77,69 @@ private:
     }
 
     /// Starts the collective on params (the operand's buffer, then the result's); completes it
-    /// at once unless `deferred` takes it.
+    /// at once unless `deferred` takes it. An OpenCL operand is read to host memory without
+    /// waiting (the collective starts once the read is done), so kernels queued after it keep
+    /// the device busy meanwhile.
     void start(Backend& backend, const std::vector<Buffer*>& params, std::vector<Deferred>* deferred) const {
-        const std::shared_ptr<Communicator> comm = communicator(call.group);
+        struct Flight {
+            std::shared_ptr<Communicator> comm;
+            std::shared_ptr<DeviceEvent> staged;  // the operand's copy to host memory
+            std::vector<char> sent, received;     // host staging (OpenCL)
+            std::unique_ptr<Transfer> transfer;
+        };
+        auto f = std::make_shared<Flight>();
+        f->comm = communicator(call.group);
         const std::size_t element = dtype_size(call.dtype);
         Buffer& in = *params[0];
         Buffer& out = *params.back();
-        const std::int64_t results = out_count(comm->size());
-        const std::string what = ir::agreement_record(call);
-        std::unique_ptr<Transfer> transfer;
-        std::function<void()> complete;
-        if (backend.device().kind == Device::Kind::Host) {
-            const char* from = static_cast<const char*>(in.handle()) + call.offset * static_cast<std::int64_t>(element);
-            transfer = comm->start(call.op, call.dtype, from, out.handle(), call.count, call.root, what);
+        const std::int64_t results = out_count(f->comm->size());
+        const bool host = backend.device().kind == Device::Kind::Host;
+        const ir::Collective c = call;
+        auto begin = [f, c, host, &in, &out, element] {
+            const std::string what = ir::agreement_record(c);
+            if (host) {
+                const char* from = static_cast<const char*>(in.handle()) + c.offset * static_cast<std::int64_t>(element);
+                f->transfer = f->comm->start(c.op, c.dtype, from, out.handle(), c.count, c.root, what);
+            } else {
+                f->transfer = f->comm->start(c.op, c.dtype, f->sent.data(), f->received.data(), c.count, c.root, what);
+            }
+        };
+        if (!host) {
+            f->sent.resize(static_cast<std::size_t>(call.count) * element);
+            f->received.resize(static_cast<std::size_t>(results) * element);
+            f->staged = backend.read_async(in, static_cast<std::size_t>(call.offset) * element, f->sent.data(), f->sent.size());
         } else {
-            // Host staging: the transport reaches host memory only.
-            auto sent = std::make_shared<std::vector<char>>(static_cast<std::size_t>(call.count) * element);
-            auto received = std::make_shared<std::vector<char>>(static_cast<std::size_t>(results) * element);
-            if (!sent->empty()) backend.read(in, static_cast<std::size_t>(call.offset) * element, sent->data(), sent->size());
-            transfer = comm->start(call.op, call.dtype, sent->data(), received->data(), call.count, call.root, what);
-            complete = [&backend, &out, sent, received] {
-                if (!received->empty()) backend.write(out, 0, received->data(), received->size());
-            };
+            // Issued now: the collectives still waiting for a copy (on another device) go first.
+            if (deferred)
+                for (Deferred& earlier : *deferred)
+                    if (earlier.issue && !earlier.issued()) earlier.issue();
+            begin();
         }
+        auto issue = [f, begin] {
+            if (f->transfer) return;
+            f->staged->wait();
+            begin();
+        };
+        auto finish = [f, issue, host, &backend, &out] {
+            issue();
+            f->transfer->wait();
+            if (!host && !f->received.empty()) backend.write(out, 0, f->received.data(), f->received.size());
+        };
         if (!deferred) {
-            transfer->wait();
-            if (complete) complete();
+            finish();
             return;
         }
-        std::shared_ptr<Transfer> flight(std::move(transfer));
         Deferred d;
-        d.test = [flight] { return flight->test(); };
-        d.finish = [flight, complete] {
-            flight->wait();
-            if (complete) complete();
+        d.test = [f, begin] {
+            if (!f->transfer) {
+                if (!f->staged->is_done()) return false;
+                begin();
+            }
+            return f->transfer->test();
         };
+        d.finish = finish;
+        d.issued = [f] { return f->transfer != nullptr; };
+        d.issue = issue;
         deferred->push_back(std::move(d));
     }
 };

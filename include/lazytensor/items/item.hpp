@@ -30,6 +30,11 @@ namespace lazytensor::detail {
 struct Deferred {
     std::function<bool()> test;    // advances it; true once done
     std::function<void()> finish;  // waits for it, then completes it (copies the result in place)
+    // Where it waits for something before it is issued (an OpenCL operand's copy to the host):
+    // whether it has been issued, and issuing it (waiting first). Collectives must be issued in
+    // item order on every rank, so a later one is never issued before an earlier one.
+    std::function<bool()> issued;
+    std::function<void()> issue;
     int node = -1;                 // the result it completes (set by realize)
     std::vector<BufferPtr> hold;   // the item's buffers, kept until then (set by realize)
 };

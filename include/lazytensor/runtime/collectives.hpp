@@ -155,38 +155,45 @@ void agree_on_collectives(const std::vector<Item>& items) {
     }
 }
 
-/// Collectives in flight: finished before what reads them (deferred per node).
+/// Collectives in flight, in the order their items ran: finished before what reads them, and
+/// issued in that order (every rank must issue a group's collectives in one order).
 class InFlight {
 public:
     std::vector<Deferred>& list() { return list_; }
-    /// Finishes the ones that complete `node`'s result.
+    /// Finishes the ones that complete `node`'s result (issuing the ones before them first).
     void finish(int node) {
-        for (std::size_t i = 0; i < list_.size();) {
-            if (list_[i].node == node) {
-                list_[i].finish();
-                list_.erase(list_.begin() + static_cast<std::ptrdiff_t>(i));
-            } else {
-                ++i;
-            }
+        for (std::size_t i = 0; i < list_.size(); ++i) {
+            if (list_[i].node != node) continue;
+            for (std::size_t k = 0; k < i; ++k) issue(list_[k]);
+            list_[i].finish();
+            list_.erase(list_.begin() + static_cast<std::ptrdiff_t>(i));
+            --i;
         }
     }
-    /// Lets the transport progress; finishes the ones that are done.
+    /// Lets the transport progress; finishes the ones that are done. Stops at one that cannot be
+    /// issued yet: the ones after it wait for it.
     void progress() {
         for (std::size_t i = 0; i < list_.size();) {
-            if (list_[i].test()) {
-                list_[i].finish();
+            Deferred& d = list_[i];
+            if (d.test()) {
+                d.finish();
                 list_.erase(list_.begin() + static_cast<std::ptrdiff_t>(i));
-            } else {
-                ++i;
+                continue;
             }
+            if (d.issued && !d.issued()) return;
+            ++i;
         }
     }
     void finish_all() {
-        for (Deferred& d : list_) d.finish();
+        for (Deferred& d : list_) d.finish();  // (in order: each issues itself first)
         list_.clear();
     }
 
 private:
+    static void issue(Deferred& d) {
+        if (d.issue && !d.issued()) d.issue();
+    }
+
     std::vector<Deferred> list_;
 };
 

@@ -78,7 +78,9 @@ inline void fuse_into_products(Schedule& s, const ProductFusions& fusions) {
         return groups.size();
     };
     for (std::size_t i = 0; i < groups.size(); ++i) {
-        if (groups[i].view_only || groups[i].is_attention() || groups[i].is_sort() || groups[i].is_linalg() || !runs_alone(groups[i].root->kind)) continue;
+        // Products and scans only: other kinds of items (a sort, a LAPACK routine, a collective)
+        // take no element-wise code into their loads and stores.
+        if (groups[i].view_only || !(groups[i].is_gemm() || groups[i].is_scan())) continue;
         const bool scan = groups[i].root->kind == NodeKind::Scan;
         // A scan that copies its operand first reads it through that copy: nothing fuses.
         if (scan && !groups[i].kernel.phases.empty()) continue;

@@ -104,6 +104,15 @@ public:
         check(err, "clEnqueueReadBuffer", concat("copying ", bytes, " bytes from ", describe()));
     }
 
+    std::shared_ptr<DeviceEvent> read_async(const Buffer& src, std::size_t at, void* dst, std::size_t bytes) override {
+        if (!bytes) return record_event();
+        cl_event done = nullptr;
+        check(clEnqueueReadBuffer(queue(), static_cast<cl_mem>(src.handle()), CL_FALSE, at, bytes, dst, 0, nullptr, &done),
+              "clEnqueueReadBuffer", concat("copying ", bytes, " bytes from ", describe()));
+        flush();
+        return std::make_shared<QueueEvent>(*this, done);
+    }
+
     // ------------------------------------------------------------------------------ running
 
     void launch(CompiledKernel& kernel, const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) override {
