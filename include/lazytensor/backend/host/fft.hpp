@@ -596,26 +596,70 @@ private:
         for (const auto& k : kernel) kernel_spectrum_.push_back(round_to<T>(k));
     }
 
+    /// Columns (or rows) a four-step task takes at once: a strip of about 256 KiB. Whole
+    /// strips are copied in and out a row at a time, so that each 4 KiB page of the input, the
+    /// middle buffer and the output is visited once per strip, not once per lane group (a lane
+    /// group's elements are a row apart: an 8 KiB stride at 2^20, a page each, which the
+    /// prefetchers do not follow and the TLB does not hold).
+    static Index strip_width(Index length, Index available) {
+        constexpr Index W = fft_detail::lanes<T>;
+        const Index fit = (Index(256) << 10) / (length * Index(sizeof(Complex<T>))) / W * W;
+        return std::min(std::max(fit, W), (available + W - 1) / W * W);
+    }
+
     void run_four_step(const Complex<T>* in, Index in_stride, Complex<T>* out, Index out_stride, T scale,
                        ThreadPool* pool) const {
         using namespace fft_detail;
         constexpr Index W = lanes<T>;
         Scratch<Complex<T>> middle(n_);  // [k1][j2]
         Complex<T>* mid = middle.data();
-        parallel(pool, (n2_ + W - 1) / W, [&](Index g) {
-            const Index first = g * W;
-            Scratch<Complex<T>> group(n1_);
-            for (Index k1 = 0; k1 < n1_; ++k1) {
-                const Index k = (first * k1) % n_;
-                group.data()[k1] = round_to<T>(mul(roots_hi_[static_cast<std::size_t>(k / root_block_)],
-                                                   roots_lo_[static_cast<std::size_t>(k % root_block_)]));
+        // Step 1: columns j2 (length n1, stride n2), times w_n^(j2 k1), into mid[k1][j2].
+        const Index width1 = strip_width(n1_, n2_);
+        parallel(pool, (n2_ + width1 - 1) / width1, [&](Index t) {
+            const Index first = t * width1, columns = std::min(width1, n2_ - first);
+            Scratch<Complex<T>> strip_buffer(n1_ * width1 + n1_);
+            Complex<T>* strip = strip_buffer.data();
+            Complex<T>* group = strip + n1_ * width1;
+            for (Index e = 0; e < n1_; ++e) {
+                const Complex<T>* row = in + (e * n2_ + first) * in_stride;
+                if (in_stride == 1)
+                    std::copy(row, row + columns, strip + e * width1);
+                else
+                    for (Index c = 0; c < columns; ++c) strip[e * width1 + c] = row[c * in_stride];
             }
-            const LaneTwiddle<T> lane_tw{lane_c_.data(), lane_d_.data(), group.data()};
-            columns_->run_lane_group(in + first * in_stride, n2_ * in_stride, in_stride, mid + first, n2_, 1,
-                                     std::min(W, n2_ - first), T(1), &lane_tw);
+            for (Index g = 0; g < columns; g += W) {
+                for (Index k1 = 0; k1 < n1_; ++k1) {
+                    const Index k = ((first + g) * k1) % n_;
+                    group[k1] = round_to<T>(mul(roots_hi_[static_cast<std::size_t>(k / root_block_)],
+                                                roots_lo_[static_cast<std::size_t>(k % root_block_)]));
+                }
+                const LaneTwiddle<T> lane_tw{lane_c_.data(), lane_d_.data(), group};
+                columns_->run_lane_group(strip + g, width1, 1, strip + g, width1, 1, std::min(W, columns - g), T(1), &lane_tw);
+            }
+            for (Index e = 0; e < n1_; ++e)
+                std::copy(strip + e * width1, strip + e * width1 + columns, mid + e * n2_ + first);
         });
-        // Row k1 (length n2) goes to out[(k1 + n1 k2) * out_stride]: the transposition.
-        rows_->execute(mid, 1, n2_, out, n1_ * out_stride, out_stride, n1_, scale, pool);
+        // Step 2: row k1 (length n2) goes to out[(k1 + n1 k2) * out_stride]: the transposition.
+        if (!rows_->has_direct_) {
+            rows_->execute(mid, 1, n2_, out, n1_ * out_stride, out_stride, n1_, scale, pool);
+            return;
+        }
+        const Index width2 = strip_width(n2_, n1_);
+        parallel(pool, (n1_ + width2 - 1) / width2, [&](Index t) {
+            const Index first = t * width2, rows = std::min(width2, n1_ - first);
+            Scratch<Complex<T>> strip_buffer(n2_ * width2);
+            Complex<T>* strip = strip_buffer.data();  // [k2][k1 - first]
+            for (Index g = 0; g < rows; g += W)
+                rows_->run_lane_group(mid + (first + g) * n2_, 1, n2_, strip + g, width2, 1, std::min(W, rows - g), scale,
+                                      nullptr);
+            for (Index k2 = 0; k2 < n2_; ++k2) {
+                Complex<T>* row = out + (first + n1_ * k2) * out_stride;
+                if (out_stride == 1)
+                    std::copy(strip + k2 * width2, strip + k2 * width2 + rows, row);
+                else
+                    for (Index r = 0; r < rows; ++r) row[r * out_stride] = strip[k2 * width2 + r];
+            }
+        });
     }
 
     void run_bluestein(const Complex<T>* in, Index in_stride, Index in_dist, Complex<T>* out, Index out_stride,
