@@ -26,7 +26,7 @@
 
 namespace {
 
-namespace fft = lazytensor::detail::host::fft;
+namespace fft_engine = lazytensor::detail::host::fft;
 using fft_index = std::int64_t;
 using fft_lcomplex = std::complex<long double>;
 
@@ -150,11 +150,11 @@ std::vector<std::complex<T>> fft_cast(const std::vector<std::complex<float>>& x)
 /// One contiguous transform of x against the reference at ks; returns the relative error.
 template <class T>
 double fft_c2c_error(const std::vector<std::complex<float>>& x, const std::vector<fft_index>& ks,
-                     const std::vector<fft_lcomplex>& ref, fft::Direction dir) {
+                     const std::vector<fft_lcomplex>& ref, fft_engine::Direction dir) {
     const fft_index n = static_cast<fft_index>(x.size());
     auto in = fft_cast<T>(x);
     std::vector<std::complex<T>> out(in.size(), std::complex<T>(NAN, NAN));
-    fft::c2c<T>(in.data(), 1, n, out.data(), 1, n, n, 1, dir, T(1), nullptr);
+    fft_engine::c2c<T>(in.data(), 1, n, out.data(), 1, n, n, 1, dir, T(1), nullptr);
     return fft_rel_error<std::complex<T>>(ref, ks, [&](fft_index k) { return out[static_cast<std::size_t>(k)]; },
                                           fft_norm2(x) * n, n);
 }
@@ -163,9 +163,9 @@ void fft_check_length(fft_index n) {
     CAPTURE(n);
     const auto x = fft_random_complex(n, static_cast<unsigned>(n));
     const auto ks = fft_checked_outputs(n, 7);
-    for (auto dir : {fft::Direction::forward, fft::Direction::inverse}) {
-        CAPTURE(dir == fft::Direction::forward);
-        const auto ref = fft_naive_at(x, ks, fft::direction_sign(dir));
+    for (auto dir : {fft_engine::Direction::forward, fft_engine::Direction::inverse}) {
+        CAPTURE(dir == fft_engine::Direction::forward);
+        const auto ref = fft_naive_at(x, ks, fft_engine::direction_sign(dir));
         CHECK(fft_c2c_error<float>(x, ks, ref, dir) <= fft_bound<float>(n));
         CHECK(fft_c2c_error<double>(x, ks, ref, dir) <= fft_bound<double>(n));
     }
@@ -181,7 +181,7 @@ TEST_CASE("fft engine: the error measure sees a wrong result") {
     const auto ks = fft_checked_outputs(n, 1);
     const auto ref = fft_naive_at(x, ks, -1);
     std::vector<std::complex<float>> out(static_cast<std::size_t>(n));
-    fft::c2c<float>(x.data(), 1, n, out.data(), 1, n, n, 1, fft::Direction::forward, 1.f, nullptr);
+    fft_engine::c2c<float>(x.data(), 1, n, out.data(), 1, n, n, 1, fft_engine::Direction::forward, 1.f, nullptr);
     auto err = [&](const std::vector<std::complex<float>>& y) {
         return fft_rel_error<std::complex<float>>(ref, ks, [&](fft_index k) { return y[static_cast<std::size_t>(k)]; },
                                                   0, n);
@@ -191,7 +191,7 @@ TEST_CASE("fft engine: the error measure sees a wrong result") {
     bad[5] += std::complex<float>(float(1e-5 * std::sqrt(double(fft_norm2(x) * n))), 0);
     CHECK(err(bad) > fft_bound<float>(n));
     std::vector<std::complex<float>> wrong_direction(static_cast<std::size_t>(n));
-    fft::c2c<float>(x.data(), 1, n, wrong_direction.data(), 1, n, n, 1, fft::Direction::inverse, 1.f, nullptr);
+    fft_engine::c2c<float>(x.data(), 1, n, wrong_direction.data(), 1, n, n, 1, fft_engine::Direction::inverse, 1.f, nullptr);
     CHECK(err(wrong_direction) > 0.1);
     std::rotate(bad.begin(), bad.begin() + 1, bad.end());
     CHECK(err(bad) > 0.1);
@@ -236,7 +236,7 @@ TEST_CASE("fft engine: strided, batched and in-place c2c with a scale") {
             const fft_index span_out = c.out_stride * (n - 1) + c.out_dist * (count - 1) + 1;
             const fft_index first = c.reversed ? n - 1 : 0;
             const auto data = fft_random_complex(span_in, static_cast<unsigned>(n + 17));
-            for (auto dir : {fft::Direction::forward, fft::Direction::inverse}) {
+            for (auto dir : {fft_engine::Direction::forward, fft_engine::Direction::inverse}) {
                 // The references, once for both precisions.
                 std::vector<std::vector<fft_lcomplex>> refs;
                 std::vector<long double> norms;
@@ -244,7 +244,7 @@ TEST_CASE("fft engine: strided, batched and in-place c2c with a scale") {
                     std::vector<std::complex<float>> x;
                     for (fft_index j = 0; j < n; ++j)
                         x.push_back(data[static_cast<std::size_t>(first + b * c.in_dist + j * c.in_stride)]);
-                    refs.push_back(fft_naive_at(x, ks, fft::direction_sign(dir)));
+                    refs.push_back(fft_naive_at(x, ks, fft_engine::direction_sign(dir)));
                     norms.push_back(fft_norm2(x) * n);
                 }
                 auto run = [&](auto precision) {
@@ -253,7 +253,7 @@ TEST_CASE("fft engine: strided, batched and in-place c2c with a scale") {
                     auto in = fft_cast<T>(data);
                     std::vector<std::complex<T>> out_buffer(static_cast<std::size_t>(span_out), std::complex<T>(NAN, NAN));
                     std::complex<T>* out_ptr = c.in_place ? in.data() : out_buffer.data();
-                    fft::c2c<T>(in.data() + first, c.in_stride, c.in_dist, out_ptr, c.out_stride, c.out_dist, n, count, dir,
+                    fft_engine::c2c<T>(in.data() + first, c.in_stride, c.in_dist, out_ptr, c.out_stride, c.out_dist, n, count, dir,
                                 scale, nullptr);
                     for (fft_index b = 0; b < count; ++b) {
                         auto ref = refs[static_cast<std::size_t>(b)];
@@ -303,7 +303,7 @@ void fft_check_real(fft_index n, fft_index count) {
         std::vector<T> in(data.begin(), data.end());
         std::vector<std::complex<T>> out(static_cast<std::size_t>((h + 1) * count), std::complex<T>(NAN, NAN));
         const T scale = T(0.5);
-        fft::r2c<T>(in.data(), in_stride, in_dist, out.data(), 1, h + 1, n, count, scale, nullptr);
+        fft_engine::r2c<T>(in.data(), in_stride, in_dist, out.data(), 1, h + 1, n, count, scale, nullptr);
         for (fft_index b = 0; b < count; ++b) {
             std::vector<std::complex<float>> x;
             for (fft_index j = 0; j < n; ++j) x.emplace_back(data[static_cast<std::size_t>(b * in_dist + j * in_stride)], 0.f);
@@ -335,7 +335,7 @@ void fft_check_real(fft_index n, fft_index count) {
         const fft_index out_dist = out_stride * n + 2;
         std::vector<T> out(static_cast<std::size_t>(out_dist * count), T(NAN));
         const T scale = T(1) / T(n);
-        fft::c2r<T>(in.data(), in_stride, in_dist, out.data(), out_stride, out_dist, n, count, scale, nullptr);
+        fft_engine::c2r<T>(in.data(), in_stride, in_dist, out.data(), out_stride, out_dist, n, count, scale, nullptr);
         for (fft_index b = 0; b < count; ++b) {
             std::vector<std::complex<float>> half;
             for (fft_index k = 0; k < h; ++k) half.push_back(data[static_cast<std::size_t>(b * in_dist + k * in_stride)]);
@@ -384,12 +384,12 @@ void fft_round_trip(const fft_round_trip_reference& ref) {
     CAPTURE(n);
     auto in = fft_cast<T>(x);
     std::vector<std::complex<T>> spectrum(in.size()), back(in.size());
-    fft::c2c<T>(in.data(), 1, n, spectrum.data(), 1, n, n, 1, fft::Direction::forward, T(1), nullptr);
+    fft_engine::c2c<T>(in.data(), 1, n, spectrum.data(), 1, n, n, 1, fft_engine::Direction::forward, T(1), nullptr);
     // The forward result against a direct DFT at a sample of outputs.
     CHECK(fft_rel_error<std::complex<T>>(ref.spectrum, ref.ks,
                                          [&](fft_index k) { return spectrum[static_cast<std::size_t>(k)]; },
                                          fft_norm2(x) * n, n) <= fft_bound<T>(n));
-    fft::c2c<T>(spectrum.data(), 1, n, back.data(), 1, n, n, 1, fft::Direction::inverse, T(1) / T(n), nullptr);
+    fft_engine::c2c<T>(spectrum.data(), 1, n, back.data(), 1, n, n, 1, fft_engine::Direction::inverse, T(1) / T(n), nullptr);
     long double err = 0;
     for (fft_index j = 0; j < n; ++j)
         err += std::norm(fft_lcomplex(back[static_cast<std::size_t>(j)].real() - x[static_cast<std::size_t>(j)].real(),
@@ -399,8 +399,8 @@ void fft_round_trip(const fft_round_trip_reference& ref) {
     const auto& r = ref.real;
     std::vector<T> real_in(r.begin(), r.end()), real_back(r.size());
     std::vector<std::complex<T>> half(static_cast<std::size_t>(n / 2 + 1));
-    fft::r2c<T>(real_in.data(), 1, n, half.data(), 1, n / 2 + 1, n, 1, T(1), nullptr);
-    fft::c2r<T>(half.data(), 1, n / 2 + 1, real_back.data(), 1, n, n, 1, T(1) / T(n), nullptr);
+    fft_engine::r2c<T>(real_in.data(), 1, n, half.data(), 1, n / 2 + 1, n, 1, T(1), nullptr);
+    fft_engine::c2r<T>(half.data(), 1, n / 2 + 1, real_back.data(), 1, n, n, 1, T(1) / T(n), nullptr);
     long double rerr = 0, rnorm = 0;
     for (fft_index j = 0; j < n; ++j) {
         rerr += std::pow(static_cast<long double>(real_back[static_cast<std::size_t>(j)]) - r[static_cast<std::size_t>(j)], 2);
@@ -441,8 +441,8 @@ void fft_naive_along(std::vector<fft_lcomplex>& a, const std::vector<fft_index>&
         }
 }
 
-fft::Layout fft_dense(const std::vector<fft_index>& shape) {
-    fft::Layout l{shape, std::vector<fft_index>(shape.size())};
+fft_engine::Layout fft_dense(const std::vector<fft_index>& shape) {
+    fft_engine::Layout l{shape, std::vector<fft_index>(shape.size())};
     fft_index s = 1;
     for (std::size_t d = shape.size(); d-- > 0;) l.strides[d] = s, s *= shape[d];
     return l;
@@ -464,7 +464,7 @@ TEST_CASE("fft engine: fftn, rfftn and irfftn along several axes") {
         for (int a : axes) fft_naive_along(ref, shape, a, -1);
         std::vector<std::complex<double>> out(static_cast<std::size_t>(total));
         const auto in = fft_cast<double>(x);
-        fft::c2c_axes<double>(in.data(), fft_dense(shape), out.data(), fft_dense(shape), axes, fft::Direction::forward, 1.0,
+        fft_engine::c2c_axes<double>(in.data(), fft_dense(shape), out.data(), fft_dense(shape), axes, fft_engine::Direction::forward, 1.0,
                               nullptr);
         std::vector<fft_index> all(static_cast<std::size_t>(total));
         for (fft_index i = 0; i < total; ++i) all[static_cast<std::size_t>(i)] = i;
@@ -479,11 +479,11 @@ TEST_CASE("fft engine: fftn, rfftn and irfftn along several axes") {
         auto half_shape = shape;
         const auto last = static_cast<std::size_t>(axes.back());
         half_shape[last] = shape[last] / 2 + 1;
-        const fft::Layout half_layout = fft_dense(half_shape);
+        const fft_engine::Layout half_layout = fft_dense(half_shape);
         fft_index half_total = 1;
         for (fft_index e : half_shape) half_total *= e;
         std::vector<std::complex<float>> spectrum(static_cast<std::size_t>(half_total));
-        fft::r2c_axes<float>(r.data(), fft_dense(shape), spectrum.data(), half_layout, axes, 1.f, nullptr);
+        fft_engine::r2c_axes<float>(r.data(), fft_dense(shape), spectrum.data(), half_layout, axes, 1.f, nullptr);
         long double err = 0, norm = 0;
         for (fft_index i = 0; i < half_total; ++i) {
             // The full-shape index of half-shape element i.
@@ -500,7 +500,7 @@ TEST_CASE("fft engine: fftn, rfftn and irfftn along several axes") {
         CHECK(double(std::sqrt(err / norm)) <= fft_bound<float>(len));
         // irfftn back, with 1/len: the real array again.
         std::vector<float> back(static_cast<std::size_t>(total), NAN);
-        fft::c2r_axes<float>(spectrum.data(), half_layout, back.data(), fft_dense(shape), axes, 1.f / float(len), nullptr);
+        fft_engine::c2r_axes<float>(spectrum.data(), half_layout, back.data(), fft_dense(shape), axes, 1.f / float(len), nullptr);
         long double berr = 0, bnorm = 0;
         for (fft_index i = 0; i < total; ++i) {
             berr += std::pow(static_cast<long double>(back[static_cast<std::size_t>(i)]) - r[static_cast<std::size_t>(i)], 2);
@@ -524,19 +524,19 @@ TEST_CASE("fft engine: two threads give bit-identical results to one") {
         CAPTURE(s.n);
         const auto x = fft_random_complex(s.n * s.count, 31);
         std::vector<std::complex<float>> one(x.size()), two(x.size());
-        fft::c2c<float>(x.data(), 1, s.n, one.data(), 1, s.n, s.n, s.count, fft::Direction::forward, 1.f, nullptr);
-        fft::c2c<float>(x.data(), 1, s.n, two.data(), 1, s.n, s.n, s.count, fft::Direction::forward, 1.f, &pool);
+        fft_engine::c2c<float>(x.data(), 1, s.n, one.data(), 1, s.n, s.n, s.count, fft_engine::Direction::forward, 1.f, nullptr);
+        fft_engine::c2c<float>(x.data(), 1, s.n, two.data(), 1, s.n, s.n, s.count, fft_engine::Direction::forward, 1.f, &pool);
         CHECK(same(one, two));
     }
     // rfft2 of 512 x 512 and its inverse.
     const auto r = fft_random_real(512 * 512, 32);
-    const fft::Layout real_layout = fft_dense({512, 512}), half_layout = fft_dense({512, 257});
+    const fft_engine::Layout real_layout = fft_dense({512, 512}), half_layout = fft_dense({512, 257});
     std::vector<std::complex<float>> one(512 * 257), two(512 * 257);
-    fft::r2c_axes<float>(r.data(), real_layout, one.data(), half_layout, {0, 1}, 1.f, nullptr);
-    fft::r2c_axes<float>(r.data(), real_layout, two.data(), half_layout, {0, 1}, 1.f, &pool);
+    fft_engine::r2c_axes<float>(r.data(), real_layout, one.data(), half_layout, {0, 1}, 1.f, nullptr);
+    fft_engine::r2c_axes<float>(r.data(), real_layout, two.data(), half_layout, {0, 1}, 1.f, &pool);
     CHECK(same(one, two));
     std::vector<float> back_one(r.size()), back_two(r.size());
-    fft::c2r_axes<float>(one.data(), half_layout, back_one.data(), real_layout, {0, 1}, 1.f, nullptr);
-    fft::c2r_axes<float>(one.data(), half_layout, back_two.data(), real_layout, {0, 1}, 1.f, &pool);
+    fft_engine::c2r_axes<float>(one.data(), half_layout, back_one.data(), real_layout, {0, 1}, 1.f, nullptr);
+    fft_engine::c2r_axes<float>(one.data(), half_layout, back_two.data(), real_layout, {0, 1}, 1.f, &pool);
     CHECK(same(back_one, back_two));
 }
