@@ -140,6 +140,17 @@ void parallel(ThreadPool* pool, Index n, F&& f) {
         for (Index i = 0; i < n; ++i) f(i);
 }
 
+/// f(row, begin, end) over [0, length) of each of count rows, in chunks of at least 16384
+/// elements when there is a pool, so that one long row is shared by the threads too.
+template <class F>
+void parallel_rows(ThreadPool* pool, Index count, Index length, F&& f) {
+    const Index chunks = pool ? std::max<Index>(1, std::min<Index>(16, length / 16384)) : 1;
+    parallel(pool, count * chunks, [&](Index i) {
+        const Index b = i / chunks, c = i % chunks;
+        f(b, length * c / chunks, length * (c + 1) / chunks);
+    });
+}
+
 // ---------------------------------------------------------------------------------- numbers
 
 /// exp(sign * 2 pi i k / n) in long double (k reduced mod n first, so large k lose nothing).
@@ -450,6 +461,14 @@ public:
         switch (kind_for(count)) {
             case Kind::direct: {
                 constexpr Index W = lanes<T>;
+                if (in_dist == 1 && out_dist == 1 && std::abs(in_stride) * Index(sizeof(Complex<T>)) >= 1024) {
+                    const Index width = strip_width(n_, count);
+                    parallel(pool, (count + width - 1) / width, [&](Index t) {
+                        run_strip(in + t * width, in_stride, 1, out + t * width, out_stride, 1, std::min(width, count - t * width),
+                                  width, scale, [](Index) { return nullptr; });
+                    });
+                    return;
+                }
                 parallel(pool, (count + W - 1) / W, [&](Index g) {
                     run_lane_group(in + g * W * in_dist, in_stride, in_dist, out + g * W * out_dist, out_stride, out_dist,
                                    std::min(W, count - g * W), scale, nullptr);
@@ -469,6 +488,53 @@ public:
                 return;
             }
         }
+    }
+
+    /// `columns` transforms of a direct plan that lie side by side (transform c's element e at
+    /// in[e * in_stride + c * in_lane]), far apart element to element: copied a row at a time
+    /// into a dense strip of `width` columns (about 256 KiB, in L2), run there as lane groups in
+    /// place, copied back. group_twiddle(g) gives the four-step's twiddles for the lane group
+    /// of columns g.. (or nothing).
+    template <class GroupTwiddle>
+    void run_strip(const Complex<T>* in, Index in_stride, Index in_lane, Complex<T>* out, Index out_stride,
+                   Index out_lane, Index columns, Index width, T scale, GroupTwiddle&& group_twiddle) const {
+        using namespace fft_detail;
+        constexpr Index W = lanes<T>;
+        const Index n = n_;
+        Scratch<Complex<T>> strip_buffer(n * width);
+        Complex<T>* strip = strip_buffer.data();
+        for (Index e = 0; e < n; ++e) {
+            const Complex<T>* row = in + e * in_stride;
+            if (in_lane == 1) {
+                if (e + prefetch_rows < n) prefetch(row + prefetch_rows * in_stride, columns, false);
+                std::copy(row, row + columns, strip + e * width);
+            } else {
+                for (Index c = 0; c < columns; ++c) strip[e * width + c] = row[c * in_lane];
+            }
+        }
+        for (Index g = 0; g < columns; g += W) {
+            const auto lane_tw = group_twiddle(g);
+            run_lane_group(strip + g, width, 1, strip + g, width, 1, std::min(W, columns - g), scale, lane_tw_pointer(lane_tw));
+        }
+        for (Index e = 0; e < n; ++e) {
+            Complex<T>* row = out + e * out_stride;
+            if (out_lane == 1) {
+                if (e + prefetch_rows < n) prefetch(row + prefetch_rows * out_stride, columns, true);
+                std::copy(strip + e * width, strip + e * width + columns, row);
+            } else {
+                for (Index c = 0; c < columns; ++c) row[c * out_lane] = strip[e * width + c];
+            }
+        }
+    }
+
+    /// Columns (or rows) a strip holds: about 256 KiB, at least a lane group. Whole strips are
+    /// copied in and out a row at a time, so that each 4 KiB page of a layout whose rows are
+    /// pages apart is visited once per strip, not once per lane group (the prefetchers do not
+    /// follow such strides and the TLB does not hold their pages).
+    static Index strip_width(Index length, Index available) {
+        constexpr Index W = fft_detail::lanes<T>;
+        const Index fit = (Index(256) << 10) / (length * Index(sizeof(Complex<T>))) / W * W;
+        return std::min(std::max(fit, W), (available + W - 1) / W * W);
     }
 
     /// One lane group of `count` <= W transforms of a direct plan: lane l's element e at
@@ -596,16 +662,21 @@ private:
         for (const auto& k : kernel) kernel_spectrum_.push_back(round_to<T>(k));
     }
 
-    /// Columns (or rows) a four-step task takes at once: a strip of about 256 KiB. Whole
-    /// strips are copied in and out a row at a time, so that each 4 KiB page of the input, the
-    /// middle buffer and the output is visited once per strip, not once per lane group (a lane
-    /// group's elements are a row apart: an 8 KiB stride at 2^20, a page each, which the
-    /// prefetchers do not follow and the TLB does not hold).
-    static Index strip_width(Index length, Index available) {
-        constexpr Index W = fft_detail::lanes<T>;
-        const Index fit = (Index(256) << 10) / (length * Index(sizeof(Complex<T>))) / W * W;
-        return std::min(std::max(fit, W), (available + W - 1) / W * W);
+    /// Rows ahead that the strip copies prefetch: their rows are pages apart, which the hardware
+    /// prefetchers do not follow, and a copy that waits for each row is latency-bound.
+    static constexpr Index prefetch_rows = 8;
+    static void prefetch(const Complex<T>* p, Index count, bool for_write) {
+        const char* c = reinterpret_cast<const char*>(p);
+        for (Index b = 0; b < count * Index(sizeof(Complex<T>)); b += 64) {
+            if (for_write)
+                __builtin_prefetch(c + b, 1);
+            else
+                __builtin_prefetch(c + b, 0);
+        }
     }
+
+    static const fft_detail::LaneTwiddle<T>* lane_tw_pointer(std::nullptr_t) { return nullptr; }
+    static const fft_detail::LaneTwiddle<T>* lane_tw_pointer(const fft_detail::LaneTwiddle<T>& t) { return &t; }
 
     void run_four_step(const Complex<T>* in, Index in_stride, Complex<T>* out, Index out_stride, T scale,
                        ThreadPool* pool) const {
@@ -616,28 +687,17 @@ private:
         // Step 1: columns j2 (length n1, stride n2), times w_n^(j2 k1), into mid[k1][j2].
         const Index width1 = strip_width(n1_, n2_);
         parallel(pool, (n2_ + width1 - 1) / width1, [&](Index t) {
-            const Index first = t * width1, columns = std::min(width1, n2_ - first);
-            Scratch<Complex<T>> strip_buffer(n1_ * width1 + n1_);
-            Complex<T>* strip = strip_buffer.data();
-            Complex<T>* group = strip + n1_ * width1;
-            for (Index e = 0; e < n1_; ++e) {
-                const Complex<T>* row = in + (e * n2_ + first) * in_stride;
-                if (in_stride == 1)
-                    std::copy(row, row + columns, strip + e * width1);
-                else
-                    for (Index c = 0; c < columns; ++c) strip[e * width1 + c] = row[c * in_stride];
-            }
-            for (Index g = 0; g < columns; g += W) {
-                for (Index k1 = 0; k1 < n1_; ++k1) {
-                    const Index k = ((first + g) * k1) % n_;
-                    group[k1] = round_to<T>(mul(roots_hi_[static_cast<std::size_t>(k / root_block_)],
-                                                roots_lo_[static_cast<std::size_t>(k % root_block_)]));
-                }
-                const LaneTwiddle<T> lane_tw{lane_c_.data(), lane_d_.data(), group};
-                columns_->run_lane_group(strip + g, width1, 1, strip + g, width1, 1, std::min(W, columns - g), T(1), &lane_tw);
-            }
-            for (Index e = 0; e < n1_; ++e)
-                std::copy(strip + e * width1, strip + e * width1 + columns, mid + e * n2_ + first);
+            const Index first = t * width1;
+            Scratch<Complex<T>> group(n1_);
+            columns_->run_strip(in + first * in_stride, n2_ * in_stride, in_stride, mid + first, n2_, 1,
+                                std::min(width1, n2_ - first), width1, T(1), [&](Index g) {
+                                    for (Index k1 = 0; k1 < n1_; ++k1) {
+                                        const Index k = ((first + g) * k1) % n_;
+                                        group.data()[k1] = round_to<T>(mul(roots_hi_[static_cast<std::size_t>(k / root_block_)],
+                                                                           roots_lo_[static_cast<std::size_t>(k % root_block_)]));
+                                    }
+                                    return LaneTwiddle<T>{lane_c_.data(), lane_d_.data(), group.data()};
+                                });
         });
         // Step 2: row k1 (length n2) goes to out[(k1 + n1 k2) * out_stride]: the transposition.
         if (!rows_->has_direct_) {
@@ -654,8 +714,10 @@ private:
                                       nullptr);
             for (Index k2 = 0; k2 < n2_; ++k2) {
                 Complex<T>* row = out + (first + n1_ * k2) * out_stride;
-                if (out_stride == 1)
+                if (out_stride == 1) {
+                    if (k2 + prefetch_rows < n2_) prefetch(row + prefetch_rows * n1_, rows, true);
                     std::copy(strip + k2 * width2, strip + k2 * width2 + rows, row);
+                }
                 else
                     for (Index r = 0; r < rows; ++r) row[r * out_stride] = strip[k2 * width2 + r];
             }
@@ -668,18 +730,21 @@ private:
         const Index m = convolution_fwd_->size();
         Scratch<Complex<T>> buffer(count * m);
         Complex<T>* a = buffer.data();
-        for (Index b = 0; b < count; ++b) {
+        parallel_rows(pool, count, m, [&](Index b, Index begin, Index end) {
             Complex<T>* row = a + b * m;
-            for (Index k = 0; k < n_; ++k) row[k] = mul(in[b * in_dist + k * in_stride], chirp_[static_cast<std::size_t>(k)]);
-            std::fill(row + n_, row + m, Complex<T>());
-        }
+            for (Index k = begin; k < std::min(end, n_); ++k)
+                row[k] = mul(in[b * in_dist + k * in_stride], chirp_[static_cast<std::size_t>(k)]);
+            if (end > n_) std::fill(row + std::max(begin, n_), row + end, Complex<T>());
+        });
         convolution_fwd_->execute(a, 1, m, a, 1, m, count, T(1), pool);
-        for (Index b = 0; b < count; ++b)
-            for (Index k = 0; k < m; ++k) a[b * m + k] = mul(a[b * m + k], kernel_spectrum_[static_cast<std::size_t>(k)]);
+        parallel_rows(pool, count, m, [&](Index b, Index begin, Index end) {
+            for (Index k = begin; k < end; ++k) a[b * m + k] = mul(a[b * m + k], kernel_spectrum_[static_cast<std::size_t>(k)]);
+        });
         convolution_inv_->execute(a, 1, m, a, 1, m, count, T(1), pool);
-        for (Index b = 0; b < count; ++b)
-            for (Index k = 0; k < n_; ++k)
+        parallel_rows(pool, count, n_, [&](Index b, Index begin, Index end) {
+            for (Index k = begin; k < end; ++k)
                 out[b * out_dist + k * out_stride] = mul(a[b * m + k], chirp_[static_cast<std::size_t>(k)]) * scale;
+        });
     }
 
     Index n_;
@@ -807,7 +872,7 @@ void r2c(const T* in, Index in_stride, Index in_dist, Complex<T>* out, Index out
     complex.execute(z, 1, z_dist, out, out_stride, out_dist, count, T(1), pool);
     const Complex<T>* w = plan->twiddles();
     const T half = scale / 2;
-    parallel(pool, count, [&](Index b) {
+    parallel_rows(pool, count, h / 2 + 1, [&](Index b, Index begin, Index end) {
         Complex<T>* row = out + b * out_dist;
         auto at = [&](Index k) -> Complex<T>& { return row[k * out_stride]; };
         auto combine = [&](Complex<T> zk, Complex<T> zh, Complex<T> wk) {  // X_k from Z_k, Z_(h-k)
@@ -816,7 +881,7 @@ void r2c(const T* in, Index in_stride, Index in_dist, Complex<T>* out, Index out
             const Complex<T> wd = mul(wk, dif);
             return Complex<T>((sum.real() + wd.imag()) * half, (sum.imag() - wd.real()) * half);
         };
-        for (Index k = 0; k <= h / 2; ++k) {
+        for (Index k = begin; k < end; ++k) {  // k <= h/2 with its partner h - k
             const Complex<T> zk = at(k), zh = at((h - k) % h);
             const Complex<T> xk = combine(zk, zh, w[k]);
             const Complex<T> xh = combine(zh, zk, w[h - k]);
@@ -861,10 +926,10 @@ void c2r(const Complex<T>* in, Index in_stride, Index in_dist, T* out, Index out
     Scratch<Complex<T>> rows(count * h);
     Complex<T>* z = rows.data();
     const Complex<T>* w = plan->twiddles();
-    parallel(pool, count, [&](Index b) {
+    parallel_rows(pool, count, h, [&](Index b, Index begin, Index end) {
         const Complex<T>* x = in + b * in_dist;
         Complex<T>* row = z + b * h;
-        for (Index k = 0; k < h; ++k) {
+        for (Index k = begin; k < end; ++k) {
             Complex<T> xk = x[k * in_stride], xh = x[(h - k) * in_stride];
             if (k == 0) xk = Complex<T>(xk.real(), T(0)), xh = Complex<T>(xh.real(), T(0));
             const Complex<T> sum(xk.real() + xh.real(), xk.imag() - xh.imag());
