@@ -212,7 +212,8 @@ TEST_CASE("fft engine: c2c of selected lengths against a direct DFT") {
 
 TEST_CASE("fft engine: strided, batched and in-place c2c with a scale") {
     // Layouts: gaps between elements and transforms; transforms side by side (batch stride 1:
-    // an axis that is not the last), with a partial lane group; reversed elements; in place.
+    // an axis that is not the last), with a partial lane group, close together or over 1 KiB
+    // apart (strips); reversed elements; in place.
     struct Case {
         const char* name;
         fft_index in_stride, in_dist, out_stride, out_dist;
@@ -225,6 +226,8 @@ TEST_CASE("fft engine: strided, batched and in-place c2c with a scale") {
             {"gaps", 3, 3 * n + 1, 2, 2 * n + 5, false, false},
             {"side by side", count, 1, count, 1, false, false},
             {"side by side, in place", count, 1, count, 1, true, false},
+            {"side by side, rows far apart (strips)", count + 200, 1, count + 130, 1, false, false},
+            {"side by side, rows far apart, in place", count + 200, 1, count + 200, 1, true, false},
             {"rows in place", 1, n, 1, n, true, false},
             {"reversed elements", -1, n, 1, n, false, true},
         };
@@ -451,8 +454,9 @@ fft_engine::Layout fft_dense(const std::vector<fft_index>& shape) {
 }  // namespace
 
 TEST_CASE("fft engine: fftn, rfftn and irfftn along several axes") {
-    const std::vector<fft_index> shape = {6, 10, 9};
-    const fft_index total = 6 * 10 * 9;
+    // The last axis is long enough that the others' rows lie over 1 KiB apart: they run in strips.
+    const std::vector<fft_index> shape = {6, 10, 260};
+    const fft_index total = 6 * 10 * 260;
     for (const std::vector<int>& axes : {std::vector<int>{0, 1, 2}, std::vector<int>{0, 2}, std::vector<int>{2, 1},
                                          std::vector<int>{1}}) {
         CAPTURE(axes.size());

@@ -11,13 +11,16 @@
 //              a vector holds: 8 floats' pairs with AVX-512). Every butterfly is then plain vector
 //              arithmetic with broadcast twiddles, whatever the pass. Transforms whose elements
 //              lie side by side in memory (a batch stride of 1: an axis that is not the last)
-//              are read and written in place; others are gathered into a scratch group first.
-//   four-step  n = n1 * n2 with n1 direct: n2 column transforms of length n1 (lane groups of
-//              adjacent columns, read straight from the input), each output multiplied by
-//              w_n^(j2 k1) in that last pass, then n1 row transforms of length n2 written with a
-//              stride of n1 (the transposition). Used for long single transforms (they
-//              parallelize and each lane group fits in L2) and for lengths with a large prime
-//              factor (n2 is then a Bluestein plan).
+//              are read and written in place, or, when their rows are far apart (pages: the
+//              prefetchers do not follow and the TLB does not hold them), copied a row at a
+//              time into ~256 KiB strips of several lane groups; other transforms (rows) are
+//              gathered into a scratch lane group and scattered back.
+//   four-step  n = n1 * n2 with n1 direct: n2 column transforms of length n1 (strips of
+//              adjacent columns), each output multiplied by w_n^(j2 k1) in their last pass, then
+//              n1 row transforms of length n2 written with a stride of n1 (the transposition,
+//              through strips of rows). Used for long single transforms (they parallelize and
+//              each strip fits in L2) and for lengths with a large prime factor (n2 is then a
+//              Bluestein plan).
 //   Bluestein  n prime > 13 (or no smooth factor): a chirp-z convolution through a 2/3/5-smooth
 //              length m >= 2n - 1, the chirp's spectrum computed in double and rounded once.
 // Real transforms of even n are complex transforms of n/2 (the even samples as real parts, the
@@ -26,8 +29,8 @@
 //
 // Twiddles are computed in long double and rounded once to the plan's precision, except the
 // four-step's w_n^(j2 k1), which is the product of two such rounded factors.
-// Results do not depend on the thread count: threads only take whole lane groups, rows or
-// transforms, each computed the same way on any thread.
+// Results do not depend on the thread count: threads take whole lane groups, strips or
+// transforms, or chunks of an element-wise pass, each computed the same way on any thread.
 #pragma once
 
 #include <algorithm>
@@ -490,6 +493,7 @@ public:
         }
     }
 
+private:
     /// `columns` transforms of a direct plan that lie side by side (transform c's element e at
     /// in[e * in_stride + c * in_lane]), far apart element to element: copied a row at a time
     /// into a dense strip of `width` columns (about 256 KiB, in L2), run there as lane groups in
@@ -588,7 +592,6 @@ public:
                 for (Index l = 0; l < count; ++l) out[e * out_stride + l * out_lane] = dst[e * W + l];
     }
 
-private:
     void build_direct() {
         using namespace fft_detail;
         has_direct_ = true;
@@ -643,7 +646,6 @@ private:
 
     void build_bluestein() {
         using namespace fft_detail;
-        has_bluestein_ = true;
         const Index m = next_smooth(2 * n_ - 1);
         convolution_fwd_ = plan_c2c<T>(m, Direction::forward);
         convolution_inv_ = plan_c2c<T>(m, Direction::inverse);
@@ -761,7 +763,6 @@ private:
     std::vector<T> lane_c_, lane_d_;
     std::vector<Complex<double>> roots_lo_, roots_hi_;
     // Bluestein
-    bool has_bluestein_ = false;
     std::shared_ptr<const Plan<T>> convolution_fwd_, convolution_inv_;
     std::vector<Complex<T>> chirp_, kernel_spectrum_;
 };
