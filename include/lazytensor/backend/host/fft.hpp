@@ -776,20 +776,56 @@ public:
     RealPlan(Index n, Direction dir) : n_(n) {
         if (n % 2 == 0) {
             complex_ = plan_c2c<T>(n / 2, dir);
-            for (Index k = 0; k <= n / 2; ++k) twiddles_.push_back(fft_detail::round_to<T>(fft_detail::unit_root(k, n, -1)));
+            for (Index k = 0; k <= n / 2; ++k) {
+                const Complex<T> w = fft_detail::round_to<T>(fft_detail::unit_root(k, n, -1));
+                twiddles_.push_back(w);
+                twiddle_c_.insert(twiddle_c_.end(), {w.real(), w.real()});
+                twiddle_d_.insert(twiddle_d_.end(), {-w.imag(), w.imag()});
+            }
         } else {
             complex_ = plan_c2c<T>(n, dir);
         }
     }
     Index size() const { return n_; }
     const Plan<T>& complex_plan() const { return *complex_; }
+    /// w_n^k = exp(-2 pi i k/n), k <= n/2; and the same in c/d form (see cmul), two T per k.
     const Complex<T>* twiddles() const { return twiddles_.data(); }
+    const T* twiddle_c() const { return twiddle_c_.data(); }
+    const T* twiddle_d() const { return twiddle_d_.data(); }
 
 private:
     Index n_;
     std::shared_ptr<const Plan<T>> complex_;
     std::vector<Complex<T>> twiddles_;
+    std::vector<T> twiddle_c_, twiddle_d_;
 };
+
+namespace fft_detail {
+
+/// The pairs (k, h - k), k in [begin, end) within [0, h/2], of a real transform's split (r2c)
+/// or join (c2r) pass: pair(k) for one k, pairs(k) for W consecutive ones at once, with the
+/// partners' lanes reversed. Vectors need both halves apart (2k + 2W - 2 < h) and k >= 1 (the
+/// pair (0, h) reads X_h, which the join needs apart).
+template <class T, class One, class Block>
+void for_each_pair(Index h, Index begin, Index end, One&& pair, Block&& pairs) {
+    constexpr Index W = lanes<T>;
+    Index k = begin;
+    if (k == 0 && k < end) pair(k++);
+    for (; k + W <= end && 2 * k + 2 * W - 2 < h; k += W) pairs(k);
+    for (; k < end; ++k) pair(k);
+}
+
+struct ReversePairsIndex {  // complex lane l <- lane W - 1 - l
+    static constexpr unsigned get(unsigned i, unsigned size) { return size - 2 - (i & ~1u) + (i & 1u); }
+};
+
+template <class T>
+inline Vec<T> reverse_pairs(const Vec<T>& v) {
+    using U = std::conditional_t<std::is_same_v<T, float>, std::uint32_t, std::uint64_t>;
+    return xsimd::swizzle(v, xsimd::make_batch_constant<xsimd::batch<U, simd_arch>, ReversePairsIndex>());
+}
+
+}  // namespace fft_detail
 
 namespace fft_detail {
 
@@ -867,28 +903,41 @@ void r2c(const T* in, Index in_stride, Index in_dist, Complex<T>* out, Index out
         z = g;
         z_dist = h;
     }
-    // Z = FFT_h(z) into out[0, h), then each row in place: with E_k, O_k the spectra of the even
-    // and odd samples, Z_k = E_k + i O_k and conj(Z_(h-k)) = E_k - i O_k, so
-    // X_k = E_k + w^k O_k = ((Z_k + conj Z_(h-k)) - i w^k (Z_k - conj Z_(h-k))) / 2.
+    // Z = FFT_h(z) into out[0, h), then each row in place. With E_k, O_k the spectra of the
+    // even and odd samples, Z_k = E_k + i O_k and conj(Z_(h-k)) = E_k - i O_k, so with
+    // a = Z_k + conj(Z_(h-k)) = 2 E_k and b = -i w^k (Z_k - conj(Z_(h-k))) = 2 w^k O_k:
+    // X_k = E_k + w^k O_k = (a + b)/2 and, as w^(h-k) = -conj(w^k), X_(h-k) = conj(a - b)/2.
     complex.execute(z, 1, z_dist, out, out_stride, out_dist, count, T(1), pool);
     const Complex<T>* w = plan->twiddles();
     const T half = scale / 2;
     parallel_rows(pool, count, h / 2 + 1, [&](Index b, Index begin, Index end) {
         Complex<T>* row = out + b * out_dist;
-        auto at = [&](Index k) -> Complex<T>& { return row[k * out_stride]; };
-        auto combine = [&](Complex<T> zk, Complex<T> zh, Complex<T> wk) {  // X_k from Z_k, Z_(h-k)
-            const Complex<T> sum(zk.real() + zh.real(), zk.imag() - zh.imag());   // Z_k + conj Z_(h-k)
-            const Complex<T> dif(zk.real() - zh.real(), zk.imag() + zh.imag());   // Z_k - conj Z_(h-k)
-            const Complex<T> wd = mul(wk, dif);
-            return Complex<T>((sum.real() + wd.imag()) * half, (sum.imag() - wd.real()) * half);
+        auto pair = [&](Index k) {
+            Complex<T>& xk = row[k * out_stride];
+            Complex<T>& xh = row[(h - k) * out_stride];
+            const Complex<T> zk = xk, zh = row[((h - k) % h) * out_stride];
+            const Complex<T> a(zk.real() + zh.real(), zk.imag() - zh.imag());
+            const Complex<T> wd = mul(w[k], Complex<T>(zk.real() - zh.real(), zk.imag() + zh.imag()));
+            const Complex<T> b(wd.imag(), -wd.real());
+            xh = Complex<T>((a.real() - b.real()) * half, -(a.imag() - b.imag()) * half);
+            xk = Complex<T>((a.real() + b.real()) * half, (a.imag() + b.imag()) * half);
         };
-        for (Index k = begin; k < end; ++k) {  // k <= h/2 with its partner h - k
-            const Complex<T> zk = at(k), zh = at((h - k) % h);
-            const Complex<T> xk = combine(zk, zh, w[k]);
-            const Complex<T> xh = combine(zh, zk, w[h - k]);
-            at(k) = xk;
-            at(h - k) = xh;
+        if (out_stride != 1) {
+            for (Index k = begin; k < end; ++k) pair(k);
+            return;
         }
+        using V = Vec<T>;
+        const V conj_sign = V(T(0)) - odd_positive<T>(), half_v(half);
+        constexpr Index W = lanes<T>;
+        for_each_pair<T>(h, begin, end, pair, [&](Index k) {
+            const V zk = load(row + k), zh = reverse_pairs(load(row + h - k - W + 1));
+            const V a = zk + zh * conj_sign;
+            const V wd = cmul(zk - zh * conj_sign, V::load_unaligned(plan->twiddle_c() + 2 * k),
+                              V::load_unaligned(plan->twiddle_d() + 2 * k));
+            const V b = swap_pairs(wd) * conj_sign;
+            store(row + k, (a + b) * half_v);
+            store(row + h - k - W + 1, reverse_pairs((a - b) * conj_sign * half_v));
+        });
     });
 }
 
@@ -921,23 +970,42 @@ void c2r(const Complex<T>* in, Index in_stride, Index in_dist, T* out, Index out
         });
         return;
     }
-    // Even n: Z_k = (X_k + conj X_(h-k)) + i conj(w^k) (X_k - conj X_(h-k)) is twice the spectrum
-    // of z_j = x_2j + i x_2j+1, so that the unnormalized inverse of length h gives n z.
+    // Even n: with a = X_k + conj(X_(h-k)) = 2 E_k and b = i conj(w^k) (X_k - conj(X_(h-k)))
+    // = 2 i O_k, Z_k = a + b is twice the spectrum of z_j = x_2j + i x_2j+1 (so that the
+    // unnormalized inverse of length h gives n z), and Z_(h-k) = conj(a - b). X_0 and X_h are
+    // taken as real.
     const Index h = n / 2;
     Scratch<Complex<T>> rows(count * h);
     Complex<T>* z = rows.data();
     const Complex<T>* w = plan->twiddles();
-    parallel_rows(pool, count, h, [&](Index b, Index begin, Index end) {
+    parallel_rows(pool, count, h / 2 + 1, [&](Index b, Index begin, Index end) {
         const Complex<T>* x = in + b * in_dist;
         Complex<T>* row = z + b * h;
-        for (Index k = begin; k < end; ++k) {
+        auto pair = [&](Index k) {
             Complex<T> xk = x[k * in_stride], xh = x[(h - k) * in_stride];
             if (k == 0) xk = Complex<T>(xk.real(), T(0)), xh = Complex<T>(xh.real(), T(0));
-            const Complex<T> sum(xk.real() + xh.real(), xk.imag() - xh.imag());
-            const Complex<T> dif(xk.real() - xh.real(), xk.imag() + xh.imag());
-            const Complex<T> o = mul(std::conj(w[k]), dif);
-            row[k] = Complex<T>(sum.real() - o.imag(), sum.imag() + o.real());
+            const Complex<T> a(xk.real() + xh.real(), xk.imag() - xh.imag());
+            const Complex<T> o = mul(std::conj(w[k]), Complex<T>(xk.real() - xh.real(), xk.imag() + xh.imag()));
+            const Complex<T> ib(-o.imag(), o.real());
+            row[k] = a + ib;
+            if (k > 0) row[h - k] = std::conj(a - ib);
+        };
+        if (in_stride != 1) {
+            for (Index k = begin; k < end; ++k) pair(k);
+            return;
         }
+        using V = Vec<T>;
+        const V odd_pos = odd_positive<T>(), conj_sign = V(T(0)) - odd_pos;
+        constexpr Index W = lanes<T>;
+        for_each_pair<T>(h, begin, end, pair, [&](Index k) {
+            const V xk = load(x + k), xh = reverse_pairs(load(x + h - k - W + 1));
+            const V a = xk + xh * conj_sign;
+            const V o = cmul(xk - xh * conj_sign, V::load_unaligned(plan->twiddle_c() + 2 * k),
+                             V(T(0)) - V::load_unaligned(plan->twiddle_d() + 2 * k));
+            const V ib = swap_pairs(o) * odd_pos;
+            store(row + k, a + ib);
+            store(row + h - k - W + 1, reverse_pairs((a - ib) * conj_sign));
+        });
     });
     const bool as_complex = out_stride == 1 && out_dist % 2 == 0 &&
                             reinterpret_cast<std::uintptr_t>(out) % alignof(Complex<T>) == 0;
