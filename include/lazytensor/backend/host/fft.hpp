@@ -81,7 +81,8 @@ namespace fft_detail {
 
 /// Per-thread scratch memory, reused across calls (a fresh 8 MiB buffer would cost its page
 /// faults on every call). Blocks are handed out best-fit and returned when a Scratch dies, so
-/// nested users (a four-step inside Bluestein) each get their own.
+/// nested users (a four-step inside Bluestein) each get their own. A thread keeps at most 8
+/// blocks and 256 MiB.
 class ScratchArena {
 public:
     struct Block {
@@ -99,6 +100,7 @@ public:
         if (best != free_.size()) {
             Block b = free_[best];
             free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(best));
+            retained_ -= b.bytes;
             return b;
         }
         bytes = (bytes + 4095) / 4096 * 4096;
@@ -106,12 +108,15 @@ public:
     }
     void release(Block b) {
         free_.push_back(b);
-        // Keep a few blocks; drop the smallest beyond that.
-        if (free_.size() > 8) {
-            auto smallest = std::min_element(free_.begin(), free_.end(),
-                                             [](const Block& x, const Block& y) { return x.bytes < y.bytes; });
-            ::operator delete(smallest->data, std::align_val_t(64));
-            free_.erase(smallest);
+        retained_ += b.bytes;
+        auto by_size = [](const Block& x, const Block& y) { return x.bytes < y.bytes; };
+        while (free_.size() > 8 || retained_ > (std::size_t(256) << 20)) {
+            // Beyond 8 blocks, the smallest goes; beyond 256 MiB, the largest.
+            auto victim = free_.size() > 8 ? std::min_element(free_.begin(), free_.end(), by_size)
+                                           : std::max_element(free_.begin(), free_.end(), by_size);
+            retained_ -= victim->bytes;
+            ::operator delete(victim->data, std::align_val_t(64));
+            free_.erase(victim);
         }
     }
     ~ScratchArena() {
@@ -120,6 +125,7 @@ public:
 
 private:
     std::vector<Block> free_;
+    std::size_t retained_ = 0;  // bytes in free_
 };
 
 template <class U>
