@@ -28,7 +28,9 @@
 // transform.
 //
 // Twiddles are computed in long double and rounded once to the plan's precision, except the
-// four-step's w_n^(j2 k1), which is the product of two such rounded factors.
+// four-step's w_n^(j2 k1) = w_n^(l k1) w_n^(first k1) for lane l of a lane group starting at
+// column `first`: the first factor rounded once, the second the product of two double roots
+// rounded to the plan's precision, their product taken in that precision (a few ulps).
 // Results do not depend on the thread count: threads take whole lane groups, strips or
 // transforms, or chunks of an element-wise pass, each computed the same way on any thread.
 #pragma once
@@ -170,6 +172,30 @@ inline std::complex<long double> unit_root(Index k, Index n, int sign) {
                               static_cast<long double>(n);
     return {std::cos(angle), sign * std::sin(angle)};
 }
+
+/// exp(sign * 2 pi i k / n) for any k, in long double, from two tables of about sqrt(n) roots
+/// each (w^k = w^(hi * block) w^lo): a plan's long tables cost 2 sqrt(n) cos/sin calls, not n
+/// (an x87 cos and sin take ~0.2 us: 2^20 of them, 0.2 s). The product adds ~2^-64.
+class UnitRoots {
+public:
+    UnitRoots(Index n, int sign) : n_(n), block_(static_cast<Index>(std::ceil(std::sqrt(double(n))))) {
+        for (Index k = 0; k < block_; ++k) {
+            low_.push_back(unit_root(k, n, sign));
+            high_.push_back(unit_root(k * block_, n, sign));
+        }
+    }
+    std::complex<long double> operator()(Index k) const {
+        k %= n_;
+        if (k < 0) k += n_;
+        const std::complex<long double> a = high_[static_cast<std::size_t>(k / block_)];
+        const std::complex<long double> b = low_[static_cast<std::size_t>(k % block_)];
+        return {a.real() * b.real() - a.imag() * b.imag(), a.real() * b.imag() + a.imag() * b.real()};
+    }
+
+private:
+    Index n_, block_;
+    std::vector<std::complex<long double>> low_, high_;
+};
 
 template <class T, class U>
 Complex<T> round_to(const std::complex<U>& z) {
@@ -649,9 +675,10 @@ private:
         // for the lane groups' w_n^(first k1).
         lane_c_.resize(static_cast<std::size_t>(n1_ * 2 * W));
         lane_d_.resize(lane_c_.size());
+        const UnitRoots roots(n_, sign_);
         for (Index k1 = 0; k1 < n1_; ++k1)
             for (Index l = 0; l < W; ++l) {
-                const Complex<T> w = round_to<T>(unit_root(l * k1, n_, sign_));
+                const Complex<T> w = round_to<T>(roots(l * k1));
                 const std::size_t at = static_cast<std::size_t>(k1 * 2 * W + 2 * l);
                 lane_c_[at] = lane_c_[at + 1] = w.real();
                 lane_d_[at] = -w.imag();
@@ -672,8 +699,9 @@ private:
         // chirp_k = exp(sign i pi k^2 / n); the kernel conj(chirp) on (-n, n), wrapped mod m.
         chirp_.resize(static_cast<std::size_t>(n_));
         std::vector<Complex<double>> kernel(static_cast<std::size_t>(m));
+        const UnitRoots roots(2 * n_, sign_);
         for (Index k = 0; k < n_; ++k) {
-            const std::complex<long double> c = unit_root((k * k) % (2 * n_), 2 * n_, sign_);
+            const std::complex<long double> c = roots((k * k) % (2 * n_));
             chirp_[static_cast<std::size_t>(k)] = round_to<T>(c);
             const Complex<double> conj_c = round_to<double>(std::conj(c));
             kernel[static_cast<std::size_t>(k)] = conj_c;
@@ -796,8 +824,9 @@ public:
     RealPlan(Index n, Direction dir) : n_(n) {
         if (n % 2 == 0) {
             complex_ = plan_c2c<T>(n / 2, dir);
+            const fft_detail::UnitRoots roots(n, -1);
             for (Index k = 0; k <= n / 2; ++k) {
-                const Complex<T> w = fft_detail::round_to<T>(fft_detail::unit_root(k, n, -1));
+                const Complex<T> w = fft_detail::round_to<T>(roots(k));
                 twiddles_.push_back(w);
                 twiddle_c_.insert(twiddle_c_.end(), {w.real(), w.real()});
                 twiddle_d_.insert(twiddle_d_.end(), {-w.imag(), w.imag()});
