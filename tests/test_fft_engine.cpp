@@ -5,8 +5,9 @@
 // of even and odd n, N-D, round trips at 2^20, 3^12 and 100003, and threads against one thread.
 //
 // References are a direct DFT in long double (twiddles from long double cos/sin of an exactly
-// reduced angle), never the engine's own output: all of it for n <= 4099, a sample of outputs
-// beyond. The inputs are floats, so one reference serves both precisions.
+// reduced angle), never the engine's own output: every output up to n = 4099 in the length
+// tests (1001 for the real transforms, 128 for the layouts), 64 sampled outputs beyond (0, 1,
+// n/2, n - 1 and 60 random ones). The inputs are floats, so one reference serves both precisions.
 //
 // Error bound: ||got - ref||_2 / ||ref||_2 <= c * eps * log2(n) (log2 n at least 1), eps = 2^-24
 // for float and 2^-53 for double, c = fft_bound_factor = 4 (float: 2.4e-7 log2 n; double:
@@ -234,7 +235,7 @@ TEST_CASE("fft engine: strided, batched and in-place c2c with a scale") {
         for (const Case& c : cases) {
             CAPTURE(n);
             CAPTURE(c.name);
-            const auto ks = fft_checked_outputs(n, 3, 1000);
+            const auto ks = fft_checked_outputs(n, 3, 128);
             const fft_index span_in = std::abs(c.in_stride) * (n - 1) + c.in_dist * (count - 1) + 1;
             const fft_index span_out = c.out_stride * (n - 1) + c.out_dist * (count - 1) + 1;
             const fft_index first = c.reversed ? n - 1 : 0;
@@ -243,7 +244,14 @@ TEST_CASE("fft engine: strided, batched and in-place c2c with a scale") {
                 // The references, once for both precisions.
                 std::vector<std::vector<fft_lcomplex>> refs;
                 std::vector<long double> norms;
+                // Beyond 128, transforms 0, 5 and 10 (the partial lane group's last) are checked.
+                auto checked = [&](fft_index b) { return n <= 128 || b % 5 == 0; };
                 for (fft_index b = 0; b < count; ++b) {
+                    if (!checked(b)) {
+                        refs.emplace_back();
+                        norms.push_back(0);
+                        continue;
+                    }
                     std::vector<std::complex<float>> x;
                     for (fft_index j = 0; j < n; ++j)
                         x.push_back(data[static_cast<std::size_t>(first + b * c.in_dist + j * c.in_stride)]);
@@ -259,6 +267,7 @@ TEST_CASE("fft engine: strided, batched and in-place c2c with a scale") {
                     fft_engine::c2c<T>(in.data() + first, c.in_stride, c.in_dist, out_ptr, c.out_stride, c.out_dist, n, count, dir,
                                 scale, nullptr);
                     for (fft_index b = 0; b < count; ++b) {
+                        if (!checked(b)) continue;
                         auto ref = refs[static_cast<std::size_t>(b)];
                         for (auto& r : ref) r *= static_cast<long double>(scale);
                         const double e = fft_rel_error<std::complex<T>>(
