@@ -221,7 +221,7 @@ TEST_CASE("fft engine: strided, batched and in-place c2c with a scale") {
         bool in_place;
         bool reversed;
     };
-    for (fft_index n : {1, 5, 12, 64, 100, 1000, 4099, 1 << 14}) {
+    for (fft_index n : {1, 5, 12, 34, 64, 100, 323, 1000, 4099, 1 << 14}) {
         const fft_index count = 11;
         const Case cases[] = {
             {"gaps", 3, 3 * n + 1, 2, 2 * n + 5, false, false},

@@ -21,8 +21,10 @@
 //              through strips of rows). Used for long single transforms (they parallelize and
 //              each strip fits in L2) and for lengths with a large prime factor (n2 is then a
 //              Bluestein plan).
-//   Bluestein  n prime > 13 (or no smooth factor): a chirp-z convolution through a 2/3/5-smooth
-//              length m >= 2n - 1, the chirp's spectrum computed in double and rounded once.
+//   Bluestein  n prime > 13 (or no smooth factor), and batches of W or more transforms of a
+//              length <= max_direct with a prime factor > 13: a chirp-z convolution through a
+//              2/3/5-smooth length m >= 2n - 1 (W transforms at a time), the chirp's spectrum
+//              computed in double and rounded once.
 // Real transforms of even n are complex transforms of n/2 (the even samples as real parts, the
 // odd ones as imaginary parts) and one pass that separates them; odd n go through a full complex
 // transform.
@@ -470,15 +472,19 @@ public:
         using namespace fft_detail;
         if (is_smooth(n) && n <= max_direct) build_direct();
         if (n >= min_four_step || !has_direct_) build_four_step();
-        if (!has_direct_ && !has_four_step_) build_bluestein();
+        // Bluestein when nothing else runs n, and for batches of short lengths with a large
+        // prime factor: lane groups of W transforms through a short convolution beat a
+        // four-step per transform.
+        if (!has_direct_ && (!has_four_step_ || n <= max_direct)) build_bluestein();
     }
 
     Index size() const { return n_; }
     Direction direction() const { return dir_; }
     /// How count transforms of this length run.
     Kind kind_for(Index count) const {
-        if (has_direct_ && (count >= fft_detail::lanes<T> || !has_four_step_)) return Kind::direct;
-        if (has_four_step_) return Kind::four_step;
+        const bool batch = count >= fft_detail::lanes<T>;
+        if (has_direct_ && (batch || !has_four_step_)) return Kind::direct;
+        if (has_four_step_ && !(batch && has_bluestein_)) return Kind::four_step;
         return Kind::bluestein;
     }
 
@@ -693,6 +699,7 @@ private:
 
     void build_bluestein() {
         using namespace fft_detail;
+        has_bluestein_ = true;
         const Index m = next_smooth(2 * n_ - 1);
         convolution_fwd_ = plan_c2c<T>(m, Direction::forward);
         convolution_inv_ = plan_c2c<T>(m, Direction::inverse);
@@ -811,6 +818,7 @@ private:
     std::vector<T> lane_c_, lane_d_;
     std::vector<Complex<double>> roots_lo_, roots_hi_;
     // Bluestein
+    bool has_bluestein_ = false;
     std::shared_ptr<const Plan<T>> convolution_fwd_, convolution_inv_;
     std::vector<Complex<T>> chirp_, kernel_spectrum_;
 };
