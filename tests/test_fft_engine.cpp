@@ -553,3 +553,8 @@ TEST_CASE("fft engine: two threads give bit-identical results to one") {
     fft_engine::c2r_axes<float>(one.data(), half_layout, back_two.data(), real_layout, {0, 1}, 1.f, &pool);
     CHECK(same(back_one, back_two));
 }
+
+TEST_CASE("fft engine: a length below 1 is a ValueError") {
+    CHECK_THROWS_AS(fft_engine::plan_c2c<float>(0, fft_engine::Direction::forward), lazytensor::ValueError);
+    CHECK_THROWS_AS(fft_engine::plan_real<double>(-4, fft_engine::Direction::inverse), lazytensor::ValueError);
+}

@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "../../core/config.hpp"
+#include "../../core/error.hpp"
 #include "../../core/lru_cache.hpp"
 #include "../../simd/simd_arch.hpp"
 LAZYTENSOR_XSIMD_WARNINGS_OFF
@@ -470,6 +471,7 @@ public:
 
     Plan(Index n, Direction dir) : n_(n), dir_(dir), sign_(direction_sign(dir)) {
         using namespace fft_detail;
+        if (n < 1) throw ValueError("fft: a transform's length must be at least 1, got " + std::to_string(n));
         if (is_smooth(n) && n <= max_direct) build_direct();
         if (n >= min_four_step || !has_direct_) build_four_step();
         // Bluestein when nothing else runs n, and for batches of short lengths with a large
@@ -830,6 +832,7 @@ template <class T>
 class RealPlan {
 public:
     RealPlan(Index n, Direction dir) : n_(n) {
+        if (n < 1) throw ValueError("fft: a transform's length must be at least 1, got " + std::to_string(n));
         if (n % 2 == 0) {
             complex_ = plan_c2c<T>(n / 2, dir);
             const fft_detail::UnitRoots roots(n, -1);
