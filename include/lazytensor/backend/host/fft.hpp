@@ -776,9 +776,9 @@ private:
                 if (out_stride == 1) {
                     if (k2 + prefetch_rows < n2_) prefetch(row + prefetch_rows * n1_, rows, true);
                     std::copy(strip + k2 * width2, strip + k2 * width2 + rows, row);
-                }
-                else
+                } else {
                     for (Index r = 0; r < rows; ++r) row[r * out_stride] = strip[k2 * width2 + r];
+                }
             }
         });
     }
