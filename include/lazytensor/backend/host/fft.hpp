@@ -291,6 +291,52 @@ inline Vec<T> cmul(const Vec<T>& x, const Vec<T>& c, const Vec<T>& d) {
     return multiply_add(x, c, swap_pairs(x) * d);
 }
 
+/// Whether transpose_block exists for T: W x W complex numbers in W registers (AVX-512: 8 x 8
+/// complex<float>, 4 x 4 complex<double>).
+template <class T>
+inline constexpr bool has_register_transpose = simd_is_avx512;
+
+/// dst[j * dst_step + i] = src[i * src_step + j] for i, j < W: W vectors in, W vectors out.
+template <class T>
+inline void transpose_block(const Complex<T>* src, Index src_step, Complex<T>* dst, Index dst_step) {
+#if XSIMD_WITH_AVX512F
+    if constexpr (simd_is_avx512 && std::is_same_v<T, float>) {
+        // 8 x 8 of 64-bit elements (a complex<float> each): pairs, then 128-bit lanes, twice.
+        __m512d r[8], t[8], u[8];
+        for (int i = 0; i < 8; ++i) r[i] = _mm512_loadu_pd(reinterpret_cast<const double*>(src + i * src_step));
+        for (int i = 0; i < 8; i += 2) {
+            t[i] = _mm512_unpacklo_pd(r[i], r[i + 1]);      // r_i[0] r_i+1[0] r_i[2] r_i+1[2] ...
+            t[i + 1] = _mm512_unpackhi_pd(r[i], r[i + 1]);  // r_i[1] r_i+1[1] r_i[3] r_i+1[3] ...
+        }
+        for (int h = 0; h < 8; h += 4)
+            for (int odd = 0; odd < 2; ++odd) {
+                u[h + odd] = _mm512_shuffle_f64x2(t[h + odd], t[h + 2 + odd], 0x88);      // columns 0+odd, 4+odd
+                u[h + 2 + odd] = _mm512_shuffle_f64x2(t[h + odd], t[h + 2 + odd], 0xDD);  // columns 2+odd, 6+odd
+            }
+        for (int c = 0; c < 4; ++c) {
+            _mm512_storeu_pd(reinterpret_cast<double*>(dst + c * dst_step), _mm512_shuffle_f64x2(u[c], u[c + 4], 0x88));
+            _mm512_storeu_pd(reinterpret_cast<double*>(dst + (c + 4) * dst_step), _mm512_shuffle_f64x2(u[c], u[c + 4], 0xDD));
+        }
+        return;
+    }
+    if constexpr (simd_is_avx512 && std::is_same_v<T, double>) {
+        // 4 x 4 of 128-bit elements (a complex<double> each).
+        __m512d r[4];
+        for (int i = 0; i < 4; ++i) r[i] = _mm512_loadu_pd(reinterpret_cast<const double*>(src + i * src_step));
+        const __m512d t0 = _mm512_shuffle_f64x2(r[0], r[1], 0x44), t1 = _mm512_shuffle_f64x2(r[0], r[1], 0xEE);
+        const __m512d t2 = _mm512_shuffle_f64x2(r[2], r[3], 0x44), t3 = _mm512_shuffle_f64x2(r[2], r[3], 0xEE);
+        _mm512_storeu_pd(reinterpret_cast<double*>(dst), _mm512_shuffle_f64x2(t0, t2, 0x88));
+        _mm512_storeu_pd(reinterpret_cast<double*>(dst + dst_step), _mm512_shuffle_f64x2(t0, t2, 0xDD));
+        _mm512_storeu_pd(reinterpret_cast<double*>(dst + 2 * dst_step), _mm512_shuffle_f64x2(t1, t3, 0x88));
+        _mm512_storeu_pd(reinterpret_cast<double*>(dst + 3 * dst_step), _mm512_shuffle_f64x2(t1, t3, 0xDD));
+        return;
+    }
+#endif
+    constexpr Index W = lanes<T>;
+    for (Index i = 0; i < W; ++i)
+        for (Index j = 0; j < W; ++j) dst[j * dst_step + i] = src[i * src_step + j];
+}
+
 // ---------------------------------------------------------------------------------- butterflies
 
 /// cos and sin of 2 pi jk/R for an odd radix R, j, k in [1, (R-1)/2], rounded once from long double.
@@ -629,13 +675,24 @@ private:
     }
 
     /// to[e * to_stride + l * to_lane] = from[e * from_stride + l * from_lane] for e < n, l <
-    /// lanes, in blocks of 64 elements with the lane loop outside: each lane's run of elements
-    /// is read or written in one stream (lanes side by side, W streams a row apart, alias in
-    /// the 4 KiB store-forwarding check and run at a fraction of the speed).
+    /// lanes. A full group between rows and the lane-group layout (a gather of W rows, a scatter
+    /// back) goes W x W elements at a time through registers where there is a transpose for
+    /// them (AVX-512); otherwise in blocks of 64 elements with the lane loop outside, each
+    /// lane's run of elements read or written in one stream.
     static void transpose_copy(Index n, Index lanes, const Complex<T>* from, Index from_stride, Index from_lane,
                                Complex<T>* to, Index to_stride, Index to_lane) {
+        using namespace fft_detail;
+        constexpr Index W = fft_detail::lanes<T>;
+        Index done = 0;
+        if constexpr (has_register_transpose<T>) {
+            if (lanes == W && from_stride == 1 && to_stride == W && to_lane == 1) {  // gather rows
+                for (; done + W <= n; done += W) transpose_block<T>(from + done, from_lane, to + done * W, W);
+            } else if (lanes == W && from_stride == W && from_lane == 1 && to_stride == 1) {  // scatter rows
+                for (; done + W <= n; done += W) transpose_block<T>(from + done * W, W, to + done, to_lane);
+            }
+        }
         constexpr Index block = 64;
-        for (Index e0 = 0; e0 < n; e0 += block) {
+        for (Index e0 = done; e0 < n; e0 += block) {
             const Index e1 = std::min(n, e0 + block);
             for (Index l = 0; l < lanes; ++l) {
                 const Complex<T>* f = from + l * from_lane;
