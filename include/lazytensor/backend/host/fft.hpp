@@ -13,8 +13,9 @@
 //              lie side by side in memory (a batch stride of 1: an axis that is not the last)
 //              are read and written in place, or, when their rows are far apart (pages: the
 //              prefetchers do not follow and the TLB does not hold them), copied a row at a
-//              time into ~256 KiB strips of several lane groups; other transforms (rows) are
-//              gathered into a scratch lane group and scattered back.
+//              time into 512 KiB strips of several lane groups; other transforms (rows) are
+//              gathered into a scratch lane group and scattered back (W x W blocks transposed
+//              in registers on AVX-512).
 //   four-step  n = n1 * n2 with n1 direct: n2 column transforms of length n1 (strips of
 //              adjacent columns), each output multiplied by w_n^(j2 k1) in their last pass, then
 //              n1 row transforms of length n2 written with a stride of n1 (the transposition,
@@ -551,7 +552,7 @@ public:
             case Kind::direct: {
                 constexpr Index W = lanes<T>;
                 if (in_dist == 1 && out_dist == 1 && std::abs(in_stride) * Index(sizeof(Complex<T>)) >= 1024) {
-                    const Index width = strip_width(n_, count);
+                    const Index width = strip_width(n_, count, strip_bytes);
                     parallel(pool, (count + width - 1) / width, [&](Index t) {
                         run_strip(in + t * width, in_stride, 1, out + t * width, out_stride, 1, std::min(width, count - t * width),
                                   width, scale, [](Index) { return nullptr; });
@@ -582,7 +583,7 @@ public:
 private:
     /// `columns` transforms of a direct plan that lie side by side (transform c's element e at
     /// in[e * in_stride + c * in_lane]), far apart element to element: copied a row at a time
-    /// into a dense strip of `width` columns (about 256 KiB, in L2), run there as lane groups in
+    /// into a dense strip of `width` columns (in L2), run there as lane groups in
     /// place, copied back. group_twiddle(g) gives the four-step's twiddles for the lane group
     /// of columns g.. (or nothing).
     template <class GroupTwiddle>
@@ -617,15 +618,22 @@ private:
         }
     }
 
-    /// Columns (or rows) a strip holds: about 256 KiB, at least a lane group. Whole strips are
+    /// Columns (or rows) a strip of about `bytes` holds, at least a lane group. Whole strips are
     /// copied in and out a row at a time, so that each 4 KiB page of a layout whose rows are
     /// pages apart is visited once per strip, not once per lane group (the prefetchers do not
-    /// follow such strides and the TLB does not hold their pages).
-    static Index strip_width(Index length, Index available) {
+    /// follow such strides and the TLB does not hold their pages): the wider, the fewer visits,
+    /// as long as the strip and the lane groups' scratch stay in L2. Measured on 1024 x 513
+    /// columns (float, Zen 4, 1 MiB L2): 64 KiB (one lane group) 1.14 ms, 128 KiB 0.94, 256
+    /// KiB 0.85, 512 KiB 0.78-0.82 (two threads: 1.04, 0.67-0.74, 0.60-0.68, 0.50-0.55).
+    static Index strip_width(Index length, Index available, Index bytes) {
         constexpr Index W = fft_detail::lanes<T>;
-        const Index fit = (Index(256) << 10) / (length * Index(sizeof(Complex<T>))) / W * W;
+        const Index fit = bytes / (length * Index(sizeof(Complex<T>))) / W * W;
         return std::min(std::max(fit, W), (available + W - 1) / W * W);
     }
+    /// Strips of side-by-side transforms; the four-step's are half as wide (its first step also
+    /// reads its twiddle tables, 128 KiB at 2^20: 512 KiB strips were no faster there).
+    static constexpr Index strip_bytes = Index(512) << 10;
+    static constexpr Index four_step_strip_bytes = Index(256) << 10;
 
     /// One lane group of `count` <= W transforms of a direct plan: lane l's element e at
     /// in[e * in_stride + l * in_lane]. Lanes side by side (in_lane == 1, all W used) are read
@@ -801,7 +809,7 @@ private:
         Scratch<Complex<T>> middle(n_);  // [k1][j2]
         Complex<T>* mid = middle.data();
         // Step 1: columns j2 (length n1, stride n2), times w_n^(j2 k1), into mid[k1][j2].
-        const Index width1 = strip_width(n1_, n2_);
+        const Index width1 = strip_width(n1_, n2_, four_step_strip_bytes);
         parallel(pool, (n2_ + width1 - 1) / width1, [&](Index t) {
             const Index first = t * width1;
             Scratch<Complex<T>> group(n1_);
@@ -820,7 +828,7 @@ private:
             rows_->execute(mid, 1, n2_, out, n1_ * out_stride, out_stride, n1_, scale, pool);
             return;
         }
-        const Index width2 = strip_width(n2_, n1_);
+        const Index width2 = strip_width(n2_, n1_, four_step_strip_bytes);
         parallel(pool, (n1_ + width2 - 1) / width2, [&](Index t) {
             const Index first = t * width2, rows = std::min(width2, n1_ - first);
             Scratch<Complex<T>> strip_buffer(n2_ * width2);
