@@ -20,6 +20,7 @@
 #include <cmath>
 #include <complex>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -28,6 +29,15 @@
 namespace {
 
 namespace fft_engine = lazytensor::detail::host::fft;
+
+/// The engine is the host's and does not depend on the test device: its cases run once, in the
+/// host run with compiled loops (ctest runs each area on the host twice and on OpenCL).
+bool fft_engine_elsewhere() {
+    const char* devices = std::getenv("LAZYTENSOR_TEST_DEVICES");
+    const char* loops = std::getenv("LAZYTENSOR_STATIC_KERNELS");
+    const bool host = !devices || std::string(devices).find("host") != std::string::npos;
+    return !host || (loops && std::string(loops) == "0");
+}
 using fft_index = std::int64_t;
 using fft_lcomplex = std::complex<long double>;
 
@@ -174,7 +184,7 @@ void fft_check_length(fft_index n) {
 
 }  // namespace
 
-TEST_CASE("fft engine: the error measure sees a wrong result") {
+TEST_CASE("fft engine: the error measure sees a wrong result" * doctest::skip(fft_engine_elsewhere())) {
     // A bound that nothing could fail would prove nothing: one output off by 1e-5 of the
     // result's norm, a conjugated (wrong-direction) result, and a shift all fail it.
     const fft_index n = 64;
@@ -198,11 +208,11 @@ TEST_CASE("fft engine: the error measure sees a wrong result") {
     CHECK(err(bad) > 0.1);
 }
 
-TEST_CASE("fft engine: c2c of every length 1..64 against a direct DFT") {
+TEST_CASE("fft engine: c2c of every length 1..64 against a direct DFT" * doctest::skip(fft_engine_elsewhere())) {
     for (fft_index n = 1; n <= 64; ++n) fft_check_length(n);
 }
 
-TEST_CASE("fft engine: c2c of selected lengths against a direct DFT") {
+TEST_CASE("fft engine: c2c of selected lengths against a direct DFT" * doctest::skip(fft_engine_elsewhere())) {
     // Primes (Bluestein), powers of two (direct up to 4096, four-step beyond), mixed radices,
     // a product of two primes > 13 (Bluestein), a large prime factor (four-step over Bluestein).
     std::vector<fft_index> lengths = {97, 101, 1009, 4099, 2 * 3 * 5 * 7, 2 * 3 * 5 * 7 * 11, 2 * 3 * 5 * 7 * 11 * 13,
@@ -211,7 +221,7 @@ TEST_CASE("fft engine: c2c of selected lengths against a direct DFT") {
     for (fft_index n : lengths) fft_check_length(n);
 }
 
-TEST_CASE("fft engine: strided, batched and in-place c2c with a scale") {
+TEST_CASE("fft engine: strided, batched and in-place c2c with a scale" * doctest::skip(fft_engine_elsewhere())) {
     // Layouts: gaps between elements and transforms; transforms side by side (batch stride 1:
     // an axis that is not the last), with a partial lane group, close together or over 1 KiB
     // apart (strips); reversed elements; in place.
@@ -369,7 +379,7 @@ void fft_check_real(fft_index n, fft_index count) {
 
 }  // namespace
 
-TEST_CASE("fft engine: r2c and c2r of every length 1..64 and selected ones, even and odd") {
+TEST_CASE("fft engine: r2c and c2r of every length 1..64 and selected ones, even and odd" * doctest::skip(fft_engine_elsewhere())) {
     for (fft_index n = 1; n <= 64; ++n) {
         fft_check_real<float>(n, 3);
         fft_check_real<double>(n, 3);
@@ -423,7 +433,7 @@ void fft_round_trip(const fft_round_trip_reference& ref) {
 
 }  // namespace
 
-TEST_CASE("fft engine: round trips at 2^20, 3^12 and the prime 100003") {
+TEST_CASE("fft engine: round trips at 2^20, 3^12 and the prime 100003" * doctest::skip(fft_engine_elsewhere())) {
     for (fft_index n : {fft_index(1) << 20, fft_index(531441), fft_index(100003)}) {
         fft_round_trip_reference ref;
         ref.x = fft_random_complex(n, 11);
@@ -462,7 +472,7 @@ fft_engine::Layout fft_dense(const std::vector<fft_index>& shape) {
 
 }  // namespace
 
-TEST_CASE("fft engine: fftn, rfftn and irfftn along several axes") {
+TEST_CASE("fft engine: fftn, rfftn and irfftn along several axes" * doctest::skip(fft_engine_elsewhere())) {
     // The last axis is long enough that the others' rows lie over 1 KiB apart: they run in strips.
     const std::vector<fft_index> shape = {6, 10, 260};
     const fft_index total = 6 * 10 * 260;
@@ -523,7 +533,7 @@ TEST_CASE("fft engine: fftn, rfftn and irfftn along several axes") {
     }
 }
 
-TEST_CASE("fft engine: two threads give bit-identical results to one") {
+TEST_CASE("fft engine: two threads give bit-identical results to one" * doctest::skip(fft_engine_elsewhere())) {
     // Threads take whole lane groups, rows or transforms; each is computed the same way on any
     // thread, so the results are the same bits.
     lazytensor::detail::host::ThreadPool pool(2);
@@ -554,7 +564,7 @@ TEST_CASE("fft engine: two threads give bit-identical results to one") {
     CHECK(same(back_one, back_two));
 }
 
-TEST_CASE("fft engine: a length below 1 is a ValueError") {
+TEST_CASE("fft engine: a length below 1 is a ValueError" * doctest::skip(fft_engine_elsewhere())) {
     CHECK_THROWS_AS(fft_engine::plan_c2c<float>(0, fft_engine::Direction::forward), lazytensor::ValueError);
     CHECK_THROWS_AS(fft_engine::plan_real<double>(-4, fft_engine::Direction::inverse), lazytensor::ValueError);
 }
