@@ -14,7 +14,10 @@
 // 4.4e-16 log2 n). A round trip (two transforms) gets twice that.
 #include <doctest/doctest.h>
 
+#include <lazytensor.hpp>
+#if !LAZYTENSOR_ENGINE_DEFINITIONS  // built against lazytensor::runtime: the engine's FFT
 #include <lazytensor/backend/host/fft.hpp>
+#endif
 
 #include <algorithm>
 #include <cmath>

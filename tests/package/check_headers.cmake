@@ -5,9 +5,10 @@
 # unit would see them: header-only, each would compile the whole engine again through
 # lazytensor.hpp's last include (4.7 s against 1.5 s each; the check took 195 s, now 113); only
 # that header pulls in the engine, checked in every mode, and the engine's headers alone.
-# The interop headers need their libraries' include directories (EIGEN_INCLUDE, DLPACK_INCLUDE);
+# The interop headers need their libraries' include directories (EIGEN_INCLUDE, DLPACK_INCLUDE),
+# and dist/mpi.hpp MPI's (MPI_INCLUDE, a list; the umbrella is checked with LAZYTENSOR_MPI=1 then);
 # without one, its header is left out. Run by ctest:
-# cmake -DSOURCE_DIR=... -DWORK_DIR=... -DCXX=... [-DEIGEN_INCLUDE=...] [-DDLPACK_INCLUDE=...] -P check_headers.cmake
+# cmake -DSOURCE_DIR=... -DWORK_DIR=... -DCXX=... [-DEIGEN_INCLUDE=...] [-DDLPACK_INCLUDE=...] [-DMPI_INCLUDE=...] -P check_headers.cmake
 file(GLOB_RECURSE headers RELATIVE "${SOURCE_DIR}/include" "${SOURCE_DIR}/include/*.hpp")
 list(SORT headers)
 file(REMOVE_RECURSE "${WORK_DIR}")
@@ -41,6 +42,18 @@ foreach(header IN LISTS headers)
             continue()
         endif()
         check(${header} -I${DLPACK_INCLUDE} -DLAZYTENSOR_SEPARATE_RUNTIME)  # (-isystem /usr/include would reorder the system directories)
+    elseif(header STREQUAL "lazytensor/dist/mpi.hpp")  # needs <mpi.h>
+        if(NOT MPI_INCLUDE)
+            list(APPEND skipped ${header})
+            continue()
+        endif()
+        set(mpi_flags)
+        string(REPLACE "|" ";" MPI_INCLUDE "${MPI_INCLUDE}")
+        foreach(dir IN LISTS MPI_INCLUDE)
+            list(APPEND mpi_flags -isystem ${dir})
+        endforeach()
+        check(${header} ${mpi_flags})
+        check(lazytensor.hpp ${mpi_flags} -DLAZYTENSOR_MPI=1 -DLAZYTENSOR_SEPARATE_RUNTIME)
     elseif(header MATCHES "_definitions[.]hpp$")  # the engine's side of a front-end header: as the implementation unit sees it
         check(${header} -DLAZYTENSOR_IMPLEMENTATION)
     elseif(header MATCHES "^lazytensor/frontend/")

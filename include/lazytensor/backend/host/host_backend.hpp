@@ -23,6 +23,7 @@
 
 #include "../../core/config.hpp"
 #include "../backend.hpp"
+#include "fft.hpp"  // (the FFT engine: lt::fft will run through it, issue 48)
 #include "gemm.hpp"
 #include "interpreter.hpp"
 #include "lapack.hpp"
