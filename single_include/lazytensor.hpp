@@ -26732,9 +26732,8 @@ inline void tell_failure(const std::vector<int>& groups, const std::string& mess
 /// Reorders `items` (a valid order) so that every collective starts as early as the graph
 /// allows: for the collective that needs the fewest items not yet placed, those items (in their
 /// order) and then the collective; again until none is left; then the rest in their order.
-/// `producer_known(node)` says whether a node's value exists before the plan runs. Leaves the
-/// order alone where an item's dependencies are not all known (an in-place write orders by
-/// memory, not by edges).
+/// `node_of(i)` is node i of the graph order. Leaves the order alone where an item's
+/// dependencies are not all known (an in-place write orders by memory, not by edges).
 template <class Item, class IsCollective, class NodeOf>
 void start_collectives_early(std::vector<Item>& items, const IsCollective& is_collective, const NodeOf& node_of) {
     const std::size_t n = items.size();
