@@ -36,6 +36,7 @@
 #include "lazytensor/frontend/random.hpp"
 #include "lazytensor/frontend/sharded.hpp"
 #include "lazytensor/frontend/sorting.hpp"
+#include "lazytensor/frontend/subscript.hpp"
 #include "lazytensor/frontend/print.hpp"
 #include "lazytensor/frontend/static_kernel.hpp"
 #include "lazytensor/frontend/tensor.hpp"

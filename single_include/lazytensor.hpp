@@ -1692,6 +1692,9 @@ namespace lazytensor::detail {
 //     already; params {op, flags, m, n, k}; its results packed along the last axis (ir/linalg.hpp).
 //   - Collective: src[0] combined over the processes of a group (lt::dist), on its leading axis;
 //     params {op, group, root} (ir/collective.hpp).
+//   - Scatter: a copy of src[0] with src[2][j] written (params[0] == 1: added) at flat position
+//     src[1][j] (int64) of its contiguous order, for every j; positions outside the tensor are
+//     skipped. Run by the backend's scatter.
 #define LAZYTENSOR_NODE_KINDS(X) \
     X(Buffer, "buffer")          \
     X(Const, "const")            \
@@ -1713,7 +1716,8 @@ namespace lazytensor::detail {
     X(Scan, "scan")              \
     X(Sort, "sort")              \
     X(Linalg, "linalg")            \
-    X(Collective, "collective")
+    X(Collective, "collective")  \
+    X(Scatter, "scatter")
 
 enum class NodeKind : std::uint8_t {
 #define LAZYTENSOR_X(name, text) name,
@@ -2153,6 +2157,14 @@ LAZYTENSOR_ENGINE_API NodePtr mean_of_sum(const NodePtr& total, DType input, std
 /// reduction over positions' extent along `axis` for every element of base: deterministic, in
 /// index order, at numel(base) * positions.shape[axis] operations.
 LAZYTENSOR_ENGINE_API NodePtr scatter_add(const NodePtr& base, int axis, const NodePtr& positions, const NodePtr& values);
+/// A copy of base with values[j] written (with `accumulate`: added; bool: or-ed) at flat position
+/// positions[j] of base's contiguous order, for every j: a scatter node, an item of its own run
+/// by the backend's scatter at one pass over the positions. positions: an integer [m]; values:
+/// [m], converted to base's dtype. Positions outside [0, numel(base)) are skipped (callers use
+/// -1 for "nowhere"; the front end checks users' positions first). Where positions repeat, an
+/// overwrite keeps one of their values (the host's: the last) and an add sums them all (on the
+/// host in order; on OpenCL with atomics, in no fixed order).
+LAZYTENSOR_ENGINE_API NodePtr scatter(const NodePtr& base, const NodePtr& positions, const NodePtr& values, bool accumulate);
 
 /// Inclusive cumsum (Sum) or cumprod (Prod) of x along `axis`: a scan node, which the
 /// scheduler makes an item of its own. Integers and bool accumulate in int64 (PyTorch); half in
@@ -2890,6 +2902,22 @@ LAZYTENSOR_ENGINE_API NodePtr mean_of_sum(const NodePtr& total, DType input, std
     return binary(BinaryOp::Add, cast(q, DType::Float32), fraction);
 }
 
+LAZYTENSOR_ENGINE_API NodePtr scatter(const NodePtr& base, const NodePtr& positions, const NodePtr& values, bool accumulate) {
+    const char* op = accumulate ? "scatter (accumulating)" : "scatter";
+    if (!is_integral(positions->dtype))
+        fail<DTypeError>(op, ": positions must be an integer tensor, got ", positions->dtype);
+    if (positions->shape.size() != 1 || values->shape != positions->shape)
+        fail<ShapeError>(op, ": positions (shape ", positions->shape, ") and values (shape ", values->shape,
+                         ") must be 1-dimensional and of one length");
+    if (positions->device != base->device || values->device != base->device)
+        fail<DeviceError>(op, ": the tensor is on ", base->device, ", the positions on ", positions->device,
+                          " and the values on ", values->device);
+    NodePtr node = with_sources(make(NodeKind::Scatter, base->dtype, base->device, base->shape),
+                                {base, cast(positions, DType::Int64), cast(values, base->dtype)});
+    node->params = {accumulate ? 1 : 0};
+    return node;
+}
+
 LAZYTENSOR_ENGINE_API NodePtr scatter_add(const NodePtr& base, int axis, const NodePtr& positions, const NodePtr& values) {
     const char* op = "scatter_add";
     const Shape& s = base->shape;
@@ -3121,6 +3149,7 @@ struct ScheduleItem {
         Sort,    // the backend's row sort: the positions of the first k along the last axis, in order
         Linalg,  // a LAPACK routine over a batch of matrices (lt::linalg; on the host for every device)
         Collective,  // data combined over the processes of a group (lt::dist: MPI)
+        Scatter,  // the backend's scatter: a copy of a tensor with values written or added at flat positions
     };
     Kind kind = Kind::Kernel;
     std::string reason;               // why its output is materialized
@@ -3137,7 +3166,7 @@ struct ScheduleItem {
     std::string ir;                   // the kernel IR listing, or the GEMM's shape and layouts
 };
 
-/// "kernel", "matmul", "scan", "view", "attention" or "sort".
+/// "kernel", "matmul", "scan", "view", "attention", "sort", "linalg", "collective" or "scatter".
 inline const char* to_string(ScheduleItem::Kind kind) {
     switch (kind) {
         case ScheduleItem::Kind::Kernel: return "kernel";
@@ -3148,6 +3177,7 @@ inline const char* to_string(ScheduleItem::Kind kind) {
         case ScheduleItem::Kind::Sort: return "sort";
         case ScheduleItem::Kind::Linalg: return "linalg";
         case ScheduleItem::Kind::Collective: return "collective";
+        case ScheduleItem::Kind::Scatter: return "scatter";
     }
     return "?";
 }
@@ -3328,6 +3358,58 @@ using mean_t = std::conditional_t<is_floating_v<T>, T, float>;
 
 }  // namespace detail
 
+/// As a bound of a Slice: absent (the default). As an index: a new axis of extent 1 (NumPy's
+/// None, np.newaxis; lt::NewAxis is the same value).
+struct NoneIndex {};
+inline constexpr NoneIndex None{};
+inline constexpr NoneIndex NewAxis{};
+/// As an index: as many full slices as the other indices leave axes (NumPy's `...`).
+struct EllipsisIndex {};
+inline constexpr EllipsisIndex Ellipsis{};
+
+/// start:stop:step along one axis (Python's rules: negative bounds count from the end, bounds are
+/// clipped, a negative step walks backwards, lt::None for a default): lt::Slice(1, 3),
+/// lt::Slice(lt::None, lt::None, 2), lt::Slice() for `:`. A view.
+struct Slice {
+    /// A bound: an integer or lt::None.
+    struct Bound {
+        std::optional<std::int64_t> value;
+        Bound(NoneIndex) {}
+        template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
+        Bound(I v) : value(static_cast<std::int64_t>(v)) {}
+    };
+    Slice(Bound start = None, Bound stop = None, Bound step = None)
+        : start(start.value), stop(stop.value), step(step.value) {}
+    std::optional<std::int64_t> start, stop, step;
+};
+
+/// One entry of x.index({...}): an integer (drops its axis), a Slice, lt::Ellipsis, lt::NewAxis
+/// (lt::None), an integer tensor (advanced indexing: a gather) or a bool tensor (a mask).
+class TensorIndex {
+public:
+    enum class Kind { Integer, Slice, Ellipsis, NewAxis, Tensor };
+    template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
+    TensorIndex(I i) : kind_(Kind::Integer), integer_(static_cast<std::int64_t>(i)) {}
+    /// NumPy's x[True] is not supported: index with a bool tensor of the axes' shape.
+    TensorIndex(bool) = delete;
+    TensorIndex(lazytensor::Slice s) : kind_(Kind::Slice), slice_(s) {}
+    TensorIndex(NoneIndex) : kind_(Kind::NewAxis) {}
+    TensorIndex(EllipsisIndex) : kind_(Kind::Ellipsis) {}
+    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+    TensorIndex(const E& t) : kind_(Kind::Tensor), tensor_(t.build()) {}
+
+    Kind kind() const { return kind_; }
+    std::int64_t integer() const { return integer_; }
+    const lazytensor::Slice& slice() const { return slice_; }
+    const detail::NodePtr& tensor() const { return tensor_; }
+
+private:
+    Kind kind_;
+    std::int64_t integer_ = 0;
+    lazytensor::Slice slice_;
+    detail::NodePtr tensor_;
+};
+
 /// The member API shared by Tensor<T> and every expression whose element type is T. Unless
 /// said otherwise, methods returning a Tensor build a lazy value (nothing runs) and check
 /// shapes and axes at once.
@@ -3416,6 +3498,19 @@ public:
     /// The element at `index` along `axis`, with that axis removed (negative counts from the end).
     /// IndexError if `index` is out of range.
     Tensor<T> select(int axis, std::int64_t index) const;
+    /// x[indices] with NumPy's rules, in PyTorch's C++ spelling: x.index({lt::Slice(1, 3),
+    /// lt::Ellipsis, 0}). Integers drop their axis, Slices and lt::NewAxis make views (no copy);
+    /// integer tensors index several axes at once (advanced indexing: their shapes broadcast, and
+    /// the result's axes come where NumPy puts them), and bool tensors are masks over as many axes
+    /// as they have: both gather, lazily. Index tensors are realized now to check them (IndexError
+    /// naming the axis, the index and the extent); a mask's true count sets the result's shape,
+    /// so a mask is realized as well. Negative indices count from the end.
+    Tensor<T> index(const std::vector<TensorIndex>& indices) const;
+    /// x(i, j, ...): x.index({i, j, ...}).
+    template <class... I>
+    Tensor<T> operator()(const I&... indices) const {
+        return index(std::vector<TensorIndex>{TensorIndex(indices)...});
+    }
     /// The elements in reverse order along `axes`. A view. AxisError for a bad or repeated axis.
     Tensor<T> flip(const Axes& axes) const;
     Tensor<T> flip(int axis) const { return flip(Axes{axis}); }
@@ -3550,6 +3645,13 @@ public:
     /// device, ValueError if this is a broadcast view or a reshape that needed a copy.
     template <class V>
     Tensor& assign(const V& value);
+    /// x[indices] = value in place (PyTorch's index_put_): the elements x.index(indices) names
+    /// get `value` (a scalar, tensor or expression broadcast to that shape), or with `accumulate`
+    /// have it added (repeated positions add up; without accumulate, one of their values is
+    /// kept). Basic indices write through a view as assign() does; index tensors and masks go
+    /// through a scatter. Returns *this. The same errors as index() and assign().
+    template <class V>
+    Tensor& index_put(const std::vector<TensorIndex>& indices, const V& value, bool accumulate = false);
 
     /// The graph node (library internals and tests).
     const detail::NodePtr& node_ptr() const { return node_; }
@@ -12490,6 +12592,418 @@ SortResult<typename E::value_type> topk(const E& x, std::int64_t k, int axis = -
 }
 
 }  // namespace lazytensor
+// ---- lazytensor/frontend/subscript.hpp ----
+// Subscripts with NumPy's rules in PyTorch's C++ spelling: x.index({...}) and x(...),
+// x.index_put({...}, value), and the selections whose shape depends on the data: nonzero,
+// where(cond), masked_select, unique.
+//
+// Basic indices (integers, slices, new axes, the ellipsis) are views. Index tensors and masks
+// are one gather of the view they leave: the indexed axes are moved first and merged, and the
+// positions are the indices' linear combination, so any number of index tensors is one lazy
+// gather that fuses with what reads it. A mask becomes its nonzero coordinates first. Writes
+// through index tensors scatter (graph::scatter) into a copy that is assigned back.
+//
+// Data-dependent shapes realize only what decides them: a mask's true count (one reduction read
+// back); the coordinates themselves stay lazy (a cumsum gives each true element its slot, and a
+// scatter puts its position there).
+
+#include <cstdint>
+#include <vector>
+
+
+namespace lazytensor {
+
+namespace detail {
+
+inline NodePtr int64_constant(std::int64_t v, const Shape& shape, Device device) {
+    return graph::constant(Scalar::of<std::int64_t>(v), DType::Int64, shape, device);
+}
+
+/// The flat positions (int64, [count]) of the true elements of `mask` (bool) in its contiguous
+/// order, ascending. Realizes the count (the result's extent); the positions stay lazy.
+inline NodePtr true_positions(const NodePtr& mask, const char* op) {
+    const std::int64_t n = numel(mask->shape);
+    const Device device = mask->device;
+    if (n == 0) return int64_constant(0, Shape{0}, device);
+    const NodePtr ones = graph::cast(graph::reshape(mask, Shape{n}), DType::Int64);
+    const NodePtr total = graph::reduce(ReduceOp::Sum, ones, std::nullopt, false, op);
+    realize_nodes({total.get()});
+    const std::int64_t count = read_elements<std::int64_t>(*total)[0];
+    // Each true element's slot is the count of true elements up to it, less one.
+    const NodePtr slot = graph::binary(BinaryOp::Sub, graph::scan(ReduceOp::Sum, ones, 0, op), Scalar::of<std::int64_t>(1));
+    const NodePtr target = graph::where(graph::reshape(graph::cast(mask, DType::Bool), Shape{n}), slot, Scalar::of<std::int64_t>(-1));
+    const NodePtr positions = graph::index(Shape{n}, Strides{1}, device);
+    return graph::scatter(int64_constant(0, Shape{count}, device), target, positions, false);
+}
+
+/// The coordinates along each axis of `shape` of flat positions `flat` (int64, [count]).
+inline std::vector<NodePtr> coordinates_of(const NodePtr& flat, const Shape& shape) {
+    std::vector<NodePtr> out;
+    const Strides strides = contiguous_strides(shape);
+    for (std::size_t d = 0; d < shape.size(); ++d) {
+        NodePtr c = flat;
+        if (strides[d] != 1) c = graph::floor_divide(c, Scalar::of<std::int64_t>(strides[d]));
+        if (d > 0) c = graph::remainder(c, Scalar::of<std::int64_t>(shape[d]));
+        out.push_back(c);
+    }
+    return out;
+}
+
+/// One index tensor (or integer) of an advanced index: the axis of the view it indexes, its
+/// positions (any integer dtype, negative counting from the end) and that axis' extent.
+struct AdvancedIndex {
+    std::size_t axis;
+    NodePtr positions;
+    std::int64_t extent;
+};
+
+/// view[advanced indices], the other axes kept: NumPy's placement (the indices' broadcast shape
+/// where the first indexed axis was when the indexed axes are adjacent, else first).
+inline NodePtr gather_advanced(const NodePtr& view, const std::vector<AdvancedIndex>& adv, const char* op) {
+    const Shape& vs = view->shape;
+    Shape b;  // the indices' broadcast shape
+    for (const AdvancedIndex& a : adv) b = broadcast_shapes(b, a.positions->shape, op);
+    bool adjacent = true;
+    for (std::size_t i = 1; i < adv.size(); ++i) adjacent = adjacent && adv[i].axis == adv[i - 1].axis + 1;
+    Axes perm;
+    std::vector<char> indexed(vs.size(), 0);
+    std::int64_t merged = 1;
+    for (const AdvancedIndex& a : adv) {
+        perm.push_back(static_cast<int>(a.axis));
+        indexed[a.axis] = 1;
+        merged *= a.extent;
+    }
+    Shape rest;
+    for (std::size_t d = 0; d < vs.size(); ++d)
+        if (!indexed[d]) {
+            perm.push_back(static_cast<int>(d));
+            rest.push_back(vs[d]);
+        }
+    Shape data_shape{merged};
+    for (std::int64_t e : rest) data_shape.push_back(e);
+    const NodePtr data = graph::reshape(graph::permute(view, perm), data_shape);
+    // The linear position in the merged axis, over b (negative indices wrapped).
+    NodePtr linear;
+    std::int64_t stride = 1;
+    for (std::size_t i = adv.size(); i-- > 0;) {
+        NodePtr p = graph::cast(adv[i].positions, DType::Int64);
+        p = graph::where(graph::binary(BinaryOp::Lt, p, Scalar::of<std::int64_t>(0)),
+                         graph::binary(BinaryOp::Add, p, Scalar::of<std::int64_t>(adv[i].extent)), p);
+        if (stride != 1) p = graph::binary(BinaryOp::Mul, p, Scalar::of<std::int64_t>(stride));
+        p = graph::expand(p, b);
+        linear = linear ? graph::binary(BinaryOp::Add, linear, p) : p;
+        stride *= adv[i].extent;
+    }
+    const std::int64_t count = numel(b);
+    Shape spread{count}, out{count};
+    for (std::int64_t e : rest) {
+        spread.push_back(1);
+        out.push_back(e);
+    }
+    const NodePtr at = graph::expand(graph::reshape(linear, spread), out);
+    NodePtr result;
+    if (count == 0 || merged == 0) {  // nothing to read (an empty index, or an empty axis no index can name)
+        result = graph::constant(Scalar::of<std::int64_t>(0).cast(view->dtype), view->dtype, out, view->device);
+    } else {
+        result = graph::gather(data, 0, at);
+    }
+    Shape shaped = b;
+    for (std::int64_t e : rest) shaped.push_back(e);
+    result = graph::reshape(result, shaped);
+    const std::size_t first = adv.front().axis, nb = b.size();
+    if (!adjacent || first == 0) return result;
+    Axes move;  // rest[:first] + b + rest[first:]
+    for (std::size_t d = 0; d < first; ++d) move.push_back(static_cast<int>(nb + d));
+    for (std::size_t d = 0; d < nb; ++d) move.push_back(static_cast<int>(d));
+    for (std::size_t d = first; d < rest.size(); ++d) move.push_back(static_cast<int>(nb + d));
+    return graph::permute(result, move);
+}
+
+/// Checks index tensors' values against their axes (one realize for all of them): IndexError
+/// naming the first out of range.
+inline void check_index_tensors(const std::vector<AdvancedIndex>& adv, const std::vector<int>& user_axes, const Shape& shape,
+                                const char* op) {
+    std::vector<NodePtr> bounds;
+    std::vector<Node*> wanted;
+    for (const AdvancedIndex& a : adv) {
+        if (numel(a.positions->shape) == 0) continue;
+        const NodePtr wide = graph::cast(a.positions, DType::Int64);
+        bounds.push_back(graph::reduce(ReduceOp::Min, wide, std::nullopt, false, op));
+        bounds.push_back(graph::reduce(ReduceOp::Max, wide, std::nullopt, false, op));
+        wanted.push_back(a.positions.get());
+        wanted.push_back(bounds[bounds.size() - 2].get());
+        wanted.push_back(bounds.back().get());
+    }
+    if (wanted.empty()) return;
+    realize_nodes(wanted);
+    std::size_t b = 0;
+    for (std::size_t i = 0; i < adv.size(); ++i) {
+        if (numel(adv[i].positions->shape) == 0) continue;
+        const std::int64_t lo = read_elements<std::int64_t>(*bounds[b])[0], hi = read_elements<std::int64_t>(*bounds[b + 1])[0];
+        b += 2;
+        const std::int64_t n = adv[i].extent;
+        if (lo < -n || hi >= n)
+            fail<IndexError>(op, ": index ", lo < -n ? lo : hi, " is out of range for axis ", user_axes[i], " of extent ", n,
+                             " (shape ", shape, "; valid: ", -n, " to ", n - 1, ")");
+    }
+}
+
+/// x[indices] (TensorBase::index): the node, with `op` naming the caller in errors.
+inline NodePtr index_node(const NodePtr& x, const std::vector<TensorIndex>& indices, const char* op) {
+    using Kind = TensorIndex::Kind;
+    const Shape& shape = x->shape;
+    const std::size_t rank = shape.size();
+    std::size_t consumed = 0;
+    int ellipses = 0;
+    bool any_tensor = false;
+    for (const TensorIndex& i : indices) {
+        switch (i.kind()) {
+            case Kind::Integer:
+            case Kind::Slice: ++consumed; break;
+            case Kind::Ellipsis: ++ellipses; break;
+            case Kind::NewAxis: break;
+            case Kind::Tensor:
+                any_tensor = true;
+                consumed += i.tensor()->dtype == DType::Bool ? i.tensor()->shape.size() : 1;
+                break;
+        }
+    }
+    if (ellipses > 1) fail<IndexError>(op, ": an index can hold one lt::Ellipsis, got ", ellipses);
+    if (consumed > rank)
+        fail<IndexError>(op, ": too many indices for a tensor of ", rank, " dimensions (shape ", shape, "): they index ",
+                         consumed, " axes");
+    NodePtr view = x;
+    std::size_t axis = 0;  // the axis of `view` the next index applies to
+    int user_axis = 0;     // and of x
+    std::vector<AdvancedIndex> adv;
+    std::vector<int> adv_axes;  // per advanced index: x's axis, for errors
+    for (const TensorIndex& i : indices) {
+        switch (i.kind()) {
+            case Kind::Ellipsis: {
+                const std::size_t skip = rank - consumed;
+                axis += skip;
+                user_axis += static_cast<int>(skip);
+                break;
+            }
+            case Kind::NewAxis: {
+                Shape s = view->shape;
+                s.insert(axis, 1);
+                view = graph::reshape(view, s, op);
+                ++axis;
+                break;
+            }
+            case Kind::Slice: {
+                const Slice& sl = i.slice();
+                if (sl.step && *sl.step == 0) fail<ValueError>(op, ": slice step cannot be zero (axis ", user_axis, ")");
+                view = graph::slice(view, static_cast<int>(axis), sl.start, sl.stop, sl.step.value_or(1));
+                ++axis;
+                ++user_axis;
+                break;
+            }
+            case Kind::Integer: {
+                const std::int64_t n = view->shape[axis], k = i.integer();
+                if (k < -n || k >= n)
+                    fail<IndexError>(op, ": index ", k, " is out of range for axis ", user_axis, " of extent ", n, " (shape ",
+                                     shape, ")");
+                const std::int64_t at = k < 0 ? k + n : k;
+                if (any_tensor) {  // NumPy: an integer beside index tensors is one of them
+                    adv.push_back({axis, int64_constant(at, Shape{}, view->device), n});
+                    adv_axes.push_back(user_axis);
+                    ++axis;
+                } else {
+                    Shape s = view->shape;
+                    s.erase(axis);
+                    view = graph::reshape(graph::slice(view, static_cast<int>(axis), at, at + 1, 1), s, op);
+                }
+                ++user_axis;
+                break;
+            }
+            case Kind::Tensor: {
+                const NodePtr& t = i.tensor();
+                if (t->device != x->device)
+                    fail<DeviceError>(op, ": the tensor is on ", x->device, " and an index tensor on ", t->device);
+                if (t->dtype == DType::Bool) {
+                    const std::size_t nd = t->shape.size();
+                    if (nd == 0)
+                        fail<IndexError>(op, ": a 0-dimensional bool index is not supported; use a bool tensor of the "
+                                             "indexed axes' shape (a mask)");
+                    Shape covered;
+                    for (std::size_t d = axis; d < axis + nd && d < view->shape.size(); ++d) covered.push_back(view->shape[d]);
+                    if (covered != t->shape)
+                        fail<IndexError>(op, ": the mask's shape ", t->shape, " does not match the shape ", covered,
+                                         " of the axes it indexes (from axis ", user_axis, " of shape ", shape, ")");
+                    const std::vector<NodePtr> coords = coordinates_of(true_positions(t, op), t->shape);
+                    for (std::size_t d = 0; d < nd; ++d) {
+                        adv.push_back({axis + d, coords[d], view->shape[axis + d]});
+                        adv_axes.push_back(user_axis + static_cast<int>(d));
+                    }
+                    axis += nd;
+                    user_axis += static_cast<int>(nd);
+                } else if (is_integral(t->dtype)) {
+                    adv.push_back({axis, t, view->shape[axis]});
+                    adv_axes.push_back(user_axis);
+                    ++axis;
+                    ++user_axis;
+                } else {
+                    fail<DTypeError>(op, ": index tensors must be integers or bool (a mask), got ", t->dtype, " for axis ",
+                                     user_axis);
+                }
+                break;
+            }
+        }
+    }
+    if (adv.empty()) return view;
+    check_index_tensors(adv, adv_axes, shape, op);
+    return gather_advanced(view, adv, op);
+}
+
+/// The flat positions in x's contiguous order of the elements x.index(indices) names, in the
+/// result's shape: indexing the positions themselves.
+inline NodePtr indexed_positions(const NodePtr& x, const std::vector<TensorIndex>& indices, const char* op) {
+    const NodePtr flat = graph::index(x->shape, contiguous_strides(x->shape), x->device);
+    return index_node(flat, indices, op);
+}
+
+}  // namespace detail
+
+template <class T, class D>
+Tensor<T> TensorBase<T, D>::index(const std::vector<TensorIndex>& indices) const {
+    return Tensor<T>(detail::index_node(self().build(), indices, "index"));
+}
+
+template <class T>
+template <class V>
+Tensor<T>& Tensor<T>::index_put(const std::vector<TensorIndex>& indices, const V& value, bool accumulate) {
+    const detail::NodePtr x = build();
+    bool basic = true;
+    for (const TensorIndex& i : indices) basic = basic && i.kind() != TensorIndex::Kind::Tensor;
+    if (basic) {  // a view of x: written through
+        Tensor<T> view(detail::index_node(x, indices, "index_put"));
+        if (accumulate) view.assign(view + value);
+        else view.assign(value);
+        return *this;
+    }
+    const detail::NodePtr positions = detail::indexed_positions(x, indices, "index_put");
+    detail::NodePtr values;
+    if constexpr (detail::is_scalar_v<V>) values = detail::graph::constant(detail::make_scalar(value), dtype_of<T>(), positions->shape, x->device);
+    else values = value.build();
+    if (values->device != x->device)
+        detail::fail<DeviceError>("index_put: the tensor is on ", x->device, " and the value on ", values->device);
+    const Shape target = positions->shape;
+    if (detail::broadcast_shapes(values->shape, target, "index_put") != target)
+        detail::fail<ShapeError>("index_put: a value of shape ", values->shape, " does not broadcast to the indexed shape ", target);
+    const std::int64_t n = numel(target);
+    values = detail::graph::reshape(detail::graph::expand(detail::graph::cast(values, dtype_of<T>()), target), Shape{n});
+    assign(Tensor<T>(detail::graph::scatter(x, detail::graph::reshape(positions, Shape{n}), values, accumulate)));
+    return *this;
+}
+
+/// The coordinates of x's nonzero (true) elements, one row each in row-major order: int64
+/// [count, x.ndim()] (PyTorch's nonzero). Realizes the count, which sets the shape; the
+/// coordinates stay lazy.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+Tensor<std::int64_t> nonzero(const E& x) {
+    namespace g = detail::graph;
+    const detail::NodePtr n = x.build();
+    const detail::NodePtr mask = n->dtype == DType::Bool ? n : g::binary(BinaryOp::Ne, n, Scalar::of<std::int64_t>(0));
+    const detail::NodePtr flat = detail::true_positions(mask, "nonzero");
+    const std::int64_t count = flat->shape[0];
+    const std::int64_t rank = static_cast<std::int64_t>(n->shape.size());
+    if (rank == 0) return Tensor<std::int64_t>(detail::int64_constant(0, Shape{count, 0}, n->device));
+    std::vector<Tensor<std::int64_t>> columns;
+    for (const detail::NodePtr& c : detail::coordinates_of(flat, n->shape)) columns.emplace_back(c);
+    return stack(columns, 1);
+}
+
+/// NumPy's one-argument where (and np.nonzero): one int64 tensor per axis of cond with the
+/// coordinates of its nonzero (true) elements along that axis, in row-major order, so that
+/// x.index({where(c)[0], where(c)[1]}) are x's elements where c holds. Realizes the count.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+std::vector<Tensor<std::int64_t>> where(const E& cond) {
+    namespace g = detail::graph;
+    const detail::NodePtr n = cond.build();
+    const detail::NodePtr mask = n->dtype == DType::Bool ? n : g::binary(BinaryOp::Ne, n, Scalar::of<std::int64_t>(0));
+    std::vector<Tensor<std::int64_t>> out;
+    for (const detail::NodePtr& c : detail::coordinates_of(detail::true_positions(mask, "where"), n->shape)) out.emplace_back(c);
+    return out;
+}
+
+/// The elements of x where mask holds, in row-major order, as a 1-d tensor (PyTorch's
+/// masked_select): x and mask broadcast together first. Realizes the mask's true count (the
+/// length); the values stay lazy, and their gradient reaches x. ShapeError if they do not
+/// broadcast, DTypeError unless mask is bool.
+template <class E, class M, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<M>>>
+Tensor<typename E::value_type> masked_select(const E& x, const M& mask) {
+    using T = typename E::value_type;
+    namespace g = detail::graph;
+    const detail::NodePtr data = x.build(), m = mask.build();
+    if (m->dtype != DType::Bool) detail::fail<DTypeError>("masked_select: the mask must be bool, got ", m->dtype);
+    const Shape shape = detail::broadcast_shapes(data->shape, m->shape, "masked_select");
+    const std::int64_t n = numel(shape);
+    const detail::NodePtr at = detail::true_positions(g::expand(m, shape), "masked_select");
+    const detail::NodePtr flat = g::reshape(g::expand(data, shape), Shape{n});
+    if (at->shape[0] == 0) return Tensor<T>(g::constant(Scalar::of<std::int64_t>(0).cast(data->dtype), data->dtype, Shape{0}, data->device));
+    return Tensor<T>(g::gather(flat, 0, at));
+}
+
+/// The result of lt::unique_all (NumPy's unique_all): the distinct values in ascending order,
+/// the flat position of each one's first occurrence, for every element of x the position of its
+/// value in `values` (x's shape), and how often each value occurs.
+template <class T>
+struct UniqueResult {
+    Tensor<T> values;
+    Tensor<std::int64_t> indices, inverse, counts;
+};
+
+/// The distinct values of x (flattened) in ascending order, with first positions, inverse and
+/// counts (NumPy's unique_all; NaNs count as one value, as NumPy's equal_nan). Sorts once and
+/// realizes the number of distinct values (the length); the rest stays lazy.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+UniqueResult<typename E::value_type> unique_all(const E& x) {
+    using T = typename E::value_type;
+    namespace g = detail::graph;
+    const detail::NodePtr data = x.build();
+    const std::int64_t n = numel(data->shape);
+    const Device device = data->device;
+    UniqueResult<T> r;
+    if (n == 0) {
+        r.values = Tensor<T>(g::constant(Scalar::of<std::int64_t>(0).cast(data->dtype), data->dtype, Shape{0}, device));
+        r.indices = r.counts = Tensor<std::int64_t>(detail::int64_constant(0, Shape{0}, device));
+        r.inverse = Tensor<std::int64_t>(detail::int64_constant(0, data->shape, device));
+        return r;
+    }
+    const Tensor<T> flat(g::reshape(data, Shape{n}));
+    const auto [sorted, order] = sort(flat);
+    // A value starts a group where it differs from the one before it (NaNs equal each other).
+    const detail::NodePtr s = sorted.build();
+    const detail::NodePtr here = g::slice(s, 0, 1, std::nullopt, 1), before = g::slice(s, 0, 0, n - 1, 1);
+    detail::NodePtr same = g::binary(BinaryOp::Eq, here, before);
+    if (is_floating(data->dtype))
+        same = g::binary(BinaryOp::LogicalOr, same, g::binary(BinaryOp::LogicalAnd, g::unary(UnaryOp::IsNan, here), g::unary(UnaryOp::IsNan, before)));
+    const detail::NodePtr starts = g::pad(g::unary(UnaryOp::LogicalNot, same), {1}, {0}, Scalar::of<bool>(true));
+    const detail::NodePtr ones = g::cast(starts, DType::Int64);
+    const detail::NodePtr total = g::reduce(ReduceOp::Sum, ones, std::nullopt, false, "unique");
+    detail::realize_nodes({total.get()});
+    const std::int64_t count = detail::read_elements<std::int64_t>(*total)[0];
+    const detail::NodePtr group = g::binary(BinaryOp::Sub, g::scan(ReduceOp::Sum, ones, 0, "unique"), Scalar::of<std::int64_t>(1));
+    const detail::NodePtr first = g::where(starts, group, Scalar::of<std::int64_t>(-1));
+    const detail::NodePtr zeros = detail::int64_constant(0, Shape{count}, device);
+    r.values = Tensor<T>(g::scatter(g::constant(Scalar::of<std::int64_t>(0).cast(data->dtype), data->dtype, Shape{count}, device),
+                                    first, s, false));
+    r.indices = Tensor<std::int64_t>(g::scatter(zeros, first, order.build(), false));
+    r.counts = Tensor<std::int64_t>(g::scatter(zeros, group, detail::int64_constant(1, Shape{n}, device), true));
+    r.inverse = Tensor<std::int64_t>(g::reshape(g::scatter(detail::int64_constant(0, Shape{n}, device), order.build(), group, false), data->shape));
+    return r;
+}
+
+/// The distinct values of x (flattened) in ascending order (NumPy's unique; NaNs count as one).
+/// Realizes their number (the length). unique_all also gives positions, inverse and counts.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+Tensor<typename E::value_type> unique(const E& x) {
+    return unique_all(x).values;
+}
+
+}  // namespace lazytensor
 // ---- lazytensor/frontend/print.hpp ----
 // operator<< for tensors and expressions, as PyTorch prints them: the values in aligned
 // columns (summarized when large), then shape, dtype and device; and the print options.
@@ -13291,6 +13805,18 @@ void node_rule(const NodePtr& n, const NodePtr& gy, Wanted wanted, Emit emit) {
         case NodeKind::Buffer:
         case NodeKind::Const:
         case NodeKind::Index: break;  // leaves
+        case NodeKind::Scatter: {  // out = base with values written (added) at flat positions
+            const NodePtr& positions = n->src[1];
+            if (wanted(0)) emit(0, n->params[0] ? gy : g::scatter(gy, positions, zeros_like(n->src[2]), false));
+            if (wanted(2) && numel(gy->shape) == 0) emit(2, zeros_like(n->src[2]));  // every position skipped
+            else if (wanted(2)) {  // each value's cotangent is the output's at its position (0 where skipped)
+                const NodePtr flat = g::reshape(gy, Shape{numel(gy->shape)});
+                const NodePtr inside = g::binary(BinaryOp::BitAnd, g::binary(BinaryOp::Ge, positions, Scalar::of<std::int64_t>(0)),
+                                                 g::binary(BinaryOp::Lt, positions, Scalar::of<std::int64_t>(numel(gy->shape))));
+                emit(2, g::where(inside, g::gather(flat, 0, positions), num(0.0)));
+            }
+            break;
+        }
         case NodeKind::Sort: break;   // positions: integers, no gradient (the values' flows through their gather)
         case NodeKind::Linalg: linalg_rules::linalg_rule(n, gy, wanted, emit); break;
         case NodeKind::Collective:
@@ -13983,6 +14509,47 @@ inline std::string to_string(const Scan& s) {
 }
 
 }  // namespace lazytensor::detail::ir
+// ---- lazytensor/backend/scatter_elements.hpp ----
+// The scatter on host memory (Backend::scatter): the host backend's, and every other backend's
+// fallback through host copies. One pass over the positions, in order: repeated positions keep
+// the last value written, or sum in index order.
+
+#include <cstdint>
+#include <type_traits>
+
+
+namespace lazytensor::detail {
+
+/// a + b as a scatter adds: integers wrap, bool or-s, half rounds once.
+template <class T>
+T scatter_sum(T a, T b) {
+    if constexpr (std::is_same_v<T, bool>) {
+        return a || b;
+    } else if constexpr (std::is_integral_v<T>) {
+        using U = std::make_unsigned_t<T>;
+        return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+    } else {
+        return static_cast<T>(a + b);
+    }
+}
+
+/// out[positions[j]] = values[j] (accumulate: out[...] = scatter_sum(out[...], values[j])) for
+/// j < count, skipping positions outside [0, numel).
+inline void scatter_elements(DType dtype, void* out, std::int64_t numel, const std::int64_t* positions, const void* values,
+                             std::int64_t count, bool accumulate) {
+    visit_dtype(dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        T* o = static_cast<T*>(out);
+        const T* v = static_cast<const T*>(values);
+        for (std::int64_t j = 0; j < count; ++j) {
+            const std::int64_t p = positions[j];
+            if (p < 0 || p >= numel) continue;
+            o[p] = accumulate ? scatter_sum(o[p], v[j]) : v[j];
+        }
+    });
+}
+
+}  // namespace lazytensor::detail
 
 namespace lazytensor::detail {
 
@@ -14156,6 +14723,22 @@ public:
     /// into `indices` (int64), both contiguous [rows, k].
     virtual void sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k, bool descending,
                            Buffer& values, Buffer& indices) = 0;
+    /// `out` = the first out.numel() elements of `base`, then out[positions[j]] = values[j] for
+    /// j < count (accumulate: added, bool or-ed), skipping positions outside [0, out.numel());
+    /// positions int64, values of out's dtype, all contiguous. Repeated positions: an overwrite
+    /// keeps one of the values, an add sums them all. This one goes through host memory (read,
+    /// scatter there, write back); backends override it.
+    virtual void scatter(const Buffer& base, Buffer& out, const Buffer& positions, const Buffer& values, std::int64_t count,
+                         bool accumulate) {
+        const std::size_t size = dtype_size(out.dtype());
+        std::vector<unsigned char> o(static_cast<std::size_t>(out.numel()) * size), v(static_cast<std::size_t>(count) * size);
+        std::vector<std::int64_t> p(static_cast<std::size_t>(count));
+        read(base, 0, o.data(), o.size());
+        read(positions, 0, p.data(), p.size() * sizeof(std::int64_t));
+        read(values, 0, v.data(), v.size());
+        scatter_elements(out.dtype(), o.data(), out.numel(), p.data(), v.data(), count, accumulate);
+        write(out, 0, o.data(), o.size());
+    }
     /// Runs a linear-algebra routine (ir/linalg.hpp) over every matrix of its batch: `operands`
     /// are A's (and B's) buffers, read at the layouts `call` gives; `out` gets the packed results
     /// (contiguous [batch..., total]). LinAlgError for a matrix the routine cannot handle
@@ -18247,6 +18830,13 @@ public:
 
     void scan(const ir::Scan& s, const Buffer& in, Buffer& out) override { host::scan(s, in.handle(), out.handle(), pool_); }
 
+    void scatter(const Buffer& base, Buffer& out, const Buffer& positions, const Buffer& values, std::int64_t count,
+                 bool accumulate) override {
+        if (base.handle() != out.handle())
+            std::memcpy(out.handle(), base.handle(), static_cast<std::size_t>(out.numel()) * dtype_size(out.dtype()));
+        scatter_elements(out.dtype(), out.handle(), out.numel(), static_cast<const std::int64_t*>(positions.handle()),
+                         values.handle(), count, accumulate);
+    }
     void sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k, bool descending, Buffer& values,
                    Buffer& indices) override {
         visit_dtype(in.dtype(), [&](auto tag) {
@@ -19718,6 +20308,7 @@ public:
         // LAZYTENSOR_OPENCL_FP64=off: behave as a device without double would (to check that a
         // program runs on one).
         fp64_ = ext.find("cl_khr_fp64") != std::string::npos && env_flag("LAZYTENSOR_OPENCL_FP64", true);
+        int64_atomics_ = ext.find("cl_khr_int64_base_atomics") != std::string::npos;
         traits_.max_work_group = device_value<std::size_t>(device, CL_DEVICE_MAX_WORK_GROUP_SIZE);
         traits_.compute_units = device_value<cl_uint>(device, CL_DEVICE_MAX_COMPUTE_UNITS);
         traits_.local_memory = device_value<cl_ulong>(device, CL_DEVICE_LOCAL_MEM_SIZE);
@@ -19769,6 +20360,8 @@ public:
     const std::string& build_options() const { return build_options_; }
 
     bool fp64() const { return fp64_; }
+    /// Whether atom_add and atom_cmpxchg take 64-bit words (cl_khr_int64_base_atomics).
+    bool int64_atomics() const { return int64_atomics_; }
     /// Whether the device computes in `t` (float64 only with cl_khr_fp64).
     bool computes(DType t) const { return t != DType::Float64 || fp64_; }
     /// Whether the device computes what kernel `k` (a fused one: one phase) does.
@@ -19798,6 +20391,7 @@ private:
     DeviceType type_ = DeviceType::Gpu;
     Vendor vendor_ = Vendor::Other;
     bool fp64_ = false;
+    bool int64_atomics_ = false;
     DeviceTraits traits_;
     int nvidia_cc_ = 0;
     cl_ulong max_alloc_ = 0, global_memory_ = 0;
@@ -22819,6 +23413,84 @@ private:
 };
 
 }  // namespace lazytensor::detail::opencl
+// ---- lazytensor/backend/opencl/scatter_routines.hpp ----
+// Backend::scatter on an OpenCL device: the base copied into the result on the queue, then one
+// work-item per position. An overwrite is a store of the element's bits (any dtype); an add is
+// an atomic: atomic_add for int32, a compare-and-swap loop for float32, and for int64 and
+// float64 where the device has cl_khr_int64_base_atomics. Other adds (uint8, bool, half, or
+// 64-bit types without the extension) go through host memory (Backend::scatter).
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+
+namespace lazytensor::detail::opencl {
+
+class ScatterRoutines {
+public:
+    explicit ScatterRoutines(RoutineContext context) : c_(context) {}
+
+    /// Whether the device runs this scatter itself (else the caller stages it through the host).
+    bool runs(DType t, bool accumulate) const {
+        if (!accumulate) return true;
+        if (t == DType::Int32 || t == DType::Float32) return true;
+        return (t == DType::Int64 || (t == DType::Float64 && c_.device.fp64())) && c_.device.int64_atomics();
+    }
+
+    /// Backend::scatter, where runs(): `out` gets base's first out.numel() elements, then the values.
+    void run(const Buffer& base, Buffer& out, const Buffer& positions, const Buffer& values, std::int64_t count,
+             bool accumulate) {
+        const std::size_t bytes = static_cast<std::size_t>(out.numel()) * dtype_size(out.dtype());
+        if (bytes && base.handle() != out.handle())
+            check(clEnqueueCopyBuffer(c_.device.queue(), static_cast<cl_mem>(base.handle()), static_cast<cl_mem>(out.handle()), 0,
+                                      0, bytes, 0, nullptr, nullptr),
+                  "clEnqueueCopyBuffer", concat("copying a scatter's base on ", c_.device.describe()));
+        if (count == 0) return;
+        const std::shared_ptr<ProgramOwner> program = c_.programs.build(source(out.dtype(), accumulate));
+        const KernelOwner kernel = c_.programs.make_kernel(*program, "lt_scatter");
+        c_.launcher.run(kernel, "lt_scatter", static_cast<std::size_t>(count), 0, out, positions, values, cl_long(count),
+                        cl_long(out.numel()));
+    }
+
+    /// The program of a scatter of dtype t (LAZYTENSOR_DEBUG=2 shows it).
+    static std::string source(DType t, bool accumulate) {
+        // An overwrite moves the element's bits; an add computes in the element's type.
+        const std::size_t size = dtype_size(t);
+        std::string T = size == 1 ? "uchar" : size == 2 ? "ushort" : size == 4 ? "uint" : "ulong", update;
+        if (!accumulate) {
+            update = "out[p] = values[j];";
+        } else if (t == DType::Int32) {
+            T = "int";
+            update = "atomic_add(out + p, values[j]);";
+        } else if (t == DType::Int64) {
+            T = "long";
+            update = "atom_add(out + p, values[j]);";
+        } else {  // float32 (uint words) or float64 (ulong words): compare and swap
+            const bool wide = t == DType::Float64;
+            const std::string F = wide ? "double" : "float", W = wide ? "ulong" : "uint", as_f = wide ? "as_double" : "as_float",
+                              as_w = wide ? "as_ulong" : "as_uint", cas = wide ? "atom_cmpxchg" : "atomic_cmpxchg";
+            update = "const " + F + " v = " + as_f + "(values[j]);\n    " + W + " seen = out[p], was;\n    do {\n        was = seen;\n" +
+                     "        seen = " + cas + "(out + p, was, " + as_w + "(" + as_f + "(was) + v));\n    } while (seen != was);";
+        }
+        std::string s;
+        if (size == 8) s += "#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable\n";
+        if (t == DType::Float64) s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
+        s += "__kernel void lt_scatter(__global " + std::string(accumulate ? "volatile " : "") + T + "* out, __global const long* positions, __global const " + T +
+             "* values, long count, long numel) {\n"
+             "    const long j = get_global_id(0);\n"
+             "    if (j >= count) return;\n"
+             "    const long p = positions[j];\n"
+             "    if (p < 0 || p >= numel) return;\n    " +
+             update + "\n}\n";
+        return s;
+    }
+
+private:
+    RoutineContext c_;
+};
+
+}  // namespace lazytensor::detail::opencl
 // ---- lazytensor/backend/opencl/sort_routines.hpp ----
 // Running row sorts (lt::sort, argsort, topk) on an OpenCL device: which of the programs of
 // sort.hpp runs (a selection for small k, a radix sort for one long row, a bitonic sort
@@ -23466,6 +24138,11 @@ public:
         return scans_.fused_source(s, fusion);
     }
 
+    void scatter(const Buffer& base, Buffer& out, const Buffer& positions, const Buffer& values, std::int64_t count,
+                 bool accumulate) override {
+        if (scatters_.runs(out.dtype(), accumulate)) scatters_.run(base, out, positions, values, count, accumulate);
+        else Backend::scatter(base, out, positions, values, count, accumulate);
+    }
     void sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k, bool descending, Buffer& values,
                    Buffer& indices) override {
         sorts_.run(in, rows, n, k, descending, values, indices);
@@ -23619,6 +24296,7 @@ private:
     KernelRoutines kernels_{routine_context_};
     ScanRoutines scans_{routine_context_};
     SortRoutines sorts_{routine_context_};
+    ScatterRoutines scatters_{routine_context_};
     GemmRoutines gemm_{routine_context_};
     AttentionRoutines attention_{routine_context_};
     bool fuse_epilogues_ = env_flag("LAZYTENSOR_GEMM_EPILOGUE", true);
@@ -24004,7 +24682,7 @@ struct Source {
 /// scan, sort or LAPACK, not by a generated kernel).
 inline bool runs_alone(NodeKind kind) {
     return kind == NodeKind::Matmul || kind == NodeKind::Scan || kind == NodeKind::Sort || kind == NodeKind::Linalg ||
-           kind == NodeKind::Collective;
+           kind == NodeKind::Collective || kind == NodeKind::Scatter;
 }
 
 /// One schedule item: a kernel that materializes `root`, a matrix product (root is a matmul
@@ -24061,6 +24739,7 @@ struct Group {
     bool is_sort() const { return root->kind == NodeKind::Sort; }
     bool is_linalg() const { return root->kind == NodeKind::Linalg; }
     bool is_collective() const { return root->kind == NodeKind::Collective; }
+    bool is_scatter() const { return root->kind == NodeKind::Scatter; }
     /// A generated kernel alone (not a view, nor an item run by a routine of the backend's).
     bool is_kernel() const { return !view_only && !is_attention() && !runs_alone(core()->kind); }
 };
@@ -24603,6 +25282,8 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
             reason = "linear-algebra routine (an item of its own, run by LAPACK)";
         } else if (n->kind == NodeKind::Collective) {
             reason = "collective (an item of its own, run by the group's transport)";
+        } else if (n->kind == NodeKind::Scatter) {
+            reason = "scatter (an item of its own, run by the backend's scatter)";
         } else {
             SmallVector<int, 2> cons;
             for (int c : consumers[t])
@@ -24620,6 +25301,8 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
                 reason = "operand of a linear-algebra routine";
             } else if (cons.size() == 1 && groups[static_cast<std::size_t>(cons[0])].is_collective()) {
                 reason = "operand of a collective";
+            } else if (cons.size() == 1 && groups[static_cast<std::size_t>(cons[0])].is_scatter()) {
+                reason = "operand of a scatter";
             } else if (cons.size() == 1 && n->kind == NodeKind::Reduce && groups[static_cast<std::size_t>(cons[0])].is_sort()) {
                 reason = "reduction read by a sort's operand (a kernel without a reduced domain)";
             } else if (cons.size() == 1) {
@@ -26306,6 +26989,93 @@ private:
 };
 
 }  // namespace lazytensor::detail
+// ---- lazytensor/items/scatter_item.hpp ----
+// The scatter item: a scatter node (graph::scatter: a copy of a tensor with values written or
+// added at flat positions) run by the backend's scatter. Its three operands (the base, the
+// positions and the values) are read from contiguous memory: a kernel materializes each one that
+// is not, and what produces it fuses into that kernel. Indexed writes (index_put), nonzero,
+// masked_select and unique build on it.
+
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+
+
+namespace lazytensor::detail {
+
+struct ScatterItem : ItemDefaults {
+    static constexpr ScheduleItem::Kind kind = ScheduleItem::Kind::Scatter;
+    DType dtype = DType::Float32;
+    std::int64_t numel = 0, count = 0;  // the result's elements; the positions'
+    bool accumulate = false;
+
+    /// Lowers group g (its root a scatter node): g.inputs are the operands' buffers, or the first
+    /// operand not in contiguous memory of its own from offset 0 is materialized first.
+    static std::optional<Materialize> lower(const Schedule& s, Group& g) {
+        static const char* const what[3] = {"tensor written into by a scatter", "positions of a scatter",
+                                            "values of a scatter"};
+        g.inputs.clear();
+        for (int k = 0; k < 3; ++k) {
+            Node* operand = g.root->src[static_cast<std::size_t>(k)].get();
+            Reached r = walk_views(s, &g, operand, IndexMap::identity(operand->shape));
+            if (!r.load || r.access.offset != 0 || !is_contiguous_layout(operand->shape, r.access.strides, 0))
+                return Materialize{operand, concat(what[k], " (read from contiguous memory)"), true};
+            g.inputs.push_back(r.node);
+        }
+        g.kernel = ir::Kernel{};
+        g.scalars.clear();
+        g.ops = {g.root->params[0] ? "scatter add" : "scatter"};
+        return std::nullopt;
+    }
+    static ScatterItem of(const Group& g) {
+        ScatterItem item;
+        item.dtype = g.root->dtype;
+        item.numel = lazytensor::numel(g.root->shape);
+        item.count = g.root->src[1]->shape[0];
+        item.accumulate = g.root->params[0] != 0;
+        return item;
+    }
+
+    void describe(ScheduleItem& item, Device) const { item.ir = what(); }
+    std::string routine(Backend& backend) const {
+        return concat("scatter", accumulate ? " add" : "", " of ", dtype, " on ", backend.device());
+    }
+    /// Check mode compares adds (whose sums the device makes in another order); an overwrite at a
+    /// repeated position may keep another of its values on a device, so it has nothing to compare.
+    bool checked_on(const Backend& backend) const { return accumulate && backend.device().kind != Device::Kind::Host; }
+    void run(const ItemRun& r) const { r.backend.scatter(*r.params[0], r.out(), *r.params[1], *r.params[2], count, accumulate); }
+    const char* reference(const HostRun& h) const {
+        if (!h.magnitudes || !is_floating(dtype)) {
+            h.host.scatter(*h.params[0], *h.params.back(), *h.params[1], *h.params[2], count, accumulate);
+            return "the host's scatter";
+        }
+        // Magnitudes: the base's and the values' absolute values, added the same way.
+        BufferPtr base = h.host.allocate(dtype, numel), values = h.host.allocate(dtype, count);
+        visit_dtype(dtype, [&](auto tag) {
+            using T = typename decltype(tag)::type;
+            if constexpr (is_floating_v<T>) {
+                auto absolute = [](const Buffer& from, Buffer& to, std::int64_t n) {
+                    const T* f = static_cast<const T*>(from.handle());
+                    T* t = static_cast<T*>(to.handle());
+                    for (std::int64_t i = 0; i < n; ++i) t[i] = static_cast<T>(std::fabs(static_cast<double>(f[i])));
+                };
+                absolute(*h.params[0], *base, numel);
+                absolute(*h.params[2], *values, count);
+            }
+        });
+        h.host.scatter(*base, *h.params.back(), *h.params[1], *values, count, true);
+        return "the host's scatter";
+    }
+    std::string listing() const { return "--- scatter ---\n" + what(); }
+
+private:
+    std::string what() const {
+        return concat("    scatter", accumulate ? " add" : "", " ", dtype, ": ", count, " positions into ", numel, " elements\n");
+    }
+};
+
+}  // namespace lazytensor::detail
 // ---- lazytensor/items/sort_item.hpp ----
 // The sort item: a sort node (graph::sort_positions: the positions of the first k elements of
 // each row along the last axis, in sorted order, stably) run by the backend's row sort (host:
@@ -26474,7 +27244,7 @@ struct ViewItem : ItemDefaults {
 
 namespace lazytensor::detail {
 
-using ItemKind = std::variant<KernelItem, GemmItem, ScanItem, AttentionItem, SortItem, LinalgItem, CollectiveItem, ViewItem>;
+using ItemKind = std::variant<KernelItem, GemmItem, ScanItem, AttentionItem, SortItem, LinalgItem, CollectiveItem, ScatterItem, ViewItem>;
 
 /// Lowers every group of `s`, or says which node must be materialized first.
 inline std::optional<Materialize> lower_groups(Schedule& s) {
@@ -26486,6 +27256,7 @@ inline std::optional<Materialize> lower_groups(Schedule& s) {
         else if (g.is_sort()) first = SortItem::lower(s, g);
         else if (g.is_linalg()) first = LinalgItem::lower(s, g);
         else if (g.is_collective()) first = CollectiveItem::lower(s, g);
+        else if (g.is_scatter()) first = ScatterItem::lower(s, g);
         else first = Lowering(s, g).run();
         if (first) return first;
     }
@@ -26575,6 +27346,7 @@ ItemKind item_of(Group& g, const Index& index) {
     if (g.is_sort()) return SortItem::of(g, index);
     if (g.is_linalg()) return LinalgItem::of(g);
     if (g.is_collective()) return CollectiveItem::of(g);
+    if (g.is_scatter()) return ScatterItem::of(g);
     KernelItem k;
     k.kernel = std::move(g.kernel);
     return k;

@@ -233,6 +233,18 @@ void node_rule(const NodePtr& n, const NodePtr& gy, Wanted wanted, Emit emit) {
         case NodeKind::Buffer:
         case NodeKind::Const:
         case NodeKind::Index: break;  // leaves
+        case NodeKind::Scatter: {  // out = base with values written (added) at flat positions
+            const NodePtr& positions = n->src[1];
+            if (wanted(0)) emit(0, n->params[0] ? gy : g::scatter(gy, positions, zeros_like(n->src[2]), false));
+            if (wanted(2) && numel(gy->shape) == 0) emit(2, zeros_like(n->src[2]));  // every position skipped
+            else if (wanted(2)) {  // each value's cotangent is the output's at its position (0 where skipped)
+                const NodePtr flat = g::reshape(gy, Shape{numel(gy->shape)});
+                const NodePtr inside = g::binary(BinaryOp::BitAnd, g::binary(BinaryOp::Ge, positions, Scalar::of<std::int64_t>(0)),
+                                                 g::binary(BinaryOp::Lt, positions, Scalar::of<std::int64_t>(numel(gy->shape))));
+                emit(2, g::where(inside, g::gather(flat, 0, positions), num(0.0)));
+            }
+            break;
+        }
         case NodeKind::Sort: break;   // positions: integers, no gradient (the values' flows through their gather)
         case NodeKind::Linalg: linalg_rules::linalg_rule(n, gy, wanted, emit); break;
         case NodeKind::Collective:

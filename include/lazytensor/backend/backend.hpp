@@ -24,6 +24,7 @@
 #include "../ir/kernel.hpp"
 #include "../ir/linalg.hpp"
 #include "../core/reports.hpp"
+#include "scatter_elements.hpp"
 
 namespace lazytensor::detail {
 
@@ -197,6 +198,22 @@ public:
     /// into `indices` (int64), both contiguous [rows, k].
     virtual void sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k, bool descending,
                            Buffer& values, Buffer& indices) = 0;
+    /// `out` = the first out.numel() elements of `base`, then out[positions[j]] = values[j] for
+    /// j < count (accumulate: added, bool or-ed), skipping positions outside [0, out.numel());
+    /// positions int64, values of out's dtype, all contiguous. Repeated positions: an overwrite
+    /// keeps one of the values, an add sums them all. This one goes through host memory (read,
+    /// scatter there, write back); backends override it.
+    virtual void scatter(const Buffer& base, Buffer& out, const Buffer& positions, const Buffer& values, std::int64_t count,
+                         bool accumulate) {
+        const std::size_t size = dtype_size(out.dtype());
+        std::vector<unsigned char> o(static_cast<std::size_t>(out.numel()) * size), v(static_cast<std::size_t>(count) * size);
+        std::vector<std::int64_t> p(static_cast<std::size_t>(count));
+        read(base, 0, o.data(), o.size());
+        read(positions, 0, p.data(), p.size() * sizeof(std::int64_t));
+        read(values, 0, v.data(), v.size());
+        scatter_elements(out.dtype(), o.data(), out.numel(), p.data(), v.data(), count, accumulate);
+        write(out, 0, o.data(), o.size());
+    }
     /// Runs a linear-algebra routine (ir/linalg.hpp) over every matrix of its batch: `operands`
     /// are A's (and B's) buffers, read at the layouts `call` gives; `out` gets the packed results
     /// (contiguous [batch..., total]). LinAlgError for a matrix the routine cannot handle

@@ -53,6 +53,7 @@ struct ScheduleItem {
         Sort,    // the backend's row sort: the positions of the first k along the last axis, in order
         Linalg,  // a LAPACK routine over a batch of matrices (lt::linalg; on the host for every device)
         Collective,  // data combined over the processes of a group (lt::dist: MPI)
+        Scatter,  // the backend's scatter: a copy of a tensor with values written or added at flat positions
     };
     Kind kind = Kind::Kernel;
     std::string reason;               // why its output is materialized
@@ -69,7 +70,7 @@ struct ScheduleItem {
     std::string ir;                   // the kernel IR listing, or the GEMM's shape and layouts
 };
 
-/// "kernel", "matmul", "scan", "view", "attention" or "sort".
+/// "kernel", "matmul", "scan", "view", "attention", "sort", "linalg", "collective" or "scatter".
 inline const char* to_string(ScheduleItem::Kind kind) {
     switch (kind) {
         case ScheduleItem::Kind::Kernel: return "kernel";
@@ -80,6 +81,7 @@ inline const char* to_string(ScheduleItem::Kind kind) {
         case ScheduleItem::Kind::Sort: return "sort";
         case ScheduleItem::Kind::Linalg: return "linalg";
         case ScheduleItem::Kind::Collective: return "collective";
+        case ScheduleItem::Kind::Scatter: return "scatter";
     }
     return "?";
 }

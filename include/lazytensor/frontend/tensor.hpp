@@ -75,6 +75,58 @@ using mean_t = std::conditional_t<is_floating_v<T>, T, float>;
 
 }  // namespace detail
 
+/// As a bound of a Slice: absent (the default). As an index: a new axis of extent 1 (NumPy's
+/// None, np.newaxis; lt::NewAxis is the same value).
+struct NoneIndex {};
+inline constexpr NoneIndex None{};
+inline constexpr NoneIndex NewAxis{};
+/// As an index: as many full slices as the other indices leave axes (NumPy's `...`).
+struct EllipsisIndex {};
+inline constexpr EllipsisIndex Ellipsis{};
+
+/// start:stop:step along one axis (Python's rules: negative bounds count from the end, bounds are
+/// clipped, a negative step walks backwards, lt::None for a default): lt::Slice(1, 3),
+/// lt::Slice(lt::None, lt::None, 2), lt::Slice() for `:`. A view.
+struct Slice {
+    /// A bound: an integer or lt::None.
+    struct Bound {
+        std::optional<std::int64_t> value;
+        Bound(NoneIndex) {}
+        template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
+        Bound(I v) : value(static_cast<std::int64_t>(v)) {}
+    };
+    Slice(Bound start = None, Bound stop = None, Bound step = None)
+        : start(start.value), stop(stop.value), step(step.value) {}
+    std::optional<std::int64_t> start, stop, step;
+};
+
+/// One entry of x.index({...}): an integer (drops its axis), a Slice, lt::Ellipsis, lt::NewAxis
+/// (lt::None), an integer tensor (advanced indexing: a gather) or a bool tensor (a mask).
+class TensorIndex {
+public:
+    enum class Kind { Integer, Slice, Ellipsis, NewAxis, Tensor };
+    template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
+    TensorIndex(I i) : kind_(Kind::Integer), integer_(static_cast<std::int64_t>(i)) {}
+    /// NumPy's x[True] is not supported: index with a bool tensor of the axes' shape.
+    TensorIndex(bool) = delete;
+    TensorIndex(lazytensor::Slice s) : kind_(Kind::Slice), slice_(s) {}
+    TensorIndex(NoneIndex) : kind_(Kind::NewAxis) {}
+    TensorIndex(EllipsisIndex) : kind_(Kind::Ellipsis) {}
+    template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+    TensorIndex(const E& t) : kind_(Kind::Tensor), tensor_(t.build()) {}
+
+    Kind kind() const { return kind_; }
+    std::int64_t integer() const { return integer_; }
+    const lazytensor::Slice& slice() const { return slice_; }
+    const detail::NodePtr& tensor() const { return tensor_; }
+
+private:
+    Kind kind_;
+    std::int64_t integer_ = 0;
+    lazytensor::Slice slice_;
+    detail::NodePtr tensor_;
+};
+
 /// The member API shared by Tensor<T> and every expression whose element type is T. Unless
 /// said otherwise, methods returning a Tensor build a lazy value (nothing runs) and check
 /// shapes and axes at once.
@@ -163,6 +215,19 @@ public:
     /// The element at `index` along `axis`, with that axis removed (negative counts from the end).
     /// IndexError if `index` is out of range.
     Tensor<T> select(int axis, std::int64_t index) const;
+    /// x[indices] with NumPy's rules, in PyTorch's C++ spelling: x.index({lt::Slice(1, 3),
+    /// lt::Ellipsis, 0}). Integers drop their axis, Slices and lt::NewAxis make views (no copy);
+    /// integer tensors index several axes at once (advanced indexing: their shapes broadcast, and
+    /// the result's axes come where NumPy puts them), and bool tensors are masks over as many axes
+    /// as they have: both gather, lazily. Index tensors are realized now to check them (IndexError
+    /// naming the axis, the index and the extent); a mask's true count sets the result's shape,
+    /// so a mask is realized as well. Negative indices count from the end.
+    Tensor<T> index(const std::vector<TensorIndex>& indices) const;
+    /// x(i, j, ...): x.index({i, j, ...}).
+    template <class... I>
+    Tensor<T> operator()(const I&... indices) const {
+        return index(std::vector<TensorIndex>{TensorIndex(indices)...});
+    }
     /// The elements in reverse order along `axes`. A view. AxisError for a bad or repeated axis.
     Tensor<T> flip(const Axes& axes) const;
     Tensor<T> flip(int axis) const { return flip(Axes{axis}); }
@@ -297,6 +362,13 @@ public:
     /// device, ValueError if this is a broadcast view or a reshape that needed a copy.
     template <class V>
     Tensor& assign(const V& value);
+    /// x[indices] = value in place (PyTorch's index_put_): the elements x.index(indices) names
+    /// get `value` (a scalar, tensor or expression broadcast to that shape), or with `accumulate`
+    /// have it added (repeated positions add up; without accumulate, one of their values is
+    /// kept). Basic indices write through a view as assign() does; index tensors and masks go
+    /// through a scatter. Returns *this. The same errors as index() and assign().
+    template <class V>
+    Tensor& index_put(const std::vector<TensorIndex>& indices, const V& value, bool accumulate = false);
 
     /// The graph node (library internals and tests).
     const detail::NodePtr& node_ptr() const { return node_; }

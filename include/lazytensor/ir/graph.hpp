@@ -304,6 +304,14 @@ LAZYTENSOR_ENGINE_API NodePtr mean_of_sum(const NodePtr& total, DType input, std
 /// reduction over positions' extent along `axis` for every element of base: deterministic, in
 /// index order, at numel(base) * positions.shape[axis] operations.
 LAZYTENSOR_ENGINE_API NodePtr scatter_add(const NodePtr& base, int axis, const NodePtr& positions, const NodePtr& values);
+/// A copy of base with values[j] written (with `accumulate`: added; bool: or-ed) at flat position
+/// positions[j] of base's contiguous order, for every j: a scatter node, an item of its own run
+/// by the backend's scatter at one pass over the positions. positions: an integer [m]; values:
+/// [m], converted to base's dtype. Positions outside [0, numel(base)) are skipped (callers use
+/// -1 for "nowhere"; the front end checks users' positions first). Where positions repeat, an
+/// overwrite keeps one of their values (the host's: the last) and an add sums them all (on the
+/// host in order; on OpenCL with atomics, in no fixed order).
+LAZYTENSOR_ENGINE_API NodePtr scatter(const NodePtr& base, const NodePtr& positions, const NodePtr& values, bool accumulate);
 
 /// Inclusive cumsum (Sum) or cumprod (Prod) of x along `axis`: a scan node, which the
 /// scheduler makes an item of its own. Integers and bool accumulate in int64 (PyTorch); half in

@@ -705,6 +705,22 @@ LAZYTENSOR_ENGINE_API NodePtr mean_of_sum(const NodePtr& total, DType input, std
     return binary(BinaryOp::Add, cast(q, DType::Float32), fraction);
 }
 
+LAZYTENSOR_ENGINE_API NodePtr scatter(const NodePtr& base, const NodePtr& positions, const NodePtr& values, bool accumulate) {
+    const char* op = accumulate ? "scatter (accumulating)" : "scatter";
+    if (!is_integral(positions->dtype))
+        fail<DTypeError>(op, ": positions must be an integer tensor, got ", positions->dtype);
+    if (positions->shape.size() != 1 || values->shape != positions->shape)
+        fail<ShapeError>(op, ": positions (shape ", positions->shape, ") and values (shape ", values->shape,
+                         ") must be 1-dimensional and of one length");
+    if (positions->device != base->device || values->device != base->device)
+        fail<DeviceError>(op, ": the tensor is on ", base->device, ", the positions on ", positions->device,
+                          " and the values on ", values->device);
+    NodePtr node = with_sources(make(NodeKind::Scatter, base->dtype, base->device, base->shape),
+                                {base, cast(positions, DType::Int64), cast(values, base->dtype)});
+    node->params = {accumulate ? 1 : 0};
+    return node;
+}
+
 LAZYTENSOR_ENGINE_API NodePtr scatter_add(const NodePtr& base, int axis, const NodePtr& positions, const NodePtr& values) {
     const char* op = "scatter_add";
     const Shape& s = base->shape;

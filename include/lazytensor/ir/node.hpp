@@ -41,6 +41,9 @@ namespace lazytensor::detail {
 //     already; params {op, flags, m, n, k}; its results packed along the last axis (ir/linalg.hpp).
 //   - Collective: src[0] combined over the processes of a group (lt::dist), on its leading axis;
 //     params {op, group, root} (ir/collective.hpp).
+//   - Scatter: a copy of src[0] with src[2][j] written (params[0] == 1: added) at flat position
+//     src[1][j] (int64) of its contiguous order, for every j; positions outside the tensor are
+//     skipped. Run by the backend's scatter.
 #define LAZYTENSOR_NODE_KINDS(X) \
     X(Buffer, "buffer")          \
     X(Const, "const")            \
@@ -62,7 +65,8 @@ namespace lazytensor::detail {
     X(Scan, "scan")              \
     X(Sort, "sort")              \
     X(Linalg, "linalg")            \
-    X(Collective, "collective")
+    X(Collective, "collective")  \
+    X(Scatter, "scatter")
 
 enum class NodeKind : std::uint8_t {
 #define LAZYTENSOR_X(name, text) name,

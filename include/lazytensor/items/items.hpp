@@ -25,12 +25,13 @@
 #include "kernel_item.hpp"
 #include "linalg_item.hpp"
 #include "scan_item.hpp"
+#include "scatter_item.hpp"
 #include "sort_item.hpp"
 #include "view_item.hpp"
 
 namespace lazytensor::detail {
 
-using ItemKind = std::variant<KernelItem, GemmItem, ScanItem, AttentionItem, SortItem, LinalgItem, CollectiveItem, ViewItem>;
+using ItemKind = std::variant<KernelItem, GemmItem, ScanItem, AttentionItem, SortItem, LinalgItem, CollectiveItem, ScatterItem, ViewItem>;
 
 /// Lowers every group of `s`, or says which node must be materialized first.
 inline std::optional<Materialize> lower_groups(Schedule& s) {
@@ -42,6 +43,7 @@ inline std::optional<Materialize> lower_groups(Schedule& s) {
         else if (g.is_sort()) first = SortItem::lower(s, g);
         else if (g.is_linalg()) first = LinalgItem::lower(s, g);
         else if (g.is_collective()) first = CollectiveItem::lower(s, g);
+        else if (g.is_scatter()) first = ScatterItem::lower(s, g);
         else first = Lowering(s, g).run();
         if (first) return first;
     }
@@ -131,6 +133,7 @@ ItemKind item_of(Group& g, const Index& index) {
     if (g.is_sort()) return SortItem::of(g, index);
     if (g.is_linalg()) return LinalgItem::of(g);
     if (g.is_collective()) return CollectiveItem::of(g);
+    if (g.is_scatter()) return ScatterItem::of(g);
     KernelItem k;
     k.kernel = std::move(g.kernel);
     return k;

@@ -61,7 +61,7 @@ struct Source {
 /// scan, sort or LAPACK, not by a generated kernel).
 inline bool runs_alone(NodeKind kind) {
     return kind == NodeKind::Matmul || kind == NodeKind::Scan || kind == NodeKind::Sort || kind == NodeKind::Linalg ||
-           kind == NodeKind::Collective;
+           kind == NodeKind::Collective || kind == NodeKind::Scatter;
 }
 
 /// One schedule item: a kernel that materializes `root`, a matrix product (root is a matmul
@@ -118,6 +118,7 @@ struct Group {
     bool is_sort() const { return root->kind == NodeKind::Sort; }
     bool is_linalg() const { return root->kind == NodeKind::Linalg; }
     bool is_collective() const { return root->kind == NodeKind::Collective; }
+    bool is_scatter() const { return root->kind == NodeKind::Scatter; }
     /// A generated kernel alone (not a view, nor an item run by a routine of the backend's).
     bool is_kernel() const { return !view_only && !is_attention() && !runs_alone(core()->kind); }
 };
@@ -660,6 +661,8 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
             reason = "linear-algebra routine (an item of its own, run by LAPACK)";
         } else if (n->kind == NodeKind::Collective) {
             reason = "collective (an item of its own, run by the group's transport)";
+        } else if (n->kind == NodeKind::Scatter) {
+            reason = "scatter (an item of its own, run by the backend's scatter)";
         } else {
             SmallVector<int, 2> cons;
             for (int c : consumers[t])
@@ -677,6 +680,8 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
                 reason = "operand of a linear-algebra routine";
             } else if (cons.size() == 1 && groups[static_cast<std::size_t>(cons[0])].is_collective()) {
                 reason = "operand of a collective";
+            } else if (cons.size() == 1 && groups[static_cast<std::size_t>(cons[0])].is_scatter()) {
+                reason = "operand of a scatter";
             } else if (cons.size() == 1 && n->kind == NodeKind::Reduce && groups[static_cast<std::size_t>(cons[0])].is_sort()) {
                 reason = "reduction read by a sort's operand (a kernel without a reduced domain)";
             } else if (cons.size() == 1) {

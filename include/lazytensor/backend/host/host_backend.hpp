@@ -87,6 +87,13 @@ public:
 
     void scan(const ir::Scan& s, const Buffer& in, Buffer& out) override { host::scan(s, in.handle(), out.handle(), pool_); }
 
+    void scatter(const Buffer& base, Buffer& out, const Buffer& positions, const Buffer& values, std::int64_t count,
+                 bool accumulate) override {
+        if (base.handle() != out.handle())
+            std::memcpy(out.handle(), base.handle(), static_cast<std::size_t>(out.numel()) * dtype_size(out.dtype()));
+        scatter_elements(out.dtype(), out.handle(), out.numel(), static_cast<const std::int64_t*>(positions.handle()),
+                         values.handle(), count, accumulate);
+    }
     void sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k, bool descending, Buffer& values,
                    Buffer& indices) override {
         visit_dtype(in.dtype(), [&](auto tag) {

@@ -83,6 +83,7 @@ public:
         // LAZYTENSOR_OPENCL_FP64=off: behave as a device without double would (to check that a
         // program runs on one).
         fp64_ = ext.find("cl_khr_fp64") != std::string::npos && env_flag("LAZYTENSOR_OPENCL_FP64", true);
+        int64_atomics_ = ext.find("cl_khr_int64_base_atomics") != std::string::npos;
         traits_.max_work_group = device_value<std::size_t>(device, CL_DEVICE_MAX_WORK_GROUP_SIZE);
         traits_.compute_units = device_value<cl_uint>(device, CL_DEVICE_MAX_COMPUTE_UNITS);
         traits_.local_memory = device_value<cl_ulong>(device, CL_DEVICE_LOCAL_MEM_SIZE);
@@ -134,6 +135,8 @@ public:
     const std::string& build_options() const { return build_options_; }
 
     bool fp64() const { return fp64_; }
+    /// Whether atom_add and atom_cmpxchg take 64-bit words (cl_khr_int64_base_atomics).
+    bool int64_atomics() const { return int64_atomics_; }
     /// Whether the device computes in `t` (float64 only with cl_khr_fp64).
     bool computes(DType t) const { return t != DType::Float64 || fp64_; }
     /// Whether the device computes what kernel `k` (a fused one: one phase) does.
@@ -163,6 +166,7 @@ private:
     DeviceType type_ = DeviceType::Gpu;
     Vendor vendor_ = Vendor::Other;
     bool fp64_ = false;
+    bool int64_atomics_ = false;
     DeviceTraits traits_;
     int nvidia_cc_ = 0;
     cl_ulong max_alloc_ = 0, global_memory_ = 0;

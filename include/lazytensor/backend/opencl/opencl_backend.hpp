@@ -39,6 +39,7 @@
 #include "programs.hpp"
 #include "routine_context.hpp"
 #include "scan_routines.hpp"
+#include "scatter_routines.hpp"
 #include "sort_routines.hpp"
 #include "../host/lapack.hpp"
 
@@ -186,6 +187,11 @@ public:
         return scans_.fused_source(s, fusion);
     }
 
+    void scatter(const Buffer& base, Buffer& out, const Buffer& positions, const Buffer& values, std::int64_t count,
+                 bool accumulate) override {
+        if (scatters_.runs(out.dtype(), accumulate)) scatters_.run(base, out, positions, values, count, accumulate);
+        else Backend::scatter(base, out, positions, values, count, accumulate);
+    }
     void sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k, bool descending, Buffer& values,
                    Buffer& indices) override {
         sorts_.run(in, rows, n, k, descending, values, indices);
@@ -339,6 +345,7 @@ private:
     KernelRoutines kernels_{routine_context_};
     ScanRoutines scans_{routine_context_};
     SortRoutines sorts_{routine_context_};
+    ScatterRoutines scatters_{routine_context_};
     GemmRoutines gemm_{routine_context_};
     AttentionRoutines attention_{routine_context_};
     bool fuse_epilogues_ = env_flag("LAZYTENSOR_GEMM_EPILOGUE", true);
