@@ -13611,6 +13611,9 @@ inline NodePtr add(const g::Operand& a, const g::Operand& b) { return g::binary(
 inline NodePtr sub(const g::Operand& a, const g::Operand& b) { return g::binary(BinaryOp::Sub, a, b); }
 inline NodePtr un(UnaryOp op, const NodePtr& x) { return g::unary(op, x); }
 inline Scalar num(double v) { return Scalar::of<double>(v); }
+/// A gather's gradient sums over its positions per element (deterministic) up to this many
+/// positions along the gathered axis, and scatters them (one pass; atomics on OpenCL) beyond.
+constexpr std::int64_t kGatherGradientByReduction = 16;
 inline NodePtr zeros_like(const NodePtr& x) { return g::constant(Scalar::of<std::int64_t>(0), x->dtype, x->shape, x->device); }
 inline NodePtr keep_where(const NodePtr& cond, const NodePtr& v) { return g::where(cond, v, num(0.0)); }
 
@@ -13791,9 +13794,25 @@ void node_rule(const NodePtr& n, const NodePtr& gy, Wanted wanted, Emit emit) {
             emit(0, g::fold(gy, x->shape, n->params));
             break;
         case NodeKind::Pad: emit(0, pad_rule(x, n, gy)); break;
-        case NodeKind::Gather:
-            emit(0, g::scatter_add(zeros_like(x), n->axes[0], n->src[1], gy));
+        case NodeKind::Gather: {
+            const NodePtr& positions = n->src[1];
+            const int axis = n->axes[0];
+            const auto k = static_cast<std::size_t>(axis);
+            // Few positions along the axis (a label's, top-k's): scatter_add, a reduction over them
+            // per element, deterministic. Many (an index tensor's): one scatter-add pass over them.
+            if (positions->shape[k] <= kGatherGradientByReduction || numel(x->shape) == 0) {
+                emit(0, g::scatter_add(zeros_like(x), axis, positions, gy));
+                break;
+            }
+            const Strides strides = contiguous_strides(x->shape);
+            Strides coefs = strides;
+            coefs[k] = 0;
+            const std::int64_t m = numel(positions->shape);
+            const NodePtr at = g::binary(BinaryOp::Add, g::index(positions->shape, coefs, x->device),
+                                         g::binary(BinaryOp::Mul, positions, Scalar::of<std::int64_t>(strides[k])));
+            emit(0, g::scatter(zeros_like(x), g::reshape(at, Shape{m}), g::reshape(gy, Shape{m}), true));
             break;
+        }
         case NodeKind::Matmul: {  // [..., m, k] x [..., k, n], batch axes already broadcast
             if (wanted(0)) emit(0, g::matmul(gy, g::transpose(n->src[1], -2, -1)));
             if (wanted(1)) emit(1, g::matmul(g::transpose(x, -2, -1), gy));
