@@ -283,6 +283,22 @@ TEST_CASE("scatter: every dtype, repeated and skipped positions, integers wrappi
     });
 }
 
+TEST_CASE("scatter: gradients to the base (written positions get none) and to the values") {
+    namespace g = lt::detail::graph;
+    for_each_device([](lt::Device) {
+        const lt::Tensor<float> base = lt::tensor<float>({1, 2, 3, 4}).realize(), values = lt::tensor<float>({5, 6, 7}).realize();
+        const auto at = lt::tensor<std::int64_t>({2, -1, 0});  // the second value lands nowhere
+        const auto w = lt::tensor<float>({10, 20, 30, 40});
+        for (bool accumulate : {false, true}) {
+            INFO("accumulate " << accumulate);
+            const lt::Tensor<float> y(g::scatter(base.build(), at.build(), values.build(), accumulate));
+            const std::vector<lt::Tensor<float>> d = lt::grad((y * w).sum(), {base, values});
+            CHECK(d[0].to_vector() == (accumulate ? std::vector<float>{10, 20, 30, 40} : std::vector<float>{0, 20, 0, 40}));
+            CHECK(d[1].to_vector() == std::vector<float>{30, 0, 10});
+        }
+    });
+}
+
 TEST_CASE("index: bad indices name the mistake and leave x usable") {
     for_each_device([](lt::Device) {
         const lt::Tensor<float> x = lt::arange<float>(12).reshape({3, 4}).realize();
