@@ -3088,6 +3088,7 @@ LAZYTENSOR_ENGINE_API NodePtr matmul(const NodePtr& a, const NodePtr& b) {
 //
 // (core/engine_mode.hpp defines the macros and the link checks.)
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -3209,6 +3210,16 @@ LAZYTENSOR_ENGINE_API void reset_peak_memory(Device d);
 /// it throws OutOfMemoryError, as a full device does, and leaves every tensor usable. Tensors
 /// that already exist are kept even when they hold more.
 LAZYTENSOR_ENGINE_API void set_memory_limit(Device d, std::size_t bytes);
+/// Runs host kernels on `threads` threads (the calling thread included) from now on: waits for
+/// the host work running now. The default is LAZYTENSOR_THREADS, else the CPUs the process may
+/// use (its affinity mask and its container's CPU quota). ValueError unless 1 <= threads <= 4096.
+LAZYTENSOR_ENGINE_API void set_num_threads(int threads);
+/// The threads host kernels run on.
+LAZYTENSOR_ENGINE_API int num_threads();
+/// How long idle host threads wait for the next kernel, spinning, before they sleep (default
+/// 200 microseconds, LAZYTENSOR_SPIN_US): back-to-back kernels skip a wake-up, and a process
+/// between realizes uses no CPU after it. 0: sleep at once. ValueError if negative.
+LAZYTENSOR_ENGINE_API void set_thread_spin(std::chrono::microseconds spin);
 /// Gives the free blocks that the caching allocator keeps for reuse on `d` back to the system
 /// (the host) or the driver (OpenCL), as torch.cuda.empty_cache does.
 LAZYTENSOR_ENGINE_API void empty_cache(Device d);
@@ -13980,6 +13991,8 @@ LAZYTENSOR_ENGINE_API std::vector<NodePtr> vjp_nodes(const std::vector<NodePtr>&
 // device functions (lt::devices, lt::default_device, ...) are defined in runtime/engine.hpp.
 
 #include <algorithm>
+#include <cmath>
+#include <fstream>
 #include <atomic>
 #include <cstdlib>
 #include <map>
@@ -13988,6 +14001,9 @@ LAZYTENSOR_ENGINE_API std::vector<NodePtr> vjp_nodes(const std::vector<NodePtr>&
 #include <string>
 #include <thread>
 #include <vector>
+#if defined(__linux__)
+#include <sched.h>
+#endif
 
 // ---- lazytensor/backend/host/host_backend.hpp ----
 // The host backend: buffers in host memory, kernels run by the interpreter and matrix products
@@ -14993,7 +15009,8 @@ LAZYTENSOR_XSIMD_WARNINGS_ON
 // ---- lazytensor/backend/host/thread_pool.hpp ----
 // A small fixed thread pool for the host backend. parallel_for hands out items through one
 // atomic counter (dynamic load balance); the calling thread works too. Workers spin briefly
-// before sleeping so that back-to-back kernels do not pay a wake-up each.
+// (spin_us, LAZYTENSOR_SPIN_US) before sleeping so that back-to-back kernels do not pay a
+// wake-up each, and no longer: an idle process uses no CPU.
 
 #include <atomic>
 #include <chrono>
@@ -15008,23 +15025,23 @@ namespace lazytensor::detail::host {
 
 class ThreadPool {
 public:
-    explicit ThreadPool(int threads) : size_(threads < 1 ? 1 : threads) {
-        for (int t = 1; t < size_; ++t) workers_.emplace_back([this, t] { work(t); });
-    }
+    explicit ThreadPool(int threads, std::int64_t spin_us = 200) : spin_us_(spin_us) { start(threads); }
     ThreadPool(const ThreadPool&) = delete;
     ThreadPool& operator=(const ThreadPool&) = delete;
-    ~ThreadPool() {
-        {
-            std::lock_guard<std::mutex> lock(mutex_);
-            stop_ = true;
-            generation_.fetch_add(1);
-        }
-        wake_.notify_all();
-        for (auto& w : workers_) w.join();
-    }
+    ~ThreadPool() { stop(); }
 
     /// Threads that run items, the caller included.
-    int size() const { return size_; }
+    int size() const { return size_.load(std::memory_order_relaxed); }
+    /// Makes the pool `threads` threads (the caller included): waits for the job running now.
+    void resize(int threads) {
+        std::lock_guard<std::mutex> busy(busy_);
+        if (threads == size()) return;
+        stop();
+        start(threads);
+    }
+    /// How long an idle worker spins for the next job before it sleeps, in microseconds.
+    std::int64_t spin_us() const { return spin_us_.load(std::memory_order_relaxed); }
+    void set_spin_us(std::int64_t us) { spin_us_.store(us < 0 ? 0 : us, std::memory_order_relaxed); }
 
     /// Calls f(item, thread) for every item in [0, n); returns when all are done. Runs on the
     /// caller alone when nested, when another thread holds the pool, or for a single item.
@@ -15032,17 +15049,18 @@ public:
     void parallel_for(std::int64_t n, F&& f) {
         if (n <= 0) return;
         std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
-        if (n == 1 || size_ == 1 || inside_ || !busy.owns_lock()) {
+        if (n == 1 || size() == 1 || inside_ || !busy.owns_lock()) {
             for (std::int64_t i = 0; i < n; ++i) f(i, 0);
             return;
         }
+        const int size = this->size();
         using Fn = std::remove_reference_t<F>;
         job_ = [](void* ctx, std::int64_t i, int t) { (*static_cast<Fn*>(ctx))(i, t); };
         ctx_ = &f;
         items_ = n;
         next_.store(0);
         error_ = nullptr;
-        pending_.store(size_ - 1);
+        pending_.store(size - 1);
         {
             std::lock_guard<std::mutex> lock(mutex_);
             generation_.fetch_add(1);
@@ -15054,6 +15072,23 @@ public:
     }
 
 private:
+    void start(int threads) {
+        size_.store(threads < 1 ? 1 : threads);
+        stop_ = false;
+        const std::uint64_t now = generation_.load();
+        for (int t = 1; t < size(); ++t) workers_.emplace_back([this, t, now] { work(t, now); });
+    }
+    void stop() {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            stop_ = true;
+            generation_.fetch_add(1);
+        }
+        wake_.notify_all();
+        for (auto& w : workers_) w.join();
+        workers_.clear();
+    }
+
     void run_items(int thread) {
         inside_ = true;
         try {
@@ -15066,11 +15101,10 @@ private:
         inside_ = false;
     }
 
-    void work(int thread) {
-        std::uint64_t seen = 0;
+    void work(int thread, std::uint64_t seen) {
         for (;;) {
             // Spin for a short while, then sleep until the next job.
-            const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
+            const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us());
             while (generation_.load(std::memory_order_acquire) == seen &&
                    std::chrono::steady_clock::now() < spin_until)
                 std::this_thread::yield();
@@ -15085,7 +15119,8 @@ private:
         }
     }
 
-    const int size_;
+    std::atomic<int> size_{1};
+    std::atomic<std::int64_t> spin_us_;
     std::vector<std::thread> workers_;
     std::mutex mutex_;
     std::mutex busy_;
@@ -18807,8 +18842,18 @@ public:
 
 class HostBackend final : public Backend {
 public:
-    HostBackend(int threads, std::size_t cache_bytes) : pool_(threads), cache_limit_(cache_bytes) {}
+    HostBackend(int threads, std::size_t cache_bytes, std::int64_t spin_us = 200)
+        : pool_(threads, spin_us), cache_limit_(cache_bytes) {}
     ~HostBackend() override { release_cached(); }
+
+    /// The threads kernels run on (the caller included), and changing them (lt::set_num_threads):
+    /// kernels planned for the old count are planned again.
+    int threads() const { return pool_.size(); }
+    void set_threads(int threads) {
+        pool_.resize(threads);
+        clear_kernel_cache();
+    }
+    ThreadPool& pool() { return pool_; }
 
     Device device() const override { return Device::host(); }
     const DevicePolicy& policy() const override { return policy_; }
@@ -24505,11 +24550,50 @@ namespace lazytensor {
 
 namespace detail {
 
-/// LAZYTENSOR_THREADS, default: all cores.
-inline int host_threads() {
+/// The CPUs this process may use: the online cores, fewer where its affinity mask or its
+/// container's CPU quota (cgroup v2 cpu.max, v1 cpu.cfs_quota_us) allows fewer; at least 1.
+inline int available_cpus() {
     const unsigned hw = std::thread::hardware_concurrency();
-    return static_cast<int>(env_int("LAZYTENSOR_THREADS", hw ? hw : 1, 1, 4096, "a thread count"));
+    int n = hw ? static_cast<int>(hw) : 1;
+#if defined(__linux__)
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) n = std::min(n, CPU_COUNT(&set));
+    auto read_words = [](const std::string& path) {
+        std::vector<std::string> words;
+        std::ifstream in(path);
+        for (std::string w; in >> w;) words.push_back(w);
+        return words;
+    };
+    auto limit = [&](double quota, double period) {
+        if (quota > 0 && period > 0) n = std::min(n, std::max(1, static_cast<int>(std::ceil(quota / period))));
+    };
+    // cgroup v2: the process's group (the line "0::/path" of /proc/self/cgroup), its cpu.max.
+    std::string group;
+    {
+        std::ifstream in("/proc/self/cgroup");
+        for (std::string line; std::getline(in, line);)
+            if (line.rfind("0::", 0) == 0) group = line.substr(3);
+    }
+    for (const std::string& dir : {"/sys/fs/cgroup" + group, std::string("/sys/fs/cgroup")}) {
+        const std::vector<std::string> max = read_words(dir + "/cpu.max");  // "quota period" or "max period"
+        if (max.size() == 2 && max[0] != "max") {
+            limit(std::atof(max[0].c_str()), std::atof(max[1].c_str()));
+            break;
+        }
+    }
+    const std::vector<std::string> quota = read_words("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"),
+                                   period = read_words("/sys/fs/cgroup/cpu/cpu.cfs_period_us");
+    if (quota.size() == 1 && period.size() == 1) limit(std::atof(quota[0].c_str()), std::atof(period[0].c_str()));
+#endif
+    return std::max(1, n);
 }
+
+/// LAZYTENSOR_THREADS, default: available_cpus().
+inline int host_threads() { return static_cast<int>(env_int("LAZYTENSOR_THREADS", available_cpus(), 1, 4096, "a thread count")); }
+
+/// LAZYTENSOR_SPIN_US: how long idle host threads wait for more work before sleeping (default 200).
+inline std::int64_t host_spin_us() { return env_int("LAZYTENSOR_SPIN_US", 200, 0, 1000000, "a time in microseconds"); }
 
 /// LAZYTENSOR_HOST_CACHE_MB: how much freed host memory is kept for reuse (default 1024).
 inline std::size_t host_cache_bytes() {
@@ -24518,7 +24602,7 @@ inline std::size_t host_cache_bytes() {
 
 inline host::HostBackend& host_backend() {
     // Never destroyed: buffers held by static tensors may outlive any destruction order.
-    static host::HostBackend* backend = new host::HostBackend(host_threads(), host_cache_bytes());
+    static host::HostBackend* backend = new host::HostBackend(host_threads(), host_cache_bytes(), host_spin_us());
     return *backend;
 }
 
@@ -28464,6 +28548,18 @@ LAZYTENSOR_ENGINE_API MemoryStats memory_stats(Device d) { return detail::device
 LAZYTENSOR_ENGINE_API void reset_peak_memory(Device d) { detail::device_backend(d).reset_peak_memory(); }
 LAZYTENSOR_ENGINE_API void set_memory_limit(Device d, std::size_t bytes) { detail::device_backend(d).set_memory_limit(bytes); }
 LAZYTENSOR_ENGINE_API void empty_cache(Device d) { detail::device_backend(d).release_cached(); }
+LAZYTENSOR_ENGINE_API void set_num_threads(int threads) {
+    if (threads < 1 || threads > 4096)
+        detail::fail<ValueError>("set_num_threads: ", threads, " is not a thread count (a whole number from 1 to 4096)");
+    const detail::DeviceLock lock(Device::host());
+    detail::host_backend().set_threads(threads);
+}
+LAZYTENSOR_ENGINE_API int num_threads() { return detail::host_backend().threads(); }
+LAZYTENSOR_ENGINE_API void set_thread_spin(std::chrono::microseconds spin) {
+    if (spin.count() < 0) detail::fail<ValueError>("set_thread_spin: a negative time (", spin.count(), " us)");
+    detail::host_backend().pool().set_spin_us(spin.count());
+}
+
 LAZYTENSOR_ENGINE_API CompileStats compile_stats(Device d) { return detail::device_backend(d).compile_stats(); }
 LAZYTENSOR_ENGINE_API void reset_compile_stats(Device d) { detail::device_backend(d).reset_compile_stats(); }
 LAZYTENSOR_ENGINE_API bool check_enabled() { return detail::check_flag().load(); }

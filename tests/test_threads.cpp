@@ -557,3 +557,33 @@ TEST_CASE("a failure on one device while another realizes leaves the other's res
     CHECK(lt::Tensor<float>(lt::full<float>({4}, 1.0f, gpu) * 3.0f).to_vector() == std::vector<float>{3, 3, 3, 3});
 }
 
+
+TEST_CASE("set_num_threads changes the host's threads between realizes, with the same results") {
+    const int before = lt::num_threads();
+    const lt::Tensor<float> x = lt::arange<float>(1 << 16).realize();
+    const float want = (x * 0.5f).sum().item();  // 2^15 (2^16 - 1), exact in float
+    CHECK(want == 0.5f * 65536.0f * 65535.0f / 2.0f);
+    for (int threads : {1, 3, 2, before}) {
+        lt::set_num_threads(threads);
+        CHECK(lt::num_threads() == threads);
+        CHECK((x * 0.5f).sum().item() == want);
+        CHECK(lt::cumsum(lt::arange<std::int64_t>(1 << 16), 0).to_vector().back() == std::int64_t(65536) * 65535 / 2);
+    }
+    // A change while other threads realize waits for their work, and every result stays right.
+    std::atomic<int> wrong{0};
+    const std::vector<std::string> errors = run_threads(3, [&](int t) {
+        for (int i = 0; i < 20; ++i) {
+            if (t == 0) lt::set_num_threads(1 + i % 3);
+            else if ((x * 0.5f).sum().item() != want) ++wrong;
+        }
+    });
+    CHECK(errors.empty());
+    CHECK(wrong.load() == 0);
+    lt::set_num_threads(before);
+    CHECK_THROWS_AS(lt::set_num_threads(0), lt::ValueError);
+    CHECK_THROWS_AS(lt::set_thread_spin(std::chrono::microseconds(-1)), lt::ValueError);
+    lt::set_thread_spin(std::chrono::microseconds(0));  // sleep at once: still correct
+    CHECK((x * 0.5f).sum().item() == want);
+    lt::set_thread_spin(std::chrono::microseconds(200));
+    CHECK(lt::num_threads() == before);
+}

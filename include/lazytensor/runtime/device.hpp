@@ -5,6 +5,8 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
+#include <fstream>
 #include <atomic>
 #include <cstdlib>
 #include <map>
@@ -13,6 +15,9 @@
 #include <string>
 #include <thread>
 #include <vector>
+#if defined(__linux__)
+#include <sched.h>
+#endif
 
 #include "../backend/host/host_backend.hpp"
 #include "../core/config.hpp"
@@ -29,11 +34,50 @@ namespace lazytensor {
 
 namespace detail {
 
-/// LAZYTENSOR_THREADS, default: all cores.
-inline int host_threads() {
+/// The CPUs this process may use: the online cores, fewer where its affinity mask or its
+/// container's CPU quota (cgroup v2 cpu.max, v1 cpu.cfs_quota_us) allows fewer; at least 1.
+inline int available_cpus() {
     const unsigned hw = std::thread::hardware_concurrency();
-    return static_cast<int>(env_int("LAZYTENSOR_THREADS", hw ? hw : 1, 1, 4096, "a thread count"));
+    int n = hw ? static_cast<int>(hw) : 1;
+#if defined(__linux__)
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) n = std::min(n, CPU_COUNT(&set));
+    auto read_words = [](const std::string& path) {
+        std::vector<std::string> words;
+        std::ifstream in(path);
+        for (std::string w; in >> w;) words.push_back(w);
+        return words;
+    };
+    auto limit = [&](double quota, double period) {
+        if (quota > 0 && period > 0) n = std::min(n, std::max(1, static_cast<int>(std::ceil(quota / period))));
+    };
+    // cgroup v2: the process's group (the line "0::/path" of /proc/self/cgroup), its cpu.max.
+    std::string group;
+    {
+        std::ifstream in("/proc/self/cgroup");
+        for (std::string line; std::getline(in, line);)
+            if (line.rfind("0::", 0) == 0) group = line.substr(3);
+    }
+    for (const std::string& dir : {"/sys/fs/cgroup" + group, std::string("/sys/fs/cgroup")}) {
+        const std::vector<std::string> max = read_words(dir + "/cpu.max");  // "quota period" or "max period"
+        if (max.size() == 2 && max[0] != "max") {
+            limit(std::atof(max[0].c_str()), std::atof(max[1].c_str()));
+            break;
+        }
+    }
+    const std::vector<std::string> quota = read_words("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"),
+                                   period = read_words("/sys/fs/cgroup/cpu/cpu.cfs_period_us");
+    if (quota.size() == 1 && period.size() == 1) limit(std::atof(quota[0].c_str()), std::atof(period[0].c_str()));
+#endif
+    return std::max(1, n);
 }
+
+/// LAZYTENSOR_THREADS, default: available_cpus().
+inline int host_threads() { return static_cast<int>(env_int("LAZYTENSOR_THREADS", available_cpus(), 1, 4096, "a thread count")); }
+
+/// LAZYTENSOR_SPIN_US: how long idle host threads wait for more work before sleeping (default 200).
+inline std::int64_t host_spin_us() { return env_int("LAZYTENSOR_SPIN_US", 200, 0, 1000000, "a time in microseconds"); }
 
 /// LAZYTENSOR_HOST_CACHE_MB: how much freed host memory is kept for reuse (default 1024).
 inline std::size_t host_cache_bytes() {
@@ -42,7 +86,7 @@ inline std::size_t host_cache_bytes() {
 
 inline host::HostBackend& host_backend() {
     // Never destroyed: buffers held by static tensors may outlive any destruction order.
-    static host::HostBackend* backend = new host::HostBackend(host_threads(), host_cache_bytes());
+    static host::HostBackend* backend = new host::HostBackend(host_threads(), host_cache_bytes(), host_spin_us());
     return *backend;
 }
 

@@ -102,6 +102,18 @@ LAZYTENSOR_ENGINE_API MemoryStats memory_stats(Device d) { return detail::device
 LAZYTENSOR_ENGINE_API void reset_peak_memory(Device d) { detail::device_backend(d).reset_peak_memory(); }
 LAZYTENSOR_ENGINE_API void set_memory_limit(Device d, std::size_t bytes) { detail::device_backend(d).set_memory_limit(bytes); }
 LAZYTENSOR_ENGINE_API void empty_cache(Device d) { detail::device_backend(d).release_cached(); }
+LAZYTENSOR_ENGINE_API void set_num_threads(int threads) {
+    if (threads < 1 || threads > 4096)
+        detail::fail<ValueError>("set_num_threads: ", threads, " is not a thread count (a whole number from 1 to 4096)");
+    const detail::DeviceLock lock(Device::host());
+    detail::host_backend().set_threads(threads);
+}
+LAZYTENSOR_ENGINE_API int num_threads() { return detail::host_backend().threads(); }
+LAZYTENSOR_ENGINE_API void set_thread_spin(std::chrono::microseconds spin) {
+    if (spin.count() < 0) detail::fail<ValueError>("set_thread_spin: a negative time (", spin.count(), " us)");
+    detail::host_backend().pool().set_spin_us(spin.count());
+}
+
 LAZYTENSOR_ENGINE_API CompileStats compile_stats(Device d) { return detail::device_backend(d).compile_stats(); }
 LAZYTENSOR_ENGINE_API void reset_compile_stats(Device d) { detail::device_backend(d).reset_compile_stats(); }
 LAZYTENSOR_ENGINE_API bool check_enabled() { return detail::check_flag().load(); }

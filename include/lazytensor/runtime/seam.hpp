@@ -14,6 +14,7 @@
 // (core/engine_mode.hpp defines the macros and the link checks.)
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -52,6 +53,16 @@ LAZYTENSOR_ENGINE_API void reset_peak_memory(Device d);
 /// it throws OutOfMemoryError, as a full device does, and leaves every tensor usable. Tensors
 /// that already exist are kept even when they hold more.
 LAZYTENSOR_ENGINE_API void set_memory_limit(Device d, std::size_t bytes);
+/// Runs host kernels on `threads` threads (the calling thread included) from now on: waits for
+/// the host work running now. The default is LAZYTENSOR_THREADS, else the CPUs the process may
+/// use (its affinity mask and its container's CPU quota). ValueError unless 1 <= threads <= 4096.
+LAZYTENSOR_ENGINE_API void set_num_threads(int threads);
+/// The threads host kernels run on.
+LAZYTENSOR_ENGINE_API int num_threads();
+/// How long idle host threads wait for the next kernel, spinning, before they sleep (default
+/// 200 microseconds, LAZYTENSOR_SPIN_US): back-to-back kernels skip a wake-up, and a process
+/// between realizes uses no CPU after it. 0: sleep at once. ValueError if negative.
+LAZYTENSOR_ENGINE_API void set_thread_spin(std::chrono::microseconds spin);
 /// Gives the free blocks that the caching allocator keeps for reuse on `d` back to the system
 /// (the host) or the driver (OpenCL), as torch.cuda.empty_cache does.
 LAZYTENSOR_ENGINE_API void empty_cache(Device d);

@@ -45,8 +45,18 @@ public:
 
 class HostBackend final : public Backend {
 public:
-    HostBackend(int threads, std::size_t cache_bytes) : pool_(threads), cache_limit_(cache_bytes) {}
+    HostBackend(int threads, std::size_t cache_bytes, std::int64_t spin_us = 200)
+        : pool_(threads, spin_us), cache_limit_(cache_bytes) {}
     ~HostBackend() override { release_cached(); }
+
+    /// The threads kernels run on (the caller included), and changing them (lt::set_num_threads):
+    /// kernels planned for the old count are planned again.
+    int threads() const { return pool_.size(); }
+    void set_threads(int threads) {
+        pool_.resize(threads);
+        clear_kernel_cache();
+    }
+    ThreadPool& pool() { return pool_; }
 
     Device device() const override { return Device::host(); }
     const DevicePolicy& policy() const override { return policy_; }
