@@ -756,6 +756,74 @@ TEST_CASE("DLPack: views, bool, read-only memory, and what to_dlpack refuses") {
     });
 }
 
+TEST_CASE("DLPack 1.x: the versioned form, its read-only flag, bool, and versions it refuses") {
+    for_each_device([](lt::Device d) {
+        lt::Tensor<float> x = lt::arange<float>(12, d).reshape({3, 4}).realize();
+        lt::dlpack::ManagedTensorVersioned* v = lt::to_dlpack_versioned(x.t());
+        CHECK(v->version.major == 1u);
+        CHECK(v->flags == 0u);
+        CHECK(v->dl_tensor.strides[0] == 1);
+        CHECK(v->dl_tensor.strides[1] == 4);
+        lt::Tensor<float> back = lt::from_dlpack<float>(v);  // shares x's memory
+        back.assign(back + 1.0f);
+        CHECK(x.to_vector()[5] == 6.0f);
+        // bool travels as kDLBool (code 6) in the versioned form, whatever the header.
+        lt::dlpack::ManagedTensorVersioned* flags = lt::to_dlpack_versioned(x > 5.5f);
+        CHECK(int(flags->dl_tensor.dtype.code) == int(lt::dlpack::kBoolCode));
+        CHECK(lt::from_dlpack<bool>(flags).to_vector() == (x > 5.5f).to_vector());
+        if (d.kind == lt::Device::Kind::Host) {
+            // Read-only memory is exported with the flag, and imported read-only.
+            const std::vector<float> c{1, 2};
+            lt::dlpack::ManagedTensorVersioned* ro = lt::to_dlpack_versioned(lt::from_blob(c.data(), {2}));
+            CHECK(ro->flags == lt::dlpack::kFlagReadOnly);
+            lt::Tensor<float> r = lt::from_dlpack<float>(ro);
+            CHECK(r.to_vector() == c);
+            CHECK_THROWS_AS(r.assign(0.0f), lt::ValueError);
+            CHECK(c[0] == 1.0f);
+        }
+    });
+    // Another producer's versioned tensor: its deleter is called once; version 2 is refused.
+    struct Foreign {
+        lt::dlpack::ManagedTensorVersioned managed{};
+        std::int64_t shape[1] = {3};
+        int* deleted = nullptr;
+    };
+    static std::int32_t memory[3] = {7, 8, 9};
+    int deleted = 0;
+    auto make = [&](std::uint32_t major) {
+        auto* f = new Foreign;
+        f->deleted = &deleted;
+        f->managed.version = {major, 0};
+        f->managed.flags = lt::dlpack::kFlagReadOnly;
+        DLTensor& t = f->managed.dl_tensor;
+        t.data = memory;
+        t.device = DLDevice{kDLCPU, 0};
+        t.ndim = 1;
+        t.dtype = DLDataType{static_cast<std::uint8_t>(kDLInt), 32, 1};
+        t.shape = f->shape;
+        f->managed.manager_ctx = f;
+        f->managed.deleter = [](lt::dlpack::ManagedTensorVersioned* self) {
+            auto* f = static_cast<Foreign*>(self->manager_ctx);
+            ++*f->deleted;
+            delete f;
+        };
+        return &f->managed;
+    };
+    {
+        lt::Tensor<std::int32_t> t = lt::from_dlpack<std::int32_t>(make(1));
+        CHECK((t * 2).to_vector() == std::vector<std::int32_t>{14, 16, 18});
+        CHECK_THROWS_AS(t.assign(0), lt::ValueError);
+        CHECK(deleted == 0);
+    }
+    CHECK(deleted == 1);
+    lt::dlpack::ManagedTensorVersioned* two = make(2);
+    INTEROP_CHECK_CONTAINS(interop_error<lt::ValueError>([&] { lt::from_dlpack<std::int32_t>(two); }),
+                           "lt::from_dlpack: the DLPack tensor has version 2.0; lazytensor reads DLPack 1.x");
+    CHECK(deleted == 1);  // still the caller's
+    two->deleter(two);
+    CHECK(deleted == 2);
+}
+
 TEST_CASE("DLPack: host memory from another producer: null strides, byte_offset, ownership") {
     int deleted = 0;
     std::vector<double> memory{-1, 1, 2, 3, 4, 5, 6};
@@ -812,7 +880,7 @@ TEST_CASE("DLPack: errors name the mistake, and leave the tensor to the caller")
                   "null data for a tensor of shape [2]", lt::ValueError(""));
     check_refused(interop_foreign(memory, DLDevice{kDLOpenCL, 99}, f32, {2}, {}, 0, &deleted), as_float,
                   "opencl:99", lt::DeviceError(""));
-    INTEROP_CHECK_CONTAINS(interop_error<lt::ValueError>([&] { lt::from_dlpack<float>(nullptr); }), "null pointer");
+    INTEROP_CHECK_CONTAINS(interop_error<lt::ValueError>([&] { lt::from_dlpack<float>(static_cast<DLManagedTensor*>(nullptr)); }), "null pointer");
 }
 
 #if LAZYTENSOR_OPENCL
