@@ -21,7 +21,7 @@ namespace lazytensor {
 struct Device {
     /// Which backend runs the device.
     enum class Kind : std::uint8_t { Host, OpenCL };
-    Kind kind = Kind::Host;
+    Kind kind = Kind::Host;  ///< the backend
     /// The OpenCL device's number, counting every device of every platform (0 for the host).
     int index = 0;
 
