@@ -1286,7 +1286,7 @@ public:
             try {
                 release_();
             } catch (...) {
-                // A destructor cannot pass it on; the README asks deleters not to throw.
+                // A destructor cannot pass it on; docs/interop.md asks deleters not to throw.
             }
         }
     }
@@ -5656,7 +5656,7 @@ inline B lanewise(const B& a, const B& b, F f) {
     return B::load_aligned(va);
 }
 
-// Functions whose xsimd form is within a few ulp of C's (README's accuracy table).
+// Functions whose xsimd form is within a few ulp of C's (docs/numerics.md's accuracy table).
 #define LAZYTENSOR_XSIMD_FUNCTION(Name, fn)                      \
     struct Name {                                                \
         template <class T>                                       \
@@ -21224,7 +21224,7 @@ class Launcher {
 public:
     explicit Launcher(const OpenCLDevice& device)
         // An event per launch, for kernels that fail while running: cheap on CPU devices, about
-        // 10 us a realize on an NVIDIA GPU, whose own waits report a kernel's fault (README).
+        // 10 us a realize on an NVIDIA GPU, whose own waits report a kernel's fault (docs/errors.md).
         : device_(device), launch_events_(env_flag("LAZYTENSOR_OPENCL_LAUNCH_EVENTS", device.type() != DeviceType::Gpu)) {}
     Launcher(const Launcher&) = delete;
     Launcher& operator=(const Launcher&) = delete;

@@ -105,7 +105,7 @@ public:
             try {
                 release_();
             } catch (...) {
-                // A destructor cannot pass it on; the README asks deleters not to throw.
+                // A destructor cannot pass it on; docs/interop.md asks deleters not to throw.
             }
         }
     }
