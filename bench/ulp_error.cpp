@@ -3,7 +3,7 @@
 // the host's compiled loops, the host interpreter (compiled loops off) and OpenCL devices. The
 // reference is long double (tests/ulp_reference.hpp, shared with the tests' bounds), never the
 // library's own output. Prints the worst error per function, type and path, the argument where
-// it occurred, and a summary table for README.
+// it occurred, and a summary table for docs/numerics.md.
 //
 //   ulp_error [--points-log2 N] [--paths host,interp,opencl:0] [--functions exp,pow,...] [--profile]
 //
@@ -14,7 +14,7 @@
 // over every finite value, subnormals included; evenly spaced over the function's active range;
 // log-uniform in [2^-8, 2^8]), then special values and the thresholds with their neighbours.
 // Fixed seeds: reruns see the same arguments. bench/README.md has the command that regenerated
-// README's table.
+// docs/numerics.md's table.
 #include <chrono>
 #include <cstdio>
 #include <cstring>

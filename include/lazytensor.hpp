@@ -52,3 +52,14 @@
 #if LAZYTENSOR_MPI
 #include "lazytensor/dist/mpi.hpp"
 #endif
+
+/// \namespace lazytensor
+/// The public API, spelled `lt::` in the guides (`namespace lt = lazytensor;`): tensors and
+/// expressions, their functions and operators, devices, schedules and errors.
+
+/// \namespace lazytensor::linalg
+/// PyTorch's torch.linalg functions with their names, arguments and results, run by LAPACK
+/// (docs/linear-algebra.md).
+
+/// \namespace lazytensor::dist
+/// Collectives over the processes of an MPI job, lazy like every op (docs/distributed.md).

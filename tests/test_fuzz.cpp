@@ -1051,7 +1051,7 @@ TEST_CASE("fuzz: regressions") {
     }
     // Version 3 (fused steps), the campaigns:
     //   20014174: double gelu(3.1411) was 22 ulp off, past the reference's bound (6 ulp and 12 u
-    //             |x|): the host's double gelu is within 27.6 ulp (README), now allowed 32.
+    //             |x|): the host's double gelu is within 27.6 ulp (docs/numerics.md), now allowed 32.
     //   20039830: the typed path cast three concat parts through the first two's type (int64
     //             3613 through half is 3612): a fuzzer bug.
     //   20171568: the reference's double sigmoid(-716.95) overflowed exp(716.95) to 0; the host

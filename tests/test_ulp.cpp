@@ -59,7 +59,7 @@ const Bound bounds[] = {
 };
 
 /// The bound at one argument, or NaN where a known defect is skipped (each one is a note under
-/// README's accuracy table).
+/// docs/numerics.md's accuracy table).
 template <class T>
 double bound_at(const Bound& b, bool opencl, bool pocl, T x, ulp_ref::LD ref) {
     const bool f32 = std::is_same_v<T, float>;

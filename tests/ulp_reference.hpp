@@ -2,7 +2,7 @@
 // Accuracy in ulps of the floating element-wise functions, against an independent reference in
 // long double (x86's 80-bit format: 11 more bits than double, so the reference's own error is
 // below 0.001 ulp of a double result). Shared by bench/ulp_error.cpp (the dense measurement
-// behind README's accuracy table) and tests/test_ulp.cpp (the asserted bounds), so that both
+// behind docs/numerics.md's accuracy table) and tests/test_ulp.cpp (the asserted bounds), so that both
 // sample, evaluate and count ulps the same way.
 //
 // One ulp is the spacing of T at the correctly rounded result r = T(reference): 2^(e - p + 1)

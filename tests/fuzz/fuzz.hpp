@@ -1410,7 +1410,7 @@ inline Val unary_val(UnaryOp op, const Val& a, DType t, DType rt) {
         // Above -1, the host's 1 + erf (erf allowed 16 ulp, as OpenCL's): an absolute error of
         // ~16u in 1 + erf, times x / 2. Below, 0.5 x erfc(-x / sqrt(2)) has no cancellation:
         // relative, OpenCL's 16 ulp for erfc and a few for the rest (gelu(-7.8f) must not be -0).
-        // Double gelu above -1 takes xsimd's double erf: README's table measures 27.6 ulp (seed
+        // Double gelu above -1 takes xsimd's double erf: docs/numerics.md's table measures 27.6 ulp (seed
         // 20014174: 22 ulp at x = 3.1411).
         case UnaryOp::Gelu:
             return x < -1 ? smooth(gelu, 20, false, 1.13, 0)

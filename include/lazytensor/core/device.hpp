@@ -21,7 +21,7 @@ namespace lazytensor {
 struct Device {
     /// Which backend runs the device.
     enum class Kind : std::uint8_t { Host, OpenCL };
-    Kind kind = Kind::Host;
+    Kind kind = Kind::Host;  ///< the backend
     /// The OpenCL device's number, counting every device of every platform (0 for the host).
     int index = 0;
 
@@ -105,7 +105,7 @@ public:
             try {
                 release_();
             } catch (...) {
-                // A destructor cannot pass it on; the README asks deleters not to throw.
+                // A destructor cannot pass it on; docs/interop.md asks deleters not to throw.
             }
         }
     }

@@ -37,12 +37,14 @@ enum class DType : std::uint8_t {
 #undef LAZYTENSOR_X
 };
 
+///@{
 /// Number of dtypes.
 inline constexpr int dtype_count = 0
 #define LAZYTENSOR_X(name, type, text) +1
     LAZYTENSOR_DTYPES(LAZYTENSOR_X)
 #undef LAZYTENSOR_X
     ;
+///@}
 
 /// The dtype's name: "bool", "uint8", "int32", "int64", "float16", "float32" or "float64".
 inline const char* dtype_name(DType t) {
@@ -180,9 +182,9 @@ constexpr DType promote(DType a, DType b) {
 /// Promotion over the operands of one op: tensors promote among themselves; scalars only
 /// change the result when they are of a higher category (then: float32 or int64).
 struct Promotion {
-    bool has_tensor = false;
-    DType tensor = DType::Bool;
-    int scalar_category = -1;
+    bool has_tensor = false;     ///< whether a tensor operand was added
+    DType tensor = DType::Bool;  ///< the tensors' promoted dtype (when has_tensor)
+    int scalar_category = -1;    ///< the highest category of a scalar operand (0 bool, 1 integer, 2 floating), -1 for none
 
     /// Adds a tensor operand of dtype t.
     constexpr Promotion with_tensor(DType t) const {
@@ -218,9 +220,9 @@ using scalar_promote_t = dtype_type_t<Promotion{}.with_tensor(dtype_of<T>()).wit
 
 /// A constant of any dtype, as it appears in the graph and the kernel IR.
 struct Scalar {
-    DType dtype = DType::Float32;
-    double f = 0;        // floating dtypes
-    std::int64_t i = 0;  // integer and bool dtypes
+    DType dtype = DType::Float32;  ///< the dtype the value is of
+    double f = 0;        ///< the value, for floating dtypes
+    std::int64_t i = 0;  ///< the value, for integer and bool dtypes
 
     /// A scalar of T's dtype holding `value`.
     template <class T>

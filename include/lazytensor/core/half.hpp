@@ -106,8 +106,11 @@ struct half {
 
     /// Computed in float, rounded back to half.
     half& operator+=(half o) { return *this = half(float(*this) + float(o)); }
+    /// \overload
     half& operator-=(half o) { return *this = half(float(*this) - float(o)); }
+    /// \overload
     half& operator*=(half o) { return *this = half(float(*this) * float(o)); }
+    /// \overload
     half& operator/=(half o) { return *this = half(float(*this) / float(o)); }
 
 private:
@@ -128,6 +131,7 @@ private:
 
 static_assert(sizeof(half) == 2 && std::is_trivially_copyable_v<half> && std::is_trivially_default_constructible_v<half>);
 
+///@{
 /// Arithmetic in float, rounded to half; negation flips the sign bit; comparisons in float
 /// (NaN compares unequal to everything).
 inline half operator+(half a, half b) { return half(float(a) + float(b)); }
@@ -142,6 +146,7 @@ inline bool operator<(half a, half b) { return float(a) < float(b); }
 inline bool operator<=(half a, half b) { return float(a) <= float(b); }
 inline bool operator>(half a, half b) { return float(a) > float(b); }
 inline bool operator>=(half a, half b) { return float(a) >= float(b); }
+///@}
 
 namespace detail {
 

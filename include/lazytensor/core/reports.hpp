@@ -16,34 +16,35 @@ namespace lazytensor {
 
 /// The memory of one device's tensors, as lt::memory_stats reports it.
 struct MemoryStats {
-    std::size_t live_bytes = 0;    // in buffers that tensors (or a running schedule) hold now
-    std::size_t live_buffers = 0;  // how many such buffers
-    std::size_t peak_bytes = 0;    // the most live_bytes since the last lt::reset_peak_memory
-    std::size_t cached_bytes = 0;  // freed blocks the caching allocator keeps for reuse
-    std::size_t limit_bytes = 0;   // lt::set_memory_limit's limit on live_bytes; 0 for none
+    std::size_t live_bytes = 0;    ///< in buffers that tensors (or a running schedule) hold now
+    std::size_t live_buffers = 0;  ///< how many such buffers
+    std::size_t peak_bytes = 0;    ///< the most live_bytes since the last lt::reset_peak_memory
+    std::size_t cached_bytes = 0;  ///< freed blocks the caching allocator keeps for reuse
+    std::size_t limit_bytes = 0;   ///< lt::set_memory_limit's limit on live_bytes; 0 for none
 };
 
 /// What one device compiled and what its caches answered, as lt::compile_stats reports it. A
 /// loop whose scalars or seeds change compiles nothing after its first step.
 struct CompileStats {
-    std::size_t kernels_compiled = 0;  // kernels made because no kernel of that structure was in memory
-    std::size_t memory_hits = 0;       // kernels found in memory (a new plan whose kernels were known)
-    std::size_t programs_built = 0;    // OpenCL programs built from source: the device's compiler ran
-    std::size_t disk_hits = 0;         // OpenCL programs loaded from the disk cache instead
-    double compile_ms = 0;             // time spent compiling kernels
+    std::size_t kernels_compiled = 0;  ///< kernels made because no kernel of that structure was in memory
+    std::size_t memory_hits = 0;       ///< kernels found in memory (a new plan whose kernels were known)
+    std::size_t programs_built = 0;    ///< OpenCL programs built from source: the device's compiler ran
+    std::size_t disk_hits = 0;         ///< OpenCL programs loaded from the disk cache instead
+    double compile_ms = 0;             ///< time spent compiling kernels
 };
 
 /// A device and what it is, as listed by lt::devices().
 struct DeviceInfo {
-    Device device;
-    std::string name;  // "host (16 threads, avx512bw)", "NVIDIA H100 80GB HBM3 (NVIDIA CUDA, gpu)"
-    std::string kind;  // "host", or the OpenCL device type: "gpu", "cpu" or "accelerator"
-    bool float64 = true;  // computes double (OpenCL: cl_khr_fp64, unless LAZYTENSOR_OPENCL_FP64=off)
-    std::size_t largest_buffer = 0;  // bytes one tensor's buffer may hold (OpenCL: CL_DEVICE_MAX_MEM_ALLOC_SIZE)
+    Device device;  ///< the device, to pass to tensors and .to()
+    std::string name;  ///< "host (16 threads, avx512bw)", "NVIDIA H100 80GB HBM3 (NVIDIA CUDA, gpu)"
+    std::string kind;  ///< "host", or the OpenCL device type: "gpu", "cpu" or "accelerator"
+    bool float64 = true;  ///< computes double (OpenCL: cl_khr_fp64, unless LAZYTENSOR_OPENCL_FP64=off)
+    std::size_t largest_buffer = 0;  ///< bytes one tensor's buffer may hold (OpenCL: CL_DEVICE_MAX_MEM_ALLOC_SIZE)
 };
 
 /// One item of a schedule, as lt::schedule() reports it.
 struct ScheduleItem {
+    /// What runs the item.
     enum class Kind {
         Kernel,  // a generated kernel (or the expression's compiled loop on the host)
         Matmul,  // the backend's GEMM
@@ -55,21 +56,22 @@ struct ScheduleItem {
         Collective,  // data combined over the processes of a group (lt::dist: MPI)
         Scatter,  // the backend's scatter: a copy of a tensor with values written or added at flat positions
     };
-    Kind kind = Kind::Kernel;
-    std::string reason;               // why its output is materialized
-    std::vector<std::string> ops;     // the ops fused into it, in evaluation order
-    std::vector<std::string> inputs;  // per input buffer, the shape it is read in: "float32[2, 3]" (a
-                                      // view's shape, not its buffer's; "float32[4, 16] and [16, 4]":
-                                      // one buffer read through two views)
-    int scalars = 0;                  // scalar values passed to it at launch (operands, seeds, ...)
-    std::string output;               // the result, e.g. "float32[4, 8]"
-    int phases = 0;                   // reduce and store phases of the kernel
-    bool compiled_loop = false;       // runs as the expression's compiled loop, not interpreted
-    std::int64_t work = 0;            // a kernel's instructions times the elements each phase runs over
-                                      // (values computed, loads and stores included; 0 for other kinds)
-    std::string ir;                   // the kernel IR listing, or the GEMM's shape and layouts
+    Kind kind = Kind::Kernel;  ///< what runs it
+    std::string reason;               ///< why its output is materialized
+    std::vector<std::string> ops;     ///< the ops fused into it, in evaluation order
+    std::vector<std::string> inputs;  ///< per input buffer, the shape it is read in: "float32[2, 3]" (a
+                                      ///< view's shape, not its buffer's; "float32[4, 16] and [16, 4]":
+                                      ///< one buffer read through two views)
+    int scalars = 0;                  ///< scalar values passed to it at launch (operands, seeds, ...)
+    std::string output;               ///< the result, e.g. "float32[4, 8]"
+    int phases = 0;                   ///< reduce and store phases of the kernel
+    bool compiled_loop = false;       ///< runs as the expression's compiled loop, not interpreted
+    std::int64_t work = 0;            ///< a kernel's instructions times the elements each phase runs over
+                                      ///< (values computed, loads and stores included; 0 for other kinds)
+    std::string ir;                   ///< the kernel IR listing, or the GEMM's shape and layouts
 };
 
+///@{
 /// "kernel", "matmul", "scan", "view", "attention", "sort", "linalg", "collective" or "scatter".
 inline const char* to_string(ScheduleItem::Kind kind) {
     switch (kind) {
@@ -86,5 +88,6 @@ inline const char* to_string(ScheduleItem::Kind kind) {
     return "?";
 }
 inline std::ostream& operator<<(std::ostream& out, ScheduleItem::Kind kind) { return out << to_string(kind); }
+///@}
 
 }  // namespace lazytensor

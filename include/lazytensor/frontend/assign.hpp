@@ -9,6 +9,7 @@
 
 namespace lazytensor {
 
+/// Writes `value` into the tensor's memory now (declared, and described, in tensor.hpp).
 template <class T>
 template <class V>
 Tensor<T>& Tensor<T>::assign(const V& value) {

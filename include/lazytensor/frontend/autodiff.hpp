@@ -75,6 +75,7 @@ Tensor<typename E::value_type> stop_gradient(const E& x) {
     return Tensor<typename E::value_type>(detail::graph::stop_gradient(x.build()));
 }
 
+///@{
 /// The gradients of a 0-d floating `loss` with respect to `params`, in their order, each of its
 /// parameter's shape and dtype, as lazy tensors: auto g = lt::grad(loss, {w, b}). A parameter
 /// that the loss does not depend on gets zeros. ShapeError if the loss is not 0-d; ValueError
@@ -99,7 +100,9 @@ template <class L, class P, class = std::enable_if_t<detail::is_tensor_like_v<L>
 Tensor<P> grad(const L& loss, const Tensor<P>& param) {
     return grad(loss, std::vector<Tensor<P>>{param})[0];
 }
+///@}
 
+///@{
 /// The vector-Jacobian product: the gradient of sum_i sum(outputs[i] * cotangents[i]) with
 /// respect to each of `inputs`, as lazy tensors of the inputs' shapes and dtypes:
 /// lt::vjp({y}, {w, b}, {dy}). Each cotangent has its output's shape (ShapeError naming both)
@@ -122,12 +125,13 @@ inline std::vector<Tensor<float>> vjp(const std::vector<TensorRef>&, detail::Par
                                       const std::vector<TensorRef>&) {
     return {};
 }
+///@}
 
 /// A loss and its gradients (auto [loss, grads] = lt::value_and_grad(...)), lazy until realized.
 template <class L, class P>
 struct ValueAndGrad {
-    Tensor<L> value;
-    std::vector<Tensor<P>> grads;
+    Tensor<L> value;                ///< the loss
+    std::vector<Tensor<P>> grads;  ///< its gradient with respect to each parameter, in order
 
     /// Computes the loss and every gradient in one schedule (shared parts once); returns *this.
     ValueAndGrad& realize() {
@@ -138,6 +142,7 @@ struct ValueAndGrad {
     }
 };
 
+///@{
 /// Calls f (with `params`, if it takes them, else with no arguments) for a 0-d loss and gives the
 /// loss with its gradients with respect to params: the lazy values of lt::grad, so that
 /// .realize() computes them together.
@@ -162,5 +167,6 @@ template <class F>
 ValueAndGrad<float, float> value_and_grad(F&&, detail::ParamsOfSeveralDtypes) {
     return {};
 }
+///@}
 
 }  // namespace lazytensor

@@ -79,6 +79,7 @@ auto sign(const E& x) {
     return detail::unary_composite<TypeRule::Numeric>(x, &detail::graph::sign);
 }
 
+///@{
 /// NumPy's remainder, also a % b: the result has the divisor's sign (a zero result too:
 /// remainder(0, -2) is -0). Integer remainders by 0 give 0, float ones NaN; -1 % inf is inf.
 /// Operands promote as for +, a tensor or a C++ scalar on either side, broadcast; two bools do
@@ -97,6 +98,7 @@ Tensor<T>& operator%=(Tensor<T>& x, const R& y) {
     x = remainder(x, y);
     return x;
 }
+///@}
 
 /// NumPy's floor_divide (Python's //): the floor of the exact quotient, as NumPy's divmod gives
 /// it (1 // 0.1 is 9, not floor(1 / 0.1) = 10). Integers divided by 0 give 0 and the most
@@ -166,6 +168,7 @@ auto elu(const E& x, double alpha = 1.0) {
     return where(t > 0.0, t, alpha * expm1(t));
 }
 
+///@{
 /// log(1 + exp(x)), as max(x, 0) + log1p(exp(-|x|)): exact at both ends (x itself for large x,
 /// exp(x) for very negative x), without PyTorch's cut to x above 20. With beta:
 /// softplus(beta x) / beta. Floating x.
@@ -181,6 +184,7 @@ auto softplus(const E& x, double beta) {
     if (!(beta > 0) || !std::isfinite(beta)) detail::fail<ValueError>("lt::softplus: beta must be positive and finite, got ", beta);
     return softplus(x * beta) / beta;
 }
+///@}
 
 /// x with `value` where mask is true (PyTorch's masked_fill): x's type and shape. mask is a bool
 /// tensor that broadcasts to x's shape (ShapeError otherwise); ValueError if value does not fit

@@ -28,13 +28,19 @@ enum class Padding { Valid, Same };
 /// default applies (a pool's stride is its kernel).
 class Spatial {
 public:
+    /// Nothing given: the default applies.
     Spatial() = default;
+    /// One value for every spatial axis.
     Spatial(std::int64_t all) : all_(all), set_(true) {}  // NOLINT: 2 means 2 along every axis
     template <class I, class = std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>>>
+    /// \overload
     Spatial(I all) : Spatial(static_cast<std::int64_t>(all)) {}  // NOLINT
+    /// One value per spatial axis (or one for all).
     Spatial(std::initializer_list<std::int64_t> each) : each_(each), set_(each.size() > 0) {}
+    /// \overload
     Spatial(std::vector<std::int64_t> each) : each_(std::move(each)), set_(!each_.empty()) {}  // NOLINT
 
+    /// Whether a value was given (else the default applies).
     bool given() const { return set_; }
     /// `dims` values; ValueError naming `op` and `what` unless one or `dims` were given.
     Shape resolve(std::size_t dims, const char* op, const char* what) const {
@@ -57,13 +63,20 @@ private:
 /// (`lt::Padding::Same`).
 class ConvPadding {
 public:
+    /// One width for every side of every spatial axis.
     ConvPadding(std::int64_t all) : widths_(all) {}  // NOLINT
     template <class I, class = std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>>>
+    /// \overload
     ConvPadding(I all) : ConvPadding(static_cast<std::int64_t>(all)) {}  // NOLINT
+    /// One width per spatial axis, on both sides.
     ConvPadding(std::initializer_list<std::int64_t> each) : widths_(each) {}
+    /// \overload
     ConvPadding(std::vector<std::int64_t> each) : widths_(std::move(each)) {}  // NOLINT
+    /// (before, after) widths per spatial axis.
     ConvPadding(std::initializer_list<std::pair<std::int64_t, std::int64_t>> sides) : sides_(sides) {}
+    /// \overload
     ConvPadding(std::vector<std::pair<std::int64_t, std::int64_t>> sides) : sides_(std::move(sides)) {}  // NOLINT
+    /// By name: Padding::Same or Padding::Valid.
     ConvPadding(Padding mode) : mode_(mode), named_(true) {}  // NOLINT
 
     /// Fills spec.pad_before and pad_after; Same needs the kernel (and stride 1).
@@ -304,16 +317,6 @@ std::pair<Tensor<T>, Tensor<std::int64_t>> adaptive_max_pool(std::size_t dims, c
 
 }  // namespace detail
 
-// Convolutions: x [N, C_in, spatial...] (or [C_in, spatial...]), weight [C_out, C_in / groups,
-// kernel...], bias [C_out] (or std::nullopt); stride, padding and dilation per spatial axis
-// (one value for all, or one each); groups split the channels (groups = C_in: depthwise). The
-// result is [N, C_out, out...], out = (in + padding before + after - dilation * (kernel - 1) -
-// 1) / stride + 1. Lazy: the windows are copied once into the product's layout (none for a 1x1
-// kernel of stride 1), one batched GEMM multiplies them, and a bias or activation on the result
-// fuses into that GEMM. Differentiable in x, weight and bias. ShapeError or ValueError, where
-// the call is written, for channels that do not match the weight (both named), groups that do
-// not divide the channels, a kernel larger than the padded input, a stride or dilation below
-// 1, negative padding, or a wrong rank; DTypeError or DeviceError when x, weight and bias differ.
 #define LAZYTENSOR_CONV(name, dims)                                                                                        \
     template <class X, class W,                                                                                            \
               class = std::enable_if_t<detail::is_tensor_like_v<X> && detail::is_tensor_like_v<W>>>                        \
@@ -324,17 +327,23 @@ std::pair<Tensor<T>, Tensor<std::int64_t>> adaptive_max_pool(std::size_t dims, c
         return detail::convolve<typename X::value_type>(dims, false, #name, x.build(), weight.build(), bias, stride,       \
                                                         padding, 0, groups, dilation);                                     \
     }
+///@{
+/// Convolutions: x [N, C_in, spatial...] (or [C_in, spatial...]), weight [C_out, C_in / groups,
+/// kernel...], bias [C_out] (or std::nullopt); stride, padding and dilation per spatial axis
+/// (one value for all, or one each); groups split the channels (groups = C_in: depthwise). The
+/// result is [N, C_out, out...], out = (in + padding before + after - dilation * (kernel - 1) -
+/// 1) / stride + 1. Lazy: the windows are copied once into the product's layout (none for a 1x1
+/// kernel of stride 1), one batched GEMM multiplies them, and a bias or activation on the result
+/// fuses into that GEMM. Differentiable in x, weight and bias. ShapeError or ValueError, where
+/// the call is written, for channels that do not match the weight (both named), groups that do
+/// not divide the channels, a kernel larger than the padded input, a stride or dilation below
+/// 1, negative padding, or a wrong rank; DTypeError or DeviceError when x, weight and bias differ.
 LAZYTENSOR_CONV(conv1d, 1)
 LAZYTENSOR_CONV(conv2d, 2)
 LAZYTENSOR_CONV(conv3d, 3)
+///@}
 #undef LAZYTENSOR_CONV
 
-// Transposed convolutions (PyTorch's argument order): x [N, C_in, in...], weight [C_in, C_out /
-// groups, kernel...]; out = (in - 1) * stride - padding before - after + dilation * (kernel -
-// 1) + output_padding + 1, output_padding below the stride or the dilation. The gradient of the
-// convolution with these options with respect to its input: a batched GEMM, then the windows'
-// elements summed back where they belong (fold), with no products of the zeros a stride would
-// put between inputs.
 #define LAZYTENSOR_CONV_TRANSPOSE(name, dims)                                                                              \
     template <class X, class W,                                                                                            \
               class = std::enable_if_t<detail::is_tensor_like_v<X> && detail::is_tensor_like_v<W>>>                        \
@@ -345,21 +354,19 @@ LAZYTENSOR_CONV(conv3d, 3)
         return detail::convolve<typename X::value_type>(dims, true, #name, x.build(), weight.build(), bias, stride,        \
                                                         padding, output_padding, groups, dilation);                        \
     }
+///@{
+/// Transposed convolutions (PyTorch's argument order): x [N, C_in, in...], weight [C_in, C_out /
+/// groups, kernel...]; out = (in - 1) * stride - padding before - after + dilation * (kernel -
+/// 1) + output_padding + 1, output_padding below the stride or the dilation. The gradient of the
+/// convolution with these options with respect to its input: a batched GEMM, then the windows'
+/// elements summed back where they belong (fold), with no products of the zeros a stride would
+/// put between inputs.
 LAZYTENSOR_CONV_TRANSPOSE(conv_transpose1d, 1)
 LAZYTENSOR_CONV_TRANSPOSE(conv_transpose2d, 2)
 LAZYTENSOR_CONV_TRANSPOSE(conv_transpose3d, 3)
+///@}
 #undef LAZYTENSOR_CONV_TRANSPOSE
 
-// Pooling over x [N, C, spatial...] (or [C, spatial...]): windows of kernel_size, stride
-// (default: the kernel), padding (at most half the kernel) and, for max, dilation. One kernel
-// each. max_pool*_with_indices also gives each maximum's flat index into its input plane
-// (PyTorch's return_indices); ties go to the first in window order, a NaN wins, and the gradient
-// reaches that one position. avg_pool* divides by the kernel's size, or, without
-// count_include_pad, by the number of input elements in the window, or by divisor_override;
-// integers average in float32. ceil_mode rounds the number of windows up as PyTorch does (one
-// more where it starts inside the input or the padding before it; what it has past the padding
-// counts for nothing). avg_pool's parameters are PyTorch's with count_include_pad before
-// ceil_mode (PyTorch: ceil_mode, count_include_pad).
 #define LAZYTENSOR_POOL(dims, max_name, with_indices_name, avg_name, adaptive_name, adaptive_max_name)                      \
     template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>                                             \
     auto with_indices_name(const E& x, const Spatial& kernel_size, const Spatial& stride = {}, const Spatial& padding = 0, \
@@ -393,9 +400,21 @@ LAZYTENSOR_CONV_TRANSPOSE(conv_transpose3d, 3)
     auto adaptive_max_name(const E& x, const Spatial& output_size) {                                                       \
         return detail::adaptive_max_pool<typename E::value_type>(dims, #adaptive_max_name, x.build(), output_size).first;  \
     }
+///@{
+/// Pooling over x [N, C, spatial...] (or [C, spatial...]): windows of kernel_size, stride
+/// (default: the kernel), padding (at most half the kernel) and, for max, dilation. One kernel
+/// each. max_pool*_with_indices also gives each maximum's flat index into its input plane
+/// (PyTorch's return_indices); ties go to the first in window order, a NaN wins, and the gradient
+/// reaches that one position. avg_pool* divides by the kernel's size, or, without
+/// count_include_pad, by the number of input elements in the window, or by divisor_override;
+/// integers average in float32. ceil_mode rounds the number of windows up as PyTorch does (one
+/// more where it starts inside the input or the padding before it; what it has past the padding
+/// counts for nothing). avg_pool's parameters are PyTorch's with count_include_pad before
+/// ceil_mode (PyTorch: ceil_mode, count_include_pad).
 LAZYTENSOR_POOL(1, max_pool1d, max_pool1d_with_indices, avg_pool1d, adaptive_avg_pool1d, adaptive_max_pool1d)
 LAZYTENSOR_POOL(2, max_pool2d, max_pool2d_with_indices, avg_pool2d, adaptive_avg_pool2d, adaptive_max_pool2d)
 LAZYTENSOR_POOL(3, max_pool3d, max_pool3d_with_indices, avg_pool3d, adaptive_avg_pool3d, adaptive_max_pool3d)
+///@}
 #undef LAZYTENSOR_POOL
 
 /// How interpolate fills in: Nearest (the source element at floor(position)), or Linear
@@ -407,8 +426,11 @@ enum class Interpolation { Nearest, Linear };
 /// list given to interpolate is a size.)
 class Scale {
 public:
+    /// One factor for every spatial axis.
     explicit Scale(double all) : each_{all} {}
+    /// One factor per spatial axis.
     explicit Scale(std::vector<double> each) : each_(std::move(each)) {}
+    /// The factors as given.
     const std::vector<double>& factors() const { return each_; }
 
 private:

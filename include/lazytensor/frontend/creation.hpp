@@ -170,6 +170,7 @@ Tensor<T> eye(std::int64_t n, Device device = default_device()) {
     return eye<T>(n, n, device);
 }
 
+///@{
 /// A tensor of x's shape, dtype and device with every element `value`, lazy; and likewise
 /// zeros_like and ones_like. ValueError for a value outside an integer dtype (it never wraps).
 template <class E, class V, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_scalar_v<V>>>
@@ -186,6 +187,7 @@ template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 auto ones_like(const E& x) {
     return ones<typename E::value_type>(x.shape(), x.device());
 }
+///@}
 
 /// A copy of x with memory of its own once realized (lazy, like every expression: a later
 /// assign to x does not change it). Inside a larger expression it fuses like any other read.

@@ -28,30 +28,45 @@ namespace linalg {
 /// lt::linalg::qr's results: A = Q R (auto [Q, R] = lt::linalg::qr(A)).
 template <class T>
 struct QR {
+    ///@{
+    /// Q: orthonormal columns (all of them in "complete" mode); R: upper triangular.
     Tensor<T> Q, R;
+    ///@}
 };
 /// lt::linalg::svd's results: A = U diag(S) Vh, S descending.
 template <class T>
 struct SVD {
+    ///@{
+    /// U: the left singular vectors (columns); S: the singular values; Vh: the right ones (rows).
     Tensor<T> U, S, Vh;
+    ///@}
 };
 /// lt::linalg::eigh's results: A = V diag(eigenvalues) V^T with V = eigenvectors (as columns),
 /// the eigenvalues ascending.
 template <class T>
 struct Eigh {
+    ///@{
+    /// The eigenvalues (ascending) and the eigenvectors (as columns).
     Tensor<T> eigenvalues, eigenvectors;
+    ///@}
 };
 /// lt::linalg::slogdet's results: det(A) = sign * exp(logabsdet).
 template <class T>
 struct Slogdet {
+    ///@{
+    /// The sign of the determinant (0 for a singular matrix) and the log of its absolute value.
     Tensor<T> sign, logabsdet;
+    ///@}
 };
 /// lt::linalg::lstsq's results (NumPy's and PyTorch's names).
 template <class T>
 struct Lstsq {
+    ///@{
+    /// The least-squares solution, and the squared residuals per column (where m > n; else empty).
     Tensor<T> solution, residuals;
-    Tensor<std::int64_t> rank;
-    Tensor<T> singular_values;
+    ///@}
+    Tensor<std::int64_t> rank;  ///< the effective rank of A
+    Tensor<T> singular_values;  ///< A's singular values
 };
 
 namespace detail {

@@ -78,6 +78,7 @@ inline Group world() {
     return init();
 }
 
+///@{
 /// Ends MPI where lazytensor started it (else leaves that to the program); collectives realized
 /// afterwards are errors. Optional: without it MPI is finalized as the program exits.
 inline void finalize() {
@@ -95,10 +96,13 @@ inline void finalize() {
     world->finalize();
 }
 
+/// This process's rank in world(): 0 .. size() - 1.
 inline int rank() { return world().rank(); }
+/// The number of ranks in world(); 1 without a launcher.
 inline int size() { return world().size(); }
 /// This rank's index among the ranks of its machine: pick a GPU with it.
 inline int local_rank() { return detail::communicator(world().id())->local_rank(); }
+/// Waits until every rank of world() has arrived (world().barrier()).
 inline void barrier() { world().barrier(); }
 
 namespace detail {

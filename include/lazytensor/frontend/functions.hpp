@@ -9,43 +9,46 @@
 
 namespace lazytensor {
 
-/// Element-wise unary functions: lt::exp(x), lt::relu(x), ... (one per entry of the op list,
-/// ir/ops.hpp). Lazy, same shape. exp, log, sqrt, ... give float32 for integers; abs, floor, ...
-/// keep the type (neither kind compiles for bool); isnan, isinf, logical_not give bool.
 #define LAZYTENSOR_X(name, fn, rule)                                                      \
     template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>            \
     auto fn(E&& x) {                                                                      \
         return detail::make_unary<UnaryOp::name>(std::forward<E>(x));                     \
     }
+///@{
+/// Element-wise unary functions: lt::exp(x), lt::relu(x), ... (one per entry of the op list,
+/// ir/ops.hpp). Lazy, same shape. exp, log, sqrt, ... give float32 for integers; abs, floor, ...
+/// keep the type (neither kind compiles for bool); isnan, isinf, logical_not give bool.
 LAZYTENSOR_UNARY_OPS(LAZYTENSOR_X)
+///@}
 #undef LAZYTENSOR_X
 
-/// Element-wise binary functions: lt::maximum(a, b), lt::pow(a, 2.0f), lt::add(a, b), ... A
-/// tensor or a C++ scalar on either side, broadcast (NumPy), types promoted (PyTorch). Lazy;
-/// ShapeError if the shapes do not broadcast, DeviceError for tensors on different devices.
 #define LAZYTENSOR_X(name, fn, rule)                                                      \
     template <class L, class R, class = std::enable_if_t<detail::is_binary_operands_v<L, R>>> \
     auto fn(L&& a, R&& b) {                                                               \
         return detail::make_binary<BinaryOp::name>(std::forward<L>(a), std::forward<R>(b)); \
     }
+///@{
+/// Element-wise binary functions: lt::maximum(a, b), lt::pow(a, 2.0f), lt::add(a, b), ... A
+/// tensor or a C++ scalar on either side, broadcast (NumPy), types promoted (PyTorch). Lazy;
+/// ShapeError if the shapes do not broadcast, DeviceError for tensors on different devices.
 LAZYTENSOR_PUBLIC_BINARY_OPS(LAZYTENSOR_X)
+///@}
 #undef LAZYTENSOR_X
 
-/// Operators (LAZYTENSOR_OPERATORS, ir/ops.hpp): the same ops, NumPy broadcasting, a tensor or
-/// a scalar on either side; && and || are element-wise (both sides are evaluated). Comparisons, && and || give bool tensors. Lazy,
-/// and they throw as the functions above do. (% is NumPy's remainder, a composite:
-/// frontend/composites.hpp.)
 #define LAZYTENSOR_X(symbol, name)                                                        \
     template <class L, class R, class = std::enable_if_t<detail::is_binary_operands_v<L, R>>> \
     auto operator symbol(L&& a, R&& b) {                                                  \
         return detail::make_binary<BinaryOp::name>(std::forward<L>(a), std::forward<R>(b)); \
     }
+///@{
+/// Operators (LAZYTENSOR_OPERATORS, ir/ops.hpp): the same ops, NumPy broadcasting, a tensor or
+/// a scalar on either side; && and || are element-wise (both sides are evaluated). Comparisons, && and || give bool tensors. Lazy,
+/// and they throw as the functions above do. (% is NumPy's remainder, a composite:
+/// frontend/composites.hpp.)
 LAZYTENSOR_OPERATORS(LAZYTENSOR_X)
+///@}
 #undef LAZYTENSOR_X
 
-/// Compound assignment: x += y is x = x + y (a new lazy value; the result type must be T, or it
-/// does not compile). It rebinds x only: other handles and views keep the old value (see assign).
-/// (%= is with %, in frontend/composites.hpp.)
 #define LAZYTENSOR_COMPOUND(X) \
     X(+=, Add) X(-=, Sub) X(*=, Mul) X(/=, Div) X(&=, BitAnd) X(|=, BitOr) X(^=, BitXor) X(<<=, Shl) X(>>=, Shr)
 #define LAZYTENSOR_X(symbol, name)                                                                   \
@@ -54,7 +57,12 @@ LAZYTENSOR_OPERATORS(LAZYTENSOR_X)
         x = detail::make_binary<BinaryOp::name>(x, std::forward<R>(y));                              \
         return x;                                                                                    \
     }
+///@{
+/// Compound assignment: x += y is x = x + y (a new lazy value; the result type must be T, or it
+/// does not compile). It rebinds x only: other handles and views keep the old value (see assign).
+/// (%= is with %, in frontend/composites.hpp.)
 LAZYTENSOR_COMPOUND(LAZYTENSOR_X)
+///@}
 #undef LAZYTENSOR_X
 #undef LAZYTENSOR_COMPOUND
 
@@ -93,8 +101,6 @@ auto cast(const E& x) {
     return x.template cast<U>();
 }
 
-/// Free forms of the reductions: lt::sum(x), lt::sum(x, axes, keepdim), lt::sum(x, axis, keepdim),
-/// and likewise max, min, prod, any, all, mean (see the members of TensorBase).
 #define LAZYTENSOR_REDUCTION(fn)                                                           \
     template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>             \
     auto fn(const E& x) {                                                                  \
@@ -109,6 +115,9 @@ auto cast(const E& x) {
         return x.fn(Axes{axis}, keepdim);                                                  \
     }                                                                                      \
     LAZYTENSOR_FREE_AXIS_GUARD(fn)
+///@{
+/// Free forms of the reductions: lt::sum(x), lt::sum(x, axes, keepdim), lt::sum(x, axis, keepdim),
+/// and likewise max, min, prod, any, all, mean (see the members of TensorBase).
 LAZYTENSOR_REDUCTION(sum)
 LAZYTENSOR_REDUCTION(max)
 LAZYTENSOR_REDUCTION(min)
@@ -116,8 +125,10 @@ LAZYTENSOR_REDUCTION(prod)
 LAZYTENSOR_REDUCTION(any)
 LAZYTENSOR_REDUCTION(all)
 LAZYTENSOR_REDUCTION(mean)
+///@}
 #undef LAZYTENSOR_REDUCTION
 
+///@{
 /// PyTorch's rule for max and min: of one tensor (and axes) a reduction, of two tensors the
 /// element-wise maximum(a, b) / minimum(a, b).
 template <class A, class B,
@@ -130,6 +141,7 @@ template <class A, class B,
 auto min(A&& a, B&& b) {
     return minimum(std::forward<A>(a), std::forward<B>(b));
 }
+///@}
 
 /// Matrix product with NumPy's rules. [m, k] x [k, n] -> [m, n]; batch axes broadcast
 /// ([8, 1, 64, 32] x [4, 32, 16] -> [8, 4, 64, 16]); a 1-d left operand is a row vector and a
@@ -146,6 +158,7 @@ auto matmul(const A& a, const B& b) {
 }
 
 
+///@{
 /// Free forms of the view members: lt::reshape(x, shape) is x.reshape(shape), and likewise
 /// permute, transpose and expand.
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
@@ -164,5 +177,6 @@ template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 auto expand(const E& x, const Shape& shape) {
     return x.expand(shape);
 }
+///@}
 
 }  // namespace lazytensor

@@ -77,6 +77,7 @@ constexpr void check_norm_dtype() {
 
 }  // namespace detail
 
+///@{
 /// The p-norm of x's elements over `axes` (all axes when empty; negative axes count from the
 /// end; keepdim keeps them with extent 1): torch.linalg.vector_norm's semantics, also for a
 /// matrix or more axes (the 2-norm over two axes is the Frobenius norm, not the spectral norm).
@@ -99,6 +100,7 @@ template <class E, class I,
 auto norm(const E& x, double p, I axis, bool keepdim = false) {
     return norm(x, p, Axes{static_cast<int>(axis)}, keepdim);
 }
+///@{
 /// A norm by name over `axes` (all when empty): "fro", the Frobenius norm (the 2-norm of the
 /// elements). "nuc" (it needs singular values) and other names are ValueErrors.
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
@@ -120,6 +122,8 @@ void norm(const E&, P, V, bool = false) {
     static_assert(!std::is_same_v<V, V>,
                   "lazytensor: norm(x, p, axis) takes an integer axis (or a list of axes), not a floating or bool "
                   "value; keepdim is the fourth argument: lt::norm(x, p, axes, true)");
+///@}
 }
+///@}
 
 }  // namespace lazytensor

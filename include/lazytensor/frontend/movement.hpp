@@ -214,6 +214,7 @@ Tensor<T> stack(std::initializer_list<Tensor<T>> parts, int axis = 0) {
     return lazytensor::stack<T>(std::vector<Tensor<T>>(parts), axis);
 }
 
+///@{
 /// Free forms of the members: lt::slice(x, ...) is x.slice(...), and likewise flip, pad,
 /// squeeze, unsqueeze, flatten, tile and repeat_interleave.
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
@@ -254,6 +255,7 @@ template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 auto repeat_interleave(const E& x, std::int64_t repeats, int axis) {
     return x.repeat_interleave(repeats, axis);
 }
+///@}
 
 
 /// x cut along `axis` into pieces of `size` elements (the last one shorter if the extent is
@@ -320,6 +322,7 @@ auto unbind(const E& x, int axis = 0) {
     return parts;
 }
 
+///@{
 /// x with its axes `from` moved to positions `to` (the other axes keep their order): a
 /// zero-copy permute, NumPy's moveaxis. AxisError for an axis out of range or given twice;
 /// ValueError for lists of different lengths.
@@ -356,6 +359,7 @@ template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 auto movedim(const E& x, int from, int to) {
     return movedim(x, Axes{from}, Axes{to});
 }
+///@}
 
 /// x broadcast to `shape` (NumPy's broadcast_to; PyTorch's name for expand): a zero-copy view.
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>

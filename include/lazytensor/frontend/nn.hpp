@@ -66,6 +66,7 @@ auto log_softmax(const E& x, int axis = -1) {
     return Tensor<R>(detail::graph::binary(BinaryOp::Sub, v, detail::log_sum_exp(v, Axes{axis}, true)));
 }
 
+///@{
 /// log(sum(exp(x))) over `axes` (all when empty), without overflow; integers compute in float32.
 /// Lazy.
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
@@ -78,6 +79,7 @@ template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 auto logsumexp(const E& x, int axis, bool keepdim = false) {
     return logsumexp(x, Axes{axis}, keepdim);
 }
+///@}
 
 namespace detail {
 

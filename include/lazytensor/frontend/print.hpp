@@ -23,6 +23,7 @@ struct PrintOptions {
     /// A tensor of more elements than this is summarized: along each axis longer than
     /// 2 * edgeitems only the first and last `edgeitems` are shown (and read from the device).
     std::int64_t threshold = 1000;
+    /// Elements shown at each end of a summarized axis.
     std::int64_t edgeitems = 3;
     /// Characters per line (counted from the line's start) before a row of values wraps.
     std::int64_t linewidth = 80;

@@ -89,6 +89,7 @@ Tensor<T> randint(std::int64_t low, std::int64_t high, const Shape& shape, std::
     return Tensor<T>(g::cast(g::binary(BinaryOp::Add, offset, Scalar::of<std::int64_t>(low)), dtype_of<T>()));
 }
 
+///@{
 /// rand and randn of x's shape, dtype and device.
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 auto rand_like(const E& x, std::uint64_t seed) {
@@ -98,5 +99,6 @@ template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 auto randn_like(const E& x, std::uint64_t seed) {
     return randn<typename E::value_type>(x.shape(), seed, x.device());
 }
+///@}
 
 }  // namespace lazytensor

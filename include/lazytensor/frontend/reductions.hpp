@@ -83,15 +83,16 @@ Tensor<detail::reduce_t<ReduceOp::Prod, T>> TensorBase<T, D>::cumprod(int axis) 
     return Tensor<detail::reduce_t<ReduceOp::Prod, T>>(detail::graph::scan(ReduceOp::Prod, self().build(), axis, "cumprod"));
 }
 
-/// Free forms of the members, with the members' parameters (so braced axis lists work):
-/// lt::var(x, {0, 1}, true) is x.var({0, 1}, true), and likewise std, argmax, argmin, cumsum
-/// and cumprod.
 #define LAZYTENSOR_FREE_FORM(fn, params, args)                                            \
     template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>             \
     auto fn(const E& x LAZYTENSOR_UNPAREN params) {                                       \
         return x.fn args;                                                                  \
     }
 #define LAZYTENSOR_UNPAREN(...) __VA_ARGS__
+///@{
+/// Free forms of the members, with the members' parameters (so braced axis lists work):
+/// lt::var(x, {0, 1}, true) is x.var({0, 1}, true), and likewise std, argmax, argmin, cumsum
+/// and cumprod.
 LAZYTENSOR_FREE_FORM(var, (, const Axes& axes = {}, bool keepdim = false, int correction = 1), (axes, keepdim, correction))
 LAZYTENSOR_FREE_FORM(var, (, int axis, bool keepdim = false, int correction = 1), (axis, keepdim, correction))
 LAZYTENSOR_FREE_FORM(std, (, const Axes& axes = {}, bool keepdim = false, int correction = 1), (axes, keepdim, correction))
@@ -106,6 +107,7 @@ LAZYTENSOR_FREE_AXIS_GUARD(argmax)
 LAZYTENSOR_FREE_AXIS_GUARD(argmin)
 LAZYTENSOR_FREE_AXIS_GUARD(cumsum)
 LAZYTENSOR_FREE_AXIS_GUARD(cumprod)
+///@}
 #undef LAZYTENSOR_UNPAREN
 #undef LAZYTENSOR_FREE_FORM
 

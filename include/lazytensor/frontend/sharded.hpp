@@ -142,7 +142,7 @@ Tensor<T> copy_onto(const Tensor<T>& x, Device device) {
 template <class T>
 class ShardedTensor {
 public:
-    using value_type = T;
+    using value_type = T;  ///< the element type
 
     /// No shards and no devices: a handle to assign to later.
     ShardedTensor() = default;
@@ -173,12 +173,17 @@ public:
 
     /// The whole tensor's shape.
     const Shape& shape() const { return shape_; }
+    /// The whole tensor's number of dimensions.
     std::size_t ndim() const { return shape_.size(); }
     /// The split axis, or -1 for a replicated tensor.
     int axis() const { return axis_; }
+    /// Whether every device holds the whole tensor (axis -1).
     bool replicated() const { return axis_ < 0; }
+    /// The devices, one per shard, in order.
     const std::vector<Device>& devices() const { return devices_; }
+    /// The shards, one plain Tensor per device, in the devices' order.
     const std::vector<Tensor<T>>& shards() const { return shards_; }
+    /// Device i's part as a plain Tensor (std::out_of_range past the last).
     const Tensor<T>& shard(std::size_t i) const { return shards_.at(i); }
     /// Each shard's extent along the split axis (every shard's whole extent when replicated).
     std::vector<std::int64_t> extents() const {
@@ -378,20 +383,23 @@ inline constexpr bool is_sharded_and_tensor_v =
 
 }  // namespace detail
 
-// Element-wise functions and operators of sharded tensors, one per entry of the op list: shard by
-// shard, each on its device. Split operands must be split alike; replicated ones are sliced to
-// fit; scalars go to every shard.
 #define LAZYTENSOR_X(name, fn, rule)                                                             \
     template <class T>                                                                           \
     auto fn(const ShardedTensor<T>& x) {                                                         \
         return detail::per_shard(#fn, [](const auto& s) { return lazytensor::fn(s); }, x);       \
     }
+///@{
+/// Element-wise functions and operators of sharded tensors, one per entry of the op list: shard by
+/// shard, each on its device. Split operands must be split alike; replicated ones are sliced to
+/// fit; scalars go to every shard.
 LAZYTENSOR_UNARY_OPS(LAZYTENSOR_X)
 LAZYTENSOR_X(, sigmoid, ) LAZYTENSOR_X(, silu, ) LAZYTENSOR_X(, gelu, ) LAZYTENSOR_X(, rsqrt, ) LAZYTENSOR_X(, sign, )
 LAZYTENSOR_X(, softplus, )
+///@}
 #undef LAZYTENSOR_X
 
-// The composites that take scalar arguments, shard by shard.
+///@{
+/// The composites that take scalar arguments, shard by shard.
 template <class T>
 auto softplus(const ShardedTensor<T>& x, double beta) {
     return detail::per_shard("softplus", [beta](const auto& s) { return lazytensor::softplus(s, beta); }, x);
@@ -404,6 +412,7 @@ template <class T>
 auto leaky_relu(const ShardedTensor<T>& x, double negative_slope = 0.01) {
     return detail::per_shard("leaky_relu", [negative_slope](const auto& s) { return lazytensor::leaky_relu(s, negative_slope); }, x);
 }
+///@}
 /// clamp of a sharded tensor between two scalars.
 template <class T, class Lo, class Hi, std::enable_if_t<detail::is_scalar_v<Lo> && detail::is_scalar_v<Hi>, int> = 0>
 auto clamp(const ShardedTensor<T>& x, Lo lo, Hi hi) {
@@ -415,7 +424,10 @@ auto clamp(const ShardedTensor<T>& x, Lo lo, Hi hi) {
     auto fn(const L& a, const R& b) {                                                                     \
         return detail::per_shard(#fn, [](const auto& x, const auto& y) { return lazytensor::fn(x, y); }, a, b); \
     }
+///@{
+/// Element-wise binary functions of sharded tensors (and scalars), shard by shard.
 LAZYTENSOR_PUBLIC_BINARY_OPS(LAZYTENSOR_X)
+///@}
 #undef LAZYTENSOR_X
 
 #define LAZYTENSOR_X(symbol, name)                                                                                 \
@@ -429,10 +441,19 @@ LAZYTENSOR_PUBLIC_BINARY_OPS(LAZYTENSOR_X)
                       "lazytensor: a ShardedTensor and a Tensor do not combine; make the Tensor sharded too: "     \
                       "lt::replicate(t, s.devices()) or lt::shard(t, s.devices(), axis)");                         \
     }
+///@{
+/// Operators of sharded tensors (and scalars), shard by shard. A sharded tensor and a plain Tensor
+/// do not combine: that does not compile, and the message says to replicate or shard the tensor.
 LAZYTENSOR_OPERATORS(LAZYTENSOR_X)
+///@}
+// % of sharded tensors, as the operators above (left out of the reference: Doxygen would merge
+// it with lt::remainder's %).
+/// \cond
 LAZYTENSOR_X(%, Remainder)
+/// \endcond
 #undef LAZYTENSOR_X
 
+/// Element-wise negation, shard by shard.
 template <class T>
 auto operator-(const ShardedTensor<T>& x) {
     return detail::per_shard("operator-", [](const auto& s) { return -s; }, x);
@@ -520,6 +541,7 @@ auto matmul(const ShardedTensor<A>& a, const ShardedTensor<B>& b) {
     return ShardedTensor<R>(std::move(out), axis);
 }
 
+///@{
 /// softmax and log_softmax along an axis that is not split: shard by shard.
 template <class T>
 auto softmax(const ShardedTensor<T>& x, int axis = -1) {
@@ -533,6 +555,7 @@ auto log_softmax(const ShardedTensor<T>& x, int axis = -1) {
     if (k == x.axis()) detail::fail<ValueError>("log_softmax: axis ", axis, " is the split axis; gather the tensor first");
     return detail::per_shard("log_softmax", [k](const auto& s) { return lazytensor::log_softmax(s, k); }, x);
 }
+///@}
 
 namespace detail {
 
@@ -575,10 +598,6 @@ auto reduce_sharded(const ShardedTensor<T>& x, Axes axes, bool keepdim, const ch
 
 }  // namespace detail
 
-/// Reductions of sharded tensors: lt::sum(s), lt::sum(s, axes, keepdim), lt::sum(s, axis,
-/// keepdim), and likewise max, min, prod and mean. Over the split axis the per-device partials
-/// are combined and the result is replicated on every device (see reduce_sharded); otherwise the
-/// result is split alike. max and min skip empty shards.
 #define LAZYTENSOR_X(fn, combine_fn, skip_empty)                                                                   \
     template <class T>                                                                                            \
     auto fn(const ShardedTensor<T>& x, const Axes& axes, bool keepdim = false) {                                  \
@@ -595,12 +614,19 @@ auto reduce_sharded(const ShardedTensor<T>& x, Axes axes, bool keepdim, const ch
     auto fn(const ShardedTensor<T>& x) {                                                                          \
         return fn(x, detail::all_axes(x.ndim()), false);                                                          \
     }
+///@{
+/// Reductions of sharded tensors: lt::sum(s), lt::sum(s, axes, keepdim), lt::sum(s, axis,
+/// keepdim), and likewise max, min, prod and mean. Over the split axis the per-device partials
+/// are combined and the result is replicated on every device (see reduce_sharded); otherwise the
+/// result is split alike. max and min skip empty shards.
 LAZYTENSOR_X(sum, add, false)
 LAZYTENSOR_X(prod, mul, false)
 LAZYTENSOR_X(max, maximum, true)
 LAZYTENSOR_X(min, minimum, true)
+///@}
 #undef LAZYTENSOR_X
 
+///@{
 /// The mean over `axes`: the sharded sum (half in float32, integers in int64, as lt::mean sums)
 /// divided by the count of reduced elements, per shard, by lt::mean's own division.
 template <class T>
@@ -624,5 +650,6 @@ template <class T>
 auto mean(const ShardedTensor<T>& x) {
     return mean(x, detail::all_axes(x.ndim()), false);
 }
+///@}
 
 }  // namespace lazytensor

@@ -19,8 +19,8 @@ namespace lazytensor {
 /// the same shape (auto [values, indices] = lt::sort(x)).
 template <class T>
 struct SortResult {
-    Tensor<T> values;
-    Tensor<std::int64_t> indices;
+    Tensor<T> values;               ///< the values, in order
+    Tensor<std::int64_t> indices;  ///< where each value was along the axis
 };
 
 namespace detail {

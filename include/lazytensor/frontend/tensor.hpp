@@ -162,31 +162,45 @@ public:
     /// with extent 1; an empty list is all axes, as for every reduction). Integers and bool give
     /// int64; 0 over an empty axis. AxisError for a bad axis.
     Tensor<detail::reduce_t<ReduceOp::Sum, T>> sum() const;
+    /// \overload
     Tensor<detail::reduce_t<ReduceOp::Sum, T>> sum(const Axes& axes, bool keepdim = false) const;
+    /// \overload
     Tensor<detail::reduce_t<ReduceOp::Sum, T>> sum(int axis, bool keepdim = false) const { return sum(Axes{axis}, keepdim); }
     /// Largest element over all axes, or over `axes`; NaN if any is NaN. ValueError over an empty axis.
     Tensor<T> max() const;
+    /// \overload
     Tensor<T> max(const Axes& axes, bool keepdim = false) const;
+    /// \overload
     Tensor<T> max(int axis, bool keepdim = false) const { return max(Axes{axis}, keepdim); }
     /// Smallest element over all axes, or over `axes`; NaN if any is NaN. ValueError over an empty axis.
     Tensor<T> min() const;
+    /// \overload
     Tensor<T> min(const Axes& axes, bool keepdim = false) const;
+    /// \overload
     Tensor<T> min(int axis, bool keepdim = false) const { return min(Axes{axis}, keepdim); }
     /// Product over all axes, or over `axes` (1 over an empty axis; integers and bool give int64).
     Tensor<detail::reduce_t<ReduceOp::Prod, T>> prod() const;
+    /// \overload
     Tensor<detail::reduce_t<ReduceOp::Prod, T>> prod(const Axes& axes, bool keepdim = false) const;
+    /// \overload
     Tensor<detail::reduce_t<ReduceOp::Prod, T>> prod(int axis, bool keepdim = false) const { return prod(Axes{axis}, keepdim); }
     /// Whether any element is non-zero (NaN counts), over all axes or `axes`; false over an empty axis.
     Tensor<bool> any() const;
+    /// \overload
     Tensor<bool> any(const Axes& axes, bool keepdim = false) const;
+    /// \overload
     Tensor<bool> any(int axis, bool keepdim = false) const;
     /// Whether every element is non-zero (NaN counts), over all axes or `axes`; true over an empty axis.
     Tensor<bool> all() const;
+    /// \overload
     Tensor<bool> all(const Axes& axes, bool keepdim = false) const;
+    /// \overload
     Tensor<bool> all(int axis, bool keepdim = false) const;
     /// Arithmetic mean over all axes or `axes` (integers and bool are averaged in float32).
     Tensor<detail::mean_t<T>> mean() const;
+    /// \overload
     Tensor<detail::mean_t<T>> mean(const Axes& axes, bool keepdim = false) const;
+    /// \overload
     Tensor<detail::mean_t<T>> mean(int axis, bool keepdim = false) const { return mean(Axes{axis}, keepdim); }
 
     /// The same elements in another shape; one extent may be -1. Zero-copy when the layout allows.
@@ -230,6 +244,7 @@ public:
     }
     /// The elements in reverse order along `axes`. A view. AxisError for a bad or repeated axis.
     Tensor<T> flip(const Axes& axes) const;
+    /// \overload
     Tensor<T> flip(int axis) const { return flip(Axes{axis}); }
     /// Sliding windows along `axis` (PyTorch's Tensor.unfold): the axis becomes the number of
     /// windows, (extent - size) / step + 1, and a new last axis of `size` walks each window. A
@@ -243,6 +258,7 @@ public:
     /// Without the extent-1 axes (all of them, or those in `axes`, which must have extent 1:
     /// ShapeError otherwise).
     Tensor<T> squeeze() const;
+    /// \overload
     Tensor<T> squeeze(const Axes& axes) const;
     /// With a new extent-1 axis at position `axis` of the result (negative counts from the end).
     Tensor<T> unsqueeze(int axis) const;
@@ -262,11 +278,13 @@ public:
     /// Variance over `axes` (all when empty), divided by N - correction (1: the unbiased
     /// estimate, PyTorch's default; 0: NumPy's default). Integers compute in float32.
     Tensor<detail::mean_t<T>> var(const Axes& axes = {}, bool keepdim = false, int correction = 1) const;
+    /// \overload
     Tensor<detail::mean_t<T>> var(int axis, bool keepdim = false, int correction = 1) const {
         return var(Axes{axis}, keepdim, correction);
     }
     /// Standard deviation: sqrt(var(axes, keepdim, correction)).
     Tensor<detail::mean_t<T>> std(const Axes& axes = {}, bool keepdim = false, int correction = 1) const;
+    /// \overload
     Tensor<detail::mean_t<T>> std(int axis, bool keepdim = false, int correction = 1) const {
         return std(Axes{axis}, keepdim, correction);
     }
@@ -304,6 +322,7 @@ public:
     auto cast() const;
 
 protected:
+    /// The expression itself, as its own type (CRTP).
     const Derived& self() const { return static_cast<const Derived&>(*this); }
 };
 
@@ -395,6 +414,7 @@ public:
     TensorRef(const Tensor<T>& t) : node_(t.build()) {}
     /// The graph node (library internals).
     detail::Node* node() const { return node_.get(); }
+    /// The graph node, shared (library internals).
     const detail::NodePtr& node_ptr() const { return node_; }
 
 private:
@@ -636,6 +656,7 @@ auto TensorBase<T, D>::matmul(const E& other) const {
     return Tensor<R>(detail::graph::matmul(self().build(), other.build()));
 }
 
+///@{
 /// Computes several tensors in one schedule; parts they share are computed once.
 inline void realize(std::initializer_list<TensorRef> tensors) {
     std::vector<detail::Node*> nodes;
@@ -652,6 +673,7 @@ template <class T>
 void realize(const std::vector<Tensor<T>>& tensors) {
     realize(std::vector<TensorRef>(tensors.begin(), tensors.end()));
 }
+///@}
 
 /// A point in the work of one or more devices (lt::realize_async's): done when everything the
 /// devices had queued before it has finished. Cheap to copy; an Event() is done.
@@ -670,6 +692,7 @@ public:
     }
     /// The event of each device (library internals).
     const std::vector<std::shared_ptr<detail::DeviceEvent>>& parts() const { return parts_; }
+    /// Adds a device's event (library internals).
     void add(std::shared_ptr<detail::DeviceEvent> e) { parts_.push_back(std::move(e)); }
 
 private:
@@ -683,6 +706,7 @@ inline void wait_for(const Event& event, Device device) {
     for (const auto& e : event.parts()) detail::wait_for_event(device, *e);
 }
 
+///@{
 /// realize() that returns as soon as the work is queued, with an Event for it: OpenCL devices
 /// run it while the program goes on (the host's work is done when this returns). With `after`,
 /// the work waits for that event first (one realize after another's, on other devices).
@@ -702,7 +726,9 @@ inline Event realize_async(const std::vector<TensorRef>& tensors, const Event& a
 inline Event realize_async(std::initializer_list<TensorRef> tensors, const Event& after = {}) {
     return realize_async(std::vector<TensorRef>(tensors), after);
 }
+///@}
 
+///@{
 /// The schedule realize() would run for these tensors (or one expression), without running it:
 /// one item per kernel, matmul (GEMM) or zero-copy view.
 inline std::vector<ScheduleItem> schedule(std::initializer_list<TensorRef> tensors) {
@@ -720,6 +746,7 @@ std::vector<ScheduleItem> schedule(const E& expr) {
     detail::NodePtr node = expr.build();
     return detail::schedule_items({node.get()});
 }
+///@}
 
 /// Number of kernels in a schedule (matmul items, which run the backend's GEMM, and views that
 /// need no kernel are not counted).

@@ -339,7 +339,7 @@ inline B lanewise(const B& a, const B& b, F f) {
     return B::load_aligned(va);
 }
 
-// Functions whose xsimd form is within a few ulp of C's (README's accuracy table).
+// Functions whose xsimd form is within a few ulp of C's (docs/numerics.md's accuracy table).
 #define LAZYTENSOR_XSIMD_FUNCTION(Name, fn)                      \
     struct Name {                                                \
         template <class T>                                       \

@@ -147,7 +147,7 @@ class Launcher {
 public:
     explicit Launcher(const OpenCLDevice& device)
         // An event per launch, for kernels that fail while running: cheap on CPU devices, about
-        // 10 us a realize on an NVIDIA GPU, whose own waits report a kernel's fault (README).
+        // 10 us a realize on an NVIDIA GPU, whose own waits report a kernel's fault (docs/errors.md).
         : device_(device), launch_events_(env_flag("LAZYTENSOR_OPENCL_LAUNCH_EVENTS", device.type() != DeviceType::Gpu)) {}
     Launcher(const Launcher&) = delete;
     Launcher& operator=(const Launcher&) = delete;
