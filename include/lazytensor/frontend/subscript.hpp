@@ -283,6 +283,7 @@ Tensor<T> TensorBase<T, D>::index(const std::vector<TensorIndex>& indices) const
     return Tensor<T>(detail::index_node(self().build(), indices, "index"));
 }
 
+/// x[indices] = value in place (PyTorch's index_put_; see the declaration in Tensor).
 template <class T>
 template <class V>
 Tensor<T>& Tensor<T>::index_put(const std::vector<TensorIndex>& indices, const V& value, bool accumulate) {
@@ -363,8 +364,10 @@ Tensor<typename E::value_type> masked_select(const E& x, const M& mask) {
 /// value in `values` (x's shape), and how often each value occurs.
 template <class T>
 struct UniqueResult {
-    Tensor<T> values;
-    Tensor<std::int64_t> indices, inverse, counts;
+    Tensor<T> values;              ///< the distinct values, ascending
+    Tensor<std::int64_t> indices;  ///< per value: the flat position of its first occurrence in x
+    Tensor<std::int64_t> inverse;  ///< x's shape: each element's position in `values`
+    Tensor<std::int64_t> counts;   ///< per value: how many elements of x have it
 };
 
 /// The distinct values of x (flattened) in ascending order, with first positions, inverse and

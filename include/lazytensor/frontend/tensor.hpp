@@ -78,10 +78,13 @@ using mean_t = std::conditional_t<is_floating_v<T>, T, float>;
 /// As a bound of a Slice: absent (the default). As an index: a new axis of extent 1 (NumPy's
 /// None, np.newaxis; lt::NewAxis is the same value).
 struct NoneIndex {};
+/// An absent Slice bound, or a new axis (NumPy's None).
 inline constexpr NoneIndex None{};
+/// A new axis of extent 1 (NumPy's np.newaxis): the same value as lt::None.
 inline constexpr NoneIndex NewAxis{};
 /// As an index: as many full slices as the other indices leave axes (NumPy's `...`).
 struct EllipsisIndex {};
+/// NumPy's `...` in x.index({...}).
 inline constexpr EllipsisIndex Ellipsis{};
 
 /// start:stop:step along one axis (Python's rules: negative bounds count from the end, bounds are
@@ -90,34 +93,49 @@ inline constexpr EllipsisIndex Ellipsis{};
 struct Slice {
     /// A bound: an integer or lt::None.
     struct Bound {
-        std::optional<std::int64_t> value;
+        std::optional<std::int64_t> value;  ///< empty: absent
+        /// An absent bound.
         Bound(NoneIndex) {}
+        /// An integer bound (negative: from the end).
         template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
         Bound(I v) : value(static_cast<std::int64_t>(v)) {}
     };
+    /// start:stop:step; each an integer or lt::None (absent).
     Slice(Bound start = None, Bound stop = None, Bound step = None)
         : start(start.value), stop(stop.value), step(step.value) {}
-    std::optional<std::int64_t> start, stop, step;
+    std::optional<std::int64_t> start;  ///< the first index (absent: the start, or the end for a negative step)
+    std::optional<std::int64_t> stop;   ///< one past the last (absent: the end, or before the start)
+    std::optional<std::int64_t> step;   ///< absent: 1
 };
 
 /// One entry of x.index({...}): an integer (drops its axis), a Slice, lt::Ellipsis, lt::NewAxis
 /// (lt::None), an integer tensor (advanced indexing: a gather) or a bool tensor (a mask).
 class TensorIndex {
 public:
+    /// Which of the forms it is.
     enum class Kind { Integer, Slice, Ellipsis, NewAxis, Tensor };
+    /// An integer: selects one position and drops the axis (negative: from the end).
     template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
     TensorIndex(I i) : kind_(Kind::Integer), integer_(static_cast<std::int64_t>(i)) {}
     /// NumPy's x[True] is not supported: index with a bool tensor of the axes' shape.
     TensorIndex(bool) = delete;
+    /// A slice: a view of part of the axis.
     TensorIndex(lazytensor::Slice s) : kind_(Kind::Slice), slice_(s) {}
+    /// lt::NewAxis (lt::None): a new axis of extent 1.
     TensorIndex(NoneIndex) : kind_(Kind::NewAxis) {}
+    /// lt::Ellipsis: the axes no other index takes.
     TensorIndex(EllipsisIndex) : kind_(Kind::Ellipsis) {}
+    /// An integer tensor (positions along an axis) or a bool tensor (a mask over as many axes).
     template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
     TensorIndex(const E& t) : kind_(Kind::Tensor), tensor_(t.build()) {}
 
+    /// Which form it is.
     Kind kind() const { return kind_; }
+    /// The integer (Kind::Integer).
     std::int64_t integer() const { return integer_; }
+    /// The slice (Kind::Slice).
     const lazytensor::Slice& slice() const { return slice_; }
+    /// The index tensor's node (Kind::Tensor; library internals).
     const detail::NodePtr& tensor() const { return tensor_; }
 
 private:

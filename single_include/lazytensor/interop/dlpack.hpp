@@ -36,16 +36,16 @@ inline constexpr std::uint64_t kFlagReadOnly = DLPACK_FLAG_BITMASK_READ_ONLY, kF
 #else
 /// DLPack 1.0's DLPackVersion.
 struct Version {
-    std::uint32_t major;
-    std::uint32_t minor;
+    std::uint32_t major;  ///< 1
+    std::uint32_t minor;  ///< 0
 };
 /// DLPack 1.0's DLManagedTensorVersioned, for headers older than 1.0 (same layout).
 struct ManagedTensorVersioned {
-    Version version;
-    void* manager_ctx;
-    void (*deleter)(ManagedTensorVersioned* self);
-    std::uint64_t flags;
-    DLTensor dl_tensor;
+    Version version;                                ///< the DLPack version the producer wrote
+    void* manager_ctx;                              ///< the producer's
+    void (*deleter)(ManagedTensorVersioned* self);  ///< called once by the consumer when done
+    std::uint64_t flags;                            ///< kFlagReadOnly, kFlagIsCopied
+    DLTensor dl_tensor;                             ///< the memory and its layout
 };
 inline constexpr std::uint32_t kMajorVersion = 1, kMinorVersion = 0;
 inline constexpr std::uint64_t kFlagReadOnly = 1ull << 0, kFlagIsCopied = 1ull << 1;
