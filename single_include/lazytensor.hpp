@@ -3281,6 +3281,19 @@ LAZYTENSOR_ENGINE_API std::vector<std::shared_ptr<Node>> vjp_nodes(const std::ve
                                                                    const std::vector<std::shared_ptr<Node>>& inputs,
                                                                    const char* op);
 
+/// An OpenCL device's handles (lt::opencl): its cl_context, cl_device_id and cl_command_queue.
+struct OpenCLHandles {
+    void* context = nullptr;
+    void* device = nullptr;
+    void* queue = nullptr;
+};
+/// Opens an application's OpenCL context, device and queue (null: a queue of lazytensor's in that
+/// context) as a new device opencl:N, and returns it. DeviceError without OpenCL, or for an
+/// out-of-order queue or one of another context.
+LAZYTENSOR_ENGINE_API Device adopt_opencl_device(void* context, void* device, void* queue);
+/// The handles of OpenCL device `d` (DeviceError for the host or an unavailable device).
+LAZYTENSOR_ENGINE_API OpenCLHandles opencl_handles(Device d);
+
 /// Memory lazytensor did not allocate, as a buffer of `numel` elements of `dtype` on `d` (the
 /// host: a pointer; OpenCL: a cl_mem of d's context, checked (DeviceError) and retained):
 /// `release` (may be empty) runs once, when the last holder lets go, after the kernels that use
@@ -20529,36 +20542,43 @@ inline const char* to_string(DeviceType t) {
 class OpenCLDevice {
 public:
     OpenCLDevice(int index, cl_platform_id platform, cl_device_id device) : index_(index), platform_(platform), id_(device) {
-        name_ = device_string(device, CL_DEVICE_NAME);
-        const auto type = device_value<cl_device_type>(device, CL_DEVICE_TYPE);
-        type_ = (type & CL_DEVICE_TYPE_GPU) ? DeviceType::Gpu : (type & CL_DEVICE_TYPE_CPU) ? DeviceType::Cpu : DeviceType::Accelerator;
-        platform_name_ = platform_string(platform, CL_PLATFORM_NAME);
-        vendor_ = platform_name_.find("NVIDIA") != std::string::npos ? Vendor::Nvidia : Vendor::Other;
-        driver_ = device_string(device, CL_DRIVER_VERSION) + " / " + platform_string(platform, CL_PLATFORM_VERSION) +
-                  " / " + device_string(device, CL_DEVICE_VERSION);
-        const std::string ext = device_string(device, CL_DEVICE_EXTENSIONS);
-        // LAZYTENSOR_OPENCL_FP64=off: behave as a device without double would (to check that a
-        // program runs on one).
-        fp64_ = ext.find("cl_khr_fp64") != std::string::npos && env_flag("LAZYTENSOR_OPENCL_FP64", true);
-        int64_atomics_ = ext.find("cl_khr_int64_base_atomics") != std::string::npos;
-        traits_.max_work_group = device_value<std::size_t>(device, CL_DEVICE_MAX_WORK_GROUP_SIZE);
-        traits_.compute_units = device_value<cl_uint>(device, CL_DEVICE_MAX_COMPUTE_UNITS);
-        traits_.local_memory = device_value<cl_ulong>(device, CL_DEVICE_LOCAL_MEM_SIZE);
-        traits_.gpu = type_ == DeviceType::Gpu;
-        if (nvidia()) {  // CL_DEVICE_COMPUTE_CAPABILITY_{MAJOR,MINOR}_NV
-            cl_uint major = 0, minor = 0;
-            if (clGetDeviceInfo(device, 0x4000, sizeof major, &major, nullptr) == CL_SUCCESS &&
-                clGetDeviceInfo(device, 0x4001, sizeof minor, &minor, nullptr) == CL_SUCCESS)
-                nvidia_cc_ = static_cast<int>(major * 10 + minor);
-        }
-        max_alloc_ = device_value<cl_ulong>(device, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
-        global_memory_ = device_value<cl_ulong>(device, CL_DEVICE_GLOBAL_MEM_SIZE);
-        build_options_ = "-cl-std=CL1.2";
-        if (device_value<cl_device_fp_config>(device, CL_DEVICE_SINGLE_FP_CONFIG) & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT)
-            build_options_ += " -cl-fp32-correctly-rounded-divide-sqrt";  // the same quotients as the host
-
+        read_properties(platform, device);
         cl_int err = CL_SUCCESS;
         context_ = context_for(platform, device);
+        queue_ = clCreateCommandQueue(context_, id_, CL_QUEUE_PROFILING_ENABLE, &err);
+        if (err != CL_SUCCESS) {
+            clReleaseContext(context_);
+            check(err, "clCreateCommandQueue", "for", describe());
+        }
+    }
+    /// An application's device, context and queue (lt::opencl::adopt), retained for as long as
+    /// the device is open; a queue of lazytensor's own in that context where `queue` is null.
+    /// DeviceError for an out-of-order queue or a queue of another context or device.
+    OpenCLDevice(int index, cl_context context, cl_device_id device, cl_command_queue queue)
+        : index_(index), platform_(device_value<cl_platform_id>(device, CL_DEVICE_PLATFORM)), id_(device) {
+        read_properties(platform_, device);
+        if (queue) {
+            cl_context queue_context = nullptr;
+            cl_device_id queue_device = nullptr;
+            check(clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, sizeof queue_context, &queue_context, nullptr), "clGetCommandQueueInfo");
+            check(clGetCommandQueueInfo(queue, CL_QUEUE_DEVICE, sizeof queue_device, &queue_device, nullptr), "clGetCommandQueueInfo");
+            if (queue_context != context || queue_device != device)
+                fail<DeviceError>("lt::opencl::adopt: the command queue belongs to another ",
+                                  queue_context != context ? "context" : "device", " than the one given");
+            cl_command_queue_properties props = 0;
+            check(clGetCommandQueueInfo(queue, CL_QUEUE_PROPERTIES, sizeof props, &props, nullptr), "clGetCommandQueueInfo");
+            if (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)
+                fail<DeviceError>("lt::opencl::adopt: the command queue runs out of order; lazytensor needs an in-order queue");
+            profiling_ = (props & CL_QUEUE_PROFILING_ENABLE) != 0;
+            check(clRetainCommandQueue(queue), "clRetainCommandQueue");
+            check(clRetainContext(context), "clRetainContext");
+            context_ = context;
+            queue_ = queue;
+            return;
+        }
+        check(clRetainContext(context), "clRetainContext");
+        context_ = context;
+        cl_int err = CL_SUCCESS;
         queue_ = clCreateCommandQueue(context_, id_, CL_QUEUE_PROFILING_ENABLE, &err);
         if (err != CL_SUCCESS) {
             clReleaseContext(context_);
@@ -20613,7 +20633,41 @@ public:
     /// Tests only: replaces the command queue and returns the old one (see OpenCLBackend).
     cl_command_queue exchange_queue(cl_command_queue queue) { return std::exchange(queue_, queue); }
 
+    /// Whether the queue times its commands (an adopted queue may not: then nothing is timed).
+    bool profiling() const { return profiling_; }
+
 private:
+    void read_properties(cl_platform_id platform, cl_device_id device) {
+        name_ = device_string(device, CL_DEVICE_NAME);
+        const auto type = device_value<cl_device_type>(device, CL_DEVICE_TYPE);
+        type_ = (type & CL_DEVICE_TYPE_GPU) ? DeviceType::Gpu : (type & CL_DEVICE_TYPE_CPU) ? DeviceType::Cpu : DeviceType::Accelerator;
+        platform_name_ = platform_string(platform, CL_PLATFORM_NAME);
+        vendor_ = platform_name_.find("NVIDIA") != std::string::npos ? Vendor::Nvidia : Vendor::Other;
+        driver_ = device_string(device, CL_DRIVER_VERSION) + " / " + platform_string(platform, CL_PLATFORM_VERSION) +
+                  " / " + device_string(device, CL_DEVICE_VERSION);
+        const std::string ext = device_string(device, CL_DEVICE_EXTENSIONS);
+        // LAZYTENSOR_OPENCL_FP64=off: behave as a device without double would (to check that a
+        // program runs on one).
+        fp64_ = ext.find("cl_khr_fp64") != std::string::npos && env_flag("LAZYTENSOR_OPENCL_FP64", true);
+        int64_atomics_ = ext.find("cl_khr_int64_base_atomics") != std::string::npos;
+        traits_.max_work_group = device_value<std::size_t>(device, CL_DEVICE_MAX_WORK_GROUP_SIZE);
+        traits_.compute_units = device_value<cl_uint>(device, CL_DEVICE_MAX_COMPUTE_UNITS);
+        traits_.local_memory = device_value<cl_ulong>(device, CL_DEVICE_LOCAL_MEM_SIZE);
+        traits_.gpu = type_ == DeviceType::Gpu;
+        if (nvidia()) {  // CL_DEVICE_COMPUTE_CAPABILITY_{MAJOR,MINOR}_NV
+            cl_uint major = 0, minor = 0;
+            if (clGetDeviceInfo(device, 0x4000, sizeof major, &major, nullptr) == CL_SUCCESS &&
+                clGetDeviceInfo(device, 0x4001, sizeof minor, &minor, nullptr) == CL_SUCCESS)
+                nvidia_cc_ = static_cast<int>(major * 10 + minor);
+        }
+        max_alloc_ = device_value<cl_ulong>(device, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
+        global_memory_ = device_value<cl_ulong>(device, CL_DEVICE_GLOBAL_MEM_SIZE);
+        build_options_ = "-cl-std=CL1.2";
+        if (device_value<cl_device_fp_config>(device, CL_DEVICE_SINGLE_FP_CONFIG) & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT)
+            build_options_ += " -cl-fp32-correctly-rounded-divide-sqrt";  // the same quotients as the host
+
+    }
+
     int index_;
     cl_platform_id platform_;
     cl_device_id id_;
@@ -20624,6 +20678,7 @@ private:
     Vendor vendor_ = Vendor::Other;
     bool fp64_ = false;
     bool int64_atomics_ = false;
+    bool profiling_ = true;
     DeviceTraits traits_;
     int nvidia_cc_ = 0;
     cl_ulong max_alloc_ = 0, global_memory_ = 0;
@@ -21916,6 +21971,7 @@ public:
     /// device time in ms where `timed` (waiting for it), else 0.
     double enqueue(cl_kernel kernel, std::string_view name, cl_uint dims, const std::size_t* global,
                    const std::size_t* local, bool timed) {
+        timed = timed && device_.profiling();  // (an application's queue may not time commands)
         cl_event event = nullptr, wait = take_launch_dependency();
         const cl_int err = clEnqueueNDRangeKernel(device_.queue(), kernel, dims, nullptr, global, local, wait ? 1 : 0,
                                                   wait ? &wait : nullptr, timed || launch_events_ ? &event : nullptr);
@@ -24252,6 +24308,10 @@ public:
     OpenCLBackend(int index, cl_platform_id platform, cl_device_id device)
         : device_(index, platform, device), memory_(device_),
           programs_(device_, [this](bool from_disk) { count_program(from_disk); }), launcher_(device_) {}
+    /// An application's context, device and queue (lt::opencl::adopt; the queue may be null).
+    OpenCLBackend(int index, cl_context context, cl_device_id device, cl_command_queue queue)
+        : device_(index, context, device, queue), memory_(device_),
+          programs_(device_, [this](bool from_disk) { count_program(from_disk); }), launcher_(device_) {}
 
     Device device() const override { return device_.device(); }
     std::string name() const override {
@@ -24554,23 +24614,52 @@ inline void QueueEvent::wait() {
 
 /// The backend of opencl:N, created on first use and kept for the process's lifetime (buffers
 /// of static tensors may outlive any destruction order).
+/// The opened OpenCL backends: opencl:0 to opencl:K-1 are the platforms' devices (opened on first
+/// use), later indices the devices applications handed over (adopt_opencl). Never destroyed, like
+/// the backends they point to: a static vector would be freed at exit, leaving the backends
+/// unreachable (LeakSanitizer reported their kernel caches).
+struct OpenCLRegistry {
+    std::mutex mutex;
+    std::vector<OpenCLBackend*> backends;
+};
+inline OpenCLRegistry& opencl_registry() {
+    static OpenCLRegistry& r = *new OpenCLRegistry();
+    return r;
+}
+
 inline OpenCLBackend& opencl_backend(int index) {
-    static std::mutex mutex;
-    // Never destroyed, like the backends it points to: a static vector would be freed at exit,
-    // leaving the backends unreachable (LeakSanitizer reported their kernel caches).
-    static std::vector<OpenCLBackend*>& backends = *new std::vector<OpenCLBackend*>();
+    OpenCLRegistry& r = opencl_registry();
     const auto& ids = opencl_device_ids();
-    if (ids.empty())
+    std::lock_guard<std::mutex> lock(r.mutex);
+    if (r.backends.size() < ids.size()) r.backends.resize(ids.size(), nullptr);
+    if (r.backends.empty())
         fail<DeviceError>("device opencl:", index, " is not available: no OpenCL device was found (no OpenCL platform "
                           "is installed; on Debian, `apt-get install pocl-opencl-icd` gives one on the CPU)");
-    if (index < 0 || static_cast<std::size_t>(index) >= ids.size())
-        fail<DeviceError>("device opencl:", index, " does not exist: this machine has ", ids.size(), " OpenCL device",
-                          ids.size() == 1 ? "" : "s", " (opencl:0 to opencl:", ids.size() - 1, ")");
-    std::lock_guard<std::mutex> lock(mutex);
-    if (backends.empty()) backends.resize(ids.size(), nullptr);
-    auto& b = backends[static_cast<std::size_t>(index)];
+    if (index < 0 || static_cast<std::size_t>(index) >= r.backends.size())
+        fail<DeviceError>("device opencl:", index, " does not exist: this machine has ", r.backends.size(), " OpenCL device",
+                          r.backends.size() == 1 ? "" : "s", " (opencl:0 to opencl:", r.backends.size() - 1, ")");
+    auto& b = r.backends[static_cast<std::size_t>(index)];
     if (!b) b = new OpenCLBackend(index, ids[static_cast<std::size_t>(index)].first, ids[static_cast<std::size_t>(index)].second);
     return *b;
+}
+
+/// Opens an application's context, device and queue (null: a queue of lazytensor's in that
+/// context) as the next device index, and returns it.
+inline int adopt_opencl(cl_context context, cl_device_id device, cl_command_queue queue) {
+    OpenCLRegistry& r = opencl_registry();
+    const auto& ids = opencl_device_ids();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    if (r.backends.size() < ids.size()) r.backends.resize(ids.size(), nullptr);
+    const int index = static_cast<int>(r.backends.size());
+    r.backends.push_back(new OpenCLBackend(index, context, device, queue));
+    return index;
+}
+
+/// How many OpenCL devices there are: the platforms' and the adopted ones.
+inline std::size_t opencl_device_count() {
+    OpenCLRegistry& r = opencl_registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    return std::max(r.backends.size(), opencl_device_ids().size());
 }
 
 }  // namespace lazytensor::detail::opencl
@@ -28654,7 +28743,7 @@ LAZYTENSOR_ENGINE_API std::vector<DeviceInfo> devices() {
     std::vector<DeviceInfo> out{
         DeviceInfo{Device::host(), detail::host_backend().name(), "host", true, detail::host_backend().max_buffer_bytes()}};
 #if LAZYTENSOR_OPENCL
-    for (std::size_t i = 0; i < detail::opencl::opencl_device_ids().size(); ++i) {
+    for (std::size_t i = 0; i < detail::opencl::opencl_device_count(); ++i) {
         try {
             auto& b = detail::opencl::opencl_backend(static_cast<int>(i));
             out.push_back(DeviceInfo{b.device(), b.name(), b.kind(), b.supports_float64(), b.max_buffer_bytes()});
@@ -28792,6 +28881,27 @@ LAZYTENSOR_ENGINE_API BufferPtr wrap_memory(Device d, DType dtype, std::int64_t 
     BufferPtr buf = device_backend(d).wrap(dtype, numel, handle, std::move(release), writable);
     exposed_buffers().add(buf);
     return buf;
+}
+
+LAZYTENSOR_ENGINE_API Device adopt_opencl_device(void* context, void* device, void* queue) {
+#if LAZYTENSOR_OPENCL
+    if (!context || !device) fail<ValueError>("lt::opencl::adopt: a null context or device");
+    return Device::opencl(opencl::adopt_opencl(static_cast<cl_context>(context), static_cast<cl_device_id>(device),
+                                               static_cast<cl_command_queue>(queue)));
+#else
+    (void)context, (void)device, (void)queue;
+    fail<DeviceError>("lt::opencl::adopt: this build of lazytensor has the host backend only (build with LAZYTENSOR_OPENCL=1)");
+#endif
+}
+
+LAZYTENSOR_ENGINE_API OpenCLHandles opencl_handles(Device d) {
+    if (d.kind != Device::Kind::OpenCL) fail<DeviceError>("lt::opencl: ", d, " is not an OpenCL device");
+#if LAZYTENSOR_OPENCL
+    opencl::OpenCLBackend& b = opencl::opencl_backend(d.index);
+    return OpenCLHandles{b.context(), b.device_id(), b.queue()};
+#else
+    fail<DeviceError>("device ", d, " is not available: this build of lazytensor has the host backend only");
+#endif
 }
 
 LAZYTENSOR_ENGINE_API void expose_memory(const BufferPtr& buffer) {

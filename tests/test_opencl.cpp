@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "common.hpp"
+#include <lazytensor/interop/opencl.hpp>
 
 namespace fs = std::filesystem;
 
@@ -998,4 +999,76 @@ TEST_CASE("realize_async: its Event is done once the device has run the work; an
     CHECK(second.to_vector() == std::vector<float>{4, 5});
     CHECK(first.to_vector() == std::vector<float>{3, 6});
     clReleaseEvent(pending);
+}
+
+// Last in the file: it adds devices to the process (lt::devices() lists them from then on).
+TEST_CASE("OpenCL interop: lazytensor on an application's context and queue, cl_mem both ways without a copy") {
+    for (lt::Device ours : opencl_devices()) {
+        cl_device_id dev = lt::opencl::device_id(ours);
+        CHECK(lt::opencl::context(ours) == backend_of(ours).context());
+        CHECK(lt::opencl::queue(ours) == backend_of(ours).queue());
+        cl_int err = CL_SUCCESS;
+        cl_context ctx = clCreateContext(nullptr, 1, &dev, nullptr, nullptr, &err);
+        REQUIRE(err == CL_SUCCESS);
+        cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &err);  // no profiling, in order
+        REQUIRE(err == CL_SUCCESS);
+        const float written[6] = {1, 2, 3, 4, 5, 6};
+        cl_mem mem = clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizeof written, nullptr, &err);
+        REQUIRE(err == CL_SUCCESS);
+        REQUIRE(clEnqueueWriteBuffer(q, mem, CL_TRUE, 0, sizeof written, written, 0, nullptr, nullptr) == CL_SUCCESS);
+
+        const lt::Device d = lt::opencl::adopt(ctx, dev, q);
+        CHECK(d.kind == lt::Device::Kind::OpenCL);
+        CHECK(d.index >= 1);
+        CHECK(lt::opencl::context(d) == ctx);
+        CHECK(lt::opencl::queue(d) == q);
+        bool listed = false;
+        for (const lt::DeviceInfo& info : lt::devices()) listed = listed || info.device == d;
+        CHECK(listed);
+        bool released = false;
+        {
+            lt::Tensor<float> x = lt::opencl::wrap<float>(mem, {2, 3}, d, [&] { released = true; });
+            CHECK((x * 2.0f).to_vector() == std::vector<float>{2, 4, 6, 8, 10, 12});  // what the application wrote
+            x.assign(x + 10.0f);                                                      // into the application's buffer
+            float back[6] = {};
+            REQUIRE(clEnqueueReadBuffer(q, mem, CL_TRUE, 0, sizeof back, back, 0, nullptr, nullptr) == CL_SUCCESS);
+            CHECK(std::vector<float>(back, back + 6) == std::vector<float>{11, 12, 13, 14, 15, 16});
+            // A result of lazytensor's, read by the application from the handed-out cl_mem.
+            const lt::Tensor<float> y = (lt::matmul(x, x.t()) * 0.5f).realize();
+            const lt::opencl::Memory m = lt::opencl::memory(y.index({1}));
+            CHECK(m.byte_offset == 2 * sizeof(float));
+            float row[2] = {};
+            REQUIRE(clEnqueueReadBuffer(q, m.mem, CL_TRUE, m.byte_offset, sizeof row, row, 0, nullptr, nullptr) == CL_SUCCESS);
+            CHECK(row[0] == 0.5f * (11 * 14 + 12 * 15 + 13 * 16));
+            CHECK(row[1] == 0.5f * (14 * 14 + 15 * 15 + 16 * 16));
+            // Moving to and from the device lazytensor opened (another context: through the host).
+            CHECK(x.to(ours).to_vector() == std::vector<float>{11, 12, 13, 14, 15, 16});
+            CHECK(lt::tensor<float>({1, 2}, {2}, ours).to(d).to_vector() == std::vector<float>{1, 2});
+            // Bad handles.
+            CHECK_THROWS_AS(lt::opencl::wrap<float>(mem, {2, 3}, ours), lt::DeviceError);  // another context's
+            CHECK_THROWS_AS(lt::opencl::wrap<float>(mem, {7}, d), lt::ValueError);        // past its end
+            CHECK_THROWS_AS(lt::opencl::memory(lt::ones<float>({2})), lt::DeviceError);   // the host
+            CHECK_THROWS_AS(lt::opencl::context(lt::Device::host()), lt::DeviceError);
+            CHECK(released == false);
+        }
+        lt::synchronize(d);
+        CHECK(released);
+        cl_command_queue other = clCreateCommandQueue(backend_of(ours).context(), dev, 0, &err);
+        REQUIRE(err == CL_SUCCESS);
+        CHECK_THROWS_AS(lt::opencl::adopt(ctx, dev, other), lt::DeviceError);  // a queue of another context
+        cl_command_queue unordered = clCreateCommandQueue(ctx, dev, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, &err);
+        if (err == CL_SUCCESS) {
+            CHECK_THROWS_AS(lt::opencl::adopt(ctx, dev, unordered), lt::DeviceError);
+            clReleaseCommandQueue(unordered);
+        }
+        // A context alone: lazytensor makes its queue in it.
+        const lt::Device own_queue = lt::opencl::adopt(ctx, dev);
+        CHECK(lt::opencl::queue(own_queue) != q);
+        CHECK((lt::arange<float>(3, own_queue) + 1.0f).to_vector() == std::vector<float>{1, 2, 3});
+        clReleaseCommandQueue(other);
+        clReleaseMemObject(mem);
+        clReleaseCommandQueue(q);  // lazytensor keeps its own references
+        clReleaseContext(ctx);
+        CHECK((lt::ones<float>({2}, d) * 3.0f).to_vector() == std::vector<float>{3, 3});
+    }
 }

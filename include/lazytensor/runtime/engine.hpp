@@ -40,7 +40,7 @@ LAZYTENSOR_ENGINE_API std::vector<DeviceInfo> devices() {
     std::vector<DeviceInfo> out{
         DeviceInfo{Device::host(), detail::host_backend().name(), "host", true, detail::host_backend().max_buffer_bytes()}};
 #if LAZYTENSOR_OPENCL
-    for (std::size_t i = 0; i < detail::opencl::opencl_device_ids().size(); ++i) {
+    for (std::size_t i = 0; i < detail::opencl::opencl_device_count(); ++i) {
         try {
             auto& b = detail::opencl::opencl_backend(static_cast<int>(i));
             out.push_back(DeviceInfo{b.device(), b.name(), b.kind(), b.supports_float64(), b.max_buffer_bytes()});
@@ -178,6 +178,27 @@ LAZYTENSOR_ENGINE_API BufferPtr wrap_memory(Device d, DType dtype, std::int64_t 
     BufferPtr buf = device_backend(d).wrap(dtype, numel, handle, std::move(release), writable);
     exposed_buffers().add(buf);
     return buf;
+}
+
+LAZYTENSOR_ENGINE_API Device adopt_opencl_device(void* context, void* device, void* queue) {
+#if LAZYTENSOR_OPENCL
+    if (!context || !device) fail<ValueError>("lt::opencl::adopt: a null context or device");
+    return Device::opencl(opencl::adopt_opencl(static_cast<cl_context>(context), static_cast<cl_device_id>(device),
+                                               static_cast<cl_command_queue>(queue)));
+#else
+    (void)context, (void)device, (void)queue;
+    fail<DeviceError>("lt::opencl::adopt: this build of lazytensor has the host backend only (build with LAZYTENSOR_OPENCL=1)");
+#endif
+}
+
+LAZYTENSOR_ENGINE_API OpenCLHandles opencl_handles(Device d) {
+    if (d.kind != Device::Kind::OpenCL) fail<DeviceError>("lt::opencl: ", d, " is not an OpenCL device");
+#if LAZYTENSOR_OPENCL
+    opencl::OpenCLBackend& b = opencl::opencl_backend(d.index);
+    return OpenCLHandles{b.context(), b.device_id(), b.queue()};
+#else
+    fail<DeviceError>("device ", d, " is not available: this build of lazytensor has the host backend only");
+#endif
 }
 
 LAZYTENSOR_ENGINE_API void expose_memory(const BufferPtr& buffer) {

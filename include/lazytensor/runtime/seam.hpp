@@ -114,6 +114,19 @@ LAZYTENSOR_ENGINE_API std::vector<std::shared_ptr<Node>> vjp_nodes(const std::ve
                                                                    const std::vector<std::shared_ptr<Node>>& inputs,
                                                                    const char* op);
 
+/// An OpenCL device's handles (lt::opencl): its cl_context, cl_device_id and cl_command_queue.
+struct OpenCLHandles {
+    void* context = nullptr;
+    void* device = nullptr;
+    void* queue = nullptr;
+};
+/// Opens an application's OpenCL context, device and queue (null: a queue of lazytensor's in that
+/// context) as a new device opencl:N, and returns it. DeviceError without OpenCL, or for an
+/// out-of-order queue or one of another context.
+LAZYTENSOR_ENGINE_API Device adopt_opencl_device(void* context, void* device, void* queue);
+/// The handles of OpenCL device `d` (DeviceError for the host or an unavailable device).
+LAZYTENSOR_ENGINE_API OpenCLHandles opencl_handles(Device d);
+
 /// Memory lazytensor did not allocate, as a buffer of `numel` elements of `dtype` on `d` (the
 /// host: a pointer; OpenCL: a cl_mem of d's context, checked (DeviceError) and retained):
 /// `release` (may be empty) runs once, when the last holder lets go, after the kernels that use

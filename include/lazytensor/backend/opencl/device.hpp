@@ -72,36 +72,43 @@ inline const char* to_string(DeviceType t) {
 class OpenCLDevice {
 public:
     OpenCLDevice(int index, cl_platform_id platform, cl_device_id device) : index_(index), platform_(platform), id_(device) {
-        name_ = device_string(device, CL_DEVICE_NAME);
-        const auto type = device_value<cl_device_type>(device, CL_DEVICE_TYPE);
-        type_ = (type & CL_DEVICE_TYPE_GPU) ? DeviceType::Gpu : (type & CL_DEVICE_TYPE_CPU) ? DeviceType::Cpu : DeviceType::Accelerator;
-        platform_name_ = platform_string(platform, CL_PLATFORM_NAME);
-        vendor_ = platform_name_.find("NVIDIA") != std::string::npos ? Vendor::Nvidia : Vendor::Other;
-        driver_ = device_string(device, CL_DRIVER_VERSION) + " / " + platform_string(platform, CL_PLATFORM_VERSION) +
-                  " / " + device_string(device, CL_DEVICE_VERSION);
-        const std::string ext = device_string(device, CL_DEVICE_EXTENSIONS);
-        // LAZYTENSOR_OPENCL_FP64=off: behave as a device without double would (to check that a
-        // program runs on one).
-        fp64_ = ext.find("cl_khr_fp64") != std::string::npos && env_flag("LAZYTENSOR_OPENCL_FP64", true);
-        int64_atomics_ = ext.find("cl_khr_int64_base_atomics") != std::string::npos;
-        traits_.max_work_group = device_value<std::size_t>(device, CL_DEVICE_MAX_WORK_GROUP_SIZE);
-        traits_.compute_units = device_value<cl_uint>(device, CL_DEVICE_MAX_COMPUTE_UNITS);
-        traits_.local_memory = device_value<cl_ulong>(device, CL_DEVICE_LOCAL_MEM_SIZE);
-        traits_.gpu = type_ == DeviceType::Gpu;
-        if (nvidia()) {  // CL_DEVICE_COMPUTE_CAPABILITY_{MAJOR,MINOR}_NV
-            cl_uint major = 0, minor = 0;
-            if (clGetDeviceInfo(device, 0x4000, sizeof major, &major, nullptr) == CL_SUCCESS &&
-                clGetDeviceInfo(device, 0x4001, sizeof minor, &minor, nullptr) == CL_SUCCESS)
-                nvidia_cc_ = static_cast<int>(major * 10 + minor);
-        }
-        max_alloc_ = device_value<cl_ulong>(device, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
-        global_memory_ = device_value<cl_ulong>(device, CL_DEVICE_GLOBAL_MEM_SIZE);
-        build_options_ = "-cl-std=CL1.2";
-        if (device_value<cl_device_fp_config>(device, CL_DEVICE_SINGLE_FP_CONFIG) & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT)
-            build_options_ += " -cl-fp32-correctly-rounded-divide-sqrt";  // the same quotients as the host
-
+        read_properties(platform, device);
         cl_int err = CL_SUCCESS;
         context_ = context_for(platform, device);
+        queue_ = clCreateCommandQueue(context_, id_, CL_QUEUE_PROFILING_ENABLE, &err);
+        if (err != CL_SUCCESS) {
+            clReleaseContext(context_);
+            check(err, "clCreateCommandQueue", "for", describe());
+        }
+    }
+    /// An application's device, context and queue (lt::opencl::adopt), retained for as long as
+    /// the device is open; a queue of lazytensor's own in that context where `queue` is null.
+    /// DeviceError for an out-of-order queue or a queue of another context or device.
+    OpenCLDevice(int index, cl_context context, cl_device_id device, cl_command_queue queue)
+        : index_(index), platform_(device_value<cl_platform_id>(device, CL_DEVICE_PLATFORM)), id_(device) {
+        read_properties(platform_, device);
+        if (queue) {
+            cl_context queue_context = nullptr;
+            cl_device_id queue_device = nullptr;
+            check(clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, sizeof queue_context, &queue_context, nullptr), "clGetCommandQueueInfo");
+            check(clGetCommandQueueInfo(queue, CL_QUEUE_DEVICE, sizeof queue_device, &queue_device, nullptr), "clGetCommandQueueInfo");
+            if (queue_context != context || queue_device != device)
+                fail<DeviceError>("lt::opencl::adopt: the command queue belongs to another ",
+                                  queue_context != context ? "context" : "device", " than the one given");
+            cl_command_queue_properties props = 0;
+            check(clGetCommandQueueInfo(queue, CL_QUEUE_PROPERTIES, sizeof props, &props, nullptr), "clGetCommandQueueInfo");
+            if (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)
+                fail<DeviceError>("lt::opencl::adopt: the command queue runs out of order; lazytensor needs an in-order queue");
+            profiling_ = (props & CL_QUEUE_PROFILING_ENABLE) != 0;
+            check(clRetainCommandQueue(queue), "clRetainCommandQueue");
+            check(clRetainContext(context), "clRetainContext");
+            context_ = context;
+            queue_ = queue;
+            return;
+        }
+        check(clRetainContext(context), "clRetainContext");
+        context_ = context;
+        cl_int err = CL_SUCCESS;
         queue_ = clCreateCommandQueue(context_, id_, CL_QUEUE_PROFILING_ENABLE, &err);
         if (err != CL_SUCCESS) {
             clReleaseContext(context_);
@@ -156,7 +163,41 @@ public:
     /// Tests only: replaces the command queue and returns the old one (see OpenCLBackend).
     cl_command_queue exchange_queue(cl_command_queue queue) { return std::exchange(queue_, queue); }
 
+    /// Whether the queue times its commands (an adopted queue may not: then nothing is timed).
+    bool profiling() const { return profiling_; }
+
 private:
+    void read_properties(cl_platform_id platform, cl_device_id device) {
+        name_ = device_string(device, CL_DEVICE_NAME);
+        const auto type = device_value<cl_device_type>(device, CL_DEVICE_TYPE);
+        type_ = (type & CL_DEVICE_TYPE_GPU) ? DeviceType::Gpu : (type & CL_DEVICE_TYPE_CPU) ? DeviceType::Cpu : DeviceType::Accelerator;
+        platform_name_ = platform_string(platform, CL_PLATFORM_NAME);
+        vendor_ = platform_name_.find("NVIDIA") != std::string::npos ? Vendor::Nvidia : Vendor::Other;
+        driver_ = device_string(device, CL_DRIVER_VERSION) + " / " + platform_string(platform, CL_PLATFORM_VERSION) +
+                  " / " + device_string(device, CL_DEVICE_VERSION);
+        const std::string ext = device_string(device, CL_DEVICE_EXTENSIONS);
+        // LAZYTENSOR_OPENCL_FP64=off: behave as a device without double would (to check that a
+        // program runs on one).
+        fp64_ = ext.find("cl_khr_fp64") != std::string::npos && env_flag("LAZYTENSOR_OPENCL_FP64", true);
+        int64_atomics_ = ext.find("cl_khr_int64_base_atomics") != std::string::npos;
+        traits_.max_work_group = device_value<std::size_t>(device, CL_DEVICE_MAX_WORK_GROUP_SIZE);
+        traits_.compute_units = device_value<cl_uint>(device, CL_DEVICE_MAX_COMPUTE_UNITS);
+        traits_.local_memory = device_value<cl_ulong>(device, CL_DEVICE_LOCAL_MEM_SIZE);
+        traits_.gpu = type_ == DeviceType::Gpu;
+        if (nvidia()) {  // CL_DEVICE_COMPUTE_CAPABILITY_{MAJOR,MINOR}_NV
+            cl_uint major = 0, minor = 0;
+            if (clGetDeviceInfo(device, 0x4000, sizeof major, &major, nullptr) == CL_SUCCESS &&
+                clGetDeviceInfo(device, 0x4001, sizeof minor, &minor, nullptr) == CL_SUCCESS)
+                nvidia_cc_ = static_cast<int>(major * 10 + minor);
+        }
+        max_alloc_ = device_value<cl_ulong>(device, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
+        global_memory_ = device_value<cl_ulong>(device, CL_DEVICE_GLOBAL_MEM_SIZE);
+        build_options_ = "-cl-std=CL1.2";
+        if (device_value<cl_device_fp_config>(device, CL_DEVICE_SINGLE_FP_CONFIG) & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT)
+            build_options_ += " -cl-fp32-correctly-rounded-divide-sqrt";  // the same quotients as the host
+
+    }
+
     int index_;
     cl_platform_id platform_;
     cl_device_id id_;
@@ -167,6 +208,7 @@ private:
     Vendor vendor_ = Vendor::Other;
     bool fp64_ = false;
     bool int64_atomics_ = false;
+    bool profiling_ = true;
     DeviceTraits traits_;
     int nvidia_cc_ = 0;
     cl_ulong max_alloc_ = 0, global_memory_ = 0;

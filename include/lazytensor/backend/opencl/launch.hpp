@@ -160,6 +160,7 @@ public:
     /// device time in ms where `timed` (waiting for it), else 0.
     double enqueue(cl_kernel kernel, std::string_view name, cl_uint dims, const std::size_t* global,
                    const std::size_t* local, bool timed) {
+        timed = timed && device_.profiling();  // (an application's queue may not time commands)
         cl_event event = nullptr, wait = take_launch_dependency();
         const cl_int err = clEnqueueNDRangeKernel(device_.queue(), kernel, dims, nullptr, global, local, wait ? 1 : 0,
                                                   wait ? &wait : nullptr, timed || launch_events_ ? &event : nullptr);

@@ -69,6 +69,10 @@ public:
     OpenCLBackend(int index, cl_platform_id platform, cl_device_id device)
         : device_(index, platform, device), memory_(device_),
           programs_(device_, [this](bool from_disk) { count_program(from_disk); }), launcher_(device_) {}
+    /// An application's context, device and queue (lt::opencl::adopt; the queue may be null).
+    OpenCLBackend(int index, cl_context context, cl_device_id device, cl_command_queue queue)
+        : device_(index, context, device, queue), memory_(device_),
+          programs_(device_, [this](bool from_disk) { count_program(from_disk); }), launcher_(device_) {}
 
     Device device() const override { return device_.device(); }
     std::string name() const override {
@@ -371,23 +375,52 @@ inline void QueueEvent::wait() {
 
 /// The backend of opencl:N, created on first use and kept for the process's lifetime (buffers
 /// of static tensors may outlive any destruction order).
+/// The opened OpenCL backends: opencl:0 to opencl:K-1 are the platforms' devices (opened on first
+/// use), later indices the devices applications handed over (adopt_opencl). Never destroyed, like
+/// the backends they point to: a static vector would be freed at exit, leaving the backends
+/// unreachable (LeakSanitizer reported their kernel caches).
+struct OpenCLRegistry {
+    std::mutex mutex;
+    std::vector<OpenCLBackend*> backends;
+};
+inline OpenCLRegistry& opencl_registry() {
+    static OpenCLRegistry& r = *new OpenCLRegistry();
+    return r;
+}
+
 inline OpenCLBackend& opencl_backend(int index) {
-    static std::mutex mutex;
-    // Never destroyed, like the backends it points to: a static vector would be freed at exit,
-    // leaving the backends unreachable (LeakSanitizer reported their kernel caches).
-    static std::vector<OpenCLBackend*>& backends = *new std::vector<OpenCLBackend*>();
+    OpenCLRegistry& r = opencl_registry();
     const auto& ids = opencl_device_ids();
-    if (ids.empty())
+    std::lock_guard<std::mutex> lock(r.mutex);
+    if (r.backends.size() < ids.size()) r.backends.resize(ids.size(), nullptr);
+    if (r.backends.empty())
         fail<DeviceError>("device opencl:", index, " is not available: no OpenCL device was found (no OpenCL platform "
                           "is installed; on Debian, `apt-get install pocl-opencl-icd` gives one on the CPU)");
-    if (index < 0 || static_cast<std::size_t>(index) >= ids.size())
-        fail<DeviceError>("device opencl:", index, " does not exist: this machine has ", ids.size(), " OpenCL device",
-                          ids.size() == 1 ? "" : "s", " (opencl:0 to opencl:", ids.size() - 1, ")");
-    std::lock_guard<std::mutex> lock(mutex);
-    if (backends.empty()) backends.resize(ids.size(), nullptr);
-    auto& b = backends[static_cast<std::size_t>(index)];
+    if (index < 0 || static_cast<std::size_t>(index) >= r.backends.size())
+        fail<DeviceError>("device opencl:", index, " does not exist: this machine has ", r.backends.size(), " OpenCL device",
+                          r.backends.size() == 1 ? "" : "s", " (opencl:0 to opencl:", r.backends.size() - 1, ")");
+    auto& b = r.backends[static_cast<std::size_t>(index)];
     if (!b) b = new OpenCLBackend(index, ids[static_cast<std::size_t>(index)].first, ids[static_cast<std::size_t>(index)].second);
     return *b;
+}
+
+/// Opens an application's context, device and queue (null: a queue of lazytensor's in that
+/// context) as the next device index, and returns it.
+inline int adopt_opencl(cl_context context, cl_device_id device, cl_command_queue queue) {
+    OpenCLRegistry& r = opencl_registry();
+    const auto& ids = opencl_device_ids();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    if (r.backends.size() < ids.size()) r.backends.resize(ids.size(), nullptr);
+    const int index = static_cast<int>(r.backends.size());
+    r.backends.push_back(new OpenCLBackend(index, context, device, queue));
+    return index;
+}
+
+/// How many OpenCL devices there are: the platforms' and the adopted ones.
+inline std::size_t opencl_device_count() {
+    OpenCLRegistry& r = opencl_registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    return std::max(r.backends.size(), opencl_device_ids().size());
 }
 
 }  // namespace lazytensor::detail::opencl
