@@ -2164,6 +2164,14 @@ LAZYTENSOR_ENGINE_API NodePtr mean_of_sum(const NodePtr& total, DType input, std
 /// reduction over positions' extent along `axis` for every element of base: deterministic, in
 /// index order, at numel(base) * positions.shape[axis] operations.
 LAZYTENSOR_ENGINE_API NodePtr scatter_add(const NodePtr& base, int axis, const NodePtr& positions, const NodePtr& values);
+/// x, or a copy of it where it is realized memory the backend's routines cannot read as it is
+/// (not row-major from its offset): the operands of items that read buffers directly
+/// (scatters, collectives). Lowering asks for lazy operands in memory of their own; a realized
+/// node has no producer to compute it again, so its copy is made here.
+inline NodePtr row_major_operand(const NodePtr& x) {
+    if (!x->realized() || is_contiguous_layout(x->shape, x->strides, x->offset)) return x;
+    return with_sources(make(NodeKind::Cast, x->dtype, x->device, x->shape), {x});
+}
 /// A copy of base with values[j] written (with `accumulate`: added; bool: or-ed) at flat position
 /// positions[j] of base's contiguous order, for every j: a scatter node, an item of its own run
 /// by the backend's scatter at one pass over the positions. positions: an integer [m]; values:
@@ -2920,7 +2928,8 @@ LAZYTENSOR_ENGINE_API NodePtr scatter(const NodePtr& base, const NodePtr& positi
         fail<DeviceError>(op, ": the tensor is on ", base->device, ", the positions on ", positions->device,
                           " and the values on ", values->device);
     NodePtr node = with_sources(make(NodeKind::Scatter, base->dtype, base->device, base->shape),
-                                {base, cast(positions, DType::Int64), cast(values, base->dtype)});
+                                {row_major_operand(base), row_major_operand(cast(positions, DType::Int64)),
+                                 row_major_operand(cast(values, base->dtype))});
     node->params = {accumulate ? 1 : 0};
     return node;
 }
@@ -3272,6 +3281,9 @@ LAZYTENSOR_ENGINE_API void realize_nodes(const std::vector<Node*>& nodes);
 LAZYTENSOR_ENGINE_API std::vector<ScheduleItem> schedule_items(const std::vector<Node*>& nodes);
 /// Writes `value` into the memory of `target` (a tensor or a view of one), now: Tensor::assign.
 LAZYTENSOR_ENGINE_API void assign_into(const std::shared_ptr<Node>& target, const graph::Operand& value);
+/// Gives a write's target memory as assign_into does first (the tensor it views computed, then
+/// the view, which must be that memory: ValueError naming `op` otherwise).
+LAZYTENSOR_ENGINE_API void realize_for_write(const std::shared_ptr<Node>& target, const char* op);
 
 /// Reverse mode (autodiff/reverse.hpp): the gradient of sum_i <outputs[i], cotangents[i]> with
 /// respect to each of `inputs`, as lazy nodes of the inputs' shapes and dtypes (zeros where no
@@ -10011,7 +10023,7 @@ inline NodePtr collective(CollectiveOp op, const NodePtr& x, int group, int size
     if (x->dtype == DType::Float16 && op != CollectiveOp::Gather && op != CollectiveOp::Broadcast)
         fail<DTypeError>(api, ": float16 is reduced in float32 by the front end; got float16 here");
     NodePtr node = make(NodeKind::Collective, x->dtype, x->device, shape);
-    node = with_sources(node, {x});
+    node = with_sources(node, {row_major_operand(x)});
     node->params = {static_cast<std::int64_t>(op), group, root};
     return node;
 }
@@ -13072,7 +13084,11 @@ Tensor<T>& Tensor<T>::index_put(const std::vector<TensorIndex>& indices, const V
         else view.assign(value);
         return *this;
     }
-    const detail::NodePtr positions = detail::indexed_positions(x, indices, "index_put");
+    // The target gets its memory first (assign would): the scatter then reads it as it is, a
+    // copy where it is not row-major (graph::row_major_operand).
+    detail::realize_for_write(x, "index_put");
+    const detail::NodePtr target_node = x;
+    const detail::NodePtr positions = detail::indexed_positions(target_node, indices, "index_put");
     detail::NodePtr values;
     if constexpr (detail::is_scalar_v<V>) values = detail::graph::constant(detail::make_scalar(value), dtype_of<T>(), positions->shape, x->device);
     else values = value.build();
@@ -13083,7 +13099,7 @@ Tensor<T>& Tensor<T>::index_put(const std::vector<TensorIndex>& indices, const V
         detail::fail<ShapeError>("index_put: a value of shape ", values->shape, " does not broadcast to the indexed shape ", target);
     const std::int64_t n = numel(target);
     values = detail::graph::reshape(detail::graph::expand(detail::graph::cast(values, dtype_of<T>()), target), Shape{n});
-    assign(Tensor<T>(detail::graph::scatter(x, detail::graph::reshape(positions, Shape{n}), values, accumulate)));
+    assign(Tensor<T>(detail::graph::scatter(target_node, detail::graph::reshape(positions, Shape{n}), values, accumulate)));
     return *this;
 }
 
@@ -28836,22 +28852,31 @@ LAZYTENSOR_ENGINE_API std::vector<ScheduleItem> schedule_items(const std::vector
     return describe_schedule(nodes);
 }
 
+/// Gives an assign's target memory: the tensor it is a view of is computed first (so that the
+/// write reaches it), then the view, which must be that memory. The caller holds the device lock.
+inline void realize_target(const NodePtr& target_handle, const char* op) {
+    Node* target = target_handle.get();
+    if (target->realized()) return;
+    // (Held: realizing the view drops its sources, and the user may hold only the view.)
+    NodePtr base = target_handle;
+    while (!base->realized() && is_view(base->kind)) base = base->src[0];
+    if (!base->realized()) realize_graph({base.get()});
+    realize_graph({target});
+    if (target->buffer != base->buffer)
+        fail<ValueError>(op, ": the target (shape ", target->shape, ") is a reshape that the memory of its tensor "
+                         "cannot express without a copy, so a write to it would not reach that tensor; write "
+                         "through slices, flips and permutations instead");
+}
+
+LAZYTENSOR_ENGINE_API void realize_for_write(const NodePtr& target, const char* op) {
+    const DeviceLock lock(target->device);
+    realize_target(target, op);
+}
+
 LAZYTENSOR_ENGINE_API void assign_into(const NodePtr& target_handle, const graph::Operand& value) {
     const DeviceLock lock(target_handle->device);
-    // The target gets memory: the tensor it is a view of is computed first (so that the write
-    // reaches it), then the view, which must be that memory.
     Node* target = target_handle.get();
-    if (!target->realized()) {
-        // (Held: realizing the view drops its sources, and the user may hold only the view.)
-        NodePtr base = target_handle;
-        while (!base->realized() && is_view(base->kind)) base = base->src[0];
-        if (!base->realized()) realize_graph({base.get()});
-        realize_graph({target});
-        if (target->buffer != base->buffer)
-            fail<ValueError>("assign: the target (shape ", target->shape, ") is a reshape that the memory of its tensor "
-                             "cannot express without a copy, so a write to it would not reach that tensor; assign "
-                             "through slices, flips and permutations instead");
-    }
+    realize_target(target_handle, "assign");
     graph::Operand operand = value;
     if (!operand.is_scalar() && operand.node->realized() && shares_memory(*operand.node->buffer, *target->buffer))
         operand = graph::Operand(graph::copy(operand.node));  // never read what is being written

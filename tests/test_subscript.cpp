@@ -155,6 +155,18 @@ TEST_CASE("index: basic indices are views of x's memory, writes through them rea
         // x(...) is x.index({...}); an index on a transposed view follows the view.
         CHECK(x.t()(lt::tensor<std::int64_t>({3, 0}), 0).to_vector() == std::vector<float>{101, 1});
         CHECK(x(lt::Ellipsis).to_vector() == x.to_vector());
+        // Index tensors written through a transposed view reach x; so do writes through a view of
+        // a lazy tensor (computed first, as assign does); a mask with no true element writes nothing.
+        lt::Tensor<float> t = x.t();
+        t.index_put({lt::tensor<std::int64_t>({2})}, -1.0f);  // x[:, 2] = -1
+        CHECK(x.to_vector() == std::vector<float>{1, 2, -1, 101, 4, 5, -1, 100, 8, 9, -1, 100});
+        lt::Tensor<float> base = lt::zeros<float>({2, 3}) + 2.0f;
+        lt::Tensor<float> view = base.t();
+        view.index_put({lt::tensor<std::int64_t>({0, 2}), lt::tensor<std::int64_t>({1, 0})}, 7.0f);  // base[1, 0], base[0, 2]
+        CHECK(base.to_vector() == std::vector<float>{2, 2, 7, 7, 2, 2});
+        x.index_put({x > 1000.0f}, 0.0f);
+        x.index_put({lt::zeros<std::int64_t>({0})}, 3.0f, true);
+        CHECK(x.sum().item() == 1 + 2 - 1 + 101 + 4 + 5 - 1 + 100 + 8 + 9 - 1 + 100);
     });
 }
 

@@ -296,7 +296,11 @@ Tensor<T>& Tensor<T>::index_put(const std::vector<TensorIndex>& indices, const V
         else view.assign(value);
         return *this;
     }
-    const detail::NodePtr positions = detail::indexed_positions(x, indices, "index_put");
+    // The target gets its memory first (assign would): the scatter then reads it as it is, a
+    // copy where it is not row-major (graph::row_major_operand).
+    detail::realize_for_write(x, "index_put");
+    const detail::NodePtr target_node = x;
+    const detail::NodePtr positions = detail::indexed_positions(target_node, indices, "index_put");
     detail::NodePtr values;
     if constexpr (detail::is_scalar_v<V>) values = detail::graph::constant(detail::make_scalar(value), dtype_of<T>(), positions->shape, x->device);
     else values = value.build();
@@ -307,7 +311,7 @@ Tensor<T>& Tensor<T>::index_put(const std::vector<TensorIndex>& indices, const V
         detail::fail<ShapeError>("index_put: a value of shape ", values->shape, " does not broadcast to the indexed shape ", target);
     const std::int64_t n = numel(target);
     values = detail::graph::reshape(detail::graph::expand(detail::graph::cast(values, dtype_of<T>()), target), Shape{n});
-    assign(Tensor<T>(detail::graph::scatter(x, detail::graph::reshape(positions, Shape{n}), values, accumulate)));
+    assign(Tensor<T>(detail::graph::scatter(target_node, detail::graph::reshape(positions, Shape{n}), values, accumulate)));
     return *this;
 }
 

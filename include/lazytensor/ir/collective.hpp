@@ -68,7 +68,7 @@ inline NodePtr collective(CollectiveOp op, const NodePtr& x, int group, int size
     if (x->dtype == DType::Float16 && op != CollectiveOp::Gather && op != CollectiveOp::Broadcast)
         fail<DTypeError>(api, ": float16 is reduced in float32 by the front end; got float16 here");
     NodePtr node = make(NodeKind::Collective, x->dtype, x->device, shape);
-    node = with_sources(node, {x});
+    node = with_sources(node, {row_major_operand(x)});
     node->params = {static_cast<std::int64_t>(op), group, root};
     return node;
 }

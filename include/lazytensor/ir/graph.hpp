@@ -304,6 +304,14 @@ LAZYTENSOR_ENGINE_API NodePtr mean_of_sum(const NodePtr& total, DType input, std
 /// reduction over positions' extent along `axis` for every element of base: deterministic, in
 /// index order, at numel(base) * positions.shape[axis] operations.
 LAZYTENSOR_ENGINE_API NodePtr scatter_add(const NodePtr& base, int axis, const NodePtr& positions, const NodePtr& values);
+/// x, or a copy of it where it is realized memory the backend's routines cannot read as it is
+/// (not row-major from its offset): the operands of items that read buffers directly
+/// (scatters, collectives). Lowering asks for lazy operands in memory of their own; a realized
+/// node has no producer to compute it again, so its copy is made here.
+inline NodePtr row_major_operand(const NodePtr& x) {
+    if (!x->realized() || is_contiguous_layout(x->shape, x->strides, x->offset)) return x;
+    return with_sources(make(NodeKind::Cast, x->dtype, x->device, x->shape), {x});
+}
 /// A copy of base with values[j] written (with `accumulate`: added; bool: or-ed) at flat position
 /// positions[j] of base's contiguous order, for every j: a scatter node, an item of its own run
 /// by the backend's scatter at one pass over the positions. positions: an integer [m]; values:

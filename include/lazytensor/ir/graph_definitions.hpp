@@ -716,7 +716,8 @@ LAZYTENSOR_ENGINE_API NodePtr scatter(const NodePtr& base, const NodePtr& positi
         fail<DeviceError>(op, ": the tensor is on ", base->device, ", the positions on ", positions->device,
                           " and the values on ", values->device);
     NodePtr node = with_sources(make(NodeKind::Scatter, base->dtype, base->device, base->shape),
-                                {base, cast(positions, DType::Int64), cast(values, base->dtype)});
+                                {row_major_operand(base), row_major_operand(cast(positions, DType::Int64)),
+                                 row_major_operand(cast(values, base->dtype))});
     node->params = {accumulate ? 1 : 0};
     return node;
 }

@@ -133,22 +133,31 @@ LAZYTENSOR_ENGINE_API std::vector<ScheduleItem> schedule_items(const std::vector
     return describe_schedule(nodes);
 }
 
+/// Gives an assign's target memory: the tensor it is a view of is computed first (so that the
+/// write reaches it), then the view, which must be that memory. The caller holds the device lock.
+inline void realize_target(const NodePtr& target_handle, const char* op) {
+    Node* target = target_handle.get();
+    if (target->realized()) return;
+    // (Held: realizing the view drops its sources, and the user may hold only the view.)
+    NodePtr base = target_handle;
+    while (!base->realized() && is_view(base->kind)) base = base->src[0];
+    if (!base->realized()) realize_graph({base.get()});
+    realize_graph({target});
+    if (target->buffer != base->buffer)
+        fail<ValueError>(op, ": the target (shape ", target->shape, ") is a reshape that the memory of its tensor "
+                         "cannot express without a copy, so a write to it would not reach that tensor; write "
+                         "through slices, flips and permutations instead");
+}
+
+LAZYTENSOR_ENGINE_API void realize_for_write(const NodePtr& target, const char* op) {
+    const DeviceLock lock(target->device);
+    realize_target(target, op);
+}
+
 LAZYTENSOR_ENGINE_API void assign_into(const NodePtr& target_handle, const graph::Operand& value) {
     const DeviceLock lock(target_handle->device);
-    // The target gets memory: the tensor it is a view of is computed first (so that the write
-    // reaches it), then the view, which must be that memory.
     Node* target = target_handle.get();
-    if (!target->realized()) {
-        // (Held: realizing the view drops its sources, and the user may hold only the view.)
-        NodePtr base = target_handle;
-        while (!base->realized() && is_view(base->kind)) base = base->src[0];
-        if (!base->realized()) realize_graph({base.get()});
-        realize_graph({target});
-        if (target->buffer != base->buffer)
-            fail<ValueError>("assign: the target (shape ", target->shape, ") is a reshape that the memory of its tensor "
-                             "cannot express without a copy, so a write to it would not reach that tensor; assign "
-                             "through slices, flips and permutations instead");
-    }
+    realize_target(target_handle, "assign");
     graph::Operand operand = value;
     if (!operand.is_scalar() && operand.node->realized() && shares_memory(*operand.node->buffer, *target->buffer))
         operand = graph::Operand(graph::copy(operand.node));  // never read what is being written

@@ -105,6 +105,9 @@ LAZYTENSOR_ENGINE_API void realize_nodes(const std::vector<Node*>& nodes);
 LAZYTENSOR_ENGINE_API std::vector<ScheduleItem> schedule_items(const std::vector<Node*>& nodes);
 /// Writes `value` into the memory of `target` (a tensor or a view of one), now: Tensor::assign.
 LAZYTENSOR_ENGINE_API void assign_into(const std::shared_ptr<Node>& target, const graph::Operand& value);
+/// Gives a write's target memory as assign_into does first (the tensor it views computed, then
+/// the view, which must be that memory: ValueError naming `op` otherwise).
+LAZYTENSOR_ENGINE_API void realize_for_write(const std::shared_ptr<Node>& target, const char* op);
 
 /// Reverse mode (autodiff/reverse.hpp): the gradient of sum_i <outputs[i], cotangents[i]> with
 /// respect to each of `inputs`, as lazy nodes of the inputs' shapes and dtypes (zeros where no
