@@ -180,6 +180,16 @@ TEST_CASE("index: other dtypes, int32 index tensors and bool data") {
         lt::Tensor<double> w = d.realize();
         w.index_put({lt::tensor<std::uint8_t>({3, 3})}, 0.25, true);
         CHECK(w.to_vector() == std::vector<double>{0, 1, 2, 3.5});
+        // One mask over all of x: a select (a scalar, a one-element tensor) or a scatter (values in order).
+        lt::Tensor<bool> flags = lt::tensor<bool>({false, true, false, false}).realize();
+        flags.index_put({lt::tensor<bool>({true, true, false, false})}, true, true);
+        CHECK(flags.to_vector() == std::vector<bool>{true, true, false, false});
+        w.index_put({w > 1.5}, lt::tensor<double>({-1.0}));
+        CHECK(w.to_vector() == std::vector<double>{0, 1, -1, -1});
+        w.index_put({w < 0.0}, lt::tensor<double>({7.0, 8.0}));
+        CHECK(w.to_vector() == std::vector<double>{0, 1, 7, 8});
+        w.index_put({w > 0.5}, 2.0, true);
+        CHECK(w.to_vector() == std::vector<double>{0, 3, 9, 10});
     });
 }
 

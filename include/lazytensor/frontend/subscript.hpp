@@ -67,6 +67,7 @@ struct AdvancedIndex {
     std::size_t axis;
     NodePtr positions;
     std::int64_t extent;
+    bool in_range = false;  // known to be (a mask's coordinates, an integer checked already)
 };
 
 /// view[advanced indices], the other axes kept: NumPy's placement (the indices' broadcast shape
@@ -138,7 +139,7 @@ inline void check_index_tensors(const std::vector<AdvancedIndex>& adv, const std
     std::vector<NodePtr> bounds;
     std::vector<Node*> wanted;
     for (const AdvancedIndex& a : adv) {
-        if (numel(a.positions->shape) == 0) continue;
+        if (a.in_range || numel(a.positions->shape) == 0) continue;
         const NodePtr wide = graph::cast(a.positions, DType::Int64);
         bounds.push_back(graph::reduce(ReduceOp::Min, wide, std::nullopt, false, op));
         bounds.push_back(graph::reduce(ReduceOp::Max, wide, std::nullopt, false, op));
@@ -150,7 +151,7 @@ inline void check_index_tensors(const std::vector<AdvancedIndex>& adv, const std
     realize_nodes(wanted);
     std::size_t b = 0;
     for (std::size_t i = 0; i < adv.size(); ++i) {
-        if (numel(adv[i].positions->shape) == 0) continue;
+        if (adv[i].in_range || numel(adv[i].positions->shape) == 0) continue;
         const std::int64_t lo = read_elements<std::int64_t>(*bounds[b])[0], hi = read_elements<std::int64_t>(*bounds[b + 1])[0];
         b += 2;
         const std::int64_t n = adv[i].extent;
@@ -219,7 +220,7 @@ inline NodePtr index_node(const NodePtr& x, const std::vector<TensorIndex>& indi
                                      shape, ")");
                 const std::int64_t at = k < 0 ? k + n : k;
                 if (any_tensor) {  // NumPy: an integer beside index tensors is one of them
-                    adv.push_back({axis, int64_constant(at, Shape{}, view->device), n});
+                    adv.push_back({axis, int64_constant(at, Shape{}, view->device), n, true});
                     adv_axes.push_back(user_axis);
                     ++axis;
                 } else {
@@ -246,7 +247,7 @@ inline NodePtr index_node(const NodePtr& x, const std::vector<TensorIndex>& indi
                                          " of the axes it indexes (from axis ", user_axis, " of shape ", shape, ")");
                     const std::vector<NodePtr> coords = coordinates_of(true_positions(t, op), t->shape);
                     for (std::size_t d = 0; d < nd; ++d) {
-                        adv.push_back({axis + d, coords[d], view->shape[axis + d]});
+                        adv.push_back({axis + d, coords[d], view->shape[axis + d], true});
                         adv_axes.push_back(user_axis + static_cast<int>(d));
                     }
                     axis += nd;
@@ -292,9 +293,33 @@ Tensor<T>& Tensor<T>::index_put(const std::vector<TensorIndex>& indices, const V
     for (const TensorIndex& i : indices) basic = basic && i.kind() != TensorIndex::Kind::Tensor;
     if (basic) {  // a view of x: written through
         Tensor<T> view(detail::index_node(x, indices, "index_put"));
-        if (accumulate) view.assign(view + value);
-        else view.assign(value);
+        if (!accumulate) {
+            view.assign(value);
+        } else {
+            const BinaryOp add = std::is_same_v<T, bool> ? BinaryOp::LogicalOr : BinaryOp::Add;
+            detail::graph::Operand v = detail::graph::Operand(detail::make_scalar(T(0)));
+            if constexpr (detail::is_scalar_v<V>) v = detail::graph::Operand(detail::make_scalar(value));
+            else v = detail::graph::Operand(value.build());
+            view.assign(Tensor<T>(detail::graph::cast(detail::graph::binary(add, view.build(), v), dtype_of<T>())));
+        }
         return *this;
+    }
+    // x[mask] = v with one mask over all of x and one value: an element-wise select, one pass
+    // and no count to read back.
+    if (indices.size() == 1 && indices[0].kind() == TensorIndex::Kind::Tensor && indices[0].tensor()->dtype == DType::Bool &&
+        indices[0].tensor()->shape == x->shape) {
+        const detail::NodePtr mask = indices[0].tensor();
+        if (mask->device != x->device)
+            detail::fail<DeviceError>("index_put: the tensor is on ", x->device, " and the mask on ", mask->device);
+        detail::NodePtr one;
+        if constexpr (detail::is_scalar_v<V>) one = detail::graph::constant(detail::make_scalar(value), dtype_of<T>(), Shape{}, x->device);
+        else if (numel(value.build()->shape) == 1) one = detail::graph::reshape(detail::graph::cast(value.build(), dtype_of<T>()), Shape{});
+        if (one) {
+            const BinaryOp add = std::is_same_v<T, bool> ? BinaryOp::LogicalOr : BinaryOp::Add;
+            const detail::NodePtr update = accumulate ? detail::graph::binary(add, x, one) : one;
+            assign(Tensor<T>(detail::graph::where(mask, update, x)));
+            return *this;
+        }
     }
     // The target gets its memory first (assign would): the scatter then reads it as it is, a
     // copy where it is not row-major (graph::row_major_operand).
