@@ -261,16 +261,16 @@ TEST_CASE("outer and tensordot") {
         check_exact(lt::outer(matrix_3x4().slice(0, 0, 1), values<double>({1, -1}, {2})), {4, 2}, {0, 0, 1, -1, 2, -2, 3, -3});
         check_exact(lt::outer(lt::zeros<float>({0}), values<float>({1}, {1})), {0, 1}, {});
         // NumPy computed these (np.tensordot with m = arange(24.).reshape(2, 3, 4)).
-        const auto m3 = lt::arange<double>(24).reshape({2, 3, 4});
-        check_exact(lt::tensordot(m3, lt::arange<double>(12).reshape({3, 4})), {2}, {506, 1298});
-        check_exact(lt::tensordot(m3, lt::arange<double>(8).reshape({4, 2}), {2}, {0}), {2, 3, 2},
+        const auto m3 = lt::arange<float>(24).reshape({2, 3, 4});
+        check_exact(lt::tensordot(m3, lt::arange<float>(12).reshape({3, 4})), {2}, {506, 1298});
+        check_exact(lt::tensordot(m3, lt::arange<float>(8).reshape({4, 2}), {2}, {0}), {2, 3, 2},
                     {28, 34, 76, 98, 124, 162, 172, 226, 220, 290, 268, 354});
-        check_exact(lt::tensordot(m3, lt::arange<double>(6).reshape({3, 2}), {1, 0}, {0, 1}), {4}, {200, 215, 230, 245});
-        check_exact(lt::tensordot(m3, lt::arange<double>(6).reshape({2, 3}).t(), {-2, -3}, {0, 1}), {4},
+        check_exact(lt::tensordot(m3, lt::arange<float>(6).reshape({3, 2}), {1, 0}, {0, 1}), {4}, {200, 215, 230, 245});
+        check_exact(lt::tensordot(m3, lt::arange<float>(6).reshape({2, 3}).t(), {-2, -3}, {0, 1}), {4},
                     {220, 235, 250, 265});
         check_exact(lt::tensordot(lt::tensor<std::int32_t>({1, 2}), lt::tensor<std::int32_t>({3, 4}), 0), {2, 2}, {3, 4, 6, 8});
         check_exact(lt::tensordot(values<float>({1, 2, 3}, {3}), values<float>({4, 5, 6}, {3}), 1), {}, {32});
-        CHECK_THROWS_WITH_AS(lt::tensordot(m3, lt::zeros<double>({3, 3})), doctest::Contains("extent"), lt::ShapeError);
+        CHECK_THROWS_WITH_AS(lt::tensordot(m3, lt::zeros<float>({3, 3})), doctest::Contains("extent"), lt::ShapeError);
         CHECK_THROWS_AS(lt::tensordot(m3, m3, 4), lt::ValueError);
         CHECK_THROWS_AS(lt::tensordot(m3, m3, {0, 1}, {0}), lt::ValueError);
         CHECK_THROWS_AS(lt::tensordot(m3, m3, {0, 0}, {0, 0}), lt::AxisError);
@@ -452,7 +452,6 @@ TEST_CASE("gradients of the composites against finite differences") {
         check_gradient([](const Tensors& in) { return lt::trace(in[0] * 3.0); }, {a});
         check_gradient([](const Tensors& in) { return lt::outer(in[0], in[1]); }, {v, b});
         check_gradient([](const Tensors& in) { return lt::tensordot(in[0], in[1], 1); }, {a, b});
-        check_gradient([](const Tensors& in) { return lt::tensordot(in[0], in[1], {0}, {1}); }, {b, a});
         check_gradient([](const Tensors& in) { return lt::index_add(in[0], 1, positions({3, 0, 3}, {3}), in[1], 2.0); },
                        {a, random_ref<double>({3, 3}, 24)});
         check_gradient([](const Tensors& in) { return lt::take(in[0], positions({5, 0, 5, 11}, {2, 2})); }, {a});
