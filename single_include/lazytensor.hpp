@@ -11435,6 +11435,7 @@ template <class E, class I, class S,
           class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I> && detail::is_tensor_like_v<S>>>
 auto index_add(const E& x, int axis, const I& index, const S& src, double alpha = 1.0) {
     using T = typename E::value_type;
+    static_assert(!std::is_same_v<T, bool>, "lazytensor: index_add adds numbers, not bool; for bool use lt::index_copy or cast first");
     const char* op = "lt::index_add";
     const detail::NodePtr base = x.build(), positions = index.build();
     detail::NodePtr values = src.build();
@@ -11466,7 +11467,8 @@ auto index_copy(const E& x, int axis, const I& index, const S& src) {
 /// [..., m] of the same leading extents (a row of sorted per row of values). NaN counts as
 /// larger than every number (NumPy's sort order). sorted must be ascending along its last axis
 /// (not checked: otherwise the positions are unspecified). Lazy: a binary search of
-/// log2(n) + 1 gathers, fused into one kernel. ShapeError for shapes that do not fit.
+/// log2(n) + 1 gathers, element-wise over values (no sort, no reduction). ShapeError for
+/// shapes that do not fit.
 template <class S, class V, class = std::enable_if_t<detail::is_tensor_like_v<S> && detail::is_tensor_like_v<V>>>
 Tensor<std::int64_t> searchsorted(const S& sorted, const V& values, bool right = false) {
     namespace g = detail::graph;

@@ -155,6 +155,9 @@ TEST_CASE("square and log10") {
             INFO("log10(" << f[i] << "): got " << got[i] << ", want " << want);
             CHECK(std::fabs(got[i] - want) <= 2 * ulp + 1e-45);
         }
+        const auto h = values<lt::half>({3, 1, 100, 2}, {4});
+        check_exact(lt::square(h), {4}, {9, 1, 10000, 4});
+        check_exact(lt::log10(h), {4}, {0.47705078125, 0, 2, 0.301025390625});  // NumPy computed these (np.log10 in float16)
         lt::Tensor<float> ints = lt::log10(lt::tensor<std::int32_t>({1, 100}));  // integers give float32
         check_exact(ints, {2}, {0, 2});
     });
@@ -320,6 +323,11 @@ TEST_CASE("median, quantile: NumPy's values, interpolations, NaN, integers, keep
         check_exact(iv, {2}, {5, 1});
         check_exact(ii, {2}, {0, 2});
         check_exact(lt::median(x), {}, {2.5});
+        auto [hv, hi] = lt::median(values<lt::half>({3, 1, 100, 2}, {4}), 0);  // half: sorted 1 2 3 100
+        check_exact(hv, {}, {2});
+        check_exact(hi, {}, {3});
+        lt::Tensor<lt::half> hq = lt::quantile(values<lt::half>({3, 1, 100, 2}, {4}), 0.5, 0);  // in float32, rounded once
+        check_exact(hq, {}, {2.5});
         check_exact(lt::median(xn), {}, {kNotANumber});
 
         CHECK_THROWS_WITH_AS(lt::quantile(x, 1.5, 1), doctest::Contains("[0, 1], got 1.5"), lt::ValueError);
