@@ -10722,8 +10722,9 @@ auto scatter_add(const E& x, int axis, const I& index, const S& src) {
 
 namespace lazytensor {
 
-/// The result of lt::sort and lt::topk: the values and their positions along the axis, both of
-/// the same shape (auto [values, indices] = lt::sort(x)).
+/// The result of lt::sort and lt::topk (and of lt::median, lt::max_with_indices and
+/// lt::min_with_indices, frontend/extra_functions.hpp): the values and their positions along the
+/// axis, both of the same shape (auto [values, indices] = lt::sort(x)).
 template <class T>
 struct SortResult {
     Tensor<T> values;
@@ -11552,6 +11553,7 @@ Tensor<std::int64_t> bincount(const E& x, std::int64_t minlength) {
 template <class E, class W, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<W>>>
 Tensor<typename W::value_type> bincount(const E& x, const W& weights, std::int64_t minlength = 0) {
     using T = typename W::value_type;
+    static_assert(!std::is_same_v<T, bool>, "lazytensor: bincount's weights are numbers, not bool; cast them first");
     static_assert(detail::is_integer_label_v<typename E::value_type>,
                   "lazytensor: bincount counts integers (uint8, int32 or int64), not floating or bool values; cast first");
     const detail::NodePtr v = x.build(), w = weights.build();

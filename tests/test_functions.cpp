@@ -92,9 +92,8 @@ void check_gradient(const Fn& f, const std::vector<Ref>& inputs, double tol = 1e
     }
 }
 
-}  // namespace everyday_functions_test
-
-using namespace everyday_functions_test;
+// The cases are in the namespace too, so that a unity build (LAZYTENSOR_TEST_UNITY) keeps
+// these helpers out of the other files' way.
 
 TEST_CASE("isclose and allclose: NumPy's rule, inf, NaN, broadcasting, integers") {
     for_each_device([](lt::Device) {
@@ -475,3 +474,5 @@ TEST_CASE("gradients of the composites against finite differences") {
         check_exact(g[1], {3}, {0, 10, 30});
     });
 }
+
+}  // namespace everyday_functions_test

@@ -797,6 +797,7 @@ Tensor<std::int64_t> bincount(const E& x, std::int64_t minlength) {
 template <class E, class W, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<W>>>
 Tensor<typename W::value_type> bincount(const E& x, const W& weights, std::int64_t minlength = 0) {
     using T = typename W::value_type;
+    static_assert(!std::is_same_v<T, bool>, "lazytensor: bincount's weights are numbers, not bool; cast them first");
     static_assert(detail::is_integer_label_v<typename E::value_type>,
                   "lazytensor: bincount counts integers (uint8, int32 or int64), not floating or bool values; cast first");
     const detail::NodePtr v = x.build(), w = weights.build();
