@@ -356,6 +356,9 @@ TEST_CASE("max_with_indices and min_with_indices") {
         auto [bv, bi] = lt::max_with_indices(lt::tensor<std::uint8_t>({1, 200, 3, 200}, {2, 2}).t(), 1);
         check_exact(bv, {2}, {3, 200});
         check_exact(bi, {2}, {1, 0});
+        // The values' gradient is max's: split between tied maxima (PyTorch's goes to the index alone).
+        const lt::Tensor<double> t = values<double>({1, 4, 4, 2}, {1, 4});
+        check_exact(lt::grad(lt::sum(lt::max_with_indices(t, 1).values), t), {1, 4}, {0, 0.5, 0.5, 0});
         CHECK_THROWS_AS(lt::max_with_indices(x, 2), lt::AxisError);
     });
 }
