@@ -27,6 +27,7 @@
 #include "lazytensor/frontend/blob.hpp"
 #include "lazytensor/frontend/einsum.hpp"
 #include "lazytensor/frontend/expr.hpp"
+#include "lazytensor/frontend/extra_functions.hpp"
 #include "lazytensor/frontend/functions.hpp"
 #include "lazytensor/frontend/linalg.hpp"
 #include "lazytensor/frontend/movement.hpp"

@@ -15,8 +15,9 @@
 
 namespace lazytensor {
 
-/// The result of lt::sort and lt::topk: the values and their positions along the axis, both of
-/// the same shape (auto [values, indices] = lt::sort(x)).
+/// The result of lt::sort and lt::topk (and of lt::median, lt::max_with_indices and
+/// lt::min_with_indices, frontend/extra_functions.hpp): the values and their positions along the
+/// axis, both of the same shape (auto [values, indices] = lt::sort(x)).
 template <class T>
 struct SortResult {
     Tensor<T> values;               ///< the values, in order
