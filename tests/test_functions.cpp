@@ -479,3 +479,30 @@ TEST_CASE("gradients of the composites against finite differences") {
 }
 
 }  // namespace everyday_functions_test
+
+TEST_CASE("scatter and index_copy beyond 64 positions, index_add and bincount at length: one scatter pass") {
+    for_each_device([](lt::Device) {
+        // 200 rows copied into a 300-row table in reverse order of their positions (no repeats).
+        std::vector<std::int64_t> at(200);
+        std::vector<float> want(300 * 2, 0.0f);
+        for (std::int64_t j = 0; j < 200; ++j) {
+            at[static_cast<std::size_t>(j)] = 299 - j;
+            want[static_cast<std::size_t>(2 * (299 - j))] = static_cast<float>(j);
+            want[static_cast<std::size_t>(2 * (299 - j) + 1)] = static_cast<float>(-j);
+        }
+        const lt::Tensor<float> up = lt::arange<float>(200), down = -up;
+        const auto src = lt::stack({up, down}, 1);
+        const lt::Tensor<std::int64_t> positions = lt::tensor<std::int64_t>(at, {200});
+        CHECK(lt::index_copy(lt::zeros<float>({300, 2}), 0, positions, src).to_vector() == want);
+        CHECK(lt::scatter(lt::zeros<float>({300, 2}), 0, lt::stack({positions, positions}, 1), src).to_vector() == want);
+        // index_add and bincount over 5000 repeated positions: integer sums, exact on every device.
+        const lt::Tensor<std::int64_t> labels = lt::remainder(lt::arange<std::int64_t>(5000), std::int64_t(7));
+        std::vector<std::int64_t> counts(7, 0);
+        for (int i = 0; i < 5000; ++i) ++counts[static_cast<std::size_t>(i % 7)];
+        CHECK(lt::bincount(labels).to_vector() == counts);
+        const lt::Tensor<std::int32_t> added = lt::index_add(lt::zeros<std::int32_t>({7, 3}), 0, labels, lt::ones<std::int32_t>({5000, 3}));
+        const std::vector<std::int32_t> a = added.to_vector();
+        CHECK(a[0] == counts[0]);
+        CHECK(a[20] == counts[6]);
+    });
+}

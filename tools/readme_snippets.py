@@ -11,7 +11,9 @@ that is an implementation unit (#define LAZYTENSOR_IMPLEMENTATION) is left out: 
 own. An HTML comment on the line before a block changes what happens to it, and says why:
 `<!-- snippet: compile only (...) -->` compiles it without running it (it needs two OpenCL
 devices, or names tensors the prose only describes); `<!-- snippet: skip (...) -->` leaves it out
-(docs/distributed.md's design sketches: declarations, not statements).
+(docs/distributed.md's design sketches: declarations, not statements). A block that is a complete
+program (a line starting `int main(`) keeps its own functions: its main becomes a function that
+main() calls.
 
     python3 tools/readme_snippets.py README.md docs/*.md > readme_snippets.cpp
     python3 tools/readme_snippets.py --list README.md docs/*.md   # each block: run, compiled or skipped
@@ -23,6 +25,7 @@ import sys
 BLOCK = re.compile(r"^```cpp\n(.*?)^```", flags=re.S | re.M)
 SKIP = "<!-- snippet: skip"
 COMPILE_ONLY = "<!-- snippet: compile only"
+MAIN = re.compile(r"^int main\(")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # names are relative to the checkout
 
 
@@ -64,6 +67,13 @@ def main():
             function = "block_" + re.sub(r"\W", "_", name) + f"_{line}"
             if mode == "run":
                 runs.append((function, f"{name}:{line}"))
+            if any(MAIN.match(code) for code in block.splitlines()):
+                # A complete program: its main() becomes a function of its own (a nonzero return fails).
+                program = "\n".join(MAIN.sub(f"int {function}_main(", c[8:], count=1) for c in body)
+                bodies.append(f"// {name}, the program at line {line}\n{program}\n"
+                              f"[[maybe_unused]] void {function}() {{\n"
+                              f"    if ({function}_main() != 0) throw lt::Error(\"{name}:{line}: main returned nonzero\");\n}}\n")
+                continue
             bodies.append(f"// {name}, the block at line {line}\n[[maybe_unused]] void {function}() {{\n"
                           "    [[maybe_unused]] lt::Tensor<float> x = lt::ones<float>({2, 3});\n"
                           "    [[maybe_unused]] lt::Tensor<float> a = lt::ones<float>({2, 3}), b = lt::ones<float>({2, 3});\n"

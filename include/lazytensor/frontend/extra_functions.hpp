@@ -118,6 +118,21 @@ inline NodePtr spread_index(const NodePtr& positions, const Shape& src, std::siz
     return graph::expand(graph::reshape(positions, lifted), src);
 }
 
+/// The flat (row-major) positions in a tensor of shape `s` of the elements i with i[k] replaced by
+/// `at[i]`, for every i of at's shape (at: int64 positions along axis k, checked).
+inline NodePtr flat_positions_along(const Shape& s, std::size_t k, const NodePtr& at) {
+    const Strides strides = contiguous_strides(s);
+    Strides coefs = strides;
+    coefs[k] = 0;
+    const NodePtr along = graph::binary(BinaryOp::Mul, graph::cast(at, DType::Int64), Scalar::of<std::int64_t>(strides[k]));
+    return graph::reshape(graph::binary(BinaryOp::Add, graph::index(at->shape, coefs, at->device), along), Shape{numel(at->shape)});
+}
+
+/// Up to this many positions along the axis, scatter and index_copy run as a reduction over them
+/// per element (deterministic: the last repeated position wins); beyond, as one scatter pass
+/// over them (graph::scatter: a repeated position keeps one of its values).
+constexpr std::int64_t kOverwriteByReduction = 64;
+
 /// index_add's and index_copy's checks: a 1-d integer index of src's extent along k, src of x's
 /// rank and x's extents elsewhere, and positions in range. Returns the normalized axis.
 inline std::size_t check_index_update(const NodePtr& x, int axis, const NodePtr& positions, const NodePtr& src, const char* op) {
@@ -634,11 +649,13 @@ auto take(const E& x, const I& index) {
 
 /// x with src's elements written at the positions index names along `axis`, out of place
 /// (PyTorch's scatter): out[i with i[axis] = index[j]] = src[j] for every j in index's shape.
-/// index has x's rank, at most src's extent on every axis and x's on every other axis. Where
-/// several j name one element, the last one along `axis` wins (PyTorch leaves this undefined).
-/// src is converted to x's type. Computed as a reduction over index's extent along `axis` per
-/// output element (numel(x) * index.shape[axis] work). Realizes index now to check it
-/// (IndexError); ShapeError for ranks or extents that do not fit. Differentiable in x and src.
+/// index has x's rank, at most src's extent on every axis and x's on every other axis. src is
+/// converted to x's type. Up to 64 positions along `axis`: a reduction over them per output
+/// element (numel(x) * index.shape[axis] work), where of several j naming one element the last
+/// along `axis` wins; beyond, one scatter pass over index (graph::scatter), where such an
+/// element keeps one of their values (the host: the last), as PyTorch leaves it undefined.
+/// Realizes index now to check it (IndexError); ShapeError for ranks or extents that do not
+/// fit. Differentiable in x and src.
 template <class E, class I, class S,
           class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I> && detail::is_tensor_like_v<S>>>
 auto scatter(const E& x, int axis, const I& index, const S& src) {
@@ -657,7 +674,16 @@ auto scatter(const E& x, int axis, const I& index, const S& src) {
                                      ", nor x shape ", s, " outside axis ", axis);
     detail::check_positions(positions, s[k], op, "index", detail::concat("axis ", axis, " of extent ", s[k], " (shape ", s, ")"));
     if (numel(positions->shape) == 0) return Tensor<T>(base);
-    return Tensor<T>(detail::scatter_last(base, static_cast<int>(k), positions, values));
+    if (positions->shape[k] <= detail::kOverwriteByReduction)
+        return Tensor<T>(detail::scatter_last(base, static_cast<int>(k), positions, values));
+    detail::SmallVector<std::int64_t, 12> whole;  // src cut to index's shape
+    for (std::size_t d = 0; d < r; ++d) {
+        whole.push_back(0);
+        whole.push_back(1);
+    }
+    const detail::NodePtr cut = detail::graph::window(values, whole, positions->shape);
+    return Tensor<T>(detail::graph::scatter(base, detail::flat_positions_along(s, k, positions),
+                                            detail::graph::reshape(cut, Shape{numel(positions->shape)}), false));
 }
 
 /// scatter of one value: out[i with i[axis] = index[j]] = value. ValueError if value does not
@@ -672,10 +698,11 @@ auto scatter(const E& x, int axis, const I& index, V value) {
 
 /// x with alpha * src's slices added at the positions `index` (1-d) names along `axis`
 /// (PyTorch's index_add): out[..., index[j], ...] += alpha * src[..., j, ...]; repeated
-/// positions add up, in index order. src has x's shape with index's extent along `axis`, and is
-/// converted to x's type. Realizes index now to check it (IndexError); ShapeError for a src or
-/// index that does not fit; ValueError for a fractional alpha with an integer x.
-/// numel(x) * len(index) work (graph::scatter_add). Differentiable in x and src.
+/// positions add up. src has x's shape with index's extent along `axis`, and is converted to
+/// x's type. Realizes index now to check it (IndexError); ShapeError for a src or index that
+/// does not fit; ValueError for a fractional alpha with an integer x. One scatter-add pass over
+/// src (graph::scatter; on OpenCL with atomics, so float sums at a repeated position may differ
+/// in the last bits between runs, as PyTorch's do on GPUs). Differentiable in x and src.
 template <class E, class I, class S,
           class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I> && detail::is_tensor_like_v<S>>>
 auto index_add(const E& x, int axis, const I& index, const S& src, double alpha = 1.0) {
@@ -689,13 +716,15 @@ auto index_add(const E& x, int axis, const I& index, const S& src, double alpha 
     const std::size_t k = detail::check_index_update(base, axis, positions, values, op);
     if (numel(positions->shape) == 0) return Tensor<T>(base);
     if (alpha != 1.0) values = detail::graph::binary(BinaryOp::Mul, detail::graph::cast(values, dtype_of<T>()), Scalar::of<double>(alpha));
-    return Tensor<T>(detail::graph::scatter_add(base, static_cast<int>(k), detail::spread_index(positions, values->shape, k),
-                                                detail::graph::cast(values, dtype_of<T>())));
+    const detail::NodePtr at = detail::flat_positions_along(base->shape, k, detail::spread_index(positions, values->shape, k));
+    return Tensor<T>(detail::graph::scatter(base, at, detail::graph::reshape(detail::graph::cast(values, dtype_of<T>()), at->shape), true));
 }
 
 /// x with src's slices copied to the positions `index` (1-d) names along `axis` (PyTorch's
 /// index_copy): out[..., index[j], ...] = src[..., j, ...]. Where a position repeats, the last
-/// one in index wins (PyTorch leaves this undefined). Shapes and checks as index_add's.
+/// one in index wins for up to 64 positions (a reduction per element); beyond, one scatter pass
+/// keeps one of them (the host: the last), as PyTorch leaves it undefined. Shapes and checks as
+/// index_add's.
 template <class E, class I, class S,
           class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I> && detail::is_tensor_like_v<S>>>
 auto index_copy(const E& x, int axis, const I& index, const S& src) {
@@ -703,7 +732,11 @@ auto index_copy(const E& x, int axis, const I& index, const S& src) {
     const detail::NodePtr base = x.build(), positions = index.build(), values = detail::graph::cast(src.build(), dtype_of<T>());
     const std::size_t k = detail::check_index_update(base, axis, positions, values, "lt::index_copy");
     if (numel(positions->shape) == 0) return Tensor<T>(base);
-    return Tensor<T>(detail::scatter_last(base, static_cast<int>(k), detail::spread_index(positions, values->shape, k), values));
+    const detail::NodePtr spread = detail::spread_index(positions, values->shape, k);
+    if (positions->shape[0] <= detail::kOverwriteByReduction)
+        return Tensor<T>(detail::scatter_last(base, static_cast<int>(k), spread, values));
+    const detail::NodePtr at = detail::flat_positions_along(base->shape, k, spread);
+    return Tensor<T>(detail::graph::scatter(base, at, detail::graph::reshape(values, at->shape), false));
 }
 
 /// Where `values` would go in `sorted` to keep it sorted (NumPy's and PyTorch's searchsorted):
@@ -754,7 +787,7 @@ Tensor<std::int64_t> searchsorted(const S& sorted, const V& values, bool right =
 /// How often each value 0, 1, ..., occurs in x, a 1-d tensor of non-negative integers (NumPy's
 /// and PyTorch's bincount): int64 of length max(max(x) + 1, minlength). The length depends on
 /// the data, so bincount realizes x's maximum now to decide it (and checks for negative
-/// values: ValueError naming one); the counts stay lazy. numel(x) * length work. ShapeError
+/// values: ValueError naming one); the counts stay lazy, one scatter-add pass over x. ShapeError
 /// unless x is 1-d; ValueError for a negative minlength. Floating or bool x does not compile.
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 Tensor<std::int64_t> bincount(const E& x, std::int64_t minlength = 0);
@@ -787,7 +820,7 @@ Tensor<std::int64_t> bincount(const E& x, std::int64_t minlength) {
     const detail::NodePtr base = detail::graph::constant(Scalar::of<std::int64_t>(0), DType::Int64, Shape{length}, v->device);
     if (numel(v->shape) == 0) return Tensor<std::int64_t>(base);
     const detail::NodePtr ones = detail::graph::constant(Scalar::of<std::int64_t>(1), DType::Int64, v->shape, v->device);
-    return Tensor<std::int64_t>(detail::graph::scatter_add(base, 0, v, ones));
+    return Tensor<std::int64_t>(detail::graph::scatter(base, v, ones, true));
 }
 
 /// The sums of `weights` by the value of x (NumPy's and PyTorch's bincount with weights):
@@ -806,7 +839,7 @@ Tensor<typename W::value_type> bincount(const E& x, const W& weights, std::int64
     const std::int64_t length = detail::bincount_length(v, minlength);
     const detail::NodePtr base = detail::graph::constant(Scalar::of<std::int64_t>(0).cast(w->dtype), w->dtype, Shape{length}, v->device);
     if (numel(v->shape) == 0) return Tensor<T>(base);
-    return Tensor<T>(detail::graph::scatter_add(base, 0, v, w));
+    return Tensor<T>(detail::graph::scatter(base, v, w, true));
 }
 
 }  // namespace lazytensor
