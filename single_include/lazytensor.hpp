@@ -11163,7 +11163,8 @@ Tensor<T> normal(const Shape& shape, double mean, double std, Key key, Device de
     return Tensor<T>(g::cast(v, dtype_of<T>()));
 }
 
-/// Uniform random numbers in [low, high): rand(shape, key) * (high - low) + low, computed in T;
+/// Uniform random numbers in [low, high): rand(shape, key) * (high - low) + low, computed in T
+/// (in float for half);
 /// a value that rounds up to `high` is `low` instead (as PyTorch does), so `high` never
 /// occurs. Lazy. ValueError unless low and high are finite, low <= high (low == high gives
 /// `low`) and high - low is finite in T.
@@ -11176,8 +11177,12 @@ Tensor<T> uniform(const Shape& shape, double low, double high, Key key, Device d
         detail::fail<ValueError>("uniform: the width high - low = ", high - low, " of [", low, ", ", high, ") overflows ",
                                  dtype_of<T>());
     namespace g = detail::graph;
-    const detail::NodePtr u = rand<T>(shape, key, device).build();
-    const detail::NodePtr v = g::binary(BinaryOp::Add, g::binary(BinaryOp::Mul, u, Scalar::of<double>(high - low)), Scalar::of<double>(low));
+    using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    // rand<T>'s values, computed in C and rounded to T before the comparison (the rounding to
+    // T is what can reach `high`).
+    const detail::NodePtr u = g::cast(rand<T>(shape, key, device).build(), dtype_of<C>());
+    const detail::NodePtr v = g::cast(
+        g::binary(BinaryOp::Add, g::binary(BinaryOp::Mul, u, Scalar::of<double>(high - low)), Scalar::of<double>(low)), dtype_of<T>());
     const detail::NodePtr below = g::binary(BinaryOp::Lt, v, Scalar::of<double>(high));
     return Tensor<T>(g::where(below, v, Scalar::of<double>(low).cast(dtype_of<T>())));
 }
