@@ -109,6 +109,7 @@ TEST_CASE("keys: a value type; split and fold_in are deterministic, distinct and
     std::ostringstream printed;
     printed << lt::Key(42);
     CHECK(printed.str() == "Key(0x000000000000002a)");
+    CHECK(std::hash<lt::Key>()(lt::Key(42)) == std::hash<std::uint64_t>()(42));
 
     // split: child i is the block of the counter (i, 0, 0, "SPLT") under the key.
     const auto [k1, k2] = lt::split(k);
@@ -254,6 +255,9 @@ TEST_CASE("normal and uniform: randn and rand moved and scaled; their moments an
         CHECK_THROWS_AS(lt::uniform<float>({2}, 0.0, inf, k), lt::ValueError);
         CHECK_THROWS_AS(lt::uniform<float>({2}, -3e38, 3e38, k), lt::ValueError);  // the width overflows float
         CHECK_THROWS_AS(lt::uniform<lt::half>({2}, 0.0, 70000.0, k), lt::ValueError);
+        CHECK_THROWS_AS(lt::uniform<float>({2}, 1e39, 1e39, k), lt::ValueError);  // no width, but not a float
+        CHECK_THROWS_AS(lt::normal<lt::half>({2}, 1e5, 1.0, k), lt::ValueError);
+        CHECK_THROWS_AS(lt::normal<float>({2}, 0.0, 1e39, k), lt::ValueError);
         for (double x : lt::uniform<double>({8}, -3e38, 3e38, k).to_vector()) CHECK(std::fabs(x) < 3e38);
     });
 }

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <ostream>
 #include <type_traits>
@@ -249,12 +250,15 @@ auto randn_like(const E& x, Key key) {
 
 /// Normal random numbers with mean `mean` and standard deviation `std`: randn(shape, key) *
 /// std + mean, computed in T (in float for half). Lazy. ValueError unless mean is finite and
-/// std finite and >= 0 (std = 0 gives `mean` everywhere).
+/// std finite and >= 0 (std = 0 gives `mean` everywhere), both within T's range.
 template <class T>
 Tensor<T> normal(const Shape& shape, double mean, double std, Key key, Device device = default_device()) {
     static_assert(detail::is_floating_v<T>, "lazytensor: normal<T> needs a floating T (float, double, half)");
     if (!std::isfinite(mean)) detail::fail<ValueError>("normal: mean must be finite, got ", mean);
     if (!(std >= 0) || !std::isfinite(std)) detail::fail<ValueError>("normal: std must be finite and >= 0, got ", std);
+    const double largest = static_cast<double>(std::numeric_limits<T>::max());
+    if (std::fabs(mean) > largest || std > largest)
+        detail::fail<ValueError>("normal: mean = ", mean, " and std = ", std, " must be within the range of ", dtype_of<T>());
     namespace g = detail::graph;
     using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
     const detail::NodePtr z = randn<C>(shape, key, device).build();
@@ -266,7 +270,7 @@ Tensor<T> normal(const Shape& shape, double mean, double std, Key key, Device de
 /// (in float for half);
 /// a value that rounds up to `high` is `low` instead (as PyTorch does), so `high` never
 /// occurs. Lazy. ValueError unless low and high are finite, low <= high (low == high gives
-/// `low`) and high - low is finite in T.
+/// `low`), both and high - low within T's range.
 template <class T>
 Tensor<T> uniform(const Shape& shape, double low, double high, Key key, Device device = default_device()) {
     static_assert(detail::is_floating_v<T>, "lazytensor: uniform<T> needs a floating T (float, double, half)");
@@ -275,6 +279,9 @@ Tensor<T> uniform(const Shape& shape, double low, double high, Key key, Device d
     if (!(high - low <= static_cast<double>(std::numeric_limits<T>::max())))
         detail::fail<ValueError>("uniform: the width high - low = ", high - low, " of [", low, ", ", high, ") overflows ",
                                  dtype_of<T>());
+    const double largest = static_cast<double>(std::numeric_limits<T>::max());
+    if (std::fabs(low) > largest || std::fabs(high) > largest)
+        detail::fail<ValueError>("uniform: [", low, ", ", high, ") is outside the range of ", dtype_of<T>());
     namespace g = detail::graph;
     using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
     // rand<T>'s values, computed in C and rounded to T before the comparison (the rounding to
@@ -377,3 +384,11 @@ Tensor<std::int64_t> multinomial(const E& probs, std::int64_t num_samples, bool 
 }
 
 }  // namespace lazytensor
+
+namespace std {
+/// Keys hash by value (std::unordered_map<lt::Key, ...>).
+template <>
+struct hash<lazytensor::Key> {
+    std::size_t operator()(lazytensor::Key key) const noexcept { return std::hash<std::uint64_t>()(key.value()); }
+};
+}  // namespace std
