@@ -11210,12 +11210,15 @@ Tensor<bool> bernoulli(const E& p, Key key) {
     return Tensor<bool>(g::binary(BinaryOp::Lt, u, g::cast(probs, dtype_of<C>())));
 }
 
-/// A bool tensor of `shape`, each element true with probability p (drawn in double: 2^-53
-/// steps). Lazy. ValueError unless 0 <= p <= 1.
+/// A bool tensor of `shape`, each element true with probability p: rand<double>(shape) < p of
+/// the Bernoulli stream (2^-53 steps), computed in integers (the top 53 bits below
+/// ceil(p * 2^53)), so also where the device has no float64. Lazy. ValueError unless 0 <= p <= 1.
 inline Tensor<bool> bernoulli(double p, const Shape& shape, Key key, Device device = default_device()) {
     if (!(p >= 0 && p <= 1)) detail::fail<ValueError>("bernoulli: p must be in [0, 1], got ", p);
     const std::uint64_t seed = detail::draw_seed(key, detail::RandomUse::Bernoulli, shape, "bernoulli");
-    return Tensor<bool>(detail::graph::binary(BinaryOp::Lt, rand<double>(shape, seed, device).build(), Scalar::of<double>(p)));
+    const detail::NodePtr top53 = detail::bit_field(detail::random_bits(shape, seed, device, "bernoulli"), 11, 53);
+    const auto below = static_cast<std::int64_t>(std::ceil(std::ldexp(p, 53)));  // u < p <=> u * 2^53 < ceil(p * 2^53)
+    return Tensor<bool>(detail::graph::binary(BinaryOp::Lt, top53, Scalar::of<std::int64_t>(below)));
 }
 
 /// A random permutation of 0, 1, ..., n - 1 (int64), every order equally likely: the positions
