@@ -267,10 +267,9 @@ Tensor<T> normal(const Shape& shape, double mean, double std, Key key, Device de
 }
 
 /// Uniform random numbers in [low, high): rand(shape, key) * (high - low) + low, computed in T
-/// (in float for half);
-/// a value that rounds up to `high` is `low` instead (as PyTorch does), so `high` never
-/// occurs. Lazy. ValueError unless low and high are finite, low <= high (low == high gives
-/// `low`), both and high - low within T's range.
+/// (in float for half); a value that rounds up to `high` is `low` instead (as PyTorch does), so
+/// `high` never occurs. Lazy. ValueError unless low and high are finite, low <= high (low ==
+/// high gives `low`), and low, high and high - low are within T's range.
 template <class T>
 Tensor<T> uniform(const Shape& shape, double low, double high, Key key, Device device = default_device()) {
     static_assert(detail::is_floating_v<T>, "lazytensor: uniform<T> needs a floating T (float, double, half)");
@@ -339,9 +338,9 @@ inline Tensor<std::int64_t> permutation(std::int64_t n, Key key, Device device =
 /// num_samples categories with the largest log(p) + Gumbel noise in order (lt::topk), so a row's
 /// samples are distinct and come in the order sequential drawing without replacement would
 /// give them. Computed in double for double probs, else in float. Lazy, so the weights are not
-/// read to check them: a row with a negative, infinite or NaN weight, or with a zero sum, or
-/// (without replacement) with fewer positive weights than num_samples, gives unspecified
-/// categories (those of zero weight then come last, in index order). ShapeError unless probs
+/// read to check them: a row with a negative, infinite or NaN weight, a zero sum, a sum that
+/// overflows, or (without replacement) fewer positive weights than num_samples gives
+/// unspecified categories (those of zero weight then come last, in index order). ShapeError unless probs
 /// is 1-d or 2-d; ValueError if it has no categories, num_samples < 0, or num_samples is more
 /// than the categories without replacement.
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
