@@ -441,6 +441,9 @@ TEST_CASE("dropout with a key: keeps about 1 - p, scales by 1 / (1 - p), a mask 
         const std::vector<double> xd = x.to_vector(), yd = lt::dropout(x, 0.5, k).to_vector();
         const std::uint64_t seed30 = draw_seed(k, Dropout, 30);
         for (std::uint64_t i = 0; i < 30; ++i) CHECK(yd[i] == (uniform24(seed30, i) >= 0.5 ? xd[i] * 2.0 : 0.0));
+        // Differentiable like the seed's dropout: the gradient of sum(dropout(x)) is the mask, scaled.
+        lt::Tensor<float> ones = lt::ones<float>({64});
+        CHECK(lt::grad(lt::sum(lt::dropout(ones, 0.5, k)), ones).to_vector() == lt::dropout(ones, 0.5, k).to_vector());
         const std::vector<lt::half> yh = lt::dropout(lt::ones<lt::half>({8}), 0.5, k).to_vector();
         for (lt::half v : yh) CHECK((static_cast<float>(v) == 0.0f || static_cast<float>(v) == 2.0f));
         CHECK(message_of<lt::ValueError>([&] { (void)lt::dropout(x, 1.5, k); }).find("1.5") != std::string::npos);
