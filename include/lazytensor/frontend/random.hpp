@@ -210,7 +210,7 @@ inline std::array<Key, 2> split(Key key) {
 
 /// A new key from `key` and 64 bits of data (a step number, a layer index, a process rank):
 /// the Philox block of the counter (data, "FOLD") under `key`. Different data give unrelated
-/// keys, and none equals a key of split(key, n).
+/// keys, unrelated to those of split(key, n) too (distinct counters).
 inline Key fold_in(Key key, std::uint64_t data) { return Key(detail::philox_derive(key.value(), data, 0, detail::kKeyFold)); }
 
 /// Uniform random numbers in [0, 1) from a key (float, double or half, every value a multiple
