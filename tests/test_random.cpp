@@ -301,7 +301,7 @@ TEST_CASE("bernoulli: the documented draw, its mean, probability tensors of any 
     });
 }
 
-TEST_CASE("permutation: a permutation, the argsort of the documented 63-bit draws") {
+TEST_CASE("permutation: a permutation, the argsort of the documented 63-bit draws; shuffling a tensor") {
     for_each_device([](lt::Device) {
         const lt::Key k(77);
         const std::int64_t n = 1000;
@@ -323,6 +323,26 @@ TEST_CASE("permutation: a permutation, the argsort of the documented 63-bit draw
         CHECK(lt::permutation(0, k).numel() == 0);
         CHECK(lt::permutation(1, k).to_vector() == std::vector<std::int64_t>{0});
         CHECK(message_of<lt::ValueError>([&] { (void)lt::permutation(-2, k); }).find("-2") != std::string::npos);
+        // A tensor shuffled along an axis: its slices in the order permutation(extent, key),
+        // through a transposed view too, and differentiable.
+        const std::vector<std::int64_t> p4 = lt::permutation(4, k).to_vector();
+        lt::Tensor<float> x = lt::arange<float>(12).reshape({3, 4});
+        const std::vector<float> along1 = lt::permutation(x, k, 1).to_vector(), along0t = lt::permutation(x.t(), k).to_vector();
+        std::vector<float> want1, want0t, want_grad(12);
+        for (std::int64_t i = 0; i < 3; ++i)
+            for (std::int64_t j = 0; j < 4; ++j) want1.push_back(static_cast<float>(4 * i + p4[static_cast<std::size_t>(j)]));
+        for (std::int64_t j = 0; j < 4; ++j)
+            for (std::int64_t i = 0; i < 3; ++i) want0t.push_back(static_cast<float>(4 * i + p4[static_cast<std::size_t>(j)]));
+        CHECK(along1 == want1);
+        CHECK(lt::permutation(x, k, -1).to_vector() == want1);
+        CHECK(along0t == want0t);
+        // d/dx of sum(permutation(x) * j) along axis 1: column p4[j] of x receives j.
+        for (std::int64_t i = 0; i < 3; ++i)
+            for (std::int64_t j = 0; j < 4; ++j) want_grad[static_cast<std::size_t>(4 * i + p4[static_cast<std::size_t>(j)])] = static_cast<float>(j);
+        CHECK(lt::grad(lt::sum(lt::permutation(x, k, 1) * lt::arange<float>(4)), x).to_vector() == want_grad);
+        CHECK(lt::permutation(lt::zeros<float>({0, 2}), k).numel() == 0);
+        CHECK_THROWS_AS(lt::permutation(lt::ones<float>(lt::Shape{}), k), lt::AxisError);
+        CHECK(message_of<lt::AxisError>([&] { (void)lt::permutation(x, k, 2); }).find("axis 2") != std::string::npos);
     });
 }
 

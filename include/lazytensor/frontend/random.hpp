@@ -330,6 +330,21 @@ inline Tensor<std::int64_t> permutation(std::int64_t n, Key key, Device device =
     return argsort(Tensor<std::int64_t>(detail::bit_field(bits, 1, 63)));
 }
 
+/// x shuffled along `axis` (JAX's permutation(key, x)): its slices along the axis in the order
+/// permutation(n, key), n the axis' extent, gathered lazily (differentiable, like any gather).
+/// AxisError for a bad axis (a 0-d x has none).
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+Tensor<typename E::value_type> permutation(const E& x, Key key, int axis = 0) {
+    using T = typename E::value_type;
+    const Tensor<T> t(x);
+    const int a = normalize_axis(axis, t.shape().size(), "permutation", t.shape());
+    const std::int64_t n = t.shape()[static_cast<std::size_t>(a)];
+    Shape along(t.shape().size(), 1);
+    along[static_cast<std::size_t>(a)] = n;
+    const Tensor<std::int64_t> order = permutation(n, key, t.device()).reshape(along).expand(t.shape());
+    return Tensor<T>(detail::graph::gather(t.build(), a, order.build()));
+}
+
 /// Samples of categories (torch.multinomial): probs is 1-d [categories] or 2-d [rows,
 /// categories] of floating weights (non-negative, need not sum to 1); the result is int64
 /// [num_samples] or [rows, num_samples], the categories drawn from each row. With
