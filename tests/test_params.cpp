@@ -80,6 +80,26 @@ TEST_CASE("a new random seed each step builds no new kernel, and the numbers are
     });
 }
 
+TEST_CASE("a new random key each step builds no new kernel (the draw's key is a kernel argument)") {
+    for_each_device([](lt::Device d) {
+        const lt::Shape shape{3, 1000};
+        const lt::Key root(5);
+        std::optional<Builds> after_first;
+        std::vector<float> previous;
+        for (std::uint64_t step = 0; step < 6; ++step) {
+            const auto [k1, k2] = lt::split(lt::fold_in(root, step));
+            INFO("step " << step);
+            const std::vector<float> got = lt::rand<float>(shape, k1).to_vector();
+            CHECK(got != previous);
+            previous = got;
+            (void)lt::randn<float>(shape, k2).to_vector();
+            (void)lt::dropout(lt::ones<float>(shape), 0.25, k2).to_vector();
+            if (step == 0) after_first.emplace(d);
+        }
+        check_nothing_built(d, *after_first);
+    });
+}
+
 TEST_CASE("random tensors are bit-identical across devices for a seed") {
     const auto devices = test_devices();
     const lt::Shape shape{257, 33};

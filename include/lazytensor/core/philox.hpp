@@ -39,6 +39,17 @@ inline std::uint64_t philox_bits(std::uint64_t counter, std::uint64_t key) {
     return std::uint64_t(c[0]) | (std::uint64_t(c[1]) << 32);
 }
 
+/// Key derivation (lt::Key, frontend/random.hpp): the first two output words of the Philox block
+/// for the counter (data, tag, purpose) under `key`. Draws from seeds use counters whose upper
+/// half (c2, c3) is 0, and every `purpose` is nonzero, so a derived key is never one of the
+/// words a seed's draws are made of; distinct (data, tag, purpose) give distinct counters and,
+/// Philox being a pseudorandom function of its counter, unrelated 64-bit keys.
+inline std::uint64_t philox_derive(std::uint64_t key, std::uint64_t data, std::uint32_t tag, std::uint32_t purpose) {
+    std::uint32_t c[4] = {static_cast<std::uint32_t>(data), static_cast<std::uint32_t>(data >> 32), tag, purpose};
+    philox4x32_10(c, static_cast<std::uint32_t>(key), static_cast<std::uint32_t>(key >> 32));
+    return std::uint64_t(c[0]) | (std::uint64_t(c[1]) << 32);
+}
+
 /// philox_bits in OpenCL C, as `ulong lt_philox(ulong counter, ulong key)`.
 inline const char* philox_opencl_source() {
     return "inline ulong lt_philox(ulong counter, ulong key) {\n"

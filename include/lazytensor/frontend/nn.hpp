@@ -325,4 +325,13 @@ auto dropout(const E& x, double p, std::uint64_t seed, bool training = true) {
     return Tensor<T>(g::where(keep, scaled, Scalar::of<double>(0.0).cast(v->dtype)));
 }
 
+/// Dropout with a key (training mode): as dropout with a seed, on a mask of its own drawn from
+/// the key (unrelated to rand of the same key), the same on every device. Each element is kept
+/// with probability 1 - p and scaled by 1 / (1 - p); x itself when not training or p = 0.
+/// Lazy. ValueError unless 0 <= p <= 1.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto dropout(const E& x, double p, Key key, bool training = true) {
+    return dropout(x, p, detail::draw_seed(key, detail::RandomUse::Dropout, x.shape(), "dropout"), training);
+}
+
 }  // namespace lazytensor
