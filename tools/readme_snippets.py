@@ -70,6 +70,10 @@ def main():
             if any(MAIN.match(code) for code in block.splitlines()):
                 # A complete program: its main() becomes a function of its own (a nonzero return fails).
                 program = "\n".join(MAIN.sub(f"int {function}_main(", c[8:], count=1) for c in body)
+                # main may end without a return (0); the function it becomes may not. (main is the
+                # block's last function: its closing brace is the block's last.)
+                end = program.rfind("}")
+                program = program[:end] + "    return 0;\n" + program[end:]
                 bodies.append(f"// {name}, the program at line {line}\n{program}\n"
                               f"[[maybe_unused]] void {function}() {{\n"
                               f"    if ({function}_main() != 0) throw lt::Error(\"{name}:{line}: main returned nonzero\");\n}}\n")
