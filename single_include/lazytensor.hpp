@@ -9972,7 +9972,7 @@ Tensor<detail::value_t<E>> all_sum(const E& x, const Group& group = world()) {
 }
 
 /// The element-wise mean over the ranks: all_sum(x) / size(), the division fused into what reads
-/// it. Integers are summed in int64 (exactly) and averaged in float32, as lt::mean.
+/// it. Integers are summed in int64 (uint64 in uint64) and averaged in float32, as lt::mean.
 template <class E>
 Tensor<lazytensor::detail::mean_t<detail::value_t<E>>> all_mean(const E& x, const Group& group = world()) {
     using T = detail::value_t<E>;
@@ -9983,7 +9983,7 @@ Tensor<lazytensor::detail::mean_t<detail::value_t<E>>> all_mean(const E& x, cons
     if (v->dtype == DType::Bool)
         lazytensor::detail::fail<DTypeError>(api, ": cannot average bool tensors (shape ", v->shape,
                                              "); cast to a floating type first");
-    if (!is_floating(v->dtype)) v = g::cast(v, DType::Int64);
+    if (!is_floating(v->dtype) && v->dtype != DType::UInt64) v = g::cast(v, DType::Int64);  // uint64: past INT64_MAX
     detail::NodePtr sum = detail::collective(detail::CollectiveOp::Sum, v, 0, 0, group, api);
     const DType r = dtype_of<R>();
     if (sum->dtype != r) sum = g::cast(sum, r);
@@ -10836,7 +10836,7 @@ auto index_select(const E& x, int axis, const I& index) {
 template <class I, class = std::enable_if_t<detail::is_tensor_like_v<I>>>
 Tensor<std::int64_t> one_hot(const I& labels, std::int64_t num_classes = -1) {
     static_assert(detail::is_integer_label_v<typename I::value_type>,
-                  "lazytensor: one_hot needs integer labels (uint8, int32 or int64), not floating or bool ones; "
+                  "lazytensor: one_hot needs integer labels (int8 to int64, uint8 to uint64), not floating or bool ones; "
                   "cast them first, e.g. lt::one_hot(lt::cast<std::int64_t>(labels), num_classes)");
     const detail::NodePtr l = labels.build();
     if (num_classes < -1) detail::fail<ValueError>("one_hot: num_classes must be >= 0 or -1, got ", num_classes);
@@ -11125,7 +11125,7 @@ enum class Reduction { Mean, Sum, None };
 template <class E, class I, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I>>>
 auto cross_entropy(const E& logits, const I& labels, Reduction reduction = Reduction::Mean) {
     static_assert(detail::is_integer_label_v<typename I::value_type>,
-                  "lazytensor: cross_entropy needs integer class labels (uint8, int32 or int64), not floating or "
+                  "lazytensor: cross_entropy needs integer class labels (int8 to int64, uint8 to uint64), not floating or "
                   "bool ones; cast them first, e.g. lt::cross_entropy(logits, lt::cast<std::int64_t>(labels))");
     using R = detail::mean_t<typename E::value_type>;
     namespace g = detail::graph;
