@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // The integer dtypes int8, int16, uint16, uint32 and uint64 (docs/dtypes.md): wrap-around
-// arithmetic at the limits, comparisons, division and shifts of unsigned types, promotion,
-// casts to and from every dtype, reductions, sort, printing and .npy files. Expected values
-// are written out by hand or computed in C++ from the C++ types' own conversions.
+// arithmetic at the limits, comparisons, division and shifts of unsigned types, views,
+// promotion, casts to and from every dtype, reductions, sort, printing and .npy files; and the
+// lazytensor::bfloat16 value type's rounding. Expected values are written out by hand (bit
+// patterns for bfloat16) or computed in C++ from the C++ types' own conversions.
 #include "common.hpp"
 
 #include <filesystem>
@@ -157,6 +158,31 @@ TEST_CASE_TEMPLATE("comparisons, maximum and minimum of new integer dtypes order
         dt_check<T>(lt::where(a < b, a, b), mn);  // the minimum
         // The maximum is above 1 however it is stored (uint64's past INT64_MAX too).
         CHECK((lt::tensor<T>({dt_limits<T>::max(), dt_limits<T>::min()}) > T(1)).to_vector() == std::vector<bool>{true, false});
+    });
+}
+
+TEST_CASE("views of new integer dtypes: transposes, strided slices, broadcasts, lazy and realized, empty") {
+    for_each_device([](lt::Device) {
+        // [[0, 1, 2], [3, 4, 5]] * 1000 - 2500 in int16; its transpose read column by column (a
+        // strided read of 2-byte elements), lazy and realized.
+        lt::Tensor<std::int16_t> m = lt::tensor<std::int16_t>({-2500, -1500, -500, 500, 1500, 2500}, {2, 3});
+        lt::Tensor<std::int16_t> lazy = m * std::int16_t(10);  // to 25000 and -25000
+        dt_check<std::int16_t>(lt::contiguous(lazy.permute({1, 0})) + std::int16_t(1),
+                               {-24999, 5001, -14999, 15001, -4999, 25001});
+        lazy.realize();
+        dt_check<std::int16_t>(lt::contiguous(lazy.permute({1, 0})) - std::int16_t(1),
+                               {-25001, 4999, -15001, 14999, -5001, 24999});
+        // Every other element of a uint16 row, reversed; a uint32 column broadcast over a row.
+        lt::Tensor<std::uint16_t> row = lt::tensor<std::uint16_t>({65535, 1, 65534, 2, 65533, 3, 65532});
+        dt_check<std::uint16_t>(row.slice(0, 6, std::nullopt, -2) + std::uint16_t(1), {65533, 65534, 65535, 0});
+        lt::Tensor<std::uint32_t> col = lt::tensor<std::uint32_t>({1, 0xFFFFFFFFu}, {2, 1});
+        lt::Tensor<std::uint32_t> wide = lt::tensor<std::uint32_t>({0, 1, 2}, {1, 3});
+        dt_check<std::uint32_t>(lt::contiguous(col + wide).reshape({6}), {1, 2, 3, 0xFFFFFFFFu, 0, 1});
+        // Empty tensors: sums are 0; an int8 maximum over an empty axis is a ValueError.
+        lt::Tensor<std::int8_t> empty = lt::zeros<std::int8_t>({0, 3});
+        dt_check<std::int64_t>(lt::sum(empty, 0), {0, 0, 0});
+        CHECK(lt::sum(lt::zeros<std::uint64_t>({0})).item() == 0u);
+        CHECK_THROWS_AS((void)lt::max(empty, 0).to_vector(), lt::ValueError);
     });
 }
 
@@ -449,4 +475,71 @@ TEST_CASE(".npy files of the new integer dtypes hold what NumPy writes (|i1, <i2
                              lt::DTypeError);
     });
     std::filesystem::remove_all(dir);
+}
+
+// -------------------------------------------------------------------------- the bfloat16 value
+
+namespace {
+
+std::uint16_t dt_bf16_of_float_bits(std::uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    return lt::bfloat16(f).bits;
+}
+
+}  // namespace
+
+TEST_CASE("bfloat16 rounds to nearest even by bit pattern: ties, NaN, infinities, subnormals, doubles") {
+    // Exact values keep their top 16 bits.
+    CHECK(dt_bf16_of_float_bits(0x3f800000u) == 0x3f80);  // 1
+    CHECK(dt_bf16_of_float_bits(0x80000000u) == 0x8000);  // -0
+    CHECK(dt_bf16_of_float_bits(0xc0490000u) == 0xc049);  // -3.140625
+    // Ties go to the even neighbour; anything past the tie rounds up, anything below down.
+    CHECK(dt_bf16_of_float_bits(0x3f808000u) == 0x3f80);  // 1 + 2^-8: between 0x3f80 and 0x3f81
+    CHECK(dt_bf16_of_float_bits(0x3f818000u) == 0x3f82);  // between 0x3f81 and 0x3f82
+    CHECK(dt_bf16_of_float_bits(0x3f808001u) == 0x3f81);
+    CHECK(dt_bf16_of_float_bits(0x3f807fffu) == 0x3f80);
+    CHECK(dt_bf16_of_float_bits(0xbf818000u) == 0xbf82);  // the same for negative values
+    CHECK(dt_bf16_of_float_bits(0x3fffffffu) == 0x4000);  // a carry into the exponent: 2
+    // Infinities stay; the largest float is past the last tie below infinity, so it overflows;
+    // a float just below that tie does not.
+    CHECK(dt_bf16_of_float_bits(0x7f800000u) == 0x7f80);
+    CHECK(dt_bf16_of_float_bits(0xff800000u) == 0xff80);
+    CHECK(dt_bf16_of_float_bits(0x7f7fffffu) == 0x7f80);
+    CHECK(dt_bf16_of_float_bits(0x7f7f7fffu) == 0x7f7f);
+    CHECK(dt_bf16_of_float_bits(0x7f7f8000u) == 0x7f80);  // the tie itself: to even, which is infinity
+    // NaN stays NaN, quiet, with its sign and top payload bits (a signalling NaN whose payload is
+    // all below bit 16 becomes the quiet NaN).
+    CHECK(dt_bf16_of_float_bits(0x7fc00001u) == 0x7fc0);
+    CHECK(dt_bf16_of_float_bits(0x7f800001u) == 0x7fc0);
+    CHECK(dt_bf16_of_float_bits(0xffa50000u) == 0xffe5);
+    CHECK(dt_bf16_of_float_bits(0x7fffffffu) == 0x7fff);  // no carry out of a NaN
+    // Subnormals: units of 2^-133 (float bits 0x00010000); ties to even there too.
+    CHECK(dt_bf16_of_float_bits(0x00010000u) == 0x0001);
+    CHECK(dt_bf16_of_float_bits(0x00008000u) == 0x0000);  // 2^-134: half the smallest, to even 0
+    CHECK(dt_bf16_of_float_bits(0x00008001u) == 0x0001);
+    CHECK(dt_bf16_of_float_bits(0x00018000u) == 0x0002);
+    CHECK(dt_bf16_of_float_bits(0x807f8000u) == 0x8080);  // -(largest subnormal float) rounds to -2^-126
+    // To float: the bits shifted up, exactly.
+    CHECK(float(lt::bfloat16::from_bits(0x3f81)) == 1.0078125f);
+    CHECK(float(lt::bfloat16::from_bits(0x0001)) == std::ldexp(1.0f, -133));
+    CHECK(std::isnan(float(lt::bfloat16::from_bits(0xffc1))));
+    CHECK(std::isinf(float(lt::bfloat16::from_bits(0xff80))));
+    // A double rounds once: 1 + 2^-8 + 2^-40 is past the tie, though its nearest float is the tie.
+    CHECK(lt::bfloat16(1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -40)).bits == 0x3f81);
+    CHECK(lt::bfloat16(1.0 + std::ldexp(1.0, -8)).bits == 0x3f80);
+    CHECK(lt::bfloat16(-(1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -40))).bits == 0xbf81);
+    CHECK(lt::bfloat16(1e39).bits == 0x7f80);
+    CHECK(lt::bfloat16(-1e-50).bits == 0x8000);
+    CHECK(lt::bfloat16(std::ldexp(1.0, -133) * 1.5).bits == 0x0002);  // a subnormal tie, to even
+    CHECK(lt::bfloat16(std::numeric_limits<double>::quiet_NaN()).bits == 0x7fc0);
+    // Integers: 257 and 259 are ties (8 significant bits), to even.
+    CHECK(lt::bfloat16(257).bits == 0x4380);  // 256
+    CHECK(lt::bfloat16(259).bits == 0x4382);  // 260
+    CHECK(lt::bfloat16(true).bits == 0x3f80);
+    // Arithmetic in float, rounded back; negation flips the sign bit, of NaN too.
+    CHECK((lt::bfloat16(1.0f) + lt::bfloat16(std::ldexp(1.0f, -8))).bits == 0x3f80);
+    CHECK((-lt::bfloat16::from_bits(0x7fc0)).bits == 0xffc0);
+    CHECK(lt::bfloat16(2.0f) > lt::bfloat16(1.0f));
+    CHECK(lt::bfloat16::from_bits(0x7fc0) != lt::bfloat16::from_bits(0x7fc0));
 }

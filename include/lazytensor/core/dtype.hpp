@@ -18,6 +18,7 @@
 #include <type_traits>
 
 #include "error.hpp"
+#include "bfloat16.hpp"
 #include "half.hpp"
 
 namespace lazytensor {
