@@ -363,6 +363,7 @@ inline void set_static_kernels_enabled(bool on) { detail::static_kernels_flag().
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 namespace lazytensor {
@@ -385,9 +386,17 @@ inline std::uint16_t float_to_bfloat16_bits(float f) {
 /// float. A float has 16 more mantissa bits than a bfloat16, so rounding that to nearest even
 /// gives d's correctly rounded bfloat16.
 inline float double_to_float_round_to_odd(double d) {
+    std::uint32_t u;
+    if (std::fabs(d) > static_cast<double>(std::numeric_limits<float>::max()) && !std::isinf(d)) {
+        // Past float's range (a cast would be undefined): the largest float, which is odd and
+        // past bfloat16's last tie, so it rounds to infinity.
+        u = d < 0 ? 0xff7fffffu : 0x7f7fffffu;
+        float big;
+        std::memcpy(&big, &u, sizeof big);
+        return big;
+    }
     float f = static_cast<float>(d);
     if (std::isnan(d) || std::isinf(d) || static_cast<double>(f) == d) return f;
-    std::uint32_t u;
     std::memcpy(&u, &f, sizeof u);
     if (std::fabs(static_cast<double>(f)) > std::fabs(d)) --u;  // the float toward zero (same sign)
     u |= 1u;

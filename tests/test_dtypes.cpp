@@ -529,7 +529,10 @@ TEST_CASE("bfloat16 rounds to nearest even by bit pattern: ties, NaN, infinities
     CHECK(lt::bfloat16(1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -40)).bits == 0x3f81);
     CHECK(lt::bfloat16(1.0 + std::ldexp(1.0, -8)).bits == 0x3f80);
     CHECK(lt::bfloat16(-(1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -40))).bits == 0xbf81);
-    CHECK(lt::bfloat16(1e39).bits == 0x7f80);
+    CHECK(lt::bfloat16(1e39).bits == 0x7f80);  // past float's range
+    CHECK(lt::bfloat16(-1e39).bits == 0xff80);
+    CHECK(lt::bfloat16(3.4e38).bits == 0x7f80);   // past the last tie (3.3961775e38)
+    CHECK(lt::bfloat16(3.39e38).bits == 0x7f7f);  // below it: the largest, 3.3895314e38
     CHECK(lt::bfloat16(-1e-50).bits == 0x8000);
     CHECK(lt::bfloat16(std::ldexp(1.0, -133) * 1.5).bits == 0x0002);  // a subnormal tie, to even
     CHECK(lt::bfloat16(std::numeric_limits<double>::quiet_NaN()).bits == 0x7fc0);
