@@ -330,10 +330,13 @@ inline void set_static_kernels_enabled(bool on) { detail::static_kernels_flag().
 }  // namespace lazytensor
 // ---- lazytensor/core/dtype.hpp ----
 // Element types: the runtime tag (DType), the C++ type behind it, and the promotion rules.
-// Promotion follows PyTorch: a tensor of a higher category (bool < integer < floating) wins,
-// within a category the wider type wins, and a scalar never widens a tensor of its own
-// category (int32 tensor + int64 scalar -> int32; int32 tensor + 2.5 -> float32).
-// float16 (lazytensor::half) is a floating type for promotion; kernels compute it in float32.
+// Promotion (docs/dtypes.md has the whole table): a tensor of a higher category (bool <
+// integer < floating) wins; two integers meet in the smallest integer type that holds every
+// value of both, as NumPy's rule (int8 + uint8 -> int16, uint32 + int32 -> int64), and uint64
+// with a signed type meets in float64 as in NumPy; two floating types meet in the wider. A
+// scalar never widens a tensor of its own category (int32 tensor + int64 scalar -> int32;
+// int32 tensor + 2.5 -> float32). float16 (lazytensor::half) is a floating type for promotion;
+// kernels compute it in float32.
 
 #include <cmath>
 #include <cstdint>
@@ -343,6 +346,127 @@ inline void set_static_kernels_enabled(bool on) { detail::static_kernels_flag().
 #include <string>
 #include <type_traits>
 
+// ---- lazytensor/core/bfloat16.hpp ----
+// lazytensor::bfloat16: the top 16 bits of an IEEE 754 binary32 (1 sign, 8 exponent, 7 mantissa
+// bits), modelled on lazytensor::half.
+//
+// A bfloat16 holds its 16 bits. It converts to float exactly and implicitly (the bits shifted
+// up), and from float, double or an integer explicitly, rounding to nearest even: float's range,
+// so only values past the largest bfloat16 (3.3895e38) by half a unit become infinity; values
+// below the normal range become subnormals (units of 2^-133) or zero; NaN stays NaN (made quiet,
+// sign and top payload bits kept). A double is rounded once (through float rounded to odd, which
+// has 16 more bits than bfloat16 needs, so no double rounding). Arithmetic between two bfloat16
+// is done in float and rounded back; comparisons are done in float.
+//
+// The value type only, for now: bfloat16 is not yet a tensor dtype (docs/dtypes.md).
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+namespace lazytensor {
+
+namespace detail {
+
+/// Rounds a float to the nearest bfloat16, ties to even; NaN is kept, made quiet.
+inline std::uint16_t float_to_bfloat16_bits(float f) {
+    std::uint32_t u;
+    std::memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x0040u);
+    // Adding 0x7fff (and the bit that makes a tie round to even) carries into bit 16 exactly when
+    // the dropped half is above (or at, for an odd result) one half unit; a carry out of the
+    // mantissa moves into the exponent, up to infinity, as it should.
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return static_cast<std::uint16_t>(u >> 16);
+}
+
+/// d as a float rounded to odd: the float toward zero, with its last bit set when d is not a
+/// float. A float has 16 more mantissa bits than a bfloat16, so rounding that to nearest even
+/// gives d's correctly rounded bfloat16.
+inline float double_to_float_round_to_odd(double d) {
+    std::uint32_t u;
+    if (std::fabs(d) > static_cast<double>(std::numeric_limits<float>::max()) && !std::isinf(d)) {
+        // Past float's range (a cast would be undefined): the largest float, which is odd and
+        // past bfloat16's last tie, so it rounds to infinity.
+        u = d < 0 ? 0xff7fffffu : 0x7f7fffffu;
+        float big;
+        std::memcpy(&big, &u, sizeof big);
+        return big;
+    }
+    float f = static_cast<float>(d);
+    if (std::isnan(d) || std::isinf(d) || static_cast<double>(f) == d) return f;
+    std::memcpy(&u, &f, sizeof u);
+    if (std::fabs(static_cast<double>(f)) > std::fabs(d)) --u;  // the float toward zero (same sign)
+    u |= 1u;
+    std::memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+inline float bfloat16_bits_to_float(std::uint16_t b) {
+    const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+}  // namespace detail
+
+/// Brain floating point: float's sign and exponent, 7 mantissa bits. Trivially copyable;
+/// default construction leaves it uninitialized (like float), value initialization makes +0.
+struct bfloat16 {
+    /// The bit pattern (the top half of the float it stands for).
+    std::uint16_t bits;
+
+    /// Uninitialized, like float (bfloat16{} is +0).
+    bfloat16() = default;
+    /// Rounds to nearest even (a double once; integers through double, exactly, then rounded).
+    template <class A, class = std::enable_if_t<std::is_arithmetic_v<A>>>
+    explicit bfloat16(A x) : bits(convert(x)) {}
+    /// The bfloat16 with bit pattern `b`.
+    static constexpr bfloat16 from_bits(std::uint16_t b) { return bfloat16(Bits{}, b); }
+
+    /// The exact float value (implicit).
+    operator float() const { return detail::bfloat16_bits_to_float(bits); }
+
+    /// Computed in float, rounded back to bfloat16.
+    bfloat16& operator+=(bfloat16 o) { return *this = bfloat16(float(*this) + float(o)); }
+    bfloat16& operator-=(bfloat16 o) { return *this = bfloat16(float(*this) - float(o)); }
+    bfloat16& operator*=(bfloat16 o) { return *this = bfloat16(float(*this) * float(o)); }
+    bfloat16& operator/=(bfloat16 o) { return *this = bfloat16(float(*this) / float(o)); }
+
+private:
+    struct Bits {};
+    constexpr bfloat16(Bits, std::uint16_t b) : bits(b) {}
+
+    template <class A>
+    static std::uint16_t convert(A x) {
+        if constexpr (std::is_same_v<A, float>) return detail::float_to_bfloat16_bits(x);
+        else if constexpr (std::is_same_v<A, bool>) return x ? 0x3f80 : 0;
+        else  // double, long double (via double) and integers (exact in double up to 2^53, else rounded once more)
+            return detail::float_to_bfloat16_bits(detail::double_to_float_round_to_odd(static_cast<double>(x)));
+    }
+};
+static_assert(sizeof(bfloat16) == 2 && std::is_trivially_copyable_v<bfloat16> &&
+              std::is_trivially_default_constructible_v<bfloat16>);
+
+/// Arithmetic in float, rounded to bfloat16; negation flips the sign bit; comparisons in float
+/// (NaN compares unequal to everything).
+inline bfloat16 operator+(bfloat16 a, bfloat16 b) { return bfloat16(float(a) + float(b)); }
+inline bfloat16 operator-(bfloat16 a, bfloat16 b) { return bfloat16(float(a) - float(b)); }
+inline bfloat16 operator*(bfloat16 a, bfloat16 b) { return bfloat16(float(a) * float(b)); }
+inline bfloat16 operator/(bfloat16 a, bfloat16 b) { return bfloat16(float(a) / float(b)); }
+inline bfloat16 operator-(bfloat16 a) { return bfloat16::from_bits(static_cast<std::uint16_t>(a.bits ^ 0x8000u)); }
+inline bfloat16 operator+(bfloat16 a) { return a; }
+inline bool operator==(bfloat16 a, bfloat16 b) { return float(a) == float(b); }
+inline bool operator!=(bfloat16 a, bfloat16 b) { return float(a) != float(b); }
+inline bool operator<(bfloat16 a, bfloat16 b) { return float(a) < float(b); }
+inline bool operator<=(bfloat16 a, bfloat16 b) { return float(a) <= float(b); }
+inline bool operator>(bfloat16 a, bfloat16 b) { return float(a) > float(b); }
+inline bool operator>=(bfloat16 a, bfloat16 b) { return float(a) >= float(b); }
+
+}  // namespace lazytensor
 // ---- lazytensor/core/half.hpp ----
 // lazytensor::half: IEEE 754 binary16 as a storage type (1 sign, 5 exponent, 10 mantissa bits).
 //
@@ -567,17 +691,22 @@ public:
 namespace lazytensor {
 
 // The dtype list, defined once: X(enumerator, C++ type, name). Order is promotion order.
-#define LAZYTENSOR_DTYPES(X)        \
-    X(Bool, bool, "bool")           \
-    X(UInt8, std::uint8_t, "uint8") \
-    X(Int32, std::int32_t, "int32") \
-    X(Int64, std::int64_t, "int64") \
-    X(Float16, half, "float16")     \
-    X(Float32, float, "float32")    \
+#define LAZYTENSOR_DTYPES(X)           \
+    X(Bool, bool, "bool")              \
+    X(UInt8, std::uint8_t, "uint8")    \
+    X(Int8, std::int8_t, "int8")       \
+    X(Int16, std::int16_t, "int16")    \
+    X(UInt16, std::uint16_t, "uint16") \
+    X(Int32, std::int32_t, "int32")    \
+    X(UInt32, std::uint32_t, "uint32") \
+    X(Int64, std::int64_t, "int64")    \
+    X(UInt64, std::uint64_t, "uint64") \
+    X(Float16, half, "float16")        \
+    X(Float32, float, "float32")       \
     X(Float64, double, "float64")
 
-/// The runtime tag of an element type: Bool, UInt8, Int32, Int64, Float16, Float32, Float64
-/// (in promotion order).
+/// The runtime tag of an element type: Bool, UInt8, Int8, Int16, UInt16, Int32, UInt32, Int64,
+/// UInt64, Float16, Float32, Float64 (bool, then integers and floating types by width).
 enum class DType : std::uint8_t {
 #define LAZYTENSOR_X(name, type, text) name,
     LAZYTENSOR_DTYPES(LAZYTENSOR_X)
@@ -593,7 +722,8 @@ inline constexpr int dtype_count = 0
     ;
 ///@}
 
-/// The dtype's name: "bool", "uint8", "int32", "int64", "float16", "float32" or "float64".
+/// The dtype's name: "bool", "uint8", "int8", "int16", "uint16", "int32", "uint32", "int64",
+/// "uint64", "float16", "float32" or "float64".
 inline const char* dtype_name(DType t) {
     switch (t) {
 #define LAZYTENSOR_X(name, type, text) \
@@ -620,8 +750,32 @@ inline std::size_t dtype_size(DType t) {
 
 /// Whether t is float16, float32 or float64.
 constexpr bool is_floating(DType t) { return t == DType::Float16 || t == DType::Float32 || t == DType::Float64; }
-/// Whether t is uint8, int32 or int64 (bool is not).
-constexpr bool is_integral(DType t) { return t == DType::UInt8 || t == DType::Int32 || t == DType::Int64; }
+/// Whether t is an integer type: int8 to int64 or uint8 to uint64 (bool is not).
+constexpr bool is_integral(DType t) { return t != DType::Bool && !is_floating(t); }
+
+/// Whether t is uint8, uint16, uint32 or uint64 (bool is not).
+constexpr bool is_unsigned_integral(DType t) {
+    return t == DType::UInt8 || t == DType::UInt16 || t == DType::UInt32 || t == DType::UInt64;
+}
+
+/// Bits per value: 1 for bool, else 8 * the element size.
+constexpr int dtype_bits(DType t) {
+    switch (t) {
+        case DType::Bool: return 1;
+        case DType::UInt8:
+        case DType::Int8: return 8;
+        case DType::Int16:
+        case DType::UInt16:
+        case DType::Float16: return 16;
+        case DType::Int32:
+        case DType::UInt32:
+        case DType::Float32: return 32;
+        case DType::Int64:
+        case DType::UInt64:
+        case DType::Float64: return 64;
+    }
+    return 0;
+}
 
 /// Category used by promotion: 0 bool, 1 integer, 2 floating.
 constexpr int dtype_category(DType t) { return t == DType::Bool ? 0 : is_floating(t) ? 2 : 1; }
@@ -715,15 +869,32 @@ inline To convert(From x) {
 template <class T>
 constexpr DType dtype_of() {
     static_assert(detail::dtype_traits<T>::supported,
-                  "lazytensor: unsupported element type; use bool, uint8_t, int32_t, int64_t, lazytensor::half, float or double");
+                  "lazytensor: unsupported element type; use bool, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, "
+                  "uint32_t, uint64_t, lazytensor::half, float or double");
     return detail::dtype_traits<T>::value;
 }
 
-/// Promotion of two tensor dtypes (PyTorch's rule).
+/// Promotion of two tensor dtypes. Across categories the higher wins (bool < integer <
+/// floating: int32 + float16 -> float16, as PyTorch; NumPy would widen the float, see
+/// docs/dtypes.md). Two integers meet in the smallest integer type that holds every value of
+/// both (NumPy's rule): the wider of one signedness; a signed type wider than the unsigned one
+/// as it is (int16 + uint8 -> int16); else the signed type of twice the unsigned one's width
+/// (int8 + uint8 -> int16, int32 + uint32 -> int64), and float64 for uint64 with any signed
+/// type (none holds both). Two floating types meet in the wider.
 constexpr DType promote(DType a, DType b) {
     const int ca = dtype_category(a), cb = dtype_category(b);
     if (ca != cb) return ca > cb ? a : b;
-    return static_cast<int>(a) >= static_cast<int>(b) ? a : b;
+    if (a == b || ca != 1) return static_cast<int>(a) >= static_cast<int>(b) ? a : b;
+    const bool ua = is_unsigned_integral(a), ub = is_unsigned_integral(b);
+    if (ua == ub) return dtype_bits(a) >= dtype_bits(b) ? a : b;
+    const DType u = ua ? a : b, s = ua ? b : a;
+    if (dtype_bits(s) > dtype_bits(u)) return s;
+    switch (dtype_bits(u)) {
+        case 8: return DType::Int16;
+        case 16: return DType::Int32;
+        case 32: return DType::Int64;
+        default: return DType::Float64;
+    }
 }
 
 /// Promotion over the operands of one op: tensors promote among themselves; scalars only
@@ -757,7 +928,7 @@ struct Promotion {
 template <DType D>
 using dtype_type_t = typename detail::dtype_type<D>::type;
 
-/// Promotion of two tensor element types (PyTorch's rule).
+/// Promotion of two tensor element types (promote()).
 template <class A, class B>
 using promote_t = dtype_type_t<promote(dtype_of<A>(), dtype_of<B>())>;
 
@@ -771,7 +942,7 @@ struct Scalar {
     double f = 0;        ///< the value, for floating dtypes
     std::int64_t i = 0;  ///< the value, for integer and bool dtypes
 
-    /// A scalar of T's dtype holding `value`.
+    /// A scalar of T's dtype holding `value` (a uint64 value is kept as its bits in `i`).
     template <class T>
     static Scalar of(T value) {
         Scalar s;
@@ -783,11 +954,17 @@ struct Scalar {
         return s;
     }
 
-    /// The value converted to T (float to integer saturates, NaN gives 0; to bool: != 0).
+    /// The value converted to T (float to integer saturates, NaN gives 0; to bool: != 0;
+    /// integer to integer wraps).
     template <class T>
     T as() const {
-        return is_floating(dtype) ? detail::convert<T>(f) : detail::convert<T>(i);
+        if (is_floating(dtype)) return detail::convert<T>(f);
+        if (dtype == DType::UInt64) return detail::convert<T>(static_cast<std::uint64_t>(i));
+        return detail::convert<T>(i);
     }
+
+    /// Whether the value is below 0 (a uint64 scalar never is).
+    bool negative() const { return is_floating(dtype) ? f < 0 : dtype != DType::UInt64 && i < 0; }
 
     /// The same value converted to another dtype (as as<T>() converts).
     Scalar cast(DType to) const {
@@ -810,6 +987,7 @@ struct Scalar {
 inline std::ostream& operator<<(std::ostream& out, const Scalar& s) {
     if (s.dtype == DType::Bool) return out << (s.i ? "true" : "false");
     if (is_floating(s.dtype)) return out << s.f;
+    if (s.dtype == DType::UInt64) return out << static_cast<std::uint64_t>(s.i);
     return out << s.i;
 }
 
@@ -2524,14 +2702,14 @@ LAZYTENSOR_ENGINE_API void check_scalar_fits(const Scalar& s, DType to, const ch
             const long double t = std::trunc(static_cast<long double>(s.f));
             return std::isfinite(s.f) && t >= static_cast<long double>(L::min()) && t <= static_cast<long double>(L::max());
         }
-        return s.i >= static_cast<std::int64_t>(L::min()) &&
-               (s.i < 0 || static_cast<std::uint64_t>(s.i) <= static_cast<std::uint64_t>(L::max()));
+        if (s.negative()) return s.i >= static_cast<std::int64_t>(L::min());
+        return static_cast<std::uint64_t>(s.i) <= static_cast<std::uint64_t>(L::max());  // a uint64 scalar's bits
     });
     if (!fits) {
         const auto [lo, hi] = visit_dtype(to, [](auto tag) {
             using T = typename decltype(tag)::type;
-            return std::make_pair(static_cast<std::int64_t>(std::numeric_limits<T>::min()),
-                                  static_cast<std::int64_t>(std::numeric_limits<T>::max()));
+            // unary + prints int8's and uint8's limits as numbers, not characters
+            return std::make_pair(std::to_string(+std::numeric_limits<T>::min()), std::to_string(+std::numeric_limits<T>::max()));
         });
         fail<ValueError>(op, ": the scalar ", s, " does not fit ", to, " (", lo, " to ", hi, "), the dtype the operation ",
                          "computes in; cast the tensor first, e.g. lt::cast<int64_t>(x) or lt::cast<float>(x)");
@@ -2679,7 +2857,7 @@ LAZYTENSOR_ENGINE_API NodePtr sign(const NodePtr& x) {
     using namespace composite;
     check_unary_rule(TypeRule::Numeric, x->dtype, "sign");
     const NodePtr rest = sub(x, x);
-    const NodePtr below = x->dtype == DType::UInt8 ? rest : where(less(x, whole(0)), whole(-1), rest);
+    const NodePtr below = is_unsigned_integral(x->dtype) ? rest : where(less(x, whole(0)), whole(-1), rest);
     return stop_gradient(where(binary(BinaryOp::Gt, x, whole(0)), whole(1), below));
 }
 
@@ -2855,7 +3033,9 @@ LAZYTENSOR_ENGINE_API NodePtr squeeze_axes(const NodePtr& x, const Axes& axes) {
 }
 
 LAZYTENSOR_ENGINE_API DType reduce_dtype(ReduceOp rop, DType in) {
-    return (rop == ReduceOp::Sum || rop == ReduceOp::Prod) && !is_floating(in) ? DType::Int64 : in;
+    // NumPy sums every signed integer in int64 and every unsigned one in uint64; uint8's sum
+    // was int64 before the other unsigned types came, so all but uint64 sum in int64 here.
+    return (rop == ReduceOp::Sum || rop == ReduceOp::Prod) && !is_floating(in) && in != DType::UInt64 ? DType::Int64 : in;
 }
 
 LAZYTENSOR_ENGINE_API Axes reduced_axes(const NodePtr& x, const std::optional<Axes>& user_axes, const char* op) {
@@ -2977,6 +3157,8 @@ LAZYTENSOR_ENGINE_API NodePtr scan(ReduceOp rop, const NodePtr& x, int axis, con
     if (x->shape.empty()) fail<AxisError>(op, ": needs at least one dimension, the tensor is 0-d");
     const int k = normalize_axis(axis, x->shape.size(), op, x->shape);
     if (x->dtype == DType::Float16) return cast(scan(rop, cast(x, DType::Float32), k, op), DType::Float16);
+    // uint64 wraps as int64 does (the same bits): the backends' scans are int64's
+    if (x->dtype == DType::UInt64) return cast(scan(rop, cast(x, DType::Int64), k, op), DType::UInt64);
     const DType t = reduce_dtype(rop, x->dtype);
     if (numel(x->shape) == 0) return cast(x, t);
     auto node = with_sources(make(NodeKind::Scan, t, x->device, x->shape), {cast(x, t)});
@@ -3393,12 +3575,17 @@ template <class S>
 Scalar make_scalar(S value) {
     if constexpr (std::is_same_v<S, bool>) return Scalar::of<bool>(value);
     else if constexpr (is_floating_v<S>) return Scalar::of<double>(static_cast<double>(value));
+    // unsigned 64-bit values keep their value past INT64_MAX (a uint64 scalar)
+    else if constexpr (std::is_unsigned_v<S> && sizeof(S) == 8) return Scalar::of<std::uint64_t>(static_cast<std::uint64_t>(value));
     else return Scalar::of<std::int64_t>(static_cast<std::int64_t>(value));
 }
 
-/// Result element type of a reduction.
+/// Result element type of a reduction (graph::reduce_dtype): sums and products of bool and
+/// integers are int64, except uint64's, which stay uint64.
 template <ReduceOp Op, class T>
-using reduce_t = std::conditional_t<(Op == ReduceOp::Sum || Op == ReduceOp::Prod) && !is_floating_v<T>, std::int64_t, T>;
+using reduce_t = std::conditional_t<(Op == ReduceOp::Sum || Op == ReduceOp::Prod) && !is_floating_v<T> &&
+                                        !std::is_same_v<T, std::uint64_t>,
+                                    std::int64_t, T>;
 template <class T>
 using mean_t = std::conditional_t<is_floating_v<T>, T, float>;
 
@@ -3679,7 +3866,8 @@ protected:
 template <class T>
 class Tensor : public TensorBase<T, Tensor<T>> {
     static_assert(detail::dtype_traits<T>::supported,
-                  "lazytensor: Tensor<T> supports T = bool, uint8_t, int32_t, int64_t, lazytensor::half, float, double");
+                  "lazytensor: Tensor<T> supports T = bool, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, "
+                  "uint64_t, lazytensor::half, float, double");
 
 public:
     /// An empty handle; give it a value with = before use (using it throws ValueError).
@@ -5239,7 +5427,9 @@ namespace lazytensor {
 template <class T, class D>
 template <class U>
 auto TensorBase<T, D>::cast() const {
-    static_assert(detail::dtype_traits<U>::supported, "lazytensor: cast<U> needs U = bool, uint8_t, int32_t, int64_t, lazytensor::half, float or double");
+    static_assert(detail::dtype_traits<U>::supported,
+                  "lazytensor: cast<U> needs U = bool, int8_t to int64_t, uint8_t to uint64_t, lazytensor::half, float "
+                  "or double");
     return detail::CastExpr<U, D>(self());
 }
 
@@ -10181,7 +10371,7 @@ Tensor<detail::value_t<E>> all_sum(const E& x, const Group& group = world()) {
 }
 
 /// The element-wise mean over the ranks: all_sum(x) / size(), the division fused into what reads
-/// it. Integers are summed in int64 (exactly) and averaged in float32, as lt::mean.
+/// it. Integers are summed in int64 (uint64 in uint64) and averaged in float32, as lt::mean.
 template <class E>
 Tensor<lazytensor::detail::mean_t<detail::value_t<E>>> all_mean(const E& x, const Group& group = world()) {
     using T = detail::value_t<E>;
@@ -10192,7 +10382,7 @@ Tensor<lazytensor::detail::mean_t<detail::value_t<E>>> all_mean(const E& x, cons
     if (v->dtype == DType::Bool)
         lazytensor::detail::fail<DTypeError>(api, ": cannot average bool tensors (shape ", v->shape,
                                              "); cast to a floating type first");
-    if (!is_floating(v->dtype)) v = g::cast(v, DType::Int64);
+    if (!is_floating(v->dtype) && v->dtype != DType::UInt64) v = g::cast(v, DType::Int64);  // uint64: past INT64_MAX
     detail::NodePtr sum = detail::collective(detail::CollectiveOp::Sum, v, 0, 0, group, api);
     const DType r = dtype_of<R>();
     if (sum->dtype != r) sum = g::cast(sum, r);
@@ -10936,7 +11126,7 @@ auto index_select(const E& x, int axis, const I& index) {
 template <class I, class = std::enable_if_t<detail::is_tensor_like_v<I>>>
 Tensor<std::int64_t> one_hot(const I& labels, std::int64_t num_classes = -1) {
     static_assert(detail::is_integer_label_v<typename I::value_type>,
-                  "lazytensor: one_hot needs integer labels (uint8, int32 or int64), not floating or bool ones; "
+                  "lazytensor: one_hot needs integer labels (int8 to int64, uint8 to uint64), not floating or bool ones; "
                   "cast them first, e.g. lt::one_hot(lt::cast<std::int64_t>(labels), num_classes)");
     const detail::NodePtr l = labels.build();
     if (num_classes < -1) detail::fail<ValueError>("one_hot: num_classes must be >= 0 or -1, got ", num_classes);
@@ -12099,13 +12289,14 @@ template <class T>
 Tensor<T> randint(std::int64_t low, std::int64_t high, const Shape& shape, std::uint64_t seed,
                   Device device = default_device()) {
     static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>,
-                  "lazytensor: randint<T> needs an integer T (uint8_t, int32_t, int64_t)");
+                  "lazytensor: randint<T> needs an integer T (int8_t to int64_t, uint8_t to uint64_t)");
     if (high <= low) detail::fail<ValueError>("randint: needs low < high, got [", low, ", ", high, ")");
     // Values are low + (63 random bits) mod (high - low): the width must fit in int64.
     if (static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low) > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
         detail::fail<ValueError>("randint: [", low, ", ", high, ") is wider than 2^63 - 1 values");
-    if (low < static_cast<std::int64_t>(std::numeric_limits<T>::min()) ||
-        high - 1 > static_cast<std::int64_t>(std::numeric_limits<T>::max()))
+    using L = std::numeric_limits<T>;  // uint64's maximum is no int64: compared as unsigned
+    if (low < static_cast<std::int64_t>(L::min()) || (std::is_unsigned_v<T> && low < 0) ||
+        (high - 1 >= 0 && static_cast<std::uint64_t>(high - 1) > static_cast<std::uint64_t>(L::max())))
         detail::fail<ValueError>("randint: [", low, ", ", high, ") does not fit ", dtype_of<T>());
     namespace g = detail::graph;
     const detail::NodePtr bits = detail::random_bits(shape, seed, device, "randint");
@@ -12558,7 +12749,7 @@ enum class Reduction { Mean, Sum, None };
 template <class E, class I, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I>>>
 auto cross_entropy(const E& logits, const I& labels, Reduction reduction = Reduction::Mean) {
     static_assert(detail::is_integer_label_v<typename I::value_type>,
-                  "lazytensor: cross_entropy needs integer class labels (uint8, int32 or int64), not floating or "
+                  "lazytensor: cross_entropy needs integer class labels (int8 to int64, uint8 to uint64), not floating or "
                   "bool ones; cast them first, e.g. lt::cross_entropy(logits, lt::cast<std::int64_t>(labels))");
     using R = detail::mean_t<typename E::value_type>;
     namespace g = detail::graph;
@@ -12810,8 +13001,13 @@ inline const char* descr_of(DType t) {
     switch (t) {
         case DType::Bool: return "|b1";
         case DType::UInt8: return "|u1";
+        case DType::Int8: return "|i1";
+        case DType::Int16: return "<i2";
+        case DType::UInt16: return "<u2";
         case DType::Int32: return "<i4";
+        case DType::UInt32: return "<u4";
         case DType::Int64: return "<i8";
+        case DType::UInt64: return "<u8";
         case DType::Float16: return "<f2";
         case DType::Float32: return "<f4";
         case DType::Float64: return "<f8";
@@ -12824,8 +13020,13 @@ inline const char* cpp_type_of(DType t) {
     switch (t) {
         case DType::Bool: return "bool";
         case DType::UInt8: return "uint8_t";
+        case DType::Int8: return "int8_t";
+        case DType::Int16: return "int16_t";
+        case DType::UInt16: return "uint16_t";
         case DType::Int32: return "int32_t";
+        case DType::UInt32: return "uint32_t";
         case DType::Int64: return "int64_t";
+        case DType::UInt64: return "uint64_t";
         case DType::Float16: return "lt::half";
         case DType::Float32: return "float";
         case DType::Float64: return "double";
@@ -13034,15 +13235,20 @@ inline std::pair<DType, bool> descr_dtype(const std::string& descr, const std::s
     DType t;
     if (code == "b1") t = DType::Bool;
     else if (code == "u1") t = DType::UInt8;
+    else if (code == "i1") t = DType::Int8;
+    else if (code == "i2") t = DType::Int16;
+    else if (code == "u2") t = DType::UInt16;
     else if (code == "i4") t = DType::Int32;
+    else if (code == "u4") t = DType::UInt32;
     else if (code == "i8") t = DType::Int64;
+    else if (code == "u8") t = DType::UInt64;
     else if (code == "f2") t = DType::Float16;
     else if (code == "f4") t = DType::Float32;
     else if (code == "f8") t = DType::Float64;
     else
         fail<DTypeError>("lt::load_npy: ", path, ": the file's dtype '", excerpt(descr), "' (", describe_code(code),
-                         ") is not one lazytensor has; it loads bool, uint8, int32, int64, float16, float32 and float64 "
-                         "arrays");
+                         ") is not one lazytensor has; it loads bool, int8, int16, int32, int64, uint8, uint16, uint32, "
+                         "uint64, float16, float32 and float64 arrays");
     // '|' (no byte order) and '=' mean this machine's, as in NumPy.
     const bool swap = dtype_size(t) > 1 && (order == '<' || order == '>') && (order == '<') != little_endian_host();
     return {t, swap};
@@ -14659,7 +14865,7 @@ std::vector<std::string> format_values(const std::vector<T>& values, int precisi
     } else {
         for (T v : values) {
             if constexpr (std::is_same_v<T, bool>) out.push_back(v ? "true" : "false");
-            else out.push_back(std::to_string(static_cast<long long>(v)));
+            else out.push_back(std::to_string(+v));  // + : int8 and uint8 as numbers; uint64 as unsigned
         }
     }
     return out;
@@ -18849,6 +19055,7 @@ inline void scatter(char* dst, const void* src, std::int64_t stride, std::int64_
 inline void strided_copy(void* dst, const char* src, std::int64_t stride, std::int64_t len, std::size_t esize) {
     switch (esize) {
         case 1: gather<std::uint8_t>(dst, src, stride, len); break;
+        case 2: gather<std::uint16_t>(dst, src, stride, len); break;
         case 4: gather<std::uint32_t>(dst, src, stride, len); break;
         default: gather<std::uint64_t>(dst, src, stride, len); break;
     }
@@ -18857,6 +19064,7 @@ inline void strided_copy(void* dst, const char* src, std::int64_t stride, std::i
 inline void strided_store(char* dst, const void* src, std::int64_t stride, std::int64_t len, std::size_t esize) {
     switch (esize) {
         case 1: scatter<std::uint8_t>(dst, src, stride, len); break;
+        case 2: scatter<std::uint16_t>(dst, src, stride, len); break;
         case 4: scatter<std::uint32_t>(dst, src, stride, len); break;
         default: scatter<std::uint64_t>(dst, src, stride, len); break;
     }
@@ -20655,6 +20863,7 @@ struct KernelOwner {
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <string>
@@ -20678,8 +20887,13 @@ inline const char* cl_value_type(DType t) {
     switch (t) {
         case DType::Bool: return "bool";
         case DType::UInt8: return "uchar";
+        case DType::Int8: return "char";
+        case DType::Int16: return "short";
+        case DType::UInt16: return "ushort";
         case DType::Int32: return "int";
+        case DType::UInt32: return "uint";
         case DType::Int64: return "long";
+        case DType::UInt64: return "ulong";
         case DType::Float16: return "float";  // computed in float; only buffers hold half
         case DType::Float32: return "float";
         case DType::Float64: return "double";
@@ -20692,14 +20906,10 @@ inline const char* cl_storage_type(DType t) {
     return t == DType::Bool ? "uchar" : t == DType::Float16 ? "half" : cl_value_type(t);
 }
 
-/// The unsigned type integer arithmetic wraps in.
-inline const char* cl_wrap_type(DType t) {
-    switch (t) {
-        case DType::Int32: return "uint";
-        case DType::Int64: return "ulong";
-        default: return "uint";  // uchar: int promotion, truncated on assignment
-    }
-}
+/// The unsigned type integer arithmetic wraps in: uint for types of up to 32 bits (8- and
+/// 16-bit operands would promote to int, whose overflow is undefined; the result is truncated
+/// on assignment), ulong for 64-bit ones.
+inline const char* cl_wrap_type(DType t) { return dtype_bits(t) == 64 ? "ulong" : "uint"; }
 
 /// An op's spelling for floating, integer and bool operand types: $a and $b are the operands,
 /// $T the value type, $U the unsigned type integers wrap in. nullptr where the op does not take
@@ -20824,7 +21034,7 @@ inline std::string cl_binary(BinaryOp op, DType t, const std::string& a, const s
 /// ir/shared_functions.hpp promises a body.
 inline std::string cl_shared_function(const shared::SharedFunction& f, DType t) {
     const std::string T = cl_value_type(t);
-    const bool f64 = t == DType::Float64, sign = t != DType::UInt8 && t != DType::Bool;
+    const bool f64 = t == DType::Float64, sign = !is_unsigned_integral(t) && t != DType::Bool;
     return "#define T " + T + "\n#define U " + (is_floating(t) ? T : std::string(cl_wrap_type(t))) +
            "\n#define LT_C(f, d) " + (f64 ? "d" : "f") + "\n#define LT_SIGNED " + (sign ? "1" : "0") +
            "\n#define LT_NEG(v) ((v) < (T)0)\n" +
@@ -20903,10 +21113,15 @@ inline std::string cl_literal(const Scalar& s, DType t) {
     switch (t) {
         case DType::Bool: return v.i ? "true" : "false";
         case DType::UInt8: return "(uchar)" + std::to_string(v.i);
+        case DType::Int8: return "(char)" + (v.i < 0 ? "(" + std::to_string(v.i) + ")" : std::to_string(v.i));
+        case DType::Int16: return "(short)" + (v.i < 0 ? "(" + std::to_string(v.i) + ")" : std::to_string(v.i));
+        case DType::UInt16: return "(ushort)" + std::to_string(v.i);
         case DType::Int32:
             return v.i == INT32_MIN ? "(-2147483647 - 1)" : std::to_string(v.i);
+        case DType::UInt32: return std::to_string(v.i) + "u";
         case DType::Int64:
             return v.i == INT64_MIN ? "(-9223372036854775807L - 1L)" : std::to_string(v.i) + "L";
+        case DType::UInt64: return std::to_string(static_cast<std::uint64_t>(v.i)) + "UL";
         case DType::Float16:  // the value, rounded to half by the cast above, as a float
         case DType::Float32:
         case DType::Float64: {
@@ -20939,12 +21154,16 @@ inline std::string cl_reduce_identity(ReduceOp op, DType t) {
     switch (op) {
         case ReduceOp::Sum: return cl_literal(Scalar::of<std::int64_t>(0), t);
         case ReduceOp::Prod: return std::string("((") + cl_value_type(t) + ")1)";
-        case ReduceOp::Max:
+        case ReduceOp::Max:  // the type's lowest value
             if (is_floating(t)) return t != DType::Float64 ? "(-INFINITY)" : "(-(double)INFINITY)";
-            return t == DType::UInt8 ? "(uchar)0" : t == DType::Int32 ? "(-2147483647 - 1)" : "(-9223372036854775807L - 1L)";
-        case ReduceOp::Min:
+            return detail::visit_dtype(t, [&](auto tag) {
+                return cl_literal(Scalar::of(std::numeric_limits<typename decltype(tag)::type>::lowest()), t);
+            });
+        case ReduceOp::Min:  // the type's highest value
             if (is_floating(t)) return t != DType::Float64 ? "INFINITY" : "((double)INFINITY)";
-            return t == DType::UInt8 ? "(uchar)255" : t == DType::Int32 ? "2147483647" : "9223372036854775807L";
+            return detail::visit_dtype(t, [&](auto tag) {
+                return cl_literal(Scalar::of(std::numeric_limits<typename decltype(tag)::type>::max()), t);
+            });
     }
     return "0";
 }
@@ -23061,8 +23280,13 @@ struct ScalarArg {
         switch (t) {
             case DType::Bool: put(static_cast<cl_uchar>(value.as<bool>() ? 1 : 0)); break;
             case DType::UInt8: put(static_cast<cl_uchar>(value.as<std::uint8_t>())); break;
+            case DType::Int8: put(static_cast<cl_char>(value.as<std::int8_t>())); break;
+            case DType::Int16: put(static_cast<cl_short>(value.as<std::int16_t>())); break;
+            case DType::UInt16: put(static_cast<cl_ushort>(value.as<std::uint16_t>())); break;
             case DType::Int32: put(static_cast<cl_int>(value.as<std::int32_t>())); break;
+            case DType::UInt32: put(static_cast<cl_uint>(value.as<std::uint32_t>())); break;
             case DType::Int64: put(static_cast<cl_long>(value.as<std::int64_t>())); break;
+            case DType::UInt64: put(static_cast<cl_ulong>(value.as<std::uint64_t>())); break;
             case DType::Float16: put(static_cast<cl_float>(value.cast(DType::Float16).as<float>())); break;
             case DType::Float32: put(static_cast<cl_float>(value.as<float>())); break;
             case DType::Float64: put(static_cast<cl_double>(value.as<double>())); break;
@@ -25029,10 +25253,17 @@ inline std::string sort_key_functions(DType t) {
             key = "    double v = in[i];\n    if (isnan(v)) v = (double)NAN;\n    if (v == 0.0) v = 0.0;\n"
                   "    const ulong u = as_ulong(v);\n    return (u >> 63) ? ~u : (u | 0x8000000000000000UL);\n";
             break;
-        case DType::Int32: key = "    return (ulong)((uint)in[i] ^ 0x80000000u);\n"; break;
+        // Signed integers: the sign bit flipped, in 8 bits for int8 (a 1-byte type's key has 8
+        // significant bits), 32 for int16 and int32, 64 for int64.
+        case DType::Int8: key = "    return (ulong)((uchar)in[i] ^ (uchar)0x80);\n"; break;
+        case DType::Int16:
+        case DType::Int32: key = "    return (ulong)((uint)(int)in[i] ^ 0x80000000u);\n"; break;
         case DType::Int64: key = "    return (ulong)in[i] ^ 0x8000000000000000UL;\n"; break;
         case DType::Bool:
-        case DType::UInt8: key = "    return (ulong)in[i];\n"; break;
+        case DType::UInt8:
+        case DType::UInt16:
+        case DType::UInt32:
+        case DType::UInt64: key = "    return (ulong)in[i];\n"; break;
     }
     std::string s = t == DType::Float64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "";
     s += "inline ulong lt_key(__global const " + sort_storage_type(t) + "* in, long i) {\n" + key + "}\n";
@@ -25208,10 +25439,15 @@ inline std::string radix_store_function(DType t) {
             body = "    const double v = as_double((k >> 63) ? (k & 0x7fffffffffffffffUL) : ~k);\n"
                    "    values[at] = v == 0.0 || isnan(v) ? in[p] : v;\n";
             break;
+        case DType::Int8: body = "    values[at] = (char)((uchar)k ^ (uchar)0x80);\n"; break;
+        case DType::Int16: body = "    values[at] = (short)(int)((uint)k ^ 0x80000000u);\n"; break;
         case DType::Int32: body = "    values[at] = (int)((uint)k ^ 0x80000000u);\n"; break;
         case DType::Int64: body = "    values[at] = (long)(k ^ 0x8000000000000000UL);\n"; break;
         case DType::Bool:
-        case DType::UInt8: body = "    values[at] = (uchar)k;\n"; break;
+        case DType::UInt8:
+        case DType::UInt16:
+        case DType::UInt32:
+        case DType::UInt64: body = std::string("    values[at] = (") + S + ")k;\n"; break;
     }
     return "inline void lt_store_value(__global const " + S + "* in, __global " + copy +
            "* values, uint at, lt_rkey key, int descending, uint p) {\n    const lt_rkey k = descending ? ~key : key;\n" + body + "}\n";
@@ -30230,8 +30466,13 @@ inline MPI_Datatype datatype(DType t) {
     switch (t) {
         case DType::Bool: return MPI_C_BOOL;
         case DType::UInt8: return MPI_UINT8_T;
+        case DType::Int8: return MPI_INT8_T;
+        case DType::Int16: return MPI_INT16_T;
+        case DType::UInt16: return MPI_UINT16_T;
         case DType::Int32: return MPI_INT32_T;
+        case DType::UInt32: return MPI_UINT32_T;
         case DType::Int64: return MPI_INT64_T;
+        case DType::UInt64: return MPI_UINT64_T;
         case DType::Float16: return MPI_UINT16_T;  // moved as 16-bit words; reduced in float32 (frontend/dist.hpp)
         case DType::Float32: return MPI_FLOAT;
         case DType::Float64: return MPI_DOUBLE;

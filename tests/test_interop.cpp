@@ -640,7 +640,8 @@ inline DLManagedTensor* interop_foreign(void* data, DLDevice device, DLDataType 
 }  // namespace
 
 TEST_CASE_TEMPLATE("DLPack: a round trip shares the memory and calls the deleter once", T, std::uint8_t, std::int32_t,
-                   std::int64_t, lt::half, float, double) {
+                   std::int64_t, lt::half, float, double, std::int8_t, std::int16_t, std::uint16_t, std::uint32_t,
+                   std::uint64_t) {
     for_each_device([](lt::Device d) {
         std::vector<T> values;
         for (int i = 0; i < 12; ++i) values.push_back(interop_value<T>(i));

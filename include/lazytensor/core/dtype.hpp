@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 // Element types: the runtime tag (DType), the C++ type behind it, and the promotion rules.
-// Promotion follows PyTorch: a tensor of a higher category (bool < integer < floating) wins,
-// within a category the wider type wins, and a scalar never widens a tensor of its own
-// category (int32 tensor + int64 scalar -> int32; int32 tensor + 2.5 -> float32).
-// float16 (lazytensor::half) is a floating type for promotion; kernels compute it in float32.
+// Promotion (docs/dtypes.md has the whole table): a tensor of a higher category (bool <
+// integer < floating) wins; two integers meet in the smallest integer type that holds every
+// value of both, as NumPy's rule (int8 + uint8 -> int16, uint32 + int32 -> int64), and uint64
+// with a signed type meets in float64 as in NumPy; two floating types meet in the wider. A
+// scalar never widens a tensor of its own category (int32 tensor + int64 scalar -> int32;
+// int32 tensor + 2.5 -> float32). float16 (lazytensor::half) is a floating type for promotion;
+// kernels compute it in float32.
 #pragma once
 
 #include <cmath>
@@ -15,22 +18,28 @@
 #include <type_traits>
 
 #include "error.hpp"
+#include "bfloat16.hpp"
 #include "half.hpp"
 
 namespace lazytensor {
 
 // The dtype list, defined once: X(enumerator, C++ type, name). Order is promotion order.
-#define LAZYTENSOR_DTYPES(X)        \
-    X(Bool, bool, "bool")           \
-    X(UInt8, std::uint8_t, "uint8") \
-    X(Int32, std::int32_t, "int32") \
-    X(Int64, std::int64_t, "int64") \
-    X(Float16, half, "float16")     \
-    X(Float32, float, "float32")    \
+#define LAZYTENSOR_DTYPES(X)           \
+    X(Bool, bool, "bool")              \
+    X(UInt8, std::uint8_t, "uint8")    \
+    X(Int8, std::int8_t, "int8")       \
+    X(Int16, std::int16_t, "int16")    \
+    X(UInt16, std::uint16_t, "uint16") \
+    X(Int32, std::int32_t, "int32")    \
+    X(UInt32, std::uint32_t, "uint32") \
+    X(Int64, std::int64_t, "int64")    \
+    X(UInt64, std::uint64_t, "uint64") \
+    X(Float16, half, "float16")        \
+    X(Float32, float, "float32")       \
     X(Float64, double, "float64")
 
-/// The runtime tag of an element type: Bool, UInt8, Int32, Int64, Float16, Float32, Float64
-/// (in promotion order).
+/// The runtime tag of an element type: Bool, UInt8, Int8, Int16, UInt16, Int32, UInt32, Int64,
+/// UInt64, Float16, Float32, Float64 (bool, then integers and floating types by width).
 enum class DType : std::uint8_t {
 #define LAZYTENSOR_X(name, type, text) name,
     LAZYTENSOR_DTYPES(LAZYTENSOR_X)
@@ -46,7 +55,8 @@ inline constexpr int dtype_count = 0
     ;
 ///@}
 
-/// The dtype's name: "bool", "uint8", "int32", "int64", "float16", "float32" or "float64".
+/// The dtype's name: "bool", "uint8", "int8", "int16", "uint16", "int32", "uint32", "int64",
+/// "uint64", "float16", "float32" or "float64".
 inline const char* dtype_name(DType t) {
     switch (t) {
 #define LAZYTENSOR_X(name, type, text) \
@@ -73,8 +83,32 @@ inline std::size_t dtype_size(DType t) {
 
 /// Whether t is float16, float32 or float64.
 constexpr bool is_floating(DType t) { return t == DType::Float16 || t == DType::Float32 || t == DType::Float64; }
-/// Whether t is uint8, int32 or int64 (bool is not).
-constexpr bool is_integral(DType t) { return t == DType::UInt8 || t == DType::Int32 || t == DType::Int64; }
+/// Whether t is an integer type: int8 to int64 or uint8 to uint64 (bool is not).
+constexpr bool is_integral(DType t) { return t != DType::Bool && !is_floating(t); }
+
+/// Whether t is uint8, uint16, uint32 or uint64 (bool is not).
+constexpr bool is_unsigned_integral(DType t) {
+    return t == DType::UInt8 || t == DType::UInt16 || t == DType::UInt32 || t == DType::UInt64;
+}
+
+/// Bits per value: 1 for bool, else 8 * the element size.
+constexpr int dtype_bits(DType t) {
+    switch (t) {
+        case DType::Bool: return 1;
+        case DType::UInt8:
+        case DType::Int8: return 8;
+        case DType::Int16:
+        case DType::UInt16:
+        case DType::Float16: return 16;
+        case DType::Int32:
+        case DType::UInt32:
+        case DType::Float32: return 32;
+        case DType::Int64:
+        case DType::UInt64:
+        case DType::Float64: return 64;
+    }
+    return 0;
+}
 
 /// Category used by promotion: 0 bool, 1 integer, 2 floating.
 constexpr int dtype_category(DType t) { return t == DType::Bool ? 0 : is_floating(t) ? 2 : 1; }
@@ -168,15 +202,32 @@ inline To convert(From x) {
 template <class T>
 constexpr DType dtype_of() {
     static_assert(detail::dtype_traits<T>::supported,
-                  "lazytensor: unsupported element type; use bool, uint8_t, int32_t, int64_t, lazytensor::half, float or double");
+                  "lazytensor: unsupported element type; use bool, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, "
+                  "uint32_t, uint64_t, lazytensor::half, float or double");
     return detail::dtype_traits<T>::value;
 }
 
-/// Promotion of two tensor dtypes (PyTorch's rule).
+/// Promotion of two tensor dtypes. Across categories the higher wins (bool < integer <
+/// floating: int32 + float16 -> float16, as PyTorch; NumPy would widen the float, see
+/// docs/dtypes.md). Two integers meet in the smallest integer type that holds every value of
+/// both (NumPy's rule): the wider of one signedness; a signed type wider than the unsigned one
+/// as it is (int16 + uint8 -> int16); else the signed type of twice the unsigned one's width
+/// (int8 + uint8 -> int16, int32 + uint32 -> int64), and float64 for uint64 with any signed
+/// type (none holds both). Two floating types meet in the wider.
 constexpr DType promote(DType a, DType b) {
     const int ca = dtype_category(a), cb = dtype_category(b);
     if (ca != cb) return ca > cb ? a : b;
-    return static_cast<int>(a) >= static_cast<int>(b) ? a : b;
+    if (a == b || ca != 1) return static_cast<int>(a) >= static_cast<int>(b) ? a : b;
+    const bool ua = is_unsigned_integral(a), ub = is_unsigned_integral(b);
+    if (ua == ub) return dtype_bits(a) >= dtype_bits(b) ? a : b;
+    const DType u = ua ? a : b, s = ua ? b : a;
+    if (dtype_bits(s) > dtype_bits(u)) return s;
+    switch (dtype_bits(u)) {
+        case 8: return DType::Int16;
+        case 16: return DType::Int32;
+        case 32: return DType::Int64;
+        default: return DType::Float64;
+    }
 }
 
 /// Promotion over the operands of one op: tensors promote among themselves; scalars only
@@ -210,7 +261,7 @@ struct Promotion {
 template <DType D>
 using dtype_type_t = typename detail::dtype_type<D>::type;
 
-/// Promotion of two tensor element types (PyTorch's rule).
+/// Promotion of two tensor element types (promote()).
 template <class A, class B>
 using promote_t = dtype_type_t<promote(dtype_of<A>(), dtype_of<B>())>;
 
@@ -224,7 +275,7 @@ struct Scalar {
     double f = 0;        ///< the value, for floating dtypes
     std::int64_t i = 0;  ///< the value, for integer and bool dtypes
 
-    /// A scalar of T's dtype holding `value`.
+    /// A scalar of T's dtype holding `value` (a uint64 value is kept as its bits in `i`).
     template <class T>
     static Scalar of(T value) {
         Scalar s;
@@ -236,11 +287,17 @@ struct Scalar {
         return s;
     }
 
-    /// The value converted to T (float to integer saturates, NaN gives 0; to bool: != 0).
+    /// The value converted to T (float to integer saturates, NaN gives 0; to bool: != 0;
+    /// integer to integer wraps).
     template <class T>
     T as() const {
-        return is_floating(dtype) ? detail::convert<T>(f) : detail::convert<T>(i);
+        if (is_floating(dtype)) return detail::convert<T>(f);
+        if (dtype == DType::UInt64) return detail::convert<T>(static_cast<std::uint64_t>(i));
+        return detail::convert<T>(i);
     }
+
+    /// Whether the value is below 0 (a uint64 scalar never is).
+    bool negative() const { return is_floating(dtype) ? f < 0 : dtype != DType::UInt64 && i < 0; }
 
     /// The same value converted to another dtype (as as<T>() converts).
     Scalar cast(DType to) const {
@@ -263,6 +320,7 @@ struct Scalar {
 inline std::ostream& operator<<(std::ostream& out, const Scalar& s) {
     if (s.dtype == DType::Bool) return out << (s.i ? "true" : "false");
     if (is_floating(s.dtype)) return out << s.f;
+    if (s.dtype == DType::UInt64) return out << static_cast<std::uint64_t>(s.i);
     return out << s.i;
 }
 

@@ -49,8 +49,13 @@ inline MPI_Datatype datatype(DType t) {
     switch (t) {
         case DType::Bool: return MPI_C_BOOL;
         case DType::UInt8: return MPI_UINT8_T;
+        case DType::Int8: return MPI_INT8_T;
+        case DType::Int16: return MPI_INT16_T;
+        case DType::UInt16: return MPI_UINT16_T;
         case DType::Int32: return MPI_INT32_T;
+        case DType::UInt32: return MPI_UINT32_T;
         case DType::Int64: return MPI_INT64_T;
+        case DType::UInt64: return MPI_UINT64_T;
         case DType::Float16: return MPI_UINT16_T;  // moved as 16-bit words; reduced in float32 (frontend/dist.hpp)
         case DType::Float32: return MPI_FLOAT;
         case DType::Float64: return MPI_DOUBLE;

@@ -164,7 +164,7 @@ Tensor<detail::value_t<E>> all_sum(const E& x, const Group& group = world()) {
 }
 
 /// The element-wise mean over the ranks: all_sum(x) / size(), the division fused into what reads
-/// it. Integers are summed in int64 (exactly) and averaged in float32, as lt::mean.
+/// it. Integers are summed in int64 (uint64 in uint64) and averaged in float32, as lt::mean.
 template <class E>
 Tensor<lazytensor::detail::mean_t<detail::value_t<E>>> all_mean(const E& x, const Group& group = world()) {
     using T = detail::value_t<E>;
@@ -175,7 +175,7 @@ Tensor<lazytensor::detail::mean_t<detail::value_t<E>>> all_mean(const E& x, cons
     if (v->dtype == DType::Bool)
         lazytensor::detail::fail<DTypeError>(api, ": cannot average bool tensors (shape ", v->shape,
                                              "); cast to a floating type first");
-    if (!is_floating(v->dtype)) v = g::cast(v, DType::Int64);
+    if (!is_floating(v->dtype) && v->dtype != DType::UInt64) v = g::cast(v, DType::Int64);  // uint64: past INT64_MAX
     detail::NodePtr sum = detail::collective(detail::CollectiveOp::Sum, v, 0, 0, group, api);
     const DType r = dtype_of<R>();
     if (sum->dtype != r) sum = g::cast(sum, r);

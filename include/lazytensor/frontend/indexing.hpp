@@ -82,7 +82,7 @@ auto index_select(const E& x, int axis, const I& index) {
 template <class I, class = std::enable_if_t<detail::is_tensor_like_v<I>>>
 Tensor<std::int64_t> one_hot(const I& labels, std::int64_t num_classes = -1) {
     static_assert(detail::is_integer_label_v<typename I::value_type>,
-                  "lazytensor: one_hot needs integer labels (uint8, int32 or int64), not floating or bool ones; "
+                  "lazytensor: one_hot needs integer labels (int8 to int64, uint8 to uint64), not floating or bool ones; "
                   "cast them first, e.g. lt::one_hot(lt::cast<std::int64_t>(labels), num_classes)");
     const detail::NodePtr l = labels.build();
     if (num_classes < -1) detail::fail<ValueError>("one_hot: num_classes must be >= 0 or -1, got ", num_classes);

@@ -148,7 +148,7 @@ enum class Reduction { Mean, Sum, None };
 template <class E, class I, class = std::enable_if_t<detail::is_tensor_like_v<E> && detail::is_tensor_like_v<I>>>
 auto cross_entropy(const E& logits, const I& labels, Reduction reduction = Reduction::Mean) {
     static_assert(detail::is_integer_label_v<typename I::value_type>,
-                  "lazytensor: cross_entropy needs integer class labels (uint8, int32 or int64), not floating or "
+                  "lazytensor: cross_entropy needs integer class labels (int8 to int64, uint8 to uint64), not floating or "
                   "bool ones; cast them first, e.g. lt::cross_entropy(logits, lt::cast<std::int64_t>(labels))");
     using R = detail::mean_t<typename E::value_type>;
     namespace g = detail::graph;

@@ -66,8 +66,13 @@ inline const char* descr_of(DType t) {
     switch (t) {
         case DType::Bool: return "|b1";
         case DType::UInt8: return "|u1";
+        case DType::Int8: return "|i1";
+        case DType::Int16: return "<i2";
+        case DType::UInt16: return "<u2";
         case DType::Int32: return "<i4";
+        case DType::UInt32: return "<u4";
         case DType::Int64: return "<i8";
+        case DType::UInt64: return "<u8";
         case DType::Float16: return "<f2";
         case DType::Float32: return "<f4";
         case DType::Float64: return "<f8";
@@ -80,8 +85,13 @@ inline const char* cpp_type_of(DType t) {
     switch (t) {
         case DType::Bool: return "bool";
         case DType::UInt8: return "uint8_t";
+        case DType::Int8: return "int8_t";
+        case DType::Int16: return "int16_t";
+        case DType::UInt16: return "uint16_t";
         case DType::Int32: return "int32_t";
+        case DType::UInt32: return "uint32_t";
         case DType::Int64: return "int64_t";
+        case DType::UInt64: return "uint64_t";
         case DType::Float16: return "lt::half";
         case DType::Float32: return "float";
         case DType::Float64: return "double";
@@ -290,15 +300,20 @@ inline std::pair<DType, bool> descr_dtype(const std::string& descr, const std::s
     DType t;
     if (code == "b1") t = DType::Bool;
     else if (code == "u1") t = DType::UInt8;
+    else if (code == "i1") t = DType::Int8;
+    else if (code == "i2") t = DType::Int16;
+    else if (code == "u2") t = DType::UInt16;
     else if (code == "i4") t = DType::Int32;
+    else if (code == "u4") t = DType::UInt32;
     else if (code == "i8") t = DType::Int64;
+    else if (code == "u8") t = DType::UInt64;
     else if (code == "f2") t = DType::Float16;
     else if (code == "f4") t = DType::Float32;
     else if (code == "f8") t = DType::Float64;
     else
         fail<DTypeError>("lt::load_npy: ", path, ": the file's dtype '", excerpt(descr), "' (", describe_code(code),
-                         ") is not one lazytensor has; it loads bool, uint8, int32, int64, float16, float32 and float64 "
-                         "arrays");
+                         ") is not one lazytensor has; it loads bool, int8, int16, int32, int64, uint8, uint16, uint32, "
+                         "uint64, float16, float32 and float64 arrays");
     // '|' (no byte order) and '=' mean this machine's, as in NumPy.
     const bool swap = dtype_size(t) > 1 && (order == '<' || order == '>') && (order == '<') != little_endian_host();
     return {t, swap};

@@ -148,7 +148,7 @@ std::vector<std::string> format_values(const std::vector<T>& values, int precisi
     } else {
         for (T v : values) {
             if constexpr (std::is_same_v<T, bool>) out.push_back(v ? "true" : "false");
-            else out.push_back(std::to_string(static_cast<long long>(v)));
+            else out.push_back(std::to_string(+v));  // + : int8 and uint8 as numbers; uint64 as unsigned
         }
     }
     return out;

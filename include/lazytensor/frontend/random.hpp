@@ -91,13 +91,14 @@ template <class T>
 Tensor<T> randint(std::int64_t low, std::int64_t high, const Shape& shape, std::uint64_t seed,
                   Device device = default_device()) {
     static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>,
-                  "lazytensor: randint<T> needs an integer T (uint8_t, int32_t, int64_t)");
+                  "lazytensor: randint<T> needs an integer T (int8_t to int64_t, uint8_t to uint64_t)");
     if (high <= low) detail::fail<ValueError>("randint: needs low < high, got [", low, ", ", high, ")");
     // Values are low + (63 random bits) mod (high - low): the width must fit in int64.
     if (static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low) > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
         detail::fail<ValueError>("randint: [", low, ", ", high, ") is wider than 2^63 - 1 values");
-    if (low < static_cast<std::int64_t>(std::numeric_limits<T>::min()) ||
-        high - 1 > static_cast<std::int64_t>(std::numeric_limits<T>::max()))
+    using L = std::numeric_limits<T>;  // uint64's maximum is no int64: compared as unsigned
+    if (low < static_cast<std::int64_t>(L::min()) || (std::is_unsigned_v<T> && low < 0) ||
+        (high - 1 >= 0 && static_cast<std::uint64_t>(high - 1) > static_cast<std::uint64_t>(L::max())))
         detail::fail<ValueError>("randint: [", low, ", ", high, ") does not fit ", dtype_of<T>());
     namespace g = detail::graph;
     const detail::NodePtr bits = detail::random_bits(shape, seed, device, "randint");

@@ -64,12 +64,17 @@ template <class S>
 Scalar make_scalar(S value) {
     if constexpr (std::is_same_v<S, bool>) return Scalar::of<bool>(value);
     else if constexpr (is_floating_v<S>) return Scalar::of<double>(static_cast<double>(value));
+    // unsigned 64-bit values keep their value past INT64_MAX (a uint64 scalar)
+    else if constexpr (std::is_unsigned_v<S> && sizeof(S) == 8) return Scalar::of<std::uint64_t>(static_cast<std::uint64_t>(value));
     else return Scalar::of<std::int64_t>(static_cast<std::int64_t>(value));
 }
 
-/// Result element type of a reduction.
+/// Result element type of a reduction (graph::reduce_dtype): sums and products of bool and
+/// integers are int64, except uint64's, which stay uint64.
 template <ReduceOp Op, class T>
-using reduce_t = std::conditional_t<(Op == ReduceOp::Sum || Op == ReduceOp::Prod) && !is_floating_v<T>, std::int64_t, T>;
+using reduce_t = std::conditional_t<(Op == ReduceOp::Sum || Op == ReduceOp::Prod) && !is_floating_v<T> &&
+                                        !std::is_same_v<T, std::uint64_t>,
+                                    std::int64_t, T>;
 template <class T>
 using mean_t = std::conditional_t<is_floating_v<T>, T, float>;
 
@@ -350,7 +355,8 @@ protected:
 template <class T>
 class Tensor : public TensorBase<T, Tensor<T>> {
     static_assert(detail::dtype_traits<T>::supported,
-                  "lazytensor: Tensor<T> supports T = bool, uint8_t, int32_t, int64_t, lazytensor::half, float, double");
+                  "lazytensor: Tensor<T> supports T = bool, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, "
+                  "uint64_t, lazytensor::half, float, double");
 
 public:
     /// An empty handle; give it a value with = before use (using it throws ValueError).

@@ -312,14 +312,14 @@ LAZYTENSOR_ENGINE_API void check_scalar_fits(const Scalar& s, DType to, const ch
             const long double t = std::trunc(static_cast<long double>(s.f));
             return std::isfinite(s.f) && t >= static_cast<long double>(L::min()) && t <= static_cast<long double>(L::max());
         }
-        return s.i >= static_cast<std::int64_t>(L::min()) &&
-               (s.i < 0 || static_cast<std::uint64_t>(s.i) <= static_cast<std::uint64_t>(L::max()));
+        if (s.negative()) return s.i >= static_cast<std::int64_t>(L::min());
+        return static_cast<std::uint64_t>(s.i) <= static_cast<std::uint64_t>(L::max());  // a uint64 scalar's bits
     });
     if (!fits) {
         const auto [lo, hi] = visit_dtype(to, [](auto tag) {
             using T = typename decltype(tag)::type;
-            return std::make_pair(static_cast<std::int64_t>(std::numeric_limits<T>::min()),
-                                  static_cast<std::int64_t>(std::numeric_limits<T>::max()));
+            // unary + prints int8's and uint8's limits as numbers, not characters
+            return std::make_pair(std::to_string(+std::numeric_limits<T>::min()), std::to_string(+std::numeric_limits<T>::max()));
         });
         fail<ValueError>(op, ": the scalar ", s, " does not fit ", to, " (", lo, " to ", hi, "), the dtype the operation ",
                          "computes in; cast the tensor first, e.g. lt::cast<int64_t>(x) or lt::cast<float>(x)");
@@ -467,7 +467,7 @@ LAZYTENSOR_ENGINE_API NodePtr sign(const NodePtr& x) {
     using namespace composite;
     check_unary_rule(TypeRule::Numeric, x->dtype, "sign");
     const NodePtr rest = sub(x, x);
-    const NodePtr below = x->dtype == DType::UInt8 ? rest : where(less(x, whole(0)), whole(-1), rest);
+    const NodePtr below = is_unsigned_integral(x->dtype) ? rest : where(less(x, whole(0)), whole(-1), rest);
     return stop_gradient(where(binary(BinaryOp::Gt, x, whole(0)), whole(1), below));
 }
 
@@ -643,7 +643,9 @@ LAZYTENSOR_ENGINE_API NodePtr squeeze_axes(const NodePtr& x, const Axes& axes) {
 }
 
 LAZYTENSOR_ENGINE_API DType reduce_dtype(ReduceOp rop, DType in) {
-    return (rop == ReduceOp::Sum || rop == ReduceOp::Prod) && !is_floating(in) ? DType::Int64 : in;
+    // NumPy sums every signed integer in int64 and every unsigned one in uint64; uint8's sum
+    // was int64 before the other unsigned types came, so all but uint64 sum in int64 here.
+    return (rop == ReduceOp::Sum || rop == ReduceOp::Prod) && !is_floating(in) && in != DType::UInt64 ? DType::Int64 : in;
 }
 
 LAZYTENSOR_ENGINE_API Axes reduced_axes(const NodePtr& x, const std::optional<Axes>& user_axes, const char* op) {
@@ -765,6 +767,8 @@ LAZYTENSOR_ENGINE_API NodePtr scan(ReduceOp rop, const NodePtr& x, int axis, con
     if (x->shape.empty()) fail<AxisError>(op, ": needs at least one dimension, the tensor is 0-d");
     const int k = normalize_axis(axis, x->shape.size(), op, x->shape);
     if (x->dtype == DType::Float16) return cast(scan(rop, cast(x, DType::Float32), k, op), DType::Float16);
+    // uint64 wraps as int64 does (the same bits): the backends' scans are int64's
+    if (x->dtype == DType::UInt64) return cast(scan(rop, cast(x, DType::Int64), k, op), DType::UInt64);
     const DType t = reduce_dtype(rop, x->dtype);
     if (numel(x->shape) == 0) return cast(x, t);
     auto node = with_sources(make(NodeKind::Scan, t, x->device, x->shape), {cast(x, t)});

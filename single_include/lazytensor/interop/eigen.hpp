@@ -79,8 +79,8 @@ auto from_eigen(M&& m) {
                   "lazytensor: from_eigen needs an Eigen object with memory of its own (a Matrix, Array, Map, Ref or "
                   "Block of one), not an expression; evaluate it into a matrix first");
     static_assert(detail::eigen_scalar_ok_v<Scalar>,
-                  "lazytensor: from_eigen needs a scalar lazytensor has: bool, uint8_t, int32_t, int64_t, float or "
-                  "double (Eigen::half is not lt::half)");
+                  "lazytensor: from_eigen needs a scalar lazytensor has: bool, int8_t to int64_t, uint8_t to uint64_t, "
+                  "float or double (Eigen::half is not lt::half)");
     const Eigen::Index inner = m.innerStride(), outer = m.outerStride();
     auto* data = m.data();
     if constexpr (Plain::IsVectorAtCompileTime) {

@@ -108,6 +108,7 @@ inline void scatter(char* dst, const void* src, std::int64_t stride, std::int64_
 inline void strided_copy(void* dst, const char* src, std::int64_t stride, std::int64_t len, std::size_t esize) {
     switch (esize) {
         case 1: gather<std::uint8_t>(dst, src, stride, len); break;
+        case 2: gather<std::uint16_t>(dst, src, stride, len); break;
         case 4: gather<std::uint32_t>(dst, src, stride, len); break;
         default: gather<std::uint64_t>(dst, src, stride, len); break;
     }
@@ -116,6 +117,7 @@ inline void strided_copy(void* dst, const char* src, std::int64_t stride, std::i
 inline void strided_store(char* dst, const void* src, std::int64_t stride, std::int64_t len, std::size_t esize) {
     switch (esize) {
         case 1: scatter<std::uint8_t>(dst, src, stride, len); break;
+        case 2: scatter<std::uint16_t>(dst, src, stride, len); break;
         case 4: scatter<std::uint32_t>(dst, src, stride, len); break;
         default: scatter<std::uint64_t>(dst, src, stride, len); break;
     }

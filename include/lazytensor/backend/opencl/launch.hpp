@@ -47,8 +47,13 @@ struct ScalarArg {
         switch (t) {
             case DType::Bool: put(static_cast<cl_uchar>(value.as<bool>() ? 1 : 0)); break;
             case DType::UInt8: put(static_cast<cl_uchar>(value.as<std::uint8_t>())); break;
+            case DType::Int8: put(static_cast<cl_char>(value.as<std::int8_t>())); break;
+            case DType::Int16: put(static_cast<cl_short>(value.as<std::int16_t>())); break;
+            case DType::UInt16: put(static_cast<cl_ushort>(value.as<std::uint16_t>())); break;
             case DType::Int32: put(static_cast<cl_int>(value.as<std::int32_t>())); break;
+            case DType::UInt32: put(static_cast<cl_uint>(value.as<std::uint32_t>())); break;
             case DType::Int64: put(static_cast<cl_long>(value.as<std::int64_t>())); break;
+            case DType::UInt64: put(static_cast<cl_ulong>(value.as<std::uint64_t>())); break;
             case DType::Float16: put(static_cast<cl_float>(value.cast(DType::Float16).as<float>())); break;
             case DType::Float32: put(static_cast<cl_float>(value.as<float>())); break;
             case DType::Float64: put(static_cast<cl_double>(value.as<double>())); break;

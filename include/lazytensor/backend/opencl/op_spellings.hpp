@@ -21,8 +21,13 @@ inline const char* cl_value_type(DType t) {
     switch (t) {
         case DType::Bool: return "bool";
         case DType::UInt8: return "uchar";
+        case DType::Int8: return "char";
+        case DType::Int16: return "short";
+        case DType::UInt16: return "ushort";
         case DType::Int32: return "int";
+        case DType::UInt32: return "uint";
         case DType::Int64: return "long";
+        case DType::UInt64: return "ulong";
         case DType::Float16: return "float";  // computed in float; only buffers hold half
         case DType::Float32: return "float";
         case DType::Float64: return "double";
@@ -35,14 +40,10 @@ inline const char* cl_storage_type(DType t) {
     return t == DType::Bool ? "uchar" : t == DType::Float16 ? "half" : cl_value_type(t);
 }
 
-/// The unsigned type integer arithmetic wraps in.
-inline const char* cl_wrap_type(DType t) {
-    switch (t) {
-        case DType::Int32: return "uint";
-        case DType::Int64: return "ulong";
-        default: return "uint";  // uchar: int promotion, truncated on assignment
-    }
-}
+/// The unsigned type integer arithmetic wraps in: uint for types of up to 32 bits (8- and
+/// 16-bit operands would promote to int, whose overflow is undefined; the result is truncated
+/// on assignment), ulong for 64-bit ones.
+inline const char* cl_wrap_type(DType t) { return dtype_bits(t) == 64 ? "ulong" : "uint"; }
 
 /// An op's spelling for floating, integer and bool operand types: $a and $b are the operands,
 /// $T the value type, $U the unsigned type integers wrap in. nullptr where the op does not take
@@ -167,7 +168,7 @@ inline std::string cl_binary(BinaryOp op, DType t, const std::string& a, const s
 /// ir/shared_functions.hpp promises a body.
 inline std::string cl_shared_function(const shared::SharedFunction& f, DType t) {
     const std::string T = cl_value_type(t);
-    const bool f64 = t == DType::Float64, sign = t != DType::UInt8 && t != DType::Bool;
+    const bool f64 = t == DType::Float64, sign = !is_unsigned_integral(t) && t != DType::Bool;
     return "#define T " + T + "\n#define U " + (is_floating(t) ? T : std::string(cl_wrap_type(t))) +
            "\n#define LT_C(f, d) " + (f64 ? "d" : "f") + "\n#define LT_SIGNED " + (sign ? "1" : "0") +
            "\n#define LT_NEG(v) ((v) < (T)0)\n" +

@@ -24,6 +24,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <string>
@@ -82,10 +83,15 @@ inline std::string cl_literal(const Scalar& s, DType t) {
     switch (t) {
         case DType::Bool: return v.i ? "true" : "false";
         case DType::UInt8: return "(uchar)" + std::to_string(v.i);
+        case DType::Int8: return "(char)" + (v.i < 0 ? "(" + std::to_string(v.i) + ")" : std::to_string(v.i));
+        case DType::Int16: return "(short)" + (v.i < 0 ? "(" + std::to_string(v.i) + ")" : std::to_string(v.i));
+        case DType::UInt16: return "(ushort)" + std::to_string(v.i);
         case DType::Int32:
             return v.i == INT32_MIN ? "(-2147483647 - 1)" : std::to_string(v.i);
+        case DType::UInt32: return std::to_string(v.i) + "u";
         case DType::Int64:
             return v.i == INT64_MIN ? "(-9223372036854775807L - 1L)" : std::to_string(v.i) + "L";
+        case DType::UInt64: return std::to_string(static_cast<std::uint64_t>(v.i)) + "UL";
         case DType::Float16:  // the value, rounded to half by the cast above, as a float
         case DType::Float32:
         case DType::Float64: {
@@ -118,12 +124,16 @@ inline std::string cl_reduce_identity(ReduceOp op, DType t) {
     switch (op) {
         case ReduceOp::Sum: return cl_literal(Scalar::of<std::int64_t>(0), t);
         case ReduceOp::Prod: return std::string("((") + cl_value_type(t) + ")1)";
-        case ReduceOp::Max:
+        case ReduceOp::Max:  // the type's lowest value
             if (is_floating(t)) return t != DType::Float64 ? "(-INFINITY)" : "(-(double)INFINITY)";
-            return t == DType::UInt8 ? "(uchar)0" : t == DType::Int32 ? "(-2147483647 - 1)" : "(-9223372036854775807L - 1L)";
-        case ReduceOp::Min:
+            return detail::visit_dtype(t, [&](auto tag) {
+                return cl_literal(Scalar::of(std::numeric_limits<typename decltype(tag)::type>::lowest()), t);
+            });
+        case ReduceOp::Min:  // the type's highest value
             if (is_floating(t)) return t != DType::Float64 ? "INFINITY" : "((double)INFINITY)";
-            return t == DType::UInt8 ? "(uchar)255" : t == DType::Int32 ? "2147483647" : "9223372036854775807L";
+            return detail::visit_dtype(t, [&](auto tag) {
+                return cl_literal(Scalar::of(std::numeric_limits<typename decltype(tag)::type>::max()), t);
+            });
     }
     return "0";
 }

@@ -38,10 +38,17 @@ inline std::string sort_key_functions(DType t) {
             key = "    double v = in[i];\n    if (isnan(v)) v = (double)NAN;\n    if (v == 0.0) v = 0.0;\n"
                   "    const ulong u = as_ulong(v);\n    return (u >> 63) ? ~u : (u | 0x8000000000000000UL);\n";
             break;
-        case DType::Int32: key = "    return (ulong)((uint)in[i] ^ 0x80000000u);\n"; break;
+        // Signed integers: the sign bit flipped, in 8 bits for int8 (a 1-byte type's key has 8
+        // significant bits), 32 for int16 and int32, 64 for int64.
+        case DType::Int8: key = "    return (ulong)((uchar)in[i] ^ (uchar)0x80);\n"; break;
+        case DType::Int16:
+        case DType::Int32: key = "    return (ulong)((uint)(int)in[i] ^ 0x80000000u);\n"; break;
         case DType::Int64: key = "    return (ulong)in[i] ^ 0x8000000000000000UL;\n"; break;
         case DType::Bool:
-        case DType::UInt8: key = "    return (ulong)in[i];\n"; break;
+        case DType::UInt8:
+        case DType::UInt16:
+        case DType::UInt32:
+        case DType::UInt64: key = "    return (ulong)in[i];\n"; break;
     }
     std::string s = t == DType::Float64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "";
     s += "inline ulong lt_key(__global const " + sort_storage_type(t) + "* in, long i) {\n" + key + "}\n";
@@ -217,10 +224,15 @@ inline std::string radix_store_function(DType t) {
             body = "    const double v = as_double((k >> 63) ? (k & 0x7fffffffffffffffUL) : ~k);\n"
                    "    values[at] = v == 0.0 || isnan(v) ? in[p] : v;\n";
             break;
+        case DType::Int8: body = "    values[at] = (char)((uchar)k ^ (uchar)0x80);\n"; break;
+        case DType::Int16: body = "    values[at] = (short)(int)((uint)k ^ 0x80000000u);\n"; break;
         case DType::Int32: body = "    values[at] = (int)((uint)k ^ 0x80000000u);\n"; break;
         case DType::Int64: body = "    values[at] = (long)(k ^ 0x8000000000000000UL);\n"; break;
         case DType::Bool:
-        case DType::UInt8: body = "    values[at] = (uchar)k;\n"; break;
+        case DType::UInt8:
+        case DType::UInt16:
+        case DType::UInt32:
+        case DType::UInt64: body = std::string("    values[at] = (") + S + ")k;\n"; break;
     }
     return "inline void lt_store_value(__global const " + S + "* in, __global " + copy +
            "* values, uint at, lt_rkey key, int descending, uint p) {\n    const lt_rkey k = descending ? ~key : key;\n" + body + "}\n";

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: MIT
+// lazytensor::bfloat16: the top 16 bits of an IEEE 754 binary32 (1 sign, 8 exponent, 7 mantissa
+// bits), modelled on lazytensor::half.
+//
+// A bfloat16 holds its 16 bits. It converts to float exactly and implicitly (the bits shifted
+// up), and from float, double or an integer explicitly, rounding to nearest even: float's range,
+// so only values past the largest bfloat16 (3.3895e38) by half a unit become infinity; values
+// below the normal range become subnormals (units of 2^-133) or zero; NaN stays NaN (made quiet,
+// sign and top payload bits kept). A double is rounded once (through float rounded to odd, which
+// has 16 more bits than bfloat16 needs, so no double rounding). Arithmetic between two bfloat16
+// is done in float and rounded back; comparisons are done in float.
+//
+// The value type only, for now: bfloat16 is not yet a tensor dtype (docs/dtypes.md).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+namespace lazytensor {
+
+namespace detail {
+
+/// Rounds a float to the nearest bfloat16, ties to even; NaN is kept, made quiet.
+inline std::uint16_t float_to_bfloat16_bits(float f) {
+    std::uint32_t u;
+    std::memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x0040u);
+    // Adding 0x7fff (and the bit that makes a tie round to even) carries into bit 16 exactly when
+    // the dropped half is above (or at, for an odd result) one half unit; a carry out of the
+    // mantissa moves into the exponent, up to infinity, as it should.
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return static_cast<std::uint16_t>(u >> 16);
+}
+
+/// d as a float rounded to odd: the float toward zero, with its last bit set when d is not a
+/// float. A float has 16 more mantissa bits than a bfloat16, so rounding that to nearest even
+/// gives d's correctly rounded bfloat16.
+inline float double_to_float_round_to_odd(double d) {
+    std::uint32_t u;
+    if (std::fabs(d) > static_cast<double>(std::numeric_limits<float>::max()) && !std::isinf(d)) {
+        // Past float's range (a cast would be undefined): the largest float, which is odd and
+        // past bfloat16's last tie, so it rounds to infinity.
+        u = d < 0 ? 0xff7fffffu : 0x7f7fffffu;
+        float big;
+        std::memcpy(&big, &u, sizeof big);
+        return big;
+    }
+    float f = static_cast<float>(d);
+    if (std::isnan(d) || std::isinf(d) || static_cast<double>(f) == d) return f;
+    std::memcpy(&u, &f, sizeof u);
+    if (std::fabs(static_cast<double>(f)) > std::fabs(d)) --u;  // the float toward zero (same sign)
+    u |= 1u;
+    std::memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+inline float bfloat16_bits_to_float(std::uint16_t b) {
+    const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+}  // namespace detail
+
+/// Brain floating point: float's sign and exponent, 7 mantissa bits. Trivially copyable;
+/// default construction leaves it uninitialized (like float), value initialization makes +0.
+struct bfloat16 {
+    /// The bit pattern (the top half of the float it stands for).
+    std::uint16_t bits;
+
+    /// Uninitialized, like float (bfloat16{} is +0).
+    bfloat16() = default;
+    /// Rounds to nearest even (a double once; integers through double, exactly, then rounded).
+    template <class A, class = std::enable_if_t<std::is_arithmetic_v<A>>>
+    explicit bfloat16(A x) : bits(convert(x)) {}
+    /// The bfloat16 with bit pattern `b`.
+    static constexpr bfloat16 from_bits(std::uint16_t b) { return bfloat16(Bits{}, b); }
+
+    /// The exact float value (implicit).
+    operator float() const { return detail::bfloat16_bits_to_float(bits); }
+
+    /// Computed in float, rounded back to bfloat16.
+    bfloat16& operator+=(bfloat16 o) { return *this = bfloat16(float(*this) + float(o)); }
+    bfloat16& operator-=(bfloat16 o) { return *this = bfloat16(float(*this) - float(o)); }
+    bfloat16& operator*=(bfloat16 o) { return *this = bfloat16(float(*this) * float(o)); }
+    bfloat16& operator/=(bfloat16 o) { return *this = bfloat16(float(*this) / float(o)); }
+
+private:
+    struct Bits {};
+    constexpr bfloat16(Bits, std::uint16_t b) : bits(b) {}
+
+    template <class A>
+    static std::uint16_t convert(A x) {
+        if constexpr (std::is_same_v<A, float>) return detail::float_to_bfloat16_bits(x);
+        else if constexpr (std::is_same_v<A, bool>) return x ? 0x3f80 : 0;
+        else  // double, long double (via double) and integers (exact in double up to 2^53, else rounded once more)
+            return detail::float_to_bfloat16_bits(detail::double_to_float_round_to_odd(static_cast<double>(x)));
+    }
+};
+static_assert(sizeof(bfloat16) == 2 && std::is_trivially_copyable_v<bfloat16> &&
+              std::is_trivially_default_constructible_v<bfloat16>);
+
+/// Arithmetic in float, rounded to bfloat16; negation flips the sign bit; comparisons in float
+/// (NaN compares unequal to everything).
+inline bfloat16 operator+(bfloat16 a, bfloat16 b) { return bfloat16(float(a) + float(b)); }
+inline bfloat16 operator-(bfloat16 a, bfloat16 b) { return bfloat16(float(a) - float(b)); }
+inline bfloat16 operator*(bfloat16 a, bfloat16 b) { return bfloat16(float(a) * float(b)); }
+inline bfloat16 operator/(bfloat16 a, bfloat16 b) { return bfloat16(float(a) / float(b)); }
+inline bfloat16 operator-(bfloat16 a) { return bfloat16::from_bits(static_cast<std::uint16_t>(a.bits ^ 0x8000u)); }
+inline bfloat16 operator+(bfloat16 a) { return a; }
+inline bool operator==(bfloat16 a, bfloat16 b) { return float(a) == float(b); }
+inline bool operator!=(bfloat16 a, bfloat16 b) { return float(a) != float(b); }
+inline bool operator<(bfloat16 a, bfloat16 b) { return float(a) < float(b); }
+inline bool operator<=(bfloat16 a, bfloat16 b) { return float(a) <= float(b); }
+inline bool operator>(bfloat16 a, bfloat16 b) { return float(a) > float(b); }
+inline bool operator>=(bfloat16 a, bfloat16 b) { return float(a) >= float(b); }
+
+}  // namespace lazytensor
