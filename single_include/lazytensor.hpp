@@ -11847,6 +11847,7 @@ auto quantile(const E& x, double q, const std::string& interpolation = "linear",
     using T = typename E::value_type;
     return detail::quantile_of(Tensor<T>(x), {q}, false, -1, keepdim, interpolation);
 }
+/// quantile over all of x's elements at several q (q's extent first).
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 auto quantile(const E& x, const std::vector<double>& q, const std::string& interpolation = "linear", bool keepdim = false) {
     using T = typename E::value_type;
@@ -12444,6 +12445,7 @@ template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 auto rand_like(const E& x, Key key) {
     return rand<typename E::value_type>(x.shape(), key, x.device());
 }
+/// randn of x's shape, dtype and device, from a key.
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 auto randn_like(const E& x, Key key) {
     return randn<typename E::value_type>(x.shape(), key, x.device());

@@ -246,6 +246,7 @@ template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 auto rand_like(const E& x, Key key) {
     return rand<typename E::value_type>(x.shape(), key, x.device());
 }
+/// randn of x's shape, dtype and device, from a key.
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 auto randn_like(const E& x, Key key) {
     return randn<typename E::value_type>(x.shape(), key, x.device());
