@@ -30,7 +30,8 @@ int main() {
         auto w = lt::detail::walk_graph(nodes);
         auto plan = lt::detail::make_plan(w);
         for (auto& it : plan.items)
-            if (!it.view_only && !it.gemm_item) srcs.push_back(lt::detail::opencl::render(it.kernel, be.traits()).source);
+            if (const lt::detail::ir::Kernel* kernel = it.own_kernel())
+                srcs.push_back(lt::detail::opencl::render(*kernel, be.traits()).source);
     }
     std::printf("%zu sources\n", srcs.size());
     cl_device_id dev = be.device_id();
@@ -65,6 +66,7 @@ int main() {
         clBuildProgram(q, 1, &dev, be.build_options().c_str(), nullptr, nullptr);
         cl_kernel k = clCreateKernel(q, "lt_kernel", &e);
         if (e) std::printf("kernel error %d\n", e);
+        else clReleaseKernel(k);
     }
     std::printf("load 4 binaries into context 0: %.1f ms\n", ms(t0));
 }

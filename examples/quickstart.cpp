@@ -14,7 +14,7 @@ int main() {
 
     std::vector<float> v = c.to_vector();          // the values, row-major
     float s = lt::sum(c).item();                   // a 0-d result
-    lt::Tensor<float> r = c.sum({1}, /*keepdim=*/true) / 3.0f;
+    lt::Tensor<float> r = c.sum(1, /*keepdim=*/true) / 3.0f;
 
     std::cout << "c = " << c << "\n";
     std::cout << "v[5] = " << v[5] << ", sum(c) = " << s << "\n";

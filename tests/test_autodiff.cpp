@@ -166,7 +166,7 @@ TEST_CASE("grad: where, casts, reductions, var, std, logsumexp, cumsum") {
         CHECK(gf.to_vector() == std::vector<float>(12, 0.25f));
         check_gradients([](const Tensors& in) { return T(in[0].sum()); }, {x});
         check_gradients([](const Tensors& in) { return T(in[0].sum(0)); }, {x});
-        check_gradients([](const Tensors& in) { return T(in[0].sum({1}, true)); }, {x});
+        check_gradients([](const Tensors& in) { return T(in[0].sum(1, true)); }, {x});
         check_gradients([](const Tensors& in) { return T(in[0].mean(1)); }, {x});
         check_gradients([](const Tensors& in) { return T(in[0].max(1)); }, {x});
         check_gradients([](const Tensors& in) { return T(in[0].min()); }, {x});

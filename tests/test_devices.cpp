@@ -147,7 +147,11 @@ TEST_CASE("sharded element-wise expressions equal the single-device result") {
     const Ref chain = zip(zip(map(ra, [](double x) { return std::exp(x); }), rb, [](double x, double y) { return x * y; }),
                           map(ra, [](double x) { return std::tanh(x); }), [](double x, double y) { return x - y; });
     for (int axis : {0, 1}) {
-        for (const auto& [devices, weights] : layouts()) {
+        for (const auto& layout : layouts()) {
+            // Named references, not a structured binding: INFO's lambda captures them, and C++17
+            // lets no lambda capture a structured binding (GCC accepts it, Clang does not).
+            const std::vector<lt::Device>& devices = layout.first;
+            const std::vector<double>& weights = layout.second;
             INFO("axis " << axis << ", " << devices.size() << " devices, first weight " << weights[0]);
             auto sa = lt::shard(a, devices, axis, weights);
             auto sb = lt::shard(b, devices, axis, weights);
@@ -195,7 +199,9 @@ TEST_CASE("sharded reductions over every axis, the split one included, equal the
     const Ref r = random_ref<float>({5, 7, 4}, 21, 0.5, 1.5);
     lt::Tensor<float> x = make_tensor<float>(r, lt::Device::host());
     for (int split = 0; split < 3; ++split) {
-        for (const auto& [devices, weights] : layouts()) {
+        for (const auto& layout : layouts()) {
+            const std::vector<lt::Device>& devices = layout.first;
+            const std::vector<double>& weights = layout.second;
             auto s = lt::shard(x, devices, split, weights);
             for (int axis = 0; axis < 3; ++axis) {
                 for (bool keepdim : {false, true}) {
@@ -277,7 +283,9 @@ TEST_CASE("a product with a split left operand and a replicated right one is one
     const Ref product = ref_matmul_2d(ra, rw);
     const Ref layer = map(zip(product, broadcast(rb, {19, 5}), [](double x, double y) { return x + y; }),
                           [](double v) { return v > 0 ? v : 0.0; });
-    for (const auto& [devices, weights] : layouts()) {
+    for (const auto& layout : layouts()) {
+        const std::vector<lt::Device>& devices = layout.first;
+        const std::vector<double>& weights = layout.second;
         INFO(devices.size() << " devices, first weight " << weights[0]);
         auto sa = lt::shard(a, devices, 0, weights);
         auto sw = lt::replicate(w, devices);

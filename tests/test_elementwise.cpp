@@ -57,7 +57,10 @@ TEST_CASE_TEMPLATE("arithmetic with broadcasting, tensors and scalars on either 
         const std::vector<std::pair<lt::Shape, lt::Shape>> pairs = {
             {{3, 4}, {3, 4}}, {{3, 4}, {4}}, {{3, 1}, {1, 4}}, {{}, {2, 3}}, {{5, 1, 3}, {4, 1}}, {{257, 129}, {129}}};
         unsigned seed = 20;
-        for (const auto& [sa, sb] : pairs) {
+        for (const auto& pair : pairs) {
+            // (Named references, not a structured binding: INFO captures them in a lambda, which C++17
+            // does not allow for a structured binding; GCC accepts it, Clang does not.)
+            const lt::Shape &sa = pair.first, &sb = pair.second;
             INFO("shapes " << sa << " and " << sb);
             Ref a = random_ref<T>(sa, ++seed, -9, 9);
             Ref b = random_ref<T>(sb, ++seed, -9, 9);

@@ -981,7 +981,8 @@ TEST_CASE("fuzz: CI's fixed seeds cover every op kind and the special cases") {
                 {"a max_pool window over padding alone", padding_alone},
                 {"padding as pairs", spellings[0]}, {"padding as widths", spellings[1]}, {"padding Same", spellings[2]},
                 {"padding Valid", spellings[3]}, {"trailing defaults left out", short_form}};
-            for (const auto& [name, n] : conv_cases) CHECK_MESSAGE(n > 0, "seeds 0..1000 have no " << std::string(name));
+            // (Not a structured binding: CHECK_MESSAGE captures the name in a lambda.)
+            for (const auto& c : conv_cases) CHECK_MESSAGE(c.second > 0, "seeds 0..1000 have no " << std::string(c.first));
             CHECK(empty_assign > 0);  // the library bug of assign into an empty slice
             for (std::size_t op = 0; op < unary.size(); ++op)
                 CHECK_MESSAGE(unary[op] > 0, "seeds 0..1000 have no unary " << std::string(fuzz::op_name(static_cast<fuzz::UnaryOp>(op))));

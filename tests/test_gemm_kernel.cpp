@@ -264,9 +264,12 @@ TEST_CASE("the own GEMM kernel without edge checks where every tile is whole" *
             CHECK_FALSE(whole([] { return lt::matmul(lt::ones<float>({64, 0}), lt::ones<float>({0, 96})); }));
             for (float v : lt::matmul(lt::ones<float>({64, 0}), lt::ones<float>({0, 96})).to_vector()) CHECK(v == 0.0f);
             // batches: a constant stride, a broadcast operand, and per-matrix offsets
-            for (const auto& [sa, sb] : {std::pair<lt::Shape, lt::Shape>{{3, 32, 16}, {3, 16, 64}},
-                                         {{32, 16}, {4, 16, 32}},
-                                         {{2, 1, 16, 8}, {1, 3, 8, 32}}}) {
+            for (const auto& shapes : {std::pair<lt::Shape, lt::Shape>{{3, 32, 16}, {3, 16, 64}},
+                                       {{32, 16}, {4, 16, 32}},
+                                       {{2, 1, 16, 8}, {1, 3, 8, 32}}}) {
+                // (Named references, not a structured binding: INFO captures them in a lambda, which C++17
+                // does not allow for a structured binding; GCC accepts it, Clang does not.)
+                const lt::Shape &sa = shapes.first, &sb = shapes.second;
                 INFO("batch " << sa << " x " << sb);
                 const Ref x = random_ref<float>(sa, 89), y = random_ref<float>(sb, 90);
                 const lt::Tensor<float> got = lt::matmul(make_tensor<float>(x), make_tensor<float>(y));
@@ -332,7 +335,8 @@ TEST_CASE("which products have whole tiles") {
     g.a.row_stride = 2, g.a.col_stride = 64;  // no unit stride
     CHECK_FALSE(whole());
     g.a = {0, 16, 1, {512}};
-    for (const auto& [m, k, n] : {std::tuple<int, int, int>{48, 16, 64}, {32, 12, 64}, {32, 16, 48}, {32, 0, 64}, {8, 16, 64}}) {
+    for (const auto& mkn : {std::tuple<int, int, int>{48, 16, 64}, {32, 12, 64}, {32, 16, 48}, {32, 0, 64}, {8, 16, 64}}) {
+        const int m = std::get<0>(mkn), k = std::get<1>(mkn), n = std::get<2>(mkn);  // (INFO's lambda captures them)
         INFO(m << " x " << k << " x " << n);
         g.m = m, g.k = k, g.n = n;
         g.a.row_stride = std::max(k, 4), g.b.row_stride = n;

@@ -107,7 +107,7 @@ TEST_CASE("from_blob: strides in elements: transposed, broadcast (0), with gaps;
     // every other element, the row repeated (stride 0)
     lt::Tensor<float> gaps = lt::from_blob(v.data(), {2, 3}, {0, 2});
     CHECK(gaps.to_vector() == std::vector<float>{1, 3, 5, 1, 3, 5});
-    CHECK(lt::sum(gaps, {0}).to_vector() == std::vector<float>{2, 6, 10});
+    CHECK(lt::sum(gaps, 0).to_vector() == std::vector<float>{2, 6, 10});
     // rows of 2 elements, 4 apart, from v[1]: the last element read is v[10]
     lt::Tensor<float> sparse = lt::from_blob(v.data() + 1, {3, 2}, {4, 1});
     CHECK(sparse.to_vector() == std::vector<float>{2, 3, 6, 7, 10, 11});
@@ -257,7 +257,7 @@ TEST_CASE("from_blob: an assign into a layout whose elements may share memory is
     // Sliding windows of 3 (strides [1, 1]): element [i, j] is v[i + j].
     lt::Tensor<float> windows = lt::from_blob(v.data(), {3, 3}, {1, 1});
     CHECK(windows.to_vector() == std::vector<float>{1, 2, 3, 2, 3, 4, 3, 4, 5});
-    CHECK(lt::sum(windows, {1}).to_vector() == std::vector<float>{6, 9, 12});
+    CHECK(lt::sum(windows, 1).to_vector() == std::vector<float>{6, 9, 12});
     INTEROP_CHECK_CONTAINS(interop_error<lt::ValueError>([&] { windows.assign(0.0f); }),
                            "assign: the target's strides [1, 1] (shape [3, 3]) may make several of its elements one "
                            "memory location");
@@ -302,7 +302,7 @@ TEST_CASE("from_blob: realize never writes into wrapped memory, and it is not co
     CHECK(lt::memory_stats(lt::Device::host()).live_bytes == stats.live_bytes);
     CHECK(lt::memory_stats(lt::Device::host()).live_buffers == stats.live_buffers);
     for (int round = 0; round < 3; ++round) {
-        std::vector<lt::Tensor<float>> results{t + 1.0f, lt::exp(t), lt::cumsum(t, 0), t.reshape({30, 100}).sum({1}),
+        std::vector<lt::Tensor<float>> results{t + 1.0f, lt::exp(t), lt::cumsum(t, 0), t.reshape({30, 100}).sum(1),
                                                lt::softmax(t.reshape({30, 100}), 1), t * t};
         for (auto& r : results) {
             r.realize();
@@ -472,7 +472,7 @@ TEST_CASE("Eigen: from_eigen views matrices, vectors, maps, refs and blocks with
     r << 1, 2, 3, 4, 5, 6;
     lt::Tensor<double> tr = lt::from_eigen(r);
     CHECK(tr.strides() == lt::Strides{3, 1});
-    CHECK(lt::sum(tr, {0}).to_vector() == std::vector<double>{5, 7, 9});
+    CHECK(lt::sum(tr, 0).to_vector() == std::vector<double>{5, 7, 9});
 
     Eigen::VectorXi v(4);
     v << 3, 1, 4, 1;
@@ -903,7 +903,7 @@ TEST_CASE("DLPack: a cl_mem from another producer on lazytensor's context, and o
                 interop_foreign(mem, DLDevice{kDLOpenCL, d.index}, i32, {2, 3}, {}, 2 * sizeof(std::int32_t), &deleted));
             CHECK(t.device() == d);
             CHECK(t.to_vector() == std::vector<std::int32_t>{10, 20, 30, 40, 50, 60});
-            CHECK(lt::sum(t, {0}).to_vector() == std::vector<std::int64_t>{50, 70, 90});
+            CHECK(lt::sum(t, 0).to_vector() == std::vector<std::int64_t>{50, 70, 90});
             t.assign(t * 2);
             std::vector<std::int32_t> read(8);
             REQUIRE(clEnqueueReadBuffer(backend.queue(), mem, CL_TRUE, 0, 32, read.data(), 0, nullptr, nullptr) == CL_SUCCESS);

@@ -575,7 +575,9 @@ TEST_CASE("einsum: what it schedules") {
         CHECK(lt::kernel_count(mul) == 1);
         // A dot product per batch element is a product and a sum: one kernel, no GEMM.
         const lt::Tensor<float> doubled = a * 2.0f, reversed = a.permute({2, 1, 0});
-        for (const auto& [dots, other] : {std::pair{"bij,bij->ij", doubled}, {"bij,bij->", doubled}, {"bij,jib->b", reversed}}) {
+        for (const auto& c : {std::pair{"bij,bij->ij", doubled}, {"bij,bij->", doubled}, {"bij,jib->b", reversed}}) {
+            const char* dots = c.first;  // (not a structured binding: INFO's lambda captures it)
+            const lt::Tensor<float>& other = c.second;
             INFO(dots);
             const auto items = lt::schedule(lt::einsum(dots, a, other));
             CHECK(count_kind(items, lt::ScheduleItem::Kind::Matmul) == 0);

@@ -646,7 +646,9 @@ TEST_CASE("reductions of every shape class agree with the host: rows, columns, s
         {{300001}, 0},  {{2, 3, 4, 5}, 2}, {{2, 0, 3}, 1}, {{9, 1024}, 1},
     };
     for (lt::Device d : opencl_devices()) {
-        for (auto& [shape, axis] : cases) {
+        for (const auto& c : cases) {
+            const lt::Shape& shape = c.first;  // (not a structured binding: INFO's lambda captures it)
+            const int axis = c.second;
             INFO("shape " << shape << " axis " << axis);
             const Ref r = random_ref<float>(shape, 21);
             lt::Tensor<float> x = make_tensor<float>(r, d);

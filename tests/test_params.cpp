@@ -425,12 +425,12 @@ TEST_CASE("a scalar the operation's dtype cannot hold is a ValueError naming it,
         CHECK((i32 + std::numeric_limits<std::int32_t>::min() / 2).to_vector()[1] == std::numeric_limits<std::int32_t>::min() / 2);
         CHECK((i32 * 1).to_vector() == std::vector<std::int32_t>{-5, 0, 7});
         // Past them: an error naming the value, the dtype and its range.
-        CHECK_THROWS_WITH_AS(u8 < 256, "lt: the scalar 256 does not fit uint8 (0 to 255), the dtype the operation computes in; "
+        CHECK_THROWS_WITH_AS(static_cast<void>(u8 < 256), "lt: the scalar 256 does not fit uint8 (0 to 255), the dtype the operation computes in; "
                              "cast the tensor first, e.g. lt::cast<int64_t>(x) or lt::cast<float>(x)", lt::ValueError);
         CHECK_THROWS_AS(lt::clamp(u8, 0, 300), lt::ValueError);
         CHECK_THROWS_AS(u8 + (-1), lt::ValueError);
         CHECK_THROWS_AS(lt::where(u8 > 100, u8, 1000), lt::ValueError);
-        CHECK_THROWS_AS(i32 == std::int64_t(1) << 40, lt::ValueError);
+        CHECK_THROWS_AS(static_cast<void>(i32 == std::int64_t(1) << 40), lt::ValueError);
         CHECK_THROWS_AS(i32 - std::numeric_limits<std::int64_t>::min(), lt::ValueError);
         // int64 holds every integer scalar; a floating scalar makes an integer tensor compute in float.
         lt::Tensor<std::int64_t> i64 = lt::cast<std::int64_t>(i32);

@@ -98,7 +98,7 @@ TEST_CASE("sums of integers and bools accumulate in int64") {
         static_assert(std::is_same_v<typename decltype(count)::value_type, int64_t>);
         CHECK(count.item() == 3);
         CHECK(mask.sum(1).to_vector() == std::vector<int64_t>{1, 2});
-        CHECK(lt::max(mask, {0}).to_vector() == std::vector<bool>{true, true});
+        CHECK(lt::max(mask, 0).to_vector() == std::vector<bool>{true, true});
         lt::Tensor<int32_t> big = lt::full<int32_t>({4, 1000}, 2000000000);
         CHECK(big.sum().item() == int64_t(8000) * 1000000000);
         lt::Tensor<uint8_t> bytes = lt::full<uint8_t>({300}, 255);
@@ -253,7 +253,7 @@ TEST_CASE("fused producers and consumers: sum(exp(a) * b), mean, softmax, layer 
         Ref total = reduce(prod, {}, false, 0.0, [](double x, double y) { return x + y; });
         total.shape = {};
         check_close(lt::sum(lt::exp(ta) * tb), total, 1e-5, 1e-4);
-        check_close(lt::sum(lt::exp(ta) * tb, {1}, true) / 3.0f,
+        check_close(lt::sum(lt::exp(ta) * tb, 1, true) / 3.0f,
                     map(reduce(prod, {1}, true, 0.0, [](double x, double y) { return x + y; }), [](double v) { return v / 3; }),
                     1e-5, 1e-5);
 

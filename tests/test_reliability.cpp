@@ -255,7 +255,7 @@ TEST_CASE("check mode passes a mixed workload: reductions, views, casts, integer
         lt::Tensor<float> a = make_tensor<float>(ra), b = make_tensor<float>(rb);
         lt::Tensor<float> soft = lt::softmax(a, -1);
         lt::Tensor<float> mixed = lt::tanh(lt::matmul(a, b)).sum(0) + b.flip(0).slice(0, 1, {}, 2).max(0);
-        lt::Tensor<std::int64_t> counts = (lt::cast<std::int32_t>(a * 3.0f) % 4).sum({1});
+        lt::Tensor<std::int64_t> counts = (lt::cast<std::int32_t>(a * 3.0f) % 4).sum(1);
         lt::Tensor<double> wide = lt::cast<double>(a.permute({1, 0}).pad({{1, 0}, {0, 2}}, 0.5f)).mean(1);
         lt::Tensor<float> target = lt::zeros<float>({6, 7});
         target.realize();

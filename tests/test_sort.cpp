@@ -294,7 +294,7 @@ TEST_CASE("sort is lazy: one sort item, the element-wise work producing its inpu
             for (std::size_t j = 0; j < 3; ++j)
                 CHECK(v[row * 3 + j] == static_cast<float>(2 * ra.v[row * 40 + static_cast<std::size_t>(at[row * 3 + j])]));
         // A sort along a reduction's result: the reduction is a kernel of its own, then the sort.
-        const lt::Tensor<std::int64_t> by_mean = lt::argsort(a - lt::mean(a, {1}, true), 1);
+        const lt::Tensor<std::int64_t> by_mean = lt::argsort(a - lt::mean(a, 1, true), 1);
         CHECK(count_items(lt::schedule(by_mean), lt::ScheduleItem::Kind::Sort) == 1);
         CHECK(by_mean.to_vector() == lt::argsort(a, 1).to_vector());  // (a shift keeps the order)
     });

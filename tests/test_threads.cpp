@@ -109,7 +109,7 @@ TEST_CASE("threads realizing different expressions of shared inputs each get the
         auto make = [&](int which) -> lt::Tensor<float> {
             switch (which) {
                 case 0: return lt::exp(a) * b + v * 0.5f;
-                case 1: return (a * b).sum({1});
+                case 1: return (a * b).sum(1);
                 case 2: return lt::relu(lt::matmul(a, w) + 1.0f);
                 case 3: return a.max(0) - b.min(0);
                 case 4: {

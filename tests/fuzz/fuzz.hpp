@@ -625,8 +625,15 @@ public:
         big = rng.chance(opt.big_chance);
         cap = big ? opt.big_numel : opt.max_numel;
         const int target = static_cast<int>(rng.range(opt.min_steps, opt.max_steps));
-        add_leaf(random_dtype(), leaf_shape(big));
-        if (rng.chance(0.5)) add_leaf(random_dtype(), rng.chance(0.5) ? prog.steps[0].shape : leaf_shape(false));
+        // Each draw in a statement of its own: the order in which a call's arguments are evaluated
+        // differs between compilers (GCC: right to left, Clang: left to right), and a seed must
+        // give the same program with both. These keep the order GCC used.
+        const Shape first = leaf_shape(big);
+        add_leaf(random_dtype(), first);
+        if (rng.chance(0.5)) {
+            const Shape second = rng.chance(0.5) ? prog.steps[0].shape : leaf_shape(false);
+            add_leaf(random_dtype(), second);
+        }
         int guard = 0;
         while (static_cast<int>(prog.steps.size()) < target && guard++ < 400) try_step();
         prog.steps.back().output = true;
@@ -728,7 +735,8 @@ private:
             }
             if (!ok.empty()) return rng.pick(ok);
         }
-        return add_leaf(dtype ? *dtype : random_dtype(), broadcastable(s));
+        const Shape shape = broadcastable(s);  // (drawn before the dtype: see run())
+        return add_leaf(dtype ? *dtype : random_dtype(), shape);
     }
 
     Scalar random_scalar(int cat) {
@@ -832,7 +840,11 @@ private:
         s.a = a;
         const std::size_t r = x.shape.size();
         switch (kind) {
-            case Kind::Leaf: add_leaf(random_dtype(), leaf_shape(false)); return;
+            case Kind::Leaf: {
+                const Shape shape = leaf_shape(false);  // (drawn before the dtype: see run())
+                add_leaf(random_dtype(), shape);
+                return;
+            }
             case Kind::Unary: {
                 const UnaryOp last = opt.version >= 4 ? UnaryOp::Atanh : UnaryOp::IsInf;
                 const UnaryOp op = static_cast<UnaryOp>(rng.below(static_cast<int>(last) + 1));
