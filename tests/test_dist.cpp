@@ -240,6 +240,9 @@ TEST_CASE("lt::dist: views of realized tensors are read in place or copied; empt
         for (int j = 0; j < 4; ++j)
             for (int i = 0; i < 3; ++i)
                 CHECK(t[static_cast<std::size_t>(j * 3 + i)] == ranks * static_cast<float>(i * 4 + j) + offsets);
+        // A realized transpose (a strided view of x's memory, no producer to compute it again): copied too.
+        const lt::Tensor<float> xt = x.transpose(0, 1).realize();
+        CHECK(lt::dist::all_sum(xt).to_vector() == t);
         const lt::Tensor<float> empty = lt::dist::all_gather(lt::zeros<float>({0, 3}), 0);
         CHECK(empty.shape() == lt::Shape{0, 3});
         CHECK(empty.to_vector().empty());
