@@ -5,23 +5,11 @@ and a synchronize, median of 15 after a warm-up call, on inputs already on the d
 
     python3 bench/indexing_peer.py [--quick]
 """
-import statistics
 import sys
-import time
 
 import torch
 
-
-def median_ms(f):
-    f()
-    torch.cuda.synchronize()
-    t = []
-    for _ in range(15):
-        t0 = time.perf_counter()
-        f()
-        torch.cuda.synchronize()
-        t.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(t)
+from sort_peer import median_ms  # the same timing: wall clock of a call and a synchronize, median of 15
 
 
 def main():

@@ -332,3 +332,43 @@ public:
 private:
     lt::Device device_;
 };
+
+// ------------------------------------------------------------------- gradients by differences
+
+/// A function of double tensors whose gradient a test checks.
+using GradientFn = std::function<lt::Tensor<double>(const std::vector<lt::Tensor<double>>&)>;
+
+/// sum(f(inputs) * c) in double on the host.
+inline double weighted_output(const GradientFn& f, const std::vector<Ref>& inputs, const Ref& c) {
+    std::vector<lt::Tensor<double>> xs;
+    for (const Ref& r : inputs) xs.push_back(make_tensor<double>(r));
+    const std::vector<double> y = f(xs).to_vector();
+    REQUIRE(y.size() == c.v.size());
+    double s = 0;
+    for (std::size_t i = 0; i < y.size(); ++i) s += y[i] * c.v[i];
+    return s;
+}
+
+/// lt::vjp of f against central differences of sum(f * c) (c random) in every element of every
+/// input, within tol (relative).
+inline void check_gradient_by_differences(const GradientFn& f, const std::vector<Ref>& inputs, double tol) {
+    std::vector<lt::Tensor<double>> xs;
+    for (const Ref& r : inputs) xs.push_back(make_tensor<double>(r));
+    const lt::Tensor<double> y = f(xs);
+    const Ref c = random_ref<double>(y.shape(), 7, 0.5, 1.5);
+    const std::vector<lt::Tensor<double>> grads = lt::vjp({y}, xs, {make_tensor<double>(c)});
+    REQUIRE(grads.size() == inputs.size());
+    const double h = 1e-6;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        REQUIRE(grads[i].shape() == inputs[i].shape);
+        const std::vector<double> analytic = grads[i].to_vector();
+        for (std::size_t j = 0; j < inputs[i].v.size(); ++j) {
+            std::vector<Ref> plus = inputs, minus = inputs;
+            plus[i].v[j] += h;
+            minus[i].v[j] -= h;
+            const double fd = (weighted_output(f, plus, c) - weighted_output(f, minus, c)) / (2 * h);
+            INFO("input " << i << ", element " << j << ": analytic " << analytic[j] << ", finite difference " << fd);
+            CHECK(std::fabs(analytic[j] - fd) <= tol * (1 + std::fabs(fd)));
+        }
+    }
+}
