@@ -1880,6 +1880,8 @@ namespace lazytensor::detail {
 //   - Scatter: a copy of src[0] with src[2][j] written (params[0] == 1: added) at flat position
 //     src[1][j] (int64) of its contiguous order, for every j; positions outside the tensor are
 //     skipped. Run by the backend's scatter.
+//   - Fft: src[0] transformed along up to three axes (ir/fft.hpp); params {kind, inverse,
+//     axes..., and for C2R the real length n}; value: the scale. Run by the backend's FFT.
 #define LAZYTENSOR_NODE_KINDS(X) \
     X(Buffer, "buffer")          \
     X(Const, "const")            \
@@ -1902,7 +1904,8 @@ namespace lazytensor::detail {
     X(Sort, "sort")              \
     X(Linalg, "linalg")            \
     X(Collective, "collective")  \
-    X(Scatter, "scatter")
+    X(Scatter, "scatter")          \
+    X(Fft, "fft")
 
 enum class NodeKind : std::uint8_t {
 #define LAZYTENSOR_X(name, text) name,
@@ -3350,6 +3353,7 @@ struct ScheduleItem {
         Linalg,  // a LAPACK routine over a batch of matrices (lt::linalg; on the host for every device)
         Collective,  // data combined over the processes of a group (lt::dist: MPI)
         Scatter,  // the backend's scatter: a copy of a tensor with values written or added at flat positions
+        Fft,      // the backend's fast Fourier transform along up to three axes
     };
     Kind kind = Kind::Kernel;  ///< what runs it
     std::string reason;               ///< why its output is materialized
@@ -3367,7 +3371,7 @@ struct ScheduleItem {
 };
 
 ///@{
-/// "kernel", "matmul", "scan", "view", "attention", "sort", "linalg", "collective" or "scatter".
+/// "kernel", "matmul", "scan", "view", "attention", "sort", "linalg", "collective", "scatter" or "fft".
 inline const char* to_string(ScheduleItem::Kind kind) {
     switch (kind) {
         case ScheduleItem::Kind::Kernel: return "kernel";
@@ -3379,6 +3383,7 @@ inline const char* to_string(ScheduleItem::Kind kind) {
         case ScheduleItem::Kind::Linalg: return "linalg";
         case ScheduleItem::Kind::Collective: return "collective";
         case ScheduleItem::Kind::Scatter: return "scatter";
+        case ScheduleItem::Kind::Fft: return "fft";
     }
     return "?";
 }
@@ -14970,6 +14975,167 @@ LAZYTENSOR_ENGINE_API std::string format_tensor(const Node& n, const PrintOption
 #include <unordered_set>
 #include <vector>
 
+// ---- lazytensor/ir/fft.hpp ----
+// Fast Fourier transforms as one node kind (NodeKind::Fft) and one kind of schedule item
+// (items/fft_item.hpp), run by the backend's FFT (the host engine, backend/host/fft.hpp; VkFFT on
+// OpenCL): what a transform is, defined here once.
+//
+// Complex arrays are real arrays with a trailing axis of 2 (real, imaginary: interleaved, as
+// std::complex lies in memory); the front end's complex tensors are two real planes that meet
+// here (frontend/complex.hpp). A node transforms its operand along up to three axes at once:
+//   - C2C: complex [s..., 2] -> complex [s..., 2]; forward exp(-2 pi i jk/n), inverse exp(+...).
+//   - R2C: real [s...] -> complex [s with axes.back() n/2 + 1, 2] (NumPy's rfftn: the real
+//     transform along the last axis given, then forward complex ones along the others).
+//   - C2R: complex [s with axes.back() n/2 + 1, 2] -> real [s...] (irfftn; the inverse complex
+//     transforms first, the real one last; the imaginary parts of the bins that must be real,
+//     0 and n/2, are ignored).
+// Every output element is multiplied by `scale` (the norm's factor). Operands and results are
+// row-major, contiguous and start at offset 0 of their buffers.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+
+namespace lazytensor::detail {
+
+enum class FftKind : std::uint8_t { C2C, R2C, C2R };
+
+inline const char* fft_kind_name(FftKind k) {
+    switch (k) {
+        case FftKind::C2C: return "c2c";
+        case FftKind::R2C: return "r2c";
+        case FftKind::C2R: return "c2r";
+    }
+    return "?";
+}
+
+/// Most axes one node transforms (VkFFT's limit; the front end chains nodes for more).
+inline constexpr int kFftMaxAxes = 3;
+
+namespace ir {
+
+/// One transform item. `shape` is the real-space shape: C2C's complex array (input and output),
+/// R2C's real input, C2R's real output; the complex side of R2C and C2R has axes.back() at
+/// shape[axes.back()] / 2 + 1. Buffers are contiguous; complex elements are (re, im) pairs of
+/// `dtype`.
+struct Fft {
+    FftKind kind = FftKind::C2C;
+    bool inverse = false;          // C2C only (R2C is forward, C2R inverse)
+    DType dtype = DType::Float32;  // the real numbers': float32 or float64
+    Shape shape;
+    std::vector<int> axes;  // 1 to kFftMaxAxes distinct axes of shape, in the order transformed
+    double scale = 1;
+
+    /// The complex side's shape (without the trailing 2).
+    Shape complex_shape() const {
+        Shape s = shape;
+        if (kind != FftKind::C2C) s[static_cast<std::size_t>(axes.back())] = s[static_cast<std::size_t>(axes.back())] / 2 + 1;
+        return s;
+    }
+    /// Real numbers in the input and in the output buffer.
+    std::int64_t input_count() const { return kind == FftKind::R2C ? numel(shape) : 2 * numel(complex_shape()); }
+    std::int64_t output_count() const { return kind == FftKind::C2R ? numel(shape) : 2 * numel(complex_shape()); }
+    /// Whether the transform runs in the forward direction (exp(-2 pi i jk/n)).
+    bool forward() const { return kind == FftKind::R2C || (kind == FftKind::C2C && !inverse); }
+};
+
+inline std::string to_string(const Fft& f) {
+    std::string axes;
+    for (int a : f.axes) axes += concat(axes.empty() ? "" : ", ", a);
+    return concat("    fft ", fft_kind_name(f.kind), f.kind == FftKind::C2C ? (f.inverse ? " inverse" : " forward") : "", " of ",
+                  f.dtype, ", shape ", f.shape, ", axes (", axes, "), scale ", f.scale, "\n");
+}
+
+}  // namespace ir
+
+namespace graph {
+
+/// A transform node (see above) of x along `axes` (normalized, distinct, 1 to kFftMaxAxes of
+/// them, of the real-space shape), scaled by `scale`. C2R needs `n`, the real length along
+/// axes.back() (ignored otherwise). x: float32 or float64 ([..., 2] for C2C and C2R); the front
+/// end has checked what users give, so a mismatch here is an internal error.
+LAZYTENSOR_ENGINE_API NodePtr fft(const NodePtr& x, FftKind kind, bool inverse, const std::vector<int>& axes, std::int64_t n,
+                                  double scale);
+
+/// The item's description of an fft node.
+LAZYTENSOR_ENGINE_API ir::Fft fft_call(const Node& node);
+
+}  // namespace graph
+}  // namespace lazytensor::detail
+
+#if LAZYTENSOR_ENGINE_DEFINITIONS
+// ---- lazytensor/ir/fft_definitions.hpp ----
+// The definitions of ir/fft.hpp's builders (documented there), compiled where the engine is.
+
+#include <vector>
+
+
+#if !LAZYTENSOR_ENGINE_DEFINITIONS
+#error "lazytensor: ir/fft_definitions.hpp holds definitions of the runtime; a LAZYTENSOR_SEPARATE_RUNTIME unit must not include it"
+#endif
+
+namespace lazytensor::detail::graph {
+
+LAZYTENSOR_ENGINE_API NodePtr fft(const NodePtr& x, FftKind kind, bool inverse, const std::vector<int>& axes, std::int64_t n,
+                                  double scale) {
+    const char* what = "fft node";
+    if (x->dtype != DType::Float32 && x->dtype != DType::Float64)
+        fail<DTypeError>(what, ": the operand must be float32 or float64, got ", x->dtype);
+    const bool complex_in = kind != FftKind::R2C;
+    Shape space = x->shape;  // the real-space shape
+    if (complex_in) {
+        if (space.empty() || space.back() != 2)
+            fail<ShapeError>(what, ": a complex operand has a last axis of 2, got shape ", x->shape);
+        space.pop_back();
+    }
+    if (axes.empty() || static_cast<int>(axes.size()) > kFftMaxAxes)
+        fail<ValueError>(what, ": transforms 1 to ", kFftMaxAxes, " axes, got ", axes.size());
+    for (std::size_t i = 0; i < axes.size(); ++i) {
+        if (axes[i] < 0 || axes[i] >= static_cast<int>(space.size()))
+            fail<AxisError>(what, ": axis ", axes[i], " is out of range for shape ", space);
+        for (std::size_t j = 0; j < i; ++j)
+            if (axes[j] == axes[i]) fail<AxisError>(what, ": axis ", axes[i], " is repeated");
+    }
+    const auto last = static_cast<std::size_t>(axes.back());
+    if (kind == FftKind::C2R) {
+        if (n < 1 || space[last] != n / 2 + 1)
+            fail<ShapeError>(what, ": a real length of ", n, " needs ", n / 2 + 1, " bins along axis ", axes.back(), ", got ",
+                             space[last]);
+        space[last] = n;
+    }
+    for (int a : axes)
+        if (space[static_cast<std::size_t>(a)] < 1)
+            fail<ValueError>(what, ": the transform length along axis ", a, " must be at least 1, got ", space[static_cast<std::size_t>(a)]);
+    Shape out = space;
+    if (kind != FftKind::C2R) {
+        if (kind == FftKind::R2C) out[last] = out[last] / 2 + 1;
+        out.push_back(2);
+    }
+    NodePtr node = with_sources(make(NodeKind::Fft, x->dtype, x->device, out), {x});
+    node->params = {static_cast<std::int64_t>(kind), inverse ? 1 : 0};
+    for (int a : axes) node->params.push_back(a);
+    if (kind == FftKind::C2R) node->params.push_back(n);
+    node->value = Scalar::of<double>(scale);
+    return node;
+}
+
+LAZYTENSOR_ENGINE_API ir::Fft fft_call(const Node& node) {
+    ir::Fft f;
+    f.kind = static_cast<FftKind>(node.params[0]);
+    f.inverse = node.params[1] != 0;
+    f.dtype = node.dtype;
+    const std::size_t axis_end = node.params.size() - (f.kind == FftKind::C2R ? 1 : 0);
+    for (std::size_t i = 2; i < axis_end; ++i) f.axes.push_back(static_cast<int>(node.params[i]));
+    f.shape = node.shape;
+    if (f.kind != FftKind::C2R) f.shape.pop_back();
+    if (f.kind == FftKind::R2C) f.shape = node.src[0]->shape;
+    f.scale = node.value.f;
+    return f;
+}
+
+}  // namespace lazytensor::detail::graph
+#endif
 // ---- lazytensor/autodiff/linalg_rules.hpp ----
 // Reverse-mode rules of the linalg node (ir/linalg.hpp): PyTorch's formulas (TensorFlow's for
 // QR), written as graphs of the forward routines, matrix products and element-wise ops, so the
@@ -15364,6 +15530,39 @@ inline NodePtr expand_rule(const NodePtr& x, const NodePtr& y, const NodePtr& gy
     return spread.empty() ? gy : g::reduce(ReduceOp::Sum, gy, spread, true, "grad");
 }
 
+/// The cotangent of an fft node's operand (as PyTorch's): a transform is linear, and its adjoint
+/// as a map of real numbers is the complex adjoint, the unnormalized transform the other way
+/// with the same scale. R2C's adds the real embedding's (the real part) and the half spectrum's
+/// (zeros for the bins left out); C2R's counts twice the bins it mirrors.
+inline NodePtr fft_adjoint(const Node& n, const NodePtr& gy) {
+    const ir::Fft f = g::fft_call(n);
+    const int last = f.axes.back();
+    const std::int64_t len = f.shape[static_cast<std::size_t>(last)], bins = len / 2 + 1;
+    switch (f.kind) {
+        case FftKind::C2C: return g::fft(gy, FftKind::C2C, !f.inverse, f.axes, 0, f.scale);
+        case FftKind::R2C: {
+            Shape before(gy->shape.size(), 0), after(gy->shape.size(), 0);
+            after[static_cast<std::size_t>(last)] = len - bins;
+            const NodePtr full = g::pad(gy, before, after, num(0.0));
+            const NodePtr spectrum = g::fft(full, FftKind::C2C, true, f.axes, 0, f.scale);
+            return g::squeeze_axes(g::slice(spectrum, static_cast<int>(f.shape.size()), 0, 1, 1), {static_cast<int>(f.shape.size())});
+        }
+        case FftKind::C2R: {
+            const NodePtr spectrum = g::fft(gy, FftKind::R2C, false, f.axes, 0, f.scale);
+            const std::int64_t doubled = len - bins;  // bins 1..doubled stand for two
+            if (doubled == 0) return spectrum;
+            Shape weight_shape(spectrum->shape.size(), 1);
+            weight_shape[static_cast<std::size_t>(last)] = doubled;
+            Shape before(weight_shape.size(), 0), after(weight_shape.size(), 0);
+            before[static_cast<std::size_t>(last)] = 1;
+            after[static_cast<std::size_t>(last)] = bins - 1 - doubled;
+            const NodePtr weight = g::pad(g::constant(num(2.0), spectrum->dtype, weight_shape, spectrum->device), before, after, num(1.0));
+            return mul(spectrum, weight);
+        }
+    }
+    return nullptr;
+}
+
 /// Calls emit(source index, gradient of that source) for each source of n that has one, given
 /// gy, the gradient of n. `wanted(i)`: whether source i needs its gradient.
 template <class Emit, class Wanted>
@@ -15439,6 +15638,9 @@ void node_rule(const NodePtr& n, const NodePtr& gy, Wanted wanted, Emit emit) {
             }
             break;
         }
+        case NodeKind::Fft:
+            if (wanted(0)) emit(0, fft_adjoint(*n, gy));
+            break;
         case NodeKind::Sort: break;   // positions: integers, no gradient (the values' flows through their gather)
         case NodeKind::Linalg: linalg_rules::linalg_rule(n, gy, wanted, emit); break;
         case NodeKind::Collective:
@@ -16136,410 +16338,14 @@ inline std::string to_string(const Scan& s) {
 }
 
 }  // namespace lazytensor::detail::ir
-// ---- lazytensor/backend/scatter_elements.hpp ----
-// The scatter on host memory (Backend::scatter): the host backend's, and every other backend's
-// fallback through host copies. One pass over the positions, in order: repeated positions keep
-// the last value written, or sum in index order.
+// ---- lazytensor/backend/host/fft_call.hpp ----
+// An fft item (ir/fft.hpp) on host memory through the host FFT engine (fft.hpp): the host
+// backend's FFT, and every other backend's fallback through host copies.
 
+#include <complex>
 #include <cstdint>
-#include <type_traits>
+#include <vector>
 
-
-namespace lazytensor::detail {
-
-/// a + b as a scatter adds: integers wrap, bool or-s, half rounds once.
-template <class T>
-T scatter_sum(T a, T b) {
-    if constexpr (std::is_same_v<T, bool>) {
-        return a || b;
-    } else if constexpr (std::is_integral_v<T>) {
-        using U = std::make_unsigned_t<T>;
-        return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
-    } else {
-        return static_cast<T>(a + b);
-    }
-}
-
-/// out[positions[j]] = values[j] (accumulate: out[...] = scatter_sum(out[...], values[j])) for
-/// j < count, skipping positions outside [0, numel).
-inline void scatter_elements(DType dtype, void* out, std::int64_t numel, const std::int64_t* positions, const void* values,
-                             std::int64_t count, bool accumulate) {
-    visit_dtype(dtype, [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        T* o = static_cast<T*>(out);
-        const T* v = static_cast<const T*>(values);
-        for (std::int64_t j = 0; j < count; ++j) {
-            const std::int64_t p = positions[j];
-            if (p < 0 || p >= numel) continue;
-            o[p] = accumulate ? scatter_sum(o[p], v[j]) : v[j];
-        }
-    });
-}
-
-}  // namespace lazytensor::detail
-
-namespace lazytensor::detail {
-
-/// LAZYTENSOR_KERNEL_CACHE: how many compiled kernels each device keeps in memory (and, on
-/// OpenCL, how many built programs below them); 4096 by default.
-inline std::size_t kernel_cache_capacity_from_env() {
-    return static_cast<std::size_t>(env_int("LAZYTENSOR_KERNEL_CACHE", 4096, 1, std::int64_t(1) << 40, "a number of kernels"));
-}
-
-/// How one kernel came to be (LAZYTENSOR_DEBUG, compile statistics).
-struct CompileOutcome {
-    bool compiled = false;           // not found in memory: made now
-    bool built_from_source = false;  // an OpenCL program was built by the compiler
-    bool from_disk = false;          // an OpenCL program was loaded from the disk cache
-    double ms = 0;                   // time spent making it (with the others of its batch)
-    std::size_t batch = 0;           // kernels made together with it, itself included
-};
-
-/// A kernel ready to launch on one backend.
-class CompiledKernel {
-public:
-    virtual ~CompiledKernel() = default;
-};
-
-/// Counts changes to how backends run matrix products that change what a plan may fuse into
-/// them (LAZYTENSOR_OPENCL_GEMM set from a program, epilogue fusion on or off): part of every
-/// plan's signature, so that plans made before are not reused.
-inline std::atomic<std::uint32_t>& gemm_config_generation() {
-    static std::atomic<std::uint32_t> generation{0};
-    return generation;
-}
-
-/// Element-wise kernels fused into a matrix product or a scan: per operand (a scan has one), a
-/// producer applied to each element as it is loaded (ir::fits_as_prologue); a consumer applied
-/// to each result as it is stored (ir::fits_as_epilogue), reading the product or scan as
-/// parameter product_param.
-struct FusedKernels {
-    const ir::Kernel* prologue[2] = {nullptr, nullptr};
-    const ir::Kernel* epilogue = nullptr;
-    int product_param = -1;
-};
-
-class Backend : public BufferAllocator {
-public:
-    virtual Device device() const = 0;
-    /// A human-readable name of the device ("host (2 threads, avx512bw)", an OpenCL device name).
-    virtual std::string name() const = 0;
-
-    /// A new buffer of `numel` elements (contents undefined). BackendError when no buffer that
-    /// large can exist on the device; OutOfMemoryError when memory runs out or the buffer would
-    /// pass the memory limit (set_memory_limit).
-    BufferPtr allocate(DType dtype, std::int64_t numel) {
-        std::size_t bytes = 0;
-        if (numel < 0 || __builtin_mul_overflow(static_cast<std::size_t>(numel), dtype_size(dtype), &bytes))
-            fail<BackendError>(device(), ": cannot allocate ", numel, " elements of ", dtype,
-                               ": the size in bytes does not fit in 64 bits");
-        if (bytes > largest_buffer())
-            fail<BackendError>(device(), ": cannot allocate ", numel, " elements of ", dtype, " (", bytes,
-                               " bytes): the device's largest buffer is ", largest_buffer(), " bytes");
-        {
-            std::lock_guard<std::mutex> lock(memory_mutex_);
-            if (memory_.limit_bytes && memory_.live_bytes + bytes > memory_.limit_bytes)
-                fail<OutOfMemoryError>("out of memory on ", device(), ": allocating ", numel, " elements of ", dtype, " (",
-                                       bytes, " bytes) would pass the limit of ", memory_.limit_bytes,
-                                       " bytes set with lt::set_memory_limit (", memory_.live_bytes, " bytes in ",
-                                       memory_.live_buffers, " buffers are in use)");
-            account(bytes, +1);
-        }
-        void* handle = nullptr;
-        try {
-            handle = allocate_memory(bytes, numel, dtype);
-            return std::make_shared<Buffer>(device(), dtype, numel, handle, this);
-        } catch (...) {
-            if (handle) free_memory(handle, bytes);
-            std::lock_guard<std::mutex> lock(memory_mutex_);
-            account(bytes, -1);
-            throw;
-        }
-    }
-    /// Memory lazytensor did not allocate, as a buffer of `numel` elements (the seam's
-    /// wrap_memory): `release` runs when the last holder lets go, after the kernels that use the
-    /// memory (host kernels have finished when they return). Not counted in memory_stats.
-    virtual BufferPtr wrap(DType dtype, std::int64_t numel, void* handle, std::function<void()> release, bool writable) {
-        return std::make_shared<Buffer>(device(), dtype, numel, handle, std::move(release), writable);
-    }
-    /// Called by a Buffer's destructor.
-    void release(void* handle, std::size_t bytes) noexcept final {
-        {
-            std::lock_guard<std::mutex> lock(memory_mutex_);
-            account(bytes, -1);
-        }
-        free_memory(handle, bytes);
-    }
-
-    MemoryStats memory_stats() const {
-        std::lock_guard<std::mutex> lock(memory_mutex_);
-        MemoryStats s = memory_;
-        s.cached_bytes = cached_bytes();
-        return s;
-    }
-    void reset_peak_memory() {
-        std::lock_guard<std::mutex> lock(memory_mutex_);
-        memory_.peak_bytes = memory_.live_bytes;
-    }
-    /// Caps the bytes live buffers may hold (0: no cap). Buffers already live stay.
-    void set_memory_limit(std::size_t bytes) {
-        std::lock_guard<std::mutex> lock(memory_mutex_);
-        memory_.limit_bytes = bytes;
-    }
-    /// Gives the caching allocator's free blocks back to the system or driver.
-    virtual void release_cached() noexcept {}
-    /// Copies `bytes` from host memory into the buffer at byte offset `at`.
-    virtual void write(Buffer& dst, std::size_t at, const void* src, std::size_t bytes) = 0;
-    /// Copies `bytes` from the buffer at byte offset `at` into host memory.
-    virtual void read(const Buffer& src, std::size_t at, void* dst, std::size_t bytes) = 0;
-    /// read() that may return before the copy is done: `dst` must stay valid until the event
-    /// says so. What is queued later runs after the copy has read the buffer.
-    virtual std::shared_ptr<DeviceEvent> read_async(const Buffer& src, std::size_t at, void* dst, std::size_t bytes) {
-        read(src, at, dst, bytes);
-        return record_event();
-    }
-
-    /// Runs a compiled kernel: `params` are its buffers in parameter order, `scalars` the values
-    /// of its scalar parameters (ir::Kernel::scalars), each of that parameter's dtype.
-    virtual void launch(CompiledKernel& kernel, const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) = 0;
-    /// Runs a matrix product into `c` (contiguous [batch..., m, n]), reading `a` and `b` as the
-    /// layouts of `gemm` say. Its dtype is float32 or float64.
-    virtual void gemm(const ir::Gemm& gemm, const Buffer& a, const Buffer& b, Buffer& c) = 0;
-    /// The decisions about this device that graph builders and the scheduler make (products too
-    /// thin for a GEMM, split-k, argument limits: ir/device_policy.hpp).
-    virtual const DevicePolicy& policy() const = 0;
-    /// Whether gemm_fused can run `epilogue` (an ir::fits_as_epilogue kernel reading the product
-    /// as parameter `product_param`) in the stores of `gemm`. A change of the answer for the same
-    /// arguments must bump gemm_config_generation() (plans keep it), as for fuses_prologue.
-    virtual bool fuses_epilogue(const ir::Gemm&, const ir::Kernel&, int) const { return false; }
-    /// Whether gemm_fused can run `prologue` (an ir::fits_as_prologue kernel) in the loads of an
-    /// operand of `gemm`.
-    virtual bool fuses_prologue(const ir::Gemm&, const ir::Kernel&) const { return false; }
-    /// Runs `gemm` with kernels fused into it (FusedKernels). `a` and `b` are its operands' buffers
-    /// (a prologue's input where it has one); `params` are the epilogue's buffers in parameter
-    /// order (the last its output, where the results go; params[product_param] a buffer that
-    /// also gets the product itself, or null), or just the result's buffer without an epilogue;
-    /// `scalars` are the prologues' scalars (A's, B's), then the epilogue's.
-    virtual void gemm_fused(const ir::Gemm& gemm, const FusedKernels& fusion, const Buffer& a, const Buffer& b,
-                            const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) {
-        (void)gemm, (void)fusion, (void)a, (void)b, (void)params, (void)scalars;
-        fail<Error>("lazytensor internal error: ", device(), " cannot fuse kernels into a matrix product");
-    }
-    /// Runs an inclusive scan into `out` (contiguous [outer, length, inner]), reading `in` as
-    /// `scan` says. Its dtype is float32, float64 or int64 (which wraps).
-    virtual void scan(const ir::Scan& scan, const Buffer& in, Buffer& out) = 0;
-    /// Whether scan_fused can run `prologue` (an ir::fits_as_prologue kernel) in the loads of
-    /// `scan`'s operand. A change of the answer for the same arguments must bump
-    /// gemm_config_generation() (plans keep it), as for fuses_prologue.
-    virtual bool fuses_scan_prologue(const ir::Scan&, const ir::Kernel&) const { return false; }
-    /// Whether scan_fused can run `epilogue` (an ir::fits_as_epilogue kernel reading the scan as
-    /// parameter `scan_param`) in the stores of `scan`.
-    virtual bool fuses_scan_epilogue(const ir::Scan&, const ir::Kernel&, int) const { return false; }
-    /// Runs `scan` with kernels fused into it (FusedKernels: prologue[0] and the epilogue).
-    /// `in` is the operand's buffer (the prologue's input where it has one); `params` are the
-    /// epilogue's buffers as gemm_fused takes them (params[product_param]: a buffer that also
-    /// gets the scan itself, or null), or just the result's buffer; `scalars` are the
-    /// prologue's, then the epilogue's.
-    virtual void scan_fused(const ir::Scan& scan, const FusedKernels& fusion, const Buffer& in,
-                            const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) {
-        (void)scan, (void)fusion, (void)in, (void)params, (void)scalars;
-        fail<Error>("lazytensor internal error: ", device(), " cannot fuse kernels into a scan");
-    }
-    /// The first k elements of each row of `in` (contiguous [rows, n]) in sorted order, stably,
-    /// NaN after every number (before them when descending): values into `values` and positions
-    /// into `indices` (int64), both contiguous [rows, k].
-    virtual void sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k, bool descending,
-                           Buffer& values, Buffer& indices) = 0;
-    /// `out` = the first out.numel() elements of `base`, then out[positions[j]] = values[j] for
-    /// j < count (accumulate: added, bool or-ed), skipping positions outside [0, out.numel());
-    /// positions int64, values of out's dtype, all contiguous. Repeated positions: an overwrite
-    /// keeps one of the values, an add sums them all. This one goes through host memory (read,
-    /// scatter there, write back); backends override it.
-    virtual void scatter(const Buffer& base, Buffer& out, const Buffer& positions, const Buffer& values, std::int64_t count,
-                         bool accumulate) {
-        const std::size_t size = dtype_size(out.dtype());
-        std::vector<unsigned char> o(static_cast<std::size_t>(out.numel()) * size), v(static_cast<std::size_t>(count) * size);
-        std::vector<std::int64_t> p(static_cast<std::size_t>(count));
-        read(base, 0, o.data(), o.size());
-        read(positions, 0, p.data(), p.size() * sizeof(std::int64_t));
-        read(values, 0, v.data(), v.size());
-        scatter_elements(out.dtype(), o.data(), out.numel(), p.data(), v.data(), count, accumulate);
-        write(out, 0, o.data(), o.size());
-    }
-    /// Runs a linear-algebra routine (ir/linalg.hpp) over every matrix of its batch: `operands`
-    /// are A's (and B's) buffers, read at the layouts `call` gives; `out` gets the packed results
-    /// (contiguous [batch..., total]). LinAlgError for a matrix the routine cannot handle
-    /// (singular, not positive definite, no convergence), naming the batch element.
-    virtual void linalg(const ir::Linalg& call, const std::vector<const Buffer*>& operands, Buffer& out) = 0;
-    /// How this backend runs `call` (LAZYTENSOR_DEBUG, lt::schedule).
-    virtual std::string linalg_routine(const ir::Linalg& call) const = 0;
-    /// How this backend runs `gemm` (LAZYTENSOR_DEBUG), e.g. "CLBlast GemmStridedBatched".
-    /// Whether attention `a` (ir/attention.hpp) runs as one kernel here (then `attention`
-    /// runs it; the scheduler otherwise leaves its three items as they are).
-    virtual bool fuses_attention(const ir::Attention&) const { return false; }
-    /// out = softmax(f(q @ kt), -1) @ v in one kernel; `scalars` are f's (the softmax kernel's).
-    virtual void attention(const ir::Attention&, const Buffer&, const Buffer&, const Buffer&, Buffer&,
-                           const std::vector<Scalar>&) {
-        fail<BackendError>("lazytensor internal error: ", name(), " was given an attention item it does not fuse");
-    }
-    virtual std::string attention_source(const ir::Attention&) { return {}; }
-    virtual std::string attention_routine(const ir::Attention&) const { return "attention kernel"; }
-    virtual std::string gemm_routine(const ir::Gemm&) const { return "GEMM"; }
-    /// Waits until every launched kernel has finished.
-    virtual void synchronize() = 0;
-    /// An event after everything queued so far (lt::Event). A backend whose work is done when
-    /// its calls return (the host) gives one that is done.
-    virtual std::shared_ptr<DeviceEvent> record_event() {
-        struct Done final : DeviceEvent {
-            bool is_done() override { return true; }
-            void wait() override {}
-        };
-        return std::make_shared<Done>();
-    }
-    /// Makes what is queued from now on wait for `event` (recorded on any device): on the device
-    /// where it can, else by waiting here.
-    virtual void wait_for(DeviceEvent& event) { event.wait(); }
-    /// Starts what is queued without waiting for it (OpenCL: clFlush), so that several devices
-    /// run at once; nothing where work runs when launched (the host).
-    virtual void flush() {}
-    /// Whether kernels may compute in float64.
-    virtual bool supports_float64() const { return true; }
-
-    /// Device-side timing (LAZYTENSOR_DEBUG=3, benchmarks): while on, launch() records each
-    /// kernel's device time; backends without device timers record nothing.
-    virtual void set_record_times(bool) {}
-    virtual bool record_times() const { return false; }
-    /// The device times (ms) recorded since the last call, one per launch.
-    virtual std::vector<double> take_device_times_ms() { return {}; }
-    /// The generated source of a compiled kernel (LAZYTENSOR_DEBUG=2), if the backend has one.
-    virtual std::string kernel_source(const CompiledKernel&) const { return {}; }
-    /// The generated source that gemm_fused and scan_fused run for these kernels, where the
-    /// backend generates one (LAZYTENSOR_DEBUG=2, check mode's messages); else empty.
-    virtual std::string gemm_fused_source(const ir::Gemm&, const FusedKernels&) { return {}; }
-    virtual std::string scan_fused_source(const ir::Scan&, const FusedKernels&) { return {}; }
-
-    /// The compiled form of `kernel`, from the cache when a kernel of the same structure was
-    /// compiled before; `outcome` says which, and how long compiling took. The cache keeps the
-    /// most recently used kernels (cache_capacity()); workloads whose shapes keep changing do
-    /// not grow it without bound.
-    std::shared_ptr<CompiledKernel> get_kernel(const ir::Kernel& kernel, CompileOutcome* outcome = nullptr) {
-        std::vector<CompileOutcome> outcomes;
-        std::shared_ptr<CompiledKernel> k = std::move(get_kernels({&kernel}, outcomes)[0]);
-        if (outcome) *outcome = outcomes[0];
-        return k;
-    }
-
-    /// The compiled forms of several kernels (those one realize needs): each from the cache, or
-    /// compiled now. A backend with a slow compiler builds the missing ones together
-    /// (compile_batch), so a first realize of N new kernels costs less than N builds.
-    /// outcomes[i] says how kernels[i] came to be.
-    std::vector<std::shared_ptr<CompiledKernel>> get_kernels(const std::vector<const ir::Kernel*>& kernels,
-                                                             std::vector<CompileOutcome>& outcomes) {
-        std::vector<std::shared_ptr<CompiledKernel>> out(kernels.size());
-        outcomes.assign(kernels.size(), CompileOutcome{});
-        std::vector<std::string> keys(kernels.size());
-        std::vector<const ir::Kernel*> missing;
-        std::vector<std::size_t> missing_at;  // per missing kernel: its first position in `kernels`
-        for (std::size_t i = 0; i < kernels.size(); ++i) {
-            keys[i] = ir::key(*kernels[i]);
-            if ((out[i] = cache_.find(keys[i]))) {
-                ++memory_hits_;
-                continue;
-            }
-            bool repeated = false;  // the same structure twice in one batch is compiled once
-            for (std::size_t m : missing_at) repeated = repeated || keys[m] == keys[i];
-            if (repeated) continue;
-            missing.push_back(kernels[i]);
-            missing_at.push_back(i);
-        }
-        if (missing.empty()) return out;
-        const auto start = std::chrono::steady_clock::now();
-        std::vector<CompileOutcome> made(missing.size());
-        std::vector<std::shared_ptr<CompiledKernel>> fresh = compile_batch(missing, made);
-        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-        kernels_compiled_ += missing.size();
-        compile_us_ += static_cast<std::int64_t>(ms * 1000);
-        for (std::size_t m = 0; m < missing.size(); ++m) {
-            made[m].compiled = true;
-            made[m].ms = ms;
-            made[m].batch = missing.size();
-            const std::size_t i = missing_at[m];
-            outcomes[i] = made[m];
-            out[i] = cache_.insert(keys[i], std::move(fresh[m])).first;
-        }
-        for (std::size_t i = 0; i < kernels.size(); ++i)
-            if (!out[i])
-                for (std::size_t m : missing_at)
-                    if (keys[m] == keys[i]) out[i] = out[m];
-        return out;
-    }
-
-    CompileStats compile_stats() const {
-        CompileStats s;
-        s.kernels_compiled = kernels_compiled_;
-        s.memory_hits = memory_hits_;
-        s.programs_built = programs_built_;
-        s.disk_hits = disk_hits_;
-        s.compile_ms = static_cast<double>(compile_us_.load()) / 1000;
-        return s;
-    }
-    void reset_compile_stats() {
-        kernels_compiled_ = memory_hits_ = programs_built_ = disk_hits_ = 0;
-        compile_us_ = 0;
-    }
-
-    std::size_t cached_kernels() const { return cache_.size(); }
-    std::size_t cache_capacity() const { return cache_.capacity(); }
-    virtual void set_cache_capacity(std::size_t kernels) { cache_.set_capacity(kernels); }
-    /// Forgets every compiled kernel (they are compiled again on next use).
-    virtual void clear_kernel_cache() { cache_.clear(); }
-    /// The largest buffer the device can hold, in bytes (lt::devices() reports it).
-    std::size_t max_buffer_bytes() const { return largest_buffer(); }
-
-protected:
-    /// Makes the kernel; sets `outcome`'s built_from_source or from_disk where they apply.
-    virtual std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel, CompileOutcome& outcome) = 0;
-    /// Makes several kernels; by default one after another. A backend whose compiler has a
-    /// large cost per build overrides it to build them together.
-    virtual std::vector<std::shared_ptr<CompiledKernel>> compile_batch(const std::vector<const ir::Kernel*>& kernels,
-                                                                       std::vector<CompileOutcome>& outcomes) {
-        std::vector<std::shared_ptr<CompiledKernel>> out;
-        for (std::size_t i = 0; i < kernels.size(); ++i) out.push_back(compile(*kernels[i], outcomes[i]));
-        return out;
-    }
-    /// Counts a program the compiler built (from source) or loaded from the disk cache.
-    void count_program(bool from_disk) { ++(from_disk ? disk_hits_ : programs_built_); }
-
-    /// The largest buffer the device can hold, in bytes.
-    virtual std::size_t largest_buffer() const = 0;
-    /// `bytes` of device memory (from the backend's cache, or new); OutOfMemoryError or
-    /// BackendError on failure.
-    virtual void* allocate_memory(std::size_t bytes, std::int64_t numel, DType dtype) = 0;
-    /// Frees (or caches) what allocate_memory returned.
-    virtual void free_memory(void* handle, std::size_t bytes) noexcept = 0;
-    /// Bytes held by the caching allocator.
-    virtual std::size_t cached_bytes() const { return 0; }
-
-private:
-    void account(std::size_t bytes, int sign) {
-        if (sign > 0) {
-            memory_.live_bytes += bytes;
-            ++memory_.live_buffers;
-            memory_.peak_bytes = std::max(memory_.peak_bytes, memory_.live_bytes);
-        } else {
-            memory_.live_bytes -= bytes;
-            --memory_.live_buffers;
-        }
-    }
-
-    LruCache<CompiledKernel> cache_{kernel_cache_capacity_from_env()};
-    std::atomic<std::size_t> kernels_compiled_{0}, memory_hits_{0}, programs_built_{0}, disk_hits_{0};
-    std::atomic<std::int64_t> compile_us_{0};
-    mutable std::mutex memory_mutex_;
-    MemoryStats memory_;  // cached_bytes is filled in on request
-};
-
-}  // namespace lazytensor::detail
 // ---- lazytensor/backend/host/fft.hpp ----
 // The host FFT engine (issue 48): complex-to-complex, real-to-complex and complex-to-real
 // transforms of any length, float and double, batched and strided, on the host thread pool.
@@ -17932,6 +17738,469 @@ void c2r_axes(const Complex<T>* in, const Layout& in_layout, T* out, const Layou
 }
 
 }  // namespace lazytensor::detail::host::fft
+
+namespace lazytensor::detail::host {
+
+namespace fft_call_detail {
+
+/// A row-major layout of `shape` (strides in elements).
+inline fft::Layout row_major(const Shape& shape) {
+    fft::Layout l;
+    l.shape.assign(shape.begin(), shape.end());
+    l.strides.assign(shape.size(), 1);
+    for (std::size_t d = shape.size(); d-- > 1;) l.strides[d - 1] = l.strides[d] * shape[d];
+    return l;
+}
+
+template <class T>
+void run(const ir::Fft& call, const void* in, void* out, ThreadPool* pool) {
+    using C = std::complex<T>;
+    const fft::Layout real = row_major(call.shape), complex = row_major(call.complex_shape());
+    if (numel(call.shape) == 0) return;
+    const T scale = static_cast<T>(call.scale);
+    switch (call.kind) {
+        case FftKind::C2C:
+            fft::c2c_axes<T>(static_cast<const C*>(in), complex, static_cast<C*>(out), complex, call.axes,
+                             call.inverse ? fft::Direction::inverse : fft::Direction::forward, scale, pool);
+            break;
+        case FftKind::R2C:
+            fft::r2c_axes<T>(static_cast<const T*>(in), real, static_cast<C*>(out), complex, call.axes, scale, pool);
+            break;
+        case FftKind::C2R:
+            fft::c2r_axes<T>(static_cast<const C*>(in), complex, static_cast<T*>(out), real, call.axes, scale, pool);
+            break;
+    }
+}
+
+}  // namespace fft_call_detail
+
+/// Runs `call` from `in` into `out` (contiguous host memory; they may not overlap).
+inline void run_fft(const ir::Fft& call, const void* in, void* out, ThreadPool* pool) {
+    if (call.dtype == DType::Float64)
+        fft_call_detail::run<double>(call, in, out, pool);
+    else
+        fft_call_detail::run<float>(call, in, out, pool);
+}
+
+}  // namespace lazytensor::detail::host
+// ---- lazytensor/backend/scatter_elements.hpp ----
+// The scatter on host memory (Backend::scatter): the host backend's, and every other backend's
+// fallback through host copies. One pass over the positions, in order: repeated positions keep
+// the last value written, or sum in index order.
+
+#include <cstdint>
+#include <type_traits>
+
+
+namespace lazytensor::detail {
+
+/// a + b as a scatter adds: integers wrap, bool or-s, half rounds once.
+template <class T>
+T scatter_sum(T a, T b) {
+    if constexpr (std::is_same_v<T, bool>) {
+        return a || b;
+    } else if constexpr (std::is_integral_v<T>) {
+        using U = std::make_unsigned_t<T>;
+        return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+    } else {
+        return static_cast<T>(a + b);
+    }
+}
+
+/// out[positions[j]] = values[j] (accumulate: out[...] = scatter_sum(out[...], values[j])) for
+/// j < count, skipping positions outside [0, numel).
+inline void scatter_elements(DType dtype, void* out, std::int64_t numel, const std::int64_t* positions, const void* values,
+                             std::int64_t count, bool accumulate) {
+    visit_dtype(dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        T* o = static_cast<T*>(out);
+        const T* v = static_cast<const T*>(values);
+        for (std::int64_t j = 0; j < count; ++j) {
+            const std::int64_t p = positions[j];
+            if (p < 0 || p >= numel) continue;
+            o[p] = accumulate ? scatter_sum(o[p], v[j]) : v[j];
+        }
+    });
+}
+
+}  // namespace lazytensor::detail
+
+namespace lazytensor::detail {
+
+/// LAZYTENSOR_KERNEL_CACHE: how many compiled kernels each device keeps in memory (and, on
+/// OpenCL, how many built programs below them); 4096 by default.
+inline std::size_t kernel_cache_capacity_from_env() {
+    return static_cast<std::size_t>(env_int("LAZYTENSOR_KERNEL_CACHE", 4096, 1, std::int64_t(1) << 40, "a number of kernels"));
+}
+
+/// How one kernel came to be (LAZYTENSOR_DEBUG, compile statistics).
+struct CompileOutcome {
+    bool compiled = false;           // not found in memory: made now
+    bool built_from_source = false;  // an OpenCL program was built by the compiler
+    bool from_disk = false;          // an OpenCL program was loaded from the disk cache
+    double ms = 0;                   // time spent making it (with the others of its batch)
+    std::size_t batch = 0;           // kernels made together with it, itself included
+};
+
+/// A kernel ready to launch on one backend.
+class CompiledKernel {
+public:
+    virtual ~CompiledKernel() = default;
+};
+
+/// Counts changes to how backends run matrix products that change what a plan may fuse into
+/// them (LAZYTENSOR_OPENCL_GEMM set from a program, epilogue fusion on or off): part of every
+/// plan's signature, so that plans made before are not reused.
+inline std::atomic<std::uint32_t>& gemm_config_generation() {
+    static std::atomic<std::uint32_t> generation{0};
+    return generation;
+}
+
+/// Element-wise kernels fused into a matrix product or a scan: per operand (a scan has one), a
+/// producer applied to each element as it is loaded (ir::fits_as_prologue); a consumer applied
+/// to each result as it is stored (ir::fits_as_epilogue), reading the product or scan as
+/// parameter product_param.
+struct FusedKernels {
+    const ir::Kernel* prologue[2] = {nullptr, nullptr};
+    const ir::Kernel* epilogue = nullptr;
+    int product_param = -1;
+};
+
+class Backend : public BufferAllocator {
+public:
+    virtual Device device() const = 0;
+    /// A human-readable name of the device ("host (2 threads, avx512bw)", an OpenCL device name).
+    virtual std::string name() const = 0;
+
+    /// A new buffer of `numel` elements (contents undefined). BackendError when no buffer that
+    /// large can exist on the device; OutOfMemoryError when memory runs out or the buffer would
+    /// pass the memory limit (set_memory_limit).
+    BufferPtr allocate(DType dtype, std::int64_t numel) {
+        std::size_t bytes = 0;
+        if (numel < 0 || __builtin_mul_overflow(static_cast<std::size_t>(numel), dtype_size(dtype), &bytes))
+            fail<BackendError>(device(), ": cannot allocate ", numel, " elements of ", dtype,
+                               ": the size in bytes does not fit in 64 bits");
+        if (bytes > largest_buffer())
+            fail<BackendError>(device(), ": cannot allocate ", numel, " elements of ", dtype, " (", bytes,
+                               " bytes): the device's largest buffer is ", largest_buffer(), " bytes");
+        {
+            std::lock_guard<std::mutex> lock(memory_mutex_);
+            if (memory_.limit_bytes && memory_.live_bytes + bytes > memory_.limit_bytes)
+                fail<OutOfMemoryError>("out of memory on ", device(), ": allocating ", numel, " elements of ", dtype, " (",
+                                       bytes, " bytes) would pass the limit of ", memory_.limit_bytes,
+                                       " bytes set with lt::set_memory_limit (", memory_.live_bytes, " bytes in ",
+                                       memory_.live_buffers, " buffers are in use)");
+            account(bytes, +1);
+        }
+        void* handle = nullptr;
+        try {
+            handle = allocate_memory(bytes, numel, dtype);
+            return std::make_shared<Buffer>(device(), dtype, numel, handle, this);
+        } catch (...) {
+            if (handle) free_memory(handle, bytes);
+            std::lock_guard<std::mutex> lock(memory_mutex_);
+            account(bytes, -1);
+            throw;
+        }
+    }
+    /// Memory lazytensor did not allocate, as a buffer of `numel` elements (the seam's
+    /// wrap_memory): `release` runs when the last holder lets go, after the kernels that use the
+    /// memory (host kernels have finished when they return). Not counted in memory_stats.
+    virtual BufferPtr wrap(DType dtype, std::int64_t numel, void* handle, std::function<void()> release, bool writable) {
+        return std::make_shared<Buffer>(device(), dtype, numel, handle, std::move(release), writable);
+    }
+    /// Called by a Buffer's destructor.
+    void release(void* handle, std::size_t bytes) noexcept final {
+        {
+            std::lock_guard<std::mutex> lock(memory_mutex_);
+            account(bytes, -1);
+        }
+        free_memory(handle, bytes);
+    }
+
+    MemoryStats memory_stats() const {
+        std::lock_guard<std::mutex> lock(memory_mutex_);
+        MemoryStats s = memory_;
+        s.cached_bytes = cached_bytes();
+        return s;
+    }
+    void reset_peak_memory() {
+        std::lock_guard<std::mutex> lock(memory_mutex_);
+        memory_.peak_bytes = memory_.live_bytes;
+    }
+    /// Caps the bytes live buffers may hold (0: no cap). Buffers already live stay.
+    void set_memory_limit(std::size_t bytes) {
+        std::lock_guard<std::mutex> lock(memory_mutex_);
+        memory_.limit_bytes = bytes;
+    }
+    /// Gives the caching allocator's free blocks back to the system or driver.
+    virtual void release_cached() noexcept {}
+    /// Copies `bytes` from host memory into the buffer at byte offset `at`.
+    virtual void write(Buffer& dst, std::size_t at, const void* src, std::size_t bytes) = 0;
+    /// Copies `bytes` from the buffer at byte offset `at` into host memory.
+    virtual void read(const Buffer& src, std::size_t at, void* dst, std::size_t bytes) = 0;
+    /// read() that may return before the copy is done: `dst` must stay valid until the event
+    /// says so. What is queued later runs after the copy has read the buffer.
+    virtual std::shared_ptr<DeviceEvent> read_async(const Buffer& src, std::size_t at, void* dst, std::size_t bytes) {
+        read(src, at, dst, bytes);
+        return record_event();
+    }
+
+    /// Runs a compiled kernel: `params` are its buffers in parameter order, `scalars` the values
+    /// of its scalar parameters (ir::Kernel::scalars), each of that parameter's dtype.
+    virtual void launch(CompiledKernel& kernel, const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) = 0;
+    /// Runs a matrix product into `c` (contiguous [batch..., m, n]), reading `a` and `b` as the
+    /// layouts of `gemm` say. Its dtype is float32 or float64.
+    virtual void gemm(const ir::Gemm& gemm, const Buffer& a, const Buffer& b, Buffer& c) = 0;
+    /// The decisions about this device that graph builders and the scheduler make (products too
+    /// thin for a GEMM, split-k, argument limits: ir/device_policy.hpp).
+    virtual const DevicePolicy& policy() const = 0;
+    /// Whether gemm_fused can run `epilogue` (an ir::fits_as_epilogue kernel reading the product
+    /// as parameter `product_param`) in the stores of `gemm`. A change of the answer for the same
+    /// arguments must bump gemm_config_generation() (plans keep it), as for fuses_prologue.
+    virtual bool fuses_epilogue(const ir::Gemm&, const ir::Kernel&, int) const { return false; }
+    /// Whether gemm_fused can run `prologue` (an ir::fits_as_prologue kernel) in the loads of an
+    /// operand of `gemm`.
+    virtual bool fuses_prologue(const ir::Gemm&, const ir::Kernel&) const { return false; }
+    /// Runs `gemm` with kernels fused into it (FusedKernels). `a` and `b` are its operands' buffers
+    /// (a prologue's input where it has one); `params` are the epilogue's buffers in parameter
+    /// order (the last its output, where the results go; params[product_param] a buffer that
+    /// also gets the product itself, or null), or just the result's buffer without an epilogue;
+    /// `scalars` are the prologues' scalars (A's, B's), then the epilogue's.
+    virtual void gemm_fused(const ir::Gemm& gemm, const FusedKernels& fusion, const Buffer& a, const Buffer& b,
+                            const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) {
+        (void)gemm, (void)fusion, (void)a, (void)b, (void)params, (void)scalars;
+        fail<Error>("lazytensor internal error: ", device(), " cannot fuse kernels into a matrix product");
+    }
+    /// Runs an inclusive scan into `out` (contiguous [outer, length, inner]), reading `in` as
+    /// `scan` says. Its dtype is float32, float64 or int64 (which wraps).
+    virtual void scan(const ir::Scan& scan, const Buffer& in, Buffer& out) = 0;
+    /// Whether scan_fused can run `prologue` (an ir::fits_as_prologue kernel) in the loads of
+    /// `scan`'s operand. A change of the answer for the same arguments must bump
+    /// gemm_config_generation() (plans keep it), as for fuses_prologue.
+    virtual bool fuses_scan_prologue(const ir::Scan&, const ir::Kernel&) const { return false; }
+    /// Whether scan_fused can run `epilogue` (an ir::fits_as_epilogue kernel reading the scan as
+    /// parameter `scan_param`) in the stores of `scan`.
+    virtual bool fuses_scan_epilogue(const ir::Scan&, const ir::Kernel&, int) const { return false; }
+    /// Runs `scan` with kernels fused into it (FusedKernels: prologue[0] and the epilogue).
+    /// `in` is the operand's buffer (the prologue's input where it has one); `params` are the
+    /// epilogue's buffers as gemm_fused takes them (params[product_param]: a buffer that also
+    /// gets the scan itself, or null), or just the result's buffer; `scalars` are the
+    /// prologue's, then the epilogue's.
+    virtual void scan_fused(const ir::Scan& scan, const FusedKernels& fusion, const Buffer& in,
+                            const std::vector<Buffer*>& params, const std::vector<Scalar>& scalars) {
+        (void)scan, (void)fusion, (void)in, (void)params, (void)scalars;
+        fail<Error>("lazytensor internal error: ", device(), " cannot fuse kernels into a scan");
+    }
+    /// The first k elements of each row of `in` (contiguous [rows, n]) in sorted order, stably,
+    /// NaN after every number (before them when descending): values into `values` and positions
+    /// into `indices` (int64), both contiguous [rows, k].
+    virtual void sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k, bool descending,
+                           Buffer& values, Buffer& indices) = 0;
+    /// `out` = the first out.numel() elements of `base`, then out[positions[j]] = values[j] for
+    /// j < count (accumulate: added, bool or-ed), skipping positions outside [0, out.numel());
+    /// positions int64, values of out's dtype, all contiguous. Repeated positions: an overwrite
+    /// keeps one of the values, an add sums them all. This one goes through host memory (read,
+    /// scatter there, write back); backends override it.
+    virtual void scatter(const Buffer& base, Buffer& out, const Buffer& positions, const Buffer& values, std::int64_t count,
+                         bool accumulate) {
+        const std::size_t size = dtype_size(out.dtype());
+        std::vector<unsigned char> o(static_cast<std::size_t>(out.numel()) * size), v(static_cast<std::size_t>(count) * size);
+        std::vector<std::int64_t> p(static_cast<std::size_t>(count));
+        read(base, 0, o.data(), o.size());
+        read(positions, 0, p.data(), p.size() * sizeof(std::int64_t));
+        read(values, 0, v.data(), v.size());
+        scatter_elements(out.dtype(), o.data(), out.numel(), p.data(), v.data(), count, accumulate);
+        write(out, 0, o.data(), o.size());
+    }
+    /// Runs a transform (ir/fft.hpp) from `in` into `out`, both contiguous. This one goes
+    /// through host memory (read, the host engine on one thread, write back); backends override it.
+    virtual void fft(const ir::Fft& call, const Buffer& in, Buffer& out) {
+        const std::size_t size = dtype_size(call.dtype);
+        std::vector<unsigned char> i(static_cast<std::size_t>(call.input_count()) * size),
+            o(static_cast<std::size_t>(call.output_count()) * size);
+        read(in, 0, i.data(), i.size());
+        host::run_fft(call, i.data(), o.data(), nullptr);
+        write(out, 0, o.data(), o.size());
+    }
+    /// How fft() runs `call` (LAZYTENSOR_DEBUG=1).
+    virtual std::string fft_routine(const ir::Fft&) const {
+        return concat("the host FFT engine on one thread, through host copies (", device(), ")");
+    }
+    /// Runs a linear-algebra routine (ir/linalg.hpp) over every matrix of its batch: `operands`
+    /// are A's (and B's) buffers, read at the layouts `call` gives; `out` gets the packed results
+    /// (contiguous [batch..., total]). LinAlgError for a matrix the routine cannot handle
+    /// (singular, not positive definite, no convergence), naming the batch element.
+    virtual void linalg(const ir::Linalg& call, const std::vector<const Buffer*>& operands, Buffer& out) = 0;
+    /// How this backend runs `call` (LAZYTENSOR_DEBUG, lt::schedule).
+    virtual std::string linalg_routine(const ir::Linalg& call) const = 0;
+    /// How this backend runs `gemm` (LAZYTENSOR_DEBUG), e.g. "CLBlast GemmStridedBatched".
+    /// Whether attention `a` (ir/attention.hpp) runs as one kernel here (then `attention`
+    /// runs it; the scheduler otherwise leaves its three items as they are).
+    virtual bool fuses_attention(const ir::Attention&) const { return false; }
+    /// out = softmax(f(q @ kt), -1) @ v in one kernel; `scalars` are f's (the softmax kernel's).
+    virtual void attention(const ir::Attention&, const Buffer&, const Buffer&, const Buffer&, Buffer&,
+                           const std::vector<Scalar>&) {
+        fail<BackendError>("lazytensor internal error: ", name(), " was given an attention item it does not fuse");
+    }
+    virtual std::string attention_source(const ir::Attention&) { return {}; }
+    virtual std::string attention_routine(const ir::Attention&) const { return "attention kernel"; }
+    virtual std::string gemm_routine(const ir::Gemm&) const { return "GEMM"; }
+    /// Waits until every launched kernel has finished.
+    virtual void synchronize() = 0;
+    /// An event after everything queued so far (lt::Event). A backend whose work is done when
+    /// its calls return (the host) gives one that is done.
+    virtual std::shared_ptr<DeviceEvent> record_event() {
+        struct Done final : DeviceEvent {
+            bool is_done() override { return true; }
+            void wait() override {}
+        };
+        return std::make_shared<Done>();
+    }
+    /// Makes what is queued from now on wait for `event` (recorded on any device): on the device
+    /// where it can, else by waiting here.
+    virtual void wait_for(DeviceEvent& event) { event.wait(); }
+    /// Starts what is queued without waiting for it (OpenCL: clFlush), so that several devices
+    /// run at once; nothing where work runs when launched (the host).
+    virtual void flush() {}
+    /// Whether kernels may compute in float64.
+    virtual bool supports_float64() const { return true; }
+
+    /// Device-side timing (LAZYTENSOR_DEBUG=3, benchmarks): while on, launch() records each
+    /// kernel's device time; backends without device timers record nothing.
+    virtual void set_record_times(bool) {}
+    virtual bool record_times() const { return false; }
+    /// The device times (ms) recorded since the last call, one per launch.
+    virtual std::vector<double> take_device_times_ms() { return {}; }
+    /// The generated source of a compiled kernel (LAZYTENSOR_DEBUG=2), if the backend has one.
+    virtual std::string kernel_source(const CompiledKernel&) const { return {}; }
+    /// The generated source that gemm_fused and scan_fused run for these kernels, where the
+    /// backend generates one (LAZYTENSOR_DEBUG=2, check mode's messages); else empty.
+    virtual std::string gemm_fused_source(const ir::Gemm&, const FusedKernels&) { return {}; }
+    virtual std::string scan_fused_source(const ir::Scan&, const FusedKernels&) { return {}; }
+
+    /// The compiled form of `kernel`, from the cache when a kernel of the same structure was
+    /// compiled before; `outcome` says which, and how long compiling took. The cache keeps the
+    /// most recently used kernels (cache_capacity()); workloads whose shapes keep changing do
+    /// not grow it without bound.
+    std::shared_ptr<CompiledKernel> get_kernel(const ir::Kernel& kernel, CompileOutcome* outcome = nullptr) {
+        std::vector<CompileOutcome> outcomes;
+        std::shared_ptr<CompiledKernel> k = std::move(get_kernels({&kernel}, outcomes)[0]);
+        if (outcome) *outcome = outcomes[0];
+        return k;
+    }
+
+    /// The compiled forms of several kernels (those one realize needs): each from the cache, or
+    /// compiled now. A backend with a slow compiler builds the missing ones together
+    /// (compile_batch), so a first realize of N new kernels costs less than N builds.
+    /// outcomes[i] says how kernels[i] came to be.
+    std::vector<std::shared_ptr<CompiledKernel>> get_kernels(const std::vector<const ir::Kernel*>& kernels,
+                                                             std::vector<CompileOutcome>& outcomes) {
+        std::vector<std::shared_ptr<CompiledKernel>> out(kernels.size());
+        outcomes.assign(kernels.size(), CompileOutcome{});
+        std::vector<std::string> keys(kernels.size());
+        std::vector<const ir::Kernel*> missing;
+        std::vector<std::size_t> missing_at;  // per missing kernel: its first position in `kernels`
+        for (std::size_t i = 0; i < kernels.size(); ++i) {
+            keys[i] = ir::key(*kernels[i]);
+            if ((out[i] = cache_.find(keys[i]))) {
+                ++memory_hits_;
+                continue;
+            }
+            bool repeated = false;  // the same structure twice in one batch is compiled once
+            for (std::size_t m : missing_at) repeated = repeated || keys[m] == keys[i];
+            if (repeated) continue;
+            missing.push_back(kernels[i]);
+            missing_at.push_back(i);
+        }
+        if (missing.empty()) return out;
+        const auto start = std::chrono::steady_clock::now();
+        std::vector<CompileOutcome> made(missing.size());
+        std::vector<std::shared_ptr<CompiledKernel>> fresh = compile_batch(missing, made);
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        kernels_compiled_ += missing.size();
+        compile_us_ += static_cast<std::int64_t>(ms * 1000);
+        for (std::size_t m = 0; m < missing.size(); ++m) {
+            made[m].compiled = true;
+            made[m].ms = ms;
+            made[m].batch = missing.size();
+            const std::size_t i = missing_at[m];
+            outcomes[i] = made[m];
+            out[i] = cache_.insert(keys[i], std::move(fresh[m])).first;
+        }
+        for (std::size_t i = 0; i < kernels.size(); ++i)
+            if (!out[i])
+                for (std::size_t m : missing_at)
+                    if (keys[m] == keys[i]) out[i] = out[m];
+        return out;
+    }
+
+    CompileStats compile_stats() const {
+        CompileStats s;
+        s.kernels_compiled = kernels_compiled_;
+        s.memory_hits = memory_hits_;
+        s.programs_built = programs_built_;
+        s.disk_hits = disk_hits_;
+        s.compile_ms = static_cast<double>(compile_us_.load()) / 1000;
+        return s;
+    }
+    void reset_compile_stats() {
+        kernels_compiled_ = memory_hits_ = programs_built_ = disk_hits_ = 0;
+        compile_us_ = 0;
+    }
+
+    std::size_t cached_kernels() const { return cache_.size(); }
+    std::size_t cache_capacity() const { return cache_.capacity(); }
+    virtual void set_cache_capacity(std::size_t kernels) { cache_.set_capacity(kernels); }
+    /// Forgets every compiled kernel (they are compiled again on next use).
+    virtual void clear_kernel_cache() { cache_.clear(); }
+    /// The largest buffer the device can hold, in bytes (lt::devices() reports it).
+    std::size_t max_buffer_bytes() const { return largest_buffer(); }
+
+protected:
+    /// Makes the kernel; sets `outcome`'s built_from_source or from_disk where they apply.
+    virtual std::shared_ptr<CompiledKernel> compile(const ir::Kernel& kernel, CompileOutcome& outcome) = 0;
+    /// Makes several kernels; by default one after another. A backend whose compiler has a
+    /// large cost per build overrides it to build them together.
+    virtual std::vector<std::shared_ptr<CompiledKernel>> compile_batch(const std::vector<const ir::Kernel*>& kernels,
+                                                                       std::vector<CompileOutcome>& outcomes) {
+        std::vector<std::shared_ptr<CompiledKernel>> out;
+        for (std::size_t i = 0; i < kernels.size(); ++i) out.push_back(compile(*kernels[i], outcomes[i]));
+        return out;
+    }
+    /// Counts a program the compiler built (from source) or loaded from the disk cache.
+    void count_program(bool from_disk) { ++(from_disk ? disk_hits_ : programs_built_); }
+
+    /// The largest buffer the device can hold, in bytes.
+    virtual std::size_t largest_buffer() const = 0;
+    /// `bytes` of device memory (from the backend's cache, or new); OutOfMemoryError or
+    /// BackendError on failure.
+    virtual void* allocate_memory(std::size_t bytes, std::int64_t numel, DType dtype) = 0;
+    /// Frees (or caches) what allocate_memory returned.
+    virtual void free_memory(void* handle, std::size_t bytes) noexcept = 0;
+    /// Bytes held by the caching allocator.
+    virtual std::size_t cached_bytes() const { return 0; }
+
+private:
+    void account(std::size_t bytes, int sign) {
+        if (sign > 0) {
+            memory_.live_bytes += bytes;
+            ++memory_.live_buffers;
+            memory_.peak_bytes = std::max(memory_.peak_bytes, memory_.live_bytes);
+        } else {
+            memory_.live_bytes -= bytes;
+            --memory_.live_buffers;
+        }
+    }
+
+    LruCache<CompiledKernel> cache_{kernel_cache_capacity_from_env()};
+    std::atomic<std::size_t> kernels_compiled_{0}, memory_hits_{0}, programs_built_{0}, disk_hits_{0};
+    std::atomic<std::int64_t> compile_us_{0};
+    mutable std::mutex memory_mutex_;
+    MemoryStats memory_;  // cached_bytes is filled in on request
+};
+
+}  // namespace lazytensor::detail
 // ---- lazytensor/backend/host/gemm.hpp ----
 // The host backend's matrix product: a packed GEMM in the BLIS style.
 //
@@ -20495,6 +20764,10 @@ public:
         scatter_elements(out.dtype(), out.handle(), out.numel(), static_cast<const std::int64_t*>(positions.handle()),
                          values.handle(), count, accumulate);
     }
+    void fft(const ir::Fft& call, const Buffer& in, Buffer& out) override {
+        host::run_fft(call, in.handle(), out.handle(), &pool_);
+    }
+    std::string fft_routine(const ir::Fft&) const override { return "the host FFT engine (Stockham, four-step, Bluestein)"; }
     void sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k, bool descending, Buffer& values,
                    Buffer& indices) override {
         visit_dtype(in.dtype(), [&](auto tag) {
@@ -26483,7 +26756,7 @@ struct Source {
 /// scan, sort or LAPACK, not by a generated kernel).
 inline bool runs_alone(NodeKind kind) {
     return kind == NodeKind::Matmul || kind == NodeKind::Scan || kind == NodeKind::Sort || kind == NodeKind::Linalg ||
-           kind == NodeKind::Collective || kind == NodeKind::Scatter;
+           kind == NodeKind::Collective || kind == NodeKind::Scatter || kind == NodeKind::Fft;
 }
 
 /// One schedule item: a kernel that materializes `root`, a matrix product (root is a matmul
@@ -26541,6 +26814,7 @@ struct Group {
     bool is_linalg() const { return root->kind == NodeKind::Linalg; }
     bool is_collective() const { return root->kind == NodeKind::Collective; }
     bool is_scatter() const { return root->kind == NodeKind::Scatter; }
+    bool is_fft() const { return root->kind == NodeKind::Fft; }
     /// A generated kernel alone (not a view, nor an item run by a routine of the backend's).
     bool is_kernel() const { return !view_only && !is_attention() && !runs_alone(core()->kind); }
 };
@@ -27085,6 +27359,8 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
             reason = "collective (an item of its own, run by the group's transport)";
         } else if (n->kind == NodeKind::Scatter) {
             reason = "scatter (an item of its own, run by the backend's scatter)";
+        } else if (n->kind == NodeKind::Fft) {
+            reason = "fft (an item of its own, run by the backend's FFT)";
         } else {
             SmallVector<int, 2> cons;
             for (int c : consumers[t])
@@ -27104,6 +27380,8 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
                 reason = "operand of a collective";
             } else if (cons.size() == 1 && groups[static_cast<std::size_t>(cons[0])].is_scatter()) {
                 reason = "operand of a scatter";
+            } else if (cons.size() == 1 && groups[static_cast<std::size_t>(cons[0])].is_fft()) {
+                reason = "operand of an fft";
             } else if (cons.size() == 1 && n->kind == NodeKind::Reduce && groups[static_cast<std::size_t>(cons[0])].is_sort()) {
                 reason = "reduction read by a sort's operand (a kernel without a reduced domain)";
             } else if (cons.size() == 1) {
@@ -28318,6 +28596,117 @@ private:
 };
 
 }  // namespace lazytensor::detail
+// ---- lazytensor/items/fft_item.hpp ----
+// The FFT item: an fft node (ir/fft.hpp) run by the backend's FFT, from its operand's contiguous
+// memory into a buffer of its own. An operand that is not contiguous from offset 0 (a lazy
+// expression, a transposed view) is materialized first by a kernel, into which what produces it
+// fuses; what reads the result (a scale, the magnitude of a spectrum) fuses into the next kernel.
+
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+
+
+namespace lazytensor::detail {
+
+struct FftItem : ItemDefaults {
+    static constexpr ScheduleItem::Kind kind = ScheduleItem::Kind::Fft;
+    ir::Fft call;
+
+    /// Lowers group g (its root an fft node): g.inputs is the operand's buffer, or the operand
+    /// is materialized first.
+    static std::optional<Materialize> lower(const Schedule& s, Group& g) {
+        g.inputs.clear();
+        Node* operand = g.root->src[0].get();
+        Reached r = walk_views(s, &g, operand, IndexMap::identity(operand->shape));
+        if (!r.load || r.access.offset != 0 || !is_contiguous_layout(operand->shape, r.access.strides, 0))
+            return Materialize{operand, "operand of an fft (read from contiguous memory)", true};
+        g.inputs.push_back(r.node);
+        g.kernel = ir::Kernel{};
+        g.scalars.clear();
+        g.ops = {"fft"};
+        return std::nullopt;
+    }
+    static FftItem of(const Group& g) {
+        FftItem item;
+        item.call = graph::fft_call(*g.root);
+        return item;
+    }
+
+    void describe(ScheduleItem& item, Device) const { item.ir = ir::to_string(call); }
+    std::string routine(Backend& backend) const { return backend.fft_routine(call); }
+    double flops() const {
+        double n = 1;
+        for (int a : call.axes) n *= static_cast<double>(call.shape[static_cast<std::size_t>(a)]);
+        const double lines = static_cast<double>(numel(call.shape)) / n;
+        return (call.kind == FftKind::C2C ? 5.0 : 2.5) * lines * n * std::log2(n > 1 ? n : 2);
+    }
+    void run(const ItemRun& r) const { r.backend.fft(call, *r.params[0], r.out()); }
+    /// The host's transform; magnitudes: each output element's bound, the scale times the sum of
+    /// the absolute values of the elements of its transform block (an FFT's output is a sum of
+    /// the inputs times unit roots).
+    const char* reference(const HostRun& h) const {
+        if (!h.magnitudes) {
+            h.host.fft(call, *h.params[0], *h.params.back());
+            return "the host's FFT";
+        }
+        visit_dtype(call.dtype, [&](auto tag) {
+            using T = typename decltype(tag)::type;
+            if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
+                magnitudes(static_cast<const T*>(h.params[0]->handle()), static_cast<T*>(h.params.back()->handle()));
+        });
+        return "the host's FFT";
+    }
+    /// The FFT computes sums in another order on a device, with other twiddles: ~log2 n ulps.
+    void widen_tolerance(CheckTolerance& t, DType) const {
+        double n = 1;
+        for (int a : call.axes) n *= static_cast<double>(call.shape[static_cast<std::size_t>(a)]);
+        t.atol *= 4 * std::log2(n > 2 ? n : 2);
+    }
+    std::string listing() const { return "--- fft ---\n" + ir::to_string(call); }
+
+private:
+    /// out[e] = |scale| * sum over e's block of |in| (complex elements: |re| + |im|; C2R counts
+    /// the bins it mirrors twice).
+    template <class T>
+    void magnitudes(const T* in, T* out) const {
+        const Shape in_shape = call.kind == FftKind::R2C ? call.shape : call.complex_shape();
+        const Shape out_shape = call.kind == FftKind::C2R ? call.shape : call.complex_shape();
+        const int pair_in = call.kind == FftKind::R2C ? 1 : 2, pair_out = call.kind == FftKind::C2R ? 1 : 2;
+        const std::size_t rank = in_shape.size();
+        std::vector<bool> transformed(rank, false);
+        for (int a : call.axes) transformed[static_cast<std::size_t>(a)] = true;
+        // Blocks are numbered by the indices along the axes not transformed (row-major).
+        auto block_of = [&](std::int64_t flat, const Shape& shape) {
+            std::int64_t block = 0, stride = 1;
+            for (std::size_t d = rank; d-- > 0;) {
+                const std::int64_t i = flat % shape[d];
+                flat /= shape[d];
+                if (!transformed[d]) {
+                    block += i * stride;
+                    stride *= shape[d];
+                }
+            }
+            return block;
+        };
+        std::int64_t blocks = 1;
+        for (std::size_t d = 0; d < rank; ++d)
+            if (!transformed[d]) blocks *= in_shape[d];
+        std::vector<double> sum(static_cast<std::size_t>(blocks), 0.0);
+        const double factor = call.kind == FftKind::C2R ? 2 : 1;
+        for (std::int64_t e = 0; e < numel(in_shape); ++e) {
+            double m = 0;
+            for (int p = 0; p < pair_in; ++p) m += std::fabs(static_cast<double>(in[e * pair_in + p]));
+            sum[static_cast<std::size_t>(block_of(e, in_shape))] += m;
+        }
+        for (std::int64_t e = 0; e < numel(out_shape); ++e)
+            for (int p = 0; p < pair_out; ++p)
+                out[e * pair_out + p] = static_cast<T>(factor * std::fabs(call.scale) * sum[static_cast<std::size_t>(block_of(e, out_shape))]);
+    }
+};
+
+}  // namespace lazytensor::detail
 // ---- lazytensor/items/gemm_item.hpp ----
 // The matrix-product item: a matmul node run by the backend's GEMM (the host's packed GEMM,
 // CLBlast or the OpenCL backend's own kernel), with the element-wise producers of its operands
@@ -29045,7 +29434,7 @@ struct ViewItem : ItemDefaults {
 
 namespace lazytensor::detail {
 
-using ItemKind = std::variant<KernelItem, GemmItem, ScanItem, AttentionItem, SortItem, LinalgItem, CollectiveItem, ScatterItem, ViewItem>;
+using ItemKind = std::variant<KernelItem, GemmItem, ScanItem, AttentionItem, SortItem, LinalgItem, CollectiveItem, ScatterItem, FftItem, ViewItem>;
 
 /// Lowers every group of `s`, or says which node must be materialized first.
 inline std::optional<Materialize> lower_groups(Schedule& s) {
@@ -29058,6 +29447,7 @@ inline std::optional<Materialize> lower_groups(Schedule& s) {
         else if (g.is_linalg()) first = LinalgItem::lower(s, g);
         else if (g.is_collective()) first = CollectiveItem::lower(s, g);
         else if (g.is_scatter()) first = ScatterItem::lower(s, g);
+        else if (g.is_fft()) first = FftItem::lower(s, g);
         else first = Lowering(s, g).run();
         if (first) return first;
     }
@@ -29148,6 +29538,7 @@ ItemKind item_of(Group& g, const Index& index) {
     if (g.is_linalg()) return LinalgItem::of(g);
     if (g.is_collective()) return CollectiveItem::of(g);
     if (g.is_scatter()) return ScatterItem::of(g);
+    if (g.is_fft()) return FftItem::of(g);
     KernelItem k;
     k.kernel = std::move(g.kernel);
     return k;

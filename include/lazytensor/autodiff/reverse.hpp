@@ -22,6 +22,7 @@
 
 #include "../core/error.hpp"
 #include "../ir/convolution.hpp"
+#include "../ir/fft.hpp"
 #include "../ir/graph.hpp"
 #include "../ir/linalg.hpp"
 #include "linalg_rules.hpp"
@@ -189,6 +190,39 @@ inline NodePtr expand_rule(const NodePtr& x, const NodePtr& y, const NodePtr& gy
     return spread.empty() ? gy : g::reduce(ReduceOp::Sum, gy, spread, true, "grad");
 }
 
+/// The cotangent of an fft node's operand (as PyTorch's): a transform is linear, and its adjoint
+/// as a map of real numbers is the complex adjoint, the unnormalized transform the other way
+/// with the same scale. R2C's adds the real embedding's (the real part) and the half spectrum's
+/// (zeros for the bins left out); C2R's counts twice the bins it mirrors.
+inline NodePtr fft_adjoint(const Node& n, const NodePtr& gy) {
+    const ir::Fft f = g::fft_call(n);
+    const int last = f.axes.back();
+    const std::int64_t len = f.shape[static_cast<std::size_t>(last)], bins = len / 2 + 1;
+    switch (f.kind) {
+        case FftKind::C2C: return g::fft(gy, FftKind::C2C, !f.inverse, f.axes, 0, f.scale);
+        case FftKind::R2C: {
+            Shape before(gy->shape.size(), 0), after(gy->shape.size(), 0);
+            after[static_cast<std::size_t>(last)] = len - bins;
+            const NodePtr full = g::pad(gy, before, after, num(0.0));
+            const NodePtr spectrum = g::fft(full, FftKind::C2C, true, f.axes, 0, f.scale);
+            return g::squeeze_axes(g::slice(spectrum, static_cast<int>(f.shape.size()), 0, 1, 1), {static_cast<int>(f.shape.size())});
+        }
+        case FftKind::C2R: {
+            const NodePtr spectrum = g::fft(gy, FftKind::R2C, false, f.axes, 0, f.scale);
+            const std::int64_t doubled = len - bins;  // bins 1..doubled stand for two
+            if (doubled == 0) return spectrum;
+            Shape weight_shape(spectrum->shape.size(), 1);
+            weight_shape[static_cast<std::size_t>(last)] = doubled;
+            Shape before(weight_shape.size(), 0), after(weight_shape.size(), 0);
+            before[static_cast<std::size_t>(last)] = 1;
+            after[static_cast<std::size_t>(last)] = bins - 1 - doubled;
+            const NodePtr weight = g::pad(g::constant(num(2.0), spectrum->dtype, weight_shape, spectrum->device), before, after, num(1.0));
+            return mul(spectrum, weight);
+        }
+    }
+    return nullptr;
+}
+
 /// Calls emit(source index, gradient of that source) for each source of n that has one, given
 /// gy, the gradient of n. `wanted(i)`: whether source i needs its gradient.
 template <class Emit, class Wanted>
@@ -264,6 +298,9 @@ void node_rule(const NodePtr& n, const NodePtr& gy, Wanted wanted, Emit emit) {
             }
             break;
         }
+        case NodeKind::Fft:
+            if (wanted(0)) emit(0, fft_adjoint(*n, gy));
+            break;
         case NodeKind::Sort: break;   // positions: integers, no gradient (the values' flows through their gather)
         case NodeKind::Linalg: linalg_rules::linalg_rule(n, gy, wanted, emit); break;
         case NodeKind::Collective:

@@ -24,6 +24,8 @@
 #include "../ir/kernel.hpp"
 #include "../ir/linalg.hpp"
 #include "../core/reports.hpp"
+#include "../ir/fft.hpp"
+#include "host/fft_call.hpp"
 #include "scatter_elements.hpp"
 
 namespace lazytensor::detail {
@@ -213,6 +215,20 @@ public:
         read(values, 0, v.data(), v.size());
         scatter_elements(out.dtype(), o.data(), out.numel(), p.data(), v.data(), count, accumulate);
         write(out, 0, o.data(), o.size());
+    }
+    /// Runs a transform (ir/fft.hpp) from `in` into `out`, both contiguous. This one goes
+    /// through host memory (read, the host engine on one thread, write back); backends override it.
+    virtual void fft(const ir::Fft& call, const Buffer& in, Buffer& out) {
+        const std::size_t size = dtype_size(call.dtype);
+        std::vector<unsigned char> i(static_cast<std::size_t>(call.input_count()) * size),
+            o(static_cast<std::size_t>(call.output_count()) * size);
+        read(in, 0, i.data(), i.size());
+        host::run_fft(call, i.data(), o.data(), nullptr);
+        write(out, 0, o.data(), o.size());
+    }
+    /// How fft() runs `call` (LAZYTENSOR_DEBUG=1).
+    virtual std::string fft_routine(const ir::Fft&) const {
+        return concat("the host FFT engine on one thread, through host copies (", device(), ")");
     }
     /// Runs a linear-algebra routine (ir/linalg.hpp) over every matrix of its batch: `operands`
     /// are A's (and B's) buffers, read at the layouts `call` gives; `out` gets the packed results

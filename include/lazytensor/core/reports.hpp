@@ -55,6 +55,7 @@ struct ScheduleItem {
         Linalg,  // a LAPACK routine over a batch of matrices (lt::linalg; on the host for every device)
         Collective,  // data combined over the processes of a group (lt::dist: MPI)
         Scatter,  // the backend's scatter: a copy of a tensor with values written or added at flat positions
+        Fft,      // the backend's fast Fourier transform along up to three axes
     };
     Kind kind = Kind::Kernel;  ///< what runs it
     std::string reason;               ///< why its output is materialized
@@ -72,7 +73,7 @@ struct ScheduleItem {
 };
 
 ///@{
-/// "kernel", "matmul", "scan", "view", "attention", "sort", "linalg", "collective" or "scatter".
+/// "kernel", "matmul", "scan", "view", "attention", "sort", "linalg", "collective", "scatter" or "fft".
 inline const char* to_string(ScheduleItem::Kind kind) {
     switch (kind) {
         case ScheduleItem::Kind::Kernel: return "kernel";
@@ -84,6 +85,7 @@ inline const char* to_string(ScheduleItem::Kind kind) {
         case ScheduleItem::Kind::Linalg: return "linalg";
         case ScheduleItem::Kind::Collective: return "collective";
         case ScheduleItem::Kind::Scatter: return "scatter";
+        case ScheduleItem::Kind::Fft: return "fft";
     }
     return "?";
 }

@@ -44,6 +44,8 @@ namespace lazytensor::detail {
 //   - Scatter: a copy of src[0] with src[2][j] written (params[0] == 1: added) at flat position
 //     src[1][j] (int64) of its contiguous order, for every j; positions outside the tensor are
 //     skipped. Run by the backend's scatter.
+//   - Fft: src[0] transformed along up to three axes (ir/fft.hpp); params {kind, inverse,
+//     axes..., and for C2R the real length n}; value: the scale. Run by the backend's FFT.
 #define LAZYTENSOR_NODE_KINDS(X) \
     X(Buffer, "buffer")          \
     X(Const, "const")            \
@@ -66,7 +68,8 @@ namespace lazytensor::detail {
     X(Sort, "sort")              \
     X(Linalg, "linalg")            \
     X(Collective, "collective")  \
-    X(Scatter, "scatter")
+    X(Scatter, "scatter")          \
+    X(Fft, "fft")
 
 enum class NodeKind : std::uint8_t {
 #define LAZYTENSOR_X(name, text) name,

@@ -21,6 +21,7 @@
 #include "../schedule/schedule.hpp"
 #include "attention_item.hpp"
 #include "collective_item.hpp"
+#include "fft_item.hpp"
 #include "gemm_item.hpp"
 #include "kernel_item.hpp"
 #include "linalg_item.hpp"
@@ -31,7 +32,7 @@
 
 namespace lazytensor::detail {
 
-using ItemKind = std::variant<KernelItem, GemmItem, ScanItem, AttentionItem, SortItem, LinalgItem, CollectiveItem, ScatterItem, ViewItem>;
+using ItemKind = std::variant<KernelItem, GemmItem, ScanItem, AttentionItem, SortItem, LinalgItem, CollectiveItem, ScatterItem, FftItem, ViewItem>;
 
 /// Lowers every group of `s`, or says which node must be materialized first.
 inline std::optional<Materialize> lower_groups(Schedule& s) {
@@ -44,6 +45,7 @@ inline std::optional<Materialize> lower_groups(Schedule& s) {
         else if (g.is_linalg()) first = LinalgItem::lower(s, g);
         else if (g.is_collective()) first = CollectiveItem::lower(s, g);
         else if (g.is_scatter()) first = ScatterItem::lower(s, g);
+        else if (g.is_fft()) first = FftItem::lower(s, g);
         else first = Lowering(s, g).run();
         if (first) return first;
     }
@@ -134,6 +136,7 @@ ItemKind item_of(Group& g, const Index& index) {
     if (g.is_linalg()) return LinalgItem::of(g);
     if (g.is_collective()) return CollectiveItem::of(g);
     if (g.is_scatter()) return ScatterItem::of(g);
+    if (g.is_fft()) return FftItem::of(g);
     KernelItem k;
     k.kernel = std::move(g.kernel);
     return k;

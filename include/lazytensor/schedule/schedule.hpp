@@ -61,7 +61,7 @@ struct Source {
 /// scan, sort or LAPACK, not by a generated kernel).
 inline bool runs_alone(NodeKind kind) {
     return kind == NodeKind::Matmul || kind == NodeKind::Scan || kind == NodeKind::Sort || kind == NodeKind::Linalg ||
-           kind == NodeKind::Collective || kind == NodeKind::Scatter;
+           kind == NodeKind::Collective || kind == NodeKind::Scatter || kind == NodeKind::Fft;
 }
 
 /// One schedule item: a kernel that materializes `root`, a matrix product (root is a matmul
@@ -119,6 +119,7 @@ struct Group {
     bool is_linalg() const { return root->kind == NodeKind::Linalg; }
     bool is_collective() const { return root->kind == NodeKind::Collective; }
     bool is_scatter() const { return root->kind == NodeKind::Scatter; }
+    bool is_fft() const { return root->kind == NodeKind::Fft; }
     /// A generated kernel alone (not a view, nor an item run by a routine of the backend's).
     bool is_kernel() const { return !view_only && !is_attention() && !runs_alone(core()->kind); }
 };
@@ -663,6 +664,8 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
             reason = "collective (an item of its own, run by the group's transport)";
         } else if (n->kind == NodeKind::Scatter) {
             reason = "scatter (an item of its own, run by the backend's scatter)";
+        } else if (n->kind == NodeKind::Fft) {
+            reason = "fft (an item of its own, run by the backend's FFT)";
         } else {
             SmallVector<int, 2> cons;
             for (int c : consumers[t])
@@ -682,6 +685,8 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
                 reason = "operand of a collective";
             } else if (cons.size() == 1 && groups[static_cast<std::size_t>(cons[0])].is_scatter()) {
                 reason = "operand of a scatter";
+            } else if (cons.size() == 1 && groups[static_cast<std::size_t>(cons[0])].is_fft()) {
+                reason = "operand of an fft";
             } else if (cons.size() == 1 && n->kind == NodeKind::Reduce && groups[static_cast<std::size_t>(cons[0])].is_sort()) {
                 reason = "reduction read by a sort's operand (a kernel without a reduced domain)";
             } else if (cons.size() == 1) {

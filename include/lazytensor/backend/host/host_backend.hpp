@@ -104,6 +104,10 @@ public:
         scatter_elements(out.dtype(), out.handle(), out.numel(), static_cast<const std::int64_t*>(positions.handle()),
                          values.handle(), count, accumulate);
     }
+    void fft(const ir::Fft& call, const Buffer& in, Buffer& out) override {
+        host::run_fft(call, in.handle(), out.handle(), &pool_);
+    }
+    std::string fft_routine(const ir::Fft&) const override { return "the host FFT engine (Stockham, four-step, Bluestein)"; }
     void sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k, bool descending, Buffer& values,
                    Buffer& indices) override {
         visit_dtype(in.dtype(), [&](auto tag) {
