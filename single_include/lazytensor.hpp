@@ -706,15 +706,19 @@ namespace lazytensor {
     X(Float64, double, "float64")
 
 /// The runtime tag of an element type: Bool, UInt8, Int8, Int16, UInt16, Int32, UInt32, Int64,
-/// UInt64, Float16, Float32, Float64 (bool, then integers and floating types by width).
+/// UInt64, Float16, Float32, Float64 (bool, then integers and floating types by width), and the
+/// complex types Complex64 and Complex128 (std::complex<float> and <double>). Kernels compute in
+/// the real types only: a complex tensor (lt::Tensor<std::complex<float>>) is two real planes.
 enum class DType : std::uint8_t {
 #define LAZYTENSOR_X(name, type, text) name,
     LAZYTENSOR_DTYPES(LAZYTENSOR_X)
 #undef LAZYTENSOR_X
+    Complex64,
+    Complex128,
 };
 
 ///@{
-/// Number of dtypes.
+/// Number of real dtypes (those kernels compute in: Bool to Float64).
 inline constexpr int dtype_count = 0
 #define LAZYTENSOR_X(name, type, text) +1
     LAZYTENSOR_DTYPES(LAZYTENSOR_X)
@@ -723,13 +727,15 @@ inline constexpr int dtype_count = 0
 ///@}
 
 /// The dtype's name: "bool", "uint8", "int8", "int16", "uint16", "int32", "uint32", "int64",
-/// "uint64", "float16", "float32" or "float64".
+/// "uint64", "float16", "float32", "float64", "complex64" or "complex128".
 inline const char* dtype_name(DType t) {
     switch (t) {
 #define LAZYTENSOR_X(name, type, text) \
     case DType::name: return text;
         LAZYTENSOR_DTYPES(LAZYTENSOR_X)
 #undef LAZYTENSOR_X
+        case DType::Complex64: return "complex64";
+        case DType::Complex128: return "complex128";
     }
     return "?";
 }
@@ -737,21 +743,25 @@ inline const char* dtype_name(DType t) {
 /// Writes dtype_name(t).
 inline std::ostream& operator<<(std::ostream& out, DType t) { return out << dtype_name(t); }
 
-/// Bytes per element (bool: 1, float16: 2).
+/// Bytes per element (bool: 1, float16: 2, complex64: 8).
 inline std::size_t dtype_size(DType t) {
     switch (t) {
 #define LAZYTENSOR_X(name, type, text) \
     case DType::name: return sizeof(type);
         LAZYTENSOR_DTYPES(LAZYTENSOR_X)
 #undef LAZYTENSOR_X
+        case DType::Complex64: return 8;
+        case DType::Complex128: return 16;
     }
     return 0;
 }
 
 /// Whether t is float16, float32 or float64.
 constexpr bool is_floating(DType t) { return t == DType::Float16 || t == DType::Float32 || t == DType::Float64; }
+/// Whether t is complex64 or complex128.
+constexpr bool is_complex(DType t) { return t == DType::Complex64 || t == DType::Complex128; }
 /// Whether t is an integer type: int8 to int64 or uint8 to uint64 (bool is not).
-constexpr bool is_integral(DType t) { return t != DType::Bool && !is_floating(t); }
+constexpr bool is_integral(DType t) { return t != DType::Bool && !is_floating(t) && !is_complex(t); }
 
 /// Whether t is uint8, uint16, uint32 or uint64 (bool is not).
 constexpr bool is_unsigned_integral(DType t) {
@@ -772,13 +782,15 @@ constexpr int dtype_bits(DType t) {
         case DType::Float32: return 32;
         case DType::Int64:
         case DType::UInt64:
-        case DType::Float64: return 64;
+        case DType::Float64:
+        case DType::Complex64: return 64;
+        case DType::Complex128: return 128;
     }
     return 0;
 }
 
-/// Category used by promotion: 0 bool, 1 integer, 2 floating.
-constexpr int dtype_category(DType t) { return t == DType::Bool ? 0 : is_floating(t) ? 2 : 1; }
+/// Category used by promotion: 0 bool, 1 integer, 2 floating, 3 complex.
+constexpr int dtype_category(DType t) { return t == DType::Bool ? 0 : is_complex(t) ? 3 : is_floating(t) ? 2 : 1; }
 
 /// The dtype a kernel holds and computes values of `t` in: float16 is storage only (float32).
 constexpr DType value_dtype(DType t) { return t == DType::Float16 ? DType::Float32 : t; }
@@ -817,7 +829,13 @@ struct type_tag {
 template <class T>
 inline constexpr bool is_floating_v = std::is_floating_point_v<T> || std::is_same_v<T, half>;
 
-/// Calls f(type_tag<T>{}) with the C++ type of a runtime dtype.
+/// Complex dtypes never reach what visits dtypes (kernels, buffers): their planes do.
+[[noreturn]] inline void complex_dtype_inside(DType t) {
+    fail<DTypeError>("lazytensor internal error: a ", dtype_name(t), " value reached the engine, which computes its real and "
+                     "imaginary planes");
+}
+
+/// Calls f(type_tag<T>{}) with the C++ type of a runtime real dtype.
 template <class F>
 decltype(auto) visit_dtype(DType t, F&& f) {
     switch (t) {
@@ -825,6 +843,8 @@ decltype(auto) visit_dtype(DType t, F&& f) {
     case DType::name: return f(type_tag<type>{});
         LAZYTENSOR_DTYPES(LAZYTENSOR_X)
 #undef LAZYTENSOR_X
+        case DType::Complex64:
+        case DType::Complex128: complex_dtype_inside(t);
     }
     return f(type_tag<float>{});
 }
@@ -841,6 +861,8 @@ decltype(auto) visit_value_dtype(DType t, F&& f) {
     case DType::name: return f(type_tag<value_type_t<type>>{});
         LAZYTENSOR_DTYPES(LAZYTENSOR_X)
 #undef LAZYTENSOR_X
+        case DType::Complex64:
+        case DType::Complex128: complex_dtype_inside(t);
     }
     return f(type_tag<float>{});
 }
@@ -1284,6 +1306,7 @@ inline Axes all_axes(std::size_t ndim) {
 // tensors and expressions share (shape, reductions, views, realize, to_vector, item, cast).
 
 #include <algorithm>
+#include <complex>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -1880,8 +1903,8 @@ namespace lazytensor::detail {
 //   - Scatter: a copy of src[0] with src[2][j] written (params[0] == 1: added) at flat position
 //     src[1][j] (int64) of its contiguous order, for every j; positions outside the tensor are
 //     skipped. Run by the backend's scatter.
-//   - Fft: src[0] transformed along up to three axes (ir/fft.hpp); params {kind, inverse,
-//     axes..., and for C2R the real length n}; value: the scale. Run by the backend's FFT.
+//   - Fft: src[0] transformed along up to three axes (ir/fft.hpp); params {kind, inverse, the
+//     real length n (C2R; else 0), the scale's bits (a double), axes...}. Run by the backend's FFT.
 #define LAZYTENSOR_NODE_KINDS(X) \
     X(Buffer, "buffer")          \
     X(Const, "const")            \
@@ -3543,6 +3566,15 @@ struct TensorTag {};
 template <class E>
 inline constexpr bool is_tensor_like_v = std::is_base_of_v<TensorTag, std::decay_t<E>>;
 
+/// Whether T is std::complex<float> or <double> (the element of a complex tensor,
+/// frontend/complex.hpp).
+template <class T>
+struct is_complex_element : std::false_type {};
+template <class R>
+struct is_complex_element<std::complex<R>> : std::true_type {};
+template <class T>
+inline constexpr bool is_complex_element_v = is_complex_element<T>::value;
+
 /// C++ arithmetic types (and half) usable as scalars next to tensors.
 template <class S>
 inline constexpr bool is_scalar_v = std::is_arithmetic_v<std::decay_t<S>> || std::is_same_v<std::decay_t<S>, half>;
@@ -4343,6 +4375,10 @@ Tensor<T> from_host(const T* data, std::int64_t count, Shape shape, Device devic
     return Tensor<T>(graph::buffer(std::move(buf), std::move(shape), std::move(strides), 0));
 }
 
+/// A complex tensor of std::complex values (frontend/complex.hpp defines it).
+template <class C>
+Tensor<C> complex_from_host(const std::vector<C>& data, Shape shape, Device device);
+
 template <class E>
 Tensor<typename E::value_type> triangle(const E& x, std::int64_t k, bool upper, const char* op) {
     using T = typename E::value_type;
@@ -4357,8 +4393,8 @@ Tensor<typename E::value_type> triangle(const E& x, std::int64_t k, bool upper, 
 
 }  // namespace detail
 
-/// A tensor holding `data` (row-major) with the given shape, on `device`; copied there now.
-/// ShapeError if data.size() is not the shape's element count; DeviceError if `device` is unavailable.
+/// A tensor holding `data` (row-major) with the given shape, on `device`; copied there now
+/// (std::complex values: a complex tensor, frontend/complex.hpp). ShapeError if data.size() is not the shape's element count; DeviceError if `device` is unavailable.
 template <class T>
 Tensor<T> tensor(const std::vector<T>& data, Shape shape, Device device = default_device()) {
     detail::check_extents(shape, "lt::tensor");
@@ -4366,7 +4402,9 @@ Tensor<T> tensor(const std::vector<T>& data, Shape shape, Device device = defaul
     if (static_cast<std::int64_t>(data.size()) != count)
         detail::fail<ShapeError>("lt::tensor: ", data.size(), " values do not fit shape ", shape, " (", count,
                                  " elements)");
-    if constexpr (std::is_same_v<T, bool>) {
+    if constexpr (detail::is_complex_element_v<T>) {
+        return detail::complex_from_host<T>(data, std::move(shape), device);
+    } else if constexpr (std::is_same_v<T, bool>) {
         std::vector<std::uint8_t> bytes(data.begin(), data.end());
         static_assert(sizeof(bool) == 1, "lazytensor stores bool as one byte");
         return detail::from_host<T>(reinterpret_cast<const bool*>(bytes.data()), count, std::move(shape), device);
@@ -10583,6 +10621,816 @@ Tensor<T> from_blob(const T* data, Shape shape, Deleter deleter) {
 }
 
 }  // namespace lazytensor
+// ---- lazytensor/frontend/complex.hpp ----
+// Complex tensors: lt::Tensor<std::complex<float>> (complex64) and Tensor<std::complex<double>>
+// (complex128). A complex tensor is two real tensors of one shape, its real and imaginary
+// planes, and every complex operation is real arithmetic on them: it fuses like any other
+// element-wise code, runs on every backend, and lt::grad differentiates through it (with
+// respect to the real tensors it was built from). The planes meet as interleaved (re, im)
+// pairs only where a kind of work needs them so (the FFT, .npy files).
+//
+// Arithmetic follows NumPy's: a real operand is a complex one with imaginary part 0 (so inf * 0
+// gives NaN in the imaginary part, as there), division is Smith's (no overflow of c^2 + d^2),
+// abs is hypot. A complex64 tensor with a float64 tensor gives complex128; scalars (real or
+// std::complex) never widen a tensor.
+
+#include <complex>
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+// ---- lazytensor/frontend/print.hpp ----
+// operator<< for tensors and expressions, as PyTorch prints them: the values in aligned
+// columns (summarized when large), then shape, dtype and device; and the print options.
+// Printing realizes the tensor, then reads only the elements it shows.
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+
+namespace lazytensor {
+
+/// How operator<< prints tensors; lt::set_print_options sets them for every thread. The
+/// defaults are PyTorch's.
+struct PrintOptions {
+    /// Digits after the decimal point of floating values (in fixed and scientific notation).
+    int precision = 4;
+    /// A tensor of more elements than this is summarized: along each axis longer than
+    /// 2 * edgeitems only the first and last `edgeitems` are shown (and read from the device).
+    std::int64_t threshold = 1000;
+    /// Elements shown at each end of a summarized axis.
+    std::int64_t edgeitems = 3;
+    /// Characters per line (counted from the line's start) before a row of values wraps.
+    std::int64_t linewidth = 80;
+};
+
+namespace detail {
+
+struct PrintOptionsState {
+    std::mutex mutex;
+    PrintOptions options;
+};
+inline PrintOptionsState& print_options_state() {
+    static PrintOptionsState state;
+    return state;
+}
+
+}  // namespace detail
+
+/// The options operator<< prints with now (a copy: change it and pass it to set_print_options).
+inline PrintOptions print_options() {
+    auto& s = detail::print_options_state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    return s.options;
+}
+
+/// Makes operator<< print with `options` from now on, in every thread. ValueError (and no
+/// change) for a precision outside 0..30, a negative threshold, or an edgeitems or linewidth
+/// below 1.
+inline void set_print_options(const PrintOptions& options) {
+    if (options.precision < 0 || options.precision > 30)
+        detail::fail<ValueError>("lt::set_print_options: precision must be from 0 to 30 digits, got ", options.precision);
+    if (options.threshold < 0)
+        detail::fail<ValueError>("lt::set_print_options: threshold must be >= 0, got ", options.threshold);
+    if (options.edgeitems < 1)
+        detail::fail<ValueError>("lt::set_print_options: edgeitems must be >= 1, got ", options.edgeitems);
+    if (options.linewidth < 1)
+        detail::fail<ValueError>("lt::set_print_options: linewidth must be >= 1, got ", options.linewidth);
+    auto& s = detail::print_options_state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.options = options;
+}
+
+/// NumPy's and PyTorch's spelling: set_print_options(precision, threshold, edgeitems,
+/// linewidth), where an option left out keeps its current value.
+inline void set_print_options(int precision, std::optional<std::int64_t> threshold = std::nullopt,
+                              std::optional<std::int64_t> edgeitems = std::nullopt,
+                              std::optional<std::int64_t> linewidth = std::nullopt) {
+    PrintOptions options = print_options();
+    options.precision = precision;
+    if (threshold) options.threshold = *threshold;
+    if (edgeitems) options.edgeitems = *edgeitems;
+    if (linewidth) options.linewidth = *linewidth;
+    set_print_options(options);
+}
+
+namespace detail {
+
+/// A run of consecutive buffer elements that printing reads.
+struct ReadRun {
+    std::int64_t first = 0;
+    std::int64_t count = 0;
+};
+
+/// What printing a realized tensor of this layout reads from its buffer, with `options`.
+LAZYTENSOR_ENGINE_API std::vector<ReadRun> print_reads(const Shape& shape, const Strides& strides, std::int64_t offset,
+                                                       const PrintOptions& options);
+
+/// `tensor([...], shape=[...], dtype=..., device=...)` for a realized node.
+LAZYTENSOR_ENGINE_API std::string format_tensor(const Node& n, const PrintOptions& options);
+
+}  // namespace detail
+
+/// Writes `tensor([...], shape=[...], dtype=..., device=...)`: nested rows with values in
+/// aligned columns, wrapped at print_options().linewidth; floating values with
+/// print_options().precision digits (see lt::PrintOptions), integers as numbers, bools as
+/// true/false. A tensor of more than print_options().threshold elements is summarized ("...")
+/// and only the elements shown are read from its device. Realizes x first.
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+std::ostream& operator<<(std::ostream& out, const E& x) {
+    using T = typename E::value_type;
+    Tensor<T> t = x.realize();
+    return out << detail::format_tensor(*t.node_ptr(), print_options());
+}
+
+}  // namespace lazytensor
+
+// The printing code: compiled in header-only units and in the implementation unit, never in a
+// separate-runtime unit.
+#if LAZYTENSOR_ENGINE_DEFINITIONS
+// ---- lazytensor/frontend/print_definitions.hpp ----
+// How tensors print (frontend/print.hpp declares it): compiled in header-only units and in the
+// LAZYTENSOR_IMPLEMENTATION unit, as the engine is.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+
+#if !LAZYTENSOR_ENGINE_DEFINITIONS
+#error "lazytensor: frontend/print_definitions.hpp holds definitions of the runtime; a LAZYTENSOR_SEPARATE_RUNTIME unit must not include it"
+#endif
+
+namespace lazytensor {
+
+namespace detail {
+
+/// The positions printed along each axis: all of them, or, when the tensor is summarized, the
+/// first and last edgeitems of an axis longer than 2 * edgeitems (cut[k]: "..." goes between).
+struct ShownIndices {
+    std::vector<std::vector<std::int64_t>> index;
+    std::vector<bool> cut;
+};
+
+inline ShownIndices shown_indices(const Shape& shape, const PrintOptions& options) {
+    const bool summarize = lazytensor::numel(shape) > options.threshold;
+    ShownIndices shown;
+    for (std::int64_t n : shape) {
+        const std::int64_t e = options.edgeitems;
+        const bool cut = summarize && n - e > e;
+        std::vector<std::int64_t> index;
+        for (std::int64_t i = 0; i < n; ++i) {
+            if (cut && i == e) i = n - e;
+            index.push_back(i);
+        }
+        shown.index.push_back(std::move(index));
+        shown.cut.push_back(cut);
+    }
+    return shown;
+}
+
+/// The buffer position of each shown element (row-major over the shown grid) of a tensor whose
+/// element (i0, i1, ...) is at offset + i0 * strides[0] + ...
+inline std::vector<std::int64_t> shown_positions(const Strides& strides, std::int64_t offset, const ShownIndices& shown) {
+    std::vector<std::int64_t> positions{offset};
+    for (std::size_t k = 0; k < shown.index.size(); ++k) {
+        std::vector<std::int64_t> next;
+        next.reserve(positions.size() * shown.index[k].size());
+        for (std::int64_t p : positions)
+            for (std::int64_t i : shown.index[k]) next.push_back(p + i * strides[k]);
+        positions = std::move(next);
+    }
+    return positions;
+}
+
+/// The runs that cover `positions`: sorted, with gaps of up to 64 elements read through, so
+/// that a summarized print makes few reads of a few elements each.
+inline std::vector<ReadRun> read_runs(std::vector<std::int64_t> positions) {
+    std::sort(positions.begin(), positions.end());
+    std::vector<ReadRun> runs;
+    for (std::int64_t p : positions) {
+        if (!runs.empty() && p - (runs.back().first + runs.back().count) <= 64)
+            runs.back().count = std::max(runs.back().count, p - runs.back().first + 1);
+        else
+            runs.push_back(ReadRun{p, 1});
+    }
+    return runs;
+}
+
+LAZYTENSOR_ENGINE_API std::vector<ReadRun> print_reads(const Shape& shape, const Strides& strides, std::int64_t offset,
+                                                       const PrintOptions& options) {
+    if (lazytensor::numel(shape) == 0) return {};
+    return read_runs(shown_positions(strides, offset, shown_indices(shape, options)));
+}
+
+/// The shown elements of a realized node, row-major over the shown grid, read run by run.
+template <class T>
+std::vector<T> read_shown(const Node& n, const ShownIndices& shown) {
+    using Stored = std::conditional_t<std::is_same_v<T, bool>, std::uint8_t, T>;
+    const std::vector<std::int64_t> positions = shown_positions(n.strides, n.offset, shown);
+    const std::vector<ReadRun> runs = read_runs(positions);
+    std::vector<std::int64_t> start(runs.size());  // of each run in `staged`
+    std::int64_t total = 0;
+    for (std::size_t r = 0; r < runs.size(); ++r) start[r] = total, total += runs[r].count;
+    std::vector<Stored> staged(static_cast<std::size_t>(total));
+    for (std::size_t r = 0; r < runs.size(); ++r)
+        download(*n.buffer, static_cast<std::size_t>(runs[r].first) * sizeof(Stored), &staged[static_cast<std::size_t>(start[r])],
+                 static_cast<std::size_t>(runs[r].count) * sizeof(Stored));
+    std::vector<T> out;
+    out.reserve(positions.size());
+    for (std::int64_t p : positions) {
+        const auto run = std::upper_bound(runs.begin(), runs.end(), p, [](std::int64_t v, const ReadRun& r) { return v < r.first; }) - 1;
+        const std::size_t r = static_cast<std::size_t>(run - runs.begin());
+        out.push_back(static_cast<T>(staged[static_cast<std::size_t>(start[r] + p - run->first)]));
+    }
+    return out;
+}
+
+inline std::string format_double(const char* format, int precision, double v) {
+    const int n = std::snprintf(nullptr, 0, format, precision, v);
+    std::string s(static_cast<std::size_t>(n) + 1, '\0');
+    std::snprintf(&s[0], s.size(), format, precision, v);
+    s.pop_back();
+    return s;
+}
+
+/// Floating values as PyTorch writes them: all whole numbers as "3."; otherwise `precision`
+/// digits after the point; scientific notation when the magnitudes of the finite non-zero
+/// values span more than a factor 1000, or pass 1e8, or (not whole) fall below 1e-4. NaN and
+/// infinities as nan, inf, -inf.
+inline std::vector<std::string> format_floating(const std::vector<double>& values, int precision) {
+    bool whole = true, any = false;
+    double lo = 0, hi = 0;
+    for (double v : values) {
+        if (!std::isfinite(v) || v == 0) continue;
+        const double a = std::fabs(v);
+        lo = any ? std::min(lo, a) : a;
+        hi = any ? std::max(hi, a) : a;
+        any = true;
+        whole = whole && v == std::ceil(v);
+    }
+    const bool scientific = any && (hi / lo > 1000 || hi > 1e8 || (!whole && lo < 1e-4));
+    std::vector<std::string> out;
+    out.reserve(values.size());
+    for (double v : values) {
+        if (std::isnan(v)) out.push_back("nan");
+        else if (std::isinf(v)) out.push_back(v > 0 ? "inf" : "-inf");
+        else if (scientific) out.push_back(format_double("%.*e", precision, v));
+        else if (whole) out.push_back(format_double("%.*f", 0, v) + ".");
+        else out.push_back(format_double("%.*f", precision, v));
+    }
+    return out;
+}
+
+template <class T>
+std::vector<std::string> format_values(const std::vector<T>& values, int precision) {
+    std::vector<std::string> out;
+    if constexpr (is_floating_v<T>) {
+        std::vector<double> v(values.size());
+        for (std::size_t i = 0; i < values.size(); ++i) v[i] = static_cast<double>(static_cast<value_type_t<T>>(values[i]));
+        return format_floating(v, precision);
+    } else {
+        for (T v : values) {
+            if constexpr (std::is_same_v<T, bool>) out.push_back(v ? "true" : "false");
+            else out.push_back(std::to_string(+v));  // + : int8 and uint8 as numbers; uint64 as unsigned
+        }
+    }
+    return out;
+}
+
+/// Writes the nested rows of axis `dim` onward, whose "[" is at column `indent`; `next` walks
+/// the cells (each padded to `width`) in row-major order.
+inline void layout_rows(std::string& out, const std::vector<std::string>& cells, std::size_t width, const ShownIndices& shown,
+                        std::size_t dim, std::size_t& next, std::int64_t indent, const PrintOptions& options) {
+    const std::size_t ndim = shown.index.size();
+    const auto pad = [&](const std::string& s) { return std::string(width - std::min(width, s.size()), ' ') + s; };
+    if (dim == ndim) {
+        out += pad(cells[next++]);
+        return;
+    }
+    const std::vector<std::int64_t>& index = shown.index[dim];
+    const std::size_t gap = shown.cut[dim] ? static_cast<std::size_t>(options.edgeitems) : index.size() + 1;
+    out += '[';
+    if (dim + 1 == ndim) {
+        // One row, wrapped to the line width; continuation lines start under the first value.
+        std::vector<std::string> items;
+        for (std::size_t i = 0; i < index.size(); ++i) {
+            if (i == gap) items.push_back("...");
+            items.push_back(pad(cells[next++]));
+        }
+        const std::size_t per_line = static_cast<std::size_t>(
+            std::max<std::int64_t>(1, (options.linewidth - indent) / static_cast<std::int64_t>(width + 2)));
+        for (std::size_t i = 0; i < items.size(); ++i) {
+            if (i > 0) out += i % per_line == 0 ? ",\n" + std::string(static_cast<std::size_t>(indent + 1), ' ') : ", ";
+            out += items[i];
+        }
+    } else {
+        const std::string separator = "," + std::string(ndim - dim - 1, '\n') + std::string(static_cast<std::size_t>(indent + 1), ' ');
+        for (std::size_t i = 0; i < index.size(); ++i) {
+            if (i > 0) out += separator;
+            if (i == gap) out += "..." + separator;
+            layout_rows(out, cells, width, shown, dim + 1, next, indent + 1, options);
+        }
+    }
+    out += ']';
+}
+
+template <class T>
+std::string format_tensor_of(const Node& n, const PrintOptions& options) {
+    std::string out = "tensor(";
+    if (lazytensor::numel(n.shape) == 0) {
+        out += "[]";
+    } else {
+        const ShownIndices shown = shown_indices(n.shape, options);
+        const std::vector<std::string> cells = format_values(read_shown<T>(n, shown), options.precision);
+        std::size_t width = 0;
+        for (const std::string& c : cells) width = std::max(width, c.size());
+        std::size_t next = 0;
+        layout_rows(out, cells, width, shown, 0, next, 7, options);
+    }
+    return concat(out, ", shape=", n.shape, ", dtype=", n.dtype, ", device=", n.device, ")");
+}
+
+LAZYTENSOR_ENGINE_API std::string format_complex_tensor(const Node& re, const Node& im, DType dtype,
+                                                        const PrintOptions& options) {
+    std::string out = "tensor(";
+    if (lazytensor::numel(re.shape) == 0) {
+        out += "[]";
+    } else {
+        const ShownIndices shown = shown_indices(re.shape, options);
+        const auto read = [&](const Node& n) {
+            return visit_dtype(n.dtype, [&](auto tag) {
+                using T = typename decltype(tag)::type;
+                std::vector<double> v;
+                for (T x : read_shown<T>(n, shown)) v.push_back(static_cast<double>(x));
+                return v;
+            });
+        };
+        const std::vector<double> re_values = read(re), im_values = read(im);
+        std::vector<double> im_magnitudes(im_values.size());
+        for (std::size_t i = 0; i < im_values.size(); ++i) im_magnitudes[i] = std::fabs(im_values[i]);
+        const std::vector<std::string> re_cells = format_floating(re_values, options.precision),
+                                       im_cells = format_floating(im_magnitudes, options.precision);
+        std::size_t re_width = 0, im_width = 0;
+        for (const std::string& c : re_cells) re_width = std::max(re_width, c.size());
+        for (const std::string& c : im_cells) im_width = std::max(im_width, c.size());
+        std::vector<std::string> cells(re_cells.size());
+        for (std::size_t i = 0; i < cells.size(); ++i)  // "1.5000+2.0000j", the imaginary column left-aligned
+            cells[i] = std::string(re_width - re_cells[i].size(), ' ') + re_cells[i] + (std::signbit(im_values[i]) ? "-" : "+") +
+                       im_cells[i] + "j" + std::string(im_width - im_cells[i].size(), ' ');
+        std::size_t next = 0;
+        layout_rows(out, cells, re_width + im_width + 2, shown, 0, next, 7, options);
+    }
+    return concat(out, ", shape=", re.shape, ", dtype=", dtype, ", device=", re.device, ")");
+}
+
+LAZYTENSOR_ENGINE_API std::string format_tensor(const Node& n, const PrintOptions& options) {
+    return visit_dtype(n.dtype, [&](auto tag) { return format_tensor_of<typename decltype(tag)::type>(n, options); });
+}
+
+}  // namespace detail
+
+}  // namespace lazytensor
+#endif
+
+namespace lazytensor {
+
+namespace detail {
+
+/// Whether T is lt::Tensor<std::complex<R>>.
+template <class T>
+struct is_complex_tensor : std::false_type {};
+template <class R>
+struct is_complex_tensor<Tensor<std::complex<R>>> : std::true_type {};
+template <class T>
+inline constexpr bool is_complex_tensor_v = is_complex_tensor<std::decay_t<T>>::value;
+
+/// A real or std::complex scalar.
+template <class S>
+inline constexpr bool is_complex_scalar_v = is_complex_element_v<std::decay_t<S>>;
+
+/// The complex dtype whose planes are R.
+template <class R>
+constexpr DType complex_dtype_of() {
+    return std::is_same_v<R, double> ? DType::Complex128 : DType::Complex64;
+}
+
+}  // namespace detail
+
+/// A complex tensor: complex64 (R = float) or complex128 (R = double), held as its real and
+/// imaginary planes (two lazy or realized Tensor<R> of one shape and device). Build one with
+/// lt::complex(re, im), lt::polar, lt::tensor of std::complex values, or lt::fft; read it with
+/// real(), imag(), to_vector() or operator<<.
+template <class R>
+class Tensor<std::complex<R>> {
+    static_assert(std::is_same_v<R, float> || std::is_same_v<R, double>,
+                  "lazytensor: complex tensors are Tensor<std::complex<float>> (complex64) or Tensor<std::complex<double>> "
+                  "(complex128)");
+
+public:
+    /// The C++ element type.
+    using value_type = std::complex<R>;
+    /// The element type of each plane.
+    using real_type = R;
+
+    /// An empty handle; give it a value with = before use.
+    Tensor() = default;
+    /// The tensor re + i im. ShapeError unless the planes have one shape, DeviceError unless
+    /// they are on one device (lt::complex broadcasts and converts instead).
+    Tensor(Tensor<R> re, Tensor<R> im) : re_(std::move(re)), im_(std::move(im)) {
+        if (re_.shape() != im_.shape())
+            detail::fail<ShapeError>("complex tensor: the real part has shape ", re_.shape(), " and the imaginary part ",
+                                     im_.shape(), "; they must have one shape");
+        if (re_.device() != im_.device())
+            detail::fail<DeviceError>("complex tensor: the real part is on ", re_.device(), " and the imaginary part on ",
+                                      im_.device());
+    }
+
+    /// The element type as a runtime tag: DType::Complex64 or DType::Complex128.
+    static constexpr DType dtype() { return detail::complex_dtype_of<R>(); }
+    /// The extents, outermost first.
+    const Shape& shape() const { return re_.shape(); }
+    /// The device the value lives (or will be computed) on.
+    Device device() const { return re_.device(); }
+    /// Number of elements.
+    std::int64_t numel() const { return lazytensor::numel(shape()); }
+    /// Number of dimensions.
+    std::size_t ndim() const { return shape().size(); }
+    /// True once both planes have been computed.
+    bool is_realized() const { return re_.is_realized() && im_.is_realized(); }
+
+    /// The real plane (a Tensor<R>; lazy or realized as the tensor is).
+    const Tensor<R>& real() const { return re_; }
+    /// The imaginary plane.
+    const Tensor<R>& imag() const { return im_; }
+    /// The complex conjugate (re - i im).
+    Tensor conj() const { return Tensor(re_, Tensor<R>(-im_)); }
+    /// |z|, as std::abs (hypot: no overflow of re^2 + im^2).
+    Tensor<R> abs() const { return Tensor<R>(lazytensor::hypot(re_, im_)); }
+    /// The argument of z in (-pi, pi], as std::arg (atan2(im, re)).
+    Tensor<R> angle() const { return Tensor<R>(lazytensor::atan2(im_, re_)); }
+
+    /// Computes both planes now, in one schedule (what they share is computed once).
+    Tensor realize() const {
+        lazytensor::realize({re_, im_});
+        return *this;
+    }
+    /// The elements in row-major order; realizes first if needed.
+    std::vector<value_type> to_vector() const {
+        realize();
+        const std::vector<R> re = re_.to_vector(), im = im_.to_vector();
+        std::vector<value_type> out(re.size());
+        for (std::size_t i = 0; i < re.size(); ++i) out[i] = value_type(re[i], im[i]);
+        return out;
+    }
+    /// The single element of a one-element tensor (ValueError otherwise).
+    value_type item() const {
+        realize();
+        return value_type(re_.item(), im_.item());
+    }
+    /// The value on `device` (realized and copied there now).
+    Tensor to(Device device) const {
+        realize();
+        return Tensor(re_.to(device), im_.to(device));
+    }
+
+    ///@{
+    /// As Tensor<T>'s members of the same names, applied to both planes (views stay views).
+    Tensor reshape(const Shape& s) const { return Tensor(re_.reshape(s), im_.reshape(s)); }
+    Tensor permute(const Axes& perm) const { return Tensor(re_.permute(perm), im_.permute(perm)); }
+    Tensor transpose(int a, int b) const { return Tensor(re_.transpose(a, b), im_.transpose(a, b)); }
+    Tensor expand(const Shape& s) const { return Tensor(re_.expand(s), im_.expand(s)); }
+    Tensor mT() const { return Tensor(re_.mT(), im_.mT()); }
+    Tensor t() const { return Tensor(re_.t(), im_.t()); }
+    Tensor slice(int axis, std::optional<std::int64_t> start, std::optional<std::int64_t> stop, std::int64_t step = 1) const {
+        return Tensor(re_.slice(axis, start, stop, step), im_.slice(axis, start, stop, step));
+    }
+    Tensor select(int axis, std::int64_t index) const { return Tensor(re_.select(axis, index), im_.select(axis, index)); }
+    Tensor index(const std::vector<TensorIndex>& indices) const { return Tensor(re_.index(indices), im_.index(indices)); }
+    template <class... I>
+    Tensor operator()(const I&... indices) const {
+        return index({TensorIndex(indices)...});
+    }
+    Tensor flip(const Axes& axes) const { return Tensor(re_.flip(axes), im_.flip(axes)); }
+    Tensor flip(int axis) const { return flip(Axes{axis}); }
+    Tensor squeeze() const { return Tensor(re_.squeeze(), im_.squeeze()); }
+    Tensor squeeze(const Axes& axes) const { return Tensor(re_.squeeze(axes), im_.squeeze(axes)); }
+    Tensor unsqueeze(int axis) const { return Tensor(re_.unsqueeze(axis), im_.unsqueeze(axis)); }
+    Tensor pad(const std::vector<std::pair<std::int64_t, std::int64_t>>& widths, value_type value = value_type(0)) const {
+        return Tensor(re_.pad(widths, value.real()), im_.pad(widths, value.imag()));
+    }
+    ///@}
+
+    ///@{
+    /// Sum over all axes or `axes` (each plane's sum).
+    Tensor sum() const { return Tensor(Tensor<R>(re_.sum()), Tensor<R>(im_.sum())); }
+    Tensor sum(const Axes& axes, bool keepdim = false) const {
+        return Tensor(Tensor<R>(re_.sum(axes, keepdim)), Tensor<R>(im_.sum(axes, keepdim)));
+    }
+    Tensor sum(int axis, bool keepdim = false) const { return sum(Axes{axis}, keepdim); }
+    ///@}
+    ///@{
+    /// Arithmetic mean over all axes or `axes`.
+    Tensor mean() const { return Tensor(Tensor<R>(re_.mean()), Tensor<R>(im_.mean())); }
+    Tensor mean(const Axes& axes, bool keepdim = false) const {
+        return Tensor(Tensor<R>(re_.mean(axes, keepdim)), Tensor<R>(im_.mean(axes, keepdim)));
+    }
+    Tensor mean(int axis, bool keepdim = false) const { return mean(Axes{axis}, keepdim); }
+    ///@}
+
+    /// -z.
+    Tensor operator-() const { return Tensor(Tensor<R>(-re_), Tensor<R>(-im_)); }
+
+    /// The values as interleaved (re, im) pairs: a lazy Tensor<R> of shape [..., 2], as
+    /// std::complex lies in memory (what the FFT and .npy files read). Free where the tensor
+    /// came from such pairs (an FFT's result, a loaded file); else a kernel interleaves them.
+    Tensor<R> interleaved() const { return pairs_ ? Tensor<R>(pairs_) : lazytensor::stack({re_, im_}, -1); }
+    /// The complex tensor of interleaved pairs ([..., 2]): its planes are views of them.
+    /// ShapeError unless the last extent is 2.
+    static Tensor from_interleaved(const Tensor<R>& pairs) {
+        if (pairs.shape().empty() || pairs.shape().back() != 2)
+            detail::fail<ShapeError>("complex tensor from interleaved pairs: the last extent must be 2, got shape ", pairs.shape());
+        Tensor z(pairs.select(-1, 0), pairs.select(-1, 1));
+        z.pairs_ = pairs.build();
+        return z;
+    }
+
+private:
+    Tensor<R> re_, im_;
+    detail::NodePtr pairs_;  // the interleaved pairs the planes view, where they do
+};
+
+/// complex64.
+using complex64 = std::complex<float>;
+/// complex128.
+using complex128 = std::complex<double>;
+
+namespace detail {
+
+/// The plane type of a complex result from operands whose planes are A and B (float64 wins).
+template <class A, class B>
+using complex_plane_t = std::conditional_t<std::is_same_v<A, double> || std::is_same_v<B, double>, double, float>;
+
+/// An operand of complex arithmetic as planes of R: a complex tensor's planes; a real tensor or
+/// expression (converted to R) with imaginary part 0; a scalar (real or std::complex).
+template <class R, class X>
+auto real_plane(const X& x) {
+    if constexpr (is_complex_tensor_v<X>) {
+        if constexpr (std::is_same_v<typename X::real_type, R>) return x.real();
+        else return Tensor<R>(lazytensor::cast<R>(x.real()));
+    } else if constexpr (is_complex_scalar_v<X>) {
+        return static_cast<R>(x.real());
+    } else if constexpr (is_scalar_v<X>) {
+        return static_cast<R>(x);
+    } else if constexpr (std::is_same_v<typename X::value_type, R>) {
+        return Tensor<R>(x);
+    } else {
+        return Tensor<R>(lazytensor::cast<R>(x));
+    }
+}
+template <class R, class X>
+auto imag_plane(const X& x) {
+    if constexpr (is_complex_tensor_v<X>) {
+        if constexpr (std::is_same_v<typename X::real_type, R>) return x.imag();
+        else return Tensor<R>(lazytensor::cast<R>(x.imag()));
+    } else if constexpr (is_complex_scalar_v<X>) {
+        return static_cast<R>(x.imag());
+    } else {
+        return R(0);
+    }
+}
+
+/// The plane type of an operand: a complex tensor's, a real tensor's floating type (float64:
+/// double, any other: float), none for a scalar (void).
+template <class X, class = void>
+struct plane_of {
+    using type = void;
+};
+template <class X>
+struct plane_of<X, std::enable_if_t<is_complex_tensor_v<X>>> {
+    using type = typename std::decay_t<X>::real_type;
+};
+template <class X>
+struct plane_of<X, std::enable_if_t<is_tensor_like_v<X>>> {
+    using type = std::conditional_t<std::is_same_v<typename std::decay_t<X>::value_type, double>, double, float>;
+};
+
+/// Whether (A, B) is an operand pair of complex arithmetic: at least one complex tensor, the
+/// other a complex or real tensor, expression or scalar.
+template <class A, class B>
+inline constexpr bool complex_operands_v =
+    (is_complex_tensor_v<A> && (is_complex_tensor_v<B> || is_tensor_like_v<B> || is_scalar_v<B> || is_complex_scalar_v<B>)) ||
+    (is_complex_tensor_v<B> && (is_tensor_like_v<A> || is_scalar_v<A> || is_complex_scalar_v<A>));
+
+/// The plane type of A op B: the wider of the tensors' planes (a scalar never widens).
+template <class A, class B>
+struct result_plane {
+    using PA = typename plane_of<A>::type;
+    using PB = typename plane_of<B>::type;
+    using type = std::conditional_t<std::is_void_v<PA>, PB, std::conditional_t<std::is_void_v<PB>, PA, complex_plane_t<PA, PB>>>;
+};
+template <class A, class B>
+using result_plane_t = typename result_plane<A, B>::type;
+
+/// (a + ib) / (c + id) by Smith's method: the larger of |c|, |d| divides first.
+template <class R, class A, class B, class C, class D>
+Tensor<std::complex<R>> complex_divide(const A& a, const B& b, const C& c, const D& d) {
+    const Tensor<bool> c_larger = lazytensor::abs(c) >= lazytensor::abs(d);
+    // |c| >= |d|: r = d / c, den = c + d r; re = (a + b r) / den, im = (b - a r) / den.
+    const Tensor<R> r1 = d / c, den1 = c + d * r1;
+    // |c| < |d|: r = c / d, den = c r + d; re = (a r + b) / den, im = (b r - a) / den.
+    const Tensor<R> r2 = c / d, den2 = c * r2 + d;
+    return Tensor<std::complex<R>>(Tensor<R>(where(c_larger, (a + b * r1) / den1, (a * r2 + b) / den2)),
+                                   Tensor<R>(where(c_larger, (b - a * r1) / den1, (b * r2 - a) / den2)));
+}
+
+}  // namespace detail
+
+///@{
+/// Complex arithmetic: + - * / between complex tensors, and between a complex tensor and a real
+/// tensor, expression or scalar (real or std::complex), broadcasting as real arithmetic does.
+/// Lazy: both planes are element-wise expressions of the operands' planes.
+template <class A, class B, class = std::enable_if_t<detail::complex_operands_v<A, B>>>
+auto operator+(const A& x, const B& y) {
+    using R = detail::result_plane_t<A, B>;
+    return Tensor<std::complex<R>>(Tensor<R>(detail::real_plane<R>(x) + detail::real_plane<R>(y)),
+                                   Tensor<R>(detail::imag_plane<R>(x) + detail::imag_plane<R>(y)));
+}
+template <class A, class B, class = std::enable_if_t<detail::complex_operands_v<A, B>>>
+auto operator-(const A& x, const B& y) {
+    using R = detail::result_plane_t<A, B>;
+    return Tensor<std::complex<R>>(Tensor<R>(detail::real_plane<R>(x) - detail::real_plane<R>(y)),
+                                   Tensor<R>(detail::imag_plane<R>(x) - detail::imag_plane<R>(y)));
+}
+template <class A, class B, class = std::enable_if_t<detail::complex_operands_v<A, B>>>
+auto operator*(const A& x, const B& y) {
+    using R = detail::result_plane_t<A, B>;
+    const auto a = detail::real_plane<R>(x), b = detail::imag_plane<R>(x);
+    const auto c = detail::real_plane<R>(y), d = detail::imag_plane<R>(y);
+    return Tensor<std::complex<R>>(Tensor<R>(a * c - b * d), Tensor<R>(a * d + b * c));
+}
+template <class A, class B, class = std::enable_if_t<detail::complex_operands_v<A, B>>>
+auto operator/(const A& x, const B& y) {
+    using R = detail::result_plane_t<A, B>;
+    const auto a = detail::real_plane<R>(x), b = detail::imag_plane<R>(x);
+    const auto c = detail::real_plane<R>(y);
+    if constexpr (detail::is_complex_tensor_v<B>) {
+        return detail::complex_divide<R>(a, b, c, detail::imag_plane<R>(y));
+    } else if constexpr (detail::is_complex_scalar_v<B>) {  // its reciprocal, once, in double
+        const std::complex<double> inverse = 1.0 / std::complex<double>(y);
+        return x * std::complex<R>(static_cast<R>(inverse.real()), static_cast<R>(inverse.imag()));
+    } else {  // a real divisor divides each plane
+        return Tensor<std::complex<R>>(Tensor<R>(a / c), Tensor<R>(b / c));
+    }
+}
+///@}
+
+/// The complex tensor re + i im from real tensors or expressions (broadcast together): planes
+/// of float32 give complex64, of float64 complex128 (float16 computes as float32). DTypeError
+/// for integer or bool planes (cast them first), as torch.complex.
+template <class A, class B, class = std::enable_if_t<detail::is_tensor_like_v<A> && detail::is_tensor_like_v<B>>>
+auto complex(const A& re, const B& im) {
+    using VA = typename A::value_type;
+    using VB = typename B::value_type;
+    if constexpr (!detail::is_floating_v<VA> || !detail::is_floating_v<VB>) {
+        detail::fail<DTypeError>("lt::complex: the real and imaginary parts must be floating tensors, got ", dtype_of<VA>(),
+                                 " and ", dtype_of<VB>(), "; cast them first (lt::cast<float>(x))");
+        return Tensor<std::complex<float>>();
+    } else {
+        using R = detail::complex_plane_t<detail::value_type_t<VA>, detail::value_type_t<VB>>;
+        const Tensor<R> r = detail::real_plane<R>(re), i = detail::real_plane<R>(im);
+        const Shape shape = detail::broadcast_shapes(r.shape(), i.shape(), "lt::complex");
+        return Tensor<std::complex<R>>(r.expand(shape), i.expand(shape));
+    }
+}
+
+/// x as a complex tensor with imaginary part 0 (float64: complex128; every other dtype
+/// complex64).
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto complex(const E& x) {
+    using R = typename detail::plane_of<E>::type;
+    const Tensor<R> r = detail::real_plane<R>(x);
+    return Tensor<std::complex<R>>(r, zeros_like(r));
+}
+
+/// abs * (cos(angle) + i sin(angle)), as torch.polar (broadcast together; floating tensors).
+template <class A, class B, class = std::enable_if_t<detail::is_tensor_like_v<A> && detail::is_tensor_like_v<B>>>
+auto polar(const A& abs, const B& angle) {
+    return complex(abs * lazytensor::cos(angle), abs * lazytensor::sin(angle));
+}
+
+///@{
+/// Free forms of the members: real(z), imag(z), conj(z), abs(z), angle(z). On a real tensor:
+/// real(x) is x, imag(x) zeros, conj(x) x, angle(x) pi where x < 0 (NaN where x is NaN), else 0.
+template <class R>
+Tensor<R> real(const Tensor<std::complex<R>>& z) {
+    return z.real();
+}
+template <class R>
+Tensor<R> imag(const Tensor<std::complex<R>>& z) {
+    return z.imag();
+}
+template <class R>
+Tensor<std::complex<R>> conj(const Tensor<std::complex<R>>& z) {
+    return z.conj();
+}
+template <class R>
+Tensor<R> abs(const Tensor<std::complex<R>>& z) {
+    return z.abs();
+}
+template <class R>
+Tensor<R> angle(const Tensor<std::complex<R>>& z) {
+    return z.angle();
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto real(const E& x) {
+    return Tensor<typename E::value_type>(x);
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto imag(const E& x) {
+    return zeros_like(x);
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto conj(const E& x) {
+    return Tensor<typename E::value_type>(x);
+}
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+auto angle(const E& x) {
+    using T = typename E::value_type;
+    using R = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    const Tensor<R> v = detail::real_plane<R>(x);
+    return Tensor<R>(where(lazytensor::isnan(v), v, where(v < R(0), static_cast<R>(3.14159265358979323846), R(0))));
+}
+///@}
+
+///@{
+/// e^z = e^re (cos im + i sin im); log z = log|z| + i angle(z) (principal branch).
+template <class R>
+Tensor<std::complex<R>> exp(const Tensor<std::complex<R>>& z) {
+    const Tensor<R> m = lazytensor::exp(z.real());
+    return Tensor<std::complex<R>>(Tensor<R>(m * lazytensor::cos(z.imag())), Tensor<R>(m * lazytensor::sin(z.imag())));
+}
+template <class R>
+Tensor<std::complex<R>> log(const Tensor<std::complex<R>>& z) {
+    return Tensor<std::complex<R>>(Tensor<R>(lazytensor::log(z.abs())), z.angle());
+}
+///@}
+
+///@{
+/// Matrix products with complex operands (as lt::matmul: batches broadcast), four real
+/// products of the planes (a real operand: two).
+template <class R>
+Tensor<std::complex<R>> matmul(const Tensor<std::complex<R>>& x, const Tensor<std::complex<R>>& y) {
+    return Tensor<std::complex<R>>(Tensor<R>(lazytensor::matmul(x.real(), y.real()) - lazytensor::matmul(x.imag(), y.imag())),
+                                   Tensor<R>(lazytensor::matmul(x.real(), y.imag()) + lazytensor::matmul(x.imag(), y.real())));
+}
+template <class R>
+Tensor<std::complex<R>> matmul(const Tensor<std::complex<R>>& x, const Tensor<R>& y) {
+    return Tensor<std::complex<R>>(Tensor<R>(lazytensor::matmul(x.real(), y)), Tensor<R>(lazytensor::matmul(x.imag(), y)));
+}
+template <class R>
+Tensor<std::complex<R>> matmul(const Tensor<R>& x, const Tensor<std::complex<R>>& y) {
+    return Tensor<std::complex<R>>(Tensor<R>(lazytensor::matmul(x, y.real())), Tensor<R>(lazytensor::matmul(x, y.imag())));
+}
+///@}
+
+namespace detail {
+template <class C>
+Tensor<C> complex_from_host(const std::vector<C>& data, Shape shape, Device device) {
+    using R = typename C::value_type;
+    std::vector<R> re(data.size()), im(data.size());
+    for (std::size_t i = 0; i < data.size(); ++i) re[i] = data[i].real(), im[i] = data[i].imag();
+    return Tensor<C>(tensor<R>(re, shape, device), tensor<R>(im, shape, device));
+}
+}  // namespace detail
+
+namespace detail {
+/// PyTorch's text for complex values: "1.5000+2.0000j" in aligned columns.
+LAZYTENSOR_ENGINE_API std::string format_complex_tensor(const Node& re, const Node& im, DType dtype,
+                                                        const PrintOptions& options);
+}  // namespace detail
+
+/// Writes `tensor([a+bj, ...], shape=[...], dtype=complex64, device=...)` as for real tensors
+/// (lt::PrintOptions: the real and imaginary parts each formatted as a floating column).
+/// Realizes z first.
+template <class R>
+std::ostream& operator<<(std::ostream& out, const Tensor<std::complex<R>>& z) {
+    z.realize();
+    return out << detail::format_complex_tensor(*z.real().node_ptr(), *z.imag().node_ptr(), z.dtype(), print_options());
+}
+
+}  // namespace lazytensor
 // ---- lazytensor/frontend/einsum.hpp ----
 // einsum: Einstein summation rewritten into the graph's own operations. A repeated subscript
 // in one operand is its diagonal (a strided view, or a gather), a subscript in one operand only
@@ -12073,6 +12921,519 @@ Tensor<typename W::value_type> bincount(const E& x, const W& weights, std::int64
 }
 
 }  // namespace lazytensor
+// ---- lazytensor/frontend/fft.hpp ----
+// lt::fft: numpy.fft's functions with its names and arguments (n / s, axis / axes, norm), on
+// real and complex tensors. Each transform is an fft node (ir/fft.hpp: the backend's FFT, up to
+// three axes per node; more axes chain nodes) between the interleaved pairs of its input and
+// of its result; the result's planes are views of those pairs, so what reads them fuses into
+// the next kernel. Lazy, and differentiable through lt::grad (the adjoint transforms).
+//
+// Dtypes as NumPy's: float32 (and float16) give complex64, float64 and integers or bool give
+// complex128, complex tensors keep theirs.
+
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+// ---- lazytensor/ir/fft.hpp ----
+// Fast Fourier transforms as one node kind (NodeKind::Fft) and one kind of schedule item
+// (items/fft_item.hpp), run by the backend's FFT (the host engine, backend/host/fft.hpp; VkFFT on
+// OpenCL): what a transform is, defined here once.
+//
+// Complex arrays are real arrays with a trailing axis of 2 (real, imaginary: interleaved, as
+// std::complex lies in memory); the front end's complex tensors are two real planes that meet
+// here (frontend/complex.hpp). A node transforms its operand along up to three axes at once:
+//   - C2C: complex [s..., 2] -> complex [s..., 2]; forward exp(-2 pi i jk/n), inverse exp(+...).
+//   - R2C: real [s...] -> complex [s with axes.back() n/2 + 1, 2] (NumPy's rfftn: the real
+//     transform along the last axis given, then forward complex ones along the others).
+//   - C2R: complex [s with axes.back() n/2 + 1, 2] -> real [s...] (irfftn; the inverse complex
+//     transforms first, the real one last; the imaginary parts of the bins that must be real,
+//     0 and n/2, are ignored).
+// Every output element is multiplied by `scale` (the norm's factor). Operands and results are
+// row-major, contiguous and start at offset 0 of their buffers.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+
+namespace lazytensor::detail {
+
+enum class FftKind : std::uint8_t { C2C, R2C, C2R };
+
+inline const char* fft_kind_name(FftKind k) {
+    switch (k) {
+        case FftKind::C2C: return "c2c";
+        case FftKind::R2C: return "r2c";
+        case FftKind::C2R: return "c2r";
+    }
+    return "?";
+}
+
+/// Most axes one node transforms (VkFFT's limit; the front end chains nodes for more).
+inline constexpr int kFftMaxAxes = 3;
+
+namespace ir {
+
+/// One transform item. `shape` is the real-space shape: C2C's complex array (input and output),
+/// R2C's real input, C2R's real output; the complex side of R2C and C2R has axes.back() at
+/// shape[axes.back()] / 2 + 1. Buffers are contiguous; complex elements are (re, im) pairs of
+/// `dtype`.
+struct Fft {
+    FftKind kind = FftKind::C2C;
+    bool inverse = false;          // C2C only (R2C is forward, C2R inverse)
+    DType dtype = DType::Float32;  // the real numbers': float32 or float64
+    Shape shape;
+    std::vector<int> axes;  // 1 to kFftMaxAxes distinct axes of shape, in the order transformed
+    double scale = 1;
+
+    /// The complex side's shape (without the trailing 2).
+    Shape complex_shape() const {
+        Shape s = shape;
+        if (kind != FftKind::C2C) s[static_cast<std::size_t>(axes.back())] = s[static_cast<std::size_t>(axes.back())] / 2 + 1;
+        return s;
+    }
+    /// Real numbers in the input and in the output buffer.
+    std::int64_t input_count() const { return kind == FftKind::R2C ? numel(shape) : 2 * numel(complex_shape()); }
+    std::int64_t output_count() const { return kind == FftKind::C2R ? numel(shape) : 2 * numel(complex_shape()); }
+    /// Whether the transform runs in the forward direction (exp(-2 pi i jk/n)).
+    bool forward() const { return kind == FftKind::R2C || (kind == FftKind::C2C && !inverse); }
+};
+
+inline std::string to_string(const Fft& f) {
+    std::string axes;
+    for (int a : f.axes) axes += concat(axes.empty() ? "" : ", ", a);
+    return concat("    fft ", fft_kind_name(f.kind), f.kind == FftKind::C2C ? (f.inverse ? " inverse" : " forward") : "", " of ",
+                  f.dtype, ", shape ", f.shape, ", axes (", axes, "), scale ", f.scale, "\n");
+}
+
+}  // namespace ir
+
+namespace graph {
+
+/// A transform node (see above) of x along `axes` (normalized, distinct, 1 to kFftMaxAxes of
+/// them, of the real-space shape), scaled by `scale`. C2R needs `n`, the real length along
+/// axes.back() (ignored otherwise). x: float32 or float64 ([..., 2] for C2C and C2R); the front
+/// end has checked what users give, so a mismatch here is an internal error.
+LAZYTENSOR_ENGINE_API NodePtr fft(const NodePtr& x, FftKind kind, bool inverse, const std::vector<int>& axes, std::int64_t n,
+                                  double scale);
+
+/// The item's description of an fft node.
+LAZYTENSOR_ENGINE_API ir::Fft fft_call(const Node& node);
+
+}  // namespace graph
+}  // namespace lazytensor::detail
+
+#if LAZYTENSOR_ENGINE_DEFINITIONS
+// ---- lazytensor/ir/fft_definitions.hpp ----
+// The definitions of ir/fft.hpp's builders (documented there), compiled where the engine is.
+
+#include <cstring>
+#include <vector>
+
+
+#if !LAZYTENSOR_ENGINE_DEFINITIONS
+#error "lazytensor: ir/fft_definitions.hpp holds definitions of the runtime; a LAZYTENSOR_SEPARATE_RUNTIME unit must not include it"
+#endif
+
+namespace lazytensor::detail::graph {
+
+LAZYTENSOR_ENGINE_API NodePtr fft(const NodePtr& x, FftKind kind, bool inverse, const std::vector<int>& axes, std::int64_t n,
+                                  double scale) {
+    const char* what = "fft node";
+    if (x->dtype != DType::Float32 && x->dtype != DType::Float64)
+        fail<DTypeError>(what, ": the operand must be float32 or float64, got ", x->dtype);
+    const bool complex_in = kind != FftKind::R2C;
+    Shape space = x->shape;  // the real-space shape
+    if (complex_in) {
+        if (space.empty() || space.back() != 2)
+            fail<ShapeError>(what, ": a complex operand has a last axis of 2, got shape ", x->shape);
+        space.pop_back();
+    }
+    if (axes.empty() || static_cast<int>(axes.size()) > kFftMaxAxes)
+        fail<ValueError>(what, ": transforms 1 to ", kFftMaxAxes, " axes, got ", axes.size());
+    for (std::size_t i = 0; i < axes.size(); ++i) {
+        if (axes[i] < 0 || axes[i] >= static_cast<int>(space.size()))
+            fail<AxisError>(what, ": axis ", axes[i], " is out of range for shape ", space);
+        for (std::size_t j = 0; j < i; ++j)
+            if (axes[j] == axes[i]) fail<AxisError>(what, ": axis ", axes[i], " is repeated");
+    }
+    const auto last = static_cast<std::size_t>(axes.back());
+    if (kind == FftKind::C2R) {
+        if (n < 1 || space[last] != n / 2 + 1)
+            fail<ShapeError>(what, ": a real length of ", n, " needs ", n / 2 + 1, " bins along axis ", axes.back(), ", got ",
+                             space[last]);
+        space[last] = n;
+    }
+    for (int a : axes)
+        if (space[static_cast<std::size_t>(a)] < 1)
+            fail<ValueError>(what, ": the transform length along axis ", a, " must be at least 1, got ", space[static_cast<std::size_t>(a)]);
+    Shape out = space;
+    if (kind != FftKind::C2R) {
+        if (kind == FftKind::R2C) out[last] = out[last] / 2 + 1;
+        out.push_back(2);
+    }
+    NodePtr node = with_sources(make(NodeKind::Fft, x->dtype, x->device, out), {x});
+    // The scale is part of the node's structure (plans are cached by structure; a Const's
+    // value is not): its bits go into params.
+    std::int64_t scale_bits = 0;
+    std::memcpy(&scale_bits, &scale, sizeof scale);
+    node->params = {static_cast<std::int64_t>(kind), inverse ? 1 : 0, kind == FftKind::C2R ? n : 0, scale_bits};
+    for (int a : axes) node->params.push_back(a);
+    return node;
+}
+
+LAZYTENSOR_ENGINE_API ir::Fft fft_call(const Node& node) {
+    ir::Fft f;
+    f.kind = static_cast<FftKind>(node.params[0]);
+    f.inverse = node.params[1] != 0;
+    f.dtype = node.dtype;
+    std::memcpy(&f.scale, &node.params[3], sizeof f.scale);
+    for (std::size_t i = 4; i < node.params.size(); ++i) f.axes.push_back(static_cast<int>(node.params[i]));
+    f.shape = node.shape;
+    if (f.kind != FftKind::C2R) f.shape.pop_back();
+    if (f.kind == FftKind::R2C) f.shape = node.src[0]->shape;
+    return f;
+}
+
+}  // namespace lazytensor::detail::graph
+#endif
+
+namespace lazytensor {
+namespace fft {
+
+namespace detail {
+
+using lazytensor::detail::fail;
+using lazytensor::detail::NodePtr;
+
+/// The plane type of x's transform: NumPy's (float32 and float16: float; the rest: double).
+template <class X>
+struct plane_of {
+    using V = typename X::value_type;
+    using type = std::conditional_t<std::is_same_v<V, float> || std::is_same_v<V, half>, float, double>;
+};
+template <class R>
+struct plane_of<Tensor<std::complex<R>>> {
+    using type = R;
+};
+
+/// x as a complex tensor of planes R (a real x: imaginary part 0).
+template <class R, class X>
+Tensor<std::complex<R>> as_complex(const X& x) {
+    if constexpr (lazytensor::detail::is_complex_tensor_v<X>) return x;
+    else return lazytensor::complex(Tensor<R>(lazytensor::cast<R>(x)));
+}
+
+/// The norm's factor for a transform of `count` points: "backward" scales the inverse by
+/// 1/count, "forward" the forward, "ortho" both by 1/sqrt(count). ValueError naming the value
+/// otherwise.
+inline double norm_scale(const std::string& norm, double count, bool inverse, const char* api) {
+    if (norm == "backward") return inverse ? 1 / count : 1;
+    if (norm == "forward") return inverse ? 1 : 1 / count;
+    if (norm == "ortho") return 1 / std::sqrt(count);
+    fail<ValueError>(api, ": norm must be \"backward\", \"ortho\" or \"forward\", got \"", norm, "\"");
+}
+
+/// The transformed axes (normalized, in order) and their lengths: `axes` (default: the last
+/// len(s) axes, or all), `s` (default: the extents; for `halved` C2R the last one 2 (m - 1)).
+/// AxisError for an axis out of range or repeated; ValueError for a length below 1; ShapeError
+/// when s and axes differ in length.
+struct Plan {
+    std::vector<int> axes;
+    std::vector<std::int64_t> lengths;
+};
+inline Plan plan(const Shape& shape, const std::optional<Shape>& s, const std::optional<Axes>& axes, bool c2r, const char* api) {
+    const int rank = static_cast<int>(shape.size());
+    Plan p;
+    if (axes) {
+        if (axes->empty()) fail<ValueError>(api, ": axes must name at least one axis");
+        for (int a : *axes) p.axes.push_back(lazytensor::detail::normalize_axis(a, shape.size(), api, shape));
+        if (s && s->size() != axes->size())
+            fail<ShapeError>(api, ": s has ", s->size(), " lengths but axes has ", axes->size(), " axes; they must match");
+    } else {
+        const int count = s ? static_cast<int>(s->size()) : rank;
+        if (count > rank)
+            fail<ShapeError>(api, ": s has ", count, " lengths but the tensor has only ", rank, " axes (shape ", shape, ")");
+        if (count == 0) fail<AxisError>(api, ": a 0-dimensional tensor has no axis to transform");
+        for (int a = rank - count; a < rank; ++a) p.axes.push_back(a);
+    }
+    for (std::size_t i = 0; i < p.axes.size(); ++i)
+        for (std::size_t j = 0; j < i; ++j)
+            if (p.axes[i] == p.axes[j]) fail<AxisError>(api, ": axis ", p.axes[i], " is given twice; each axis is transformed once");
+    for (std::size_t i = 0; i < p.axes.size(); ++i) {
+        const std::int64_t extent = shape[static_cast<std::size_t>(p.axes[i])];
+        std::int64_t n = s ? (*s)[i] : (c2r && i + 1 == p.axes.size() ? 2 * (extent - 1) : extent);
+        if (s && n == -1) n = c2r && i + 1 == p.axes.size() ? 2 * (extent - 1) : extent;  // NumPy's -1: the default
+        if (n < 1)
+            fail<ValueError>(api, ": the transform length along axis ", p.axes[i], " must be at least 1, got ", n,
+                             s ? "" : lazytensor::detail::concat(" (the tensor's extent there is ", extent, ")").c_str());
+        p.lengths.push_back(n);
+    }
+    return p;
+}
+
+/// x cropped or zero-padded at the end of `axis` to `extent`.
+template <class T>
+T fit(const T& x, int axis, std::int64_t extent) {
+    const std::int64_t have = x.shape()[static_cast<std::size_t>(axis)];
+    if (have > extent) return x.slice(axis, 0, extent);
+    if (have < extent) {
+        std::vector<std::pair<std::int64_t, std::int64_t>> widths(x.shape().size(), {0, 0});
+        widths[static_cast<std::size_t>(axis)].second = extent - have;
+        return x.pad(widths);
+    }
+    return x;
+}
+
+/// Chunks of up to kFftMaxAxes axes of `axes` (in order).
+inline std::vector<std::vector<int>> chunks(const std::vector<int>& axes) {
+    std::vector<std::vector<int>> out;
+    for (std::size_t i = 0; i < axes.size(); i += lazytensor::detail::kFftMaxAxes)
+        out.emplace_back(axes.begin() + static_cast<std::ptrdiff_t>(i),
+                         axes.begin() + static_cast<std::ptrdiff_t>(std::min(axes.size(), i + lazytensor::detail::kFftMaxAxes)));
+    return out;
+}
+
+inline double points(const std::vector<std::int64_t>& lengths) {
+    double n = 1;
+    for (std::int64_t l : lengths) n *= static_cast<double>(l);
+    return n;
+}
+
+/// C2C along p.axes of z (fitted to p.lengths first).
+template <class R>
+Tensor<std::complex<R>> c2c(Tensor<std::complex<R>> z, const Plan& p, bool inverse, const std::string& norm, const char* api) {
+    const double scale = norm_scale(norm, points(p.lengths), inverse, api);
+    for (std::size_t i = 0; i < p.axes.size(); ++i) z = fit(z, p.axes[i], p.lengths[i]);
+    NodePtr pairs = z.interleaved().build();
+    const auto parts = chunks(p.axes);
+    for (std::size_t c = 0; c < parts.size(); ++c)
+        pairs = lazytensor::detail::graph::fft(pairs, lazytensor::detail::FftKind::C2C, inverse, parts[c], 0,
+                                               c + 1 == parts.size() ? scale : 1.0);
+    return Tensor<std::complex<R>>::from_interleaved(Tensor<R>(pairs));
+}
+
+/// R2C along p.axes of real x (fitted first): the real transform along the last chunk of axes
+/// (ending with p.axes.back()), then complex ones along the rest.
+template <class R>
+Tensor<std::complex<R>> r2c(Tensor<R> x, const Plan& p, const std::string& norm, const char* api) {
+    const double scale = norm_scale(norm, points(p.lengths), false, api);
+    for (std::size_t i = 0; i < p.axes.size(); ++i) x = fit(x, p.axes[i], p.lengths[i]);
+    const std::size_t k = p.axes.size(), first = k > static_cast<std::size_t>(lazytensor::detail::kFftMaxAxes)
+                                                    ? k - static_cast<std::size_t>(lazytensor::detail::kFftMaxAxes)
+                                                    : 0;
+    const std::vector<int> last(p.axes.begin() + static_cast<std::ptrdiff_t>(first), p.axes.end());
+    const std::vector<int> rest(p.axes.begin(), p.axes.begin() + static_cast<std::ptrdiff_t>(first));
+    NodePtr pairs = lazytensor::detail::graph::fft(x.build(), lazytensor::detail::FftKind::R2C, false, last, 0, rest.empty() ? scale : 1.0);
+    const auto parts = chunks(rest);
+    for (std::size_t c = 0; c < parts.size(); ++c)
+        pairs = lazytensor::detail::graph::fft(pairs, lazytensor::detail::FftKind::C2C, false, parts[c], 0,
+                                               c + 1 == parts.size() ? scale : 1.0);
+    return Tensor<std::complex<R>>::from_interleaved(Tensor<R>(pairs));
+}
+
+/// C2R along p.axes of z (fitted first: p.lengths, the last axis to n/2 + 1 bins): complex
+/// inverse transforms along all but the last chunk, then the real one.
+template <class R>
+Tensor<R> c2r(Tensor<std::complex<R>> z, const Plan& p, const std::string& norm, const char* api) {
+    const double scale = norm_scale(norm, points(p.lengths), true, api);
+    const std::size_t k = p.axes.size();
+    for (std::size_t i = 0; i < k; ++i) z = fit(z, p.axes[i], i + 1 == k ? p.lengths[i] / 2 + 1 : p.lengths[i]);
+    const std::size_t first = k > static_cast<std::size_t>(lazytensor::detail::kFftMaxAxes)
+                                  ? k - static_cast<std::size_t>(lazytensor::detail::kFftMaxAxes)
+                                  : 0;
+    const std::vector<int> last(p.axes.begin() + static_cast<std::ptrdiff_t>(first), p.axes.end());
+    const std::vector<int> rest(p.axes.begin(), p.axes.begin() + static_cast<std::ptrdiff_t>(first));
+    NodePtr pairs = z.interleaved().build();
+    for (const std::vector<int>& part : chunks(rest))
+        pairs = lazytensor::detail::graph::fft(pairs, lazytensor::detail::FftKind::C2C, true, part, 0, 1.0);
+    return Tensor<R>(lazytensor::detail::graph::fft(pairs, lazytensor::detail::FftKind::C2R, true, last, p.lengths.back(), scale));
+}
+
+template <class X>
+inline constexpr bool operand_v = lazytensor::detail::is_tensor_like_v<X> || lazytensor::detail::is_complex_tensor_v<X>;
+
+template <class X>
+void require_real(const char* api) {
+    if constexpr (lazytensor::detail::is_complex_tensor_v<X>)
+        fail<DTypeError>(api, ": needs a real tensor, got ", X::dtype(), " (the transform of complex values is lt::fft::fft",
+                         ")");
+}
+
+inline std::optional<Shape> one_length(std::optional<std::int64_t> n) {
+    if (!n) return std::nullopt;
+    return Shape{*n};
+}
+
+template <class X>
+auto complex_nd(const X& x, const std::optional<Shape>& s, const std::optional<Axes>& axes, const std::string& norm, bool inverse,
+                const char* api) {
+    using R = typename plane_of<std::decay_t<X>>::type;
+    const Tensor<std::complex<R>> z = as_complex<R>(x);
+    return c2c<R>(z, plan(z.shape(), s, axes, false, api), inverse, norm, api);
+}
+
+template <class X>
+auto real_nd(const X& x, const std::optional<Shape>& s, const std::optional<Axes>& axes, const std::string& norm, const char* api) {
+    require_real<std::decay_t<X>>(api);
+    using R = typename plane_of<std::decay_t<X>>::type;
+    if constexpr (lazytensor::detail::is_complex_tensor_v<X>) {
+        return Tensor<std::complex<R>>();  // unreachable: require_real threw
+    } else {
+        const Tensor<R> r = lazytensor::cast<R>(x);
+        return r2c<R>(r, plan(r.shape(), s, axes, false, api), norm, api);
+    }
+}
+
+template <class X>
+auto inverse_real_nd(const X& x, const std::optional<Shape>& s, const std::optional<Axes>& axes, const std::string& norm,
+                     const char* api) {
+    using R = typename plane_of<std::decay_t<X>>::type;
+    const Tensor<std::complex<R>> z = as_complex<R>(x);
+    return c2r<R>(z, plan(z.shape(), s, axes, true, api), norm, api);
+}
+
+}  // namespace detail
+
+///@{
+/// numpy.fft.fft / ifft: the complex transform of x (real or complex) along `axis`, of length
+/// `n` (x cropped or zero-padded there; default its extent). norm: "backward" (default: the
+/// inverse divides by n), "ortho" (both by sqrt(n)) or "forward". AxisError for a bad axis,
+/// ValueError for n < 1 or an unknown norm.
+template <class X, class = std::enable_if_t<detail::operand_v<X>>>
+auto fft(const X& x, std::optional<std::int64_t> n = std::nullopt, int axis = -1, const std::string& norm = "backward") {
+    return detail::complex_nd(x, detail::one_length(n), Axes{axis}, norm, false, "lt::fft::fft");
+}
+template <class X, class = std::enable_if_t<detail::operand_v<X>>>
+auto ifft(const X& x, std::optional<std::int64_t> n = std::nullopt, int axis = -1, const std::string& norm = "backward") {
+    return detail::complex_nd(x, detail::one_length(n), Axes{axis}, norm, true, "lt::fft::ifft");
+}
+///@}
+
+///@{
+/// numpy.fft.rfft: the transform of real x along `axis`, its n/2 + 1 non-negative frequencies.
+/// irfft: its inverse, a real result of length n (default 2 (m - 1) for m input bins); the
+/// imaginary parts of the bins at 0 and n/2 are ignored. DTypeError for a complex x in rfft.
+template <class X, class = std::enable_if_t<detail::operand_v<X>>>
+auto rfft(const X& x, std::optional<std::int64_t> n = std::nullopt, int axis = -1, const std::string& norm = "backward") {
+    return detail::real_nd(x, detail::one_length(n), Axes{axis}, norm, "lt::fft::rfft");
+}
+template <class X, class = std::enable_if_t<detail::operand_v<X>>>
+auto irfft(const X& x, std::optional<std::int64_t> n = std::nullopt, int axis = -1, const std::string& norm = "backward") {
+    return detail::inverse_real_nd(x, detail::one_length(n), Axes{axis}, norm, "lt::fft::irfft");
+}
+///@}
+
+///@{
+/// numpy.fft.fftn / ifftn / rfftn / irfftn: transforms along `axes` in order (default: the
+/// last len(s) axes, or all), of lengths `s` (default the extents; -1 for one: its default).
+/// rfftn halves the last axis given; irfftn's last length defaults to 2 (m - 1). ShapeError
+/// where s and axes differ in length; AxisError for a repeated axis.
+template <class X, class = std::enable_if_t<detail::operand_v<X>>>
+auto fftn(const X& x, std::optional<Shape> s = std::nullopt, std::optional<Axes> axes = std::nullopt,
+          const std::string& norm = "backward") {
+    return detail::complex_nd(x, s, axes, norm, false, "lt::fft::fftn");
+}
+template <class X, class = std::enable_if_t<detail::operand_v<X>>>
+auto ifftn(const X& x, std::optional<Shape> s = std::nullopt, std::optional<Axes> axes = std::nullopt,
+           const std::string& norm = "backward") {
+    return detail::complex_nd(x, s, axes, norm, true, "lt::fft::ifftn");
+}
+template <class X, class = std::enable_if_t<detail::operand_v<X>>>
+auto rfftn(const X& x, std::optional<Shape> s = std::nullopt, std::optional<Axes> axes = std::nullopt,
+           const std::string& norm = "backward") {
+    return detail::real_nd(x, s, axes, norm, "lt::fft::rfftn");
+}
+template <class X, class = std::enable_if_t<detail::operand_v<X>>>
+auto irfftn(const X& x, std::optional<Shape> s = std::nullopt, std::optional<Axes> axes = std::nullopt,
+            const std::string& norm = "backward") {
+    return detail::inverse_real_nd(x, s, axes, norm, "lt::fft::irfftn");
+}
+///@}
+
+///@{
+/// numpy.fft.fft2 / ifft2 / rfft2 / irfft2: the n-dimensional transforms along `axes`
+/// (default the last two).
+template <class X, class = std::enable_if_t<detail::operand_v<X>>>
+auto fft2(const X& x, std::optional<Shape> s = std::nullopt, Axes axes = {-2, -1}, const std::string& norm = "backward") {
+    return detail::complex_nd(x, s, axes, norm, false, "lt::fft::fft2");
+}
+template <class X, class = std::enable_if_t<detail::operand_v<X>>>
+auto ifft2(const X& x, std::optional<Shape> s = std::nullopt, Axes axes = {-2, -1}, const std::string& norm = "backward") {
+    return detail::complex_nd(x, s, axes, norm, true, "lt::fft::ifft2");
+}
+template <class X, class = std::enable_if_t<detail::operand_v<X>>>
+auto rfft2(const X& x, std::optional<Shape> s = std::nullopt, Axes axes = {-2, -1}, const std::string& norm = "backward") {
+    return detail::real_nd(x, s, axes, norm, "lt::fft::rfft2");
+}
+template <class X, class = std::enable_if_t<detail::operand_v<X>>>
+auto irfft2(const X& x, std::optional<Shape> s = std::nullopt, Axes axes = {-2, -1}, const std::string& norm = "backward") {
+    return detail::inverse_real_nd(x, s, axes, norm, "lt::fft::irfft2");
+}
+///@}
+
+///@{
+/// numpy.fft.fftfreq: the sample frequencies of an n-point transform with sample spacing d,
+/// [0, 1, ..., (n - 1) / 2, -(n / 2), ..., -1] / (d n); rfftfreq: the n / 2 + 1 non-negative
+/// ones. T: float or double. ValueError for n < 1.
+template <class T = float>
+Tensor<T> fftfreq(std::int64_t n, double d = 1.0, Device device = default_device()) {
+    if (n < 1) detail::fail<ValueError>("lt::fft::fftfreq: n must be at least 1, got ", n);
+    const Tensor<T> k = arange<T>(0, static_cast<double>(n), 1, device);
+    const T half = static_cast<T>((n + 1) / 2), total = static_cast<T>(n);
+    return Tensor<T>(where(k < half, k, k - total) / static_cast<T>(d * static_cast<double>(n)));
+}
+template <class T = float>
+Tensor<T> rfftfreq(std::int64_t n, double d = 1.0, Device device = default_device()) {
+    if (n < 1) detail::fail<ValueError>("lt::fft::rfftfreq: n must be at least 1, got ", n);
+    return Tensor<T>(arange<T>(0, static_cast<double>(n / 2 + 1), 1, device) / static_cast<T>(d * static_cast<double>(n)));
+}
+///@}
+
+namespace detail {
+template <class X>
+auto shift(const X& x, std::optional<Axes> axes, bool inverse) {
+    if constexpr (lazytensor::detail::is_complex_tensor_v<X>) {
+        return X(shift(x.real(), axes, inverse), shift(x.imag(), axes, inverse));
+    } else {
+        using T = typename X::value_type;
+        const Shape& shape = x.shape();
+        Axes a;
+        if (axes) a = *axes;
+        else
+            for (int k = 0; k < static_cast<int>(shape.size()); ++k) a.push_back(k);
+        std::vector<std::int64_t> shifts;
+        for (int k : a) {
+            const int axis = lazytensor::detail::normalize_axis(k, shape.size(), inverse ? "lt::fft::ifftshift" : "lt::fft::fftshift", shape);
+            const std::int64_t e = shape[static_cast<std::size_t>(axis)];
+            shifts.push_back(inverse ? -(e / 2) : e / 2);
+        }
+        if (a.empty()) return Tensor<T>(x);
+        return Tensor<T>(lazytensor::roll(x, shifts, a));
+    }
+}
+}  // namespace detail
+
+///@{
+/// numpy.fft.fftshift: the zero frequency moved to the middle (a roll by extent / 2 along each
+/// of `axes`, default all); ifftshift undoes it. Real or complex tensors.
+template <class X, class = std::enable_if_t<detail::operand_v<X>>>
+auto fftshift(const X& x, std::optional<Axes> axes = std::nullopt) {
+    return detail::shift(x, axes, false);
+}
+template <class X, class = std::enable_if_t<detail::operand_v<X>>>
+auto ifftshift(const X& x, std::optional<Axes> axes = std::nullopt) {
+    return detail::shift(x, axes, true);
+}
+///@}
+
+}  // namespace fft
+}  // namespace lazytensor
 // ---- lazytensor/frontend/linalg.hpp ----
 // Norms, built from the primitive reductions so that the scheduler fuses them: a p-norm over
 // rows is one kernel (the largest |x| of the row, then the sum of the scaled powers: two phases,
@@ -13018,6 +14379,8 @@ inline const char* descr_of(DType t) {
         case DType::Float16: return "<f2";
         case DType::Float32: return "<f4";
         case DType::Float64: return "<f8";
+        case DType::Complex64: return "<c8";
+        case DType::Complex128: return "<c16";
     }
     return "?";
 }
@@ -13037,6 +14400,8 @@ inline const char* cpp_type_of(DType t) {
         case DType::Float16: return "lt::half";
         case DType::Float32: return "float";
         case DType::Float64: return "double";
+        case DType::Complex64: return "std::complex<float>";
+        case DType::Complex128: return "std::complex<double>";
     }
     return "?";
 }
@@ -13252,10 +14617,12 @@ inline std::pair<DType, bool> descr_dtype(const std::string& descr, const std::s
     else if (code == "f2") t = DType::Float16;
     else if (code == "f4") t = DType::Float32;
     else if (code == "f8") t = DType::Float64;
+    else if (code == "c8") t = DType::Complex64;
+    else if (code == "c16") t = DType::Complex128;
     else
         fail<DTypeError>("lt::load_npy: ", path, ": the file's dtype '", excerpt(descr), "' (", describe_code(code),
                          ") is not one lazytensor has; it loads bool, int8, int16, int32, int64, uint8, uint16, uint32, "
-                         "uint64, float16, float32 and float64 arrays");
+                         "uint64, float16, float32, float64, complex64 and complex128 arrays");
     // '|' (no byte order) and '=' mean this machine's, as in NumPy.
     const bool swap = dtype_size(t) > 1 && (order == '<' || order == '>') && (order == '<') != little_endian_host();
     return {t, swap};
@@ -13335,11 +14702,18 @@ inline NodePtr load(const std::string& path, Device device, DType expected) {
     const Header h = read_header(file.get(), size, path);
     if (h.dtype != expected)
         fail<DTypeError>("lt::load_npy<", cpp_type_of(expected), ">: ", path, " holds ", h.dtype, " values (descr '",
-                         h.descr, "'), not ", expected, "; load it with lt::load_npy<", cpp_type_of(h.dtype),
-                         "> (and convert with lt::cast<", cpp_type_of(expected), "> if needed)");
+                         h.descr, "'), not ", expected, "; load it with lt::load_npy<", cpp_type_of(h.dtype), "> ",
+                         is_complex(h.dtype) && !is_complex(expected)
+                             ? std::string("(and take its real() or abs() if needed)")
+                             : concat("(and convert with lt::cast<", cpp_type_of(expected), "> if needed)"));
 
-    BufferPtr buffer = allocate_buffer(device, h.dtype, h.numel);
-    const std::size_t item = dtype_size(h.dtype);
+    // A complex array is read as interleaved (re, im) pairs of its real type: shape [..., 2].
+    const bool complex = is_complex(h.dtype);
+    const DType stored = !complex ? h.dtype : h.dtype == DType::Complex64 ? DType::Float32 : DType::Float64;
+    Shape shape = h.shape;
+    if (complex) shape.push_back(2);
+    BufferPtr buffer = allocate_buffer(device, stored, lazytensor::numel(shape));
+    const std::size_t item = dtype_size(stored);
     std::vector<unsigned char> piece(std::min(h.data_bytes, piece_bytes));
     for (std::size_t at = 0; at < h.data_bytes; at += piece.size()) {
         const std::size_t n = std::min(piece.size(), h.data_bytes - at);
@@ -13352,15 +14726,15 @@ inline NodePtr load(const std::string& path, Device device, DType expected) {
             for (std::size_t i = 0; i < n; ++i) piece[i] = piece[i] != 0;
         write_buffer(*buffer, at, piece.data(), n);
     }
-    Strides strides = contiguous_strides(h.shape);
+    Strides strides = contiguous_strides(shape);
     if (h.fortran_order) {
-        std::int64_t s = 1;
+        std::int64_t s = complex ? 2 : 1;
         for (std::size_t k = 0; k < h.shape.size(); ++k) {
             strides[k] = s;
             s *= h.shape[k];
         }
     }
-    NodePtr node = graph::buffer(std::move(buffer), h.shape, std::move(strides), 0);
+    NodePtr node = graph::buffer(std::move(buffer), shape, std::move(strides), 0);
     if (!is_contiguous_layout(node->shape, node->strides, 0)) {
         node = graph::copy(node);
         realize_nodes({node.get()});
@@ -13470,9 +14844,10 @@ private:
     std::FILE* file_ = nullptr;
 };
 
-/// Writes a realized row-major node (any offset) to `path`, a piece at a time.
-inline void save(const std::string& path, const Node& node) {
-    const std::string header = header_bytes(node.dtype, node.shape);
+/// Writes a realized row-major node (any offset) to `path`, a piece at a time, as an array of
+/// `dtype` and `shape` (a complex array: the node holds its interleaved pairs, [shape..., 2]).
+inline void save(const std::string& path, const Node& node, DType dtype, const Shape& shape) {
+    const std::string header = header_bytes(dtype, shape);
     const std::size_t item = dtype_size(node.dtype);
     const std::size_t bytes = static_cast<std::size_t>(lazytensor::numel(node.shape)) * item;
     OutputFile out(path);
@@ -13502,19 +14877,34 @@ void save_npy(const std::string& path, const E& x) {
     Tensor<T> t = x.realize();
     Tensor<T> data = contiguous(t);
     data.realize();
-    detail::npy::save(path, *data.node_ptr());
+    detail::npy::save(path, *data.node_ptr(), data.node_ptr()->dtype, data.shape());
 }
 
 /// The array in the .npy file at `path`, as a tensor on `device` (read a piece at a time, copied
 /// there now). Reads versions 1.0, 2.0 and 3.0, C and Fortran order (a Fortran-order file gives
 /// the same row-major tensor), either byte order. The file's dtype must be T's: DTypeError
 /// naming both otherwise (nothing is converted; load the file's dtype and lt::cast it), and
-/// for dtypes lazytensor does not have (complex, int16, strings, structured, ...). FileError
-/// naming the file and the problem for a file that is missing, unreadable, truncated, not a
+/// for dtypes lazytensor does not have (strings, structured, longdouble, ...). A complex file
+/// (<c8, <c16) loads as lt::load_npy<std::complex<float>> (or <double>). FileError naming
+/// the file and the problem for a file that is missing, unreadable, truncated, not a
 /// .npy file, of another version, with a malformed header, or with bytes after its data.
 template <class T>
 Tensor<T> load_npy(const std::string& path, Device device = default_device()) {
-    return Tensor<T>(detail::npy::load(path, device, dtype_of<T>()));
+    if constexpr (detail::is_complex_element_v<T>) {
+        using R = typename T::value_type;
+        return Tensor<T>::from_interleaved(Tensor<R>(detail::npy::load(path, device, detail::complex_dtype_of<R>())));
+    } else {
+        return Tensor<T>(detail::npy::load(path, device, dtype_of<T>()));
+    }
+}
+
+/// Writes a complex tensor as a .npy file of descr <c8 (complex64) or <c16 (complex128), as
+/// save_npy writes real ones.
+template <class R>
+void save_npy(const std::string& path, const Tensor<std::complex<R>>& z) {
+    Tensor<R> pairs = contiguous(z.interleaved());
+    pairs.realize();
+    detail::npy::save(path, *pairs.node_ptr(), z.dtype(), z.shape());
 }
 
 }  // namespace lazytensor
@@ -14611,334 +16001,6 @@ Tensor<typename E::value_type> unique(const E& x) {
 }
 
 }  // namespace lazytensor
-// ---- lazytensor/frontend/print.hpp ----
-// operator<< for tensors and expressions, as PyTorch prints them: the values in aligned
-// columns (summarized when large), then shape, dtype and device; and the print options.
-// Printing realizes the tensor, then reads only the elements it shows.
-
-#include <cstdint>
-#include <mutex>
-#include <optional>
-#include <ostream>
-#include <string>
-#include <vector>
-
-
-namespace lazytensor {
-
-/// How operator<< prints tensors; lt::set_print_options sets them for every thread. The
-/// defaults are PyTorch's.
-struct PrintOptions {
-    /// Digits after the decimal point of floating values (in fixed and scientific notation).
-    int precision = 4;
-    /// A tensor of more elements than this is summarized: along each axis longer than
-    /// 2 * edgeitems only the first and last `edgeitems` are shown (and read from the device).
-    std::int64_t threshold = 1000;
-    /// Elements shown at each end of a summarized axis.
-    std::int64_t edgeitems = 3;
-    /// Characters per line (counted from the line's start) before a row of values wraps.
-    std::int64_t linewidth = 80;
-};
-
-namespace detail {
-
-struct PrintOptionsState {
-    std::mutex mutex;
-    PrintOptions options;
-};
-inline PrintOptionsState& print_options_state() {
-    static PrintOptionsState state;
-    return state;
-}
-
-}  // namespace detail
-
-/// The options operator<< prints with now (a copy: change it and pass it to set_print_options).
-inline PrintOptions print_options() {
-    auto& s = detail::print_options_state();
-    std::lock_guard<std::mutex> lock(s.mutex);
-    return s.options;
-}
-
-/// Makes operator<< print with `options` from now on, in every thread. ValueError (and no
-/// change) for a precision outside 0..30, a negative threshold, or an edgeitems or linewidth
-/// below 1.
-inline void set_print_options(const PrintOptions& options) {
-    if (options.precision < 0 || options.precision > 30)
-        detail::fail<ValueError>("lt::set_print_options: precision must be from 0 to 30 digits, got ", options.precision);
-    if (options.threshold < 0)
-        detail::fail<ValueError>("lt::set_print_options: threshold must be >= 0, got ", options.threshold);
-    if (options.edgeitems < 1)
-        detail::fail<ValueError>("lt::set_print_options: edgeitems must be >= 1, got ", options.edgeitems);
-    if (options.linewidth < 1)
-        detail::fail<ValueError>("lt::set_print_options: linewidth must be >= 1, got ", options.linewidth);
-    auto& s = detail::print_options_state();
-    std::lock_guard<std::mutex> lock(s.mutex);
-    s.options = options;
-}
-
-/// NumPy's and PyTorch's spelling: set_print_options(precision, threshold, edgeitems,
-/// linewidth), where an option left out keeps its current value.
-inline void set_print_options(int precision, std::optional<std::int64_t> threshold = std::nullopt,
-                              std::optional<std::int64_t> edgeitems = std::nullopt,
-                              std::optional<std::int64_t> linewidth = std::nullopt) {
-    PrintOptions options = print_options();
-    options.precision = precision;
-    if (threshold) options.threshold = *threshold;
-    if (edgeitems) options.edgeitems = *edgeitems;
-    if (linewidth) options.linewidth = *linewidth;
-    set_print_options(options);
-}
-
-namespace detail {
-
-/// A run of consecutive buffer elements that printing reads.
-struct ReadRun {
-    std::int64_t first = 0;
-    std::int64_t count = 0;
-};
-
-/// What printing a realized tensor of this layout reads from its buffer, with `options`.
-LAZYTENSOR_ENGINE_API std::vector<ReadRun> print_reads(const Shape& shape, const Strides& strides, std::int64_t offset,
-                                                       const PrintOptions& options);
-
-/// `tensor([...], shape=[...], dtype=..., device=...)` for a realized node.
-LAZYTENSOR_ENGINE_API std::string format_tensor(const Node& n, const PrintOptions& options);
-
-}  // namespace detail
-
-/// Writes `tensor([...], shape=[...], dtype=..., device=...)`: nested rows with values in
-/// aligned columns, wrapped at print_options().linewidth; floating values with
-/// print_options().precision digits (see lt::PrintOptions), integers as numbers, bools as
-/// true/false. A tensor of more than print_options().threshold elements is summarized ("...")
-/// and only the elements shown are read from its device. Realizes x first.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-std::ostream& operator<<(std::ostream& out, const E& x) {
-    using T = typename E::value_type;
-    Tensor<T> t = x.realize();
-    return out << detail::format_tensor(*t.node_ptr(), print_options());
-}
-
-}  // namespace lazytensor
-
-// The printing code: compiled in header-only units and in the implementation unit, never in a
-// separate-runtime unit.
-#if LAZYTENSOR_ENGINE_DEFINITIONS
-// ---- lazytensor/frontend/print_definitions.hpp ----
-// How tensors print (frontend/print.hpp declares it): compiled in header-only units and in the
-// LAZYTENSOR_IMPLEMENTATION unit, as the engine is.
-
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
-#include <cstdio>
-#include <string>
-#include <type_traits>
-#include <vector>
-
-
-#if !LAZYTENSOR_ENGINE_DEFINITIONS
-#error "lazytensor: frontend/print_definitions.hpp holds definitions of the runtime; a LAZYTENSOR_SEPARATE_RUNTIME unit must not include it"
-#endif
-
-namespace lazytensor {
-
-namespace detail {
-
-/// The positions printed along each axis: all of them, or, when the tensor is summarized, the
-/// first and last edgeitems of an axis longer than 2 * edgeitems (cut[k]: "..." goes between).
-struct ShownIndices {
-    std::vector<std::vector<std::int64_t>> index;
-    std::vector<bool> cut;
-};
-
-inline ShownIndices shown_indices(const Shape& shape, const PrintOptions& options) {
-    const bool summarize = lazytensor::numel(shape) > options.threshold;
-    ShownIndices shown;
-    for (std::int64_t n : shape) {
-        const std::int64_t e = options.edgeitems;
-        const bool cut = summarize && n - e > e;
-        std::vector<std::int64_t> index;
-        for (std::int64_t i = 0; i < n; ++i) {
-            if (cut && i == e) i = n - e;
-            index.push_back(i);
-        }
-        shown.index.push_back(std::move(index));
-        shown.cut.push_back(cut);
-    }
-    return shown;
-}
-
-/// The buffer position of each shown element (row-major over the shown grid) of a tensor whose
-/// element (i0, i1, ...) is at offset + i0 * strides[0] + ...
-inline std::vector<std::int64_t> shown_positions(const Strides& strides, std::int64_t offset, const ShownIndices& shown) {
-    std::vector<std::int64_t> positions{offset};
-    for (std::size_t k = 0; k < shown.index.size(); ++k) {
-        std::vector<std::int64_t> next;
-        next.reserve(positions.size() * shown.index[k].size());
-        for (std::int64_t p : positions)
-            for (std::int64_t i : shown.index[k]) next.push_back(p + i * strides[k]);
-        positions = std::move(next);
-    }
-    return positions;
-}
-
-/// The runs that cover `positions`: sorted, with gaps of up to 64 elements read through, so
-/// that a summarized print makes few reads of a few elements each.
-inline std::vector<ReadRun> read_runs(std::vector<std::int64_t> positions) {
-    std::sort(positions.begin(), positions.end());
-    std::vector<ReadRun> runs;
-    for (std::int64_t p : positions) {
-        if (!runs.empty() && p - (runs.back().first + runs.back().count) <= 64)
-            runs.back().count = std::max(runs.back().count, p - runs.back().first + 1);
-        else
-            runs.push_back(ReadRun{p, 1});
-    }
-    return runs;
-}
-
-LAZYTENSOR_ENGINE_API std::vector<ReadRun> print_reads(const Shape& shape, const Strides& strides, std::int64_t offset,
-                                                       const PrintOptions& options) {
-    if (lazytensor::numel(shape) == 0) return {};
-    return read_runs(shown_positions(strides, offset, shown_indices(shape, options)));
-}
-
-/// The shown elements of a realized node, row-major over the shown grid, read run by run.
-template <class T>
-std::vector<T> read_shown(const Node& n, const ShownIndices& shown) {
-    using Stored = std::conditional_t<std::is_same_v<T, bool>, std::uint8_t, T>;
-    const std::vector<std::int64_t> positions = shown_positions(n.strides, n.offset, shown);
-    const std::vector<ReadRun> runs = read_runs(positions);
-    std::vector<std::int64_t> start(runs.size());  // of each run in `staged`
-    std::int64_t total = 0;
-    for (std::size_t r = 0; r < runs.size(); ++r) start[r] = total, total += runs[r].count;
-    std::vector<Stored> staged(static_cast<std::size_t>(total));
-    for (std::size_t r = 0; r < runs.size(); ++r)
-        download(*n.buffer, static_cast<std::size_t>(runs[r].first) * sizeof(Stored), &staged[static_cast<std::size_t>(start[r])],
-                 static_cast<std::size_t>(runs[r].count) * sizeof(Stored));
-    std::vector<T> out;
-    out.reserve(positions.size());
-    for (std::int64_t p : positions) {
-        const auto run = std::upper_bound(runs.begin(), runs.end(), p, [](std::int64_t v, const ReadRun& r) { return v < r.first; }) - 1;
-        const std::size_t r = static_cast<std::size_t>(run - runs.begin());
-        out.push_back(static_cast<T>(staged[static_cast<std::size_t>(start[r] + p - run->first)]));
-    }
-    return out;
-}
-
-inline std::string format_double(const char* format, int precision, double v) {
-    const int n = std::snprintf(nullptr, 0, format, precision, v);
-    std::string s(static_cast<std::size_t>(n) + 1, '\0');
-    std::snprintf(&s[0], s.size(), format, precision, v);
-    s.pop_back();
-    return s;
-}
-
-/// Floating values as PyTorch writes them: all whole numbers as "3."; otherwise `precision`
-/// digits after the point; scientific notation when the magnitudes of the finite non-zero
-/// values span more than a factor 1000, or pass 1e8, or (not whole) fall below 1e-4. NaN and
-/// infinities as nan, inf, -inf.
-inline std::vector<std::string> format_floating(const std::vector<double>& values, int precision) {
-    bool whole = true, any = false;
-    double lo = 0, hi = 0;
-    for (double v : values) {
-        if (!std::isfinite(v) || v == 0) continue;
-        const double a = std::fabs(v);
-        lo = any ? std::min(lo, a) : a;
-        hi = any ? std::max(hi, a) : a;
-        any = true;
-        whole = whole && v == std::ceil(v);
-    }
-    const bool scientific = any && (hi / lo > 1000 || hi > 1e8 || (!whole && lo < 1e-4));
-    std::vector<std::string> out;
-    out.reserve(values.size());
-    for (double v : values) {
-        if (std::isnan(v)) out.push_back("nan");
-        else if (std::isinf(v)) out.push_back(v > 0 ? "inf" : "-inf");
-        else if (scientific) out.push_back(format_double("%.*e", precision, v));
-        else if (whole) out.push_back(format_double("%.*f", 0, v) + ".");
-        else out.push_back(format_double("%.*f", precision, v));
-    }
-    return out;
-}
-
-template <class T>
-std::vector<std::string> format_values(const std::vector<T>& values, int precision) {
-    std::vector<std::string> out;
-    if constexpr (is_floating_v<T>) {
-        std::vector<double> v(values.size());
-        for (std::size_t i = 0; i < values.size(); ++i) v[i] = static_cast<double>(static_cast<value_type_t<T>>(values[i]));
-        return format_floating(v, precision);
-    } else {
-        for (T v : values) {
-            if constexpr (std::is_same_v<T, bool>) out.push_back(v ? "true" : "false");
-            else out.push_back(std::to_string(+v));  // + : int8 and uint8 as numbers; uint64 as unsigned
-        }
-    }
-    return out;
-}
-
-/// Writes the nested rows of axis `dim` onward, whose "[" is at column `indent`; `next` walks
-/// the cells (each padded to `width`) in row-major order.
-inline void layout_rows(std::string& out, const std::vector<std::string>& cells, std::size_t width, const ShownIndices& shown,
-                        std::size_t dim, std::size_t& next, std::int64_t indent, const PrintOptions& options) {
-    const std::size_t ndim = shown.index.size();
-    const auto pad = [&](const std::string& s) { return std::string(width - std::min(width, s.size()), ' ') + s; };
-    if (dim == ndim) {
-        out += pad(cells[next++]);
-        return;
-    }
-    const std::vector<std::int64_t>& index = shown.index[dim];
-    const std::size_t gap = shown.cut[dim] ? static_cast<std::size_t>(options.edgeitems) : index.size() + 1;
-    out += '[';
-    if (dim + 1 == ndim) {
-        // One row, wrapped to the line width; continuation lines start under the first value.
-        std::vector<std::string> items;
-        for (std::size_t i = 0; i < index.size(); ++i) {
-            if (i == gap) items.push_back("...");
-            items.push_back(pad(cells[next++]));
-        }
-        const std::size_t per_line = static_cast<std::size_t>(
-            std::max<std::int64_t>(1, (options.linewidth - indent) / static_cast<std::int64_t>(width + 2)));
-        for (std::size_t i = 0; i < items.size(); ++i) {
-            if (i > 0) out += i % per_line == 0 ? ",\n" + std::string(static_cast<std::size_t>(indent + 1), ' ') : ", ";
-            out += items[i];
-        }
-    } else {
-        const std::string separator = "," + std::string(ndim - dim - 1, '\n') + std::string(static_cast<std::size_t>(indent + 1), ' ');
-        for (std::size_t i = 0; i < index.size(); ++i) {
-            if (i > 0) out += separator;
-            if (i == gap) out += "..." + separator;
-            layout_rows(out, cells, width, shown, dim + 1, next, indent + 1, options);
-        }
-    }
-    out += ']';
-}
-
-template <class T>
-std::string format_tensor_of(const Node& n, const PrintOptions& options) {
-    std::string out = "tensor(";
-    if (lazytensor::numel(n.shape) == 0) {
-        out += "[]";
-    } else {
-        const ShownIndices shown = shown_indices(n.shape, options);
-        const std::vector<std::string> cells = format_values(read_shown<T>(n, shown), options.precision);
-        std::size_t width = 0;
-        for (const std::string& c : cells) width = std::max(width, c.size());
-        std::size_t next = 0;
-        layout_rows(out, cells, width, shown, 0, next, 7, options);
-    }
-    return concat(out, ", shape=", n.shape, ", dtype=", n.dtype, ", device=", n.device, ")");
-}
-
-LAZYTENSOR_ENGINE_API std::string format_tensor(const Node& n, const PrintOptions& options) {
-    return visit_dtype(n.dtype, [&](auto tag) { return format_tensor_of<typename decltype(tag)::type>(n, options); });
-}
-
-}  // namespace detail
-
-}  // namespace lazytensor
-#endif
 
 // The engine: the seam's definitions, in header-only mode in every unit, with
 // LAZYTENSOR_IMPLEMENTATION in one (only this header pulls it in; the front end sees the seam).
@@ -14975,167 +16037,6 @@ LAZYTENSOR_ENGINE_API std::string format_tensor(const Node& n, const PrintOption
 #include <unordered_set>
 #include <vector>
 
-// ---- lazytensor/ir/fft.hpp ----
-// Fast Fourier transforms as one node kind (NodeKind::Fft) and one kind of schedule item
-// (items/fft_item.hpp), run by the backend's FFT (the host engine, backend/host/fft.hpp; VkFFT on
-// OpenCL): what a transform is, defined here once.
-//
-// Complex arrays are real arrays with a trailing axis of 2 (real, imaginary: interleaved, as
-// std::complex lies in memory); the front end's complex tensors are two real planes that meet
-// here (frontend/complex.hpp). A node transforms its operand along up to three axes at once:
-//   - C2C: complex [s..., 2] -> complex [s..., 2]; forward exp(-2 pi i jk/n), inverse exp(+...).
-//   - R2C: real [s...] -> complex [s with axes.back() n/2 + 1, 2] (NumPy's rfftn: the real
-//     transform along the last axis given, then forward complex ones along the others).
-//   - C2R: complex [s with axes.back() n/2 + 1, 2] -> real [s...] (irfftn; the inverse complex
-//     transforms first, the real one last; the imaginary parts of the bins that must be real,
-//     0 and n/2, are ignored).
-// Every output element is multiplied by `scale` (the norm's factor). Operands and results are
-// row-major, contiguous and start at offset 0 of their buffers.
-
-#include <cstdint>
-#include <string>
-#include <vector>
-
-
-namespace lazytensor::detail {
-
-enum class FftKind : std::uint8_t { C2C, R2C, C2R };
-
-inline const char* fft_kind_name(FftKind k) {
-    switch (k) {
-        case FftKind::C2C: return "c2c";
-        case FftKind::R2C: return "r2c";
-        case FftKind::C2R: return "c2r";
-    }
-    return "?";
-}
-
-/// Most axes one node transforms (VkFFT's limit; the front end chains nodes for more).
-inline constexpr int kFftMaxAxes = 3;
-
-namespace ir {
-
-/// One transform item. `shape` is the real-space shape: C2C's complex array (input and output),
-/// R2C's real input, C2R's real output; the complex side of R2C and C2R has axes.back() at
-/// shape[axes.back()] / 2 + 1. Buffers are contiguous; complex elements are (re, im) pairs of
-/// `dtype`.
-struct Fft {
-    FftKind kind = FftKind::C2C;
-    bool inverse = false;          // C2C only (R2C is forward, C2R inverse)
-    DType dtype = DType::Float32;  // the real numbers': float32 or float64
-    Shape shape;
-    std::vector<int> axes;  // 1 to kFftMaxAxes distinct axes of shape, in the order transformed
-    double scale = 1;
-
-    /// The complex side's shape (without the trailing 2).
-    Shape complex_shape() const {
-        Shape s = shape;
-        if (kind != FftKind::C2C) s[static_cast<std::size_t>(axes.back())] = s[static_cast<std::size_t>(axes.back())] / 2 + 1;
-        return s;
-    }
-    /// Real numbers in the input and in the output buffer.
-    std::int64_t input_count() const { return kind == FftKind::R2C ? numel(shape) : 2 * numel(complex_shape()); }
-    std::int64_t output_count() const { return kind == FftKind::C2R ? numel(shape) : 2 * numel(complex_shape()); }
-    /// Whether the transform runs in the forward direction (exp(-2 pi i jk/n)).
-    bool forward() const { return kind == FftKind::R2C || (kind == FftKind::C2C && !inverse); }
-};
-
-inline std::string to_string(const Fft& f) {
-    std::string axes;
-    for (int a : f.axes) axes += concat(axes.empty() ? "" : ", ", a);
-    return concat("    fft ", fft_kind_name(f.kind), f.kind == FftKind::C2C ? (f.inverse ? " inverse" : " forward") : "", " of ",
-                  f.dtype, ", shape ", f.shape, ", axes (", axes, "), scale ", f.scale, "\n");
-}
-
-}  // namespace ir
-
-namespace graph {
-
-/// A transform node (see above) of x along `axes` (normalized, distinct, 1 to kFftMaxAxes of
-/// them, of the real-space shape), scaled by `scale`. C2R needs `n`, the real length along
-/// axes.back() (ignored otherwise). x: float32 or float64 ([..., 2] for C2C and C2R); the front
-/// end has checked what users give, so a mismatch here is an internal error.
-LAZYTENSOR_ENGINE_API NodePtr fft(const NodePtr& x, FftKind kind, bool inverse, const std::vector<int>& axes, std::int64_t n,
-                                  double scale);
-
-/// The item's description of an fft node.
-LAZYTENSOR_ENGINE_API ir::Fft fft_call(const Node& node);
-
-}  // namespace graph
-}  // namespace lazytensor::detail
-
-#if LAZYTENSOR_ENGINE_DEFINITIONS
-// ---- lazytensor/ir/fft_definitions.hpp ----
-// The definitions of ir/fft.hpp's builders (documented there), compiled where the engine is.
-
-#include <vector>
-
-
-#if !LAZYTENSOR_ENGINE_DEFINITIONS
-#error "lazytensor: ir/fft_definitions.hpp holds definitions of the runtime; a LAZYTENSOR_SEPARATE_RUNTIME unit must not include it"
-#endif
-
-namespace lazytensor::detail::graph {
-
-LAZYTENSOR_ENGINE_API NodePtr fft(const NodePtr& x, FftKind kind, bool inverse, const std::vector<int>& axes, std::int64_t n,
-                                  double scale) {
-    const char* what = "fft node";
-    if (x->dtype != DType::Float32 && x->dtype != DType::Float64)
-        fail<DTypeError>(what, ": the operand must be float32 or float64, got ", x->dtype);
-    const bool complex_in = kind != FftKind::R2C;
-    Shape space = x->shape;  // the real-space shape
-    if (complex_in) {
-        if (space.empty() || space.back() != 2)
-            fail<ShapeError>(what, ": a complex operand has a last axis of 2, got shape ", x->shape);
-        space.pop_back();
-    }
-    if (axes.empty() || static_cast<int>(axes.size()) > kFftMaxAxes)
-        fail<ValueError>(what, ": transforms 1 to ", kFftMaxAxes, " axes, got ", axes.size());
-    for (std::size_t i = 0; i < axes.size(); ++i) {
-        if (axes[i] < 0 || axes[i] >= static_cast<int>(space.size()))
-            fail<AxisError>(what, ": axis ", axes[i], " is out of range for shape ", space);
-        for (std::size_t j = 0; j < i; ++j)
-            if (axes[j] == axes[i]) fail<AxisError>(what, ": axis ", axes[i], " is repeated");
-    }
-    const auto last = static_cast<std::size_t>(axes.back());
-    if (kind == FftKind::C2R) {
-        if (n < 1 || space[last] != n / 2 + 1)
-            fail<ShapeError>(what, ": a real length of ", n, " needs ", n / 2 + 1, " bins along axis ", axes.back(), ", got ",
-                             space[last]);
-        space[last] = n;
-    }
-    for (int a : axes)
-        if (space[static_cast<std::size_t>(a)] < 1)
-            fail<ValueError>(what, ": the transform length along axis ", a, " must be at least 1, got ", space[static_cast<std::size_t>(a)]);
-    Shape out = space;
-    if (kind != FftKind::C2R) {
-        if (kind == FftKind::R2C) out[last] = out[last] / 2 + 1;
-        out.push_back(2);
-    }
-    NodePtr node = with_sources(make(NodeKind::Fft, x->dtype, x->device, out), {x});
-    node->params = {static_cast<std::int64_t>(kind), inverse ? 1 : 0};
-    for (int a : axes) node->params.push_back(a);
-    if (kind == FftKind::C2R) node->params.push_back(n);
-    node->value = Scalar::of<double>(scale);
-    return node;
-}
-
-LAZYTENSOR_ENGINE_API ir::Fft fft_call(const Node& node) {
-    ir::Fft f;
-    f.kind = static_cast<FftKind>(node.params[0]);
-    f.inverse = node.params[1] != 0;
-    f.dtype = node.dtype;
-    const std::size_t axis_end = node.params.size() - (f.kind == FftKind::C2R ? 1 : 0);
-    for (std::size_t i = 2; i < axis_end; ++i) f.axes.push_back(static_cast<int>(node.params[i]));
-    f.shape = node.shape;
-    if (f.kind != FftKind::C2R) f.shape.pop_back();
-    if (f.kind == FftKind::R2C) f.shape = node.src[0]->shape;
-    f.scale = node.value.f;
-    return f;
-}
-
-}  // namespace lazytensor::detail::graph
-#endif
 // ---- lazytensor/autodiff/linalg_rules.hpp ----
 // Reverse-mode rules of the linalg node (ir/linalg.hpp): PyTorch's formulas (TensorFlow's for
 // QR), written as graphs of the forward routines, matrix products and element-wise ops, so the
@@ -21172,6 +22073,8 @@ inline const char* cl_value_type(DType t) {
         case DType::Float16: return "float";  // computed in float; only buffers hold half
         case DType::Float32: return "float";
         case DType::Float64: return "double";
+        case DType::Complex64:
+        case DType::Complex128: complex_dtype_inside(t);
     }
     return "?";
 }
@@ -21407,6 +22310,8 @@ inline std::string cl_literal(const Scalar& s, DType t) {
             std::snprintf(buf, sizeof buf, "%a", f32 ? static_cast<double>(static_cast<float>(v.f)) : v.f);
             return std::string("(") + buf + (f32 ? "f)" : ")");
         }
+        case DType::Complex64:
+        case DType::Complex128: complex_dtype_inside(t);
     }
     return "0";
 }
@@ -23565,6 +24470,8 @@ struct ScalarArg {
             case DType::Float16: put(static_cast<cl_float>(value.cast(DType::Float16).as<float>())); break;
             case DType::Float32: put(static_cast<cl_float>(value.as<float>())); break;
             case DType::Float64: put(static_cast<cl_double>(value.as<double>())); break;
+            case DType::Complex64:
+            case DType::Complex128: complex_dtype_inside(t);
         }
     }
 };
@@ -25539,6 +26446,8 @@ inline std::string sort_key_functions(DType t) {
         case DType::UInt16:
         case DType::UInt32:
         case DType::UInt64: key = "    return (ulong)in[i];\n"; break;
+        case DType::Complex64:
+        case DType::Complex128: complex_dtype_inside(t);
     }
     std::string s = t == DType::Float64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "";
     s += "inline ulong lt_key(__global const " + sort_storage_type(t) + "* in, long i) {\n" + key + "}\n";
@@ -25723,6 +26632,8 @@ inline std::string radix_store_function(DType t) {
         case DType::UInt16:
         case DType::UInt32:
         case DType::UInt64: body = std::string("    values[at] = (") + S + ")k;\n"; break;
+        case DType::Complex64:
+        case DType::Complex128: complex_dtype_inside(t);
     }
     return "inline void lt_store_value(__global const " + S + "* in, __global " + copy +
            "* values, uint at, lt_rkey key, int descending, uint p) {\n    const lt_rkey k = descending ? ~key : key;\n" + body + "}\n";
@@ -30028,6 +30939,8 @@ inline double element_as_double(const unsigned char* data, DType t, std::int64_t
     }
         LAZYTENSOR_DTYPES(LAZYTENSOR_X)
 #undef LAZYTENSOR_X
+        case DType::Complex64:
+        case DType::Complex128: complex_dtype_inside(t);
     }
     return 0;
 }
@@ -30869,6 +31782,8 @@ inline MPI_Datatype datatype(DType t) {
         case DType::Float16: return MPI_UINT16_T;  // moved as 16-bit words; reduced in float32 (frontend/dist.hpp)
         case DType::Float32: return MPI_FLOAT;
         case DType::Float64: return MPI_DOUBLE;
+        case DType::Complex64:
+        case DType::Complex128: complex_dtype_inside(t);
     }
     return MPI_BYTE;
 }

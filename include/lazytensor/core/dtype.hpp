@@ -39,15 +39,19 @@ namespace lazytensor {
     X(Float64, double, "float64")
 
 /// The runtime tag of an element type: Bool, UInt8, Int8, Int16, UInt16, Int32, UInt32, Int64,
-/// UInt64, Float16, Float32, Float64 (bool, then integers and floating types by width).
+/// UInt64, Float16, Float32, Float64 (bool, then integers and floating types by width), and the
+/// complex types Complex64 and Complex128 (std::complex<float> and <double>). Kernels compute in
+/// the real types only: a complex tensor (lt::Tensor<std::complex<float>>) is two real planes.
 enum class DType : std::uint8_t {
 #define LAZYTENSOR_X(name, type, text) name,
     LAZYTENSOR_DTYPES(LAZYTENSOR_X)
 #undef LAZYTENSOR_X
+    Complex64,
+    Complex128,
 };
 
 ///@{
-/// Number of dtypes.
+/// Number of real dtypes (those kernels compute in: Bool to Float64).
 inline constexpr int dtype_count = 0
 #define LAZYTENSOR_X(name, type, text) +1
     LAZYTENSOR_DTYPES(LAZYTENSOR_X)
@@ -56,13 +60,15 @@ inline constexpr int dtype_count = 0
 ///@}
 
 /// The dtype's name: "bool", "uint8", "int8", "int16", "uint16", "int32", "uint32", "int64",
-/// "uint64", "float16", "float32" or "float64".
+/// "uint64", "float16", "float32", "float64", "complex64" or "complex128".
 inline const char* dtype_name(DType t) {
     switch (t) {
 #define LAZYTENSOR_X(name, type, text) \
     case DType::name: return text;
         LAZYTENSOR_DTYPES(LAZYTENSOR_X)
 #undef LAZYTENSOR_X
+        case DType::Complex64: return "complex64";
+        case DType::Complex128: return "complex128";
     }
     return "?";
 }
@@ -70,21 +76,25 @@ inline const char* dtype_name(DType t) {
 /// Writes dtype_name(t).
 inline std::ostream& operator<<(std::ostream& out, DType t) { return out << dtype_name(t); }
 
-/// Bytes per element (bool: 1, float16: 2).
+/// Bytes per element (bool: 1, float16: 2, complex64: 8).
 inline std::size_t dtype_size(DType t) {
     switch (t) {
 #define LAZYTENSOR_X(name, type, text) \
     case DType::name: return sizeof(type);
         LAZYTENSOR_DTYPES(LAZYTENSOR_X)
 #undef LAZYTENSOR_X
+        case DType::Complex64: return 8;
+        case DType::Complex128: return 16;
     }
     return 0;
 }
 
 /// Whether t is float16, float32 or float64.
 constexpr bool is_floating(DType t) { return t == DType::Float16 || t == DType::Float32 || t == DType::Float64; }
+/// Whether t is complex64 or complex128.
+constexpr bool is_complex(DType t) { return t == DType::Complex64 || t == DType::Complex128; }
 /// Whether t is an integer type: int8 to int64 or uint8 to uint64 (bool is not).
-constexpr bool is_integral(DType t) { return t != DType::Bool && !is_floating(t); }
+constexpr bool is_integral(DType t) { return t != DType::Bool && !is_floating(t) && !is_complex(t); }
 
 /// Whether t is uint8, uint16, uint32 or uint64 (bool is not).
 constexpr bool is_unsigned_integral(DType t) {
@@ -105,13 +115,15 @@ constexpr int dtype_bits(DType t) {
         case DType::Float32: return 32;
         case DType::Int64:
         case DType::UInt64:
-        case DType::Float64: return 64;
+        case DType::Float64:
+        case DType::Complex64: return 64;
+        case DType::Complex128: return 128;
     }
     return 0;
 }
 
-/// Category used by promotion: 0 bool, 1 integer, 2 floating.
-constexpr int dtype_category(DType t) { return t == DType::Bool ? 0 : is_floating(t) ? 2 : 1; }
+/// Category used by promotion: 0 bool, 1 integer, 2 floating, 3 complex.
+constexpr int dtype_category(DType t) { return t == DType::Bool ? 0 : is_complex(t) ? 3 : is_floating(t) ? 2 : 1; }
 
 /// The dtype a kernel holds and computes values of `t` in: float16 is storage only (float32).
 constexpr DType value_dtype(DType t) { return t == DType::Float16 ? DType::Float32 : t; }
@@ -150,7 +162,13 @@ struct type_tag {
 template <class T>
 inline constexpr bool is_floating_v = std::is_floating_point_v<T> || std::is_same_v<T, half>;
 
-/// Calls f(type_tag<T>{}) with the C++ type of a runtime dtype.
+/// Complex dtypes never reach what visits dtypes (kernels, buffers): their planes do.
+[[noreturn]] inline void complex_dtype_inside(DType t) {
+    fail<DTypeError>("lazytensor internal error: a ", dtype_name(t), " value reached the engine, which computes its real and "
+                     "imaginary planes");
+}
+
+/// Calls f(type_tag<T>{}) with the C++ type of a runtime real dtype.
 template <class F>
 decltype(auto) visit_dtype(DType t, F&& f) {
     switch (t) {
@@ -158,6 +176,8 @@ decltype(auto) visit_dtype(DType t, F&& f) {
     case DType::name: return f(type_tag<type>{});
         LAZYTENSOR_DTYPES(LAZYTENSOR_X)
 #undef LAZYTENSOR_X
+        case DType::Complex64:
+        case DType::Complex128: complex_dtype_inside(t);
     }
     return f(type_tag<float>{});
 }
@@ -174,6 +194,8 @@ decltype(auto) visit_value_dtype(DType t, F&& f) {
     case DType::name: return f(type_tag<value_type_t<type>>{});
         LAZYTENSOR_DTYPES(LAZYTENSOR_X)
 #undef LAZYTENSOR_X
+        case DType::Complex64:
+        case DType::Complex128: complex_dtype_inside(t);
     }
     return f(type_tag<float>{});
 }

@@ -59,6 +59,8 @@ inline MPI_Datatype datatype(DType t) {
         case DType::Float16: return MPI_UINT16_T;  // moved as 16-bit words; reduced in float32 (frontend/dist.hpp)
         case DType::Float32: return MPI_FLOAT;
         case DType::Float64: return MPI_DOUBLE;
+        case DType::Complex64:
+        case DType::Complex128: complex_dtype_inside(t);
     }
     return MPI_BYTE;
 }

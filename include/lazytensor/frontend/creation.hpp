@@ -22,6 +22,10 @@ Tensor<T> from_host(const T* data, std::int64_t count, Shape shape, Device devic
     return Tensor<T>(graph::buffer(std::move(buf), std::move(shape), std::move(strides), 0));
 }
 
+/// A complex tensor of std::complex values (frontend/complex.hpp defines it).
+template <class C>
+Tensor<C> complex_from_host(const std::vector<C>& data, Shape shape, Device device);
+
 template <class E>
 Tensor<typename E::value_type> triangle(const E& x, std::int64_t k, bool upper, const char* op) {
     using T = typename E::value_type;
@@ -36,8 +40,8 @@ Tensor<typename E::value_type> triangle(const E& x, std::int64_t k, bool upper, 
 
 }  // namespace detail
 
-/// A tensor holding `data` (row-major) with the given shape, on `device`; copied there now.
-/// ShapeError if data.size() is not the shape's element count; DeviceError if `device` is unavailable.
+/// A tensor holding `data` (row-major) with the given shape, on `device`; copied there now
+/// (std::complex values: a complex tensor, frontend/complex.hpp). ShapeError if data.size() is not the shape's element count; DeviceError if `device` is unavailable.
 template <class T>
 Tensor<T> tensor(const std::vector<T>& data, Shape shape, Device device = default_device()) {
     detail::check_extents(shape, "lt::tensor");
@@ -45,7 +49,9 @@ Tensor<T> tensor(const std::vector<T>& data, Shape shape, Device device = defaul
     if (static_cast<std::int64_t>(data.size()) != count)
         detail::fail<ShapeError>("lt::tensor: ", data.size(), " values do not fit shape ", shape, " (", count,
                                  " elements)");
-    if constexpr (std::is_same_v<T, bool>) {
+    if constexpr (detail::is_complex_element_v<T>) {
+        return detail::complex_from_host<T>(data, std::move(shape), device);
+    } else if constexpr (std::is_same_v<T, bool>) {
         std::vector<std::uint8_t> bytes(data.begin(), data.end());
         static_assert(sizeof(bool) == 1, "lazytensor stores bool as one byte");
         return detail::from_host<T>(reinterpret_cast<const bool*>(bytes.data()), count, std::move(shape), device);

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "creation.hpp"
+#include "complex.hpp"
 #include "tensor.hpp"
 
 namespace lazytensor {
@@ -76,6 +77,8 @@ inline const char* descr_of(DType t) {
         case DType::Float16: return "<f2";
         case DType::Float32: return "<f4";
         case DType::Float64: return "<f8";
+        case DType::Complex64: return "<c8";
+        case DType::Complex128: return "<c16";
     }
     return "?";
 }
@@ -95,6 +98,8 @@ inline const char* cpp_type_of(DType t) {
         case DType::Float16: return "lt::half";
         case DType::Float32: return "float";
         case DType::Float64: return "double";
+        case DType::Complex64: return "std::complex<float>";
+        case DType::Complex128: return "std::complex<double>";
     }
     return "?";
 }
@@ -310,10 +315,12 @@ inline std::pair<DType, bool> descr_dtype(const std::string& descr, const std::s
     else if (code == "f2") t = DType::Float16;
     else if (code == "f4") t = DType::Float32;
     else if (code == "f8") t = DType::Float64;
+    else if (code == "c8") t = DType::Complex64;
+    else if (code == "c16") t = DType::Complex128;
     else
         fail<DTypeError>("lt::load_npy: ", path, ": the file's dtype '", excerpt(descr), "' (", describe_code(code),
                          ") is not one lazytensor has; it loads bool, int8, int16, int32, int64, uint8, uint16, uint32, "
-                         "uint64, float16, float32 and float64 arrays");
+                         "uint64, float16, float32, float64, complex64 and complex128 arrays");
     // '|' (no byte order) and '=' mean this machine's, as in NumPy.
     const bool swap = dtype_size(t) > 1 && (order == '<' || order == '>') && (order == '<') != little_endian_host();
     return {t, swap};
@@ -393,11 +400,18 @@ inline NodePtr load(const std::string& path, Device device, DType expected) {
     const Header h = read_header(file.get(), size, path);
     if (h.dtype != expected)
         fail<DTypeError>("lt::load_npy<", cpp_type_of(expected), ">: ", path, " holds ", h.dtype, " values (descr '",
-                         h.descr, "'), not ", expected, "; load it with lt::load_npy<", cpp_type_of(h.dtype),
-                         "> (and convert with lt::cast<", cpp_type_of(expected), "> if needed)");
+                         h.descr, "'), not ", expected, "; load it with lt::load_npy<", cpp_type_of(h.dtype), "> ",
+                         is_complex(h.dtype) && !is_complex(expected)
+                             ? std::string("(and take its real() or abs() if needed)")
+                             : concat("(and convert with lt::cast<", cpp_type_of(expected), "> if needed)"));
 
-    BufferPtr buffer = allocate_buffer(device, h.dtype, h.numel);
-    const std::size_t item = dtype_size(h.dtype);
+    // A complex array is read as interleaved (re, im) pairs of its real type: shape [..., 2].
+    const bool complex = is_complex(h.dtype);
+    const DType stored = !complex ? h.dtype : h.dtype == DType::Complex64 ? DType::Float32 : DType::Float64;
+    Shape shape = h.shape;
+    if (complex) shape.push_back(2);
+    BufferPtr buffer = allocate_buffer(device, stored, lazytensor::numel(shape));
+    const std::size_t item = dtype_size(stored);
     std::vector<unsigned char> piece(std::min(h.data_bytes, piece_bytes));
     for (std::size_t at = 0; at < h.data_bytes; at += piece.size()) {
         const std::size_t n = std::min(piece.size(), h.data_bytes - at);
@@ -410,15 +424,15 @@ inline NodePtr load(const std::string& path, Device device, DType expected) {
             for (std::size_t i = 0; i < n; ++i) piece[i] = piece[i] != 0;
         write_buffer(*buffer, at, piece.data(), n);
     }
-    Strides strides = contiguous_strides(h.shape);
+    Strides strides = contiguous_strides(shape);
     if (h.fortran_order) {
-        std::int64_t s = 1;
+        std::int64_t s = complex ? 2 : 1;
         for (std::size_t k = 0; k < h.shape.size(); ++k) {
             strides[k] = s;
             s *= h.shape[k];
         }
     }
-    NodePtr node = graph::buffer(std::move(buffer), h.shape, std::move(strides), 0);
+    NodePtr node = graph::buffer(std::move(buffer), shape, std::move(strides), 0);
     if (!is_contiguous_layout(node->shape, node->strides, 0)) {
         node = graph::copy(node);
         realize_nodes({node.get()});
@@ -528,9 +542,10 @@ private:
     std::FILE* file_ = nullptr;
 };
 
-/// Writes a realized row-major node (any offset) to `path`, a piece at a time.
-inline void save(const std::string& path, const Node& node) {
-    const std::string header = header_bytes(node.dtype, node.shape);
+/// Writes a realized row-major node (any offset) to `path`, a piece at a time, as an array of
+/// `dtype` and `shape` (a complex array: the node holds its interleaved pairs, [shape..., 2]).
+inline void save(const std::string& path, const Node& node, DType dtype, const Shape& shape) {
+    const std::string header = header_bytes(dtype, shape);
     const std::size_t item = dtype_size(node.dtype);
     const std::size_t bytes = static_cast<std::size_t>(lazytensor::numel(node.shape)) * item;
     OutputFile out(path);
@@ -560,19 +575,34 @@ void save_npy(const std::string& path, const E& x) {
     Tensor<T> t = x.realize();
     Tensor<T> data = contiguous(t);
     data.realize();
-    detail::npy::save(path, *data.node_ptr());
+    detail::npy::save(path, *data.node_ptr(), data.node_ptr()->dtype, data.shape());
 }
 
 /// The array in the .npy file at `path`, as a tensor on `device` (read a piece at a time, copied
 /// there now). Reads versions 1.0, 2.0 and 3.0, C and Fortran order (a Fortran-order file gives
 /// the same row-major tensor), either byte order. The file's dtype must be T's: DTypeError
 /// naming both otherwise (nothing is converted; load the file's dtype and lt::cast it), and
-/// for dtypes lazytensor does not have (complex, int16, strings, structured, ...). FileError
-/// naming the file and the problem for a file that is missing, unreadable, truncated, not a
+/// for dtypes lazytensor does not have (strings, structured, longdouble, ...). A complex file
+/// (<c8, <c16) loads as lt::load_npy<std::complex<float>> (or <double>). FileError naming
+/// the file and the problem for a file that is missing, unreadable, truncated, not a
 /// .npy file, of another version, with a malformed header, or with bytes after its data.
 template <class T>
 Tensor<T> load_npy(const std::string& path, Device device = default_device()) {
-    return Tensor<T>(detail::npy::load(path, device, dtype_of<T>()));
+    if constexpr (detail::is_complex_element_v<T>) {
+        using R = typename T::value_type;
+        return Tensor<T>::from_interleaved(Tensor<R>(detail::npy::load(path, device, detail::complex_dtype_of<R>())));
+    } else {
+        return Tensor<T>(detail::npy::load(path, device, dtype_of<T>()));
+    }
+}
+
+/// Writes a complex tensor as a .npy file of descr <c8 (complex64) or <c16 (complex128), as
+/// save_npy writes real ones.
+template <class R>
+void save_npy(const std::string& path, const Tensor<std::complex<R>>& z) {
+    Tensor<R> pairs = contiguous(z.interleaved());
+    pairs.realize();
+    detail::npy::save(path, *pairs.node_ptr(), z.dtype(), z.shape());
 }
 
 }  // namespace lazytensor

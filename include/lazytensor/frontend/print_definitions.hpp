@@ -207,6 +207,39 @@ std::string format_tensor_of(const Node& n, const PrintOptions& options) {
     return concat(out, ", shape=", n.shape, ", dtype=", n.dtype, ", device=", n.device, ")");
 }
 
+LAZYTENSOR_ENGINE_API std::string format_complex_tensor(const Node& re, const Node& im, DType dtype,
+                                                        const PrintOptions& options) {
+    std::string out = "tensor(";
+    if (lazytensor::numel(re.shape) == 0) {
+        out += "[]";
+    } else {
+        const ShownIndices shown = shown_indices(re.shape, options);
+        const auto read = [&](const Node& n) {
+            return visit_dtype(n.dtype, [&](auto tag) {
+                using T = typename decltype(tag)::type;
+                std::vector<double> v;
+                for (T x : read_shown<T>(n, shown)) v.push_back(static_cast<double>(x));
+                return v;
+            });
+        };
+        const std::vector<double> re_values = read(re), im_values = read(im);
+        std::vector<double> im_magnitudes(im_values.size());
+        for (std::size_t i = 0; i < im_values.size(); ++i) im_magnitudes[i] = std::fabs(im_values[i]);
+        const std::vector<std::string> re_cells = format_floating(re_values, options.precision),
+                                       im_cells = format_floating(im_magnitudes, options.precision);
+        std::size_t re_width = 0, im_width = 0;
+        for (const std::string& c : re_cells) re_width = std::max(re_width, c.size());
+        for (const std::string& c : im_cells) im_width = std::max(im_width, c.size());
+        std::vector<std::string> cells(re_cells.size());
+        for (std::size_t i = 0; i < cells.size(); ++i)  // "1.5000+2.0000j", the imaginary column left-aligned
+            cells[i] = std::string(re_width - re_cells[i].size(), ' ') + re_cells[i] + (std::signbit(im_values[i]) ? "-" : "+") +
+                       im_cells[i] + "j" + std::string(im_width - im_cells[i].size(), ' ');
+        std::size_t next = 0;
+        layout_rows(out, cells, re_width + im_width + 2, shown, 0, next, 7, options);
+    }
+    return concat(out, ", shape=", re.shape, ", dtype=", dtype, ", device=", re.device, ")");
+}
+
 LAZYTENSOR_ENGINE_API std::string format_tensor(const Node& n, const PrintOptions& options) {
     return visit_dtype(n.dtype, [&](auto tag) { return format_tensor_of<typename decltype(tag)::type>(n, options); });
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <complex>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -26,6 +27,15 @@ struct TensorTag {};
 
 template <class E>
 inline constexpr bool is_tensor_like_v = std::is_base_of_v<TensorTag, std::decay_t<E>>;
+
+/// Whether T is std::complex<float> or <double> (the element of a complex tensor,
+/// frontend/complex.hpp).
+template <class T>
+struct is_complex_element : std::false_type {};
+template <class R>
+struct is_complex_element<std::complex<R>> : std::true_type {};
+template <class T>
+inline constexpr bool is_complex_element_v = is_complex_element<T>::value;
 
 /// C++ arithmetic types (and half) usable as scalars next to tensors.
 template <class S>

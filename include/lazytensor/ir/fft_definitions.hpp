@@ -2,6 +2,7 @@
 // The definitions of ir/fft.hpp's builders (documented there), compiled where the engine is.
 #pragma once
 
+#include <cstring>
 #include <vector>
 
 #include "fft.hpp"
@@ -48,10 +49,12 @@ LAZYTENSOR_ENGINE_API NodePtr fft(const NodePtr& x, FftKind kind, bool inverse, 
         out.push_back(2);
     }
     NodePtr node = with_sources(make(NodeKind::Fft, x->dtype, x->device, out), {x});
-    node->params = {static_cast<std::int64_t>(kind), inverse ? 1 : 0};
+    // The scale is part of the node's structure (plans are cached by structure; a Const's
+    // value is not): its bits go into params.
+    std::int64_t scale_bits = 0;
+    std::memcpy(&scale_bits, &scale, sizeof scale);
+    node->params = {static_cast<std::int64_t>(kind), inverse ? 1 : 0, kind == FftKind::C2R ? n : 0, scale_bits};
     for (int a : axes) node->params.push_back(a);
-    if (kind == FftKind::C2R) node->params.push_back(n);
-    node->value = Scalar::of<double>(scale);
     return node;
 }
 
@@ -60,12 +63,11 @@ LAZYTENSOR_ENGINE_API ir::Fft fft_call(const Node& node) {
     f.kind = static_cast<FftKind>(node.params[0]);
     f.inverse = node.params[1] != 0;
     f.dtype = node.dtype;
-    const std::size_t axis_end = node.params.size() - (f.kind == FftKind::C2R ? 1 : 0);
-    for (std::size_t i = 2; i < axis_end; ++i) f.axes.push_back(static_cast<int>(node.params[i]));
+    std::memcpy(&f.scale, &node.params[3], sizeof f.scale);
+    for (std::size_t i = 4; i < node.params.size(); ++i) f.axes.push_back(static_cast<int>(node.params[i]));
     f.shape = node.shape;
     if (f.kind != FftKind::C2R) f.shape.pop_back();
     if (f.kind == FftKind::R2C) f.shape = node.src[0]->shape;
-    f.scale = node.value.f;
     return f;
 }
 

@@ -44,8 +44,8 @@ namespace lazytensor::detail {
 //   - Scatter: a copy of src[0] with src[2][j] written (params[0] == 1: added) at flat position
 //     src[1][j] (int64) of its contiguous order, for every j; positions outside the tensor are
 //     skipped. Run by the backend's scatter.
-//   - Fft: src[0] transformed along up to three axes (ir/fft.hpp); params {kind, inverse,
-//     axes..., and for C2R the real length n}; value: the scale. Run by the backend's FFT.
+//   - Fft: src[0] transformed along up to three axes (ir/fft.hpp); params {kind, inverse, the
+//     real length n (C2R; else 0), the scale's bits (a double), axes...}. Run by the backend's FFT.
 #define LAZYTENSOR_NODE_KINDS(X) \
     X(Buffer, "buffer")          \
     X(Const, "const")            \

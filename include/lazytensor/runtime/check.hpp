@@ -58,6 +58,8 @@ inline double element_as_double(const unsigned char* data, DType t, std::int64_t
     }
         LAZYTENSOR_DTYPES(LAZYTENSOR_X)
 #undef LAZYTENSOR_X
+        case DType::Complex64:
+        case DType::Complex128: complex_dtype_inside(t);
     }
     return 0;
 }

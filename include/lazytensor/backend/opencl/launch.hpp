@@ -57,6 +57,8 @@ struct ScalarArg {
             case DType::Float16: put(static_cast<cl_float>(value.cast(DType::Float16).as<float>())); break;
             case DType::Float32: put(static_cast<cl_float>(value.as<float>())); break;
             case DType::Float64: put(static_cast<cl_double>(value.as<double>())); break;
+            case DType::Complex64:
+            case DType::Complex128: complex_dtype_inside(t);
         }
     }
 };

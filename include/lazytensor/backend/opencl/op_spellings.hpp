@@ -31,6 +31,8 @@ inline const char* cl_value_type(DType t) {
         case DType::Float16: return "float";  // computed in float; only buffers hold half
         case DType::Float32: return "float";
         case DType::Float64: return "double";
+        case DType::Complex64:
+        case DType::Complex128: complex_dtype_inside(t);
     }
     return "?";
 }

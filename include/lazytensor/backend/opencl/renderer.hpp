@@ -102,6 +102,8 @@ inline std::string cl_literal(const Scalar& s, DType t) {
             std::snprintf(buf, sizeof buf, "%a", f32 ? static_cast<double>(static_cast<float>(v.f)) : v.f);
             return std::string("(") + buf + (f32 ? "f)" : ")");
         }
+        case DType::Complex64:
+        case DType::Complex128: complex_dtype_inside(t);
     }
     return "0";
 }

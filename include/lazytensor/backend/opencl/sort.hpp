@@ -49,6 +49,8 @@ inline std::string sort_key_functions(DType t) {
         case DType::UInt16:
         case DType::UInt32:
         case DType::UInt64: key = "    return (ulong)in[i];\n"; break;
+        case DType::Complex64:
+        case DType::Complex128: complex_dtype_inside(t);
     }
     std::string s = t == DType::Float64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "";
     s += "inline ulong lt_key(__global const " + sort_storage_type(t) + "* in, long i) {\n" + key + "}\n";
@@ -233,6 +235,8 @@ inline std::string radix_store_function(DType t) {
         case DType::UInt16:
         case DType::UInt32:
         case DType::UInt64: body = std::string("    values[at] = (") + S + ")k;\n"; break;
+        case DType::Complex64:
+        case DType::Complex128: complex_dtype_inside(t);
     }
     return "inline void lt_store_value(__global const " + S + "* in, __global " + copy +
            "* values, uint at, lt_rkey key, int descending, uint p) {\n    const lt_rkey k = descending ? ~key : key;\n" + body + "}\n";
