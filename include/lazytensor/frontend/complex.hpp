@@ -110,9 +110,13 @@ public:
     }
     /// The elements in row-major order; realizes first if needed.
     std::vector<value_type> to_vector() const {
+        std::vector<value_type> out(static_cast<std::size_t>(numel()));
+        if (pairs_) {  // one read of the interleaved pairs
+            Tensor<R>(pairs_).copy_to(reinterpret_cast<R*>(out.data()), 2 * out.size());
+            return out;
+        }
         realize();
         const std::vector<R> re = re_.to_vector(), im = im_.to_vector();
-        std::vector<value_type> out(re.size());
         for (std::size_t i = 0; i < re.size(); ++i) out[i] = value_type(re[i], im[i]);
         return out;
     }
@@ -428,12 +432,13 @@ Tensor<std::complex<R>> matmul(const Tensor<R>& x, const Tensor<std::complex<R>>
 ///@}
 
 namespace detail {
+/// Uploaded as interleaved pairs (std::complex<R> is an R[2]), which an FFT reads in place.
 template <class C>
 Tensor<C> complex_from_host(const std::vector<C>& data, Shape shape, Device device) {
     using R = typename C::value_type;
-    std::vector<R> re(data.size()), im(data.size());
-    for (std::size_t i = 0; i < data.size(); ++i) re[i] = data[i].real(), im[i] = data[i].imag();
-    return Tensor<C>(tensor<R>(re, shape, device), tensor<R>(im, shape, device));
+    Shape pairs = shape;
+    pairs.push_back(2);
+    return Tensor<C>::from_interleaved(from_host<R>(reinterpret_cast<const R*>(data.data()), 2 * numel(shape), pairs, device));
 }
 }  // namespace detail
 
