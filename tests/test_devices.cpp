@@ -238,6 +238,25 @@ TEST_CASE("sharded reductions over every axis, the split one included, equal the
     }
 }
 
+TEST_CASE("sharded partials meet on the host when small and on the first device when large") {
+    // Rows of 65,536 partials (the largest the host combines) and of 65,537 (the first device's
+    // kernel): both all-reduce to the column sums, exact in int64.
+    const std::vector<lt::Device> all = all_devices();
+    for (std::int64_t width : {std::int64_t(1) << 16, (std::int64_t(1) << 16) + 1}) {
+        INFO("width " << width);
+        lt::Tensor<std::int64_t> x = lt::arange<std::int64_t>(0, static_cast<double>(3 * width), 1, lt::Device::host()).reshape({3, width});
+        auto total = lt::sum(lt::shard(x, all, 0), 0);
+        CHECK(total.replicated());
+        for (std::size_t i = 0; i < all.size(); ++i) {
+            CHECK(total.shard(i).device() == all[i]);
+            const std::vector<std::int64_t> got = total.shard(i).to_vector();
+            REQUIRE(got.size() == static_cast<std::size_t>(width));
+            CHECK(got[0] == 3 * width);                          // 0 + width + 2 width
+            CHECK(got.back() == 3 * (width - 1) + 3 * width);    // (w - 1) + (2w - 1) + (3w - 1)
+        }
+    }
+}
+
 TEST_CASE("a max over the split axis propagates NaN and skips empty shards; integer sums are exact") {
     const std::vector<lt::Device> all = all_devices();
     std::vector<double> weights(all.size(), 1.0);

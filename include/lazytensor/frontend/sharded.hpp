@@ -3,7 +3,7 @@
 // slices along `axis` live on the devices, in proportion to per-device weights (by default each
 // device's measured memory bandwidth, as VexCL partitions). Element-wise expressions run on
 // every device at once, one shard each; reductions over the split axis combine the per-device
-// partials on the first device and copy the total to every device (an all-reduce); a matmul
+// partials (small ones on the host) and copy the total to every device (an all-reduce); a matmul
 // with a split left operand and a replicated right one is one product per device. Gathering
 // onto one device is explicit: s.gather(device).
 //
@@ -559,9 +559,13 @@ auto log_softmax(const ShardedTensor<T>& x, int axis = -1) {
 
 namespace detail {
 
+/// Partials of at most this many elements are combined on the host (reduce_sharded).
+inline constexpr std::int64_t kHostCombineElements = 1 << 16;
+
 /// A reduction of a sharded tensor over `axes`. Where the split axis is kept, shard by shard (a
-/// result split alike). Where it is reduced, the per-device partials are combined on the first
-/// device and the total is copied to every device: a replicated result (an all-reduce), which
+/// result split alike). Where it is reduced, the per-device partials are combined (on the host
+/// when they have at most kHostCombineElements elements, else on the first device) and the
+/// total is copied to every device: a replicated result (an all-reduce), which
 /// the shards can go on using (x / x.sum()). `skip_empty`: an empty shard has no partial (max).
 template <class T, class Partial, class Combine>
 auto reduce_sharded(const ShardedTensor<T>& x, Axes axes, bool keepdim, const char* op, bool skip_empty,
@@ -587,6 +591,18 @@ auto reduce_sharded(const ShardedTensor<T>& x, Axes axes, bool keepdim, const ch
         if (!skip_empty || s.shape()[static_cast<std::size_t>(x.axis())] > 0) partials.push_back(Tensor<R>(partial(s, axes, keepdim)));
     if (partials.empty()) fail<ValueError>(op, ": every shard is empty along the split axis, which it reduces");
     realize_all(partials);  // every device computes its partial at once
+    if (lazytensor::numel(partials[0].shape()) <= kHostCombineElements) {
+        // Small partials (a total, a few rows) meet on the host: one read from each device (the
+        // devices finish their partials side by side meanwhile), the combine there, one write to
+        // each device. Copies between devices and a kernel on the first device cost more than
+        // the reduction saved (a sharded sum over two H200s took 0.77x one GPU's time that way).
+        Tensor<R> total = partials[0].to(Device::host());
+        for (std::size_t i = 1; i < partials.size(); ++i) total = Tensor<R>(combine(total, partials[i].to(Device::host())));
+        total.realize();
+        std::vector<Tensor<R>> copies;
+        for (Device d : x.devices()) copies.push_back(total.to(d));
+        return ShardedTensor<R>(std::move(copies), -1);
+    }
     const Device home = x.devices()[0];
     Tensor<R> total = partials[0].to(home);
     for (std::size_t i = 1; i < partials.size(); ++i) total = Tensor<R>(combine(total, partials[i].to(home)));
