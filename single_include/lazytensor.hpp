@@ -10978,10 +10978,13 @@ LAZYTENSOR_ENGINE_API std::string format_complex_tensor(const Node& re, const No
             });
         };
         const std::vector<double> re_values = read(re), im_values = read(im);
-        std::vector<double> im_magnitudes(im_values.size());
-        for (std::size_t i = 0; i < im_values.size(); ++i) im_magnitudes[i] = std::fabs(im_values[i]);
-        const std::vector<std::string> re_cells = format_floating(re_values, options.precision),
-                                       im_cells = format_floating(im_magnitudes, options.precision);
+        // One notation for both parts (as PyTorch): the real parts and the imaginary parts'
+        // magnitudes formatted together.
+        std::vector<double> together = re_values;
+        for (double v : im_values) together.push_back(std::fabs(v));
+        const std::vector<std::string> formatted = format_floating(together, options.precision);
+        const std::vector<std::string> re_cells(formatted.begin(), formatted.begin() + static_cast<std::ptrdiff_t>(re_values.size())),
+            im_cells(formatted.begin() + static_cast<std::ptrdiff_t>(re_values.size()), formatted.end());
         std::size_t re_width = 0, im_width = 0;
         for (const std::string& c : re_cells) re_width = std::max(re_width, c.size());
         for (const std::string& c : im_cells) im_width = std::max(im_width, c.size());
@@ -11247,16 +11250,19 @@ struct result_plane {
 template <class A, class B>
 using result_plane_t = typename result_plane<A, B>::type;
 
-/// (a + ib) / (c + id) by Smith's method: the larger of |c|, |d| divides first.
+/// (a + ib) / (c + id) by Smith's method, as NumPy's: the larger of |c|, |d| divides first; a
+/// zero divisor gives (a / |c|) + i (b / |d|) (infinities, or NaN for 0 / 0).
 template <class R, class A, class B, class C, class D>
 Tensor<std::complex<R>> complex_divide(const A& a, const B& b, const C& c, const D& d) {
-    const Tensor<bool> c_larger = lazytensor::abs(c) >= lazytensor::abs(d);
+    const Tensor<R> abs_c = lazytensor::abs(c), abs_d = lazytensor::abs(d);
+    const Tensor<bool> c_larger = abs_c >= abs_d, zero = abs_c == R(0) && abs_d == R(0);
     // |c| >= |d|: r = d / c, den = c + d r; re = (a + b r) / den, im = (b - a r) / den.
     const Tensor<R> r1 = d / c, den1 = c + d * r1;
     // |c| < |d|: r = c / d, den = c r + d; re = (a r + b) / den, im = (b r - a) / den.
     const Tensor<R> r2 = c / d, den2 = c * r2 + d;
-    return Tensor<std::complex<R>>(Tensor<R>(where(c_larger, (a + b * r1) / den1, (a * r2 + b) / den2)),
-                                   Tensor<R>(where(c_larger, (b - a * r1) / den1, (b * r2 - a) / den2)));
+    return Tensor<std::complex<R>>(
+        Tensor<R>(where(zero, a / abs_c, where(c_larger, (a + b * r1) / den1, (a * r2 + b) / den2))),
+        Tensor<R>(where(zero, b / abs_d, where(c_larger, (b - a * r1) / den1, (b * r2 - a) / den2))));
 }
 
 }  // namespace detail

@@ -84,6 +84,13 @@ TEST_CASE("complex division does not overflow, and a real operand is one with im
         CHECK(std::fabs(q[0].imag() - 0.4f) <= 1e-6f);
         CHECK(std::fabs(q[1].real()) <= 1e-6f);
         CHECK(std::fabs(q[1].imag() + 1e30f) <= 1e24f);
+        // A zero divisor as NumPy's: (a / |c|) + i (b / |d|).
+        const auto by_zero = (lt::tensor<std::complex<float>>({{1, -1}, {0, 0}}, {2}) /
+                              lt::tensor<std::complex<float>>({{0, 0}, {0, 0}}, {2})).to_vector();
+        CHECK(by_zero[0].real() == std::numeric_limits<float>::infinity());
+        CHECK(by_zero[0].imag() == -std::numeric_limits<float>::infinity());
+        CHECK(std::isnan(by_zero[1].real()));
+        CHECK(std::isnan(by_zero[1].imag()));
         // (inf + 0j) * 2 as NumPy: 2 is 2 + 0j, so the imaginary part is inf * 0 = NaN.
         const float inf = std::numeric_limits<float>::infinity();
         const auto v = (lt::tensor<std::complex<float>>({{inf, 0}}, {1}) * lt::tensor<float>({2.0f})).to_vector();
@@ -145,6 +152,10 @@ TEST_CASE("complex tensors print as PyTorch's, and bad operands are errors") {
     std::ostringstream out;
     out << z;
     CHECK(out.str() == "tensor([ 1.5000+2.0000j, -3.0000-0.2500j], shape=[2], dtype=complex64, device=host)");
+    // One notation for both parts.
+    std::ostringstream wide;
+    wide << lt::tensor<std::complex<double>>({{2e6, 0}, {-1, 0.5}}, {2});
+    CHECK(wide.str() == "tensor([ 2.0000e+06+0.0000e+00j, -1.0000e+00+5.0000e-01j], shape=[2], dtype=complex128, device=host)");
     CHECK(message_of<lt::ShapeError>([] {
               lt::Tensor<std::complex<float>>(lt::zeros<float>({2}), lt::zeros<float>({3}));
           }) == "complex tensor: the real part has shape [2] and the imaginary part [3]; they must have one shape");

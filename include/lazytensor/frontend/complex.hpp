@@ -269,16 +269,19 @@ struct result_plane {
 template <class A, class B>
 using result_plane_t = typename result_plane<A, B>::type;
 
-/// (a + ib) / (c + id) by Smith's method: the larger of |c|, |d| divides first.
+/// (a + ib) / (c + id) by Smith's method, as NumPy's: the larger of |c|, |d| divides first; a
+/// zero divisor gives (a / |c|) + i (b / |d|) (infinities, or NaN for 0 / 0).
 template <class R, class A, class B, class C, class D>
 Tensor<std::complex<R>> complex_divide(const A& a, const B& b, const C& c, const D& d) {
-    const Tensor<bool> c_larger = lazytensor::abs(c) >= lazytensor::abs(d);
+    const Tensor<R> abs_c = lazytensor::abs(c), abs_d = lazytensor::abs(d);
+    const Tensor<bool> c_larger = abs_c >= abs_d, zero = abs_c == R(0) && abs_d == R(0);
     // |c| >= |d|: r = d / c, den = c + d r; re = (a + b r) / den, im = (b - a r) / den.
     const Tensor<R> r1 = d / c, den1 = c + d * r1;
     // |c| < |d|: r = c / d, den = c r + d; re = (a r + b) / den, im = (b r - a) / den.
     const Tensor<R> r2 = c / d, den2 = c * r2 + d;
-    return Tensor<std::complex<R>>(Tensor<R>(where(c_larger, (a + b * r1) / den1, (a * r2 + b) / den2)),
-                                   Tensor<R>(where(c_larger, (b - a * r1) / den1, (b * r2 - a) / den2)));
+    return Tensor<std::complex<R>>(
+        Tensor<R>(where(zero, a / abs_c, where(c_larger, (a + b * r1) / den1, (a * r2 + b) / den2))),
+        Tensor<R>(where(zero, b / abs_d, where(c_larger, (b - a * r1) / den1, (b * r2 - a) / den2))));
 }
 
 }  // namespace detail

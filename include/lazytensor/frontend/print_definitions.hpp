@@ -223,10 +223,13 @@ LAZYTENSOR_ENGINE_API std::string format_complex_tensor(const Node& re, const No
             });
         };
         const std::vector<double> re_values = read(re), im_values = read(im);
-        std::vector<double> im_magnitudes(im_values.size());
-        for (std::size_t i = 0; i < im_values.size(); ++i) im_magnitudes[i] = std::fabs(im_values[i]);
-        const std::vector<std::string> re_cells = format_floating(re_values, options.precision),
-                                       im_cells = format_floating(im_magnitudes, options.precision);
+        // One notation for both parts (as PyTorch): the real parts and the imaginary parts'
+        // magnitudes formatted together.
+        std::vector<double> together = re_values;
+        for (double v : im_values) together.push_back(std::fabs(v));
+        const std::vector<std::string> formatted = format_floating(together, options.precision);
+        const std::vector<std::string> re_cells(formatted.begin(), formatted.begin() + static_cast<std::ptrdiff_t>(re_values.size())),
+            im_cells(formatted.begin() + static_cast<std::ptrdiff_t>(re_values.size()), formatted.end());
         std::size_t re_width = 0, im_width = 0;
         for (const std::string& c : re_cells) re_width = std::max(re_width, c.size());
         for (const std::string& c : im_cells) im_width = std::max(im_width, c.size());
