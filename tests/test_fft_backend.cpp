@@ -44,7 +44,7 @@ const FftCase kCases[] = {
     {"c2c inverse 1-D, 12, 1/n", FftKind::C2C, true, {2, 12}, {1}, 1, true},
     {"c2c 1-D, 7 (prime), 1/sqrt(n)", FftKind::C2C, false, {7}, {0}, 2, true},
     {"c2c middle axis", FftKind::C2C, false, {4, 6, 5}, {1}, 0, true},
-    {"c2c inverse, outer and inner axes", FftKind::C2C, true, {4, 6, 5}, {0, 2}, 0, true},
+    {"c2c inverse, outer and inner axes, 1/n", FftKind::C2C, true, {4, 6, 5}, {0, 2}, 1, true},
     {"c2c two axes in reverse order, moved ones between", FftKind::C2C, false, {2, 3, 4, 5}, {3, 1}, 1, true},
     {"c2c three axes", FftKind::C2C, false, {3, 4, 5}, {2, 0, 1}, 2, true},
     {"c2c with a transformed axis of 1", FftKind::C2C, false, {3, 1, 8}, {1, 2}, 0, true},
@@ -54,6 +54,7 @@ const FftCase kCases[] = {
     {"r2c 1-D, 7, 1/sqrt(n)", FftKind::R2C, false, {2, 7}, {1}, 2, true},
     {"r2c 2-D", FftKind::R2C, false, {4, 6}, {0, 1}, 1, true},
     {"r2c along an outer axis", FftKind::R2C, false, {6, 4}, {1, 0}, 0, false},
+    {"r2c outer and inner axes, a moved one between", FftKind::R2C, false, {4, 3, 8}, {0, 2}, 2, true},
     {"c2r 1-D, 8, 1/n", FftKind::C2R, true, {3, 8}, {1}, 1, true},
     {"c2r 1-D, 7", FftKind::C2R, true, {2, 7}, {1}, 0, true},
     {"c2r 2-D, even batch, 1/n", FftKind::C2R, true, {2, 4, 6}, {1, 2}, 1, true},
@@ -187,7 +188,7 @@ TEST_CASE("fft nodes: C2C, R2C and C2R on every device against a direct DFT") {
             check_case<float>(c, device);
         }
         // Double on a selection (each new VkFFT plan compiles kernels: on PoCL 0.1 to 0.6 s).
-        for (int i : {0, 4, 12, 16}) {
+        for (int i : {0, 4, 12, 17}) {
             INFO(std::string(kCases[i].name) << " (double)");
 #if LAZYTENSOR_OPENCL
             if (device.kind == lt::Device::Kind::OpenCL && !lt::detail::opencl::opencl_backend(device.index).supports_float64()) {
@@ -199,3 +200,29 @@ TEST_CASE("fft nodes: C2C, R2C and C2R on every device against a direct DFT") {
         }
     });
 }
+
+#if LAZYTENSOR_OPENCL
+TEST_CASE("fft nodes: OpenCL keeps as many VkFFT plans as kernels" * doctest::skip(!has_test_device(lt::Device::Kind::OpenCL))) {
+    for (lt::Device device : test_devices()) {
+        if (device.kind != lt::Device::Kind::OpenCL) continue;
+        INFO("device: " << device.str());
+        auto& backend = lt::detail::opencl::opencl_backend(device.index);
+        const std::size_t capacity = backend.cache_capacity();
+        backend.set_cache_capacity(2);
+        for (std::int64_t n : {4, 6, 10, 10}) {
+            const lt::Tensor<float> x = lt::zeros<float>({n, 2}, device).realize();
+            const std::vector<float> y =
+                lt::Tensor<float>(lt::detail::graph::fft(x.build(), FftKind::C2C, false, {0}, n, 1)).to_vector();
+            CHECK(y == std::vector<float>(static_cast<std::size_t>(2 * n), 0.0f));
+            // A build without VkFFT (or a transform that falls back) keeps no plans at all.
+            CHECK(backend.cached_fft_plans() <= 2);
+        }
+        const bool vkfft = backend.fft_routine(lt::detail::ir::Fft{FftKind::C2C, false, lt::DType::Float32, {4}, {0}, 1})
+                               .rfind("VkFFT ", 0) == 0;
+        CHECK(backend.cached_fft_plans() == (vkfft ? 2u : 0u));
+        backend.clear_kernel_cache();
+        CHECK(backend.cached_fft_plans() == 0);
+        backend.set_cache_capacity(capacity);
+    }
+}
+#endif
