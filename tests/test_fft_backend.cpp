@@ -13,6 +13,8 @@
 
 #include "common.hpp"
 
+#include <lazytensor/ir/fft.hpp>  // graph::fft (a separate-runtime unit sees the front end only)
+
 #if LAZYTENSOR_OPENCL
 #include <lazytensor/backend/opencl/opencl_backend.hpp>
 #endif
@@ -168,21 +170,45 @@ void check_case(const FftCase& c, lt::Device device) {
 #if LAZYTENSOR_OPENCL
     if (device.kind == lt::Device::Kind::OpenCL) {
         // Which path it took: VkFFT where its configuration expresses the layout (in a build
-        // with VkFFT; without it, every call says why it staged through the host).
-        const std::string routine = lt::detail::opencl::opencl_backend(device.index).fft_routine(call);
+        // with VkFFT, and the device has float64 for double), else through host memory.
+        auto& backend = lt::detail::opencl::opencl_backend(device.index);
+        const std::string routine = backend.fft_routine(call);
         INFO(routine);
-        if (routine.find("has no VkFFT") == std::string::npos && routine.find("has no float64") == std::string::npos)
-            CHECK((routine.rfind("VkFFT ", 0) == 0) == c.vkfft);
-        else
-            CHECK(routine.rfind("the host FFT engine", 0) == 0);
+        CHECK((routine.rfind("VkFFT ", 0) == 0) == (c.vkfft && backend.fft_has_vkfft()));
+        if (!c.vkfft || !backend.fft_has_vkfft()) CHECK(routine.rfind("the host FFT engine", 0) == 0);
     }
 #endif
 }
 
 }  // namespace
 
+#if LAZYTENSOR_OPENCL
+/// VkFFT on an OpenCL device while it lives, whatever the device's kind (CPU devices such as
+/// PoCL run the host engine by default), where the build has VkFFT.
+struct ForceVkfft {
+    lazytensor::detail::opencl::OpenCLBackend* backend = nullptr;
+    lazytensor::detail::opencl::FftChoice old{};
+    explicit ForceVkfft(lt::Device d) {
+        if (d.kind != lt::Device::Kind::OpenCL || !lazytensor::detail::opencl::OpenCLBackend::fft_has_vkfft()) return;
+        backend = &lazytensor::detail::opencl::opencl_backend(d.index);
+        old = backend->fft_choice();
+        backend->set_fft_choice(lazytensor::detail::opencl::FftChoice::VkFFT);
+    }
+    ForceVkfft(const ForceVkfft&) = delete;
+    ForceVkfft& operator=(const ForceVkfft&) = delete;
+    ~ForceVkfft() {
+        if (backend) backend->set_fft_choice(old);
+    }
+};
+#else
+struct ForceVkfft {
+    explicit ForceVkfft(lt::Device) {}
+};
+#endif
+
 TEST_CASE("fft nodes: C2C, R2C and C2R on every device against a direct DFT") {
     for_each_device([](lt::Device device) {
+        const ForceVkfft vkfft(device);
         for (const FftCase& c : kCases) {
             INFO(std::string(c.name) << " (float)");
             check_case<float>(c, device);
@@ -206,6 +232,7 @@ TEST_CASE("fft nodes: OpenCL keeps as many VkFFT plans as kernels" * doctest::sk
     for (lt::Device device : test_devices()) {
         if (device.kind != lt::Device::Kind::OpenCL) continue;
         INFO("device: " << device.str());
+        const ForceVkfft vkfft(device);
         auto& backend = lt::detail::opencl::opencl_backend(device.index);
         const std::size_t capacity = backend.cache_capacity();
         backend.set_cache_capacity(2);
@@ -214,15 +241,39 @@ TEST_CASE("fft nodes: OpenCL keeps as many VkFFT plans as kernels" * doctest::sk
             const std::vector<float> y =
                 lt::Tensor<float>(lt::detail::graph::fft(x.build(), FftKind::C2C, false, {0}, n, 1)).to_vector();
             CHECK(y == std::vector<float>(static_cast<std::size_t>(2 * n), 0.0f));
-            // A build without VkFFT (or a transform that falls back) keeps no plans at all.
+            // A build without VkFFT keeps no plans at all.
             CHECK(backend.cached_fft_plans() <= 2);
         }
-        const bool vkfft = backend.fft_routine(lt::detail::ir::Fft{FftKind::C2C, false, lt::DType::Float32, {4}, {0}, 1})
-                               .rfind("VkFFT ", 0) == 0;
-        CHECK(backend.cached_fft_plans() == (vkfft ? 2u : 0u));
+        CHECK(backend.cached_fft_plans() == (backend.fft_has_vkfft() ? 2u : 0u));
         backend.clear_kernel_cache();
         CHECK(backend.cached_fft_plans() == 0);
         backend.set_cache_capacity(capacity);
+    }
+}
+#endif
+
+#if LAZYTENSOR_OPENCL
+TEST_CASE("fft nodes: LAZYTENSOR_OPENCL_FFT=host and the auto choice on OpenCL" * doctest::skip(!has_test_device(lt::Device::Kind::OpenCL))) {
+    namespace ocl = lazytensor::detail::opencl;
+    for (lt::Device device : test_devices()) {
+        if (device.kind != lt::Device::Kind::OpenCL) continue;
+        INFO("device: " << device.str());
+        auto& backend = ocl::opencl_backend(device.index);
+        const ocl::FftChoice old = backend.fft_choice();
+        const lazytensor::detail::ir::Fft call{FftKind::C2C, false, lt::DType::Float32, {8}, {0}, 1};
+        backend.set_fft_choice(ocl::FftChoice::Host);
+        CHECK(backend.fft_routine(call).rfind("the host FFT engine", 0) == 0);
+        // Auto: VkFFT except on CPU devices (where the build has it).
+        backend.set_fft_choice(ocl::FftChoice::Auto);
+        CHECK((backend.fft_routine(call).rfind("VkFFT ", 0) == 0) == (backend.fft_has_vkfft() && backend.kind() != "cpu"));
+        if (!backend.fft_has_vkfft()) CHECK_THROWS_AS(backend.set_fft_choice(ocl::FftChoice::VkFFT), lt::DeviceError);
+        backend.set_fft_choice(old);
+        // The host path gives the same transform: [1, 0, 0, 0] -> all ones.
+        backend.set_fft_choice(ocl::FftChoice::Host);
+        const lt::Tensor<float> x = lt::tensor<float>({1, 0, 0, 0, 0, 0, 0, 0}, device).reshape({4, 2}).realize();
+        const std::vector<float> y = lt::Tensor<float>(lazytensor::detail::graph::fft(x.build(), FftKind::C2C, false, {0}, 4, 1)).to_vector();
+        backend.set_fft_choice(old);
+        CHECK(y == std::vector<float>{1, 0, 1, 0, 1, 0, 1, 0});
     }
 }
 #endif

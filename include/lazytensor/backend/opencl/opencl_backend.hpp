@@ -205,6 +205,13 @@ public:
     bool fft_uses_vkfft(const ir::Fft& call) const { return ffts_.uses_vkfft(call); }
     /// VkFFT plans held in memory (bounded like the kernel cache).
     std::size_t cached_fft_plans() const { return ffts_.cached_plans(); }
+    /// Whether the engine was built with VkFFT (LAZYTENSOR_VKFFT).
+    static bool fft_has_vkfft() { return FftRoutines::built_with_vkfft(); }
+    /// Which FFT runs transforms (LAZYTENSOR_OPENCL_FFT; Auto: VkFFT except on CPU devices).
+    FftChoice fft_choice() const { return ffts_.choice(); }
+    /// Tests and benchmarks: chooses the FFT for the transforms run from now on (VkFFT in a
+    /// build without it is a DeviceError).
+    void set_fft_choice(FftChoice choice) { ffts_.set_choice(choice); }
     void sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k, bool descending, Buffer& values,
                    Buffer& indices) override {
         sorts_.run(in, rows, n, k, descending, values, indices);
