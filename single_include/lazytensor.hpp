@@ -24863,8 +24863,10 @@ LAZYTENSOR_ENGINE_API void FftRoutines::run(const ir::Fft& call, const Buffer& i
     plan->output = static_cast<cl_mem>(out.handle());
     plan->queue = c_.device.queue();
     auto failure = [&](const char* what, VkFFTResult r) {
-        fail<BackendError>("VkFFT ", what, " failed with ", vkfft_result_name(r), " for", ir::to_string(call), "on ",
-                           c_.device.describe());
+        std::string described = ir::to_string(call);  // "    fft ...\n"
+        described = described.substr(described.find_first_not_of(' '));
+        while (!described.empty() && described.back() == '\n') described.pop_back();
+        fail<BackendError>("VkFFT could not ", what, " an ", described, " on ", c_.device.describe(), ": ", vkfft_result_name(r));
     };
     if (fresh) {
         plan->device = c_.device.id();
@@ -24910,7 +24912,7 @@ LAZYTENSOR_ENGINE_API void FftRoutines::run(const ir::Fft& call, const Buffer& i
         config.outputBuffer = &plan->output;
         if (static_cast<std::uint64_t>(complex_count) >= (std::uint64_t(1) << 31)) config.useUint64 = 1;
         const VkFFTResult r = initializeVkFFT(&plan->app, config);
-        if (r != VKFFT_SUCCESS) failure("planning", r);  // initializeVkFFT has freed what it made
+        if (r != VKFFT_SUCCESS) failure("plan", r);  // initializeVkFFT has freed what it made
         plan->initialized = true;
         plan = plans_->plans.insert(key, plan).first;
     }
@@ -24920,7 +24922,7 @@ LAZYTENSOR_ENGINE_API void FftRoutines::run(const ir::Fft& call, const Buffer& i
     launch.inputBuffer = &plan->input;
     launch.outputBuffer = &plan->output;
     const VkFFTResult r = VkFFTAppend(&plan->app, call.forward() ? -1 : 1, &launch);
-    if (r != VKFFT_SUCCESS) failure("launching", r);
+    if (r != VKFFT_SUCCESS) failure("run", r);
     if (!normalize && call.scale != 1) {
         const std::shared_ptr<ProgramOwner> program = c_.programs.build(scale_source(call.dtype));
         const KernelOwner kernel = c_.programs.make_kernel(*program, "lt_fft_scale");

@@ -277,3 +277,48 @@ TEST_CASE("fft nodes: LAZYTENSOR_OPENCL_FFT=host and the auto choice on OpenCL" 
     }
 }
 #endif
+
+#if LAZYTENSOR_OPENCL
+TEST_CASE("fft nodes: a VkFFT failure is a BackendError naming the call and the device, and loses nothing" *
+          doctest::skip(!has_test_device(lt::Device::Kind::OpenCL))) {
+    for (lt::Device device : test_devices()) {
+        if (device.kind != lt::Device::Kind::OpenCL) continue;
+        INFO("device: " << device.str());
+        const ForceVkfft vkfft(device);
+        auto& backend = lt::detail::opencl::opencl_backend(device.index);
+        const lt::Tensor<float> x = lt::tensor<float>({0, 0, 1, 0, 0, 0}, device).reshape({3, 2}).realize();
+        lt::Tensor<float> y(lazytensor::detail::graph::fft(x.build(), FftKind::C2C, true, {0}, 3, 1));
+        lt::synchronize(device);
+        // A lost device (a null queue): VkFFT's launch fails.
+        cl_command_queue queue = backend.exchange_queue(nullptr);
+        struct Restore {
+            lazytensor::detail::opencl::OpenCLBackend& b;
+            cl_command_queue q;
+            ~Restore() { b.exchange_queue(q); }
+        } restore{backend, queue};
+        std::string message;
+        try {
+            y.realize();
+        } catch (const lt::BackendError& e) {
+            message = e.what();
+        }
+        INFO(message);
+        if (backend.fft_has_vkfft()) {
+            CHECK(message.find("VkFFT") != std::string::npos);
+            CHECK(message.find("VKFFT_ERROR") != std::string::npos);
+            CHECK(message.find("fft c2c inverse of float32, shape [3]") != std::string::npos);
+        }
+        CHECK(message.find(device.str()) != std::string::npos);
+        CHECK_FALSE(y.is_realized());
+        backend.exchange_queue(queue);
+        restore.q = queue;
+        // Back: the transform runs. The inverse DFT of [0, 1, 0] is exp(2 pi i k / 3).
+        const std::vector<float> got = y.to_vector();
+        const double c = std::cos(2 * M_PI / 3), s = std::sin(2 * M_PI / 3);
+        const std::vector<double> want{1, 0, c, s, c, -s};
+        REQUIRE(got.size() == want.size());
+        for (std::size_t i = 0; i < want.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-6));
+        CHECK(x.to_vector() == std::vector<float>{0, 0, 1, 0, 0, 0});
+    }
+}
+#endif
