@@ -20897,8 +20897,9 @@ private:
 // launched on the queue (launch.hpp, which every launch goes through).
 //
 // Each kind of work has its routines: the IR's kernels (kernel_routines.hpp), scans
-// (scan_routines.hpp), sorts (sort_routines.hpp), FFTs through VkFFT (fft_routines.hpp), matrix products on lazytensor's own GEMM
-// kernel or CLBlast (gemm_routines.hpp) and attention as one kernel (attention_routines.hpp).
+// (scan_routines.hpp), sorts (sort_routines.hpp), FFTs through VkFFT (fft_routines.hpp), matrix
+// products on lazytensor's own GEMM kernel or CLBlast (gemm_routines.hpp) and attention as one
+// kernel (attention_routines.hpp).
 // OpenCLBackend puts them together behind the Backend interface, with the switches tests and
 // benchmarks turn.
 //
