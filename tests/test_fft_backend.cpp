@@ -4,6 +4,9 @@
 // device: C2C both ways, R2C and C2R, along 1 to 3 axes in several orders, a middle axis, lengths
 // 8, 12, 7 (prime) and 1, float and double, scales 1, 1/n and 1/sqrt(n); layouts VkFFT cannot
 // express (a real axis that is not the innermost, four dimensions) fall back and must agree too.
+// On OpenCL the cases force VkFFT (CPU devices such as PoCL run the host engine by default); more
+// cases check the plan cache's bound, the choice (LAZYTENSOR_OPENCL_FFT), a VkFFT failure (a lost
+// queue) and a transposed lazy operand.
 //
 // The reference is a direct O(n^2) DFT in double along each transformed axis in turn (the
 // transforms are separable), written here: C2R keeps NumPy's irfftn semantics, the inverse
@@ -322,3 +325,24 @@ TEST_CASE("fft nodes: a VkFFT failure is a BackendError naming the call and the 
     }
 }
 #endif
+
+TEST_CASE("fft nodes: a transposed lazy operand is materialized for the device's FFT") {
+    for_each_device([](lt::Device device) {
+        const ForceVkfft vkfft(device);
+        // x[j][b] = j + 10 b (real parts; imaginary 0), j < 4, b < 3; the operand is 2 x^T,
+        // [3, 4, 2], a lazy expression over a transposed view, transformed along its axis 1.
+        std::vector<float> data;
+        for (int j = 0; j < 4; ++j)
+            for (int b = 0; b < 3; ++b) data.insert(data.end(), {float(j + 10 * b), 0.0f});
+        const lt::Tensor<float> x = lt::tensor<float>(data, lt::Shape{4, 3, 2}, device).realize();
+        const lt::Tensor<float> operand = x.transpose(0, 1) * 2.0f;
+        const std::vector<float> got =
+            lt::Tensor<float>(lazytensor::detail::graph::fft(operand.build(), FftKind::C2C, false, {1}, 4, 1)).to_vector();
+        // DFT of 2 (j + 10 b), j = 0..3: bin 0 = 2 (6 + 40 b), bin k > 0 = 2 * sum_j j w^jk =
+        // 2 * (-2 + 2i, -2, -2 - 2i) for k = 1, 2, 3 (w = exp(-2 pi i / 4)).
+        std::vector<float> want;
+        for (int b = 0; b < 3; ++b) want.insert(want.end(), {float(2 * (6 + 40 * b)), 0, -4, 4, -4, 0, -4, -4});
+        REQUIRE(got.size() == want.size());
+        for (std::size_t i = 0; i < want.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-5));
+    });
+}
