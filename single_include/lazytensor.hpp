@@ -24611,9 +24611,14 @@ private:
 //     inner one an omitted dimension (omitDimension: moved along, coalesced, not transformed);
 //   - what remains must be at most three dimensions, and for R2C and C2R the real axis must be
 //     the innermost (VkFFT's real transforms run along W only).
-// Transforms are out of place: isInputFormatted and isOutputFormatted read `in` and write `out`,
-// and VkFFT's own buffer (the intermediate of multi-dimensional transforms) is `out` for C2C and
-// R2C, and a complex-sized temporary for C2R, whose real output is smaller. `in` is never written.
+// Transforms are out of place and never write `in`. C2C and R2C: isInputFormatted and
+// isOutputFormatted read `in` and write `out`, which is VkFFT's own buffer too (the intermediate
+// of multi-dimensional transforms). C2R: `in` is copied on the device into a complex-sized
+// temporary, VkFFT's buffer, which the inverse transforms in place and returns, real, to `out`
+// (isInputFormatted with inverseReturnToInputBuffer, `out` as the "input" buffer: VkFFT's usual
+// out-of-place real transform). Reading `in` and writing `out` directly (isOutputFormatted) gave
+// wrong results on PoCL for n = 2^20 (a multi-upload real transform; n = 65536 was right), and
+// the C2R inverse transforms in place where it has more than one stage.
 //
 // C2R runs with disableMergeSequencesR2C: merging two real sequences into one complex transform
 // assumes Hermitian input, and gave wrong results on PoCL (relative error 0.2) for batches of an
@@ -24844,7 +24849,7 @@ LAZYTENSOR_ENGINE_API void FftRoutines::run(const ir::Fft& call, const Buffer& i
     const bool wide = call.dtype == DType::Float64;
     const std::uint64_t real_size = wide ? 8 : 4;
     const bool normalize = normalizes(call);
-    // The intermediate: `out`, except for C2R, whose real output is smaller than the complex data.
+    // VkFFT's buffer: `out`, except for C2R (see the file's comment).
     const std::int64_t complex_count = 2 * numel(call.complex_shape());
     BufferPtr temporary;
     if (call.kind == FftKind::C2R) temporary = c_.backend.allocate(call.dtype, complex_count);
@@ -24860,7 +24865,7 @@ LAZYTENSOR_ENGINE_API void FftRoutines::run(const ir::Fft& call, const Buffer& i
     const bool fresh = !plan;
     if (fresh) plan = std::make_shared<VkfftPlan>();
     plan->buffer = static_cast<cl_mem>(intermediate.handle());
-    plan->input = static_cast<cl_mem>(in.handle());
+    plan->input = static_cast<cl_mem>(call.kind == FftKind::C2R ? out.handle() : in.handle());
     plan->output = static_cast<cl_mem>(out.handle());
     plan->queue = c_.device.queue();
     auto failure = [&](const char* what, VkFFTResult r) {
@@ -24891,7 +24896,8 @@ LAZYTENSOR_ENGINE_API void FftRoutines::run(const ir::Fft& call, const Buffer& i
         else config.makeInversePlanOnly = 1;
         // Element strides of the W, H and D dimensions' next elements in each buffer (complex
         // elements where complex, real numbers where real).
-        const std::uint64_t in_w = call.kind == FftKind::R2C ? w : wc, out_w = call.kind == FftKind::C2R ? w : wc;
+        const bool c2r = call.kind == FftKind::C2R;
+        const std::uint64_t in_w = call.kind == FftKind::C2C ? wc : w, out_w = wc;
         config.bufferStride[0] = wc;
         config.inputBufferStride[0] = in_w;
         config.outputBufferStride[0] = out_w;
@@ -24901,27 +24907,35 @@ LAZYTENSOR_ENGINE_API void FftRoutines::run(const ir::Fft& call, const Buffer& i
             config.outputBufferStride[i] = config.outputBufferStride[i - 1] * l.size[i];
         }
         plan->buffer_bytes = static_cast<std::uint64_t>(complex_count) * real_size;
-        plan->input_bytes = static_cast<std::uint64_t>(call.input_count()) * real_size;
+        plan->input_bytes = static_cast<std::uint64_t>(c2r ? call.output_count() : call.input_count()) * real_size;
         plan->output_bytes = static_cast<std::uint64_t>(call.output_count()) * real_size;
         config.isInputFormatted = 1;
-        config.isOutputFormatted = 1;
         config.bufferSize = &plan->buffer_bytes;
         config.inputBufferSize = &plan->input_bytes;
-        config.outputBufferSize = &plan->output_bytes;
         config.buffer = &plan->buffer;
         config.inputBuffer = &plan->input;
-        config.outputBuffer = &plan->output;
+        if (c2r) {
+            config.inverseReturnToInputBuffer = 1;
+        } else {
+            config.isOutputFormatted = 1;
+            config.outputBufferSize = &plan->output_bytes;
+            config.outputBuffer = &plan->output;
+        }
         if (static_cast<std::uint64_t>(complex_count) >= (std::uint64_t(1) << 31)) config.useUint64 = 1;
         const VkFFTResult r = initializeVkFFT(&plan->app, config);
         if (r != VKFFT_SUCCESS) failure("plan", r);  // initializeVkFFT has freed what it made
         plan->initialized = true;
         plan = plans_->plans.insert(key, plan).first;
     }
+    if (call.kind == FftKind::C2R)
+        check(clEnqueueCopyBuffer(c_.device.queue(), static_cast<cl_mem>(in.handle()), plan->buffer, 0, 0,
+                                  static_cast<std::size_t>(plan->buffer_bytes), 0, nullptr, nullptr),
+              "clEnqueueCopyBuffer", concat("copying an irfft's operand on ", c_.device.describe()));
     VkFFTLaunchParams launch{};
     launch.commandQueue = &plan->queue;
     launch.buffer = &plan->buffer;
     launch.inputBuffer = &plan->input;
-    launch.outputBuffer = &plan->output;
+    if (call.kind != FftKind::C2R) launch.outputBuffer = &plan->output;
     const VkFFTResult r = VkFFTAppend(&plan->app, call.forward() ? -1 : 1, &launch);
     if (r != VKFFT_SUCCESS) failure("run", r);
     if (!normalize && call.scale != 1) {

@@ -346,3 +346,23 @@ TEST_CASE("fft nodes: a transposed lazy operand is materialized for the device's
         for (std::size_t i = 0; i < want.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-5));
     });
 }
+
+TEST_CASE("fft nodes: a real round trip of 2^20 (transforms of several stages)") {
+    for_each_device([](lt::Device device) {
+        const ForceVkfft vkfft(device);
+        const std::int64_t n = std::int64_t(1) << 20;
+        std::vector<float> data(static_cast<std::size_t>(n));
+        std::mt19937 gen(11);
+        std::uniform_real_distribution<float> value(-1, 1);
+        for (float& v : data) v = value(gen);
+        const lt::Tensor<float> x = lt::tensor<float>(data, lt::Shape{n}, device).realize();
+        namespace g = lazytensor::detail::graph;
+        const lazytensor::detail::NodePtr spectrum = g::fft(x.build(), FftKind::R2C, false, {0}, n, 1);
+        const std::vector<float> back = lt::Tensor<float>(g::fft(spectrum, FftKind::C2R, true, {0}, n, 1.0 / double(n))).to_vector();
+        REQUIRE(back.size() == data.size());
+        // Two transforms of float: a few times 1e-7 log2(n) of the largest value (1).
+        double error = 0;
+        for (std::size_t i = 0; i < data.size(); ++i) error = std::max(error, std::abs(double(back[i]) - double(data[i])));
+        CHECK(error <= 1e-5);
+    });
+}
