@@ -67,6 +67,22 @@ macro(lazytensor_add_dependencies _lt_target)
     endif()
 endmacro()
 
+# VkFFT (Debian libvkfft-dev: the header vkFFT.h, MIT) for the unit that compiles the engine:
+# the include directory and LAZYTENSOR_VKFFT=1, PRIVATE to <target> (a compiled runtime), so that
+# no user unit compiles the header. Sets lazytensor_VKFFT_FOUND.
+#
+#   lazytensor_add_vkfft(<compiled target>)
+macro(lazytensor_add_vkfft _lt_target)
+    find_path(LAZYTENSOR_VKFFT_INCLUDE_DIR vkFFT.h PATH_SUFFIXES vkfft VkFFT)
+    if(LAZYTENSOR_VKFFT_INCLUDE_DIR)
+        set(lazytensor_VKFFT_FOUND ON)
+        target_include_directories(${_lt_target} SYSTEM PRIVATE ${LAZYTENSOR_VKFFT_INCLUDE_DIR})
+        target_compile_definitions(${_lt_target} PRIVATE LAZYTENSOR_VKFFT=1)
+    else()
+        set(lazytensor_VKFFT_FOUND OFF)
+    endif()
+endmacro()
+
 # lazytensor::distributed: lt::dist's MPI transport (lazytensor/dist/mpi.hpp), for the programs
 # that link it: MPI's compile and link flags (find_package(MPI): Open MPI or MPICH) and
 # LAZYTENSOR_MPI=1. The engine itself holds no MPI. Sets lazytensor_MPI_FOUND.

@@ -46,6 +46,19 @@
 #define LAZYTENSOR_CLBLAST 0
 #endif
 
+/// With LAZYTENSOR_VKFFT 1 (and LAZYTENSOR_OPENCL), FFTs on OpenCL devices run through VkFFT
+/// (Debian: libvkfft-dev, the header vkFFT.h; backend/opencl/fft_routines.hpp). Only the unit
+/// holding the engine's definitions includes it: CMake defines it for lazytensor::runtime when it
+/// finds vkFFT.h, so programs built against the runtime get it; a header-only program defines it
+/// itself (in every unit alike). Without it (or with LAZYTENSOR_NO_VKFFT), FFTs on OpenCL devices
+/// run on the host engine through host memory.
+#if defined(LAZYTENSOR_NO_VKFFT) || !LAZYTENSOR_OPENCL
+#undef LAZYTENSOR_VKFFT
+#define LAZYTENSOR_VKFFT 0
+#elif !defined(LAZYTENSOR_VKFFT)
+#define LAZYTENSOR_VKFFT 0
+#endif
+
 /// With LAZYTENSOR_LAPACK 1, lt::linalg's decompositions and solvers run LAPACK through LAPACKE
 /// (Debian: liblapacke-dev; link lapacke, CMake does when it finds it). Without it (or with
 /// LAZYTENSOR_NO_LAPACK) they throw an Error that says so where the expression is written.

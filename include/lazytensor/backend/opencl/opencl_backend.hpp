@@ -5,8 +5,9 @@
 // launched on the queue (launch.hpp, which every launch goes through).
 //
 // Each kind of work has its routines: the IR's kernels (kernel_routines.hpp), scans
-// (scan_routines.hpp), sorts (sort_routines.hpp), matrix products on lazytensor's own GEMM
-// kernel or CLBlast (gemm_routines.hpp) and attention as one kernel (attention_routines.hpp).
+// (scan_routines.hpp), sorts (sort_routines.hpp), FFTs through VkFFT (fft_routines.hpp), matrix
+// products on lazytensor's own GEMM kernel or CLBlast (gemm_routines.hpp) and attention as one
+// kernel (attention_routines.hpp).
 // OpenCLBackend puts them together behind the Backend interface, with the switches tests and
 // benchmarks turn.
 //
@@ -32,6 +33,7 @@
 #include "attention_routines.hpp"
 #include "cl_api.hpp"
 #include "device.hpp"
+#include "fft_routines.hpp"
 #include "gemm_routines.hpp"
 #include "kernel_routines.hpp"
 #include "launch.hpp"
@@ -196,6 +198,21 @@ public:
         if (scatters_.runs(out.dtype(), accumulate)) scatters_.run(base, out, positions, values, count, accumulate);
         else Backend::scatter(base, out, positions, values, count, accumulate);
     }
+    /// VkFFT where the build has it and its configuration expresses the call, else host staging
+    /// (fft_routines.hpp).
+    void fft(const ir::Fft& call, const Buffer& in, Buffer& out) override { ffts_.run(call, in, out); }
+    std::string fft_routine(const ir::Fft& call) const override { return ffts_.routine(call); }
+    /// Tests: whether fft() runs `call` through VkFFT (else through host memory).
+    bool fft_uses_vkfft(const ir::Fft& call) const { return ffts_.uses_vkfft(call); }
+    /// VkFFT plans held in memory (bounded like the kernel cache).
+    std::size_t cached_fft_plans() const { return ffts_.cached_plans(); }
+    /// Whether the engine was built with VkFFT (LAZYTENSOR_VKFFT).
+    static bool fft_has_vkfft() { return FftRoutines::built_with_vkfft(); }
+    /// Which FFT runs transforms (LAZYTENSOR_OPENCL_FFT; Auto: VkFFT except on CPU devices).
+    FftChoice fft_choice() const { return ffts_.choice(); }
+    /// Tests and benchmarks: chooses the FFT for the transforms run from now on (VkFFT in a
+    /// build without it is a DeviceError).
+    void set_fft_choice(FftChoice choice) { ffts_.set_choice(choice); }
     void sort_rows(const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k, bool descending, Buffer& values,
                    Buffer& indices) override {
         sorts_.run(in, rows, n, k, descending, values, indices);
@@ -310,6 +327,7 @@ public:
         programs_.clear();
         gemm_.clear_cache();
         attention_.clear_cache();
+        ffts_.clear_cache();
         fused_code_.clear();
     }
 
@@ -350,6 +368,7 @@ private:
     ScanRoutines scans_{routine_context_};
     SortRoutines sorts_{routine_context_};
     ScatterRoutines scatters_{routine_context_};
+    FftRoutines ffts_{routine_context_};
     GemmRoutines gemm_{routine_context_};
     AttentionRoutines attention_{routine_context_};
     bool fuse_epilogues_ = env_flag("LAZYTENSOR_GEMM_EPILOGUE", true);
