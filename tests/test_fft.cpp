@@ -254,6 +254,27 @@ TEST_CASE("fft norms, lazy and strided inputs, and dtypes as NumPy's") {
         const auto zi = lt::fft::fft(lt::tensor<int32_t>({1, 2, 3, 4}));
         CHECK(zi.dtype() == lt::DType::Complex128);
         CHECK(zi.to_vector() == std::vector<std::complex<double>>{{10, 0}, {-2, 2}, {-2, 0}, {-2, -2}});
+        // Views the user realized, before the transform is built or after: the item copies them
+        // into contiguous memory itself.
+        const Ref m = random_ref<float>({3, 4}, 24);
+        CRef mt{{4, 3}, {}};
+        for (int j = 0; j < 4; ++j)
+            for (int i = 0; i < 3; ++i) mt.v.emplace_back(m.v[static_cast<std::size_t>(i * 4 + j)], 0);
+        const auto mf = make_tensor<float>(m);
+        auto before = mf.t();
+        before.realize();
+        check_complex(lt::fft::rfft(before), half_spectrum(dft(mt, {1}, -1, 1), 1));
+        auto after = mf.t();
+        const auto spectrum_after = lt::fft::rfft(after);
+        after.realize();
+        check_complex(spectrum_after, half_spectrum(dft(mt, {1}, -1, 1), 1));
+        auto columns = mf.slice(1, 1, 3);
+        const auto sliced = lt::fft::fft(columns, std::nullopt, 0);
+        columns.realize();
+        CRef cols{{3, 2}, {}};
+        for (int i = 0; i < 3; ++i)
+            for (int j = 1; j < 3; ++j) cols.v.emplace_back(m.v[static_cast<std::size_t>(i * 4 + j)], 0);
+        check_complex(sliced, dft(cols, {0}, -1, 1));
         // An empty batch gives an empty result.
         CHECK(lt::fft::fft(lt::zeros<float>({0, 4})).shape() == lt::Shape{0, 4});
     });

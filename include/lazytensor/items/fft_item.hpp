@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
-// The FFT item: an fft node (ir/fft.hpp) run by the backend's FFT, from its operand's contiguous
-// memory into a buffer of its own. An operand that is not contiguous from offset 0 (a lazy
-// expression, a transposed view) is materialized first by a kernel, into which what produces it
-// fuses; what reads the result (a scale, the magnitude of a spectrum) fuses into the next kernel.
+// The FFT item: an fft node (ir/fft.hpp) run by the backend's FFT, from contiguous memory into a
+// buffer of its own. Where the operand is not contiguous from offset 0 of a buffer (a lazy
+// expression, a transposed view, a view the user realized), the item first computes it into
+// contiguous memory with a kernel of its own, lowered like any other, so what produces the
+// operand (the interleaving of a complex tensor's planes, a scale) runs in that kernel; what
+// reads the result (a magnitude, a product of spectra) fuses into the next kernel.
 #pragma once
 
 #include <cmath>
@@ -10,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "../codegen/lower.hpp"
 #include "../ir/fft.hpp"
 #include "../schedule/schedule.hpp"
 #include "item.hpp"
@@ -19,28 +22,45 @@ namespace lazytensor::detail {
 struct FftItem : ItemDefaults {
     static constexpr ScheduleItem::Kind kind = ScheduleItem::Kind::Fft;
     ir::Fft call;
+    ir::Kernel operand;  // computes the operand into contiguous memory first (no phases: read in place)
 
-    /// Lowers group g (its root an fft node): g.inputs is the operand's buffer, or the operand
-    /// is materialized first.
+    /// Lowers group g (its root an fft node): g.kernel computes the operand into contiguous
+    /// memory unless it is in a buffer as such (then g.kernel has no phases and g.inputs is it).
     static std::optional<Materialize> lower(const Schedule& s, Group& g) {
-        g.inputs.clear();
-        Node* operand = g.root->src[0].get();
-        Reached r = walk_views(s, &g, operand, IndexMap::identity(operand->shape));
-        if (!r.load || r.access.offset != 0 || !is_contiguous_layout(operand->shape, r.access.strides, 0))
-            return Materialize{operand, "operand of an fft (read from contiguous memory)", true};
-        g.inputs.push_back(r.node);
+        Node* values = g.root->src[0].get();
+        Reached r = walk_views(s, &g, values, IndexMap::identity(values->shape));
         g.kernel = ir::Kernel{};
         g.scalars.clear();
-        g.ops = {"fft"};
+        if (r.load && r.access.offset == 0 && is_contiguous_layout(values->shape, r.access.strides, 0)) {
+            g.inputs = {r.node};
+            g.ops = {"fft"};
+            return std::nullopt;
+        }
+        Group operand = g;  // the same group, computing the operand (its nodes sit in g)
+        operand.root = values;
+        if (std::optional<Materialize> m = Lowering(s, operand).run()) return m;
+        g.kernel = std::move(operand.kernel);
+        g.inputs = std::move(operand.inputs);
+        g.scalars = std::move(operand.scalars);
+        g.ops = std::move(operand.ops);
+        g.ops.push_back("fft");
         return std::nullopt;
     }
     static FftItem of(const Group& g) {
         FftItem item;
         item.call = graph::fft_call(*g.root);
+        item.operand = g.kernel;
         return item;
     }
 
-    void describe(ScheduleItem& item, Device) const { item.ir = ir::to_string(call); }
+    const ir::Kernel* own_kernel() const { return operand.phases.empty() ? nullptr : &operand; }
+    void describe(ScheduleItem& item, Device) const {
+        item.ir = (own_kernel() ? "    operand computed into contiguous memory:\n" + ir::to_string(operand) : std::string()) +
+                  ir::to_string(call);
+    }
+    std::string source(Backend& backend, const CompiledKernel* compiled) const {
+        return compiled ? backend.kernel_source(*compiled) : std::string();
+    }
     std::string routine(Backend& backend) const { return backend.fft_routine(call); }
     double flops() const {
         double n = 1;
@@ -48,21 +68,24 @@ struct FftItem : ItemDefaults {
         const double lines = static_cast<double>(numel(call.shape)) / n;
         return (call.kind == FftKind::C2C ? 5.0 : 2.5) * lines * n * std::log2(n > 1 ? n : 2);
     }
-    void run(const ItemRun& r) const { r.backend.fft(call, *r.params[0], r.out()); }
+    void run(const ItemRun& r) const { fft_on(r.backend, r.compiled, r.params, r.scalars); }
     /// The host's transform; magnitudes: each output element's bound, the scale times the sum of
     /// the absolute values of the elements of its transform block (an FFT's output is a sum of
     /// the inputs times unit roots).
     const char* reference(const HostRun& h) const {
+        const std::shared_ptr<CompiledKernel> host_operand = own_kernel() ? h.host.get_kernel(on_interpreter()) : nullptr;
         if (!h.magnitudes) {
-            h.host.fft(call, *h.params[0], *h.params.back());
-            return "the host's FFT";
+            fft_on(h.host, host_operand.get(), h.params, h.scalars);
+            return own_kernel() ? "the host interpreter and the host's FFT" : "the host's FFT";
         }
+        const BufferPtr contiguous = operand_on(h.host, host_operand.get(), h.params, h.scalars);
+        const Buffer& in = contiguous ? *contiguous : *h.params[0];
         visit_dtype(call.dtype, [&](auto tag) {
             using T = typename decltype(tag)::type;
             if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
-                magnitudes(static_cast<const T*>(h.params[0]->handle()), static_cast<T*>(h.params.back()->handle()));
+                magnitudes(static_cast<const T*>(in.handle()), static_cast<T*>(h.params.back()->handle()));
         });
-        return "the host's FFT";
+        return own_kernel() ? "the host interpreter and the host's FFT" : "the host's FFT";
     }
     /// The FFT computes sums in another order on a device, with other twiddles: ~log2 n ulps.
     void widen_tolerance(CheckTolerance& t, DType) const {
@@ -70,9 +93,35 @@ struct FftItem : ItemDefaults {
         for (int a : call.axes) n *= static_cast<double>(call.shape[static_cast<std::size_t>(a)]);
         t.atol *= 4 * std::log2(n > 2 ? n : 2);
     }
-    std::string listing() const { return "--- fft ---\n" + ir::to_string(call); }
+    std::string listing() const {
+        return "--- fft ---\n" + ir::to_string(call) + (own_kernel() ? ir::to_string(operand) : std::string());
+    }
 
 private:
+    /// The operand's kernel on the interpreter (check mode's reference, not a compiled loop).
+    ir::Kernel on_interpreter() const {
+        ir::Kernel kernel = operand;
+        kernel.candidate = nullptr;
+        return kernel;
+    }
+    /// The operand computed into contiguous memory by its kernel (null: params[0] is it).
+    BufferPtr operand_on(Backend& backend, CompiledKernel* compiled, const std::vector<Buffer*>& params,
+                         const std::vector<Scalar>& scalars) const {
+        if (!compiled) return nullptr;
+        BufferPtr contiguous = backend.allocate(call.dtype, call.input_count());
+        std::vector<Buffer*> buffers(params.begin(), params.end() - 1);
+        buffers.push_back(contiguous.get());
+        backend.launch(*compiled, buffers, scalars);
+        return contiguous;
+    }
+    /// params: the operand's buffer (or its kernel's inputs), then the result's.
+    void fft_on(Backend& backend, CompiledKernel* compiled, const std::vector<Buffer*>& params,
+                const std::vector<Scalar>& scalars) const {
+        if (call.output_count() == 0) return;
+        const BufferPtr contiguous = operand_on(backend, compiled, params, scalars);
+        backend.fft(call, contiguous ? *contiguous : *params[0], *params.back());
+    }
+
     /// out[e] = |scale| * sum over e's block of |in| (complex elements: |re| + |im|; C2R counts
     /// the bins it mirrors twice).
     template <class T>
