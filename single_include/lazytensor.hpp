@@ -17475,6 +17475,14 @@ private:
     static inline thread_local bool inside_ = false;
 };
 
+/// The threads that run host work for devices other than the host (LAPACK's batches, the FFT
+/// through host copies; the host backend's pool belongs to it): one per core, made on first use,
+/// never destroyed (like the backends).
+inline ThreadPool& staging_pool() {
+    static ThreadPool* pool = new ThreadPool(static_cast<int>(std::thread::hardware_concurrency()));
+    return *pool;
+}
+
 }  // namespace lazytensor::detail::host
 
 namespace lazytensor::detail::host::fft {
@@ -18955,18 +18963,19 @@ public:
         write(out, 0, o.data(), o.size());
     }
     /// Runs a transform (ir/fft.hpp) from `in` into `out`, both contiguous. This one goes
-    /// through host memory (read, the host engine on one thread, write back); backends override it.
+    /// through host memory (read, the host engine on the staging threads, write back); backends
+    /// override it.
     virtual void fft(const ir::Fft& call, const Buffer& in, Buffer& out) {
         const std::size_t size = dtype_size(call.dtype);
         std::vector<unsigned char> i(static_cast<std::size_t>(call.input_count()) * size),
             o(static_cast<std::size_t>(call.output_count()) * size);
         read(in, 0, i.data(), i.size());
-        host::run_fft(call, i.data(), o.data(), nullptr);
+        host::run_fft(call, i.data(), o.data(), &host::staging_pool());
         write(out, 0, o.data(), o.size());
     }
     /// How fft() runs `call` (LAZYTENSOR_DEBUG=1).
     virtual std::string fft_routine(const ir::Fft&) const {
-        return concat("the host FFT engine on one thread, through host copies (", device(), ")");
+        return concat("the host FFT engine through host copies (", device(), ")");
     }
     /// Runs a linear-algebra routine (ir/linalg.hpp) over every matrix of its batch: `operands`
     /// are A's (and B's) buffers, read at the layouts `call` gives; `out` gets the packed results
@@ -21179,13 +21188,6 @@ inline void run_linalg(const ir::Linalg& L, const std::vector<const Buffer*>& op
                               operands.size() > 1 ? static_cast<const float*>(operands[1]->handle()) : nullptr};
         run_linalg<float>(L, in, static_cast<float*>(out.handle()), pool);
     }
-}
-
-/// The threads that run the batches of devices other than the host (the host backend's pool
-/// belongs to it): one per core, made on first use, never destroyed (like the backends).
-inline ThreadPool& staging_pool() {
-    static ThreadPool* pool = new ThreadPool(static_cast<int>(std::thread::hardware_concurrency()));
-    return *pool;
 }
 
 /// run_linalg for a device whose memory the host cannot read in place: the elements each operand
@@ -25749,7 +25751,7 @@ LAZYTENSOR_ENGINE_API std::string FftRoutines::routine(const ir::Fft& call) cons
     VkfftLayout l;
     const std::string why = fallback_reason(call, c_.device, choice_, l);
     if (!why.empty())
-        return concat("the host FFT engine on one thread, through host copies (", c_.device.describe(), "): ", why);
+        return concat("the host FFT engine through host copies (", c_.device.describe(), "): ", why);
     std::string dims;
     for (int i = 0; i < l.dims; ++i) dims += concat(i ? " x " : "", l.size[i], l.omit[i] ? " (moved)" : "");
     std::string s = concat("VkFFT ", fft_kind_name(call.kind), " on ", c_.device.describe(), ": ", dims);

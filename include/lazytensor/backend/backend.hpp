@@ -217,18 +217,19 @@ public:
         write(out, 0, o.data(), o.size());
     }
     /// Runs a transform (ir/fft.hpp) from `in` into `out`, both contiguous. This one goes
-    /// through host memory (read, the host engine on one thread, write back); backends override it.
+    /// through host memory (read, the host engine on the staging threads, write back); backends
+    /// override it.
     virtual void fft(const ir::Fft& call, const Buffer& in, Buffer& out) {
         const std::size_t size = dtype_size(call.dtype);
         std::vector<unsigned char> i(static_cast<std::size_t>(call.input_count()) * size),
             o(static_cast<std::size_t>(call.output_count()) * size);
         read(in, 0, i.data(), i.size());
-        host::run_fft(call, i.data(), o.data(), nullptr);
+        host::run_fft(call, i.data(), o.data(), &host::staging_pool());
         write(out, 0, o.data(), o.size());
     }
     /// How fft() runs `call` (LAZYTENSOR_DEBUG=1).
     virtual std::string fft_routine(const ir::Fft&) const {
-        return concat("the host FFT engine on one thread, through host copies (", device(), ")");
+        return concat("the host FFT engine through host copies (", device(), ")");
     }
     /// Runs a linear-algebra routine (ir/linalg.hpp) over every matrix of its batch: `operands`
     /// are A's (and B's) buffers, read at the layouts `call` gives; `out` gets the packed results

@@ -342,13 +342,6 @@ inline void run_linalg(const ir::Linalg& L, const std::vector<const Buffer*>& op
     }
 }
 
-/// The threads that run the batches of devices other than the host (the host backend's pool
-/// belongs to it): one per core, made on first use, never destroyed (like the backends).
-inline ThreadPool& staging_pool() {
-    static ThreadPool* pool = new ThreadPool(static_cast<int>(std::thread::hardware_concurrency()));
-    return *pool;
-}
-
 /// run_linalg for a device whose memory the host cannot read in place: the elements each operand
 /// spans are read into host memory (read(buffer, byte offset, destination, bytes)), the routines
 /// run here, and the results are written back (write(out, source, bytes)).

@@ -129,4 +129,12 @@ private:
     static inline thread_local bool inside_ = false;
 };
 
+/// The threads that run host work for devices other than the host (LAPACK's batches, the FFT
+/// through host copies; the host backend's pool belongs to it): one per core, made on first use,
+/// never destroyed (like the backends).
+inline ThreadPool& staging_pool() {
+    static ThreadPool* pool = new ThreadPool(static_cast<int>(std::thread::hardware_concurrency()));
+    return *pool;
+}
+
 }  // namespace lazytensor::detail::host

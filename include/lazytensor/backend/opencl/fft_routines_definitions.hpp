@@ -221,7 +221,7 @@ LAZYTENSOR_ENGINE_API std::string FftRoutines::routine(const ir::Fft& call) cons
     VkfftLayout l;
     const std::string why = fallback_reason(call, c_.device, choice_, l);
     if (!why.empty())
-        return concat("the host FFT engine on one thread, through host copies (", c_.device.describe(), "): ", why);
+        return concat("the host FFT engine through host copies (", c_.device.describe(), "): ", why);
     std::string dims;
     for (int i = 0; i < l.dims; ++i) dims += concat(i ? " x " : "", l.size[i], l.omit[i] ? " (moved)" : "");
     std::string s = concat("VkFFT ", fft_kind_name(call.kind), " on ", c_.device.describe(), ": ", dims);
