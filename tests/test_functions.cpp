@@ -363,6 +363,14 @@ TEST_CASE("take, scatter, index_add and index_copy") {
         const auto idx = positions({2, 0, 2}, {3});
         const auto rows = values<double>({1, 2, 3, 4, 5, 6}, {3, 2});
         check_exact(lt::index_add(matrix_3x4().slice(1, 0, 2), 0, idx, rows), {3, 2}, {3, 5, 4, 5, 14, 17});
+        // The base a view the user realized, before the scatter is built and after: the item copies it.
+        auto before = matrix_3x4().slice(1, 0, 2);
+        before.realize();
+        check_exact(lt::index_add(before, 0, idx, rows), {3, 2}, {3, 5, 4, 5, 14, 17});
+        auto after = matrix_3x4().slice(1, 0, 2);
+        const auto added = lt::index_add(after, 0, idx, rows);
+        after.realize();
+        check_exact(added, {3, 2}, {3, 5, 4, 5, 14, 17});
         check_exact(lt::index_add(lt::zeros<double>({3, 2}), 0, idx, rows, -0.5), {3, 2}, {-1.5, -2, 0, 0, -3, -4});
         check_exact(lt::index_add(lt::zeros<std::int32_t>({2, 3}), 1, positions({1, 1}, {2}), lt::ones<std::int32_t>({2, 2}), 3), {2, 3},
                     {0, 6, 0, 0, 6, 0});
