@@ -57,7 +57,8 @@ struct LinalgItem : ItemDefaults {
     void describe(ScheduleItem& item, Device device) const {
         item.ir = ir::to_string(call);
         if (device.kind != Device::Kind::Host)
-            item.ir += concat("    runs on the host: the operands are copied from ", device, " and the results back\n");
+            item.ir += concat("    on ", device, ": batched Cholesky and solve of matrices up to 64x64 in kernels of the device's, "
+                              "else LAPACK on the host (the operands copied there and the results back); the routine says which\n");
     }
     std::string routine(Backend& backend) const { return backend.linalg_routine(call); }
     void run(const ItemRun& r) const { run_on(r.backend, r.params); }

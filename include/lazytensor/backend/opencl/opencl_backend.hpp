@@ -37,6 +37,7 @@
 #include "gemm_routines.hpp"
 #include "kernel_routines.hpp"
 #include "launch.hpp"
+#include "linalg_routines.hpp"
 #include "policy.hpp"
 #include "programs.hpp"
 #include "routine_context.hpp"
@@ -220,17 +221,27 @@ public:
 
     // ------------------------------------------------------------------- linear algebra
 
-    /// LAPACK on the host (issue 47's first slice): the operands are read into host memory, the
-    /// routines run there, and the results are written back to the device.
+    /// Batched Cholesky and solve of small matrices in kernels of our own (linalg_routines.hpp)
+    /// where they apply; otherwise LAPACK on the host: the operands are read into host memory,
+    /// the routines run there, and the results are written back to the device.
     void linalg(const ir::Linalg& call, const std::vector<const Buffer*>& operands, Buffer& out) override {
+        if (linalgs_.runs(call)) {
+            linalgs_.run(call, operands, out);
+            return;
+        }
         host::run_linalg_staged(
             call, operands, out, [&](const Buffer& b, std::size_t at, void* dst, std::size_t bytes) { read(b, at, dst, bytes); },
             [&](Buffer& b, const void* src, std::size_t bytes) { write(b, 0, src, bytes); });
     }
     std::string linalg_routine(const ir::Linalg& call) const override {
+        if (linalgs_.runs(call)) return linalgs_.routine(call);
         return concat("LAPACK ", call.dtype == DType::Float64 ? "d" : "s", linalg_info(call.op).routines,
                       " on the host (operands copied from the device, results copied back)");
     }
+    /// Tests and benchmarks: where lt::linalg's batched small Cholesky and solve run
+    /// (LAZYTENSOR_OPENCL_LINALG: auto, device or host).
+    void set_linalg_choice(LinalgChoice choice) { linalgs_.set_choice(choice); }
+    LinalgChoice linalg_choice() const { return linalgs_.choice(); }
 
     // ------------------------------------------------------------------- matrix products
 
@@ -369,6 +380,7 @@ private:
     SortRoutines sorts_{routine_context_};
     ScatterRoutines scatters_{routine_context_};
     FftRoutines ffts_{routine_context_};
+    LinalgRoutines linalgs_{routine_context_};
     GemmRoutines gemm_{routine_context_};
     AttentionRoutines attention_{routine_context_};
     bool fuse_epilogues_ = env_flag("LAZYTENSOR_GEMM_EPILOGUE", true);
