@@ -8,7 +8,7 @@
 // matrices (well conditioned, symmetric positive definite where the routine needs it);
 // bench/run_linalg_host.sh runs both and prints the ratios.
 //
-//   bench_linalg [--device host|opencl:N] [--quick]
+//   bench_linalg [--device host|opencl:N] [--quick] [--batched (the batched small lines only)]
 #include <cstdio>
 #include <cstring>
 #include <lazytensor.hpp>
@@ -32,17 +32,8 @@ void line(const char* name, double ms) { std::printf("%-52s %10.3f ms\n", name, 
 
 }  // namespace
 
-int main(int argc, char** argv) {
-    lt::Device d = lt::Device::host();
-    bool quick = false;
-    for (int i = 1; i < argc; ++i) {
-        if (!std::strcmp(argv[i], "--device") && i + 1 < argc) d = lt::detail::parse_device(argv[++i]);
-        else if (!std::strcmp(argv[i], "--quick")) quick = true;
-    }
-    for (const auto& info : lt::devices())
-        if (info.device == d) std::printf("bench_linalg on %s (%s)\n", d.str().c_str(), info.name.c_str());
-    const std::int64_t n = quick ? 256 : 1024, batch = quick ? 256 : 4096;
-    const int runs = quick ? 3 : 7;
+/// The 1024 x 1024 lines.
+static void large(lt::Device d, std::int64_t n, int runs) {
     const lt::Tensor<double> a = spd({}, n, d);
     const lt::Tensor<double> b = lt::rand<double>({n}, 8, d).realize();
     line("cholesky 1024x1024 double", median_ms(d, [&] { lt::linalg::cholesky(a).realize(); }, runs));
@@ -59,6 +50,21 @@ int main(int argc, char** argv) {
              auto [w, v] = lt::linalg::eigh(a);
              lt::realize({w, v});
          }, runs));
+}
+
+int main(int argc, char** argv) {
+    lt::Device d = lt::Device::host();
+    bool quick = false, batched_only = false;
+    for (int i = 1; i < argc; ++i) {
+        if (!std::strcmp(argv[i], "--device") && i + 1 < argc) d = lt::detail::parse_device(argv[++i]);
+        else if (!std::strcmp(argv[i], "--quick")) quick = true;
+        else if (!std::strcmp(argv[i], "--batched")) batched_only = true;
+    }
+    for (const auto& info : lt::devices())
+        if (info.device == d) std::printf("bench_linalg on %s (%s)\n", d.str().c_str(), info.name.c_str());
+    const std::int64_t n = quick ? 256 : 1024, batch = quick ? 256 : 4096;
+    const int runs = quick ? 3 : 7;
+    if (!batched_only) large(d, n, runs);
     const lt::Tensor<double> small = spd({batch}, 32, d);
     const lt::Tensor<double> rhs = lt::rand<double>({batch, 32, 1}, 9, d).realize();
     line("cholesky 4096 x (32x32) double", median_ms(d, [&] { lt::linalg::cholesky(small).realize(); }, runs));
