@@ -26474,8 +26474,8 @@ private:
 //     products, then the entries below it, one row per work-item); L's upper triangle is zero.
 //     Only the lower triangle of A is read, as LAPACK's potrf('L').
 //   - Solve: LU with partial pivoting (the first largest |a| of the column, as LAPACK's getrf),
-//     the right-hand side's rows swapped and eliminated with A's, then back substitution, one
-//     column of B per work-item.
+//     the right-hand side's rows swapped and eliminated with A's (an element of the trailing
+//     rows per work-item), then back substitution by columns of U (as trsm does).
 // A matrix with a NaN or infinity gives NaN results (as the host's routines); a matrix that is
 // not positive definite (Cholesky) or singular (a pivot exactly zero) is a LinAlgError naming the
 // batch element, as LAPACK's info is on the host. LAZYTENSOR_OPENCL_LINALG chooses: auto (these
@@ -26636,21 +26636,25 @@ public:
              "                for (int c = t; c < K; c += G) { const T x = B[j * K + c]; B[j * K + c] = B[p * K + c]; B[p * K + c] = x; }\n"
              "            }\n"
              "            barrier(CLK_LOCAL_MEM_FENCE);\n"
-             "            for (int i = j + 1 + t; i < N; i += G) {\n"
-             "                const T l = A[i * N + j] / A[j * N + j];\n"
-             "                A[i * N + j] = l;\n"
-             "                for (int c = j + 1; c < N; ++c) A[i * N + c] -= l * A[j * N + c];\n"
-             "                for (int c = 0; c < K; ++c) B[i * K + c] -= l * B[j * K + c];\n"
+             "            for (int i = j + 1 + t; i < N; i += G) A[i * N + j] /= A[j * N + j];  // the multipliers\n"
+             "            barrier(CLK_LOCAL_MEM_FENCE);\n"
+             "            // The trailing rows, an element of A's or B's remaining columns per work-item.\n"
+             "            const int rows = N - j - 1, columns = N - j - 1 + K;\n"
+             "            for (int e = t; e < rows * columns; e += G) {\n"
+             "                const int i = j + 1 + e / columns, c = e % columns;\n"
+             "                const T l = A[i * N + j];\n"
+             "                if (c < N - j - 1) A[i * N + j + 1 + c] -= l * A[j * N + j + 1 + c];\n"
+             "                else B[i * K + c - (N - j - 1)] -= l * B[j * K + c - (N - j - 1)];\n"
              "            }\n"
              "            barrier(CLK_LOCAL_MEM_FENCE);\n"
              "        }\n"
              "        if (bad == 0)\n"
-             "            for (int c = t; c < K; c += G)  // back substitution, a column of B each\n"
-             "                for (int j = N - 1; j >= 0; --j) {\n"
-             "                    T v = B[j * K + c];\n"
-             "                    for (int m = j + 1; m < N; ++m) v -= A[j * N + m] * B[m * K + c];\n"
-             "                    B[j * K + c] = v / A[j * N + j];\n"
-             "                }\n"
+             "            for (int j = N - 1; j >= 0; --j) {  // back substitution by columns of U, as trsm\n"
+             "                for (int c = t; c < K; c += G) B[j * K + c] /= A[j * N + j];\n"
+             "                barrier(CLK_LOCAL_MEM_FENCE);\n"
+             "                for (int e = t; e < j * K; e += G) B[(e / K) * K + e % K] -= A[(e / K) * N + j] * B[j * K + e % K];\n"
+             "                barrier(CLK_LOCAL_MEM_FENCE);\n"
+             "            }\n"
              "        barrier(CLK_LOCAL_MEM_FENCE);\n"
              "    }\n"
              "    for (int e = t; e < N * K; e += G) out[b * (N * K) + e] = bad == -1 ? (T)NAN : B[e];\n"
