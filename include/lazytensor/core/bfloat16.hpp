@@ -10,7 +10,8 @@
 // has 16 more bits than bfloat16 needs, so no double rounding). Arithmetic between two bfloat16
 // is done in float and rounded back; comparisons are done in float.
 //
-// The value type only, for now: bfloat16 is not yet a tensor dtype (docs/dtypes.md).
+// Tensors of it (dtype bfloat16) are storage only, like float16: kernels widen to float as they
+// load and round once as they store (docs/dtypes.md).
 #pragma once
 
 #include <cmath>
@@ -119,4 +120,66 @@ inline bool operator<=(bfloat16 a, bfloat16 b) { return float(a) <= float(b); }
 inline bool operator>(bfloat16 a, bfloat16 b) { return float(a) > float(b); }
 inline bool operator>=(bfloat16 a, bfloat16 b) { return float(a) >= float(b); }
 
+namespace detail {
+
+/// dst[i] = float(src[i]) (exact: the bits shifted up; a plain loop the compiler vectorizes).
+inline void bfloat16_to_float(const bfloat16* src, float* dst, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) {
+        const std::uint32_t u = static_cast<std::uint32_t>(src[i].bits) << 16;
+        std::memcpy(dst + i, &u, sizeof u);
+    }
+}
+
+/// dst[i] = bfloat16(src[i]), rounding to nearest even, NaN kept quiet.
+inline void float_to_bfloat16(const float* src, bfloat16* dst, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) dst[i].bits = float_to_bfloat16_bits(src[i]);
+}
+
+}  // namespace detail
+
 }  // namespace lazytensor
+
+namespace std {
+
+/// bfloat16's limits: float's exponent range, 8 significant bits.
+template <>
+class numeric_limits<lazytensor::bfloat16> {
+    using B = lazytensor::bfloat16;
+
+public:
+    static constexpr bool is_specialized = true;
+    static constexpr bool is_signed = true;
+    static constexpr bool is_integer = false;
+    static constexpr bool is_exact = false;
+    static constexpr bool has_infinity = true;
+    static constexpr bool has_quiet_NaN = true;
+    static constexpr bool has_signaling_NaN = true;
+    static constexpr float_denorm_style has_denorm = denorm_present;
+    static constexpr bool has_denorm_loss = false;
+    static constexpr float_round_style round_style = round_to_nearest;
+    static constexpr bool is_iec559 = false;
+    static constexpr bool is_bounded = true;
+    static constexpr bool is_modulo = false;
+    static constexpr int digits = 8;
+    static constexpr int digits10 = 2;
+    static constexpr int max_digits10 = 4;
+    static constexpr int radix = 2;
+    static constexpr int min_exponent = -125;
+    static constexpr int min_exponent10 = -37;
+    static constexpr int max_exponent = 128;
+    static constexpr int max_exponent10 = 38;
+    static constexpr bool traps = false;
+    static constexpr bool tinyness_before = false;
+
+    static constexpr B min() noexcept { return B::from_bits(0x0080); }
+    static constexpr B lowest() noexcept { return B::from_bits(0xff7f); }
+    static constexpr B max() noexcept { return B::from_bits(0x7f7f); }
+    static constexpr B epsilon() noexcept { return B::from_bits(0x3c00); }
+    static constexpr B round_error() noexcept { return B::from_bits(0x3f00); }
+    static constexpr B infinity() noexcept { return B::from_bits(0x7f80); }
+    static constexpr B quiet_NaN() noexcept { return B::from_bits(0x7fc0); }
+    static constexpr B signaling_NaN() noexcept { return B::from_bits(0x7fa0); }
+    static constexpr B denorm_min() noexcept { return B::from_bits(0x0001); }
+};
+
+}  // namespace std
