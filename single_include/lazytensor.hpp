@@ -355,8 +355,8 @@ inline void set_static_kernels_enabled(bool on) { detail::static_kernels_flag().
 // up), and from float, double or an integer explicitly, rounding to nearest even: float's range,
 // so only values past the largest bfloat16 (3.3895e38) by half a unit become infinity; values
 // below the normal range become subnormals (units of 2^-133) or zero; NaN stays NaN (made quiet,
-// sign and top payload bits kept). A double is rounded once (through float rounded to odd, which
-// has 16 more bits than bfloat16 needs, so no double rounding). Arithmetic between two bfloat16
+// sign and top payload bits kept). A double or an integer is rounded once (through float rounded
+// to odd, which has 16 more bits than bfloat16 needs, so no double rounding). Arithmetic between two bfloat16
 // is done in float and rounded back; comparisons are done in float.
 //
 // Tensors of it (dtype bfloat16) are storage only, like float16: kernels widen to float as they
@@ -406,6 +406,27 @@ inline float double_to_float_round_to_odd(double d) {
     return f;
 }
 
+/// An integer as a float rounded to odd (its top 24 bits, the last one set when bits below are
+/// lost), for the same purpose: a float holds every integer of up to 24 bits, so only longer ones
+/// change.
+template <class I>
+inline float integer_to_float_round_to_odd(I x) {
+    bool negative = false;
+    if constexpr (std::is_signed_v<I>) negative = x < 0;
+    // The magnitude, as uint64 (the most negative int64's too).
+    std::uint64_t m = negative ? std::uint64_t(0) - static_cast<std::uint64_t>(x) : static_cast<std::uint64_t>(x);
+    int length = 0;
+    while (length < 64 && (m >> length) != 0) ++length;
+    int drop = 0;
+    if (length > 24) {
+        drop = length - 24;
+        const bool lost = (m & ((std::uint64_t(1) << drop) - 1)) != 0;
+        m = (m >> drop) | (lost ? 1u : 0u);
+    }
+    const float f = std::ldexp(static_cast<float>(m), drop);  // exact: m has at most 24 bits
+    return negative ? -f : f;
+}
+
 inline float bfloat16_bits_to_float(std::uint16_t b) {
     const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
     float f;
@@ -423,7 +444,7 @@ struct bfloat16 {
 
     /// Uninitialized, like float (bfloat16{} is +0).
     bfloat16() = default;
-    /// Rounds to nearest even (a double once; integers through double, exactly, then rounded).
+    /// Rounds to nearest even (a double or an integer once).
     template <class A, class = std::enable_if_t<std::is_arithmetic_v<A>>>
     explicit bfloat16(A x) : bits(convert(x)) {}
     /// The bfloat16 with bit pattern `b`.
@@ -446,7 +467,9 @@ private:
     static std::uint16_t convert(A x) {
         if constexpr (std::is_same_v<A, float>) return detail::float_to_bfloat16_bits(x);
         else if constexpr (std::is_same_v<A, bool>) return x ? 0x3f80 : 0;
-        else  // double, long double (via double) and integers (exact in double up to 2^53, else rounded once more)
+        else if constexpr (std::is_integral_v<A>)  // char types included
+            return detail::float_to_bfloat16_bits(detail::integer_to_float_round_to_odd(x));
+        else  // double, long double (via double)
             return detail::float_to_bfloat16_bits(detail::double_to_float_round_to_odd(static_cast<double>(x)));
     }
 };
@@ -22253,8 +22276,9 @@ inline const char* cl_storage_type(DType t) {
 /// bfloat16 in OpenCL C (no extension needed), bit for bit as on the host (core/bfloat16.hpp):
 /// lt_bf16_load widens the bits of an element to its float exactly; lt_bf16_store rounds a float
 /// to the nearest bfloat16 (ties to even; NaN kept, made quiet) and gives its bits;
-/// lt_round_bf16 rounds a float value to bfloat16 precision and, with `from_double`,
-/// lt_round_bf16_d a double once (through the float rounded to odd, as the host's).
+/// lt_round_bf16 rounds a float value to bfloat16 precision, lt_round_bf16_l and _ul a long or
+/// ulong once (through the float rounded to odd: toward zero, the last bit set where inexact),
+/// and, with `from_double`, lt_round_bf16_d a double once (the same way), all as the host's.
 inline void cl_bfloat16_functions(bool from_double, std::vector<std::string>& defs) {
     defs.push_back("inline float lt_bf16_load(ushort b) { return as_float((uint)b << 16); }\n"
                    "inline ushort lt_bf16_store(float x) {\n"
@@ -22262,7 +22286,15 @@ inline void cl_bfloat16_functions(bool from_double, std::vector<std::string>& de
                    "    if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u);\n"
                    "    u += 0x7fffu + ((u >> 16) & 1u);\n"
                    "    return (ushort)(u >> 16);\n}\n"
-                   "inline float lt_round_bf16(float x) { return lt_bf16_load(lt_bf16_store(x)); }\n");
+                   "inline float lt_round_bf16(float x) { return lt_bf16_load(lt_bf16_store(x)); }\n"
+                   "inline float lt_round_bf16_l(long x) {\n"
+                   "    float f = convert_float_rtz(x);\n"
+                   "    if (convert_long(f) != x) f = as_float(as_uint(f) | 1u);\n"
+                   "    return lt_round_bf16(f);\n}\n"
+                   "inline float lt_round_bf16_ul(ulong x) {\n"
+                   "    float f = convert_float_rtz(x);\n"
+                   "    if (convert_ulong(f) != x) f = as_float(as_uint(f) | 1u);\n"
+                   "    return lt_round_bf16(f);\n}\n");
     if (from_double)
         defs.push_back("inline float lt_round_bf16_d(double d) {\n"
                        "    float f;\n"
@@ -22519,6 +22551,9 @@ inline std::string cl_cast(DType to, DType from, const std::string& x) {
     }
     if (to == DType::BFloat16) {  // rounds to bfloat16 precision (lt_round_bf16*, cl_bfloat16_functions)
         if (from == DType::Float64) return "lt_round_bf16_d(" + x + ")";
+        if (from == DType::UInt64) return "lt_round_bf16_ul(" + x + ")";
+        // 32- and 64-bit integers may have more bits than a float (16-bit ones and bool do not)
+        if (is_integral(from) && dtype_bits(from) >= 32) return "lt_round_bf16_l((long)" + x + ")";
         return "lt_round_bf16(" + (is_floating(from) ? x : "(float)" + x) + ")";
     }
     if (to == from) return x;
@@ -23072,7 +23107,7 @@ private:
         const Geometry g = geometry(reduce_units, outer_units);
         const bool split = g.split > 1;
         const ir::Phase& first = k_.phases[0];
-        // (float16 accumulates in float: the scratch partials are float too.)
+        // (float16 and bfloat16 accumulate in float: the scratch partials are float too.)
         const DType acc_t =
             first.instrs.empty() ? DType::Float32 : value_dtype(first.instrs[static_cast<std::size_t>(first.reduce_value)].dtype);
 

@@ -47,8 +47,9 @@ inline const char* cl_storage_type(DType t) {
 /// bfloat16 in OpenCL C (no extension needed), bit for bit as on the host (core/bfloat16.hpp):
 /// lt_bf16_load widens the bits of an element to its float exactly; lt_bf16_store rounds a float
 /// to the nearest bfloat16 (ties to even; NaN kept, made quiet) and gives its bits;
-/// lt_round_bf16 rounds a float value to bfloat16 precision and, with `from_double`,
-/// lt_round_bf16_d a double once (through the float rounded to odd, as the host's).
+/// lt_round_bf16 rounds a float value to bfloat16 precision, lt_round_bf16_l and _ul a long or
+/// ulong once (through the float rounded to odd: toward zero, the last bit set where inexact),
+/// and, with `from_double`, lt_round_bf16_d a double once (the same way), all as the host's.
 inline void cl_bfloat16_functions(bool from_double, std::vector<std::string>& defs) {
     defs.push_back("inline float lt_bf16_load(ushort b) { return as_float((uint)b << 16); }\n"
                    "inline ushort lt_bf16_store(float x) {\n"
@@ -56,7 +57,15 @@ inline void cl_bfloat16_functions(bool from_double, std::vector<std::string>& de
                    "    if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u);\n"
                    "    u += 0x7fffu + ((u >> 16) & 1u);\n"
                    "    return (ushort)(u >> 16);\n}\n"
-                   "inline float lt_round_bf16(float x) { return lt_bf16_load(lt_bf16_store(x)); }\n");
+                   "inline float lt_round_bf16(float x) { return lt_bf16_load(lt_bf16_store(x)); }\n"
+                   "inline float lt_round_bf16_l(long x) {\n"
+                   "    float f = convert_float_rtz(x);\n"
+                   "    if (convert_long(f) != x) f = as_float(as_uint(f) | 1u);\n"
+                   "    return lt_round_bf16(f);\n}\n"
+                   "inline float lt_round_bf16_ul(ulong x) {\n"
+                   "    float f = convert_float_rtz(x);\n"
+                   "    if (convert_ulong(f) != x) f = as_float(as_uint(f) | 1u);\n"
+                   "    return lt_round_bf16(f);\n}\n");
     if (from_double)
         defs.push_back("inline float lt_round_bf16_d(double d) {\n"
                        "    float f;\n"

@@ -118,6 +118,9 @@ inline std::string cl_cast(DType to, DType from, const std::string& x) {
     }
     if (to == DType::BFloat16) {  // rounds to bfloat16 precision (lt_round_bf16*, cl_bfloat16_functions)
         if (from == DType::Float64) return "lt_round_bf16_d(" + x + ")";
+        if (from == DType::UInt64) return "lt_round_bf16_ul(" + x + ")";
+        // 32- and 64-bit integers may have more bits than a float (16-bit ones and bool do not)
+        if (is_integral(from) && dtype_bits(from) >= 32) return "lt_round_bf16_l((long)" + x + ")";
         return "lt_round_bf16(" + (is_floating(from) ? x : "(float)" + x) + ")";
     }
     if (to == from) return x;
@@ -671,7 +674,7 @@ private:
         const Geometry g = geometry(reduce_units, outer_units);
         const bool split = g.split > 1;
         const ir::Phase& first = k_.phases[0];
-        // (float16 accumulates in float: the scratch partials are float too.)
+        // (float16 and bfloat16 accumulate in float: the scratch partials are float too.)
         const DType acc_t =
             first.instrs.empty() ? DType::Float32 : value_dtype(first.instrs[static_cast<std::size_t>(first.reduce_value)].dtype);
 
