@@ -573,6 +573,12 @@ std::vector<bf16> dt_bf16_bits(const std::vector<std::uint16_t>& bits) {
     return out;
 }
 
+std::string dt_hex(std::uint16_t bits) {
+    std::ostringstream s;
+    s << "0x" << std::hex << bits;
+    return s.str();
+}
+
 /// Bit-for-bit equality of bfloat16 results (NaN included), printing the first differences.
 void dt_check_bits(const lt::Tensor<bf16>& t, const std::vector<bf16>& expected) {
     CHECK(t.dtype() == lt::DType::BFloat16);
@@ -582,8 +588,8 @@ void dt_check_bits(const lt::Tensor<bf16>& t, const std::vector<bf16>& expected)
     for (std::size_t i = 0; i < got.size(); ++i) {
         if (got[i].bits == expected[i].bits) continue;
         if (wrong++ < 5)
-            FAIL_CHECK("element " << i << ": got " << float(got[i]) << " (0x" << std::hex << got[i].bits << "), expected "
-                                  << float(expected[i]) << " (0x" << expected[i].bits << std::dec << ")");
+            FAIL_CHECK("element " << i << ": got " << float(got[i]) << " (" << dt_hex(got[i].bits) << "), expected "
+                                  << float(expected[i]) << " (" << dt_hex(expected[i].bits) << ")");
     }
     CHECK(wrong == 0);
 }
