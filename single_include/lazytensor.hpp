@@ -348,8 +348,9 @@ inline void set_static_kernels_enabled(bool on) { detail::static_kernels_flag().
 // value of both, as NumPy's rule (int8 + uint8 -> int16, uint32 + int32 -> int64), and uint64
 // with a signed type meets in float64 as in NumPy; two floating types meet in the wider. A
 // scalar never widens a tensor of its own category (int32 tensor + int64 scalar -> int32;
-// int32 tensor + 2.5 -> float32). float16 (lazytensor::half) is a floating type for promotion;
-// kernels compute it in float32.
+// int32 tensor + 2.5 -> float32). float16 (lazytensor::half) and bfloat16 (lazytensor::bfloat16)
+// are floating types for promotion (the two together meet in float32, as PyTorch's); kernels
+// compute them in float32.
 
 #include <cmath>
 #include <cstdint>
@@ -367,11 +368,12 @@ inline void set_static_kernels_enabled(bool on) { detail::static_kernels_flag().
 // up), and from float, double or an integer explicitly, rounding to nearest even: float's range,
 // so only values past the largest bfloat16 (3.3895e38) by half a unit become infinity; values
 // below the normal range become subnormals (units of 2^-133) or zero; NaN stays NaN (made quiet,
-// sign and top payload bits kept). A double is rounded once (through float rounded to odd, which
-// has 16 more bits than bfloat16 needs, so no double rounding). Arithmetic between two bfloat16
+// sign and top payload bits kept). A double or an integer is rounded once (through float rounded
+// to odd, which has 16 more bits than bfloat16 needs, so no double rounding). Arithmetic between two bfloat16
 // is done in float and rounded back; comparisons are done in float.
 //
-// The value type only, for now: bfloat16 is not yet a tensor dtype (docs/dtypes.md).
+// Tensors of it (dtype bfloat16) are storage only, like float16: kernels widen to float as they
+// load and round once as they store (docs/dtypes.md).
 
 #include <cmath>
 #include <cstdint>
@@ -417,6 +419,27 @@ inline float double_to_float_round_to_odd(double d) {
     return f;
 }
 
+/// An integer as a float rounded to odd (its top 24 bits, the last one set when bits below are
+/// lost), for the same purpose: a float holds every integer of up to 24 bits, so only longer ones
+/// change.
+template <class I>
+inline float integer_to_float_round_to_odd(I x) {
+    bool negative = false;
+    if constexpr (std::is_signed_v<I>) negative = x < 0;
+    // The magnitude, as uint64 (the most negative int64's too).
+    std::uint64_t m = negative ? std::uint64_t(0) - static_cast<std::uint64_t>(x) : static_cast<std::uint64_t>(x);
+    int length = 0;
+    while (length < 64 && (m >> length) != 0) ++length;
+    int drop = 0;
+    if (length > 24) {
+        drop = length - 24;
+        const bool lost = (m & ((std::uint64_t(1) << drop) - 1)) != 0;
+        m = (m >> drop) | (lost ? 1u : 0u);
+    }
+    const float f = std::ldexp(static_cast<float>(m), drop);  // exact: m has at most 24 bits
+    return negative ? -f : f;
+}
+
 inline float bfloat16_bits_to_float(std::uint16_t b) {
     const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
     float f;
@@ -434,7 +457,7 @@ struct bfloat16 {
 
     /// Uninitialized, like float (bfloat16{} is +0).
     bfloat16() = default;
-    /// Rounds to nearest even (a double once; integers through double, exactly, then rounded).
+    /// Rounds to nearest even (a double or an integer once).
     template <class A, class = std::enable_if_t<std::is_arithmetic_v<A>>>
     explicit bfloat16(A x) : bits(convert(x)) {}
     /// The bfloat16 with bit pattern `b`.
@@ -457,7 +480,9 @@ private:
     static std::uint16_t convert(A x) {
         if constexpr (std::is_same_v<A, float>) return detail::float_to_bfloat16_bits(x);
         else if constexpr (std::is_same_v<A, bool>) return x ? 0x3f80 : 0;
-        else  // double, long double (via double) and integers (exact in double up to 2^53, else rounded once more)
+        else if constexpr (std::is_integral_v<A>)  // char types included
+            return detail::float_to_bfloat16_bits(detail::integer_to_float_round_to_odd(x));
+        else  // double, long double (via double)
             return detail::float_to_bfloat16_bits(detail::double_to_float_round_to_odd(static_cast<double>(x)));
     }
 };
@@ -479,7 +504,69 @@ inline bool operator<=(bfloat16 a, bfloat16 b) { return float(a) <= float(b); }
 inline bool operator>(bfloat16 a, bfloat16 b) { return float(a) > float(b); }
 inline bool operator>=(bfloat16 a, bfloat16 b) { return float(a) >= float(b); }
 
+namespace detail {
+
+/// dst[i] = float(src[i]) (exact: the bits shifted up; a plain loop the compiler vectorizes).
+inline void bfloat16_to_float(const bfloat16* src, float* dst, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) {
+        const std::uint32_t u = static_cast<std::uint32_t>(src[i].bits) << 16;
+        std::memcpy(dst + i, &u, sizeof u);
+    }
+}
+
+/// dst[i] = bfloat16(src[i]), rounding to nearest even, NaN kept quiet.
+inline void float_to_bfloat16(const float* src, bfloat16* dst, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) dst[i].bits = float_to_bfloat16_bits(src[i]);
+}
+
+}  // namespace detail
+
 }  // namespace lazytensor
+
+namespace std {
+
+/// bfloat16's limits: float's exponent range, 8 significant bits.
+template <>
+class numeric_limits<lazytensor::bfloat16> {
+    using B = lazytensor::bfloat16;
+
+public:
+    static constexpr bool is_specialized = true;
+    static constexpr bool is_signed = true;
+    static constexpr bool is_integer = false;
+    static constexpr bool is_exact = false;
+    static constexpr bool has_infinity = true;
+    static constexpr bool has_quiet_NaN = true;
+    static constexpr bool has_signaling_NaN = true;
+    static constexpr float_denorm_style has_denorm = denorm_present;
+    static constexpr bool has_denorm_loss = false;
+    static constexpr float_round_style round_style = round_to_nearest;
+    static constexpr bool is_iec559 = false;
+    static constexpr bool is_bounded = true;
+    static constexpr bool is_modulo = false;
+    static constexpr int digits = 8;
+    static constexpr int digits10 = 2;
+    static constexpr int max_digits10 = 4;
+    static constexpr int radix = 2;
+    static constexpr int min_exponent = -125;
+    static constexpr int min_exponent10 = -37;
+    static constexpr int max_exponent = 128;
+    static constexpr int max_exponent10 = 38;
+    static constexpr bool traps = false;
+    static constexpr bool tinyness_before = false;
+
+    static constexpr B min() noexcept { return B::from_bits(0x0080); }
+    static constexpr B lowest() noexcept { return B::from_bits(0xff7f); }
+    static constexpr B max() noexcept { return B::from_bits(0x7f7f); }
+    static constexpr B epsilon() noexcept { return B::from_bits(0x3c00); }
+    static constexpr B round_error() noexcept { return B::from_bits(0x3f00); }
+    static constexpr B infinity() noexcept { return B::from_bits(0x7f80); }
+    static constexpr B quiet_NaN() noexcept { return B::from_bits(0x7fc0); }
+    static constexpr B signaling_NaN() noexcept { return B::from_bits(0x7fa0); }
+    static constexpr B denorm_min() noexcept { return B::from_bits(0x0001); }
+};
+
+}  // namespace std
 // ---- lazytensor/core/half.hpp ----
 // lazytensor::half: IEEE 754 binary16 as a storage type (1 sign, 5 exponent, 10 mantissa bits).
 //
@@ -715,11 +802,13 @@ namespace lazytensor {
     X(Int64, std::int64_t, "int64")    \
     X(UInt64, std::uint64_t, "uint64") \
     X(Float16, half, "float16")        \
+    X(BFloat16, bfloat16, "bfloat16")  \
     X(Float32, float, "float32")       \
     X(Float64, double, "float64")
 
 /// The runtime tag of an element type: Bool, UInt8, Int8, Int16, UInt16, Int32, UInt32, Int64,
-/// UInt64, Float16, Float32, Float64 (bool, then integers and floating types by width), and the
+/// UInt64, Float16, BFloat16, Float32, Float64 (bool, then integers and floating types by width),
+/// and the
 /// complex types Complex64 and Complex128 (std::complex<float> and <double>). Kernels compute in
 /// the real types only: a complex tensor (lt::Tensor<std::complex<float>>) is two real planes.
 enum class DType : std::uint8_t {
@@ -740,7 +829,7 @@ inline constexpr int dtype_count = 0
 ///@}
 
 /// The dtype's name: "bool", "uint8", "int8", "int16", "uint16", "int32", "uint32", "int64",
-/// "uint64", "float16", "float32", "float64", "complex64" or "complex128".
+/// "uint64", "float16", "bfloat16", "float32", "float64", "complex64" or "complex128".
 inline const char* dtype_name(DType t) {
     switch (t) {
 #define LAZYTENSOR_X(name, type, text) \
@@ -756,7 +845,7 @@ inline const char* dtype_name(DType t) {
 /// Writes dtype_name(t).
 inline std::ostream& operator<<(std::ostream& out, DType t) { return out << dtype_name(t); }
 
-/// Bytes per element (bool: 1, float16: 2, complex64: 8).
+/// Bytes per element (bool: 1, float16 and bfloat16: 2, complex64: 8).
 inline std::size_t dtype_size(DType t) {
     switch (t) {
 #define LAZYTENSOR_X(name, type, text) \
@@ -769,8 +858,13 @@ inline std::size_t dtype_size(DType t) {
     return 0;
 }
 
-/// Whether t is float16, float32 or float64.
-constexpr bool is_floating(DType t) { return t == DType::Float16 || t == DType::Float32 || t == DType::Float64; }
+/// Whether t is float16, bfloat16, float32 or float64.
+constexpr bool is_floating(DType t) {
+    return t == DType::Float16 || t == DType::BFloat16 || t == DType::Float32 || t == DType::Float64;
+}
+/// Whether t is float16 or bfloat16: storage types that kernels widen to float32 as they load
+/// and round once (to nearest even) as they store.
+constexpr bool is_reduced_float(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
 /// Whether t is complex64 or complex128.
 constexpr bool is_complex(DType t) { return t == DType::Complex64 || t == DType::Complex128; }
 /// Whether t is an integer type: int8 to int64 or uint8 to uint64 (bool is not).
@@ -789,7 +883,8 @@ constexpr int dtype_bits(DType t) {
         case DType::Int8: return 8;
         case DType::Int16:
         case DType::UInt16:
-        case DType::Float16: return 16;
+        case DType::Float16:
+        case DType::BFloat16: return 16;
         case DType::Int32:
         case DType::UInt32:
         case DType::Float32: return 32;
@@ -805,8 +900,9 @@ constexpr int dtype_bits(DType t) {
 /// Category used by promotion: 0 bool, 1 integer, 2 floating, 3 complex.
 constexpr int dtype_category(DType t) { return t == DType::Bool ? 0 : is_complex(t) ? 3 : is_floating(t) ? 2 : 1; }
 
-/// The dtype a kernel holds and computes values of `t` in: float16 is storage only (float32).
-constexpr DType value_dtype(DType t) { return t == DType::Float16 ? DType::Float32 : t; }
+/// The dtype a kernel holds and computes values of `t` in: float16 and bfloat16 are storage only
+/// (float32).
+constexpr DType value_dtype(DType t) { return is_reduced_float(t) ? DType::Float32 : t; }
 
 namespace detail {
 
@@ -838,9 +934,14 @@ struct type_tag {
     using type = T;
 };
 
-/// Floating element types: float, double and half (std::is_floating_point_v is false for half).
+/// float16 and bfloat16 (lazytensor::half, lazytensor::bfloat16): storage computed in float.
 template <class T>
-inline constexpr bool is_floating_v = std::is_floating_point_v<T> || std::is_same_v<T, half>;
+inline constexpr bool is_reduced_float_v = std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
+
+/// Floating element types: float, double, half and bfloat16 (std::is_floating_point_v is false
+/// for the last two).
+template <class T>
+inline constexpr bool is_floating_v = std::is_floating_point_v<T> || is_reduced_float_v<T>;
 
 /// Complex dtypes never reach what visits dtypes (kernels, buffers): their planes do.
 [[noreturn]] inline void complex_dtype_inside(DType t) {
@@ -862,11 +963,12 @@ decltype(auto) visit_dtype(DType t, F&& f) {
     return f(type_tag<float>{});
 }
 
-/// The C++ type kernels hold values of element type T in (half: float).
+/// The C++ type kernels hold values of element type T in (half, bfloat16: float).
 template <class T>
-using value_type_t = std::conditional_t<std::is_same_v<T, half>, float, T>;
+using value_type_t = std::conditional_t<is_reduced_float_v<T>, float, T>;
 
-/// visit_dtype over value_dtype(t): float16 visits float (f is never instantiated for half).
+/// visit_dtype over value_dtype(t): float16 and bfloat16 visit float (f is never instantiated
+/// for half or bfloat16).
 template <class F>
 decltype(auto) visit_value_dtype(DType t, F&& f) {
     switch (t) {
@@ -884,7 +986,7 @@ decltype(auto) visit_value_dtype(DType t, F&& f) {
 /// (like OpenCL's convert_*_sat), so that no conversion is undefined behaviour.
 template <class To, class From>
 inline To convert(From x) {
-    if constexpr (std::is_same_v<From, half> && !std::is_same_v<To, half>) {
+    if constexpr (is_reduced_float_v<From> && !std::is_same_v<To, From>) {
         return convert<To>(static_cast<float>(x));
     } else if constexpr (std::is_same_v<To, bool>) {
         return x != From(0);
@@ -905,7 +1007,7 @@ template <class T>
 constexpr DType dtype_of() {
     static_assert(detail::dtype_traits<T>::supported,
                   "lazytensor: unsupported element type; use bool, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, "
-                  "uint32_t, uint64_t, lazytensor::half, float or double");
+                  "uint32_t, uint64_t, lazytensor::half, lazytensor::bfloat16, float or double");
     return detail::dtype_traits<T>::value;
 }
 
@@ -915,10 +1017,12 @@ constexpr DType dtype_of() {
 /// both (NumPy's rule): the wider of one signedness; a signed type wider than the unsigned one
 /// as it is (int16 + uint8 -> int16); else the signed type of twice the unsigned one's width
 /// (int8 + uint8 -> int16, int32 + uint32 -> int64), and float64 for uint64 with any signed
-/// type (none holds both). Two floating types meet in the wider.
+/// type (none holds both). Two floating types meet in the wider; float16 with bfloat16 (neither
+/// holds the other's values) in float32, as PyTorch's.
 constexpr DType promote(DType a, DType b) {
     const int ca = dtype_category(a), cb = dtype_category(b);
     if (ca != cb) return ca > cb ? a : b;
+    if (a != b && is_reduced_float(a) && is_reduced_float(b)) return DType::Float32;
     if (a == b || ca != 1) return static_cast<int>(a) >= static_cast<int>(b) ? a : b;
     const bool ua = is_unsigned_integral(a), ub = is_unsigned_integral(b);
     if (ua == ub) return dtype_bits(a) >= dtype_bits(b) ? a : b;
@@ -959,7 +1063,8 @@ struct Promotion {
     }
 };
 
-/// The C++ element type of a dtype (DType::Float32: float, DType::Float16: lazytensor::half).
+/// The C++ element type of a dtype (DType::Float32: float, DType::Float16: lazytensor::half,
+/// DType::BFloat16: lazytensor::bfloat16).
 template <DType D>
 using dtype_type_t = typename detail::dtype_type<D>::type;
 
@@ -2273,7 +2378,8 @@ LAZYTENSOR_ENGINE_API NodePtr floating_operand(const NodePtr& x, const char* op)
 /// never overflows and is computed as TinyExp says where it would be subnormal; also e0, the
 /// exp that gives e (exp(x + shift) below TinyExp's `below`), for silu. A float16 x computes in
 /// float (its registers) without TinyExp, whose values are far below half's range (and whose
-/// scale a float16 constant cannot hold).
+/// scale a float16 constant cannot hold); sigmoid and silu compute a bfloat16 x (float's range)
+/// in float32 and round once.
 struct SigmoidParts {
     NodePtr sigmoid, e0;
 };
@@ -2289,7 +2395,7 @@ LAZYTENSOR_ENGINE_API NodePtr sign(const NodePtr& x);
 LAZYTENSOR_ENGINE_API NodePtr rsqrt(const NodePtr& x);
 
 /// 1 / (1 + exp(-x)) (composite::sigmoid_parts), exact down to the smallest subnormal;
-/// integers give float32.
+/// integers give float32, bfloat16 computes in float32 (rounded once).
 LAZYTENSOR_ENGINE_API NodePtr sigmoid(const NodePtr& x);
 
 /// x sigmoid(x), with its limit -0 at -inf. Below TinyExp's `below` it is (x exp(x + shift))
@@ -2308,8 +2414,8 @@ LAZYTENSOR_ENGINE_API NodePtr silu(const NodePtr& x);
 /// -inf. Where the device's policy says so (DevicePolicy::gelu_through_float64: the host, whose
 /// float exp and erfc are a few ulp off), float computes in double and rounds once (within 0.5 ulp and a hair): there 0.5 x erfc(z) needs no correction (rounding z
 /// costs 2 z^2 2^-53 relative, and erfc stays normal over float's range). Integers give
-/// float32; float16 computes in float32 (the constants need float's precision) or, there, in
-/// double, and rounds the result to half.
+/// float32; float16 and bfloat16 compute in float32 (the constants need float's precision) or,
+/// there, in double, and round the result to their dtype.
 LAZYTENSOR_ENGINE_API NodePtr gelu(const NodePtr& x);
 
 /// NumPy's remainder (Python's %): the result has the divisor's sign. As NumPy's divmod: fmod
@@ -2372,8 +2478,8 @@ LAZYTENSOR_ENGINE_API NodePtr any_all(bool all, const NodePtr& x, const std::opt
 /// float32; on a device without float64 (the caller asks the device: the graph knows none), in
 /// int64 and float32 (below: within 1 ulp).
 LAZYTENSOR_ENGINE_API NodePtr mean(const NodePtr& x, const std::optional<Axes>& user_axes, bool keepdim, bool device_has_float64);
-/// The mean from `total`, the sum of `count` elements of dtype `input` (as mean sums them: half in
-/// float32, integers and bool in int64): mean's one division, shared with sharded tensors' mean.
+/// The mean from `total`, the sum of `count` elements of dtype `input` (as mean sums them: half and
+/// bfloat16 in float32, integers and bool in int64): mean's one division, shared with sharded tensors' mean.
 LAZYTENSOR_ENGINE_API NodePtr mean_of_sum(const NodePtr& total, DType input, std::int64_t count, bool device_has_float64);
 
 /// base with `values` added at the positions `positions` names along `axis` (PyTorch's
@@ -2399,8 +2505,8 @@ inline NodePtr row_major_operand(const NodePtr& x) {
 LAZYTENSOR_ENGINE_API NodePtr scatter(const NodePtr& base, const NodePtr& positions, const NodePtr& values, bool accumulate);
 
 /// Inclusive cumsum (Sum) or cumprod (Prod) of x along `axis`: a scan node, which the
-/// scheduler makes an item of its own. Integers and bool accumulate in int64 (PyTorch); half in
-/// float32, each element rounded to half once.
+/// scheduler makes an item of its own. Integers and bool accumulate in int64 (PyTorch); half and
+/// bfloat16 in float32, each element rounded to its dtype once.
 LAZYTENSOR_ENGINE_API NodePtr scan(ReduceOp rop, const NodePtr& x, int axis, const char* op);
 
 /// The positions (int64) of the first k elements of each row of x along its last axis, in
@@ -2907,12 +3013,16 @@ LAZYTENSOR_ENGINE_API NodePtr rsqrt(const NodePtr& x) {
 
 LAZYTENSOR_ENGINE_API NodePtr sigmoid(const NodePtr& x) {
     using namespace composite;
-    return sigmoid_parts(floating_operand(x, "sigmoid")).sigmoid;
+    const NodePtr v = floating_operand(x, "sigmoid");
+    // bfloat16 has float's range (TinyExp's constants are no bfloat16): in float32, rounded once.
+    if (v->dtype == DType::BFloat16) return cast(sigmoid_parts(cast(v, DType::Float32)).sigmoid, DType::BFloat16);
+    return sigmoid_parts(v).sigmoid;
 }
 
 LAZYTENSOR_ENGINE_API NodePtr silu(const NodePtr& x) {
     using namespace composite;
     const NodePtr v = floating_operand(x, "silu");
+    if (v->dtype == DType::BFloat16) return cast(silu(cast(v, DType::Float32)), DType::BFloat16);  // as sigmoid
     const SigmoidParts s = sigmoid_parts(v);
     NodePtr r = mul(v, s.sigmoid);
     if (v->dtype != DType::Float16) {
@@ -3110,14 +3220,15 @@ LAZYTENSOR_ENGINE_API NodePtr mean(const NodePtr& x, const std::optional<Axes>& 
     const Axes axes = reduced_axes(x, user_axes, op);
     std::int64_t count = 1;
     for (int a : axes) count *= x->shape[static_cast<std::size_t>(a)];
-    // half sums in float32 (a count past 65504 is no half); integers and bool in int64.
-    const NodePtr total = reduce(ReduceOp::Sum, x->dtype == DType::Float16 ? cast(x, DType::Float32) : x, axes, keepdim, op);
+    // half and bfloat16 sum in float32 (a count past 65504 is no half, past 256 no longer exact
+    // in bfloat16); integers and bool in int64.
+    const NodePtr total = reduce(ReduceOp::Sum, is_reduced_float(x->dtype) ? cast(x, DType::Float32) : x, axes, keepdim, op);
     return mean_of_sum(total, x->dtype, count, device_has_float64);
 }
 
 LAZYTENSOR_ENGINE_API NodePtr mean_of_sum(const NodePtr& total, DType input, std::int64_t count, bool device_has_float64) {
-    if (input == DType::Float16)  // rounded to half once
-        return cast(binary(BinaryOp::Div, total, Scalar::of(static_cast<double>(count))), DType::Float16);
+    if (is_reduced_float(input))  // rounded to half or bfloat16 once
+        return cast(binary(BinaryOp::Div, total, Scalar::of(static_cast<double>(count))), input);
     if (is_floating(input)) return binary(BinaryOp::Div, total, Scalar::of(static_cast<double>(count)));
     if (device_has_float64) {
         NodePtr quotient = binary(BinaryOp::Div, cast(total, DType::Float64), Scalar::of(static_cast<double>(count)));
@@ -3195,7 +3306,7 @@ LAZYTENSOR_ENGINE_API NodePtr scatter_add(const NodePtr& base, int axis, const N
 LAZYTENSOR_ENGINE_API NodePtr scan(ReduceOp rop, const NodePtr& x, int axis, const char* op) {
     if (x->shape.empty()) fail<AxisError>(op, ": needs at least one dimension, the tensor is 0-d");
     const int k = normalize_axis(axis, x->shape.size(), op, x->shape);
-    if (x->dtype == DType::Float16) return cast(scan(rop, cast(x, DType::Float32), k, op), DType::Float16);
+    if (is_reduced_float(x->dtype)) return cast(scan(rop, cast(x, DType::Float32), k, op), x->dtype);
     // uint64 wraps as int64 does (the same bits): the backends' scans are int64's
     if (x->dtype == DType::UInt64) return cast(scan(rop, cast(x, DType::Int64), k, op), DType::UInt64);
     const DType t = reduce_dtype(rop, x->dtype);
@@ -3232,7 +3343,8 @@ LAZYTENSOR_ENGINE_API NodePtr matmul(const NodePtr& a, const NodePtr& b) {
                          "; multiply by a scalar with * instead");
     Promotion promotion;
     const DType promoted = promotion.with_tensor(a->dtype).with_tensor(b->dtype).result();
-    // half is storage only: the product runs in float32 (a GEMM) and is rounded to half once.
+    // half and bfloat16 are storage only: the product runs in float32 (a GEMM) and is rounded
+    // to the storage type once.
     const DType t = value_dtype(promoted);
     // Promote 1-D operands to matrices: [k] -> [1, k] on the left, [k] -> [k, 1] on the right.
     const bool row_vector = a->shape.size() == 1, column_vector = b->shape.size() == 1;
@@ -3588,9 +3700,9 @@ struct is_complex_element<std::complex<R>> : std::true_type {};
 template <class T>
 inline constexpr bool is_complex_element_v = is_complex_element<T>::value;
 
-/// C++ arithmetic types (and half) usable as scalars next to tensors.
+/// C++ arithmetic types (and half, bfloat16) usable as scalars next to tensors.
 template <class S>
-inline constexpr bool is_scalar_v = std::is_arithmetic_v<std::decay_t<S>> || std::is_same_v<std::decay_t<S>, half>;
+inline constexpr bool is_scalar_v = std::is_arithmetic_v<std::decay_t<S>> || is_reduced_float_v<std::decay_t<S>>;
 
 /// A value that converts to an int axis without meaning one (max(x, 0.5f) would reduce along
 /// axis 0, sum(x, true) along axis 1): every reduction and scan rejects it at compile time,
@@ -3917,7 +4029,7 @@ template <class T>
 class Tensor : public TensorBase<T, Tensor<T>> {
     static_assert(detail::dtype_traits<T>::supported,
                   "lazytensor: Tensor<T> supports T = bool, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, "
-                  "uint64_t, lazytensor::half, float, double");
+                  "uint64_t, lazytensor::half, lazytensor::bfloat16, float, double");
 
 public:
     /// An empty handle; give it a value with = before use (using it throws ValueError).
@@ -5484,8 +5596,8 @@ template <class T, class D>
 template <class U>
 auto TensorBase<T, D>::cast() const {
     static_assert(detail::dtype_traits<U>::supported,
-                  "lazytensor: cast<U> needs U = bool, int8_t to int64_t, uint8_t to uint64_t, lazytensor::half, float "
-                  "or double");
+                  "lazytensor: cast<U> needs U = bool, int8_t to int64_t, uint8_t to uint64_t, lazytensor::half, "
+                  "lazytensor::bfloat16, float or double");
     return detail::CastExpr<U, D>(self());
 }
 
@@ -6573,6 +6685,15 @@ void round_to_half_loop(void* dst, const void* src, std::int64_t n) {
     for (std::int64_t i = 0; i < n; ++i) d[i] = static_cast<float>(half(x[i]));
 }
 
+/// A cast to bfloat16: rounds to bfloat16 precision (nearest even, NaN kept quiet); the result
+/// stays a float register.
+template <class From>
+void round_to_bfloat16_loop(void* dst, const void* src, std::int64_t n) {
+    float* d = static_cast<float*>(dst);
+    const From* x = static_cast<const From*>(src);
+    for (std::int64_t i = 0; i < n; ++i) d[i] = static_cast<float>(bfloat16(x[i]));
+}
+
 /// n copies of one value (a broadcast per row, a scalar's register), in SIMD stores of its bits:
 /// `-O2` leaves std::fill scalar, a tenth of a softmax's time.
 template <class T>
@@ -6658,6 +6779,8 @@ inline WhereFn where_fn(DType t) {
 inline UnaryFn cast_fn(DType to, DType from) {
     if (to == DType::Float16)
         return visit_value_dtype(from, [](auto tag) -> UnaryFn { return &round_to_half_loop<typename decltype(tag)::type>; });
+    if (to == DType::BFloat16)
+        return visit_value_dtype(from, [](auto tag) -> UnaryFn { return &round_to_bfloat16_loop<typename decltype(tag)::type>; });
     return visit_value_dtype(to, [&](auto to_tag) {
         return visit_value_dtype(from, [&](auto from_tag) -> UnaryFn {
             return &cast_loop<typename decltype(to_tag)::type, typename decltype(from_tag)::type>;
@@ -7469,11 +7592,12 @@ namespace detail {
 inline NodePtr floating(const NodePtr& x) { return is_floating(x->dtype) ? x : graph::cast(x, DType::Float32); }
 
 /// Variance over `axes` with N - correction in the denominator, computed in floating point
-/// (half in float32, rounded once: its sum of squares and its count, past 65504, are no half).
+/// (half and bfloat16 in float32, rounded once: a sum of squares and a count, past 65504, are no
+/// half; past 256 no longer exact in bfloat16).
 inline NodePtr variance(const NodePtr& x, const Axes& user_axes, bool keepdim, int correction, const char* op) {
     const Axes axes = user_axes.empty() ? all_axes(x->shape.size()) : normalize_axes(user_axes, x->shape.size(), op, x->shape);
-    if (x->dtype == DType::Float16)
-        return graph::cast(variance(graph::cast(x, DType::Float32), axes, keepdim, correction, op), DType::Float16);
+    if (is_reduced_float(x->dtype))
+        return graph::cast(variance(graph::cast(x, DType::Float32), axes, keepdim, correction, op), x->dtype);
     const NodePtr v = floating(x);
     std::int64_t count = 1;
     for (int a : axes) count *= x->shape[static_cast<std::size_t>(a)];
@@ -7574,7 +7698,7 @@ namespace detail {
 
 template <class T>
 inline constexpr void check_differentiable() {
-    static_assert(is_floating_v<T>, "lazytensor: gradients exist for floating tensors only (float, double, half); "
+    static_assert(is_floating_v<T>, "lazytensor: gradients exist for floating tensors only (float, double, half, bfloat16); "
                                     "cast integer or bool tensors with lt::cast<float>(x) first");
 }
 
@@ -7882,7 +8006,7 @@ auto min(A&& a, B&& b) {
 /// 1-d right operand a column vector, whose axis is dropped from the result (1-d x 1-d is a
 /// dot product, a 0-d tensor). Operands meet in their promoted type. Float and double run as
 /// a GEMM (host: packed SIMD GEMM on all cores; OpenCL: CLBlast) reading transposed and
-/// broadcast operands in place; half multiplies in float. Other types (and OpenCL without
+/// broadcast operands in place; half and bfloat16 multiply in float. Other types (and OpenCL without
 /// CLBlast) run as a fused reduction kernel. Lazy. ShapeError for a 0-d operand, contracted
 /// extents that differ or batch axes that do not broadcast; DeviceError across devices.
 template <class A, class B, class = std::enable_if_t<detail::is_tensor_like_v<A> && detail::is_tensor_like_v<B>>>
@@ -7927,7 +8051,7 @@ Tensor<typename E::value_type> read_once(const E& x) {
 }
 
 template <class T>
-inline constexpr bool is_floating_element_v = std::is_floating_point_v<T> || std::is_same_v<T, half>;
+inline constexpr bool is_floating_element_v = is_floating_v<T>;
 
 /// A composite of ir/graph.hpp as a typed function: a Tensor of the dtype that the composite's
 /// type rule gives (compile-time, as for an op: an element type the rule rejects is a
@@ -8405,7 +8529,7 @@ LAZYTENSOR_ENGINE_API NodePtr convolution(const NodePtr& x, const NodePtr& weigh
         // too: the input's gradient is again one kernel. (One input channel without groups is a
         // product over the batch below: its weight's gradient is one product, not one
         // reduction per tap.)
-        const DType compute = x->dtype == DType::Float16 ? DType::Float32 : x->dtype;
+        const DType compute = value_dtype(x->dtype);
         const NodePtr padded = conv::padded(x, spec, Scalar::of<std::int64_t>(0).cast(x->dtype));
         const NodePtr w = cast(reshape(weight, Shape{1, groups, out_per_group, taps}, op), compute);
         Shape tap_shape{batch, groups, 1}, term_shape{1, groups, out_per_group};
@@ -10277,8 +10401,9 @@ inline NodePtr collective(CollectiveOp op, const NodePtr& x, int group, int size
     }
     if (x->dtype == DType::Bool && (op == CollectiveOp::Sum || op == CollectiveOp::ReduceScatter))
         fail<DTypeError>(api, ": cannot sum bool tensors (shape ", x->shape, "); cast to an integer type first");
-    if (x->dtype == DType::Float16 && op != CollectiveOp::Gather && op != CollectiveOp::Broadcast)
-        fail<DTypeError>(api, ": float16 is reduced in float32 by the front end; got float16 here");
+    if (is_reduced_float(x->dtype) && op != CollectiveOp::Gather && op != CollectiveOp::Broadcast)
+        fail<DTypeError>(api, ": ", dtype_name(x->dtype), " is reduced in float32 by the front end; got ", dtype_name(x->dtype),
+                         " here");
     NodePtr node = make(NodeKind::Collective, x->dtype, x->device, shape);
     node = with_sources(node, {row_major_operand(x)});
     node->params = {static_cast<std::int64_t>(op), group, root};
@@ -10392,8 +10517,8 @@ inline NodePtr collective(CollectiveOp op, NodePtr x, int axis, int root, const 
         lazytensor::detail::fail<DTypeError>(api, ": cannot sum bool tensors (shape ", x->shape,
                                              "); cast to an integer type first");
     if (size == 1) return x;  // a group of one: the collective is its input
-    if (x->dtype == DType::Float16 && !(op == CollectiveOp::Gather || op == CollectiveOp::Broadcast))
-        return g::cast(collective(op, g::cast(x, DType::Float32), axis, root, group, api), DType::Float16);
+    if (is_reduced_float(x->dtype) && !(op == CollectiveOp::Gather || op == CollectiveOp::Broadcast))
+        return g::cast(collective(op, g::cast(x, DType::Float32), axis, root, group, api), x->dtype);
     auto move = [&](const NodePtr& t, int from, int to) {
         if (from == to) return t;
         std::vector<int> rest;
@@ -11807,8 +11932,8 @@ NodePtr einsum_pair(NodePtr a, std::vector<int>& la, NodePtr b, std::vector<int>
     return g::reshape(g::matmul(x, y), shape, "einsum");
 }
 
-/// einsum over nodes: the result's dtype is the operands' promoted one (half computes in
-/// float32 and is rounded once, as matmul's).
+/// einsum over nodes: the result's dtype is the operands' promoted one (half and bfloat16
+/// compute in float32 and are rounded once, as matmul's).
 inline NodePtr einsum(const std::string& subscripts, const std::vector<NodePtr>& operands) {
     namespace g = graph;
     if (operands.empty()) fail<ValueError>("einsum: needs at least one operand (\"", subscripts, "\")");
@@ -11872,7 +11997,7 @@ constexpr DType promote_all() {
 /// layout allows; "bij,bjk->bik" is exactly matmul) or, when no letter is contracted or the pair
 /// is a dot product per output element ("i,i->", "bij,bij->ij"), a product and a sum fused into
 /// one kernel. The result has the operands' promoted type; integers wrap in it (as
-/// matmul's), bool gives or-of-ands, half computes in float32 and is rounded once. Lazy.
+/// matmul's), bool gives or-of-ands, half and bfloat16 compute in float32 and are rounded once. Lazy.
 /// ValueError for malformed subscripts (a character other than letters, ",", "->", "...";
 /// a letter twice in the output or in no operand; subscripts for another number of operands;
 /// "..." in the operands but not in an explicit output);
@@ -12273,7 +12398,7 @@ inline NodePtr nan_last_less(const NodePtr& a, const NodePtr& b) {
 /// |a - b| <= atol + rtol * |b| where b is finite, else a == b (so inf is close only to the same
 /// inf), and NaN is close to nothing unless equal_nan, when two NaN are close. Not symmetric
 /// (rtol scales |b|), as NumPy's. a and b broadcast; floating operands compare in their promoted
-/// type (half in float32), integer and bool ones in float64 (as NumPy's: integers past 2^53 that
+/// type (half and bfloat16 in float32), integer and bool ones in float64 (as NumPy's: integers past 2^53 that
 /// round to one double count as close even with rtol = atol = 0).
 /// Lazy, bool. ShapeError if the shapes do not broadcast; ValueError for a negative or NaN
 /// rtol or atol.
@@ -12286,7 +12411,7 @@ Tensor<bool> isclose(const A& a, const B& b, double rtol = 1e-5, double atol = 1
     const detail::NodePtr x = a.build(), y = b.build();
     broadcast_shapes(x->shape, y->shape, op);
     const DType p = dtype_of<promote_t<typename A::value_type, typename B::value_type>>();
-    const DType f = !is_floating(p) ? DType::Float64 : p == DType::Float16 ? DType::Float32 : p;
+    const DType f = !is_floating(p) ? DType::Float64 : value_dtype(p);
     const detail::NodePtr xf = g::cast(x, f), yf = g::cast(y, f);
     const detail::NodePtr bound =
         g::binary(BinaryOp::Add, g::binary(BinaryOp::Mul, g::unary(UnaryOp::Abs, yf), Scalar::of<double>(rtol)), Scalar::of<double>(atol));
@@ -12656,8 +12781,8 @@ Tensor<mean_t<T>> quantile_of(const Tensor<T>& t, const std::vector<double>& qs,
     const int axis = flat ? 0 : k;
     const std::int64_t n = src.shape()[static_cast<std::size_t>(axis)];
     if (n == 0) fail<ValueError>(op, ": the ", flat ? "tensor" : "axis", " is empty (shape ", t.shape(), "); it has no quantiles");
-    // Half rounds once at the end; integers give float32 (as mean).
-    const DType c = dtype_of<R>() == DType::Float16 ? DType::Float32 : dtype_of<R>();
+    // Half and bfloat16 round once at the end; integers give float32 (as mean).
+    const DType c = value_dtype(dtype_of<R>());
     const NodePtr rows = g::cast(axis_last(src.node_ptr(), axis), c);
     const int last = static_cast<int>(rows->shape.size()) - 1;
     const NodePtr sorted = g::gather(rows, last, g::sort_positions(rows, n, false, op));
@@ -12694,8 +12819,8 @@ Tensor<mean_t<T>> quantile_of(const Tensor<T>& t, const std::vector<double>& qs,
 /// NumPy's quantile (and PyTorch's) of x along `axis` at q in [0, 1], by default "linear": of
 /// n sorted values v, at position q (n - 1) between v[floor] and v[ceil], interpolated; also
 /// "lower", "higher", "nearest" (the nearer one, ties to the even position) and "midpoint"
-/// (their mean). A row holding NaN gives NaN. Integers give float32 (as mean); half computes
-/// in float32. Lazy: a sort along the axis and slices of it; differentiable through the
+/// (their mean). A row holding NaN gives NaN. Integers give float32 (as mean); half and
+/// bfloat16 compute in float32. Lazy: a sort along the axis and slices of it; differentiable through the
 /// sorted values. keepdim keeps the axis with extent 1. ValueError for q outside [0, 1], an
 /// unknown interpolation or an empty axis; AxisError for a bad axis.
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
@@ -13135,11 +13260,12 @@ namespace detail {
 using lazytensor::detail::fail;
 using lazytensor::detail::NodePtr;
 
-/// The plane type of x's transform: NumPy's (float32 and float16: float; the rest: double).
+/// The plane type of x's transform: NumPy's (float32, float16 and bfloat16: float; the rest:
+/// double).
 template <class X>
 struct plane_of {
     using V = typename X::value_type;
-    using type = std::conditional_t<std::is_same_v<V, float> || std::is_same_v<V, half>, float, double>;
+    using type = std::conditional_t<std::is_same_v<V, float> || lazytensor::detail::is_reduced_float_v<V>, float, double>;
 };
 template <class R>
 struct plane_of<Tensor<std::complex<R>>> {
@@ -13478,14 +13604,14 @@ namespace detail {
 
 /// The p-norm of x's elements over `user_axes` (all when empty), PyTorch's vector_norm: the
 /// largest |x| (p = inf), the smallest (-inf), the count of non-zeros (0), else
-/// (sum |x|^p)^(1/p). Integers compute in float32, half in float32 rounded once.
+/// (sum |x|^p)^(1/p). Integers compute in float32, half and bfloat16 in float32 rounded once.
 inline NodePtr vector_norm(const NodePtr& x, double p, const Axes& user_axes, bool keepdim) {
     const char* op = "lt::norm";
     namespace g = graph;
     if (std::isnan(p)) fail<ValueError>(op, ": the order p must be a number or +-inf, got NaN");
     const Axes axes = user_axes.empty() ? all_axes(x->shape.size()) : normalize_axes(user_axes, x->shape.size(), op, x->shape);
-    if (x->dtype == DType::Float16)
-        return g::cast(vector_norm(g::cast(x, DType::Float32), p, axes, keepdim), DType::Float16);
+    if (is_reduced_float(x->dtype))
+        return g::cast(vector_norm(g::cast(x, DType::Float32), p, axes, keepdim), x->dtype);
     const NodePtr v = floating(x);
     const NodePtr a = g::unary(UnaryOp::Abs, v);
     if (std::isinf(p)) return g::reduce(p > 0 ? ReduceOp::Max : ReduceOp::Min, a, axes, keepdim, op);
@@ -13544,7 +13670,7 @@ constexpr void check_norm_dtype() {
 /// Computed as m (sum (|x|/m)^p)^(1/p) with m the largest |x| (the smallest for p < 0), in the
 /// same kernel, so that no power overflows or underflows: the 2-norm of floats near 1e30 is
 /// right. All zeros give 0, an infinite element inf, a NaN NaN. Floating tensors keep their
-/// type (half computes in float32, rounded once); integers give float32; bool does not compile.
+/// type (half and bfloat16 compute in float32, rounded once); integers give float32; bool does not compile.
 /// Over an empty axis: 0 for p > 0 (inf for p < 0); ValueError for +-inf. Lazy. ValueError for
 /// a NaN p, AxisError for a bad axis.
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
@@ -13636,7 +13762,9 @@ inline NodePtr bit_field(const NodePtr& bits, int shift, int width) {
 }
 
 /// Mantissa bits of a floating type: a uniform value with this many random bits is exact.
-inline int mantissa_bits(DType t) { return t == DType::Float64 ? 53 : t == DType::Float32 ? 24 : 11; }
+inline int mantissa_bits(DType t) {
+    return t == DType::Float64 ? 53 : t == DType::Float32 ? 24 : t == DType::Float16 ? 11 : 8;  // bfloat16: 8
+}
 
 /// A field of `width` bits as a floating value in [0, 1) (or (0, 1] with `open_at_zero`).
 inline NodePtr unit_interval(const NodePtr& field, int width, DType t, bool open_at_zero) {
@@ -13646,11 +13774,11 @@ inline NodePtr unit_interval(const NodePtr& field, int width, DType t, bool open
 
 }  // namespace detail
 
-/// Uniform random numbers in [0, 1) (float, double or half; every value a multiple of 2^-24,
-/// 2^-53 or 2^-11 respectively), bit-identical on every device. Lazy (nothing stored until read).
+/// Uniform random numbers in [0, 1) (float, double, half or bfloat16; every value a multiple of
+/// 2^-24, 2^-53, 2^-11 or 2^-8 respectively), bit-identical on every device. Lazy (nothing stored until read).
 template <class T>
 Tensor<T> rand(const Shape& shape, std::uint64_t seed, Device device = default_device()) {
-    static_assert(detail::is_floating_v<T>, "lazytensor: rand<T> needs a floating T (float, double, half)");
+    static_assert(detail::is_floating_v<T>, "lazytensor: rand<T> needs a floating T (float, double, half, bfloat16)");
     const DType t = dtype_of<T>();
     const int width = detail::mantissa_bits(t);
     const detail::NodePtr bits = detail::random_bits(shape, seed, device, "rand");
@@ -13658,10 +13786,10 @@ Tensor<T> rand(const Shape& shape, std::uint64_t seed, Device device = default_d
 }
 
 /// Standard normal random numbers (Box-Muller on two uniforms per element, computed in T; in
-/// float for half). The same on every device up to the rounding of log, sqrt and cos. Lazy.
+/// float for half and bfloat16). The same on every device up to the rounding of log, sqrt and cos. Lazy.
 template <class T>
 Tensor<T> randn(const Shape& shape, std::uint64_t seed, Device device = default_device()) {
-    static_assert(detail::is_floating_v<T>, "lazytensor: randn<T> needs a floating T (float, double, half)");
+    static_assert(detail::is_floating_v<T>, "lazytensor: randn<T> needs a floating T (float, double, half, bfloat16)");
     namespace g = detail::graph;
     const DType t = dtype_of<T>() == DType::Float64 ? DType::Float64 : DType::Float32;
     const int width = t == DType::Float64 ? 32 : 24;
@@ -13805,8 +13933,8 @@ inline std::array<Key, 2> split(Key key) {
 /// keys, unrelated to those of split(key, n) too (distinct counters).
 inline Key fold_in(Key key, std::uint64_t data) { return Key(detail::philox_derive(key.value(), data, 0, detail::kKeyFold)); }
 
-/// Uniform random numbers in [0, 1) from a key (float, double or half, every value a multiple
-/// of 2^-24, 2^-53 or 2^-11), bit-identical on every device and thread count. The numbers
+/// Uniform random numbers in [0, 1) from a key (float, double, half or bfloat16, every value a
+/// multiple of 2^-24, 2^-53, 2^-11 or 2^-8), bit-identical on every device and thread count. The numbers
 /// depend on the key and the element count: shapes of one size give the same numbers in
 /// row-major order, different sizes unrelated ones. Lazy. ShapeError for a negative extent.
 template <class T>
@@ -13842,11 +13970,11 @@ auto randn_like(const E& x, Key key) {
 }
 
 /// Normal random numbers with mean `mean` and standard deviation `std`: randn(shape, key) *
-/// std + mean, computed in T (in float for half). Lazy. ValueError unless mean is finite and
+/// std + mean, computed in T (in float for half and bfloat16). Lazy. ValueError unless mean is finite and
 /// std finite and >= 0 (std = 0 gives `mean` everywhere), both within T's range.
 template <class T>
 Tensor<T> normal(const Shape& shape, double mean, double std, Key key, Device device = default_device()) {
-    static_assert(detail::is_floating_v<T>, "lazytensor: normal<T> needs a floating T (float, double, half)");
+    static_assert(detail::is_floating_v<T>, "lazytensor: normal<T> needs a floating T (float, double, half, bfloat16)");
     if (!std::isfinite(mean)) detail::fail<ValueError>("normal: mean must be finite, got ", mean);
     if (!(std >= 0) || !std::isfinite(std)) detail::fail<ValueError>("normal: std must be finite and >= 0, got ", std);
     const double largest = static_cast<double>(std::numeric_limits<T>::max());
@@ -13860,12 +13988,12 @@ Tensor<T> normal(const Shape& shape, double mean, double std, Key key, Device de
 }
 
 /// Uniform random numbers in [low, high): rand(shape, key) * (high - low) + low, computed in T
-/// (in float for half); a value that rounds up to `high` is `low` instead (as PyTorch does), so
+/// (in float for half and bfloat16); a value that rounds up to `high` is `low` instead (as PyTorch does), so
 /// `high` never occurs. Lazy. ValueError unless low and high are finite, low <= high (low ==
 /// high gives `low`), and low, high and high - low are within T's range.
 template <class T>
 Tensor<T> uniform(const Shape& shape, double low, double high, Key key, Device device = default_device()) {
-    static_assert(detail::is_floating_v<T>, "lazytensor: uniform<T> needs a floating T (float, double, half)");
+    static_assert(detail::is_floating_v<T>, "lazytensor: uniform<T> needs a floating T (float, double, half, bfloat16)");
     if (!std::isfinite(low) || !std::isfinite(high) || !(low <= high))
         detail::fail<ValueError>("uniform: needs finite low <= high, got [", low, ", ", high, ")");
     if (!(high - low <= static_cast<double>(std::numeric_limits<T>::max())))
@@ -14332,7 +14460,8 @@ auto dropout(const E& x, double p, Key key, bool training = true) {
 // .npy files, NumPy's format for one array: lt::save_npy writes a tensor (version 1.0, C order,
 // little-endian), lt::load_npy reads one into a Tensor<T> of the file's own dtype (versions 1.0
 // to 3.0, C or Fortran order, either byte order). Data moves in pieces between the file and
-// the device, never as a whole copy in host memory.
+// the device, never as a whole copy in host memory. NumPy has no bfloat16: save_npy refuses it
+// (cast to float32 first), and load_npy<lt::bfloat16> reads a float32 file, rounded.
 
 #include <algorithm>
 #include <atomic>
@@ -14401,6 +14530,7 @@ inline const char* descr_of(DType t) {
         case DType::Int64: return "<i8";
         case DType::UInt64: return "<u8";
         case DType::Float16: return "<f2";
+        case DType::BFloat16: return "?";  // NumPy has none: save_npy refuses bfloat16
         case DType::Float32: return "<f4";
         case DType::Float64: return "<f8";
         case DType::Complex64: return "<c8";
@@ -14422,6 +14552,7 @@ inline const char* cpp_type_of(DType t) {
         case DType::Int64: return "int64_t";
         case DType::UInt64: return "uint64_t";
         case DType::Float16: return "lt::half";
+        case DType::BFloat16: return "lt::bfloat16";
         case DType::Float32: return "float";
         case DType::Float64: return "double";
         case DType::Complex64: return "std::complex<float>";
@@ -14715,8 +14846,14 @@ inline Header read_header(std::FILE* file, std::uintmax_t file_size, const std::
 
 /// The file's array as a node on `device`: a new buffer filled from the file a piece at a time,
 /// row-major (a Fortran-order file is transposed on the device). Checks the file's dtype
-/// against `expected` before reading any data.
-inline NodePtr load(const std::string& path, Device device, DType expected) {
+/// against `expected` before reading any data; bfloat16 expects a float32 file (NumPy has no
+/// bfloat16) and rounds its values on the device (`for_bfloat16`: the float32 load of that).
+inline NodePtr load(const std::string& path, Device device, DType expected, bool for_bfloat16 = false) {
+    if (expected == DType::BFloat16) {
+        NodePtr rounded = graph::cast(load(path, device, DType::Float32, true), DType::BFloat16);
+        realize_nodes({rounded.get()});
+        return rounded;
+    }
     backend_for(device);  // an unavailable device fails before the file is read
     File file(path, "rb");
     if (!file.get()) bad_file(path, concat("cannot open the file: ", std::strerror(errno)));
@@ -14724,6 +14861,10 @@ inline NodePtr load(const std::string& path, Device device, DType expected) {
     const std::uintmax_t size = std::filesystem::file_size(path, ec);
     if (ec) bad_file(path, concat("cannot read the file: ", ec.message()));
     const Header h = read_header(file.get(), size, path);
+    if (h.dtype != expected && for_bfloat16)
+        fail<DTypeError>("lt::load_npy<lt::bfloat16>: ", path, " holds ", h.dtype, " values (descr '", h.descr,
+                         "'), not float32: NumPy has no bfloat16, so a bfloat16 tensor loads from a float32 file (rounded); "
+                         "load it with lt::load_npy<", cpp_type_of(h.dtype), "> and convert with lt::cast<lt::bfloat16>");
     if (h.dtype != expected)
         fail<DTypeError>("lt::load_npy<", cpp_type_of(expected), ">: ", path, " holds ", h.dtype, " values (descr '",
                          h.descr, "'), not ", expected, "; load it with lt::load_npy<", cpp_type_of(h.dtype), "> ",
@@ -14891,17 +15032,24 @@ inline void save(const std::string& path, const Node& node, DType dtype, const S
 
 /// Writes x (a tensor or expression; realized first) to `path` as a .npy file: NumPy's format
 /// version 1.0 (2.0 if the header needs more than 65535 bytes), C order, little-endian, descr
-/// |b1, |u1, <i4, <i8, <f2, <f4 or <f8. A view that is not row-major is copied on its device
-/// first. The file is written under a temporary name beside `path` and renamed into place, so a
-/// save that fails leaves what was there before. FileError naming the file if it cannot be
-/// written (a missing directory, a full disk).
+/// |b1, |u1, |i1, <i2, <u2, <i4, <u4, <i8, <u8, <f2, <f4 or <f8. A view that is not row-major
+/// is copied on its device first. The file is written under a temporary name beside `path` and
+/// renamed into place, so a save that fails leaves what was there before. FileError naming the
+/// file if it cannot be written (a missing directory, a full disk). DTypeError for bfloat16,
+/// which NumPy has no dtype for: save lt::cast<float>(x) instead (exact; load_npy<lt::bfloat16>
+/// reads that file back to the same values).
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 void save_npy(const std::string& path, const E& x) {
     using T = typename E::value_type;
-    Tensor<T> t = x.realize();
-    Tensor<T> data = contiguous(t);
-    data.realize();
-    detail::npy::save(path, *data.node_ptr(), data.node_ptr()->dtype, data.shape());
+    if constexpr (std::is_same_v<T, bfloat16>) {
+        detail::fail<DTypeError>("lt::save_npy: ", path, ": NumPy has no bfloat16 dtype (tensor of shape ", x.shape(),
+                                 "); cast to float32 first (exact): lt::save_npy(path, lt::cast<float>(x))");
+    } else {
+        Tensor<T> t = x.realize();
+        Tensor<T> data = contiguous(t);
+        data.realize();
+        detail::npy::save(path, *data.node_ptr(), data.node_ptr()->dtype, data.shape());
+    }
 }
 
 /// The array in the .npy file at `path`, as a tensor on `device` (read a piece at a time, copied
@@ -14909,7 +15057,9 @@ void save_npy(const std::string& path, const E& x) {
 /// the same row-major tensor), either byte order. The file's dtype must be T's: DTypeError
 /// naming both otherwise (nothing is converted; load the file's dtype and lt::cast it), and
 /// for dtypes lazytensor does not have (strings, structured, longdouble, ...). A complex file
-/// (<c8, <c16) loads as lt::load_npy<std::complex<float>> (or <double>). FileError naming
+/// (<c8, <c16) loads as lt::load_npy<std::complex<float>> (or <double>). NumPy has no bfloat16:
+/// load_npy<lt::bfloat16> reads a float32 file (<f4) and rounds each value to nearest even
+/// (DTypeError for any other dtype). FileError naming
 /// the file and the problem for a file that is missing, unreadable, truncated, not a
 /// .npy file, of another version, with a malformed header, or with bytes after its data.
 template <class T>
@@ -15571,7 +15721,7 @@ LAZYTENSOR_X(min, minimum, true)
 #undef LAZYTENSOR_X
 
 ///@{
-/// The mean over `axes`: the sharded sum (half in float32, integers in int64, as lt::mean sums)
+/// The mean over `axes`: the sharded sum (half and bfloat16 in float32, integers in int64, as lt::mean sums)
 /// divided by the count of reduced elements, per shard, by lt::mean's own division.
 template <class T>
 auto mean(const ShardedTensor<T>& x, const Axes& axes, bool keepdim = false) {
@@ -15583,7 +15733,7 @@ auto mean(const ShardedTensor<T>& x, const Axes& axes, bool keepdim = false) {
         const detail::NodePtr t = total.build();
         return Tensor<R>(detail::graph::mean_of_sum(t, dtype_of<T>(), count, detail::supports_float64(t->device)));
     };
-    if constexpr (std::is_same_v<T, half>) return detail::per_shard("mean", divide, sum(x.template cast<float>(), axes, keepdim));
+    if constexpr (detail::is_reduced_float_v<T>) return detail::per_shard("mean", divide, sum(x.template cast<float>(), axes, keepdim));
     else return detail::per_shard("mean", divide, sum(x, axes, keepdim));
 }
 template <class T>
@@ -17061,7 +17211,7 @@ inline bool fits_as_epilogue(const Gemm& g, const Kernel& k, int product_param) 
 }
 
 /// Whether kernel `k` can run as the prologue of an operand of product `g` (ir::fits_as_prologue)
-/// from a float16, float32 or float64 input.
+/// from a float16, float32 or float64 input (a bfloat16 input is cast in a kernel of its own).
 inline bool fits_as_prologue(const Gemm& g, const Kernel& k) {
     if (!fits_as_prologue(g.dtype, k)) return false;
     const DType in = k.params[0].dtype;
@@ -19712,7 +19862,8 @@ struct PStore {
     AccessPlan access;
     bool variant = false;  // runs once per reduced index
     bool stream = false;   // a large output: written with non-temporal stores
-    bool half = false;     // a float16 output: the float value is rounded as it is stored
+    bool reduced = false;  // a float16 or bfloat16 output: the float value is rounded as it is stored
+    DType dtype = DType::Float32;  // the output's dtype
     std::size_t esize = 4;
 };
 
@@ -20019,7 +20170,7 @@ inline void classify(const HostKernelPlan& plan, PPhase& p, bool in_place) {
     if (plan.mode == LaneMode::VecReduce && p.kind == ir::Phase::Kind::Reduce && !p.outer && p.stores.empty() &&
         p.reduce.fold_batches && plan.a.axes.size() == 1 && p.inner.size() == 1 && p.inner[0] == p.reduce_value) {
         const PInstr& in = p.instrs[static_cast<std::size_t>(p.reduce_value)];
-        if (in.op == ir::Op::Load && in.plain && in.dtype != DType::Float16 && in.cache_write < 0 &&
+        if (in.op == ir::Op::Load && in.plain && !is_reduced_float(in.dtype) && in.cache_write < 0 &&
             in.access.a_strides.size() == 1 && in.access.a_strides[0] == 1)
             p.row_load = p.reduce_value;
     }
@@ -20028,9 +20179,9 @@ inline void classify(const HostKernelPlan& plan, PPhase& p, bool in_place) {
         PInstr& v = p.instrs[static_cast<std::size_t>(st.value)];
         if (st.variant) read_inner(st.value);
         const bool computed = v.op == ir::Op::Unary || v.op == ir::Op::Binary || v.op == ir::Op::Where || v.op == ir::Op::Cast;
-        // (A float16 output cannot receive the float register in place.)
+        // (A float16 or bfloat16 output cannot receive the float register in place.)
         // (Nor an assign's output: its block may still be read after the value is computed.)
-        if (computed && !st.stream && !st.half && !in_place && v.invariant != st.variant && v.forward_store < 0)
+        if (computed && !st.stream && !st.reduced && !in_place && v.invariant != st.variant && v.forward_store < 0)
             v.forward_store = static_cast<int>(s);
     }
 }
@@ -20170,7 +20321,8 @@ inline HostKernelPlan plan_kernel(const ir::Kernel& k, int threads) {
             s.value = st.value;
             s.access = split_access(plan, st.access);
             s.esize = dtype_size(k.params[static_cast<std::size_t>(st.param)].dtype);
-            s.half = k.params[static_cast<std::size_t>(st.param)].dtype == DType::Float16;
+            s.dtype = k.params[static_cast<std::size_t>(st.param)].dtype;
+            s.reduced = is_reduced_float(s.dtype);
             s.variant = !p.outer && (!s.access.a_invariant || !p.instrs[static_cast<std::size_t>(st.value)].invariant);
             const std::int64_t written = s.variant ? plan.o.total * plan.a.total : plan.o.total;
             // (written * esize can pass int64 for a domain that is refused later, at allocation)
@@ -20314,7 +20466,7 @@ inline char* thread_arena(std::size_t bytes) {
 /// Runs a kernel's plan. The steps are member functions, not free ones, on purpose: GCC turns
 /// the steps that read nothing of the plan into local copies without `this` (IPA-SRA) and
 /// inlines them into eval, their one caller. As free functions, load stayed a call per block at
-/// -O2 and -O3 (and load_half and index_compare at -O2).
+/// -O2 and -O3 (and load_reduced and index_compare at -O2).
 class KernelRunner {
 public:
     explicit KernelRunner(HostKernelPlan plan) : plan_(std::move(plan)) {}
@@ -20452,7 +20604,8 @@ private:
               char* own) const {
         const LaneWalk w = lane_walk(in.access, ctx);
         ptr = own;
-        if (in.dtype == DType::Float16) return load_half(in, ctx, w, base, reg, own);
+        if (in.dtype == DType::Float16) return load_reduced<half>(in, ctx, w, base, reg, own);
+        if (in.dtype == DType::BFloat16) return load_reduced<bfloat16>(in, ctx, w, base, reg, own);
         const char* src = base[static_cast<std::size_t>(in.param)];
         const auto es = static_cast<std::int64_t>(in.esize);
         if (!in.plain && in.b < 0) return load_gated(in, ctx, w, reg, src, own, ptr);
@@ -20513,10 +20666,12 @@ private:
         }
     }
 
-    /// A float16 load widens every element into the float register (never read in place).
-    void load_half(const PInstr& in, const BlockCtx& ctx, const LaneWalk& w, char* const* base, void** reg,
-                   char* own) const {
-        const auto* src = reinterpret_cast<const half*>(base[static_cast<std::size_t>(in.param)]);
+    /// A float16 or bfloat16 (S) load widens every element into the float register (never read
+    /// in place).
+    template <class S>
+    void load_reduced(const PInstr& in, const BlockCtx& ctx, const LaneWalk& w, char* const* base, void** reg,
+                      char* own) const {
+        const auto* src = reinterpret_cast<const S*>(base[static_cast<std::size_t>(in.param)]);
         auto* out = reinterpret_cast<float*>(own);
         if (!in.plain) {
             for_each_indexed_lane(in, ctx, w, reg, [&](std::int64_t lane, bool inside, std::int64_t at) {
@@ -20525,9 +20680,12 @@ private:
             return;
         }
         for (const Segment& s : *ctx.segments) {
-            const half* from = src + w.fixed + dot(s.index, *w.vs);
+            const S* from = src + w.fixed + dot(s.index, *w.vs);
             if (w.step == 1) {
-                half_to_float(from, out + s.lane, s.len);
+                if constexpr (std::is_same_v<S, half>)
+                    half_to_float(from, out + s.lane, s.len);
+                else
+                    bfloat16_to_float(from, out + s.lane, s.len);
                 continue;
             }
             for (std::int64_t t = 0; t < s.len; ++t) out[s.lane + t] = from[t * w.step];
@@ -20591,7 +20749,8 @@ private:
         const LaneWalk w = lane_walk(st.access, ctx);
         const Strides& vs = *w.vs;
         const std::int64_t fixed = w.fixed, step = w.step;
-        if (st.half) return store_half(st, ctx, w, base, static_cast<const float*>(value));
+        if (st.dtype == DType::Float16) return store_reduced<half>(st, ctx, w, base, static_cast<const float*>(value));
+        if (st.dtype == DType::BFloat16) return store_reduced<bfloat16>(st, ctx, w, base, static_cast<const float*>(value));
         char* dst = base[static_cast<std::size_t>(st.param)];
         const auto es = static_cast<std::int64_t>(st.esize);
         for (const Segment& s : *ctx.segments) {
@@ -20609,20 +20768,25 @@ private:
         }
     }
 
-    /// A float16 store rounds the float register to half (nearest even).
-    void store_half(const PStore& st, const BlockCtx& ctx, const LaneWalk& w, char* const* base,
-                    const float* value) const {
+    /// A float16 or bfloat16 (S) store rounds the float register to S (nearest even).
+    template <class S>
+    void store_reduced(const PStore& st, const BlockCtx& ctx, const LaneWalk& w, char* const* base,
+                       const float* value) const {
         const std::int64_t step = w.step;
-        auto* dst = reinterpret_cast<half*>(base[static_cast<std::size_t>(st.param)]);
+        auto* dst = reinterpret_cast<S*>(base[static_cast<std::size_t>(st.param)]);
         for (const Segment& s : *ctx.segments) {
-            half* to = dst + w.fixed + dot(s.index, *w.vs);
+            S* to = dst + w.fixed + dot(s.index, *w.vs);
             const float* from = value + s.lane;
-            if (step == 1)
-                float_to_half(from, to, s.len);
-            else if (step == 0 && s.len > 0)
-                to[0] = half(from[s.len - 1]);  // every lane writes one element: the last wins
-            else
-                for (std::int64_t t = 0; t < s.len; ++t) to[t * step] = half(from[t]);
+            if (step == 1) {
+                if constexpr (std::is_same_v<S, half>)
+                    float_to_half(from, to, s.len);
+                else
+                    float_to_bfloat16(from, to, s.len);
+            } else if (step == 0 && s.len > 0) {
+                to[0] = S(from[s.len - 1]);  // every lane writes one element: the last wins
+            } else {
+                for (std::int64_t t = 0; t < s.len; ++t) to[t * step] = S(from[t]);
+            }
         }
     }
 
@@ -22077,6 +22241,8 @@ struct KernelOwner {
 // (convert_*_sat), bool is stored as one byte. float16 is storage only, as on the host: buffers
 // of `half` are read with vload_half(N) and written with vstore_half(N)_rte (core OpenCL 1.2,
 // no cl_khr_fp16), values in between are float, and a cast to float16 rounds through half.
+// bfloat16 likewise: buffers of `ushort` (its bits) widened with lt_bf16_load and written with
+// lt_bf16_store, the host's rounding in OpenCL C (cl_bfloat16_functions).
 
 #include <algorithm>
 #include <cmath>
@@ -22114,6 +22280,7 @@ inline const char* cl_value_type(DType t) {
         case DType::Int64: return "long";
         case DType::UInt64: return "ulong";
         case DType::Float16: return "float";  // computed in float; only buffers hold half
+        case DType::BFloat16: return "float";  // computed in float; buffers hold its bits (ushort)
         case DType::Float32: return "float";
         case DType::Float64: return "double";
         case DType::Complex64:
@@ -22122,9 +22289,48 @@ inline const char* cl_value_type(DType t) {
     return "?";
 }
 
-/// The OpenCL C type of an element of a buffer of `t` (bool is a byte, as in C++).
+/// The OpenCL C type of an element of a buffer of `t` (bool is a byte, as in C++; bfloat16 its
+/// 16 bits, read and written with cl_bfloat16_functions).
 inline const char* cl_storage_type(DType t) {
-    return t == DType::Bool ? "uchar" : t == DType::Float16 ? "half" : cl_value_type(t);
+    return t == DType::Bool ? "uchar" : t == DType::Float16 ? "half" : t == DType::BFloat16 ? "ushort" : cl_value_type(t);
+}
+
+/// bfloat16 in OpenCL C (no extension needed), bit for bit as on the host (core/bfloat16.hpp):
+/// lt_bf16_load widens the bits of an element to its float exactly; lt_bf16_store rounds a float
+/// to the nearest bfloat16 (ties to even; NaN kept, made quiet) and gives its bits;
+/// lt_round_bf16 rounds a float value to bfloat16 precision, lt_round_bf16_l and _ul a long or
+/// ulong once (through the float rounded to odd: toward zero, the last bit set where inexact),
+/// and, with `from_double`, lt_round_bf16_d a double once (the same way), all as the host's.
+inline void cl_bfloat16_functions(bool from_double, std::vector<std::string>& defs) {
+    defs.push_back("inline float lt_bf16_load(ushort b) { return as_float((uint)b << 16); }\n"
+                   "inline ushort lt_bf16_store(float x) {\n"
+                   "    uint u = as_uint(x);\n"
+                   "    if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u);\n"
+                   "    u += 0x7fffu + ((u >> 16) & 1u);\n"
+                   "    return (ushort)(u >> 16);\n}\n"
+                   "inline float lt_round_bf16(float x) { return lt_bf16_load(lt_bf16_store(x)); }\n"
+                   "inline float lt_round_bf16_l(long x) {\n"
+                   "    float f = convert_float_rtz(x);\n"
+                   "    if (convert_long(f) != x) f = as_float(as_uint(f) | 1u);\n"
+                   "    return lt_round_bf16(f);\n}\n"
+                   "inline float lt_round_bf16_ul(ulong x) {\n"
+                   "    float f = convert_float_rtz(x);\n"
+                   "    if (convert_ulong(f) != x) f = as_float(as_uint(f) | 1u);\n"
+                   "    return lt_round_bf16(f);\n}\n");
+    if (from_double)
+        defs.push_back("inline float lt_round_bf16_d(double d) {\n"
+                       "    float f;\n"
+                       "    if (fabs(d) > (double)FLT_MAX && !isinf(d)) {\n"
+                       "        f = d < 0 ? -FLT_MAX : FLT_MAX;\n"
+                       "    } else {\n"
+                       "        f = (float)d;\n"
+                       "        if (!isnan(d) && !isinf(d) && (double)f != d) {\n"
+                       "            uint u = as_uint(f);\n"
+                       "            if (fabs((double)f) > fabs(d)) u -= 1u;\n"
+                       "            f = as_float(u | 1u);\n"
+                       "        }\n"
+                       "    }\n"
+                       "    return lt_round_bf16(f);\n}\n");
 }
 
 /// The unsigned type integer arithmetic wraps in: uint for types of up to 32 bits (8- and
@@ -22343,7 +22549,8 @@ inline std::string cl_literal(const Scalar& s, DType t) {
         case DType::Int64:
             return v.i == INT64_MIN ? "(-9223372036854775807L - 1L)" : std::to_string(v.i) + "L";
         case DType::UInt64: return std::to_string(static_cast<std::uint64_t>(v.i)) + "UL";
-        case DType::Float16:  // the value, rounded to half by the cast above, as a float
+        case DType::Float16:  // the value, rounded to half (bfloat16) by the cast above, as a float
+        case DType::BFloat16:
         case DType::Float32:
         case DType::Float64: {
             const bool f32 = t != DType::Float64;
@@ -22363,6 +22570,13 @@ inline std::string cl_cast(DType to, DType from, const std::string& x) {
     if (to == DType::Float16) {  // rounds to half precision (lt_round_half*, see cl_half_functions)
         if (from == DType::Float64) return "lt_round_half_d(" + x + ")";
         return "lt_round_half(" + (is_floating(from) ? x : "(float)" + x) + ")";
+    }
+    if (to == DType::BFloat16) {  // rounds to bfloat16 precision (lt_round_bf16*, cl_bfloat16_functions)
+        if (from == DType::Float64) return "lt_round_bf16_d(" + x + ")";
+        if (from == DType::UInt64) return "lt_round_bf16_ul(" + x + ")";
+        // 32- and 64-bit integers may have more bits than a float (16-bit ones and bool do not)
+        if (is_integral(from) && dtype_bits(from) >= 32) return "lt_round_bf16_l((long)" + x + ")";
+        return "lt_round_bf16(" + (is_floating(from) ? x : "(float)" + x) + ")";
     }
     if (to == from) return x;
     if (to == DType::Bool) return "(" + x + " != 0)";
@@ -22572,6 +22786,16 @@ private:
                     round_half_d = round_half_d || ph.instrs[static_cast<std::size_t>(in.a)].dtype == DType::Float64;
                 }
         if (round_half) cl_half_functions(round_half_d, defs);
+        // bfloat16: loads and stores of its buffers, casts to it
+        bool bf16 = false, bf16_d = false;
+        for (const ir::Param& p : k_.params) bf16 = bf16 || p.dtype == DType::BFloat16;
+        for (auto& ph : k_.phases)
+            for (auto& in : ph.instrs)
+                if (in.op == ir::Op::Cast && in.dtype == DType::BFloat16) {
+                    bf16 = true;
+                    bf16_d = bf16_d || ph.instrs[static_cast<std::size_t>(in.a)].dtype == DType::Float64;
+                }
+        if (bf16) cl_bfloat16_functions(bf16_d, defs);
         std::vector<std::string> once;
         for (std::string& d : defs)
             if (std::find(once.begin(), once.end(), d) == once.end()) once.push_back(std::move(d));
@@ -22696,9 +22920,11 @@ private:
                     const std::string p = "p" + std::to_string(in.arg);
                     const std::string addr = address(in.access, coord);
                     const bool is_bool = in.dtype == DType::Bool, is_half = in.dtype == DType::Float16;
-                    // The element at address `a`, as a value (half widens to float).
+                    const bool is_bf16 = in.dtype == DType::BFloat16;
+                    // The element at address `a`, as a value (half and bfloat16 widen to float).
                     auto elem = [&](const std::string& a) {
                         if (is_half) return "vload_half(" + a + ", " + p + ")";
+                        if (is_bf16) return "lt_bf16_load(" + p + "[" + a + "])";
                         return is_bool ? "(" + p + "[" + a + "] != 0)" : p + "[" + a + "]";
                     };
                     const std::int64_t inner = n_ ? in.access.strides[n_ - 1] : 0;
@@ -22748,7 +22974,7 @@ private:
                         }
                         for (int l = 0; l < lanes; ++l) {
                             const std::string e = var + ".s" + std::to_string(l);
-                            out.push_back(is_bool ? "(" + e + " != 0)" : e);
+                            out.push_back(is_bool ? "(" + e + " != 0)" : is_bf16 ? "lt_bf16_load(" + e + ")" : e);
                         }
                     } else {
                         for (int l = 0; l < lanes; ++l) {
@@ -22802,7 +23028,7 @@ private:
             const auto& v = name[static_cast<std::size_t>(st.value)];
             auto value = [&](int l) {
                 const std::string& e = v.size() == 1 ? v[0] : v[static_cast<std::size_t>(l)];
-                return t == DType::Bool ? "(uchar)" + e : e;
+                return t == DType::Bool ? "(uchar)" + e : t == DType::BFloat16 ? "lt_bf16_store(" + e + ")" : e;
             };
             const bool is_half = t == DType::Float16;  // float values, rounded to nearest even
             if (lanes > 1 && vectorizable(st.access, lanes)) {
@@ -22903,7 +23129,7 @@ private:
         const Geometry g = geometry(reduce_units, outer_units);
         const bool split = g.split > 1;
         const ir::Phase& first = k_.phases[0];
-        // (float16 accumulates in float: the scratch partials are float too.)
+        // (float16 and bfloat16 accumulate in float: the scratch partials are float too.)
         const DType acc_t =
             first.instrs.empty() ? DType::Float32 : value_dtype(first.instrs[static_cast<std::size_t>(first.reduce_value)].dtype);
 
@@ -24305,9 +24531,10 @@ void lt_gemm(__global SC* restrict C, __global const SA* restrict A, __global co
     }
     // Stores: each run of V columns as one vector store where it is whole and aligned (n a
     // multiple of V), else element by element.
-    // A cast epilogue stores `o`, of C's floating dtype (float16: vstore_half(N)_rte).
+    // A cast epilogue stores `o`, of C's floating dtype (float16: vstore_half(N)_rte; bfloat16:
+    // lt_bf16_store, whose helpers the epilogue's kernel brings, its output being bfloat16).
     const std::optional<DType> cast = epilogue.output;
-    const bool half_out = cast == DType::Float16;
+    const bool half_out = cast == DType::Float16, bf16_out = cast == DType::BFloat16;
     s += std::string("    #pragma unroll\n    for (int i = 0; i < WM; ++i) {\n        const I row = row0 + OWN_ROW(i);\n") +
          (layout.whole_tiles ? "" : "        if (row >= m) continue;\n") + "        __global " + std::string(cast ? cl_storage_type(*cast) : "T") + "* out = C + row * n;\n";
     auto element = [&](int j, const std::string& col, const std::string& target) {
@@ -24315,6 +24542,7 @@ void lt_gemm(__global SC* restrict C, __global const SA* restrict A, __global co
         if (cast) e += std::string(" ") + cl_value_type(*cast) + " o;";
         if (!epilogue.code.empty()) e += "\n                {\n" + epilogue.code + "\n                }\n           ";
         if (half_out && target == "out[col]") return e + " vstore_half_rte(o, col, out); }\n";
+        if (bf16_out && target == "out[col]") return e + " out[col] = lt_bf16_store(o); }\n";
         return e + " " + target + " = " + (cast ? "o" : "v") + "; }\n";
     };
     const std::string out_vector = cast ? cl_value_type(*cast) + n(V) : VT;
@@ -24326,8 +24554,14 @@ void lt_gemm(__global SC* restrict C, __global const SA* restrict A, __global co
             const char* lane[] = {"s0", "s1", "s2", "s3"};
             for (int l = 0; l < V; ++l) s += element(j + l, run + " + " + n(l), std::string("w.") + lane[l]);
             // C and its rows start at multiples of V here: an aligned store.
-            s += half_out ? "            vstore_half" + n(V) + "_rte(w, 0, out + " + run + ");\n        }"
-                          : "            *(__global " + out_vector + "*)(out + " + run + ") = w;\n        }";
+            if (bf16_out) {
+                s += "            *(__global ushort" + n(V) + "*)(out + " + run + ") = (ushort" + n(V) + ")(";
+                for (int l = 0; l < V; ++l) s += std::string(l ? ", " : "") + "lt_bf16_store(w." + lane[l] + ")";
+                s += ");\n        }";
+            } else {
+                s += half_out ? "            vstore_half" + n(V) + "_rte(w, 0, out + " + run + ");\n        }"
+                              : "            *(__global " + out_vector + "*)(out + " + run + ") = w;\n        }";
+            }
             if (layout.whole_tiles) {
                 s += "\n";
                 continue;
@@ -24511,6 +24745,7 @@ struct ScalarArg {
             case DType::Int64: put(static_cast<cl_long>(value.as<std::int64_t>())); break;
             case DType::UInt64: put(static_cast<cl_ulong>(value.as<std::uint64_t>())); break;
             case DType::Float16: put(static_cast<cl_float>(value.cast(DType::Float16).as<float>())); break;
+            case DType::BFloat16: put(static_cast<cl_float>(value.cast(DType::BFloat16).as<float>())); break;
             case DType::Float32: put(static_cast<cl_float>(value.as<float>())); break;
             case DType::Float64: put(static_cast<cl_double>(value.as<double>())); break;
             case DType::Complex64:
@@ -26784,6 +27019,10 @@ inline std::string scan_program(DType t, ReduceOp op, const FusedPrologue& prolo
     if (t == DType::Float64 || in == DType::Float64 || prologue.fp64 || epilogue.fp64)
         s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
     std::vector<std::string> once;
+    // A bfloat16 operand or output is read and written with cl_bfloat16_functions (which the fused
+    // kernels' helpers may hold too: each once).
+    if (in == DType::BFloat16 || epilogue.output == DType::BFloat16) cl_bfloat16_functions(false, once);
+    for (const std::string& h : once) s += h;
     for (const std::vector<std::string>* list : {&epilogue.helpers, &prologue.helpers})
         for (const std::string& h : *list)
             if (std::find(once.begin(), once.end(), h) == once.end()) once.push_back(h), s += h;
@@ -26800,7 +27039,9 @@ inline std::string scan_program(DType t, ReduceOp op, const FusedPrologue& prolo
     const std::string extra = epilogue.parameters + prologue.parameters;
     // An element of the operand, at element `at` of `in`.
     auto load = [&](const std::string& at) {
-        const std::string read = in == DType::Float16 ? "vload_half(" + at + ", src)" : "src[" + at + "]";
+        const std::string read = in == DType::Float16    ? "vload_half(" + at + ", src)"
+                                 : in == DType::BFloat16 ? "lt_bf16_load(src[" + at + "])"
+                                                         : "src[" + at + "]";
         return prologue.name.empty() ? read : prologue.name + "(" + read + prologue.arguments + ")";
     };
     // The store of `value` at flat index `at`, coordinates (o, i, j) of [outer, length, inner].
@@ -26812,8 +27053,9 @@ inline std::string scan_program(DType t, ReduceOp op, const FusedPrologue& prolo
         if (epilogue.output) r += ind + "    " + cl_value_type(*epilogue.output) + " lt_r;\n";
         r += ind + "    {\n" + epilogue.code + ind + "    }\n";
         const std::string result = epilogue.output ? "lt_r" : "v";
-        r += epilogue.output == DType::Float16 ? ind + "    vstore_half_rte(" + result + ", lt_at, out);\n"
-                                               : ind + "    out[lt_at] = " + result + ";\n";
+        r += epilogue.output == DType::Float16    ? ind + "    vstore_half_rte(" + result + ", lt_at, out);\n"
+             : epilogue.output == DType::BFloat16 ? ind + "    out[lt_at] = lt_bf16_store(" + result + ");\n"
+                                                  : ind + "    out[lt_at] = " + result + ";\n";
         return r + ind + "}\n";
     };
     s += R"CL(// A tile index with one spare slot per 32: work-items reading V apart hit different banks.
@@ -27013,7 +27255,7 @@ private:
 // Backend::scatter on an OpenCL device: the base copied into the result on the queue, then one
 // work-item per position. An overwrite is a store of the element's bits (any dtype); an add is
 // an atomic: atomic_add for int32, a compare-and-swap loop for float32, and for int64 and
-// float64 where the device has cl_khr_int64_base_atomics. Other adds (uint8, bool, half, or
+// float64 where the device has cl_khr_int64_base_atomics. Other adds (uint8, bool, half, bfloat16, or
 // 64-bit types without the extension) go through host memory (Backend::scatter).
 
 #include <cstdint>
@@ -27116,8 +27358,11 @@ private:
 
 namespace lazytensor::detail::opencl {
 
-/// The element type of buffers of `t` as the sort reads them, and as it copies them.
-inline std::string sort_storage_type(DType t) { return t == DType::Float16 ? "half" : t == DType::Bool ? "uchar" : cl_value_type(t); }
+/// The element type of buffers of `t` as the sort reads them, and as it copies them (bfloat16:
+/// its bits, ushort).
+inline std::string sort_storage_type(DType t) {
+    return t == DType::Float16 ? "half" : t == DType::Bool ? "uchar" : t == DType::BFloat16 ? "ushort" : cl_value_type(t);
+}
 inline std::string sort_copy_type(DType t) { return t == DType::Float16 ? "ushort" : sort_storage_type(t); }
 
 /// lt_key(in, i), the key of in[i], and lt_after, the order of (key, position) pairs.
@@ -27125,8 +27370,11 @@ inline std::string sort_key_functions(DType t) {
     std::string key;
     switch (t) {
         case DType::Float16:
+        case DType::BFloat16:
         case DType::Float32:
-            key = std::string(t == DType::Float16 ? "    float v = vload_half(i, in);\n" : "    float v = in[i];\n") +
+            key = std::string(t == DType::Float16    ? "    float v = vload_half(i, in);\n"
+                              : t == DType::BFloat16 ? "    float v = as_float((uint)in[i] << 16);\n"
+                                                     : "    float v = in[i];\n") +
                   "    if (isnan(v)) v = NAN;\n    if (v == 0.0f) v = 0.0f;\n"
                   "    const uint u = as_uint(v);\n    return (ulong)((u >> 31) ? ~u : (u | 0x80000000u));\n";
             break;
@@ -27312,11 +27560,16 @@ inline std::string radix_store_function(DType t) {
     std::string body;
     switch (t) {
         case DType::Float16:
+        case DType::BFloat16:
         case DType::Float32:
             body = "    const uint u = (uint)k;\n    const float v = as_float((u >> 31) ? (u & 0x7fffffffu) : ~u);\n";
-            body += t == DType::Float32 ? "    values[at] = v == 0.0f || isnan(v) ? in[p] : v;\n"
-                                        : "    if (v == 0.0f || isnan(v)) values[at] = ((__global const ushort*)in)[p];\n"
-                                          "    else vstore_half(v, at, (__global half*)values);\n";
+            if (t == DType::Float32)
+                body += "    values[at] = v == 0.0f || isnan(v) ? in[p] : v;\n";
+            else if (t == DType::BFloat16)  // v is a bfloat16's float: its top half is the element
+                body += "    values[at] = v == 0.0f || isnan(v) ? in[p] : (ushort)(as_uint(v) >> 16);\n";
+            else
+                body += "    if (v == 0.0f || isnan(v)) values[at] = ((__global const ushort*)in)[p];\n"
+                        "    else vstore_half(v, at, (__global half*)values);\n";
             break;
         case DType::Float64:
             body = "    const double v = as_double((k >> 63) ? (k & 0x7fffffffffffffffUL) : ~k);\n"
@@ -27552,8 +27805,8 @@ public:
             return;
         }
         if (radix) {
-            // Keys of 1-byte types have 8 significant bits, of 2- and 4-byte types 32 (half sorts
-            // by its float), others 64.
+            // Keys of 1-byte types have 8 significant bits, of 2- and 4-byte types 32 (half and
+            // bfloat16 sort by their float), others 64.
             const int bits = dtype_size(t) == 1 ? 8 : dtype_size(t) <= 4 ? 32 : 64;
             const std::int64_t tiles = (n + shape.tile() - 1) / shape.tile();
             const std::size_t group = std::size_t(shape.group);
@@ -29739,6 +29992,7 @@ constexpr double kCheckSubnormalUnits = 4;
 inline CheckTolerance check_tolerance(DType t) {
     switch (t) {
         case DType::Float16: return {1e-2, 1e-3, kCheckSubnormalUnits * 0x1p-24};
+        case DType::BFloat16: return {8e-2, 1e-2, kCheckSubnormalUnits * 0x1p-133};
         case DType::Float32: return {1e-4, 1e-5, kCheckSubnormalUnits * 0x1p-149};
         case DType::Float64: return {1e-10, 1e-12, kCheckSubnormalUnits * 0x1p-1074};
         default: return {0, 0, 0};  // integers and bool: exact
@@ -29749,6 +30003,7 @@ inline CheckTolerance check_tolerance(DType t) {
 inline double dtype_epsilon(DType t) {
     switch (t) {
         case DType::Float16: return 0x1p-10;
+        case DType::BFloat16: return 0x1p-7;
         case DType::Float32: return 0x1p-23;
         case DType::Float64: return 0x1p-52;
         default: return 0;
@@ -32625,7 +32880,8 @@ inline MPI_Datatype datatype(DType t) {
         case DType::UInt32: return MPI_UINT32_T;
         case DType::Int64: return MPI_INT64_T;
         case DType::UInt64: return MPI_UINT64_T;
-        case DType::Float16: return MPI_UINT16_T;  // moved as 16-bit words; reduced in float32 (frontend/dist.hpp)
+        case DType::Float16:  // moved as 16-bit words; reduced in float32 (frontend/dist.hpp)
+        case DType::BFloat16: return MPI_UINT16_T;
         case DType::Float32: return MPI_FLOAT;
         case DType::Float64: return MPI_DOUBLE;
         case DType::Complex64:

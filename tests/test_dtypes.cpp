@@ -1,16 +1,23 @@
 // SPDX-License-Identifier: MIT
 // The integer dtypes int8, int16, uint16, uint32 and uint64 (docs/dtypes.md): wrap-around
 // arithmetic at the limits, comparisons, division and shifts of unsigned types, views,
-// promotion, casts to and from every dtype, reductions, sort, printing and .npy files; and the
-// lazytensor::bfloat16 value type's rounding. Expected values are written out by hand (bit
-// patterns for bfloat16) or computed in C++ from the C++ types' own conversions.
+// promotion, casts to and from every dtype, reductions, sort, printing and .npy files; the
+// lazytensor::bfloat16 value type's rounding, and bfloat16 tensors (element-wise ops, sums,
+// casts, sort, cumsum, promotion, printing, random numbers, .npy; matrix products are in
+// test_matmul.cpp). Expected values are
+// written out by hand (bit patterns for bfloat16) or computed in C++ from the C++ types' own
+// conversions (for bfloat16: float arithmetic rounded once by the value type).
 #include "common.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <limits>
 #include <random>
+#include <sstream>
 #include <type_traits>
 
 namespace {
@@ -545,4 +552,325 @@ TEST_CASE("bfloat16 rounds to nearest even by bit pattern: ties, NaN, infinities
     CHECK((-lt::bfloat16::from_bits(0x7fc0)).bits == 0xffc0);
     CHECK(lt::bfloat16(2.0f) > lt::bfloat16(1.0f));
     CHECK(lt::bfloat16::from_bits(0x7fc0) != lt::bfloat16::from_bits(0x7fc0));
+}
+
+// ------------------------------------------------------------------------- bfloat16 tensors
+
+namespace {
+
+using bf16 = lt::bfloat16;
+
+/// Each value rounded to bfloat16 by the value type (tested above against hand values).
+std::vector<bf16> dt_bf16s(const std::vector<float>& values) {
+    std::vector<bf16> out;
+    for (float v : values) out.push_back(bf16(v));
+    return out;
+}
+
+std::vector<bf16> dt_bf16_bits(const std::vector<std::uint16_t>& bits) {
+    std::vector<bf16> out;
+    for (std::uint16_t b : bits) out.push_back(bf16::from_bits(b));
+    return out;
+}
+
+std::string dt_hex(std::uint16_t bits) {
+    std::ostringstream s;
+    s << "0x" << std::hex << bits;
+    return s.str();
+}
+
+/// Bit-for-bit equality of bfloat16 results (NaN included), printing the first differences.
+void dt_check_bits(const lt::Tensor<bf16>& t, const std::vector<bf16>& expected) {
+    CHECK(t.dtype() == lt::DType::BFloat16);
+    const std::vector<bf16> got = t.to_vector();
+    REQUIRE(got.size() == expected.size());
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        if (got[i].bits == expected[i].bits) continue;
+        if (wrong++ < 5)
+            FAIL_CHECK("element " << i << ": got " << float(got[i]) << " (" << dt_hex(got[i].bits) << "), expected "
+                                  << float(expected[i]) << " (" << dt_hex(expected[i].bits) << ")");
+    }
+    CHECK(wrong == 0);
+}
+
+/// `cast`, a cast of bfloat16 `values` to U, against dt_expected_cast of their floats.
+template <class U>
+void dt_check_bf16_cast(const lt::Tensor<U>& cast, const std::vector<bf16>& values) {
+    INFO("from bfloat16 to " << lt::dtype_of<U>());
+    std::vector<U> want;
+    for (bf16 v : values) want.push_back(dt_expected_cast<U>(float(v)));
+    dt_check<U>(cast, want);
+}
+
+/// f of the elements' floats, rounded once to bfloat16: what a kernel computing in float32 stores.
+template <class F>
+std::vector<bf16> dt_bf16_expect(std::size_t n, F f) {
+    std::vector<bf16> out;
+    for (std::size_t i = 0; i < n; ++i) out.push_back(bf16(f(i)));
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("bfloat16 tensors compute element-wise in float32 and round once as they store") {
+    // a * b + c at element 0 is 0.04736328125 (exact in bfloat16); rounding a * b first would
+    // give 0.046875. Values near 1, past float16's range, negative, zero and a subnormal.
+    const std::vector<bf16> a = dt_bf16_bits({0x3f83, 0xc020, 0x7e80, 0x3dcd, 0x0005, 0x40e0, 0x8000, 0x4396});
+    const std::vector<bf16> b = dt_bf16_bits({0x3f83, 0x3f00, 0x4000, 0xbdcd, 0x3f00, 0x4110, 0x3f80, 0x3c23});
+    const std::vector<bf16> c = dt_bf16_bits({0xbf80, 0x4040, 0x0000, 0x3f80, 0x0000, 0xc2c6, 0x3f80, 0x3f80});
+    const std::size_t n = a.size();
+    auto fa = [&](std::size_t i) { return float(a[i]); };
+    auto fb = [&](std::size_t i) { return float(b[i]); };
+    auto fc = [&](std::size_t i) { return float(c[i]); };
+    const std::vector<bf16> fused = dt_bf16_expect(n, [&](std::size_t i) { return fa(i) * fb(i) + fc(i); });
+    CHECK(fused[0].bits == 0x3d42);                                        // 0.04736328125, by hand
+    CHECK(bf16(float(bf16(fa(0) * fb(0))) + fc(0)).bits == 0x3d40);  // rounded twice: 0.046875
+    for_each_device([&](lt::Device) {
+        const lt::Tensor<bf16> ta = dt_tensor(a), tb = dt_tensor(b), tc = dt_tensor(c);
+        // A scalar does not widen the tensor: bfloat16 * 2.5 is bfloat16.
+        auto scaled = ta * 2.5;
+        static_assert(std::is_same_v<typename decltype(scaled)::value_type, bf16>);
+        // Views: a realized [2, 4] tensor transposed, and a strided slice of a lazy expression.
+        const lt::Tensor<bf16> m = lt::tensor<bf16>(a, {2, 4});
+        const lt::Tensor<bf16> r[] = {ta * tb + tc, ta - tb, tc / 4, lt::maximum(ta, tb), -lt::abs(ta), lt::where(ta < tb, ta, tc),
+                                      scaled, m.t() * m.t(), (ta + tb).slice(0, 1, 8, 3), lt::zeros<bf16>({0}) + bf16(1.0f)};
+        const lt::Tensor<bool> less = ta < tb;
+        lt::realize({r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], less});  // one program on OpenCL
+        dt_check_bits(r[0], fused);
+        dt_check_bits(r[1], dt_bf16_expect(n, [&](std::size_t i) { return fa(i) - fb(i); }));
+        dt_check_bits(r[2], dt_bf16_expect(n, [&](std::size_t i) { return fc(i) / 4; }));  // exact quotients
+        dt_check_bits(r[3], dt_bf16_expect(n, [&](std::size_t i) { return std::max(fa(i), fb(i)); }));
+        dt_check_bits(r[4], dt_bf16_expect(n, [&](std::size_t i) { return -std::fabs(fa(i)); }));
+        dt_check_bits(r[5], dt_bf16_expect(n, [&](std::size_t i) { return fa(i) < fb(i) ? fa(i) : fc(i); }));
+        dt_check_bits(r[6], dt_bf16_expect(n, [&](std::size_t i) { return fa(i) * 2.5f; }));
+        dt_check_bits(r[7].reshape({8}), dt_bf16_expect(n, [&](std::size_t i) { return fa(i % 2 * 4 + i / 2) * fa(i % 2 * 4 + i / 2); }));
+        dt_check_bits(r[8], dt_bf16_expect(3, [&](std::size_t i) { return fa(1 + 3 * i) + fb(1 + 3 * i); }));
+        dt_check_bits(r[9], {});  // empty
+        const std::vector<bool> got_less = less.to_vector();
+        for (std::size_t i = 0; i < n; ++i) CHECK(got_less[i] == (fa(i) < fb(i)));
+    });
+}
+
+TEST_CASE("bfloat16 sums and means accumulate in float32, rounded once; max, argmax, var") {
+    // 256 and sixteen 1s: 272 in float32; a bfloat16 accumulator would stay at 256 (257 rounds
+    // to even).
+    std::vector<float> ones(17, 1.0f);
+    ones[0] = 256.0f;
+    const std::vector<bf16> x = dt_bf16s(ones);
+    bf16 in_bf16(0.0f);
+    for (bf16 v : x) in_bf16 += v;
+    CHECK(float(in_bf16) == 256.0f);
+    for_each_device([&](lt::Device) {
+        const lt::Tensor<bf16> t = dt_tensor(x);
+        auto s = lt::sum(t);
+        static_assert(std::is_same_v<typename decltype(s)::value_type, bf16>);
+        // Along an axis of a transposed lazy expression, with keepdim; the variance of 1..4.
+        const lt::Tensor<bf16> m = lt::tensor<bf16>(dt_bf16s({1, 2, 3, 4, 5, 6}), {2, 3});
+        const lt::Tensor<bf16> r[] = {s, lt::mean(t), lt::max(t), lt::sum((m * bf16(2.0f)).t(), 1, true),
+                                      m.reshape({6}).slice(0, 0, 4).var(), lt::mean(lt::zeros<bf16>({0}))};
+        const lt::Tensor<std::int64_t> arg = t.argmax(0);
+        lt::realize({r[0], r[1], r[2], r[3], r[4], r[5], arg});
+        CHECK(r[0].item().bits == 0x4388);  // 272
+        CHECK(r[1].item().bits == 0x4180);  // 16
+        CHECK(float(r[2].item()) == 256.0f);
+        dt_check_bits(r[3].reshape({3}), dt_bf16s({10, 14, 18}));
+        CHECK(r[4].item().bits == bf16(5.0f / 3.0f).bits);  // 5/3 in float32, rounded once: 1.6640625
+        CHECK(std::isnan(float(r[5].item())));               // 0 / 0
+        CHECK(arg.item() == 0);
+    });
+}
+
+TEST_CASE("bfloat16 casts to and from every dtype: NaN, infinities, subnormals, values past the range, ties") {
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const auto float_of = [](std::uint32_t u) {
+        float f;
+        std::memcpy(&f, &u, sizeof f);
+        return f;
+    };
+    // Float bit patterns and the bfloat16 each rounds to (by hand, as in the value type's test).
+    const std::vector<std::uint32_t> from_bits = {0x3f800000u, 0x80000000u, 0x3f808000u, 0x3f818000u, 0x3f808001u,
+                                                  0x7f800000u, 0xff800000u, 0x7f7fffffu, 0x7f7f7fffu, 0x7fc00001u,
+                                                  0xffa50000u, 0x00010000u, 0x00008000u, 0x00018000u, 0x807f8000u};
+    const std::vector<std::uint16_t> to_bits = {0x3f80, 0x8000, 0x3f80, 0x3f82, 0x3f81, 0x7f80, 0xff80, 0x7f80,
+                                                0x7f7f, 0x7fc0, 0xffe5, 0x0001, 0x0000, 0x0002, 0x8080};
+    std::vector<float> floats;
+    for (std::uint32_t u : from_bits) floats.push_back(float_of(u));
+    // bfloat16 values to cast out: NaN, infinities, -3.5, 300, -0, a subnormal, the largest.
+    const std::vector<bf16> out = dt_bf16_bits({0x7fc0, 0x7f80, 0xff80, 0xc060, 0x4396, 0x8000, 0x000b, 0x7f7f});
+    for_each_device([&](lt::Device d) {
+        // Into bfloat16, all in one schedule (one program on OpenCL). Integers round once
+        // (2^30 + 2^22 + 1 is just past a tie, though its nearest float is the tie), saturate
+        // nowhere (float's range) and keep 16-bit values' top 8 bits; float16's largest, 65504,
+        // is a tie between 65280 and 65536: to even, 65536.
+        const bool f64 = lt::detail::supports_float64(d);
+        const lt::Tensor<bf16> in[] = {
+            lt::cast<bf16>(dt_tensor(floats)),
+            lt::cast<bf16>(lt::tensor<std::int32_t>({257, 259, -1, 0, (1 << 30) + (1 << 22) + 1, (1 << 30) + (1 << 22),
+                                                      dt_limits<std::int32_t>::max(), dt_limits<std::int32_t>::min()})),
+            lt::cast<bf16>(lt::tensor<std::int64_t>({dt_limits<std::int64_t>::max(), (std::int64_t(1) << 53) + 1,
+                                                      -(std::int64_t(1) << 40) - (std::int64_t(1) << 32) - 1})),
+            lt::cast<bf16>(lt::tensor<std::uint64_t>({dt_limits<std::uint64_t>::max(), 0x8080000000000001u})),
+            lt::cast<bf16>(lt::tensor<std::uint8_t>({255, 0})),
+            lt::cast<bf16>(lt::tensor<bool>({true, false})),
+            lt::cast<bf16>(lt::tensor<lt::half>({lt::half(65504.0f), lt::half(-0.5f)})),
+            // a double rounds once too (where the device has float64)
+            f64 ? lt::cast<bf16>(lt::tensor<double>({1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -40), 1.0 + std::ldexp(1.0, -8), 1e39,
+                                                     -1e39, 3.39e38, -1e-50, std::ldexp(1.5, -133), double(nan)}))
+                : lt::zeros<bf16>({0})};
+        lt::realize({in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7]});
+        dt_check_bits(in[0], dt_bf16_bits(to_bits));
+        dt_check_bits(in[1], dt_bf16_bits({0x4380, 0x4382, 0xbf80, 0x0000, 0x4e81, 0x4e80, 0x4f00, 0xcf00}));
+        dt_check_bits(in[2], dt_bf16_bits({0x5f00, 0x5a00, 0xd381}));
+        dt_check_bits(in[3], dt_bf16_bits({0x5f80, 0x5f01}));
+        dt_check_bits(in[4], dt_bf16_bits({0x437f, 0x0000}));
+        dt_check_bits(in[5], dt_bf16_bits({0x3f80, 0x0000}));
+        dt_check_bits(in[6], dt_bf16_bits({0x4780, 0xbf00}));
+        if (f64) dt_check_bits(in[7], dt_bf16_bits({0x3f81, 0x3f80, 0x7f80, 0xff80, 0x7f7f, 0x8000, 0x0002, 0x7fc0}));
+
+        // Out of bfloat16: to float and double exactly, to integers truncated and saturated
+        // (NaN: 0), to bool != 0, to float16 rounded (the largest bfloat16 is past float16's
+        // range, the subnormal below it).
+        const lt::Tensor<bf16> t = dt_tensor(out);
+        const lt::Tensor<float> to_float = lt::cast<float>(t);
+        const lt::Tensor<double> to_double = f64 ? lt::cast<double>(t) : lt::zeros<double>({0});
+        const lt::Tensor<std::int32_t> to_i32 = lt::cast<std::int32_t>(t);
+        const lt::Tensor<std::int64_t> to_i64 = lt::cast<std::int64_t>(t);
+        const lt::Tensor<std::uint8_t> to_u8 = lt::cast<std::uint8_t>(t);
+        const lt::Tensor<std::int8_t> to_i8 = lt::cast<std::int8_t>(t);
+        const lt::Tensor<std::uint64_t> to_u64 = lt::cast<std::uint64_t>(t);
+        const lt::Tensor<bool> to_bool = lt::cast<bool>(t);
+        const lt::Tensor<lt::half> to_half = lt::cast<lt::half>(t);
+        lt::realize({to_float, to_double, to_i32, to_i64, to_u8, to_i8, to_u64, to_bool, to_half});
+        const std::vector<float> f = to_float.to_vector();
+        for (std::size_t i = 0; i < out.size(); ++i) {
+            std::uint32_t u;
+            std::memcpy(&u, &f[i], sizeof u);
+            CHECK(u == std::uint32_t(out[i].bits) << 16);
+        }
+        if (f64) {
+            const std::vector<double> wide = to_double.to_vector();
+            for (std::size_t i = 1; i < out.size(); ++i) CHECK(wide[i] == double(float(out[i])));
+            CHECK(std::isnan(wide[0]));
+        }
+        dt_check_bf16_cast(to_i32, out), dt_check_bf16_cast(to_i64, out), dt_check_bf16_cast(to_u8, out);
+        dt_check_bf16_cast(to_i8, out), dt_check_bf16_cast(to_u64, out);
+        CHECK(dt_expected_cast<std::int32_t>(float(out[1])) == dt_limits<std::int32_t>::max());  // inf saturates
+        dt_check<bool>(to_bool, {true, true, true, true, true, false, true, true});
+        const std::vector<lt::half> h = to_half.to_vector();
+        const std::vector<std::uint16_t> half_bits = {0x7e00, 0x7c00, 0xfc00, 0xc300, 0x5cb0, 0x8000, 0x0000, 0x7c00};
+        CHECK(std::isnan(float(h[0])));
+        for (std::size_t i = 1; i < h.size(); ++i) CHECK(h[i].bits == half_bits[i]);
+    });
+}
+
+// (bfloat16 matrix products are tested in test_matmul.cpp, whose area builds CLBlast's kernels
+// anyway: they take seconds on PoCL.)
+TEST_CASE("bfloat16 sort, topk, argsort and cumsum order and add as float") {
+    // Sorting: NaN last (first when descending), -0 and +0 equal (stably kept in order), ties.
+    const std::vector<bf16> s = dt_bf16_bits({0x4040, 0x7fc0, 0xff80, 0x8000, 0x0000, 0x7149, 0xc020, 0x7f80, 0x4040});
+    std::vector<std::int64_t> order(s.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = std::int64_t(i);
+    std::stable_sort(order.begin(), order.end(), [&](std::int64_t x, std::int64_t y) {
+        const float fx = float(s[std::size_t(x)]), fy = float(s[std::size_t(y)]);
+        return !std::isnan(fx) && (std::isnan(fy) || fx < fy);
+    });
+    std::vector<bf16> sorted;
+    for (std::int64_t i : order) sorted.push_back(s[std::size_t(i)]);
+    // cumsum: partial sums in float32, each rounded once (257 and 261 are ties, to even).
+    const std::vector<bf16> c = dt_bf16s({256, 1, 1, 1, 1, 1});
+    std::vector<bf16> partial;
+    float running = 0;
+    for (bf16 v : c) partial.push_back(bf16(running += float(v)));
+    CHECK(partial[2].bits == 0x4381);  // 258, where a bfloat16 running sum stays at 256
+    for_each_device([&](lt::Device) {
+        const lt::Tensor<bf16> ts = dt_tensor(s);
+        const lt::SortResult<bf16> r = lt::sort(ts), top = lt::topk(ts, 3);
+        const lt::Tensor<std::int64_t> args = lt::argsort(ts);
+        auto cs = lt::cumsum(dt_tensor(c), 0);
+        static_assert(std::is_same_v<typename decltype(cs)::value_type, bf16>);
+        const lt::Tensor<bf16> cs_t = cs;
+        lt::realize({r.values, r.indices, top.values, top.indices, args, cs_t});
+        dt_check_bits(r.values, sorted);
+        CHECK(r.indices.to_vector() == order);
+        CHECK(args.to_vector() == order);
+        dt_check_bits(top.values, dt_bf16_bits({0x7fc0, 0x7f80, 0x7149}));
+        CHECK(top.indices.to_vector() == std::vector<std::int64_t>{1, 7, 5});
+        dt_check_bits(cs_t, partial);
+    });
+}
+
+TEST_CASE("bfloat16 promotion (float16 with bfloat16 is float32), names, printing and random numbers") {
+    using DType = lt::DType;
+    static_assert(lt::promote(DType::BFloat16, DType::Float16) == DType::Float32);
+    static_assert(lt::promote(DType::Float16, DType::BFloat16) == DType::Float32);
+    static_assert(lt::promote(DType::BFloat16, DType::BFloat16) == DType::BFloat16);
+    static_assert(lt::promote(DType::BFloat16, DType::Float32) == DType::Float32);
+    static_assert(lt::promote(DType::Float64, DType::BFloat16) == DType::Float64);
+    static_assert(lt::promote(DType::Int64, DType::BFloat16) == DType::BFloat16);
+    static_assert(lt::promote(DType::BFloat16, DType::UInt64) == DType::BFloat16);
+    static_assert(lt::promote(DType::Bool, DType::BFloat16) == DType::BFloat16);
+    static_assert(std::is_same_v<lt::promote_t<bf16, lt::half>, float>);
+    static_assert(std::is_same_v<lt::promote_t<std::int32_t, bf16>, bf16>);
+    static_assert(std::is_same_v<lt::scalar_promote_t<bf16, double>, bf16>);      // a scalar does not widen it
+    static_assert(std::is_same_v<lt::scalar_promote_t<std::int32_t, bf16>, float>);  // a floating scalar: float32
+    static_assert(lt::dtype_of<bf16>() == DType::BFloat16 && lt::value_dtype(DType::BFloat16) == DType::Float32);
+    static_assert(lt::is_floating(DType::BFloat16) && lt::dtype_bits(DType::BFloat16) == 16);
+    CHECK(std::string(lt::dtype_name(DType::BFloat16)) == "bfloat16");
+    CHECK(lt::dtype_size(DType::BFloat16) == 2);
+    for_each_device([](lt::Device) {
+        const lt::Tensor<bf16> x = lt::tensor<bf16>({bf16(1.0078125f), bf16(-3.0f)});
+        auto sum = x + lt::tensor<lt::half>({lt::half(0.5f), lt::half(0.25f)});
+        static_assert(std::is_same_v<typename decltype(sum)::value_type, float>);
+        CHECK(sum.dtype() == DType::Float32);
+        CHECK(sum.to_vector() == std::vector<float>{1.5078125f, -2.75f});
+        CHECK((x + std::int64_t(1)).dtype() == DType::BFloat16);
+        CHECK((x + lt::tensor<std::int32_t>({1, 2})).dtype() == DType::BFloat16);
+
+        std::ostringstream s;
+        s << lt::tensor<bf16>({bf16(1.5f), bf16(-0.25f)});
+        CHECK(s.str().find("[ 1.5000, -0.2500]") != std::string::npos);
+        CHECK(s.str().find("dtype=bfloat16") != std::string::npos);
+
+        // rand: the top 8 of the bits whose top 24 make rand<float>'s number, so floor(u * 256) / 256
+        // of it; randn finite.
+        const lt::Tensor<bf16> r = lt::rand<bf16>({64}, 5), rn = lt::randn<bf16>({64}, 5);
+        const lt::Tensor<float> rf = lt::rand<float>({64}, 5);
+        lt::realize({r, rn, rf});
+        const std::vector<bf16> rv = r.to_vector();
+        const std::vector<float> rfv = rf.to_vector();
+        for (std::size_t i = 0; i < rv.size(); ++i) CHECK(float(rv[i]) == std::floor(rfv[i] * 256.0f) / 256.0f);
+        for (bf16 v : rn.to_vector()) CHECK(std::isfinite(float(v)));
+    });
+}
+
+TEST_CASE("bfloat16 and .npy: save_npy refuses it (NumPy has none); load_npy<bfloat16> rounds a float32 file") {
+    const std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / ("lazytensor_test_bf16_" + std::to_string(std::random_device{}()));
+    std::filesystem::create_directories(dir);
+    const std::string path = (dir / "x.npy").string();
+    for_each_device([&](lt::Device) {
+        const std::vector<bf16> values = dt_bf16_bits({0x3f81, 0xc049, 0x7f80});
+        const lt::Tensor<bf16> t = dt_tensor(values) * bf16(1.0f);  // lazy
+        std::filesystem::remove(path);  // an earlier device's file
+        const std::string refusal = "lt::save_npy: " + path + ": NumPy has no bfloat16 dtype (tensor of shape [3]); cast to float32 first";
+        CHECK_THROWS_WITH_AS(lt::save_npy(path, t), doctest::Contains(refusal.c_str()), lt::DTypeError);
+        CHECK(!std::filesystem::exists(path));
+        dt_check_bits(t, values);  // usable after the refusal
+        // Saved as float32 (exact), the file NumPy would write; loaded back as bfloat16: the same.
+        lt::save_npy(path, lt::cast<float>(t));
+        std::vector<float> floats;
+        for (bf16 v : values) floats.push_back(float(v));
+        CHECK(dt_read_file(path) == dt_npy_1d("<f4", 3, dt_bytes(floats)));
+        dt_check_bits(lt::load_npy<bf16>(path), values);
+        // A float32 file of other values rounds each once, to nearest even.
+        const float tie = 1.0f + std::ldexp(1.0f, -8), past = tie + std::ldexp(1.0f, -20);
+        std::ofstream(path, std::ios::binary | std::ios::trunc) << dt_npy_1d("<f4", 4, dt_bytes(std::vector<float>{tie, past, 3.4e38f, -1e-45f}));
+        dt_check_bits(lt::load_npy<bf16>(path), dt_bf16_bits({0x3f80, 0x3f81, 0x7f80, 0x8000}));
+        // Another dtype: DTypeError naming it and the way.
+        std::ofstream(path, std::ios::binary | std::ios::trunc) << dt_npy_1d("<f8", 1, std::string(8, '\0'));
+        CHECK_THROWS_WITH_AS(lt::load_npy<bf16>(path),
+                             doctest::Contains("holds float64 values (descr '<f8'), not float32: NumPy has no bfloat16"), lt::DTypeError);
+    });
+    std::filesystem::remove_all(dir);
 }

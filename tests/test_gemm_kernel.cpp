@@ -306,6 +306,27 @@ TEST_CASE("the own GEMM kernel without edge checks where every tile is whole" *
             REQUIRE(halves.size() == p.value.size());
             for (std::size_t i = 0; i < halves.size(); ++i)
                 CHECK(std::fabs(static_cast<float>(halves[i]) - p.value[i]) <= 1e-3 * std::fabs(p.value[i]) + 1e-5 * p.magnitude[i]);
+            // bfloat16: a result stored as bfloat16 by the kernel (vector stores of whole tiles, and
+            // element stores at the edges of 72 rows): the float product rounded once, bit for bit
+            // as the host's bfloat16(float) rounds the same kernel's float results
+            for (const bool edges : {false, true}) {
+                INFO((edges ? "72 rows" : "whole tiles"));
+                const lt::Tensor<float> X = edges ? make_tensor<float>(random_ref<float>({72, 48}, 85)) : A;
+                CHECK(whole([&] { return lt::matmul(X, B).cast<lt::bfloat16>(); }) == !edges);
+                CHECK(lt::schedule(lt::matmul(X, B).cast<lt::bfloat16>()).size() == 1);
+                const lt::Tensor<lt::bfloat16> r = lt::matmul(X, B).cast<lt::bfloat16>();
+                const lt::Tensor<float> f = lt::matmul(X, B);
+                lt::realize({r, f});
+                const std::vector<lt::bfloat16> got = r.to_vector();
+                const std::vector<float> floats = f.to_vector();
+                REQUIRE(got.size() == floats.size());
+                std::size_t wrong = 0;
+                for (std::size_t i = 0; i < got.size(); ++i) wrong += got[i].bits != lt::bfloat16(floats[i]).bits;
+                CHECK(wrong == 0);
+                if (!edges)
+                    for (std::size_t i = 0; i < got.size(); ++i)
+                        CHECK(std::fabs(static_cast<float>(got[i]) - p.value[i]) <= 0x1p-8 * std::fabs(p.value[i]) + 1e-5 * p.magnitude[i]);
+            }
         }
     });
 }

@@ -44,13 +44,13 @@ T interop_value(int i) {
     if constexpr (std::is_same_v<T, bool>) return i % 3 == 1;
     else if constexpr (std::is_same_v<T, std::uint8_t>) return static_cast<std::uint8_t>(200 - 7 * i);
     else if constexpr (std::is_same_v<T, std::int64_t>) return (std::int64_t(1) << 40) * (i - 3) + i;
-    else if constexpr (std::is_same_v<T, lt::half>) return lt::half(0.5f * static_cast<float>(i) - 2.0f);
+    else if constexpr (std::is_same_v<T, lt::half> || std::is_same_v<T, lt::bfloat16>) return T(0.5f * static_cast<float>(i) - 2.0f);
     else return static_cast<T>(3 * i - 7);
 }
 
 template <class T>
 double interop_double(T v) {
-    if constexpr (std::is_same_v<T, lt::half>) return static_cast<double>(static_cast<float>(v));
+    if constexpr (std::is_same_v<T, lt::half> || std::is_same_v<T, lt::bfloat16>) return static_cast<double>(static_cast<float>(v));
     else return static_cast<double>(v);
 }
 
@@ -641,7 +641,7 @@ inline DLManagedTensor* interop_foreign(void* data, DLDevice device, DLDataType 
 
 TEST_CASE_TEMPLATE("DLPack: a round trip shares the memory and calls the deleter once", T, std::uint8_t, std::int32_t,
                    std::int64_t, lt::half, float, double, std::int8_t, std::int16_t, std::uint16_t, std::uint32_t,
-                   std::uint64_t) {
+                   std::uint64_t, lt::bfloat16) {
     for_each_device([](lt::Device d) {
         std::vector<T> values;
         for (int i = 0; i < 12; ++i) values.push_back(interop_value<T>(i));
@@ -656,7 +656,8 @@ TEST_CASE_TEMPLATE("DLPack: a round trip shares the memory and calls the deleter
         CHECK(dt.strides[1] == 1);
         CHECK(int(dt.dtype.bits) == int(8 * sizeof(T)));
         CHECK(int(dt.dtype.lanes) == 1);
-        CHECK(int(dt.dtype.code) == int(std::is_same_v<T, lt::half> || std::is_floating_point_v<T> ? kDLFloat
+        CHECK(int(dt.dtype.code) == int(std::is_same_v<T, lt::bfloat16>                             ? kDLBfloat  // 4, PyTorch's
+                                        : std::is_same_v<T, lt::half> || std::is_floating_point_v<T> ? kDLFloat
                                         : std::is_signed_v<T>                                        ? kDLInt
                                                                                                      : kDLUInt));
         CHECK(dt.byte_offset == 0);

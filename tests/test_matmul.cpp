@@ -247,6 +247,47 @@ TEST_CASE("operands of different types meet in the promoted type") {
     });
 }
 
+TEST_CASE("bfloat16 products run in float32 and round once (a bfloat16 accumulator would differ)") {
+    using bf16 = lt::bfloat16;
+    auto bf16s = [](const std::vector<float>& v) {
+        std::vector<bf16> out;
+        for (float x : v) out.push_back(bf16(x));
+        return out;
+    };
+    auto bits = [](const std::vector<bf16>& v) {
+        std::vector<std::uint16_t> out;
+        for (bf16 x : v) out.push_back(x.bits);
+        return out;
+    };
+    // Row 0 . column 0 is 256 + 1 + 2 = 259, which rounds to 260 (0x4382); a bfloat16
+    // accumulator would give 258 (256 + 1 rounds to 256). The other results are exact.
+    const std::vector<bf16> a = bf16s({16, 1, 1, 2, 3, 4}), b = bf16s({16, 1, 1, 0.5f, 2, 0.25f});
+    // A larger product, exact in float (integers below 2^24), whose results need rounding.
+    std::vector<float> xa, xb;
+    for (int i = 0; i < 8 * 16; ++i) xa.push_back(float(i % 7 * 17 - 40));
+    for (int i = 0; i < 16 * 8; ++i) xb.push_back(float(i % 5 * 3 - 5));
+    std::vector<float> exact(64, 0.0f);
+    for (int i = 0; i < 8; ++i)
+        for (int j = 0; j < 8; ++j)
+            for (int k = 0; k < 16; ++k) exact[std::size_t(i * 8 + j)] += xa[std::size_t(i * 16 + k)] * xb[std::size_t(k * 8 + j)];
+    for_each_device([&](lt::Device) {
+        const lt::Tensor<bf16> ta = lt::tensor<bf16>(a, {2, 3}), tb = lt::tensor<bf16>(b, {3, 2});
+        auto p = lt::matmul(ta, tb);
+        static_assert(std::is_same_v<typename decltype(p)::value_type, bf16>);
+        auto dot = lt::matmul(ta.slice(0, 0, 1).reshape({3}), tb.slice(1, 0, 1).reshape({3}));  // row 0 . column 0
+        auto mixed = lt::matmul(ta, lt::cast<float>(tb));  // promotes to float32: 259 stays
+        static_assert(std::is_same_v<typename decltype(mixed)::value_type, float>);
+        const lt::Tensor<bf16> pt = p, dt = dot;
+        const lt::Tensor<bf16> big = lt::matmul(lt::tensor<bf16>(bf16s(xa), {8, 16}), lt::tensor<bf16>(bf16s(xb), {16, 8}));
+        const lt::Tensor<float> mt = mixed;
+        lt::realize({pt, dt, big, mt});
+        CHECK(bits(pt.to_vector()) == std::vector<std::uint16_t>{0x4382, bf16(16.75f).bits, bf16(43.0f).bits, bf16(4.5f).bits});
+        CHECK(dt.item().bits == 0x4382);
+        CHECK(mt.to_vector() == std::vector<float>{259, 16.75f, 43, 4.5f});
+        CHECK(bits(big.reshape({64}).to_vector()) == bits(bf16s(exact)));
+    });
+}
+
 TEST_CASE("the plan is reused for new data of the same structure") {
     for_each_device([](lt::Device) {
         check_matmul<float>({2, 17, 9}, {9, 13}, 90);

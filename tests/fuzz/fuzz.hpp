@@ -139,8 +139,15 @@ inline constexpr DType kDTypes[] = {DType::Bool,    DType::UInt8,   DType::Int32
 // Generator version 6 also draws these (uint64 is left out: the reference holds integers in
 // int64 and double).
 inline constexpr DType kNewInts[] = {DType::Int8, DType::Int16, DType::UInt16, DType::UInt32};
+// Generator version 7 draws bfloat16 for some of its float16 draws.
 
-inline constexpr bool is_float(DType t) { return t == DType::Float16 || t == DType::Float32 || t == DType::Float64; }
+inline constexpr bool is_float(DType t) {
+    return t == DType::Float16 || t == DType::BFloat16 || t == DType::Float32 || t == DType::Float64;
+}
+/// float16 and bfloat16: storage, computed in float and rounded once where stored.
+inline constexpr bool is_reduced(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
+/// The unit roundoff of a reduced dtype (float16 2^-11, bfloat16 2^-8).
+inline constexpr double reduced_unit(DType t) { return t == DType::BFloat16 ? 0x1.0p-8 : 0x1.0p-11; }
 inline constexpr bool is_int(DType t) {
     return t == DType::UInt8 || t == DType::Int32 || t == DType::Int64 || t == DType::Int8 || t == DType::Int16 ||
            t == DType::UInt16 || t == DType::UInt32;
@@ -153,6 +160,7 @@ inline constexpr int int_bits(DType t) {
 }
 inline constexpr int category(DType t) { return t == DType::Bool ? 0 : is_float(t) ? 2 : 1; }
 inline constexpr int rank_of(DType t) {
+    if (t == DType::BFloat16) t = DType::Float16;  // the same rank (two of them meet in float32)
     for (int k = 0; k < 7; ++k)
         if (kDTypes[k] == t) return k;
     return 0;
@@ -166,6 +174,7 @@ inline constexpr DType promote_types(DType a, DType b) {
         if (int_bits(sgn) > int_bits(u)) return sgn;
         return int_bits(u) == 8 ? DType::Int16 : int_bits(u) == 16 ? DType::Int32 : DType::Int64;
     }
+    if (a != b && is_reduced(a) && is_reduced(b)) return DType::Float32;  // float16 with bfloat16 (PyTorch's)
     return rank_of(a) >= rank_of(b) ? a : b;
 }
 /// The lowest and highest value of integer dtype t.
@@ -596,6 +605,7 @@ inline void draw_pool(Rng& rng, Step& s, const Shape& xs, std::size_t dims) {
 inline double to_dtype(DType t, double v) {
     switch (t) {
         case DType::Float16: return static_cast<float>(lt::half(v));
+        case DType::BFloat16: return static_cast<float>(lt::bfloat16(v));
         case DType::Float32: return static_cast<double>(static_cast<float>(v));
         case DType::Float64: return v;
         default: return v;
@@ -614,7 +624,7 @@ struct GenOptions {
     // 4: also log1p ... atanh, atan2, hypot and copysign;
     // 5: also convolutions and pooling;
     // 6: also the dtypes int8, int16, uint16 and uint32.
-    int version = 6;
+    int version = 7;
 };
 
 class Generator {
@@ -662,7 +672,13 @@ private:
         // Version 6: a third of the int32 draws are one of the newer integer types (no more
         // draws otherwise, so that older versions' seeds give the graphs they gave).
         if (opt.version >= 6 && t == DType::Int32 && rng.chance(0.75)) return kNewInts[rng.below(4)];
-        return t;
+        return maybe_bfloat16(t);
+    }
+
+    /// Version 7: bfloat16 for 40% of float16 draws (no draw otherwise, so that other dtypes'
+    /// draws stay as they were).
+    DType maybe_bfloat16(DType t) {
+        return opt.version >= 7 && t == DType::Float16 && rng.chance(0.4) ? DType::BFloat16 : t;
     }
     i64 extent() {
         static const std::vector<i64> pool = {1, 1, 2, 2, 3, 3, 4, 4, 5, 7, 8, 16, 1, 2, 3, 9, 13, 32};
@@ -792,7 +808,7 @@ private:
         static const std::vector<DType> floats = {DType::Float32, DType::Float32, DType::Float64, DType::Float16};
         static const std::vector<DType> numeric = {DType::Float32, DType::Float32, DType::Float64, DType::Float16,
                                                    DType::Int32,   DType::Int64,   DType::UInt8};
-        const DType t = dtype_ok && rng.chance(0.7) ? x.dtype : rng.pick(floating ? floats : numeric);
+        const DType t = dtype_ok && rng.chance(0.7) ? x.dtype : maybe_bfloat16(rng.pick(floating ? floats : numeric));
         Shape shape;
         if (rng.chance(0.8)) shape.push_back(rng.chance(0.04) ? 0 : rng.pick(std::vector<i64>{1, 1, 2, 3}));
         shape.push_back(rng.range(1, 4));
@@ -1157,7 +1173,7 @@ private:
                 s.rkind = static_cast<int>(rng.below(3));
                 static const std::vector<DType> floats = {DType::Float32, DType::Float32, DType::Float64, DType::Float16};
                 static const std::vector<DType> ints = {DType::Int32, DType::Int64, DType::UInt8};
-                s.dtype = s.rkind == 2 ? rng.pick(ints) : rng.pick(floats);
+                s.dtype = s.rkind == 2 ? rng.pick(ints) : maybe_bfloat16(rng.pick(floats));
                 s.shape = rng.chance(0.1) ? Shape{rng.range(1000, 40000)} : leaf_shape(false);
                 s.seed = rng.next() % 1000000007ull;
                 s.low = s.dtype == DType::UInt8 ? rng.range(0, 250) : rng.range(-1000, 5);
@@ -1261,12 +1277,15 @@ inline Val dont_care() {
 /// Unit roundoff of the type a dtype computes in (float16 computes in float).
 inline double unit(DType t) { return t == DType::Float64 ? 0x1.0p-53 : 0x1.0p-24; }
 inline double max_finite(DType t) {
-    return t == DType::Float16 ? 65504.0 : t == DType::Float32 ? 3.4028234663852886e38 : 1.7976931348623157e308;
+    return t == DType::Float16    ? 65504.0
+           : t == DType::BFloat16 ? 3.3895313892515355e38
+           : t == DType::Float32  ? 3.4028234663852886e38
+                                  : 1.7976931348623157e308;
 }
 /// The spacing of dtype t's values near |v| (at least the smallest normal's).
 inline double ulp(DType t, double v) {
-    const int bits = t == DType::Float16 ? 10 : t == DType::Float32 ? 23 : 52;
-    const int emin = t == DType::Float16 ? -14 : t == DType::Float32 ? -126 : -1022;
+    const int bits = t == DType::Float16 ? 10 : t == DType::BFloat16 ? 7 : t == DType::Float32 ? 23 : 52;
+    const int emin = t == DType::Float16 ? -14 : t == DType::BFloat16 || t == DType::Float32 ? -126 : -1022;
     const int ex = v == 0 || !std::isfinite(v) ? emin : std::max(std::ilogb(v), emin);
     return std::ldexp(1.0, ex - bits);
 }
@@ -1305,12 +1324,12 @@ inline Val fin(DType t, double v, double e, bool exact, bool rounds = false) {
     }
     if (std::fabs(v) + e > max_finite(t)) return dont_care();  // may overflow in some evaluation
     const double rounded = to_dtype(t, v);
-    if (t == DType::Float16 && !rounds) {
-        // Kernels hold half values as floats between ops: consumers may see v, not half(v).
+    if (is_reduced(t) && !rounds) {
+        // Kernels hold half (bfloat16) values as floats between ops: consumers may see v, not half(v).
         e += std::fabs(rounded - v);
-        if (!exact || static_cast<double>(static_cast<float>(v)) != v) e += ulp(DType::Float16, v);
-    } else if (t == DType::Float16) {  // a cast to half: rounds in the kernel too
-        if (!exact) e += std::fabs(rounded - v) + ulp(DType::Float16, v);
+        if (!exact || static_cast<double>(static_cast<float>(v)) != v) e += ulp(t, v);
+    } else if (is_reduced(t)) {  // a cast to half (bfloat16): rounds in the kernel too
+        if (!exact) e += std::fabs(rounded - v) + ulp(t, v);
     } else if (!exact) {
         e += std::fabs(rounded - v) + ulp(t, v);
     }
@@ -1892,15 +1911,15 @@ struct Dot {
     /// partial sums are rounded to half on the way, up to stages + 1 times (conv_transpose's
     /// products per window offset, then their placed sums).
     Val value(DType t, i64 stages = 0) const {
-        const DType ct = t == DType::Float16 ? DType::Float32 : t;
+        const DType ct = is_reduced(t) ? DType::Float32 : t;
         if (dc) return dont_care();
         Val v;
-        const double limit = ct == DType::Float64 ? 0x1.0p53 : stages > 0 && t == DType::Float16 ? 0x1.0p11 : 0x1.0p24;
+        const double limit = ct == DType::Float64 ? 0x1.0p53 : stages > 0 && is_reduced(t) ? 2 / reduced_unit(t) : 0x1.0p24;
         if (!std::isfinite(acc) || !std::isfinite(mag)) v = exact && n == 1 ? fin(ct, acc, 0, true) : dont_care();
         else if (exact && whole && mag < limit) v = fin(ct, acc, 0, true);
         else {
             double bound = e + order_factor(n) * unit(ct) * mag;
-            if (stages > 0 && t == DType::Float16) bound += static_cast<double>(stages + 1) * 0x1.0p-11 * mag;
+            if (stages > 0 && is_reduced(t)) bound += static_cast<double>(stages + 1) * reduced_unit(t) * mag;
             v = fin(ct, acc, bound, false);
         }
         return v.dc || ct == t ? v : cast_val(v, ct, t);
@@ -2147,7 +2166,7 @@ inline std::vector<Arr> evaluate(const Program& p) {
                 Red op = s.red;
                 switch (s.red) {
                     case Red::Sum: case Red::Prod: t = is_float(x0.dtype) ? x0.dtype : DType::Int64; break;
-                    case Red::Mean: t = x0.dtype == DType::Float16 ? DType::Float32 : is_float(x0.dtype) ? x0.dtype : DType::Int64; op = Red::Sum; break;
+                    case Red::Mean: t = is_reduced(x0.dtype) ? DType::Float32 : is_float(x0.dtype) ? x0.dtype : DType::Int64; op = Red::Sum; break;
                     case Red::Any: t = DType::Bool; op = Red::Max; break;
                     case Red::All: t = DType::Bool; op = Red::Min; break;
                     default: t = x0.dtype;
@@ -2257,7 +2276,7 @@ inline std::vector<Arr> evaluate(const Program& p) {
                 break;
             }
             case Kind::Matmul: {
-                const DType p0 = s.dtype, t = p0 == DType::Float16 ? DType::Float32 : p0;
+                const DType p0 = s.dtype, t = is_reduced(p0) ? DType::Float32 : p0;
                 const Arr A = cast_arr(in(s.a), t), B = cast_arr(in(s.b), t);
                 // As matrices: [k] -> [1, k] (left), [k] -> [k, 1] (right).
                 Shape as = A.shape, bs = B.shape;
@@ -2341,7 +2360,7 @@ inline std::vector<Arr> evaluate(const Program& p) {
                 }
                 // The contributions are summed in the sum's dtype (int64 for integers, float for
                 // half), converted to x's dtype, then added to x.
-                const DType acc = is_float(s.dtype) ? (s.dtype == DType::Float16 ? DType::Float32 : s.dtype) : DType::Int64;
+                const DType acc = is_float(s.dtype) ? (is_reduced(s.dtype) ? DType::Float32 : s.dtype) : DType::Int64;
                 r.x.resize(x.x.size());
                 for (std::size_t o = 0; o < x.x.size(); ++o) {
                     std::vector<Val> wide;
@@ -2350,7 +2369,7 @@ inline std::vector<Arr> evaluate(const Program& p) {
                     for (const Val& v : wide) ptrs.push_back(&v);
                     Val sum = cast_val(reduce_vals(Red::Sum, ptrs, acc), acc, s.dtype);
                     // A fused kernel may add the float sum to x before rounding to half once.
-                    if (s.dtype == DType::Float16 && !ptrs.empty() && !sum.dc && std::isfinite(sum.v)) sum.e += ulp(DType::Float16, sum.v);
+                    if (is_reduced(s.dtype) && !ptrs.empty() && !sum.dc && std::isfinite(sum.v)) sum.e += ulp(s.dtype, sum.v);
                     r.x[o] = binary_val(BinaryOp::Add, x.x[o], sum, s.dtype, s.dtype);
                 }
                 break;
@@ -2377,8 +2396,8 @@ inline std::vector<Arr> evaluate(const Program& p) {
                             // Half scans accumulate in float32 and round each element once;
                             // this slack (three half roundings of the magnitude) is what the
                             // block scans they replaced needed, kept as a loose bound.
-                            if (s.dtype == DType::Float16 && len > 32 && !v.dc && std::isfinite(v.v) && std::isfinite(mag))
-                                v.e += 3 * 0x1.0p-11 * mag + ulp(DType::Float16, v.v);
+                            if (is_reduced(s.dtype) && len > 32 && !v.dc && std::isfinite(v.v) && std::isfinite(mag))
+                                v.e += 3 * reduced_unit(s.dtype) * mag + ulp(s.dtype, v.v);
                             r.x[at] = v;
                         }
                     }
@@ -2497,7 +2516,7 @@ inline std::vector<Arr> evaluate(const Program& p) {
                     v.i = is_float(s.dtype) ? 0 : static_cast<i64>(v.v);
                     if (s.rkind == 1)
                         v.e = 64 * ulp(s.dtype == DType::Float64 ? DType::Float64 : DType::Float32, v.v) +
-                              (s.dtype == DType::Float16 ? ulp(DType::Float16, v.v) : 0);
+                              (is_reduced(s.dtype) ? ulp(s.dtype, v.v) : 0);
                 }
                 break;
             }
@@ -2680,11 +2699,12 @@ namespace fuzz {
 enum class Path { Graph, Typed };
 inline const char* path_name(Path p) { return p == Path::Graph ? "graph" : "typed"; }
 
-/// Whether program p has a step of version 6's dtypes, which the typed path does not hold
+/// Whether program p has a step of version 6's or 7's dtypes, which the typed path does not hold
 /// (typed.hpp, typed_holds): check() runs such a program through the graph path only.
 inline bool graph_only(const Program& p) {
     for (const Step& s : p.steps)
-        if (std::find(std::begin(kNewInts), std::end(kNewInts), s.dtype) != std::end(kNewInts)) return true;
+        if (std::find(std::begin(kNewInts), std::end(kNewInts), s.dtype) != std::end(kNewInts) || s.dtype == DType::BFloat16)
+            return true;
     return false;
 }
 
@@ -2856,6 +2876,7 @@ inline const char* ctype(DType t) {
         case DType::Int32: return "std::int32_t";
         case DType::Int64: return "std::int64_t";
         case DType::Float16: return "lt::half";
+        case DType::BFloat16: return "lt::bfloat16";
         case DType::Float32: return "float";
         default: return "double";
     }
@@ -2875,6 +2896,7 @@ inline std::string literal(DType t, double v) {
     if (std::isfinite(v) && text.find_first_of(".e") == std::string::npos) text += ".0";
     if (t == DType::Float32 && std::isfinite(v)) text += "f";
     if (t == DType::Float16) text = "lt::half(" + text + ")";
+    if (t == DType::BFloat16) text = "lt::bfloat16(" + text + ")";
     return text;
 }
 

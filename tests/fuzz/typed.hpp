@@ -23,13 +23,13 @@ struct TypeMismatch : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-/// Whether Any holds tensors of T: not the dtypes of generator version 6 (int8, int16, uint16,
-/// uint32), whose programs check() runs through the graph path only (another 4 alternatives
-/// would more than double the pairs every binary visit compiles).
+/// Whether Any holds tensors of T: not the dtypes of generator versions 6 and 7 (int8, int16,
+/// uint16, uint32; bfloat16), whose programs check() runs through the graph path only (another
+/// 5 alternatives would more than double the pairs every binary visit compiles).
 template <class T>
 inline constexpr bool typed_holds = !(std::is_same_v<T, std::int8_t> || std::is_same_v<T, std::int16_t> ||
                                       std::is_same_v<T, std::uint16_t> || std::is_same_v<T, std::uint32_t> ||
-                                      std::is_same_v<T, std::uint64_t>);
+                                      std::is_same_v<T, std::uint64_t> || std::is_same_v<T, lt::bfloat16>);
 
 inline Any any_of(const NodePtr& n) {
     return lt::detail::visit_dtype(n->dtype, [&](auto tag) -> Any {
@@ -582,7 +582,7 @@ inline Any build_typed(const Step& s, const std::vector<Any>& vals, Device d) {
         case Kind::Random:
             return lt::detail::visit_dtype(s.dtype, [&](auto tag) -> Any {
                 using T = typename decltype(tag)::type;
-                if constexpr (lt::detail::is_floating_v<T>)
+                if constexpr (lt::detail::is_floating_v<T> && typed_holds<T>)
                     return s.rkind == 1 ? lt::randn<T>(s.shape, s.seed, d) : lt::rand<T>(s.shape, s.seed, d);
                 else if constexpr (!std::is_same_v<T, bool> && typed_holds<T>) return lt::randint<T>(s.low, s.high, s.shape, s.seed, d);
                 else throw std::logic_error(std::string("random ") + lt::dtype_name(s.dtype));

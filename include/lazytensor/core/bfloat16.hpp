@@ -6,11 +6,12 @@
 // up), and from float, double or an integer explicitly, rounding to nearest even: float's range,
 // so only values past the largest bfloat16 (3.3895e38) by half a unit become infinity; values
 // below the normal range become subnormals (units of 2^-133) or zero; NaN stays NaN (made quiet,
-// sign and top payload bits kept). A double is rounded once (through float rounded to odd, which
-// has 16 more bits than bfloat16 needs, so no double rounding). Arithmetic between two bfloat16
+// sign and top payload bits kept). A double or an integer is rounded once (through float rounded
+// to odd, which has 16 more bits than bfloat16 needs, so no double rounding). Arithmetic between two bfloat16
 // is done in float and rounded back; comparisons are done in float.
 //
-// The value type only, for now: bfloat16 is not yet a tensor dtype (docs/dtypes.md).
+// Tensors of it (dtype bfloat16) are storage only, like float16: kernels widen to float as they
+// load and round once as they store (docs/dtypes.md).
 #pragma once
 
 #include <cmath>
@@ -57,6 +58,27 @@ inline float double_to_float_round_to_odd(double d) {
     return f;
 }
 
+/// An integer as a float rounded to odd (its top 24 bits, the last one set when bits below are
+/// lost), for the same purpose: a float holds every integer of up to 24 bits, so only longer ones
+/// change.
+template <class I>
+inline float integer_to_float_round_to_odd(I x) {
+    bool negative = false;
+    if constexpr (std::is_signed_v<I>) negative = x < 0;
+    // The magnitude, as uint64 (the most negative int64's too).
+    std::uint64_t m = negative ? std::uint64_t(0) - static_cast<std::uint64_t>(x) : static_cast<std::uint64_t>(x);
+    int length = 0;
+    while (length < 64 && (m >> length) != 0) ++length;
+    int drop = 0;
+    if (length > 24) {
+        drop = length - 24;
+        const bool lost = (m & ((std::uint64_t(1) << drop) - 1)) != 0;
+        m = (m >> drop) | (lost ? 1u : 0u);
+    }
+    const float f = std::ldexp(static_cast<float>(m), drop);  // exact: m has at most 24 bits
+    return negative ? -f : f;
+}
+
 inline float bfloat16_bits_to_float(std::uint16_t b) {
     const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
     float f;
@@ -74,7 +96,7 @@ struct bfloat16 {
 
     /// Uninitialized, like float (bfloat16{} is +0).
     bfloat16() = default;
-    /// Rounds to nearest even (a double once; integers through double, exactly, then rounded).
+    /// Rounds to nearest even (a double or an integer once).
     template <class A, class = std::enable_if_t<std::is_arithmetic_v<A>>>
     explicit bfloat16(A x) : bits(convert(x)) {}
     /// The bfloat16 with bit pattern `b`.
@@ -97,7 +119,9 @@ private:
     static std::uint16_t convert(A x) {
         if constexpr (std::is_same_v<A, float>) return detail::float_to_bfloat16_bits(x);
         else if constexpr (std::is_same_v<A, bool>) return x ? 0x3f80 : 0;
-        else  // double, long double (via double) and integers (exact in double up to 2^53, else rounded once more)
+        else if constexpr (std::is_integral_v<A>)  // char types included
+            return detail::float_to_bfloat16_bits(detail::integer_to_float_round_to_odd(x));
+        else  // double, long double (via double)
             return detail::float_to_bfloat16_bits(detail::double_to_float_round_to_odd(static_cast<double>(x)));
     }
 };
@@ -119,4 +143,66 @@ inline bool operator<=(bfloat16 a, bfloat16 b) { return float(a) <= float(b); }
 inline bool operator>(bfloat16 a, bfloat16 b) { return float(a) > float(b); }
 inline bool operator>=(bfloat16 a, bfloat16 b) { return float(a) >= float(b); }
 
+namespace detail {
+
+/// dst[i] = float(src[i]) (exact: the bits shifted up; a plain loop the compiler vectorizes).
+inline void bfloat16_to_float(const bfloat16* src, float* dst, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) {
+        const std::uint32_t u = static_cast<std::uint32_t>(src[i].bits) << 16;
+        std::memcpy(dst + i, &u, sizeof u);
+    }
+}
+
+/// dst[i] = bfloat16(src[i]), rounding to nearest even, NaN kept quiet.
+inline void float_to_bfloat16(const float* src, bfloat16* dst, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) dst[i].bits = float_to_bfloat16_bits(src[i]);
+}
+
+}  // namespace detail
+
 }  // namespace lazytensor
+
+namespace std {
+
+/// bfloat16's limits: float's exponent range, 8 significant bits.
+template <>
+class numeric_limits<lazytensor::bfloat16> {
+    using B = lazytensor::bfloat16;
+
+public:
+    static constexpr bool is_specialized = true;
+    static constexpr bool is_signed = true;
+    static constexpr bool is_integer = false;
+    static constexpr bool is_exact = false;
+    static constexpr bool has_infinity = true;
+    static constexpr bool has_quiet_NaN = true;
+    static constexpr bool has_signaling_NaN = true;
+    static constexpr float_denorm_style has_denorm = denorm_present;
+    static constexpr bool has_denorm_loss = false;
+    static constexpr float_round_style round_style = round_to_nearest;
+    static constexpr bool is_iec559 = false;
+    static constexpr bool is_bounded = true;
+    static constexpr bool is_modulo = false;
+    static constexpr int digits = 8;
+    static constexpr int digits10 = 2;
+    static constexpr int max_digits10 = 4;
+    static constexpr int radix = 2;
+    static constexpr int min_exponent = -125;
+    static constexpr int min_exponent10 = -37;
+    static constexpr int max_exponent = 128;
+    static constexpr int max_exponent10 = 38;
+    static constexpr bool traps = false;
+    static constexpr bool tinyness_before = false;
+
+    static constexpr B min() noexcept { return B::from_bits(0x0080); }
+    static constexpr B lowest() noexcept { return B::from_bits(0xff7f); }
+    static constexpr B max() noexcept { return B::from_bits(0x7f7f); }
+    static constexpr B epsilon() noexcept { return B::from_bits(0x3c00); }
+    static constexpr B round_error() noexcept { return B::from_bits(0x3f00); }
+    static constexpr B infinity() noexcept { return B::from_bits(0x7f80); }
+    static constexpr B quiet_NaN() noexcept { return B::from_bits(0x7fc0); }
+    static constexpr B signaling_NaN() noexcept { return B::from_bits(0x7fa0); }
+    static constexpr B denorm_min() noexcept { return B::from_bits(0x0001); }
+};
+
+}  // namespace std

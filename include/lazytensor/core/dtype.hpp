@@ -5,8 +5,9 @@
 // value of both, as NumPy's rule (int8 + uint8 -> int16, uint32 + int32 -> int64), and uint64
 // with a signed type meets in float64 as in NumPy; two floating types meet in the wider. A
 // scalar never widens a tensor of its own category (int32 tensor + int64 scalar -> int32;
-// int32 tensor + 2.5 -> float32). float16 (lazytensor::half) is a floating type for promotion;
-// kernels compute it in float32.
+// int32 tensor + 2.5 -> float32). float16 (lazytensor::half) and bfloat16 (lazytensor::bfloat16)
+// are floating types for promotion (the two together meet in float32, as PyTorch's); kernels
+// compute them in float32.
 #pragma once
 
 #include <cmath>
@@ -35,11 +36,13 @@ namespace lazytensor {
     X(Int64, std::int64_t, "int64")    \
     X(UInt64, std::uint64_t, "uint64") \
     X(Float16, half, "float16")        \
+    X(BFloat16, bfloat16, "bfloat16")  \
     X(Float32, float, "float32")       \
     X(Float64, double, "float64")
 
 /// The runtime tag of an element type: Bool, UInt8, Int8, Int16, UInt16, Int32, UInt32, Int64,
-/// UInt64, Float16, Float32, Float64 (bool, then integers and floating types by width), and the
+/// UInt64, Float16, BFloat16, Float32, Float64 (bool, then integers and floating types by width),
+/// and the
 /// complex types Complex64 and Complex128 (std::complex<float> and <double>). Kernels compute in
 /// the real types only: a complex tensor (lt::Tensor<std::complex<float>>) is two real planes.
 enum class DType : std::uint8_t {
@@ -60,7 +63,7 @@ inline constexpr int dtype_count = 0
 ///@}
 
 /// The dtype's name: "bool", "uint8", "int8", "int16", "uint16", "int32", "uint32", "int64",
-/// "uint64", "float16", "float32", "float64", "complex64" or "complex128".
+/// "uint64", "float16", "bfloat16", "float32", "float64", "complex64" or "complex128".
 inline const char* dtype_name(DType t) {
     switch (t) {
 #define LAZYTENSOR_X(name, type, text) \
@@ -76,7 +79,7 @@ inline const char* dtype_name(DType t) {
 /// Writes dtype_name(t).
 inline std::ostream& operator<<(std::ostream& out, DType t) { return out << dtype_name(t); }
 
-/// Bytes per element (bool: 1, float16: 2, complex64: 8).
+/// Bytes per element (bool: 1, float16 and bfloat16: 2, complex64: 8).
 inline std::size_t dtype_size(DType t) {
     switch (t) {
 #define LAZYTENSOR_X(name, type, text) \
@@ -89,8 +92,13 @@ inline std::size_t dtype_size(DType t) {
     return 0;
 }
 
-/// Whether t is float16, float32 or float64.
-constexpr bool is_floating(DType t) { return t == DType::Float16 || t == DType::Float32 || t == DType::Float64; }
+/// Whether t is float16, bfloat16, float32 or float64.
+constexpr bool is_floating(DType t) {
+    return t == DType::Float16 || t == DType::BFloat16 || t == DType::Float32 || t == DType::Float64;
+}
+/// Whether t is float16 or bfloat16: storage types that kernels widen to float32 as they load
+/// and round once (to nearest even) as they store.
+constexpr bool is_reduced_float(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
 /// Whether t is complex64 or complex128.
 constexpr bool is_complex(DType t) { return t == DType::Complex64 || t == DType::Complex128; }
 /// Whether t is an integer type: int8 to int64 or uint8 to uint64 (bool is not).
@@ -109,7 +117,8 @@ constexpr int dtype_bits(DType t) {
         case DType::Int8: return 8;
         case DType::Int16:
         case DType::UInt16:
-        case DType::Float16: return 16;
+        case DType::Float16:
+        case DType::BFloat16: return 16;
         case DType::Int32:
         case DType::UInt32:
         case DType::Float32: return 32;
@@ -125,8 +134,9 @@ constexpr int dtype_bits(DType t) {
 /// Category used by promotion: 0 bool, 1 integer, 2 floating, 3 complex.
 constexpr int dtype_category(DType t) { return t == DType::Bool ? 0 : is_complex(t) ? 3 : is_floating(t) ? 2 : 1; }
 
-/// The dtype a kernel holds and computes values of `t` in: float16 is storage only (float32).
-constexpr DType value_dtype(DType t) { return t == DType::Float16 ? DType::Float32 : t; }
+/// The dtype a kernel holds and computes values of `t` in: float16 and bfloat16 are storage only
+/// (float32).
+constexpr DType value_dtype(DType t) { return is_reduced_float(t) ? DType::Float32 : t; }
 
 namespace detail {
 
@@ -158,9 +168,14 @@ struct type_tag {
     using type = T;
 };
 
-/// Floating element types: float, double and half (std::is_floating_point_v is false for half).
+/// float16 and bfloat16 (lazytensor::half, lazytensor::bfloat16): storage computed in float.
 template <class T>
-inline constexpr bool is_floating_v = std::is_floating_point_v<T> || std::is_same_v<T, half>;
+inline constexpr bool is_reduced_float_v = std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
+
+/// Floating element types: float, double, half and bfloat16 (std::is_floating_point_v is false
+/// for the last two).
+template <class T>
+inline constexpr bool is_floating_v = std::is_floating_point_v<T> || is_reduced_float_v<T>;
 
 /// Complex dtypes never reach what visits dtypes (kernels, buffers): their planes do.
 [[noreturn]] inline void complex_dtype_inside(DType t) {
@@ -182,11 +197,12 @@ decltype(auto) visit_dtype(DType t, F&& f) {
     return f(type_tag<float>{});
 }
 
-/// The C++ type kernels hold values of element type T in (half: float).
+/// The C++ type kernels hold values of element type T in (half, bfloat16: float).
 template <class T>
-using value_type_t = std::conditional_t<std::is_same_v<T, half>, float, T>;
+using value_type_t = std::conditional_t<is_reduced_float_v<T>, float, T>;
 
-/// visit_dtype over value_dtype(t): float16 visits float (f is never instantiated for half).
+/// visit_dtype over value_dtype(t): float16 and bfloat16 visit float (f is never instantiated
+/// for half or bfloat16).
 template <class F>
 decltype(auto) visit_value_dtype(DType t, F&& f) {
     switch (t) {
@@ -204,7 +220,7 @@ decltype(auto) visit_value_dtype(DType t, F&& f) {
 /// (like OpenCL's convert_*_sat), so that no conversion is undefined behaviour.
 template <class To, class From>
 inline To convert(From x) {
-    if constexpr (std::is_same_v<From, half> && !std::is_same_v<To, half>) {
+    if constexpr (is_reduced_float_v<From> && !std::is_same_v<To, From>) {
         return convert<To>(static_cast<float>(x));
     } else if constexpr (std::is_same_v<To, bool>) {
         return x != From(0);
@@ -225,7 +241,7 @@ template <class T>
 constexpr DType dtype_of() {
     static_assert(detail::dtype_traits<T>::supported,
                   "lazytensor: unsupported element type; use bool, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, "
-                  "uint32_t, uint64_t, lazytensor::half, float or double");
+                  "uint32_t, uint64_t, lazytensor::half, lazytensor::bfloat16, float or double");
     return detail::dtype_traits<T>::value;
 }
 
@@ -235,10 +251,12 @@ constexpr DType dtype_of() {
 /// both (NumPy's rule): the wider of one signedness; a signed type wider than the unsigned one
 /// as it is (int16 + uint8 -> int16); else the signed type of twice the unsigned one's width
 /// (int8 + uint8 -> int16, int32 + uint32 -> int64), and float64 for uint64 with any signed
-/// type (none holds both). Two floating types meet in the wider.
+/// type (none holds both). Two floating types meet in the wider; float16 with bfloat16 (neither
+/// holds the other's values) in float32, as PyTorch's.
 constexpr DType promote(DType a, DType b) {
     const int ca = dtype_category(a), cb = dtype_category(b);
     if (ca != cb) return ca > cb ? a : b;
+    if (a != b && is_reduced_float(a) && is_reduced_float(b)) return DType::Float32;
     if (a == b || ca != 1) return static_cast<int>(a) >= static_cast<int>(b) ? a : b;
     const bool ua = is_unsigned_integral(a), ub = is_unsigned_integral(b);
     if (ua == ub) return dtype_bits(a) >= dtype_bits(b) ? a : b;
@@ -279,7 +297,8 @@ struct Promotion {
     }
 };
 
-/// The C++ element type of a dtype (DType::Float32: float, DType::Float16: lazytensor::half).
+/// The C++ element type of a dtype (DType::Float32: float, DType::Float16: lazytensor::half,
+/// DType::BFloat16: lazytensor::bfloat16).
 template <DType D>
 using dtype_type_t = typename detail::dtype_type<D>::type;
 

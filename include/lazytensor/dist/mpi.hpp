@@ -56,7 +56,8 @@ inline MPI_Datatype datatype(DType t) {
         case DType::UInt32: return MPI_UINT32_T;
         case DType::Int64: return MPI_INT64_T;
         case DType::UInt64: return MPI_UINT64_T;
-        case DType::Float16: return MPI_UINT16_T;  // moved as 16-bit words; reduced in float32 (frontend/dist.hpp)
+        case DType::Float16:  // moved as 16-bit words; reduced in float32 (frontend/dist.hpp)
+        case DType::BFloat16: return MPI_UINT16_T;
         case DType::Float32: return MPI_FLOAT;
         case DType::Float64: return MPI_DOUBLE;
         case DType::Complex64:

@@ -23,7 +23,7 @@ namespace detail {
 
 template <class T>
 inline constexpr void check_differentiable() {
-    static_assert(is_floating_v<T>, "lazytensor: gradients exist for floating tensors only (float, double, half); "
+    static_assert(is_floating_v<T>, "lazytensor: gradients exist for floating tensors only (float, double, half, bfloat16); "
                                     "cast integer or bool tensors with lt::cast<float>(x) first");
 }
 

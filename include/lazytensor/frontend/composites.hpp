@@ -27,7 +27,7 @@ Tensor<typename E::value_type> read_once(const E& x) {
 }
 
 template <class T>
-inline constexpr bool is_floating_element_v = std::is_floating_point_v<T> || std::is_same_v<T, half>;
+inline constexpr bool is_floating_element_v = is_floating_v<T>;
 
 /// A composite of ir/graph.hpp as a typed function: a Tensor of the dtype that the composite's
 /// type rule gives (compile-time, as for an op: an element type the rule rejects is a

@@ -129,8 +129,8 @@ inline NodePtr collective(CollectiveOp op, NodePtr x, int axis, int root, const 
         lazytensor::detail::fail<DTypeError>(api, ": cannot sum bool tensors (shape ", x->shape,
                                              "); cast to an integer type first");
     if (size == 1) return x;  // a group of one: the collective is its input
-    if (x->dtype == DType::Float16 && !(op == CollectiveOp::Gather || op == CollectiveOp::Broadcast))
-        return g::cast(collective(op, g::cast(x, DType::Float32), axis, root, group, api), DType::Float16);
+    if (is_reduced_float(x->dtype) && !(op == CollectiveOp::Gather || op == CollectiveOp::Broadcast))
+        return g::cast(collective(op, g::cast(x, DType::Float32), axis, root, group, api), x->dtype);
     auto move = [&](const NodePtr& t, int from, int to) {
         if (from == to) return t;
         std::vector<int> rest;

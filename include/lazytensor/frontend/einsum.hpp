@@ -352,8 +352,8 @@ NodePtr einsum_pair(NodePtr a, std::vector<int>& la, NodePtr b, std::vector<int>
     return g::reshape(g::matmul(x, y), shape, "einsum");
 }
 
-/// einsum over nodes: the result's dtype is the operands' promoted one (half computes in
-/// float32 and is rounded once, as matmul's).
+/// einsum over nodes: the result's dtype is the operands' promoted one (half and bfloat16
+/// compute in float32 and are rounded once, as matmul's).
 inline NodePtr einsum(const std::string& subscripts, const std::vector<NodePtr>& operands) {
     namespace g = graph;
     if (operands.empty()) fail<ValueError>("einsum: needs at least one operand (\"", subscripts, "\")");
@@ -417,7 +417,7 @@ constexpr DType promote_all() {
 /// layout allows; "bij,bjk->bik" is exactly matmul) or, when no letter is contracted or the pair
 /// is a dot product per output element ("i,i->", "bij,bij->ij"), a product and a sum fused into
 /// one kernel. The result has the operands' promoted type; integers wrap in it (as
-/// matmul's), bool gives or-of-ands, half computes in float32 and is rounded once. Lazy.
+/// matmul's), bool gives or-of-ands, half and bfloat16 compute in float32 and are rounded once. Lazy.
 /// ValueError for malformed subscripts (a character other than letters, ",", "->", "...";
 /// a letter twice in the output or in no operand; subscripts for another number of operands;
 /// "..." in the operands but not in an explicit output);

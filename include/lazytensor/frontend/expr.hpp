@@ -242,8 +242,8 @@ template <class T, class D>
 template <class U>
 auto TensorBase<T, D>::cast() const {
     static_assert(detail::dtype_traits<U>::supported,
-                  "lazytensor: cast<U> needs U = bool, int8_t to int64_t, uint8_t to uint64_t, lazytensor::half, float "
-                  "or double");
+                  "lazytensor: cast<U> needs U = bool, int8_t to int64_t, uint8_t to uint64_t, lazytensor::half, "
+                  "lazytensor::bfloat16, float or double");
     return detail::CastExpr<U, D>(self());
 }
 

@@ -172,7 +172,7 @@ inline NodePtr nan_last_less(const NodePtr& a, const NodePtr& b) {
 /// |a - b| <= atol + rtol * |b| where b is finite, else a == b (so inf is close only to the same
 /// inf), and NaN is close to nothing unless equal_nan, when two NaN are close. Not symmetric
 /// (rtol scales |b|), as NumPy's. a and b broadcast; floating operands compare in their promoted
-/// type (half in float32), integer and bool ones in float64 (as NumPy's: integers past 2^53 that
+/// type (half and bfloat16 in float32), integer and bool ones in float64 (as NumPy's: integers past 2^53 that
 /// round to one double count as close even with rtol = atol = 0).
 /// Lazy, bool. ShapeError if the shapes do not broadcast; ValueError for a negative or NaN
 /// rtol or atol.
@@ -185,7 +185,7 @@ Tensor<bool> isclose(const A& a, const B& b, double rtol = 1e-5, double atol = 1
     const detail::NodePtr x = a.build(), y = b.build();
     broadcast_shapes(x->shape, y->shape, op);
     const DType p = dtype_of<promote_t<typename A::value_type, typename B::value_type>>();
-    const DType f = !is_floating(p) ? DType::Float64 : p == DType::Float16 ? DType::Float32 : p;
+    const DType f = !is_floating(p) ? DType::Float64 : value_dtype(p);
     const detail::NodePtr xf = g::cast(x, f), yf = g::cast(y, f);
     const detail::NodePtr bound =
         g::binary(BinaryOp::Add, g::binary(BinaryOp::Mul, g::unary(UnaryOp::Abs, yf), Scalar::of<double>(rtol)), Scalar::of<double>(atol));
@@ -555,8 +555,8 @@ Tensor<mean_t<T>> quantile_of(const Tensor<T>& t, const std::vector<double>& qs,
     const int axis = flat ? 0 : k;
     const std::int64_t n = src.shape()[static_cast<std::size_t>(axis)];
     if (n == 0) fail<ValueError>(op, ": the ", flat ? "tensor" : "axis", " is empty (shape ", t.shape(), "); it has no quantiles");
-    // Half rounds once at the end; integers give float32 (as mean).
-    const DType c = dtype_of<R>() == DType::Float16 ? DType::Float32 : dtype_of<R>();
+    // Half and bfloat16 round once at the end; integers give float32 (as mean).
+    const DType c = value_dtype(dtype_of<R>());
     const NodePtr rows = g::cast(axis_last(src.node_ptr(), axis), c);
     const int last = static_cast<int>(rows->shape.size()) - 1;
     const NodePtr sorted = g::gather(rows, last, g::sort_positions(rows, n, false, op));
@@ -593,8 +593,8 @@ Tensor<mean_t<T>> quantile_of(const Tensor<T>& t, const std::vector<double>& qs,
 /// NumPy's quantile (and PyTorch's) of x along `axis` at q in [0, 1], by default "linear": of
 /// n sorted values v, at position q (n - 1) between v[floor] and v[ceil], interpolated; also
 /// "lower", "higher", "nearest" (the nearer one, ties to the even position) and "midpoint"
-/// (their mean). A row holding NaN gives NaN. Integers give float32 (as mean); half computes
-/// in float32. Lazy: a sort along the axis and slices of it; differentiable through the
+/// (their mean). A row holding NaN gives NaN. Integers give float32 (as mean); half and
+/// bfloat16 compute in float32. Lazy: a sort along the axis and slices of it; differentiable through the
 /// sorted values. keepdim keeps the axis with extent 1. ValueError for q outside [0, 1], an
 /// unknown interpolation or an empty axis; AxisError for a bad axis.
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>

@@ -32,11 +32,12 @@ namespace detail {
 using lazytensor::detail::fail;
 using lazytensor::detail::NodePtr;
 
-/// The plane type of x's transform: NumPy's (float32 and float16: float; the rest: double).
+/// The plane type of x's transform: NumPy's (float32, float16 and bfloat16: float; the rest:
+/// double).
 template <class X>
 struct plane_of {
     using V = typename X::value_type;
-    using type = std::conditional_t<std::is_same_v<V, float> || std::is_same_v<V, half>, float, double>;
+    using type = std::conditional_t<std::is_same_v<V, float> || lazytensor::detail::is_reduced_float_v<V>, float, double>;
 };
 template <class R>
 struct plane_of<Tensor<std::complex<R>>> {

@@ -148,7 +148,7 @@ auto min(A&& a, B&& b) {
 /// 1-d right operand a column vector, whose axis is dropped from the result (1-d x 1-d is a
 /// dot product, a 0-d tensor). Operands meet in their promoted type. Float and double run as
 /// a GEMM (host: packed SIMD GEMM on all cores; OpenCL: CLBlast) reading transposed and
-/// broadcast operands in place; half multiplies in float. Other types (and OpenCL without
+/// broadcast operands in place; half and bfloat16 multiply in float. Other types (and OpenCL without
 /// CLBlast) run as a fused reduction kernel. Lazy. ShapeError for a 0-d operand, contracted
 /// extents that differ or batch axes that do not broadcast; DeviceError across devices.
 template <class A, class B, class = std::enable_if_t<detail::is_tensor_like_v<A> && detail::is_tensor_like_v<B>>>

@@ -20,14 +20,14 @@ namespace detail {
 
 /// The p-norm of x's elements over `user_axes` (all when empty), PyTorch's vector_norm: the
 /// largest |x| (p = inf), the smallest (-inf), the count of non-zeros (0), else
-/// (sum |x|^p)^(1/p). Integers compute in float32, half in float32 rounded once.
+/// (sum |x|^p)^(1/p). Integers compute in float32, half and bfloat16 in float32 rounded once.
 inline NodePtr vector_norm(const NodePtr& x, double p, const Axes& user_axes, bool keepdim) {
     const char* op = "lt::norm";
     namespace g = graph;
     if (std::isnan(p)) fail<ValueError>(op, ": the order p must be a number or +-inf, got NaN");
     const Axes axes = user_axes.empty() ? all_axes(x->shape.size()) : normalize_axes(user_axes, x->shape.size(), op, x->shape);
-    if (x->dtype == DType::Float16)
-        return g::cast(vector_norm(g::cast(x, DType::Float32), p, axes, keepdim), DType::Float16);
+    if (is_reduced_float(x->dtype))
+        return g::cast(vector_norm(g::cast(x, DType::Float32), p, axes, keepdim), x->dtype);
     const NodePtr v = floating(x);
     const NodePtr a = g::unary(UnaryOp::Abs, v);
     if (std::isinf(p)) return g::reduce(p > 0 ? ReduceOp::Max : ReduceOp::Min, a, axes, keepdim, op);
@@ -86,7 +86,7 @@ constexpr void check_norm_dtype() {
 /// Computed as m (sum (|x|/m)^p)^(1/p) with m the largest |x| (the smallest for p < 0), in the
 /// same kernel, so that no power overflows or underflows: the 2-norm of floats near 1e30 is
 /// right. All zeros give 0, an infinite element inf, a NaN NaN. Floating tensors keep their
-/// type (half computes in float32, rounded once); integers give float32; bool does not compile.
+/// type (half and bfloat16 compute in float32, rounded once); integers give float32; bool does not compile.
 /// Over an empty axis: 0 for p > 0 (inf for p < 0); ValueError for +-inf. Lazy. ValueError for
 /// a NaN p, AxisError for a bad axis.
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>

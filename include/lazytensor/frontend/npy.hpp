@@ -2,7 +2,8 @@
 // .npy files, NumPy's format for one array: lt::save_npy writes a tensor (version 1.0, C order,
 // little-endian), lt::load_npy reads one into a Tensor<T> of the file's own dtype (versions 1.0
 // to 3.0, C or Fortran order, either byte order). Data moves in pieces between the file and
-// the device, never as a whole copy in host memory.
+// the device, never as a whole copy in host memory. NumPy has no bfloat16: save_npy refuses it
+// (cast to float32 first), and load_npy<lt::bfloat16> reads a float32 file, rounded.
 #pragma once
 
 #include <algorithm>
@@ -75,6 +76,7 @@ inline const char* descr_of(DType t) {
         case DType::Int64: return "<i8";
         case DType::UInt64: return "<u8";
         case DType::Float16: return "<f2";
+        case DType::BFloat16: return "?";  // NumPy has none: save_npy refuses bfloat16
         case DType::Float32: return "<f4";
         case DType::Float64: return "<f8";
         case DType::Complex64: return "<c8";
@@ -96,6 +98,7 @@ inline const char* cpp_type_of(DType t) {
         case DType::Int64: return "int64_t";
         case DType::UInt64: return "uint64_t";
         case DType::Float16: return "lt::half";
+        case DType::BFloat16: return "lt::bfloat16";
         case DType::Float32: return "float";
         case DType::Float64: return "double";
         case DType::Complex64: return "std::complex<float>";
@@ -389,8 +392,14 @@ inline Header read_header(std::FILE* file, std::uintmax_t file_size, const std::
 
 /// The file's array as a node on `device`: a new buffer filled from the file a piece at a time,
 /// row-major (a Fortran-order file is transposed on the device). Checks the file's dtype
-/// against `expected` before reading any data.
-inline NodePtr load(const std::string& path, Device device, DType expected) {
+/// against `expected` before reading any data; bfloat16 expects a float32 file (NumPy has no
+/// bfloat16) and rounds its values on the device (`for_bfloat16`: the float32 load of that).
+inline NodePtr load(const std::string& path, Device device, DType expected, bool for_bfloat16 = false) {
+    if (expected == DType::BFloat16) {
+        NodePtr rounded = graph::cast(load(path, device, DType::Float32, true), DType::BFloat16);
+        realize_nodes({rounded.get()});
+        return rounded;
+    }
     backend_for(device);  // an unavailable device fails before the file is read
     File file(path, "rb");
     if (!file.get()) bad_file(path, concat("cannot open the file: ", std::strerror(errno)));
@@ -398,6 +407,10 @@ inline NodePtr load(const std::string& path, Device device, DType expected) {
     const std::uintmax_t size = std::filesystem::file_size(path, ec);
     if (ec) bad_file(path, concat("cannot read the file: ", ec.message()));
     const Header h = read_header(file.get(), size, path);
+    if (h.dtype != expected && for_bfloat16)
+        fail<DTypeError>("lt::load_npy<lt::bfloat16>: ", path, " holds ", h.dtype, " values (descr '", h.descr,
+                         "'), not float32: NumPy has no bfloat16, so a bfloat16 tensor loads from a float32 file (rounded); "
+                         "load it with lt::load_npy<", cpp_type_of(h.dtype), "> and convert with lt::cast<lt::bfloat16>");
     if (h.dtype != expected)
         fail<DTypeError>("lt::load_npy<", cpp_type_of(expected), ">: ", path, " holds ", h.dtype, " values (descr '",
                          h.descr, "'), not ", expected, "; load it with lt::load_npy<", cpp_type_of(h.dtype), "> ",
@@ -565,17 +578,24 @@ inline void save(const std::string& path, const Node& node, DType dtype, const S
 
 /// Writes x (a tensor or expression; realized first) to `path` as a .npy file: NumPy's format
 /// version 1.0 (2.0 if the header needs more than 65535 bytes), C order, little-endian, descr
-/// |b1, |u1, <i4, <i8, <f2, <f4 or <f8. A view that is not row-major is copied on its device
-/// first. The file is written under a temporary name beside `path` and renamed into place, so a
-/// save that fails leaves what was there before. FileError naming the file if it cannot be
-/// written (a missing directory, a full disk).
+/// |b1, |u1, |i1, <i2, <u2, <i4, <u4, <i8, <u8, <f2, <f4 or <f8. A view that is not row-major
+/// is copied on its device first. The file is written under a temporary name beside `path` and
+/// renamed into place, so a save that fails leaves what was there before. FileError naming the
+/// file if it cannot be written (a missing directory, a full disk). DTypeError for bfloat16,
+/// which NumPy has no dtype for: save lt::cast<float>(x) instead (exact; load_npy<lt::bfloat16>
+/// reads that file back to the same values).
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 void save_npy(const std::string& path, const E& x) {
     using T = typename E::value_type;
-    Tensor<T> t = x.realize();
-    Tensor<T> data = contiguous(t);
-    data.realize();
-    detail::npy::save(path, *data.node_ptr(), data.node_ptr()->dtype, data.shape());
+    if constexpr (std::is_same_v<T, bfloat16>) {
+        detail::fail<DTypeError>("lt::save_npy: ", path, ": NumPy has no bfloat16 dtype (tensor of shape ", x.shape(),
+                                 "); cast to float32 first (exact): lt::save_npy(path, lt::cast<float>(x))");
+    } else {
+        Tensor<T> t = x.realize();
+        Tensor<T> data = contiguous(t);
+        data.realize();
+        detail::npy::save(path, *data.node_ptr(), data.node_ptr()->dtype, data.shape());
+    }
 }
 
 /// The array in the .npy file at `path`, as a tensor on `device` (read a piece at a time, copied
@@ -583,7 +603,9 @@ void save_npy(const std::string& path, const E& x) {
 /// the same row-major tensor), either byte order. The file's dtype must be T's: DTypeError
 /// naming both otherwise (nothing is converted; load the file's dtype and lt::cast it), and
 /// for dtypes lazytensor does not have (strings, structured, longdouble, ...). A complex file
-/// (<c8, <c16) loads as lt::load_npy<std::complex<float>> (or <double>). FileError naming
+/// (<c8, <c16) loads as lt::load_npy<std::complex<float>> (or <double>). NumPy has no bfloat16:
+/// load_npy<lt::bfloat16> reads a float32 file (<f4) and rounds each value to nearest even
+/// (DTypeError for any other dtype). FileError naming
 /// the file and the problem for a file that is missing, unreadable, truncated, not a
 /// .npy file, of another version, with a malformed header, or with bytes after its data.
 template <class T>

@@ -47,7 +47,9 @@ inline NodePtr bit_field(const NodePtr& bits, int shift, int width) {
 }
 
 /// Mantissa bits of a floating type: a uniform value with this many random bits is exact.
-inline int mantissa_bits(DType t) { return t == DType::Float64 ? 53 : t == DType::Float32 ? 24 : 11; }
+inline int mantissa_bits(DType t) {
+    return t == DType::Float64 ? 53 : t == DType::Float32 ? 24 : t == DType::Float16 ? 11 : 8;  // bfloat16: 8
+}
 
 /// A field of `width` bits as a floating value in [0, 1) (or (0, 1] with `open_at_zero`).
 inline NodePtr unit_interval(const NodePtr& field, int width, DType t, bool open_at_zero) {
@@ -57,11 +59,11 @@ inline NodePtr unit_interval(const NodePtr& field, int width, DType t, bool open
 
 }  // namespace detail
 
-/// Uniform random numbers in [0, 1) (float, double or half; every value a multiple of 2^-24,
-/// 2^-53 or 2^-11 respectively), bit-identical on every device. Lazy (nothing stored until read).
+/// Uniform random numbers in [0, 1) (float, double, half or bfloat16; every value a multiple of
+/// 2^-24, 2^-53, 2^-11 or 2^-8 respectively), bit-identical on every device. Lazy (nothing stored until read).
 template <class T>
 Tensor<T> rand(const Shape& shape, std::uint64_t seed, Device device = default_device()) {
-    static_assert(detail::is_floating_v<T>, "lazytensor: rand<T> needs a floating T (float, double, half)");
+    static_assert(detail::is_floating_v<T>, "lazytensor: rand<T> needs a floating T (float, double, half, bfloat16)");
     const DType t = dtype_of<T>();
     const int width = detail::mantissa_bits(t);
     const detail::NodePtr bits = detail::random_bits(shape, seed, device, "rand");
@@ -69,10 +71,10 @@ Tensor<T> rand(const Shape& shape, std::uint64_t seed, Device device = default_d
 }
 
 /// Standard normal random numbers (Box-Muller on two uniforms per element, computed in T; in
-/// float for half). The same on every device up to the rounding of log, sqrt and cos. Lazy.
+/// float for half and bfloat16). The same on every device up to the rounding of log, sqrt and cos. Lazy.
 template <class T>
 Tensor<T> randn(const Shape& shape, std::uint64_t seed, Device device = default_device()) {
-    static_assert(detail::is_floating_v<T>, "lazytensor: randn<T> needs a floating T (float, double, half)");
+    static_assert(detail::is_floating_v<T>, "lazytensor: randn<T> needs a floating T (float, double, half, bfloat16)");
     namespace g = detail::graph;
     const DType t = dtype_of<T>() == DType::Float64 ? DType::Float64 : DType::Float32;
     const int width = t == DType::Float64 ? 32 : 24;
@@ -216,8 +218,8 @@ inline std::array<Key, 2> split(Key key) {
 /// keys, unrelated to those of split(key, n) too (distinct counters).
 inline Key fold_in(Key key, std::uint64_t data) { return Key(detail::philox_derive(key.value(), data, 0, detail::kKeyFold)); }
 
-/// Uniform random numbers in [0, 1) from a key (float, double or half, every value a multiple
-/// of 2^-24, 2^-53 or 2^-11), bit-identical on every device and thread count. The numbers
+/// Uniform random numbers in [0, 1) from a key (float, double, half or bfloat16, every value a
+/// multiple of 2^-24, 2^-53, 2^-11 or 2^-8), bit-identical on every device and thread count. The numbers
 /// depend on the key and the element count: shapes of one size give the same numbers in
 /// row-major order, different sizes unrelated ones. Lazy. ShapeError for a negative extent.
 template <class T>
@@ -253,11 +255,11 @@ auto randn_like(const E& x, Key key) {
 }
 
 /// Normal random numbers with mean `mean` and standard deviation `std`: randn(shape, key) *
-/// std + mean, computed in T (in float for half). Lazy. ValueError unless mean is finite and
+/// std + mean, computed in T (in float for half and bfloat16). Lazy. ValueError unless mean is finite and
 /// std finite and >= 0 (std = 0 gives `mean` everywhere), both within T's range.
 template <class T>
 Tensor<T> normal(const Shape& shape, double mean, double std, Key key, Device device = default_device()) {
-    static_assert(detail::is_floating_v<T>, "lazytensor: normal<T> needs a floating T (float, double, half)");
+    static_assert(detail::is_floating_v<T>, "lazytensor: normal<T> needs a floating T (float, double, half, bfloat16)");
     if (!std::isfinite(mean)) detail::fail<ValueError>("normal: mean must be finite, got ", mean);
     if (!(std >= 0) || !std::isfinite(std)) detail::fail<ValueError>("normal: std must be finite and >= 0, got ", std);
     const double largest = static_cast<double>(std::numeric_limits<T>::max());
@@ -271,12 +273,12 @@ Tensor<T> normal(const Shape& shape, double mean, double std, Key key, Device de
 }
 
 /// Uniform random numbers in [low, high): rand(shape, key) * (high - low) + low, computed in T
-/// (in float for half); a value that rounds up to `high` is `low` instead (as PyTorch does), so
+/// (in float for half and bfloat16); a value that rounds up to `high` is `low` instead (as PyTorch does), so
 /// `high` never occurs. Lazy. ValueError unless low and high are finite, low <= high (low ==
 /// high gives `low`), and low, high and high - low are within T's range.
 template <class T>
 Tensor<T> uniform(const Shape& shape, double low, double high, Key key, Device device = default_device()) {
-    static_assert(detail::is_floating_v<T>, "lazytensor: uniform<T> needs a floating T (float, double, half)");
+    static_assert(detail::is_floating_v<T>, "lazytensor: uniform<T> needs a floating T (float, double, half, bfloat16)");
     if (!std::isfinite(low) || !std::isfinite(high) || !(low <= high))
         detail::fail<ValueError>("uniform: needs finite low <= high, got [", low, ", ", high, ")");
     if (!(high - low <= static_cast<double>(std::numeric_limits<T>::max())))

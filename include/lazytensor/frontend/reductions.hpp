@@ -14,11 +14,12 @@ namespace detail {
 inline NodePtr floating(const NodePtr& x) { return is_floating(x->dtype) ? x : graph::cast(x, DType::Float32); }
 
 /// Variance over `axes` with N - correction in the denominator, computed in floating point
-/// (half in float32, rounded once: its sum of squares and its count, past 65504, are no half).
+/// (half and bfloat16 in float32, rounded once: a sum of squares and a count, past 65504, are no
+/// half; past 256 no longer exact in bfloat16).
 inline NodePtr variance(const NodePtr& x, const Axes& user_axes, bool keepdim, int correction, const char* op) {
     const Axes axes = user_axes.empty() ? all_axes(x->shape.size()) : normalize_axes(user_axes, x->shape.size(), op, x->shape);
-    if (x->dtype == DType::Float16)
-        return graph::cast(variance(graph::cast(x, DType::Float32), axes, keepdim, correction, op), DType::Float16);
+    if (is_reduced_float(x->dtype))
+        return graph::cast(variance(graph::cast(x, DType::Float32), axes, keepdim, correction, op), x->dtype);
     const NodePtr v = floating(x);
     std::int64_t count = 1;
     for (int a : axes) count *= x->shape[static_cast<std::size_t>(a)];

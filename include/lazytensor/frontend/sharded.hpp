@@ -643,7 +643,7 @@ LAZYTENSOR_X(min, minimum, true)
 #undef LAZYTENSOR_X
 
 ///@{
-/// The mean over `axes`: the sharded sum (half in float32, integers in int64, as lt::mean sums)
+/// The mean over `axes`: the sharded sum (half and bfloat16 in float32, integers in int64, as lt::mean sums)
 /// divided by the count of reduced elements, per shard, by lt::mean's own division.
 template <class T>
 auto mean(const ShardedTensor<T>& x, const Axes& axes, bool keepdim = false) {
@@ -655,7 +655,7 @@ auto mean(const ShardedTensor<T>& x, const Axes& axes, bool keepdim = false) {
         const detail::NodePtr t = total.build();
         return Tensor<R>(detail::graph::mean_of_sum(t, dtype_of<T>(), count, detail::supports_float64(t->device)));
     };
-    if constexpr (std::is_same_v<T, half>) return detail::per_shard("mean", divide, sum(x.template cast<float>(), axes, keepdim));
+    if constexpr (detail::is_reduced_float_v<T>) return detail::per_shard("mean", divide, sum(x.template cast<float>(), axes, keepdim));
     else return detail::per_shard("mean", divide, sum(x, axes, keepdim));
 }
 template <class T>

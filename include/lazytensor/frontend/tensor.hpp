@@ -37,9 +37,9 @@ struct is_complex_element<std::complex<R>> : std::true_type {};
 template <class T>
 inline constexpr bool is_complex_element_v = is_complex_element<T>::value;
 
-/// C++ arithmetic types (and half) usable as scalars next to tensors.
+/// C++ arithmetic types (and half, bfloat16) usable as scalars next to tensors.
 template <class S>
-inline constexpr bool is_scalar_v = std::is_arithmetic_v<std::decay_t<S>> || std::is_same_v<std::decay_t<S>, half>;
+inline constexpr bool is_scalar_v = std::is_arithmetic_v<std::decay_t<S>> || is_reduced_float_v<std::decay_t<S>>;
 
 /// A value that converts to an int axis without meaning one (max(x, 0.5f) would reduce along
 /// axis 0, sum(x, true) along axis 1): every reduction and scan rejects it at compile time,
@@ -366,7 +366,7 @@ template <class T>
 class Tensor : public TensorBase<T, Tensor<T>> {
     static_assert(detail::dtype_traits<T>::supported,
                   "lazytensor: Tensor<T> supports T = bool, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, "
-                  "uint64_t, lazytensor::half, float, double");
+                  "uint64_t, lazytensor::half, lazytensor::bfloat16, float, double");
 
 public:
     /// An empty handle; give it a value with = before use (using it throws ValueError).

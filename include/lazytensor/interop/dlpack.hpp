@@ -58,7 +58,8 @@ namespace lazytensor {
 
 namespace detail {
 
-/// The DLPack type of T. bool is kDLBool where DLPack has it, else uint8 (DLPack 0.6 has no bool).
+/// The DLPack type of T. bool is kDLBool where DLPack has it, else uint8 (DLPack 0.6 has no bool);
+/// bfloat16 is kDLBfloat, 16 bits.
 template <class T>
 DLDataType dlpack_dtype() {
     auto make = [](DLDataTypeCode code, int bits) {
@@ -70,6 +71,8 @@ DLDataType dlpack_dtype() {
 #else
         return make(kDLUInt, 8);
 #endif
+    } else if constexpr (std::is_same_v<T, bfloat16>) {
+        return make(kDLBfloat, 16);  // code 4, as PyTorch's torch.bfloat16
     } else if constexpr (std::is_same_v<T, half> || std::is_floating_point_v<T>) {
         return make(kDLFloat, 8 * sizeof(T));
     } else {

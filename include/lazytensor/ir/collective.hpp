@@ -65,8 +65,9 @@ inline NodePtr collective(CollectiveOp op, const NodePtr& x, int group, int size
     }
     if (x->dtype == DType::Bool && (op == CollectiveOp::Sum || op == CollectiveOp::ReduceScatter))
         fail<DTypeError>(api, ": cannot sum bool tensors (shape ", x->shape, "); cast to an integer type first");
-    if (x->dtype == DType::Float16 && op != CollectiveOp::Gather && op != CollectiveOp::Broadcast)
-        fail<DTypeError>(api, ": float16 is reduced in float32 by the front end; got float16 here");
+    if (is_reduced_float(x->dtype) && op != CollectiveOp::Gather && op != CollectiveOp::Broadcast)
+        fail<DTypeError>(api, ": ", dtype_name(x->dtype), " is reduced in float32 by the front end; got ", dtype_name(x->dtype),
+                         " here");
     NodePtr node = make(NodeKind::Collective, x->dtype, x->device, shape);
     node = with_sources(node, {row_major_operand(x)});
     node->params = {static_cast<std::int64_t>(op), group, root};

@@ -214,7 +214,7 @@ LAZYTENSOR_ENGINE_API NodePtr convolution(const NodePtr& x, const NodePtr& weigh
         // too: the input's gradient is again one kernel. (One input channel without groups is a
         // product over the batch below: its weight's gradient is one product, not one
         // reduction per tap.)
-        const DType compute = x->dtype == DType::Float16 ? DType::Float32 : x->dtype;
+        const DType compute = value_dtype(x->dtype);
         const NodePtr padded = conv::padded(x, spec, Scalar::of<std::int64_t>(0).cast(x->dtype));
         const NodePtr w = cast(reshape(weight, Shape{1, groups, out_per_group, taps}, op), compute);
         Shape tap_shape{batch, groups, 1}, term_shape{1, groups, out_per_group};

@@ -136,7 +136,7 @@ inline bool fits_as_epilogue(const Gemm& g, const Kernel& k, int product_param) 
 }
 
 /// Whether kernel `k` can run as the prologue of an operand of product `g` (ir::fits_as_prologue)
-/// from a float16, float32 or float64 input.
+/// from a float16, float32 or float64 input (a bfloat16 input is cast in a kernel of its own).
 inline bool fits_as_prologue(const Gemm& g, const Kernel& k) {
     if (!fits_as_prologue(g.dtype, k)) return false;
     const DType in = k.params[0].dtype;

@@ -196,7 +196,8 @@ LAZYTENSOR_ENGINE_API NodePtr floating_operand(const NodePtr& x, const char* op)
 /// never overflows and is computed as TinyExp says where it would be subnormal; also e0, the
 /// exp that gives e (exp(x + shift) below TinyExp's `below`), for silu. A float16 x computes in
 /// float (its registers) without TinyExp, whose values are far below half's range (and whose
-/// scale a float16 constant cannot hold).
+/// scale a float16 constant cannot hold); sigmoid and silu compute a bfloat16 x (float's range)
+/// in float32 and round once.
 struct SigmoidParts {
     NodePtr sigmoid, e0;
 };
@@ -212,7 +213,7 @@ LAZYTENSOR_ENGINE_API NodePtr sign(const NodePtr& x);
 LAZYTENSOR_ENGINE_API NodePtr rsqrt(const NodePtr& x);
 
 /// 1 / (1 + exp(-x)) (composite::sigmoid_parts), exact down to the smallest subnormal;
-/// integers give float32.
+/// integers give float32, bfloat16 computes in float32 (rounded once).
 LAZYTENSOR_ENGINE_API NodePtr sigmoid(const NodePtr& x);
 
 /// x sigmoid(x), with its limit -0 at -inf. Below TinyExp's `below` it is (x exp(x + shift))
@@ -231,8 +232,8 @@ LAZYTENSOR_ENGINE_API NodePtr silu(const NodePtr& x);
 /// -inf. Where the device's policy says so (DevicePolicy::gelu_through_float64: the host, whose
 /// float exp and erfc are a few ulp off), float computes in double and rounds once (within 0.5 ulp and a hair): there 0.5 x erfc(z) needs no correction (rounding z
 /// costs 2 z^2 2^-53 relative, and erfc stays normal over float's range). Integers give
-/// float32; float16 computes in float32 (the constants need float's precision) or, there, in
-/// double, and rounds the result to half.
+/// float32; float16 and bfloat16 compute in float32 (the constants need float's precision) or,
+/// there, in double, and round the result to their dtype.
 LAZYTENSOR_ENGINE_API NodePtr gelu(const NodePtr& x);
 
 /// NumPy's remainder (Python's %): the result has the divisor's sign. As NumPy's divmod: fmod
@@ -295,8 +296,8 @@ LAZYTENSOR_ENGINE_API NodePtr any_all(bool all, const NodePtr& x, const std::opt
 /// float32; on a device without float64 (the caller asks the device: the graph knows none), in
 /// int64 and float32 (below: within 1 ulp).
 LAZYTENSOR_ENGINE_API NodePtr mean(const NodePtr& x, const std::optional<Axes>& user_axes, bool keepdim, bool device_has_float64);
-/// The mean from `total`, the sum of `count` elements of dtype `input` (as mean sums them: half in
-/// float32, integers and bool in int64): mean's one division, shared with sharded tensors' mean.
+/// The mean from `total`, the sum of `count` elements of dtype `input` (as mean sums them: half and
+/// bfloat16 in float32, integers and bool in int64): mean's one division, shared with sharded tensors' mean.
 LAZYTENSOR_ENGINE_API NodePtr mean_of_sum(const NodePtr& total, DType input, std::int64_t count, bool device_has_float64);
 
 /// base with `values` added at the positions `positions` names along `axis` (PyTorch's
@@ -322,8 +323,8 @@ inline NodePtr row_major_operand(const NodePtr& x) {
 LAZYTENSOR_ENGINE_API NodePtr scatter(const NodePtr& base, const NodePtr& positions, const NodePtr& values, bool accumulate);
 
 /// Inclusive cumsum (Sum) or cumprod (Prod) of x along `axis`: a scan node, which the
-/// scheduler makes an item of its own. Integers and bool accumulate in int64 (PyTorch); half in
-/// float32, each element rounded to half once.
+/// scheduler makes an item of its own. Integers and bool accumulate in int64 (PyTorch); half and
+/// bfloat16 in float32, each element rounded to its dtype once.
 LAZYTENSOR_ENGINE_API NodePtr scan(ReduceOp rop, const NodePtr& x, int axis, const char* op);
 
 /// The positions (int64) of the first k elements of each row of x along its last axis, in

@@ -478,12 +478,16 @@ LAZYTENSOR_ENGINE_API NodePtr rsqrt(const NodePtr& x) {
 
 LAZYTENSOR_ENGINE_API NodePtr sigmoid(const NodePtr& x) {
     using namespace composite;
-    return sigmoid_parts(floating_operand(x, "sigmoid")).sigmoid;
+    const NodePtr v = floating_operand(x, "sigmoid");
+    // bfloat16 has float's range (TinyExp's constants are no bfloat16): in float32, rounded once.
+    if (v->dtype == DType::BFloat16) return cast(sigmoid_parts(cast(v, DType::Float32)).sigmoid, DType::BFloat16);
+    return sigmoid_parts(v).sigmoid;
 }
 
 LAZYTENSOR_ENGINE_API NodePtr silu(const NodePtr& x) {
     using namespace composite;
     const NodePtr v = floating_operand(x, "silu");
+    if (v->dtype == DType::BFloat16) return cast(silu(cast(v, DType::Float32)), DType::BFloat16);  // as sigmoid
     const SigmoidParts s = sigmoid_parts(v);
     NodePtr r = mul(v, s.sigmoid);
     if (v->dtype != DType::Float16) {
@@ -681,14 +685,15 @@ LAZYTENSOR_ENGINE_API NodePtr mean(const NodePtr& x, const std::optional<Axes>& 
     const Axes axes = reduced_axes(x, user_axes, op);
     std::int64_t count = 1;
     for (int a : axes) count *= x->shape[static_cast<std::size_t>(a)];
-    // half sums in float32 (a count past 65504 is no half); integers and bool in int64.
-    const NodePtr total = reduce(ReduceOp::Sum, x->dtype == DType::Float16 ? cast(x, DType::Float32) : x, axes, keepdim, op);
+    // half and bfloat16 sum in float32 (a count past 65504 is no half, past 256 no longer exact
+    // in bfloat16); integers and bool in int64.
+    const NodePtr total = reduce(ReduceOp::Sum, is_reduced_float(x->dtype) ? cast(x, DType::Float32) : x, axes, keepdim, op);
     return mean_of_sum(total, x->dtype, count, device_has_float64);
 }
 
 LAZYTENSOR_ENGINE_API NodePtr mean_of_sum(const NodePtr& total, DType input, std::int64_t count, bool device_has_float64) {
-    if (input == DType::Float16)  // rounded to half once
-        return cast(binary(BinaryOp::Div, total, Scalar::of(static_cast<double>(count))), DType::Float16);
+    if (is_reduced_float(input))  // rounded to half or bfloat16 once
+        return cast(binary(BinaryOp::Div, total, Scalar::of(static_cast<double>(count))), input);
     if (is_floating(input)) return binary(BinaryOp::Div, total, Scalar::of(static_cast<double>(count)));
     if (device_has_float64) {
         NodePtr quotient = binary(BinaryOp::Div, cast(total, DType::Float64), Scalar::of(static_cast<double>(count)));
@@ -766,7 +771,7 @@ LAZYTENSOR_ENGINE_API NodePtr scatter_add(const NodePtr& base, int axis, const N
 LAZYTENSOR_ENGINE_API NodePtr scan(ReduceOp rop, const NodePtr& x, int axis, const char* op) {
     if (x->shape.empty()) fail<AxisError>(op, ": needs at least one dimension, the tensor is 0-d");
     const int k = normalize_axis(axis, x->shape.size(), op, x->shape);
-    if (x->dtype == DType::Float16) return cast(scan(rop, cast(x, DType::Float32), k, op), DType::Float16);
+    if (is_reduced_float(x->dtype)) return cast(scan(rop, cast(x, DType::Float32), k, op), x->dtype);
     // uint64 wraps as int64 does (the same bits): the backends' scans are int64's
     if (x->dtype == DType::UInt64) return cast(scan(rop, cast(x, DType::Int64), k, op), DType::UInt64);
     const DType t = reduce_dtype(rop, x->dtype);
@@ -803,7 +808,8 @@ LAZYTENSOR_ENGINE_API NodePtr matmul(const NodePtr& a, const NodePtr& b) {
                          "; multiply by a scalar with * instead");
     Promotion promotion;
     const DType promoted = promotion.with_tensor(a->dtype).with_tensor(b->dtype).result();
-    // half is storage only: the product runs in float32 (a GEMM) and is rounded to half once.
+    // half and bfloat16 are storage only: the product runs in float32 (a GEMM) and is rounded
+    // to the storage type once.
     const DType t = value_dtype(promoted);
     // Promote 1-D operands to matrices: [k] -> [1, k] on the left, [k] -> [k, 1] on the right.
     const bool row_vector = a->shape.size() == 1, column_vector = b->shape.size() == 1;

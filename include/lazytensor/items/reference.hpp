@@ -24,6 +24,7 @@ constexpr double kCheckSubnormalUnits = 4;
 inline CheckTolerance check_tolerance(DType t) {
     switch (t) {
         case DType::Float16: return {1e-2, 1e-3, kCheckSubnormalUnits * 0x1p-24};
+        case DType::BFloat16: return {8e-2, 1e-2, kCheckSubnormalUnits * 0x1p-133};
         case DType::Float32: return {1e-4, 1e-5, kCheckSubnormalUnits * 0x1p-149};
         case DType::Float64: return {1e-10, 1e-12, kCheckSubnormalUnits * 0x1p-1074};
         default: return {0, 0, 0};  // integers and bool: exact
@@ -34,6 +35,7 @@ inline CheckTolerance check_tolerance(DType t) {
 inline double dtype_epsilon(DType t) {
     switch (t) {
         case DType::Float16: return 0x1p-10;
+        case DType::BFloat16: return 0x1p-7;
         case DType::Float32: return 0x1p-23;
         case DType::Float64: return 0x1p-52;
         default: return 0;

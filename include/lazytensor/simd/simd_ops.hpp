@@ -843,6 +843,15 @@ void round_to_half_loop(void* dst, const void* src, std::int64_t n) {
     for (std::int64_t i = 0; i < n; ++i) d[i] = static_cast<float>(half(x[i]));
 }
 
+/// A cast to bfloat16: rounds to bfloat16 precision (nearest even, NaN kept quiet); the result
+/// stays a float register.
+template <class From>
+void round_to_bfloat16_loop(void* dst, const void* src, std::int64_t n) {
+    float* d = static_cast<float*>(dst);
+    const From* x = static_cast<const From*>(src);
+    for (std::int64_t i = 0; i < n; ++i) d[i] = static_cast<float>(bfloat16(x[i]));
+}
+
 /// n copies of one value (a broadcast per row, a scalar's register), in SIMD stores of its bits:
 /// `-O2` leaves std::fill scalar, a tenth of a softmax's time.
 template <class T>
@@ -928,6 +937,8 @@ inline WhereFn where_fn(DType t) {
 inline UnaryFn cast_fn(DType to, DType from) {
     if (to == DType::Float16)
         return visit_value_dtype(from, [](auto tag) -> UnaryFn { return &round_to_half_loop<typename decltype(tag)::type>; });
+    if (to == DType::BFloat16)
+        return visit_value_dtype(from, [](auto tag) -> UnaryFn { return &round_to_bfloat16_loop<typename decltype(tag)::type>; });
     return visit_value_dtype(to, [&](auto to_tag) {
         return visit_value_dtype(from, [&](auto from_tag) -> UnaryFn {
             return &cast_loop<typename decltype(to_tag)::type, typename decltype(from_tag)::type>;

@@ -26,7 +26,7 @@ namespace detail {
 
 template <class T>
 inline constexpr bool eigen_scalar_ok_v = dtype_traits<std::remove_const_t<T>>::supported &&
-                                          !std::is_same_v<std::remove_const_t<T>, half>;
+                                          !is_reduced_float_v<std::remove_const_t<T>>;
 
 /// The map of `t`'s memory through `pointer` (Tensor::data or const_data): a 2-D tensor as it
 /// is, a 1-D one as a column (n x 1).
@@ -80,7 +80,7 @@ auto from_eigen(M&& m) {
                   "Block of one), not an expression; evaluate it into a matrix first");
     static_assert(detail::eigen_scalar_ok_v<Scalar>,
                   "lazytensor: from_eigen needs a scalar lazytensor has: bool, int8_t to int64_t, uint8_t to uint64_t, "
-                  "float or double (Eigen::half is not lt::half)");
+                  "float or double (Eigen::half is not lt::half, Eigen::bfloat16 not lt::bfloat16)");
     const Eigen::Index inner = m.innerStride(), outer = m.outerStride();
     auto* data = m.data();
     if constexpr (Plain::IsVectorAtCompileTime) {
@@ -100,7 +100,7 @@ auto from_eigen(M&& m) {
 /// memory (use as_const_eigen).
 template <class T>
 EigenMap<T> as_eigen(const Tensor<T>& t) {
-    static_assert(detail::eigen_scalar_ok_v<T>, "lazytensor: Eigen has no lazytensor::half scalar; cast to float first");
+    static_assert(detail::eigen_scalar_ok_v<T>, "lazytensor: Eigen has no lazytensor::half or lazytensor::bfloat16 scalar; cast to float first");
     return detail::eigen_map<EigenMap<T>>(t, &Tensor<T>::data, "as_eigen");
 }
 
@@ -115,7 +115,7 @@ EigenMap<T> as_eigen(Tensor<T>&& t) {
 /// as_eigen for reading only: read-only memory too.
 template <class T>
 ConstEigenMap<T> as_const_eigen(const Tensor<T>& t) {
-    static_assert(detail::eigen_scalar_ok_v<T>, "lazytensor: Eigen has no lazytensor::half scalar; cast to float first");
+    static_assert(detail::eigen_scalar_ok_v<T>, "lazytensor: Eigen has no lazytensor::half or lazytensor::bfloat16 scalar; cast to float first");
     return detail::eigen_map<ConstEigenMap<T>>(t, &Tensor<T>::const_data, "as_const_eigen");
 }
 

@@ -146,7 +146,7 @@ inline char* thread_arena(std::size_t bytes) {
 /// Runs a kernel's plan. The steps are member functions, not free ones, on purpose: GCC turns
 /// the steps that read nothing of the plan into local copies without `this` (IPA-SRA) and
 /// inlines them into eval, their one caller. As free functions, load stayed a call per block at
-/// -O2 and -O3 (and load_half and index_compare at -O2).
+/// -O2 and -O3 (and load_reduced and index_compare at -O2).
 class KernelRunner {
 public:
     explicit KernelRunner(HostKernelPlan plan) : plan_(std::move(plan)) {}
@@ -284,7 +284,8 @@ private:
               char* own) const {
         const LaneWalk w = lane_walk(in.access, ctx);
         ptr = own;
-        if (in.dtype == DType::Float16) return load_half(in, ctx, w, base, reg, own);
+        if (in.dtype == DType::Float16) return load_reduced<half>(in, ctx, w, base, reg, own);
+        if (in.dtype == DType::BFloat16) return load_reduced<bfloat16>(in, ctx, w, base, reg, own);
         const char* src = base[static_cast<std::size_t>(in.param)];
         const auto es = static_cast<std::int64_t>(in.esize);
         if (!in.plain && in.b < 0) return load_gated(in, ctx, w, reg, src, own, ptr);
@@ -345,10 +346,12 @@ private:
         }
     }
 
-    /// A float16 load widens every element into the float register (never read in place).
-    void load_half(const PInstr& in, const BlockCtx& ctx, const LaneWalk& w, char* const* base, void** reg,
-                   char* own) const {
-        const auto* src = reinterpret_cast<const half*>(base[static_cast<std::size_t>(in.param)]);
+    /// A float16 or bfloat16 (S) load widens every element into the float register (never read
+    /// in place).
+    template <class S>
+    void load_reduced(const PInstr& in, const BlockCtx& ctx, const LaneWalk& w, char* const* base, void** reg,
+                      char* own) const {
+        const auto* src = reinterpret_cast<const S*>(base[static_cast<std::size_t>(in.param)]);
         auto* out = reinterpret_cast<float*>(own);
         if (!in.plain) {
             for_each_indexed_lane(in, ctx, w, reg, [&](std::int64_t lane, bool inside, std::int64_t at) {
@@ -357,9 +360,12 @@ private:
             return;
         }
         for (const Segment& s : *ctx.segments) {
-            const half* from = src + w.fixed + dot(s.index, *w.vs);
+            const S* from = src + w.fixed + dot(s.index, *w.vs);
             if (w.step == 1) {
-                half_to_float(from, out + s.lane, s.len);
+                if constexpr (std::is_same_v<S, half>)
+                    half_to_float(from, out + s.lane, s.len);
+                else
+                    bfloat16_to_float(from, out + s.lane, s.len);
                 continue;
             }
             for (std::int64_t t = 0; t < s.len; ++t) out[s.lane + t] = from[t * w.step];
@@ -423,7 +429,8 @@ private:
         const LaneWalk w = lane_walk(st.access, ctx);
         const Strides& vs = *w.vs;
         const std::int64_t fixed = w.fixed, step = w.step;
-        if (st.half) return store_half(st, ctx, w, base, static_cast<const float*>(value));
+        if (st.dtype == DType::Float16) return store_reduced<half>(st, ctx, w, base, static_cast<const float*>(value));
+        if (st.dtype == DType::BFloat16) return store_reduced<bfloat16>(st, ctx, w, base, static_cast<const float*>(value));
         char* dst = base[static_cast<std::size_t>(st.param)];
         const auto es = static_cast<std::int64_t>(st.esize);
         for (const Segment& s : *ctx.segments) {
@@ -441,20 +448,25 @@ private:
         }
     }
 
-    /// A float16 store rounds the float register to half (nearest even).
-    void store_half(const PStore& st, const BlockCtx& ctx, const LaneWalk& w, char* const* base,
-                    const float* value) const {
+    /// A float16 or bfloat16 (S) store rounds the float register to S (nearest even).
+    template <class S>
+    void store_reduced(const PStore& st, const BlockCtx& ctx, const LaneWalk& w, char* const* base,
+                       const float* value) const {
         const std::int64_t step = w.step;
-        auto* dst = reinterpret_cast<half*>(base[static_cast<std::size_t>(st.param)]);
+        auto* dst = reinterpret_cast<S*>(base[static_cast<std::size_t>(st.param)]);
         for (const Segment& s : *ctx.segments) {
-            half* to = dst + w.fixed + dot(s.index, *w.vs);
+            S* to = dst + w.fixed + dot(s.index, *w.vs);
             const float* from = value + s.lane;
-            if (step == 1)
-                float_to_half(from, to, s.len);
-            else if (step == 0 && s.len > 0)
-                to[0] = half(from[s.len - 1]);  // every lane writes one element: the last wins
-            else
-                for (std::int64_t t = 0; t < s.len; ++t) to[t * step] = half(from[t]);
+            if (step == 1) {
+                if constexpr (std::is_same_v<S, half>)
+                    float_to_half(from, to, s.len);
+                else
+                    float_to_bfloat16(from, to, s.len);
+            } else if (step == 0 && s.len > 0) {
+                to[0] = S(from[s.len - 1]);  // every lane writes one element: the last wins
+            } else {
+                for (std::int64_t t = 0; t < s.len; ++t) to[t * step] = S(from[t]);
+            }
         }
     }
 

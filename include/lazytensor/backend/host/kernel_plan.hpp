@@ -106,7 +106,8 @@ struct PStore {
     AccessPlan access;
     bool variant = false;  // runs once per reduced index
     bool stream = false;   // a large output: written with non-temporal stores
-    bool half = false;     // a float16 output: the float value is rounded as it is stored
+    bool reduced = false;  // a float16 or bfloat16 output: the float value is rounded as it is stored
+    DType dtype = DType::Float32;  // the output's dtype
     std::size_t esize = 4;
 };
 
@@ -413,7 +414,7 @@ inline void classify(const HostKernelPlan& plan, PPhase& p, bool in_place) {
     if (plan.mode == LaneMode::VecReduce && p.kind == ir::Phase::Kind::Reduce && !p.outer && p.stores.empty() &&
         p.reduce.fold_batches && plan.a.axes.size() == 1 && p.inner.size() == 1 && p.inner[0] == p.reduce_value) {
         const PInstr& in = p.instrs[static_cast<std::size_t>(p.reduce_value)];
-        if (in.op == ir::Op::Load && in.plain && in.dtype != DType::Float16 && in.cache_write < 0 &&
+        if (in.op == ir::Op::Load && in.plain && !is_reduced_float(in.dtype) && in.cache_write < 0 &&
             in.access.a_strides.size() == 1 && in.access.a_strides[0] == 1)
             p.row_load = p.reduce_value;
     }
@@ -422,9 +423,9 @@ inline void classify(const HostKernelPlan& plan, PPhase& p, bool in_place) {
         PInstr& v = p.instrs[static_cast<std::size_t>(st.value)];
         if (st.variant) read_inner(st.value);
         const bool computed = v.op == ir::Op::Unary || v.op == ir::Op::Binary || v.op == ir::Op::Where || v.op == ir::Op::Cast;
-        // (A float16 output cannot receive the float register in place.)
+        // (A float16 or bfloat16 output cannot receive the float register in place.)
         // (Nor an assign's output: its block may still be read after the value is computed.)
-        if (computed && !st.stream && !st.half && !in_place && v.invariant != st.variant && v.forward_store < 0)
+        if (computed && !st.stream && !st.reduced && !in_place && v.invariant != st.variant && v.forward_store < 0)
             v.forward_store = static_cast<int>(s);
     }
 }
@@ -564,7 +565,8 @@ inline HostKernelPlan plan_kernel(const ir::Kernel& k, int threads) {
             s.value = st.value;
             s.access = split_access(plan, st.access);
             s.esize = dtype_size(k.params[static_cast<std::size_t>(st.param)].dtype);
-            s.half = k.params[static_cast<std::size_t>(st.param)].dtype == DType::Float16;
+            s.dtype = k.params[static_cast<std::size_t>(st.param)].dtype;
+            s.reduced = is_reduced_float(s.dtype);
             s.variant = !p.outer && (!s.access.a_invariant || !p.instrs[static_cast<std::size_t>(st.value)].invariant);
             const std::int64_t written = s.variant ? plan.o.total * plan.a.total : plan.o.total;
             // (written * esize can pass int64 for a domain that is refused later, at allocation)

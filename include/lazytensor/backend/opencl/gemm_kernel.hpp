@@ -500,9 +500,10 @@ void lt_gemm(__global SC* restrict C, __global const SA* restrict A, __global co
     }
     // Stores: each run of V columns as one vector store where it is whole and aligned (n a
     // multiple of V), else element by element.
-    // A cast epilogue stores `o`, of C's floating dtype (float16: vstore_half(N)_rte).
+    // A cast epilogue stores `o`, of C's floating dtype (float16: vstore_half(N)_rte; bfloat16:
+    // lt_bf16_store, whose helpers the epilogue's kernel brings, its output being bfloat16).
     const std::optional<DType> cast = epilogue.output;
-    const bool half_out = cast == DType::Float16;
+    const bool half_out = cast == DType::Float16, bf16_out = cast == DType::BFloat16;
     s += std::string("    #pragma unroll\n    for (int i = 0; i < WM; ++i) {\n        const I row = row0 + OWN_ROW(i);\n") +
          (layout.whole_tiles ? "" : "        if (row >= m) continue;\n") + "        __global " + std::string(cast ? cl_storage_type(*cast) : "T") + "* out = C + row * n;\n";
     auto element = [&](int j, const std::string& col, const std::string& target) {
@@ -510,6 +511,7 @@ void lt_gemm(__global SC* restrict C, __global const SA* restrict A, __global co
         if (cast) e += std::string(" ") + cl_value_type(*cast) + " o;";
         if (!epilogue.code.empty()) e += "\n                {\n" + epilogue.code + "\n                }\n           ";
         if (half_out && target == "out[col]") return e + " vstore_half_rte(o, col, out); }\n";
+        if (bf16_out && target == "out[col]") return e + " out[col] = lt_bf16_store(o); }\n";
         return e + " " + target + " = " + (cast ? "o" : "v") + "; }\n";
     };
     const std::string out_vector = cast ? cl_value_type(*cast) + n(V) : VT;
@@ -521,8 +523,14 @@ void lt_gemm(__global SC* restrict C, __global const SA* restrict A, __global co
             const char* lane[] = {"s0", "s1", "s2", "s3"};
             for (int l = 0; l < V; ++l) s += element(j + l, run + " + " + n(l), std::string("w.") + lane[l]);
             // C and its rows start at multiples of V here: an aligned store.
-            s += half_out ? "            vstore_half" + n(V) + "_rte(w, 0, out + " + run + ");\n        }"
-                          : "            *(__global " + out_vector + "*)(out + " + run + ") = w;\n        }";
+            if (bf16_out) {
+                s += "            *(__global ushort" + n(V) + "*)(out + " + run + ") = (ushort" + n(V) + ")(";
+                for (int l = 0; l < V; ++l) s += std::string(l ? ", " : "") + "lt_bf16_store(w." + lane[l] + ")";
+                s += ");\n        }";
+            } else {
+                s += half_out ? "            vstore_half" + n(V) + "_rte(w, 0, out + " + run + ");\n        }"
+                              : "            *(__global " + out_vector + "*)(out + " + run + ") = w;\n        }";
+            }
             if (layout.whole_tiles) {
                 s += "\n";
                 continue;

@@ -55,6 +55,7 @@ struct ScalarArg {
             case DType::Int64: put(static_cast<cl_long>(value.as<std::int64_t>())); break;
             case DType::UInt64: put(static_cast<cl_ulong>(value.as<std::uint64_t>())); break;
             case DType::Float16: put(static_cast<cl_float>(value.cast(DType::Float16).as<float>())); break;
+            case DType::BFloat16: put(static_cast<cl_float>(value.cast(DType::BFloat16).as<float>())); break;
             case DType::Float32: put(static_cast<cl_float>(value.as<float>())); break;
             case DType::Float64: put(static_cast<cl_double>(value.as<double>())); break;
             case DType::Complex64:

@@ -29,6 +29,7 @@ inline const char* cl_value_type(DType t) {
         case DType::Int64: return "long";
         case DType::UInt64: return "ulong";
         case DType::Float16: return "float";  // computed in float; only buffers hold half
+        case DType::BFloat16: return "float";  // computed in float; buffers hold its bits (ushort)
         case DType::Float32: return "float";
         case DType::Float64: return "double";
         case DType::Complex64:
@@ -37,9 +38,48 @@ inline const char* cl_value_type(DType t) {
     return "?";
 }
 
-/// The OpenCL C type of an element of a buffer of `t` (bool is a byte, as in C++).
+/// The OpenCL C type of an element of a buffer of `t` (bool is a byte, as in C++; bfloat16 its
+/// 16 bits, read and written with cl_bfloat16_functions).
 inline const char* cl_storage_type(DType t) {
-    return t == DType::Bool ? "uchar" : t == DType::Float16 ? "half" : cl_value_type(t);
+    return t == DType::Bool ? "uchar" : t == DType::Float16 ? "half" : t == DType::BFloat16 ? "ushort" : cl_value_type(t);
+}
+
+/// bfloat16 in OpenCL C (no extension needed), bit for bit as on the host (core/bfloat16.hpp):
+/// lt_bf16_load widens the bits of an element to its float exactly; lt_bf16_store rounds a float
+/// to the nearest bfloat16 (ties to even; NaN kept, made quiet) and gives its bits;
+/// lt_round_bf16 rounds a float value to bfloat16 precision, lt_round_bf16_l and _ul a long or
+/// ulong once (through the float rounded to odd: toward zero, the last bit set where inexact),
+/// and, with `from_double`, lt_round_bf16_d a double once (the same way), all as the host's.
+inline void cl_bfloat16_functions(bool from_double, std::vector<std::string>& defs) {
+    defs.push_back("inline float lt_bf16_load(ushort b) { return as_float((uint)b << 16); }\n"
+                   "inline ushort lt_bf16_store(float x) {\n"
+                   "    uint u = as_uint(x);\n"
+                   "    if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u);\n"
+                   "    u += 0x7fffu + ((u >> 16) & 1u);\n"
+                   "    return (ushort)(u >> 16);\n}\n"
+                   "inline float lt_round_bf16(float x) { return lt_bf16_load(lt_bf16_store(x)); }\n"
+                   "inline float lt_round_bf16_l(long x) {\n"
+                   "    float f = convert_float_rtz(x);\n"
+                   "    if (convert_long(f) != x) f = as_float(as_uint(f) | 1u);\n"
+                   "    return lt_round_bf16(f);\n}\n"
+                   "inline float lt_round_bf16_ul(ulong x) {\n"
+                   "    float f = convert_float_rtz(x);\n"
+                   "    if (convert_ulong(f) != x) f = as_float(as_uint(f) | 1u);\n"
+                   "    return lt_round_bf16(f);\n}\n");
+    if (from_double)
+        defs.push_back("inline float lt_round_bf16_d(double d) {\n"
+                       "    float f;\n"
+                       "    if (fabs(d) > (double)FLT_MAX && !isinf(d)) {\n"
+                       "        f = d < 0 ? -FLT_MAX : FLT_MAX;\n"
+                       "    } else {\n"
+                       "        f = (float)d;\n"
+                       "        if (!isnan(d) && !isinf(d) && (double)f != d) {\n"
+                       "            uint u = as_uint(f);\n"
+                       "            if (fabs((double)f) > fabs(d)) u -= 1u;\n"
+                       "            f = as_float(u | 1u);\n"
+                       "        }\n"
+                       "    }\n"
+                       "    return lt_round_bf16(f);\n}\n");
 }
 
 /// The unsigned type integer arithmetic wraps in: uint for types of up to 32 bits (8- and

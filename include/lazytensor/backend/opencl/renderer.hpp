@@ -18,6 +18,8 @@
 // (convert_*_sat), bool is stored as one byte. float16 is storage only, as on the host: buffers
 // of `half` are read with vload_half(N) and written with vstore_half(N)_rte (core OpenCL 1.2,
 // no cl_khr_fp16), values in between are float, and a cast to float16 rounds through half.
+// bfloat16 likewise: buffers of `ushort` (its bits) widened with lt_bf16_load and written with
+// lt_bf16_store, the host's rounding in OpenCL C (cl_bfloat16_functions).
 #pragma once
 
 #include <algorithm>
@@ -92,7 +94,8 @@ inline std::string cl_literal(const Scalar& s, DType t) {
         case DType::Int64:
             return v.i == INT64_MIN ? "(-9223372036854775807L - 1L)" : std::to_string(v.i) + "L";
         case DType::UInt64: return std::to_string(static_cast<std::uint64_t>(v.i)) + "UL";
-        case DType::Float16:  // the value, rounded to half by the cast above, as a float
+        case DType::Float16:  // the value, rounded to half (bfloat16) by the cast above, as a float
+        case DType::BFloat16:
         case DType::Float32:
         case DType::Float64: {
             const bool f32 = t != DType::Float64;
@@ -112,6 +115,13 @@ inline std::string cl_cast(DType to, DType from, const std::string& x) {
     if (to == DType::Float16) {  // rounds to half precision (lt_round_half*, see cl_half_functions)
         if (from == DType::Float64) return "lt_round_half_d(" + x + ")";
         return "lt_round_half(" + (is_floating(from) ? x : "(float)" + x) + ")";
+    }
+    if (to == DType::BFloat16) {  // rounds to bfloat16 precision (lt_round_bf16*, cl_bfloat16_functions)
+        if (from == DType::Float64) return "lt_round_bf16_d(" + x + ")";
+        if (from == DType::UInt64) return "lt_round_bf16_ul(" + x + ")";
+        // 32- and 64-bit integers may have more bits than a float (16-bit ones and bool do not)
+        if (is_integral(from) && dtype_bits(from) >= 32) return "lt_round_bf16_l((long)" + x + ")";
+        return "lt_round_bf16(" + (is_floating(from) ? x : "(float)" + x) + ")";
     }
     if (to == from) return x;
     if (to == DType::Bool) return "(" + x + " != 0)";
@@ -321,6 +331,16 @@ private:
                     round_half_d = round_half_d || ph.instrs[static_cast<std::size_t>(in.a)].dtype == DType::Float64;
                 }
         if (round_half) cl_half_functions(round_half_d, defs);
+        // bfloat16: loads and stores of its buffers, casts to it
+        bool bf16 = false, bf16_d = false;
+        for (const ir::Param& p : k_.params) bf16 = bf16 || p.dtype == DType::BFloat16;
+        for (auto& ph : k_.phases)
+            for (auto& in : ph.instrs)
+                if (in.op == ir::Op::Cast && in.dtype == DType::BFloat16) {
+                    bf16 = true;
+                    bf16_d = bf16_d || ph.instrs[static_cast<std::size_t>(in.a)].dtype == DType::Float64;
+                }
+        if (bf16) cl_bfloat16_functions(bf16_d, defs);
         std::vector<std::string> once;
         for (std::string& d : defs)
             if (std::find(once.begin(), once.end(), d) == once.end()) once.push_back(std::move(d));
@@ -445,9 +465,11 @@ private:
                     const std::string p = "p" + std::to_string(in.arg);
                     const std::string addr = address(in.access, coord);
                     const bool is_bool = in.dtype == DType::Bool, is_half = in.dtype == DType::Float16;
-                    // The element at address `a`, as a value (half widens to float).
+                    const bool is_bf16 = in.dtype == DType::BFloat16;
+                    // The element at address `a`, as a value (half and bfloat16 widen to float).
                     auto elem = [&](const std::string& a) {
                         if (is_half) return "vload_half(" + a + ", " + p + ")";
+                        if (is_bf16) return "lt_bf16_load(" + p + "[" + a + "])";
                         return is_bool ? "(" + p + "[" + a + "] != 0)" : p + "[" + a + "]";
                     };
                     const std::int64_t inner = n_ ? in.access.strides[n_ - 1] : 0;
@@ -497,7 +519,7 @@ private:
                         }
                         for (int l = 0; l < lanes; ++l) {
                             const std::string e = var + ".s" + std::to_string(l);
-                            out.push_back(is_bool ? "(" + e + " != 0)" : e);
+                            out.push_back(is_bool ? "(" + e + " != 0)" : is_bf16 ? "lt_bf16_load(" + e + ")" : e);
                         }
                     } else {
                         for (int l = 0; l < lanes; ++l) {
@@ -551,7 +573,7 @@ private:
             const auto& v = name[static_cast<std::size_t>(st.value)];
             auto value = [&](int l) {
                 const std::string& e = v.size() == 1 ? v[0] : v[static_cast<std::size_t>(l)];
-                return t == DType::Bool ? "(uchar)" + e : e;
+                return t == DType::Bool ? "(uchar)" + e : t == DType::BFloat16 ? "lt_bf16_store(" + e + ")" : e;
             };
             const bool is_half = t == DType::Float16;  // float values, rounded to nearest even
             if (lanes > 1 && vectorizable(st.access, lanes)) {
@@ -652,7 +674,7 @@ private:
         const Geometry g = geometry(reduce_units, outer_units);
         const bool split = g.split > 1;
         const ir::Phase& first = k_.phases[0];
-        // (float16 accumulates in float: the scratch partials are float too.)
+        // (float16 and bfloat16 accumulate in float: the scratch partials are float too.)
         const DType acc_t =
             first.instrs.empty() ? DType::Float32 : value_dtype(first.instrs[static_cast<std::size_t>(first.reduce_value)].dtype);
 

@@ -47,6 +47,10 @@ inline std::string scan_program(DType t, ReduceOp op, const FusedPrologue& prolo
     if (t == DType::Float64 || in == DType::Float64 || prologue.fp64 || epilogue.fp64)
         s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
     std::vector<std::string> once;
+    // A bfloat16 operand or output is read and written with cl_bfloat16_functions (which the fused
+    // kernels' helpers may hold too: each once).
+    if (in == DType::BFloat16 || epilogue.output == DType::BFloat16) cl_bfloat16_functions(false, once);
+    for (const std::string& h : once) s += h;
     for (const std::vector<std::string>* list : {&epilogue.helpers, &prologue.helpers})
         for (const std::string& h : *list)
             if (std::find(once.begin(), once.end(), h) == once.end()) once.push_back(h), s += h;
@@ -63,7 +67,9 @@ inline std::string scan_program(DType t, ReduceOp op, const FusedPrologue& prolo
     const std::string extra = epilogue.parameters + prologue.parameters;
     // An element of the operand, at element `at` of `in`.
     auto load = [&](const std::string& at) {
-        const std::string read = in == DType::Float16 ? "vload_half(" + at + ", src)" : "src[" + at + "]";
+        const std::string read = in == DType::Float16    ? "vload_half(" + at + ", src)"
+                                 : in == DType::BFloat16 ? "lt_bf16_load(src[" + at + "])"
+                                                         : "src[" + at + "]";
         return prologue.name.empty() ? read : prologue.name + "(" + read + prologue.arguments + ")";
     };
     // The store of `value` at flat index `at`, coordinates (o, i, j) of [outer, length, inner].
@@ -75,8 +81,9 @@ inline std::string scan_program(DType t, ReduceOp op, const FusedPrologue& prolo
         if (epilogue.output) r += ind + "    " + cl_value_type(*epilogue.output) + " lt_r;\n";
         r += ind + "    {\n" + epilogue.code + ind + "    }\n";
         const std::string result = epilogue.output ? "lt_r" : "v";
-        r += epilogue.output == DType::Float16 ? ind + "    vstore_half_rte(" + result + ", lt_at, out);\n"
-                                               : ind + "    out[lt_at] = " + result + ";\n";
+        r += epilogue.output == DType::Float16    ? ind + "    vstore_half_rte(" + result + ", lt_at, out);\n"
+             : epilogue.output == DType::BFloat16 ? ind + "    out[lt_at] = lt_bf16_store(" + result + ");\n"
+                                                  : ind + "    out[lt_at] = " + result + ";\n";
         return r + ind + "}\n";
     };
     s += R"CL(// A tile index with one spare slot per 32: work-items reading V apart hit different banks.

@@ -2,7 +2,7 @@
 // Backend::scatter on an OpenCL device: the base copied into the result on the queue, then one
 // work-item per position. An overwrite is a store of the element's bits (any dtype); an add is
 // an atomic: atomic_add for int32, a compare-and-swap loop for float32, and for int64 and
-// float64 where the device has cl_khr_int64_base_atomics. Other adds (uint8, bool, half, or
+// float64 where the device has cl_khr_int64_base_atomics. Other adds (uint8, bool, half, bfloat16, or
 // 64-bit types without the extension) go through host memory (Backend::scatter).
 #pragma once
 

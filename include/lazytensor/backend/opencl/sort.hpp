@@ -20,8 +20,11 @@
 
 namespace lazytensor::detail::opencl {
 
-/// The element type of buffers of `t` as the sort reads them, and as it copies them.
-inline std::string sort_storage_type(DType t) { return t == DType::Float16 ? "half" : t == DType::Bool ? "uchar" : cl_value_type(t); }
+/// The element type of buffers of `t` as the sort reads them, and as it copies them (bfloat16:
+/// its bits, ushort).
+inline std::string sort_storage_type(DType t) {
+    return t == DType::Float16 ? "half" : t == DType::Bool ? "uchar" : t == DType::BFloat16 ? "ushort" : cl_value_type(t);
+}
 inline std::string sort_copy_type(DType t) { return t == DType::Float16 ? "ushort" : sort_storage_type(t); }
 
 /// lt_key(in, i), the key of in[i], and lt_after, the order of (key, position) pairs.
@@ -29,8 +32,11 @@ inline std::string sort_key_functions(DType t) {
     std::string key;
     switch (t) {
         case DType::Float16:
+        case DType::BFloat16:
         case DType::Float32:
-            key = std::string(t == DType::Float16 ? "    float v = vload_half(i, in);\n" : "    float v = in[i];\n") +
+            key = std::string(t == DType::Float16    ? "    float v = vload_half(i, in);\n"
+                              : t == DType::BFloat16 ? "    float v = as_float((uint)in[i] << 16);\n"
+                                                     : "    float v = in[i];\n") +
                   "    if (isnan(v)) v = NAN;\n    if (v == 0.0f) v = 0.0f;\n"
                   "    const uint u = as_uint(v);\n    return (ulong)((u >> 31) ? ~u : (u | 0x80000000u));\n";
             break;
@@ -216,11 +222,16 @@ inline std::string radix_store_function(DType t) {
     std::string body;
     switch (t) {
         case DType::Float16:
+        case DType::BFloat16:
         case DType::Float32:
             body = "    const uint u = (uint)k;\n    const float v = as_float((u >> 31) ? (u & 0x7fffffffu) : ~u);\n";
-            body += t == DType::Float32 ? "    values[at] = v == 0.0f || isnan(v) ? in[p] : v;\n"
-                                        : "    if (v == 0.0f || isnan(v)) values[at] = ((__global const ushort*)in)[p];\n"
-                                          "    else vstore_half(v, at, (__global half*)values);\n";
+            if (t == DType::Float32)
+                body += "    values[at] = v == 0.0f || isnan(v) ? in[p] : v;\n";
+            else if (t == DType::BFloat16)  // v is a bfloat16's float: its top half is the element
+                body += "    values[at] = v == 0.0f || isnan(v) ? in[p] : (ushort)(as_uint(v) >> 16);\n";
+            else
+                body += "    if (v == 0.0f || isnan(v)) values[at] = ((__global const ushort*)in)[p];\n"
+                        "    else vstore_half(v, at, (__global half*)values);\n";
             break;
         case DType::Float64:
             body = "    const double v = as_double((k >> 63) ? (k & 0x7fffffffffffffffUL) : ~k);\n"

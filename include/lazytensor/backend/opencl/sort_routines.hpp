@@ -56,8 +56,8 @@ public:
             return;
         }
         if (radix) {
-            // Keys of 1-byte types have 8 significant bits, of 2- and 4-byte types 32 (half sorts
-            // by its float), others 64.
+            // Keys of 1-byte types have 8 significant bits, of 2- and 4-byte types 32 (half and
+            // bfloat16 sort by their float), others 64.
             const int bits = dtype_size(t) == 1 ? 8 : dtype_size(t) <= 4 ? 32 : 64;
             const std::int64_t tiles = (n + shape.tile() - 1) / shape.tile();
             const std::size_t group = std::size_t(shape.group);
