@@ -13077,8 +13077,8 @@ Tensor<typename W::value_type> bincount(const E& x, const W& weights, std::int64
 // of its result; the result's planes are views of those pairs, so what reads them fuses into
 // the next kernel. Lazy, and differentiable through lt::grad (the adjoint transforms).
 //
-// Dtypes as NumPy's: float32 (and float16) give complex64, float64 and integers or bool give
-// complex128, complex tensors keep theirs.
+// Dtypes as NumPy's: float32 (and float16, bfloat16) give complex64, float64 and integers or bool
+// give complex128, complex tensors keep theirs.
 
 #include <cmath>
 #include <complex>

@@ -250,6 +250,7 @@ TEST_CASE("fft norms, lazy and strided inputs, and dtypes as NumPy's") {
         static_assert(std::is_same_v<decltype(lt::fft::fft(lt::tensor<float>({1.0f}))), lt::Tensor<std::complex<float>>>);
         static_assert(std::is_same_v<decltype(lt::fft::fft(lt::tensor<lt::half>({lt::half(1.0f)}))), lt::Tensor<std::complex<float>>>);
         static_assert(std::is_same_v<decltype(lt::fft::rfft(lt::tensor<int32_t>({1}))), lt::Tensor<std::complex<double>>>);
+        static_assert(std::is_same_v<decltype(lt::fft::rfft(lt::tensor<lt::bfloat16>({lt::bfloat16(1.0f)}))), lt::Tensor<std::complex<float>>>);
         static_assert(std::is_same_v<decltype(lt::fft::irfft(lt::tensor<float>({1.0f}))), lt::Tensor<float>>);
         const auto zi = lt::fft::fft(lt::tensor<int32_t>({1, 2, 3, 4}));
         CHECK(zi.dtype() == lt::DType::Complex128);
