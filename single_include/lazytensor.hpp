@@ -25892,7 +25892,8 @@ inline std::string fallback_reason(const ir::Fft& f, const OpenCLDevice& device,
     if (choice == FftChoice::Host) return "LAZYTENSOR_OPENCL_FFT=host";
     // Measured on PoCL (2 shared cores, float, after the first call): c2c 2^20 took 22 ms
     // through VkFFT against 17 through host memory (copies included), r2c 1024^2 8.3 against
-    // 2.6, 256 c2c of 1024 1.6 against 0.6.
+    // 2.6, 256 c2c of 1024 1.6 against 0.6. And an r2c of 131072 crashed PoCL 3.1 (a segfault
+    // in VkFFT's kernel, work-groups of 4096 and 1 MiB of local memory being what PoCL reports).
     if (choice == FftChoice::Auto && device.kind() == "cpu")
         return "a CPU device, where the host engine runs faster than VkFFT's kernels (LAZYTENSOR_OPENCL_FFT=vkfft forces VkFFT)";
     if (f.dtype == DType::Float64 && !device.fp64()) return concat(device.describe(), " has no float64");
