@@ -11424,14 +11424,19 @@ auto operator-(const A& x, const B& y) {
 template <class A, class B, class = std::enable_if_t<detail::complex_operands_v<A, B>>>
 auto operator*(const A& x, const B& y) {
     using R = detail::result_plane_t<A, B>;
-    const auto a = detail::real_plane<R>(x), b = detail::imag_plane<R>(x);
-    const auto c = detail::real_plane<R>(y), d = detail::imag_plane<R>(y);
+    // (Four declarations: a plane is a tensor or, for a scalar or a real operand's imaginary
+    // part, a number.)
+    const auto a = detail::real_plane<R>(x);
+    const auto b = detail::imag_plane<R>(x);
+    const auto c = detail::real_plane<R>(y);
+    const auto d = detail::imag_plane<R>(y);
     return Tensor<std::complex<R>>(Tensor<R>(a * c - b * d), Tensor<R>(a * d + b * c));
 }
 template <class A, class B, class = std::enable_if_t<detail::complex_operands_v<A, B>>>
 auto operator/(const A& x, const B& y) {
     using R = detail::result_plane_t<A, B>;
-    const auto a = detail::real_plane<R>(x), b = detail::imag_plane<R>(x);
+    const auto a = detail::real_plane<R>(x);
+    const auto b = detail::imag_plane<R>(x);
     const auto c = detail::real_plane<R>(y);
     if constexpr (detail::is_complex_tensor_v<B>) {
         return detail::complex_divide<R>(a, b, c, detail::imag_plane<R>(y));

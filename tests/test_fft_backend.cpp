@@ -16,9 +16,7 @@
 
 #include "common.hpp"
 
-#include <lazytensor/ir/fft.hpp>  // graph::fft (a separate-runtime unit sees the front end only)
-
-#if LAZYTENSOR_OPENCL
+#if LAZYTENSOR_OPENCL && !LAZYTENSOR_ENGINE_DEFINITIONS  // else lazytensor.hpp holds the backend
 #include <lazytensor/backend/opencl/opencl_backend.hpp>
 #endif
 
