@@ -809,7 +809,7 @@ namespace lazytensor {
 /// The runtime tag of an element type: Bool, UInt8, Int8, Int16, UInt16, Int32, UInt32, Int64,
 /// UInt64, Float16, BFloat16, Float32, Float64 (bool, then integers and floating types by width),
 /// and the
-/// complex types Complex64 and Complex128 (std::complex<float> and <double>). Kernels compute in
+/// complex types Complex64 and Complex128 (std::complex<float> and std::complex<double>). Kernels compute in
 /// the real types only: a complex tensor (lt::Tensor<std::complex<float>>) is two real planes.
 enum class DType : std::uint8_t {
 #define LAZYTENSOR_X(name, type, text) name,
@@ -3691,7 +3691,7 @@ struct TensorTag {};
 template <class E>
 inline constexpr bool is_tensor_like_v = std::is_base_of_v<TensorTag, std::decay_t<E>>;
 
-/// Whether T is std::complex<float> or <double> (the element of a complex tensor,
+/// Whether T is std::complex<float> or std::complex<double> (the element of a complex tensor,
 /// frontend/complex.hpp).
 template <class T>
 struct is_complex_element : std::false_type {};
@@ -15062,7 +15062,7 @@ void save_npy(const std::string& path, const E& x) {
 /// the same row-major tensor), either byte order. The file's dtype must be T's: DTypeError
 /// naming both otherwise (nothing is converted; load the file's dtype and lt::cast it), and
 /// for dtypes lazytensor does not have (strings, structured, longdouble, ...). A complex file
-/// (<c8, <c16) loads as lt::load_npy<std::complex<float>> (or <double>). NumPy has no bfloat16:
+/// (<c8, <c16) loads as lt::load_npy<std::complex<float>> (or std::complex<double>). NumPy has no bfloat16:
 /// load_npy<lt::bfloat16> reads a float32 file (<f4) and rounds each value to nearest even
 /// (DTypeError for any other dtype). FileError naming
 /// the file and the problem for a file that is missing, unreadable, truncated, not a

@@ -43,7 +43,7 @@ namespace lazytensor {
 /// The runtime tag of an element type: Bool, UInt8, Int8, Int16, UInt16, Int32, UInt32, Int64,
 /// UInt64, Float16, BFloat16, Float32, Float64 (bool, then integers and floating types by width),
 /// and the
-/// complex types Complex64 and Complex128 (std::complex<float> and <double>). Kernels compute in
+/// complex types Complex64 and Complex128 (std::complex<float> and std::complex<double>). Kernels compute in
 /// the real types only: a complex tensor (lt::Tensor<std::complex<float>>) is two real planes.
 enum class DType : std::uint8_t {
 #define LAZYTENSOR_X(name, type, text) name,

@@ -603,7 +603,7 @@ void save_npy(const std::string& path, const E& x) {
 /// the same row-major tensor), either byte order. The file's dtype must be T's: DTypeError
 /// naming both otherwise (nothing is converted; load the file's dtype and lt::cast it), and
 /// for dtypes lazytensor does not have (strings, structured, longdouble, ...). A complex file
-/// (<c8, <c16) loads as lt::load_npy<std::complex<float>> (or <double>). NumPy has no bfloat16:
+/// (<c8, <c16) loads as lt::load_npy<std::complex<float>> (or std::complex<double>). NumPy has no bfloat16:
 /// load_npy<lt::bfloat16> reads a float32 file (<f4) and rounds each value to nearest even
 /// (DTypeError for any other dtype). FileError naming
 /// the file and the problem for a file that is missing, unreadable, truncated, not a

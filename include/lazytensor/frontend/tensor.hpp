@@ -28,7 +28,7 @@ struct TensorTag {};
 template <class E>
 inline constexpr bool is_tensor_like_v = std::is_base_of_v<TensorTag, std::decay_t<E>>;
 
-/// Whether T is std::complex<float> or <double> (the element of a complex tensor,
+/// Whether T is std::complex<float> or std::complex<double> (the element of a complex tensor,
 /// frontend/complex.hpp).
 template <class T>
 struct is_complex_element : std::false_type {};
