@@ -391,6 +391,11 @@ TEST_CASE("fft engine: r2c and c2r of every length 1..64 and selected ones, even
         fft_check_real<float>(n, n <= 4099 ? 9 : 3);
         fft_check_real<double>(n, 2);
     }
+    // Enough rows that they are transformed and (un)packed a chunk at a time, the last one short.
+    for (fft_index n : {8, 64, 256}) {
+        fft_check_real<float>(n, 37);
+        fft_check_real<double>(n, 37);
+    }
 }
 
 namespace {

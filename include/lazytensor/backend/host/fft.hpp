@@ -1032,10 +1032,10 @@ void r2c(const T* in, Index in_stride, Index in_dist, Complex<T>* out, Index out
     // even and odd samples, Z_k = E_k + i O_k and conj(Z_(h-k)) = E_k - i O_k, so with
     // a = Z_k + conj(Z_(h-k)) = 2 E_k and b = -i w^k (Z_k - conj(Z_(h-k))) = 2 w^k O_k:
     // X_k = E_k + w^k O_k = (a + b)/2 and, as w^(h-k) = -conj(w^k), X_(h-k) = conj(a - b)/2.
-    complex.execute(z, 1, z_dist, out, out_stride, out_dist, count, T(1), pool);
     const Complex<T>* w = plan->twiddles();
     const T half = scale / 2;
-    parallel_rows(pool, count, h / 2 + 1, [&](Index b, Index begin, Index end) {
+    // Row b's unpacking of the pairs k in [begin, end) of [0, h/2].
+    auto unpack = [&](Index b, Index begin, Index end) {
         Complex<T>* row = out + b * out_dist;
         auto pair = [&](Index k) {
             Complex<T>& xk = row[k * out_stride];
@@ -1063,7 +1063,21 @@ void r2c(const T* in, Index in_stride, Index in_dist, Complex<T>* out, Index out
             store(row + k, (a + b) * half_v);
             store(row + h - k - W + 1, reverse_pairs((a - b) * conj_sign * half_v));
         });
-    });
+    };
+    // Many rows: each chunk of rows is transformed and unpacked while it is in cache (one pass
+    // over the output, not two; the threads share rows). Few (long) rows: the transform and the
+    // unpacking each split every row among the threads.
+    constexpr Index chunk = 2 * lanes<T>;
+    if (count >= 2 * chunk && complex.kind_for(chunk) == Plan<T>::Kind::direct) {
+        parallel(pool, (count + chunk - 1) / chunk, [&](Index c) {
+            const Index first = c * chunk, rows = std::min(chunk, count - first);
+            complex.execute(z + first * z_dist, 1, z_dist, out + first * out_dist, out_stride, out_dist, rows, T(1), nullptr);
+            for (Index b = first; b < first + rows; ++b) unpack(b, 0, h / 2 + 1);
+        });
+        return;
+    }
+    complex.execute(z, 1, z_dist, out, out_stride, out_dist, count, T(1), pool);
+    parallel_rows(pool, count, h / 2 + 1, unpack);
 }
 
 /// count complex-to-real transforms (NumPy's irfft, unnormalized): the n/2 + 1 complex
@@ -1103,7 +1117,8 @@ void c2r(const Complex<T>* in, Index in_stride, Index in_dist, T* out, Index out
     Scratch<Complex<T>> rows(count * h);
     Complex<T>* z = rows.data();
     const Complex<T>* w = plan->twiddles();
-    parallel_rows(pool, count, h / 2 + 1, [&](Index b, Index begin, Index end) {
+    // Row b's pairs k in [begin, end) of [0, h/2], into z.
+    auto pack = [&](Index b, Index begin, Index end) {
         const Complex<T>* x = in + b * in_dist;
         Complex<T>* row = z + b * h;
         auto pair = [&](Index k) {
@@ -1131,9 +1146,22 @@ void c2r(const Complex<T>* in, Index in_stride, Index in_dist, T* out, Index out
             store(row + k, a + ib);
             store(row + h - k - W + 1, reverse_pairs((a - ib) * conj_sign));
         });
-    });
+    };
     const bool as_complex = out_stride == 1 && out_dist % 2 == 0 &&
                             reinterpret_cast<std::uintptr_t>(out) % alignof(Complex<T>) == 0;
+    // Many rows written in place: each chunk of rows is packed and transformed while it is in
+    // cache, as in r2c.
+    constexpr Index chunk = 2 * lanes<T>;
+    if (as_complex && count >= 2 * chunk && complex.kind_for(chunk) == Plan<T>::Kind::direct) {
+        parallel(pool, (count + chunk - 1) / chunk, [&](Index c) {
+            const Index first = c * chunk, rows = std::min(chunk, count - first);
+            for (Index b = first; b < first + rows; ++b) pack(b, 0, h / 2 + 1);
+            complex.execute(z + first * h, 1, h, reinterpret_cast<Complex<T>*>(out + first * out_dist), 1, out_dist / 2,
+                            rows, scale, nullptr);
+        });
+        return;
+    }
+    parallel_rows(pool, count, h / 2 + 1, pack);
     if (as_complex) {
         complex.execute(z, 1, h, reinterpret_cast<Complex<T>*>(out), 1, out_dist / 2, count, scale, pool);
         return;
