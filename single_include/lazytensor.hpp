@@ -1820,7 +1820,8 @@ enum class TypeRule : std::uint8_t {
     X(Cosh, cosh, Floating)                 \
     X(Asinh, asinh, Floating)               \
     X(Acosh, acosh, Floating)               \
-    X(Atanh, atanh, Floating)
+    X(Atanh, atanh, Floating)               \
+    X(Rsqrt, rsqrt, Floating)
 
 // X(enumerator, function name, TypeRule). Operators (+ - * / < <= > >= == != & | ^ << >> && ||)
 // map onto the same enumerators in frontend/functions.hpp, which makes a public function
@@ -1882,7 +1883,7 @@ enum class TypeRule : std::uint8_t {
 // quotient truncated; by 0 it gives 0 and the most negative value by -1 wraps), for integers
 // only, as shifts are: floor_divide is built on it (ir/graph.hpp).
 //
-// Functions that are not primitives (sigmoid, silu, gelu, rsqrt, sign, remainder and
+// Functions that are not primitives (sigmoid, silu, gelu, sign, remainder and
 // floor_divide, softplus, clamp, ...) are rewrites into these ops: ir/graph.hpp and
 // frontend/composites.hpp.
 
@@ -2391,7 +2392,8 @@ LAZYTENSOR_ENGINE_API SigmoidParts sigmoid_parts(const NodePtr& x);
 /// both zeros and NaN for NaN). It passes no gradient (PyTorch's: zero).
 LAZYTENSOR_ENGINE_API NodePtr sign(const NodePtr& x);
 
-/// 1 / sqrt(x), both steps correctly rounded (where the device's are): integers give float32.
+/// 1 / sqrt(x) (UnaryOp::Rsqrt), both steps correctly rounded (where the device's are):
+/// integers give float32.
 LAZYTENSOR_ENGINE_API NodePtr rsqrt(const NodePtr& x);
 
 /// 1 / (1 + exp(-x)) (composite::sigmoid_parts), exact down to the smallest subnormal;
@@ -3007,8 +3009,7 @@ LAZYTENSOR_ENGINE_API NodePtr sign(const NodePtr& x) {
 }
 
 LAZYTENSOR_ENGINE_API NodePtr rsqrt(const NodePtr& x) {
-    check_unary_rule(TypeRule::Floating, x->dtype, "rsqrt");
-    return composite::div(composite::whole(1), unary(UnaryOp::Sqrt, x));
+    return unary(UnaryOp::Rsqrt, x);
 }
 
 LAZYTENSOR_ENGINE_API NodePtr sigmoid(const NodePtr& x) {
@@ -6081,6 +6082,14 @@ struct Reciprocal {
     template <class B>
     static B simd(const B& x) { return B(1) / x; }
 };
+/// 1 / sqrt(x), rounded twice: the same value on every backend (a reciprocal square root
+/// instruction is an approximation).
+struct Rsqrt {
+    template <class T>
+    static T scalar(T x) { return T(1) / std::sqrt(x); }
+    template <class B>
+    static B simd(const B& x) { return B(1) / xsimd::sqrt(x); }
+};
 struct Tan {
     template <class T>
     static T scalar(T x) { return std::tan(x); }
@@ -7849,7 +7858,7 @@ ValueAndGrad<float, float> value_and_grad(F&&, detail::ParamsOfSeveralDtypes) {
 // Composite element-wise functions: rewrites into the primitives of ir/ops.hpp, written once
 // (tinygrad's decompositions), so that every backend runs them as it runs the primitives,
 // fused into the kernel of whatever reads them. Each is written to be exact at the extremes.
-// Those that reverse mode and the graph builders need too (sigmoid, silu, gelu, rsqrt, sign,
+// Those that reverse mode and the graph builders need too (sigmoid, silu, gelu, sign,
 // remainder, floor_divide) are written as graph builders (ir/graph.hpp), which the functions
 // below give their types; the others are written here.
 
@@ -8089,12 +8098,6 @@ auto silu(const E& x) {
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 auto gelu(const E& x) {
     return detail::unary_composite<TypeRule::Floating>(x, &detail::graph::gelu);
-}
-
-/// 1 / sqrt(x). Integers give float32; bool does not compile.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto rsqrt(const E& x) {
-    return detail::unary_composite<TypeRule::Floating>(x, &detail::graph::rsqrt);
 }
 
 /// 1, -1 or 0 in x's type; NaN stays NaN and -0 gives 0. Zero gradient. Bool does not compile.
@@ -14209,6 +14212,14 @@ auto logsumexp(const E& x, int axis, bool keepdim = false) {
 
 namespace detail {
 
+/// centered / sqrt(var + eps) as centered times one rsqrt per group (PyTorch's rstd): a division
+/// per element costs several times a product on every backend, and the gradient of one rsqrt
+/// node reads only its value (the backward pass keeps the forward's kernel count).
+inline NodePtr normalized(const NodePtr& centered, const NodePtr& var, double eps) {
+    namespace g = graph;
+    return g::binary(BinaryOp::Mul, centered, g::rsqrt(g::binary(BinaryOp::Add, var, Scalar::of<double>(eps))));
+}
+
 /// layer_norm's check of its weight's or bias's shape (`what`), before anything is built: it
 /// must broadcast to x's shape. A ShapeError names both shapes and the normalized shape (x's
 /// extents along the normalized axes, with the axes before them left out: [C] for the last axis
@@ -14251,8 +14262,7 @@ auto layer_norm(const E& x, const Axes& axes, double eps = 1e-5,
     if (bias) detail::check_layer_norm_affine("bias", bias->shape(), v->shape, norm);
     const detail::NodePtr centered = g::binary(BinaryOp::Sub, v, g::mean(v, norm, true, true));
     const detail::NodePtr var = g::mean(g::binary(BinaryOp::Mul, centered, centered), norm, true, true);
-    detail::NodePtr out = g::binary(BinaryOp::Div, centered,
-                                    g::unary(UnaryOp::Sqrt, g::binary(BinaryOp::Add, var, Scalar::of<double>(eps))));
+    detail::NodePtr out = detail::normalized(centered, var, eps);
     if (weight) out = g::binary(BinaryOp::Mul, out, weight->build());
     if (bias) out = g::binary(BinaryOp::Add, out, bias->build());
     return Tensor<R>(out);
@@ -14313,12 +14323,6 @@ inline void check_per_channel(const char* op, const char* what, const Shape& giv
     if (given != Shape{x[1]})
         fail<ShapeError>(op, ": the ", what, " must have shape [", x[1], "] (one per channel of x, shape ", x,
                          "), got ", given);
-}
-
-inline NodePtr normalized(const NodePtr& centered, const NodePtr& var, double eps) {
-    namespace g = graph;
-    return g::binary(BinaryOp::Div, centered,
-                     g::unary(UnaryOp::Sqrt, g::binary(BinaryOp::Add, var, Scalar::of<double>(eps))));
 }
 
 template <class R>
@@ -15476,7 +15480,7 @@ inline constexpr bool is_sharded_and_tensor_v =
 /// shard, each on its device. Split operands must be split alike; replicated ones are sliced to
 /// fit; scalars go to every shard.
 LAZYTENSOR_UNARY_OPS(LAZYTENSOR_X)
-LAZYTENSOR_X(, sigmoid, ) LAZYTENSOR_X(, silu, ) LAZYTENSOR_X(, gelu, ) LAZYTENSOR_X(, rsqrt, ) LAZYTENSOR_X(, sign, )
+LAZYTENSOR_X(, sigmoid, ) LAZYTENSOR_X(, silu, ) LAZYTENSOR_X(, gelu, ) LAZYTENSOR_X(, sign, )
 LAZYTENSOR_X(, softplus, )
 ///@}
 #undef LAZYTENSOR_X
@@ -16222,7 +16226,7 @@ Tensor<typename E::value_type> unique(const E& x) {
 // abs'(0) = sign(0) = 0, a max or min whose value several elements share splits the gradient
 // evenly among them, maximum/minimum of two equal values give each half, floor, ceil, round,
 // trunc, sign and floor_divide have zero gradient, and pow's exponent gradient is 0 where the
-// base is 0 and the exponent >= 0. Composites (sigmoid, silu, gelu, rsqrt, remainder, softplus,
+// base is 0 and the exponent >= 0. Composites (sigmoid, silu, gelu, remainder, softplus,
 // ...: ir/graph.hpp, frontend/composites.hpp) have no rules of their own: their gradients come
 // from the ops they are built of (sign and floor_divide pass none: they end in stop_gradient).
 
@@ -16498,6 +16502,7 @@ inline NodePtr unary_rule(UnaryOp op, const NodePtr& x, const NodePtr& y, const 
         case UnaryOp::Exp2: return mul(gy, mul(y, num(ln2)));
         case UnaryOp::Log2: return div(gy, mul(x, num(ln2)));
         case UnaryOp::Reciprocal: return mul(un(UnaryOp::Neg, gy), mul(y, y));
+        case UnaryOp::Rsqrt: return mul(mul(gy, num(-0.5)), mul(y, mul(y, y)));  // of y alone: x need not be kept
         case UnaryOp::Tan: return mul(gy, add(mul(y, y), num(1.0)));
         case UnaryOp::Log1p: return div(gy, add(x, num(1.0)));
         case UnaryOp::Expm1: return mul(gy, add(y, num(1.0)));
@@ -18609,10 +18614,10 @@ void r2c(const T* in, Index in_stride, Index in_dist, Complex<T>* out, Index out
     // even and odd samples, Z_k = E_k + i O_k and conj(Z_(h-k)) = E_k - i O_k, so with
     // a = Z_k + conj(Z_(h-k)) = 2 E_k and b = -i w^k (Z_k - conj(Z_(h-k))) = 2 w^k O_k:
     // X_k = E_k + w^k O_k = (a + b)/2 and, as w^(h-k) = -conj(w^k), X_(h-k) = conj(a - b)/2.
-    complex.execute(z, 1, z_dist, out, out_stride, out_dist, count, T(1), pool);
     const Complex<T>* w = plan->twiddles();
     const T half = scale / 2;
-    parallel_rows(pool, count, h / 2 + 1, [&](Index b, Index begin, Index end) {
+    // Row b's unpacking of the pairs k in [begin, end) of [0, h/2].
+    auto unpack = [&](Index b, Index begin, Index end) {
         Complex<T>* row = out + b * out_dist;
         auto pair = [&](Index k) {
             Complex<T>& xk = row[k * out_stride];
@@ -18640,7 +18645,21 @@ void r2c(const T* in, Index in_stride, Index in_dist, Complex<T>* out, Index out
             store(row + k, (a + b) * half_v);
             store(row + h - k - W + 1, reverse_pairs((a - b) * conj_sign * half_v));
         });
-    });
+    };
+    // Many rows: each chunk of rows is transformed and unpacked while it is in cache (one pass
+    // over the output, not two; the threads share rows). Few (long) rows: the transform and the
+    // unpacking each split every row among the threads.
+    constexpr Index chunk = 2 * lanes<T>;
+    if (count >= 2 * chunk && complex.kind_for(chunk) == Plan<T>::Kind::direct) {
+        parallel(pool, (count + chunk - 1) / chunk, [&](Index c) {
+            const Index first = c * chunk, rows = std::min(chunk, count - first);
+            complex.execute(z + first * z_dist, 1, z_dist, out + first * out_dist, out_stride, out_dist, rows, T(1), nullptr);
+            for (Index b = first; b < first + rows; ++b) unpack(b, 0, h / 2 + 1);
+        });
+        return;
+    }
+    complex.execute(z, 1, z_dist, out, out_stride, out_dist, count, T(1), pool);
+    parallel_rows(pool, count, h / 2 + 1, unpack);
 }
 
 /// count complex-to-real transforms (NumPy's irfft, unnormalized): the n/2 + 1 complex
@@ -18680,7 +18699,8 @@ void c2r(const Complex<T>* in, Index in_stride, Index in_dist, T* out, Index out
     Scratch<Complex<T>> rows(count * h);
     Complex<T>* z = rows.data();
     const Complex<T>* w = plan->twiddles();
-    parallel_rows(pool, count, h / 2 + 1, [&](Index b, Index begin, Index end) {
+    // Row b's pairs k in [begin, end) of [0, h/2], into z.
+    auto pack = [&](Index b, Index begin, Index end) {
         const Complex<T>* x = in + b * in_dist;
         Complex<T>* row = z + b * h;
         auto pair = [&](Index k) {
@@ -18708,9 +18728,22 @@ void c2r(const Complex<T>* in, Index in_stride, Index in_dist, T* out, Index out
             store(row + k, a + ib);
             store(row + h - k - W + 1, reverse_pairs((a - ib) * conj_sign));
         });
-    });
+    };
     const bool as_complex = out_stride == 1 && out_dist % 2 == 0 &&
                             reinterpret_cast<std::uintptr_t>(out) % alignof(Complex<T>) == 0;
+    // Many rows written in place: each chunk of rows is packed and transformed while it is in
+    // cache, as in r2c.
+    constexpr Index chunk = 2 * lanes<T>;
+    if (as_complex && count >= 2 * chunk && complex.kind_for(chunk) == Plan<T>::Kind::direct) {
+        parallel(pool, (count + chunk - 1) / chunk, [&](Index c) {
+            const Index first = c * chunk, rows = std::min(chunk, count - first);
+            for (Index b = first; b < first + rows; ++b) pack(b, 0, h / 2 + 1);
+            complex.execute(z + first * h, 1, h, reinterpret_cast<Complex<T>*>(out + first * out_dist), 1, out_dist / 2,
+                            rows, scale, nullptr);
+        });
+        return;
+    }
+    parallel_rows(pool, count, h / 2 + 1, pack);
     if (as_complex) {
         complex.execute(z, 1, h, reinterpret_cast<Complex<T>*>(out), 1, out_dist / 2, count, scale, pool);
         return;
@@ -22387,6 +22420,7 @@ constexpr ClSpelling cl_spelling(UnaryOp op) {
         case UnaryOp::Asinh: return {"asinh($a)", nullptr, nullptr};
         case UnaryOp::Acosh: return {"acosh($a)", nullptr, nullptr};
         case UnaryOp::Atanh: return {"atanh($a)", nullptr, nullptr};
+        case UnaryOp::Rsqrt: return {"(($T)1 / sqrt($a))", nullptr, nullptr};  // rounded twice, as on the host (OpenCL's rsqrt is not exact)
     }
     return {nullptr, nullptr, nullptr};
 }
@@ -30112,6 +30146,9 @@ inline ir::Kernel magnitude_kernel(const ir::Kernel& k) {
                             break;
                         case UnaryOp::Sqrt: mv = grow(binary(BinaryOp::Div, t, constant(t, 0.5), abs_v)); break;
                         case UnaryOp::Reciprocal: mv = grow(binary(BinaryOp::Mul, t, abs_v, abs_v)); break;
+                        case UnaryOp::Rsqrt:
+                            mv = grow(binary(BinaryOp::Mul, t, constant(t, 0.5), binary(BinaryOp::Mul, t, abs_v, binary(BinaryOp::Mul, t, abs_v, abs_v))));
+                            break;
                         case UnaryOp::Tan: mv = grow(binary(BinaryOp::Add, t, constant(t, 1), binary(BinaryOp::Mul, t, abs_v, abs_v))); break;
                         case UnaryOp::Sin:
                         case UnaryOp::Cos:

@@ -237,8 +237,9 @@ TEST_CASE("grad: prod with zeros, max and min ties, relu and abs at 0 (PyTorch's
 }
 
 TEST_CASE("grad: the composites that were ops, at 0 and at their extremes, against their derivatives") {
-    // sigmoid, silu, gelu, rsqrt, remainder, floor_divide and sign have no rules of their own:
-    // their gradients come from their primitives. The derivatives by hand, in long double.
+    // sigmoid, silu, gelu, remainder, floor_divide and sign have no rules of their own: their
+    // gradients come from their primitives (rsqrt, an op again, has one). The derivatives by hand,
+    // in long double.
     using LD = long double;
     auto sig = [](LD x) { return 1 / (1 + std::exp(-x)); };
     auto dsigmoid = [](LD x) {  // e / (1 + e)^2, e = exp(-|x|): s (1 - s) would cancel for large x

@@ -9,7 +9,7 @@
 // abs'(0) = sign(0) = 0, a max or min whose value several elements share splits the gradient
 // evenly among them, maximum/minimum of two equal values give each half, floor, ceil, round,
 // trunc, sign and floor_divide have zero gradient, and pow's exponent gradient is 0 where the
-// base is 0 and the exponent >= 0. Composites (sigmoid, silu, gelu, rsqrt, remainder, softplus,
+// base is 0 and the exponent >= 0. Composites (sigmoid, silu, gelu, remainder, softplus,
 // ...: ir/graph.hpp, frontend/composites.hpp) have no rules of their own: their gradients come
 // from the ops they are built of (sign and floor_divide pass none: they end in stop_gradient).
 #pragma once
@@ -62,6 +62,7 @@ inline NodePtr unary_rule(UnaryOp op, const NodePtr& x, const NodePtr& y, const 
         case UnaryOp::Exp2: return mul(gy, mul(y, num(ln2)));
         case UnaryOp::Log2: return div(gy, mul(x, num(ln2)));
         case UnaryOp::Reciprocal: return mul(un(UnaryOp::Neg, gy), mul(y, y));
+        case UnaryOp::Rsqrt: return mul(mul(gy, num(-0.5)), mul(y, mul(y, y)));  // of y alone: x need not be kept
         case UnaryOp::Tan: return mul(gy, add(mul(y, y), num(1.0)));
         case UnaryOp::Log1p: return div(gy, add(x, num(1.0)));
         case UnaryOp::Expm1: return mul(gy, add(y, num(1.0)));

@@ -2,7 +2,7 @@
 // Composite element-wise functions: rewrites into the primitives of ir/ops.hpp, written once
 // (tinygrad's decompositions), so that every backend runs them as it runs the primitives,
 // fused into the kernel of whatever reads them. Each is written to be exact at the extremes.
-// Those that reverse mode and the graph builders need too (sigmoid, silu, gelu, rsqrt, sign,
+// Those that reverse mode and the graph builders need too (sigmoid, silu, gelu, sign,
 // remainder, floor_divide) are written as graph builders (ir/graph.hpp), which the functions
 // below give their types; the others are written here.
 #pragma once
@@ -65,12 +65,6 @@ auto silu(const E& x) {
 template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 auto gelu(const E& x) {
     return detail::unary_composite<TypeRule::Floating>(x, &detail::graph::gelu);
-}
-
-/// 1 / sqrt(x). Integers give float32; bool does not compile.
-template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
-auto rsqrt(const E& x) {
-    return detail::unary_composite<TypeRule::Floating>(x, &detail::graph::rsqrt);
 }
 
 /// 1, -1 or 0 in x's type; NaN stays NaN and -0 gives 0. Zero gradient. Bool does not compile.

@@ -83,6 +83,14 @@ auto logsumexp(const E& x, int axis, bool keepdim = false) {
 
 namespace detail {
 
+/// centered / sqrt(var + eps) as centered times one rsqrt per group (PyTorch's rstd): a division
+/// per element costs several times a product on every backend, and the gradient of one rsqrt
+/// node reads only its value (the backward pass keeps the forward's kernel count).
+inline NodePtr normalized(const NodePtr& centered, const NodePtr& var, double eps) {
+    namespace g = graph;
+    return g::binary(BinaryOp::Mul, centered, g::rsqrt(g::binary(BinaryOp::Add, var, Scalar::of<double>(eps))));
+}
+
 /// layer_norm's check of its weight's or bias's shape (`what`), before anything is built: it
 /// must broadcast to x's shape. A ShapeError names both shapes and the normalized shape (x's
 /// extents along the normalized axes, with the axes before them left out: [C] for the last axis
@@ -125,8 +133,7 @@ auto layer_norm(const E& x, const Axes& axes, double eps = 1e-5,
     if (bias) detail::check_layer_norm_affine("bias", bias->shape(), v->shape, norm);
     const detail::NodePtr centered = g::binary(BinaryOp::Sub, v, g::mean(v, norm, true, true));
     const detail::NodePtr var = g::mean(g::binary(BinaryOp::Mul, centered, centered), norm, true, true);
-    detail::NodePtr out = g::binary(BinaryOp::Div, centered,
-                                    g::unary(UnaryOp::Sqrt, g::binary(BinaryOp::Add, var, Scalar::of<double>(eps))));
+    detail::NodePtr out = detail::normalized(centered, var, eps);
     if (weight) out = g::binary(BinaryOp::Mul, out, weight->build());
     if (bias) out = g::binary(BinaryOp::Add, out, bias->build());
     return Tensor<R>(out);
@@ -187,12 +194,6 @@ inline void check_per_channel(const char* op, const char* what, const Shape& giv
     if (given != Shape{x[1]})
         fail<ShapeError>(op, ": the ", what, " must have shape [", x[1], "] (one per channel of x, shape ", x,
                          "), got ", given);
-}
-
-inline NodePtr normalized(const NodePtr& centered, const NodePtr& var, double eps) {
-    namespace g = graph;
-    return g::binary(BinaryOp::Div, centered,
-                     g::unary(UnaryOp::Sqrt, g::binary(BinaryOp::Add, var, Scalar::of<double>(eps))));
 }
 
 template <class R>

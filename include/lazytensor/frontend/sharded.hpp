@@ -393,7 +393,7 @@ inline constexpr bool is_sharded_and_tensor_v =
 /// shard, each on its device. Split operands must be split alike; replicated ones are sliced to
 /// fit; scalars go to every shard.
 LAZYTENSOR_UNARY_OPS(LAZYTENSOR_X)
-LAZYTENSOR_X(, sigmoid, ) LAZYTENSOR_X(, silu, ) LAZYTENSOR_X(, gelu, ) LAZYTENSOR_X(, rsqrt, ) LAZYTENSOR_X(, sign, )
+LAZYTENSOR_X(, sigmoid, ) LAZYTENSOR_X(, silu, ) LAZYTENSOR_X(, gelu, ) LAZYTENSOR_X(, sign, )
 LAZYTENSOR_X(, softplus, )
 ///@}
 #undef LAZYTENSOR_X

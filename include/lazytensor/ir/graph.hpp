@@ -209,7 +209,8 @@ LAZYTENSOR_ENGINE_API SigmoidParts sigmoid_parts(const NodePtr& x);
 /// both zeros and NaN for NaN). It passes no gradient (PyTorch's: zero).
 LAZYTENSOR_ENGINE_API NodePtr sign(const NodePtr& x);
 
-/// 1 / sqrt(x), both steps correctly rounded (where the device's are): integers give float32.
+/// 1 / sqrt(x) (UnaryOp::Rsqrt), both steps correctly rounded (where the device's are):
+/// integers give float32.
 LAZYTENSOR_ENGINE_API NodePtr rsqrt(const NodePtr& x);
 
 /// 1 / (1 + exp(-x)) (composite::sigmoid_parts), exact down to the smallest subnormal;

@@ -472,8 +472,7 @@ LAZYTENSOR_ENGINE_API NodePtr sign(const NodePtr& x) {
 }
 
 LAZYTENSOR_ENGINE_API NodePtr rsqrt(const NodePtr& x) {
-    check_unary_rule(TypeRule::Floating, x->dtype, "rsqrt");
-    return composite::div(composite::whole(1), unary(UnaryOp::Sqrt, x));
+    return unary(UnaryOp::Rsqrt, x);
 }
 
 LAZYTENSOR_ENGINE_API NodePtr sigmoid(const NodePtr& x) {

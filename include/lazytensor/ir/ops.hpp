@@ -57,7 +57,8 @@ enum class TypeRule : std::uint8_t {
     X(Cosh, cosh, Floating)                 \
     X(Asinh, asinh, Floating)               \
     X(Acosh, acosh, Floating)               \
-    X(Atanh, atanh, Floating)
+    X(Atanh, atanh, Floating)               \
+    X(Rsqrt, rsqrt, Floating)
 
 // X(enumerator, function name, TypeRule). Operators (+ - * / < <= > >= == != & | ^ << >> && ||)
 // map onto the same enumerators in frontend/functions.hpp, which makes a public function
@@ -119,7 +120,7 @@ enum class TypeRule : std::uint8_t {
 // quotient truncated; by 0 it gives 0 and the most negative value by -1 wraps), for integers
 // only, as shifts are: floor_divide is built on it (ir/graph.hpp).
 //
-// Functions that are not primitives (sigmoid, silu, gelu, rsqrt, sign, remainder and
+// Functions that are not primitives (sigmoid, silu, gelu, sign, remainder and
 // floor_divide, softplus, clamp, ...) are rewrites into these ops: ir/graph.hpp and
 // frontend/composites.hpp.
 

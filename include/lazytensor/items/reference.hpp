@@ -138,6 +138,9 @@ inline ir::Kernel magnitude_kernel(const ir::Kernel& k) {
                             break;
                         case UnaryOp::Sqrt: mv = grow(binary(BinaryOp::Div, t, constant(t, 0.5), abs_v)); break;
                         case UnaryOp::Reciprocal: mv = grow(binary(BinaryOp::Mul, t, abs_v, abs_v)); break;
+                        case UnaryOp::Rsqrt:
+                            mv = grow(binary(BinaryOp::Mul, t, constant(t, 0.5), binary(BinaryOp::Mul, t, abs_v, binary(BinaryOp::Mul, t, abs_v, abs_v))));
+                            break;
                         case UnaryOp::Tan: mv = grow(binary(BinaryOp::Add, t, constant(t, 1), binary(BinaryOp::Mul, t, abs_v, abs_v))); break;
                         case UnaryOp::Sin:
                         case UnaryOp::Cos:

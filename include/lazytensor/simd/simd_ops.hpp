@@ -239,6 +239,14 @@ struct Reciprocal {
     template <class B>
     static B simd(const B& x) { return B(1) / x; }
 };
+/// 1 / sqrt(x), rounded twice: the same value on every backend (a reciprocal square root
+/// instruction is an approximation).
+struct Rsqrt {
+    template <class T>
+    static T scalar(T x) { return T(1) / std::sqrt(x); }
+    template <class B>
+    static B simd(const B& x) { return B(1) / xsimd::sqrt(x); }
+};
 struct Tan {
     template <class T>
     static T scalar(T x) { return std::tan(x); }

@@ -131,6 +131,7 @@ constexpr ClSpelling cl_spelling(UnaryOp op) {
         case UnaryOp::Asinh: return {"asinh($a)", nullptr, nullptr};
         case UnaryOp::Acosh: return {"acosh($a)", nullptr, nullptr};
         case UnaryOp::Atanh: return {"atanh($a)", nullptr, nullptr};
+        case UnaryOp::Rsqrt: return {"(($T)1 / sqrt($a))", nullptr, nullptr};  // rounded twice, as on the host (OpenCL's rsqrt is not exact)
     }
     return {nullptr, nullptr, nullptr};
 }
