@@ -79,6 +79,7 @@ inline const char* version() {
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
 
 // ---- lazytensor/core/error.hpp ----
@@ -201,12 +202,18 @@ inline const char* env(const char* name) {
     return v && *v ? v : nullptr;
 }
 
+/// `v` in lower case (variables' words are read in any case).
+inline std::string env_lower(const char* v) {
+    std::string s(v);
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
 /// A switch variable: `fallback` when unset or empty.
 inline bool env_flag(const char* name, bool fallback) {
     const char* v = env(name);
     if (!v) return fallback;
-    std::string s(v);
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const std::string s = env_lower(v);
     if (s == "1" || s == "on" || s == "true" || s == "yes") return true;
     if (s == "0" || s == "off" || s == "false" || s == "no") return false;
     fail<ValueError>(name, "=", v, " is not a switch: use 1 or 0 (also on/off, true/false, yes/no)");
@@ -225,6 +232,21 @@ inline long long env_int(const char* name, long long fallback, long long lo, lon
     if (!digits || *end || errno == ERANGE || n < lo || n > hi)
         fail<ValueError>(name, "=", v, " is not ", what, " (a whole number from ", lo, " to ", hi, ")");
     return n;
+}
+
+/// A variable naming one of `words` (any case): its index; `fallback` when unset or empty.
+/// `choices` lists them for the error, with what each means, e.g. "auto, own (lazytensor's
+/// kernel) or clblast".
+inline int env_choice(const char* name, std::initializer_list<const char*> words, int fallback, const char* choices) {
+    const char* v = env(name);
+    if (!v) return fallback;
+    const std::string s = env_lower(v);
+    int index = 0;
+    for (const char* w : words) {
+        if (s == w) return index;
+        ++index;
+    }
+    fail<ValueError>(name, "=", v, " is not a choice: use ", choices);
 }
 
 }  // namespace lazytensor::detail
@@ -24101,7 +24123,6 @@ void lt_attention(__global float* restrict O, __global const float* Q, __global 
 // column and batch index in scope, and extra kernel parameters after the fixed ones.
 
 #include <algorithm>
-#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -24171,14 +24192,8 @@ enum class GemmChoice { Auto, Own, CLBlast };
 
 /// LAZYTENSOR_OPENCL_GEMM: auto (default), own or clblast; anything else is a ValueError.
 inline GemmChoice gemm_choice_from_env() {
-    const char* v = env("LAZYTENSOR_OPENCL_GEMM");
-    if (!v) return GemmChoice::Auto;
-    std::string s(v);
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (s == "auto") return GemmChoice::Auto;
-    if (s == "own") return GemmChoice::Own;
-    if (s == "clblast") return GemmChoice::CLBlast;
-    fail<ValueError>("LAZYTENSOR_OPENCL_GEMM=", v, " is not a GEMM choice: use auto, own (lazytensor's kernel) or clblast");
+    return static_cast<GemmChoice>(
+        env_choice("LAZYTENSOR_OPENCL_GEMM", {"auto", "own", "clblast"}, 0, "auto, own (lazytensor's kernel) or clblast"));
 }
 
 /// Auto's choice where CLBlast is built: whether the own kernel measured faster than CLBlast
@@ -25747,7 +25762,6 @@ private:
 // (fft_routines_definitions.hpp), so the class here has the same layout whether the engine was
 // built with VkFFT or not, and programs built against lazytensor::runtime compile without it.
 
-#include <cctype>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -25762,14 +25776,8 @@ enum class FftChoice { Auto, VkFFT, Host };
 
 /// LAZYTENSOR_OPENCL_FFT: auto (default), vkfft or host; anything else is a ValueError.
 inline FftChoice fft_choice_from_env() {
-    const char* v = env("LAZYTENSOR_OPENCL_FFT");
-    if (!v) return FftChoice::Auto;
-    std::string s(v);
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (s == "auto") return FftChoice::Auto;
-    if (s == "vkfft") return FftChoice::VkFFT;
-    if (s == "host") return FftChoice::Host;
-    fail<ValueError>("LAZYTENSOR_OPENCL_FFT=", v, " is not an FFT choice: use auto, vkfft or host (the host engine through host memory)");
+    return static_cast<FftChoice>(env_choice("LAZYTENSOR_OPENCL_FFT", {"auto", "vkfft", "host"}, 0,
+                                             "auto, vkfft or host (the host engine through host memory)"));
 }
 
 class FftRoutines {
@@ -26757,7 +26765,6 @@ private:
 // kernels on GPUs and accelerators; LAPACK on the host for CPU devices, where it is faster),
 // device (wherever they apply), host (always LAPACK on the host).
 
-#include <cctype>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -26770,14 +26777,8 @@ enum class LinalgChoice { Auto, Device, Host };
 
 /// LAZYTENSOR_OPENCL_LINALG: auto (default), device or host; anything else is a ValueError.
 inline LinalgChoice linalg_choice_from_env() {
-    const char* v = env("LAZYTENSOR_OPENCL_LINALG");
-    if (!v) return LinalgChoice::Auto;
-    std::string s(v);
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (s == "auto") return LinalgChoice::Auto;
-    if (s == "device") return LinalgChoice::Device;
-    if (s == "host") return LinalgChoice::Host;
-    fail<ValueError>("LAZYTENSOR_OPENCL_LINALG=", v, " is not a choice: use auto, device (batched kernels of small matrices) or host (LAPACK)");
+    return static_cast<LinalgChoice>(env_choice("LAZYTENSOR_OPENCL_LINALG", {"auto", "device", "host"}, 0,
+                                                "auto, device (batched kernels of small matrices) or host (LAPACK)"));
 }
 
 class LinalgRoutines {

@@ -293,6 +293,19 @@ TEST_CASE("environment variables: one rule for switches and numbers; a bad value
                              (std::string("LAZYTENSOR_DEBUG=") + bad + " is not a debug level (a whole number from 0 to 3)").c_str(),
                              lt::ValueError);
     }
+    // A choice among words: its index, in any case; the fallback when unset; else the choices.
+    {
+        using lt::detail::env_choice;
+        {
+            ScopedEnvVar unset("LAZYTENSOR_OPENCL_GEMM", nullptr);
+            CHECK(env_choice("LAZYTENSOR_OPENCL_GEMM", {"auto", "own", "clblast"}, 1, "") == 1);
+        }
+        ScopedEnvVar v("LAZYTENSOR_OPENCL_GEMM", "CLBlast");
+        CHECK(env_choice("LAZYTENSOR_OPENCL_GEMM", {"auto", "own", "clblast"}, 0, "") == 2);
+        ScopedEnvVar bad("LAZYTENSOR_OPENCL_FFT", "cufft");
+        CHECK_THROWS_WITH_AS(env_choice("LAZYTENSOR_OPENCL_FFT", {"auto", "vkfft", "host"}, 0, "auto, vkfft or host"),
+                             "LAZYTENSOR_OPENCL_FFT=cufft is not a choice: use auto, vkfft or host", lt::ValueError);
+    }
     {
         ScopedEnvVar v("LAZYTENSOR_THREADS", "0");
         CHECK_THROWS_WITH_AS(lt::detail::host_threads(), "LAZYTENSOR_THREADS=0 is not a thread count (a whole number from 1 to 4096)",

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
 
 #include "error.hpp"
@@ -20,12 +21,18 @@ inline const char* env(const char* name) {
     return v && *v ? v : nullptr;
 }
 
+/// `v` in lower case (variables' words are read in any case).
+inline std::string env_lower(const char* v) {
+    std::string s(v);
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
 /// A switch variable: `fallback` when unset or empty.
 inline bool env_flag(const char* name, bool fallback) {
     const char* v = env(name);
     if (!v) return fallback;
-    std::string s(v);
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const std::string s = env_lower(v);
     if (s == "1" || s == "on" || s == "true" || s == "yes") return true;
     if (s == "0" || s == "off" || s == "false" || s == "no") return false;
     fail<ValueError>(name, "=", v, " is not a switch: use 1 or 0 (also on/off, true/false, yes/no)");
@@ -44,6 +51,21 @@ inline long long env_int(const char* name, long long fallback, long long lo, lon
     if (!digits || *end || errno == ERANGE || n < lo || n > hi)
         fail<ValueError>(name, "=", v, " is not ", what, " (a whole number from ", lo, " to ", hi, ")");
     return n;
+}
+
+/// A variable naming one of `words` (any case): its index; `fallback` when unset or empty.
+/// `choices` lists them for the error, with what each means, e.g. "auto, own (lazytensor's
+/// kernel) or clblast".
+inline int env_choice(const char* name, std::initializer_list<const char*> words, int fallback, const char* choices) {
+    const char* v = env(name);
+    if (!v) return fallback;
+    const std::string s = env_lower(v);
+    int index = 0;
+    for (const char* w : words) {
+        if (s == w) return index;
+        ++index;
+    }
+    fail<ValueError>(name, "=", v, " is not a choice: use ", choices);
 }
 
 }  // namespace lazytensor::detail

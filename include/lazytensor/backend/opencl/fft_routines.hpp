@@ -16,7 +16,6 @@
 // built with VkFFT or not, and programs built against lazytensor::runtime compile without it.
 #pragma once
 
-#include <cctype>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -37,14 +36,8 @@ enum class FftChoice { Auto, VkFFT, Host };
 
 /// LAZYTENSOR_OPENCL_FFT: auto (default), vkfft or host; anything else is a ValueError.
 inline FftChoice fft_choice_from_env() {
-    const char* v = env("LAZYTENSOR_OPENCL_FFT");
-    if (!v) return FftChoice::Auto;
-    std::string s(v);
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (s == "auto") return FftChoice::Auto;
-    if (s == "vkfft") return FftChoice::VkFFT;
-    if (s == "host") return FftChoice::Host;
-    fail<ValueError>("LAZYTENSOR_OPENCL_FFT=", v, " is not an FFT choice: use auto, vkfft or host (the host engine through host memory)");
+    return static_cast<FftChoice>(env_choice("LAZYTENSOR_OPENCL_FFT", {"auto", "vkfft", "host"}, 0,
+                                             "auto, vkfft or host (the host engine through host memory)"));
 }
 
 class FftRoutines {

@@ -25,7 +25,6 @@
 #pragma once
 
 #include <algorithm>
-#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -101,14 +100,8 @@ enum class GemmChoice { Auto, Own, CLBlast };
 
 /// LAZYTENSOR_OPENCL_GEMM: auto (default), own or clblast; anything else is a ValueError.
 inline GemmChoice gemm_choice_from_env() {
-    const char* v = env("LAZYTENSOR_OPENCL_GEMM");
-    if (!v) return GemmChoice::Auto;
-    std::string s(v);
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (s == "auto") return GemmChoice::Auto;
-    if (s == "own") return GemmChoice::Own;
-    if (s == "clblast") return GemmChoice::CLBlast;
-    fail<ValueError>("LAZYTENSOR_OPENCL_GEMM=", v, " is not a GEMM choice: use auto, own (lazytensor's kernel) or clblast");
+    return static_cast<GemmChoice>(
+        env_choice("LAZYTENSOR_OPENCL_GEMM", {"auto", "own", "clblast"}, 0, "auto, own (lazytensor's kernel) or clblast"));
 }
 
 /// Auto's choice where CLBlast is built: whether the own kernel measured faster than CLBlast

@@ -16,7 +16,6 @@
 // device (wherever they apply), host (always LAPACK on the host).
 #pragma once
 
-#include <cctype>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -36,14 +35,8 @@ enum class LinalgChoice { Auto, Device, Host };
 
 /// LAZYTENSOR_OPENCL_LINALG: auto (default), device or host; anything else is a ValueError.
 inline LinalgChoice linalg_choice_from_env() {
-    const char* v = env("LAZYTENSOR_OPENCL_LINALG");
-    if (!v) return LinalgChoice::Auto;
-    std::string s(v);
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (s == "auto") return LinalgChoice::Auto;
-    if (s == "device") return LinalgChoice::Device;
-    if (s == "host") return LinalgChoice::Host;
-    fail<ValueError>("LAZYTENSOR_OPENCL_LINALG=", v, " is not a choice: use auto, device (batched kernels of small matrices) or host (LAPACK)");
+    return static_cast<LinalgChoice>(env_choice("LAZYTENSOR_OPENCL_LINALG", {"auto", "device", "host"}, 0,
+                                                "auto, device (batched kernels of small matrices) or host (LAPACK)"));
 }
 
 class LinalgRoutines {
