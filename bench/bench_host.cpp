@@ -6,6 +6,7 @@
 //
 //   bench_host [--quick]
 #include <Eigen/Dense>
+#include <unsupported/Eigen/SpecialFunctions>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -76,6 +77,22 @@ int main(int argc, char** argv) {
         lt::Tensor<float> y;
         const double ours = best_ms(reps, [&] { y = (lt::exp(a) * b + c * 0.5f - lt::tanh(a)).realize(); });
         report("chain exp(a)*b+c*0.5-tanh(a), 2^24", eigen, ours, 1.0, max_rel_diff(y.to_vector().data(), ve.data(), n));
+    }
+
+    {  // the composites (issue 53): sigmoid, silu, gelu of 2^22 floats; Eigen's own functors
+        const std::size_t n = std::size_t(1) << 22;
+        std::vector<float> va = random_vector(n, 7), ve(n);
+        Eigen::Map<Eigen::ArrayXf> A(va.data(), n), Y(ve.data(), n);
+        lt::Tensor<float> a = lt::tensor<float>(va, {int64_t(n)}), y;
+        const double e_sigmoid = best_ms(reps, [&] { Y = A.logistic(); });
+        const double l_sigmoid = best_ms(reps, [&] { y = lt::Tensor<float>(lt::sigmoid(a)).realize(); });
+        report("sigmoid, 2^22", e_sigmoid, l_sigmoid, 1.0, max_rel_diff(y.to_vector().data(), ve.data(), n));
+        const double e_silu = best_ms(reps, [&] { Y = A * A.logistic(); });
+        const double l_silu = best_ms(reps, [&] { y = lt::Tensor<float>(lt::silu(a)).realize(); });
+        report("silu, 2^22", e_silu, l_silu, 1.0, max_rel_diff(y.to_vector().data(), ve.data(), n));
+        const double e_gelu = best_ms(reps, [&] { Y = 0.5f * A * (1.0f + (A * 0.70710678f).erf()); });
+        const double l_gelu = best_ms(reps, [&] { y = lt::Tensor<float>(lt::gelu(a)).realize(); });
+        report("gelu, 2^22", e_gelu, l_gelu, 1.0, max_rel_diff(y.to_vector().data(), ve.data(), n));
     }
 
     const int64_t rows = 4096, cols = 4096;

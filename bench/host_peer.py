@@ -29,10 +29,14 @@ def main():
     g = torch.Generator().manual_seed(1)
     n = 1 << 24
     a, b, c = (torch.rand(n, generator=g) * 4 - 2 for _ in range(3))
+    x = torch.rand(1 << 22, generator=g) * 4 - 2
     m = torch.rand(4096, 4096, generator=g) * 4 - 2
     small_a, small_b = torch.rand(1024, generator=g), torch.rand(1024, generator=g)
     rows = [
         ("chain exp(a)*b+c*0.5-tanh(a), 2^24", lambda: torch.exp(a) * b + c * 0.5 - torch.tanh(a)),
+        ("sigmoid, 2^22", lambda: torch.sigmoid(x)),
+        ("silu, 2^22", lambda: torch.nn.functional.silu(x)),
+        ("gelu, 2^22", lambda: torch.nn.functional.gelu(x)),
         ("row sum 4096x4096", lambda: m.sum(1)),
         ("column sum 4096x4096", lambda: m.sum(0)),
         ("row softmax 4096x4096 (primitives)", lambda: torch.softmax(m, 1)),

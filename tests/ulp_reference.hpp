@@ -231,7 +231,8 @@ std::vector<T> special_values() {
 }
 
 /// Where a function changes regime: overflow and underflow thresholds, the library's own
-/// switch points (simd_ops.hpp: exp's edges, TinyExp, tanh's 9, gelu's erf cut at 6 sqrt(2)),
+/// switch points (simd_ops.hpp: exp's edges, TinyExp, tanh's 9, gelu's erf cut at 6 sqrt(2),
+/// erfc's branches at 0.5 and 27.3),
 /// the points where results become subnormal, and multiples of pi/2. Each is checked with its
 /// neighbours a few ulp away.
 template <class T>
@@ -255,7 +256,7 @@ std::vector<double> edges(const std::string& name) {
     if (name == "log" || name == "log2" || name == "log1p") return {1, 0x1p-1022, 0x1p-126, -1};
     if (name == "expm1") return {lmax, f ? 88.0 : 709.0, -1e-5, 1e-5, 0.5, -0.5};
     if (name == "sinh" || name == "cosh") return {lmax + M_LN2, lmax, f ? 89.0 : 710.0, -(lmax + M_LN2)};
-    if (name == "erf" || name == "erfc") return {6, -6, 0.5, -0.5, f ? 9.19 : 26.5, f ? 10.05 : 27.2};
+    if (name == "erf" || name == "erfc") return {6, -6, 0.5, -0.5, f ? 9.19 : 26.5, f ? 10.05 : 27.2, 27.3};
     if (name == "asin" || name == "acos" || name == "atanh") return {1, -1, 0.5, -0.5};
     if (name == "acosh") return {1, 2, 1e8};
     return {};
