@@ -182,17 +182,27 @@ void lt_publish(__global uint* status, long tile, int slot, T value) {
     for (int k = 0; k < PIECES; ++k) atomic_xchg(w + k, 0x10000u | (uint)((bits >> (16 * k)) & 0xffff));
 }
 
-// Whether slot `slot` of tile `tile` is published; if so, its value into *value.
-int lt_read(__global uint* status, long tile, int slot, T* value) {
-    __global uint* w = status + 1 + (tile * 2 + slot) * PIECES;
-    U bits = 0;
-    for (int k = 0; k < PIECES; ++k) {
-        const uint word = atomic_or(w + k, 0u);  // an atomic read: never a stale cached copy
-        if (!(word & 0x10000u)) return 0;
-        bits |= (U)(word & 0xffffu) << (16 * k);
+// What tile `tile` has published: 2 (its inclusive prefix), 1 (its aggregate) or 0 (nothing
+// yet); the value into *value. Its words are all read before any is looked at, so that the
+// reads are in flight together.
+int lt_status(__global uint* status, long tile, T* value) {
+    __global uint* w = status + 1 + tile * 2 * PIECES;
+    uint words[2 * PIECES];
+    for (int k = 0; k < 2 * PIECES; ++k) words[k] = atomic_or(w + k, 0u);  // atomic reads: never a stale copy
+    for (int slot = 1; slot >= 0; --slot) {
+        U bits = 0;
+        int all = 1;
+        for (int k = 0; k < PIECES; ++k) {
+            const uint word = words[slot * PIECES + k];
+            all &= (word >> 16) & 1;
+            bits |= (U)(word & 0xffffu) << (16 * k);
+        }
+        if (all) {
+            *value = AS_T(bits);
+            return slot + 1;
+        }
     }
-    *value = AS_T(bits);
-    return 1;
+    return 0;
 }
 
 __kernel void lt_scan_clear(__global uint* status, long words) {
@@ -223,7 +233,7 @@ __kernel void lt_scan_lookback(__global const S* in, __global O* out, __global u
                 const long p = ticket - 1 - back - q;
                 T v = IDENTITY;
                 int st = 2;  // before the line's first tile: nothing more to fold
-                if (p >= ticket - c) st = lt_read(status, p, 1, &v) ? 2 : lt_read(status, p, 0, &v) ? 1 : 0;
+                if (p >= ticket - c) st = lt_status(status, p, &v);
                 window[q] = v;
                 state[q] = st;
             }
