@@ -26981,6 +26981,33 @@ private:
 #include <string>
 #include <vector>
 
+// ---- lazytensor/backend/opencl/look_back.hpp ----
+// Whether a long OpenCL scan or sort runs single-pass with a decoupled look-back (each tile
+// waits, spinning, for the totals of the tiles before it) or in passes that never wait on
+// another work-group. The look-back reads its input once; but on a CPU device the OS may
+// preempt the thread that runs a tile while its successors spin on it (PoCL measured 1.5 to 2
+// times slower so, on a shared 2-core machine), so by default only GPUs take it.
+
+#include <cctype>
+#include <string>
+
+
+namespace lazytensor::detail::opencl {
+
+/// LAZYTENSOR_OPENCL_LOOKBACK: auto (default: on GPUs), on or off; anything else is a
+/// ValueError. Read at each scan or sort that could take it (tests turn it on for CPU devices).
+inline bool use_look_back(bool gpu) {
+    const char* v = env("LAZYTENSOR_OPENCL_LOOKBACK");
+    if (!v) return gpu;
+    std::string s(v);
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (s == "auto") return gpu;
+    if (s == "on") return true;
+    if (s == "off") return false;
+    fail<ValueError>("LAZYTENSOR_OPENCL_LOOKBACK=", v, " is not a choice: use auto (on GPUs), on or off");
+}
+
+}  // namespace lazytensor::detail::opencl
 // ---- lazytensor/backend/opencl/scan.hpp ----
 // The OpenCL scan (cumsum, cumprod) of ir::Scan: float, double and long (which wraps).
 //
@@ -26988,13 +27015,14 @@ private:
 // read coalesced into local memory, each work-item scans its kScanPerItem consecutive elements,
 // a Hillis-Steele scan joins the work-items' totals, and the tile is written back coalesced,
 // offset by the total of the tiles before it. With rows enough to fill the device a work-group
-// walks one row, tile after tile (lt_scan_rows); with fewer (one long row, say) every tile has a
-// work-group of its own, which learns the total before it by a decoupled look-back over its
-// predecessors' published totals (lt_scan_lookback): a single pass, each element read once.
+// walks one row, tile after tile (lt_scan_rows). With fewer (one long row, say), on GPUs every
+// tile has a work-group of its own, which learns the total before it by a decoupled look-back
+// over its predecessors' published totals (lt_scan_lookback): a single pass, each element read
+// once. Elsewhere (CPU devices, whose threads the OS may preempt while a successor spins on
+// them) the rows are cut into chunks: the chunks' totals first (lt_fold_rows), scanned
+// themselves (the same procedure, in place), then every chunk scanned from the total before it.
 // Across rows (inner > 1) each work-item walks one column of a chunk: neighbouring work-items
-// read neighbouring columns. A column scan with too few columns for the device is cut into
-// chunks along the scanned axis: the chunks' totals first (lt_fold_columns), scanned themselves
-// (the same procedure, in place), then every chunk scanned from the total before it.
+// read neighbouring columns, and too few columns are chunked alike (lt_fold_columns).
 //
 // Kernels fused into the scan (FusedKernels) change only its loads and stores: the operand's
 // producer is a function applied to each element read from its input (of the input's dtype),
@@ -27019,11 +27047,12 @@ inline constexpr int kScanGroup = 256;
 /// Predecessor tiles a look-back reads at once (one per work-item of the first kLookBackWindow).
 inline constexpr int kLookBackWindow = 32;
 /// Row scans of fewer rows than this many per compute unit run a work-group per tile with
-/// look-back (lt_scan_lookback), more a work-group per row (lt_scan_rows).
+/// look-back (lt_scan_lookback) or in chunks, more a work-group per row (lt_scan_rows).
 inline constexpr int kScanRowsPerUnit = 8;
 
 /// The program of scans of `t` (float32, float64 or int64) by `op` (Sum or Prod): kernels
-/// lt_scan_rows, lt_scan_lookback, lt_scan_clear, lt_scan_columns and lt_fold_columns. With a prologue, `in` holds
+/// lt_scan_rows, lt_fold_rows, lt_scan_lookback, lt_scan_clear, lt_scan_columns and
+/// lt_fold_columns. With a prologue, `in` holds
 /// the prologue's input (its storage dtype) and every element read goes through it; with an
 /// epilogue, each result goes through its code (which sees `v`, the scan's value, and the
 /// long coordinates lt_o, lt_i, lt_j and lt_at, its flat index) and `out` is of the epilogue's
@@ -27120,23 +27149,44 @@ inline std::string scan_program(DType t, ReduceOp op, const FusedPrologue& prolo
     } \
     barrier(CLK_LOCAL_MEM_FENCE);
 
-// Work-group per line of a row scan (rows enough to fill the device), a tile at a time.
-__kernel void lt_scan_rows(__global const S* in, __global O* out, long offset, long outer_stride, long stride,
-                           long length, __local T* tile, __local T* sums)CL" + extra + R"CL() {
-    const long line = get_group_id(0);
+// Work-group per (line, chunk) of a row scan, a tile at a time; chunk c > 0 starts from
+// carries[line * chunks + c - 1].
+__kernel void lt_scan_rows(__global const S* in, __global O* out, __global const T* carries, int has_carries,
+                           long offset, long outer_stride, long stride, long length, long chunks, long chunk_length,
+                           __local T* tile, __local T* sums)CL" + extra + R"CL() {
+    const long group = get_group_id(0), line = group / chunks, c = group - line * chunks;
     const int lid = (int)get_local_id(0), G = (int)get_local_size(0);
+    const long begin = c * chunk_length, end = min(length, begin + chunk_length);
     __global const S* src = in + offset + line * outer_stride;
-    T carry = IDENTITY;
-    for (long t0 = 0; t0 < length; t0 += (long)G * V) {
-        LT_SCAN_TILE(t0, length)
+    T carry = has_carries && c > 0 ? carries[line * chunks + c - 1] : IDENTITY;
+    for (long t0 = begin; t0 < end; t0 += (long)G * V) {
+        LT_SCAN_TILE(t0, end)
         LT_OFFSET_TILE(carry)
         carry = OP(carry, sums[G - 1]);
         for (int k = 0; k < V; ++k) {
             const long i = t0 + k * G + lid;
-            if (i < length)
+            if (i < end)
 )CL" + store("line", "i", "0", "line * length + i", "tile[PAD(k * G + lid)]", "                ") + R"CL(        }
         barrier(CLK_LOCAL_MEM_FENCE);  // the tile and sums are read before the next tile's
     }
+}
+
+// Work-group per (line, chunk): the chunk's total into totals[line * chunks + c].
+__kernel void lt_fold_rows(__global const S* in, __global T* totals, long offset, long outer_stride, long stride,
+                           long length, long chunks, long chunk_length, __local T* sums)CL" + extra + R"CL() {
+    const long group = get_group_id(0), line = group / chunks, c = group - line * chunks;
+    const int lid = (int)get_local_id(0), G = (int)get_local_size(0);
+    const long begin = c * chunk_length, end = min(length, begin + chunk_length);
+    __global const S* src = in + offset + line * outer_stride;
+    T acc = IDENTITY;
+    for (long i = begin + lid; i < end; i += G) acc = OP(acc, LOAD(i * stride));
+    sums[lid] = acc;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int width = G / 2; width > 0; width >>= 1) {
+        if (lid < width) sums[lid] = OP(sums[lid], sums[lid + width]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0) totals[group] = sums[0];
 }
 
 // The single-pass scan of rows too few to fill the device (one long row, say): a work-group per
@@ -27336,17 +27386,31 @@ private:
         if (s.inner == 1 && s.length >= std::int64_t(G)) {
             const std::int64_t tile = std::int64_t(G) * kScanPerItem, tiles = ceil_div(s.length, tile);
             const LocalBytes tile_bytes{std::size_t(tile + tile / 32) * size}, sum_bytes{G * size};
-            if (s.outer >= kScanRowsPerUnit * std::int64_t(traits.compute_units) || tiles == 1) {  // a work-group per row
-                run(data, "lt_scan_rows", std::size_t(s.outer) * G, in, out, offset, outer_stride, stride, length, tile_bytes,
-                    sum_bytes, fused);
+            const bool few = s.outer < kScanRowsPerUnit * std::int64_t(traits.compute_units) && tiles > 1;
+            if (few && use_look_back(traits.gpu)) {
+                // A work-group per tile: the ticket, then per tile two slots of size / 2 status words.
+                const std::int64_t words = 1 + s.outer * tiles * 2 * std::int64_t(size / 2);
+                BufferPtr status = c_.backend.allocate(DType::Int32, words);
+                run(plain, "lt_scan_clear", std::size_t(ceil_div(words, std::int64_t(G))) * G, *status, cl_long(words));
+                run(data, "lt_scan_lookback", std::size_t(s.outer * tiles) * G, in, out, *status, offset, outer_stride, stride,
+                    length, cl_long(tiles), tile_bytes, sum_bytes, fused);
                 return;
             }
-            // A work-group per tile: the ticket, then per tile two slots of size / 2 status words.
-            const std::int64_t words = 1 + s.outer * tiles * 2 * std::int64_t(size / 2);
-            BufferPtr status = c_.backend.allocate(DType::Int32, words);
-            run(plain, "lt_scan_clear", std::size_t(ceil_div(words, std::int64_t(G))) * G, *status, cl_long(words));
-            run(data, "lt_scan_lookback", std::size_t(s.outer * tiles) * G, in, out, *status, offset, outer_stride, stride,
-                length, cl_long(tiles), tile_bytes, sum_bytes, fused);
+            // A work-group per (row, chunk): chunks enough to fill the device.
+            std::int64_t chunks = few ? std::clamp<std::int64_t>(ceil_div(kScanRowsPerUnit * traits.compute_units, s.outer), 1, tiles) : 1;
+            const cl_long chunk_length = ceil_div(tiles, chunks) * tile;
+            chunks = ceil_div(s.length, chunk_length);
+            const std::size_t work = std::size_t(s.outer * chunks) * G;
+            BufferPtr totals;
+            if (chunks > 1) {
+                totals = c_.backend.allocate(s.dtype, s.outer * chunks);
+                run(data, "lt_fold_rows", work, in, *totals, offset, outer_stride, stride, length, cl_long(chunks), chunk_length,
+                    sum_bytes, fused);
+                scan_with(plain, plain, ir::Scan{s.dtype, s.op, s.outer, chunks, 1, 0, chunks, 1, 0}, *totals, *totals, {});
+            }
+            const Buffer& carries = totals ? *totals : in;
+            run(data, "lt_scan_rows", work, in, out, carries, cl_int(chunks > 1), offset, outer_stride, stride, length,
+                cl_long(chunks), chunk_length, tile_bytes, sum_bytes, fused);
             return;
         }
         // Columns (or short rows): a work-item per (outer index, chunk, column), chunks of at
@@ -27454,7 +27518,8 @@ private:
 // ---- lazytensor/backend/opencl/sort_routines.hpp ----
 // Running row sorts (lt::sort, argsort, topk) on an OpenCL device: which of the programs of
 // sort.hpp runs (a selection for small k, a radix sort for one long row, a bitonic sort
-// otherwise), and its launches. The radix sort of a row below 2^30 elements is onesweep.
+// otherwise), and its launches. The radix sort of rows is onesweep, and so is that of one row
+// below 2^30 elements where look-backs run (use_look_back: GPUs by default).
 
 #include <algorithm>
 #include <cstddef>
@@ -27723,7 +27788,8 @@ inline std::string radix_store_function(DType t) {
 ///   of 4 bits each (each work-item counts, then places, a run of consecutive keys), and writes
 ///   the sorted tile out, each digit's keys consecutive in the output.
 /// The first pass makes the keys from the input as it reads them, and the last writes the first
-/// k sorted values and their positions instead of keys. Rows below 2^30 elements sort onesweep
+/// k sorted values and their positions instead of keys. Several rows (below 2^30 keys in all),
+/// and one row below 2^30 where look-backs run (sort_routines.hpp), sort onesweep instead
 /// (Adinets and Merrill): lt_radix_histogram counts every pass's digits in one read of the
 /// input, lt_radix_digits turns them into first slots, and each pass is one lt_radix_onesweep,
 /// lt_radix_scatter with its tiles' digit offsets from a decoupled look-back instead of
@@ -28089,11 +28155,13 @@ public:
             Backend& backend = c_.backend;
             BufferPtr keys[2] = {backend.allocate(key_type, rows * n), backend.allocate(key_type, rows * n)};
             BufferPtr places[2] = {backend.allocate(DType::Int32, rows * n), backend.allocate(DType::Int32, rows * n)};
-            if (rows * n < (std::int64_t(1) << 30)) {  // onesweep: counts and slots fit a status word's 30 bits
+            // Onesweep where counts and slots fit a status word's 30 bits: rows (each of few tiles:
+            // short look-backs) always, one row where look-backs run (use_look_back).
+            if (rows * n < (std::int64_t(1) << 30) && (rows > 1 || use_look_back(traits.gpu))) {
                 radix_onesweep(*program, in, rows, n, k, descending, bits, tiles, shape, keys, places, values, indices);
                 return;
             }
-            // Longer rows: a histogram of each tile per pass, scanned, then the scatter.
+            // Else a histogram of each tile per pass, scanned, then the scatter.
             BufferPtr counts = backend.allocate(DType::Int32, 256 * tiles), totals = backend.allocate(DType::Int32, 256);
             const cl_long tiles_l = tiles;
             KernelOwner count = kernel("lt_radix_count"), scan = kernel("lt_radix_scan"), digits = kernel("lt_radix_digits"),

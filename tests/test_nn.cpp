@@ -457,7 +457,9 @@ TEST_CASE("scans fuse their operand's producer into their loads and their consum
 TEST_CASE("scans of few long rows run one pass over tiles that look back: lengths around tiles, wrap, products, fused") {
     // On OpenCL a row of more than one tile (2048 elements where the device allows 256 work-items)
     // among few rows gets a work-group per tile, which adds up the totals of the tiles before it
-    // as they publish them (lt_scan_lookback); the host scans the same cases.
+    // as they publish them (lt_scan_lookback; by default on GPUs only, here on every device); the
+    // host scans the same cases.
+    ScopedEnvVar look_back("LAZYTENSOR_OPENCL_LOOKBACK", "on");
     for_each_device([](lt::Device d) {
         const std::int64_t tile = 2048;
         for (std::int64_t n : {std::int64_t(1), tile - 1, tile, tile + 1, 2 * tile, 7 * tile + 5, std::int64_t(40009)}) {
@@ -500,6 +502,15 @@ TEST_CASE("scans of few long rows run one pass over tiles that look back: length
         const std::vector<std::int64_t> want = wrapped_scan(v, n, false);
         const lt::Tensor<std::int64_t> t = lt::tensor<std::int64_t>(v, {n}, d);
         for (int repeat = 0; repeat < 5; ++repeat) REQUIRE(lt::cumsum(t + std::int64_t(0), 0).to_vector() == want);
+        if (d.kind != lt::Device::Kind::Host) {
+            ScopedEnvVar bad("LAZYTENSOR_OPENCL_LOOKBACK", "sometimes");
+            try {
+                lt::cumsum(t, 0).realize();
+                FAIL_CHECK("LAZYTENSOR_OPENCL_LOOKBACK=sometimes was accepted");
+            } catch (const lt::ValueError& e) {
+                CHECK(std::string(e.what()).find("LAZYTENSOR_OPENCL_LOOKBACK=sometimes") != std::string::npos);
+            }
+        }
     });
 }
 

@@ -127,6 +127,15 @@ TEST_CASE("sort of rows longer than the local blocks, of lazy views and of slice
     });
 }
 
+TEST_CASE_TEMPLATE("one long row sorts onesweep where look-backs run (OpenCL: on GPUs by default, here everywhere)", T, std::int64_t,
+                   float, double) {
+    ScopedEnvVar look_back("LAZYTENSOR_OPENCL_LOOKBACK", "on");
+    for_each_device([](lt::Device) {
+        const Ref r = sort_data<T>({70001}, 4244);  // 35 tiles of 2048 keys, the last partial
+        check_sorts(make_tensor<T>(r), r, 0);
+    });
+}
+
 TEST_CASE_TEMPLATE("rows of 4096 and more sort each on its own (OpenCL: the segmented radix sort), ties by position",
                    T, std::int32_t, float, double) {
     for_each_device([](lt::Device) {

@@ -5,13 +5,14 @@
 // read coalesced into local memory, each work-item scans its kScanPerItem consecutive elements,
 // a Hillis-Steele scan joins the work-items' totals, and the tile is written back coalesced,
 // offset by the total of the tiles before it. With rows enough to fill the device a work-group
-// walks one row, tile after tile (lt_scan_rows); with fewer (one long row, say) every tile has a
-// work-group of its own, which learns the total before it by a decoupled look-back over its
-// predecessors' published totals (lt_scan_lookback): a single pass, each element read once.
+// walks one row, tile after tile (lt_scan_rows). With fewer (one long row, say), on GPUs every
+// tile has a work-group of its own, which learns the total before it by a decoupled look-back
+// over its predecessors' published totals (lt_scan_lookback): a single pass, each element read
+// once. Elsewhere (CPU devices, whose threads the OS may preempt while a successor spins on
+// them) the rows are cut into chunks: the chunks' totals first (lt_fold_rows), scanned
+// themselves (the same procedure, in place), then every chunk scanned from the total before it.
 // Across rows (inner > 1) each work-item walks one column of a chunk: neighbouring work-items
-// read neighbouring columns. A column scan with too few columns for the device is cut into
-// chunks along the scanned axis: the chunks' totals first (lt_fold_columns), scanned themselves
-// (the same procedure, in place), then every chunk scanned from the total before it.
+// read neighbouring columns, and too few columns are chunked alike (lt_fold_columns).
 //
 // Kernels fused into the scan (FusedKernels) change only its loads and stores: the operand's
 // producer is a function applied to each element read from its input (of the input's dtype),
@@ -41,11 +42,12 @@ inline constexpr int kScanGroup = 256;
 /// Predecessor tiles a look-back reads at once (one per work-item of the first kLookBackWindow).
 inline constexpr int kLookBackWindow = 32;
 /// Row scans of fewer rows than this many per compute unit run a work-group per tile with
-/// look-back (lt_scan_lookback), more a work-group per row (lt_scan_rows).
+/// look-back (lt_scan_lookback) or in chunks, more a work-group per row (lt_scan_rows).
 inline constexpr int kScanRowsPerUnit = 8;
 
 /// The program of scans of `t` (float32, float64 or int64) by `op` (Sum or Prod): kernels
-/// lt_scan_rows, lt_scan_lookback, lt_scan_clear, lt_scan_columns and lt_fold_columns. With a prologue, `in` holds
+/// lt_scan_rows, lt_fold_rows, lt_scan_lookback, lt_scan_clear, lt_scan_columns and
+/// lt_fold_columns. With a prologue, `in` holds
 /// the prologue's input (its storage dtype) and every element read goes through it; with an
 /// epilogue, each result goes through its code (which sees `v`, the scan's value, and the
 /// long coordinates lt_o, lt_i, lt_j and lt_at, its flat index) and `out` is of the epilogue's
@@ -142,23 +144,44 @@ inline std::string scan_program(DType t, ReduceOp op, const FusedPrologue& prolo
     } \
     barrier(CLK_LOCAL_MEM_FENCE);
 
-// Work-group per line of a row scan (rows enough to fill the device), a tile at a time.
-__kernel void lt_scan_rows(__global const S* in, __global O* out, long offset, long outer_stride, long stride,
-                           long length, __local T* tile, __local T* sums)CL" + extra + R"CL() {
-    const long line = get_group_id(0);
+// Work-group per (line, chunk) of a row scan, a tile at a time; chunk c > 0 starts from
+// carries[line * chunks + c - 1].
+__kernel void lt_scan_rows(__global const S* in, __global O* out, __global const T* carries, int has_carries,
+                           long offset, long outer_stride, long stride, long length, long chunks, long chunk_length,
+                           __local T* tile, __local T* sums)CL" + extra + R"CL() {
+    const long group = get_group_id(0), line = group / chunks, c = group - line * chunks;
     const int lid = (int)get_local_id(0), G = (int)get_local_size(0);
+    const long begin = c * chunk_length, end = min(length, begin + chunk_length);
     __global const S* src = in + offset + line * outer_stride;
-    T carry = IDENTITY;
-    for (long t0 = 0; t0 < length; t0 += (long)G * V) {
-        LT_SCAN_TILE(t0, length)
+    T carry = has_carries && c > 0 ? carries[line * chunks + c - 1] : IDENTITY;
+    for (long t0 = begin; t0 < end; t0 += (long)G * V) {
+        LT_SCAN_TILE(t0, end)
         LT_OFFSET_TILE(carry)
         carry = OP(carry, sums[G - 1]);
         for (int k = 0; k < V; ++k) {
             const long i = t0 + k * G + lid;
-            if (i < length)
+            if (i < end)
 )CL" + store("line", "i", "0", "line * length + i", "tile[PAD(k * G + lid)]", "                ") + R"CL(        }
         barrier(CLK_LOCAL_MEM_FENCE);  // the tile and sums are read before the next tile's
     }
+}
+
+// Work-group per (line, chunk): the chunk's total into totals[line * chunks + c].
+__kernel void lt_fold_rows(__global const S* in, __global T* totals, long offset, long outer_stride, long stride,
+                           long length, long chunks, long chunk_length, __local T* sums)CL" + extra + R"CL() {
+    const long group = get_group_id(0), line = group / chunks, c = group - line * chunks;
+    const int lid = (int)get_local_id(0), G = (int)get_local_size(0);
+    const long begin = c * chunk_length, end = min(length, begin + chunk_length);
+    __global const S* src = in + offset + line * outer_stride;
+    T acc = IDENTITY;
+    for (long i = begin + lid; i < end; i += G) acc = OP(acc, LOAD(i * stride));
+    sums[lid] = acc;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int width = G / 2; width > 0; width >>= 1) {
+        if (lid < width) sums[lid] = OP(sums[lid], sums[lid + width]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0) totals[group] = sums[0];
 }
 
 // The single-pass scan of rows too few to fill the device (one long row, say): a work-group per

@@ -263,7 +263,8 @@ inline std::string radix_store_function(DType t) {
 ///   of 4 bits each (each work-item counts, then places, a run of consecutive keys), and writes
 ///   the sorted tile out, each digit's keys consecutive in the output.
 /// The first pass makes the keys from the input as it reads them, and the last writes the first
-/// k sorted values and their positions instead of keys. Rows below 2^30 elements sort onesweep
+/// k sorted values and their positions instead of keys. Several rows (below 2^30 keys in all),
+/// and one row below 2^30 where look-backs run (sort_routines.hpp), sort onesweep instead
 /// (Adinets and Merrill): lt_radix_histogram counts every pass's digits in one read of the
 /// input, lt_radix_digits turns them into first slots, and each pass is one lt_radix_onesweep,
 /// lt_radix_scatter with its tiles' digit offsets from a decoupled look-back instead of

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Running row sorts (lt::sort, argsort, topk) on an OpenCL device: which of the programs of
 // sort.hpp runs (a selection for small k, a radix sort for one long row, a bitonic sort
-// otherwise), and its launches. The radix sort of a row below 2^30 elements is onesweep.
+// otherwise), and its launches. The radix sort of rows is onesweep, and so is that of one row
+// below 2^30 elements where look-backs run (use_look_back: GPUs by default).
 #pragma once
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include "../../core/error.hpp"
 #include "cl_api.hpp"
 #include "launch.hpp"
+#include "look_back.hpp"
 #include "programs.hpp"
 #include "routine_context.hpp"
 #include "sort.hpp"
@@ -72,11 +74,13 @@ public:
             Backend& backend = c_.backend;
             BufferPtr keys[2] = {backend.allocate(key_type, rows * n), backend.allocate(key_type, rows * n)};
             BufferPtr places[2] = {backend.allocate(DType::Int32, rows * n), backend.allocate(DType::Int32, rows * n)};
-            if (rows * n < (std::int64_t(1) << 30)) {  // onesweep: counts and slots fit a status word's 30 bits
+            // Onesweep where counts and slots fit a status word's 30 bits: rows (each of few tiles:
+            // short look-backs) always, one row where look-backs run (use_look_back).
+            if (rows * n < (std::int64_t(1) << 30) && (rows > 1 || use_look_back(traits.gpu))) {
                 radix_onesweep(*program, in, rows, n, k, descending, bits, tiles, shape, keys, places, values, indices);
                 return;
             }
-            // Longer rows: a histogram of each tile per pass, scanned, then the scatter.
+            // Else a histogram of each tile per pass, scanned, then the scatter.
             BufferPtr counts = backend.allocate(DType::Int32, 256 * tiles), totals = backend.allocate(DType::Int32, 256);
             const cl_long tiles_l = tiles;
             KernelOwner count = kernel("lt_radix_count"), scan = kernel("lt_radix_scan"), digits = kernel("lt_radix_digits"),
