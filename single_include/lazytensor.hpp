@@ -27160,17 +27160,48 @@ private:
 #include <string>
 #include <vector>
 
+// ---- lazytensor/backend/opencl/look_back.hpp ----
+// Whether a long OpenCL scan or sort runs single-pass with a decoupled look-back (each tile
+// waits, spinning, for the totals of the tiles before it) or in passes that never wait on
+// another work-group. The look-back reads its input once; but on a CPU device the OS may
+// preempt the thread that runs a tile while its successors spin on it (PoCL measured 1.5 to 2
+// times slower so, on a shared 2-core machine), so by default only GPUs take it.
+
+#include <cctype>
+#include <string>
+
+
+namespace lazytensor::detail::opencl {
+
+/// LAZYTENSOR_OPENCL_LOOKBACK: auto (default: on GPUs), on or off; anything else is a
+/// ValueError. Read at each scan or sort that could take it (tests turn it on for CPU devices).
+inline bool use_look_back(bool gpu) {
+    const char* v = env("LAZYTENSOR_OPENCL_LOOKBACK");
+    if (!v) return gpu;
+    std::string s(v);
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (s == "auto") return gpu;
+    if (s == "on") return true;
+    if (s == "off") return false;
+    fail<ValueError>("LAZYTENSOR_OPENCL_LOOKBACK=", v, " is not a choice: use auto (on GPUs), on or off");
+}
+
+}  // namespace lazytensor::detail::opencl
 // ---- lazytensor/backend/opencl/scan.hpp ----
 // The OpenCL scan (cumsum, cumprod) of ir::Scan: float, double and long (which wraps).
 //
-// Along rows (inner == 1) a work-group scans one chunk of a row, a tile of G * kScanPerItem
-// elements at a time: the tile is read coalesced into local memory, each work-item scans its
-// kScanPerItem consecutive elements, a Hillis-Steele scan joins the work-items' totals, and the
-// tile is written back coalesced, offset by the total of the tiles before it. Across rows
-// (inner > 1) each work-item walks one column of a chunk: neighbouring work-items read
-// neighbouring columns. A scan with too few rows or columns for the device is cut into chunks
-// along the scanned axis: the chunks' totals first (lt_fold_*), scanned themselves (the same
-// procedure, in place), then every chunk scanned from the total before it.
+// Along rows (inner == 1) the row is cut into tiles of G * kScanPerItem elements: a tile is
+// read coalesced into local memory, each work-item scans its kScanPerItem consecutive elements,
+// a Hillis-Steele scan joins the work-items' totals, and the tile is written back coalesced,
+// offset by the total of the tiles before it. With rows enough to fill the device a work-group
+// walks one row, tile after tile (lt_scan_rows). With fewer (one long row, say), on GPUs every
+// tile has a work-group of its own, which learns the total before it by a decoupled look-back
+// over its predecessors' published totals (lt_scan_lookback): a single pass, each element read
+// once. Elsewhere (CPU devices, whose threads the OS may preempt while a successor spins on
+// them) the rows are cut into chunks: the chunks' totals first (lt_fold_rows), scanned
+// themselves (the same procedure, in place), then every chunk scanned from the total before it.
+// Across rows (inner > 1) each work-item walks one column of a chunk: neighbouring work-items
+// read neighbouring columns, and too few columns are chunked alike (lt_fold_columns).
 //
 // Kernels fused into the scan (FusedKernels) change only its loads and stores: the operand's
 // producer is a function applied to each element read from its input (of the input's dtype),
@@ -27186,11 +27217,21 @@ private:
 
 namespace lazytensor::detail::opencl {
 
+// The scan's tuning knobs, in one place (the lead tunes them on the H200).
 /// Elements each work-item of a row scan takes per tile.
 inline constexpr int kScanPerItem = 8;
+/// Work-items of a row scan's work-group (fewer where the device allows fewer, or lacks the
+/// local memory for a tile).
+inline constexpr int kScanGroup = 256;
+/// Predecessor tiles a look-back reads at once (one per work-item of the first kLookBackWindow).
+inline constexpr int kLookBackWindow = 32;
+/// Row scans of fewer rows than this many per compute unit run a work-group per tile with
+/// look-back (lt_scan_lookback) or in chunks, more a work-group per row (lt_scan_rows).
+inline constexpr int kScanRowsPerUnit = 8;
 
 /// The program of scans of `t` (float32, float64 or int64) by `op` (Sum or Prod): kernels
-/// lt_scan_rows, lt_fold_rows, lt_scan_columns and lt_fold_columns. With a prologue, `in` holds
+/// lt_scan_rows, lt_fold_rows, lt_scan_lookback, lt_scan_clear, lt_scan_columns and
+/// lt_fold_columns. With a prologue, `in` holds
 /// the prologue's input (its storage dtype) and every element read goes through it; with an
 /// epilogue, each result goes through its code (which sees `v`, the scan's value, and the
 /// long coordinates lt_o, lt_i, lt_j and lt_at, its flat index) and `out` is of the epilogue's
@@ -27221,6 +27262,11 @@ inline std::string scan_program(DType t, ReduceOp op, const FusedPrologue& prolo
         s += product ? "#define OP(a, b) ((a) * (b))\n" : "#define OP(a, b) ((a) + (b))\n";
     s += std::string("#define IDENTITY ((T)") + (product ? "1" : "0") + ")\n";
     s += "#define V " + std::to_string(kScanPerItem) + "\n";
+    s += "#define W " + std::to_string(kLookBackWindow) + "\n";
+    // A value's bits as an unsigned integer (the look-back's status words carry them 16 at a time).
+    s += dtype_size(t) == 4 ? "#define U uint\n#define AS_U(x) as_uint(x)\n#define AS_T(x) as_float(x)\n"
+         : t == DType::Int64 ? "#define U ulong\n#define AS_U(x) as_ulong(x)\n#define AS_T(x) as_long(x)\n"
+                             : "#define U ulong\n#define AS_U(x) as_ulong(x)\n#define AS_T(x) as_double(x)\n";
     const std::string extra = epilogue.parameters + prologue.parameters;
     // An element of the operand, at element `at` of `in`.
     auto load = [&](const std::string& at) {
@@ -27243,10 +27289,47 @@ inline std::string scan_program(DType t, ReduceOp op, const FusedPrologue& prolo
                                                   : ind + "    out[lt_at] = " + result + ";\n";
         return r + ind + "}\n";
     };
+    s += "#define LOAD(at) " + load("(at)") + "\n";
     s += R"CL(// A tile index with one spare slot per 32: work-items reading V apart hit different banks.
 #define PAD(x) ((x) + ((x) >> 5))
 
-// Work-group per (line, chunk) of a row scan; chunk c > 0 starts from carries[line * chunks + c - 1].
+// A tile of G * V elements of a row, scanned in local memory: read coalesced (element `begin` of
+// the row first, IDENTITY past `end`), each work-item's V consecutive elements scanned in
+// registers (into `mine`), the work-items' totals by Hillis-Steele (into `sums`: sums[G - 1] is
+// the tile's total). The caller adds what comes before and writes the tile back.
+#define LT_SCAN_TILE(begin, end) \
+    for (int k = 0; k < V; ++k) { \
+        const long i = (begin) + k * G + lid; \
+        tile[PAD(k * G + lid)] = i < (end) ? LOAD(i * stride) : IDENTITY; \
+    } \
+    barrier(CLK_LOCAL_MEM_FENCE); \
+    T mine[V]; \
+    { \
+        T run = IDENTITY; \
+        for (int k = 0; k < V; ++k) { \
+            run = OP(run, tile[PAD(lid * V + k)]); \
+            mine[k] = run; \
+        } \
+        sums[lid] = run; \
+    } \
+    barrier(CLK_LOCAL_MEM_FENCE); \
+    for (int d = 1; d < G; d <<= 1) { \
+        const T earlier = lid >= d ? sums[lid - d] : IDENTITY; \
+        barrier(CLK_LOCAL_MEM_FENCE); \
+        sums[lid] = OP(earlier, sums[lid]); \
+        barrier(CLK_LOCAL_MEM_FENCE); \
+    }
+
+// The tile's results, each offset by `carry` (what comes before the tile), back into `tile`.
+#define LT_OFFSET_TILE(carry) \
+    { \
+        const T before = lid > 0 ? OP((carry), sums[lid - 1]) : (carry); \
+        for (int k = 0; k < V; ++k) tile[PAD(lid * V + k)] = OP(before, mine[k]); \
+    } \
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+// Work-group per (line, chunk) of a row scan, a tile at a time; chunk c > 0 starts from
+// carries[line * chunks + c - 1].
 __kernel void lt_scan_rows(__global const S* in, __global O* out, __global const T* carries, int has_carries,
                            long offset, long outer_stride, long stride, long length, long chunks, long chunk_length,
                            __local T* tile, __local T* sums)CL" + extra + R"CL() {
@@ -27256,34 +27339,14 @@ __kernel void lt_scan_rows(__global const S* in, __global O* out, __global const
     __global const S* src = in + offset + line * outer_stride;
     T carry = has_carries && c > 0 ? carries[line * chunks + c - 1] : IDENTITY;
     for (long t0 = begin; t0 < end; t0 += (long)G * V) {
-        for (int k = 0; k < V; ++k) {
-            const long i = t0 + k * G + lid;
-            tile[PAD(k * G + lid)] = i < end ? )CL" + load("i * stride") + R"CL( : IDENTITY;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        T mine[V];
-        T run = IDENTITY;
-        for (int k = 0; k < V; ++k) {
-            run = OP(run, tile[PAD(lid * V + k)]);
-            mine[k] = run;
-        }
-        sums[lid] = run;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (int d = 1; d < G; d <<= 1) {
-            const T earlier = lid >= d ? sums[lid - d] : IDENTITY;
-            barrier(CLK_LOCAL_MEM_FENCE);
-            sums[lid] = OP(earlier, sums[lid]);
-            barrier(CLK_LOCAL_MEM_FENCE);
-        }
-        const T before = lid > 0 ? OP(carry, sums[lid - 1]) : carry;
-        for (int k = 0; k < V; ++k) tile[PAD(lid * V + k)] = OP(before, mine[k]);
+        LT_SCAN_TILE(t0, end)
+        LT_OFFSET_TILE(carry)
         carry = OP(carry, sums[G - 1]);
-        barrier(CLK_LOCAL_MEM_FENCE);
         for (int k = 0; k < V; ++k) {
             const long i = t0 + k * G + lid;
             if (i < end)
 )CL" + store("line", "i", "0", "line * length + i", "tile[PAD(k * G + lid)]", "                ") + R"CL(        }
-        barrier(CLK_LOCAL_MEM_FENCE);  // the tile is read before the next one is loaded
+        barrier(CLK_LOCAL_MEM_FENCE);  // the tile and sums are read before the next tile's
     }
 }
 
@@ -27295,7 +27358,7 @@ __kernel void lt_fold_rows(__global const S* in, __global T* totals, long offset
     const long begin = c * chunk_length, end = min(length, begin + chunk_length);
     __global const S* src = in + offset + line * outer_stride;
     T acc = IDENTITY;
-    for (long i = begin + lid; i < end; i += G) acc = OP(acc, )CL" + load("i * stride") + R"CL();
+    for (long i = begin + lid; i < end; i += G) acc = OP(acc, LOAD(i * stride));
     sums[lid] = acc;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int width = G / 2; width > 0; width >>= 1) {
@@ -27303,6 +27366,107 @@ __kernel void lt_fold_rows(__global const S* in, __global T* totals, long offset
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (lid == 0) totals[group] = sums[0];
+}
+
+// The single-pass scan of rows too few to fill the device (one long row, say): a work-group per
+// tile of G * V elements, each element read once and written once. A work-group takes its tile
+// from a ticket (status[0]), not from its group id: every tile before it then belongs to a
+// work-group already running, so waiting on them cannot deadlock, whatever order the device
+// starts work-groups in (PoCL's pthread devices too). It publishes its tile's total (its
+// aggregate), then looks back over the tiles before it in its row, W at a time, folding their
+// aggregates until it meets one that has published its inclusive prefix; then it publishes its
+// own inclusive prefix and writes its tile.
+//
+// A tile's status: two slots (aggregate, inclusive) of sizeof(T) / 2 words each, every word a
+// flag (bit 16) with 16 bits of the value, written once by an atomic. A word is read whole and a
+// slot only once all its words carry their flag, so no ordering between words (or with the data)
+// is needed, and OpenCL 1.2's 32-bit atomics suffice. lt_scan_clear zeroes the words first.
+#define PIECES ((int)sizeof(U) / 2)
+
+void lt_publish(__global uint* status, long tile, int slot, T value) {
+    const U bits = AS_U(value);
+    __global uint* w = status + 1 + (tile * 2 + slot) * PIECES;
+    for (int k = 0; k < PIECES; ++k) atomic_xchg(w + k, 0x10000u | (uint)((bits >> (16 * k)) & 0xffff));
+}
+
+// What tile `tile` has published: 2 (its inclusive prefix), 1 (its aggregate) or 0 (nothing
+// yet); the value into *value. Its words are all read before any is looked at, so that the
+// reads are in flight together.
+int lt_status(__global uint* status, long tile, T* value) {
+    __global uint* w = status + 1 + tile * 2 * PIECES;
+    uint words[2 * PIECES];
+    for (int k = 0; k < 2 * PIECES; ++k) words[k] = atomic_or(w + k, 0u);  // atomic reads: never a stale copy
+    for (int slot = 1; slot >= 0; --slot) {
+        U bits = 0;
+        int all = 1;
+        for (int k = 0; k < PIECES; ++k) {
+            const uint word = words[slot * PIECES + k];
+            all &= (word >> 16) & 1;
+            bits |= (U)(word & 0xffffu) << (16 * k);
+        }
+        if (all) {
+            *value = AS_T(bits);
+            return slot + 1;
+        }
+    }
+    return 0;
+}
+
+__kernel void lt_scan_clear(__global uint* status, long words) {
+    const long g = get_global_id(0);
+    if (g < words) status[g] = 0;
+}
+
+// Tiles of tiles_per_line per line; status holds the ticket and 2 * PIECES words per tile, zeroed.
+__kernel void lt_scan_lookback(__global const S* in, __global O* out, __global uint* status, long offset,
+                               long outer_stride, long stride, long length, long tiles_per_line, __local T* tile,
+                               __local T* sums)CL" + extra + R"CL() {
+    __local uint ticket_of_group;
+    __local T window[W];
+    __local int state[W];  // 0: nothing published yet, 1: an aggregate, 2: an inclusive prefix
+    const int lid = (int)get_local_id(0), G = (int)get_local_size(0);
+    if (lid == 0) ticket_of_group = atomic_inc(status);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const long ticket = ticket_of_group, line = ticket / tiles_per_line, c = ticket - line * tiles_per_line;
+    const long begin = c * G * V, end = min(length, begin + (long)G * V);
+    __global const S* src = in + offset + line * outer_stride;
+    LT_SCAN_TILE(begin, end)
+    if (lid == 0) lt_publish(status, ticket, c == 0 ? 1 : 0, sums[G - 1]);
+    T carry = IDENTITY;
+    if (c > 0) {  // the same for the whole work-group, as is every exit of the loop below
+        long back = 0;  // predecessors folded into carry so far
+        for (;;) {
+            for (int q = lid; q < W; q += G) {
+                const long p = ticket - 1 - back - q;
+                T v = IDENTITY;
+                int st = 2;  // before the line's first tile: nothing more to fold
+                if (p >= ticket - c) st = lt_status(status, p, &v);
+                window[q] = v;
+                state[q] = st;
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            // Every work-item walks the window alike, so all leave the loop together.
+            int k = 0, done = 0;
+            for (; k < W; ++k) {
+                const int st = state[k];
+                if (st == 0) break;  // not published yet: read again from here
+                carry = OP(window[k], carry);
+                if (st == 2) {
+                    done = 1;
+                    break;
+                }
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);  // the window is read before it is read into again
+            if (done) break;
+            back += k;
+        }
+        if (lid == 0) lt_publish(status, ticket, 1, OP(carry, sums[G - 1]));
+    }
+    LT_OFFSET_TILE(carry)
+    for (int k = 0; k < V; ++k) {
+        const long i = begin + k * G + lid;
+        if (i < end)
+)CL" + store("line", "i", "0", "line * length + i", "tile[PAD(k * G + lid)]", "            ") + R"CL(    }
 }
 
 // Work-item per (outer index, chunk, column) of a scan across rows; chunk c > 0 starts from
@@ -27388,15 +27552,31 @@ private:
         const std::size_t size = dtype_size(s.dtype);
         const cl_long offset = s.offset, outer_stride = s.outer_stride, stride = s.stride, inner_stride = s.inner_stride;
         const cl_long outer = s.outer, length = s.length, inner = s.inner;
-        std::size_t G = 256;  // work-group size: a tile of G * kScanPerItem elements (and pads) in local memory
-        while (G > 1 && (G > traits.max_work_group || (G * kScanPerItem * 33 / 32 + G) * size > traits.local_memory)) G >>= 1;
+        // Work-group size: a tile of G * kScanPerItem elements (and pads), the work-items' totals
+        // and the look-back's window in local memory.
+        std::size_t G = kScanGroup;
+        while (G > 1 && (G > traits.max_work_group ||
+                         (G * kScanPerItem * 33 / 32 + G + kLookBackWindow) * size + kLookBackWindow * 4 + 64 > traits.local_memory))
+            G >>= 1;
         auto ceil_div = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
         auto run = [&](const ProgramOwner& program, const char* name, std::size_t work, const auto&... args) {
             c_.launcher.run(c_.programs.make_kernel(program, name), name, work, G, args...);
         };
-        if (s.inner == 1 && s.length >= std::int64_t(G)) {  // rows: a work-group per (row, chunk)
+        if (s.inner == 1 && s.length >= std::int64_t(G)) {
             const std::int64_t tile = std::int64_t(G) * kScanPerItem, tiles = ceil_div(s.length, tile);
-            std::int64_t chunks = std::clamp<std::int64_t>(ceil_div(8 * traits.compute_units, s.outer), 1, tiles);
+            const LocalBytes tile_bytes{std::size_t(tile + tile / 32) * size}, sum_bytes{G * size};
+            const bool few = s.outer < kScanRowsPerUnit * std::int64_t(traits.compute_units) && tiles > 1;
+            if (few && use_look_back(traits.gpu)) {
+                // A work-group per tile: the ticket, then per tile two slots of size / 2 status words.
+                const std::int64_t words = 1 + s.outer * tiles * 2 * std::int64_t(size / 2);
+                BufferPtr status = c_.backend.allocate(DType::Int32, words);
+                run(plain, "lt_scan_clear", std::size_t(ceil_div(words, std::int64_t(G))) * G, *status, cl_long(words));
+                run(data, "lt_scan_lookback", std::size_t(s.outer * tiles) * G, in, out, *status, offset, outer_stride, stride,
+                    length, cl_long(tiles), tile_bytes, sum_bytes, fused);
+                return;
+            }
+            // A work-group per (row, chunk): chunks enough to fill the device.
+            std::int64_t chunks = few ? std::clamp<std::int64_t>(ceil_div(kScanRowsPerUnit * traits.compute_units, s.outer), 1, tiles) : 1;
             const cl_long chunk_length = ceil_div(tiles, chunks) * tile;
             chunks = ceil_div(s.length, chunk_length);
             const std::size_t work = std::size_t(s.outer * chunks) * G;
@@ -27404,12 +27584,12 @@ private:
             if (chunks > 1) {
                 totals = c_.backend.allocate(s.dtype, s.outer * chunks);
                 run(data, "lt_fold_rows", work, in, *totals, offset, outer_stride, stride, length, cl_long(chunks), chunk_length,
-                    LocalBytes{G * size}, fused);
+                    sum_bytes, fused);
                 scan_with(plain, plain, ir::Scan{s.dtype, s.op, s.outer, chunks, 1, 0, chunks, 1, 0}, *totals, *totals, {});
             }
             const Buffer& carries = totals ? *totals : in;
             run(data, "lt_scan_rows", work, in, out, carries, cl_int(chunks > 1), offset, outer_stride, stride, length,
-                cl_long(chunks), chunk_length, LocalBytes{std::size_t(tile + tile / 32) * size}, LocalBytes{G * size}, fused);
+                cl_long(chunks), chunk_length, tile_bytes, sum_bytes, fused);
             return;
         }
         // Columns (or short rows): a work-item per (outer index, chunk, column), chunks of at
@@ -27517,7 +27697,8 @@ private:
 // ---- lazytensor/backend/opencl/sort_routines.hpp ----
 // Running row sorts (lt::sort, argsort, topk) on an OpenCL device: which of the programs of
 // sort.hpp runs (a selection for small k, a radix sort for one long row, a bitonic sort
-// otherwise), and its launches.
+// otherwise), and its launches. The radix sort of rows is onesweep, and so is that of one row
+// below 2^30 elements where look-backs run (use_look_back: GPUs by default).
 
 #include <algorithm>
 #include <cstddef>
@@ -27728,7 +27909,7 @@ struct RadixShape {
 inline std::size_t radix_local_bytes(DType t, const RadixShape& s) {
     const auto padded = [](std::int64_t j) { return std::size_t(j + j / 32); };
     const std::size_t key = dtype_size(t) == 8 ? 8 : 4;
-    return 2 * padded(s.tile()) * (key + 4) + padded(16 * s.group) * 4 + std::size_t(s.group) * 4 + 256 * 4;
+    return 2 * padded(s.tile()) * (key + 4) + padded(16 * s.group) * 4 + std::size_t(s.group) * 4 + 2 * 256 * 4;
 }
 inline RadixShape radix_shape(DType t, std::size_t max_work_group, std::size_t local_memory) {
     RadixShape s{128, 16};
@@ -27786,7 +27967,12 @@ inline std::string radix_store_function(DType t) {
 ///   of 4 bits each (each work-item counts, then places, a run of consecutive keys), and writes
 ///   the sorted tile out, each digit's keys consecutive in the output.
 /// The first pass makes the keys from the input as it reads them, and the last writes the first
-/// k sorted values and their positions instead of keys.
+/// k sorted values and their positions instead of keys. Several rows (below 2^30 keys in all),
+/// and one row below 2^30 where look-backs run (sort_routines.hpp), sort onesweep instead
+/// (Adinets and Merrill): lt_radix_histogram counts every pass's digits in one read of the
+/// input, lt_radix_digits turns them into first slots, and each pass is one lt_radix_onesweep,
+/// lt_radix_scatter with its tiles' digit offsets from a decoupled look-back instead of
+/// lt_radix_count and lt_radix_scan.
 inline std::string radix_program(DType t, const RadixShape& shape) {
     const std::string S = sort_storage_type(t), copy = sort_copy_type(t);
     std::string s = sort_key_functions(t);
@@ -27797,6 +27983,10 @@ inline std::string radix_program(DType t, const RadixShape& shape) {
 // Local arrays take a spare word every 32, so that the runs of consecutive work-items, and one
 // digit's counters, fall in different banks.
 #define LT_PAD(j) ((j) + ((j) >> 5))
+// A onesweep status word: a flag and a count of keys (below 2^30: radix_onesweep).
+#define LT_AGGREGATE 0x40000000u
+#define LT_INCLUSIVE 0x80000000u
+#define LT_COUNT 0x3fffffffu
 
 inline uint lt_digit(lt_rkey key, int shift) { return (uint)(key >> shift) & 255u; }
 
@@ -27867,10 +28057,12 @@ void lt_radix_scan(__global uint* counts, long tiles, __global uint* totals) {
     if (t == LT_L - 1) totals[get_group_id(0)] = at;
 }
 
-// totals[d] becomes the count of the digits below d: the first slot of digit d. One work-group.
+// totals[d] becomes the count of the digits below d: the first slot of digit d. One work-group
+// per 256 counters (per pass, after lt_radix_histogram).
 __kernel __attribute__((reqd_work_group_size(LT_L, 1, 1)))
 void lt_radix_digits(__global uint* totals) {
     __local uint sums[LT_L];
+    totals += get_group_id(0) * 256;
     const int t = get_local_id(0), per = (256 + LT_L - 1) / LT_L, lo = min(256, t * per), hi = min(256, lo + per);
     uint total = 0;
     for (int d = lo; d < hi; ++d) total += totals[d];
@@ -27884,19 +28076,34 @@ void lt_radix_digits(__global uint* totals) {
 
 // Tile g's keys and positions to their slots for this digit, stably (the last pass: the values
 // and positions). One work-group per tile.
-__kernel __attribute__((reqd_work_group_size(LT_L, 1, 1)))
-void lt_radix_scatter(__global const )CL" + S + R"CL(* in, __global const lt_rkey* key, __global const uint* pos,
+// With `status` (the onesweep pass, lt_radix_onesweep), the tile comes from a ticket and its
+// digits' slots from a look-back over the tiles before it; without, from `offsets`.
+inline void lt_radix_scatter_tile(__global const )CL" + S + R"CL(* in, __global const lt_rkey* key, __global const uint* pos,
                       __global lt_rkey* key_out, __global uint* pos_out, __global )CL" + copy + R"CL(* values,
                       __global long* indices, long n, long k, int shift, int first, int last, int descending,
-                      __global const uint* offsets, __global const uint* digit_starts) {
-    __local lt_rkey lk[2][LT_PAD(LT_TILE)];
-    __local uint lp[2][LT_PAD(LT_TILE)];
-    __local uint counters[LT_PAD(16 * LT_L)];  // [d * LT_L + t]: work-item t's keys with 4-bit digit d
-    __local uint sums[LT_L];
-    __local uint to[256];  // the slot of the tile's keys of digit d, less their first place in the sorted tile
+                      __global const uint* offsets, __global const uint* digit_starts, long starts_stride,
+                      long tiles_per_row, __global uint* status, __local lt_rkey (*lk)[LT_PAD(LT_TILE)], __local uint (*lp)[LT_PAD(LT_TILE)], __local uint* counters,
+                      __local uint* sums, __local uint* to, __local uint* from_j) {
     const int t = get_local_id(0);
-    const long g = get_group_id(0), tiles = get_num_groups(0), start = g * LT_TILE;
+    const long tiles = get_num_groups(0);
+    if (status) {
+        if (t == 0) sums[0] = atomic_inc(status);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    // Tile g is tile c of row `row` (rows of n keys sort each on its own: keys and positions
+    // stay in their row, positions count from the row's start).
+    const long g = status ? (long)sums[0] : (long)get_group_id(0), row = g / tiles_per_row, c = g - row * tiles_per_row;
+    const long start = c * LT_TILE, base = row * n;
+    barrier(CLK_LOCAL_MEM_FENCE);  // sums[0] is read before the sums below write it
     const int live = (int)min((long)LT_TILE, n - start);
+    in += base;
+    key += base;
+    pos += base;
+    key_out += base;
+    pos_out += base;
+    values += row * k;
+    indices += row * k;
+    digit_starts += row * starts_stride;
     for (int j = t; j < LT_TILE; j += LT_L) {  // past the end: keys after every key, which stay at the end
         lk[0][LT_PAD(j)] = j < live ? lt_radix_key(in, key, start + j, first, descending) : ~(lt_rkey)0;
         lp[0][LT_PAD(j)] = j >= live ? 0u : first ? (uint)(start + j) : pos[start + j];
@@ -27927,10 +28134,51 @@ void lt_radix_scatter(__global const )CL" + S + R"CL(* in, __global const lt_rke
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    // Sorted, in lk[0]: digit d's keys go to digit_starts[d] + offsets[d * tiles + g] on, in order.
-    for (int j = t; j < live; j += LT_L) {
-        const uint d = lt_digit(lk[0][LT_PAD(j)], shift);
-        if (j == 0 || lt_digit(lk[0][LT_PAD(j - 1)], shift) != d) to[d] = digit_starts[d] + offsets[d * tiles + g] - (uint)j;
+    // Sorted, in lk[0]: digit d's keys go to digit_starts[d] + (digit d's keys in the tiles
+    // before) on, in order.
+    if (!status) {
+        for (int j = t; j < live; j += LT_L) {
+            const uint d = lt_digit(lk[0][LT_PAD(j)], shift);
+            if (j == 0 || lt_digit(lk[0][LT_PAD(j - 1)], shift) != d) to[d] = digit_starts[d] + offsets[d * tiles + g] - (uint)j;
+        }
+    } else {
+        // The tile's keys of digit d are its places from_j[d] to to[d] (here an end, not a slot).
+        for (int d = t; d < 256; d += LT_L) from_j[d] = to[d] = 0;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int j = t; j < live; j += LT_L) {
+            const uint d = lt_digit(lk[0][LT_PAD(j)], shift);
+            if (j == 0 || lt_digit(lk[0][LT_PAD(j - 1)], shift) != d) from_j[d] = (uint)j;
+            if (j == live - 1 || lt_digit(lk[0][LT_PAD(j + 1)], shift) != d) to[d] = (uint)j + 1;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        // Status word of (tile, digit): LT_AGGREGATE or LT_INCLUSIVE with the count of digit d's
+        // keys in the tile, or in it and every tile before it; zero until published. Each
+        // work-item publishes, then looks back for, its digits one at a time: a tile's
+        // aggregates are all published before any of its look-backs waits, and the tiles it
+        // waits on took their tickets before it, so are running.
+        __global uint* words = status + 1;
+        for (int d = t; d < 256; d += LT_L) {
+            const uint count = to[d] - from_j[d];
+            atomic_xchg(&words[g * 256 + d], (c == 0 ? LT_INCLUSIVE : LT_AGGREGATE) | count);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);  // (not needed for progress: all aggregates out before any wait, for speed)
+        for (int d = t; d < 256; d += LT_L) {
+            const uint count = to[d] - from_j[d];
+            uint before = 0;
+            for (long p = g - 1; p >= g - c;) {  // back to the row's first tile
+                const uint w = atomic_or(&words[p * 256 + d], 0u);  // an atomic read: never a stale copy
+                if (w & LT_INCLUSIVE) {
+                    before += w & LT_COUNT;
+                    break;
+                }
+                if (w & LT_AGGREGATE) {
+                    before += w & LT_COUNT;
+                    --p;
+                }  // else not published yet: read again
+            }
+            if (c > 0) atomic_xchg(&words[g * 256 + d], LT_INCLUSIVE | (before + count));
+            to[d] = digit_starts[d] + before - from_j[d];
+        }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int j = t; j < live; j += LT_L) {
@@ -27945,6 +28193,86 @@ void lt_radix_scatter(__global const )CL" + S + R"CL(* in, __global const lt_rke
         }
     }
 }
+
+// Tile g's keys and positions to their slots for this digit, stably (the last pass: the values
+// and positions). One work-group per tile.
+__kernel __attribute__((reqd_work_group_size(LT_L, 1, 1)))
+void lt_radix_scatter(__global const )CL" + S + R"CL(* in, __global const lt_rkey* key, __global const uint* pos,
+                      __global lt_rkey* key_out, __global uint* pos_out, __global )CL" + copy + R"CL(* values,
+                      __global long* indices, long n, long k, int shift, int first, int last, int descending,
+                      __global const uint* offsets, __global const uint* digit_starts) {
+    __local lt_rkey lk[2][LT_PAD(LT_TILE)];
+    __local uint lp[2][LT_PAD(LT_TILE)];
+    __local uint counters[LT_PAD(16 * LT_L)];  // [d * LT_L + t]: work-item t's keys with 4-bit digit d
+    __local uint sums[LT_L];
+    __local uint to[256];  // the slot of the tile's keys of digit d, less their first place in the sorted tile
+    lt_radix_scatter_tile(in, key, pos, key_out, pos_out, values, indices, n, k, shift, first, last, descending, offsets,
+                          digit_starts, 0, get_num_groups(0), 0, lk, lp, counters, sums, to, 0);
+}
+
+// The onesweep pass (Adinets and Merrill): lt_radix_scatter's work, with its tile from a ticket
+// (status[0]) and its digits' slots from a decoupled look-back over the tiles before it
+// (status[1 + tile * 256 + digit], zeroed first), so that a pass reads the keys once.
+// digit_starts: the pass's 256 first slots (lt_radix_histogram, then lt_radix_digits).
+__kernel __attribute__((reqd_work_group_size(LT_L, 1, 1)))
+void lt_radix_onesweep(__global const )CL" + S + R"CL(* in, __global const lt_rkey* key, __global const uint* pos,
+                       __global lt_rkey* key_out, __global uint* pos_out, __global )CL" + copy + R"CL(* values,
+                       __global long* indices, long n, long k, int shift, int first, int last, int descending,
+                       __global uint* counts, long starts_at, long starts_stride, long tiles_per_row, long status_at) {
+    __local lt_rkey lk[2][LT_PAD(LT_TILE)];
+    __local uint lp[2][LT_PAD(LT_TILE)];
+    __local uint counters[LT_PAD(16 * LT_L)];
+    __local uint sums[LT_L];
+    __local uint to[256];
+    __local uint from_j[256];
+    lt_radix_scatter_tile(in, key, pos, key_out, pos_out, values, indices, n, k, shift, first, last, descending, 0,
+                          counts + starts_at, starts_stride, tiles_per_row, counts + status_at, lk, lp, counters, sums, to,
+                          from_j);
+}
+
+// counts[(row * passes + p) * 256 + d]: how many keys of row `row` (of n) have digit d in pass
+// p (bits 8p to 8p + 7), for every pass at once, from the input's keys. groups_per_row
+// work-groups per row walk its tiles (more than one: adding to counts zeroed first); each
+// work-item counts runs of LT_R keys and adds runs of one digit at once.
+__kernel __attribute__((reqd_work_group_size(LT_L, 1, 1)))
+void lt_radix_histogram(__global const )CL" + S + R"CL(* in, long n, long groups_per_row, int passes, int descending,
+                        __global uint* counts) {
+    __local uint hist[256 * (int)sizeof(lt_rkey)];
+    const int t = get_local_id(0);
+    const long row = get_group_id(0) / groups_per_row, q = get_group_id(0) - row * groups_per_row;
+    in += row * n;
+    counts += row * passes * 256;
+    for (int d = t; d < passes * 256; d += LT_L) hist[d] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (long lo = (q * LT_L + t) * LT_R; lo < n; lo += groups_per_row * LT_TILE) {
+        const long hi = min(n, lo + LT_R);
+        for (int p = 0; p < passes; ++p) {
+            uint digit = 256, run = 0;
+            for (long i = lo; i < hi; ++i) {
+                const uint d = lt_digit(lt_radix_key(in, 0, i, 1, descending), 8 * p);
+                if (d != digit) {
+                    if (run) atomic_add(&hist[p * 256 + digit], run);
+                    digit = d;
+                    run = 0;
+                }
+                ++run;
+            }
+            if (run) atomic_add(&hist[p * 256 + digit], run);
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int d = t; d < passes * 256; d += LT_L) {
+        if (groups_per_row == 1)
+            counts[d] = hist[d];
+        else if (hist[d])
+            atomic_add(&counts[d], hist[d]);
+    }
+}
+
+__kernel void lt_radix_clear(__global uint* words, long count) {
+    const long g = get_global_id(0);
+    if (g < count) words[g] = 0;
+}
 )CL";
     return s;
 }
@@ -27952,6 +28280,10 @@ void lt_radix_scatter(__global const )CL" + S + R"CL(* in, __global const lt_rke
 }  // namespace lazytensor::detail::opencl
 
 namespace lazytensor::detail::opencl {
+
+/// Rows at least this long sort by the (segmented) radix sort, shorter ones by the bitonic sort,
+/// whose local blocks hold rows of up to 2048 (a tuning knob for the GPU).
+inline constexpr std::int64_t kRadixRowsMin = 4096;
 
 class SortRoutines {
 public:
@@ -27969,7 +28301,10 @@ public:
         std::int64_t P = 1;
         while (P < n) P <<= 1;
         const bool select = k <= 16 && k < n;  // topk_program: one read of each row
-        const bool radix = !select && rows == 1 && n >= (std::int64_t(1) << 16);  // radix_program: one long row
+        // radix_program: one long row, or rows longer than the bitonic sort's local blocks (each
+        // row sorted on its own by the onesweep passes, its keys below 2^30 in all).
+        const bool radix = !select && ((rows == 1 && n >= (std::int64_t(1) << 16)) ||
+                                       (rows > 1 && n >= kRadixRowsMin && rows * n < (std::int64_t(1) << 30)));
         const RadixShape shape = radix_shape(t, traits.max_work_group, traits.local_memory);
         const std::shared_ptr<ProgramOwner> program =
             c_.programs.build(select ? topk_program(t, k) : radix ? radix_program(t, shape) : sort_program(t));
@@ -27997,8 +28332,15 @@ public:
             const std::size_t group = std::size_t(shape.group);
             const DType key_type = bits == 64 ? DType::Int64 : DType::Int32;
             Backend& backend = c_.backend;
-            BufferPtr keys[2] = {backend.allocate(key_type, n), backend.allocate(key_type, n)};
-            BufferPtr places[2] = {backend.allocate(DType::Int32, n), backend.allocate(DType::Int32, n)};
+            BufferPtr keys[2] = {backend.allocate(key_type, rows * n), backend.allocate(key_type, rows * n)};
+            BufferPtr places[2] = {backend.allocate(DType::Int32, rows * n), backend.allocate(DType::Int32, rows * n)};
+            // Onesweep where counts and slots fit a status word's 30 bits: rows (each of few tiles:
+            // short look-backs) always, one row where look-backs run (use_look_back).
+            if (rows * n < (std::int64_t(1) << 30) && (rows > 1 || use_look_back(traits.gpu))) {
+                radix_onesweep(*program, in, rows, n, k, descending, bits, tiles, shape, keys, places, values, indices);
+                return;
+            }
+            // Else a histogram of each tile per pass, scanned, then the scatter.
             BufferPtr counts = backend.allocate(DType::Int32, 256 * tiles), totals = backend.allocate(DType::Int32, 256);
             const cl_long tiles_l = tiles;
             KernelOwner count = kernel("lt_radix_count"), scan = kernel("lt_radix_scan"), digits = kernel("lt_radix_digits"),
@@ -28039,6 +28381,38 @@ public:
     }
 
 private:
+    /// The onesweep radix sort of `rows` rows of n (radix_program's lt_radix_onesweep), each
+    /// of `tiles` tiles: one histogram of every pass's digits per row, then a pass per digit that
+    /// reads the keys once.
+    void radix_onesweep(const ProgramOwner& program, const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k,
+                        bool descending, int bits, std::int64_t tiles, const RadixShape& shape, BufferPtr (&keys)[2],
+                        BufferPtr (&places)[2], Buffer& values, Buffer& indices) {
+        const DeviceTraits& traits = c_.device.traits();
+        const std::size_t group = std::size_t(shape.group);
+        const int passes = bits / 8;
+        // counts: the passes' digit counts (then first slots), then per pass a ticket and a status
+        // word per (tile, digit), all zeroed by one launch.
+        const std::int64_t starts = rows * passes * 256, per_pass = 1 + rows * tiles * 256, words = starts + passes * per_pass;
+        BufferPtr counts = c_.backend.allocate(DType::Int32, words);
+        auto kernel = [&](const char* name) { return c_.programs.make_kernel(program, name); };
+        Launcher& launcher = c_.launcher;
+        launcher.run(kernel("lt_radix_clear"), "lt_radix_clear", std::size_t((words + shape.group - 1) / shape.group) * group, group,
+                     *counts, cl_long(words));
+        // One row: work-groups enough to fill the device share it; rows: a work-group each.
+        const std::int64_t per_row = rows > 1 ? 1 : std::min<std::int64_t>(tiles, 4 * std::int64_t(traits.compute_units));
+        launcher.run(kernel("lt_radix_histogram"), "lt_radix_histogram", std::size_t(rows * per_row) * group, group, in,
+                     cl_long(n), cl_long(per_row), cl_int(passes), cl_int(descending), *counts);
+        launcher.run(kernel("lt_radix_digits"), "lt_radix_digits", std::size_t(rows * passes) * group, group, *counts);
+        KernelOwner sweep = kernel("lt_radix_onesweep");
+        for (int pass = 0, from = 0; pass < passes; ++pass, from ^= 1) {
+            const cl_int first = pass == 0, last = pass + 1 == passes;
+            launcher.run(sweep, "lt_radix_onesweep", std::size_t(rows * tiles) * group, group, in, *keys[from], *places[from],
+                         *keys[from ^ 1], *places[from ^ 1], values, indices, cl_long(n), cl_long(k), cl_int(8 * pass), first,
+                         last, cl_int(descending), *counts, cl_long(256 * pass), cl_long(passes * 256), cl_long(tiles),
+                         cl_long(starts + pass * per_pass));
+        }
+    }
+
     RoutineContext c_;
 };
 

@@ -454,6 +454,66 @@ TEST_CASE("scans fuse their operand's producer into their loads and their consum
     });
 }
 
+TEST_CASE("scans of few long rows run one pass over tiles that look back: lengths around tiles, wrap, products, fused") {
+    // On OpenCL a row of more than one tile (2048 elements where the device allows 256 work-items)
+    // among few rows gets a work-group per tile, which adds up the totals of the tiles before it
+    // as they publish them (lt_scan_lookback; by default on GPUs only, here on every device); the
+    // host scans the same cases.
+    ScopedEnvVar look_back("LAZYTENSOR_OPENCL_LOOKBACK", "on");
+    for_each_device([](lt::Device d) {
+        const std::int64_t tile = 2048;
+        for (std::int64_t n : {std::int64_t(1), tile - 1, tile, tile + 1, 2 * tile, 7 * tile + 5, std::int64_t(40009)}) {
+            INFO("n = " << n);
+            const std::int64_t rows = n == 40009 ? 1 : 2;
+            const Ref x = random_ref<float>({rows, n}, 61);
+            const ScanRef sums = scan_ref(x.v, {rows, n}, 1, false);
+            check_scan(make_tensor<float>(x, d).cumsum(1), sums, 1e-6, "float32");
+            check_scan(make_tensor<double>(x, d).cumsum(1), sums, 1e-14, "float64");
+            const Ref near_one = random_ref<float>({rows, n}, 62, 0.999, 1.001);
+            check_scan(make_tensor<float>(near_one, d).cumprod(1), scan_ref(near_one.v, {rows, n}, 1, true),
+                       1e-6 * std::sqrt(static_cast<double>(n)) + 1e-6, "float32 products");
+            // int64 wraps: every element near 2^62, so that sums pass 2^63 many times.
+            const Ref ints = random_ref<std::int64_t>({rows, n}, 63, -1000, 1000);
+            std::vector<std::int64_t> big, small;
+            for (double v : ints.v) {
+                big.push_back(static_cast<std::int64_t>(v) * (std::int64_t(1) << 53) + (std::int64_t(1) << 62));
+                small.push_back(static_cast<std::int64_t>(v) % 7 + 3);
+            }
+            CHECK(lt::tensor<std::int64_t>(big, {rows, n}, d).cumsum(1).to_vector() == wrapped_scan(big, n, false));
+            CHECK(lt::tensor<std::int64_t>(small, {rows, n}, d).cumprod(1).to_vector() == wrapped_scan(small, n, true));
+            // A producer in the loads and a consumer in the stores (fused on OpenCL).
+            const lt::Tensor<float> y = lt::cumsum(make_tensor<float>(x, d) * 0.5f, 1) * 2.0f + 1.0f;
+            check_scan(y,
+                       scan_then(sums, [](double v, std::size_t) { return v + 1; }, [](double m, std::size_t) { return m + 1; }),
+                       1e-6, "fused");
+            // half: accumulated in float32 (exactly: multiples of 2^-13 below 2^11), rounded once.
+            if (n > 20000) continue;
+            const std::vector<lt::half> h(static_cast<std::size_t>(n), lt::half(0.1f));
+            const std::vector<lt::half> hs = lt::tensor<lt::half>(h, {n}, d).cumsum(0).to_vector();
+            for (std::size_t i = 0; i < hs.size(); i += 97)
+                REQUIRE(static_cast<float>(hs[i]) ==
+                        static_cast<float>(lt::half(static_cast<float>(lt::half(0.1f)) * static_cast<float>(i + 1))));
+        }
+        // Many tiles, repeated: exact int64 sums, so a tile that read a predecessor's total too
+        // early (a race) would show.
+        const std::int64_t n = 100003;
+        std::vector<std::int64_t> v(static_cast<std::size_t>(n));
+        for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::int64_t>((i * 2654435761u) % 1999) - 999;
+        const std::vector<std::int64_t> want = wrapped_scan(v, n, false);
+        const lt::Tensor<std::int64_t> t = lt::tensor<std::int64_t>(v, {n}, d);
+        for (int repeat = 0; repeat < 5; ++repeat) REQUIRE(lt::cumsum(t + std::int64_t(0), 0).to_vector() == want);
+        if (d.kind != lt::Device::Kind::Host) {
+            ScopedEnvVar bad("LAZYTENSOR_OPENCL_LOOKBACK", "sometimes");
+            try {
+                lt::cumsum(t, 0).realize();
+                FAIL_CHECK("LAZYTENSOR_OPENCL_LOOKBACK=sometimes was accepted");
+            } catch (const lt::ValueError& e) {
+                CHECK(std::string(e.what()).find("LAZYTENSOR_OPENCL_LOOKBACK=sometimes") != std::string::npos);
+            }
+        }
+    });
+}
+
 // -------------------------------------------------------------------------------- composites
 
 TEST_CASE("softmax, log_softmax and logsumexp: reference values, extremes, one kernel") {

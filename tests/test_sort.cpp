@@ -127,6 +127,47 @@ TEST_CASE("sort of rows longer than the local blocks, of lazy views and of slice
     });
 }
 
+TEST_CASE_TEMPLATE("one long row sorts onesweep where look-backs run (OpenCL: on GPUs by default, here everywhere)", T, std::int64_t,
+                   float, double) {
+    ScopedEnvVar look_back("LAZYTENSOR_OPENCL_LOOKBACK", "on");
+    for_each_device([](lt::Device) {
+        const Ref r = sort_data<T>({70001}, 4244);  // 35 tiles of 2048 keys, the last partial
+        check_sorts(make_tensor<T>(r), r, 0);
+    });
+}
+
+TEST_CASE_TEMPLATE("rows of 4096 and more sort each on its own (OpenCL: the segmented radix sort), ties by position",
+                   T, std::int32_t, float, double) {
+    for_each_device([](lt::Device) {
+        // Rows of one tile (2048 keys where the device allows), of several, and a partial last tile;
+        // many ties, NaN and -0 (sort_data).
+        for (const lt::Shape& shape : std::vector<lt::Shape>{{5, 4099}, {3, 6144}, {7, 4096}}) {
+            INFO("shape " << shape);
+            const Ref r = sort_data<T>(shape, 1300 + static_cast<unsigned>(shape[1]));
+            check_sorts(make_tensor<T>(r), r, 1);
+        }
+        // topk past the register path: the last pass keeps each row's first k.
+        const Ref r = sort_data<T>({3, 5000}, 1301);
+        for (bool descending : {false, true}) {
+            INFO((descending ? "descending" : "ascending"));
+            auto [top, top_at] = lt::topk(make_tensor<T>(r), 40, 1, descending);
+            const std::vector<T> tv = top.to_vector();
+            const std::vector<std::int64_t> ti = top_at.to_vector();
+            REQUIRE(ti.size() == 3 * 40);
+            for (std::size_t row = 0; row < 3; ++row) {
+                const std::vector<double> values(r.v.begin() + static_cast<std::ptrdiff_t>(row * 5000),
+                                                 r.v.begin() + static_cast<std::ptrdiff_t>((row + 1) * 5000));
+                const std::vector<std::int64_t> want = sorted_positions(values, descending);
+                for (std::size_t j = 0; j < 40; ++j) {
+                    const double want_v = values[static_cast<std::size_t>(want[j])];
+                    REQUIRE(ti[row * 40 + j] == want[j]);
+                    REQUIRE((std::isnan(want_v) ? std::isnan(double(tv[row * 40 + j])) : double(tv[row * 40 + j]) == want_v));
+                }
+            }
+        }
+    });
+}
+
 TEST_CASE("sort, argsort and topk: 0-d, empty axes, k at its ends, errors") {
     for_each_device([](lt::Device) {
         const lt::Tensor<float> s = lt::full<float>({}, 2.5f);

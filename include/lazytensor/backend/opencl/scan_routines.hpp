@@ -15,6 +15,7 @@
 #include "../backend.hpp"
 #include "cl_api.hpp"
 #include "launch.hpp"
+#include "look_back.hpp"
 #include "programs.hpp"
 #include "routine_context.hpp"
 #include "scan.hpp"
@@ -67,15 +68,31 @@ private:
         const std::size_t size = dtype_size(s.dtype);
         const cl_long offset = s.offset, outer_stride = s.outer_stride, stride = s.stride, inner_stride = s.inner_stride;
         const cl_long outer = s.outer, length = s.length, inner = s.inner;
-        std::size_t G = 256;  // work-group size: a tile of G * kScanPerItem elements (and pads) in local memory
-        while (G > 1 && (G > traits.max_work_group || (G * kScanPerItem * 33 / 32 + G) * size > traits.local_memory)) G >>= 1;
+        // Work-group size: a tile of G * kScanPerItem elements (and pads), the work-items' totals
+        // and the look-back's window in local memory.
+        std::size_t G = kScanGroup;
+        while (G > 1 && (G > traits.max_work_group ||
+                         (G * kScanPerItem * 33 / 32 + G + kLookBackWindow) * size + kLookBackWindow * 4 + 64 > traits.local_memory))
+            G >>= 1;
         auto ceil_div = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
         auto run = [&](const ProgramOwner& program, const char* name, std::size_t work, const auto&... args) {
             c_.launcher.run(c_.programs.make_kernel(program, name), name, work, G, args...);
         };
-        if (s.inner == 1 && s.length >= std::int64_t(G)) {  // rows: a work-group per (row, chunk)
+        if (s.inner == 1 && s.length >= std::int64_t(G)) {
             const std::int64_t tile = std::int64_t(G) * kScanPerItem, tiles = ceil_div(s.length, tile);
-            std::int64_t chunks = std::clamp<std::int64_t>(ceil_div(8 * traits.compute_units, s.outer), 1, tiles);
+            const LocalBytes tile_bytes{std::size_t(tile + tile / 32) * size}, sum_bytes{G * size};
+            const bool few = s.outer < kScanRowsPerUnit * std::int64_t(traits.compute_units) && tiles > 1;
+            if (few && use_look_back(traits.gpu)) {
+                // A work-group per tile: the ticket, then per tile two slots of size / 2 status words.
+                const std::int64_t words = 1 + s.outer * tiles * 2 * std::int64_t(size / 2);
+                BufferPtr status = c_.backend.allocate(DType::Int32, words);
+                run(plain, "lt_scan_clear", std::size_t(ceil_div(words, std::int64_t(G))) * G, *status, cl_long(words));
+                run(data, "lt_scan_lookback", std::size_t(s.outer * tiles) * G, in, out, *status, offset, outer_stride, stride,
+                    length, cl_long(tiles), tile_bytes, sum_bytes, fused);
+                return;
+            }
+            // A work-group per (row, chunk): chunks enough to fill the device.
+            std::int64_t chunks = few ? std::clamp<std::int64_t>(ceil_div(kScanRowsPerUnit * traits.compute_units, s.outer), 1, tiles) : 1;
             const cl_long chunk_length = ceil_div(tiles, chunks) * tile;
             chunks = ceil_div(s.length, chunk_length);
             const std::size_t work = std::size_t(s.outer * chunks) * G;
@@ -83,12 +100,12 @@ private:
             if (chunks > 1) {
                 totals = c_.backend.allocate(s.dtype, s.outer * chunks);
                 run(data, "lt_fold_rows", work, in, *totals, offset, outer_stride, stride, length, cl_long(chunks), chunk_length,
-                    LocalBytes{G * size}, fused);
+                    sum_bytes, fused);
                 scan_with(plain, plain, ir::Scan{s.dtype, s.op, s.outer, chunks, 1, 0, chunks, 1, 0}, *totals, *totals, {});
             }
             const Buffer& carries = totals ? *totals : in;
             run(data, "lt_scan_rows", work, in, out, carries, cl_int(chunks > 1), offset, outer_stride, stride, length,
-                cl_long(chunks), chunk_length, LocalBytes{std::size_t(tile + tile / 32) * size}, LocalBytes{G * size}, fused);
+                cl_long(chunks), chunk_length, tile_bytes, sum_bytes, fused);
             return;
         }
         // Columns (or short rows): a work-item per (outer index, chunk, column), chunks of at

@@ -205,7 +205,7 @@ struct RadixShape {
 inline std::size_t radix_local_bytes(DType t, const RadixShape& s) {
     const auto padded = [](std::int64_t j) { return std::size_t(j + j / 32); };
     const std::size_t key = dtype_size(t) == 8 ? 8 : 4;
-    return 2 * padded(s.tile()) * (key + 4) + padded(16 * s.group) * 4 + std::size_t(s.group) * 4 + 256 * 4;
+    return 2 * padded(s.tile()) * (key + 4) + padded(16 * s.group) * 4 + std::size_t(s.group) * 4 + 2 * 256 * 4;
 }
 inline RadixShape radix_shape(DType t, std::size_t max_work_group, std::size_t local_memory) {
     RadixShape s{128, 16};
@@ -263,7 +263,12 @@ inline std::string radix_store_function(DType t) {
 ///   of 4 bits each (each work-item counts, then places, a run of consecutive keys), and writes
 ///   the sorted tile out, each digit's keys consecutive in the output.
 /// The first pass makes the keys from the input as it reads them, and the last writes the first
-/// k sorted values and their positions instead of keys.
+/// k sorted values and their positions instead of keys. Several rows (below 2^30 keys in all),
+/// and one row below 2^30 where look-backs run (sort_routines.hpp), sort onesweep instead
+/// (Adinets and Merrill): lt_radix_histogram counts every pass's digits in one read of the
+/// input, lt_radix_digits turns them into first slots, and each pass is one lt_radix_onesweep,
+/// lt_radix_scatter with its tiles' digit offsets from a decoupled look-back instead of
+/// lt_radix_count and lt_radix_scan.
 inline std::string radix_program(DType t, const RadixShape& shape) {
     const std::string S = sort_storage_type(t), copy = sort_copy_type(t);
     std::string s = sort_key_functions(t);
@@ -274,6 +279,10 @@ inline std::string radix_program(DType t, const RadixShape& shape) {
 // Local arrays take a spare word every 32, so that the runs of consecutive work-items, and one
 // digit's counters, fall in different banks.
 #define LT_PAD(j) ((j) + ((j) >> 5))
+// A onesweep status word: a flag and a count of keys (below 2^30: radix_onesweep).
+#define LT_AGGREGATE 0x40000000u
+#define LT_INCLUSIVE 0x80000000u
+#define LT_COUNT 0x3fffffffu
 
 inline uint lt_digit(lt_rkey key, int shift) { return (uint)(key >> shift) & 255u; }
 
@@ -344,10 +353,12 @@ void lt_radix_scan(__global uint* counts, long tiles, __global uint* totals) {
     if (t == LT_L - 1) totals[get_group_id(0)] = at;
 }
 
-// totals[d] becomes the count of the digits below d: the first slot of digit d. One work-group.
+// totals[d] becomes the count of the digits below d: the first slot of digit d. One work-group
+// per 256 counters (per pass, after lt_radix_histogram).
 __kernel __attribute__((reqd_work_group_size(LT_L, 1, 1)))
 void lt_radix_digits(__global uint* totals) {
     __local uint sums[LT_L];
+    totals += get_group_id(0) * 256;
     const int t = get_local_id(0), per = (256 + LT_L - 1) / LT_L, lo = min(256, t * per), hi = min(256, lo + per);
     uint total = 0;
     for (int d = lo; d < hi; ++d) total += totals[d];
@@ -361,19 +372,34 @@ void lt_radix_digits(__global uint* totals) {
 
 // Tile g's keys and positions to their slots for this digit, stably (the last pass: the values
 // and positions). One work-group per tile.
-__kernel __attribute__((reqd_work_group_size(LT_L, 1, 1)))
-void lt_radix_scatter(__global const )CL" + S + R"CL(* in, __global const lt_rkey* key, __global const uint* pos,
+// With `status` (the onesweep pass, lt_radix_onesweep), the tile comes from a ticket and its
+// digits' slots from a look-back over the tiles before it; without, from `offsets`.
+inline void lt_radix_scatter_tile(__global const )CL" + S + R"CL(* in, __global const lt_rkey* key, __global const uint* pos,
                       __global lt_rkey* key_out, __global uint* pos_out, __global )CL" + copy + R"CL(* values,
                       __global long* indices, long n, long k, int shift, int first, int last, int descending,
-                      __global const uint* offsets, __global const uint* digit_starts) {
-    __local lt_rkey lk[2][LT_PAD(LT_TILE)];
-    __local uint lp[2][LT_PAD(LT_TILE)];
-    __local uint counters[LT_PAD(16 * LT_L)];  // [d * LT_L + t]: work-item t's keys with 4-bit digit d
-    __local uint sums[LT_L];
-    __local uint to[256];  // the slot of the tile's keys of digit d, less their first place in the sorted tile
+                      __global const uint* offsets, __global const uint* digit_starts, long starts_stride,
+                      long tiles_per_row, __global uint* status, __local lt_rkey (*lk)[LT_PAD(LT_TILE)], __local uint (*lp)[LT_PAD(LT_TILE)], __local uint* counters,
+                      __local uint* sums, __local uint* to, __local uint* from_j) {
     const int t = get_local_id(0);
-    const long g = get_group_id(0), tiles = get_num_groups(0), start = g * LT_TILE;
+    const long tiles = get_num_groups(0);
+    if (status) {
+        if (t == 0) sums[0] = atomic_inc(status);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    // Tile g is tile c of row `row` (rows of n keys sort each on its own: keys and positions
+    // stay in their row, positions count from the row's start).
+    const long g = status ? (long)sums[0] : (long)get_group_id(0), row = g / tiles_per_row, c = g - row * tiles_per_row;
+    const long start = c * LT_TILE, base = row * n;
+    barrier(CLK_LOCAL_MEM_FENCE);  // sums[0] is read before the sums below write it
     const int live = (int)min((long)LT_TILE, n - start);
+    in += base;
+    key += base;
+    pos += base;
+    key_out += base;
+    pos_out += base;
+    values += row * k;
+    indices += row * k;
+    digit_starts += row * starts_stride;
     for (int j = t; j < LT_TILE; j += LT_L) {  // past the end: keys after every key, which stay at the end
         lk[0][LT_PAD(j)] = j < live ? lt_radix_key(in, key, start + j, first, descending) : ~(lt_rkey)0;
         lp[0][LT_PAD(j)] = j >= live ? 0u : first ? (uint)(start + j) : pos[start + j];
@@ -404,10 +430,51 @@ void lt_radix_scatter(__global const )CL" + S + R"CL(* in, __global const lt_rke
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    // Sorted, in lk[0]: digit d's keys go to digit_starts[d] + offsets[d * tiles + g] on, in order.
-    for (int j = t; j < live; j += LT_L) {
-        const uint d = lt_digit(lk[0][LT_PAD(j)], shift);
-        if (j == 0 || lt_digit(lk[0][LT_PAD(j - 1)], shift) != d) to[d] = digit_starts[d] + offsets[d * tiles + g] - (uint)j;
+    // Sorted, in lk[0]: digit d's keys go to digit_starts[d] + (digit d's keys in the tiles
+    // before) on, in order.
+    if (!status) {
+        for (int j = t; j < live; j += LT_L) {
+            const uint d = lt_digit(lk[0][LT_PAD(j)], shift);
+            if (j == 0 || lt_digit(lk[0][LT_PAD(j - 1)], shift) != d) to[d] = digit_starts[d] + offsets[d * tiles + g] - (uint)j;
+        }
+    } else {
+        // The tile's keys of digit d are its places from_j[d] to to[d] (here an end, not a slot).
+        for (int d = t; d < 256; d += LT_L) from_j[d] = to[d] = 0;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int j = t; j < live; j += LT_L) {
+            const uint d = lt_digit(lk[0][LT_PAD(j)], shift);
+            if (j == 0 || lt_digit(lk[0][LT_PAD(j - 1)], shift) != d) from_j[d] = (uint)j;
+            if (j == live - 1 || lt_digit(lk[0][LT_PAD(j + 1)], shift) != d) to[d] = (uint)j + 1;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        // Status word of (tile, digit): LT_AGGREGATE or LT_INCLUSIVE with the count of digit d's
+        // keys in the tile, or in it and every tile before it; zero until published. Each
+        // work-item publishes, then looks back for, its digits one at a time: a tile's
+        // aggregates are all published before any of its look-backs waits, and the tiles it
+        // waits on took their tickets before it, so are running.
+        __global uint* words = status + 1;
+        for (int d = t; d < 256; d += LT_L) {
+            const uint count = to[d] - from_j[d];
+            atomic_xchg(&words[g * 256 + d], (c == 0 ? LT_INCLUSIVE : LT_AGGREGATE) | count);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);  // (not needed for progress: all aggregates out before any wait, for speed)
+        for (int d = t; d < 256; d += LT_L) {
+            const uint count = to[d] - from_j[d];
+            uint before = 0;
+            for (long p = g - 1; p >= g - c;) {  // back to the row's first tile
+                const uint w = atomic_or(&words[p * 256 + d], 0u);  // an atomic read: never a stale copy
+                if (w & LT_INCLUSIVE) {
+                    before += w & LT_COUNT;
+                    break;
+                }
+                if (w & LT_AGGREGATE) {
+                    before += w & LT_COUNT;
+                    --p;
+                }  // else not published yet: read again
+            }
+            if (c > 0) atomic_xchg(&words[g * 256 + d], LT_INCLUSIVE | (before + count));
+            to[d] = digit_starts[d] + before - from_j[d];
+        }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int j = t; j < live; j += LT_L) {
@@ -421,6 +488,86 @@ void lt_radix_scatter(__global const )CL" + S + R"CL(* in, __global const lt_rke
             indices[at] = (long)p;
         }
     }
+}
+
+// Tile g's keys and positions to their slots for this digit, stably (the last pass: the values
+// and positions). One work-group per tile.
+__kernel __attribute__((reqd_work_group_size(LT_L, 1, 1)))
+void lt_radix_scatter(__global const )CL" + S + R"CL(* in, __global const lt_rkey* key, __global const uint* pos,
+                      __global lt_rkey* key_out, __global uint* pos_out, __global )CL" + copy + R"CL(* values,
+                      __global long* indices, long n, long k, int shift, int first, int last, int descending,
+                      __global const uint* offsets, __global const uint* digit_starts) {
+    __local lt_rkey lk[2][LT_PAD(LT_TILE)];
+    __local uint lp[2][LT_PAD(LT_TILE)];
+    __local uint counters[LT_PAD(16 * LT_L)];  // [d * LT_L + t]: work-item t's keys with 4-bit digit d
+    __local uint sums[LT_L];
+    __local uint to[256];  // the slot of the tile's keys of digit d, less their first place in the sorted tile
+    lt_radix_scatter_tile(in, key, pos, key_out, pos_out, values, indices, n, k, shift, first, last, descending, offsets,
+                          digit_starts, 0, get_num_groups(0), 0, lk, lp, counters, sums, to, 0);
+}
+
+// The onesweep pass (Adinets and Merrill): lt_radix_scatter's work, with its tile from a ticket
+// (status[0]) and its digits' slots from a decoupled look-back over the tiles before it
+// (status[1 + tile * 256 + digit], zeroed first), so that a pass reads the keys once.
+// digit_starts: the pass's 256 first slots (lt_radix_histogram, then lt_radix_digits).
+__kernel __attribute__((reqd_work_group_size(LT_L, 1, 1)))
+void lt_radix_onesweep(__global const )CL" + S + R"CL(* in, __global const lt_rkey* key, __global const uint* pos,
+                       __global lt_rkey* key_out, __global uint* pos_out, __global )CL" + copy + R"CL(* values,
+                       __global long* indices, long n, long k, int shift, int first, int last, int descending,
+                       __global uint* counts, long starts_at, long starts_stride, long tiles_per_row, long status_at) {
+    __local lt_rkey lk[2][LT_PAD(LT_TILE)];
+    __local uint lp[2][LT_PAD(LT_TILE)];
+    __local uint counters[LT_PAD(16 * LT_L)];
+    __local uint sums[LT_L];
+    __local uint to[256];
+    __local uint from_j[256];
+    lt_radix_scatter_tile(in, key, pos, key_out, pos_out, values, indices, n, k, shift, first, last, descending, 0,
+                          counts + starts_at, starts_stride, tiles_per_row, counts + status_at, lk, lp, counters, sums, to,
+                          from_j);
+}
+
+// counts[(row * passes + p) * 256 + d]: how many keys of row `row` (of n) have digit d in pass
+// p (bits 8p to 8p + 7), for every pass at once, from the input's keys. groups_per_row
+// work-groups per row walk its tiles (more than one: adding to counts zeroed first); each
+// work-item counts runs of LT_R keys and adds runs of one digit at once.
+__kernel __attribute__((reqd_work_group_size(LT_L, 1, 1)))
+void lt_radix_histogram(__global const )CL" + S + R"CL(* in, long n, long groups_per_row, int passes, int descending,
+                        __global uint* counts) {
+    __local uint hist[256 * (int)sizeof(lt_rkey)];
+    const int t = get_local_id(0);
+    const long row = get_group_id(0) / groups_per_row, q = get_group_id(0) - row * groups_per_row;
+    in += row * n;
+    counts += row * passes * 256;
+    for (int d = t; d < passes * 256; d += LT_L) hist[d] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (long lo = (q * LT_L + t) * LT_R; lo < n; lo += groups_per_row * LT_TILE) {
+        const long hi = min(n, lo + LT_R);
+        for (int p = 0; p < passes; ++p) {
+            uint digit = 256, run = 0;
+            for (long i = lo; i < hi; ++i) {
+                const uint d = lt_digit(lt_radix_key(in, 0, i, 1, descending), 8 * p);
+                if (d != digit) {
+                    if (run) atomic_add(&hist[p * 256 + digit], run);
+                    digit = d;
+                    run = 0;
+                }
+                ++run;
+            }
+            if (run) atomic_add(&hist[p * 256 + digit], run);
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int d = t; d < passes * 256; d += LT_L) {
+        if (groups_per_row == 1)
+            counts[d] = hist[d];
+        else if (hist[d])
+            atomic_add(&counts[d], hist[d]);
+    }
+}
+
+__kernel void lt_radix_clear(__global uint* words, long count) {
+    const long g = get_global_id(0);
+    if (g < count) words[g] = 0;
 }
 )CL";
     return s;

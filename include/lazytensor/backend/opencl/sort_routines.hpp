@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Running row sorts (lt::sort, argsort, topk) on an OpenCL device: which of the programs of
 // sort.hpp runs (a selection for small k, a radix sort for one long row, a bitonic sort
-// otherwise), and its launches.
+// otherwise), and its launches. The radix sort of rows is onesweep, and so is that of one row
+// below 2^30 elements where look-backs run (use_look_back: GPUs by default).
 #pragma once
 
 #include <algorithm>
@@ -13,11 +14,16 @@
 #include "../../core/error.hpp"
 #include "cl_api.hpp"
 #include "launch.hpp"
+#include "look_back.hpp"
 #include "programs.hpp"
 #include "routine_context.hpp"
 #include "sort.hpp"
 
 namespace lazytensor::detail::opencl {
+
+/// Rows at least this long sort by the (segmented) radix sort, shorter ones by the bitonic sort,
+/// whose local blocks hold rows of up to 2048 (a tuning knob for the GPU).
+inline constexpr std::int64_t kRadixRowsMin = 4096;
 
 class SortRoutines {
 public:
@@ -35,7 +41,10 @@ public:
         std::int64_t P = 1;
         while (P < n) P <<= 1;
         const bool select = k <= 16 && k < n;  // topk_program: one read of each row
-        const bool radix = !select && rows == 1 && n >= (std::int64_t(1) << 16);  // radix_program: one long row
+        // radix_program: one long row, or rows longer than the bitonic sort's local blocks (each
+        // row sorted on its own by the onesweep passes, its keys below 2^30 in all).
+        const bool radix = !select && ((rows == 1 && n >= (std::int64_t(1) << 16)) ||
+                                       (rows > 1 && n >= kRadixRowsMin && rows * n < (std::int64_t(1) << 30)));
         const RadixShape shape = radix_shape(t, traits.max_work_group, traits.local_memory);
         const std::shared_ptr<ProgramOwner> program =
             c_.programs.build(select ? topk_program(t, k) : radix ? radix_program(t, shape) : sort_program(t));
@@ -63,8 +72,15 @@ public:
             const std::size_t group = std::size_t(shape.group);
             const DType key_type = bits == 64 ? DType::Int64 : DType::Int32;
             Backend& backend = c_.backend;
-            BufferPtr keys[2] = {backend.allocate(key_type, n), backend.allocate(key_type, n)};
-            BufferPtr places[2] = {backend.allocate(DType::Int32, n), backend.allocate(DType::Int32, n)};
+            BufferPtr keys[2] = {backend.allocate(key_type, rows * n), backend.allocate(key_type, rows * n)};
+            BufferPtr places[2] = {backend.allocate(DType::Int32, rows * n), backend.allocate(DType::Int32, rows * n)};
+            // Onesweep where counts and slots fit a status word's 30 bits: rows (each of few tiles:
+            // short look-backs) always, one row where look-backs run (use_look_back).
+            if (rows * n < (std::int64_t(1) << 30) && (rows > 1 || use_look_back(traits.gpu))) {
+                radix_onesweep(*program, in, rows, n, k, descending, bits, tiles, shape, keys, places, values, indices);
+                return;
+            }
+            // Else a histogram of each tile per pass, scanned, then the scatter.
             BufferPtr counts = backend.allocate(DType::Int32, 256 * tiles), totals = backend.allocate(DType::Int32, 256);
             const cl_long tiles_l = tiles;
             KernelOwner count = kernel("lt_radix_count"), scan = kernel("lt_radix_scan"), digits = kernel("lt_radix_digits"),
@@ -105,6 +121,38 @@ public:
     }
 
 private:
+    /// The onesweep radix sort of `rows` rows of n (radix_program's lt_radix_onesweep), each
+    /// of `tiles` tiles: one histogram of every pass's digits per row, then a pass per digit that
+    /// reads the keys once.
+    void radix_onesweep(const ProgramOwner& program, const Buffer& in, std::int64_t rows, std::int64_t n, std::int64_t k,
+                        bool descending, int bits, std::int64_t tiles, const RadixShape& shape, BufferPtr (&keys)[2],
+                        BufferPtr (&places)[2], Buffer& values, Buffer& indices) {
+        const DeviceTraits& traits = c_.device.traits();
+        const std::size_t group = std::size_t(shape.group);
+        const int passes = bits / 8;
+        // counts: the passes' digit counts (then first slots), then per pass a ticket and a status
+        // word per (tile, digit), all zeroed by one launch.
+        const std::int64_t starts = rows * passes * 256, per_pass = 1 + rows * tiles * 256, words = starts + passes * per_pass;
+        BufferPtr counts = c_.backend.allocate(DType::Int32, words);
+        auto kernel = [&](const char* name) { return c_.programs.make_kernel(program, name); };
+        Launcher& launcher = c_.launcher;
+        launcher.run(kernel("lt_radix_clear"), "lt_radix_clear", std::size_t((words + shape.group - 1) / shape.group) * group, group,
+                     *counts, cl_long(words));
+        // One row: work-groups enough to fill the device share it; rows: a work-group each.
+        const std::int64_t per_row = rows > 1 ? 1 : std::min<std::int64_t>(tiles, 4 * std::int64_t(traits.compute_units));
+        launcher.run(kernel("lt_radix_histogram"), "lt_radix_histogram", std::size_t(rows * per_row) * group, group, in,
+                     cl_long(n), cl_long(per_row), cl_int(passes), cl_int(descending), *counts);
+        launcher.run(kernel("lt_radix_digits"), "lt_radix_digits", std::size_t(rows * passes) * group, group, *counts);
+        KernelOwner sweep = kernel("lt_radix_onesweep");
+        for (int pass = 0, from = 0; pass < passes; ++pass, from ^= 1) {
+            const cl_int first = pass == 0, last = pass + 1 == passes;
+            launcher.run(sweep, "lt_radix_onesweep", std::size_t(rows * tiles) * group, group, in, *keys[from], *places[from],
+                         *keys[from ^ 1], *places[from ^ 1], values, indices, cl_long(n), cl_long(k), cl_int(8 * pass), first,
+                         last, cl_int(descending), *counts, cl_long(256 * pass), cl_long(passes * 256), cl_long(tiles),
+                         cl_long(starts + pass * per_pass));
+        }
+    }
+
     RoutineContext c_;
 };
 
