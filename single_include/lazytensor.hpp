@@ -27161,29 +27161,24 @@ private:
 #include <vector>
 
 // ---- lazytensor/backend/opencl/look_back.hpp ----
-// Whether a long OpenCL scan or sort runs single-pass with a decoupled look-back (each tile
-// waits, spinning, for the totals of the tiles before it) or in passes that never wait on
-// another work-group. The look-back reads its input once; but on a CPU device the OS may
-// preempt the thread that runs a tile while its successors spin on it (PoCL measured 1.5 to 2
-// times slower so, on a shared 2-core machine), so by default only GPUs take it.
-
-#include <cctype>
-#include <string>
+// Whether a long OpenCL scan or the radix sort of one long row runs single-pass with a
+// decoupled look-back (each tile waits, spinning, for the totals of the tiles before it) or in
+// passes that never wait on another work-group. The look-back reads its input once, but as it
+// stands it measured slower everywhere: on an H200 (2026-11-29, bench/run_issue53_gpu.sh) the
+// cumsum of 2^26 floats took 0.580 ms against the passes' 0.297 (0.293 with tiles four times
+// as long) and the sort of 2^24 floats 1.724 ms against 1.541; on PoCL 1.5 to 2 times the
+// passes' time (threads preempted while others spin on them). So it runs only when asked for.
+// (Sorts of several rows of 4096 and more take the onesweep passes on every device: there each
+// row's look-back is a few tiles long; argsort along the rows of 8192^2 floats took 4.97 ms on
+// the H200, PyTorch's 5.05, where the bitonic sort took 12.1 on an H100.)
 
 
 namespace lazytensor::detail::opencl {
 
-/// LAZYTENSOR_OPENCL_LOOKBACK: auto (default: on GPUs), on or off; anything else is a
-/// ValueError. Read at each scan or sort that could take it (tests turn it on for CPU devices).
-inline bool use_look_back(bool gpu) {
-    const char* v = env("LAZYTENSOR_OPENCL_LOOKBACK");
-    if (!v) return gpu;
-    std::string s(v);
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (s == "auto") return gpu;
-    if (s == "on") return true;
-    if (s == "off") return false;
-    fail<ValueError>("LAZYTENSOR_OPENCL_LOOKBACK=", v, " is not a choice: use auto (on GPUs), on or off");
+/// LAZYTENSOR_OPENCL_LOOKBACK: off (default) or on; anything else is a ValueError. Read at each
+/// scan or sort that could take it (tests turn it on).
+inline bool use_look_back() {
+    return env_choice("LAZYTENSOR_OPENCL_LOOKBACK", {"off", "on"}, 0, "off (the passes) or on (the single-pass look-back)") == 1;
 }
 
 }  // namespace lazytensor::detail::opencl
@@ -27194,12 +27189,12 @@ inline bool use_look_back(bool gpu) {
 // read coalesced into local memory, each work-item scans its kScanPerItem consecutive elements,
 // a Hillis-Steele scan joins the work-items' totals, and the tile is written back coalesced,
 // offset by the total of the tiles before it. With rows enough to fill the device a work-group
-// walks one row, tile after tile (lt_scan_rows). With fewer (one long row, say), on GPUs every
-// tile has a work-group of its own, which learns the total before it by a decoupled look-back
-// over its predecessors' published totals (lt_scan_lookback): a single pass, each element read
-// once. Elsewhere (CPU devices, whose threads the OS may preempt while a successor spins on
-// them) the rows are cut into chunks: the chunks' totals first (lt_fold_rows), scanned
-// themselves (the same procedure, in place), then every chunk scanned from the total before it.
+// walks one row, tile after tile (lt_scan_rows). With fewer (one long row, say), the rows are
+// cut into chunks: the chunks' totals first (lt_fold_rows), scanned themselves (the same
+// procedure, in place), then every chunk scanned from the total before it. Or, where
+// LAZYTENSOR_OPENCL_LOOKBACK=on asks for it (look_back.hpp: it measured slower), every tile has
+// a work-group of its own, which learns the total before it by a decoupled look-back over its
+// predecessors' published totals (lt_scan_lookback): a single pass, each element read once.
 // Across rows (inner > 1) each work-item walks one column of a chunk: neighbouring work-items
 // read neighbouring columns, and too few columns are chunked alike (lt_fold_columns).
 //
@@ -27566,7 +27561,7 @@ private:
             const std::int64_t tile = std::int64_t(G) * kScanPerItem, tiles = ceil_div(s.length, tile);
             const LocalBytes tile_bytes{std::size_t(tile + tile / 32) * size}, sum_bytes{G * size};
             const bool few = s.outer < kScanRowsPerUnit * std::int64_t(traits.compute_units) && tiles > 1;
-            if (few && use_look_back(traits.gpu)) {
+            if (few && use_look_back()) {
                 // A work-group per tile: the ticket, then per tile two slots of size / 2 status words.
                 const std::int64_t words = 1 + s.outer * tiles * 2 * std::int64_t(size / 2);
                 BufferPtr status = c_.backend.allocate(DType::Int32, words);
@@ -27698,7 +27693,7 @@ private:
 // Running row sorts (lt::sort, argsort, topk) on an OpenCL device: which of the programs of
 // sort.hpp runs (a selection for small k, a radix sort for one long row, a bitonic sort
 // otherwise), and its launches. The radix sort of rows is onesweep, and so is that of one row
-// below 2^30 elements where look-backs run (use_look_back: GPUs by default).
+// below 2^30 elements where look-backs are asked for (use_look_back: off by default).
 
 #include <algorithm>
 #include <cstddef>
@@ -28335,8 +28330,8 @@ public:
             BufferPtr keys[2] = {backend.allocate(key_type, rows * n), backend.allocate(key_type, rows * n)};
             BufferPtr places[2] = {backend.allocate(DType::Int32, rows * n), backend.allocate(DType::Int32, rows * n)};
             // Onesweep where counts and slots fit a status word's 30 bits: rows (each of few tiles:
-            // short look-backs) always, one row where look-backs run (use_look_back).
-            if (rows * n < (std::int64_t(1) << 30) && (rows > 1 || use_look_back(traits.gpu))) {
+            // short look-backs) always, one row where look-backs are asked for (use_look_back).
+            if (rows * n < (std::int64_t(1) << 30) && (rows > 1 || use_look_back())) {
                 radix_onesweep(*program, in, rows, n, k, descending, bits, tiles, shape, keys, places, values, indices);
                 return;
             }
@@ -30278,6 +30273,31 @@ private:
     Refinement refinement_;
 };
 
+/// Lowers group g, whose root is an item that reads its first source from contiguous memory
+/// (a sort, an fft; `op` names it in g.ops): g.kernel computes that operand into contiguous
+/// memory first, unless a buffer already holds it so (then g.kernel has no phases and g.inputs
+/// is that buffer). The operand's nodes sit in g: the same group, rooted at the operand.
+inline std::optional<Materialize> lower_contiguous_operand(const Schedule& s, Group& g, const char* op) {
+    Node* operand = g.root->src[0].get();
+    Reached r = walk_views(s, &g, operand, IndexMap::identity(operand->shape));
+    g.kernel = ir::Kernel{};
+    g.scalars.clear();
+    if (r.load && is_contiguous_layout(operand->shape, r.access.strides, r.access.offset)) {
+        g.inputs = {r.node};
+        g.ops = {op};
+        return std::nullopt;
+    }
+    Group computed = g;
+    computed.root = operand;
+    if (std::optional<Materialize> m = Lowering(s, computed).run()) return m;
+    g.kernel = std::move(computed.kernel);
+    g.inputs = std::move(computed.inputs);
+    g.scalars = std::move(computed.scalars);
+    g.ops = std::move(computed.ops);
+    g.ops.push_back(op);
+    return std::nullopt;
+}
+
 }  // namespace lazytensor::detail
 // ---- lazytensor/schedule/fuse_attention.hpp ----
 // Fusing attention into one item, after lowering and before products take their prologues and
@@ -31074,26 +31094,7 @@ struct FftItem : ItemDefaults {
 
     /// Lowers group g (its root an fft node): g.kernel computes the operand into contiguous
     /// memory unless it is in a buffer as such (then g.kernel has no phases and g.inputs is it).
-    static std::optional<Materialize> lower(const Schedule& s, Group& g) {
-        Node* values = g.root->src[0].get();
-        Reached r = walk_views(s, &g, values, IndexMap::identity(values->shape));
-        g.kernel = ir::Kernel{};
-        g.scalars.clear();
-        if (r.load && r.access.offset == 0 && is_contiguous_layout(values->shape, r.access.strides, 0)) {
-            g.inputs = {r.node};
-            g.ops = {"fft"};
-            return std::nullopt;
-        }
-        Group operand = g;  // the same group, computing the operand (its nodes sit in g)
-        operand.root = values;
-        if (std::optional<Materialize> m = Lowering(s, operand).run()) return m;
-        g.kernel = std::move(operand.kernel);
-        g.inputs = std::move(operand.inputs);
-        g.scalars = std::move(operand.scalars);
-        g.ops = std::move(operand.ops);
-        g.ops.push_back("fft");
-        return std::nullopt;
-    }
+    static std::optional<Materialize> lower(const Schedule& s, Group& g) { return lower_contiguous_operand(s, g, "fft"); }
     static FftItem of(const Group& g) {
         FftItem item;
         item.call = graph::fft_call(*g.root);
@@ -31723,7 +31724,7 @@ struct ScatterItem : ItemDefaults {
         for (int k = 0; k < 3; ++k) {
             Node* operand = g.root->src[static_cast<std::size_t>(k)].get();
             Reached r = walk_views(s, &g, operand, IndexMap::identity(operand->shape));
-            if (r.load && r.access.offset == 0 && is_contiguous_layout(operand->shape, r.access.strides, 0)) {
+            if (r.load && is_contiguous_layout(operand->shape, r.access.strides, r.access.offset)) {
                 g.inputs.push_back(r.node);
             } else if (operand->realized() && copy < 0) {
                 copy = k;  // nothing computes it again: the item copies it
@@ -31868,26 +31869,7 @@ struct SortItem : ItemDefaults {
 
     /// Lowers group g (its root a sort node): g.kernel computes the operand into contiguous rows
     /// unless it is in a buffer as such (then g.kernel has no phases and g.inputs is that buffer).
-    static std::optional<Materialize> lower(const Schedule& s, Group& g) {
-        Node* values = g.root->src[0].get();
-        Reached r = walk_views(s, &g, values, IndexMap::identity(values->shape));
-        g.kernel = ir::Kernel{};
-        g.scalars.clear();
-        if (r.load && is_contiguous_layout(values->shape, r.access.strides, r.access.offset)) {
-            g.inputs = {r.node};
-            g.ops = {"sort"};
-            return std::nullopt;
-        }
-        Group operand = g;  // the same group, computing the operand (its nodes sit in g)
-        operand.root = values;
-        if (std::optional<Materialize> m = Lowering(s, operand).run()) return m;
-        g.kernel = std::move(operand.kernel);
-        g.inputs = std::move(operand.inputs);
-        g.scalars = std::move(operand.scalars);
-        g.ops = std::move(operand.ops);
-        g.ops.push_back("sort");
-        return std::nullopt;
-    }
+    static std::optional<Materialize> lower(const Schedule& s, Group& g) { return lower_contiguous_operand(s, g, "sort"); }
     /// Where an item's root gathers a sort's operand at the sort's positions (lt::sort's values,
     /// stored on their own), the sort stores them as it sorts and that item goes: one pass over
     /// the values less. Schedule::group_of_root is stale afterwards.

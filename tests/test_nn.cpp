@@ -457,7 +457,7 @@ TEST_CASE("scans fuse their operand's producer into their loads and their consum
 TEST_CASE("scans of few long rows run one pass over tiles that look back: lengths around tiles, wrap, products, fused") {
     // On OpenCL a row of more than one tile (2048 elements where the device allows 256 work-items)
     // among few rows gets a work-group per tile, which adds up the totals of the tiles before it
-    // as they publish them (lt_scan_lookback; by default on GPUs only, here on every device); the
+    // as they publish them (lt_scan_lookback, where LAZYTENSOR_OPENCL_LOOKBACK=on asks for it, as here); the
     // host scans the same cases.
     ScopedEnvVar look_back("LAZYTENSOR_OPENCL_LOOKBACK", "on");
     for_each_device([](lt::Device d) {

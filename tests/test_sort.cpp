@@ -127,7 +127,7 @@ TEST_CASE("sort of rows longer than the local blocks, of lazy views and of slice
     });
 }
 
-TEST_CASE_TEMPLATE("one long row sorts onesweep where look-backs run (OpenCL: on GPUs by default, here everywhere)", T, std::int64_t,
+TEST_CASE_TEMPLATE("one long row sorts onesweep where look-backs are asked for (OpenCL: LAZYTENSOR_OPENCL_LOOKBACK=on, as here)", T, std::int64_t,
                    float, double) {
     ScopedEnvVar look_back("LAZYTENSOR_OPENCL_LOOKBACK", "on");
     for_each_device([](lt::Device) {

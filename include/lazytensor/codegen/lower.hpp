@@ -401,4 +401,29 @@ private:
     Refinement refinement_;
 };
 
+/// Lowers group g, whose root is an item that reads its first source from contiguous memory
+/// (a sort, an fft; `op` names it in g.ops): g.kernel computes that operand into contiguous
+/// memory first, unless a buffer already holds it so (then g.kernel has no phases and g.inputs
+/// is that buffer). The operand's nodes sit in g: the same group, rooted at the operand.
+inline std::optional<Materialize> lower_contiguous_operand(const Schedule& s, Group& g, const char* op) {
+    Node* operand = g.root->src[0].get();
+    Reached r = walk_views(s, &g, operand, IndexMap::identity(operand->shape));
+    g.kernel = ir::Kernel{};
+    g.scalars.clear();
+    if (r.load && is_contiguous_layout(operand->shape, r.access.strides, r.access.offset)) {
+        g.inputs = {r.node};
+        g.ops = {op};
+        return std::nullopt;
+    }
+    Group computed = g;
+    computed.root = operand;
+    if (std::optional<Materialize> m = Lowering(s, computed).run()) return m;
+    g.kernel = std::move(computed.kernel);
+    g.inputs = std::move(computed.inputs);
+    g.scalars = std::move(computed.scalars);
+    g.ops = std::move(computed.ops);
+    g.ops.push_back(op);
+    return std::nullopt;
+}
+
 }  // namespace lazytensor::detail

@@ -26,26 +26,7 @@ struct FftItem : ItemDefaults {
 
     /// Lowers group g (its root an fft node): g.kernel computes the operand into contiguous
     /// memory unless it is in a buffer as such (then g.kernel has no phases and g.inputs is it).
-    static std::optional<Materialize> lower(const Schedule& s, Group& g) {
-        Node* values = g.root->src[0].get();
-        Reached r = walk_views(s, &g, values, IndexMap::identity(values->shape));
-        g.kernel = ir::Kernel{};
-        g.scalars.clear();
-        if (r.load && r.access.offset == 0 && is_contiguous_layout(values->shape, r.access.strides, 0)) {
-            g.inputs = {r.node};
-            g.ops = {"fft"};
-            return std::nullopt;
-        }
-        Group operand = g;  // the same group, computing the operand (its nodes sit in g)
-        operand.root = values;
-        if (std::optional<Materialize> m = Lowering(s, operand).run()) return m;
-        g.kernel = std::move(operand.kernel);
-        g.inputs = std::move(operand.inputs);
-        g.scalars = std::move(operand.scalars);
-        g.ops = std::move(operand.ops);
-        g.ops.push_back("fft");
-        return std::nullopt;
-    }
+    static std::optional<Materialize> lower(const Schedule& s, Group& g) { return lower_contiguous_operand(s, g, "fft"); }
     static FftItem of(const Group& g) {
         FftItem item;
         item.call = graph::fft_call(*g.root);

@@ -42,7 +42,7 @@ struct ScatterItem : ItemDefaults {
         for (int k = 0; k < 3; ++k) {
             Node* operand = g.root->src[static_cast<std::size_t>(k)].get();
             Reached r = walk_views(s, &g, operand, IndexMap::identity(operand->shape));
-            if (r.load && r.access.offset == 0 && is_contiguous_layout(operand->shape, r.access.strides, 0)) {
+            if (r.load && is_contiguous_layout(operand->shape, r.access.strides, r.access.offset)) {
                 g.inputs.push_back(r.node);
             } else if (operand->realized() && copy < 0) {
                 copy = k;  // nothing computes it again: the item copies it

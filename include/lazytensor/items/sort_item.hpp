@@ -31,26 +31,7 @@ struct SortItem : ItemDefaults {
 
     /// Lowers group g (its root a sort node): g.kernel computes the operand into contiguous rows
     /// unless it is in a buffer as such (then g.kernel has no phases and g.inputs is that buffer).
-    static std::optional<Materialize> lower(const Schedule& s, Group& g) {
-        Node* values = g.root->src[0].get();
-        Reached r = walk_views(s, &g, values, IndexMap::identity(values->shape));
-        g.kernel = ir::Kernel{};
-        g.scalars.clear();
-        if (r.load && is_contiguous_layout(values->shape, r.access.strides, r.access.offset)) {
-            g.inputs = {r.node};
-            g.ops = {"sort"};
-            return std::nullopt;
-        }
-        Group operand = g;  // the same group, computing the operand (its nodes sit in g)
-        operand.root = values;
-        if (std::optional<Materialize> m = Lowering(s, operand).run()) return m;
-        g.kernel = std::move(operand.kernel);
-        g.inputs = std::move(operand.inputs);
-        g.scalars = std::move(operand.scalars);
-        g.ops = std::move(operand.ops);
-        g.ops.push_back("sort");
-        return std::nullopt;
-    }
+    static std::optional<Materialize> lower(const Schedule& s, Group& g) { return lower_contiguous_operand(s, g, "sort"); }
     /// Where an item's root gathers a sort's operand at the sort's positions (lt::sort's values,
     /// stored on their own), the sort stores them as it sorts and that item goes: one pass over
     /// the values less. Schedule::group_of_root is stale afterwards.

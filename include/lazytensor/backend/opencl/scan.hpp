@@ -5,12 +5,12 @@
 // read coalesced into local memory, each work-item scans its kScanPerItem consecutive elements,
 // a Hillis-Steele scan joins the work-items' totals, and the tile is written back coalesced,
 // offset by the total of the tiles before it. With rows enough to fill the device a work-group
-// walks one row, tile after tile (lt_scan_rows). With fewer (one long row, say), on GPUs every
-// tile has a work-group of its own, which learns the total before it by a decoupled look-back
-// over its predecessors' published totals (lt_scan_lookback): a single pass, each element read
-// once. Elsewhere (CPU devices, whose threads the OS may preempt while a successor spins on
-// them) the rows are cut into chunks: the chunks' totals first (lt_fold_rows), scanned
-// themselves (the same procedure, in place), then every chunk scanned from the total before it.
+// walks one row, tile after tile (lt_scan_rows). With fewer (one long row, say), the rows are
+// cut into chunks: the chunks' totals first (lt_fold_rows), scanned themselves (the same
+// procedure, in place), then every chunk scanned from the total before it. Or, where
+// LAZYTENSOR_OPENCL_LOOKBACK=on asks for it (look_back.hpp: it measured slower), every tile has
+// a work-group of its own, which learns the total before it by a decoupled look-back over its
+// predecessors' published totals (lt_scan_lookback): a single pass, each element read once.
 // Across rows (inner > 1) each work-item walks one column of a chunk: neighbouring work-items
 // read neighbouring columns, and too few columns are chunked alike (lt_fold_columns).
 //

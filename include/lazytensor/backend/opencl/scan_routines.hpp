@@ -82,7 +82,7 @@ private:
             const std::int64_t tile = std::int64_t(G) * kScanPerItem, tiles = ceil_div(s.length, tile);
             const LocalBytes tile_bytes{std::size_t(tile + tile / 32) * size}, sum_bytes{G * size};
             const bool few = s.outer < kScanRowsPerUnit * std::int64_t(traits.compute_units) && tiles > 1;
-            if (few && use_look_back(traits.gpu)) {
+            if (few && use_look_back()) {
                 // A work-group per tile: the ticket, then per tile two slots of size / 2 status words.
                 const std::int64_t words = 1 + s.outer * tiles * 2 * std::int64_t(size / 2);
                 BufferPtr status = c_.backend.allocate(DType::Int32, words);

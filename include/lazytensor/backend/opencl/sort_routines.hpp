@@ -2,7 +2,7 @@
 // Running row sorts (lt::sort, argsort, topk) on an OpenCL device: which of the programs of
 // sort.hpp runs (a selection for small k, a radix sort for one long row, a bitonic sort
 // otherwise), and its launches. The radix sort of rows is onesweep, and so is that of one row
-// below 2^30 elements where look-backs run (use_look_back: GPUs by default).
+// below 2^30 elements where look-backs are asked for (use_look_back: off by default).
 #pragma once
 
 #include <algorithm>
@@ -75,8 +75,8 @@ public:
             BufferPtr keys[2] = {backend.allocate(key_type, rows * n), backend.allocate(key_type, rows * n)};
             BufferPtr places[2] = {backend.allocate(DType::Int32, rows * n), backend.allocate(DType::Int32, rows * n)};
             // Onesweep where counts and slots fit a status word's 30 bits: rows (each of few tiles:
-            // short look-backs) always, one row where look-backs run (use_look_back).
-            if (rows * n < (std::int64_t(1) << 30) && (rows > 1 || use_look_back(traits.gpu))) {
+            // short look-backs) always, one row where look-backs are asked for (use_look_back).
+            if (rows * n < (std::int64_t(1) << 30) && (rows > 1 || use_look_back())) {
                 radix_onesweep(*program, in, rows, n, k, descending, bits, tiles, shape, keys, places, values, indices);
                 return;
             }
