@@ -476,7 +476,9 @@ TEST_CASE("scans of few long rows run one pass over tiles that look back: length
             const Ref ints = random_ref<std::int64_t>({rows, n}, 63, -1000, 1000);
             std::vector<std::int64_t> big, small;
             for (double v : ints.v) {
-                big.push_back(static_cast<std::int64_t>(v) * (std::int64_t(1) << 53) + (std::int64_t(1) << 62));
+                // (in uint64: the product passes 2^63, and a signed overflow would be undefined)
+                big.push_back(static_cast<std::int64_t>(static_cast<std::uint64_t>(static_cast<std::int64_t>(v)) * (std::uint64_t(1) << 53) +
+                                                        (std::uint64_t(1) << 62)));
                 small.push_back(static_cast<std::int64_t>(v) % 7 + 3);
             }
             CHECK(lt::tensor<std::int64_t>(big, {rows, n}, d).cumsum(1).to_vector() == wrapped_scan(big, n, false));
