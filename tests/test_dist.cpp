@@ -243,6 +243,19 @@ TEST_CASE("lt::dist: views of realized tensors are read in place or copied; empt
         // A realized transpose (a strided view of x's memory, no producer to compute it again): copied too.
         const lt::Tensor<float> xt = x.transpose(0, 1).realize();
         CHECK(lt::dist::all_sum(xt).to_vector() == t);
+        // A transpose realized by the user after the collective was built: the item copies it.
+        lt::Tensor<float> late = x.transpose(0, 1);
+        const lt::Tensor<float> late_sum = lt::dist::all_sum(late), late_gather = lt::dist::all_gather(late, 1);
+        late.realize();
+        const std::vector<float> got = late_sum.to_vector(), gathered = late_gather.to_vector();
+        const int size = world.size();
+        for (int j = 0; j < 4; ++j)
+            for (int i = 0; i < 3; ++i) {
+                CHECK(got[static_cast<std::size_t>(j * 3 + i)] == t[static_cast<std::size_t>(j * 3 + i)]);
+                for (int r = 0; r < size; ++r)  // [4, 3 * size]: rank r's transpose in columns 3r..3r+2
+                    CHECK(gathered[static_cast<std::size_t>(j * 3 * size + 3 * r + i)] ==
+                          static_cast<float>(i * 4 + j) + static_cast<float>(r));
+            }
         const lt::Tensor<float> empty = lt::dist::all_gather(lt::zeros<float>({0, 3}), 0);
         CHECK(empty.shape() == lt::Shape{0, 3});
         CHECK(empty.to_vector().empty());
