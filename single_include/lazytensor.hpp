@@ -19243,10 +19243,17 @@ public:
     /// Copies `bytes` from the buffer at byte offset `at` into host memory.
     virtual void read(const Buffer& src, std::size_t at, void* dst, std::size_t bytes) = 0;
     /// read() that may return before the copy is done: `dst` must stay valid until the event
-    /// says so. What is queued later runs after the copy has read the buffer.
+    /// says so. It reads the buffer as it is after what is queued before it; what is queued
+    /// later may run meanwhile but does not change what it reads.
     virtual std::shared_ptr<DeviceEvent> read_async(const Buffer& src, std::size_t at, void* dst, std::size_t bytes) {
         read(src, at, dst, bytes);
         return record_event();
+    }
+    /// `bytes` of host memory for staged copies to and from this device (read_async's
+    /// destination, write's source), pinned where the device copies it by DMA; freed (or kept
+    /// for reuse) when the last owner lets go.
+    virtual std::shared_ptr<void> host_staging(std::size_t bytes) {
+        return std::shared_ptr<char>(new char[bytes > 0 ? bytes : 1], std::default_delete<char[]>());
     }
 
     /// Runs a compiled kernel: `params` are its buffers in parameter order, `scalars` the values
@@ -23664,6 +23671,7 @@ public:
     OpenCLDevice(const OpenCLDevice&) = delete;
     OpenCLDevice& operator=(const OpenCLDevice&) = delete;
     ~OpenCLDevice() {
+        if (transfer_queue_) clReleaseCommandQueue(transfer_queue_);
         clReleaseCommandQueue(queue_);
         clReleaseContext(context_);
     }
@@ -23706,6 +23714,22 @@ public:
     cl_device_id id() const { return id_; }
     cl_context context() const { return context_; }
     cl_command_queue queue() const { return queue_; }
+    /// A second in-order queue of the device, made on first use, for copies to and from host
+    /// memory that run beside the kernels of queue() (staging of collectives).
+    cl_command_queue transfer_queue() {
+        std::lock_guard<std::mutex> lock(transfer_mutex_);
+        if (!transfer_queue_) {
+            cl_int err = CL_SUCCESS;
+            transfer_queue_ = clCreateCommandQueue(context_, id_, 0, &err);
+            check(err, "clCreateCommandQueue", concat("for the transfer queue of ", describe()));
+        }
+        return transfer_queue_;
+    }
+    /// The transfer queue if it was made, else null.
+    cl_command_queue transfer_queue_if_made() {
+        std::lock_guard<std::mutex> lock(transfer_mutex_);
+        return transfer_queue_;
+    }
     /// Tests only: replaces the command queue and returns the old one (see OpenCLBackend).
     cl_command_queue exchange_queue(cl_command_queue queue) { return std::exchange(queue_, queue); }
 
@@ -23749,6 +23773,8 @@ private:
     cl_device_id id_;
     cl_context context_ = nullptr;
     cl_command_queue queue_ = nullptr;
+    std::mutex transfer_mutex_;
+    cl_command_queue transfer_queue_ = nullptr;
     std::string name_, platform_name_, driver_, build_options_;
     DeviceType type_ = DeviceType::Gpu;
     Vendor vendor_ = Vendor::Other;
@@ -27111,6 +27137,101 @@ private:
 };
 
 }  // namespace lazytensor::detail::opencl
+// ---- lazytensor/backend/opencl/pinned.hpp ----
+// Host memory an OpenCL driver has pinned (CL_MEM_ALLOC_HOST_PTR, mapped), so that copies to and
+// from the device are DMA transfers rather than copies through the driver's own bounce buffer:
+// the staging of copies between devices of different contexts (transfer.hpp) and of collectives
+// (a pool of blocks by size, handed out through Backend::host_staging).
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+
+namespace lazytensor::detail::opencl {
+
+/// `bytes` of pinned host memory of `context`, mapped through `queue` for as long as it lives.
+class PinnedStaging {
+public:
+    PinnedStaging(cl_context context, cl_command_queue queue, std::size_t bytes, const std::string& device)
+        : queue_(queue), bytes_(bytes) {
+        cl_int err = CL_SUCCESS;
+        mem_ = clCreateBuffer(context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, nullptr, &err);
+        check(err, "clCreateBuffer", concat("allocating ", bytes, " bytes of pinned host memory for ", device));
+        host_ = clEnqueueMapBuffer(queue, mem_, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0, nullptr, nullptr, &err);
+        if (err != CL_SUCCESS) {
+            clReleaseMemObject(mem_);
+            check(err, "clEnqueueMapBuffer", concat("mapping pinned host memory on ", device));
+        }
+    }
+    PinnedStaging(const PinnedStaging&) = delete;
+    PinnedStaging& operator=(const PinnedStaging&) = delete;
+    ~PinnedStaging() {
+        clEnqueueUnmapMemObject(queue_, mem_, host_, 0, nullptr, nullptr);
+        clFinish(queue_);
+        clReleaseMemObject(mem_);
+    }
+    void* data() const { return host_; }
+    std::size_t bytes() const { return bytes_; }
+
+private:
+    cl_command_queue queue_;
+    cl_mem mem_ = nullptr;
+    void* host_ = nullptr;
+    std::size_t bytes_ = 0;
+};
+
+/// Blocks of pinned memory by size class (powers of two from 64 KiB), kept for reuse: pinning
+/// costs more than the copy of a few MiB, and a training loop stages the same sizes every step.
+/// At most `kept_bytes` wait in the pool; a block returned beyond that is freed.
+class PinnedPool {
+public:
+    static constexpr std::size_t kept_bytes = std::size_t(512) << 20;
+
+    PinnedPool(cl_context context, cl_command_queue queue, std::string device)
+        : context_(context), queue_(queue), device_(std::move(device)) {}
+
+    /// A block of at least `bytes`, returned to the pool when the last owner lets go (the pool
+    /// lives as long as the device's backend, which is never destroyed).
+    std::shared_ptr<void> acquire(std::size_t bytes) {
+        std::size_t size = std::size_t(64) << 10;
+        while (size < bytes) size *= 2;
+        std::unique_ptr<PinnedStaging> block;
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            std::vector<std::unique_ptr<PinnedStaging>>& free = free_[size];
+            if (!free.empty()) {
+                block = std::move(free.back());
+                free.pop_back();
+                kept_ -= size;
+            }
+        }
+        if (!block) block = std::make_unique<PinnedStaging>(context_, queue_, size, device_);
+        void* data = block->data();
+        PinnedStaging* raw = block.release();
+        return std::shared_ptr<void>(data, [this, raw](void*) { give_back(std::unique_ptr<PinnedStaging>(raw)); });
+    }
+
+private:
+    void give_back(std::unique_ptr<PinnedStaging> block) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (kept_ + block->bytes() > kept_bytes) return;  // (freed)
+        kept_ += block->bytes();
+        free_[block->bytes()].push_back(std::move(block));
+    }
+
+    cl_context context_;
+    cl_command_queue queue_;
+    std::string device_;
+    std::mutex mutex_;
+    std::map<std::size_t, std::vector<std::unique_ptr<PinnedStaging>>> free_;
+    std::size_t kept_ = 0;
+};
+
+}  // namespace lazytensor::detail::opencl
 // ---- lazytensor/backend/opencl/policy.hpp ----
 // The OpenCL backend's decisions that graph builders and the scheduler make (ir/device_policy.hpp).
 
@@ -28418,9 +28539,11 @@ namespace lazytensor::detail::opencl {
 class OpenCLBackend;
 
 /// A marker on an OpenCL device's queue (lt::Event): done when the commands before it are.
+/// `keep` is what the commands need until then (a staged read's snapshot).
 class QueueEvent final : public DeviceEvent {
 public:
-    QueueEvent(OpenCLBackend& owner, cl_event event) : owner_(owner), event_(event) {}
+    QueueEvent(OpenCLBackend& owner, cl_event event, BufferPtr keep = nullptr)
+        : owner_(owner), event_(event), keep_(std::move(keep)) {}
     QueueEvent(const QueueEvent&) = delete;
     QueueEvent& operator=(const QueueEvent&) = delete;
     ~QueueEvent() override { clReleaseEvent(event_); }
@@ -28432,6 +28555,7 @@ public:
 private:
     OpenCLBackend& owner_;
     cl_event event_;
+    BufferPtr keep_;
 };
 
 class OpenCLBackend final : public Backend {
@@ -28479,13 +28603,31 @@ public:
         check(err, "clEnqueueReadBuffer", concat("copying ", bytes, " bytes from ", describe()));
     }
 
+    /// A snapshot of the bytes on the compute queue (a device copy, at device bandwidth), read on
+    /// the transfer queue: the kernels queued later run while it crosses to host memory, and
+    /// none of them can change what it reads.
     std::shared_ptr<DeviceEvent> read_async(const Buffer& src, std::size_t at, void* dst, std::size_t bytes) override {
         if (!bytes) return record_event();
-        cl_event done = nullptr;
-        check(clEnqueueReadBuffer(queue(), static_cast<cl_mem>(src.handle()), CL_FALSE, at, bytes, dst, 0, nullptr, &done),
-              "clEnqueueReadBuffer", concat("copying ", bytes, " bytes from ", describe()));
+        const std::string what = concat("copying ", bytes, " bytes from ", describe());
+        BufferPtr snapshot = allocate(DType::UInt8, static_cast<std::int64_t>(bytes));
+        cl_mem copy = static_cast<cl_mem>(snapshot->handle());
+        cl_event copied = nullptr, done = nullptr;
+        check(clEnqueueCopyBuffer(queue(), static_cast<cl_mem>(src.handle()), copy, at, 0, bytes, 0, nullptr, &copied),
+              "clEnqueueCopyBuffer", what);
         flush();
-        return std::make_shared<QueueEvent>(*this, done);
+        cl_command_queue transfer = device_.transfer_queue();
+        const cl_int err = clEnqueueReadBuffer(transfer, copy, CL_FALSE, 0, bytes, dst, 1, &copied, &done);
+        clReleaseEvent(copied);
+        check(err, "clEnqueueReadBuffer", what);
+        check(clFlush(transfer), "clFlush", what);
+        return std::make_shared<QueueEvent>(*this, done, std::move(snapshot));
+    }
+    /// Pinned blocks from a pool (pinned.hpp), mapped through the transfer queue.
+    std::shared_ptr<void> host_staging(std::size_t bytes) override {
+        std::call_once(pinned_made_, [&] {
+            pinned_ = std::make_unique<PinnedPool>(context(), device_.transfer_queue(), describe());
+        });
+        return pinned_->acquire(bytes);
     }
 
     // ------------------------------------------------------------------------------ running
@@ -28499,6 +28641,7 @@ public:
 
     void flush() override { check(clFlush(queue()), "clFlush", concat("on ", describe())); }
     void synchronize() override {
+        if (cl_command_queue transfer = device_.transfer_queue_if_made()) clFinish(transfer);  // (errors: reported by the events)
         const cl_int err = clFinish(queue());
         launcher_.check_launched(true);  // first: a failed kernel is named, and reported once (NVIDIA's wait reports it too)
         check(err, "clFinish", concat("on ", describe()));
@@ -28751,6 +28894,8 @@ private:
     GemmRoutines gemm_{routine_context_};
     AttentionRoutines attention_{routine_context_};
     bool fuse_epilogues_ = env_flag("LAZYTENSOR_GEMM_EPILOGUE", true);
+    std::once_flag pinned_made_;
+    std::unique_ptr<PinnedPool> pinned_;  // host_staging's blocks
     OpenCLPolicy policy_{device_.traits().gpu};
 };
 
@@ -28845,34 +28990,6 @@ inline std::size_t opencl_device_count() {
 
 namespace lazytensor::detail::opencl {
 
-/// Host memory that the driver of `owner` has pinned (CL_MEM_ALLOC_HOST_PTR, mapped), for DMA.
-class PinnedStaging {
-public:
-    PinnedStaging(OpenCLBackend& owner, std::size_t bytes) : owner_(owner) {
-        cl_int err = CL_SUCCESS;
-        mem_ = clCreateBuffer(owner.context(), CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, nullptr, &err);
-        check(err, "clCreateBuffer", concat("allocating ", bytes, " bytes of pinned host memory for ", owner.describe()));
-        host_ = clEnqueueMapBuffer(owner.queue(), mem_, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0, nullptr, nullptr, &err);
-        if (err != CL_SUCCESS) {
-            clReleaseMemObject(mem_);
-            check(err, "clEnqueueMapBuffer", concat("mapping pinned host memory on ", owner.describe()));
-        }
-    }
-    PinnedStaging(const PinnedStaging&) = delete;
-    PinnedStaging& operator=(const PinnedStaging&) = delete;
-    ~PinnedStaging() {
-        clEnqueueUnmapMemObject(owner_.queue(), mem_, host_, 0, nullptr, nullptr);
-        clFinish(owner_.queue());
-        clReleaseMemObject(mem_);
-    }
-    void* data() const { return host_; }
-
-private:
-    OpenCLBackend& owner_;
-    cl_mem mem_ = nullptr;
-    void* host_ = nullptr;
-};
-
 inline constexpr std::size_t kStagingChunk = std::size_t(16) << 20;
 
 /// Chunk `slot` (0 or 1) of `from`'s staging memory: made on its first staged copy and kept, as
@@ -28883,7 +29000,7 @@ inline PinnedStaging& staging_chunk(OpenCLBackend& from, int slot) {
     static auto& chunks = *new std::map<const OpenCLBackend*, std::unique_ptr<PinnedStaging>[2]>();  // never destroyed
     std::lock_guard<std::mutex> lock(mutex);
     std::unique_ptr<PinnedStaging>& chunk = chunks[&from][slot];
-    if (!chunk) chunk = std::make_unique<PinnedStaging>(from, kStagingChunk);
+    if (!chunk) chunk = std::make_unique<PinnedStaging>(from.context(), from.queue(), kStagingChunk, from.describe());
     return *chunk;
 }
 
@@ -30936,8 +31053,9 @@ struct AttentionItem : ItemDefaults {
 // realized after building the collective, is copied by a kernel of the item's own), and the
 // result is a new buffer that later kernels read.
 // On the host the transport reads and writes the buffers in place; an OpenCL operand is copied to
-// host memory and the result back (the transport reaches host memory only; the copy out does not
-// wait, the one back does, before what reads the result). The item starts the collective and
+// pinned host memory and the result back (the transport reaches host memory only; the copy out
+// runs on the device's transfer queue beside later kernels, the one back waits, before what
+// reads the result). The item starts the collective and
 // leaves it in flight (ItemRun::deferred): realize finishes it before the first item that reads
 // the result, so the items between run meanwhile.
 
@@ -31047,7 +31165,8 @@ private:
             std::shared_ptr<Communicator> comm;
             BufferPtr copied;                     // the operand copied into contiguous memory
             std::shared_ptr<DeviceEvent> staged;  // the operand's copy to host memory
-            std::vector<char> sent, received;     // host staging (OpenCL)
+            std::shared_ptr<void> sent, received;  // host staging (OpenCL): pinned blocks
+            std::size_t received_bytes = 0;
             std::unique_ptr<Transfer> transfer;
         };
         auto f = std::make_shared<Flight>();
@@ -31070,13 +31189,15 @@ private:
                 const char* from = static_cast<const char*>(in.handle()) + c.offset * static_cast<std::int64_t>(element);
                 f->transfer = f->comm->start(c.op, c.dtype, from, out.handle(), c.count, c.root, what);
             } else {
-                f->transfer = f->comm->start(c.op, c.dtype, f->sent.data(), f->received.data(), c.count, c.root, what);
+                f->transfer = f->comm->start(c.op, c.dtype, f->sent.get(), f->received.get(), c.count, c.root, what);
             }
         };
         if (!host) {
-            f->sent.resize(static_cast<std::size_t>(call.count) * element);
-            f->received.resize(static_cast<std::size_t>(results) * element);
-            f->staged = backend.read_async(in, static_cast<std::size_t>(call.offset) * element, f->sent.data(), f->sent.size());
+            const std::size_t sent_bytes = static_cast<std::size_t>(call.count) * element;
+            f->received_bytes = static_cast<std::size_t>(results) * element;
+            f->sent = backend.host_staging(sent_bytes);
+            f->received = backend.host_staging(f->received_bytes);
+            f->staged = backend.read_async(in, static_cast<std::size_t>(call.offset) * element, f->sent.get(), sent_bytes);
         } else {
             // Issued now: the collectives still waiting for a copy (on another device) go first.
             if (deferred)
@@ -31092,7 +31213,7 @@ private:
         auto finish = [f, issue, host, &backend, &out] {
             issue();
             f->transfer->wait();
-            if (!host && !f->received.empty()) backend.write(out, 0, f->received.data(), f->received.size());
+            if (!host && f->received_bytes) backend.write(out, 0, f->received.get(), f->received_bytes);
         };
         if (!deferred) {
             finish();

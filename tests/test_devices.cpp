@@ -104,6 +104,35 @@ TEST_CASE("a copy keeps its values when the source is freed and its memory reuse
     }
 }
 
+TEST_CASE("a staged read (the collectives' copy to pinned host memory) reads the buffer as it was when queued" *
+          doctest::skip(opencl_devices().empty())) {
+    for (lt::Device d : opencl_devices()) {
+        INFO(d.str());
+        auto& backend = lt::detail::opencl::opencl_backend(d.index);
+        const std::size_t n = std::size_t(1) << 20, bytes = n * sizeof(float);
+        lt::BufferPtr buffer = backend.allocate(lt::DType::Float32, static_cast<std::int64_t>(n));
+        std::vector<float> values(n);
+        for (std::size_t i = 0; i < n; ++i) values[i] = static_cast<float>(i);
+        backend.write(*buffer, 0, values.data(), bytes);
+        std::shared_ptr<void> staged = backend.host_staging(bytes - 16);
+        // From byte 16 on; then the buffer is overwritten at once on the device's queue: the read
+        // (on the transfer queue) must still see the old values.
+        auto done = backend.read_async(*buffer, 16, staged.get(), bytes - 16);
+        const std::vector<float> minus(n, -1.0f);
+        backend.write(*buffer, 0, minus.data(), bytes);
+        done->wait();
+        const float* got = static_cast<const float*>(staged.get());
+        std::size_t wrong = 0;
+        for (std::size_t i = 0; i + 4 < n; ++i) wrong += got[i] != static_cast<float>(i + 4);
+        CHECK(wrong == 0);
+        // The pool hands a returned block out again.
+        void* block = staged.get();
+        done.reset();
+        staged.reset();
+        CHECK(backend.host_staging(bytes - 16).get() == block);
+    }
+}
+
 TEST_CASE("host and OpenCL tensors move both ways with one copy, views included") {
     for (lt::Device d : opencl_devices()) {
         INFO("device: " << d.str());

@@ -143,10 +143,17 @@ public:
     /// Copies `bytes` from the buffer at byte offset `at` into host memory.
     virtual void read(const Buffer& src, std::size_t at, void* dst, std::size_t bytes) = 0;
     /// read() that may return before the copy is done: `dst` must stay valid until the event
-    /// says so. What is queued later runs after the copy has read the buffer.
+    /// says so. It reads the buffer as it is after what is queued before it; what is queued
+    /// later may run meanwhile but does not change what it reads.
     virtual std::shared_ptr<DeviceEvent> read_async(const Buffer& src, std::size_t at, void* dst, std::size_t bytes) {
         read(src, at, dst, bytes);
         return record_event();
+    }
+    /// `bytes` of host memory for staged copies to and from this device (read_async's
+    /// destination, write's source), pinned where the device copies it by DMA; freed (or kept
+    /// for reuse) when the last owner lets go.
+    virtual std::shared_ptr<void> host_staging(std::size_t bytes) {
+        return std::shared_ptr<char>(new char[bytes > 0 ? bytes : 1], std::default_delete<char[]>());
     }
 
     /// Runs a compiled kernel: `params` are its buffers in parameter order, `scalars` the values

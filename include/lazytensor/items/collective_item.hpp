@@ -6,8 +6,9 @@
 // realized after building the collective, is copied by a kernel of the item's own), and the
 // result is a new buffer that later kernels read.
 // On the host the transport reads and writes the buffers in place; an OpenCL operand is copied to
-// host memory and the result back (the transport reaches host memory only; the copy out does not
-// wait, the one back does, before what reads the result). The item starts the collective and
+// pinned host memory and the result back (the transport reaches host memory only; the copy out
+// runs on the device's transfer queue beside later kernels, the one back waits, before what
+// reads the result). The item starts the collective and
 // leaves it in flight (ItemRun::deferred): realize finishes it before the first item that reads
 // the result, so the items between run meanwhile.
 #pragma once
@@ -122,7 +123,8 @@ private:
             std::shared_ptr<Communicator> comm;
             BufferPtr copied;                     // the operand copied into contiguous memory
             std::shared_ptr<DeviceEvent> staged;  // the operand's copy to host memory
-            std::vector<char> sent, received;     // host staging (OpenCL)
+            std::shared_ptr<void> sent, received;  // host staging (OpenCL): pinned blocks
+            std::size_t received_bytes = 0;
             std::unique_ptr<Transfer> transfer;
         };
         auto f = std::make_shared<Flight>();
@@ -145,13 +147,15 @@ private:
                 const char* from = static_cast<const char*>(in.handle()) + c.offset * static_cast<std::int64_t>(element);
                 f->transfer = f->comm->start(c.op, c.dtype, from, out.handle(), c.count, c.root, what);
             } else {
-                f->transfer = f->comm->start(c.op, c.dtype, f->sent.data(), f->received.data(), c.count, c.root, what);
+                f->transfer = f->comm->start(c.op, c.dtype, f->sent.get(), f->received.get(), c.count, c.root, what);
             }
         };
         if (!host) {
-            f->sent.resize(static_cast<std::size_t>(call.count) * element);
-            f->received.resize(static_cast<std::size_t>(results) * element);
-            f->staged = backend.read_async(in, static_cast<std::size_t>(call.offset) * element, f->sent.data(), f->sent.size());
+            const std::size_t sent_bytes = static_cast<std::size_t>(call.count) * element;
+            f->received_bytes = static_cast<std::size_t>(results) * element;
+            f->sent = backend.host_staging(sent_bytes);
+            f->received = backend.host_staging(f->received_bytes);
+            f->staged = backend.read_async(in, static_cast<std::size_t>(call.offset) * element, f->sent.get(), sent_bytes);
         } else {
             // Issued now: the collectives still waiting for a copy (on another device) go first.
             if (deferred)
@@ -167,7 +171,7 @@ private:
         auto finish = [f, issue, host, &backend, &out] {
             issue();
             f->transfer->wait();
-            if (!host && !f->received.empty()) backend.write(out, 0, f->received.data(), f->received.size());
+            if (!host && f->received_bytes) backend.write(out, 0, f->received.get(), f->received_bytes);
         };
         if (!deferred) {
             finish();

@@ -118,6 +118,7 @@ public:
     OpenCLDevice(const OpenCLDevice&) = delete;
     OpenCLDevice& operator=(const OpenCLDevice&) = delete;
     ~OpenCLDevice() {
+        if (transfer_queue_) clReleaseCommandQueue(transfer_queue_);
         clReleaseCommandQueue(queue_);
         clReleaseContext(context_);
     }
@@ -160,6 +161,22 @@ public:
     cl_device_id id() const { return id_; }
     cl_context context() const { return context_; }
     cl_command_queue queue() const { return queue_; }
+    /// A second in-order queue of the device, made on first use, for copies to and from host
+    /// memory that run beside the kernels of queue() (staging of collectives).
+    cl_command_queue transfer_queue() {
+        std::lock_guard<std::mutex> lock(transfer_mutex_);
+        if (!transfer_queue_) {
+            cl_int err = CL_SUCCESS;
+            transfer_queue_ = clCreateCommandQueue(context_, id_, 0, &err);
+            check(err, "clCreateCommandQueue", concat("for the transfer queue of ", describe()));
+        }
+        return transfer_queue_;
+    }
+    /// The transfer queue if it was made, else null.
+    cl_command_queue transfer_queue_if_made() {
+        std::lock_guard<std::mutex> lock(transfer_mutex_);
+        return transfer_queue_;
+    }
     /// Tests only: replaces the command queue and returns the old one (see OpenCLBackend).
     cl_command_queue exchange_queue(cl_command_queue queue) { return std::exchange(queue_, queue); }
 
@@ -203,6 +220,8 @@ private:
     cl_device_id id_;
     cl_context context_ = nullptr;
     cl_command_queue queue_ = nullptr;
+    std::mutex transfer_mutex_;
+    cl_command_queue transfer_queue_ = nullptr;
     std::string name_, platform_name_, driver_, build_options_;
     DeviceType type_ = DeviceType::Gpu;
     Vendor vendor_ = Vendor::Other;

@@ -38,6 +38,7 @@
 #include "kernel_routines.hpp"
 #include "launch.hpp"
 #include "linalg_routines.hpp"
+#include "pinned.hpp"
 #include "policy.hpp"
 #include "programs.hpp"
 #include "routine_context.hpp"
@@ -51,9 +52,11 @@ namespace lazytensor::detail::opencl {
 class OpenCLBackend;
 
 /// A marker on an OpenCL device's queue (lt::Event): done when the commands before it are.
+/// `keep` is what the commands need until then (a staged read's snapshot).
 class QueueEvent final : public DeviceEvent {
 public:
-    QueueEvent(OpenCLBackend& owner, cl_event event) : owner_(owner), event_(event) {}
+    QueueEvent(OpenCLBackend& owner, cl_event event, BufferPtr keep = nullptr)
+        : owner_(owner), event_(event), keep_(std::move(keep)) {}
     QueueEvent(const QueueEvent&) = delete;
     QueueEvent& operator=(const QueueEvent&) = delete;
     ~QueueEvent() override { clReleaseEvent(event_); }
@@ -65,6 +68,7 @@ public:
 private:
     OpenCLBackend& owner_;
     cl_event event_;
+    BufferPtr keep_;
 };
 
 class OpenCLBackend final : public Backend {
@@ -112,13 +116,31 @@ public:
         check(err, "clEnqueueReadBuffer", concat("copying ", bytes, " bytes from ", describe()));
     }
 
+    /// A snapshot of the bytes on the compute queue (a device copy, at device bandwidth), read on
+    /// the transfer queue: the kernels queued later run while it crosses to host memory, and
+    /// none of them can change what it reads.
     std::shared_ptr<DeviceEvent> read_async(const Buffer& src, std::size_t at, void* dst, std::size_t bytes) override {
         if (!bytes) return record_event();
-        cl_event done = nullptr;
-        check(clEnqueueReadBuffer(queue(), static_cast<cl_mem>(src.handle()), CL_FALSE, at, bytes, dst, 0, nullptr, &done),
-              "clEnqueueReadBuffer", concat("copying ", bytes, " bytes from ", describe()));
+        const std::string what = concat("copying ", bytes, " bytes from ", describe());
+        BufferPtr snapshot = allocate(DType::UInt8, static_cast<std::int64_t>(bytes));
+        cl_mem copy = static_cast<cl_mem>(snapshot->handle());
+        cl_event copied = nullptr, done = nullptr;
+        check(clEnqueueCopyBuffer(queue(), static_cast<cl_mem>(src.handle()), copy, at, 0, bytes, 0, nullptr, &copied),
+              "clEnqueueCopyBuffer", what);
         flush();
-        return std::make_shared<QueueEvent>(*this, done);
+        cl_command_queue transfer = device_.transfer_queue();
+        const cl_int err = clEnqueueReadBuffer(transfer, copy, CL_FALSE, 0, bytes, dst, 1, &copied, &done);
+        clReleaseEvent(copied);
+        check(err, "clEnqueueReadBuffer", what);
+        check(clFlush(transfer), "clFlush", what);
+        return std::make_shared<QueueEvent>(*this, done, std::move(snapshot));
+    }
+    /// Pinned blocks from a pool (pinned.hpp), mapped through the transfer queue.
+    std::shared_ptr<void> host_staging(std::size_t bytes) override {
+        std::call_once(pinned_made_, [&] {
+            pinned_ = std::make_unique<PinnedPool>(context(), device_.transfer_queue(), describe());
+        });
+        return pinned_->acquire(bytes);
     }
 
     // ------------------------------------------------------------------------------ running
@@ -132,6 +154,7 @@ public:
 
     void flush() override { check(clFlush(queue()), "clFlush", concat("on ", describe())); }
     void synchronize() override {
+        if (cl_command_queue transfer = device_.transfer_queue_if_made()) clFinish(transfer);  // (errors: reported by the events)
         const cl_int err = clFinish(queue());
         launcher_.check_launched(true);  // first: a failed kernel is named, and reported once (NVIDIA's wait reports it too)
         check(err, "clFinish", concat("on ", describe()));
@@ -384,6 +407,8 @@ private:
     GemmRoutines gemm_{routine_context_};
     AttentionRoutines attention_{routine_context_};
     bool fuse_epilogues_ = env_flag("LAZYTENSOR_GEMM_EPILOGUE", true);
+    std::once_flag pinned_made_;
+    std::unique_ptr<PinnedPool> pinned_;  // host_staging's blocks
     OpenCLPolicy policy_{device_.traits().gpu};
 };
 

@@ -20,36 +20,9 @@
 #include <string>
 
 #include "opencl_backend.hpp"
+#include "pinned.hpp"
 
 namespace lazytensor::detail::opencl {
-
-/// Host memory that the driver of `owner` has pinned (CL_MEM_ALLOC_HOST_PTR, mapped), for DMA.
-class PinnedStaging {
-public:
-    PinnedStaging(OpenCLBackend& owner, std::size_t bytes) : owner_(owner) {
-        cl_int err = CL_SUCCESS;
-        mem_ = clCreateBuffer(owner.context(), CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, nullptr, &err);
-        check(err, "clCreateBuffer", concat("allocating ", bytes, " bytes of pinned host memory for ", owner.describe()));
-        host_ = clEnqueueMapBuffer(owner.queue(), mem_, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0, nullptr, nullptr, &err);
-        if (err != CL_SUCCESS) {
-            clReleaseMemObject(mem_);
-            check(err, "clEnqueueMapBuffer", concat("mapping pinned host memory on ", owner.describe()));
-        }
-    }
-    PinnedStaging(const PinnedStaging&) = delete;
-    PinnedStaging& operator=(const PinnedStaging&) = delete;
-    ~PinnedStaging() {
-        clEnqueueUnmapMemObject(owner_.queue(), mem_, host_, 0, nullptr, nullptr);
-        clFinish(owner_.queue());
-        clReleaseMemObject(mem_);
-    }
-    void* data() const { return host_; }
-
-private:
-    OpenCLBackend& owner_;
-    cl_mem mem_ = nullptr;
-    void* host_ = nullptr;
-};
 
 inline constexpr std::size_t kStagingChunk = std::size_t(16) << 20;
 
@@ -61,7 +34,7 @@ inline PinnedStaging& staging_chunk(OpenCLBackend& from, int slot) {
     static auto& chunks = *new std::map<const OpenCLBackend*, std::unique_ptr<PinnedStaging>[2]>();  // never destroyed
     std::lock_guard<std::mutex> lock(mutex);
     std::unique_ptr<PinnedStaging>& chunk = chunks[&from][slot];
-    if (!chunk) chunk = std::make_unique<PinnedStaging>(from, kStagingChunk);
+    if (!chunk) chunk = std::make_unique<PinnedStaging>(from.context(), from.queue(), kStagingChunk, from.describe());
     return *chunk;
 }
 
