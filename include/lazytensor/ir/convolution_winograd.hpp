@@ -97,10 +97,14 @@ inline NodePtr winograd(const NodePtr& x, const NodePtr& weight, const NodePtr& 
     const std::int64_t batch = x->shape[0], channels = x->shape[1], out_channels = weight->shape[0];
     const std::int64_t rows = (out[0] + 3) / 4, cols = (out[1] + 3) / 4, tiles = batch * rows * cols;
     const auto [g, bt, at] = winograd_matrices(t, d);
+    // Each transform is a sum whose summed axes lead, so that OpenCL runs it as a "column"
+    // reduction (a work-item per output, its 9 or 36 terms in a loop) rather than a work-group
+    // of 64 lanes per output; and the matrices are read transposed ([k, a]) for that order.
+    const NodePtr gt = permute(g, Axes{1, 0}, op), btt = permute(bt, Axes{1, 0}, op), att = permute(at, Axes{1, 0}, op);
     // U[a, b, o, c] = sum over k, l of G[a, k] G[b, l] w[o, c, k, l].
-    const NodePtr gg = mul(reshape(g, Shape{6, 1, 1, 1, 3, 1}, op), reshape(g, Shape{1, 6, 1, 1, 1, 3}, op));
-    const NodePtr u = reduce(ReduceOp::Sum, mul(gg, reshape(weight, Shape{1, 1, out_channels, channels, 3, 3}, op)),
-                             Axes{4, 5}, false, op);
+    const NodePtr gg = mul(reshape(gt, Shape{3, 1, 6, 1, 1, 1}, op), reshape(gt, Shape{1, 3, 1, 6, 1, 1}, op));
+    const NodePtr taps = reshape(permute(weight, Axes{2, 3, 0, 1}, op), Shape{3, 3, 1, 1, out_channels, channels}, op);
+    const NodePtr u = reduce(ReduceOp::Sum, mul(gg, taps), Axes{0, 1}, false, op);
     // V[a, b, c, n, r, s] = sum over i, j of B^T[a, i] B^T[b, j] d[n, c, r, s, i, j], d the
     // tiles of the input padded to 4 * tiles + 2 along each axis.
     Shape before{0, 0}, after{0, 0};
@@ -112,9 +116,9 @@ inline NodePtr winograd(const NodePtr& x, const NodePtr& weight, const NodePtr& 
     if (padded != x && device_policy(d).windows_through_buffers()) padded->own_buffer = true;
     const NodePtr windows = unfold_axes(padded, SmallVector<std::int64_t, 12>{2, 6, 4, 1, 3, 6, 4, 1}, op);
     const NodePtr d_tiles =
-        reshape(permute(windows, Axes{1, 0, 2, 3, 4, 5}, op), Shape{1, 1, channels, batch, rows, cols, 6, 6}, op);
-    const NodePtr bb = mul(reshape(bt, Shape{6, 1, 1, 1, 1, 1, 6, 1}, op), reshape(bt, Shape{1, 6, 1, 1, 1, 1, 1, 6}, op));
-    const NodePtr v = reduce(ReduceOp::Sum, mul(bb, d_tiles), Axes{6, 7}, false, op);
+        reshape(permute(windows, Axes{4, 5, 1, 0, 2, 3}, op), Shape{6, 6, 1, 1, channels, batch, rows, cols}, op);
+    const NodePtr bb = mul(reshape(btt, Shape{6, 1, 6, 1, 1, 1, 1, 1}, op), reshape(btt, Shape{1, 6, 1, 6, 1, 1, 1, 1}, op));
+    const NodePtr v = reduce(ReduceOp::Sum, mul(bb, d_tiles), Axes{0, 1}, false, op);
     // M[ab] = U[ab] V[ab]: one batched product of 36.
     const NodePtr m = matmul(reshape(u, Shape{36, out_channels, channels}, op), reshape(v, Shape{36, channels, tiles}, op));
     // Y[n, o, r, p, s, q] = sum over a, b of A^T[p, a] A^T[q, b] M[a, b, o, n, r, s]: stored in
@@ -122,10 +126,10 @@ inline NodePtr winograd(const NodePtr& x, const NodePtr& weight, const NodePtr& 
     // the sum's kernel. (The terms laid out over the output's positions before the sum would
     // need a reshape the index math cannot follow: a copy of 36 values per output.)
     const NodePtr m_tiles = reshape(permute(reshape(m, Shape{6, 6, out_channels, batch, rows, cols}, op),
-                                            Axes{3, 2, 4, 5, 0, 1}, op),
-                                    Shape{batch, out_channels, rows, 1, cols, 1, 6, 6}, op);
-    const NodePtr aa = mul(reshape(at, Shape{1, 1, 1, 4, 1, 1, 6, 1}, op), reshape(at, Shape{1, 1, 1, 1, 1, 4, 1, 6}, op));
-    NodePtr y = reduce(ReduceOp::Sum, mul(aa, m_tiles), Axes{6, 7}, false, op);
+                                            Axes{0, 1, 3, 2, 4, 5}, op),
+                                    Shape{6, 6, batch, out_channels, rows, 1, cols, 1}, op);
+    const NodePtr aa = mul(reshape(att, Shape{6, 1, 1, 1, 1, 4, 1, 1}, op), reshape(att, Shape{1, 6, 1, 1, 1, 1, 1, 4}, op));
+    NodePtr y = reduce(ReduceOp::Sum, mul(aa, m_tiles), Axes{0, 1}, false, op);
     if (bias) y = add(y, reshape(bias, Shape{1, out_channels, 1, 1, 1, 1}, op));
     y = reshape(y, Shape{batch, out_channels, 4 * rows, 4 * cols}, op);
     for (std::size_t i = 0; i < 2; ++i)
