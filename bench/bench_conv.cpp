@@ -6,11 +6,16 @@
 // small CNN (issue 46's train_cnn-sized model at batch 256). bench/conv_peer.py times PyTorch the same
 // way (cuDNN, TF32 off; or the CPU); bench/run_conv_gpu.sh runs both and prints the ratios.
 //
-//   bench_conv [--device host|opencl:N] [--batch B] [--quick] [--items]
+//   bench_conv [--device host|opencl:N] [--batch B] [--quick] [--items] [--winograd auto|on|off]
+//
+// --winograd: how the 3x3 stride-1 layers run (LAZYTENSOR_CONV_WINOGRAD): auto (the device
+// decides: Winograd F(4x4, 3x3) on GPUs from 32 channels), on, or off (im2col and a GEMM); the
+// lines are the same either way, so that bench/print_ratios.py pairs each run with the peer's.
 //
 // --items: after each layer's timings, one more forward and backward with LAZYTENSOR_DEBUG=3,
 // which lists every schedule item with its own time on stderr.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <lazytensor.hpp>
 #include <string>
@@ -34,11 +39,14 @@ int main(int argc, char** argv) {
         else if (!std::strcmp(argv[i], "--batch") && i + 1 < argc) batch = std::atoll(argv[++i]);
         else if (!std::strcmp(argv[i], "--quick")) quick = true;
         else if (!std::strcmp(argv[i], "--items")) items = true;
+        else if (!std::strcmp(argv[i], "--winograd") && i + 1 < argc) setenv("LAZYTENSOR_CONV_WINOGRAD", argv[++i], 1);
     }
+    const char* winograd = std::getenv("LAZYTENSOR_CONV_WINOGRAD");
     const bool host = d == lt::Device::host();
     if (batch == 0) batch = quick ? 2 : host ? 8 : 32;
     for (const auto& info : lt::devices())
-        if (info.device == d) std::printf("bench_conv on %s (%s), batch %lld\n", d.str().c_str(), info.name.c_str(), (long long)batch);
+        if (info.device == d) std::printf("bench_conv on %s (%s), batch %lld, Winograd %s\n", d.str().c_str(), info.name.c_str(),
+                        (long long)batch, winograd && *winograd ? winograd : "auto");
     const std::vector<Layer> layers = {
         {"64->64 56x56 3x3", 64, 64, 56, 3, 1, 1},       {"128->128 28x28 3x3", 128, 128, 28, 3, 1, 1},
         {"256->256 14x14 3x3", 256, 256, 14, 3, 1, 1},   {"512->512 7x7 3x3", 512, 512, 7, 3, 1, 1},

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Issue 46's convolution table on the GPU machine, in two calls: `build` configures and builds
 # (build-gpu/: this tree; build-gpu-old/: $OLD, an older tree carried along, for issue 45's
-# scan rows), `run` runs the convolution tests on opencl:0, bench_conv and its PyTorch peer on
+# scan rows), `run` runs the convolution tests on opencl:0, bench_conv (as the device decides, then
+# with Winograd forced off and on) and its PyTorch peer on
 # the GPU (batch 32) and on 2 CPU threads (batch 8), and bench_scan old against new, three
 # rounds alternating. Results land in $OUT.
 #
@@ -31,6 +32,12 @@ tail -n 3 "$OUT/tests.txt"
 build-gpu/bench/bench_conv --device opencl:0 --items 2>"$OUT/items_gpu.txt" | tee "$OUT/bench_conv_gpu.txt"
 python3 bench/conv_peer.py | tee "$OUT/conv_peer_gpu.txt"
 python3 bench/print_ratios.py "$OUT/bench_conv_gpu.txt" "$OUT/conv_peer_gpu.txt" | tee "$OUT/ratios_gpu.txt"
+# The 3x3 layers with Winograd forced off (im2col) and on, against the same PyTorch run.
+for mode in off on; do
+    build-gpu/bench/bench_conv --device opencl:0 --winograd $mode >"$OUT/bench_conv_gpu_winograd_$mode.txt"
+    python3 bench/print_ratios.py "$OUT/bench_conv_gpu_winograd_$mode.txt" "$OUT/conv_peer_gpu.txt" |
+        tee "$OUT/ratios_gpu_winograd_$mode.txt"
+done
 LAZYTENSOR_THREADS=2 taskset -c 0,1 build-gpu/bench/bench_conv --device host --batch 8 | tee "$OUT/bench_conv_host.txt"
 taskset -c 0,1 python3 bench/conv_peer.py --cpu --threads 2 --batch 8 | tee "$OUT/conv_peer_host.txt"
 python3 bench/print_ratios.py "$OUT/bench_conv_host.txt" "$OUT/conv_peer_host.txt" | tee "$OUT/ratios_host.txt"

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "convolution.hpp"
+#include "convolution_winograd.hpp"
 
 #if !LAZYTENSOR_ENGINE_DEFINITIONS
 #error "lazytensor: ir/convolution_definitions.hpp holds definitions of the runtime; a LAZYTENSOR_SEPARATE_RUNTIME unit must not include it"
@@ -205,6 +206,8 @@ LAZYTENSOR_ENGINE_API NodePtr convolution(const NodePtr& x, const NodePtr& weigh
     const std::int64_t taps = conv::product(kernel), spots = conv::product(out);
     Shape result{batch, out_channels};
     for (std::int64_t e : out) result.push_back(e);
+
+    if (conv::winograd_applies(x, weight, spec)) return conv::winograd(x, weight, bias, spec, out, op);
 
     if (per_group == 1 && groups > 1 && taps <= 64) {
         // Depthwise: each output channel sums the taps of one input channel, too few for a

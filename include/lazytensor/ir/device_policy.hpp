@@ -38,6 +38,11 @@ public:
     /// and a strided fold's residue classes and their interleave (rather than one kernel that
     /// walks runs of the stride's length).
     virtual bool windows_through_buffers() const { return false; }
+    /// The fewest input and output channels from which a 2-D 3x3 convolution of stride 1 and
+    /// dilation 1 without groups, of float32 or float64, runs as Winograd F(4x4, 3x3): 4x
+    /// fewer multiplications in its product, for three transform kernels more (0: never).
+    /// LAZYTENSOR_CONV_WINOGRAD=on or off overrides it.
+    virtual std::int64_t winograd_min_channels() const { return 0; }
     /// The most buffers one fused kernel reads, and the most arguments it takes (buffers and
     /// scalar values): a kernel that would take more is cut in two.
     virtual int max_fused_inputs() const { return 64; }
