@@ -623,6 +623,9 @@ inline Schedule assign_groups(const GraphOrder& g, const std::vector<Node*>& out
     for (std::size_t i = 0; i < g.nodes.size(); ++i) {
         Node* n = g.nodes[i];
         if (n->realized()) continue;
+        // (A node its builder stores is read as a buffer: what reads it is computed from no
+        // reduction of its, as Winograd's second sums read the first's stored results.)
+        if (n->own_buffer) continue;
         if (n->kind == NodeKind::Reduce) {
             reduced_from[i] = n;
             continue;
