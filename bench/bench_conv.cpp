@@ -9,7 +9,7 @@
 //   bench_conv [--device host|opencl:N] [--batch B] [--quick] [--items] [--winograd auto|on|off]
 //
 // --winograd: how the 3x3 stride-1 layers run (LAZYTENSOR_CONV_WINOGRAD): auto (the device
-// decides: Winograd F(4x4, 3x3) on GPUs from 32 channels), on, or off (im2col and a GEMM); the
+// decides; none chooses Winograd today), on (Winograd F(4x4, 3x3)), or off (im2col and a GEMM); the
 // lines are the same either way, so that bench/print_ratios.py pairs each run with the peer's.
 //
 // --items: after each layer's timings, one more forward and backward with LAZYTENSOR_DEBUG=3,
