@@ -24329,6 +24329,10 @@ struct GemmLayoutClass {
     // Every tile is whole (m, n and k are multiples of the tile), the unit strides are 1 and every
     // vector load is aligned: the kernel has no edge checks (fewer registers and instructions).
     bool whole_tiles = false;
+    // C is a block of a larger row-major matrix: element (i, j) of matrix b at c_offset +
+    // b * c_batch_stride + i * ldc + j, three more long arguments after first_matrix. Blocked linear algebra
+    // (linalg_blocked.hpp) updates its matrix in place so, with an epilogue reading the old value.
+    bool c_block = false;
 };
 
 /// Which GEMM runs OpenCL matrix products: per shape (Auto), the own kernel, or CLBlast.
@@ -24525,7 +24529,8 @@ inline std::string gemm_kernel_source(DType dtype, const GemmLayoutClass& layout
          n(p.bk) + ", v " + n(V) + (p.prefetch ? ", prefetch" : "") + (p.double_buffer ? ", double-buffered" : "") +
          (p.fragments ? ", fragments" : "") + (p.max_registers ? ", at most " + n(p.max_registers) + " registers" : "") +
          "; A " + (layout.a_k_fast ? "k" : "m") +
-         "-fast, B " + (layout.b_n_fast ? "n" : "k") + "-fast" + (layout.whole_tiles ? ", whole tiles" : "") + "\n";
+         "-fast, B " + (layout.b_n_fast ? "n" : "k") + "-fast" + (layout.whole_tiles ? ", whole tiles" : "") +
+         (layout.c_block ? ", C a block" : "") + "\n";
     s += "#define T " + T + "\n#define I " + I + "\n#define SA " + cl_storage_type(storage(prologue_a)) + "\n#define SB " +
          cl_storage_type(storage(prologue_b)) + "\n#define SC " + (epilogue.output ? cl_storage_type(*epilogue.output) : T) + "\n";
     s += "#define TM " + n(p.tm) + "\n#define TN " + n(p.tn) + "\n#define WM " + n(p.wm) + "\n#define WN " + n(p.wn) +
@@ -24555,7 +24560,7 @@ void lt_gemm(__global SC* restrict C, __global const SA* restrict A, __global co
              const I a_rs, const I a_cs, const I b_rs, const I b_cs,
              const long a_offset, const long a_batch_stride, const long b_offset, const long b_batch_stride,
              const int per_matrix_offsets, const long first_matrix)CL" +
-         epilogue.parameters + prologue_a.parameters + prologue_b.parameters + R"CL() {
+         std::string(layout.c_block ? ", const long c_offset, const long ldc, const long c_batch_stride" : "") + epilogue.parameters + prologue_a.parameters + prologue_b.parameters + R"CL() {
     __local T As[BUFFERS * BK * LDA] LOCAL_ALIGN;
     __local T Bs[BUFFERS * BK * LDB] LOCAL_ALIGN;
     __local T* a_tile = As;  // the tiles being multiplied
@@ -24571,7 +24576,7 @@ void lt_gemm(__global SC* restrict C, __global const SA* restrict A, __global co
     }
     A += a_base;
     B += b_base;
-    C += batch * (long)m * (long)n;
+    C += )CL" + std::string(layout.c_block ? "c_offset + batch * c_batch_stride" : "batch * (long)m * (long)n") + R"CL(;
 
     T acc[WM][WN];
     #pragma unroll
@@ -24734,7 +24739,7 @@ void lt_gemm(__global SC* restrict C, __global const SA* restrict A, __global co
     const std::optional<DType> cast = epilogue.output;
     const bool half_out = cast == DType::Float16, bf16_out = cast == DType::BFloat16;
     s += std::string("    #pragma unroll\n    for (int i = 0; i < WM; ++i) {\n        const I row = row0 + OWN_ROW(i);\n") +
-         (layout.whole_tiles ? "" : "        if (row >= m) continue;\n") + "        __global " + std::string(cast ? cl_storage_type(*cast) : "T") + "* out = C + row * n;\n";
+         (layout.whole_tiles ? "" : "        if (row >= m) continue;\n") + "        __global " + std::string(cast ? cl_storage_type(*cast) : "T") + "* out = C + row * " + (layout.c_block ? "ldc" : "n") + ";\n";
     auto element = [&](int j, const std::string& col, const std::string& target) {
         std::string e = "            { const I col = " + col + "; T v = acc[i][" + n(j) + "];";
         if (cast) e += std::string(" ") + cl_value_type(*cast) + " o;";
@@ -24747,7 +24752,7 @@ void lt_gemm(__global SC* restrict C, __global const SA* restrict A, __global co
     for (int j = 0; j < p.wn; j += V) {
         const std::string run = "col0 + OWN_COL(" + n(j) + ")";
         if (V > 1) {
-            s += std::string(layout.whole_tiles ? "        {" : "        if (n % V == 0 && " + run + " + V <= n) {") + "\n            " +
+            s += std::string(layout.whole_tiles ? "        {" : std::string("        if (") + (layout.c_block ? "ldc % V == 0 && (c_offset + batch * c_batch_stride) % V == 0" : "n % V == 0") + " && " + run + " + V <= n) {") + "\n            " +
                  out_vector + " w;\n";
             const char* lane[] = {"s0", "s1", "s2", "s3"};
             for (int l = 0; l < V; ++l) s += element(j + l, run + " + " + n(l), std::string("w.") + lane[l]);
@@ -26640,12 +26645,44 @@ public:
     /// prologues to each element of A and B as it is loaded.
     void own(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c, const FusedEpilogue& epilogue = {},
              const FusedArgs& fused = {}, const FusedPrologue& prologue_a = {}, const FusedPrologue& prologue_b = {}) {
+        own_into(g, a, b, c, nullptr, epilogue, fused, prologue_a, prologue_b);
+    }
+
+    /// Where a product's C lies when it is a block of a larger row-major matrix.
+    struct CBlock {
+        std::int64_t offset = 0, ld = 0, batch_stride = 0;
+    };
+    /// A product (a batch of one axis at most) on the own GEMM kernel whose C is the m x n block
+    /// of `c` at block.offset (+ block.batch_stride per matrix) with rows block.ld apart, `epilogue` given each product as `v` and the
+    /// block's element as `out[col]` (blocked linear algebra updates its matrix so in place;
+    /// A and B may be other blocks of the same buffer, not overlapping C).
+    void own_block(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c, CBlock block, const FusedEpilogue& epilogue,
+                   const FusedArgs& fused) {
+        if (g.batch.size() > 1)
+            fail<Error>("lazytensor internal error: a GEMM into blocks of a matrix takes a batch of one axis, not ", g.batch);
+        own_into(g, a, b, c, &block, epilogue, fused, {}, {});
+    }
+
+    /// Forgets the own GEMM kernels built (with the kernel cache).
+    void clear_cache() { kernels_.clear(); }
+
+private:
+    void own_into(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c, const CBlock* block,
+                  const FusedEpilogue& epilogue, const FusedArgs& fused, const FusedPrologue& prologue_a,
+                  const FusedPrologue& prologue_b) {
         const std::int64_t count = g.batch_count();
         if (g.m == 0 || g.n == 0 || count == 0) return;
         const GemmKernelParams p = params(g);
-        const GemmLayoutClass layout = this->layout(g, p);
+        GemmLayoutClass layout = this->layout(g, p);
+        if (block) {
+            layout.c_block = true;
+            // Whole tiles store runs of V as aligned vectors: C's block must start and step at multiples of V.
+            // CPU devices (PoCL: blocked linear algebra runs there only when asked) build one variant, not two.
+            if (block->offset % p.v != 0 || block->ld % p.v != 0 || block->batch_stride % p.v != 0 || !c_.device.traits().gpu)
+                layout.whole_tiles = false;
+        }
         // Keyed by what the source is made of: a product that hits costs no source generation.
-        const std::string key = concat(g.dtype, ' ', layout.a_k_fast, layout.b_n_fast, layout.wide_index, layout.whole_tiles,
+        const std::string key = concat(g.dtype, ' ', layout.a_k_fast, layout.b_n_fast, layout.wide_index, layout.whole_tiles, layout.c_block,
                                        ' ', p.str(), ' ', epilogue.parameters, '\n', epilogue.code, '\n',
                                        epilogue.output.value_or(g.dtype), ' ', prologue_a.storage, prologue_a.function, '\n',
                                        prologue_b.storage, prologue_b.function);
@@ -26674,17 +26711,16 @@ public:
             else args.add(static_cast<cl_int>(v));
         }
         args.add(static_cast<cl_long>(g.a.offset), a_batch_stride, static_cast<cl_long>(g.b.offset), b_batch_stride, per_matrix,
-                 FirstMatrix{}, fused);
+                 FirstMatrix{});
+        if (block)
+            args.add(static_cast<cl_long>(block->offset), static_cast<cl_long>(block->ld), static_cast<cl_long>(block->batch_stride));
+        args.add(fused);
         auto blocks = [](std::int64_t extent, int block) { return static_cast<std::size_t>((extent + block - 1) / block); };
         const std::size_t local[3] = {std::size_t(p.tn), std::size_t(p.tm), 1};
         c_.launcher.run_per_matrix(args, gemm_kernel_name(), count, blocks(g.m, p.block_m()) * blocks(g.n, p.block_n()) * local[0],
                                    local);
     }
 
-    /// Forgets the own GEMM kernels built (with the kernel cache).
-    void clear_cache() { kernels_.clear(); }
-
-private:
     void require_fp64(const ir::Gemm& g) const {
         if (g.dtype == DType::Float64 && !c_.device.fp64())
             fail<DeviceError>(c_.device.describe(), " does not support float64 (the device lacks cl_khr_fp64): matmul of float64 ",
