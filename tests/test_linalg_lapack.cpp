@@ -595,12 +595,13 @@ TEST_CASE_TEMPLATE("linalg: large cholesky and solve run recursively on OpenCL G
         ocl::OpenCLBackend& backend = ocl::opencl_backend(d.index);
         const ocl::LinalgChoice old = backend.linalg_choice();
         backend.set_linalg_choice(ocl::LinalgChoice::Device);  // CPU devices (PoCL) use LAPACK by default
-        backend.set_linalg_block(8);  // leaves of order 8: orders 65 to 257 run four to six levels
+        backend.set_linalg_block(8);  // leaves of order 8: orders 65 to 256 run four to six levels
         const double tol = lapack_tol<T>();
         const lt::Device host = lt::Device::host();
-        // Cholesky: a batch of two of order 100, and one of order 257 read transposed (A^T = A,
-        // other strides), against LAPACK's potrf on the same inputs.
-        const Ref spd = lapack_spd<T>({2}, 100, 140), big = lapack_spd<T>({}, 257, 141);
+        // Cholesky: a batch of two of order 100 (uneven halves), and one of order 256 read
+        // transposed (A^T = A, other strides; its SYRKs run as batched GEMMs of 2 and 4 blocks),
+        // against LAPACK's potrf on the same inputs.
+        const Ref spd = lapack_spd<T>({2}, 100, 140), big = lapack_spd<T>({}, 256, 141);
         lapack_close(lapack_values(lt::linalg::cholesky(make_tensor<T>(spd, d)).to(host)),
                      lapack_values(lt::linalg::cholesky(make_tensor<T>(spd, host))), tol);
         lapack_close(lapack_values(lt::linalg::cholesky(make_tensor<T>(big, d).mT()).to(host)),
