@@ -27040,7 +27040,7 @@ public:
                 copy(*work, 0, n, n, n, *operands[0], at[0], sa[r], sa[r + 1], false, *flags, slot);
                 copy(out, x.offset, k, n, k, *operands[1], at[1], sb[r], sb[r + 1], false, *flags, slot);
                 getrf(w, 0, n, *pivots, *flags, slot + 1);
-                laswp(x, 0, k, *pivots, 0, n);
+                laswp(x, n, 0, k, *pivots, 0, n);
                 trsm_left(w, 0, n, false, true, x, 0, k);
                 trsm_left(w, 0, n, true, false, x, 0, k);
             }
@@ -27074,7 +27074,7 @@ private:
     };
     struct Kernels {
         std::shared_ptr<ProgramOwner> program;
-        KernelOwner copy, nan, potrf, trsm, getf2, laswp;
+        KernelOwner copy, nan, potrf, trsm, getf2, laswp, moves, gather, scatter;
         int max_order = 64;
     };
     static constexpr int kTrsmColumns = 32;   // right-hand sides per work-group of lt_la_trsm
@@ -27238,19 +27238,39 @@ private:
         }
         const std::int64_t w1 = split(w), w2 = w - w1;
         getrf(m, c0, w1, pivots, flags, slot);
-        laswp(m, c0 + w1, w2, pivots, c0, c0 + w1);
+        laswp(m, n, c0 + w1, w2, pivots, c0, c0 + w1);
         trsm_left(m, c0, w1, false, true, Matrix{m.buffer, m.offset + c0 + w1, m.ld}, c0, w2);
         gemm_minus(Matrix{m.buffer, m.at(c0 + w1, c0 + w1), m.ld}, n - c0 - w1, w2, w1, *m.buffer, m.at(c0 + w1, c0), m.ld, 1,
                    *m.buffer, m.at(c0, c0 + w1), m.ld, 1, false);
         getrf(m, c0 + w1, w2, pivots, flags, slot);
-        laswp(m, c0, w1, pivots, c0 + w1, c0 + w);
+        laswp(m, n, c0, w1, pivots, c0 + w1, c0 + w);
     }
 
-    /// Swaps rows i and pivots[i] of columns col..col+cols of `m`, for i from k1 to k2.
-    void laswp(const Matrix& m, std::int64_t col, std::int64_t cols, Buffer& pivots, std::int64_t k1, std::int64_t k2) {
+    /// Swaps rows i and pivots[i] of columns col..col+cols of `m` (rows = its order), for i from
+    /// k1 to k2. Swapping in that order along each column is a chain of dependent accesses, a
+    /// memory latency each; where the rows from k1 on fit local memory, one work-group follows the
+    /// chain there instead and lists each row that moves with the row it gets, and two parallel
+    /// kernels move them (through a copy).
+    void laswp(const Matrix& m, std::int64_t rows, std::int64_t col, std::int64_t cols, Buffer& pivots, std::int64_t k1,
+               std::int64_t k2) {
         if (cols == 0 || k1 == k2) return;
-        launch(kernels_->laswp, "lt_la_laswp", static_cast<std::size_t>(cols), *m.buffer, pivots, cl_long(m.offset + col),
-               cl_long(m.ld), cl_long(cols), cl_int(k1), cl_int(k2));
+        const std::size_t local = c_.device.traits().local_memory, span = static_cast<std::size_t>(rows - k1);
+        if (span * sizeof(cl_int) + 1024 > local) {  // (about 12000 rows in 48 KiB) the chain along each column
+            launch(kernels_->laswp, "lt_la_laswp", static_cast<std::size_t>(cols), *m.buffer, pivots, cl_long(m.offset + col),
+                   cl_long(m.ld), cl_long(cols), cl_int(k1), cl_int(k2));
+            return;
+        }
+        const std::int64_t most = std::min<std::int64_t>(2 * (k2 - k1), rows - k1);  // rows that can move
+        const BufferPtr moves = c_.backend.allocate(DType::Int32, 2 * most + 1), copy = c_.backend.allocate(dtype_, most * cols);
+        std::size_t group = 256;
+        while (group > c_.device.traits().max_work_group) group /= 2;
+        c_.launcher.run(kernels_->moves, "lt_la_moves", group, group, pivots, *moves, cl_int(k1), cl_int(k2), cl_int(rows), cl_int(most),
+                        LocalBytes{span * sizeof(cl_int)});
+        const std::size_t work = static_cast<std::size_t>(most * cols);
+        launch(kernels_->gather, "lt_la_gather", work, *m.buffer, *copy, *moves, cl_long(m.offset + col), cl_long(m.ld), cl_long(cols),
+               cl_int(most));
+        launch(kernels_->scatter, "lt_la_scatter", work, *m.buffer, *copy, *moves, cl_long(m.offset + col), cl_long(m.ld),
+               cl_long(cols), cl_int(most));
     }
 
     Kernels& kernels_for(DType dtype) {
@@ -27263,7 +27283,8 @@ private:
         std::shared_ptr<ProgramOwner> program = c_.programs.build(source(dtype, order));
         auto make = [&](const char* name) { return c_.programs.make_kernel(*program, name); };
         k.reset(new Kernels{program, make("lt_la_copy"), make("lt_la_nan"), make("lt_la_potrf"), make("lt_la_trsm"),
-                            make("lt_la_getf2"), make("lt_la_laswp"), order});
+                            make("lt_la_getf2"), make("lt_la_laswp"), make("lt_la_moves"), make("lt_la_gather"),
+                            make("lt_la_scatter"), order});
         return *k;
     }
 
@@ -27453,6 +27474,47 @@ __kernel void lt_la_laswp(__global T* a, __global const int* pivots, const long 
             a[off + (long)p * ld + c] = x;
         }
     }
+}
+
+// The moves of laswp's swaps (pivots k1..k2 over rows k1..rows): the chain followed by one
+// work-item in local memory (origin[r - k1]: the row whose elements row r ends with), then every
+// row that moves listed as (r, origin) pairs, their number at moves[2 * most].
+__kernel void lt_la_moves(__global const int* pivots, __global int* moves, const int k1, const int k2, const int rows,
+                          const int most, __local int* origin) {
+    __local int count;
+    const int t = get_local_id(0), G = get_local_size(0);
+    for (int r = k1 + t; r < rows; r += G) origin[r - k1] = r;
+    if (t == 0) count = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (t == 0)
+        for (int i = k1; i < k2; ++i) {
+            const int p = pivots[i] - k1, x = origin[i - k1];
+            origin[i - k1] = origin[p];
+            origin[p] = x;
+        }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int r = k1 + t; r < rows; r += G)
+        if (origin[r - k1] != r) {
+            const int at = atomic_inc(&count);
+            moves[2 * at] = r;
+            moves[2 * at + 1] = origin[r - k1];
+        }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (t == 0) moves[2 * most] = count;
+}
+
+// copy[s] = the row moves[s] gets (moves[2s + 1]), then that row = copy[s]: `cols` columns at off.
+__kernel void lt_la_gather(__global const T* a, __global T* copy, __global const int* moves, const long off, const long ld,
+                           const long cols, const int most) {
+    const long e = get_global_id(0), s = e / cols, c = e % cols;
+    if (s >= moves[2 * most]) return;
+    copy[e] = a[off + (long)moves[2 * s + 1] * ld + c];
+}
+__kernel void lt_la_scatter(__global T* a, __global const T* copy, __global const int* moves, const long off, const long ld,
+                            const long cols, const int most) {
+    const long e = get_global_id(0), s = e / cols, c = e % cols;
+    if (s >= moves[2 * most]) return;
+    a[off + (long)moves[2 * s] * ld + c] = copy[e];
 }
 )CL";
         return s;
