@@ -57,6 +57,9 @@ public:
         block_ = block;
     }
     int block() const { return block_; }
+    /// Tests: whether row swaps may follow the pivot chain in local memory (else along each
+    /// column, as for orders beyond local memory).
+    void set_local_swaps(bool on) { local_swaps_ = on; }
 
     /// Runs `L` (takes(L)): operands[0] is A, operands[1] B; `out` the packed results. The
     /// LinAlgError of the first failing matrix, in batch order, after all have run: `failed`.
@@ -132,9 +135,10 @@ private:
         std::shared_ptr<ProgramOwner> program;
         KernelOwner copy, nan, potrf, trsm, getf2, laswp, moves, gather, scatter;
         int max_order = 64;
+        std::size_t potrf_group = 0, getf2_group = 0, moves_group = 0;  // work-groups of the single-group kernels
     };
     static constexpr int kTrsmColumns = 32;   // right-hand sides per work-group of lt_la_trsm
-    static constexpr int kGroup = 1024;       // work-items of lt_la_potrf and lt_la_getf2 (at most)
+    static constexpr int kGroup = 1024;       // work-items of lt_la_getf2 (at most)
 
     template <class... Args>
     void launch(const KernelOwner& kernel, const char* name, std::size_t work, const Args&... args) {
@@ -193,7 +197,7 @@ private:
     /// Cholesky of the order-s diagonal block of `m` at (p, p), in place (lower triangle).
     void potrf(const Matrix& m, std::int64_t p, std::int64_t s, Buffer& flags, cl_int slot) {
         if (s <= nb_) {
-            const std::size_t group = std::min<std::size_t>(256, c_.device.traits().max_work_group);
+            const std::size_t group = kernels_->potrf_group;
             c_.launcher.run(kernels_->potrf, "lt_la_potrf", group, group, *m.buffer, flags, slot, cl_long(m.at(p, p)), cl_long(m.ld),
                             cl_int(s), cl_int(p), cl_int(group));
             return;
@@ -286,8 +290,7 @@ private:
     void getrf(const Matrix& m, std::int64_t c0, std::int64_t w, Buffer& pivots, Buffer& flags, cl_int slot) {
         const std::int64_t n = m.ld;
         if (w <= nb_) {
-            std::size_t group = kGroup;  // a power of two (its reduction halves it)
-            while (group > c_.device.traits().max_work_group) group /= 2;
+            const std::size_t group = kernels_->getf2_group;  // a power of two (its reduction halves it)
             c_.launcher.run(kernels_->getf2, "lt_la_getf2", group, group, *m.buffer, pivots, flags, slot, cl_long(m.at(c0, c0)),
                             cl_long(m.ld), cl_int(c0), cl_int(n - c0), cl_int(w), cl_int(group));
             return;
@@ -311,15 +314,14 @@ private:
                std::int64_t k2) {
         if (cols == 0 || k1 == k2) return;
         const std::size_t local = c_.device.traits().local_memory, span = static_cast<std::size_t>(rows - k1);
-        if (span * sizeof(cl_int) + 1024 > local) {  // (about 12000 rows in 48 KiB) the chain along each column
+        if (!local_swaps_ || span * sizeof(cl_int) + 1024 > local) {  // (about 12000 rows in 48 KiB) the chain along each column
             launch(kernels_->laswp, "lt_la_laswp", static_cast<std::size_t>(cols), *m.buffer, pivots, cl_long(m.offset + col),
                    cl_long(m.ld), cl_long(cols), cl_int(k1), cl_int(k2));
             return;
         }
         const std::int64_t most = std::min<std::int64_t>(2 * (k2 - k1), rows - k1);  // rows that can move
         const BufferPtr moves = c_.backend.allocate(DType::Int32, 2 * most + 1), copy = c_.backend.allocate(dtype_, most * cols);
-        std::size_t group = 256;
-        while (group > c_.device.traits().max_work_group) group /= 2;
+        const std::size_t group = kernels_->moves_group;
         c_.launcher.run(kernels_->moves, "lt_la_moves", group, group, pivots, *moves, cl_int(k1), cl_int(k2), cl_int(rows), cl_int(most),
                         LocalBytes{span * sizeof(cl_int)});
         const std::size_t work = static_cast<std::size_t>(most * cols);
@@ -341,6 +343,20 @@ private:
         k.reset(new Kernels{program, make("lt_la_copy"), make("lt_la_nan"), make("lt_la_potrf"), make("lt_la_trsm"),
                             make("lt_la_getf2"), make("lt_la_laswp"), make("lt_la_moves"), make("lt_la_gather"),
                             make("lt_la_scatter"), order});
+        // The largest power of two up to `most` that the device and the kernel (its registers) allow.
+        auto group = [&](const KernelOwner& kernel, std::size_t most) {
+            std::size_t fits = 0;
+            check(clGetKernelWorkGroupInfo(kernel.kernel, c_.device.id(), CL_KERNEL_WORK_GROUP_SIZE, sizeof fits, &fits, nullptr),
+                  "clGetKernelWorkGroupInfo");
+            fits = std::min(fits, c_.device.traits().max_work_group);
+            while (most > 1 && most > fits) most /= 2;
+            return most;
+        };
+        k->potrf_group = group(k->potrf, 256);
+        k->getf2_group = group(k->getf2, kGroup);
+        k->moves_group = group(k->moves, 256);
+        if (group(k->trsm, kTrsmColumns) != kTrsmColumns)
+            fail<DeviceError>(c_.device.describe(), " cannot run lazytensor's triangular-solve kernel in work-groups of ", kTrsmColumns);
         return *k;
     }
 
@@ -580,6 +596,7 @@ private:
     RoutineContext c_;
     GemmRoutines& gemm_;
     int block_ = 0;
+    bool local_swaps_ = true;
     // The call being run.
     DType dtype_ = DType::Float32;
     Kernels* kernels_ = nullptr;

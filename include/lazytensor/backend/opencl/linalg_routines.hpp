@@ -73,6 +73,7 @@ public:
     /// The recursive routines' leaf order (BlockedLinalg::set_block).
     void set_block(int block) { blocked_.set_block(block); }
     int block() const { return blocked_.block(); }
+    void set_local_swaps(bool on) { blocked_.set_local_swaps(on); }
     /// The largest order the batched kernels take (0: kMaxOrder); tests lower it so that small
     /// matrices run the recursive routines.
     void set_small_order(std::int64_t order) {

@@ -246,6 +246,8 @@ public:
     /// and the largest order the batched small kernels take (0: 64; the recursive routines above).
     void set_linalg_block(int block) { linalgs_.set_block(block); }
     int linalg_block() const { return linalgs_.block(); }
+    /// Tests: whether the recursive LU's row swaps may run in local memory (BlockedLinalg).
+    void set_linalg_local_swaps(bool on) { linalgs_.set_local_swaps(on); }
     void set_linalg_small_order(std::int64_t order) { linalgs_.set_small_order(order); }
     std::int64_t linalg_small_order() const { return linalgs_.small_order(); }
 
