@@ -8,9 +8,15 @@
 // matrices (well conditioned, symmetric positive definite where the routine needs it);
 // bench/run_linalg_host.sh runs both and prints the ratios.
 //
-//   bench_linalg [--device host|opencl:N] [--quick] [--batched (the batched small lines only)]
+// --large: issue 47's GPU target instead, cholesky and solve (one right-hand side) of an 8192 x
+// 8192 float32 matrix (or of order N with --large N), against torch.linalg (cuSOLVER) with TF32
+// off: bench/linalg_torch_peer.py --large, both run by bench/run_linalg_large_gpu.sh.
+//
+//   bench_linalg [--device host|opencl:N] [--quick] [--batched (the batched small lines only)] [--large [N]]
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <lazytensor.hpp>
 
 #include "median_ms.hpp"
@@ -30,7 +36,23 @@ lt::Tensor<double> spd(lt::Shape batch, std::int64_t n, lt::Device d) {
 
 void line(const char* name, double ms) { std::printf("%-52s %10.3f ms\n", name, ms); }
 
+/// A symmetric positive definite float32 matrix, M M^T / n + I, M uniform in [0, 1).
+lt::Tensor<float> spd_float(std::int64_t n, lt::Device d) {
+    const lt::Tensor<float> m = lt::rand<float>({n, n}, 7, d);
+    return lt::Tensor<float>(lt::matmul(m, m.transpose(-2, -1)) / static_cast<float>(n) + lt::eye<float>(n, d)).realize();
+}
+
 }  // namespace
+
+/// The --large lines: float32 of order n.
+static void large_float(lt::Device d, std::int64_t n, int runs) {
+    const lt::Tensor<float> a = spd_float(n, d);
+    const lt::Tensor<float> b = lt::rand<float>({n, 1}, 8, d).realize();
+    const std::string size = std::to_string(n) + "x" + std::to_string(n);
+    line(("cholesky " + size + " float32").c_str(), median_ms(d, [&] { lt::linalg::cholesky(a).realize(); }, runs));
+    line(("solve " + size + " float32, one right-hand side").c_str(),
+         median_ms(d, [&] { lt::linalg::solve(a, b).realize(); }, runs));
+}
 
 /// The 1024 x 1024 lines.
 static void large(lt::Device d, std::int64_t n, int runs) {
@@ -55,7 +77,12 @@ static void large(lt::Device d, std::int64_t n, int runs) {
 int main(int argc, char** argv) {
     lt::Device d = lt::Device::host();
     bool quick = false, batched_only = false;
+    std::int64_t large_n = 0;
     for (int i = 1; i < argc; ++i) {
+        if (!std::strcmp(argv[i], "--large")) {
+            large_n = i + 1 < argc && argv[i + 1][0] != '-' ? std::atoll(argv[++i]) : 8192;
+            continue;
+        }
         if (!std::strcmp(argv[i], "--device") && i + 1 < argc) d = lt::detail::parse_device(argv[++i]);
         else if (!std::strcmp(argv[i], "--quick")) quick = true;
         else if (!std::strcmp(argv[i], "--batched")) batched_only = true;
@@ -64,6 +91,10 @@ int main(int argc, char** argv) {
         if (info.device == d) std::printf("bench_linalg on %s (%s)\n", d.str().c_str(), info.name.c_str());
     const std::int64_t n = quick ? 256 : 1024, batch = quick ? 256 : 4096;
     const int runs = quick ? 3 : 7;
+    if (large_n > 0) {
+        large_float(d, large_n, runs);
+        return 0;
+    }
     if (!batched_only) large(d, n, runs);
     const lt::Tensor<double> small = spd({batch}, 32, d);
     const lt::Tensor<double> rhs = lt::rand<double>({batch, 32, 1}, 9, d).realize();

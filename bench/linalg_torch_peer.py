@@ -5,7 +5,10 @@ timed as bench_linalg times them on an OpenCL device: wall clock of one call and
 synchronize, median of `runs` after a warm-up call, on the same kinds of double matrices
 (M M^T / n + I, M uniform in [0, 1)), made on the GPU.
 
-    python3 bench/linalg_torch_peer.py [--quick]
+    python3 bench/linalg_torch_peer.py [--quick] [--batched] [--large [N]]
+
+--large: bench_linalg --large's lines instead, cholesky and solve (one right-hand side) of an
+8192 x 8192 (or N x N) float32 matrix M M^T / n + I, with TF32 off (issue 47's target).
 """
 import statistics
 import sys
@@ -41,6 +44,17 @@ def main():
         return m @ m.transpose(-1, -2) / k + torch.eye(k, device=dev, dtype=torch.float64)
 
     print(f"linalg_torch_peer: PyTorch {torch.__version__} on {torch.cuda.get_device_name()}")
+    if "--large" in sys.argv:
+        at = sys.argv.index("--large")
+        big = int(sys.argv[at + 1]) if at + 1 < len(sys.argv) and not sys.argv[at + 1].startswith("-") else 8192
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        m = torch.rand((big, big), generator=g, device=dev, dtype=torch.float32)
+        a = m @ m.T / big + torch.eye(big, device=dev, dtype=torch.float32)
+        b = torch.rand((big, 1), generator=g, device=dev, dtype=torch.float32)
+        line(f"cholesky {big}x{big} float32", median_ms(lambda: torch.linalg.cholesky(a), runs))
+        line(f"solve {big}x{big} float32, one right-hand side", median_ms(lambda: torch.linalg.solve(a, b), runs))
+        return
     if "--batched" not in sys.argv:  # the batched small lines only, as bench_linalg --batched
         a = spd((), n)
         b = torch.rand((n, 1), generator=g, device=dev, dtype=torch.float64)

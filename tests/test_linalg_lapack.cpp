@@ -585,6 +585,72 @@ TEST_CASE_TEMPLATE("linalg: batched small cholesky and solve in OpenCL kernels m
         backend.set_linalg_choice(old);
     }
 }
+
+TEST_CASE_TEMPLATE("linalg: large cholesky and solve run recursively on OpenCL GEMMs and match LAPACK on the host", T, float, double) {
+    namespace ocl = lazytensor::detail::opencl;
+    for (lt::Device d : test_devices()) {
+        if (d.kind != lt::Device::Kind::OpenCL) continue;
+        if (std::is_same_v<T, double> && !lt::detail::supports_float64(d)) continue;
+        INFO("device: " << d.str());
+        ocl::OpenCLBackend& backend = ocl::opencl_backend(d.index);
+        const ocl::LinalgChoice old = backend.linalg_choice();
+        backend.set_linalg_choice(ocl::LinalgChoice::Device);  // CPU devices (PoCL) use LAPACK by default
+        backend.set_linalg_block(8);  // leaves of order 8: orders 65 to 256 run four to six levels
+        const double tol = lapack_tol<T>();
+        const lt::Device host = lt::Device::host();
+        // Cholesky: a batch of two of order 100 (uneven halves), and one of order 256 read
+        // transposed (A^T = A, other strides; its SYRKs run as batched GEMMs of 2 and 4 blocks),
+        // against LAPACK's potrf on the same inputs.
+        const Ref spd = lapack_spd<T>({2}, 100, 140), big = lapack_spd<T>({}, 256, 141);
+        lapack_close(lapack_values(lt::linalg::cholesky(make_tensor<T>(spd, d)).to(host)),
+                     lapack_values(lt::linalg::cholesky(make_tensor<T>(spd, host))), tol);
+        lapack_close(lapack_values(lt::linalg::cholesky(make_tensor<T>(big, d).mT()).to(host)),
+                     lapack_values(lt::linalg::cholesky(make_tensor<T>(big, host).mT())), tol);
+        // Solve: a batch of two of order 65 transposed, the right-hand side [65, 3] broadcast;
+        // order 130 with a zero at A[0, 0] (a row swap at the first column), two right-hand sides.
+        const Ref a = lapack_random<T>({2, 65, 65}, 142), rhs = lapack_random<T>({65, 3}, 143);
+        lapack_close(lapack_values(lt::linalg::solve(make_tensor<T>(a, d).mT(), make_tensor<T>(rhs, d)).to(host)),
+                     lapack_values(lt::linalg::solve(make_tensor<T>(a, host).mT(), make_tensor<T>(rhs, host))), tol * 30);
+        Ref swap = lapack_random<T>({130, 130}, 144);
+        lapack_at(swap, 0, 0, 0) = 0;
+        const Ref rhs2 = lapack_random<T>({130, 2}, 145);
+        const Ref x_host = lapack_values(lt::linalg::solve(make_tensor<T>(swap, host), make_tensor<T>(rhs2, host)));
+        lapack_close(lapack_values(lt::linalg::solve(make_tensor<T>(swap, d), make_tensor<T>(rhs2, d)).to(host)), x_host, tol * 30);
+        backend.set_linalg_local_swaps(false);  // the swaps along each column, as for orders beyond local memory
+        lapack_close(lapack_values(lt::linalg::solve(make_tensor<T>(swap, d), make_tensor<T>(rhs2, d)).to(host)), x_host, tol * 30);
+        backend.set_linalg_local_swaps(true);
+        // Failures: the order LAPACK reports, and the batch element. A[70, 70] of the second
+        // matrix made very negative: its leading minor of order 71 is not positive definite.
+        Ref indefinite = spd;
+        lapack_at(indefinite, 1, 70, 70) = -1e4;
+        const std::string chol = message_of<lt::LinAlgError>([&] { lt::linalg::cholesky(make_tensor<T>(indefinite, d)).realize(); });
+        const std::string chol_host = message_of<lt::LinAlgError>([&] { lt::linalg::cholesky(make_tensor<T>(indefinite, host)).realize(); });
+        CHECK(chol_host.find("(batch element [1] of batch shape [2]): the matrix is not positive definite: the factorization "
+                             "stopped at its leading minor of order 71 (") != std::string::npos);
+        CHECK(chol.find("lt::linalg::cholesky (batch element [1] of batch shape [2]): the matrix is not positive definite: the "
+                        "factorization stopped at its leading minor of order 71 (lazytensor's recursive Cholesky") == 0);
+        // A zero column 37 of the second matrix: U[37, 37] is exactly zero (getrf's info 38).
+        Ref singular = a;
+        for (std::int64_t i = 0; i < 65; ++i) lapack_at(singular, 1, i, 37) = 0;
+        const std::string solve = message_of<lt::LinAlgError>([&] { lt::linalg::solve(make_tensor<T>(singular, d), make_tensor<T>(rhs, d)).realize(); });
+        const std::string solve_host = message_of<lt::LinAlgError>([&] { lt::linalg::solve(make_tensor<T>(singular, host), make_tensor<T>(rhs, host)).realize(); });
+        CHECK(solve_host.find("(batch element [1] of batch shape [2]): the matrix is singular: U[37, 37]") != std::string::npos);
+        CHECK(solve.find("lt::linalg::solve (batch element [1] of batch shape [2]): the matrix is singular: U[37, 37] of its LU "
+                         "factorization with partial pivoting is exactly zero (lazytensor's recursive LU solve") == 0);
+        // NaN in, NaN out (every result of that matrix), the other matrix as LAPACK's.
+        Ref with_nan = spd;
+        lapack_at(with_nan, 0, 80, 3) = std::numeric_limits<double>::quiet_NaN();
+        const Ref l = lapack_values(lt::linalg::cholesky(make_tensor<T>(with_nan, d)).to(host));
+        CHECK(std::all_of(l.v.begin(), l.v.begin() + 100 * 100, [](double v) { return std::isnan(v); }));
+        CHECK(std::none_of(l.v.begin() + 100 * 100, l.v.end(), [](double v) { return std::isnan(v); }));
+        Ref rhs_nan = rhs2;
+        lapack_at(rhs_nan, 0, 129, 1) = std::numeric_limits<double>::infinity();
+        const std::vector<T> x = lt::linalg::solve(make_tensor<T>(swap, d), make_tensor<T>(rhs_nan, d)).to_vector();
+        CHECK(std::all_of(x.begin(), x.end(), [](T v) { return std::isnan(v); }));
+        backend.set_linalg_block(0);
+        backend.set_linalg_choice(old);
+    }
+}
 #endif
 
 TEST_CASE("linalg: bad input is an error where the expression is written, naming the shapes") {

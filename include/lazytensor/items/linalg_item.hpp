@@ -5,9 +5,10 @@
 // Lowering follows each operand through its views to a buffer, as a matrix product's does: a
 // transposed, sliced or batch-broadcast operand is read in place (the routine copies each
 // matrix into LAPACK's layout anyway). An operand that is not in a buffer yet is materialized
-// first. Every device runs LAPACK on the host in this slice (issue 47): an OpenCL device's
-// operands are copied to the host and the results back, which lt::schedule and
-// LAZYTENSOR_DEBUG say. Check mode has no second implementation to compare with (both would be
+// first. On an OpenCL device, Cholesky and solve run in kernels of the device's where
+// LAZYTENSOR_OPENCL_LINALG lets them (backend/opencl/linalg_routines.hpp); every other routine
+// runs LAPACK on the host, the operands copied there and the results back, which lt::schedule
+// and LAZYTENSOR_DEBUG say. Check mode has no second implementation to compare with (both would be
 // the same LAPACK call), so it checks the kernels around the item, not the item.
 #pragma once
 
@@ -57,8 +58,9 @@ struct LinalgItem : ItemDefaults {
     void describe(ScheduleItem& item, Device device) const {
         item.ir = ir::to_string(call);
         if (device.kind != Device::Kind::Host)
-            item.ir += concat("    on ", device, ": batched Cholesky and solve of matrices up to 64x64 in kernels of the device's, "
-                              "else LAPACK on the host (the operands copied there and the results back); the routine says which\n");
+            item.ir += concat("    on ", device, ": Cholesky and solve in kernels of the device's (batched up to 64x64, recursive "
+                              "on the device's GEMM above), else LAPACK on the host (the operands copied there and the results "
+                              "back); the routine says which\n");
     }
     std::string routine(Backend& backend) const { return backend.linalg_routine(call); }
     void run(const ItemRun& r) const { run_on(r.backend, r.params); }

@@ -93,6 +93,10 @@ struct GemmLayoutClass {
     // Every tile is whole (m, n and k are multiples of the tile), the unit strides are 1 and every
     // vector load is aligned: the kernel has no edge checks (fewer registers and instructions).
     bool whole_tiles = false;
+    // C is a block of a larger row-major matrix: element (i, j) of matrix b at c_offset +
+    // b * c_batch_stride + i * ldc + j, three more long arguments after first_matrix. Blocked linear algebra
+    // (linalg_blocked.hpp) updates its matrix in place so, with an epilogue reading the old value.
+    bool c_block = false;
 };
 
 /// Which GEMM runs OpenCL matrix products: per shape (Auto), the own kernel, or CLBlast.
@@ -289,7 +293,8 @@ inline std::string gemm_kernel_source(DType dtype, const GemmLayoutClass& layout
          n(p.bk) + ", v " + n(V) + (p.prefetch ? ", prefetch" : "") + (p.double_buffer ? ", double-buffered" : "") +
          (p.fragments ? ", fragments" : "") + (p.max_registers ? ", at most " + n(p.max_registers) + " registers" : "") +
          "; A " + (layout.a_k_fast ? "k" : "m") +
-         "-fast, B " + (layout.b_n_fast ? "n" : "k") + "-fast" + (layout.whole_tiles ? ", whole tiles" : "") + "\n";
+         "-fast, B " + (layout.b_n_fast ? "n" : "k") + "-fast" + (layout.whole_tiles ? ", whole tiles" : "") +
+         (layout.c_block ? ", C a block" : "") + "\n";
     s += "#define T " + T + "\n#define I " + I + "\n#define SA " + cl_storage_type(storage(prologue_a)) + "\n#define SB " +
          cl_storage_type(storage(prologue_b)) + "\n#define SC " + (epilogue.output ? cl_storage_type(*epilogue.output) : T) + "\n";
     s += "#define TM " + n(p.tm) + "\n#define TN " + n(p.tn) + "\n#define WM " + n(p.wm) + "\n#define WN " + n(p.wn) +
@@ -319,7 +324,7 @@ void lt_gemm(__global SC* restrict C, __global const SA* restrict A, __global co
              const I a_rs, const I a_cs, const I b_rs, const I b_cs,
              const long a_offset, const long a_batch_stride, const long b_offset, const long b_batch_stride,
              const int per_matrix_offsets, const long first_matrix)CL" +
-         epilogue.parameters + prologue_a.parameters + prologue_b.parameters + R"CL() {
+         std::string(layout.c_block ? ", const long c_offset, const long ldc, const long c_batch_stride" : "") + epilogue.parameters + prologue_a.parameters + prologue_b.parameters + R"CL() {
     __local T As[BUFFERS * BK * LDA] LOCAL_ALIGN;
     __local T Bs[BUFFERS * BK * LDB] LOCAL_ALIGN;
     __local T* a_tile = As;  // the tiles being multiplied
@@ -335,7 +340,7 @@ void lt_gemm(__global SC* restrict C, __global const SA* restrict A, __global co
     }
     A += a_base;
     B += b_base;
-    C += batch * (long)m * (long)n;
+    C += )CL" + std::string(layout.c_block ? "c_offset + batch * c_batch_stride" : "batch * (long)m * (long)n") + R"CL(;
 
     T acc[WM][WN];
     #pragma unroll
@@ -498,7 +503,7 @@ void lt_gemm(__global SC* restrict C, __global const SA* restrict A, __global co
     const std::optional<DType> cast = epilogue.output;
     const bool half_out = cast == DType::Float16, bf16_out = cast == DType::BFloat16;
     s += std::string("    #pragma unroll\n    for (int i = 0; i < WM; ++i) {\n        const I row = row0 + OWN_ROW(i);\n") +
-         (layout.whole_tiles ? "" : "        if (row >= m) continue;\n") + "        __global " + std::string(cast ? cl_storage_type(*cast) : "T") + "* out = C + row * n;\n";
+         (layout.whole_tiles ? "" : "        if (row >= m) continue;\n") + "        __global " + std::string(cast ? cl_storage_type(*cast) : "T") + "* out = C + row * " + (layout.c_block ? "ldc" : "n") + ";\n";
     auto element = [&](int j, const std::string& col, const std::string& target) {
         std::string e = "            { const I col = " + col + "; T v = acc[i][" + n(j) + "];";
         if (cast) e += std::string(" ") + cl_value_type(*cast) + " o;";
@@ -511,7 +516,7 @@ void lt_gemm(__global SC* restrict C, __global const SA* restrict A, __global co
     for (int j = 0; j < p.wn; j += V) {
         const std::string run = "col0 + OWN_COL(" + n(j) + ")";
         if (V > 1) {
-            s += std::string(layout.whole_tiles ? "        {" : "        if (n % V == 0 && " + run + " + V <= n) {") + "\n            " +
+            s += std::string(layout.whole_tiles ? "        {" : std::string("        if (") + (layout.c_block ? "ldc % V == 0 && (c_offset + batch * c_batch_stride) % V == 0" : "n % V == 0") + " && " + run + " + V <= n) {") + "\n            " +
                  out_vector + " w;\n";
             const char* lane[] = {"s0", "s1", "s2", "s3"};
             for (int l = 0; l < V; ++l) s += element(j + l, run + " + " + n(l), std::string("w.") + lane[l]);

@@ -175,12 +175,44 @@ public:
     /// prologues to each element of A and B as it is loaded.
     void own(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c, const FusedEpilogue& epilogue = {},
              const FusedArgs& fused = {}, const FusedPrologue& prologue_a = {}, const FusedPrologue& prologue_b = {}) {
+        own_into(g, a, b, c, nullptr, epilogue, fused, prologue_a, prologue_b);
+    }
+
+    /// Where a product's C lies when it is a block of a larger row-major matrix.
+    struct CBlock {
+        std::int64_t offset = 0, ld = 0, batch_stride = 0;
+    };
+    /// A product (a batch of one axis at most) on the own GEMM kernel whose C is the m x n block
+    /// of `c` at block.offset (+ block.batch_stride per matrix) with rows block.ld apart, `epilogue` given each product as `v` and the
+    /// block's element as `out[col]` (blocked linear algebra updates its matrix so in place;
+    /// A and B may be other blocks of the same buffer, not overlapping C).
+    void own_block(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c, CBlock block, const FusedEpilogue& epilogue,
+                   const FusedArgs& fused) {
+        if (g.batch.size() > 1)
+            fail<Error>("lazytensor internal error: a GEMM into blocks of a matrix takes a batch of one axis, not ", g.batch);
+        own_into(g, a, b, c, &block, epilogue, fused, {}, {});
+    }
+
+    /// Forgets the own GEMM kernels built (with the kernel cache).
+    void clear_cache() { kernels_.clear(); }
+
+private:
+    void own_into(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c, const CBlock* block,
+                  const FusedEpilogue& epilogue, const FusedArgs& fused, const FusedPrologue& prologue_a,
+                  const FusedPrologue& prologue_b) {
         const std::int64_t count = g.batch_count();
         if (g.m == 0 || g.n == 0 || count == 0) return;
         const GemmKernelParams p = params(g);
-        const GemmLayoutClass layout = this->layout(g, p);
+        GemmLayoutClass layout = this->layout(g, p);
+        if (block) {
+            layout.c_block = true;
+            // Whole tiles store runs of V as aligned vectors: C's block must start and step at multiples of V.
+            // CPU devices (PoCL: blocked linear algebra runs there only when asked) build one variant, not two.
+            if (block->offset % p.v != 0 || block->ld % p.v != 0 || block->batch_stride % p.v != 0 || !c_.device.traits().gpu)
+                layout.whole_tiles = false;
+        }
         // Keyed by what the source is made of: a product that hits costs no source generation.
-        const std::string key = concat(g.dtype, ' ', layout.a_k_fast, layout.b_n_fast, layout.wide_index, layout.whole_tiles,
+        const std::string key = concat(g.dtype, ' ', layout.a_k_fast, layout.b_n_fast, layout.wide_index, layout.whole_tiles, layout.c_block,
                                        ' ', p.str(), ' ', epilogue.parameters, '\n', epilogue.code, '\n',
                                        epilogue.output.value_or(g.dtype), ' ', prologue_a.storage, prologue_a.function, '\n',
                                        prologue_b.storage, prologue_b.function);
@@ -209,17 +241,16 @@ public:
             else args.add(static_cast<cl_int>(v));
         }
         args.add(static_cast<cl_long>(g.a.offset), a_batch_stride, static_cast<cl_long>(g.b.offset), b_batch_stride, per_matrix,
-                 FirstMatrix{}, fused);
+                 FirstMatrix{});
+        if (block)
+            args.add(static_cast<cl_long>(block->offset), static_cast<cl_long>(block->ld), static_cast<cl_long>(block->batch_stride));
+        args.add(fused);
         auto blocks = [](std::int64_t extent, int block) { return static_cast<std::size_t>((extent + block - 1) / block); };
         const std::size_t local[3] = {std::size_t(p.tn), std::size_t(p.tm), 1};
         c_.launcher.run_per_matrix(args, gemm_kernel_name(), count, blocks(g.m, p.block_m()) * blocks(g.n, p.block_n()) * local[0],
                                    local);
     }
 
-    /// Forgets the own GEMM kernels built (with the kernel cache).
-    void clear_cache() { kernels_.clear(); }
-
-private:
     void require_fp64(const ir::Gemm& g) const {
         if (g.dtype == DType::Float64 && !c_.device.fp64())
             fail<DeviceError>(c_.device.describe(), " does not support float64 (the device lacks cl_khr_fp64): matmul of float64 ",

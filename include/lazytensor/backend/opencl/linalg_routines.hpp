@@ -11,9 +11,11 @@
 //     rows per work-item), then back substitution by columns of U (as trsm does).
 // A matrix with a NaN or infinity gives NaN results (as the host's routines); a matrix that is
 // not positive definite (Cholesky) or singular (a pivot exactly zero) is a LinAlgError naming the
-// batch element, as LAPACK's info is on the host. LAZYTENSOR_OPENCL_LINALG chooses: auto (these
-// kernels on GPUs and accelerators; LAPACK on the host for CPU devices, where it is faster),
-// device (wherever they apply), host (always LAPACK on the host).
+// batch element, as LAPACK's info is on the host. Larger matrices (order above 64, or a
+// right-hand side too wide for local memory) run recursively on the device's GEMM kernel
+// (linalg_blocked.hpp). LAZYTENSOR_OPENCL_LINALG chooses: auto (these kernels on GPUs and
+// accelerators; LAPACK on the host for CPU devices, where it is faster), device (wherever they
+// apply), host (always LAPACK on the host).
 #pragma once
 
 #include <cstdint>
@@ -25,7 +27,9 @@
 #include "../../core/error.hpp"
 #include "../../ir/linalg.hpp"
 #include "cl_api.hpp"
+#include "gemm_routines.hpp"
 #include "launch.hpp"
+#include "linalg_blocked.hpp"
 #include "programs.hpp"
 #include "routine_context.hpp"
 
@@ -41,17 +45,23 @@ inline LinalgChoice linalg_choice_from_env() {
 
 class LinalgRoutines {
 public:
-    explicit LinalgRoutines(RoutineContext context) : c_(context) {}
+    LinalgRoutines(RoutineContext context, GemmRoutines& gemm) : c_(context), blocked_(context, gemm) {}
 
-    /// Largest order the kernels take.
+    /// Largest order the batched kernels take.
     static constexpr std::int64_t kMaxOrder = 64;
 
     /// Whether `L` runs on the device (else LAPACK on the host through copies).
     bool runs(const ir::Linalg& L) const {
         if (choice_ == LinalgChoice::Host) return false;
         if (choice_ == LinalgChoice::Auto && c_.device.type() == DeviceType::Cpu) return false;
+        return batched(L) || blocked_.takes(L);
+    }
+
+    /// Whether `L` runs on the batched small kernels (else, where runs(L), recursively).
+    bool batched(const ir::Linalg& L) const {
+        const std::int64_t most = small_order_ ? small_order_ : kMaxOrder;
         if (L.op != LinalgOp::Cholesky && L.op != LinalgOp::Solve) return false;
-        if (L.n < 1 || L.n > kMaxOrder || (L.op == LinalgOp::Solve && (L.k < 1 || L.k > kMaxOrder))) return false;
+        if (L.n < 1 || L.n > most || (L.op == LinalgOp::Solve && (L.k < 1 || L.k > kMaxOrder))) return false;
         if (L.dtype != DType::Float32 && !(L.dtype == DType::Float64 && c_.device.fp64())) return false;
         if (L.batch_count() < 1) return false;
         const std::size_t local = dtype_size(L.dtype) * static_cast<std::size_t>(L.n * L.n + (L.op == LinalgOp::Solve ? L.n * L.k : 0));
@@ -60,9 +70,24 @@ public:
 
     LinalgChoice choice() const { return choice_; }
     void set_choice(LinalgChoice choice) { choice_ = choice; }
+    /// The recursive routines' leaf order (BlockedLinalg::set_block).
+    void set_block(int block) { blocked_.set_block(block); }
+    int block() const { return blocked_.block(); }
+    void set_local_swaps(bool on) { blocked_.set_local_swaps(on); }
+    /// The largest order the batched kernels take (0: kMaxOrder); tests lower it so that small
+    /// matrices run the recursive routines.
+    void set_small_order(std::int64_t order) {
+        if (order < 0 || order > kMaxOrder) fail<ValueError>("the batched linalg kernels take orders up to ", kMaxOrder, ", not ", order);
+        small_order_ = order;
+    }
+    std::int64_t small_order() const { return small_order_; }
 
     /// Runs `L` (runs(L)): operands[0] is A, operands[1] B; `out` the packed results.
     void run(const ir::Linalg& L, const std::vector<const Buffer*>& operands, Buffer& out) {
+        if (!batched(L)) {
+            blocked_.run(L, operands, out, [&](std::int64_t b, int info) { failed(L, b, info, blocked_.routine(L)); });
+            return;
+        }
         const std::int64_t batch = L.batch_count();
         const std::shared_ptr<ProgramOwner> program = c_.programs.build(source(L));
         const KernelOwner kernel = c_.programs.make_kernel(*program, "lt_linalg");
@@ -75,11 +100,13 @@ public:
         std::vector<std::int32_t> codes(static_cast<std::size_t>(batch));
         c_.backend.read(*info, 0, codes.data(), codes.size() * sizeof(std::int32_t));
         for (std::int64_t b = 0; b < batch; ++b)
-            if (codes[static_cast<std::size_t>(b)] > 0) failed(L, b, codes[static_cast<std::size_t>(b)]);
+            if (codes[static_cast<std::size_t>(b)] > 0)
+                failed(L, b, codes[static_cast<std::size_t>(b)], concat("lazytensor's batched kernel on ", c_.device.describe()));
     }
 
     /// How run() runs `L`.
     std::string routine(const ir::Linalg& L) const {
+        if (!batched(L)) return blocked_.routine(L);
         return concat("lazytensor's batched ", L.op == LinalgOp::Cholesky ? "Cholesky" : "LU solve", " kernel on ",
                       c_.device.describe(), " (one work-group per ", L.n, "x", L.n, " matrix, in local memory)");
     }
@@ -201,7 +228,7 @@ private:
     static constexpr std::size_t kGroup = 64;
 
     /// The LinAlgError of batch element b, as the host's LAPACK path words it.
-    [[noreturn]] void failed(const ir::Linalg& L, std::int64_t b, int info) const {
+    [[noreturn]] void failed(const ir::Linalg& L, std::int64_t b, int info, const std::string& how) const {
         std::string where = concat("lt::linalg::", linalg_info(L.op).name);
         if (!L.batch.empty()) {
             Shape index(L.batch.size(), 0);
@@ -212,7 +239,7 @@ private:
             }
             where += concat(" (batch element ", index, " of batch shape ", L.batch, ")");
         }
-        const std::string routine = concat("lazytensor's batched kernel on ", c_.device.describe(), ", info ", info);
+        const std::string routine = concat(how, ", info ", info);
         if (L.op == LinalgOp::Cholesky)
             fail<LinAlgError>(where, ": the matrix is not positive definite: the factorization stopped at its leading minor of order ",
                               info, " (", routine, ")");
@@ -221,7 +248,9 @@ private:
     }
 
     RoutineContext c_;
+    BlockedLinalg blocked_;
     LinalgChoice choice_ = linalg_choice_from_env();
+    std::int64_t small_order_ = 0;
 };
 
 }  // namespace lazytensor::detail::opencl

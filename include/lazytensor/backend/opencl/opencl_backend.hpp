@@ -244,8 +244,8 @@ public:
 
     // ------------------------------------------------------------------- linear algebra
 
-    /// Batched Cholesky and solve of small matrices in kernels of our own (linalg_routines.hpp)
-    /// where they apply; otherwise LAPACK on the host: the operands are read into host memory,
+    /// Cholesky and solve in kernels of our own (linalg_routines.hpp: batched small matrices, and
+    /// recursive on the GEMM kernel for larger ones, linalg_blocked.hpp) where they apply; otherwise LAPACK on the host: the operands are read into host memory,
     /// the routines run there, and the results are written back to the device.
     void linalg(const ir::Linalg& call, const std::vector<const Buffer*>& operands, Buffer& out) override {
         if (linalgs_.runs(call)) {
@@ -265,6 +265,14 @@ public:
     /// (LAZYTENSOR_OPENCL_LINALG: auto, device or host).
     void set_linalg_choice(LinalgChoice choice) { linalgs_.set_choice(choice); }
     LinalgChoice linalg_choice() const { return linalgs_.choice(); }
+    /// Tests: the order of the recursive routines' leaves (0: the device's default, else 2 to 64),
+    /// and the largest order the batched small kernels take (0: 64; the recursive routines above).
+    void set_linalg_block(int block) { linalgs_.set_block(block); }
+    int linalg_block() const { return linalgs_.block(); }
+    /// Tests: whether the recursive LU's row swaps may run in local memory (BlockedLinalg).
+    void set_linalg_local_swaps(bool on) { linalgs_.set_local_swaps(on); }
+    void set_linalg_small_order(std::int64_t order) { linalgs_.set_small_order(order); }
+    std::int64_t linalg_small_order() const { return linalgs_.small_order(); }
 
     // ------------------------------------------------------------------- matrix products
 
@@ -403,8 +411,8 @@ private:
     SortRoutines sorts_{routine_context_};
     ScatterRoutines scatters_{routine_context_};
     FftRoutines ffts_{routine_context_};
-    LinalgRoutines linalgs_{routine_context_};
     GemmRoutines gemm_{routine_context_};
+    LinalgRoutines linalgs_{routine_context_, gemm_};  // (its large matrices run on gemm_)
     AttentionRoutines attention_{routine_context_};
     bool fuse_epilogues_ = env_flag("LAZYTENSOR_GEMM_EPILOGUE", true);
     std::once_flag pinned_made_;
