@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: MIT
+// Cold start (issue 52): compile events through lt::set_log_handler (a new kernel reports its
+// build, a cached one nothing, a warm disk cache says so, a failed build reports its error), and
+// lt::warmup / lt::warmup_async (everything built ahead, nothing run, a realize afterwards or
+// meanwhile right and compiling nothing).
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <future>
+#include <mutex>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common.hpp"
+
+namespace {
+
+/// The events a handler heard, kept under a lock (builds may report from any thread).
+struct EventLog {
+    std::mutex mutex;
+    std::vector<lt::CompileEvent> events;
+
+    std::vector<lt::CompileEvent> taken() {
+        std::lock_guard<std::mutex> lock(mutex);
+        return std::exchange(events, {});
+    }
+};
+
+/// Installs a handler that records into `log` for a scope, then restores the default (nullptr).
+struct Listening {
+    explicit Listening(EventLog& log) {
+        lt::set_log_handler([&log](const lt::CompileEvent& e) {
+            std::lock_guard<std::mutex> lock(log.mutex);
+            log.events.push_back(e);
+        });
+    }
+    Listening(const Listening&) = delete;
+    Listening& operator=(const Listening&) = delete;
+    ~Listening() { lt::set_log_handler(nullptr); }
+};
+
+std::size_t count_phase(const std::vector<lt::CompileEvent>& events, lt::CompileEvent::Phase phase) {
+    std::size_t n = 0;
+    for (const auto& e : events) n += e.phase == phase;
+    return n;
+}
+
+/// cos(x) * s + sqrt(|x|) for a Ref, in double: the reference of ce_expression.
+Ref ce_reference(const Ref& x, double s) {
+    Ref out = x;
+    for (double& v : out.v) v = std::cos(v) * s + std::sqrt(std::fabs(v));
+    return out;
+}
+
+lt::Tensor<float> ce_expression(const lt::Tensor<float>& x, float s) { return lt::cos(x) * s + lt::sqrt(lt::abs(x)); }
+
+/// (a @ b) * 2 + 1 and the row sums of exp(a), for Refs, in double.
+void ce_matmul_reference(const Ref& a, const Ref& b, std::int64_t m, std::int64_t k, std::int64_t n, Ref& product, Ref& sums) {
+    product = Ref{{m, n}, std::vector<double>(static_cast<std::size_t>(m * n))};
+    sums = Ref{{m}, std::vector<double>(static_cast<std::size_t>(m))};
+    for (std::int64_t i = 0; i < m; ++i) {
+        for (std::int64_t j = 0; j < n; ++j) {
+            double acc = 0;
+            for (std::int64_t p = 0; p < k; ++p) acc += a.v[static_cast<std::size_t>(i * k + p)] * b.v[static_cast<std::size_t>(p * n + j)];
+            product.v[static_cast<std::size_t>(i * n + j)] = acc * 2 + 1;
+        }
+        double s = 0;
+        for (std::int64_t p = 0; p < k; ++p) s += std::exp(a.v[static_cast<std::size_t>(i * k + p)]);
+        sums.v[static_cast<std::size_t>(i)] = s;
+    }
+}
+
+}  // namespace
+
+TEST_CASE("compile events: a new kernel reports started and finished, a cached one nothing; nullptr restores the default") {
+    for_each_device([](lt::Device d) {
+        EventLog log;
+        const Ref rx = random_ref<float>({5, 97}, 71);
+        lt::Tensor<float> x = make_tensor<float>(rx);
+        {
+            Listening listening(log);
+            check_close(ce_expression(x, 1.5f), ce_reference(rx, 1.5));
+            const std::vector<lt::CompileEvent> first = log.taken();
+            REQUIRE(count_phase(first, lt::CompileEvent::Phase::Started) >= 1);
+            REQUIRE(count_phase(first, lt::CompileEvent::Phase::Finished) >= 1);
+            CHECK(count_phase(first, lt::CompileEvent::Phase::Failed) == 0);
+            CHECK(first.front().phase == lt::CompileEvent::Phase::Started);
+            const lt::CompileEvent* kernel = nullptr;
+            for (const auto& e : first)
+                if (e.phase == lt::CompileEvent::Phase::Finished && e.what.find("fused kernel: ") == 0) kernel = &e;
+            REQUIRE(kernel != nullptr);
+            CHECK(kernel->device == d);
+            CHECK(kernel->kind == lt::CompileEvent::Kind::Program);
+            CHECK(kernel->what.find("cos") != std::string::npos);
+            CHECK(kernel->what.find("-> float32[") != std::string::npos);  // (element-wise kernels run flat: [485])
+            CHECK(kernel->ms >= 0);
+            CHECK((kernel->source == lt::CompileEvent::Source::Compiler || kernel->source == lt::CompileEvent::Source::Disk));
+            // Another scalar: the plan and its kernel are reused, nothing is built.
+            check_close(ce_expression(x, -0.5f), ce_reference(rx, -0.5));
+            CHECK(log.taken().empty());
+        }
+        // The default again: a new structure reaches no handler.
+        lt::Tensor<float> y = lt::tan(x * 0.25f) - lt::cos(x);
+        y.realize();
+        CHECK(log.taken().empty());
+    });
+}
+
+TEST_CASE("compile events: a handler that throws breaks no realize") {
+    for_each_device([](lt::Device) {
+        std::atomic<int> calls{0};
+        lt::set_log_handler([&calls](const lt::CompileEvent&) {
+            ++calls;
+            throw std::runtime_error("a handler's own failure");
+        });
+        const Ref rx = random_ref<float>({3, 41}, 72);
+        lt::Tensor<float> x = make_tensor<float>(rx);
+        Ref want = rx;
+        for (double& v : want.v) v = std::sin(v) * std::sin(v) - 0.75;
+        try {
+            check_close(lt::sin(x) * lt::sin(x) - 0.75f, want);
+        } catch (...) {
+            lt::set_log_handler(nullptr);
+            throw;
+        }
+        lt::set_log_handler(nullptr);
+        CHECK(calls.load() >= 1);
+    });
+}
+
+TEST_CASE("lt::warmup builds what a realize needs and runs nothing; the realize after it compiles nothing") {
+    for_each_device([](lt::Device d) {
+        const std::int64_t m = 19, k = 23, n = 29;
+        const Ref ra = random_ref<float>({m, k}, 73), rb = random_ref<float>({k, n}, 74);
+        lt::Tensor<float> a = make_tensor<float>(ra), b = make_tensor<float>(rb);
+        lt::Tensor<float> product = lt::matmul(a, b) * 2.0f + 1.0f;
+        lt::Tensor<float> sums = lt::exp(a).sum(1);
+        lt::reset_compile_stats(d);
+        lt::warmup({product, sums});
+        const lt::CompileStats warmed = lt::compile_stats(d);
+        CHECK(warmed.kernels_compiled >= 1);
+        CHECK_FALSE(product.is_realized());
+        CHECK_FALSE(sums.is_realized());
+        lt::realize({product, sums});
+        const lt::CompileStats after = lt::compile_stats(d);
+        CHECK(after.kernels_compiled == warmed.kernels_compiled);
+        CHECK(after.programs_built == warmed.programs_built);
+        CHECK(after.disk_hits == warmed.disk_hits);
+        Ref want_product, want_sums;
+        ce_matmul_reference(ra, rb, m, k, n, want_product, want_sums);
+        check_close(product, want_product, 1e-5, 1e-5);
+        check_close(sums, want_sums, 1e-5, 1e-5);
+        // Warming up what is computed already is nothing.
+        lt::warmup({product});
+        CHECK(lt::compile_stats(d).kernels_compiled == warmed.kernels_compiled);
+    });
+}
+
+TEST_CASE("lt::warmup_async while the program realizes the same tensors: right values, every build once") {
+    for_each_device([](lt::Device d) {
+        const Ref rx = random_ref<float>({7, 53}, 75);
+        lt::Tensor<float> x = make_tensor<float>(rx);
+        Ref want = rx;
+        for (double& v : want.v) v = std::exp(-v * v) + 0.125 * v;
+        lt::Tensor<float> y = lt::exp(-(x * x)) + x * 0.125f;
+        lt::Tensor<float> z = lt::exp(-(x * x)) + x * 0.125f;  // the same structure: the same plan
+        lt::reset_compile_stats(d);
+        std::future<void> done = lt::warmup_async({y});
+        lt::Tensor<float> w = lt::exp(-(x * x)) + x * 0.125f;
+        check_close(z, want);  // meanwhile: waits for the warmup's build, or builds first
+        done.get();
+        check_close(y, want);
+        check_close(w, want);
+        CHECK(lt::compile_stats(d).kernels_compiled == 1);
+        // Warmup of tensors another thread realizes at the same time.
+        lt::Tensor<float> v = lt::exp(-(x * x)) * 0.5f;
+        std::future<void> racing = lt::warmup_async({v});
+        v.realize();
+        racing.get();
+        Ref half = rx;
+        for (double& e : half.v) e = std::exp(-e * e) * 0.5;
+        check_close(v, half);
+    });
+}
+
+#if LAZYTENSOR_OPENCL
+TEST_CASE("compile events: a program loaded from a warm disk cache is reported as such") {
+    namespace fs = std::filesystem;
+    for (lt::Device d : test_devices()) {
+        if (d.kind != lt::Device::Kind::OpenCL) continue;
+        INFO("device " << d.str());
+        auto& be = lt::detail::opencl::opencl_backend(d.index);
+        auto& disk = be.disk_cache();
+        std::random_device rd;
+        const fs::path dir = fs::temp_directory_path() / ("lazytensor-events-" + std::to_string(rd()) + std::to_string(rd()));
+        const std::string saved = disk.directory();
+        disk.set_directory(dir.string());
+        EventLog log;
+        std::vector<lt::CompileEvent> cold, warm;
+        lt::Tensor<float> x = make_tensor<float>(random_ref<float>({9, 37}, 76), d);
+        lt::Tensor<float> xt = make_tensor<float>(random_ref<float>({37, 9}, 77), d);
+        try {
+            Listening listening(log);
+            be.clear_kernel_cache();
+            (lt::atan(x) * 0.375f - lt::floor(x)).realize();
+            cold = log.taken();
+            // A new process, simulated: nothing in memory, the binary on disk. (Another shape of
+            // as many elements: a new plan, so the kernel is looked up again; the same kernel.)
+            be.clear_kernel_cache();
+            (lt::atan(xt) * 0.625f - lt::floor(xt)).realize();
+            warm = log.taken();
+        } catch (...) {
+            disk.set_directory(saved);
+            throw;
+        }
+        disk.set_directory(saved);
+        std::error_code ec;
+        fs::remove_all(dir, ec);
+        auto finished_from = [](const std::vector<lt::CompileEvent>& events, lt::CompileEvent::Source source) {
+            for (const auto& e : events)
+                if (e.phase == lt::CompileEvent::Phase::Finished && e.what.find("fused kernel: atan") == 0 && e.source == source)
+                    return true;
+            return false;
+        };
+        CHECK(finished_from(cold, lt::CompileEvent::Source::Compiler));
+        CHECK(finished_from(warm, lt::CompileEvent::Source::Disk));
+    }
+}
+
+TEST_CASE("a build that fails during lt::warmup throws as a realize would, reports a failed event, and leaves the tensors usable") {
+    for (lt::Device d : test_devices()) {
+        if (d.kind != lt::Device::Kind::OpenCL) continue;
+        INFO("device " << d.str());
+        auto& be = lt::detail::opencl::opencl_backend(d.index);
+        lt::Tensor<float> x = lt::tensor<float>({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, {2, 5}, d);
+        lt::Tensor<float> c = (x * 3.0f).sum(0), e = (x - 1.0f).max(1);
+        const std::string options = be.build_options();
+        be.clear_kernel_cache();
+        // Every kernel function's name is broken by a macro: every build fails.
+        be.exchange_build_options(options + " -Dlt_kernel=( -Dlt_kernel0=( -Dlt_kernel1=(");
+        EventLog log;
+        std::string message;
+        {
+            Listening listening(log);
+            try {
+                lt::warmup({c, e});
+            } catch (const lt::BackendError& error) {
+                message = error.what();
+            } catch (...) {
+                be.exchange_build_options(options);
+                throw;
+            }
+        }
+        be.exchange_build_options(options);
+        CHECK(message.find("build log") != std::string::npos);
+        CHECK(message.find("generated source") != std::string::npos);
+        const std::vector<lt::CompileEvent> events = log.taken();
+        const lt::CompileEvent* failed = nullptr;
+        for (const auto& ev : events)
+            if (ev.phase == lt::CompileEvent::Phase::Failed) failed = &ev;
+        REQUIRE(failed != nullptr);
+        CHECK(failed->device == d);
+        CHECK(failed->error.find("build log") != std::string::npos);
+        CHECK_FALSE(c.is_realized());
+        CHECK(c.to_vector() == std::vector<float>{21, 27, 33, 39, 45});
+        CHECK(e.to_vector() == std::vector<float>{4, 9});
+    }
+}
+#endif
