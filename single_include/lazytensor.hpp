@@ -3508,8 +3508,9 @@ struct CompileStats {
     /// OpenCL (its GEMM and attention kernels, scans, sorts, scatters, FFT scaling).
     double compile_ms = 0;
     /// Milliseconds spent setting the device up: on OpenCL, making its backend (context and
-    /// command queue, or adopting the application's, and reading the device's properties). Once
-    /// per process and device; 0 on the host.
+    /// command queue, or adopting the application's, and reading the device's properties), and
+    /// for the first OpenCL device made, listing the drivers' platforms and devices. Once per
+    /// process and device; 0 on the host.
     double setup_ms = 0;
     /// Milliseconds spent in libraries' first calls, which build the libraries' own programs out
     /// of lazytensor's sight: CLBlast's first call per routine and precision (enqueueing it,
@@ -17840,6 +17841,11 @@ public:
     BuildReport(Device device, CompileEvent::Kind kind, Describe describe)
         : BuildReport(device, kind, compile_events_wanted() ? describe() : std::string()) {}
 
+    /// Counts `ms` spent before the report was made as part of the build (work done once,
+    /// ahead, on its behalf: listing OpenCL's devices for the first device's setup).
+    void started_earlier(double ms) {
+        start_ -= std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double, std::milli>(ms));
+    }
     double elapsed_ms() const {
         return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
     }
@@ -22741,6 +22747,9 @@ struct KernelOwner {
 // asks about (float64, the largest buffer, the vendor, what the renderer needs to know).
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
@@ -23889,8 +23898,20 @@ inline RenderedKernel renamed(RenderedKernel kernel, const std::string& name) {
 namespace lazytensor::detail::opencl {
 
 /// The OpenCL devices of this machine, listed once.
+/// Milliseconds the first opencl_device_ids() took (loading the drivers, listing the platforms
+/// and devices), added once to the first device's setup (CompileStats::setup_ms); then 0.
+inline std::atomic<std::int64_t>& device_discovery_us() {
+    static std::atomic<std::int64_t> us{0};
+    return us;
+}
+
 inline const std::vector<std::pair<cl_platform_id, cl_device_id>>& opencl_device_ids() {
-    static const auto ids = list_devices();
+    static const auto ids = [] {
+        const auto start = std::chrono::steady_clock::now();
+        auto listed = list_devices();
+        device_discovery_us() += std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count();
+        return listed;
+    }();
     return ids;
 }
 
@@ -29189,7 +29210,11 @@ inline OpenCLRegistry& opencl_registry() {
 /// CompileStats::setup_ms).
 template <class Make>
 OpenCLBackend* made_with_setup_report(Device device, Make make) {
-    BuildReport report(device, CompileEvent::Kind::Setup, "device setup (context and queue)");
+    // The first device made also pays for finding the drivers and devices (once per process).
+    const std::int64_t discovery_us = device_discovery_us().exchange(0);
+    BuildReport report(device, CompileEvent::Kind::Setup,
+                       discovery_us ? "device setup (drivers and devices listed, context and queue)" : "device setup (context and queue)");
+    report.started_earlier(static_cast<double>(discovery_us) / 1000);
     OpenCLBackend* b = nullptr;
     try {
         b = make();

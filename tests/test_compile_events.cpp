@@ -229,6 +229,49 @@ TEST_CASE("compile events: a program loaded from a warm disk cache is reported a
     }
 }
 
+TEST_CASE("lt::warmup builds the own GEMM kernel a product (with its fused epilogue) runs") {
+    // Seen through a build that fails: building the GEMM kernel takes PoCL about 2 s, a failure
+    // at its first line a fraction of that. (The build that succeeds, and a realize after it that
+    // builds nothing, were checked by hand on PoCL.)
+    for (lt::Device d : test_devices()) {
+        if (d.kind != lt::Device::Kind::OpenCL) continue;
+        INFO("device " << d.str());
+        auto& be = lt::detail::opencl::opencl_backend(d.index);
+        const auto choice = be.gemm_choice();
+        const std::string options = be.build_options();
+        be.set_gemm_choice(lt::detail::opencl::GemmChoice::Own);
+        be.clear_kernel_cache();
+        const Ref ra = random_ref<float>({17, 31}, 78), rb = random_ref<float>({31, 13}, 79);
+        lt::Tensor<float> a = make_tensor<float>(ra, d), b = make_tensor<float>(rb, d);
+        lt::Tensor<float> product = lt::matmul(a, b) * 2.0f + 1.0f;  // the epilogue runs in the GEMM's stores
+        EventLog log;
+        std::string message;
+        be.exchange_build_options(options + " -Dlt_gemm=(");
+        {
+            Listening listening(log);
+            try {
+                lt::warmup({product});
+            } catch (const lt::BackendError& error) {
+                message = error.what();
+            } catch (...) {
+                be.exchange_build_options(options);
+                be.set_gemm_choice(choice);
+                throw;
+            }
+        }
+        be.exchange_build_options(options);
+        be.set_gemm_choice(choice);
+        CHECK(message.find("build log") != std::string::npos);
+        CHECK(message.find("lt_gemm") != std::string::npos);
+        bool gemm_failed = false;
+        for (const auto& e : log.taken())
+            gemm_failed = gemm_failed || (e.phase == lt::CompileEvent::Phase::Failed && e.what.find("GEMM kernel ") == 0 &&
+                                          e.what.find("float32, with fused code") != std::string::npos);
+        CHECK(gemm_failed);
+        CHECK_FALSE(product.is_realized());
+    }
+}
+
 TEST_CASE("a build that fails during lt::warmup throws as a realize would, reports a failed event, and leaves the tensors usable") {
     for (lt::Device d : test_devices()) {
         if (d.kind != lt::Device::Kind::OpenCL) continue;

@@ -112,6 +112,11 @@ public:
     BuildReport(Device device, CompileEvent::Kind kind, Describe describe)
         : BuildReport(device, kind, compile_events_wanted() ? describe() : std::string()) {}
 
+    /// Counts `ms` spent before the report was made as part of the build (work done once,
+    /// ahead, on its behalf: listing OpenCL's devices for the first device's setup).
+    void started_earlier(double ms) {
+        start_ -= std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double, std::milli>(ms));
+    }
     double elapsed_ms() const {
         return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
     }

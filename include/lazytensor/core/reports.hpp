@@ -38,8 +38,9 @@ struct CompileStats {
     /// OpenCL (its GEMM and attention kernels, scans, sorts, scatters, FFT scaling).
     double compile_ms = 0;
     /// Milliseconds spent setting the device up: on OpenCL, making its backend (context and
-    /// command queue, or adopting the application's, and reading the device's properties). Once
-    /// per process and device; 0 on the host.
+    /// command queue, or adopting the application's, and reading the device's properties), and
+    /// for the first OpenCL device made, listing the drivers' platforms and devices. Once per
+    /// process and device; 0 on the host.
     double setup_ms = 0;
     /// Milliseconds spent in libraries' first calls, which build the libraries' own programs out
     /// of lazytensor's sight: CLBlast's first call per routine and precision (enqueueing it,

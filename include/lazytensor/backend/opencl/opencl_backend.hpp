@@ -432,7 +432,11 @@ inline OpenCLRegistry& opencl_registry() {
 /// CompileStats::setup_ms).
 template <class Make>
 OpenCLBackend* made_with_setup_report(Device device, Make make) {
-    BuildReport report(device, CompileEvent::Kind::Setup, "device setup (context and queue)");
+    // The first device made also pays for finding the drivers and devices (once per process).
+    const std::int64_t discovery_us = device_discovery_us().exchange(0);
+    BuildReport report(device, CompileEvent::Kind::Setup,
+                       discovery_us ? "device setup (drivers and devices listed, context and queue)" : "device setup (context and queue)");
+    report.started_earlier(static_cast<double>(discovery_us) / 1000);
     OpenCLBackend* b = nullptr;
     try {
         b = make();
