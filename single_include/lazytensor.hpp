@@ -3689,7 +3689,9 @@ LAZYTENSOR_ENGINE_API void reset_compile_stats(Device d);
 /// LAZYTENSOR_DEBUG=1 or more, a line on stderr per finished or failed build, with or without a
 /// handler). Kernels and programs found in memory send nothing. A handler that throws does not
 /// break the build or realize that reported (its exception is dropped, said once on stderr).
-/// Safe to call from any thread, also while other threads build.
+/// Safe to call from any thread, also while other threads build. The handler runs while the
+/// device that builds is locked: it may read the event and update a display, but should not wait
+/// for another thread's work on that device.
 LAZYTENSOR_ENGINE_API void set_log_handler(std::function<void(const CompileEvent&)> handler);
 
 /// Whether check mode is on (LAZYTENSOR_CHECK=1 at start): see runtime/check.hpp.
@@ -4588,6 +4590,7 @@ inline void precompile(std::initializer_list<TensorRef> tensors) { warmup(std::v
 /// rethrows a build's error. Meanwhile the program may go on: a realize on the same device
 /// waits until the warmup has built (they take the device's lock in turn) and then compiles
 /// nothing it built; the results are the same either way. The tensors are held until it ends.
+/// Keep the future: like every std::async future, its destructor waits for the warmup.
 inline std::future<void> warmup_async(std::vector<TensorRef> tensors) {
     return std::async(std::launch::async, [held = std::move(tensors)] { warmup(held); });
 }

@@ -816,6 +816,7 @@ inline void precompile(std::initializer_list<TensorRef> tensors) { warmup(std::v
 /// rethrows a build's error. Meanwhile the program may go on: a realize on the same device
 /// waits until the warmup has built (they take the device's lock in turn) and then compiles
 /// nothing it built; the results are the same either way. The tensors are held until it ends.
+/// Keep the future: like every std::async future, its destructor waits for the warmup.
 inline std::future<void> warmup_async(std::vector<TensorRef> tensors) {
     return std::async(std::launch::async, [held = std::move(tensors)] { warmup(held); });
 }
