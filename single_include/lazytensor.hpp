@@ -4561,9 +4561,10 @@ std::vector<ScheduleItem> schedule(const E& expr) {
 /// Builds every kernel and program a realize() of these tensors (or one expression) would build,
 /// through the same caches (memory, then the disk cache, then the compiler), and runs nothing:
 /// the tensors stay lazy and unchanged, and a realize() of them afterwards (or of a graph of the
-/// same structure) compiles nothing. Builds the own GEMM kernel a product would run; CLBlast
-/// builds its programs inside its first call, so a product that CLBlast runs still builds there
-/// at its first realize (as do the VkFFT plans and the programs of scans, sorts and attention).
+/// same structure) compiles nothing. For a product it builds the own GEMM kernel the product
+/// runs, or has CLBlast build its program (by a product of 1 x 1 matrices on scratch buffers:
+/// CLBlast builds one program per routine and precision). VkFFT plans and the programs of
+/// scans, sorts and attention are still built at their first realize.
 /// A build that fails throws the error a realize would (BackendError with the build log and the
 /// source) and leaves the tensors usable. Compile events go to lt::set_log_handler's handler.
 inline void warmup(const std::vector<TensorRef>& tensors) {
@@ -26892,6 +26893,16 @@ public:
         require_fp64(g);
         if (uses_own(g)) return own(g, a, b, c);
 #if LAZYTENSOR_CLBLAST
+        run_clblast(g, a, b, c);
+#else
+        (void)a, (void)b, (void)c;
+#endif
+    }
+
+#if LAZYTENSOR_CLBLAST
+    /// c = a x b through CLBlast (its first call per routine and precision reported as the
+    /// library's build).
+    void run_clblast(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c) {
         using ms_t = std::chrono::duration<double, std::milli>;
         ir::Gemm spec = g;
         BufferPtr a_copy = blas_readable_copy(spec, a, spec.a, spec.m, spec.k);
@@ -26926,10 +26937,27 @@ public:
             c_.backend.synchronize();
             c_.launcher.record_time(ms_t(std::chrono::steady_clock::now() - start).count());
         }
-#else
-        (void)a, (void)b, (void)c;
-#endif
     }
+
+    /// Has CLBlast build the program a product `g` would run, by a product of the same routine
+    /// and precision on 1 x 1 matrices of scratch buffers: CLBlast builds one program per
+    /// routine, precision and device (all of the routine's kernels: direct and indirect,
+    /// every transpose), whatever the sizes, and keeps it for the process.
+    void prepare_clblast(const ir::Gemm& g) {
+        if (clblast_called_.count(concat("CLBlast ", g.dtype == DType::Float64 ? "d" : "s", clblast_routine(g)))) return;
+        ir::Gemm tiny;
+        tiny.dtype = g.dtype;
+        tiny.m = tiny.n = tiny.k = 1;
+        tiny.a.row_stride = tiny.a.col_stride = tiny.b.row_stride = tiny.b.col_stride = 1;
+        const std::string routine = clblast_routine(g);
+        if (routine != "Gemm") {  // a batch of two: along one axis (strided), or along two (batched)
+            tiny.batch = routine == "GemmStridedBatched" ? Shape{2} : Shape{2, 1};
+            tiny.a.batch_strides = tiny.b.batch_strides = routine == "GemmStridedBatched" ? Strides{1} : Strides{1, 1};
+        }
+        BufferPtr a = c_.backend.allocate(g.dtype, 2), b = c_.backend.allocate(g.dtype, 2), c = c_.backend.allocate(g.dtype, 2);
+        run_clblast(tiny, *a, *b, *c);
+    }
+#endif
 
     /// Backend::gemm_fused: on the own kernel, with the fused kernels' code and arguments.
     void run_fused(const ir::Gemm& g, const FusedKernels& fusion, const Buffer& a, const Buffer& b,
@@ -27061,13 +27089,17 @@ public:
                                    local);
     }
 
-    /// Backend::prepare_gemm: builds the own kernel that run or run_fused would use for `g`
-    /// (lt::warmup). CLBlast builds its programs inside its first call, which is not made here
-    /// (a call with dummy buffers would cost a product): it builds at the first realize.
+    /// Backend::prepare_gemm: builds the own kernel that run or run_fused would use for `g`, or
+    /// has CLBlast build its program for `g`'s routine (prepare_clblast) (lt::warmup).
     void prepare(const ir::Gemm& g, const FusedKernels& fusion) {
         const bool fused = fusion.prologue[0] || fusion.prologue[1] || fusion.epilogue;
-        if (!fused && !uses_own(g)) return;
         require_fp64(g);
+        if (!fused && !uses_own(g)) {
+#if LAZYTENSOR_CLBLAST
+            if (g.m != 0 && g.n != 0 && g.batch_count() != 0) prepare_clblast(g);
+#endif
+            return;
+        }
         if (g.m == 0 || g.n == 0 || g.batch_count() == 0) return;
         const GemmKernelParams p = params(g);
         const GemmLayoutClass layout = this->layout(g, p);

@@ -132,25 +132,45 @@ TEST_CASE("compile events: a handler that throws breaks no realize") {
 
 TEST_CASE("lt::warmup builds what a realize needs and runs nothing; the realize after it compiles nothing") {
     for_each_device([](lt::Device d) {
+        // The product only on the host: on PoCL its first build (CLBlast's program, or the own
+        // GEMM kernel) takes seconds with PoCL's cache cold. The OpenCL GEMM's warmup is seen in
+        // the test below; CLBlast's was checked by hand (bench notes in the report of issue 52).
+        const bool with_product = d.kind == lt::Device::Kind::Host;
         const std::int64_t m = 19, k = 23, n = 29;
         const Ref ra = random_ref<float>({m, k}, 73), rb = random_ref<float>({k, n}, 74);
         lt::Tensor<float> a = make_tensor<float>(ra), b = make_tensor<float>(rb);
-        lt::Tensor<float> product = lt::matmul(a, b) * 2.0f + 1.0f;
+        lt::Tensor<float> product = with_product ? lt::Tensor<float>(lt::matmul(a, b) * 2.0f + 1.0f) : lt::Tensor<float>(a * 2.0f);
         lt::Tensor<float> sums = lt::exp(a).sum(1);
+        EventLog log;
+        std::vector<lt::CompileEvent> warming, realizing;
         lt::reset_compile_stats(d);
-        lt::warmup({product, sums});
-        const lt::CompileStats warmed = lt::compile_stats(d);
+        lt::CompileStats warmed;
+        {
+            Listening listening(log);
+            lt::warmup({product, sums});
+            warming = log.taken();
+            warmed = lt::compile_stats(d);
+            CHECK_FALSE(product.is_realized());
+            CHECK_FALSE(sums.is_realized());
+            lt::realize({product, sums});
+            realizing = log.taken();
+        }
         CHECK(warmed.kernels_compiled >= 1);
-        CHECK_FALSE(product.is_realized());
-        CHECK_FALSE(sums.is_realized());
-        lt::realize({product, sums});
+        CHECK(count_phase(warming, lt::CompileEvent::Phase::Finished) >= 1);
+        CHECK(realizing.empty());
         const lt::CompileStats after = lt::compile_stats(d);
         CHECK(after.kernels_compiled == warmed.kernels_compiled);
         CHECK(after.programs_built == warmed.programs_built);
         CHECK(after.disk_hits == warmed.disk_hits);
         Ref want_product, want_sums;
         ce_matmul_reference(ra, rb, m, k, n, want_product, want_sums);
-        check_close(product, want_product, 1e-5, 1e-5);
+        if (with_product) {
+            check_close(product, want_product, 1e-5, 1e-5);
+        } else {
+            Ref doubled = ra;
+            for (double& v : doubled.v) v *= 2;
+            check_close(product, doubled);
+        }
         check_close(sums, want_sums, 1e-5, 1e-5);
         // Warming up what is computed already is nothing.
         lt::warmup({product});

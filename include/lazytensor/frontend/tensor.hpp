@@ -787,9 +787,10 @@ std::vector<ScheduleItem> schedule(const E& expr) {
 /// Builds every kernel and program a realize() of these tensors (or one expression) would build,
 /// through the same caches (memory, then the disk cache, then the compiler), and runs nothing:
 /// the tensors stay lazy and unchanged, and a realize() of them afterwards (or of a graph of the
-/// same structure) compiles nothing. Builds the own GEMM kernel a product would run; CLBlast
-/// builds its programs inside its first call, so a product that CLBlast runs still builds there
-/// at its first realize (as do the VkFFT plans and the programs of scans, sorts and attention).
+/// same structure) compiles nothing. For a product it builds the own GEMM kernel the product
+/// runs, or has CLBlast build its program (by a product of 1 x 1 matrices on scratch buffers:
+/// CLBlast builds one program per routine and precision). VkFFT plans and the programs of
+/// scans, sorts and attention are still built at their first realize.
 /// A build that fails throws the error a realize would (BackendError with the build log and the
 /// source) and leaves the tensors usable. Compile events go to lt::set_log_handler's handler.
 inline void warmup(const std::vector<TensorRef>& tensors) {
