@@ -4563,8 +4563,9 @@ std::vector<ScheduleItem> schedule(const E& expr) {
 /// the tensors stay lazy and unchanged, and a realize() of them afterwards (or of a graph of the
 /// same structure) compiles nothing. For a product it builds the own GEMM kernel the product
 /// runs, or has CLBlast build its program (by a product of 1 x 1 matrices on scratch buffers:
-/// CLBlast builds one program per routine and precision). VkFFT plans and the programs of
-/// scans, sorts and attention are still built at their first realize.
+/// CLBlast builds one program per routine and precision), and the kernel of attention fused
+/// into one. VkFFT plans and the programs of scans and sorts are still built at their first
+/// realize.
 /// A build that fails throws the error a realize would (BackendError with the build log and the
 /// source) and leaves the tensors usable. Compile events go to lt::set_log_handler's handler.
 inline void warmup(const std::vector<TensorRef>& tensors) {
@@ -19780,6 +19781,8 @@ public:
     /// Builds ahead what running `gemm` (with these kernels fused into it) needs, without running
     /// it (lt::warmup): a backend that builds a kernel per product builds it now.
     virtual void prepare_gemm(const ir::Gemm& gemm, const FusedKernels& fusion) { (void)gemm, (void)fusion; }
+    /// The same for attention run as one kernel (`attention`).
+    virtual void prepare_attention(const ir::Attention& attention) { (void)attention; }
 
     std::size_t cached_kernels() const { return cache_.size(); }
     std::size_t cache_capacity() const { return cache_.capacity(); }
@@ -26219,10 +26222,7 @@ public:
         const std::int64_t count = g.batch_count();
         if (count == 0 || g.m == 0) return;
         const AttentionLayout layout = attention_layout(a);
-        const std::string key = concat(ir::key(a.score_function), '|', a.depth(), ',', a.value_depth(), ',', p->bm, ',', p->bn,
-                                       ',', p->ty, ',', layout.q_vec, layout.k_vec, layout.v_vec);
-        cl_kernel kernel = kernels_.get(
-            key, [&] { return source(a, *p, layout); }, attention_kernel_name(), c_.programs, c_.backend.cache_capacity());
+        cl_kernel kernel = kernel_for(a, *p, layout);
         auto batch_stride = [](const ir::MatrixLayout& l) { return static_cast<cl_long>(l.batch_strides.empty() ? 0 : l.batch_strides[0]); };
         KernelArgs args(kernel, out, q, kt, v, static_cast<cl_int>(g.m), static_cast<cl_int>(g.n), FirstMatrix{});
         for (const ir::MatrixLayout* l : {&g.a, &g.b, &a.values.b})
@@ -26235,10 +26235,26 @@ public:
                                    static_cast<std::size_t>((g.m + p->bm - 1) / p->bm) * local[0], local);
     }
 
+    /// Backend::prepare_attention: builds the kernel run() would use for `a` (lt::warmup).
+    void prepare(const ir::Attention& a) {
+        const std::optional<AttentionParams> p = params(a);
+        if (!p || a.scores.batch_count() == 0 || a.scores.m == 0) return;
+        kernel_for(a, *p, attention_layout(a));
+    }
+
     /// Forgets the attention kernels built (with the kernel cache).
     void clear_cache() { kernels_.clear(); }
 
 private:
+    /// The kernel for `a` with these parameters and layout, built the first time.
+    cl_kernel kernel_for(const ir::Attention& a, const AttentionParams& p, const AttentionLayout& layout) {
+        const std::string key = concat(ir::key(a.score_function), '|', a.depth(), ',', a.value_depth(), ',', p.bm, ',', p.bn,
+                                       ',', p.ty, ',', layout.q_vec, layout.k_vec, layout.v_vec);
+        return kernels_.get(
+            key, [&] { return source(a, p, layout); }, attention_kernel_name(), c_.programs, c_.backend.cache_capacity(), 0,
+            concat("attention kernel ", p.bm, "x", p.bn, ", depths ", a.depth(), " and ", a.value_depth()));
+    }
+
     std::string source(const ir::Attention& a, const AttentionParams& p, const AttentionLayout& layout) const {
         return attention_kernel_source(a.depth(), a.value_depth(), p, layout,
                                        prologue_code(a.score_function, "s", c_.device.traits()));
@@ -29078,6 +29094,9 @@ public:
     }
     std::string gemm_routine(const ir::Gemm& g) const override { return gemm_.routine(g); }
     void prepare_gemm(const ir::Gemm& g, const FusedKernels& fusion) override { gemm_.prepare(g, fusion); }
+    void prepare_attention(const ir::Attention& a) override {
+        if (fuses_attention(a)) attention_.prepare(a);
+    }
     const DevicePolicy& policy() const override { return policy_; }
 
     /// c = a x b on the own GEMM kernel: one launch, operands read in place; `epilogue` is
@@ -31363,6 +31382,9 @@ struct AttentionItem : ItemDefaults {
                static_cast<double>(s.k + attention.values.n);
     }
 
+    /// Builds the one kernel (where a realize keeps neither the scores nor the weights, the
+    /// common case: otherwise its products and softmax build at their first run).
+    void prepare(Backend& backend) const { backend.prepare_attention(attention); }
     /// params: q, kt, v, out.
     void run(const ItemRun& r) const {
         const ir::Attention& a = attention;

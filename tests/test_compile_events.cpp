@@ -3,6 +3,7 @@
 // build, a cached one nothing, a warm disk cache says so, a failed build reports its error), and
 // lt::warmup / lt::warmup_async (everything built ahead, nothing run, a realize afterwards or
 // meanwhile right and compiling nothing).
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <filesystem>
@@ -289,6 +290,58 @@ TEST_CASE("lt::warmup builds the own GEMM kernel a product (with its fused epilo
                                           e.what.find("float32, with fused code") != std::string::npos);
         CHECK(gemm_failed);
         CHECK_FALSE(product.is_realized());
+    }
+}
+
+TEST_CASE("lt::warmup builds fused attention's kernel; the realize after it builds nothing") {
+    for (lt::Device d : test_devices()) {
+        if (d.kind != lt::Device::Kind::OpenCL) continue;
+        INFO("device " << d.str());
+        const std::int64_t batch = 2, rows = 24, depth = 8, value_depth = 4;
+        const Ref rq = random_ref<float>({batch, rows, depth}, 80), rk = random_ref<float>({batch, rows, depth}, 81);
+        const Ref rv = random_ref<float>({batch, rows, value_depth}, 82);
+        lt::Tensor<float> q = make_tensor<float>(rq, d), k = make_tensor<float>(rk, d), v = make_tensor<float>(rv, d);
+        lt::Tensor<float> out = lt::matmul(lt::softmax(lt::matmul(q, k.transpose(1, 2)) * 0.375f, -1), v);
+        const std::vector<lt::ScheduleItem> items = lt::schedule({out});
+        REQUIRE(items.size() == 1);
+        REQUIRE(items[0].kind == lt::ScheduleItem::Kind::Attention);
+        EventLog log;
+        std::vector<lt::CompileEvent> warming, realizing;
+        {
+            Listening listening(log);
+            lt::warmup({out});
+            warming = log.taken();
+            out.realize();
+            realizing = log.taken();
+        }
+        bool built = false;
+        for (const auto& e : warming)
+            built = built || (e.phase == lt::CompileEvent::Phase::Finished && e.what.find("attention kernel ") == 0);
+        CHECK(built);
+        CHECK(realizing.empty());
+        // softmax(q k^T * 0.375) v, row by row, in double.
+        Ref want{{batch, rows, value_depth}, std::vector<double>(static_cast<std::size_t>(batch * rows * value_depth))};
+        auto at = [](const Ref& r, std::int64_t b, std::int64_t i, std::int64_t j, std::int64_t cols) {
+            return r.v[static_cast<std::size_t>((b * 24 + i) * cols + j)];
+        };
+        for (std::int64_t b = 0; b < batch; ++b)
+            for (std::int64_t i = 0; i < rows; ++i) {
+                std::vector<double> w(static_cast<std::size_t>(rows));
+                double top = -INFINITY, total = 0;
+                for (std::int64_t j = 0; j < rows; ++j) {
+                    double s = 0;
+                    for (std::int64_t c = 0; c < depth; ++c) s += at(rq, b, i, c, depth) * at(rk, b, j, c, depth);
+                    w[static_cast<std::size_t>(j)] = s * 0.375;
+                    top = std::max(top, s * 0.375);
+                }
+                for (double& e : w) total += (e = std::exp(e - top));
+                for (std::int64_t c = 0; c < value_depth; ++c) {
+                    double acc = 0;
+                    for (std::int64_t j = 0; j < rows; ++j) acc += w[static_cast<std::size_t>(j)] / total * at(rv, b, j, c, value_depth);
+                    want.v[static_cast<std::size_t>((b * rows + i) * value_depth + c)] = acc;
+                }
+            }
+        check_close(out, want, 1e-5, 1e-5);
     }
 }
 

@@ -378,6 +378,8 @@ public:
     /// Builds ahead what running `gemm` (with these kernels fused into it) needs, without running
     /// it (lt::warmup): a backend that builds a kernel per product builds it now.
     virtual void prepare_gemm(const ir::Gemm& gemm, const FusedKernels& fusion) { (void)gemm, (void)fusion; }
+    /// The same for attention run as one kernel (`attention`).
+    virtual void prepare_attention(const ir::Attention& attention) { (void)attention; }
 
     std::size_t cached_kernels() const { return cache_.size(); }
     std::size_t cache_capacity() const { return cache_.capacity(); }

@@ -789,8 +789,9 @@ std::vector<ScheduleItem> schedule(const E& expr) {
 /// the tensors stay lazy and unchanged, and a realize() of them afterwards (or of a graph of the
 /// same structure) compiles nothing. For a product it builds the own GEMM kernel the product
 /// runs, or has CLBlast build its program (by a product of 1 x 1 matrices on scratch buffers:
-/// CLBlast builds one program per routine and precision). VkFFT plans and the programs of
-/// scans, sorts and attention are still built at their first realize.
+/// CLBlast builds one program per routine and precision), and the kernel of attention fused
+/// into one. VkFFT plans and the programs of scans and sorts are still built at their first
+/// realize.
 /// A build that fails throws the error a realize would (BackendError with the build log and the
 /// source) and leaves the tensors usable. Compile events go to lt::set_log_handler's handler.
 inline void warmup(const std::vector<TensorRef>& tensors) {

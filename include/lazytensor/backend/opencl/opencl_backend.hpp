@@ -265,6 +265,9 @@ public:
     }
     std::string gemm_routine(const ir::Gemm& g) const override { return gemm_.routine(g); }
     void prepare_gemm(const ir::Gemm& g, const FusedKernels& fusion) override { gemm_.prepare(g, fusion); }
+    void prepare_attention(const ir::Attention& a) override {
+        if (fuses_attention(a)) attention_.prepare(a);
+    }
     const DevicePolicy& policy() const override { return policy_; }
 
     /// c = a x b on the own GEMM kernel: one launch, operands read in place; `epilogue` is
