@@ -1448,6 +1448,7 @@ inline Axes all_axes(std::size_t ndim) {
 #include <algorithm>
 #include <complex>
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <optional>
 #include <type_traits>
@@ -3498,14 +3499,88 @@ struct MemoryStats {
 };
 
 /// What one device compiled and what its caches answered, as lt::compile_stats reports it. A
-/// loop whose scalars or seeds change compiles nothing after its first step.
+/// loop whose scalars or seeds change compiles nothing after its first step. The three times
+/// are apart, so that a first step's time can be accounted for: compile_ms + setup_ms +
+/// library_ms is what building and setting up cost the device.
 struct CompileStats {
     std::size_t kernels_compiled = 0;  ///< kernels made because no kernel of that structure was in memory
     std::size_t memory_hits = 0;       ///< kernels found in memory (a new plan whose kernels were known)
     std::size_t programs_built = 0;    ///< OpenCL programs built from source: the device's compiler ran
     std::size_t disk_hits = 0;         ///< OpenCL programs loaded from the disk cache instead
-    double compile_ms = 0;             ///< time spent compiling kernels
+    /// Milliseconds spent making lazytensor's own kernels and programs: the fused kernels of a
+    /// realize (rendering, building or loading from the disk cache, creating the kernels; on the
+    /// host, planning the interpreter's kernel) and every other program lazytensor generates on
+    /// OpenCL (its GEMM and attention kernels, scans, sorts, scatters, FFT scaling).
+    double compile_ms = 0;
+    /// Milliseconds spent setting the device up: on OpenCL, making its backend (context and
+    /// command queue, or adopting the application's, and reading the device's properties), and
+    /// for the first OpenCL device made, listing the drivers' platforms and devices. Once per
+    /// process and device; 0 on the host.
+    double setup_ms = 0;
+    /// Milliseconds spent in libraries' first calls, which build the libraries' own programs out
+    /// of lazytensor's sight: CLBlast's first call per routine and precision (enqueueing it,
+    /// CLBlast's program builds included) and the creation of each VkFFT plan.
+    double library_ms = 0;
 };
+
+/// One build (or load) of something a device runs, as lt::set_log_handler's handler hears it: a
+/// `Started` event when it begins, then `Finished` or `Failed`. Only builds are reported: a
+/// kernel or program found in memory sends nothing.
+struct CompileEvent {
+    /// Where the event is in the build.
+    enum class Phase { Started, Finished, Failed };
+    /// What was built; says which time of CompileStats it counts in.
+    enum class Kind {
+        Program,  ///< lazytensor's own kernel or program (compile_ms)
+        Library,  ///< a library's first call or plan: CLBlast, VkFFT (library_ms)
+        Setup,    ///< a device's setup: context and queue (setup_ms)
+    };
+    /// Where the result came from (known when finished).
+    enum class Source {
+        None,      ///< not known yet (Started, Failed) or not a program (device setup)
+        Memory,    ///< a program held in memory (a kernel new to the kernel cache whose program was built before)
+        Disk,      ///< the disk cache (LAZYTENSOR_CACHE_DIR)
+        Compiler,  ///< built now: the device's compiler, a library's build, or the host's kernel planning
+    };
+    Device device;                  ///< the device it was built for
+    Phase phase = Phase::Started;   ///< started, finished or failed
+    Kind kind = Kind::Program;      ///< what it is
+    std::string what;               ///< in user terms: "fused kernel: add, exp, sum -> float32[4096]", "4 kernels
+                                    ///< as one program", "GEMM kernel 64x64 tile, float32", "CLBlast sgemm",
+                                    ///< "VkFFT plan", "device setup"
+    Source source = Source::None;   ///< where it came from (Finished)
+    double ms = 0;                  ///< how long it took (Finished, Failed)
+    std::string error;              ///< the error's text, with the build log and source (Failed)
+};
+
+///@{
+/// "started", "finished", "failed"; "program", "library", "setup"; "none", "memory", "disk", "compiler".
+inline const char* to_string(CompileEvent::Phase phase) {
+    switch (phase) {
+        case CompileEvent::Phase::Started: return "started";
+        case CompileEvent::Phase::Finished: return "finished";
+        case CompileEvent::Phase::Failed: return "failed";
+    }
+    return "?";
+}
+inline const char* to_string(CompileEvent::Kind kind) {
+    switch (kind) {
+        case CompileEvent::Kind::Program: return "program";
+        case CompileEvent::Kind::Library: return "library";
+        case CompileEvent::Kind::Setup: return "setup";
+    }
+    return "?";
+}
+inline const char* to_string(CompileEvent::Source source) {
+    switch (source) {
+        case CompileEvent::Source::None: return "none";
+        case CompileEvent::Source::Memory: return "memory";
+        case CompileEvent::Source::Disk: return "disk";
+        case CompileEvent::Source::Compiler: return "compiler";
+    }
+    return "?";
+}
+///@}
 
 /// A device and what it is, as listed by lt::devices().
 struct DeviceInfo {
@@ -3613,6 +3688,17 @@ LAZYTENSOR_ENGINE_API CompileStats compile_stats(Device d);
 /// Sets compile_stats(d)'s counters to zero.
 LAZYTENSOR_ENGINE_API void reset_compile_stats(Device d);
 
+/// Sends every compile event (core/reports.hpp CompileEvent: a kernel or program built or
+/// loaded from the disk cache, a library's first call or plan, a device's setup) to `handler`,
+/// from now on, on the thread that builds; nullptr restores the default (no handler; with
+/// LAZYTENSOR_DEBUG=1 or more, a line on stderr per finished or failed build, with or without a
+/// handler). Kernels and programs found in memory send nothing. A handler that throws does not
+/// break the build or realize that reported (its exception is dropped, said once on stderr).
+/// Safe to call from any thread, also while other threads build. The handler runs while the
+/// device that builds is locked: it may read the event and update a display, but should not wait
+/// for another thread's work on that device.
+LAZYTENSOR_ENGINE_API void set_log_handler(std::function<void(const CompileEvent&)> handler);
+
 /// Whether check mode is on (LAZYTENSOR_CHECK=1 at start): see runtime/check.hpp.
 LAZYTENSOR_ENGINE_API bool check_enabled();
 /// Turns check mode on or off for the following realizes.
@@ -3640,6 +3726,9 @@ LAZYTENSOR_ENGINE_API bool supports_float64(Device device);
 /// Computes `nodes` together (runtime/realize.hpp): one schedule, shared parts computed once.
 /// If anything fails, every node is left as it was.
 LAZYTENSOR_ENGINE_API void realize_nodes(const std::vector<Node*>& nodes);
+/// Builds every kernel and program realize_nodes(nodes) would build, running nothing and leaving
+/// the nodes as they are (lt::warmup). A failed build throws what realize_nodes would.
+LAZYTENSOR_ENGINE_API void warmup_nodes(const std::vector<Node*>& nodes);
 /// The schedule realize_nodes would run, without running it.
 LAZYTENSOR_ENGINE_API std::vector<ScheduleItem> schedule_items(const std::vector<Node*>& nodes);
 /// Writes `value` into the memory of `target` (a tensor or a view of one), now: Tensor::assign.
@@ -4470,6 +4559,50 @@ template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 std::vector<ScheduleItem> schedule(const E& expr) {
     detail::NodePtr node = expr.build();
     return detail::schedule_items({node.get()});
+}
+///@}
+
+///@{
+/// Builds every kernel and program a realize() of these tensors (or one expression) would build,
+/// through the same caches (memory, then the disk cache, then the compiler), and runs nothing:
+/// the tensors stay lazy and unchanged, and a realize() of them afterwards (or of a graph of the
+/// same structure) compiles nothing. For a product it builds the own GEMM kernel the product
+/// runs, or has CLBlast build its program (by a product of 1 x 1 matrices on scratch buffers:
+/// CLBlast builds one program per routine and precision), and the kernel of attention fused
+/// into one. VkFFT plans and the programs of scans and sorts are still built at their first
+/// realize.
+/// A build that fails throws the error a realize would (BackendError with the build log and the
+/// source) and leaves the tensors usable. Compile events go to lt::set_log_handler's handler.
+inline void warmup(const std::vector<TensorRef>& tensors) {
+    std::vector<detail::Node*> nodes;
+    for (const TensorRef& t : tensors) nodes.push_back(t.node());
+    detail::warmup_nodes(nodes);
+}
+inline void warmup(std::initializer_list<TensorRef> tensors) { warmup(std::vector<TensorRef>(tensors)); }
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+void warmup(const E& expr) {
+    detail::NodePtr node = expr.build();
+    detail::warmup_nodes({node.get()});
+}
+///@}
+
+///@{
+/// lt::warmup under the name of ahead-of-time compilers.
+inline void precompile(const std::vector<TensorRef>& tensors) { warmup(tensors); }
+inline void precompile(std::initializer_list<TensorRef> tensors) { warmup(std::vector<TensorRef>(tensors)); }
+///@}
+
+///@{
+/// lt::warmup on a thread of its own; the future is ready when every build is done, and get()
+/// rethrows a build's error. Meanwhile the program may go on: a realize on the same device
+/// waits until the warmup has built (they take the device's lock in turn) and then compiles
+/// nothing it built; the results are the same either way. The tensors are held until it ends.
+/// Keep the future: like every std::async future, its destructor waits for the warmup.
+inline std::future<void> warmup_async(std::vector<TensorRef> tensors) {
+    return std::async(std::launch::async, [held = std::move(tensors)] { warmup(held); });
+}
+inline std::future<void> warmup_async(std::initializer_list<TensorRef> tensors) {
+    return warmup_async(std::vector<TensorRef>(tensors));
 }
 ///@}
 
@@ -17764,6 +17897,177 @@ inline std::string to_string(const Scan& s) {
 }
 
 }  // namespace lazytensor::detail::ir
+// ---- lazytensor/backend/compile_log.hpp ----
+// The one funnel of compile events (core/reports.hpp CompileEvent): every place that builds or
+// loads a program, a library's first call or plan, and a device's setup reports here, through a
+// BuildReport. The events go to the application's handler (lt::set_log_handler) and, with
+// LAZYTENSOR_DEBUG=1 or more, one line per finished or failed build to stderr.
+
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+
+namespace lazytensor::detail {
+
+using CompileHandler = std::function<void(const CompileEvent&)>;
+
+/// The installed handler. Held by shared_ptr so that an event being delivered keeps the handler
+/// it started with while another thread replaces it.
+struct CompileLog {
+    std::mutex mutex;
+    std::shared_ptr<const CompileHandler> handler;
+    std::atomic<bool> has_handler{false};
+    std::atomic<bool> warned{false};  // a handler threw: said once
+};
+
+inline CompileLog& compile_log() {
+    static CompileLog* log = new CompileLog();  // never destroyed: builds may report during exit
+    return *log;
+}
+
+/// Installs `handler` (empty: none, the default: only LAZYTENSOR_DEBUG prints).
+inline void set_compile_handler(CompileHandler handler) {
+    CompileLog& log = compile_log();
+    std::shared_ptr<const CompileHandler> next;
+    if (handler) next = std::make_shared<const CompileHandler>(std::move(handler));
+    std::lock_guard<std::mutex> lock(log.mutex);
+    log.has_handler.store(next != nullptr);
+    log.handler = std::move(next);
+}
+
+/// Whether anyone listens (a handler, or LAZYTENSOR_DEBUG): else builds skip describing themselves.
+inline bool compile_events_wanted() { return compile_log().has_handler.load() || debug_level() >= 1; }
+
+/// The LAZYTENSOR_DEBUG line of a finished or failed event.
+inline std::string describe_event(const CompileEvent& e) {
+    std::ostringstream out;
+    out << "[lazytensor] build on " << e.device << ": " << e.what;
+    if (e.phase == CompileEvent::Phase::Failed) {
+        const std::string first = e.error.substr(0, e.error.find('\n'));
+        out << " failed after " << e.ms << " ms: " << first;
+    } else {
+        out << " in " << e.ms << " ms";
+        if (e.source == CompileEvent::Source::Disk) out << " (from the disk cache)";
+        else if (e.source == CompileEvent::Source::Memory) out << " (its program was in memory)";
+        else if (e.source == CompileEvent::Source::Compiler && e.kind == CompileEvent::Kind::Program) out << " (compiled)";
+    }
+    return out.str();
+}
+
+/// Sends `event` to the handler and, for finished and failed ones, to stderr under
+/// LAZYTENSOR_DEBUG. A handler that throws does not break the build that reports: its exception
+/// is dropped (said once on stderr).
+inline void report_compile(const CompileEvent& event) noexcept {
+    try {
+        if (event.phase != CompileEvent::Phase::Started && debug_level() >= 1) std::cerr << describe_event(event) + "\n";
+        CompileLog& log = compile_log();
+        if (!log.has_handler.load()) return;
+        std::shared_ptr<const CompileHandler> handler;
+        {
+            std::lock_guard<std::mutex> lock(log.mutex);
+            handler = log.handler;
+        }
+        if (handler) (*handler)(event);
+    } catch (const std::exception& e) {
+        if (!compile_log().warned.exchange(true))
+            std::cerr << "[lazytensor] warning: the log handler (lt::set_log_handler) threw: " << e.what()
+                      << "; this and its later exceptions are ignored\n";
+    } catch (...) {
+        if (!compile_log().warned.exchange(true))
+            std::cerr << "[lazytensor] warning: the log handler (lt::set_log_handler) threw; this and its later "
+                         "exceptions are ignored\n";
+    }
+}
+
+/// One build as events: Started when made (if anyone listens), then finished() or failed().
+/// Times the build either way (the caller adds the time to its device's CompileStats).
+class BuildReport {
+public:
+    BuildReport(Device device, CompileEvent::Kind kind, std::string what)
+        : start_(std::chrono::steady_clock::now()), wanted_(compile_events_wanted()) {
+        event_.device = device;
+        event_.kind = kind;
+        if (!wanted_) return;
+        event_.what = std::move(what);
+        report_compile(event_);
+    }
+    /// A report whose description is made only if anyone listens.
+    template <class Describe, class = std::enable_if_t<std::is_invocable_r_v<std::string, Describe>>>
+    BuildReport(Device device, CompileEvent::Kind kind, Describe describe)
+        : BuildReport(device, kind, compile_events_wanted() ? describe() : std::string()) {}
+
+    /// Counts `ms` spent before the report was made as part of the build (work done once,
+    /// ahead, on its behalf: listing OpenCL's devices for the first device's setup).
+    void started_earlier(double ms) {
+        start_ -= std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double, std::milli>(ms));
+    }
+    double elapsed_ms() const {
+        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
+    }
+    /// Reports the build finished, from `source`; returns its milliseconds.
+    double finished(CompileEvent::Source source) {
+        event_.ms = elapsed_ms();
+        if (wanted_) {
+            event_.phase = CompileEvent::Phase::Finished;
+            event_.source = source;
+            report_compile(event_);
+        }
+        return event_.ms;
+    }
+    /// Reports the build failed with `error`; returns its milliseconds.
+    double failed(const std::string& error) {
+        event_.ms = elapsed_ms();
+        if (wanted_) {
+            event_.phase = CompileEvent::Phase::Failed;
+            event_.error = error;
+            report_compile(event_);
+        }
+        return event_.ms;
+    }
+
+private:
+    CompileEvent event_;
+    std::chrono::steady_clock::time_point start_;
+    bool wanted_;
+};
+
+/// A kernel in user terms: "fused kernel: mul, exp, sum -> float32[4096]" (its operations in
+/// order, each once, and its output).
+inline std::string kernel_summary(const ir::Kernel& k) {
+    std::string ops;
+    auto add = [&](const char* name) {
+        const std::string n = name;
+        if ((", " + ops + ",").find(" " + n + ",") != std::string::npos) return;
+        ops += (ops.empty() ? "" : ", ") + n;
+    };
+    for (const ir::Phase& ph : k.phases) {
+        for (const ir::Instr& in : ph.instrs) {
+            if (in.op == ir::Op::Unary) add(op_name(in.unary));
+            else if (in.op == ir::Op::Binary) add(op_name(in.binary));
+            else if (in.op == ir::Op::Where) add("where");
+            else if (in.op == ir::Op::Cast) add("cast");
+        }
+        if (ph.kind == ir::Phase::Kind::Reduce) add(op_name(ph.reduce_op));
+    }
+    DType out = DType::Float32;
+    for (const ir::Param& p : k.params)
+        if (p.output) out = p.dtype;
+    Shape shape;
+    for (std::size_t j = 0; j < k.domain.size(); ++j)
+        if (j >= k.reduced.size() || !k.reduced[j]) shape.push_back(k.domain[j]);
+    return concat("fused kernel: ", ops.empty() ? std::string("copy") : ops, " -> ", out, shape);
+}
+
+}  // namespace lazytensor::detail
 // ---- lazytensor/backend/host/fft_call.hpp ----
 // An fft item (ir/fft.hpp) on host memory through the host FFT engine (fft.hpp): the host
 // backend's FFT, and every other backend's fallback through host copies.
@@ -19584,12 +19888,27 @@ public:
             missing_at.push_back(i);
         }
         if (missing.empty()) return out;
-        const auto start = std::chrono::steady_clock::now();
+        const bool opencl = device().kind != Device::Kind::Host;
+        BuildReport report(device(), CompileEvent::Kind::Program, [&] {
+            return missing.size() == 1 ? kernel_summary(*missing[0])
+                                       : concat(missing.size(), opencl ? " kernels as one program" : " kernels");
+        });
         std::vector<CompileOutcome> made(missing.size());
-        std::vector<std::shared_ptr<CompiledKernel>> fresh = compile_batch(missing, made);
-        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        std::vector<std::shared_ptr<CompiledKernel>> fresh;
+        try {
+            fresh = compile_batch(missing, made);
+        } catch (const std::exception& e) {
+            add_build_time(CompileEvent::Kind::Program, report.failed(e.what()));
+            throw;
+        }
+        // Where the batch came from: the compiler if it ran for any of them, else the disk cache.
+        CompileEvent::Source source = opencl ? CompileEvent::Source::Memory : CompileEvent::Source::Compiler;
+        for (const CompileOutcome& o : made)
+            if (o.built_from_source) source = CompileEvent::Source::Compiler;
+            else if (o.from_disk && source == CompileEvent::Source::Memory) source = CompileEvent::Source::Disk;
+        const double ms = report.finished(source);
         kernels_compiled_ += missing.size();
-        compile_us_ += static_cast<std::int64_t>(ms * 1000);
+        add_build_time(CompileEvent::Kind::Program, ms);
         for (std::size_t m = 0; m < missing.size(); ++m) {
             made[m].compiled = true;
             made[m].ms = ms;
@@ -19612,12 +19931,24 @@ public:
         s.programs_built = programs_built_;
         s.disk_hits = disk_hits_;
         s.compile_ms = static_cast<double>(compile_us_.load()) / 1000;
+        s.setup_ms = static_cast<double>(setup_us_.load()) / 1000;
+        s.library_ms = static_cast<double>(library_us_.load()) / 1000;
         return s;
     }
     void reset_compile_stats() {
         kernels_compiled_ = memory_hits_ = programs_built_ = disk_hits_ = 0;
-        compile_us_ = 0;
+        compile_us_ = setup_us_ = library_us_ = 0;
     }
+    /// Adds `ms` to the time of its kind in compile_stats (CompileStats says what each holds).
+    void add_build_time(CompileEvent::Kind kind, double ms) {
+        const auto us = static_cast<std::int64_t>(ms * 1000);
+        (kind == CompileEvent::Kind::Setup ? setup_us_ : kind == CompileEvent::Kind::Library ? library_us_ : compile_us_) += us;
+    }
+    /// Builds ahead what running `gemm` (with these kernels fused into it) needs, without running
+    /// it (lt::warmup): a backend that builds a kernel per product builds it now.
+    virtual void prepare_gemm(const ir::Gemm& gemm, const FusedKernels& fusion) { (void)gemm, (void)fusion; }
+    /// The same for attention run as one kernel (`attention`).
+    virtual void prepare_attention(const ir::Attention& attention) { (void)attention; }
 
     std::size_t cached_kernels() const { return cache_.size(); }
     std::size_t cache_capacity() const { return cache_.capacity(); }
@@ -19638,8 +19969,12 @@ protected:
         for (std::size_t i = 0; i < kernels.size(); ++i) out.push_back(compile(*kernels[i], outcomes[i]));
         return out;
     }
-    /// Counts a program the compiler built (from source) or loaded from the disk cache.
-    void count_program(bool from_disk) { ++(from_disk ? disk_hits_ : programs_built_); }
+    /// Counts a program the compiler built (from source) or loaded from the disk cache, and the
+    /// `ms` it took where no batch of kernels (get_kernels) counts them already.
+    void count_program(bool from_disk, double ms = 0) {
+        ++(from_disk ? disk_hits_ : programs_built_);
+        if (ms > 0) add_build_time(CompileEvent::Kind::Program, ms);
+    }
 
     /// The largest buffer the device can hold, in bytes.
     virtual std::size_t largest_buffer() const = 0;
@@ -19665,7 +20000,7 @@ private:
 
     LruCache<CompiledKernel> cache_{kernel_cache_capacity_from_env()};
     std::atomic<std::size_t> kernels_compiled_{0}, memory_hits_{0}, programs_built_{0}, disk_hits_{0};
-    std::atomic<std::int64_t> compile_us_{0};
+    std::atomic<std::int64_t> compile_us_{0}, setup_us_{0}, library_us_{0};
     mutable std::mutex memory_mutex_;
     MemoryStats memory_;  // cached_bytes is filled in on request
 };
@@ -22585,6 +22920,9 @@ struct KernelOwner {
 // asks about (float64, the largest buffer, the vendor, what the renderer needs to know).
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
@@ -23733,8 +24071,20 @@ inline RenderedKernel renamed(RenderedKernel kernel, const std::string& name) {
 namespace lazytensor::detail::opencl {
 
 /// The OpenCL devices of this machine, listed once.
+/// Milliseconds the first opencl_device_ids() took (loading the drivers, listing the platforms
+/// and devices), added once to the first device's setup (CompileStats::setup_ms); then 0.
+inline std::atomic<std::int64_t>& device_discovery_us() {
+    static std::atomic<std::int64_t> us{0};
+    return us;
+}
+
 inline const std::vector<std::pair<cl_platform_id, cl_device_id>>& opencl_device_ids() {
-    static const auto ids = list_devices();
+    static const auto ids = [] {
+        const auto start = std::chrono::steady_clock::now();
+        auto listed = list_devices();
+        device_discovery_us() += std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count();
+        return listed;
+    }();
     return ids;
 }
 
@@ -25727,31 +26077,47 @@ inline std::string numbered(const std::string& source) {
 class ProgramCache {
 public:
     /// `count_build` hears of every program not found in memory: loaded from disk (true) or
-    /// compiled (false).
-    ProgramCache(const OpenCLDevice& device, std::function<void(bool from_disk)> count_build)
+    /// compiled (false), and the milliseconds it took where the cache reported it (else 0).
+    ProgramCache(const OpenCLDevice& device, std::function<void(bool from_disk, double ms)> count_build)
         : device_(device), options_(device.build_options()), disk_(default_cache_dir()), count_build_(std::move(count_build)) {}
 
     /// A built program for `source` on this device: from memory, from the disk cache, or
     /// compiled now (with its kernel capped at `max_registers` where that can be asked: NVIDIA).
-    /// A failed build throws BackendError with the build log and the source.
-    std::shared_ptr<ProgramOwner> build(const std::string& source, ProgramSource* from = nullptr, int max_registers = 0) {
+    /// A failed build throws BackendError with the build log and the source. A program not in
+    /// memory is reported as a compile event (backend/compile_log.hpp) described as `what` (empty:
+    /// by its first kernel's name), unless `caller_reports` (the kernels of a realize: the backend
+    /// reports their batch, and times it).
+    std::shared_ptr<ProgramOwner> build(const std::string& source, ProgramSource* from = nullptr, int max_registers = 0,
+                                        const std::string& what = {}, bool caller_reports = false) {
         if (from) *from = ProgramSource::Memory;
         if (auto hit = programs_.find(source)) return hit;
+        std::optional<BuildReport> report;
+        if (!caller_reports)
+            report.emplace(device_.device(), CompileEvent::Kind::Program, [&] { return what.empty() ? described(source) : what; });
         const std::string key = concat("lazytensor program cache 1\noptions: ", options_, "\ndevice: ", device_.name(),
                                        "\ndriver: ", device_.driver(), "\nsource:\n", source);
         std::shared_ptr<ProgramOwner> program;
-        if (auto binary = disk_.load(key)) program = from_binary(*binary, disk_.path_for(key));
-        const bool from_disk = program != nullptr;
-        if (!from_disk) {
-            program = from_source(source);
-            if (max_registers) program = with_register_cap(std::move(program), max_registers);
-            // Only when storing: asking PoCL for a binary makes it compile every kernel once more.
-            if (disk_.enabled()) disk_.store(key, binary_of(program->program));
+        bool from_disk = false;
+        try {
+            if (auto binary = disk_.load(key)) program = from_binary(*binary, disk_.path_for(key));
+            from_disk = program != nullptr;
+            if (!from_disk) {
+                program = from_source(source);
+                if (max_registers) program = with_register_cap(std::move(program), max_registers);
+                // Only when storing: asking PoCL for a binary makes it compile every kernel once more.
+                if (disk_.enabled()) disk_.store(key, binary_of(program->program));
+            }
+        } catch (const std::exception& e) {
+            if (report) count_build_time_(report->failed(e.what()));
+            throw;
         }
-        count_build_(from_disk);
+        count_build_(from_disk, report ? report->finished(from_disk ? CompileEvent::Source::Disk : CompileEvent::Source::Compiler) : 0);
         if (from) *from = from_disk ? ProgramSource::Disk : ProgramSource::Compiler;
         return programs_.insert(source, std::move(program)).first;
     }
+
+    /// Where the time of failed builds goes (they count no program).
+    void on_failed_build(std::function<void(double ms)> count) { count_build_time_ = std::move(count); }
 
     /// The program built for `source`, if it is held in memory.
     std::shared_ptr<ProgramOwner> find(const std::string& source) { return programs_.find(source); }
@@ -25783,6 +26149,16 @@ private:
         clGetProgramBuildInfo(program, device_.id(), CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
         while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
         return log;
+    }
+
+    /// "program of lt_scan_f32 (OpenCL C)": a program described by its first kernel's name.
+    static std::string described(const std::string& source) {
+        const std::string marker = "__kernel void ";
+        const std::size_t at = source.find(marker);
+        if (at == std::string::npos) return "OpenCL program";
+        const std::size_t begin = at + marker.size();
+        const std::size_t end = source.find_first_of("( \n", begin);
+        return concat("OpenCL program of ", source.substr(begin, end == std::string::npos ? std::string::npos : end - begin));
     }
 
     std::shared_ptr<ProgramOwner> from_source(const std::string& source) {
@@ -25872,7 +26248,8 @@ private:
     std::string options_;
     LruCache<ProgramOwner> programs_{kernel_cache_capacity_from_env()};
     ProgramDiskCache disk_;
-    std::function<void(bool)> count_build_;
+    std::function<void(bool, double)> count_build_;
+    std::function<void(double)> count_build_time_ = [](double) {};
 };
 
 /// Kernels of one kind of work, each the one kernel of a program of its own, keyed by what its
@@ -25884,11 +26261,11 @@ public:
     /// `max_registers`) the first time `key` is asked for.
     template <class MakeSource>
     cl_kernel get(const std::string& key, MakeSource make_source, const char* name, ProgramCache& programs,
-                  std::size_t capacity, int max_registers = 0) {
+                  std::size_t capacity, int max_registers = 0, const std::string& what = {}) {
         auto it = kernels_.find(key);
         if (it == kernels_.end()) {
             if (kernels_.size() >= capacity) kernels_.clear();
-            std::shared_ptr<ProgramOwner> program = programs.build(make_source(), nullptr, max_registers);
+            std::shared_ptr<ProgramOwner> program = programs.build(make_source(), nullptr, max_registers, what);
             KernelOwner kernel = programs.make_kernel(*program, name);
             it = kernels_.emplace(key, Built{std::move(program), std::move(kernel)}).first;
         }
@@ -26035,10 +26412,7 @@ public:
         const std::int64_t count = g.batch_count();
         if (count == 0 || g.m == 0) return;
         const AttentionLayout layout = attention_layout(a);
-        const std::string key = concat(ir::key(a.score_function), '|', a.depth(), ',', a.value_depth(), ',', p->bm, ',', p->bn,
-                                       ',', p->ty, ',', layout.q_vec, layout.k_vec, layout.v_vec);
-        cl_kernel kernel = kernels_.get(
-            key, [&] { return source(a, *p, layout); }, attention_kernel_name(), c_.programs, c_.backend.cache_capacity());
+        cl_kernel kernel = kernel_for(a, *p, layout);
         auto batch_stride = [](const ir::MatrixLayout& l) { return static_cast<cl_long>(l.batch_strides.empty() ? 0 : l.batch_strides[0]); };
         KernelArgs args(kernel, out, q, kt, v, static_cast<cl_int>(g.m), static_cast<cl_int>(g.n), FirstMatrix{});
         for (const ir::MatrixLayout* l : {&g.a, &g.b, &a.values.b})
@@ -26051,10 +26425,26 @@ public:
                                    static_cast<std::size_t>((g.m + p->bm - 1) / p->bm) * local[0], local);
     }
 
+    /// Backend::prepare_attention: builds the kernel run() would use for `a` (lt::warmup).
+    void prepare(const ir::Attention& a) {
+        const std::optional<AttentionParams> p = params(a);
+        if (!p || a.scores.batch_count() == 0 || a.scores.m == 0) return;
+        kernel_for(a, *p, attention_layout(a));
+    }
+
     /// Forgets the attention kernels built (with the kernel cache).
     void clear_cache() { kernels_.clear(); }
 
 private:
+    /// The kernel for `a` with these parameters and layout, built the first time.
+    cl_kernel kernel_for(const ir::Attention& a, const AttentionParams& p, const AttentionLayout& layout) {
+        const std::string key = concat(ir::key(a.score_function), '|', a.depth(), ',', a.value_depth(), ',', p.bm, ',', p.bn,
+                                       ',', p.ty, ',', layout.q_vec, layout.k_vec, layout.v_vec);
+        return kernels_.get(
+            key, [&] { return source(a, p, layout); }, attention_kernel_name(), c_.programs, c_.backend.cache_capacity(), 0,
+            concat("attention kernel ", p.bm, "x", p.bn, ", depths ", a.depth(), " and ", a.value_depth()));
+    }
+
     std::string source(const ir::Attention& a, const AttentionParams& p, const AttentionLayout& layout) const {
         return attention_kernel_source(a.depth(), a.value_depth(), p, layout,
                                        prologue_code(a.score_function, "s", c_.device.traits()));
@@ -26475,8 +26865,15 @@ LAZYTENSOR_ENGINE_API void FftRoutines::run(const ir::Fft& call, const Buffer& i
             config.outputBuffer = &plan->output;
         }
         if (static_cast<std::uint64_t>(complex_count) >= (std::uint64_t(1) << 31)) config.useUint64 = 1;
+        // VkFFT builds the plan's programs here: reported as a library's build (library_ms).
+        BuildReport report(c_.device.device(), CompileEvent::Kind::Library,
+                           [&] { return concat("VkFFT plan: ", fft_kind_name(call.kind), " ", call.dtype, call.shape); });
         const VkFFTResult r = initializeVkFFT(&plan->app, config);
-        if (r != VKFFT_SUCCESS) failure("plan", r);  // initializeVkFFT has freed what it made
+        if (r != VKFFT_SUCCESS) {
+            c_.backend.add_build_time(CompileEvent::Kind::Library, report.failed(concat("VkFFT: ", vkfft_result_name(r))));
+            failure("plan", r);  // initializeVkFFT has freed what it made
+        }
+        c_.backend.add_build_time(CompileEvent::Kind::Library, report.finished(CompileEvent::Source::Compiler));
         plan->initialized = true;
         plan = plans_->plans.insert(key, plan).first;
     }
@@ -26516,6 +26913,7 @@ LAZYTENSOR_ENGINE_API void FftRoutines::run(const ir::Fft& call, const Buffer& i
 #include <cstdint>
 #include <iostream>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26701,6 +27099,16 @@ public:
         require_fp64(g);
         if (uses_own(g)) return own(g, a, b, c);
 #if LAZYTENSOR_CLBLAST
+        run_clblast(g, a, b, c);
+#else
+        (void)a, (void)b, (void)c;
+#endif
+    }
+
+#if LAZYTENSOR_CLBLAST
+    /// c = a x b through CLBlast (its first call per routine and precision reported as the
+    /// library's build).
+    void run_clblast(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c) {
         using ms_t = std::chrono::duration<double, std::milli>;
         ir::Gemm spec = g;
         BufferPtr a_copy = blas_readable_copy(spec, a, spec.a, spec.m, spec.k);
@@ -26711,28 +27119,51 @@ public:
         const bool timed = c_.launcher.record_times();
         if (timed) c_.backend.synchronize();  // time the whole product: CLBlast may run several kernels
         const auto start = std::chrono::steady_clock::now();
+        // CLBlast builds its programs inside its first call per routine and precision (enqueueing
+        // takes microseconds after): that call is timed and reported as the library's build.
+        const std::string called = concat("CLBlast ", spec.dtype == DType::Float64 ? "d" : "s", clblast_routine(spec));
+        std::optional<BuildReport> first;
+        if (clblast_called_.insert(called).second) first.emplace(c_.device.device(), CompileEvent::Kind::Library, called);
         const clblast::StatusCode status = spec.dtype == DType::Float64
                                                ? clblast_gemm<double>(spec, ma, mb, mc, c_.device.queue(), nullptr)
                                                : clblast_gemm<float>(spec, ma, mb, mc, c_.device.queue(), nullptr);
-        const double enqueue_ms = ms_t(std::chrono::steady_clock::now() - start).count();
-        if (status != clblast::StatusCode::kSuccess)
-            fail<BackendError>("OpenCL: CLBlast ", routine(spec), " failed on ", c_.device.describe(), ": ",
-                               clblast_status_name(status), " (", static_cast<int>(status), ") for ", spec.dtype,
-                               " batch ", spec.batch, ", m ", spec.m, ", n ", spec.n, ", k ", spec.k,
-                               lost_device_hint(static_cast<cl_int>(status)));  // CLBlast reuses OpenCL's codes
-        // Enqueueing takes microseconds; a slow call is CLBlast compiling its kernels.
-        if (enqueue_ms > 20 && debug_level() >= 1)
-            std::cerr << "[lazytensor] CLBlast compiled its " << (spec.dtype == DType::Float64 ? "d" : "s")
-                      << "gemm kernels for " << c_.device.describe() << " on first use: " << enqueue_ms
-                      << " ms (once per process and kernel variant)\n";
+        if (status != clblast::StatusCode::kSuccess) {
+            const std::string error =
+                concat("OpenCL: CLBlast ", routine(spec), " failed on ", c_.device.describe(), ": ", clblast_status_name(status),
+                       " (", static_cast<int>(status), ") for ", spec.dtype, " batch ", spec.batch, ", m ", spec.m, ", n ",
+                       spec.n, ", k ", spec.k, lost_device_hint(static_cast<cl_int>(status)));  // CLBlast reuses OpenCL's codes
+            if (first) {
+                c_.backend.add_build_time(CompileEvent::Kind::Library, first->failed(error));
+                clblast_called_.erase(called);  // (its build is tried again by the next call)
+            }
+            fail<BackendError>(error);
+        }
+        if (first) c_.backend.add_build_time(CompileEvent::Kind::Library, first->finished(CompileEvent::Source::Compiler));
         if (timed) {
             c_.backend.synchronize();
             c_.launcher.record_time(ms_t(std::chrono::steady_clock::now() - start).count());
         }
-#else
-        (void)a, (void)b, (void)c;
-#endif
     }
+
+    /// Has CLBlast build the program a product `g` would run, by a product of the same routine
+    /// and precision on 1 x 1 matrices of scratch buffers: CLBlast builds one program per
+    /// routine, precision and device (all of the routine's kernels: direct and indirect,
+    /// every transpose), whatever the sizes, and keeps it for the process.
+    void prepare_clblast(const ir::Gemm& g) {
+        if (clblast_called_.count(concat("CLBlast ", g.dtype == DType::Float64 ? "d" : "s", clblast_routine(g)))) return;
+        ir::Gemm tiny;
+        tiny.dtype = g.dtype;
+        tiny.m = tiny.n = tiny.k = 1;
+        tiny.a.row_stride = tiny.a.col_stride = tiny.b.row_stride = tiny.b.col_stride = 1;
+        const std::string routine = clblast_routine(g);
+        if (routine != "Gemm") {  // a batch of two: along one axis (strided), or along two (batched)
+            tiny.batch = routine == "GemmStridedBatched" ? Shape{2} : Shape{2, 1};
+            tiny.a.batch_strides = tiny.b.batch_strides = routine == "GemmStridedBatched" ? Strides{1} : Strides{1, 1};
+        }
+        BufferPtr a = c_.backend.allocate(g.dtype, 2), b = c_.backend.allocate(g.dtype, 2), c = c_.backend.allocate(g.dtype, 2);
+        run_clblast(tiny, *a, *b, *c);
+    }
+#endif
 
     /// Backend::gemm_fused: on the own kernel, with the fused kernels' code and arguments.
     void run_fused(const ir::Gemm& g, const FusedKernels& fusion, const Buffer& a, const Buffer& b,
@@ -26848,6 +27279,28 @@ public:
         own_into(g, a, b, c, &block, epilogue, fused, {}, {});
     }
 
+    /// Backend::prepare_gemm: builds the own kernel that run or run_fused would use for `g`, or
+    /// has CLBlast build its program for `g`'s routine (prepare_clblast) (lt::warmup).
+    void prepare(const ir::Gemm& g, const FusedKernels& fusion) {
+        const bool fused = fusion.prologue[0] || fusion.prologue[1] || fusion.epilogue;
+        require_fp64(g);
+        if (!fused && !uses_own(g)) {
+#if LAZYTENSOR_CLBLAST
+            if (g.m != 0 && g.n != 0 && g.batch_count() != 0) prepare_clblast(g);
+#endif
+            return;
+        }
+        if (g.m == 0 || g.n == 0 || g.batch_count() == 0) return;
+        const GemmKernelParams p = params(g);
+        const GemmLayoutClass layout = this->layout(g, p);
+        if (!fused) {
+            own_kernel(g, p, layout, FusedEpilogue{}, FusedPrologue{}, FusedPrologue{});
+            return;
+        }
+        const FusedCode code = code_of(g, fusion);
+        own_kernel(g, p, layout, *code.epilogue, *code.prologue[0], *code.prologue[1]);
+    }
+
     /// Forgets the own GEMM kernels built (with the kernel cache).
     void clear_cache() { kernels_.clear(); }
 
@@ -26866,14 +27319,7 @@ private:
             if (block->offset % p.v != 0 || block->ld % p.v != 0 || block->batch_stride % p.v != 0 || !c_.device.traits().gpu)
                 layout.whole_tiles = false;
         }
-        // Keyed by what the source is made of: a product that hits costs no source generation.
-        const std::string key = concat(g.dtype, ' ', layout.a_k_fast, layout.b_n_fast, layout.wide_index, layout.whole_tiles, layout.c_block,
-                                       ' ', p.str(), ' ', epilogue.parameters, '\n', epilogue.code, '\n',
-                                       epilogue.output.value_or(g.dtype), ' ', prologue_a.storage, prologue_a.function, '\n',
-                                       prologue_b.storage, prologue_b.function);
-        cl_kernel kernel = kernels_.get(
-            key, [&] { return gemm_kernel_source(g.dtype, layout, p, epilogue, prologue_a, prologue_b); }, gemm_kernel_name(),
-            c_.programs, c_.backend.cache_capacity(), p.max_registers);
+        cl_kernel kernel = own_kernel(g, p, layout, epilogue, prologue_a, prologue_b);
         cl_long a_batch_stride = 0, b_batch_stride = 0;
         cl_int per_matrix = 0;
         BufferPtr table;  // a batch of several axes: each matrix's offsets of A and B
@@ -26912,6 +27358,21 @@ private:
                               "tensors cannot run there; use float32, or run it on the host");
     }
 
+    /// The own kernel for `g` with this code fused into it, built the first time.
+    cl_kernel own_kernel(const ir::Gemm& g, const GemmKernelParams& p, const GemmLayoutClass& layout,
+                         const FusedEpilogue& epilogue, const FusedPrologue& prologue_a, const FusedPrologue& prologue_b) {
+        // Keyed by what the source is made of: a product that hits costs no source generation.
+        const std::string key = concat(g.dtype, ' ', layout.a_k_fast, layout.b_n_fast, layout.wide_index, layout.whole_tiles,
+                                       layout.c_block, ' ', p.str(), ' ', epilogue.parameters, '\n', epilogue.code, '\n',
+                                       epilogue.output.value_or(g.dtype), ' ', prologue_a.storage, prologue_a.function, '\n',
+                                       prologue_b.storage, prologue_b.function);
+        const bool fused = !epilogue.code.empty() || !prologue_a.function.empty() || !prologue_b.function.empty();
+        return kernels_.get(
+            key, [&] { return gemm_kernel_source(g.dtype, layout, p, epilogue, prologue_a, prologue_b); }, gemm_kernel_name(),
+            c_.programs, c_.backend.cache_capacity(), p.max_registers,
+            concat("GEMM kernel ", p.block_m(), "x", p.block_n(), " tile, ", g.dtype, fused ? ", with fused code" : ""));
+    }
+
     FusedCode code_of(const ir::Gemm& g, const FusedKernels& fusion) {
         return c_.fused_code.for_gemm(g, fusion, c_.device.traits(), c_.backend.cache_capacity());
     }
@@ -26934,6 +27395,7 @@ private:
     std::optional<bool> fuse_half_loads_;
     KernelsByKey kernels_;  // the own kernels, by dtype, layout class, parameters and fused code
     std::string clblast_tuned_;  // the CLBlast kernels given tuned parameters (clblast_tuning.hpp)
+    std::set<std::string> clblast_called_;  // the CLBlast routines and precisions called once (built)
 };
 
 }  // namespace lazytensor::detail::opencl
@@ -27007,7 +27469,7 @@ public:
             std::shared_ptr<ProgramOwner> program;
             ProgramSource from = ProgramSource::Memory;
             try {
-                program = c_.programs.build(program_source(fp64, helpers, functions), &from);
+                program = c_.programs.build(program_source(fp64, helpers, functions), &from, 0, {}, true);
             } catch (const BackendError&) {
                 // Built one by one below: the kernel that fails reports its own log and source.
             }
@@ -27060,7 +27522,7 @@ private:
             if (rendered.stages.empty()) return with_program(kernel, std::move(rendered), nullptr, traits);
             require_fp64(rendered);
             ProgramSource from = ProgramSource::Memory;
-            std::shared_ptr<ProgramOwner> program = c_.programs.build(rendered.source, &from);
+            std::shared_ptr<ProgramOwner> program = c_.programs.build(rendered.source, &from, 0, {}, true);  // (the batch is reported)
             outcome.built_from_source = outcome.built_from_source || from == ProgramSource::Compiler;
             outcome.from_disk = outcome.from_disk || from == ProgramSource::Disk;
             auto k = with_program(kernel, std::move(rendered), std::move(program), traits);
@@ -29385,11 +29847,15 @@ class OpenCLBackend final : public Backend {
 public:
     OpenCLBackend(int index, cl_platform_id platform, cl_device_id device)
         : device_(index, platform, device), memory_(device_),
-          programs_(device_, [this](bool from_disk) { count_program(from_disk); }), launcher_(device_) {}
+          programs_(device_, [this](bool from_disk, double ms) { count_program(from_disk, ms); }), launcher_(device_) {
+        count_failed_builds();
+    }
     /// An application's context, device and queue (lt::opencl::adopt; the queue may be null).
     OpenCLBackend(int index, cl_context context, cl_device_id device, cl_command_queue queue)
         : device_(index, context, device, queue), memory_(device_),
-          programs_(device_, [this](bool from_disk) { count_program(from_disk); }), launcher_(device_) {}
+          programs_(device_, [this](bool from_disk, double ms) { count_program(from_disk, ms); }), launcher_(device_) {
+        count_failed_builds();
+    }
 
     Device device() const override { return device_.device(); }
     std::string name() const override {
@@ -29601,6 +30067,10 @@ public:
         return gemm_.fused_source(g, fusion);
     }
     std::string gemm_routine(const ir::Gemm& g) const override { return gemm_.routine(g); }
+    void prepare_gemm(const ir::Gemm& g, const FusedKernels& fusion) override { gemm_.prepare(g, fusion); }
+    void prepare_attention(const ir::Attention& a) override {
+        if (fuses_attention(a)) attention_.prepare(a);
+    }
     const DevicePolicy& policy() const override { return policy_; }
 
     /// c = a x b on the own GEMM kernel: one launch, operands read in place; `epilogue` is
@@ -29707,6 +30177,10 @@ protected:
     std::size_t cached_bytes() const override { return memory_.cached_bytes(); }
 
 private:
+    void count_failed_builds() {
+        programs_.on_failed_build([this](double ms) { add_build_time(CompileEvent::Kind::Program, ms); });
+    }
+
     // Destroyed in reverse: the routines' kernels, then the launcher (which waits for the
     // queue and releases the launches' events), the programs, the cached blocks, and last the
     // queue and context.
@@ -29762,6 +30236,26 @@ inline OpenCLRegistry& opencl_registry() {
     return r;
 }
 
+/// The backend `make` returns, its making reported as the device's setup (a compile event, and
+/// CompileStats::setup_ms).
+template <class Make>
+OpenCLBackend* made_with_setup_report(Device device, Make make) {
+    // The first device made also pays for finding the drivers and devices (once per process).
+    const std::int64_t discovery_us = device_discovery_us().exchange(0);
+    BuildReport report(device, CompileEvent::Kind::Setup,
+                       discovery_us ? "device setup (drivers and devices listed, context and queue)" : "device setup (context and queue)");
+    report.started_earlier(static_cast<double>(discovery_us) / 1000);
+    OpenCLBackend* b = nullptr;
+    try {
+        b = make();
+    } catch (const std::exception& e) {
+        report.failed(e.what());
+        throw;
+    }
+    b->add_build_time(CompileEvent::Kind::Setup, report.finished(CompileEvent::Source::None));
+    return b;
+}
+
 inline OpenCLBackend& opencl_backend(int index) {
     OpenCLRegistry& r = opencl_registry();
     const auto& ids = opencl_device_ids();
@@ -29774,7 +30268,9 @@ inline OpenCLBackend& opencl_backend(int index) {
         fail<DeviceError>("device opencl:", index, " does not exist: this machine has ", r.backends.size(), " OpenCL device",
                           r.backends.size() == 1 ? "" : "s", " (opencl:0 to opencl:", r.backends.size() - 1, ")");
     auto& b = r.backends[static_cast<std::size_t>(index)];
-    if (!b) b = new OpenCLBackend(index, ids[static_cast<std::size_t>(index)].first, ids[static_cast<std::size_t>(index)].second);
+    if (!b) b = made_with_setup_report(Device::opencl(index), [&] {
+            return new OpenCLBackend(index, ids[static_cast<std::size_t>(index)].first, ids[static_cast<std::size_t>(index)].second);
+        });
     return *b;
 }
 
@@ -29786,7 +30282,7 @@ inline int adopt_opencl(cl_context context, cl_device_id device, cl_command_queu
     std::lock_guard<std::mutex> lock(r.mutex);
     if (r.backends.size() < ids.size()) r.backends.resize(ids.size(), nullptr);
     const int index = static_cast<int>(r.backends.size());
-    r.backends.push_back(new OpenCLBackend(index, context, device, queue));
+    r.backends.push_back(made_with_setup_report(Device::opencl(index), [&] { return new OpenCLBackend(index, context, device, queue); }));
     return index;
 }
 
@@ -31801,6 +32297,9 @@ struct ItemDefaults {
     /// buffers where the item's own parameters or later items read them (a kept fused product, a
     /// sort's values).
     void allocate_results(Backend&, const SmallVector<char, 32>&, std::vector<BufferPtr>&) const {}
+    /// Builds ahead what run() will need beyond own_kernel() (lt::warmup), without running
+    /// anything: a kind whose backend routine builds programs of its own says so here.
+    void prepare(Backend&) const {}
     /// How the backend runs it (LAZYTENSOR_DEBUG=1), e.g. "CLBlast GemmStridedBatched".
     std::string routine(Backend&) const { return {}; }
     /// The generated source it runs, where the backend has one (LAZYTENSOR_DEBUG=2, check mode).
@@ -31834,6 +32333,9 @@ struct AttentionItem : ItemDefaults {
                static_cast<double>(s.k + attention.values.n);
     }
 
+    /// Builds the one kernel (where a realize keeps neither the scores nor the weights, the
+    /// common case: otherwise its products and softmax build at their first run).
+    void prepare(Backend& backend) const { backend.prepare_attention(attention); }
     /// params: q, kt, v, out.
     void run(const ItemRun& r) const {
         const ir::Attention& a = attention;
@@ -32413,6 +32915,7 @@ struct GemmItem : ItemDefaults {
         const std::string fused = fusion.routine(true);
         return backend.gemm_routine(gemm) + (fused.empty() ? "" : ", ") + fused;
     }
+    void prepare(Backend& backend) const { backend.prepare_gemm(gemm, fusion.kernels()); }
     std::string source(Backend& backend, const CompiledKernel*) const {
         return fusion.any() ? backend.gemm_fused_source(gemm, fusion.kernels()) : std::string();
     }
@@ -34109,6 +34612,37 @@ inline std::vector<ScheduleItem> describe_schedule(const std::vector<Node*>& nod
 
 }  // namespace detail
 }  // namespace lazytensor
+// ---- lazytensor/runtime/warmup.hpp ----
+// lt::warmup: everything a realize of some tensors would build, built now, and nothing run.
+// The plan is made (or found) through the plan cache as realize makes it, its kernels compiled
+// into it (compile_items: the kernel cache, the program cache, the disk cache), and each item
+// asked to build what its backend routine would build on its first run (ItemDefaults::prepare:
+// the own GEMM kernel). A realize of the same graph afterwards finds the plan with its kernels
+// and compiles nothing. The tensors stay lazy: nothing is allocated, launched or committed.
+
+#include <vector>
+
+
+namespace lazytensor::detail {
+
+/// Builds what realize_graph(nodes) would build. Holds the devices' locks as realize does, so a
+/// warmup on another thread and a realize take turns (neither sees half-built caches). A build
+/// that fails throws what realize would throw, and leaves every node as it was.
+inline void warmup_graph(const std::vector<Node*>& nodes) {
+    const DeviceLock lock(devices_of(nodes));
+    std::vector<Node*> outputs = unrealized(nodes);
+    if (outputs.empty()) return;
+    const GraphWalk w = walk_graph(std::move(outputs));
+    const std::shared_ptr<const Plan> plan = plan_cache().get(w);
+    compile_items(plan->items, w, debug_level());
+    for (const PlannedItem& p : plan->items) {
+        if (!p.computes()) continue;
+        Backend& backend = device_backend(w.node(p.root)->device);
+        p.visit([&](const auto& k) { k.prepare(backend); });
+    }
+}
+
+}  // namespace lazytensor::detail
 
 #if !LAZYTENSOR_ENGINE_DEFINITIONS
 #error "lazytensor: runtime/engine.hpp holds the engine's definitions; a LAZYTENSOR_SEPARATE_RUNTIME unit must not include it (define LAZYTENSOR_IMPLEMENTATION in the one unit that should)"
@@ -34209,6 +34743,9 @@ LAZYTENSOR_ENGINE_API void set_thread_spin(std::chrono::microseconds spin) {
 
 LAZYTENSOR_ENGINE_API CompileStats compile_stats(Device d) { return detail::device_backend(d).compile_stats(); }
 LAZYTENSOR_ENGINE_API void reset_compile_stats(Device d) { detail::device_backend(d).reset_compile_stats(); }
+LAZYTENSOR_ENGINE_API void set_log_handler(std::function<void(const CompileEvent&)> handler) {
+    detail::set_compile_handler(std::move(handler));
+}
 LAZYTENSOR_ENGINE_API bool check_enabled() { return detail::check_flag().load(); }
 LAZYTENSOR_ENGINE_API void set_check_enabled(bool on) { detail::check_flag().store(on); }
 
@@ -34221,6 +34758,8 @@ LAZYTENSOR_ENGINE_API bool supports_float64(Device d) { return device_backend(d)
 LAZYTENSOR_ENGINE_API bool gemm_available(DType dtype, Device device) { return graph::runs_as_gemm(dtype, device); }
 
 LAZYTENSOR_ENGINE_API void realize_nodes(const std::vector<Node*>& nodes) { realize_graph(nodes); }
+
+LAZYTENSOR_ENGINE_API void warmup_nodes(const std::vector<Node*>& nodes) { warmup_graph(nodes); }
 
 LAZYTENSOR_ENGINE_API std::vector<ScheduleItem> schedule_items(const std::vector<Node*>& nodes) {
     return describe_schedule(nodes);

@@ -452,6 +452,40 @@ TEST_CASE("first builds race safely: threads realizing new structures at once") 
     });
 }
 
+TEST_CASE("warmup_async, realizes of the same structures and a log handler swapped meanwhile: right values, no race") {
+    for_each_device([](lt::Device d) {
+        lt::detail::backend_for(d).clear_kernel_cache();
+        std::atomic<int> heard{0};
+        std::vector<std::string> wrong(4);
+        auto errors = run_threads(4, [&](int t) {
+            if (t == 0) {  // swaps the handler while the others build
+                for (int r = 0; r < 20; ++r) {
+                    lt::set_log_handler([&heard](const lt::CompileEvent&) { ++heard; });
+                    std::this_thread::yield();
+                    lt::set_log_handler(nullptr);
+                }
+                return;
+            }
+            const float v = 0.5f * static_cast<float>(t);
+            lt::Tensor<float> x = lt::full<float>({4, 21}, v, d);
+            lt::Tensor<float> y = lt::exp(x) * 2.0f - x;
+            std::future<void> warming = lt::warmup_async({y});
+            lt::Tensor<float> z = lt::exp(x) * 2.0f - x;  // the same structure, realized meanwhile
+            const std::vector<float> zs = z.to_vector();
+            warming.get();
+            const std::vector<float> ys = y.to_vector();
+            const float want = 2.0f * std::exp(v) - v;
+            for (float e : zs)
+                if (std::fabs(e - want) > 1e-5f * std::fabs(want)) wrong[static_cast<std::size_t>(t)] = "z";
+            for (float e : ys)
+                if (std::fabs(e - want) > 1e-5f * std::fabs(want)) wrong[static_cast<std::size_t>(t)] += "y";
+        });
+        lt::set_log_handler(nullptr);
+        check_no_errors(errors);
+        for (const std::string& w : wrong) CHECK(w.empty());
+    });
+}
+
 TEST_CASE("print options changed by one thread while others print: each print uses one whole set of options") {
     for_each_device([](lt::Device d) {
         const lt::PrintOptions before = lt::print_options();

@@ -25,6 +25,7 @@
 #include "../ir/linalg.hpp"
 #include "../core/reports.hpp"
 #include "../ir/fft.hpp"
+#include "compile_log.hpp"
 #include "host/fft_call.hpp"
 #include "scatter_elements.hpp"
 
@@ -325,12 +326,27 @@ public:
             missing_at.push_back(i);
         }
         if (missing.empty()) return out;
-        const auto start = std::chrono::steady_clock::now();
+        const bool opencl = device().kind != Device::Kind::Host;
+        BuildReport report(device(), CompileEvent::Kind::Program, [&] {
+            return missing.size() == 1 ? kernel_summary(*missing[0])
+                                       : concat(missing.size(), opencl ? " kernels as one program" : " kernels");
+        });
         std::vector<CompileOutcome> made(missing.size());
-        std::vector<std::shared_ptr<CompiledKernel>> fresh = compile_batch(missing, made);
-        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        std::vector<std::shared_ptr<CompiledKernel>> fresh;
+        try {
+            fresh = compile_batch(missing, made);
+        } catch (const std::exception& e) {
+            add_build_time(CompileEvent::Kind::Program, report.failed(e.what()));
+            throw;
+        }
+        // Where the batch came from: the compiler if it ran for any of them, else the disk cache.
+        CompileEvent::Source source = opencl ? CompileEvent::Source::Memory : CompileEvent::Source::Compiler;
+        for (const CompileOutcome& o : made)
+            if (o.built_from_source) source = CompileEvent::Source::Compiler;
+            else if (o.from_disk && source == CompileEvent::Source::Memory) source = CompileEvent::Source::Disk;
+        const double ms = report.finished(source);
         kernels_compiled_ += missing.size();
-        compile_us_ += static_cast<std::int64_t>(ms * 1000);
+        add_build_time(CompileEvent::Kind::Program, ms);
         for (std::size_t m = 0; m < missing.size(); ++m) {
             made[m].compiled = true;
             made[m].ms = ms;
@@ -353,12 +369,24 @@ public:
         s.programs_built = programs_built_;
         s.disk_hits = disk_hits_;
         s.compile_ms = static_cast<double>(compile_us_.load()) / 1000;
+        s.setup_ms = static_cast<double>(setup_us_.load()) / 1000;
+        s.library_ms = static_cast<double>(library_us_.load()) / 1000;
         return s;
     }
     void reset_compile_stats() {
         kernels_compiled_ = memory_hits_ = programs_built_ = disk_hits_ = 0;
-        compile_us_ = 0;
+        compile_us_ = setup_us_ = library_us_ = 0;
     }
+    /// Adds `ms` to the time of its kind in compile_stats (CompileStats says what each holds).
+    void add_build_time(CompileEvent::Kind kind, double ms) {
+        const auto us = static_cast<std::int64_t>(ms * 1000);
+        (kind == CompileEvent::Kind::Setup ? setup_us_ : kind == CompileEvent::Kind::Library ? library_us_ : compile_us_) += us;
+    }
+    /// Builds ahead what running `gemm` (with these kernels fused into it) needs, without running
+    /// it (lt::warmup): a backend that builds a kernel per product builds it now.
+    virtual void prepare_gemm(const ir::Gemm& gemm, const FusedKernels& fusion) { (void)gemm, (void)fusion; }
+    /// The same for attention run as one kernel (`attention`).
+    virtual void prepare_attention(const ir::Attention& attention) { (void)attention; }
 
     std::size_t cached_kernels() const { return cache_.size(); }
     std::size_t cache_capacity() const { return cache_.capacity(); }
@@ -379,8 +407,12 @@ protected:
         for (std::size_t i = 0; i < kernels.size(); ++i) out.push_back(compile(*kernels[i], outcomes[i]));
         return out;
     }
-    /// Counts a program the compiler built (from source) or loaded from the disk cache.
-    void count_program(bool from_disk) { ++(from_disk ? disk_hits_ : programs_built_); }
+    /// Counts a program the compiler built (from source) or loaded from the disk cache, and the
+    /// `ms` it took where no batch of kernels (get_kernels) counts them already.
+    void count_program(bool from_disk, double ms = 0) {
+        ++(from_disk ? disk_hits_ : programs_built_);
+        if (ms > 0) add_build_time(CompileEvent::Kind::Program, ms);
+    }
 
     /// The largest buffer the device can hold, in bytes.
     virtual std::size_t largest_buffer() const = 0;
@@ -406,7 +438,7 @@ private:
 
     LruCache<CompiledKernel> cache_{kernel_cache_capacity_from_env()};
     std::atomic<std::size_t> kernels_compiled_{0}, memory_hits_{0}, programs_built_{0}, disk_hits_{0};
-    std::atomic<std::int64_t> compile_us_{0};
+    std::atomic<std::int64_t> compile_us_{0}, setup_us_{0}, library_us_{0};
     mutable std::mutex memory_mutex_;
     MemoryStats memory_;  // cached_bytes is filled in on request
 };

@@ -24,14 +24,88 @@ struct MemoryStats {
 };
 
 /// What one device compiled and what its caches answered, as lt::compile_stats reports it. A
-/// loop whose scalars or seeds change compiles nothing after its first step.
+/// loop whose scalars or seeds change compiles nothing after its first step. The three times
+/// are apart, so that a first step's time can be accounted for: compile_ms + setup_ms +
+/// library_ms is what building and setting up cost the device.
 struct CompileStats {
     std::size_t kernels_compiled = 0;  ///< kernels made because no kernel of that structure was in memory
     std::size_t memory_hits = 0;       ///< kernels found in memory (a new plan whose kernels were known)
     std::size_t programs_built = 0;    ///< OpenCL programs built from source: the device's compiler ran
     std::size_t disk_hits = 0;         ///< OpenCL programs loaded from the disk cache instead
-    double compile_ms = 0;             ///< time spent compiling kernels
+    /// Milliseconds spent making lazytensor's own kernels and programs: the fused kernels of a
+    /// realize (rendering, building or loading from the disk cache, creating the kernels; on the
+    /// host, planning the interpreter's kernel) and every other program lazytensor generates on
+    /// OpenCL (its GEMM and attention kernels, scans, sorts, scatters, FFT scaling).
+    double compile_ms = 0;
+    /// Milliseconds spent setting the device up: on OpenCL, making its backend (context and
+    /// command queue, or adopting the application's, and reading the device's properties), and
+    /// for the first OpenCL device made, listing the drivers' platforms and devices. Once per
+    /// process and device; 0 on the host.
+    double setup_ms = 0;
+    /// Milliseconds spent in libraries' first calls, which build the libraries' own programs out
+    /// of lazytensor's sight: CLBlast's first call per routine and precision (enqueueing it,
+    /// CLBlast's program builds included) and the creation of each VkFFT plan.
+    double library_ms = 0;
 };
+
+/// One build (or load) of something a device runs, as lt::set_log_handler's handler hears it: a
+/// `Started` event when it begins, then `Finished` or `Failed`. Only builds are reported: a
+/// kernel or program found in memory sends nothing.
+struct CompileEvent {
+    /// Where the event is in the build.
+    enum class Phase { Started, Finished, Failed };
+    /// What was built; says which time of CompileStats it counts in.
+    enum class Kind {
+        Program,  ///< lazytensor's own kernel or program (compile_ms)
+        Library,  ///< a library's first call or plan: CLBlast, VkFFT (library_ms)
+        Setup,    ///< a device's setup: context and queue (setup_ms)
+    };
+    /// Where the result came from (known when finished).
+    enum class Source {
+        None,      ///< not known yet (Started, Failed) or not a program (device setup)
+        Memory,    ///< a program held in memory (a kernel new to the kernel cache whose program was built before)
+        Disk,      ///< the disk cache (LAZYTENSOR_CACHE_DIR)
+        Compiler,  ///< built now: the device's compiler, a library's build, or the host's kernel planning
+    };
+    Device device;                  ///< the device it was built for
+    Phase phase = Phase::Started;   ///< started, finished or failed
+    Kind kind = Kind::Program;      ///< what it is
+    std::string what;               ///< in user terms: "fused kernel: add, exp, sum -> float32[4096]", "4 kernels
+                                    ///< as one program", "GEMM kernel 64x64 tile, float32", "CLBlast sgemm",
+                                    ///< "VkFFT plan", "device setup"
+    Source source = Source::None;   ///< where it came from (Finished)
+    double ms = 0;                  ///< how long it took (Finished, Failed)
+    std::string error;              ///< the error's text, with the build log and source (Failed)
+};
+
+///@{
+/// "started", "finished", "failed"; "program", "library", "setup"; "none", "memory", "disk", "compiler".
+inline const char* to_string(CompileEvent::Phase phase) {
+    switch (phase) {
+        case CompileEvent::Phase::Started: return "started";
+        case CompileEvent::Phase::Finished: return "finished";
+        case CompileEvent::Phase::Failed: return "failed";
+    }
+    return "?";
+}
+inline const char* to_string(CompileEvent::Kind kind) {
+    switch (kind) {
+        case CompileEvent::Kind::Program: return "program";
+        case CompileEvent::Kind::Library: return "library";
+        case CompileEvent::Kind::Setup: return "setup";
+    }
+    return "?";
+}
+inline const char* to_string(CompileEvent::Source source) {
+    switch (source) {
+        case CompileEvent::Source::None: return "none";
+        case CompileEvent::Source::Memory: return "memory";
+        case CompileEvent::Source::Disk: return "disk";
+        case CompileEvent::Source::Compiler: return "compiler";
+    }
+    return "?";
+}
+///@}
 
 /// A device and what it is, as listed by lt::devices().
 struct DeviceInfo {

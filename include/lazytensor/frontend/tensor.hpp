@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <complex>
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <optional>
 #include <type_traits>
@@ -779,6 +780,50 @@ template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
 std::vector<ScheduleItem> schedule(const E& expr) {
     detail::NodePtr node = expr.build();
     return detail::schedule_items({node.get()});
+}
+///@}
+
+///@{
+/// Builds every kernel and program a realize() of these tensors (or one expression) would build,
+/// through the same caches (memory, then the disk cache, then the compiler), and runs nothing:
+/// the tensors stay lazy and unchanged, and a realize() of them afterwards (or of a graph of the
+/// same structure) compiles nothing. For a product it builds the own GEMM kernel the product
+/// runs, or has CLBlast build its program (by a product of 1 x 1 matrices on scratch buffers:
+/// CLBlast builds one program per routine and precision), and the kernel of attention fused
+/// into one. VkFFT plans and the programs of scans and sorts are still built at their first
+/// realize.
+/// A build that fails throws the error a realize would (BackendError with the build log and the
+/// source) and leaves the tensors usable. Compile events go to lt::set_log_handler's handler.
+inline void warmup(const std::vector<TensorRef>& tensors) {
+    std::vector<detail::Node*> nodes;
+    for (const TensorRef& t : tensors) nodes.push_back(t.node());
+    detail::warmup_nodes(nodes);
+}
+inline void warmup(std::initializer_list<TensorRef> tensors) { warmup(std::vector<TensorRef>(tensors)); }
+template <class E, class = std::enable_if_t<detail::is_tensor_like_v<E>>>
+void warmup(const E& expr) {
+    detail::NodePtr node = expr.build();
+    detail::warmup_nodes({node.get()});
+}
+///@}
+
+///@{
+/// lt::warmup under the name of ahead-of-time compilers.
+inline void precompile(const std::vector<TensorRef>& tensors) { warmup(tensors); }
+inline void precompile(std::initializer_list<TensorRef> tensors) { warmup(std::vector<TensorRef>(tensors)); }
+///@}
+
+///@{
+/// lt::warmup on a thread of its own; the future is ready when every build is done, and get()
+/// rethrows a build's error. Meanwhile the program may go on: a realize on the same device
+/// waits until the warmup has built (they take the device's lock in turn) and then compiles
+/// nothing it built; the results are the same either way. The tensors are held until it ends.
+/// Keep the future: like every std::async future, its destructor waits for the warmup.
+inline std::future<void> warmup_async(std::vector<TensorRef> tensors) {
+    return std::async(std::launch::async, [held = std::move(tensors)] { warmup(held); });
+}
+inline std::future<void> warmup_async(std::initializer_list<TensorRef> tensors) {
+    return warmup_async(std::vector<TensorRef>(tensors));
 }
 ///@}
 

@@ -31,6 +31,9 @@ struct AttentionItem : ItemDefaults {
                static_cast<double>(s.k + attention.values.n);
     }
 
+    /// Builds the one kernel (where a realize keeps neither the scores nor the weights, the
+    /// common case: otherwise its products and softmax build at their first run).
+    void prepare(Backend& backend) const { backend.prepare_attention(attention); }
     /// params: q, kt, v, out.
     void run(const ItemRun& r) const {
         const ir::Attention& a = attention;

@@ -71,6 +71,7 @@ struct GemmItem : ItemDefaults {
         const std::string fused = fusion.routine(true);
         return backend.gemm_routine(gemm) + (fused.empty() ? "" : ", ") + fused;
     }
+    void prepare(Backend& backend) const { backend.prepare_gemm(gemm, fusion.kernels()); }
     std::string source(Backend& backend, const CompiledKernel*) const {
         return fusion.any() ? backend.gemm_fused_source(gemm, fusion.kernels()) : std::string();
     }

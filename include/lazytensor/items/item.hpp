@@ -86,6 +86,9 @@ struct ItemDefaults {
     /// buffers where the item's own parameters or later items read them (a kept fused product, a
     /// sort's values).
     void allocate_results(Backend&, const SmallVector<char, 32>&, std::vector<BufferPtr>&) const {}
+    /// Builds ahead what run() will need beyond own_kernel() (lt::warmup), without running
+    /// anything: a kind whose backend routine builds programs of its own says so here.
+    void prepare(Backend&) const {}
     /// How the backend runs it (LAZYTENSOR_DEBUG=1), e.g. "CLBlast GemmStridedBatched".
     std::string routine(Backend&) const { return {}; }
     /// The generated source it runs, where the backend has one (LAZYTENSOR_DEBUG=2, check mode).

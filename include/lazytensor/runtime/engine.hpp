@@ -16,6 +16,7 @@
 #include "exposed.hpp"
 #include "realize.hpp"
 #include "seam.hpp"
+#include "warmup.hpp"
 
 #if !LAZYTENSOR_ENGINE_DEFINITIONS
 #error "lazytensor: runtime/engine.hpp holds the engine's definitions; a LAZYTENSOR_SEPARATE_RUNTIME unit must not include it (define LAZYTENSOR_IMPLEMENTATION in the one unit that should)"
@@ -116,6 +117,9 @@ LAZYTENSOR_ENGINE_API void set_thread_spin(std::chrono::microseconds spin) {
 
 LAZYTENSOR_ENGINE_API CompileStats compile_stats(Device d) { return detail::device_backend(d).compile_stats(); }
 LAZYTENSOR_ENGINE_API void reset_compile_stats(Device d) { detail::device_backend(d).reset_compile_stats(); }
+LAZYTENSOR_ENGINE_API void set_log_handler(std::function<void(const CompileEvent&)> handler) {
+    detail::set_compile_handler(std::move(handler));
+}
 LAZYTENSOR_ENGINE_API bool check_enabled() { return detail::check_flag().load(); }
 LAZYTENSOR_ENGINE_API void set_check_enabled(bool on) { detail::check_flag().store(on); }
 
@@ -128,6 +132,8 @@ LAZYTENSOR_ENGINE_API bool supports_float64(Device d) { return device_backend(d)
 LAZYTENSOR_ENGINE_API bool gemm_available(DType dtype, Device device) { return graph::runs_as_gemm(dtype, device); }
 
 LAZYTENSOR_ENGINE_API void realize_nodes(const std::vector<Node*>& nodes) { realize_graph(nodes); }
+
+LAZYTENSOR_ENGINE_API void warmup_nodes(const std::vector<Node*>& nodes) { warmup_graph(nodes); }
 
 LAZYTENSOR_ENGINE_API std::vector<ScheduleItem> schedule_items(const std::vector<Node*>& nodes) {
     return describe_schedule(nodes);

@@ -74,6 +74,17 @@ LAZYTENSOR_ENGINE_API CompileStats compile_stats(Device d);
 /// Sets compile_stats(d)'s counters to zero.
 LAZYTENSOR_ENGINE_API void reset_compile_stats(Device d);
 
+/// Sends every compile event (core/reports.hpp CompileEvent: a kernel or program built or
+/// loaded from the disk cache, a library's first call or plan, a device's setup) to `handler`,
+/// from now on, on the thread that builds; nullptr restores the default (no handler; with
+/// LAZYTENSOR_DEBUG=1 or more, a line on stderr per finished or failed build, with or without a
+/// handler). Kernels and programs found in memory send nothing. A handler that throws does not
+/// break the build or realize that reported (its exception is dropped, said once on stderr).
+/// Safe to call from any thread, also while other threads build. The handler runs while the
+/// device that builds is locked: it may read the event and update a display, but should not wait
+/// for another thread's work on that device.
+LAZYTENSOR_ENGINE_API void set_log_handler(std::function<void(const CompileEvent&)> handler);
+
 /// Whether check mode is on (LAZYTENSOR_CHECK=1 at start): see runtime/check.hpp.
 LAZYTENSOR_ENGINE_API bool check_enabled();
 /// Turns check mode on or off for the following realizes.
@@ -101,6 +112,9 @@ LAZYTENSOR_ENGINE_API bool supports_float64(Device device);
 /// Computes `nodes` together (runtime/realize.hpp): one schedule, shared parts computed once.
 /// If anything fails, every node is left as it was.
 LAZYTENSOR_ENGINE_API void realize_nodes(const std::vector<Node*>& nodes);
+/// Builds every kernel and program realize_nodes(nodes) would build, running nothing and leaving
+/// the nodes as they are (lt::warmup). A failed build throws what realize_nodes would.
+LAZYTENSOR_ENGINE_API void warmup_nodes(const std::vector<Node*>& nodes);
 /// The schedule realize_nodes would run, without running it.
 LAZYTENSOR_ENGINE_API std::vector<ScheduleItem> schedule_items(const std::vector<Node*>& nodes);
 /// Writes `value` into the memory of `target` (a tensor or a view of one), now: Tensor::assign.

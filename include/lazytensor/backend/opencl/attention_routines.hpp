@@ -69,10 +69,7 @@ public:
         const std::int64_t count = g.batch_count();
         if (count == 0 || g.m == 0) return;
         const AttentionLayout layout = attention_layout(a);
-        const std::string key = concat(ir::key(a.score_function), '|', a.depth(), ',', a.value_depth(), ',', p->bm, ',', p->bn,
-                                       ',', p->ty, ',', layout.q_vec, layout.k_vec, layout.v_vec);
-        cl_kernel kernel = kernels_.get(
-            key, [&] { return source(a, *p, layout); }, attention_kernel_name(), c_.programs, c_.backend.cache_capacity());
+        cl_kernel kernel = kernel_for(a, *p, layout);
         auto batch_stride = [](const ir::MatrixLayout& l) { return static_cast<cl_long>(l.batch_strides.empty() ? 0 : l.batch_strides[0]); };
         KernelArgs args(kernel, out, q, kt, v, static_cast<cl_int>(g.m), static_cast<cl_int>(g.n), FirstMatrix{});
         for (const ir::MatrixLayout* l : {&g.a, &g.b, &a.values.b})
@@ -85,10 +82,26 @@ public:
                                    static_cast<std::size_t>((g.m + p->bm - 1) / p->bm) * local[0], local);
     }
 
+    /// Backend::prepare_attention: builds the kernel run() would use for `a` (lt::warmup).
+    void prepare(const ir::Attention& a) {
+        const std::optional<AttentionParams> p = params(a);
+        if (!p || a.scores.batch_count() == 0 || a.scores.m == 0) return;
+        kernel_for(a, *p, attention_layout(a));
+    }
+
     /// Forgets the attention kernels built (with the kernel cache).
     void clear_cache() { kernels_.clear(); }
 
 private:
+    /// The kernel for `a` with these parameters and layout, built the first time.
+    cl_kernel kernel_for(const ir::Attention& a, const AttentionParams& p, const AttentionLayout& layout) {
+        const std::string key = concat(ir::key(a.score_function), '|', a.depth(), ',', a.value_depth(), ',', p.bm, ',', p.bn,
+                                       ',', p.ty, ',', layout.q_vec, layout.k_vec, layout.v_vec);
+        return kernels_.get(
+            key, [&] { return source(a, p, layout); }, attention_kernel_name(), c_.programs, c_.backend.cache_capacity(), 0,
+            concat("attention kernel ", p.bm, "x", p.bn, ", depths ", a.depth(), " and ", a.value_depth()));
+    }
+
     std::string source(const ir::Attention& a, const AttentionParams& p, const AttentionLayout& layout) const {
         return attention_kernel_source(a.depth(), a.value_depth(), p, layout,
                                        prologue_code(a.score_function, "s", c_.device.traits()));

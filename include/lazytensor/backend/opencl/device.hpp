@@ -5,6 +5,9 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
@@ -21,8 +24,20 @@
 namespace lazytensor::detail::opencl {
 
 /// The OpenCL devices of this machine, listed once.
+/// Milliseconds the first opencl_device_ids() took (loading the drivers, listing the platforms
+/// and devices), added once to the first device's setup (CompileStats::setup_ms); then 0.
+inline std::atomic<std::int64_t>& device_discovery_us() {
+    static std::atomic<std::int64_t> us{0};
+    return us;
+}
+
 inline const std::vector<std::pair<cl_platform_id, cl_device_id>>& opencl_device_ids() {
-    static const auto ids = list_devices();
+    static const auto ids = [] {
+        const auto start = std::chrono::steady_clock::now();
+        auto listed = list_devices();
+        device_discovery_us() += std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count();
+        return listed;
+    }();
     return ids;
 }
 

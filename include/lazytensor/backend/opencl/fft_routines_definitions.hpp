@@ -51,6 +51,7 @@
 #include "cl_api.hpp"
 #include "fft_routines.hpp"
 #include "launch.hpp"
+#include "../compile_log.hpp"
 #include "programs.hpp"
 
 #if !LAZYTENSOR_ENGINE_DEFINITIONS
@@ -329,8 +330,15 @@ LAZYTENSOR_ENGINE_API void FftRoutines::run(const ir::Fft& call, const Buffer& i
             config.outputBuffer = &plan->output;
         }
         if (static_cast<std::uint64_t>(complex_count) >= (std::uint64_t(1) << 31)) config.useUint64 = 1;
+        // VkFFT builds the plan's programs here: reported as a library's build (library_ms).
+        BuildReport report(c_.device.device(), CompileEvent::Kind::Library,
+                           [&] { return concat("VkFFT plan: ", fft_kind_name(call.kind), " ", call.dtype, call.shape); });
         const VkFFTResult r = initializeVkFFT(&plan->app, config);
-        if (r != VKFFT_SUCCESS) failure("plan", r);  // initializeVkFFT has freed what it made
+        if (r != VKFFT_SUCCESS) {
+            c_.backend.add_build_time(CompileEvent::Kind::Library, report.failed(concat("VkFFT: ", vkfft_result_name(r))));
+            failure("plan", r);  // initializeVkFFT has freed what it made
+        }
+        c_.backend.add_build_time(CompileEvent::Kind::Library, report.finished(CompileEvent::Source::Compiler));
         plan->initialized = true;
         plan = plans_->plans.insert(key, plan).first;
     }

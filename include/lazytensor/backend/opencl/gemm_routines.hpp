@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <iostream>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "../../ir/gemm.hpp"
 #include "../../ir/kernel.hpp"
 #include "../backend.hpp"
+#include "../compile_log.hpp"
 #include "cl_api.hpp"
 #include "clblast_gemm.hpp"
 #include "clblast_tuning.hpp"
@@ -46,6 +48,16 @@ public:
         require_fp64(g);
         if (uses_own(g)) return own(g, a, b, c);
 #if LAZYTENSOR_CLBLAST
+        run_clblast(g, a, b, c);
+#else
+        (void)a, (void)b, (void)c;
+#endif
+    }
+
+#if LAZYTENSOR_CLBLAST
+    /// c = a x b through CLBlast (its first call per routine and precision reported as the
+    /// library's build).
+    void run_clblast(const ir::Gemm& g, const Buffer& a, const Buffer& b, Buffer& c) {
         using ms_t = std::chrono::duration<double, std::milli>;
         ir::Gemm spec = g;
         BufferPtr a_copy = blas_readable_copy(spec, a, spec.a, spec.m, spec.k);
@@ -56,28 +68,51 @@ public:
         const bool timed = c_.launcher.record_times();
         if (timed) c_.backend.synchronize();  // time the whole product: CLBlast may run several kernels
         const auto start = std::chrono::steady_clock::now();
+        // CLBlast builds its programs inside its first call per routine and precision (enqueueing
+        // takes microseconds after): that call is timed and reported as the library's build.
+        const std::string called = concat("CLBlast ", spec.dtype == DType::Float64 ? "d" : "s", clblast_routine(spec));
+        std::optional<BuildReport> first;
+        if (clblast_called_.insert(called).second) first.emplace(c_.device.device(), CompileEvent::Kind::Library, called);
         const clblast::StatusCode status = spec.dtype == DType::Float64
                                                ? clblast_gemm<double>(spec, ma, mb, mc, c_.device.queue(), nullptr)
                                                : clblast_gemm<float>(spec, ma, mb, mc, c_.device.queue(), nullptr);
-        const double enqueue_ms = ms_t(std::chrono::steady_clock::now() - start).count();
-        if (status != clblast::StatusCode::kSuccess)
-            fail<BackendError>("OpenCL: CLBlast ", routine(spec), " failed on ", c_.device.describe(), ": ",
-                               clblast_status_name(status), " (", static_cast<int>(status), ") for ", spec.dtype,
-                               " batch ", spec.batch, ", m ", spec.m, ", n ", spec.n, ", k ", spec.k,
-                               lost_device_hint(static_cast<cl_int>(status)));  // CLBlast reuses OpenCL's codes
-        // Enqueueing takes microseconds; a slow call is CLBlast compiling its kernels.
-        if (enqueue_ms > 20 && debug_level() >= 1)
-            std::cerr << "[lazytensor] CLBlast compiled its " << (spec.dtype == DType::Float64 ? "d" : "s")
-                      << "gemm kernels for " << c_.device.describe() << " on first use: " << enqueue_ms
-                      << " ms (once per process and kernel variant)\n";
+        if (status != clblast::StatusCode::kSuccess) {
+            const std::string error =
+                concat("OpenCL: CLBlast ", routine(spec), " failed on ", c_.device.describe(), ": ", clblast_status_name(status),
+                       " (", static_cast<int>(status), ") for ", spec.dtype, " batch ", spec.batch, ", m ", spec.m, ", n ",
+                       spec.n, ", k ", spec.k, lost_device_hint(static_cast<cl_int>(status)));  // CLBlast reuses OpenCL's codes
+            if (first) {
+                c_.backend.add_build_time(CompileEvent::Kind::Library, first->failed(error));
+                clblast_called_.erase(called);  // (its build is tried again by the next call)
+            }
+            fail<BackendError>(error);
+        }
+        if (first) c_.backend.add_build_time(CompileEvent::Kind::Library, first->finished(CompileEvent::Source::Compiler));
         if (timed) {
             c_.backend.synchronize();
             c_.launcher.record_time(ms_t(std::chrono::steady_clock::now() - start).count());
         }
-#else
-        (void)a, (void)b, (void)c;
-#endif
     }
+
+    /// Has CLBlast build the program a product `g` would run, by a product of the same routine
+    /// and precision on 1 x 1 matrices of scratch buffers: CLBlast builds one program per
+    /// routine, precision and device (all of the routine's kernels: direct and indirect,
+    /// every transpose), whatever the sizes, and keeps it for the process.
+    void prepare_clblast(const ir::Gemm& g) {
+        if (clblast_called_.count(concat("CLBlast ", g.dtype == DType::Float64 ? "d" : "s", clblast_routine(g)))) return;
+        ir::Gemm tiny;
+        tiny.dtype = g.dtype;
+        tiny.m = tiny.n = tiny.k = 1;
+        tiny.a.row_stride = tiny.a.col_stride = tiny.b.row_stride = tiny.b.col_stride = 1;
+        const std::string routine = clblast_routine(g);
+        if (routine != "Gemm") {  // a batch of two: along one axis (strided), or along two (batched)
+            tiny.batch = routine == "GemmStridedBatched" ? Shape{2} : Shape{2, 1};
+            tiny.a.batch_strides = tiny.b.batch_strides = routine == "GemmStridedBatched" ? Strides{1} : Strides{1, 1};
+        }
+        BufferPtr a = c_.backend.allocate(g.dtype, 2), b = c_.backend.allocate(g.dtype, 2), c = c_.backend.allocate(g.dtype, 2);
+        run_clblast(tiny, *a, *b, *c);
+    }
+#endif
 
     /// Backend::gemm_fused: on the own kernel, with the fused kernels' code and arguments.
     void run_fused(const ir::Gemm& g, const FusedKernels& fusion, const Buffer& a, const Buffer& b,
@@ -193,6 +228,28 @@ public:
         own_into(g, a, b, c, &block, epilogue, fused, {}, {});
     }
 
+    /// Backend::prepare_gemm: builds the own kernel that run or run_fused would use for `g`, or
+    /// has CLBlast build its program for `g`'s routine (prepare_clblast) (lt::warmup).
+    void prepare(const ir::Gemm& g, const FusedKernels& fusion) {
+        const bool fused = fusion.prologue[0] || fusion.prologue[1] || fusion.epilogue;
+        require_fp64(g);
+        if (!fused && !uses_own(g)) {
+#if LAZYTENSOR_CLBLAST
+            if (g.m != 0 && g.n != 0 && g.batch_count() != 0) prepare_clblast(g);
+#endif
+            return;
+        }
+        if (g.m == 0 || g.n == 0 || g.batch_count() == 0) return;
+        const GemmKernelParams p = params(g);
+        const GemmLayoutClass layout = this->layout(g, p);
+        if (!fused) {
+            own_kernel(g, p, layout, FusedEpilogue{}, FusedPrologue{}, FusedPrologue{});
+            return;
+        }
+        const FusedCode code = code_of(g, fusion);
+        own_kernel(g, p, layout, *code.epilogue, *code.prologue[0], *code.prologue[1]);
+    }
+
     /// Forgets the own GEMM kernels built (with the kernel cache).
     void clear_cache() { kernels_.clear(); }
 
@@ -211,14 +268,7 @@ private:
             if (block->offset % p.v != 0 || block->ld % p.v != 0 || block->batch_stride % p.v != 0 || !c_.device.traits().gpu)
                 layout.whole_tiles = false;
         }
-        // Keyed by what the source is made of: a product that hits costs no source generation.
-        const std::string key = concat(g.dtype, ' ', layout.a_k_fast, layout.b_n_fast, layout.wide_index, layout.whole_tiles, layout.c_block,
-                                       ' ', p.str(), ' ', epilogue.parameters, '\n', epilogue.code, '\n',
-                                       epilogue.output.value_or(g.dtype), ' ', prologue_a.storage, prologue_a.function, '\n',
-                                       prologue_b.storage, prologue_b.function);
-        cl_kernel kernel = kernels_.get(
-            key, [&] { return gemm_kernel_source(g.dtype, layout, p, epilogue, prologue_a, prologue_b); }, gemm_kernel_name(),
-            c_.programs, c_.backend.cache_capacity(), p.max_registers);
+        cl_kernel kernel = own_kernel(g, p, layout, epilogue, prologue_a, prologue_b);
         cl_long a_batch_stride = 0, b_batch_stride = 0;
         cl_int per_matrix = 0;
         BufferPtr table;  // a batch of several axes: each matrix's offsets of A and B
@@ -257,6 +307,21 @@ private:
                               "tensors cannot run there; use float32, or run it on the host");
     }
 
+    /// The own kernel for `g` with this code fused into it, built the first time.
+    cl_kernel own_kernel(const ir::Gemm& g, const GemmKernelParams& p, const GemmLayoutClass& layout,
+                         const FusedEpilogue& epilogue, const FusedPrologue& prologue_a, const FusedPrologue& prologue_b) {
+        // Keyed by what the source is made of: a product that hits costs no source generation.
+        const std::string key = concat(g.dtype, ' ', layout.a_k_fast, layout.b_n_fast, layout.wide_index, layout.whole_tiles,
+                                       layout.c_block, ' ', p.str(), ' ', epilogue.parameters, '\n', epilogue.code, '\n',
+                                       epilogue.output.value_or(g.dtype), ' ', prologue_a.storage, prologue_a.function, '\n',
+                                       prologue_b.storage, prologue_b.function);
+        const bool fused = !epilogue.code.empty() || !prologue_a.function.empty() || !prologue_b.function.empty();
+        return kernels_.get(
+            key, [&] { return gemm_kernel_source(g.dtype, layout, p, epilogue, prologue_a, prologue_b); }, gemm_kernel_name(),
+            c_.programs, c_.backend.cache_capacity(), p.max_registers,
+            concat("GEMM kernel ", p.block_m(), "x", p.block_n(), " tile, ", g.dtype, fused ? ", with fused code" : ""));
+    }
+
     FusedCode code_of(const ir::Gemm& g, const FusedKernels& fusion) {
         return c_.fused_code.for_gemm(g, fusion, c_.device.traits(), c_.backend.cache_capacity());
     }
@@ -279,6 +344,7 @@ private:
     std::optional<bool> fuse_half_loads_;
     KernelsByKey kernels_;  // the own kernels, by dtype, layout class, parameters and fused code
     std::string clblast_tuned_;  // the CLBlast kernels given tuned parameters (clblast_tuning.hpp)
+    std::set<std::string> clblast_called_;  // the CLBlast routines and precisions called once (built)
 };
 
 }  // namespace lazytensor::detail::opencl

@@ -78,7 +78,7 @@ public:
             std::shared_ptr<ProgramOwner> program;
             ProgramSource from = ProgramSource::Memory;
             try {
-                program = c_.programs.build(program_source(fp64, helpers, functions), &from);
+                program = c_.programs.build(program_source(fp64, helpers, functions), &from, 0, {}, true);
             } catch (const BackendError&) {
                 // Built one by one below: the kernel that fails reports its own log and source.
             }
@@ -131,7 +131,7 @@ private:
             if (rendered.stages.empty()) return with_program(kernel, std::move(rendered), nullptr, traits);
             require_fp64(rendered);
             ProgramSource from = ProgramSource::Memory;
-            std::shared_ptr<ProgramOwner> program = c_.programs.build(rendered.source, &from);
+            std::shared_ptr<ProgramOwner> program = c_.programs.build(rendered.source, &from, 0, {}, true);  // (the batch is reported)
             outcome.built_from_source = outcome.built_from_source || from == ProgramSource::Compiler;
             outcome.from_disk = outcome.from_disk || from == ProgramSource::Disk;
             auto k = with_program(kernel, std::move(rendered), std::move(program), traits);

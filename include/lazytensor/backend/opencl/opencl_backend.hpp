@@ -75,11 +75,15 @@ class OpenCLBackend final : public Backend {
 public:
     OpenCLBackend(int index, cl_platform_id platform, cl_device_id device)
         : device_(index, platform, device), memory_(device_),
-          programs_(device_, [this](bool from_disk) { count_program(from_disk); }), launcher_(device_) {}
+          programs_(device_, [this](bool from_disk, double ms) { count_program(from_disk, ms); }), launcher_(device_) {
+        count_failed_builds();
+    }
     /// An application's context, device and queue (lt::opencl::adopt; the queue may be null).
     OpenCLBackend(int index, cl_context context, cl_device_id device, cl_command_queue queue)
         : device_(index, context, device, queue), memory_(device_),
-          programs_(device_, [this](bool from_disk) { count_program(from_disk); }), launcher_(device_) {}
+          programs_(device_, [this](bool from_disk, double ms) { count_program(from_disk, ms); }), launcher_(device_) {
+        count_failed_builds();
+    }
 
     Device device() const override { return device_.device(); }
     std::string name() const override {
@@ -291,6 +295,10 @@ public:
         return gemm_.fused_source(g, fusion);
     }
     std::string gemm_routine(const ir::Gemm& g) const override { return gemm_.routine(g); }
+    void prepare_gemm(const ir::Gemm& g, const FusedKernels& fusion) override { gemm_.prepare(g, fusion); }
+    void prepare_attention(const ir::Attention& a) override {
+        if (fuses_attention(a)) attention_.prepare(a);
+    }
     const DevicePolicy& policy() const override { return policy_; }
 
     /// c = a x b on the own GEMM kernel: one launch, operands read in place; `epilogue` is
@@ -397,6 +405,10 @@ protected:
     std::size_t cached_bytes() const override { return memory_.cached_bytes(); }
 
 private:
+    void count_failed_builds() {
+        programs_.on_failed_build([this](double ms) { add_build_time(CompileEvent::Kind::Program, ms); });
+    }
+
     // Destroyed in reverse: the routines' kernels, then the launcher (which waits for the
     // queue and releases the launches' events), the programs, the cached blocks, and last the
     // queue and context.
@@ -452,6 +464,26 @@ inline OpenCLRegistry& opencl_registry() {
     return r;
 }
 
+/// The backend `make` returns, its making reported as the device's setup (a compile event, and
+/// CompileStats::setup_ms).
+template <class Make>
+OpenCLBackend* made_with_setup_report(Device device, Make make) {
+    // The first device made also pays for finding the drivers and devices (once per process).
+    const std::int64_t discovery_us = device_discovery_us().exchange(0);
+    BuildReport report(device, CompileEvent::Kind::Setup,
+                       discovery_us ? "device setup (drivers and devices listed, context and queue)" : "device setup (context and queue)");
+    report.started_earlier(static_cast<double>(discovery_us) / 1000);
+    OpenCLBackend* b = nullptr;
+    try {
+        b = make();
+    } catch (const std::exception& e) {
+        report.failed(e.what());
+        throw;
+    }
+    b->add_build_time(CompileEvent::Kind::Setup, report.finished(CompileEvent::Source::None));
+    return b;
+}
+
 inline OpenCLBackend& opencl_backend(int index) {
     OpenCLRegistry& r = opencl_registry();
     const auto& ids = opencl_device_ids();
@@ -464,7 +496,9 @@ inline OpenCLBackend& opencl_backend(int index) {
         fail<DeviceError>("device opencl:", index, " does not exist: this machine has ", r.backends.size(), " OpenCL device",
                           r.backends.size() == 1 ? "" : "s", " (opencl:0 to opencl:", r.backends.size() - 1, ")");
     auto& b = r.backends[static_cast<std::size_t>(index)];
-    if (!b) b = new OpenCLBackend(index, ids[static_cast<std::size_t>(index)].first, ids[static_cast<std::size_t>(index)].second);
+    if (!b) b = made_with_setup_report(Device::opencl(index), [&] {
+            return new OpenCLBackend(index, ids[static_cast<std::size_t>(index)].first, ids[static_cast<std::size_t>(index)].second);
+        });
     return *b;
 }
 
@@ -476,7 +510,7 @@ inline int adopt_opencl(cl_context context, cl_device_id device, cl_command_queu
     std::lock_guard<std::mutex> lock(r.mutex);
     if (r.backends.size() < ids.size()) r.backends.resize(ids.size(), nullptr);
     const int index = static_cast<int>(r.backends.size());
-    r.backends.push_back(new OpenCLBackend(index, context, device, queue));
+    r.backends.push_back(made_with_setup_report(Device::opencl(index), [&] { return new OpenCLBackend(index, context, device, queue); }));
     return index;
 }
 

@@ -24,10 +24,12 @@
 #include "../../core/config.hpp"
 #include "../../core/error.hpp"
 #include "../../core/lru_cache.hpp"
+#include "../../core/reports.hpp"
 #include "../../ir/gemm.hpp"
 #include "../../ir/kernel.hpp"
 #include "../../ir/scan.hpp"
 #include "../backend.hpp"
+#include "../compile_log.hpp"
 #include "cl_api.hpp"
 #include "device.hpp"
 #include "fused_code.hpp"
@@ -53,31 +55,47 @@ inline std::string numbered(const std::string& source) {
 class ProgramCache {
 public:
     /// `count_build` hears of every program not found in memory: loaded from disk (true) or
-    /// compiled (false).
-    ProgramCache(const OpenCLDevice& device, std::function<void(bool from_disk)> count_build)
+    /// compiled (false), and the milliseconds it took where the cache reported it (else 0).
+    ProgramCache(const OpenCLDevice& device, std::function<void(bool from_disk, double ms)> count_build)
         : device_(device), options_(device.build_options()), disk_(default_cache_dir()), count_build_(std::move(count_build)) {}
 
     /// A built program for `source` on this device: from memory, from the disk cache, or
     /// compiled now (with its kernel capped at `max_registers` where that can be asked: NVIDIA).
-    /// A failed build throws BackendError with the build log and the source.
-    std::shared_ptr<ProgramOwner> build(const std::string& source, ProgramSource* from = nullptr, int max_registers = 0) {
+    /// A failed build throws BackendError with the build log and the source. A program not in
+    /// memory is reported as a compile event (backend/compile_log.hpp) described as `what` (empty:
+    /// by its first kernel's name), unless `caller_reports` (the kernels of a realize: the backend
+    /// reports their batch, and times it).
+    std::shared_ptr<ProgramOwner> build(const std::string& source, ProgramSource* from = nullptr, int max_registers = 0,
+                                        const std::string& what = {}, bool caller_reports = false) {
         if (from) *from = ProgramSource::Memory;
         if (auto hit = programs_.find(source)) return hit;
+        std::optional<BuildReport> report;
+        if (!caller_reports)
+            report.emplace(device_.device(), CompileEvent::Kind::Program, [&] { return what.empty() ? described(source) : what; });
         const std::string key = concat("lazytensor program cache 1\noptions: ", options_, "\ndevice: ", device_.name(),
                                        "\ndriver: ", device_.driver(), "\nsource:\n", source);
         std::shared_ptr<ProgramOwner> program;
-        if (auto binary = disk_.load(key)) program = from_binary(*binary, disk_.path_for(key));
-        const bool from_disk = program != nullptr;
-        if (!from_disk) {
-            program = from_source(source);
-            if (max_registers) program = with_register_cap(std::move(program), max_registers);
-            // Only when storing: asking PoCL for a binary makes it compile every kernel once more.
-            if (disk_.enabled()) disk_.store(key, binary_of(program->program));
+        bool from_disk = false;
+        try {
+            if (auto binary = disk_.load(key)) program = from_binary(*binary, disk_.path_for(key));
+            from_disk = program != nullptr;
+            if (!from_disk) {
+                program = from_source(source);
+                if (max_registers) program = with_register_cap(std::move(program), max_registers);
+                // Only when storing: asking PoCL for a binary makes it compile every kernel once more.
+                if (disk_.enabled()) disk_.store(key, binary_of(program->program));
+            }
+        } catch (const std::exception& e) {
+            if (report) count_build_time_(report->failed(e.what()));
+            throw;
         }
-        count_build_(from_disk);
+        count_build_(from_disk, report ? report->finished(from_disk ? CompileEvent::Source::Disk : CompileEvent::Source::Compiler) : 0);
         if (from) *from = from_disk ? ProgramSource::Disk : ProgramSource::Compiler;
         return programs_.insert(source, std::move(program)).first;
     }
+
+    /// Where the time of failed builds goes (they count no program).
+    void on_failed_build(std::function<void(double ms)> count) { count_build_time_ = std::move(count); }
 
     /// The program built for `source`, if it is held in memory.
     std::shared_ptr<ProgramOwner> find(const std::string& source) { return programs_.find(source); }
@@ -109,6 +127,16 @@ private:
         clGetProgramBuildInfo(program, device_.id(), CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
         while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
         return log;
+    }
+
+    /// "program of lt_scan_f32 (OpenCL C)": a program described by its first kernel's name.
+    static std::string described(const std::string& source) {
+        const std::string marker = "__kernel void ";
+        const std::size_t at = source.find(marker);
+        if (at == std::string::npos) return "OpenCL program";
+        const std::size_t begin = at + marker.size();
+        const std::size_t end = source.find_first_of("( \n", begin);
+        return concat("OpenCL program of ", source.substr(begin, end == std::string::npos ? std::string::npos : end - begin));
     }
 
     std::shared_ptr<ProgramOwner> from_source(const std::string& source) {
@@ -198,7 +226,8 @@ private:
     std::string options_;
     LruCache<ProgramOwner> programs_{kernel_cache_capacity_from_env()};
     ProgramDiskCache disk_;
-    std::function<void(bool)> count_build_;
+    std::function<void(bool, double)> count_build_;
+    std::function<void(double)> count_build_time_ = [](double) {};
 };
 
 /// Kernels of one kind of work, each the one kernel of a program of its own, keyed by what its
@@ -210,11 +239,11 @@ public:
     /// `max_registers`) the first time `key` is asked for.
     template <class MakeSource>
     cl_kernel get(const std::string& key, MakeSource make_source, const char* name, ProgramCache& programs,
-                  std::size_t capacity, int max_registers = 0) {
+                  std::size_t capacity, int max_registers = 0, const std::string& what = {}) {
         auto it = kernels_.find(key);
         if (it == kernels_.end()) {
             if (kernels_.size() >= capacity) kernels_.clear();
-            std::shared_ptr<ProgramOwner> program = programs.build(make_source(), nullptr, max_registers);
+            std::shared_ptr<ProgramOwner> program = programs.build(make_source(), nullptr, max_registers, what);
             KernelOwner kernel = programs.make_kernel(*program, name);
             it = kernels_.emplace(key, Built{std::move(program), std::move(kernel)}).first;
         }
