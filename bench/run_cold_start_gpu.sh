@@ -13,5 +13,5 @@ cmake -S . -B /tmp/b -DCMAKE_BUILD_TYPE=Release -DLAZYTENSOR_BUILD_BENCH=ON -DLA
 cmake --build /tmp/b -j32 --target bench_cold_start >>"$OUT/build.txt" 2>&1 || { tail -n 60 "$OUT/build.txt"; exit 1; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/cold_start.txt"
 /tmp/b/bench/bench_cold_start --device opencl:0 --runs "${RUNS:-3}" --debug 2>&1 | tee -a "$OUT/cold_start.txt"
-for i in 1 2 3; do CUDA_CACHE_PATH=$(mktemp -d) python3 bench/cold_start_peer.py cuda 2>&1 | tee -a "$OUT/cold_start.txt"; done
-for i in 1 2; do CUDA_CACHE_DISABLE=1 python3 bench/cold_start_peer.py cuda 2>&1 | tee -a "$OUT/cold_start.txt"; done
+for i in $(seq ${RUNS:-3}); do CUDA_CACHE_PATH=$(mktemp -d) python3 bench/cold_start_peer.py cuda 2>&1 | tee -a "$OUT/cold_start.txt"; done
+for i in $(seq ${RUNS:-2}); do CUDA_CACHE_DISABLE=1 python3 bench/cold_start_peer.py cuda 2>&1 | tee -a "$OUT/cold_start.txt"; done
