@@ -19,6 +19,13 @@ namespace conv {
 
 using namespace composite;
 
+// Winograd F(4x4, 3x3), defined in convolution_winograd.hpp. Declared here too: that header
+// includes convolution.hpp, which includes this one, so a unit that includes it first reaches
+// convolution() below before its definitions.
+inline bool winograd_applies(const NodePtr& x, const NodePtr& weight, const ConvSpec& spec);
+inline NodePtr winograd(const NodePtr& x, const NodePtr& weight, const NodePtr& bias, const ConvSpec& spec, const Shape& out,
+                        const char* op);
+
 /// Output positions per sample from which one product per sample fills a GPU as well as one
 /// product over the batch (H200, ResNet-18 layers at batch 32: per sample 0.34 ms against 0.43
 /// at 56x56 (3,136 positions); 0.40 against 0.27 at 28x28).
